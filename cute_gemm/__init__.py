@@ -1,0 +1,35 @@
+"""cute_gemm: CUDA GEMM kernels compiled at run time with NVRTC, launched and diffed.
+
+    import numpy as np, cute_gemm
+    c = cute_gemm.run("cute_smem", a, b)        # numpy in, numpy out
+    report = cute_gemm.cross_check(a, b)        # every kernel vs float64 and each other
+"""
+from __future__ import annotations
+
+from .api import compile_kernel, flops, run
+from .arrays import SUPPORTED_DTYPES, DeviceArray
+from .check import CheckReport, cross_check
+from .errors import (CompileError, CudaError, CuteGemmError, DTypeError, InputError,
+                     NoDeviceError, NotAnArrayError, ShapeError, ShapeLimitError,
+                     UnknownKernelError)
+from .registry import Kernel, Variant, get as get_kernel
+
+
+def kernels(family: str | None = None):
+    """The registered kernels (registry.Kernel records), in ladder order."""
+    from .registry import kernels as _k
+    return _k(family)
+
+
+def gpu_available() -> bool:
+    """True when a CUDA driver and device can be used."""
+    from .launch import available
+    return available()
+
+
+__version__ = "0.1.0"
+__all__ = ["run", "cross_check", "kernels", "get_kernel", "compile_kernel", "flops",
+           "gpu_available", "DeviceArray", "CheckReport", "Kernel", "Variant",
+           "SUPPORTED_DTYPES", "CuteGemmError", "CompileError", "CudaError", "NoDeviceError",
+           "InputError", "NotAnArrayError", "ShapeError", "DTypeError", "ShapeLimitError",
+           "UnknownKernelError"]

@@ -1,0 +1,336 @@
+"""run(): alpha * A @ B + beta * C with any registered kernel.
+
+numpy in -> numpy out (upload, launch, download). Device arrays in -> result on the
+device, no host round trip. Operands whose layout a kernel cannot take as they are
+(say, a transposed B for a row-major-only stage) are copied on the device into a
+layout it can take — only those operands, and only for kernels that need it.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import cache, launch, registry
+from .arrays import Operand, parse
+from .errors import CuteGemmError, InputError, ShapeError
+
+_UTIL = registry.Kernel(
+    name="scale2d", family="util", source="util/scale2d.cu",
+    variants=(registry.Variant("scale2d"),), block=(256, 1, 1), grid=registry.FlatGrid(256),
+    summary="dst = s * src, any strides (relayout and K = 0)", seed="-")
+_F32_NAN = 0x7FC00000
+
+
+def compile_kernel(name: str, arch: str | int | None = None):
+    """Compile (or fetch from cache) a registered kernel; no GPU needed when arch is given."""
+    k = name if isinstance(name, registry.Kernel) else registry.get(name)
+    if arch is None:
+        arch = launch.device_info().arch
+    return cache.get(k, arch)
+
+
+# ---- per (kernel, device) state, resolved once -----------------------------------------
+@dataclass
+class _Plan:
+    kernel: registry.Kernel
+    ordinal: int
+    compiled: object
+    functions: dict
+    smem_limit: int
+
+    def function(self, entry: str) -> launch.Function:
+        f = self.functions.get(entry)
+        if f is None:
+            f = launch.get_function(self.ordinal, self.kernel.name, self.compiled.key,
+                                    self.compiled.cubin, entry)
+            self.functions[entry] = f
+        return f
+
+
+_plans: dict[tuple[str, int], _Plan] = {}
+
+
+def _plan(k: registry.Kernel, ordinal: int) -> _Plan:
+    p = _plans.get((k.name, ordinal))
+    if p is None:
+        info = launch.device_info(ordinal)
+        if info.arch_int < k.min_arch:
+            raise CuteGemmError(f"kernel {k.name!r} needs sm_{k.min_arch} or newer; "
+                                f"device {ordinal} ({info.name}) is {info.arch}")
+        p = _Plan(k, ordinal, cache.get(k, info.arch), {}, info.smem_optin)
+        _plans[(k.name, ordinal)] = p
+    return p
+
+
+# ---- layout matching -------------------------------------------------------------------
+def _pow2_align(ptr: int, ld: int) -> int:
+    """Largest power of two (elements, <= 16) dividing the pointer (in floats) and ld."""
+    if ptr % 4:
+        return 0
+    v = (ptr // 4) | (ld if ld > 0 else 0) | 16
+    return v & -v
+
+
+def _fit(op: Operand, role: str) -> tuple[str | None, int]:
+    row, col = {"a": ("k", "m"), "b": ("n", "k"), "c": ("n", "m")}[role]
+    major = op.major(row, col)
+    if major is None:
+        return None, 0
+    ld = op.strides[0] if major == row else op.strides[1]
+    if (op.shape[0] if major == row else op.shape[1]) <= 1:
+        ld = 0  # a single row/column: the leading stride is never used
+    return major, _pow2_align(op.ptr, ld)
+
+
+def _accepts(want: str, align_req: int, have: tuple[str | None, int]) -> bool:
+    major, align = have
+    return major is not None and align > 0 and (want == "any" or want == major) and align % align_req == 0
+
+
+def _choose(k: registry.Kernel, ops: dict[str, Operand]):
+    """Pick the variant needing the fewest relayout copies; returns (variant, roles to copy)."""
+    fits = {r: _fit(op, r) for r, op in ops.items()}
+    best = None
+    for v in k.variants:
+        want = {"a": v.a_major, "b": v.b_major, "c": v.c_major}
+        copies, feasible = [], True
+        for r, op in ops.items():
+            if _accepts(want[r], v.align, fits[r]):
+                continue
+            row = {"a": "k", "b": "n", "c": "n"}[r]
+            # after a copy: row-major, ld = number of columns, fresh 256-byte aligned pointer
+            if _accepts(want[r], v.align, (row, _pow2_align(256, op.shape[1] if op.shape[0] > 1 else 0))):
+                copies.append(r)
+            else:
+                feasible = False
+                break
+        if feasible and (best is None or len(copies) < len(best[1])):
+            best = (v, copies)
+            if not copies:
+                break
+    if best is None:  # the registry test guarantees a row-major, align-1 variant
+        raise CuteGemmError(f"kernel {k.name!r} has no variant for these operand layouts")
+    return best
+
+
+# ---- device helpers ----------------------------------------------------------------------
+def _util_fn(ordinal: int) -> launch.Function:
+    return _plan(_UTIL, ordinal).function("scale2d")
+
+
+def _scale2d(ordinal: int, stream: int, s: float, src: Operand | None, dst: Operand) -> None:
+    m, n = dst.shape
+    if m * n == 0:
+        return
+    f = _util_fn(ordinal)
+    ctypes_args = _pack_scale(m, n, s, src, dst)
+    launch.launch(f, ((m * n + 255) // 256, 1, 1), (256, 1, 1), 0, stream, ctypes_args)
+
+
+def _pack_scale(m, n, s, src, dst):
+    import ctypes
+
+    class _A(ctypes.Structure):
+        _fields_ = [("M", ctypes.c_int), ("N", ctypes.c_int), ("s", ctypes.c_float),
+                    ("src", ctypes.c_void_p), ("ss0", ctypes.c_longlong), ("ss1", ctypes.c_longlong),
+                    ("dst", ctypes.c_void_p), ("ds0", ctypes.c_longlong), ("ds1", ctypes.c_longlong)]
+    a = _A(m, n, s, src.ptr if src else None, *(src.strides if src else (0, 0)),
+           dst.ptr, *dst.strides)
+    base = ctypes.addressof(a)
+    ptrs = (ctypes.c_void_p * 9)(*[base + getattr(_A, f).offset for f, _ in _A._fields_])
+    return (a, ptrs), ctypes.addressof(ptrs)
+
+
+def _temp(shape, ordinal: int, owned: list) -> Operand:
+    buf = launch.DeviceBuffer(4 * max(shape[0] * shape[1], 1), ordinal)
+    owned.append(buf)
+    return Operand("tmp", buf, True, buf.ptr, tuple(shape), (shape[1], 1), "float32")
+
+
+def _gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
+                 alpha: float, beta: float, stream: int, ordinal: int) -> None:
+    """T = alpha * A @ B + beta * C on the device (C may be T itself, or None)."""
+    m, kk = A.shape
+    n = B.shape[1]
+    if C is None:
+        beta = 0.0
+    if kk == 0:  # no products: T = beta * C
+        _scale2d(ordinal, stream, beta, C, T)
+        return
+    plan = _plan(k, ordinal)
+    smem = k.smem_bytes(m, n, kk)
+    if smem:
+        k.check_limits(m, n, kk, plan.smem_limit)
+    variant, copies = _choose(k, {"a": A, "b": B, "c": T})
+    owned: list = []
+    try:
+        if "a" in copies:
+            A2 = _temp(A.shape, ordinal, owned)
+            _scale2d(ordinal, stream, 1.0, A, A2)
+            A = A2
+        if "b" in copies:
+            B2 = _temp(B.shape, ordinal, owned)
+            _scale2d(ordinal, stream, 1.0, B, B2)
+            B = B2
+        W = _temp(T.shape, ordinal, owned) if "c" in copies else T
+        if beta != 0.0 and not (C.ptr == W.ptr and C.strides == W.strides):
+            _scale2d(ordinal, stream, 1.0, C, W)   # the kernel updates W in place
+        f = plan.function(variant.entry)
+        grid = k.grid(m, n, kk)
+        args = launch.pack_gemm_args(m, n, kk, alpha, A.ptr, A.strides[0], A.strides[1],
+                                     B.ptr, B.strides[0], B.strides[1], beta,
+                                     W.ptr, W.strides[0], W.strides[1])
+        launch.launch(f, grid, k.block, smem, stream, args)
+        if W is not T:
+            _scale2d(ordinal, stream, 1.0, W, T)
+    finally:
+        if owned:
+            # temporaries may still be in use by queued work: wait before freeing
+            launch.synchronize(stream)
+            for b in owned:
+                b.close()
+
+
+# ---- validation --------------------------------------------------------------------------
+def _validate(a, b, c, out, alpha, beta):
+    A, B = parse("a", a), parse("b", b)
+    (m, k1), (k2, n) = A.shape, B.shape
+    if k1 != k2:
+        raise ShapeError(f"inner dimensions differ: a is {A.shape}, b is {B.shape} ({k1} != {k2})")
+    C = parse("c", c) if c is not None else None
+    O = parse("out", out) if out is not None else None
+    for op in (C, O):
+        if op is not None and op.shape != (m, n):
+            raise ShapeError(f"{op.name} must have shape {(m, n)} (a @ b), got {op.shape}")
+    if O is not None and O.readonly:
+        raise InputError("out is read-only")
+    for nm, v in (("alpha", alpha), ("beta", beta)):
+        if not isinstance(v, (int, float, np.floating, np.integer)) or isinstance(v, bool):
+            raise InputError(f"{nm} must be a real number, got {type(v).__name__}")
+    ops = [x for x in (A, B, C, O) if x is not None]
+    kinds = {x.device for x in ops}
+    if len(kinds) > 1:
+        where = ", ".join(f"{x.name}={'device' if x.device else 'host'}" for x in ops)
+        raise InputError(f"mixing host and device arrays is not supported ({where})")
+    return A, B, C, O, m, n, k1
+
+
+def _empty_like_lib(proto, shape, ordinal):
+    """A row-major float32 result allocated by the library of `proto` (CuPy, PyTorch), else
+    a cute_gemm DeviceArray."""
+    mod = type(proto).__module__.split(".")[0]
+    if mod == "cupy" and "cupy" in sys.modules:
+        cp = sys.modules["cupy"]
+        with cp.cuda.Device(ordinal):
+            return cp.empty(shape, dtype=cp.float32)
+    if mod == "torch" and "torch" in sys.modules:
+        torch = sys.modules["torch"]
+        return torch.empty(shape, dtype=torch.float32, device=proto.device)
+    from .arrays import DeviceArray
+    return DeviceArray(shape, ordinal=ordinal)
+
+
+def _device_ordinal(A: Operand) -> int:
+    launch._init()
+    if _device_count() == 1:
+        return 0
+    return launch.pointer_device(A.ptr) if A.ptr else launch.current_ordinal()
+
+
+_count: list[int] = []
+
+
+def _device_count() -> int:
+    if not _count:
+        _count.append(int(launch._check(launch._drv().cuDeviceGetCount(), "cuDeviceGetCount")))
+    return _count[0]
+
+
+def run(name, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None):
+    """alpha * a @ b + beta * c in float32 with kernel `name`.
+
+    numpy in -> numpy out; device arrays (CuPy, PyTorch, JAX, __cuda_array_interface__,
+    DLPack) in -> result on the device. `out` receives the result (it may be `c`, for an
+    in-place update). Asynchronous on `stream` for device arrays, like any CUDA library.
+    """
+    k = registry.get(name)
+    A, B, C, O, m, n, kk = _validate(a, b, c, out, alpha, beta)
+    alpha, beta = float(alpha), float(beta)
+    if C is None:
+        beta = 0.0
+    if A.device:
+        return _run_device(k, A, B, C, O, m, n, alpha, beta, stream)
+    return _run_host(k, A, B, C, O, m, n, kk, alpha, beta, stream)
+
+
+def _run_device(k, A, B, C, O, m, n, alpha, beta, stream):
+    ordinal = _device_ordinal(A)
+    launch._ensure_context(ordinal)
+    s = launch.stream_handle(stream)
+    if O is None:
+        result = _empty_like_lib(A.obj, (m, n), ordinal)
+        O = parse("out", result)
+    else:
+        result = O.obj
+    if m and n:
+        _gemm_device(k, A, B, C, O, alpha, beta, s, ordinal)
+    return result
+
+
+def _upload(op: Operand, ordinal: int, stream: int, owned: list) -> Operand:
+    """Copy a host operand to the device keeping its order when it is C- or F-contiguous."""
+    h = op.host
+    if h.flags.c_contiguous:
+        src, strides = h, (h.shape[1], 1)
+    elif h.flags.f_contiguous:
+        src, strides = h, (1, h.shape[0])
+    else:
+        src = np.ascontiguousarray(h)
+        strides = (h.shape[1], 1)
+    buf = launch.DeviceBuffer(max(src.nbytes, 4), ordinal)
+    owned.append(buf)
+    if src.nbytes:
+        launch.memcpy_htod(buf.ptr, src.ctypes.data, src.nbytes, stream)
+    return Operand(op.name, buf, True, buf.ptr, op.shape, strides, "float32")
+
+
+def _run_host(k, A, B, C, O, m, n, kk, alpha, beta, stream):
+    result = O.host if O is not None else np.empty((m, n), dtype=np.float32)
+    if m == 0 or n == 0:
+        return result
+    if kk == 0:   # no products and nothing to launch: result = beta * C (BLAS: 0 when beta == 0)
+        if beta == 0.0:
+            result[...] = 0.0
+        else:
+            np.multiply(C.host, np.float32(beta), out=result)
+        return result
+    ordinal = launch.current_ordinal()
+    launch._ensure_context(ordinal)
+    s = launch.stream_handle(stream)
+    owned: list = []
+    try:
+        dA = _upload(A, ordinal, s, owned)
+        dB = _upload(B, ordinal, s, owned)
+        dT = _temp((m, n), ordinal, owned)
+        if beta != 0.0:   # C goes straight into the result buffer, updated in place
+            hc = np.ascontiguousarray(C.host)
+            launch.memcpy_htod(dT.ptr, hc.ctypes.data, hc.nbytes, s)
+        _gemm_device(k, dA, dB, dT if beta != 0.0 else None, dT, alpha, beta, s, ordinal)
+        host = result if result.flags.c_contiguous else np.empty((m, n), dtype=np.float32)
+        launch.memcpy_dtoh(host.ctypes.data, dT.ptr, host.nbytes, s)
+        launch.check_last(k.name, s)
+        if host is not result:
+            result[...] = host
+    finally:
+        for b in owned:
+            b.close()
+    return result
+
+
+def flops(m: int, n: int, k: int) -> float:
+    return 2.0 * m * n * k
+
+
+__all__ = ["run", "compile_kernel", "flops"]

@@ -1,0 +1,251 @@
+"""cross_check(): every kernel against a float64 reference and against each other.
+
+Judged by the reference-BLAS gauge (sblat3's SMMCH): per element
+    ratio = |C - C_ref| / (eps * G),   G = |alpha| |A| |B| + |beta| |C0|
+with eps = 2**-23 (float32 machine epsilon); a kernel passes when max ratio <= 16.
+The gauge scales with K and with the magnitudes involved, so one threshold holds for
+every shape; a plain recursive fp32 dot product lands around 0.3 on random data.
+Exact mode draws small integers in [-8, 8], for which fp32 arithmetic is exact up to
+K ~ 2**18: every correct kernel must then equal the reference bit for bit.
+Outputs are poisoned with NaN before each launch, so an unwritten element fails.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import registry
+from .errors import CuteGemmError, ShapeLimitError
+
+EPS = float(np.finfo(np.float32).eps)
+THRESHOLD = 16.0
+DEFAULT_SHAPES = ((1, 1, 1), (129, 67, 33), (257, 383, 129), (1000, 1300, 700))
+
+
+@dataclass
+class KernelResult:
+    name: str
+    status: str                        # "pass" | "FAIL" | "skip" | "error"
+    gauge_ratio: float = float("nan")
+    rel_frobenius: float = float("nan")
+    first_fail: tuple[int, int] | None = None
+    message: str = ""
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("pass", "skip")
+
+
+@dataclass
+class ShapeReport:
+    shape: tuple[int, int, int]
+    alpha: float
+    beta: float
+    exact: bool
+    results: list[KernelResult]
+    names: list[str]
+    pairwise: np.ndarray               # max |C_i - C_j|, NaN where a kernel produced nothing
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok for r in self.results) and (
+            not self.exact or not np.any(np.nan_to_num(self.pairwise, nan=0.0) != 0))
+
+
+@dataclass
+class CheckReport:
+    shapes: list[ShapeReport] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(s.ok for s in self.shapes)
+
+    @property
+    def failures(self) -> list[tuple[tuple[int, int, int], KernelResult]]:
+        return [(s.shape, r) for s in self.shapes for r in s.results if not r.ok]
+
+    def table(self) -> str:
+        lines = []
+        for s in self.shapes:
+            m, n, k = s.shape
+            mode = "exact integers" if s.exact else "random normal"
+            lines.append(f"M={m} N={n} K={k}  alpha={s.alpha:g} beta={s.beta:g}  ({mode})")
+            lines.append(f"  {'kernel':<22}{'status':<8}{'gauge ratio':>12}{'rel frob':>11}  first fail / note")
+            for r in s.results:
+                ff = f"({r.first_fail[0]}, {r.first_fail[1]})" if r.first_fail else ""
+                note = (ff + " " + r.message).strip()
+                lines.append(f"  {r.name:<22}{r.status:<8}{r.gauge_ratio:>12.3g}{r.rel_frobenius:>11.2e}  {note}")
+            if len(s.names) > 1:
+                lines.append("  pairwise max |C_i - C_j|:")
+                w = max(len(x) for x in s.names)
+                for i, a in enumerate(s.names):
+                    row = " ".join(f"{v:9.2e}" for v in s.pairwise[i])
+                    lines.append(f"    {a:<{w}} {row}")
+        verdict = "PASS" if self.ok else f"FAIL ({len(self.failures)} failing)"
+        lines.append(f"cross_check: {verdict}")
+        return "\n".join(lines)
+
+
+def gauge_ratio(c: np.ndarray, ref: np.ndarray, gauge: np.ndarray) -> np.ndarray:
+    """Elementwise |c - ref| / (eps * G); 0 where both agree exactly, inf for a NaN/Inf
+    where the reference has a finite value (or a different non-finite one)."""
+    c64 = c.astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        diff = np.abs(c64 - ref)
+        r = np.where(gauge > 0, diff / (EPS * gauge), np.where(diff == 0, 0.0, np.inf))
+    same_nonfinite = (~np.isfinite(ref)) & ((c64 == ref) | (np.isnan(c64) & np.isnan(ref)))
+    r = np.where(same_nonfinite, 0.0, r)
+    return np.where(np.isnan(r), np.inf, r)
+
+
+def reference(a, b, c, alpha, beta):
+    """float64 reference and the gauge G."""
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    ref = alpha * (a64 @ b64)
+    gauge = abs(alpha) * (np.abs(a64) @ np.abs(b64))
+    if c is not None and beta != 0.0:
+        c64 = c.astype(np.float64)
+        ref = ref + beta * c64
+        gauge = gauge + abs(beta) * np.abs(c64)
+    return ref, gauge
+
+
+def judge(name: str, c: np.ndarray, ref: np.ndarray, gauge: np.ndarray, exact: bool) -> KernelResult:
+    ratio = gauge_ratio(c, ref, gauge)
+    worst = float(ratio.max()) if ratio.size else 0.0
+    with np.errstate(invalid="ignore", over="ignore"):
+        nref = float(np.linalg.norm(ref[np.isfinite(ref)]))
+        diff = c.astype(np.float64) - ref
+        nd = float(np.linalg.norm(np.where(np.isfinite(ref), diff, 0.0)))
+    rel = nd / nref if nref > 0 else (0.0 if nd == 0 else float("inf"))
+    if exact:
+        bad = ~((c.astype(np.float64) == ref) | (np.isnan(c) & np.isnan(ref)))
+    else:
+        bad = ratio > THRESHOLD
+    first = None
+    if bad.any():
+        i = int(np.argmax(bad.ravel()))
+        first = (i // c.shape[1], i % c.shape[1])
+    status = "FAIL" if first is not None else "pass"
+    msg = ""
+    if first is not None:
+        msg = f"got {c[first]:.6g}, want {ref[first]:.6g}"
+        nan_count = int(np.isnan(c).sum() - np.isnan(ref).sum())
+        if nan_count > 0:
+            msg += f"; {nan_count} NaN (unwritten?)"
+    return KernelResult(name, status, worst, rel, first, msg)
+
+
+def make_inputs(rng, m, n, k, exact: bool, with_c: bool):
+    if exact:
+        a = rng.integers(-8, 9, size=(m, k)).astype(np.float32)
+        b = rng.integers(-8, 9, size=(k, n)).astype(np.float32)
+        c = rng.integers(-8, 9, size=(m, n)).astype(np.float32) if with_c else None
+    else:
+        a = rng.standard_normal((m, k), dtype=np.float32)
+        b = rng.standard_normal((k, n), dtype=np.float32)
+        c = rng.standard_normal((m, n), dtype=np.float32) if with_c else None
+    return a, b, c
+
+
+def supported_kernels() -> list[registry.Kernel]:
+    from . import launch
+    arch = launch.device_info().arch_int
+    return [k for k in registry.kernels() if k.min_arch <= arch]
+
+
+def _check_one_shape(names, a, b, c, alpha, beta, exact, layouts=("n", "n")) -> ShapeReport:
+    from .api import run
+    from .arrays import DeviceArray
+    from . import launch
+
+    m, k = a.shape
+    n = b.shape[1]
+    ref, gauge = reference(a, b, c, alpha, beta)
+    results, outs = [], []
+    # a "t" layout passes the operand as a transposed view of a column-major copy
+    host_a = np.asfortranarray(a) if layouts[0] == "t" else a
+    host_b = np.asfortranarray(b) if layouts[1] == "t" else b
+    dev = []
+    try:
+        dA = DeviceArray.from_host(np.ascontiguousarray(host_a.T)).T if layouts[0] == "t" else DeviceArray.from_host(a)
+        dev.append(dA)
+        dB = DeviceArray.from_host(np.ascontiguousarray(host_b.T)).T if layouts[1] == "t" else DeviceArray.from_host(b)
+        dev.append(dB)
+        dC = None
+        if c is not None:
+            dC = DeviceArray.from_host(c)
+            dev.append(dC)
+        for name in names:
+            kern = registry.get(name)
+            out = None
+            try:
+                if dC is not None and beta != 0.0:
+                    out = DeviceArray.from_host(c)           # in place: C is read, then overwritten
+                else:
+                    out = DeviceArray.full((m, n), float("nan"))
+                t0 = time.perf_counter()
+                run(name, dA, dB, out if (dC is not None and beta != 0.0) else None,
+                    alpha=alpha, beta=beta, out=out)
+                launch.check_last(name)
+                secs = time.perf_counter() - t0
+                got = out.to_host()
+                r = judge(name, got, ref, gauge, exact)
+                r.seconds = secs
+                outs.append(got)
+            except ShapeLimitError as e:
+                r = KernelResult(name, "skip", message=str(e).split(" (")[0])
+                outs.append(None)
+            except CuteGemmError as e:
+                r = KernelResult(name, "error", message=str(e).splitlines()[0])
+                outs.append(None)
+            finally:
+                if out is not None:
+                    out.close()
+            results.append(r)
+            del kern
+    finally:
+        for d in dev:
+            d.close()
+    nk = len(names)
+    pw = np.full((nk, nk), np.nan)
+    for i in range(nk):
+        for j in range(nk):
+            if outs[i] is not None and outs[j] is not None:
+                with np.errstate(invalid="ignore"):
+                    d = np.abs(outs[i].astype(np.float64) - outs[j])
+                pw[i, j] = float(np.nanmax(d)) if d.size and not np.all(np.isnan(d)) else 0.0
+    return ShapeReport((m, n, k), alpha, beta, exact, results, list(names), pw)
+
+
+def cross_check(a=None, b=None, *, kernels=None, shapes=None, seed=None, alpha=1.0, beta=0.0,
+                c=None, exact=False, layouts=("n", "n")) -> CheckReport:
+    """Run the chosen kernels on the same inputs and compare them with float64 and each other.
+
+    a/b given: one check on them (c optional). Otherwise fresh random inputs (or small
+    integers with exact=True) for each of `shapes` (default DEFAULT_SHAPES), C included
+    when beta != 0. `layouts` = ("n"|"t", "n"|"t") passes A/B as transposed views.
+    """
+    names = [k.name for k in supported_kernels()] if kernels is None else [
+        registry.get(x).name for x in ([kernels] if isinstance(kernels, str) else kernels)]
+    report = CheckReport()
+    rng = np.random.default_rng(seed)
+    if a is not None or b is not None:
+        if a is None or b is None:
+            raise CuteGemmError("cross_check needs both a and b (or neither)")
+        from .api import _validate
+        _validate(a, b, c, None, alpha, beta)
+        a32 = np.asarray(a, dtype=np.float32)
+        b32 = np.asarray(b, dtype=np.float32)
+        c32 = np.asarray(c, dtype=np.float32) if c is not None else None
+        report.shapes.append(_check_one_shape(names, a32, b32, c32, float(alpha),
+                                              float(beta) if c is not None else 0.0, exact, layouts))
+        return report
+    for (m, n, k) in (shapes or DEFAULT_SHAPES):
+        with_c = beta != 0.0
+        a_, b_, c_ = make_inputs(rng, m, n, k, exact, with_c)
+        report.shapes.append(_check_one_shape(names, a_, b_, c_, float(alpha), float(beta), exact, layouts))
+    return report

@@ -1,0 +1,140 @@
+"""The `cute-gemm` command line: list, run, check, compile, cache (bench, layouts when present)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import numpy as np
+
+from . import cache, registry
+from .errors import CuteGemmError
+
+
+def _cmd_list(args) -> int:
+    print(f"{'name':<22}{'family':<13}{'tile':<14}{'threads':>8}  {'seed':<28}summary")
+    for k in registry.kernels(args.family):
+        tile = "x".join(map(str, k.tile)) if k.tile else "-"
+        print(f"{k.name:<22}{k.family:<13}{tile:<14}{k.threads:>8}  {k.seed:<28}{k.summary}")
+    return 0
+
+
+def _cmd_compile(args) -> int:
+    from . import compile as comp
+    names = registry.names() if args.all or not args.kernels else args.kernels
+    archs = args.arch or [None]
+    if archs == [None]:
+        from . import launch
+        if not launch.available():
+            print("no GPU: pass --arch (e.g. --arch sm_90) to compile without one", file=sys.stderr)
+            return 2
+        archs = [launch.device_info().arch]
+    print(f"{'kernel':<22}{'arch':<7}{'origin':<9}{'secs':>6}  {'entry':<30}{'regs':>5}{'smem':>7}{'stack':>6}{'spill st/ld':>12}")
+    rc = 0
+    for arch in archs:
+        arch = comp.normalize_arch(arch)
+        for name in names:
+            k = registry.get(name)
+            try:
+                c = cache.get(k, arch)
+            except CuteGemmError as e:
+                print(f"{name:<22}{arch:<7}FAILED\n{e}", file=sys.stderr)
+                rc = 1
+                continue
+            res = c.resources
+            for entry in k.entries:
+                r = res.get(entry)
+                if r is None:
+                    print(f"{name:<22}{arch:<7}{c.origin:<9}{c.compile_seconds:>6.1f}  {entry:<30}{'?':>5}")
+                    continue
+                print(f"{name:<22}{arch:<7}{c.origin:<9}{c.compile_seconds:>6.1f}  {entry:<30}{r.registers:>5}"
+                      f"{r.smem_bytes:>7}{r.stack_bytes:>6}{r.spill_stores:>6}/{r.spill_loads:<5}")
+    return rc
+
+
+def _cmd_cache(args) -> int:
+    if args.action == "clear":
+        n = cache.clear()
+        print(f"removed {n} cached cubins from {cache.cache_dir()}")
+        return 0
+    info = cache.info()
+    for k, v in info.items():
+        print(f"{k:<16}{v}")
+    return 0
+
+
+def _cmd_check(args) -> int:
+    from .check import cross_check
+    shapes = [tuple(int(x) for x in s.split("x")) for s in args.shape] if args.shape else None
+    rep = cross_check(kernels=args.kernels or None, shapes=shapes, seed=args.seed,
+                      alpha=args.alpha, beta=args.beta, exact=args.exact,
+                      layouts=tuple(args.layout))
+    print(rep.table())
+    return 0 if rep.ok else 1
+
+
+def _cmd_run(args) -> int:
+    from .timing import time_kernel
+    r = time_kernel(args.name, args.m, args.n, args.k, repeats=args.repeats, seed=args.seed)
+    print(json.dumps(r, indent=2) if args.json else
+          f"{args.name}: M={args.m} N={args.n} K={args.k}  median {r['ms']:.3f} ms  "
+          f"{r['tflops']:.2f} TFLOP/s  gauge ratio {r['gauge_ratio']:.3g} ({r['status']})")
+    return 0 if r["status"] == "pass" else 1
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="cute-gemm", description=__doc__)
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    s = sub.add_parser("list", help="list registered kernels")
+    s.add_argument("--family", choices=("handwritten", "cute"))
+    s.set_defaults(fn=_cmd_list)
+
+    s = sub.add_parser("run", help="time one kernel on one shape (and check it)")
+    s.add_argument("name")
+    s.add_argument("--m", type=int, default=4096)
+    s.add_argument("--n", type=int, default=4096)
+    s.add_argument("--k", type=int, default=4096)
+    s.add_argument("--repeats", type=int, default=20)
+    s.add_argument("--seed", type=int)
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=_cmd_run)
+
+    s = sub.add_parser("check", help="cross-check kernels against float64 and each other")
+    s.add_argument("kernels", nargs="*")
+    s.add_argument("--shape", action="append", help="MxNxK, repeatable")
+    s.add_argument("--alpha", type=float, default=1.0)
+    s.add_argument("--beta", type=float, default=0.0)
+    s.add_argument("--exact", action="store_true", help="small-integer inputs, bitwise agreement")
+    s.add_argument("--layout", nargs=2, default=["n", "n"], choices=("n", "t"),
+                   help="pass A / B as transposed views (t)")
+    s.add_argument("--seed", type=int)
+    s.set_defaults(fn=_cmd_check)
+
+    s = sub.add_parser("compile", help="compile kernels (no GPU needed with --arch)")
+    s.add_argument("kernels", nargs="*")
+    s.add_argument("--all", action="store_true")
+    s.add_argument("--arch", action="append", help="sm_80, sm_90 ... (repeatable)")
+    s.set_defaults(fn=_cmd_compile)
+
+    s = sub.add_parser("cache", help="show or clear the cubin cache")
+    s.add_argument("action", choices=("info", "clear"), nargs="?", default="info")
+    s.set_defaults(fn=_cmd_cache)
+
+    for extra in ("bench", "layouts"):
+        try:
+            mod = __import__(f"cute_gemm.{extra}_cli", fromlist=["register"])
+        except ImportError:
+            continue
+        mod.register(sub)
+
+    args = p.parse_args(argv)
+    try:
+        return args.fn(args)
+    except CuteGemmError as e:
+        print(f"cute-gemm: {type(e).__name__}: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""NVRTC through cuda-python: kernel source -> CUBIN for one exact arch.
+
+Only this module and launch.py import cuda-python. We call cuda.bindings.nvrtc (the
+1:1 C API) rather than cuda.core's Program because we need the exact option list in
+the cache key and in errors, the log on success (ptxas -v resource report), and
+nothing that depends on a current device when an explicit arch is given.
+"""
+from __future__ import annotations
+
+import functools
+import re
+import time
+from dataclasses import dataclass
+
+from .errors import CompileError, CuteGemmError
+from . import paths
+
+STD = "--std=c++17"
+
+
+def _nvrtc():
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError as e:  # pragma: no cover - packaging guarantees it
+        raise CuteGemmError("cuda-python (cuda.bindings) is not installed: pip install cuda-python") from e
+    return nvrtc
+
+
+@functools.lru_cache(maxsize=None)
+def nvrtc_version() -> tuple[int, int]:
+    nvrtc = _nvrtc()
+    err, major, minor = nvrtc.nvrtcVersion()
+    _check(nvrtc, err, "nvrtcVersion")
+    return (major, minor)
+
+
+def _check(nvrtc, err, what: str) -> None:
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        _, msg = nvrtc.nvrtcGetErrorString(err)
+        raise CuteGemmError(f"{what} failed: {err.name} ({msg.decode(errors='replace')})")
+
+
+def normalize_arch(arch: str | int) -> str:
+    """'sm_90', '90', 90, 'compute_90' or (9, 0) style -> 'sm_90'."""
+    if isinstance(arch, tuple):
+        return f"sm_{arch[0]}{arch[1]}"
+    s = str(arch).strip().lower()
+    m = re.fullmatch(r"(?:sm_|compute_)?(\d{2,3}[a-z]?)", s)
+    if not m:
+        raise ValueError(f"arch must look like 'sm_90' (got {arch!r})")
+    return f"sm_{m.group(1)}"
+
+
+def options(kernel, arch: str, extra: tuple[str, ...] = ()) -> list[str]:
+    """The full NVRTC option list for one kernel and arch (also part of the cache key)."""
+    opts = [STD, f"-arch={arch}", "-default-device", "-lineinfo", "--ptxas-options=-v",
+            f"-I{paths.project_include_dir()}"]
+    opts += [f"-I{h.path}" for h in paths.header_dirs()]
+    opts += [f"-D{name}={value}" for name, value in kernel.defines]
+    opts += list(extra)
+    return opts
+
+
+def read_source(kernel) -> str:
+    path = paths.kernels_dir() / kernel.source
+    try:
+        return path.read_text()
+    except OSError as e:
+        raise CuteGemmError(f"kernel {kernel.name!r}: cannot read source {path}: {e}") from e
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What ptxas reported for one entry point."""
+    registers: int
+    smem_bytes: int
+    stack_bytes: int
+    spill_stores: int
+    spill_loads: int
+
+
+_RE_FUNC = re.compile(r"Compiling entry function '(\w+)'")
+_RE_REGS = re.compile(r"Used (\d+) registers")
+_RE_SMEM = re.compile(r"(\d+) bytes smem")
+_RE_STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+
+
+def parse_resources(log: str) -> dict[str, Resources]:
+    """Parse ptxas -v output (in the NVRTC log) into per-entry resources."""
+    out: dict[str, Resources] = {}
+    current = None
+    stack = (0, 0, 0)
+    for line in log.splitlines():
+        m = _RE_FUNC.search(line)
+        if m:
+            current, stack = m.group(1), (0, 0, 0)
+            continue
+        if current is None:
+            continue
+        m = _RE_STACK.search(line)
+        if m:
+            stack = tuple(int(x) for x in m.groups())
+            continue
+        m = _RE_REGS.search(line)
+        if m:
+            s = _RE_SMEM.search(line)
+            out[current] = Resources(int(m.group(1)), int(s.group(1)) if s else 0, *stack)
+            current = None
+    return out
+
+
+def compile_source(kernel, arch: str, source: str, opts: list[str]) -> tuple[bytes, str, float]:
+    """Run NVRTC; return (cubin, log, seconds). Raises CompileError with the whole log."""
+    nvrtc = _nvrtc()
+    t0 = time.perf_counter()
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), kernel.source.encode(), 0, [], [])
+    _check(nvrtc, err, f"nvrtcCreateProgram({kernel.name})")
+    try:
+        enc = [o.encode() for o in opts]
+        (result,) = nvrtc.nvrtcCompileProgram(prog, len(enc), enc)
+        err, size = nvrtc.nvrtcGetProgramLogSize(prog)
+        _check(nvrtc, err, "nvrtcGetProgramLogSize")
+        buf = bytearray(size)   # never an immutable bytes object: NVRTC writes into it
+        (err,) = nvrtc.nvrtcGetProgramLog(prog, buf)
+        _check(nvrtc, err, "nvrtcGetProgramLog")
+        log = bytes(buf).rstrip(b"\0").decode(errors="replace")
+        if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise CompileError(kernel.name, opts, log, result.name)
+        err, size = nvrtc.nvrtcGetCUBINSize(prog)
+        _check(nvrtc, err, "nvrtcGetCUBINSize")
+        cubin = bytearray(size)
+        (err,) = nvrtc.nvrtcGetCUBIN(prog, cubin)
+        _check(nvrtc, err, "nvrtcGetCUBIN")
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    return bytes(cubin), log, time.perf_counter() - t0

@@ -1,0 +1,383 @@
+"""The CUDA driver side: device, context, modules, memory, launches, array interop.
+
+Only this module and compile.py import cuda-python. We use cuda.bindings.driver (the
+1:1 C API, stable across cuda-python releases) with argument blocks packed once per
+call through ctypes — the cheapest launch path measured on the H200 machine — and
+cuda.core's StridedMemoryView only to read DLPack-only arrays. Every driver call is
+checked; a failure raises CudaError naming the call, the kernel and the CUDA error.
+"""
+from __future__ import annotations
+
+import ctypes
+import functools
+import threading
+from dataclasses import dataclass
+
+from .errors import CudaError, NoDeviceError
+
+_lock = threading.RLock()
+
+
+@functools.lru_cache(maxsize=None)
+def _drv():
+    try:
+        from cuda.bindings import driver
+    except ImportError as e:  # pragma: no cover
+        raise NoDeviceError("cuda-python (cuda.bindings) is not installed") from e
+    return driver
+
+
+def _check(result, what: str, kernel: str | None = None):
+    """cuda.bindings returns (err, *values); raise CudaError unless err is CUDA_SUCCESS."""
+    drv = _drv()
+    err, *values = result if isinstance(result, tuple) else (result,)
+    if err != drv.CUresult.CUDA_SUCCESS:
+        _, name = drv.cuGetErrorName(err)
+        _, msg = drv.cuGetErrorString(err)
+        name = name.decode() if name else str(err)
+        msg = msg.decode() if msg else ""
+        where = f" (kernel {kernel!r})" if kernel else ""
+        raise CudaError(f"{what}{where} failed: {name}: {msg}")
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+# ---- device and context ---------------------------------------------------------------
+@dataclass(frozen=True)
+class DeviceInfo:
+    ordinal: int
+    name: str
+    cc: tuple[int, int]
+    sm_count: int
+    clock_khz: int
+    smem_optin: int            # max dynamic shared memory per block after opt-in
+    smem_per_sm: int
+    l2_bytes: int
+    driver_version: int
+
+    @property
+    def arch(self) -> str:
+        return f"sm_{self.cc[0]}{self.cc[1]}"
+
+    @property
+    def arch_int(self) -> int:
+        return self.cc[0] * 10 + self.cc[1]
+
+    @property
+    def fp32_lanes_per_sm(self) -> int:
+        return fp32_lanes_per_sm(self.cc)
+
+    @property
+    def fp32_peak_tflops(self) -> float:
+        """SMs x FP32 lanes per SM x 2 flop per FMA x clock (the reported max clock)."""
+        return self.sm_count * self.fp32_lanes_per_sm * 2 * self.clock_khz * 1e3 / 1e12
+
+
+def fp32_lanes_per_sm(cc: tuple[int, int]) -> int:
+    """FP32 FMA lanes per SM (CUDA C Programming Guide, arithmetic instruction throughput):
+    64 on sm_60/70/75/80 (V100, T4, A100), 128 on sm_86/87/89/90 and later (GA10x, Ada, Hopper)."""
+    major, minor = cc
+    if major >= 9 or (major == 8 and minor >= 6):
+        return 128
+    return 64
+
+
+_init_done = False
+
+
+def _init() -> None:
+    global _init_done
+    if _init_done:
+        return
+    drv = _drv()
+    try:
+        (err,) = drv.cuInit(0)
+    except Exception as e:  # libcuda.so missing: cuda.bindings raises on first use
+        raise NoDeviceError(
+            f"no CUDA driver ({e}); compile-only use still works, e.g. "
+            "cute_gemm.compile_kernel(name, arch='sm_90') or `cute-gemm compile --arch sm_90`") from None
+    if err != drv.CUresult.CUDA_SUCCESS:
+        _, name = drv.cuGetErrorName(err)
+        raise NoDeviceError(
+            f"no usable CUDA driver or device (cuInit: {name.decode() if name else err}); "
+            "compile-only use still works, e.g. `cute-gemm compile --arch sm_90`")
+    count = _check(drv.cuDeviceGetCount(), "cuDeviceGetCount")
+    if count == 0:
+        raise NoDeviceError("the CUDA driver reports no device; compile-only use still works "
+                            "(`cute-gemm compile --arch sm_90`)")
+    _init_done = True
+
+
+def available() -> bool:
+    """True when a CUDA driver and at least one device are present."""
+    try:
+        _init()
+        return True
+    except NoDeviceError:
+        return False
+
+
+_contexts: dict[int, object] = {}
+
+
+def _ensure_context(ordinal: int):
+    """Make the primary context of `ordinal` current (shared with CuPy/PyTorch) and return it."""
+    drv = _drv()
+    _init()
+    ctx = _contexts.get(ordinal)
+    if ctx is None:
+        with _lock:
+            ctx = _contexts.get(ordinal)
+            if ctx is None:
+                dev = _check(drv.cuDeviceGet(ordinal), "cuDeviceGet")
+                ctx = _check(drv.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+                _contexts[ordinal] = ctx
+    cur = _check(drv.cuCtxGetCurrent(), "cuCtxGetCurrent")
+    if int(cur) != int(ctx):
+        _check(drv.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    return ctx
+
+
+def current_ordinal() -> int:
+    """The device of the current context if one is current, else 0."""
+    drv = _drv()
+    _init()
+    cur = _check(drv.cuCtxGetCurrent(), "cuCtxGetCurrent")
+    if int(cur) == 0:
+        return 0
+    return int(_check(drv.cuCtxGetDevice(), "cuCtxGetDevice"))
+
+
+@functools.lru_cache(maxsize=None)
+def device_info(ordinal: int | None = None) -> DeviceInfo:
+    drv = _drv()
+    _init()
+    if ordinal is None:
+        ordinal = current_ordinal()
+    dev = _check(drv.cuDeviceGet(ordinal), "cuDeviceGet")
+    A = drv.CUdevice_attribute
+
+    def attr(a):
+        return int(_check(drv.cuDeviceGetAttribute(a, dev), "cuDeviceGetAttribute"))
+
+    name = _check(drv.cuDeviceGetName(256, dev), "cuDeviceGetName")
+    return DeviceInfo(
+        ordinal=ordinal,
+        name=name.split(b"\0", 1)[0].decode(),
+        cc=(attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+            attr(A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)),
+        sm_count=attr(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+        clock_khz=attr(A.CU_DEVICE_ATTRIBUTE_CLOCK_RATE),
+        smem_optin=attr(A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+        smem_per_sm=attr(A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR),
+        l2_bytes=attr(A.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE),
+        driver_version=int(_check(drv.cuDriverGetVersion(), "cuDriverGetVersion")),
+    )
+
+
+# ---- modules and functions ------------------------------------------------------------
+@dataclass
+class Function:
+    name: str           # registry kernel name, for errors
+    entry: str
+    handle: object      # CUfunction
+    smem_set: int = 0   # dynamic smem limit already raised to this many bytes
+    registers: int = 0
+    static_smem: int = 0
+    local_bytes: int = 0
+
+
+_modules: dict[tuple[int, str], object] = {}
+_functions: dict[tuple[int, str, str], Function] = {}
+
+
+def get_function(ordinal: int, kernel_name: str, key: str, cubin: bytes, entry: str) -> Function:
+    fkey = (ordinal, key, entry)
+    f = _functions.get(fkey)
+    if f is not None:
+        return f
+    drv = _drv()
+    with _lock:
+        _ensure_context(ordinal)
+        mod = _modules.get((ordinal, key))
+        if mod is None:
+            mod = _check(drv.cuModuleLoadData(cubin), "cuModuleLoadData", kernel_name)
+            _modules[(ordinal, key)] = mod
+        h = _check(drv.cuModuleGetFunction(mod, entry.encode()), f"cuModuleGetFunction({entry})",
+                   kernel_name)
+        A = drv.CUfunction_attribute
+
+        def fattr(a):
+            return int(_check(drv.cuFuncGetAttribute(a, h), "cuFuncGetAttribute", kernel_name))
+
+        f = Function(kernel_name, entry, h,
+                     registers=fattr(A.CU_FUNC_ATTRIBUTE_NUM_REGS),
+                     static_smem=fattr(A.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES),
+                     local_bytes=fattr(A.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES))
+        _functions[fkey] = f
+        return f
+
+
+def _raise_smem_limit(f: Function, nbytes: int) -> None:
+    """Kernels that need > 48 KB of dynamic smem must opt in per function."""
+    if nbytes <= f.smem_set or nbytes <= 48 * 1024:
+        return
+    drv = _drv()
+    _check(drv.cuFuncSetAttribute(
+        f.handle, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes),
+        "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", f.name)
+    f.smem_set = nbytes
+
+
+# ---- launches -------------------------------------------------------------------------
+class _GemmArgs(ctypes.Structure):
+    """The one kernel signature (include/cute_gemm/common.cuh, CG_GEMM_PARAMS)."""
+    _fields_ = [("M", ctypes.c_int), ("N", ctypes.c_int), ("K", ctypes.c_int),
+                ("alpha", ctypes.c_float),
+                ("A", ctypes.c_void_p), ("sAm", ctypes.c_longlong), ("sAk", ctypes.c_longlong),
+                ("B", ctypes.c_void_p), ("sBk", ctypes.c_longlong), ("sBn", ctypes.c_longlong),
+                ("beta", ctypes.c_float),
+                ("C", ctypes.c_void_p), ("sCm", ctypes.c_longlong), ("sCn", ctypes.c_longlong)]
+
+
+_OFFSETS = tuple(getattr(_GemmArgs, name).offset for name, _ in _GemmArgs._fields_)
+_PtrArray = ctypes.c_void_p * len(_OFFSETS)
+
+
+def pack_gemm_args(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn):
+    """Return (keepalive, address of the void*[] the driver wants)."""
+    s = _GemmArgs(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn)
+    base = ctypes.addressof(s)
+    ptrs = _PtrArray(*[base + o for o in _OFFSETS])
+    return (s, ptrs), ctypes.addressof(ptrs)
+
+
+def launch(f: Function, grid, block, smem: int, stream: int, packed) -> None:
+    keep, addr = packed
+    if smem:
+        _raise_smem_limit(f, smem)
+    drv = _drv()
+    (err,) = drv.cuLaunchKernel(f.handle, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                                smem, stream, addr, 0)
+    if err != drv.CUresult.CUDA_SUCCESS:
+        _check((err,), f"cuLaunchKernel(grid={tuple(grid)}, block={tuple(block)}, smem={smem})",
+               f.name)
+    del keep
+
+
+def stream_handle(stream) -> int:
+    """Accept None (legacy default stream), an int handle, or stream objects of
+    cuda.core / CuPy / PyTorch / anything with __cuda_stream__."""
+    if stream is None:
+        return 0
+    if isinstance(stream, int):
+        return stream
+    proto = getattr(stream, "__cuda_stream__", None)
+    if proto is not None:
+        return int(proto()[1])
+    for attr in ("cuda_stream", "ptr", "handle"):
+        v = getattr(stream, attr, None)
+        if v is not None:
+            return int(v)
+    raise TypeError(f"cannot get a CUDA stream handle from {type(stream).__name__}")
+
+
+def synchronize(stream: int = 0) -> None:
+    _check(_drv().cuStreamSynchronize(stream), "cuStreamSynchronize")
+
+
+def check_last(kernel: str, stream: int = 0) -> None:
+    """Synchronize and surface asynchronous launch errors (illegal address etc.)."""
+    _check(_drv().cuStreamSynchronize(stream), "kernel execution (cuStreamSynchronize)", kernel)
+
+
+# ---- memory ---------------------------------------------------------------------------
+class DeviceBuffer:
+    """Owned device allocation; freed on close() / context exit / garbage collection."""
+
+    def __init__(self, nbytes: int, ordinal: int = 0):
+        _ensure_context(ordinal)
+        self.nbytes = max(int(nbytes), 4)
+        self.ptr = int(_check(_drv().cuMemAlloc(self.nbytes), f"cuMemAlloc({self.nbytes})"))
+
+    def close(self) -> None:
+        if self.ptr:
+            ptr, self.ptr = self.ptr, 0
+            _check(_drv().cuMemFree(ptr), "cuMemFree")
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+def memcpy_htod(dst: int, host_ptr: int, nbytes: int, stream: int = 0) -> None:
+    _check(_drv().cuMemcpyHtoDAsync(dst, host_ptr, nbytes, stream), "cuMemcpyHtoDAsync")
+
+
+def memcpy_dtoh(host_ptr: int, src: int, nbytes: int, stream: int = 0) -> None:
+    _check(_drv().cuMemcpyDtoHAsync(host_ptr, src, nbytes, stream), "cuMemcpyDtoHAsync")
+
+
+def memcpy_dtod(dst: int, src: int, nbytes: int, stream: int = 0) -> None:
+    _check(_drv().cuMemcpyDtoDAsync(dst, src, nbytes, stream), "cuMemcpyDtoDAsync")
+
+
+def memset_f32(ptr: int, value_bits: int, count: int, stream: int = 0) -> None:
+    _check(_drv().cuMemsetD32Async(ptr, value_bits, count, stream), "cuMemsetD32Async")
+
+
+def mem_get_info(ordinal: int = 0) -> tuple[int, int]:
+    _ensure_context(ordinal)
+    return tuple(int(x) for x in _check(_drv().cuMemGetInfo(), "cuMemGetInfo"))
+
+
+def pointer_device(ptr: int) -> int:
+    drv = _drv()
+    return int(_check(drv.cuPointerGetAttribute(
+        drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr),
+        "cuPointerGetAttribute(DEVICE_ORDINAL)"))
+
+
+# ---- events (timing) ------------------------------------------------------------------
+class Event:
+    def __init__(self):
+        self.h = _check(_drv().cuEventCreate(0), "cuEventCreate")
+
+    def record(self, stream: int = 0) -> None:
+        _check(_drv().cuEventRecord(self.h, stream), "cuEventRecord")
+
+    def elapsed_ms(self, start: "Event") -> float:
+        _check(_drv().cuEventSynchronize(self.h), "cuEventSynchronize")
+        return float(_check(_drv().cuEventElapsedTime(start.h, self.h), "cuEventElapsedTime"))
+
+    def __del__(self):
+        try:
+            _drv().cuEventDestroy(self.h)
+        except Exception:
+            pass
+
+
+# ---- DLPack-only arrays ---------------------------------------------------------------
+def dlpack_view(obj):
+    """(ptr, shape, strides in elements, dtype str, device ordinal or None, readonly) of a
+    DLPack array, through cuda.core's StridedMemoryView."""
+    from cuda.core.utils import StridedMemoryView
+    v = StridedMemoryView.from_dlpack(obj, stream_ptr=-1)
+    shape = tuple(int(s) for s in v.shape)
+    strides = v.strides
+    if strides is None:  # C-contiguous
+        strides, acc = [], 1
+        for s in reversed(shape):
+            strides.insert(0, acc)
+            acc *= s
+    dev = v.device_id if v.is_device_accessible else None
+    return int(v.ptr), shape, tuple(int(s) for s in strides), str(v.dtype), dev, bool(v.readonly)

@@ -1,0 +1,111 @@
+"""Where the kernel sources and the headers they include live.
+
+Headers come from installed wheels, found with importlib.util.find_spec (nothing is
+imported): CuTe/CUTLASS from nvidia-cutlass, libcu++/CCCL from nvidia-cuda-cccl, and
+cuda_runtime_api.h (needed by cute/util/debug.hpp) from nvidia-cuda-runtime. Each can
+be overridden by an environment variable; the cache key then fingerprints the folder.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.metadata
+import importlib.util
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+_PKG = Path(__file__).resolve().parent
+
+
+def _data_dir(name: str) -> Path:
+    installed = _PKG / name          # inside a wheel: cute_gemm/kernels, cute_gemm/include
+    if installed.is_dir():
+        return installed
+    return _PKG.parent / name        # source checkout: ./kernels, ./include
+
+
+def kernels_dir() -> Path:
+    return _data_dir("kernels")
+
+
+def project_include_dir() -> Path:
+    return _data_dir("include")
+
+
+@dataclass(frozen=True)
+class HeaderDir:
+    role: str          # "cutlass", "cccl", "cuda"
+    path: Path
+    fingerprint: str   # "pkg:<dist>==<version>" or "dir:<sha256 of names, sizes, mtimes>"
+
+
+_SPECS = {
+    # role: (env var, distribution, how to find it)
+    "cutlass": ("CUTE_GEMM_CUTLASS_INCLUDE", "nvidia-cutlass"),
+    "cccl": ("CUTE_GEMM_CCCL_INCLUDE", "nvidia-cuda-cccl"),
+    "cuda": ("CUTE_GEMM_CUDA_INCLUDE", "nvidia-cuda-runtime"),
+}
+
+
+def _nvidia_cu13_include() -> Path | None:
+    spec = importlib.util.find_spec("nvidia")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for loc in spec.submodule_search_locations:
+        for sub in ("cu13", "cu12"):
+            p = Path(loc) / sub / "include"
+            if p.is_dir():
+                return p
+    return None
+
+
+def _discover(role: str) -> Path | None:
+    if role == "cutlass":
+        spec = importlib.util.find_spec("cutlass_library")
+        if spec is None or spec.origin is None:
+            return None
+        p = Path(spec.origin).parent / "source" / "include"
+        return p if (p / "cute").is_dir() else None
+    base = _nvidia_cu13_include()
+    if base is None:
+        return None
+    if role == "cccl":
+        p = base / "cccl"
+        return p if (p / "cuda").is_dir() else None
+    return base if (base / "cuda_runtime_api.h").is_file() else None
+
+
+def _dir_fingerprint(path: Path) -> str:
+    h = hashlib.sha256()
+    for root, dirs, files in os.walk(path):
+        dirs.sort()
+        for f in sorted(files):
+            st = os.stat(os.path.join(root, f))
+            h.update(f"{os.path.relpath(os.path.join(root, f), path)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return "dir:" + h.hexdigest()
+
+
+class HeadersNotFound(RuntimeError):
+    pass
+
+
+@functools.lru_cache(maxsize=None)
+def header_dirs() -> tuple[HeaderDir, ...]:
+    """The external include folders, in -I order, each with its cache fingerprint."""
+    out = []
+    for role, (env, dist) in _SPECS.items():
+        override = os.environ.get(env)
+        if override:
+            p = Path(override)
+            if not p.is_dir():
+                raise HeadersNotFound(f"{env}={override!r} is not a directory")
+            out.append(HeaderDir(role, p, _dir_fingerprint(p)))
+            continue
+        p = _discover(role)
+        if p is None:
+            raise HeadersNotFound(
+                f"headers for {role!r} not found: install the wheel {dist!r} "
+                f"(pip install cute_gemm pulls it in) or set {env} to an include folder")
+        out.append(HeaderDir(role, p, f"pkg:{dist}=={importlib.metadata.version(dist)}"))
+    return tuple(out)

@@ -1,0 +1,171 @@
+"""The kernel registry: every kernel cute_gemm knows, as data.
+
+CLI, tests, bench, README table and layout dumps all loop over KERNELS; nothing else
+lists kernels by hand. The ladders themselves live in ladder_handwritten.py and
+ladder_cute.py (one table per family); this module holds the types, the grid
+policies and the lookups.
+
+Operand conventions (see include/cute_gemm/common.cuh for the kernel signature):
+  A is (M,K): "k"-major = row-major (stride along K is 1), "m"-major = column-major.
+  B is (K,N): "n"-major = row-major, "k"-major = column-major.
+  C is (M,N): "n"-major = row-major, "m"-major = column-major.
+  "any" accepts every stride pattern, unit or not.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .errors import ShapeLimitError, UnknownKernelError
+
+ARCHS = ("sm_80", "sm_90")          # every kernel is compiled for these in CI
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One extern "C" entry point of a kernel source and the operands it accepts."""
+    entry: str
+    a_major: str = "k"     # "k" | "m" | "any"
+    b_major: str = "n"     # "n" | "k" | "any"
+    c_major: str = "n"     # "n" | "m" | "any"
+    align: int = 1         # elements: leading strides and base pointers are multiples of this
+
+    def accepts(self, a_major: str | None, b_major: str | None, c_major: str | None,
+                align: int) -> bool:
+        return ((self.a_major == "any" or self.a_major == a_major)
+                and (self.b_major == "any" or self.b_major == b_major)
+                and (self.c_major == "any" or self.c_major == c_major)
+                and align % self.align == 0)
+
+
+# ---- grid policies: (M, N, K) -> grid (x, y, z) -------------------------------------
+@dataclass(frozen=True)
+class TileGrid:
+    """One block per (BM, BN) tile of C: x walks N, y walks M."""
+    bm: int
+    bn: int
+
+    def __call__(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+        return (cdiv(n, self.bn), cdiv(m, self.bm), 1)
+
+
+@dataclass(frozen=True)
+class TileGridMN:
+    """One block per (BM, BN) tile of C: x walks M, y walks N (CuTe's (m,n) order)."""
+    bm: int
+    bn: int
+
+    def __call__(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+        return (cdiv(m, self.bm), cdiv(n, self.bn), 1)
+
+
+@dataclass(frozen=True)
+class FlatGrid:
+    """A 1D grid of `threads`-thread blocks covering M*N elements."""
+    threads: int
+
+    def __call__(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+        return (cdiv(m * n, self.threads), 1, 1)
+
+
+@dataclass(frozen=True)
+class RowGrid:
+    """One block per row of C."""
+
+    def __call__(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+        return (m, 1, 1)
+
+
+# ---- dynamic shared memory policies: (M, N, K) -> bytes ----------------------------
+@dataclass(frozen=True)
+class StripSmem:
+    """Whole-K strips: rows_a rows of A and cols_b columns of B, K floats each."""
+    rows_a: int
+    cols_b: int
+
+    def __call__(self, m: int, n: int, k: int) -> int:
+        return 4 * k * (self.rows_a + self.cols_b)
+
+    def max_k(self, limit_bytes: int) -> int:
+        return limit_bytes // (4 * (self.rows_a + self.cols_b))
+
+
+@dataclass(frozen=True)
+class FixedSmem:
+    nbytes: int
+
+    def __call__(self, m: int, n: int, k: int) -> int:
+        return self.nbytes
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    family: str                          # "handwritten" | "cute"
+    source: str                          # path under kernels/
+    variants: tuple[Variant, ...]        # tried in order; the last must take row-major, align 1
+    block: tuple[int, int, int]          # threads per block
+    grid: Callable[[int, int, int], tuple[int, int, int]]
+    summary: str
+    seed: str                            # seed stage it reproduces
+    defines: tuple[tuple[str, int], ...] = ()   # -D NAME=VALUE: the one source of tile sizes
+    tile: tuple[int, int, int] | None = None    # (BM, BN, BK) for docs and tests
+    dyn_smem: Callable[[int, int, int], int] | None = None
+    min_arch: int = 80                   # compute capability * 10
+    dtypes: tuple[str, ...] = ("float32",)
+    constraints: str = "any M, N, K >= 1"
+    tags: tuple[str, ...] = field(default=())
+
+    @property
+    def threads(self) -> int:
+        b = self.block
+        return b[0] * b[1] * b[2]
+
+    @property
+    def entries(self) -> tuple[str, ...]:
+        return tuple(v.entry for v in self.variants)
+
+    def smem_bytes(self, m: int, n: int, k: int) -> int:
+        return self.dyn_smem(m, n, k) if self.dyn_smem is not None else 0
+
+    def check_limits(self, m: int, n: int, k: int, smem_limit: int) -> None:
+        """Raise ShapeLimitError if this shape needs more dynamic smem than the device has."""
+        need = self.smem_bytes(m, n, k)
+        if need > smem_limit:
+            max_k = getattr(self.dyn_smem, "max_k", None)
+            hint = f"; this kernel handles K <= {max_k(smem_limit)}" if max_k else ""
+            raise ShapeLimitError(
+                f"kernel {self.name!r} needs {need} bytes of shared memory for "
+                f"M={m}, N={n}, K={k}, but the device allows {smem_limit} bytes per block"
+                f"{hint} ({self.constraints})")
+
+
+def _tables() -> tuple[Kernel, ...]:
+    from .ladder_cute import CUTE
+    from .ladder_handwritten import HANDWRITTEN
+    return tuple(HANDWRITTEN) + tuple(CUTE)
+
+
+KERNELS: tuple[Kernel, ...] = _tables()
+_BY_NAME = {k.name: k for k in KERNELS}
+
+
+def kernels(family: str | None = None) -> tuple[Kernel, ...]:
+    """All registered kernels in ladder order (optionally one family)."""
+    return tuple(k for k in KERNELS if family is None or k.family == family)
+
+
+def names() -> tuple[str, ...]:
+    return tuple(k.name for k in KERNELS)
+
+
+def get(name: str) -> Kernel:
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise UnknownKernelError(
+            f"unknown kernel {name!r}; valid kernels: {', '.join(names())}") from None

@@ -1,0 +1,34 @@
+// Device helpers shared by every cute_gemm kernel (handwritten and CuTe).
+//
+// The one kernel signature. Every entry point in kernels/ is
+//
+//   extern "C" __global__ void ENTRY(CG_GEMM_PARAMS)
+//
+// i.e. (M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn), computing
+// C = alpha * A @ B + beta * C with A (M,K), B (K,N), C (M,N) and element strides
+// (64-bit, so M * stride never overflows). The Python launcher packs exactly these
+// arguments; the registry says which stride patterns (row/column major, alignment)
+// each entry point accepts, and the wrapper only hands it operands that qualify.
+#pragma once
+
+#define CG_GEMM_PARAMS                                                              \
+  int M, int N, int K, float alpha,                                                 \
+  const float* __restrict__ A, long long sAm, long long sAk,                        \
+  const float* __restrict__ B, long long sBk, long long sBn,                        \
+  float beta, float* __restrict__ C, long long sCm, long long sCn
+
+namespace cg {
+
+__host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// BLAS semantics: with beta == 0, C is write-only. Reading it anyway would turn an
+// uninitialised (or NaN-poisoned) output into NaN * 0 = NaN.
+__device__ __forceinline__ float axpby(float alpha, float acc, float beta, const float* c) {
+  return beta == 0.0f ? alpha * acc : alpha * acc + beta * (*c);
+}
+
+__device__ __forceinline__ void store_axpby(float alpha, float acc, float beta, float* c) {
+  *c = axpby(alpha, acc, beta, c);
+}
+
+}  // namespace cg
