@@ -48,16 +48,14 @@ _SPECS = {
 }
 
 
-def _nvidia_cu13_include() -> Path | None:
+def _nvidia_include_dirs() -> list[Path]:
+    """Every nvidia/cu13/include (or cu12) on the path: the 'nvidia' namespace package can
+    span several site folders (e.g. carried wheels in front of the system's own)."""
     spec = importlib.util.find_spec("nvidia")
     if spec is None or not spec.submodule_search_locations:
-        return None
-    for loc in spec.submodule_search_locations:
-        for sub in ("cu13", "cu12"):
-            p = Path(loc) / sub / "include"
-            if p.is_dir():
-                return p
-    return None
+        return []
+    return [Path(loc) / sub / "include" for loc in spec.submodule_search_locations
+            for sub in ("cu13", "cu12") if (Path(loc) / sub / "include").is_dir()]
 
 
 def _discover(role: str) -> Path | None:
@@ -67,13 +65,12 @@ def _discover(role: str) -> Path | None:
             return None
         p = Path(spec.origin).parent / "source" / "include"
         return p if (p / "cute").is_dir() else None
-    base = _nvidia_cu13_include()
-    if base is None:
-        return None
-    if role == "cccl":
-        p = base / "cccl"
-        return p if (p / "cuda").is_dir() else None
-    return base if (base / "cuda_runtime_api.h").is_file() else None
+    for base in _nvidia_include_dirs():
+        if role == "cccl" and (base / "cccl" / "cuda").is_dir():
+            return base / "cccl"
+        if role == "cuda" and (base / "cuda_runtime_api.h").is_file():
+            return base
+    return None
 
 
 def _dir_fingerprint(path: Path) -> str:

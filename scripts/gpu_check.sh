@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# One call on the lent H100/H200 machine (no package index there): install the carried
+# wheels, report versions, measure compile times, run the whole test suite (GPU tests
+# included), `cute-gemm check`, and a short benchmark against cuBLAS.
+#
+#   device run:  bash scripts/gpu_check.sh            (carry: .whl, and .cgcache if present)
+#   env: QUICK=1 skips the full pytest run; BENCH_ARGS overrides the benchmark arguments.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-/tmp/cute_gemm_out}"; mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || { echo "wheel install failed"; exit 1; }
+export PYTHONPATH="/tmp/site:$PWD"
+# a cubin cache built on the CPU machine for sm_90 travels in .cgcache (same NVRTC 13.0,
+# same header wheels: same keys); without it everything compiles here
+export CUTE_GEMM_CACHE_DIR="$PWD/.cgcache"
+mkdir -p "$CUTE_GEMM_CACHE_DIR"
+
+echo "== device"
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.sm --format=csv,noheader
+python3 - <<'PY'
+import importlib.metadata as md
+for d in ("cuda-bindings", "cuda-core", "nvidia-cuda-nvrtc", "nvidia-cutlass", "nvidia-cuda-cccl",
+          "nvidia-cuda-runtime", "cupy-cuda13x", "torch", "numpy"):
+    try: print(f"{d:22}{md.version(d)}")
+    except Exception: print(f"{d:22}-")
+from cute_gemm import launch, compile as c
+i = launch.device_info(); print(i, "nvrtc", c.nvrtc_version(), f"fp32 peak {i.fp32_peak_tflops:.1f} TFLOP/s")
+PY
+
+echo "== compile (cold compile of cute_smem, cache disabled; then every kernel for sm_90)"
+CUTE_GEMM_DISABLE_CACHE=1 python3 - <<'PY'
+import time
+t = time.perf_counter()
+import cute_gemm
+c = cute_gemm.compile_kernel("cute_smem", arch="sm_90")
+print(f"cold compile cute_smem: NVRTC {c.compile_seconds:.2f} s, wall incl. import {time.perf_counter()-t:.2f} s")
+PY
+python3 -m cute_gemm.cli compile --all --arch sm_90 --jobs 16 2>&1 | tee "$OUT/compile.txt" | tail -60
+
+echo "== warm-cache run() timings"
+python3 scripts/run_timings.py 2>&1 | tee "$OUT/run_timings.txt"
+
+if [ -z "${QUICK:-}" ]; then
+  echo "== pytest (all tests, GPU included)"
+  python3 -m pytest tests -q -ra -p no:cacheprovider -x --timeout 900 2>&1 | tee "$OUT/pytest.txt" | tail -40
+fi
+
+echo "== cute-gemm check"
+python3 -m cute_gemm.cli check 2>&1 | tee "$OUT/check.txt" | tail -40
+
+echo "== benchmark"
+if python3 -m cute_gemm.cli bench --help >/dev/null 2>&1; then
+  python3 -m cute_gemm.cli bench ${BENCH_ARGS:---sizes 4096 8192 --out "$OUT"} 2>&1 | tee "$OUT/bench.txt" | tail -60
+else
+  for k in $(python3 -c "import cute_gemm; print(' '.join(k.name for k in cute_gemm.kernels()))"); do
+    python3 -m cute_gemm.cli run "$k" --m 4096 --n 4096 --k 4096 --repeats 10
+  done
+fi

@@ -1,0 +1,81 @@
+"""Every registered kernel compiles with NVRTC for sm_80 and sm_90 — no GPU needed."""
+from __future__ import annotations
+
+import pytest
+
+import cute_gemm
+from cute_gemm import cache, compile as comp, registry
+
+KERNELS = registry.kernels()
+
+
+@pytest.mark.parametrize("arch", registry.ARCHS)
+@pytest.mark.parametrize("k", KERNELS, ids=lambda k: k.name)
+def test_every_kernel_compiles(k, arch):
+    c = cute_gemm.compile_kernel(k.name, arch=arch)
+    assert c.cubin[:4] == b"\x7fELF", "NVRTC must hand back a CUBIN (ELF), not PTX"
+    res = c.resources
+    for entry in k.entries:
+        assert entry in res, f"ptxas reported nothing for entry {entry}"
+        r = res[entry]
+        assert 0 < r.registers <= 255
+        assert r.spill_stores == 0 and r.spill_loads == 0, f"{entry} spills on {arch}: {r}"
+
+
+def test_arch_normalisation():
+    assert comp.normalize_arch("sm_90") == "sm_90"
+    assert comp.normalize_arch(90) == "sm_90"
+    assert comp.normalize_arch("compute_80") == "sm_80"
+    assert comp.normalize_arch((8, 6)) == "sm_86"
+    assert comp.normalize_arch("sm_90a") == "sm_90a"
+    with pytest.raises(ValueError):
+        comp.normalize_arch("hopper")
+
+
+def test_compile_error_carries_kernel_options_and_log(tmp_cache):
+    k = registry.get("naive")
+    opts = comp.options(k, "sm_90")
+    bad = '#include <cute_gemm/common.cuh>\nextern "C" __global__ void naive(CG_GEMM_PARAMS) { this_is_not_cpp; }\n'
+    with pytest.raises(cute_gemm.CompileError) as e:
+        comp.compile_source(k, "sm_90", bad, opts)
+    err = e.value
+    assert err.kernel == "naive"
+    assert "-arch=sm_90" in err.options and "--std=c++17" in err.options
+    assert "this_is_not_cpp" in err.log and "undefined" in err.log
+    assert "naive" in str(err) and "-arch=sm_90" in str(err) and "this_is_not_cpp" in str(err)
+
+
+def test_options_carry_registry_defines():
+    k = registry.get("cute_smem")
+    opts = comp.options(k, "sm_80")
+    for name, value in k.defines:
+        assert f"-D{name}={value}" in opts
+    assert "-default-device" in opts and "-arch=sm_80" in opts
+
+
+def test_parse_resources():
+    log = """ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'foo' for 'sm_90'
+ptxas info    : Function properties for foo
+    16 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads
+ptxas info    : Used 40 registers, used 0 barriers, 1024 bytes smem, 400 bytes cmem[0]
+ptxas info    : Compiling entry function 'bar' for 'sm_90'
+ptxas info    : Function properties for bar
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 128 registers, used 1 barriers, 400 bytes cmem[0]
+"""
+    r = comp.parse_resources(log)
+    assert r["foo"] == comp.Resources(40, 1024, 16, 8, 4)
+    assert r["bar"] == comp.Resources(128, 0, 0, 0, 0)
+
+
+def test_header_dirs_found_and_fingerprinted():
+    from cute_gemm import paths
+    roles = {h.role: h for h in paths.header_dirs()}
+    assert set(roles) == {"cutlass", "cccl", "cuda"}
+    assert (roles["cutlass"].path / "cute" / "tensor.hpp").is_file()
+    assert (roles["cuda"].path / "cuda_runtime_api.h").is_file()
+    assert roles["cccl"].fingerprint.startswith("pkg:nvidia-cuda-cccl==13.0.")
+    assert (paths.kernels_dir() / "cute" / "c1_smem.cu").is_file()
+    assert (paths.project_include_dir() / "cute_gemm" / "common.cuh").is_file()
+    del cache

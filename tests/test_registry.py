@@ -1,0 +1,97 @@
+"""The registry is data, and consistent with the kernel sources it names."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import cute_gemm
+from cute_gemm import paths, registry
+from cute_gemm.registry import Variant
+
+KERNELS = registry.kernels()
+
+
+def test_registry_not_empty_and_names_unique():
+    names = [k.name for k in KERNELS]
+    assert "naive" in names and "cute_smem" in names
+    assert len(names) == len(set(names))
+    assert [k.name for k in cute_gemm.kernels()] == names
+
+
+@pytest.mark.parametrize("k", KERNELS, ids=lambda k: k.name)
+def test_kernel_entry_points_exist_in_source(k):
+    src = (paths.kernels_dir() / k.source).read_text()
+    assert src.lstrip().startswith("//"), "every kernel file opens with a header comment"
+    defined = set(re.findall(r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s*)?(\w+)', src))
+    # entries may also be stamped out by a macro: accept NAME( as a macro argument
+    for entry in k.entries:
+        assert entry in defined or re.search(rf"\b{entry}\b", src), f"{entry} not in {k.source}"
+
+
+@pytest.mark.parametrize("k", KERNELS, ids=lambda k: k.name)
+def test_kernel_record_is_sane(k):
+    assert k.family in ("handwritten", "cute")
+    assert k.summary and k.seed
+    assert 1 <= k.threads <= 1024
+    assert k.min_arch >= 50
+    assert k.dtypes == ("float32",)
+    # the wrapper's fallback: some variant accepts plain row-major operands at any alignment
+    assert any(v.accepts("k", "n", "n", 1) for v in k.variants), "needs a row-major, align-1 variant"
+    if k.tile:
+        d = dict(k.defines)
+        names = [n for n in d if n.endswith(("_M", "_N", "_K", "BM", "BN", "BK"))]
+        assert names, "tile sizes must be handed to the compiler as -D defines"
+
+
+@pytest.mark.parametrize("k", KERNELS, ids=lambda k: k.name)
+def test_grid_covers_output(k):
+    for m, n, kk in [(1, 1, 1), (129, 67, 5), (1000, 1300, 700)]:
+        gx, gy, gz = k.grid(m, n, kk)
+        assert gx >= 1 and gy >= 1 and gz >= 1
+        assert gx < 2**31 and gy < 65536 and gz < 65536
+        if k.tile:
+            bm, bn, _ = k.tile
+            assert gx * gy * gz >= -(-m // bm) * -(-n // bn)
+
+
+def test_unknown_kernel_lists_valid_names():
+    with pytest.raises(cute_gemm.UnknownKernelError) as e:
+        registry.get("no_such_kernel")
+    msg = str(e.value)
+    assert "no_such_kernel" in msg
+    for k in KERNELS:
+        assert k.name in msg
+    assert isinstance(e.value, KeyError)
+
+
+def test_variant_accepts():
+    v = Variant("x", a_major="k", b_major="any", c_major="n", align=4)
+    assert v.accepts("k", "n", "n", 4)
+    assert v.accepts("k", "k", "n", 8)
+    assert not v.accepts("m", "n", "n", 4)
+    assert not v.accepts("k", "n", "n", 2)
+    assert not v.accepts("k", "n", "m", 4)
+
+
+def test_strip_smem_limit_message_names_limit():
+    k = registry.Kernel(name="strip", family="handwritten", source="x.cu",
+                        variants=(Variant("x"),), block=(32, 1, 1), grid=registry.TileGrid(32, 32),
+                        summary="s", seed="v1", dyn_smem=registry.StripSmem(32, 32))
+    k.check_limits(100, 100, 100, 227 * 1024)          # 25.6 KB: fine
+    with pytest.raises(cute_gemm.ShapeLimitError) as e:
+        k.check_limits(100, 100, 1000, 227 * 1024)      # 256 KB: too much
+    assert str(227 * 1024) in str(e.value) and "K <= 908" in str(e.value)
+
+
+def test_readme_kernel_table_is_generated_from_registry():
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    r = subprocess.run([sys.executable, str(root / "scripts" / "gen_readme.py"), "--check"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    readme = (root / "README.md").read_text()
+    for k in registry.kernels():
+        assert f"`{k.name}`" in readme

@@ -1,0 +1,158 @@
+"""Bad input raises a named exception before anything touches the GPU; operand parsing
+and layout matching are pure Python and tested here without one."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cute_gemm
+from cute_gemm import api, launch, registry
+from cute_gemm.arrays import parse
+from conftest import GPU_SKIP_REASON
+
+
+class FakeCAI:
+    """A device array as far as __cuda_array_interface__ goes (never dereferenced)."""
+
+    def __init__(self, shape, strides=None, typestr="<f4", ptr=0x7F0000000000):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (ptr, False),
+                                         "strides": strides, "version": 3}
+
+
+@pytest.fixture(autouse=True)
+def no_device_calls(monkeypatch):
+    """Any attempt to reach the driver fails the test: validation must come first."""
+    def boom(*a, **k):
+        raise AssertionError("validation reached the CUDA driver")
+    monkeypatch.setattr(launch, "_ensure_context", boom)
+    monkeypatch.setattr(launch, "DeviceBuffer", boom)
+    monkeypatch.setattr(launch, "launch", boom)
+
+
+def rnd(*shape):
+    return np.random.default_rng().standard_normal(shape, dtype=np.float32)
+
+
+@pytest.mark.parametrize("bad", [[[1.0, 2.0]], 3.0, "ab", None, {"shape": (2, 2)}])
+def test_not_an_array(bad):
+    with pytest.raises(cute_gemm.NotAnArrayError, match="not an array"):
+        cute_gemm.run("naive", bad, rnd(2, 2))
+
+
+def test_ndim():
+    with pytest.raises(cute_gemm.ShapeError, match="2-D"):
+        cute_gemm.run("naive", rnd(2, 2, 2), rnd(2, 2))
+    with pytest.raises(cute_gemm.ShapeError, match="2-D"):
+        cute_gemm.run("naive", rnd(2, 2), rnd(2))
+
+
+def test_inner_dimensions():
+    with pytest.raises(cute_gemm.ShapeError, match="inner dimensions differ"):
+        cute_gemm.run("cute_smem", rnd(3, 4), rnd(5, 6))
+
+
+def test_c_and_out_shapes():
+    with pytest.raises(cute_gemm.ShapeError, match=r"c must have shape \(3, 6\)"):
+        cute_gemm.run("naive", rnd(3, 4), rnd(4, 6), rnd(6, 3), beta=1.0)
+    with pytest.raises(cute_gemm.ShapeError, match=r"out must have shape \(3, 6\)"):
+        cute_gemm.run("naive", rnd(3, 4), rnd(4, 6), out=rnd(3, 5))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float16, np.int32, np.complex64])
+def test_unsupported_dtype_lists_supported(dtype):
+    with pytest.raises(cute_gemm.DTypeError) as e:
+        cute_gemm.run("naive", rnd(3, 4).astype(dtype), rnd(4, 5))
+    assert "float32" in str(e.value) and str(np.dtype(dtype)) in str(e.value)
+    with pytest.raises(cute_gemm.DTypeError):
+        cute_gemm.run("naive", FakeCAI((3, 4), typestr="<f8"), FakeCAI((4, 5)))
+
+
+def test_unknown_kernel_before_inputs():
+    with pytest.raises(cute_gemm.UnknownKernelError, match="valid kernels: .*naive"):
+        cute_gemm.run("nope", rnd(2, 2), rnd(2, 2))
+
+
+def test_read_only_out_and_bad_scalars():
+    out = rnd(2, 2)
+    out.flags.writeable = False
+    with pytest.raises(cute_gemm.InputError, match="read-only"):
+        cute_gemm.run("naive", rnd(2, 2), rnd(2, 2), out=out)
+    with pytest.raises(cute_gemm.InputError, match="alpha"):
+        cute_gemm.run("naive", rnd(2, 2), rnd(2, 2), alpha="2")
+    with pytest.raises(cute_gemm.InputError, match="beta"):
+        cute_gemm.run("naive", rnd(2, 2), rnd(2, 2), beta=None)
+
+
+def test_mixing_host_and_device():
+    with pytest.raises(cute_gemm.InputError, match="mixing host and device"):
+        cute_gemm.run("naive", rnd(2, 3), FakeCAI((3, 4)))
+
+
+def test_exceptions_are_named_and_rooted():
+    for exc in (cute_gemm.NotAnArrayError, cute_gemm.ShapeError, cute_gemm.DTypeError,
+                cute_gemm.ShapeLimitError, cute_gemm.CompileError, cute_gemm.NoDeviceError,
+                cute_gemm.UnknownKernelError, cute_gemm.CudaError):
+        assert issubclass(exc, cute_gemm.CuteGemmError)
+
+
+def test_parse_cai_strides_and_majorness():
+    a = parse("a", FakeCAI((5, 7)))                       # C-contiguous, strides None
+    assert a.strides == (7, 1) and a.major("k", "m") == "k"
+    t = parse("a", FakeCAI((5, 7), strides=(4, 20)))      # a transposed view
+    assert t.strides == (1, 5) and t.major("k", "m") == "m"
+    g = parse("a", FakeCAI((5, 7), strides=(56, 8)))      # every other column
+    assert g.strides == (14, 2) and g.major("k", "m") is None
+    with pytest.raises(cute_gemm.ShapeError, match="multiple of 4"):
+        parse("a", FakeCAI((5, 7), strides=(30, 2)))
+
+
+def test_parse_numpy_views():
+    x = rnd(6, 8)
+    assert parse("a", x).strides == (8, 1)
+    assert parse("a", x.T).strides == (1, 8)
+    assert parse("a", x[:, ::2]).strides == (8, 2)
+    assert parse("a", np.asfortranarray(x)).major("k", "m") == "m"
+
+
+def _choose(name, a, b, c):
+    k = registry.get(name)
+    return api._choose(k, {"a": parse("a", a), "b": parse("b", b), "c": parse("c", c)})
+
+
+def test_choose_takes_strides_without_copies_where_the_kernel_can():
+    v, copies = _choose("naive", FakeCAI((64, 32)), FakeCAI((32, 16), strides=(4, 128)), FakeCAI((64, 16)))
+    assert copies == []                                    # naive takes any strides
+    v, copies = _choose("cute_smem", FakeCAI((64, 32), strides=(4, 256)), FakeCAI((32, 16)), FakeCAI((64, 16)))
+    assert v.entry == "cute_smem_am_bn" and copies == []   # column-major A: its own entry
+    v, copies = _choose("cute_smem", FakeCAI((64, 32)), FakeCAI((32, 16), strides=(4, 128)), FakeCAI((64, 16)))
+    assert v.entry == "cute_smem_ak_bk" and copies == []
+
+
+def test_choose_copies_only_what_needs_it():
+    # a kernel that takes row-major only: a column-major B must be copied, A must not
+    k = registry.Kernel(name="rowonly", family="handwritten", source="x.cu",
+                        variants=(registry.Variant("vec", align=4), registry.Variant("scalar")),
+                        block=(256, 1, 1), grid=registry.TileGrid(64, 64), summary="s", seed="s")
+    ops = {"a": parse("a", FakeCAI((64, 32))), "b": parse("b", FakeCAI((32, 16), strides=(4, 128))),
+           "c": parse("c", FakeCAI((64, 16)))}
+    v, copies = api._choose(k, ops)
+    assert v.entry == "vec" and copies == ["b"]
+    # K = 30: leading dimension of A not a multiple of 4 -> the scalar entry, no copies
+    ops = {"a": parse("a", FakeCAI((64, 30))), "b": parse("b", FakeCAI((30, 16))),
+           "c": parse("c", FakeCAI((64, 16)))}
+    v, copies = api._choose(k, ops)
+    assert v.entry == "scalar" and copies == []
+    # a pointer off by one float: not 16-byte aligned
+    ops["a"] = parse("a", FakeCAI((64, 32), ptr=0x7F0000000004))
+    ops["b"] = parse("b", FakeCAI((32, 16)))
+    v, copies = api._choose(k, ops)
+    assert v.entry == "scalar"
+
+
+@pytest.mark.skipif(GPU_SKIP_REASON is None, reason="a GPU is present: the no-GPU path cannot be shown")
+def test_no_gpu_error_says_compile_only_still_works(monkeypatch):
+    monkeypatch.undo()          # let it reach the (absent) driver
+    with pytest.raises(cute_gemm.NoDeviceError) as e:
+        cute_gemm.run("naive", rnd(4, 4), rnd(4, 4))
+    assert "compile" in str(e.value)
+    assert cute_gemm.gpu_available() is False
