@@ -149,6 +149,34 @@ def _temp(shape, ordinal: int, owned: list) -> Operand:
     return Operand("tmp", buf, True, buf.ptr, tuple(shape), (shape[1], 1), "float32")
 
 
+class _Resolved:
+    """One resolved launch (function, grid, block, smem) with its argument block packed
+    once: per call only the pointers and alpha/beta change. The driver copies the
+    arguments inside cuLaunchKernel, so the block is reused once the call returns; the
+    lock keeps two threads from interleaving their field writes."""
+    __slots__ = ("f", "grid", "block", "smem", "args", "packed", "lock")
+
+    def __init__(self, f, grid, block, smem, m, n, kk, sa, sb, sc):
+        import ctypes
+        import threading
+        self.f, self.grid, self.block, self.smem = f, grid, block, smem
+        self.args = launch._GemmArgs(m, n, kk, 0.0, 0, sa[0], sa[1], 0, sb[0], sb[1], 0.0, 0,
+                                     sc[0], sc[1])
+        base = ctypes.addressof(self.args)
+        ptrs = launch._PtrArray(*[base + o for o in launch._OFFSETS])
+        self.packed = ((self.args, ptrs), ctypes.addressof(ptrs))
+        self.lock = threading.Lock()
+
+    def __call__(self, a, b, c, alpha, beta, stream):
+        s = self.args
+        with self.lock:
+            s.A, s.B, s.C, s.alpha, s.beta = a, b, c, alpha, beta
+            launch.launch(self.f, self.grid, self.block, self.smem, stream, self.packed)
+
+
+_fast: dict[tuple, _Resolved] = {}
+
+
 def _gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
                  alpha: float, beta: float, stream: int, ordinal: int) -> None:
     """T = alpha * A @ B + beta * C on the device (C may be T itself, or None)."""
@@ -158,6 +186,14 @@ def _gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
         beta = 0.0
     if kk == 0:  # no products: T = beta * C
         _scale2d(ordinal, stream, beta, C, T)
+        return
+    # the hot path: a launch already resolved for this kernel, shape, strides and pointer
+    # alignment class (everything _choose and the grid depend on) skips straight to the driver
+    key = (k.name, ordinal, m, n, kk, A.strides, B.strides, T.strides,
+           A.ptr & 255, B.ptr & 255, T.ptr & 255)
+    fast = _fast.get(key)
+    if fast is not None and (beta == 0.0 or (C.ptr == T.ptr and C.strides == T.strides)):
+        fast(A.ptr, B.ptr, T.ptr, alpha, beta, stream)
         return
     plan = _plan(k, ordinal)
     smem = k.smem_bytes(m, n, kk)
@@ -183,6 +219,10 @@ def _gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
                                      B.ptr, B.strides[0], B.strides[1], beta,
                                      W.ptr, W.strides[0], W.strides[1])
         launch.launch(f, grid, k.block, smem, stream, args)
+        if not copies:
+            if len(_fast) >= 4096:
+                _fast.clear()
+            _fast[key] = _Resolved(f, grid, k.block, smem, m, n, kk, A.strides, B.strides, W.strides)
         if W is not T:
             _scale2d(ordinal, stream, 1.0, W, T)
     finally:
@@ -207,11 +247,12 @@ def _validate(a, b, c, out, alpha, beta):
     if O is not None and O.readonly:
         raise InputError("out is read-only")
     for nm, v in (("alpha", alpha), ("beta", beta)):
-        if not isinstance(v, (int, float, np.floating, np.integer)) or isinstance(v, bool):
+        if type(v) is not float and (not isinstance(v, (int, float, np.floating, np.integer))
+                                     or isinstance(v, bool)):
             raise InputError(f"{nm} must be a real number, got {type(v).__name__}")
-    ops = [x for x in (A, B, C, O) if x is not None]
-    kinds = {x.device for x in ops}
-    if len(kinds) > 1:
+    if (B.device != A.device or (C is not None and C.device != A.device)
+            or (O is not None and O.device != A.device)):
+        ops = [x for x in (A, B, C, O) if x is not None]
         where = ", ".join(f"{x.name}={'device' if x.device else 'host'}" for x in ops)
         raise InputError(f"mixing host and device arrays is not supported ({where})")
     return A, B, C, O, m, n, k1

@@ -65,19 +65,23 @@ def parse(name: str, obj) -> Operand:
                        not obj.flags.writeable, obj)
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is not None:
+        # run()'s hot path for device arrays: plain comparisons, no generators
         shape = _check_2d(name, cai["shape"])
-        dtype = _TYPESTR.get(cai["typestr"], cai["typestr"])
-        if dtype != "float32":
-            raise _unsupported(name, dtype)
+        typestr = cai["typestr"]
+        if typestr != "<f4":
+            dtype = _TYPESTR.get(typestr, typestr)
+            if dtype != "float32":
+                raise _unsupported(name, dtype)
         ptr, ro = cai["data"]
         st = cai.get("strides")
         if st is None:
             strides = (shape[1], 1)
         else:
-            if any(s % 4 for s in st):
+            s0, s1 = st[0], st[1]
+            if s0 % 4 or s1 % 4 or (len(st) > 2 and any(s % 4 for s in st[2:])):
                 raise ShapeError(f"{name} has strides {tuple(st)} (bytes) that are not a multiple of 4")
-            strides = (st[0] // 4, st[1] // 4)
-        return Operand(name, obj, True, int(ptr or 0), shape, strides, dtype, bool(ro))
+            strides = (s0 // 4, s1 // 4)
+        return Operand(name, obj, True, int(ptr or 0), shape, strides, "float32", bool(ro))
     if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
         dev_type, _ = obj.__dlpack_device__()
         if int(dev_type) == _KDLCPU:
