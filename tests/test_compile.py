@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 import cute_gemm
-from cute_gemm import cache, compile as comp, registry
+from cute_gemm import compile as comp, registry
 
 KERNELS = registry.kernels()
 
@@ -78,4 +78,3 @@ def test_header_dirs_found_and_fingerprinted():
     assert roles["cccl"].fingerprint.startswith("pkg:nvidia-cuda-cccl==13.0.")
     assert (paths.kernels_dir() / "cute" / "c1_smem.cu").is_file()
     assert (paths.project_include_dir() / "cute_gemm" / "common.cuh").is_file()
-    del cache
