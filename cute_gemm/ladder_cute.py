@@ -3,6 +3,25 @@ from __future__ import annotations
 
 from .registry import Kernel, TileGridMN, Variant
 
+_MAJORS = tuple((a, b) for a in ("k", "m") for b in ("n", "k"))
+
+
+def _gmem(name: str, bm: int, bn: int, bk: int) -> Kernel:
+    return Kernel(
+        name=name,
+        family="cute",
+        source="cute/c0_gmem.cu",
+        variants=tuple(Variant(f"cute_gmem_a{a}_b{b}", a_major=a, b_major=b, c_major="any")
+                       for a, b in _MAJORS)
+                 + (Variant("cute_gmem_any", a_major="any", b_major="any", c_major="any"),),
+        block=(256, 1, 1),
+        grid=TileGridMN(bm, bn),
+        defines=(("BLK_M", bm), ("BLK_N", bn), ("BLK_K", bk)),
+        tile=(bm, bn, bk),
+        summary="local_tile/local_partition straight from global memory, predicated residues",
+        seed="naive (v0), in CuTe",
+    )
+
 
 def _smem(name: str, bm: int, bn: int, bk: int) -> Kernel:
     return Kernel(
@@ -21,5 +40,7 @@ def _smem(name: str, bm: int, bn: int, bk: int) -> Kernel:
 
 
 CUTE: list[Kernel] = [
+    _gmem("cute_gmem", 16, 16, 8),
     _smem("cute_smem", 128, 128, 8),
+    _smem("cute_smem_64x128", 64, 128, 8),
 ]
