@@ -92,16 +92,19 @@ def _accepts(want: str, align_req: int, have: tuple[str | None, int]) -> bool:
 def _choose(k: registry.Kernel, ops: dict[str, Operand]):
     """Pick the variant needing the fewest relayout copies; returns (variant, roles to copy)."""
     fits = {r: _fit(op, r) for r, op in ops.items()}
+    (m, kk), n = ops["a"].shape, ops["b"].shape[1]
     best = None
     for v in k.variants:
+        if not v.fits_extents(m, n, kk):   # a vector would straddle a row/column end
+            continue
         want = {"a": v.a_major, "b": v.b_major, "c": v.c_major}
         copies, feasible = [], True
         for r, op in ops.items():
-            if _accepts(want[r], v.align, fits[r]):
+            if _accepts(want[r], v.align_for(r), fits[r]):
                 continue
             row = {"a": "k", "b": "n", "c": "n"}[r]
             # after a copy: row-major, ld = number of columns, fresh 256-byte aligned pointer
-            if _accepts(want[r], v.align, (row, _pow2_align(256, op.shape[1] if op.shape[0] > 1 else 0))):
+            if _accepts(want[r], v.align_for(r), (row, _pow2_align(256, op.shape[1] if op.shape[0] > 1 else 0))):
                 copies.append(r)
             else:
                 feasible = False

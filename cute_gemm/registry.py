@@ -33,6 +33,23 @@ class Variant:
     b_major: str = "n"     # "n" | "k" | "any"
     c_major: str = "n"     # "n" | "m" | "any"
     align: int = 1         # elements: leading strides and base pointers are multiples of this
+    align_roles: str = "abc"   # the operands `align` (and extent_align) apply to: those read or
+                               # written with vectors ("ab": C is free, e.g. scalar epilogue)
+    extent_align: int = 1  # those operands' contiguous extent (K for k-major A, M for m-major A,
+                           # N or K for B, N or M for C) is a multiple of this: a 128-bit vector
+                           # must never straddle the end of a row/column (it would read past it)
+
+    def align_for(self, role: str) -> int:
+        """The alignment (elements) this entry point needs of operand `role` ("a", "b", "c")."""
+        return self.align if role in self.align_roles else 1
+
+    def fits_extents(self, m: int, n: int, k: int) -> bool:
+        """True if every vector operand's contiguous extent is a multiple of extent_align."""
+        if self.extent_align == 1:
+            return True
+        ext = {"a": {"k": k, "m": m}.get(self.a_major), "b": {"n": n, "k": k}.get(self.b_major),
+               "c": {"n": n, "m": m}.get(self.c_major)}
+        return all(ext[r] is None or ext[r] % self.extent_align == 0 for r in self.align_roles)
 
     def accepts(self, a_major: str | None, b_major: str | None, c_major: str | None,
                 align: int) -> bool:
