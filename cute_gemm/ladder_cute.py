@@ -39,8 +39,35 @@ def _smem(name: str, bm: int, bn: int, bk: int) -> Kernel:
     )
 
 
+def _vec_then_scalar(prefix: str) -> tuple[Variant, ...]:
+    """128-bit entry points (16-byte aligned A and B, contiguous extents multiples of 4)
+    for every (A major, B major), then the scalar (any alignment) ones, ending on the
+    row-major fallback."""
+    vec = tuple(Variant(f"{prefix}_a{a}_b{b}", a_major=a, b_major=b, c_major="any",
+                        align=4, align_roles="ab", extent_align=4) for a, b in _MAJORS)
+    scalar = tuple(Variant(f"{prefix}_a{a}_b{b}_s", a_major=a, b_major=b, c_major="any")
+                   for a, b in reversed(_MAJORS))
+    return vec + scalar
+
+
+def _tiled(name: str, bm: int, bn: int, bk: int) -> Kernel:
+    return Kernel(
+        name=name,
+        family="cute",
+        source="cute/c2_tiled.cu",
+        variants=_vec_then_scalar("cute_tiled"),
+        block=(256, 1, 1),
+        grid=TileGridMN(bm, bn),
+        defines=(("BLK_M", bm), ("BLK_N", bn), ("BLK_K", bk)),
+        tile=(bm, bn, bk),
+        summary="TiledCopy 128-bit loads + TiledMMA, padded smem, next k-tile prefetched to registers",
+        seed="CuTe sgemm_2 (TiledCopy/TiledMMA)",
+    )
+
+
 CUTE: list[Kernel] = [
     _gmem("cute_gmem", 16, 16, 8),
     _smem("cute_smem", 128, 128, 8),
     _smem("cute_smem_64x128", 64, 128, 8),
+    _tiled("cute_tiled", 128, 128, 8),
 ]
