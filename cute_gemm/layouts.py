@@ -1,0 +1,1496 @@
+"""Layout dumps: every CuTe layout a registered CuTe kernel uses, from the registry's own tile sizes.
+
+Three parts:
+
+1. CuTe's layout algebra, on top of pycute (`pycute.Layout` is the container, its int_tuple
+   helpers do coordinate math). pycute's own composition/complement/coalesce compute the same
+   *functions* as CuTe C++, but not always the same *printed form*: C++ keeps static (`_8`) and
+   run-time (`8`) integers apart and its control flow depends on that (a static `_1` mode is
+   dropped, a run-time 1 is kept), and its results nest modes differently in places. The dumps
+   promise CuTe's exact `print`/`print_layout` text, so the operations used here are ported
+   line by line from the C++ headers (cute/layout.hpp, atom/mma_atom.hpp, atom/copy_atom.hpp of
+   the nvidia-cutlass wheel pinned in pyproject.toml). Run-time integers are `Dyn`; plain Python
+   ints are static. tests/test_layouts.py checks the text against CuTe C++ compiled with nvcc,
+   and the functions against pycute.
+2. Views (a layout plus an offset, i.e. a tensor without data) with local_tile, local_partition,
+   TiledCopy and TiledMMA partitions.
+3. Recipes: one per CuTe kernel source, describing its layouts once, built from the registry
+   entry's `defines` (the same -D values the kernel is compiled with). Each item carries the C++
+   expression that builds the same layout, so the checker program is generated from the recipes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+import pycute
+from pycute import Layout
+from pycute.int_tuple import crd2idx as _pc_crd2idx
+
+# =====================================================================================
+# 1. Integers: static (plain int) and run-time (Dyn)
+# =====================================================================================
+
+
+class Dyn(int):
+    """A run-time integer (CuTe `int`); plain ints are compile-time (`Int<N>`, printed `_N`).
+
+    Arithmetic with a Dyn gives a Dyn, except CuTe's static-zero short cuts
+    (`_0 * x == _0`, `_0 / x == _0`, `x % _1 == _0`, `_0 % x == _0`).
+    """
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return f"Dyn({int(self)})"
+
+    def __neg__(self):
+        return Dyn(-int(self))
+
+    def __abs__(self):
+        return Dyn(abs(int(self)))
+
+
+def _static(x) -> bool:
+    return not isinstance(x, Dyn)
+
+
+def _binop(name: str, zero_left: bool = False, zero_right: bool = False, one_mod: bool = False):
+    op = getattr(int, name)
+    reflected = name.startswith("__r") and name != "__rshift__"
+
+    def f(self, other):
+        if not isinstance(other, int) or isinstance(other, bool):
+            return NotImplemented
+        a, b = (other, self) if reflected else (self, other)   # a op b, as written
+        # static-zero short cuts keep the result static
+        if zero_left and _static(a) and int(a) == 0:
+            return 0
+        if zero_right and _static(b) and int(b) == 0:
+            return 0
+        if one_mod and _static(b) and abs(int(b)) == 1:
+            return 0
+        r = op(int(self), int(other))
+        return Dyn(r)
+    return f
+
+
+for _n in ("__add__", "__radd__", "__sub__", "__rsub__", "__lshift__", "__rshift__",
+           "__or__", "__ror__", "__xor__", "__rxor__"):
+    setattr(Dyn, _n, _binop(_n))
+for _n in ("__mul__", "__rmul__"):
+    setattr(Dyn, _n, _binop(_n, zero_left=True, zero_right=True))
+for _n in ("__and__", "__rand__"):
+    setattr(Dyn, _n, _binop(_n, zero_left=True, zero_right=True))
+for _n in ("__floordiv__", "__rfloordiv__"):
+    setattr(Dyn, _n, _binop(_n, zero_left=True))
+for _n in ("__mod__", "__rmod__"):
+    setattr(Dyn, _n, _binop(_n, zero_left=True, one_mod=True))
+
+
+def is_tuple(x) -> bool:
+    return isinstance(x, tuple)
+
+
+def is_static(x) -> bool:
+    if is_tuple(x):
+        return all(is_static(e) for e in x)
+    if isinstance(x, Layout):
+        return is_static(x.shape) and is_static(x.stride)
+    return _static(x)
+
+
+def is_const(x, v: int) -> bool:
+    """CuTe's is_constant<v, X>: a static integer equal to v."""
+    return isinstance(x, int) and _static(x) and int(x) == v
+
+
+def _dyn_if(v: int, *args) -> int:
+    return v if all(is_static(a) for a in args) else Dyn(v)
+
+
+def idiv(a: int, b: int) -> int:
+    """C++ integer division (truncates toward zero), static if both are."""
+    if _static(a) and int(a) == 0:
+        return 0
+    q = abs(int(a)) // abs(int(b))
+    q = q if (int(a) >= 0) == (int(b) >= 0) else -q
+    return _dyn_if(q, a, b)
+
+
+def imin(a: int, b: int) -> int:
+    return _dyn_if(min(int(a), int(b)), a, b)
+
+
+def signum(a: int) -> int:
+    return _dyn_if((int(a) > 0) - (int(a) < 0), a)
+
+
+def iabs(a: int) -> int:
+    return abs(a)
+
+
+def ceil_div(a, b):
+    """cute::ceil_div for ints and IntTuples."""
+    if is_tuple(a):
+        if is_tuple(b):
+            b = b + (1,) * (len(a) - len(b))
+            return tuple(ceil_div(x, y) for x, y in zip(a, b))
+        out = []
+        for ai in a:
+            out.append(ceil_div(ai, b))
+            b = ceil_div(b, ai)
+        return tuple(out)
+    if is_tuple(b):
+        return ceil_div(a, product(b))
+    return idiv(a + b - 1, b)
+
+
+def shape_div(a, b):
+    if is_tuple(a):
+        if is_tuple(b):
+            return tuple(shape_div(x, y) for x, y in zip(a, b))
+        out = []
+        for ai in a:
+            out.append(shape_div(ai, b))
+            b = shape_div(b, ai)
+        return tuple(out)
+    if is_tuple(b):
+        return shape_div(a, product(b))
+    return idiv(a + b - 1, b)
+
+
+# =====================================================================================
+# Int tuples
+# =====================================================================================
+
+def flatten(t) -> tuple:
+    if is_tuple(t):
+        return tuple(x for e in t for x in flatten(e))
+    return (t,)
+
+
+def product(t) -> int:
+    if is_tuple(t):
+        r = 1
+        for e in t:
+            r = r * product(e)
+        return r
+    return t
+
+
+def product_each(t) -> tuple:
+    return tuple(product(e) for e in (t if is_tuple(t) else (t,)))
+
+
+def wrap(t) -> tuple:
+    return t if is_tuple(t) else (t,)
+
+
+def unwrap(t):
+    while is_tuple(t) and len(t) == 1:
+        t = t[0]
+    return t
+
+
+def rank(x) -> int:
+    s = x.shape if isinstance(x, Layout) else x
+    return len(s) if is_tuple(s) else 1
+
+
+def get(t, *idx):
+    for i in idx:
+        if is_tuple(t):
+            t = t[i]
+        else:
+            assert i == 0, "get<i> of an integer needs i == 0"
+    return t
+
+
+def append_to(t, n: int, x):
+    """append<N>(t, x): pad t (wrapped) with x up to rank n."""
+    t = wrap(t)
+    return t + (x,) * (n - len(t))
+
+
+def zip_t(t):
+    """zip((a,b),(c,d)) -> ((a,c),(b,d)); non-tuple elements are broadcast as rank 1."""
+    rows = [wrap(e) for e in t]
+    r = len(rows[0])
+    return tuple(tuple(row[i] for row in rows) for i in range(r))
+
+
+def zip2_by(t, guide):
+    if is_tuple(guide):
+        gr = len(guide)
+        split = [zip2_by(t[i], guide[i]) for i in range(gr)]
+        return (tuple(s[0] for s in split), tuple(s[1] for s in split) + tuple(t[gr:]))
+    assert is_tuple(t) and len(t) == 2, f"zip2_by: expected a rank-2 tuple, got {t}"
+    return t
+
+
+def slice_t(c, t):
+    """cute::slice: keep the parts of t paired with an underscore (None) in c."""
+    if is_tuple(c):
+        assert len(c) == len(t), f"slice: mismatched ranks {c} vs {t}"
+        return tuple(x for ci, ti in zip(c, t) for x in _lift_slice(ci, ti))
+    return t if c is None else ()
+
+
+def _lift_slice(c, t) -> tuple:
+    if is_tuple(c):
+        return tuple(x for ci, ti in zip(c, t) for x in _lift_slice(ci, ti))
+    return (t,) if c is None else ()
+
+
+def dice_t(c, t):
+    """cute::dice: keep the parts of t paired with a non-underscore in c."""
+    if is_tuple(c):
+        assert len(c) == len(t), f"dice: mismatched ranks {c} vs {t}"
+        return tuple(x for ci, ti in zip(c, t) for x in _lift_dice(ci, ti))
+    return () if c is None else t
+
+
+def _lift_dice(c, t) -> tuple:
+    if is_tuple(c):
+        return tuple(x for ci, ti in zip(c, t) for x in _lift_dice(ci, ti))
+    return () if c is None else (t,)
+
+
+def _zero_underscores(c):
+    if is_tuple(c):
+        return tuple(_zero_underscores(e) for e in c)
+    return 0 if c is None else c
+
+
+def crd2idx(crd, shape, stride):
+    """Coordinate -> index; underscores (None) count as 0, as in CuTe's slice_and_offset."""
+    if is_tuple(crd):
+        if is_tuple(shape):
+            assert len(crd) == len(shape)
+            r = 0
+            for c, s, d in zip(crd, shape, stride):
+                r = r + crd2idx(c, s, d)
+            return r
+        raise ValueError(f"coordinate {crd} deeper than shape {shape}")
+    crd = 0 if crd is None else crd
+    if is_tuple(shape):        # an integer coordinate into a tuple mode: colexicographic split
+        r = 0
+        for s, d in zip(shape[:-1], stride[:-1]):
+            r = r + crd2idx(crd % product(s), s, d)
+            crd = crd // product(s)
+        return r + crd2idx(crd, shape[-1], stride[-1])
+    return crd * stride
+
+
+def idx2crd(idx, shape, stride):
+    """The hierarchical coordinate of idx (CuTe idx2crd with strides: (idx / d) % s)."""
+    if is_tuple(shape):
+        return tuple(idx2crd(idx, s, d) for s, d in zip(shape, stride))
+    return (idx // stride) % shape if stride != 0 else 0
+
+
+def _colex(crd, shape):
+    """A hierarchical coordinate -> its 1-D colexicographic index within shape."""
+    if is_tuple(shape):
+        r, m = 0, 1
+        for c, s in zip(crd, shape):
+            r = r + _colex(c, s) * m
+            m = m * product(s)
+        return r
+    return crd
+
+
+# =====================================================================================
+# Formatting: CuTe's print and print_layout
+# =====================================================================================
+
+def fmt(x) -> str:
+    """CuTe's print of an IntTuple: `(_4,(8,_2))`; static ints get a leading underscore."""
+    if isinstance(x, Layout):
+        return f"{fmt(x.shape)}:{fmt(x.stride)}"
+    if isinstance(x, ComposedLayout):
+        return str(x)
+    if is_tuple(x):
+        return "(" + ",".join(fmt(e) for e in x) + ")"
+    if x is None:
+        return "_"
+    return f"_{int(x)}" if _static(x) else f"{int(x)}"
+
+
+def _num_digits(x: int) -> int:
+    return len(str(x)) if x >= 10 else 1
+
+
+def cosize(layout) -> int:
+    if isinstance(layout, ComposedLayout):
+        return layout.cosize()
+    last = tuple(s - 1 for s in flatten(layout.shape))
+    return _idx_flat(layout, last) + 1
+
+
+def _idx_flat(layout: Layout, flat_crd) -> int:
+    return sum(int(c) * int(d) for c, d in zip(flat_crd, flatten(layout.stride)))
+
+
+def size(x) -> int:
+    if isinstance(x, (Layout, ComposedLayout)):
+        return product(x.shape)
+    return product(x)
+
+
+def value(layout, *crd) -> int:
+    """layout(crd...) as a plain int."""
+    if isinstance(layout, ComposedLayout):
+        return layout(*crd)
+    c = crd[0] if len(crd) == 1 else tuple(crd)
+    return int(crd2idx(c, layout.shape, layout.stride))
+
+
+def print_layout(layout) -> str:
+    """The text of CuTe C++ `print_layout(layout)` (rank-2 layouts), byte for byte."""
+    assert rank(layout) == 2, f"print_layout needs a rank-2 layout, got {fmt(layout)}"
+    idx_width = _num_digits(int(cosize(layout))) + 2
+    delim = "+-----------------------"
+    seg = delim[:idx_width + 1]
+    m_n, n_n = int(size(get(layout.shape, 0))), int(size(get(layout.shape, 1)))
+    out = [fmt(layout) + "\n", "    "]
+    out += [f"  {n:>{idx_width - 2}} " for n in range(n_n)]
+    out.append("\n")
+    for m in range(m_n):
+        out.append("    " + seg * n_n + "+\n")
+        out.append(f"{m:>2}  ")
+        out += [f"| {value(layout, m, n):>{idx_width - 2}} " for n in range(n_n)]
+        out.append("|\n")
+    out.append("    " + seg * n_n + "+\n")
+    return "".join(out)
+
+
+# =====================================================================================
+# Layout algebra (ported from cute/layout.hpp)
+# =====================================================================================
+
+def _compact_left(shape, current=1):
+    if is_tuple(shape):
+        out = []
+        for s in shape:
+            d, current = _compact_left(s, current)
+            out.append(d)
+        return tuple(out), current
+    if is_const(shape, 1):
+        return 0, current
+    return current, current * shape
+
+
+def compact_col_major(shape, current=1):
+    return _compact_left(shape, current)[0]
+
+
+def _compact_right(shape, current=1):
+    if is_tuple(shape):
+        out = []
+        for s in reversed(shape):
+            d, current = _compact_right(s, current)
+            out.append(d)
+        return tuple(reversed(out)), current
+    if is_const(shape, 1):
+        return 0, current
+    return current, current * shape
+
+
+def compact_row_major(shape, current=1):
+    return _compact_right(shape, current)[0]
+
+
+def make_layout(*args, stride=None) -> Layout:
+    """make_layout(shape[, stride]) or make_layout(layout0, layout1, ...) (concatenation).
+
+    `make_layout(shape)` is column-major (CuTe's LayoutLeft); pass `stride="row"` for LayoutRight.
+    """
+    if args and all(isinstance(a, Layout) for a in args):
+        if len(args) == 1:
+            return args[0]
+        return Layout(tuple(a.shape for a in args), tuple(a.stride for a in args))
+    assert len(args) in (1, 2)
+    shape = args[0]
+    st = args[1] if len(args) == 2 else stride
+    if st is None:
+        st = compact_col_major(shape)
+    elif st == "row":
+        st = compact_row_major(shape)
+    return Layout(shape, st)
+
+
+def sublayout(layout: Layout, *idx) -> Layout:
+    return Layout(get(layout.shape, *idx), get(layout.stride, *idx))
+
+
+def _modes(layout: Layout) -> list[Layout]:
+    if is_tuple(layout.shape):
+        return [Layout(s, d) for s, d in zip(layout.shape, layout.stride)]
+    return [layout]
+
+
+def append_layout(layout: Layout, n: int, x: Layout | None = None) -> Layout:
+    x = x or Layout(1, 0)
+    ms = _modes(layout)
+    ms += [x] * (n - len(ms))
+    return Layout(tuple(m.shape for m in ms), tuple(m.stride for m in ms))
+
+
+def slice_layout(c, layout: Layout) -> Layout:
+    return Layout(slice_t(c, layout.shape), slice_t(c, layout.stride))
+
+
+def dice_layout(c, layout: Layout) -> Layout:
+    return Layout(dice_t(c, layout.shape), dice_t(c, layout.stride))
+
+
+def _bw_coalesce(old_shape, old_stride, new_shape, new_stride) -> Layout:
+    for i in range(len(old_shape) - 2, -1, -1):
+        s, d = old_shape[i], old_stride[i]
+        if is_const(s, 1):
+            continue
+        if is_const(new_shape, 1):
+            new_shape, new_stride = s, d
+            continue
+        f_shape = new_shape[0] if is_tuple(new_shape) else new_shape
+        f_stride = new_stride[0] if is_tuple(new_stride) else new_stride
+        sd = s * d
+        if _static(f_shape) and _static(sd) and _static(f_stride) and sd == f_stride:
+            merged = s * f_shape
+            if is_tuple(new_shape):
+                new_shape = (merged,) + new_shape[1:]
+                new_stride = (d,) + new_stride[1:]
+            else:
+                new_shape, new_stride = merged, d
+        else:
+            new_shape = (s,) + wrap(new_shape)
+            new_stride = (d,) + wrap(new_stride)
+    if is_const(new_shape, 1):
+        return Layout(1, 0)
+    return Layout(new_shape, new_stride)
+
+
+def coalesce(layout: Layout, profile=None) -> Layout:
+    if is_tuple(profile):
+        return _transform2(layout, profile, coalesce)
+    fs, fd = flatten(layout.shape), flatten(layout.stride)
+    return _bw_coalesce(fs, fd, fs[-1], fd[-1])
+
+
+def coalesce_x(layout: Layout) -> Layout:
+    fs, fd = flatten(layout.shape), flatten(layout.stride)
+    if is_const(fs[-1], 1):
+        return _bw_coalesce(fs, fd, 2, fd[-1])
+    return _bw_coalesce(fs, fd, fs[-1], fd[-1])
+
+
+def coalesce_shape(shape):
+    """coalesce(Shape): multiply neighbours that are both static or both dynamic."""
+    f = flatten(shape)
+    out = [f[0]]
+    for a in f[1:]:
+        if _static(out[-1]) == _static(a):
+            out[-1] = out[-1] * a
+        else:
+            out.append(a)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def filter_zeros(layout: Layout) -> Layout:
+    def fz(d, s):
+        if is_tuple(d):
+            return tuple(fz(di, si) for di, si in zip(d, s))
+        return 1 if is_const(d, 0) else s
+    return Layout(fz(layout.stride, layout.shape), layout.stride)
+
+
+def filter_layout(layout: Layout) -> Layout:
+    return coalesce(filter_zeros(layout))
+
+
+def _transform2(layout: Layout, tiler: tuple, f, keep_rest: bool = True) -> Layout:
+    """transform_layout(layout, tiler, f): by-mode on the common rank, the rest appended."""
+    ms = _modes(layout)
+    r = min(len(ms), len(tiler))
+    out = [f(ms[i], tiler[i]) for i in range(r)]
+    if keep_rest:
+        out += ms[r:]
+    return Layout(tuple(m.shape for m in out), tuple(m.stride for m in out))
+
+
+def _composition_impl(ls, ld, rs, rd) -> Layout:
+    if is_tuple(rs):
+        parts = [_composition_impl(ls, ld, s, d) for s, d in zip(rs, rd)]
+        return Layout(tuple(p.shape for p in parts), tuple(p.stride for p in parts))
+    if is_const(rd, 0):
+        return Layout(rs, rd)
+    if not is_tuple(ls):
+        return Layout(rs, rd * ld)
+    result_shape, result_stride = [], []
+    rest_shape, rest_stride = rs, rd
+    for curr_shape, curr_stride in zip(ls[:-1], ld[:-1]):
+        next_shape = ceil_div(curr_shape, iabs(rest_stride))
+        next_stride = ceil_div(iabs(rest_stride), curr_shape) * signum(rest_stride)
+        if is_const(next_shape, 1) or is_const(rest_shape, 1):
+            rest_stride = next_stride
+            continue
+        new_shape = imin(next_shape, rest_shape)
+        if _static(new_shape) and _static(rest_shape):
+            assert rest_shape % new_shape == 0, "Shape Divisibility Condition"
+        result_shape.append(new_shape)
+        result_stride.append(rest_stride * curr_stride)
+        rest_shape = idiv(rest_shape, new_shape)
+        rest_stride = next_stride
+    if not result_shape:
+        return Layout(rest_shape, rest_stride * ld[-1])
+    if is_const(rest_shape, 1):
+        return Layout(unwrap(tuple(result_shape)), unwrap(tuple(result_stride)))
+    return Layout(tuple(result_shape) + (rest_shape,),
+                  tuple(result_stride) + (rest_stride * ld[-1],))
+
+
+def composition(lhs, rhs):
+    """lhs o rhs. rhs: a Layout, an int (a shape), None (underscore), or a tuple of those (a tiler)."""
+    if isinstance(lhs, ComposedLayout):
+        return ComposedLayout(lhs.swizzle, lhs.offset, composition(lhs.layout, rhs))
+    if rhs is None:
+        return lhs
+    if isinstance(rhs, Layout):
+        flat = coalesce_x(lhs)
+        return _composition_impl(flat.shape, flat.stride, rhs.shape, rhs.stride)
+    if is_tuple(rhs):
+        return _transform2(lhs, rhs, composition, keep_rest=False)
+    flat = coalesce_x(lhs)
+    return _composition_impl(flat.shape, flat.stride, rhs, 1)
+
+
+def with_shape(layout: Layout, shape) -> Layout:
+    return composition(layout, make_layout(shape))
+
+
+def _complement_impl(shape, stride, cotarget) -> Layout:
+    if is_const(stride, 0):
+        return make_layout(coalesce_shape(cotarget))
+    shape, stride = list(wrap(shape)), list(wrap(stride))
+    r = len(shape)
+    assert r == 1 or is_static(tuple(stride)), "Dynamic-stride complement only for rank-1 layouts"
+    result_shape, result_stride = [], [1]
+    for i in range(r - 1):
+        min_stride = min(stride)
+        min_idx = stride.index(min_stride)
+        new_shape = idiv(min_stride, result_stride[i])
+        new_stride = min_stride * shape[min_idx]
+        assert not is_const(new_shape, 0), "Non-injective Layout detected in complement."
+        del shape[min_idx], stride[min_idx]
+        result_shape.append(new_shape)
+        result_stride.append(new_stride)
+    new_shape = idiv(stride[0], result_stride[r - 1])
+    assert not is_const(new_shape, 0), "Non-injective Layout detected in complement."
+    result_shape.append(new_shape)
+    new_stride = stride[0] * shape[0]
+    rest_shape = coalesce_shape(ceil_div(cotarget, new_stride))
+    rest_stride = compact_col_major(rest_shape, new_stride)
+    return coalesce(Layout((tuple(result_shape), rest_shape), (tuple(result_stride), rest_stride)))
+
+
+def complement(layout: Layout, cotarget=None) -> Layout:
+    f = filter_layout(layout)
+    if cotarget is None:
+        cotarget = cosize(f)
+    elif isinstance(cotarget, Layout):
+        cotarget = cotarget.shape
+    return _complement_impl(f.shape, f.stride, cotarget)
+
+
+def right_inverse(layout: Layout) -> Layout:
+    c = coalesce(layout)
+    lstride, lshape = wrap(c.stride), wrap(c.shape)
+    preprod = [1]
+    for s in lshape:
+        preprod.append(s * preprod[-1])
+    idx = sorted((i for i in range(len(lstride)) if _static(lstride[i])), key=lambda i: lstride[i])
+    rs, rd, curr = [1], [0], 1
+    for i in idx:
+        if _static(curr) and lstride[i] == curr:
+            rs.append(lshape[i])
+            rd.append(preprod[i])
+            curr = lshape[i] * lstride[i]
+    return coalesce(Layout(tuple(rs), tuple(rd)))
+
+
+def left_inverse(layout: Layout) -> Layout:
+    c = coalesce(layout)
+    lstride, lshape = wrap(c.stride), wrap(c.shape)
+    preprod = [1]
+    for s in lshape:
+        preprod.append(s * preprod[-1])
+    assert is_static(lstride), "Left inverse requires static strides."
+    order = sorted(range(len(lstride)), key=lambda i: lstride[i])
+    rs, rd = [], [0]
+    for i in order:
+        if is_const(lstride[i], 0):
+            continue
+        rs.append(idiv(lstride[i], size(tuple(rs))))
+        rd.append(preprod[i])
+    return coalesce(Layout(tuple(rs) + (lshape[order[-1]],), tuple(rd)))
+
+
+def logical_divide(layout: Layout, tiler) -> Layout:
+    if isinstance(tiler, Layout):
+        return composition(layout, make_layout(tiler, complement(tiler, coalesce(layout).shape)))
+    if tiler is None:
+        return layout
+    if is_tuple(tiler):
+        return _transform2(layout, tiler, logical_divide)
+    return logical_divide(layout, make_layout(tiler))
+
+
+def zipped_divide(layout: Layout, tiler) -> Layout:
+    ld = logical_divide(layout, tiler)
+    return Layout(zip2_by(ld.shape, tiler), zip2_by(ld.stride, tiler))
+
+
+def logical_product(block: Layout, tiler) -> Layout:
+    if isinstance(tiler, Layout):
+        return make_layout(block, composition(complement(block, size(block) * cosize(tiler)), tiler))
+    if tiler is None:
+        return block
+    if is_tuple(tiler):
+        return _transform2(block, tiler, logical_product)
+    return logical_product(block, make_layout(tiler))
+
+
+def zipped_product(block: Layout, tiler) -> Layout:
+    lp = logical_product(block, tiler)
+    return Layout(zip2_by(lp.shape, tiler), zip2_by(lp.stride, tiler))
+
+
+def tiled_product(block: Layout, tiler) -> Layout:
+    r = zipped_product(block, tiler)
+    r1 = rank(get(r.shape, 1))
+    return slice_layout((None, (None,) * r1), r) if r1 > 1 else r
+
+
+def raked_product(block: Layout, tiler: Layout) -> Layout:
+    r = max(rank(block), rank(tiler))
+    res = logical_product(append_layout(block, r), append_layout(tiler, r))
+    a, b = sublayout(res, 1), sublayout(res, 0)
+    return Layout(zip_t((a.shape, b.shape)), zip_t((a.stride, b.stride)))
+
+
+def blocked_product(block: Layout, tiler: Layout) -> Layout:
+    r = max(rank(block), rank(tiler))
+    res = logical_product(append_layout(block, r), append_layout(tiler, r))
+    a, b = sublayout(res, 0), sublayout(res, 1)
+    return Layout(zip_t((a.shape, b.shape)), zip_t((a.stride, b.stride)))
+
+
+def get_flat_coord(layout: Layout, idx: int):
+    """Layout::get_flat_coord: idx -> one (flattened per mode) coordinate per mode."""
+    hier = idx2crd(idx, layout.shape, layout.stride)
+    if is_tuple(layout.shape):
+        return tuple(_colex(c, s) for c, s in zip(hier, layout.shape))
+    return _colex(hier, layout.shape)
+
+
+# ---- swizzled (composed) layouts ----------------------------------------------------
+
+@dataclass(frozen=True)
+class ComposedLayout:
+    """Swizzle o offset o layout, as CuTe prints it: `Sw<3,4,3> o _0 o (_8,_64):(_64,_1)`."""
+    swizzle: pycute.Swizzle
+    offset: int
+    layout: Layout
+
+    @property
+    def shape(self):
+        return self.layout.shape
+
+    @property
+    def stride(self):
+        return self.layout.stride
+
+    def __call__(self, *crd) -> int:
+        return self.swizzle(self.offset + value(self.layout, *crd))
+
+    def cosize(self) -> int:
+        return max(self(i) for i in range(size(self.layout))) + 1
+
+    def __str__(self) -> str:
+        s = self.swizzle
+        return f"Sw<{s.bits},{s.base},{s.shift}> o {fmt(self.offset)} o {fmt(self.layout)}"
+
+
+def tile_to_shape(block, trg_shape, order=None):
+    """tile_to_shape(block, shape) with the default (column-major) mode order."""
+    if isinstance(block, ComposedLayout):
+        return ComposedLayout(block.swizzle, block.offset, tile_to_shape(block.layout, trg_shape, order))
+    r = rank(trg_shape)
+    pb = append_layout(block, r)
+    block_shape = product_each(pb.shape)
+    target_shape = product_each(trg_shape)
+    prod_shape = ceil_div(target_shape, block_shape)
+    ordered = make_layout(prod_shape) if order is None else make_layout(prod_shape, order)
+    return blocked_product(pb, ordered)
+
+
+# =====================================================================================
+# 2. Views: a layout plus an offset (a CuTe tensor without its data)
+# =====================================================================================
+
+@dataclass(frozen=True)
+class View:
+    """What a CuTe Tensor over a plain pointer is to these dumps: offset + layout(coord)."""
+    layout: Layout
+    offset: int = 0
+
+    def __call__(self, *coord) -> "View":
+        """Slice like Tensor::operator() with underscores (None)."""
+        c = coord[0] if len(coord) == 1 else tuple(coord)
+        off = crd2idx(_zero_underscores(c), self.layout.shape, self.layout.stride)
+        return View(slice_layout(c, self.layout), self.offset + off)
+
+    def compose(self, *tilers) -> "View":
+        t = tilers[0] if len(tilers) == 1 else tuple(tilers)
+        return View(composition(self.layout, t), self.offset)
+
+
+def zipped_divide_view(v: View, tiler) -> View:
+    return View(zipped_divide(v.layout, tiler), v.offset)
+
+
+def inner_partition(v: View, tiler, coord) -> View:
+    t = zipped_divide(v.layout, tiler)
+    r0 = rank(get(t.shape, 0))
+    first = (None,) * r0 if r0 > 1 else None
+    if is_tuple(coord):
+        r1 = rank(get(t.shape, 1))
+        coord = append_to(coord, r1, None)
+    return View(t, v.offset)(first, coord)
+
+
+def outer_partition(v: View, tiler, coord) -> View:
+    t = zipped_divide(v.layout, tiler)
+    r1 = rank(get(t.shape, 1))
+    second = (None,) * r1 if r1 > 1 else None
+    if is_tuple(coord):
+        r0 = rank(get(t.shape, 0))
+        coord = append_to(coord, r0, None)
+    return View(t, v.offset)(coord, second)
+
+
+def local_tile(v: View, tiler, coord, proj=None) -> View:
+    """local_tile(tensor, tiler, coord[, Step<...>]): X in a Step is None here."""
+    if proj is not None:
+        tiler, coord = dice_t(proj, tiler), dice_t(proj, coord)
+    return inner_partition(v, tiler, coord)
+
+
+def local_partition(v: View, tile: Layout, index: int, proj=None) -> View:
+    """local_partition(tensor, thread_layout, thread_index[, Step<...>])."""
+    if proj is not None:
+        tile = dice_layout(proj, tile)
+    return outer_partition(v, product_each(tile.shape), get_flat_coord(tile, index))
+
+
+# ---- MMA and copy atoms (the traits this project uses; extend as kernels need) ------
+
+@dataclass(frozen=True)
+class MMAAtom:
+    cpp: str                  # the C++ MMA operation, e.g. "UniversalFMA<float,float,float>"
+    shape_mnk: tuple
+    thr_id: Layout
+    a_tv: Layout              # (thr,val) -> (m,k) column-major offset in the atom's M x K
+    b_tv: Layout
+    c_tv: Layout
+
+
+UNIVERSAL_FMA = MMAAtom("UniversalFMA<float,float,float,float>", (1, 1, 1), Layout(1, 0),
+                        Layout((1, 1), (0, 0)), Layout((1, 1), (0, 0)), Layout((1, 1), (0, 0)))
+
+# SM80_16x8x8_F32TF32TF32F32_TN (cute/atom/mma_traits_sm80.hpp): a warp, TF32 tensor cores.
+SM80_16x8x8_TF32 = MMAAtom(
+    "SM80_16x8x8_F32TF32TF32F32_TN", (16, 8, 8), Layout(32),
+    Layout(((4, 8), (2, 2)), ((16, 1), (8, 64))),
+    Layout(((4, 8), 2), ((8, 1), 32)),
+    Layout(((4, 8), (2, 2)), ((32, 1), (16, 8))))
+
+
+@dataclass(frozen=True)
+class CopyAtom:
+    cpp: str                  # the C++ Copy_Atom type, e.g. "Copy_Atom<UniversalCopy<uint128_t>, float>"
+    num_val: int              # values (of the element type) one thread moves per instruction
+
+    @property
+    def src(self) -> Layout:  # (thr,val) -> offset; every atom here is one thread wide
+        return Layout((1, self.num_val), (0, 1))
+
+    dst = src
+    ref = src
+    num_thr = 1
+
+
+def _copy_atom(op: str, bits: int, elem: str = "float", elem_bits: int = 32) -> CopyAtom:
+    return CopyAtom(f"Copy_Atom<{op}, {elem}>", bits // elem_bits)
+
+
+def copy_atom(op: str) -> CopyAtom:
+    """A Copy_Atom over float from the C++ operation spelling used in the kernel."""
+    bits = {"uint128_t": 128, "uint64_t": 64, "uint32_t": 32, "float": 32}
+    for t, b in bits.items():
+        if op.endswith(f"<{t}>"):
+            return _copy_atom(op, b)
+    raise ValueError(f"unknown copy operation {op!r}")
+
+
+class TiledMMA:
+    """make_tiled_mma(atom, thr_layout[, permutations]) and its TV layouts and partitions."""
+
+    def __init__(self, atom: MMAAtom, thr_layout: Layout, permutations=None):
+        self.atom = atom
+        self.thr_layout = thr_layout
+        thr_mnk = append_layout(thr_layout, 3, Layout(1, 0))
+        self.perm = append_to(permutations if permutations is not None else (), 3, None)
+        self.vmnk = tiled_product(atom.thr_id, thr_mnk)
+
+    def permutation_mnk(self, i: int):
+        p = self.perm[i]
+        if p is None:
+            return self.atom.shape_mnk[i] * size(sublayout(self.vmnk, i + 1))
+        return p
+
+    def tile_size_mnk(self, i: int) -> int:
+        p = self.permutation_mnk(i)
+        return size(p) if isinstance(p, Layout) else product(p)
+
+    @property
+    def size(self) -> int:
+        return size(self.vmnk)
+
+    def _thrfrg(self, layout: Layout, a: int, b: int, tv: Layout) -> Layout:
+        t = logical_divide(layout, (self.permutation_mnk(a), self.permutation_mnk(b)))
+        atile = (make_layout(self.atom.shape_mnk[a]), make_layout(self.atom.shape_mnk[b]))
+        c = zipped_divide(t, atile)
+        tvt = composition(c, (tv, None))
+        thr_tile = (None, (make_layout(size(sublayout(self.vmnk, a + 1))),
+                           make_layout(size(sublayout(self.vmnk, b + 1)))))
+        return zipped_divide(tvt, thr_tile)
+
+    def thrfrg_C(self, layout: Layout) -> Layout:
+        return self._thrfrg(layout, 0, 1, self.atom.c_tv)
+
+    def thrfrg_A(self, layout: Layout) -> Layout:
+        return self._thrfrg(layout, 0, 2, self.atom.a_tv)
+
+    def thrfrg_B(self, layout: Layout) -> Layout:
+        return self._thrfrg(layout, 1, 2, self.atom.b_tv)
+
+    def _thridx_2_thrid(self) -> Layout:
+        v = self.vmnk
+        return composition(Layout((size(v), 1), (1, 0)),
+                           right_inverse(make_layout(v, complement(v))))
+
+    def layout_C_TV(self) -> Layout:
+        ref = make_layout((self.tile_size_mnk(0), self.tile_size_mnk(1)))
+        return composition(self.thrfrg_C(ref), (self._thridx_2_thrid(), None))
+
+    def layout_A_TV(self) -> Layout:
+        ref = make_layout((self.tile_size_mnk(0), self.tile_size_mnk(2)))
+        v = self.vmnk
+        atile = (None, (Layout((size(sublayout(v, 1)), size(sublayout(v, 2))), (1, 0)), None))
+        return composition(composition(self.thrfrg_A(ref), atile), (self._thridx_2_thrid(), None))
+
+    def layout_B_TV(self) -> Layout:
+        ref = make_layout((self.tile_size_mnk(1), self.tile_size_mnk(2)))
+        v = self.vmnk
+        btile = (None, (Layout((size(sublayout(v, 1)), size(sublayout(v, 2))), (0, 1)), None))
+        return composition(composition(self.thrfrg_B(ref), btile), (self._thridx_2_thrid(), None))
+
+    def _partition(self, view: View, which: str, t: int) -> View:
+        vmnk = get_flat_coord(self.vmnk, t)
+        a, b = {"A": (1, 3), "B": (2, 3), "C": (1, 2)}[which]
+        thr = View(getattr(self, f"thrfrg_{which}")(view.layout), view.offset)
+        r = rank(get(thr.layout.shape, 1, 1))
+        rest = (None,) * r if r > 1 else None
+        return thr((vmnk[0], (vmnk[a], vmnk[b])), (None, rest))
+
+    def partition_A(self, view: View, t: int) -> View:
+        return self._partition(view, "A", t)
+
+    def partition_B(self, view: View, t: int) -> View:
+        return self._partition(view, "B", t)
+
+    def partition_C(self, view: View, t: int) -> View:
+        return self._partition(view, "C", t)
+
+
+class TiledCopy:
+    """make_tiled_copy(atom, thr_layout, val_layout) and its TV layouts and partitions."""
+
+    def __init__(self, atom: CopyAtom, thr_layout: Layout, val_layout: Layout | None = None):
+        self.atom = atom
+        self.thr_layout = thr_layout
+        self.val_layout = val_layout if val_layout is not None else Layout(1, 0)
+        layout_mn = raked_product(thr_layout, self.val_layout)
+        self.layout_tv = with_shape(right_inverse(layout_mn),
+                                    (size(thr_layout), size(self.val_layout)))
+        self.tiler = product_each(layout_mn.shape)
+
+    @property
+    def size(self) -> int:
+        return size(get(self.layout_tv.shape, 0))
+
+    def _tile2thrfrg(self, layout: Layout, ref2trg: Layout) -> Layout:
+        atom_tv = zipped_divide(self.layout_tv, (self.atom.num_thr, self.atom.num_val))
+        trg_tv = composition(atom_tv, (ref2trg, None))
+        thrval2mn = coalesce(Layout(zip_t(trg_tv.shape), zip_t(trg_tv.stride)), (1, (1, 1)))
+        tv = composition(layout, (thrval2mn, None))
+        return slice_layout(((None, None), None), tv)
+
+    def _ref2(self, which: str) -> Layout:
+        return composition(right_inverse(self.atom.ref), getattr(self.atom, which))
+
+    def tidfrg_S(self, layout: Layout) -> Layout:
+        return self._tile2thrfrg(zipped_divide(layout, self.tiler), self._ref2("src"))
+
+    def tidfrg_D(self, layout: Layout) -> Layout:
+        return self._tile2thrfrg(zipped_divide(layout, self.tiler), self._ref2("dst"))
+
+    def layout_S_TV(self) -> Layout:
+        ref = make_layout((self.tiler, 1))
+        return slice_layout((None, None, 0), self._tile2thrfrg(ref, self._ref2("src")))
+
+    def layout_D_TV(self) -> Layout:
+        ref = make_layout((self.tiler, 1))
+        return slice_layout((None, None, 0), self._tile2thrfrg(ref, self._ref2("dst")))
+
+    def partition_S(self, view: View, t: int) -> View:
+        thr = View(self.tidfrg_S(view.layout), view.offset)
+        r = rank(view.layout)
+        return thr(t, None, (None,) * r if r > 1 else None)
+
+    def partition_D(self, view: View, t: int) -> View:
+        thr = View(self.tidfrg_D(view.layout), view.offset)
+        r = rank(view.layout)
+        return thr(t, None, (None,) * r if r > 1 else None)
+
+
+# =====================================================================================
+# 3. Recipes: the layouts of each CuTe kernel, described once
+# =====================================================================================
+
+PROBLEM = (256, 256, 256)     # representative (M, N, K), all operands row-major
+THREAD = 37                   # the thread whose partitions are shown (not 0: nonzero coords)
+
+
+@dataclass
+class Item:
+    """One layout of one kernel, with the C++ expression that builds it for the nvcc check.
+
+    kind: "layout" (a tile or shared-memory layout: coord -> offset),
+          "thread" (a thread layout: coord -> thread index),
+          "tv"     (a thread-value layout: (thread, value) -> coord index in the tile),
+          "partition" (the part of a tile one thread owns: a view with an offset).
+    """
+    name: str
+    title: str
+    kind: str
+    layout: object                       # Layout or ComposedLayout
+    cpp: str                             # C++ expression: Layout, or Tensor for partitions (uses `t`)
+    offset: int | None = None            # partitions: element offset from `base`
+    base: str = ""                       # partitions: the C++ pointer offsets are taken from
+    tile: tuple | None = None            # partitions: (rows, cols) of the tile being split; tv: tile
+    part: Callable | None = None         # partitions: (View over the tile, thread) -> View
+    cpp_part: str = ""                   # partitions: C++ template with {src}; thread variable `t`
+    nthreads: int = 0
+    exact: bool = True                   # partitions: every element owned by exactly one thread
+    thread: int = THREAD
+
+    # -- derived data used by the text and picture dumps --------------------------------
+    def grid_layout(self):
+        """The rank-2 layout shown as a grid (k-tile 0 of a rank-3 (.., .., k) layout)."""
+        lay = self.layout
+        r = rank(lay)
+        if r == 2:
+            return lay
+        if r == 3 and isinstance(lay, Layout):
+            return slice_layout((None, None, 0), lay)
+        return None
+
+    def owners(self) -> list[list[int]]:
+        """For each element of the tile (column-major index), the threads whose partition holds it."""
+        rows, cols = self.tile
+        src = View(make_layout((rows, cols)))
+        own: list[list[int]] = [[] for _ in range(rows * cols)]
+        for t in range(self.nthreads):
+            p = self.part(src, t)
+            for i in range(int(size(p.layout))):
+                own[int(p.offset) + value(p.layout, i)].append(t)
+        return own
+
+    def values_of(self, t: int) -> dict[tuple[int, int], int]:
+        """Partition of thread t: tile (row, col) -> its value index in the partition."""
+        rows, cols = self.tile
+        p = self.part(View(make_layout((rows, cols))), t)
+        out = {}
+        for i in range(int(size(p.layout))):
+            off = int(p.offset) + value(p.layout, i)
+            out[(off % rows, off // rows)] = i
+        return out
+
+    def tv_cells(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
+        """TV layout: tile (row, col) -> the (thread, value) pairs that map to it."""
+        rows, cols = self.tile
+        nt, nv = int(size(get(self.layout.shape, 0))), int(size(get(self.layout.shape, 1)))
+        out: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        for t in range(nt):
+            for v in range(nv):
+                idx = value(self.layout, t, v)
+                out.setdefault((idx % rows, idx // rows), []).append((t, v))
+        return out
+
+
+@dataclass
+class Section:
+    title: str
+    cpp: str                              # C++ declarations the items of this section use
+    items: list[Item] = field(default_factory=list)
+
+
+@dataclass
+class Recipe:
+    kernel: str                           # registry name
+    source: str
+    sections: list[Section]
+    cpp: str                              # C++ declarations shared by the sections
+
+    def items(self) -> Iterable[Item]:
+        for s in self.sections:
+            yield from s.items
+
+
+RECIPES: dict[str, Callable] = {}         # kernel source (registry `source`) -> recipe builder
+
+
+def recipe(source: str):
+    def deco(fn):
+        RECIPES[source] = fn
+        return fn
+    return deco
+
+
+def has_recipe(kernel) -> bool:
+    return kernel.source in RECIPES
+
+
+def build(kernel, problem=PROBLEM, thread: int = THREAD) -> Recipe:
+    """The recipe of one registered CuTe kernel (raises KeyError naming it if there is none)."""
+    try:
+        fn = RECIPES[kernel.source]
+    except KeyError:
+        raise KeyError(f"no layout recipe for kernel {kernel.name!r} ({kernel.source}); "
+                       f"add one to cute_gemm/layouts.py") from None
+    return fn(kernel, problem, thread)
+
+
+# ---- text -----------------------------------------------------------------------------
+
+def item_text(it: Item) -> str:
+    """The part of the dump CuTe C++ prints too: `print(layout)`, offset, `print_layout` grid."""
+    out = [f"@@ {it.name}\n", fmt(it.layout), "\n"]
+    if it.kind == "partition":
+        out.append(f"offset {int(it.offset)}\n")
+    g = it.grid_layout()
+    if g is not None:
+        out.append(print_layout(g))
+    return "".join(out)
+
+
+def owners_text(it: Item) -> str:
+    return "owners " + " ".join("/".join(map(str, o)) for o in it.owners()) + "\n"
+
+
+def _grid_labels(rows: int, cols: int, cell) -> str:
+    w = max(len(cell(r, c)) for r in range(rows) for c in range(cols))
+    head = "     " + "".join(f"{c:>{w + 1}}" for c in range(cols))
+    lines = [head] + [f"{r:>4} " + "".join(f"{cell(r, c):>{w + 1}}" for c in range(cols))
+                      for r in range(rows)]
+    return "\n".join(lines) + "\n"
+
+
+def describe(it: Item) -> str:
+    """Human dump of one item: title, CuTe's text, and the thread/value maps CuTe has no text for."""
+    out = [f"== {it.title}\n", item_text(it).split("\n", 1)[1]]
+    if it.kind == "partition":
+        rows, cols = it.tile
+        vals = it.values_of(it.thread)
+        out.append(f"thread {it.thread} owns (V# = its value index; . = another thread's):\n")
+        out.append(_grid_labels(rows, cols, lambda r, c: f"V{vals[(r, c)]}" if (r, c) in vals else "."))
+        if it.exact:
+            own = it.owners()
+            out.append("owner thread of every element of the tile:\n")
+            out.append(_grid_labels(rows, cols, lambda r, c: f"T{own[r + c * rows][0]}"))
+    elif it.kind == "tv":
+        rows, cols = it.tile
+        cells = it.tv_cells()
+        out.append("tile (row, col) -> T#V# (first owner):\n")
+        out.append(_grid_labels(rows, cols, lambda r, c: "T{}V{}".format(*cells[(r, c)][0])
+                                if (r, c) in cells else "."))
+    return "".join(out) + "\n"
+
+
+def dump_text(rec: Recipe) -> str:
+    out = [f"# {rec.kernel}  ({rec.source})\n\n"]
+    for s in rec.sections:
+        out.append(f"## {s.title}\n\n")
+        out += [describe(it) for it in s.items]
+    return "".join(out)
+
+
+# ---- the C++ checker program --------------------------------------------------------------
+
+CPP_HEADER = r"""// Generated by cute_gemm.layouts.cpp_program: prints every recipe layout with CuTe C++.
+#include <cstdio>
+#include <vector>
+#include <cute/tensor.hpp>
+#include <cute/atom/mma_atom.hpp>
+#include <cute/atom/copy_atom.hpp>
+using namespace cute;
+
+static float pool_storage[1 << 22];
+static float* const pool = pool_storage;   // offsets only: never read or written
+
+template <class L> void grid(L const& l) {
+  if constexpr (decltype(rank(l))::value == 2) print_layout(l);
+  else if constexpr (decltype(rank(l))::value == 3) print_layout(l(_, _, 0));
+}
+template <class L> void emit(const char* name, L const& l) {
+  printf("@@ %s\n", name); print(l); printf("\n"); grid(l);
+}
+template <class T> void emit_part(const char* name, T const& p, float const* base) {
+  printf("@@ %s\n", name); print(p.layout()); printf("\noffset %d\n", int(&p(0) - base));
+  grid(p.layout());
+}
+struct Owners {
+  std::vector<std::vector<int>> own;
+  explicit Owners(int n) : own(n) {}
+  void add(int i, int t) { own[i].push_back(t); }
+  void print_all() {
+    printf("owners");
+    for (auto& o : own) {
+      printf(" ");
+      for (size_t j = 0; j < o.size(); ++j) printf(j ? "/%d" : "%d", o[j]);
+    }
+    printf("\n");
+  }
+};
+"""
+
+
+def _cpp_int(x) -> str:
+    return f"Int<{int(x)}>{{}}" if _static(x) else str(int(x))
+
+
+def cpp_shape(t) -> str:
+    if is_tuple(t):
+        return "make_shape(" + ", ".join(cpp_shape(e) for e in t) + ")"
+    return _cpp_int(t)
+
+
+def _cpp_item(it: Item) -> str:
+    if it.kind != "partition":
+        return f'  emit("{it.name}", {it.cpp});\n'
+    rows, cols = it.tile
+    own = (f"  {{ Owners ow({rows * cols}); auto T = make_tensor(pool, make_layout("
+           f"{cpp_shape((rows, cols))}));\n"
+           f"    for (int t = 0; t < {it.nthreads}; ++t) {{ auto p = {it.cpp_part.replace('{src}', 'T')};\n"
+           f"      for (int i = 0; i < size(p); ++i) ow.add(int(&p(i) - pool), t); }}\n"
+           f"    ow.print_all(); }}\n")
+    return (f"  {{ int t = {it.thread}; auto p = {it.cpp};\n"
+            f'    emit_part("{it.name}", p, {it.base}); }}\n' + own)
+
+
+def cpp_program(recipes: Iterable[Recipe]) -> str:
+    out = [CPP_HEADER, "int main() {\n"]
+    for rec in recipes:
+        out.append(f"{{ // {rec.kernel}\n{rec.cpp}\n")
+        for s in rec.sections:
+            out.append(f"{{ // {s.title}\n{s.cpp}\n")
+            out += [_cpp_item(it) for it in s.items]
+            out.append("}\n")
+        out.append("}\n")
+    out.append("  return 0;\n}\n")
+    return "".join(out)
+
+
+def expected_output(recipes: Iterable[Recipe]) -> str:
+    """What cpp_program's binary must print, computed in Python."""
+    out = []
+    for rec in recipes:
+        for it in rec.items():
+            out.append(item_text(it))
+            if it.kind == "partition":
+                out.append(owners_text(it))
+    return "".join(out)
+
+
+# ---- shared pieces of the CuTe ladder -------------------------------------------------------
+
+def _defines(kernel) -> dict[str, int]:
+    return dict(kernel.defines)
+
+
+# Operand strides for the representative problem, by major mode. A is (M,K), B is viewed
+# (N,K) and C is (M,N), as in the kernels. "static" makes the unit stride a compile-time _1
+# (include/cute_gemm/cute_util.cuh's CG_DA_k etc.); "dynamic" keeps every stride run-time.
+def _strides(op: str, major: str, problem, static_unit: bool):
+    M, N, K = problem
+    unit = 1 if static_unit else Dyn(1)
+    if op == "A":
+        return (Dyn(K), unit) if major == "k" else (unit, Dyn(M))
+    if op == "B":
+        return (unit, Dyn(N)) if major == "n" else (Dyn(K), unit)
+    return (Dyn(N), Dyn(1))                       # C: row-major, strides always run-time
+
+
+_CPP_STRIDE_VARS = {"A": ("sAm", "sAk"), "B": ("sBn", "sBk"), "C": ("sCm", "sCn")}
+
+
+def _cpp_strides(op: str, strides) -> str:
+    names = _CPP_STRIDE_VARS[op]
+    return "make_stride(" + ", ".join(n if not _static(s) else _cpp_int(s)
+                                      for n, s in zip(names, strides)) + ")"
+
+
+def _cpp_stride_decls(strides_by_op: dict) -> str:
+    lines = []
+    for op, st in strides_by_op.items():
+        for n, s in zip(_CPP_STRIDE_VARS[op], st):
+            lines.append(f"  long long {n} = {int(s)};")
+    return "\n".join(lines)
+
+
+def _entries(kernel, macro: str) -> dict[str, tuple[str, ...]]:
+    """The arguments of each `MACRO(entry, ARG, ARG)` instantiation line of the kernel source."""
+    import re
+    from .paths import kernels_dir
+    text = (kernels_dir() / kernel.source).read_text()
+    out = {}
+    for m in re.finditer(rf"^{macro}\((\w+),\s*([^)]*)\)", text, re.M):
+        out[m.group(1)] = tuple(a.strip() for a in m.group(2).split(","))
+    missing = [e for e in kernel.entries if e not in out]
+    if missing:
+        raise ValueError(f"{kernel.source}: no {macro}(...) line for entries {missing}; "
+                         f"the layout recipe reads each entry's configuration from those lines")
+    return out
+
+
+def _cta_cpp(kernel, problem) -> str:
+    d = _defines(kernel)
+    M, N, K = problem
+    return (f"  auto bM = Int<{d['BLK_M']}>{{}}; auto bN = Int<{d['BLK_N']}>{{}}; "
+            f"auto bK = Int<{d['BLK_K']}>{{}};\n"
+            f"  auto cta_tiler = make_shape(bM, bN, bK);\n"
+            f"  int M = {M}, N = {N}, K = {K};\n"
+            f"  auto cta_coord = make_coord(0, 0, _);\n"
+            f"  float* A = pool; float* B = pool; float* C = pool;\n")
+
+
+class _Ladder:
+    """Tiles and partitions every CuTe ladder kernel shares (CTA (0,0) of the problem)."""
+
+    def __init__(self, kernel, problem, thread):
+        d = _defines(kernel)
+        self.k = kernel
+        self.bM, self.bN, self.bK = d["BLK_M"], d["BLK_N"], d["BLK_K"]
+        self.tiler = (self.bM, self.bN, self.bK)
+        self.problem = tuple(Dyn(x) for x in problem)
+        self.thread = thread
+        self.nthreads = kernel.threads
+
+    def g(self, op: str, strides) -> View:
+        """gA (BLK_M,BLK_K,k), gB (BLK_N,BLK_K,k) or gC (BLK_M,BLK_N) after local_tile."""
+        M, N, K = self.problem
+        shape = {"A": (M, K), "B": (N, K), "C": (M, N)}[op]
+        proj = {"A": (1, None, 1), "B": (None, 1, 1), "C": (1, 1, None)}[op]
+        return local_tile(View(Layout(shape, strides)), self.tiler, (0, 0, None), proj)
+
+    def g_item(self, op: str, strides, name: str, what: str) -> Item:
+        v = self.g(op, strides)
+        shape = {"A": "M, K", "B": "N, K", "C": "M, N"}[op]
+        step = {"A": "Step<_1, X, _1>", "B": "Step< X, _1, _1>", "C": "Step<_1, _1, X>"}[op]
+        M, N, K = self.problem
+        return Item(name, f"{name}: {what} after local_tile, M=N=K={int(M)}, CTA (0,0)"
+                    if int(M) == int(N) == int(K) else f"{name}: {what} after local_tile",
+                    "layout", v.layout,
+                    f"local_tile(make_tensor({op}, make_shape({shape}), {_cpp_strides(op, strides)}), "
+                    f"cta_tiler, cta_coord, {step}{{}}).layout()")
+
+    def part_item(self, name: str, title: str, src: View, src_cpp: str, base: str,
+                  part: Callable, cpp_part: str, tile: tuple, exact: bool = True) -> Item:
+        p = part(src, self.thread)
+        return Item(name, title, "partition", p.layout, cpp_part.replace("{src}", src_cpp),
+                    offset=p.offset, base=base, tile=tile, part=part, cpp_part=cpp_part,
+                    nthreads=self.nthreads, exact=exact, thread=self.thread)
+
+
+def _thr_item(name: str, title: str, layout: Layout, cpp: str) -> Item:
+    return Item(name, title, "thread", layout, cpp)
+
+
+# ---- c0_gmem: local_tile / local_partition straight from global memory ---------------------
+
+_GMEM_STRIDE_MACROS = {  # cute_util.cuh: macro -> (operand, major, static unit stride)
+    "CG_DA_k": ("A", "k", True), "CG_DA_m": ("A", "m", True), "CG_DA_any": ("A", "k", False),
+    "CG_DB_n": ("B", "n", True), "CG_DB_k": ("B", "k", True), "CG_DB_any": ("B", "n", False),
+}
+
+
+def _stride_macro(macro: str, problem):
+    try:
+        op, major, static_unit = _GMEM_STRIDE_MACROS[macro]
+    except KeyError:
+        raise ValueError(f"unknown stride macro {macro!r}; teach layouts._GMEM_STRIDE_MACROS") from None
+    return _strides(op, major, problem, static_unit)
+
+
+def _tC() -> tuple[Layout, str]:
+    # kernels: auto tC = make_layout(make_shape(Int<16>{}, Int<16>{}));  (THR_M,THR_N) m-major
+    return make_layout((16, 16)), "make_layout(make_shape(Int<16>{}, Int<16>{}))"
+
+
+@recipe("cute/c0_gmem.cu")
+def _recipe_c0(kernel, problem, thread) -> Recipe:
+    L = _Ladder(kernel, problem, thread)
+    entries = _entries(kernel, "CG_GMEM_ENTRY")
+    tC, tC_cpp = _tC()
+    strides_c = _strides("C", "n", problem, False)
+    sections = []
+    for op, idx, step, py_step in (("A", 0, "Step<_1, X>", (1, None)),
+                                   ("B", 1, "Step< X, _1>", (None, 1))):
+        macros = sorted({args[idx] for args in entries.values()})
+        for macro in macros:
+            st = _stride_macro(macro, problem)
+            users = ", ".join(e for e, a in entries.items() if a[idx] == macro)
+            g = L.g(op, st)
+            rows = L.bM if op == "A" else L.bN
+            sec = Section(f"{op} strides {macro} = {fmt(st)} ({users})",
+                          f"  auto g{op} = local_tile(make_tensor({op}, make_shape("
+                          f"{'M' if op == 'A' else 'N'}, K), {_cpp_strides(op, st)}), cta_tiler, "
+                          f"cta_coord, {'Step<_1, X, _1>' if op == 'A' else 'Step< X, _1, _1>'}{{}});")
+            sec.cpp = _cpp_stride_decls({op: st}) + "\n" + sec.cpp
+            sec.items.append(L.g_item(op, st, f"{kernel.name}/{macro}/g{op}",
+                                      f"the CTA's (BLK_{'M' if op == 'A' else 'N'},BLK_K,k) strip of {op}"))
+            name = f"tCg{op}"
+            sec.items.append(L.part_item(
+                f"{kernel.name}/{macro}/{name}",
+                f"{name} = local_partition(g{op}, tC, {thread}, {step}): the "
+                f"{'rows of A' if op == 'A' else 'columns of B'} thread {thread} reads",
+                g, f"g{op}", op, lambda v, t, s=py_step: local_partition(v, tC, t, s),
+                f"local_partition({{src}}, tC, t, {step}{{}})", (rows, L.bK), exact=False))
+            sections.append(sec)
+    gC = L.g("C", strides_c)
+    sec = Section("C and the thread layout (every entry)",
+                  _cpp_stride_decls({"C": strides_c}) + "\n"
+                  f"  auto gC = local_tile(make_tensor(C, make_shape(M, N), "
+                  f"{_cpp_strides('C', strides_c)}), cta_tiler, cta_coord, Step<_1, _1, X>{{}});")
+    sec.items.append(_thr_item(f"{kernel.name}/tC", "tC: (THR_M,THR_N) -> thread index", tC, "tC"))
+    sec.items.append(L.g_item("C", strides_c, f"{kernel.name}/gC", "the CTA's (BLK_M,BLK_N) tile of C"))
+    sec.items.append(L.part_item(
+        f"{kernel.name}/tCgC", f"tCgC = local_partition(gC, tC, {thread}, Step<_1, _1>): "
+        f"the outputs thread {thread} computes", gC, "gC", "C",
+        lambda v, t: local_partition(v, tC, t, (1, 1)),
+        "local_partition({src}, tC, t, Step<_1, _1>{})", (L.bM, L.bN)))
+    sections.insert(0, sec)
+    return Recipe(kernel.name, kernel.source, sections,
+                  _cta_cpp(kernel, problem) + f"  auto tC = {tC_cpp};\n")
+
+
+# ---- c1_smem: k-tiles staged through shared memory ------------------------------------------
+
+_SMEM_THREAD_LAYOUTS = {  # c1_smem.cu: copy thread layouts (32,8), 32 threads along the contiguous mode
+    "ThrMajor0": (make_layout((32, 8)), "Layout<Shape<_32, _8>>{}"),
+    "ThrMajor1": (Layout((32, 8), (8, 1)), "Layout<Shape<_32, _8>, Stride<_8, _1>>{}"),
+}
+
+
+@recipe("cute/c1_smem.cu")
+def _recipe_c1(kernel, problem, thread) -> Recipe:
+    L = _Ladder(kernel, problem, thread)
+    entries = _entries(kernel, "CG_SMEM_ENTRY")
+    tC, tC_cpp = _tC()
+    sA = View(make_layout((L.bM, L.bK)))          # (BLK_M,BLK_K) m-major: compute threads read along m
+    sB = View(make_layout((L.bN, L.bK)))          # (BLK_N,BLK_K) n-major
+    sections = []
+    for op, idx, major_attr in (("A", 0, "a_major"), ("B", 1, "b_major")):
+        for major in sorted({getattr(v, major_attr) for v in kernel.variants}):
+            ents = [v.entry for v in kernel.variants if getattr(v, major_attr) == major]
+            names = {entries[e][idx] for e in ents}
+            if len(names) != 1 or next(iter(names)) not in _SMEM_THREAD_LAYOUTS:
+                raise ValueError(f"{kernel.source}: entries {ents} use copy thread layouts {names}; "
+                                 f"teach layouts._SMEM_THREAD_LAYOUTS")
+            tname = next(iter(names))
+            thr, thr_cpp = _SMEM_THREAD_LAYOUTS[tname]
+            st = _strides(op, major, problem, False)
+            g = L.g(op, st)
+            s, s_cpp = (sA, "sA") if op == "A" else (sB, "sB")
+            rows = L.bM if op == "A" else L.bN
+            M_or_N = "M" if op == "A" else "N"
+            sec = Section(
+                f"{op} {major}-major: copy thread layout {tname} ({', '.join(ents)})",
+                _cpp_stride_decls({op: st}) + "\n"
+                f"  auto g{op} = local_tile(make_tensor({op}, make_shape({M_or_N}, K), "
+                f"{_cpp_strides(op, st)}), cta_tiler, cta_coord, "
+                f"{'Step<_1, X, _1>' if op == 'A' else 'Step< X, _1, _1>'}{{}});\n"
+                f"  auto t{op} = {thr_cpp};")
+            pre = f"{kernel.name}/{op}{major}"
+            sec.items.append(L.g_item(op, st, f"{pre}/g{op}",
+                                      f"the CTA's (BLK_{M_or_N},BLK_K,k) strip of {op}, {major}-major"))
+            sec.items.append(_thr_item(f"{pre}/t{op}", f"t{op} ({tname}): (THR_{M_or_N},THR_K) -> "
+                                       f"thread index, copy global -> shared", thr, f"t{op}"))
+            sec.items.append(L.part_item(
+                f"{pre}/t{op}g{op}", f"t{op}g{op} = local_partition(g{op}, t{op}, {thread}): "
+                f"what thread {thread} loads from global", g, f"g{op}", op,
+                lambda v, t, thr=thr: local_partition(v, thr, t),
+                f"local_partition({{src}}, t{op}, t)", (rows, L.bK)))
+            sec.items.append(L.part_item(
+                f"{pre}/t{op}s{op}", f"t{op}s{op} = local_partition(s{op}, t{op}, {thread}): "
+                f"where thread {thread} stores it in shared memory", s, s_cpp, f"smem{op}",
+                lambda v, t, thr=thr: local_partition(v, thr, t),
+                f"local_partition({{src}}, t{op}, t)", (rows, L.bK)))
+            sections.append(sec)
+
+    strides_c = _strides("C", "n", problem, False)
+    gC = L.g("C", strides_c)
+    sec = Section("shared memory and the compute partitions (every entry)",
+                  _cpp_stride_decls({"C": strides_c}) + "\n"
+                  f"  auto gC = local_tile(make_tensor(C, make_shape(M, N), "
+                  f"{_cpp_strides('C', strides_c)}), cta_tiler, cta_coord, Step<_1, _1, X>{{}});")
+    n = kernel.name
+    sec.items += [
+        Item(f"{n}/sA", "sA: (BLK_M,BLK_K) shared-memory tile of A, m-major", "layout",
+             sA.layout, "make_layout(make_shape(bM, bK))"),
+        Item(f"{n}/sB", "sB: (BLK_N,BLK_K) shared-memory tile of B, n-major", "layout",
+             sB.layout, "make_layout(make_shape(bN, bK))"),
+        _thr_item(f"{n}/tC", "tC: (THR_M,THR_N) -> thread index, compute", tC, "tC"),
+        L.g_item("C", strides_c, f"{n}/gC", "the CTA's (BLK_M,BLK_N) tile of C"),
+        L.part_item(f"{n}/tCsA", f"tCsA = local_partition(sA, tC, {thread}, Step<_1, X>): "
+                    f"rows of sA thread {thread} reads", sA, "sA", "smemA",
+                    lambda v, t: local_partition(v, tC, t, (1, None)),
+                    "local_partition({src}, tC, t, Step<_1, X>{})", (L.bM, L.bK), exact=False),
+        L.part_item(f"{n}/tCsB", f"tCsB = local_partition(sB, tC, {thread}, Step<X, _1>): "
+                    f"columns of B (rows of sB) thread {thread} reads", sB, "sB", "smemB",
+                    lambda v, t: local_partition(v, tC, t, (None, 1)),
+                    "local_partition({src}, tC, t, Step< X, _1>{})", (L.bN, L.bK), exact=False),
+        L.part_item(f"{n}/tCgC", f"tCgC = local_partition(gC, tC, {thread}, Step<_1, _1>): "
+                    f"the outputs thread {thread} computes", gC, "gC", "C",
+                    lambda v, t: local_partition(v, tC, t, (1, 1)),
+                    "local_partition({src}, tC, t, Step<_1, _1>{})", (L.bM, L.bN)),
+    ]
+    sections.append(sec)
+    return Recipe(kernel.name, kernel.source, sections,
+                  _cta_cpp(kernel, problem) + f"  auto tC = {tC_cpp};\n"
+                  "  float* smemA = pool; float* smemB = pool;\n"
+                  "  auto sA = make_tensor(smemA, make_layout(make_shape(bM, bK)));\n"
+                  "  auto sB = make_tensor(smemB, make_layout(make_shape(bN, bK)));\n")
