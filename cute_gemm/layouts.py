@@ -899,13 +899,13 @@ class TiledMMA:
         ref = make_layout((self.tile_size_mnk(0), self.tile_size_mnk(2)))
         v = self.vmnk
         atile = (None, (Layout((size(sublayout(v, 1)), size(sublayout(v, 2))), (1, 0)), None))
-        return composition(composition(self.thrfrg_A(ref), atile), (self._thridx_2_thrid(), None))
+        return composition(composition(self.thrfrg_A(ref), (atile, None)), (self._thridx_2_thrid(), None))
 
     def layout_B_TV(self) -> Layout:
         ref = make_layout((self.tile_size_mnk(1), self.tile_size_mnk(2)))
         v = self.vmnk
         btile = (None, (Layout((size(sublayout(v, 1)), size(sublayout(v, 2))), (0, 1)), None))
-        return composition(composition(self.thrfrg_B(ref), btile), (self._thridx_2_thrid(), None))
+        return composition(composition(self.thrfrg_B(ref), (btile, None)), (self._thridx_2_thrid(), None))
 
     def _partition(self, view: View, which: str, t: int) -> View:
         vmnk = get_flat_coord(self.vmnk, t)
@@ -1494,3 +1494,129 @@ def _recipe_c1(kernel, problem, thread) -> Recipe:
                   "  float* smemA = pool; float* smemB = pool;\n"
                   "  auto sA = make_tensor(smemA, make_layout(make_shape(bM, bK)));\n"
                   "  auto sB = make_tensor(smemB, make_layout(make_shape(bN, bK)));\n")
+
+
+# ---- c2_tiled: TiledCopy (128-bit loads) + TiledMMA, padded shared memory -------------------
+
+def _c2_copies(d: dict, nthreads: int) -> dict[str, tuple[TiledCopy, str]]:
+    """c2_tiled.cu's copy types (VecMN<EXT>, VecK, SclMN, SclK), from BLK_* and the thread count."""
+    vec, scl = copy_atom("UniversalCopy<uint128_t>"), copy_atom("UniversalCopy<float>")
+    vec_cpp = "Copy_Atom<UniversalCopy<uint128_t>, float>{}"
+    scl_cpp = "Copy_Atom<UniversalCopy<float>, float>{}"
+    bk, nt = d["BLK_K"], nthreads
+    out = {}
+    for ext_name in ("BLK_M", "BLK_N"):
+        ext = d[ext_name]
+        thr = make_layout((ext // 4, nt // (ext // 4)))
+        out[f"VecMN<{ext_name}>"] = (
+            TiledCopy(vec, thr, make_layout((4, 1))),
+            f"make_tiled_copy({vec_cpp}, Layout<Shape<Int<{ext // 4}>, Int<{nt // (ext // 4)}>>>{{}}, "
+            f"Layout<Shape<_4, _1>>{{}})")
+    out["VecK"] = (
+        TiledCopy(vec, Layout((nt // (bk // 4), bk // 4), (bk // 4, 1)), make_layout((1, 4))),
+        f"make_tiled_copy({vec_cpp}, Layout<Shape<Int<{nt // (bk // 4)}>, Int<{bk // 4}>>, "
+        f"Stride<Int<{bk // 4}>, _1>>{{}}, Layout<Shape<_1, _4>>{{}})")
+    out["SclMN"] = (TiledCopy(scl, make_layout((32, nt // 32))),
+                    f"make_tiled_copy({scl_cpp}, Layout<Shape<_32, Int<{nt // 32}>>>{{}})")
+    out["SclK"] = (TiledCopy(scl, Layout((nt // 8, 8), (8, 1))),
+                   f"make_tiled_copy({scl_cpp}, Layout<Shape<Int<{nt // 8}>, _8>, Stride<_8, _1>>{{}})")
+    return out
+
+
+def _c2_majors(macro: str) -> str:
+    return _GMEM_STRIDE_MACROS[macro][1]
+
+
+@recipe("cute/c2_tiled.cu")
+def _recipe_c2(kernel, problem, thread) -> Recipe:
+    L = _Ladder(kernel, problem, thread)
+    d = _defines(kernel)
+    entries = _entries(kernel, "CG_TILED_ENTRY")
+    copies = _c2_copies(d, kernel.threads)
+    pad = 4                                               # c2_tiled.cu: #define SMEM_PAD 4
+    sA = View(Layout((L.bM, L.bK), (1, L.bM + pad)))      # (BLK_M,BLK_K):(1,BLK_M+4)
+    sB = View(Layout((L.bN, L.bK), (1, L.bN + pad)))
+    mma = TiledMMA(UNIVERSAL_FMA, make_layout((16, 16, 1)))
+    mma_cpp = ("make_tiled_mma(UniversalFMA<float, float, float, float>{}, "
+               "Layout<Shape<_16, _16, _1>>{})")
+    sections = []
+    for op, di, ci in (("A", 0, 2), ("B", 1, 3)):
+        combos = sorted({(args[di], args[ci]) for args in entries.values()})
+        for macro, cname in combos:
+            if cname not in copies:
+                raise ValueError(f"{kernel.source}: unknown copy type {cname!r}; teach layouts._c2_copies")
+            cp, cp_cpp = copies[cname]
+            st = _stride_macro(macro, problem)
+            users = [e for e, a in entries.items() if (a[di], a[ci]) == (macro, cname)]
+            g = L.g(op, st)
+            s, s_cpp = (sA, "sA") if op == "A" else (sB, "sB")
+            rows = L.bM if op == "A" else L.bN
+            M_or_N = "M" if op == "A" else "N"
+            pre = f"{kernel.name}/{op}_{macro}_{cname}"
+            sec = Section(
+                f"{op}: strides {macro} = {fmt(st)}, copy {cname} ({', '.join(users)})",
+                _cpp_stride_decls({op: st}) + "\n"
+                f"  auto g{op} = local_tile(make_tensor({op}, make_shape({M_or_N}, K), "
+                f"{_cpp_strides(op, st)}), cta_tiler, cta_coord, "
+                f"{'Step<_1, X, _1>' if op == 'A' else 'Step< X, _1, _1>'}{{}});\n"
+                f"  auto copy_{op.lower()} = {cp_cpp};")
+            sec.items.append(L.g_item(op, st, f"{pre}/g{op}",
+                                      f"the CTA's (BLK_{M_or_N},BLK_K,k) strip of {op}"))
+            sec.items.append(Item(
+                f"{pre}/copy_TV", f"{cname}: TiledCopy (thread, value) -> ({M_or_N},K) coordinate "
+                f"in its {fmt(cp.tiler)} tile (get_layoutS_TV; D is the same)", "tv",
+                cp.layout_S_TV(), f"copy_{op.lower()}.get_layoutS_TV()", tile=cp.tiler))
+            sec.items.append(L.part_item(
+                f"{pre}/t{op}g{op}", f"t{op}g{op} = copy_{op.lower()}.get_slice({thread})"
+                f".partition_S(g{op}): (CPY,CPY_{M_or_N},CPY_K,k), what thread {thread} loads",
+                g, f"g{op}", op, lambda v, t, cp=cp: cp.partition_S(v, t),
+                f"copy_{op.lower()}.get_slice(t).partition_S({{src}})", (rows, L.bK)))
+            sec.items.append(L.part_item(
+                f"{pre}/t{op}s{op}", f"t{op}s{op} = copy_{op.lower()}.get_slice({thread})"
+                f".partition_D(s{op}): where thread {thread} stores it in shared memory",
+                s, s_cpp, f"smem{op}", lambda v, t, cp=cp: cp.partition_D(v, t),
+                f"copy_{op.lower()}.get_slice(t).partition_D({{src}})", (rows, L.bK)))
+            sections.append(sec)
+
+    strides_c = _strides("C", "n", problem, False)
+    gC = L.g("C", strides_c)
+    n = kernel.name
+    sec = Section("shared memory, TiledMMA and the compute partitions (every entry)",
+                  _cpp_stride_decls({"C": strides_c}) + "\n"
+                  f"  auto gC = local_tile(make_tensor(C, make_shape(M, N), "
+                  f"{_cpp_strides('C', strides_c)}), cta_tiler, cta_coord, Step<_1, _1, X>{{}});")
+    tsz = lambda i: mma.tile_size_mnk(i)  # noqa: E731
+    sec.items += [
+        Item(f"{n}/sA", f"sA: (BLK_M,BLK_K) shared tile of A, m-major, k columns padded by {pad}",
+             "layout", sA.layout, f"sA.layout()"),
+        Item(f"{n}/sB", f"sB: (BLK_N,BLK_K) shared tile of B, n-major, k columns padded by {pad}",
+             "layout", sB.layout, f"sB.layout()"),
+        Item(f"{n}/mma_A_TV", "TiledMMA A: (thread, value) -> (M,K) coordinate (get_layoutA_TV)",
+             "tv", mma.layout_A_TV(), "mma.get_layoutA_TV()", tile=(tsz(0), tsz(2))),
+        Item(f"{n}/mma_B_TV", "TiledMMA B: (thread, value) -> (N,K) coordinate (get_layoutB_TV)",
+             "tv", mma.layout_B_TV(), "mma.get_layoutB_TV()", tile=(tsz(1), tsz(2))),
+        Item(f"{n}/mma_C_TV", "TiledMMA C: (thread, value) -> (M,N) coordinate (get_layoutC_TV)",
+             "tv", mma.layout_C_TV(), "mma.get_layoutC_TV()", tile=(tsz(0), tsz(1))),
+        L.g_item("C", strides_c, f"{n}/gC", "the CTA's (BLK_M,BLK_N) tile of C"),
+        L.part_item(f"{n}/tCsA", f"tCsA = mma.get_slice({thread}).partition_A(sA): "
+                    f"(MMA,MMA_M,MMA_K), what thread {thread} reads of sA", sA, "sA", "smemA",
+                    lambda v, t: mma.partition_A(v, t), "mma.get_slice(t).partition_A({src})",
+                    (L.bM, L.bK), exact=False),
+        L.part_item(f"{n}/tCsB", f"tCsB = mma.get_slice({thread}).partition_B(sB): "
+                    f"(MMA,MMA_N,MMA_K), what thread {thread} reads of sB", sB, "sB", "smemB",
+                    lambda v, t: mma.partition_B(v, t), "mma.get_slice(t).partition_B({src})",
+                    (L.bN, L.bK), exact=False),
+        L.part_item(f"{n}/tCgC", f"tCgC = mma.get_slice({thread}).partition_C(gC): "
+                    f"(MMA,MMA_M,MMA_N), the outputs thread {thread} computes", gC, "gC", "C",
+                    lambda v, t: mma.partition_C(v, t), "mma.get_slice(t).partition_C({src})",
+                    (L.bM, L.bN)),
+    ]
+    sections.append(sec)
+    return Recipe(kernel.name, kernel.source, sections,
+                  _cta_cpp(kernel, problem) +
+                  f"  auto mma = {mma_cpp};\n"
+                  "  float* smemA = pool; float* smemB = pool;\n"
+                  f"  auto sA = make_tensor(smemA, make_layout(make_shape(bM, bK), "
+                  f"make_stride(_1{{}}, bM + Int<{pad}>{{}})));\n"
+                  f"  auto sB = make_tensor(smemB, make_layout(make_shape(bN, bK), "
+                  f"make_stride(_1{{}}, bN + Int<{pad}>{{}})));\n")
