@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""Turn a `cute-gemm bench --out DIR` JSON into the README's benchmark section.
+
+    python scripts/readme_bench.py bench-out/bench.json                 # print markdown
+    python scripts/readme_bench.py bench-out/bench.json --plot docs/ladder_4096.png \
+        --update README.md                                              # rewrite in place
+
+--update replaces the text between `<!-- bench:begin -->` and `<!-- bench:end -->` in the
+file (both markers must be there); nothing else in the file changes. The table, date,
+device and versions all come from the JSON: the numbers are never typed by hand.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+BEGIN, END = "<!-- bench:begin -->", "<!-- bench:end -->"
+
+
+def replace_section(text: str, section: str) -> str:
+    i, j = text.find(BEGIN), text.find(END)
+    if i < 0 or j < 0 or j < i:
+        raise ValueError(f"markers {BEGIN} ... {END} not found (in that order)")
+    return text[:i + len(BEGIN)] + "\n" + section + text[j:]
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("json", help="bench.json written by `cute-gemm bench --out DIR`")
+    p.add_argument("--size", type=int, help="square size of the table (default 4096, else the largest)")
+    p.add_argument("--layout", default="nn")
+    p.add_argument("--plot", help="path of the ladder PNG to reference (relative to the README)")
+    p.add_argument("--update", metavar="README", help="rewrite this file between the bench markers")
+    args = p.parse_args(argv)
+
+    from cute_gemm.bench import load_json, readme_markdown
+    res = load_json(args.json)
+    md = readme_markdown(res, size=args.size, layout=args.layout, plot=args.plot,
+                         source=Path(args.json).name)
+    if not args.update:
+        sys.stdout.write(md)
+        return 0
+    path = Path(args.update)
+    path.write_text(replace_section(path.read_text(), md))
+    print(f"updated {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,488 @@
+"""bench.py / plots.py / bench_cli.py / scripts/readme_bench.py.
+
+CPU tests (always run): statistics, TFLOP/s and peak arithmetic, ratios, input rotation,
+sampled reference, CSV/JSON round trips, the no-cuBLAS path, README markdown, plots from
+synthetic results, and run()'s cached hot path against its first (resolving) call with a
+stub driver. GPU tests (marked gpu): a tiny real bench and the overhead measurement.
+"""
+from __future__ import annotations
+
+import ctypes
+import importlib
+import json
+import math
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cute_gemm
+from cute_gemm import registry
+from cute_gemm.bench import (CUBLAS, BenchResult, Reference, Row, fill_ratios, find_cublas,
+                             format_table, load_json, measure_row, native_layout, parse_layouts,
+                             parse_sizes, peak_formula, peak_tflops, pick_ladder_size, read_csv,
+                             readme_markdown, rotation_sets, sample_indices, summarize, tflops,
+                             write_csv, write_json, write_outputs)
+
+B = importlib.import_module("cute_gemm.bench")   # the module (cute_gemm.bench is the function)
+REPO = Path(__file__).resolve().parents[1]
+PEAK = peak_tflops(132, 128, 1_980_000)
+
+
+# ---- synthetic results -------------------------------------------------------------------
+def _row(kernel, family, s, tf, layout="nn", status="pass", iqr_frac=0.04):
+    if status != "pass":
+        return Row(kernel, family, s, s, s, layout, status, "full", None, message="got nan, want 1")
+    ms = 2 * s ** 3 / (tf * 1e12) * 1e3
+    return Row(kernel, family, s, s, s, layout, "pass", "full", 0.4, 0.5, "disk", 30, ms, 0.97 * ms,
+               1.2 * ms, ms * (1 - iqr_frac / 2), ms * (1 + iqr_frac / 2), ms * iqr_frac,
+               tflops(s, s, s, ms), message=("cupy 13.6.0" if kernel == CUBLAS else ""))
+
+
+def synthetic(cublas=True) -> BenchResult:
+    meta = {"date": "2026-11-22T10:00:00+00:00", "driver": "13.0",
+            "device": {"name": "NVIDIA H200", "arch": "sm_90", "sm_count": 132,
+                       "fp32_lanes_per_sm": 128, "clock_khz": 1_980_000, "fp32_peak_tflops": PEAK,
+                       "peak_formula": peak_formula(132, 128, 1_980_000)},
+            "versions": {"cute_gemm": "0.1.0", "cuda-bindings": "13.3.0", "nvrtc": "13.0",
+                         "nvidia-cutlass": "4.2.0.0", "cupy": "13.6.0"},
+            "cublas": {"available": cublas, "library": "cupy" if cublas else None,
+                       "note": "cuBLAS fp32 via cupy 13.6.0 (TF32 off)" if cublas
+                       else "cuBLAS NOT MEASURED: cupy: ModuleNotFoundError"},
+            "method": {"check": "gauge <= 16", "timing": "events"},
+            "compile": {"naive": {"nvrtc_seconds": 0.4, "origin": "disk", "error": None}}}
+    rows = []
+    for s in (1024, 2048, 4096):
+        if cublas:
+            rows.append(_row(CUBLAS, "reference", s, 50.0))
+        rows.append(_row("naive", "handwritten", s, 1.0))
+        rows.append(_row("v2_tiled", "handwritten", s, 10.0, status="FAIL" if s == 4096 else "pass"))
+        rows.append(_row("cute_smem", "cute", s, 25.0))
+    r = BenchResult(meta, rows)
+    fill_ratios(r.rows, PEAK)
+    return r
+
+
+# ---- arithmetic -----------------------------------------------------------------------------
+def test_summarize_median_quartiles_iqr():
+    s = summarize([10, 1, 9, 2, 8, 3, 7, 4, 6, 5])
+    assert s == {"median": 5.5, "min": 1.0, "max": 10.0, "q1": 3.25, "q3": 7.75, "iqr": 4.5, "n": 10}
+    s = summarize([3.0, 1.0, 2.0])
+    assert (s["median"], s["q1"], s["q3"], s["iqr"]) == (2.0, 1.5, 2.5, 1.0)
+    assert summarize([0.5])["iqr"] == 0.0
+    with pytest.raises(ValueError):
+        summarize([])
+
+
+def test_tflops_and_peak_arithmetic():
+    assert tflops(1000, 1000, 1000, 1.0) == pytest.approx(2.0)          # 2e9 flop in 1 ms
+    assert tflops(4096, 4096, 4096, 2.6949) == pytest.approx(51.0, rel=1e-4)
+    assert tflops(8, 8, 8, 0.0) is None and tflops(8, 8, 8, None) is None
+    # H200: 132 SMs x 128 lanes x 2 x 1.98 GHz
+    assert PEAK == pytest.approx(66.90816)
+    f = peak_formula(132, 128, 1_980_000)
+    assert f == "FP32 peak = 132 SMs x 128 FP32 lanes/SM x 2 flop/FMA x 1.980 GHz = 66.9 TFLOP/s"
+    from cute_gemm.launch import DeviceInfo
+    info = DeviceInfo(0, "H200", (9, 0), 132, 1_980_000, 232448, 233472, 60 << 20, 13000)
+    assert info.fp32_peak_tflops == pytest.approx(PEAK)
+    assert B.device_meta(info)["fp32_peak_tflops"] == pytest.approx(PEAK)
+    assert peak_tflops(108, 64, 1_410_000) == pytest.approx(19.49184)   # A100: 19.5 TFLOP/s
+    assert B.driver_text(13000) == "13.0" and B.driver_text(12080) == "12.8"
+
+
+def test_ratios_against_cublas_and_peak():
+    r = synthetic()
+    by = {(x.kernel, x.m): x for x in r.rows}
+    assert by[("cute_smem", 2048)].vs_cublas == pytest.approx(0.5)
+    assert by[("naive", 1024)].vs_cublas == pytest.approx(0.02)
+    assert by[("cute_smem", 2048)].frac_peak == pytest.approx(25.0 / PEAK)
+    assert by[(CUBLAS, 4096)].vs_cublas == pytest.approx(1.0)
+    failed = by[("v2_tiled", 4096)]
+    assert failed.status == "FAIL" and failed.tflops is None and failed.vs_cublas is None
+    # no cuBLAS row for the shape/layout: no ratio, but still a fraction of peak
+    nc = synthetic(cublas=False)
+    row = next(x for x in nc.rows if x.kernel == "cute_smem")
+    assert row.vs_cublas is None and row.frac_peak == pytest.approx(25.0 / PEAK)
+
+
+def test_rotation_sets_exceed_l2_within_memory():
+    l2 = 60 << 20
+    per = 3 * 256 * 256 * 4                                   # 256^3: A, B, C
+    assert rotation_sets(per, l2) == math.ceil(2 * l2 / per) == 160
+    assert rotation_sets(3 * 8192 * 8192 * 4, l2) == 2        # each set alone exceeds L2
+    assert rotation_sets(per, l2, max_sets=64) == 64
+    assert rotation_sets(per, l2, free_bytes=10 * per) == 5   # half the free memory
+    assert rotation_sets(10 ** 12, l2, free_bytes=10 ** 9) == 1
+
+
+def test_sample_indices_include_edges():
+    rng = np.random.default_rng(0)
+    idx = sample_indices(10_000, 64, rng)
+    assert idx[0] == 0 and idx[-1] == 9999 and len(idx) == 66
+    assert np.all(np.diff(idx) > 0)
+    assert list(sample_indices(50, 64, rng)) == list(range(50))
+
+
+def test_parse_sizes_and_layouts():
+    assert parse_sizes(["4096", "8192"]) == [(4096,) * 3, (8192,) * 3]
+    assert parse_sizes("1000x2000x300") == [(1000, 2000, 300)]
+    assert parse_sizes([(1, 2, 3), 5, "5"]) == [(1, 2, 3), (5, 5, 5)]
+    sq = parse_sizes("squares")
+    assert sq[0] == (256,) * 3 and sq[-1] == (8192,) * 3
+    assert len(parse_sizes(None)) == len(B.DEFAULT_SQUARES) + len(B.ODD_SHAPES)
+    assert any(m != n for m, n, _ in parse_sizes("odd"))
+    for bad in ("abc", "1x2", "0"):
+        with pytest.raises(ValueError):
+            parse_sizes(bad)
+    assert parse_layouts("nn,tn") == ("nn", "tn")
+    assert parse_layouts("all") == ("nn", "tn", "nt", "tt")
+    with pytest.raises(ValueError):
+        parse_layouts("nx")
+
+
+def test_native_layouts_follow_the_registry_variants():
+    for k in registry.kernels():
+        assert native_layout(k, 256, 256, 256, "nn"), k.name   # every kernel takes row-major
+    any_k = registry.Kernel(name="t_any", family="test", source="x.cu",
+                            variants=(registry.Variant("e", "any", "any", "any"),), block=(1, 1, 1),
+                            grid=registry.RowGrid(), summary="", seed="")
+    row_only = registry.Kernel(name="t_row", family="test", source="x.cu",
+                               variants=(registry.Variant("e"),), block=(1, 1, 1),
+                               grid=registry.RowGrid(), summary="", seed="")
+    for lay in ("tn", "nt", "tt"):
+        assert native_layout(any_k, 64, 48, 32, lay)
+        assert not native_layout(row_only, 64, 48, 32, lay)
+
+
+# ---- checking and the check-before-timing rule ------------------------------------------------
+def test_reference_sampled_catches_wrong_and_unwritten_elements():
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((300, 200), dtype=np.float32)
+    b = rng.standard_normal((200, 250), dtype=np.float32)
+    c = a @ b
+    ref = Reference(a, b, rng, full_max=0, sample=16)
+    assert ref.mode == "sampled 18x18"
+    assert ref.judge("k", c).status == "pass"
+    bad = c.copy()
+    i, j = int(ref.rows[5]), int(ref.cols[7])
+    bad[i, j] += 1.0
+    r = ref.judge("k", bad)
+    assert r.status == "FAIL" and r.first_fail == (i, j)
+    unwritten = c.copy()
+    miss = next(x for x in range(300) if x not in set(ref.rows.tolist()))
+    unwritten[miss, :] = np.nan
+    r = ref.judge("k", unwritten)
+    assert r.status == "FAIL" and "250 non-finite" in r.message
+    full = Reference(a, b, rng)
+    assert full.mode == "full" and full.judge("k", c).status == "pass"
+    assert full.judge("k", bad).status == "FAIL"
+
+
+def test_failing_kernel_gets_no_speed_figure():
+    from cute_gemm.check import KernelResult
+    called = []
+    row = measure_row(Row("k", "handwritten", 64, 64, 64),
+                      lambda: KernelResult("k", "FAIL", 1e6, 1.0, (3, 4), "got 1, want 2"),
+                      lambda: called.append(1) or [1.0])
+    assert row.status == "FAIL" and not called
+    assert row.median_ms is None and row.tflops is None and row.gauge_ratio == 1e6
+    assert row.message == "got 1, want 2"
+    row = measure_row(Row("k", "handwritten", 1000, 1000, 1000),
+                      lambda: KernelResult("k", "pass", 0.25, 1e-7),
+                      lambda: [1.0, 2.0, 3.0, 4.0])
+    assert (row.status, row.repeats, row.median_ms, row.iqr_ms) == ("pass", 4, 2.5, 1.5)
+    assert row.tflops == pytest.approx(0.8)                           # 2e9 flop / 2.5 ms
+
+    def boom():
+        raise RuntimeError("illegal address\nmore")
+    row = measure_row(Row("k", "x", 1, 1, 1), boom, lambda: [1.0])
+    assert row.status == "error" and row.message == "RuntimeError: illegal address"
+    row = measure_row(Row("k", "x", 1, 1, 1), lambda: KernelResult("k", "FAIL", math.inf), boom)
+    assert row.gauge_ratio is None          # JSON has no inf
+
+
+# ---- formats -----------------------------------------------------------------------------------
+def test_csv_round_trip(tmp_path):
+    r = synthetic()
+    p = write_csv(r, tmp_path / "b.csv")
+    header = p.read_text().splitlines()[0].split(",")
+    assert header[:8] == ["kernel", "family", "m", "n", "k", "layout", "status", "check"]
+    back = read_csv(p)
+    assert back == r.rows
+    failed = next(x for x in back if x.status == "FAIL")
+    assert failed.median_ms is None and failed.repeats == 0
+
+
+def test_json_round_trip_and_schema(tmp_path):
+    r = synthetic()
+    r.overhead = {"run_us": 9.5, "raw_launch_us": 4.7, "meets_target": True}
+    p = write_json(r, tmp_path / "b.json")
+    d = json.loads(p.read_text())
+    assert d["schema"] == B.SCHEMA and d["meta"]["device"]["name"] == "NVIDIA H200"
+    back = load_json(p)
+    assert back.rows == r.rows and back.meta == r.meta and back.overhead == r.overhead
+    d["schema"] = 99
+    (tmp_path / "old.json").write_text(json.dumps(d))
+    with pytest.raises(ValueError, match="schema"):
+        load_json(tmp_path / "old.json")
+
+
+def test_table_shows_formula_cublas_and_failures():
+    t = format_table(synthetic())
+    assert "FP32 peak = 132 SMs x 128 FP32 lanes/SM x 2 flop/FMA x 1.980 GHz = 66.9 TFLOP/s" in t
+    assert "cuBLAS fp32 via cupy" in t
+    fail_line = next(x for x in t.splitlines() if "v2_tiled" in x and "4096x4096x4096" in x)
+    assert "FAIL" in fail_line and "got nan" in fail_line and "TFLOP" not in fail_line
+    ok_line = next(x for x in t.splitlines() if "cute_smem" in x and "2048x2048x2048" in x)
+    assert "25.00" in ok_line and "50.0 %" in ok_line
+    t = format_table(synthetic(cublas=False))
+    assert "cuBLAS NOT MEASURED" in t
+
+
+# ---- cuBLAS discovery ----------------------------------------------------------------------------
+def test_no_cublas_library_is_reported_plainly(monkeypatch):
+    for mod in ("cupy", "torch", "nvmath"):
+        monkeypatch.setitem(sys.modules, mod, None)      # import raises ImportError
+    backend, note = find_cublas("auto")
+    assert backend is None
+    assert note.startswith("cuBLAS NOT MEASURED")
+    assert "cupy: ModuleNotFoundError" in note or "cupy: ImportError" in note
+    assert "torch:" in note and "pip install cupy-cuda13x" in note
+    backend, note = find_cublas("none")
+    assert backend is None and "disabled" in note
+    with pytest.raises(ValueError):
+        find_cublas("mkl")
+
+
+def test_cupy_route_turns_tf32_off(monkeypatch):
+    monkeypatch.setenv("CUPY_TF32", "1")
+    monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "1")
+    calls = []
+    linalg = types.SimpleNamespace(COMPUTE_TYPE_DEFAULT=1,
+                                   set_compute_type=lambda dt, ct: calls.append((dt, ct)))
+    cupy = types.SimpleNamespace(__version__="13.6.0", asarray=lambda x: ("wrapped", x),
+                                 matmul=lambda a, b, out: calls.append(("mm", a, b, out)),
+                                 cuda=types.SimpleNamespace(
+                                     runtime=types.SimpleNamespace(getDeviceCount=lambda: 1)))
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setitem(sys.modules, "cupy._core._routines_linalg", linalg)
+    backend, note = find_cublas("auto")
+    assert backend.library == "cupy" and note.startswith("cuBLAS fp32 via cupy 13.6.0")
+    import os
+    assert os.environ["CUPY_TF32"] == "0" and os.environ["NVIDIA_TF32_OVERRIDE"] == "0"
+    assert calls == [(np.float32, 1)] and "CUBLAS_COMPUTE_32F" in note
+    assert backend.wrap("x") == ("wrapped", "x")
+
+
+def test_torch_route_turns_tf32_off(monkeypatch):
+    monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "1")
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    mm = types.SimpleNamespace(fp32_precision="tf32", allow_tf32=True)
+    torch = types.SimpleNamespace(__version__="2.11.0", cuda=types.SimpleNamespace(is_available=lambda: True),
+                                  backends=types.SimpleNamespace(cuda=types.SimpleNamespace(matmul=mm)))
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    backend, note = find_cublas("auto")
+    assert backend.library == "torch" and mm.fp32_precision == "ieee"
+    assert "fp32_precision='ieee'" in note
+    del mm.fp32_precision                               # torch < 2.9: the legacy switch
+    backend, note = find_cublas("torch")
+    assert mm.allow_tf32 is False and "allow_tf32=False" in note
+    torch.cuda.is_available = lambda: False
+    backend, note = find_cublas("torch")
+    assert backend is None and "is_available() is False" in note
+
+
+# ---- README section ------------------------------------------------------------------------------
+def test_readme_markdown_from_result(tmp_path):
+    r = synthetic()
+    assert pick_ladder_size(r) == 4096 and pick_ladder_size(r, 2048) == 2048
+    md = readme_markdown(r, plot="docs/ladder_4096.png")
+    assert "SGEMM ladder at 4096×4096×4096" in md and "NVIDIA H200, 2026-11-22" in md
+    assert "| `cute_smem` | cute | 25.00 | 50.0 % | 37.4 % |" in md
+    assert "| `v2_tiled` | handwritten | — | — | — | — | **FAIL**" in md
+    assert "| cuBLAS fp32 (cupy 13.6.0) | reference | 50.00 | 100 % |" in md
+    assert "![TFLOP/s per kernel at 4096³ on NVIDIA H200](docs/ladder_4096.png)" in md
+    assert "cuda-bindings 13.3.0, NVRTC 13.0, nvidia-cutlass 4.2.0.0" in md
+    assert "66.9 TFLOP/s" in md
+    md = readme_markdown(synthetic(cublas=False))
+    assert "_cuBLAS NOT MEASURED" in md and "| n/a |" in md
+
+
+def test_readme_script_updates_between_markers(tmp_path):
+    j = write_json(synthetic(), tmp_path / "bench.json")
+    readme = tmp_path / "README.md"
+    readme.write_text("# title\nintro\n<!-- bench:begin -->\nold table\n<!-- bench:end -->\ntail\n")
+    script = REPO / "scripts" / "readme_bench.py"
+    if not script.exists():
+        pytest.skip("scripts/ is not shipped with the installed package")
+    out = subprocess.run([sys.executable, str(script), str(j), "--update", str(readme),
+                          "--plot", "ladder.png"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    text = readme.read_text()
+    assert text.startswith("# title\nintro\n<!-- bench:begin -->\n<!-- generated by")
+    assert "old table" not in text and text.endswith("<!-- bench:end -->\ntail\n")
+    assert "| `naive` | handwritten | 1.00 |" in text
+
+
+def test_cli_readme_option_prints_markdown(tmp_path, capsys):
+    from cute_gemm.cli import main
+    j = write_json(synthetic(), tmp_path / "bench.json")
+    assert main(["bench", "--readme", str(j), "--ladder-size", "2048"]) == 0
+    out = capsys.readouterr().out
+    assert "SGEMM ladder at 2048×2048×2048" in out and "| `v2_tiled` | handwritten | 10.00 |" in out
+
+
+# ---- plots ------------------------------------------------------------------------------------
+def _png_size(path: Path) -> tuple[int, int]:
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n"
+    return int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big")
+
+
+@pytest.mark.parametrize("cublas", [True, False])
+def test_plots_written_from_synthetic_results(tmp_path, cublas):
+    pytest.importorskip("matplotlib", reason="matplotlib not installed (the `plot` extra)")
+    files = write_outputs(synthetic(cublas), tmp_path, plots=True)
+    names = sorted(p.name for p in files["plots"])
+    assert names == ["ladder_4096.png", "tflops_vs_size_nn.png"]
+    w, h = _png_size(tmp_path / "ladder_4096.png")
+    assert (w, h) == (int(7.0 * 120), int(5.6 * 120))      # 3 kernels -> the minimum width
+    w, h = _png_size(tmp_path / "tflops_vs_size_nn.png")
+    assert (w, h) == (1200, int(5.8 * 120))
+    assert (tmp_path / "bench.json").exists() and (tmp_path / "bench.csv").exists()
+    assert "ladder_4096.png" in (tmp_path / "bench_readme.md").read_text()
+
+
+def test_plots_need_timed_squares(tmp_path):
+    pytest.importorskip("matplotlib", reason="matplotlib not installed (the `plot` extra)")
+    from cute_gemm import plots
+    r = BenchResult(synthetic().meta, [_row("naive", "handwritten", 64, 1.0, status="FAIL")])
+    with pytest.raises(ValueError):
+        plots.ladder_chart(r, tmp_path / "x.png")
+    assert plots.write_all(r, tmp_path) == []
+
+
+def test_write_outputs_without_matplotlib(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    files = write_outputs(synthetic(), tmp_path, plots=True)
+    assert files["plots"] == [] and "matplotlib is not installed" in files["plots_skipped"]
+    assert "![" not in (tmp_path / "bench_readme.md").read_text()
+
+
+# ---- run()'s cached hot path with a stub driver -------------------------------------------------
+class _Dev:
+    def __init__(self, shape, ptr, strides=None):
+        self.shape, self.ptr = shape, ptr
+        self.strides = strides or (4 * shape[1], 4)
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.shape, "typestr": "<f4", "data": (self.ptr, False),
+                "strides": self.strides, "version": 3}
+
+
+def _stub_driver(monkeypatch):
+    from cute_gemm import api, launch
+    launches = []
+
+    class Drv:
+        CUresult = types.SimpleNamespace(CUDA_SUCCESS=0)
+        CUfunction_attribute = types.SimpleNamespace(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES=8)
+
+        def cuFuncSetAttribute(self, h, attr, value):
+            return (0,)
+
+        def cuCtxGetCurrent(self):
+            return (0, 1)
+
+        def cuLaunchKernel(self, h, gx, gy, gz, bx, by, bz, smem, stream, addr, extra):
+            ptrs = (ctypes.c_void_p * len(launch._OFFSETS)).from_address(addr)
+            blob = ctypes.string_at(ptrs[0], ctypes.sizeof(launch._GemmArgs))
+            launches.append((h, (gx, gy, gz), (bx, by, bz), smem, stream, blob))
+            return (0,)
+
+    drv = Drv()
+    monkeypatch.setattr(launch, "_drv", lambda: drv)
+    monkeypatch.setattr(launch, "_init_done", True)
+    monkeypatch.setitem(launch._contexts, 0, 1)
+    monkeypatch.setattr(api, "_count", [1])
+    monkeypatch.setattr(api, "_fast", {})
+    fns = {}
+
+    class Plan:
+        smem_limit = 232448
+
+        def __init__(self, k):
+            self.k = k
+
+        def function(self, entry):
+            return fns.setdefault((self.k.name, entry), launch.Function(self.k.name, entry, entry))
+    monkeypatch.setattr(api, "_plan", lambda k, ordinal: Plan(k))
+    return launches
+
+
+@pytest.mark.parametrize("name", registry.names())
+def test_cached_hot_path_launches_exactly_what_the_first_call_resolved(monkeypatch, name):
+    from cute_gemm import api, launch
+    launches = _stub_driver(monkeypatch)
+    m, n, k = 37, 45, 29
+    a, b, c = _Dev((m, k), 0x10000), _Dev((k, n), 0x20000), _Dev((m, n), 0x30000)
+    api.run(name, a, b, out=c, alpha=1.5)
+    assert len(api._fast) == 1
+    api.run(name, a, b, out=c, alpha=1.5)                     # cached path
+    assert len(launches) == 2 and launches[0] == launches[1]
+    s = launch._GemmArgs.from_buffer_copy(launches[1][5])
+    assert (s.M, s.N, s.K, s.alpha, s.A, s.B, s.C) == (m, n, k, 1.5, 0x10000, 0x20000, 0x30000)
+    assert (s.sAm, s.sAk, s.sBk, s.sBn, s.sCm, s.sCn) == (k, 1, n, 1, n, 1)
+    # new pointers with the same alignment: same entry, fresh pointers and scalars
+    a2, b2, c2 = _Dev((m, k), 0x50000), _Dev((k, n), 0x60000), _Dev((m, n), 0x70000)
+    api.run(name, a2, b2, c2, out=c2, alpha=-2.0, beta=0.5)   # in place: C is out
+    s = launch._GemmArgs.from_buffer_copy(launches[2][5])
+    assert (s.A, s.B, s.C, s.alpha, s.beta) == (0x50000, 0x60000, 0x70000, -2.0, 0.5)
+    assert launches[2][:5] == launches[0][:5] and len(api._fast) == 1
+    # a different shape resolves a new entry
+    api.run(name, _Dev((m + 1, k), 0x10000), b, out=_Dev((m + 1, n), 0x30000))
+    assert len(api._fast) == 2
+    s = launch._GemmArgs.from_buffer_copy(launches[3][5])
+    assert s.M == m + 1 and launches[3][1] == registry.get(name).grid(m + 1, n, k)
+
+
+# ---- GPU ------------------------------------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.skipif(not cute_gemm.gpu_available(), reason="no usable CUDA GPU (cute_gemm.gpu_available() is False)")
+def test_gpu_tiny_bench(tmp_path):
+    names = list(registry.names())[:2]
+    res = cute_gemm.bench(names, [(96, 80, 72), "128"], layouts="nn,tn", repeats=5, warmup=1,
+                          min_repeats=3, max_seconds=0.2, out_dir=tmp_path, plots=False,
+                          progress=False)
+    kernel_rows = [r for r in res.rows if r.kernel != CUBLAS]
+    assert len(kernel_rows) == 2 * 2 * len(names)
+    for r in kernel_rows:
+        assert r.status in ("pass", "skip"), (r.kernel, r.status, r.message)
+        if r.status == "pass":
+            assert r.repeats >= 3 and r.median_ms > 0 and r.min_ms <= r.median_ms <= r.max_ms
+            assert r.tflops > 0 and r.check == "full" and r.gauge_ratio <= 16
+            assert r.frac_peak > 0
+    cub = [r for r in res.rows if r.kernel == CUBLAS]
+    if res.meta["cublas"]["available"]:
+        assert all(r.status == "pass" for r in cub), [(r.status, r.message) for r in cub]
+        assert all(r.vs_cublas is not None for r in kernel_rows if r.timed)
+    else:
+        assert not cub and "NOT MEASURED" in res.meta["cublas"]["note"]
+    back = load_json(tmp_path / "bench.json")
+    assert back.rows == res.rows and back.meta["device"]["name"]
+    assert read_csv(tmp_path / "bench.csv") == res.rows
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not cute_gemm.gpu_available(), reason="no usable CUDA GPU (cute_gemm.gpu_available() is False)")
+def test_gpu_overhead_measurement():
+    backend, _ = find_cublas("auto")
+    o = B.measure_overhead(calls=500, rounds=2, backend=backend)
+    assert o["raw_launch_us"] > 0 and o["run_us"] > 0
+    assert o["run_minus_raw_us"] == pytest.approx(o["run_us"] - o["raw_launch_us"])
+    assert ("cublas_us" in o) == (backend is not None)
+    assert o["meets_target"] == (o["run_minus_raw_us"] <= B.OVERHEAD_TARGET_US)
