@@ -400,11 +400,13 @@ def device_meta(info) -> dict:
 class Reference:
     """float64 reference for C = A @ B: whole (M*N*K <= full_max) or a rows x cols sample."""
 
-    def __init__(self, a: np.ndarray, b: np.ndarray, rng, *, full_max: int = FULL_CHECK_MAX,
+    def __init__(self, a: np.ndarray, b: np.ndarray, rng, *, full_max: int | None = None,
                  sample: int = SAMPLE):
         from .check import reference
         m, k = a.shape
         n = b.shape[1]
+        if full_max is None:
+            full_max = FULL_CHECK_MAX
         if m * n * k <= full_max:
             self.rows = self.cols = None
             self.ref, self.gauge = reference(a, b, None, 1.0, 0.0)
@@ -423,7 +425,6 @@ class Reference:
         if r.first_fail is not None:
             i, j = r.first_fail
             r.first_fail = (int(self.rows[i]), int(self.cols[j]))
-            r.message = f"at ({r.first_fail[0]}, {r.first_fail[1]}): {r.message}"
         elif r.status == "pass":
             bad = int(c.size - np.count_nonzero(np.isfinite(c)))
             if bad:
@@ -444,6 +445,8 @@ def measure_row(row: Row, check_fn, time_fn) -> Row:
     if verdict.status != "pass":
         row.status = "FAIL"
         row.message = verdict.message or "check failed"
+        if verdict.first_fail is not None:
+            row.message = f"at {tuple(verdict.first_fail)}: {row.message}"
         return row
     try:
         times = time_fn()
@@ -855,7 +858,8 @@ def format_header(result: BenchResult) -> str:
 
 
 def format_table(result: BenchResult) -> str:
-    hdr = (f"{'M x N x K':<18}{'lay':<4}{'kernel':<16}{'status':<7}{'gauge':>7}  "
+    kw = max([len(r.kernel) for r in result.rows] + [6]) + 2
+    hdr = (f"{'M x N x K':<18}{'lay':<4}{'kernel':<{kw}}{'status':<7}{'gauge':>7}  "
            f"{'median ms':>10}{'IQR ms':>9}{'min-max ms':>19}{'n':>4}{'TFLOP/s':>9}"
            f"{'vs cuBLAS':>10}{'% peak':>8}  note")
     lines = [format_header(result), "", hdr, "-" * len(hdr)]
@@ -870,7 +874,7 @@ def format_table(result: BenchResult) -> str:
         pct = None if r.frac_peak is None else 100 * r.frac_peak
         vs = None if r.vs_cublas is None else 100 * r.vs_cublas
         note = r.message if r.status != "pass" or r.kernel == CUBLAS else ""
-        lines.append(f"{shape:<18}{r.layout:<4}{r.kernel:<16}{r.status:<7}{_f(r.gauge_ratio, '7.3g'):>7}  "
+        lines.append(f"{shape:<18}{r.layout:<4}{r.kernel:<{kw}}{r.status:<7}{_f(r.gauge_ratio, '7.3g'):>7}  "
                      f"{_f(r.median_ms, '.4f'):>10}{_f(r.iqr_ms, '.4f'):>9}{mm:>19}{r.repeats or '-':>4}"
                      f"{_f(r.tflops, '.2f'):>9}{(_f(vs, '.1f') + ' %') if vs is not None else '-':>10}"
                      f"{(_f(pct, '.1f') + ' %') if pct is not None else '-':>8}  {note}")
@@ -879,7 +883,7 @@ def format_table(result: BenchResult) -> str:
         lines += ["", "compile (separate from run time; origin = where the cubin came from):"]
         for name, c in comp.items():
             cs = c.get("nvrtc_seconds")
-            lines.append(f"  {name:<16}{c.get('origin') or '-':<10}"
+            lines.append(f"  {name:<{kw}}{c.get('origin') or '-':<10}"
                          f"{'NVRTC ' + format(cs, '.2f') + ' s' if cs is not None else '-':<14}"
                          f"{c.get('error') or ''}")
     if result.overhead:

@@ -25,10 +25,10 @@ def available() -> bool:
     return True
 
 
-def _figure(w: float, h: float):
+def _figure(w: float, h: float, layout: str | None = None):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
-    fig = Figure(figsize=(w, h), dpi=120)
+    fig = Figure(figsize=(w, h), dpi=120, layout=layout)
     FigureCanvasAgg(fig)
     return fig
 
@@ -44,6 +44,8 @@ def _peak(result: BenchResult):
 
 
 def ladder_chart(result: BenchResult, path, *, size: int | None = None, layout: str = "nn") -> Path:
+    """Horizontal bars, one per kernel top to bottom in ladder order (long kernel names stay
+    readable with thirty kernels), IQR whiskers, cuBLAS fp32 and FP32 peak as vertical lines."""
     size = pick_ladder_size(result, size, layout)
     if size is None:
         raise ValueError("no timed square size to draw a ladder for")
@@ -53,57 +55,55 @@ def ladder_chart(result: BenchResult, path, *, size: int | None = None, layout: 
     cub_t = cub.tflops if cub is not None and cub.timed else None
     peak = _peak(result)
 
-    fig = _figure(max(7.0, 0.75 * len(rows) + 3.0), 5.6)
+    fig = _figure(10.0, max(4.0, 0.34 * len(rows) + 2.6), layout="constrained")
     ax = fig.add_subplot(1, 1, 1)
-    xs = list(range(len(rows)))
-    heights = [r.tflops if r.timed else 0.0 for r in rows]
-    top = max([h for h in heights] + [cub_t or 0.0, 1e-9])
+    ys = list(range(len(rows)))
+    widths = [r.tflops if r.timed else 0.0 for r in rows]
+    top = max(widths + [cub_t or 0.0, 1e-9])
     colors = [FAMILY_COLORS.get(r.family, OTHER_COLOR) for r in rows]
     lo = [r.tflops - tflops(r.m, r.n, r.k, r.q3_ms) if r.timed and r.q3_ms else 0.0 for r in rows]
     hi = [tflops(r.m, r.n, r.k, r.q1_ms) - r.tflops if r.timed and r.q1_ms else 0.0 for r in rows]
-    ax.bar(xs, heights, color=colors, edgecolor="black", linewidth=0.6, zorder=2,
-           yerr=[lo, hi], capsize=3, error_kw={"elinewidth": 0.8, "ecolor": "black"})
-    for x, r in zip(xs, rows):
+    ax.barh(ys, widths, color=colors, edgecolor="black", linewidth=0.5, height=0.72, zorder=2,
+            xerr=[lo, hi], capsize=2, error_kw={"elinewidth": 0.8, "ecolor": "black"})
+    for y, r in zip(ys, rows):
         if r.timed:
             label = f"{r.tflops:.1f}"
             if r.vs_cublas is not None:
-                label += f"\n{100 * r.vs_cublas:.0f}% of cuBLAS"
-            ax.annotate(label, (x, r.tflops), xytext=(0, 4), textcoords="offset points",
-                        ha="center", va="bottom", fontsize=7.5)
+                label += f"  ({100 * r.vs_cublas:.0f}% of cuBLAS)"
+            ax.annotate(label, (r.tflops + hi[y], y), xytext=(4, 0), textcoords="offset points",
+                        ha="left", va="center", fontsize=7.5)
         else:
-            ax.bar([x], [0.04 * top], color="white", edgecolor="#C44E52", hatch="///", zorder=2)
-            ax.annotate(r.status.upper(), (x, 0.04 * top), xytext=(0, 3), textcoords="offset points",
-                        ha="center", va="bottom", fontsize=8, color="#C44E52", fontweight="bold")
+            ax.barh([y], [0.03 * top], color="white", edgecolor="#C44E52", hatch="///", height=0.72,
+                    zorder=2)
+            ax.annotate(f"{r.status.upper()}: no speed figure", (0.03 * top, y), xytext=(4, 0),
+                        textcoords="offset points", ha="left", va="center", fontsize=7.5,
+                        color="#C44E52", fontweight="bold")
     if cub_t is not None:
-        ax.axhline(cub_t, color="black", linestyle="--", linewidth=1.4, zorder=3,
+        ax.axvline(cub_t, color="black", linestyle="--", linewidth=1.4, zorder=3,
                    label=f"cuBLAS fp32 ({cub.message}): {cub_t:.1f} TFLOP/s")
-    if peak and peak <= 1.6 * top:
-        ax.axhline(peak, color="grey", linestyle=":", linewidth=1.2, zorder=1,
+    show_peak = bool(peak) and peak <= 1.6 * top
+    if show_peak:
+        ax.axvline(peak, color="grey", linestyle=":", linewidth=1.2, zorder=1,
                    label=f"FP32 peak: {peak:.1f} TFLOP/s")
-    ymax = max(top, cub_t or 0.0, peak if peak and peak <= 1.6 * top else 0.0) * 1.22
-    ax.set_ylim(0, ymax)
-    ax.set_xticks(xs)
-    ax.set_xticklabels([r.kernel for r in rows], rotation=30, ha="right", fontsize=9)
-    ax.set_ylabel("TFLOP/s (fp32, higher is better)")
-    ax.set_xlabel("kernel (ladder order)")
-    ax.grid(axis="y", alpha=0.3, zorder=0)
+    ax.set_xlim(0, max(top, cub_t or 0.0, peak if show_peak else 0.0) * 1.25)
+    ax.set_ylim(len(rows) - 0.5, -0.5)                     # first rung at the top
+    ax.set_yticks(ys)
+    ax.set_yticklabels([r.kernel for r in rows], fontsize=8.5)
+    ax.set_xlabel("TFLOP/s (fp32, higher is better)\nbars: median of per-launch CUDA-event times; "
+                  "whiskers: interquartile range", fontsize=9)
+    ax.grid(axis="x", alpha=0.3, zorder=0)
     ax.set_title(f"SGEMM ladder at M = N = K = {size} ({LAYOUT_TEXT.get(layout, layout)})\n"
                  f"{_subtitle(result)}", fontsize=11)
+    from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
     handles, labels = ax.get_legend_handles_labels()
+    if cub_t is None:
+        handles.append(Line2D([], [], color="#C44E52", linestyle="--"))
+        labels.append("cuBLAS fp32: NOT MEASURED (no CuPy/PyTorch)")
     fams = list(dict.fromkeys(r.family for r in rows))
     handles += [Patch(facecolor=FAMILY_COLORS.get(f, OTHER_COLOR), edgecolor="black") for f in fams]
     labels += [f"{f} kernels" for f in fams]
-    ax.legend(handles, labels, loc="upper left", fontsize=8, framealpha=0.9)
-    note = "bars: median of per-launch CUDA-event times; whiskers: interquartile range"
-    if cub_t is None:
-        note += "; cuBLAS NOT MEASURED (" + result.meta.get("cublas", {}).get("note", "no CuPy/PyTorch") \
-            .replace("cuBLAS NOT MEASURED: ", "")[:80] + ")"
-    if cub_t is None:
-        ax.text(0.99, 0.97, "cuBLAS fp32: not measured", transform=ax.transAxes, ha="right",
-                va="top", fontsize=9, color="#C44E52", fontweight="bold")
-    fig.text(0.01, 0.01, note, fontsize=7, color="#444444")
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=8, frameon=False)
     path = Path(path)
     fig.savefig(path)
     return path
@@ -114,18 +114,24 @@ def tflops_vs_size(result: BenchResult, path, *, layout: str = "nn") -> Path:
     if not squares:
         raise ValueError(f"no square sizes with layout {layout} to plot")
     names = list(dict.fromkeys(r.kernel for r in result.rows if r.kernel != CUBLAS))
-    fig = _figure(10.0, 5.8)
+    ncol = 1 if len(names) <= 16 else 2
+    fig = _figure(10.0 + 2.2 * ncol, max(5.8, 0.2 * len(names) / ncol + 2.0))
     ax = fig.add_subplot(1, 1, 1)
     import matplotlib
-    cmap = matplotlib.colormaps["tab20" if len(names) > 10 else "tab10"]
+    if len(names) <= 10:
+        colors = [matplotlib.colormaps["tab10"](i) for i in range(10)]
+    else:   # up to 40 distinguishable colours
+        colors = [matplotlib.colormaps[c](i) for c in ("tab20", "tab20b") for i in range(20)]
     markers = "osD^vP*Xh<>p"
+    fam = {r.kernel: r.family for r in result.rows}
     for i, name in enumerate(names):
         pts = sorted((r.m, r.tflops) for r in result.rows
                      if r.kernel == name and r.m == r.n == r.k and r.layout == layout and r.timed)
         if not pts:
             continue
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=markers[i % len(markers)],
-                color=cmap(i % cmap.N), linewidth=1.5, markersize=5, label=name)
+                color=colors[i % len(colors)], linewidth=1.4, markersize=4.5, label=name,
+                linestyle="-" if fam.get(name) != "cute" else "-.")
     cpts = sorted((r.m, r.tflops) for r in result.rows
                   if r.kernel == CUBLAS and r.m == r.n == r.k and r.layout == layout and r.timed)
     if cpts:
@@ -145,7 +151,9 @@ def tflops_vs_size(result: BenchResult, path, *, layout: str = "nn") -> Path:
     ax.grid(alpha=0.3)
     ax.set_title(f"SGEMM TFLOP/s against size ({LAYOUT_TEXT.get(layout, layout)})\n{_subtitle(result)}",
                  fontsize=11)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7.5, frameon=False, ncol=ncol,
+              title="solid: handwritten, dash-dot: cute" if "cute" in fam.values() else None,
+              title_fontsize=7.5)
     if not cpts:
         fig.text(0.01, 0.01, "cuBLAS NOT MEASURED (no CuPy/PyTorch in this run)", fontsize=7,
                  color="#C44E52")

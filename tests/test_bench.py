@@ -189,7 +189,7 @@ def test_failing_kernel_gets_no_speed_figure():
                       lambda: called.append(1) or [1.0])
     assert row.status == "FAIL" and not called
     assert row.median_ms is None and row.tflops is None and row.gauge_ratio == 1e6
-    assert row.message == "got 1, want 2"
+    assert row.message == "at (3, 4): got 1, want 2"
     row = measure_row(Row("k", "handwritten", 1000, 1000, 1000),
                       lambda: KernelResult("k", "pass", 0.25, 1e-7),
                       lambda: [1.0, 2.0, 3.0, 4.0])
@@ -349,7 +349,7 @@ def test_plots_written_from_synthetic_results(tmp_path, cublas):
     names = sorted(p.name for p in files["plots"])
     assert names == ["ladder_4096.png", "tflops_vs_size_nn.png"]
     w, h = _png_size(tmp_path / "ladder_4096.png")
-    assert (w, h) == (int(7.0 * 120), int(5.6 * 120))      # 3 kernels -> the minimum width
+    assert (w, h) == (1200, int(4.0 * 120))               # 3 kernels: the minimum height
     w, h = _png_size(tmp_path / "tflops_vs_size_nn.png")
     assert (w, h) == (1200, int(5.8 * 120))
     assert (tmp_path / "bench.json").exists() and (tmp_path / "bench.csv").exists()
@@ -486,3 +486,115 @@ def test_gpu_overhead_measurement():
     assert o["run_minus_raw_us"] == pytest.approx(o["run_us"] - o["raw_launch_us"])
     assert ("cublas_us" in o) == (backend is not None)
     assert o["meets_target"] == (o["run_minus_raw_us"] <= B.OVERHEAD_TARGET_US)
+
+
+# ---- the whole bench loop on a simulated device (host memory behind the driver calls) ------------
+class _HostBuffer:
+    """DeviceBuffer stand-in: host memory whose address plays the device pointer."""
+
+    def __init__(self, nbytes, ordinal=0):
+        self.nbytes = max(int(nbytes), 4)
+        self._mem = np.zeros(self.nbytes // 4 + 1, np.float32)
+        self.ptr = self._mem.ctypes.data
+        _HostBuffer.live += 1
+
+    live = 0
+
+    def close(self):
+        if self.ptr:
+            self.ptr = 0
+            _HostBuffer.live -= 1
+
+    def __del__(self):
+        pass
+
+
+def _host_view(obj) -> np.ndarray:
+    cai = obj.__cuda_array_interface__
+    (r, c), (s0, s1), ptr = cai["shape"], cai["strides"], cai["data"][0]
+    span = 1 + (r - 1) * s0 // 4 + (c - 1) * s1 // 4
+    base = np.frombuffer((ctypes.c_float * span).from_address(ptr), np.float32)
+    return np.lib.stride_tricks.as_strided(base, (r, c), (s0, s1))
+
+
+def _simulated_device(monkeypatch, wrong: str | None = None):
+    from cute_gemm import api, cache, launch
+    info = launch.DeviceInfo(0, "Simulated GPU", (9, 0), 4, 1_000_000, 232448, 233472, 1 << 20, 13000)
+    monkeypatch.setattr(launch, "device_info", lambda ordinal=None: info)
+    for fn in ("_ensure_context", "synchronize", "check_last"):
+        monkeypatch.setattr(launch, fn, lambda *a, **k: None)
+    monkeypatch.setattr(launch, "current_ordinal", lambda: 0)
+    monkeypatch.setattr(launch, "mem_get_info", lambda ordinal=0: (1 << 30, 1 << 31))
+    monkeypatch.setattr(launch, "DeviceBuffer", _HostBuffer)
+    copy = lambda dst, src, nbytes, stream=0: ctypes.memmove(dst, src, nbytes)  # noqa: E731
+    for fn in ("memcpy_htod", "memcpy_dtoh", "memcpy_dtod"):
+        monkeypatch.setattr(launch, fn, copy)
+
+    def memset(ptr, bits, count, stream=0):
+        np.frombuffer((ctypes.c_uint32 * count).from_address(ptr), np.uint32)[:] = bits
+    monkeypatch.setattr(launch, "memset_f32", memset)
+
+    class Event:
+        def record(self, stream=0):
+            self.t = __import__("time").perf_counter()
+
+        def elapsed_ms(self, start):
+            return max((self.t - start.t) * 1e3, 1e-6)
+    monkeypatch.setattr(launch, "Event", Event)
+    monkeypatch.setattr(cache, "get", lambda k, arch: types.SimpleNamespace(compile_seconds=0.25,
+                                                                            origin="disk"))
+
+    def gemm(name, a, b, c=None, *, out=None, alpha=1.0, beta=0.0, stream=None):
+        o = _host_view(out)
+        o[...] = (_host_view(a).astype(np.float64) @ _host_view(b)).astype(np.float32)
+        if name == wrong:
+            o[-1, -1] += 1.0
+        return out
+    monkeypatch.setattr(api, "run", gemm)
+
+    class FakeBLAS:
+        library, version, tf32, cublas_version = "fakeblas", "1.0", "off", ""
+
+        def wrap(self, x):
+            return x
+
+        def matmul(self, a, b, out):
+            gemm(CUBLAS, a, b, out=out)
+    return FakeBLAS()
+
+
+def test_bench_loop_on_a_simulated_device(monkeypatch, tmp_path):
+    names = list(registry.names())[:3]
+    blas = _simulated_device(monkeypatch, wrong=names[1])
+    monkeypatch.setattr(B, "find_cublas", lambda prefer: (blas, "cuBLAS fp32 via fakeblas 1.0 (TF32 off)"))
+    monkeypatch.setattr(B, "FULL_CHECK_MAX", 40 * 30 * 20)      # the second shape is sampled
+    _HostBuffer.live = 0
+    lines = []
+    monkeypatch.setattr(B.Progress, "step", lambda self, label: lines.append(label))
+    res = cute_gemm.bench(names, [(40, 30, 20), (70, 90, 50)], layouts="nn,tn", repeats=7,
+                          warmup=2, min_repeats=3, max_seconds=5.0, out_dir=tmp_path, plots=False)
+    assert _HostBuffer.live == 0                               # every buffer freed
+    assert len(lines) == 2 * 2 * (len(names) + 1)
+    assert len(res.rows) == 2 * 2 * (len(names) + 1)
+    by = {(r.kernel, r.m, r.layout): r for r in res.rows}
+    for (m, lay) in ((40, "nn"), (40, "tn"), (70, "nn"), (70, "tn")):
+        cub = by[(CUBLAS, m, lay)]
+        assert cub.status == "pass" and cub.repeats == 7 and cub.vs_cublas == 1.0
+        assert cub.check == ("full" if m == 40 else "sampled 66x66")
+        bad = by[(names[1], m, lay)]
+        if bad.status != "skip":
+            assert bad.status == "FAIL" and bad.median_ms is None and bad.tflops is None
+            assert "(%d, %d)" % (m - 1, {40: 30, 70: 90}[m] - 1) in bad.message
+        good = by[(names[0], m, lay)]
+        assert good.status in ("pass", "skip")
+        if good.status == "pass":
+            assert good.repeats == 7 and good.compile_s == 0.25 and good.compile_origin == "disk"
+            assert good.vs_cublas == pytest.approx(good.tflops / cub.tflops)
+            assert good.frac_peak == pytest.approx(good.tflops / peak_tflops(4, 128, 1_000_000))
+    assert not res.ok                                          # a FAIL makes the run fail
+    assert res.meta["device"]["name"] == "Simulated GPU" and res.meta["driver"] == "13.0"
+    assert res.meta["settings"]["rotation"]["40x30x20"] == math.ceil(2 * (1 << 20) / (4 * (800 + 600 + 1200)))
+    assert set(res.meta["versions"]) >= {"cute_gemm", "cuda-bindings", "nvrtc", "nvidia-cutlass", "fakeblas"}
+    assert load_json(tmp_path / "bench.json").rows == res.rows
+    assert read_csv(tmp_path / "bench.csv") == res.rows
+    assert "SGEMM ladder" not in (tmp_path / "bench_readme.md").read_text()   # no squares timed
