@@ -17,6 +17,42 @@ def _vec_pair(entry: str) -> tuple[Variant, ...]:
     return (Variant(entry, align=4), Variant(f"{entry}_a1"))
 
 
+def _v9(name: str, bm: int, bn: int, bk: int, wm: int, wn: int, tm: int, tn: int,
+        min_blocks: int, frag_db: int) -> Kernel:
+    threads = (bm // wm) * (bn // wn) * 32
+    regs = "2 blocks/SM (<=128 regs)" if min_blocks == 2 else f"{min_blocks} block(s)/SM"
+    return Kernel(
+        name=name,
+        family="handwritten",
+        source="handwritten/v9_warptile.cu",
+        variants=_vec_pair("v9_warptile"),
+        block=(threads, 1, 1),
+        grid=TileGrid(bm, bn),
+        defines=(("BM", bm), ("BN", bn), ("BK", bk), ("WM", wm), ("WN", wn), ("TM", tm), ("TN", tn),
+                 ("GROUP_M", 8), ("MIN_BLOCKS", min_blocks), ("FRAG_DB", frag_db)),
+        tile=(bm, bn, bk),
+        summary=(f"warp tile {wm}x{wn}, {tm}x{tn} per thread, {threads} threads, {regs}, "
+                 f"smem double-buffered{', register fragments too' if frag_db else ''}, "
+                 "Z lane map, grouped block order"),
+        seed="v9",
+    )
+
+
+# One source, several tile configurations, so a small search on the GPU can pick the
+# best. All keep 128-bit fragment reads at one wavefront and A stores conflict-free
+# (see the kernel header); the register figures are ptxas's for sm_80 / sm_90.
+#  name                   BM   BN   BK  WM   WN  TM  TN  minBlk fragDB
+_V9_CONFIGS = (
+    ("v9_warptile",         128, 128, 8,  32,  64, 8,  8,  2, 0),   # 128 regs, 16 warps/SM
+    ("v9_warptile_db",      128, 128, 8,  32,  64, 8,  8,  1, 1),   # ~140-150 regs, 8 warps/SM
+    ("v9_warptile_w64x32",  128, 128, 8,  64,  32, 8,  8,  2, 0),   # 8 x 4 lanes per warp
+    ("v9_warptile_k16",     128, 128, 16, 32,  64, 8,  8,  1, 1),   # half the barriers
+    ("v9_warptile_128x256", 128, 256, 8,  32, 128, 8,  16, 1, 1),   # 128 FFMA per 6 LDS.128
+    ("v9_warptile_256x128", 256, 128, 8,  64,  64, 16, 8,  1, 0),   # ~210-220 regs
+    ("v9_warptile_64x128",  64,  128, 8,  32,  64, 8,  8,  3, 0),   # 128 threads: small shapes
+)
+
+
 HANDWRITTEN: list[Kernel] = [
     Kernel(
         name="naive",
@@ -174,4 +210,7 @@ HANDWRITTEN: list[Kernel] = [
         summary="v7 with double-buffered shared memory and register fragments",
         seed="v8",
     ),
+    # v9: the fast design, in several tile configurations; `cute-gemm bench` (or any
+    # timing loop over these names) picks the best on the GPU at hand.
+    *[_v9(*cfg) for cfg in _V9_CONFIGS],
 ]

@@ -58,15 +58,35 @@ __device__ __forceinline__ void store4_axpby(float alpha, float4 acc, float beta
 // resident together need all of B. Grouping GROUP_M tile rows and walking them
 // column by column makes the resident blocks share a few A strips and a few B strips.
 // Valid for any grid (the last group may have fewer rows).
-template <int GROUP_M>
+template <int kGroupM>   // (names here avoid the -D tile macros)
 __device__ __forceinline__ void grouped_tile(int& tile_m, int& tile_n) {
   const int tiles_n = gridDim.x, tiles_m = gridDim.y;
   const int pid = blockIdx.y * tiles_n + blockIdx.x;
-  const int per_group = GROUP_M * tiles_n;
-  const int first_m = (pid / per_group) * GROUP_M;
-  const int rows = min(tiles_m - first_m, GROUP_M);
+  const int per_group = kGroupM * tiles_n;
+  const int first_m = (pid / per_group) * kGroupM;
+  const int rows = min(tiles_m - first_m, kGroupM);
   tile_m = first_m + (pid % per_group) % rows;
   tile_n = (pid % per_group) / rows;
+}
+
+// Lane -> (lm, ln) on an LM x LN lane grid (powers of two, LM * LN = 32) in Z (Morton)
+// order: lane bits alternate n, m, n, m, ... (the leftover bits go to the longer side),
+// so every 8 consecutive lanes form a 2 x 4 patch. An 8-lane phase of a 128-bit shared
+// load then touches 2 words of the A fragment row and 4 of the B row — broadcasts,
+// never two words on one bank — the SIMT warp arrangement CUTLASS uses
+// (RowMajorInterleaved<2>). The loop unrolls to a few shifts and masks.
+template <int kLM, int kLN>
+__device__ __forceinline__ void zorder_lane(int lane, int& lm, int& ln) {
+  static_assert(kLM * kLN == 32 && (kLM & (kLM - 1)) == 0, "a warp as a power-of-two grid");
+  lm = 0;
+  ln = 0;
+  int nm = 0, nn = 0;
+#pragma unroll
+  for (int b = 0; b < 5; ++b) {
+    const int bit = (lane >> b) & 1;
+    if ((1 << nn) < kLN && ((b & 1) == 0 || (1 << nm) >= kLM)) ln |= bit << nn++;
+    else lm |= bit << nm++;
+  }
 }
 
 }  // namespace cg
