@@ -105,5 +105,5 @@ CUTE: list[Kernel] = [
     _pipe("cute_pipelined_128x128x16", 128, 128, 16, 3),
     _pipe("cute_pipelined_256x128x8", 256, 128, 8, 3, min_blocks=1),
     _pipe("cute_pipelined_128x256x8", 128, 256, 8, 3, min_blocks=1),
-    _pipe("cute_pipelined_64x128x8", 64, 128, 8, 4, thr_m=8, thr_n=16),
+    _pipe("cute_pipelined_64x128x8", 64, 128, 8, 4, thr_m=8, thr_n=16, min_blocks=4),
 ]
