@@ -1,0 +1,185 @@
+"""Layout dumps (cute_gemm.layouts): recipes for every CuTe kernel, checked against CuTe C++.
+
+Two kinds of test:
+  * pure Python (always run): every registered CuTe kernel has a recipe; partitions cover
+    their tile (exactly once where the partition is exact); TV layouts land in their tile;
+    sizes and cosizes; the ported algebra agrees with pycute as functions.
+  * nvcc (skipped without nvcc or the CuTe headers): one generated host program prints every
+    recipe layout with CuTe's own `print` / `print_layout`, every thread's partition, and the
+    TV layouts; its output must equal ours byte for byte. The binary is cached under the
+    system temp dir keyed by a hash of its sources and nvcc's path, so a rerun with unchanged
+    recipes skips the (~20-80 s on 2 cores) compile.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+
+import pytest
+import pycute
+
+from cute_gemm import layouts as L
+from cute_gemm import registry
+
+CUTE = registry.kernels("cute")
+
+
+@pytest.fixture(scope="module")
+def recipes():
+    return {k.name: L.build(k) for k in CUTE}
+
+
+# ---- every CuTe kernel has a recipe ---------------------------------------------------------
+
+@pytest.mark.parametrize("kernel", CUTE, ids=lambda k: k.name)
+def test_every_cute_kernel_has_a_recipe(kernel):
+    assert L.has_recipe(kernel), (
+        f"registered CuTe kernel {kernel.name!r} ({kernel.source}) has no layout recipe; "
+        f"add one to cute_gemm/layouts.py")
+    rec = L.build(kernel)
+    assert any(True for _ in rec.items())
+
+
+def test_missing_recipe_fails_loudly():
+    import dataclasses
+    fake = dataclasses.replace(CUTE[0], name="cute_nothing", source="cute/c9_nothing.cu")
+    with pytest.raises(KeyError, match="no layout recipe for kernel 'cute_nothing'"):
+        L.build(fake)
+
+
+def test_recipes_read_tile_sizes_from_the_registry(recipes):
+    for k in CUTE:
+        d = dict(k.defines)
+        items = {it.name.rsplit("/", 1)[-1]: it for it in recipes[k.name].items()}
+        gC = items["gC"].layout
+        assert L.product_each(gC.shape) == (d["BLK_M"], d["BLK_N"]), k.name
+
+
+# ---- pure-Python properties -----------------------------------------------------------------
+
+def _partitions(recipes):
+    return [(name, it) for name, r in recipes.items() for it in r.items() if it.kind == "partition"]
+
+
+def test_partitions_cover_their_tile(recipes):
+    for name, it in _partitions(recipes):
+        rows, cols = it.tile
+        own = it.owners()
+        counts = {len(o) for o in own}
+        assert len(counts) == 1 and 0 not in counts, f"{it.name}: uneven or missing owners {counts}"
+        if it.exact:
+            assert counts == {1}, f"{it.name}: elements owned {counts} times"
+        # every thread holds the same number of elements, and all of them lie in the tile
+        n = len(it.values_of(it.thread))
+        assert n * it.nthreads == rows * cols * counts.pop(), it.name
+
+
+def test_partition_of_chosen_thread_matches_owner_map(recipes):
+    for name, it in _partitions(recipes):
+        own = it.owners()
+        rows = it.tile[0]
+        for (r, c) in it.values_of(it.thread):
+            assert it.thread in own[r + c * rows], it.name
+
+
+def test_tv_layouts_land_in_their_tile(recipes):
+    for r in recipes.values():
+        for it in r.items():
+            if it.kind != "tv":
+                continue
+            rows, cols = it.tile
+            cells = it.tv_cells()
+            assert set(cells) == {(i, j) for i in range(rows) for j in range(cols)}, it.name
+            if "copy" in it.name:      # a copy touches every element exactly once
+                assert all(len(v) == 1 for v in cells.values()), it.name
+
+
+def test_thread_layouts_are_bijections(recipes):
+    for r in recipes.values():
+        for it in r.items():
+            if it.kind == "thread":
+                n = L.size(it.layout)
+                assert sorted(L.value(it.layout, i) for i in range(n)) == list(range(n)), it.name
+
+
+def test_smem_sizes_and_cosizes(recipes):
+    for k in CUTE:
+        d = dict(k.defines)
+        for it in recipes[k.name].items():
+            leaf = it.name.rsplit("/", 1)[-1]
+            if leaf in ("sA", "sB"):
+                ext = d["BLK_M"] if leaf == "sA" else d["BLK_N"]
+                assert L.size(it.layout) == ext * d["BLK_K"]
+                assert L.cosize(it.layout) >= ext * d["BLK_K"]
+
+
+# ---- printing and algebra without nvcc ------------------------------------------------------
+
+def test_print_matches_cute_forms():
+    assert L.fmt(L.make_layout((4, 8))) == "(_4,_8):(_1,_4)"
+    assert L.fmt(L.Layout((L.Dyn(128), 8), (L.Dyn(256), 1))) == "(128,_8):(256,_1)"
+    assert L.fmt(L.make_layout((2, (1, 4)))) == "(_2,(_1,_4)):(_1,(_0,_2))"
+    text = L.print_layout(L.make_layout((2, 3)))
+    assert text == ("(_2,_3):(_1,_2)\n"
+                    "       0    1    2 \n"
+                    "    +----+----+----+\n"
+                    " 0  |  0 |  2 |  4 |\n"
+                    "    +----+----+----+\n"
+                    " 1  |  1 |  3 |  5 |\n"
+                    "    +----+----+----+\n")
+
+
+def _same_function(a, b):
+    n = L.size(a)
+    assert n == pycute.size(b)
+    return all(L.value(a, i) == b(i) for i in range(n))
+
+
+SAMPLES = [L.make_layout((4, 8)), L.Layout((32, 8), (8, 1)), L.Layout((8, 4), (1, 12)),
+           L.make_layout(((2, 4), 8)), L.Layout((16, 16), (16, 1))]
+
+
+@pytest.mark.parametrize("a", SAMPLES, ids=L.fmt)
+def test_algebra_agrees_with_pycute(a):
+    pa = pycute.Layout(a.shape, a.stride)
+    assert _same_function(L.coalesce(a), pycute.coalesce(pa))
+    assert _same_function(L.complement(a, 1024), pycute.complement(pa, 1024))
+    b = L.Layout((4, 2), (2, 8))
+    if L.size(a) >= 32:
+        assert _same_function(L.composition(a, b), pycute.composition(pa, pycute.Layout(b.shape, b.stride)))
+    assert _same_function(L.logical_divide(a, L.make_layout(4)), pycute.logical_divide(pa, pycute.Layout(4)))
+    assert _same_function(L.logical_product(a, L.make_layout(2)), pycute.logical_product(pa, pycute.Layout(2)))
+
+
+# ---- against CuTe C++ -----------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def checker_output():
+    nvcc = L.find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc not found (set CUTE_GEMM_NVCC or put nvcc on PATH): "
+                    "cannot compare with CuTe C++ print_layout")
+    if L.cute_include_dir() is None:
+        pytest.skip("CuTe headers (nvidia-cutlass wheel, cutlass_library) not found")
+    recs = [L.build(k) for k in CUTE]
+    cache = os.path.join(tempfile.gettempdir(), f"cute_gemm_layout_check_{os.getuid()}")
+    exe = L.build_checker(recs, cache, nvcc)
+    r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    return L.split_dump(r.stdout), L.split_dump(L.expected_output(recs))
+
+
+@pytest.mark.parametrize("kernel", CUTE, ids=lambda k: k.name)
+def test_text_matches_cute_cpp(checker_output, kernel):
+    got, exp = checker_output
+    names = [n for n in exp if n.startswith(kernel.name + "/")]
+    assert names
+    bad = []
+    for n in names:
+        if got.get(n) != exp[n]:
+            g, e = (got.get(n) or "<missing>\n").splitlines(), exp[n].splitlines()
+            first = next((i for i, (x, y) in enumerate(zip(g, e)) if x != y), min(len(g), len(e)))
+            bad.append(f"{n}: line {first}: CuTe {g[first] if first < len(g) else '<end>'!r} "
+                       f"vs ours {e[first] if first < len(e) else '<end>'!r}")
+    assert not bad, "\n".join(bad)
