@@ -47,7 +47,7 @@ _V9_CONFIGS = (
     ("v9_warptile_db",      128, 128, 8,  32,  64, 8,  8,  1, 1),   # ~140-150 regs, 8 warps/SM
     ("v9_warptile_w64x32",  128, 128, 8,  64,  32, 8,  8,  2, 0),   # 8 x 4 lanes per warp
     ("v9_warptile_k16",     128, 128, 16, 32,  64, 8,  8,  1, 1),   # half the barriers
-    ("v9_warptile_128x256", 128, 256, 8,  32, 128, 8,  16, 1, 1),   # 128 FFMA per 6 LDS.128
+    ("v9_warptile_128x256", 128, 256, 8,  32, 128, 8,  16, 1, 0),   # 128 FFMA per 6 LDS.128
     ("v9_warptile_256x128", 256, 128, 8,  64,  64, 16, 8,  1, 0),   # ~210-220 regs
     ("v9_warptile_64x128",  64,  128, 8,  32,  64, 8,  8,  3, 0),   # 128 threads: small shapes
 )

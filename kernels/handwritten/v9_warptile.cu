@@ -104,8 +104,8 @@ __device__ __forceinline__ void gemm(CG_GEMM_PARAMS, int m0, int n0,
 
   float4 va[NA], vb[NB];                               // the k-tile in flight
   auto fetch = [&](int k0) {
-    const bool kfull = k0 + BK <= K;                   // block-uniform: false only on the
-#pragma unroll                                         // last k-tile, when K % BK != 0
+    const bool kfull = !EDGE || k0 + BK <= K;          // interior blocks: K % BK == 0
+#pragma unroll
     for (int p = 0; p < NA; ++p) {
       if (!a_on(p)) continue;
       const float* g = gA + a_drow(p) * sAm + a_dk(p);
@@ -158,7 +158,11 @@ __device__ __forceinline__ void gemm(CG_GEMM_PARAMS, int m0, int n0,
   int s = 0;
   for (int kt = 0; kt < ktiles; ++kt) {
     const bool more = kt + 1 < ktiles;                 // block-uniform
-    if (more) fetch((kt + 1) * BK);                    // in flight during the FMAs
+    // The next k-tile's global loads go out now and land during the FMAs below. The
+    // scalar (_a1) path issues them after the first k-step instead: at 128 registers its
+    // 8 separate loads would otherwise spill (ptxas 13.0, sm_90); one step still leaves
+    // 7 x TM x TN FMAs to cover the latency.
+    if (VEC && more) fetch((kt + 1) * BK);
 #pragma unroll
     for (int k = 0; k < BK; ++k) {
       if (!FRAG_DB) {
@@ -174,6 +178,7 @@ __device__ __forceinline__ void gemm(CG_GEMM_PARAMS, int m0, int n0,
       for (int i = 0; i < TM; ++i)
 #pragma unroll
         for (int j = 0; j < TN; ++j) acc[i][j] += a[k & 1][i] * b[k & 1][j];
+      if (!VEC && k == 0 && more) fetch((kt + 1) * BK);
     }
     if (!FRAG_DB && more) {
       stash(s ^ 1);                                    // as above: one barrier per k-tile
@@ -207,7 +212,9 @@ __device__ __forceinline__ void dispatch(CG_GEMM_PARAMS) {
   int tile_m, tile_n;
   cg::grouped_tile<GROUP_M>(tile_m, tile_n);
   const int m0 = tile_m * BM, n0 = tile_n * BN;
-  if (m0 + BM <= M && n0 + BN <= N)                    // block-uniform
+  // Interior: the block tile lies inside C and no k-tile is partial. Everything else
+  // (M/N edges, K % BK != 0) takes the guarded instantiation.
+  if (m0 + BM <= M && n0 + BN <= N && K % BK == 0)     // block-uniform
     gemm<VEC, false>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, m0, n0, sAT, sB);
   else
     gemm<VEC, true>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, m0, n0, sAT, sB);
