@@ -14,6 +14,13 @@
 //           decides every load and store; out-of-range smem entries are zero.
 // Strides:  any; the entry points differ only in the copy thread layouts.
 // Bottleneck: shared-memory bandwidth (one smem load per FMA) and scalar copies.
+//
+// Layouts (tid = threadIdx.x):
+//   sA = (BLK_M,BLK_K):(1,BLK_M)     sB = (BLK_N,BLK_K):(1,BLK_N)     (unpadded)
+//   copy thread layout, operand contiguous along m/n: (32,8):(1,32)   one float each
+//   copy thread layout, operand contiguous along k:   (32,8):(8,1)
+//   compute thread layout tC = (16,16):(1,16) -> thread (tid%16, tid/16) owns
+//       C(tm + 16i, tn + 16j); tCsA = rows tm + 16i of sA, tCsB = rows tn + 16j of sB
 #include <cute/tensor.hpp>
 #include <cute_gemm/common.cuh>
 
