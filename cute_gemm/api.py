@@ -73,11 +73,11 @@ def _pow2_align(ptr: int, ld: int) -> int:
     return v & -v
 
 
-def _fit(op: Operand, role: str) -> tuple[str | None, int]:
+def _fit(op: Operand, role: str) -> tuple[str, int]:
     row, col = {"a": ("k", "m"), "b": ("n", "k"), "c": ("n", "m")}[role]
     major = op.major(row, col)
-    if major is None:
-        return None, 0
+    if major is None:   # no unit stride (e.g. every other column): only "any" entries take it
+        return "strided", _pow2_align(op.ptr, abs(op.strides[0]) | abs(op.strides[1]))
     ld = op.strides[0] if major == row else op.strides[1]
     if (op.shape[0] if major == row else op.shape[1]) <= 1:
         ld = 0  # a single row/column: the leading stride is never used
@@ -86,7 +86,7 @@ def _fit(op: Operand, role: str) -> tuple[str | None, int]:
 
 def _accepts(want: str, align_req: int, have: tuple[str | None, int]) -> bool:
     major, align = have
-    return major is not None and align > 0 and (want == "any" or want == major) and align % align_req == 0
+    return align > 0 and (want == "any" or want == major) and align % align_req == 0
 
 
 def _choose(k: registry.Kernel, ops: dict[str, Operand]):

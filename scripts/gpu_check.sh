@@ -53,7 +53,7 @@ python3 -m cute_gemm.cli check 2>&1 | tee "$OUT/check.txt" | tail -40
 
 echo "== benchmark"
 if python3 -m cute_gemm.cli bench --help >/dev/null 2>&1; then
-  python3 -m cute_gemm.cli bench ${BENCH_ARGS:---sizes 4096 8192 --out "$OUT"} 2>&1 | tee "$OUT/bench.txt" | tail -60
+  python3 -m cute_gemm.cli bench ${BENCH_ARGS:---size 4096 --size 8192 --overhead --no-progress --out "$OUT"} 2>&1 | tee "$OUT/bench.txt" | tail -80
 else
   for k in $(python3 -c "import cute_gemm; print(' '.join(k.name for k in cute_gemm.kernels()))"); do
     python3 -m cute_gemm.cli run "$k" --m 4096 --n 4096 --k 4096 --repeats 10

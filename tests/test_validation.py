@@ -156,3 +156,17 @@ def test_no_gpu_error_says_compile_only_still_works(monkeypatch):
         cute_gemm.run("naive", rnd(4, 4), rnd(4, 4))
     assert "compile" in str(e.value)
     assert cute_gemm.gpu_available() is False
+
+
+def test_choose_sends_strided_operands_to_any_stride_entries():
+    # every other column of A: no unit stride, so only an "any" entry takes it without a copy
+    k = registry.get("naive")
+    ops = {"a": parse("a", FakeCAI((64, 32), strides=(512, 8))), "b": parse("b", FakeCAI((32, 16))),
+           "c": parse("c", FakeCAI((64, 16)))}
+    v, copies = api._choose(k, ops)
+    assert v.entry == "naive" and copies == []
+    rowonly = registry.Kernel(name="rowonly", family="handwritten", source="x.cu",
+                              variants=(registry.Variant("scalar"),), block=(256, 1, 1),
+                              grid=registry.TileGrid(64, 64), summary="s", seed="s")
+    v, copies = api._choose(rowonly, ops)
+    assert copies == ["a"]
