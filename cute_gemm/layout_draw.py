@@ -106,7 +106,7 @@ def _geometry(g: Grid):
         labels = False
     else:
         labels = True
-    left, top = 40, 64 + (12 if labels else 0)
+    left, top = 40, 78
     width = left + g.cols * cell_w + 20
     height = top + g.rows * cell_h + 36
     width = max(width, 8 * max(len(g.title), len(g.subtitle), len(g.legend)) // 1 + 30)

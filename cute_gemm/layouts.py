@@ -1008,6 +1008,7 @@ class Item:
     nthreads: int = 0
     exact: bool = True                   # partitions: every element owned by exactly one thread
     thread: int = THREAD
+    _owners: list | None = field(default=None, repr=False, compare=False)
 
     # -- derived data used by the text and picture dumps --------------------------------
     def grid_layout(self):
@@ -1022,6 +1023,11 @@ class Item:
 
     def owners(self) -> list[list[int]]:
         """For each element of the tile (column-major index), the threads whose partition holds it."""
+        if self._owners is None:
+            self._owners = self._compute_owners()
+        return self._owners
+
+    def _compute_owners(self) -> list[list[int]]:
         rows, cols = self.tile
         src = View(make_layout((rows, cols)))
         own: list[list[int]] = [[] for _ in range(rows * cols)]
@@ -1284,27 +1290,41 @@ def build_checker(recipes: Iterable[Recipe], workdir, nvcc: str | None = None) -
     if nvcc is None or inc is None:
         raise RuntimeError("nvcc or the CuTe headers (nvidia-cutlass wheel) not found")
     files = cpp_sources(list(recipes))
-    key = hashlib.sha256(repr((sorted(files.items()), nvcc, str(inc))).encode()).hexdigest()[:16]
-    wd = Path(workdir) / key
-    exe = wd / "layout_check"
+    root = Path(workdir)
+    h = lambda *parts: hashlib.sha256(repr(parts).encode()).hexdigest()[:16]  # noqa: E731
+    salt = (files["layout_check.hpp"], nvcc, str(inc))
+    exe = root / f"layout_check_{h(sorted(files.items()), salt)}"
     if exe.exists():
         return exe
-    wd.mkdir(parents=True, exist_ok=True)
-    for name, text in files.items():
-        (wd / name).write_text(text)
+    # One object per translation unit, cached by its content: a recipe that did not change
+    # is not recompiled, whichever set of kernels the checker is built for.
+    objdir = root / "obj"
+    objdir.mkdir(parents=True, exist_ok=True)
     flags = ["-std=c++17", f"-I{inc}", "-w"]
-    procs = [(name, subprocess.Popen([nvcc, *flags, "-c", name, "-o", name + ".o"], cwd=wd,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-             for name in files if name.endswith(".cpp")]
-    for name, p in procs:
+    procs, objs = [], []
+    for name, text in files.items():
+        if not name.endswith(".cpp"):
+            continue
+        stem = f"{name[:-4]}_{h(text, salt)}"
+        obj = objdir / f"{stem}.o"
+        objs.append(str(obj))
+        if obj.exists():
+            continue
+        src = objdir / f"{stem}.cpp"
+        src.write_text(text)
+        (objdir / "layout_check.hpp").write_text(files["layout_check.hpp"])
+        procs.append((name, obj, subprocess.Popen(
+            [nvcc, *flags, "-c", str(src), "-o", str(obj) + ".tmp"], cwd=objdir,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
+    for name, obj, p in procs:
         out, _ = p.communicate()
         if p.returncode != 0:
             raise RuntimeError(f"nvcc failed on {name}:\n{out[-4000:]}")
-    objs = [n + ".o" for n, _ in procs]
-    r = subprocess.run([nvcc, *objs, "-o", exe.name + ".tmp"], cwd=wd, capture_output=True, text=True)
+        Path(str(obj) + ".tmp").rename(obj)
+    r = subprocess.run([nvcc, *objs, "-o", str(exe) + ".tmp"], capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"nvcc link failed:\n{r.stdout}{r.stderr}")
-    (wd / (exe.name + ".tmp")).rename(exe)
+    Path(str(exe) + ".tmp").rename(exe)
     return exe
 
 

@@ -110,8 +110,9 @@ def test_smem_sizes_and_cosizes(recipes):
             leaf = it.name.rsplit("/", 1)[-1]
             if leaf in ("sA", "sB"):
                 ext = d["BLK_M"] if leaf == "sA" else d["BLK_N"]
-                assert L.size(it.layout) == ext * d["BLK_K"]
-                assert L.cosize(it.layout) >= ext * d["BLK_K"]
+                tile = L.product_each(it.layout.shape)[:2]          # (BLK, BLK_K[, STAGES])
+                assert tile == (ext, d["BLK_K"]), it.name
+                assert L.cosize(it.layout) >= L.size(it.layout), it.name
 
 
 # ---- printing and algebra without nvcc ------------------------------------------------------
@@ -120,14 +121,23 @@ def test_print_matches_cute_forms():
     assert L.fmt(L.make_layout((4, 8))) == "(_4,_8):(_1,_4)"
     assert L.fmt(L.Layout((L.Dyn(128), 8), (L.Dyn(256), 1))) == "(128,_8):(256,_1)"
     assert L.fmt(L.make_layout((2, (1, 4)))) == "(_2,(_1,_4)):(_1,(_0,_2))"
-    text = L.print_layout(L.make_layout((2, 3)))
-    assert text == ("(_2,_3):(_1,_2)\n"
-                    "       0    1    2 \n"
-                    "    +----+----+----+\n"
-                    " 0  |  0 |  2 |  4 |\n"
-                    "    +----+----+----+\n"
-                    " 1  |  1 |  3 |  5 |\n"
-                    "    +----+----+----+\n")
+    # captured from CuTe C++ (nvcc 13.0, cutlass 4.2): print_layout(make_layout(make_shape(_4{}, _8{})))
+    assert L.print_layout(L.make_layout((4, 8))) == (
+        "(_4,_8):(_1,_4)\n"
+        "       0    1    2    3    4    5    6    7 \n"
+        "    +----+----+----+----+----+----+----+----+\n"
+        " 0  |  0 |  4 |  8 | 12 | 16 | 20 | 24 | 28 |\n"
+        "    +----+----+----+----+----+----+----+----+\n"
+        " 1  |  1 |  5 |  9 | 13 | 17 | 21 | 25 | 29 |\n"
+        "    +----+----+----+----+----+----+----+----+\n"
+        " 2  |  2 |  6 | 10 | 14 | 18 | 22 | 26 | 30 |\n"
+        "    +----+----+----+----+----+----+----+----+\n"
+        " 3  |  3 |  7 | 11 | 15 | 19 | 23 | 27 | 31 |\n"
+        "    +----+----+----+----+----+----+----+----+\n")
+    # and the global tile of a 256x256 row-major A after local_tile (dynamic strides print bare)
+    gA = L.local_tile(L.View(L.Layout((L.Dyn(256), L.Dyn(256)), (L.Dyn(256), L.Dyn(1)))),
+                      (128, 128, 8), (0, 0, None), (1, None, 1))
+    assert L.fmt(gA.layout) == "(_128,_8,32):(256,1,8)"
 
 
 def _same_function(a, b):
@@ -154,6 +164,24 @@ def test_algebra_agrees_with_pycute(a):
 
 # ---- against CuTe C++ -----------------------------------------------------------------------
 
+def _checked_kernels():
+    """Kernels whose layouts go through nvcc. CUTE_GEMM_LAYOUT_CHECK=all: every CuTe kernel.
+    Default: a representative set, one kernel per (source, thread count, square tile or not),
+    because each recipe is a separate ~20-40 s CuTe compile on a 2-core host (the binary is
+    cached by content, so only the first run pays). The recipes are the same code for every
+    configuration of a source; the set covers each code path (and BLK_M != BLK_N)."""
+    if os.environ.get("CUTE_GEMM_LAYOUT_CHECK") == "all":
+        return list(CUTE)
+    seen, out = set(), []
+    for k in CUTE:
+        d = dict(k.defines)
+        key = (k.source, k.threads, d.get("BLK_M") == d.get("BLK_N"))
+        if key not in seen:
+            seen.add(key)
+            out.append(k)
+    return out
+
+
 @pytest.fixture(scope="session")
 def checker_output():
     nvcc = L.find_nvcc()
@@ -162,7 +190,7 @@ def checker_output():
                     "cannot compare with CuTe C++ print_layout")
     if L.cute_include_dir() is None:
         pytest.skip("CuTe headers (nvidia-cutlass wheel, cutlass_library) not found")
-    recs = [L.build(k) for k in CUTE]
+    recs = [L.build(k) for k in _checked_kernels()]
     cache = os.path.join(tempfile.gettempdir(), f"cute_gemm_layout_check_{os.getuid()}")
     exe = L.build_checker(recs, cache, nvcc)
     r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
@@ -173,6 +201,8 @@ def checker_output():
 @pytest.mark.parametrize("kernel", CUTE, ids=lambda k: k.name)
 def test_text_matches_cute_cpp(checker_output, kernel):
     got, exp = checker_output
+    if kernel not in _checked_kernels():
+        pytest.skip("not in the representative nvcc set (CUTE_GEMM_LAYOUT_CHECK=all checks it)")
     names = [n for n in exp if n.startswith(kernel.name + "/")]
     assert names
     bad = []
