@@ -1434,8 +1434,9 @@ class _Ladder:
         shape = {"A": "M, K", "B": "N, K", "C": "M, N"}[op]
         step = {"A": "Step<_1, X, _1>", "B": "Step< X, _1, _1>", "C": "Step<_1, _1, X>"}[op]
         M, N, K = self.problem
-        return Item(name, f"{name}: {what} after local_tile, M=N=K={int(M)}, CTA (0,0)"
-                    if int(M) == int(N) == int(K) else f"{name}: {what} after local_tile",
+        leaf = name.rsplit("/", 1)[-1]
+        return Item(name, f"{leaf}: {what} after local_tile, (M,N,K) = ({int(M)},{int(N)},{int(K)}), "
+                    f"CTA (0,0)",
                     "layout", v.layout,
                     f"local_tile(make_tensor({op}, make_shape({shape}), {_cpp_strides(op, strides)}), "
                     f"cta_tiler, cta_coord, {step}{{}}).layout()")

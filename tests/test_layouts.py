@@ -213,3 +213,26 @@ def test_text_matches_cute_cpp(checker_output, kernel):
             bad.append(f"{n}: line {first}: CuTe {g[first] if first < len(g) else '<end>'!r} "
                        f"vs ours {e[first] if first < len(e) else '<end>'!r}")
     assert not bad, "\n".join(bad)
+
+
+# ---- pictures and the command line ------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["cute_smem", "cute_tiled"])
+def test_svg_pictures_are_well_formed(recipes, name):
+    import xml.etree.ElementTree as ET
+    from cute_gemm import layout_draw as D
+    for it in recipes[name].items():
+        svg = D.to_svg(D.grid_of(it))
+        root = ET.fromstring(svg)
+        texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
+        assert it.title in texts, it.name
+        if it.kind == "tv" and L.size(it.layout) <= 64 * 64:
+            assert any(t and t.startswith("T") for t in texts), it.name
+
+
+def test_cli_text(capsys):
+    from cute_gemm.cli import main
+    assert main(["layouts", "cute_gmem", "--thread", "5", "--shape", "200x300x100"]) == 0
+    out = capsys.readouterr().out
+    assert "(_16,_8,13):(100,_1,_8)" in out     # gA, 200x100 row-major A (static unit stride): 13 k-tiles
+    assert "thread 5 owns" in out
