@@ -1283,6 +1283,7 @@ def cute_include_dir():
 def build_checker(recipes: Iterable[Recipe], workdir, nvcc: str | None = None) -> "Path":
     """Compile the checker with nvcc into workdir (reused when the sources are unchanged)."""
     import hashlib
+    import os
     import subprocess
     from pathlib import Path
     nvcc = nvcc or find_nvcc()
@@ -1301,6 +1302,11 @@ def build_checker(recipes: Iterable[Recipe], workdir, nvcc: str | None = None) -
     objdir = root / "obj"
     objdir.mkdir(parents=True, exist_ok=True)
     flags = ["-std=c++17", f"-I{inc}", "-w"]
+    header = f"layout_check_{h(salt)}.hpp"        # by content: concurrent builds never clash
+    if not (objdir / header).exists():
+        tmp = objdir / f"{header}.{os.getpid()}"
+        tmp.write_text(files["layout_check.hpp"])
+        tmp.rename(objdir / header)
     procs, objs = [], []
     for name, text in files.items():
         if not name.endswith(".cpp"):
@@ -1311,20 +1317,19 @@ def build_checker(recipes: Iterable[Recipe], workdir, nvcc: str | None = None) -
         if obj.exists():
             continue
         src = objdir / f"{stem}.cpp"
-        src.write_text(text)
-        (objdir / "layout_check.hpp").write_text(files["layout_check.hpp"])
+        src.write_text(text.replace('#include "layout_check.hpp"', f'#include "{header}"'))
         procs.append((name, obj, subprocess.Popen(
-            [nvcc, *flags, "-c", str(src), "-o", str(obj) + ".tmp"], cwd=objdir,
+            [nvcc, *flags, "-c", str(src), "-o", f"{obj}.{os.getpid()}"], cwd=objdir,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
     for name, obj, p in procs:
         out, _ = p.communicate()
         if p.returncode != 0:
             raise RuntimeError(f"nvcc failed on {name}:\n{out[-4000:]}")
-        Path(str(obj) + ".tmp").rename(obj)
-    r = subprocess.run([nvcc, *objs, "-o", str(exe) + ".tmp"], capture_output=True, text=True)
+        Path(f"{obj}.{os.getpid()}").rename(obj)
+    r = subprocess.run([nvcc, *objs, "-o", f"{exe}.{os.getpid()}"], capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"nvcc link failed:\n{r.stdout}{r.stderr}")
-    Path(str(exe) + ".tmp").rename(exe)
+    Path(f"{exe}.{os.getpid()}").rename(exe)
     return exe
 
 
