@@ -83,7 +83,9 @@ class Compiled:
 
     @property
     def resources(self) -> dict[str, _compile.Resources]:
-        return _compile.parse_resources(self.log)
+        """ptxas's report from the NVRTC log; the CUBIN's own ELF records where it is absent."""
+        res = _compile.parse_resources(self.log)
+        return res or _compile.resources_from_cubin(self.cubin)
 
 
 def _pack(meta: dict, cubin: bytes) -> bytes:

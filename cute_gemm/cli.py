@@ -50,7 +50,7 @@ def _cmd_compile(args) -> int:
                     print(f"{name:<22}{arch:<7}{c.origin:<9}{c.compile_seconds:>6.1f}  {entry:<30}{'?':>5}")
                     continue
                 print(f"{name:<22}{arch:<7}{c.origin:<9}{c.compile_seconds:>6.1f}  {entry:<30}{r.registers:>5}"
-                      f"{r.smem_bytes:>7}{r.stack_bytes:>6}{r.spill_stores:>6}/{r.spill_loads:<5}")
+                      f"{r.smem_bytes:>7}{r.stack_bytes:>6}" + (f"{r.spill_stores:>6}/{r.spill_loads:<5}" if r.spill_stores >= 0 else "   n/a (ELF)"))
     return rc
 
 

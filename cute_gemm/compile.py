@@ -109,6 +109,53 @@ def parse_resources(log: str) -> dict[str, Resources]:
     return out
 
 
+def resources_from_cubin(cubin: bytes) -> dict[str, Resources]:
+    """Registers, static shared memory and stack frame per entry, read from the CUBIN's ELF
+    sections (EIATTR_REGCOUNT and EIATTR_FRAME_SIZE in .nv.info, the size of
+    .nv.shared.<f> less the 1 KB that sm_80+ reserve for the system, counted there when a
+    .nv.shared.reserved section is present). Used when the NVRTC
+    log carries no ptxas report (seen on the GPU host's NVRTC); spills are not in the ELF
+    and come back as -1."""
+    import struct
+    if cubin[:4] != b"\x7fELF" or cubin[4] != 2:     # ELF64 only
+        return {}
+    shoff, = struct.unpack_from("<Q", cubin, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
+    secs = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
+    names_off = secs[shstrndx][4]
+
+    def name(sec):
+        start = names_off + sec[0]
+        return cubin[start:cubin.index(b"\0", start)].decode()
+
+    symtab = next((s for s in secs if s[1] == 2), None)           # SHT_SYMTAB
+    syms: dict[int, str] = {}
+    if symtab is not None:
+        str_off = secs[symtab[6]][4]
+        for i in range(symtab[5] // 24):
+            st_name, = struct.unpack_from("<I", cubin, symtab[4] + 24 * i)
+            syms[i] = cubin[str_off + st_name:cubin.index(b"\0", str_off + st_name)].decode()
+    regs, smem, frame, entries = {}, {}, {}, []
+    reserved = 1024 if any(name(sec).startswith(".nv.shared.reserved") for sec in secs) else 0
+    for sec in secs:
+        n = name(sec)
+        if n.startswith(".text."):
+            entries.append(n[6:])
+        elif n.startswith(".nv.shared.") and not n.startswith(".nv.shared.reserved"):
+            smem[n[11:]] = max(sec[5] - reserved, 0)
+        elif n == ".nv.info":
+            off, end = sec[4], sec[4] + sec[5]
+            while off + 4 <= end:
+                fmt, attr, size = struct.unpack_from("<BBH", cubin, off)
+                off += 4
+                if fmt == 0x04:                                    # EIFMT_SVAL: size bytes follow
+                    if attr in (0x11, 0x2F) and size >= 8:         # EIATTR_FRAME_SIZE, _REGCOUNT
+                        idx, val = struct.unpack_from("<II", cubin, off)
+                        (frame if attr == 0x11 else regs)[syms.get(idx, "")] = val
+                    off += size
+    return {f: Resources(regs.get(f, 0), smem.get(f, 0), frame.get(f, 0), -1, -1) for f in entries}
+
+
 def compile_source(kernel, arch: str, source: str, opts: list[str]) -> tuple[bytes, str, float]:
     """Run NVRTC; return (cubin, log, seconds). Raises CompileError with the whole log."""
     nvrtc = _nvrtc()

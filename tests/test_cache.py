@@ -147,5 +147,6 @@ def test_cli_compile_without_gpu_reports_resources(tmp_cache):
                        capture_output=True, text=True, env={**os.environ, "CUTE_GEMM_CACHE_DIR": str(tmp_cache)})
     assert r.returncode == 0, r.stderr
     line = [ln for ln in r.stdout.splitlines() if ln.startswith("naive")][0]
+    assert "?" not in line, r.stdout + "\n--- log ---\n" + cache.get(NAIVE, "sm_80").log
     assert "sm_80" in line and "compiled" in line
     assert int(line.split()[5]) > 0      # registers, from the cubin's ptxas report
