@@ -79,11 +79,23 @@ class CheckReport:
                 note = (ff + " " + r.message).strip()
                 lines.append(f"  {r.name:<22}{r.status:<8}{r.gauge_ratio:>12.3g}{r.rel_frobenius:>11.2e}  {note}")
             if len(s.names) > 1:
-                lines.append("  pairwise max |C_i - C_j|:")
                 w = max(len(x) for x in s.names)
-                for i, a in enumerate(s.names):
-                    row = " ".join(f"{v:9.2e}" for v in s.pairwise[i])
-                    lines.append(f"    {a:<{w}} {row}")
+                if len(s.names) <= 8:
+                    lines.append("  pairwise max |C_i - C_j|:")
+                    lines.append(f"    {'':<{w}} " + " ".join(f"{x[:9]:>9}" for x in s.names))
+                    for i, a in enumerate(s.names):
+                        row = " ".join(f"{v:9.2e}" for v in s.pairwise[i])
+                        lines.append(f"    {a:<{w}} {row}")
+                else:   # too many columns for a terminal: each kernel's largest difference
+                    lines.append("  pairwise max |C_i - C_j| (largest per kernel; "
+                                 "CheckReport.shapes[i].pairwise has the matrix):")
+                    for i, a in enumerate(s.names):
+                        row = np.where(np.arange(len(s.names)) == i, np.nan, s.pairwise[i])
+                        if np.all(np.isnan(row)):
+                            lines.append(f"    {a:<{w}} -")
+                            continue
+                        j = int(np.nanargmax(row))
+                        lines.append(f"    {a:<{w}} {row[j]:9.2e}  (vs {s.names[j]})")
         verdict = "PASS" if self.ok else f"FAIL ({len(self.failures)} failing)"
         lines.append(f"cross_check: {verdict}")
         return "\n".join(lines)
