@@ -1480,11 +1480,17 @@ def _tC() -> tuple[Layout, str]:
     return make_layout((16, 16)), "make_layout(make_shape(Int<16>{}, Int<16>{}))"
 
 
+def _tC_nmajor() -> tuple[Layout, str]:
+    # c0_gmem: auto tC = make_layout(make_shape(Int<16>{}, Int<16>{}), LayoutRight{});  n-major
+    return (make_layout((16, 16), stride="row"),
+            "make_layout(make_shape(Int<16>{}, Int<16>{}), LayoutRight{})")
+
+
 @recipe("cute/c0_gmem.cu")
 def _recipe_c0(kernel, problem, thread) -> Recipe:
     L = _Ladder(kernel, problem, thread)
     entries = _entries(kernel, "CG_GMEM_ENTRY")
-    tC, tC_cpp = _tC()
+    tC, tC_cpp = _tC_nmajor()
     strides_c = _strides("C", "n", problem, False)
     sections = []
     for op, idx, step, py_step in (("A", 0, "Step<_1, X>", (1, None)),

@@ -6,7 +6,7 @@
 // and each thread takes its rows of A, columns of B and elements of C through one
 // thread layout (local_partition with a Step projection). No shared memory: every
 // thread loads its own BLK_K-long pieces of A and B into registers, k-tile by k-tile.
-// Geometry: THR_M x THR_N = 16 x 16 threads, m fastest; each thread owns
+// Geometry: THR_M x THR_N = 16 x 16 threads, n fastest; each thread owns
 //           (BLK_M/16) x (BLK_N/16) elements of C strided by 16 (1 x 1 for 16x16).
 // Residues: identity tensors through the same local_tile/local_partition; elem_less
 //           against (M,K), (N,K), (M,N) predicates every load (zero outside) and store.
@@ -19,7 +19,7 @@
 //
 // Layouts:
 //   cta_tiler = (BLK_M,BLK_N,BLK_K)
-//   tC        = (16,16):(1,16)               thread -> (m,n) of its C elements
+//   tC        = (16,16):(16,1)               thread -> (m,n) of its C elements
 //   tCgA      = local_partition(gA, tC, tid, Step<_1,X>)   rows m0 + 16*i of A
 //   tCgB      = local_partition(gB, tC, tid, Step<X,_1>)   columns n0 + 16*j of B
 #include <cute/tensor.hpp>
@@ -46,7 +46,9 @@ __device__ void gemm_gmem(int M, int N, int K, float alpha,
   auto bN = Int<BLK_N>{};
   auto bK = Int<BLK_K>{};
   auto cta_tiler = make_shape(bM, bN, bK);                                    // (BLK_M,BLK_N,BLK_K)
-  auto tC = make_layout(make_shape(Int<16>{}, Int<16>{}));                    // (THR_M,THR_N) m-major
+  // n fastest, like naive's threadIdx.x: for row-major B and C a warp reads 16 consecutive
+  // floats of B and writes 16 consecutive floats of C, and its two rows of A broadcast.
+  auto tC = make_layout(make_shape(Int<16>{}, Int<16>{}), LayoutRight{});     // (THR_M,THR_N) n-major
 
   // Preconditions
   CUTE_STATIC_ASSERT_V(bM % size<0>(tC) == Int<0>{});                         // BLK_M / THR_M
