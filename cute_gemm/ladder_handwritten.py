@@ -107,8 +107,7 @@ HANDWRITTEN: list[Kernel] = [
         variants=(Variant("v1_strip"),),
         block=(16, 16, 1),
         grid=TileGrid(16, 16),
-        defines=(("BM", 16), ("BN", 16)),
-        tile=(16, 16, 0),
+        defines=(("BM", 16), ("BN", 16)),   # no BK: the k-extent is all of K
         dyn_smem=StripSmem(16, 16),
         constraints="K <= (shared memory per block) / 128 bytes; any M, N >= 1",
         summary="16x16 C tile, whole-K strips of A and B in dynamic shared memory",

@@ -14,9 +14,13 @@
 //  * Grouped block order (cg::grouped_tile<GROUP_M>) so resident blocks share A/B strips in L2.
 //  * Epilogue: float4 read-modify-write of C (C read only when beta != 0).
 // Geometry: BM x BN x BK from the registry (-D), (BM/WM) x (BN/WN) warps, TM x TN outputs
-//           per thread; two shared stages, fragments double-buffered in registers, one
-//           barrier per k-tile. Full tiles take unguarded float4 loads/stores; tiles on
-//           the M/N edge and the last K tile take element-wise guarded, zero-filled loads.
+//           per thread; two shared stages, one barrier per k-tile; FRAG_DB=1 also
+//           double-buffers the fragments in registers (else ptxas schedules the LDS).
+//           MIN_BLOCKS caps registers (2 -> 128 for 256 threads: 16 warps per SM).
+// Edges:    blocks whose tile lies inside C with K % BK == 0 run an instantiation with no
+//           checks at all (unguarded float4 loads and stores: the hot loop is 512 FFMA +
+//           32 LDS.128 + ~37 other instructions per k-tile for 128x128x8). All other
+//           blocks run the guarded one: element-wise bounds checks, zero-filled smem.
 // Entries:  v9_warptile (align=4) and v9_warptile_a1 (any alignment: scalar global
 //           accesses, same tile and summation order, so the same bits).
 // Bottleneck: FFMA issue: per k a thread issues TM*TN FFMA for (TM+TN)/4 LDS.128; the rest
