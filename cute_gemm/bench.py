@@ -52,8 +52,9 @@ DEFAULT_SQUARES = (256, 512, 1024, 2048, 4096, 8192)
 ODD_SHAPES = ((1000, 1000, 1000), (4095, 4097, 4093), (8192, 2048, 4096), (2048, 8192, 4096),
               (4096, 4096, 512), (257, 8191, 1025))
 LAYOUTS = ("nn", "tn", "nt", "tt")
-LAYOUT_TEXT = {"nn": "A, B row-major", "tn": "A transposed view", "nt": "B transposed view",
-               "tt": "A, B transposed views"}
+LAYOUT_TEXT = {"nn": "A, B row-major", "tn": "A transposed view (CuTe NT: A M-major, B N-major)",
+               "nt": "B transposed view (CuTe TN: A, B K-major)",
+               "tt": "A, B transposed views (A M-major, B K-major)"}
 FULL_CHECK_MAX = 2048 ** 3      # above this M*N*K the reference is a row x column sample
 SAMPLE = 64
 OVERHEAD_TARGET_US = 10.0       # run() may cost at most this much above a raw launch
@@ -1009,6 +1010,7 @@ def readme_markdown(result: BenchResult, *, size: int | None = None, layout: str
         out.append(f"| cuBLAS fp32 ({cub.message}) | reference | {cub.tflops:.2f} | 100 % | {pk} | "
                    f"{cub.median_ms:.3f} ({cub.iqr_ms:.3f}) | {cub.status}, ratio {_f(cub.gauge_ratio, '.2g')} |")
     out.append("")
+    out.extend(_all_shapes_markdown(result))
     note = md.get("cublas", {}).get("note")
     if not md.get("cublas", {}).get("available", False) and note:
         out.append(f"_{note}_")
@@ -1026,6 +1028,41 @@ def readme_markdown(result: BenchResult, *, size: int | None = None, layout: str
                   if md.get("cublas", {}).get("library") else "")
                + f". Generated from `{source}`.")
     return "\n".join(out) + "\n"
+
+
+def _all_shapes_markdown(result: BenchResult) -> list[str]:
+    """Every (shape, layout) of the run side by side: TFLOP/s and the ratio to cuBLAS
+    measured on the same shape and layout. Empty when the run has a single column."""
+    cols = []
+    for r in result.rows:
+        c = (r.shape, r.layout)
+        if c not in cols:
+            cols.append(c)
+    if len(cols) < 2:
+        return []
+    names = []
+    for r in result.rows:
+        if r.kernel not in names:
+            names.append(r.kernel)
+    names = [n for n in names if n != CUBLAS] + [CUBLAS]
+    cell = {(r.kernel, r.shape, r.layout): r for r in result.rows}
+    head = ["kernel"] + [f"{'×'.join(map(str, sh))} {LAYOUT_TEXT.get(lay, lay)}" for sh, lay in cols]
+    out = ["All shapes and layouts of this run (TFLOP/s, and × cuBLAS fp32 on the same shape and layout):",
+           "", "| " + " | ".join(head) + " |", "|---" + "|---:" * len(cols) + "|"]
+    for n in names:
+        row = [f"`{n}`" if n != CUBLAS else "cuBLAS fp32"]
+        for sh, lay in cols:
+            r = cell.get((n, sh, lay))
+            if r is None:
+                row.append("")
+            elif r.timed:
+                ratio = f" ({r.vs_cublas:.2f}×)" if r.vs_cublas is not None and n != CUBLAS else ""
+                row.append(f"{r.tflops:.1f}{ratio}")
+            else:
+                row.append(r.status)
+        out.append("| " + " | ".join(row) + " |")
+    out.append("")
+    return out
 
 
 def write_outputs(result: BenchResult, out_dir, *, plots: bool = True,

@@ -311,6 +311,14 @@ def test_readme_markdown_from_result(tmp_path):
     assert "_cuBLAS NOT MEASURED" in md and "| n/a |" in md
 
 
+def test_readme_markdown_lists_every_shape_side_by_side():
+    md = readme_markdown(synthetic())
+    assert "| kernel | 1024×1024×1024 A, B row-major | 2048×2048×2048 A, B row-major | 4096×4096×4096 A, B row-major |" in md
+    assert "| `cute_smem` | 25.0 (0.50×) | 25.0 (0.50×) | 25.0 (0.50×) |" in md
+    assert "| `v2_tiled` | 10.0 (0.20×) | 10.0 (0.20×) | FAIL |" in md
+    assert "| cuBLAS fp32 | 50.0 | 50.0 | 50.0 |" in md
+
+
 def test_readme_script_updates_between_markers(tmp_path):
     j = write_json(synthetic(), tmp_path / "bench.json")
     readme = tmp_path / "README.md"
