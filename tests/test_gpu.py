@@ -221,3 +221,27 @@ def test_cli_check_passes(capsys):
     assert main(["check", "--shape", "129x67x33", "--shape", "256x384x200"]) == 0
     out = capsys.readouterr().out
     assert "cross_check: PASS" in out and "cute_smem" in out
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="JAX is not installed")
+def test_jax_dlpack_input():
+    import os
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")   # leave memory to the others
+    import jax
+    try:
+        gpus = [d for d in jax.devices() if d.platform == "gpu"]
+    except RuntimeError as e:
+        pytest.skip(f"JAX has no GPU backend here: {e}")
+    if not gpus:
+        pytest.skip("JAX sees no GPU")
+    rng = np.random.default_rng()
+    a = rng.standard_normal((129, 67), dtype=np.float32)
+    b = rng.standard_normal((67, 33), dtype=np.float32)
+    ja, jb = jax.device_put(a, gpus[0]), jax.device_put(b, gpus[0])
+    jax.block_until_ready((ja, jb))
+    ref, gauge = reference(a, b, None, 1.0, 0.0)
+    for name in ("naive", "cute_smem"):
+        c = cute_gemm.run(name, ja, jb)            # DLPack in; JAX arrays are immutable, so the
+        assert isinstance(c, cute_gemm.DeviceArray)  # result comes back as a DeviceArray
+        assert judge(name, c.to_host(), ref, gauge, False).status == "pass"
+        c.close()
