@@ -1026,7 +1026,7 @@ def readme_markdown(result: BenchResult, *, size: int | None = None, layout: str
                f"{v.get('cuda-bindings')}, NVRTC {v.get('nvrtc')}, nvidia-cutlass {v.get('nvidia-cutlass')}"
                + (f", {md['cublas']['library']} {v.get(md['cublas']['library'])}"
                   if md.get("cublas", {}).get("library") else "")
-               + f". Generated from `{source}`.")
+               + f". Generated from {source if source.startswith('`') else '`' + source + '`'}.")
     return "\n".join(out) + "\n"
 
 

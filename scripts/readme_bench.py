@@ -27,7 +27,9 @@ def replace_section(text: str, section: str) -> str:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("json", help="bench.json written by `cute-gemm bench --out DIR`")
+    p.add_argument("json", nargs="+", help="bench.json written by `cute-gemm bench --out DIR`; "
+                   "several runs from one session (e.g. a layout sweep) are merged, the first one's "
+                   "device, date and versions heading the section")
     p.add_argument("--size", type=int, help="square size of the table (default 4096, else the largest)")
     p.add_argument("--layout", default="nn")
     p.add_argument("--plot", help="path of the ladder PNG to reference (relative to the README)")
@@ -35,9 +37,14 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     from cute_gemm.bench import load_json, readme_markdown
-    res = load_json(args.json)
+    res = load_json(args.json[0])
+    for extra in args.json[1:]:
+        more = load_json(extra)
+        if more.meta.get("device", {}).get("name") != res.meta.get("device", {}).get("name"):
+            raise SystemExit(f"{extra}: measured on another device; not merged")
+        res.rows.extend(more.rows)
     md = readme_markdown(res, size=args.size, layout=args.layout, plot=args.plot,
-                         source=Path(args.json).name)
+                         source=", ".join(f"`{Path(j).parent.name}/{Path(j).name}`" for j in args.json))
     if not args.update:
         sys.stdout.write(md)
         return 0
