@@ -56,11 +56,14 @@ python3 -m cute_gemm.cli check 2>&1 | tee "$OUT/check.txt" | tail -15
 fi
 [ "$STAGE" = test ] && exit 0
 
-echo "== benchmark"
-if python3 -m cute_gemm.cli bench --help >/dev/null 2>&1; then
-  python3 -m cute_gemm.cli bench ${BENCH_ARGS:---size 4096 --size 8192 --overhead --no-progress --out "$OUT"} 2>&1 | tee "$OUT/bench.txt" | tail -80
-else
-  for k in $(python3 -c "import cute_gemm; print(' '.join(k.name for k in cute_gemm.kernels()))"); do
-    python3 -m cute_gemm.cli run "$k" --m 4096 --n 4096 --k 4096 --repeats 10
-  done
-fi
+echo "== benchmark: every kernel, A and B row-major, at 4096^3, 8192^3 and 4096x4096x1024"
+echo "   (where the whole-K strip stage fits in shared memory), plus the per-call overhead"
+mkdir -p "$OUT/nn" "$OUT/layouts"
+python3 -m cute_gemm.cli bench ${BENCH_ARGS:---size 4096 --size 8192 --size 4096x4096x1024 --overhead} \
+    --no-progress --out "$OUT/nn" 2>&1 | tee "$OUT/nn/bench.txt" | tail -45
+echo "== benchmark: operand layouts (CuTe NT = A transposed view, TN = B transposed view) at 4096^3"
+LAYOUT_KERNELS=$(python3 -c "import cute_gemm; print(' '.join(k.name for k in cute_gemm.kernels('cute') if k.name != 'cute_gmem'))")
+python3 -m cute_gemm.cli bench $LAYOUT_KERNELS v9_warptile_256x128 --size 4096 --layouts tn,nt,tt \
+    --no-progress --no-plots --out "$OUT/layouts" 2>&1 | tee "$OUT/layouts/bench.txt" | tail -32
+# the device tool returns at most 8 files: keep the JSONs, the logs and the two plots
+rm -f "$OUT"/nn/bench.csv "$OUT"/nn/bench_readme.md "$OUT"/layouts/bench.csv "$OUT"/layouts/bench_readme.md
