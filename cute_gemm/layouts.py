@@ -1757,7 +1757,7 @@ def _recipe_c2(kernel, problem, thread) -> Recipe:
 # ---- c3_pipelined: cp.async multistage pipeline, permuted TiledMMA --------------------------
 
 def _c3_copies(d: dict, nt: int) -> dict[str, tuple[TiledCopy, str]]:
-    """c3_pipelined.cu's copy types (CpVecMN<EXT>, CpSclMN, CpSclK)."""
+    """c3_pipelined.cu's copy types (CpVecMN<EXT>, CpSclMN, CpSclK, LdVecK)."""
     vop, sop = "SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<uint128_t>", "SM80_CP_ASYNC_CACHEALWAYS_ZFILL<uint32_t>"
     vec, scl = copy_atom(vop), copy_atom(sop)
     out = {}
@@ -1772,6 +1772,12 @@ def _c3_copies(d: dict, nt: int) -> dict[str, tuple[TiledCopy, str]]:
     out["CpSclK"] = (TiledCopy(scl, Layout((nt // 8, 8), (8, 1))),
                      f"make_tiled_copy(Copy_Atom<{sop}, float>{{}}, "
                      f"Layout<Shape<Int<{nt // 8}>, _8>, Stride<_8, _1>>{{}})")
+    # register-staged k-major loads: kQuadsK = BLK_K/4 threads per row, 4 k per thread
+    lop, q = "UniversalCopy<uint128_t>", d["BLK_K"] // 4
+    out["LdVecK"] = (TiledCopy(copy_atom(lop), Layout((nt // q, q), (q, 1)), make_layout((1, 4))),
+                     f"make_tiled_copy(Copy_Atom<{lop}, float>{{}}, "
+                     f"Layout<Shape<Int<{nt // q}>, Int<{q}>>, Stride<Int<{q}>, _1>>{{}}, "
+                     f"Layout<Shape<_1, _4>>{{}})")
     return out
 
 

@@ -1,36 +1,47 @@
-// cute_pipelined — CuTe: cp.async multistage smem pipeline + register double buffer.
+// cute_pipelined — CuTe: multistage smem pipeline + register fragments, any operand majors.
 //
 // Adds over cute_tiled (c2):
-//  * cp.async global -> shared (no register staging), STAGES >= 3 k-tiles in flight:
-//    while k-tile t is computed, t+1 .. t+STAGES-1 are being copied. One barrier per
-//    k-tile (cp_async_wait<STAGES-2> + __syncthreads before switching stages).
-//    m-/n-major operands: 16-byte copies (SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<uint128_t>,
-//    4 floats along m/n). k-major operands: 4-byte copies (..._CACHEALWAYS_ZFILL<uint32_t>,
-//    8 threads along k = 32-byte rows): cp.async cannot transpose, and the compute side
-//    wants m/n contiguous in smem; a warp still reads whole 32-byte sectors.
-//    Out-of-range vectors/elements are zero-filled (cp.async src-size 0): no smem clear.
+//  * STAGES >= 3 k-tiles in flight: while k-tile t is computed, t+1 .. t+STAGES-1 are on
+//    their way to shared memory. One barrier per k-tile (cp_async_wait<STAGES-2> +
+//    __syncthreads before switching stages).
+//    m-/n-major operands: 16-byte cp.async (SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<uint128_t>,
+//    4 floats along m/n), no register staging.
+//    k-major operands: register-staged 16-byte loads (UniversalCopy<uint128_t>, 4 k per
+//    thread, BLK_K/4 threads per row = whole 32-byte sectors) for k-tile t+STAGES-1,
+//    stored to its (m/n-contiguous) stage as 4 STS.32 later in k-tile t: cp.async
+//    cannot transpose, and the compute side wants m/n contiguous. Where registers are
+//    short the staged slices go in groups spread over the k-tile (see kPhases).
 //  * TiledMMA with a permutation so each thread owns 4 consecutive m (and n) per group:
 //    its fragments load from smem as LDS.128 (2 per operand per k for 8x8 outputs),
 //    and a hierarchical atom layout so a warp is a WARP_M x (32/WARP_M) patch of threads
 //    (4 x 8: one warp LDS.128 reads 64 B of A and 128 B of B, broadcast to the rest).
-//  * Shared -> register double buffer: k-block kb+1 is loaded while kb is computed.
+//  * Shared -> registers: FRAG_DB=1 double-buffers k-block kb+1 while kb is computed;
+//    FRAG_DB=0 loads each k-block's fragment in place and lets ptxas hoist the LDS as
+//    registers allow (fewer live registers). Edge CTAs always take the latter.
+//  * Interior CTAs (tile inside M x N, K % BLK_K == 0) run an instantiation with every
+//    check compiled out; edge CTAs and the 4-byte fallbacks run the checked one.
+//  * Grouped CTA order (RASTER_N tile columns per group) for L2 reuse of A and B strips.
 // Geometry: BLK_M x BLK_N x BLK_K, THR_M x THR_N threads, STAGES, all from the registry;
 //           each thread owns (BLK_M/THR_M) x (BLK_N/THR_N) accumulators (8x8 at
 //           128x128 / 16x16 threads), in 4x4 blocks 4*THR_M apart along m.
 // Residues: identity tensors through the same TiledCopy/TiledMMA partitions; elem_less
-//           against (M,K) / (N,K) decides each copy (zero-fill otherwise) — every k-tile,
-//           so a partial last k-tile adds exact zeros. 16-byte entry points are chosen
-//           only when the contiguous extent is a multiple of 4 (Variant.extent_align):
-//           a vector is then entirely in or out. Predicated scalar epilogue (C any strides).
-// Bottleneck: FFMA issue (64 FFMA per 4 LDS.128 per thread per k); the epilogue's
-//           scalar stores and the per-tile barrier are the visible overheads.
+//           against (M,K) / (N,K) decides each copy (cp.async zero-fill, or zeroed
+//           registers) — every k-tile, so a partial last k-tile adds exact zeros. 16-byte
+//           entry points are chosen only when the contiguous extent is a multiple of 4
+//           (Variant.extent_align): a vector is then entirely in or out. Scalar epilogue
+//           (C any strides), predicated in edge CTAs.
+// Bottleneck: FFMA issue (64 FFMA per 4 LDS.128 per thread per k); per k-tile the
+//           barrier, the refill and its address math are the visible overheads.
 //
-// Layouts (tid = threadIdx.x; P = SMEM_PAD = 4; defaults 128x128x8, 16x16 threads):
+// Layouts (tid = threadIdx.x; P = SMEM_PAD = 4; examples at 128x128x8, 16x16 threads):
 //   sA = (BLK_M,BLK_K,STAGES):(1,BLK_M+P,(BLK_M+P)*BLK_K)   sB likewise with BLK_N
-//        (m/n contiguous; k columns padded by 4 words: the 4-byte k-major stores of a
-//        warp, 4 rows x 8 k, land in banks m + 4k = 32 distinct; columns stay 16-B aligned)
+//        (m/n contiguous; k columns padded by 4 words: a warp's 4-byte k-major stores,
+//        4 rows x 8 k (CpSclK) or 16 rows x 2 k-quads (LdVecK, BLK_K 8), land in banks
+//        m + 4k = 32 distinct; columns stay 16-B aligned)
 //   copy 16 B along m/n: thr (E/4, T/(E/4)):(1,E/4) with E = BLK_M or BLK_N, capped at
 //        T threads along m/n, val (4,1)        [128x128, 256 thr: (32,8), val (4,1)]
+//   copy 16 B along k (registers): thr (T/Q, Q):(Q,1) with Q = BLK_K/4, val (1,4)
+//                                          [BLK_K 8, 256 thr: (128,2):(2,1)]
 //   copy 4 B along m/n:  thr (32, T/32):(1,32), val (1,1)
 //   copy 4 B along k:    thr (T/8, 8):(8,1),    val (1,1)
 //   TiledMMA: UniversalFMA<float> atoms,
@@ -40,6 +51,8 @@
 //     permutation M: (THR_M, 4, BLK_M/(4*THR_M)):(4, 1, 4*THR_M)  [(16,4,2):(4,1,64)]
 //     permutation N: (THR_N, 4, BLK_N/(4*THR_N)):(4, 1, 4*THR_N)
 //     -> thread (tm,tn) owns C(4*tm + i0 + 4*THR_M*i1, 4*tn + j0 + 4*THR_N*j1), i0,j0 < 4.
+//   CTA order: pid = bid.x + bid.y*tiles_m; group g = pid / (RASTER_N*tiles_m) covers tile
+//        columns [g*RASTER_N, ...); inside it tile_n = first + r % cols, tile_m = r / cols.
 #include <cute/tensor.hpp>
 #include <cute_gemm/common.cuh>
 #include <cute_gemm/cute_util.cuh>
@@ -73,9 +86,16 @@ using namespace cute;
 #ifndef SMEM_PAD
 #define SMEM_PAD 4
 #endif
+#ifndef RASTER_N
+#define RASTER_N 8
+#endif
+#ifndef FRAG_DB
+#define FRAG_DB 1             // 1: explicit register double buffer; 0: ptxas schedules the LDS
+#endif
 
 constexpr int kThreads = THR_M * THR_N;
 constexpr int kWarpN = 32 / WARP_M;
+constexpr int kQuadsK = BLK_K / 4;        // 16-byte k-quads in one k-major row of a k-tile
 
 using MmaAtomLayout = Layout<Shape <Shape <Int<WARP_M>, Int<THR_M / WARP_M>>,
                                     Shape <Int<kWarpN>, Int<THR_N / kWarpN>>, _1>,
@@ -86,11 +106,52 @@ using PermN = Layout<Shape<Int<THR_N>, _4, Int<BLK_N / (4 * THR_N)>>, Stride<_4,
 using TiledMmaT = decltype(make_tiled_mma(UniversalFMA<float, float, float, float>{},
                                           MmaAtomLayout{}, Tile<PermM, PermN, Underscore>{}));
 
-template <class StrideA, class StrideB, class CopyA, class CopyB>
-__device__ void gemm_pipelined(int M, int N, int K, float alpha,
-                               const float* A, StrideA dA, const float* B, StrideB dB,
-                               float beta, float* C, long long sCm, long long sCn,
-                               CopyA copy_a, CopyB copy_b) {
+// Copy shapes; EXT is the tile extent along m or n (BLK_M or BLK_N).
+constexpr int cmin(int a, int b) { return a < b ? a : b; }
+template <int EXT>   // 16-byte cp.async along m/n, L2 only (.cg): the CTA reads it once
+using CpVecMN = decltype(make_tiled_copy(
+    Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<uint128_t>, float>{},
+    Layout<Shape<Int<cmin(EXT / 4, kThreads)>, Int<kThreads / cmin(EXT / 4, kThreads)>>>{},
+    Layout<Shape<_4, _1>>{}));
+using CpSclMN = decltype(make_tiled_copy(                      // 4-byte, 32 threads along m/n
+    Copy_Atom<SM80_CP_ASYNC_CACHEALWAYS_ZFILL<uint32_t>, float>{},
+    Layout<Shape<_32, Int<kThreads / 32>>>{}));
+using CpSclK = decltype(make_tiled_copy(                       // 4-byte, 8 threads along k
+    Copy_Atom<SM80_CP_ASYNC_CACHEALWAYS_ZFILL<uint32_t>, float>{},
+    Layout<Shape<Int<kThreads / 8>, _8>, Stride<_8, _1>>{}));
+// k-major, register-staged: one LDG.128 of 4 consecutive k per vector, stored to the
+// m/n-contiguous stage later as 4 STS.32 (cp.async cannot transpose). kQuadsK threads
+// share a row (whole 32-byte sectors); a warp covers 32/kQuadsK rows.
+using LdVecK = decltype(make_tiled_copy(
+    Copy_Atom<UniversalCopy<uint128_t>, float>{},
+    Layout<Shape<Int<kThreads / kQuadsK>, Int<kQuadsK>>, Stride<Int<kQuadsK>, _1>>{},
+    Layout<Shape<_1, _4>>{}));
+template <class TC>
+constexpr bool kStaged = is_same_v<TC, LdVecK>;
+
+// CTA rasterisation for L2 reuse: the grid is (tiles along M, tiles along N); linear block
+// ids walk groups of RASTER_N tile columns, M fastest inside a group, so the CTAs resident
+// together read ~sqrt(#resident) A strips and B strips instead of all of A (large M).
+__device__ __forceinline__ void cta_tile(int& tile_m, int& tile_n) {
+  const int tiles_m = gridDim.x, tiles_n = gridDim.y;
+  const int pid = blockIdx.y * tiles_m + blockIdx.x;
+  const int per_group = RASTER_N * tiles_m;
+  const int first_n = (pid / per_group) * RASTER_N;
+  const int cols = min(tiles_n - first_n, RASTER_N);
+  tile_n = first_n + (pid % per_group) % cols;
+  tile_m = (pid % per_group) / cols;
+}
+
+// kPred: the CTA tile crosses M or N, or K % BLK_K != 0 — every copy and store is checked.
+// Interior CTAs (kPred false) run the same code with the checks compiled out.
+template <bool kPred, class StrideA, class StrideB, class CopyA, class CopyB>
+__device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int M, int N, int K,
+                                               float alpha, const float* A, StrideA dA,
+                                               const float* B, StrideB dB, float beta, float* C,
+                                               long long sCm, long long sCn, CopyA copy_a,
+                                               CopyB copy_b, float* smem_buf) {
+  constexpr bool kStagedA = kStaged<CopyA>;
+  constexpr bool kStagedB = kStaged<CopyB>;
   auto bM = Int<BLK_M>{};
   auto bN = Int<BLK_N>{};
   auto bK = Int<BLK_K>{};
@@ -115,7 +176,7 @@ __device__ void gemm_pipelined(int M, int N, int K, float alpha,
   CUTE_STATIC_ASSERT_V(bN % size<0>(typename CopyB::Tiler_MN{}) == Int<0>{});  // BLK_N / CPY_N tile
   CUTE_STATIC_ASSERT_V(bK % size<1>(typename CopyB::Tiler_MN{}) == Int<0>{});  // BLK_K / CPY_K tile
   static_assert(STAGES >= 3, "multistage: at least 2 k-tiles in flight during compute");
-  static_assert(BLK_K % 2 == 0, "register double buffer alternates slots k_block & 1");
+  static_assert(BLK_K % 4 == 0, "k-quads; BLK_K even for the register double buffer");
   static_assert(SMEM_PAD % 4 == 0, "16-byte aligned smem columns (cp.async 16 B, LDS.128)");
   static_assert(BLK_M % 32 == 0 && BLK_N % 32 == 0 && SMEM_PAD == 4,
                 "(BLK + 4) % 32 == 4: conflict-free 4-byte k-major stores");
@@ -127,7 +188,7 @@ __device__ void gemm_pipelined(int M, int N, int K, float alpha,
   Tensor cB = make_identity_tensor(shape(mB));                                        // (N,K) -> (n,k)
   Tensor cC = make_identity_tensor(shape(mC));                                        // (M,N) -> (m,n)
 
-  auto cta_coord = make_coord(blockIdx.x, blockIdx.y, _);                            // (m,n,:)
+  auto cta_coord = make_coord(tile_m, tile_n, _);                                    // (m,n,:)
   Tensor gA  = local_tile(mA, cta_tiler, cta_coord, Step<_1, X, _1>{});               // (BLK_M,BLK_K,k)
   Tensor gB  = local_tile(mB, cta_tiler, cta_coord, Step< X, _1, _1>{});              // (BLK_N,BLK_K,k)
   Tensor gC  = local_tile(mC, cta_tiler, cta_coord, Step<_1, _1, X>{});               // (BLK_M,BLK_N)
@@ -136,20 +197,21 @@ __device__ void gemm_pipelined(int M, int N, int K, float alpha,
   Tensor gcC = local_tile(cC, cta_tiler, cta_coord, Step<_1, _1, X>{});               // (BLK_M,BLK_N)
 
   // Dynamic smem (the registry's FixedSmem = 4 * STAGES * BLK_K * (BLK_M + BLK_N + 2 * PAD)).
-  extern __shared__ __align__(16) float smem_buf[];
   constexpr int kStageFloatsA = (BLK_M + SMEM_PAD) * BLK_K * STAGES;
   Tensor sA = make_tensor(make_smem_ptr(smem_buf), sA_layout);                        // (BLK_M,BLK_K,PIPE)
   Tensor sB = make_tensor(make_smem_ptr(smem_buf + kStageFloatsA), sB_layout);        // (BLK_N,BLK_K,PIPE)
 
-  // Global -> shared copy partitions (cp.async), with their coordinates.
+  // Global -> shared copy partitions (cp.async or register-staged), with their coordinates.
   ThrCopy thr_copy_a = copy_a.get_slice(threadIdx.x);
   Tensor tAgA = thr_copy_a.partition_S(gA);                                           // (CPY,CPY_M,CPY_K,k)
   Tensor tAcA = thr_copy_a.partition_S(gcA);                                          // (CPY,CPY_M,CPY_K,k)
   Tensor tAsA = thr_copy_a.partition_D(sA);                                           // (CPY,CPY_M,CPY_K,PIPE)
+  Tensor tArA = make_tensor<float>(shape(tAsA(_, _, _, 0)));                          // (CPY,CPY_M,CPY_K)
   ThrCopy thr_copy_b = copy_b.get_slice(threadIdx.x);
   Tensor tBgB = thr_copy_b.partition_S(gB);                                           // (CPY,CPY_N,CPY_K,k)
   Tensor tBcB = thr_copy_b.partition_S(gcB);                                          // (CPY,CPY_N,CPY_K,k)
   Tensor tBsB = thr_copy_b.partition_D(sB);                                           // (CPY,CPY_N,CPY_K,PIPE)
+  Tensor tBrB = make_tensor<float>(shape(tBsB(_, _, _, 0)));                          // (CPY,CPY_N,CPY_K)
 
   // Compute partitions: smem fragments, double-buffered registers, accumulators.
   ThrMMA thr_mma = mma.get_slice(threadIdx.x);
@@ -168,21 +230,65 @@ __device__ void gemm_pipelined(int M, int N, int K, float alpha,
 
   auto shapeA = shape(mA);
   auto shapeB = shape(mB);
-  // Issue one k-tile's cp.async: a copy whose first element lies outside the matrix is
-  // zero-filled instead of read.
-  auto load_tile = [&](int k_tile, int stage) {
+  // One operand's share of a k-tile, issued: cp.async straight into the stage (a copy
+  // whose first element lies outside the matrix is zero-filled instead of read), or
+  // LDG.128 into registers (zeros outside) for a register-staged operand. Only the
+  // CPY_M slices in [lo, hi) (compile-time bounds after unrolling).
+  auto issue = [&](auto const& cp, auto const& tg, auto const& tc, auto& ts, auto& tr,
+                   auto const& shp, int k_tile, int stage, auto staged, int lo, int hi) {
     CUTE_UNROLL
-    for (int m = 0; m < size<1>(tAsA); ++m)
+    for (int m = 0; m < size<1>(ts); ++m) {
+      if (m < lo || m >= hi) continue;
       CUTE_UNROLL
-      for (int k = 0; k < size<2>(tAsA); ++k)
-        copy(copy_a.with(elem_less(tAcA(0, m, k, k_tile), shapeA)),
-             tAgA(_, m, k, k_tile), tAsA(_, m, k, stage));
+      for (int k = 0; k < size<2>(ts); ++k) {
+        const bool in = !kPred || elem_less(tc(0, m, k, k_tile), shp);
+        if constexpr (decltype(staged)::value) {
+          if constexpr (kPred) clear(tr(_, m, k));
+          if (in) copy(cp, tg(_, m, k, k_tile), tr(_, m, k));
+        } else {
+          copy(cp.with(in), tg(_, m, k, k_tile), ts(_, m, k, stage));
+        }
+      }
+    }
+  };
+  // Register-staged slices: registers -> stage (scalar STS, the transpose).
+  auto stash = [&](auto& tr, auto& ts, int stage, int lo, int hi) {
     CUTE_UNROLL
-    for (int n = 0; n < size<1>(tBsB); ++n)
-      CUTE_UNROLL
-      for (int k = 0; k < size<2>(tBsB); ++k)
-        copy(copy_b.with(elem_less(tBcB(0, n, k, k_tile), shapeB)),
-             tBgB(_, n, k, k_tile), tBsB(_, n, k, stage));
+    for (int m = 0; m < size<1>(ts); ++m)
+      if (m >= lo && m < hi) copy(tr(_, m, _), ts(_, m, _, stage));
+  };
+  // The refill. cp.async (m/n-major operands) all goes out at k-block 0. Register-staged
+  // slices (A's CPY_M slices, then B's CPY_N slices, kU in all) go in kPhases groups:
+  // group g is loaded at k-block g*BLK_K/kPhases and stored to smem where group g+1 is
+  // loaded (the last at the last k-block). One group: a whole k-tile of FFMA covers the
+  // LDG. More groups: fewer staging registers live at a time (the 128-register budget of
+  // 2 CTAs/SM), at a shorter cover — used where the registers demand it: two at BLK_K 16,
+  // one per slice with both operands staged at BLK_K 16 (two groups spill there: ptxas
+  // 13.0, sm_90), two for both staged at BLK_K 8. Measured on an H200: BLK_K 8 with one
+  // group, 256x128 nn 46.9 TFLOP/s vs 43.3 with two; 128x128x16 nt 46.6 with two groups
+  // (8-byte spill) vs 44.1 with four.
+  constexpr int kSlA = kStagedA ? decltype(size<1>(tAsA))::value : 0;
+  constexpr int kSlB = kStagedB ? decltype(size<1>(tBsB))::value : 0;
+  constexpr int kU = kSlA + kSlB;
+  constexpr int kPhases = kU <= 1 ? 1
+                        : (kStagedA && kStagedB) ? (BLK_K >= 16 ? kU : 2)
+                        : (BLK_K >= 16 ? 2 : 1);
+  static_assert(BLK_K % kPhases == 0, "groups start on k-blocks");
+  constexpr int kStep = BLK_K / kPhases;
+  // phase p: cp.async (p == 0) + staged group p
+  auto load_phase = [&](int phase, int k_tile, int stage) {
+    const int lo = phase * kU / kPhases, hi = (phase + 1) * kU / kPhases;
+    if (phase == 0 || kStagedA)
+      issue(copy_a, tAgA, tAcA, tAsA, tArA, shapeA, k_tile, stage, bool_constant<kStagedA>{},
+            kStagedA ? lo : 0, kStagedA ? hi : 1 << 20);
+    if (phase == 0 || kStagedB)
+      issue(copy_b, tBgB, tBcB, tBsB, tBrB, shapeB, k_tile, stage, bool_constant<kStagedB>{},
+            kStagedB ? lo - kSlA : 0, kStagedB ? hi - kSlA : 1 << 20);
+  };
+  auto stash_phase = [&](int phase, int stage) {
+    const int lo = phase * kU / kPhases, hi = (phase + 1) * kU / kPhases;
+    if constexpr (kStagedA) stash(tArA, tAsA, stage, lo, hi);
+    if constexpr (kStagedB) stash(tBrB, tBsB, stage, lo - kSlA, hi - kSlA);
   };
 
   const int k_tiles = size<2>(gA);
@@ -192,72 +298,109 @@ __device__ void gemm_pipelined(int M, int N, int K, float alpha,
   // that group g is always k-tile g).
   CUTE_UNROLL
   for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < k_tiles) load_tile(s, s);
+    if (s < k_tiles) {
+      CUTE_UNROLL
+      for (int p = 0; p < (kPhases > 1 ? kPhases : 1); ++p) load_phase(p, s, s);
+      CUTE_UNROLL
+      for (int p = 0; p < kPhases; ++p) stash_phase(p, s);
+    }
     cp_async_fence();
   }
-  int read_stage = 0;                 // smem stage holding k-tile k_tile
-  int write_stage = STAGES - 1;       // smem stage receiving k-tile k_tile_next
-  int k_tile_next = STAGES - 1;
+  // Stage bookkeeping in two registers: k-tile k_tile sits in read_stage; the k-tile
+  // in flight to smem this iteration, k_tile + STAGES - 1, goes to the stage read during
+  // the previous k-tile, (read_stage - 1) mod STAGES.
+  int read_stage = 0;
+  auto prev_stage = [&] { return read_stage == 0 ? STAGES - 1 : read_stage - 1; };
 
   cp_async_wait<STAGES - 2>();        // k-tile 0 has landed (for this thread) ...
   __syncthreads();                    // ... and for every thread
-  copy(tCsA(_, _, 0, read_stage), tCrA(_, _, 0));                                     // LDS.128
-  copy(tCsB(_, _, 0, read_stage), tCrB(_, _, 0));
+  // Edge CTAs (kPred) load fragments in place: the checks' registers then fit the
+  // 128-register budget with both operands staged; interior CTAs follow FRAG_DB.
+  constexpr bool kDB = FRAG_DB && !kPred;
+  if constexpr (kDB) {
+    copy(tCsA(_, _, 0, read_stage), tCrA(_, _, 0));                                   // LDS.128
+    copy(tCsB(_, _, 0, read_stage), tCrB(_, _, 0));
+  }
 
   CUTE_NO_UNROLL
   for (int k_tile = 0; k_tile < k_tiles; ++k_tile) {
+    const bool refill = k_tile + STAGES - 1 < k_tiles;
     CUTE_UNROLL
     for (int k_block = 0; k_block < K_BLOCK_MAX; ++k_block) {
-      if (k_block == K_BLOCK_MAX - 1) {
-        // k-tile+1 complete and visible; every thread is past its reads of the stage
-        // the next iteration's cp.async will overwrite (last read at k_block - 1).
+      CUTE_UNROLL
+      for (int p = 0; p < kPhases; ++p)     // group p's registers -> smem
+        if (refill && k_block == (p + 1 == kPhases ? BLK_K - 1 : (p + 1) * kStep))
+          stash_phase(p, prev_stage());
+      if (kDB && k_block == K_BLOCK_MAX - 1) {
+        // k-tile+1 complete and visible; every thread is past its reads of the stage the
+        // next refill overwrites (last read at k_block - 1).
         cp_async_wait<STAGES - 2>();
         __syncthreads();
         read_stage = (read_stage + 1 == STAGES) ? 0 : read_stage + 1;
       }
-      // smem -> registers for the next k-block (k_block 0 of the next tile at the end)
-      const int k_next = (k_block + 1) % K_BLOCK_MAX;
-      copy(tCsA(_, _, k_next, read_stage), tCrA(_, _, (k_block + 1) & 1));
-      copy(tCsB(_, _, k_next, read_stage), tCrB(_, _, (k_block + 1) & 1));
-      if (k_block == 0) {
-        // Refill the stage read during the previous k-tile (freed by its last barrier).
-        if (k_tile_next < k_tiles) load_tile(k_tile_next, write_stage);
-        cp_async_fence();
-        ++k_tile_next;
-        write_stage = (write_stage + 1 == STAGES) ? 0 : write_stage + 1;
-      }
+      // smem -> registers: FRAG_DB, the next k-block (k_block 0 of the next tile at the
+      // end) into the other slot; else this k-block, hoisted by ptxas as registers allow
+      const int k_next = kDB ? (k_block + 1) % K_BLOCK_MAX : k_block;
+      const int slot = kDB ? (k_block + 1) & 1 : k_block & 1;
+      copy(tCsA(_, _, k_next, read_stage), tCrA(_, _, slot));
+      copy(tCsB(_, _, k_next, read_stage), tCrB(_, _, slot));
+      // Refill the stage read during the previous k-tile (freed by its last barrier) with
+      // k-tile k_tile + STAGES - 1 (one cp.async group per k-tile, empty past the end).
+      CUTE_UNROLL
+      for (int p = 0; p < (kPhases > 1 ? kPhases : 1); ++p)   // group p (and cp.async) out
+        if (refill && k_block == p * kStep) load_phase(p, k_tile + STAGES - 1, prev_stage());
+      if (k_block == 0) cp_async_fence();
       gemm(mma, tCrA(_, _, k_block & 1), tCrB(_, _, k_block & 1), tCrC);              // 8x8 FFMA
+      if (!kDB && k_block == K_BLOCK_MAX - 1) {
+        cp_async_wait<STAGES - 2>();  // as above, after this k-tile's last smem reads
+        __syncthreads();
+        read_stage = (read_stage + 1 == STAGES) ? 0 : read_stage + 1;
+      }
     }
   }
 
-  cg::epilogue_axpby(tCrC, tCgC, tCcC, shape(mC), alpha, beta);
+  if constexpr (kPred) {
+    cg::epilogue_axpby(tCrC, tCgC, tCcC, shape(mC), alpha, beta);
+  } else {
+    CUTE_UNROLL
+    for (int i = 0; i < size(tCrC); ++i) cg::store_axpby(alpha, tCrC(i), beta, &tCgC(i));
+  }
 }
 
-// Copy shapes; EXT is the tile extent along m or n (BLK_M or BLK_N).
-constexpr int cmin(int a, int b) { return a < b ? a : b; }
-template <int EXT>   // 16-byte cp.async along m/n, L2 only (.cg): the CTA reads it once
-using CpVecMN = decltype(make_tiled_copy(
-    Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<uint128_t>, float>{},
-    Layout<Shape<Int<cmin(EXT / 4, kThreads)>, Int<kThreads / cmin(EXT / 4, kThreads)>>>{},
-    Layout<Shape<_4, _1>>{}));
-using CpSclMN = decltype(make_tiled_copy(                      // 4-byte, 32 threads along m/n
-    Copy_Atom<SM80_CP_ASYNC_CACHEALWAYS_ZFILL<uint32_t>, float>{},
-    Layout<Shape<_32, Int<kThreads / 32>>>{}));
-using CpSclK = decltype(make_tiled_copy(                       // 4-byte, 8 threads along k
-    Copy_Atom<SM80_CP_ASYNC_CACHEALWAYS_ZFILL<uint32_t>, float>{},
-    Layout<Shape<Int<kThreads / 8>, _8>, Stride<_8, _1>>{}));
+// kFast: interior CTAs take the unchecked instantiation (vector entry points; the scalar
+// fallbacks serve odd shapes and alignments and keep one instantiation).
+template <bool kFast, class StrideA, class StrideB, class CopyA, class CopyB>
+__device__ __forceinline__ void dispatch(int M, int N, int K, float alpha, const float* A,
+                                         StrideA dA, const float* B, StrideB dB, float beta,
+                                         float* C, long long sCm, long long sCn) {
+  extern __shared__ __align__(16) float smem_buf[];
+  int tile_m, tile_n;
+  cta_tile(tile_m, tile_n);
+  if constexpr (kFast) {
+    if ((tile_m + 1) * BLK_M <= M && (tile_n + 1) * BLK_N <= N && K % BLK_K == 0) {  // block-uniform
+      gemm_pipelined<false>(tile_m, tile_n, M, N, K, alpha, A, dA, B, dB, beta, C, sCm, sCn,
+                            CopyA{}, CopyB{}, smem_buf);
+      return;
+    }
+  }
+  gemm_pipelined<true>(tile_m, tile_n, M, N, K, alpha, A, dA, B, dB, beta, C, sCm, sCn,
+                       CopyA{}, CopyB{}, smem_buf);
+}
 
-#define CG_PIPE_ENTRY(NAME, DA, DB, CA, CB)                                              \
+#define CG_PIPE_ENTRY(NAME, DA, DB, CA, CB, FAST)                                        \
   extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS) NAME(CG_GEMM_PARAMS) { \
-    gemm_pipelined(M, N, K, alpha, A, DA, B, DB, beta, C, sCm, sCn, CA{}, CB{});         \
+    dispatch<FAST, decltype(DA), decltype(DB), CA, CB>(M, N, K, alpha, A, DA, B, DB, beta,  \
+                                                        C, sCm, sCn);                     \
   }
 
-// 16-byte copies for every m-/n-major operand (align 4 and extent % 4 == 0 for those)
-CG_PIPE_ENTRY(cute_pipelined_am_bn, CG_DA_m, CG_DB_n, CpVecMN<BLK_M>, CpVecMN<BLK_N>)
-CG_PIPE_ENTRY(cute_pipelined_am_bk, CG_DA_m, CG_DB_k, CpVecMN<BLK_M>, CpSclK)
-CG_PIPE_ENTRY(cute_pipelined_ak_bn, CG_DA_k, CG_DB_n, CpSclK, CpVecMN<BLK_N>)
-// 4-byte copies only (any alignment, any extents); ak_bk has no 16-byte form
-CG_PIPE_ENTRY(cute_pipelined_ak_bk, CG_DA_k, CG_DB_k, CpSclK, CpSclK)
-CG_PIPE_ENTRY(cute_pipelined_am_bn_s, CG_DA_m, CG_DB_n, CpSclMN, CpSclMN)
-CG_PIPE_ENTRY(cute_pipelined_am_bk_s, CG_DA_m, CG_DB_k, CpSclMN, CpSclK)
-CG_PIPE_ENTRY(cute_pipelined_ak_bn_s, CG_DA_k, CG_DB_n, CpSclK, CpSclMN)
+// Vector entry points (align 4, contiguous extents % 4 == 0): 16-byte cp.async for m-/n-major
+// operands, register-staged 16-byte loads for k-major ones; interior CTAs unchecked.
+CG_PIPE_ENTRY(cute_pipelined_am_bn, CG_DA_m, CG_DB_n, CpVecMN<BLK_M>, CpVecMN<BLK_N>, true)
+CG_PIPE_ENTRY(cute_pipelined_am_bk, CG_DA_m, CG_DB_k, CpVecMN<BLK_M>, LdVecK, true)
+CG_PIPE_ENTRY(cute_pipelined_ak_bn, CG_DA_k, CG_DB_n, LdVecK, CpVecMN<BLK_N>, true)
+CG_PIPE_ENTRY(cute_pipelined_ak_bk, CG_DA_k, CG_DB_k, LdVecK, LdVecK, true)
+// 4-byte cp.async only (any alignment, any extents), every copy checked
+CG_PIPE_ENTRY(cute_pipelined_ak_bk_s, CG_DA_k, CG_DB_k, CpSclK, CpSclK, false)
+CG_PIPE_ENTRY(cute_pipelined_am_bk_s, CG_DA_m, CG_DB_k, CpSclMN, CpSclK, false)
+CG_PIPE_ENTRY(cute_pipelined_am_bn_s, CG_DA_m, CG_DB_n, CpSclMN, CpSclMN, false)
+CG_PIPE_ENTRY(cute_pipelined_ak_bn_s, CG_DA_k, CG_DB_n, CpSclK, CpSclMN, false)
