@@ -1011,6 +1011,8 @@ def readme_markdown(result: BenchResult, *, size: int | None = None, layout: str
                    f"{cub.median_ms:.3f} ({cub.iqr_ms:.3f}) | {cub.status}, ratio {_f(cub.gauge_ratio, '.2g')} |")
     out.append("")
     out.extend(_all_shapes_markdown(result))
+    if result.overhead and "error" not in result.overhead:
+        out += ["```", format_overhead(result.overhead), "```", ""]
     note = md.get("cublas", {}).get("note")
     if not md.get("cublas", {}).get("available", False) and note:
         out.append(f"_{note}_")
