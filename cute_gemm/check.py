@@ -73,11 +73,12 @@ class CheckReport:
             m, n, k = s.shape
             mode = "exact integers" if s.exact else "random normal"
             lines.append(f"M={m} N={n} K={k}  alpha={s.alpha:g} beta={s.beta:g}  ({mode})")
-            lines.append(f"  {'kernel':<22}{'status':<8}{'gauge ratio':>12}{'rel frob':>11}  first fail / note")
+            kw = max([22] + [len(r.name) + 2 for r in s.results])
+            lines.append(f"  {'kernel':<{kw}}{'status':<8}{'gauge ratio':>12}{'rel frob':>11}  first fail / note")
             for r in s.results:
                 ff = f"({r.first_fail[0]}, {r.first_fail[1]})" if r.first_fail else ""
                 note = (ff + " " + r.message).strip()
-                lines.append(f"  {r.name:<22}{r.status:<8}{r.gauge_ratio:>12.3g}{r.rel_frobenius:>11.2e}  {note}")
+                lines.append(f"  {r.name:<{kw}}{r.status:<8}{r.gauge_ratio:>12.3g}{r.rel_frobenius:>11.2e}  {note}")
             if len(s.names) > 1:
                 w = max(len(x) for x in s.names)
                 if len(s.names) <= 8:

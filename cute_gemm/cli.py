@@ -12,10 +12,12 @@ from .errors import CuteGemmError
 
 
 def _cmd_list(args) -> int:
-    print(f"{'name':<22}{'family':<13}{'tile':<14}{'threads':>8}  {'seed':<28}summary")
-    for k in registry.kernels(args.family):
+    ks = registry.kernels(args.family)
+    w = max([22] + [len(k.name) + 2 for k in ks])
+    print(f"{'name':<{w}}{'family':<13}{'tile':<14}{'threads':>8}  {'seed':<38}summary")
+    for k in ks:
         tile = "x".join(map(str, k.tile)) if k.tile else "-"
-        print(f"{k.name:<22}{k.family:<13}{tile:<14}{k.threads:>8}  {k.seed:<28}{k.summary}")
+        print(f"{k.name:<{w}}{k.family:<13}{tile:<14}{k.threads:>8}  {k.seed:<38}{k.summary}")
     return 0
 
 
@@ -31,7 +33,7 @@ def _cmd_compile(args) -> int:
         archs = [launch.device_info().arch]
     if args.jobs > 1 and cache.disk_enabled():
         _compile_parallel([(n, comp.normalize_arch(a)) for a in archs for n in names], args.jobs)
-    print(f"{'kernel':<22}{'arch':<7}{'origin':<9}{'secs':>6}  {'entry':<30}{'regs':>5}{'smem':>7}{'stack':>6}{'spill st/ld':>12}")
+    print(f"{'kernel':<26}{'arch':<7}{'origin':<9}{'secs':>6}  {'entry':<30}{'regs':>5}{'smem':>7}{'stack':>6}{'spill st/ld':>12}")
     rc = 0
     for arch in archs:
         arch = comp.normalize_arch(arch)
@@ -40,16 +42,16 @@ def _cmd_compile(args) -> int:
             try:
                 c = cache.get(k, arch)
             except CuteGemmError as e:
-                print(f"{name:<22}{arch:<7}FAILED\n{e}", file=sys.stderr)
+                print(f"{name:<26}{arch:<7}FAILED\n{e}", file=sys.stderr)
                 rc = 1
                 continue
             res = c.resources
             for entry in k.entries:
                 r = res.get(entry)
                 if r is None:
-                    print(f"{name:<22}{arch:<7}{c.origin:<9}{c.compile_seconds:>6.1f}  {entry:<30}{'?':>5}")
+                    print(f"{name:<26}{arch:<7}{c.origin:<9}{c.compile_seconds:>6.1f}  {entry:<30}{'?':>5}")
                     continue
-                print(f"{name:<22}{arch:<7}{c.origin:<9}{c.compile_seconds:>6.1f}  {entry:<30}{r.registers:>5}"
+                print(f"{name:<26}{arch:<7}{c.origin:<9}{c.compile_seconds:>6.1f}  {entry:<30}{r.registers:>5}"
                       f"{r.smem_bytes:>7}{r.stack_bytes:>6}" + (f"{r.spill_stores:>6}/{r.spill_loads:<5}" if r.spill_stores >= 0 else "   n/a (ELF)"))
     return rc
 
@@ -160,6 +162,10 @@ def main(argv=None) -> int:
     except CuteGemmError as e:
         print(f"cute-gemm: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:   # `cute-gemm list | head`: the reader left; not an error
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":
