@@ -29,7 +29,7 @@ def gpu_available() -> bool:
 
 
 __version__ = "0.1.0"
-__all__ = ["run", "cross_check", "kernels", "get_kernel", "compile_kernel", "flops",
+__all__ = ["run", "cross_check", "bench", "kernels", "get_kernel", "compile_kernel", "flops",
            "gpu_available", "DeviceArray", "CheckReport", "Kernel", "Variant",
            "SUPPORTED_DTYPES", "CuteGemmError", "CompileError", "CudaError", "NoDeviceError",
            "InputError", "NotAnArrayError", "ShapeError", "DTypeError", "ShapeLimitError",

@@ -7,6 +7,7 @@ layout it can take — only those operands, and only for kernels that need it.
 """
 from __future__ import annotations
 
+import ctypes
 import sys
 from dataclasses import dataclass
 
@@ -128,21 +129,24 @@ def _scale2d(ordinal: int, stream: int, s: float, src: Operand | None, dst: Oper
     if m * n == 0:
         return
     f = _util_fn(ordinal)
-    ctypes_args = _pack_scale(m, n, s, src, dst)
-    launch.launch(f, ((m * n + 255) // 256, 1, 1), (256, 1, 1), 0, stream, ctypes_args)
+    launch.launch(f, ((m * n + 255) // 256, 1, 1), (256, 1, 1), 0, stream, _pack_scale(m, n, s, src, dst))
+
+
+class _ScaleArgs(ctypes.Structure):
+    """kernels/util/scale2d.cu's parameters, in order."""
+    _fields_ = [("M", ctypes.c_int), ("N", ctypes.c_int), ("s", ctypes.c_float),
+                ("src", ctypes.c_void_p), ("ss0", ctypes.c_longlong), ("ss1", ctypes.c_longlong),
+                ("dst", ctypes.c_void_p), ("ds0", ctypes.c_longlong), ("ds1", ctypes.c_longlong)]
+
+
+_SCALE_OFFSETS = tuple(getattr(_ScaleArgs, f).offset for f, _ in _ScaleArgs._fields_)
 
 
 def _pack_scale(m, n, s, src, dst):
-    import ctypes
-
-    class _A(ctypes.Structure):
-        _fields_ = [("M", ctypes.c_int), ("N", ctypes.c_int), ("s", ctypes.c_float),
-                    ("src", ctypes.c_void_p), ("ss0", ctypes.c_longlong), ("ss1", ctypes.c_longlong),
-                    ("dst", ctypes.c_void_p), ("ds0", ctypes.c_longlong), ("ds1", ctypes.c_longlong)]
-    a = _A(m, n, s, src.ptr if src else None, *(src.strides if src else (0, 0)),
-           dst.ptr, *dst.strides)
+    a = _ScaleArgs(m, n, s, src.ptr if src else None, *(src.strides if src else (0, 0)),
+                   dst.ptr, *dst.strides)
     base = ctypes.addressof(a)
-    ptrs = (ctypes.c_void_p * 9)(*[base + getattr(_A, f).offset for f, _ in _A._fields_])
+    ptrs = (ctypes.c_void_p * len(_SCALE_OFFSETS))(*[base + o for o in _SCALE_OFFSETS])
     return (a, ptrs), ctypes.addressof(ptrs)
 
 

@@ -179,21 +179,21 @@ def _check_one_shape(names, a, b, c, alpha, beta, exact, layouts=("n", "n")) -> 
     n = b.shape[1]
     ref, gauge = reference(a, b, c, alpha, beta)
     results, outs = [], []
-    # a "t" layout passes the operand as a transposed view of a column-major copy
-    host_a = np.asfortranarray(a) if layouts[0] == "t" else a
-    host_b = np.asfortranarray(b) if layouts[1] == "t" else b
+    # a "t" layout passes the operand as the transposed view of its row-major transpose
+    def upload(x, t):
+        return DeviceArray.from_host(np.ascontiguousarray(x.T)).T if t == "t" else DeviceArray.from_host(x)
+
     dev = []
     try:
-        dA = DeviceArray.from_host(np.ascontiguousarray(host_a.T)).T if layouts[0] == "t" else DeviceArray.from_host(a)
+        dA = upload(a, layouts[0])
         dev.append(dA)
-        dB = DeviceArray.from_host(np.ascontiguousarray(host_b.T)).T if layouts[1] == "t" else DeviceArray.from_host(b)
+        dB = upload(b, layouts[1])
         dev.append(dB)
         dC = None
         if c is not None:
             dC = DeviceArray.from_host(c)
             dev.append(dC)
         for name in names:
-            kern = registry.get(name)
             out = None
             try:
                 if dC is not None and beta != 0.0:
@@ -219,7 +219,6 @@ def _check_one_shape(names, a, b, c, alpha, beta, exact, layouts=("n", "n")) -> 
                 if out is not None:
                     out.close()
             results.append(r)
-            del kern
     finally:
         for d in dev:
             d.close()

@@ -5,7 +5,6 @@ import argparse
 import json
 import sys
 
-import numpy as np
 
 from . import cache, registry
 from .errors import CuteGemmError
