@@ -75,8 +75,9 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
         name=name,
         family="cute",
         source="cute/c3_pipelined.cu",
-        # 16-byte entries first (any majorness; m/n-major operands by cp.async, k-major ones
-        # register-staged), then the 4-byte cp.async fallbacks, ending on row-major align 1
+        # 16-byte entries first (any majorness; m/n-major operands by cp.async, one k-major
+        # operand register-staged, two k-major by cp.async into raw stages), then the
+        # 4-byte cp.async fallbacks, ending on row-major align 1
         variants=tuple(Variant(f"cute_pipelined_a{a}_b{b}", a_major=a, b_major=b, **vec)
                        for a, b in (("m", "n"), ("m", "k"), ("k", "n"), ("k", "k")))
                  + tuple(Variant(f"cute_pipelined_a{a}_b{b}_s", a_major=a, b_major=b, c_major="any")
@@ -88,10 +89,12 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
                  ("MIN_BLOCKS", min_blocks), ("SMEM_PAD", _PAD), ("RASTER_N", raster_n),
                  ("FRAG_DB", frag_db)),
         tile=(bm, bn, bk),
-        dyn_smem=FixedSmem(4 * stages * bk * (bm + bn + 2 * _PAD)),
-        summary=(f"{stages}-stage smem pipeline (cp.async 16 B along m/n, register-staged 16 B "
-                 f"along k), LDS.128 register double buffer, {bm // thr_m}x{bn // thr_n} FFMA per "
-                 f"thread, unchecked interior CTAs, grouped CTA order"),
+        # per operand: 2 compute buffers + STAGES raw (k-major) stages; an m/n-major
+        # operand's STAGES compute stages fit in the same region
+        dyn_smem=FixedSmem(4 * bk * (2 * (bm + bn + 2 * _PAD) + stages * (bm + bn))),
+        summary=(f"{stages}-stage smem pipeline (cp.async 16 B along m/n; along k register-staged, "
+                 f"or via k-major raw smem stages when both are k-major), LDS.128 register "
+                 f"double buffer, {bm // thr_m}x{bn // thr_n} FFMA per thread, unchecked interior CTAs, grouped CTA order"),
         seed="CuTe sgemm_sm80 (cp.async pipeline)",
         tags=("fast",),
     )

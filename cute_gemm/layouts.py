@@ -1757,7 +1757,7 @@ def _recipe_c2(kernel, problem, thread) -> Recipe:
 # ---- c3_pipelined: cp.async multistage pipeline, permuted TiledMMA --------------------------
 
 def _c3_copies(d: dict, nt: int) -> dict[str, tuple[TiledCopy, str]]:
-    """c3_pipelined.cu's copy types (CpVecMN<EXT>, CpSclMN, CpSclK, LdVecK)."""
+    """c3_pipelined.cu's copy types (CpVecMN<EXT>, CpSclMN, CpSclK, LdVecK, CpVecK)."""
     vop, sop = "SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<uint128_t>", "SM80_CP_ASYNC_CACHEALWAYS_ZFILL<uint32_t>"
     vec, scl = copy_atom(vop), copy_atom(sop)
     out = {}
@@ -1776,6 +1776,12 @@ def _c3_copies(d: dict, nt: int) -> dict[str, tuple[TiledCopy, str]]:
     lop, q = "UniversalCopy<uint128_t>", d["BLK_K"] // 4
     out["LdVecK"] = (TiledCopy(copy_atom(lop), Layout((nt // q, q), (q, 1)), make_layout((1, 4))),
                      f"make_tiled_copy(Copy_Atom<{lop}, float>{{}}, "
+                     f"Layout<Shape<Int<{nt // q}>, Int<{q}>>, Stride<Int<{q}>, _1>>{{}}, "
+                     f"Layout<Shape<_1, _4>>{{}})")
+    # both operands k-major: the same thread layout as 16-byte cp.async into k-major raw
+    # stages (BLK,BLK_K,STAGES):(BLK_K,1,BLK*BLK_K), transposed by the same thread into sA/sB
+    out["CpVecK"] = (TiledCopy(vec, Layout((nt // q, q), (q, 1)), make_layout((1, 4))),
+                     f"make_tiled_copy(Copy_Atom<{vop}, float>{{}}, "
                      f"Layout<Shape<Int<{nt // q}>, Int<{q}>>, Stride<Int<{q}>, _1>>{{}}, "
                      f"Layout<Shape<_1, _4>>{{}})")
     return out
@@ -1805,4 +1811,6 @@ def _recipe_c3(kernel, problem, thread) -> Recipe:
     return _copy_mma_recipe(
         kernel, problem, thread, "CG_PIPE_ENTRY", _c3_copies(d, kernel.threads), sA, sB,
         s_cpp("bM"), s_cpp("bN"), pad, mma, mma_cpp,
-        f"(BLK,BLK_K,STAGES):(1,BLK+{pad},(BLK+{pad})*BLK_K), {P} pipeline stages (grid: stage 0)")
+        f"(BLK,BLK_K,STAGES):(1,BLK+{pad},(BLK+{pad})*BLK_K), {P} pipeline stages (grid: stage 0); "
+        f"CpVecK operands: 2 such buffers, fed from k-major raw stages "
+        f"(BLK,BLK_K,{P}):(BLK_K,1,BLK*BLK_K)")

@@ -6,18 +6,24 @@
 //    __syncthreads before switching stages).
 //    m-/n-major operands: 16-byte cp.async (SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<uint128_t>,
 //    4 floats along m/n), no register staging.
-//    k-major operands: register-staged 16-byte loads (UniversalCopy<uint128_t>, 4 k per
-//    thread, BLK_K/4 threads per row = whole 32-byte sectors) for k-tile t+STAGES-1,
-//    stored to its (m/n-contiguous) stage as 4 STS.32 later in k-tile t: cp.async
-//    cannot transpose, and the compute side wants m/n contiguous. Where registers are
-//    short the staged slices go in groups spread over the k-tile (see kPhases).
+//    k-major operands (4 k per 16-byte vector, BLK_K/4 threads per row = whole 32-byte
+//    sectors; the compute side wants m/n contiguous and cp.async cannot transpose):
+//    - one k-major operand (LdVecK): register-staged LDG.128 for k-tile t+STAGES-1,
+//      stored to its (m/n-contiguous) stage as 4 STS.32 later in k-tile t, in groups
+//      spread over the k-tile where registers are short (see kPhases);
+//    - both k-major (CpVecK): 16-byte cp.async into k-major "raw" stages (STAGES of
+//      them); mid k-tile t each thread reads its own vectors of k-tile t+1 back
+//      (LDS.128) and stores them (4 STS.32) to one of 2 m/n-contiguous compute buffers.
+//      No registers held across a global load: staging both operands in registers
+//      needed 4 groups for 128 registers (44.1 TFLOP/s nt on an H200; raw: 48.1).
 //  * TiledMMA with a permutation so each thread owns 4 consecutive m (and n) per group:
 //    its fragments load from smem as LDS.128 (2 per operand per k for 8x8 outputs),
 //    and a hierarchical atom layout so a warp is a WARP_M x (32/WARP_M) patch of threads
 //    (4 x 8: one warp LDS.128 reads 64 B of A and 128 B of B, broadcast to the rest).
 //  * Shared -> registers: FRAG_DB=1 double-buffers k-block kb+1 while kb is computed;
 //    FRAG_DB=0 loads each k-block's fragment in place and lets ptxas hoist the LDS as
-//    registers allow (fewer live registers). Edge CTAs always take the latter.
+//    registers allow (fewer live registers). Edge CTAs of the register-staged (LdVecK)
+//    entries take the latter (double buffering spills there on sm_80).
 //  * Interior CTAs (tile inside M x N, K % BLK_K == 0) run an instantiation with every
 //    check compiled out; edge CTAs and the 4-byte fallbacks run the checked one.
 //  * Grouped CTA order (RASTER_N tile columns per group) for L2 reuse of A and B strips.
@@ -35,12 +41,14 @@
 //
 // Layouts (tid = threadIdx.x; P = SMEM_PAD = 4; examples at 128x128x8, 16x16 threads):
 //   sA = (BLK_M,BLK_K,STAGES):(1,BLK_M+P,(BLK_M+P)*BLK_K)   sB likewise with BLK_N
+//        (CpVecK operands: 2 such buffers, and raw rA = (BLK_M,BLK_K,STAGES):
+//        (BLK_K,1,BLK_M*BLK_K), unpadded: a warp's vectors are 8 whole 64-byte rows)
 //        (m/n contiguous; k columns padded by 4 words: a warp's 4-byte k-major stores,
 //        4 rows x 8 k (CpSclK) or 16 rows x 2 k-quads (LdVecK, BLK_K 8), land in banks
 //        m + 4k = 32 distinct; columns stay 16-B aligned)
 //   copy 16 B along m/n: thr (E/4, T/(E/4)):(1,E/4) with E = BLK_M or BLK_N, capped at
 //        T threads along m/n, val (4,1)        [128x128, 256 thr: (32,8), val (4,1)]
-//   copy 16 B along k (registers): thr (T/Q, Q):(Q,1) with Q = BLK_K/4, val (1,4)
+//   copy 16 B along k (registers, or cp.async to raw): thr (T/Q, Q):(Q,1) with Q = BLK_K/4, val (1,4)
 //                                          [BLK_K 8, 256 thr: (128,2):(2,1)]
 //   copy 4 B along m/n:  thr (32, T/32):(1,32), val (1,1)
 //   copy 4 B along k:    thr (T/8, 8):(8,1),    val (1,1)
@@ -119,13 +127,23 @@ using CpSclMN = decltype(make_tiled_copy(                      // 4-byte, 32 thr
 using CpSclK = decltype(make_tiled_copy(                       // 4-byte, 8 threads along k
     Copy_Atom<SM80_CP_ASYNC_CACHEALWAYS_ZFILL<uint32_t>, float>{},
     Layout<Shape<Int<kThreads / 8>, _8>, Stride<_8, _1>>{}));
-// k-major, register-staged: one LDG.128 of 4 consecutive k per vector, stored to the
-// m/n-contiguous stage later as 4 STS.32 (cp.async cannot transpose). kQuadsK threads
-// share a row (whole 32-byte sectors); a warp covers 32/kQuadsK rows.
+// k-major: 16-byte cp.async of 4 consecutive k into a k-major "raw" stage (cp.async
+// cannot transpose); the same thread later reads its own vectors back (LDS.128) and
+// stores them to the m/n-contiguous compute buffer (4 STS.32). kQuadsK threads share a
+// row (whole 32-byte sectors); a warp covers 32/kQuadsK rows. The thread layout also
+// serves the raw -> compute transpose (partition_D of both buffers).
+using CpVecK = decltype(make_tiled_copy(
+    Copy_Atom<SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<uint128_t>, float>{},
+    Layout<Shape<Int<kThreads / kQuadsK>, Int<kQuadsK>>, Stride<Int<kQuadsK>, _1>>{},
+    Layout<Shape<_1, _4>>{}));
+// k-major, register-staged (entries with one k-major operand): one LDG.128 of 4
+// consecutive k per vector, stored to the m/n-contiguous stage later as 4 STS.32.
 using LdVecK = decltype(make_tiled_copy(
     Copy_Atom<UniversalCopy<uint128_t>, float>{},
     Layout<Shape<Int<kThreads / kQuadsK>, Int<kQuadsK>>, Stride<Int<kQuadsK>, _1>>{},
     Layout<Shape<_1, _4>>{}));
+template <class TC>
+constexpr bool kRaw = is_same_v<TC, CpVecK>;
 template <class TC>
 constexpr bool kStaged = is_same_v<TC, LdVecK>;
 
@@ -150,17 +168,23 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int M, in
                                                const float* B, StrideB dB, float beta, float* C,
                                                long long sCm, long long sCn, CopyA copy_a,
                                                CopyB copy_b, float* smem_buf) {
-  constexpr bool kStagedA = kStaged<CopyA>;
+  constexpr bool kRawA = kRaw<CopyA>;   // k-major: raw stages + 2 compute buffers
+  constexpr bool kRawB = kRaw<CopyB>;
+  constexpr bool kStagedA = kStaged<CopyA>;  // k-major: LDG.128 -> registers -> compute stage
   constexpr bool kStagedB = kStaged<CopyB>;
+  constexpr int kBufA = kRawA ? 2 : STAGES;
+  constexpr int kBufB = kRawB ? 2 : STAGES;
   auto bM = Int<BLK_M>{};
   auto bN = Int<BLK_N>{};
   auto bK = Int<BLK_K>{};
   auto bP = Int<STAGES>{};
   auto cta_tiler = make_shape(bM, bN, bK);                                      // (BLK_M,BLK_N,BLK_K)
-  auto sA_layout = make_layout(make_shape(bM, bK, bP),
-                               make_stride(_1{}, bM + Int<SMEM_PAD>{}, (bM + Int<SMEM_PAD>{}) * bK));  // (BLK_M,BLK_K,PIPE)
-  auto sB_layout = make_layout(make_shape(bN, bK, bP),
-                               make_stride(_1{}, bN + Int<SMEM_PAD>{}, (bN + Int<SMEM_PAD>{}) * bK));  // (BLK_N,BLK_K,PIPE)
+  auto sA_layout = make_layout(make_shape(bM, bK, Int<kBufA>{}),
+                               make_stride(_1{}, bM + Int<SMEM_PAD>{}, (bM + Int<SMEM_PAD>{}) * bK));  // (BLK_M,BLK_K,BUF)
+  auto sB_layout = make_layout(make_shape(bN, bK, Int<kBufB>{}),
+                               make_stride(_1{}, bN + Int<SMEM_PAD>{}, (bN + Int<SMEM_PAD>{}) * bK));  // (BLK_N,BLK_K,BUF)
+  auto rA_layout = make_layout(make_shape(bM, bK, bP), make_stride(bK, _1{}, bM * bK));     // (BLK_M,BLK_K,PIPE)
+  auto rB_layout = make_layout(make_shape(bN, bK, bP), make_stride(bK, _1{}, bN * bK));     // (BLK_N,BLK_K,PIPE)
   TiledMmaT mma;
 
   // Preconditions
@@ -196,22 +220,33 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int M, in
   Tensor gcB = local_tile(cB, cta_tiler, cta_coord, Step< X, _1, _1>{});              // (BLK_N,BLK_K,k)
   Tensor gcC = local_tile(cC, cta_tiler, cta_coord, Step<_1, _1, X>{});               // (BLK_M,BLK_N)
 
-  // Dynamic smem (the registry's FixedSmem = 4 * STAGES * BLK_K * (BLK_M + BLK_N + 2 * PAD)).
-  constexpr int kStageFloatsA = (BLK_M + SMEM_PAD) * BLK_K * STAGES;
-  Tensor sA = make_tensor(make_smem_ptr(smem_buf), sA_layout);                        // (BLK_M,BLK_K,PIPE)
-  Tensor sB = make_tensor(make_smem_ptr(smem_buf + kStageFloatsA), sB_layout);        // (BLK_N,BLK_K,PIPE)
+  // Dynamic smem, one region per operand of 2 compute buffers + STAGES raw stages (an
+  // m/n-major operand's STAGES compute stages fit in it): the registry's FixedSmem =
+  // 4 * BLK_K * (2 * (BLK_M + BLK_N + 2 * PAD) + STAGES * (BLK_M + BLK_N)).
+  constexpr int kRegionA = BLK_K * (2 * (BLK_M + SMEM_PAD) + STAGES * BLK_M);
+  constexpr int kComputeA = (BLK_M + SMEM_PAD) * BLK_K * kBufA, kComputeB = (BLK_N + SMEM_PAD) * BLK_K * kBufB;
+  static_assert(kComputeA + (kRawA ? BLK_M * BLK_K * STAGES : 0) <= kRegionA, "A region");
+  float* smem_b = smem_buf + kRegionA;
+  Tensor sA = make_tensor(make_smem_ptr(smem_buf), sA_layout);                        // (BLK_M,BLK_K,BUF)
+  Tensor sB = make_tensor(make_smem_ptr(smem_b), sB_layout);                          // (BLK_N,BLK_K,BUF)
+  Tensor rA = make_tensor(make_smem_ptr(smem_buf + kComputeA), rA_layout);            // (BLK_M,BLK_K,PIPE)
+  Tensor rB = make_tensor(make_smem_ptr(smem_b + kComputeB), rB_layout);              // (BLK_N,BLK_K,PIPE)
 
-  // Global -> shared copy partitions (cp.async or register-staged), with their coordinates.
+  // Global -> shared copy partitions (cp.async into the compute stages, or into the raw
+  // stages for k-major operands), with their coordinates; tXtX: the raw -> compute
+  // transpose's destination (same thread layout, so a thread transposes its own vectors).
   ThrCopy thr_copy_a = copy_a.get_slice(threadIdx.x);
   Tensor tAgA = thr_copy_a.partition_S(gA);                                           // (CPY,CPY_M,CPY_K,k)
   Tensor tAcA = thr_copy_a.partition_S(gcA);                                          // (CPY,CPY_M,CPY_K,k)
-  Tensor tAsA = thr_copy_a.partition_D(sA);                                           // (CPY,CPY_M,CPY_K,PIPE)
-  Tensor tArA = make_tensor<float>(shape(tAsA(_, _, _, 0)));                          // (CPY,CPY_M,CPY_K)
+  Tensor tAsA = thr_copy_a.partition_D(sA);                                           // (CPY,CPY_M,CPY_K,BUF)
+  Tensor tAqA = thr_copy_a.partition_D(rA);                                           // (CPY,CPY_M,CPY_K,PIPE)
+  Tensor tArA = make_tensor<float>(shape(tAqA(_, _, _, 0)));                          // (CPY,CPY_M,CPY_K)
   ThrCopy thr_copy_b = copy_b.get_slice(threadIdx.x);
   Tensor tBgB = thr_copy_b.partition_S(gB);                                           // (CPY,CPY_N,CPY_K,k)
   Tensor tBcB = thr_copy_b.partition_S(gcB);                                          // (CPY,CPY_N,CPY_K,k)
-  Tensor tBsB = thr_copy_b.partition_D(sB);                                           // (CPY,CPY_N,CPY_K,PIPE)
-  Tensor tBrB = make_tensor<float>(shape(tBsB(_, _, _, 0)));                          // (CPY,CPY_N,CPY_K)
+  Tensor tBsB = thr_copy_b.partition_D(sB);                                           // (CPY,CPY_N,CPY_K,BUF)
+  Tensor tBqB = thr_copy_b.partition_D(rB);                                           // (CPY,CPY_N,CPY_K,PIPE)
+  Tensor tBrB = make_tensor<float>(shape(tBqB(_, _, _, 0)));                          // (CPY,CPY_N,CPY_K)
 
   // Compute partitions: smem fragments, double-buffered registers, accumulators.
   ThrMMA thr_mma = mma.get_slice(threadIdx.x);
@@ -230,10 +265,11 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int M, in
 
   auto shapeA = shape(mA);
   auto shapeB = shape(mB);
-  // One operand's share of a k-tile, issued: cp.async straight into the stage (a copy
-  // whose first element lies outside the matrix is zero-filled instead of read), or
-  // LDG.128 into registers (zeros outside) for a register-staged operand. Only the
-  // CPY_M slices in [lo, hi) (compile-time bounds after unrolling).
+  // One operand's share of a k-tile, issued: cp.async into stage `stage` of its compute
+  // stages (m/n-major) or raw stages (k-major, CpVecK) — a copy whose first element lies
+  // outside the matrix is zero-filled instead of read — or LDG.128 into registers (zeros
+  // outside) for a register-staged operand (LdVecK). Only the CPY_M slices in [lo, hi)
+  // (compile-time bounds after unrolling).
   auto issue = [&](auto const& cp, auto const& tg, auto const& tc, auto& ts, auto& tr,
                    auto const& shp, int k_tile, int stage, auto staged, int lo, int hi) {
     CUTE_UNROLL
@@ -257,39 +293,55 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int M, in
     for (int m = 0; m < size<1>(ts); ++m)
       if (m >= lo && m < hi) copy(tr(_, m, _), ts(_, m, _, stage));
   };
-  // The refill. cp.async (m/n-major operands) all goes out at k-block 0. Register-staged
-  // slices (A's CPY_M slices, then B's CPY_N slices, kU in all) go in kPhases groups:
-  // group g is loaded at k-block g*BLK_K/kPhases and stored to smem where group g+1 is
-  // loaded (the last at the last k-block). One group: a whole k-tile of FFMA covers the
-  // LDG. More groups: fewer staging registers live at a time (the 128-register budget of
-  // 2 CTAs/SM), at a shorter cover — used where the registers demand it: two at BLK_K 16,
-  // one per slice with both operands staged at BLK_K 16 (two groups spill there: ptxas
-  // 13.0, sm_90), two for both staged at BLK_K 8. Measured on an H200: BLK_K 8 with one
-  // group, 256x128 nn 46.9 TFLOP/s vs 43.3 with two; 128x128x16 nt 46.6 with two groups
-  // (8-byte spill) vs 44.1 with four.
+  // The refill. cp.async (all but LdVecK operands) all goes out at k-block 0.
+  // Register-staged slices (LdVecK: the entries with one k-major operand) go in kPhases
+  // groups: group g is loaded at k-block g*BLK_K/kPhases and stored to smem where group
+  // g+1 is loaded (the last at the last k-block). One group: a whole k-tile of FFMA
+  // covers the LDG; two at BLK_K 16 (fewer staging registers live, for the 128-register
+  // budget of 2 CTAs/SM). Both operands k-major take the raw stages instead (CpVecK):
+  // staging both in registers needed 4 groups at 128x128x16 (44.1 TFLOP/s on an H200
+  // vs 48.1 raw), while one staged operand measured ~1-3% ahead of raw (nn/tt).
   constexpr int kSlA = kStagedA ? decltype(size<1>(tAsA))::value : 0;
   constexpr int kSlB = kStagedB ? decltype(size<1>(tBsB))::value : 0;
   constexpr int kU = kSlA + kSlB;
-  constexpr int kPhases = kU <= 1 ? 1
-                        : (kStagedA && kStagedB) ? (BLK_K >= 16 ? kU : 2)
-                        : (BLK_K >= 16 ? 2 : 1);
+  static_assert(!(kStagedA && kStagedB), "both k-major: raw stages (CpVecK)");
+  constexpr int kPhases = (kU > 1 && BLK_K >= 16) ? 2 : 1;
   static_assert(BLK_K % kPhases == 0, "groups start on k-blocks");
   constexpr int kStep = BLK_K / kPhases;
   // phase p: cp.async (p == 0) + staged group p
   auto load_phase = [&](int phase, int k_tile, int stage) {
     const int lo = phase * kU / kPhases, hi = (phase + 1) * kU / kPhases;
-    if (phase == 0 || kStagedA)
-      issue(copy_a, tAgA, tAcA, tAsA, tArA, shapeA, k_tile, stage, bool_constant<kStagedA>{},
-            kStagedA ? lo : 0, kStagedA ? hi : 1 << 20);
-    if (phase == 0 || kStagedB)
-      issue(copy_b, tBgB, tBcB, tBsB, tBrB, shapeB, k_tile, stage, bool_constant<kStagedB>{},
-            kStagedB ? lo - kSlA : 0, kStagedB ? hi - kSlA : 1 << 20);
+    if (phase == 0 || kStagedA) {
+      if constexpr (kRawA)
+        issue(copy_a, tAgA, tAcA, tAqA, tArA, shapeA, k_tile, stage, false_type{}, 0, 1 << 20);
+      else
+        issue(copy_a, tAgA, tAcA, tAsA, tArA, shapeA, k_tile, stage, bool_constant<kStagedA>{},
+              kStagedA ? lo : 0, kStagedA ? hi : 1 << 20);
+    }
+    if (phase == 0 || kStagedB) {
+      if constexpr (kRawB)
+        issue(copy_b, tBgB, tBcB, tBqB, tBrB, shapeB, k_tile, stage, false_type{}, 0, 1 << 20);
+      else
+        issue(copy_b, tBgB, tBcB, tBsB, tBrB, shapeB, k_tile, stage, bool_constant<kStagedB>{},
+              kStagedB ? lo - kSlA : 0, kStagedB ? hi - kSlA : 1 << 20);
+    }
   };
   auto stash_phase = [&](int phase, int stage) {
     const int lo = phase * kU / kPhases, hi = (phase + 1) * kU / kPhases;
     if constexpr (kStagedA) stash(tArA, tAsA, stage, lo, hi);
     if constexpr (kStagedB) stash(tBrB, tBsB, stage, lo - kSlA, hi - kSlA);
   };
+  // Raw stage -> compute buffer for CpVecK operands: the thread's own 16-byte vectors
+  // back (LDS.128; landed once its cp_async_wait returns) and out as 4 STS.32 each.
+  // Registers live for one LDS latency instead of a global load's.
+  auto transpose = [&](int raw_stage, int buf) {
+    if constexpr (kRawA) { copy(tAqA(_, _, _, raw_stage), tArA); copy(tArA, tAsA(_, _, _, buf)); }
+    if constexpr (kRawB) { copy(tBqB(_, _, _, raw_stage), tBrB); copy(tBrB, tBsB(_, _, _, buf)); }
+  };
+  constexpr bool kAnyRaw = kRawA || kRawB;
+  // k-block of the transpose of k-tile t+1 during k-tile t: mid-tile, so its stores
+  // overlap FFMA and the tile has had ~2.5 k-tiles to land.
+  constexpr int kTransK = BLK_K / 2;
 
   const int k_tiles = size<2>(gA);
   constexpr int K_BLOCK_MAX = BLK_K;
@@ -300,26 +352,31 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int M, in
   for (int s = 0; s < STAGES - 1; ++s) {
     if (s < k_tiles) {
       CUTE_UNROLL
-      for (int p = 0; p < (kPhases > 1 ? kPhases : 1); ++p) load_phase(p, s, s);
+      for (int p = 0; p < kPhases; ++p) load_phase(p, s, s);
       CUTE_UNROLL
       for (int p = 0; p < kPhases; ++p) stash_phase(p, s);
     }
     cp_async_fence();
   }
-  // Stage bookkeeping in two registers: k-tile k_tile sits in read_stage; the k-tile
-  // in flight to smem this iteration, k_tile + STAGES - 1, goes to the stage read during
-  // the previous k-tile, (read_stage - 1) mod STAGES.
-  int read_stage = 0;
+  // Stage bookkeeping in registers: k-tile k_tile sits in read_stage (compute stage, or
+  // raw stage of a CpVecK operand) and in compute buffer read_buf (CpVecK operands, 2
+  // buffers); the k-tile in flight to smem this iteration, k_tile + STAGES - 1, goes to
+  // the stage read during the previous k-tile, (read_stage - 1) mod STAGES.
+  int read_stage = 0, read_buf = 0;
   auto prev_stage = [&] { return read_stage == 0 ? STAGES - 1 : read_stage - 1; };
+  auto next_stage = [&] { return read_stage + 1 == STAGES ? 0 : read_stage + 1; };
+  auto idxA = [&] { return kRawA ? read_buf : read_stage; };
+  auto idxB = [&] { return kRawB ? read_buf : read_stage; };
 
   cp_async_wait<STAGES - 2>();        // k-tile 0 has landed (for this thread) ...
+  if constexpr (kAnyRaw) transpose(0, 0);
   __syncthreads();                    // ... and for every thread
-  // Edge CTAs (kPred) load fragments in place: the checks' registers then fit the
-  // 128-register budget with both operands staged; interior CTAs follow FRAG_DB.
-  constexpr bool kDB = FRAG_DB && !kPred;
+  // Edge CTAs (kPred) of the register-staged entries load fragments in place: with the
+  // checks' registers, double buffering spills there on sm_80; elsewhere FRAG_DB.
+  constexpr bool kDB = FRAG_DB && !(kPred && (kStagedA || kStagedB));
   if constexpr (kDB) {
-    copy(tCsA(_, _, 0, read_stage), tCrA(_, _, 0));                                   // LDS.128
-    copy(tCsB(_, _, 0, read_stage), tCrB(_, _, 0));
+    copy(tCsA(_, _, 0, idxA()), tCrA(_, _, 0));                                       // LDS.128
+    copy(tCsB(_, _, 0, idxB()), tCrB(_, _, 0));
   }
 
   CUTE_NO_UNROLL
@@ -329,32 +386,39 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int M, in
     for (int k_block = 0; k_block < K_BLOCK_MAX; ++k_block) {
       CUTE_UNROLL
       for (int p = 0; p < kPhases; ++p)     // group p's registers -> smem
-        if (refill && k_block == (p + 1 == kPhases ? BLK_K - 1 : (p + 1) * kStep))
+        if (refill && kU > 0 && k_block == (p + 1 == kPhases ? BLK_K - 1 : (p + 1) * kStep))
           stash_phase(p, prev_stage());
+      if (kAnyRaw && k_block == kTransK && k_tile + 1 < k_tiles) {
+        // k-tile+1 landed for this thread; its compute buffer was last read in k-tile-1
+        cp_async_wait<STAGES - 2>();
+        transpose(next_stage(), read_buf ^ 1);
+      }
       if (kDB && k_block == K_BLOCK_MAX - 1) {
         // k-tile+1 complete and visible; every thread is past its reads of the stage the
         // next refill overwrites (last read at k_block - 1).
         cp_async_wait<STAGES - 2>();
         __syncthreads();
-        read_stage = (read_stage + 1 == STAGES) ? 0 : read_stage + 1;
+        read_stage = next_stage();
+        read_buf ^= 1;
       }
       // smem -> registers: FRAG_DB, the next k-block (k_block 0 of the next tile at the
       // end) into the other slot; else this k-block, hoisted by ptxas as registers allow
       const int k_next = kDB ? (k_block + 1) % K_BLOCK_MAX : k_block;
       const int slot = kDB ? (k_block + 1) & 1 : k_block & 1;
-      copy(tCsA(_, _, k_next, read_stage), tCrA(_, _, slot));
-      copy(tCsB(_, _, k_next, read_stage), tCrB(_, _, slot));
+      copy(tCsA(_, _, k_next, idxA()), tCrA(_, _, slot));
+      copy(tCsB(_, _, k_next, idxB()), tCrB(_, _, slot));
       // Refill the stage read during the previous k-tile (freed by its last barrier) with
       // k-tile k_tile + STAGES - 1 (one cp.async group per k-tile, empty past the end).
       CUTE_UNROLL
-      for (int p = 0; p < (kPhases > 1 ? kPhases : 1); ++p)   // group p (and cp.async) out
+      for (int p = 0; p < kPhases; ++p)     // group p (and cp.async) out
         if (refill && k_block == p * kStep) load_phase(p, k_tile + STAGES - 1, prev_stage());
       if (k_block == 0) cp_async_fence();
       gemm(mma, tCrA(_, _, k_block & 1), tCrB(_, _, k_block & 1), tCrC);              // 8x8 FFMA
       if (!kDB && k_block == K_BLOCK_MAX - 1) {
         cp_async_wait<STAGES - 2>();  // as above, after this k-tile's last smem reads
         __syncthreads();
-        read_stage = (read_stage + 1 == STAGES) ? 0 : read_stage + 1;
+        read_stage = next_stage();
+        read_buf ^= 1;
       }
     }
   }
@@ -398,7 +462,7 @@ __device__ __forceinline__ void dispatch(int M, int N, int K, float alpha, const
 CG_PIPE_ENTRY(cute_pipelined_am_bn, CG_DA_m, CG_DB_n, CpVecMN<BLK_M>, CpVecMN<BLK_N>, true)
 CG_PIPE_ENTRY(cute_pipelined_am_bk, CG_DA_m, CG_DB_k, CpVecMN<BLK_M>, LdVecK, true)
 CG_PIPE_ENTRY(cute_pipelined_ak_bn, CG_DA_k, CG_DB_n, LdVecK, CpVecMN<BLK_N>, true)
-CG_PIPE_ENTRY(cute_pipelined_ak_bk, CG_DA_k, CG_DB_k, LdVecK, LdVecK, true)
+CG_PIPE_ENTRY(cute_pipelined_ak_bk, CG_DA_k, CG_DB_k, CpVecK, CpVecK, true)
 // 4-byte cp.async only (any alignment, any extents), every copy checked
 CG_PIPE_ENTRY(cute_pipelined_ak_bk_s, CG_DA_k, CG_DB_k, CpSclK, CpSclK, false)
 CG_PIPE_ENTRY(cute_pipelined_am_bk_s, CG_DA_m, CG_DB_k, CpSclMN, CpSclK, false)
