@@ -8,6 +8,7 @@ layout it can take — only those operands, and only for kernels that need it.
 from __future__ import annotations
 
 import ctypes
+import os
 import sys
 from dataclasses import dataclass
 
@@ -161,13 +162,15 @@ class _Resolved:
     once: per call only the pointers and alpha/beta change. The driver copies the
     arguments inside cuLaunchKernel, so the block is reused once the call returns; the
     lock keeps two threads from interleaving their field writes."""
-    __slots__ = ("f", "grid", "block", "smem", "args", "packed", "lock")
+    __slots__ = ("f", "grid", "block", "smem", "args", "packed", "lock", "ws_bytes", "ordinal")
 
-    def __init__(self, f, grid, block, smem, m, n, kk, sa, sb, sc):
+    def __init__(self, f, grid, block, smem, m, n, kk, sa, sb, sc, ws_bytes=0, ordinal=0):
         import threading
         self.f, self.grid, self.block, self.smem = f, grid, block, smem
-        self.packed = launch.pack_gemm_args(m, n, kk, 0.0, 0, sa[0], sa[1], 0, sb[0], sb[1],
-                                            0.0, 0, sc[0], sc[1])
+        self.ws_bytes, self.ordinal = ws_bytes, ordinal   # stream-K: workspace per stream
+        pack = launch.pack_gemm_args_ws if ws_bytes else launch.pack_gemm_args
+        self.packed = pack(m, n, kk, 0.0, 0, sa[0], sa[1], 0, sb[0], sb[1], 0.0, 0, sc[0], sc[1],
+                           *((0,) if ws_bytes else ()))
         self.args = self.packed[0][0]      # the argument struct the pointer array points into
         self.lock = threading.Lock()
 
@@ -175,7 +178,27 @@ class _Resolved:
         s = self.args
         with self.lock:
             s.A, s.B, s.C, s.alpha, s.beta = a, b, c, alpha, beta
+            if self.ws_bytes:
+                s.ws = launch.workspace(self.ordinal, stream, self.ws_bytes)
             launch.launch(self.f, self.grid, self.block, self.smem, stream, self.packed)
+
+
+def _stream_k(k: registry.Kernel, plan: "_Plan", variant: registry.Variant, m: int, n: int,
+              kk: int, smem: int):
+    """(function, grid, workspace bytes) of the persistent stream-K launch of `variant`
+    when the shape leaves a partial last wave (registry.stream_k_ctas), else None."""
+    if not variant.stream_k or k.tile is None or os.environ.get("CUTE_GEMM_STREAM_K") == "0":
+        return None
+    bm, bn, bk = k.tile
+    tiles, k_tiles = registry.cdiv(m, bm) * registry.cdiv(n, bn), registry.cdiv(kk, bk)
+    if tiles * k_tiles >= 2**31:        # the kernel counts iterations in 32 bits
+        return None
+    f = plan.function(variant.stream_k)
+    slots = launch.device_info(plan.ordinal).sm_count * launch.occupancy(f, k.threads, smem)
+    ctas = registry.stream_k_ctas(tiles, k_tiles, slots, max_fill=variant.stream_k_fill)
+    if not ctas:
+        return None
+    return f, (ctas, 1, 1), registry.stream_k_workspace_bytes(ctas, bm, bn)
 
 
 _fast: dict[tuple, _Resolved] = {}
@@ -217,8 +240,14 @@ def _gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
         W = _temp(T.shape, ordinal, owned) if "c" in copies else T
         if beta != 0.0 and not (C.ptr == W.ptr and C.strides == W.strides):
             _scale2d(ordinal, stream, 1.0, C, W)   # the kernel updates W in place
-        resolved = _Resolved(plan.function(variant.entry), k.grid(m, n, kk), k.block, smem,
-                             m, n, kk, A.strides, B.strides, W.strides)
+        sk = _stream_k(k, plan, variant, m, n, kk, smem)
+        if sk is not None:
+            f, grid, ws_bytes = sk
+            resolved = _Resolved(f, grid, k.block, smem, m, n, kk, A.strides, B.strides,
+                                 W.strides, ws_bytes, ordinal)
+        else:
+            resolved = _Resolved(plan.function(variant.entry), k.grid(m, n, kk), k.block, smem,
+                                 m, n, kk, A.strides, B.strides, W.strides)
         resolved(A.ptr, B.ptr, W.ptr, alpha, beta, stream)
         if not copies:   # no temporaries: the next call with this key can go straight to it
             if len(_fast) >= 4096:

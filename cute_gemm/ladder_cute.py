@@ -70,8 +70,21 @@ _PAD = 4   # words of padding per smem k column (SMEM_PAD in the kernels)
 
 def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, thr_n: int = 16,
           warp_m: int = 4, min_blocks: int = 2, raster_n: int = 8, frag_db: int = 1,
-          trans_k: int | None = None) -> Kernel:
+          trans_k: int | None = None, stream_k: int = 0) -> Kernel:
     vec = dict(c_major="any", align=4, align_roles="ab", extent_align=4)
+
+    # The persistent stream-K twins of the vector entries (STREAM_K=1 builds) and the wave
+    # fill below which each is taken. H100, 4096^3 / 8192^3 (1024 / 4096 tiles, 0.97 fill),
+    # TFLOP/s stream-K vs data-parallel: am_bn 50.97 / 51.82 vs 50.40 / 51.37 (always
+    # taken); ak_bk 46.98 / 47.41 vs 48.43 / 49.33 and ak_bn (register-staged, checked
+    # instantiation only) 46.44 vs 48.76: taken only for grids that fill the GPU badly
+    # (e.g. fewer tiles than resident CTAs, where cutting K is worth far more). am_bk has
+    # none: its stream-K twin spills on sm_80.
+    fills = {("m", "n"): 1.0, ("k", "k"): 0.85, ("k", "n"): 0.85}
+
+    def sk(a, b):
+        return (dict(stream_k=f"cute_pipelined_a{a}_b{b}_sk", stream_k_fill=fills[a, b])
+                if stream_k and (a, b) in fills else {})
     return Kernel(
         name=name,
         family="cute",
@@ -79,7 +92,8 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
         # 16-byte entries first (any majorness; m/n-major operands by cp.async, one k-major
         # operand register-staged, two k-major by cp.async into raw stages), then the
         # 4-byte cp.async fallbacks, ending on row-major align 1
-        variants=tuple(Variant(f"cute_pipelined_a{a}_b{b}", a_major=a, b_major=b, **vec)
+        variants=tuple(Variant(f"cute_pipelined_a{a}_b{b}", a_major=a, b_major=b,
+                               **sk(a, b), **vec)
                        for a, b in (("m", "n"), ("m", "k"), ("k", "n"), ("k", "k")))
                  + tuple(Variant(f"cute_pipelined_a{a}_b{b}_s", a_major=a, b_major=b, c_major="any")
                          for a, b in (("k", "k"), ("m", "k"), ("m", "n"), ("k", "n"))),
@@ -88,14 +102,16 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
         defines=(("BLK_M", bm), ("BLK_N", bn), ("BLK_K", bk), ("STAGES", stages),
                  ("THR_M", thr_m), ("THR_N", thr_n), ("WARP_M", warp_m),
                  ("MIN_BLOCKS", min_blocks), ("SMEM_PAD", _PAD), ("RASTER_N", raster_n),
-                 ("FRAG_DB", frag_db), ("TRANS_K", bk // 2 if trans_k is None else trans_k)),
+                 ("FRAG_DB", frag_db), ("TRANS_K", bk // 2 if trans_k is None else trans_k),
+                 ("STREAM_K", stream_k)),
         tile=(bm, bn, bk),
         # per operand: 2 compute buffers + STAGES raw (k-major) stages; an m/n-major
         # operand's STAGES compute stages fit in the same region
         dyn_smem=FixedSmem(4 * bk * (2 * (bm + bn + 2 * _PAD) + stages * (bm + bn))),
         summary=(f"{stages}-stage smem pipeline (cp.async 16 B along m/n; along k register-staged, "
                  f"or via k-major raw smem stages when both are k-major), LDS.128 register "
-                 f"double buffer, {bm // thr_m}x{bn // thr_n} FFMA per thread, unchecked interior CTAs, grouped CTA order"),
+                 f"double buffer, {bm // thr_m}x{bn // thr_n} FFMA per thread, unchecked interior CTAs, grouped CTA order"
+                 + (", stream-K persistent launch when the tiles leave a partial last wave" if stream_k else "")),
         seed="CuTe sgemm_sm80 (cp.async pipeline)",
         tags=("fast",),
     )
@@ -110,7 +126,7 @@ CUTE: list[Kernel] = [
     # in the commit log); 128x128x16 with 4 stages leads in every layout
     # TRANS_K 13 (transpose of the both-k-major entry late in the k-tile): nt 48.57 / 49.34
     # vs 48.13 / 49.04 at 8 and 47.40 / 48.35 at 1
-    _pipe("cute_pipelined", 128, 128, 16, 4, trans_k=13),
+    _pipe("cute_pipelined", 128, 128, 16, 4, trans_k=13, stream_k=1),
     _pipe("cute_pipelined_128x128x8", 128, 128, 8, 4),
     _pipe("cute_pipelined_64x128x8", 64, 128, 8, 4, thr_m=8, thr_n=16, min_blocks=3),
 ]

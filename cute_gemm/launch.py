@@ -253,6 +253,73 @@ def pack_gemm_args(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn):
     return (s, ptrs), ctypes.addressof(ptrs)
 
 
+class _GemmArgsWs(ctypes.Structure):
+    """CG_GEMM_PARAMS + float* ws: the persistent stream-K entry points."""
+    _fields_ = _GemmArgs._fields_ + [("ws", ctypes.c_void_p)]
+
+
+_OFFSETS_WS = tuple(getattr(_GemmArgsWs, name).offset for name, _ in _GemmArgsWs._fields_)
+_PtrArrayWs = ctypes.c_void_p * len(_OFFSETS_WS)
+
+
+def pack_gemm_args_ws(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn, ws):
+    """pack_gemm_args with the workspace pointer of a stream-K entry point appended."""
+    s = _GemmArgsWs(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn, ws)
+    base = ctypes.addressof(s)
+    ptrs = _PtrArrayWs(*[base + o for o in _OFFSETS_WS])
+    return (s, ptrs), ctypes.addressof(ptrs)
+
+
+def occupancy(f: Function, threads: int, smem: int) -> int:
+    """CTAs of `f` resident per SM at `threads` threads and `smem` bytes of dynamic smem."""
+    if smem:
+        _raise_smem_limit(f, smem)
+    return int(_check(_drv().cuOccupancyMaxActiveBlocksPerMultiprocessor(f.handle, threads, smem),
+                      "cuOccupancyMaxActiveBlocksPerMultiprocessor", f.name))
+
+
+# Stream-K workspaces, one per (device, stream): launches queued on one stream run in
+# order, so they can share it; launches on two streams may overlap, so they must not.
+# Grown (never shrunk) to the largest request; the zeroed tail (arrival counters) is
+# left zero by every launch. free_workspaces() hands them back.
+_workspaces: dict[tuple[int, int], DeviceBuffer] = {}
+
+
+def workspace(ordinal: int, stream: int, nbytes: int) -> int:
+    """Device pointer to >= nbytes of workspace for `stream`, zeroed (in stream order)
+    when it is new; stream-K launches leave their counters zero, so it stays usable."""
+    key = (ordinal, stream)
+    buf = _workspaces.get(key)
+    if buf is not None and buf.nbytes >= nbytes:
+        return buf.ptr
+    with _lock:
+        if buf is not None:          # queued launches may still use the old one
+            synchronize(stream)
+            buf.close()
+            del _workspaces[key]
+        buf = DeviceBuffer(nbytes, ordinal)
+        try:
+            _check(_drv().cuMemsetD8Async(buf.ptr, 0, buf.nbytes, stream), "cuMemsetD8Async")
+        except BaseException:
+            buf.close()
+            raise
+        _workspaces[key] = buf
+        return buf.ptr
+
+
+def free_workspaces() -> int:
+    """Synchronize and free every stream-K workspace; returns how many were freed."""
+    n = 0
+    with _lock:
+        for (ordinal, stream), buf in list(_workspaces.items()):
+            _ensure_context(ordinal)
+            synchronize(stream)
+            buf.close()
+            n += 1
+        _workspaces.clear()
+    return n
+
+
 def launch(f: Function, grid, block, smem: int, stream: int, packed) -> None:
     keep, addr = packed
     if smem:

@@ -38,6 +38,11 @@ class Variant:
     extent_align: int = 1  # those operands' contiguous extent (K for k-major A, M for m-major A,
                            # N or K for B, N or M for C) is a multiple of this: a 128-bit vector
                            # must never straddle the end of a row/column (it would read past it)
+    stream_k: str = ""     # entry point of the same operands as a persistent stream-K launch
+                           # (signature + float* ws; see include/cute_gemm/streamk.cuh), or ""
+    stream_k_fill: float = 1.0  # ... taken when the data-parallel grid fills its waves to less
+                                # than this (tiles / (waves * resident CTAs)); < 1 where the
+                                # stream-K twin is slower per tile than the plain entry point
 
     def align_for(self, role: str) -> int:
         """The alignment (elements) this entry point needs of operand `role` ("a", "b", "c")."""
@@ -111,6 +116,48 @@ class StripSmem:
         return limit_bytes // (4 * (self.rows_a + self.cols_b))
 
 
+def stream_k_ctas(tiles: int, k_tiles: int, slots: int, min_iters: int = 8,
+                  max_fill: float = 1.0) -> int:
+    """CTAs of a persistent stream-K launch for `tiles` output tiles of `k_tiles` k-tiles
+    each, with `slots` CTAs resident at once (SMs x CTAs per SM); 0: launch the plain
+    data-parallel grid instead.
+
+    Stream-K pays where tiles % slots leaves a partly empty last wave (or a grid smaller
+    than the GPU): it shares the k-tile iterations out evenly (streamk.cuh). Each CTA gets
+    at least `min_iters` iterations, so a tile is never cut into slivers whose partial
+    sums cost more to reduce than to compute; with fewer than 2 * min_iters k-tiles per
+    tile there is nothing worth cutting. max_fill: keep the data-parallel grid when it
+    fills its waves at least this well (tiles / (waves * slots))."""
+    if tiles < 1 or k_tiles < 2 * min_iters or slots < 1 or tiles % slots == 0:
+        return 0
+    waves = cdiv(tiles, slots)
+    if tiles / (waves * slots) >= max_fill:
+        return 0
+    sk_tiles = tiles - (waves - 2) * slots if waves >= 2 else tiles
+    ctas = min(slots, sk_tiles * k_tiles // min_iters)
+    if ctas < 2 or tiles % ctas == 0:
+        return 0
+    return ctas
+
+
+def stream_k_schedule(tiles: int, k_tiles: int, ctas: int) -> tuple[int, list[tuple[int, int]]]:
+    """The split that include/cute_gemm/streamk.cuh computes on the device, mirrored for
+    tests and docs: (whole data-parallel tiles, [(first, end) stream-K iteration of each
+    CTA]); stream-K iteration i is k-tile i % k_tiles of tile dp + i // k_tiles."""
+    waves = cdiv(tiles, ctas)
+    dp = tiles if tiles % ctas == 0 else (waves - 2) * ctas if waves >= 2 else 0
+    s = (tiles - dp) * k_tiles
+    q, r = divmod(s, ctas)
+    begin = [c * q + (c * r) // ctas for c in range(ctas + 1)]
+    return dp, [(begin[c], begin[c + 1]) for c in range(ctas)]
+
+
+def stream_k_workspace_bytes(ctas: int, bm: int, bn: int) -> int:
+    """Workspace of a stream-K launch: 2 partial tiles (fp32) per CTA, then one int32
+    arrival counter per stream-K tile (at most 2 * ctas of them)."""
+    return 4 * (2 * ctas * bm * bn) + 4 * 2 * ctas
+
+
 @dataclass(frozen=True)
 class FixedSmem:
     nbytes: int
@@ -144,7 +191,8 @@ class Kernel:
 
     @property
     def entries(self) -> tuple[str, ...]:
-        return tuple(v.entry for v in self.variants)
+        return (tuple(v.entry for v in self.variants)
+                + tuple(v.stream_k for v in self.variants if v.stream_k))
 
     def smem_bytes(self, m: int, n: int, k: int) -> int:
         return self.dyn_smem(m, n, k) if self.dyn_smem is not None else 0

@@ -245,3 +245,76 @@ def test_jax_dlpack_input():
         assert isinstance(c, cute_gemm.DeviceArray)  # result comes back as a DeviceArray
         assert judge(name, c.to_host(), ref, gauge, False).status == "pass"
         c.close()
+
+
+# ---- stream-K (cute_pipelined's persistent launch for partly empty waves) ---------------
+# extents multiples of 4 (the vector entries, which have the stream-K twins); fewer tiles
+# than resident CTAs, so every twin is taken (registry.stream_k_ctas); K residues, edge
+# tiles, up to 16 contributors to one tile (4x4x2048: one tile, 128 k-tiles)
+SK_SHAPES = [(4, 4, 2048), (1000, 1300, 700), (1024, 1028, 516), (2100, 1900, 1036),
+             (200, 4, 300), (132, 260, 1024)]
+
+
+def _sk_launched(m, n, k):
+    from cute_gemm import api
+    return any(key[0] == "cute_pipelined" and key[2:5] == (m, n, k) and r.ws_bytes > 0
+               for key, r in api._fast.items())
+
+
+@pytest.mark.parametrize("layouts", [("n", "n"), ("t", "n"), ("n", "t"), ("t", "t")], ids="".join)
+def test_stream_k_matches_float64_and_data_parallel(layouts, monkeypatch):
+    """Within the float64 bound, and the shapes really went through stream-K (every
+    layout but tt, whose entry point has no stream-K twin)."""
+    from cute_gemm import api
+    api._fast.clear()
+    rep = cross_check(kernels=["cute_pipelined", "cute_smem"], shapes=SK_SHAPES, layouts=layouts)
+    _assert_ok(rep)
+    for (m, n, k) in SK_SHAPES:
+        assert _sk_launched(m, n, k) == (layouts != ("t", "t")), f"{m}x{n}x{k} {layouts}"
+    monkeypatch.setenv("CUTE_GEMM_STREAM_K", "0")     # the data-parallel grid, same bound
+    api._fast.clear()
+    _assert_ok(cross_check(kernels=["cute_pipelined"], shapes=SK_SHAPES[:2], layouts=layouts))
+    assert not _sk_launched(*SK_SHAPES[1])
+
+
+@pytest.mark.parametrize("beta", [0.0, 1.0, -3.0])
+def test_stream_k_exact_integer_mode(beta):
+    rep = cross_check(kernels=["cute_pipelined", "cute_smem", "naive"], exact=True, beta=beta,
+                      shapes=[(4, 4, 2048), (1000, 1300, 700)], layouts=("t", "n"))
+    _assert_ok(rep)
+    for s in rep.shapes:
+        assert np.nan_to_num(s.pairwise, nan=0.0).max() == 0.0
+
+
+def test_stream_k_is_deterministic_and_alpha_beta():
+    rng = np.random.default_rng()
+    a = rng.standard_normal((1000, 700), dtype=np.float32)
+    b = rng.standard_normal((700, 1300), dtype=np.float32)
+    c = rng.standard_normal((1000, 1300), dtype=np.float32)
+    r1 = cute_gemm.run("cute_pipelined", a, b, c, alpha=-0.75, beta=1.5)
+    r2 = cute_gemm.run("cute_pipelined", a, b, c, alpha=-0.75, beta=1.5)
+    assert _sk_launched(1000, 1300, 700)
+    assert np.array_equal(r1, r2), "stream-K partial sums must add up in a fixed order"
+    ref, gauge = reference(a, b, c, -0.75, 1.5)
+    res = judge("cute_pipelined", r1, ref, gauge, False)
+    assert res.status == "pass", res
+
+
+def test_stream_k_workspace_per_stream_and_freed():
+    from cute_gemm import launch
+    cp = pytest.importorskip("cupy")
+    rng = np.random.default_rng()
+    a = cp.asarray(rng.standard_normal((1000, 700), dtype=np.float32))
+    b = cp.asarray(rng.standard_normal((700, 1300), dtype=np.float32))
+    launch.free_workspaces()
+    streams = [cp.cuda.Stream(non_blocking=True) for _ in range(2)]
+    outs = [cp.empty((1000, 1300), dtype=cp.float32) for _ in streams]
+    for s, o in zip(streams, outs):          # two streams at once: two workspaces
+        cute_gemm.run("cute_pipelined", a, b, out=o, stream=s)
+    for s in streams:
+        s.synchronize()
+    assert len(launch._workspaces) == 2
+    want = cp.asnumpy(a).astype(np.float64) @ cp.asnumpy(b).astype(np.float64)
+    for o in outs:
+        assert np.abs(cp.asnumpy(o) - want).max() < 1e-3 * np.abs(want).max()
+    assert launch.free_workspaces() == 2 and not launch._workspaces

@@ -64,6 +64,7 @@
 #include <cute/tensor.hpp>
 #include <cute_gemm/common.cuh>
 #include <cute_gemm/cute_util.cuh>
+#include <cute_gemm/streamk.cuh>
 
 using namespace cute;
 
@@ -99,6 +100,9 @@ using namespace cute;
 #endif
 #ifndef TRANS_K
 #define TRANS_K (BLK_K / 2)   // k-block of the raw -> compute transpose (CpVecK operands)
+#endif
+#ifndef STREAM_K
+#define STREAM_K 0            // 1: also the persistent stream-K entry points (*_sk)
 #endif
 #ifndef FRAG_DB
 #define FRAG_DB 1             // 1: explicit register double buffer; 0: ptxas schedules the LDS
@@ -153,20 +157,43 @@ constexpr bool kStaged = is_same_v<TC, LdVecK>;
 // CTA rasterisation for L2 reuse: the grid is (tiles along M, tiles along N); linear block
 // ids walk groups of RASTER_N tile columns, M fastest inside a group, so the CTAs resident
 // together read ~sqrt(#resident) A strips and B strips instead of all of A (large M).
-__device__ __forceinline__ void cta_tile(int& tile_m, int& tile_n) {
-  const int tiles_m = gridDim.x, tiles_n = gridDim.y;
-  const int pid = blockIdx.y * tiles_m + blockIdx.x;
+// tile_coord: the same walk for a linear tile id (persistent stream-K CTAs).
+__device__ __forceinline__ void tile_coord(int pid, int tiles_m, int tiles_n, int& tile_m,
+                                           int& tile_n) {
   const int per_group = RASTER_N * tiles_m;
   const int first_n = (pid / per_group) * RASTER_N;
   const int cols = min(tiles_n - first_n, RASTER_N);
   tile_n = first_n + (pid % per_group) % cols;
   tile_m = (pid % per_group) / cols;
 }
+__device__ __forceinline__ void cta_tile(int& tile_m, int& tile_n) {
+  tile_coord(blockIdx.y * gridDim.x + blockIdx.x, gridDim.x, gridDim.y, tile_m, tile_n);
+}
+
+// The end of a run's k-tiles. Whole-K runs: a value the compiler can rematerialise from
+// the kernel arguments. Stream-K runs: read from shared memory each time it is needed
+// (volatile: never cached in a register) — the register-staged entry points sit at the
+// 128-register cap of 2 CTAs/SM, and one more live register across the mainloop spills.
+struct KEndValue {
+  int v;
+  __device__ int operator()() const { return v; }
+};
+__device__ __forceinline__ volatile int& sk_k_end() {
+  __shared__ int k_end;
+  return k_end;
+}
+struct KEndShared {
+  __device__ int operator()() const { return sk_k_end(); }
+};
 
 // kPred: the CTA tile crosses M or N, or K % BLK_K != 0 — every copy and store is checked.
 // Interior CTAs (kPred false) run the same code with the checks compiled out.
-template <bool kPred, class StrideA, class StrideB, class CopyA, class CopyB>
-__device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int M, int N, int K,
+// k-tiles [k_begin, k_end()) of the tile are accumulated (all of them but in stream-K
+// runs); epi(acc) then says whether this CTA stores the tile (a stream-K partial is
+// handed to streamk_fixup instead, and only the last contributor stores the sum).
+template <bool kPred, class StrideA, class StrideB, class CopyA, class CopyB, class KEnd, class Epi>
+__device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_begin, KEnd k_end,
+                                               Epi&& epi, int M, int N, int K,
                                                float alpha, const float* A, StrideA dA,
                                                const float* B, StrideB dB, float beta, float* C,
                                                long long sCm, long long sCn, CopyA copy_a,
@@ -348,16 +375,15 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int M, in
   constexpr int kTransK = TRANS_K;
   static_assert(TRANS_K >= 0 && TRANS_K < BLK_K - 1, "before the k-tile's barrier");
 
-  const int k_tiles = size<2>(gA);
   constexpr int K_BLOCK_MAX = BLK_K;
 
   // Prologue: STAGES-1 k-tiles in flight (one commit group each, empty past the end so
-  // that group g is always k-tile g).
+  // that group g is always k-tile k_begin + g).
   CUTE_UNROLL
   for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < k_tiles) {
+    if (k_begin + s < k_end()) {
       CUTE_UNROLL
-      for (int p = 0; p < kPhases; ++p) load_phase(p, s, s);
+      for (int p = 0; p < kPhases; ++p) load_phase(p, k_begin + s, s);
       CUTE_UNROLL
       for (int p = 0; p < kPhases; ++p) stash_phase(p, s);
     }
@@ -385,15 +411,15 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int M, in
   }
 
   CUTE_NO_UNROLL
-  for (int k_tile = 0; k_tile < k_tiles; ++k_tile) {
-    const bool refill = k_tile + STAGES - 1 < k_tiles;
+  for (int k_tile = k_begin; k_tile < k_end(); ++k_tile) {
+    const bool refill = k_tile + STAGES - 1 < k_end();
     CUTE_UNROLL
     for (int k_block = 0; k_block < K_BLOCK_MAX; ++k_block) {
       CUTE_UNROLL
       for (int p = 0; p < kPhases; ++p)     // group p's registers -> smem
         if (refill && kU > 0 && k_block == (p + 1 == kPhases ? BLK_K - 1 : (p + 1) * kStep))
           stash_phase(p, prev_stage());
-      if (kAnyRaw && k_block == kTransK && k_tile + 1 < k_tiles) {
+      if (kAnyRaw && k_block == kTransK && k_tile + 1 < k_end()) {
         // k-tile+1 landed for this thread; its compute buffer was last read in k-tile-1
         cp_async_wait<STAGES - 2>();
         transpose(next_stage(), read_buf ^ 1);
@@ -428,6 +454,7 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int M, in
     }
   }
 
+  if (!epi(tCrC)) return;
   if constexpr (kPred) {
     cg::epilogue_axpby(tCrC, tCgC, tCcC, shape(mC), alpha, beta);
   } else {
@@ -436,30 +463,113 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int M, in
   }
 }
 
-// kFast: interior CTAs take the unchecked instantiation (vector entry points; the scalar
-// fallbacks serve odd shapes and alignments and keep one instantiation).
+// One tile's k-tiles [k0, k1). kFast: interior tiles take the unchecked instantiation
+// (vector entry points; the scalar fallbacks serve odd shapes and alignments and keep
+// one instantiation).
+template <bool kFast, class StrideA, class StrideB, class CopyA, class CopyB, class KEnd, class Epi>
+__device__ __forceinline__ void tile_gemm(int tile_m, int tile_n, int k0, KEnd k1, Epi&& epi,
+                                          int M, int N, int K, float alpha, const float* A,
+                                          StrideA dA, const float* B, StrideB dB, float beta,
+                                          float* C, long long sCm, long long sCn) {
+  extern __shared__ __align__(16) float smem_buf[];
+  if constexpr (kFast) {
+    if ((tile_m + 1) * BLK_M <= M && (tile_n + 1) * BLK_N <= N && K % BLK_K == 0) {  // block-uniform
+      gemm_pipelined<false>(tile_m, tile_n, k0, k1, epi, M, N, K, alpha, A, dA, B, dB, beta, C,
+                            sCm, sCn, CopyA{}, CopyB{}, smem_buf);
+      return;
+    }
+  }
+  gemm_pipelined<true>(tile_m, tile_n, k0, k1, epi, M, N, K, alpha, A, dA, B, dB, beta, C, sCm,
+                       sCn, CopyA{}, CopyB{}, smem_buf);
+}
+
+struct StoreTile {   // data-parallel tiles: this CTA computed all of K, it stores
+  template <class Acc>
+  __device__ bool operator()(Acc&) const { return true; }
+};
+
 template <bool kFast, class StrideA, class StrideB, class CopyA, class CopyB>
 __device__ __forceinline__ void dispatch(int M, int N, int K, float alpha, const float* A,
                                          StrideA dA, const float* B, StrideB dB, float beta,
                                          float* C, long long sCm, long long sCn) {
-  extern __shared__ __align__(16) float smem_buf[];
   int tile_m, tile_n;
   cta_tile(tile_m, tile_n);
-  if constexpr (kFast) {
-    if ((tile_m + 1) * BLK_M <= M && (tile_n + 1) * BLK_N <= N && K % BLK_K == 0) {  // block-uniform
-      gemm_pipelined<false>(tile_m, tile_n, M, N, K, alpha, A, dA, B, dB, beta, C, sCm, sCn,
-                            CopyA{}, CopyB{}, smem_buf);
-      return;
-    }
+  tile_gemm<kFast, StrideA, StrideB, CopyA, CopyB>(tile_m, tile_n, 0, KEndValue{cg::ceil_div(K, BLK_K)},
+                                                   StoreTile{}, M, N, K, alpha, A, dA, B, dB,
+                                                   beta, C, sCm, sCn);
+}
+
+// Persistent stream-K launch (grid = (G,1,1), G from registry.stream_k_ctas): whole tiles
+// first, then this CTA's run of the k-tile iterations of the remaining tiles (see
+// include/cute_gemm/streamk.cuh). ws: 2 * G partial-tile slots, then one counter per
+// stream-K tile (zero before the first launch; each launch leaves them zero).
+template <bool kFast, class StrideA, class StrideB, class CopyA, class CopyB>
+__device__ __forceinline__ void dispatch_sk(int M, int N, int K, float alpha, const float* A,
+                                            StrideA dA, const float* B, StrideB dB, float beta,
+                                            float* C, long long sCm, long long sCn, float* ws) {
+  constexpr int kTileElems = BLK_M * BLK_N;
+  __shared__ cg::StreamK s_sk;     // the schedule, read back per run (no registers held)
+  if (threadIdx.x == 0)
+    s_sk = cg::StreamK::make(cg::ceil_div(M, BLK_M), cg::ceil_div(N, BLK_N),
+                             cg::ceil_div(K, BLK_K), gridDim.x);
+  __syncthreads();
+  auto run = [&](int tile, int k0, int k1, auto&& epi) {
+    int tile_m, tile_n;
+    tile_coord(tile, s_sk.tiles_m, s_sk.tiles_n, tile_m, tile_n);
+    if (threadIdx.x == 0) sk_k_end() = k1;
+    __syncthreads();   // and the previous run's last smem reads are done before the prologue
+    tile_gemm<kFast, StrideA, StrideB, CopyA, CopyB>(tile_m, tile_n, k0, KEndShared{}, epi, M, N,
+                                                    K, alpha, A, dA, B, dB, beta, C, sCm, sCn);
+  };
+  // The loop positions live in shared memory as well and are read back after each run:
+  // a register held across the mainloop is one the 128-register entry points lack.
+  __shared__ int s_pos;
+  if (threadIdx.x == 0) s_pos = blockIdx.x;
+  __syncthreads();
+  while (s_pos < s_sk.dp_tiles) {                    // whole tiles: blockIdx.x, + G, ...
+    run(s_pos, 0, s_sk.k_tiles, StoreTile{});
+    __syncthreads();
+    if (threadIdx.x == 0) s_pos += gridDim.x;
+    __syncthreads();
   }
-  gemm_pipelined<true>(tile_m, tile_n, M, N, K, alpha, A, dA, B, dB, beta, C, sCm, sCn,
-                       CopyA{}, CopyB{}, smem_buf);
+  if (threadIdx.x == 0) s_pos = s_sk.begin(blockIdx.x);
+  __syncthreads();
+  while (s_pos < s_sk.begin(blockIdx.x + 1)) {      // then this CTA's stream-K iterations
+    const int k_tiles = s_sk.k_tiles;
+    const int k0 = s_pos % k_tiles;                  // within stream-K tile s_pos / k_tiles
+    const int k1 = cute::min(k_tiles, k0 + (s_sk.begin(blockIdx.x + 1) - s_pos));
+    run(s_sk.dp_tiles + s_pos / k_tiles, k0, k1, [&](auto& acc) {
+      const cg::StreamK& sk = s_sk;
+      const int u = s_pos / sk.k_tiles;
+      const int c_lo = sk.cta_of(u * sk.k_tiles);                         // contributors c_lo..c_hi
+      const int c_hi = sk.cta_of((u + 1) * sk.k_tiles - 1);
+      if (c_lo == c_hi) return true;                                      // not cut: a whole tile
+      int* counter = reinterpret_cast<int*>(ws + 2LL * sk.ctas * kTileElems) + u;
+      return cg::streamk_fixup<kThreads>(acc, counter, c_hi - c_lo + 1, int(blockIdx.x) - c_lo,
+                                         [&](int j) {
+                                           const int c = c_lo + j;
+                                           return ws + (2LL * c + sk.slot(c, u)) * kTileElems;
+                                         });
+    });
+    __syncthreads();
+    if (threadIdx.x == 0) {                          // on to the next tile's first k-tile
+      const int kt = s_sk.k_tiles;
+      s_pos = cute::min(s_sk.begin(blockIdx.x + 1), (s_pos / kt + 1) * kt);
+    }
+    __syncthreads();
+  }
 }
 
 #define CG_PIPE_ENTRY(NAME, DA, DB, CA, CB, FAST)                                        \
   extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS) NAME(CG_GEMM_PARAMS) { \
     dispatch<FAST, decltype(DA), decltype(DB), CA, CB>(M, N, K, alpha, A, DA, B, DB, beta,  \
                                                         C, sCm, sCn);                     \
+  }
+#define CG_PIPE_SK_ENTRY(NAME, DA, DB, CA, CB, FAST)                                     \
+  extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)                     \
+      NAME(CG_GEMM_PARAMS, float* __restrict__ ws) {                                      \
+    dispatch_sk<FAST, decltype(DA), decltype(DB), CA, CB>(M, N, K, alpha, A, DA, B, DB,    \
+                                                           beta, C, sCm, sCn, ws);         \
   }
 
 // Vector entry points (align 4, contiguous extents % 4 == 0): 16-byte cp.async for m-/n-major
@@ -473,3 +583,13 @@ CG_PIPE_ENTRY(cute_pipelined_ak_bk_s, CG_DA_k, CG_DB_k, CpSclK, CpSclK, false)
 CG_PIPE_ENTRY(cute_pipelined_am_bk_s, CG_DA_m, CG_DB_k, CpSclMN, CpSclK, false)
 CG_PIPE_ENTRY(cute_pipelined_am_bn_s, CG_DA_m, CG_DB_n, CpSclMN, CpSclMN, false)
 CG_PIPE_ENTRY(cute_pipelined_ak_bn_s, CG_DA_k, CG_DB_n, CpSclK, CpSclMN, false)
+#if STREAM_K
+// the vector entry points again as persistent stream-K launches (extra argument: ws)
+// A register-staged operand (ak_bn): every tile through the checked instantiation (FAST
+// false), whose in-place fragment loads leave the registers that the unchecked one, with
+// a run's bounds live, lacks (it spills 100-200 bytes on sm_90). am_bk has no twin: even
+// the checked one spills on sm_80. (The registry says when each twin is taken.)
+CG_PIPE_SK_ENTRY(cute_pipelined_am_bn_sk, CG_DA_m, CG_DB_n, CpVecMN<BLK_M>, CpVecMN<BLK_N>, true)
+CG_PIPE_SK_ENTRY(cute_pipelined_ak_bn_sk, CG_DA_k, CG_DB_n, LdVecK, CpVecMN<BLK_N>, false)
+CG_PIPE_SK_ENTRY(cute_pipelined_ak_bk_sk, CG_DA_k, CG_DB_k, CpVecK, CpVecK, true)
+#endif

@@ -1,0 +1,94 @@
+// Stream-K work decomposition for persistent GEMM launches (device side).
+//
+// Why: a data-parallel grid of T output tiles runs in ceil(T / slots) waves, slots =
+// SMs x CTAs per SM; the last wave is partly empty (4096^3 in 128x128 tiles on 132 SMs
+// x 2: 1024 tiles = 3.88 waves, the last one 88 % full). A persistent grid of G CTAs
+// shares the work out evenly instead: whole tiles first, data-parallel, then the last
+// tiles cut along K into G equal runs of k-tile iterations (Osama et al., "Stream-K",
+// PPoPP 2023; CUTLASS's "data-parallel + stream-K" hybrid).
+//
+//   T tiles of I k-tiles each, G = gridDim.x CTAs:
+//   * T % G == 0: every tile data-parallel (dp = T);
+//   * else dp = (ceil(T/G) - 2) * G whole tiles (CTA c takes c, c + G, ...; none when
+//     T < 2G), and the other T - dp tiles (between G and 2G of them, or T when T < G)
+//     form S = (T - dp) * I iterations; CTA c takes [c*S/G, (c+1)*S/G). The host keeps
+//     G <= S so that every CTA has at least one iteration (see registry.stream_k_ctas).
+//   A tile cut between CTAs (its "contributors", consecutive CTAs) is reduced by
+//   streamk_fixup below through a workspace of 2 partial-tile slots per CTA (slot 0:
+//   the CTA's first run, which may end a tile; slot 1: its last run, which may begin
+//   one) and one arrival counter per stream-K tile, which the last arrival resets.
+#pragma once
+
+namespace cg {
+
+// An aggregate (no constructor), so that a kernel can keep it in __shared__: read back
+// per run, none of it stays live in registers across the mainloop (the register-staged
+// 128-register entry points have none to spare).
+struct StreamK {
+  int tiles_m, tiles_n, k_tiles, ctas, dp_tiles;
+  int sk_iters;              // < 2^31: the host launches stream-K only then
+  int q, r;                  // sk_iters = q * ctas + r
+
+  __device__ static StreamK make(int tiles_m, int tiles_n, int k_tiles, int ctas) {
+    const int tiles = tiles_m * tiles_n;
+    const int waves = (tiles + ctas - 1) / ctas;
+    const int dp = tiles % ctas == 0 ? tiles : (waves >= 2 ? (waves - 2) * ctas : 0);
+    const int s = (tiles - dp) * k_tiles;
+    return StreamK{tiles_m, tiles_n, k_tiles, ctas, dp, s, s / ctas, s % ctas};
+  }
+  // first stream-K iteration of CTA c (c == ctas: the end): floor(c * sk_iters / ctas),
+  // in 32-bit arithmetic (c * r < ctas^2; a 64-bit division is a called subroutine whose
+  // register convention made the 128-register entry points spill)
+  __device__ int begin(int c) const { return c * q + (c * r) / ctas; }
+  // the CTA whose run holds iteration x: the largest c with begin(c) <= x. begin(c) lies
+  // in [c*q, c*(q+1)), so c is in [x/(q+1), x/q]: a binary search of a few steps (no
+  // 64-bit or floating-point division: those are called subroutines, and a call with
+  // the accumulators live made the 128-register entry points spill)
+  __device__ int cta_of(int x) const {
+    int lo = x / (q + 1), hi = x / q < ctas - 1 ? x / q : ctas - 1;   // begin(lo) <= x
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) / 2;
+      if (begin(mid) <= x) lo = mid; else hi = mid - 1;
+    }
+    return lo;
+  }
+  // workspace slot of CTA c's run in stream-K tile u: 0 if it is c's first run
+  __device__ int slot(int c, int u) const { return begin(c) / k_tiles == u ? 0 : 1; }
+};
+
+// Reduce one stream-K tile cut between `n` consecutive CTAs; `me` is this CTA's index
+// among them, part(j) contributor j's slot (kThreads * size(acc) floats). Every
+// contributor stores its partial (element i of thread t at i * kThreads + t: coalesced,
+// and the reader thread t reads back what thread t of each contributor wrote), then
+// counts itself in; the last to arrive sums all partials in contributor order (the
+// same order whoever arrives last: deterministic results), leaves the sum in acc and
+// returns true — it alone runs the epilogue. No CTA ever waits on another, so any
+// number of CTAs may be resident at once.
+template <int kThreads, class Acc, class Part>
+__device__ __forceinline__ bool streamk_fixup(Acc& acc, int* counter, int n, int me, Part part) {
+  __shared__ int s_last;
+  float* mine = part(me);
+#pragma unroll
+  for (int i = 0; i < int(cute::size(acc)); ++i) __stcg(mine + i * kThreads + threadIdx.x, acc(i));
+  __threadfence();            // this thread's partial is visible device-wide ...
+  __syncthreads();            // ... for every thread of the CTA, before it is counted
+  if (threadIdx.x == 0) {
+    const int arrived = atomicAdd(counter, 1);
+    s_last = arrived == n - 1;
+    if (arrived == n - 1) *counter = 0;    // all n are in: ready for the next launch
+  }
+  __syncthreads();
+  if (!s_last) return false;
+  __threadfence();
+  const float* p0 = part(0);
+#pragma unroll
+  for (int i = 0; i < int(cute::size(acc)); ++i) acc(i) = __ldcg(p0 + i * kThreads + threadIdx.x);
+  for (int j = 1; j < n; ++j) {
+    const float* pj = part(j);
+#pragma unroll
+    for (int i = 0; i < int(cute::size(acc)); ++i) acc(i) += __ldcg(pj + i * kThreads + threadIdx.x);
+  }
+  return true;
+}
+
+}  // namespace cg

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Tile/pipeline sweep for cute_pipelined on a GPU, against cuBLAS in the same run.
+
+Each spec registers one more configuration of kernels/cute/c3_pipelined.cu (the same
+source, other -D values, built by ladder_cute._pipe exactly like the registered ones)
+for this process only, next to the registered kernels named on the command line; all of
+them are compiled in parallel (one process per configuration), their register and spill
+figures printed, then checked and timed by `cute-gemm bench`.
+
+  spec: NAME=BMxBNxBK/STAGES[,key=value...]   keys: thr_m thr_n warp_m min_blocks
+                                              raster_n frag_db trans_k
+                                              smem (bytes; experiments: too small for _ak_bk)
+  python3 scripts/sweep_pipelined.py cute_pipelined \
+      'p256=256x128x8/4,min_blocks=1' --size 4096 --layouts nn,nt
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import re
+import sys
+from concurrent.futures import ProcessPoolExecutor
+
+from cute_gemm import cache, launch, ladder_cute, registry
+from cute_gemm import compile as comp
+from cute_gemm.bench import bench, format_table
+
+_SPEC = re.compile(r"^(\w+)=(\d+)x(\d+)x(\d+)/(\d+)((?:,\w+=\d+)*)$")
+
+
+def parse_spec(text: str) -> registry.Kernel:
+    m = _SPEC.match(text)
+    if not m:
+        raise SystemExit(f"bad spec {text!r}: NAME=BMxBNxBK/STAGES[,key=value...]")
+    name, bm, bn, bk, st, rest = m.groups()
+    kw = {k: int(v) for k, v in (kv.split("=") for kv in rest.split(",") if kv)}
+    smem = kw.pop("smem", None)
+    k = ladder_cute._pipe(name, int(bm), int(bn), int(bk), int(st), **kw)
+    if smem is not None:   # experiments only: less than the both-k-major entry needs
+        k = dataclasses.replace(k, dyn_smem=registry.FixedSmem(smem))
+    return k
+
+
+def register(k: registry.Kernel) -> None:
+    if k.name in registry._BY_NAME:
+        raise SystemExit(f"{k.name!r} is already registered")
+    registry.KERNELS = registry.KERNELS + (k,)
+    registry._BY_NAME[k.name] = k
+
+
+def _compile(job):
+    name, arch = job
+    try:
+        c = cache.get(registry.get(name), arch)
+        return name, c.compile_seconds, c.log, None
+    except Exception as e:   # reported, the rest of the sweep goes on
+        return name, None, "", str(e).splitlines()[0] if str(e) else repr(e)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("items", nargs="+", help="registered kernel names and/or specs")
+    p.add_argument("--size", action="append", default=None)
+    p.add_argument("--layouts", default="nn")
+    p.add_argument("--repeats", type=int, default=30)
+    p.add_argument("--jobs", type=int, default=16)
+    p.add_argument("--out")
+    a = p.parse_args(argv)
+    names = []
+    for item in a.items:
+        if "=" in item:
+            k = parse_spec(item)
+            register(k)
+            names.append(k.name)
+        else:
+            names.append(registry.get(item).name)
+    arch = comp.normalize_arch(launch.device_info().arch)
+    with ProcessPoolExecutor(max_workers=min(a.jobs, len(names))) as pool:   # fork: sees the specs
+        for name, secs, _log, err in pool.map(_compile, [(n, arch) for n in names]):
+            if err:
+                print(f"{name}: compile FAILED: {err}")
+                names.remove(name)
+            else:
+                print(f"{name}: compiled in {secs:.1f} s" if secs else f"{name}: cached")
+    cache.clear_memory()
+    for name in names:
+        c = cache.get(registry.get(name), arch)
+        k = registry.get(name)
+        print(f"{name:<28} tile {k.tile} defines {dict(k.defines)} smem {k.smem_bytes(1, 1, 1)}")
+        for entry in k.entries:
+            r = c.resources.get(entry)
+            if r is not None:
+                print(f"    {entry:<30} regs {r.registers:>4} stack {r.stack_bytes:>4} "
+                      f"spills {r.spill_stores}/{r.spill_loads}")
+    res = bench(names, a.size or ["4096"], layouts=a.layouts, repeats=a.repeats,
+                out_dir=a.out, plots=False, progress=False)
+    print(format_table(res))
+    return 0 if res.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

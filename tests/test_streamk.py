@@ -1,0 +1,61 @@
+"""Stream-K scheduling (CPU): the launch policy and the split the kernel computes
+(registry.stream_k_schedule mirrors include/cute_gemm/streamk.cuh)."""
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from cute_gemm import registry
+
+
+def test_policy_picks_stream_k_only_for_partial_waves():
+    # 4096^3 in 128x128x16 tiles on 132 SMs x 2: 1024 tiles = 3.88 waves -> stream-K
+    assert registry.stream_k_ctas(1024, 256, 264) == 264
+    assert registry.stream_k_ctas(1056, 256, 264) == 0       # whole waves: data-parallel
+    assert registry.stream_k_ctas(1024, 8, 264) == 0         # K too short to cut
+    assert registry.stream_k_ctas(1, 16, 264) == 2           # one tile: split K in 2
+    assert registry.stream_k_ctas(1, 129, 264) == 16         # >= 8 k-tiles per CTA
+    assert registry.stream_k_ctas(0, 100, 264) == 0
+    assert registry.stream_k_ctas(1024, 256, 264, max_fill=0.85) == 0     # 0.97 full
+    assert registry.stream_k_ctas(88, 44, 264, max_fill=0.85) == 264      # 0.33 full
+
+
+@pytest.mark.parametrize("tiles,k_tiles,slots", [
+    (1024, 256, 264), (4096, 512, 264), (88, 44, 264), (1, 129, 264), (2, 19, 264),
+    (265, 16, 264), (527, 33, 264), (300, 17, 132), (7, 1000, 96), (64, 32, 264)])
+def test_schedule_covers_every_iteration_once(tiles, k_tiles, slots):
+    ctas = registry.stream_k_ctas(tiles, k_tiles, slots)
+    assert 0 < ctas <= slots
+    dp, runs = registry.stream_k_schedule(tiles, k_tiles, ctas)
+    assert dp % ctas == 0 and dp < tiles
+    sk_tiles = tiles - dp
+    assert sk_tiles <= 2 * ctas                       # the workspace holds 2 * ctas counters
+    assert runs[0][0] == 0 and runs[-1][1] == sk_tiles * k_tiles
+    lengths = [e - b for b, e in runs]
+    assert min(lengths) >= 8 and max(lengths) - min(lengths) <= 1   # balanced, never slivers
+    for (b0, e0), (b1, e1) in itertools.pairwise(runs):
+        assert e0 == b1                               # contiguous, no overlap, no gap
+    # each tile's contributors are consecutive CTAs; a CTA holds at most 2 cut tiles (its
+    # first and last run: the 2 workspace slots), and no slot is used twice
+    slots_used = set()
+    for u in range(sk_tiles):
+        lo, hi = u * k_tiles, (u + 1) * k_tiles
+        contrib = [c for c, (b, e) in enumerate(runs) if b < hi and e > lo]
+        assert contrib == list(range(contrib[0], contrib[-1] + 1))
+        if len(contrib) > 1:
+            for c in contrib:
+                slot = 0 if runs[c][0] // k_tiles == u else 1
+                assert (c, slot) not in slots_used
+                slots_used.add((c, slot))
+
+
+def test_workspace_size():
+    assert registry.stream_k_workspace_bytes(264, 128, 128) == 264 * 2 * 128 * 128 * 4 + 264 * 8
+
+
+def test_stream_k_entries_registered():
+    k = registry.get("cute_pipelined")
+    sk = [v.stream_k for v in k.variants if v.stream_k]
+    assert len(sk) == 3 and all(e in k.entries for e in sk)
+    assert ("STREAM_K", 1) in k.defines
