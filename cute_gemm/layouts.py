@@ -1397,7 +1397,8 @@ def _entries(kernel, macro: str) -> dict[str, tuple[str, ...]]:
     out = {}
     for m in re.finditer(rf"^{macro}\((\w+),\s*([^)]*)\)", text, re.M):
         out[m.group(1)] = tuple(a.strip() for a in m.group(2).split(","))
-    missing = [e for e in kernel.entries if e not in out]
+    # stream-K twins (CG_PIPE_SK_ENTRY) share their plain entry point's layouts
+    missing = [v.entry for v in kernel.variants if v.entry not in out]
     if missing:
         raise ValueError(f"{kernel.source}: no {macro}(...) line for entries {missing}; "
                          f"the layout recipe reads each entry's configuration from those lines")

@@ -134,7 +134,7 @@ def stream_k_ctas(tiles: int, k_tiles: int, slots: int, min_iters: int = 8,
     if tiles / (waves * slots) >= max_fill:
         return 0
     sk_tiles = tiles - (waves - 2) * slots if waves >= 2 else tiles
-    ctas = min(slots, sk_tiles * k_tiles // min_iters)
+    ctas = min(slots, sk_tiles * k_tiles // min_iters, STREAM_K_COUNTERS // 2)
     if ctas < 2 or tiles % ctas == 0:
         return 0
     return ctas
@@ -152,10 +152,14 @@ def stream_k_schedule(tiles: int, k_tiles: int, ctas: int) -> tuple[int, list[tu
     return dp, [(begin[c], begin[c + 1]) for c in range(ctas)]
 
 
+STREAM_K_COUNTERS = 8192   # cg::kStreamKCounters (include/cute_gemm/streamk.cuh)
+
+
 def stream_k_workspace_bytes(ctas: int, bm: int, bn: int) -> int:
-    """Workspace of a stream-K launch: 2 partial tiles (fp32) per CTA, then one int32
-    arrival counter per stream-K tile (at most 2 * ctas of them)."""
-    return 4 * (2 * ctas * bm * bn) + 4 * 2 * ctas
+    """Workspace of a stream-K launch: STREAM_K_COUNTERS int32 arrival counters at the
+    start (a fixed place, so launches of any size can share one workspace and find their
+    counters zero), then 2 partial tiles (fp32) per CTA."""
+    return 4 * STREAM_K_COUNTERS + 4 * (2 * ctas * bm * bn)
 
 
 @dataclass(frozen=True)

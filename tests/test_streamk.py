@@ -50,8 +50,15 @@ def test_schedule_covers_every_iteration_once(tiles, k_tiles, slots):
                 slots_used.add((c, slot))
 
 
-def test_workspace_size():
-    assert registry.stream_k_workspace_bytes(264, 128, 128) == 264 * 2 * 128 * 128 * 4 + 264 * 8
+def test_workspace_size_and_counter_capacity_match_the_header():
+    import re
+    from cute_gemm.paths import project_include_dir
+    text = (project_include_dir() / "cute_gemm" / "streamk.cuh").read_text()
+    assert int(re.search(r"kStreamKCounters = (\d+);", text).group(1)) == registry.STREAM_K_COUNTERS
+    assert (registry.stream_k_workspace_bytes(264, 128, 128)
+            == registry.STREAM_K_COUNTERS * 4 + 264 * 2 * 128 * 128 * 4)
+    # the counters (<= 2 per CTA) always fit, however many CTAs a GPU could hold
+    assert 2 * registry.stream_k_ctas(10**6, 10**3, 10**5) <= registry.STREAM_K_COUNTERS
 
 
 def test_stream_k_entries_registered():

@@ -14,12 +14,17 @@
 //     form S = (T - dp) * I iterations; CTA c takes [c*S/G, (c+1)*S/G). The host keeps
 //     G <= S so that every CTA has at least one iteration (see registry.stream_k_ctas).
 //   A tile cut between CTAs (its "contributors", consecutive CTAs) is reduced by
-//   streamk_fixup below through a workspace of 2 partial-tile slots per CTA (slot 0:
-//   the CTA's first run, which may end a tile; slot 1: its last run, which may begin
-//   one) and one arrival counter per stream-K tile, which the last arrival resets.
+//   streamk_fixup below through a workspace: kStreamKCounters int32 arrival counters
+//   (one per stream-K tile; zero before a launch, and the last arrival at each tile
+//   resets it, so every launch leaves them zero), then 2 partial-tile slots per CTA
+//   (slot 0: the CTA's first run, which may end a tile; slot 1: its last run, which may
+//   begin one). The counters sit at a fixed place whatever G is: one workspace serves
+//   launches of any size (registry.stream_k_workspace_bytes, STREAM_K_COUNTERS).
 #pragma once
 
 namespace cg {
+
+constexpr int kStreamKCounters = 8192;   // >= 2 * G for every launch (the host checks)
 
 // An aggregate (no constructor), so that a kernel can keep it in __shared__: read back
 // per run, none of it stays live in registers across the mainloop (the register-staged

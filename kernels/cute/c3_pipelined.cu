@@ -501,8 +501,8 @@ __device__ __forceinline__ void dispatch(int M, int N, int K, float alpha, const
 
 // Persistent stream-K launch (grid = (G,1,1), G from registry.stream_k_ctas): whole tiles
 // first, then this CTA's run of the k-tile iterations of the remaining tiles (see
-// include/cute_gemm/streamk.cuh). ws: 2 * G partial-tile slots, then one counter per
-// stream-K tile (zero before the first launch; each launch leaves them zero).
+// include/cute_gemm/streamk.cuh). ws: the arrival counters (zero before the first launch;
+// each launch leaves them zero), then 2 * G partial-tile slots.
 template <bool kFast, class StrideA, class StrideB, class CopyA, class CopyB>
 __device__ __forceinline__ void dispatch_sk(int M, int N, int K, float alpha, const float* A,
                                             StrideA dA, const float* B, StrideB dB, float beta,
@@ -544,11 +544,12 @@ __device__ __forceinline__ void dispatch_sk(int M, int N, int K, float alpha, co
       const int c_lo = sk.cta_of(u * sk.k_tiles);                         // contributors c_lo..c_hi
       const int c_hi = sk.cta_of((u + 1) * sk.k_tiles - 1);
       if (c_lo == c_hi) return true;                                      // not cut: a whole tile
-      int* counter = reinterpret_cast<int*>(ws + 2LL * sk.ctas * kTileElems) + u;
+      int* counter = reinterpret_cast<int*>(ws) + u;
       return cg::streamk_fixup<kThreads>(acc, counter, c_hi - c_lo + 1, int(blockIdx.x) - c_lo,
                                          [&](int j) {
                                            const int c = c_lo + j;
-                                           return ws + (2LL * c + sk.slot(c, u)) * kTileElems;
+                                           return ws + cg::kStreamKCounters +
+                                                  (2LL * c + sk.slot(c, u)) * kTileElems;
                                          });
     });
     __syncthreads();
