@@ -9,16 +9,7 @@
 #        benchmark arguments; PYTEST_ARGS adds pytest arguments.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT="${OUT:-/tmp/cute_gemm_out}"; mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1
-
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || { echo "wheel install failed"; exit 1; }
-export PYTHONPATH="/tmp/site:$PWD"
-# a cubin cache built on the CPU machine for sm_90 travels in .cgcache (same NVRTC 13.0,
-# same header wheels: same keys); without it everything compiles here
-export CUTE_GEMM_CACHE_DIR="$PWD/.cgcache"
-mkdir -p "$CUTE_GEMM_CACHE_DIR"
+. scripts/device_env.sh
 
 echo "== device"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.sm --format=csv,noheader

@@ -8,12 +8,7 @@
 #   env: PROFILE_LAYOUTS (default "nn nt"), PROFILE_KERNEL (default cute_pipelined)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-OUT="${OUT:-/tmp/cute_gemm_out}"; mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-    --target /tmp/site .whl/*.whl || { echo "wheel install failed"; exit 1; }
-export PYTHONPATH="/tmp/site:$PWD"
-export CUTE_GEMM_CACHE_DIR="$PWD/.cgcache"; mkdir -p "$CUTE_GEMM_CACHE_DIR"
+. scripts/device_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv,noheader
 
 if [ $# -gt 0 ]; then
