@@ -47,14 +47,15 @@ python3 -m cute_gemm.cli check 2>&1 | tee "$OUT/check.txt" | tail -15
 fi
 [ "$STAGE" = test ] && exit 0
 
-echo "== benchmark: every kernel, A and B row-major, at 4096^3, 8192^3 and 4096x4096x1024"
+echo "== benchmark: every kernel, A and B row-major, at 4096^3, 8192^3, 4096x4096x1024 and"
+echo "   1024x1024x8192 (64 tiles of 128x128: a quarter of one wave, where stream-K pays)"
 echo "   (where the whole-K strip stage fits in shared memory), plus the per-call overhead"
 mkdir -p "$OUT/nn" "$OUT/layouts"
-python3 -m cute_gemm.cli bench ${BENCH_ARGS:---size 4096 --size 8192 --size 4096x4096x1024 --overhead} \
+python3 -m cute_gemm.cli bench ${BENCH_ARGS:---size 4096 --size 8192 --size 4096x4096x1024 --size 1024x1024x8192 --overhead} \
     --no-progress --out "$OUT/nn" 2>&1 | tee "$OUT/nn/bench.txt" | tail -45
-echo "== benchmark: operand layouts (CuTe NT = A transposed view, TN = B transposed view) at 4096^3"
+echo "== benchmark: operand layouts (CuTe NT = A transposed view, TN = B transposed view) at 4096^3 and 8192^3"
 LAYOUT_KERNELS=$(python3 -c "import cute_gemm; print(' '.join(k.name for k in cute_gemm.kernels('cute') if k.name != 'cute_gmem'))")
-python3 -m cute_gemm.cli bench $LAYOUT_KERNELS v9_warptile_256x128 --size 4096 --layouts tn,nt,tt \
+python3 -m cute_gemm.cli bench $LAYOUT_KERNELS v9_warptile_256x128 --size 4096 --size 8192 --layouts tn,nt,tt \
     --no-progress --no-plots --out "$OUT/layouts" 2>&1 | tee "$OUT/layouts/bench.txt" | tail -32
 # the device tool returns at most 8 files: keep the JSONs, the logs and the two plots
 rm -f "$OUT"/nn/bench.csv "$OUT"/nn/bench_readme.md "$OUT"/layouts/bench.csv "$OUT"/layouts/bench_readme.md
