@@ -162,12 +162,17 @@ class _Resolved:
     once: per call only the pointers and alpha/beta change. The driver copies the
     arguments inside cuLaunchKernel, so the block is reused once the call returns; the
     lock keeps two threads from interleaving their field writes."""
-    __slots__ = ("f", "grid", "block", "smem", "args", "packed", "lock", "ws_bytes", "ordinal")
+    __slots__ = ("f", "grid", "block", "smem", "args", "packed", "lock", "ws_bytes", "ordinal",
+                 "swap")
 
-    def __init__(self, f, grid, block, smem, m, n, kk, sa, sb, sc, ws_bytes=0, ordinal=0):
+    def __init__(self, f, grid, block, smem, m, n, kk, sa, sb, sc, ws_bytes=0, ordinal=0,
+                 swap=False):
         import threading
         self.f, self.grid, self.block, self.smem = f, grid, block, smem
         self.ws_bytes, self.ordinal = ws_bytes, ordinal   # stream-K: workspace per stream
+        self.swap = swap     # the kernel computes C^T = B^T A^T: it takes B first, then A
+        if swap:
+            m, n, sa, sb, sc = n, m, sb[::-1], sa[::-1], sc[::-1]
         pack = launch.pack_gemm_args_ws if ws_bytes else launch.pack_gemm_args
         self.packed = pack(m, n, kk, 0.0, 0, sa[0], sa[1], 0, sb[0], sb[1], 0.0, 0, sc[0], sc[1],
                            *((0,) if ws_bytes else ()))
@@ -177,6 +182,8 @@ class _Resolved:
     def __call__(self, a, b, c, alpha, beta, stream):
         s = self.args
         with self.lock:
+            if self.swap:
+                a, b = b, a
             s.A, s.B, s.C, s.alpha, s.beta = a, b, c, alpha, beta
             if self.ws_bytes:
                 s.ws = launch.workspace(self.ordinal, stream, self.ws_bytes)
@@ -189,6 +196,8 @@ def _stream_k(k: registry.Kernel, plan: "_Plan", variant: registry.Variant, m: i
     when the shape leaves a partial last wave (registry.stream_k_ctas), else None."""
     if not variant.stream_k or k.tile is None or os.environ.get("CUTE_GEMM_STREAM_K") == "0":
         return None
+    if variant.stream_k_swap:     # the twin sees the transposed problem: N x M
+        m, n = n, m
     bm, bn, bk = k.tile
     tiles, k_tiles = registry.cdiv(m, bm) * registry.cdiv(n, bn), registry.cdiv(kk, bk)
     if tiles * k_tiles >= 2**31:        # the kernel counts iterations in 32 bits
@@ -244,7 +253,7 @@ def _gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
         if sk is not None:
             f, grid, ws_bytes = sk
             resolved = _Resolved(f, grid, k.block, smem, m, n, kk, A.strides, B.strides,
-                                 W.strides, ws_bytes, ordinal)
+                                 W.strides, ws_bytes, ordinal, variant.stream_k_swap)
         else:
             resolved = _Resolved(plan.function(variant.entry), k.grid(m, n, kk), k.block, smem,
                                  m, n, kk, A.strides, B.strides, W.strides)

@@ -79,12 +79,17 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
     # taken); ak_bk 46.98 / 47.41 vs 48.43 / 49.33 and ak_bn (register-staged, checked
     # instantiation only) 46.44 vs 48.76: taken only for grids that fill the GPU badly
     # (e.g. fewer tiles than resident CTAs, where cutting K is worth far more). am_bk has
-    # none: its stream-K twin spills on sm_80.
+    # no twin of its own (it spills on sm_80): it takes ak_bn's on the transposed problem,
+    # C^T = B^T A^T, where B^T is k-major and A^T n-major.
     fills = {("m", "n"): 1.0, ("k", "k"): 0.85, ("k", "n"): 0.85}
 
     def sk(a, b):
-        return (dict(stream_k=f"cute_pipelined_a{a}_b{b}_sk", stream_k_fill=fills[a, b])
-                if stream_k and (a, b) in fills else {})
+        if not stream_k:
+            return {}
+        if (a, b) == ("m", "k"):
+            return dict(stream_k="cute_pipelined_ak_bn_sk", stream_k_fill=fills["k", "n"],
+                        stream_k_swap=True)
+        return dict(stream_k=f"cute_pipelined_a{a}_b{b}_sk", stream_k_fill=fills[a, b])
     return Kernel(
         name=name,
         family="cute",

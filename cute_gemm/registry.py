@@ -43,6 +43,8 @@ class Variant:
     stream_k_fill: float = 1.0  # ... taken when the data-parallel grid fills its waves to less
                                 # than this (tiles / (waves * resident CTAs)); < 1 where the
                                 # stream-K twin is slower per tile than the plain entry point
+    stream_k_swap: bool = False # the twin computes the transposed problem C^T = B^T A^T (an
+                                # A m-major / B k-major call is A k-major / B n-major there)
 
     def align_for(self, role: str) -> int:
         """The alignment (elements) this entry point needs of operand `role` ("a", "b", "c")."""
@@ -195,8 +197,8 @@ class Kernel:
 
     @property
     def entries(self) -> tuple[str, ...]:
-        return (tuple(v.entry for v in self.variants)
-                + tuple(v.stream_k for v in self.variants if v.stream_k))
+        return tuple(dict.fromkeys([v.entry for v in self.variants]
+                                   + [v.stream_k for v in self.variants if v.stream_k]))
 
     def smem_bytes(self, m: int, n: int, k: int) -> int:
         return self.dyn_smem(m, n, k) if self.dyn_smem is not None else 0

@@ -63,6 +63,10 @@ def test_workspace_size_and_counter_capacity_match_the_header():
 
 def test_stream_k_entries_registered():
     k = registry.get("cute_pipelined")
-    sk = [v.stream_k for v in k.variants if v.stream_k]
-    assert len(sk) == 3 and all(e in k.entries for e in sk)
+    sk = {(v.a_major, v.b_major): v for v in k.variants if v.stream_k}
+    assert set(sk) == {("m", "n"), ("k", "k"), ("k", "n"), ("m", "k")}   # every vector entry
+    assert all(v.stream_k in k.entries for v in sk.values())
+    assert len(k.entries) == len(set(k.entries)) == 11     # 8 + 3 twins (am_bk borrows one)
+    # A m-major x B k-major is A k-major x B n-major for C^T = B^T A^T
+    assert sk["m", "k"].stream_k == sk["k", "n"].stream_k and sk["m", "k"].stream_k_swap
     assert ("STREAM_K", 1) in k.defines
