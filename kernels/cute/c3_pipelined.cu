@@ -44,8 +44,11 @@
 //           ncu, H100, 4096^3: as many instructions as cuBLAS's xmma SIMT kernels (2.44 G
 //           vs 2.42 G warp instructions, 2.15 G FFMA) but 87 % issue-active vs 90 %;
 //           stalls per issue: barrier 0.23-0.31 (cuBLAS 0.05-0.10), dispatch 0.31-0.37
-//           (0.10-0.16). Untried: per-stage mbarriers (cp.async.mbarrier.arrive) instead
-//           of the CTA-wide barrier, so warps may drift apart within the pipeline depth.
+//           (0.10-0.16). Tried without gain (H100, 4096^3 / 8192^3, am_bn, TFLOP/s):
+//           per-stage full/empty mbarriers (cp.async.mbarrier.arrive.noinc) instead of
+//           the CTA-wide barrier, refill at k-block 0/4/8/12: 48.9-50.7 / 49.4-51.5 vs
+//           50.8 / 51.8 — the barrier stall is not what holds it back. Nor BLK_K 32, 4-byte
+//           cp.async for k-major operands, 1 CTA/SM, 6-8 stages (see ladder_cute.py).
 //
 // Layouts (tid = threadIdx.x; P = SMEM_PAD = 4; examples at 128x128x8, 16x16 threads):
 //   sA = (BLK_M,BLK_K,STAGES):(1,BLK_M+P,(BLK_M+P)*BLK_K)   sB likewise with BLK_N
