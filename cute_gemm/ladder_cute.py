@@ -131,6 +131,13 @@ CUTE: list[Kernel] = [
     # in the commit log); 128x128x16 with 4 stages leads in every layout
     # TRANS_K 13 (transpose of the both-k-major entry late in the k-tile): nt 48.57 / 49.34
     # vs 48.13 / 49.04 at 8 and 47.40 / 48.35 at 1
+    # H100 sweeps, 2026-11-22 (scripts/sweep_pipelined.py; 4096^3 data-parallel, TFLOP/s,
+    # nn / tn; cuBLAS 51.7 / 52.2): this config 49.2 / 50.9; 3 stages 49.1 / -; 256x128x8
+    # (16x8 per thread, 1 CTA/SM) 46.2 / -; 128x256x8 47.8 / -; 128 threads x 16x8 per
+    # thread 46.9 (fewer instructions, 80 % issue with 2 warps per scheduler); BLK_K 32
+    # (tn only: the staged entries spill) - / 48.3; MIN_BLOCKS 1 45.8 / 51.2; 6 stages at
+    # 1 CTA/SM 44.7 / 51.2; WARP_M 8 / 2: 48.7 / 48.2 nn; RASTER_N 4 / 16: 49.0 / 49.0 nn;
+    # k-major operands by 4-byte cp.async (cuBLAS's way) 48.1 nn, 46.2 nt (vs 48.4)
     _pipe("cute_pipelined", 128, 128, 16, 4, trans_k=13, stream_k=1),
     _pipe("cute_pipelined_128x128x8", 128, 128, 8, 4),
     _pipe("cute_pipelined_64x128x8", 64, 128, 8, 4, thr_m=8, thr_n=16, min_blocks=3),

@@ -48,7 +48,8 @@
 //           per-stage full/empty mbarriers (cp.async.mbarrier.arrive.noinc) instead of
 //           the CTA-wide barrier, refill at k-block 0/4/8/12: 48.9-50.7 / 49.4-51.5 vs
 //           50.8 / 51.8 — the barrier stall is not what holds it back. Nor BLK_K 32, 4-byte
-//           cp.async for k-major operands, 1 CTA/SM, 6-8 stages (see ladder_cute.py).
+//           cp.async for k-major operands, 1 CTA/SM, 6-8 stages, 16x8 outputs per thread (see
+//           the sweep figures in ladder_cute.py).
 //
 // Layouts (tid = threadIdx.x; P = SMEM_PAD = 4; examples at 128x128x8, 16x16 threads):
 //   sA = (BLK_M,BLK_K,STAGES):(1,BLK_M+P,(BLK_M+P)*BLK_K)   sB likewise with BLK_N
