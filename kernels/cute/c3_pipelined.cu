@@ -116,6 +116,12 @@ using namespace cute;
 #ifndef STREAM_K
 #define STREAM_K 0            // 1: also the persistent stream-K entry points (*_sk)
 #endif
+#ifndef FMA_ORDER
+#define FMA_ORDER 0           // outer-product FFMA order (see outer_product) of the entries
+#endif                        // without raw stages ...
+#ifndef FMA_ORDER_RAW
+#define FMA_ORDER_RAW 0       // ... and of those with (both operands k-major)
+#endif
 #ifndef FRAG_DB
 #define FRAG_DB 1             // 1: explicit register double buffer; 0: ptxas schedules the LDS
 #endif
@@ -180,6 +186,32 @@ __device__ __forceinline__ void tile_coord(int pid, int tiles_m, int tiles_n, in
 }
 __device__ __forceinline__ void cta_tile(int& tile_m, int& tile_n) {
   tile_coord(blockIdx.y * gridDim.x + blockIdx.x, gridDim.x, gridDim.y, tile_m, tile_n);
+}
+
+// One k-block's 8x8 outer product. The FFMA order decides which operand registers the
+// consecutive FFMAs share, and so ptxas's operand reuse and register-bank conflicts:
+// 0 = CuTe's gemm (row-major kinked serpentine: rows m, m+1 share b[n]); 2 = col-major
+// kinked serpentine (columns n, n+1 share a[m]). H100, 4096^3, TFLOP/s, 0 vs 2: tn 50.5
+// vs 51.3, nn 48.8 vs 49.7, tt 48.9 vs 49.7, nt (raw stages) 48.5 vs 47.6; row-major
+// serpentine 50.5 / 48.1 / 48.2 / 47.6, col-major serpentine 50.3 / 48.3 / 48.4 / 46.1,
+// kinked by 4 columns or rows: all lower still.
+template <int kOrder, class Mma, class TA, class TB, class TC>
+__device__ __forceinline__ void outer_product(Mma const& mma, TA const& a, TB const& b, TC& c) {
+  constexpr int M = decltype(size<1>(a))::value, N = decltype(size<1>(b))::value;
+  static_assert(kOrder == 0 || (kOrder == 2 && N % 2 == 0), "FMA_ORDER: 0 or 2");
+  if constexpr (kOrder == 0) {
+    gemm(mma, a, b, c);
+  } else {
+    CUTE_UNROLL
+    for (int n = 0; n < N; n += 2) {
+      CUTE_UNROLL
+      for (int m = 0; m < M; ++m) {
+        const int ms = (n & 2) ? M - 1 - m : m;
+        c(0, ms, n) = fmaf(a(0, ms), b(0, n), c(0, ms, n));
+        c(0, ms, n + 1) = fmaf(a(0, ms), b(0, n + 1), c(0, ms, n + 1));
+      }
+    }
+  }
 }
 
 // The end of a run's k-tiles. Whole-K runs: a value the compiler can rematerialise from
@@ -456,7 +488,8 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
       for (int p = 0; p < kPhases; ++p)     // group p (and cp.async) out
         if (refill && k_block == p * kStep) load_phase(p, k_tile + STAGES - 1, prev_stage());
       if (k_block == 0) cp_async_fence();
-      gemm(mma, tCrA(_, _, k_block & 1), tCrB(_, _, k_block & 1), tCrC);              // 8x8 FFMA
+      outer_product<kAnyRaw ? FMA_ORDER_RAW : FMA_ORDER>(mma, tCrA(_, _, k_block & 1),
+                                                         tCrB(_, _, k_block & 1), tCrC);  // 8x8 FFMA
       if (!kDB && k_block == K_BLOCK_MAX - 1) {
         cp_async_wait<STAGES - 2>();  // as above, after this k-tile's last smem reads
         __syncthreads();
