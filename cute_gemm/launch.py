@@ -280,8 +280,10 @@ def occupancy(f: Function, threads: int, smem: int) -> int:
 
 # Stream-K workspaces, one per (device, stream): launches queued on one stream run in
 # order, so they can share it; launches on two streams may overlap, so they must not.
-# Grown (never shrunk) to the largest request; the zeroed tail (arrival counters) is
-# left zero by every launch. free_workspaces() hands them back.
+# Grown (never shrunk) to the largest request; the arrival counters at its start are
+# zeroed once and left zero by every launch. free_workspaces() hands them back. (A stream
+# destroyed with stream-K work still queued, whose handle CUDA then reuses for a new
+# stream, could share a workspace with that work: synchronize before destroying.)
 _workspaces: dict[tuple[int, int], DeviceBuffer] = {}
 
 
@@ -293,6 +295,9 @@ def workspace(ordinal: int, stream: int, nbytes: int) -> int:
     if buf is not None and buf.nbytes >= nbytes:
         return buf.ptr
     with _lock:
+        buf = _workspaces.get(key)   # another thread may have grown it meanwhile
+        if buf is not None and buf.nbytes >= nbytes:
+            return buf.ptr
         if buf is not None:          # queued launches may still use the old one
             synchronize(stream)
             buf.close()
