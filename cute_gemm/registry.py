@@ -118,6 +118,15 @@ class StripSmem:
         return limit_bytes // (4 * (self.rows_a + self.cols_b))
 
 
+def stream_k_dp_tiles(tiles: int, ctas: int) -> int:
+    """Whole tiles a stream-K launch of `ctas` CTAs runs data-parallel (StreamK::make in
+    include/cute_gemm/streamk.cuh): all when they fill whole waves, else all but the last
+    two waves' worth, so that the stream-K share is at most 2 tiles per CTA (and at least
+    1 once the grid spans two waves)."""
+    waves = cdiv(tiles, ctas)
+    return tiles if tiles % ctas == 0 else (waves - 2) * ctas if waves >= 2 else 0
+
+
 def stream_k_ctas(tiles: int, k_tiles: int, slots: int, min_iters: int = 8,
                   max_fill: float = 1.0) -> int:
     """CTAs of a persistent stream-K launch for `tiles` output tiles of `k_tiles` k-tiles
@@ -135,7 +144,7 @@ def stream_k_ctas(tiles: int, k_tiles: int, slots: int, min_iters: int = 8,
     waves = cdiv(tiles, slots)
     if tiles / (waves * slots) >= max_fill:
         return 0
-    sk_tiles = tiles - (waves - 2) * slots if waves >= 2 else tiles
+    sk_tiles = tiles - stream_k_dp_tiles(tiles, slots)
     ctas = min(slots, sk_tiles * k_tiles // min_iters, STREAM_K_COUNTERS // 2)
     if ctas < 2 or tiles % ctas == 0:
         return 0
@@ -146,8 +155,7 @@ def stream_k_schedule(tiles: int, k_tiles: int, ctas: int) -> tuple[int, list[tu
     """The split that include/cute_gemm/streamk.cuh computes on the device, mirrored for
     tests and docs: (whole data-parallel tiles, [(first, end) stream-K iteration of each
     CTA]); stream-K iteration i is k-tile i % k_tiles of tile dp + i // k_tiles."""
-    waves = cdiv(tiles, ctas)
-    dp = tiles if tiles % ctas == 0 else (waves - 2) * ctas if waves >= 2 else 0
+    dp = stream_k_dp_tiles(tiles, ctas)
     s = (tiles - dp) * k_tiles
     q, r = divmod(s, ctas)
     begin = [c * q + (c * r) // ctas for c in range(ctas + 1)]
