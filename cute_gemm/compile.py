@@ -57,6 +57,7 @@ def options(kernel, arch: str, extra: tuple[str, ...] = ()) -> list[str]:
             f"-I{paths.project_include_dir()}"]
     opts += [f"-I{h.path}" for h in paths.header_dirs()]
     opts += [f"-D{name}={value}" for name, value in kernel.defines]
+    opts += list(kernel.options)
     opts += list(extra)
     return opts
 

@@ -71,18 +71,21 @@ _PAD = 4   # words of padding per smem k column (SMEM_PAD in the kernels)
 def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, thr_n: int = 16,
           warp_m: int = 4, min_blocks: int = 2, raster_n: int = 8, frag_db: int = 1,
           trans_k: int | None = None, stream_k: int = 0, fma_order: int = 0,
-          fma_order_raw: int = 0) -> Kernel:
+          fma_order_raw: int = 0, min_blocks_mn: int | None = None) -> Kernel:
     vec = dict(c_major="any", align=4, align_roles="ab", extent_align=4)
 
     # The persistent stream-K twins of the vector entries (STREAM_K=1 builds) and the wave
     # fill below which each is taken. H100, 4096^3 / 8192^3 (1024 / 4096 tiles, 0.97 fill),
-    # TFLOP/s stream-K vs data-parallel: am_bn 50.97 / 51.82 vs 50.40 / 51.37 (always
-    # taken); ak_bk 46.98 / 47.41 vs 48.43 / 49.33 and ak_bn (register-staged, checked
-    # instantiation only) 46.44 vs 48.76: taken only for grids that fill the GPU badly
-    # (e.g. fewer tiles than resident CTAs, where cutting K is worth far more). am_bk has
-    # no twin of its own (it spills on sm_80): it takes ak_bn's on the transposed problem,
-    # C^T = B^T A^T, where B^T is k-major and A^T n-major.
-    fills = {("m", "n"): 1.0, ("k", "k"): 0.85, ("k", "n"): 0.85}
+    # TFLOP/s stream-K vs data-parallel: am_bn 51.82 / 52.49 vs 52.26 / 53.09 (its data-
+    # parallel entry built with MIN_BLOCKS_MN 1; also 6144^3 52.22 vs 52.83, 2048^3 47.55
+    # vs 49.38, all 0.97 fill): the twin is ~2 % slower per tile, so it is taken below 0.95
+    # fill (1024x1024x8192, 0.24 fill: 47.7 vs 25.8); ak_bk 46.98 / 47.41 vs 48.43 /
+    # 49.33 and ak_bn (register-staged, checked instantiation only) 46.44 vs 48.76: taken
+    # only for grids that fill the GPU badly (e.g. fewer tiles than resident CTAs, where
+    # cutting K is worth far more). am_bk has no twin of its own (it spills on sm_80): it
+    # takes ak_bn's on the transposed problem, C^T = B^T A^T, where B^T is k-major and A^T
+    # n-major.
+    fills = {("m", "n"): 0.95, ("k", "k"): 0.85, ("k", "n"): 0.85}
 
     def sk(a, b):
         if not stream_k:
@@ -110,7 +113,8 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
                  ("MIN_BLOCKS", min_blocks), ("SMEM_PAD", _PAD), ("RASTER_N", raster_n),
                  ("FRAG_DB", frag_db), ("TRANS_K", bk // 2 if trans_k is None else trans_k),
                  ("STREAM_K", stream_k), ("FMA_ORDER", fma_order),
-                 ("FMA_ORDER_RAW", fma_order_raw)),
+                 ("FMA_ORDER_RAW", fma_order_raw),
+                 ("MIN_BLOCKS_MN", min_blocks if min_blocks_mn is None else min_blocks_mn)),
         tile=(bm, bn, bk),
         # per operand: 2 compute buffers + STAGES raw (k-major) stages; an m/n-major
         # operand's STAGES compute stages fit in the same region
@@ -142,7 +146,17 @@ CUTE: list[Kernel] = [
     # k-major operands by 4-byte cp.async (cuBLAS's way) 48.1 nn, 46.2 nt (vs 48.4)
     # FFMA order 2 (col-major kinked serpentine) where there are no raw stages: +1.6-1.7 %
     # on tn / nn / tt; the raw (nt) entry keeps CuTe's order (c3_pipelined.cu, outer_product)
-    _pipe("cute_pipelined", 128, 128, 16, 4, trans_k=13, stream_k=1, fma_order=2),
+    # H100 sweeps, this session (4096^3 / 8192^3, TFLOP/s, vs the registered config):
+    # k-major operands read along k straight from padded k-major stages (LDS.128 of 4 k,
+    # no transpose; 32 registers of k-quads) nn 45.7 / 46.5 vs 49.7 / 50.6; one k-major
+    # operand through raw stages 49.5 / 50.3 nn; nt with A register-staged and B raw
+    # 48.1 / 49.0 vs 48.5 / 49.3; 256x128x16 and 128x256x16 at 1 CTA/SM 47.3 / 47.5 nn;
+    # every k-major entry at 1 CTA/SM (staged, raw or both staged, 133-168 registers)
+    # 32-48; ptxas --register-usage-level 0-10 within +-0.4 % (0 and 3: -22 % nn)
+    # MIN_BLOCKS_MN=1: the am_bn data-parallel entry built without the 128-register cap
+    # (c3_pipelined.cu, kMinBlocks): tn +1.2 % (52.26 / 53.09)
+    _pipe("cute_pipelined", 128, 128, 16, 4, trans_k=13, stream_k=1, fma_order=2,
+          min_blocks_mn=1),
     _pipe("cute_pipelined_128x128x8", 128, 128, 8, 4),
     _pipe("cute_pipelined_64x128x8", 64, 128, 8, 4, thr_m=8, thr_n=16, min_blocks=3),
 ]

@@ -191,6 +191,7 @@ class Kernel:
     summary: str
     seed: str                            # seed stage it reproduces
     defines: tuple[tuple[str, int], ...] = ()   # -D NAME=VALUE: the one source of tile sizes
+    options: tuple[str, ...] = ()        # extra NVRTC options (e.g. --ptxas-options=...)
     tile: tuple[int, int, int] | None = None    # (BM, BN, BK) for docs and tests
     dyn_smem: Callable[[int, int, int], int] | None = None
     min_arch: int = 80                   # compute capability * 10

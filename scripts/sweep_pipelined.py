@@ -8,8 +8,10 @@ them are compiled in parallel (one process per configuration), their register an
 figures printed, then checked and timed by `cute-gemm bench`.
 
   spec: NAME=BMxBNxBK/STAGES[,key=value...]   keys: thr_m thr_n warp_m min_blocks
-                                              raster_n frag_db trans_k
+                                              min_blocks_mn raster_n frag_db trans_k
+                                              stream_k fma_order fma_order_raw
                                               smem (bytes; experiments: too small for _ak_bk)
+                                              rul (ptxas --register-usage-level 0-10)
   python3 scripts/sweep_pipelined.py cute_pipelined \
       'p256=256x128x8/4,min_blocks=1' --size 4096 --layouts nn,nt
 """
@@ -35,7 +37,10 @@ def parse_spec(text: str) -> registry.Kernel:
     name, bm, bn, bk, st, rest = m.groups()
     kw = {k: int(v) for k, v in (kv.split("=") for kv in rest.split(",") if kv)}
     smem = kw.pop("smem", None)
+    rul = kw.pop("rul", None)
     k = ladder_cute._pipe(name, int(bm), int(bn), int(bk), int(st), **kw)
+    if rul is not None:   # ptxas --register-usage-level (0-10)
+        k = dataclasses.replace(k, options=(f"--ptxas-options=--register-usage-level={rul}",))
     if smem is not None:   # experiments only: less than the both-k-major entry needs
         k = dataclasses.replace(k, dyn_smem=registry.FixedSmem(smem))
     return k

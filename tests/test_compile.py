@@ -15,10 +15,15 @@ def test_every_kernel_compiles(k, arch):
     c = cute_gemm.compile_kernel(k.name, arch=arch)
     assert c.cubin[:4] == b"\x7fELF", "NVRTC must hand back a CUBIN (ELF), not PTX"
     res = c.resources
+    # MIN_BLOCKS CTAs per SM must stay resident for every entry, also for those built
+    # without ptxas's register cap (cute_pipelined's am_bn: MIN_BLOCKS_MN = 1)
+    min_blocks = dict(k.defines).get("MIN_BLOCKS", 1)
+    reg_cap = min(255, 65536 // (k.threads * min_blocks))
     for entry in k.entries:
         assert entry in res, f"ptxas reported nothing for entry {entry}"
         r = res[entry]
-        assert 0 < r.registers <= 255
+        assert 0 < r.registers <= reg_cap, f"{entry}: {r.registers} registers on {arch}, " \
+            f"more than {reg_cap} ({min_blocks} CTAs of {k.threads} threads per SM)"
         if r.spill_stores < 0:   # report read from the ELF: no local memory at all => no spills
             assert r.stack_bytes == 0, f"{entry} uses local memory on {arch}: {r}"
         else:
@@ -33,6 +38,14 @@ def test_arch_normalisation():
     assert comp.normalize_arch("sm_90a") == "sm_90a"
     with pytest.raises(ValueError):
         comp.normalize_arch("hopper")
+
+
+def test_kernel_options_reach_nvrtc():
+    import dataclasses
+    k = dataclasses.replace(registry.get("naive"), options=("--ptxas-options=--register-usage-level=7",))
+    opts = comp.options(k, "sm_90")
+    assert opts[-1] == "--ptxas-options=--register-usage-level=7"
+    assert "--ptxas-options=--register-usage-level=7" not in comp.options(registry.get("naive"), "sm_90")
 
 
 def test_compile_error_carries_kernel_options_and_log(tmp_cache):
