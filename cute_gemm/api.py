@@ -163,23 +163,26 @@ class _Resolved:
     arguments inside cuLaunchKernel, so the block is reused once the call returns; the
     lock keeps two threads from interleaving their field writes."""
     __slots__ = ("f", "grid", "block", "smem", "args", "packed", "lock", "ws_bytes", "ordinal",
-                 "swap")
+                 "swap", "head")
 
     def __init__(self, f, grid, block, smem, m, n, kk, sa, sb, sc, ws_bytes=0, ordinal=0,
-                 swap=False):
+                 swap=False, tile0=0, head=None):
         import threading
         self.f, self.grid, self.block, self.smem = f, grid, block, smem
+        self.head = head     # a split stream-K launch: the data-parallel launch that goes first
         self.ws_bytes, self.ordinal = ws_bytes, ordinal   # stream-K: workspace per stream
         self.swap = swap     # the kernel computes C^T = B^T A^T: it takes B first, then A
         if swap:
             m, n, sa, sb, sc = n, m, sb[::-1], sa[::-1], sc[::-1]
         pack = launch.pack_gemm_args_ws if ws_bytes else launch.pack_gemm_args
         self.packed = pack(m, n, kk, 0.0, 0, sa[0], sa[1], 0, sb[0], sb[1], 0.0, 0, sc[0], sc[1],
-                           *((0,) if ws_bytes else ()))
+                           *((0, tile0) if ws_bytes else ()))
         self.args = self.packed[0][0]      # the argument struct the pointer array points into
         self.lock = threading.Lock()
 
     def __call__(self, a, b, c, alpha, beta, stream):
+        if self.head is not None:
+            self.head(a, b, c, alpha, beta, stream)
         s = self.args
         with self.lock:
             if self.swap:
@@ -192,8 +195,10 @@ class _Resolved:
 
 def _stream_k(k: registry.Kernel, plan: "_Plan", variant: registry.Variant, m: int, n: int,
               kk: int, smem: int):
-    """(function, grid, workspace bytes) of the persistent stream-K launch of `variant`
-    when the shape leaves a partial last wave (registry.stream_k_ctas), else None."""
+    """(function, grid, workspace bytes, tile0, data-parallel head or None) of the stream-K
+    launch of `variant` when the shape leaves a partial last wave (registry.stream_k_plan),
+    else None. The head, (function, grid), runs tiles [0, tile0) first on the same stream:
+    the twin's data-parallel sibling (on the transposed problem too where the twin is)."""
     if not variant.stream_k or k.tile is None or os.environ.get("CUTE_GEMM_STREAM_K") == "0":
         return None
     if variant.stream_k_swap:     # the twin sees the transposed problem: N x M
@@ -202,12 +207,16 @@ def _stream_k(k: registry.Kernel, plan: "_Plan", variant: registry.Variant, m: i
     tiles, k_tiles = registry.cdiv(m, bm) * registry.cdiv(n, bn), registry.cdiv(kk, bk)
     if tiles * k_tiles >= 2**31:        # the kernel counts iterations in 32 bits
         return None
+    sm = launch.device_info(plan.ordinal).sm_count
     f = plan.function(variant.stream_k)
-    slots = launch.device_info(plan.ordinal).sm_count * launch.occupancy(f, k.threads, smem)
-    ctas = registry.stream_k_ctas(tiles, k_tiles, slots, max_fill=variant.stream_k_fill)
+    f_dp = plan.function(registry.stream_k_dp_entry(variant))
+    tile0, ctas = registry.stream_k_plan(tiles, k_tiles, sm * launch.occupancy(f_dp, k.threads, smem),
+                                         sm * launch.occupancy(f, k.threads, smem),
+                                         max_fill=variant.stream_k_fill)
     if not ctas:
         return None
-    return f, (ctas, 1, 1), registry.stream_k_workspace_bytes(ctas, bm, bn)
+    head = (f_dp, (tile0, 1, 1)) if tile0 else None
+    return f, (ctas, 1, 1), registry.stream_k_workspace_bytes(ctas, bm, bn), tile0, head
 
 
 _fast: dict[tuple, _Resolved] = {}
@@ -251,9 +260,12 @@ def _gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
             _scale2d(ordinal, stream, 1.0, C, W)   # the kernel updates W in place
         sk = _stream_k(k, plan, variant, m, n, kk, smem)
         if sk is not None:
-            f, grid, ws_bytes = sk
+            f, grid, ws_bytes, tile0, head = sk
+            swap = variant.stream_k_swap
             resolved = _Resolved(f, grid, k.block, smem, m, n, kk, A.strides, B.strides,
-                                 W.strides, ws_bytes, ordinal, variant.stream_k_swap)
+                                 W.strides, ws_bytes, ordinal, swap, tile0,
+                                 head and _Resolved(head[0], head[1], k.block, smem, m, n, kk,
+                                                    A.strides, B.strides, W.strides, swap=swap))
         else:
             resolved = _Resolved(plan.function(variant.entry), k.grid(m, n, kk), k.block, smem,
                                  m, n, kk, A.strides, B.strides, W.strides)

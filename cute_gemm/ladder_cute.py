@@ -74,18 +74,19 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
           fma_order_raw: int = 0, min_blocks_mn: int | None = None) -> Kernel:
     vec = dict(c_major="any", align=4, align_roles="ab", extent_align=4)
 
-    # The persistent stream-K twins of the vector entries (STREAM_K=1 builds) and the wave
-    # fill below which each is taken. H100, 4096^3 / 8192^3 (1024 / 4096 tiles, 0.97 fill),
-    # TFLOP/s stream-K vs data-parallel: am_bn 51.82 / 52.49 vs 52.26 / 53.09 (its data-
-    # parallel entry built with MIN_BLOCKS_MN 1; also 6144^3 52.22 vs 52.83, 2048^3 47.55
-    # vs 49.38, all 0.97 fill): the twin is ~2 % slower per tile, so it is taken below 0.95
-    # fill (1024x1024x8192, 0.24 fill: 47.7 vs 25.8); ak_bk 46.98 / 47.41 vs 48.43 /
-    # 49.33 and ak_bn (register-staged, checked instantiation only) 46.44 vs 48.76: taken
-    # only for grids that fill the GPU badly (e.g. fewer tiles than resident CTAs, where
-    # cutting K is worth far more). am_bk has no twin of its own (it spills on sm_80): it
-    # takes ak_bn's on the transposed problem, C^T = B^T A^T, where B^T is k-major and A^T
-    # n-major.
-    fills = {("m", "n"): 0.95, ("k", "k"): 0.85, ("k", "n"): 0.85}
+    # The persistent stream-K twins of the vector entries (STREAM_K=1 builds), and the
+    # fill of the last wave below which each is taken (registry.stream_k_plan: the whole
+    # waves run data-parallel in a first launch, the twin cuts the last one along K).
+    # The twins are slower per tile than their data-parallel siblings (H100, 0.97 fill,
+    # TFLOP/s twin vs sibling, 4096^3 / 8192^3: am_bn 51.82 / 52.49 vs 52.26 / 53.09; ak_bk
+    # 46.98 / 47.41 vs 48.43 / 49.33; ak_bn, the checked instantiation only, 46.44 vs
+    # 48.76). Split launches on the H100 (last wave 0.52 full at 8192^3, 0.88 at 4096^3),
+    # vs data-parallel: 8192^3 +2.5 % nn, +2.7 % tn, +2.6 % nt, +2.7 % tt; 4096^3 tn
+    # +0.8 %, nt +0.2 %, nn -0.6 %, tt -0.5 %, 4096x4096x1024 nn -3.5 %. So am_bn takes
+    # it below 0.93, ak_bk below 0.85, ak_bn below 0.8. am_bk has no twin of its own (it
+    # spills on sm_80): it takes ak_bn's on the transposed problem, C^T = B^T A^T, where
+    # B^T is k-major and A^T n-major (the whole waves by ak_bn as well).
+    fills = {("m", "n"): 0.93, ("k", "k"): 0.85, ("k", "n"): 0.8}
 
     def sk(a, b):
         if not stream_k:

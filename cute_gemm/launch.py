@@ -254,17 +254,17 @@ def pack_gemm_args(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn):
 
 
 class _GemmArgsWs(ctypes.Structure):
-    """CG_GEMM_PARAMS + float* ws: the persistent stream-K entry points."""
-    _fields_ = _GemmArgs._fields_ + [("ws", ctypes.c_void_p)]
+    """CG_GEMM_PARAMS + float* ws + int tile0: the persistent stream-K entry points."""
+    _fields_ = _GemmArgs._fields_ + [("ws", ctypes.c_void_p), ("tile0", ctypes.c_int32)]
 
 
 _OFFSETS_WS = tuple(getattr(_GemmArgsWs, name).offset for name, _ in _GemmArgsWs._fields_)
 _PtrArrayWs = ctypes.c_void_p * len(_OFFSETS_WS)
 
 
-def pack_gemm_args_ws(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn, ws):
-    """pack_gemm_args with the workspace pointer of a stream-K entry point appended."""
-    s = _GemmArgsWs(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn, ws)
+def pack_gemm_args_ws(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn, ws, tile0=0):
+    """pack_gemm_args with a stream-K entry point's workspace pointer and first tile appended."""
+    s = _GemmArgsWs(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn, ws, tile0)
     base = ctypes.addressof(s)
     ptrs = _PtrArrayWs(*[base + o for o in _OFFSETS_WS])
     return (s, ptrs), ctypes.addressof(ptrs)

@@ -151,6 +151,33 @@ def stream_k_ctas(tiles: int, k_tiles: int, slots: int, min_iters: int = 8,
     return ctas
 
 
+def stream_k_dp_entry(variant: Variant) -> str:
+    """The data-parallel sibling of a variant's stream-K twin (`NAME_sk` -> `NAME`): the
+    same operand majors, so the first launch of a split stream-K launch (stream_k_plan)
+    sees the same problem as the twin (the transposed one where stream_k_swap)."""
+    if not variant.stream_k.endswith("_sk"):
+        raise ValueError(f"{variant.entry}: stream-K twin {variant.stream_k!r} is not NAME_sk")
+    return variant.stream_k[:-3]
+
+
+def stream_k_plan(tiles: int, k_tiles: int, slots_dp: int, slots_sk: int,
+                  max_fill: float = 1.0) -> tuple[int, int]:
+    """(tile0, ctas) of a stream-K launch for `tiles` tiles of `k_tiles` k-tiles; ctas 0:
+    the plain data-parallel grid. slots_dp / slots_sk: CTAs resident at once of the data-
+    parallel entry and of its stream-K twin.
+
+    The whole waves (tiles [0, tile0), none when the grid is smaller than a wave) run in a
+    data-parallel launch of the sibling entry, at its own speed; then the twin cuts the
+    last wave's tiles [tile0, tiles) along K over `ctas` CTAs. Taken when that last wave
+    is filled below max_fill (Variant.stream_k_fill): the twins are 2-5 % slower per tile,
+    and a split costs a second launch."""
+    tail = tiles % slots_dp if slots_dp > 0 else 0
+    if tail == 0 or tail / slots_dp >= max_fill:
+        return 0, 0
+    ctas = stream_k_ctas(tail, k_tiles, slots_sk)
+    return (tiles - tail, ctas) if ctas else (0, 0)
+
+
 def stream_k_schedule(tiles: int, k_tiles: int, ctas: int) -> tuple[int, list[tuple[int, int]]]:
     """The split that include/cute_gemm/streamk.cuh computes on the device, mirrored for
     tests and docs: (whole data-parallel tiles, [(first, end) stream-K iteration of each

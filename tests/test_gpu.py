@@ -256,7 +256,11 @@ def test_jax_dlpack_input():
 # than resident CTAs, so every twin is taken (registry.stream_k_ctas); K residues, edge
 # tiles, up to 16 contributors to one tile (4x4x2048: one tile, 128 k-tiles)
 SK_SHAPES = [(4, 4, 2048), (1000, 1300, 700), (1024, 1028, 516), (1500, 1900, 1036),
-             (200, 4, 300), (132, 260, 1024)]
+             (200, 4, 300), (132, 260, 1024), (2172, 2180, 1000)]
+# 2172 x 2180: 17 x 18 = 306 tiles, more than one wave on GPUs of up to 152 SMs: a split
+# launch (the data-parallel entry for the whole waves, the twin for the last one); M, N
+# and K multiples of 4, so every layout takes a vector entry (those have the twins)
+SPLIT_SHAPE = (2172, 2180, 1000)
 
 
 def _sk_launched(m, n, k):
@@ -275,10 +279,22 @@ def test_stream_k_matches_float64_and_data_parallel(layouts, monkeypatch):
     _assert_ok(rep)
     for (m, n, k) in SK_SHAPES:
         assert _sk_launched(m, n, k), f"{m}x{n}x{k} {layouts}"
+    assert any(key[0] == "cute_pipelined" and key[2:5] == SPLIT_SHAPE and r.head is not None
+               for key, r in api._fast.items()), f"no split launch {layouts}"
     monkeypatch.setenv("CUTE_GEMM_STREAM_K", "0")     # the data-parallel grid, same bound
     api._fast.clear()
     _assert_ok(cross_check(kernels=["cute_pipelined"], shapes=SK_SHAPES[:2], layouts=layouts))
     assert not _sk_launched(*SK_SHAPES[1])
+
+
+@pytest.mark.parametrize("layouts", [("n", "n"), ("t", "n"), ("n", "t"), ("t", "t")], ids="".join)
+def test_split_stream_k_exact_integers(layouts):
+    """The split launch (data-parallel whole waves, then the twin on the last one) adds up
+    exactly like every other kernel on small integers, beta C included."""
+    rep = cross_check(kernels=["cute_pipelined", "cute_smem", "naive"], shapes=[SPLIT_SHAPE],
+                      exact=True, beta=-3.0, layouts=layouts)
+    _assert_ok(rep)
+    assert np.nan_to_num(rep.shapes[0].pairwise, nan=0.0).max() == 0.0
 
 
 def test_stream_k_is_deterministic_and_alpha_beta():

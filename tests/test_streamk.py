@@ -21,6 +21,36 @@ def test_policy_picks_stream_k_only_for_partial_waves():
     assert registry.stream_k_ctas(88, 44, 264, max_fill=0.85) == 264      # 0.33 full
 
 
+def test_plan_splits_off_the_last_partial_wave():
+    # 4096^3: 1024 tiles on 264 slots = 3 whole waves data-parallel + a 232-tile tail
+    # cut along K by the twin; 8192^3: 15 waves + 136 tiles
+    assert registry.stream_k_plan(1024, 256, 264, 264) == (792, 264)
+    assert registry.stream_k_plan(4096, 512, 264, 264) == (3960, 264)
+    assert registry.stream_k_plan(1056, 256, 264, 264) == (0, 0)      # whole waves
+    assert registry.stream_k_plan(1024, 256, 264, 264, max_fill=0.85) == (0, 0)  # 0.88 full
+    assert registry.stream_k_plan(4096, 512, 264, 264, max_fill=0.85) == (3960, 264)
+    assert registry.stream_k_plan(1024, 8, 264, 264) == (0, 0)         # K too short to cut
+    # the twin may be resident fewer times than its sibling: the split is by the sibling
+    assert registry.stream_k_plan(300, 64, 264, 132) == (264, registry.stream_k_ctas(36, 64, 132))
+    # less than one wave: all of it stream-K (tile0 0), under the same fill rule
+    assert registry.stream_k_plan(88, 44, 264, 264, max_fill=0.85) == (0, 264)
+    assert registry.stream_k_plan(260, 44, 264, 264, max_fill=0.85) == (0, 0)
+    assert registry.stream_k_plan(260, 44, 264, 264) == (0, 264)
+    # the tail launch's own schedule: all of it stream-K, every CTA busy
+    tile0, ctas = registry.stream_k_plan(1024, 256, 264, 264)
+    dp, runs = registry.stream_k_schedule(1024 - tile0, 256, ctas)
+    assert dp == 0 and all(e > b for b, e in runs)
+
+
+def test_stream_k_twins_have_data_parallel_siblings():
+    for k in registry.kernels():
+        for v in k.variants:
+            if v.stream_k:
+                assert registry.stream_k_dp_entry(v) in k.entries, v.entry
+    with pytest.raises(ValueError):
+        registry.stream_k_dp_entry(registry.Variant("x", a_major="m", b_major="n", stream_k="y"))
+
+
 @pytest.mark.parametrize("tiles,k_tiles,slots", [
     (1024, 256, 264), (4096, 512, 264), (88, 44, 264), (1, 129, 264), (2, 19, 264),
     (265, 16, 264), (527, 33, 264), (300, 17, 132), (7, 1000, 96), (64, 32, 264)])

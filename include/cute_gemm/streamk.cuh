@@ -29,17 +29,20 @@ constexpr int kStreamKCounters = 8192;   // >= 2 * G for every launch (the host 
 // An aggregate (no constructor), so that a kernel can keep it in __shared__: read back
 // per run, none of it stays live in registers across the mainloop (the register-staged
 // 128-register entry points have none to spare).
+// tile0: the launch covers tiles [tile0, tiles_m * tiles_n) of the grid's tile order (a
+// data-parallel launch has run the whole waves before it: the host's split launch,
+// registry.stream_k_plan); the tile numbers below count from tile0.
 struct StreamK {
-  int tiles_m, tiles_n, k_tiles, ctas, dp_tiles;
+  int tiles_m, tiles_n, tile0, k_tiles, ctas, dp_tiles;
   int sk_iters;              // < 2^31: the host launches stream-K only then
   int q, r;                  // sk_iters = q * ctas + r
 
-  __device__ static StreamK make(int tiles_m, int tiles_n, int k_tiles, int ctas) {
-    const int tiles = tiles_m * tiles_n;
+  __device__ static StreamK make(int tiles_m, int tiles_n, int tile0, int k_tiles, int ctas) {
+    const int tiles = tiles_m * tiles_n - tile0;
     const int waves = (tiles + ctas - 1) / ctas;
     const int dp = tiles % ctas == 0 ? tiles : (waves >= 2 ? (waves - 2) * ctas : 0);
     const int s = (tiles - dp) * k_tiles;
-    return StreamK{tiles_m, tiles_n, k_tiles, ctas, dp, s, s / ctas, s % ctas};
+    return StreamK{tiles_m, tiles_n, tile0, k_tiles, ctas, dp, s, s / ctas, s % ctas};
   }
   // first stream-K iteration of CTA c (c == ctas: the end): floor(c * sk_iters / ctas),
   // in 32-bit arithmetic (c * r < ctas^2; a 64-bit division is a called subroutine whose

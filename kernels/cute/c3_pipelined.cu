@@ -196,8 +196,11 @@ __device__ __forceinline__ void tile_coord(int pid, int tiles_m, int tiles_n, in
   tile_n = first_n + (pid % per_group) % cols;
   tile_m = (pid % per_group) / cols;
 }
-__device__ __forceinline__ void cta_tile(int& tile_m, int& tile_n) {
-  tile_coord(blockIdx.y * gridDim.x + blockIdx.x, gridDim.x, gridDim.y, tile_m, tile_n);
+// The grid: (tiles along M, tiles along N), or 1-D over the first tiles of the walk (the
+// data-parallel half of a split stream-K launch, registry.stream_k_plan).
+__device__ __forceinline__ void cta_tile(int M, int N, int& tile_m, int& tile_n) {
+  tile_coord(blockIdx.y * gridDim.x + blockIdx.x, cg::ceil_div(M, BLK_M), cg::ceil_div(N, BLK_N),
+             tile_m, tile_n);
 }
 
 // One k-block's 8x8 outer product. The FFMA order decides which operand registers the
@@ -550,29 +553,30 @@ __device__ __forceinline__ void dispatch(int M, int N, int K, float alpha, const
                                          StrideA dA, const float* B, StrideB dB, float beta,
                                          float* C, long long sCm, long long sCn) {
   int tile_m, tile_n;
-  cta_tile(tile_m, tile_n);
+  cta_tile(M, N, tile_m, tile_n);
   tile_gemm<kFast, StrideA, StrideB, CopyA, CopyB>(tile_m, tile_n, 0, KEndValue{cg::ceil_div(K, BLK_K)},
                                                    StoreTile{}, M, N, K, alpha, A, dA, B, dB,
                                                    beta, C, sCm, sCn);
 }
 
-// Persistent stream-K launch (grid = (G,1,1), G from registry.stream_k_ctas): whole tiles
-// first, then this CTA's run of the k-tile iterations of the remaining tiles (see
-// include/cute_gemm/streamk.cuh). ws: the arrival counters (zero before the first launch;
+// Persistent stream-K launch (grid = (G,1,1), G from registry.stream_k_plan) over tiles
+// [tile0, tiles): whole tiles first, then this CTA's run of the k-tile iterations of the
+// remaining tiles (see include/cute_gemm/streamk.cuh). ws: the arrival counters (zero before the first launch;
 // each launch leaves them zero), then 2 * G partial-tile slots.
 template <bool kFast, class StrideA, class StrideB, class CopyA, class CopyB>
 __device__ __forceinline__ void dispatch_sk(int M, int N, int K, float alpha, const float* A,
                                             StrideA dA, const float* B, StrideB dB, float beta,
-                                            float* C, long long sCm, long long sCn, float* ws) {
+                                            float* C, long long sCm, long long sCn, float* ws,
+                                            int tile0) {
   constexpr int kTileElems = BLK_M * BLK_N;
   __shared__ cg::StreamK s_sk;     // the schedule, read back per run (no registers held)
   if (threadIdx.x == 0)
-    s_sk = cg::StreamK::make(cg::ceil_div(M, BLK_M), cg::ceil_div(N, BLK_N),
+    s_sk = cg::StreamK::make(cg::ceil_div(M, BLK_M), cg::ceil_div(N, BLK_N), tile0,
                              cg::ceil_div(K, BLK_K), gridDim.x);
   __syncthreads();
   auto run = [&](int tile, int k0, int k1, auto&& epi) {
     int tile_m, tile_n;
-    tile_coord(tile, s_sk.tiles_m, s_sk.tiles_n, tile_m, tile_n);
+    tile_coord(s_sk.tile0 + tile, s_sk.tiles_m, s_sk.tiles_n, tile_m, tile_n);
     if (threadIdx.x == 0) sk_k_end() = k1;
     __syncthreads();   // and the previous run's last smem reads are done before the prologue
     tile_gemm<kFast, StrideA, StrideB, CopyA, CopyB>(tile_m, tile_n, k0, KEndShared{}, epi, M, N,
@@ -626,9 +630,9 @@ __device__ __forceinline__ void dispatch_sk(int M, int N, int K, float alpha, co
   }
 #define CG_PIPE_SK_ENTRY(NAME, DA, DB, CA, CB, FAST)                                     \
   extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)                     \
-      NAME(CG_GEMM_PARAMS, float* __restrict__ ws) {                                      \
+      NAME(CG_GEMM_PARAMS, float* __restrict__ ws, int tile0) {                           \
     dispatch_sk<FAST, decltype(DA), decltype(DB), CA, CB>(M, N, K, alpha, A, DA, B, DB,    \
-                                                           beta, C, sCm, sCn, ws);         \
+                                                           beta, C, sCm, sCn, ws, tile0);  \
   }
 
 // Vector entry points (align 4, contiguous extents % 4 == 0): 16-byte cp.async for m-/n-major
@@ -643,7 +647,7 @@ CG_PIPE_ENTRY(cute_pipelined_am_bk_s, CG_DA_m, CG_DB_k, CpSclMN, CpSclK, false)
 CG_PIPE_ENTRY(cute_pipelined_am_bn_s, CG_DA_m, CG_DB_n, CpSclMN, CpSclMN, false)
 CG_PIPE_ENTRY(cute_pipelined_ak_bn_s, CG_DA_k, CG_DB_n, CpSclK, CpSclMN, false)
 #if STREAM_K
-// the vector entry points again as persistent stream-K launches (extra argument: ws)
+// the vector entry points again as persistent stream-K launches (extra arguments: ws, tile0)
 // A register-staged operand (ak_bn): every tile through the checked instantiation (FAST
 // false), whose in-place fragment loads leave the registers that the unchecked one, with
 // a run's bounds live, lacks (it spills 100-200 bytes on sm_90). am_bk has no twin: even
