@@ -147,7 +147,7 @@ CUTE: list[Kernel] = [
     # k-major operands by 4-byte cp.async (cuBLAS's way) 48.1 nn, 46.2 nt (vs 48.4)
     # FFMA order 2 (col-major kinked serpentine) where there are no raw stages: +1.6-1.7 %
     # on tn / nn / tt; the raw (nt) entry keeps CuTe's order (c3_pipelined.cu, outer_product)
-    # H100 sweeps, this session (4096^3 / 8192^3, TFLOP/s, vs the registered config):
+    # H100 sweeps, 2026-11-22, later (4096^3 / 8192^3, TFLOP/s, vs the registered config):
     # k-major operands read along k straight from padded k-major stages (LDS.128 of 4 k,
     # no transpose; 32 registers of k-quads) nn 45.7 / 46.5 vs 49.7 / 50.6; one k-major
     # operand through raw stages 49.5 / 50.3 nn; nt with A register-staged and B raw

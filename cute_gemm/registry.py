@@ -39,10 +39,11 @@ class Variant:
                            # N or K for B, N or M for C) is a multiple of this: a 128-bit vector
                            # must never straddle the end of a row/column (it would read past it)
     stream_k: str = ""     # entry point of the same operands as a persistent stream-K launch
-                           # (signature + float* ws; see include/cute_gemm/streamk.cuh), or ""
-    stream_k_fill: float = 1.0  # ... taken when the data-parallel grid fills its waves to less
-                                # than this (tiles / (waves * resident CTAs)); < 1 where the
-                                # stream-K twin is slower per tile than the plain entry point
+                           # (signature + float* ws, int tile0; include/cute_gemm/streamk.cuh),
+                           # named NAME_sk after its data-parallel sibling NAME, or ""
+    stream_k_fill: float = 1.0  # ... taken when the last wave of the data-parallel grid is
+                                # filled to less than this (stream_k_plan); < 1 where the
+                                # stream-K twin is slower per tile than its sibling
     stream_k_swap: bool = False # the twin computes the transposed problem C^T = B^T A^T (an
                                 # A m-major / B k-major call is A k-major / B n-major there)
 

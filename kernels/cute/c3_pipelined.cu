@@ -36,9 +36,10 @@
 //           entry points are chosen only when the contiguous extent is a multiple of 4
 //           (Variant.extent_align): a vector is then entirely in or out. Scalar epilogue
 //           (C any strides), predicated in edge CTAs.
-//  * STREAM_K=1 builds: persistent stream-K twins (*_sk, extra argument ws) for grids
-//    that leave the last wave partly empty (include/cute_gemm/streamk.cuh; when each is
-//    taken: registry.stream_k_ctas and the Variant.stream_k* fields).
+//  * STREAM_K=1 builds: persistent stream-K twins (*_sk, extra arguments ws and tile0)
+//    for the last, partly empty wave of a grid, after a data-parallel launch of the
+//    whole waves (include/cute_gemm/streamk.cuh; when each is taken: registry.stream_k_plan
+//    and the Variant.stream_k* fields).
 // Bottleneck: FFMA issue (64 FFMA per 4 LDS.128 per thread per k); per k-tile the
 //           barrier, the refill and its address math are the visible overheads.
 //           ncu, H100, 4096^3: as many instructions as cuBLAS's xmma SIMT kernels (2.44 G
@@ -561,8 +562,8 @@ __device__ __forceinline__ void dispatch(int M, int N, int K, float alpha, const
 
 // Persistent stream-K launch (grid = (G,1,1), G from registry.stream_k_plan) over tiles
 // [tile0, tiles): whole tiles first, then this CTA's run of the k-tile iterations of the
-// remaining tiles (see include/cute_gemm/streamk.cuh). ws: the arrival counters (zero before the first launch;
-// each launch leaves them zero), then 2 * G partial-tile slots.
+// remaining tiles (see include/cute_gemm/streamk.cuh). ws: the arrival counters (zero
+// before the first launch; each launch leaves them zero), then 2 * G partial-tile slots.
 template <bool kFast, class StrideA, class StrideB, class CopyA, class CopyB>
 __device__ __forceinline__ void dispatch_sk(int M, int N, int K, float alpha, const float* A,
                                             StrideA dA, const float* B, StrideB dB, float beta,
