@@ -71,7 +71,8 @@ _PAD = 4   # words of padding per smem k column (SMEM_PAD in the kernels)
 def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, thr_n: int = 16,
           warp_m: int = 4, min_blocks: int = 2, raster_n: int = 8, frag_db: int = 1,
           trans_k: int | None = None, stream_k: int = 0, fma_order: int = 0,
-          fma_order_raw: int = 0, min_blocks_mn: int | None = None) -> Kernel:
+          fma_order_raw: int = 0, min_blocks_mn: int | None = None,
+          stash_k: int | None = None) -> Kernel:
     vec = dict(c_major="any", align=4, align_roles="ab", extent_align=4)
 
     # The persistent stream-K twins of the vector entries (STREAM_K=1 builds), and the
@@ -115,7 +116,8 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
                  ("FRAG_DB", frag_db), ("TRANS_K", bk // 2 if trans_k is None else trans_k),
                  ("STREAM_K", stream_k), ("FMA_ORDER", fma_order),
                  ("FMA_ORDER_RAW", fma_order_raw),
-                 ("MIN_BLOCKS_MN", min_blocks if min_blocks_mn is None else min_blocks_mn)),
+                 ("MIN_BLOCKS_MN", min_blocks if min_blocks_mn is None else min_blocks_mn),
+                 ("STASH_K", bk - 1 if stash_k is None else stash_k)),
         tile=(bm, bn, bk),
         # per operand: 2 compute buffers + STAGES raw (k-major) stages; an m/n-major
         # operand's STAGES compute stages fit in the same region
@@ -156,8 +158,22 @@ CUTE: list[Kernel] = [
     # 32-48; ptxas --register-usage-level 0-10 within +-0.4 % (0 and 3: -22 % nn)
     # MIN_BLOCKS_MN=1: the am_bn data-parallel entry built without the 128-register cap
     # (c3_pipelined.cu, kMinBlocks): tn +1.2 % (52.26 / 53.09)
+    # H100 sweeps, 2026-11-22, session 9 (4096^3 / 8192^3 data-parallel, TFLOP/s, vs this
+    # config without stash_k: nn 49.67 / 50.54, nt 48.51 / 49.33, tt 49.75 / 50.51):
+    # STASH_K 13 (the last register-staged group's stores at k-block 13, not 15): nn
+    # 50.01 / 50.98, tt 50.03 / 50.96; 11, 12, 14: 49.5-49.9 nn; group 1 loaded at k-block
+    # 7 / 9: 49.00 / 49.63 nn. Not better: k-major operands by 4-byte cp.async without the
+    # register cap (128 regs; cuBLAS's nn kernel loads that way) nn 48.23 / 49.35, and both
+    # k-major that way 38.2 (168 regs, 1 CTA/SM) or 46.2 (capped) nt; one staged group per
+    # k-tile (12 fewer instructions per k-tile, 8 staging registers live) nn 48.97 / 49.98;
+    # a warp's k-major copy as 16 rows x 2 quads (conflict-free 4-byte stores, but twice the
+    # L1 lines per LDG) nn 45.37 / 46.25; XOR-swizzled unpadded k-major compute stages
+    # (no store conflicts, more address math) nn 49.35 / 50.32, nt 46.93 / 47.71; the
+    # cp.async refill at k-block 1 / 2 / 4: -1 to -5 % in all layouts; nt's two transposes
+    # at k-blocks 11 and 13: 48.57 / 49.48 (noise); 256x128x8 / 256x128x16 / 128x256x8 /
+    # 128x256x16 at 1 CTA/SM with FFMA order 2: nn 43.9-47.6, tn 46.9-49.7.
     _pipe("cute_pipelined", 128, 128, 16, 4, trans_k=13, stream_k=1, fma_order=2,
-          min_blocks_mn=1),
+          min_blocks_mn=1, stash_k=13),
     _pipe("cute_pipelined_128x128x8", 128, 128, 8, 4),
     _pipe("cute_pipelined_64x128x8", 64, 128, 8, 4, thr_m=8, thr_n=16, min_blocks=3),
 ]

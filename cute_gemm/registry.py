@@ -128,8 +128,7 @@ def stream_k_dp_tiles(tiles: int, ctas: int) -> int:
     return tiles if tiles % ctas == 0 else (waves - 2) * ctas if waves >= 2 else 0
 
 
-def stream_k_ctas(tiles: int, k_tiles: int, slots: int, min_iters: int = 8,
-                  max_fill: float = 1.0) -> int:
+def stream_k_ctas(tiles: int, k_tiles: int, slots: int, min_iters: int = 8) -> int:
     """CTAs of a persistent stream-K launch for `tiles` output tiles of `k_tiles` k-tiles
     each, with `slots` CTAs resident at once (SMs x CTAs per SM); 0: launch the plain
     data-parallel grid instead.
@@ -138,12 +137,9 @@ def stream_k_ctas(tiles: int, k_tiles: int, slots: int, min_iters: int = 8,
     than the GPU): it shares the k-tile iterations out evenly (streamk.cuh). Each CTA gets
     at least `min_iters` iterations, so a tile is never cut into slivers whose partial
     sums cost more to reduce than to compute; with fewer than 2 * min_iters k-tiles per
-    tile there is nothing worth cutting. max_fill: keep the data-parallel grid when it
-    fills its waves at least this well (tiles / (waves * slots))."""
+    tile there is nothing worth cutting. (When a last wave is empty enough to take it:
+    stream_k_plan.)"""
     if tiles < 1 or k_tiles < 2 * min_iters or slots < 1 or tiles % slots == 0:
-        return 0
-    waves = cdiv(tiles, slots)
-    if tiles / (waves * slots) >= max_fill:
         return 0
     sk_tiles = tiles - stream_k_dp_tiles(tiles, slots)
     ctas = min(slots, sk_tiles * k_tiles // min_iters, STREAM_K_COUNTERS // 2)

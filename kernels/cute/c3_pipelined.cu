@@ -58,7 +58,10 @@
 //        (BLK_K,1,BLK_M*BLK_K), unpadded: a warp's vectors are 8 whole 64-byte rows)
 //        (m/n contiguous; k columns padded by 4 words: a warp's 4-byte k-major stores,
 //        4 rows x 8 k (CpSclK) or 16 rows x 2 k-quads (LdVecK, BLK_K 8), land in banks
-//        m + 4k = 32 distinct; columns stay 16-B aligned)
+//        m + 4k = 32 distinct; columns stay 16-B aligned. At BLK_K 16 a warp's transposed
+//        stores (8 rows x 4 quads) are 2-way conflicted — ncu, nn 4096^3: 17.5 M conflicts
+//        against 0.1 M for tn — but both ways to remove them measured slower: see the
+//        sweep notes in ladder_cute.py)
 //   copy 16 B along m/n: thr (E/4, T/(E/4)):(1,E/4) with E = BLK_M or BLK_N, capped at
 //        T threads along m/n, val (4,1)        [128x128, 256 thr: (32,8), val (4,1)]
 //   copy 16 B along k (registers, or cp.async to raw): thr (T/Q, Q):(Q,1) with Q = BLK_K/4, val (1,4)
@@ -126,6 +129,9 @@ using namespace cute;
 #ifndef MIN_BLOCKS_MN
 #define MIN_BLOCKS_MN MIN_BLOCKS   // __launch_bounds__ minimum of the data-parallel entry with
 #endif                             // both operands by 16-byte cp.async (am_bn; see kMinBlocks)
+#ifndef STASH_K
+#define STASH_K (BLK_K - 1)   // k-block where the last register-staged group goes to smem
+#endif
 #ifndef FRAG_DB
 #define FRAG_DB 1             // 1: explicit register double buffer; 0: ptxas schedules the LDS
 #endif
@@ -386,7 +392,7 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   // The refill. cp.async (all but LdVecK operands) all goes out at k-block 0.
   // Register-staged slices (LdVecK: the entries with one k-major operand) go in kPhases
   // groups: group g is loaded at k-block g*BLK_K/kPhases and stored to smem where group
-  // g+1 is loaded (the last at the last k-block). One group: a whole k-tile of FFMA
+  // g+1 is loaded (the last at STASH_K). One group: a whole k-tile of FFMA
   // covers the LDG; two at BLK_K 16 (fewer staging registers live, for the 128-register
   // budget of 2 CTAs/SM). Both operands k-major take the raw stages instead (CpVecK):
   // staging both in registers needed 4 groups at 128x128x16 (44.1 TFLOP/s on an H200
@@ -398,6 +404,12 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   constexpr int kPhases = (kU > 1 && BLK_K >= 16) ? 2 : 1;
   static_assert(BLK_K % kPhases == 0, "groups start on k-blocks");
   constexpr int kStep = BLK_K / kPhases;
+  // The last group's stores: STASH_K (registry), before the k-tile's barrier. 128x128x16,
+  // H100, TFLOP/s, 4096^3 / 8192^3 data-parallel, k-block 13 vs 15: nn 50.01 / 50.98 vs
+  // 49.67 / 50.54, tt 50.03 / 50.96 vs 49.75 / 50.51; 11, 12, 14 and group 1 loaded at
+  // k-block 7 or 9 instead of 8: no better than 15.
+  constexpr int kLast = STASH_K;
+  static_assert(kLast > (kPhases - 1) * kStep && kLast <= BLK_K - 1, "last stash after its load");
   // phase p: cp.async (p == 0) + staged group p
   auto load_phase = [&](int phase, int k_tile, int stage) {
     const int lo = phase * kU / kPhases, hi = (phase + 1) * kU / kPhases;
@@ -477,7 +489,7 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
     for (int k_block = 0; k_block < K_BLOCK_MAX; ++k_block) {
       CUTE_UNROLL
       for (int p = 0; p < kPhases; ++p)     // group p's registers -> smem
-        if (refill && kU > 0 && k_block == (p + 1 == kPhases ? BLK_K - 1 : (p + 1) * kStep))
+        if (refill && kU > 0 && k_block == (p + 1 == kPhases ? kLast : (p + 1) * kStep))
           stash_phase(p, prev_stage());
       if (kAnyRaw && k_block == kTransK && k_tile + 1 < k_end()) {
         // k-tile+1 landed for this thread; its compute buffer was last read in k-tile-1
