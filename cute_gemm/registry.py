@@ -108,15 +108,18 @@ class RowGrid:
 # ---- dynamic shared memory policies: (M, N, K) -> bytes ----------------------------
 @dataclass(frozen=True)
 class StripSmem:
-    """Whole-K strips: rows_a rows of A and cols_b columns of B, K floats each."""
+    """Whole-K strips: rows_a rows of A and cols_b columns of B, K floats each, the total
+    rounded up to whole 16-byte words: ptxas widens a strip's last reads to LDS.128 of
+    the aligned 16 bytes around them (row_smem with K % 4 != 0), which must lie inside
+    the allocation (compute-sanitizer memcheck, scripts/sanitize.sh)."""
     rows_a: int
     cols_b: int
 
     def __call__(self, m: int, n: int, k: int) -> int:
-        return 4 * k * (self.rows_a + self.cols_b)
+        return -(-4 * k * (self.rows_a + self.cols_b) // 16) * 16
 
     def max_k(self, limit_bytes: int) -> int:
-        return limit_bytes // (4 * (self.rows_a + self.cols_b))
+        return (limit_bytes // 16 * 16) // (4 * (self.rows_a + self.cols_b))
 
 
 def stream_k_dp_tiles(tiles: int, ctas: int) -> int:

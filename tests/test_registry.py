@@ -84,6 +84,16 @@ def test_strip_smem_limit_message_names_limit():
     assert str(227 * 1024) in str(e.value) and "K <= 908" in str(e.value)
 
 
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 5, 1023, 58112])
+def test_strip_smem_covers_whole_16_byte_words(k):
+    # ptxas reads a strip's tail as LDS.128 of its aligned 16 bytes: the allocation must
+    # hold them (memcheck flagged row_smem at K = 1 before the rounding)
+    s = registry.StripSmem(1, 0)
+    assert s(1, 1, k) % 16 == 0 and 4 * k <= s(1, 1, k) < 4 * k + 16
+    assert s(1, 1, s.max_k(232448)) <= 232448 < s(1, 1, s.max_k(232448) + 1)
+    assert registry.StripSmem(3, 5)(1, 1, 7) == 224          # 8 strips of 7 floats = 224 B
+
+
 def test_readme_kernel_table_is_generated_from_registry():
     import subprocess
     import sys

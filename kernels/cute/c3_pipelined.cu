@@ -606,6 +606,7 @@ __device__ __forceinline__ void dispatch_sk(int M, int N, int K, float alpha, co
     if (threadIdx.x == 0) s_pos += gridDim.x;
     __syncthreads();
   }
+  __syncthreads();   // every thread has read s_pos for the exit test before it changes
   if (threadIdx.x == 0) s_pos = s_sk.begin(blockIdx.x);
   __syncthreads();
   while (s_pos < s_sk.begin(blockIdx.x + 1)) {      // then this CTA's stream-K iterations
