@@ -4,8 +4,9 @@
 # included), `cute-gemm check`, and a short benchmark against cuBLAS.
 #
 #   device run:  bash scripts/gpu_check.sh            (carry: .whl, and .cgcache if present)
-#   env: STAGE=test | bench | all (default all: a device call is limited to 10 minutes, so
-#        the two halves can go in two back-to-back calls); BENCH_ARGS overrides the
+#   env: STAGE=test | bench | all | sanitize (default all: a device call is limited to 10
+#        minutes, so the two halves can go in two back-to-back calls; sanitize: only
+#        scripts/sanitize.sh, compute-sanitizer over every kernel); BENCH_ARGS overrides the
 #        benchmark arguments; PYTEST_ARGS adds pytest arguments.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,7 @@ i = launch.device_info(); print(i, "nvrtc", c.nvrtc_version(), f"fp32 peak {i.fp
 PY
 
 STAGE="${STAGE:-all}"
+[ "$STAGE" = sanitize ] && exec bash scripts/sanitize.sh
 if [ "$STAGE" != bench ]; then
 echo "== compile (cold compile of cute_smem, cache disabled; then every kernel for sm_90)"
 CUTE_GEMM_DISABLE_CACHE=1 python3 - <<'PY'
