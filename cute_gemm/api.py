@@ -222,6 +222,14 @@ def _stream_k(k: registry.Kernel, plan: "_Plan", variant: registry.Variant, m: i
 _fast: dict[tuple, _Resolved] = {}
 
 
+def _stream_k_used(name: str, m: int, n: int, k: int, split: bool = False) -> bool:
+    """Whether a resolved launch of kernel `name` at M x N x K went through its stream-K
+    twin (split: as a split launch, a data-parallel head first) — for tests and checks,
+    which read it from the launch cache (keys: _gemm_device)."""
+    return any(key[0] == name and key[2:5] == (m, n, k) and r.ws_bytes > 0
+               and (not split or r.head is not None) for key, r in _fast.items())
+
+
 def _gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
                  alpha: float, beta: float, stream: int, ordinal: int) -> None:
     """T = alpha * A @ B + beta * C on the device (C may be T itself, or None)."""

@@ -116,7 +116,7 @@ class StripSmem:
     cols_b: int
 
     def __call__(self, m: int, n: int, k: int) -> int:
-        return -(-4 * k * (self.rows_a + self.cols_b) // 16) * 16
+        return cdiv(4 * k * (self.rows_a + self.cols_b), 16) * 16
 
     def max_k(self, limit_bytes: int) -> int:
         return (limit_bytes // 16 * 16) // (4 * (self.rows_a + self.cols_b))

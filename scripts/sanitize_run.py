@@ -36,13 +36,6 @@ def split_shape() -> tuple[int, int, int]:
     return tiles_m * bm - 4, tiles_n * bn - 4, 256
 
 
-def _sk_ran(shape, split: bool) -> bool:
-    m, n, kk = shape
-    return any(key[0] == "cute_pipelined" and key[2:5] == (m, n, kk) and r.ws_bytes > 0
-               and (not split or r.head is not None)
-               for key, r in api._fast.items())
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="fewer shapes (racecheck is slow)")
@@ -57,7 +50,8 @@ def main(argv=None) -> int:
         rep_sk = check.cross_check(kernels=["cute_pipelined"], shapes=sk_shapes, layouts=lay,
                                    beta=-0.5, seed=8)
         fails = rep.failures + rep_sk.failures
-        ran = {s: _sk_ran(s, split=(s not in SK_SHAPES)) for s in sk_shapes}
+        ran = {s: api._stream_k_used("cute_pipelined", *s, split=s not in SK_SHAPES)
+               for s in sk_shapes}
         print(f"layouts {''.join(lay)}: {len(kernels)} kernels x {len(shapes)} shapes, "
               f"stream-K {sum(ran.values())}/{len(ran)} taken, {len(fails)} failures", flush=True)
         for shape, r in fails:

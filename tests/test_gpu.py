@@ -263,10 +263,9 @@ SK_SHAPES = [(4, 4, 2048), (1000, 1300, 700), (1024, 1028, 516), (1500, 1900, 10
 SPLIT_SHAPE = (2172, 2180, 1000)
 
 
-def _sk_launched(m, n, k):
+def _sk_launched(m, n, k, split=False):
     from cute_gemm import api
-    return any(key[0] == "cute_pipelined" and key[2:5] == (m, n, k) and r.ws_bytes > 0
-               for key, r in api._fast.items())
+    return api._stream_k_used("cute_pipelined", m, n, k, split)
 
 
 @pytest.mark.parametrize("layouts", [("n", "n"), ("t", "n"), ("n", "t"), ("t", "t")], ids="".join)
@@ -279,8 +278,7 @@ def test_stream_k_matches_float64_and_data_parallel(layouts, monkeypatch):
     _assert_ok(rep)
     for (m, n, k) in SK_SHAPES:
         assert _sk_launched(m, n, k), f"{m}x{n}x{k} {layouts}"
-    assert any(key[0] == "cute_pipelined" and key[2:5] == SPLIT_SHAPE and r.head is not None
-               for key, r in api._fast.items()), f"no split launch {layouts}"
+    assert _sk_launched(*SPLIT_SHAPE, split=True), f"no split launch {layouts}"
     monkeypatch.setenv("CUTE_GEMM_STREAM_K", "0")     # the data-parallel grid, same bound
     api._fast.clear()
     _assert_ok(cross_check(kernels=["cute_pipelined"], shapes=SK_SHAPES[:2], layouts=layouts))
