@@ -41,6 +41,7 @@ class _Plan:
     compiled: object
     functions: dict
     smem_limit: int
+    pdl: bool = False     # split stream-K launches: the twin by programmatic dependent launch
 
     def function(self, entry: str) -> launch.Function:
         f = self.functions.get(entry)
@@ -61,7 +62,8 @@ def _plan(k: registry.Kernel, ordinal: int) -> _Plan:
         if info.arch_int < k.min_arch:
             raise CuteGemmError(f"kernel {k.name!r} needs sm_{k.min_arch} or newer; "
                                 f"device {ordinal} ({info.name}) is {info.arch}")
-        p = _Plan(k, ordinal, cache.get(k, info.arch), {}, info.smem_optin)
+        p = _Plan(k, ordinal, cache.get(k, info.arch), {}, info.smem_optin,
+                  pdl=k.pdl and info.arch_int >= 90 and os.environ.get("CUTE_GEMM_PDL") != "0")
         _plans[(k.name, ordinal)] = p
     return p
 
@@ -163,13 +165,14 @@ class _Resolved:
     arguments inside cuLaunchKernel, so the block is reused once the call returns; the
     lock keeps two threads from interleaving their field writes."""
     __slots__ = ("f", "grid", "block", "smem", "args", "packed", "lock", "ws_bytes", "ordinal",
-                 "swap", "head")
+                 "swap", "head", "pdl")
 
     def __init__(self, f, grid, block, smem, m, n, kk, sa, sb, sc, ws_bytes=0, ordinal=0,
-                 swap=False, tile0=0, head=None):
+                 swap=False, tile0=0, head=None, pdl=False):
         import threading
         self.f, self.grid, self.block, self.smem = f, grid, block, smem
         self.head = head     # a split stream-K launch: the data-parallel launch that goes first
+        self.pdl = pdl       # ... and this one may start while the head's last CTAs still run
         self.ws_bytes, self.ordinal = ws_bytes, ordinal   # stream-K: workspace per stream
         self.swap = swap     # the kernel computes C^T = B^T A^T: it takes B first, then A
         if swap:
@@ -190,7 +193,8 @@ class _Resolved:
             s.A, s.B, s.C, s.alpha, s.beta = a, b, c, alpha, beta
             if self.ws_bytes:
                 s.ws = launch.workspace(self.ordinal, stream, self.ws_bytes)
-            launch.launch(self.f, self.grid, self.block, self.smem, stream, self.packed)
+            launch.launch(self.f, self.grid, self.block, self.smem, stream, self.packed,
+                          pdl=self.pdl)
 
 
 def _stream_k(k: registry.Kernel, plan: "_Plan", variant: registry.Variant, m: int, n: int,
@@ -222,12 +226,15 @@ def _stream_k(k: registry.Kernel, plan: "_Plan", variant: registry.Variant, m: i
 _fast: dict[tuple, _Resolved] = {}
 
 
-def _stream_k_used(name: str, m: int, n: int, k: int, split: bool = False) -> bool:
+def _stream_k_used(name: str, m: int, n: int, k: int, split: bool = False,
+                   pdl: bool = False) -> bool:
     """Whether a resolved launch of kernel `name` at M x N x K went through its stream-K
-    twin (split: as a split launch, a data-parallel head first) — for tests and checks,
-    which read it from the launch cache (keys: _gemm_device)."""
+    twin (split: as a split launch, a data-parallel head first; pdl: with the twin by
+    programmatic dependent launch) — for tests and checks, which read it from the launch
+    cache (keys: _gemm_device)."""
     return any(key[0] == name and key[2:5] == (m, n, k) and r.ws_bytes > 0
-               and (not split or r.head is not None) for key, r in _fast.items())
+               and (not split or r.head is not None) and (not pdl or r.pdl)
+               for key, r in _fast.items())
 
 
 def _gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
@@ -273,7 +280,8 @@ def _gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
             resolved = _Resolved(f, grid, k.block, smem, m, n, kk, A.strides, B.strides,
                                  W.strides, ws_bytes, ordinal, swap, tile0,
                                  head and _Resolved(head[0], head[1], k.block, smem, m, n, kk,
-                                                    A.strides, B.strides, W.strides, swap=swap))
+                                                    A.strides, B.strides, W.strides, swap=swap),
+                                 pdl=head is not None and plan.pdl)
         else:
             resolved = _Resolved(plan.function(variant.entry), k.grid(m, n, kk), k.block, smem,
                                  m, n, kk, A.strides, B.strides, W.strides)

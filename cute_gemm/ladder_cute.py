@@ -77,17 +77,22 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
 
     # The persistent stream-K twins of the vector entries (STREAM_K=1 builds), and the
     # fill of the last wave below which each is taken (registry.stream_k_plan: the whole
-    # waves run data-parallel in a first launch, the twin cuts the last one along K).
+    # waves run data-parallel in a first launch, the twin cuts the last one along K; on
+    # sm_90+ the twin starts by programmatic dependent launch, PDL).
     # The twins are slower per tile than their data-parallel siblings (H100, 0.97 fill,
     # TFLOP/s twin vs sibling, 4096^3 / 8192^3: am_bn 51.82 / 52.49 vs 52.26 / 53.09; ak_bk
-    # 46.98 / 47.41 vs 48.43 / 49.33; ak_bn, the checked instantiation only, 46.44 vs
-    # 48.76). Split launches on the H100 (last wave 0.52 full at 8192^3, 0.88 at 4096^3),
-    # vs data-parallel: 8192^3 +2.5 % nn, +2.7 % tn, +2.6 % nt, +2.7 % tt; 4096^3 tn
-    # +0.8 %, nt +0.2 %, nn -0.6 %, tt -0.5 %, 4096x4096x1024 nn -3.5 %. So am_bn takes
-    # it below 0.93, ak_bk below 0.85, ak_bn below 0.8. am_bk has no twin of its own (it
-    # spills on sm_80): it takes ak_bn's on the transposed problem, C^T = B^T A^T, where
-    # B^T is k-major and A^T n-major (the whole waves by ak_bn as well).
-    fills = {("m", "n"): 0.93, ("k", "k"): 0.85, ("k", "n"): 0.8}
+    # 46.98 / 47.41 vs 48.43 / 49.33). Before PDL, with the checked instantiation as the
+    # ak_bn twin (46.44 vs 48.76), split launches paid at 0.52 fill (8192^3: +2.5 % nn,
+    # +2.7 % tn, +2.6 % nt, +2.7 % tt) but at 0.88 (4096^3) only for tn (+0.8 %) and nt
+    # (+0.2 %; nn -0.6 %, tt -0.5 %). With PDL and the unchecked ak_bn twin (fragments
+    # loaded in place), H100, 4096^3, split vs data-parallel: nn 50.35 vs 50.02, tt 50.45 vs
+    # 50.03, nt 48.78 vs 48.51; and 8192^3 gains another 0.2-0.3 % (nn 52.30 vs 52.14).
+    # So every twin is taken below 0.93. (ncu, nt 4096^3 split: the twin's launch takes
+    # 0.697 ms for 88 % of a 0.717 ms wave, 79 % issue-active against 86 %: two prologues
+    # and a fixup per CTA.) am_bk has no twin of its own (it spilled on sm_80): it takes
+    # ak_bn's on the transposed problem, C^T = B^T A^T, where B^T is k-major and A^T
+    # n-major (the whole waves by ak_bn as well).
+    fills = {("m", "n"): 0.93, ("k", "k"): 0.93, ("k", "n"): 0.93}
 
     def sk(a, b):
         if not stream_k:
@@ -117,7 +122,7 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
                  ("STREAM_K", stream_k), ("FMA_ORDER", fma_order),
                  ("FMA_ORDER_RAW", fma_order_raw),
                  ("MIN_BLOCKS_MN", min_blocks if min_blocks_mn is None else min_blocks_mn),
-                 ("STASH_K", bk - 1 if stash_k is None else stash_k)),
+                 ("STASH_K", bk - 1 if stash_k is None else stash_k), ("PDL", int(bool(stream_k)))),
         tile=(bm, bn, bk),
         # per operand: 2 compute buffers + STAGES raw (k-major) stages; an m/n-major
         # operand's STAGES compute stages fit in the same region
@@ -128,6 +133,7 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
                  + (", stream-K persistent launch when the tiles leave a partial last wave" if stream_k else "")),
         seed="CuTe sgemm_sm80 (cp.async pipeline)",
         tags=("fast",),
+        pdl=bool(stream_k),
     )
 
 

@@ -325,17 +325,42 @@ def free_workspaces() -> int:
     return n
 
 
-def launch(f: Function, grid, block, smem: int, stream: int, packed) -> None:
+def launch(f: Function, grid, block, smem: int, stream: int, packed, pdl: bool = False) -> None:
+    """Launch f. pdl: programmatic dependent launch (sm_90+): the kernel may start while
+    the previous kernel in the stream still runs, once every CTA of that one has executed
+    griddepcontrol.launch_dependents (or exited); it must then not read what that kernel
+    writes, and waits for it (griddepcontrol.wait) before it ends."""
     keep, addr = packed
     if smem:
         _raise_smem_limit(f, smem)
     drv = _drv()
-    (err,) = drv.cuLaunchKernel(f.handle, grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                                smem, stream, addr, 0)
+    if pdl:
+        cfg = _pdl_config(drv)
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
+        cfg.sharedMemBytes, cfg.hStream = smem, stream
+        (err,) = drv.cuLaunchKernelEx(cfg, f.handle, addr, 0)
+        what = "cuLaunchKernelEx(programmatic stream serialization, "
+    else:
+        (err,) = drv.cuLaunchKernel(f.handle, grid[0], grid[1], grid[2], block[0], block[1],
+                                    block[2], smem, stream, addr, 0)
+        what = "cuLaunchKernel("
     if err != drv.CUresult.CUDA_SUCCESS:
-        _check((err,), f"cuLaunchKernel(grid={tuple(grid)}, block={tuple(block)}, smem={smem})",
-               f.name)
+        _check((err,), f"{what}grid={tuple(grid)}, block={tuple(block)}, smem={smem})", f.name)
     del keep
+
+
+def _pdl_config(drv):
+    """A CUlaunchConfig with the one attribute of a programmatic dependent launch; the
+    caller fills in grid, block, smem and stream. A new one per launch (no state shared
+    between threads): only split stream-K launches, grids of a whole wave and more, take it."""
+    attr = drv.CUlaunchAttribute()
+    attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    attr.value.programmaticStreamSerializationAllowed = 1
+    cfg = drv.CUlaunchConfig()
+    cfg.attrs = [attr]
+    cfg.numAttrs = 1
+    return cfg
 
 
 def stream_handle(stream) -> int:

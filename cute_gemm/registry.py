@@ -225,6 +225,9 @@ class Kernel:
     dtypes: tuple[str, ...] = ("float32",)
     constraints: str = "any M, N, K >= 1"
     tags: tuple[str, ...] = field(default=())
+    # split stream-K launches (stream_k_plan) start the twin by programmatic dependent
+    # launch on sm_90+; the source must be built for it (c3_pipelined.cu, PDL)
+    pdl: bool = False
 
     @property
     def threads(self) -> int:

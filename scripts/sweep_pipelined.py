@@ -12,6 +12,7 @@ figures printed, then checked and timed by `cute-gemm bench`.
                                               stream_k fma_order fma_order_raw
                                               smem (bytes; experiments: too small for _ak_bk)
                                               rul (ptxas --register-usage-level 0-10)
+                                              opt (other compiler settings, _OPTS)
   python3 scripts/sweep_pipelined.py cute_pipelined \
       'p256=256x128x8/4,min_blocks=1' --size 4096 --layouts nn,nt
 """
@@ -30,6 +31,16 @@ from cute_gemm.bench import bench, format_table
 _SPEC = re.compile(r"^(\w+)=(\d+)x(\d+)x(\d+)/(\d+)((?:,\w+=\d+)*)$")
 
 
+# opt=N: NVRTC / ptxas settings other than the defaults (the schedule ptxas picks for
+# the 128-register entries moves their speed by several per cent)
+_OPTS = {
+    1: ("--extra-device-vectorization",),
+    2: ("--ptxas-options=-O2",),
+    3: ("--ptxas-options=--allow-expensive-optimizations=false",),
+    4: ("--ptxas-options=-O1",),
+}
+
+
 def parse_spec(text: str) -> registry.Kernel:
     m = _SPEC.match(text)
     if not m:
@@ -38,9 +49,12 @@ def parse_spec(text: str) -> registry.Kernel:
     kw = {k: int(v) for k, v in (kv.split("=") for kv in rest.split(",") if kv)}
     smem = kw.pop("smem", None)
     rul = kw.pop("rul", None)
+    opt = kw.pop("opt", None)
     k = ladder_cute._pipe(name, int(bm), int(bn), int(bk), int(st), **kw)
     if rul is not None:   # ptxas --register-usage-level (0-10)
         k = dataclasses.replace(k, options=(f"--ptxas-options=--register-usage-level={rul}",))
+    if opt is not None:   # other compiler settings (_OPTS)
+        k = dataclasses.replace(k, options=k.options + _OPTS[opt])
     if smem is not None:   # experiments only: less than the both-k-major entry needs
         k = dataclasses.replace(k, dyn_smem=registry.FixedSmem(smem))
     return k

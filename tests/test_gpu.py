@@ -263,9 +263,15 @@ SK_SHAPES = [(4, 4, 2048), (1000, 1300, 700), (1024, 1028, 516), (1500, 1900, 10
 SPLIT_SHAPE = (2172, 2180, 1000)
 
 
-def _sk_launched(m, n, k, split=False):
+def _sk_launched(m, n, k, split=False, pdl=False):
     from cute_gemm import api
-    return api._stream_k_used("cute_pipelined", m, n, k, split)
+    return api._stream_k_used("cute_pipelined", m, n, k, split, pdl)
+
+
+def _pdl_device() -> bool:
+    """sm_90+: split launches start their twin by programmatic dependent launch."""
+    from cute_gemm import launch
+    return launch.device_info().arch_int >= 90
 
 
 @pytest.mark.parametrize("layouts", [("n", "n"), ("t", "n"), ("n", "t"), ("t", "t")], ids="".join)
@@ -279,6 +285,8 @@ def test_stream_k_matches_float64_and_data_parallel(layouts, monkeypatch):
     for (m, n, k) in SK_SHAPES:
         assert _sk_launched(m, n, k), f"{m}x{n}x{k} {layouts}"
     assert _sk_launched(*SPLIT_SHAPE, split=True), f"no split launch {layouts}"
+    if _pdl_device():
+        assert _sk_launched(*SPLIT_SHAPE, split=True, pdl=True), f"split launch without PDL {layouts}"
     monkeypatch.setenv("CUTE_GEMM_STREAM_K", "0")     # the data-parallel grid, same bound
     api._fast.clear()
     _assert_ok(cross_check(kernels=["cute_pipelined"], shapes=SK_SHAPES[:2], layouts=layouts))
@@ -293,6 +301,35 @@ def test_split_stream_k_exact_integers(layouts):
                       exact=True, beta=-3.0, layouts=layouts)
     _assert_ok(rep)
     assert np.nan_to_num(rep.shapes[0].pairwise, nan=0.0).max() == 0.0
+
+
+@pytest.mark.parametrize("layouts", [("n", "n"), ("n", "t")], ids="".join)
+def test_split_stream_k_with_and_without_pdl(layouts, monkeypatch):
+    """The programmatic dependent launch of a split launch's twin changes when its CTAs
+    start, not what they add: the same bits as the plain split launch, and the stream's
+    next operation (here the copy back) sees the data-parallel head's tiles too."""
+    from cute_gemm import api
+    if not _pdl_device():
+        pytest.skip("programmatic dependent launch needs sm_90+; this GPU splits without it")
+    rng = np.random.default_rng()
+    m, n, k = SPLIT_SHAPE
+    a = rng.standard_normal((m, k) if layouts[0] == "n" else (k, m), dtype=np.float32)
+    b = rng.standard_normal((k, n) if layouts[1] == "n" else (n, k), dtype=np.float32)
+    a = a if layouts[0] == "n" else a.T
+    b = b if layouts[1] == "n" else b.T
+    c = rng.standard_normal((m, n), dtype=np.float32)
+    out = {}
+    for pdl in ("1", "0"):
+        monkeypatch.setenv("CUTE_GEMM_PDL", pdl)
+        api._plans.clear()
+        api._fast.clear()
+        out[pdl] = cute_gemm.run("cute_pipelined", a, b, c, alpha=0.5, beta=-2.0)
+        assert _sk_launched(m, n, k, split=True, pdl=pdl == "1") and (
+            pdl == "1" or not _sk_launched(m, n, k, split=True, pdl=True))
+    assert np.array_equal(out["1"], out["0"])
+    ref, gauge = reference(a, b, c, 0.5, -2.0)
+    res = judge("cute_pipelined", out["1"], ref, gauge, False)
+    assert res.status == "pass", res
 
 
 def test_stream_k_is_deterministic_and_alpha_beta():

@@ -99,3 +99,20 @@ def test_stream_k_entries_registered():
     # A m-major x B k-major is A k-major x B n-major for C^T = B^T A^T
     assert sk["m", "k"].stream_k == sk["k", "n"].stream_k and sk["m", "k"].stream_k_swap
     assert ("STREAM_K", 1) in k.defines
+
+
+def test_pdl_flag_matches_the_build_and_the_launch_config():
+    """Kernel.pdl (the host starts split launches' twins by programmatic dependent
+    launch) and the PDL define (the kernels' griddepcontrol) say the same thing, and the
+    launch configuration carries the one attribute (built without a GPU)."""
+    assert registry.get("cute_pipelined").pdl
+    for k in registry.KERNELS:
+        assert dict(k.defines).get("PDL", 0) == int(k.pdl), k.name
+        assert not k.pdl or any(v.stream_k for v in k.variants), k.name
+    from cute_gemm import launch
+    drv = launch._drv()
+    cfg = launch._pdl_config(drv)
+    assert cfg.numAttrs == 1
+    attr = cfg.attrs[0]
+    assert attr.id == drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    assert attr.value.programmaticStreamSerializationAllowed == 1

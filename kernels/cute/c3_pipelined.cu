@@ -132,6 +132,9 @@ using namespace cute;
 #ifndef STASH_K
 #define STASH_K (BLK_K - 1)   // k-block where the last register-staged group goes to smem
 #endif
+#ifndef PDL
+#define PDL 0                 // 1: programmatic dependent launch of split stream-K launches
+#endif
 #ifndef FRAG_DB
 #define FRAG_DB 1             // 1: explicit register double buffer; 0: ptxas schedules the LDS
 #endif
@@ -476,7 +479,8 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   __syncthreads();                    // ... and for every thread
   // Edge CTAs (kPred) of the register-staged entries load fragments in place: with the
   // checks' registers, double buffering spills there on sm_80; elsewhere FRAG_DB.
-  constexpr bool kDB = FRAG_DB && !(kPred && (kStagedA || kStagedB));
+  // Stream-K runs (KEndShared) of those entries as well: the run's bounds take registers.
+  constexpr bool kDB = FRAG_DB && !((kPred || is_same_v<KEnd, KEndShared>) && (kStagedA || kStagedB));
   if constexpr (kDB) {
     copy(tCsA(_, _, 0, idxA()), tCrA(_, _, 0));                                       // LDS.128
     copy(tCsB(_, _, 0, idxB()), tCrB(_, _, 0));
@@ -636,9 +640,27 @@ __device__ __forceinline__ void dispatch_sk(int M, int N, int K, float alpha, co
   }
 }
 
+// PDL=1: split stream-K launches (registry.stream_k_plan) start their twin by programmatic
+// dependent launch on sm_90+ (launch.launch(pdl=True), Kernel.pdl). The data-parallel
+// entries let dependents start at once (griddepcontrol.launch_dependents), so the twin's
+// CTAs take the SMs as the last data-parallel CTAs leave rather than after the last one
+// and a launch gap. The twin touches none of their tiles, and waits for them to finish
+// (griddepcontrol.wait) before it ends, so that its completion is the whole product's.
+// H100, 4096^3 (last wave 88 % full), split launch vs data-parallel, TFLOP/s: without PDL
+// and with the checked ak_bn twin nn 49.67 vs 50.02, tt 49.75 vs 50.03; with PDL and the
+// unchecked one nn 50.35, tt 50.45, nt 48.78 vs 48.51. 8192^3 (split already): nn 52.30
+// vs 52.14, nt 50.66 vs 50.55, tt 52.36 vs 52.22.
+#if PDL && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define CG_PDL_LAUNCH_DEPENDENTS() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")
+#define CG_PDL_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
+#else
+#define CG_PDL_LAUNCH_DEPENDENTS() ((void)0)
+#define CG_PDL_WAIT() ((void)0)
+#endif
 #define CG_PIPE_ENTRY(NAME, DA, DB, CA, CB, FAST)                                        \
   extern "C" __global__ void __launch_bounds__(kThreads, (kMinBlocks<CA, CB>))          \
       NAME(CG_GEMM_PARAMS) {                                                              \
+    CG_PDL_LAUNCH_DEPENDENTS();                                                           \
     dispatch<FAST, decltype(DA), decltype(DB), CA, CB>(M, N, K, alpha, A, DA, B, DB, beta,  \
                                                         C, sCm, sCn);                     \
   }
@@ -647,6 +669,7 @@ __device__ __forceinline__ void dispatch_sk(int M, int N, int K, float alpha, co
       NAME(CG_GEMM_PARAMS, float* __restrict__ ws, int tile0) {                           \
     dispatch_sk<FAST, decltype(DA), decltype(DB), CA, CB>(M, N, K, alpha, A, DA, B, DB,    \
                                                            beta, C, sCm, sCn, ws, tile0);  \
+    CG_PDL_WAIT();                                                                        \
   }
 
 // Vector entry points (align 4, contiguous extents % 4 == 0): 16-byte cp.async for m-/n-major
@@ -662,11 +685,11 @@ CG_PIPE_ENTRY(cute_pipelined_am_bn_s, CG_DA_m, CG_DB_n, CpSclMN, CpSclMN, false)
 CG_PIPE_ENTRY(cute_pipelined_ak_bn_s, CG_DA_k, CG_DB_n, CpSclK, CpSclMN, false)
 #if STREAM_K
 // the vector entry points again as persistent stream-K launches (extra arguments: ws, tile0)
-// A register-staged operand (ak_bn): every tile through the checked instantiation (FAST
-// false), whose in-place fragment loads leave the registers that the unchecked one, with
-// a run's bounds live, lacks (it spills 100-200 bytes on sm_90). am_bk has no twin: even
-// the checked one spills on sm_80. (The registry says when each twin is taken.)
+// A register-staged operand (ak_bn): interior tiles unchecked but with in-place fragment
+// loads (kDB): with a run's bounds live, double-buffered fragments spill there (100-200
+// bytes on sm_90). am_bk has no twin: it spilled on sm_80. (The registry says when each
+// twin is taken.)
 CG_PIPE_SK_ENTRY(cute_pipelined_am_bn_sk, CG_DA_m, CG_DB_n, CpVecMN<BLK_M>, CpVecMN<BLK_N>, true)
-CG_PIPE_SK_ENTRY(cute_pipelined_ak_bn_sk, CG_DA_k, CG_DB_n, LdVecK, CpVecMN<BLK_N>, false)
+CG_PIPE_SK_ENTRY(cute_pipelined_ak_bn_sk, CG_DA_k, CG_DB_n, LdVecK, CpVecMN<BLK_N>, true)
 CG_PIPE_SK_ENTRY(cute_pipelined_ak_bk_sk, CG_DA_k, CG_DB_k, CpVecK, CpVecK, true)
 #endif
