@@ -178,6 +178,31 @@ CUTE: list[Kernel] = [
     # cp.async refill at k-block 1 / 2 / 4: -1 to -5 % in all layouts; nt's two transposes
     # at k-blocks 11 and 13: 48.57 / 49.48 (noise); 256x128x8 / 256x128x16 / 128x256x8 /
     # 128x256x16 at 1 CTA/SM with FFMA order 2: nn 43.9-47.6, tn 46.9-49.7.
+    # H100, session 10 (4096^3 / 8192^3, TFLOP/s, vs this config in the same run; sweeps
+    # with sweep_pipelined.py, the rest with one-off probes that are not kept):
+    # - k-major copies by row pairs (a thread's two vectors rows 2i, 2i+1; STS.64 of the
+    #   pair per k, conflict-free): nt with raw stages quad-major 42.2 / 44.1 vs 48.5 /
+    #   50.5 (a sector's two 16-byte halves landed on the same banks), sector-contiguous
+    #   47.0 / 48.9; register-staged by LDG.64 pairs nn 49.2 / 51.2 vs 50.0 / 52.1, tt
+    #   46.7 / 51.3 vs 50.0 / 52.2; LDG.128 pairs in one group nn 44.4 / 46.3. The pairs
+    #   need MOVs into adjacent registers: 15-39 more instructions per k-tile.
+    # - nt's transposes spread over k-blocks (raw reads a k-block before the stores, per
+    #   operand or per vector): spill 112-376 bytes at the 128-register cap. TRANS_K 11 /
+    #   12 / 14: 48.77 / 48.83 / 47.90 nt vs 48.74 at 13.
+    # - NVRTC --extra-device-vectorization, ptxas -O2, ptxas
+    #   --allow-expensive-optimizations=false: within 0.2 %; ptxas -O1: 9-15 % slower.
+    # - TMA loads (cp.async.bulk.tensor issued by one thread per k-tile, one mbarrier per
+    #   stage; m/n-major boxes into unpadded compute stages, k-major ones into the raw
+    #   stages): correct, slower (data-parallel, no L2 flush): tn 48.55 / 49.54 vs 49.97 /
+    #   52.33, nn 48.16 / 49.23 vs 48.22 / 50.22, nt 43.77 / 44.68 vs 47.14 / 48.55; B
+    #   alone by TMA (A register-staged) nn 46.53 / 48.45.
+    # - Ceilings (the global copies compiled out; wrong results, timing only, 4096^3): nn
+    #   53.5, tn 52.7, nt 46.5 (its raw transposes alone) vs 49.6 / 51.3 / 48.0; leaving
+    #   out only A's or only B's copies made nn slower (46.6 / 47.2): the schedule ptxas
+    #   picks at 128 registers moves by several per cent with unrelated code.
+    # - ncu, 4096^3: shared-memory wavefronts 62 % of peak (nn), 60 % (tn), 69 % (nt),
+    #   cuBLAS 59 / 35 / 67 %; nt's extra stall is short_scoreboard (0.42 per issue vs
+    #   0.30 nn, cuBLAS 0.33).
     _pipe("cute_pipelined", 128, 128, 16, 4, trans_k=13, stream_k=1, fma_order=2,
           min_blocks_mn=1, stash_k=13),
     _pipe("cute_pipelined_128x128x8", 128, 128, 8, 4),
