@@ -169,7 +169,7 @@ def stream_k_plan(tiles: int, k_tiles: int, slots_dp: int, slots_sk: int,
     The whole waves (tiles [0, tile0), none when the grid is smaller than a wave) run in a
     data-parallel launch of the sibling entry, at its own speed; then the twin cuts the
     last wave's tiles [tile0, tiles) along K over `ctas` CTAs. Taken when that last wave
-    is filled below max_fill (Variant.stream_k_fill): the twins are 2-5 % slower per tile,
+    is filled below max_fill (Variant.stream_k_fill): the twins are 1-3 % slower per tile,
     and a split costs a second launch."""
     tail = tiles % slots_dp if slots_dp > 0 else 0
     if tail == 0 or tail / slots_dp >= max_fill:
