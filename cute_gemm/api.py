@@ -41,7 +41,6 @@ class _Plan:
     compiled: object
     functions: dict
     smem_limit: int
-    pdl: bool = False     # split stream-K launches: the twin by programmatic dependent launch
 
     def function(self, entry: str) -> launch.Function:
         f = self.functions.get(entry)
@@ -62,8 +61,7 @@ def _plan(k: registry.Kernel, ordinal: int) -> _Plan:
         if info.arch_int < k.min_arch:
             raise CuteGemmError(f"kernel {k.name!r} needs sm_{k.min_arch} or newer; "
                                 f"device {ordinal} ({info.name}) is {info.arch}")
-        p = _Plan(k, ordinal, cache.get(k, info.arch), {}, info.smem_optin,
-                  pdl=k.pdl and info.arch_int >= 90 and os.environ.get("CUTE_GEMM_PDL") != "0")
+        p = _Plan(k, ordinal, cache.get(k, info.arch), {}, info.smem_optin)
         _plans[(k.name, ordinal)] = p
     return p
 
@@ -199,10 +197,12 @@ class _Resolved:
 
 def _stream_k(k: registry.Kernel, plan: "_Plan", variant: registry.Variant, m: int, n: int,
               kk: int, smem: int):
-    """(function, grid, workspace bytes, tile0, data-parallel head or None) of the stream-K
-    launch of `variant` when the shape leaves a partial last wave (registry.stream_k_plan),
-    else None. The head, (function, grid), runs tiles [0, tile0) first on the same stream:
-    the twin's data-parallel sibling (on the transposed problem too where the twin is)."""
+    """(function, grid, workspace bytes, tile0, data-parallel head or None, pdl) of the
+    stream-K launch of `variant` when the shape leaves a partial last wave
+    (registry.stream_k_plan), else None. The head, (function, grid), runs tiles [0, tile0)
+    first on the same stream: the twin's data-parallel sibling (on the transposed problem
+    too where the twin is). pdl: the twin of a split launch starts by programmatic
+    dependent launch (Kernel.pdl, sm_90+; CUTE_GEMM_PDL=0 turns it off)."""
     if not variant.stream_k or k.tile is None or os.environ.get("CUTE_GEMM_STREAM_K") == "0":
         return None
     if variant.stream_k_swap:     # the twin sees the transposed problem: N x M
@@ -211,7 +211,8 @@ def _stream_k(k: registry.Kernel, plan: "_Plan", variant: registry.Variant, m: i
     tiles, k_tiles = registry.cdiv(m, bm) * registry.cdiv(n, bn), registry.cdiv(kk, bk)
     if tiles * k_tiles >= 2**31:        # the kernel counts iterations in 32 bits
         return None
-    sm = launch.device_info(plan.ordinal).sm_count
+    info = launch.device_info(plan.ordinal)
+    sm = info.sm_count
     f = plan.function(variant.stream_k)
     f_dp = plan.function(registry.stream_k_dp_entry(variant))
     tile0, ctas = registry.stream_k_plan(tiles, k_tiles, sm * launch.occupancy(f_dp, k.threads, smem),
@@ -220,7 +221,9 @@ def _stream_k(k: registry.Kernel, plan: "_Plan", variant: registry.Variant, m: i
     if not ctas:
         return None
     head = (f_dp, (tile0, 1, 1)) if tile0 else None
-    return f, (ctas, 1, 1), registry.stream_k_workspace_bytes(ctas, bm, bn), tile0, head
+    pdl = (head is not None and k.pdl and info.arch_int >= 90
+           and os.environ.get("CUTE_GEMM_PDL") != "0")
+    return f, (ctas, 1, 1), registry.stream_k_workspace_bytes(ctas, bm, bn), tile0, head, pdl
 
 
 _fast: dict[tuple, _Resolved] = {}
@@ -275,13 +278,13 @@ def _gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
             _scale2d(ordinal, stream, 1.0, C, W)   # the kernel updates W in place
         sk = _stream_k(k, plan, variant, m, n, kk, smem)
         if sk is not None:
-            f, grid, ws_bytes, tile0, head = sk
+            f, grid, ws_bytes, tile0, head, pdl = sk
             swap = variant.stream_k_swap
             resolved = _Resolved(f, grid, k.block, smem, m, n, kk, A.strides, B.strides,
                                  W.strides, ws_bytes, ordinal, swap, tile0,
                                  head and _Resolved(head[0], head[1], k.block, smem, m, n, kk,
                                                     A.strides, B.strides, W.strides, swap=swap),
-                                 pdl=head is not None and plan.pdl)
+                                 pdl=pdl)
         else:
             resolved = _Resolved(plan.function(variant.entry), k.grid(m, n, kk), k.block, smem,
                                  m, n, kk, A.strides, B.strides, W.strides)

@@ -319,13 +319,15 @@ def test_split_stream_k_with_and_without_pdl(layouts, monkeypatch):
     b = b if layouts[1] == "n" else b.T
     c = rng.standard_normal((m, n), dtype=np.float32)
     out = {}
-    for pdl in ("1", "0"):
-        monkeypatch.setenv("CUTE_GEMM_PDL", pdl)
-        api._plans.clear()
-        api._fast.clear()
-        out[pdl] = cute_gemm.run("cute_pipelined", a, b, c, alpha=0.5, beta=-2.0)
-        assert _sk_launched(m, n, k, split=True, pdl=pdl == "1") and (
-            pdl == "1" or not _sk_launched(m, n, k, split=True, pdl=True))
+    try:
+        for pdl in ("1", "0"):
+            monkeypatch.setenv("CUTE_GEMM_PDL", pdl)
+            api._fast.clear()     # resolved launches keep what the variable said then
+            out[pdl] = cute_gemm.run("cute_pipelined", a, b, c, alpha=0.5, beta=-2.0)
+            assert _sk_launched(m, n, k, split=True, pdl=pdl == "1") and (
+                pdl == "1" or not _sk_launched(m, n, k, split=True, pdl=True))
+    finally:
+        api._fast.clear()         # no launch resolved without PDL outlives the test
     assert np.array_equal(out["1"], out["0"])
     ref, gauge = reference(a, b, c, 0.5, -2.0)
     res = judge("cute_pipelined", out["1"], ref, gauge, False)
