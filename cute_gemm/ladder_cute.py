@@ -72,7 +72,7 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
           warp_m: int = 4, min_blocks: int = 2, raster_n: int = 8, frag_db: int = 1,
           trans_k: int | None = None, stream_k: int = 0, fma_order: int = 0,
           fma_order_raw: int = 0, min_blocks_mn: int | None = None,
-          stash_k: int | None = None) -> Kernel:
+          stash_k: int | None = None, kq_layout: int = 0) -> Kernel:
     vec = dict(c_major="any", align=4, align_roles="ab", extent_align=4)
 
     # The persistent stream-K twins of the vector entries (STREAM_K=1 builds), and the
@@ -122,7 +122,8 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
                  ("STREAM_K", stream_k), ("FMA_ORDER", fma_order),
                  ("FMA_ORDER_RAW", fma_order_raw),
                  ("MIN_BLOCKS_MN", min_blocks if min_blocks_mn is None else min_blocks_mn),
-                 ("STASH_K", bk - 1 if stash_k is None else stash_k), ("PDL", int(bool(stream_k)))),
+                 ("STASH_K", bk - 1 if stash_k is None else stash_k), ("PDL", int(bool(stream_k))),
+                 ("KQ_LAYOUT", kq_layout)),
         tile=(bm, bn, bk),
         # per operand: 2 compute buffers + STAGES raw (k-major) stages; an m/n-major
         # operand's STAGES compute stages fit in the same region
@@ -203,8 +204,23 @@ CUTE: list[Kernel] = [
     # - ncu, 4096^3: shared-memory wavefronts 62 % of peak (nn), 60 % (tn), 69 % (nt),
     #   cuBLAS 59 / 35 / 67 %; nt's extra stall is short_scoreboard (0.42 per issue vs
     #   0.30 nn, cuBLAS 0.33).
+    # H100, session 11 (4096^3 / 8192^3, TFLOP/s, same-run comparisons):
+    # - KQ_LAYOUT 3 (k-quad compute stages for k-major operands, c3_pipelined.cu
+    #   StageLayout): the transposed stores lose their 2-way bank conflicts; nn 50.71 /
+    #   52.45 vs 50.34 / 52.26, nt 49.60 / 51.41 vs 48.81 / 50.64, tt 50.86 / 52.49 vs
+    #   50.49 / 52.33. With it (4096^3): TRANS_K 11 / 9 nt 49.57 / 49.06 vs 49.60;
+    #   STASH_K 15 / 11 nn 50.31 / 44.23 vs 50.67; FMA_ORDER_RAW 2 nt 48.94.
+    # - stmatrix (sm_90) as a warp-wide 4x4 transpose of the k-major vectors (lanes 4r..4r+3
+    #   load 4 consecutive rows of one k-quad; one STSM.16.M88.4 instead of 4 STS.32; raw
+    #   stages XOR-swizzled so the read-back stays conflict-free): the nt loop is 3
+    #   instructions shorter, not 12 — ptxas recomputes the lanes' row addresses every
+    #   k-tile at the 128-register cap — and nt measured 48.78 / 51.32 vs 49.60 / 51.41;
+    #   register-staged (nn) it spills 256 bytes (44.84).
+    # - the same conflicts removed by padding (8 words more between k 0..7 and 8..15):
+    #   nt 49.69 / 51.31 but nn 50.19 / 51.79 (the larger stages push 2 CTAs/SM into the
+    #   228 KB smem carveout, less L1).
     _pipe("cute_pipelined", 128, 128, 16, 4, trans_k=13, stream_k=1, fma_order=2,
-          min_blocks_mn=1, stash_k=13),
+          min_blocks_mn=1, stash_k=13, kq_layout=3),
     _pipe("cute_pipelined_128x128x8", 128, 128, 8, 4),
     _pipe("cute_pipelined_64x128x8", 64, 128, 8, 4, thr_m=8, thr_n=16, min_blocks=3),
 ]

@@ -1656,8 +1656,10 @@ def _c2_majors(macro: str) -> str:
 
 def _copy_mma_recipe(kernel, problem, thread, macro: str, copies: dict, sA: View, sB: View,
                      sA_cpp: str, sB_cpp: str, pad: int, mma: TiledMMA, mma_cpp: str,
-                     smem_note: str) -> Recipe:
-    """c2/c3 shape: per (stride macro, TiledCopy) operand sections, then smem + TiledMMA."""
+                     smem_note: str, own_stage: dict | None = None) -> Recipe:
+    """c2/c3 shape: per (stride macro, TiledCopy) operand sections, then smem + TiledMMA.
+    own_stage: copy name -> {op: (View, C++ layout, note)}: the shared layout those entries
+    store that operand into instead of sA/sB (shown in the operand's section)."""
     L = _Ladder(kernel, problem, thread)
     entries = _entries(kernel, macro)
     sections = []
@@ -1671,6 +1673,7 @@ def _copy_mma_recipe(kernel, problem, thread, macro: str, copies: dict, sA: View
             users = [e for e, a in entries.items() if (a[di], a[ci]) == (smacro, cname)]
             g = L.g(op, st)
             s, s_cpp = (sA, "sA") if op == "A" else (sB, "sB")
+            own = (own_stage or {}).get(cname, {}).get(op)
             rows = L.bM if op == "A" else L.bN
             M_or_N = "M" if op == "A" else "N"
             pre = f"{kernel.name}/{op}_{smacro}_{cname}"
@@ -1683,6 +1686,11 @@ def _copy_mma_recipe(kernel, problem, thread, macro: str, copies: dict, sA: View
                 f"  auto copy_{op.lower()} = {cp_cpp};")
             sec.items.append(L.g_item(op, st, f"{pre}/g{op}",
                                       f"the CTA's (BLK_{M_or_N},BLK_K,k) strip of {op}"))
+            if own is not None:          # these entries' own shared layout for the operand
+                s, own_cpp, own_note = own
+                s_cpp = f"make_tensor(smem{op}, {own_cpp})"
+                sec.items.append(Item(f"{pre}/s{op}", f"s{op}: shared tile of {op} for these "
+                                      f"entries, {own_note}", "layout", s.layout, own_cpp))
             sec.items.append(Item(
                 f"{pre}/copy_TV", f"{cname}: TiledCopy (thread, value) -> ({M_or_N},K) coordinate "
                 f"in its {fmt(cp.tiler)} tile (get_layoutS_TV; D is the same)", "tv",
@@ -1697,6 +1705,13 @@ def _copy_mma_recipe(kernel, problem, thread, macro: str, copies: dict, sA: View
                 f".partition_D(s{op}): where thread {thread} stores it in shared memory",
                 s, s_cpp, f"smem{op}", lambda v, t, cp=cp: cp.partition_D(v, t),
                 f"copy_{op.lower()}.get_slice(t).partition_D({{src}})", (rows, L.bK)))
+            if own is not None:          # and the compute side reads it from there
+                part = "partition_A" if op == "A" else "partition_B"
+                sec.items.append(L.part_item(
+                    f"{pre}/tCs{op}", f"tCs{op} = mma.get_slice({thread}).{part}(s{op}): "
+                    f"(MMA,MMA_{M_or_N},MMA_K,BUF), what thread {thread} reads of it", s, s_cpp,
+                    f"smem{op}", lambda v, t, part=part: getattr(mma, part)(v, t),
+                    f"mma.get_slice(t).{part}({{src}})", (rows, L.bK), exact=False))
             sections.append(sec)
 
     strides_c = _strides("C", "n", problem, False)
@@ -1809,9 +1824,28 @@ def _recipe_c3(kernel, problem, thread) -> Recipe:
     sB = View(Layout((bN, bK, P), (1, bN + pad, (bN + pad) * bK)))
     s_cpp = lambda b: (f"make_layout(make_shape({b}, bK, Int<{P}>{{}}), make_stride(_1{{}}, "  # noqa: E731
                        f"{b} + Int<{pad}>{{}}, ({b} + Int<{pad}>{{}}) * bK))")
+    # KQ_LAYOUT (c3_pipelined.cu, StageLayout): k-major operands' compute stages in k-quads,
+    # (BLK,(4,BLK_K/4),BUF):(1,(BLK,4*BLK+32/(BLK_K/4)),BLK_K*BLK+32) — bit 0 the 2 buffers
+    # fed from raw stages (CpVecK), bit 1 the register-staged operand's STAGES (LdVecK)
+    kq, q = d.get("KQ_LAYOUT", 0), bK // 4
+
+    def quad_stage(ext: int, buf: int) -> tuple[View, str, str]:
+        gap, st = 4 * ext + 32 // q, bK * ext + 32
+        return (View(Layout((ext, (4, q), buf), (1, (ext, gap), st))),
+                f"Layout<Shape<{I(ext)}, Shape<_4, {I(q)}>, {I(buf)}>, "
+                f"Stride<_1, Stride<{I(ext)}, {I(gap)}>, {I(st)}>>{{}}",
+                f"k-quads (KQ_LAYOUT): (BLK,(4,BLK_K/4),BUF):(1,(BLK,4*BLK+{32 // q}),BLK_K*BLK+32), "
+                f"{buf} {'stages' if buf == P else 'buffers'} (grid: the first); a warp's "
+                f"transposed k-major stores land in 32 banks")
+    own = {}
+    for bit, cname, buf in ((1, "CpVecK", 2), (2, "LdVecK", P)):
+        if kq & bit:
+            own[cname] = {"A": quad_stage(bM, buf), "B": quad_stage(bN, buf)}
     return _copy_mma_recipe(
         kernel, problem, thread, "CG_PIPE_ENTRY", _c3_copies(d, kernel.threads), sA, sB,
         s_cpp("bM"), s_cpp("bN"), pad, mma, mma_cpp,
         f"(BLK,BLK_K,STAGES):(1,BLK+{pad},(BLK+{pad})*BLK_K), {P} pipeline stages (grid: stage 0); "
         f"CpVecK operands: 2 such buffers, fed from k-major raw stages "
-        f"(BLK,BLK_K,{P}):(BLK_K,1,BLK*BLK_K)")
+        f"(BLK,BLK_K,{P}):(BLK_K,1,BLK*BLK_K)" + (" (k-major operands: k-quad stages, "
+                                                  "see their copy sections)" if kq else ""),
+        own_stage=own)

@@ -59,9 +59,16 @@
 //        (m/n contiguous; k columns padded by 4 words: a warp's 4-byte k-major stores,
 //        4 rows x 8 k (CpSclK) or 16 rows x 2 k-quads (LdVecK, BLK_K 8), land in banks
 //        m + 4k = 32 distinct; columns stay 16-B aligned. At BLK_K 16 a warp's transposed
-//        stores (8 rows x 4 quads) are 2-way conflicted — ncu, nn 4096^3: 17.5 M conflicts
-//        against 0.1 M for tn — but both ways to remove them measured slower: see the
-//        sweep notes in ladder_cute.py)
+//        stores (8 rows x 4 quads) are 2-way conflicted there — ncu, nn 4096^3: 17.5 M
+//        conflicts against 0.1 M for tn — so KQ_LAYOUT gives the k-major operands k-quad
+//        stages instead: (BLK,(4,BLK_K/4),BUF):(1,(BLK,4*BLK+32/(BLK_K/4)),BLK_K*BLK+32),
+//        the quads 8 words (BLK_K 16) out of step, banks m + 8*quad; no more smem than the
+//        padded stages, so the 2 CTAs/SM keep the same L1/smem carveout. H100, TFLOP/s,
+//        4096^3 / 8192^3, vs padded: nn 50.71 / 52.45 vs 50.34 / 52.26, nt 49.60 / 51.41
+//        vs 48.81 / 50.64, tt 50.86 / 52.49 vs 50.49 / 52.33. Padded stages with the
+//        quads of k 8..15 moved by 8 words instead (8 words more per stage) gave nt the
+//        same but nn and tt 0.7-1 % less: 256 bytes more per CTA take 2 CTAs/SM past
+//        the 196 KB carveout, and the L1 left for the register-staged loads shrinks)
 //   copy 16 B along m/n: thr (E/4, T/(E/4)):(1,E/4) with E = BLK_M or BLK_N, capped at
 //        T threads along m/n, val (4,1)        [128x128, 256 thr: (32,8), val (4,1)]
 //   copy 16 B along k (registers, or cp.async to raw): thr (T/Q, Q):(Q,1) with Q = BLK_K/4, val (1,4)
@@ -135,6 +142,9 @@ using namespace cute;
 #ifndef PDL
 #define PDL 0                 // 1: programmatic dependent launch of split stream-K launches
 #endif
+#ifndef KQ_LAYOUT
+#define KQ_LAYOUT 0           // k-quad compute stages (see StageLayout) for k-major operands:
+#endif                        // bit 0 fed from raw stages, bit 1 register-staged
 #ifndef FRAG_DB
 #define FRAG_DB 1             // 1: explicit register double buffer; 0: ptxas schedules the LDS
 #endif
@@ -142,6 +152,20 @@ using namespace cute;
 constexpr int kThreads = THR_M * THR_N;
 constexpr int kWarpN = 32 / WARP_M;
 constexpr int kQuadsK = BLK_K / 4;        // 16-byte k-quads in one k-major row of a k-tile
+// Compute stages (m/n contiguous). Padded: (EXT,BLK_K,BUF):(1,EXT+PAD,kStage), columns
+// EXT + PAD words apart. k-quad (KQ_LAYOUT, k-major operands): k = (k in quad, quad),
+// (EXT,(4,BLK_K/4),BUF):(1,(EXT,4*EXT+32/kQuadsK),kStage) — the 4 columns of a k-quad
+// unpadded, quads 32/kQuadsK words apart, so a warp's transposed stores (8 rows x 4 quads at
+// BLK_K 16, one k each) land in banks m + 8*quad: all 32 (padded: 2-way conflicts).
+template <int EXT, bool kQuad>
+constexpr int kStage = kQuad ? BLK_K * EXT + 32 : BLK_K * (EXT + SMEM_PAD);
+template <int EXT, int BUF, bool kQuad>
+using StageLayout = conditional_t<kQuad,
+    Layout<Shape<Int<EXT>, Shape<_4, Int<kQuadsK>>, Int<BUF>>,
+           Stride<_1, Stride<Int<EXT>, Int<4 * EXT + 32 / kQuadsK>>, Int<kStage<EXT, true>>>>,
+    Layout<Shape<Int<EXT>, Int<BLK_K>, Int<BUF>>,
+           Stride<_1, Int<EXT + SMEM_PAD>, Int<kStage<EXT, false>>>>>;
+static_assert(!KQ_LAYOUT || (BLK_K >= 8 && BLK_K <= 32), "KQ_LAYOUT: BLK_K 8 to 32");
 
 using MmaAtomLayout = Layout<Shape <Shape <Int<WARP_M>, Int<THR_M / WARP_M>>,
                                     Shape <Int<kWarpN>, Int<THR_N / kWarpN>>, _1>,
@@ -278,10 +302,10 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   auto bK = Int<BLK_K>{};
   auto bP = Int<STAGES>{};
   auto cta_tiler = make_shape(bM, bN, bK);                                      // (BLK_M,BLK_N,BLK_K)
-  auto sA_layout = make_layout(make_shape(bM, bK, Int<kBufA>{}),
-                               make_stride(_1{}, bM + Int<SMEM_PAD>{}, (bM + Int<SMEM_PAD>{}) * bK));  // (BLK_M,BLK_K,BUF)
-  auto sB_layout = make_layout(make_shape(bN, bK, Int<kBufB>{}),
-                               make_stride(_1{}, bN + Int<SMEM_PAD>{}, (bN + Int<SMEM_PAD>{}) * bK));  // (BLK_N,BLK_K,BUF)
+  constexpr bool kQuadA = (KQ_LAYOUT & (kRawA ? 1 : kStagedA ? 2 : 0)) != 0;
+  constexpr bool kQuadB = (KQ_LAYOUT & (kRawB ? 1 : kStagedB ? 2 : 0)) != 0;
+  auto sA_layout = StageLayout<BLK_M, kBufA, kQuadA>{};                         // (BLK_M,BLK_K,BUF)
+  auto sB_layout = StageLayout<BLK_N, kBufB, kQuadB>{};                         // (BLK_N,BLK_K,BUF)
   auto rA_layout = make_layout(make_shape(bM, bK, bP), make_stride(bK, _1{}, bM * bK));     // (BLK_M,BLK_K,PIPE)
   auto rB_layout = make_layout(make_shape(bN, bK, bP), make_stride(bK, _1{}, bN * bK));     // (BLK_N,BLK_K,PIPE)
   TiledMmaT mma;
@@ -323,8 +347,10 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   // m/n-major operand's STAGES compute stages fit in it): the registry's FixedSmem =
   // 4 * BLK_K * (2 * (BLK_M + BLK_N + 2 * PAD) + STAGES * (BLK_M + BLK_N)).
   constexpr int kRegionA = BLK_K * (2 * (BLK_M + SMEM_PAD) + STAGES * BLK_M);
-  constexpr int kComputeA = (BLK_M + SMEM_PAD) * BLK_K * kBufA, kComputeB = (BLK_N + SMEM_PAD) * BLK_K * kBufB;
+  constexpr int kComputeA = kStage<BLK_M, kQuadA> * kBufA, kComputeB = kStage<BLK_N, kQuadB> * kBufB;
   static_assert(kComputeA + (kRawA ? BLK_M * BLK_K * STAGES : 0) <= kRegionA, "A region");
+  static_assert(kComputeB + (kRawB ? BLK_N * BLK_K * STAGES : 0) <=
+                BLK_K * (2 * (BLK_N + SMEM_PAD) + STAGES * BLK_N), "B region");
   float* smem_b = smem_buf + kRegionA;
   Tensor sA = make_tensor(make_smem_ptr(smem_buf), sA_layout);                        // (BLK_M,BLK_K,BUF)
   Tensor sB = make_tensor(make_smem_ptr(smem_b), sB_layout);                          // (BLK_N,BLK_K,BUF)
