@@ -205,10 +205,11 @@ CUTE: list[Kernel] = [
     #   cuBLAS 59 / 35 / 67 %; nt's extra stall is short_scoreboard (0.42 per issue vs
     #   0.30 nn, cuBLAS 0.33).
     # H100, session 11 (4096^3 / 8192^3, TFLOP/s, same-run comparisons):
-    # - KQ_LAYOUT 3 (k-quad compute stages for k-major operands, c3_pipelined.cu
-    #   StageLayout): the transposed stores lose their 2-way bank conflicts; nn 50.71 /
-    #   52.45 vs 50.34 / 52.26, nt 49.60 / 51.41 vs 48.81 / 50.64, tt 50.86 / 52.49 vs
-    #   50.49 / 52.33. With it (4096^3): TRANS_K 11 / 9 nt 49.57 / 49.06 vs 49.60;
+    # - KQ_LAYOUT 7 (k-quad compute stages for k-major operands, stream-K twins included,
+    #   c3_pipelined.cu StageLayout): the transposed stores lose their 2-way bank
+    #   conflicts; nn 50.71 / 52.45 vs 50.34 / 52.26, nt 49.60 / 51.41 vs 48.81 / 50.64,
+    #   tt 50.86 / 52.49 vs 50.49 / 52.33 (the register-staged twin with them, 4096^3: nn
+    #   50.70 vs 50.43). With it (4096^3): TRANS_K 11 / 9 nt 49.57 / 49.06 vs 49.60;
     #   STASH_K 15 / 11 nn 50.31 / 44.23 vs 50.67; FMA_ORDER_RAW 2 nt 48.94.
     # - stmatrix (sm_90) as a warp-wide 4x4 transpose of the k-major vectors (lanes 4r..4r+3
     #   load 4 consecutive rows of one k-quad; one STSM.16.M88.4 instead of 4 STS.32; raw
@@ -220,7 +221,7 @@ CUTE: list[Kernel] = [
     #   nt 49.69 / 51.31 but nn 50.19 / 51.79 (the larger stages push 2 CTAs/SM into the
     #   228 KB smem carveout, less L1).
     _pipe("cute_pipelined", 128, 128, 16, 4, trans_k=13, stream_k=1, fma_order=2,
-          min_blocks_mn=1, stash_k=13, kq_layout=3),
+          min_blocks_mn=1, stash_k=13, kq_layout=7),
     _pipe("cute_pipelined_128x128x8", 128, 128, 8, 4),
     _pipe("cute_pipelined_64x128x8", 64, 128, 8, 4, thr_m=8, thr_n=16, min_blocks=3),
 ]

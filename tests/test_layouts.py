@@ -115,6 +115,38 @@ def test_smem_sizes_and_cosizes(recipes):
                 assert L.cosize(it.layout) >= L.size(it.layout), it.name
 
 
+def _bank_ways(tv, stage, rows: int) -> int:
+    """Worst bank multiplicity of one warp's 4-byte stores: thread t's value v of a TiledCopy
+    (TV layout -> index in its (rows, BLK_K) tile) stored at stage(m, k, 0) — one STS.32
+    per value index, 32 banks of 4 bytes."""
+    nthreads, nvals = L.product_each(tv.shape)
+    worst = 0
+    for w in range(nthreads // 32):
+        for v in range(nvals):
+            banks = [stage((idx % rows, idx // rows, 0)) % 32
+                     for idx in (tv((t, v)) for t in range(32 * w, 32 * w + 32))]
+            worst = max(worst, max(banks.count(b) for b in banks))
+    return worst
+
+
+def test_kquad_stages_take_the_transposed_stores_without_bank_conflicts(recipes):
+    # c3_pipelined.cu KQ_LAYOUT: a warp's k-major vectors (8 rows x 4 k-quads at BLK_K 16)
+    # stored transposed, one k per STS.32, hit 32 distinct banks in the k-quad stages; in
+    # the padded ones (columns BLK+4 apart) quads 0/2 and 1/3 share banks
+    k = next(k for k in CUTE if dict(k.defines).get("KQ_LAYOUT") and dict(k.defines)["BLK_K"] == 16)
+    items = {it.name: it for it in recipes[k.name].items()}
+    checked = 0
+    for name, it in items.items():
+        sec, leaf = name.rsplit("/", 1)
+        if "VecK" in sec and leaf in ("sA", "sB"):
+            tv = items[f"{sec}/copy_TV"]
+            rows = tv.tile[0]
+            assert _bank_ways(tv.layout, it.layout, rows) == 1, name
+            assert _bank_ways(tv.layout, items[f"{k.name}/{leaf}"].layout, rows) == 2, name
+            checked += 1
+    assert checked == 4      # A and B, register-staged (LdVecK) and from raw stages (CpVecK)
+
+
 # ---- printing and algebra without nvcc ------------------------------------------------------
 
 def test_print_matches_cute_forms():

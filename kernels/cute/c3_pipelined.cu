@@ -144,7 +144,8 @@ using namespace cute;
 #endif
 #ifndef KQ_LAYOUT
 #define KQ_LAYOUT 0           // k-quad compute stages (see StageLayout) for k-major operands:
-#endif                        // bit 0 fed from raw stages, bit 1 register-staged
+#endif                        // bit 0 fed from raw stages, bit 1 register-staged (bit 2: in
+                              // stream-K runs as well, sm_90+)
 #ifndef FRAG_DB
 #define FRAG_DB 1             // 1: explicit register double buffer; 0: ptxas schedules the LDS
 #endif
@@ -166,6 +167,14 @@ using StageLayout = conditional_t<kQuad,
     Layout<Shape<Int<EXT>, Int<BLK_K>, Int<BUF>>,
            Stride<_1, Int<EXT + SMEM_PAD>, Int<kStage<EXT, false>>>>>;
 static_assert(!KQ_LAYOUT || (BLK_K >= 8 && BLK_K <= 32), "KQ_LAYOUT: BLK_K 8 to 32");
+// A register-staged operand's stream-K twin takes k-quad stages on sm_90+ only: on sm_80
+// ptxas spills 284 bytes there at 128 registers. H100, twin with / without them (4096^3,
+// its last wave split): nn 50.70 vs 50.43, tt 50.85 vs 50.54.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+constexpr bool kQuadStagedSk = false;
+#else
+constexpr bool kQuadStagedSk = (KQ_LAYOUT & 4) != 0;
+#endif
 
 using MmaAtomLayout = Layout<Shape <Shape <Int<WARP_M>, Int<THR_M / WARP_M>>,
                                     Shape <Int<kWarpN>, Int<THR_N / kWarpN>>, _1>,
@@ -302,8 +311,9 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   auto bK = Int<BLK_K>{};
   auto bP = Int<STAGES>{};
   auto cta_tiler = make_shape(bM, bN, bK);                                      // (BLK_M,BLK_N,BLK_K)
-  constexpr bool kQuadA = (KQ_LAYOUT & (kRawA ? 1 : kStagedA ? 2 : 0)) != 0;
-  constexpr bool kQuadB = (KQ_LAYOUT & (kRawB ? 1 : kStagedB ? 2 : 0)) != 0;
+  constexpr int kQuadStaged = is_same_v<KEnd, KEndShared> && !kQuadStagedSk ? 0 : 2;
+  constexpr bool kQuadA = (KQ_LAYOUT & (kRawA ? 1 : kStagedA ? kQuadStaged : 0)) != 0;
+  constexpr bool kQuadB = (KQ_LAYOUT & (kRawB ? 1 : kStagedB ? kQuadStaged : 0)) != 0;
   auto sA_layout = StageLayout<BLK_M, kBufA, kQuadA>{};                         // (BLK_M,BLK_K,BUF)
   auto sB_layout = StageLayout<BLK_N, kBufB, kQuadB>{};                         // (BLK_N,BLK_K,BUF)
   auto rA_layout = make_layout(make_shape(bM, bK, bP), make_stride(bK, _1{}, bM * bK));     // (BLK_M,BLK_K,PIPE)
