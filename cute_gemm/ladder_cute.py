@@ -218,6 +218,12 @@ CUTE: list[Kernel] = [
     #   instructions shorter, not 12 — ptxas recomputes the lanes' row addresses every
     #   k-tile at the 128-register cap — and nt measured 48.78 / 51.32 vs 49.60 / 51.41;
     #   register-staged (nn) it spills 256 bytes (44.84).
+    # - the split launch's stream-K twin visiting its cut tiles column by column (CTAs
+    #   that share an A strip then work at nearly the same k): ncu, 4096^3 nn twin, DRAM
+    #   reads 164 MB vs 659 MB, L2 hit rate 83 % vs 49 %, but 646 vs 656 us (issue-active
+    #   84 % vs 89 % in the data-parallel launch either way: it is not memory-bound); whole
+    #   runs 4096^3 nn 50.79 vs 50.69, tn 52.76 vs 52.87, nt 49.39 vs 49.61, tt 50.92 vs
+    #   50.87, 8192^3 within 0.2 %.
     # - the same conflicts removed by padding (8 words more between k 0..7 and 8..15):
     #   nt 49.69 / 51.31 but nn 50.19 / 51.79 (the larger stages push 2 CTAs/SM into the
     #   228 KB smem carveout, less L1).
