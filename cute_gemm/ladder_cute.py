@@ -224,6 +224,9 @@ CUTE: list[Kernel] = [
     #   84 % vs 89 % in the data-parallel launch either way: it is not memory-bound); whole
     #   runs 4096^3 nn 50.79 vs 50.69, tn 52.76 vs 52.87, nt 49.39 vs 49.61, tt 50.92 vs
     #   50.87, 8192^3 within 0.2 %.
+    # - the register-staged data-parallel entries (ak_bn, am_bk) without the 128-register
+    #   cap, like am_bn (MIN_BLOCKS_MN): ptxas takes 127 registers on sm_80 and sm_90, but
+    #   nn 49.90 / 51.33 vs 50.66 / 52.37, tt 49.98 / 51.39 vs 50.77 / 52.47.
     # - the same conflicts removed by padding (8 words more between k 0..7 and 8..15):
     #   nt 49.69 / 51.31 but nn 50.19 / 51.79 (the larger stages push 2 CTAs/SM into the
     #   228 KB smem carveout, less L1).
