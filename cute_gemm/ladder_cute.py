@@ -227,6 +227,8 @@ CUTE: list[Kernel] = [
     # - the register-staged data-parallel entries (ak_bn, am_bk) without the 128-register
     #   cap, like am_bn (MIN_BLOCKS_MN): ptxas takes 127 registers on sm_80 and sm_90, but
     #   nn 49.90 / 51.33 vs 50.66 / 52.37, tt 49.98 / 51.39 vs 50.77 / 52.47.
+    # - FRAG_DB 0 (fragments loaded in place everywhere), 4096^3: nn 50.06 vs 50.64, nt
+    #   48.49 vs 49.59; 3 stages: nn 50.62, nt 49.62 (the same as 4).
     # - the same conflicts removed by padding (8 words more between k 0..7 and 8..15):
     #   nt 49.69 / 51.31 but nn 50.19 / 51.79 (the larger stages push 2 CTAs/SM into the
     #   228 KB smem carveout, less L1).

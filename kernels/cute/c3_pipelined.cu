@@ -51,6 +51,13 @@
 //           50.8 / 51.8 — the barrier stall is not what holds it back. Nor BLK_K 32, 4-byte
 //           cp.async for k-major operands, 1 CTA/SM, 6-8 stages, 16x8 outputs per thread (see
 //           the sweep figures in ladder_cute.py).
+//           With k-quad stages (ncu, H100, 4096^3, the data-parallel launch of a split):
+//           nt 2.406 M warp instructions per tile (cuBLAS's 128x128x8, 128-thread kernel:
+//           2.388 M), 87.0 % issue-active (89.6 %); nn 2.418 M (cuBLAS's 256x128x8 kernel,
+//           8x16 outputs per thread at 254 registers, 1 CTA/SM: 2.371 M), 88.8 % (90.1 %).
+//           Per whole wave that is 3-4 % behind cuBLAS; the stream-K twin runs at 81-84 %
+//           issue-active (not memory-bound: a tile order with 4x less DRAM traffic took
+//           as long).
 //
 // Layouts (tid = threadIdx.x; P = SMEM_PAD = 4; examples at 128x128x8, 16x16 threads):
 //   sA = (BLK_M,BLK_K,STAGES):(1,BLK_M+P,(BLK_M+P)*BLK_K)   sB likewise with BLK_N
