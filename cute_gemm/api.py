@@ -196,13 +196,14 @@ class _Resolved:
 
 
 def _stream_k(k: registry.Kernel, plan: "_Plan", variant: registry.Variant, m: int, n: int,
-              kk: int, smem: int):
+              kk: int, smem: int, sk_smem: int):
     """(function, grid, workspace bytes, tile0, data-parallel head or None, pdl) of the
     stream-K launch of `variant` when the shape leaves a partial last wave
     (registry.stream_k_plan), else None. The head, (function, grid), runs tiles [0, tile0)
     first on the same stream: the twin's data-parallel sibling (on the transposed problem
     too where the twin is). pdl: the twin of a split launch starts by programmatic
-    dependent launch (Kernel.pdl, sm_90+; CUTE_GEMM_PDL=0 turns it off)."""
+    dependent launch (Kernel.pdl, sm_90+; CUTE_GEMM_PDL=0 turns it off). smem / sk_smem:
+    dynamic smem of the data-parallel entry and of the twin (Kernel.stream_k_smem)."""
     if not variant.stream_k or k.tile is None or os.environ.get("CUTE_GEMM_STREAM_K") == "0":
         return None
     if variant.stream_k_swap:     # the twin sees the transposed problem: N x M
@@ -216,7 +217,7 @@ def _stream_k(k: registry.Kernel, plan: "_Plan", variant: registry.Variant, m: i
     f = plan.function(variant.stream_k)
     f_dp = plan.function(registry.stream_k_dp_entry(variant))
     tile0, ctas = registry.stream_k_plan(tiles, k_tiles, sm * launch.occupancy(f_dp, k.threads, smem),
-                                         sm * launch.occupancy(f, k.threads, smem),
+                                         sm * launch.occupancy(f, k.threads, sk_smem),
                                          max_fill=variant.stream_k_fill)
     if not ctas:
         return None
@@ -276,11 +277,12 @@ def _gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
         W = _temp(T.shape, ordinal, owned) if "c" in copies else T
         if beta != 0.0 and not (C.ptr == W.ptr and C.strides == W.strides):
             _scale2d(ordinal, stream, 1.0, C, W)   # the kernel updates W in place
-        sk = _stream_k(k, plan, variant, m, n, kk, smem)
+        sk_smem = k.stream_k_smem_bytes(m, n, kk)
+        sk = _stream_k(k, plan, variant, m, n, kk, smem, sk_smem)
         if sk is not None:
             f, grid, ws_bytes, tile0, head, pdl = sk
             swap = variant.stream_k_swap
-            resolved = _Resolved(f, grid, k.block, smem, m, n, kk, A.strides, B.strides,
+            resolved = _Resolved(f, grid, k.block, sk_smem, m, n, kk, A.strides, B.strides,
                                  W.strides, ws_bytes, ordinal, swap, tile0,
                                  head and _Resolved(head[0], head[1], k.block, smem, m, n, kk,
                                                     A.strides, B.strides, W.strides, swap=swap),

@@ -221,6 +221,8 @@ class Kernel:
     options: tuple[str, ...] = ()        # extra NVRTC options (e.g. --ptxas-options=...)
     tile: tuple[int, int, int] | None = None    # (BM, BN, BK) for docs and tests
     dyn_smem: Callable[[int, int, int], int] | None = None
+    # dynamic smem of the stream-K twins (Variant.stream_k), where less than dyn_smem
+    stream_k_smem: Callable[[int, int, int], int] | None = None
     min_arch: int = 80                   # compute capability * 10
     dtypes: tuple[str, ...] = ("float32",)
     constraints: str = "any M, N, K >= 1"
@@ -241,6 +243,11 @@ class Kernel:
 
     def smem_bytes(self, m: int, n: int, k: int) -> int:
         return self.dyn_smem(m, n, k) if self.dyn_smem is not None else 0
+
+    def stream_k_smem_bytes(self, m: int, n: int, k: int) -> int:
+        if self.stream_k_smem is not None:
+            return self.stream_k_smem(m, n, k)
+        return self.smem_bytes(m, n, k)
 
     def check_limits(self, m: int, n: int, k: int, smem_limit: int) -> None:
         """Raise ShapeLimitError if this shape needs more dynamic smem than the device has."""

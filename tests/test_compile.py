@@ -28,6 +28,15 @@ def test_every_kernel_compiles(k, arch):
             assert r.stack_bytes == 0, f"{entry} uses local memory on {arch}: {r}"
         else:
             assert r.spill_stores == 0 and r.spill_loads == 0, f"{entry} spills on {arch}: {r}"
+    # a stream-K twin's static + dynamic smem stays within a data-parallel entry's, so the
+    # twin's CTAs fit the smem carveout the data-parallel CTAs left on an SM (split
+    # launches overlap the two by programmatic dependent launch)
+    twins = {v.stream_k for v in k.variants if v.stream_k}
+    for entry in twins:
+        if res[entry].smem_bytes >= 0:
+            sk = res[entry].smem_bytes + k.stream_k_smem_bytes(4096, 4096, 4096)
+            assert sk <= k.smem_bytes(4096, 4096, 4096), \
+                f"{entry}: {sk} bytes of smem on {arch}, more than the data-parallel entries' dynamic smem"
 
 
 def test_arch_normalisation():

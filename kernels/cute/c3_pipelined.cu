@@ -149,6 +149,10 @@ using namespace cute;
 #ifndef PDL
 #define PDL 0                 // 1: programmatic dependent launch of split stream-K launches
 #endif
+#ifndef SMEM_ALIGN
+#define SMEM_ALIGN 16         // alignment of the dynamic smem, which follows the stream-K
+#endif                        // twins' static smem (48 bytes): 128 keeps their raw stages'
+                              // cp.async at 16 sectors and 4 smem wavefronts a warp (not 32 / 20)
 #ifndef KQ_LAYOUT
 #define KQ_LAYOUT 0           // k-quad compute stages (see StageLayout) for k-major operands:
 #endif                        // bit 0 fed from raw stages, bit 1 register-staged (bit 2: in
@@ -591,7 +595,7 @@ __device__ __forceinline__ void tile_gemm(int tile_m, int tile_n, int k0, KEnd k
                                           int M, int N, int K, float alpha, const float* A,
                                           StrideA dA, const float* B, StrideB dB, float beta,
                                           float* C, long long sCm, long long sCn) {
-  extern __shared__ __align__(16) float smem_buf[];
+  extern __shared__ __align__(SMEM_ALIGN) float smem_buf[];
   if constexpr (kFast) {
     if ((tile_m + 1) * BLK_M <= M && (tile_n + 1) * BLK_N <= N && K % BLK_K == 0) {  // block-uniform
       gemm_pipelined<false>(tile_m, tile_n, k0, k1, epi, M, N, K, alpha, A, dA, B, dB, beta, C,
