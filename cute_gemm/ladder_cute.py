@@ -73,7 +73,7 @@ def _twin_smem(bm: int, bn: int, bk: int, stages: int, kq_layout: int) -> int:
     the full layout, then B's stages — STAGES padded compute stages (am_bn_sk, ak_bn_sk),
     or 2 compute buffers (k-quad ones with KQ_LAYOUT bit 0) and STAGES raw stages
     (ak_bk_sk). Less than dyn_smem by the k-quad buffers' savings: with the twins' static
-    smem (SMEM_ALIGN 128 bytes) 2 twin CTAs then fit the same smem carveout as 2 data-
+    smem (128 bytes with the alignment of the dynamic smem) 2 twin CTAs then fit the same smem carveout as 2 data-
     parallel ones, so a twin CTA can take an SM slot while the other holds a data-parallel
     CTA (a programmatic dependent launch; the carveout of an SM changes only when empty)."""
     region_a = bk * (2 * (bm + _PAD) + stages * bm)
@@ -86,9 +86,7 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
           warp_m: int = 4, min_blocks: int = 2, raster_n: int = 8, frag_db: int = 1,
           trans_k: int | None = None, stream_k: int = 0, fma_order: int = 0,
           fma_order_raw: int = 0, min_blocks_mn: int | None = None,
-          stash_k: int | None = None, kq_layout: int = 0, smem_align: int = 16) -> Kernel:
-    # smem_align: SMEM_ALIGN, the alignment of the dynamic smem, which the stream-K twins
-    # place after their static smem (48 bytes)
+          stash_k: int | None = None, kq_layout: int = 0) -> Kernel:
     vec = dict(c_major="any", align=4, align_roles="ab", extent_align=4)
 
     # The persistent stream-K twins of the vector entries (STREAM_K=1 builds), and the
@@ -139,7 +137,7 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
                  ("FMA_ORDER_RAW", fma_order_raw),
                  ("MIN_BLOCKS_MN", min_blocks if min_blocks_mn is None else min_blocks_mn),
                  ("STASH_K", bk - 1 if stash_k is None else stash_k), ("PDL", int(bool(stream_k))),
-                 ("KQ_LAYOUT", kq_layout), ("SMEM_ALIGN", smem_align)),
+                 ("KQ_LAYOUT", kq_layout)),
         tile=(bm, bn, bk),
         # per operand: 2 compute buffers + STAGES raw (k-major) stages; an m/n-major
         # operand's STAGES compute stages fit in the same region
@@ -235,9 +233,10 @@ CUTE: list[Kernel] = [
     #   instructions shorter, not 12 — ptxas recomputes the lanes' row addresses every
     #   k-tile at the 128-register cap — and nt measured 48.78 / 51.32 vs 49.60 / 51.41;
     #   register-staged (nn) it spills 256 bytes (44.84).
-    # - SMEM_ALIGN 128 (the twins' dynamic smem 128-byte aligned after their 48 bytes of
-    #   static smem: their cp.async into the raw stages touched 32 sectors a warp instead
-    #   of 16 and took 20 smem wavefronts instead of 4 (ncu source counters, nt twin), and
+    # - the dynamic smem 128-byte aligned (c3_pipelined.cu; the twins place it after their
+    #   48 bytes of static smem, where their cp.async into the raw stages touched 32
+    #   sectors a warp instead of 16 and took 20 smem wavefronts instead of 4: ncu source
+    #   counters, nt twin), and
     #   the twins' dynamic smem cut to what they use (registry.Kernel.stream_k_smem:
     #   99072 bytes; with their static smem 2 twin CTAs fit the data-parallel carveout):
     #   trim alone (same run) nn 50.79 / 52.40, tn 53.01 / 54.48, nt 49.78 / 51.40, tt
@@ -259,7 +258,7 @@ CUTE: list[Kernel] = [
     #   nt 49.69 / 51.31 but nn 50.19 / 51.79 (the larger stages push 2 CTAs/SM into the
     #   228 KB smem carveout, less L1).
     _pipe("cute_pipelined", 128, 128, 16, 4, trans_k=13, stream_k=1, fma_order=2,
-          min_blocks_mn=1, stash_k=13, kq_layout=7, smem_align=128),
+          min_blocks_mn=1, stash_k=13, kq_layout=7),
     _pipe("cute_pipelined_128x128x8", 128, 128, 8, 4),
     _pipe("cute_pipelined_64x128x8", 64, 128, 8, 4, thr_m=8, thr_n=16, min_blocks=3),
 ]

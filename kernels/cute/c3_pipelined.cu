@@ -149,10 +149,6 @@ using namespace cute;
 #ifndef PDL
 #define PDL 0                 // 1: programmatic dependent launch of split stream-K launches
 #endif
-#ifndef SMEM_ALIGN
-#define SMEM_ALIGN 16         // alignment of the dynamic smem, which follows the stream-K
-#endif                        // twins' static smem (48 bytes): 128 keeps their raw stages'
-                              // cp.async at 16 sectors and 4 smem wavefronts a warp (not 32 / 20)
 #ifndef KQ_LAYOUT
 #define KQ_LAYOUT 0           // k-quad compute stages (see StageLayout) for k-major operands:
 #endif                        // bit 0 fed from raw stages, bit 1 register-staged (bit 2: in
@@ -322,9 +318,10 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   auto bK = Int<BLK_K>{};
   auto bP = Int<STAGES>{};
   auto cta_tiler = make_shape(bM, bN, bK);                                      // (BLK_M,BLK_N,BLK_K)
-  constexpr int kQuadStaged = is_same_v<KEnd, KEndShared> && !kQuadStagedSk ? 0 : 2;
-  constexpr bool kQuadA = (KQ_LAYOUT & (kRawA ? 1 : kStagedA ? kQuadStaged : 0)) != 0;
-  constexpr bool kQuadB = (KQ_LAYOUT & (kRawB ? 1 : kStagedB ? kQuadStaged : 0)) != 0;
+  constexpr bool kQuadRaw = (KQ_LAYOUT & 1) != 0;
+  constexpr bool kQuadStaged = (KQ_LAYOUT & 2) && (!is_same_v<KEnd, KEndShared> || kQuadStagedSk);
+  constexpr bool kQuadA = kRawA ? kQuadRaw : kStagedA && kQuadStaged;
+  constexpr bool kQuadB = kRawB ? kQuadRaw : kStagedB && kQuadStaged;
   auto sA_layout = StageLayout<BLK_M, kBufA, kQuadA>{};                         // (BLK_M,BLK_K,BUF)
   auto sB_layout = StageLayout<BLK_N, kBufB, kQuadB>{};                         // (BLK_N,BLK_K,BUF)
   auto rA_layout = make_layout(make_shape(bM, bK, bP), make_stride(bK, _1{}, bM * bK));     // (BLK_M,BLK_K,PIPE)
@@ -595,7 +592,10 @@ __device__ __forceinline__ void tile_gemm(int tile_m, int tile_n, int k0, KEnd k
                                           int M, int N, int K, float alpha, const float* A,
                                           StrideA dA, const float* B, StrideB dB, float beta,
                                           float* C, long long sCm, long long sCn) {
-  extern __shared__ __align__(SMEM_ALIGN) float smem_buf[];
+  // 128-byte aligned: the stream-K twins put it after their static smem (48 bytes), and
+  // 16-byte aligned there their raw stages' cp.async took 32 sectors and 20 smem
+  // wavefronts a warp instead of 16 / 4 (ncu source counters, nt twin, H100)
+  extern __shared__ __align__(128) float smem_buf[];
   if constexpr (kFast) {
     if ((tile_m + 1) * BLK_M <= M && (tile_n + 1) * BLK_N <= N && K % BLK_K == 0) {  // block-uniform
       gemm_pipelined<false>(tile_m, tile_n, k0, k1, epi, M, N, K, alpha, A, dA, B, dB, beta, C,
