@@ -257,6 +257,21 @@ CUTE: list[Kernel] = [
     # - the same conflicts removed by padding (8 words more between k 0..7 and 8..15):
     #   nt 49.69 / 51.31 but nn 50.19 / 51.79 (the larger stages push 2 CTAs/SM into the
     #   228 KB smem carveout, less L1).
+    # H100, session 12 (4096^3 / 8192^3, TFLOP/s, same-run comparisons with this config):
+    # - the refill's global k-tile by a bumped pointer (tXgX.data() += one k-tile's stride)
+    #   instead of k_tile * stride: the interior loop is up to 21 instructions shorter
+    #   (nn 1158 vs 1179 a warp per k-tile), but ptxas then issues the register-staged
+    #   LDGs late, just before their stores (k-block 7.8 of 16 instead of 1.4), and nn
+    #   48.57 / 50.19 vs 50.87 / 52.45, tt 48.75 / 50.30 vs 50.94 / 52.46, nt 50.29 /
+    #   51.54 vs 50.23 / 51.42. Only the staged operand and the raw ones bumped (LDGs
+    #   early again): nn 49.28 / 52.02, tt 49.40 / 52.06, nt 50.20 / 51.64; with STASH_K
+    #   14 or 15 no better. am_bn bumped: 129 registers on sm_90, 255 and spills on sm_80.
+    # - the stream-K twin given the last wave and one whole wave more (2 data-parallel
+    #   waves, 1.88 tiles of iterations per twin CTA at 4096^3): nn 50.42 / 52.29 vs
+    #   50.85 / 52.42, tn 52.67 vs 52.94, nt 50.03 vs 50.36, tt 50.51 vs 50.96: the twins'
+    #   cost is per iteration, not per run.
+    # - the register-staged twin with double-buffered fragments (sm_90: 440 bytes spilled)
+    #   or with A through raw stages (CpVecK: 184 bytes spilled on sm_90, 288 on sm_80).
     _pipe("cute_pipelined", 128, 128, 16, 4, trans_k=13, stream_k=1, fma_order=2,
           min_blocks_mn=1, stash_k=13, kq_layout=7),
     _pipe("cute_pipelined_128x128x8", 128, 128, 8, 4),
