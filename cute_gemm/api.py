@@ -242,15 +242,16 @@ def _stream_k_used(name: str, m: int, n: int, k: int, split: bool = False,
 
 
 def _gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
-                 alpha: float, beta: float, stream: int, ordinal: int) -> None:
-    """T = alpha * A @ B + beta * C on the device (C may be T itself, or None)."""
+                 alpha: float, beta: float, stream: int, ordinal: int):
+    """T = alpha * A @ B + beta * C on the device (C may be T itself, or None). Returns
+    (key, resolved) of the _fast entry the call went through, or None."""
     m, kk = A.shape
     n = B.shape[1]
     if C is None:
         beta = 0.0
     if kk == 0:  # no products: T = beta * C
         _scale2d(ordinal, stream, beta, C, T)
-        return
+        return None
     # the hot path: a launch already resolved for this kernel, shape, strides and pointer
     # alignment class (everything _choose and the grid depend on) skips straight to the driver
     key = (k.name, ordinal, m, n, kk, A.strides, B.strides, T.strides,
@@ -258,7 +259,7 @@ def _gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     fast = _fast.get(key)
     if fast is not None and (beta == 0.0 or (C.ptr == T.ptr and C.strides == T.strides)):
         fast(A.ptr, B.ptr, T.ptr, alpha, beta, stream)
-        return
+        return key, fast
     plan = _plan(k, ordinal)
     smem = k.smem_bytes(m, n, kk)
     if smem:
@@ -297,6 +298,7 @@ def _gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
             _fast[key] = resolved
         if W is not T:
             _scale2d(ordinal, stream, 1.0, W, T)
+        return (key, resolved) if not copies else None
     finally:
         if owned:
             # temporaries may still be in use by queued work: wait before freeing
@@ -361,6 +363,31 @@ def _device_count() -> int:
     return _count[0]
 
 
+# run()'s hottest path: `out` given, no C, __cuda_array_interface__ operands, one device.
+# Everything validation, the entry choice and the launch depend on — the kernel name and,
+# per operand, shape, strides, dtype, read-only flag and pointer alignment class (the
+# _fast key's ptr & 255) — forms a signature; a call whose signature was seen before
+# with a resolved launch skips parse() and _validate() and goes straight to that launch,
+# with the call's own pointers and alpha. The entry is good only while _fast still holds
+# the same launch (clearing _fast clears this path too).
+_hot: dict[tuple, tuple[tuple, "_Resolved"]] = {}
+_SCALAR = (float, int)    # not bool: type(True) is bool
+
+
+def _hot_sig(name, a, b, out):
+    """(signature, pointers) of a call on __cuda_array_interface__ operands, else None."""
+    try:   # (PyTorch raises RuntimeError for tensors that require grad: the full path says so)
+        ca, cb, co = a.__cuda_array_interface__, b.__cuda_array_interface__, out.__cuda_array_interface__
+    except Exception:
+        return None
+    da, db, do = ca["data"], cb["data"], co["data"]
+    pa, pb, po = da[0] or 0, db[0] or 0, do[0] or 0
+    sig = (name, ca["shape"], ca.get("strides"), ca["typestr"], pa & 255, ca.get("mask"),
+           cb["shape"], cb.get("strides"), cb["typestr"], pb & 255, cb.get("mask"),
+           co["shape"], co.get("strides"), co["typestr"], po & 255, co.get("mask"), do[1])
+    return sig, pa, pb, po
+
+
 def run(name, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None):
     """alpha * a @ b + beta * c in float32 with kernel `name`.
 
@@ -368,17 +395,26 @@ def run(name, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None):
     DLPack) in -> result on the device. `out` receives the result (it may be `c`, for an
     in-place update). Asynchronous on `stream` for device arrays, like any CUDA library.
     """
+    hot = None
+    if c is None and out is not None and type(alpha) in _SCALAR and type(beta) in _SCALAR:
+        hot = _hot_sig(name, a, b, out)
+        if hot is not None:
+            entry = _hot.get(hot[0])
+            if entry is not None and _fast.get(entry[0]) is entry[1]:
+                launch._ensure_context(0)
+                entry[1](hot[1], hot[2], hot[3], float(alpha), 0.0, launch.stream_handle(stream))
+                return out
     k = registry.get(name)
     A, B, C, O, m, n, kk = _validate(a, b, c, out, alpha, beta)
     alpha, beta = float(alpha), float(beta)
     if C is None:
         beta = 0.0
     if A.device:
-        return _run_device(k, A, B, C, O, m, n, alpha, beta, stream)
+        return _run_device(k, A, B, C, O, m, n, alpha, beta, stream, hot)
     return _run_host(k, A, B, C, O, m, n, kk, alpha, beta, stream)
 
 
-def _run_device(k, A, B, C, O, m, n, alpha, beta, stream):
+def _run_device(k, A, B, C, O, m, n, alpha, beta, stream, hot=None):
     ordinal = _device_ordinal(A)
     launch._ensure_context(ordinal)
     s = launch.stream_handle(stream)
@@ -388,7 +424,11 @@ def _run_device(k, A, B, C, O, m, n, alpha, beta, stream):
     else:
         result = O.obj
     if m and n:
-        _gemm_device(k, A, B, C, O, alpha, beta, s, ordinal)
+        fast = _gemm_device(k, A, B, C, O, alpha, beta, s, ordinal)
+        if fast is not None and hot is not None and ordinal == 0 and _device_count() == 1:
+            if len(_hot) >= 4096:
+                _hot.clear()
+            _hot[hot[0]] = fast
     return result
 
 

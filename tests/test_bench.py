@@ -382,13 +382,13 @@ def test_write_outputs_without_matplotlib(tmp_path, monkeypatch):
 
 # ---- run()'s cached hot path with a stub driver -------------------------------------------------
 class _Dev:
-    def __init__(self, shape, ptr, strides=None):
-        self.shape, self.ptr = shape, ptr
+    def __init__(self, shape, ptr, strides=None, typestr="<f4", readonly=False):
+        self.shape, self.ptr, self.typestr, self.readonly = shape, ptr, typestr, readonly
         self.strides = strides or (4 * shape[1], 4)
 
     @property
     def __cuda_array_interface__(self):
-        return {"shape": self.shape, "typestr": "<f4", "data": (self.ptr, False),
+        return {"shape": self.shape, "typestr": self.typestr, "data": (self.ptr, self.readonly),
                 "strides": self.strides, "version": 3}
 
 
@@ -418,6 +418,7 @@ def _stub_driver(monkeypatch):
     monkeypatch.setitem(launch._contexts, 0, 1)
     monkeypatch.setattr(api, "_count", [1])
     monkeypatch.setattr(api, "_fast", {})
+    monkeypatch.setattr(api, "_hot", {})
     fns = {}
 
     class Plan:
@@ -456,6 +457,49 @@ def test_cached_hot_path_launches_exactly_what_the_first_call_resolved(monkeypat
     assert len(api._fast) == 2
     s = launch._GemmArgs.from_buffer_copy(launches[3][5])
     assert s.M == m + 1 and launches[3][1] == registry.get(name).grid(m + 1, n, k)
+
+
+def test_signature_hot_path_skips_validation_only_for_a_call_seen_before(monkeypatch):
+    """run(name, a, b, out=c) on __cuda_array_interface__ operands: a call whose kernel,
+    shapes, strides, dtypes, read-only flags and pointer alignment classes were seen before
+    launches without parse/_validate, with its own pointers and alpha; any change in those
+    goes through validation again (the named errors), and clearing _fast ends the shortcut."""
+    from cute_gemm import api, launch
+    from cute_gemm.errors import DTypeError, InputError
+    launches = _stub_driver(monkeypatch)
+    m, n, k = 40, 24, 16
+    a, b, c = _Dev((m, k), 0x10000), _Dev((k, n), 0x20000), _Dev((m, n), 0x30000)
+    assert api.run("cute_smem", a, b, out=c) is c
+    assert len(api._hot) == 1
+    validated = []
+    real_validate = api._validate
+    monkeypatch.setattr(api, "_validate", lambda *x: validated.append(1) or real_validate(*x))
+    a.ptr, c.ptr = 0x40000, 0x50000                     # same alignment class (& 255)
+    assert api.run("cute_smem", a, b, out=c, alpha=3) is c
+    assert not validated and len(launches) == 2 and launches[1][:5] == launches[0][:5]
+    s = launch._GemmArgs.from_buffer_copy(launches[1][5])
+    assert (s.A, s.B, s.C, s.alpha, s.beta) == (0x40000, 0x20000, 0x50000, 3.0, 0.0)
+    # a changed dtype, read-only out or alignment class on the same objects: validated again
+    a.typestr = "<f8"
+    with pytest.raises(DTypeError):
+        api.run("cute_smem", a, b, out=c)
+    a.typestr, c.readonly = "<f4", True
+    with pytest.raises(InputError):
+        api.run("cute_smem", a, b, out=c)
+    c.readonly, a.ptr = False, 0x40004
+    api.run("cute_smem", a, b, out=c)
+    assert len(validated) == 3 and len(launches) == 3
+    s = launch._GemmArgs.from_buffer_copy(launches[2][5])
+    assert s.A == 0x40004
+    # alpha of another type (bool, numpy scalar) or a C operand: the full path
+    api.run("cute_smem", a, b, out=c, alpha=np.float32(2.0))
+    api.run("cute_smem", a, b, c, out=c, beta=1.0)
+    assert len(validated) == 5
+    with pytest.raises(InputError):
+        api.run("cute_smem", a, b, out=c, alpha=True)
+    api._fast.clear()                                   # resolved launches forgotten
+    api.run("cute_smem", a, b, out=c)
+    assert len(validated) == 7 and len(api._fast) == 1
 
 
 # ---- GPU ------------------------------------------------------------------------------------------
