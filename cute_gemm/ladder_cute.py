@@ -272,6 +272,21 @@ CUTE: list[Kernel] = [
     #   cost is per iteration, not per run.
     # - the register-staged twin with double-buffered fragments (sm_90: 440 bytes spilled)
     #   or with A through raw stages (CpVecK: 184 bytes spilled on sm_90, 288 on sm_80).
+    # - where the 4096^3 time goes (CUDA events, no L2 flush, nn / nt / tt): split launch
+    #   2.723 / 2.746 / 2.717 ms; its data-parallel head alone (3 waves) 2.086 / 2.126 /
+    #   2.081; the twin alone 0.662 / 0.656 / 0.655 against 0.611 / 0.623 / 0.610 for 0.88
+    #   of a head wave (8 % over), but overlapped by PDL it adds only 0.636 / 0.620 / 0.636;
+    #   the data-parallel grid alone 2.765 / 2.810 / 2.741. A twin at the head's speed
+    #   would give nn at most 0.9 % (2.697 ms; cuBLAS 2.661): the rest is the mainloop.
+    # - the twin launched first and the data-parallel waves after it by PDL (each entry
+    #   with both griddepcontrol instructions): nn 50.25 / 50.31 vs 50.85 / 50.73, nt
+    #   49.63 / 49.71 vs 50.29 / 50.40 (and a griddepcontrol.wait at the end of the
+    #   data-parallel entries alone made am_bn's ptxas schedule slower: tn 47.5 vs 53.1).
+    # - the same work in other orders (4096^3, nn / tn / nt / tt vs 50.88 / 53.38 / 50.33 /
+    #   51.00): B's fragments loaded before A's 49.83 / 53.55 / 49.98 / 50.00; B's global
+    #   copies issued before A's 50.73 / 53.39 / 50.33 / 50.82; both 49.79 / 53.51 / 50.08 /
+    #   49.97; the refill after the k-block's FFMA 48.85 / 53.41 / 50.20 / 48.98; the
+    #   register-staged stores after the fragment loads 45.57 / 53.39 / 50.40 / 45.62.
     _pipe("cute_pipelined", 128, 128, 16, 4, trans_k=13, stream_k=1, fma_order=2,
           min_blocks_mn=1, stash_k=13, kq_layout=7),
     _pipe("cute_pipelined_128x128x8", 128, 128, 8, 4),
