@@ -287,6 +287,10 @@ CUTE: list[Kernel] = [
     #   copies issued before A's 50.73 / 53.39 / 50.33 / 50.82; both 49.79 / 53.51 / 50.08 /
     #   49.97; the refill after the k-block's FFMA 48.85 / 53.41 / 50.20 / 48.98; the
     #   register-staged stores after the fragment loads 45.57 / 53.39 / 50.40 / 45.62.
+    # - the one-k-major entries (ak_bn, am_bk) through raw stages again, now with k-quad
+    #   stages (CpVecK for the k-major operand, 122 registers; nn / tt, 4096^3 / 8192^3, vs
+    #   50.87 / 52.49, 50.98 / 52.18): 50.36 / 51.63, 50.41 / 51.55; with FFMA order 2
+    #   50.70 / 52.07, 50.81 / 52.10 (nt with it: 49.69 vs 50.36); TRANS_K 11: 50.33 / 51.69.
     _pipe("cute_pipelined", 128, 128, 16, 4, trans_k=13, stream_k=1, fma_order=2,
           min_blocks_mn=1, stash_k=13, kq_layout=7),
     _pipe("cute_pipelined_128x128x8", 128, 128, 8, 4),
