@@ -68,6 +68,14 @@ def _tiled(name: str, bm: int, bn: int, bk: int) -> Kernel:
 _PAD = 4   # words of padding per smem k column (SMEM_PAD in the kernels)
 
 
+def kquad_stage(ext: int, bk: int) -> tuple[int, int]:
+    """(quad stride, stage size) in words of a k-quad compute stage of extent `ext` along
+    m/n (c3_pipelined.cu, StageLayout and kStage with KQ_LAYOUT): the 4 columns of a
+    k-quad unpadded, quads 4*EXT + 32/(BLK_K/4) words apart, stages BLK_K*EXT + 32. Also
+    what the layout dumps draw (layouts.py)."""
+    return 4 * ext + 32 // (bk // 4), bk * ext + 32
+
+
 def _twin_smem(bm: int, bn: int, bk: int, stages: int, kq_layout: int) -> int:
     """Dynamic smem of the stream-K twins (c3_pipelined.cu, gemm_pipelined): A's region of
     the full layout, then B's stages — STAGES padded compute stages (am_bn_sk, ak_bn_sk),
@@ -78,7 +86,7 @@ def _twin_smem(bm: int, bn: int, bk: int, stages: int, kq_layout: int) -> int:
     CTA (a programmatic dependent launch; the carveout of an SM changes only when empty)."""
     region_a = bk * (2 * (bm + _PAD) + stages * bm)
     mn_b = stages * bk * (bn + _PAD)
-    kk_b = 2 * (bk * bn + 32 if kq_layout & 1 else bk * (bn + _PAD)) + stages * bk * bn
+    kk_b = 2 * (kquad_stage(bn, bk)[1] if kq_layout & 1 else bk * (bn + _PAD)) + stages * bk * bn
     return 4 * (region_a + max(mn_b, kk_b))
 
 
@@ -88,6 +96,9 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
           fma_order_raw: int = 0, min_blocks_mn: int | None = None,
           stash_k: int | None = None, kq_layout: int = 0) -> Kernel:
     vec = dict(c_major="any", align=4, align_roles="ab", extent_align=4)
+    # the stream-K twins' dynamic smem: launched with it, and checked by the kernel against
+    # what it addresses (SK_SMEM)
+    twin_smem = _twin_smem(bm, bn, bk, stages, kq_layout)
 
     # The persistent stream-K twins of the vector entries (STREAM_K=1 builds), and the
     # fill of the last wave below which each is taken (registry.stream_k_plan: the whole
@@ -137,12 +148,13 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
                  ("FMA_ORDER_RAW", fma_order_raw),
                  ("MIN_BLOCKS_MN", min_blocks if min_blocks_mn is None else min_blocks_mn),
                  ("STASH_K", bk - 1 if stash_k is None else stash_k), ("PDL", int(bool(stream_k))),
-                 ("KQ_LAYOUT", kq_layout)),
+                 ("KQ_LAYOUT", kq_layout))
+                + ((("SK_SMEM", twin_smem),) if stream_k else ()),
         tile=(bm, bn, bk),
         # per operand: 2 compute buffers + STAGES raw (k-major) stages; an m/n-major
         # operand's STAGES compute stages fit in the same region
         dyn_smem=FixedSmem(4 * bk * (2 * (bm + bn + 2 * _PAD) + stages * (bm + bn))),
-        stream_k_smem=FixedSmem(_twin_smem(bm, bn, bk, stages, kq_layout)) if stream_k else None,
+        stream_k_smem=FixedSmem(twin_smem) if stream_k else None,
         summary=(f"{stages}-stage smem pipeline (cp.async 16 B along m/n; along k register-staged, "
                  f"or via k-major raw smem stages when both are k-major), LDS.128 register "
                  f"double buffer, {bm // thr_m}x{bn // thr_n} FFMA per thread, unchecked interior CTAs, grouped CTA order"
@@ -150,7 +162,6 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
                  + (", stream-K persistent launch when the tiles leave a partial last wave" if stream_k else "")),
         seed="CuTe sgemm_sm80 (cp.async pipeline)",
         tags=("fast",),
-        pdl=bool(stream_k),
     )
 
 

@@ -1829,8 +1829,10 @@ def _recipe_c3(kernel, problem, thread) -> Recipe:
     # fed from raw stages (CpVecK), bit 1 the register-staged operand's STAGES (LdVecK)
     kq, q = d.get("KQ_LAYOUT", 0), bK // 4
 
+    from .ladder_cute import kquad_stage
+
     def quad_stage(ext: int, buf: int) -> tuple[View, str, str]:
-        gap, st = 4 * ext + 32 // q, bK * ext + 32
+        gap, st = kquad_stage(ext, bK)
         return (View(Layout((ext, (4, q), buf), (1, (ext, gap), st))),
                 f"Layout<Shape<{I(ext)}, Shape<_4, {I(q)}>, {I(buf)}>, "
                 f"Stride<_1, Stride<{I(ext)}, {I(gap)}>, {I(st)}>>{{}}",

@@ -227,9 +227,12 @@ class Kernel:
     dtypes: tuple[str, ...] = ("float32",)
     constraints: str = "any M, N, K >= 1"
     tags: tuple[str, ...] = field(default=())
-    # split stream-K launches (stream_k_plan) start the twin by programmatic dependent
-    # launch on sm_90+; the source must be built for it (c3_pipelined.cu, PDL)
-    pdl: bool = False
+
+    @property
+    def pdl(self) -> bool:
+        """Split stream-K launches (stream_k_plan) start the twin by programmatic dependent
+        launch on sm_90+: the source is built for it (the PDL define, c3_pipelined.cu)."""
+        return dict(self.defines).get("PDL", 0) == 1
 
     @property
     def threads(self) -> int:

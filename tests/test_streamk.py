@@ -2,6 +2,7 @@
 (registry.stream_k_schedule mirrors include/cute_gemm/streamk.cuh)."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
@@ -103,12 +104,14 @@ def test_stream_k_entries_registered():
 
 def test_pdl_flag_matches_the_build_and_the_launch_config():
     """Kernel.pdl (the host starts split launches' twins by programmatic dependent
-    launch) and the PDL define (the kernels' griddepcontrol) say the same thing, and the
-    launch configuration carries the one attribute (built without a GPU)."""
+    launch) is read from the PDL define (the kernels' griddepcontrol), which only kernels
+    with stream-K twins set, and the launch configuration carries the one attribute (built
+    without a GPU)."""
     assert registry.get("cute_pipelined").pdl
     for k in registry.KERNELS:
-        assert dict(k.defines).get("PDL", 0) == int(k.pdl), k.name
+        assert k.pdl == (dict(k.defines).get("PDL", 0) == 1), k.name
         assert not k.pdl or any(v.stream_k for v in k.variants), k.name
+    assert not dataclasses.replace(registry.get("cute_pipelined"), defines=(("PDL", 0),)).pdl
     from cute_gemm import launch
     drv = launch._drv()
     cfg = launch._pdl_config(drv)

@@ -153,6 +153,9 @@ using namespace cute;
 #define KQ_LAYOUT 0           // k-quad compute stages (see StageLayout) for k-major operands:
 #endif                        // bit 0 fed from raw stages, bit 1 register-staged (bit 2: in
                               // stream-K runs as well, sm_90+)
+#ifndef SK_SMEM
+#define SK_SMEM 0             // bytes of dynamic smem the stream-K twins are launched with
+#endif
 #ifndef FRAG_DB
 #define FRAG_DB 1             // 1: explicit register double buffer; 0: ptxas schedules the LDS
 #endif
@@ -369,6 +372,11 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   static_assert(kComputeA + (kRawA ? BLK_M * BLK_K * STAGES : 0) <= kRegionA, "A region");
   static_assert(kComputeB + (kRawB ? BLK_N * BLK_K * STAGES : 0) <=
                 BLK_K * (2 * (BLK_N + SMEM_PAD) + STAGES * BLK_N), "B region");
+  // The stream-K twins get only the dynamic smem they use (registry Kernel.stream_k_smem,
+  // ladder_cute._twin_smem, passed in as SK_SMEM bytes): what this instantiation addresses.
+  static_assert(!is_same_v<KEnd, KEndShared> ||
+                    4 * (kRegionA + kComputeB + (kRawB ? BLK_N * BLK_K * STAGES : 0)) <= SK_SMEM,
+                "stream-K twin: more dynamic smem than the registry gives it (SK_SMEM)");
   float* smem_b = smem_buf + kRegionA;
   Tensor sA = make_tensor(make_smem_ptr(smem_buf), sA_layout);                        // (BLK_M,BLK_K,BUF)
   Tensor sB = make_tensor(make_smem_ptr(smem_b), sB_layout);                          // (BLK_N,BLK_K,BUF)
