@@ -94,7 +94,7 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
           warp_m: int = 4, min_blocks: int = 2, raster_n: int = 8, frag_db: int = 1,
           trans_k: int | None = None, stream_k: int = 0, fma_order: int = 0,
           fma_order_raw: int = 0, min_blocks_mn: int | None = None,
-          stash_k: int | None = None, kq_layout: int = 0) -> Kernel:
+          stash_k: int | None = None, kq_layout: int = 0, kt_unroll: int = 1) -> Kernel:
     vec = dict(c_major="any", align=4, align_roles="ab", extent_align=4)
     # the stream-K twins' dynamic smem: launched with it, and checked by the kernel against
     # what it addresses (SK_SMEM)
@@ -148,7 +148,7 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
                  ("FMA_ORDER_RAW", fma_order_raw),
                  ("MIN_BLOCKS_MN", min_blocks if min_blocks_mn is None else min_blocks_mn),
                  ("STASH_K", bk - 1 if stash_k is None else stash_k), ("PDL", int(bool(stream_k))),
-                 ("KQ_LAYOUT", kq_layout))
+                 ("KQ_LAYOUT", kq_layout), ("KT_UNROLL", kt_unroll))
                 + ((("SK_SMEM", twin_smem),) if stream_k else ()),
         tile=(bm, bn, bk),
         # per operand: 2 compute buffers + STAGES raw (k-major) stages; an m/n-major
@@ -302,8 +302,10 @@ CUTE: list[Kernel] = [
     #   stages (CpVecK for the k-major operand, 122 registers; nn / tt, 4096^3 / 8192^3, vs
     #   50.87 / 52.49, 50.98 / 52.18): 50.36 / 51.63, 50.41 / 51.55; with FFMA order 2
     #   50.70 / 52.07, 50.81 / 52.10 (nt with it: 49.69 vs 50.36); TRANS_K 11: 50.33 / 51.69.
+    # - KT_UNROLL 2 (two k-tiles per mainloop iteration) in the raw-stage data-parallel
+    #   entry: nt 50.87 / 52.53 vs 50.36 / 51.45-51.54 (c3_pipelined.cu, kKtUnroll).
     _pipe("cute_pipelined", 128, 128, 16, 4, trans_k=13, stream_k=1, fma_order=2,
-          min_blocks_mn=1, stash_k=13, kq_layout=7),
+          min_blocks_mn=1, stash_k=13, kq_layout=7, kt_unroll=2),
     _pipe("cute_pipelined_128x128x8", 128, 128, 8, 4),
     _pipe("cute_pipelined_64x128x8", 64, 128, 8, 4, thr_m=8, thr_n=16, min_blocks=3),
 ]
