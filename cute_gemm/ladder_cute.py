@@ -159,6 +159,7 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
                  f"or via k-major raw smem stages when both are k-major), LDS.128 register "
                  f"double buffer, {bm // thr_m}x{bn // thr_n} FFMA per thread, unchecked interior CTAs, grouped CTA order"
                  + (", k-quad smem stages for k-major operands (conflict-free transposes)" if kq_layout else "")
+                 + (f", {kt_unroll} k-tiles per mainloop iteration when both are k-major" if kt_unroll > 1 else "")
                  + (", stream-K persistent launch when the tiles leave a partial last wave" if stream_k else "")),
         seed="CuTe sgemm_sm80 (cp.async pipeline)",
         tags=("fast",),

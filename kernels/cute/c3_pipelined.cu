@@ -24,6 +24,8 @@
 //    FRAG_DB=0 loads each k-block's fragment in place and lets ptxas hoist the LDS as
 //    registers allow (fewer live registers). Edge CTAs of the register-staged (LdVecK)
 //    entries take the latter (double buffering spills there on sm_80).
+//  * KT_UNROLL k-tiles per mainloop iteration in the both-k-major data-parallel entry
+//    (stage indices fold into fewer instructions; see kKtUnroll).
 //  * Interior CTAs (tile inside M x N, K % BLK_K == 0) run an instantiation with every
 //    check compiled out; edge CTAs and the 4-byte fallbacks run the checked one.
 //  * Grouped CTA order (RASTER_N tile columns per group) for L2 reuse of A and B strips.
