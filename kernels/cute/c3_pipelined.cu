@@ -545,13 +545,13 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
 
   // KT_UNROLL k-tiles per iteration in the data-parallel raw-stage entries (both operands
   // k-major): 2 there gives 1157 instructions a warp per k-tile instead of 1166 and a
-  // better ptxas schedule. H100, nt, TFLOP/s (cute-gemm bench, same run): 4096^3 50.87
-  // vs 50.35-50.36, 8192^3 52.53 vs 51.45-51.54; data-parallel only 50.21 vs 49.24 (4096^3). Not in
-  // the register-staged entries (nn 49.17 vs 50.82, tt 49.27 vs 50.97 at 2; 4 spills
-  // there) nor the stream-K twins (124-176 bytes spilled), and am_bn takes 168
-  // registers (1 CTA/SM) unrolled. (A scripts/sweep_pipelined.py run once measured the
-  // nt split at 4096^3 unrolled 0.7 % slower, 50.04 vs 50.39; two runs of the
-  // registered kernel and a no-flush probe, +1.0 %, say otherwise.)
+  // better ptxas schedule. H100, nt, TFLOP/s (cute-gemm bench, same run): 4096^3 50.87 vs
+  // 50.35-50.36, 8192^3 52.53 vs 51.45-51.54; data-parallel only 50.21 vs 49.24 (4096^3).
+  // Benchmark processes that time other kernels first measured the 4096^3 split lower
+  // (gpu_check 49.97; a sweep 50.04 vs 50.39): at 4096^3 those carry ~1 % of run context
+  // (nn, unchanged, 50.84 and 51.23 in two gpu_check runs). Not in the register-staged
+  // entries (nn 49.17 vs 50.82, tt 49.27 vs 50.97 at 2; 4 spills there) nor the stream-K
+  // twins (124-176 bytes spilled); am_bn takes 168 registers (1 CTA/SM) unrolled.
   constexpr int kKtUnroll = is_same_v<KEnd, KEndValue> && (kRawA || kRawB) ? KT_UNROLL : 1;
 #pragma unroll (kKtUnroll)
   for (int k_tile = k_begin; k_tile < k_end(); ++k_tile) {
