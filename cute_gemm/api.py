@@ -395,8 +395,9 @@ def run(name, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None):
     DLPack) in -> result on the device. `out` receives the result (it may be `c`, for an
     in-place update). Asynchronous on `stream` for device arrays, like any CUDA library.
     """
-    hot = None
-    if c is None and out is not None and type(alpha) in _SCALAR and type(beta) in _SCALAR:
+    hot = None   # (one device known, from an earlier call: no signature work for multi-GPU hosts)
+    if (c is None and out is not None and _count == [1] and type(alpha) in _SCALAR
+            and type(beta) in _SCALAR):
         hot = _hot_sig(name, a, b, out)
         if hot is not None:
             entry = _hot.get(hot[0])
@@ -425,7 +426,7 @@ def _run_device(k, A, B, C, O, m, n, alpha, beta, stream, hot=None):
         result = O.obj
     if m and n:
         fast = _gemm_device(k, A, B, C, O, alpha, beta, s, ordinal)
-        if fast is not None and hot is not None and ordinal == 0 and _device_count() == 1:
+        if fast is not None and hot is not None:     # hot: one device, so ordinal 0
             if len(_hot) >= 4096:
                 _hot.clear()
             _hot[hot[0]] = fast
