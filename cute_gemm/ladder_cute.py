@@ -94,7 +94,9 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
           warp_m: int = 4, min_blocks: int = 2, raster_n: int = 8, frag_db: int = 1,
           trans_k: int | None = None, stream_k: int = 0, fma_order: int = 0,
           fma_order_raw: int = 0, min_blocks_mn: int | None = None,
-          stash_k: int | None = None, kq_layout: int = 0, kt_unroll: int = 1) -> Kernel:
+          stash_k: int | None = None, kq_layout: int = 0, kt_unroll: int = 1,
+          epi_ak_bk: int = 0, epi_ak_bn: int = 0, epi_am_bk: int = 0, epi_am_bn: int = 0,
+          epi_ak_bk_sk: int = 0, epi_ak_bn_sk: int = 0, epi_am_bn_sk: int = 0) -> Kernel:
     vec = dict(c_major="any", align=4, align_roles="ab", extent_align=4)
     # the stream-K twins' dynamic smem: launched with it, and checked by the kernel against
     # what it addresses (SK_SMEM)
@@ -148,7 +150,10 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
                  ("FMA_ORDER_RAW", fma_order_raw),
                  ("MIN_BLOCKS_MN", min_blocks if min_blocks_mn is None else min_blocks_mn),
                  ("STASH_K", bk - 1 if stash_k is None else stash_k), ("PDL", int(bool(stream_k))),
-                 ("KQ_LAYOUT", kq_layout), ("KT_UNROLL", kt_unroll))
+                 ("KQ_LAYOUT", kq_layout), ("KT_UNROLL", kt_unroll),
+                 ("EPI_AK_BK", epi_ak_bk), ("EPI_AK_BN", epi_ak_bn), ("EPI_AM_BK", epi_am_bk),
+                 ("EPI_AM_BN", epi_am_bn), ("EPI_AK_BK_SK", epi_ak_bk_sk),
+                 ("EPI_AK_BN_SK", epi_ak_bn_sk), ("EPI_AM_BN_SK", epi_am_bn_sk))
                 + ((("SK_SMEM", twin_smem),) if stream_k else ()),
         tile=(bm, bn, bk),
         # per operand: 2 compute buffers + STAGES raw (k-major) stages; an m/n-major
@@ -160,6 +165,9 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
                  f"double buffer, {bm // thr_m}x{bn // thr_n} FFMA per thread, unchecked interior CTAs, grouped CTA order"
                  + (", k-quad smem stages for k-major operands (conflict-free transposes)" if kq_layout else "")
                  + (f", {kt_unroll} k-tiles per mainloop iteration when both are k-major" if kt_unroll > 1 else "")
+                 + (", C through smem as 16-byte stores in some entries" if
+                    any((epi_ak_bk, epi_ak_bn, epi_am_bk, epi_am_bn, epi_ak_bk_sk, epi_ak_bn_sk,
+                         epi_am_bn_sk)) else "")
                  + (", stream-K persistent launch when the tiles leave a partial last wave" if stream_k else "")),
         seed="CuTe sgemm_sm80 (cp.async pipeline)",
         tags=("fast",),
@@ -306,7 +314,8 @@ CUTE: list[Kernel] = [
     # - KT_UNROLL 2 (two k-tiles per mainloop iteration) in the raw-stage data-parallel
     #   entry: nt 50.87 / 52.53 vs 50.36 / 51.45-51.54 (c3_pipelined.cu, kKtUnroll).
     _pipe("cute_pipelined", 128, 128, 16, 4, trans_k=13, stream_k=1, fma_order=2,
-          min_blocks_mn=1, stash_k=13, kq_layout=7, kt_unroll=2),
+          min_blocks_mn=1, stash_k=13, kq_layout=7, kt_unroll=2, epi_ak_bk=6363,
+          epi_ak_bn_sk=6363, epi_am_bn_sk=6363),
     _pipe("cute_pipelined_128x128x8", 128, 128, 8, 4),
     _pipe("cute_pipelined_64x128x8", 64, 128, 8, 4, thr_m=8, thr_n=16, min_blocks=3),
 ]

@@ -48,6 +48,7 @@ def parse_spec(text: str) -> registry.Kernel:
         raise SystemExit(f"bad spec {text!r}: NAME=BMxBNxBK/STAGES[,key=value...]")
     name, bm, bn, bk, st, rest = m.groups()
     kw = {k: int(v) for k, v in (kv.split("=") for kv in rest.split(",") if kv)}
+    extra = tuple((key[2:], kw.pop(key)) for key in list(kw) if key.startswith("d_"))
     smem = kw.pop("smem", None)
     rul = kw.pop("rul", None)
     opt = kw.pop("opt", None)
@@ -56,6 +57,9 @@ def parse_spec(text: str) -> registry.Kernel:
         k = dataclasses.replace(k, options=(f"--ptxas-options=--register-usage-level={rul}",))
     if opt is not None:   # other compiler settings (_OPTS)
         k = dataclasses.replace(k, options=k.options + _OPTS[opt])
+    if extra:   # d_NAME=VALUE: a define of the source's (a switch kept for comparisons)
+        k = dataclasses.replace(k, defines=tuple(d for d in k.defines if d[0] not in dict(extra))
+                                + extra)
     if smem is not None:   # experiments only: less than the both-k-major entry needs
         k = dataclasses.replace(k, dyn_smem=registry.FixedSmem(smem))
     return k

@@ -366,3 +366,48 @@ def test_stream_k_workspace_per_stream_and_freed():
     for o in outs:
         assert np.abs(cp.asnumpy(o) - want).max() < 1e-3 * np.abs(want).max()
     assert launch.free_workspaces() == 2 and not launch._workspaces
+
+
+# ---- the interior epilogue through smem (c3_pipelined.cu, EPI_* codes) --------------------
+# Row-major C with a 16-byte aligned base and leading dimension % 4 == 0 goes through smem
+# as 16-byte stores; any other C takes the scalar stores. Each kind below, on the split
+# shape (data-parallel entry, then the stream-K twin whose last contributor stores) in the
+# layouts whose entries have a code, with beta != 0 (C read back as 16-byte loads too).
+_C_KINDS = ("row", "row_ld_plus4", "row_ld_plus1", "row_offset1", "col")
+
+
+@pytest.mark.parametrize("kind", _C_KINDS)
+@pytest.mark.parametrize("layouts", [("n", "n"), ("t", "n"), ("n", "t")], ids="".join)
+def test_interior_epilogue_c_strides(kind, layouts):
+    cp = pytest.importorskip("cupy")
+    from cute_gemm import registry as reg
+    k = reg.get("cute_pipelined")
+    d = dict(k.defines)
+    assert any(d.get(f"EPI_{e}", 0) for e in ("AK_BK", "AK_BN_SK", "AM_BN_SK")), \
+        "no entry stores C through smem: this test checks nothing"
+    rng = np.random.default_rng()
+    m, n, kk = SPLIT_SHAPE
+    a = rng.standard_normal((m, kk) if layouts[0] == "n" else (kk, m), dtype=np.float32)
+    b = rng.standard_normal((kk, n) if layouts[1] == "n" else (n, kk), dtype=np.float32)
+    a = a if layouts[0] == "n" else a.T
+    b = b if layouts[1] == "n" else b.T
+    c0 = rng.standard_normal((m, n), dtype=np.float32)
+    da = cp.asarray(a) if layouts[0] == "n" else cp.asarray(a.T).T
+    db = cp.asarray(b) if layouts[1] == "n" else cp.asarray(b.T).T
+    pad = {"row": 0, "row_ld_plus4": 4, "row_ld_plus1": 1, "row_offset1": 1}
+    if kind == "col":
+        dc = cp.asfortranarray(cp.asarray(c0))
+    else:
+        base = cp.full((m, n + pad[kind]), cp.nan, dtype=cp.float32)
+        dc = base[:, 1:] if kind == "row_offset1" else base[:, :n]
+        dc[...] = cp.asarray(c0)
+    out = cute_gemm.run("cute_pipelined", da, db, dc, alpha=-0.5, beta=1.25, out=dc)
+    cp.cuda.runtime.deviceSynchronize()
+    assert _sk_launched(m, n, kk, split=True)
+    ref, gauge = reference(a, b, c0, -0.5, 1.25)
+    res = judge("cute_pipelined", cp.asnumpy(dc), ref, gauge, False)
+    assert res.status == "pass", (kind, res)
+    if kind != "col" and pad[kind]:   # the padding around the view is untouched
+        rest = cp.asnumpy(base[:, n:] if kind != "row_offset1" else base[:, :1])
+        assert np.isnan(rest).all(), kind
+    del out
