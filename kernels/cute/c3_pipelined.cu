@@ -646,8 +646,9 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
     if (sCn == 1 && sCm % 4 == 0 &&
         (reinterpret_cast<uintptr_t>(kBase ? &tCgC(0) : C) & 15) == 0) {
       constexpr int kLd = BLK_N + 4;
-      static_assert(BLK_M * kLd <= BLK_K * (2 * (BLK_M + BLK_N + 2 * SMEM_PAD) +
-                                            STAGES * (BLK_M + BLK_N)), "C tile in smem");
+      static_assert(kCode == 0 || BLK_M * kLd <= BLK_K * (2 * (BLK_M + BLK_N + 2 * SMEM_PAD) +
+                                                         STAGES * (BLK_M + BLK_N)),
+                    "C tile in smem");   // (kCode: checked where instantiated)
       static_assert(!is_same_v<KEnd, KEndShared> || 4 * BLK_M * kLd <= SK_SMEM,
                     "C tile in the stream-K twin's smem");
       cp_async_wait<0>();
