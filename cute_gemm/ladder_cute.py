@@ -313,9 +313,24 @@ CUTE: list[Kernel] = [
     #   50.70 / 52.07, 50.81 / 52.10 (nt with it: 49.69 vs 50.36); TRANS_K 11: 50.33 / 51.69.
     # - KT_UNROLL 2 (two k-tiles per mainloop iteration) in the raw-stage data-parallel
     #   entry: nt 50.87 / 52.53 vs 50.36 / 51.45-51.54 (c3_pipelined.cu, kKtUnroll).
+    # H100, session 13 (same-run comparisons; TFLOP/s or ratio to cuBLAS):
+    # - per wave, the scalar epilogue (STG.32 from the fragments: 8 bytes in each of 16
+    #   sectors per warp instruction) is a burst of 4x the L2 write requests from every
+    #   CTA at once: 4096x4096x16 (4 waves, data-parallel) 109 us, through smem with 16-byte
+    #   stores 40 us (cuBLAS 39 us); one wave of 264 tiles, K = 512..2048, spent ~20 us
+    #   more than cuBLAS outside the mainloop.
+    # - but any vector epilogue (16-byte stores from the fragments for beta == 0 or for
+    #   all, or through smem in 16 STS orders / row-address forms: EPI_* codes) made ptxas
+    #   schedule the register-staged entries' mainloops slower: one-wave slope nn 703-705
+    #   vs 678 us per 4096 of K; 4096^3 nn 0.966-0.986x vs 0.983-0.984x, tt 0.99-1.03x vs
+    #   1.031-1.046x (14 codes for ak_bn alone: none above the scalar one). For ak_bk it
+    #   gained: EPI_AK_BK 6363 nt 0.993-0.999x vs 0.976-0.984x at 4096^3, 1.042 vs 1.037x
+    #   at 8192^3; 16-byte stores straight from the fragments spilled the twins.
+    # - the stream-K twins through smem (ak_bn_sk and am_bn_sk 6363; ak_bk_sk spills 156
+    #   bytes): in the CuPy bench of the split launch (two rounds) nn 0.979 vs 0.985x, tt
+    #   1.025-1.027 vs 1.033-1.034x, nt 1.002-1.003 vs 1.005x, tn equal: left scalar.
     _pipe("cute_pipelined", 128, 128, 16, 4, trans_k=13, stream_k=1, fma_order=2,
-          min_blocks_mn=1, stash_k=13, kq_layout=7, kt_unroll=2, epi_ak_bk=6363,
-          epi_ak_bn_sk=6363, epi_am_bn_sk=6363),
+          min_blocks_mn=1, stash_k=13, kq_layout=7, kt_unroll=2, epi_ak_bk=6363),
     _pipe("cute_pipelined_128x128x8", 128, 128, 8, 4),
     _pipe("cute_pipelined_64x128x8", 64, 128, 8, 4, thr_m=8, thr_n=16, min_blocks=3),
 ]

@@ -371,19 +371,21 @@ def test_stream_k_workspace_per_stream_and_freed():
 # ---- the interior epilogue through smem (c3_pipelined.cu, EPI_* codes) --------------------
 # Row-major C with a 16-byte aligned base and leading dimension % 4 == 0 goes through smem
 # as 16-byte stores; any other C takes the scalar stores. Each kind below, on the split
-# shape (data-parallel entry, then the stream-K twin whose last contributor stores) in the
-# layouts whose entries have a code, with beta != 0 (C read back as 16-byte loads too).
+# shape (data-parallel entry, then the stream-K twin whose last contributor stores) in
+# every layout (those whose entries have a code and those without), with beta != 0 (C
+# read back as 16-byte loads too).
 _C_KINDS = ("row", "row_ld_plus4", "row_ld_plus1", "row_offset1", "col")
 
 
 @pytest.mark.parametrize("kind", _C_KINDS)
-@pytest.mark.parametrize("layouts", [("n", "n"), ("t", "n"), ("n", "t")], ids="".join)
+@pytest.mark.parametrize("layouts", [("n", "n"), ("t", "n"), ("n", "t"), ("t", "t")], ids="".join)
 def test_interior_epilogue_c_strides(kind, layouts):
     cp = pytest.importorskip("cupy")
     from cute_gemm import registry as reg
     k = reg.get("cute_pipelined")
     d = dict(k.defines)
-    assert any(d.get(f"EPI_{e}", 0) for e in ("AK_BK", "AK_BN_SK", "AM_BN_SK")), \
+    assert any(d.get(f"EPI_{e}", 0) for e in ("AK_BK", "AK_BN", "AM_BK", "AM_BN", "AK_BK_SK",
+                                              "AK_BN_SK", "AM_BN_SK")), \
         "no entry stores C through smem: this test checks nothing"
     rng = np.random.default_rng()
     m, n, kk = SPLIT_SHAPE
