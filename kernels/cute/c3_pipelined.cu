@@ -37,7 +37,9 @@
 //           registers) — every k-tile, so a partial last k-tile adds exact zeros. 16-byte
 //           entry points are chosen only when the contiguous extent is a multiple of 4
 //           (Variant.extent_align): a vector is then entirely in or out. Scalar epilogue
-//           (C any strides), predicated in edge CTAs.
+//           (C any strides), predicated in edge CTAs; the both-k-major data-parallel
+//           entry's interior CTAs store a row-major C through smem as 16-byte stores
+//           (EPI_* codes, see the epilogue of gemm_pipelined).
 //  * STREAM_K=1 builds: persistent stream-K twins (*_sk, extra arguments ws and tile0)
 //    for the last, partly empty wave of a grid, after a data-parallel launch of the
 //    whole waves (include/cute_gemm/streamk.cuh; when each is taken: registry.stream_k_plan
