@@ -95,8 +95,7 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
           trans_k: int | None = None, stream_k: int = 0, fma_order: int = 0,
           fma_order_raw: int = 0, min_blocks_mn: int | None = None,
           stash_k: int | None = None, kq_layout: int = 0, kt_unroll: int = 1,
-          epi_ak_bk: int = 0, epi_ak_bn: int = 0, epi_am_bk: int = 0, epi_am_bn: int = 0,
-          epi_ak_bk_sk: int = 0, epi_ak_bn_sk: int = 0, epi_am_bn_sk: int = 0) -> Kernel:
+          epi_ak_bk: int = 0, epi_ak_bn: int = 0, epi_am_bk: int = 0, epi_am_bn: int = 0) -> Kernel:
     vec = dict(c_major="any", align=4, align_roles="ab", extent_align=4)
     # the stream-K twins' dynamic smem: launched with it, and checked by the kernel against
     # what it addresses (SK_SMEM)
@@ -152,8 +151,7 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
                  ("STASH_K", bk - 1 if stash_k is None else stash_k), ("PDL", int(bool(stream_k))),
                  ("KQ_LAYOUT", kq_layout), ("KT_UNROLL", kt_unroll),
                  ("EPI_AK_BK", epi_ak_bk), ("EPI_AK_BN", epi_ak_bn), ("EPI_AM_BK", epi_am_bk),
-                 ("EPI_AM_BN", epi_am_bn), ("EPI_AK_BK_SK", epi_ak_bk_sk),
-                 ("EPI_AK_BN_SK", epi_ak_bn_sk), ("EPI_AM_BN_SK", epi_am_bn_sk))
+                 ("EPI_AM_BN", epi_am_bn))
                 + ((("SK_SMEM", twin_smem),) if stream_k else ()),
         tile=(bm, bn, bk),
         # per operand: 2 compute buffers + STAGES raw (k-major) stages; an m/n-major
@@ -166,8 +164,7 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
                  + (", k-quad smem stages for k-major operands (conflict-free transposes)" if kq_layout else "")
                  + (f", {kt_unroll} k-tiles per mainloop iteration when both are k-major" if kt_unroll > 1 else "")
                  + (", C through smem as 16-byte stores in some entries" if
-                    any((epi_ak_bk, epi_ak_bn, epi_am_bk, epi_am_bn, epi_ak_bk_sk, epi_ak_bn_sk,
-                         epi_am_bn_sk)) else "")
+                    any((epi_ak_bk, epi_ak_bn, epi_am_bk, epi_am_bn)) else "")
                  + (", stream-K persistent launch when the tiles leave a partial last wave" if stream_k else "")),
         seed="CuTe sgemm_sm80 (cp.async pipeline)",
         tags=("fast",),
@@ -320,17 +317,18 @@ CUTE: list[Kernel] = [
     #   stores 40 us (cuBLAS 39 us); one wave of 264 tiles, K = 512..2048, spent ~20 us
     #   more than cuBLAS outside the mainloop.
     # - but any vector epilogue (16-byte stores from the fragments for beta == 0 or for
-    #   all, or through smem in 16 STS orders / row-address forms: EPI_* codes) made ptxas
+    #   all, or through smem in 16 STS orders and row-address forms, probes not kept) made ptxas
     #   schedule the register-staged entries' mainloops slower: one-wave slope nn 703-705
     #   vs 678 us per 4096 of K; 4096^3 nn 0.966-0.986x vs 0.983-0.984x, tt 0.99-1.03x vs
     #   1.031-1.046x (14 codes for ak_bn alone: none above the scalar one). For ak_bk it
-    #   gained: EPI_AK_BK 6363 nt 0.993-0.999x vs 0.976-0.984x at 4096^3, 1.042 vs 1.037x
-    #   at 8192^3; 16-byte stores straight from the fragments spilled the twins.
-    # - the stream-K twins through smem (ak_bn_sk and am_bn_sk 6363; ak_bk_sk spills 156
+    #   gained, with the STS in reverse fragment order and the row address from C and
+    #   the tile origin (EPI_AK_BK): nt 0.993-0.999x vs 0.976-0.984x at 4096^3, 1.042 vs
+    #   1.037x at 8192^3; 16-byte stores straight from the fragments spilled the twins.
+    # - the stream-K twins through smem (ak_bn_sk and am_bn_sk; ak_bk_sk spills 156
     #   bytes): in the CuPy bench of the split launch (two rounds) nn 0.979 vs 0.985x, tt
     #   1.025-1.027 vs 1.033-1.034x, nt 1.002-1.003 vs 1.005x, tn equal: left scalar.
     _pipe("cute_pipelined", 128, 128, 16, 4, trans_k=13, stream_k=1, fma_order=2,
-          min_blocks_mn=1, stash_k=13, kq_layout=7, kt_unroll=2, epi_ak_bk=6363),
+          min_blocks_mn=1, stash_k=13, kq_layout=7, kt_unroll=2, epi_ak_bk=1),
     _pipe("cute_pipelined_128x128x8", 128, 128, 8, 4),
     _pipe("cute_pipelined_64x128x8", 64, 128, 8, 4, thr_m=8, thr_n=16, min_blocks=3),
 ]

@@ -268,6 +268,16 @@ def _sk_launched(m, n, k, split=False, pdl=False):
     return api._stream_k_used("cute_pipelined", m, n, k, split, pdl)
 
 
+def _split_operands(layouts, rng):
+    """Random A (M,K), B (K,N), C (M,N) of SPLIT_SHAPE on the host; A and B are transposed
+    views of their storage where `layouts` says "t"."""
+    m, n, k = SPLIT_SHAPE
+    a = rng.standard_normal((m, k) if layouts[0] == "n" else (k, m), dtype=np.float32)
+    b = rng.standard_normal((k, n) if layouts[1] == "n" else (n, k), dtype=np.float32)
+    return (a if layouts[0] == "n" else a.T, b if layouts[1] == "n" else b.T,
+            rng.standard_normal((m, n), dtype=np.float32))
+
+
 def _pdl_device() -> bool:
     """sm_90+: split launches start their twin by programmatic dependent launch."""
     from cute_gemm import launch
@@ -311,13 +321,8 @@ def test_split_stream_k_with_and_without_pdl(layouts, monkeypatch):
     from cute_gemm import api
     if not _pdl_device():
         pytest.skip("programmatic dependent launch needs sm_90+; this GPU splits without it")
-    rng = np.random.default_rng()
     m, n, k = SPLIT_SHAPE
-    a = rng.standard_normal((m, k) if layouts[0] == "n" else (k, m), dtype=np.float32)
-    b = rng.standard_normal((k, n) if layouts[1] == "n" else (n, k), dtype=np.float32)
-    a = a if layouts[0] == "n" else a.T
-    b = b if layouts[1] == "n" else b.T
-    c = rng.standard_normal((m, n), dtype=np.float32)
+    a, b, c = _split_operands(layouts, np.random.default_rng())
     out = {}
     try:
         for pdl in ("1", "0"):
@@ -368,12 +373,12 @@ def test_stream_k_workspace_per_stream_and_freed():
     assert launch.free_workspaces() == 2 and not launch._workspaces
 
 
-# ---- the interior epilogue through smem (c3_pipelined.cu, EPI_* codes) --------------------
+# ---- the interior epilogue through smem (c3_pipelined.cu, EPI_*) --------------------------
 # Row-major C with a 16-byte aligned base and leading dimension % 4 == 0 goes through smem
-# as 16-byte stores; any other C takes the scalar stores. Each kind below, on the split
-# shape (data-parallel entry, then the stream-K twin whose last contributor stores) in
-# every layout (those whose entries have a code and those without), with beta != 0 (C
-# read back as 16-byte loads too).
+# as 16-byte stores (in the entries with EPI_* set); any other C takes the scalar stores.
+# Each kind below, on the split shape (data-parallel entry, then the stream-K twin) in
+# every layout (entries with and without it), with beta != 0 (C read back as 16-byte
+# loads too).
 _C_KINDS = ("row", "row_ld_plus4", "row_ld_plus1", "row_offset1", "col")
 
 
@@ -384,16 +389,10 @@ def test_interior_epilogue_c_strides(kind, layouts):
     from cute_gemm import registry as reg
     k = reg.get("cute_pipelined")
     d = dict(k.defines)
-    assert any(d.get(f"EPI_{e}", 0) for e in ("AK_BK", "AK_BN", "AM_BK", "AM_BN", "AK_BK_SK",
-                                              "AK_BN_SK", "AM_BN_SK")), \
+    assert any(d.get(f"EPI_{e}", 0) for e in ("AK_BK", "AK_BN", "AM_BK", "AM_BN")), \
         "no entry stores C through smem: this test checks nothing"
-    rng = np.random.default_rng()
     m, n, kk = SPLIT_SHAPE
-    a = rng.standard_normal((m, kk) if layouts[0] == "n" else (kk, m), dtype=np.float32)
-    b = rng.standard_normal((kk, n) if layouts[1] == "n" else (n, kk), dtype=np.float32)
-    a = a if layouts[0] == "n" else a.T
-    b = b if layouts[1] == "n" else b.T
-    c0 = rng.standard_normal((m, n), dtype=np.float32)
+    a, b, c0 = _split_operands(layouts, np.random.default_rng())
     da = cp.asarray(a) if layouts[0] == "n" else cp.asarray(a.T).T
     db = cp.asarray(b) if layouts[1] == "n" else cp.asarray(b.T).T
     pad = {"row": 0, "row_ld_plus4": 4, "row_ld_plus1": 1, "row_offset1": 1}

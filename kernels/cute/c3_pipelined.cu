@@ -39,7 +39,7 @@
 //           (Variant.extent_align): a vector is then entirely in or out. Scalar epilogue
 //           (C any strides), predicated in edge CTAs; the both-k-major data-parallel
 //           entry's interior CTAs store a row-major C through smem as 16-byte stores
-//           (EPI_* codes, see the epilogue of gemm_pipelined).
+//           (EPI_AK_BK; see the epilogue of gemm_pipelined).
 //  * STREAM_K=1 builds: persistent stream-K twins (*_sk, extra arguments ws and tile0)
 //    for the last, partly empty wave of a grid, after a data-parallel launch of the
 //    whole waves (include/cute_gemm/streamk.cuh; when each is taken: registry.stream_k_plan
@@ -136,9 +136,7 @@ using namespace cute;
 #define TRANS_K (BLK_K / 2)   // k-block of the raw -> compute transpose (CpVecK operands)
 #endif
 // Interior epilogue of each 16-byte data-parallel entry (gemm_pipelined, StoreTile): 0
-// scalar stores from the fragments; else C through smem, coded B*10000 + MUL*100 + ADD:
-// fragment element x is stored MUL*x + ADD (mod its 64) x-th, and B = 1 takes the row
-// address from the fragment's first element (B = 0: from C and the tile origin).
+// scalar stores from the fragments, 1 a row-major C through smem as 16-byte stores.
 #ifndef EPI_AK_BK
 #define EPI_AK_BK 0
 #endif
@@ -150,15 +148,6 @@ using namespace cute;
 #endif
 #ifndef EPI_AM_BN
 #define EPI_AM_BN 0
-#endif
-#ifndef EPI_AM_BN_SK          // the stream-K twins' last contributor to a tile likewise
-#define EPI_AM_BN_SK 0
-#endif
-#ifndef EPI_AK_BN_SK
-#define EPI_AK_BN_SK 0
-#endif
-#ifndef EPI_AK_BK_SK
-#define EPI_AK_BK_SK 0
 #endif
 #ifndef STREAM_K
 #define STREAM_K 0            // 1: also the persistent stream-K entry points (*_sk)
@@ -330,12 +319,10 @@ struct KEndShared {
   __device__ int operator()() const { return sk_k_end(); }
 };
 
-template <int kSmemEpi> struct StoreTile;
-template <int kSmemEpi, class Fixup> struct StreamKStore;
-template <class Epi> constexpr int kSmemEpiOf = 0;
-template <int E> constexpr int kSmemEpiOf<StoreTile<E>> = E;
-template <int E, class F> constexpr int kSmemEpiOf<StreamKStore<E, F>> = E;
-template <class Epi> constexpr int kSmemEpi = kSmemEpiOf<remove_cvref_t<Epi>>;
+template <bool kSmemEpi> struct StoreTile;
+template <class Epi> constexpr bool kSmemEpiOf = false;       // stream-K runs: scalar
+template <bool E> constexpr bool kSmemEpiOf<StoreTile<E>> = E;
+template <class Epi> constexpr bool kSmemEpi = kSmemEpiOf<remove_cvref_t<Epi>>;
 
 // kPred: the CTA tile crosses M or N, or K % BLK_K != 0 — every copy and store is checked.
 // Interior CTAs (kPred false) run the same code with the checks compiled out.
@@ -635,62 +622,46 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   if (!epi(tCrC)) return;
   if constexpr (kPred) {
     cg::epilogue_axpby(tCrC, tCgC, tCcC, shape(mC), alpha, beta);
-  } else if constexpr (kSmemEpi<Epi> != 0) {
-    // C through smem when row-major and 16-byte aligned. Scalar STG from the fragments
-    // put 8 bytes in each of 16 sectors per instruction, 4 times over (4x the L2 write
-    // requests, from every CTA of a wave at once: H100, 4096x4096x16 in 4 waves, 109 us
-    // against 40 us this way). Here: scalar STS of the fragments (row pitch BLK_N + 4:
-    // 2-way conflicts), then whole rows back as LDS.128 and out as STG.128. The code is
-    // per entry (EPI_*): ptxas schedules each function's mainloop anew with it, 1-4 %
-    // faster or slower (see EPI_* in ladder_cute.py).
-    constexpr int kCode = kSmemEpi<Epi>, kBase = kCode / 10000;
-    constexpr int kMul = kCode / 100 % 100, kAdd = kCode % 100;
-    if (sCn == 1 && sCm % 4 == 0 &&
-        (reinterpret_cast<uintptr_t>(kBase ? &tCgC(0) : C) & 15) == 0) {
-      constexpr int kLd = BLK_N + 4;
-      static_assert(kCode == 0 || BLK_M * kLd <= BLK_K * (2 * (BLK_M + BLK_N + 2 * SMEM_PAD) +
-                                                         STAGES * (BLK_M + BLK_N)),
-                    "C tile in smem");   // (kCode: checked where instantiated)
-      static_assert(!is_same_v<KEnd, KEndShared> || 4 * BLK_M * kLd <= SK_SMEM,
-                    "C tile in the stream-K twin's smem");
-      cp_async_wait<0>();
-      __syncthreads();                                   // every warp's last smem reads done
-      Tensor sC = make_tensor(make_smem_ptr(smem_buf),
-                              make_layout(make_shape(bM, bN), make_stride(Int<kLd>{}, _1{})));  // (BLK_M,BLK_N)
-      Tensor tCsC = thr_mma.partition_C(sC);                                                    // (MMA,MMA_M,MMA_N)
-      constexpr int kF = size(tCrC);
-      static_assert(kMul % 2 == 1 && kF % 2 == 0, "MUL odd: x -> MUL*x + ADD permutes 0..kF-1 (kF even)");
-      CUTE_UNROLL
-      for (int x = 0; x < kF; ++x) {
-        const int y = (kMul * x + kAdd) % kF;
-        tCsC(y) = alpha * tCrC(y);
-      }
-      __syncthreads();
-      constexpr int kVecRow = BLK_N / 4, kRows = kThreads / kVecRow;    // a warp: whole rows
-      static_assert(kThreads % kVecRow == 0 && BLK_M % kRows == 0, "row-wise read-back");
-      const int r0 = threadIdx.x / kVecRow, c4 = 4 * (threadIdx.x % kVecRow);
-      float* g;
-      if constexpr (kBase) {     // from the fragment's first element and its place in the tile
-        const int off = int(&tCsC(0) - smem_buf);
-        g = &tCgC(0) - (long long)(off / kLd) * sCm - off % kLd + (long long)r0 * sCm + c4;
-      } else {
-        g = C + (long long)(tile_m * BLK_M + r0) * sCm + tile_n * BLK_N + c4;
-      }
-      CUTE_UNROLL
-      for (int r = 0; r < BLK_M / kRows; ++r) {
-        float4 v = *reinterpret_cast<const float4*>(&sC(r0 + r * kRows, c4));
-        float* p = g + (long long)(r * kRows) * sCm;
-        if (beta != 0.0f) {
-          const float4 c = *reinterpret_cast<const float4*>(p);
-          v.x += beta * c.x; v.y += beta * c.y; v.z += beta * c.z; v.w += beta * c.w;
-        }
-        *reinterpret_cast<float4*>(p) = v;
-      }
-    } else {
-      CUTE_UNROLL
-      for (int i = 0; i < size(tCrC); ++i) cg::store_axpby(alpha, tCrC(i), beta, &tCgC(i));
-    }
   } else {
+    if constexpr (kSmemEpi<Epi>) {
+      // C through smem when row-major and 16-byte aligned. Scalar STG from the fragments
+      // put 8 bytes in each of 16 sectors per instruction, 4 times over (4x the L2 write
+      // requests, from every CTA of a wave at once: H100, 4096x4096x16 in 4 waves, 109 us
+      // against 40 us this way). Here: scalar STS of the fragments (row pitch BLK_N + 4:
+      // 2-way conflicts), then whole rows back as LDS.128 and out as STG.128. Per entry
+      // (EPI_*): ptxas schedules each function's mainloop anew with it, 1-4 % faster or
+      // slower, and so with the order of the STS (last fragment element first here; see
+      // the session 13 notes in ladder_cute.py).
+      if (sCn == 1 && sCm % 4 == 0 && (reinterpret_cast<uintptr_t>(C) & 15) == 0) {
+        constexpr int kLd = BLK_N + 4;
+        static_assert(!kSmemEpi<Epi> || BLK_M * kLd <= BLK_K * (2 * (BLK_M + BLK_N + 2 * SMEM_PAD) +
+                                                               STAGES * (BLK_M + BLK_N)),
+                      "C tile in smem");   // (dependent: checked only where instantiated)
+        cp_async_wait<0>();
+        __syncthreads();                                 // every warp's last smem reads done
+        Tensor sC = make_tensor(make_smem_ptr(smem_buf),
+                                make_layout(make_shape(bM, bN), make_stride(Int<kLd>{}, _1{})));  // (BLK_M,BLK_N)
+        Tensor tCsC = thr_mma.partition_C(sC);                                                    // (MMA,MMA_M,MMA_N)
+        CUTE_UNROLL
+        for (int i = size(tCrC) - 1; i >= 0; --i) tCsC(i) = alpha * tCrC(i);
+        __syncthreads();
+        constexpr int kVecRow = BLK_N / 4, kRows = kThreads / kVecRow;  // a warp: whole rows
+        static_assert(kThreads % kVecRow == 0 && BLK_M % kRows == 0, "row-wise read-back");
+        const int r0 = threadIdx.x / kVecRow, c4 = 4 * (threadIdx.x % kVecRow);
+        float* g = C + (long long)(tile_m * BLK_M + r0) * sCm + tile_n * BLK_N + c4;
+        CUTE_UNROLL
+        for (int r = 0; r < BLK_M / kRows; ++r) {
+          float4 v = *reinterpret_cast<const float4*>(&sC(r0 + r * kRows, c4));
+          float* p = g + (long long)(r * kRows) * sCm;
+          if (beta != 0.0f) {
+            const float4 c = *reinterpret_cast<const float4*>(p);
+            v.x += beta * c.x; v.y += beta * c.y; v.z += beta * c.z; v.w += beta * c.w;
+          }
+          *reinterpret_cast<float4*>(p) = v;
+        }
+        return;
+      }
+    }
     CUTE_UNROLL
     for (int i = 0; i < size(tCrC); ++i) cg::store_axpby(alpha, tCrC(i), beta, &tCgC(i));
   }
@@ -720,23 +691,14 @@ __device__ __forceinline__ void tile_gemm(int tile_m, int tile_n, int k0, KEnd k
 }
 
 // data-parallel tiles: this CTA computed all of K, it stores. kSmemEpi: how (see the
-// epilogue of gemm_pipelined): 0 scalar stores from the fragments, else through smem.
-template <int kSmemEpi>
+// epilogue of gemm_pipelined): scalar stores from the fragments, or through smem.
+template <bool kSmemEpi>
 struct StoreTile {
   template <class Acc>
   __device__ bool operator()(Acc&) const { return true; }
 };
-// stream-K runs: fixup(acc) says whether this CTA stores the (summed) tile, and how
-template <int kSmemEpi, class Fixup>
-struct StreamKStore {
-  Fixup fixup;
-  template <class Acc>
-  __device__ bool operator()(Acc& acc) const { return fixup(acc); }
-};
-template <int kSmemEpi, class Fixup>
-__device__ __forceinline__ StreamKStore<kSmemEpi, Fixup> streamk_store(Fixup f) { return {f}; }
 
-template <bool kFast, int kSmemEpi, class StrideA, class StrideB, class CopyA, class CopyB>
+template <bool kFast, bool kSmemEpi, class StrideA, class StrideB, class CopyA, class CopyB>
 __device__ __forceinline__ void dispatch(int M, int N, int K, float alpha, const float* A,
                                          StrideA dA, const float* B, StrideB dB, float beta,
                                          float* C, long long sCm, long long sCn) {
@@ -751,7 +713,7 @@ __device__ __forceinline__ void dispatch(int M, int N, int K, float alpha, const
 // [tile0, tiles): whole tiles first, then this CTA's run of the k-tile iterations of the
 // remaining tiles (see include/cute_gemm/streamk.cuh). ws: the arrival counters (zero
 // before the first launch; each launch leaves them zero), then 2 * G partial-tile slots.
-template <bool kFast, int kSmemEpi, class StrideA, class StrideB, class CopyA, class CopyB>
+template <bool kFast, class StrideA, class StrideB, class CopyA, class CopyB>
 __device__ __forceinline__ void dispatch_sk(int M, int N, int K, float alpha, const float* A,
                                             StrideA dA, const float* B, StrideB dB, float beta,
                                             float* C, long long sCm, long long sCn, float* ws,
@@ -776,7 +738,7 @@ __device__ __forceinline__ void dispatch_sk(int M, int N, int K, float alpha, co
   if (threadIdx.x == 0) s_pos = blockIdx.x;
   __syncthreads();
   while (s_pos < s_sk.dp_tiles) {                    // whole tiles: blockIdx.x, + G, ...
-    run(s_pos, 0, s_sk.k_tiles, StoreTile<0>{});
+    run(s_pos, 0, s_sk.k_tiles, StoreTile<false>{});
     __syncthreads();
     if (threadIdx.x == 0) s_pos += gridDim.x;
     __syncthreads();
@@ -788,7 +750,7 @@ __device__ __forceinline__ void dispatch_sk(int M, int N, int K, float alpha, co
     const int k_tiles = s_sk.k_tiles;
     const int k0 = s_pos % k_tiles;                  // within stream-K tile s_pos / k_tiles
     const int k1 = cute::min(k_tiles, k0 + (s_sk.begin(blockIdx.x + 1) - s_pos));
-    run(s_sk.dp_tiles + s_pos / k_tiles, k0, k1, streamk_store<kSmemEpi>([&](auto& acc) {
+    run(s_sk.dp_tiles + s_pos / k_tiles, k0, k1, [&](auto& acc) {
       const cg::StreamK& sk = s_sk;
       const int u = s_pos / sk.k_tiles;
       const int c_lo = sk.cta_of(u * sk.k_tiles);                         // contributors c_lo..c_hi
@@ -801,7 +763,7 @@ __device__ __forceinline__ void dispatch_sk(int M, int N, int K, float alpha, co
                                            return ws + cg::kStreamKCounters +
                                                   (2LL * c + sk.slot(c, u)) * kTileElems;
                                          });
-    }));
+    });
     __syncthreads();
     if (threadIdx.x == 0) {                          // on to the next tile's first k-tile
       const int kt = s_sk.k_tiles;
@@ -835,12 +797,11 @@ __device__ __forceinline__ void dispatch_sk(int M, int N, int K, float alpha, co
     dispatch<FAST, EPI, decltype(DA), decltype(DB), CA, CB>(M, N, K, alpha, A, DA, B, DB,   \
                                                              beta, C, sCm, sCn);          \
   }
-#define CG_PIPE_SK_ENTRY(NAME, DA, DB, CA, CB, FAST, EPI)                                \
+#define CG_PIPE_SK_ENTRY(NAME, DA, DB, CA, CB, FAST)                                     \
   extern "C" __global__ void __launch_bounds__(kThreads, MIN_BLOCKS)                     \
       NAME(CG_GEMM_PARAMS, float* __restrict__ ws, int tile0) {                           \
-    dispatch_sk<FAST, EPI, decltype(DA), decltype(DB), CA, CB>(M, N, K, alpha, A, DA, B,   \
-                                                                DB, beta, C, sCm, sCn, ws, \
-                                                                tile0);                    \
+    dispatch_sk<FAST, decltype(DA), decltype(DB), CA, CB>(M, N, K, alpha, A, DA, B, DB,    \
+                                                           beta, C, sCm, sCn, ws, tile0);  \
     CG_PDL_WAIT();                                                                        \
   }
 
@@ -851,17 +812,17 @@ CG_PIPE_ENTRY(cute_pipelined_am_bk, CG_DA_m, CG_DB_k, CpVecMN<BLK_M>, LdVecK, tr
 CG_PIPE_ENTRY(cute_pipelined_ak_bn, CG_DA_k, CG_DB_n, LdVecK, CpVecMN<BLK_N>, true, EPI_AK_BN)
 CG_PIPE_ENTRY(cute_pipelined_ak_bk, CG_DA_k, CG_DB_k, CpVecK, CpVecK, true, EPI_AK_BK)
 // 4-byte cp.async only (any alignment, any extents), every copy checked
-CG_PIPE_ENTRY(cute_pipelined_ak_bk_s, CG_DA_k, CG_DB_k, CpSclK, CpSclK, false, 0)
-CG_PIPE_ENTRY(cute_pipelined_am_bk_s, CG_DA_m, CG_DB_k, CpSclMN, CpSclK, false, 0)
-CG_PIPE_ENTRY(cute_pipelined_am_bn_s, CG_DA_m, CG_DB_n, CpSclMN, CpSclMN, false, 0)
-CG_PIPE_ENTRY(cute_pipelined_ak_bn_s, CG_DA_k, CG_DB_n, CpSclK, CpSclMN, false, 0)
+CG_PIPE_ENTRY(cute_pipelined_ak_bk_s, CG_DA_k, CG_DB_k, CpSclK, CpSclK, false, false)
+CG_PIPE_ENTRY(cute_pipelined_am_bk_s, CG_DA_m, CG_DB_k, CpSclMN, CpSclK, false, false)
+CG_PIPE_ENTRY(cute_pipelined_am_bn_s, CG_DA_m, CG_DB_n, CpSclMN, CpSclMN, false, false)
+CG_PIPE_ENTRY(cute_pipelined_ak_bn_s, CG_DA_k, CG_DB_n, CpSclK, CpSclMN, false, false)
 #if STREAM_K
 // the vector entry points again as persistent stream-K launches (extra arguments: ws, tile0)
 // A register-staged operand (ak_bn): interior tiles unchecked but with in-place fragment
 // loads (kDB): with a run's bounds live, double-buffered fragments spill there (100-200
 // bytes on sm_90). am_bk has no twin: it spilled on sm_80. (The registry says when each
 // twin is taken.)
-CG_PIPE_SK_ENTRY(cute_pipelined_am_bn_sk, CG_DA_m, CG_DB_n, CpVecMN<BLK_M>, CpVecMN<BLK_N>, true, EPI_AM_BN_SK)
-CG_PIPE_SK_ENTRY(cute_pipelined_ak_bn_sk, CG_DA_k, CG_DB_n, LdVecK, CpVecMN<BLK_N>, true, EPI_AK_BN_SK)
-CG_PIPE_SK_ENTRY(cute_pipelined_ak_bk_sk, CG_DA_k, CG_DB_k, CpVecK, CpVecK, true, EPI_AK_BK_SK)
+CG_PIPE_SK_ENTRY(cute_pipelined_am_bn_sk, CG_DA_m, CG_DB_n, CpVecMN<BLK_M>, CpVecMN<BLK_N>, true)
+CG_PIPE_SK_ENTRY(cute_pipelined_ak_bn_sk, CG_DA_k, CG_DB_n, LdVecK, CpVecMN<BLK_N>, true)
+CG_PIPE_SK_ENTRY(cute_pipelined_ak_bk_sk, CG_DA_k, CG_DB_k, CpVecK, CpVecK, true)
 #endif
