@@ -163,7 +163,7 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
                  f"double buffer, {bm // thr_m}x{bn // thr_n} FFMA per thread, unchecked interior CTAs, grouped CTA order"
                  + (", k-quad smem stages for k-major operands (conflict-free transposes)" if kq_layout else "")
                  + (f", {kt_unroll} k-tiles per mainloop iteration when both are k-major" if kt_unroll > 1 else "")
-                 + (", C through smem as 16-byte stores in some entries" if
+                 + (", C through smem (16-byte stores or bulk copies) in some entries" if
                     any((epi_ak_bk, epi_ak_bn, epi_am_bk, epi_am_bn)) else "")
                  + (", stream-K persistent launch when the tiles leave a partial last wave" if stream_k else "")),
         seed="CuTe sgemm_sm80 (cp.async pipeline)",
@@ -188,7 +188,8 @@ CUTE: list[Kernel] = [
     # 1 CTA/SM 44.7 / 51.2; WARP_M 8 / 2: 48.7 / 48.2 nn; RASTER_N 4 / 16: 49.0 / 49.0 nn;
     # k-major operands by 4-byte cp.async (cuBLAS's way) 48.1 nn, 46.2 nt (vs 48.4)
     # FFMA order 2 (col-major kinked serpentine) where there are no raw stages: +1.6-1.7 %
-    # on tn / nn / tt; the raw (nt) entry keeps CuTe's order (c3_pipelined.cu, outer_product)
+    # on tn / nn / tt; the raw (nt) entry keeps CuTe's order (c3_pipelined.cu, outer_product;
+    # both changed in session 14, below)
     # H100 sweeps, 2026-11-22, later (4096^3 / 8192^3, TFLOP/s, vs the registered config):
     # k-major operands read along k straight from padded k-major stages (LDS.128 of 4 k,
     # no transpose; 32 registers of k-quads) nn 45.7 / 46.5 vs 49.7 / 50.6; one k-major
@@ -327,8 +328,34 @@ CUTE: list[Kernel] = [
     # - the stream-K twins through smem (ak_bn_sk and am_bn_sk; ak_bk_sk spills 156
     #   bytes): in the CuPy bench of the split launch (two rounds) nn 0.979 vs 0.985x, tt
     #   1.025-1.027 vs 1.033-1.034x, nt 1.002-1.003 vs 1.005x, tn equal: left scalar.
-    _pipe("cute_pipelined", 128, 128, 16, 4, trans_k=13, stream_k=1, fma_order=2,
-          min_blocks_mn=1, stash_k=13, kq_layout=7, kt_unroll=2, epi_ak_bk=1),
+    # H100, session 14 (same-run comparisons; TFLOP/s 4096^3 / 8192^3 or ratio to cuBLAS).
+    # The speed of a 128-register mainloop follows ptxas's register allocation, and that
+    # follows the rest of the function. An offline gauge that ranked most variants below
+    # (cuobjdump of one entry, the FFMAs of its interior loop): the count of operand
+    # reuse flags, then the pairs of non-reused FFMA sources in one register bank
+    # (r % 2). ak_bn before: 1388 reuse, 370 pairs.
+    # - ak_bn (nn; tt runs on it transposed) with C through smem by bulk copies
+    #   (cp.async.bulk per row, EPI_AK_BN 3): STS merged to STS.128 by NVVM 1280 reuse,
+    #   nn 49.61 / 50.32 vs 50.84 / 52.47, tt 49.10 vs 50.91 (the mainloop alone:
+    #   tt keeps scalar stores); other STS orders 1278-1327 reuse, tt -0.6 to -1.5 %; one
+    #   lane per warp issuing 1328, a noinline copy function 1372 (loop 10 longer). Scalar
+    #   st.shared in asm (not merged): 1385 reuse, tt equal, nn 51.41 / 52.72 vs 50.89 /
+    #   52.44. A noinline LDS.128 / STG.128 read-back (EPI 1 split in two): 9 more loop
+    #   instructions. wait_group.read instead of wait_group: equal.
+    # - the ak_bn stream-K twin through smem by bulk copies as well (inline or noinline):
+    #   nn 50.97 vs 51.43, 51.13 vs 51.55 (its loops' reuse drops by up to 50).
+    # - the both-k-major entry by bulk copies instead of EPI 1: nt 49.84 vs 50.20 (noisy).
+    # - FFMA orders (outer_product): 6 (order 2 in 2x2 U blocks; 1388 reuse, 297 pairs)
+    #   nn 51.56 / 52.97 vs 51.37 / 52.69, tn 53.34 / 54.97 vs 53.11 / 54.53, tt 51.16 /
+    #   52.82 vs 50.87 / 52.55; the U blocks turned (m first, 1383 / 272, am_bn at 130
+    #   registers) nn 50.90, tn 51.77; mirrored U 51.55 nn but tn 52.89; Z blocks (1385 /
+    #   364) 51.39; Z turned 51.19; pairs along m, quads along m or n, 2x4 / 4x2 blocks:
+    #   1082-1343 reuse (not run). FMA_ORDER_RAW 2 with it (raw entry 2815 vs 2751 reuse):
+    #   nt 50.99 / 52.51 vs 50.15 / 52.21 (6: 48.53).
+    # - STASH_K 11 / 12 / 14 / 15 with order 6: 1132-1382 reuse (not run).
+    _pipe("cute_pipelined", 128, 128, 16, 4, trans_k=13, stream_k=1, fma_order=6,
+          fma_order_raw=2, min_blocks_mn=1, stash_k=13, kq_layout=7, kt_unroll=2,
+          epi_ak_bk=1, epi_ak_bn=3),
     _pipe("cute_pipelined_128x128x8", 128, 128, 8, 4),
     _pipe("cute_pipelined_64x128x8", 64, 128, 8, 4, thr_m=8, thr_n=16, min_blocks=3),
 ]

@@ -375,16 +375,18 @@ def test_stream_k_workspace_per_stream_and_freed():
 
 # ---- the interior epilogue through smem (c3_pipelined.cu, EPI_*) --------------------------
 # Row-major C with a 16-byte aligned base and leading dimension % 4 == 0 goes through smem
-# as 16-byte stores (in the entries with EPI_* set); any other C takes the scalar stores.
-# Each kind below, on the split shape (data-parallel entry, then the stream-K twin) in
-# every layout (entries with and without it), with beta != 0 (C read back as 16-byte
-# loads too).
+# (in the entries with EPI_* set): as 16-byte stores (EPI 1), or on sm_90 by bulk copies
+# when beta is 0 (EPI 3, else scalar); any other C takes the scalar stores. Each kind
+# below, on the split shape (data-parallel entry, then the stream-K twin) in every
+# layout (entries with and without it), with beta != 0 (C read back as 16-byte loads
+# too) and beta == 0 (C poisoned with NaN: never read, every element written).
 _C_KINDS = ("row", "row_ld_plus4", "row_ld_plus1", "row_offset1", "col")
 
 
+@pytest.mark.parametrize("beta", [1.25, 0.0], ids=["beta", "beta0"])
 @pytest.mark.parametrize("kind", _C_KINDS)
 @pytest.mark.parametrize("layouts", [("n", "n"), ("t", "n"), ("n", "t"), ("t", "t")], ids="".join)
-def test_interior_epilogue_c_strides(kind, layouts):
+def test_interior_epilogue_c_strides(kind, layouts, beta):
     cp = pytest.importorskip("cupy")
     from cute_gemm import registry as reg
     k = reg.get("cute_pipelined")
@@ -402,10 +404,12 @@ def test_interior_epilogue_c_strides(kind, layouts):
         base = cp.full((m, n + pad[kind]), cp.nan, dtype=cp.float32)
         dc = base[:, 1:] if kind == "row_offset1" else base[:, :n]
         dc[...] = cp.asarray(c0)
-    out = cute_gemm.run("cute_pipelined", da, db, dc, alpha=-0.5, beta=1.25, out=dc)
+    if beta == 0.0:
+        dc[...] = cp.nan
+    out = cute_gemm.run("cute_pipelined", da, db, dc, alpha=-0.5, beta=beta, out=dc)
     cp.cuda.runtime.deviceSynchronize()
     assert _sk_launched(m, n, kk, split=True)
-    ref, gauge = reference(a, b, c0, -0.5, 1.25)
+    ref, gauge = reference(a, b, c0, -0.5, beta)
     res = judge("cute_pipelined", cp.asnumpy(dc), ref, gauge, False)
     assert res.status == "pass", (kind, res)
     if kind != "col" and pad[kind]:   # the padding around the view is untouched

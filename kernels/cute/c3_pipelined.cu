@@ -37,9 +37,10 @@
 //           registers) — every k-tile, so a partial last k-tile adds exact zeros. 16-byte
 //           entry points are chosen only when the contiguous extent is a multiple of 4
 //           (Variant.extent_align): a vector is then entirely in or out. Scalar epilogue
-//           (C any strides), predicated in edge CTAs; the both-k-major data-parallel
-//           entry's interior CTAs store a row-major C through smem as 16-byte stores
-//           (EPI_AK_BK; see the epilogue of gemm_pipelined).
+//           (C any strides), predicated in edge CTAs; interior CTAs of two
+//           data-parallel entries store a row-major C through smem: both k-major as
+//           16-byte stores (EPI_AK_BK), ak_bn by bulk copies on sm_90 when beta is 0
+//           (EPI_AK_BN; see the epilogue of gemm_pipelined).
 //  * STREAM_K=1 builds: persistent stream-K twins (*_sk, extra arguments ws and tile0)
 //    for the last, partly empty wave of a grid, after a data-parallel launch of the
 //    whole waves (include/cute_gemm/streamk.cuh; when each is taken: registry.stream_k_plan
@@ -136,7 +137,8 @@ using namespace cute;
 #define TRANS_K (BLK_K / 2)   // k-block of the raw -> compute transpose (CpVecK operands)
 #endif
 // Interior epilogue of each 16-byte data-parallel entry (gemm_pipelined, StoreTile): 0
-// scalar stores from the fragments, 1 a row-major C through smem as 16-byte stores.
+// scalar stores from the fragments, 1 a row-major C through smem as 16-byte stores, 3
+// (sm_90+; else 0) a row-major C through smem by bulk copies (cp.async.bulk), beta 0.
 #ifndef EPI_AK_BK
 #define EPI_AK_BK 0
 #endif
@@ -283,14 +285,20 @@ __device__ __forceinline__ void cta_tile(int M, int N, int& tile_m, int& tile_n)
 // kinked serpentine (columns n, n+1 share a[m]). H100, 4096^3, TFLOP/s, 0 vs 2: tn 50.5
 // vs 51.3, nn 48.8 vs 49.7, tt 48.9 vs 49.7, nt (raw stages) 48.5 vs 47.6; row-major
 // serpentine 50.5 / 48.1 / 48.2 / 47.6, col-major serpentine 50.3 / 48.3 / 48.4 / 46.1,
-// kinked by 4 columns or rows: all lower still.
+// kinked by 4 columns or rows: all lower still. 6 = order 2 in 2x2 blocks (a U through
+// (m,n) (m,n+1) (m+1,n+1) (m+1,n), then the next m pair): the same operand reuse as 2
+// (1388 reuse flags per k-tile in ak_bn's loop) with fewer non-reused source registers
+// in one bank (297 vs 370 pairs of 1024 FFMA); H100, TFLOP/s 4096^3 / 8192^3, 6 vs 2 in
+// the same run: nn 51.56 / 52.97 vs 51.37 / 52.69, tn 53.34 / 54.97 vs 53.11 / 54.53, tt
+// 51.16 / 52.82 vs 50.87 / 52.55. (ladder_cute.py has the orders that lost.)
 template <int kOrder, class Mma, class TA, class TB, class TC>
 __device__ __forceinline__ void outer_product(Mma const& mma, TA const& a, TB const& b, TC& c) {
   constexpr int M = decltype(size<1>(a))::value, N = decltype(size<1>(b))::value;
-  static_assert(kOrder == 0 || (kOrder == 2 && N % 2 == 0), "FMA_ORDER: 0 or 2");
+  static_assert(kOrder == 0 || (kOrder == 2 && N % 2 == 0) ||
+                (kOrder == 6 && N % 2 == 0 && M % 2 == 0), "FMA_ORDER: 0, 2 or 6");
   if constexpr (kOrder == 0) {
     gemm(mma, a, b, c);
-  } else {
+  } else if constexpr (kOrder == 2) {
     CUTE_UNROLL
     for (int n = 0; n < N; n += 2) {
       CUTE_UNROLL
@@ -298,6 +306,18 @@ __device__ __forceinline__ void outer_product(Mma const& mma, TA const& a, TB co
         const int ms = (n & 2) ? M - 1 - m : m;
         c(0, ms, n) = fmaf(a(0, ms), b(0, n), c(0, ms, n));
         c(0, ms, n + 1) = fmaf(a(0, ms), b(0, n + 1), c(0, ms, n + 1));
+      }
+    }
+  } else {
+    CUTE_UNROLL
+    for (int n = 0; n < N; n += 2) {
+      CUTE_UNROLL
+      for (int m = 0; m < M; m += 2) {
+        const int ms = (n & 2) ? M - 2 - m : m;
+        c(0, ms, n) = fmaf(a(0, ms), b(0, n), c(0, ms, n));
+        c(0, ms, n + 1) = fmaf(a(0, ms), b(0, n + 1), c(0, ms, n + 1));
+        c(0, ms + 1, n + 1) = fmaf(a(0, ms + 1), b(0, n + 1), c(0, ms + 1, n + 1));
+        c(0, ms + 1, n) = fmaf(a(0, ms + 1), b(0, n), c(0, ms + 1, n));
       }
     }
   }
@@ -319,10 +339,11 @@ struct KEndShared {
   __device__ int operator()() const { return sk_k_end(); }
 };
 
-template <bool kSmemEpi> struct StoreTile;
-template <class Epi> constexpr bool kSmemEpiOf = false;       // stream-K runs: scalar
-template <bool E> constexpr bool kSmemEpiOf<StoreTile<E>> = E;
-template <class Epi> constexpr bool kSmemEpi = kSmemEpiOf<remove_cvref_t<Epi>>;
+template <int kEpi> struct StoreTile;
+template <class Epi> constexpr int kEpiOf = 0;       // stream-K runs: scalar
+template <int E> constexpr int kEpiOf<StoreTile<E>> = E;
+template <class Epi> constexpr int kEpiCode = kEpiOf<remove_cvref_t<Epi>>;
+template <class Epi> constexpr bool kSmemEpi = kEpiCode<Epi> != 0;
 
 // kPred: the CTA tile crosses M or N, or K % BLK_K != 0 — every copy and store is checked.
 // Interior CTAs (kPred false) run the same code with the checks compiled out.
@@ -623,7 +644,46 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   if constexpr (kPred) {
     cg::epilogue_axpby(tCrC, tCgC, tCcC, shape(mC), alpha, beta);
   } else {
-    if constexpr (kSmemEpi<Epi>) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if constexpr (kEpiCode<Epi> == 3) {
+      // beta 0, row-major, 16-byte aligned rows: alpha * acc to smem (row pitch BLK_N + 4)
+      // by scalar STS, then each of the first BLK_M threads has its row copied out whole
+      // (BLK_N * 4 bytes) by the TMA unit (cp.async.bulk, the async proxy: a proxy fence
+      // between the STS and the copy). The STS stay scalar on purpose (st.shared in asm,
+      // which NVVM does not merge): merged to STS.128 they need aligned register quads,
+      // and ptxas then allocated ak_bn's mainloop with 1280 instead of 1388 operand reuse
+      // flags per k-tile, 2.5-3.7 % slower (H100, nn / tt). With scalar STS the mainloop
+      // keeps its allocation and nn gained 1.1 % at 4096^3 (51.41 vs 50.89 TFLOP/s, same
+      // run; 52.72 vs 52.44 at 8192^3). Else (beta != 0, other strides) the scalar stores.
+      if (beta == 0.0f && sCn == 1 && sCm % 4 == 0 && (reinterpret_cast<uintptr_t>(C) & 15) == 0) {
+        constexpr int kLd = BLK_N + 4;
+        static_assert(kEpiCode<Epi> != 3 ||    // (dependent: checked only where instantiated)
+                      (BLK_M * kLd <= BLK_K * (2 * (BLK_M + BLK_N + 2 * SMEM_PAD) + STAGES * (BLK_M + BLK_N)) &&
+                       BLK_M <= kThreads && (kLd * 4) % 16 == 0 && (BLK_N * 4) % 16 == 0),
+                      "C tile in smem, one row per thread, 16-byte rows");
+        cp_async_wait<0>();
+        __syncthreads();                                 // every warp's last smem reads done
+        Tensor sC = make_tensor(make_smem_ptr(smem_buf),
+                                make_layout(make_shape(bM, bN), make_stride(Int<kLd>{}, _1{})));  // (BLK_M,BLK_N)
+        Tensor tCsC = thr_mma.partition_C(sC);                                                    // (MMA,MMA_M,MMA_N)
+        CUTE_UNROLL
+        for (int i = size(tCrC) - 1; i >= 0; --i)
+          asm volatile("st.shared.f32 [%0], %1;" :: "r"(cast_smem_ptr_to_uint(&tCsC(i))),
+                       "f"(alpha * tCrC(i)) : "memory");
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // STS -> bulk copy
+        __syncthreads();
+        if (threadIdx.x < BLK_M) {
+          float* g = C + (long long)(tile_m * BLK_M + threadIdx.x) * sCm + tile_n * BLK_N;   // row start
+          const uint32_t s = cast_smem_ptr_to_uint(smem_buf + threadIdx.x * kLd);
+          asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n"
+                       "cp.async.bulk.commit_group;\n"
+                       "cp.async.bulk.wait_group 0;" :: "l"(g), "r"(s), "n"(BLK_N * 4) : "memory");
+        }
+        return;
+      }
+    }
+#endif
+    if constexpr (kEpiCode<Epi> == 1) {
       // C through smem when row-major and 16-byte aligned. Scalar STG from the fragments
       // put 8 bytes in each of 16 sectors per instruction, 4 times over (4x the L2 write
       // requests, from every CTA of a wave at once: H100, 4096x4096x16 in 4 waves, 109 us
@@ -690,22 +750,22 @@ __device__ __forceinline__ void tile_gemm(int tile_m, int tile_n, int k0, KEnd k
                        sCn, CopyA{}, CopyB{}, smem_buf);
 }
 
-// data-parallel tiles: this CTA computed all of K, it stores. kSmemEpi: how (see the
+// data-parallel tiles: this CTA computed all of K, it stores. kEpi: how (EPI_*, see the
 // epilogue of gemm_pipelined): scalar stores from the fragments, or through smem.
-template <bool kSmemEpi>
+template <int kEpi>
 struct StoreTile {
   template <class Acc>
   __device__ bool operator()(Acc&) const { return true; }
 };
 
-template <bool kFast, bool kSmemEpi, class StrideA, class StrideB, class CopyA, class CopyB>
+template <bool kFast, int kEpi, class StrideA, class StrideB, class CopyA, class CopyB>
 __device__ __forceinline__ void dispatch(int M, int N, int K, float alpha, const float* A,
                                          StrideA dA, const float* B, StrideB dB, float beta,
                                          float* C, long long sCm, long long sCn) {
   int tile_m, tile_n;
   cta_tile(M, N, tile_m, tile_n);
   tile_gemm<kFast, StrideA, StrideB, CopyA, CopyB>(tile_m, tile_n, 0, KEndValue{cg::ceil_div(K, BLK_K)},
-                                                   StoreTile<kSmemEpi>{}, M, N, K, alpha, A, dA, B, dB,
+                                                   StoreTile<kEpi>{}, M, N, K, alpha, A, dA, B, dB,
                                                    beta, C, sCm, sCn);
 }
 
@@ -738,7 +798,7 @@ __device__ __forceinline__ void dispatch_sk(int M, int N, int K, float alpha, co
   if (threadIdx.x == 0) s_pos = blockIdx.x;
   __syncthreads();
   while (s_pos < s_sk.dp_tiles) {                    // whole tiles: blockIdx.x, + G, ...
-    run(s_pos, 0, s_sk.k_tiles, StoreTile<false>{});
+    run(s_pos, 0, s_sk.k_tiles, StoreTile<0>{});
     __syncthreads();
     if (threadIdx.x == 0) s_pos += gridDim.x;
     __syncthreads();
@@ -812,10 +872,10 @@ CG_PIPE_ENTRY(cute_pipelined_am_bk, CG_DA_m, CG_DB_k, CpVecMN<BLK_M>, LdVecK, tr
 CG_PIPE_ENTRY(cute_pipelined_ak_bn, CG_DA_k, CG_DB_n, LdVecK, CpVecMN<BLK_N>, true, EPI_AK_BN)
 CG_PIPE_ENTRY(cute_pipelined_ak_bk, CG_DA_k, CG_DB_k, CpVecK, CpVecK, true, EPI_AK_BK)
 // 4-byte cp.async only (any alignment, any extents), every copy checked
-CG_PIPE_ENTRY(cute_pipelined_ak_bk_s, CG_DA_k, CG_DB_k, CpSclK, CpSclK, false, false)
-CG_PIPE_ENTRY(cute_pipelined_am_bk_s, CG_DA_m, CG_DB_k, CpSclMN, CpSclK, false, false)
-CG_PIPE_ENTRY(cute_pipelined_am_bn_s, CG_DA_m, CG_DB_n, CpSclMN, CpSclMN, false, false)
-CG_PIPE_ENTRY(cute_pipelined_ak_bn_s, CG_DA_k, CG_DB_n, CpSclK, CpSclMN, false, false)
+CG_PIPE_ENTRY(cute_pipelined_ak_bk_s, CG_DA_k, CG_DB_k, CpSclK, CpSclK, false, 0)
+CG_PIPE_ENTRY(cute_pipelined_am_bk_s, CG_DA_m, CG_DB_k, CpSclMN, CpSclK, false, 0)
+CG_PIPE_ENTRY(cute_pipelined_am_bn_s, CG_DA_m, CG_DB_n, CpSclMN, CpSclMN, false, 0)
+CG_PIPE_ENTRY(cute_pipelined_ak_bn_s, CG_DA_k, CG_DB_n, CpSclK, CpSclMN, false, 0)
 #if STREAM_K
 // the vector entry points again as persistent stream-K launches (extra arguments: ws, tile0)
 // A register-staged operand (ak_bn): interior tiles unchecked but with in-place fragment
