@@ -353,6 +353,12 @@ CUTE: list[Kernel] = [
     #   1082-1343 reuse (not run). FMA_ORDER_RAW 2 with it (raw entry 2815 vs 2751 reuse):
     #   nt 50.99 / 52.51 vs 50.15 / 52.21 (6: 48.53).
     # - STASH_K 11 / 12 / 14 / 15 with order 6: 1132-1382 reuse (not run).
+    # - the stream-K twins with order 2 (their loops: same reuse, 285-293 vs 341-397
+    #   pairs): equal in every layout (nn 51.55 / 53.02 vs 51.58 / 52.96): the bank
+    #   pairs did not rank these.
+    # - where nn 4096^3 stands with this config: 0.997-1.000x in eight same-run
+    #   comparisons (probes and standalone benches, several machine starts), 1.006x in
+    #   the gpu_check record run (docs/bench/).
     _pipe("cute_pipelined", 128, 128, 16, 4, trans_k=13, stream_k=1, fma_order=6,
           fma_order_raw=2, min_blocks_mn=1, stash_k=13, kq_layout=7, kt_unroll=2,
           epi_ak_bk=1, epi_ak_bn=3),
