@@ -339,6 +339,19 @@ struct KEndShared {
   __device__ int operator()() const { return sk_k_end(); }
 };
 
+// The smem epilogues' C tile (BLK_M x BLK_N, row pitch kEpiLd: 2-way conflicts for the
+// fragments' scalar stores), once every warp's last mainloop smem reads are done; this
+// thread's partition of it.
+constexpr int kEpiLd = BLK_N + 4;
+template <class ThrMma>
+__device__ __forceinline__ auto smem_c_partition(ThrMma const& thr_mma, float* smem) {
+  cp_async_wait<0>();
+  __syncthreads();
+  Tensor sC = make_tensor(make_smem_ptr(smem), make_layout(make_shape(Int<BLK_M>{}, Int<BLK_N>{}),
+                                                           make_stride(Int<kEpiLd>{}, _1{})));  // (BLK_M,BLK_N)
+  return thr_mma.partition_C(sC);                                                                 // (MMA,MMA_M,MMA_N)
+}
+
 template <int kEpi> struct StoreTile;
 template <class Epi> constexpr int kEpiOf = 0;       // stream-K runs: scalar
 template <int E> constexpr int kEpiOf<StoreTile<E>> = E;
@@ -644,6 +657,9 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   if constexpr (kPred) {
     cg::epilogue_axpby(tCrC, tCgC, tCcC, shape(mC), alpha, beta);
   } else {
+    static_assert(!kSmemEpi<Epi> || BLK_M * kEpiLd <= BLK_K * (2 * (BLK_M + BLK_N + 2 * SMEM_PAD) +
+                                                             STAGES * (BLK_M + BLK_N)),
+                  "C tile in smem");   // (dependent: checked only where instantiated)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if constexpr (kEpiCode<Epi> == 3) {
       // beta 0, row-major, 16-byte aligned rows: alpha * acc to smem (row pitch BLK_N + 4)
@@ -656,16 +672,10 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
       // keeps its allocation and nn gained 1.1 % at 4096^3 (51.41 vs 50.89 TFLOP/s, same
       // run; 52.72 vs 52.44 at 8192^3). Else (beta != 0, other strides) the scalar stores.
       if (beta == 0.0f && sCn == 1 && sCm % 4 == 0 && (reinterpret_cast<uintptr_t>(C) & 15) == 0) {
-        constexpr int kLd = BLK_N + 4;
-        static_assert(kEpiCode<Epi> != 3 ||    // (dependent: checked only where instantiated)
-                      (BLK_M * kLd <= BLK_K * (2 * (BLK_M + BLK_N + 2 * SMEM_PAD) + STAGES * (BLK_M + BLK_N)) &&
-                       BLK_M <= kThreads && (kLd * 4) % 16 == 0 && (BLK_N * 4) % 16 == 0),
-                      "C tile in smem, one row per thread, 16-byte rows");
-        cp_async_wait<0>();
-        __syncthreads();                                 // every warp's last smem reads done
-        Tensor sC = make_tensor(make_smem_ptr(smem_buf),
-                                make_layout(make_shape(bM, bN), make_stride(Int<kLd>{}, _1{})));  // (BLK_M,BLK_N)
-        Tensor tCsC = thr_mma.partition_C(sC);                                                    // (MMA,MMA_M,MMA_N)
+        static_assert(kEpiCode<Epi> != 3 || (BLK_M <= kThreads && (kEpiLd * 4) % 16 == 0 &&
+                                             (BLK_N * 4) % 16 == 0),
+                      "one C row per thread, 16-byte rows");   // (dependent, as above)
+        Tensor tCsC = smem_c_partition(thr_mma, smem_buf);                         // (MMA,MMA_M,MMA_N)
         CUTE_UNROLL
         for (int i = size(tCrC) - 1; i >= 0; --i)
           asm volatile("st.shared.f32 [%0], %1;" :: "r"(cast_smem_ptr_to_uint(&tCsC(i))),
@@ -674,7 +684,7 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
         __syncthreads();
         if (threadIdx.x < BLK_M) {
           float* g = C + (long long)(tile_m * BLK_M + threadIdx.x) * sCm + tile_n * BLK_N;   // row start
-          const uint32_t s = cast_smem_ptr_to_uint(smem_buf + threadIdx.x * kLd);
+          const uint32_t s = cast_smem_ptr_to_uint(smem_buf + threadIdx.x * kEpiLd);
           asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n"
                        "cp.async.bulk.commit_group;\n"
                        "cp.async.bulk.wait_group 0;" :: "l"(g), "r"(s), "n"(BLK_N * 4) : "memory");
@@ -687,21 +697,13 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
       // C through smem when row-major and 16-byte aligned. Scalar STG from the fragments
       // put 8 bytes in each of 16 sectors per instruction, 4 times over (4x the L2 write
       // requests, from every CTA of a wave at once: H100, 4096x4096x16 in 4 waves, 109 us
-      // against 40 us this way). Here: scalar STS of the fragments (row pitch BLK_N + 4:
-      // 2-way conflicts), then whole rows back as LDS.128 and out as STG.128. Per entry
+      // against 40 us this way). Here: scalar STS of the fragments (smem_c_partition),
+      // then whole rows back as LDS.128 and out as STG.128. Per entry
       // (EPI_*): ptxas schedules each function's mainloop anew with it, 1-4 % faster or
       // slower, and so with the order of the STS (last fragment element first here; see
       // the session 13 notes in ladder_cute.py).
       if (sCn == 1 && sCm % 4 == 0 && (reinterpret_cast<uintptr_t>(C) & 15) == 0) {
-        constexpr int kLd = BLK_N + 4;
-        static_assert(!kSmemEpi<Epi> || BLK_M * kLd <= BLK_K * (2 * (BLK_M + BLK_N + 2 * SMEM_PAD) +
-                                                               STAGES * (BLK_M + BLK_N)),
-                      "C tile in smem");   // (dependent: checked only where instantiated)
-        cp_async_wait<0>();
-        __syncthreads();                                 // every warp's last smem reads done
-        Tensor sC = make_tensor(make_smem_ptr(smem_buf),
-                                make_layout(make_shape(bM, bN), make_stride(Int<kLd>{}, _1{})));  // (BLK_M,BLK_N)
-        Tensor tCsC = thr_mma.partition_C(sC);                                                    // (MMA,MMA_M,MMA_N)
+        Tensor tCsC = smem_c_partition(thr_mma, smem_buf);                         // (MMA,MMA_M,MMA_N)
         CUTE_UNROLL
         for (int i = size(tCrC) - 1; i >= 0; --i) tCsC(i) = alpha * tCrC(i);
         __syncthreads();
@@ -711,7 +713,7 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
         float* g = C + (long long)(tile_m * BLK_M + r0) * sCm + tile_n * BLK_N + c4;
         CUTE_UNROLL
         for (int r = 0; r < BLK_M / kRows; ++r) {
-          float4 v = *reinterpret_cast<const float4*>(&sC(r0 + r * kRows, c4));
+          float4 v = *reinterpret_cast<const float4*>(&smem_buf[(r0 + r * kRows) * kEpiLd + c4]);
           float* p = g + (long long)(r * kRows) * sCm;
           if (beta != 0.0f) {
             const float4 c = *reinterpret_cast<const float4*>(p);
