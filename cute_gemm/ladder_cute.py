@@ -356,9 +356,12 @@ CUTE: list[Kernel] = [
     # - the stream-K twins with order 2 (their loops: same reuse, 285-293 vs 341-397
     #   pairs): equal in every layout (nn 51.55 / 53.02 vs 51.58 / 52.96): the bank
     #   pairs did not rank these.
-    # - where nn 4096^3 stands with this config: 0.997-1.000x in eight same-run
-    #   comparisons (probes and standalone benches, several machine starts), 1.006x in
-    #   the gpu_check record run (docs/bench/).
+    # - where nn 4096^3 stands with this config: 0.997-1.000x in nine same-run
+    #   comparisons (probes and standalone benches, several machine starts; ours 51.5-
+    #   52.0, cuBLAS 51.6-52.1), 1.006x in the gpu_check record run (docs/bench/).
+    # - more FFMA orders of the U family (the order of the n pairs, the start and entry
+    #   of each serpentine, mirrored blocks; 64 tables, offline): at best 1390 reuse /
+    #   300 pairs against order 6's 1388 / 297 (not run).
     _pipe("cute_pipelined", 128, 128, 16, 4, trans_k=13, stream_k=1, fma_order=6,
           fma_order_raw=2, min_blocks_mn=1, stash_k=13, kq_layout=7, kt_unroll=2,
           epi_ak_bk=1, epi_ak_bn=3),
