@@ -343,7 +343,10 @@ CUTE: list[Kernel] = [
     #   52.44. A noinline LDS.128 / STG.128 read-back (EPI 1 split in two): 9 more loop
     #   instructions. wait_group.read instead of wait_group: equal.
     # - the ak_bn stream-K twin through smem by bulk copies as well (inline or noinline):
-    #   nn 50.97 vs 51.43, 51.13 vs 51.55 (its loops' reuse drops by up to 50).
+    #   nn 50.97 vs 51.43, 51.13 vs 51.55 (its loops' reuse drops by up to 50); again with
+    #   order 6 and wait_group.read (noinline, loops' reuse as before): nn 51.13 / 52.93
+    #   vs 51.55 / 52.99, and tt, which never takes the bulk branch (C^T column-major),
+    #   50.59 vs 51.17: the code alone slows the twin. The gauge does not rank the twins.
     # - the both-k-major entry by bulk copies instead of EPI 1: nt 49.84 vs 50.20 (noisy).
     # - FFMA orders (outer_product): 6 (order 2 in 2x2 U blocks; 1388 reuse, 297 pairs)
     #   nn 51.56 / 52.97 vs 51.37 / 52.69, tn 53.34 / 54.97 vs 53.11 / 54.53, tt 51.16 /
