@@ -362,6 +362,11 @@ CUTE: list[Kernel] = [
     # - where nn 4096^3 stands with this config: 0.997-1.000x in nine same-run
     #   comparisons (probes and standalone benches, several machine starts; ours 51.5-
     #   52.0, cuBLAS 51.6-52.1), 1.006x in the gpu_check record run (docs/bench/).
+    # - with order 6 and the bulk epilogue (4096^3 / 8192^3 vs 51.51 / 53.04 nn, 53.30 /
+    #   54.91 tn, 51.21 / 52.64 nt, 51.19 / 52.81 tt): FRAG_DB 0 (gauge 1415 reuse / 276
+    #   pairs, but the fragments' LDS latency in the open) nn 50.60 / 51.71, tn 49.77 /
+    #   50.05; WARP_M 8 nn 51.41 / 52.88, tt 51.36 / 52.90; 3 stages nn 51.53 / 52.97, nt
+    #   48.49 / 49.16.
     # - more FFMA orders of the U family (the order of the n pairs, the start and entry
     #   of each serpentine, mirrored blocks; 64 tables, offline): at best 1390 reuse /
     #   300 pairs against order 6's 1388 / 297 (not run).
