@@ -157,8 +157,18 @@ def resources_from_cubin(cubin: bytes) -> dict[str, Resources]:
     return {f: Resources(regs.get(f, 0), smem.get(f, 0), frame.get(f, 0), -1, -1) for f in entries}
 
 
-def compile_source(kernel, arch: str, source: str, opts: list[str]) -> tuple[bytes, str, float]:
-    """Run NVRTC; return (cubin, log, seconds). Raises CompileError with the whole log."""
+def _output(nvrtc, prog, size_fn, get_fn, what: str) -> bytes:
+    err, size = size_fn(prog)
+    _check(nvrtc, err, f"{what}Size")
+    buf = bytearray(size)   # never an immutable bytes object: NVRTC writes into it
+    (err,) = get_fn(prog, buf)
+    _check(nvrtc, err, what)
+    return bytes(buf)
+
+
+def _run_nvrtc(kernel, source: str, opts: list[str], want_ptx: bool):
+    """One NVRTC compile: (cubin, ptx or None, log, seconds). Raises CompileError with the
+    whole log."""
     nvrtc = _nvrtc()
     t0 = time.perf_counter()
     err, prog = nvrtc.nvrtcCreateProgram(source.encode(), kernel.source.encode(), 0, [], [])
@@ -166,19 +176,27 @@ def compile_source(kernel, arch: str, source: str, opts: list[str]) -> tuple[byt
     try:
         enc = [o.encode() for o in opts]
         (result,) = nvrtc.nvrtcCompileProgram(prog, len(enc), enc)
-        err, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        _check(nvrtc, err, "nvrtcGetProgramLogSize")
-        buf = bytearray(size)   # never an immutable bytes object: NVRTC writes into it
-        (err,) = nvrtc.nvrtcGetProgramLog(prog, buf)
-        _check(nvrtc, err, "nvrtcGetProgramLog")
-        log = bytes(buf).rstrip(b"\0").decode(errors="replace")
+        log = _output(nvrtc, prog, nvrtc.nvrtcGetProgramLogSize, nvrtc.nvrtcGetProgramLog,
+                      "nvrtcGetProgramLog").rstrip(b"\0").decode(errors="replace")
         if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             raise CompileError(kernel.name, opts, log, result.name)
-        err, size = nvrtc.nvrtcGetCUBINSize(prog)
-        _check(nvrtc, err, "nvrtcGetCUBINSize")
-        cubin = bytearray(size)
-        (err,) = nvrtc.nvrtcGetCUBIN(prog, cubin)
-        _check(nvrtc, err, "nvrtcGetCUBIN")
+        cubin = _output(nvrtc, prog, nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN, "nvrtcGetCUBIN")
+        ptx = (_output(nvrtc, prog, nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX, "nvrtcGetPTX")
+               if want_ptx else None)
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
-    return bytes(cubin), log, time.perf_counter() - t0
+    return cubin, ptx, log, time.perf_counter() - t0
+
+
+def compile_source(kernel, arch: str, source: str, opts: list[str]) -> tuple[bytes, str, float]:
+    """Run NVRTC; return (cubin, log, seconds). Raises CompileError with the whole log."""
+    cubin, _, log, seconds = _run_nvrtc(kernel, source, opts, want_ptx=False)
+    return cubin, log, seconds
+
+
+def ptx_of(kernel, arch: str | int) -> str:
+    """The PTX NVRTC writes on its way to the kernel's CUBIN for `arch` (not cached): for
+    checks of which code path an arch gets, without a GPU."""
+    arch = normalize_arch(arch)
+    _, ptx, _, _ = _run_nvrtc(kernel, read_source(kernel), options(kernel, arch), want_ptx=True)
+    return ptx.rstrip(b"\0").decode(errors="replace")

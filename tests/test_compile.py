@@ -116,3 +116,30 @@ def test_cubin_elf_resources_match_ptxas_report(name):
     for entry, r in from_log.items():
         e = from_elf[entry]
         assert (e.registers, e.smem_bytes, e.stack_bytes) == (r.registers, r.smem_bytes, r.stack_bytes)
+
+
+# cute_pipelined's interior epilogues (c3_pipelined.cu, EPI_*): the entries whose code is 3
+# store C by bulk copies (cp.async.bulk) on sm_90 and only there; every other entry, the
+# stream-K twins and the 4-byte fallbacks keep other stores. Checked in the PTX NVRTC writes
+# for each arch, so a registry or preprocessor slip that silently drops (or spreads) the
+# path shows here, where the GPU tests would still pass on the scalar stores.
+_EPI_OF_ENTRY = {"cute_pipelined_ak_bk": "EPI_AK_BK", "cute_pipelined_ak_bn": "EPI_AK_BN",
+                 "cute_pipelined_am_bk": "EPI_AM_BK", "cute_pipelined_am_bn": "EPI_AM_BN"}
+
+
+def _ptx_entries(ptx: str) -> dict[str, str]:
+    parts = ptx.split(".entry ")[1:]
+    return {p.split("(", 1)[0].strip(): p for p in parts}
+
+
+@pytest.mark.parametrize("arch", registry.ARCHS)
+def test_pipelined_bulk_copy_epilogue_where_registered(arch):
+    k = registry.get("cute_pipelined")
+    d = dict(k.defines)
+    bulk = {e for e, define in _EPI_OF_ENTRY.items() if d.get(define) == 3}
+    assert bulk, "no entry has EPI code 3: this test checks nothing"
+    entries = _ptx_entries(comp.ptx_of(k, arch))
+    assert set(k.entries) <= set(entries), sorted(set(k.entries) - set(entries))
+    for name, body in entries.items():
+        has = "cp.async.bulk.global.shared::cta" in body
+        assert has == (arch == "sm_90" and name in bulk), (arch, name, has)
