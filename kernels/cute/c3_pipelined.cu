@@ -356,7 +356,6 @@ template <int kEpi> struct StoreTile;
 template <class Epi> constexpr int kEpiOf = 0;       // stream-K runs: scalar
 template <int E> constexpr int kEpiOf<StoreTile<E>> = E;
 template <class Epi> constexpr int kEpiCode = kEpiOf<remove_cvref_t<Epi>>;
-template <class Epi> constexpr bool kSmemEpi = kEpiCode<Epi> != 0;
 
 // kPred: the CTA tile crosses M or N, or K % BLK_K != 0 — every copy and store is checked.
 // Interior CTAs (kPred false) run the same code with the checks compiled out.
@@ -657,9 +656,11 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   if constexpr (kPred) {
     cg::epilogue_axpby(tCrC, tCgC, tCcC, shape(mC), alpha, beta);
   } else {
-    static_assert(!kSmemEpi<Epi> || BLK_M * kEpiLd <= BLK_K * (2 * (BLK_M + BLK_N + 2 * SMEM_PAD) +
+    static_assert(kEpiCode<Epi> == 0 || BLK_M * kEpiLd <= BLK_K * (2 * (BLK_M + BLK_N + 2 * SMEM_PAD) +
                                                              STAGES * (BLK_M + BLK_N)),
                   "C tile in smem");   // (dependent: checked only where instantiated)
+    // the smem epilogues' condition: C row-major with 16-byte aligned rows
+    const bool c_rows16 = sCn == 1 && sCm % 4 == 0 && (reinterpret_cast<uintptr_t>(C) & 15) == 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if constexpr (kEpiCode<Epi> == 3) {
       // beta 0, row-major, 16-byte aligned rows: alpha * acc to smem (row pitch BLK_N + 4)
@@ -671,7 +672,7 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
       // flags per k-tile, 2.5-3.7 % slower (H100, nn / tt). With scalar STS the mainloop
       // keeps its allocation and nn gained 1.1 % at 4096^3 (51.41 vs 50.89 TFLOP/s, same
       // run; 52.72 vs 52.44 at 8192^3). Else (beta != 0, other strides) the scalar stores.
-      if (beta == 0.0f && sCn == 1 && sCm % 4 == 0 && (reinterpret_cast<uintptr_t>(C) & 15) == 0) {
+      if (beta == 0.0f && c_rows16) {
         static_assert(kEpiCode<Epi> != 3 || (BLK_M <= kThreads && (kEpiLd * 4) % 16 == 0 &&
                                              (BLK_N * 4) % 16 == 0),
                       "one C row per thread, 16-byte rows");   // (dependent, as above)
@@ -702,7 +703,7 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
       // (EPI_*): ptxas schedules each function's mainloop anew with it, 1-4 % faster or
       // slower, and so with the order of the STS (last fragment element first here; see
       // the session 13 notes in ladder_cute.py).
-      if (sCn == 1 && sCm % 4 == 0 && (reinterpret_cast<uintptr_t>(C) & 15) == 0) {
+      if (c_rows16) {
         Tensor tCsC = smem_c_partition(thr_mma, smem_buf);                         // (MMA,MMA_M,MMA_N)
         CUTE_UNROLL
         for (int i = size(tCrC) - 1; i >= 0; --i) tCsC(i) = alpha * tCrC(i);
