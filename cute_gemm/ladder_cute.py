@@ -94,7 +94,8 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
           warp_m: int = 4, min_blocks: int = 2, raster_n: int = 8, frag_db: int = 1,
           trans_k: int | None = None, stream_k: int = 0, fma_order: int = 0,
           fma_order_raw: int = 0, min_blocks_mn: int | None = None,
-          stash_k: int | None = None, kq_layout: int = 0, kt_unroll: int = 1,
+          stash_k: int | None = None, stash0_k: int | None = None,
+          load1_k: int | None = None, kq_layout: int = 0, kt_unroll: int = 1,
           epi_ak_bk: int = 0, epi_ak_bn: int = 0, epi_am_bk: int = 0, epi_am_bn: int = 0) -> Kernel:
     vec = dict(c_major="any", align=4, align_roles="ab", extent_align=4)
     # the stream-K twins' dynamic smem: launched with it, and checked by the kernel against
@@ -148,7 +149,9 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
                  ("STREAM_K", stream_k), ("FMA_ORDER", fma_order),
                  ("FMA_ORDER_RAW", fma_order_raw),
                  ("MIN_BLOCKS_MN", min_blocks if min_blocks_mn is None else min_blocks_mn),
-                 ("STASH_K", bk - 1 if stash_k is None else stash_k), ("PDL", int(bool(stream_k))),
+                 ("STASH_K", bk - 1 if stash_k is None else stash_k),
+                 ("STASH0_K", bk // 2 if stash0_k is None else stash0_k),
+                 ("LOAD1_K", bk // 2 if load1_k is None else load1_k), ("PDL", int(bool(stream_k))),
                  ("KQ_LAYOUT", kq_layout), ("KT_UNROLL", kt_unroll),
                  ("EPI_AK_BK", epi_ak_bk), ("EPI_AK_BN", epi_ak_bn), ("EPI_AM_BK", epi_am_bk),
                  ("EPI_AM_BN", epi_am_bn))
@@ -370,9 +373,42 @@ CUTE: list[Kernel] = [
     # - more FFMA orders of the U family (the order of the n pairs, the start and entry
     #   of each serpentine, mirrored blocks; 64 tables, offline): at best 1390 reuse /
     #   300 pairs against order 6's 1388 / 297 (not run).
+    # H100, session 15 (same-run comparisons, TFLOP/s, 4096^3 unless noted; within one
+    # process the nn ratio repeats to +-0.02 %: ten rounds 0.9978-0.9983x, ours 51.59,
+    # cuBLAS 51.68):
+    # - the register-staged groups' schedule (c3_pipelined.cu, load_k / stash_k): the second
+    #   group loaded at k-block 1 and the first stored at 10 (STASH0_K 10, LOAD1_K 1; was
+    #   8 and 8): nn 52.70 vs 51.90 and 52.30 vs 51.58 in two runs (1.013x / 1.012x), tt
+    #   52.23 vs 51.53, 51.81 vs 51.18; 8192^3 nn 53.50 vs 52.97, tt 53.26 vs 52.79. Its
+    #   LDG issues near k-block 3 (was 8.4): 10 k-blocks of cover instead of 5 (an L2
+    #   128-byte fetch hint on the same loads, below, pointed there). Neighbours, nn:
+    #   (LOAD1_K, STASH0_K, STASH_K) (2, 10, 13) 52.27 vs 51.90, (2, 8, 13) 52.12, (2, 9,
+    #   13) 51.82, (1, 9, 13) 51.49 vs 51.58, (1, 12, 13) 51.43, (1, 11, 15) 51.68, (4, 10,
+    #   13) 51.61 vs 51.59, (8, 10, 13) 51.51, (6, 10, 13) 51.03, (5, 9, 13) 50.97.
+    # - the same loads with cache hints (an asm or __ldg load, which NVVM schedules
+    #   otherwise: 1185 instructions and 1354 reuse flags vs 1178 / 1388, the same loop for
+    #   every hint): plain 51.12, .L2::128B 51.27, .L1::no_allocate.L2::128B 51.19, .cg
+    #   51.07, vs 51.51 for the registered build (tt 50.65 / 50.89 / 50.72 / 50.66 vs 51.16);
+    #   .L2::128B with STASH_K 14 / 15 and order 2: 50.94-51.44. A prefetch.global.L2 of
+    #   the group's next k-tile: 43 instructions more per k-tile (offline, not run).
+    # - FFMA register-bank conflicts, counted with the reuse cache feeding the next
+    #   instruction's same operand slot (630 per k-tile in ak_bn, 613 am_bn): the
+    #   accumulators pinned to register pairs {c(m,n+1), c(m,n)} by a st.shared.v2
+    #   epilogue (then a fix-up pass over the smem tile) cut them to 398 / 301, but nn
+    #   49.39 vs 51.48 (ak_bn spills 24 bytes), tn 52.70 vs 53.39 (am_bn at the 128 cap),
+    #   nt 50.84 vs 51.24 (1714 -> 1300 per 2 k-tiles); the v2 stores unswapped (942
+    #   conflicts) nn 49.52, nt 50.02.
+    # - the stream-K twins without their whole-tile loop (no whole tiles in split
+    #   launches): ak_bn_sk then fits double-buffered fragments without spills (190 spill
+    #   instructions with the loop), but nn 51.33 / 51.13 (in place / double-buffered) vs
+    #   51.59, tt 50.99 / 50.70 vs 51.17; tn 53.56 vs 53.36, nt equal, 8192^3 within 0.2 %.
+    # - the co-resident CTAs of the first wave started half or a quarter of a k-tile apart
+    #   (__nanosleep): within 0.1 % in every layout.
+    # - the refill clamped to the last k-tile instead of skipped (no branch): ak_bn 1167
+    #   instructions but 1310 reuse flags, am_bn 168 registers (offline, not run).
     _pipe("cute_pipelined", 128, 128, 16, 4, trans_k=13, stream_k=1, fma_order=6,
-          fma_order_raw=2, min_blocks_mn=1, stash_k=13, kq_layout=7, kt_unroll=2,
-          epi_ak_bk=1, epi_ak_bn=3),
+          fma_order_raw=2, min_blocks_mn=1, stash_k=13, stash0_k=10, load1_k=1, kq_layout=7,
+          kt_unroll=2, epi_ak_bk=1, epi_ak_bn=3),
     _pipe("cute_pipelined_128x128x8", 128, 128, 8, 4),
     _pipe("cute_pipelined_64x128x8", 64, 128, 8, 4, thr_m=8, thr_n=16, min_blocks=3),
 ]

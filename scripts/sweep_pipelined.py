@@ -10,7 +10,7 @@ figures printed, then checked and timed by `cute-gemm bench`.
   spec: NAME=BMxBNxBK/STAGES[,key=value...]   keys: thr_m thr_n warp_m min_blocks
                                               min_blocks_mn raster_n frag_db trans_k
                                               stream_k fma_order fma_order_raw
-                                              stash_k kq_layout kt_unroll
+                                              stash_k stash0_k load1_k kq_layout kt_unroll
                                               smem (bytes; experiments: too small for _ak_bk)
                                               rul (ptxas --register-usage-level 0-10)
                                               opt (other compiler settings, _OPTS)

@@ -166,6 +166,12 @@ using namespace cute;
 #ifndef STASH_K
 #define STASH_K (BLK_K - 1)   // k-block where the last register-staged group goes to smem
 #endif
+#ifndef STASH0_K
+#define STASH0_K (BLK_K / 2)  // ... and where the first goes, when there are two
+#endif
+#ifndef LOAD1_K
+#define LOAD1_K (BLK_K / 2)   // k-block where the second register-staged group is loaded
+#endif
 #ifndef PDL
 #define PDL 0                 // 1: programmatic dependent launch of split stream-K launches
 #endif
@@ -505,10 +511,9 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   };
   // The refill. cp.async (all but LdVecK operands) all goes out at k-block 0.
   // Register-staged slices (LdVecK: the entries with one k-major operand) go in kPhases
-  // groups: group g is loaded at k-block g*BLK_K/kPhases and stored to smem where group
-  // g+1 is loaded (the last at STASH_K). One group: a whole k-tile of FFMA
-  // covers the LDG; two at BLK_K 16 (fewer staging registers live, for the 128-register
-  // budget of 2 CTAs/SM). Both operands k-major take the raw stages instead (CpVecK):
+  // groups: one group is loaded at k-block 0 and stored to smem at STASH_K; two (BLK_K
+  // 16, the 128-register budget of 2 CTAs/SM) are loaded at k-blocks 0 and LOAD1_K and
+  // stored at STASH0_K and STASH_K (registry). Both operands k-major take the raw stages instead (CpVecK):
   // staging both in registers needed 4 groups at 128x128x16 (44.1 TFLOP/s on an H200
   // vs 48.1 raw), while one staged operand measured ~1-3% ahead of raw (nn/tt).
   constexpr int kSlA = kStagedA ? decltype(size<1>(tAsA))::value : 0;
@@ -517,13 +522,21 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   static_assert(!(kStagedA && kStagedB), "both k-major: raw stages (CpVecK)");
   constexpr int kPhases = (kU > 1 && BLK_K >= 16) ? 2 : 1;
   static_assert(BLK_K % kPhases == 0, "groups start on k-blocks");
-  constexpr int kStep = BLK_K / kPhases;
-  // The last group's stores: STASH_K (registry), before the k-tile's barrier. 128x128x16,
-  // H100, TFLOP/s, 4096^3 / 8192^3 data-parallel, k-block 13 vs 15: nn 50.01 / 50.98 vs
-  // 49.67 / 50.54, tt 50.03 / 50.96 vs 49.75 / 50.51; 11, 12, 14 and group 1 loaded at
-  // k-block 7 or 9 instead of 8: no better than 15.
-  constexpr int kLast = STASH_K;
-  static_assert(kLast > (kPhases - 1) * kStep && kLast <= BLK_K - 1, "last stash after its load");
+  // Where group p is loaded and where it goes to smem (k-blocks of the k-tile; the stores
+  // before the k-tile's barrier, each after its own load). Each group's LDG has until its
+  // store to land: the second group loaded at k-block 1 instead of 8 (its LDG then issues
+  // near k-block 3 instead of 8.4: 10 k-blocks of cover, not 5), the first stored at 10
+  // instead of 8, 126 registers. H100, TFLOP/s, same run, 4096^3 / 8192^3: nn 52.30 /
+  // 53.50 vs 51.58 / 52.97, tt 51.81 / 53.26 vs 51.18 / 52.79 (ladder_cute.py, session 15).
+  // Earlier: STASH_K 13 vs 15 (loads at 0 and 8, first store at 8), 4096^3 / 8192^3
+  // data-parallel: nn 50.01 / 50.98 vs 49.67 / 50.54, tt 50.03 / 50.96 vs 49.75 / 50.51.
+  constexpr auto load_k = [](int p) { return p == 0 ? 0 : LOAD1_K; };
+  constexpr auto stash_k = [](int p) { return p + 1 == kPhases ? STASH_K : STASH0_K; };
+  static_assert(kPhases <= 2, "at most two register-staged groups");
+  static_assert(STASH_K <= BLK_K - 1 && STASH_K > (kPhases == 2 ? LOAD1_K : 0),
+                "the last group's stores after its load, before the barrier");
+  static_assert(kPhases == 1 || (LOAD1_K >= 0 && STASH0_K > 0 && STASH0_K <= BLK_K - 1),
+                "the first group's stores after its load, before the barrier");
   // phase p: cp.async (p == 0) + staged group p
   auto load_phase = [&](int phase, int k_tile, int stage) {
     const int lo = phase * kU / kPhases, hi = (phase + 1) * kU / kPhases;
@@ -614,7 +627,7 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
     for (int k_block = 0; k_block < K_BLOCK_MAX; ++k_block) {
       CUTE_UNROLL
       for (int p = 0; p < kPhases; ++p)     // group p's registers -> smem
-        if (refill && kU > 0 && k_block == (p + 1 == kPhases ? kLast : (p + 1) * kStep))
+        if (refill && kU > 0 && k_block == stash_k(p))
           stash_phase(p, prev_stage());
       if (kAnyRaw && k_block == kTransK && k_tile + 1 < k_end()) {
         // k-tile+1 landed for this thread; its compute buffer was last read in k-tile-1
@@ -639,7 +652,7 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
       // k-tile k_tile + STAGES - 1 (one cp.async group per k-tile, empty past the end).
       CUTE_UNROLL
       for (int p = 0; p < kPhases; ++p)     // group p (and cp.async) out
-        if (refill && k_block == p * kStep) load_phase(p, k_tile + STAGES - 1, prev_stage());
+        if (refill && k_block == load_k(p)) load_phase(p, k_tile + STAGES - 1, prev_stage());
       if (k_block == 0) cp_async_fence();
       outer_product<kAnyRaw ? FMA_ORDER_RAW : FMA_ORDER>(mma, tCrA(_, _, k_block & 1),
                                                          tCrB(_, _, k_block & 1), tCrC);  // 8x8 FFMA
