@@ -513,9 +513,10 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   // Register-staged slices (LdVecK: the entries with one k-major operand) go in kPhases
   // groups: one group is loaded at k-block 0 and stored to smem at STASH_K; two (BLK_K
   // 16, the 128-register budget of 2 CTAs/SM) are loaded at k-blocks 0 and LOAD1_K and
-  // stored at STASH0_K and STASH_K (registry). Both operands k-major take the raw stages instead (CpVecK):
-  // staging both in registers needed 4 groups at 128x128x16 (44.1 TFLOP/s on an H200
-  // vs 48.1 raw), while one staged operand measured ~1-3% ahead of raw (nn/tt).
+  // stored at STASH0_K and STASH_K (registry). Both operands k-major take the raw stages
+  // instead (CpVecK): staging both in registers needed 4 groups at 128x128x16 (44.1
+  // TFLOP/s on an H200 vs 48.1 raw), while one staged operand measured ~1-3% ahead of raw
+  // (nn/tt).
   constexpr int kSlA = kStagedA ? decltype(size<1>(tAsA))::value : 0;
   constexpr int kSlB = kStagedB ? decltype(size<1>(tBsB))::value : 0;
   constexpr int kU = kSlA + kSlB;
