@@ -522,7 +522,6 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   constexpr int kU = kSlA + kSlB;
   static_assert(!(kStagedA && kStagedB), "both k-major: raw stages (CpVecK)");
   constexpr int kPhases = (kU > 1 && BLK_K >= 16) ? 2 : 1;
-  static_assert(BLK_K % kPhases == 0, "groups start on k-blocks");
   // Where group p is loaded and where it goes to smem (k-blocks of the k-tile; the stores
   // before the k-tile's barrier, each after its own load). Each group's LDG has until its
   // store to land: the second group loaded at k-block 1 instead of 8 (its LDG then issues
