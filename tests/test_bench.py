@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import cute_gemm
+import stub_driver
 from cute_gemm import registry
 from cute_gemm.bench import (CUBLAS, BenchResult, Reference, Row, fill_ratios, find_cublas,
                              format_table, load_json, measure_row, native_layout, parse_layouts,
@@ -381,60 +382,23 @@ def test_write_outputs_without_matplotlib(tmp_path, monkeypatch):
 
 
 # ---- run()'s cached hot path with a stub driver -------------------------------------------------
-class _Dev:
-    def __init__(self, shape, ptr, strides=None, typestr="<f4", readonly=False):
-        self.shape, self.ptr, self.typestr, self.readonly = shape, ptr, typestr, readonly
-        self.strides = strides or (4 * shape[1], 4)
-
-    @property
-    def __cuda_array_interface__(self):
-        return {"shape": self.shape, "typestr": self.typestr, "data": (self.ptr, self.readonly),
-                "strides": self.strides, "version": 3}
-
-
 def _stub_driver(monkeypatch):
-    from cute_gemm import api, launch
-    launches = []
+    """The launches (function, grid, block, smem, stream, argument bytes) run() makes."""
+    events = stub_driver.install(monkeypatch)
 
-    class Drv:
-        CUresult = types.SimpleNamespace(CUDA_SUCCESS=0)
-        CUfunction_attribute = types.SimpleNamespace(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES=8)
+    class Launches(list):
+        def __len__(self):
+            return len(self._all())
 
-        def cuFuncSetAttribute(self, h, attr, value):
-            return (0,)
+        def __getitem__(self, i):
+            return self._all()[i]
 
-        def cuCtxGetCurrent(self):
-            return (0, 1)
+        def _all(self):
+            return [(e[1], e[2], None, None, e[3], e[4]) for e in stub_driver.launches(events)]
+    return Launches()
 
-        def cuStreamGetId(self, h):       # legacy default-stream semantics: 0 is stream 1
-            return (0, h or 1)
 
-        def cuLaunchKernel(self, h, gx, gy, gz, bx, by, bz, smem, stream, addr, extra):
-            ptrs = (ctypes.c_void_p * len(launch._OFFSETS)).from_address(addr)
-            blob = ctypes.string_at(ptrs[0], ctypes.sizeof(launch._GemmArgs))
-            launches.append((h, (gx, gy, gz), (bx, by, bz), smem, stream, blob))
-            return (0,)
-
-    drv = Drv()
-    monkeypatch.setattr(launch, "_drv", lambda: drv)
-    monkeypatch.setattr(launch, "_init_done", True)
-    monkeypatch.setitem(launch._contexts, 0, 1)
-    monkeypatch.setattr(launch, "_zero_is", [])
-    monkeypatch.setattr(api, "_count", [1])
-    monkeypatch.setattr(api, "_fast", {})
-    monkeypatch.setattr(api, "_hot", {})
-    fns = {}
-
-    class Plan:
-        smem_limit = 232448
-
-        def __init__(self, k):
-            self.k = k
-
-        def function(self, entry):
-            return fns.setdefault((self.k.name, entry), launch.Function(self.k.name, entry, entry))
-    monkeypatch.setattr(api, "_plan", lambda k, ordinal: Plan(k))
-    return launches
+_Dev = stub_driver.Dev
 
 
 @pytest.mark.parametrize("name", registry.names())

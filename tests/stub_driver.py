@@ -1,0 +1,124 @@
+"""A stand-in for cuda.bindings.driver that records what run() asks of the GPU, so the
+launch planning (hot paths, aliasing, chunked launches, stream ordering) is tested on a
+machine without one. Pointers are plain integers; nothing is read or written."""
+from __future__ import annotations
+
+import ctypes
+import itertools
+import threading
+import types
+
+from cute_gemm import api, launch
+
+
+class Dev:
+    """A __cuda_array_interface__ operand at a made-up address (strides in bytes)."""
+
+    def __init__(self, shape, ptr, strides=None, typestr="<f4", readonly=False, stream=None):
+        self.shape, self.ptr, self.typestr, self.readonly = shape, ptr, typestr, readonly
+        self.strides = strides if strides is not None else (4 * shape[1], 4)
+        self.stream = stream
+
+    @property
+    def __cuda_array_interface__(self):
+        d = {"shape": self.shape, "typestr": self.typestr, "data": (self.ptr, self.readonly),
+             "strides": self.strides, "version": 3}
+        if self.stream is not None:
+            d["stream"] = self.stream
+        return d
+
+
+def gemm_args(blob: bytes):
+    return launch._GemmArgs.from_buffer_copy(blob[:ctypes.sizeof(launch._GemmArgs)])
+
+
+def scale_args(blob: bytes):
+    return api._ScaleArgs.from_buffer_copy(blob)
+
+
+def install(monkeypatch):
+    """Replace the driver; returns the list of recorded events: ("launch", entry, grid,
+    stream, argument bytes), ("alloc", ptr, nbytes, stream), ("free", ptr, stream),
+    ("memset", ptr, count, stream), ("record", event, stream), ("wait", stream, event)."""
+    events: list = []
+    addrs = itertools.count(0x7000_0000_0000, 1 << 36)
+
+    class Drv:
+        CUresult = types.SimpleNamespace(CUDA_SUCCESS=0, CUDA_ERROR_STREAM_CAPTURE_IMPLICIT=906)
+        CUfunction_attribute = types.SimpleNamespace(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES=8)
+        CUevent_flags = types.SimpleNamespace(CU_EVENT_DISABLE_TIMING=2)
+        CUstreamCaptureStatus = types.SimpleNamespace(CU_STREAM_CAPTURE_STATUS_NONE=0)
+
+        def cuFuncSetAttribute(self, h, attr, value):
+            return (0,)
+
+        def cuCtxGetCurrent(self):
+            return (0, 1)
+
+        def cuStreamGetId(self, h):       # legacy default-stream semantics: 0 is stream 1
+            return (0, h or 1)
+
+        def cuStreamIsCapturing(self, h):
+            return (0, 0)
+
+        def cuEventCreate(self, flags):
+            return (0, object())
+
+        def cuEventRecord(self, ev, stream):
+            events.append(("record", ev, stream))
+            return (0,)
+
+        def cuStreamWaitEvent(self, stream, ev, flags):
+            events.append(("wait", stream, ev))
+            return (0,)
+
+        def cuMemsetD32Async(self, ptr, value, count, stream):
+            events.append(("memset", ptr, count, stream))
+            return (0,)
+
+        def cuLaunchKernel(self, h, gx, gy, gz, bx, by, bz, smem, stream, addr, extra):
+            n = len(api._SCALE_OFFSETS) if h == "scale2d" else len(launch._OFFSETS_WS)
+            ptrs = (ctypes.c_void_p * n).from_address(addr)
+            size = ctypes.sizeof(api._ScaleArgs if h == "scale2d" else launch._GemmArgs)
+            events.append(("launch", h, (gx, gy, gz), stream, ctypes.string_at(ptrs[0], size)))
+            return (0,)
+
+    def alloc_async(nbytes, ordinal, stream):
+        ptr = next(addrs)
+        events.append(("alloc", ptr, nbytes, stream))
+        return ptr
+
+    def free_async(ptr, stream):
+        events.append(("free", ptr, stream))
+
+    drv = Drv()
+    monkeypatch.setattr(launch, "_drv", lambda: drv)
+    monkeypatch.setattr(launch, "_init_done", True)
+    monkeypatch.setattr(launch, "alloc_async", alloc_async)
+    monkeypatch.setattr(launch, "free_async", free_async)
+    monkeypatch.setattr(launch, "_events", threading.local())
+    monkeypatch.setattr(launch, "_zero_is", [])
+    monkeypatch.setitem(launch._contexts, 0, 1)
+    monkeypatch.setattr(api, "_count", [1])
+    monkeypatch.setattr(api, "_fast", {})
+    monkeypatch.setattr(api, "_hot", {})
+    monkeypatch.setenv("CUTE_GEMM_STREAM_K", "0")    # (occupancy needs a real driver)
+    fns: dict = {}
+
+    class Plan:
+        smem_limit = 232448
+
+        def __init__(self, k):
+            self.k = k
+
+        def function(self, entry):
+            return fns.setdefault((self.k.name, entry), launch.Function(self.k.name, entry, entry))
+    monkeypatch.setattr(api, "_plan", lambda k, ordinal: Plan(k))
+    return events
+
+
+def launches(events, kind=None):
+    """The recorded launches: all, or only the GEMM kernels' (kind "gemm") or only the
+    scale/copy utility's (kind "scale2d")."""
+    return [e for e in events if e[0] == "launch"
+            and (kind is None or (e[1] == "scale2d") == (kind == "scale2d"))]
