@@ -16,7 +16,7 @@ import numpy as np
 
 from . import cache, launch, registry
 from .arrays import Operand, parse
-from .errors import CuteGemmError, InputError, ShapeError
+from .errors import AliasError, CaptureError, CuteGemmError, InputError, ShapeError
 
 _UTIL = registry.Kernel(
     name="scale2d", family="util", source="util/scale2d.cu",
@@ -125,12 +125,29 @@ def _util_fn(ordinal: int) -> launch.Function:
     return _plan(_UTIL, ordinal).function("scale2d")
 
 
+def _sub(op: Operand | None, i0: int, j0: int, rows: int, cols: int) -> Operand | None:
+    """The (rows, cols) block of a device operand starting at element (i0, j0)."""
+    if op is None:
+        return None
+    return Operand(op.name, op.obj, True, op.ptr + 4 * (i0 * op.strides[0] + j0 * op.strides[1]),
+                   (rows, cols), op.strides, op.dtype, op.readonly)
+
+
+def _pieces(extent: int, step: int):
+    """(start, size) of the launches that cover `extent` in pieces of at most `step`."""
+    return [(i, min(step, extent - i)) for i in range(0, extent, step)]
+
+
 def _scale2d(ordinal: int, stream: int, s: float, src: Operand | None, dst: Operand) -> None:
     m, n = dst.shape
     if m * n == 0:
         return
     f = _util_fn(ordinal)
-    launch.launch(f, ((m * n + 255) // 256, 1, 1), (256, 1, 1), 0, stream, _pack_scale(m, n, s, src, dst))
+    mc, nc, _ = _UTIL.launch_extents(m, n, 1)
+    for i0, r in _pieces(m, mc):
+        for j0, c in _pieces(n, nc):
+            launch.launch(f, (registry.cdiv(r * c, 256), 1, 1), (256, 1, 1), 0, stream,
+                          _pack_scale(r, c, s, _sub(src, i0, j0, r, c), _sub(dst, i0, j0, r, c)))
 
 
 class _ScaleArgs(ctypes.Structure):
@@ -151,10 +168,18 @@ def _pack_scale(m, n, s, src, dst):
     return (a, ptrs), ctypes.addressof(ptrs)
 
 
-def _temp(shape, ordinal: int, owned: list) -> Operand:
-    buf = launch.DeviceBuffer(4 * max(shape[0] * shape[1], 1), ordinal)
-    owned.append(buf)
-    return Operand("tmp", buf, True, buf.ptr, tuple(shape), (shape[1], 1), "float32")
+def _temp(shape, ordinal: int, stream: int, owned: list) -> Operand:
+    """A row-major scratch matrix in stream order (freed by _release on the same stream)."""
+    ptr = launch.alloc_async(4 * max(shape[0] * shape[1], 1), ordinal, stream)
+    owned.append(ptr)
+    return Operand("tmp", None, True, ptr, tuple(shape), (shape[1], 1), "float32")
+
+
+def _release(owned: list, stream: int) -> None:
+    """Free scratch in stream order: after the work queued so far, no host wait."""
+    for ptr in owned:
+        launch.free_async(ptr, stream)
+    owned.clear()
 
 
 class _Resolved:
@@ -171,7 +196,7 @@ class _Resolved:
         self.f, self.grid, self.block, self.smem = f, grid, block, smem
         self.head = head     # a split stream-K launch: the data-parallel launch that goes first
         self.pdl = pdl       # ... and this one may start while the head's last CTAs still run
-        self.ws_bytes, self.ordinal = ws_bytes, ordinal   # stream-K: workspace per stream
+        self.ws_bytes, self.ordinal = ws_bytes, ordinal   # stream-K: workspace per launch
         self.swap = swap     # the kernel computes C^T = B^T A^T: it takes B first, then A
         if swap:
             m, n, sa, sb, sc = n, m, sb[::-1], sa[::-1], sc[::-1]
@@ -182,17 +207,29 @@ class _Resolved:
         self.lock = threading.Lock()
 
     def __call__(self, a, b, c, alpha, beta, stream):
-        if self.head is not None:
-            self.head(a, b, c, alpha, beta, stream)
-        s = self.args
-        with self.lock:
-            if self.swap:
-                a, b = b, a
-            s.A, s.B, s.C, s.alpha, s.beta = a, b, c, alpha, beta
-            if self.ws_bytes:
-                s.ws = launch.workspace(self.ordinal, stream, self.ws_bytes)
-            launch.launch(self.f, self.grid, self.block, self.smem, stream, self.packed,
-                          pdl=self.pdl)
+        ws = 0
+        if self.ws_bytes:
+            # the workspace is this launch's own, in stream order; its counters are zeroed
+            # before the head goes, so that nothing stands between the head and the twin
+            # that starts by programmatic dependent launch
+            ws = launch.alloc_async(self.ws_bytes, self.ordinal, stream)
+        try:
+            if ws:
+                launch.memset_f32(ws, 0, registry.STREAM_K_COUNTERS, stream)
+            if self.head is not None:
+                self.head(a, b, c, alpha, beta, stream)
+            s = self.args
+            with self.lock:
+                if self.swap:
+                    a, b = b, a
+                s.A, s.B, s.C, s.alpha, s.beta = a, b, c, alpha, beta
+                if ws:
+                    s.ws = ws
+                launch.launch(self.f, self.grid, self.block, self.smem, stream, self.packed,
+                              pdl=self.pdl)
+        finally:
+            if ws:
+                launch.free_async(ws, stream)
 
 
 def _stream_k(k: registry.Kernel, plan: "_Plan", variant: registry.Variant, m: int, n: int,
@@ -247,17 +284,43 @@ def _gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     (key, resolved) of the _fast entry the call went through, or None."""
     m, kk = A.shape
     n = B.shape[1]
-    if C is None:
-        beta = 0.0
-    if kk == 0:  # no products: T = beta * C
+    if C is None or beta == 0.0:
+        C, beta = None, 0.0     # BLAS: with beta == 0, C is not read
+    if m == 0 or n == 0:
+        return None
+    products = kk > 0 and alpha != 0.0     # BLAS: with alpha == 0, A and B are not read
+    read = ((A, B) if products else ()) + ((C,) if C is not None else ())
+    if any(T.overlaps(x) and not (x is C and C.same_view(T)) for x in read):
+        # T aliases an input other than as C in place: compute apart, then copy into T
+        owned: list = []
+        try:
+            W = _temp(T.shape, ordinal, stream, owned)
+            _gemm_device(k, A, B, C, W, alpha, beta, stream, ordinal)
+            _scale2d(ordinal, stream, 1.0, W, T)
+        finally:
+            _release(owned, stream)
+        return None
+    if not products:
         _scale2d(ordinal, stream, beta, C, T)
+        return None
+    mc, nc, kc = k.launch_extents(m, n, kk)
+    if (mc, nc, kc) != (m, n, kk):
+        # beyond one launch (grid limits, 32-bit indices): launches on blocks of C, and
+        # along K each piece adds to what the one before left in T
+        for i0, r in _pieces(m, mc):
+            for j0, c in _pieces(n, nc):
+                Tb = _sub(T, i0, j0, r, c)
+                for p0, q in _pieces(kk, kc):
+                    _gemm_device(k, _sub(A, i0, p0, r, q), _sub(B, p0, j0, q, c),
+                                 _sub(C, i0, j0, r, c) if p0 == 0 else Tb, Tb, alpha,
+                                 beta if p0 == 0 else 1.0, stream, ordinal)
         return None
     # the hot path: a launch already resolved for this kernel, shape, strides and pointer
     # alignment class (everything _choose and the grid depend on) skips straight to the driver
     key = (k.name, ordinal, m, n, kk, A.strides, B.strides, T.strides,
            A.ptr & 255, B.ptr & 255, T.ptr & 255)
     fast = _fast.get(key)
-    if fast is not None and (beta == 0.0 or (C.ptr == T.ptr and C.strides == T.strides)):
+    if fast is not None and (C is None or C.same_view(T)):
         fast(A.ptr, B.ptr, T.ptr, alpha, beta, stream)
         return key, fast
     plan = _plan(k, ordinal)
@@ -268,15 +331,15 @@ def _gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     owned: list = []
     try:
         if "a" in copies:
-            A2 = _temp(A.shape, ordinal, owned)
+            A2 = _temp(A.shape, ordinal, stream, owned)
             _scale2d(ordinal, stream, 1.0, A, A2)
             A = A2
         if "b" in copies:
-            B2 = _temp(B.shape, ordinal, owned)
+            B2 = _temp(B.shape, ordinal, stream, owned)
             _scale2d(ordinal, stream, 1.0, B, B2)
             B = B2
-        W = _temp(T.shape, ordinal, owned) if "c" in copies else T
-        if beta != 0.0 and not (C.ptr == W.ptr and C.strides == W.strides):
+        W = _temp(T.shape, ordinal, stream, owned) if "c" in copies else T
+        if C is not None and not C.same_view(W):
             _scale2d(ordinal, stream, 1.0, C, W)   # the kernel updates W in place
         sk_smem = k.stream_k_smem_bytes(m, n, kk)
         sk = _stream_k(k, plan, variant, m, n, kk, smem, sk_smem)
@@ -300,26 +363,25 @@ def _gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
             _scale2d(ordinal, stream, 1.0, W, T)
         return (key, resolved) if not copies else None
     finally:
-        if owned:
-            # temporaries may still be in use by queued work: wait before freeing
-            launch.synchronize(stream)
-            for b in owned:
-                b.close()
+        _release(owned, stream)
 
 
 # ---- validation --------------------------------------------------------------------------
-def _validate(a, b, c, out, alpha, beta):
-    A, B = parse("a", a), parse("b", b)
+def _validate(a, b, c, out, alpha, beta, stream: int | None = None):
+    A, B = parse("a", a, stream), parse("b", b, stream)
     (m, k1), (k2, n) = A.shape, B.shape
     if k1 != k2:
         raise ShapeError(f"inner dimensions differ: a is {A.shape}, b is {B.shape} ({k1} != {k2})")
-    C = parse("c", c) if c is not None else None
-    O = parse("out", out) if out is not None else None
+    C = parse("c", c, stream) if c is not None else None
+    O = parse("out", out, stream) if out is not None else None
     for op in (C, O):
         if op is not None and op.shape != (m, n):
             raise ShapeError(f"{op.name} must have shape {(m, n)} (a @ b), got {op.shape}")
     if O is not None and O.readonly:
         raise InputError("out is read-only")
+    if O is not None and O.self_overlapping():
+        raise AliasError(f"out has strides {O.strides} (elements) for shape {O.shape}: several "
+                         "of its elements share one address, so it cannot hold a result")
     for nm, v in (("alpha", alpha), ("beta", beta)):
         if type(v) is not float and (not isinstance(v, (int, float, np.floating, np.integer))
                                      or isinstance(v, bool)):
@@ -375,17 +437,25 @@ _SCALAR = (float, int)    # not bool: type(True) is bool
 
 
 def _hot_sig(name, a, b, out):
-    """(signature, pointers) of a call on __cuda_array_interface__ operands, else None."""
+    """(signature, pointers, CAI streams) of a call on __cuda_array_interface__ operands,
+    else None."""
     try:   # (PyTorch raises RuntimeError for tensors that require grad: the full path says so)
         ca, cb, co = a.__cuda_array_interface__, b.__cuda_array_interface__, out.__cuda_array_interface__
+        da, db, do = ca["data"], cb["data"], co["data"]
+        sig = (name, ca["shape"], ca.get("strides"), ca["typestr"], da[0] & 255, ca.get("mask"),
+               cb["shape"], cb.get("strides"), cb["typestr"], db[0] & 255, cb.get("mask"),
+               co["shape"], co.get("strides"), co["typestr"], do[0] & 255, co.get("mask"), do[1])
+        hash(sig)      # a list shape, say: not hashable, so no hot path
+        return sig, da[0], db[0], do[0], ca.get("stream"), cb.get("stream"), co.get("stream")
     except Exception:
         return None
-    da, db, do = ca["data"], cb["data"], co["data"]
-    pa, pb, po = da[0] or 0, db[0] or 0, do[0] or 0
-    sig = (name, ca["shape"], ca.get("strides"), ca["typestr"], pa & 255, ca.get("mask"),
-           cb["shape"], cb.get("strides"), cb["typestr"], pb & 255, cb.get("mask"),
-           co["shape"], co.get("strides"), co["typestr"], po & 255, co.get("mask"), do[1])
-    return sig, pa, pb, po
+
+
+def _hot_entry(fast, A: Operand, B: Operand, O: Operand):
+    """What the hot path keeps of a resolved call: the _fast entry and each operand's
+    byte span relative to its pointer (fixed by the signature), for the overlap test."""
+    rel = tuple(x - op.ptr for op in (A, B, O) for x in op.span())
+    return fast + (rel,)
 
 
 def run(name, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None):
@@ -393,33 +463,52 @@ def run(name, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None):
 
     numpy in -> numpy out; device arrays (CuPy, PyTorch, JAX, __cuda_array_interface__,
     DLPack) in -> result on the device. `out` receives the result (it may be `c`, for an
-    in-place update). Asynchronous on `stream` for device arrays, like any CUDA library.
+    in-place update; an `out` that overlaps a, b or c otherwise is computed apart and
+    copied). Asynchronous on `stream` for device arrays, like any CUDA library; operands
+    that name their producer's stream (CAI v3 `stream`, DLPack) are waited for on it.
     """
     hot = None   # (one device known, from an earlier call: no signature work for multi-GPU hosts)
     if (c is None and out is not None and _count == [1] and type(alpha) in _SCALAR
-            and type(beta) in _SCALAR):
+            and type(beta) in _SCALAR and alpha != 0):
         hot = _hot_sig(name, a, b, out)
         if hot is not None:
             entry = _hot.get(hot[0])
             if entry is not None and _fast.get(entry[0]) is entry[1]:
-                launch._ensure_context(0)
-                entry[1](hot[1], hot[2], hot[3], float(alpha), 0.0, launch.stream_handle(stream))
-                return out
+                _, pa, pb, po, sa, sb, so = hot
+                s = launch.stream_handle(stream)
+                cs = launch.canonical_stream(s)
+                alo, ahi, blo, bhi, olo, ohi = entry[2]
+                if (pa and pb and po and (sa is None or sa == cs) and (sb is None or sb == cs)
+                        and (so is None or so == cs)
+                        and not (pa + alo < po + ohi and po + olo < pa + ahi)
+                        and not (pb + blo < po + ohi and po + olo < pb + bhi)):
+                    launch._ensure_context(0)
+                    entry[1](pa, pb, po, float(alpha), 0.0, s)
+                    return out
     k = registry.get(name)
-    A, B, C, O, m, n, kk = _validate(a, b, c, out, alpha, beta)
+    s = launch.stream_handle(stream)
+    A, B, C, O, m, n, kk = _validate(a, b, c, out, alpha, beta, s)
     alpha, beta = float(alpha), float(beta)
     if C is None:
         beta = 0.0
     if A.device:
-        return _run_device(k, A, B, C, O, m, n, alpha, beta, stream, hot)
-    return _run_host(k, A, B, C, O, m, n, kk, alpha, beta, stream)
+        return _run_device(k, A, B, C, O, m, n, alpha, beta, s, hot)
+    return _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s)
 
 
-def _run_device(k, A, B, C, O, m, n, alpha, beta, stream, hot=None):
+def _run_device(k, A, B, C, O, m, n, alpha, beta, s, hot=None):
     ordinal = _device_ordinal(A)
     launch._ensure_context(ordinal)
-    s = launch.stream_handle(stream)
+    ops = (A, B, C, O)
+    if any(op is not None and op.stream is not None for op in ops):
+        cs = launch.canonical_stream(s)
+        for p in {op.stream for op in ops if op is not None and op.stream is not None}:
+            if launch.canonical_stream(p) != cs:   # the producer's writes come first
+                launch.wait_stream(s, p, ordinal)
     if O is None:
+        if type(A.obj).__module__.split(".")[0] not in ("cupy", "torch") and launch.capturing(s):
+            raise CaptureError("a new result array cannot be allocated while the stream "
+                               "captures a CUDA graph: pass out=")
         result = _empty_like_lib(A.obj, (m, n), ordinal)
         O = parse("out", result)
     else:
@@ -429,7 +518,7 @@ def _run_device(k, A, B, C, O, m, n, alpha, beta, stream, hot=None):
         if fast is not None and hot is not None:     # hot: one device, so ordinal 0
             if len(_hot) >= 4096:
                 _hot.clear()
-            _hot[hot[0]] = fast
+            _hot[hot[0]] = _hot_entry(fast, A, B, O)
     return result
 
 
@@ -450,11 +539,13 @@ def _upload(op: Operand, ordinal: int, stream: int, owned: list) -> Operand:
     return Operand(op.name, buf, True, buf.ptr, op.shape, strides, "float32")
 
 
-def _run_host(k, A, B, C, O, m, n, kk, alpha, beta, stream):
+def _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s):
     result = O.host if O is not None else np.empty((m, n), dtype=np.float32)
     if m == 0 or n == 0:
         return result
-    if kk == 0:   # no products and nothing to launch: result = beta * C (BLAS: 0 when beta == 0)
+    if kk == 0 or alpha == 0.0:
+        # no products, nothing to launch: result = beta * C (BLAS: A and B are not read,
+        # and C is not read when beta == 0)
         if beta == 0.0:
             result[...] = 0.0
         else:
@@ -462,12 +553,16 @@ def _run_host(k, A, B, C, O, m, n, kk, alpha, beta, stream):
         return result
     ordinal = launch.current_ordinal()
     launch._ensure_context(ordinal)
-    s = launch.stream_handle(stream)
+    if launch.capturing(s):
+        raise CaptureError("numpy operands need copies to and from the host and a wait for "
+                           "them, which a CUDA graph capture cannot hold: pass device arrays")
     owned: list = []
     try:
         dA = _upload(A, ordinal, s, owned)
         dB = _upload(B, ordinal, s, owned)
-        dT = _temp((m, n), ordinal, owned)
+        buf = launch.DeviceBuffer(4 * m * n, ordinal)
+        owned.append(buf)
+        dT = Operand("tmp", buf, True, buf.ptr, (m, n), (n, 1), "float32")
         if beta != 0.0:   # C goes straight into the result buffer, updated in place
             hc = np.ascontiguousarray(C.host)
             launch.memcpy_htod(dT.ptr, hc.ctypes.data, hc.nbytes, s)

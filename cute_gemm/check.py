@@ -249,10 +249,10 @@ def cross_check(a=None, b=None, *, kernels=None, shapes=None, seed=None, alpha=1
         if a is None or b is None:
             raise CuteGemmError("cross_check needs both a and b (or neither)")
         from .api import _validate
+        from .arrays import to_numpy
         _validate(a, b, c, None, alpha, beta)
-        a32 = np.asarray(a, dtype=np.float32)
-        b32 = np.asarray(b, dtype=np.float32)
-        c32 = np.asarray(c, dtype=np.float32) if c is not None else None
+        a32, b32 = to_numpy("a", a), to_numpy("b", b)
+        c32 = to_numpy("c", c) if c is not None else None
         report.shapes.append(_check_one_shape(names, a32, b32, c32, float(alpha),
                                               float(beta) if c is not None else 0.0, exact, layouts))
         return report

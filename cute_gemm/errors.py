@@ -33,6 +33,22 @@ class ShapeLimitError(InputError):
     """The shape is valid but beyond what a kernel's design allows (e.g. whole-K in smem)."""
 
 
+class AliasError(InputError):
+    """`out` cannot hold the result: several of its elements share one address (a zero or
+    overlapping stride). Overlap of `out` with a, b or c is no error: run() then computes
+    into a temporary and copies."""
+
+
+class StreamError(InputError):
+    """A `stream` argument that is not a CUDA stream (handle, or an object exposing one)."""
+
+
+class CaptureError(CuteGemmError):
+    """The call cannot be recorded into the CUDA graph being captured on its stream (host
+    operands need synchronous copies); raised before anything is enqueued, so the
+    capture stays valid."""
+
+
 class CompileError(CuteGemmError):
     """NVRTC rejected a kernel: carries the kernel name, the options and the full log."""
 

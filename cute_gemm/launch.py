@@ -13,7 +13,7 @@ import functools
 import threading
 from dataclasses import dataclass
 
-from .errors import CudaError, NoDeviceError
+from .errors import CaptureError, CudaError, NoDeviceError, StreamError
 
 _lock = threading.RLock()
 
@@ -278,51 +278,59 @@ def occupancy(f: Function, threads: int, smem: int) -> int:
                       "cuOccupancyMaxActiveBlocksPerMultiprocessor", f.name))
 
 
-# Stream-K workspaces, one per (device, stream): launches queued on one stream run in
-# order, so they can share it; launches on two streams may overlap, so they must not.
-# Grown (never shrunk) to the largest request; the arrival counters at its start are
-# zeroed once and left zero by every launch. free_workspaces() hands them back. (A stream
-# destroyed with stream-K work still queued, whose handle CUDA then reuses for a new
-# stream, could share a workspace with that work: synchronize before destroying.)
-_workspaces: dict[tuple[int, int], DeviceBuffer] = {}
+# ---- stream-ordered scratch memory ---------------------------------------------------
+# Stream-K workspaces and relayout temporaries are allocated and freed in stream order
+# (cuMemAllocFromPoolAsync / cuMemFreeAsync) from one pool per device: no buffer is ever
+# shared between streams or threads, so no handle identity (the per-thread default
+# stream has one handle in every thread) and no host synchronization is involved; the
+# driver orders reuse across streams, a destroyed stream leaves nothing behind, and
+# under CUDA graph capture the allocation becomes a node owned by the graph.
+POOL_KEEP_BYTES = 256 << 20    # freed memory the pool keeps for reuse (trim_pools: none)
+_pools: dict[int, object] = {}
 
 
-def workspace(ordinal: int, stream: int, nbytes: int) -> int:
-    """Device pointer to >= nbytes of workspace for `stream`, zeroed (in stream order)
-    when it is new; stream-K launches leave their counters zero, so it stays usable."""
-    key = (ordinal, stream)
-    buf = _workspaces.get(key)
-    if buf is not None and buf.nbytes >= nbytes:
-        return buf.ptr
+def _pool(ordinal: int):
+    pool = _pools.get(ordinal)
+    if pool is None:
+        drv = _drv()
+        with _lock:
+            pool = _pools.get(ordinal)
+            if pool is None:
+                props = drv.CUmemPoolProps()
+                props.allocType = drv.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
+                props.location.type = drv.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+                props.location.id = ordinal
+                pool = _check(drv.cuMemPoolCreate(props), "cuMemPoolCreate")
+                _check(drv.cuMemPoolSetAttribute(
+                    pool, drv.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                    drv.cuuint64_t(POOL_KEEP_BYTES)), "cuMemPoolSetAttribute(RELEASE_THRESHOLD)")
+                _pools[ordinal] = pool
+    return pool
+
+
+def alloc_async(nbytes: int, ordinal: int, stream: int) -> int:
+    """Device memory usable by work queued on `stream` after this call; free_async it on
+    the same stream once that work is queued."""
+    return int(_check(_drv().cuMemAllocFromPoolAsync(max(int(nbytes), 4), _pool(ordinal), stream),
+                      f"cuMemAllocFromPoolAsync({nbytes})"))
+
+
+def free_async(ptr: int, stream: int) -> None:
+    _check(_drv().cuMemFreeAsync(ptr, stream), "cuMemFreeAsync")
+
+
+def trim_pools() -> int:
+    """Give the memory the scratch pools keep for reuse back to the device (memory still
+    in use by queued work stays); safe at any time, from any thread. Returns the number
+    of pools trimmed."""
+    drv = _drv()
     with _lock:
-        buf = _workspaces.get(key)   # another thread may have grown it meanwhile
-        if buf is not None and buf.nbytes >= nbytes:
-            return buf.ptr
-        if buf is not None:          # queued launches may still use the old one
-            synchronize(stream)
-            buf.close()
-            del _workspaces[key]
-        buf = DeviceBuffer(nbytes, ordinal)
-        try:
-            _check(_drv().cuMemsetD8Async(buf.ptr, 0, buf.nbytes, stream), "cuMemsetD8Async")
-        except BaseException:
-            buf.close()
-            raise
-        _workspaces[key] = buf
-        return buf.ptr
+        for pool in _pools.values():
+            _check(drv.cuMemPoolTrimTo(pool, 0), "cuMemPoolTrimTo")
+        return len(_pools)
 
 
-def free_workspaces() -> int:
-    """Synchronize and free every stream-K workspace; returns how many were freed."""
-    n = 0
-    with _lock:
-        for (ordinal, stream), buf in list(_workspaces.items()):
-            _ensure_context(ordinal)
-            synchronize(stream)
-            buf.close()
-            n += 1
-        _workspaces.clear()
-    return n
+free_workspaces = trim_pools    # the name earlier releases documented
 
 
 def launch(f: Function, grid, block, smem: int, stream: int, packed, pdl: bool = False) -> None:
@@ -364,20 +372,73 @@ def _pdl_config(drv):
 
 
 def stream_handle(stream) -> int:
-    """Accept None (legacy default stream), an int handle, or stream objects of
+    """Accept None (the default stream), an int handle, or stream objects of
     cuda.core / CuPy / PyTorch / anything with __cuda_stream__."""
     if stream is None:
         return 0
-    if isinstance(stream, int):
+    if type(stream) is int:
+        if stream < 0:
+            raise StreamError(f"stream handle {stream} is negative")
         return stream
-    proto = getattr(stream, "__cuda_stream__", None)
-    if proto is not None:
-        return int(proto()[1])
-    for attr in ("cuda_stream", "ptr", "handle"):
-        v = getattr(stream, attr, None)
-        if v is not None:
-            return int(v)
-    raise TypeError(f"cannot get a CUDA stream handle from {type(stream).__name__}")
+    try:
+        proto = getattr(stream, "__cuda_stream__", None)
+        if proto is not None:
+            return int(proto()[1])
+        for attr in ("cuda_stream", "ptr", "handle"):
+            v = getattr(stream, attr, None)
+            if v is not None:
+                return int(v)
+    except (TypeError, ValueError, IndexError) as e:
+        raise StreamError(f"cannot read a CUDA stream handle from {type(stream).__name__}: {e}") from None
+    raise StreamError(f"stream must be None, an int handle or a CUDA stream object "
+                      f"(CuPy, PyTorch, cuda.core, __cuda_stream__), got {type(stream).__name__}")
+
+
+_zero_is: list[int] = []
+
+
+def canonical_stream(h: int) -> int:
+    """The handle that names the same stream as `h` in this process: 0 (the default stream)
+    becomes CU_STREAM_LEGACY (1) or CU_STREAM_PER_THREAD (2), whichever the bindings
+    make it (cuStreamGetId tells), so handles of one stream compare equal."""
+    if h != 0:
+        return h
+    if not _zero_is:
+        drv = _drv()
+        ids = [_check(drv.cuStreamGetId(x), "cuStreamGetId") for x in (0, 1, 2)]
+        _zero_is.append(1 if int(ids[0]) == int(ids[1]) else 2 if int(ids[0]) == int(ids[2]) else 0)
+    return _zero_is[0]
+
+
+_events = threading.local()
+
+
+def wait_stream(consumer: int, producer: int, ordinal: int) -> None:
+    """Make work queued on `consumer` from now on wait for what `producer` has queued so
+    far (an event, no host synchronization): the consumer side of the CUDA Array
+    Interface v3 `stream` key."""
+    drv = _drv()
+    evs = getattr(_events, "by_device", None)
+    if evs is None:
+        evs = _events.by_device = {}
+    ev = evs.get(ordinal)
+    if ev is None:   # one per thread and device: recording it races with no other thread
+        ev = _check(drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
+        evs[ordinal] = ev
+    _check(drv.cuEventRecord(ev, producer), f"cuEventRecord(producer stream {producer:#x})")
+    _check(drv.cuStreamWaitEvent(consumer, ev, 0), "cuStreamWaitEvent")
+
+
+def capturing(stream: int) -> bool:
+    """True while `stream` records into a CUDA graph. Raises CaptureError when the legacy
+    default stream is used while another stream captures (the driver refuses that)."""
+    drv = _drv()
+    err, status = drv.cuStreamIsCapturing(stream)
+    if err == drv.CUresult.CUDA_ERROR_STREAM_CAPTURE_IMPLICIT:
+        raise CaptureError("the legacy default stream cannot be used while another stream "
+                           "captures a CUDA graph: pass the capturing stream as `stream`")
+    _check((err,), "cuStreamIsCapturing")
+    return status != drv.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
 
 
 def synchronize(stream: int = 0) -> None:
@@ -464,11 +525,13 @@ class Event:
 
 
 # ---- DLPack-only arrays ---------------------------------------------------------------
-def dlpack_view(obj):
+def dlpack_view(obj, consumer: int | None = None):
     """(ptr, shape, strides in elements, dtype str, device ordinal or None, readonly) of a
-    DLPack array, through cuda.core's StridedMemoryView."""
+    DLPack array, through cuda.core's StridedMemoryView. consumer: the stream that will
+    use it; the producer then orders its pending writes before that stream's later work
+    (DLPack's `__dlpack__(stream=...)`; None: no ordering asked)."""
     from cuda.core.utils import StridedMemoryView
-    v = StridedMemoryView.from_dlpack(obj, stream_ptr=-1)
+    v = StridedMemoryView.from_dlpack(obj, stream_ptr=-1 if consumer is None else canonical_stream(consumer))
     shape = tuple(int(s) for s in v.shape)
     strides = v.strides
     if strides is None:  # C-contiguous

@@ -68,6 +68,14 @@ class Variant:
 
 
 # ---- grid policies: (M, N, K) -> grid (x, y, z) -------------------------------------
+# Each policy also says how many rows and columns of C one launch can cover (`span`):
+# the grid limits of CUDA, and EXTENT_MAX, below which a kernel's 32-bit row, column and
+# k indices (plus a tile) never wrap. run() cuts larger problems into launches of at
+# most that size (Kernel.launch_extents), so every M, N, K >= 1 runs.
+GRID_X_MAX, GRID_YZ_MAX = 2**31 - 1, 65535
+EXTENT_MAX = 2**30
+
+
 @dataclass(frozen=True)
 class TileGrid:
     """One block per (BM, BN) tile of C: x walks N, y walks M."""
@@ -76,6 +84,9 @@ class TileGrid:
 
     def __call__(self, m: int, n: int, k: int) -> tuple[int, int, int]:
         return (cdiv(n, self.bn), cdiv(m, self.bm), 1)
+
+    def span(self, n: int) -> tuple[int, int]:
+        return GRID_YZ_MAX * self.bm, GRID_X_MAX * self.bn
 
 
 @dataclass(frozen=True)
@@ -87,6 +98,9 @@ class TileGridMN:
     def __call__(self, m: int, n: int, k: int) -> tuple[int, int, int]:
         return (cdiv(m, self.bm), cdiv(n, self.bn), 1)
 
+    def span(self, n: int) -> tuple[int, int]:
+        return GRID_X_MAX * self.bm, GRID_YZ_MAX * self.bn
+
 
 @dataclass(frozen=True)
 class FlatGrid:
@@ -96,6 +110,11 @@ class FlatGrid:
     def __call__(self, m: int, n: int, k: int) -> tuple[int, int, int]:
         return (cdiv(m * n, self.threads), 1, 1)
 
+    def span(self, n: int) -> tuple[int, int]:
+        """(rows, columns) for C with n columns: M * N elements fit one grid.x"""
+        cols = min(n, EXTENT_MAX)
+        return max(1, GRID_X_MAX * self.threads // cols), cols
+
 
 @dataclass(frozen=True)
 class RowGrid:
@@ -103,6 +122,9 @@ class RowGrid:
 
     def __call__(self, m: int, n: int, k: int) -> tuple[int, int, int]:
         return (m, 1, 1)
+
+    def span(self, n: int) -> tuple[int, int]:
+        return GRID_X_MAX, EXTENT_MAX
 
 
 # ---- dynamic shared memory policies: (M, N, K) -> bytes ----------------------------
@@ -251,6 +273,17 @@ class Kernel:
         if self.stream_k_smem is not None:
             return self.stream_k_smem(m, n, k)
         return self.smem_bytes(m, n, k)
+
+    def launch_extents(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+        """The largest (M, N, K) one launch of this kernel takes, at most (m, n, k): the
+        grid's span and EXTENT_MAX. Cut sizes are multiples of 256, so every piece keeps
+        the alignment class of its operands' pointers."""
+        rows, cols = self.grid.span(n)
+
+        def cut(x: int, limit: int) -> int:
+            limit = min(limit, EXTENT_MAX)
+            return x if x <= limit else max(limit // 256 * 256, 1)
+        return cut(m, rows), cut(n, cols), cut(k, EXTENT_MAX)
 
     def check_limits(self, m: int, n: int, k: int, smem_limit: int) -> None:
         """Raise ShapeLimitError if this shape needs more dynamic smem than the device has."""

@@ -406,6 +406,9 @@ def _stub_driver(monkeypatch):
         def cuCtxGetCurrent(self):
             return (0, 1)
 
+        def cuStreamGetId(self, h):       # legacy default-stream semantics: 0 is stream 1
+            return (0, h or 1)
+
         def cuLaunchKernel(self, h, gx, gy, gz, bx, by, bz, smem, stream, addr, extra):
             ptrs = (ctypes.c_void_p * len(launch._OFFSETS)).from_address(addr)
             blob = ctypes.string_at(ptrs[0], ctypes.sizeof(launch._GemmArgs))
@@ -416,6 +419,7 @@ def _stub_driver(monkeypatch):
     monkeypatch.setattr(launch, "_drv", lambda: drv)
     monkeypatch.setattr(launch, "_init_done", True)
     monkeypatch.setitem(launch._contexts, 0, 1)
+    monkeypatch.setattr(launch, "_zero_is", [])
     monkeypatch.setattr(api, "_count", [1])
     monkeypatch.setattr(api, "_fast", {})
     monkeypatch.setattr(api, "_hot", {})
