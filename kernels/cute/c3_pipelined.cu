@@ -14,8 +14,8 @@
 //    - both k-major (CpVecK): 16-byte cp.async into k-major "raw" stages (STAGES of
 //      them); mid k-tile t each thread reads its own vectors of k-tile t+1 back
 //      (LDS.128) and stores them (4 STS.32) to one of 2 m/n-contiguous compute buffers.
-//      No registers held across a global load: staging both operands in registers
-//      needed 4 groups for 128 registers (44.1 TFLOP/s nt on an H200; raw: 48.1).
+//      No registers held across a global load (staging both in registers needs 4
+//      groups at 128 registers, slower; see docs/tuning/cute_pipelined.md#raw-stages).
 //  * TiledMMA with a permutation so each thread owns 4 consecutive m (and n) per group:
 //    its fragments load from smem as LDS.128 (2 per operand per k for 8x8 outputs),
 //    and a hierarchical atom layout so a warp is a WARP_M x (32/WARP_M) patch of threads
@@ -46,23 +46,8 @@
 //    whole waves (include/cute_gemm/streamk.cuh; when each is taken: registry.stream_k_plan
 //    and the Variant.stream_k* fields).
 // Bottleneck: FFMA issue (64 FFMA per 4 LDS.128 per thread per k); per k-tile the
-//           barrier, the refill and its address math are the visible overheads.
-//           ncu, H100, 4096^3: as many instructions as cuBLAS's xmma SIMT kernels (2.44 G
-//           vs 2.42 G warp instructions, 2.15 G FFMA) but 87 % issue-active vs 90 %;
-//           stalls per issue: barrier 0.23-0.31 (cuBLAS 0.05-0.10), dispatch 0.31-0.37
-//           (0.10-0.16). Tried without gain (H100, 4096^3 / 8192^3, am_bn, TFLOP/s):
-//           per-stage full/empty mbarriers (cp.async.mbarrier.arrive.noinc) instead of
-//           the CTA-wide barrier, refill at k-block 0/4/8/12: 48.9-50.7 / 49.4-51.5 vs
-//           50.8 / 51.8 — the barrier stall is not what holds it back. Nor BLK_K 32, 4-byte
-//           cp.async for k-major operands, 1 CTA/SM, 6-8 stages, 16x8 outputs per thread (see
-//           the sweep figures in ladder_cute.py).
-//           With k-quad stages (ncu, H100, 4096^3, the data-parallel launch of a split):
-//           nt 2.406 M warp instructions per tile (cuBLAS's 128x128x8, 128-thread kernel:
-//           2.388 M), 87.0 % issue-active (89.6 %); nn 2.418 M (cuBLAS's 256x128x8 kernel,
-//           8x16 outputs per thread at 254 registers, 1 CTA/SM: 2.371 M), 88.8 % (90.1 %).
-//           Per whole wave that is 3-4 % behind cuBLAS; the stream-K twin runs at 81-84 %
-//           issue-active (not memory-bound: a tile order with 4x less DRAM traffic took
-//           as long).
+//           barrier, the refill and its address math are the visible overheads
+//           (profiles against cuBLAS and what was tried: docs/tuning/cute_pipelined.md#bottleneck).
 //
 // Layouts (tid = threadIdx.x; P = SMEM_PAD = 4; examples at 128x128x8, 16x16 threads):
 //   sA = (BLK_M,BLK_K,STAGES):(1,BLK_M+P,(BLK_M+P)*BLK_K)   sB likewise with BLK_N
@@ -71,16 +56,12 @@
 //        (m/n contiguous; k columns padded by 4 words: a warp's 4-byte k-major stores,
 //        4 rows x 8 k (CpSclK) or 16 rows x 2 k-quads (LdVecK, BLK_K 8), land in banks
 //        m + 4k = 32 distinct; columns stay 16-B aligned. At BLK_K 16 a warp's transposed
-//        stores (8 rows x 4 quads) are 2-way conflicted there — ncu, nn 4096^3: 17.5 M
-//        conflicts against 0.1 M for tn — so KQ_LAYOUT gives the k-major operands k-quad
-//        stages instead: (BLK,(4,BLK_K/4),BUF):(1,(BLK,4*BLK+32/(BLK_K/4)),BLK_K*BLK+32),
+//        stores (8 rows x 4 quads) are 2-way conflicted there, so KQ_LAYOUT gives the
+//        k-major operands k-quad stages instead:
+//        (BLK,(4,BLK_K/4),BUF):(1,(BLK,4*BLK+32/(BLK_K/4)),BLK_K*BLK+32),
 //        the quads 8 words (BLK_K 16) out of step, banks m + 8*quad; no more smem than the
-//        padded stages, so the 2 CTAs/SM keep the same L1/smem carveout. H100, TFLOP/s,
-//        4096^3 / 8192^3, vs padded: nn 50.71 / 52.45 vs 50.34 / 52.26, nt 49.60 / 51.41
-//        vs 48.81 / 50.64, tt 50.86 / 52.49 vs 50.49 / 52.33. Padded stages with the
-//        quads of k 8..15 moved by 8 words instead (8 words more per stage) gave nt the
-//        same but nn and tt 0.7-1 % less: 256 bytes more per CTA take 2 CTAs/SM past
-//        the 196 KB carveout, and the L1 left for the register-staged loads shrinks)
+//        padded stages, so the 2 CTAs/SM keep the same L1/smem carveout;
+//        see docs/tuning/cute_pipelined.md#k-quad-stages)
 //   copy 16 B along m/n: thr (E/4, T/(E/4)):(1,E/4) with E = BLK_M or BLK_N, capped at
 //        T threads along m/n, val (4,1)        [128x128, 256 thr: (32,8), val (4,1)]
 //   copy 16 B along k (registers, or cp.async to raw): thr (T/Q, Q):(Q,1) with Q = BLK_K/4, val (1,4)
@@ -207,8 +188,7 @@ using StageLayout = conditional_t<kQuad,
            Stride<_1, Int<EXT + SMEM_PAD>, Int<kStage<EXT, false>>>>>;
 static_assert(!KQ_LAYOUT || (BLK_K >= 8 && BLK_K <= 32), "KQ_LAYOUT: BLK_K 8 to 32");
 // A register-staged operand's stream-K twin takes k-quad stages on sm_90+ only: on sm_80
-// ptxas spills 284 bytes there at 128 registers. H100, twin with / without them (4096^3,
-// its last wave split): nn 50.70 vs 50.43, tt 50.85 vs 50.54.
+// ptxas spills there at 128 registers (see docs/tuning/cute_pipelined.md#k-quad-stages).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 constexpr bool kQuadStagedSk = false;
 #else
@@ -256,10 +236,8 @@ template <class TC>
 constexpr bool kRaw = is_same_v<TC, CpVecK>;
 // __launch_bounds__ minimum CTAs per SM of a data-parallel entry point, by its copies.
 // MIN_BLOCKS_MN = 1 lifts ptxas's 128-register cap for am_bn: it still allocates 128 (2
-// CTAs/SM stay resident) but schedules the mainloop better. H100, tn, TFLOP/s: 4096^3
-// 52.26, 8192^3 53.09, vs 51.66 / 52.40 with the cap (__maxnreg__(128)) and 51.82 / 52.49
-// for the stream-K twin. The other entries take 133-168 registers without the cap (1
-// CTA/SM) and lose 4-35 %; __maxnreg__(128) instead of MIN_BLOCKS 2 gains nothing.
+// CTAs/SM stay resident) but schedules the mainloop better; the other entries exceed 128
+// registers without the cap and lose (see docs/tuning/cute_pipelined.md#register-cap).
 template <class CA, class CB>
 constexpr int kMinBlocks =
     is_same_v<CA, CpVecMN<BLK_M>> && is_same_v<CB, CpVecMN<BLK_N>> ? MIN_BLOCKS_MN : MIN_BLOCKS;
@@ -288,15 +266,10 @@ __device__ __forceinline__ void cta_tile(int M, int N, int& tile_m, int& tile_n)
 // One k-block's 8x8 outer product. The FFMA order decides which operand registers the
 // consecutive FFMAs share, and so ptxas's operand reuse and register-bank conflicts:
 // 0 = CuTe's gemm (row-major kinked serpentine: rows m, m+1 share b[n]); 2 = col-major
-// kinked serpentine (columns n, n+1 share a[m]). H100, 4096^3, TFLOP/s, 0 vs 2: tn 50.5
-// vs 51.3, nn 48.8 vs 49.7, tt 48.9 vs 49.7, nt (raw stages) 48.5 vs 47.6; row-major
-// serpentine 50.5 / 48.1 / 48.2 / 47.6, col-major serpentine 50.3 / 48.3 / 48.4 / 46.1,
-// kinked by 4 columns or rows: all lower still. 6 = order 2 in 2x2 blocks (a U through
+// kinked serpentine (columns n, n+1 share a[m]); 6 = order 2 in 2x2 blocks (a U through
 // (m,n) (m,n+1) (m+1,n+1) (m+1,n), then the next m pair): the same operand reuse as 2
-// (1388 reuse flags per k-tile in ak_bn's loop) with fewer non-reused source registers
-// in one bank (297 vs 370 pairs of 1024 FFMA); H100, TFLOP/s 4096^3 / 8192^3, 6 vs 2 in
-// the same run: nn 51.56 / 52.97 vs 51.37 / 52.69, tn 53.34 / 54.97 vs 53.11 / 54.53, tt
-// 51.16 / 52.82 vs 50.87 / 52.55. (ladder_cute.py has the orders that lost.)
+// with fewer non-reused source registers in one bank. Measurements, and the orders that
+// lost: docs/tuning/cute_pipelined.md#ffma-order.
 template <int kOrder, class Mma, class TA, class TB, class TC>
 __device__ __forceinline__ void outer_product(Mma const& mma, TA const& a, TB const& b, TC& c) {
   constexpr int M = decltype(size<1>(a))::value, N = decltype(size<1>(b))::value;
@@ -514,9 +487,8 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   // groups: one group is loaded at k-block 0 and stored to smem at STASH_K; two (BLK_K
   // 16, the 128-register budget of 2 CTAs/SM) are loaded at k-blocks 0 and LOAD1_K and
   // stored at STASH0_K and STASH_K (registry). Both operands k-major take the raw stages
-  // instead (CpVecK): staging both in registers needed 4 groups at 128x128x16 (44.1
-  // TFLOP/s on an H200 vs 48.1 raw), while one staged operand measured ~1-3% ahead of raw
-  // (nn/tt).
+  // instead (CpVecK): staging both in registers needed 4 groups at 128x128x16, slower;
+  // one staged operand measured ahead of raw (see docs/tuning/cute_pipelined.md#raw-stages).
   constexpr int kSlA = kStagedA ? decltype(size<1>(tAsA))::value : 0;
   constexpr int kSlB = kStagedB ? decltype(size<1>(tBsB))::value : 0;
   constexpr int kU = kSlA + kSlB;
@@ -524,12 +496,8 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   constexpr int kPhases = (kU > 1 && BLK_K >= 16) ? 2 : 1;
   // Where group p is loaded and where it goes to smem (k-blocks of the k-tile; the stores
   // before the k-tile's barrier, each after its own load). Each group's LDG has until its
-  // store to land: the second group loaded at k-block 1 instead of 8 (its LDG then issues
-  // near k-block 3 instead of 8.4: 10 k-blocks of cover, not 5), the first stored at 10
-  // instead of 8, 126 registers. H100, TFLOP/s, same run, 4096^3 / 8192^3: nn 52.30 /
-  // 53.50 vs 51.58 / 52.97, tt 51.81 / 53.26 vs 51.18 / 52.79 (ladder_cute.py, session 15).
-  // Earlier: STASH_K 13 vs 15 (loads at 0 and 8, first store at 8), 4096^3 / 8192^3
-  // data-parallel: nn 50.01 / 50.98 vs 49.67 / 50.54, tt 50.03 / 50.96 vs 49.75 / 50.51.
+  // store to land: loading the second group early (LOAD1_K) gives it the most cover
+  // (see docs/tuning/cute_pipelined.md#staged-groups).
   constexpr auto load_k = [](int p) { return p == 0 ? 0 : LOAD1_K; };
   constexpr auto stash_k = [](int p) { return p + 1 == kPhases ? STASH_K : STASH0_K; };
   static_assert(kPhases <= 2, "at most two register-staged groups");
@@ -569,8 +537,8 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   };
   constexpr bool kAnyRaw = kRawA || kRawB;
   // k-block of the transpose of k-tile t+1 during k-tile t (TRANS_K, registry): its
-  // stores overlap FFMA and the tile has had over 2 k-tiles to land. Late is better:
-  // 128x128x16 nt on an H200, k-block 13: 48.6 TFLOP/s, 8: 48.1, 1: 47.4 (4096^3).
+  // stores overlap FFMA and the tile has had over 2 k-tiles to land. Late is better
+  // (see docs/tuning/cute_pipelined.md#trans-k).
   constexpr int kTransK = TRANS_K;
   static_assert(TRANS_K >= 0 && TRANS_K < BLK_K - 1, "before the k-tile's barrier");
 
@@ -611,14 +579,9 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   }
 
   // KT_UNROLL k-tiles per iteration in the data-parallel raw-stage entries (both operands
-  // k-major): 2 there gives 1157 instructions a warp per k-tile instead of 1166 and a
-  // better ptxas schedule. H100, nt, TFLOP/s (cute-gemm bench, same run): 4096^3 50.87 vs
-  // 50.35-50.36, 8192^3 52.53 vs 51.45-51.54; data-parallel only 50.21 vs 49.24 (4096^3).
-  // Benchmark processes that time other kernels first measured the 4096^3 split lower
-  // (gpu_check 49.97; a sweep 50.04 vs 50.39): at 4096^3 those carry ~1 % of run context
-  // (nn, unchanged, 50.84 and 51.23 in two gpu_check runs). Not in the register-staged
-  // entries (nn 49.17 vs 50.82, tt 49.27 vs 50.97 at 2; 4 spills there) nor the stream-K
-  // twins (124-176 bytes spilled); am_bn takes 168 registers (1 CTA/SM) unrolled.
+  // k-major): stage indices fold into fewer instructions and ptxas schedules it better.
+  // Not in the register-staged entries nor the stream-K twins (they spill), nor am_bn
+  // (over 128 registers unrolled): see docs/tuning/cute_pipelined.md#kt-unroll.
   constexpr int kKtUnroll = is_same_v<KEnd, KEndValue> && (kRawA || kRawB) ? KT_UNROLL : 1;
 #pragma unroll (kKtUnroll)
   for (int k_tile = k_begin; k_tile < k_end(); ++k_tile) {
@@ -681,10 +644,8 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
       // (BLK_N * 4 bytes) by the TMA unit (cp.async.bulk, the async proxy: a proxy fence
       // between the STS and the copy). The STS stay scalar on purpose (st.shared in asm,
       // which NVVM does not merge): merged to STS.128 they need aligned register quads,
-      // and ptxas then allocated ak_bn's mainloop with 1280 instead of 1388 operand reuse
-      // flags per k-tile, 2.5-3.7 % slower (H100, nn / tt). With scalar STS the mainloop
-      // keeps its allocation and nn gained 1.1 % at 4096^3 (51.41 vs 50.89 TFLOP/s, same
-      // run; 52.72 vs 52.44 at 8192^3). Else (beta != 0, other strides) the scalar stores.
+      // and ptxas then allocates ak_bn's mainloop with fewer operand reuse flags, slower
+      // (see docs/tuning/cute_pipelined.md#epilogue). Else (beta != 0, other strides) the scalar stores.
       if (beta == 0.0f && c_rows16) {
         static_assert(kEpiCode<Epi> != 3 || (BLK_M <= kThreads && (kEpiLd * 4) % 16 == 0 &&
                                              (BLK_N * 4) % 16 == 0),
@@ -710,12 +671,11 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
     if constexpr (kEpiCode<Epi> == 1) {
       // C through smem when row-major and 16-byte aligned. Scalar STG from the fragments
       // put 8 bytes in each of 16 sectors per instruction, 4 times over (4x the L2 write
-      // requests, from every CTA of a wave at once: H100, 4096x4096x16 in 4 waves, 109 us
-      // against 40 us this way). Here: scalar STS of the fragments (smem_c_partition),
-      // then whole rows back as LDS.128 and out as STG.128. Per entry
-      // (EPI_*): ptxas schedules each function's mainloop anew with it, 1-4 % faster or
-      // slower, and so with the order of the STS (last fragment element first here; see
-      // the session 13 notes in ladder_cute.py).
+      // requests, from every CTA of a wave at once). Here: scalar STS of the fragments
+      // (smem_c_partition), then whole rows back as LDS.128 and out as STG.128. Per entry
+      // (EPI_*): ptxas schedules each function's mainloop anew with it, faster or slower,
+      // and so with the order of the STS (last fragment element first here; see
+      // docs/tuning/cute_pipelined.md#epilogue).
       if (c_rows16) {
         Tensor tCsC = smem_c_partition(thr_mma, smem_buf);                         // (MMA,MMA_M,MMA_N)
         CUTE_UNROLL
@@ -752,8 +712,8 @@ __device__ __forceinline__ void tile_gemm(int tile_m, int tile_n, int k0, KEnd k
                                           StrideA dA, const float* B, StrideB dB, float beta,
                                           float* C, long long sCm, long long sCn) {
   // 128-byte aligned: the stream-K twins put it after their static smem (48 bytes), and
-  // 16-byte aligned there their raw stages' cp.async took 32 sectors and 20 smem
-  // wavefronts a warp instead of 16 / 4 (ncu source counters, nt twin, H100)
+  // 16-byte aligned there their raw stages' cp.async touched twice the sectors
+  // (see docs/tuning/cute_pipelined.md#twin-smem)
   extern __shared__ __align__(128) float smem_buf[];
   if constexpr (kFast) {
     if ((tile_m + 1) * BLK_M <= M && (tile_n + 1) * BLK_N <= N && K % BLK_K == 0) {  // block-uniform
@@ -855,10 +815,7 @@ __device__ __forceinline__ void dispatch_sk(int M, int N, int K, float alpha, co
 // CTAs take the SMs as the last data-parallel CTAs leave rather than after the last one
 // and a launch gap. The twin touches none of their tiles, and waits for them to finish
 // (griddepcontrol.wait) before it ends, so that its completion is the whole product's.
-// H100, 4096^3 (last wave 88 % full), split launch vs data-parallel, TFLOP/s: without PDL
-// and with the checked ak_bn twin nn 49.67 vs 50.02, tt 49.75 vs 50.03; with PDL and the
-// unchecked one nn 50.35, tt 50.45, nt 48.78 vs 48.51. 8192^3 (split already): nn 52.30
-// vs 52.14, nt 50.66 vs 50.55, tt 52.36 vs 52.22.
+// see docs/tuning/cute_pipelined.md#stream-k
 #if PDL && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define CG_PDL_LAUNCH_DEPENDENTS() asm volatile("griddepcontrol.launch_dependents;" ::: "memory")
 #define CG_PDL_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
