@@ -107,19 +107,17 @@ def test_free_workspaces_while_other_threads_run():
 
 
 def test_streams_created_used_and_destroyed_in_a_loop():
-    """Row 3: nothing is kept per stream, so dead stream handles are never touched."""
+    """Row 3: nothing is kept per stream, so dead stream handles are never touched and
+    device memory does not grow with the number of streams."""
     results: list = []
-    _worker(results, 40, lambda i: cp.cuda.Stream(non_blocking=True), free=i_even())
-    assert all(r is True for r in results), results
-    free0 = launch.mem_get_info()[0]
     _worker(results, 20, lambda i: cp.cuda.Stream(non_blocking=True))
     launch.trim_pools()
+    free0 = launch.mem_get_info()[0]
+    _worker(results, 40, lambda i: cp.cuda.Stream(non_blocking=True), free=True)
+    launch.trim_pools()
     assert launch.mem_get_info()[0] >= free0 - (64 << 20)
+    assert len(results) == 60 and all(r is True for r in results), results
     _alive()
-
-
-def i_even():
-    return False
 
 
 def test_concurrency_stress_threads_streams_free_and_destroy():
@@ -130,8 +128,8 @@ def test_concurrency_stress_threads_streams_free_and_destroy():
     f = threading.Thread(target=lambda: [launch.free_workspaces() for _ in iter(stop.is_set, True)])
     f.start()
     try:
-        kinds = [lambda i: cp.cuda.Stream(non_blocking=True), lambda i: 2, lambda i: 0]
-        _threads(6, lambda: _worker(results, 6, kinds[threading.get_ident() % 3]))
+        kinds = [lambda i: cp.cuda.Stream(non_blocking=True), lambda i: 2, lambda i: 0] * 2
+        _threads(6, lambda: _worker(results, 6, kinds.pop()))
     finally:
         stop.set()
         f.join()
