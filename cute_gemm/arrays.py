@@ -162,8 +162,11 @@ def _parse_cai(name: str, obj, cai: dict) -> Operand:
 
 
 def _nonnull(op: Operand) -> Operand:
-    if op.ptr == 0 and op.shape[0] * op.shape[1] > 0:
-        raise InputError(f"{op.name} has a null data pointer (a closed or freed array?)")
+    if op.shape[0] * op.shape[1] > 0:
+        if op.ptr == 0:
+            raise InputError(f"{op.name} has a null data pointer (a closed or freed array?)")
+        if op.ptr % 4:   # a float32 load there faults and takes the CUDA context with it
+            raise InputError(f"{op.name}'s data pointer 0x{op.ptr:x} is not 4-byte aligned")
     return op
 
 
