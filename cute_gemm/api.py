@@ -496,15 +496,30 @@ def run(name, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None):
     return _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s)
 
 
+def _wait_producers(s: int, producers: set, ordinal: int) -> None:
+    """Order the call after the work its operands' producer streams have queued (CAI v3).
+    Inside a graph capture only a producer captured with it can be waited for; work
+    outside the graph must be done before the graph is launched, as for any graph (a
+    wait on it would invalidate the capture)."""
+    cs = launch.canonical_stream(s)
+    others = [p for p in producers if launch.canonical_stream(p) != cs]
+    if not others:
+        return
+    in_capture = launch.capturing(s)
+    for p in others:
+        if not in_capture:
+            launch.wait_stream(s, p, ordinal)
+        elif p not in (0, 1) and launch.capturing(p):   # the legacy stream is never captured
+            launch.wait_stream(s, p, ordinal)
+
+
 def _run_device(k, A, B, C, O, m, n, alpha, beta, s, hot=None):
     ordinal = _device_ordinal(A)
     launch._ensure_context(ordinal)
     ops = (A, B, C, O)
     if any(op is not None and op.stream is not None for op in ops):
-        cs = launch.canonical_stream(s)
-        for p in {op.stream for op in ops if op is not None and op.stream is not None}:
-            if launch.canonical_stream(p) != cs:   # the producer's writes come first
-                launch.wait_stream(s, p, ordinal)
+        _wait_producers(s, {op.stream for op in ops if op is not None and op.stream is not None},
+                        ordinal)
     if O is None:
         if type(A.obj).__module__.split(".")[0] not in ("cupy", "torch") and launch.capturing(s):
             raise CaptureError("a new result array cannot be allocated while the stream "
