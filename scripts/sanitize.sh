@@ -24,7 +24,7 @@ for tool in ${TOOLS:-memcheck racecheck synccheck initcheck}; do
   compute-sanitizer --tool "$tool" --error-exitcode 3 --print-limit 20 \
       python3 scripts/sanitize_run.py "${args[@]}" > "$OUT/$tool.txt" 2>&1
   rc=$?
-  grep -E "^layouts|FAIL|not taken|ERROR SUMMARY|RACECHECK SUMMARY|sanitize workload|^=========.*(Invalid|Race|Barrier|Uninitialized)" "$OUT/$tool.txt" | head -40
+  grep -E "^layouts|^runtime|FAIL|not taken|ERROR SUMMARY|RACECHECK SUMMARY|sanitize workload|^=========.*(Invalid|Race|Barrier|Uninitialized)" "$OUT/$tool.txt" | head -40
   echo "$tool: exit $rc ($(( $(date +%s) - start )) s)"
   [ $rc -ne 0 ] && status=1
 done

@@ -36,6 +36,69 @@ def split_shape() -> tuple[int, int, int]:
     return tiles_m * bm - 4, tiles_n * bn - 4, 256
 
 
+def runtime_paths() -> bool:
+    """run()'s own device work, each checked against float64: an out that aliases A (a
+    temporary, then a copy), K = 0 into the transposed view of C, a producer stream
+    waited for by event, stream-K on the per-thread default stream, a launch cut at the
+    grid limit, and a stream-K launch replayed from a captured CUDA graph."""
+    import cupy as cp
+    import numpy as np
+    from cute_gemm import run
+    rng = np.random.default_rng(9)
+    ok = True
+
+    def same(tag, got, want, tol=1e-4):
+        nonlocal ok
+        err = float(np.abs(cp.asnumpy(got) - want).max() / max(np.abs(want).max(), 1e-30))
+        good = err <= tol
+        ok = ok and good
+        print(f"runtime {tag}: {'pass' if good else 'FAIL'} (rel err {err:.2e})", flush=True)
+
+    def rand(*shape):
+        return cp.asarray(rng.standard_normal(shape, dtype=np.float32))
+
+    a, b = rand(96, 96), rand(96, 96)
+    want = cp.asnumpy(a).astype(np.float64) @ cp.asnumpy(b)
+    run("cute_pipelined", a, b, out=a)
+    same("out aliases a", a, want)
+    c = rand(64, 64)
+    c0 = cp.asnumpy(c)
+    run("cute_tiled", rand(64, 0), rand(0, 64), c, out=c.T, beta=2.0)
+    same("K=0 into c.T", c.T, 2.0 * c0, 0.0)
+    x, y = cp.cuda.Stream(non_blocking=True), cp.cuda.Stream(non_blocking=True)
+    m, n, k = SK_SHAPES[0]
+    with x:
+        a, b = rand(m, k), rand(k, n)
+        out = cp.empty((m, n), dtype=cp.float32)
+        run("cute_pipelined", a, b, out=out, stream=y)
+    y.synchronize()
+    same("producer stream", out, cp.asnumpy(a).astype(np.float64) @ cp.asnumpy(b))
+    out2 = cp.empty((m, n), dtype=cp.float32)
+    run("cute_pipelined", a, b, out=out2, stream=2)
+    launch.synchronize(2)
+    same("per-thread stream, stream-K", out2, cp.asnumpy(a).astype(np.float64) @ cp.asnumpy(b))
+    big = 65535 * 16 + 3
+    a, b = rand(big, 2), rand(2, 2)
+    got = run("naive", a, b)
+    cp.cuda.runtime.deviceSynchronize()
+    same("cut at the grid limit", got, cp.asnumpy(a).astype(np.float64) @ cp.asnumpy(b))
+    s = cp.cuda.Stream(non_blocking=True)
+    a, b = rand(m, k), rand(k, n)
+    out = cp.empty((m, n), dtype=cp.float32)
+    run("cute_pipelined", a, b, out=out, stream=s)
+    s.synchronize()
+    s.begin_capture()
+    try:
+        run("cute_pipelined", a, b, out=out, stream=s)
+    finally:
+        g = s.end_capture()
+    a[...] = rand(m, k)
+    g.launch(s)
+    s.synchronize()
+    same("graph replay, stream-K", out, cp.asnumpy(a).astype(np.float64) @ cp.asnumpy(b))
+    return ok
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="fewer shapes (racecheck is slow)")
@@ -60,6 +123,8 @@ def main(argv=None) -> int:
             if not took:
                 print(f"   stream-K path not taken at {s}")
         ok = ok and not fails and all(ran.values())
+    if "cute_pipelined" in kernels:
+        ok = runtime_paths() and ok
     print("sanitize workload:", "PASS" if ok else "FAIL")
     return 0 if ok else 1
 

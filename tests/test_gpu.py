@@ -361,10 +361,10 @@ def test_stream_k_on_two_streams_at_once_and_pools_trimmed():
     rng = np.random.default_rng()
     a = cp.asarray(rng.standard_normal((1000, 700), dtype=np.float32))
     b = cp.asarray(rng.standard_normal((700, 1300), dtype=np.float32))
-    launch.trim_pools()
-    free0 = launch.mem_get_info()[0]
     streams = [cp.cuda.Stream(non_blocking=True) for _ in range(2)]
     outs = [cp.empty((1000, 1300), dtype=cp.float32) for _ in streams]
+    launch.trim_pools()
+    free0 = launch.mem_get_info()[0]
     for _ in range(3):
         for s, o in zip(streams, outs):
             cute_gemm.run("cute_pipelined", a, b, out=o, stream=s)

@@ -201,17 +201,20 @@ def test_cai_producer_stream_is_waited_for():
 # ---- rows 7, 8: sizes past 32 bits and past the grid -----------------------------------------
 def test_k_past_32_bits_zero_stride():
     """K = 2^31 + 3 from zero-stride operands: launches of K <= 2^30 adding up (was 0, or
-    the K = 3 product). cute_pipelined cuts each launch's K over its CTAs (stream-K), so
-    no one fp32 accumulator sums more than 2^24 equal terms (a single one would stall)."""
+    the K = 3 product). 4 x 4 takes cute_pipelined's stream-K entry (dense copies of the
+    operands, then each launch's K cut over its CTAs), so no one fp32 accumulator sums
+    more than 2^24 equal terms (one that did would stall at 16)."""
     kk = 2**31 + 3
     one = cp.ones(1, dtype=cp.float32)
-    a = cp.lib.stride_tricks.as_strided(one, (2, kk), (0, 0))
-    b = cp.lib.stride_tricks.as_strided(one, (kk, 3), (0, 0))
-    out = cute_gemm.run("cute_pipelined", a, b, out=cp.empty((2, 3), dtype=cp.float32),
+    a = cp.lib.stride_tricks.as_strided(one, (4, kk), (0, 0))
+    b = cp.lib.stride_tricks.as_strided(one, (kk, 4), (0, 0))
+    out = cute_gemm.run("cute_pipelined", a, b, out=cp.empty((4, 4), dtype=cp.float32),
                         alpha=2**-20)
     cp.cuda.runtime.deviceSynchronize()
     got = cp.asnumpy(out)
     assert np.allclose(got, kk * 2**-20, rtol=1e-4), got
+    from cute_gemm import api
+    assert api._stream_k_used("cute_pipelined", 4, 4, 2**30)
 
 
 def test_m_past_the_grid_naive():
