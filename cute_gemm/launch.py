@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
 import threading
 from dataclasses import dataclass
 
@@ -394,19 +395,24 @@ def stream_handle(stream) -> int:
                       f"(CuPy, PyTorch, cuda.core, __cuda_stream__), got {type(stream).__name__}")
 
 
+def _per_thread_default() -> bool:
+    """cuda.bindings makes handle 0 the per-thread default stream when this is set (its
+    documented switch, read once: the bindings read it when they load)."""
+    v = os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "0").strip()
+    return v not in ("", "0")
+
+
 _zero_is: list[int] = []
 
 
 def canonical_stream(h: int) -> int:
     """The handle that names the same stream as `h` in this process: 0 (the default stream)
-    becomes CU_STREAM_LEGACY (1) or CU_STREAM_PER_THREAD (2), whichever the bindings
-    make it (cuStreamGetId tells), so handles of one stream compare equal."""
+    becomes CU_STREAM_LEGACY (1) or CU_STREAM_PER_THREAD (2), whichever the bindings make
+    it, so the handles of one stream compare equal (CuPy's CAI names its default stream 1)."""
     if h != 0:
         return h
     if not _zero_is:
-        drv = _drv()
-        ids = [_check(drv.cuStreamGetId(x), "cuStreamGetId") for x in (0, 1, 2)]
-        _zero_is.append(1 if int(ids[0]) == int(ids[1]) else 2 if int(ids[0]) == int(ids[2]) else 0)
+        _zero_is.append(2 if _per_thread_default() else 1)
     return _zero_is[0]
 
 

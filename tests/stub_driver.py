@@ -55,9 +55,6 @@ def install(monkeypatch):
         def cuCtxGetCurrent(self):
             return (0, 1)
 
-        def cuStreamGetId(self, h):       # legacy default-stream semantics: 0 is stream 1
-            return (0, h or 1)
-
         def cuStreamIsCapturing(self, h):
             return (0, 0)
 

@@ -332,3 +332,14 @@ def test_named_error_classes():
     assert issubclass(cute_gemm.errors.CaptureError, CuteGemmError)
     assert math.isfinite(registry.EXTENT_MAX) and list(itertools.islice(api._pieces(10, 4), 3)) == [
         (0, 4), (4, 4), (8, 2)]
+
+
+@pytest.mark.parametrize("env,zero", [(None, 1), ("0", 1), ("1", 2)])
+def test_default_stream_handle_follows_the_bindings_switch(monkeypatch, env, zero):
+    from cute_gemm import launch
+    monkeypatch.setattr(launch, "_zero_is", [])
+    if env is None:
+        monkeypatch.delenv("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", env)
+    assert launch.canonical_stream(0) == zero and launch.canonical_stream(0x77) == 0x77
