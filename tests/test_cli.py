@@ -218,6 +218,30 @@ def test_check_without_gpu_fails_on_a_compile_error(capsys, tmp_cache, monkeypat
     assert "naive (sm_90): NVRTC failed" in err and "full log:" in err
 
 
+def test_check_json_with_a_gpu_is_strict_json(capsys, monkeypatch):
+    import numpy as np
+    from cute_gemm import check
+    rep = check.CheckReport([check.ShapeReport(
+        (3, 2, 1), 1.0, 0.0, False,
+        [check.KernelResult("naive", "pass", 0.25, 1e-8), check.KernelResult("cute_gmem", "error",
+                                                                            message="CUDA_ERROR_X")],
+        ["naive", "cute_gmem"], np.array([[0.0, np.nan], [np.nan, np.nan]]))])
+    seen = {}
+
+    def fake_cross_check(**kw):
+        seen.update(kw)
+        return rep
+    monkeypatch.setattr("cute_gemm.cli.gpu_unavailable", lambda: None)
+    monkeypatch.setattr(check, "cross_check", fake_cross_check)
+    rc, out, _ = _run(capsys, "check", "naive", "cute_gmem", "--shape", "3x2x1", "--json")
+    assert rc == 1                                         # an error result fails the check
+    assert seen["kernels"] == ["naive", "cute_gmem"] and seen["shapes"] == [(3, 2, 1)]
+    doc = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
+    res = doc["shapes"][0]["results"]
+    assert doc["gpu"] is True and res[1]["status"] == "error" and res[1]["gauge_ratio"] is None
+    assert doc["shapes"][0]["pairwise_max_abs"]["matrix"] == [[0.0, None], [None, None]]
+
+
 # ---- compile: truthful columns, progress ----------------------------------------------------------
 
 def test_compile_table_says_cached_and_not_the_original_seconds(capsys, tmp_cache, monkeypatch):
