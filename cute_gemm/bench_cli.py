@@ -76,7 +76,8 @@ def _cmd_bench(args) -> int:
         try:
             saved = load_json(args.readme)
         except (OSError, ValueError) as e:   # missing, not JSON, or another schema
-            return error(f"--readme {args.readme}: {getattr(e, 'strerror', None) or e}",
+            msg = getattr(e, "strerror", None) or str(e)
+            return error(f"--readme: {msg if args.readme in msg else f'{args.readme}: {msg}'}",
                          "cute-gemm bench")
         print(readme_markdown(saved, size=args.ladder_size, source=args.readme), end="")
         return 0

@@ -114,10 +114,14 @@ def gpu_unavailable() -> str | None:
     try:
         launch.device_info()
     except CudaError as e:
-        # the driver's message carries advice for library users (compile_kernel(...));
-        # the CLI gives its own
-        return one_line(e).split("; compile-only use")[0]
+        return device_reason(e)
     return None
+
+
+def device_reason(e: CudaError) -> str:
+    """The first line of a device error without launch.py's advice for library users
+    (compile_kernel(..., arch=...)): the CLI gives its own."""
+    return one_line(e).split("; compile-only use")[0]
 
 
 def save_log(kernel: str, arch: str, log: str) -> Path | None:
@@ -176,8 +180,8 @@ def _cmd_list(args) -> int:
 def _cmd_run(args) -> int:
     why = gpu_unavailable()
     if why:
-        return error(f"`run` times a kernel on a CUDA GPU and none can be used here ({why}); "
-                     f"`cute-gemm check` does what can be done without one")
+        return error(f"run times a kernel on a CUDA GPU and none can be used here ({why}); "
+                     "`cute-gemm check` does what can be done without one", "cute-gemm run")
     from .timing import time_kernel
     r = time_kernel(args.name, args.m, args.n, args.k, repeats=args.repeats, seed=args.seed)
     if args.json:
@@ -253,7 +257,7 @@ class _Parser(argparse.ArgumentParser):
 def add_jobs_progress(s) -> None:
     s.add_argument("--jobs", "-j", type=positive_int, default=None, metavar="N",
                    help="NVRTC compiles in parallel processes (default: the CPU cores, "
-                        f"{_cores()} here)")
+                        f"{cpu_cores()} here)")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--progress", dest="progress", action="store_const", const=True, default=None,
                    help="show progress on stderr even when it is not a terminal")
@@ -261,7 +265,7 @@ def add_jobs_progress(s) -> None:
                    help="no progress on stderr (default: shown when stderr is a terminal)")
 
 
-def _cores() -> int:
+def cpu_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
@@ -269,6 +273,7 @@ def _cores() -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .check import DEFAULT_SHAPES
     p = _Parser(prog="cute-gemm", description=__doc__,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"cute-gemm {__version__}")
@@ -301,8 +306,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--kernels", dest="kernel_list", nargs="+", type=kernel_name, metavar="KERNEL",
                    help="the same as naming them positionally")
     s.add_argument("--shape", action="append", type=shape_mnk, metavar="MxNxK",
-                   help="problem shape, repeatable (default: 1x1x1, 129x67x33, 257x383x129, "
-                        "1000x1300x700)")
+                   help="problem shape, repeatable (default: " + ", ".join(
+                       "x".join(map(str, d)) for d in DEFAULT_SHAPES) + ")")
     s.add_argument("--alpha", type=finite_float, default=1.0, help="C = alpha A B + beta C (default 1)")
     s.add_argument("--beta", type=finite_float, default=0.0, help="(default 0: C is not read)")
     s.add_argument("--exact", action="store_true", help="small-integer inputs, bitwise agreement")
@@ -363,8 +368,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         str(e))
         return error(one_line(e) + (f"; full log: {path}" if path else ""))
     except NoDeviceError as e:
-        return error(f"{one_line(e)}".split("; compile-only use")[0] +
-                     "; `cute-gemm check` and `cute-gemm compile` work without a GPU")
+        return error(device_reason(e) + "; `cute-gemm check` and `cute-gemm compile` work "
+                     "without a GPU")
     except CuteGemmError as e:
         return error(one_line(e))
     except BrokenPipeError:       # `cute-gemm list | head`: the reader left; not an error

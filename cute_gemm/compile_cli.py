@@ -16,7 +16,8 @@ import time
 from dataclasses import dataclass, field
 
 from . import cache, registry
-from .cli import DEFAULT_ARCH, error, gpu_unavailable, one_line, print_json, save_log
+from .cli import (DEFAULT_ARCH, cpu_cores, error, gpu_unavailable, one_line, print_json,
+                  save_log)
 from .errors import CompileError, CuteGemmError
 
 
@@ -184,7 +185,6 @@ def unsupported_arch(arch: str) -> str | None:
 def compile_table(kernels: list[str], archs: list[str], workers: int | None,
                   progress: bool | None) -> list[Outcome]:
     """Compile kernels x archs; kernels whose min_arch is above an arch are skipped."""
-    from .cli import _cores
     jobs, skipped = [], {}
     for a in archs:
         for n in kernels:
@@ -194,7 +194,7 @@ def compile_table(kernels: list[str], archs: list[str], workers: int | None,
             else:
                 jobs.append((n, a))
     done = {(o.kernel, o.arch): o for o in
-            run_jobs(jobs, workers or _cores(), Progress(len(jobs), progress))}
+            run_jobs(jobs, workers or cpu_cores(), Progress(len(jobs), progress))}
     return [done.get((n, a)) or skipped[(n, a)] for a in archs for n in kernels]
 
 
@@ -253,7 +253,8 @@ def format_table(outcomes: list[Outcome], verdicts: bool = False) -> str:
         first = (r["kernel"], r["arch"]) != last      # seconds are per compile, not per entry
         last = (r["kernel"], r["arch"])
         origin = "cached" if r["origin"] in ("disk", "memory") else r["origin"]
-        secs = f"{r['seconds']:>6.1f}" if first else " " * 6
+        secs = (f"{'-':>6}" if r["origin"] == "skipped" else
+                f"{r['seconds']:>6.1f}" if first else " " * 6)
         lead = f"{r['kernel']:<{kw}}{r['arch']:<8}{origin:<10}{secs}  "
         if "error" in r:
             lines.append(lead + r["error"])

@@ -123,7 +123,9 @@ def test_a_bug_is_one_line_unless_debugging(capsys, monkeypatch):
 
 def _subprocess(*argv, env_extra=None):
     env = {**os.environ, "CUTE_GEMM_FORCE_NO_GPU": "1", **(env_extra or {})}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
+    # the child imports the cute_gemm this process tests (a checkout or the installed wheel)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(cute_gemm.__file__).parents[1]),
+                                         env.get("PYTHONPATH", "")])
     return subprocess.run([sys.executable, "-m", "cute_gemm", *argv], capture_output=True,
                           text=True, env=env, cwd=ROOT.parent, timeout=120)
 
