@@ -16,8 +16,9 @@ from .errors import (CompileError, CudaError, CuteGemmError, DTypeError, InputEr
 from .registry import Kernel, Variant, get as get_kernel
 
 
-def kernels(family: str | None = None):
-    """The registered kernels (registry.Kernel records), in ladder order."""
+def kernels(family: str | None = None) -> tuple[Kernel, ...]:
+    """The registered kernels (registry.Kernel records), in ladder order; family "handwritten"
+    or "cute" for one ladder."""
     from .registry import kernels as _k
     return _k(family)
 
@@ -28,8 +29,8 @@ def gpu_available() -> bool:
     return available()
 
 
-__version__ = "0.1.0"
-__all__ = ["run", "cross_check", "bench", "kernels", "get_kernel", "compile_kernel", "flops",
+__version__: str = "0.1.0"
+__all__: list[str] = ["run", "cross_check", "bench", "kernels", "get_kernel", "compile_kernel", "flops",
            "gpu_available", "DeviceArray", "CheckReport", "Kernel", "Variant",
            "SUPPORTED_DTYPES", "CuteGemmError", "CompileError", "CudaError", "NoDeviceError",
            "InputError", "NotAnArrayError", "ShapeError", "DTypeError", "ShapeLimitError",

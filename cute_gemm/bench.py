@@ -41,6 +41,7 @@ import sys
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -608,11 +609,13 @@ class Progress:
         self.stream.flush()
 
 
-def bench(kernels=None, sizes=None, *, layouts=("nn",), repeats: int = 30, warmup: int = 3,
+def bench(kernels: str | Sequence[str] | None = None,
+          sizes: int | str | Sequence[int | str | tuple[int, int, int]] | None = None, *,
+          layouts: str | Sequence[str] = ("nn",), repeats: int = 30, warmup: int = 3,
           min_repeats: int = 5, max_seconds: float = 2.0, cublas: str = "auto",
           overhead: bool = False, overhead_kernel: str | None = None, seed: int = 0,
-          out_dir=None, plots: bool = True, ladder_size: int | None = None,
-          progress: bool = True) -> BenchResult:
+          out_dir: str | os.PathLike | None = None, plots: bool = True,
+          ladder_size: int | None = None, progress: bool = True) -> BenchResult:
     """Check, then time, every kernel (default: all the device supports) on every size
     (default: squares 256..8192 and odd shapes) and layout, next to cuBLAS fp32.
 

@@ -1,7 +1,6 @@
 """`cute-gemm bench`: the command line of bench.py (registered by cli.py when present)."""
 from __future__ import annotations
 
-import sys
 
 _DESCRIPTION = """\
 Check, then time, every registered kernel next to cuBLAS fp32 (CuPy or PyTorch, TF32 off).
@@ -12,41 +11,80 @@ Sizes: N (N^3), MxNxK, 'squares' (256..8192), 'odd' (non-square, non-multiple sh
 
 
 def register(sub) -> None:
-    s = sub.add_parser("bench", help="benchmark kernels against cuBLAS fp32 (checked first)",
+    from cute_gemm.cli import kernel_name, nonneg_int, positive_float, positive_int
+    s = sub.add_parser("bench", help="benchmark kernels against cuBLAS fp32 (checked first; needs a GPU)",
                        description=_DESCRIPTION)
-    s.add_argument("kernels", nargs="*", help="kernel names (default: all the device supports)")
-    s.add_argument("--size", action="append", metavar="N|MxNxK|squares|odd|all",
+    s.add_argument("kernels", nargs="*", type=kernel_name, metavar="KERNEL",
+                   help="kernel names (default: all the device supports)")
+    s.add_argument("--size", action="append", type=_size, metavar="N|MxNxK|squares|odd|all",
                    help="repeatable; default: all")
-    s.add_argument("--layouts", default="nn",
+    s.add_argument("--layouts", default="nn", type=_layouts,
                    help="comma list of nn, tn, nt, tt (t = transposed view) or all; default nn")
-    s.add_argument("--repeats", type=int, default=30, help="timed launches per kernel and shape")
-    s.add_argument("--min-repeats", type=int, default=5)
-    s.add_argument("--warmup", type=int, default=3)
-    s.add_argument("--max-seconds", type=float, default=2.0,
+    s.add_argument("--repeats", type=positive_int, default=30, help="timed launches per kernel and shape")
+    s.add_argument("--min-repeats", type=positive_int, default=5,
+                   help="the fewest timed launches, whatever --max-seconds says (default 5)")
+    s.add_argument("--warmup", type=nonneg_int, default=3,
+                   help="untimed launches before timing (default 3)")
+    s.add_argument("--max-seconds", type=positive_float, default=2.0,
                    help="GPU time budget per kernel and shape; slow kernels get fewer repeats "
                         "(never below --min-repeats)")
-    s.add_argument("--cublas", choices=("auto", "cupy", "torch", "none"), default="auto")
+    s.add_argument("--cublas", choices=("auto", "cupy", "torch", "none"), default="auto",
+                   help="the cuBLAS route to compare with (default auto: CuPy, then PyTorch)")
     s.add_argument("--overhead", action="store_true",
                    help="also measure host µs per call: run() vs raw launch vs cuBLAS (16^3)")
     s.add_argument("--overhead-only", action="store_true", help="only the overhead measurement")
-    s.add_argument("--overhead-kernel", help="kernel for the overhead measurement")
+    s.add_argument("--overhead-kernel", type=kernel_name, metavar="KERNEL",
+                   help="kernel for the overhead measurement (default: the first named, else naive)")
     s.add_argument("--out", metavar="DIR", help="write JSON, CSV, README section and plots here")
-    s.add_argument("--no-plots", action="store_true")
-    s.add_argument("--ladder-size", type=int, help="square size of the ladder chart (default 4096)")
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--no-progress", action="store_true")
+    s.add_argument("--no-plots", action="store_true", help="with --out: no PNG plots")
+    s.add_argument("--ladder-size", type=positive_int,
+                   help="square size of the ladder chart (default 4096)")
+    s.add_argument("--seed", type=nonneg_int, default=0, help="seed of the random inputs (default 0)")
+    s.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     s.add_argument("--readme", metavar="BENCH_JSON",
                    help="print the README section (markdown) for a saved bench JSON and exit; no GPU")
     s.set_defaults(fn=_cmd_bench)
 
 
+def _size(s: str) -> str:
+    """Checked here so that a typo is reported before the GPU is looked for."""
+    import argparse
+    from cute_gemm.bench import parse_sizes
+    try:
+        parse_sizes([s])
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return s
+
+
+def _layouts(s: str) -> str:
+    import argparse
+    from cute_gemm.bench import parse_layouts
+    try:
+        if not parse_layouts(s):
+            raise ValueError("no layout given: use nn, tn, nt, tt or all")
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return s
+
+
 def _cmd_bench(args) -> int:
     from cute_gemm.bench import (bench, find_cublas, format_overhead, load_json,
                                  measure_overhead, readme_markdown)
+    from cute_gemm.cli import error, gpu_unavailable
     if args.readme:
-        print(readme_markdown(load_json(args.readme), size=args.ladder_size,
-                              source=args.readme), end="")
+        try:
+            saved = load_json(args.readme)
+        except (OSError, ValueError) as e:   # missing, not JSON, or another schema
+            msg = getattr(e, "strerror", None) or str(e)
+            return error(f"--readme: {msg if args.readme in msg else f'{args.readme}: {msg}'}",
+                         "cute-gemm bench")
+        print(readme_markdown(saved, size=args.ladder_size, source=args.readme), end="")
         return 0
+    why = gpu_unavailable()
+    if why:
+        return error(f"bench times kernels on a CUDA GPU and none can be used here ({why}); "
+                     "`cute-gemm check` does what can be done without one", "cute-gemm bench")
     if args.overhead_only:
         backend, note = find_cublas(args.cublas)
         print(note)
@@ -61,8 +99,7 @@ def _cmd_bench(args) -> int:
                     seed=args.seed, out_dir=args.out, plots=not args.no_plots,
                     ladder_size=args.ladder_size, progress=not args.no_progress)
     except ValueError as e:
-        print(f"cute-gemm bench: {e}", file=sys.stderr)
-        return 2
+        return error(str(e), "cute-gemm bench")
     from cute_gemm.bench import format_table
     print(format_table(res))
     if args.out:

@@ -1,77 +1,277 @@
-"""`cute-gemm layouts`: dump the CuTe layouts of registered kernels as text, SVG or PNG."""
+"""`cute-gemm layouts`: the CuTe layouts of registered kernels, as a summary, full text grids,
+or SVG/PNG pictures with an index.html gallery; and the layout self-checks `check` runs.
+
+The full dump of every kernel is ~70,000 lines, so the default is a few lines per kernel (the
+layouts every entry point shares); --full gives CuTe's print_layout grids and the thread maps.
+"""
 from __future__ import annotations
 
+import argparse
 import re
 import sys
+from html import escape
 from pathlib import Path
+from typing import Sequence
+
+FORMATS = ("text", "svg", "png")
 
 
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_")
 
 
+# ---- self-checks ---------------------------------------------------------------------------
+
+
+def self_check(kernel, problem=None, thread=None) -> tuple[int, list[str]]:
+    """(layouts checked, problems) for one CuTe kernel: the pure-Python properties that
+    tests/test_layouts.py asserts, so `cute-gemm check` can report them without pytest."""
+    from . import layouts as L
+    try:
+        rec = L.build(kernel, problem or L.PROBLEM, L.THREAD if thread is None else thread)
+    except KeyError as e:
+        return 0, [str(e).strip("'\"")]
+    d = dict(kernel.defines)
+    items = list(rec.items())
+    bad = []
+    for it in items:
+        leaf = it.name.rsplit("/", 1)[-1]
+        if it.kind == "partition":
+            rows, cols = it.tile
+            own = it.owners()
+            counts = {len(o) for o in own}
+            if len(counts) != 1 or 0 in counts or (it.exact and counts != {1}):
+                bad.append(f"{it.name}: tile elements owned {sorted(counts)} times")
+                continue
+            vals = it.values_of(it.thread)
+            if len(vals) * it.nthreads != rows * cols * counts.pop():
+                bad.append(f"{it.name}: threads hold unequal shares of the tile")
+            if any(it.thread not in own[r + c * rows] for (r, c) in vals):
+                bad.append(f"{it.name}: thread {it.thread}'s values disagree with the owner map")
+        elif it.kind == "tv":
+            rows, cols = it.tile
+            cells = it.tv_cells()
+            if set(cells) != {(i, j) for i in range(rows) for j in range(cols)}:
+                bad.append(f"{it.name}: TV layout does not cover its {rows}x{cols} tile")
+            elif "copy" in it.name and any(len(v) != 1 for v in cells.values()):
+                bad.append(f"{it.name}: a copy touches some element more than once")
+        elif it.kind == "thread":
+            n = L.size(it.layout)
+            if sorted(L.value(it.layout, i) for i in range(n)) != list(range(n)):
+                bad.append(f"{it.name}: thread layout is not a bijection onto 0..{n - 1}")
+        if leaf in ("sA", "sB") and "BLK_K" in d:
+            ext = d["BLK_M"] if leaf == "sA" else d["BLK_N"]
+            if L.product_each(it.layout.shape)[:2] != (ext, d["BLK_K"]):
+                bad.append(f"{it.name}: shape {L.fmt(it.layout)} is not ({ext}, {d['BLK_K']}) "
+                           "as registered")
+            elif L.cosize(it.layout) < L.size(it.layout):
+                bad.append(f"{it.name}: cosize below size (elements would overlap)")
+        if leaf == "gC" and "BLK_M" in d and \
+                L.product_each(it.layout.shape) != (d["BLK_M"], d["BLK_N"]):
+            bad.append(f"{it.name}: tile {L.fmt(it.layout)} is not BLK_M x BLK_N as registered")
+    return len(items), bad
+
+
+def self_check_all(names: Sequence[str], progress: bool | None = None) -> list[dict]:
+    from . import registry
+    from .compile_cli import Progress
+    bar = Progress(len(names), progress, verb="checking layouts of")
+    out = []
+    try:
+        for n in names:
+            bar.start(n)
+            count, problems = self_check(registry.get(n))
+            out.append({"kernel": n, "layouts": count, "problems": problems})
+            bar.finish(n, "ok" if not problems else f"{len(problems)} problems")
+    finally:
+        bar.close()
+    return out
+
+
+# ---- text ---------------------------------------------------------------------------------------
+
+
+def summary(kernel, rec) -> str:
+    """A few lines: what the kernel is, how many layouts it has, and those every entry shares."""
+    from collections import Counter
+    from . import layouts as L
+    items = list(rec.items())
+    kinds = Counter(it.kind for it in items)
+    tile = "x".join(map(str, kernel.tile)) if kernel.tile else "-"
+    out = [f"{kernel.name}  ({rec.source}): tile {tile}, {kernel.threads} threads; "
+           f"{len(items)} layouts in {len(rec.sections)} sections ("
+           + ", ".join(f"{v} {k}" for k, v in sorted(kinds.items())) + ")"]
+    shared = [s for s in rec.sections if "every entry" in s.title] or rec.sections[-1:]
+    picked = [it for s in shared for it in s.items if it.kind != "tv"]   # TV maps: long, see --full
+    w = max([4] + [len(it.name.rsplit("/", 1)[-1]) for it in picked]) + 2
+    for it in picked:
+        leaf = it.name.rsplit("/", 1)[-1]
+        out.append(f"  {leaf:<{w}}{L.fmt(it.layout)}")
+    return "\n".join(out) + "\n"
+
+
+def full_text(rec) -> str:
+    """layouts.dump_text without the repeated line: print_layout restates the layout that
+    the line above it already gives."""
+    from . import layouts as L
+    out = [f"# {rec.kernel}  ({rec.source})\n\n"]
+    for s in rec.sections:
+        out.append(f"## {s.title}\n\n")
+        for it in s.items:
+            lines = L.describe(it).split("\n")
+            for j in (2, 3):
+                if j < len(lines) and lines[j] == lines[1]:
+                    del lines[j]
+                    break
+            out.append("\n".join(lines))
+    return "".join(out)
+
+
+# ---- pictures -----------------------------------------------------------------------------------
+
+_CSS = """body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
+nav a{margin-right:1em}h2{margin-top:2em;border-bottom:1px solid #ccc}
+.g{display:flex;flex-wrap:wrap;gap:1em}figure{margin:0;max-width:420px}
+figure img{max-width:420px;max-height:320px;border:1px solid #ddd;background:#fff}
+figcaption{font-size:.85em}code{font-size:.9em;word-break:break-all}"""
+
+
+def gallery(out: Path, fmt: str, pages: list[tuple[object, object, list[tuple[str, object]]]],
+            problem, thread: int) -> Path:
+    """index.html in `out`: a section per kernel, a picture per layout with its caption,
+    every link relative so the folder can be moved or served as it is."""
+    from . import layouts as L
+    h = ["<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
+         "<title>cute_gemm: CuTe layouts</title>", f"<style>{_CSS}</style></head><body>",
+         "<h1>CuTe layouts of the cute_gemm kernels</h1>",
+         f"<p>Problem (M,N,K) = {escape(str(tuple(problem)))}, thread {thread}'s partitions "
+         f"outlined. Written by <code>cute-gemm layouts --format {fmt}</code>; click a picture "
+         "for full size.</p>",
+         "<nav>" + "".join(f'<a href="#{escape(k.name)}">{escape(k.name)}</a>' for k, _, _ in pages)
+         + "</nav>"]
+    for kernel, rec, pics in pages:
+        h.append(f'<h2 id="{escape(kernel.name)}">{escape(kernel.name)} '
+                 f"<small>({escape(rec.source)})</small></h2>")
+        by_item = dict(pics)
+        for s in rec.sections:
+            h.append(f"<h3>{escape(s.title)}</h3>")
+            h.append('<div class="g">')
+            for it in s.items:
+                rel = by_item[it.name]
+                h.append(f'<figure><a href="{escape(rel)}"><img src="{escape(rel)}" loading="lazy" '
+                         f'alt="{escape(it.title)}"></a><figcaption>{escape(it.title)}<br>'
+                         f"<code>{escape(L.fmt(it.layout))}</code></figcaption></figure>")
+            h.append("</div>")
+    h.append("</body></html>\n")
+    p = out / "index.html"
+    p.write_text("\n".join(h))
+    return p
+
+
+# ---- the command ----------------------------------------------------------------------------------
+
+
+def _fail(msg: str) -> int:
+    print(f"cute-gemm layouts: error: {msg}", file=sys.stderr)
+    return 2
+
+
 def run(kernels: list[str] | None = None, fmt: str = "text", out: str | None = None,
-        thread: int | None = None, shape: str | None = None) -> int:
+        thread: int | None = None, shape: str | tuple[int, int, int] | None = None,
+        full: bool = False) -> int:
+    """Everything is checked, and every recipe built, before the first file is written."""
     from . import layouts as L
     from . import registry
+    from .cli import shape_mnk
+    from .errors import UnknownKernelError
     cute = registry.kernels("cute")
-    chosen = [registry.get(n) for n in kernels] if kernels else list(cute)
+    try:
+        chosen = [registry.get(n) for n in kernels] if kernels else list(cute)
+    except UnknownKernelError as e:
+        return _fail(str(e))
     bad = [k.name for k in chosen if k.family != "cute"]
     if bad:
-        print(f"cute-gemm layouts: {', '.join(bad)} are not CuTe kernels "
-              f"(choose from {', '.join(k.name for k in cute)})", file=sys.stderr)
-        return 2
-    problem = tuple(int(x) for x in shape.split("x")) if shape else L.PROBLEM
-    if len(problem) != 3:
-        print("cute-gemm layouts: --shape wants MxNxK", file=sys.stderr)
-        return 2
+        return _fail(f"{', '.join(bad)} {'is not a CuTe kernel' if len(bad) == 1 else 'are not CuTe kernels'} "
+                     f"(choose from {', '.join(k.name for k in cute)})")
+    if fmt not in FORMATS:
+        return _fail(f"--format {fmt!r}: choose from {', '.join(FORMATS)}")
+    try:
+        problem = shape_mnk(shape) if isinstance(shape, str) else tuple(shape or L.PROBLEM)
+    except argparse.ArgumentTypeError as e:
+        return _fail(f"--shape: {e}")
     thr = L.THREAD if thread is None else thread
     for k in chosen:
         if not 0 <= thr < k.threads:
-            print(f"cute-gemm layouts: --thread {thr} outside 0..{k.threads - 1} for {k.name}",
-                  file=sys.stderr)
-            return 2
-    if fmt != "text" and out is None:
-        out = "layouts"
-    for k in chosen:
-        rec = L.build(k, problem, thr)
-        if fmt == "text":
-            text = L.dump_text(rec)
-            if out is None:
-                sys.stdout.write(text)
-            else:
-                Path(out).mkdir(parents=True, exist_ok=True)
-                p = Path(out) / f"{k.name}.txt"
-                p.write_text(text)
-                print(p)
-            continue
-        from . import layout_draw as D
-        d = Path(out) / k.name
+            return _fail(f"--thread {thr} outside 0..{k.threads - 1} for {k.name}")
+    if fmt == "png":
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            return _fail("--format png needs matplotlib: pip install 'cute_gemm[plot]' "
+                         "(or use --format svg)")
+    recs = [(k, L.build(k, problem, thr)) for k in chosen]
+    if fmt == "text":
+        return _write_text(recs, out, full)
+    from . import layout_draw as D
+    root = Path(out or "layouts")
+    pages = []
+    for k, rec in recs:
+        d = root / k.name
         d.mkdir(parents=True, exist_ok=True)
+        pics = []
         for i, it in enumerate(rec.items()):
-            leaf = _safe(it.name.split("/", 1)[1])
+            p = d / f"{i:02d}_{_safe(it.name.split('/', 1)[1])}.{fmt}"
             g = D.grid_of(it)
-            p = d / f"{i:02d}_{leaf}.{fmt}"
             if fmt == "svg":
                 p.write_text(D.to_svg(g))
             else:
                 D.write_png(g, p)
-        print(f"{d}/ ({sum(1 for _ in rec.items())} {fmt} files)")
+            pics.append((it.name, p.relative_to(root).as_posix()))
+        pages.append((k, rec, pics))
+        print(f"{d}/ ({len(pics)} {fmt} files)")
+    index = gallery(root, fmt, pages, problem, thr)
+    print(f"{index}: {sum(len(p) for _, _, p in pages)} pictures of {len(pages)} kernels; "
+          "open it in a browser")
+    return 0
+
+
+def _write_text(recs, out: str | None, full: bool) -> int:
+    if out is None:
+        for i, (k, rec) in enumerate(recs):
+            sys.stdout.write(full_text(rec) if full else ("\n" if i else "") + summary(k, rec))
+        if not full:
+            print("\n`cute-gemm layouts KERNEL --full` prints the grids; --format svg draws them "
+                  "(with an index.html)")
+        return 0
+    Path(out).mkdir(parents=True, exist_ok=True)
+    for k, rec in recs:      # a file is where the whole dump belongs: always the full text
+        p = Path(out) / f"{k.name}.txt"
+        p.write_text(full_text(rec))
+        print(p)
     return 0
 
 
 def add_arguments(p) -> None:
-    p.add_argument("kernels", nargs="*", metavar="KERNEL",
+    from .cli import kernel_name, nonneg_int, shape_mnk
+    p.add_argument("kernels", nargs="*", metavar="KERNEL", type=kernel_name,
                    help="registered CuTe kernels (default: all of them)")
-    p.add_argument("--format", choices=("text", "svg", "png"), default="text",
-                   help="text (CuTe print_layout form), svg, or png (needs matplotlib)")
-    p.add_argument("--out", help="output directory (text: default stdout; svg/png: default ./layouts)")
-    p.add_argument("--thread", type=int, help="the thread whose partitions are shown (default 37)")
-    p.add_argument("--shape", help="representative problem MxNxK for the global tiles (default 256x256x256)")
+    p.add_argument("--format", choices=FORMATS, default="text",
+                   help="text (default), svg, or png (needs matplotlib); pictures come with an "
+                        "index.html gallery")
+    p.add_argument("--full", action="store_true",
+                   help="text: every layout with CuTe's print_layout grid and the thread maps "
+                        "(default: a short summary per kernel)")
+    p.add_argument("--out", metavar="DIR",
+                   help="output folder (text: one full dump per kernel, default stdout; "
+                        "svg/png: default ./layouts)")
+    p.add_argument("--thread", type=nonneg_int,
+                   help="the thread whose partitions are shown (default 37)")
+    p.add_argument("--shape", type=shape_mnk, metavar="MxNxK",
+                   help="representative problem for the global tiles (default 256x256x256)")
 
 
 def register(subparsers) -> None:
-    s = subparsers.add_parser("layouts", help="dump the CuTe kernels' layouts (text, svg, png)",
-                              description=__doc__)
+    s = subparsers.add_parser("layouts", help="show the CuTe kernels' layouts (summary, full "
+                              "text, svg or png pictures)", description=__doc__)
     add_arguments(s)
-    s.set_defaults(fn=lambda a: run(a.kernels, a.format, a.out, a.thread, a.shape))
+    s.set_defaults(fn=lambda a: run(a.kernels, a.format, a.out, a.thread, a.shape, a.full))

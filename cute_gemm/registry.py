@@ -47,6 +47,11 @@ class Variant:
     stream_k_swap: bool = False # the twin computes the transposed problem C^T = B^T A^T (an
                                 # A m-major / B k-major call is A k-major / B n-major there)
 
+    def __repr__(self) -> str:   # one line: kernels() lists dozens of these
+        twin = f", stream-K twin {self.stream_k}" if self.stream_k else ""
+        return (f"<Variant {self.entry}: A {self.a_major}-major, B {self.b_major}-major, "
+                f"C {self.c_major}-major, align {self.align}{twin}>")
+
     def align_for(self, role: str) -> int:
         """The alignment (elements) this entry point needs of operand `role` ("a", "b", "c")."""
         return self.align if role in self.align_roles else 1
@@ -249,6 +254,11 @@ class Kernel:
     dtypes: tuple[str, ...] = ("float32",)
     constraints: str = "any M, N, K >= 1"
     tags: tuple[str, ...] = field(default=())
+
+    def __repr__(self) -> str:   # the generated one prints every variant and policy: pages
+        tile = "x".join(map(str, self.tile)) if self.tile else "-"
+        return (f"<Kernel {self.name} ({self.family}, {self.source}): tile {tile}, "
+                f"{self.threads} threads, {len(self.entries)} entr{'y' if len(self.entries) == 1 else 'ies'}>")
 
     @property
     def pdl(self) -> bool:

@@ -264,7 +264,7 @@ def test_svg_pictures_are_well_formed(recipes, name):
 
 def test_cli_text(capsys):
     from cute_gemm.cli import main
-    assert main(["layouts", "cute_gmem", "--thread", "5", "--shape", "200x300x100"]) == 0
+    assert main(["layouts", "cute_gmem", "--full", "--thread", "5", "--shape", "200x300x100"]) == 0
     out = capsys.readouterr().out
     assert "(_16,_8,13):(100,_1,_8)" in out     # gA, 200x100 row-major A (static unit stride): 13 k-tiles
     assert "thread 5 owns" in out

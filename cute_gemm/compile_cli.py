@@ -1,0 +1,358 @@
+"""`cute-gemm compile`, and the half of `cute-gemm check` that needs no GPU.
+
+Compiles run in worker processes, at most --jobs at once (NVRTC is CPU-bound, and cache.get
+compiles one key at a time per process). Each worker reports what this run did: compiled (NVRTC's
+seconds) or found it in the cache (the seconds the lookup took) — never the seconds recorded when
+the cached cubin was first built. Progress (n/N, elapsed, what is compiling) goes to stderr, so
+stdout stays a table (or JSON with --json).
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+from . import cache, registry
+from .cli import (DEFAULT_ARCH, cpu_cores, error, gpu_unavailable, one_line, print_json,
+                  save_log)
+from .errors import CompileError, CuteGemmError
+
+
+@dataclass
+class Outcome:
+    """One (kernel, arch) of a compile run."""
+    kernel: str
+    arch: str
+    origin: str                       # "compiled" | "disk" | "memory" | "failed" | "skipped"
+    seconds: float = 0.0              # spent in this run
+    resources: dict = field(default_factory=dict)   # entry -> compile.Resources
+    error: str = ""
+    log: str = ""                     # the whole NVRTC error, for a log file
+
+    @property
+    def shown_origin(self) -> str:
+        return "cached" if self.origin in ("disk", "memory") else self.origin
+
+
+def compile_one(job: tuple[str, str]) -> Outcome:
+    """Runs in a worker process: everything it returns pickles (no cubin: the cache holds it)."""
+    name, arch = job
+    t0 = time.perf_counter()
+    try:
+        c = cache.get(registry.get(name), arch)
+    except CompileError as e:
+        return Outcome(name, arch, "failed", time.perf_counter() - t0, error=one_line(e), log=str(e))
+    except CuteGemmError as e:
+        return Outcome(name, arch, "failed", time.perf_counter() - t0, error=one_line(e))
+    return Outcome(name, arch, c.origin, time.perf_counter() - t0, c.resources)
+
+
+class Progress:
+    """`[n/N] elapsed  compiling a, b` on stderr. On a terminal one line rewrites itself twice a
+    second, so a 30 s compile still shows time passing; elsewhere (when asked for) a line per
+    finished job, which reads well in a log."""
+
+    def __init__(self, total: int, enabled: bool | None, verb: str = "compiling", stream=None):
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.enabled = self.tty if enabled is None else enabled
+        self.total, self.done, self.verb = total, 0, verb
+        self.running: list[str] = []
+        self.t0 = time.perf_counter()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = None
+        if self.enabled and self.tty:
+            self._thread = threading.Thread(target=self._tick, daemon=True)
+            self._thread.start()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(0.5):
+            self._draw()
+
+    def _draw(self) -> None:
+        with self._lock:
+            line = f"[{self.done}/{self.total}] {time.perf_counter() - self.t0:4.0f} s"
+            if self.running:
+                line += f"  {self.verb} " + ", ".join(self.running)
+            width = shutil.get_terminal_size((100, 20)).columns - 1
+            self.stream.write("\r\x1b[K" + line[:width])
+            self.stream.flush()
+
+    def start(self, label: str) -> None:
+        with self._lock:
+            self.running.append(label)
+        if self.tty and self.enabled:
+            self._draw()
+
+    def finish(self, label: str, note: str) -> None:
+        with self._lock:
+            self.running.remove(label)
+            self.done += 1
+        if not self.enabled:
+            return
+        if self.tty:
+            self._draw()
+        else:
+            print(f"[{self.done}/{self.total}] {time.perf_counter() - self.t0:6.1f} s  {label}: {note}",
+                  file=self.stream, flush=True)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+
+
+def _note(o: Outcome) -> str:
+    if o.origin == "compiled":
+        return f"compiled in {o.seconds:.1f} s"
+    if o.origin == "failed":
+        return "FAILED"
+    return o.shown_origin
+
+
+def run_jobs(jobs: list[tuple[str, str]], workers: int, progress: Progress) -> list[Outcome]:
+    """Compile every (kernel, arch); outcomes in the order of `jobs`."""
+    multi_arch = len({a for _, a in jobs}) > 1
+    label = (lambda j: f"{j[0]} {j[1]}") if multi_arch else (lambda j: j[0])
+    # later ladder stages (and the CuTe family, registered last) take longest: start them
+    # first so that no 30 s compile begins when everything else is already done
+    order = list(reversed(range(len(jobs))))
+    out: dict[int, Outcome] = {}
+    try:
+        if workers <= 1 or len(jobs) <= 1:
+            for i in order:                  # in-process: NVRTC drops the GIL, the ticker runs
+                progress.start(label(jobs[i]))
+                out[i] = compile_one(jobs[i])
+                progress.finish(label(jobs[i]), _note(out[i]))
+        else:
+            _run_pool(jobs, order, min(workers, len(jobs)), progress, label, out)
+    finally:
+        progress.close()
+    return [out[i] for i in range(len(jobs))]
+
+
+def _run_pool(jobs, order, workers, progress, label, out) -> None:
+    import multiprocessing
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    # spawn, not fork: the parent may hold a CUDA context and runs the progress thread
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+    todo = iter(order)
+    pending = {}
+
+    def submit() -> None:
+        # never more jobs submitted than workers: what is pending is what is compiling
+        i = next(todo, None)
+        if i is not None:
+            progress.start(label(jobs[i]))
+            pending[pool.submit(compile_one, jobs[i])] = i
+    try:
+        for _ in range(workers):
+            submit()
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for f in done:
+                i = pending.pop(f)
+                out[i] = f.result()
+                progress.finish(label(jobs[i]), _note(out[i]))
+                submit()
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+
+
+def arch_number(arch: str) -> int:
+    return int(re.match(r"sm_(\d+)", arch).group(1))
+
+
+def unsupported_arch(arch: str) -> str | None:
+    """None if this NVRTC compiles for `arch`, else its complaint. An empty program is enough
+    to ask (~0.1 s); without asking, every kernel would fail with the same error."""
+    from . import compile as comp
+    try:
+        comp.compile_source(registry.kernels()[0], arch, "", [f"-arch={arch}"])
+    except CompileError as e:
+        return one_line(e.log) if e.log.strip() else e.result
+    return None
+
+
+def compile_table(kernels: list[str], archs: list[str], workers: int | None,
+                  progress: bool | None) -> list[Outcome]:
+    """Compile kernels x archs; kernels whose min_arch is above an arch are skipped."""
+    jobs, skipped = [], {}
+    for a in archs:
+        for n in kernels:
+            k = registry.get(n)
+            if arch_number(a) < k.min_arch:
+                skipped[(n, a)] = Outcome(n, a, "skipped", error=f"needs sm_{k.min_arch} or newer")
+            else:
+                jobs.append((n, a))
+    done = {(o.kernel, o.arch): o for o in
+            run_jobs(jobs, workers or cpu_cores(), Progress(len(jobs), progress))}
+    return [done.get((n, a)) or skipped[(n, a)] for a in archs for n in kernels]
+
+
+def resource_problems(k: registry.Kernel, res: dict) -> dict[str, str]:
+    """entry -> what is wrong with its registers or local memory: the limits that
+    tests/test_compile.py asserts, so they can be seen without pytest."""
+    min_blocks = dict(k.defines).get("MIN_BLOCKS", 1)
+    cap = min(255, 65536 // (k.threads * min_blocks))   # MIN_BLOCKS CTAs must stay resident
+    out = {}
+    for entry in k.entries:
+        r = res.get(entry)
+        if r is None:
+            out[entry] = "ptxas reported nothing"
+        elif r.registers > cap:
+            out[entry] = f"{r.registers} registers > {cap}"
+        elif r.spill_stores > 0 or r.spill_loads > 0:
+            out[entry] = f"spills {r.spill_stores}/{r.spill_loads} bytes"
+        elif r.spill_stores < 0 and r.stack_bytes > 0:   # ELF report: no spill figures
+            out[entry] = f"{r.stack_bytes} bytes of local memory"
+    return out
+
+
+def rows(outcomes: list[Outcome], verdicts: bool = False) -> list[dict]:
+    """One record per entry point (per job where there is none): the JSON form of the table."""
+    recs = []
+    for o in outcomes:
+        base = {"kernel": o.kernel, "arch": o.arch, "origin": o.origin,
+                "seconds": round(o.seconds, 3)}
+        if o.origin in ("failed", "skipped"):
+            recs.append({**base, "error": o.error})
+            continue
+        k = registry.get(o.kernel)
+        probs = resource_problems(k, o.resources) if verdicts else {}
+        for entry in k.entries:
+            r = o.resources.get(entry)
+            rec = {**base, "entry": entry}
+            if r is not None:
+                rec.update(registers=r.registers, smem_bytes=r.smem_bytes,
+                           stack_bytes=r.stack_bytes,
+                           spill_stores=r.spill_stores if r.spill_stores >= 0 else None,
+                           spill_loads=r.spill_loads if r.spill_loads >= 0 else None)
+            if verdicts:
+                rec["problem"] = probs.get(entry)
+            recs.append(rec)
+    return recs
+
+
+def format_table(outcomes: list[Outcome], verdicts: bool = False) -> str:
+    recs = rows(outcomes, verdicts)
+    kw = max([8] + [len(r["kernel"]) for r in recs]) + 2
+    ew = max([7] + [len(r.get("entry", "")) for r in recs]) + 2
+    head = (f"{'kernel':<{kw}}{'arch':<8}{'origin':<10}{'secs':>6}  {'entry':<{ew}}"
+            f"{'regs':>5}{'smem':>7}{'stack':>6}{'spill st/ld':>12}" + ("  check" if verdicts else ""))
+    lines, last = [head], None
+    for r in recs:
+        first = (r["kernel"], r["arch"]) != last      # seconds are per compile, not per entry
+        last = (r["kernel"], r["arch"])
+        origin = "cached" if r["origin"] in ("disk", "memory") else r["origin"]
+        secs = (f"{'-':>6}" if r["origin"] == "skipped" else
+                f"{r['seconds']:>6.1f}" if first else " " * 6)
+        lead = f"{r['kernel']:<{kw}}{r['arch']:<8}{origin:<10}{secs}  "
+        if "error" in r:
+            lines.append(lead + r["error"])
+            continue
+        if "registers" not in r:
+            lines.append(lead + f"{r['entry']:<{ew}}{'?':>5}")
+            continue
+        spill = (f"{r['spill_stores']:>6}/{r['spill_loads']:<5}" if r["spill_stores"] is not None
+                 else f"{'n/a (ELF)':>12}")
+        line = (lead + f"{r['entry']:<{ew}}{r['registers']:>5}{r['smem_bytes']:>7}"
+                f"{r['stack_bytes']:>6}{spill}")
+        if verdicts:
+            line += "  " + (r["problem"] or "ok")
+        lines.append(line)
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def report_failures(outcomes: list[Outcome], prog: str) -> None:
+    for o in outcomes:
+        if o.origin == "failed":
+            path = save_log(o.kernel, o.arch, o.log) if o.log else None
+            print(f"{prog}: {o.kernel} ({o.arch}): {o.error}"
+                  + (f"; full log: {path}" if path else ""), file=sys.stderr)
+
+
+def cmd_compile(args) -> int:
+    names = list(registry.names()) if args.all or not args.kernels else list(dict.fromkeys(args.kernels))
+    archs = list(dict.fromkeys(args.arch or []))
+    if not archs:
+        why = gpu_unavailable()
+        if why is None:
+            from . import launch
+            archs = [launch.device_info().arch]
+        else:
+            archs = [DEFAULT_ARCH]
+            print(f"cute-gemm compile: no GPU here, compiling for {DEFAULT_ARCH} "
+                  "(--arch to choose)", file=sys.stderr)
+    for a in archs:
+        why = unsupported_arch(a)
+        if why:
+            return error(f"NVRTC cannot compile for {a}: {why}", "cute-gemm compile")
+    outcomes = compile_table(names, archs, args.jobs, args.progress)
+    if args.json:
+        print_json(rows(outcomes))
+    else:
+        print(format_table(outcomes))
+    report_failures(outcomes, "cute-gemm compile")
+    return 1 if any(o.origin == "failed" for o in outcomes) else 0
+
+
+def offline_check(names: list[str] | None, arch: str, why: str, *, jobs: int | None = None,
+                  progress: bool | None = None, as_json: bool = False) -> int:
+    """`cute-gemm check` without a GPU: compile, check registers/spills, check the layouts,
+    and say plainly that the numerical cross-check did not run."""
+    from .layouts_cli import self_check_all
+    names = names or list(registry.names())
+    bad_arch = unsupported_arch(arch)
+    if bad_arch:
+        return error(f"NVRTC cannot compile for {arch}: {bad_arch}", "cute-gemm check")
+    not_run = (f"the GPU cross-check (each kernel against float64 and the others) needs a CUDA "
+               f"GPU: {why}")
+    if not as_json:
+        print(f"no GPU: compiling for {arch} and checking what needs no GPU (the GPU "
+              "cross-check is not run)", flush=True)
+    outcomes = compile_table(names, [arch], jobs, progress)
+    cute = [n for n in names if registry.get(n).family == "cute"]
+    layouts = self_check_all(cute, progress=progress)
+    failed = [o for o in outcomes if o.origin == "failed"]
+    probs = {(o.kernel, e): p for o in outcomes if o.origin not in ("failed", "skipped")
+             for e, p in resource_problems(registry.get(o.kernel), o.resources).items()}
+    layout_probs = [p for r in layouts for p in r["problems"]]
+    ok = not failed and not probs and not layout_probs
+    if as_json:
+        print_json({"gpu": False, "reason": why, "arch": arch, "ok": ok,
+                    "compile": rows(outcomes, verdicts=True), "layouts": layouts,
+                    "not_run": [not_run]})
+        report_failures(outcomes, "cute-gemm check")
+        return 0 if ok else 1
+    print(format_table(outcomes, verdicts=True))
+    report_failures(outcomes, "cute-gemm check")
+    compiled = [o for o in outcomes if o.origin not in ("failed", "skipped")]
+    n_entries = sum(len(registry.get(o.kernel).entries) for o in compiled)
+    print(f"\ncompile: {len(compiled)} of {len(outcomes)} kernels for {arch}"
+          + (f", {len(failed)} FAILED" if failed else ""))
+    print(f"registers and spills: {n_entries} entry points, "
+          + ("all within limits" if not probs else f"{len(probs)} over a limit (see the check column)"))
+    if layouts:
+        n = sum(r["layouts"] for r in layouts)
+        print(f"layout self-checks: {len(layouts)} CuTe kernel{'s' if len(layouts) > 1 else ''}, "
+              f"{n} layouts: "
+              + ("all pass (partitions cover their tiles, TV layouts land in their tiles, thread "
+                 "layouts are bijections, tiles match the registry)" if not layout_probs else
+                 f"{len(layout_probs)} problems"))
+        for p in layout_probs:
+            print(f"  {p}")
+    else:
+        print("layout self-checks: none (no CuTe kernel chosen)")
+    print(f"NOT RUN: {not_run}")
+    print(f"check without a GPU: {'PASS' if ok else 'FAIL'} (compile, resources, layouts; "
+          "nothing was run on a GPU)")
+    return 0 if ok else 1

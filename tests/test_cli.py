@@ -1,0 +1,306 @@
+"""The command line a newcomer meets: one-line errors with exit status 2 (never a traceback),
+`check` that does what it can without a GPU, truthful compile tables, progress on stderr,
+and layout pictures with a gallery.
+
+Every test takes the no-GPU paths (CUTE_GEMM_FORCE_NO_GPU), so they run the same on a GPU
+host; compiles are limited to the smallest kernels, in a private cache where the result of
+a compile matters.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import cute_gemm
+from cute_gemm import cache, cli, registry
+from cute_gemm import compile as comp
+from cute_gemm.errors import CompileError, CudaError
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def no_gpu(monkeypatch):
+    monkeypatch.setenv("CUTE_GEMM_FORCE_NO_GPU", "1")
+
+
+def _run(capsys, *argv):
+    rc = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+# ---- bad arguments: one line on stderr, exit 2 -------------------------------------------------
+
+BAD = {
+    "arch": (["compile", "naive", "--arch", "hopper"], "hopper"),
+    "negative M": (["run", "naive", "--m", "-5"], "--m"),
+    "zero repeats": (["run", "naive", "--repeats", "0"], "--repeats"),
+    "layouts shape": (["layouts", "cute_gmem", "--shape", "axbxc"], "MxNxK"),
+    "check shape": (["check", "--shape", "1x2"], "MxNxK"),
+    "unknown kernel run": (["run", "nope"], "unknown kernel 'nope'"),
+    "unknown kernel check": (["check", "nope"], "unknown kernel 'nope'"),
+    "unknown command": (["frob"], "frob"),
+    "family": (["list", "--family", "x"], "--family"),
+    "bench size": (["bench", "--size", "foo"], "bad size"),
+    "bench layouts": (["bench", "--layouts", "xy"], "layout"),
+    "bench overhead without GPU": (["bench", "--overhead-only"], "GPU"),
+    "run without GPU": (["run", "naive"], "GPU"),
+    "not a CuTe kernel": (["layouts", "naive"], "not a CuTe kernel"),
+    "thread out of range": (["layouts", "cute_gmem", "--thread", "999"], "--thread 999"),
+}
+
+
+@pytest.mark.parametrize("argv,needle", BAD.values(), ids=BAD.keys())
+def test_bad_arguments_give_one_line_and_status_2(capsys, argv, needle):
+    rc, out, err = _run(capsys, *argv)
+    assert rc == 2
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("cute-gemm") and "error:" in lines[0]
+    assert needle in lines[0]
+
+
+def test_unknown_kernel_is_reported_before_the_missing_gpu(capsys):
+    rc, _, err = _run(capsys, "run", "nope")
+    assert rc == 2 and "unknown kernel" in err and "GPU" not in err
+
+
+def test_arch_nvrtc_cannot_build_is_one_line(capsys):
+    rc, out, err = _run(capsys, "compile", "naive", "--arch", "sm_99")
+    assert rc == 2 and out == "" and len(err.splitlines()) == 1
+    assert "cannot compile for sm_99" in err
+
+
+def test_bench_readme_of_a_missing_file(capsys, tmp_path):
+    rc, _, err = _run(capsys, "bench", "--readme", str(tmp_path / "none.json"))
+    assert rc == 2 and len(err.splitlines()) == 1 and "none.json" in err
+
+
+def test_png_without_matplotlib_writes_nothing(capsys, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)     # import matplotlib -> ImportError
+    out_dir = tmp_path / "pics"
+    rc, _, err = _run(capsys, "layouts", "cute_gmem", "--format", "png", "--out", str(out_dir))
+    assert rc == 2 and len(err.splitlines()) == 1 and "matplotlib" in err
+    assert not out_dir.exists()
+
+
+# ---- errors raised inside a command ------------------------------------------------------------
+
+def test_cute_gemm_error_escaping_a_command_is_one_line(capsys, monkeypatch):
+    def boom():
+        raise CudaError("cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY\nsecond line")
+    monkeypatch.setattr(cache, "info", boom)
+    rc, _, err = _run(capsys, "cache")
+    assert rc == 2
+    assert err == "cute-gemm: error: cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY\n"
+
+
+def test_compile_error_escaping_a_command_points_at_the_log(capsys, monkeypatch):
+    def boom():
+        raise CompileError("naive", ["-arch=sm_90"], "line 1: error: boom\n" * 50, "NVRTC_ERROR_COMPILATION")
+    monkeypatch.setattr(cache, "info", boom)
+    rc, _, err = _run(capsys, "cache")
+    assert rc == 2 and len(err.splitlines()) == 1
+    log = Path(err.rsplit("full log: ", 1)[1].strip())
+    assert "error: boom" in log.read_text()
+
+
+def test_a_bug_is_one_line_unless_debugging(capsys, monkeypatch):
+    monkeypatch.setattr(cache, "info", lambda: {}["missing"])
+    rc, _, err = _run(capsys, "cache")
+    assert rc == 1 and len(err.splitlines()) == 1 and "internal error: KeyError" in err
+    monkeypatch.setenv("CUTE_GEMM_DEBUG", "1")
+    with pytest.raises(KeyError):
+        cli.main(["cache"])
+
+
+def _subprocess(*argv, env_extra=None):
+    env = {**os.environ, "CUTE_GEMM_FORCE_NO_GPU": "1", **(env_extra or {})}
+    # the child imports the cute_gemm this process tests (a checkout or the installed wheel)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(cute_gemm.__file__).parents[1]),
+                                         env.get("PYTHONPATH", "")])
+    return subprocess.run([sys.executable, "-m", "cute_gemm", *argv], capture_output=True,
+                          text=True, env=env, cwd=ROOT.parent, timeout=120)
+
+
+def test_python_m_cute_gemm_exit_status_and_no_traceback():
+    r = _subprocess("run", "naive", "--m", "-5")
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.startswith("cute-gemm run: error: argument --m") and r.stderr.count("\n") == 1
+    r = _subprocess("bench", "--overhead-only")
+    assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.count("\n") == 1
+    r = _subprocess("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"cute-gemm {cute_gemm.__version__}"
+
+
+# ---- conventions -----------------------------------------------------------------------------------
+
+def test_version_and_help(capsys):
+    rc, out, _ = _run(capsys, "--version")
+    assert rc == 0 and out.strip() == f"cute-gemm {cute_gemm.__version__}"
+    rc, out, _ = _run(capsys)
+    assert rc == 0 and "COMMAND" in out
+
+
+def test_every_option_has_help():
+    import argparse
+    parser = cli.build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    missing = [f"{name} {a.option_strings or a.dest}" for name, p in sub.choices.items()
+               for a in p._actions
+               if not isinstance(a, argparse._HelpAction) and not a.help]
+    assert not missing, missing
+
+
+def test_list_json_is_the_registry(capsys):
+    rc, out, _ = _run(capsys, "list", "--json")
+    assert rc == 0
+    recs = json.loads(out)
+    assert [r["name"] for r in recs] == list(registry.names())
+    smem = next(r for r in recs if r["name"] == "cute_smem")
+    assert smem["tile"] == list(registry.get("cute_smem").tile) and smem["entries"]
+
+
+def test_kernel_and_variant_repr_are_one_short_line():
+    text = repr(cute_gemm.kernels())
+    assert "\n" not in text
+    k = registry.get("cute_pipelined")
+    assert repr(k).startswith("<Kernel cute_pipelined (cute, cute/c3_pipelined.cu)")
+    assert len(repr(k)) < 120 and all(len(repr(v)) < 160 for v in k.variants)
+
+
+def test_typed_package_and_license():
+    assert (Path(cute_gemm.__file__).parent / "py.typed").is_file()
+    assert "Redistribution and use in source and binary forms" in (ROOT / "LICENSE").read_text()
+
+
+# ---- check without a GPU ---------------------------------------------------------------------------
+
+def test_check_without_gpu_compiles_and_says_what_was_not_run(capsys):
+    rc, out, _ = _run(capsys, "check", "naive", "--no-progress")
+    assert rc == 0
+    assert "naive" in out and "sm_90" in out
+    assert "NOT RUN: the GPU cross-check" in out
+    assert "PASS" in out.splitlines()[-1]
+
+
+def test_check_without_gpu_json_and_layout_self_checks(capsys):
+    rc, out, _ = _run(capsys, "check", "--kernels", "naive", "--arch", "sm_80", "--json")
+    rep = json.loads(out)
+    assert rc == 0 and rep["gpu"] is False and rep["ok"] is True and rep["arch"] == "sm_80"
+    assert [r["entry"] for r in rep["compile"]] == ["naive"]
+    assert rep["compile"][0]["registers"] > 0 and rep["compile"][0]["problem"] is None
+    assert any("cross-check" in s for s in rep["not_run"])
+
+
+def test_layout_self_checks_pass_and_can_fail():
+    import dataclasses
+    from cute_gemm.layouts_cli import self_check
+    n, problems = self_check(registry.get("cute_gmem"))
+    assert n > 0 and problems == []
+    fake = dataclasses.replace(registry.get("cute_gmem"), name="cute_none", source="cute/none.cu")
+    assert "no layout recipe" in self_check(fake)[1][0]
+
+
+def test_check_without_gpu_fails_on_a_compile_error(capsys, tmp_cache, monkeypatch):
+    def broken(kernel, arch, source, opts):
+        raise CompileError(kernel.name, opts, "kernel.cu(3): error: this_is_not_cpp", "NVRTC_ERROR_COMPILATION")
+    monkeypatch.setattr(comp, "compile_source", broken)
+    monkeypatch.setattr("cute_gemm.compile_cli.unsupported_arch", lambda arch: None)
+    rc, out, err = _run(capsys, "check", "naive", "--no-progress")
+    assert rc == 1
+    assert "FAIL" in out.splitlines()[-1]
+    assert "naive (sm_90): NVRTC failed" in err and "full log:" in err
+
+
+def test_check_json_with_a_gpu_is_strict_json(capsys, monkeypatch):
+    import numpy as np
+    from cute_gemm import check
+    rep = check.CheckReport([check.ShapeReport(
+        (3, 2, 1), 1.0, 0.0, False,
+        [check.KernelResult("naive", "pass", 0.25, 1e-8), check.KernelResult("cute_gmem", "error",
+                                                                            message="CUDA_ERROR_X")],
+        ["naive", "cute_gmem"], np.array([[0.0, np.nan], [np.nan, np.nan]]))])
+    seen = {}
+
+    def fake_cross_check(**kw):
+        seen.update(kw)
+        return rep
+    monkeypatch.setattr("cute_gemm.cli.gpu_unavailable", lambda: None)
+    monkeypatch.setattr(check, "cross_check", fake_cross_check)
+    rc, out, _ = _run(capsys, "check", "naive", "cute_gmem", "--shape", "3x2x1", "--json")
+    assert rc == 1                                         # an error result fails the check
+    assert seen["kernels"] == ["naive", "cute_gmem"] and seen["shapes"] == [(3, 2, 1)]
+    doc = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
+    res = doc["shapes"][0]["results"]
+    assert doc["gpu"] is True and res[1]["status"] == "error" and res[1]["gauge_ratio"] is None
+    assert doc["shapes"][0]["pairwise_max_abs"]["matrix"] == [[0.0, None], [None, None]]
+
+
+# ---- compile: truthful columns, progress ----------------------------------------------------------
+
+def test_compile_table_says_cached_and_not_the_original_seconds(capsys, tmp_cache, monkeypatch):
+    real = comp.compile_source
+
+    def recorded_slow(kernel, arch, source, opts):      # the cache records 100 s for this build
+        cubin, log, secs = real(kernel, arch, source, opts)
+        return cubin, log, secs + 100.0
+    monkeypatch.setattr(comp, "compile_source", recorded_slow)
+    rc, out, _ = _run(capsys, "compile", "naive", "--arch", "sm_90", "--jobs", "1", "--json")
+    first = json.loads(out)
+    assert rc == 0 and first[0]["origin"] == "compiled"
+    cache.clear_memory()                                 # the next run reads the disk entry
+    rc, out, _ = _run(capsys, "compile", "naive", "--arch", "sm_90", "--jobs", "1")
+    row = out.splitlines()[1].split()
+    assert rc == 0 and row[:3] == ["naive", "sm_90", "cached"]
+    assert float(row[3]) < 50.0                          # the lookup, not the recorded 100 s
+
+
+def test_compile_progress_on_stderr_only_when_asked(capsys):
+    rc, out, err = _run(capsys, "compile", "naive", "--arch", "sm_90", "--jobs", "1", "--progress")
+    assert rc == 0 and out.splitlines()[0].startswith("kernel")
+    assert "[1/1]" in err and "naive" in err
+    rc, out, err = _run(capsys, "compile", "naive", "--arch", "sm_90", "--no-progress")
+    assert rc == 0 and err == ""          # capsys is no terminal: no progress unless asked
+
+
+def test_compile_in_parallel_processes_reports_each_job(capsys):
+    rc, out, err = _run(capsys, "compile", "naive", "flat1d", "--arch", "sm_90", "--jobs", "2",
+                        "--progress")
+    assert rc == 0
+    assert "[1/2]" in err and "[2/2]" in err
+    assert [line.split()[0] for line in out.splitlines()[1:]] == ["naive", "flat1d"]
+
+
+# ---- layouts --------------------------------------------------------------------------------------
+
+def test_layouts_text_is_a_short_summary_and_full_has_no_repeated_lines(capsys):
+    rc, out, _ = _run(capsys, "layouts")
+    assert rc == 0
+    lines = out.splitlines()
+    assert len(lines) < 12 * len(registry.kernels("cute")) and max(map(len, lines)) < 200
+    rc, full, _ = _run(capsys, "layouts", "cute_gmem", "--full")
+    assert rc == 0 and "thread 37 owns" in full
+    flines = full.splitlines()
+    repeated = [a for a, b in zip(flines, flines[1:]) if a == b and a.startswith("(")]
+    assert not repeated
+
+
+def test_layouts_gallery_links_every_picture(capsys, tmp_path):
+    import re
+    rc, out, _ = _run(capsys, "layouts", "cute_gmem", "cute_smem", "--format", "svg",
+                      "--out", str(tmp_path))
+    assert rc == 0 and "index.html" in out
+    html = (tmp_path / "index.html").read_text()
+    pictures = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*.svg")}
+    linked = set(re.findall(r'<img src="([^"]+)"', html))
+    assert pictures and linked == pictures                 # relative links, every picture once
+    assert html.count("<figcaption>") == len(pictures)
+    assert html.index('id="cute_gmem"') < html.index('id="cute_smem"')
