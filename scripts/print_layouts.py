@@ -15,4 +15,4 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_arguments(p)
     a = p.parse_args()
-    sys.exit(run(a.kernels, a.format, a.out, a.thread, a.shape))
+    sys.exit(run(a.kernels, a.format, a.out, a.thread, a.shape, a.full))
