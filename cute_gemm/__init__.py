@@ -6,7 +6,7 @@
 """
 from __future__ import annotations
 
-from .api import compile_kernel, flops, run
+from .api import clear_caches, compile_kernel, flops, resolved_launches, run
 from .arrays import SUPPORTED_DTYPES, DeviceArray
 from .check import CheckReport, cross_check
 from .bench import bench
@@ -30,7 +30,7 @@ def gpu_available() -> bool:
 
 
 __version__: str = "0.1.0"
-__all__: list[str] = ["run", "cross_check", "bench", "kernels", "get_kernel", "compile_kernel", "flops",
+__all__: list[str] = ["run", "clear_caches", "resolved_launches", "cross_check", "bench", "kernels", "get_kernel", "compile_kernel", "flops",
            "gpu_available", "DeviceArray", "CheckReport", "Kernel", "Variant",
            "SUPPORTED_DTYPES", "CuteGemmError", "CompileError", "CudaError", "NoDeviceError",
            "InputError", "NotAnArrayError", "ShapeError", "DTypeError", "ShapeLimitError",

@@ -64,12 +64,17 @@ class Variant:
                "c": {"n": n, "m": m}.get(self.c_major)}
         return all(ext[r] is None or ext[r] % self.extent_align == 0 for r in self.align_roles)
 
+    def takes(self, role: str, major: str | None, align: int) -> bool:
+        """The one acceptance rule: this entry point takes operand `role` ("a", "b", "c")
+        whose unit stride runs along `major` (None or "strided": none) with its pointer
+        and leading stride aligned to `align` elements (0: not even to one float)."""
+        want = self.a_major if role == "a" else self.b_major if role == "b" else self.c_major
+        return align > 0 and (want == "any" or want == major) and align % self.align_for(role) == 0
+
     def accepts(self, a_major: str | None, b_major: str | None, c_major: str | None,
                 align: int) -> bool:
-        return ((self.a_major == "any" or self.a_major == a_major)
-                and (self.b_major == "any" or self.b_major == b_major)
-                and (self.c_major == "any" or self.c_major == c_major)
-                and align % self.align == 0)
+        return (self.takes("a", a_major, align) and self.takes("b", b_major, align)
+                and self.takes("c", c_major, align))
 
 
 # ---- grid policies: (M, N, K) -> grid (x, y, z) -------------------------------------

@@ -113,7 +113,9 @@ def main(argv=None) -> int:
         rep_sk = check.cross_check(kernels=["cute_pipelined"], shapes=sk_shapes, layouts=lay,
                                    beta=-0.5, seed=8)
         fails = rep.failures + rep_sk.failures
-        ran = {s: api._stream_k_used("cute_pipelined", *s, split=s not in SK_SHAPES)
+        plans = api.resolved_launches()
+        ran = {s: any(p.kernel == "cute_pipelined" and p.shape == s and p.stream_k
+                      and (p.split or s in SK_SHAPES) for p in plans)
                for s in sk_shapes}
         print(f"layouts {''.join(lay)}: {len(kernels)} kernels x {len(shapes)} shapes, "
               f"stream-K {sum(ran.values())}/{len(ran)} taken, {len(fails)} failures", flush=True)

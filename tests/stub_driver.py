@@ -8,7 +8,7 @@ import itertools
 import threading
 import types
 
-from cute_gemm import api, launch
+from cute_gemm import api, execute, launch, resolve
 
 
 class Dev:
@@ -33,7 +33,7 @@ def gemm_args(blob: bytes):
 
 
 def scale_args(blob: bytes):
-    return api._ScaleArgs.from_buffer_copy(blob)
+    return execute._ScaleArgs.from_buffer_copy(blob)
 
 
 def install(monkeypatch):
@@ -74,9 +74,9 @@ def install(monkeypatch):
             return (0,)
 
         def cuLaunchKernel(self, h, gx, gy, gz, bx, by, bz, smem, stream, addr, extra):
-            n = len(api._SCALE_OFFSETS) if h == "scale2d" else len(launch._OFFSETS_WS)
+            n = len(execute._SCALE_OFFSETS) if h == "scale2d" else len(launch._OFFSETS_WS)
             ptrs = (ctypes.c_void_p * n).from_address(addr)
-            size = ctypes.sizeof(api._ScaleArgs if h == "scale2d" else launch._GemmArgs)
+            size = ctypes.sizeof(execute._ScaleArgs if h == "scale2d" else launch._GemmArgs)
             events.append(("launch", h, (gx, gy, gz), stream, ctypes.string_at(ptrs[0], size)))
             return (0,)
 
@@ -97,8 +97,8 @@ def install(monkeypatch):
     monkeypatch.setattr(launch, "_zero_is", [])
     monkeypatch.setitem(launch._contexts, 0, 1)
     monkeypatch.setattr(api, "_count", [1])
-    monkeypatch.setattr(api, "_fast", {})
-    monkeypatch.setattr(api, "_hot", {})
+    for part in ("loaded", "launches", "hot"):
+        monkeypatch.setattr(resolve.CACHE, part, {})
     monkeypatch.setenv("CUTE_GEMM_STREAM_K", "0")    # (occupancy needs a real driver)
     fns: dict = {}
 
@@ -110,7 +110,8 @@ def install(monkeypatch):
 
         def function(self, entry):
             return fns.setdefault((self.k.name, entry), launch.Function(self.k.name, entry, entry))
-    monkeypatch.setattr(api, "_plan", lambda k, ordinal: Plan(k))
+    for mod in (resolve, execute):
+        monkeypatch.setattr(mod, "loaded", lambda k, ordinal: Plan(k))
     return events
 
 

@@ -21,7 +21,7 @@ import pytest
 
 import cute_gemm
 import stub_driver
-from cute_gemm import registry
+from cute_gemm import registry, resolve
 from cute_gemm.bench import (CUBLAS, BenchResult, Reference, Row, fill_ratios, find_cublas,
                              format_table, load_json, measure_row, native_layout, parse_layouts,
                              parse_sizes, peak_formula, peak_tflops, pick_ladder_size, read_csv,
@@ -408,7 +408,7 @@ def test_cached_hot_path_launches_exactly_what_the_first_call_resolved(monkeypat
     m, n, k = 37, 45, 29
     a, b, c = _Dev((m, k), 0x10000), _Dev((k, n), 0x20000), _Dev((m, n), 0x30000)
     api.run(name, a, b, out=c, alpha=1.5)
-    assert len(api._fast) == 1
+    assert len(resolve.CACHE.launches) == 1
     api.run(name, a, b, out=c, alpha=1.5)                     # cached path
     assert len(launches) == 2 and launches[0] == launches[1]
     s = launch._GemmArgs.from_buffer_copy(launches[1][5])
@@ -419,10 +419,10 @@ def test_cached_hot_path_launches_exactly_what_the_first_call_resolved(monkeypat
     api.run(name, a2, b2, c2, out=c2, alpha=-2.0, beta=0.5)   # in place: C is out
     s = launch._GemmArgs.from_buffer_copy(launches[2][5])
     assert (s.A, s.B, s.C, s.alpha, s.beta) == (0x50000, 0x60000, 0x70000, -2.0, 0.5)
-    assert launches[2][:5] == launches[0][:5] and len(api._fast) == 1
+    assert launches[2][:5] == launches[0][:5] and len(resolve.CACHE.launches) == 1
     # a different shape resolves a new entry
     api.run(name, _Dev((m + 1, k), 0x10000), b, out=_Dev((m + 1, n), 0x30000))
-    assert len(api._fast) == 2
+    assert len(resolve.CACHE.launches) == 2
     s = launch._GemmArgs.from_buffer_copy(launches[3][5])
     assert s.M == m + 1 and launches[3][1] == registry.get(name).grid(m + 1, n, k)
 
@@ -438,7 +438,7 @@ def test_signature_hot_path_skips_validation_only_for_a_call_seen_before(monkeyp
     m, n, k = 40, 24, 16
     a, b, c = _Dev((m, k), 0x10000), _Dev((k, n), 0x20000), _Dev((m, n), 0x30000)
     assert api.run("cute_smem", a, b, out=c) is c
-    assert len(api._hot) == 1
+    assert len(resolve.CACHE.hot) == 1
     validated = []
     real_validate = api._validate
     monkeypatch.setattr(api, "_validate", lambda *x: validated.append(1) or real_validate(*x))
@@ -465,9 +465,9 @@ def test_signature_hot_path_skips_validation_only_for_a_call_seen_before(monkeyp
     assert len(validated) == 5
     with pytest.raises(InputError):
         api.run("cute_smem", a, b, out=c, alpha=True)
-    api._fast.clear()                                   # resolved launches forgotten
+    cute_gemm.clear_caches()                            # resolved launches forgotten
     api.run("cute_smem", a, b, out=c)
-    assert len(validated) == 7 and len(api._fast) == 1
+    assert len(validated) == 7 and len(resolve.CACHE.launches) == 1
 
 
 # ---- GPU ------------------------------------------------------------------------------------------

@@ -264,8 +264,9 @@ SPLIT_SHAPE = (2172, 2180, 1000)
 
 
 def _sk_launched(m, n, k, split=False, pdl=False):
-    from cute_gemm import api
-    return api._stream_k_used("cute_pipelined", m, n, k, split, pdl)
+    return any(p.kernel == "cute_pipelined" and p.shape == (m, n, k) and p.stream_k
+               and (p.split or not split) and (p.pdl or not pdl)
+               for p in cute_gemm.resolved_launches())
 
 
 def _split_operands(layouts, rng):
@@ -289,7 +290,7 @@ def test_stream_k_matches_float64_and_data_parallel(layouts, monkeypatch):
     """Within the float64 bound, and the shapes really went through stream-K (tt: the
     nn twin on the transposed problem)."""
     from cute_gemm import api
-    api._fast.clear()
+    cute_gemm.clear_caches()
     rep = cross_check(kernels=["cute_pipelined", "cute_smem"], shapes=SK_SHAPES, layouts=layouts)
     _assert_ok(rep)
     for (m, n, k) in SK_SHAPES:
@@ -298,7 +299,7 @@ def test_stream_k_matches_float64_and_data_parallel(layouts, monkeypatch):
     if _pdl_device():
         assert _sk_launched(*SPLIT_SHAPE, split=True, pdl=True), f"split launch without PDL {layouts}"
     monkeypatch.setenv("CUTE_GEMM_STREAM_K", "0")     # the data-parallel grid, same bound
-    api._fast.clear()
+    cute_gemm.clear_caches()
     _assert_ok(cross_check(kernels=["cute_pipelined"], shapes=SK_SHAPES[:2], layouts=layouts))
     assert not _sk_launched(*SK_SHAPES[1])
 
@@ -327,12 +328,12 @@ def test_split_stream_k_with_and_without_pdl(layouts, monkeypatch):
     try:
         for pdl in ("1", "0"):
             monkeypatch.setenv("CUTE_GEMM_PDL", pdl)
-            api._fast.clear()     # resolved launches keep what the variable said then
+            cute_gemm.clear_caches()     # resolved launches keep what the variable said then
             out[pdl] = cute_gemm.run("cute_pipelined", a, b, c, alpha=0.5, beta=-2.0)
             assert _sk_launched(m, n, k, split=True, pdl=pdl == "1") and (
                 pdl == "1" or not _sk_launched(m, n, k, split=True, pdl=True))
     finally:
-        api._fast.clear()         # no launch resolved without PDL outlives the test
+        cute_gemm.clear_caches()         # no launch resolved without PDL outlives the test
     assert np.array_equal(out["1"], out["0"])
     ref, gauge = reference(a, b, c, 0.5, -2.0)
     res = judge("cute_pipelined", out["1"], ref, gauge, False)

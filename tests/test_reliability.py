@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 
 import cute_gemm
 import stub_driver
-from cute_gemm import api, registry
+from cute_gemm import api, execute, registry, resolve
 from cute_gemm.arrays import DeviceArray, Operand, parse
 from cute_gemm.errors import (AliasError, CuteGemmError, InputError, NotAnArrayError,
                               StreamError)
@@ -62,7 +62,7 @@ def test_same_view_ignores_strides_of_unit_extents():
 
 # ---- launch extents: every registered kernel, any size -----------------------------------------
 @settings(max_examples=300, deadline=None)
-@given(st.sampled_from(registry.kernels() + (api._UTIL,)),
+@given(st.sampled_from(registry.kernels() + (resolve.UTIL,)),
        st.integers(1, 2**34), st.integers(1, 2**34), st.integers(1, 2**34))
 def test_launch_extents_fit_the_grid_and_32_bit_indices(k, m, n, kk):
     mc, nc, kc = k.launch_extents(m, n, kk)
@@ -72,7 +72,7 @@ def test_launch_extents_fit_the_grid_and_32_bit_indices(k, m, n, kk):
     assert gx <= registry.GRID_X_MAX and gy <= registry.GRID_YZ_MAX and gz <= registry.GRID_YZ_MAX
     for x, c in ((m, mc), (n, nc), (kk, kc)):   # a cut keeps the pieces' alignment class
         assert c == x or c % 256 == 0
-    pieces = api._pieces(m, mc)
+    pieces = execute._pieces(m, mc)
     assert pieces[0][0] == 0 and sum(p for _, p in pieces) == m
     assert all(a + p == b for (a, p), (b, _) in zip(pieces, pieces[1:]))
 
@@ -176,7 +176,7 @@ def test_hot_path_rechecks_overlap(monkeypatch):
     a, b, out = Dev((64, 64), 0x100000), Dev((64, 64), 0x200000), Dev((64, 64), 0x300000)
     api.run("cute_smem", a, b, out=out)
     api.run("cute_smem", a, b, out=out)
-    assert len(api._hot) == 1 and not [e for e in events if e[0] == "alloc"]
+    assert len(resolve.CACHE.hot) == 1 and not [e for e in events if e[0] == "alloc"]
     api.run("cute_smem", a, b, out=Dev((64, 64), 0x100000))     # out is a
     assert [e for e in events if e[0] == "alloc"]
 
@@ -221,7 +221,7 @@ def test_cai_stream_equal_to_ours_needs_no_wait_and_keeps_the_hot_path(monkeypat
     for _ in range(3):
         api.run("cute_smem", a, b, out=out)        # stream None: the legacy default stream
     assert not [e for e in events if e[0] in ("record", "wait")]
-    assert len(api._hot) == 1 and len(stub_driver.launches(events)) == 3
+    assert len(resolve.CACHE.hot) == 1 and len(stub_driver.launches(events)) == 3
     a.stream = 0xAAAA                              # now produced elsewhere: waited for
     api.run("cute_smem", a, b, out=out)
     assert [e[0] for e in events if e[0] in ("record", "wait")] == ["record", "wait"]
@@ -330,7 +330,7 @@ def test_device_array_close_then_use():
 def test_named_error_classes():
     assert issubclass(AliasError, InputError) and issubclass(StreamError, InputError)
     assert issubclass(cute_gemm.errors.CaptureError, CuteGemmError)
-    assert math.isfinite(registry.EXTENT_MAX) and list(itertools.islice(api._pieces(10, 4), 3)) == [
+    assert math.isfinite(registry.EXTENT_MAX) and list(itertools.islice(execute._pieces(10, 4), 3)) == [
         (0, 4), (4, 4), (8, 2)]
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import cute_gemm
-from cute_gemm import api, launch, registry
+from cute_gemm import api, launch, registry, resolve
 from cute_gemm.arrays import parse
 from conftest import GPU_SKIP_REASON
 
@@ -116,7 +116,7 @@ def test_parse_numpy_views():
 
 def _choose(name, a, b, c):
     k = registry.get(name)
-    return api._choose(k, {"a": parse("a", a), "b": parse("b", b), "c": parse("c", c)})
+    return resolve.choose(k, {"a": parse("a", a), "b": parse("b", b), "c": parse("c", c)})
 
 
 def test_choose_takes_strides_without_copies_where_the_kernel_can():
@@ -135,17 +135,17 @@ def test_choose_copies_only_what_needs_it():
                         block=(256, 1, 1), grid=registry.TileGrid(64, 64), summary="s", seed="s")
     ops = {"a": parse("a", FakeCAI((64, 32))), "b": parse("b", FakeCAI((32, 16), strides=(4, 128))),
            "c": parse("c", FakeCAI((64, 16)))}
-    v, copies = api._choose(k, ops)
+    v, copies = resolve.choose(k, ops)
     assert v.entry == "vec" and copies == ["b"]
     # K = 30: leading dimension of A not a multiple of 4 -> the scalar entry, no copies
     ops = {"a": parse("a", FakeCAI((64, 30))), "b": parse("b", FakeCAI((30, 16))),
            "c": parse("c", FakeCAI((64, 16)))}
-    v, copies = api._choose(k, ops)
+    v, copies = resolve.choose(k, ops)
     assert v.entry == "scalar" and copies == []
     # a pointer off by one float: not 16-byte aligned
     ops["a"] = parse("a", FakeCAI((64, 32), ptr=0x7F0000000004))
     ops["b"] = parse("b", FakeCAI((32, 16)))
-    v, copies = api._choose(k, ops)
+    v, copies = resolve.choose(k, ops)
     assert v.entry == "scalar"
 
 
@@ -163,10 +163,10 @@ def test_choose_sends_strided_operands_to_any_stride_entries():
     k = registry.get("naive")
     ops = {"a": parse("a", FakeCAI((64, 32), strides=(512, 8))), "b": parse("b", FakeCAI((32, 16))),
            "c": parse("c", FakeCAI((64, 16)))}
-    v, copies = api._choose(k, ops)
+    v, copies = resolve.choose(k, ops)
     assert v.entry == "naive" and copies == []
     rowonly = registry.Kernel(name="rowonly", family="handwritten", source="x.cu",
                               variants=(registry.Variant("scalar"),), block=(256, 1, 1),
                               grid=registry.TileGrid(64, 64), summary="s", seed="s")
-    v, copies = api._choose(rowonly, ops)
+    v, copies = resolve.choose(rowonly, ops)
     assert copies == ["a"]

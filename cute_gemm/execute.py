@@ -1,0 +1,152 @@
+"""Carrying out one GEMM on the device: T = alpha * A @ B + beta * C with operands already
+validated. Everything around the kernel launch lives here: an output that aliases an
+input is computed apart and copied; a problem past one launch is cut into launches;
+operands a kernel cannot take as they are are copied into a layout it can; scratch is
+allocated and freed in stream order (launch.alloc_async), so nothing outlives the call.
+"""
+from __future__ import annotations
+
+import ctypes
+
+from . import launch, registry
+from .arrays import Operand
+from .resolve import CACHE, UTIL, choose, loaded, resolve
+
+
+def _util_fn(ordinal: int) -> launch.Function:
+    return loaded(UTIL, ordinal).function("scale2d")
+
+
+def _sub(op: Operand | None, i0: int, j0: int, rows: int, cols: int) -> Operand | None:
+    """The (rows, cols) block of a device operand starting at element (i0, j0)."""
+    if op is None:
+        return None
+    return Operand(op.name, op.obj, True, op.ptr + 4 * (i0 * op.strides[0] + j0 * op.strides[1]),
+                   (rows, cols), op.strides, op.dtype, op.readonly)
+
+
+def _pieces(extent: int, step: int):
+    """(start, size) of the launches that cover `extent` in pieces of at most `step`."""
+    return [(i, min(step, extent - i)) for i in range(0, extent, step)]
+
+
+def _scale2d(ordinal: int, stream: int, s: float, src: Operand | None, dst: Operand) -> None:
+    m, n = dst.shape
+    if m * n == 0:
+        return
+    f = _util_fn(ordinal)
+    mc, nc, _ = UTIL.launch_extents(m, n, 1)
+    for i0, r in _pieces(m, mc):
+        for j0, c in _pieces(n, nc):
+            launch.launch(f, (registry.cdiv(r * c, 256), 1, 1), (256, 1, 1), 0, stream,
+                          _pack_scale(r, c, s, _sub(src, i0, j0, r, c), _sub(dst, i0, j0, r, c)))
+
+
+class _ScaleArgs(ctypes.Structure):
+    """kernels/util/scale2d.cu's parameters, in order."""
+    _fields_ = [("M", ctypes.c_int), ("N", ctypes.c_int), ("s", ctypes.c_float),
+                ("src", ctypes.c_void_p), ("ss0", ctypes.c_longlong), ("ss1", ctypes.c_longlong),
+                ("dst", ctypes.c_void_p), ("ds0", ctypes.c_longlong), ("ds1", ctypes.c_longlong)]
+
+
+_SCALE_OFFSETS = tuple(getattr(_ScaleArgs, f).offset for f, _ in _ScaleArgs._fields_)
+
+
+def _pack_scale(m, n, s, src, dst):
+    a = _ScaleArgs(m, n, s, src.ptr if src else None, *(src.strides if src else (0, 0)),
+                   dst.ptr, *dst.strides)
+    base = ctypes.addressof(a)
+    ptrs = (ctypes.c_void_p * len(_SCALE_OFFSETS))(*[base + o for o in _SCALE_OFFSETS])
+    return (a, ptrs), ctypes.addressof(ptrs)
+
+
+def _temp(shape, ordinal: int, stream: int, owned: list) -> Operand:
+    """A row-major scratch matrix in stream order (freed by _release on the same stream)."""
+    ptr = launch.alloc_async(4 * max(shape[0] * shape[1], 1), ordinal, stream)
+    owned.append(ptr)
+    return Operand("tmp", None, True, ptr, tuple(shape), (shape[1], 1), "float32")
+
+
+def _release(owned: list, stream: int) -> None:
+    """Free scratch in stream order: after the work queued so far, no host wait."""
+    for ptr in owned:
+        launch.free_async(ptr, stream)
+    owned.clear()
+
+
+
+def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
+                 alpha: float, beta: float, stream: int, ordinal: int):
+    """T = alpha * A @ B + beta * C on the device (C may be T itself, or None). Returns
+    (key, launcher) of the CACHE.launches entry the call went through, or None."""
+    m, kk = A.shape
+    n = B.shape[1]
+    if C is None or beta == 0.0:
+        C, beta = None, 0.0     # BLAS: with beta == 0, C is not read
+    if m == 0 or n == 0:
+        return None
+    products = kk > 0 and alpha != 0.0     # BLAS: with alpha == 0, A and B are not read
+    read = ((A, B) if products else ()) + ((C,) if C is not None else ())
+    if any(T.overlaps(x) and not (x is C and C.same_view(T)) for x in read):
+        # T aliases an input other than as C in place: compute apart, then copy into T
+        owned: list = []
+        try:
+            W = _temp(T.shape, ordinal, stream, owned)
+            gemm_device(k, A, B, C, W, alpha, beta, stream, ordinal)
+            _scale2d(ordinal, stream, 1.0, W, T)
+        finally:
+            _release(owned, stream)
+        return None
+    if not products:
+        _scale2d(ordinal, stream, beta, C, T)
+        return None
+    mc, nc, kc = k.launch_extents(m, n, kk)
+    if (mc, nc, kc) != (m, n, kk):
+        # beyond one launch (grid limits, 32-bit indices): launches on blocks of C, and
+        # along K each piece adds to what the one before left in T
+        for i0, r in _pieces(m, mc):
+            for j0, c in _pieces(n, nc):
+                Tb = _sub(T, i0, j0, r, c)
+                for p0, q in _pieces(kk, kc):
+                    gemm_device(k, _sub(A, i0, p0, r, q), _sub(B, p0, j0, q, c),
+                                 _sub(C, i0, j0, r, c) if p0 == 0 else Tb, Tb, alpha,
+                                 beta if p0 == 0 else 1.0, stream, ordinal)
+        return None
+    # the hot path: a launch already resolved for this kernel, shape, strides and pointer
+    # alignment class (everything choose() and the grid depend on) skips straight to the driver
+    key = (k.name, ordinal, m, n, kk, A.strides, B.strides, T.strides,
+           A.ptr & 255, B.ptr & 255, T.ptr & 255)
+    fast = CACHE.launches.get(key)
+    if fast is not None and (C is None or C.same_view(T)):
+        fast(A.ptr, B.ptr, T.ptr, alpha, beta, stream)
+        return key, fast
+    lk = loaded(k, ordinal)
+    smem = k.smem_bytes(m, n, kk)
+    if smem:
+        k.check_limits(m, n, kk, lk.smem_limit)
+    variant, copies = choose(k, {"a": A, "b": B, "c": T})
+    owned: list = []
+    try:
+        if "a" in copies:
+            A2 = _temp(A.shape, ordinal, stream, owned)
+            _scale2d(ordinal, stream, 1.0, A, A2)
+            A = A2
+        if "b" in copies:
+            B2 = _temp(B.shape, ordinal, stream, owned)
+            _scale2d(ordinal, stream, 1.0, B, B2)
+            B = B2
+        W = _temp(T.shape, ordinal, stream, owned) if "c" in copies else T
+        if C is not None and not C.same_view(W):
+            _scale2d(ordinal, stream, 1.0, C, W)   # the kernel updates W in place
+        resolved = resolve(k, ordinal, variant, copies, m, n, kk, (A.strides, B.strides, W.strides))
+        resolved(A.ptr, B.ptr, W.ptr, alpha, beta, stream)
+        if not copies:   # no temporaries: the next call with this key can go straight to it
+            if len(CACHE.launches) >= 4096:
+                CACHE.launches.clear()
+            CACHE.launches[key] = resolved
+        if W is not T:
+            _scale2d(ordinal, stream, 1.0, W, T)
+        return (key, resolved) if not copies else None
+    finally:
+        _release(owned, stream)
+
