@@ -170,7 +170,7 @@ def supported_kernels() -> list[registry.Kernel]:
     return [k for k in registry.kernels() if k.min_arch <= arch]
 
 
-def _check_one_shape(names, a, b, c, alpha, beta, exact, layouts=("n", "n")) -> ShapeReport:
+def _check_one_shape(names, a, b, c, alpha, beta, exact, layout="nn") -> ShapeReport:
     from .api import run
     from .arrays import DeviceArray
     from . import launch
@@ -185,9 +185,9 @@ def _check_one_shape(names, a, b, c, alpha, beta, exact, layouts=("n", "n")) -> 
 
     dev = []
     try:
-        dA = upload(a, layouts[0])
+        dA = upload(a, layout[0])
         dev.append(dA)
-        dB = upload(b, layouts[1])
+        dB = upload(b, layout[1])
         dev.append(dB)
         dC = None
         if c is not None:
@@ -234,13 +234,15 @@ def _check_one_shape(names, a, b, c, alpha, beta, exact, layouts=("n", "n")) -> 
 
 
 def cross_check(a=None, b=None, *, kernels=None, shapes=None, seed=None, alpha=1.0, beta=0.0,
-                c=None, exact=False, layouts=("n", "n")) -> CheckReport:
+                c=None, exact=False, layout="nn") -> CheckReport:
     """Run the chosen kernels on the same inputs and compare them with float64 and each other.
 
     a/b given: one check on them (c optional). Otherwise fresh random inputs (or small
     integers with exact=True) for each of `shapes` (default DEFAULT_SHAPES), C included
-    when beta != 0. `layouts` = ("n"|"t", "n"|"t") passes A/B as transposed views.
+    when beta != 0. `layout` (registry.LAYOUTS: "nn", "tn", "nt", "tt") passes A and/or B
+    as transposed views of row-major arrays where it says "t".
     """
+    registry.layout_majors(layout)          # a named error for anything else
     names = [k.name for k in supported_kernels()] if kernels is None else [
         registry.get(x).name for x in ([kernels] if isinstance(kernels, str) else kernels)]
     report = CheckReport()
@@ -254,10 +256,10 @@ def cross_check(a=None, b=None, *, kernels=None, shapes=None, seed=None, alpha=1
         a32, b32 = to_numpy("a", a), to_numpy("b", b)
         c32 = to_numpy("c", c) if c is not None else None
         report.shapes.append(_check_one_shape(names, a32, b32, c32, float(alpha),
-                                              float(beta) if c is not None else 0.0, exact, layouts))
+                                              float(beta) if c is not None else 0.0, exact, layout))
         return report
     for (m, n, k) in (shapes or DEFAULT_SHAPES):
         with_c = beta != 0.0
         a_, b_, c_ = make_inputs(rng, m, n, k, exact, with_c)
-        report.shapes.append(_check_one_shape(names, a_, b_, c_, float(alpha), float(beta), exact, layouts))
+        report.shapes.append(_check_one_shape(names, a_, b_, c_, float(alpha), float(beta), exact, layout))
     return report

@@ -212,7 +212,7 @@ def _cmd_check(args) -> int:
                              progress=args.progress, as_json=args.json)
     from .check import cross_check
     rep = cross_check(kernels=names, shapes=args.shape, seed=args.seed, alpha=args.alpha,
-                      beta=args.beta, exact=args.exact, layouts=tuple(args.layout))
+                      beta=args.beta, exact=args.exact, layout=args.layout)
     if args.json:
         print_json(_check_report_json(rep))
     else:
@@ -311,8 +311,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--alpha", type=finite_float, default=1.0, help="C = alpha A B + beta C (default 1)")
     s.add_argument("--beta", type=finite_float, default=0.0, help="(default 0: C is not read)")
     s.add_argument("--exact", action="store_true", help="small-integer inputs, bitwise agreement")
-    s.add_argument("--layout", nargs=2, default=["n", "n"], choices=("n", "t"), metavar=("A", "B"),
-                   help="n or t for A and B: t passes the operand as a transposed view")
+    s.add_argument("--layout", default="nn", choices=registry.LAYOUTS,
+                   help="op(A) op(B): t passes that operand as a transposed view (default nn)")
     s.add_argument("--seed", type=nonneg_int, help="seed of the random inputs (default: fresh)")
     s.add_argument("--arch", type=arch_name,
                    help=f"without a GPU: the arch to compile for (default {DEFAULT_ARCH})")

@@ -20,6 +20,20 @@ from .errors import ShapeLimitError, UnknownKernelError
 
 ARCHS = ("sm_80", "sm_90")          # every kernel is compiled for these in CI
 
+# Operand layouts, as users name them: op(A) op(B), "n" the array as it is (row-major),
+# "t" the transposed view of a row-major array (BLAS's transa/transb). Kernels name the
+# same thing by majors (below); layout_majors is the one translation.
+LAYOUTS = ("nn", "tn", "nt", "tt")
+
+
+def layout_majors(layout: str) -> tuple[str, str]:
+    """(A major, B major) of an operand layout: "n" A is k-major, "t" A m-major; "n" B is
+    n-major, "t" B k-major."""
+    if layout not in LAYOUTS:
+        from .errors import InputError
+        raise InputError(f"operand layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+    return ("k" if layout[0] == "n" else "m"), ("n" if layout[1] == "n" else "k")
+
 
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)

@@ -107,17 +107,17 @@ def main(argv=None) -> int:
     kernels = a.kernels.split(",") if a.kernels else [k.name for k in registry.kernels()]
     shapes = QUICK if a.quick else SHAPES
     ok = True
-    for lay in (("n", "n"), ("t", "n"), ("n", "t"), ("t", "t")):
-        rep = check.cross_check(kernels=kernels, shapes=shapes, layouts=lay, beta=-0.5, seed=7)
+    for lay in registry.LAYOUTS:
+        rep = check.cross_check(kernels=kernels, shapes=shapes, layout=lay, beta=-0.5, seed=7)
         sk_shapes = SK_SHAPES + ([] if a.quick else [split_shape()])
-        rep_sk = check.cross_check(kernels=["cute_pipelined"], shapes=sk_shapes, layouts=lay,
+        rep_sk = check.cross_check(kernels=["cute_pipelined"], shapes=sk_shapes, layout=lay,
                                    beta=-0.5, seed=8)
         fails = rep.failures + rep_sk.failures
         plans = api.resolved_launches()
         ran = {s: any(p.kernel == "cute_pipelined" and p.shape == s and p.stream_k
                       and (p.split or s in SK_SHAPES) for p in plans)
                for s in sk_shapes}
-        print(f"layouts {''.join(lay)}: {len(kernels)} kernels x {len(shapes)} shapes, "
+        print(f"layouts {lay}: {len(kernels)} kernels x {len(shapes)} shapes, "
               f"stream-K {sum(ran.values())}/{len(ran)} taken, {len(fails)} failures", flush=True)
         for shape, r in fails:
             print(f"   FAIL {shape} {r}")

@@ -32,11 +32,11 @@ def test_every_kernel_matches_float64(shape):
     assert len(ran) >= 2
 
 
-@pytest.mark.parametrize("layouts", [("t", "n"), ("n", "t"), ("t", "t")], ids="".join)
-def test_transposed_operands(layouts):
+@pytest.mark.parametrize("layout", ["tn", "nt", "tt"])
+def test_transposed_operands(layout):
     """All four transpose combinations ("nn" above) on every shape: CuTe kernels take the
     strides into their layouts, the others get copies only where they need them."""
-    _assert_ok(cross_check(shapes=SHAPES + [(130, 259, 1024)], layouts=layouts))
+    _assert_ok(cross_check(shapes=SHAPES + [(130, 259, 1024)], layout=layout))
 
 
 @pytest.mark.parametrize("alpha,beta", [(2.5, 0.0), (-1.0, 1.0), (0.5, -2.0), (0.0, 3.0)])
@@ -44,13 +44,13 @@ def test_alpha_beta(alpha, beta):
     _assert_ok(cross_check(shapes=[(129, 67, 33), (256, 256, 128)], alpha=alpha, beta=beta))
 
 
-@pytest.mark.parametrize("layouts", [("n", "n"), ("t", "n"), ("t", "t")], ids="".join)
+@pytest.mark.parametrize("layout", ["nn", "tn", "tt"])
 @pytest.mark.parametrize("beta", [0.0, 1.0, -3.0])
-def test_exact_integer_mode_bitwise_agreement(beta, layouts):
+def test_exact_integer_mode_bitwise_agreement(beta, layout):
     """Small integers: every correct fp32 kernel agrees bit for bit — cute_pipelined's
     stream-K launches (the last two shapes cut tiles along K) included."""
     rep = cross_check(shapes=[(97, 131, 257), (256, 128, 64), (1, 33, 1000), (4, 4, 2048),
-                              (1000, 1300, 700)], exact=True, beta=beta, layouts=layouts)
+                              (1000, 1300, 700)], exact=True, beta=beta, layout=layout)
     _assert_ok(rep)
     for s in rep.shapes:
         assert np.nan_to_num(s.pairwise, nan=0.0).max() == 0.0
@@ -269,13 +269,13 @@ def _sk_launched(m, n, k, split=False, pdl=False):
                for p in cute_gemm.resolved_launches())
 
 
-def _split_operands(layouts, rng):
+def _split_operands(layout, rng):
     """Random A (M,K), B (K,N), C (M,N) of SPLIT_SHAPE on the host; A and B are transposed
-    views of their storage where `layouts` says "t"."""
+    views of their storage where `layout` says "t"."""
     m, n, k = SPLIT_SHAPE
-    a = rng.standard_normal((m, k) if layouts[0] == "n" else (k, m), dtype=np.float32)
-    b = rng.standard_normal((k, n) if layouts[1] == "n" else (n, k), dtype=np.float32)
-    return (a if layouts[0] == "n" else a.T, b if layouts[1] == "n" else b.T,
+    a = rng.standard_normal((m, k) if layout[0] == "n" else (k, m), dtype=np.float32)
+    b = rng.standard_normal((k, n) if layout[1] == "n" else (n, k), dtype=np.float32)
+    return (a if layout[0] == "n" else a.T, b if layout[1] == "n" else b.T,
             rng.standard_normal((m, n), dtype=np.float32))
 
 
@@ -285,37 +285,37 @@ def _pdl_device() -> bool:
     return launch.device_info().arch_int >= 90
 
 
-@pytest.mark.parametrize("layouts", [("n", "n"), ("t", "n"), ("n", "t"), ("t", "t")], ids="".join)
-def test_stream_k_matches_float64_and_data_parallel(layouts, monkeypatch):
+@pytest.mark.parametrize("layout", registry.LAYOUTS)
+def test_stream_k_matches_float64_and_data_parallel(layout, monkeypatch):
     """Within the float64 bound, and the shapes really went through stream-K (tt: the
     nn twin on the transposed problem)."""
     from cute_gemm import api
     cute_gemm.clear_caches()
-    rep = cross_check(kernels=["cute_pipelined", "cute_smem"], shapes=SK_SHAPES, layouts=layouts)
+    rep = cross_check(kernels=["cute_pipelined", "cute_smem"], shapes=SK_SHAPES, layout=layout)
     _assert_ok(rep)
     for (m, n, k) in SK_SHAPES:
-        assert _sk_launched(m, n, k), f"{m}x{n}x{k} {layouts}"
-    assert _sk_launched(*SPLIT_SHAPE, split=True), f"no split launch {layouts}"
+        assert _sk_launched(m, n, k), f"{m}x{n}x{k} {layout}"
+    assert _sk_launched(*SPLIT_SHAPE, split=True), f"no split launch {layout}"
     if _pdl_device():
-        assert _sk_launched(*SPLIT_SHAPE, split=True, pdl=True), f"split launch without PDL {layouts}"
+        assert _sk_launched(*SPLIT_SHAPE, split=True, pdl=True), f"split launch without PDL {layout}"
     monkeypatch.setenv("CUTE_GEMM_STREAM_K", "0")     # the data-parallel grid, same bound
     cute_gemm.clear_caches()
-    _assert_ok(cross_check(kernels=["cute_pipelined"], shapes=SK_SHAPES[:2], layouts=layouts))
+    _assert_ok(cross_check(kernels=["cute_pipelined"], shapes=SK_SHAPES[:2], layout=layout))
     assert not _sk_launched(*SK_SHAPES[1])
 
 
-@pytest.mark.parametrize("layouts", [("n", "n"), ("t", "n"), ("n", "t"), ("t", "t")], ids="".join)
-def test_split_stream_k_exact_integers(layouts):
+@pytest.mark.parametrize("layout", registry.LAYOUTS)
+def test_split_stream_k_exact_integers(layout):
     """The split launch (data-parallel whole waves, then the twin on the last one) adds up
     exactly like every other kernel on small integers, beta C included."""
     rep = cross_check(kernels=["cute_pipelined", "cute_smem", "naive"], shapes=[SPLIT_SHAPE],
-                      exact=True, beta=-3.0, layouts=layouts)
+                      exact=True, beta=-3.0, layout=layout)
     _assert_ok(rep)
     assert np.nan_to_num(rep.shapes[0].pairwise, nan=0.0).max() == 0.0
 
 
-@pytest.mark.parametrize("layouts", [("n", "n"), ("n", "t")], ids="".join)
-def test_split_stream_k_with_and_without_pdl(layouts, monkeypatch):
+@pytest.mark.parametrize("layout", ["nn", "nt"])
+def test_split_stream_k_with_and_without_pdl(layout, monkeypatch):
     """The programmatic dependent launch of a split launch's twin changes when its CTAs
     start, not what they add: the same bits as the plain split launch, and the stream's
     next operation (here the copy back) sees the data-parallel head's tiles too."""
@@ -323,7 +323,7 @@ def test_split_stream_k_with_and_without_pdl(layouts, monkeypatch):
     if not _pdl_device():
         pytest.skip("programmatic dependent launch needs sm_90+; this GPU splits without it")
     m, n, k = SPLIT_SHAPE
-    a, b, c = _split_operands(layouts, np.random.default_rng())
+    a, b, c = _split_operands(layout, np.random.default_rng())
     out = {}
     try:
         for pdl in ("1", "0"):
@@ -391,8 +391,8 @@ _C_KINDS = ("row", "row_ld_plus4", "row_ld_plus1", "row_offset1", "col")
 
 @pytest.mark.parametrize("beta", [1.25, 0.0], ids=["beta", "beta0"])
 @pytest.mark.parametrize("kind", _C_KINDS)
-@pytest.mark.parametrize("layouts", [("n", "n"), ("t", "n"), ("n", "t"), ("t", "t")], ids="".join)
-def test_interior_epilogue_c_strides(kind, layouts, beta):
+@pytest.mark.parametrize("layout", registry.LAYOUTS)
+def test_interior_epilogue_c_strides(kind, layout, beta):
     cp = pytest.importorskip("cupy")
     from cute_gemm import registry as reg
     k = reg.get("cute_pipelined")
@@ -400,9 +400,9 @@ def test_interior_epilogue_c_strides(kind, layouts, beta):
     assert any(d.get(f"EPI_{e}", 0) for e in ("AK_BK", "AK_BN", "AM_BK", "AM_BN")), \
         "no entry stores C through smem: this test checks nothing"
     m, n, kk = SPLIT_SHAPE
-    a, b, c0 = _split_operands(layouts, np.random.default_rng())
-    da = cp.asarray(a) if layouts[0] == "n" else cp.asarray(a.T).T
-    db = cp.asarray(b) if layouts[1] == "n" else cp.asarray(b.T).T
+    a, b, c0 = _split_operands(layout, np.random.default_rng())
+    da = cp.asarray(a) if layout[0] == "n" else cp.asarray(a.T).T
+    db = cp.asarray(b) if layout[1] == "n" else cp.asarray(b.T).T
     pad = {"row": 0, "row_ld_plus4": 4, "row_ld_plus1": 1, "row_offset1": 1}
     if kind == "col":
         dc = cp.asfortranarray(cp.asarray(c0))

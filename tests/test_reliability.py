@@ -355,3 +355,15 @@ def test_every_guarantee_names_tests_that_exist():
     cited = set(re.findall(r"`(test_\w+)`", section))
     defined = {m for p in root.glob("test_*.py") for m in re.findall(r"^def (test_\w+)", p.read_text(), re.M)}
     assert len(cited) >= 15 and cited <= defined, sorted(cited - defined)
+
+
+def test_one_layout_vocabulary():
+    """Users name operand layouts nn/tn/nt/tt everywhere (check, bench, CLI); kernels name
+    majors; registry.layout_majors is the one translation, and anything else is refused."""
+    assert [registry.layout_majors(x) for x in registry.LAYOUTS] == [
+        ("k", "n"), ("m", "n"), ("k", "k"), ("m", "k")]
+    for bad in ("n", "nnn", ("n", "n"), "xn"):
+        with pytest.raises(InputError):
+            registry.layout_majors(bad)
+    with pytest.raises(InputError):
+        cute_gemm.cross_check(kernels=["naive"], layout=("n", "t"))
