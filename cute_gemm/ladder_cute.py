@@ -103,7 +103,7 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
     twin_smem = _twin_smem(bm, bn, bk, stages, kq_layout)
 
     # The persistent stream-K twins of the vector entries (STREAM_K=1 builds), and the
-    # fill of the last wave below which each is taken (registry.stream_k_plan: the whole
+    # fill of the last wave below which each is taken (streamk.stream_k_plan: the whole
     # waves run data-parallel in a first launch, the twin cuts the last one along K; on
     # sm_90+ the twin starts by programmatic dependent launch, PDL).
     # The twins are slower per tile than their data-parallel siblings, so each is taken only

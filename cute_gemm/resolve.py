@@ -13,7 +13,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 
-from . import cache, launch, registry
+from . import cache, launch, registry, streamk
 from .arrays import Operand
 from .errors import CuteGemmError
 
@@ -185,7 +185,7 @@ class Launcher:
             ws = launch.alloc_async(p.workspace_bytes, p.ordinal, stream)
         try:
             if ws:
-                launch.memset_f32(ws, 0, registry.STREAM_K_COUNTERS, stream)
+                launch.memset_f32(ws, 0, streamk.STREAM_K_COUNTERS, stream)
             if self.head is not None:
                 self.head(a, b, c, alpha, beta, stream)
             s = self.args
@@ -217,7 +217,7 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
     swap = variant.stream_k_swap
     head = None
     if tile0:
-        dp = registry.stream_k_dp_entry(variant)
+        dp = streamk.stream_k_dp_entry(variant)
         head = Launcher(LaunchPlan(entry=dp, grid=(tile0, 1, 1), smem=smem, swap=swap, **base),
                         lk.function(dp), strides)
     plan = LaunchPlan(entry=variant.stream_k, grid=grid, smem=k.stream_k_smem_bytes(m, n, kk),
@@ -228,28 +228,19 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
 
 def _stream_k(k: registry.Kernel, lk: Loaded, variant: registry.Variant, m: int, n: int,
               kk: int, smem: int, sk_smem: int):
-    """(grid, workspace bytes, tile0, pdl) of the stream-K launch of `variant` when the
-    shape leaves a partial last wave (registry.stream_k_plan), else None. tile0 > 0: a
-    split launch, the twin's data-parallel sibling runs tiles [0, tile0) first on the same
-    stream (on the transposed problem too where the twin is). pdl: the twin of a split
+    """(grid, workspace bytes, tile0, pdl) of the stream-K launch of `variant` where the
+    shape leaves a partial last wave (streamk.plan), else None. pdl: the twin of a split
     launch starts by programmatic dependent launch (Kernel.pdl, sm_90+; CUTE_GEMM_PDL=0
     turns it off). smem / sk_smem: dynamic smem of the data-parallel entry and the twin."""
     if not variant.stream_k or k.tile is None or os.environ.get("CUTE_GEMM_STREAM_K") == "0":
         return None
-    if variant.stream_k_swap:     # the twin sees the transposed problem: N x M
-        m, n = n, m
-    bm, bn, bk = k.tile
-    tiles, k_tiles = registry.cdiv(m, bm) * registry.cdiv(n, bn), registry.cdiv(kk, bk)
-    if tiles * k_tiles >= 2**31:        # the kernel counts iterations in 32 bits
-        return None
     info = launch.device_info(lk.ordinal)
-    sm = info.sm_count
+    f_dp = lk.function(streamk.stream_k_dp_entry(variant))
     f = lk.function(variant.stream_k)
-    f_dp = lk.function(registry.stream_k_dp_entry(variant))
-    tile0, ctas = registry.stream_k_plan(tiles, k_tiles, sm * launch.occupancy(f_dp, k.threads, smem),
-                                         sm * launch.occupancy(f, k.threads, sk_smem),
-                                         max_fill=variant.stream_k_fill)
-    if not ctas:
+    sk = streamk.plan(k, variant, m, n, kk, info.sm_count * launch.occupancy(f_dp, k.threads, smem),
+                      info.sm_count * launch.occupancy(f, k.threads, sk_smem))
+    if sk is None:
         return None
+    grid, ws_bytes, tile0 = sk
     pdl = (tile0 > 0 and k.pdl and info.arch_int >= 90 and os.environ.get("CUTE_GEMM_PDL") != "0")
-    return (ctas, 1, 1), registry.stream_k_workspace_bytes(ctas, bm, bn), tile0, pdl
+    return grid, ws_bytes, tile0, pdl

@@ -253,7 +253,7 @@ def test_jax_dlpack_input():
 
 # ---- stream-K (cute_pipelined's persistent launch for partly empty waves) ---------------
 # extents multiples of 4 (the vector entries, which have the stream-K twins); fewer tiles
-# than resident CTAs, so every twin is taken (registry.stream_k_ctas); K residues, edge
+# than resident CTAs, so every twin is taken (streamk.stream_k_ctas); K residues, edge
 # tiles, up to 16 contributors to one tile (4x4x2048: one tile, 128 k-tiles)
 SK_SHAPES = [(4, 4, 2048), (1000, 1300, 700), (1024, 1028, 516), (1500, 1900, 1036),
              (200, 4, 300), (132, 260, 1024), (2172, 2180, 1000)]

@@ -1,5 +1,5 @@
 """Stream-K scheduling (CPU): the launch policy and the split the kernel computes
-(registry.stream_k_schedule mirrors include/cute_gemm/streamk.cuh)."""
+(streamk.stream_k_schedule mirrors include/cute_gemm/streamk.cuh)."""
 from __future__ import annotations
 
 import dataclasses
@@ -7,38 +7,38 @@ import itertools
 
 import pytest
 
-from cute_gemm import registry
+from cute_gemm import registry, streamk
 
 
 def test_policy_picks_stream_k_only_for_partial_waves():
     # 4096^3 in 128x128x16 tiles on 132 SMs x 2: 1024 tiles = 3.88 waves -> stream-K
-    assert registry.stream_k_ctas(1024, 256, 264) == 264
-    assert registry.stream_k_ctas(1056, 256, 264) == 0       # whole waves: data-parallel
-    assert registry.stream_k_ctas(1024, 8, 264) == 0         # K too short to cut
-    assert registry.stream_k_ctas(1, 16, 264) == 2           # one tile: split K in 2
-    assert registry.stream_k_ctas(1, 129, 264) == 16         # >= 8 k-tiles per CTA
-    assert registry.stream_k_ctas(0, 100, 264) == 0
+    assert streamk.stream_k_ctas(1024, 256, 264) == 264
+    assert streamk.stream_k_ctas(1056, 256, 264) == 0       # whole waves: data-parallel
+    assert streamk.stream_k_ctas(1024, 8, 264) == 0         # K too short to cut
+    assert streamk.stream_k_ctas(1, 16, 264) == 2           # one tile: split K in 2
+    assert streamk.stream_k_ctas(1, 129, 264) == 16         # >= 8 k-tiles per CTA
+    assert streamk.stream_k_ctas(0, 100, 264) == 0
     # (the last wave's fill rule lives in stream_k_plan, tested below)
 
 
 def test_plan_splits_off_the_last_partial_wave():
     # 4096^3: 1024 tiles on 264 slots = 3 whole waves data-parallel + a 232-tile tail
     # cut along K by the twin; 8192^3: 15 waves + 136 tiles
-    assert registry.stream_k_plan(1024, 256, 264, 264) == (792, 264)
-    assert registry.stream_k_plan(4096, 512, 264, 264) == (3960, 264)
-    assert registry.stream_k_plan(1056, 256, 264, 264) == (0, 0)      # whole waves
-    assert registry.stream_k_plan(1024, 256, 264, 264, max_fill=0.85) == (0, 0)  # 0.88 full
-    assert registry.stream_k_plan(4096, 512, 264, 264, max_fill=0.85) == (3960, 264)
-    assert registry.stream_k_plan(1024, 8, 264, 264) == (0, 0)         # K too short to cut
+    assert streamk.stream_k_plan(1024, 256, 264, 264) == (792, 264)
+    assert streamk.stream_k_plan(4096, 512, 264, 264) == (3960, 264)
+    assert streamk.stream_k_plan(1056, 256, 264, 264) == (0, 0)      # whole waves
+    assert streamk.stream_k_plan(1024, 256, 264, 264, max_fill=0.85) == (0, 0)  # 0.88 full
+    assert streamk.stream_k_plan(4096, 512, 264, 264, max_fill=0.85) == (3960, 264)
+    assert streamk.stream_k_plan(1024, 8, 264, 264) == (0, 0)         # K too short to cut
     # the twin may be resident fewer times than its sibling: the split is by the sibling
-    assert registry.stream_k_plan(300, 64, 264, 132) == (264, registry.stream_k_ctas(36, 64, 132))
+    assert streamk.stream_k_plan(300, 64, 264, 132) == (264, streamk.stream_k_ctas(36, 64, 132))
     # less than one wave: all of it stream-K (tile0 0), under the same fill rule
-    assert registry.stream_k_plan(88, 44, 264, 264, max_fill=0.85) == (0, 264)
-    assert registry.stream_k_plan(260, 44, 264, 264, max_fill=0.85) == (0, 0)
-    assert registry.stream_k_plan(260, 44, 264, 264) == (0, 264)
+    assert streamk.stream_k_plan(88, 44, 264, 264, max_fill=0.85) == (0, 264)
+    assert streamk.stream_k_plan(260, 44, 264, 264, max_fill=0.85) == (0, 0)
+    assert streamk.stream_k_plan(260, 44, 264, 264) == (0, 264)
     # the tail launch's own schedule: all of it stream-K, every CTA busy
-    tile0, ctas = registry.stream_k_plan(1024, 256, 264, 264)
-    dp, runs = registry.stream_k_schedule(1024 - tile0, 256, ctas)
+    tile0, ctas = streamk.stream_k_plan(1024, 256, 264, 264)
+    dp, runs = streamk.stream_k_schedule(1024 - tile0, 256, ctas)
     assert dp == 0 and all(e > b for b, e in runs)
 
 
@@ -46,18 +46,18 @@ def test_stream_k_twins_have_data_parallel_siblings():
     for k in registry.kernels():
         for v in k.variants:
             if v.stream_k:
-                assert registry.stream_k_dp_entry(v) in k.entries, v.entry
+                assert streamk.stream_k_dp_entry(v) in k.entries, v.entry
     with pytest.raises(ValueError):
-        registry.stream_k_dp_entry(registry.Variant("x", a_major="m", b_major="n", stream_k="y"))
+        streamk.stream_k_dp_entry(registry.Variant("x", a_major="m", b_major="n", stream_k="y"))
 
 
 @pytest.mark.parametrize("tiles,k_tiles,slots", [
     (1024, 256, 264), (4096, 512, 264), (88, 44, 264), (1, 129, 264), (2, 19, 264),
     (265, 16, 264), (527, 33, 264), (300, 17, 132), (7, 1000, 96), (64, 32, 264)])
 def test_schedule_covers_every_iteration_once(tiles, k_tiles, slots):
-    ctas = registry.stream_k_ctas(tiles, k_tiles, slots)
+    ctas = streamk.stream_k_ctas(tiles, k_tiles, slots)
     assert 0 < ctas <= slots
-    dp, runs = registry.stream_k_schedule(tiles, k_tiles, ctas)
+    dp, runs = streamk.stream_k_schedule(tiles, k_tiles, ctas)
     assert dp % ctas == 0 and dp < tiles
     sk_tiles = tiles - dp
     assert sk_tiles <= 2 * ctas                       # the workspace holds 2 * ctas counters
@@ -84,11 +84,11 @@ def test_workspace_size_and_counter_capacity_match_the_header():
     import re
     from cute_gemm.paths import project_include_dir
     text = (project_include_dir() / "cute_gemm" / "streamk.cuh").read_text()
-    assert int(re.search(r"kStreamKCounters = (\d+);", text).group(1)) == registry.STREAM_K_COUNTERS
-    assert (registry.stream_k_workspace_bytes(264, 128, 128)
-            == registry.STREAM_K_COUNTERS * 4 + 264 * 2 * 128 * 128 * 4)
+    assert int(re.search(r"kStreamKCounters = (\d+);", text).group(1)) == streamk.STREAM_K_COUNTERS
+    assert (streamk.stream_k_workspace_bytes(264, 128, 128)
+            == streamk.STREAM_K_COUNTERS * 4 + 264 * 2 * 128 * 128 * 4)
     # the counters (<= 2 per CTA) always fit, however many CTAs a GPU could hold
-    assert 2 * registry.stream_k_ctas(10**6, 10**3, 10**5) <= registry.STREAM_K_COUNTERS
+    assert 2 * streamk.stream_k_ctas(10**6, 10**3, 10**5) <= streamk.STREAM_K_COUNTERS
 
 
 def test_stream_k_entries_registered():

@@ -1,0 +1,103 @@
+"""Stream-K on the host: how a persistent launch shares the k-tile iterations of the
+last, partly empty wave of tiles out over its CTAs — the mirror of the device side
+(include/cute_gemm/streamk.cuh) and the decision when to take it. Pure arithmetic: the
+runtime (resolve.py) supplies the occupancy it reads off the driver.
+"""
+from __future__ import annotations
+
+from .registry import Kernel, Variant, cdiv
+
+
+def plan(k: Kernel, variant: Variant, m: int, n: int, kk: int, slots_dp: int,
+         slots_sk: int) -> tuple[tuple[int, int, int], int, int] | None:
+    """(grid, workspace bytes, tile0) of the stream-K launch of `variant` at M x N x K,
+    or None for the plain data-parallel grid. slots_dp / slots_sk: CTAs of the data-
+    parallel entry and of its twin resident at once. tile0 > 0: a split launch (the
+    data-parallel sibling runs tiles [0, tile0) first)."""
+    if variant.stream_k_swap:     # the twin sees the transposed problem: N x M
+        m, n = n, m
+    bm, bn, bk = k.tile
+    tiles, k_tiles = cdiv(m, bm) * cdiv(n, bn), cdiv(kk, bk)
+    if tiles * k_tiles >= 2**31:        # the kernel counts iterations in 32 bits
+        return None
+    tile0, ctas = stream_k_plan(tiles, k_tiles, slots_dp, slots_sk, max_fill=variant.stream_k_fill)
+    if not ctas:
+        return None
+    return (ctas, 1, 1), stream_k_workspace_bytes(ctas, bm, bn), tile0
+
+
+def stream_k_dp_tiles(tiles: int, ctas: int) -> int:
+    """Whole tiles a stream-K launch of `ctas` CTAs runs data-parallel (StreamK::make in
+    include/cute_gemm/streamk.cuh): all when they fill whole waves, else all but the last
+    two waves' worth, so that the stream-K share is at most 2 tiles per CTA (and at least
+    1 once the grid spans two waves)."""
+    waves = cdiv(tiles, ctas)
+    return tiles if tiles % ctas == 0 else (waves - 2) * ctas if waves >= 2 else 0
+
+
+def stream_k_ctas(tiles: int, k_tiles: int, slots: int, min_iters: int = 8) -> int:
+    """CTAs of a persistent stream-K launch for `tiles` output tiles of `k_tiles` k-tiles
+    each, with `slots` CTAs resident at once (SMs x CTAs per SM); 0: launch the plain
+    data-parallel grid instead.
+
+    Stream-K pays where tiles % slots leaves a partly empty last wave (or a grid smaller
+    than the GPU): it shares the k-tile iterations out evenly (streamk.cuh). Each CTA gets
+    at least `min_iters` iterations, so a tile is never cut into slivers whose partial
+    sums cost more to reduce than to compute; with fewer than 2 * min_iters k-tiles per
+    tile there is nothing worth cutting. (When a last wave is empty enough to take it:
+    stream_k_plan.)"""
+    if tiles < 1 or k_tiles < 2 * min_iters or slots < 1 or tiles % slots == 0:
+        return 0
+    sk_tiles = tiles - stream_k_dp_tiles(tiles, slots)
+    ctas = min(slots, sk_tiles * k_tiles // min_iters, STREAM_K_COUNTERS // 2)
+    if ctas < 2 or tiles % ctas == 0:
+        return 0
+    return ctas
+
+
+def stream_k_dp_entry(variant: Variant) -> str:
+    """The data-parallel sibling of a variant's stream-K twin (`NAME_sk` -> `NAME`): the
+    same operand majors, so the first launch of a split stream-K launch (stream_k_plan)
+    sees the same problem as the twin (the transposed one where stream_k_swap)."""
+    if not variant.stream_k.endswith("_sk"):
+        raise ValueError(f"{variant.entry}: stream-K twin {variant.stream_k!r} is not NAME_sk")
+    return variant.stream_k[:-3]
+
+
+def stream_k_plan(tiles: int, k_tiles: int, slots_dp: int, slots_sk: int,
+                  max_fill: float = 1.0) -> tuple[int, int]:
+    """(tile0, ctas) of a stream-K launch for `tiles` tiles of `k_tiles` k-tiles; ctas 0:
+    the plain data-parallel grid. slots_dp / slots_sk: CTAs resident at once of the data-
+    parallel entry and of its stream-K twin.
+
+    The whole waves (tiles [0, tile0), none when the grid is smaller than a wave) run in a
+    data-parallel launch of the sibling entry, at its own speed; then the twin cuts the
+    last wave's tiles [tile0, tiles) along K over `ctas` CTAs. Taken when that last wave
+    is filled below max_fill (Variant.stream_k_fill): the twins are 1-3 % slower per tile,
+    and a split costs a second launch."""
+    tail = tiles % slots_dp if slots_dp > 0 else 0
+    if tail == 0 or tail / slots_dp >= max_fill:
+        return 0, 0
+    ctas = stream_k_ctas(tail, k_tiles, slots_sk)
+    return (tiles - tail, ctas) if ctas else (0, 0)
+
+
+def stream_k_schedule(tiles: int, k_tiles: int, ctas: int) -> tuple[int, list[tuple[int, int]]]:
+    """The split that include/cute_gemm/streamk.cuh computes on the device, mirrored for
+    tests and docs: (whole data-parallel tiles, [(first, end) stream-K iteration of each
+    CTA]); stream-K iteration i is k-tile i % k_tiles of tile dp + i // k_tiles."""
+    dp = stream_k_dp_tiles(tiles, ctas)
+    s = (tiles - dp) * k_tiles
+    q, r = divmod(s, ctas)
+    begin = [c * q + (c * r) // ctas for c in range(ctas + 1)]
+    return dp, [(begin[c], begin[c + 1]) for c in range(ctas)]
+
+
+STREAM_K_COUNTERS = 8192   # cg::kStreamKCounters (include/cute_gemm/streamk.cuh)
+
+
+def stream_k_workspace_bytes(ctas: int, bm: int, bn: int) -> int:
+    """Workspace of a stream-K launch: STREAM_K_COUNTERS int32 arrival counters at the
+    start (a fixed place, so launches of any size can share one workspace and find their
+    counters zero), then 2 partial tiles (fp32) per CTA."""
+    return 4 * STREAM_K_COUNTERS + 4 * (2 * ctas * bm * bn)
