@@ -641,6 +641,14 @@ def test_time_kernel_checks_then_times_on_a_simulated_device(monkeypatch):
     assert bad["status"] == "FAIL" and bad["ms"] is None and bad["tflops"] is None
     assert "(39, 29)" in bad["message"] and len(calls) == 1
     assert _HostBuffer.live == 0                               # inputs and flush buffer freed
+    from cute_gemm.errors import ShapeLimitError
+
+    def too_big(*a, **k):
+        raise ShapeLimitError("needs more shared memory")
+    monkeypatch.setattr(api, "run", too_big)                   # the CLI names errors itself
+    with pytest.raises(ShapeLimitError):
+        runner.time_kernel(names[0], 40, 30, 20)
+    assert _HostBuffer.live == 0
 
 
 def test_overhead_measurement_on_a_simulated_device(monkeypatch):

@@ -91,18 +91,29 @@ def measure_row(row: Row, check_fn, time_fn) -> Row:
     except Exception as e:
         row.status, row.message = "error", _first_line(e)
         return row
-    row.gauge_ratio = _finite_or_none(verdict.gauge_ratio)
-    if verdict.status != "pass":
-        row.status = "FAIL"
-        row.message = verdict.message or "check failed"
-        if verdict.first_fail is not None:
-            row.message = f"at {tuple(verdict.first_fail)}: {row.message}"
+    if not _record_verdict(row, verdict):
         return row
     try:
         times = time_fn()
     except Exception as e:
         row.status, row.message = "error", "timing: " + _first_line(e)
         return row
+    return _record_times(row, times)
+
+
+def _record_verdict(row: Row, verdict) -> bool:
+    """The check's gauge ratio, and FAIL with where and why; True when it passed."""
+    row.gauge_ratio = _finite_or_none(verdict.gauge_ratio)
+    if verdict.status != "pass":
+        row.status = "FAIL"
+        row.message = verdict.message or "check failed"
+        if verdict.first_fail is not None:
+            row.message = f"at {tuple(verdict.first_fail)}: {row.message}"
+        return False
+    return True
+
+
+def _record_times(row: Row, times) -> Row:
     s = summarize(times)
     row.repeats = s["n"]
     row.median_ms, row.min_ms, row.max_ms = s["median"], s["min"], s["max"]
@@ -216,7 +227,8 @@ class Progress:
 def time_kernel(name: str, m: int, n: int, k: int, *, repeats: int = 20, warmup: int = 3,
                 seed=None) -> dict:
     """Check once on fresh random inputs (the bench's Reference), then time `repeats`
-    launches with timing.event_times; a kernel that fails its check is not timed."""
+    launches with timing.event_times; a kernel that fails its check is not timed.
+    Exceptions propagate (the CLI names compile, shape and device errors itself)."""
     kernel = registry.get(name)
     info = launch.device_info()
     rng = np.random.default_rng(seed)
@@ -225,13 +237,13 @@ def time_kernel(name: str, m: int, n: int, k: int, *, repeats: int = 20, warmup:
     ref = Reference(a, b, rng)
     row = Row(kernel.name, kernel.family, m, n, k, check=ref.mode)
     inputs = _Inputs(a, b, "nn", 1)
-    try:
+    try:       # errors (compile, shape limits, launch) go to the caller, as run()'s would
         with Flush(info.l2_bytes) as flush:
             def fn(i):
                 api.run(name, inputs.A[i], inputs.B[i], out=inputs.C[i])
-            measure_row(row, lambda: _gpu_check(name, fn, inputs, ref),
-                        lambda: event_times(fn, 1, flush, repeats=repeats, warmup=warmup,
-                                            min_repeats=repeats))
+            if _record_verdict(row, _gpu_check(name, fn, inputs, ref)):
+                _record_times(row, event_times(fn, 1, flush, repeats=repeats, warmup=warmup,
+                                               min_repeats=repeats))
     finally:
         inputs.close()
     return {"kernel": name, "m": m, "n": n, "k": k, "ms": row.median_ms, "min_ms": row.min_ms,
