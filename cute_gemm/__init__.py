@@ -9,7 +9,7 @@ from __future__ import annotations
 from .api import clear_caches, compile_kernel, flops, resolved_launches, run
 from .arrays import SUPPORTED_DTYPES, DeviceArray
 from .check import CheckReport, cross_check
-from .bench import bench
+from .perf.runner import bench
 from .errors import (CompileError, CudaError, CuteGemmError, DTypeError, InputError,
                      NoDeviceError, NotAnArrayError, ShapeError, ShapeLimitError,
                      UnknownKernelError)

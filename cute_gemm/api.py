@@ -141,7 +141,7 @@ def run(name, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None):
                         and (so is None or so == cs)
                         and not (pa + alo < po + ohi and po + olo < pa + ahi)
                         and not (pb + blo < po + ohi and po + olo < pb + bhi)):
-                    launch._ensure_context(0)
+                    launch.ensure_context(0)
                     entry[1](pa, pb, po, float(alpha), 0.0, s)
                     return out
     k = registry.get(name)
@@ -174,7 +174,7 @@ def _wait_producers(s: int, producers: set, ordinal: int) -> None:
 
 def _run_device(k, A, B, C, O, m, n, alpha, beta, s, hot=None):
     ordinal = _device_ordinal(A)
-    launch._ensure_context(ordinal)
+    launch.ensure_context(ordinal)
     ops = (A, B, C, O)
     if any(op is not None and op.stream is not None for op in ops):
         _wait_producers(s, {op.stream for op in ops if op is not None and op.stream is not None},
@@ -226,7 +226,7 @@ def _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s):
             np.multiply(C.host, np.float32(beta), out=result)
         return result
     ordinal = launch.current_ordinal()
-    launch._ensure_context(ordinal)
+    launch.ensure_context(ordinal)
     if launch.capturing(s):
         raise CaptureError("numpy operands need copies to and from the host and a wait for "
                            "them, which a CUDA graph capture cannot hold: pass device arrays")
@@ -262,8 +262,5 @@ def clear_caches() -> None:
     CACHE.clear()
     cache.clear_memory()
 
-
-# (bench.py's raw-launch measurement asks the resolver through these names)
-from .resolve import choose as _choose, loaded as _plan  # noqa: E402
 
 __all__ = ["run", "compile_kernel", "flops", "clear_caches", "resolved_launches"]

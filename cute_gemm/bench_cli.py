@@ -1,4 +1,4 @@
-"""`cute-gemm bench`: the command line of bench.py (registered by cli.py when present)."""
+"""`cute-gemm bench`: the command line of cute_gemm.perf (registered by cli.py when present)."""
 from __future__ import annotations
 
 
@@ -49,7 +49,7 @@ def register(sub) -> None:
 def _size(s: str) -> str:
     """Checked here so that a typo is reported before the GPU is looked for."""
     import argparse
-    from cute_gemm.bench import parse_sizes
+    from cute_gemm.perf.shapes import parse_sizes
     try:
         parse_sizes([s])
     except ValueError as e:
@@ -59,7 +59,7 @@ def _size(s: str) -> str:
 
 def _layouts(s: str) -> str:
     import argparse
-    from cute_gemm.bench import parse_layouts
+    from cute_gemm.perf.shapes import parse_layouts
     try:
         if not parse_layouts(s):
             raise ValueError("no layout given: use nn, tn, nt, tt or all")
@@ -69,8 +69,11 @@ def _layouts(s: str) -> str:
 
 
 def _cmd_bench(args) -> int:
-    from cute_gemm.bench import (bench, find_cublas, format_overhead, load_json,
-                                 measure_overhead, readme_markdown)
+    from cute_gemm.perf.cublas import find_cublas
+    from cute_gemm.perf.overhead import measure_overhead
+    from cute_gemm.perf.report import format_overhead, format_table, readme_markdown
+    from cute_gemm.perf.runner import bench
+    from cute_gemm.perf.schema import load_json
     from cute_gemm.cli import error, gpu_unavailable
     if args.readme:
         try:
@@ -100,7 +103,6 @@ def _cmd_bench(args) -> int:
                     ladder_size=args.ladder_size, progress=not args.no_progress)
     except ValueError as e:
         return error(str(e), "cute-gemm bench")
-    from cute_gemm.bench import format_table
     print(format_table(res))
     if args.out:
         print(f"\nwrote {args.out}/bench.json, bench.csv, bench_readme.md"

@@ -182,13 +182,16 @@ def _cmd_run(args) -> int:
     if why:
         return error(f"run times a kernel on a CUDA GPU and none can be used here ({why}); "
                      "`cute-gemm check` does what can be done without one", "cute-gemm run")
-    from .timing import time_kernel
+    from .perf.runner import time_kernel
     r = time_kernel(args.name, args.m, args.n, args.k, repeats=args.repeats, seed=args.seed)
     if args.json:
         print_json(r)
-    else:
+    elif r["status"] == "pass":
         print(f"{args.name}: M={args.m} N={args.n} K={args.k}  median {r['ms']:.3f} ms  "
               f"{r['tflops']:.2f} TFLOP/s  gauge ratio {r['gauge_ratio']:.3g} ({r['status']})")
+    else:   # checked before timing: a wrong kernel gets no speed figure
+        print(f"{args.name}: M={args.m} N={args.n} K={args.k}  {r['status']}: {r['message']} "
+              "(not timed)")
     return 0 if r["status"] == "pass" else 1
 
 

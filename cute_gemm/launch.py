@@ -122,7 +122,7 @@ def available() -> bool:
 _contexts: dict[int, object] = {}
 
 
-def _ensure_context(ordinal: int):
+def ensure_context(ordinal: int):
     """Make the primary context of `ordinal` current (shared with CuPy/PyTorch) and return it."""
     drv = _drv()
     _init()
@@ -200,7 +200,7 @@ def get_function(ordinal: int, kernel_name: str, key: str, cubin: bytes, entry: 
         return f
     drv = _drv()
     with _lock:
-        _ensure_context(ordinal)
+        ensure_context(ordinal)
         mod = _modules.get((ordinal, key))
         if mod is None:
             mod = _check(drv.cuModuleLoadData(cubin), "cuModuleLoadData", kernel_name)
@@ -461,7 +461,7 @@ class DeviceBuffer:
     """Owned device allocation; freed on close() / context exit / garbage collection."""
 
     def __init__(self, nbytes: int, ordinal: int = 0):
-        _ensure_context(ordinal)
+        ensure_context(ordinal)
         self.nbytes = max(int(nbytes), 4)
         self.ptr = int(_check(_drv().cuMemAlloc(self.nbytes), f"cuMemAlloc({self.nbytes})"))
 
@@ -500,7 +500,7 @@ def memset_f32(ptr: int, value_bits: int, count: int, stream: int = 0) -> None:
 
 
 def mem_get_info(ordinal: int = 0) -> tuple[int, int]:
-    _ensure_context(ordinal)
+    ensure_context(ordinal)
     return tuple(int(x) for x in _check(_drv().cuMemGetInfo(), "cuMemGetInfo"))
 
 

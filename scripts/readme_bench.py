@@ -36,7 +36,8 @@ def main(argv=None) -> int:
     p.add_argument("--update", metavar="README", help="rewrite this file between the bench markers")
     args = p.parse_args(argv)
 
-    from cute_gemm.bench import load_json, readme_markdown
+    from cute_gemm.perf.report import readme_markdown
+    from cute_gemm.perf.schema import load_json
     res = load_json(args.json[0])
     for extra in args.json[1:]:
         more = load_json(extra)

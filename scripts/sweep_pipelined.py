@@ -27,7 +27,8 @@ from concurrent.futures import ProcessPoolExecutor
 
 from cute_gemm import cache, launch, ladder_cute, registry
 from cute_gemm import compile as comp
-from cute_gemm.bench import bench, format_table
+from cute_gemm.perf.report import format_table
+from cute_gemm.perf.runner import bench
 
 _SPEC = re.compile(r"^(\w+)=(\d+)x(\d+)x(\d+)/(\d+)((?:,\w+=\d+)*)$")
 

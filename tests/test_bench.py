@@ -1,4 +1,4 @@
-"""bench.py / plots.py / bench_cli.py / scripts/readme_bench.py.
+"""cute_gemm.perf (bench, plots, report, ...) / bench_cli.py / scripts/readme_bench.py.
 
 CPU tests (always run): statistics, TFLOP/s and peak arithmetic, ratios, input rotation,
 sampled reference, CSV/JSON round trips, the no-cuBLAS path, README markdown, plots from
@@ -8,7 +8,6 @@ stub driver. GPU tests (marked gpu): a tiny real bench and the overhead measurem
 from __future__ import annotations
 
 import ctypes
-import importlib
 import json
 import math
 import subprocess
@@ -22,13 +21,17 @@ import pytest
 import cute_gemm
 import stub_driver
 from cute_gemm import registry, resolve
-from cute_gemm.bench import (CUBLAS, BenchResult, Reference, Row, fill_ratios, find_cublas,
-                             format_table, load_json, measure_row, native_layout, parse_layouts,
-                             parse_sizes, peak_formula, peak_tflops, pick_ladder_size, read_csv,
-                             readme_markdown, rotation_sets, sample_indices, summarize, tflops,
-                             write_csv, write_json, write_outputs)
+from cute_gemm.perf import meta, overhead, runner, shapes
+from cute_gemm.perf.cublas import find_cublas
+from cute_gemm.perf.report import format_table, readme_markdown, write_outputs
+from cute_gemm.perf.runner import Reference, measure_row
+from cute_gemm.perf.schema import (CUBLAS, SCHEMA, BenchResult, Row, load_json, pick_ladder_size,
+                                   read_csv, write_csv, write_json)
+from cute_gemm.perf.shapes import native_layout, parse_layouts, parse_sizes
+from cute_gemm.perf.stats import (fill_ratios, peak_formula, peak_tflops, sample_indices,
+                                  summarize, tflops)
+from cute_gemm.perf.timing import rotation_sets
 
-B = importlib.import_module("cute_gemm.bench")   # the module (cute_gemm.bench is the function)
 REPO = Path(__file__).resolve().parents[1]
 PEAK = peak_tflops(132, 128, 1_980_000)
 
@@ -89,9 +92,9 @@ def test_tflops_and_peak_arithmetic():
     from cute_gemm.launch import DeviceInfo
     info = DeviceInfo(0, "H200", (9, 0), 132, 1_980_000, 232448, 233472, 60 << 20, 13000)
     assert info.fp32_peak_tflops == pytest.approx(PEAK)
-    assert B.device_meta(info)["fp32_peak_tflops"] == pytest.approx(PEAK)
+    assert meta.device_meta(info)["fp32_peak_tflops"] == pytest.approx(PEAK)
     assert peak_tflops(108, 64, 1_410_000) == pytest.approx(19.49184)   # A100: 19.5 TFLOP/s
-    assert B.driver_text(13000) == "13.0" and B.driver_text(12080) == "12.8"
+    assert meta.driver_text(13000) == "13.0" and meta.driver_text(12080) == "12.8"
 
 
 def test_ratios_against_cublas_and_peak():
@@ -133,7 +136,7 @@ def test_parse_sizes_and_layouts():
     assert parse_sizes([(1, 2, 3), 5, "5"]) == [(1, 2, 3), (5, 5, 5)]
     sq = parse_sizes("squares")
     assert sq[0] == (256,) * 3 and sq[-1] == (8192,) * 3
-    assert len(parse_sizes(None)) == len(B.DEFAULT_SQUARES) + len(B.ODD_SHAPES)
+    assert len(parse_sizes(None)) == len(shapes.DEFAULT_SQUARES) + len(shapes.ODD_SHAPES)
     assert any(m != n for m, n, _ in parse_sizes("odd"))
     for bad in ("abc", "1x2", "0"):
         with pytest.raises(ValueError):
@@ -222,7 +225,7 @@ def test_json_round_trip_and_schema(tmp_path):
     r.overhead = {"run_us": 9.5, "raw_launch_us": 4.7, "meets_target": True}
     p = write_json(r, tmp_path / "b.json")
     d = json.loads(p.read_text())
-    assert d["schema"] == B.SCHEMA and d["meta"]["device"]["name"] == "NVIDIA H200"
+    assert d["schema"] == SCHEMA and d["meta"]["device"]["name"] == "NVIDIA H200"
     back = load_json(p)
     assert back.rows == r.rows and back.meta == r.meta and back.overhead == r.overhead
     d["schema"] = 99
@@ -367,7 +370,7 @@ def test_plots_written_from_synthetic_results(tmp_path, cublas):
 
 def test_plots_need_timed_squares(tmp_path):
     pytest.importorskip("matplotlib", reason="matplotlib not installed (the `plot` extra)")
-    from cute_gemm import plots
+    from cute_gemm.perf import plots
     r = BenchResult(synthetic().meta, [_row("naive", "handwritten", 64, 1.0, status="FAIL")])
     with pytest.raises(ValueError):
         plots.ladder_chart(r, tmp_path / "x.png")
@@ -501,11 +504,11 @@ def test_gpu_tiny_bench(tmp_path):
 @pytest.mark.skipif(not cute_gemm.gpu_available(), reason="no usable CUDA GPU (cute_gemm.gpu_available() is False)")
 def test_gpu_overhead_measurement():
     backend, _ = find_cublas("auto")
-    o = B.measure_overhead(calls=500, rounds=2, backend=backend)
+    o = overhead.measure_overhead(calls=500, rounds=2, backend=backend)
     assert o["raw_launch_us"] > 0 and o["run_us"] > 0
     assert o["run_minus_raw_us"] == pytest.approx(o["run_us"] - o["raw_launch_us"])
     assert ("cublas_us" in o) == (backend is not None)
-    assert o["meets_target"] == (o["run_minus_raw_us"] <= B.OVERHEAD_TARGET_US)
+    assert o["meets_target"] == (o["run_minus_raw_us"] <= overhead.OVERHEAD_TARGET_US)
 
 
 # ---- the whole bench loop on a simulated device (host memory behind the driver calls) ------------
@@ -541,7 +544,7 @@ def _simulated_device(monkeypatch, wrong: str | None = None):
     from cute_gemm import api, cache, launch
     info = launch.DeviceInfo(0, "Simulated GPU", (9, 0), 4, 1_000_000, 232448, 233472, 1 << 20, 13000)
     monkeypatch.setattr(launch, "device_info", lambda ordinal=None: info)
-    for fn in ("_ensure_context", "synchronize", "check_last"):
+    for fn in ("ensure_context", "synchronize", "check_last"):
         monkeypatch.setattr(launch, fn, lambda *a, **k: None)
     monkeypatch.setattr(launch, "current_ordinal", lambda: 0)
     monkeypatch.setattr(launch, "mem_get_info", lambda ordinal=0: (1 << 30, 1 << 31))
@@ -586,11 +589,11 @@ def _simulated_device(monkeypatch, wrong: str | None = None):
 def test_bench_loop_on_a_simulated_device(monkeypatch, tmp_path):
     names = list(registry.names())[:3]
     blas = _simulated_device(monkeypatch, wrong=names[1])
-    monkeypatch.setattr(B, "find_cublas", lambda prefer: (blas, "cuBLAS fp32 via fakeblas 1.0 (TF32 off)"))
-    monkeypatch.setattr(B, "FULL_CHECK_MAX", 40 * 30 * 20)      # the second shape is sampled
+    monkeypatch.setattr(runner, "find_cublas", lambda prefer: (blas, "cuBLAS fp32 via fakeblas 1.0 (TF32 off)"))
+    monkeypatch.setattr(runner, "FULL_CHECK_MAX", 40 * 30 * 20)      # the second shape is sampled
     _HostBuffer.live = 0
     lines = []
-    monkeypatch.setattr(B.Progress, "step", lambda self, label: lines.append(label))
+    monkeypatch.setattr(runner.Progress, "step", lambda self, label: lines.append(label))
     res = cute_gemm.bench(names, [(40, 30, 20), (70, 90, 50)], layouts="nn,tn", repeats=7,
                           warmup=2, min_repeats=3, max_seconds=5.0, out_dir=tmp_path, plots=False)
     assert _HostBuffer.live == 0                               # every buffer freed
@@ -618,3 +621,61 @@ def test_bench_loop_on_a_simulated_device(monkeypatch, tmp_path):
     assert load_json(tmp_path / "bench.json").rows == res.rows
     assert read_csv(tmp_path / "bench.csv") == res.rows
     assert "SGEMM ladder" not in (tmp_path / "bench_readme.md").read_text()   # no squares timed
+
+
+def test_time_kernel_checks_then_times_on_a_simulated_device(monkeypatch):
+    """`cute-gemm run`'s loop: one checked launch, then timing.event_times (one estimate,
+    the warm-up, exactly `repeats` timed launches); a wrong kernel is not timed."""
+    from cute_gemm import api
+    names = list(registry.names())[:2]
+    _simulated_device(monkeypatch, wrong=names[1])
+    real_run, calls = api.run, []
+    monkeypatch.setattr(api, "run", lambda *a, **k: calls.append(a[0]) or real_run(*a, **k))
+    _HostBuffer.live = 0
+    r = runner.time_kernel(names[0], 40, 30, 20, repeats=4, warmup=2, seed=0)
+    assert r["status"] == "pass" and r["check"] == "full" and r["gauge_ratio"] <= 16
+    assert r["min_ms"] <= r["ms"] <= r["max_ms"] and r["tflops"] == pytest.approx(tflops(40, 30, 20, r["ms"]))
+    assert len(calls) == 1 + 1 + 2 + 4
+    calls.clear()
+    bad = runner.time_kernel(names[1], 40, 30, 20, repeats=4, seed=0)
+    assert bad["status"] == "FAIL" and bad["ms"] is None and bad["tflops"] is None
+    assert "(39, 29)" in bad["message"] and len(calls) == 1
+    assert _HostBuffer.live == 0                               # inputs and flush buffer freed
+    from cute_gemm.errors import ShapeLimitError
+
+    def too_big(*a, **k):
+        raise ShapeLimitError("needs more shared memory")
+    monkeypatch.setattr(api, "run", too_big)                   # the CLI names errors itself
+    with pytest.raises(ShapeLimitError):
+        runner.time_kernel(names[0], 40, 30, 20)
+    assert _HostBuffer.live == 0
+
+
+def test_overhead_measurement_on_a_simulated_device(monkeypatch):
+    """measure_overhead's rounds through timing.wall_us: 200 warm-up calls per method, then
+    `calls` per method and round; the raw launch is the function the runtime resolved."""
+    from cute_gemm import launch
+    _simulated_device(monkeypatch)
+    raw = []
+    monkeypatch.setattr(launch, "launch", lambda f, *a: raw.append(f))
+    monkeypatch.setattr(overhead, "resolve",
+                        lambda k, ops, ordinal=None: (registry.Variant("e"), [], "resolved"))
+    o = overhead.measure_overhead("naive", calls=10, rounds=3)
+    assert raw == ["resolved"] * (200 + 3 * 10)
+    assert o["entry"] == "e" and o["relayout_copies"] == [] and o["rounds"] == 3
+    assert o["run_minus_raw_us"] == pytest.approx(o["run_us"] - o["raw_launch_us"])
+    assert "cublas_us" not in o and o["cublas_library"] is None
+    assert o["meets_target"] == (o["run_minus_raw_us"] <= overhead.OVERHEAD_TARGET_US)
+
+
+def test_cli_run_on_a_simulated_device(monkeypatch, capsys):
+    from cute_gemm import cli
+    names = list(registry.names())[:2]
+    _simulated_device(monkeypatch, wrong=names[1])
+    monkeypatch.setattr(cli, "gpu_unavailable", lambda: None)
+    assert cli.main(["run", names[0], "--m", "40", "--n", "30", "--k", "20", "--repeats", "3"]) == 0
+    out = capsys.readouterr().out
+    assert "M=40 N=30 K=20  median" in out and "TFLOP/s" in out and "(pass)" in out
+    assert cli.main(["run", names[1], "--m", "40", "--n", "30", "--k", "20"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL: at (39, 29)" in out and "(not timed)" in out and "TFLOP/s" not in out

@@ -24,7 +24,7 @@ def no_device_calls(monkeypatch):
     """Any attempt to reach the driver fails the test: validation must come first."""
     def boom(*a, **k):
         raise AssertionError("validation reached the CUDA driver")
-    monkeypatch.setattr(launch, "_ensure_context", boom)
+    monkeypatch.setattr(launch, "ensure_context", boom)
     monkeypatch.setattr(launch, "DeviceBuffer", boom)
     monkeypatch.setattr(launch, "launch", boom)
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .bench import CUBLAS, LAYOUT_TEXT, BenchResult, pick_ladder_size, tflops
+from .schema import CUBLAS, LAYOUT_TEXT, BenchResult, pick_ladder_size
+from .stats import tflops
 
 FAMILY_COLORS = {"handwritten": "#4C72B0", "cute": "#DD8452"}
 OTHER_COLOR = "#55A868"

@@ -1,0 +1,417 @@
+"""bench(): every kernel against cuBLAS fp32 — checked first, then timed with CUDA events;
+time_kernel(): the same for one kernel on one shape (`cute-gemm run`).
+
+Method (printed with every run and stored in the JSON, so a number never travels
+without how it was made):
+
+* Check before timing. Each kernel (and cuBLAS) runs once on the bench inputs into a
+  NaN-poisoned output and is judged with check.judge (gauge ratio <= 16, see check.py).
+  Up to M*N*K = 2048^3 the float64 reference is the whole product; above that, a full
+  float64 product on the host is too slow, so the reference is exact float64 on a
+  sample of rows x columns (64 random rows and columns, plus the first and last, which
+  sit in the residue tiles), and every other element must at least be finite (an
+  unwritten element stays NaN). A kernel that fails gets no speed figure.
+* Timing: timing.event_times (CUDA events around each launch, L2 flush before it, input
+  sets rotated beyond twice the L2, repeats fitted to --max-seconds, never below
+  --min-repeats). Host overhead is measured apart (overhead.py).
+* Statistics (stats.py): median, min/max, quartiles and IQR over the repeats; TFLOP/s =
+  2 M N K / median; ratio to cuBLAS fp32 measured in the same run, same inputs and
+  layout; fraction of the FP32 peak SMs x FP32 lanes/SM x 2 x clock.
+* Compile time (NVRTC, or the cache level that served the cubin) is reported apart
+  from run time: everything is compiled before anything is timed.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import os
+import sys
+import time
+from typing import Sequence
+
+import numpy as np
+
+from .. import api, cache, launch, registry
+from ..arrays import DeviceArray
+from ..check import judge, reference
+from .cublas import find_cublas
+from .meta import device_meta, driver_text, versions
+from .overhead import measure_overhead
+from .report import write_outputs
+from .runtime import make_current
+from .schema import CUBLAS, BenchResult, Row
+from .shapes import native_layout, parse_layouts, parse_sizes
+from .stats import fill_ratios, sample_indices, summarize, tflops
+from .timing import Flush, event_times, rotation_sets
+
+FULL_CHECK_MAX = 2048 ** 3      # above this M*N*K the reference is a row x column sample
+SAMPLE = 64
+
+
+# ---- checking on the bench inputs -------------------------------------------------------
+class Reference:
+    """float64 reference for C = A @ B: whole (M*N*K <= full_max) or a rows x cols sample."""
+
+    def __init__(self, a: np.ndarray, b: np.ndarray, rng, *, full_max: int | None = None,
+                 sample: int = SAMPLE):
+        m, k = a.shape
+        n = b.shape[1]
+        if full_max is None:
+            full_max = FULL_CHECK_MAX
+        if m * n * k <= full_max:
+            self.rows = self.cols = None
+            self.ref, self.gauge = reference(a, b, None, 1.0, 0.0)
+            self.mode = "full"
+        else:
+            self.rows = sample_indices(m, sample, rng)
+            self.cols = sample_indices(n, sample, rng)
+            self.ref, self.gauge = reference(a[self.rows], b[:, self.cols], None, 1.0, 0.0)
+            self.mode = f"sampled {len(self.rows)}x{len(self.cols)}"
+
+    def judge(self, name: str, c: np.ndarray):
+        if self.rows is None:
+            return judge(name, c, self.ref, self.gauge, exact=False)
+        r = judge(name, c[np.ix_(self.rows, self.cols)], self.ref, self.gauge, exact=False)
+        if r.first_fail is not None:
+            i, j = r.first_fail
+            r.first_fail = (int(self.rows[i]), int(self.cols[j]))
+        elif r.status == "pass":
+            bad = int(c.size - np.count_nonzero(np.isfinite(c)))
+            if bad:
+                r.status = "FAIL"
+                r.message = f"{bad} non-finite elements outside the checked sample (unwritten?)"
+        return r
+
+
+def measure_row(row: Row, check_fn, time_fn) -> Row:
+    """Check first; only a passing kernel is timed. check_fn() -> check.KernelResult,
+    time_fn() -> list of per-launch milliseconds. Exceptions become status 'error'."""
+    try:
+        verdict = check_fn()
+    except Exception as e:
+        row.status, row.message = "error", _first_line(e)
+        return row
+    if not _record_verdict(row, verdict):
+        return row
+    try:
+        times = time_fn()
+    except Exception as e:
+        row.status, row.message = "error", "timing: " + _first_line(e)
+        return row
+    return _record_times(row, times)
+
+
+def _record_verdict(row: Row, verdict) -> bool:
+    """The check's gauge ratio, and FAIL with where and why; True when it passed."""
+    row.gauge_ratio = _finite_or_none(verdict.gauge_ratio)
+    if verdict.status != "pass":
+        row.status = "FAIL"
+        row.message = verdict.message or "check failed"
+        if verdict.first_fail is not None:
+            row.message = f"at {tuple(verdict.first_fail)}: {row.message}"
+        return False
+    return True
+
+
+def _record_times(row: Row, times) -> Row:
+    s = summarize(times)
+    row.repeats = s["n"]
+    row.median_ms, row.min_ms, row.max_ms = s["median"], s["min"], s["max"]
+    row.q1_ms, row.q3_ms, row.iqr_ms = s["q1"], s["q3"], s["iqr"]
+    row.tflops = tflops(row.m, row.n, row.k, row.median_ms)
+    return row
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+def _finite_or_none(x):
+    """JSON has no inf/NaN: a non-finite gauge ratio (NaN or Inf in the output) is None,
+    and the row's status and message say what happened."""
+    return float(x) if x is not None and math.isfinite(x) else None
+
+
+# ---- inputs on the device -----------------------------------------------------------------
+class _Inputs:
+    """n_sets copies of A, B (in `layout`) and C on the device; set 0 is the checked one."""
+
+    def __init__(self, a: np.ndarray, b: np.ndarray, layout: str, n_sets: int):
+        self.A, self.B, self.C, self._owned = [], [], [], []
+        m, n = a.shape[0], b.shape[1]
+        try:
+            a0 = self._upload(a, layout[0] == "t")
+            b0 = self._upload(b, layout[1] == "t")
+            for i in range(n_sets):
+                if i == 0:
+                    ai, bi = a0, b0
+                else:   # same values at new addresses: a dtod copy, no host traffic
+                    ai, bi = self._clone(a0), self._clone(b0)
+                    launch.memcpy_dtod(ai._buf.ptr, a0._buf.ptr, a0._buf.nbytes)
+                    launch.memcpy_dtod(bi._buf.ptr, b0._buf.ptr, b0._buf.nbytes)
+                c = DeviceArray((m, n))
+                self._owned.append(c)
+                self.A.append(ai)
+                self.B.append(bi)
+                self.C.append(c)
+            launch.synchronize()
+        except BaseException:
+            self.close()
+            raise
+
+    def _upload(self, host: np.ndarray, transposed: bool):
+        if transposed:   # storage is host.T row-major; pass its transposed view
+            d = DeviceArray.from_host(np.ascontiguousarray(host.T))
+            self._owned.append(d)
+            return d.T
+        d = DeviceArray.from_host(np.ascontiguousarray(host))
+        self._owned.append(d)
+        return d
+
+    def _clone(self, view):
+        transposed = view.strides[0] == 1 and view.shape[0] > 1 and view.strides[1] != 1
+        base = DeviceArray(view.shape[::-1] if transposed else view.shape)
+        self._owned.append(base)
+        return base.T if transposed else base
+
+    def __len__(self):
+        return len(self.A)
+
+    def close(self) -> None:
+        for d in self._owned:
+            try:
+                d.close()
+            except Exception:
+                pass
+        self._owned = []
+
+
+def _gpu_check(name, fn, inputs: _Inputs, ref: Reference):
+    """Poison C0 with NaN, run once on set 0, judge on the host."""
+    c0 = inputs.C[0]
+    launch.memset_f32(c0.ptr, 0x7FC00000, c0.size)
+    fn(0)
+    launch.check_last(name)
+    return ref.judge(name, c0.to_host())
+
+
+class Progress:
+    """A one-line progress bar on stderr (a line per step when stderr is not a terminal)."""
+
+    def __init__(self, total: int, enabled: bool = True, stream=None, width: int = 24):
+        self.total, self.done, self.width = max(total, 1), 0, width
+        self.stream = stream if stream is not None else sys.stderr
+        self.enabled = enabled
+        self.tty = enabled and hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.t0 = time.perf_counter()
+
+    def step(self, label: str) -> None:
+        self.done += 1
+        if not self.enabled:
+            return
+        frac = self.done / self.total
+        bar = "#" * int(round(frac * self.width))
+        line = (f"[{bar:<{self.width}}] {self.done}/{self.total} {100 * frac:3.0f}% "
+                f"{time.perf_counter() - self.t0:6.1f}s  {label}")
+        if self.tty:
+            self.stream.write("\r\033[K" + line)
+            if self.done >= self.total:
+                self.stream.write("\n")
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+
+# ---- one kernel, one shape ------------------------------------------------------------------
+def time_kernel(name: str, m: int, n: int, k: int, *, repeats: int = 20, warmup: int = 3,
+                seed=None) -> dict:
+    """Check once on fresh random inputs (the bench's Reference), then time `repeats`
+    launches with timing.event_times; a kernel that fails its check is not timed.
+    Exceptions propagate (the CLI names compile, shape and device errors itself)."""
+    kernel = registry.get(name)
+    info = launch.device_info()
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    ref = Reference(a, b, rng)
+    row = Row(kernel.name, kernel.family, m, n, k, check=ref.mode)
+    inputs = _Inputs(a, b, "nn", 1)
+    try:       # errors (compile, shape limits, launch) go to the caller, as run()'s would
+        with Flush(info.l2_bytes) as flush:
+            def fn(i):
+                api.run(name, inputs.A[i], inputs.B[i], out=inputs.C[i])
+            if _record_verdict(row, _gpu_check(name, fn, inputs, ref)):
+                _record_times(row, event_times(fn, 1, flush, repeats=repeats, warmup=warmup,
+                                               min_repeats=repeats))
+    finally:
+        inputs.close()
+    return {"kernel": name, "m": m, "n": n, "k": k, "ms": row.median_ms, "min_ms": row.min_ms,
+            "max_ms": row.max_ms, "tflops": row.tflops, "gauge_ratio": row.gauge_ratio,
+            "status": row.status, "check": row.check, "message": row.message}
+
+
+# ---- every kernel, every shape and layout, next to cuBLAS -----------------------------------
+def bench(kernels: str | Sequence[str] | None = None,
+          sizes: int | str | Sequence[int | str | tuple[int, int, int]] | None = None, *,
+          layouts: str | Sequence[str] = ("nn",), repeats: int = 30, warmup: int = 3,
+          min_repeats: int = 5, max_seconds: float = 2.0, cublas: str = "auto",
+          overhead: bool = False, overhead_kernel: str | None = None, seed: int = 0,
+          out_dir: str | os.PathLike | None = None, plots: bool = True,
+          ladder_size: int | None = None, progress: bool = True) -> BenchResult:
+    """Check, then time, every kernel (default: all the device supports) on every size
+    (default: squares 256..8192 and odd shapes) and layout, next to cuBLAS fp32.
+
+    sizes: N, "MxNxK", (M, N, K), "squares", "odd", "all". layouts: "nn", "tn" (A as a
+    transposed view), "nt", "tt" — a kernel is timed on a transposed layout only when it
+    takes it without a relayout copy. Writes bench.json, bench.csv, bench_readme.md and
+    PNG plots to out_dir when given. Returns a BenchResult.
+    """
+    info = launch.device_info()
+    ordinal = info.ordinal
+    make_current(ordinal)
+    names = _kernel_names(kernels)
+    shapes = parse_sizes(sizes)
+    lays = parse_layouts(layouts)
+    backend, cublas_note = find_cublas(cublas)
+    result = BenchResult(_meta(info, backend, cublas_note, shapes, lays, repeats=repeats,
+                               min_repeats=min_repeats, warmup=warmup, max_seconds=max_seconds,
+                               seed=seed))
+    meta = result.meta
+    compiled = _compile_all(names, info, meta["compile"])
+
+    bar = Progress(len(shapes) * len(lays) * (len(names) + (backend is not None)), progress)
+    rng = np.random.default_rng(seed)
+    tkw = dict(repeats=repeats, warmup=warmup, min_repeats=min_repeats, max_seconds=max_seconds)
+    with Flush(info.l2_bytes) as flush:
+        meta["settings"]["flush_bytes"] = flush.nbytes
+        meta["settings"]["rotation"] = {}
+        for (m, n, kk) in shapes:
+            a = rng.standard_normal((m, kk), dtype=np.float32)
+            b = rng.standard_normal((kk, n), dtype=np.float32)
+            ref = Reference(a, b, rng)
+            per_set = 4 * (m * kk + kk * n + m * n)
+            free = launch.mem_get_info(ordinal)[0]
+            n_sets = rotation_sets(per_set, info.l2_bytes, free)
+            meta["settings"]["rotation"][f"{m}x{n}x{kk}"] = n_sets
+            for lay in lays:
+                _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush,
+                             bar, tkw, info)
+            del a, b, ref
+    fill_ratios(result.rows, meta["device"]["fp32_peak_tflops"])
+    if overhead:
+        try:
+            result.overhead = measure_overhead(overhead_kernel or (names[0] if names else None),
+                                               backend=backend)
+        except Exception as e:
+            result.overhead = {"error": _first_line(e)}
+    if out_dir is not None:
+        write_outputs(result, out_dir, plots=plots, ladder_size=ladder_size)
+    return result
+
+
+def _meta(info, backend, cublas_note, shapes, lays, **settings) -> dict:
+    return {
+        "tool": "cute-gemm bench",
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "device": device_meta(info), "driver": driver_text(info.driver_version),
+        "versions": versions(backend),
+        "cublas": {"available": backend is not None, "note": cublas_note,
+                   "library": backend.library if backend else None},
+        "settings": {"repeats": settings["repeats"], "min_repeats": settings["min_repeats"],
+                     "warmup": settings["warmup"], "max_seconds": settings["max_seconds"],
+                     "layouts": list(lays), "seed": settings["seed"],
+                     "sizes": [list(s) for s in shapes]},
+        "method": {
+            "check": f"gauge ratio <= 16 against float64: whole product up to M*N*K = "
+                     f"{FULL_CHECK_MAX} (2048^3), above that {SAMPLE} random rows x {SAMPLE} "
+                     "random columns (+ first and last) and every element finite",
+            "timing": "CUDA events around each launch; L2-sized memset before each launch; "
+                      "input sets rotated to exceed 2x L2; median, min/max, IQR over repeats",
+            "tflops": "2*M*N*K / median time",
+        },
+        "compile": {},
+    }
+
+
+def _compile_all(names, info, record: dict) -> dict[str, tuple[float | None, str, str]]:
+    """Compile everything first: compile time is reported, never timed as run time.
+    name -> (NVRTC seconds, cache origin, error or skip reason)."""
+    compiled: dict[str, tuple[float | None, str, str]] = {}
+    for name in names:
+        k = registry.get(name)
+        if k.min_arch > info.arch_int:
+            compiled[name] = (None, "", f"needs sm_{k.min_arch}, device is {info.arch}")
+            continue
+        try:
+            c = cache.get(k, info.arch)
+            compiled[name] = (c.compile_seconds, c.origin, "")
+        except Exception as e:
+            compiled[name] = (None, "", "compile: " + _first_line(e))
+        cs, origin, err = compiled[name]
+        record[name] = {"nvrtc_seconds": cs, "origin": origin, "error": err or None}
+    return compiled
+
+
+def _kernel_names(kernels) -> list[str]:
+    if kernels is None or kernels == [] or kernels == ():
+        return list(registry.names())
+    if isinstance(kernels, str):
+        kernels = [kernels]
+    return [registry.get(x).name for x in kernels]
+
+
+def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush, bar,
+                 tkw, info) -> None:
+    m, kk = a.shape
+    n = b.shape[1]
+    label = f"{m}x{n}x{kk} {lay}"
+    try:
+        inputs = _Inputs(a, b, lay, n_sets)
+    except Exception as e:   # out of memory, typically: every row of this shape says so
+        msg = "inputs: " + _first_line(e)
+        for name in ([CUBLAS] if backend else []) + names:
+            fam = "reference" if name == CUBLAS else registry.get(name).family
+            result.rows.append(Row(name, fam, m, n, kk, lay, "error", ref.mode, message=msg))
+            bar.step(f"{name} {label}")
+        return
+    try:
+        if backend is not None:
+            row = Row(CUBLAS, "reference", m, n, kk, lay, check=ref.mode,
+                      message=f"{backend.library} {backend.version}")
+            try:
+                wa = [backend.wrap(x) for x in inputs.A]
+                wb = [backend.wrap(x) for x in inputs.B]
+                wc = [backend.wrap(x) for x in inputs.C]
+
+                def fn(i, wa=wa, wb=wb, wc=wc):
+                    backend.matmul(wa[i], wb[i], wc[i])
+                measure_row(row, lambda: _gpu_check(CUBLAS, fn, inputs, ref),
+                            lambda: event_times(fn, len(inputs), flush, **tkw))
+            except Exception as e:
+                row.status, row.message = "error", _first_line(e)
+            result.rows.append(row)
+            bar.step(f"{CUBLAS} {label}")
+        for name in names:
+            k = registry.get(name)
+            cs, origin, err = compiled[name]
+            row = Row(name, k.family, m, n, kk, lay, check=ref.mode, compile_s=cs,
+                      compile_origin=origin)
+            if err:
+                row.status = "skip" if err.startswith("needs") else "error"
+                row.message = err
+            elif lay != "nn" and not native_layout(k, m, n, kk, lay):
+                row.status = "skip"
+                row.message = f"no variant takes layout {lay} as is (run() would copy)"
+            elif k.smem_bytes(m, n, kk) > info.smem_optin:
+                row.status = "skip"
+                row.message = f"needs {k.smem_bytes(m, n, kk)} B of shared memory > {info.smem_optin}"
+            else:
+                def fn(i, name=name):
+                    api.run(name, inputs.A[i], inputs.B[i], out=inputs.C[i])
+                measure_row(row, lambda: _gpu_check(name, fn, inputs, ref),
+                            lambda: event_times(fn, len(inputs), flush, **tkw))
+            result.rows.append(row)
+            bar.step(f"{name} {label}")
+    finally:
+        inputs.close()

@@ -1,0 +1,22 @@
+"""What perf asks of the runtime, in one place: the variant run() chooses for a layout and
+whether it copies first (resolve.choose), the function it would launch (to time a raw
+launch of the same cubin), and a current primary context (the one CuPy and PyTorch share)
+before perf asks the driver for free memory.
+"""
+from __future__ import annotations
+
+from .. import launch, registry
+from .. import resolve as _resolve
+from ..arrays import Operand
+
+
+def resolve(kernel: registry.Kernel, ops: dict[str, Operand], ordinal: int | None = None):
+    """(variant, roles run() would copy first, function) for operands a, b, c. With no
+    ordinal nothing is compiled or loaded (pure CPU) and the function is None."""
+    variant, copies = _resolve.choose(kernel, ops)
+    fn = None if ordinal is None else _resolve.loaded(kernel, ordinal).function(variant.entry)
+    return variant, copies, fn
+
+
+def make_current(ordinal: int) -> None:
+    launch.ensure_context(ordinal)

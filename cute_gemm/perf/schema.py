@@ -1,0 +1,158 @@
+"""What a bench run produces: Row (one kernel on one shape and layout), BenchResult
+(rows + meta + overhead), and their JSON and CSV forms.
+
+The JSON is the record (docs/bench/*.json, the README section is generated from it):
+changing a field's meaning means raising SCHEMA. Everything else in perf either fills
+these records (runner) or reads them (report, plots).
+"""
+from __future__ import annotations
+
+import csv
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+import numpy as np
+
+SCHEMA = 1
+CUBLAS = "cuBLAS"               # the kernel name of the cuBLAS rows
+LAYOUTS = ("nn", "tn", "nt", "tt")
+LAYOUT_TEXT = {"nn": "A, B row-major", "tn": "A transposed view (CuTe NT: A M-major, B N-major)",
+               "nt": "B transposed view (CuTe TN: A, B K-major)",
+               "tt": "A, B transposed views (A M-major, B K-major)"}
+
+
+@dataclass
+class Row:
+    """One kernel (or cuBLAS) on one shape and layout."""
+    kernel: str
+    family: str
+    m: int
+    n: int
+    k: int
+    layout: str = "nn"
+    status: str = "pass"             # pass | FAIL | error | skip
+    check: str = ""                  # "full" | "sampled RxC"
+    gauge_ratio: float | None = None
+    compile_s: float | None = None   # NVRTC seconds of the build that made the cubin
+    compile_origin: str = ""         # compiled | disk | memory
+    repeats: int = 0
+    median_ms: float | None = None
+    min_ms: float | None = None
+    max_ms: float | None = None
+    q1_ms: float | None = None
+    q3_ms: float | None = None
+    iqr_ms: float | None = None
+    tflops: float | None = None
+    vs_cublas: float | None = None   # this TFLOP/s / cuBLAS TFLOP/s
+    frac_peak: float | None = None   # this TFLOP/s / FP32 peak
+    message: str = ""
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return (self.m, self.n, self.k)
+
+    @property
+    def timed(self) -> bool:
+        return self.status == "pass" and self.median_ms is not None
+
+
+_INT_FIELDS = {"m", "n", "k", "repeats"}
+_FLOAT_FIELDS = {"gauge_ratio", "compile_s", "median_ms", "min_ms", "max_ms", "q1_ms", "q3_ms",
+                 "iqr_ms", "tflops", "vs_cublas", "frac_peak"}
+COLUMNS = tuple(f.name for f in fields(Row))
+
+
+@dataclass
+class BenchResult:
+    meta: dict
+    rows: list[Row] = field(default_factory=list)
+    overhead: dict | None = None
+
+    @property
+    def ok(self) -> bool:
+        """No kernel failed its check or errored (skips are fine)."""
+        return all(r.status in ("pass", "skip") for r in self.rows)
+
+    def to_dict(self) -> dict:
+        return {"schema": SCHEMA, "meta": self.meta, "rows": [asdict(r) for r in self.rows],
+                "overhead": self.overhead}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "BenchResult":
+        known = set(COLUMNS)
+        rows = [Row(**{k: v for k, v in r.items() if k in known}) for r in d.get("rows", [])]
+        return cls(dict(d.get("meta", {})), rows, d.get("overhead"))
+
+    def cublas_row(self, m, n, k, layout) -> Row | None:
+        for r in self.rows:
+            if r.kernel == CUBLAS and r.shape == (m, n, k) and r.layout == layout:
+                return r
+        return None
+
+
+def pick_ladder_size(result: BenchResult, prefer: int | None = None, layout: str = "nn") -> int | None:
+    """The square size the ladder chart and README table show: `prefer` if benchmarked,
+    else 4096, else the largest square with timed rows."""
+    squares = sorted({r.m for r in result.rows if r.m == r.n == r.k and r.layout == layout
+                      and r.timed})
+    if not squares:
+        return None
+    for want in (prefer, 4096):
+        if want in squares:
+            return want
+    return squares[-1]
+
+
+# ---- files ------------------------------------------------------------------------------
+def _csv_value(v):
+    return "" if v is None else v
+
+
+def write_csv(result: BenchResult, path) -> Path:
+    path = Path(path)
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(COLUMNS)
+        for r in result.rows:
+            d = asdict(r)
+            w.writerow([_csv_value(d[c]) for c in COLUMNS])
+    return path
+
+
+def read_csv(path) -> list[Row]:
+    rows = []
+    with open(path, newline="") as f:
+        for d in csv.DictReader(f):
+            kw = {}
+            for c in COLUMNS:
+                v = d.get(c, "")
+                if c in _INT_FIELDS:
+                    kw[c] = int(v) if v != "" else 0
+                elif c in _FLOAT_FIELDS:
+                    kw[c] = float(v) if v != "" else None
+                else:
+                    kw[c] = v
+            rows.append(Row(**kw))
+    return rows
+
+
+def write_json(result: BenchResult, path) -> Path:
+    path = Path(path)
+    path.write_text(json.dumps(result.to_dict(), indent=2, allow_nan=False, default=_json_default) + "\n")
+    return path
+
+
+def _json_default(o):
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def load_json(path) -> BenchResult:
+    d = json.loads(Path(path).read_text())
+    if d.get("schema") != SCHEMA:
+        raise ValueError(f"{path}: bench JSON schema {d.get('schema')!r}, expected {SCHEMA}")
+    return BenchResult.from_dict(d)

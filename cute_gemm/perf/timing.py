@@ -1,0 +1,97 @@
+"""The timing loops, one per kind of time. Every figure perf reports comes from here.
+
+* event_times: GPU time of one launch. CUDA events recorded right before and after each
+  launch (never around allocation or copies), after warm-up. Before each timed launch an
+  L2-sized memset (Flush) evicts the cache and keeps the GPU busy while Python enqueues the
+  launch, so host overhead is not counted. Launches cycle through `n_sets` input sets
+  (rotation_sets: enough that together they exceed twice the L2). The repeats shrink for
+  slow kernels to fit a time budget, never below min_repeats.
+* wall_us: host time per call (µs): wall clock around `calls` back-to-back calls plus one
+  final synchronize, divided by `calls`. Used for the per-call overhead of run() and by
+  scripts/run_timings.py.
+
+`cute-gemm run`, `cute-gemm bench` and the overhead measurement all time through these.
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Callable
+
+from .. import launch
+
+
+def rotation_sets(bytes_per_set: int, l2_bytes: int, free_bytes: int | None = None, *,
+                  factor: float = 2.0, max_sets: int = 256, mem_fraction: float = 0.5) -> int:
+    """How many A/B/C sets to cycle through so that together they exceed factor x L2
+    (at least 2), within mem_fraction of the free device memory."""
+    want = max(2, math.ceil(factor * l2_bytes / max(bytes_per_set, 1)))
+    n = min(want, max_sets)
+    if free_bytes is not None:
+        n = min(n, int(mem_fraction * free_bytes) // max(bytes_per_set, 1))
+    return max(1, n)
+
+
+class Flush:
+    """cuMemsetD32 over a scratch buffer twice the L2: evicts A/B/C of the previous launch
+    and keeps the GPU busy (~tens of µs) while Python enqueues the timed launch."""
+
+    def __init__(self, l2_bytes: int):
+        self.nbytes = int(min(max(2 * l2_bytes, 8 << 20), 512 << 20))
+        self.buf = launch.DeviceBuffer(self.nbytes)
+
+    def __call__(self) -> None:
+        launch.memset_f32(self.buf.ptr, 0, self.nbytes // 4)
+
+    def close(self) -> None:
+        self.buf.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def event_times(fn: Callable[[int], None], n_sets: int, flush: Callable[[], None], *,
+                repeats: int, warmup: int, min_repeats: int = 1,
+                max_seconds: float | None = None) -> list[float]:
+    """Per-launch milliseconds of fn(i) (i: the input set, cycling over n_sets) from CUDA
+    events recorded right before and after each launch. A first flushed launch estimates
+    the time per launch; with max_seconds, warm-up takes at most a fifth of that budget and
+    the repeats fit into it (never fewer than min_repeats)."""
+    e0, e1 = launch.Event(), launch.Event()
+    flush()
+    e0.record()
+    fn(0)
+    e1.record()
+    est = max(e1.elapsed_ms(e0), 1e-3)
+    n_warm, n = warmup, repeats
+    if max_seconds is not None:
+        budget = max_seconds * 1e3
+        n_warm = min(warmup, max(1, int(0.2 * budget / est)))
+        n = min(repeats, int(budget / est))
+    for i in range(n_warm):
+        fn((i + 1) % n_sets)
+    n = max(min_repeats, n)
+    events = [(launch.Event(), launch.Event()) for _ in range(n)]
+    for j, (s, e) in enumerate(events):
+        flush()
+        s.record()
+        fn(j % n_sets)
+        e.record()
+    return [e.elapsed_ms(s) for s, e in events]
+
+
+def wall_us(fn: Callable[[], object], calls: int = 1, repeats: int = 1) -> list[float]:
+    """`repeats` samples of host µs per call: (wall time of `calls` back-to-back calls +
+    one final synchronize) / calls, each sample starting from an idle device."""
+    out = []
+    for _ in range(repeats):
+        launch.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        launch.synchronize()
+        out.append((time.perf_counter() - t0) / calls * 1e6)
+    return out
