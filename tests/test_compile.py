@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 import cute_gemm
-from cute_gemm import compile as comp, registry
+from cute_gemm import cache, compile as comp, registry
 
 KERNELS = registry.kernels()
 
@@ -44,9 +44,15 @@ def test_arch_normalisation():
     assert comp.normalize_arch(90) == "sm_90"
     assert comp.normalize_arch("compute_80") == "sm_80"
     assert comp.normalize_arch((8, 6)) == "sm_86"
-    assert comp.normalize_arch("sm_90a") == "sm_90a"
-    with pytest.raises(ValueError):
-        comp.normalize_arch("hopper")
+    assert comp.normalize_arch("sm_90a") == "sm_90a"    # arch-specific target (wgmma)
+    assert comp.normalize_arch(" SM_90 ") == "sm_90"
+    for bad in ("hopper", "sm90", "sm_9", (9,), 9.0, None, True):
+        with pytest.raises(cute_gemm.InputError) as e:   # a CuteGemmError and a ValueError
+            comp.normalize_arch(bad)
+        assert isinstance(e.value, ValueError) and isinstance(e.value, cute_gemm.CuteGemmError)
+        assert repr(bad) in str(e.value) and "'sm_90a'" in str(e.value) and "(9, 0)" in str(e.value)
+    with pytest.raises(cute_gemm.InputError, match="did you mean 'sm_90'"):
+        cute_gemm.compile_kernel("naive", arch="sm90")
 
 
 def test_kernel_options_reach_nvrtc():
@@ -135,7 +141,7 @@ def test_pipelined_bulk_copy_epilogue_where_registered(arch):
     # entry cute_pipelined_a?_b? takes EPI_A?_B? (the _s fallbacks and _sk twins: none)
     bulk = {e for e in k.entries if d.get("EPI_" + e.removeprefix("cute_pipelined_").upper()) == 3}
     assert bulk, "no entry has EPI code 3: this test checks nothing"
-    entries = _ptx_entries(comp.ptx_of(k, arch))
+    entries = _ptx_entries(cache.get(k, arch, ptx=True).ptx)
     assert set(k.entries) <= set(entries), sorted(set(k.entries) - set(entries))
     for name, body in entries.items():
         has = "cp.async.bulk.global.shared::cta" in body
