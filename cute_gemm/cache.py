@@ -282,6 +282,82 @@ def _get_uncached(kernel, arch, source, opts, key, ptx: bool) -> Compiled:
                     ptx_text)
 
 
+def _prefetch_one(name: str, arch: str, ptx: bool, directory: str) -> tuple[str, float]:
+    # runs in a spawned worker: pin the dir the parent chose, whatever its env does later
+    os.environ["CUTE_GEMM_CACHE_DIR"] = directory
+    from . import registry
+    c = get(registry.get(name), arch, ptx=ptx)
+    clear_memory()                          # the parent reads the entry from disk
+    return c.origin, c.compile_seconds
+
+
+def default_workers() -> int:
+    """One worker per usable CPU, but no more than free memory / 3 GiB: NVRTC peaks at
+    ~2.7 GB resident on cute_pipelined (11 entry points)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        with open("/proc/meminfo") as f:
+            avail_kb = next(int(ln.split()[1]) for ln in f if ln.startswith("MemAvailable:"))
+        cpus = min(cpus, max(1, avail_kb // (3 << 20)))
+    except (OSError, StopIteration, ValueError):
+        pass
+    return max(1, cpus)
+
+
+class Prefetch:
+    """Registered kernels compiled into the disk cache by a pool of spawned processes, so
+    that a later get() in this process is a disk read. Costliest first (CuTe kernels
+    before handwritten ones, more entry points first: cute_pipelined's 11 take ~50 s per
+    arch on 2 cores, a handwritten kernel ~1 s), which keeps the pool's tail short.
+    Entries already on disk are not submitted; without the disk level nothing is."""
+
+    def __init__(self, jobs, workers: int | None = None):
+        from concurrent.futures import ProcessPoolExecutor
+        import multiprocessing
+        from . import registry
+        want: dict[tuple[str, str], bool] = {}
+        for name, arch, ptx in jobs:
+            k = (name, _compile.normalize_arch(arch))
+            want[k] = want.get(k, False) or ptx
+        self.futures: dict[tuple[str, str], object] = {}
+        self._pool = None
+        if not disk_enabled():
+            return
+        todo = []
+        for (name, arch), ptx in want.items():
+            k = registry.get(name)
+            key = cache_key(k, arch, _compile.read_source(k), _compile.options(k, arch))
+            if _read(key, ptx) is None:
+                todo.append((k.family != "cute", -len(k.entries), name, arch, ptx))
+        if not todo:
+            return
+        # spawn, not fork: the parent may hold threads and CUDA state
+        self._pool = ProcessPoolExecutor(min(workers or default_workers(), len(todo)),
+                                         mp_context=multiprocessing.get_context("spawn"))
+        directory = str(cache_dir())
+        for *_, name, arch, ptx in sorted(todo):
+            self.futures[(name, arch)] = self._pool.submit(_prefetch_one, name, arch, ptx, directory)
+
+    def wait(self, name: str, arch: str) -> None:
+        """Block until (name, arch) is done. A failed job raises nothing here: the caller's
+        own get() compiles again and raises the CompileError where the test sees it."""
+        f = self.futures.get((name, _compile.normalize_arch(arch)))
+        if f is not None:
+            f.exception()
+
+    def close(self) -> None:
+        """Stop the pool. A compile still running now is one nobody waits for (an
+        interrupted or -x run): its worker is killed rather than waited on for a minute."""
+        if self._pool is None:
+            return
+        if not all(f.done() for f in self.futures.values()):
+            # ProcessPoolExecutor has no public terminate before Python 3.14
+            for proc in list(getattr(self._pool, "_processes", {}).values()):
+                proc.terminate()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pool = None
+
+
 def clear_memory() -> None:
     with _mem_lock:
         _memory.clear()

@@ -314,3 +314,22 @@ def test_cli_compile_without_gpu_reports_resources(tmp_cache):
     assert "?" not in line, r.stdout + "\n--- log ---\n" + cache.get(NAIVE, "sm_80").log
     assert "sm_80" in line and "compiled" in line
     assert int(line.split()[5]) > 0      # registers, from the cubin's ptxas report
+
+
+def test_a_test_run_leaves_the_user_cache_alone(tmp_path):
+    """Without CUTE_GEMM_CACHE_DIR, a pytest run compiles into a temporary dir that it
+    removes at the end; ~/.cache/cute_gemm is never created."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("CUTE_GEMM_CACHE_DIR", "XDG_CACHE_HOME")}
+    env.update(HOME=str(home), TMPDIR=str(tmp_path))
+    root = pathlib.Path(__file__).resolve().parent
+    r = subprocess.run([sys.executable, "-m", "pytest", str(root / "test_compile.py"), "-p", "no:cacheprovider",
+                        "-k", "test_every_kernel_compiles and naive-sm_80", "--rootdir", str(root.parent)],
+                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout + r.stderr
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("cute_gemm cubin cache:"))
+    used = pathlib.Path(line.split(":", 1)[1].split(" (")[0].strip())
+    assert "temporary" in line and tmp_path in used.parents
+    assert not used.exists() and not list(tmp_path.glob("cute_gemm_tests_*"))
+    assert not (home / ".cache").exists()
