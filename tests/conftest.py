@@ -62,7 +62,8 @@ def pytest_collection_modifyitems(config, items):
 def pytest_collection_finish(session):
     config = session.config
     n = os.environ.get("CUTE_GEMM_TEST_JOBS", "").strip()
-    if config.option.collectonly or n == "0":
+    # an xdist worker collects every test: one pool per worker would oversubscribe the CPUs
+    if config.option.collectonly or n == "0" or hasattr(config, "workerinput"):
         return
     jobs = [(m.args[0], m.args[1], m.kwargs.get("ptx", False))
             for item in session.items for m in item.iter_markers("compiles")]

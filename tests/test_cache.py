@@ -296,6 +296,26 @@ def test_concurrent_processes_compile_once(tmp_cache):
     assert not list(tmp_cache.glob(".*.tmp"))           # no temp files left behind
 
 
+def test_prefetch_fills_the_disk_cache_in_other_processes(tmp_cache, monkeypatch):
+    jobs = [("naive", "sm_80", False), ("flat1d", 80, False), ("naive", "sm_80", True)]
+    pf = cache.Prefetch(jobs, workers=1)
+    try:
+        assert sorted(pf.futures) == [("flat1d", "sm_80"), ("naive", "sm_80")]   # merged, normalised
+        monkeypatch.setenv("CUTE_GEMM_CACHE_DIR", str(tmp_cache.parent / "elsewhere"))
+        for name, arch in pf.futures:
+            pf.wait(name, arch)
+            assert pf.futures[(name, arch)].result()[0] == "compiled"
+    finally:
+        pf.close()
+    monkeypatch.setenv("CUTE_GEMM_CACHE_DIR", str(tmp_cache))   # the dir taken at the start
+    got = cache.get(NAIVE, "sm_80", ptx=True)
+    assert got.origin == "disk" and ".entry naive" in got.ptx
+    assert cache.Prefetch(jobs).futures == {}                   # all on disk: nothing to do
+    pf = cache.Prefetch([("naive", "sm_90", True)], workers=1)
+    pf.close()                                                  # kills the unneeded compile
+    assert list(pf.futures) == [("naive", "sm_90")]
+
+
 def test_cli_cache_info_and_clear(tmp_cache, capsys):
     cache.get(NAIVE, "sm_90")
     assert cli_main(["cache", "info"]) == 0
