@@ -5,11 +5,19 @@ contents of every file under include/ (ours), the exact versions of the header w
 (or a fingerprint of an overriding folder), the NVRTC options (include paths replaced
 by those fingerprints), the arch and the NVRTC version.
 
+An entry holds the CUBIN, the NVRTC log and, when a caller asked for it
+(get(..., ptx=True)), the PTX of the same NVRTC run, zlib-compressed.
+
 Entries are written to a temporary file and renamed into place (atomic on POSIX);
 each carries a sha256 of its payload that is checked on every read, so a truncated or
 corrupt entry is recompiled, never loaded. Concurrent processes take a per-key
 advisory lock (fcntl) while compiling, so a key is compiled once and readers never see
 half a file.
+
+A cache dir that cannot be created, locked or written (read-only home, another user's
+shared dir, a file in its place) never breaks compiling: the result stays in memory and
+one warning names the dir. Entries get the umask's permissions (readable by a team that
+shares the dir), not mkstemp's 0600.
 
 Environment: CUTE_GEMM_CACHE_DIR moves the disk cache; CUTE_GEMM_DISABLE_CACHE=1
 turns the disk level off (the in-memory level stays).
@@ -17,20 +25,21 @@ turns the disk level off (the in-memory level stays).
 from __future__ import annotations
 
 import contextlib
-import functools
+import dataclasses
 import hashlib
 import json
 import os
+import secrets
 import struct
-import tempfile
 import threading
-from dataclasses import dataclass
+import zlib
+import warnings
 from pathlib import Path
 
 from . import compile as _compile
 from . import paths
 
-FORMAT = 1
+FORMAT = 2          # 2: the payload has a length-prefixed CUBIN and an optional PTX
 MAGIC = b"CGCUBIN\x01"
 _HEADER = len(MAGIC) + 32
 
@@ -47,14 +56,23 @@ def disk_enabled() -> bool:
     return os.environ.get("CUTE_GEMM_DISABLE_CACHE", "").strip().lower() not in ("1", "true", "yes", "on")
 
 
-@functools.lru_cache(maxsize=None)
-def _include_digest() -> str:
+def tree_digest(root: Path) -> str:
+    """sha256 over the relative path and content of every file under `root`, symlinked
+    folders included (an #include resolves through them, so must the key)."""
     h = hashlib.sha256()
-    root = paths.project_include_dir()
-    for p in sorted(root.rglob("*")):
-        if p.is_file():
-            h.update(str(p.relative_to(root)).encode() + b"\0" + p.read_bytes() + b"\0")
+    for rel, full in paths.walk_files(root):
+        h.update(rel.encode() + b"\0")
+        if os.path.isdir(full):               # a second name for a folder hashed already
+            h.update(b"->" + (os.readlink(full).encode() if os.path.islink(full) else b"") + b"\0")
+            continue
+        with open(full, "rb") as f:
+            h.update(f.read() + b"\0")
     return h.hexdigest()
+
+
+def _include_digest() -> str:
+    # not memoised: include/ is a few KB, and an edit during a long session must change the key
+    return tree_digest(paths.project_include_dir())
 
 
 def cache_key(kernel, arch: str, source: str, opts: list[str]) -> str:
@@ -71,7 +89,7 @@ def cache_key(kernel, arch: str, source: str, opts: list[str]) -> str:
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Compiled:
     kernel: str
     arch: str
@@ -80,6 +98,7 @@ class Compiled:
     log: str
     compile_seconds: float   # of the NVRTC run that produced it
     origin: str              # "memory" | "disk" | "compiled"
+    ptx: str | None = None   # the PTX of the same NVRTC run, if asked for (get(..., ptx=True))
 
     @property
     def resources(self) -> dict[str, _compile.Resources]:
@@ -88,47 +107,82 @@ class Compiled:
         return res or _compile.resources_from_cubin(self.cubin)
 
 
-def _pack(meta: dict, cubin: bytes) -> bytes:
+def _pack(meta: dict, cubin: bytes, ptx: str | None) -> bytes:
     m = json.dumps(meta).encode()
-    payload = struct.pack("<I", len(m)) + m + cubin
+    # PTX is text 5-10x larger than it compresses to; level 1 costs ~10 ms per MB
+    z = zlib.compress(ptx.encode(), 1) if ptx is not None else b""
+    payload = struct.pack("<II", len(m), len(cubin)) + m + cubin + z
     return MAGIC + hashlib.sha256(payload).digest() + payload
 
 
-def _unpack(blob: bytes) -> tuple[dict, bytes] | None:
-    """None for anything that is not a complete, intact entry."""
-    if len(blob) < _HEADER + 4 or not blob.startswith(MAGIC):
+def _unpack(blob: bytes) -> tuple[dict, bytes, str | None] | None:
+    """(meta, cubin, ptx or None); None for anything that is not a complete, intact entry."""
+    if len(blob) < _HEADER + 8 or not blob.startswith(MAGIC):
         return None
     digest, payload = blob[len(MAGIC):_HEADER], blob[_HEADER:]
     if hashlib.sha256(payload).digest() != digest:
         return None
-    (n,) = struct.unpack_from("<I", payload)
+    n, nc = struct.unpack_from("<II", payload)
     try:
-        meta = json.loads(payload[4:4 + n])
-    except ValueError:
+        meta = json.loads(payload[8:8 + n])
+        z = payload[8 + n + nc:]
+        ptx = zlib.decompress(z).decode() if z else None
+    except (ValueError, zlib.error):
         return None
-    cubin = payload[4 + n:]
-    return (meta, cubin) if cubin else None
+    cubin = payload[8 + n:8 + n + nc]
+    return (meta, cubin, ptx) if len(cubin) == nc > 0 else None
 
 
 def entry_path(key: str) -> Path:
     return cache_dir() / f"{key}.cubin"
 
 
-def _read(key: str) -> tuple[dict, bytes] | None:
+def _read(key: str, ptx: bool = False) -> tuple[dict, bytes, str | None] | None:
+    """The intact entry for `key`; None also where `ptx` is asked for and it has none."""
     try:
         blob = entry_path(key).read_bytes()
     except OSError:
         return None
-    return _unpack(blob)
+    found = _unpack(blob)
+    return None if found is None or (ptx and found[2] is None) else found
 
 
-def _write(key: str, meta: dict, cubin: bytes) -> None:
+class CacheWarning(UserWarning):
+    """The disk cache cannot be written: compiles still work, results stay in memory."""
+
+
+_warned_dirs: set[str] = set()
+
+
+def _unwritable(d: Path, e: OSError) -> None:
+    """Warn once per cache dir per process; compiling goes on without the disk level."""
+    with _mem_lock:
+        if str(d) in _warned_dirs:
+            return
+        _warned_dirs.add(str(d))
+    warnings.warn(f"cute_gemm: cannot write the cubin cache {d} ({type(e).__name__}: {e}); "
+                  "compiling anyway and keeping cubins in memory for this process only. Point "
+                  "CUTE_GEMM_CACHE_DIR at a writable folder (or set CUTE_GEMM_DISABLE_CACHE=1).",
+                  CacheWarning, stacklevel=4)
+
+
+def _write(key: str, meta: dict, cubin: bytes, ptx: str | None) -> None:
     d = cache_dir()
     d.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=f".{key[:16]}.", suffix=".tmp")
+    # os.open with 0o666 lets the kernel apply the umask (and a default ACL), as for any
+    # file the user creates; mkstemp's 0600 would hide a shared cache dir's entries
+    for _ in range(100):
+        tmp = d / f".{key[:16]}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+            break
+        except FileExistsError:
+            continue
+    else:  # pragma: no cover - 100 collisions of 32 random bits
+        raise FileExistsError(f"no free temporary name in {d}")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(_pack(meta, cubin))
+            f.write(_pack(meta, cubin, ptx))
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, entry_path(key))
@@ -140,14 +194,25 @@ def _write(key: str, meta: dict, cubin: bytes) -> None:
 
 @contextlib.contextmanager
 def _key_lock(key: str):
+    """An advisory lock across processes while `key` compiles; none (and a warning) where
+    the dir cannot be created or the lock file opened: then two processes may both
+    compile the key, which costs time but is safe (atomic rename)."""
     try:
         import fcntl
     except ImportError:  # pragma: no cover - non-POSIX: atomic rename still protects readers
         yield
         return
     d = cache_dir()
-    d.mkdir(parents=True, exist_ok=True)
-    with open(d / f"{key}.lock", "a+b") as f:
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        f = open(d / f"{key}.lock", "a+b")
+    except OSError as e:
+        _unwritable(d, e)
+        f = None
+    if f is None:
+        yield
+        return
+    with f:
         fcntl.flock(f.fileno(), fcntl.LOCK_EX)
         try:
             yield
@@ -156,47 +221,141 @@ def _key_lock(key: str):
 
 
 _memory: dict[str, Compiled] = {}
-_mem_lock = threading.Lock()
+_mem_lock = threading.Lock()            # guards _memory, _key_locks and _warned_dirs
+_key_locks: dict[str, threading.Lock] = {}
 
 
-def get(kernel, arch: str | int, extra_options: tuple[str, ...] = ()) -> Compiled:
-    """The cubin of `kernel` for `arch`, from memory, disk, or a fresh NVRTC compile."""
+def _memory_hit(key: str, ptx: bool) -> Compiled | None:
+    hit = _memory.get(key)
+    if hit is None or (ptx and hit.ptx is None):
+        return None
+    return dataclasses.replace(hit, origin="memory")
+
+
+def get(kernel, arch: str | int, extra_options: tuple[str, ...] = (), *, ptx: bool = False) -> Compiled:
+    """The cubin of `kernel` for `arch`, from memory, disk, or a fresh NVRTC compile; with
+    ptx=True also the PTX of that compile (an entry cached without it is compiled again).
+    Thread-safe: one compile per key per process, different keys compile concurrently."""
     arch = _compile.normalize_arch(arch)
     source = _compile.read_source(kernel)
     opts = _compile.options(kernel, arch, extra_options)
     key = cache_key(kernel, arch, source, opts)
-    hit = _memory.get(key)
+    hit = _memory_hit(key, ptx)
     if hit is not None:
-        return Compiled(hit.kernel, hit.arch, key, hit.cubin, hit.log, hit.compile_seconds, "memory")
-
-    with _mem_lock:  # one compile per key per process
-        hit = _memory.get(key)
+        return hit
+    with _mem_lock:
+        lock = _key_locks.setdefault(key, threading.Lock())
+    with lock:
+        hit = _memory_hit(key, ptx)
         if hit is not None:
-            return Compiled(hit.kernel, hit.arch, key, hit.cubin, hit.log, hit.compile_seconds, "memory")
-        result = _get_uncached(kernel, arch, source, opts, key)
-        _memory[key] = result
+            return hit
+        result = _get_uncached(kernel, arch, source, opts, key, ptx)
+        with _mem_lock:
+            _memory[key] = result
         return result
 
 
-def _get_uncached(kernel, arch, source, opts, key) -> Compiled:
+def _compile_now(kernel, arch, source, opts, key, ptx: bool) -> Compiled:
+    cubin, ptx_text, log, secs = _compile.run_nvrtc(kernel, source, opts, want_ptx=ptx)
+    text = ptx_text.rstrip(b"\0").decode(errors="replace") if ptx_text is not None else None
+    return Compiled(kernel.name, arch, key, cubin, log, secs, "compiled", text)
+
+
+def _get_uncached(kernel, arch, source, opts, key, ptx: bool) -> Compiled:
     if not disk_enabled():
-        cubin, log, secs = _compile.compile_source(kernel, arch, source, opts)
-        return Compiled(kernel.name, arch, key, cubin, log, secs, "compiled")
-    found = _read(key)
+        return _compile_now(kernel, arch, source, opts, key, ptx)
+    found = _read(key, ptx)
     if found is None:
         with _key_lock(key):
-            found = _read(key)              # another process may have finished meanwhile
+            found = _read(key, ptx)         # another process may have finished meanwhile
             if found is None:
-                cubin, log, secs = _compile.compile_source(kernel, arch, source, opts)
-                meta = {"kernel": kernel.name, "arch": arch, "log": log, "seconds": secs,
+                c = _compile_now(kernel, arch, source, opts, key, ptx)
+                meta = {"kernel": kernel.name, "arch": arch, "log": c.log, "seconds": c.compile_seconds,
                         "options": opts}
                 try:
-                    _write(key, meta, cubin)
-                except OSError:
-                    pass                     # a read-only cache dir must not break compiling
-                return Compiled(kernel.name, arch, key, cubin, log, secs, "compiled")
-    meta, cubin = found
-    return Compiled(kernel.name, arch, key, cubin, meta.get("log", ""), meta.get("seconds", 0.0), "disk")
+                    _write(key, meta, c.cubin, c.ptx)
+                except OSError as e:         # read-only, foreign or misplaced cache dir
+                    _unwritable(cache_dir(), e)
+                return c
+    meta, cubin, ptx_text = found
+    return Compiled(kernel.name, arch, key, cubin, meta.get("log", ""), meta.get("seconds", 0.0), "disk",
+                    ptx_text)
+
+
+def _prefetch_one(name: str, arch: str, ptx: bool, directory: str) -> tuple[str, float]:
+    # runs in a spawned worker: pin the dir the parent chose, whatever its env does later
+    os.environ["CUTE_GEMM_CACHE_DIR"] = directory
+    from . import registry
+    c = get(registry.get(name), arch, ptx=ptx)
+    clear_memory()                          # the parent reads the entry from disk
+    return c.origin, c.compile_seconds
+
+
+def default_workers() -> int:
+    """One worker per usable CPU, but no more than free memory / 3 GiB: NVRTC peaks at
+    ~2.7 GB resident on cute_pipelined (11 entry points)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        with open("/proc/meminfo") as f:
+            avail_kb = next(int(ln.split()[1]) for ln in f if ln.startswith("MemAvailable:"))
+        cpus = min(cpus, max(1, avail_kb // (3 << 20)))
+    except (OSError, StopIteration, ValueError):
+        pass
+    return max(1, cpus)
+
+
+class Prefetch:
+    """Registered kernels compiled into the disk cache by a pool of spawned processes, so
+    that a later get() in this process is a disk read. Costliest first (CuTe kernels
+    before handwritten ones, more entry points first: cute_pipelined's 11 take ~50 s per
+    arch on 2 cores, a handwritten kernel ~1 s), which keeps the pool's tail short.
+    Entries already on disk are not submitted; without the disk level nothing is."""
+
+    def __init__(self, jobs, workers: int | None = None):
+        from concurrent.futures import ProcessPoolExecutor
+        import multiprocessing
+        from . import registry
+        want: dict[tuple[str, str], bool] = {}
+        for name, arch, ptx in jobs:
+            k = (name, _compile.normalize_arch(arch))
+            want[k] = want.get(k, False) or ptx
+        self.futures: dict[tuple[str, str], object] = {}
+        self._pool = None
+        if not disk_enabled():
+            return
+        todo = []
+        for (name, arch), ptx in want.items():
+            k = registry.get(name)
+            key = cache_key(k, arch, _compile.read_source(k), _compile.options(k, arch))
+            if _read(key, ptx) is None:
+                todo.append((k.family != "cute", -len(k.entries), name, arch, ptx))
+        if not todo:
+            return
+        # spawn, not fork: the parent may hold threads and CUDA state
+        self._pool = ProcessPoolExecutor(min(workers or default_workers(), len(todo)),
+                                         mp_context=multiprocessing.get_context("spawn"))
+        directory = str(cache_dir())
+        for *_, name, arch, ptx in sorted(todo):
+            self.futures[(name, arch)] = self._pool.submit(_prefetch_one, name, arch, ptx, directory)
+
+    def wait(self, name: str, arch: str) -> None:
+        """Block until (name, arch) is done. A failed job raises nothing here: the caller's
+        own get() compiles again and raises the CompileError where the test sees it."""
+        f = self.futures.get((name, _compile.normalize_arch(arch)))
+        if f is not None:
+            f.exception()
+
+    def close(self) -> None:
+        """Stop the pool. A compile still running now is one nobody waits for (an
+        interrupted or -x run): its worker is killed rather than waited on for a minute."""
+        if self._pool is None:
+            return
+        if not all(f.done() for f in self.futures.values()):
+            # ProcessPoolExecutor has no public terminate before Python 3.14
+            for proc in list(getattr(self._pool, "_processes", {}).values()):
+                proc.terminate()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pool = None
 
 
 def clear_memory() -> None:

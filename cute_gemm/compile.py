@@ -12,7 +12,7 @@ import re
 import time
 from dataclasses import dataclass
 
-from .errors import CompileError, CuteGemmError
+from .errors import CompileError, CuteGemmError, InputError
 from . import paths
 
 STD = "--std=c++17"
@@ -40,15 +40,25 @@ def _check(nvrtc, err, what: str) -> None:
         raise CuteGemmError(f"{what} failed: {err.name} ({msg.decode(errors='replace')})")
 
 
-def normalize_arch(arch: str | int) -> str:
-    """'sm_90', '90', 90, 'compute_90' or (9, 0) style -> 'sm_90'."""
+_ARCH_FORMS = "'sm_90', 'sm_90a', 'compute_90', '90', 90 or (9, 0)"
+
+
+def normalize_arch(arch: str | int | tuple[int, int]) -> str:
+    """'sm_90', 'sm_90a' (arch-specific: wgmma), 'compute_90', '90', 90 or (9, 0) -> 'sm_90'.
+    Anything else raises InputError (a ValueError) naming the accepted forms."""
     if isinstance(arch, tuple):
-        return f"sm_{arch[0]}{arch[1]}"
-    s = str(arch).strip().lower()
-    m = re.fullmatch(r"(?:sm_|compute_)?(\d{2,3}[a-z]?)", s)
-    if not m:
-        raise ValueError(f"arch must look like 'sm_90' (got {arch!r})")
-    return f"sm_{m.group(1)}"
+        if len(arch) == 2 and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in arch):
+            return f"sm_{arch[0]}{arch[1]}"
+    elif isinstance(arch, (str, int)) and not isinstance(arch, bool):
+        m = re.fullmatch(r"(?:sm_|compute_)?(\d{2,3}[a-z]?)", str(arch).strip().lower())
+        if m:
+            return f"sm_{m.group(1)}"
+    hint = ""
+    if isinstance(arch, str):
+        m = re.fullmatch(r"(?:sm|compute)[-]?(\d{2,3}[a-z]?)", arch.strip().lower())
+        if m:
+            hint = f" (did you mean 'sm_{m.group(1)}'?)"
+    raise InputError(f"unknown arch {arch!r}{hint}: use one of the forms {_ARCH_FORMS}")
 
 
 def options(kernel, arch: str, extra: tuple[str, ...] = ()) -> list[str]:
@@ -166,7 +176,7 @@ def _output(nvrtc, prog, size_fn, get_fn, what: str) -> bytes:
     return bytes(buf)
 
 
-def _run_nvrtc(kernel, source: str, opts: list[str], want_ptx: bool):
+def run_nvrtc(kernel, source: str, opts: list[str], want_ptx: bool):
     """One NVRTC compile: (cubin, ptx or None, log, seconds). Raises CompileError with the
     whole log."""
     nvrtc = _nvrtc()
@@ -190,13 +200,14 @@ def _run_nvrtc(kernel, source: str, opts: list[str], want_ptx: bool):
 
 def compile_source(kernel, arch: str, source: str, opts: list[str]) -> tuple[bytes, str, float]:
     """Run NVRTC; return (cubin, log, seconds). Raises CompileError with the whole log."""
-    cubin, _, log, seconds = _run_nvrtc(kernel, source, opts, want_ptx=False)
+    cubin, _, log, seconds = run_nvrtc(kernel, source, opts, want_ptx=False)
     return cubin, log, seconds
 
 
 def ptx_of(kernel, arch: str | int) -> str:
-    """The PTX NVRTC writes on its way to the kernel's CUBIN for `arch` (not cached): for
-    checks of which code path an arch gets, without a GPU."""
+    """The PTX NVRTC writes on its way to the kernel's CUBIN for `arch`, not cached (its
+    cached twin: cache.get(kernel, arch, ptx=True).ptx): for checks of which code path an
+    arch gets, without a GPU."""
     arch = normalize_arch(arch)
-    _, ptx, _, _ = _run_nvrtc(kernel, read_source(kernel), options(kernel, arch), want_ptx=True)
+    _, ptx, _, _ = run_nvrtc(kernel, read_source(kernel), options(kernel, arch), want_ptx=True)
     return ptx.rstrip(b"\0").decode(errors="replace")

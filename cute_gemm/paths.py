@@ -73,13 +73,38 @@ def _discover(role: str) -> Path | None:
     return None
 
 
+def walk_files(top: Path):
+    """(relative path, full path) of every file under `top`, in a fixed order, descending
+    into symlinked folders (the compiler's -I lookups go through them; os.walk and rglob
+    skip them by default). A folder reached a second time (a link loop, or two names for
+    one folder) is not descended again: it comes back once as (relative path, link path)
+    with a folder as the full path, for the caller to record by name."""
+    seen: set[str] = set()
+    for root, dirs, files in os.walk(top, followlinks=True):
+        seen.add(os.path.realpath(root))
+        dirs.sort()
+        for d in list(dirs):
+            full = os.path.join(root, d)
+            if os.path.realpath(full) in seen:
+                dirs.remove(d)
+                yield os.path.relpath(full, top), full
+            else:
+                seen.add(os.path.realpath(full))
+        for f in sorted(files):
+            full = os.path.join(root, f)
+            if os.path.exists(full):         # a dangling link is no header (until it is)
+                yield os.path.relpath(full, top), full
+
+
 def _dir_fingerprint(path: Path) -> str:
     h = hashlib.sha256()
-    for root, dirs, files in os.walk(path):
-        dirs.sort()
-        for f in sorted(files):
-            st = os.stat(os.path.join(root, f))
-            h.update(f"{os.path.relpath(os.path.join(root, f), path)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    for rel, full in walk_files(path):
+        if os.path.isdir(full):
+            target = os.readlink(full) if os.path.islink(full) else ""
+            h.update(f"{rel}\0->{target}\n".encode())
+            continue
+        st = os.stat(full)
+        h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return "dir:" + h.hexdigest()
 
 

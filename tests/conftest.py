@@ -1,12 +1,25 @@
 """Shared fixtures. GPU tests are marked `gpu` and skipped with a reason when no CUDA
-driver/device is usable; CPU tests (compile, cache, registry, validation) always run."""
+driver/device is usable; CPU tests (compile, cache, registry, validation) always run.
+
+The run gets its own cubin cache (a temporary dir, removed at the end) unless
+CUTE_GEMM_CACHE_DIR is set: tests must not fill the user's ~/.cache, and every test of
+the run shares it, so no (kernel, arch) is compiled twice. Tests marked
+`compiles(name, arch)` have that kernel compiled ahead, by a pool of processes started
+when collection ends (CUTE_GEMM_TEST_JOBS sets its size, 0 turns it off); they run last,
+so the rest of the suite overlaps the pool.
+"""
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 
 import pytest
 
 import cute_gemm
+
+_TMP_CACHE = pytest.StashKey[str]()
+_PREFETCH = pytest.StashKey[object]()
 
 
 def _gpu_reason() -> str | None:
@@ -23,13 +36,62 @@ def _gpu_reason() -> str | None:
 GPU_SKIP_REASON = _gpu_reason()
 
 
+def pytest_configure(config):
+    if not os.environ.get("CUTE_GEMM_CACHE_DIR"):
+        tmp = tempfile.mkdtemp(prefix="cute_gemm_tests_")
+        config.stash[_TMP_CACHE] = tmp
+        os.environ["CUTE_GEMM_CACHE_DIR"] = os.path.join(tmp, "cubins")
+
+
+def pytest_report_header(config):
+    where = "temporary, removed after the run" if _TMP_CACHE in config.stash else "from CUTE_GEMM_CACHE_DIR"
+    return f"cute_gemm cubin cache: {os.environ.get('CUTE_GEMM_CACHE_DIR')} ({where})"
+
+
 def pytest_collection_modifyitems(config, items):
+    # tests that wait on the compile pool go last (stable sort): the others run meanwhile
+    items.sort(key=lambda item: item.get_closest_marker("compiles") is not None)
     if GPU_SKIP_REASON is None:
         return
     skip = pytest.mark.skip(reason=GPU_SKIP_REASON)
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+def pytest_collection_finish(session):
+    config = session.config
+    n = os.environ.get("CUTE_GEMM_TEST_JOBS", "").strip()
+    # an xdist worker collects every test: one pool per worker would oversubscribe the CPUs
+    if config.option.collectonly or n == "0" or hasattr(config, "workerinput"):
+        return
+    jobs = [(m.args[0], m.args[1], m.kwargs.get("ptx", False))
+            for item in session.items for m in item.iter_markers("compiles")]
+    if len(jobs) >= 2:      # for a single compile, spawning a worker costs more than it saves
+        from cute_gemm import cache
+        config.stash[_PREFETCH] = cache.Prefetch(jobs, int(n) if n else None)
+
+
+def pytest_sessionfinish(session):
+    pf = session.config.stash.get(_PREFETCH, None)
+    if pf is not None:
+        pf.close()
+
+
+def pytest_unconfigure(config):
+    tmp = config.stash.get(_TMP_CACHE, None)
+    if tmp is not None:
+        os.environ.pop("CUTE_GEMM_CACHE_DIR", None)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _compiled_ahead(request):
+    """A `compiles(name, arch)` test starts once the pool has that kernel on disk."""
+    pf = request.config.stash.get(_PREFETCH, None)
+    if pf is not None:
+        for m in request.node.iter_markers("compiles"):
+            pf.wait(m.args[0], m.args[1])
 
 
 @pytest.fixture

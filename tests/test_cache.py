@@ -1,11 +1,16 @@
 """The cubin cache: hits, misses, invalidation, corruption, concurrency, the CLI."""
 from __future__ import annotations
 
+import builtins
 import dataclasses
+import errno
 import multiprocessing as mp
 import os
+import pathlib
+import stat
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -91,20 +96,179 @@ def test_disable_env_writes_nothing(tmp_cache, monkeypatch):
     assert cache.info()["disk_enabled"] is False
 
 
-def test_unwritable_cache_dir_still_compiles(tmp_path, monkeypatch):
+@pytest.fixture
+def deny_writes(monkeypatch):
+    """deny_writes(dir): every attempt to create or write a file or folder under dir fails
+    with PermissionError, as on a read-only mount or another user's folder. Simulated,
+    because root (containers, CI) ignores chmod."""
+    roots: list[str] = []
+    real_open, real_os_open, real_mkdir = builtins.open, os.open, pathlib.Path.mkdir
+
+    def blocked(path) -> bool:
+        p = os.path.abspath(os.fsdecode(path))
+        return any(p == r or p.startswith(r + os.sep) for r in roots)
+
+    def denied(path):
+        return PermissionError(errno.EACCES, "Permission denied (simulated)", os.fsdecode(path))
+
+    def fake_open(file, mode="r", *args, **kwargs):
+        if isinstance(file, (str, bytes, os.PathLike)) and set(mode) & set("wax+") and blocked(file):
+            raise denied(file)
+        return real_open(file, mode, *args, **kwargs)
+
+    def fake_os_open(path, flags, mode=0o777, *args, **kwargs):
+        if flags & (os.O_WRONLY | os.O_RDWR | os.O_CREAT) and blocked(path):
+            raise denied(path)
+        return real_os_open(path, flags, mode, *args, **kwargs)
+
+    def fake_mkdir(self, mode=0o777, parents=False, exist_ok=False):
+        if blocked(self) and not self.is_dir():
+            raise denied(self)
+        return real_mkdir(self, mode, parents, exist_ok)
+
+    monkeypatch.setattr(cache, "open", fake_open, raising=False)   # shadows the builtin there
+    monkeypatch.setattr(os, "open", fake_os_open)
+    monkeypatch.setattr(pathlib.Path, "mkdir", fake_mkdir)
+    return lambda d: roots.append(os.path.abspath(d))
+
+
+def _cache_warnings(record) -> list[str]:
+    return [str(w.message) for w in record if issubclass(w.category, cache.CacheWarning)]
+
+
+def test_read_only_cache_dir_still_compiles_and_reads(tmp_cache, deny_writes):
+    written = cache.get(NAIVE, "sm_90")                 # filled while writable
+    deny_writes(tmp_cache)
+    cache.clear_memory()
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        assert cache.get(NAIVE, "sm_90").origin == "disk"  # a foreign, readable cache is read
+        assert not _cache_warnings(rec)
+        fresh = cache.get(NAIVE, "sm_80")
+        other = cache.get(registry.get("flat1d"), "sm_80")
+    assert fresh.origin == other.origin == "compiled"
+    assert fresh.cubin[:4] == other.cubin[:4] == b"\x7fELF" and fresh.key != written.key
+    msgs = _cache_warnings(rec)
+    assert len(msgs) == 1, msgs                         # once per dir, not once per compile
+    assert str(tmp_cache) in msgs[0] and "CUTE_GEMM_CACHE_DIR" in msgs[0]
+    assert cache.get(NAIVE, "sm_80").origin == "memory"
+    assert sorted(p.stem for p in tmp_cache.glob("*.cubin")) == [written.key]
+
+
+def test_unwritable_parent_still_compiles(tmp_path, monkeypatch, deny_writes):
+    monkeypatch.setenv("CUTE_GEMM_CACHE_DIR", str(tmp_path / "ro" / "cubins"))
+    deny_writes(tmp_path / "ro")
+    cache.clear_memory()
+    with pytest.warns(cache.CacheWarning, match="cannot write the cubin cache"):
+        c = cache.get(NAIVE, "sm_90")
+    assert c.origin == "compiled" and c.cubin[:4] == b"\x7fELF"
+    assert not (tmp_path / "ro").exists()
+    cache.clear_memory()
+
+
+def test_cache_dir_that_is_a_file_still_compiles(tmp_path, monkeypatch):
+    f = tmp_path / "not_a_dir"
+    f.write_text("x")
+    monkeypatch.setenv("CUTE_GEMM_CACHE_DIR", str(f))
+    cache.clear_memory()
+    with pytest.warns(cache.CacheWarning, match=str(f)):
+        c = cache.get(NAIVE, "sm_90")
+    assert c.origin == "compiled" and c.cubin[:4] == b"\x7fELF"
+    assert f.read_text() == "x"
+    cache.clear_memory()
+
+
+def test_real_read_only_dir_when_not_root(tmp_path, monkeypatch):
     ro = tmp_path / "ro"
     ro.mkdir()
     ro.chmod(0o500)
-    monkeypatch.setenv("CUTE_GEMM_CACHE_DIR", str(ro / "sub"))
-    cache.clear_memory()
     try:
-        if os.access(ro, os.W_OK):
-            pytest.skip("running as a user who can write anywhere (root)")
-        with pytest.raises(OSError):
-            cache.get(NAIVE, "sm_90")   # lock dir cannot be created: loud, not silent
+        try:
+            (ro / "probe").write_text("")
+            pytest.skip("chmod does not stop this user (root): test_read_only_cache_dir_* simulate it")
+        except PermissionError:
+            pass
+        monkeypatch.setenv("CUTE_GEMM_CACHE_DIR", str(ro))
+        cache.clear_memory()
+        with pytest.warns(cache.CacheWarning):
+            assert cache.get(NAIVE, "sm_90").origin == "compiled"
     finally:
         ro.chmod(0o700)
         cache.clear_memory()
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o002, 0o077], ids=lambda m: f"{m:03o}")
+def test_entries_take_the_umask_permissions(tmp_cache, umask):
+    old = os.umask(umask)
+    try:
+        c = cache.get(NAIVE, "sm_90")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(cache.entry_path(c.key).stat().st_mode) == 0o666 & ~umask
+
+
+def test_ptx_is_cached_with_the_cubin_when_asked_for(tmp_cache):
+    from cute_gemm import compile as comp
+    plain = cache.get(NAIVE, "sm_90")
+    assert plain.ptx is None
+    withptx = cache.get(NAIVE, "sm_90", ptx=True)       # the entry had none: compiled again
+    assert withptx.origin == "compiled" and withptx.key == plain.key
+    assert withptx.ptx == comp.ptx_of(NAIVE, "sm_90") and ".entry naive" in withptx.ptx
+    assert withptx.cubin == plain.cubin
+    cache.clear_memory()
+    assert cache.get(NAIVE, "sm_90").origin == "disk"
+    again = cache.get(NAIVE, "sm_90", ptx=True)
+    assert again.origin == "memory" and again.ptx == withptx.ptx
+    cache.clear_memory()
+    disk = cache.get(NAIVE, "sm_90", ptx=True)
+    assert disk.origin == "disk" and disk.ptx == withptx.ptx
+
+
+# ---- the key sees headers behind symlinked folders --------------------------------------------
+
+@pytest.fixture
+def linked_include(tmp_path):
+    """include/ with a plain header and a symlinked subfolder (whose header the test edits)
+    that also holds a link back to include/ (a loop the walk must survive)."""
+    real = tmp_path / "elsewhere" / "sub"
+    real.mkdir(parents=True)
+    (real / "x.cuh").write_text("#define X 1\n")
+    inc = tmp_path / "include"
+    (inc / "cute_gemm").mkdir(parents=True)
+    (inc / "cute_gemm" / "common.cuh").write_text("// common\n")
+    (inc / "linked").symlink_to(real, target_is_directory=True)
+    (real / "loop").symlink_to(inc, target_is_directory=True)
+    return inc, real / "x.cuh"
+
+
+def test_key_covers_headers_in_symlinked_folders(linked_include, monkeypatch):
+    from cute_gemm import compile as comp, paths
+    inc, header = linked_include
+    rels = [rel for rel, _ in paths.walk_files(inc)]
+    assert os.path.join("linked", "x.cuh") in rels and os.path.join("linked", "loop") in rels
+    monkeypatch.setattr(paths, "project_include_dir", lambda: inc)
+    src = comp.read_source(NAIVE)
+    opts = comp.options(NAIVE, "sm_90")
+    k0 = cache.cache_key(NAIVE, "sm_90", src, opts)
+    assert cache.cache_key(NAIVE, "sm_90", src, opts) == k0
+    header.write_text("#define X 2\n")                  # same size: content, not stat, is keyed
+    assert cache.cache_key(NAIVE, "sm_90", src, opts) != k0
+
+
+def test_header_override_fingerprint_covers_symlinked_folders(linked_include, monkeypatch):
+    from cute_gemm import paths
+    inc, header = linked_include
+    monkeypatch.setenv("CUTE_GEMM_CUTLASS_INCLUDE", str(inc))
+    paths.header_dirs.cache_clear()
+    try:
+        f0 = {h.role: h for h in paths.header_dirs()}["cutlass"].fingerprint
+        header.write_text("#define X 22\n")
+        paths.header_dirs.cache_clear()
+        f1 = {h.role: h for h in paths.header_dirs()}["cutlass"].fingerprint
+    finally:
+        monkeypatch.delenv("CUTE_GEMM_CUTLASS_INCLUDE")
+        paths.header_dirs.cache_clear()
+    assert f0.startswith("dir:") and f1 != f0
 
 
 def _worker(cache_dir, q):
@@ -132,6 +296,26 @@ def test_concurrent_processes_compile_once(tmp_cache):
     assert not list(tmp_cache.glob(".*.tmp"))           # no temp files left behind
 
 
+def test_prefetch_fills_the_disk_cache_in_other_processes(tmp_cache, monkeypatch):
+    jobs = [("naive", "sm_80", False), ("flat1d", 80, False), ("naive", "sm_80", True)]
+    pf = cache.Prefetch(jobs, workers=1)
+    try:
+        assert sorted(pf.futures) == [("flat1d", "sm_80"), ("naive", "sm_80")]   # merged, normalised
+        monkeypatch.setenv("CUTE_GEMM_CACHE_DIR", str(tmp_cache.parent / "elsewhere"))
+        for name, arch in pf.futures:
+            pf.wait(name, arch)
+            assert pf.futures[(name, arch)].result()[0] == "compiled"
+    finally:
+        pf.close()
+    monkeypatch.setenv("CUTE_GEMM_CACHE_DIR", str(tmp_cache))   # the dir taken at the start
+    got = cache.get(NAIVE, "sm_80", ptx=True)
+    assert got.origin == "disk" and ".entry naive" in got.ptx
+    assert cache.Prefetch(jobs).futures == {}                   # all on disk: nothing to do
+    pf = cache.Prefetch([("naive", "sm_90", True)], workers=1)
+    pf.close()                                                  # kills the unneeded compile
+    assert list(pf.futures) == [("naive", "sm_90")]
+
+
 def test_cli_cache_info_and_clear(tmp_cache, capsys):
     cache.get(NAIVE, "sm_90")
     assert cli_main(["cache", "info"]) == 0
@@ -150,3 +334,22 @@ def test_cli_compile_without_gpu_reports_resources(tmp_cache):
     assert "?" not in line, r.stdout + "\n--- log ---\n" + cache.get(NAIVE, "sm_80").log
     assert "sm_80" in line and "compiled" in line
     assert int(line.split()[5]) > 0      # registers, from the cubin's ptxas report
+
+
+def test_a_test_run_leaves_the_user_cache_alone(tmp_path):
+    """Without CUTE_GEMM_CACHE_DIR, a pytest run compiles into a temporary dir that it
+    removes at the end; ~/.cache/cute_gemm is never created."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("CUTE_GEMM_CACHE_DIR", "XDG_CACHE_HOME")}
+    env.update(HOME=str(home), TMPDIR=str(tmp_path))
+    root = pathlib.Path(__file__).resolve().parent
+    r = subprocess.run([sys.executable, "-m", "pytest", str(root / "test_compile.py"), "-p", "no:cacheprovider",
+                        "-k", "test_every_kernel_compiles and naive-sm_80", "--rootdir", str(root.parent)],
+                       capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+    assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout + r.stderr
+    line = next(ln for ln in r.stdout.splitlines() if ln.startswith("cute_gemm cubin cache:"))
+    used = pathlib.Path(line.split(":", 1)[1].split(" (")[0].strip())
+    assert "temporary" in line and tmp_path in used.parents
+    assert not used.exists() and not list(tmp_path.glob("cute_gemm_tests_*"))
+    assert not (home / ".cache").exists()

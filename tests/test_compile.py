@@ -4,13 +4,14 @@ from __future__ import annotations
 import pytest
 
 import cute_gemm
-from cute_gemm import compile as comp, registry
+from cute_gemm import cache, compile as comp, registry
 
 KERNELS = registry.kernels()
 
 
-@pytest.mark.parametrize("arch", registry.ARCHS)
-@pytest.mark.parametrize("k", KERNELS, ids=lambda k: k.name)
+@pytest.mark.parametrize("k, arch", [
+    pytest.param(k, arch, id=f"{k.name}-{arch}", marks=pytest.mark.compiles(k.name, arch))
+    for arch in registry.ARCHS for k in KERNELS])
 def test_every_kernel_compiles(k, arch):
     c = cute_gemm.compile_kernel(k.name, arch=arch)
     assert c.cubin[:4] == b"\x7fELF", "NVRTC must hand back a CUBIN (ELF), not PTX"
@@ -44,9 +45,15 @@ def test_arch_normalisation():
     assert comp.normalize_arch(90) == "sm_90"
     assert comp.normalize_arch("compute_80") == "sm_80"
     assert comp.normalize_arch((8, 6)) == "sm_86"
-    assert comp.normalize_arch("sm_90a") == "sm_90a"
-    with pytest.raises(ValueError):
-        comp.normalize_arch("hopper")
+    assert comp.normalize_arch("sm_90a") == "sm_90a"    # arch-specific target (wgmma)
+    assert comp.normalize_arch(" SM_90 ") == "sm_90"
+    for bad in ("hopper", "sm90", "sm_9", (9,), 9.0, None, True):
+        with pytest.raises(cute_gemm.InputError) as e:   # a CuteGemmError and a ValueError
+            comp.normalize_arch(bad)
+        assert isinstance(e.value, ValueError) and isinstance(e.value, cute_gemm.CuteGemmError)
+        assert repr(bad) in str(e.value) and "'sm_90a'" in str(e.value) and "(9, 0)" in str(e.value)
+    with pytest.raises(cute_gemm.InputError, match="did you mean 'sm_90'"):
+        cute_gemm.compile_kernel("naive", arch="sm90")
 
 
 def test_kernel_options_reach_nvrtc():
@@ -105,7 +112,8 @@ def test_header_dirs_found_and_fingerprinted():
     assert (paths.project_include_dir() / "cute_gemm" / "common.cuh").is_file()
 
 
-@pytest.mark.parametrize("name", ["naive", "cute_smem"])
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.compiles(n, "sm_90"))
+                                  for n in ("naive", "cute_smem")])
 def test_cubin_elf_resources_match_ptxas_report(name):
     c = cute_gemm.compile_kernel(name, arch="sm_90")
     from_log = comp.parse_resources(c.log)
@@ -128,14 +136,16 @@ def _ptx_entries(ptx: str) -> dict[str, str]:
     return {p.split("(", 1)[0].strip(): p for p in parts}
 
 
-@pytest.mark.parametrize("arch", registry.ARCHS)
+@pytest.mark.parametrize("arch", [pytest.param(a, marks=pytest.mark.compiles("cute_pipelined", a, ptx=True))
+                                  for a in registry.ARCHS])
 def test_pipelined_bulk_copy_epilogue_where_registered(arch):
     k = registry.get("cute_pipelined")
     d = dict(k.defines)
     # entry cute_pipelined_a?_b? takes EPI_A?_B? (the _s fallbacks and _sk twins: none)
     bulk = {e for e in k.entries if d.get("EPI_" + e.removeprefix("cute_pipelined_").upper()) == 3}
     assert bulk, "no entry has EPI code 3: this test checks nothing"
-    entries = _ptx_entries(comp.ptx_of(k, arch))
+    # the PTX of the compile test_every_kernel_compiles checked (cached): not a second NVRTC run
+    entries = _ptx_entries(cache.get(k, arch, ptx=True).ptx)
     assert set(k.entries) <= set(entries), sorted(set(k.entries) - set(entries))
     for name, body in entries.items():
         has = "cp.async.bulk.global.shared::cta" in body
