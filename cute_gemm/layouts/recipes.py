@@ -155,18 +155,19 @@ def _c1(b: Builder, d: dict) -> None:
 # ---- c2_tiled and c3_pipelined: TiledCopy + TiledMMA ----------------------------------------
 
 def _copy_mma(b: Builder, macro: str, copies: dict[str, Def], smem: dict[str, Def], mma: Def,
-              smem_note: str, stage_of: Callable[[str, str], Def] | None = None) -> None:
+              smem_note: str, stage_of: Callable[[str, str], tuple[Def, str]] | None = None) -> None:
     """Per (operand, stride macro, copy) a section: the global tile, the copy's TV layout and
     both sides of the copy; then shared memory, the TiledMMA and its partitions.
-    stage_of(op, copy name): the shared layout those entries store the operand into, where
-    it is not smem[op] (shown, with what the TiledMMA reads of it, in the operand's section)."""
+    stage_of(op, copy name): (the shared layout those entries store the operand into, what
+    it is), where it is not smem[op] (shown, with what the TiledMMA reads of it, in the
+    operand's section)."""
     ents, t = entries(b.kernel, macro), b.thread
     for op, di, ci in (("A", 0, 2), ("B", 1, 3)):
         ext = _EXT[op][0]
         for smacro, cname in sorted({(a[di], a[ci]) for a in ents.values()}):
             cp = _lookup(copies, cname, b.kernel)
             g = Global(op, smacro)
-            own = stage_of(op, cname) if stage_of else smem[op]
+            own, note = stage_of(op, cname) if stage_of else (smem[op], "")
             s = Smem(op, own)
             users = _users(ents, lambda a: (a[di], a[ci]) == (smacro, cname))
             sec = b.section(f"{op}: strides {smacro} = {fmt(g.strides(b.problem))}, copy {cname} "
@@ -175,7 +176,7 @@ def _copy_mma(b: Builder, macro: str, copies: dict[str, Def], smem: dict[str, De
             sec.items.append(b.tile(f"{pre}g{op}", g, f"the CTA's (BLK_{ext},BLK_K,k) strip of {op}"))
             if own != smem[op]:
                 sec.items.append(b.layout(f"{pre}s{op}", f"s{op}: shared tile of {op} for these "
-                                          f"entries ({own.name})", own))
+                                          f"entries ({own.name}), {note}", own))
             sec.items += [
                 b.tv(f"{pre}copy_TV", f"{cname}: TiledCopy (thread, value) -> ({ext},K) coordinate "
                      f"in its {fmt(cp.value.tiler)} tile (get_layoutS_TV; D is the same)", cp, "S"),
@@ -250,12 +251,19 @@ def _c3(b: Builder, d: dict) -> None:
                Layout((ext, bK, n), (1, ext + pad, bK * (ext + pad))))
         return Def(f"StageLayout<{_EXT[op][1]}, {buf}, {str(quad).lower()}>{{}}", lay)
 
-    def stage_of(op: str, cname: str) -> Def:
+    def stage_of(op: str, cname: str) -> tuple[Def, str]:
         # gemm_pipelined: CpVecK operands get 2 compute buffers, k-quad with KQ_LAYOUT bit 0;
         # register-staged (LdVecK) ones STAGES, k-quad with bit 1 (data-parallel entries)
-        if cname == "CpVecK":
-            return stage(op, "2", bool(kq & 1))
-        return stage(op, "STAGES", cname == "LdVecK" and bool(kq & 2))
+        raw = cname == "CpVecK"
+        quad = bool(kq & 1) if raw else cname == "LdVecK" and bool(kq & 2)
+        d = stage(op, "2" if raw else "STAGES", quad)
+        what = (f"2 buffers fed from k-major raw stages (BLK,BLK_K,{P}):(BLK_K,1,BLK*BLK_K)" if raw
+                else f"{P} stages")
+        if quad:
+            return d, (f"k-quads (KQ_LAYOUT): (BLK,(4,BLK_K/4),BUF):(1,(BLK,4*BLK+{32 // q}),"
+                       f"BLK_K*BLK+32), {what} (grid: the first); a warp's transposed k-major "
+                       "stores land in 32 banks")
+        return d, f"padded like sA/sB, {what} (grid: the first)"
 
     _copy_mma(b, "CG_PIPE_ENTRY", {k: Def(k + "{}", v) for k, v in copies.items()},
               {"A": stage("A", "STAGES", False), "B": stage("B", "STAGES", False)}, mma,
