@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 
 from .. import paths
-from .model import STRIDE_VARS, Def, Global, Item, Part, Recipe, Smem, TV
+from .model import STRIDE_VARS, TV, Def, Item, Part, Recipe, Smem
 
 _HELPERS = r"""
 #include <cstdio>

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
+from .. import paths
 from .algebra import UNIVERSAL_FMA, CopyAtom, Layout, TiledCopy, TiledMMA, fmt, make_layout
 from .model import PROBLEM, THREAD, Builder, Def, Global, Part, Recipe, Smem
 
@@ -45,8 +46,7 @@ def build(kernel, problem=PROBLEM, thread: int = THREAD) -> Recipe:
 def entries(kernel, macro: str) -> dict[str, tuple[str, ...]]:
     """The arguments of each `MACRO(entry, ARG, ...)` instantiation line of the kernel source
     (stream-K twins, other macros, share their plain entry point's layouts)."""
-    from ..paths import kernels_dir
-    text = (kernels_dir() / kernel.source).read_text()
+    text = (paths.kernels_dir() / kernel.source).read_text()
     out = {m.group(1): tuple(a.strip() for a in m.group(2).split(","))
            for m in re.finditer(rf"^{macro}\((\w+),\s*([^)]*)\)", text, re.M)}
     missing = [v.entry for v in kernel.variants if v.entry not in out]

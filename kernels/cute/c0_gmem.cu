@@ -41,6 +41,7 @@ using namespace cute;
 // The layouts, by name: the layout dumps show what these return (cute_gemm/layouts/recipes.py),
 // and tests/test_layouts.py prints them from this file with CuTe to check that. Function
 // templates, so each is instantiated where the kernel calls it, as its expression inline was.
+
 // n fastest, like naive's threadIdx.x: for row-major B and C a warp reads 16 consecutive
 // floats of B and writes 16 consecutive floats of C, and its two rows of A broadcast.
 template <class = void>

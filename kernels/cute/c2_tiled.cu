@@ -59,11 +59,13 @@ using namespace cute;
 // templates, so each is instantiated where the kernel calls it, as its expression inline was.
 template <class = void>
 CUTE_HOST_DEVICE constexpr auto smem_layout_a() {                               // (BLK_M,BLK_K)
-  return make_layout(make_shape(Int<BLK_M>{}, Int<BLK_K>{}), make_stride(_1{}, Int<BLK_M>{} + Int<SMEM_PAD>{}));
+  return make_layout(make_shape(Int<BLK_M>{}, Int<BLK_K>{}),
+                     make_stride(_1{}, Int<BLK_M>{} + Int<SMEM_PAD>{}));
 }
 template <class = void>
 CUTE_HOST_DEVICE constexpr auto smem_layout_b() {                               // (BLK_N,BLK_K)
-  return make_layout(make_shape(Int<BLK_N>{}, Int<BLK_K>{}), make_stride(_1{}, Int<BLK_N>{} + Int<SMEM_PAD>{}));
+  return make_layout(make_shape(Int<BLK_N>{}, Int<BLK_K>{}),
+                     make_stride(_1{}, Int<BLK_N>{} + Int<SMEM_PAD>{}));
 }
 template <class = void>
 CUTE_HOST_DEVICE constexpr auto tiled_mma() {                                   // 16x16x1 threads
