@@ -25,51 +25,15 @@ def _safe(name: str) -> str:
 
 def self_check(kernel, problem=None, thread=None) -> tuple[int, list[str]]:
     """(layouts checked, problems) for one CuTe kernel: the pure-Python properties that
-    tests/test_layouts.py asserts, so `cute-gemm check` can report them without pytest."""
+    tests/test_layouts.py asserts (layouts.analysis.check), so `cute-gemm check` can report
+    them without pytest."""
     from . import layouts as L
+    from .layouts import analysis
     try:
         rec = L.build(kernel, problem or L.PROBLEM, L.THREAD if thread is None else thread)
     except KeyError as e:
         return 0, [str(e).strip("'\"")]
-    d = dict(kernel.defines)
-    items = list(rec.items())
-    bad = []
-    for it in items:
-        leaf = it.name.rsplit("/", 1)[-1]
-        if it.kind == "partition":
-            rows, cols = it.tile
-            own = it.owners()
-            counts = {len(o) for o in own}
-            if len(counts) != 1 or 0 in counts or (it.exact and counts != {1}):
-                bad.append(f"{it.name}: tile elements owned {sorted(counts)} times")
-                continue
-            vals = it.values_of(it.thread)
-            if len(vals) * it.nthreads != rows * cols * counts.pop():
-                bad.append(f"{it.name}: threads hold unequal shares of the tile")
-            if any(it.thread not in own[r + c * rows] for (r, c) in vals):
-                bad.append(f"{it.name}: thread {it.thread}'s values disagree with the owner map")
-        elif it.kind == "tv":
-            rows, cols = it.tile
-            cells = it.tv_cells()
-            if set(cells) != {(i, j) for i in range(rows) for j in range(cols)}:
-                bad.append(f"{it.name}: TV layout does not cover its {rows}x{cols} tile")
-            elif "copy" in it.name and any(len(v) != 1 for v in cells.values()):
-                bad.append(f"{it.name}: a copy touches some element more than once")
-        elif it.kind == "thread":
-            n = L.size(it.layout)
-            if sorted(L.value(it.layout, i) for i in range(n)) != list(range(n)):
-                bad.append(f"{it.name}: thread layout is not a bijection onto 0..{n - 1}")
-        if leaf in ("sA", "sB") and "BLK_K" in d:
-            ext = d["BLK_M"] if leaf == "sA" else d["BLK_N"]
-            if L.product_each(it.layout.shape)[:2] != (ext, d["BLK_K"]):
-                bad.append(f"{it.name}: shape {L.fmt(it.layout)} is not ({ext}, {d['BLK_K']}) "
-                           "as registered")
-            elif L.cosize(it.layout) < L.size(it.layout):
-                bad.append(f"{it.name}: cosize below size (elements would overlap)")
-        if leaf == "gC" and "BLK_M" in d and \
-                L.product_each(it.layout.shape) != (d["BLK_M"], d["BLK_N"]):
-            bad.append(f"{it.name}: tile {L.fmt(it.layout)} is not BLK_M x BLK_N as registered")
-    return len(items), bad
+    return len(list(rec.items())), analysis.check(rec)
 
 
 def self_check_all(names: Sequence[str], progress: bool | None = None) -> list[dict]:
@@ -114,7 +78,7 @@ def full_text(rec) -> str:
     """layouts.dump_text without the repeated line: print_layout restates the layout that
     the line above it already gives."""
     from . import layouts as L
-    out = [f"# {rec.kernel}  ({rec.source})\n\n"]
+    out = [f"# {rec.kernel.name}  ({rec.source})\n\n"]
     for s in rec.sections:
         out.append(f"## {s.title}\n\n")
         for it in s.items:
@@ -212,7 +176,7 @@ def run(kernels: list[str] | None = None, fmt: str = "text", out: str | None = N
     recs = [(k, L.build(k, problem, thr)) for k in chosen]
     if fmt == "text":
         return _write_text(recs, out, full)
-    from . import layout_draw as D
+    from .layouts import draw as D
     root = Path(out or "layouts")
     pages = []
     for k, rec in recs:

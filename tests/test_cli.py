@@ -210,9 +210,9 @@ def test_layout_self_checks_pass_and_can_fail():
 
 
 def test_check_without_gpu_fails_on_a_compile_error(capsys, tmp_cache, monkeypatch):
-    def broken(kernel, arch, source, opts):
+    def broken(kernel, source, opts, want_ptx):
         raise CompileError(kernel.name, opts, "kernel.cu(3): error: this_is_not_cpp", "NVRTC_ERROR_COMPILATION")
-    monkeypatch.setattr(comp, "compile_source", broken)
+    monkeypatch.setattr(comp, "run_nvrtc", broken)
     monkeypatch.setattr("cute_gemm.compile_cli.unsupported_arch", lambda arch: None)
     rc, out, err = _run(capsys, "check", "naive", "--no-progress")
     assert rc == 1
@@ -247,12 +247,12 @@ def test_check_json_with_a_gpu_is_strict_json(capsys, monkeypatch):
 # ---- compile: truthful columns, progress ----------------------------------------------------------
 
 def test_compile_table_says_cached_and_not_the_original_seconds(capsys, tmp_cache, monkeypatch):
-    real = comp.compile_source
+    real = comp.run_nvrtc
 
-    def recorded_slow(kernel, arch, source, opts):      # the cache records 100 s for this build
-        cubin, log, secs = real(kernel, arch, source, opts)
-        return cubin, log, secs + 100.0
-    monkeypatch.setattr(comp, "compile_source", recorded_slow)
+    def recorded_slow(kernel, source, opts, want_ptx):   # the cache records 100 s for this build
+        cubin, ptx, log, secs = real(kernel, source, opts, want_ptx)
+        return cubin, ptx, log, secs + 100.0
+    monkeypatch.setattr(comp, "run_nvrtc", recorded_slow)
     rc, out, _ = _run(capsys, "compile", "naive", "--arch", "sm_90", "--jobs", "1", "--json")
     first = json.loads(out)
     assert rc == 0 and first[0]["origin"] == "compiled"

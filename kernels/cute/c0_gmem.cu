@@ -38,6 +38,17 @@ using namespace cute;
 #define BLK_K 8
 #endif
 
+// The layouts, by name: the layout dumps show what these return (cute_gemm/layouts/recipes.py),
+// and tests/test_layouts.py prints them from this file with CuTe to check that. Function
+// templates, so each is instantiated where the kernel calls it, as its expression inline was.
+
+// n fastest, like naive's threadIdx.x: for row-major B and C a warp reads 16 consecutive
+// floats of B and writes 16 consecutive floats of C, and its two rows of A broadcast.
+template <class = void>
+CUTE_HOST_DEVICE constexpr auto thr_layout_c() {                            // (THR_M,THR_N) n-major
+  return make_layout(make_shape(Int<16>{}, Int<16>{}), LayoutRight{});
+}
+
 template <class StrideA, class StrideB>
 __device__ void gemm_gmem(int M, int N, int K, float alpha,
                           const float* A, StrideA dA, const float* B, StrideB dB,
@@ -46,9 +57,7 @@ __device__ void gemm_gmem(int M, int N, int K, float alpha,
   auto bN = Int<BLK_N>{};
   auto bK = Int<BLK_K>{};
   auto cta_tiler = make_shape(bM, bN, bK);                                    // (BLK_M,BLK_N,BLK_K)
-  // n fastest, like naive's threadIdx.x: for row-major B and C a warp reads 16 consecutive
-  // floats of B and writes 16 consecutive floats of C, and its two rows of A broadcast.
-  auto tC = make_layout(make_shape(Int<16>{}, Int<16>{}), LayoutRight{});     // (THR_M,THR_N) n-major
+  auto tC = thr_layout_c();                                                   // (THR_M,THR_N) n-major
 
   // Preconditions
   CUTE_STATIC_ASSERT_V(bM % size<0>(tC) == Int<0>{});                         // BLK_M / THR_M

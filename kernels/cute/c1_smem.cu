@@ -36,13 +36,30 @@ using namespace cute;
 #define BLK_K 8
 #endif
 
+// The layouts, by name: the layout dumps show what these return (cute_gemm/layouts/recipes.py),
+// and tests/test_layouts.py prints them from this file with CuTe to check that. Function
+// templates, so each is instantiated where the kernel calls it, as its expression inline was.
+template <class = void>
+CUTE_HOST_DEVICE constexpr auto thr_layout_c() {                     // (THR_M,THR_N) m-major
+  return make_layout(make_shape(Int<16>{}, Int<16>{}));
+}
+// Shared tiles, m-/n-major so the compute threads (m fastest) read consecutive words.
+template <class = void>
+CUTE_HOST_DEVICE constexpr auto smem_layout_a() {                    // (BLK_M,BLK_K)
+  return make_layout(make_shape(Int<BLK_M>{}, Int<BLK_K>{}));
+}
+template <class = void>
+CUTE_HOST_DEVICE constexpr auto smem_layout_b() {                    // (BLK_N,BLK_K)
+  return make_layout(make_shape(Int<BLK_N>{}, Int<BLK_K>{}));
+}
+
 template <class ThrA, class ThrB>
 __device__ void gemm_smem(CG_GEMM_PARAMS, ThrA tA, ThrB tB) {
   auto bM = Int<BLK_M>{};
   auto bN = Int<BLK_N>{};
   auto bK = Int<BLK_K>{};
   auto cta_tiler = make_shape(bM, bN, bK);                           // (BLK_M,BLK_N,BLK_K)
-  auto tC = make_layout(make_shape(Int<16>{}, Int<16>{}));           // (THR_M,THR_N) m-major
+  auto tC = thr_layout_c();                                          // (THR_M,THR_N) m-major
 
   // Preconditions
   CUTE_STATIC_ASSERT_V(size(tA) == size(tC));                        // one thread set
@@ -71,11 +88,10 @@ __device__ void gemm_smem(CG_GEMM_PARAMS, ThrA tA, ThrB tB) {
   Tensor gcB = local_tile(cB, cta_tiler, cta_coord, Step< X, _1, _1>{});               // (BLK_N,BLK_K,k)
   Tensor gcC = local_tile(cC, cta_tiler, cta_coord, Step<_1, _1, X>{});                // (BLK_M,BLK_N)
 
-  // Shared tiles, m-/n-major so the compute threads (m fastest) read consecutive words.
   __shared__ float smemA[BLK_M * BLK_K];
   __shared__ float smemB[BLK_N * BLK_K];
-  Tensor sA = make_tensor(make_smem_ptr(smemA), make_layout(make_shape(bM, bK)));      // (BLK_M,BLK_K)
-  Tensor sB = make_tensor(make_smem_ptr(smemB), make_layout(make_shape(bN, bK)));      // (BLK_N,BLK_K)
+  Tensor sA = make_tensor(make_smem_ptr(smemA), smem_layout_a());                      // (BLK_M,BLK_K)
+  Tensor sB = make_tensor(make_smem_ptr(smemB), smem_layout_b());                      // (BLK_N,BLK_K)
 
   // Copy partitions: thread tid's share of each tile.
   Tensor tAgA = local_partition(gA, tA, threadIdx.x);                                  // (THR_M,THR_K,k)

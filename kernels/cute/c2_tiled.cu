@@ -54,6 +54,24 @@ using namespace cute;
 #define SMEM_PAD 4
 #define NUM_THREADS 256
 
+// The layouts, by name: the layout dumps show what these return (cute_gemm/layouts/recipes.py),
+// and tests/test_layouts.py prints them from this file with CuTe to check that. Function
+// templates, so each is instantiated where the kernel calls it, as its expression inline was.
+template <class = void>
+CUTE_HOST_DEVICE constexpr auto smem_layout_a() {                               // (BLK_M,BLK_K)
+  return make_layout(make_shape(Int<BLK_M>{}, Int<BLK_K>{}),
+                     make_stride(_1{}, Int<BLK_M>{} + Int<SMEM_PAD>{}));
+}
+template <class = void>
+CUTE_HOST_DEVICE constexpr auto smem_layout_b() {                               // (BLK_N,BLK_K)
+  return make_layout(make_shape(Int<BLK_N>{}, Int<BLK_K>{}),
+                     make_stride(_1{}, Int<BLK_N>{} + Int<SMEM_PAD>{}));
+}
+template <class = void>
+CUTE_HOST_DEVICE constexpr auto tiled_mma() {                                   // 16x16x1 threads
+  return make_tiled_mma(UniversalFMA<float, float, float, float>{}, Layout<Shape<_16, _16, _1>>{});
+}
+
 template <class StrideA, class StrideB, class CopyA, class CopyB>
 __device__ void gemm_tiled(int M, int N, int K, float alpha,
                            const float* A, StrideA dA, const float* B, StrideB dB,
@@ -63,10 +81,9 @@ __device__ void gemm_tiled(int M, int N, int K, float alpha,
   auto bN = Int<BLK_N>{};
   auto bK = Int<BLK_K>{};
   auto cta_tiler = make_shape(bM, bN, bK);                                      // (BLK_M,BLK_N,BLK_K)
-  auto sA_layout = make_layout(make_shape(bM, bK), make_stride(_1{}, bM + Int<SMEM_PAD>{}));  // (BLK_M,BLK_K)
-  auto sB_layout = make_layout(make_shape(bN, bK), make_stride(_1{}, bN + Int<SMEM_PAD>{}));  // (BLK_N,BLK_K)
-  TiledMMA mma = make_tiled_mma(UniversalFMA<float, float, float, float>{},
-                                Layout<Shape<_16, _16, _1>>{});                 // 16x16x1 threads
+  auto sA_layout = smem_layout_a();                                             // (BLK_M,BLK_K)
+  auto sB_layout = smem_layout_b();                                             // (BLK_N,BLK_K)
+  TiledMMA mma = tiled_mma();                                                   // 16x16x1 threads
 
   // Preconditions
   CUTE_STATIC_ASSERT_V(size(copy_a) == size(mma));                              // one thread set

@@ -1,4 +1,4 @@
-"""Pictures of layout dump items (cute_gemm.layouts.Item): SVG written by hand, PNG via matplotlib.
+"""Pictures of layout dump items (model.Item): SVG written by hand, PNG via matplotlib.
 
 Every picture is a grid of the tile the item describes, with row and column indices and a
 title (the item's title and CuTe's `shape:stride`):
@@ -15,7 +15,8 @@ import colorsys
 from dataclasses import dataclass
 from html import escape
 
-from . import layouts as L
+from . import algebra as L
+from .model import Item
 
 
 def thread_colour(t: int) -> str:
@@ -46,7 +47,7 @@ class Grid:
     legend: str = ""
 
 
-def grid_of(it: L.Item) -> Grid:
+def grid_of(it: Item) -> Grid:
     sub = L.fmt(it.layout) + (f"   offset {int(it.offset)}" if it.offset is not None else "")
     cells: dict[tuple[int, int], Cell] = {}
     if it.kind in ("layout", "thread"):

@@ -1,0 +1,198 @@
+"""The layouts the compiled kernel uses, printed by CuTe C++: the drift check of the dumps.
+
+For one kernel, a generated program `#include`s the kernel's own source (kernels/cute/*.cu)
+and prints, with CuTe's `print` and `print_layout`, every item of the kernel's recipe, built
+from what the kernel defines by name (`Def.cpp`: `smem_layout_a()`, `VecMN<BLK_N>{}`,
+`TiledMmaT{}`, ...) and the same CuTe calls the kernel makes (local_tile, local_partition, partition_S/D,
+partition_A/B/C). nvcc compiles it with the registry entry's -D defines (the ones NVRTC
+builds the kernel with); device code is only syntax-checked (-fdevice-syntax-only), the
+layouts are host code. tests/test_layouts.py requires its output to equal the dump's,
+byte for byte (text.expected_output): a kernel whose tile, padding, thread layout, copy or
+TiledMMA changes without its recipe (or the other way round) fails there.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from .. import paths
+from .model import STRIDE_VARS, TV, Def, Item, Part, Recipe, Smem
+
+_HELPERS = r"""
+#include <cstdio>
+#include <map>
+#include <vector>
+
+static float cg_pool_storage[1 << 22];
+static float* const cg_pool = cg_pool_storage;   // offsets only: never read or written
+
+template <class L> void cg_grid(L const& l) {
+  if constexpr (decltype(rank(l))::value == 2) print_layout(l);
+  else if constexpr (decltype(rank(l))::value == 3) print_layout(l(_, _, 0));
+}
+template <class L> void cg_emit(const char* name, L const& l) {
+  printf("@@ %s\n", name); print(l); printf("\n"); cg_grid(l);
+}
+template <class T> void cg_emit_part(const char* name, T const& p, float const* base) {
+  printf("@@ %s\n", name); print(p.layout()); printf("\noffset %d\n", int(&p(0) - base));
+  cg_grid(p.layout());
+}
+// For every element of `tile` (column-major), the threads whose partition holds it.
+template <class F, class Tile> void cg_owners(F&& part, Tile const& tile, int nthreads,
+                                              float const* base) {
+  std::map<long, int> where;
+  for (int i = 0; i < size(tile); ++i) where[long(&tile(i) - base)] = i;
+  std::vector<std::vector<int>> own(size(tile));
+  for (int t = 0; t < nthreads; ++t) {
+    auto p = part(t);
+    for (int i = 0; i < size(p); ++i) {
+      auto w = where.find(long(&p(i) - base));
+      if (w != where.end()) own[w->second].push_back(t);
+    }
+  }
+  printf("owners");
+  for (auto& o : own) {
+    printf(" ");
+    for (size_t j = 0; j < o.size(); ++j) printf(j ? "/%d" : "%d", o[j]);
+  }
+  printf("\n");
+}
+"""
+
+
+def _step(step) -> str:
+    return "Step<" + ", ".join("_1" if s else "X" for s in step) + ">{}"
+
+
+def _tensor(src, problem) -> tuple[str, str, str]:
+    """(C++ tensor expression, stride declarations, base pointer) of a Global or Smem."""
+    if isinstance(src, Smem):
+        return f"make_tensor(smem{src.op}, {src.layout.cpp})", "", f"smem{src.op}"
+    names = STRIDE_VARS[src.op]
+    decl = "long long " + ", ".join(f"{n} = {int(s)}" for n, s in zip(names, src.strides(problem))) + ";"
+    stride = src.macro or f"make_stride({', '.join(names)})"
+    shape = {"A": "M, K", "B": "N, K", "C": "M, N"}[src.op]
+    return (f"local_tile(make_tensor({src.op}, make_shape({shape}), {stride}), cta_tiler, "
+            f"cta_coord, {_step(src.step)})", decl, src.op)
+
+
+def _partition(part: Part, tensor: str) -> str:
+    by = part.by.cpp
+    if part.which:                      # a TiledCopy (S, D) or TiledMMA (A, B, C)
+        return f"{by}.get_slice(t).partition_{part.which}({tensor})"
+    step = f", {_step(part.step)}" if part.step is not None else ""
+    return f"local_partition({tensor}, {by}, t{step})"
+
+
+def _item(it: Item, problem) -> str:
+    src = it.source
+    if isinstance(src, Def):
+        return f'  cg_emit("{it.name}", {src.cpp});\n'
+    if isinstance(src, TV):
+        return f'  cg_emit("{it.name}", {src.by.cpp}.get_layout{src.which}_TV());\n'
+    tensor, decl, base = _tensor(src, problem)
+    if it.kind != "partition":
+        return f'  {{ {decl}\n    cg_emit("{it.name}", {tensor}.layout()); }}\n'
+    # one lambda for both uses, so CuTe instantiates each partition once: thread `thread`'s
+    # layout and offset, then every thread's elements mapped back to the (k-tile 0) tile
+    tile = f"{tensor}(_, _, 0)" if it.src_rank == 3 else tensor
+    return (f"  {{ {decl}\n    auto part = [&](int t) {{ return {_partition(it.part, tensor)}; }};\n"
+            f'    cg_emit_part("{it.name}", part({it.thread}), {base});\n'
+            f"    cg_owners(part, {tile}, {it.nthreads}, {base}); }}\n")
+
+
+def program(rec: Recipe) -> str:
+    """The check program of one recipe: the kernel source, then a main printing its items."""
+    M, N, K = rec.problem
+    src = paths.kernels_dir() / rec.source
+    body = "".join(_item(it, rec.problem) for it in rec.items())
+    return (f"// Generated by cute_gemm.layouts.cppcheck: {rec.kernel.name}'s layouts, printed by CuTe\n"
+            f'#include "{src}"\n{_HELPERS}\nint main() {{\n'
+            f"  int M = {M}, N = {N}, K = {K};\n"
+            "  float *A = cg_pool, *B = cg_pool, *C = cg_pool, *smemA = cg_pool, *smemB = cg_pool;\n"
+            "  auto cta_tiler = make_shape(Int<BLK_M>{}, Int<BLK_N>{}, Int<BLK_K>{});\n"
+            "  auto cta_coord = make_coord(0, 0, _);\n"
+            f"{body}  return 0;\n}}\n")
+
+
+def find_nvcc() -> str | None:
+    for cand in (os.environ.get("CUTE_GEMM_NVCC"), shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
+        if cand and os.path.exists(cand):
+            return cand
+    return None
+
+
+def cute_include_dir() -> Path | None:
+    """The CuTe headers NVRTC compiles the kernels with (the nvidia-cutlass wheel's)."""
+    try:
+        return next(h.path for h in paths.header_dirs() if h.role == "cutlass")
+    except (paths.HeadersNotFound, StopIteration):
+        return None
+
+
+def flags(rec: Recipe) -> list[str]:
+    """nvcc flags: the kernel's own -D defines and include folders (no CUDA wheel headers:
+    nvcc brings its own)."""
+    return (["-std=c++17", "-fdevice-syntax-only", "-w", f"-I{paths.project_include_dir()}",
+             f"-I{cute_include_dir()}"] + [f"-D{k}={v}" for k, v in rec.kernel.defines])
+
+
+def _key(rec: Recipe, text: str, nvcc: str) -> str:
+    """Everything that changes the program's output: its text, the kernel source and the
+    project headers it includes, flags, nvcc and CuTe."""
+    h = hashlib.sha256()
+    for part in (text, (paths.kernels_dir() / rec.source).read_text(), nvcc, *flags(rec)):
+        h.update(part.encode() + b"\0")
+    for p in sorted(paths.project_include_dir().rglob("*")):
+        if p.is_file():
+            h.update(p.name.encode() + b"\0" + p.read_bytes())
+    return h.hexdigest()[:20]
+
+
+def build(recipes: list[Recipe], workdir, nvcc: str | None = None) -> list[Path]:
+    """Compile one check program per recipe (in parallel; a program whose key is unchanged
+    is reused from workdir). RuntimeError with nvcc's first errors if one fails."""
+    nvcc = nvcc or find_nvcc()
+    if nvcc is None or cute_include_dir() is None:
+        raise RuntimeError("nvcc or the CuTe headers (nvidia-cutlass wheel) not found")
+    root = Path(workdir)
+    root.mkdir(parents=True, exist_ok=True)
+    exes, procs = [], []
+    for rec in recipes:
+        text = program(rec)
+        exe = root / f"{rec.kernel.name}_{_key(rec, text, nvcc)}"
+        exes.append(exe)
+        if exe.exists():
+            continue
+        src = root / f"{exe.name}.cu"
+        src.write_text(text)
+        tmp = f"{exe}.{os.getpid()}"
+        procs.append((rec, exe, tmp, subprocess.Popen(
+            [nvcc, *flags(rec), str(src), "-o", tmp], cwd=root,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
+    failed = []
+    for rec, exe, tmp, p in procs:
+        out, _ = p.communicate()
+        if p.returncode != 0:
+            errors = [ln for ln in out.splitlines() if "error" in ln][:8] or out.splitlines()[-20:]
+            failed.append(f"{rec.kernel.name} ({rec.source}):\n  " + "\n  ".join(errors))
+        else:
+            os.replace(tmp, exe)
+    if failed:
+        raise RuntimeError("nvcc could not build the layout check of " + "\n".join(failed))
+    return exes
+
+
+def run(recipes: list[Recipe], workdir, nvcc: str | None = None) -> str:
+    """What CuTe prints for the recipes' items (compare with text.expected_output)."""
+    out = []
+    for exe in build(recipes, workdir, nvcc):
+        r = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            raise RuntimeError(f"{exe.name} exited {r.returncode}: {r.stderr[-2000:]}")
+        out.append(r.stdout)
+    return "".join(out)
+
