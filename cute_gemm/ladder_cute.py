@@ -68,6 +68,31 @@ def _tiled(name: str, bm: int, bn: int, bk: int) -> Kernel:
     )
 
 
+def _multistage(name: str, bm: int, bn: int, bk: int, stages: int) -> Kernel:
+    # cp.async cannot transpose: only the m-/n-major operands of an entry go in 16-byte
+    # vectors, so only they need the alignment (align_roles); k-major ones go 4 bytes at a time
+    vec = tuple(Variant(f"cute_multistage_a{a}_b{b}", a_major=a, b_major=b, c_major="any", align=4,
+                        align_roles=("a" if a == "m" else "") + ("b" if b == "n" else ""),
+                        extent_align=4)
+                for a, b in (("m", "n"), ("m", "k"), ("k", "n")))
+    scalar = tuple(Variant(f"cute_multistage_a{a}_b{b}{'' if (a, b) == ('k', 'k') else '_s'}",
+                           a_major=a, b_major=b, c_major="any")
+                   for a, b in (("k", "k"), ("m", "n"), ("m", "k"), ("k", "n")))
+    return Kernel(
+        name=name,
+        family="cute",
+        source="cute/c3_multistage.cu",
+        variants=vec + scalar,
+        block=(256, 1, 1),
+        grid=TileGridMN(bm, bn),
+        defines=(("BLK_M", bm), ("BLK_N", bn), ("BLK_K", bk), ("STAGES", stages)),
+        tile=(bm, bn, bk),
+        summary=f"cp.async straight into a {stages}-stage smem ring (zero-filled residues), one barrier "
+                "per k-tile, TiledMMA from smem",
+        seed="CuTe sgemm_sm80 (cp.async multistage pipeline)",
+    )
+
+
 # Constants of the tuned kernel that the registry also needs (pipelined_config.cuh; a test
 # reads them back from the header): words of padding per k column of a padded smem stage,
 # and the rows of a warp's thread patch in the TiledMMA.
@@ -235,6 +260,7 @@ CUTE: list[Kernel] = [
     _smem("cute_smem", 128, 128, 8),
     _smem("cute_smem_64x128", 64, 128, 8),
     _tiled("cute_tiled", 128, 128, 8),
+    _multistage("cute_multistage", 128, 128, 8, 4),
     # cute_pipelined: each kept decision, its measurements and what lost, in docs/tuning/:
     # 128x128x16, 4 stages: see docs/tuning/cute_pipelined.md#tile-and-stages
     # trans_k=13 (late raw -> compute transpose): see docs/tuning/cute_pipelined.md#trans-k

@@ -15,8 +15,9 @@ Three parts:
 2. Views (a layout plus an offset, i.e. a tensor without data) with local_tile, local_partition,
    TiledCopy and TiledMMA partitions.
 3. Recipes: one per CuTe kernel source, describing its layouts once, built from the registry
-   entry's `defines` (the same -D values the kernel is compiled with). Each item carries the C++
-   expression that builds the same layout, so the checker program is generated from the recipes.
+   entry's `defines` or `config` (the same values the kernel is compiled with). Each item carries
+   the C++ expression that builds the same layout, so the checker program is generated from the
+   recipes.
 """
 from __future__ import annotations
 
@@ -1406,10 +1407,10 @@ def _entries(kernel, macro: str) -> dict[str, tuple[str, ...]]:
 
 
 def _cta_cpp(kernel, problem) -> str:
-    d = _defines(kernel)
+    bM, bN, bK = kernel.tile
     M, N, K = problem
-    return (f"  auto bM = Int<{d['BLK_M']}>{{}}; auto bN = Int<{d['BLK_N']}>{{}}; "
-            f"auto bK = Int<{d['BLK_K']}>{{}};\n"
+    return (f"  auto bM = Int<{bM}>{{}}; auto bN = Int<{bN}>{{}}; "
+            f"auto bK = Int<{bK}>{{}};\n"
             f"  auto cta_tiler = make_shape(bM, bN, bK);\n"
             f"  int M = {M}, N = {N}, K = {K};\n"
             f"  auto cta_coord = make_coord(0, 0, _);\n"
@@ -1420,9 +1421,8 @@ class _Ladder:
     """Tiles and partitions every CuTe ladder kernel shares (CTA (0,0) of the problem)."""
 
     def __init__(self, kernel, problem, thread):
-        d = _defines(kernel)
         self.k = kernel
-        self.bM, self.bN, self.bK = d["BLK_M"], d["BLK_N"], d["BLK_K"]
+        self.bM, self.bN, self.bK = kernel.tile          # the registry's tile (defines or config)
         self.tiler = (self.bM, self.bN, self.bK)
         self.problem = tuple(Dyn(x) for x in problem)
         self.thread = thread
@@ -1770,15 +1770,16 @@ def _recipe_c2(kernel, problem, thread) -> Recipe:
         f"(BLK,BLK_K):(1,BLK+{pad}), k columns padded by {pad} words")
 
 
-# ---- c3_pipelined: cp.async multistage pipeline, permuted TiledMMA --------------------------
+# ---- c3_multistage: cp.async straight into a ring of smem stages ----------------------------
 
-def _c3_copies(d: dict, nt: int) -> dict[str, tuple[TiledCopy, str]]:
-    """c3_pipelined.cu's copy types (CpVecMN<EXT>, CpSclMN, CpSclK, LdVecK, CpVecK)."""
-    vop, sop = "SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<uint128_t>", "SM80_CP_ASYNC_CACHEALWAYS_ZFILL<uint32_t>"
+def _c3_multistage_copies(d: dict, nt: int) -> dict[str, tuple[TiledCopy, str]]:
+    """c3_multistage.cu's copy types (CpVecMN<EXT>, CpSclMN, CpSclK), from BLK_* and the
+    thread count."""
+    vop, sop = "SM80_CP_ASYNC_CACHEALWAYS_ZFILL<uint128_t>", "SM80_CP_ASYNC_CACHEALWAYS_ZFILL<uint32_t>"
     vec, scl = copy_atom(vop), copy_atom(sop)
     out = {}
     for ext_name in ("BLK_M", "BLK_N"):
-        e = min(d[ext_name] // 4, nt)
+        e = d[ext_name] // 4
         out[f"CpVecMN<{ext_name}>"] = (
             TiledCopy(vec, make_layout((e, nt // e)), make_layout((4, 1))),
             f"make_tiled_copy(Copy_Atom<{vop}, float>{{}}, Layout<Shape<Int<{e}>, Int<{nt // e}>>>{{}}, "
@@ -1788,8 +1789,47 @@ def _c3_copies(d: dict, nt: int) -> dict[str, tuple[TiledCopy, str]]:
     out["CpSclK"] = (TiledCopy(scl, Layout((nt // 8, 8), (8, 1))),
                      f"make_tiled_copy(Copy_Atom<{sop}, float>{{}}, "
                      f"Layout<Shape<Int<{nt // 8}>, _8>, Stride<_8, _1>>{{}})")
+    return out
+
+
+@recipe("cute/c3_multistage.cu")
+def _recipe_c3_multistage(kernel, problem, thread) -> Recipe:
+    d = _defines(kernel)
+    bM, bN, bK, P = d["BLK_M"], d["BLK_N"], d["BLK_K"], d["STAGES"]
+    pad = 4                                               # c3_multistage.cu: #define SMEM_PAD 4
+    mma = TiledMMA(UNIVERSAL_FMA, make_layout((16, 16, 1)))
+    sA = View(Layout((bM, bK, P), (1, bM + pad, (bM + pad) * bK)))
+    sB = View(Layout((bN, bK, P), (1, bN + pad, (bN + pad) * bK)))
+    s_cpp = lambda b: (f"make_layout(make_shape({b}, bK, Int<{P}>{{}}), make_stride(_1{{}}, "  # noqa: E731
+                       f"{b} + Int<{pad}>{{}}, ({b} + Int<{pad}>{{}}) * bK))")
+    return _copy_mma_recipe(
+        kernel, problem, thread, "CG_MULTISTAGE_ENTRY", _c3_multistage_copies(d, kernel.threads),
+        sA, sB, s_cpp("bM"), s_cpp("bN"), pad, mma,
+        "make_tiled_mma(UniversalFMA<float, float, float, float>{}, Layout<Shape<_16, _16, _1>>{})",
+        f"(BLK,BLK_K,STAGES):(1,BLK+{pad},(BLK+{pad})*BLK_K), {P} stages of a ring (grid: stage 0)")
+
+
+# ---- c3_pipelined: cp.async multistage pipeline, permuted TiledMMA --------------------------
+
+def _c3_copies(cfg, nt: int) -> dict[str, tuple[TiledCopy, str]]:
+    """c3_pipelined.cu's copy types (include/cute_gemm/pipelined_copies.cuh: CpVecM, CpVecN,
+    CpSclMN, CpSclK, LdVecK, CpVecK), from its config and the thread count."""
+    vop, sop = "SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<uint128_t>", "SM80_CP_ASYNC_CACHEALWAYS_ZFILL<uint32_t>"
+    vec, scl = copy_atom(vop), copy_atom(sop)
+    out = {}
+    for cname, ext in (("CpVecM", cfg.blk_m), ("CpVecN", cfg.blk_n)):
+        e = min(ext // 4, nt)
+        out[cname] = (
+            TiledCopy(vec, make_layout((e, nt // e)), make_layout((4, 1))),
+            f"make_tiled_copy(Copy_Atom<{vop}, float>{{}}, Layout<Shape<Int<{e}>, Int<{nt // e}>>>{{}}, "
+            f"Layout<Shape<_4, _1>>{{}})")
+    out["CpSclMN"] = (TiledCopy(scl, make_layout((32, nt // 32))),
+                      f"make_tiled_copy(Copy_Atom<{sop}, float>{{}}, Layout<Shape<_32, Int<{nt // 32}>>>{{}})")
+    out["CpSclK"] = (TiledCopy(scl, Layout((nt // 8, 8), (8, 1))),
+                     f"make_tiled_copy(Copy_Atom<{sop}, float>{{}}, "
+                     f"Layout<Shape<Int<{nt // 8}>, _8>, Stride<_8, _1>>{{}})")
     # register-staged k-major loads: kQuadsK = BLK_K/4 threads per row, 4 k per thread
-    lop, q = "UniversalCopy<uint128_t>", d["BLK_K"] // 4
+    lop, q = "UniversalCopy<uint128_t>", cfg.blk_k // 4
     out["LdVecK"] = (TiledCopy(copy_atom(lop), Layout((nt // q, q), (q, 1)), make_layout((1, 4))),
                      f"make_tiled_copy(Copy_Atom<{lop}, float>{{}}, "
                      f"Layout<Shape<Int<{nt // q}>, Int<{q}>>, Stride<Int<{q}>, _1>>{{}}, "
@@ -1805,9 +1845,10 @@ def _c3_copies(d: dict, nt: int) -> dict[str, tuple[TiledCopy, str]]:
 
 @recipe("cute/c3_pipelined.cu")
 def _recipe_c3(kernel, problem, thread) -> Recipe:
-    d = _defines(kernel)
-    bM, bN, bK, P = d["BLK_M"], d["BLK_N"], d["BLK_K"], d["STAGES"]
-    tm, tn, wm, pad = d["THR_M"], d["THR_N"], d["WARP_M"], d["SMEM_PAD"]
+    from .ladder_cute import SMEM_PAD, WARP_M, kquad_stage
+    cfg = kernel.config                                   # ladder_cute.PipelinedConfig
+    bM, bN, bK, P = cfg.blk_m, cfg.blk_n, cfg.blk_k, cfg.stages
+    tm, tn, wm, pad = cfg.thr_m, cfg.thr_n, WARP_M, SMEM_PAD
     wn = 32 // wm
     atom = Layout(((wm, tm // wm), (wn, tn // wn), 1), ((1, 32), (wm, 32 * (tm // wm)), 0))
     perm_m = Layout((tm, 4, bM // (4 * tm)), (4, 1, 4 * tm))
@@ -1824,19 +1865,18 @@ def _recipe_c3(kernel, problem, thread) -> Recipe:
     sB = View(Layout((bN, bK, P), (1, bN + pad, (bN + pad) * bK)))
     s_cpp = lambda b: (f"make_layout(make_shape({b}, bK, Int<{P}>{{}}), make_stride(_1{{}}, "  # noqa: E731
                        f"{b} + Int<{pad}>{{}}, ({b} + Int<{pad}>{{}}) * bK))")
-    # KQ_LAYOUT (c3_pipelined.cu, StageLayout): k-major operands' compute stages in k-quads,
-    # (BLK,(4,BLK_K/4),BUF):(1,(BLK,4*BLK+32/(BLK_K/4)),BLK_K*BLK+32) — bit 0 the 2 buffers
-    # fed from raw stages (CpVecK), bit 1 the register-staged operand's STAGES (LdVecK)
-    kq, q = d.get("KQ_LAYOUT", 0), bK // 4
-
-    from .ladder_cute import kquad_stage
+    # kq_layout (include/cute_gemm/kquad_stages.cuh, StageLayout): k-major operands' compute
+    # stages in k-quads, (BLK,(4,BLK_K/4),BUF):(1,(BLK,4*BLK+32/(BLK_K/4)),BLK_K*BLK+32) —
+    # bit 0 the 2 buffers fed from raw stages (CpVecK), bit 1 the register-staged operand's
+    # STAGES (LdVecK)
+    kq, q = cfg.kq_layout, bK // 4
 
     def quad_stage(ext: int, buf: int) -> tuple[View, str, str]:
         gap, st = kquad_stage(ext, bK)
         return (View(Layout((ext, (4, q), buf), (1, (ext, gap), st))),
                 f"Layout<Shape<{I(ext)}, Shape<_4, {I(q)}>, {I(buf)}>, "
                 f"Stride<_1, Stride<{I(ext)}, {I(gap)}>, {I(st)}>>{{}}",
-                f"k-quads (KQ_LAYOUT): (BLK,(4,BLK_K/4),BUF):(1,(BLK,4*BLK+{32 // q}),BLK_K*BLK+32), "
+                f"k-quads (kq_layout): (BLK,(4,BLK_K/4),BUF):(1,(BLK,4*BLK+{32 // q}),BLK_K*BLK+32), "
                 f"{buf} {'stages' if buf == P else 'buffers'} (grid: the first); a warp's "
                 f"transposed k-major stores land in 32 banks")
     own = {}
@@ -1844,7 +1884,7 @@ def _recipe_c3(kernel, problem, thread) -> Recipe:
         if kq & bit:
             own[cname] = {"A": quad_stage(bM, buf), "B": quad_stage(bN, buf)}
     return _copy_mma_recipe(
-        kernel, problem, thread, "CG_PIPE_ENTRY", _c3_copies(d, kernel.threads), sA, sB,
+        kernel, problem, thread, "CG_PIPE_ENTRY", _c3_copies(cfg, kernel.threads), sA, sB,
         s_cpp("bM"), s_cpp("bN"), pad, mma, mma_cpp,
         f"(BLK,BLK_K,STAGES):(1,BLK+{pad},(BLK+{pad})*BLK_K), {P} pipeline stages (grid: stage 0); "
         f"CpVecK operands: 2 such buffers, fed from k-major raw stages "

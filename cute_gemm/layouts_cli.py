@@ -31,7 +31,7 @@ def self_check(kernel, problem=None, thread=None) -> tuple[int, list[str]]:
         rec = L.build(kernel, problem or L.PROBLEM, L.THREAD if thread is None else thread)
     except KeyError as e:
         return 0, [str(e).strip("'\"")]
-    d = dict(kernel.defines)
+    tile = kernel.tile                 # (BLK_M, BLK_N, BLK_K) as registered
     items = list(rec.items())
     bad = []
     for it in items:
@@ -59,15 +59,14 @@ def self_check(kernel, problem=None, thread=None) -> tuple[int, list[str]]:
             n = L.size(it.layout)
             if sorted(L.value(it.layout, i) for i in range(n)) != list(range(n)):
                 bad.append(f"{it.name}: thread layout is not a bijection onto 0..{n - 1}")
-        if leaf in ("sA", "sB") and "BLK_K" in d:
-            ext = d["BLK_M"] if leaf == "sA" else d["BLK_N"]
-            if L.product_each(it.layout.shape)[:2] != (ext, d["BLK_K"]):
-                bad.append(f"{it.name}: shape {L.fmt(it.layout)} is not ({ext}, {d['BLK_K']}) "
+        if leaf in ("sA", "sB") and tile:
+            ext = tile[0] if leaf == "sA" else tile[1]
+            if L.product_each(it.layout.shape)[:2] != (ext, tile[2]):
+                bad.append(f"{it.name}: shape {L.fmt(it.layout)} is not ({ext}, {tile[2]}) "
                            "as registered")
             elif L.cosize(it.layout) < L.size(it.layout):
                 bad.append(f"{it.name}: cosize below size (elements would overlap)")
-        if leaf == "gC" and "BLK_M" in d and \
-                L.product_each(it.layout.shape) != (d["BLK_M"], d["BLK_N"]):
+        if leaf == "gC" and tile and L.product_each(it.layout.shape) != tuple(tile[:2]):
             bad.append(f"{it.name}: tile {L.fmt(it.layout)} is not BLK_M x BLK_N as registered")
     return len(items), bad
 

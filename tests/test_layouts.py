@@ -50,10 +50,9 @@ def test_missing_recipe_fails_loudly():
 
 def test_recipes_read_tile_sizes_from_the_registry(recipes):
     for k in CUTE:
-        d = dict(k.defines)
         items = {it.name.rsplit("/", 1)[-1]: it for it in recipes[k.name].items()}
         gC = items["gC"].layout
-        assert L.product_each(gC.shape) == (d["BLK_M"], d["BLK_N"]), k.name
+        assert L.product_each(gC.shape) == tuple(k.tile[:2]), k.name
 
 
 # ---- pure-Python properties -----------------------------------------------------------------
@@ -105,13 +104,13 @@ def test_thread_layouts_are_bijections(recipes):
 
 def test_smem_sizes_and_cosizes(recipes):
     for k in CUTE:
-        d = dict(k.defines)
+        bm, bn, bk = k.tile
         for it in recipes[k.name].items():
             leaf = it.name.rsplit("/", 1)[-1]
             if leaf in ("sA", "sB"):
-                ext = d["BLK_M"] if leaf == "sA" else d["BLK_N"]
+                ext = bm if leaf == "sA" else bn
                 tile = L.product_each(it.layout.shape)[:2]          # (BLK, BLK_K[, STAGES])
-                assert tile == (ext, d["BLK_K"]), it.name
+                assert tile == (ext, bk), it.name
                 assert L.cosize(it.layout) >= L.size(it.layout), it.name
 
 
@@ -130,10 +129,10 @@ def _bank_ways(tv, stage, rows: int) -> int:
 
 
 def test_kquad_stages_take_the_transposed_stores_without_bank_conflicts(recipes):
-    # c3_pipelined.cu KQ_LAYOUT: a warp's k-major vectors (8 rows x 4 k-quads at BLK_K 16)
-    # stored transposed, one k per STS.32, hit 32 distinct banks in the k-quad stages; in
-    # the padded ones (columns BLK+4 apart) quads 0/2 and 1/3 share banks
-    k = next(k for k in CUTE if dict(k.defines).get("KQ_LAYOUT") and dict(k.defines)["BLK_K"] == 16)
+    # kquad_stages.cuh (Config::kq_layout): a warp's k-major vectors (8 rows x 4 k-quads at
+    # BLK_K 16) stored transposed, one k per STS.32, hit 32 distinct banks in the k-quad
+    # stages; in the padded ones (columns BLK+4 apart) quads 0/2 and 1/3 share banks
+    k = next(k for k in CUTE if getattr(k.config, "kq_layout", 0) and k.tile[2] == 16)
     items = {it.name: it for it in recipes[k.name].items()}
     checked = 0
     for name, it in items.items():
@@ -206,8 +205,7 @@ def _checked_kernels():
         return list(CUTE)
     seen, out = set(), []
     for k in CUTE:
-        d = dict(k.defines)
-        key = (k.source, k.threads, d.get("BLK_M") == d.get("BLK_N"))
+        key = (k.source, k.threads, k.tile[0] == k.tile[1])
         if key not in seen:
             seen.add(key)
             out.append(k)
