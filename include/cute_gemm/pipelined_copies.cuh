@@ -74,4 +74,60 @@ template <class Cfg, class CA, class CB>
 constexpr int kMinBlocks = cute::is_same_v<CA, CpVecMN<Cfg, Cfg::blk_m>> && cute::is_same_v<CB, CpVecMN<Cfg, Cfg::blk_n>>
                                ? Cfg::min_blocks_mn : Cfg::min_blocks;
 
+// One operand's share of a k-tile, issued: cp.async into stage `stage` of its compute
+// stages (m/n-major) or raw stages (k-major, CpVecK) — a copy whose first element lies
+// outside the matrix is zero-filled instead of read — or LDG.128 into registers (zeros
+// outside) for a register-staged operand (LdVecK, `staged`). Only the CPY_M slices in
+// [lo, hi) (compile-time bounds after unrolling). kPred: edge tile, every copy checked.
+// (static: as the mainloop's own lambdas were, so that NVVM inlines them the same way)
+template <bool kPred, class Cp, class TG, class TC, class TS, class TR, class Shp, class Staged>
+static __device__ inline void issue_slices(Cp const& cp, TG const& tg, TC const& tc, TS& ts, TR& tr,
+                                           Shp const& shp, int k_tile, int stage, Staged staged,
+                                           int lo, int hi) {
+  using namespace cute;
+  CUTE_UNROLL
+  for (int m = 0; m < size<1>(ts); ++m) {
+    if (m < lo || m >= hi) continue;
+    CUTE_UNROLL
+    for (int k = 0; k < size<2>(ts); ++k) {
+      const bool in = !kPred || elem_less(tc(0, m, k, k_tile), shp);
+      if constexpr (decltype(staged)::value) {
+        if constexpr (kPred) clear(tr(_, m, k));
+        if (in) copy(cp, tg(_, m, k, k_tile), tr(_, m, k));
+      } else {
+        copy(cp.with(in), tg(_, m, k, k_tile), ts(_, m, k, stage));
+      }
+    }
+  }
+}
+
+// Register-staged slices [lo, hi): registers -> stage, 4 STS.32 per vector (the transpose).
+template <class TR, class TS>
+static __device__ inline void stash_slices(TR& tr, TS& ts, int stage, int lo, int hi) {
+  using namespace cute;
+  CUTE_UNROLL
+  for (int m = 0; m < size<1>(ts); ++m)
+    if (m >= lo && m < hi) copy(tr(_, m, _), ts(_, m, _, stage));
+}
+
+// The schedule of the register-staged slices (kSlA + kSlB CPY_M slices of the operand
+// copied by LdVecK; 0 for the others) over a k-tile. They go in kPhases groups: one group
+// is loaded at k-block 0 and stored to smem at stash_k; two (BLK_K 16, the 128-register
+// budget of 2 CTAs/SM) are loaded at k-blocks 0 and load1_k and stored at stash0_k and
+// stash_k (the stores before the k-tile's barrier, each after its own load). Each group's
+// LDG has until its store to land: loading the second group early (load1_k) gives it the
+// most cover (docs/tuning/cute_pipelined.md#staged-groups).
+template <class Cfg, int SlA, int SlB>
+struct StagedGroups {
+  static constexpr int kSlA = SlA, kSlB = SlB, kU = SlA + SlB;
+  static constexpr int kPhases = (kU > 1 && Cfg::blk_k >= 16) ? 2 : 1;
+  static constexpr int load_k(int p) { return p == 0 ? 0 : Cfg::load1_k; }
+  static constexpr int stash_k(int p) { return p + 1 == kPhases ? Cfg::stash_k : Cfg::stash0_k; }
+  static_assert(kPhases <= 2, "at most two register-staged groups");
+  static_assert(Cfg::stash_k <= Cfg::blk_k - 1 && Cfg::stash_k > (kPhases == 2 ? Cfg::load1_k : 0),
+                "the last group's stores after its load, before the barrier");
+  static_assert(kPhases == 1 || (Cfg::load1_k >= 0 && Cfg::stash0_k > 0 && Cfg::stash0_k <= Cfg::blk_k - 1),
+                "the first group's stores after its load, before the barrier");
+};
+
 }  // namespace cg

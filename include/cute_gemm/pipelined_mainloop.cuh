@@ -204,79 +204,36 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
 
   auto shapeA = shape(mA);
   auto shapeB = shape(mB);
-  // One operand's share of a k-tile, issued: cp.async into stage `stage` of its compute
-  // stages (m/n-major) or raw stages (k-major, CpVecK) — a copy whose first element lies
-  // outside the matrix is zero-filled instead of read — or LDG.128 into registers (zeros
-  // outside) for a register-staged operand (LdVecK). Only the CPY_M slices in [lo, hi)
-  // (compile-time bounds after unrolling).
-  auto issue = [&](auto const& cp, auto const& tg, auto const& tc, auto& ts, auto& tr,
-                   auto const& shp, int k_tile, int stage, auto staged, int lo, int hi) {
-    CUTE_UNROLL
-    for (int m = 0; m < size<1>(ts); ++m) {
-      if (m < lo || m >= hi) continue;
-      CUTE_UNROLL
-      for (int k = 0; k < size<2>(ts); ++k) {
-        const bool in = !kPred || elem_less(tc(0, m, k, k_tile), shp);
-        if constexpr (decltype(staged)::value) {
-          if constexpr (kPred) clear(tr(_, m, k));
-          if (in) copy(cp, tg(_, m, k, k_tile), tr(_, m, k));
-        } else {
-          copy(cp.with(in), tg(_, m, k, k_tile), ts(_, m, k, stage));
-        }
-      }
-    }
-  };
-  // Register-staged slices: registers -> stage (scalar STS, the transpose).
-  auto stash = [&](auto& tr, auto& ts, int stage, int lo, int hi) {
-    CUTE_UNROLL
-    for (int m = 0; m < size<1>(ts); ++m)
-      if (m >= lo && m < hi) copy(tr(_, m, _), ts(_, m, _, stage));
-  };
-  // The refill. cp.async (all but LdVecK operands) all goes out at k-block 0.
-  // Register-staged slices (LdVecK: the entries with one k-major operand) go in kPhases
-  // groups: one group is loaded at k-block 0 and stored to smem at stash_k; two (BLK_K
-  // 16, the 128-register budget of 2 CTAs/SM) are loaded at k-blocks 0 and load1_k and
-  // stored at stash0_k and stash_k (Config). Both operands k-major take the raw stages
-  // instead (CpVecK): staging both in registers needed 4 groups at 128x128x16, slower;
-  // one staged operand measured ahead of raw (see docs/tuning/cute_pipelined.md#raw-stages).
-  constexpr int kSlA = kStagedA ? decltype(size<1>(tAsA))::value : 0;
-  constexpr int kSlB = kStagedB ? decltype(size<1>(tBsB))::value : 0;
-  constexpr int kU = kSlA + kSlB;
+  // The refill (pipelined_copies.cuh): cp.async all goes out at k-block 0; register-staged
+  // slices go in Groups::kPhases groups, each loaded at k-block load_k(p) and stored to smem
+  // at stash_k(p).
+  using Groups = StagedGroups<Cfg, kStagedA ? decltype(size<1>(tAsA))::value : 0,
+                              kStagedB ? decltype(size<1>(tBsB))::value : 0>;
+  constexpr int kSlA = Groups::kSlA, kU = Groups::kU, kPhases = Groups::kPhases;
   static_assert(!(kStagedA && kStagedB), "both k-major: raw stages (CpVecK)");
-  constexpr int kPhases = (kU > 1 && BLK_K >= 16) ? 2 : 1;
-  // Where group p is loaded and where it goes to smem (k-blocks of the k-tile; the stores
-  // before the k-tile's barrier, each after its own load). Each group's LDG has until its
-  // store to land: loading the second group early (load1_k) gives it the most cover
-  // (see docs/tuning/cute_pipelined.md#staged-groups).
-  constexpr auto load_k = [](int p) { return p == 0 ? 0 : Cfg::load1_k; };
-  constexpr auto stash_k = [](int p) { return p + 1 == kPhases ? Cfg::stash_k : Cfg::stash0_k; };
-  static_assert(kPhases <= 2, "at most two register-staged groups");
-  static_assert(Cfg::stash_k <= BLK_K - 1 && Cfg::stash_k > (kPhases == 2 ? Cfg::load1_k : 0),
-                "the last group's stores after its load, before the barrier");
-  static_assert(kPhases == 1 || (Cfg::load1_k >= 0 && Cfg::stash0_k > 0 && Cfg::stash0_k <= BLK_K - 1),
-                "the first group's stores after its load, before the barrier");
   // phase p: cp.async (p == 0) + staged group p
   auto load_phase = [&](int phase, int k_tile, int stage) {
     const int lo = phase * kU / kPhases, hi = (phase + 1) * kU / kPhases;
     if (phase == 0 || kStagedA) {
       if constexpr (kRawA)
-        issue(copy_a, tAgA, tAcA, tAqA, tArA, shapeA, k_tile, stage, false_type{}, 0, 1 << 20);
+        issue_slices<kPred>(copy_a, tAgA, tAcA, tAqA, tArA, shapeA, k_tile, stage, false_type{}, 0, 1 << 20);
       else
-        issue(copy_a, tAgA, tAcA, tAsA, tArA, shapeA, k_tile, stage, bool_constant<kStagedA>{},
-              kStagedA ? lo : 0, kStagedA ? hi : 1 << 20);
+        issue_slices<kPred>(copy_a, tAgA, tAcA, tAsA, tArA, shapeA, k_tile, stage,
+                            bool_constant<kStagedA>{}, kStagedA ? lo : 0, kStagedA ? hi : 1 << 20);
     }
     if (phase == 0 || kStagedB) {
       if constexpr (kRawB)
-        issue(copy_b, tBgB, tBcB, tBqB, tBrB, shapeB, k_tile, stage, false_type{}, 0, 1 << 20);
+        issue_slices<kPred>(copy_b, tBgB, tBcB, tBqB, tBrB, shapeB, k_tile, stage, false_type{}, 0, 1 << 20);
       else
-        issue(copy_b, tBgB, tBcB, tBsB, tBrB, shapeB, k_tile, stage, bool_constant<kStagedB>{},
-              kStagedB ? lo - kSlA : 0, kStagedB ? hi - kSlA : 1 << 20);
+        issue_slices<kPred>(copy_b, tBgB, tBcB, tBsB, tBrB, shapeB, k_tile, stage,
+                            bool_constant<kStagedB>{}, kStagedB ? lo - kSlA : 0,
+                            kStagedB ? hi - kSlA : 1 << 20);
     }
   };
   auto stash_phase = [&](int phase, int stage) {
     const int lo = phase * kU / kPhases, hi = (phase + 1) * kU / kPhases;
-    if constexpr (kStagedA) stash(tArA, tAsA, stage, lo, hi);
-    if constexpr (kStagedB) stash(tBrB, tBsB, stage, lo - kSlA, hi - kSlA);
+    if constexpr (kStagedA) stash_slices(tArA, tAsA, stage, lo, hi);
+    if constexpr (kStagedB) stash_slices(tBrB, tBsB, stage, lo - kSlA, hi - kSlA);
   };
   // Raw stage -> compute buffer for CpVecK operands: the thread's own 16-byte vectors
   // back (LDS.128; landed once its cp_async_wait returns) and out as 4 STS.32 each.
@@ -340,7 +297,7 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
     for (int k_block = 0; k_block < K_BLOCK_MAX; ++k_block) {
       CUTE_UNROLL
       for (int p = 0; p < kPhases; ++p)     // group p's registers -> smem
-        if (refill && kU > 0 && k_block == stash_k(p))
+        if (refill && kU > 0 && k_block == Groups::stash_k(p))
           stash_phase(p, prev_stage());
       if (kAnyRaw && k_block == kTransK && k_tile + 1 < k_end()) {
         // k-tile+1 landed for this thread; its compute buffer was last read in k-tile-1
@@ -365,7 +322,7 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
       // k-tile k_tile + STAGES - 1 (one cp.async group per k-tile, empty past the end).
       CUTE_UNROLL
       for (int p = 0; p < kPhases; ++p)     // group p (and cp.async) out
-        if (refill && k_block == load_k(p)) load_phase(p, k_tile + STAGES - 1, prev_stage());
+        if (refill && k_block == Groups::load_k(p)) load_phase(p, k_tile + STAGES - 1, prev_stage());
       if (k_block == 0) cp_async_fence();
       outer_product<kAnyRaw ? Cfg::fma_order_raw : Cfg::fma_order>(mma, tCrA(_, _, k_block & 1),
                                                                    tCrB(_, _, k_block & 1), tCrC);  // 8x8 FFMA
