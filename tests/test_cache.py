@@ -150,3 +150,16 @@ def test_cli_compile_without_gpu_reports_resources(tmp_cache):
     assert "?" not in line, r.stdout + "\n--- log ---\n" + cache.get(NAIVE, "sm_80").log
     assert "sm_80" in line and "compiled" in line
     assert int(line.split()[5]) > 0      # registers, from the cubin's ptxas report
+
+
+def test_key_covers_a_typed_config():
+    """A kernel configured by a typed struct (Kernel.config) compiles it in front of its source:
+    the key changes with any field, without compiling anything."""
+    from cute_gemm import compile as comp, registry
+    k = registry.get("cute_pipelined")
+    opts = comp.options(k, "sm_90")
+    src = comp.read_source(k)
+    assert "struct Config" in src and src.endswith(comp.paths.kernels_dir().joinpath(k.source).read_text())
+    other = dataclasses.replace(k, config=dataclasses.replace(k.config, fma_order=2))
+    assert cache.cache_key(k, "sm_90", src, opts) != cache.cache_key(other, "sm_90", comp.read_source(other),
+                                                                      comp.options(other, "sm_90"))

@@ -33,8 +33,6 @@
 #include <cute_gemm/smem_epilogue.cuh>
 #include <cute_gemm/tile_scheduler.cuh>
 
-using namespace cute;
-
 constexpr int kThreads = cg::PipeGeometry<Config>::kThreads;
 // The copies of each entry point (pipelined_copies.cuh)
 using CpVecM = cg::CpVecMN<Config, Config::blk_m>;   // 16-byte cp.async along m
