@@ -73,11 +73,14 @@ def options(kernel, arch: str, extra: tuple[str, ...] = ()) -> list[str]:
 
 
 def read_source(kernel) -> str:
+    """The text NVRTC compiles: the kernel's source file, after its typed configuration
+    (Kernel.config: `struct Config`) where it has one. Also the text the cache key hashes."""
     path = paths.kernels_dir() / kernel.source
     try:
-        return path.read_text()
+        text = path.read_text()
     except OSError as e:
         raise CuteGemmError(f"kernel {kernel.name!r}: cannot read source {path}: {e}") from e
+    return (kernel.config.cpp(kernel.name) + text) if kernel.config is not None else text
 
 
 @dataclass(frozen=True)

@@ -201,7 +201,7 @@ def compile_table(kernels: list[str], archs: list[str], workers: int | None,
 def resource_problems(k: registry.Kernel, res: dict) -> dict[str, str]:
     """entry -> what is wrong with its registers or local memory: the limits that
     tests/test_compile.py asserts, so they can be seen without pytest."""
-    min_blocks = dict(k.defines).get("MIN_BLOCKS", 1)
+    min_blocks = k.min_blocks
     cap = min(255, 65536 // (k.threads * min_blocks))   # MIN_BLOCKS CTAs must stay resident
     out = {}
     for entry in k.entries:

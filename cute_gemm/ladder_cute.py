@@ -1,6 +1,9 @@
 """The CuTe ladder, as registry data (see registry.py for the fields)."""
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
+
 from .registry import FixedSmem, Kernel, TileGridMN, Variant
 
 _MAJORS = tuple((a, b) for a in ("k", "m") for b in ("n", "k"))
@@ -65,47 +68,148 @@ def _tiled(name: str, bm: int, bn: int, bk: int) -> Kernel:
     )
 
 
-_PAD = 4   # words of padding per smem k column (SMEM_PAD in the kernels)
+def _multistage(name: str, bm: int, bn: int, bk: int, stages: int) -> Kernel:
+    # cp.async cannot transpose: only the m-/n-major operands of an entry go in 16-byte
+    # vectors, so only they need the alignment (align_roles); k-major ones go 4 bytes at a time
+    vec = tuple(Variant(f"cute_multistage_a{a}_b{b}", a_major=a, b_major=b, c_major="any", align=4,
+                        align_roles=("a" if a == "m" else "") + ("b" if b == "n" else ""),
+                        extent_align=4)
+                for a, b in (("m", "n"), ("m", "k"), ("k", "n")))
+    scalar = tuple(Variant(f"cute_multistage_a{a}_b{b}{'' if (a, b) == ('k', 'k') else '_s'}",
+                           a_major=a, b_major=b, c_major="any")
+                   for a, b in (("k", "k"), ("m", "n"), ("m", "k"), ("k", "n")))
+    return Kernel(
+        name=name,
+        family="cute",
+        source="cute/c3_multistage.cu",
+        variants=vec + scalar,
+        block=(256, 1, 1),
+        grid=TileGridMN(bm, bn),
+        defines=(("BLK_M", bm), ("BLK_N", bn), ("BLK_K", bk), ("STAGES", stages)),
+        tile=(bm, bn, bk),
+        summary=f"cp.async straight into a {stages}-stage smem ring (zero-filled residues), one barrier "
+                "per k-tile, TiledMMA from smem",
+        seed="CuTe sgemm_sm80 (cp.async multistage pipeline)",
+    )
+
+
+# Constants of the tuned kernel that the registry also needs (pipelined_config.cuh; a test
+# reads them back from the header): words of padding per k column of a padded smem stage,
+# and the rows of a warp's thread patch in the TiledMMA.
+SMEM_PAD = 4       # cg::kSmemPad
+WARP_M = 4         # cg::kWarpM
+
+EPILOGUES = ("scalar", "smem16", "bulk")    # cg::Epi (smem_epilogue.cuh)
 
 
 def kquad_stage(ext: int, bk: int) -> tuple[int, int]:
     """(quad stride, stage size) in words of a k-quad compute stage of extent `ext` along
-    m/n (c3_pipelined.cu, StageLayout and kStage with KQ_LAYOUT): the 4 columns of a
+    m/n (include/cute_gemm/kquad_stages.cuh, StageLayout and kStage): the 4 columns of a
     k-quad unpadded, quads 4*EXT + 32/(BLK_K/4) words apart, stages BLK_K*EXT + 32. Also
     what the layout dumps draw (layouts.py)."""
     return 4 * ext + 32 // (bk // 4), bk * ext + 32
 
 
-def _twin_smem(bm: int, bn: int, bk: int, stages: int, kq_layout: int) -> int:
-    """Dynamic smem of the stream-K twins (c3_pipelined.cu, gemm_pipelined): A's region of
-    the full layout, then B's stages — STAGES padded compute stages (am_bn_sk, ak_bn_sk),
-    or 2 compute buffers (k-quad ones with KQ_LAYOUT bit 0) and STAGES raw stages
-    (ak_bk_sk). Less than dyn_smem by the k-quad buffers' savings: with the twins' static
-    smem (128 bytes with the alignment of the dynamic smem) 2 twin CTAs then fit the same smem carveout as 2 data-
-    parallel ones, so a twin CTA can take an SM slot while the other holds a data-parallel
-    CTA (a programmatic dependent launch; the carveout of an SM changes only when empty)."""
-    region_a = bk * (2 * (bm + _PAD) + stages * bm)
-    mn_b = stages * bk * (bn + _PAD)
-    kk_b = 2 * (kquad_stage(bn, bk)[1] if kq_layout & 1 else bk * (bn + _PAD)) + stages * bk * bn
-    return 4 * (region_a + max(mn_b, kk_b))
+@dataclass(frozen=True)
+class PipelinedConfig:
+    """One configuration of the tuned kernel (kernels/cute/c3_pipelined.cu), compiled as its
+    `struct Config` (cpp()): every field a static constexpr member of the same name. What each
+    knob does: include/cute_gemm/pipelined_config.cuh; why each value: the anchors in
+    docs/tuning/cute_pipelined.md. The defaults here are the only ones; None means "derived
+    from the tile" (resolved below). What never varies is a constant of the C++ code."""
+    blk_m: int
+    blk_n: int
+    blk_k: int
+    stages: int                      # k-tiles in the smem ring
+    thr_m: int = 16                  # threads along m and n (the block: thr_m * thr_n)
+    thr_n: int = 16
+    min_blocks: int = 2              # __launch_bounds__ CTAs per SM
+    min_blocks_mn: int | None = None     # ... of the am_bn entry (#register-cap); None: min_blocks
+    fma_order: int = 0               # #ffma-order
+    fma_order_raw: int = 0
+    load1_k: int | None = None       # #staged-groups; None: blk_k / 2
+    stash0_k: int | None = None      # None: blk_k / 2
+    stash_k: int | None = None       # None: blk_k - 1
+    trans_k: int | None = None       # #trans-k; None: blk_k / 2
+    kq_layout: int = 0               # #k-quad-stages (bits: raw-fed, register-staged, in twins)
+    kt_unroll: int = 1               # #kt-unroll
+    epi_ak_bk: str = "scalar"        # #epilogue: one of EPILOGUES
+    epi_ak_bn: str = "scalar"
+    stream_k: bool = False           # #stream-k: persistent twins, started by PDL on sm_90+
+
+    def __post_init__(self):
+        bk = self.blk_k
+        for name, value in (("min_blocks_mn", self.min_blocks), ("load1_k", bk // 2),
+                            ("stash0_k", bk // 2), ("stash_k", bk - 1), ("trans_k", bk // 2)):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
+        for name in ("epi_ak_bk", "epi_ak_bn"):
+            if getattr(self, name) not in EPILOGUES:
+                raise ValueError(f"{name}={getattr(self, name)!r}: one of {EPILOGUES}")
+
+    @property
+    def threads(self) -> int:
+        return self.thr_m * self.thr_n
+
+    @property
+    def pdl(self) -> bool:
+        """Split stream-K launches start the twin by programmatic dependent launch (sm_90+):
+        the kernel's griddepcontrol comes with the twins (Kernel.pdl)."""
+        return self.stream_k
+
+    @property
+    def dyn_smem(self) -> int:
+        """Dynamic smem of the data-parallel entries: per operand 2 compute buffers + STAGES
+        raw (k-major) stages; an m/n-major operand's STAGES compute stages fit in the same
+        region (pipelined_mainloop.cuh)."""
+        bm, bn, bk = self.blk_m, self.blk_n, self.blk_k
+        return 4 * bk * (2 * (bm + bn + 2 * SMEM_PAD) + self.stages * (bm + bn))
+
+    @property
+    def sk_smem(self) -> int:
+        """Dynamic smem of the stream-K twins (0 without them): A's region of the full
+        layout, then B's stages — STAGES padded compute stages (am_bn_sk, ak_bn_sk), or 2
+        compute buffers (k-quad ones with kq_layout bit 0) and STAGES raw stages (ak_bk_sk).
+        Less than dyn_smem by the k-quad buffers' savings: with the twins' static smem (128
+        bytes with the alignment of the dynamic smem) 2 twin CTAs then fit the same smem
+        carveout as 2 data-parallel ones, so a twin CTA can take an SM slot while the other
+        holds a data-parallel CTA (a programmatic dependent launch; the carveout of an SM
+        changes only when empty). The kernel checks it against what it addresses."""
+        if not self.stream_k:
+            return 0
+        bm, bn, bk, stages = self.blk_m, self.blk_n, self.blk_k, self.stages
+        region_a = bk * (2 * (bm + SMEM_PAD) + stages * bm)
+        mn_b = stages * bk * (bn + SMEM_PAD)
+        kk_b = (2 * (kquad_stage(bn, bk)[1] if self.kq_layout & 1 else bk * (bn + SMEM_PAD))
+                + stages * bk * bn)
+        return 4 * (region_a + max(mn_b, kk_b))
+
+    def cpp(self, name: str = "") -> str:
+        """The C++ `struct Config` (with #line, so that compiler messages name the kernel
+        source's own lines)."""
+        def value(f: str) -> str:
+            v = getattr(self, f)
+            if f.startswith("epi_"):
+                return f"cg::Epi::{v}"
+            return ("true" if v else "false") if isinstance(v, bool) else str(v)
+
+        def ctype(f: str) -> str:
+            v = getattr(self, f)
+            return "cg::Epi" if f.startswith("epi_") else "bool" if isinstance(v, bool) else "int"
+        fields = [f.name for f in dataclasses.fields(self)] + ["sk_smem"]
+        body = "".join(f"  static constexpr {ctype(f)} {f} = {value(f)};\n" for f in fields)
+        return ("#include <cute_gemm/pipelined_config.cuh>\n"
+                f"struct Config {{   // {name or 'a configuration'}: cute_gemm/ladder_cute.py, PipelinedConfig\n"
+                f"{body}}};\n#line 1 \"cute/c3_pipelined.cu\"\n")
 
 
-def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, thr_n: int = 16,
-          warp_m: int = 4, min_blocks: int = 2, raster_n: int = 8, frag_db: int = 1,
-          trans_k: int | None = None, stream_k: int = 0, fma_order: int = 0,
-          fma_order_raw: int = 0, min_blocks_mn: int | None = None,
-          stash_k: int | None = None, stash0_k: int | None = None,
-          load1_k: int | None = None, kq_layout: int = 0, kt_unroll: int = 1,
-          epi_ak_bk: int = 0, epi_ak_bn: int = 0, epi_am_bk: int = 0, epi_am_bn: int = 0) -> Kernel:
+def _pipe(name: str, cfg: PipelinedConfig) -> Kernel:
     vec = dict(c_major="any", align=4, align_roles="ab", extent_align=4)
-    # the stream-K twins' dynamic smem: launched with it, and checked by the kernel against
-    # what it addresses (SK_SMEM)
-    twin_smem = _twin_smem(bm, bn, bk, stages, kq_layout)
 
-    # The persistent stream-K twins of the vector entries (STREAM_K=1 builds), and the
-    # fill of the last wave below which each is taken (streamk.stream_k_plan: the whole
-    # waves run data-parallel in a first launch, the twin cuts the last one along K; on
-    # sm_90+ the twin starts by programmatic dependent launch, PDL).
+    # The persistent stream-K twins of the vector entries (cfg.stream_k), and the fill of
+    # the last wave below which each is taken (streamk.stream_k_plan: the whole waves run
+    # data-parallel in a first launch, the twin cuts the last one along K; on sm_90+ the
+    # twin starts by programmatic dependent launch, PDL).
     # The twins are slower per tile than their data-parallel siblings, so each is taken only
     # below a fill of 0.93 (see docs/tuning/cute_pipelined.md#stream-k). am_bk has no twin of
     # its own (it spilled on sm_80): it takes ak_bn's on the transposed problem,
@@ -113,12 +217,14 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
     fills = {("m", "n"): 0.93, ("k", "k"): 0.93, ("k", "n"): 0.93}
 
     def sk(a, b):
-        if not stream_k:
+        if not cfg.stream_k:
             return {}
         if (a, b) == ("m", "k"):
             return dict(stream_k="cute_pipelined_ak_bn_sk", stream_k_fill=fills["k", "n"],
                         stream_k_swap=True)
         return dict(stream_k=f"cute_pipelined_a{a}_b{b}_sk", stream_k_fill=fills[a, b])
+    bm, bn, bk = cfg.blk_m, cfg.blk_n, cfg.blk_k
+    through_smem = any(e != "scalar" for e in (cfg.epi_ak_bk, cfg.epi_ak_bn))
     return Kernel(
         name=name,
         family="cute",
@@ -131,35 +237,19 @@ def _pipe(name: str, bm: int, bn: int, bk: int, stages: int, thr_m: int = 16, th
                        for a, b in (("m", "n"), ("m", "k"), ("k", "n"), ("k", "k")))
                  + tuple(Variant(f"cute_pipelined_a{a}_b{b}_s", a_major=a, b_major=b, c_major="any")
                          for a, b in (("k", "k"), ("m", "k"), ("m", "n"), ("k", "n"))),
-        block=(thr_m * thr_n, 1, 1),
-        grid=TileGridMN(bm, bn),     # the kernel remaps block ids (RASTER_N tile columns per group)
-        defines=(("BLK_M", bm), ("BLK_N", bn), ("BLK_K", bk), ("STAGES", stages),
-                 ("THR_M", thr_m), ("THR_N", thr_n), ("WARP_M", warp_m),
-                 ("MIN_BLOCKS", min_blocks), ("SMEM_PAD", _PAD), ("RASTER_N", raster_n),
-                 ("FRAG_DB", frag_db), ("TRANS_K", bk // 2 if trans_k is None else trans_k),
-                 ("STREAM_K", stream_k), ("FMA_ORDER", fma_order),
-                 ("FMA_ORDER_RAW", fma_order_raw),
-                 ("MIN_BLOCKS_MN", min_blocks if min_blocks_mn is None else min_blocks_mn),
-                 ("STASH_K", bk - 1 if stash_k is None else stash_k),
-                 ("STASH0_K", bk // 2 if stash0_k is None else stash0_k),
-                 ("LOAD1_K", bk // 2 if load1_k is None else load1_k), ("PDL", int(bool(stream_k))),
-                 ("KQ_LAYOUT", kq_layout), ("KT_UNROLL", kt_unroll),
-                 ("EPI_AK_BK", epi_ak_bk), ("EPI_AK_BN", epi_ak_bn), ("EPI_AM_BK", epi_am_bk),
-                 ("EPI_AM_BN", epi_am_bn))
-                + ((("SK_SMEM", twin_smem),) if stream_k else ()),
+        block=(cfg.threads, 1, 1),
+        grid=TileGridMN(bm, bn),     # the kernel remaps block ids (grouped CTA order)
+        config=cfg,
         tile=(bm, bn, bk),
-        # per operand: 2 compute buffers + STAGES raw (k-major) stages; an m/n-major
-        # operand's STAGES compute stages fit in the same region
-        dyn_smem=FixedSmem(4 * bk * (2 * (bm + bn + 2 * _PAD) + stages * (bm + bn))),
-        stream_k_smem=FixedSmem(twin_smem) if stream_k else None,
-        summary=(f"{stages}-stage smem pipeline (cp.async 16 B along m/n; along k register-staged, "
+        dyn_smem=FixedSmem(cfg.dyn_smem),
+        stream_k_smem=FixedSmem(cfg.sk_smem) if cfg.stream_k else None,
+        summary=(f"{cfg.stages}-stage smem pipeline (cp.async 16 B along m/n; along k register-staged, "
                  f"or via k-major raw smem stages when both are k-major), LDS.128 register "
-                 f"double buffer, {bm // thr_m}x{bn // thr_n} FFMA per thread, unchecked interior CTAs, grouped CTA order"
-                 + (", k-quad smem stages for k-major operands (conflict-free transposes)" if kq_layout else "")
-                 + (f", {kt_unroll} k-tiles per mainloop iteration when both are k-major" if kt_unroll > 1 else "")
-                 + (", C through smem (16-byte stores or bulk copies) in some entries" if
-                    any((epi_ak_bk, epi_ak_bn, epi_am_bk, epi_am_bn)) else "")
-                 + (", stream-K persistent launch when the tiles leave a partial last wave" if stream_k else "")),
+                 f"double buffer, {bm // cfg.thr_m}x{bn // cfg.thr_n} FFMA per thread, unchecked interior CTAs, grouped CTA order"
+                 + (", k-quad smem stages for k-major operands (conflict-free transposes)" if cfg.kq_layout else "")
+                 + (f", {cfg.kt_unroll} k-tiles per mainloop iteration when both are k-major" if cfg.kt_unroll > 1 else "")
+                 + (", C through smem (16-byte stores or bulk copies) in some entries" if through_smem else "")
+                 + (", stream-K persistent launch when the tiles leave a partial last wave" if cfg.stream_k else "")),
         seed="CuTe sgemm_sm80 (cp.async pipeline)",
         tags=("fast",),
     )
@@ -170,19 +260,21 @@ CUTE: list[Kernel] = [
     _smem("cute_smem", 128, 128, 8),
     _smem("cute_smem_64x128", 64, 128, 8),
     _tiled("cute_tiled", 128, 128, 8),
+    _multistage("cute_multistage", 128, 128, 8, 4),
     # cute_pipelined: each kept decision, its measurements and what lost, in docs/tuning/:
     # 128x128x16, 4 stages: see docs/tuning/cute_pipelined.md#tile-and-stages
     # trans_k=13 (late raw -> compute transpose): see docs/tuning/cute_pipelined.md#trans-k
-    # stream_k=1 (split launch, stream-K twin for the last wave): see docs/tuning/cute_pipelined.md#stream-k
+    # stream_k=True (split launch, stream-K twin for the last wave): see docs/tuning/cute_pipelined.md#stream-k
     # fma_order=6, fma_order_raw=2: see docs/tuning/cute_pipelined.md#ffma-order
     # min_blocks_mn=1 (am_bn without the 128-register cap): see docs/tuning/cute_pipelined.md#register-cap
     # stash_k=13, stash0_k=10, load1_k=1: see docs/tuning/cute_pipelined.md#staged-groups
     # kq_layout=7 (k-quad compute stages): see docs/tuning/cute_pipelined.md#k-quad-stages
     # kt_unroll=2 (both-k-major entry): see docs/tuning/cute_pipelined.md#kt-unroll
-    # epi_ak_bk=1, epi_ak_bn=3 (C through smem; bulk copies): see docs/tuning/cute_pipelined.md#epilogue
-    _pipe("cute_pipelined", 128, 128, 16, 4, trans_k=13, stream_k=1, fma_order=6,
-          fma_order_raw=2, min_blocks_mn=1, stash_k=13, stash0_k=10, load1_k=1, kq_layout=7,
-          kt_unroll=2, epi_ak_bk=1, epi_ak_bn=3),
-    _pipe("cute_pipelined_128x128x8", 128, 128, 8, 4),
-    _pipe("cute_pipelined_64x128x8", 64, 128, 8, 4, thr_m=8, thr_n=16, min_blocks=3),
+    # epi_ak_bk="smem16", epi_ak_bn="bulk" (C through smem; bulk copies): see docs/tuning/cute_pipelined.md#epilogue
+    _pipe("cute_pipelined", PipelinedConfig(
+        128, 128, 16, 4, min_blocks_mn=1, fma_order=6, fma_order_raw=2, load1_k=1, stash0_k=10,
+        stash_k=13, trans_k=13, kq_layout=7, kt_unroll=2, epi_ak_bk="smem16", epi_ak_bn="bulk",
+        stream_k=True)),
+    _pipe("cute_pipelined_128x128x8", PipelinedConfig(128, 128, 8, 4)),
+    _pipe("cute_pipelined_64x128x8", PipelinedConfig(64, 128, 8, 4, thr_m=8, min_blocks=3)),
 ]

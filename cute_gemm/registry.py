@@ -14,7 +14,7 @@ Operand conventions (see include/cute_gemm/common.cuh for the kernel signature):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from .errors import ShapeLimitError, UnknownKernelError
 
@@ -187,6 +187,9 @@ class Kernel:
     summary: str
     seed: str                            # seed stage it reproduces
     defines: tuple[tuple[str, int], ...] = ()   # -D NAME=VALUE: the one source of tile sizes
+    # or, for a kernel composed from templates, its typed configuration (e.g.
+    # ladder_cute.PipelinedConfig): config.cpp(name) is compiled in front of the source
+    config: Any = None
     options: tuple[str, ...] = ()        # extra NVRTC options (e.g. --ptxas-options=...)
     tile: tuple[int, int, int] | None = None    # (BM, BN, BK) for docs and tests
     dyn_smem: Callable[[int, int, int], int] | None = None
@@ -205,8 +208,16 @@ class Kernel:
     @property
     def pdl(self) -> bool:
         """Split stream-K launches (streamk.stream_k_plan) start the twin by programmatic dependent
-        launch on sm_90+: the source is built for it (the PDL define, c3_pipelined.cu)."""
-        return dict(self.defines).get("PDL", 0) == 1
+        launch on sm_90+: the source is built for it (its config's `pdl`)."""
+        return bool(getattr(self.config, "pdl", False))
+
+    @property
+    def min_blocks(self) -> int:
+        """CTAs per SM that every entry point must keep resident (its __launch_bounds__
+        minimum: the config's min_blocks, or the MIN_BLOCKS define; 1 when neither says)."""
+        if self.config is not None and hasattr(self.config, "min_blocks"):
+            return self.config.min_blocks
+        return dict(self.defines).get("MIN_BLOCKS", 1)
 
     @property
     def threads(self) -> int:

@@ -30,7 +30,7 @@ def split_shape() -> tuple[int, int, int]:
     launch: tile0 > 0), small in K to keep the sanitizer's run short."""
     k = registry.get("cute_pipelined")
     bm, bn, _ = k.tile
-    slots = launch.device_info().sm_count * dict(k.defines)["MIN_BLOCKS"]
+    slots = launch.device_info().sm_count * k.min_blocks
     tiles_n = 16
     tiles_m = slots // tiles_n + 2
     return tiles_m * bm - 4, tiles_n * bn - 4, 256

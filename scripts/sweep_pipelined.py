@@ -2,15 +2,17 @@
 """Tile/pipeline sweep for cute_pipelined on a GPU, against cuBLAS in the same run.
 
 Each spec registers one more configuration of kernels/cute/c3_pipelined.cu (the same
-source, other -D values, built by ladder_cute._pipe exactly like the registered ones)
+source, another ladder_cute.PipelinedConfig, built by ladder_cute._pipe exactly like the
+registered ones)
 for this process only, next to the registered kernels named on the command line; all of
 them are compiled in parallel (one process per configuration), their register and spill
 figures printed, then checked and timed by `cute-gemm bench`.
 
-  spec: NAME=BMxBNxBK/STAGES[,key=value...]   keys: thr_m thr_n warp_m min_blocks
-                                              min_blocks_mn raster_n frag_db trans_k
-                                              stream_k fma_order fma_order_raw
-                                              stash_k stash0_k load1_k kq_layout kt_unroll
+  spec: NAME=BMxBNxBK/STAGES[,key=value...]   keys: the PipelinedConfig fields (thr_m
+                                              thr_n min_blocks min_blocks_mn fma_order
+                                              fma_order_raw load1_k stash0_k stash_k
+                                              trans_k kq_layout kt_unroll stream_k (0/1)
+                                              epi_ak_bk epi_ak_bn (scalar/smem16/bulk))
                                               smem (bytes; experiments: too small for _ak_bk)
                                               rul (ptxas --register-usage-level 0-10)
                                               opt (other compiler settings, _OPTS)
@@ -30,7 +32,7 @@ from cute_gemm import compile as comp
 from cute_gemm.perf.report import format_table
 from cute_gemm.perf.runner import bench
 
-_SPEC = re.compile(r"^(\w+)=(\d+)x(\d+)x(\d+)/(\d+)((?:,\w+=\d+)*)$")
+_SPEC = re.compile(r"^(\w+)=(\d+)x(\d+)x(\d+)/(\d+)((?:,\w+=\w+)*)$")
 
 
 # opt=N: NVRTC / ptxas settings other than the defaults (the schedule ptxas picks for
@@ -48,19 +50,19 @@ def parse_spec(text: str) -> registry.Kernel:
     if not m:
         raise SystemExit(f"bad spec {text!r}: NAME=BMxBNxBK/STAGES[,key=value...]")
     name, bm, bn, bk, st, rest = m.groups()
-    kw = {k: int(v) for k, v in (kv.split("=") for kv in rest.split(",") if kv)}
-    extra = tuple((key[2:], kw.pop(key)) for key in list(kw) if key.startswith("d_"))
+    kw = {k: v if k.startswith("epi_") else int(v)
+          for k, v in (kv.split("=") for kv in rest.split(",") if kv)}
+    if "stream_k" in kw:
+        kw["stream_k"] = bool(kw["stream_k"])
     smem = kw.pop("smem", None)
     rul = kw.pop("rul", None)
     opt = kw.pop("opt", None)
-    k = ladder_cute._pipe(name, int(bm), int(bn), int(bk), int(st), **kw)
+    cfg = ladder_cute.PipelinedConfig(int(bm), int(bn), int(bk), int(st), **kw)
+    k = ladder_cute._pipe(name, cfg)
     if rul is not None:   # ptxas --register-usage-level (0-10)
         k = dataclasses.replace(k, options=(f"--ptxas-options=--register-usage-level={rul}",))
     if opt is not None:   # other compiler settings (_OPTS)
         k = dataclasses.replace(k, options=k.options + _OPTS[opt])
-    if extra:   # d_NAME=VALUE: a define of the source's (a switch kept for comparisons)
-        k = dataclasses.replace(k, defines=tuple(d for d in k.defines if d[0] not in dict(extra))
-                                + extra)
     if smem is not None:   # experiments only: less than the both-k-major entry needs
         k = dataclasses.replace(k, dyn_smem=registry.FixedSmem(smem))
     return k
@@ -111,7 +113,7 @@ def main(argv=None) -> int:
     for name in names:
         c = cache.get(registry.get(name), arch)
         k = registry.get(name)
-        print(f"{name:<28} tile {k.tile} defines {dict(k.defines)} smem {k.smem_bytes(1, 1, 1)}")
+        print(f"{name:<28} tile {k.tile} config {k.config} smem {k.smem_bytes(1, 1, 1)}")
         for entry in k.entries:
             r = c.resources.get(entry)
             if r is not None:

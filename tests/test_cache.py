@@ -353,3 +353,16 @@ def test_a_test_run_leaves_the_user_cache_alone(tmp_path):
     assert "temporary" in line and tmp_path in used.parents
     assert not used.exists() and not list(tmp_path.glob("cute_gemm_tests_*"))
     assert not (home / ".cache").exists()
+
+
+def test_key_covers_a_typed_config():
+    """A kernel configured by a typed struct (Kernel.config) compiles it in front of its source:
+    the key changes with any field, without compiling anything."""
+    from cute_gemm import compile as comp, registry
+    k = registry.get("cute_pipelined")
+    opts = comp.options(k, "sm_90")
+    src = comp.read_source(k)
+    assert "struct Config" in src and src.endswith(comp.paths.kernels_dir().joinpath(k.source).read_text())
+    other = dataclasses.replace(k, config=dataclasses.replace(k.config, fma_order=2))
+    assert cache.cache_key(k, "sm_90", src, opts) != cache.cache_key(other, "sm_90", comp.read_source(other),
+                                                                      comp.options(other, "sm_90"))

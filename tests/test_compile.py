@@ -16,9 +16,9 @@ def test_every_kernel_compiles(k, arch):
     c = cute_gemm.compile_kernel(k.name, arch=arch)
     assert c.cubin[:4] == b"\x7fELF", "NVRTC must hand back a CUBIN (ELF), not PTX"
     res = c.resources
-    # MIN_BLOCKS CTAs per SM must stay resident for every entry, also for those built
-    # without ptxas's register cap (cute_pipelined's am_bn: MIN_BLOCKS_MN = 1)
-    min_blocks = dict(k.defines).get("MIN_BLOCKS", 1)
+    # min_blocks CTAs per SM must stay resident for every entry, also for those built
+    # without ptxas's register cap (cute_pipelined's am_bn: min_blocks_mn = 1)
+    min_blocks = k.min_blocks
     reg_cap = min(255, 65536 // (k.threads * min_blocks))
     for entry in k.entries:
         assert entry in res, f"ptxas reported nothing for entry {entry}"
@@ -126,11 +126,12 @@ def test_cubin_elf_resources_match_ptxas_report(name):
         assert (e.registers, e.smem_bytes, e.stack_bytes) == (r.registers, r.smem_bytes, r.stack_bytes)
 
 
-# cute_pipelined's interior epilogues (c3_pipelined.cu, EPI_*): the entries whose code is 3
-# store C by bulk copies (cp.async.bulk) on sm_90 and only there; every other entry, the
-# stream-K twins and the 4-byte fallbacks keep other stores. Checked in the PTX NVRTC writes
-# for each arch, so a registry or preprocessor slip that silently drops (or spreads) the
-# path shows here, where the GPU tests would still pass on the scalar stores.
+# cute_pipelined's interior epilogues (include/cute_gemm/smem_epilogue.cuh), chosen per
+# data-parallel entry by its Config::epi_* policy: "bulk" entries store C by bulk copies
+# (cp.async.bulk) on sm_90 and only there, "smem16" entries by 16-byte stores read back from
+# smem; every other entry, the stream-K twins and the 4-byte fallbacks keep scalar stores.
+# Checked in the PTX NVRTC writes for each arch, so a registry or template slip that silently
+# drops (or spreads) a path shows here, where the GPU tests would still pass on scalar stores.
 def _ptx_entries(ptx: str) -> dict[str, str]:
     parts = ptx.split(".entry ")[1:]
     return {p.split("(", 1)[0].strip(): p for p in parts}
@@ -138,15 +139,18 @@ def _ptx_entries(ptx: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("arch", [pytest.param(a, marks=pytest.mark.compiles("cute_pipelined", a, ptx=True))
                                   for a in registry.ARCHS])
-def test_pipelined_bulk_copy_epilogue_where_registered(arch):
+def test_pipelined_smem_epilogues_where_registered(arch):
     k = registry.get("cute_pipelined")
-    d = dict(k.defines)
-    # entry cute_pipelined_a?_b? takes EPI_A?_B? (the _s fallbacks and _sk twins: none)
-    bulk = {e for e in k.entries if d.get("EPI_" + e.removeprefix("cute_pipelined_").upper()) == 3}
-    assert bulk, "no entry has EPI code 3: this test checks nothing"
+    policy = {e: getattr(k.config, "epi_" + e.removeprefix("cute_pipelined_"), "scalar")
+              for e in k.entries}          # the entries with a policy of their own: ak_bk, ak_bn
+    bulk = {e for e, p in policy.items() if p == "bulk"}
+    smem16 = {e for e, p in policy.items() if p == "smem16"}
+    assert bulk and smem16, "no entry has a bulk / smem16 epilogue: this test checks nothing"
     # the PTX of the compile test_every_kernel_compiles checked (cached): not a second NVRTC run
     entries = _ptx_entries(cache.get(k, arch, ptx=True).ptx)
     assert set(k.entries) <= set(entries), sorted(set(k.entries) - set(entries))
     for name, body in entries.items():
-        has = "cp.async.bulk.global.shared::cta" in body
-        assert has == (arch == "sm_90" and name in bulk), (arch, name, has)
+        has_bulk = "cp.async.bulk.global.shared::cta" in body
+        assert has_bulk == (arch == "sm_90" and name in bulk), (arch, name, has_bulk)
+        has_v4 = "st.global.v4.f32" in body
+        assert has_v4 == (name in smem16), (arch, name, has_v4)

@@ -379,10 +379,10 @@ def test_stream_k_on_two_streams_at_once_and_pools_trimmed():
     assert launch.mem_get_info()[0] >= free0 - (4 << 20)
 
 
-# ---- the interior epilogue through smem (c3_pipelined.cu, EPI_*) --------------------------
+# ---- the interior epilogue through smem (include/cute_gemm/smem_epilogue.cuh) --------------
 # Row-major C with a 16-byte aligned base and leading dimension % 4 == 0 goes through smem
-# (in the entries with EPI_* set): as 16-byte stores (EPI 1), or on sm_90 by bulk copies
-# when beta is 0 (EPI 3, else scalar); any other C takes the scalar stores. Each kind
+# (in the entries whose Config::epi_* says so): as 16-byte stores (smem16), or on sm_90 by
+# bulk copies when beta is 0 (bulk, else scalar); any other C takes the scalar stores. Each kind
 # below, on the split shape (data-parallel entry, then the stream-K twin) in every
 # layout (entries with and without it), with beta != 0 (C read back as 16-byte loads
 # too) and beta == 0 (C poisoned with NaN: never read, every element written).
@@ -396,8 +396,7 @@ def test_interior_epilogue_c_strides(kind, layout, beta):
     cp = pytest.importorskip("cupy")
     from cute_gemm import registry as reg
     k = reg.get("cute_pipelined")
-    d = dict(k.defines)
-    assert any(d.get(f"EPI_{e}", 0) for e in ("AK_BK", "AK_BN", "AM_BK", "AM_BN")), \
+    assert any(e != "scalar" for e in (k.config.epi_ak_bk, k.config.epi_ak_bn)), \
         "no entry stores C through smem: this test checks nothing"
     m, n, kk = SPLIT_SHAPE
     a, b, c0 = _split_operands(layout, np.random.default_rng())

@@ -39,9 +39,13 @@ def test_kernel_record_is_sane(k):
     # the wrapper's fallback: some variant accepts plain row-major operands at any alignment
     assert any(v.accepts("k", "n", "n", 1) for v in k.variants), "needs a row-major, align-1 variant"
     if k.tile:
-        d = dict(k.defines)
-        names = [n for n in d if n.endswith(("_M", "_N", "_K", "BM", "BN", "BK"))]
-        assert names, "tile sizes must be handed to the compiler as -D defines"
+        # one source of truth: the tile reaches the compiler as -D defines or in the config
+        if k.config is not None:
+            assert (k.config.blk_m, k.config.blk_n, k.config.blk_k) == k.tile
+        else:
+            d = dict(k.defines)
+            names = [n for n in d if n.endswith(("_M", "_N", "_K", "BM", "BN", "BK"))]
+            assert names, "tile sizes must be handed to the compiler as -D defines"
 
 
 @pytest.mark.parametrize("k", KERNELS, ids=lambda k: k.name)
@@ -105,3 +109,42 @@ def test_readme_kernel_table_is_generated_from_registry():
     readme = (root / "README.md").read_text()
     for k in registry.kernels():
         assert f"`{k.name}`" in readme
+
+
+def test_pipelined_config_one_name_per_knob():
+    """The tuned kernel's knobs have one name, the same in Python and C++: every Config /
+    Cfg member its sources read is a PipelinedConfig field (or the derived sk_smem), every
+    field is read there and written into the generated struct, and the constants the
+    registry shares with the headers (not knobs) agree with them."""
+    import dataclasses
+    from cute_gemm import ladder_cute
+    inc = paths.project_include_dir() / "cute_gemm"
+    texts = [(paths.kernels_dir() / "cute" / "c3_pipelined.cu").read_text()]
+    texts += [p.read_text() for p in sorted(inc.glob("*.cuh"))]
+    code = [re.sub(r"//.*", "", t) for t in texts]                  # the code, not comments
+    read = set().union(*(re.findall(r"\b(?:Config|Cfg)::(\w+)", t) for t in code))
+    fields = {f.name for f in dataclasses.fields(ladder_cute.PipelinedConfig)} | {"sk_smem"}
+    assert read == fields, (sorted(read - fields), sorted(fields - read))
+    for k in KERNELS:
+        if isinstance(k.config, ladder_cute.PipelinedConfig):
+            cpp = k.config.cpp(k.name)
+            assert set(re.findall(r"static constexpr \w+(?:::\w+)? (\w+) =", cpp)) == fields, k.name
+    header = (inc / "pipelined_config.cuh").read_text()
+    assert int(re.search(r"kSmemPad = (\d+);", header).group(1)) == ladder_cute.SMEM_PAD
+    assert int(re.search(r"kWarpM = (\d+);", header).group(1)) == ladder_cute.WARP_M
+    epi = re.search(r"enum class Epi \{([^}]*)\}", header).group(1)
+    assert tuple(e.strip() for e in epi.split(",")) == ladder_cute.EPILOGUES
+    with pytest.raises(ValueError, match="epi_ak_bn"):
+        ladder_cute.PipelinedConfig(128, 128, 8, 4, epi_ak_bn="vector")
+
+
+def test_no_cute_source_is_a_maze_of_conditionals():
+    """Variants are types and `if constexpr`, not the preprocessor: a handful of
+    conditionals at most per CuTe kernel source or shared header (include guards are
+    #pragma once)."""
+    files = (list((paths.kernels_dir() / "cute").glob("*.cu"))
+             + list(paths.project_include_dir().rglob("*.cuh")))
+    assert files
+    for f in files:
+        n = len(re.findall(r"^\s*#\s*if", f.read_text(), re.M))
+        assert n <= 5, f"{f.name}: {n} preprocessor conditionals"

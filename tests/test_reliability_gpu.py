@@ -387,7 +387,7 @@ def test_ten_thousand_calls_leave_device_memory_flat():
 
 
 # ---- the fuzz ----------------------------------------------------------------------------------
-_FUZZ_KERNELS = ["naive", "v9_warptile", "cute_gmem", "cute_tiled", "cute_pipelined"]
+_FUZZ_KERNELS = ["naive", "v9_warptile", "cute_gmem", "cute_tiled", "cute_multistage", "cute_pipelined"]
 
 
 def _view(buf, shape, order, offset, neg):

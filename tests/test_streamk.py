@@ -99,19 +99,21 @@ def test_stream_k_entries_registered():
     assert len(k.entries) == len(set(k.entries)) == 11     # 8 + 3 twins (am_bk borrows one)
     # A m-major x B k-major is A k-major x B n-major for C^T = B^T A^T
     assert sk["m", "k"].stream_k == sk["k", "n"].stream_k and sk["m", "k"].stream_k_swap
-    assert ("STREAM_K", 1) in k.defines
+    assert k.config.stream_k
 
 
 def test_pdl_flag_matches_the_build_and_the_launch_config():
     """Kernel.pdl (the host starts split launches' twins by programmatic dependent
-    launch) is read from the PDL define (the kernels' griddepcontrol), which only kernels
-    with stream-K twins set, and the launch configuration carries the one attribute (built
-    without a GPU)."""
-    assert registry.get("cute_pipelined").pdl
-    for k in registry.KERNELS:
-        assert k.pdl == (dict(k.defines).get("PDL", 0) == 1), k.name
-        assert not k.pdl or any(v.stream_k for v in k.variants), k.name
-    assert not dataclasses.replace(registry.get("cute_pipelined"), defines=(("PDL", 0),)).pdl
+    launch) is read from the config (the kernels' griddepcontrol comes with the stream-K
+    twins), which only kernels with stream-K twins set, and the launch configuration carries
+    the one attribute (built without a GPU)."""
+    k = registry.get("cute_pipelined")
+    assert k.pdl and k.config.stream_k
+    for kk in registry.KERNELS:
+        assert kk.pdl == bool(getattr(kk.config, "stream_k", False)), kk.name
+        assert not kk.pdl or any(v.stream_k for v in kk.variants), kk.name
+    no_sk = dataclasses.replace(k.config, stream_k=False)
+    assert not dataclasses.replace(k, config=no_sk).pdl
     from cute_gemm import launch
     drv = launch._drv()
     cfg = launch._pdl_config(drv)

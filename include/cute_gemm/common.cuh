@@ -19,6 +19,14 @@
 
 namespace cg {
 
+// The architecture being compiled for (compute capability * 10), for `if constexpr` choices
+// of arch-specific code. NVRTC compiles device code only, where __CUDA_ARCH__ is defined.
+#ifdef __CUDA_ARCH__
+constexpr int kArch = __CUDA_ARCH__;
+#else
+constexpr int kArch = 0;
+#endif
+
 __host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 // BLAS semantics: with beta == 0, C is write-only. Reading it anyway would turn an
