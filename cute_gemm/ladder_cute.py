@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from .registry import FixedSmem, Kernel, TileGridMN, Variant
+from .records import FixedSmem, Kernel, TileGridMN, Variant
 
 _MAJORS = tuple((a, b) for a in ("k", "m") for b in ("n", "k"))
 

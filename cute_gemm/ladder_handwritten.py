@@ -7,7 +7,7 @@ scalar fallback last (align=1), and the wrapper picks by the actual operands.
 """
 from __future__ import annotations
 
-from .registry import FlatGrid, Kernel, RowGrid, StripSmem, TileGrid, Variant
+from .records import FlatGrid, Kernel, RowGrid, StripSmem, TileGrid, Variant
 
 ANY = Variant  # shorthand below
 

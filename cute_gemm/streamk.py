@@ -5,7 +5,7 @@ runtime (resolve.py) supplies the occupancy it reads off the driver.
 """
 from __future__ import annotations
 
-from .registry import Kernel, Variant, cdiv
+from .records import Kernel, Variant, cdiv
 
 
 def plan(k: Kernel, variant: Variant, m: int, n: int, kk: int, slots_dp: int,

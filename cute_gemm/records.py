@@ -1,0 +1,257 @@
+"""The records a kernel is described by: its entry points (Variant) and the operands each
+takes, its grid and shared-memory policies with the launch limits, the Kernel record
+itself, and the operand-layout vocabulary. Data only: the ladders (ladder_*.py) build
+their tables from these, and registry.py lists them.
+
+Operand conventions (see include/cute_gemm/common.cuh for the kernel signature):
+  A is (M,K): "k"-major = row-major (stride along K is 1), "m"-major = column-major.
+  B is (K,N): "n"-major = row-major, "k"-major = column-major.
+  C is (M,N): "n"-major = row-major, "m"-major = column-major.
+  "any" accepts every stride pattern, unit or not.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .errors import InputError, ShapeLimitError
+
+ARCHS = ("sm_80", "sm_90")          # every kernel is compiled for these in CI
+
+# Operand layouts, as users name them: op(A) op(B), "n" the array as it is (row-major),
+# "t" the transposed view of a row-major array (BLAS's transa/transb). Kernels name the
+# same thing by majors (below); layout_majors is the one translation.
+LAYOUTS = ("nn", "tn", "nt", "tt")
+
+
+def layout_majors(layout: str) -> tuple[str, str]:
+    """(A major, B major) of an operand layout: "n" A is k-major, "t" A m-major; "n" B is
+    n-major, "t" B k-major."""
+    if layout not in LAYOUTS:
+        raise InputError(f"operand layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+    return ("k" if layout[0] == "n" else "m"), ("n" if layout[1] == "n" else "k")
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One extern "C" entry point of a kernel source and the operands it accepts."""
+    entry: str
+    a_major: str = "k"     # "k" | "m" | "any"
+    b_major: str = "n"     # "n" | "k" | "any"
+    c_major: str = "n"     # "n" | "m" | "any"
+    align: int = 1         # elements: leading strides and base pointers are multiples of this
+    align_roles: str = "abc"   # the operands `align` (and extent_align) apply to: those read or
+                               # written with vectors ("ab": C is free, e.g. scalar epilogue)
+    extent_align: int = 1  # those operands' contiguous extent (K for k-major A, M for m-major A,
+                           # N or K for B, N or M for C) is a multiple of this: a 128-bit vector
+                           # must never straddle the end of a row/column (it would read past it)
+    stream_k: str = ""     # entry point of the same operands as a persistent stream-K launch
+                           # (signature + float* ws, int tile0; include/cute_gemm/streamk.cuh),
+                           # named NAME_sk after its data-parallel sibling NAME, or ""
+    stream_k_fill: float = 1.0  # ... taken when the last wave of the data-parallel grid is
+                                # filled to less than this (streamk.stream_k_plan); < 1 where the
+                                # stream-K twin is slower per tile than its sibling
+    stream_k_swap: bool = False # the twin computes the transposed problem C^T = B^T A^T (an
+                                # A m-major / B k-major call is A k-major / B n-major there)
+
+    def __repr__(self) -> str:   # one line: kernels() lists dozens of these
+        twin = f", stream-K twin {self.stream_k}" if self.stream_k else ""
+        return (f"<Variant {self.entry}: A {self.a_major}-major, B {self.b_major}-major, "
+                f"C {self.c_major}-major, align {self.align}{twin}>")
+
+    def align_for(self, role: str) -> int:
+        """The alignment (elements) this entry point needs of operand `role` ("a", "b", "c")."""
+        return self.align if role in self.align_roles else 1
+
+    def fits_extents(self, m: int, n: int, k: int) -> bool:
+        """True if every vector operand's contiguous extent is a multiple of extent_align."""
+        if self.extent_align == 1:
+            return True
+        ext = {"a": {"k": k, "m": m}.get(self.a_major), "b": {"n": n, "k": k}.get(self.b_major),
+               "c": {"n": n, "m": m}.get(self.c_major)}
+        return all(ext[r] is None or ext[r] % self.extent_align == 0 for r in self.align_roles)
+
+    def takes(self, role: str, major: str | None, align: int) -> bool:
+        """The one acceptance rule: this entry point takes operand `role` ("a", "b", "c")
+        whose unit stride runs along `major` (None or "strided": none) with its pointer
+        and leading stride aligned to `align` elements (0: not even to one float)."""
+        want = self.a_major if role == "a" else self.b_major if role == "b" else self.c_major
+        return align > 0 and (want == "any" or want == major) and align % self.align_for(role) == 0
+
+    def accepts(self, a_major: str | None, b_major: str | None, c_major: str | None,
+                align: int) -> bool:
+        return (self.takes("a", a_major, align) and self.takes("b", b_major, align)
+                and self.takes("c", c_major, align))
+
+
+# ---- grid policies: (M, N, K) -> grid (x, y, z) -------------------------------------
+# Each policy also says how many rows and columns of C one launch can cover (`span`):
+# the grid limits of CUDA, and EXTENT_MAX, below which a kernel's 32-bit row, column and
+# k indices (plus a tile) never wrap. run() cuts larger problems into launches of at
+# most that size (Kernel.launch_extents), so every M, N, K >= 1 runs.
+GRID_X_MAX, GRID_YZ_MAX = 2**31 - 1, 65535
+EXTENT_MAX = 2**30
+
+
+@dataclass(frozen=True)
+class TileGrid:
+    """One block per (BM, BN) tile of C: x walks N, y walks M."""
+    bm: int
+    bn: int
+
+    def __call__(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+        return (cdiv(n, self.bn), cdiv(m, self.bm), 1)
+
+    def span(self, n: int) -> tuple[int, int]:
+        return GRID_YZ_MAX * self.bm, GRID_X_MAX * self.bn
+
+
+@dataclass(frozen=True)
+class TileGridMN:
+    """One block per (BM, BN) tile of C: x walks M, y walks N (CuTe's (m,n) order)."""
+    bm: int
+    bn: int
+
+    def __call__(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+        return (cdiv(m, self.bm), cdiv(n, self.bn), 1)
+
+    def span(self, n: int) -> tuple[int, int]:
+        return GRID_X_MAX * self.bm, GRID_YZ_MAX * self.bn
+
+
+@dataclass(frozen=True)
+class FlatGrid:
+    """A 1D grid of `threads`-thread blocks covering M*N elements."""
+    threads: int
+
+    def __call__(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+        return (cdiv(m * n, self.threads), 1, 1)
+
+    def span(self, n: int) -> tuple[int, int]:
+        """(rows, columns) for C with n columns: M * N elements fit one grid.x"""
+        cols = min(n, EXTENT_MAX)
+        return max(1, GRID_X_MAX * self.threads // cols), cols
+
+
+@dataclass(frozen=True)
+class RowGrid:
+    """One block per row of C."""
+
+    def __call__(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+        return (m, 1, 1)
+
+    def span(self, n: int) -> tuple[int, int]:
+        return GRID_X_MAX, EXTENT_MAX
+
+
+# ---- dynamic shared memory policies: (M, N, K) -> bytes ----------------------------
+@dataclass(frozen=True)
+class StripSmem:
+    """Whole-K strips: rows_a rows of A and cols_b columns of B, K floats each, the total
+    rounded up to whole 16-byte words: ptxas widens a strip's last reads to LDS.128 of
+    the aligned 16 bytes around them (row_smem with K % 4 != 0), which must lie inside
+    the allocation (compute-sanitizer memcheck, scripts/sanitize.sh)."""
+    rows_a: int
+    cols_b: int
+
+    def __call__(self, m: int, n: int, k: int) -> int:
+        return cdiv(4 * k * (self.rows_a + self.cols_b), 16) * 16
+
+    def max_k(self, limit_bytes: int) -> int:
+        return (limit_bytes // 16 * 16) // (4 * (self.rows_a + self.cols_b))
+
+
+@dataclass(frozen=True)
+class FixedSmem:
+    nbytes: int
+
+    def __call__(self, m: int, n: int, k: int) -> int:
+        return self.nbytes
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    family: str                          # "handwritten" | "cute"
+    source: str                          # path under kernels/
+    variants: tuple[Variant, ...]        # tried in order; the last must take row-major, align 1
+    block: tuple[int, int, int]          # threads per block
+    grid: Callable[[int, int, int], tuple[int, int, int]]
+    summary: str
+    seed: str                            # seed stage it reproduces
+    defines: tuple[tuple[str, int], ...] = ()   # -D NAME=VALUE: the one source of tile sizes
+    # or, for a kernel composed from templates, its typed configuration (e.g.
+    # ladder_cute.PipelinedConfig): config.cpp(name) is compiled in front of the source
+    config: Any = None
+    options: tuple[str, ...] = ()        # extra NVRTC options (e.g. --ptxas-options=...)
+    tile: tuple[int, int, int] | None = None    # (BM, BN, BK) for docs and tests
+    dyn_smem: Callable[[int, int, int], int] | None = None
+    # dynamic smem of the stream-K twins (Variant.stream_k), where less than dyn_smem
+    stream_k_smem: Callable[[int, int, int], int] | None = None
+    min_arch: int = 80                   # compute capability * 10
+    dtypes: tuple[str, ...] = ("float32",)
+    constraints: str = "any M, N, K >= 1"
+    tags: tuple[str, ...] = field(default=())
+
+    def __repr__(self) -> str:   # the generated one prints every variant and policy: pages
+        tile = "x".join(map(str, self.tile)) if self.tile else "-"
+        return (f"<Kernel {self.name} ({self.family}, {self.source}): tile {tile}, "
+                f"{self.threads} threads, {len(self.entries)} entr{'y' if len(self.entries) == 1 else 'ies'}>")
+
+    @property
+    def pdl(self) -> bool:
+        """Split stream-K launches (streamk.stream_k_plan) start the twin by programmatic dependent
+        launch on sm_90+: the source is built for it (its config's `pdl`)."""
+        return bool(getattr(self.config, "pdl", False))
+
+    @property
+    def min_blocks(self) -> int:
+        """CTAs per SM that every entry point must keep resident (its __launch_bounds__
+        minimum: the config's min_blocks, or the MIN_BLOCKS define; 1 when neither says)."""
+        if self.config is not None and hasattr(self.config, "min_blocks"):
+            return self.config.min_blocks
+        return dict(self.defines).get("MIN_BLOCKS", 1)
+
+    @property
+    def threads(self) -> int:
+        b = self.block
+        return b[0] * b[1] * b[2]
+
+    @property
+    def entries(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys([v.entry for v in self.variants]
+                                   + [v.stream_k for v in self.variants if v.stream_k]))
+
+    def smem_bytes(self, m: int, n: int, k: int) -> int:
+        return self.dyn_smem(m, n, k) if self.dyn_smem is not None else 0
+
+    def stream_k_smem_bytes(self, m: int, n: int, k: int) -> int:
+        if self.stream_k_smem is not None:
+            return self.stream_k_smem(m, n, k)
+        return self.smem_bytes(m, n, k)
+
+    def launch_extents(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+        """The largest (M, N, K) one launch of this kernel takes, at most (m, n, k): the
+        grid's span and EXTENT_MAX. Cut sizes are multiples of 256, so every piece keeps
+        the alignment class of its operands' pointers."""
+        rows, cols = self.grid.span(n)
+
+        def cut(x: int, limit: int) -> int:
+            limit = min(limit, EXTENT_MAX)
+            return x if x <= limit else max(limit // 256 * 256, 1)
+        return cut(m, rows), cut(n, cols), cut(k, EXTENT_MAX)
+
+    def check_limits(self, m: int, n: int, k: int, smem_limit: int) -> None:
+        """Raise ShapeLimitError if this shape needs more dynamic smem than the device has."""
+        need = self.smem_bytes(m, n, k)
+        if need > smem_limit:
+            max_k = getattr(self.dyn_smem, "max_k", None)
+            hint = f"; this kernel handles K <= {max_k(smem_limit)}" if max_k else ""
+            raise ShapeLimitError(
+                f"kernel {self.name!r} needs {need} bytes of shared memory for "
+                f"M={m}, N={n}, K={k}, but the device allows {smem_limit} bytes per block"
+                f"{hint} ({self.constraints})")
