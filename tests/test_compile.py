@@ -154,3 +154,21 @@ def test_pipelined_smem_epilogues_where_registered(arch):
         assert has_bulk == (arch == "sm_90" and name in bulk), (arch, name, has_bulk)
         has_v4 = "st.global.v4.f32" in body
         assert has_v4 == (name in smem16), (arch, name, has_v4)
+
+
+@pytest.mark.parametrize("arch", [pytest.param(a, marks=pytest.mark.compiles("cute_pipelined", a, ptx=True))
+                                  for a in registry.ARCHS])
+def test_pdl_flag_matches_the_compiled_kernel(arch):
+    """Kernel.pdl tells the host to start a split launch's stream-K twin by programmatic
+    dependent launch: then, on sm_90, every twin waits for its head (griddepcontrol.wait)
+    and every head lets it start (griddepcontrol.launch_dependents); sm_80 has neither."""
+    from cute_gemm import streamk
+    k = registry.get("cute_pipelined")
+    twins = {v.stream_k for v in k.variants if v.stream_k}
+    heads = {streamk.stream_k_dp_entry(v) for v in k.variants if v.stream_k}
+    assert k.pdl and twins and heads, "no stream-K twins: this test checks nothing"
+    entries = _ptx_entries(cache.get(k, arch, ptx=True).ptx)
+    for name in twins:
+        assert ("griddepcontrol.wait" in entries[name]) == (arch == "sm_90"), (arch, name)
+    for name in heads:
+        assert ("griddepcontrol.launch_dependents" in entries[name]) == (arch == "sm_90"), (arch, name)

@@ -20,13 +20,11 @@ def test_registry_not_empty_and_names_unique():
 
 
 @pytest.mark.parametrize("k", KERNELS, ids=lambda k: k.name)
-def test_kernel_entry_points_exist_in_source(k):
+def test_kernel_file_opens_with_its_header(k):
+    # (that every registered entry point is in the compiled kernel: test_compile.py, from
+    # the cubin's own function list)
     src = (paths.kernels_dir() / k.source).read_text()
     assert src.lstrip().startswith("//"), "every kernel file opens with a header comment"
-    defined = set(re.findall(r'extern\s+"C"\s+__global__\s+void\s+(?:__launch_bounds__\([^)]*\)\s*)?(\w+)', src))
-    # entries may also be stamped out by a macro: accept NAME( as a macro argument
-    for entry in k.entries:
-        assert entry in defined or re.search(rf"\b{entry}\b", src), f"{entry} not in {k.source}"
 
 
 @pytest.mark.parametrize("k", KERNELS, ids=lambda k: k.name)
