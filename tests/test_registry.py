@@ -136,11 +136,11 @@ def test_pipelined_config_one_name_per_knob():
         ladder_cute.PipelinedConfig(128, 128, 8, 4, epi_ak_bn="vector")
 
 
-def test_no_cute_source_is_a_maze_of_conditionals():
+def test_no_source_is_a_maze_of_conditionals():
     """Variants are types and `if constexpr`, not the preprocessor: a handful of
-    conditionals at most per CuTe kernel source or shared header (include guards are
+    conditionals at most per kernel source or shared header (include guards are
     #pragma once)."""
-    files = (list((paths.kernels_dir() / "cute").glob("*.cu"))
+    files = (list(paths.kernels_dir().rglob("*.cu"))
              + list(paths.project_include_dir().rglob("*.cuh")))
     assert files
     for f in files:

@@ -27,36 +27,10 @@
 //           is per-k-tile overhead (global loads, stores, barrier, address math).
 #include <cute_gemm/tiles.cuh>
 
-#ifndef BM
-#define BM 128
-#endif
-#ifndef BN
-#define BN 128
-#endif
-#ifndef BK
-#define BK 8
-#endif
-#ifndef WM
-#define WM 32
-#endif
-#ifndef WN
-#define WN 64
-#endif
-#ifndef TM
-#define TM 8
-#endif
-#ifndef TN
-#define TN 8
-#endif
-#ifndef GROUP_M
-#define GROUP_M 8
-#endif
-#ifndef MIN_BLOCKS
-#define MIN_BLOCKS 2          // blocks per SM the register budget must allow
-#endif
-#ifndef FRAG_DB
-#define FRAG_DB 0             // 1: explicit register double buffering of the fragments
-#endif
+// BM BN BK (block tile), WM WN (warp tile), TM TN (thread tile), GROUP_M (L2 block order),
+// MIN_BLOCKS (blocks per SM the register budget must allow) and FRAG_DB (1: explicit register
+// double buffering of the fragments) come from the registry as -D defines
+// (ladder_handwritten._warptile), the one place they are stated.
 #define APAD 4
 
 constexpr int LM = WM / TM, LN = WN / TN;              // lane grid of a warp
