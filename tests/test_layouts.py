@@ -1,13 +1,15 @@
 """Layout dumps (cute_gemm.layouts): a recipe for every CuTe kernel, checked against the kernel.
 
 Two kinds of test:
-  * pure Python (always run): every registered CuTe kernel has a recipe, built from its
-    registry defines; every name a recipe shows is one the kernel source defines; the
+  * pure Python (always run): every registered CuTe kernel has a recipe, built from what
+    it is compiled with (its -D defines or its typed config); every name a recipe shows is
+    one the kernel source or a project header it includes defines; the
     partition and bank-conflict analyses (partitions cover their tile, TV layouts land in
     theirs, the k-quad stages take a warp's transposed stores without bank conflicts);
     the print formats on top of pycute.
   * nvcc (skipped without nvcc or the CuTe headers): for each kernel, a generated program
-    includes the kernel's own source, is compiled with the registry's -D defines, and prints
+    holds the kernel's own source as NVRTC sees it (compile.read_source: after its Config
+    where it has one), is compiled with the registry's -D defines, and prints
     with CuTe's `print` / `print_layout` every layout the recipe shows, every thread's
     partition and the TV layouts, from the kernel's own definitions (layouts/cppcheck.py).
     Its output must equal the dump byte for byte: a kernel and its dump cannot drift apart.
@@ -24,6 +26,7 @@ import tempfile
 import pytest
 
 from cute_gemm import layouts as L
+from cute_gemm import compile as cg_compile
 from cute_gemm import paths, registry
 from cute_gemm.layouts import analysis, cppcheck
 from cute_gemm.layouts.algebra import Dyn, Layout, TiledCopy, CopyAtom
@@ -52,38 +55,79 @@ def test_missing_recipe_fails_loudly():
         L.build(fake)
 
 
+def _twice_blk_m(k):
+    """k compiled with BLK_M doubled: in its typed config, or its -D defines."""
+    if k.config is not None:
+        return dataclasses.replace(k, config=dataclasses.replace(k.config, blk_m=2 * k.config.blk_m))
+    return dataclasses.replace(k, defines=tuple((n, v * 2 if n == "BLK_M" else v) for n, v in k.defines))
+
+
 def test_recipes_read_tile_sizes_from_the_registry(recipes):
     for k in CUTE:
-        d = dict(k.defines)
+        bm, bn, _ = k.tile
         items = {it.name.rsplit("/", 1)[-1]: it for it in recipes[k.name].items()}
-        assert L.product_each(items["gC"].layout.shape) == (d["BLK_M"], d["BLK_N"]), k.name
-        changed = dataclasses.replace(k, defines=tuple((n, v * 2 if n == "BLK_M" else v)
-                                                       for n, v in k.defines))
-        gC = next(it for it in L.build(changed).items() if it.name.endswith("/gC"))
-        assert L.product_each(gC.layout.shape) == (2 * d["BLK_M"], d["BLK_N"]), k.name
+        assert L.product_each(items["gC"].layout.shape) == (bm, bn), k.name
+        gC = next(it for it in L.build(_twice_blk_m(k)).items() if it.name.endswith("/gC"))
+        assert L.product_each(gC.layout.shape) == (2 * bm, bn), k.name
 
 
-def _identifier(cpp: str) -> str:
-    return re.match(r"\w+", cpp).group(0)
+def _identifiers(cpp: str) -> set[str]:
+    """The names a Def's C++ relies on: the one it gives (`CpVecM{}`, `smem_layout_a()`, the
+    member in `cg::PipeGeometry<Config>::TiledMma{}`) and every cg:: name in it."""
+    bare = cpp
+    while (stripped := re.sub(r"<[^<>]*>", "", bare)) != bare:      # template arguments
+        bare = stripped
+    return {re.match(r"[\w:]+", bare).group(0).rsplit("::", 1)[-1], *re.findall(r"cg::(\w+)", cpp)}
+
+
+def _source_and_headers(kernel) -> tuple[str, str]:
+    """(the kernel source, it and the project headers it includes, transitively)."""
+    src = (paths.kernels_dir() / kernel.source).read_text()
+    texts, todo, seen = [], [src], set()
+    while todo:
+        t = todo.pop()
+        texts.append(t)
+        for inc in re.findall(r"^#include <(cute_gemm/[\w./]+)>", t, re.M):
+            if inc not in seen:
+                seen.add(inc)
+                todo.append((paths.project_include_dir() / inc).read_text())
+    return src, "\n".join(texts)
+
+
+def _squeeze(text: str) -> str:
+    return re.sub(r"\s+", "", text)
 
 
 @pytest.mark.parametrize("kernel", CUTE, ids=lambda k: k.name)
 def test_recipes_name_only_what_the_kernel_defines(recipes, kernel):
-    """Without nvcc: every Def a recipe shows is defined by that name in the kernel source
-    (a function template `name()` or a type `using Name`), so the nvcc check below prints
-    the kernel's own layout and not a copy of it."""
-    text = (paths.kernels_dir() / kernel.source).read_text()
-    defs = set()
-    for it in recipes[kernel.name].items():
+    """Without nvcc: every Def a recipe shows is defined by that name in the kernel source or
+    a project header it includes (a function template `name()`, a type `using Name`, a
+    `struct`, a constexpr variable), so the nvcc check below prints the kernel's own layout
+    and not a copy of it. A Def the kernel builds only in its function (local) is that
+    expression verbatim, as are the local declarations it uses (Recipe.locals)."""
+    src, text = _source_and_headers(kernel)
+    rec = recipes[kernel.name]
+    names, local = set(), set(rec.locals)
+    for it in rec.items():
         for d in (it.source, getattr(it.source, "layout", None), getattr(it.source, "by", None),
                   it.part.by if it.part else None):
             if isinstance(d, L.Def):
-                defs.add(_identifier(d.cpp))
-    assert defs
-    for name in sorted(defs):
-        assert re.search(rf"^(using {name}\b|CUTE_HOST_DEVICE constexpr auto {name}\(\))",
-                         text, re.M), \
-            f"{kernel.source} defines no {name!r} at namespace scope"
+                (local.add(d.cpp) if d.local else names.update(_identifiers(d.cpp)))
+    assert names
+    for name in sorted(names):
+        assert re.search(rf"^\s*(using|struct|constexpr \w+|CUTE_HOST_DEVICE constexpr auto) "
+                         rf"{name}\b", text, re.M), \
+            f"neither {kernel.source} nor a project header it includes defines {name!r}"
+    for cpp in sorted(local):
+        assert _squeeze(cpp) in _squeeze(src), f"{kernel.source} has no {cpp!r}"
+
+
+@pytest.mark.parametrize("kernel", CUTE, ids=lambda k: k.name)
+def test_check_program_holds_the_source_nvrtc_compiles(recipes, kernel):
+    # the kernel as the registry builds it: its Config preamble included (typed configs)
+    prog = cppcheck.program(recipes[kernel.name])
+    assert cg_compile.read_source(kernel) in prog
+    assert (kernel.config is not None) == ("struct Config" in prog)
 
 
 # ---- analyses: partitions, TV layouts, bank conflicts -------------------------------------------
@@ -131,10 +175,10 @@ def test_tv_layouts_land_in_their_tile(recipes):
 
 
 def test_kquad_stages_take_the_transposed_stores_without_bank_conflicts(recipes):
-    # c3_pipelined.cu KQ_LAYOUT: a warp's k-major vectors (8 rows x 4 k-quads at BLK_K 16)
-    # stored transposed, one k per STS.32, hit 32 distinct banks in the k-quad stages; in
-    # the padded ones (columns BLK+4 apart) quads 0/2 and 1/3 share banks
-    k = next(k for k in CUTE if dict(k.defines).get("KQ_LAYOUT") and dict(k.defines)["BLK_K"] == 16)
+    # kquad_stages.cuh (Config::kq_layout): a warp's k-major vectors (8 rows x 4 k-quads at
+    # BLK_K 16) stored transposed, one k per STS.32, hit 32 distinct banks in the k-quad
+    # stages; in the padded ones (columns BLK+4 apart) quads 0/2 and 1/3 share banks
+    k = next(k for k in CUTE if getattr(k.config, "kq_layout", 0) & 3 == 3 and k.tile[2] == 16)
     items = {it.name: it for it in recipes[k.name].items()}
     checked = 0
     for name, it in items.items():
@@ -210,8 +254,7 @@ def _checked_kernels():
         return list(CUTE)
     seen, out = set(), []
     for k in CUTE:
-        d = dict(k.defines)
-        key = (k.source, k.threads, d.get("BLK_M") == d.get("BLK_N"))
+        key = (k.source, k.threads, k.tile[0] == k.tile[1])
         if key not in seen:
             seen.add(key)
             out.append(k)

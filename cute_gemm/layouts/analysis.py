@@ -64,7 +64,7 @@ def check(rec) -> list[str]:
     """The problems of one recipe (empty: all good): partitions cover their tile (exactly
     once where exact) with equal shares, TV layouts cover theirs (a copy's exactly once),
     thread layouts are bijections, tiles and shared-memory tiles have the registry's sizes."""
-    d = dict(rec.kernel.defines)
+    bM, bN, bK = rec.kernel.tile                  # the registry's tile
     bad = []
     for it in rec.items():
         leaf = it.name.rsplit("/", 1)[-1]
@@ -92,12 +92,11 @@ def check(rec) -> list[str]:
             if sorted(value(it.layout, i) for i in range(n)) != list(range(n)):
                 bad.append(f"{it.name}: thread layout is not a bijection onto 0..{n - 1}")
         if leaf in ("sA", "sB"):
-            ext = d["BLK_M"] if leaf == "sA" else d["BLK_N"]
-            if product_each(it.layout.shape)[:2] != (ext, d["BLK_K"]):
-                bad.append(f"{it.name}: shape {fmt(it.layout)} is not ({ext}, {d['BLK_K']}) "
-                           "as registered")
+            ext = bM if leaf == "sA" else bN
+            if product_each(it.layout.shape)[:2] != (ext, bK):
+                bad.append(f"{it.name}: shape {fmt(it.layout)} is not ({ext}, {bK}) as registered")
             elif cosize(it.layout) < size(it.layout):
                 bad.append(f"{it.name}: cosize below size (elements would overlap)")
-        if leaf == "gC" and product_each(it.layout.shape) != (d["BLK_M"], d["BLK_N"]):
+        if leaf == "gC" and product_each(it.layout.shape) != (bM, bN):
             bad.append(f"{it.name}: tile {fmt(it.layout)} is not BLK_M x BLK_N as registered")
     return bad

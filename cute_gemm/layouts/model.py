@@ -4,8 +4,9 @@
 A recipe (recipes.py) describes a kernel's layouts once, in these terms. Two interpreters
 read that one description: this module evaluates it in Python (algebra.py, on pycute) for
 the dumps and pictures, and cppcheck.py turns it into C++ calls on the kernel's own
-definitions (each `Def.cpp` is a name the kernel source defines), compiled with the kernel's
-source and -D defines by nvcc, whose output must equal the dump (tests/test_layouts.py).
+definitions (each `Def.cpp` is a name the kernel source or its headers define), compiled
+with the kernel's source as NVRTC sees it (its typed Config, or its -D defines) by nvcc,
+whose output must equal the dump (tests/test_layouts.py).
 """
 from __future__ import annotations
 
@@ -21,12 +22,17 @@ THREAD = 37                   # the thread whose partitions are shown (not 0: no
 
 @dataclass(frozen=True)
 class Def:
-    """A layout, thread layout, TiledCopy or TiledMMA the kernel source defines by name at
-    namespace scope: `cpp` is the C++ expression that gives it there (`smem_layout_a()`,
-    `VecMN<BLK_N>{}`: template arguments spelled with the kernel's -D macros), `value` the
-    same thing computed here from the registry entry's defines."""
+    """A layout, thread layout, TiledCopy or TiledMMA the kernel source (or a project header
+    it includes) defines by name: `cpp` is the C++ expression that gives it at namespace
+    scope (`smem_layout_a()`, `VecMN<BLK_N>{}`, `cg::PipeGeometry<Config>::TiledMma{}`:
+    template arguments spelled with the kernel's -D macros or its `Config` members), `value`
+    the same thing computed here from the registry entry's defines or config.
+    local: the kernel builds it only inside its device function; `cpp` is then that
+    expression verbatim, over the function's local names (Recipe.locals), so that nvcc
+    still evaluates the kernel's own text (tests/test_layouts.py checks it is there)."""
     cpp: str
     value: object
+    local: bool = False
 
     @property
     def name(self) -> str:
@@ -176,6 +182,7 @@ class Recipe:
     kernel: object                        # the registry Kernel
     sections: list[Section]
     problem: tuple = PROBLEM
+    locals: tuple[str, ...] = ()          # the kernel function's declarations local Defs use
 
     @property
     def source(self) -> str:
@@ -190,11 +197,14 @@ class Builder:
     """Makes the items of one kernel's recipe: CTA (0,0) of `problem`, thread `thread`."""
 
     def __init__(self, kernel, problem=PROBLEM, thread: int = THREAD):
-        d = dict(kernel.defines)
-        self.kernel, self.d = kernel, d
-        self.tiler = (d["BLK_M"], d["BLK_N"], d["BLK_K"])
+        # what the kernel is compiled with: its typed config (blk_m, ...) or its -D defines
+        self.kernel, self.d, self.config = kernel, dict(kernel.defines), kernel.config
+        cfg, d = self.config, self.d
+        self.tiler = ((cfg.blk_m, cfg.blk_n, cfg.blk_k) if cfg is not None else
+                      (d["BLK_M"], d["BLK_N"], d["BLK_K"]))
         self.problem, self.thread, self.nthreads = tuple(problem), thread, kernel.threads
         self.sections: list[Section] = []
+        self.locals: list[str] = []
 
     def section(self, title: str) -> Section:
         self.sections.append(Section(title))
@@ -226,4 +236,4 @@ class Builder:
                     thread=self.thread, src_rank=rank(view.layout))
 
     def recipe(self) -> Recipe:
-        return Recipe(self.kernel, self.sections, self.problem)
+        return Recipe(self.kernel, self.sections, self.problem, tuple(self.locals))

@@ -1,12 +1,14 @@
 """The layouts of each CuTe kernel, described once, from the registry entry it is built from.
 
-A recipe takes the kernel's `defines` (the -D values NVRTC compiles it with) and reads which
-copy and stride each entry point uses from the kernel's own instantiation lines
-(`CG_TILED_ENTRY(cute_tiled_ak_bn, CG_DA_k, CG_DB_n, VecK, VecMN<BLK_N>)`). Every layout it
-shows is a `Def`: the name the kernel source gives it at namespace scope, and its value
-computed here. tests/test_layouts.py compiles the kernel source with nvcc and the same
-defines and checks that CuTe prints, for those very names, what the dump says
-(cppcheck.py); rename or change one in the kernel and the test says which.
+A recipe takes what the kernel is compiled with, its `defines` (the -D values NVRTC
+compiles it with) or its typed `config` (ladder_cute.PipelinedConfig, compiled as the
+kernel's `struct Config`), and reads which copy and stride each entry point uses from the
+kernel's own instantiation lines (`CG_TILED_ENTRY(cute_tiled_ak_bn, CG_DA_k, CG_DB_n, VecK,
+VecMN<BLK_N>)`). Every layout it shows is a `Def`: the name the kernel source or a project
+header it includes gives it (or, where the kernel builds it inside its function only, its
+expression there), and its value computed here. tests/test_layouts.py compiles the kernel
+source as NVRTC sees it with nvcc and checks that CuTe prints, for those very names, what
+the dump says (cppcheck.py); rename or change one in the kernel and the test says which.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import re
 from typing import Callable
 
 from .. import paths
+from ..ladder_cute import SMEM_PAD, WARP_M, kquad_stage
 from .algebra import UNIVERSAL_FMA, CopyAtom, Layout, TiledCopy, TiledMMA, fmt, make_layout
 from .model import PROBLEM, THREAD, Builder, Def, Global, Part, Recipe, Smem
 
@@ -39,7 +42,7 @@ def build(kernel, problem=PROBLEM, thread: int = THREAD) -> Recipe:
         raise KeyError(f"no layout recipe for kernel {kernel.name!r} ({kernel.source}); "
                        f"add one to cute_gemm/layouts/recipes.py") from None
     b = Builder(kernel, problem, thread)
-    fn(b, b.d)
+    fn(b)
     return b.recipe()
 
 
@@ -74,7 +77,7 @@ _EXT = {"A": ("M", "BLK_M"), "B": ("N", "BLK_N")}
 # ---- c0_gmem: local_tile / local_partition straight from global memory ----------------------
 
 @recipe("cute/c0_gmem.cu")
-def _c0(b: Builder, d: dict) -> None:
+def _c0(b: Builder) -> None:
     ents = entries(b.kernel, "CG_GMEM_ENTRY")
     tC = Def("thr_layout_c()", make_layout((16, 16), "row"))   # (THR_M,THR_N), n fastest
     gC, t = Global("C"), b.thread
@@ -106,7 +109,7 @@ def _step(step) -> str:
 # ---- c1_smem: k-tiles staged through shared memory -------------------------------------------
 
 @recipe("cute/c1_smem.cu")
-def _c1(b: Builder, d: dict) -> None:
+def _c1(b: Builder) -> None:
     bM, bN, bK = b.tiler
     ents = entries(b.kernel, "CG_SMEM_ENTRY")
     defs = {"ThrMajor0": Def("ThrMajor0{}", make_layout((32, 8))),        # m/n contiguous
@@ -152,7 +155,7 @@ def _c1(b: Builder, d: dict) -> None:
     ]
 
 
-# ---- c2_tiled and c3_pipelined: TiledCopy + TiledMMA ----------------------------------------
+# ---- c2_tiled, c3_multistage, c3_pipelined: TiledCopy + TiledMMA ---------------------------
 
 def _copy_mma(b: Builder, macro: str, copies: dict[str, Def], smem: dict[str, Def], mma: Def,
               smem_note: str, stage_of: Callable[[str, str], tuple[Def, str]] | None = None) -> None:
@@ -212,7 +215,7 @@ VEC, SCALAR = CopyAtom(4), CopyAtom(1)     # 16-byte (uint128_t) and 4-byte copi
 
 
 @recipe("cute/c2_tiled.cu")
-def _c2(b: Builder, d: dict) -> None:
+def _c2(b: Builder) -> None:
     bM, bN, bK = b.tiler
     nt, pad = b.nthreads, 4                                # c2_tiled.cu: SMEM_PAD 4
     copies = {f"VecMN<{m}>": TiledCopy(VEC, make_layout((e // 4, nt // (e // 4))), make_layout((4, 1)))
@@ -227,45 +230,82 @@ def _c2(b: Builder, d: dict) -> None:
               f"(BLK,BLK_K):(1,BLK+{pad}), k columns padded by {pad} words")
 
 
-@recipe("cute/c3_pipelined.cu")
-def _c3(b: Builder, d: dict) -> None:
+def _padded(ext: int, bk: int, bufs: int, pad: int) -> Layout:
+    """A padded smem stage ring: (EXT,BLK_K,BUF):(1,EXT+PAD,BLK_K*(EXT+PAD))."""
+    return Layout((ext, bk, bufs), (1, ext + pad, bk * (ext + pad)))
+
+
+@recipe("cute/c3_multistage.cu")
+def _c3_multistage(b: Builder) -> None:
     bM, bN, bK = b.tiler
-    P, tm, tn, wm, pad = d["STAGES"], d["THR_M"], d["THR_N"], d["WARP_M"], d["SMEM_PAD"]
-    nt, q, wn, kq = b.nthreads, bK // 4, 32 // wm, d.get("KQ_LAYOUT", 0)
+    nt, P, pad = b.nthreads, b.d["STAGES"], 4                 # c3_multistage.cu: SMEM_PAD 4
+    copies = {f"CpVecMN<{m}>": TiledCopy(VEC, make_layout((e // 4, nt // (e // 4))), make_layout((4, 1)))
+              for m, e in (("BLK_M", bM), ("BLK_N", bN))}
+    copies["CpSclMN"] = TiledCopy(SCALAR, make_layout((32, nt // 32)))
+    copies["CpSclK"] = TiledCopy(SCALAR, Layout((nt // 8, 8), (8, 1)))
+    # gemm_multistage builds its smem ring and TiledMMA in its body: the recipe gives those
+    # expressions verbatim, over its local tile sizes
+    b.locals += ["auto bM = Int<BLK_M>{};", "auto bN = Int<BLK_N>{};", "auto bK = Int<BLK_K>{};",
+                 "auto bP = Int<STAGES>{};"]
+    smem = {op: Def(f"make_layout(make_shape({v}, bK, bP), make_stride(_1{{}}, {v} + Int<SMEM_PAD>{{}}, "
+                    f"({v} + Int<SMEM_PAD>{{}}) * bK))", _padded(e, bK, P, pad), local=True)
+            for op, v, e in (("A", "bM", bM), ("B", "bN", bN))}
+    mma = Def("make_tiled_mma(UniversalFMA<float, float, float, float>{}, Layout<Shape<_16, _16, _1>>{})",
+              TiledMMA(UNIVERSAL_FMA, make_layout((16, 16, 1))), local=True)
+    _copy_mma(b, "CG_MULTISTAGE_ENTRY", {k: Def(k + "{}", v) for k, v in copies.items()}, smem, mma,
+              f"(BLK,BLK_K,STAGES):(1,BLK+{pad},(BLK+{pad})*BLK_K), {P} stages of a ring "
+              "(grid: stage 0)")
+
+
+@recipe("cute/c3_pipelined.cu")
+def _c3(b: Builder) -> None:
+    """From the kernel's Config (ladder_cute.PipelinedConfig); the names are the kernel's
+    copy aliases (c3_pipelined.cu) and its headers' types over Config: PipeGeometry
+    (pipelined_config.cuh), StageLayout and the k-quad choices (kquad_stages.cuh)."""
+    cfg = b.config
+    bM, bN, bK = b.tiler
+    P, tm, tn, wm = cfg.stages, cfg.thr_m, cfg.thr_n, WARP_M
+    nt, q, wn, kq = b.nthreads, bK // 4, 32 // wm, cfg.kq_layout
     atom = Layout(((wm, tm // wm), (wn, tn // wn), 1), ((1, 32), (wm, 32 * (tm // wm)), 0))
     perm = [Layout((th, 4, e // (4 * th)), (4, 1, 4 * th)) for th, e in ((tm, bM), (tn, bN))]
-    mma = Def("TiledMmaT{}", TiledMMA(UNIVERSAL_FMA, atom, (*perm, None)))
-    copies = {f"CpVecMN<{m}>": TiledCopy(VEC, make_layout((min(e // 4, nt), nt // min(e // 4, nt))),
-                                         make_layout((4, 1)))
-              for m, e in (("BLK_M", bM), ("BLK_N", bN))}
+    mma = Def("cg::PipeGeometry<Config>::TiledMma{}", TiledMMA(UNIVERSAL_FMA, atom, (*perm, None)))
+    copies = {name: TiledCopy(VEC, make_layout((min(e // 4, nt), nt // min(e // 4, nt))),
+                              make_layout((4, 1)))
+              for name, e in (("CpVecM", bM), ("CpVecN", bN))}
     copies["CpSclMN"] = TiledCopy(SCALAR, make_layout((32, nt // 32)))
     copies["CpSclK"] = TiledCopy(SCALAR, Layout((nt // 8, 8), (8, 1)))
     for name in ("LdVecK", "CpVecK"):     # registers, or cp.async into k-major raw stages
         copies[name] = TiledCopy(VEC, Layout((nt // q, q), (q, 1)), make_layout((1, 4)))
 
-    def stage(op: str, buf: str, quad: bool) -> Def:
-        """StageLayout<EXT, BUF, kQuad>: padded (EXT,BLK_K,BUF):(1,EXT+PAD,BLK_K*(EXT+PAD)), or
-        k-quads (EXT,(4,BLK_K/4),BUF):(1,(EXT,4*EXT+32/(BLK_K/4)),BLK_K*EXT+32)."""
+    def stage(op: str, buf: str, quad: str) -> Def:
+        """cg::StageLayout<Config, EXT, BUF, kQuad>: padded (EXT,BLK_K,BUF), or k-quads
+        (EXT,(4,BLK_K/4),BUF):(1,(EXT,4*EXT+32/(BLK_K/4)),BLK_K*EXT+32); kQuad the C++
+        expression, its value here from kq_layout."""
         ext, n = (bM, bN)[op == "B"], (2 if buf == "2" else P)
-        lay = (Layout((ext, (4, q), n), (1, (ext, 4 * ext + 32 // q), bK * ext + 32)) if quad else
-               Layout((ext, bK, n), (1, ext + pad, bK * (ext + pad))))
-        return Def(f"StageLayout<{_EXT[op][1]}, {buf}, {str(quad).lower()}>{{}}", lay)
+        is_quad = {"false": False, "cg::kQuadRaw<Config>": bool(kq & 1),
+                   "cg::kQuadStaged<Config, false>": bool(kq & 2)}[quad]
+        gap, st = kquad_stage(ext, bK)
+        lay = Layout((ext, (4, q), n), (1, (ext, gap), st)) if is_quad else _padded(ext, bK, n, SMEM_PAD)
+        return Def(f"cg::StageLayout<Config, Config::blk_{'mn'[op == 'B']}, {buf}, {quad}>{{}}", lay)
 
     def stage_of(op: str, cname: str) -> tuple[Def, str]:
-        # gemm_pipelined: CpVecK operands get 2 compute buffers, k-quad with KQ_LAYOUT bit 0;
-        # register-staged (LdVecK) ones STAGES, k-quad with bit 1 (data-parallel entries)
+        # gemm_pipelined (pipelined_mainloop.cuh): CpVecK operands get 2 compute buffers,
+        # k-quad with kq_layout bit 0 (kQuadRaw); register-staged (LdVecK) ones STAGES, k-quad
+        # with bit 1 (kQuadStaged in the data-parallel entries)
         raw = cname == "CpVecK"
-        quad = bool(kq & 1) if raw else cname == "LdVecK" and bool(kq & 2)
-        d = stage(op, "2" if raw else "STAGES", quad)
+        if not raw and not (cname == "LdVecK" and kq & 2):
+            return shared[op], ""
+        d = stage(op, "2" if raw else "Config::stages",
+                  "cg::kQuadRaw<Config>" if raw else "cg::kQuadStaged<Config, false>")
         what = (f"2 buffers fed from k-major raw stages (BLK,BLK_K,{P}):(BLK_K,1,BLK*BLK_K)" if raw
                 else f"{P} stages")
-        if quad:
-            return d, (f"k-quads (KQ_LAYOUT): (BLK,(4,BLK_K/4),BUF):(1,(BLK,4*BLK+{32 // q}),"
+        if kq & (1 if raw else 2):
+            return d, (f"k-quads (kq_layout): (BLK,(4,BLK_K/4),BUF):(1,(BLK,4*BLK+{32 // q}),"
                        f"BLK_K*BLK+32), {what} (grid: the first); a warp's transposed k-major "
                        "stores land in 32 banks")
         return d, f"padded like sA/sB, {what} (grid: the first)"
 
-    _copy_mma(b, "CG_PIPE_ENTRY", {k: Def(k + "{}", v) for k, v in copies.items()},
-              {"A": stage("A", "STAGES", False), "B": stage("B", "STAGES", False)}, mma,
-              f"(BLK,BLK_K,STAGES):(1,BLK+{pad},(BLK+{pad})*BLK_K), {P} pipeline stages (grid: "
-              "stage 0); k-major operands' own stages in their copy sections", stage_of)
+    shared = {op: stage(op, "Config::stages", "false") for op in "AB"}
+    _copy_mma(b, "CG_PIPE_ENTRY", {k: Def(k + "{}", v) for k, v in copies.items()}, shared, mma,
+              f"(BLK,BLK_K,STAGES):(1,BLK+{SMEM_PAD},(BLK+{SMEM_PAD})*BLK_K), {P} pipeline stages "
+              "(grid: stage 0); k-major operands' own stages in their copy sections", stage_of)
