@@ -331,7 +331,13 @@ def trim_pools() -> int:
         return len(_pools)
 
 
-free_workspaces = trim_pools    # the name earlier releases documented
+def free_workspaces() -> int:
+    """Free the stream-K workspaces no queued work uses and trim the scratch pools; safe
+    at any time, from any thread. Returns the number of workspaces freed."""
+    from . import workspace
+    n = workspace.trim()
+    trim_pools()
+    return n
 
 
 def launch(f: Function, grid, block, smem: int, stream: int, packed, pdl: bool = False) -> None:

@@ -13,7 +13,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 
-from . import cache, launch, registry, streamk
+from . import cache, launch, registry, streamk, workspace
 from .arrays import Operand
 from .errors import CuteGemmError
 
@@ -177,28 +177,37 @@ class Launcher:
 
     def __call__(self, a, b, c, alpha, beta, stream):
         p = self.plan
-        ws = 0
-        if p.workspace_bytes:
-            # the workspace is this launch's own, in stream order; its counters are zeroed
-            # before the head goes, so that nothing stands between the head and the twin
-            # that starts by programmatic dependent launch
+        if not p.workspace_bytes:
+            self._launch(a, b, c, alpha, beta, stream, 0)
+        elif launch.capturing(stream):
+            # a graph owns its workspace: stream-ordered scratch, zeroed inside the graph,
+            # before the head, so that nothing stands between the head and the twin that
+            # starts by programmatic dependent launch
             ws = launch.alloc_async(p.workspace_bytes, p.ordinal, stream)
-        try:
-            if ws:
+            try:
                 launch.memset_f32(ws, 0, streamk.STREAM_K_COUNTERS, stream)
-            if self.head is not None:
-                self.head(a, b, c, alpha, beta, stream)
-            s = self.args
-            with self.lock:
-                if p.swap:
-                    a, b = b, a
-                s.A, s.B, s.C, s.alpha, s.beta = a, b, c, alpha, beta
-                if ws:
-                    s.ws = ws
-                launch.launch(self.f, p.grid, p.block, p.smem, stream, self.packed, pdl=p.pdl)
-        finally:
-            if ws:
+                self._launch(a, b, c, alpha, beta, stream, ws)
+            finally:
                 launch.free_async(ws, stream)
+        else:
+            w = workspace.take(p.ordinal, p.workspace_bytes, stream, streamk.STREAM_K_COUNTERS)
+            try:
+                self._launch(a, b, c, alpha, beta, stream, w.ptr)
+            finally:
+                workspace.give(w, stream)
+
+    def _launch(self, a, b, c, alpha, beta, stream, ws):
+        p = self.plan
+        if self.head is not None:
+            self.head(a, b, c, alpha, beta, stream)
+        s = self.args
+        with self.lock:
+            if p.swap:
+                a, b = b, a
+            s.A, s.B, s.C, s.alpha, s.beta = a, b, c, alpha, beta
+            if ws:
+                s.ws = ws
+            launch.launch(self.f, p.grid, p.block, p.smem, stream, self.packed, pdl=p.pdl)
 
 
 def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies, m: int, n: int,

@@ -367,3 +367,67 @@ def test_one_layout_vocabulary():
             registry.layout_majors(bad)
     with pytest.raises(InputError):
         cute_gemm.cross_check(kernels=["naive"], layout=("n", "t"))
+
+
+# ---- stream-K workspaces: handed on by event, zeroed once ----------------------------------
+def test_workspaces_are_zeroed_once_and_handed_on_by_event(monkeypatch):
+    import types
+    from cute_gemm import launch, workspace
+    log, done = [], set()
+
+    class Drv:
+        CUresult = types.SimpleNamespace(CUDA_SUCCESS=0, CUDA_ERROR_NOT_READY=600)
+        CUevent_flags = types.SimpleNamespace(CU_EVENT_DISABLE_TIMING=2)
+
+        def __init__(self):
+            self.n = 0
+
+        def cuMemAlloc(self, nbytes):
+            self.n += 1
+            log.append(("alloc", self.n))
+            return (0, self.n << 20)
+
+        def cuEventCreate(self, flags):
+            return (0, f"ev{self.n}")
+
+        def cuMemsetD32Async(self, ptr, v, count, stream):
+            log.append(("zero", ptr >> 20, count, stream))
+            return (0,)
+
+        def cuStreamWaitEvent(self, stream, ev, flags):
+            log.append(("wait", stream, ev))
+            return (0,)
+
+        def cuEventRecord(self, ev, stream):
+            done.discard(ev)
+            return (0,)
+
+        def cuEventQuery(self, ev):
+            return (0,) if ev in done else (600,)
+
+        def cuEventDestroy(self, ev):
+            return (0,)
+
+        def cuMemFree(self, ptr):
+            log.append(("free", ptr >> 20))
+            return (0,)
+    drv = Drv()
+    monkeypatch.setattr(launch, "_drv", lambda: drv)
+    monkeypatch.setattr(launch, "ensure_context", lambda ordinal: None)
+    monkeypatch.setattr(workspace, "_free", [])
+    w1 = workspace.take(0, 1000, 7, 64)                 # new: counters zeroed on its stream
+    assert log == [("alloc", 1), ("zero", 1, 64, 7)]
+    workspace.give(w1, 7)
+    w = workspace.take(0, 1000, 7, 64)                  # same stream: the same one, ordered by event
+    assert w is w1 and log[-1] == ("wait", 7, "ev1")
+    workspace.give(w, 7)
+    w2 = workspace.take(0, 1000, 9, 64)                 # busy elsewhere: a new one, no waiting
+    assert w2 is not w1 and log[-2:] == [("alloc", 2), ("zero", 2, 64, 9)]
+    workspace.give(w2, 9)
+    done.add("ev1")                                     # stream 7's launch has finished
+    w = workspace.take(0, 1000, 5, 64)                  # another stream takes it, after its event
+    assert w is w1 and log[-1] == ("wait", 5, "ev1")
+    assert workspace.take(0, 5000, 5, 64).ptr == 3 << 20   # too small ones are not taken
+    workspace.give(w, 5)
+    done.update({"ev1", "ev2"})
+    assert workspace.trim() == 2 and ("free", 1) in log and ("free", 2) in log

@@ -116,11 +116,11 @@ def test_streams_created_used_and_destroyed_in_a_loop():
     results: list = []
     pool = cp.get_default_memory_pool()     # (CuPy keeps blocks per stream: not ours)
     _worker(results, 20, lambda i: cp.cuda.Stream(non_blocking=True))
-    launch.trim_pools()
+    launch.free_workspaces()
     pool.free_all_blocks()
     free0 = launch.mem_get_info()[0]
     _worker(results, 40, lambda i: cp.cuda.Stream(non_blocking=True), free=True)
-    launch.trim_pools()
+    launch.free_workspaces()
     pool.free_all_blocks()
     assert launch.mem_get_info()[0] >= free0 - (64 << 20)
     assert len(results) == 60 and all(r is True for r in results), results
@@ -376,12 +376,12 @@ def test_ten_thousand_calls_leave_device_memory_flat():
     for i in range(200):
         calls(i)
     cp.cuda.runtime.deviceSynchronize()
-    launch.trim_pools()
+    launch.free_workspaces()
     free0 = launch.mem_get_info()[0]
     for i in range(10_000):
         calls(i)
     cp.cuda.runtime.deviceSynchronize()
-    launch.trim_pools()
+    launch.free_workspaces()
     free1 = launch.mem_get_info()[0]
     assert free1 >= free0 - (2 << 20), (free0 - free1)
 
