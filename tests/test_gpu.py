@@ -366,6 +366,9 @@ def test_stream_k_on_two_streams_at_once_and_pools_trimmed():
     outs = [cp.empty((1000, 1300), dtype=cp.float32) for _ in streams]
     big = cp.ones((4096, 4096), dtype=cp.float32)
     big_out = cp.empty_like(big)
+    with streams[0]:            # (cuBLAS's own workspace, allocated by its first call)
+        cp.matmul(big, big, out=big_out)
+    streams[0].synchronize()
     launch.free_workspaces()
     free0 = launch.mem_get_info()[0]
     with streams[0]:            # stream 0 stays busy: its workspace cannot be free for stream 1
