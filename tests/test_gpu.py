@@ -289,7 +289,6 @@ def _pdl_device() -> bool:
 def test_stream_k_matches_float64_and_data_parallel(layout, monkeypatch):
     """Within the float64 bound, and the shapes really went through stream-K (tt: the
     nn twin on the transposed problem)."""
-    from cute_gemm import api
     cute_gemm.clear_caches()
     rep = cross_check(kernels=["cute_pipelined", "cute_smem"], shapes=SK_SHAPES, layout=layout)
     _assert_ok(rep)
@@ -319,7 +318,6 @@ def test_split_stream_k_with_and_without_pdl(layout, monkeypatch):
     """The programmatic dependent launch of a split launch's twin changes when its CTAs
     start, not what they add: the same bits as the plain split launch, and the stream's
     next operation (here the copy back) sees the data-parallel head's tiles too."""
-    from cute_gemm import api
     if not _pdl_device():
         pytest.skip("programmatic dependent launch needs sm_90+; this GPU splits without it")
     m, n, k = SPLIT_SHAPE

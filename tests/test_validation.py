@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import cute_gemm
-from cute_gemm import api, launch, registry, resolve
+from cute_gemm import launch, registry, resolve
 from cute_gemm.arrays import parse
 from conftest import GPU_SKIP_REASON
 
