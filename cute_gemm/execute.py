@@ -74,7 +74,6 @@ def _release(owned: list, stream: int) -> None:
     owned.clear()
 
 
-
 def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
                  alpha: float, beta: float, stream: int, ordinal: int):
     """T = alpha * A @ B + beta * C on the device (C may be T itself, or None). Returns

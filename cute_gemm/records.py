@@ -82,11 +82,6 @@ class Variant:
         want = self.a_major if role == "a" else self.b_major if role == "b" else self.c_major
         return align > 0 and (want == "any" or want == major) and align % self.align_for(role) == 0
 
-    def accepts(self, a_major: str | None, b_major: str | None, c_major: str | None,
-                align: int) -> bool:
-        return (self.takes("a", a_major, align) and self.takes("b", b_major, align)
-                and self.takes("c", c_major, align))
-
 
 # ---- grid policies: (M, N, K) -> grid (x, y, z) -------------------------------------
 # Each policy also says how many rows and columns of C one launch can cover (`span`):

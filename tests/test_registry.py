@@ -35,7 +35,8 @@ def test_kernel_record_is_sane(k):
     assert k.min_arch >= 50
     assert k.dtypes == ("float32",)
     # the wrapper's fallback: some variant accepts plain row-major operands at any alignment
-    assert any(v.accepts("k", "n", "n", 1) for v in k.variants), "needs a row-major, align-1 variant"
+    assert any(v.takes("a", "k", 1) and v.takes("b", "n", 1) and v.takes("c", "n", 1)
+               for v in k.variants), "needs a row-major, align-1 variant"
     if k.tile:
         # one source of truth: the tile reaches the compiler as -D defines or in the config
         if k.config is not None:
@@ -67,13 +68,13 @@ def test_unknown_kernel_lists_valid_names():
     assert isinstance(e.value, KeyError)
 
 
-def test_variant_accepts():
+def test_variant_takes():
     v = Variant("x", a_major="k", b_major="any", c_major="n", align=4)
-    assert v.accepts("k", "n", "n", 4)
-    assert v.accepts("k", "k", "n", 8)
-    assert not v.accepts("m", "n", "n", 4)
-    assert not v.accepts("k", "n", "n", 2)
-    assert not v.accepts("k", "n", "m", 4)
+    assert v.takes("a", "k", 4) and v.takes("b", "n", 4) and v.takes("c", "n", 4)
+    assert v.takes("b", "k", 8) and v.takes("b", "strided", 4)
+    assert not v.takes("a", "m", 4)
+    assert not v.takes("a", "k", 2) and not v.takes("a", "k", 0)
+    assert not v.takes("c", "m", 4)
 
 
 def test_strip_smem_limit_message_names_limit():
