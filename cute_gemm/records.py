@@ -36,6 +36,28 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+# The arithmetic of a call and the element type of A and B it reads. "fp32" is the SIMT
+# ladder's; "tf32" reads float32 operands and multiplies them on tensor cores with 10
+# mantissa bits (asked for by name, never the default); "bf16"/"fp16" read 16-bit operands.
+# Every precision accumulates in float32.
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+PRECISION_DTYPE = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
+
+
+@dataclass(frozen=True)
+class TmaBoxes:
+    """The two TMA tensor maps an entry point takes after its plain arguments (A's, then
+    B's; include/cute_gemm/common.cuh CG_TMA_PARAMS), encoded per call by the launcher.
+    Each operand is described as a 2-D tensor (contiguous extent, other extent) with its
+    leading stride; `a` and `b` are the boxes one TMA load brings in, in elements, in that
+    order. A k-major A is (K, M), an m-major A (M, K); a k-major B (K, N), an n-major B
+    (N, K). Out-of-bounds elements of a box arrive as zeros."""
+    a: tuple[int, int]
+    b: tuple[int, int]
+    swizzle: int = 128     # bytes: 0 (none), 32, 64 or 128
+
+
 @dataclass(frozen=True)
 class Variant:
     """One extern "C" entry point of a kernel source and the operands it accepts."""
@@ -57,10 +79,19 @@ class Variant:
                                 # stream-K twin is slower per tile than its sibling
     stream_k_swap: bool = False # the twin computes the transposed problem C^T = B^T A^T (an
                                 # A m-major / B k-major call is A k-major / B n-major there)
+    precision: str = "fp32"     # PRECISIONS: the arithmetic, and so the type of A and B
+    out_dtype: str = "float32"  # the type of C and the result: float32 or A's own type
+    tma: TmaBoxes | None = None # the entry also takes TMA tensor maps of A and B
+
+    @property
+    def dtype(self) -> str:
+        """The element type of A and B."""
+        return PRECISION_DTYPE[self.precision]
 
     def __repr__(self) -> str:   # one line: kernels() lists dozens of these
         twin = f", stream-K twin {self.stream_k}" if self.stream_k else ""
-        return (f"<Variant {self.entry}: A {self.a_major}-major, B {self.b_major}-major, "
+        prec = "" if self.precision == "fp32" else f" {self.precision}->{self.out_dtype}"
+        return (f"<Variant {self.entry}{prec}: A {self.a_major}-major, B {self.b_major}-major, "
                 f"C {self.c_major}-major, align {self.align}{twin}>")
 
     def align_for(self, role: str) -> int:
@@ -188,7 +219,9 @@ class Kernel:
     # dynamic smem of the stream-K twins (Variant.stream_k), where less than dyn_smem
     stream_k_smem: Callable[[int, int, int], int] | None = None
     min_arch: int = 80                   # compute capability * 10
-    dtypes: tuple[str, ...] = ("float32",)
+    # compiled for the arch-specific target (sm_90a: wgmma, setmaxnreg), which runs on
+    # that compute capability only
+    arch_specific: bool = False
     constraints: str = "any M, N, K >= 1"
     tags: tuple[str, ...] = field(default=())
 
@@ -210,6 +243,27 @@ class Kernel:
         if self.config is not None and hasattr(self.config, "min_blocks"):
             return self.config.min_blocks
         return dict(self.defines).get("MIN_BLOCKS", 1)
+
+    @property
+    def precisions(self) -> tuple[str, ...]:
+        """The arithmetic this kernel offers (records.PRECISIONS), in registry order."""
+        return tuple(dict.fromkeys(v.precision for v in self.variants))
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        """The element types of A and B it reads."""
+        return tuple(dict.fromkeys(PRECISION_DTYPE[p] for p in self.precisions))
+
+    @property
+    def archs(self) -> tuple[str, ...]:
+        """The targets CI compiles it for."""
+        if self.arch_specific:
+            return (f"sm_{self.min_arch}a",)
+        return tuple(a for a in ARCHS if int(a[3:]) >= self.min_arch)
+
+    def target(self, arch_int: int) -> str:
+        """The NVRTC target for a device of compute capability `arch_int` (x10)."""
+        return f"sm_{arch_int}a" if self.arch_specific else f"sm_{arch_int}"
 
     @property
     def threads(self) -> int:

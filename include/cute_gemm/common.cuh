@@ -17,6 +17,20 @@
   const float* __restrict__ B, long long sBk, long long sBn,                        \
   float beta, float* __restrict__ C, long long sCm, long long sCn
 
+// The same arguments for the tensor-core kernels, whose A and B hold TAB (float for tf32,
+// cute::half_t, cute::bfloat16_t) and C holds TC (float, or TAB itself): the launcher packs
+// them alike (pointers are pointers). An entry point with TMA loads (records.TmaBoxes) takes
+// CG_TMA_PARAMS after them: the tensor maps of A and B, encoded per call by the launcher.
+#define CG_GEMM_PARAMS_T(TAB, TC)                                                   \
+  int M, int N, int K, float alpha,                                                 \
+  const TAB* __restrict__ A, long long sAm, long long sAk,                          \
+  const TAB* __restrict__ B, long long sBk, long long sBn,                          \
+  float beta, TC* __restrict__ C, long long sCm, long long sCn
+
+#define CG_TMA_PARAMS                                                               \
+  const __grid_constant__ cute::TmaDescriptor tma_a,                                \
+  const __grid_constant__ cute::TmaDescriptor tma_b
+
 namespace cg {
 
 // The architecture being compiled for (compute capability * 10), for `if constexpr` choices
