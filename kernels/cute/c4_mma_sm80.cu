@@ -121,13 +121,15 @@ CUTE_HOST_DEVICE constexpr auto g2s_copy() {
   }
 }
 
-template <class Frag>
-__device__ __forceinline__ void round_to_tf32(Frag&& f) {
+// Round float bits to tf32 in place: to nearest, ties away from zero (cvt.rna); the low 13
+// bits become zero, so the MMA's truncation changes nothing afterwards.
+template <class Tensor>
+__device__ __forceinline__ void round_to_tf32(Tensor&& t) {
   CUTE_UNROLL
-  for (int i = 0; i < size(f); ++i) {
-    uint32_t r;
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "r"(f(i).raw()));
-    f(i) = tfloat32_t::bitcast(r);
+  for (int i = 0; i < size(t); ++i) {
+    uint32_t r = t(i).raw();
+    asm("cvt.rna.tf32.f32 %0, %0;\n" : "+r"(r));
+    t(i) = tfloat32_t::bitcast(r);
   }
 }
 
@@ -245,9 +247,14 @@ __device__ __forceinline__ void mainloop_mma_sm80(int M, int N, int K, const TAB
   auto load_frags = [&](int kb, int stage) {
     copy(s2r_a, tXsA(_, _, kb, stage), tXrA(_, _, kb));
     copy(s2r_b, tXsB(_, _, kb, stage), tXrB(_, _, kb));
+  };
+  // tf32: every thread rounds the vectors it copied itself, once they have landed (a thread's
+  // cp.async writes are visible to it after its wait), before the barrier that publishes the
+  // stage: each element is rounded once, not once per warp that reads it.
+  auto round_stage = [&](int stage) {
     if constexpr (is_same_v<T, tfloat32_t>) {
-      round_to_tf32(tCrA(_, _, kb));
-      round_to_tf32(tCrB(_, _, kb));
+      round_to_tf32(tAsA(_, _, _, stage));
+      round_to_tf32(tBsB(_, _, _, stage));
     }
   };
 
@@ -261,6 +268,7 @@ __device__ __forceinline__ void mainloop_mma_sm80(int M, int N, int K, const TAB
     cp_async_fence();
   }
   cp_async_wait<STAGES - 2>();
+  round_stage(0);
   __syncthreads();
   load_frags(0, 0);
 
@@ -273,8 +281,9 @@ __device__ __forceinline__ void mainloop_mma_sm80(int M, int N, int K, const TAB
         // The next k-tile has landed for this thread, then for all; and every thread has
         // loaded its last fragments of k-tile k_tile-1's stage (refilled at kb == 0 below).
         cp_async_wait<STAGES - 2>();
-        __syncthreads();
         read = read + 1 == STAGES ? 0 : read + 1;
+        round_stage(read);
+        __syncthreads();
       }
       load_frags((kb + 1) % KB, read);               // in flight during the MMAs of kb
       if (kb == 0) {
