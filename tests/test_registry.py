@@ -7,6 +7,7 @@ import pytest
 
 import cute_gemm
 from cute_gemm import paths, registry
+from cute_gemm.records import PRECISIONS
 from cute_gemm.registry import Variant
 
 KERNELS = registry.kernels()
@@ -33,10 +34,27 @@ def test_kernel_record_is_sane(k):
     assert k.summary and k.seed
     assert 1 <= k.threads <= 1024
     assert k.min_arch >= 50
-    assert k.dtypes == ("float32",)
-    # the wrapper's fallback: some variant accepts plain row-major operands at any alignment
-    assert any(v.takes("a", "k", 1) and v.takes("b", "n", 1) and v.takes("c", "n", 1)
-               for v in k.variants), "needs a row-major, align-1 variant"
+    assert set(k.precisions) <= set(PRECISIONS)
+    for v in k.variants:
+        # C is float32 or A's own type; the SIMT ladder (fp32) writes float32 only
+        assert v.out_dtype in ("float32", v.dtype), v
+        assert v.precision != "fp32" or v.out_dtype == "float32", v
+    # the runtime's fallback: an operand no variant takes as it is gets copied, row-major or in
+    # the major the variant wants, with its leading dimension padded to a multiple of 16
+    # elements and a 256-byte aligned pointer (alignment 16 elements). After that copy some
+    # variant of each (precision, out dtype) must take every operand at any M, N, K.
+    for prec, out in dict.fromkeys((v.precision, v.out_dtype) for v in k.variants):
+        def takes_after_copy(v, role):
+            own = {"a": v.a_major, "b": v.b_major, "c": v.c_major}[role]
+            majors = {"a": "k", "b": "n", "c": "n"}[role], own
+            return any(m in ("k", "m", "n") and v.takes(role, m, 16) for m in majors)
+        assert any(v.extent_align == 1 and all(takes_after_copy(v, r) for r in "abc")
+                   for v in k.variants if (v.precision, v.out_dtype) == (prec, out)), \
+            f"{k.name}: no {prec} -> {out} variant takes copied operands at every extent"
+    if k.precisions == ("fp32",):
+        # the SIMT ladder also runs unaligned operands in place: a row-major, align-1 variant
+        assert any(v.takes("a", "k", 1) and v.takes("b", "n", 1) and v.takes("c", "n", 1)
+                   for v in k.variants), "needs a row-major, align-1 variant"
     if k.tile:
         # one source of truth: the tile reaches the compiler as -D defines or in the config
         if k.config is not None:
