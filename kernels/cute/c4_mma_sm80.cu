@@ -285,12 +285,14 @@ __device__ __forceinline__ void mainloop_mma_sm80(int M, int N, int K, const TAB
         round_stage(read);
         __syncthreads();
       }
-      load_frags((kb + 1) % KB, read);               // in flight during the MMAs of kb
       if (kb == 0) {
+        // before the next fragments load: the copies' addresses and predicates are then
+        // computed while only one k-block of fragments is live
         const int next = k_tile + STAGES - 1;        // into the stage k-tile k_tile-1 used
         if (next < k_tiles) issue(next, next % STAGES);
         cp_async_fence();
       }
+      load_frags((kb + 1) % KB, read);               // in flight during the MMAs of kb
       gemm(mma, tCrA(_, _, kb), tCrB(_, _, kb), tCrC);   // (MMA,MMA_M,MMA_N) += A_kb * B_kb
     }
   }
