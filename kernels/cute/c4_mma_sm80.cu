@@ -121,16 +121,24 @@ CUTE_HOST_DEVICE constexpr auto g2s_copy() {
   }
 }
 
-// Round float bits to tf32 in place: to nearest, ties away from zero (cvt.rna); the low 13
-// bits become zero, so the MMA's truncation changes nothing afterwards.
+// Round the float bits of a thread's (V,CPY_M,CPY_K) smem vectors to tf32 in place: to
+// nearest, ties away from zero (cvt.rna); the low 13 bits become zero, so the MMA's own
+// truncation changes nothing afterwards. One LDS.128/STS.128 per vector (a warp's 32 vectors
+// cover 4 swizzled 128-byte rows: no bank conflicts beyond the 4 wavefronts of 512 bytes).
 template <class Tensor>
 __device__ __forceinline__ void round_to_tf32(Tensor&& t) {
   CUTE_UNROLL
-  for (int i = 0; i < size(t); ++i) {
-    uint32_t r = t(i).raw();
-    asm("cvt.rna.tf32.f32 %0, %0;\n" : "+r"(r));
-    t(i) = tfloat32_t::bitcast(r);
-  }
+  for (int m = 0; m < size<1>(t); ++m)
+    CUTE_UNROLL
+    for (int k = 0; k < size<2>(t); ++k) {
+      uint4& v = *reinterpret_cast<uint4*>(&t(0, m, k));
+      uint4 r = v;
+      asm("cvt.rna.tf32.f32 %0, %0;\n" : "+r"(r.x));
+      asm("cvt.rna.tf32.f32 %0, %0;\n" : "+r"(r.y));
+      asm("cvt.rna.tf32.f32 %0, %0;\n" : "+r"(r.z));
+      asm("cvt.rna.tf32.f32 %0, %0;\n" : "+r"(r.w));
+      v = r;
+    }
 }
 
 // The mainloop: this CTA's (BLK_M,BLK_N) tile of A*B into the accumulators tCrC (the
