@@ -235,21 +235,29 @@ __device__ __forceinline__ void mainloop_mma_sm80(int M, int N, int K, const TAB
   auto shapeB = shape(mB);
   // k-tile k_tile into stage `stage`: each vector brings the bytes inside the matrix and
   // zero-fills the rest (a whole vector outside reads nothing and writes 16 zero bytes).
-  auto issue = [&](int k_tile, int stage) {
+  // A k-tile inside K (full) needs only the m/n bound, the same for every such k-tile: its
+  // byte counts are those of k-tile 0 (K >= BLK_K), computed once, out of the mainloop.
+  auto issue = [&](int k_tile, int stage, auto full) {
     CUTE_UNROLL
     for (int m = 0; m < size<1>(tAsA); ++m)
       CUTE_UNROLL
       for (int k = 0; k < size<2>(tAsA); ++k) {
-        const int bytes = inside_bytes<a_k ? 1 : 0, V, sizeof(T)>(tAcA(0, m, k, k_tile), shapeA);
+        const int bytes = inside_bytes<a_k ? 1 : 0, V, sizeof(T)>(tAcA(0, m, k, full ? 0 : k_tile), shapeA);
         cp_async_16_zfill(&tAsA(0, m, k, stage), bytes ? &tAgA(0, m, k, k_tile) : A, bytes);
       }
     CUTE_UNROLL
     for (int n = 0; n < size<1>(tBsB); ++n)
       CUTE_UNROLL
       for (int k = 0; k < size<2>(tBsB); ++k) {
-        const int bytes = inside_bytes<b_k ? 1 : 0, V, sizeof(T)>(tBcB(0, n, k, k_tile), shapeB);
+        const int bytes = inside_bytes<b_k ? 1 : 0, V, sizeof(T)>(tBcB(0, n, k, full ? 0 : k_tile), shapeB);
         cp_async_16_zfill(&tBsB(0, n, k, stage), bytes ? &tBgB(0, n, k, k_tile) : B, bytes);
       }
+  };
+  const int k_tiles = ceil_div(K, int(bK));
+  const int k_full = K / int(bK);                    // k-tiles inside K
+  auto issue_any = [&](int k_tile, int stage) {
+    if (k_tile < k_full) issue(k_tile, stage, true_type{});
+    else                 issue(k_tile, stage, false_type{});
   };
   // k-block kb of stage `stage`, smem -> registers (rounded to tf32 where the MMA reads tf32).
   auto load_frags = [&](int kb, int stage) {
@@ -266,13 +274,12 @@ __device__ __forceinline__ void mainloop_mma_sm80(int M, int N, int K, const TAB
     }
   };
 
-  const int k_tiles = ceil_div(K, int(bK));
   constexpr int KB = size<2>(tCrA);                  // k-blocks (MMA_K) per k-tile
   // Prologue: k-tiles 0 .. STAGES-2 in flight, one commit group each (empty past the end,
   // so that group g is always k-tile g); then the first k-block of k-tile 0 into registers.
   CUTE_UNROLL
   for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < k_tiles) issue(s, s);
+    if (s < k_tiles) issue_any(s, s);
     cp_async_fence();
   }
   cp_async_wait<STAGES - 2>();
@@ -297,7 +304,7 @@ __device__ __forceinline__ void mainloop_mma_sm80(int M, int N, int K, const TAB
         // before the next fragments load: the copies' addresses and predicates are then
         // computed while only one k-block of fragments is live
         const int next = k_tile + STAGES - 1;        // into the stage k-tile k_tile-1 used
-        if (next < k_tiles) issue(next, next % STAGES);
+        if (next < k_tiles) issue_any(next, next % STAGES);
         cp_async_fence();
       }
       load_frags((kb + 1) % KB, read);               // in flight during the MMAs of kb
