@@ -347,16 +347,21 @@ __device__ void gemm_mma_sm80(int M, int N, int K, float alpha,
   }
 
 // 16-bit operands, every (A major, B major), float and 16-bit C
-#define CG_MMA_16(P, TAB)                                                   \
-  CG_MMA_ENTRY(cute_mma_sm80_##P##_ak_bn, TAB, float, CG_DA_k, CG_DB_n)     \
-  CG_MMA_ENTRY(cute_mma_sm80_##P##_ak_bk, TAB, float, CG_DA_k, CG_DB_k)     \
-  CG_MMA_ENTRY(cute_mma_sm80_##P##_am_bn, TAB, float, CG_DA_m, CG_DB_n)     \
-  CG_MMA_ENTRY(cute_mma_sm80_##P##_am_bk, TAB, float, CG_DA_m, CG_DB_k)     \
-  CG_MMA_ENTRY(cute_mma_sm80_##P##_ak_bn_o##P, TAB, TAB, CG_DA_k, CG_DB_n)  \
-  CG_MMA_ENTRY(cute_mma_sm80_##P##_ak_bk_o##P, TAB, TAB, CG_DA_k, CG_DB_k)  \
-  CG_MMA_ENTRY(cute_mma_sm80_##P##_am_bn_o##P, TAB, TAB, CG_DA_m, CG_DB_n)  \
-  CG_MMA_ENTRY(cute_mma_sm80_##P##_am_bk_o##P, TAB, TAB, CG_DA_m, CG_DB_k)
-CG_MMA_16(bf16, bfloat16_t)
-CG_MMA_16(fp16, half_t)
+CG_MMA_ENTRY(cute_mma_sm80_bf16_ak_bn,              bfloat16_t, float,      CG_DA_k, CG_DB_n)
+CG_MMA_ENTRY(cute_mma_sm80_bf16_ak_bk,              bfloat16_t, float,      CG_DA_k, CG_DB_k)
+CG_MMA_ENTRY(cute_mma_sm80_bf16_am_bn,              bfloat16_t, float,      CG_DA_m, CG_DB_n)
+CG_MMA_ENTRY(cute_mma_sm80_bf16_am_bk,              bfloat16_t, float,      CG_DA_m, CG_DB_k)
+CG_MMA_ENTRY(cute_mma_sm80_bf16_ak_bn_obf16,        bfloat16_t, bfloat16_t, CG_DA_k, CG_DB_n)
+CG_MMA_ENTRY(cute_mma_sm80_bf16_ak_bk_obf16,        bfloat16_t, bfloat16_t, CG_DA_k, CG_DB_k)
+CG_MMA_ENTRY(cute_mma_sm80_bf16_am_bn_obf16,        bfloat16_t, bfloat16_t, CG_DA_m, CG_DB_n)
+CG_MMA_ENTRY(cute_mma_sm80_bf16_am_bk_obf16,        bfloat16_t, bfloat16_t, CG_DA_m, CG_DB_k)
+CG_MMA_ENTRY(cute_mma_sm80_fp16_ak_bn,              half_t,     float,      CG_DA_k, CG_DB_n)
+CG_MMA_ENTRY(cute_mma_sm80_fp16_ak_bk,              half_t,     float,      CG_DA_k, CG_DB_k)
+CG_MMA_ENTRY(cute_mma_sm80_fp16_am_bn,              half_t,     float,      CG_DA_m, CG_DB_n)
+CG_MMA_ENTRY(cute_mma_sm80_fp16_am_bk,              half_t,     float,      CG_DA_m, CG_DB_k)
+CG_MMA_ENTRY(cute_mma_sm80_fp16_ak_bn_ofp16,        half_t,     half_t,     CG_DA_k, CG_DB_n)
+CG_MMA_ENTRY(cute_mma_sm80_fp16_ak_bk_ofp16,        half_t,     half_t,     CG_DA_k, CG_DB_k)
+CG_MMA_ENTRY(cute_mma_sm80_fp16_am_bn_ofp16,        half_t,     half_t,     CG_DA_m, CG_DB_n)
+CG_MMA_ENTRY(cute_mma_sm80_fp16_am_bk_ofp16,        half_t,     half_t,     CG_DA_m, CG_DB_k)
 // tf32: float operands, both k-major, float C
-CG_MMA_ENTRY(cute_mma_sm80_tf32_ak_bk, float, float, CG_DA_k, CG_DB_k)
+CG_MMA_ENTRY(cute_mma_sm80_tf32_ak_bk,              float,      float,      CG_DA_k, CG_DB_k)
