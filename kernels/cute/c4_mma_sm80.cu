@@ -59,7 +59,13 @@ using namespace cute;
 #ifndef STAGES
 #define STAGES 3
 #endif
-#define NUM_THREADS 128
+#ifndef WARPS_M
+#define WARPS_M 2     // warps along m and n: each warp computes (BLK_M/WARPS_M) x (BLK_N/WARPS_N)
+#endif
+#ifndef WARPS_N
+#define WARPS_N 2
+#endif
+#define NUM_THREADS (32 * WARPS_M * WARPS_N)
 
 // What each operand type computes with: the MMA atom and the register type it reads.
 template <class TAB> struct MmaFor;
@@ -83,10 +89,12 @@ CUTE_HOST_DEVICE constexpr auto smem_atom_mn() {                      // (64,8):
   return composition(Swizzle<3, 3, 3>{}, Layout<Shape<_64, _8>, Stride<_1, _64>>{});
 }
 template <class TAB>
-CUTE_HOST_DEVICE constexpr auto tiled_mma() {                         // 2x2 warps, 32x32xK tile
+CUTE_HOST_DEVICE constexpr auto tiled_mma() {   // WARPS_M x WARPS_N warps, 16*WARPS_M x 16*WARPS_N x K tile
+  // N tile 16 per warp (two 8-wide atoms): a warp's B fragments of both are one LDSM x4
   using Atom = typename MmaFor<TAB>::Atom;
   constexpr int ak = size<2>(typename MMA_Traits<Atom>::Shape_MNK{});
-  return make_tiled_mma(Atom{}, Layout<Shape<_2, _2, _1>>{}, Tile<_32, _32, Int<ak>>{});
+  return make_tiled_mma(Atom{}, Layout<Shape<Int<WARPS_M>, Int<WARPS_N>, _1>>{},
+                        Tile<Int<16 * WARPS_M>, Int<16 * WARPS_N>, Int<ak>>{});
 }
 
 // One 16-byte cp.async of which only the first src_bytes come from global memory; the rest
