@@ -16,22 +16,29 @@
 //  * Residues at element granularity: every 16-byte cp.async carries a src-size (0..16 bytes
 //    inside the matrix, the rest zero-filled; 0 reads nothing), computed from identity-tensor
 //    coordinates. CuTe's ZFILL atom is all-or-nothing per vector, which would need extents that
-//    are multiples of 8 (or 4); here any M, N, K >= 1 run with 16-byte vectors.
+//    are multiples of 8 (or 4); here any M, N, K >= 1 run with 16-byte vectors. k-tiles inside
+//    K take the byte counts of k-tile 0 (the m/n bound only, out of the mainloop); only the
+//    last, partial one tests K per element.
 //  * tf32: operands arrive as float bits and are rounded to nearest (cvt.rna.tf32.f32, ties
-//    away from zero) in registers after ldmatrix; the MMA alone would truncate (ignore the low
-//    13 bits), a bias of up to 1 ulp of tf32 per operand.
+//    away from zero), once per element, in smem: each thread rounds the vectors it copied when
+//    they have landed, before the barrier that publishes the stage (rounding the fragments
+//    after ldmatrix instead spilled on sm_90). The MMA alone would truncate (ignore the low 13
+//    bits): a bias of up to 1 ulp of tf32 per operand; rounded, the error is u = 2^-11.
 //  * Epilogue alpha*acc + beta*C converted to TC with round-to-nearest(-even) (cvt.rn), C read
 //    only when beta != 0, scalar and predicated (C may have any strides).
 // Geometry: BLK_M x BLK_N = 128 x 128 (registry -D), BLK_K = 128 bytes of k (64 16-bit, 32
-//           tf32 elements), STAGES = 3 (96 KB dynamic smem), 128 threads = 2x2 warps, each warp
-//           64x64 of C: 4 (m) x 8 (n) MMA atoms, 128 float accumulators per thread.
+//           tf32 elements), STAGES = 3 (96 KB dynamic smem: 2 CTAs per SM), 128 threads =
+//           WARPS_M x WARPS_N = 2x2 warps, each warp 64x64 of C: 4 (m) x 8 (n) MMA atoms, 128
+//           float accumulators per thread (224-254 registers, no spills, sm_80 and sm_90).
 // Strides:  one entry per (precision, A major, B major, C type); the unit stride is static.
 //           16-bit: all four majors (k-major operands via LDSM_N, m-/n-major via LDSM_T);
 //           tf32: A and B k-major only (ldmatrix has no 32-bit transpose; the runtime copies
 //           other majors). A, B: 16-byte aligned pointers and leading strides (align 8 / 4).
 //           C: any strides.
-// Bottleneck: mma.sync issue and its register operands (Hopper runs mma.sync at a fraction of
-//           wgmma's rate); the scalar epilogue at small K.
+// Bottleneck: mma.sync itself on Hopper (cuBLAS uses wgmma): H100, 4096^3, bf16 333-366
+//           TFLOP/s against cuBLAS bf16 734-786 in the same runs (0.43-0.47x), about the CuTe
+//           sgemm_sm80 tutorial's half-precision figure; 128x256 tiles (2x4 warps) measured
+//           +1-4 %, 256x128 -2 %: docs/tuning/cute_mma_sm80.md. The scalar epilogue at small K.
 //
 // Layouts (tid = threadIdx.x, warp w = tid/32; V = 16 bytes / element = 8 or 4):
 //   smem atom, k-major:  Swizzle<3,log2 V,3> o (8,8V):(8V,1)   (8 rows of 128 bytes)
@@ -40,31 +47,18 @@
 //   gmem->smem, 16 B cp.async along k: thr (16,8):(8,1), val (1,V)
 //                          along m/n:  thr (16,8):(1,16), val (8,1)
 //   TiledMMA: atom layout (2,2,1) (warp w at (w%2, w/2)), tile 32 x 32 x atom-K: a warp owns
-//       rows 16*(w%2) + 32i + [0,16) and columns 8*(w/2) + 16j + [0,8), i < 4, j < 8.
+//       rows 16*(w%2) + 32i + [0,16) and columns 8*(w/2) + 16j + [0,8), i < 4, j < 8 (its two
+//       8-wide B atoms 16 apart are one LDSM x4).
 #include <cute/tensor.hpp>
 #include <cute_gemm/common.cuh>
 #include <cute_gemm/cute_util.cuh>
+#include <cute_gemm/sm80_copies.cuh>
 
 using namespace cute;
 
-#ifndef BLK_M
-#define BLK_M 128
-#endif
-#ifndef BLK_N
-#define BLK_N 128
-#endif
-#ifndef BLK_K
-#define BLK_K 64      // 16-bit elements (128 bytes); tf32 tiles take the same bytes: BLK_K / 2
-#endif
-#ifndef STAGES
-#define STAGES 3
-#endif
-#ifndef WARPS_M
-#define WARPS_M 2     // warps along m and n: each warp computes (BLK_M/WARPS_M) x (BLK_N/WARPS_N)
-#endif
-#ifndef WARPS_N
-#define WARPS_N 2
-#endif
+// BLK_M, BLK_N, BLK_K (16-bit elements: 128 bytes; tf32 tiles take the same bytes, BLK_K / 2),
+// STAGES, WARPS_M, WARPS_N (each warp computes BLK_M/WARPS_M x BLK_N/WARPS_N): -D from the
+// registry (cute_gemm/ladder_cute.py), the one source of these numbers.
 #define NUM_THREADS (32 * WARPS_M * WARPS_N)
 
 // What each operand type computes with: the MMA atom and the register type it reads.
@@ -97,23 +91,6 @@ CUTE_HOST_DEVICE constexpr auto tiled_mma() {   // WARPS_M x WARPS_N warps, 16*W
                         Tile<Int<16 * WARPS_M>, Int<16 * WARPS_N>, Int<ak>>{});
 }
 
-// One 16-byte cp.async of which only the first src_bytes come from global memory; the rest
-// of the 16 bytes in smem are zero-filled. src_bytes == 0 reads nothing.
-template <class T>
-__device__ __forceinline__ void cp_async_16_zfill(T* smem, T const* gmem, int src_bytes) {
-  uint32_t s = cast_smem_ptr_to_uint(smem);
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
-}
-
-// Bytes of the V-element vector at coordinate c of a `shape` operand whose unit stride runs
-// along mode CONTIG that lie inside it.
-template <int CONTIG, int V, int BYTES, class Coord, class Shape>
-__device__ __forceinline__ int inside_bytes(Coord const& c, Shape const& shape) {
-  const int left = get<CONTIG>(shape) - get<CONTIG>(c);
-  const bool row_in = get<1 - CONTIG>(c) < get<1 - CONTIG>(shape);
-  return row_in ? max(0, min(left, V)) * BYTES : 0;
-}
-
 // gmem -> smem thread layout of an operand of extent EXT along m/n, contiguous along k or not.
 template <class T, int EXT, bool KMAJOR>
 CUTE_HOST_DEVICE constexpr auto g2s_copy() {
@@ -127,26 +104,6 @@ CUTE_HOST_DEVICE constexpr auto g2s_copy() {
     return make_tiled_copy(Atom{}, Layout<Shape<Int<tm>, Int<NUM_THREADS / tm>>>{},
                            Layout<Shape<Int<kVec<T>>, _1>>{});
   }
-}
-
-// Round the float bits of a thread's (V,CPY_M,CPY_K) smem vectors to tf32 in place: to
-// nearest, ties away from zero (cvt.rna); the low 13 bits become zero, so the MMA's own
-// truncation changes nothing afterwards. One LDS.128/STS.128 per vector (a warp's 32 vectors
-// cover 4 swizzled 128-byte rows: no bank conflicts beyond the 4 wavefronts of 512 bytes).
-template <class Tensor>
-__device__ __forceinline__ void round_to_tf32(Tensor&& t) {
-  CUTE_UNROLL
-  for (int m = 0; m < size<1>(t); ++m)
-    CUTE_UNROLL
-    for (int k = 0; k < size<2>(t); ++k) {
-      uint4& v = *reinterpret_cast<uint4*>(&t(0, m, k));
-      uint4 r = v;
-      asm("cvt.rna.tf32.f32 %0, %0;\n" : "+r"(r.x));
-      asm("cvt.rna.tf32.f32 %0, %0;\n" : "+r"(r.y));
-      asm("cvt.rna.tf32.f32 %0, %0;\n" : "+r"(r.z));
-      asm("cvt.rna.tf32.f32 %0, %0;\n" : "+r"(r.w));
-      v = r;
-    }
 }
 
 // The mainloop: this CTA's (BLK_M,BLK_N) tile of A*B into the accumulators tCrC (the
@@ -250,15 +207,15 @@ __device__ __forceinline__ void mainloop_mma_sm80(int M, int N, int K, const TAB
     for (int m = 0; m < size<1>(tAsA); ++m)
       CUTE_UNROLL
       for (int k = 0; k < size<2>(tAsA); ++k) {
-        const int bytes = inside_bytes<a_k ? 1 : 0, V, sizeof(T)>(tAcA(0, m, k, full ? 0 : k_tile), shapeA);
-        cp_async_16_zfill(&tAsA(0, m, k, stage), bytes ? &tAgA(0, m, k, k_tile) : A, bytes);
+        const int bytes = cg::inside_bytes<a_k ? 1 : 0, V, sizeof(T)>(tAcA(0, m, k, full ? 0 : k_tile), shapeA);
+        cg::cp_async_16_zfill(&tAsA(0, m, k, stage), bytes ? &tAgA(0, m, k, k_tile) : A, bytes);
       }
     CUTE_UNROLL
     for (int n = 0; n < size<1>(tBsB); ++n)
       CUTE_UNROLL
       for (int k = 0; k < size<2>(tBsB); ++k) {
-        const int bytes = inside_bytes<b_k ? 1 : 0, V, sizeof(T)>(tBcB(0, n, k, full ? 0 : k_tile), shapeB);
-        cp_async_16_zfill(&tBsB(0, n, k, stage), bytes ? &tBgB(0, n, k, k_tile) : B, bytes);
+        const int bytes = cg::inside_bytes<b_k ? 1 : 0, V, sizeof(T)>(tBcB(0, n, k, full ? 0 : k_tile), shapeB);
+        cg::cp_async_16_zfill(&tBsB(0, n, k, stage), bytes ? &tBgB(0, n, k, k_tile) : B, bytes);
       }
   };
   const int k_tiles = ceil_div(K, int(bK));
@@ -267,7 +224,7 @@ __device__ __forceinline__ void mainloop_mma_sm80(int M, int N, int K, const TAB
     if (k_tile < k_full) issue(k_tile, stage, true_type{});
     else                 issue(k_tile, stage, false_type{});
   };
-  // k-block kb of stage `stage`, smem -> registers (rounded to tf32 where the MMA reads tf32).
+  // k-block kb of stage `stage`, smem -> registers.
   auto load_frags = [&](int kb, int stage) {
     copy(s2r_a, tXsA(_, _, kb, stage), tXrA(_, _, kb));
     copy(s2r_b, tXsB(_, _, kb, stage), tXrB(_, _, kb));
@@ -277,8 +234,8 @@ __device__ __forceinline__ void mainloop_mma_sm80(int M, int N, int K, const TAB
   // stage: each element is rounded once, not once per warp that reads it.
   auto round_stage = [&](int stage) {
     if constexpr (is_same_v<T, tfloat32_t>) {
-      round_to_tf32(tAsA(_, _, _, stage));
-      round_to_tf32(tBsB(_, _, _, stage));
+      cg::round_to_tf32(tAsA(_, _, _, stage));
+      cg::round_to_tf32(tBsB(_, _, _, stage));
     }
   };
 
