@@ -404,7 +404,9 @@ def _stub_driver(monkeypatch):
 _Dev = stub_driver.Dev
 
 
-@pytest.mark.parametrize("name", registry.names())
+# float32 operands at unaligned leading dimensions: the kernels with fp32 arithmetic (the
+# tensor-core kernels read their own dtypes, 16-byte aligned after the runtime's padded copies)
+@pytest.mark.parametrize("name", [k.name for k in registry.kernels() if "fp32" in k.precisions])
 def test_cached_hot_path_launches_exactly_what_the_first_call_resolved(monkeypatch, name):
     from cute_gemm import api, launch
     launches = _stub_driver(monkeypatch)
