@@ -84,6 +84,7 @@ class Loaded:
     compiled: object
     functions: dict
     smem_limit: int
+    sm_count: int = 0
 
     def function(self, entry: str) -> launch.Function:
         f = self.functions.get(entry)
@@ -103,7 +104,8 @@ def loaded(k: registry.Kernel, ordinal: int) -> Loaded:
             need = f"sm_{k.min_arch}" + ("" if k.arch_specific else " or newer")
             raise CuteGemmError(f"kernel {k.name!r} needs {need}; "
                                 f"device {ordinal} ({info.name}) is {info.arch}")
-        p = Loaded(k, ordinal, cache.get(k, k.target(info.arch_int)), {}, info.smem_optin)
+        p = Loaded(k, ordinal, cache.get(k, k.target(info.arch_int)), {}, info.smem_optin,
+                   info.sm_count)
         CACHE.loaded[(k.name, ordinal)] = p
     return p
 
@@ -299,7 +301,7 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
                 copies=tuple(copies), precision=variant.precision, out_dtype=variant.out_dtype)
     sk = _stream_k(k, lk, variant, m, n, kk, smem, k.stream_k_smem_bytes(m, n, kk))
     if sk is None:
-        plan = LaunchPlan(entry=variant.entry, grid=k.grid(m, n, kk), smem=smem,
+        plan = LaunchPlan(entry=variant.entry, grid=k.grid(m, n, kk, lk.sm_count), smem=smem,
                           tma=variant.tma is not None, **base)
         return Launcher(plan, lk.function(variant.entry), strides, variant=variant)
     grid, ws_bytes, tile0, pdl = sk
