@@ -121,7 +121,7 @@ def pow2_align(ptr: int, ld: int, itemsize: int = 4) -> int:
 
 _ROW = {"a": "k", "b": "n", "c": "n"}       # the major of a row-major operand of each role
 _MAJORS = {"a": ("k", "m"), "b": ("n", "k"), "c": ("n", "m")}   # (row-major, column-major)
-PAD = 16    # copies pad their leading dimension to a multiple of this many elements
+PAD = 16    # no entry point asks for more alignment (elements) than this
 
 
 def fit(op: Operand, role: str) -> tuple[str, int]:
@@ -136,14 +136,15 @@ def fit(op: Operand, role: str) -> tuple[str, int]:
     return major, pow2_align(op.ptr, ld, op.itemsize)
 
 
-def copy_strides(role: str, major: str, shape: tuple[int, int]) -> tuple[int, int]:
+def copy_strides(role: str, major: str, shape: tuple[int, int], align: int = 1) -> tuple[int, int]:
     """The strides of the copy of an operand of `shape` that run() makes for an entry point
-    wanting `major` ("any": row-major): the leading dimension padded to PAD elements, so
-    the copy is aligned for any vector width and TMA (16 bytes) at a 256-byte pointer."""
+    wanting `major` ("any": row-major) and `align`: the leading dimension rounded up to a
+    multiple of it (no more: a skinny operand padded to 16 would take 4x its memory), so
+    at a 256-byte pointer the copy has the entry's vector and TMA alignment."""
     rows, cols = shape
     if major == _MAJORS[role][1]:
-        return (1, registry.cdiv(max(rows, 1), PAD) * PAD)
-    return (registry.cdiv(max(cols, 1), PAD) * PAD, 1)
+        return (1, registry.cdiv(max(rows, 1), align) * align)
+    return (registry.cdiv(max(cols, 1), align) * align, 1)
 
 
 def offers(k: registry.Kernel) -> str:
@@ -184,7 +185,7 @@ def choose(k: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
             if v.takes(r, *fits[r]):
                 continue
             want = _ROW[r] if getattr(v, f"{r}_major") == "any" else getattr(v, f"{r}_major")
-            st = copy_strides(r, want, op.shape)
+            st = copy_strides(r, want, op.shape, v.align_for(r))
             ld = st[0] if st[1] == 1 else st[1]
             if v.takes(r, want, pow2_align(256, ld, op.itemsize)):
                 copies.append(r)
