@@ -129,7 +129,7 @@ class TileGrid:
     bm: int
     bn: int
 
-    def __call__(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+    def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
         return (cdiv(n, self.bn), cdiv(m, self.bm), 1)
 
     def span(self, n: int) -> tuple[int, int]:
@@ -142,7 +142,7 @@ class TileGridMN:
     bm: int
     bn: int
 
-    def __call__(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+    def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
         return (cdiv(m, self.bm), cdiv(n, self.bn), 1)
 
     def span(self, n: int) -> tuple[int, int]:
@@ -154,7 +154,7 @@ class FlatGrid:
     """A 1D grid of `threads`-thread blocks covering M*N elements."""
     threads: int
 
-    def __call__(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+    def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
         return (cdiv(m * n, self.threads), 1, 1)
 
     def span(self, n: int) -> tuple[int, int]:
@@ -167,11 +167,28 @@ class FlatGrid:
 class RowGrid:
     """One block per row of C."""
 
-    def __call__(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+    def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
         return (m, 1, 1)
 
     def span(self, n: int) -> tuple[int, int]:
         return GRID_X_MAX, EXTENT_MAX
+
+
+@dataclass(frozen=True)
+class PersistentGrid:
+    """A persistent kernel: min(tiles, SMs x ctas_per_sm) CTAs along x, each walking the
+    (BM, BN) tiles of C its tile scheduler hands it (tile indices are 32-bit)."""
+    bm: int
+    bn: int
+    ctas_per_sm: int = 1
+
+    def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
+        tiles = cdiv(m, self.bm) * cdiv(n, self.bn)
+        return (max(1, min(tiles, (sm_count or 1) * self.ctas_per_sm)), 1, 1)
+
+    def span(self, n: int) -> tuple[int, int]:
+        cols = min(n, EXTENT_MAX)
+        return max(self.bm, GRID_X_MAX // cdiv(cols, self.bn) * self.bm), cols
 
 
 # ---- dynamic shared memory policies: (M, N, K) -> bytes ----------------------------

@@ -6,8 +6,7 @@ import re
 import pytest
 
 import cute_gemm
-from cute_gemm import paths, registry
-from cute_gemm.records import PRECISIONS
+from cute_gemm import paths, registry, resolve
 from cute_gemm.registry import Variant
 
 KERNELS = registry.kernels()
@@ -34,25 +33,18 @@ def test_kernel_record_is_sane(k):
     assert k.summary and k.seed
     assert 1 <= k.threads <= 1024
     assert k.min_arch >= 50
-    assert set(k.precisions) <= set(PRECISIONS)
-    for v in k.variants:
-        # C is float32 or A's own type; the SIMT ladder (fp32) writes float32 only
-        assert v.out_dtype in ("float32", v.dtype), v
-        assert v.precision != "fp32" or v.out_dtype == "float32", v
-    # the runtime's fallback: an operand no variant takes as it is gets copied, row-major or in
-    # the major the variant wants, with its leading dimension padded to a multiple of 16
-    # elements and a 256-byte aligned pointer (alignment 16 elements). After that copy some
-    # variant of each (precision, out dtype) must take every operand at any M, N, K.
-    for prec, out in dict.fromkeys((v.precision, v.out_dtype) for v in k.variants):
-        def takes_after_copy(v, role):
-            own = {"a": v.a_major, "b": v.b_major, "c": v.c_major}[role]
-            majors = {"a": "k", "b": "n", "c": "n"}[role], own
-            return any(m in ("k", "m", "n") and v.takes(role, m, 16) for m in majors)
-        assert any(v.extent_align == 1 and all(takes_after_copy(v, r) for r in "abc")
-                   for v in k.variants if (v.precision, v.out_dtype) == (prec, out)), \
-            f"{k.name}: no {prec} -> {out} variant takes copied operands at every extent"
-    if k.precisions == ("fp32",):
-        # the SIMT ladder also runs unaligned operands in place: a row-major, align-1 variant
+    assert set(k.precisions) <= set(registry.PRECISIONS) and k.precisions
+    assert all(v.out_dtype in ("float32", v.dtype) for v in k.variants)
+    assert not k.arch_specific or k.archs == (f"sm_{k.min_arch}a",)
+    # run()'s fallback, per precision and result type: some entry point takes any operand
+    # once copied (into the major it wants, leading dimension rounded to its alignment)
+    # and any extents (no vector straddling a row's end)
+    for p, o in {(v.precision, v.out_dtype) for v in k.variants}:
+        assert any(v.precision == p and v.out_dtype == o and v.extent_align == 1
+                   and all(v.align_for(r) <= resolve.PAD for r in "abc")
+                   for v in k.variants), f"no fallback entry for {p} -> {o}"
+    # the SIMT ladder's own fallback: plain row-major operands at any alignment
+    if "fp32" in k.precisions:
         assert any(v.takes("a", "k", 1) and v.takes("b", "n", 1) and v.takes("c", "n", 1)
                    for v in k.variants), "needs a row-major, align-1 variant"
     if k.tile:
@@ -68,10 +60,12 @@ def test_kernel_record_is_sane(k):
 @pytest.mark.parametrize("k", KERNELS, ids=lambda k: k.name)
 def test_grid_covers_output(k):
     for m, n, kk in [(1, 1, 1), (129, 67, 5), (1000, 1300, 700)]:
-        gx, gy, gz = k.grid(m, n, kk)
+        gx, gy, gz = k.grid(m, n, kk, 132)
         assert gx >= 1 and gy >= 1 and gz >= 1
         assert gx < 2**31 and gy < 65536 and gz < 65536
-        if k.tile:
+        if isinstance(k.grid, registry.PersistentGrid):   # CTAs walk the tiles
+            assert gx <= 132 * k.grid.ctas_per_sm
+        elif k.tile:
             bm, bn, _ = k.tile
             assert gx * gy * gz >= -(-m // bm) * -(-n // bn)
 
