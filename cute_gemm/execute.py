@@ -40,7 +40,7 @@ def _scale2d(ordinal: int, stream: int, s: float, src: Operand | None, dst: Oper
     mc, nc, _ = UTIL.launch_extents(m, n, 1)
     for i0, r in _pieces(m, mc):
         for j0, c in _pieces(n, nc):
-            launch.launch(f, (registry.cdiv(r * c, 256), 1, 1), (256, 1, 1), 0, stream,
+            launch.launch(f, UTIL.grid(r, c, 1), UTIL.block, 0, stream,
                           _pack_scale(r, c, s, _sub(src, i0, j0, r, c), _sub(dst, i0, j0, r, c)))
 
 

@@ -22,8 +22,9 @@ from .records import PRECISION_DTYPE
 UTIL_ENTRY = {"float32": "scale2d", "float16": "scale2d_f16", "bfloat16": "scale2d_bf16"}
 UTIL = registry.Kernel(
     name="scale2d", family="util", source="util/scale2d.cu",
-    variants=tuple(registry.Variant(e) for e in UTIL_ENTRY.values()), block=(256, 1, 1),
-    grid=registry.FlatGrid(256), summary="dst = s * src, any strides (relayout and K = 0)", seed="-")
+    variants=tuple(registry.Variant(e) for e in UTIL_ENTRY.values()), block=(32, 8, 1),
+    grid=registry.TileGridMN(32, 32), summary="dst = s * src, any strides, through 32x32 smem "
+    "tiles (relayout and K = 0)", seed="-")
 
 
 @dataclass(frozen=True)

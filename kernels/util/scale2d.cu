@@ -4,6 +4,10 @@
 // The wrapper uses it to move device operands a kernel cannot take as they are into a
 // layout it can (and back), and for K = 0, where C = beta * C needs no GEMM at all.
 // BLAS semantics: s == 0 writes zeros without reading src (src may be NaN or null).
+// A 32x32 tile goes through shared memory, so a transposing copy (row-major src into a
+// column-major dst, as a TF32 entry's k-major B needs) reads and writes whole 128-byte
+// lines on both sides: each side walks the tile along its own unit-stride mode.
+// Geometry: 32x8 threads per 32x32 tile of dst, grid (M/32, N/32) (records.TileGridMN).
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
@@ -14,23 +18,34 @@ template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(flo
   return __float2bfloat16_rn(x);
 }
 
+constexpr int TILE = 32, ROWS = 8;
+
 template <class T>
 __device__ void scale2d_body(int M, int N, float s, const T* __restrict__ src, long long ss0,
                              long long ss1, T* __restrict__ dst, long long ds0, long long ds1) {
-  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-  if (i >= (long long)M * N) return;
-  // Walk dst in its own fastest order so the writes coalesce.
-  int m, n;
-  if (ds1 == 1 || ds0 != 1) { m = (int)(i / N); n = (int)(i % N); }
-  else                      { n = (int)(i / M); m = (int)(i % M); }
-  float v = (s == 0.0f || src == nullptr) ? 0.0f : s * to_f32(src[m * ss0 + n * ss1]);
-  dst[m * ds0 + n * ds1] = from_f32<T>(v);
+  __shared__ float tile[TILE][TILE + 1];          // +1: the transposed walk hits 32 banks
+  const int m0 = blockIdx.x * TILE, n0 = blockIdx.y * TILE;
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const bool read = !(s == 0.0f || src == nullptr);
+  // the unit-stride mode of each side runs along the 32 lanes of a warp
+  const bool src_m = ss0 == 1 && ss1 != 1, dst_m = ds0 == 1 && ds1 != 1;
+  for (int j = ty; j < TILE; j += ROWS) {
+    int i = src_m ? tx : j, k = src_m ? j : tx;   // (i, k): (row, col) within the tile
+    int m = m0 + i, n = n0 + k;
+    if (read && m < M && n < N) tile[i][k] = s * to_f32(src[m * ss0 + n * ss1]);
+  }
+  __syncthreads();
+  for (int j = ty; j < TILE; j += ROWS) {
+    int i = dst_m ? tx : j, k = dst_m ? j : tx;
+    int m = m0 + i, n = n0 + k;
+    if (m < M && n < N) dst[m * ds0 + n * ds1] = from_f32<T>(read ? tile[i][k] : 0.0f);
+  }
 }
 
 #define CG_SCALE2D(NAME, T)                                                                 \
-  extern "C" __global__ void NAME(int M, int N, float s, const T* __restrict__ src,         \
-                                  long long ss0, long long ss1, T* __restrict__ dst,        \
-                                  long long ds0, long long ds1) {                           \
+  extern "C" __global__ void __launch_bounds__(TILE * ROWS)                                 \
+  NAME(int M, int N, float s, const T* __restrict__ src, long long ss0, long long ss1,      \
+       T* __restrict__ dst, long long ds0, long long ds1) {                                 \
     scale2d_body<T>(M, N, s, src, ss0, ss1, dst, ds0, ds1);                                 \
   }
 CG_SCALE2D(scale2d, float)
