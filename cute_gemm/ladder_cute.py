@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from .records import FixedSmem, Kernel, TileGridMN, Variant
+from .records import FixedSmem, Kernel, TileGridMN, TmaBoxes, Variant
 
 _MAJORS = tuple((a, b) for a in ("k", "m") for b in ("n", "k"))
 
@@ -277,4 +277,61 @@ CUTE: list[Kernel] = [
         stream_k=True)),
     _pipe("cute_pipelined_128x128x8", PipelinedConfig(128, 128, 8, 4)),
     _pipe("cute_pipelined_64x128x8", PipelinedConfig(64, 128, 8, 4, thr_m=8, min_blocks=3)),
+]
+
+
+# ---- Hopper tensor-core stages (sm_90a) -----------------------------------------------
+# Precisions and what C may hold (records.Variant.precision / out_dtype), with the suffix the
+# entry names use. bf16/fp16 take either major of A and B (GMMA reads mn-major 16-bit operands
+# through the smem descriptor); tf32 only k-major ones (the runtime copies the others).
+_TC_OUTS = (("bf16", "float32", "f32"), ("bf16", "bfloat16", "bf16"),
+            ("fp16", "float32", "f32"), ("fp16", "float16", "fp16"), ("tf32", "float32", "f32"))
+_TC_ITEM = {"bf16": 2, "fp16": 2, "tf32": 4}
+
+
+def tma_boxes(precision: str, a_major: str, b_major: str, bm: int, bn: int) -> TmaBoxes:
+    """The TMA boxes (include/cute_gemm/sm90_operand.cuh, OperandTile::kBox0/kBox1) of one
+    stage: a k-tile is 128 bytes of k; a k-major operand comes in one (BLK_K, EXT) box, an
+    mn-major one in EXT/64 boxes (64, BLK_K) (64 16-bit elements: one 128-byte swizzle row)."""
+    bk = 128 // _TC_ITEM[precision]
+    row = 128 // _TC_ITEM[precision]
+    return TmaBoxes(a=(bk, bm) if a_major == "k" else (row, bk),
+                    b=(bk, bn) if b_major == "k" else (row, bk), swizzle=128)
+
+
+def _tc_variants(prefix: str, bm: int, bn: int) -> tuple[Variant, ...]:
+    out = []
+    for prec, dtype, suffix in _TC_OUTS:
+        majors = (("k", "k"),) if prec == "tf32" else (("k", "k"), ("k", "n"), ("m", "k"), ("m", "n"))
+        for a, b in majors:
+            out.append(Variant(f"{prefix}_{prec}_{suffix}_a{a}_b{b}", a_major=a, b_major=b,
+                               c_major="any", align=16 // _TC_ITEM[prec], align_roles="ab",
+                               precision=prec, out_dtype=dtype,
+                               tma=tma_boxes(prec, a, b, bm, bn)))
+    return tuple(out)
+
+
+def _wgmma(name: str, bm: int, bn: int, stages: int) -> Kernel:
+    return Kernel(
+        name=name,
+        family="cute",
+        source="cute/c5_wgmma.cu",
+        variants=_tc_variants("cute_wgmma", bm, bn),
+        block=(128, 1, 1),
+        grid=TileGridMN(bm, bn),
+        defines=(("BLK_M", bm), ("BLK_N", bn), ("STAGES", stages)),
+        tile=(bm, bn, 64),            # BLK_K: 128 bytes of k (64 bf16/fp16, 32 tf32)
+        # stages of A and B (128 bytes of k each row), then a full and an empty mbarrier each
+        dyn_smem=FixedSmem(stages * (bm + bn) * 128 + stages * 16),
+        min_arch=90,
+        arch_specific=True,
+        summary=f"wgmma (one warpgroup, SS) on 128-byte swizzled smem, TMA loads into a "
+                f"{stages}-stage ring of transaction barriers, zero-filled residues",
+        seed="CuTe tutorial wgmma_tma_sm90",
+        tags=("tensor-core",),
+    )
+
+
+CUTE += [
+    _wgmma("cute_wgmma", 128, 128, 4),
 ]

@@ -1,0 +1,39 @@
+// The register epilogue of the Hopper stages: C = alpha * acc + beta * C straight from the
+// wgmma accumulators, predicated on the M and N residues, any strides of C.
+//
+// A wgmma accumulator fragment holds, per thread, pairs of neighbouring columns in rows r and
+// r + 8 of each 64-row atom (CuTe's partition_C of the TiledMMA says which); each value goes
+// to its own address (C may have any strides). With beta == 0 C is not read (BLAS: an
+// uninitialised or NaN-poisoned C stays out of the result). The float result is converted to
+// TC by round-to-nearest (cute::bfloat16_t / half_t constructors).
+#pragma once
+#include <cute/tensor.hpp>
+
+namespace cg::sm90 {
+
+template <int TileM, int TileN, class TC, class TiledMma, class Acc>
+__device__ void store_axpby(TiledMma const& mma, int thread, Acc const& acc,
+                            TC* C, long long sCm, long long sCn, int M, int N, int m0, int n0,
+                            float alpha, float beta) {
+  using namespace cute;
+  Tensor gC = make_tensor(make_gmem_ptr(C + m0 * sCm + n0 * sCn),
+                          make_shape(Int<TileM>{}, Int<TileN>{}), make_stride(sCm, sCn));  // (TileM,TileN)
+  Tensor cC = make_identity_tensor(make_shape(Int<TileM>{}, Int<TileN>{}));                // (TileM,TileN) -> (m,n)
+  auto thr = mma.get_slice(thread);
+  Tensor tCgC = thr.partition_C(gC);                                                       // (MMA,MMA_M,MMA_N)
+  Tensor tCcC = thr.partition_C(cC);                                                       // (MMA,MMA_M,MMA_N)
+  CUTE_STATIC_ASSERT_V(size(tCgC) == size(acc));                                          // one value each
+  const int rows = M - m0, cols = N - n0;
+  if (beta == 0.0f) {
+    CUTE_UNROLL
+    for (int i = 0; i < size(acc); ++i)
+      if (get<0>(tCcC(i)) < rows && get<1>(tCcC(i)) < cols) tCgC(i) = TC(alpha * acc(i));
+  } else {
+    CUTE_UNROLL
+    for (int i = 0; i < size(acc); ++i)
+      if (get<0>(tCcC(i)) < rows && get<1>(tCcC(i)) < cols)
+        tCgC(i) = TC(alpha * acc(i) + beta * float(tCgC(i)));
+  }
+}
+
+}  // namespace cg::sm90
