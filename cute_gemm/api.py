@@ -12,16 +12,20 @@ import sys
 import numpy as np
 
 from . import cache, launch, registry
-from .arrays import Operand, parse
-from .errors import AliasError, CaptureError, InputError, ShapeError
+from .arrays import Operand, narrow, parse, widen
+from .errors import AliasError, CaptureError, DTypeError, InputError, ShapeError
 from .execute import gemm_device
-from .resolve import CACHE, resolved_launches
+from .records import PRECISION_DTYPE, PRECISIONS
+from .resolve import CACHE, check_precision, resolved_launches
+
+# the precision of a call that names none: the one its operands' type implies
+DEFAULT_PRECISION = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 
 def compile_kernel(name: str, arch: str | int | None = None):
     """Compile (or fetch from cache) a registered kernel; no GPU needed when arch is given."""
     k = name if isinstance(name, registry.Kernel) else registry.get(name)
     if arch is None:
-        arch = launch.device_info().arch
+        arch = k.target(launch.device_info().arch_int)
     return cache.get(k, arch)
 
 
@@ -54,19 +58,42 @@ def _validate(a, b, c, out, alpha, beta, stream: int | None = None):
     return A, B, C, O, m, n, k1
 
 
-def _empty_like_lib(proto, shape, ordinal):
-    """A row-major float32 result allocated by the library of `proto` (CuPy, PyTorch), else
-    a cute_gemm DeviceArray."""
+def _precision(A: Operand, B: Operand, C: Operand | None, O: Operand | None,
+               precision: str | None) -> tuple[str, str]:
+    """(precision, result dtype) of a call: the precision its operands' type implies unless
+    one is asked for; the result in out's type, else C's, else float32. DTypeError for a
+    mix no kernel computes."""
+    if A.dtype != B.dtype:
+        raise DTypeError(f"a is {A.dtype} and b is {B.dtype}: both must have one type")
+    if precision is None:
+        precision = DEFAULT_PRECISION[A.dtype]
+    elif precision not in PRECISIONS:
+        raise InputError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    if PRECISION_DTYPE[precision] != A.dtype:
+        raise DTypeError(f"precision {precision!r} reads {PRECISION_DTYPE[precision]} operands; "
+                         f"a and b are {A.dtype}")
+    out_dtype = O.dtype if O is not None else C.dtype if C is not None else "float32"
+    if C is not None and C.dtype != out_dtype:
+        raise DTypeError(f"c is {C.dtype} and out is {out_dtype}: both must have one type")
+    if out_dtype not in ("float32", A.dtype):
+        raise DTypeError(f"the result of {A.dtype} operands is float32 or {A.dtype}, "
+                         f"not {out_dtype}")
+    return precision, out_dtype
+
+
+def _empty_like_lib(proto, shape, ordinal, dtype: str = "float32"):
+    """A row-major result of `dtype` allocated by the library of `proto` (CuPy, PyTorch),
+    else a cute_gemm DeviceArray."""
     mod = type(proto).__module__.split(".")[0]
-    if mod == "cupy" and "cupy" in sys.modules:
+    if mod == "cupy" and "cupy" in sys.modules and dtype != "bfloat16":
         cp = sys.modules["cupy"]
         with cp.cuda.Device(ordinal):
-            return cp.empty(shape, dtype=cp.float32)
+            return cp.empty(shape, dtype=dtype)
     if mod == "torch" and "torch" in sys.modules:
         torch = sys.modules["torch"]
-        return torch.empty(shape, dtype=torch.float32, device=proto.device)
+        return torch.empty(shape, dtype=getattr(torch, dtype), device=proto.device)
     from .arrays import DeviceArray
-    return DeviceArray(shape, ordinal=ordinal)
+    return DeviceArray(shape, ordinal=ordinal, dtype=dtype)
 
 
 def _device_ordinal(A: Operand) -> int:
@@ -95,13 +122,13 @@ def _device_count() -> int:
 _SCALAR = (float, int)    # not bool: type(True) is bool
 
 
-def _hot_sig(name, a, b, out):
+def _hot_sig(name, precision, a, b, out):
     """(signature, pointers, CAI streams) of a call on __cuda_array_interface__ operands,
     else None."""
     try:   # (PyTorch raises RuntimeError for tensors that require grad: the full path says so)
         ca, cb, co = a.__cuda_array_interface__, b.__cuda_array_interface__, out.__cuda_array_interface__
         da, db, do = ca["data"], cb["data"], co["data"]
-        sig = (name, ca["shape"], ca.get("strides"), ca["typestr"], da[0] & 255, ca.get("mask"),
+        sig = (name, precision, ca["shape"], ca.get("strides"), ca["typestr"], da[0] & 255, ca.get("mask"),
                cb["shape"], cb.get("strides"), cb["typestr"], db[0] & 255, cb.get("mask"),
                co["shape"], co.get("strides"), co["typestr"], do[0] & 255, co.get("mask"), do[1])
         hash(sig)      # a list shape, say: not hashable, so no hot path
@@ -117,9 +144,13 @@ def _hot_entry(fast, A: Operand, B: Operand, O: Operand):
     return fast + (rel,)
 
 
-def run(name, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None):
-    """alpha * a @ b + beta * c in float32 with kernel `name`.
+def run(name, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None, precision=None):
+    """alpha * a @ b + beta * c with kernel `name`, accumulated in float32.
 
+    a and b are float32, float16 or bfloat16 (one type). `precision` is the arithmetic:
+    by default the one their type implies ("fp32", "fp16", "bf16"); "tf32" multiplies
+    float32 operands on tensor cores with 10-bit mantissas (asked for by name only).
+    The result is float32, or out's type (float32 or a's type; rounded to nearest even).
     numpy in -> numpy out; device arrays (CuPy, PyTorch, JAX, __cuda_array_interface__,
     DLPack) in -> result on the device. `out` receives the result (it may be `c`, for an
     in-place update; an `out` that overlaps a, b or c otherwise is computed apart and
@@ -129,7 +160,7 @@ def run(name, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None):
     hot = None   # (one device known, from an earlier call: no signature work for multi-GPU hosts)
     if (c is None and out is not None and _count == [1] and type(alpha) in _SCALAR
             and type(beta) in _SCALAR and alpha != 0):
-        hot = _hot_sig(name, a, b, out)
+        hot = _hot_sig(name, precision, a, b, out)
         if hot is not None:
             entry = CACHE.hot.get(hot[0])
             if entry is not None and CACHE.launches.get(entry[0]) is entry[1]:
@@ -147,12 +178,14 @@ def run(name, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None):
     k = registry.get(name)
     s = launch.stream_handle(stream)
     A, B, C, O, m, n, kk = _validate(a, b, c, out, alpha, beta, s)
+    prec, out_dtype = _precision(A, B, C, O, precision)
+    check_precision(k, prec, out_dtype)
     alpha, beta = float(alpha), float(beta)
     if C is None:
         beta = 0.0
     if A.device:
-        return _run_device(k, A, B, C, O, m, n, alpha, beta, s, hot)
-    return _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s)
+        return _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot)
+    return _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec, out_dtype)
 
 
 def _wait_producers(s: int, producers: set, ordinal: int) -> None:
@@ -172,7 +205,7 @@ def _wait_producers(s: int, producers: set, ordinal: int) -> None:
             launch.wait_stream(s, p, ordinal)
 
 
-def _run_device(k, A, B, C, O, m, n, alpha, beta, s, hot=None):
+def _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot=None):
     ordinal = _device_ordinal(A)
     launch.ensure_context(ordinal)
     ops = (A, B, C, O)
@@ -183,12 +216,12 @@ def _run_device(k, A, B, C, O, m, n, alpha, beta, s, hot=None):
         if type(A.obj).__module__.split(".")[0] not in ("cupy", "torch") and launch.capturing(s):
             raise CaptureError("a new result array cannot be allocated while the stream "
                                "captures a CUDA graph: pass out=")
-        result = _empty_like_lib(A.obj, (m, n), ordinal)
+        result = _empty_like_lib(A.obj, (m, n), ordinal, out_dtype)
         O = parse("out", result)
     else:
         result = O.obj
     if m and n:
-        fast = gemm_device(k, A, B, C, O, alpha, beta, s, ordinal)
+        fast = gemm_device(k, A, B, C, O, alpha, beta, s, ordinal, prec)
         if fast is not None and hot is not None:     # hot: one device, so ordinal 0
             if len(CACHE.hot) >= 4096:
                 CACHE.hot.clear()
@@ -210,20 +243,26 @@ def _upload(op: Operand, ordinal: int, stream: int, owned: list) -> Operand:
     owned.append(buf)
     if src.nbytes:
         launch.memcpy_htod(buf.ptr, src.ctypes.data, src.nbytes, stream)
-    return Operand(op.name, buf, True, buf.ptr, op.shape, strides, "float32")
+    return Operand(op.name, buf, True, buf.ptr, op.shape, strides, op.dtype)
 
 
-def _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s):
-    result = O.host if O is not None else np.empty((m, n), dtype=np.float32)
+def _host_result(m: int, n: int, out_dtype: str, like: Operand) -> np.ndarray:
+    """A new host result of `out_dtype` (bfloat16: of the dtype object a or b came with)."""
+    dt = like.host.dtype if out_dtype == "bfloat16" else np.dtype(out_dtype)
+    return np.empty((m, n), dtype=dt)
+
+
+def _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec="fp32", out_dtype="float32"):
+    result = O.host if O is not None else _host_result(m, n, out_dtype, A)
     if m == 0 or n == 0:
         return result
     if kk == 0 or alpha == 0.0:
         # no products, nothing to launch: result = beta * C (BLAS: A and B are not read,
-        # and C is not read when beta == 0)
-        if beta == 0.0:
-            result[...] = 0.0
-        else:
-            np.multiply(C.host, np.float32(beta), out=result)
+        # and C is not read when beta == 0), computed in float32 and rounded once
+        v = np.zeros((m, n), np.float32) if beta == 0.0 else np.float32(beta) * widen(
+            C.host.view(np.uint16) if C.dtype == "bfloat16" else C.host, C.dtype)
+        stored = narrow(v, out_dtype)
+        result.view(stored.dtype)[...] = stored
         return result
     ordinal = launch.current_ordinal()
     launch.ensure_context(ordinal)
@@ -234,14 +273,15 @@ def _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s):
     try:
         dA = _upload(A, ordinal, s, owned)
         dB = _upload(B, ordinal, s, owned)
-        buf = launch.DeviceBuffer(4 * m * n, ordinal)
+        dT = Operand("tmp", None, True, 0, (m, n), (n, 1), out_dtype)
+        buf = launch.DeviceBuffer(dT.itemsize * m * n, ordinal)
         owned.append(buf)
-        dT = Operand("tmp", buf, True, buf.ptr, (m, n), (n, 1), "float32")
+        dT.ptr = buf.ptr
         if beta != 0.0:   # C goes straight into the result buffer, updated in place
             hc = np.ascontiguousarray(C.host)
             launch.memcpy_htod(dT.ptr, hc.ctypes.data, hc.nbytes, s)
-        gemm_device(k, dA, dB, dT if beta != 0.0 else None, dT, alpha, beta, s, ordinal)
-        host = result if result.flags.c_contiguous else np.empty((m, n), dtype=np.float32)
+        gemm_device(k, dA, dB, dT if beta != 0.0 else None, dT, alpha, beta, s, ordinal, prec)
+        host = result if result.flags.c_contiguous else np.empty((m, n), dtype=result.dtype)
         launch.memcpy_dtoh(host.ctypes.data, dT.ptr, host.nbytes, s)
         launch.check_last(k.name, s)
         if host is not result:

@@ -14,9 +14,13 @@ import numpy as np
 
 from .errors import DTypeError, InputError, NotAnArrayError, ShapeError
 
-SUPPORTED_DTYPES = ("float32",)
+from .records import ITEMSIZE
+
+# float32 for every kernel; float16 and bfloat16 for the tensor-core kernels (Kernel.dtypes)
+SUPPORTED_DTYPES = ("float32", "float16", "bfloat16")
 _TYPESTR = {"<f4": "float32", "<f8": "float64", "<f2": "float16", "<i4": "int32",
             "<i8": "int64", "|u1": "uint8", "|i1": "int8", "<u4": "uint32", "<c8": "complex64"}
+_CAI_DTYPE = {"<f4": "float32", "<f2": "float16"}     # bfloat16 has no typestr: DLPack only
 _KDLCPU, _KDLCUDA, _KDLCUDAHOST, _KDLCUDAMANAGED = 1, 2, 3, 13
 
 
@@ -28,10 +32,14 @@ class Operand:
     ptr: int                       # device pointer (0 for host operands)
     shape: tuple[int, int]
     strides: tuple[int, int]       # in elements
-    dtype: str
+    dtype: str                     # SUPPORTED_DTYPES
     readonly: bool = False
     host: np.ndarray | None = None
     stream: int | None = None      # CUDA Array Interface v3: the producer's stream, if any
+
+    @property
+    def itemsize(self) -> int:
+        return ITEMSIZE[self.dtype]
 
     def span(self) -> tuple[int, int]:
         """[first, last + 1) byte addresses the operand's elements occupy ((0, 0) if empty)."""
@@ -40,7 +48,8 @@ class Operand:
             return 0, 0
         lo = min(0, (r - 1) * sr) + min(0, (c - 1) * sc)
         hi = max(0, (r - 1) * sr) + max(0, (c - 1) * sc) + 1
-        return self.ptr + 4 * lo, self.ptr + 4 * hi
+        e = ITEMSIZE[self.dtype]
+        return self.ptr + e * lo, self.ptr + e * hi
 
     def overlaps(self, other: "Operand") -> bool:
         """True if the byte ranges of the two operands intersect (conservative: interleaved
@@ -81,6 +90,17 @@ def _unsupported(name: str, dtype) -> DTypeError:
     return DTypeError(f"{name} has dtype {dtype}; supported dtypes: {', '.join(SUPPORTED_DTYPES)}")
 
 
+def host_dtype(dt: np.dtype) -> str | None:
+    """The SUPPORTED_DTYPES name of a numpy dtype (ml_dtypes' bfloat16 included), or None."""
+    if dt == np.float32:
+        return "float32"
+    if dt == np.float16:
+        return "float16"
+    if dt.name == "bfloat16" and dt.itemsize == 2:
+        return "bfloat16"
+    return None
+
+
 def _check_2d(name: str, shape) -> tuple[int, int]:
     if len(shape) != 2:
         raise ShapeError(f"{name} must be 2-D (got ndim={len(shape)}, shape={tuple(shape)})")
@@ -95,13 +115,17 @@ def parse(name: str, obj, stream: int | None = None) -> Operand:
     bad input. stream: the consumer stream, handed to DLPack producers (__dlpack__(stream=))."""
     if isinstance(obj, np.ndarray):
         shape = _check_2d(name, obj.shape)
-        if obj.dtype != np.float32:
+        dtype = host_dtype(obj.dtype)
+        if dtype is None:
             raise _unsupported(name, obj.dtype)
         isz = obj.itemsize
         if any(s % isz for s in obj.strides):
             raise ShapeError(f"{name} has strides {obj.strides} that are not a multiple of its itemsize")
-        return Operand(name, obj, False, 0, shape, tuple(s // isz for s in obj.strides), "float32",
+        return Operand(name, obj, False, 0, shape, tuple(s // isz for s in obj.strides), dtype,
                        not obj.flags.writeable, obj)
+    if isinstance(obj, DeviceArray):   # ours: its bfloat16 has no __cuda_array_interface__
+        return _nonnull(Operand(name, obj, True, obj.ptr, _check_2d(name, obj.shape), obj.strides,
+                                obj.dtype_name))
     if getattr(obj, "requires_grad", False) and callable(getattr(obj, "detach", None)):
         # an autograd tensor is read as its data, as torch.mm reads it; writing into one
         # behind autograd's back is refused, as torch refuses out= that requires grad
@@ -110,8 +134,10 @@ def parse(name: str, obj, stream: int | None = None) -> Operand:
         obj = obj.detach()
     try:
         cai = getattr(obj, "__cuda_array_interface__", None)
-    except Exception as e:   # a property that raises: not an array we can read
-        raise NotAnArrayError(f"{name}: reading its __cuda_array_interface__ failed: {e}") from None
+    except Exception as e:   # a property that raises: PyTorch's for bfloat16 (no typestr), else
+        if not hasattr(obj, "__dlpack__"):                            # not an array we can read
+            raise NotAnArrayError(f"{name}: reading its __cuda_array_interface__ failed: {e}") from None
+        cai = None
     if cai is not None:
         try:
             return _parse_cai(name, obj, cai)
@@ -129,7 +155,7 @@ def parse(name: str, obj, stream: int | None = None) -> Operand:
         from .launch import dlpack_view
         ptr, shp, strides, dtype, _, ro = dlpack_view(obj, stream)
         shape = _check_2d(name, shp)
-        if dtype != "float32":
+        if dtype not in SUPPORTED_DTYPES:
             raise _unsupported(name, dtype)
         return _nonnull(Operand(name, obj, True, ptr, shape, strides, dtype, ro))
     raise NotAnArrayError(
@@ -141,10 +167,9 @@ def _parse_cai(name: str, obj, cai: dict) -> Operand:
     # run()'s path for device arrays: plain comparisons, no generators
     shape = _check_2d(name, cai["shape"])
     typestr = cai["typestr"]
-    if typestr != "<f4":
-        dtype = _TYPESTR.get(typestr, typestr)
-        if dtype != "float32":
-            raise _unsupported(name, dtype)
+    dtype = _CAI_DTYPE.get(typestr)
+    if dtype is None:
+        raise _unsupported(name, _TYPESTR.get(typestr, typestr))
     if cai.get("mask") is not None:
         raise InputError(f"{name} is a masked array (__cuda_array_interface__ mask): not supported")
     ptr, ro = cai["data"]
@@ -152,12 +177,13 @@ def _parse_cai(name: str, obj, cai: dict) -> Operand:
     if st is None:
         strides = (shape[1], 1)
     else:
+        e = ITEMSIZE[dtype]
         s0, s1 = int(st[0]), int(st[1])
-        if s0 % 4 or s1 % 4 or (len(st) > 2 and any(s % 4 for s in st[2:])):
-            raise ShapeError(f"{name} has strides {tuple(st)} (bytes) that are not a multiple of 4")
-        strides = (s0 // 4, s1 // 4)
+        if s0 % e or s1 % e or (len(st) > 2 and any(s % e for s in st[2:])):
+            raise ShapeError(f"{name} has strides {tuple(st)} (bytes) that are not a multiple of {e}")
+        strides = (s0 // e, s1 // e)
     sv = cai.get("stream")   # v3: 1 legacy default, 2 per-thread default, else a handle
-    return _nonnull(Operand(name, obj, True, int(ptr or 0), shape, strides, "float32", bool(ro),
+    return _nonnull(Operand(name, obj, True, int(ptr or 0), shape, strides, dtype, bool(ro),
                             stream=None if sv is None else int(sv)))
 
 
@@ -165,44 +191,85 @@ def _nonnull(op: Operand) -> Operand:
     if op.shape[0] * op.shape[1] > 0:
         if op.ptr == 0:
             raise InputError(f"{op.name} has a null data pointer (a closed or freed array?)")
-        if op.ptr % 4:   # a float32 load there faults and takes the CUDA context with it
-            raise InputError(f"{op.name}'s data pointer 0x{op.ptr:x} is not 4-byte aligned")
+        if op.ptr % op.itemsize:   # a load there faults and takes the CUDA context with it
+            raise InputError(f"{op.name}'s data pointer 0x{op.ptr:x} is not "
+                             f"{op.itemsize}-byte aligned ({op.dtype})")
     return op
 
 
+def widen(raw: np.ndarray, dtype: str) -> np.ndarray:
+    """float32 values of raw elements of `dtype` held as float32 / float16 / uint16 (bfloat16
+    bits: the upper half of a float32)."""
+    if dtype == "bfloat16":
+        return (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+    return raw.astype(np.float32)
+
+
+def narrow(x: np.ndarray, dtype: str) -> np.ndarray:
+    """`x` rounded to nearest-even in `dtype`, as a numpy array of that dtype's storage
+    (float32, float16, or uint16 bits for bfloat16)."""
+    x = np.asarray(x, dtype=np.float32)
+    if dtype == "float32":
+        return x
+    if dtype == "float16":
+        return x.astype(np.float16)
+    u = x.view(np.uint32)
+    r = (u + np.uint32(0x7FFF) + ((u >> 16) & 1)) >> 16        # round to nearest even
+    r = np.where(np.isnan(x), (u >> 16) | 0x40, r)              # NaN stays NaN (quiet)
+    return r.astype(np.uint16)
+
+
+_STORAGE = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16}
+
+
 def to_numpy(name: str, obj) -> np.ndarray:
-    """A float32 host copy of any accepted operand (numpy arrays are returned as they are)."""
+    """A float32 host copy of any accepted operand (the exact values of 16-bit elements;
+    float32 numpy arrays are returned as they are)."""
     op = parse(name, obj)
     if not op.device:
-        return op.host
+        h = op.host
+        return h if op.dtype == "float32" else widen(h.view(_STORAGE[op.dtype]), op.dtype)
     from .launch import memcpy_dtoh, synchronize
     lo, hi = op.span()
+    e = op.itemsize
     out = np.empty(op.shape, dtype=np.float32)
     if hi > lo:
-        raw = np.empty((hi - lo) // 4, dtype=np.float32)
+        raw = np.empty((hi - lo) // e, dtype=_STORAGE[op.dtype])
         synchronize(0)       # the producer's work, on any blocking stream, is done
         memcpy_dtoh(raw.ctypes.data, lo, hi - lo, 0)
         synchronize(0)
-        first = (op.ptr - lo) // 4
-        out[...] = np.lib.stride_tricks.as_strided(
-            raw[first:], shape=op.shape, strides=(4 * op.strides[0], 4 * op.strides[1]))
+        first = (op.ptr - lo) // e
+        out[...] = widen(np.lib.stride_tricks.as_strided(
+            raw[first:], shape=op.shape, strides=(e * op.strides[0], e * op.strides[1])), op.dtype)
     return out
 
 
 class DeviceArray:
-    """A minimal float32 2-D device array (row-major unless strides say otherwise) that
-    speaks __cuda_array_interface__, for users and tests without CuPy or PyTorch."""
+    """A minimal 2-D device array (row-major unless strides say otherwise) of float32,
+    float16 or bfloat16, for users and tests without CuPy or PyTorch. float32 and float16
+    speak __cuda_array_interface__; bfloat16, which has no typestr there, is read by
+    cute_gemm directly. Host data for it comes as float32 (rounded to nearest even) or as
+    ml_dtypes.bfloat16."""
 
-    def __init__(self, shape, *, strides=None, ordinal: int = 0, _buffer=None):
+    def __init__(self, shape, *, strides=None, ordinal: int = 0, dtype: str = "float32",
+                 _buffer=None):
         from .launch import DeviceBuffer
         self.shape = tuple(int(s) for s in shape)
         if len(self.shape) != 2:
             raise ShapeError(f"DeviceArray must be 2-D (got shape {self.shape})")
+        if dtype not in SUPPORTED_DTYPES:
+            raise _unsupported("DeviceArray", dtype)
+        self.dtype_name = dtype
         self.strides = tuple(strides) if strides is not None else (self.shape[1], 1)
         span = 1 + sum((n - 1) * s for n, s in zip(self.shape, self.strides) if n > 0)
-        self._buf = _buffer if _buffer is not None else DeviceBuffer(4 * span, ordinal)
+        e = ITEMSIZE[dtype]
+        self._buf = _buffer if _buffer is not None else DeviceBuffer(max(e * span, 4), ordinal)
         self.ordinal = ordinal
-        self.dtype = np.dtype(np.float32)
+
+    @property
+    def dtype(self):
+        """numpy's dtype for float32/float16; the name "bfloat16" for bfloat16."""
+        return np.dtype(_STORAGE[self.dtype_name]) if self.dtype_name != "bfloat16" else "bfloat16"
 
     @property
     def ptr(self) -> int:
@@ -214,49 +281,66 @@ class DeviceArray:
 
     @property
     def __cuda_array_interface__(self):
-        return {"shape": self.shape, "typestr": "<f4", "data": (self.ptr, False),
-                "strides": (4 * self.strides[0], 4 * self.strides[1]), "version": 3}
+        if self.dtype_name == "bfloat16":
+            raise TypeError("bfloat16 has no __cuda_array_interface__ typestr")
+        e = ITEMSIZE[self.dtype_name]
+        return {"shape": self.shape, "typestr": "<f4" if e == 4 else "<f2",
+                "data": (self.ptr, False), "strides": (e * self.strides[0], e * self.strides[1]),
+                "version": 3}
 
     @property
     def T(self) -> "DeviceArray":
         """A transposed view sharing memory."""
         return DeviceArray(self.shape[::-1], strides=self.strides[::-1], ordinal=self.ordinal,
-                           _buffer=self._buf)
+                           dtype=self.dtype_name, _buffer=self._buf)
 
     def is_contiguous(self) -> bool:
         return self.strides == (self.shape[1], 1) or self.shape[0] * self.shape[1] <= 1
 
     @classmethod
-    def from_host(cls, host: np.ndarray, ordinal: int = 0, stream: int = 0) -> "DeviceArray":
+    def from_host(cls, host: np.ndarray, ordinal: int = 0, stream: int = 0,
+                  dtype: str | None = None) -> "DeviceArray":
+        """A copy of `host` (float32, float16 or ml_dtypes bfloat16), converted to `dtype`
+        (round to nearest even) when one is given."""
         from .launch import memcpy_htod, synchronize
         op = parse("array", host)
+        dtype = dtype or op.dtype
         h = np.ascontiguousarray(host)
-        d = cls(op.shape, ordinal=ordinal)
+        if dtype != op.dtype:
+            h = np.ascontiguousarray(narrow(widen(h.view(_STORAGE[op.dtype]), op.dtype), dtype))
+        d = cls(op.shape, ordinal=ordinal, dtype=dtype)
         if h.size:
             memcpy_htod(d.ptr, h.ctypes.data, h.nbytes, stream)
             synchronize(stream)
         return d
 
     @classmethod
-    def full(cls, shape, value: float, ordinal: int = 0, stream: int = 0) -> "DeviceArray":
-        from .launch import memset_f32
-        d = cls(shape, ordinal=ordinal)
-        bits = int(np.array(value, dtype=np.float32).view(np.uint32))
-        memset_f32(d.ptr, bits, d._buf.nbytes // 4, stream)
+    def full(cls, shape, value: float, ordinal: int = 0, stream: int = 0,
+             dtype: str = "float32") -> "DeviceArray":
+        from .launch import memset_d16, memset_f32
+        d = cls(shape, ordinal=ordinal, dtype=dtype)
+        bits = int(narrow(np.array([value], dtype=np.float32), dtype).view(
+            np.uint32 if dtype == "float32" else np.uint16)[0])
+        if dtype == "float32":
+            memset_f32(d.ptr, bits, d._buf.nbytes // 4, stream)
+        else:
+            memset_d16(d.ptr, bits, d._buf.nbytes // 2, stream)
         return d
 
     def to_host(self, stream: int = 0) -> np.ndarray:
+        """A float32 host copy (16-bit elements widened exactly)."""
         from .launch import memcpy_dtoh, synchronize
         if not self.is_contiguous():
             raise ShapeError("to_host() needs a contiguous DeviceArray (transpose on the host)")
-        out = np.empty(self.shape, dtype=np.float32)
-        if out.size:
-            memcpy_dtoh(out.ctypes.data, self.ptr, out.nbytes, stream)
+        raw = np.empty(self.shape, dtype=_STORAGE[self.dtype_name])
+        if raw.size:
+            memcpy_dtoh(raw.ctypes.data, self.ptr, raw.nbytes, stream)
             synchronize(stream)
-        return out
+        return raw if self.dtype_name == "float32" else widen(raw, self.dtype_name)
 
     def close(self) -> None:
         self._buf.close()
 
     def __repr__(self) -> str:
-        return f"DeviceArray(shape={self.shape}, strides={self.strides}, ptr=0x{self.ptr:x})"
+        return (f"DeviceArray(shape={self.shape}, strides={self.strides}, dtype={self.dtype_name}, "
+                f"ptr=0x{self.ptr:x})")

@@ -20,6 +20,9 @@ def register(sub) -> None:
                    help="repeatable; default: all")
     s.add_argument("--layouts", default="nn", type=_layouts,
                    help="comma list of nn, tn, nt, tt (t = transposed view) or all; default nn")
+    s.add_argument("--precision", default="fp32", type=_precisions, metavar="P[,P...]|all",
+                   help="fp32 (default), tf32, bf16, fp16, a comma list, or all: each kernel in "
+                        "the precisions it offers, next to cuBLAS at the same precision")
     s.add_argument("--repeats", type=positive_int, default=30, help="timed launches per kernel and shape")
     s.add_argument("--min-repeats", type=positive_int, default=5,
                    help="the fewest timed launches, whatever --max-seconds says (default 5)")
@@ -68,6 +71,16 @@ def _layouts(s: str) -> str:
     return s
 
 
+def _precisions(s: str) -> str:
+    import argparse
+    from cute_gemm.perf.runner import parse_precisions
+    try:
+        parse_precisions(s)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return s
+
+
 def _cmd_bench(args) -> int:
     from cute_gemm.perf.cublas import find_cublas
     from cute_gemm.perf.overhead import measure_overhead
@@ -100,7 +113,8 @@ def _cmd_bench(args) -> int:
                     warmup=args.warmup, min_repeats=args.min_repeats, max_seconds=args.max_seconds,
                     cublas=args.cublas, overhead=args.overhead, overhead_kernel=args.overhead_kernel,
                     seed=args.seed, out_dir=args.out, plots=not args.no_plots,
-                    ladder_size=args.ladder_size, progress=not args.no_progress)
+                    ladder_size=args.ladder_size, progress=not args.no_progress,
+                    precisions=args.precision)
     except ValueError as e:
         return error(str(e), "cute-gemm bench")
     print(format_table(res))

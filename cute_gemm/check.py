@@ -5,8 +5,13 @@ Judged by the reference-BLAS gauge (sblat3's SMMCH): per element
 with eps = 2**-23 (float32 machine epsilon); a kernel passes when max ratio <= 16.
 The gauge scales with K and with the magnitudes involved, so one threshold holds for
 every shape; a plain recursive fp32 dot product lands around 0.3 on random data.
-Exact mode draws small integers in [-8, 8], for which fp32 arithmetic is exact up to
-K ~ 2**18: every correct kernel must then equal the reference bit for bit.
+Tensor-core precisions are judged with their own unit roundoff (UNIT: tf32 and fp16
+2**-11, bf16 2**-8, from rounding the inputs or the result), against the reference of
+the values the kernel was given (16-bit inputs are drawn in float32 and rounded first).
+Exact mode draws small integers in [-8, 8], exact in every input type, for which fp32
+accumulation is exact up to K ~ 2**18: every correct kernel must then equal the
+reference (rounded to nearest even into a 16-bit result) bit for bit.
+Kernels are checked, and diffed against each other, one precision at a time.
 Outputs are poisoned with NaN before each launch, so an unwritten element fails.
 """
 from __future__ import annotations
@@ -17,9 +22,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import registry
+from .arrays import narrow, widen
 from .errors import CuteGemmError, ShapeLimitError
+from .records import PRECISION_DTYPE, PRECISIONS
 
 EPS = float(np.finfo(np.float32).eps)
+UNIT = {"fp32": EPS, "tf32": 2.0**-11, "fp16": 2.0**-11, "bf16": 2.0**-8}
 THRESHOLD = 16.0
 DEFAULT_SHAPES = ((1, 1, 1), (129, 67, 33), (257, 383, 129), (1000, 1300, 700))
 
@@ -48,6 +56,8 @@ class ShapeReport:
     results: list[KernelResult]
     names: list[str]
     pairwise: np.ndarray               # max |C_i - C_j|, NaN where a kernel produced nothing
+    precision: str = "fp32"
+    out_dtype: str = "float32"
 
     @property
     def ok(self) -> bool:
@@ -72,7 +82,8 @@ class CheckReport:
         for s in self.shapes:
             m, n, k = s.shape
             mode = "exact integers" if s.exact else "random normal"
-            lines.append(f"M={m} N={n} K={k}  alpha={s.alpha:g} beta={s.beta:g}  ({mode})")
+            lines.append(f"M={m} N={n} K={k}  alpha={s.alpha:g} beta={s.beta:g}  ({mode}; "
+                         f"{s.precision} -> {s.out_dtype})")
             kw = max([22] + [len(r.name) + 2 for r in s.results])
             lines.append(f"  {'kernel':<{kw}}{'status':<8}{'gauge ratio':>12}{'rel frob':>11}  first fail / note")
             for r in s.results:
@@ -102,13 +113,13 @@ class CheckReport:
         return "\n".join(lines)
 
 
-def gauge_ratio(c: np.ndarray, ref: np.ndarray, gauge: np.ndarray) -> np.ndarray:
+def gauge_ratio(c: np.ndarray, ref: np.ndarray, gauge: np.ndarray, eps: float = EPS) -> np.ndarray:
     """Elementwise |c - ref| / (eps * G); 0 where both agree exactly, inf for a NaN/Inf
     where the reference has a finite value (or a different non-finite one)."""
     c64 = c.astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         diff = np.abs(c64 - ref)
-        r = np.where(gauge > 0, diff / (EPS * gauge), np.where(diff == 0, 0.0, np.inf))
+        r = np.where(gauge > 0, diff / (eps * gauge), np.where(diff == 0, 0.0, np.inf))
     same_nonfinite = (~np.isfinite(ref)) & ((c64 == ref) | (np.isnan(c64) & np.isnan(ref)))
     r = np.where(same_nonfinite, 0.0, r)
     return np.where(np.isnan(r), np.inf, r)
@@ -126,8 +137,25 @@ def reference(a, b, c, alpha, beta):
     return ref, gauge
 
 
-def judge(name: str, c: np.ndarray, ref: np.ndarray, gauge: np.ndarray, exact: bool) -> KernelResult:
-    ratio = gauge_ratio(c, ref, gauge)
+def unit(precision: str, out_dtype: str = "float32") -> float:
+    """The unit roundoff a kernel of `precision` writing `out_dtype` is judged with."""
+    return max(UNIT[precision], UNIT["fp16"] if out_dtype == "float16" else
+               UNIT["bf16"] if out_dtype == "bfloat16" else 0.0)
+
+
+def rounded(ref: np.ndarray, out_dtype: str) -> np.ndarray:
+    """The float64 reference as a correct kernel stores it: rounded once into out_dtype."""
+    if out_dtype == "float32":
+        return ref
+    with np.errstate(over="ignore", invalid="ignore"):
+        return widen(narrow(ref.astype(np.float32), out_dtype), out_dtype).astype(np.float64)
+
+
+def judge(name: str, c: np.ndarray, ref: np.ndarray, gauge: np.ndarray, exact: bool,
+          eps: float = EPS, out_dtype: str = "float32") -> KernelResult:
+    if exact:
+        ref = rounded(ref, out_dtype)
+    ratio = gauge_ratio(c, ref, gauge, eps)
     worst = float(ratio.max()) if ratio.size else 0.0
     with np.errstate(invalid="ignore", over="ignore"):
         nref = float(np.linalg.norm(ref[np.isfinite(ref)]))
@@ -167,46 +195,61 @@ def make_inputs(rng, m, n, k, exact: bool, with_c: bool):
 def supported_kernels() -> list[registry.Kernel]:
     from . import launch
     arch = launch.device_info().arch_int
-    return [k for k in registry.kernels() if k.min_arch <= arch]
+    return [k for k in registry.kernels() if k.min_arch <= arch
+            and (not k.arch_specific or k.min_arch == arch)]
 
 
-def _check_one_shape(names, a, b, c, alpha, beta, exact, layout="nn") -> ShapeReport:
+def as_given(x: np.ndarray | None, dtype: str) -> np.ndarray | None:
+    """The float32 values of x once stored as `dtype` (what a kernel of that type reads)."""
+    return None if x is None or dtype == "float32" else widen(narrow(x, dtype), dtype)
+
+
+def _check_one_shape(names, a, b, c, alpha, beta, exact, layout="nn", precision="fp32",
+                     out_dtype="float32") -> ShapeReport:
     from .api import run
     from .arrays import DeviceArray
     from . import launch
 
     m, k = a.shape
     n = b.shape[1]
+    in_dtype = PRECISION_DTYPE[precision]
+    if in_dtype != "float32":
+        a, b = as_given(a, in_dtype), as_given(b, in_dtype)
+    if c is not None and out_dtype != "float32":
+        c = as_given(c, out_dtype)
     ref, gauge = reference(a, b, c, alpha, beta)
+    eps = unit(precision, out_dtype)
     results, outs = [], []
     # a "t" layout passes the operand as the transposed view of its row-major transpose
-    def upload(x, t):
-        return DeviceArray.from_host(np.ascontiguousarray(x.T)).T if t == "t" else DeviceArray.from_host(x)
+    def upload(x, t, dtype):
+        if t == "t":
+            return DeviceArray.from_host(np.ascontiguousarray(x.T), dtype=dtype).T
+        return DeviceArray.from_host(x, dtype=dtype)
 
     dev = []
     try:
-        dA = upload(a, layout[0])
+        dA = upload(a, layout[0], in_dtype)
         dev.append(dA)
-        dB = upload(b, layout[1])
+        dB = upload(b, layout[1], in_dtype)
         dev.append(dB)
         dC = None
         if c is not None:
-            dC = DeviceArray.from_host(c)
+            dC = DeviceArray.from_host(c, dtype=out_dtype)
             dev.append(dC)
         for name in names:
             out = None
             try:
-                if dC is not None and beta != 0.0:
-                    out = DeviceArray.from_host(c)           # in place: C is read, then overwritten
+                if dC is not None and beta != 0.0:   # in place: C is read, then overwritten
+                    out = DeviceArray.from_host(c, dtype=out_dtype)
                 else:
-                    out = DeviceArray.full((m, n), float("nan"))
+                    out = DeviceArray.full((m, n), float("nan"), dtype=out_dtype)
                 t0 = time.perf_counter()
                 run(name, dA, dB, out if (dC is not None and beta != 0.0) else None,
-                    alpha=alpha, beta=beta, out=out)
+                    alpha=alpha, beta=beta, out=out, precision=precision)
                 launch.check_last(name)
                 secs = time.perf_counter() - t0
                 got = out.to_host()
-                r = judge(name, got, ref, gauge, exact)
+                r = judge(name, got, ref, gauge, exact, eps, out_dtype)
                 r.seconds = secs
                 outs.append(got)
             except ShapeLimitError as e:
@@ -230,36 +273,59 @@ def _check_one_shape(names, a, b, c, alpha, beta, exact, layout="nn") -> ShapeRe
                 with np.errstate(invalid="ignore"):
                     d = np.abs(outs[i].astype(np.float64) - outs[j])
                 pw[i, j] = float(np.nanmax(d)) if d.size and not np.all(np.isnan(d)) else 0.0
-    return ShapeReport((m, n, k), alpha, beta, exact, results, list(names), pw)
+    return ShapeReport((m, n, k), alpha, beta, exact, results, list(names), pw, precision,
+                       out_dtype)
 
 
 def cross_check(a=None, b=None, *, kernels=None, shapes=None, seed=None, alpha=1.0, beta=0.0,
-                c=None, exact=False, layout="nn") -> CheckReport:
+                c=None, exact=False, layout="nn", precision=None,
+                out_dtype="float32") -> CheckReport:
     """Run the chosen kernels on the same inputs and compare them with float64 and each other.
 
     a/b given: one check on them (c optional). Otherwise fresh random inputs (or small
     integers with exact=True) for each of `shapes` (default DEFAULT_SHAPES), C included
     when beta != 0. `layout` (registry.LAYOUTS: "nn", "tn", "nt", "tt") passes A and/or B
-    as transposed views of row-major arrays where it says "t".
+    as transposed views of row-major arrays where it says "t". `precision` (None: every
+    precision the chosen kernels offer, each kernel in each of its precisions) and
+    `out_dtype` ("float32", or "same": the input type) pick the arithmetic checked.
     """
     registry.layout_majors(layout)          # a named error for anything else
-    names = [k.name for k in supported_kernels()] if kernels is None else [
-        registry.get(x).name for x in ([kernels] if isinstance(kernels, str) else kernels)]
+    chosen = supported_kernels() if kernels is None else [
+        registry.get(x) for x in ([kernels] if isinstance(kernels, str) else kernels)]
+    if precision is not None and precision not in PRECISIONS:
+        raise CuteGemmError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    if out_dtype not in ("float32", "same"):
+        raise CuteGemmError(f"out_dtype must be 'float32' or 'same', got {out_dtype!r}")
+    precisions = [p for p in PRECISIONS if any(p in k.precisions for k in chosen)
+                  and (precision is None or p == precision)]
     report = CheckReport()
     rng = np.random.default_rng(seed)
     if a is not None or b is not None:
         if a is None or b is None:
             raise CuteGemmError("cross_check needs both a and b (or neither)")
-        from .api import _validate
+        from .api import _precision, _validate
         from .arrays import to_numpy
-        _validate(a, b, c, None, alpha, beta)
+        A, B, C, _, *_ = _validate(a, b, c, None, alpha, beta)
+        prec, _ = _precision(A, B, None, None, precision)
+        od = A.dtype if out_dtype == "same" else "float32"
         a32, b32 = to_numpy("a", a), to_numpy("b", b)
         c32 = to_numpy("c", c) if c is not None else None
+        names = [k.name for k in chosen if _computes(k, prec, od)]
         report.shapes.append(_check_one_shape(names, a32, b32, c32, float(alpha),
-                                              float(beta) if c is not None else 0.0, exact, layout))
+                                              float(beta) if c is not None else 0.0, exact,
+                                              layout, prec, od))
         return report
     for (m, n, k) in (shapes or DEFAULT_SHAPES):
         with_c = beta != 0.0
         a_, b_, c_ = make_inputs(rng, m, n, k, exact, with_c)
-        report.shapes.append(_check_one_shape(names, a_, b_, c_, float(alpha), float(beta), exact, layout))
+        for p in precisions:
+            od = PRECISION_DTYPE[p] if out_dtype == "same" else "float32"
+            names = [x.name for x in chosen if _computes(x, p, od)]
+            if names:
+                report.shapes.append(_check_one_shape(names, a_, b_, c_, float(alpha),
+                                                      float(beta), exact, layout, p, od))
     return report
+
+
+def _computes(k: registry.Kernel, precision: str, out_dtype: str) -> bool:
+    return any(v.precision == precision and v.out_dtype == out_dtype for v in k.variants)

@@ -184,18 +184,24 @@ def unsupported_arch(arch: str) -> str | None:
 
 def compile_table(kernels: list[str], archs: list[str], workers: int | None,
                   progress: bool | None) -> list[Outcome]:
-    """Compile kernels x archs; kernels whose min_arch is above an arch are skipped."""
-    jobs, skipped = [], {}
+    """Compile kernels x archs; kernels whose min_arch is above an arch are skipped, and
+    an arch-specific kernel is compiled for its target of that arch (sm_90 -> sm_90a)."""
+    jobs, skipped, target = [], {}, {}
     for a in archs:
         for n in kernels:
             k = registry.get(n)
-            if arch_number(a) < k.min_arch:
-                skipped[(n, a)] = Outcome(n, a, "skipped", error=f"needs sm_{k.min_arch} or newer")
+            num = arch_number(a)
+            if num < k.min_arch or (k.arch_specific and num != k.min_arch):
+                need = f"sm_{k.min_arch}" + ("a" if k.arch_specific else " or newer")
+                skipped[(n, a)] = Outcome(n, a, "skipped", error=f"needs {need}")
             else:
-                jobs.append((n, a))
+                target[(n, a)] = k.target(num) if k.arch_specific else a
+                jobs.append((n, target[(n, a)]))
+    jobs = list(dict.fromkeys(jobs))
     done = {(o.kernel, o.arch): o for o in
             run_jobs(jobs, workers or cpu_cores(), Progress(len(jobs), progress))}
-    return [done.get((n, a)) or skipped[(n, a)] for a in archs for n in kernels]
+    return list({id(o): o for o in (done.get((n, target.get((n, a)))) or skipped[(n, a)]
+                                    for a in archs for n in kernels)}.values())
 
 
 def resource_problems(k: registry.Kernel, res: dict) -> dict[str, str]:

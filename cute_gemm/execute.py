@@ -10,19 +10,20 @@ import ctypes
 
 from . import launch, registry
 from .arrays import Operand
-from .resolve import CACHE, UTIL, choose, loaded, resolve
+from .resolve import CACHE, UTIL, UTIL_ENTRY, _ROW, choose, copy_strides, loaded, resolve
 
 
-def _util_fn(ordinal: int) -> launch.Function:
-    return loaded(UTIL, ordinal).function("scale2d")
+def _util_fn(ordinal: int, dtype: str) -> launch.Function:
+    return loaded(UTIL, ordinal).function(UTIL_ENTRY[dtype])
 
 
 def _sub(op: Operand | None, i0: int, j0: int, rows: int, cols: int) -> Operand | None:
     """The (rows, cols) block of a device operand starting at element (i0, j0)."""
     if op is None:
         return None
-    return Operand(op.name, op.obj, True, op.ptr + 4 * (i0 * op.strides[0] + j0 * op.strides[1]),
-                   (rows, cols), op.strides, op.dtype, op.readonly)
+    off = op.itemsize * (i0 * op.strides[0] + j0 * op.strides[1])
+    return Operand(op.name, op.obj, True, op.ptr + off, (rows, cols), op.strides, op.dtype,
+                   op.readonly)
 
 
 def _pieces(extent: int, step: int):
@@ -31,10 +32,11 @@ def _pieces(extent: int, step: int):
 
 
 def _scale2d(ordinal: int, stream: int, s: float, src: Operand | None, dst: Operand) -> None:
+    """dst = s * src (src None or s == 0: zeros), both of dst's element type."""
     m, n = dst.shape
     if m * n == 0:
         return
-    f = _util_fn(ordinal)
+    f = _util_fn(ordinal, dst.dtype)
     mc, nc, _ = UTIL.launch_extents(m, n, 1)
     for i0, r in _pieces(m, mc):
         for j0, c in _pieces(n, nc):
@@ -60,11 +62,23 @@ def _pack_scale(m, n, s, src, dst):
     return (a, ptrs), ctypes.addressof(ptrs)
 
 
-def _temp(shape, ordinal: int, stream: int, owned: list) -> Operand:
-    """A row-major scratch matrix in stream order (freed by _release on the same stream)."""
-    ptr = launch.alloc_async(4 * max(shape[0] * shape[1], 1), ordinal, stream)
-    owned.append(ptr)
-    return Operand("tmp", None, True, ptr, tuple(shape), (shape[1], 1), "float32")
+def _temp(shape, dtype: str, ordinal: int, stream: int, owned: list,
+          strides: tuple[int, int] | None = None) -> Operand:
+    """A scratch matrix in stream order (freed by _release on the same stream), row-major
+    unless `strides` say otherwise."""
+    strides = strides or (shape[1], 1)
+    span = 1 + sum((x - 1) * st for x, st in zip(shape, strides) if x > 0)
+    op = Operand("tmp", None, True, 0, tuple(shape), strides, dtype)
+    op.ptr = launch.alloc_async(op.itemsize * max(span, 1), ordinal, stream)
+    owned.append(op.ptr)
+    return op
+
+
+def _copy_for(v, role: str, op: Operand, ordinal: int, stream: int, owned: list) -> Operand:
+    """A scratch copy of `op` in the layout entry point `v` wants for `role`."""
+    want = getattr(v, f"{role}_major")
+    want = _ROW[role] if want == "any" else want
+    return _temp(op.shape, op.dtype, ordinal, stream, owned, copy_strides(role, want, op.shape))
 
 
 def _release(owned: list, stream: int) -> None:
@@ -75,9 +89,10 @@ def _release(owned: list, stream: int) -> None:
 
 
 def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
-                 alpha: float, beta: float, stream: int, ordinal: int):
-    """T = alpha * A @ B + beta * C on the device (C may be T itself, or None). Returns
-    (key, launcher) of the CACHE.launches entry the call went through, or None."""
+                alpha: float, beta: float, stream: int, ordinal: int, precision: str = "fp32"):
+    """T = alpha * A @ B + beta * C on the device (C may be T itself, or None) in
+    `precision` (A and B of its type; C of T's). Returns (key, launcher) of the
+    CACHE.launches entry the call went through, or None."""
     m, kk = A.shape
     n = B.shape[1]
     if C is None or beta == 0.0:
@@ -90,8 +105,8 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
         # T aliases an input other than as C in place: compute apart, then copy into T
         owned: list = []
         try:
-            W = _temp(T.shape, ordinal, stream, owned)
-            gemm_device(k, A, B, C, W, alpha, beta, stream, ordinal)
+            W = _temp(T.shape, T.dtype, ordinal, stream, owned)
+            gemm_device(k, A, B, C, W, alpha, beta, stream, ordinal, precision)
             _scale2d(ordinal, stream, 1.0, W, T)
         finally:
             _release(owned, stream)
@@ -108,12 +123,12 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
                 Tb = _sub(T, i0, j0, r, c)
                 for p0, q in _pieces(kk, kc):
                     gemm_device(k, _sub(A, i0, p0, r, q), _sub(B, p0, j0, q, c),
-                                 _sub(C, i0, j0, r, c) if p0 == 0 else Tb, Tb, alpha,
-                                 beta if p0 == 0 else 1.0, stream, ordinal)
+                                _sub(C, i0, j0, r, c) if p0 == 0 else Tb, Tb, alpha,
+                                beta if p0 == 0 else 1.0, stream, ordinal, precision)
         return None
     # the hot path: a launch already resolved for this kernel, shape, strides and pointer
     # alignment class (everything choose() and the grid depend on) skips straight to the driver
-    key = (k.name, ordinal, m, n, kk, A.strides, B.strides, T.strides,
+    key = (k.name, precision, T.dtype, ordinal, m, n, kk, A.strides, B.strides, T.strides,
            A.ptr & 255, B.ptr & 255, T.ptr & 255)
     fast = CACHE.launches.get(key)
     if fast is not None and (C is None or C.same_view(T)):
@@ -123,18 +138,18 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     smem = k.smem_bytes(m, n, kk)
     if smem:
         k.check_limits(m, n, kk, lk.smem_limit)
-    variant, copies = choose(k, {"a": A, "b": B, "c": T})
+    variant, copies = choose(k, {"a": A, "b": B, "c": T}, precision, T.dtype)
     owned: list = []
     try:
         if "a" in copies:
-            A2 = _temp(A.shape, ordinal, stream, owned)
+            A2 = _copy_for(variant, "a", A, ordinal, stream, owned)
             _scale2d(ordinal, stream, 1.0, A, A2)
             A = A2
         if "b" in copies:
-            B2 = _temp(B.shape, ordinal, stream, owned)
+            B2 = _copy_for(variant, "b", B, ordinal, stream, owned)
             _scale2d(ordinal, stream, 1.0, B, B2)
             B = B2
-        W = _temp(T.shape, ordinal, stream, owned) if "c" in copies else T
+        W = _copy_for(variant, "c", T, ordinal, stream, owned) if "c" in copies else T
         if C is not None and not C.same_view(W):
             _scale2d(ordinal, stream, 1.0, C, W)   # the kernel updates W in place
         resolved = resolve(k, ordinal, variant, copies, m, n, kk, (A.strides, B.strides, W.strides))

@@ -578,6 +578,10 @@ def memset_f32(ptr: int, value_bits: int, count: int, stream: int = 0) -> None:
     _check(_drv().cuMemsetD32Async(ptr, value_bits, count, stream), "cuMemsetD32Async")
 
 
+def memset_d16(ptr: int, value_bits: int, count: int, stream: int = 0) -> None:
+    _check(_drv().cuMemsetD16Async(ptr, value_bits, count, stream), "cuMemsetD16Async")
+
+
 def mem_get_info(ordinal: int = 0) -> tuple[int, int]:
     ensure_context(ordinal)
     return tuple(int(x) for x in _check(_drv().cuMemGetInfo(), "cuMemGetInfo"))

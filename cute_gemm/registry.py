@@ -10,7 +10,7 @@ from .errors import UnknownKernelError
 from .ladder_cute import CUTE
 from .ladder_handwritten import HANDWRITTEN
 from .records import (ARCHS, EXTENT_MAX, GRID_X_MAX, GRID_YZ_MAX, LAYOUTS,  # noqa: F401
-                      FixedSmem, FlatGrid, Kernel, RowGrid, StripSmem, TileGrid, TileGridMN,
+                      ITEMSIZE, PRECISION_DTYPE, PRECISIONS, TmaBoxes, FixedSmem, FlatGrid, Kernel, RowGrid, StripSmem, TileGrid, TileGridMN,
                       Variant, cdiv, layout_majors)
 
 KERNELS: tuple[Kernel, ...] = tuple(HANDWRITTEN) + tuple(CUTE)

@@ -15,13 +15,15 @@ from dataclasses import dataclass, field
 
 from . import cache, launch, registry, streamk, workspace
 from .arrays import Operand
-from .errors import CuteGemmError
+from .errors import CuteGemmError, DTypeError
+from .records import PRECISION_DTYPE
 
 # the utility kernel of the runtime itself: copies into another layout, and beta * C
+UTIL_ENTRY = {"float32": "scale2d", "float16": "scale2d_f16", "bfloat16": "scale2d_bf16"}
 UTIL = registry.Kernel(
     name="scale2d", family="util", source="util/scale2d.cu",
-    variants=(registry.Variant("scale2d"),), block=(256, 1, 1), grid=registry.FlatGrid(256),
-    summary="dst = s * src, any strides (relayout and K = 0)", seed="-")
+    variants=tuple(registry.Variant(e) for e in UTIL_ENTRY.values()), block=(256, 1, 1),
+    grid=registry.FlatGrid(256), summary="dst = s * src, any strides (relayout and K = 0)", seed="-")
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,9 @@ class LaunchPlan:
     head_grid: tuple[int, int, int] = (0, 0, 0)
     pdl: bool = False                    # ... whose successor starts by programmatic launch
     swap: bool = False                   # the entry computes C^T = B^T A^T
+    precision: str = "fp32"              # records.PRECISIONS
+    out_dtype: str = "float32"
+    tma: bool = False                    # the entry takes TMA tensor maps of A and B
 
     @property
     def stream_k(self) -> bool:
@@ -54,7 +59,7 @@ class LaunchPlan:
 @dataclass
 class _Cache:
     loaded: dict = field(default_factory=dict)     # (kernel, device) -> Loaded
-    launches: dict = field(default_factory=dict)   # run()'s launch key -> Launcher
+    launches: dict = field(default_factory=dict)   # gemm_device's launch key -> Launcher
     hot: dict = field(default_factory=dict)        # run()'s call signature -> hot entry
 
     def clear(self) -> None:
@@ -94,52 +99,92 @@ def loaded(k: registry.Kernel, ordinal: int) -> Loaded:
     p = CACHE.loaded.get((k.name, ordinal))
     if p is None:
         info = launch.device_info(ordinal)
-        if info.arch_int < k.min_arch:
-            raise CuteGemmError(f"kernel {k.name!r} needs sm_{k.min_arch} or newer; "
+        if info.arch_int < k.min_arch or (k.arch_specific and info.arch_int != k.min_arch):
+            need = f"sm_{k.min_arch}" + ("" if k.arch_specific else " or newer")
+            raise CuteGemmError(f"kernel {k.name!r} needs {need}; "
                                 f"device {ordinal} ({info.name}) is {info.arch}")
-        p = Loaded(k, ordinal, cache.get(k, info.arch), {}, info.smem_optin)
+        p = Loaded(k, ordinal, cache.get(k, k.target(info.arch_int)), {}, info.smem_optin)
         CACHE.loaded[(k.name, ordinal)] = p
     return p
 
 
 # ---- layout matching -------------------------------------------------------------------
-def pow2_align(ptr: int, ld: int) -> int:
-    """Largest power of two (elements, <= 16) dividing the pointer (in floats) and ld."""
-    if ptr % 4:
+def pow2_align(ptr: int, ld: int, itemsize: int = 4) -> int:
+    """Largest power of two (elements, <= 16) dividing the pointer (in elements) and ld."""
+    if ptr % itemsize:
         return 0
-    v = (ptr // 4) | (ld if ld > 0 else 0) | 16
+    v = (ptr // itemsize) | (ld if ld > 0 else 0) | 16
     return v & -v
 
 
 _ROW = {"a": "k", "b": "n", "c": "n"}       # the major of a row-major operand of each role
+_MAJORS = {"a": ("k", "m"), "b": ("n", "k"), "c": ("n", "m")}   # (row-major, column-major)
+PAD = 16    # copies pad their leading dimension to a multiple of this many elements
 
 
 def fit(op: Operand, role: str) -> tuple[str, int]:
     """(major, alignment in elements) of an operand in the role it plays."""
-    row, col = {"a": ("k", "m"), "b": ("n", "k"), "c": ("n", "m")}[role]
+    row, col = _MAJORS[role]
     major = op.major(row, col)
     if major is None:   # no unit stride (e.g. every other column): only "any" entries take it
-        return "strided", pow2_align(op.ptr, abs(op.strides[0]) | abs(op.strides[1]))
+        return "strided", pow2_align(op.ptr, abs(op.strides[0]) | abs(op.strides[1]), op.itemsize)
     ld = op.strides[0] if major == row else op.strides[1]
     if (op.shape[0] if major == row else op.shape[1]) <= 1:
         ld = 0  # a single row/column: the leading stride is never used
-    return major, pow2_align(op.ptr, ld)
+    return major, pow2_align(op.ptr, ld, op.itemsize)
 
 
-def choose(k: registry.Kernel, ops: dict[str, Operand]) -> tuple[registry.Variant, list[str]]:
-    """The variant needing the fewest relayout copies, and the roles to copy."""
+def copy_strides(role: str, major: str, shape: tuple[int, int]) -> tuple[int, int]:
+    """The strides of the copy of an operand of `shape` that run() makes for an entry point
+    wanting `major` ("any": row-major): the leading dimension padded to PAD elements, so
+    the copy is aligned for any vector width and TMA (16 bytes) at a 256-byte pointer."""
+    rows, cols = shape
+    if major == _MAJORS[role][1]:
+        return (1, registry.cdiv(max(rows, 1), PAD) * PAD)
+    return (registry.cdiv(max(cols, 1), PAD) * PAD, 1)
+
+
+def offers(k: registry.Kernel) -> str:
+    """What a kernel computes, for messages: "bf16 (bfloat16 in, float32|bfloat16 out), ..."."""
+    outs: dict[str, list[str]] = {}
+    for v in k.variants:
+        outs.setdefault(v.precision, [])
+        if v.out_dtype not in outs[v.precision]:
+            outs[v.precision].append(v.out_dtype)
+    return ", ".join(f"{p} ({PRECISION_DTYPE[p]} in, {'|'.join(o)} out)" for p, o in outs.items())
+
+
+def check_precision(k: registry.Kernel, precision: str, out_dtype: str) -> None:
+    """DTypeError unless some entry point of `k` computes `precision` into `out_dtype`."""
+    if any(v.precision == precision and v.out_dtype == out_dtype for v in k.variants):
+        return
+    others = [x.name for x in registry.kernels()
+              if any(v.precision == precision and v.out_dtype == out_dtype for v in x.variants)]
+    hint = f"; kernels that do: {', '.join(others)}" if others else ""
+    raise DTypeError(f"kernel {k.name!r} computes {offers(k)}; not {precision} into "
+                     f"{out_dtype}{hint}")
+
+
+def choose(k: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
+           out_dtype: str = "float32") -> tuple[registry.Variant, list[str]]:
+    """The variant of this precision and output type needing the fewest relayout copies,
+    and the roles to copy (each into copy_strides of the major the variant wants)."""
     fits = {r: fit(op, r) for r, op in ops.items()}
     (m, kk), n = ops["a"].shape, ops["b"].shape[1]
     best = None
     for v in k.variants:
+        if v.precision != precision or v.out_dtype != out_dtype:
+            continue
         if not v.fits_extents(m, n, kk):   # a vector would straddle a row/column end
             continue
         copies, feasible = [], True
         for r, op in ops.items():
             if v.takes(r, *fits[r]):
                 continue
-            # after a copy: row-major, ld = number of columns, fresh 256-byte aligned pointer
-            if v.takes(r, _ROW[r], pow2_align(256, op.shape[1] if op.shape[0] > 1 else 0)):
+            want = _ROW[r] if getattr(v, f"{r}_major") == "any" else getattr(v, f"{r}_major")
+            st = copy_strides(r, want, op.shape)
+            ld = st[0] if st[1] == 1 else st[1]
+            if v.takes(r, want, pow2_align(256, ld, op.itemsize)):
                 copies.append(r)
             else:
                 feasible = False
@@ -148,30 +193,62 @@ def choose(k: registry.Kernel, ops: dict[str, Operand]) -> tuple[registry.Varian
             best = (v, copies)
             if not copies:
                 break
-    if best is None:  # the registry test guarantees a row-major, align-1 variant
+    if best is None:  # the registry test guarantees a variant that takes any copy
+        check_precision(k, precision, out_dtype)
         raise CuteGemmError(f"kernel {k.name!r} has no variant for these operand layouts")
     return best
 
 
 # ---- the launcher --------------------------------------------------------------------------
+class TensorMaps:
+    """The TMA tensor maps of A and B for one launch shape and stride pattern (records.
+    TmaBoxes), encoded per pointer: a repeat call on the same arrays reuses its maps."""
+    __slots__ = ("a", "b", "dtype", "swizzle", "memo")
+
+    def __init__(self, variant: registry.Variant, m: int, n: int, kk: int, sa, sb):
+        e = registry.ITEMSIZE[variant.dtype]
+        # (dims (contiguous, other), leading stride in bytes, box) per operand
+        self.a = (((kk, m), sa[0] * e) if variant.a_major == "k" else ((m, kk), sa[1] * e)) \
+            + (variant.tma.a,)
+        self.b = (((kk, n), sb[1] * e) if variant.b_major == "k" else ((n, kk), sb[0] * e)) \
+            + (variant.tma.b,)
+        self.dtype, self.swizzle, self.memo = variant.dtype, variant.tma.swizzle, {}
+
+    def __call__(self, pa: int, pb: int) -> tuple[bytes, bytes]:
+        maps = self.memo.get((pa, pb))
+        if maps is None:
+            maps = tuple(launch.encode_tensor_map(p, self.dtype, dims, ld, box, self.swizzle)
+                         for p, (dims, ld, box) in ((pa, self.a), (pb, self.b)))
+            if len(self.memo) >= 64:
+                self.memo.clear()
+            self.memo[(pa, pb)] = maps
+        return maps
+
+
 class Launcher:
     """One resolved launch with its argument block packed once: per call only the pointers
-    and alpha/beta change. The driver copies the arguments inside cuLaunchKernel, so the
-    block is reused once the call returns; the lock keeps two threads from interleaving
-    their field writes."""
-    __slots__ = ("plan", "f", "args", "packed", "lock", "head")
+    and alpha/beta change (and, for TMA entries, the tensor maps of A and B). The driver
+    copies the arguments inside cuLaunchKernel, so the block is reused once the call
+    returns; the lock keeps two threads from interleaving their field writes."""
+    __slots__ = ("plan", "f", "args", "packed", "lock", "head", "maps")
 
     def __init__(self, plan: LaunchPlan, f: launch.Function, strides, tile0: int = 0,
-                 head: "Launcher | None" = None):
+                 head: "Launcher | None" = None, variant: registry.Variant | None = None):
         self.plan, self.f, self.head = plan, f, head
         m, n, kk = plan.shape
         sa, sb, sc = strides
         if plan.swap:
             m, n, sa, sb, sc = n, m, sb[::-1], sa[::-1], sc[::-1]
         ws = plan.workspace_bytes
-        pack = launch.pack_gemm_args_ws if ws else launch.pack_gemm_args
-        self.packed = pack(m, n, kk, 0.0, 0, sa[0], sa[1], 0, sb[0], sb[1], 0.0, 0, sc[0], sc[1],
-                           *((0, tile0) if ws else ()))
+        args = (m, n, kk, 0.0, 0, sa[0], sa[1], 0, sb[0], sb[1], 0.0, 0, sc[0], sc[1])
+        self.maps = None
+        if plan.tma:
+            self.maps = TensorMaps(variant, m, n, kk, sa, sb)
+            self.packed = launch.pack_gemm_args_tma(*args)
+        elif ws:
+            self.packed = launch.pack_gemm_args_ws(*args, 0, tile0)
+        else:
+            self.packed = launch.pack_gemm_args(*args)
         self.args = self.packed[0][0]      # the argument struct the pointer array points into
         self.lock = threading.Lock()
 
@@ -207,6 +284,8 @@ class Launcher:
             s.A, s.B, s.C, s.alpha, s.beta = a, b, c, alpha, beta
             if ws:
                 s.ws = ws
+            if self.maps is not None:
+                launch.set_tensor_maps(s, *self.maps(a, b))
             launch.launch(self.f, p.grid, p.block, p.smem, stream, self.packed, pdl=p.pdl)
 
 
@@ -217,11 +296,12 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
     lk = loaded(k, ordinal)
     smem = k.smem_bytes(m, n, kk)
     base = dict(kernel=k.name, ordinal=ordinal, shape=(m, n, kk), block=k.block,
-                copies=tuple(copies))
+                copies=tuple(copies), precision=variant.precision, out_dtype=variant.out_dtype)
     sk = _stream_k(k, lk, variant, m, n, kk, smem, k.stream_k_smem_bytes(m, n, kk))
     if sk is None:
-        plan = LaunchPlan(entry=variant.entry, grid=k.grid(m, n, kk), smem=smem, **base)
-        return Launcher(plan, lk.function(variant.entry), strides)
+        plan = LaunchPlan(entry=variant.entry, grid=k.grid(m, n, kk), smem=smem,
+                          tma=variant.tma is not None, **base)
+        return Launcher(plan, lk.function(variant.entry), strides, variant=variant)
     grid, ws_bytes, tile0, pdl = sk
     swap = variant.stream_k_swap
     head = None

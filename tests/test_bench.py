@@ -262,10 +262,10 @@ def test_no_cublas_library_is_reported_plainly(monkeypatch):
 
 
 def test_cupy_route_turns_tf32_off(monkeypatch):
+    """fp32 peer: CUBLAS_COMPUTE_32F; the TF32 peer switches TF32 on for its own call only."""
     monkeypatch.setenv("CUPY_TF32", "1")
-    monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "1")
     calls = []
-    linalg = types.SimpleNamespace(COMPUTE_TYPE_DEFAULT=1,
+    linalg = types.SimpleNamespace(COMPUTE_TYPE_DEFAULT=1, COMPUTE_TYPE_TF32=7,
                                    set_compute_type=lambda dt, ct: calls.append((dt, ct)))
     cupy = types.SimpleNamespace(__version__="13.6.0", asarray=lambda x: ("wrapped", x),
                                  matmul=lambda a, b, out: calls.append(("mm", a, b, out)),
@@ -274,11 +274,14 @@ def test_cupy_route_turns_tf32_off(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", cupy)
     monkeypatch.setitem(sys.modules, "cupy._core._routines_linalg", linalg)
     backend, note = find_cublas("auto")
-    assert backend.library == "cupy" and note.startswith("cuBLAS fp32 via cupy 13.6.0")
+    assert backend.library == "cupy" and note.startswith("cuBLAS via cupy 13.6.0")
     import os
-    assert os.environ["CUPY_TF32"] == "0" and os.environ["NVIDIA_TF32_OVERRIDE"] == "0"
+    assert os.environ["CUPY_TF32"] == "0"
     assert calls == [(np.float32, 1)] and "CUBLAS_COMPUTE_32F" in note
     assert backend.wrap("x") == ("wrapped", "x")
+    backend.matmul("a", "b", "c", "tf32")
+    assert calls[1:] == [(np.float32, 7), ("mm", "a", "b", "c"), (np.float32, 1)]
+    assert "bf16" not in backend.precisions
 
 
 def test_torch_route_turns_tf32_off(monkeypatch):
@@ -291,6 +294,11 @@ def test_torch_route_turns_tf32_off(monkeypatch):
     backend, note = find_cublas("auto")
     assert backend.library == "torch" and mm.fp32_precision == "ieee"
     assert "fp32_precision='ieee'" in note
+    seen = []
+    torch.matmul = lambda a, b, out: seen.append(mm.fp32_precision)
+    backend.matmul("a", "b", "c", "tf32")
+    backend.matmul("a", "b", "c")
+    assert seen == ["tf32", "ieee"] and mm.fp32_precision == "ieee"
     del mm.fp32_precision                               # torch < 2.9: the legacy switch
     backend, note = find_cublas("torch")
     assert mm.allow_tf32 is False and "allow_tf32=False" in note
@@ -567,7 +575,7 @@ def _simulated_device(monkeypatch, wrong: str | None = None):
     monkeypatch.setattr(cache, "get", lambda k, arch: types.SimpleNamespace(compile_seconds=0.25,
                                                                             origin="disk"))
 
-    def gemm(name, a, b, c=None, *, out=None, alpha=1.0, beta=0.0, stream=None):
+    def gemm(name, a, b, c=None, *, out=None, alpha=1.0, beta=0.0, stream=None, precision=None):
         o = _host_view(out)
         o[...] = (_host_view(a).astype(np.float64) @ _host_view(b)).astype(np.float32)
         if name == wrong:
@@ -589,7 +597,7 @@ def _simulated_device(monkeypatch, wrong: str | None = None):
 def test_bench_loop_on_a_simulated_device(monkeypatch, tmp_path):
     names = list(registry.names())[:3]
     blas = _simulated_device(monkeypatch, wrong=names[1])
-    monkeypatch.setattr(runner, "find_cublas", lambda prefer: (blas, "cuBLAS fp32 via fakeblas 1.0 (TF32 off)"))
+    monkeypatch.setattr(runner, "find_cublas", lambda prefer, **kw: (blas, "cuBLAS via fakeblas 1.0 (TF32 off)"))
     monkeypatch.setattr(runner, "FULL_CHECK_MAX", 40 * 30 * 20)      # the second shape is sampled
     _HostBuffer.live = 0
     lines = []

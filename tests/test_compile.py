@@ -1,4 +1,5 @@
-"""Every registered kernel compiles with NVRTC for sm_80 and sm_90 — no GPU needed."""
+"""Every registered kernel compiles with NVRTC for each of its targets (Kernel.archs: sm_80
+and sm_90, or sm_90a for the arch-specific ones) — no GPU needed."""
 from __future__ import annotations
 
 import pytest
@@ -11,7 +12,7 @@ KERNELS = registry.kernels()
 
 @pytest.mark.parametrize("k, arch", [
     pytest.param(k, arch, id=f"{k.name}-{arch}", marks=pytest.mark.compiles(k.name, arch))
-    for arch in registry.ARCHS for k in KERNELS])
+    for arch in registry.ARCHS + ("sm_90a",) for k in KERNELS if arch in k.archs])
 def test_every_kernel_compiles(k, arch):
     c = cute_gemm.compile_kernel(k.name, arch=arch)
     assert c.cubin[:4] == b"\x7fELF", "NVRTC must hand back a CUBIN (ELF), not PTX"

@@ -321,7 +321,7 @@ def test_every_error_is_a_cute_gemm_error_before_any_launch(monkeypatch):
 def test_device_array_close_then_use():
     """A closed DeviceArray reports a null pointer; no driver is needed to refuse it."""
     d = DeviceArray.__new__(DeviceArray)
-    d.shape, d.strides, d.ordinal, d.dtype = (3, 3), (3, 1), 0, np.dtype(np.float32)
+    d.shape, d.strides, d.ordinal, d.dtype_name = (3, 3), (3, 1), 0, "float32"
     d._buf = type("B", (), {"ptr": 0, "nbytes": 36})()
     with pytest.raises(InputError, match="null"):
         parse("out", d)

@@ -1,8 +1,8 @@
-"""The cuBLAS fp32 peer, through CuPy or PyTorch (optional, imported lazily), TF32 off.
-
-The bench's check would catch a TF32 result anyway (its error is ~2^13 times fp32's).
-Without either library, find_cublas says so plainly and the ratio column stays empty.
-A backend wraps device arrays zero-copy (__cuda_array_interface__) and calls matmul.
+"""The cuBLAS peer at each precision, through CuPy or PyTorch (optional, imported lazily):
+fp32 with TF32 off, TF32 switched on for its own calls only, bf16 and fp16 (result in the
+input type, accumulated in float32). The bench's fp32 check would catch a TF32 result
+(its error is ~2^13 times fp32's). Without either library, find_cublas says so plainly
+and the ratio column stays empty. A backend wraps device arrays zero-copy and calls matmul.
 """
 from __future__ import annotations
 
@@ -19,21 +19,23 @@ def _import(name: str):
 
 class _CuPyBLAS:
     library = "cupy"
+    precisions = ("fp32", "tf32", "fp16")      # CuPy has no bfloat16
 
     def __init__(self):
-        # TF32 off: CuPy reads CUPY_TF32 at its first float32 matmul; cuBLAS itself honours
-        # NVIDIA_TF32_OVERRIDE=0 (effective if cuBLAS was not initialised before us).
+        # TF32 off unless asked for: CuPy's compute type for float32 matmuls, set per call
         os.environ["CUPY_TF32"] = "0"
-        os.environ["NVIDIA_TF32_OVERRIDE"] = "0"
         cp = _import("cupy")
         cp.cuda.runtime.getDeviceCount()
         self.cp = cp
         self.version = cp.__version__
-        self.tf32 = "off: CUPY_TF32=0, NVIDIA_TF32_OVERRIDE=0"
+        self.tf32 = "off: CUPY_TF32=0"
+        self.L = None
         try:
             L = _import("cupy._core._routines_linalg")
             L.set_compute_type(np.float32, L.COMPUTE_TYPE_DEFAULT)  # CUBLAS_COMPUTE_32F
-            self.tf32 += ", compute type CUBLAS_COMPUTE_32F (COMPUTE_TYPE_DEFAULT)"
+            self.L = L
+            self.tf32 += (", compute type CUBLAS_COMPUTE_32F (COMPUTE_TYPE_DEFAULT); "
+                          "the TF32 peer: COMPUTE_TYPE_TF32 for its own calls")
         except Exception:
             pass
         try:
@@ -44,45 +46,84 @@ class _CuPyBLAS:
     def wrap(self, dev_array):
         return self.cp.asarray(dev_array)      # zero-copy through __cuda_array_interface__
 
-    def matmul(self, a, b, out):
+    def matmul(self, a, b, out, precision: str = "fp32"):
+        if precision == "tf32":
+            if self.L is None:
+                raise RuntimeError("this CuPy cannot switch its compute type to TF32")
+            self.L.set_compute_type(np.float32, self.L.COMPUTE_TYPE_TF32)
+            try:
+                self.cp.matmul(a, b, out=out)
+            finally:
+                self.L.set_compute_type(np.float32, self.L.COMPUTE_TYPE_DEFAULT)
+            return
         self.cp.matmul(a, b, out=out)
+
+
+class _F16View:
+    """bfloat16 storage seen as float16 through __cuda_array_interface__ (bfloat16 has no
+    typestr there): torch views the tensor back as bfloat16, zero-copy."""
+
+    def __init__(self, d):
+        e = 2
+        self.__cuda_array_interface__ = {"shape": d.shape, "typestr": "<f2",
+                                         "data": (d.ptr, False), "version": 3,
+                                         "strides": (e * d.strides[0], e * d.strides[1])}
 
 
 class _TorchBLAS:
     library = "torch"
+    precisions = ("fp32", "tf32", "bf16", "fp16")
 
     def __init__(self):
-        os.environ["NVIDIA_TF32_OVERRIDE"] = "0"
         torch = _import("torch")
         if not torch.cuda.is_available():
             raise RuntimeError("torch.cuda.is_available() is False")
         mm = torch.backends.cuda.matmul
-        if hasattr(mm, "fp32_precision"):     # torch >= 2.9: the new precision API
-            mm.fp32_precision = "ieee"
-            self.tf32 = "off: torch.backends.cuda.matmul.fp32_precision='ieee', NVIDIA_TF32_OVERRIDE=0"
-        else:
-            mm.allow_tf32 = False
-            self.tf32 = "off: torch.backends.cuda.matmul.allow_tf32=False, NVIDIA_TF32_OVERRIDE=0"
+        self.new_api = hasattr(mm, "fp32_precision")    # torch >= 2.9
+        self._tf32(False, mm)
+        self.tf32 = ("off: torch.backends.cuda.matmul." +
+                     ("fp32_precision='ieee'" if self.new_api else "allow_tf32=False") +
+                     "; the TF32 peer switches it on for its own calls")
         self.torch = torch
         self.version = torch.__version__
         self.cublas_version = ""
 
+    def _tf32(self, on: bool, mm=None) -> None:
+        mm = mm or self.torch.backends.cuda.matmul
+        if self.new_api:
+            mm.fp32_precision = "tf32" if on else "ieee"
+        else:
+            mm.allow_tf32 = on
+
     def wrap(self, dev_array):
+        if getattr(dev_array, "dtype_name", "") == "bfloat16":
+            t = self.torch.as_tensor(_F16View(dev_array), device="cuda")
+            return t.view(self.torch.bfloat16)
         return self.torch.as_tensor(dev_array, device="cuda")
 
-    def matmul(self, a, b, out):
+    def matmul(self, a, b, out, precision: str = "fp32"):
+        if precision == "tf32":
+            self._tf32(True)
+            try:
+                self.torch.matmul(a, b, out=out)
+            finally:
+                self._tf32(False)
+            return
         self.torch.matmul(a, b, out=out)
 
 
 _BACKENDS = {"cupy": _CuPyBLAS, "torch": _TorchBLAS}
 
 
-def find_cublas(prefer: str = "auto"):
+def find_cublas(prefer: str = "auto", precisions=("fp32",)):
     """(backend or None, description). The description says which library and how TF32
-    was switched off, or plainly why cuBLAS is not measured."""
+    was switched off, or plainly why cuBLAS is not measured. "auto" takes PyTorch first
+    when a precision needs it (bfloat16: CuPy has none)."""
     if prefer in (None, "none", "off"):
         return None, "cuBLAS NOT MEASURED: disabled (--cublas none)"
     order = list(_BACKENDS) if prefer == "auto" else [prefer]
+    if prefer == "auto" and "bf16" in precisions:
+        order = ["torch", "cupy"]
     why = []
     for name in order:
         cls = _BACKENDS.get(name)
@@ -93,7 +134,7 @@ def find_cublas(prefer: str = "auto"):
         except Exception as e:  # ImportError, or a library present but unusable
             why.append(f"{name}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": "))
             continue
-        return b, f"cuBLAS fp32 via {b.library} {b.version} (TF32 {b.tf32})"
+        return b, f"cuBLAS via {b.library} {b.version} (TF32 {b.tf32})"
     hint = "pip install cupy-cuda13x (or torch) to compare" if prefer == "auto" else ""
     if prefer == "auto":
         try:

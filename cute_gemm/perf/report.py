@@ -31,15 +31,20 @@ def format_header(result: BenchResult) -> str:
     return "\n".join(lines)
 
 
+def _label(r) -> str:
+    """A row's kernel, with its precision where it is not fp32."""
+    return r.kernel if r.precision == "fp32" else f"{r.kernel} {r.precision}"
+
+
 def format_table(result: BenchResult) -> str:
-    kw = max([len(r.kernel) for r in result.rows] + [6]) + 2
+    kw = max([len(_label(r)) for r in result.rows] + [6]) + 2
     hdr = (f"{'M x N x K':<18}{'lay':<4}{'kernel':<{kw}}{'status':<7}{'gauge':>7}  "
            f"{'median ms':>10}{'IQR ms':>9}{'min-max ms':>19}{'n':>4}{'TFLOP/s':>9}"
            f"{'vs cuBLAS':>10}{'% peak':>8}  note")
     lines = [format_header(result), "", hdr, "-" * len(hdr)]
     prev = None
     for r in result.rows:
-        key = (r.shape, r.layout)
+        key = (r.shape, r.layout, r.precision)
         if prev is not None and key != prev:
             lines.append("")
         prev = key
@@ -48,7 +53,7 @@ def format_table(result: BenchResult) -> str:
         pct = None if r.frac_peak is None else 100 * r.frac_peak
         vs = None if r.vs_cublas is None else 100 * r.vs_cublas
         note = r.message if r.status != "pass" or r.kernel == CUBLAS else ""
-        lines.append(f"{shape:<18}{r.layout:<4}{r.kernel:<{kw}}{r.status:<7}{_f(r.gauge_ratio, '7.3g'):>7}  "
+        lines.append(f"{shape:<18}{r.layout:<4}{_label(r):<{kw}}{r.status:<7}{_f(r.gauge_ratio, '7.3g'):>7}  "
                      f"{_f(r.median_ms, '.4f'):>10}{_f(r.iqr_ms, '.4f'):>9}{mm:>19}{r.repeats or '-':>4}"
                      f"{_f(r.tflops, '.2f'):>9}{(_f(vs, '.1f') + ' %') if vs is not None else '-':>10}"
                      f"{(_f(pct, '.1f') + ' %') if pct is not None else '-':>8}  {note}")

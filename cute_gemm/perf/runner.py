@@ -33,15 +33,16 @@ import numpy as np
 
 from .. import api, cache, launch, registry
 from ..arrays import DeviceArray
-from ..check import judge, reference
+from ..check import as_given, judge, reference, unit
+from ..records import PRECISION_DTYPE, PRECISIONS
 from .cublas import find_cublas
 from .meta import device_meta, driver_text, versions
 from .overhead import measure_overhead
 from .report import write_outputs
 from .runtime import make_current
 from .schema import CUBLAS, BenchResult, Row
-from .shapes import native_layout, parse_layouts, parse_sizes
-from .stats import fill_ratios, sample_indices, summarize, tflops
+from .shapes import native_layout, out_dtype_of, parse_layouts, parse_sizes
+from .stats import fill_ratios, precision_peaks, sample_indices, summarize, tflops
 from .timing import Flush, event_times, rotation_sets
 
 FULL_CHECK_MAX = 2048 ** 3      # above this M*N*K the reference is a row x column sample
@@ -50,10 +51,12 @@ SAMPLE = 64
 
 # ---- checking on the bench inputs -------------------------------------------------------
 class Reference:
-    """float64 reference for C = A @ B: whole (M*N*K <= full_max) or a rows x cols sample."""
+    """float64 reference for C = A @ B: whole (M*N*K <= full_max) or a rows x cols sample,
+    judged with the unit roundoff of `precision` and its result type."""
 
     def __init__(self, a: np.ndarray, b: np.ndarray, rng, *, full_max: int | None = None,
-                 sample: int = SAMPLE):
+                 sample: int = SAMPLE, precision: str = "fp32"):
+        self.eps, self.out_dtype = unit(precision, out_dtype_of(precision)), out_dtype_of(precision)
         m, k = a.shape
         n = b.shape[1]
         if full_max is None:
@@ -70,8 +73,9 @@ class Reference:
 
     def judge(self, name: str, c: np.ndarray):
         if self.rows is None:
-            return judge(name, c, self.ref, self.gauge, exact=False)
-        r = judge(name, c[np.ix_(self.rows, self.cols)], self.ref, self.gauge, exact=False)
+            return judge(name, c, self.ref, self.gauge, False, self.eps, self.out_dtype)
+        r = judge(name, c[np.ix_(self.rows, self.cols)], self.ref, self.gauge, False, self.eps,
+                  self.out_dtype)
         if r.first_fail is not None:
             i, j = r.first_fail
             r.first_fail = (int(self.rows[i]), int(self.cols[j]))
@@ -135,10 +139,13 @@ def _finite_or_none(x):
 
 # ---- inputs on the device -----------------------------------------------------------------
 class _Inputs:
-    """n_sets copies of A, B (in `layout`) and C on the device; set 0 is the checked one."""
+    """n_sets copies of A, B (in `layout`, of the precision's type) and C (of its result
+    type) on the device; set 0 is the checked one."""
 
-    def __init__(self, a: np.ndarray, b: np.ndarray, layout: str, n_sets: int):
+    def __init__(self, a: np.ndarray, b: np.ndarray, layout: str, n_sets: int,
+                 precision: str = "fp32"):
         self.A, self.B, self.C, self._owned = [], [], [], []
+        self.dtype, self.out_dtype = PRECISION_DTYPE[precision], out_dtype_of(precision)
         m, n = a.shape[0], b.shape[1]
         try:
             a0 = self._upload(a, layout[0] == "t")
@@ -150,7 +157,7 @@ class _Inputs:
                     ai, bi = self._clone(a0), self._clone(b0)
                     launch.memcpy_dtod(ai._buf.ptr, a0._buf.ptr, a0._buf.nbytes)
                     launch.memcpy_dtod(bi._buf.ptr, b0._buf.ptr, b0._buf.nbytes)
-                c = DeviceArray((m, n))
+                c = DeviceArray((m, n), dtype=self.out_dtype)
                 self._owned.append(c)
                 self.A.append(ai)
                 self.B.append(bi)
@@ -162,16 +169,16 @@ class _Inputs:
 
     def _upload(self, host: np.ndarray, transposed: bool):
         if transposed:   # storage is host.T row-major; pass its transposed view
-            d = DeviceArray.from_host(np.ascontiguousarray(host.T))
+            d = DeviceArray.from_host(np.ascontiguousarray(host.T), dtype=self.dtype)
             self._owned.append(d)
             return d.T
-        d = DeviceArray.from_host(np.ascontiguousarray(host))
+        d = DeviceArray.from_host(np.ascontiguousarray(host), dtype=self.dtype)
         self._owned.append(d)
         return d
 
     def _clone(self, view):
         transposed = view.strides[0] == 1 and view.shape[0] > 1 and view.strides[1] != 1
-        base = DeviceArray(view.shape[::-1] if transposed else view.shape)
+        base = DeviceArray(view.shape[::-1] if transposed else view.shape, dtype=self.dtype)
         self._owned.append(base)
         return base.T if transposed else base
 
@@ -187,10 +194,16 @@ class _Inputs:
         self._owned = []
 
 
+_NAN_BITS = {"float32": 0x7FC00000, "float16": 0x7E00, "bfloat16": 0x7FC0}
+
+
 def _gpu_check(name, fn, inputs: _Inputs, ref: Reference):
     """Poison C0 with NaN, run once on set 0, judge on the host."""
     c0 = inputs.C[0]
-    launch.memset_f32(c0.ptr, 0x7FC00000, c0.size)
+    if c0.dtype_name == "float32":
+        launch.memset_f32(c0.ptr, _NAN_BITS["float32"], c0.size)
+    else:
+        launch.memset_d16(c0.ptr, _NAN_BITS[c0.dtype_name], c0.size)
     fn(0)
     launch.check_last(name)
     return ref.judge(name, c0.to_host())
@@ -258,9 +271,12 @@ def bench(kernels: str | Sequence[str] | None = None,
           min_repeats: int = 5, max_seconds: float = 2.0, cublas: str = "auto",
           overhead: bool = False, overhead_kernel: str | None = None, seed: int = 0,
           out_dir: str | os.PathLike | None = None, plots: bool = True,
-          ladder_size: int | None = None, progress: bool = True) -> BenchResult:
+          ladder_size: int | None = None, progress: bool = True,
+          precisions: str | Sequence[str] = ("fp32",)) -> BenchResult:
     """Check, then time, every kernel (default: all the device supports) on every size
-    (default: squares 256..8192 and odd shapes) and layout, next to cuBLAS fp32.
+    (default: squares 256..8192 and odd shapes) and layout, next to cuBLAS, in each of
+    `precisions` ("fp32", "tf32", "bf16", "fp16" or "all"): a kernel in each precision it
+    offers, cuBLAS at the same precision in the same run.
 
     sizes: N, "MxNxK", (M, N, K), "squares", "odd", "all". layouts: "nn", "tn" (A as a
     transposed view), "nt", "tt" — a kernel is timed on a transposed layout only when it
@@ -273,32 +289,41 @@ def bench(kernels: str | Sequence[str] | None = None,
     names = _kernel_names(kernels)
     shapes = parse_sizes(sizes)
     lays = parse_layouts(layouts)
-    backend, cublas_note = find_cublas(cublas)
+    precs = parse_precisions(precisions)
+    backend, cublas_note = find_cublas(cublas, precisions=precs)
     result = BenchResult(_meta(info, backend, cublas_note, shapes, lays, repeats=repeats,
                                min_repeats=min_repeats, warmup=warmup, max_seconds=max_seconds,
                                seed=seed))
     meta = result.meta
+    meta["settings"]["precisions"] = list(precs)
     compiled = _compile_all(names, info, meta["compile"])
+    by_prec = {p: [x for x in names if p in registry.get(x).precisions] for p in precs}
+    by_prec = {p: xs for p, xs in by_prec.items() if xs or p != "fp32" or not names}
 
-    bar = Progress(len(shapes) * len(lays) * (len(names) + (backend is not None)), progress)
+    bar = Progress(len(shapes) * len(lays) * sum(len(xs) + (backend is not None)
+                                                  for xs in by_prec.values()), progress)
     rng = np.random.default_rng(seed)
     tkw = dict(repeats=repeats, warmup=warmup, min_repeats=min_repeats, max_seconds=max_seconds)
     with Flush(info.l2_bytes) as flush:
         meta["settings"]["flush_bytes"] = flush.nbytes
         meta["settings"]["rotation"] = {}
         for (m, n, kk) in shapes:
-            a = rng.standard_normal((m, kk), dtype=np.float32)
-            b = rng.standard_normal((kk, n), dtype=np.float32)
-            ref = Reference(a, b, rng)
-            per_set = 4 * (m * kk + kk * n + m * n)
-            free = launch.mem_get_info(ordinal)[0]
-            n_sets = rotation_sets(per_set, info.l2_bytes, free)
-            meta["settings"]["rotation"][f"{m}x{n}x{kk}"] = n_sets
-            for lay in lays:
-                _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush,
-                             bar, tkw, info)
-            del a, b, ref
-    fill_ratios(result.rows, meta["device"]["fp32_peak_tflops"])
+            a32 = rng.standard_normal((m, kk), dtype=np.float32)
+            b32 = rng.standard_normal((kk, n), dtype=np.float32)
+            for prec, pnames in by_prec.items():
+                dt = PRECISION_DTYPE[prec]
+                a, b = (as_given(a32, dt), as_given(b32, dt)) if dt != "float32" else (a32, b32)
+                ref = Reference(a, b, rng, precision=prec)
+                e = 2 if dt != "float32" else 4
+                per_set = e * (m * kk + kk * n) + (2 if prec in ("bf16", "fp16") else 4) * m * n
+                free = launch.mem_get_info(ordinal)[0]
+                n_sets = rotation_sets(per_set, info.l2_bytes, free)
+                meta["settings"]["rotation"][f"{m}x{n}x{kk}" + ("" if prec == "fp32" else f" {prec}")] = n_sets
+                for lay in lays:
+                    _bench_shape(result, pnames, compiled, backend, a, b, ref, lay, n_sets,
+                                 flush, bar, tkw, info, prec)
+                del a, b, ref
+    fill_ratios(result.rows, precision_peaks(meta["device"]["fp32_peak_tflops"], info.arch_int))
     if overhead:
         try:
             result.overhead = measure_overhead(overhead_kernel or (names[0] if names else None),
@@ -340,17 +365,28 @@ def _compile_all(names, info, record: dict) -> dict[str, tuple[float | None, str
     compiled: dict[str, tuple[float | None, str, str]] = {}
     for name in names:
         k = registry.get(name)
-        if k.min_arch > info.arch_int:
+        if k.min_arch > info.arch_int or (k.arch_specific and k.min_arch != info.arch_int):
             compiled[name] = (None, "", f"needs sm_{k.min_arch}, device is {info.arch}")
             continue
         try:
-            c = cache.get(k, info.arch)
+            c = cache.get(k, k.target(info.arch_int))
             compiled[name] = (c.compile_seconds, c.origin, "")
         except Exception as e:
             compiled[name] = (None, "", "compile: " + _first_line(e))
         cs, origin, err = compiled[name]
         record[name] = {"nvrtc_seconds": cs, "origin": origin, "error": err or None}
     return compiled
+
+
+def parse_precisions(precisions) -> tuple[str, ...]:
+    """("fp32",), ("bf16", "tf32"), "all" -> the precisions to bench, in PRECISIONS order."""
+    if isinstance(precisions, str):
+        precisions = PRECISIONS if precisions == "all" else precisions.split(",")
+    bad = [p for p in precisions if p not in PRECISIONS]
+    if bad or not precisions:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)} or all, got "
+                         f"{', '.join(bad) or 'nothing'}")
+    return tuple(p for p in PRECISIONS if p in precisions)
 
 
 def _kernel_names(kernels) -> list[str]:
@@ -362,53 +398,63 @@ def _kernel_names(kernels) -> list[str]:
 
 
 def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush, bar,
-                 tkw, info) -> None:
+                 tkw, info, prec: str = "fp32") -> None:
     m, kk = a.shape
     n = b.shape[1]
-    label = f"{m}x{n}x{kk} {lay}"
+    label = f"{m}x{n}x{kk} {lay}" + ("" if prec == "fp32" else f" {prec}")
     try:
-        inputs = _Inputs(a, b, lay, n_sets)
+        inputs = _Inputs(a, b, lay, n_sets, prec)
     except Exception as e:   # out of memory, typically: every row of this shape says so
         msg = "inputs: " + _first_line(e)
         for name in ([CUBLAS] if backend else []) + names:
             fam = "reference" if name == CUBLAS else registry.get(name).family
-            result.rows.append(Row(name, fam, m, n, kk, lay, "error", ref.mode, message=msg))
+            result.rows.append(Row(name, fam, m, n, kk, lay, "error", ref.mode, message=msg,
+                                   precision=prec))
             bar.step(f"{name} {label}")
         return
     try:
         if backend is not None:
             row = Row(CUBLAS, "reference", m, n, kk, lay, check=ref.mode,
-                      message=f"{backend.library} {backend.version}")
-            try:
-                wa = [backend.wrap(x) for x in inputs.A]
-                wb = [backend.wrap(x) for x in inputs.B]
-                wc = [backend.wrap(x) for x in inputs.C]
+                      message=f"{backend.library} {backend.version}", precision=prec)
+            if prec not in getattr(backend, "precisions", ("fp32",)):
+                row.status, row.message = "skip", f"{backend.library} has no {prec} GEMM"
+            else:
+                try:
+                    wa = [backend.wrap(x) for x in inputs.A]
+                    wb = [backend.wrap(x) for x in inputs.B]
+                    wc = [backend.wrap(x) for x in inputs.C]
 
-                def fn(i, wa=wa, wb=wb, wc=wc):
-                    backend.matmul(wa[i], wb[i], wc[i])
-                measure_row(row, lambda: _gpu_check(CUBLAS, fn, inputs, ref),
-                            lambda: event_times(fn, len(inputs), flush, **tkw))
-            except Exception as e:
-                row.status, row.message = "error", _first_line(e)
+                    def blas(i, wa=wa, wb=wb, wc=wc):
+                        if prec == "fp32":
+                            backend.matmul(wa[i], wb[i], wc[i])
+                        else:
+                            backend.matmul(wa[i], wb[i], wc[i], prec)
+                    measure_row(row, lambda: _gpu_check(CUBLAS, blas, inputs, ref),
+                                lambda: event_times(blas, len(inputs), flush, **tkw))
+                except Exception as e:
+                    row.status, row.message = "error", _first_line(e)
             result.rows.append(row)
             bar.step(f"{CUBLAS} {label}")
         for name in names:
             k = registry.get(name)
             cs, origin, err = compiled[name]
             row = Row(name, k.family, m, n, kk, lay, check=ref.mode, compile_s=cs,
-                      compile_origin=origin)
+                      compile_origin=origin, precision=prec)
             if err:
                 row.status = "skip" if err.startswith("needs") else "error"
                 row.message = err
-            elif lay != "nn" and not native_layout(k, m, n, kk, lay):
+            elif lay != "nn" and not native_layout(k, m, n, kk, lay, prec) and prec == "fp32":
                 row.status = "skip"
                 row.message = f"no variant takes layout {lay} as is (run() would copy)"
             elif k.smem_bytes(m, n, kk) > info.smem_optin:
                 row.status = "skip"
                 row.message = f"needs {k.smem_bytes(m, n, kk)} B of shared memory > {info.smem_optin}"
             else:
+                if not native_layout(k, m, n, kk, lay, prec):
+                    row.message = "includes run()'s relayout copy of an operand"
+
                 def fn(i, name=name):
-                    api.run(name, inputs.A[i], inputs.B[i], out=inputs.C[i])
+                    api.run(name, inputs.A[i], inputs.B[i], out=inputs.C[i], precision=prec)
                 measure_row(row, lambda: _gpu_check(name, fn, inputs, ref),
                             lambda: event_times(fn, len(inputs), flush, **tkw))
             result.rows.append(row)

@@ -45,8 +45,10 @@ class Row:
     iqr_ms: float | None = None
     tflops: float | None = None
     vs_cublas: float | None = None   # this TFLOP/s / cuBLAS TFLOP/s
-    frac_peak: float | None = None   # this TFLOP/s / FP32 peak
+    frac_peak: float | None = None   # this TFLOP/s / the dense peak of its precision
     message: str = ""
+    precision: str = "fp32"          # records.PRECISIONS; the result is float32 for fp32
+                                     # and tf32, the input type for bf16 and fp16
 
     @property
     def shape(self) -> tuple[int, int, int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import registry
 from ..arrays import Operand
+from ..records import PRECISION_DTYPE
 from .runtime import resolve
 from .schema import LAYOUTS
 
@@ -67,13 +68,22 @@ def parse_layouts(spec) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
-def native_layout(kernel: registry.Kernel, m: int, n: int, k: int, layout: str) -> bool:
+def out_dtype_of(precision: str) -> str:
+    """The result type the bench times a precision with: its input type for bf16 and fp16
+    (as cuBLAS's half-precision GEMMs write), float32 for fp32 and tf32."""
+    return PRECISION_DTYPE[precision] if precision in ("bf16", "fp16") else "float32"
+
+
+def native_layout(kernel: registry.Kernel, m: int, n: int, k: int, layout: str,
+                  precision: str = "fp32") -> bool:
     """True when run() can hand operands in `layout` to the kernel without a relayout copy
     (pure CPU: asks the runtime's variant choice with descriptors of fresh buffers)."""
-    def op(name, rows, cols, t):
+    dt, od = PRECISION_DTYPE[precision], out_dtype_of(precision)
+
+    def op(name, rows, cols, t, dtype):
         strides = (1, rows) if t else (cols, 1)
-        return Operand(name, None, True, 1 << 20, (rows, cols), strides, "float32")
-    _, copies, _ = resolve(kernel, {"a": op("a", m, k, layout[0] == "t"),
-                                    "b": op("b", k, n, layout[1] == "t"),
-                                    "c": op("c", m, n, False)})
+        return Operand(name, None, True, 1 << 20, (rows, cols), strides, dtype)
+    _, copies, _ = resolve(kernel, {"a": op("a", m, k, layout[0] == "t", dt),
+                                    "b": op("b", k, n, layout[1] == "t", dt),
+                                    "c": op("c", m, n, False, od)}, precision, od)
     return not copies

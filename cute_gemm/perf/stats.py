@@ -39,16 +39,35 @@ def peak_formula(sm_count: int, lanes_per_sm: int, clock_khz: float) -> str:
             f"{clock_khz / 1e6:.3f} GHz = {p:.1f} TFLOP/s")
 
 
-def fill_ratios(rows: list[Row], peak: float | None) -> None:
-    """Set vs_cublas (against cuBLAS on the same shape and layout) and frac_peak."""
-    ref = {(r.m, r.n, r.k, r.layout): r for r in rows if r.kernel == CUBLAS and r.timed}
+# dense tensor-core flop per clock per SM over the FP32 one (2 x lanes): sm_80 (A100:
+# 1024 tf32 / 2048 bf16 flop/clk/SM over 128), sm_90 (H100: 2048 / 4096 over 256)
+TENSOR_OVER_FP32 = {80: {"tf32": 8, "bf16": 16, "fp16": 16},
+                    90: {"tf32": 8, "bf16": 16, "fp16": 16}}
+
+
+def precision_peaks(fp32_peak: float | None, arch_int: int) -> dict[str, float | None]:
+    """Dense peak TFLOP/s per precision at the clock of the FP32 peak."""
+    table = TENSOR_OVER_FP32.get(90 if arch_int >= 90 else 80 if arch_int >= 80 else 0, {})
+    peaks = {"fp32": fp32_peak}
+    for p in ("tf32", "bf16", "fp16"):
+        peaks[p] = fp32_peak * table[p] if fp32_peak and p in table else None
+    return peaks
+
+
+def fill_ratios(rows: list[Row], peak: float | dict | None) -> None:
+    """Set vs_cublas (against cuBLAS at the same precision, shape and layout) and frac_peak
+    (peak: the FP32 peak, or a precision -> peak mapping)."""
+    peaks = peak if isinstance(peak, dict) else {"fp32": peak}
+    ref = {(r.m, r.n, r.k, r.layout, r.precision): r for r in rows
+           if r.kernel == CUBLAS and r.timed}
     for r in rows:
         if not r.timed:
             r.vs_cublas = r.frac_peak = None
             continue
-        c = ref.get((r.m, r.n, r.k, r.layout))
+        c = ref.get((r.m, r.n, r.k, r.layout, r.precision))
         r.vs_cublas = r.tflops / c.tflops if c is not None and c.tflops else None
-        r.frac_peak = r.tflops / peak if peak else None
+        pk = peaks.get(r.precision)
+        r.frac_peak = r.tflops / pk if pk else None
 
 
 def sample_indices(size: int, count: int, rng) -> np.ndarray:

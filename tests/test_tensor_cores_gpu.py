@@ -1,0 +1,131 @@
+"""GPU tests of the tensor-core kernels: every precision and result type each offers, on
+shapes that leave residues in every tile dimension, all four operand layouts, exact
+integers bit for bit, NaN/Inf propagation, 16-bit arrays from PyTorch, misaligned views
+(copied into aligned temporaries) and the named errors. Skipped without a GPU."""
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+import cute_gemm
+from cute_gemm import launch, registry
+from cute_gemm.arrays import DeviceArray
+from cute_gemm.check import cross_check, supported_kernels
+
+pytestmark = pytest.mark.gpu
+
+TC = [k.name for k in registry.kernels() if set(k.precisions) - {"fp32"}]
+# residues in M, N and K against 64/128/256-wide tiles and 8/16/32/64-deep k-tiles
+SHAPES = [(1, 1, 1), (7, 9, 3), (65, 129, 17), (127, 255, 33), (200, 72, 300),
+          (257, 383, 129), (1000, 1300, 700)]
+
+
+def _combos():
+    for name in TC:
+        k = registry.get(name)
+        for p in k.precisions:
+            outs = sorted({v.out_dtype for v in k.variants if v.precision == p})
+            for o in outs:
+                yield name, p, "float32" if o == "float32" else "same"
+
+
+COMBOS = list(_combos())
+
+
+def _runnable(name: str) -> None:
+    if name not in [k.name for k in supported_kernels()]:
+        k = registry.get(name)
+        pytest.skip(f"{name} needs sm_{k.min_arch}{'a' if k.arch_specific else '+'}; this GPU is "
+                    f"{launch.device_info().arch}")
+
+
+def _assert_ok(rep):
+    assert rep.ok and rep.shapes, "\n" + rep.table()
+
+
+@pytest.mark.parametrize("layout", ["nn", "tn", "nt", "tt"])
+@pytest.mark.parametrize("name,precision,out", COMBOS)
+def test_every_precision_layout_and_result_type(name, precision, out, layout):
+    _runnable(name)
+    _assert_ok(cross_check(kernels=[name], shapes=SHAPES, precision=precision, out_dtype=out,
+                           layout=layout, alpha=1.5, beta=-0.5, seed=3))
+
+
+@pytest.mark.parametrize("name,precision,out", COMBOS)
+def test_exact_integers_bit_for_bit(name, precision, out):
+    """Small integers are exact in every input type: the result is the exact sum, rounded
+    once into a 16-bit result (the reference rounded the same way)."""
+    _runnable(name)
+    _assert_ok(cross_check(kernels=[name], shapes=[(97, 131, 257), (256, 128, 2048)], exact=True,
+                           precision=precision, out_dtype=out, beta=1.0))
+
+
+@pytest.mark.parametrize("name,precision,out", COMBOS)
+def test_nan_and_inf_reach_their_row_and_column(name, precision, out):
+    _runnable(name)
+    dt = registry.PRECISION_DTYPE[precision]
+    od = "float32" if out == "float32" else dt
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((70, 90), dtype=np.float32)
+    b = rng.standard_normal((90, 50), dtype=np.float32)
+    a[3, 10] = np.nan
+    b[20, 7] = np.inf
+    dA, dB = DeviceArray.from_host(a, dtype=dt), DeviceArray.from_host(b, dtype=dt)
+    dO = DeviceArray.full((70, 50), 0.0, dtype=od)
+    try:
+        cute_gemm.run(name, dA, dB, out=dO, precision=precision)
+        c = dO.to_host()
+    finally:
+        for d in (dA, dB, dO):
+            d.close()
+    assert np.isnan(c[3]).all()                      # NaN * anything, and NaN + inf
+    col = np.delete(c[:, 7], 3)
+    assert np.all(np.isinf(col) | np.isnan(col))     # inf * x: +-inf (NaN where x is 0)
+    rest = np.delete(np.delete(c, 3, axis=0), 7, axis=1)
+    assert np.isfinite(rest).all()
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="PyTorch is not installed")
+@pytest.mark.parametrize("name", TC)
+def test_pytorch_half_tensors_misaligned_views_and_results(name):
+    """bfloat16 reaches us through DLPack (it has no __cuda_array_interface__ typestr);
+    a view whose pointer or leading stride is not 16-byte aligned is copied first."""
+    _runnable(name)
+    import torch
+    k = registry.get(name)
+    for p in [x for x in k.precisions if x in ("bf16", "fp16")]:
+        dt = torch.bfloat16 if p == "bf16" else torch.float16
+        big_a = torch.randn(130, 99, device="cuda").to(dt)
+        big_b = torch.randn(99, 77, device="cuda").to(dt)
+        a, b = big_a[1:, 1:], big_b[:-1, 3:]          # offsets of 2 and 6 bytes, odd lds
+        ref = a.double() @ b.double()
+        got = cute_gemm.run(name, a, b)
+        assert got.dtype == torch.float32 and got.shape == ref.shape
+        tol = 2.0**-8 * 16 * (a.double().abs() @ b.double().abs())
+        assert ((got.double() - ref).abs() <= tol).all()
+        out = torch.full(ref.shape, float("nan"), device="cuda", dtype=dt)
+        cute_gemm.run(name, a, b, out=out)
+        assert ((out.double() - ref).abs() <= tol + 2.0**-7 * ref.abs()).all()
+        with pytest.raises(cute_gemm.DTypeError, match="both must have one type"):
+            cute_gemm.run(name, a, b.float())
+
+
+@pytest.mark.parametrize("name", [n for n in TC if "tf32" in registry.get(n).precisions])
+def test_tf32_is_not_the_default_and_row_major_b_is_copied(name):
+    """float32 operands run in fp32 unless tf32 is asked for: a tensor-core kernel without
+    fp32 says so; with precision="tf32" a row-major B (n-major) reaches k-major entries
+    through run()'s copy and the result meets the tf32 gauge."""
+    _runnable(name)
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((300, 200), dtype=np.float32)
+    b = rng.standard_normal((200, 100), dtype=np.float32)
+    if "fp32" not in registry.get(name).precisions:
+        with pytest.raises(cute_gemm.DTypeError, match="not fp32"):
+            cute_gemm.run(name, a, b)
+    c = cute_gemm.run(name, a, b, precision="tf32")
+    ref = a.astype(np.float64) @ b
+    gauge = np.abs(a.astype(np.float64)) @ np.abs(b)
+    assert (np.abs(c - ref) <= 16 * 2.0**-11 * gauge).all()
+    assert np.abs(c - ref).max() > 1e-6 * gauge.max()     # it did round: not an fp32 result
