@@ -327,7 +327,7 @@ _OFFSETS_TMA = tuple(getattr(_GemmArgsTma, name).offset for name, _ in _GemmArgs
 _PtrArrayTma = ctypes.c_void_p * len(_OFFSETS_TMA)
 
 
-def set_tma_maps(args, tma_a: bytes, tma_b: bytes) -> None:
+def set_tensor_maps(args, tma_a: bytes, tma_b: bytes) -> None:
     """Overwrite the tensor maps of a packed argument block (pack_gemm_args_tma's struct)."""
     ctypes.memmove(ctypes.addressof(args.tma_a), tma_a, TMA_MAP_BYTES)
     ctypes.memmove(ctypes.addressof(args.tma_b), tma_b, TMA_MAP_BYTES)
@@ -336,9 +336,9 @@ def set_tma_maps(args, tma_a: bytes, tma_b: bytes) -> None:
 def pack_gemm_args_tma(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn,
                        tma_a: bytes, tma_b: bytes):
     """pack_gemm_args with the tensor maps of A and B appended (128 bytes each): returns
-    (keepalive, address); keepalive[0] is the struct, whose maps set_tma_maps overwrites."""
+    (keepalive, address); keepalive[0] is the struct, whose maps set_tensor_maps overwrites."""
     s = _GemmArgsTma(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn)
-    set_tma_maps(s, tma_a, tma_b)
+    set_tensor_maps(s, tma_a, tma_b)
     base = ctypes.addressof(s)
     ptrs = _PtrArrayTma(*[base + o for o in _OFFSETS_TMA])
     return (s, ptrs), ctypes.addressof(ptrs)
