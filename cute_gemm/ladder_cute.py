@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from .records import FixedSmem, Kernel, TileGridMN, TmaBoxes, Variant
+from .records import FixedSmem, Kernel, PersistentGrid, TileGridMN, TmaBoxes, Variant
 
 _MAJORS = tuple((a, b) for a in ("k", "m") for b in ("n", "k"))
 
@@ -334,4 +334,66 @@ def _wgmma(name: str, bm: int, bn: int, stages: int) -> Kernel:
 
 CUTE += [
     _wgmma("cute_wgmma", 128, 128, 4),
+]
+
+
+@dataclass(frozen=True)
+class WgmmaWsConfig:
+    """One configuration of the warp-specialized Hopper kernel (kernels/cute/c6_wgmma_ws.cu),
+    compiled as its `struct Config` (cpp()), every field a static constexpr int of the same
+    name. BLK_K is not a knob: a k-tile is one 128-byte swizzle row (64 bf16/fp16, 32 tf32)."""
+    blk_m: int = 128                 # 64 rows per consumer warpgroup
+    blk_n: int = 256                 # one wgmma's N (at most 256)
+    stages: int = 4                  # smem ring: (blk_m + blk_n) * 128 bytes a stage
+    consumers: int = 2               # consumer warpgroups (the block: 128 * (1 + consumers))
+    group_m: int = 8                 # tile rows per group of the grouped tile order
+    producer_regs: int = 40          # setmaxnreg of the producer warpgroup ...
+    consumer_regs: int = 232         # ... and of each consumer warpgroup
+
+    def __post_init__(self):
+        if self.blk_m != 64 * self.consumers:
+            raise ValueError("blk_m: 64 rows per consumer warpgroup")
+        if self.producer_regs + self.consumers * self.consumer_regs > 512:
+            raise ValueError("setmaxnreg: more registers than one CTA has (65536 / 128 per warpgroup)")
+
+    @property
+    def threads(self) -> int:
+        return 128 * (1 + self.consumers)
+
+    @property
+    def dyn_smem(self) -> int:
+        """The stages of A and B, then the ring's full and empty mbarriers."""
+        return self.stages * (self.blk_m + self.blk_n) * 128 + self.stages * 16
+
+    def cpp(self, name: str = "") -> str:
+        body = "".join(f"  static constexpr int {f.name} = {getattr(self, f.name)};\n"
+                       for f in dataclasses.fields(self))
+        return (f"struct Config {{   // {name or 'a configuration'}: cute_gemm/ladder_cute.py, WgmmaWsConfig\n"
+                f"{body}}};\n#line 1 \"cute/c6_wgmma_ws.cu\"\n")
+
+
+def _wgmma_ws(name: str, cfg: WgmmaWsConfig) -> Kernel:
+    bm, bn = cfg.blk_m, cfg.blk_n
+    return Kernel(
+        name=name,
+        family="cute",
+        source="cute/c6_wgmma_ws.cu",
+        variants=_tc_variants("cute_wgmma_ws", bm, bn),
+        block=(cfg.threads, 1, 1),
+        grid=PersistentGrid(bm, bn),
+        config=cfg,
+        tile=(bm, bn, 64),
+        dyn_smem=FixedSmem(cfg.dyn_smem),
+        min_arch=90,
+        arch_specific=True,
+        summary=f"warp-specialized wgmma: a TMA producer warp, {cfg.consumers} consumer warpgroups "
+                f"(setmaxnreg {cfg.producer_regs}/{cfg.consumer_regs}), {cfg.stages}-stage ring, "
+                f"one batch in flight, persistent CTAs over grouped tiles, alpha/beta epilogue",
+        seed="CUTLASS sm90 TMA warp-specialized cooperative kernel",
+        tags=("tensor-core", "fast"),
+    )
+
+
+CUTE += [
+    _wgmma_ws("cute_wgmma_ws", WgmmaWsConfig()),
 ]

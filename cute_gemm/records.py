@@ -150,6 +150,27 @@ class TileGridMN:
 
 
 @dataclass(frozen=True)
+class PersistentGrid:
+    """A persistent launch: one CTA per SM (at most one per (BM, BN) tile), each walking
+    tiles b, b + grid, ... (include/cute_gemm/sm90_tile_scheduler.cuh). The SM count is the
+    device's: the resolver passes `sms` (DeviceInfo.sm_count); without it, `ctas`. Tiles are
+    numbered in 32 bits: one launch covers fewer than 2^31 of them (span)."""
+    bm: int
+    bn: int
+    ctas: int = 132              # the H100 SXM's SMs: a default for calls without a device
+    persistent = True            # the resolver passes sms= (class attribute, not a field)
+
+    def __call__(self, m: int, n: int, k: int, sms: int | None = None) -> tuple[int, int, int]:
+        tiles = cdiv(m, self.bm) * cdiv(n, self.bn)
+        return (max(1, min(tiles, sms or self.ctas)), 1, 1)
+
+    def span(self, n: int) -> tuple[int, int]:
+        cols = min(n, EXTENT_MAX)
+        rows = (GRID_X_MAX // cdiv(cols, self.bn)) * self.bm
+        return max(self.bm, min(rows, EXTENT_MAX)), cols
+
+
+@dataclass(frozen=True)
 class FlatGrid:
     """A 1D grid of `threads`-thread blocks covering M*N elements."""
     threads: int

@@ -299,7 +299,10 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
                 copies=tuple(copies), precision=variant.precision, out_dtype=variant.out_dtype)
     sk = _stream_k(k, lk, variant, m, n, kk, smem, k.stream_k_smem_bytes(m, n, kk))
     if sk is None:
-        plan = LaunchPlan(entry=variant.entry, grid=k.grid(m, n, kk), smem=smem,
+        # a persistent grid is sized from the device's SM count
+        sms = ({"sms": launch.device_info(ordinal).sm_count}
+               if getattr(k.grid, "persistent", False) else {})
+        plan = LaunchPlan(entry=variant.entry, grid=k.grid(m, n, kk, **sms), smem=smem,
                           tma=variant.tma is not None, **base)
         return Launcher(plan, lk.function(variant.entry), strides, variant=variant)
     grid, ws_bytes, tile0, pdl = sk
