@@ -361,6 +361,11 @@ class WgmmaWsConfig:
         return 128 * (1 + self.consumers)
 
     @property
+    def blk_k(self) -> int:
+        """k per stage of the 16-bit entries (128 bytes; the tf32 ones: 32)."""
+        return 64
+
+    @property
     def dyn_smem(self) -> int:
         """The stages of A and B, then the ring's full and empty mbarriers."""
         return self.stages * (self.blk_m + self.blk_n) * 128 + self.stages * 16

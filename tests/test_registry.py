@@ -7,6 +7,7 @@ import pytest
 
 import cute_gemm
 from cute_gemm import paths, registry
+from cute_gemm.records import ITEMSIZE
 from cute_gemm.registry import Variant
 
 KERNELS = registry.kernels()
@@ -33,10 +34,17 @@ def test_kernel_record_is_sane(k):
     assert k.summary and k.seed
     assert 1 <= k.threads <= 1024
     assert k.min_arch >= 50
-    assert k.dtypes == ("float32",)
-    # the wrapper's fallback: some variant accepts plain row-major operands at any alignment
-    assert any(v.takes("a", "k", 1) and v.takes("b", "n", 1) and v.takes("c", "n", 1)
-               for v in k.variants), "needs a row-major, align-1 variant"
+    if "fp32" in k.precisions:
+        assert k.dtypes == ("float32",)
+        # the wrapper's fallback: some variant accepts plain row-major operands at any alignment
+        assert any(v.takes("a", "k", 1) and v.takes("b", "n", 1) and v.takes("c", "n", 1)
+                   for v in k.variants), "needs a row-major, align-1 variant"
+    else:
+        # tensor-core kernels: TMA needs 16-byte aligned operands (the runtime copies the
+        # others into aligned temporaries); every precision offers a float32 result
+        assert all(v.tma is not None and v.align * ITEMSIZE[v.dtype] == 16 for v in k.variants)
+        assert all("float32" in {v.out_dtype for v in k.variants if v.precision == p}
+                   for p in k.precisions)
     if k.tile:
         # one source of truth: the tile reaches the compiler as -D defines or in the config
         if k.config is not None:
