@@ -334,9 +334,10 @@ def set_tensor_maps(args, tma_a: bytes, tma_b: bytes) -> None:
 
 
 def pack_gemm_args_tma(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn,
-                       tma_a: bytes, tma_b: bytes):
-    """pack_gemm_args with the tensor maps of A and B appended (128 bytes each): returns
-    (keepalive, address); keepalive[0] is the struct, whose maps set_tensor_maps overwrites."""
+                       tma_a: bytes = bytes(TMA_MAP_BYTES), tma_b: bytes = bytes(TMA_MAP_BYTES)):
+    """pack_gemm_args with the tensor maps of A and B appended (128 bytes each; zeros until
+    set_tensor_maps writes them per call): returns (keepalive, address); keepalive[0] is the
+    struct."""
     s = _GemmArgsTma(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn)
     set_tensor_maps(s, tma_a, tma_b)
     base = ctypes.addressof(s)
@@ -629,4 +630,8 @@ def dlpack_view(obj, consumer: int | None = None):
             strides.insert(0, acc)
             acc *= s
     dev = v.device_id if v.is_device_accessible else None
-    return int(v.ptr), shape, tuple(int(s) for s in strides), str(v.dtype), dev, bool(v.readonly)
+    dtype = str(v.dtype)
+    if dtype.lstrip("<|=") == "V2" and "bfloat16" in str(getattr(obj, "dtype", "")):
+        # cuda.core without ml_dtypes reports DLPack's bfloat16 as an opaque 2-byte void
+        dtype = "bfloat16"
+    return int(v.ptr), shape, tuple(int(s) for s in strides), dtype, dev, bool(v.readonly)
