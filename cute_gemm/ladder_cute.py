@@ -289,17 +289,20 @@ _TC_OUTS = (("bf16", "float32", "f32"), ("bf16", "bfloat16", "bf16"),
 _TC_ITEM = {"bf16": 2, "fp16": 2, "tf32": 4}
 
 
-def tma_boxes(precision: str, a_major: str, b_major: str, bm: int, bn: int) -> TmaBoxes:
+def tma_boxes(precision: str, a_major: str, b_major: str, bm: int, bn: int,
+              b_parts: int = 1) -> TmaBoxes:
     """The TMA boxes (include/cute_gemm/sm90_operand.cuh, OperandTile::kBox0/kBox1) of one
     stage: a k-tile is 128 bytes of k; a k-major operand comes in one (BLK_K, EXT) box, an
-    mn-major one in EXT/64 boxes (64, BLK_K) (64 16-bit elements: one 128-byte swizzle row)."""
+    mn-major one in EXT/64 boxes (64, BLK_K) (64 16-bit elements: one 128-byte swizzle row).
+    b_parts: the CTAs of a cluster that share B tiles, each loading (and multicasting) 1/b_parts
+    of them: a k-major B box is then (BLK_K, BLK_N / b_parts)."""
     bk = 128 // _TC_ITEM[precision]
     row = 128 // _TC_ITEM[precision]
     return TmaBoxes(a=(bk, bm) if a_major == "k" else (row, bk),
-                    b=(bk, bn) if b_major == "k" else (row, bk), swizzle=128)
+                    b=(bk, bn // b_parts) if b_major == "k" else (row, bk), swizzle=128)
 
 
-def _tc_variants(prefix: str, bm: int, bn: int) -> tuple[Variant, ...]:
+def _tc_variants(prefix: str, bm: int, bn: int, b_parts: int = 1) -> tuple[Variant, ...]:
     out = []
     for prec, dtype, suffix in _TC_OUTS:
         majors = (("k", "k"),) if prec == "tf32" else (("k", "k"), ("k", "n"), ("m", "k"), ("m", "n"))
@@ -307,7 +310,7 @@ def _tc_variants(prefix: str, bm: int, bn: int) -> tuple[Variant, ...]:
             out.append(Variant(f"{prefix}_{prec}_{suffix}_a{a}_b{b}", a_major=a, b_major=b,
                                c_major="any", align=16 // _TC_ITEM[prec], align_roles="ab",
                                precision=prec, out_dtype=dtype,
-                               tma=tma_boxes(prec, a, b, bm, bn)))
+                               tma=tma_boxes(prec, a, b, bm, bn, b_parts)))
     return tuple(out)
 
 
@@ -347,6 +350,7 @@ class WgmmaWsConfig:
     stages: int = 4                  # smem ring: (blk_m + blk_n) * 128 bytes a stage
     consumers: int = 2               # consumer warpgroups (the block: 128 * (1 + consumers))
     group_m: int = 8                 # tile rows per group of the grouped tile order
+    cluster_m: int = 2               # CTAs along m of a cluster, sharing (multicasting) B tiles
     producer_regs: int = 40          # setmaxnreg of the producer warpgroup ...
     consumer_regs: int = 232         # ... and of each consumer warpgroup
 
@@ -383,9 +387,9 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig) -> Kernel:
         name=name,
         family="cute",
         source="cute/c6_wgmma_ws.cu",
-        variants=_tc_variants("cute_wgmma_ws", bm, bn),
+        variants=_tc_variants("cute_wgmma_ws", bm, bn, cfg.cluster_m),
         block=(cfg.threads, 1, 1),
-        grid=PersistentGrid(bm, bn),
+        grid=PersistentGrid(bm, bn, cluster=cfg.cluster_m),
         config=cfg,
         tile=(bm, bn, 64),
         dyn_smem=FixedSmem(cfg.dyn_smem),
@@ -393,7 +397,9 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig) -> Kernel:
         arch_specific=True,
         summary=f"warp-specialized wgmma: a TMA producer warp, {cfg.consumers} consumer warpgroups "
                 f"(setmaxnreg {cfg.producer_regs}/{cfg.consumer_regs}), {cfg.stages}-stage ring, "
-                f"one batch in flight, persistent CTAs over grouped tiles, alpha/beta epilogue",
+                f"one batch in flight, persistent CTAs over grouped tiles"
+                + (f", clusters of {cfg.cluster_m} along m multicasting B" if cfg.cluster_m > 1 else "")
+                + ", alpha/beta epilogue",
         seed="CUTLASS sm90 TMA warp-specialized cooperative kernel",
         tags=("tensor-core", "fast"),
     )

@@ -157,12 +157,15 @@ class PersistentGrid:
     numbered in 32 bits: one launch covers fewer than 2^31 of them (span)."""
     bm: int
     bn: int
+    cluster: int = 1             # CTAs per cluster (along x, along m): the grid is a multiple
     ctas: int = 132              # the H100 SXM's SMs: a default for calls without a device
     persistent = True            # the resolver passes sms= (class attribute, not a field)
 
     def __call__(self, m: int, n: int, k: int, sms: int | None = None) -> tuple[int, int, int]:
-        tiles = cdiv(m, self.bm) * cdiv(n, self.bn)
-        return (max(1, min(tiles, sms or self.ctas)), 1, 1)
+        """sms: the CTAs that can be resident at once (resolve: launch.resident_ctas)."""
+        c = self.cluster
+        units = cdiv(cdiv(m, self.bm), c) * cdiv(n, self.bn)   # a unit: c tiles along m
+        return (max(1, min(units, (sms or self.ctas) // c)) * c, 1, 1)
 
     def span(self, n: int) -> tuple[int, int]:
         cols = min(n, EXTENT_MAX)

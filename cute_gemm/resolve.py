@@ -299,8 +299,9 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
                 copies=tuple(copies), precision=variant.precision, out_dtype=variant.out_dtype)
     sk = _stream_k(k, lk, variant, m, n, kk, smem, k.stream_k_smem_bytes(m, n, kk))
     if sk is None:
-        # a persistent grid is sized from the device's SM count
-        sms = ({"sms": launch.device_info(ordinal).sm_count}
+        # a persistent grid is sized from the CTAs (clusters) that fit the device at once
+        sms = ({"sms": launch.resident_ctas(lk.function(variant.entry), k.threads, smem,
+                                            k.grid.cluster)}
                if getattr(k.grid, "persistent", False) else {})
         plan = LaunchPlan(entry=variant.entry, grid=k.grid(m, n, kk, **sms), smem=smem,
                           tma=variant.tma is not None, **base)

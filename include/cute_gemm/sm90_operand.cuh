@@ -32,7 +32,9 @@ template <class T> struct MmaElement { using type = T; };
 template <> struct MmaElement<float> { using type = cute::tfloat32_t; };
 template <class T> using mma_t = typename MmaElement<T>::type;
 
-template <class T, cute::GMMA::Major Major, int Ext, int BlkK, int Stages>
+// Parts: the CTAs of a cluster that share this operand tile (the same rows of A or columns
+// of B): each loads 1/Parts of every stage and multicasts it to all of them. 1: no sharing.
+template <class T, cute::GMMA::Major Major, int Ext, int BlkK, int Stages, int Parts = 1>
 struct OperandTile {
   using Elem = mma_t<T>;
   static constexpr bool kKMajor = Major == cute::GMMA::Major::K;
@@ -55,9 +57,30 @@ struct OperandTile {
   static constexpr uint32_t kStageBytes = kStageElems * sizeof(Elem);
   static_assert(kStageBytes % 1024 == 0, "stages keep the 1024-byte swizzle alignment");
   // the box one TMA load brings in (contiguous extent, other extent), and loads per stage
+  // (of one CTA: a k-major operand shared by Parts CTAs comes in Parts boxes of Ext/Parts rows)
   static constexpr int kBox0 = kKMajor ? BlkK : kRowElems;
-  static constexpr int kBox1 = kKMajor ? Ext : BlkK;
-  static constexpr int kBoxes = kKMajor ? 1 : Ext / kRowElems;
+  static constexpr int kBox1 = kKMajor ? Ext / Parts : BlkK;
+  static constexpr int kBoxes = kKMajor ? 1 : Ext / kRowElems / Parts;
+  static_assert(kKMajor ? (Ext / Parts) % 8 == 0 : (Ext / kRowElems) % Parts == 0,
+                "whole swizzle atoms (k-major) or slabs (mn-major) per part");
+
+  // Part `part` of k-tile `k_tile` of the slab starting at row/column `mn0` into `stage` of
+  // every CTA in `cta_mask`, completing on their barriers at `bar`'s offset (Parts > 1).
+  __device__ static void load_part(const cute::TmaDescriptor* map, uint64_t* bar, Elem* stage,
+                                   int mn0, int k_tile, int part, uint16_t cta_mask) {
+    if constexpr (kKMajor) {
+      constexpr int rows = Ext / Parts;   // k-major rows are contiguous 128-byte lines
+      tma_load_2d_multicast(map, bar, stage + part * rows * BlkK, cta_mask, k_tile * BlkK,
+                            mn0 + part * rows);
+    } else {
+      CUTE_UNROLL
+      for (int i = 0; i < kBoxes; ++i) {
+        const int s = part * kBoxes + i;
+        tma_load_2d_multicast(map, bar, stage + s * kRowElems * BlkK, cta_mask,
+                              mn0 + s * kRowElems, k_tile * BlkK);
+      }
+    }
+  }
 
   // Issue the loads of k-tile `k_tile` of the slab starting at row/column `mn0` into
   // `stage` (the stage's first element), completing on `bar`. One thread calls this.

@@ -45,8 +45,18 @@ struct StageRing {
   __device__ __forceinline__ void wait(RingState<Stages> const& st) {
     mbar_wait(&full[st.index], st.phase);
   }
-  // consumer (one lane per releasing warp): this warp is done reading stage `index`
-  __device__ __forceinline__ void release(int index) { mbar_arrive(&empty[index]); }
+  // consumer (one lane per releasing warp): this warp is done reading stage `index` — of its
+  // own CTA, and of every CTA of the cluster whose stage its CTA's loads also fill (their
+  // producers multicast into it), so `releasers` counts the warps of all Ctas CTAs
+  template <int Ctas = 1>
+  __device__ __forceinline__ void release(int index) {
+    if constexpr (Ctas == 1) {
+      mbar_arrive(&empty[index]);
+    } else {
+      CUTE_UNROLL
+      for (int c = 0; c < Ctas; ++c) mbar_arrive_cluster(&empty[index], c);
+    }
+  }
 };
 
 }  // namespace cg::sm90

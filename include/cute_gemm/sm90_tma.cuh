@@ -54,6 +54,35 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t phase) {
       "}\n" :: "r"(smem_addr(bar)), "r"(phase) : "memory");
 }
 
+// ---- clusters ----------------------------------------------------------------------
+// The CTAs of a cluster (sm_90) can address each other's shared memory: a TMA multicast
+// writes one box into the same offset of several CTAs' smem and completes on each one's
+// barrier at the same offset; a consumer frees a stage of every CTA it shares loads with
+// by arriving on their `empty` barriers remotely.
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+
+// Every thread of every CTA of the cluster (a CTA-wide __syncthreads() besides): barrier
+// inits are visible cluster-wide after it, and no CTA leaves while a peer may still write
+// its smem or arrive on its barriers.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n"
+               "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+// An arrival on the barrier at `bar`'s offset in CTA `cta` of this cluster (itself included).
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta) {
+  asm volatile(
+      "{\n"
+      ".reg .b32 remote;\n"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+      "}" :: "r"(smem_addr(bar)), "r"(cta) : "memory");
+}
+
 // ---- TMA ---------------------------------------------------------------------------
 // One box of a 2-D tensor map into shared memory at `smem`, completing on `bar`.
 // crd0 runs along the contiguous extent, crd1 along the other (records.TmaBoxes).
@@ -62,6 +91,15 @@ __device__ __forceinline__ void tma_load_2d(const cute::TmaDescriptor* map, uint
   // cache hint: the L2 "evict normal" policy CUTLASS names CacheHintSm90::EVICT_NORMAL
   constexpr uint64_t kEvictNormal = 0x1000000000000000ull;
   cute::SM90_TMA_LOAD_2D::copy(map, bar, kEvictNormal, smem, crd0, crd1);
+}
+
+// The same box into `smem` of every CTA in `cta_mask` (bit r: cluster rank r), each completing
+// on its own barrier at `bar`'s offset.
+__device__ __forceinline__ void tma_load_2d_multicast(const cute::TmaDescriptor* map, uint64_t* bar,
+                                                      void* smem, uint16_t cta_mask, int crd0,
+                                                      int crd1) {
+  constexpr uint64_t kEvictNormal = 0x1000000000000000ull;
+  cute::SM90_TMA_LOAD_MULTICAST_2D::copy(map, bar, cta_mask, kEvictNormal, smem, crd0, crd1);
 }
 
 // Bring the tensor map's 128 bytes into the TMA unit's cache ahead of the first load.

@@ -34,65 +34,16 @@ using namespace cute;
 
 constexpr int kThreads = 128 * (1 + Config::consumers);
 
-template <class TAB, class TC, GMMA::Major MajA, GMMA::Major MajB>
-__device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tma_a,
-                              const TmaDescriptor* tma_b) {
-  using T = cg::sm90::mma_t<TAB>;
+// ---- consumers ---------------------------------------------------------------------------
+// The consumer warpgroups: wgmma over the ring's stages, one batch in flight, then the
+// epilogue of each tile straight from the accumulators.
+template <class TC, int kCluster, class OpA, class OpB, class Mma, class Ring, class T, class Tiles>
+__device__ __forceinline__ void consume(Mma const& mma, Ring* ring, T* smemA, T* smemB,
+                                        Tiles const& tiles, int first, int stride, int rank,
+                                        int k_tiles, TC* C, long long sCm, long long sCn,
+                                        int M, int N, float alpha, float beta) {
   constexpr int kBlkM = Config::blk_m, kBlkN = Config::blk_n, kStages = Config::stages;
-  constexpr int kBlkK = 128 / int(sizeof(T));
-  using OpA = cg::sm90::OperandTile<TAB, MajA, kBlkM, kBlkK, kStages>;
-  using OpB = cg::sm90::OperandTile<TAB, MajB, kBlkN, kBlkK, kStages>;
-  using Ring = cg::sm90::StageRing<kStages>;
   using State = cg::sm90::RingState<kStages>;
-  TiledMMA mma = make_tiled_mma(
-      GMMA::ss_op_selector<T, T, float, Shape<_64, Int<kBlkN>, Int<kBlkK>>, MajA, MajB>(),
-      Layout<Shape<Int<Config::consumers>, _1, _1>>{});    // a warpgroup per 64 rows
-
-  // Preconditions
-  static_assert(kBlkM == 64 * Config::consumers, "BLK_M: 64 rows per consumer warpgroup");
-  static_assert(kBlkN % 8 == 0 && kBlkN <= 256, "a wgmma's N: a multiple of 8, at most 256");
-  static_assert(kStages >= 2, "a stage loading while one is computed");
-  static_assert(Config::producer_regs + Config::consumers * Config::consumer_regs
-                <= 65536 / 128, "setmaxnreg: the register file of one CTA");
-  CUTE_STATIC_ASSERT_V(size(mma) == Int<128 * Config::consumers>{});  // the consumer threads
-  CUTE_STATIC_ASSERT_V(Int<kBlkK>{} % size<2>(typename decltype(mma)::AtomShape_MNK{}) == _0{});  // BLK_K / MMA_K
-
-  extern __shared__ __align__(1024) unsigned char smem[];
-  if (cg::sm90::smem_addr(smem) % 1024 != 0) __trap();    // the swizzle atoms' alignment
-  T* smemA = reinterpret_cast<T*>(smem);
-  T* smemB = smemA + cosize_v<typename OpA::Layout>;
-  Ring* ring = reinterpret_cast<Ring*>(smemB + cosize_v<typename OpB::Layout>);
-
-  const cg::sm90::GroupedTiles tiles{cg::ceil_div(M, kBlkM), cg::ceil_div(N, kBlkN),
-                                     Config::group_m};
-  const int k_tiles = cg::ceil_div(K, kBlkK);
-  const int warp_group = threadIdx.x / 128;
-  if (threadIdx.x == 0) {
-    cg::sm90::tma_prefetch_map(tma_a);
-    cg::sm90::tma_prefetch_map(tma_b);
-    ring->init(4 * Config::consumers);                     // one arrival per consumer warp
-  }
-  __syncthreads();   // the last CTA-wide barrier: producer warps 1-3 leave below
-
-  if (warp_group == 0) {
-    // ---- producer ----------------------------------------------------------------
-    cg::sm90::setmaxnreg_dec<Config::producer_regs>();   // all 4 warps, then 3 leave
-    if (threadIdx.x != 0) return;
-    constexpr uint32_t kTxBytes = OpA::kStageBytes + OpB::kStageBytes;
-    State st;
-    for (int t = blockIdx.x; t < tiles.count(); t += gridDim.x) {
-      int m_blk, n_blk;
-      tiles.coord(t, m_blk, n_blk);
-      for (int k_tile = 0; k_tile < k_tiles; ++k_tile, st.advance()) {
-        uint64_t* full = ring->acquire(st, kTxBytes);
-        OpA::load(tma_a, full, smemA + st.index * OpA::kStageElems, m_blk * kBlkM, k_tile);
-        OpB::load(tma_b, full, smemB + st.index * OpB::kStageElems, n_blk * kBlkN, k_tile);
-      }
-    }
-    return;
-  }
-
-  // ---- consumers ---------------------------------------------------------------------
   cg::sm90::setmaxnreg_inc<Config::consumer_regs>();
   const int thread = threadIdx.x - 128;                    // within the consumer warpgroups
   const bool releaser = threadIdx.x % 32 == 0;             // one arrival per warp
@@ -104,9 +55,10 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
   Tensor acc = partition_fragment_C(thr_mma, Shape<Int<kBlkM>, Int<kBlkN>>{});  // (MMA,MMA_M,MMA_N)
 
   State st;
-  for (int t = blockIdx.x; t < tiles.count(); t += gridDim.x) {
-    int m_blk, n_blk;
-    tiles.coord(t, m_blk, n_blk);
+  for (int u = first; u < tiles.count(); u += stride) {
+    int m_unit, n_blk;
+    tiles.coord(u, m_unit, n_blk);
+    const int m_blk = m_unit * kCluster + rank;
     clear(acc);
     int prev = -1;                                         // the stage of the batch in flight
     for (int k_tile = 0; k_tile < k_tiles; ++k_tile, st.advance()) {
@@ -117,20 +69,100 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
       warpgroup_commit_batch();
       warpgroup_wait<1>();                                 // k-tile - 1's batch has retired
       warpgroup_fence_operand(acc);
-      if (prev >= 0 && releaser) ring->release(prev);
+      if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
       prev = st.index;
     }
     warpgroup_wait<0>();
     warpgroup_fence_operand(acc);
-    if (releaser) ring->release(prev);
+    if (releaser) ring->template release<kCluster>(prev);
     cg::sm90::store_axpby<kBlkM, kBlkN>(mma, thread, acc, C, sCm, sCn, M, N,
                                         m_blk * kBlkM, n_blk * kBlkN, alpha, beta);
   }
 }
 
+template <class TAB, class TC, GMMA::Major MajA, GMMA::Major MajB>
+__device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tma_a,
+                              const TmaDescriptor* tma_b) {
+  using T = cg::sm90::mma_t<TAB>;
+  constexpr int kBlkM = Config::blk_m, kBlkN = Config::blk_n, kStages = Config::stages;
+  constexpr int kBlkK = 128 / int(sizeof(T));
+  using OpA = cg::sm90::OperandTile<TAB, MajA, kBlkM, kBlkK, kStages>;
+  constexpr int kCluster = Config::cluster_m;              // CTAs along m sharing B tiles
+  using OpB = cg::sm90::OperandTile<TAB, MajB, kBlkN, kBlkK, kStages, kCluster>;
+  using Ring = cg::sm90::StageRing<kStages>;
+  using State = cg::sm90::RingState<kStages>;
+  TiledMMA mma = make_tiled_mma(
+      GMMA::ss_op_selector<T, T, float, Shape<_64, Int<kBlkN>, Int<kBlkK>>, MajA, MajB>(),
+      Layout<Shape<Int<Config::consumers>, _1, _1>>{});    // a warpgroup per 64 rows
+
+  // Preconditions
+  static_assert(kBlkM == 64 * Config::consumers, "BLK_M: 64 rows per consumer warpgroup");
+  static_assert(kBlkN % 8 == 0 && kBlkN <= 256, "a wgmma's N: a multiple of 8, at most 256");
+  static_assert(kStages >= 2, "a stage loading while one is computed");
+  static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "cluster of 1, 2 or 4 along m");
+  static_assert(Config::producer_regs + Config::consumers * Config::consumer_regs
+                <= 65536 / 128, "setmaxnreg: the register file of one CTA");
+  CUTE_STATIC_ASSERT_V(size(mma) == Int<128 * Config::consumers>{});  // the consumer threads
+  CUTE_STATIC_ASSERT_V(Int<kBlkK>{} % size<2>(typename decltype(mma)::AtomShape_MNK{}) == _0{});  // BLK_K / MMA_K
+
+  extern __shared__ __align__(1024) unsigned char smem[];
+  if (cg::sm90::smem_addr(smem) % 1024 != 0) __trap();    // the swizzle atoms' alignment
+  T* smemA = reinterpret_cast<T*>(smem);
+  T* smemB = smemA + cosize_v<typename OpA::Layout>;
+  Ring* ring = reinterpret_cast<Ring*>(smemB + cosize_v<typename OpB::Layout>);
+
+  // the scheduler walks units of kCluster tiles along m (one per CTA of a cluster, the same
+  // n block: they share its B tiles); a CTA whose tile lies past M still loads its part of
+  // B and computes zeros that it does not store
+  const cg::sm90::GroupedTiles tiles{cg::ceil_div(cg::ceil_div(M, kBlkM), kCluster),
+                                     cg::ceil_div(N, kBlkN), cute::max(Config::group_m / kCluster, 1)};
+  const int rank = kCluster == 1 ? 0 : int(cg::sm90::cluster_rank());
+  const int first = blockIdx.x / kCluster, stride = gridDim.x / kCluster;
+  const int k_tiles = cg::ceil_div(K, kBlkK);
+  const int warp_group = threadIdx.x / 128;
+  if (threadIdx.x == 0) {
+    cg::sm90::tma_prefetch_map(tma_a);
+    cg::sm90::tma_prefetch_map(tma_b);
+    ring->init(4 * Config::consumers * kCluster);          // every consumer warp sharing it
+  }
+  if constexpr (kCluster == 1) __syncthreads();
+  else cg::sm90::cluster_sync();                           // the peers' barriers too
+
+  if (warp_group == 0) {
+    // ---- producer ----------------------------------------------------------------
+    cg::sm90::setmaxnreg_dec<Config::producer_regs>();   // all 4 warps; one thread works
+    if (threadIdx.x == 0) {
+      // a stage's bytes: its A, and all of its B (this CTA's part and the peers' multicasts)
+      constexpr uint32_t kTxBytes = OpA::kStageBytes + OpB::kStageBytes;
+      constexpr uint16_t kPeers = (1u << kCluster) - 1;
+      State st;
+      for (int u = first; u < tiles.count(); u += stride) {
+        int m_unit, n_blk;
+        tiles.coord(u, m_unit, n_blk);
+        const int m_blk = m_unit * kCluster + rank;
+        for (int k_tile = 0; k_tile < k_tiles; ++k_tile, st.advance()) {
+          uint64_t* full = ring->acquire(st, kTxBytes);
+          OpA::load(tma_a, full, smemA + st.index * OpA::kStageElems, m_blk * kBlkM, k_tile);
+          if constexpr (kCluster == 1)
+            OpB::load(tma_b, full, smemB + st.index * OpB::kStageElems, n_blk * kBlkN, k_tile);
+          else
+            OpB::load_part(tma_b, full, smemB + st.index * OpB::kStageElems, n_blk * kBlkN,
+                           k_tile, rank, kPeers);
+        }
+      }
+    }
+    __syncwarp();
+  } else {
+    consume<TC, kCluster, OpA, OpB>(mma, ring, smemA, smemB, tiles, first, stride, rank, k_tiles,
+                                    C, sCm, sCn, M, N, alpha, beta);
+  }
+  if constexpr (kCluster > 1) cg::sm90::cluster_sync();    // no peer writes our smem any more
+}
+
 // Entry points: cute_wgmma_ws_<precision>_<out>_a<major>_b<major> (as cute_wgmma's).
 #define CG_WGMMA_WS_ENTRY(NAME, TAB, TC, MA, MB)                                            \
   extern "C" __global__ void __launch_bounds__(kThreads, 1)                                 \
+  __cluster_dims__(Config::cluster_m, 1, 1)                                                 \
   NAME(CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS) {                                          \
     gemm_wgmma_ws<TAB, TC, GMMA::Major::MA, GMMA::Major::MB>(                               \
         M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, &tma_a, &tma_b);       \
