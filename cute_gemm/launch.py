@@ -273,6 +273,7 @@ def pack_gemm_args_ws(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, sc
 
 # ---- TMA tensor maps (sm_90+) -----------------------------------------------------------
 TMA_MAP_BYTES = 128     # sizeof(CUtensorMap): the kernel parameter CG_TMA_PARAMS passes
+ITEMSIZE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 
 
 def _tma_dtype(drv, dtype: str):
@@ -297,7 +298,10 @@ def encode_tensor_map(ptr: int, dtype: str, dims: tuple[int, int], ld_bytes: int
     drv = _drv()
     _init()
     sw = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}[swizzle]
-    ld = max(int(ld_bytes), 16)
+    ld = int(ld_bytes)
+    if int(dims[1]) == 1:   # one row: its stride is never used, but must be a valid one
+        ld = max(ld, int(dims[0]) * ITEMSIZE_BYTES[dtype])
+        ld = -(-ld // 16) * 16
     tmap = _check(drv.cuTensorMapEncodeTiled(
         _tma_dtype(drv, dtype), 2, int(ptr),
         [drv.cuuint64_t(int(dims[0])), drv.cuuint64_t(int(dims[1]))],

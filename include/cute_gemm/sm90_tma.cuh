@@ -74,12 +74,15 @@ __device__ __forceinline__ void cluster_sync() {
 }
 
 // An arrival on the barrier at `bar`'s offset in CTA `cta` of this cluster (itself included).
+// Default semantics (release at CTA scope): what it orders are this warp's wgmma reads of the
+// stage, which warpgroup_wait has retired; a .release.cluster arrive is a cluster-wide fence
+// per warp and k-tile, and halved the throughput (docs/tuning/cute_wgmma_ws.md).
 __device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta) {
   asm volatile(
       "{\n"
       ".reg .b32 remote;\n"
       "mapa.shared::cluster.u32 remote, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+      "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
       "}" :: "r"(smem_addr(bar)), "r"(cta) : "memory");
 }
 
