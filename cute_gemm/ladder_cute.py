@@ -350,7 +350,7 @@ class WgmmaWsConfig:
     stages: int = 4                  # smem ring: (blk_m + blk_n) * 128 bytes a stage
     consumers: int = 2               # consumer warpgroups (the block: 128 * (1 + consumers))
     group_m: int = 8                 # tile rows per group of the grouped tile order
-    cluster_m: int = 1               # CTAs along m of a cluster, sharing (multicasting) B tiles
+    cluster_m: int = 2               # CTAs along m of a cluster, sharing (multicasting) B tiles
     producer_regs: int = 40          # setmaxnreg of the producer warpgroup ...
     consumer_regs: int = 232         # ... and of each consumer warpgroup
 
