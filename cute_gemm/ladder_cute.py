@@ -290,19 +290,20 @@ _TC_ITEM = {"bf16": 2, "fp16": 2, "tf32": 4}
 
 
 def tma_boxes(precision: str, a_major: str, b_major: str, bm: int, bn: int,
-              b_parts: int = 1) -> TmaBoxes:
+              b_parts: int = 1, row_bytes: int = 128) -> TmaBoxes:
     """The TMA boxes (include/cute_gemm/sm90_operand.cuh, OperandTile::kBox0/kBox1) of one
     stage: a k-tile is 128 bytes of k; a k-major operand comes in one (BLK_K, EXT) box, an
     mn-major one in EXT/64 boxes (64, BLK_K) (64 16-bit elements: one 128-byte swizzle row).
     b_parts: the CTAs of a cluster that share B tiles, each loading (and multicasting) 1/b_parts
-    of them: a k-major B box is then (BLK_K, BLK_N / b_parts)."""
-    bk = 128 // _TC_ITEM[precision]
-    row = 128 // _TC_ITEM[precision]
+    of them: a k-major B box is then (BLK_K, BLK_N / b_parts). row_bytes: the swizzle width
+    (128, or 64: k-tiles of 64 bytes, 32-element slabs)."""
+    bk = row = row_bytes // _TC_ITEM[precision]
     return TmaBoxes(a=(bk, bm) if a_major == "k" else (row, bk),
-                    b=(bk, bn // b_parts) if b_major == "k" else (row, bk), swizzle=128)
+                    b=(bk, bn // b_parts) if b_major == "k" else (row, bk), swizzle=row_bytes)
 
 
-def _tc_variants(prefix: str, bm: int, bn: int, b_parts: int = 1) -> tuple[Variant, ...]:
+def _tc_variants(prefix: str, bm: int, bn: int, b_parts: int = 1,
+                 row_bytes: int = 128) -> tuple[Variant, ...]:
     out = []
     for prec, dtype, suffix in _TC_OUTS:
         majors = (("k", "k"),) if prec == "tf32" else (("k", "k"), ("k", "n"), ("m", "k"), ("m", "n"))
@@ -310,7 +311,7 @@ def _tc_variants(prefix: str, bm: int, bn: int, b_parts: int = 1) -> tuple[Varia
             out.append(Variant(f"{prefix}_{prec}_{suffix}_a{a}_b{b}", a_major=a, b_major=b,
                                c_major="any", align=16 // _TC_ITEM[prec], align_roles="ab",
                                precision=prec, out_dtype=dtype,
-                               tma=tma_boxes(prec, a, b, bm, bn, b_parts)))
+                               tma=tma_boxes(prec, a, b, bm, bn, b_parts, row_bytes)))
     return tuple(out)
 
 
@@ -347,7 +348,8 @@ class WgmmaWsConfig:
     name. BLK_K is not a knob: a k-tile is one 128-byte swizzle row (64 bf16/fp16, 32 tf32)."""
     blk_m: int = 128                 # 64 rows per consumer warpgroup
     blk_n: int = 256                 # one wgmma's N (at most 256)
-    stages: int = 4                  # smem ring: (blk_m + blk_n) * 128 bytes a stage
+    stages: int = 4                  # smem ring: (blk_m + blk_n) * k_bytes a stage
+    k_bytes: int = 128               # a k-tile: one swizzle row (128 or 64 bytes of k)
     consumers: int = 2               # consumer warpgroups (the block: 128 * (1 + consumers))
     group_m: int = 8                 # tile rows per group of the grouped tile order
     cluster_m: int = 2               # CTAs along m of a cluster, sharing (multicasting) B tiles
@@ -366,13 +368,13 @@ class WgmmaWsConfig:
 
     @property
     def blk_k(self) -> int:
-        """k per stage of the 16-bit entries (128 bytes; the tf32 ones: 32)."""
-        return 64
+        """k per stage of the 16-bit entries (k_bytes / 2; the tf32 ones: k_bytes / 4)."""
+        return self.k_bytes // 2
 
     @property
     def dyn_smem(self) -> int:
         """The stages of A and B, then the ring's full and empty mbarriers."""
-        return self.stages * (self.blk_m + self.blk_n) * 128 + self.stages * 16
+        return self.stages * (self.blk_m + self.blk_n) * self.k_bytes + self.stages * 16
 
     def cpp(self, name: str = "") -> str:
         body = "".join(f"  static constexpr int {f.name} = {getattr(self, f.name)};\n"
@@ -387,11 +389,11 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig) -> Kernel:
         name=name,
         family="cute",
         source="cute/c6_wgmma_ws.cu",
-        variants=_tc_variants("cute_wgmma_ws", bm, bn, cfg.cluster_m),
+        variants=_tc_variants("cute_wgmma_ws", bm, bn, cfg.cluster_m, cfg.k_bytes),
         block=(cfg.threads, 1, 1),
         grid=PersistentGrid(bm, bn, cluster=cfg.cluster_m),
         config=cfg,
-        tile=(bm, bn, 64),
+        tile=(bm, bn, cfg.blk_k),
         dyn_smem=FixedSmem(cfg.dyn_smem),
         min_arch=90,
         arch_specific=True,

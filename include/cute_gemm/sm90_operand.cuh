@@ -34,19 +34,26 @@ template <class T> using mma_t = typename MmaElement<T>::type;
 
 // Parts: the CTAs of a cluster that share this operand tile (the same rows of A or columns
 // of B): each loads 1/Parts of every stage and multicasts it to all of them. 1: no sharing.
-template <class T, cute::GMMA::Major Major, int Ext, int BlkK, int Stages, int Parts = 1>
+// RowBytes: the swizzle width, 128 (above) or 64 (Sw<2,4,3>: 64-byte rows, half the k-tile
+// of a k-major operand, 32-element slabs of an mn-major one, TMA SWIZZLE_64B).
+template <class T, cute::GMMA::Major Major, int Ext, int BlkK, int Stages, int Parts = 1,
+          int RowBytes = 128>
 struct OperandTile {
   using Elem = mma_t<T>;
   static constexpr bool kKMajor = Major == cute::GMMA::Major::K;
-  static constexpr int kRowElems = 128 / int(sizeof(Elem));   // elements in a 128-byte row
-  static_assert(!kKMajor || BlkK == kRowElems, "k-major: a k-tile is one 128-byte swizzle row");
+  static_assert(RowBytes == 128 || RowBytes == 64, "128- or 64-byte swizzle");
+  static constexpr int kRowElems = RowBytes / int(sizeof(Elem));   // elements in a swizzle row
+  static_assert(!kKMajor || BlkK == kRowElems, "k-major: a k-tile is one swizzle row");
   static_assert(kKMajor || sizeof(Elem) == 2, "mn-major operands: 16-bit types only (GMMA)");
   static_assert(kKMajor || Ext % kRowElems == 0, "mn-major: whole 64-element slabs");
   static_assert(BlkK % 8 == 0 && Ext % 8 == 0, "whole swizzle atoms");
   static_assert(Ext <= 256 && BlkK <= 256, "a TMA box extent is at most 256");
 
-  using Atom = cute::conditional_t<kKMajor, cute::GMMA::Layout_K_SW128_Atom<Elem>,
-                                           cute::GMMA::Layout_MN_SW128_Atom<Elem>>;
+  using Atom = cute::conditional_t<RowBytes == 128,
+      cute::conditional_t<kKMajor, cute::GMMA::Layout_K_SW128_Atom<Elem>,
+                                   cute::GMMA::Layout_MN_SW128_Atom<Elem>>,
+      cute::conditional_t<kKMajor, cute::GMMA::Layout_K_SW64_Atom<Elem>,
+                                   cute::GMMA::Layout_MN_SW64_Atom<Elem>>>;
   using Order = cute::conditional_t<kKMajor, cute::Step<cute::_1, cute::_2, cute::_3>,
                                             cute::Step<cute::_2, cute::_1, cute::_3>>;
   using Layout = decltype(cute::tile_to_shape(
@@ -55,7 +62,7 @@ struct OperandTile {
 
   static constexpr int kStageElems = Ext * BlkK;
   static constexpr uint32_t kStageBytes = kStageElems * sizeof(Elem);
-  static_assert(kStageBytes % 1024 == 0, "stages keep the 1024-byte swizzle alignment");
+  static_assert(kStageBytes % (8 * RowBytes) == 0, "stages keep the swizzle atoms' alignment");
   // the box one TMA load brings in (contiguous extent, other extent), and loads per stage
   // (of one CTA: a k-major operand shared by Parts CTAs comes in Parts boxes of Ext/Parts rows)
   static constexpr int kBox0 = kKMajor ? BlkK : kRowElems;

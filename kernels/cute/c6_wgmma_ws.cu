@@ -85,10 +85,10 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
                               const TmaDescriptor* tma_b) {
   using T = cg::sm90::mma_t<TAB>;
   constexpr int kBlkM = Config::blk_m, kBlkN = Config::blk_n, kStages = Config::stages;
-  constexpr int kBlkK = 128 / int(sizeof(T));
-  using OpA = cg::sm90::OperandTile<TAB, MajA, kBlkM, kBlkK, kStages>;
+  constexpr int kBlkK = Config::k_bytes / int(sizeof(T));   // a k-tile: one swizzle row
   constexpr int kCluster = Config::cluster_m;              // CTAs along m sharing B tiles
-  using OpB = cg::sm90::OperandTile<TAB, MajB, kBlkN, kBlkK, kStages, kCluster>;
+  using OpA = cg::sm90::OperandTile<TAB, MajA, kBlkM, kBlkK, kStages, 1, Config::k_bytes>;
+  using OpB = cg::sm90::OperandTile<TAB, MajB, kBlkN, kBlkK, kStages, kCluster, Config::k_bytes>;
   using Ring = cg::sm90::StageRing<kStages>;
   using State = cg::sm90::RingState<kStages>;
   TiledMMA mma = make_tiled_mma(
@@ -107,6 +107,7 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
 
   extern __shared__ __align__(1024) unsigned char smem[];
   if (cg::sm90::smem_addr(smem) % 1024 != 0) __trap();    // the swizzle atoms' alignment
+  static_assert(Config::k_bytes == 128 || Config::k_bytes == 64, "a k-tile: 128 or 64 bytes");
   T* smemA = reinterpret_cast<T*>(smem);
   T* smemB = smemA + cosize_v<typename OpA::Layout>;
   Ring* ring = reinterpret_cast<Ring*>(smemB + cosize_v<typename OpB::Layout>);
