@@ -351,7 +351,7 @@ class WgmmaWsConfig:
     stages: int = 4                  # smem ring: (blk_m + blk_n) * k_bytes a stage
     k_bytes: int = 128               # a k-tile: one swizzle row (128 or 64 bytes of k)
     consumers: int = 2               # consumer warpgroups (the block: 128 * (1 + consumers))
-    group_m: int = 8                 # tile rows per group of the grouped tile order
+    group_m: int = 16                # tile rows per group of the grouped tile order
     cluster_m: int = 2               # CTAs along m of a cluster, sharing (multicasting) B tiles
     producer_regs: int = 40          # setmaxnreg of the producer warpgroup ...
     consumer_regs: int = 232         # ... and of each consumer warpgroup

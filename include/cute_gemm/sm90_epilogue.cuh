@@ -2,8 +2,8 @@
 // wgmma accumulators, predicated on the M and N residues, any strides of C.
 //
 // A wgmma accumulator fragment holds, per thread, pairs of neighbouring columns in rows r and
-// r + 8 of each 64-row atom (CuTe's partition_C of the TiledMMA says which); each value goes
-// to its own address (C may have any strides). With beta == 0 C is not read (BLAS: an
+// r + 8 of each 64-row atom (CuTe's partition_C of the TiledMMA says which); a row-major C
+// takes each pair in one store, any other strides one value at a time. With beta == 0 C is not read (BLAS: an
 // uninitialised or NaN-poisoned C stays out of the result). The float result is converted to
 // TC by round-to-nearest (cute::bfloat16_t / half_t constructors).
 #pragma once
@@ -24,6 +24,30 @@ __device__ void store_axpby(TiledMma const& mma, int thread, Acc const& acc,
   Tensor tCcC = thr.partition_C(cC);                                                       // (MMA,MMA_M,MMA_N)
   CUTE_STATIC_ASSERT_V(size(tCgC) == size(acc));                                          // one value each
   const int rows = M - m0, cols = N - n0;
+  // Row-major C (unit column stride, even row stride, base aligned to a pair): each thread's
+  // values 2j, 2j+1 are neighbouring columns of one row (the wgmma accumulator layout), so
+  // they go out as one 8-byte (float) or 4-byte (16-bit) store; half the store instructions.
+  if (sCn == 1 && sCm % 2 == 0 && reinterpret_cast<unsigned long long>(C) % (2 * sizeof(TC)) == 0) {
+    struct alignas(2 * sizeof(TC)) Pair { TC x, y; };
+    CUTE_UNROLL
+    for (int i = 0; i < size(acc); i += 2) {
+      const int r = get<0>(tCcC(i)), c = get<1>(tCcC(i));
+      if (r >= rows || c >= cols) continue;
+      TC* p = &tCgC(i);
+      if (c + 1 < cols) {
+        float v0 = alpha * acc(i), v1 = alpha * acc(i + 1);
+        if (beta != 0.0f) {
+          const Pair old = *reinterpret_cast<const Pair*>(p);
+          v0 += beta * float(old.x);
+          v1 += beta * float(old.y);
+        }
+        *reinterpret_cast<Pair*>(p) = Pair{TC(v0), TC(v1)};
+      } else {
+        *p = TC(beta == 0.0f ? alpha * acc(i) : alpha * acc(i) + beta * float(*p));
+      }
+    }
+    return;
+  }
   if (beta == 0.0f) {
     CUTE_UNROLL
     for (int i = 0; i < size(acc); ++i)
