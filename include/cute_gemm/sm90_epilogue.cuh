@@ -27,22 +27,36 @@ __device__ void store_axpby(TiledMma const& mma, int thread, Acc const& acc,
   // Row-major C (unit column stride, even row stride, base aligned to a pair): each thread's
   // values 2j, 2j+1 are neighbouring columns of one row (the wgmma accumulator layout), so
   // they go out as one 8-byte (float) or 4-byte (16-bit) store; half the store instructions.
+  // The static unit stride makes every column offset a compile-time constant (a thread's
+  // rows are few: their row offsets are computed once), and interior tiles skip predicates.
   if (sCn == 1 && sCm % 2 == 0 && reinterpret_cast<unsigned long long>(C) % (2 * sizeof(TC)) == 0) {
     struct alignas(2 * sizeof(TC)) Pair { TC x, y; };
+    Tensor gR = make_tensor(make_gmem_ptr(C + m0 * sCm + n0),
+                            make_shape(Int<TileM>{}, Int<TileN>{}), make_stride(sCm, _1{}));  // (BLK_M,BLK_N)
+    Tensor tCgR = thr.partition_C(gR);                                                     // (MMA,MMA_M,MMA_N)
+    auto put = [&](int i) {
+      TC* p = &tCgR(i);
+      float v0 = alpha * acc(i), v1 = alpha * acc(i + 1);
+      if (beta != 0.0f) {
+        const Pair old = *reinterpret_cast<const Pair*>(p);
+        v0 += beta * float(old.x);
+        v1 += beta * float(old.y);
+      }
+      *reinterpret_cast<Pair*>(p) = Pair{TC(v0), TC(v1)};
+    };
+    if (rows >= TileM && cols >= TileN) {
+      CUTE_UNROLL
+      for (int i = 0; i < size(acc); i += 2) put(i);
+      return;
+    }
     CUTE_UNROLL
     for (int i = 0; i < size(acc); i += 2) {
       const int r = get<0>(tCcC(i)), c = get<1>(tCcC(i));
       if (r >= rows || c >= cols) continue;
-      TC* p = &tCgC(i);
       if (c + 1 < cols) {
-        float v0 = alpha * acc(i), v1 = alpha * acc(i + 1);
-        if (beta != 0.0f) {
-          const Pair old = *reinterpret_cast<const Pair*>(p);
-          v0 += beta * float(old.x);
-          v1 += beta * float(old.y);
-        }
-        *reinterpret_cast<Pair*>(p) = Pair{TC(v0), TC(v1)};
+        put(i);
       } else {
+        TC* p = &tCgR(i);
         *p = TC(beta == 0.0f ? alpha * acc(i) : alpha * acc(i) + beta * float(*p));
       }
     }
