@@ -408,5 +408,9 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig) -> Kernel:
 
 
 CUTE += [
+    # cute_wgmma_ws: why each value, in docs/tuning/cute_wgmma_ws.md:
+    # 128x256 tiles, 4 stages, 2 consumers: #how-cute_wgmma_ws-got-there (128x192x5 lost)
+    # cluster_m=2 (B multicast): #how-cute_wgmma_ws-got-there (cluster 4 lost: 120 CTAs fit)
+    # group_m=16: same section (8 and 32 lost); k_bytes=128 (64-byte rows, 8 stages lost)
     _wgmma_ws("cute_wgmma_ws", WgmmaWsConfig()),
 ]

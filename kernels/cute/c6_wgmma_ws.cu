@@ -13,13 +13,20 @@
 //    columns: one B read from smem feeds both), the TiledMMA's 2 x 1 atom layout.
 //  * Persistent: one CTA per SM walks tiles in grouped order (sm90_tile_scheduler.cuh), so no
 //    CTA launch, barrier init or pipeline fill per tile.
+//  * Clusters of cluster_m CTAs along m (__cluster_dims__): the CTAs of a cluster compute
+//    vertically adjacent tiles of one n block; each loads 1/cluster_m of every B stage and
+//    multicasts it to all (sm90_operand.cuh load_part), and its consumers release a stage in
+//    every CTA of the cluster (a stage is refilled only when all have read it).
 // Geometry: struct Config (ladder_cute.WgmmaWsConfig): BLK_M x BLK_N = 128 x 256, BLK_K = 128
 //           bytes of k, 4 stages (48 KB each), 384 threads (1 producer + 2 consumer
-//           warpgroups), 1 CTA per SM.
-// Residues: TMA zero-fills loads; the epilogue predicates stores on M and N (as c5).
-// Strides:  A, B: the variant's majors, 16-byte aligned; C any strides.
-// Bottleneck: the epilogue is not overlapped with the consumers' own wgmma (only with the
-//           producer's loads), and stores straight from registers.
+//           warpgroups), 1 CTA per SM, clusters of 2 along m, groups of 16 tile rows.
+// Residues: TMA zero-fills loads; the epilogue predicates stores on M and N (as c5); a CTA of
+//           a cluster whose tile lies past M still loads its part of B.
+// Strides:  A, B: the variant's majors, 16-byte aligned; C any strides (row-major C: paired
+//           stores, sm90_epilogue.cuh).
+// Bottleneck: the epilogue stalls both consumer warpgroups once per tile (only the producer's
+//           loads overlap it); at 4096^3, 512 tiles on 132 SMs leave a partial last wave.
+//           Measurements: docs/tuning/cute_wgmma_ws.md.
 #include <cute/tensor.hpp>
 #include <cute/arch/mma_sm90.hpp>
 #include <cute_gemm/common.cuh>
