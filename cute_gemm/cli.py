@@ -159,7 +159,7 @@ def print_json(obj: Any) -> None:
 def _kernel_record(k: registry.Kernel) -> dict:
     return {"name": k.name, "family": k.family, "source": k.source,
             "tile": list(k.tile) if k.tile else None, "block": list(k.block),
-            "threads": k.threads, "min_arch": f"sm_{k.min_arch}", "dtypes": list(k.dtypes),
+            "threads": k.threads, "min_arch": f"sm_{k.min_arch}", "dtypes": list(k.dtypes), "precisions": list(k.precisions),
             "constraints": k.constraints, "seed": k.seed, "summary": k.summary,
             "entries": list(k.entries)}
 

@@ -78,7 +78,8 @@ def _copy_for(v, role: str, op: Operand, ordinal: int, stream: int, owned: list)
     """A scratch copy of `op` in the layout entry point `v` wants for `role`."""
     want = getattr(v, f"{role}_major")
     want = _ROW[role] if want == "any" else want
-    return _temp(op.shape, op.dtype, ordinal, stream, owned, copy_strides(role, want, op.shape))
+    return _temp(op.shape, op.dtype, ordinal, stream, owned,
+                 copy_strides(role, want, op.shape, v.align_for(role)))
 
 
 def _release(owned: list, stream: int) -> None:

@@ -255,6 +255,37 @@ def _pipe(name: str, cfg: PipelinedConfig) -> Kernel:
     )
 
 
+def _mma_sm80(name: str, bm: int, bn: int, bk: int, stages: int, warps: tuple[int, int] = (2, 2)) -> Kernel:
+    # 16-byte vectors of A and B (cp.async, ldmatrix): align 8 (16-bit) / 4 (tf32) on A and B;
+    # residues at element granularity (cp.async src-size), so no extent_align; C any strides
+    def entry(prec: str, a: str, b: str, out: str) -> Variant:
+        suffix = "" if out == "float32" else f"_o{prec}"
+        return Variant(f"cute_mma_sm80_{prec}_a{a}_b{b}{suffix}", a_major=a, b_major=b,
+                       c_major="any", align=4 if prec == "tf32" else 8, align_roles="ab",
+                       precision=prec, out_dtype=out)
+    sixteen = tuple(entry(p, a, b, out) for p, own in (("bf16", "bfloat16"), ("fp16", "float16"))
+                    for out in ("float32", own) for a, b in _MAJORS)
+    # 128 bytes of k per smem row: bk 16-bit elements, bk/2 for tf32; STAGES stages of A and B
+    smem = stages * (bm + bn) * bk * 2
+    return Kernel(
+        name=name,
+        family="cute",
+        source="cute/c4_mma_sm80.cu",
+        variants=sixteen + (entry("tf32", "k", "k", "float32"),),
+        block=(32 * warps[0] * warps[1], 1, 1),
+        grid=TileGridMN(bm, bn),
+        defines=(("BLK_M", bm), ("BLK_N", bn), ("BLK_K", bk), ("STAGES", stages),
+                 ("WARPS_M", warps[0]), ("WARPS_N", warps[1])),
+        tile=(bm, bn, bk),
+        dyn_smem=FixedSmem(smem),
+        min_arch=80,
+        summary=f"tensor cores (mma.sync bf16/fp16/tf32, {warps[0]}x{warps[1]} warps of "
+                f"{bm // warps[0]}x{bn // warps[1]}), ldmatrix from swizzled smem, "
+                f"{stages}-stage cp.async ring with element-granular zero-filled residues",
+        seed="CuTe sgemm_sm80 tutorial (half)",
+    )
+
+
 CUTE: list[Kernel] = [
     _gmem("cute_gmem", 16, 16, 8),
     _smem("cute_smem", 128, 128, 8),
@@ -277,6 +308,9 @@ CUTE: list[Kernel] = [
         stream_k=True)),
     _pipe("cute_pipelined_128x128x8", PipelinedConfig(128, 128, 8, 4)),
     _pipe("cute_pipelined_64x128x8", PipelinedConfig(64, 128, 8, 4, thr_m=8, min_blocks=3)),
+    # tensor cores (Ampere mma.sync), after the SIMT stages. 128x128 (2 CTAs per SM): 128x256
+    # with 2x4 warps measured +1-4 %, 256x128 -2 % at 4096^3 (docs/tuning/cute_mma_sm80.md)
+    _mma_sm80("cute_mma_sm80", 128, 128, 64, 3),
 ]
 
 

@@ -357,34 +357,6 @@ def occupancy(f: Function, threads: int, smem: int) -> int:
                       "cuOccupancyMaxActiveBlocksPerMultiprocessor", f.name))
 
 
-_resident: dict[tuple, int] = {}
-
-
-def resident_ctas(f: Function, threads: int, smem: int, cluster: int = 1) -> int:
-    """CTAs of `f` that run at once on the whole device: SMs x occupancy, or, for a kernel of
-    `cluster`-CTA clusters (compile-time __cluster_dims__), the clusters that fit at once x
-    cluster (a GPC whose free SMs do not make a whole cluster leaves them idle). What a
-    persistent grid (records.PersistentGrid) is sized to."""
-    key = (id(f.handle), threads, smem, cluster)
-    n = _resident.get(key)
-    if n is None:
-        if cluster == 1:
-            info = device_info(current_ordinal())
-            n = info.sm_count * max(1, occupancy(f, threads, smem))
-        else:
-            drv = _drv()
-            if smem:
-                _raise_smem_limit(f, smem)
-            cfg = drv.CUlaunchConfig()
-            cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = cluster, 1, 1
-            cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = threads, 1, 1
-            cfg.sharedMemBytes = smem
-            n = cluster * int(_check(drv.cuOccupancyMaxActiveClusters(f.handle, cfg),
-                                     "cuOccupancyMaxActiveClusters", f.name))
-        _resident[key] = n = max(n, cluster)
-    return n
-
-
 # ---- stream-ordered scratch memory ---------------------------------------------------
 # Stream-K workspaces and relayout temporaries are allocated and freed in stream order
 # (cuMemAllocFromPoolAsync / cuMemFreeAsync) from one pool per device: no buffer is ever

@@ -129,7 +129,7 @@ class TileGrid:
     bm: int
     bn: int
 
-    def __call__(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+    def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
         return (cdiv(n, self.bn), cdiv(m, self.bm), 1)
 
     def span(self, n: int) -> tuple[int, int]:
@@ -142,7 +142,7 @@ class TileGridMN:
     bm: int
     bn: int
 
-    def __call__(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+    def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
         return (cdiv(m, self.bm), cdiv(n, self.bn), 1)
 
     def span(self, n: int) -> tuple[int, int]:
@@ -150,35 +150,11 @@ class TileGridMN:
 
 
 @dataclass(frozen=True)
-class PersistentGrid:
-    """A persistent launch: one CTA per SM (at most one per (BM, BN) tile), each walking
-    tiles b, b + grid, ... (include/cute_gemm/sm90_tile_scheduler.cuh). The SM count is the
-    device's: the resolver passes `sms` (DeviceInfo.sm_count); without it, `ctas`. Tiles are
-    numbered in 32 bits: one launch covers fewer than 2^31 of them (span)."""
-    bm: int
-    bn: int
-    cluster: int = 1             # CTAs per cluster (along x, along m): the grid is a multiple
-    ctas: int = 132              # the H100 SXM's SMs: a default for calls without a device
-    persistent = True            # the resolver passes sms= (class attribute, not a field)
-
-    def __call__(self, m: int, n: int, k: int, sms: int | None = None) -> tuple[int, int, int]:
-        """sms: the CTAs that can be resident at once (resolve: launch.resident_ctas)."""
-        c = self.cluster
-        units = cdiv(cdiv(m, self.bm), c) * cdiv(n, self.bn)   # a unit: c tiles along m
-        return (max(1, min(units, (sms or self.ctas) // c)) * c, 1, 1)
-
-    def span(self, n: int) -> tuple[int, int]:
-        cols = min(n, EXTENT_MAX)
-        rows = (GRID_X_MAX // cdiv(cols, self.bn)) * self.bm
-        return max(self.bm, min(rows, EXTENT_MAX)), cols
-
-
-@dataclass(frozen=True)
 class FlatGrid:
     """A 1D grid of `threads`-thread blocks covering M*N elements."""
     threads: int
 
-    def __call__(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+    def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
         return (cdiv(m * n, self.threads), 1, 1)
 
     def span(self, n: int) -> tuple[int, int]:
@@ -191,11 +167,34 @@ class FlatGrid:
 class RowGrid:
     """One block per row of C."""
 
-    def __call__(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+    def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
         return (m, 1, 1)
 
     def span(self, n: int) -> tuple[int, int]:
         return GRID_X_MAX, EXTENT_MAX
+
+
+@dataclass(frozen=True)
+class PersistentGrid:
+    """A persistent kernel: min(tiles, SMs x ctas_per_sm) CTAs along x, each walking the
+    (BM, BN) tiles of C its tile scheduler hands it (tile indices are 32-bit). With clusters
+    of `cluster` CTAs along x (compile-time __cluster_dims__, along m), the grid is a whole
+    number of clusters, each walking units of `cluster` tiles along m. It assumes every SM can
+    hold a cluster's CTA: true for clusters of 2 on the H100 (cuOccupancyMaxActiveClusters: 66
+    for cute_wgmma_ws), not for clusters of 4 (30 clusters, 120 CTAs)."""
+    bm: int
+    bn: int
+    ctas_per_sm: int = 1
+    cluster: int = 1
+
+    def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
+        c = self.cluster
+        units = cdiv(cdiv(m, self.bm), c) * cdiv(n, self.bn)
+        return (max(1, min(units, (sm_count or 1) * self.ctas_per_sm // c)) * c, 1, 1)
+
+    def span(self, n: int) -> tuple[int, int]:
+        cols = min(n, EXTENT_MAX)
+        return max(self.bm, GRID_X_MAX // cdiv(cols, self.bn) * self.bm), cols
 
 
 # ---- dynamic shared memory policies: (M, N, K) -> bytes ----------------------------

@@ -9,8 +9,9 @@ from __future__ import annotations
 from .errors import UnknownKernelError
 from .ladder_cute import CUTE
 from .ladder_handwritten import HANDWRITTEN
-from .records import (ARCHS, EXTENT_MAX, GRID_X_MAX, GRID_YZ_MAX, LAYOUTS,  # noqa: F401
-                      ITEMSIZE, PRECISION_DTYPE, PRECISIONS, TmaBoxes, FixedSmem, FlatGrid, Kernel, RowGrid, StripSmem, TileGrid, TileGridMN,
+from .records import (ARCHS, EXTENT_MAX, GRID_X_MAX, GRID_YZ_MAX, ITEMSIZE,  # noqa: F401
+                      LAYOUTS, PRECISION_DTYPE, PRECISIONS, FixedSmem, FlatGrid, Kernel,
+                      PersistentGrid, RowGrid, StripSmem, TileGrid, TileGridMN, TmaBoxes,
                       Variant, cdiv, layout_majors)
 
 KERNELS: tuple[Kernel, ...] = tuple(HANDWRITTEN) + tuple(CUTE)

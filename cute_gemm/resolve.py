@@ -84,6 +84,7 @@ class Loaded:
     compiled: object
     functions: dict
     smem_limit: int
+    sm_count: int = 0
 
     def function(self, entry: str) -> launch.Function:
         f = self.functions.get(entry)
@@ -103,7 +104,8 @@ def loaded(k: registry.Kernel, ordinal: int) -> Loaded:
             need = f"sm_{k.min_arch}" + ("" if k.arch_specific else " or newer")
             raise CuteGemmError(f"kernel {k.name!r} needs {need}; "
                                 f"device {ordinal} ({info.name}) is {info.arch}")
-        p = Loaded(k, ordinal, cache.get(k, k.target(info.arch_int)), {}, info.smem_optin)
+        p = Loaded(k, ordinal, cache.get(k, k.target(info.arch_int)), {}, info.smem_optin,
+                   info.sm_count)
         CACHE.loaded[(k.name, ordinal)] = p
     return p
 
@@ -119,7 +121,7 @@ def pow2_align(ptr: int, ld: int, itemsize: int = 4) -> int:
 
 _ROW = {"a": "k", "b": "n", "c": "n"}       # the major of a row-major operand of each role
 _MAJORS = {"a": ("k", "m"), "b": ("n", "k"), "c": ("n", "m")}   # (row-major, column-major)
-PAD = 16    # copies pad their leading dimension to a multiple of this many elements
+PAD = 16    # no entry point asks for more alignment (elements) than this
 
 
 def fit(op: Operand, role: str) -> tuple[str, int]:
@@ -134,14 +136,15 @@ def fit(op: Operand, role: str) -> tuple[str, int]:
     return major, pow2_align(op.ptr, ld, op.itemsize)
 
 
-def copy_strides(role: str, major: str, shape: tuple[int, int]) -> tuple[int, int]:
+def copy_strides(role: str, major: str, shape: tuple[int, int], align: int = 1) -> tuple[int, int]:
     """The strides of the copy of an operand of `shape` that run() makes for an entry point
-    wanting `major` ("any": row-major): the leading dimension padded to PAD elements, so
-    the copy is aligned for any vector width and TMA (16 bytes) at a 256-byte pointer."""
+    wanting `major` ("any": row-major) and `align`: the leading dimension rounded up to a
+    multiple of it (no more: a skinny operand padded to 16 would take 4x its memory), so
+    at a 256-byte pointer the copy has the entry's vector and TMA alignment."""
     rows, cols = shape
     if major == _MAJORS[role][1]:
-        return (1, registry.cdiv(max(rows, 1), PAD) * PAD)
-    return (registry.cdiv(max(cols, 1), PAD) * PAD, 1)
+        return (1, registry.cdiv(max(rows, 1), align) * align)
+    return (registry.cdiv(max(cols, 1), align) * align, 1)
 
 
 def offers(k: registry.Kernel) -> str:
@@ -182,7 +185,7 @@ def choose(k: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
             if v.takes(r, *fits[r]):
                 continue
             want = _ROW[r] if getattr(v, f"{r}_major") == "any" else getattr(v, f"{r}_major")
-            st = copy_strides(r, want, op.shape)
+            st = copy_strides(r, want, op.shape, v.align_for(r))
             ld = st[0] if st[1] == 1 else st[1]
             if v.takes(r, want, pow2_align(256, ld, op.itemsize)):
                 copies.append(r)
@@ -299,11 +302,7 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
                 copies=tuple(copies), precision=variant.precision, out_dtype=variant.out_dtype)
     sk = _stream_k(k, lk, variant, m, n, kk, smem, k.stream_k_smem_bytes(m, n, kk))
     if sk is None:
-        # a persistent grid is sized from the CTAs (clusters) that fit the device at once
-        sms = ({"sms": launch.resident_ctas(lk.function(variant.entry), k.threads, smem,
-                                            k.grid.cluster)}
-               if getattr(k.grid, "persistent", False) else {})
-        plan = LaunchPlan(entry=variant.entry, grid=k.grid(m, n, kk, **sms), smem=smem,
+        plan = LaunchPlan(entry=variant.entry, grid=k.grid(m, n, kk, lk.sm_count), smem=smem,
                           tma=variant.tma is not None, **base)
         return Launcher(plan, lk.function(variant.entry), strides, variant=variant)
     grid, ws_bytes, tile0, pdl = sk

@@ -103,7 +103,7 @@ def install(monkeypatch):
     fns: dict = {}
 
     class Plan:
-        smem_limit = 232448
+        smem_limit, sm_count = 232448, 132
 
         def __init__(self, k):
             self.k = k

@@ -148,11 +148,9 @@ def test_parse_sizes_and_layouts():
 
 
 def test_native_layouts_follow_the_registry_variants():
-    for k in registry.kernels():
-        # every kernel takes row-major operands in its first precision (tf32: A row-major, B
-        # k-major — TF32 wgmma reads k-major operands only)
-        p = k.precisions[0]
-        assert native_layout(k, 256, 256, 256, "nn" if p != "tf32" else "nt", p), k.name
+    for k in registry.kernels():           # every kernel takes row-major in each precision
+        for p in k.precisions:
+            assert native_layout(k, 256, 256, 256, "nn" if p != "tf32" else "nt", p), k.name
     any_k = registry.Kernel(name="t_any", family="test", source="x.cu",
                             variants=(registry.Variant("e", "any", "any", "any"),), block=(1, 1, 1),
                             grid=registry.RowGrid(), summary="", seed="")
@@ -415,8 +413,8 @@ def _stub_driver(monkeypatch):
 _Dev = stub_driver.Dev
 
 
-# float32 operands through the stub driver; the tensor-core kernels' hot path (16-bit operands,
-# TMA maps) is exercised on the GPU (tests/test_tensor_cores_gpu.py)
+# float32 operands at unaligned leading dimensions: the kernels with fp32 arithmetic (the
+# tensor-core kernels read their own dtypes, 16-byte aligned after the runtime's padded copies)
 @pytest.mark.parametrize("name", [k.name for k in registry.kernels() if "fp32" in k.precisions])
 def test_cached_hot_path_launches_exactly_what_the_first_call_resolved(monkeypatch, name):
     from cute_gemm import api, launch

@@ -104,14 +104,15 @@ TC = registry.Kernel(
 
 def test_a_copy_goes_into_the_major_the_entry_point_wants_padded_and_aligned():
     """TF32 takes only k-major B: a row-major B is copied column-major, its leading
-    dimension padded to a multiple of 16 elements (TMA wants 16-byte strides)."""
+    dimension padded to the entry's alignment (TMA wants 16-byte strides), no further."""
     ops = {"a": parse("a", FakeCAI((50, 37))), "b": parse("b", FakeCAI((37, 21))),
            "c": parse("c", FakeCAI((50, 21)))}
     v, copies = resolve.choose(TC, ops, "tf32", "float32")
     assert v.entry == "tf32_kk" and copies == ["a", "b"]     # A: ld 37 is not 4-aligned
-    assert resolve.copy_strides("b", "k", (37, 21)) == (1, 48)
-    assert resolve.copy_strides("a", "k", (50, 37)) == (48, 1)
-    assert resolve.copy_strides("a", "m", (50, 37)) == (1, 64)
+    assert resolve.copy_strides("b", "k", (37, 21), 4) == (1, 40)
+    assert resolve.copy_strides("a", "k", (50, 37), 4) == (40, 1)
+    assert resolve.copy_strides("a", "m", (50, 37), 8) == (1, 56)
+    assert resolve.copy_strides("b", "n", (2**30, 4), 4) == (4, 1)    # skinny: no inflation
     ops["a"] = parse("a", FakeCAI((50, 40)))
     ops["b"] = parse("b", FakeCAI((40, 21), strides=(4, 160)))    # column-major, ld 40
     assert resolve.choose(TC, ops, "tf32", "float32") == (TC.variants[0], [])

@@ -6,8 +6,7 @@ import re
 import pytest
 
 import cute_gemm
-from cute_gemm import paths, registry
-from cute_gemm.records import ITEMSIZE
+from cute_gemm import paths, registry, resolve
 from cute_gemm.registry import Variant
 
 KERNELS = registry.kernels()
@@ -34,17 +33,20 @@ def test_kernel_record_is_sane(k):
     assert k.summary and k.seed
     assert 1 <= k.threads <= 1024
     assert k.min_arch >= 50
+    assert set(k.precisions) <= set(registry.PRECISIONS) and k.precisions
+    assert all(v.out_dtype in ("float32", v.dtype) for v in k.variants)
+    assert not k.arch_specific or k.archs == (f"sm_{k.min_arch}a",)
+    # run()'s fallback, per precision and result type: some entry point takes any operand
+    # once copied (into the major it wants, leading dimension rounded to its alignment)
+    # and any extents (no vector straddling a row's end)
+    for p, o in {(v.precision, v.out_dtype) for v in k.variants}:
+        assert any(v.precision == p and v.out_dtype == o and v.extent_align == 1
+                   and all(v.align_for(r) <= resolve.PAD for r in "abc")
+                   for v in k.variants), f"no fallback entry for {p} -> {o}"
+    # the SIMT ladder's own fallback: plain row-major operands at any alignment
     if "fp32" in k.precisions:
-        assert k.dtypes == ("float32",)
-        # the wrapper's fallback: some variant accepts plain row-major operands at any alignment
         assert any(v.takes("a", "k", 1) and v.takes("b", "n", 1) and v.takes("c", "n", 1)
                    for v in k.variants), "needs a row-major, align-1 variant"
-    else:
-        # tensor-core kernels: TMA needs 16-byte aligned operands (the runtime copies the
-        # others into aligned temporaries); every precision offers a float32 result
-        assert all(v.tma is not None and v.align * ITEMSIZE[v.dtype] == 16 for v in k.variants)
-        assert all("float32" in {v.out_dtype for v in k.variants if v.precision == p}
-                   for p in k.precisions)
     if k.tile:
         # one source of truth: the tile reaches the compiler as -D defines or in the config
         if k.config is not None:
@@ -58,10 +60,12 @@ def test_kernel_record_is_sane(k):
 @pytest.mark.parametrize("k", KERNELS, ids=lambda k: k.name)
 def test_grid_covers_output(k):
     for m, n, kk in [(1, 1, 1), (129, 67, 5), (1000, 1300, 700)]:
-        gx, gy, gz = k.grid(m, n, kk)
+        gx, gy, gz = k.grid(m, n, kk, 132)
         assert gx >= 1 and gy >= 1 and gz >= 1
         assert gx < 2**31 and gy < 65536 and gz < 65536
-        if k.tile:
+        if isinstance(k.grid, registry.PersistentGrid):   # CTAs walk the tiles
+            assert gx <= 132 * k.grid.ctas_per_sm
+        elif k.tile:
             bm, bn, _ = k.tile
             assert gx * gy * gz >= -(-m // bm) * -(-n // bn)
 

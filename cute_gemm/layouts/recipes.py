@@ -309,3 +309,48 @@ def _c3(b: Builder) -> None:
     _copy_mma(b, "CG_PIPE_ENTRY", {k: Def(k + "{}", v) for k, v in copies.items()}, shared, mma,
               f"(BLK,BLK_K,STAGES):(1,BLK+{SMEM_PAD},(BLK+{SMEM_PAD})*BLK_K), {P} pipeline stages "
               "(grid: stage 0); k-major operands' own stages in their copy sections", stage_of)
+
+
+# ---- c4_mma_sm80: tensor-core TiledMMA (mma.sync), 16-byte cp.async copies --------------------
+
+@recipe("cute/c4_mma_sm80.cu")
+def _c4(b: Builder) -> None:
+    """The bf16 entries' global tiles and 16-byte cp.async partitions (fp16: the same; tf32:
+    4-element vectors, BLK_K / 2). Not shown yet: the swizzled smem atoms (Swizzle<3,3,3> o
+    (8,64):(64,1) and o (64,8):(1,64); pycute has Swizzle, but the dumps' printers and grids
+    take plain layouts), the ldmatrix copies and the TiledMMA's thread-value layouts
+    (algebra.TiledMMA partitions one-thread atoms only; the 32-thread SM80 atom needs its
+    thread/value split first)."""
+    bM, bN, bK = b.tiler
+    nt, v = b.nthreads, 8                                  # 16-byte vectors of 16-bit values
+    ents = entries(b.kernel, "CG_MMA_ENTRY")
+    vec = CopyAtom(v)
+    copies = {
+        True: lambda ext: TiledCopy(vec, Layout((nt // (bK // v), bK // v), (bK // v, 1)),
+                                    make_layout((1, v))),
+        False: lambda ext: TiledCopy(vec, make_layout((ext // v, nt // (ext // v))),
+                                     make_layout((v, 1))),
+    }
+    t = b.thread
+    for op, di, ext_name in (("A", 2, "BLK_M"), ("B", 3, "BLK_N")):
+        ext = {"BLK_M": bM, "BLK_N": bN}[ext_name]
+        for macro in sorted({a[di] for e, a in ents.items() if a[0] == "bfloat16_t"}):
+            kmajor = macro.endswith("_k")
+            cp = Def(f"g2s_copy<bfloat16_t, {ext_name}, {'true' if kmajor else 'false'}>()",
+                     copies[kmajor](ext))
+            g = Global(op, macro)
+            users = _users(ents, lambda a: a[0] == "bfloat16_t" and a[di] == macro)
+            sec = b.section(f"{op}: strides {macro} = {fmt(g.strides(b.problem))}, 16-byte cp.async "
+                            f"{cp.name} ({users})")
+            pre, x = f"{op}_{macro}/", _EXT[op][0]
+            sec.items += [
+                b.tile(f"{pre}g{op}", g, f"the CTA's (BLK_{x},BLK_K,k) strip of {op}"),
+                b.tv(f"{pre}copy_TV", f"{cp.name}: TiledCopy (thread, value) -> ({x},K) coordinate "
+                     f"in its {fmt(cp.value.tiler)} tile (get_layoutS_TV)", cp, "S"),
+                b.partition(f"{pre}t{op}g{op}", f"t{op}g{op} = g2s_{op.lower()}.get_slice({t})"
+                            f".partition_S(g{op}): (CPY,CPY_{x},CPY_K,k), the vectors thread {t} "
+                            "copies", g, Part(cp, "S")),
+            ]
+    gC = Global("C")
+    sec = b.section("C (every entry)")
+    sec.items.append(b.tile("gC", gC, "the CTA's (BLK_M,BLK_N) tile of C"))

@@ -1,0 +1,333 @@
+// cute_mma_sm80 — CuTe: Ampere tensor cores (mma.sync), ldmatrix from swizzled smem, cp.async ring.
+//
+// Adds over cute_multistage (c3):
+//  * A TiledMMA of warp-wide tensor-core atoms instead of one FFMA per thread:
+//    SM80_16x8x16_F32BF16BF16F32_TN / _F32F16F16F32_TN (16-bit operands) and
+//    SM80_16x8x8_F32TF32TF32F32_TN (float operands multiplied as tf32), float accumulators.
+//  * Fragments go shared -> registers by ldmatrix (one instruction fills a whole 16x16 A
+//    or 2x 8x16 B fragment for the warp): SM75_U32x4_LDSM_N for k-major operands,
+//    SM75_U16x8_LDSM_T (transposing) for m-/n-major 16-bit ones, through make_tiled_copy_A/B
+//    so the copy's thread-value layout is the MMA's. The fragments of k-block kb+1 are loaded
+//    while the MMAs of k-block kb run.
+//  * Swizzled smem instead of padding: rows of 128 bytes, the 16-byte chunk index XORed with
+//    the row index (Swizzle<3,M,3>, M = log2 of the elements in 16 bytes). ldmatrix reads 8
+//    rows x 16 bytes per phase and a warp's cp.async writes whole 128-byte rows: both touch 8
+//    distinct chunks = all 32 banks, with no padding words.
+//  * Residues at element granularity: every 16-byte cp.async carries a src-size (0..16 bytes
+//    inside the matrix, the rest zero-filled; 0 reads nothing), computed from identity-tensor
+//    coordinates. CuTe's ZFILL atom is all-or-nothing per vector, which would need extents that
+//    are multiples of 8 (or 4); here any M, N, K >= 1 run with 16-byte vectors. k-tiles inside
+//    K take the byte counts of k-tile 0 (the m/n bound only, out of the mainloop); only the
+//    last, partial one tests K per element.
+//  * tf32: operands arrive as float bits and are rounded to nearest (cvt.rna.tf32.f32, ties
+//    away from zero), once per element, in smem: each thread rounds the vectors it copied when
+//    they have landed, before the barrier that publishes the stage (rounding the fragments
+//    after ldmatrix instead spilled on sm_90). The MMA alone would truncate (ignore the low 13
+//    bits): a bias of up to 1 ulp of tf32 per operand; rounded, the error is u = 2^-11.
+//  * Epilogue alpha*acc + beta*C converted to TC with round-to-nearest(-even) (cvt.rn), C read
+//    only when beta != 0, scalar and predicated (C may have any strides).
+// Geometry: BLK_M x BLK_N = 128 x 128 (registry -D), BLK_K = 128 bytes of k (64 16-bit, 32
+//           tf32 elements), STAGES = 3 (96 KB dynamic smem: 2 CTAs per SM), 128 threads =
+//           WARPS_M x WARPS_N = 2x2 warps, each warp 64x64 of C: 4 (m) x 8 (n) MMA atoms, 128
+//           float accumulators per thread (224-254 registers, no spills, sm_80 and sm_90).
+// Strides:  one entry per (precision, A major, B major, C type); the unit stride is static.
+//           16-bit: all four majors (k-major operands via LDSM_N, m-/n-major via LDSM_T);
+//           tf32: A and B k-major only (ldmatrix has no 32-bit transpose; the runtime copies
+//           other majors). A, B: 16-byte aligned pointers and leading strides (align 8 / 4).
+//           C: any strides.
+// Bottleneck: mma.sync itself on Hopper (cuBLAS uses wgmma): H100, 4096^3, bf16 333-366
+//           TFLOP/s against cuBLAS bf16 734-786 in the same runs (0.43-0.47x), about the CuTe
+//           sgemm_sm80 tutorial's half-precision figure; 128x256 tiles (2x4 warps) measured
+//           +1-4 %, 256x128 -2 %: docs/tuning/cute_mma_sm80.md. The scalar epilogue at small K.
+//
+// Layouts (tid = threadIdx.x, warp w = tid/32; V = 16 bytes / element = 8 or 4):
+//   smem atom, k-major:  Swizzle<3,log2 V,3> o (8,8V):(8V,1)   (8 rows of 128 bytes)
+//   smem atom, m/n-major: Swizzle<3,3,3> o (64,8):(1,64)        (16-bit only)
+//   sA = tile_to_shape(atom, (BLK_M,BLK_K,STAGES)), sB likewise with BLK_N
+//   gmem->smem, 16 B cp.async along k: thr (16,8):(8,1), val (1,V)
+//                          along m/n:  thr (16,8):(1,16), val (8,1)
+//   TiledMMA: atom layout (2,2,1) (warp w at (w%2, w/2)), tile 32 x 32 x atom-K: a warp owns
+//       rows 16*(w%2) + 32i + [0,16) and columns 8*(w/2) + 16j + [0,8), i < 4, j < 8 (its two
+//       8-wide B atoms 16 apart are one LDSM x4).
+#include <cute/tensor.hpp>
+#include <cute_gemm/common.cuh>
+#include <cute_gemm/cute_util.cuh>
+#include <cute_gemm/sm80_copies.cuh>
+
+using namespace cute;
+
+// BLK_M, BLK_N, BLK_K (16-bit elements: 128 bytes; tf32 tiles take the same bytes, BLK_K / 2),
+// STAGES, WARPS_M, WARPS_N (each warp computes BLK_M/WARPS_M x BLK_N/WARPS_N): -D from the
+// registry (cute_gemm/ladder_cute.py), the one source of these numbers.
+#define NUM_THREADS (32 * WARPS_M * WARPS_N)
+
+// What each operand type computes with: the MMA atom and the register type it reads.
+template <class TAB> struct MmaFor;
+template <> struct MmaFor<bfloat16_t> { using Atom = SM80_16x8x16_F32BF16BF16F32_TN; using T = bfloat16_t; };
+template <> struct MmaFor<half_t>     { using Atom = SM80_16x8x16_F32F16F16F32_TN;   using T = half_t; };
+template <> struct MmaFor<float>      { using Atom = SM80_16x8x8_F32TF32TF32F32_TN;  using T = tfloat32_t; };
+
+template <class T> constexpr int kVec = 16 / int(sizeof(T));          // elements per 16 bytes
+template <class T> constexpr int kBlkK = BLK_K * 2 / int(sizeof(T));   // 128 bytes of k
+
+// The layouts, by name (cute_gemm/layouts/recipes.py dumps g2s_copy; the swizzled atoms, the
+// ldmatrix copies and the TiledMMA are not in the dumps yet: see the recipe).
+template <class T>
+CUTE_HOST_DEVICE constexpr auto smem_atom_k() {                       // (8,BLK_K): 8 rows of 128 B
+  constexpr int lv = kVec<T> == 8 ? 3 : 2;
+  return composition(Swizzle<3, lv, 3>{},
+                     Layout<Shape<_8, Int<kBlkK<T>>>, Stride<Int<kBlkK<T>>, _1>>{});
+}
+template <class T>
+CUTE_HOST_DEVICE constexpr auto smem_atom_mn() {                      // (64,8): 8 columns of 128 B
+  static_assert(sizeof(T) == 2, "m-/n-major smem is read by LDSM_T: 16-bit elements only");
+  return composition(Swizzle<3, 3, 3>{}, Layout<Shape<_64, _8>, Stride<_1, _64>>{});
+}
+template <class TAB>
+CUTE_HOST_DEVICE constexpr auto tiled_mma() {   // WARPS_M x WARPS_N warps, 16*WARPS_M x 16*WARPS_N x K tile
+  // N tile 16 per warp (two 8-wide atoms): a warp's B fragments of both are one LDSM x4
+  using Atom = typename MmaFor<TAB>::Atom;
+  constexpr int ak = size<2>(typename MMA_Traits<Atom>::Shape_MNK{});
+  return make_tiled_mma(Atom{}, Layout<Shape<Int<WARPS_M>, Int<WARPS_N>, _1>>{},
+                        Tile<Int<16 * WARPS_M>, Int<16 * WARPS_N>, Int<ak>>{});
+}
+
+// gmem -> smem thread layout of an operand of extent EXT along m/n, contiguous along k or not.
+template <class T, int EXT, bool KMAJOR>
+CUTE_HOST_DEVICE constexpr auto g2s_copy() {
+  using Atom = Copy_Atom<UniversalCopy<uint128_t>, T>;    // only the partition is used
+  if constexpr (KMAJOR) {
+    constexpr int tk = kBlkK<T> / kVec<T>;                  // threads along k: 8
+    return make_tiled_copy(Atom{}, Layout<Shape<Int<NUM_THREADS / tk>, Int<tk>>, Stride<Int<tk>, _1>>{},
+                           Layout<Shape<_1, Int<kVec<T>>>>{});
+  } else {
+    constexpr int tm = EXT / kVec<T>;                       // threads along m/n: 16
+    return make_tiled_copy(Atom{}, Layout<Shape<Int<tm>, Int<NUM_THREADS / tm>>>{},
+                           Layout<Shape<Int<kVec<T>>, _1>>{});
+  }
+}
+
+// The mainloop: this CTA's (BLK_M,BLK_N) tile of A*B into the accumulators tCrC (the
+// TiledMMA's C partition of this thread). Templated on the operands only, so the entries of
+// one (precision, majors) that differ in the type of C share its instantiation.
+template <class TAB, class StrideA, class StrideB, class Acc>
+__device__ __forceinline__ void mainloop_mma_sm80(int M, int N, int K, const TAB* A_, StrideA dA,
+                                                  const TAB* B_, StrideB dB, Acc& tCrC) {
+  using T = typename MmaFor<TAB>::T;                           // A, B as the MMA reads them
+  constexpr bool a_k = is_static<decltype(get<1>(dA))>::value;  // A k-major (else m-major)
+  constexpr bool b_k = is_static<decltype(get<1>(dB))>::value;  // B k-major (else n-major)
+  constexpr int V = kVec<T>;
+  const T* A = reinterpret_cast<const T*>(A_);                  // same bits (tf32: float bits)
+  const T* B = reinterpret_cast<const T*>(B_);
+
+  auto bM = Int<BLK_M>{};
+  auto bN = Int<BLK_N>{};
+  auto bK = Int<kBlkK<T>>{};
+  auto bP = Int<STAGES>{};
+  auto cta_tiler = make_shape(bM, bN, bK);                                    // (BLK_M,BLK_N,BLK_K)
+  auto sA_layout = [&] {
+    if constexpr (a_k) return tile_to_shape(smem_atom_k<T>(), make_shape(bM, bK, bP));
+    else               return tile_to_shape(smem_atom_mn<T>(), make_shape(bM, bK, bP));
+  }();                                                                        // (BLK_M,BLK_K,PIPE)
+  auto sB_layout = [&] {
+    if constexpr (b_k) return tile_to_shape(smem_atom_k<T>(), make_shape(bN, bK, bP));
+    else               return tile_to_shape(smem_atom_mn<T>(), make_shape(bN, bK, bP));
+  }();                                                                        // (BLK_N,BLK_K,PIPE)
+  TiledMMA mma = tiled_mma<TAB>();
+  auto g2s_a = g2s_copy<T, BLK_M, a_k>();
+  auto g2s_b = g2s_copy<T, BLK_N, b_k>();
+  using LdsmA = conditional_t<a_k, SM75_U32x4_LDSM_N, SM75_U16x8_LDSM_T>;
+  using LdsmB = conditional_t<b_k, SM75_U32x4_LDSM_N, SM75_U16x8_LDSM_T>;
+  auto s2r_a = make_tiled_copy_A(Copy_Atom<LdsmA, T>{}, mma);
+  auto s2r_b = make_tiled_copy_B(Copy_Atom<LdsmB, T>{}, mma);
+
+  // Preconditions
+  CUTE_STATIC_ASSERT_V(size(mma) == Int<NUM_THREADS>{});                      // the launch block
+  CUTE_STATIC_ASSERT_V(size(g2s_a) == size(mma));                             // one thread set
+  CUTE_STATIC_ASSERT_V(size(g2s_b) == size(mma));
+  CUTE_STATIC_ASSERT_V(bM % tile_size<0>(mma) == Int<0>{});                   // BLK_M / MMA_M tile
+  CUTE_STATIC_ASSERT_V(bN % tile_size<1>(mma) == Int<0>{});                   // BLK_N / MMA_N tile
+  CUTE_STATIC_ASSERT_V(bK % tile_size<2>(mma) == Int<0>{});                   // BLK_K / MMA_K tile
+  CUTE_STATIC_ASSERT_V(bM % size<0>(typename decltype(g2s_a)::Tiler_MN{}) == Int<0>{});  // BLK_M / CPY_M
+  CUTE_STATIC_ASSERT_V(bK % size<1>(typename decltype(g2s_a)::Tiler_MN{}) == Int<0>{});  // BLK_K / CPY_K
+  CUTE_STATIC_ASSERT_V(bN % size<0>(typename decltype(g2s_b)::Tiler_MN{}) == Int<0>{});  // BLK_N / CPY_N
+  CUTE_STATIC_ASSERT_V(bK % size<1>(typename decltype(g2s_b)::Tiler_MN{}) == Int<0>{});  // BLK_K / CPY_K
+  static_assert(STAGES >= 2, "a k-tile in flight while one is computed");
+  static_assert(a_k && b_k || sizeof(T) == 2, "tf32 operands are k-major (LDSM_T moves 16-bit values)");
+
+  Tensor mA = make_tensor(make_gmem_ptr(A), make_shape(M, K), dA);                    // (M,K)
+  Tensor mB = make_tensor(make_gmem_ptr(B), make_shape(N, K), dB);                    // (N,K)
+  Tensor cA = make_identity_tensor(shape(mA));                                        // (M,K) -> (m,k)
+  Tensor cB = make_identity_tensor(shape(mB));                                        // (N,K) -> (n,k)
+
+  auto cta_coord = make_coord(blockIdx.x, blockIdx.y, _);                            // (m,n,:)
+  Tensor gA  = local_tile(mA, cta_tiler, cta_coord, Step<_1, X, _1>{});               // (BLK_M,BLK_K,k)
+  Tensor gB  = local_tile(mB, cta_tiler, cta_coord, Step< X, _1, _1>{});              // (BLK_N,BLK_K,k)
+  Tensor gcA = local_tile(cA, cta_tiler, cta_coord, Step<_1, X, _1>{});               // (BLK_M,BLK_K,k)
+  Tensor gcB = local_tile(cB, cta_tiler, cta_coord, Step< X, _1, _1>{});              // (BLK_N,BLK_K,k)
+
+  extern __shared__ __align__(128) char smem_buf[];
+  T* smemA = reinterpret_cast<T*>(smem_buf);
+  T* smemB = smemA + cosize(sA_layout);
+  Tensor sA = make_tensor(make_smem_ptr(smemA), sA_layout);                           // (BLK_M,BLK_K,PIPE)
+  Tensor sB = make_tensor(make_smem_ptr(smemB), sB_layout);                           // (BLK_N,BLK_K,PIPE)
+
+  // Global -> shared: 16-byte vectors along each operand's contiguous mode.
+  ThrCopy g2s_thr_a = g2s_a.get_slice(threadIdx.x);
+  Tensor tAgA = g2s_thr_a.partition_S(gA);                                            // (CPY,CPY_M,CPY_K,k)
+  Tensor tAcA = g2s_thr_a.partition_S(gcA);                                           // (CPY,CPY_M,CPY_K,k)
+  Tensor tAsA = g2s_thr_a.partition_D(sA);                                            // (CPY,CPY_M,CPY_K,PIPE)
+  ThrCopy g2s_thr_b = g2s_b.get_slice(threadIdx.x);
+  Tensor tBgB = g2s_thr_b.partition_S(gB);                                            // (CPY,CPY_N,CPY_K,k)
+  Tensor tBcB = g2s_thr_b.partition_S(gcB);                                           // (CPY,CPY_N,CPY_K,k)
+  Tensor tBsB = g2s_thr_b.partition_D(sB);                                            // (CPY,CPY_N,CPY_K,PIPE)
+  CUTE_STATIC_ASSERT_V(size<0>(tAsA) == Int<V>{} && size<0>(tBsB) == Int<V>{});       // one 16 B vector
+
+  // Compute partitions: register fragments, and ldmatrix views of smem that fill them.
+  ThrMMA thr_mma = mma.get_slice(threadIdx.x);
+  Tensor tCrA = thr_mma.partition_fragment_A(sA(_, _, 0));                            // (MMA,MMA_M,MMA_K)
+  Tensor tCrB = thr_mma.partition_fragment_B(sB(_, _, 0));                            // (MMA,MMA_N,MMA_K)
+  ThrCopy s2r_thr_a = s2r_a.get_slice(threadIdx.x);
+  Tensor tXsA = s2r_thr_a.partition_S(sA);                                            // (CPY,MMA_M,MMA_K,PIPE)
+  Tensor tXrA = s2r_thr_a.retile_D(tCrA);                                             // (CPY,MMA_M,MMA_K)
+  ThrCopy s2r_thr_b = s2r_b.get_slice(threadIdx.x);
+  Tensor tXsB = s2r_thr_b.partition_S(sB);                                            // (CPY,MMA_N,MMA_K,PIPE)
+  Tensor tXrB = s2r_thr_b.retile_D(tCrB);                                             // (CPY,MMA_N,MMA_K)
+  CUTE_STATIC_ASSERT_V(size<1>(tCrC) == size<1>(tCrA));                               // MMA_M
+  CUTE_STATIC_ASSERT_V(size<2>(tCrC) == size<1>(tCrB));                               // MMA_N
+  clear(tCrC);
+
+  auto shapeA = shape(mA);
+  auto shapeB = shape(mB);
+  // k-tile k_tile into stage `stage`: each vector brings the bytes inside the matrix and
+  // zero-fills the rest (a whole vector outside reads nothing and writes 16 zero bytes).
+  // A k-tile inside K (full) needs only the m/n bound, the same for every such k-tile: its
+  // byte counts are those of k-tile 0 (K >= BLK_K), computed once, out of the mainloop.
+  auto issue = [&](int k_tile, int stage, auto full) {
+    CUTE_UNROLL
+    for (int m = 0; m < size<1>(tAsA); ++m)
+      CUTE_UNROLL
+      for (int k = 0; k < size<2>(tAsA); ++k) {
+        const int bytes = cg::inside_bytes<a_k ? 1 : 0, V, sizeof(T)>(tAcA(0, m, k, full ? 0 : k_tile), shapeA);
+        cg::cp_async_16_zfill(&tAsA(0, m, k, stage), bytes ? &tAgA(0, m, k, k_tile) : A, bytes);
+      }
+    CUTE_UNROLL
+    for (int n = 0; n < size<1>(tBsB); ++n)
+      CUTE_UNROLL
+      for (int k = 0; k < size<2>(tBsB); ++k) {
+        const int bytes = cg::inside_bytes<b_k ? 1 : 0, V, sizeof(T)>(tBcB(0, n, k, full ? 0 : k_tile), shapeB);
+        cg::cp_async_16_zfill(&tBsB(0, n, k, stage), bytes ? &tBgB(0, n, k, k_tile) : B, bytes);
+      }
+  };
+  const int k_tiles = ceil_div(K, int(bK));
+  const int k_full = K / int(bK);                    // k-tiles inside K
+  auto issue_any = [&](int k_tile, int stage) {
+    if (k_tile < k_full) issue(k_tile, stage, true_type{});
+    else                 issue(k_tile, stage, false_type{});
+  };
+  // k-block kb of stage `stage`, smem -> registers.
+  auto load_frags = [&](int kb, int stage) {
+    copy(s2r_a, tXsA(_, _, kb, stage), tXrA(_, _, kb));
+    copy(s2r_b, tXsB(_, _, kb, stage), tXrB(_, _, kb));
+  };
+  // tf32: every thread rounds the vectors it copied itself, once they have landed (a thread's
+  // cp.async writes are visible to it after its wait), before the barrier that publishes the
+  // stage: each element is rounded once, not once per warp that reads it.
+  auto round_stage = [&](int stage) {
+    if constexpr (is_same_v<T, tfloat32_t>) {
+      cg::round_to_tf32(tAsA(_, _, _, stage));
+      cg::round_to_tf32(tBsB(_, _, _, stage));
+    }
+  };
+
+  constexpr int KB = size<2>(tCrA);                  // k-blocks (MMA_K) per k-tile
+  // Prologue: k-tiles 0 .. STAGES-2 in flight, one commit group each (empty past the end,
+  // so that group g is always k-tile g); then the first k-block of k-tile 0 into registers.
+  CUTE_UNROLL
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < k_tiles) issue_any(s, s);
+    cp_async_fence();
+  }
+  cp_async_wait<STAGES - 2>();
+  round_stage(0);
+  __syncthreads();
+  load_frags(0, 0);
+
+  int read = 0;                                      // the stage of k-tile k_tile
+  CUTE_NO_UNROLL
+  for (int k_tile = 0; k_tile < k_tiles; ++k_tile) {
+    CUTE_UNROLL
+    for (int kb = 0; kb < KB; ++kb) {
+      if (kb == KB - 1) {
+        // The next k-tile has landed for this thread, then for all; and every thread has
+        // loaded its last fragments of k-tile k_tile-1's stage (refilled at kb == 0 below).
+        cp_async_wait<STAGES - 2>();
+        read = read + 1 == STAGES ? 0 : read + 1;
+        round_stage(read);
+        __syncthreads();
+      }
+      if (kb == 0) {
+        // before the next fragments load: the copies' addresses and predicates are then
+        // computed while only one k-block of fragments is live
+        const int next = k_tile + STAGES - 1;        // into the stage k-tile k_tile-1 used
+        if (next < k_tiles) issue_any(next, next % STAGES);
+        cp_async_fence();
+      }
+      load_frags((kb + 1) % KB, read);               // in flight during the MMAs of kb
+      gemm(mma, tCrA(_, _, kb), tCrB(_, _, kb), tCrC);   // (MMA,MMA_M,MMA_N) += A_kb * B_kb
+    }
+  }
+
+}
+
+template <class TAB, class TC, class StrideA, class StrideB>
+__device__ void gemm_mma_sm80(int M, int N, int K, float alpha,
+                              const TAB* A, StrideA dA, const TAB* B, StrideB dB,
+                              float beta, TC* C, long long sCm, long long sCn) {
+  auto cta_tiler = make_shape(Int<BLK_M>{}, Int<BLK_N>{});                            // (BLK_M,BLK_N)
+  Tensor mC  = make_tensor(make_gmem_ptr(C), make_shape(M, N), make_stride(sCm, sCn)); // (M,N)
+  Tensor cC  = make_identity_tensor(shape(mC));                                       // (M,N) -> (m,n)
+  Tensor gC  = local_tile(mC, cta_tiler, make_coord(blockIdx.x, blockIdx.y));         // (BLK_M,BLK_N)
+  Tensor gcC = local_tile(cC, cta_tiler, make_coord(blockIdx.x, blockIdx.y));         // (BLK_M,BLK_N)
+  ThrMMA thr_mma = tiled_mma<TAB>().get_slice(threadIdx.x);
+  Tensor tCgC = thr_mma.partition_C(gC);                                              // (MMA,MMA_M,MMA_N)
+  Tensor tCcC = thr_mma.partition_C(gcC);                                             // (MMA,MMA_M,MMA_N)
+  Tensor tCrC = thr_mma.partition_fragment_C(gcC);                                    // (MMA,MMA_M,MMA_N) float
+
+  mainloop_mma_sm80(M, N, K, A, dA, B, dB, tCrC);
+
+  // Epilogue: C = alpha * acc + beta * C in TC (round to nearest), C read only if beta != 0.
+  auto shapeC = shape(mC);
+  CUTE_UNROLL
+  for (int i = 0; i < size(tCrC); ++i)
+    if (elem_less(tCcC(i), shapeC)) {
+      float v = alpha * tCrC(i);
+      if (beta != 0.0f) v += beta * float(tCgC(i));
+      tCgC(i) = TC(v);
+    }
+}
+
+#define CG_MMA_ENTRY(NAME, TAB, TC, DA, DB)                                                 \
+  extern "C" __global__ void __launch_bounds__(NUM_THREADS) NAME(CG_GEMM_PARAMS_T(TAB, TC)) { \
+    gemm_mma_sm80(M, N, K, alpha, A, DA, B, DB, beta, C, sCm, sCn);                         \
+  }
+
+// 16-bit operands, every (A major, B major), float and 16-bit C
+CG_MMA_ENTRY(cute_mma_sm80_bf16_ak_bn,              bfloat16_t, float,      CG_DA_k, CG_DB_n)
+CG_MMA_ENTRY(cute_mma_sm80_bf16_ak_bk,              bfloat16_t, float,      CG_DA_k, CG_DB_k)
+CG_MMA_ENTRY(cute_mma_sm80_bf16_am_bn,              bfloat16_t, float,      CG_DA_m, CG_DB_n)
+CG_MMA_ENTRY(cute_mma_sm80_bf16_am_bk,              bfloat16_t, float,      CG_DA_m, CG_DB_k)
+CG_MMA_ENTRY(cute_mma_sm80_bf16_ak_bn_obf16,        bfloat16_t, bfloat16_t, CG_DA_k, CG_DB_n)
+CG_MMA_ENTRY(cute_mma_sm80_bf16_ak_bk_obf16,        bfloat16_t, bfloat16_t, CG_DA_k, CG_DB_k)
+CG_MMA_ENTRY(cute_mma_sm80_bf16_am_bn_obf16,        bfloat16_t, bfloat16_t, CG_DA_m, CG_DB_n)
+CG_MMA_ENTRY(cute_mma_sm80_bf16_am_bk_obf16,        bfloat16_t, bfloat16_t, CG_DA_m, CG_DB_k)
+CG_MMA_ENTRY(cute_mma_sm80_fp16_ak_bn,              half_t,     float,      CG_DA_k, CG_DB_n)
+CG_MMA_ENTRY(cute_mma_sm80_fp16_ak_bk,              half_t,     float,      CG_DA_k, CG_DB_k)
+CG_MMA_ENTRY(cute_mma_sm80_fp16_am_bn,              half_t,     float,      CG_DA_m, CG_DB_n)
+CG_MMA_ENTRY(cute_mma_sm80_fp16_am_bk,              half_t,     float,      CG_DA_m, CG_DB_k)
+CG_MMA_ENTRY(cute_mma_sm80_fp16_ak_bn_ofp16,        half_t,     half_t,     CG_DA_k, CG_DB_n)
+CG_MMA_ENTRY(cute_mma_sm80_fp16_ak_bk_ofp16,        half_t,     half_t,     CG_DA_k, CG_DB_k)
+CG_MMA_ENTRY(cute_mma_sm80_fp16_am_bn_ofp16,        half_t,     half_t,     CG_DA_m, CG_DB_n)
+CG_MMA_ENTRY(cute_mma_sm80_fp16_am_bk_ofp16,        half_t,     half_t,     CG_DA_m, CG_DB_k)
+// tf32: float operands, both k-major, float C
+CG_MMA_ENTRY(cute_mma_sm80_tf32_ak_bk,              float,      float,      CG_DA_k, CG_DB_k)
