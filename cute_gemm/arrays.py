@@ -169,7 +169,10 @@ def _parse_cai(name: str, obj, cai: dict) -> Operand:
     typestr = cai["typestr"]
     dtype = _CAI_DTYPE.get(typestr)
     if dtype is None:
-        raise _unsupported(name, _TYPESTR.get(typestr, typestr))
+        if typestr == "<V2" and "bfloat16" in str(getattr(obj, "dtype", "")):
+            dtype = "bfloat16"   # PyTorch 2.11 exports bfloat16 as an opaque 2-byte void
+        else:
+            raise _unsupported(name, _TYPESTR.get(typestr, typestr))
     if cai.get("mask") is not None:
         raise InputError(f"{name} is a masked array (__cuda_array_interface__ mask): not supported")
     ptr, ro = cai["data"]

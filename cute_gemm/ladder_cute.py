@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from .records import FixedSmem, Kernel, TileGridMN, Variant
+from .records import FixedSmem, Kernel, PersistentGrid, TileGridMN, TmaBoxes, Variant
 
 _MAJORS = tuple((a, b) for a in ("k", "m") for b in ("n", "k"))
 
@@ -311,4 +311,140 @@ CUTE: list[Kernel] = [
     # tensor cores (Ampere mma.sync), after the SIMT stages. 128x128 (2 CTAs per SM): 128x256
     # with 2x4 warps measured +1-4 %, 256x128 -2 % at 4096^3 (docs/tuning/cute_mma_sm80.md)
     _mma_sm80("cute_mma_sm80", 128, 128, 64, 3),
+]
+
+
+# ---- Hopper tensor-core stages (sm_90a) -----------------------------------------------
+# Precisions and what C may hold (records.Variant.precision / out_dtype), with the suffix the
+# entry names use. bf16/fp16 take either major of A and B (GMMA reads mn-major 16-bit operands
+# through the smem descriptor); tf32 only k-major ones (the runtime copies the others).
+_TC_OUTS = (("bf16", "float32", "f32"), ("bf16", "bfloat16", "bf16"),
+            ("fp16", "float32", "f32"), ("fp16", "float16", "fp16"), ("tf32", "float32", "f32"))
+_TC_ITEM = {"bf16": 2, "fp16": 2, "tf32": 4}
+
+
+def tma_boxes(precision: str, a_major: str, b_major: str, bm: int, bn: int,
+              b_parts: int = 1, row_bytes: int = 128) -> TmaBoxes:
+    """The TMA boxes (include/cute_gemm/sm90_operand.cuh, OperandTile::kBox0/kBox1) of one
+    stage: a k-tile is 128 bytes of k; a k-major operand comes in one (BLK_K, EXT) box, an
+    mn-major one in EXT/64 boxes (64, BLK_K) (64 16-bit elements: one 128-byte swizzle row).
+    b_parts: the CTAs of a cluster that share B tiles, each loading (and multicasting) 1/b_parts
+    of them: a k-major B box is then (BLK_K, BLK_N / b_parts). row_bytes: the swizzle width
+    (128, or 64: k-tiles of 64 bytes, 32-element slabs)."""
+    bk = row = row_bytes // _TC_ITEM[precision]
+    return TmaBoxes(a=(bk, bm) if a_major == "k" else (row, bk),
+                    b=(bk, bn // b_parts) if b_major == "k" else (row, bk), swizzle=row_bytes)
+
+
+def _tc_variants(prefix: str, bm: int, bn: int, b_parts: int = 1,
+                 row_bytes: int = 128) -> tuple[Variant, ...]:
+    out = []
+    for prec, dtype, suffix in _TC_OUTS:
+        majors = (("k", "k"),) if prec == "tf32" else (("k", "k"), ("k", "n"), ("m", "k"), ("m", "n"))
+        for a, b in majors:
+            out.append(Variant(f"{prefix}_{prec}_{suffix}_a{a}_b{b}", a_major=a, b_major=b,
+                               c_major="any", align=16 // _TC_ITEM[prec], align_roles="ab",
+                               precision=prec, out_dtype=dtype,
+                               tma=tma_boxes(prec, a, b, bm, bn, b_parts, row_bytes)))
+    return tuple(out)
+
+
+def _wgmma(name: str, bm: int, bn: int, stages: int) -> Kernel:
+    return Kernel(
+        name=name,
+        family="cute",
+        source="cute/c5_wgmma.cu",
+        variants=_tc_variants("cute_wgmma", bm, bn),
+        block=(128, 1, 1),
+        grid=TileGridMN(bm, bn),
+        defines=(("BLK_M", bm), ("BLK_N", bn), ("STAGES", stages)),
+        tile=(bm, bn, 64),            # BLK_K: 128 bytes of k (64 bf16/fp16, 32 tf32)
+        # stages of A and B (128 bytes of k each row), then a full and an empty mbarrier each
+        dyn_smem=FixedSmem(stages * (bm + bn) * 128 + stages * 16),
+        min_arch=90,
+        arch_specific=True,
+        summary=f"wgmma (one warpgroup, SS) on 128-byte swizzled smem, TMA loads into a "
+                f"{stages}-stage ring of transaction barriers, zero-filled residues",
+        seed="CuTe tutorial wgmma_tma_sm90",
+        tags=("tensor-core",),
+    )
+
+
+CUTE += [
+    _wgmma("cute_wgmma", 128, 128, 4),
+]
+
+
+@dataclass(frozen=True)
+class WgmmaWsConfig:
+    """One configuration of the warp-specialized Hopper kernel (kernels/cute/c6_wgmma_ws.cu),
+    compiled as its `struct Config` (cpp()), every field a static constexpr int of the same
+    name. BLK_K is not a knob: a k-tile is one 128-byte swizzle row (64 bf16/fp16, 32 tf32)."""
+    blk_m: int = 128                 # 64 rows per consumer warpgroup
+    blk_n: int = 256                 # one wgmma's N (at most 256)
+    stages: int = 4                  # smem ring: (blk_m + blk_n) * k_bytes a stage
+    k_bytes: int = 128               # a k-tile: one swizzle row (128 or 64 bytes of k)
+    consumers: int = 2               # consumer warpgroups (the block: 128 * (1 + consumers))
+    group_m: int = 16                # tile rows per group of the grouped tile order
+    cluster_m: int = 2               # CTAs along m of a cluster, sharing (multicasting) B tiles
+    producer_regs: int = 40          # setmaxnreg of the producer warpgroup ...
+    consumer_regs: int = 232         # ... and of each consumer warpgroup
+
+    def __post_init__(self):
+        if self.blk_m != 64 * self.consumers:
+            raise ValueError("blk_m: 64 rows per consumer warpgroup")
+        if self.producer_regs + self.consumers * self.consumer_regs > 512:
+            raise ValueError("setmaxnreg: more registers than one CTA has (65536 / 128 per warpgroup)")
+
+    @property
+    def threads(self) -> int:
+        return 128 * (1 + self.consumers)
+
+    @property
+    def blk_k(self) -> int:
+        """k per stage of the 16-bit entries (k_bytes / 2; the tf32 ones: k_bytes / 4)."""
+        return self.k_bytes // 2
+
+    @property
+    def dyn_smem(self) -> int:
+        """The stages of A and B, then the ring's full and empty mbarriers."""
+        return self.stages * (self.blk_m + self.blk_n) * self.k_bytes + self.stages * 16
+
+    def cpp(self, name: str = "") -> str:
+        body = "".join(f"  static constexpr int {f.name} = {getattr(self, f.name)};\n"
+                       for f in dataclasses.fields(self))
+        return (f"struct Config {{   // {name or 'a configuration'}: cute_gemm/ladder_cute.py, WgmmaWsConfig\n"
+                f"{body}}};\n#line 1 \"cute/c6_wgmma_ws.cu\"\n")
+
+
+def _wgmma_ws(name: str, cfg: WgmmaWsConfig) -> Kernel:
+    bm, bn = cfg.blk_m, cfg.blk_n
+    return Kernel(
+        name=name,
+        family="cute",
+        source="cute/c6_wgmma_ws.cu",
+        variants=_tc_variants("cute_wgmma_ws", bm, bn, cfg.cluster_m, cfg.k_bytes),
+        block=(cfg.threads, 1, 1),
+        grid=PersistentGrid(bm, bn, cluster=cfg.cluster_m),
+        config=cfg,
+        tile=(bm, bn, cfg.blk_k),
+        dyn_smem=FixedSmem(cfg.dyn_smem),
+        min_arch=90,
+        arch_specific=True,
+        summary=f"warp-specialized wgmma: a TMA producer warp, {cfg.consumers} consumer warpgroups "
+                f"(setmaxnreg {cfg.producer_regs}/{cfg.consumer_regs}), {cfg.stages}-stage ring, "
+                f"one batch in flight, persistent CTAs over grouped tiles"
+                + (f", clusters of {cfg.cluster_m} along m multicasting B" if cfg.cluster_m > 1 else "")
+                + ", alpha/beta epilogue",
+        seed="CUTLASS sm90 TMA warp-specialized cooperative kernel",
+        tags=("tensor-core", "fast"),
+    )
+
+
+CUTE += [
+    # cute_wgmma_ws: why each value, in docs/tuning/cute_wgmma_ws.md:
+    # 128x256 tiles, 4 stages, 2 consumers: #how-cute_wgmma_ws-got-there (128x192x5 lost)
+    # cluster_m=2 (B multicast): #how-cute_wgmma_ws-got-there (cluster 4 lost: 120 CTAs fit)
+    # group_m=16: same section (8 and 32 lost); k_bytes=128 (64-byte rows, 8 stages lost)
+    _wgmma_ws("cute_wgmma_ws", WgmmaWsConfig()),
 ]

@@ -271,6 +271,84 @@ def pack_gemm_args_ws(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, sc
     return (s, ptrs), ctypes.addressof(ptrs)
 
 
+# ---- TMA tensor maps (sm_90+) -----------------------------------------------------------
+TMA_MAP_BYTES = 128     # sizeof(CUtensorMap): the kernel parameter CG_TMA_PARAMS passes
+ITEMSIZE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+
+
+def _tma_dtype(drv, dtype: str):
+    """The tensor map's element type. float32 operands are only ever loaded by TMA for tf32
+    GEMMs, and we encode them as TFLOAT32, not FLOAT32: with TFLOAT32 the TMA unit rounds each
+    element to tf32 with round-to-nearest on its way to shared memory, while wgmma fed raw fp32
+    bits just ignores the low 13 mantissa bits (truncation, u = 2^-10). Round-to-nearest is
+    what the check's gauge assumes for tf32 (u = 2^-11) and what cuBLAS's TF32 path does."""
+    T = drv.CUtensorMapDataType
+    return {"bfloat16": T.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+            "float16": T.CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+            "float32": T.CU_TENSOR_MAP_DATA_TYPE_TFLOAT32}[dtype]
+
+
+def encode_tensor_map(ptr: int, dtype: str, dims: tuple[int, int], ld_bytes: int,
+                      box: tuple[int, int], swizzle: int = 128) -> bytes:
+    """The 128-byte CUtensorMap of a 2-D tensor at `ptr`: `dims` = (contiguous extent, other
+    extent) in elements, `ld_bytes` the byte stride between consecutive "rows" (along the
+    other extent), `box` what one TMA load brings in (records.TmaBoxes, same order). Boxes
+    past the extent are zero-filled (OOB fill NONE). ptr and ld_bytes must be multiples of
+    16; dims[1] == 1 is fine (the stride is then unused but must still be valid)."""
+    drv = _drv()
+    _init()
+    sw = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}[swizzle]
+    ld = int(ld_bytes)
+    if int(dims[1]) == 1:   # one row: its stride is never used, but must be a valid one
+        ld = max(ld, int(dims[0]) * ITEMSIZE_BYTES[dtype])
+        ld = -(-ld // 16) * 16
+    tmap = _check(drv.cuTensorMapEncodeTiled(
+        _tma_dtype(drv, dtype), 2, int(ptr),
+        [drv.cuuint64_t(int(dims[0])), drv.cuuint64_t(int(dims[1]))],
+        [drv.cuuint64_t(ld)],
+        [drv.cuuint32_t(int(box[0])), drv.cuuint32_t(int(box[1]))],
+        [drv.cuuint32_t(1), drv.cuuint32_t(1)],
+        drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        getattr(drv.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{sw}"),
+        drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        f"cuTensorMapEncodeTiled(dims={tuple(dims)}, ld={ld_bytes} B, box={tuple(box)})")
+    return ctypes.string_at(tmap.getPtr(), TMA_MAP_BYTES)
+
+
+class _TmaMap(ctypes.Structure):
+    _fields_ = [("bytes", ctypes.c_ubyte * TMA_MAP_BYTES)]
+
+
+class _GemmArgsTma(ctypes.Structure):
+    """CG_GEMM_PARAMS_T + CG_TMA_PARAMS: the two tensor maps after the plain arguments. The
+    driver copies each argument from its pointer into the parameter space at the kernel's own
+    (64-byte aligned) offset, so the maps need no alignment here."""
+    _fields_ = _GemmArgs._fields_ + [("tma_a", _TmaMap), ("tma_b", _TmaMap)]
+
+
+_OFFSETS_TMA = tuple(getattr(_GemmArgsTma, name).offset for name, _ in _GemmArgsTma._fields_)
+_PtrArrayTma = ctypes.c_void_p * len(_OFFSETS_TMA)
+
+
+def set_tensor_maps(args, tma_a: bytes, tma_b: bytes) -> None:
+    """Overwrite the tensor maps of a packed argument block (pack_gemm_args_tma's struct)."""
+    ctypes.memmove(ctypes.addressof(args.tma_a), tma_a, TMA_MAP_BYTES)
+    ctypes.memmove(ctypes.addressof(args.tma_b), tma_b, TMA_MAP_BYTES)
+
+
+def pack_gemm_args_tma(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn,
+                       tma_a: bytes = bytes(TMA_MAP_BYTES), tma_b: bytes = bytes(TMA_MAP_BYTES)):
+    """pack_gemm_args with the tensor maps of A and B appended (128 bytes each; zeros until
+    set_tensor_maps writes them per call): returns (keepalive, address); keepalive[0] is the
+    struct."""
+    s = _GemmArgsTma(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn)
+    set_tensor_maps(s, tma_a, tma_b)
+    base = ctypes.addressof(s)
+    ptrs = _PtrArrayTma(*[base + o for o in _OFFSETS_TMA])
+    return (s, ptrs), ctypes.addressof(ptrs)
+
+
 def occupancy(f: Function, threads: int, smem: int) -> int:
     """CTAs of `f` resident per SM at `threads` threads and `smem` bytes of dynamic smem."""
     if smem:
@@ -556,4 +634,8 @@ def dlpack_view(obj, consumer: int | None = None):
             strides.insert(0, acc)
             acc *= s
     dev = v.device_id if v.is_device_accessible else None
-    return int(v.ptr), shape, tuple(int(s) for s in strides), str(v.dtype), dev, bool(v.readonly)
+    dtype = str(v.dtype)
+    if dtype.lstrip("<|=") == "V2" and "bfloat16" in str(getattr(obj, "dtype", "")):
+        # cuda.core without ml_dtypes reports DLPack's bfloat16 as an opaque 2-byte void
+        dtype = "bfloat16"
+    return int(v.ptr), shape, tuple(int(s) for s in strides), dtype, dev, bool(v.readonly)

@@ -177,14 +177,20 @@ class RowGrid:
 @dataclass(frozen=True)
 class PersistentGrid:
     """A persistent kernel: min(tiles, SMs x ctas_per_sm) CTAs along x, each walking the
-    (BM, BN) tiles of C its tile scheduler hands it (tile indices are 32-bit)."""
+    (BM, BN) tiles of C its tile scheduler hands it (tile indices are 32-bit). With clusters
+    of `cluster` CTAs along x (compile-time __cluster_dims__, along m), the grid is a whole
+    number of clusters, each walking units of `cluster` tiles along m. It assumes every SM can
+    hold a cluster's CTA: true for clusters of 2 on the H100 (cuOccupancyMaxActiveClusters: 66
+    for cute_wgmma_ws), not for clusters of 4 (30 clusters, 120 CTAs)."""
     bm: int
     bn: int
     ctas_per_sm: int = 1
+    cluster: int = 1
 
     def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
-        tiles = cdiv(m, self.bm) * cdiv(n, self.bn)
-        return (max(1, min(tiles, (sm_count or 1) * self.ctas_per_sm)), 1, 1)
+        c = self.cluster
+        units = cdiv(cdiv(m, self.bm), c) * cdiv(n, self.bn)
+        return (max(1, min(units, (sm_count or 1) * self.ctas_per_sm // c)) * c, 1, 1)
 
     def span(self, n: int) -> tuple[int, int]:
         cols = min(n, EXTENT_MAX)

@@ -1,0 +1,188 @@
+// cute_wgmma_ws — the Hopper speed stage: warp-specialized, persistent wgmma GEMM. sm_90a.
+//
+// Adds over cute_wgmma (c5), each idea a header in include/cute_gemm/:
+//  * Warp specialization: warpgroup 0 is the producer — one thread issues every TMA load
+//    (sm90_operand.cuh) into the stage ring (sm90_pipeline.cuh) — and warpgroups 1..CONSUMERS
+//    only run wgmma and the epilogue. The producer runs ahead by up to STAGES k-tiles, across
+//    tile boundaries, so the next tile's operands load during this tile's epilogue.
+//  * setmaxnreg: the producer warpgroup gives its registers back (producer_regs), the
+//    consumers take them (consumer_regs): 128 fp32 accumulators + descriptors per thread.
+//  * One wgmma batch stays in flight: k-tile t is issued before k-tile t-1 is waited for
+//    (warpgroup_wait<1>), then t-1's stage is released to the producer.
+//  * Two consumer warpgroups share a BLK_M x BLK_N tile (each 64 rows of it, all BLK_N
+//    columns: one B read from smem feeds both), the TiledMMA's 2 x 1 atom layout.
+//  * Persistent: one CTA per SM walks tiles in grouped order (sm90_tile_scheduler.cuh), so no
+//    CTA launch, barrier init or pipeline fill per tile.
+//  * Clusters of cluster_m CTAs along m (__cluster_dims__): the CTAs of a cluster compute
+//    vertically adjacent tiles of one n block; each loads 1/cluster_m of every B stage and
+//    multicasts it to all (sm90_operand.cuh load_part), and its consumers release a stage in
+//    every CTA of the cluster (a stage is refilled only when all have read it).
+// Geometry: struct Config (ladder_cute.WgmmaWsConfig): BLK_M x BLK_N = 128 x 256, BLK_K = 128
+//           bytes of k, 4 stages (48 KB each), 384 threads (1 producer + 2 consumer
+//           warpgroups), 1 CTA per SM, clusters of 2 along m, groups of 16 tile rows.
+// Residues: TMA zero-fills loads; the epilogue predicates stores on M and N (as c5); a CTA of
+//           a cluster whose tile lies past M still loads its part of B.
+// Strides:  A, B: the variant's majors, 16-byte aligned; C any strides (row-major C: paired
+//           stores, sm90_epilogue.cuh).
+// Bottleneck: the epilogue stalls both consumer warpgroups once per tile (only the producer's
+//           loads overlap it); at 4096^3, 512 tiles on 132 SMs leave a partial last wave.
+//           Measurements: docs/tuning/cute_wgmma_ws.md.
+#include <cute/tensor.hpp>
+#include <cute/arch/mma_sm90.hpp>
+#include <cute_gemm/common.cuh>
+#include <cute_gemm/sm90_tma.cuh>
+#include <cute_gemm/sm90_operand.cuh>
+#include <cute_gemm/sm90_pipeline.cuh>
+#include <cute_gemm/sm90_tile_scheduler.cuh>
+#include <cute_gemm/sm90_epilogue.cuh>
+#include <cute_gemm/sm90_setmaxnreg.cuh>
+
+using namespace cute;
+
+constexpr int kThreads = 128 * (1 + Config::consumers);
+
+// ---- consumers ---------------------------------------------------------------------------
+// The consumer warpgroups: wgmma over the ring's stages, one batch in flight, then the
+// epilogue of each tile straight from the accumulators.
+template <class TC, int kCluster, class OpA, class OpB, class Mma, class Ring, class T, class Tiles>
+__device__ __forceinline__ void consume(Mma const& mma, Ring* ring, T* smemA, T* smemB,
+                                        Tiles const& tiles, int first, int stride, int rank,
+                                        int k_tiles, TC* C, long long sCm, long long sCn,
+                                        int M, int N, float alpha, float beta) {
+  constexpr int kBlkM = Config::blk_m, kBlkN = Config::blk_n, kStages = Config::stages;
+  using State = cg::sm90::RingState<kStages>;
+  cg::sm90::setmaxnreg_inc<Config::consumer_regs>();
+  const int thread = threadIdx.x - 128;                    // within the consumer warpgroups
+  const bool releaser = threadIdx.x % 32 == 0;             // one arrival per warp
+  Tensor sA = make_tensor(make_smem_ptr(smemA), typename OpA::Layout{});   // (BLK_M,BLK_K,PIPE)
+  Tensor sB = make_tensor(make_smem_ptr(smemB), typename OpB::Layout{});   // (BLK_N,BLK_K,PIPE)
+  ThrMMA thr_mma = mma.get_slice(thread);
+  Tensor tCrA = thr_mma.make_fragment_A(thr_mma.partition_A(sA));         // (MMA,MMA_M,MMA_K,PIPE)
+  Tensor tCrB = thr_mma.make_fragment_B(thr_mma.partition_B(sB));         // (MMA,MMA_N,MMA_K,PIPE)
+  Tensor acc = partition_fragment_C(thr_mma, Shape<Int<kBlkM>, Int<kBlkN>>{});  // (MMA,MMA_M,MMA_N)
+
+  State st;
+  for (int u = first; u < tiles.count(); u += stride) {
+    int m_unit, n_blk;
+    tiles.coord(u, m_unit, n_blk);
+    const int m_blk = m_unit * kCluster + rank;
+    clear(acc);
+    int prev = -1;                                         // the stage of the batch in flight
+    for (int k_tile = 0; k_tile < k_tiles; ++k_tile, st.advance()) {
+      ring->wait(st);
+      warpgroup_fence_operand(acc);
+      warpgroup_arrive();
+      gemm(mma, tCrA(_, _, _, st.index), tCrB(_, _, _, st.index), acc);  // acc += sA * sB
+      warpgroup_commit_batch();
+      warpgroup_wait<1>();                                 // k-tile - 1's batch has retired
+      warpgroup_fence_operand(acc);
+      if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
+      prev = st.index;
+    }
+    warpgroup_wait<0>();
+    warpgroup_fence_operand(acc);
+    if (releaser) ring->template release<kCluster>(prev);
+    cg::sm90::store_axpby<kBlkM, kBlkN>(mma, thread, acc, C, sCm, sCn, M, N,
+                                        m_blk * kBlkM, n_blk * kBlkN, alpha, beta);
+  }
+}
+
+template <class TAB, class TC, GMMA::Major MajA, GMMA::Major MajB>
+__device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tma_a,
+                              const TmaDescriptor* tma_b) {
+  using T = cg::sm90::mma_t<TAB>;
+  constexpr int kBlkM = Config::blk_m, kBlkN = Config::blk_n, kStages = Config::stages;
+  constexpr int kBlkK = Config::k_bytes / int(sizeof(T));   // a k-tile: one swizzle row
+  constexpr int kCluster = Config::cluster_m;              // CTAs along m sharing B tiles
+  using OpA = cg::sm90::OperandTile<TAB, MajA, kBlkM, kBlkK, kStages, 1, Config::k_bytes>;
+  using OpB = cg::sm90::OperandTile<TAB, MajB, kBlkN, kBlkK, kStages, kCluster, Config::k_bytes>;
+  using Ring = cg::sm90::StageRing<kStages>;
+  using State = cg::sm90::RingState<kStages>;
+  TiledMMA mma = make_tiled_mma(
+      GMMA::ss_op_selector<T, T, float, Shape<_64, Int<kBlkN>, Int<kBlkK>>, MajA, MajB>(),
+      Layout<Shape<Int<Config::consumers>, _1, _1>>{});    // a warpgroup per 64 rows
+
+  // Preconditions
+  static_assert(kBlkM == 64 * Config::consumers, "BLK_M: 64 rows per consumer warpgroup");
+  static_assert(kBlkN % 8 == 0 && kBlkN <= 256, "a wgmma's N: a multiple of 8, at most 256");
+  static_assert(kStages >= 2, "a stage loading while one is computed");
+  static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "cluster of 1, 2 or 4 along m");
+  static_assert(Config::producer_regs + Config::consumers * Config::consumer_regs
+                <= 65536 / 128, "setmaxnreg: the register file of one CTA");
+  CUTE_STATIC_ASSERT_V(size(mma) == Int<128 * Config::consumers>{});  // the consumer threads
+  CUTE_STATIC_ASSERT_V(Int<kBlkK>{} % size<2>(typename decltype(mma)::AtomShape_MNK{}) == _0{});  // BLK_K / MMA_K
+
+  extern __shared__ __align__(1024) unsigned char smem[];
+  if (cg::sm90::smem_addr(smem) % 1024 != 0) __trap();    // the swizzle atoms' alignment
+  static_assert(Config::k_bytes == 128 || Config::k_bytes == 64, "a k-tile: 128 or 64 bytes");
+  T* smemA = reinterpret_cast<T*>(smem);
+  T* smemB = smemA + cosize_v<typename OpA::Layout>;
+  Ring* ring = reinterpret_cast<Ring*>(smemB + cosize_v<typename OpB::Layout>);
+
+  // the scheduler walks units of kCluster tiles along m (one per CTA of a cluster, the same
+  // n block: they share its B tiles); a CTA whose tile lies past M still loads its part of
+  // B and computes zeros that it does not store
+  const cg::sm90::GroupedTiles tiles{cg::ceil_div(cg::ceil_div(M, kBlkM), kCluster),
+                                     cg::ceil_div(N, kBlkN), cute::max(Config::group_m / kCluster, 1)};
+  const int rank = kCluster == 1 ? 0 : int(cg::sm90::cluster_rank());
+  const int first = blockIdx.x / kCluster, stride = gridDim.x / kCluster;
+  const int k_tiles = cg::ceil_div(K, kBlkK);
+  const int warp_group = threadIdx.x / 128;
+  if (threadIdx.x == 0) {
+    cg::sm90::tma_prefetch_map(tma_a);
+    cg::sm90::tma_prefetch_map(tma_b);
+    ring->init(4 * Config::consumers * kCluster);          // every consumer warp sharing it
+  }
+  if constexpr (kCluster == 1) __syncthreads();
+  else cg::sm90::cluster_sync();                           // the peers' barriers too
+
+  if (warp_group == 0) {
+    // ---- producer ----------------------------------------------------------------
+    cg::sm90::setmaxnreg_dec<Config::producer_regs>();   // all 4 warps; one thread works
+    if (threadIdx.x == 0) {
+      // a stage's bytes: its A, and all of its B (this CTA's part and the peers' multicasts)
+      constexpr uint32_t kTxBytes = OpA::kStageBytes + OpB::kStageBytes;
+      constexpr uint16_t kPeers = (1u << kCluster) - 1;
+      State st;
+      for (int u = first; u < tiles.count(); u += stride) {
+        int m_unit, n_blk;
+        tiles.coord(u, m_unit, n_blk);
+        const int m_blk = m_unit * kCluster + rank;
+        for (int k_tile = 0; k_tile < k_tiles; ++k_tile, st.advance()) {
+          uint64_t* full = ring->acquire(st, kTxBytes);
+          OpA::load(tma_a, full, smemA + st.index * OpA::kStageElems, m_blk * kBlkM, k_tile);
+          if constexpr (kCluster == 1)
+            OpB::load(tma_b, full, smemB + st.index * OpB::kStageElems, n_blk * kBlkN, k_tile);
+          else
+            OpB::load_part(tma_b, full, smemB + st.index * OpB::kStageElems, n_blk * kBlkN,
+                           k_tile, rank, kPeers);
+        }
+      }
+    }
+    __syncwarp();
+  } else {
+    consume<TC, kCluster, OpA, OpB>(mma, ring, smemA, smemB, tiles, first, stride, rank, k_tiles,
+                                    C, sCm, sCn, M, N, alpha, beta);
+  }
+  if constexpr (kCluster > 1) cg::sm90::cluster_sync();    // no peer writes our smem any more
+}
+
+// Entry points: cute_wgmma_ws_<precision>_<out>_a<major>_b<major> (as cute_wgmma's).
+#define CG_WGMMA_WS_ENTRY(NAME, TAB, TC, MA, MB)                                            \
+  extern "C" __global__ void __launch_bounds__(kThreads, 1)                                 \
+  __cluster_dims__(Config::cluster_m, 1, 1)                                                 \
+  NAME(CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS) {                                          \
+    gemm_wgmma_ws<TAB, TC, GMMA::Major::MA, GMMA::Major::MB>(                               \
+        M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, &tma_a, &tma_b);       \
+  }
+#define CG_WGMMA_WS_16BIT(PREC, TAB, OUT, TC)                                               \
+  CG_WGMMA_WS_ENTRY(cute_wgmma_ws_##PREC##_##OUT##_ak_bk, TAB, TC, K, K)                    \
+  CG_WGMMA_WS_ENTRY(cute_wgmma_ws_##PREC##_##OUT##_ak_bn, TAB, TC, K, MN)                   \
+  CG_WGMMA_WS_ENTRY(cute_wgmma_ws_##PREC##_##OUT##_am_bk, TAB, TC, MN, K)                   \
+  CG_WGMMA_WS_ENTRY(cute_wgmma_ws_##PREC##_##OUT##_am_bn, TAB, TC, MN, MN)
+
+CG_WGMMA_WS_16BIT(bf16, cute::bfloat16_t, f32, float)
+CG_WGMMA_WS_16BIT(bf16, cute::bfloat16_t, bf16, cute::bfloat16_t)
+CG_WGMMA_WS_16BIT(fp16, cute::half_t, f32, float)
+CG_WGMMA_WS_16BIT(fp16, cute::half_t, fp16, cute::half_t)
+CG_WGMMA_WS_ENTRY(cute_wgmma_ws_tf32_f32_ak_bk, float, float, K, K)
