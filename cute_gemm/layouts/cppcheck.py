@@ -18,6 +18,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from .. import compile as _compile
@@ -178,27 +179,33 @@ def build(recipes: list[Recipe], workdir, nvcc: str | None = None) -> list[Path]
         raise RuntimeError("nvcc or the CuTe headers (nvidia-cutlass wheel) not found")
     root = Path(workdir)
     root.mkdir(parents=True, exist_ok=True)
-    exes, procs = [], []
+    exes, todo = [], []
     for rec in recipes:
         text = program(rec)
         exe = root / f"{rec.kernel.name}_{_key(rec, text, nvcc)}"
         exes.append(exe)
-        if exe.exists():
-            continue
-        src = root / f"{exe.name}.cu"
-        src.write_text(text)
+        if not exe.exists():
+            src = root / f"{exe.name}.cu"
+            src.write_text(text)
+            todo.append((rec, exe, src))
+
+    def one(job) -> str | None:
+        rec, exe, src = job
         tmp = f"{exe}.{os.getpid()}"
-        procs.append((rec, exe, tmp, subprocess.Popen(
-            [nvcc, *flags(rec), str(src), "-o", tmp], cwd=root,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
-    failed = []
-    for rec, exe, tmp, p in procs:
-        out, _ = p.communicate()
+        p = subprocess.run([nvcc, *flags(rec), str(src), "-o", tmp], cwd=root,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if p.returncode != 0:
-            errors = [ln for ln in out.splitlines() if "error" in ln][:8] or out.splitlines()[-20:]
-            failed.append(f"{rec.kernel.name} ({rec.source}):\n  " + "\n  ".join(errors))
-        else:
-            os.replace(tmp, exe)
+            errors = [ln for ln in p.stdout.splitlines() if "error" in ln][:8] or p.stdout.splitlines()[-20:]
+            return f"{rec.kernel.name} ({rec.source}):\n  " + "\n  ".join(errors)
+        os.replace(tmp, exe)
+        return None
+
+    # one nvcc per CPU: each takes 1-2 GB, and more at once only share the same cores;
+    # the longest programs (the most items to print: the costliest compiles) first
+    todo.sort(key=lambda job: -len(job[2].read_text()))
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    with ThreadPoolExecutor(max(1, min(cpus, len(todo)))) as pool:
+        failed = [f for f in pool.map(one, todo) if f]
     if failed:
         raise RuntimeError("nvcc could not build the layout check of " + "\n".join(failed))
     return exes
