@@ -2,16 +2,19 @@
 """Turn a `cute-gemm bench --out DIR` JSON into the README's benchmark section.
 
     python scripts/readme_bench.py bench-out/bench.json                 # print markdown
-    python scripts/readme_bench.py bench-out/bench.json --plot docs/ladder_4096.png \
-        --update README.md                                              # rewrite in place
+    python scripts/readme_bench.py docs/bench/nn.json docs/bench/layouts.json \
+        --plot docs/ladder_4096.png --update README.md --details docs/bench/README.md
 
 --update replaces the text between `<!-- bench:begin -->` and `<!-- bench:end -->` in the
-file (both markers must be there); nothing else in the file changes. The table, date,
-device and versions all come from the JSON: the numbers are never typed by hand.
+file (both markers must be there); nothing else in the file changes. With --details, that
+section keeps only the ladder table and the plot and links the details page, which is
+written whole: every shape and layout of the run, the host overhead, the method. The
+table, date, device and versions all come from the JSON: the numbers are never typed by hand.
 """
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -34,7 +37,11 @@ def main(argv=None) -> int:
     p.add_argument("--layout", default="nn")
     p.add_argument("--plot", help="path of the ladder PNG to reference (relative to the README)")
     p.add_argument("--update", metavar="README", help="rewrite this file between the bench markers")
+    p.add_argument("--details", metavar="PAGE", help="with --update: write the whole record to this "
+                   "markdown page and keep only the ladder table and plot in the section, linking it")
     args = p.parse_args(argv)
+    if args.details and not args.update:
+        p.error("--details needs --update")
 
     from cute_gemm.perf.report import readme_markdown
     from cute_gemm.perf.schema import load_json
@@ -44,12 +51,24 @@ def main(argv=None) -> int:
         if more.meta.get("device", {}).get("name") != res.meta.get("device", {}).get("name"):
             raise SystemExit(f"{extra}: measured on another device; not merged")
         res.rows.extend(more.rows)
-    md = readme_markdown(res, size=args.size, layout=args.layout, plot=args.plot,
-                         source=", ".join(f"`{Path(j).parent.name}/{Path(j).name}`" for j in args.json))
+    source = ", ".join(f"`{Path(j).parent.name}/{Path(j).name}`" for j in args.json)
+    md = readme_markdown(res, size=args.size, layout=args.layout, plot=args.plot, source=source)
     if not args.update:
         sys.stdout.write(md)
         return 0
     path = Path(args.update)
+    if args.details:
+        page = Path(args.details)
+
+        def rel(target: str, start: Path) -> str:       # links are relative to the file holding them
+            return Path(os.path.relpath(path.parent / target, start)).as_posix()
+        full = readme_markdown(res, size=args.size, layout=args.layout, source=source,
+                               plot=rel(args.plot, page.parent) if args.plot else None)
+        page.write_text(f"# Benchmark record\n\nThe latest `cute-gemm bench` record in full; the README "
+                        f"shows its ladder table.\n\n{full}")
+        md = readme_markdown(res, size=args.size, layout=args.layout, plot=args.plot, source=source,
+                             details=Path(os.path.relpath(page, path.parent)).as_posix())
+        print(f"wrote {page}")
     path.write_text(replace_section(path.read_text(), md))
     print(f"updated {path}")
     return 0

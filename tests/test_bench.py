@@ -350,6 +350,29 @@ def test_readme_script_updates_between_markers(tmp_path):
     assert "| `naive` | handwritten | 1.00 |" in text
 
 
+def test_readme_script_details_page_holds_the_rest(tmp_path):
+    """--details: the section keeps the ladder table and plot and links a page holding every
+    shape and layout; links are relative to the file that holds them."""
+    import importlib.util
+    script = REPO / "scripts" / "readme_bench.py"
+    if not script.exists():
+        pytest.skip("scripts/ is not shipped with the installed package")
+    spec = importlib.util.spec_from_file_location("readme_bench", script)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    j = write_json(synthetic(), tmp_path / "bench.json")
+    (tmp_path / "docs" / "bench").mkdir(parents=True)
+    readme, page = tmp_path / "README.md", tmp_path / "docs" / "bench" / "README.md"
+    readme.write_text("# title\n<!-- bench:begin -->\nold\n<!-- bench:end -->\n")
+    assert mod.main([str(j), "--update", str(readme), "--details", str(page), "--plot", "docs/ladder.png"]) == 0
+    section, full = readme.read_text(), page.read_text()
+    for text in (section, full):
+        assert "| `cute_smem` | cute | 25.00 | 50.0 % | 37.4 % |" in text and "cuda-bindings 13.3.0" in text
+    assert "All shapes and layouts" not in section and "All shapes and layouts" in full
+    assert "](docs/ladder.png)" in section and "](../ladder.png)" in full
+    assert "(docs/bench/README.md)" in section
+
+
 def test_cli_readme_option_prints_markdown(tmp_path, capsys):
     from cute_gemm.cli import main
     j = write_json(synthetic(), tmp_path / "bench.json")

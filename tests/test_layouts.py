@@ -14,7 +14,7 @@ Two kinds of test:
     partition and the TV layouts, from the kernel's own definitions (layouts/cppcheck.py).
     Its output must equal the dump byte for byte: a kernel and its dump cannot drift apart.
     Programs are cached under the system temp dir by a hash of everything they depend on,
-    so a rerun with nothing changed skips the compile (~20-60 s per kernel on 2 cores).
+    so a rerun with nothing changed skips the compile (~10-35 CPU-s per kernel, host code only).
 """
 from __future__ import annotations
 
@@ -129,6 +129,9 @@ def test_check_program_holds_the_source_nvrtc_compiles(recipes, kernel):
     prog = cppcheck.program(recipes[kernel.name])
     assert cg_compile.read_source(kernel) in prog
     assert (kernel.config is not None) == ("struct Config" in prog)
+    # host code only: nvcc's device pass would instantiate every entry point again (~40 % of its time)
+    assert prog.index("#ifndef __CUDA_ARCH__") < prog.index(cg_compile.read_source(kernel))
+    assert prog.rstrip().endswith("#endif  // __CUDA_ARCH__")
 
 
 # ---- analyses: partitions, TV layouts, bank conflicts -------------------------------------------
@@ -248,7 +251,7 @@ def test_cli_text(capsys):
 def _checked_kernels():
     """Kernels whose layouts go through nvcc. CUTE_GEMM_LAYOUT_CHECK=all: every CuTe kernel.
     Default: one per (source, thread count, square tile or not), because each is a separate
-    ~20-60 s compile of the kernel source on a 2-core host (cached by content: only the first
+    ~10-35 CPU-s host compile of the kernel source (cached by content: only the first
     run pays). A source's recipe is the same code for every configuration; the set covers
     each code path, and BLK_M != BLK_N."""
     if os.environ.get("CUTE_GEMM_LAYOUT_CHECK") == "all":
@@ -262,15 +265,16 @@ def _checked_kernels():
     return out
 
 
-@pytest.fixture(scope="session")
-def cute_output():
+@pytest.fixture(scope="module")
+def cute_output(recipes):
     nvcc = cppcheck.find_nvcc()
     if nvcc is None:
         pytest.skip("nvcc not found (set CUTE_GEMM_NVCC or put nvcc on PATH): "
                     "cannot print the kernels' layouts with CuTe C++")
     if cppcheck.cute_include_dir() is None:
         pytest.skip("CuTe headers (nvidia-cutlass wheel) not found")
-    recs = [L.build(k) for k in _checked_kernels()]
+    # the module's recipes: their partitions' owners are computed once, for the self-checks
+    recs = [recipes[k.name] for k in _checked_kernels()]
     cache = os.path.join(tempfile.gettempdir(), f"cute_gemm_layout_check_{os.getuid()}")
     return L.split_dump(cppcheck.run(recs, cache, nvcc)), L.split_dump(L.expected_output(recs))
 
