@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import cute_gemm
-from cute_gemm import launch, registry
+from cute_gemm import check, launch, registry
 from cute_gemm.check import judge, reference
 from cute_gemm.errors import AliasError, CaptureError, InputError
 
@@ -27,9 +27,15 @@ def _host(x):
     return cp.asnumpy(x) if isinstance(x, cp.ndarray) else np.asarray(x)
 
 
+def _prec(name):
+    """float32 operands: fp32 where the kernel computes it, else tf32 (the tensor-core
+    kernels), judged with that precision's unit roundoff."""
+    return "fp32" if "fp32" in registry.get(name).precisions else "tf32"
+
+
 def _check(name, got, a, b, c=None, alpha=1.0, beta=0.0):
     ref, gauge = reference(_host(a), _host(b), None if c is None else _host(c), alpha, beta)
-    r = judge(name, _host(got), ref, gauge, False)
+    r = judge(name, _host(got), ref, gauge, False, check.unit(_prec(name)))
     assert r.status == "pass", r
 
 
@@ -152,18 +158,19 @@ def test_out_aliasing_a_b_or_c(name):
         a, b, c = _rand(n, n), _rand(n, n), _rand(n + 1, n)
         a0, b0, c0 = a.copy(), b.copy(), c[:n].copy()
         if case == "a":
-            out = cute_gemm.run(name, a, b, out=a)
+            out = cute_gemm.run(name, a, b, out=a, precision=_prec(name))
             _check(name, out, a0, b0)
         elif case == "b":
-            out = cute_gemm.run(name, a, b, out=b, alpha=-0.5)
+            out = cute_gemm.run(name, a, b, out=b, alpha=-0.5, precision=_prec(name))
             _check(name, out, a0, b0, alpha=-0.5)
         else:
             cv = c[:n]
             out = c[:n].T if case == "c_t" else c.ravel()[1:1 + n * n].reshape(n, n)
-            cute_gemm.run(name, a, b, cv, out=out, alpha=0.5, beta=2.0)
+            cute_gemm.run(name, a, b, cv, out=out, alpha=0.5, beta=2.0, precision=_prec(name))
             _check(name, out, a0, b0, c0, 0.5, 2.0)
     with pytest.raises(AliasError):
-        cute_gemm.run(name, a, b, out=cp.lib.stride_tricks.as_strided(c, (n, n), (0, 4)))
+        cute_gemm.run(name, a, b, out=cp.lib.stride_tricks.as_strided(c, (n, n), (0, 4)),
+                      precision=_prec(name))
     cp.cuda.runtime.deviceSynchronize()
 
 
@@ -227,7 +234,7 @@ def test_m_past_the_grid_naive():
 def test_n_past_the_grid_cute(name):
     n = 8_388_609                               # CuTe kernels: grid.y = N / 128 > 65535
     a, b = _rand(2, 4), _rand(4, n)
-    out = cute_gemm.run(name, a, b)
+    out = cute_gemm.run(name, a, b, precision=_prec(name))
     cp.cuda.runtime.deviceSynchronize()
     _check(name, out, a, b)
 
@@ -274,7 +281,7 @@ def test_alpha_zero_does_not_read_a_or_b(name):
     a = cp.full((37, 29), cp.nan, dtype=cp.float32)
     b = cp.full((29, 45), cp.inf, dtype=cp.float32)
     c = _rand(37, 45)
-    out = cute_gemm.run(name, a, b, c, alpha=0.0, beta=-2.0)
+    out = cute_gemm.run(name, a, b, c, alpha=0.0, beta=-2.0, precision=_prec(name))
     cp.cuda.runtime.deviceSynchronize()
     assert cp.array_equal(out, -2.0 * c)
 
