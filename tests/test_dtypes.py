@@ -9,19 +9,10 @@ import numpy as np
 import pytest
 
 import cute_gemm
-from cute_gemm import check, launch, registry, resolve
+from cute_gemm import check, registry, resolve
 from cute_gemm.arrays import narrow, parse, widen
 from cute_gemm.records import TmaBoxes, Variant
-from test_validation import FakeCAI
-
-
-@pytest.fixture(autouse=True)
-def no_device_calls(monkeypatch):
-    def boom(*a, **k):
-        raise AssertionError("validation reached the CUDA driver")
-    monkeypatch.setattr(launch, "ensure_context", boom)
-    monkeypatch.setattr(launch, "DeviceBuffer", boom)
-    monkeypatch.setattr(launch, "launch", boom)
+from test_validation import FakeCAI, no_device_calls  # noqa: F401  (autouse: no driver calls)
 
 
 def rnd(*shape, dtype=np.float32):
