@@ -259,8 +259,7 @@ def _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec="fp32", out_dtype="f
     if kk == 0 or alpha == 0.0:
         # no products, nothing to launch: result = beta * C (BLAS: A and B are not read,
         # and C is not read when beta == 0), computed in float32 and rounded once
-        v = np.zeros((m, n), np.float32) if beta == 0.0 else np.float32(beta) * widen(
-            C.host.view(np.uint16) if C.dtype == "bfloat16" else C.host, C.dtype)
+        v = np.zeros((m, n), np.float32) if beta == 0.0 else np.float32(beta) * widen(C.host, C.dtype)
         stored = narrow(v, out_dtype)
         result.view(stored.dtype)[...] = stored
         return result

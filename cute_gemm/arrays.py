@@ -20,7 +20,7 @@ from .records import ITEMSIZE
 SUPPORTED_DTYPES = ("float32", "float16", "bfloat16")
 _TYPESTR = {"<f4": "float32", "<f8": "float64", "<f2": "float16", "<i4": "int32",
             "<i8": "int64", "|u1": "uint8", "|i1": "int8", "<u4": "uint32", "<c8": "complex64"}
-_CAI_DTYPE = {"<f4": "float32", "<f2": "float16"}     # bfloat16 has no typestr: DLPack only
+_CAI_DTYPE = {"<f4": "float32", "<f2": "float16"}     # bfloat16: no standard typestr (_void2_as_bfloat16)
 _KDLCPU, _KDLCUDA, _KDLCUDAHOST, _KDLCUDAMANAGED = 1, 2, 3, 13
 
 
@@ -155,6 +155,7 @@ def parse(name: str, obj, stream: int | None = None) -> Operand:
         from .launch import dlpack_view
         ptr, shp, strides, dtype, _, ro = dlpack_view(obj, stream)
         shape = _check_2d(name, shp)
+        dtype = _void2_as_bfloat16(dtype, obj)
         if dtype not in SUPPORTED_DTYPES:
             raise _unsupported(name, dtype)
         return _nonnull(Operand(name, obj, True, ptr, shape, strides, dtype, ro))
@@ -163,16 +164,22 @@ def parse(name: str, obj, stream: int | None = None) -> Operand:
         "(DLPack or __cuda_array_interface__: CuPy, PyTorch, JAX)")
 
 
+def _void2_as_bfloat16(dtype: str, obj) -> str:
+    """"bfloat16" for an opaque 2-byte void of an array whose own dtype says bfloat16
+    (PyTorch 2.11's __cuda_array_interface__ typestr "<V2"; cuda.core's DLPack view without
+    ml_dtypes), else `dtype` as it is."""
+    if dtype.lstrip("<|=") == "V2" and "bfloat16" in str(getattr(obj, "dtype", "")):
+        return "bfloat16"
+    return dtype
+
+
 def _parse_cai(name: str, obj, cai: dict) -> Operand:
     # run()'s path for device arrays: plain comparisons, no generators
     shape = _check_2d(name, cai["shape"])
     typestr = cai["typestr"]
-    dtype = _CAI_DTYPE.get(typestr)
-    if dtype is None:
-        if typestr == "<V2" and "bfloat16" in str(getattr(obj, "dtype", "")):
-            dtype = "bfloat16"   # PyTorch 2.11 exports bfloat16 as an opaque 2-byte void
-        else:
-            raise _unsupported(name, _TYPESTR.get(typestr, typestr))
+    dtype = _CAI_DTYPE.get(typestr) or _void2_as_bfloat16(typestr, obj)
+    if dtype not in SUPPORTED_DTYPES:
+        raise _unsupported(name, _TYPESTR.get(typestr, typestr))
     if cai.get("mask") is not None:
         raise InputError(f"{name} is a masked array (__cuda_array_interface__ mask): not supported")
     ptr, ro = cai["data"]
@@ -201,8 +208,8 @@ def _nonnull(op: Operand) -> Operand:
 
 
 def widen(raw: np.ndarray, dtype: str) -> np.ndarray:
-    """float32 values of raw elements of `dtype` held as float32 / float16 / uint16 (bfloat16
-    bits: the upper half of a float32)."""
+    """float32 values of raw elements of `dtype` held as float32 / float16, or for bfloat16 as
+    uint16 or ml_dtypes.bfloat16 (its bits: the upper half of a float32)."""
     if dtype == "bfloat16":
         return (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
     return raw.astype(np.float32)
@@ -231,7 +238,7 @@ def to_numpy(name: str, obj) -> np.ndarray:
     op = parse(name, obj)
     if not op.device:
         h = op.host
-        return h if op.dtype == "float32" else widen(h.view(_STORAGE[op.dtype]), op.dtype)
+        return h if op.dtype == "float32" else widen(h, op.dtype)
     from .launch import memcpy_dtoh, synchronize
     lo, hi = op.span()
     e = op.itemsize
@@ -310,7 +317,7 @@ class DeviceArray:
         dtype = dtype or op.dtype
         h = np.ascontiguousarray(host)
         if dtype != op.dtype:
-            h = np.ascontiguousarray(narrow(widen(h.view(_STORAGE[op.dtype]), op.dtype), dtype))
+            h = np.ascontiguousarray(narrow(widen(h, op.dtype), dtype))
         d = cls(op.shape, ordinal=ordinal, dtype=dtype)
         if h.size:
             memcpy_htod(d.ptr, h.ctypes.data, h.nbytes, stream)

@@ -312,7 +312,7 @@ def cross_check(a=None, b=None, *, kernels=None, shapes=None, seed=None, alpha=1
         od = A.dtype if out_dtype == "same" else "float32"
         a32, b32 = to_numpy("a", a), to_numpy("b", b)
         c32 = to_numpy("c", c) if c is not None else None
-        names = [k.name for k in chosen if _computes(k, prec, od)]
+        names = [k.name for k in chosen if k.computes(prec, od)]
         report.shapes.append(_check_one_shape(names, a32, b32, c32, float(alpha),
                                               float(beta) if c is not None else 0.0, exact,
                                               layout, prec, od))
@@ -322,12 +322,8 @@ def cross_check(a=None, b=None, *, kernels=None, shapes=None, seed=None, alpha=1
         a_, b_, c_ = make_inputs(rng, m, n, k, exact, with_c)
         for p in precisions:
             od = PRECISION_DTYPE[p] if out_dtype == "same" else "float32"
-            names = [x.name for x in chosen if _computes(x, p, od)]
+            names = [x.name for x in chosen if x.computes(p, od)]
             if names:
                 report.shapes.append(_check_one_shape(names, a_, b_, c_, float(alpha),
                                                       float(beta), exact, layout, p, od))
     return report
-
-
-def _computes(k: registry.Kernel, precision: str, out_dtype: str) -> bool:
-    return any(v.precision == precision and v.out_dtype == out_dtype for v in k.variants)

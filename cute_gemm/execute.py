@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import ctypes
 
-from . import launch, registry
+from . import launch
 from .arrays import Operand
-from .resolve import CACHE, UTIL, UTIL_ENTRY, _ROW, choose, copy_strides, loaded, resolve
+from .resolve import CACHE, UTIL, UTIL_ENTRY, choose, copy_target, loaded, resolve
 
 
 def _util_fn(ordinal: int, dtype: str) -> launch.Function:
@@ -76,10 +76,7 @@ def _temp(shape, dtype: str, ordinal: int, stream: int, owned: list,
 
 def _copy_for(v, role: str, op: Operand, ordinal: int, stream: int, owned: list) -> Operand:
     """A scratch copy of `op` in the layout entry point `v` wants for `role`."""
-    want = getattr(v, f"{role}_major")
-    want = _ROW[role] if want == "any" else want
-    return _temp(op.shape, op.dtype, ordinal, stream, owned,
-                 copy_strides(role, want, op.shape, v.align_for(role)))
+    return _temp(op.shape, op.dtype, ordinal, stream, owned, copy_target(v, role, op.shape)[1])
 
 
 def _release(owned: list, stream: int) -> None:

@@ -15,6 +15,7 @@ import threading
 from dataclasses import dataclass
 
 from .errors import CaptureError, CudaError, NoDeviceError, StreamError
+from .records import ITEMSIZE
 
 _lock = threading.RLock()
 
@@ -273,7 +274,6 @@ def pack_gemm_args_ws(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, sc
 
 # ---- TMA tensor maps (sm_90+) -----------------------------------------------------------
 TMA_MAP_BYTES = 128     # sizeof(CUtensorMap): the kernel parameter CG_TMA_PARAMS passes
-ITEMSIZE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 
 
 def _tma_dtype(drv, dtype: str):
@@ -300,7 +300,7 @@ def encode_tensor_map(ptr: int, dtype: str, dims: tuple[int, int], ld_bytes: int
     sw = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}[swizzle]
     ld = int(ld_bytes)
     if int(dims[1]) == 1:   # one row: its stride is never used, but must be a valid one
-        ld = max(ld, int(dims[0]) * ITEMSIZE_BYTES[dtype])
+        ld = max(ld, int(dims[0]) * ITEMSIZE[dtype])
         ld = -(-ld // 16) * 16
     tmap = _check(drv.cuTensorMapEncodeTiled(
         _tma_dtype(drv, dtype), 2, int(ptr),
@@ -634,8 +634,4 @@ def dlpack_view(obj, consumer: int | None = None):
             strides.insert(0, acc)
             acc *= s
     dev = v.device_id if v.is_device_accessible else None
-    dtype = str(v.dtype)
-    if dtype.lstrip("<|=") == "V2" and "bfloat16" in str(getattr(obj, "dtype", "")):
-        # cuda.core without ml_dtypes reports DLPack's bfloat16 as an opaque 2-byte void
-        dtype = "bfloat16"
-    return int(v.ptr), shape, tuple(int(s) for s in strides), dtype, dev, bool(v.readonly)
+    return int(v.ptr), shape, tuple(int(s) for s in strides), str(v.dtype), dev, bool(v.readonly)

@@ -227,9 +227,9 @@ class Kernel:
     name: str
     family: str                          # "handwritten" | "cute"
     source: str                          # path under kernels/
-    variants: tuple[Variant, ...]        # tried in order; the last must take row-major, align 1
+    variants: tuple[Variant, ...]        # tried in order (tests/test_registry.py: the fallbacks)
     block: tuple[int, int, int]          # threads per block
-    grid: Callable[[int, int, int], tuple[int, int, int]]
+    grid: Callable[..., tuple[int, int, int]]   # (M, N, K, SM count) -> grid
     summary: str
     seed: str                            # seed stage it reproduces
     defines: tuple[tuple[str, int], ...] = ()   # -D NAME=VALUE: the one source of tile sizes
@@ -271,6 +271,10 @@ class Kernel:
     def precisions(self) -> tuple[str, ...]:
         """The arithmetic this kernel offers (records.PRECISIONS), in registry order."""
         return tuple(dict.fromkeys(v.precision for v in self.variants))
+
+    def computes(self, precision: str, out_dtype: str) -> bool:
+        """True if some entry point computes `precision` into a result of `out_dtype`."""
+        return any(v.precision == precision and v.out_dtype == out_dtype for v in self.variants)
 
     @property
     def dtypes(self) -> tuple[str, ...]:

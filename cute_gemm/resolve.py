@@ -148,6 +148,14 @@ def copy_strides(role: str, major: str, shape: tuple[int, int], align: int = 1) 
     return (registry.cdiv(max(cols, 1), align) * align, 1)
 
 
+def copy_target(v: registry.Variant, role: str, shape: tuple[int, int]) -> tuple[str, tuple[int, int]]:
+    """(major, strides) of the copy run() makes of an operand of `shape` for entry point `v`:
+    the major it wants (row-major where it takes any), padded to its alignment."""
+    want = getattr(v, f"{role}_major")
+    want = _ROW[role] if want == "any" else want
+    return want, copy_strides(role, want, shape, v.align_for(role))
+
+
 def offers(k: registry.Kernel) -> str:
     """What a kernel computes, for messages: "bf16 (bfloat16 in, float32|bfloat16 out), ..."."""
     outs: dict[str, list[str]] = {}
@@ -160,10 +168,9 @@ def offers(k: registry.Kernel) -> str:
 
 def check_precision(k: registry.Kernel, precision: str, out_dtype: str) -> None:
     """DTypeError unless some entry point of `k` computes `precision` into `out_dtype`."""
-    if any(v.precision == precision and v.out_dtype == out_dtype for v in k.variants):
+    if k.computes(precision, out_dtype):
         return
-    others = [x.name for x in registry.kernels()
-              if any(v.precision == precision and v.out_dtype == out_dtype for v in x.variants)]
+    others = [x.name for x in registry.kernels() if x.computes(precision, out_dtype)]
     hint = f"; kernels that do: {', '.join(others)}" if others else ""
     raise DTypeError(f"kernel {k.name!r} computes {offers(k)}; not {precision} into "
                      f"{out_dtype}{hint}")
@@ -172,7 +179,7 @@ def check_precision(k: registry.Kernel, precision: str, out_dtype: str) -> None:
 def choose(k: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
            out_dtype: str = "float32") -> tuple[registry.Variant, list[str]]:
     """The variant of this precision and output type needing the fewest relayout copies,
-    and the roles to copy (each into copy_strides of the major the variant wants)."""
+    and the roles to copy (each into its copy_target)."""
     fits = {r: fit(op, r) for r, op in ops.items()}
     (m, kk), n = ops["a"].shape, ops["b"].shape[1]
     best = None
@@ -185,8 +192,7 @@ def choose(k: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
         for r, op in ops.items():
             if v.takes(r, *fits[r]):
                 continue
-            want = _ROW[r] if getattr(v, f"{r}_major") == "any" else getattr(v, f"{r}_major")
-            st = copy_strides(r, want, op.shape, v.align_for(r))
+            want, st = copy_target(v, r, op.shape)
             ld = st[0] if st[1] == 1 else st[1]
             if v.takes(r, want, pow2_align(256, ld, op.itemsize)):
                 copies.append(r)

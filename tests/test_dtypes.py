@@ -134,3 +134,13 @@ def test_every_tensor_core_kernel_takes_any_operand_after_a_copy():
                 assert v.align_for(r) <= resolve.PAD, (k.name, v.entry)
             if v.tma is not None:
                 assert v.precision != "fp32" and v.a_major != "any" and v.b_major != "any"
+
+
+def test_opaque_two_byte_void_is_bfloat16_only_when_the_array_says_so():
+    """PyTorch 2.11 exports bfloat16 through __cuda_array_interface__ as "<V2"."""
+    class TorchLike(FakeCAI):
+        dtype = "torch.bfloat16"
+    op = parse("a", TorchLike((3, 4), strides=(8, 2), typestr="<V2"))
+    assert (op.dtype, op.strides) == ("bfloat16", (4, 1))
+    with pytest.raises(cute_gemm.DTypeError, match="<V2"):
+        parse("a", FakeCAI((3, 4), typestr="<V2"))

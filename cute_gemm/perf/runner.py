@@ -34,7 +34,7 @@ import numpy as np
 from .. import api, cache, launch, registry
 from ..arrays import DeviceArray
 from ..check import as_given, judge, reference, unit
-from ..records import PRECISION_DTYPE, PRECISIONS
+from ..records import ITEMSIZE, PRECISION_DTYPE, PRECISIONS
 from .cublas import find_cublas
 from .meta import device_meta, driver_text, versions
 from .overhead import measure_overhead
@@ -314,8 +314,8 @@ def bench(kernels: str | Sequence[str] | None = None,
                 dt = PRECISION_DTYPE[prec]
                 a, b = (as_given(a32, dt), as_given(b32, dt)) if dt != "float32" else (a32, b32)
                 ref = Reference(a, b, rng, precision=prec)
-                e = 2 if dt != "float32" else 4
-                per_set = e * (m * kk + kk * n) + (2 if prec in ("bf16", "fp16") else 4) * m * n
+                per_set = (ITEMSIZE[dt] * (m * kk + kk * n)
+                           + ITEMSIZE[out_dtype_of(prec)] * m * n)
                 free = launch.mem_get_info(ordinal)[0]
                 n_sets = rotation_sets(per_set, info.l2_bytes, free)
                 meta["settings"]["rotation"][f"{m}x{n}x{kk}" + ("" if prec == "fp32" else f" {prec}")] = n_sets
@@ -440,17 +440,18 @@ def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush
             cs, origin, err = compiled[name]
             row = Row(name, k.family, m, n, kk, lay, check=ref.mode, compile_s=cs,
                       compile_origin=origin, precision=prec)
+            native = None if err else native_layout(k, m, n, kk, lay, prec)
             if err:
                 row.status = "skip" if err.startswith("needs") else "error"
                 row.message = err
-            elif lay != "nn" and not native_layout(k, m, n, kk, lay, prec) and prec == "fp32":
+            elif lay != "nn" and not native and prec == "fp32":
                 row.status = "skip"
                 row.message = f"no variant takes layout {lay} as is (run() would copy)"
             elif k.smem_bytes(m, n, kk) > info.smem_optin:
                 row.status = "skip"
                 row.message = f"needs {k.smem_bytes(m, n, kk)} B of shared memory > {info.smem_optin}"
             else:
-                if not native_layout(k, m, n, kk, lay, prec):
+                if not native:
                     row.message = "includes run()'s relayout copy of an operand"
 
                 def fn(i, name=name):
