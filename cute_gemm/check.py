@@ -197,8 +197,7 @@ def make_inputs(rng, m, n, k, exact: bool, with_c: bool):
 def supported_kernels() -> list[registry.Kernel]:
     from . import launch
     arch = launch.device_info().arch_int
-    return [k for k in registry.kernels() if k.min_arch <= arch
-            and (not k.arch_specific or k.min_arch == arch)]
+    return [k for k in registry.kernels() if k.runs_on(arch)]
 
 
 def as_given(x: np.ndarray | None, dtype: str) -> np.ndarray | None:

@@ -191,7 +191,7 @@ def compile_table(kernels: list[str], archs: list[str], workers: int | None,
         for n in kernels:
             k = registry.get(n)
             num = arch_number(a)
-            if num < k.min_arch or (k.arch_specific and num != k.min_arch):
+            if not k.runs_on(num):
                 need = f"sm_{k.min_arch}" + ("a" if k.arch_specific else " or newer")
                 skipped[(n, a)] = Outcome(n, a, "skipped", error=f"needs {need}")
             else:

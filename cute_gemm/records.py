@@ -288,6 +288,11 @@ class Kernel:
             return (f"sm_{self.min_arch}a",)
         return tuple(a for a in ARCHS if int(a[3:]) >= self.min_arch)
 
+    def runs_on(self, arch_int: int) -> bool:
+        """True if it runs on a device of compute capability `arch_int` (x10): min_arch or
+        newer, or exactly min_arch for an arch-specific kernel."""
+        return arch_int == self.min_arch if self.arch_specific else arch_int >= self.min_arch
+
     def target(self, arch_int: int) -> str:
         """The NVRTC target for a device of compute capability `arch_int` (x10)."""
         return f"sm_{arch_int}a" if self.arch_specific else f"sm_{arch_int}"

@@ -101,7 +101,7 @@ def loaded(k: registry.Kernel, ordinal: int) -> Loaded:
     p = CACHE.loaded.get((k.name, ordinal))
     if p is None:
         info = launch.device_info(ordinal)
-        if info.arch_int < k.min_arch or (k.arch_specific and info.arch_int != k.min_arch):
+        if not k.runs_on(info.arch_int):
             need = f"sm_{k.min_arch}" + ("" if k.arch_specific else " or newer")
             raise CuteGemmError(f"kernel {k.name!r} needs {need}; "
                                 f"device {ordinal} ({info.name}) is {info.arch}")

@@ -365,7 +365,7 @@ def _compile_all(names, info, record: dict) -> dict[str, tuple[float | None, str
     compiled: dict[str, tuple[float | None, str, str]] = {}
     for name in names:
         k = registry.get(name)
-        if k.min_arch > info.arch_int or (k.arch_specific and k.min_arch != info.arch_int):
+        if not k.runs_on(info.arch_int):
             compiled[name] = (None, "", f"needs sm_{k.min_arch}, device is {info.arch}")
             continue
         try:
