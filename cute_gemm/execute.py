@@ -31,22 +31,33 @@ def _pieces(extent: int, step: int):
     return [(i, min(step, extent - i)) for i in range(0, extent, step)]
 
 
-def _scale2d(ordinal: int, stream: int, s: float, src: Operand | None, dst: Operand) -> None:
-    """dst = s * src (src None or s == 0: zeros), both of dst's element type."""
+def _padded(op: Operand) -> tuple[int, int]:
+    """The extents of `op` with its contiguous mode stretched to its leading dimension."""
+    (m, n), (s0, s1) = op.shape, op.strides
+    return (m, max(n, s0)) if s1 == 1 and m > 0 else (max(m, s1), n) if s0 == 1 else (m, n)
+
+
+def _scale2d(ordinal: int, stream: int, s: float, src: Operand | None, dst: Operand,
+             pad: bool = False) -> None:
+    """dst = s * src (src None or s == 0: zeros), both of dst's element type. pad: also zero
+    dst's pad, between its contiguous extent and its leading dimension."""
     m, n = dst.shape
     if m * n == 0:
         return
+    wm, wn = _padded(dst) if pad else (m, n)
     f = _util_fn(ordinal, dst.dtype)
-    mc, nc, _ = UTIL.launch_extents(m, n, 1)
-    for i0, r in _pieces(m, mc):
-        for j0, c in _pieces(n, nc):
+    mc, nc, _ = UTIL.launch_extents(wm, wn, 1)
+    for i0, r in _pieces(wm, mc):
+        for j0, c in _pieces(wn, nc):
             launch.launch(f, UTIL.grid(r, c, 1), UTIL.block, 0, stream,
-                          _pack_scale(r, c, s, _sub(src, i0, j0, r, c), _sub(dst, i0, j0, r, c)))
+                          _pack_scale(r, c, max(0, min(r, m - i0)), max(0, min(c, n - j0)), s,
+                                      _sub(src, i0, j0, r, c), _sub(dst, i0, j0, r, c)))
 
 
 class _ScaleArgs(ctypes.Structure):
     """kernels/util/scale2d.cu's parameters, in order."""
-    _fields_ = [("M", ctypes.c_int), ("N", ctypes.c_int), ("s", ctypes.c_float),
+    _fields_ = [("M", ctypes.c_int), ("N", ctypes.c_int), ("MS", ctypes.c_int),
+                ("NS", ctypes.c_int), ("s", ctypes.c_float),
                 ("src", ctypes.c_void_p), ("ss0", ctypes.c_longlong), ("ss1", ctypes.c_longlong),
                 ("dst", ctypes.c_void_p), ("ds0", ctypes.c_longlong), ("ds1", ctypes.c_longlong)]
 
@@ -54,8 +65,8 @@ class _ScaleArgs(ctypes.Structure):
 _SCALE_OFFSETS = tuple(getattr(_ScaleArgs, f).offset for f, _ in _ScaleArgs._fields_)
 
 
-def _pack_scale(m, n, s, src, dst):
-    a = _ScaleArgs(m, n, s, src.ptr if src else None, *(src.strides if src else (0, 0)),
+def _pack_scale(m, n, ms, ns, s, src, dst):
+    a = _ScaleArgs(m, n, ms, ns, s, src.ptr if src else None, *(src.strides if src else (0, 0)),
                    dst.ptr, *dst.strides)
     base = ctypes.addressof(a)
     ptrs = (ctypes.c_void_p * len(_SCALE_OFFSETS))(*[base + o for o in _SCALE_OFFSETS])
@@ -67,8 +78,9 @@ def _temp(shape, dtype: str, ordinal: int, stream: int, owned: list,
     """A scratch matrix in stream order (freed by _release on the same stream), row-major
     unless `strides` say otherwise."""
     strides = strides or (shape[1], 1)
-    span = 1 + sum((x - 1) * st for x, st in zip(shape, strides) if x > 0)
     op = Operand("tmp", None, True, 0, tuple(shape), strides, dtype)
+    # the last row's pad too: _scale2d(pad=True) writes it
+    span = 1 + sum((x - 1) * st for x, st in zip(_padded(op), strides) if x > 0)
     op.ptr = launch.alloc_async(op.itemsize * max(span, 1), ordinal, stream)
     owned.append(op.ptr)
     return op
@@ -141,11 +153,11 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     try:
         if "a" in copies:
             A2 = _copy_for(variant, "a", A, ordinal, stream, owned)
-            _scale2d(ordinal, stream, 1.0, A, A2)
+            _scale2d(ordinal, stream, 1.0, A, A2, pad=True)
             A = A2
         if "b" in copies:
             B2 = _copy_for(variant, "b", B, ordinal, stream, owned)
-            _scale2d(ordinal, stream, 1.0, B, B2)
+            _scale2d(ordinal, stream, 1.0, B, B2, pad=True)
             B = B2
         W = _copy_for(variant, "c", T, ordinal, stream, owned) if "c" in copies else T
         if C is not None and not C.same_view(W):

@@ -257,12 +257,13 @@ def _pipe(name: str, cfg: PipelinedConfig) -> Kernel:
 
 def _mma_sm80(name: str, bm: int, bn: int, bk: int, stages: int, warps: tuple[int, int] = (2, 2)) -> Kernel:
     # 16-byte vectors of A and B (cp.async, ldmatrix): align 8 (16-bit) / 4 (tf32) on A and B;
-    # residues at element granularity (cp.async src-size), so no extent_align; C any strides
+    # residues at element granularity (cp.async src-size), so no extent_align, but a vector at
+    # a row end is fetched whole (whole_vectors); C any strides
     def entry(prec: str, a: str, b: str, out: str) -> Variant:
         suffix = "" if out == "float32" else f"_o{prec}"
         return Variant(f"cute_mma_sm80_{prec}_a{a}_b{b}{suffix}", a_major=a, b_major=b,
                        c_major="any", align=4 if prec == "tf32" else 8, align_roles="ab",
-                       precision=prec, out_dtype=out)
+                       whole_vectors=True, precision=prec, out_dtype=out)
     sixteen = tuple(entry(p, a, b, out) for p, own in (("bf16", "bfloat16"), ("fp16", "float16"))
                     for out in ("float32", own) for a, b in _MAJORS)
     # 128 bytes of k per smem row: bk 16-bit elements, bk/2 for tf32; STAGES stages of A and B

@@ -71,6 +71,10 @@ class Variant:
     extent_align: int = 1  # those operands' contiguous extent (K for k-major A, M for m-major A,
                            # N or K for B, N or M for C) is a multiple of this: a 128-bit vector
                            # must never straddle the end of a row/column (it would read past it)
+    whole_vectors: bool = False  # the entry fetches the vector that straddles a row end whole
+                           # (cp.async with a src-size zero-fills smem past the end, but the
+                           # sanitizer counts all 16 bytes read): such an operand is taken only
+                           # as run()'s copy, whose pad is zeroed and inside its allocation
     stream_k: str = ""     # entry point of the same operands as a persistent stream-K launch
                            # (signature + float* ws, int tile0; include/cute_gemm/streamk.cuh),
                            # named NAME_sk after its data-parallel sibling NAME, or ""
@@ -98,13 +102,25 @@ class Variant:
         """The alignment (elements) this entry point needs of operand `role` ("a", "b", "c")."""
         return self.align if role in self.align_roles else 1
 
+    def _contiguous_extent(self, role: str, m: int, n: int, k: int) -> int | None:
+        """The extent along the unit-stride mode this entry wants of `role` (None: any)."""
+        major = self.a_major if role == "a" else self.b_major if role == "b" else self.c_major
+        return {"m": m, "n": n, "k": k}.get(major)
+
     def fits_extents(self, m: int, n: int, k: int) -> bool:
         """True if every vector operand's contiguous extent is a multiple of extent_align."""
         if self.extent_align == 1:
             return True
-        ext = {"a": {"k": k, "m": m}.get(self.a_major), "b": {"n": n, "k": k}.get(self.b_major),
-               "c": {"n": n, "m": m}.get(self.c_major)}
-        return all(ext[r] is None or ext[r] % self.extent_align == 0 for r in self.align_roles)
+        return all((e := self._contiguous_extent(r, m, n, k)) is None or e % self.extent_align == 0
+                   for r in self.align_roles)
+
+    def straddles(self, role: str, m: int, n: int, k: int) -> bool:
+        """True if this entry would fetch a whole vector past the end of operand `role`'s
+        rows (whole_vectors, and its contiguous extent not a multiple of the vector)."""
+        if not self.whole_vectors or role not in self.align_roles:
+            return False
+        e = self._contiguous_extent(role, m, n, k)
+        return e is not None and e % self.align != 0
 
     def takes(self, role: str, major: str | None, align: int) -> bool:
         """The one acceptance rule: this entry point takes operand `role` ("a", "b", "c")

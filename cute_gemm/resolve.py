@@ -190,7 +190,7 @@ def choose(k: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
             continue
         copies, feasible = [], True
         for r, op in ops.items():
-            if v.takes(r, *fits[r]):
+            if v.takes(r, *fits[r]) and not v.straddles(r, m, n, kk):
                 continue
             want, st = copy_target(v, r, op.shape)
             ld = st[0] if st[1] == 1 else st[1]

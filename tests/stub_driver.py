@@ -74,9 +74,10 @@ def install(monkeypatch):
             return (0,)
 
         def cuLaunchKernel(self, h, gx, gy, gz, bx, by, bz, smem, stream, addr, extra):
-            n = len(execute._SCALE_OFFSETS) if h == "scale2d" else len(launch._OFFSETS_WS)
+            util = h.startswith("scale2d")      # one per element type: scale2d, scale2d_f16, ...
+            n = len(execute._SCALE_OFFSETS) if util else len(launch._OFFSETS_WS)
             ptrs = (ctypes.c_void_p * n).from_address(addr)
-            size = ctypes.sizeof(execute._ScaleArgs if h == "scale2d" else launch._GemmArgs)
+            size = ctypes.sizeof(execute._ScaleArgs if util else launch._GemmArgs)
             events.append(("launch", h, (gx, gy, gz), stream, ctypes.string_at(ptrs[0], size)))
             return (0,)
 
@@ -119,4 +120,4 @@ def launches(events, kind=None):
     """The recorded launches: all, or only the GEMM kernels' (kind "gemm") or only the
     scale/copy utility's (kind "scale2d")."""
     return [e for e in events if e[0] == "launch"
-            and (kind is None or (e[1] == "scale2d") == (kind == "scale2d"))]
+            and (kind is None or e[1].startswith("scale2d") == (kind == "scale2d"))]

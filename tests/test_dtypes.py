@@ -109,6 +109,28 @@ def test_a_copy_goes_into_the_major_the_entry_point_wants_padded_and_aligned():
     assert resolve.choose(TC, ops, "tf32", "float32") == (TC.variants[0], [])
 
 
+def test_a_vector_straddling_a_row_end_is_read_from_a_zero_padded_copy():
+    """cute_mma_sm80 fetches the 16-byte vector at a row end whole (whole_vectors): an
+    operand whose contiguous extent is not a multiple of 8 halves is copied even where its
+    leading dimension is aligned, into rows padded to 16 (the pad zeroed by the copy and
+    inside its allocation); one whose extent divides is taken as it is."""
+    k = registry.get("cute_mma_sm80")
+    half = dict(typestr="<f2")
+    ops = {"a": parse("a", FakeCAI((37, 13), strides=(32, 2), **half)),     # ld 16, K = 13
+           "b": parse("b", FakeCAI((13, 24), strides=(48, 2), **half)),
+           "c": parse("c", FakeCAI((37, 24)))}
+    v, copies = resolve.choose(k, ops, "fp16", "float32")
+    assert (v.a_major, v.b_major, copies) == ("k", "n", ["a"])
+    assert resolve.copy_target(v, "a", (37, 13)) == ("k", (16, 1))
+    ops["a"] = parse("a", FakeCAI((37, 16), strides=(32, 2), **half))
+    ops["b"] = parse("b", FakeCAI((16, 24), strides=(48, 2), **half))
+    assert resolve.choose(k, ops, "fp16", "float32")[1] == []
+    row = parse("a", FakeCAI((1, 5), strides=(10, 2), **half))          # one row: ld unused
+    ops = {"a": row, "b": parse("b", FakeCAI((5, 8), strides=(16, 2), **half)),
+           "c": parse("c", FakeCAI((1, 8)))}
+    assert resolve.choose(k, ops, "fp16", "float32")[1] == ["a"]
+
+
 def test_each_precision_and_result_type_has_its_own_entry_points():
     ops = {"a": parse("a", FakeCAI((64, 64), typestr="<f2")),
            "b": parse("b", FakeCAI((64, 64), typestr="<f2")),

@@ -181,6 +181,23 @@ def test_hot_path_rechecks_overlap(monkeypatch):
     assert [e for e in events if e[0] == "alloc"]
 
 
+def test_the_padded_copy_zeroes_its_pad_and_allocates_it(monkeypatch):
+    """A copy into rows padded for an entry that fetches whole vectors at a row end
+    (test_dtypes: which operands are copied) writes its pad too, inside its allocation."""
+    events = stub_driver.install(monkeypatch)
+    a = Dev((37, 13), 0x10000, strides=(32, 2), typestr="<f2")
+    b = Dev((13, 24), 0x20000, strides=(48, 2), typestr="<f2")
+    out = Dev((37, 24), 0x30000)
+    api.run("cute_mma_sm80", a, b, out=out)
+    (alloc,) = [e for e in events if e[0] == "alloc"]
+    assert alloc[2] >= 37 * 16 * 2
+    (cp,) = [scale_args(e[4]) for e in stub_driver.launches(events, "scale2d")]
+    assert (cp.M, cp.N, cp.MS, cp.NS) == (37, 16, 37, 13)        # writes the pad, reads 13
+    assert (cp.src, cp.dst, cp.ds0, cp.ds1) == (0x10000, alloc[1], 16, 1)
+    (g,) = [gemm_args(e[4]) for e in stub_driver.launches(events, "gemm")]
+    assert (g.A, g.B, g.K) == (alloc[1], 0x20000, 13)
+
+
 # ---- alpha == 0 and K == 0: A and B are not read (row 11) ----------------------------------
 def test_alpha_zero_reads_neither_a_nor_b_on_the_host():
     rng = np.random.default_rng()

@@ -1,5 +1,7 @@
 // Utility (not a GEMM stage): dst = s * src over an (M,N) matrix with any strides, for
-// float32, float16 and bfloat16 (the product in float32, rounded to nearest even).
+// float32, float16 and bfloat16 (the product in float32, rounded to nearest even). src is
+// (MS,NS) <= (M,N): dst's elements outside it are zeroed (the pad of a relayout copy, which
+// an entry fetching whole vectors at a row end reads).
 //
 // The wrapper uses it to move device operands a kernel cannot take as they are into a
 // layout it can (and back), and for K = 0, where C = beta * C needs no GEMM at all.
@@ -21,7 +23,7 @@ template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(flo
 constexpr int TILE = 32, ROWS = 8;
 
 template <class T>
-__device__ void scale2d_body(int M, int N, float s, const T* __restrict__ src, long long ss0,
+__device__ void scale2d_body(int M, int N, int MS, int NS, float s, const T* __restrict__ src, long long ss0,
                              long long ss1, T* __restrict__ dst, long long ds0, long long ds1) {
   __shared__ float tile[TILE][TILE + 1];          // +1: the transposed walk hits 32 banks
   const int m0 = blockIdx.x * TILE, n0 = blockIdx.y * TILE;
@@ -32,21 +34,21 @@ __device__ void scale2d_body(int M, int N, float s, const T* __restrict__ src, l
   for (int j = ty; j < TILE; j += ROWS) {
     int i = src_m ? tx : j, k = src_m ? j : tx;   // (i, k): (row, col) within the tile
     int m = m0 + i, n = n0 + k;
-    if (read && m < M && n < N) tile[i][k] = s * to_f32(src[m * ss0 + n * ss1]);
+    tile[i][k] = read && m < MS && n < NS ? s * to_f32(src[m * ss0 + n * ss1]) : 0.0f;
   }
   __syncthreads();
   for (int j = ty; j < TILE; j += ROWS) {
     int i = dst_m ? tx : j, k = dst_m ? j : tx;
     int m = m0 + i, n = n0 + k;
-    if (m < M && n < N) dst[m * ds0 + n * ds1] = from_f32<T>(read ? tile[i][k] : 0.0f);
+    if (m < M && n < N) dst[m * ds0 + n * ds1] = from_f32<T>(tile[i][k]);
   }
 }
 
 #define CG_SCALE2D(NAME, T)                                                                 \
   extern "C" __global__ void __launch_bounds__(TILE * ROWS)                                 \
-  NAME(int M, int N, float s, const T* __restrict__ src, long long ss0, long long ss1,      \
-       T* __restrict__ dst, long long ds0, long long ds1) {                                 \
-    scale2d_body<T>(M, N, s, src, ss0, ss1, dst, ds0, ds1);                                 \
+  NAME(int M, int N, int MS, int NS, float s, const T* __restrict__ src, long long ss0,    \
+       long long ss1, T* __restrict__ dst, long long ds0, long long ds1) {                  \
+    scale2d_body<T>(M, N, MS, NS, s, src, ss0, ss1, dst, ds0, ds1);                         \
   }
 CG_SCALE2D(scale2d, float)
 CG_SCALE2D(scale2d_f16, __half)
