@@ -31,6 +31,8 @@ from cute_gemm import paths, registry
 from cute_gemm.layouts import analysis, cppcheck
 from cute_gemm.layouts.algebra import Dyn, Layout, TiledCopy, CopyAtom
 
+import matrix
+
 # the GMMA kernels (sm_90a: cute_wgmma, cute_wgmma_ws) have no layout recipes yet
 CUTE = tuple(k for k in registry.kernels("cute") if not k.arch_specific)
 
@@ -249,20 +251,18 @@ def test_cli_text(capsys):
 # ---- against the kernels, compiled with nvcc ----------------------------------------------------
 
 def _checked_kernels():
-    """Kernels whose layouts go through nvcc. CUTE_GEMM_LAYOUT_CHECK=all: every CuTe kernel.
-    Default: one per (source, thread count, square tile or not), because each is a separate
-    ~10-35 CPU-s host compile of the kernel source (cached by content: only the first
-    run pays). A source's recipe is the same code for every configuration; the set covers
-    each code path, and BLK_M != BLK_N."""
-    if os.environ.get("CUTE_GEMM_LAYOUT_CHECK") == "all":
+    """Kernels whose layouts go through nvcc. CUTE_GEMM_TEST_FULL=1: every CuTe kernel.
+    Default: one per source, because each is a separate ~10-35 CPU-s host compile of the
+    kernel source (cached by content: only the first run pays). A source's recipe is the
+    same code for every configuration; the one taken has BLK_M != BLK_N where a
+    configuration does (a slip between M and N shows only there)."""
+    if matrix.FULL:
         return list(CUTE)
-    seen, out = set(), []
+    pick: dict = {}
     for k in CUTE:
-        key = (k.source, k.threads, k.tile[0] == k.tile[1])
-        if key not in seen:
-            seen.add(key)
-            out.append(k)
-    return out
+        if k.source not in pick or (k.tile[0] != k.tile[1] and pick[k.source].tile[0] == pick[k.source].tile[1]):
+            pick[k.source] = k
+    return [k for k in CUTE if pick[k.source] is k]
 
 
 @pytest.fixture(scope="module")
@@ -283,7 +283,7 @@ def cute_output(recipes):
 def test_dump_is_what_the_compiled_kernel_uses(cute_output, kernel):
     got, exp = cute_output
     if kernel not in _checked_kernels():
-        pytest.skip("not in the representative nvcc set (CUTE_GEMM_LAYOUT_CHECK=all checks it)")
+        pytest.skip(f"one nvcc program per kernel source by default: {matrix.WHY}")
     names = [n for n in exp if n.startswith(kernel.name + "/")]
     assert names and [n for n in got if n.startswith(kernel.name + "/")] == names
     bad = []
