@@ -7,6 +7,8 @@ stub driver. GPU tests (marked gpu): a tiny real bench and the overhead measurem
 """
 from __future__ import annotations
 
+import dataclasses
+
 import ctypes
 import json
 import math
@@ -332,6 +334,26 @@ def test_readme_markdown_lists_every_shape_side_by_side():
     assert "| `cute_smem` | 25.0 (0.50×) | 25.0 (0.50×) | 25.0 (0.50×) |" in md
     assert "| `v2_tiled` | 10.0 (0.20×) | 10.0 (0.20×) | FAIL |" in md
     assert "| cuBLAS fp32 | 50.0 | 50.0 | 50.0 |" in md
+
+
+def test_tensor_core_rows_have_their_own_table_against_cublas_at_their_precision():
+    """bf16 rows are judged against cuBLAS bf16 of the same shape and layout (never the
+    fp32 peer), stay out of the SGEMM ladder, and get a short table of ranges over layouts."""
+    r = synthetic()
+    for lay, tf in (("nn", 600.0), ("tt", 660.0)):
+        for s in (4096,):
+            for kernel, t in ((CUBLAS, 750.0), ("cute_wgmma_ws", tf)):
+                row = _row(kernel, "cute" if kernel != CUBLAS else "reference", s, t, layout=lay)
+                r.rows.append(dataclasses.replace(row, precision="bf16"))
+    fill_ratios(r.rows, {"fp32": PEAK, "bf16": 989.4})
+    assert r.cublas_row(4096, 4096, 4096, "nn", "bf16").tflops == pytest.approx(750.0)
+    assert r.cublas_row(4096, 4096, 4096, "nn").tflops == pytest.approx(50.0)
+    md = readme_markdown(r)
+    ladder = md.split("#### Tensor cores")[0]
+    assert "cute_wgmma_ws" not in ladder.split("All shapes")[0]
+    assert "| `cute_wgmma_ws` | bf16 | 600–660 | 0.80–0.88× | 67 % |" in md
+    assert "| cuBLAS | bf16 | 750 | 1 | 76 % |" in md
+    assert "| `cute_wgmma_ws` bf16 |" in md and "| cuBLAS bf16 |" in md
 
 
 def test_readme_script_updates_between_markers(tmp_path):

@@ -51,7 +51,7 @@ def ladder_chart(result: BenchResult, path, *, size: int | None = None, layout: 
     if size is None:
         raise ValueError("no timed square size to draw a ladder for")
     rows = [r for r in result.rows if r.shape == (size, size, size) and r.layout == layout
-            and r.kernel != CUBLAS]
+            and r.kernel != CUBLAS and r.precision == "fp32"]
     cub = result.cublas_row(size, size, size, layout)
     cub_t = cub.tflops if cub is not None and cub.timed else None
     peak = _peak(result)
@@ -111,10 +111,11 @@ def ladder_chart(result: BenchResult, path, *, size: int | None = None, layout: 
 
 
 def tflops_vs_size(result: BenchResult, path, *, layout: str = "nn") -> Path:
-    squares = sorted({r.m for r in result.rows if r.m == r.n == r.k and r.layout == layout})
+    fp32 = [r for r in result.rows if r.precision == "fp32"]     # an SGEMM chart
+    squares = sorted({r.m for r in fp32 if r.m == r.n == r.k and r.layout == layout})
     if not squares:
         raise ValueError(f"no square sizes with layout {layout} to plot")
-    names = list(dict.fromkeys(r.kernel for r in result.rows if r.kernel != CUBLAS))
+    names = list(dict.fromkeys(r.kernel for r in fp32 if r.kernel != CUBLAS))
     ncol = 1 if len(names) <= 16 else 2
     fig = _figure(10.0 + 2.2 * ncol, max(5.8, 0.2 * len(names) / ncol + 2.0))
     ax = fig.add_subplot(1, 1, 1)
@@ -126,14 +127,14 @@ def tflops_vs_size(result: BenchResult, path, *, layout: str = "nn") -> Path:
     markers = "osD^vP*Xh<>p"
     fam = {r.kernel: r.family for r in result.rows}
     for i, name in enumerate(names):
-        pts = sorted((r.m, r.tflops) for r in result.rows
+        pts = sorted((r.m, r.tflops) for r in fp32
                      if r.kernel == name and r.m == r.n == r.k and r.layout == layout and r.timed)
         if not pts:
             continue
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=markers[i % len(markers)],
                 color=colors[i % len(colors)], linewidth=1.4, markersize=4.5, label=name,
                 linestyle="-" if fam.get(name) != "cute" else "-.")
-    cpts = sorted((r.m, r.tflops) for r in result.rows
+    cpts = sorted((r.m, r.tflops) for r in fp32
                   if r.kernel == CUBLAS and r.m == r.n == r.k and r.layout == layout and r.timed)
     if cpts:
         lib = result.meta.get("cublas", {}).get("library") or ""
@@ -173,6 +174,6 @@ def write_all(result: BenchResult, out_dir, *, ladder_size: int | None = None) -
         out.append(ladder_chart(result, d / f"ladder_{size}.png", size=size, layout="nn"))
     for lay in dict.fromkeys(r.layout for r in result.rows):
         if sum(1 for s in {r.m for r in result.rows if r.layout == lay and r.m == r.n == r.k
-                             and r.timed}) >= 2:
+                             and r.timed and r.precision == "fp32"}) >= 2:
             out.append(tflops_vs_size(result, d / f"tflops_vs_size_{lay}.png", layout=lay))
     return out

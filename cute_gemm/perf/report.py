@@ -110,7 +110,8 @@ def readme_markdown(result: BenchResult, *, size: int | None = None, layout: str
     out.append("| kernel | family | TFLOP/s | vs cuBLAS fp32 | % of FP32 peak | median ms (IQR) | check |")
     out.append("|---|---|---:|---:|---:|---:|---|")
     for r in result.rows:
-        if r.shape != (size, size, size) or r.layout != layout or r.kernel == CUBLAS:
+        if (r.shape != (size, size, size) or r.layout != layout or r.kernel == CUBLAS
+                or r.precision != "fp32"):
             continue
         if r.timed:
             vs = f"{100 * r.vs_cublas:.1f} %" if r.vs_cublas is not None else "n/a"
@@ -127,6 +128,7 @@ def readme_markdown(result: BenchResult, *, size: int | None = None, layout: str
     if details is not None:
         if plot:
             out += [f"![TFLOP/s per kernel at {size}³ on {dev.get('name', '?')}]({plot})", ""]
+        out.extend(_tensor_core_markdown(result))
         out.append(f"{_provenance(md, source)} Every shape and layout of this run, the host overhead "
                    f"per call and the method: [{details}]({details}).")
         return "\n".join(out) + "\n"
@@ -158,29 +160,73 @@ def _provenance(md: dict, source: str) -> str:
             + f". Generated from {source if source.startswith('`') else '`' + source + '`'}.")
 
 
+def _range(xs, fmt: str) -> str:
+    lo, hi = min(xs), max(xs)
+    return format(lo, fmt) if format(lo, fmt) == format(hi, fmt) else f"{lo:{fmt}}–{hi:{fmt}}"
+
+
+def _tensor_core_markdown(result: BenchResult) -> list[str]:
+    """The tensor-core rows (precision other than fp32) in short: per kernel and precision,
+    TFLOP/s and the ratio to cuBLAS at the same precision over the layouts of each square
+    size, and the best fraction of that precision's dense peak. Empty without such rows."""
+    rows = [r for r in result.rows if r.precision != "fp32" and r.m == r.n == r.k]
+    sizes = sorted({r.m for r in rows if r.timed})
+    if not sizes:
+        return []
+    labels = list(dict.fromkeys((r.kernel, r.precision) for r in rows if r.kernel != CUBLAS))
+    labels += list(dict.fromkeys((r.kernel, r.precision) for r in rows if r.kernel == CUBLAS))
+    lays = sorted({r.layout for r in rows}, key=list(LAYOUT_TEXT).index)
+    head = ["kernel", "precision"] + [x for sz in sizes for x in (f"{sz}³ TFLOP/s", "× cuBLAS")] \
+        + ["best % of dense peak"]
+    out = [f"#### Tensor cores: {', '.join(f'{s}³' for s in sizes)}, A and B in "
+           f"{len(lays)} layout{'s' if len(lays) > 1 else ''} ({', '.join(lays)}), ranges over them; "
+           f"cuBLAS at the same precision in the same run", "",
+           "| " + " | ".join(head) + " |", "|---|---" + "|---:" * (len(head) - 2) + "|"]
+    for kernel, prec in labels:
+        mine = [r for r in rows if (r.kernel, r.precision) == (kernel, prec)]
+        cells = [f"`{kernel}`" if kernel != CUBLAS else "cuBLAS", prec]
+        for sz in sizes:
+            t = [r for r in mine if r.m == sz and r.timed]
+            cells.append(_range([r.tflops for r in t], ".0f") if t else "—")
+            ratio = [r.vs_cublas for r in t if r.vs_cublas is not None]
+            cells.append("1" if kernel == CUBLAS else _range(ratio, ".2f") + "×" if ratio else "—")
+        peak = [r.frac_peak for r in mine if r.timed and r.frac_peak is not None]
+        cells.append(f"{100 * max(peak):.0f} %" if peak else "—")
+        bad = [r for r in mine if r.status not in ("pass", "skip")]
+        if bad:
+            cells[0] += f" (**{bad[0].status}** {bad[0].layout} {bad[0].m}³)"
+        out.append("| " + " | ".join(cells) + " |")
+    out.append("")
+    return out
+
+
 def _all_shapes_markdown(result: BenchResult) -> list[str]:
     """Every (shape, layout) of the run side by side: TFLOP/s and the ratio to cuBLAS
-    measured on the same shape and layout. Empty when the run has a single column."""
+    measured on the same shape and layout at the same precision. Empty when the run has a
+    single column."""
     cols = []
     for r in result.rows:
         c = (r.shape, r.layout)
         if c not in cols:
             cols.append(c)
     if len(cols) < 2:
-        return []
+        return _tensor_core_markdown(result)
     names = []
     for r in result.rows:
-        if r.kernel not in names:
-            names.append(r.kernel)
-    names = [n for n in names if n != CUBLAS] + [CUBLAS]
-    cell = {(r.kernel, r.shape, r.layout): r for r in result.rows}
+        if (r.kernel, r.precision) not in names:
+            names.append((r.kernel, r.precision))
+    names = [n for n in names if n[0] != CUBLAS] + [n for n in names if n[0] == CUBLAS]
+    cell = {(r.kernel, r.precision, r.shape, r.layout): r for r in result.rows}
     head = ["kernel"] + [f"{'×'.join(map(str, sh))} {LAYOUT_TEXT.get(lay, lay)}" for sh, lay in cols]
-    out = ["All shapes and layouts of this run (TFLOP/s, and × cuBLAS fp32 on the same shape and layout):",
-           "", "| " + " | ".join(head) + " |", "|---" + "|---:" * len(cols) + "|"]
-    for n in names:
-        row = [f"`{n}`" if n != CUBLAS else "cuBLAS fp32"]
+    out = _tensor_core_markdown(result)
+    out += ["All shapes and layouts of this run (TFLOP/s, and × cuBLAS at the same precision on the "
+            "same shape and layout):",
+            "", "| " + " | ".join(head) + " |", "|---" + "|---:" * len(cols) + "|"]
+    for n, prec in names:
+        tag = "" if prec == "fp32" else f" {prec}"
+        row = [f"`{n}`{tag}" if n != CUBLAS else f"cuBLAS {prec}"]
         for sh, lay in cols:
-            r = cell.get((n, sh, lay))
+            r = cell.get((n, prec, sh, lay))
             if r is None:
                 row.append("")
             elif r.timed:

@@ -86,9 +86,10 @@ class BenchResult:
         rows = [Row(**{k: v for k, v in r.items() if k in known}) for r in d.get("rows", [])]
         return cls(dict(d.get("meta", {})), rows, d.get("overhead"))
 
-    def cublas_row(self, m, n, k, layout) -> Row | None:
+    def cublas_row(self, m, n, k, layout, precision: str = "fp32") -> Row | None:
         for r in self.rows:
-            if r.kernel == CUBLAS and r.shape == (m, n, k) and r.layout == layout:
+            if (r.kernel == CUBLAS and r.shape == (m, n, k) and r.layout == layout
+                    and r.precision == precision):
                 return r
         return None
 
@@ -97,7 +98,7 @@ def pick_ladder_size(result: BenchResult, prefer: int | None = None, layout: str
     """The square size the ladder chart and README table show: `prefer` if benchmarked,
     else 4096, else the largest square with timed rows."""
     squares = sorted({r.m for r in result.rows if r.m == r.n == r.k and r.layout == layout
-                      and r.timed})
+                      and r.timed and r.precision == "fp32"})
     if not squares:
         return None
     for want in (prefer, 4096):
