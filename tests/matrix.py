@@ -1,9 +1,9 @@
 """How much of the compile matrix the CPU tests cover.
 
 Default: each kernel compiled for its newest target (sm_90, or sm_90a for the arch-specific
-ones: what an H100 or H200 runs), and one nvcc layout check per CuTe kernel source, so a
-cold run stays under 3 minutes on 2 CPUs. CUTE_GEMM_TEST_FULL=1 (.ci/run sets it): every
-target of every kernel (sm_80 too) and every CuTe kernel's layouts through nvcc.
+ones: what an H100 or H200 runs), so a cold run stays under 3 minutes on 2 CPUs.
+CUTE_GEMM_TEST_FULL=1 (.ci/run sets it): every target of every kernel (sm_80 too), and every
+CuTe kernel's layouts printed by the kernel source compiled with nvcc (test_layouts).
 """
 from __future__ import annotations
 

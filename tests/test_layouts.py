@@ -7,7 +7,8 @@ Two kinds of test:
     partition and bank-conflict analyses (partitions cover their tile, TV layouts land in
     theirs, the k-quad stages take a warp's transposed stores without bank conflicts);
     the print formats on top of pycute.
-  * nvcc (skipped without nvcc or the CuTe headers): for each kernel, a generated program
+  * nvcc (with CUTE_GEMM_TEST_FULL=1, as CI runs it; skipped without nvcc or the CuTe
+    headers): for each kernel, a generated program
     holds the kernel's own source as NVRTC sees it (compile.read_source: after its Config
     where it has one), is compiled with the registry's -D defines, and prints
     with CuTe's `print` / `print_layout` every layout the recipe shows, every thread's
@@ -250,23 +251,10 @@ def test_cli_text(capsys):
 
 # ---- against the kernels, compiled with nvcc ----------------------------------------------------
 
-def _checked_kernels():
-    """Kernels whose layouts go through nvcc. CUTE_GEMM_TEST_FULL=1: every CuTe kernel.
-    Default: one per source, because each is a separate ~10-35 CPU-s host compile of the
-    kernel source (cached by content: only the first run pays). A source's recipe is the
-    same code for every configuration; the one taken has BLK_M != BLK_N where a
-    configuration does (a slip between M and N shows only there)."""
-    if matrix.FULL:
-        return list(CUTE)
-    pick: dict = {}
-    for k in CUTE:
-        if k.source not in pick or (k.tile[0] != k.tile[1] and pick[k.source].tile[0] == pick[k.source].tile[1]):
-            pick[k.source] = k
-    return [k for k in CUTE if pick[k.source] is k]
-
-
 @pytest.fixture(scope="module")
 def cute_output(recipes):
+    if not matrix.FULL:     # a separate 10-40 CPU-s host compile per kernel, and nvcc to have
+        pytest.skip(f"the nvcc layout check is part of the whole matrix: {matrix.WHY}")
     nvcc = cppcheck.find_nvcc()
     if nvcc is None:
         pytest.skip("nvcc not found (set CUTE_GEMM_NVCC or put nvcc on PATH): "
@@ -274,7 +262,7 @@ def cute_output(recipes):
     if cppcheck.cute_include_dir() is None:
         pytest.skip("CuTe headers (nvidia-cutlass wheel) not found")
     # the module's recipes: their partitions' owners are computed once, for the self-checks
-    recs = [recipes[k.name] for k in _checked_kernels()]
+    recs = [recipes[k.name] for k in CUTE]
     cache = os.path.join(tempfile.gettempdir(), f"cute_gemm_layout_check_{os.getuid()}")
     return L.split_dump(cppcheck.run(recs, cache, nvcc)), L.split_dump(L.expected_output(recs))
 
@@ -282,8 +270,6 @@ def cute_output(recipes):
 @pytest.mark.parametrize("kernel", CUTE, ids=lambda k: k.name)
 def test_dump_is_what_the_compiled_kernel_uses(cute_output, kernel):
     got, exp = cute_output
-    if kernel not in _checked_kernels():
-        pytest.skip(f"one nvcc program per kernel source by default: {matrix.WHY}")
     names = [n for n in exp if n.startswith(kernel.name + "/")]
     assert names and [n for n in got if n.startswith(kernel.name + "/")] == names
     bad = []
