@@ -3,6 +3,7 @@
 
     python scripts/readme_bench.py bench-out/bench.json                 # print markdown
     python scripts/readme_bench.py docs/bench/nn.json docs/bench/layouts.json \
+        --tensor-cores docs/bench/tensor_cores.json \
         --plot docs/ladder_4096.png --update README.md --details docs/bench/README.md
 
 --update replaces the text between `<!-- bench:begin -->` and `<!-- bench:end -->` in the
@@ -37,6 +38,8 @@ def main(argv=None) -> int:
     p.add_argument("--layout", default="nn")
     p.add_argument("--plot", help="path of the ladder PNG to reference (relative to the README)")
     p.add_argument("--update", metavar="README", help="rewrite this file between the bench markers")
+    p.add_argument("--tensor-cores", metavar="JSON", help="a bench JSON of the tensor-core kernels "
+                   "(--precision bf16,fp16,tf32): its own table, with its own date and versions")
     p.add_argument("--details", metavar="PAGE", help="with --update: write the whole record to this "
                    "markdown page and keep only the ladder table and plot in the section, linking it")
     args = p.parse_args(argv)
@@ -51,8 +54,12 @@ def main(argv=None) -> int:
         if more.meta.get("device", {}).get("name") != res.meta.get("device", {}).get("name"):
             raise SystemExit(f"{extra}: measured on another device; not merged")
         res.rows.extend(more.rows)
-    source = ", ".join(f"`{Path(j).parent.name}/{Path(j).name}`" for j in args.json)
-    md = readme_markdown(res, size=args.size, layout=args.layout, plot=args.plot, source=source)
+    def named(j):
+        return f"`{Path(j).parent.name}/{Path(j).name}`"
+    source = ", ".join(named(j) for j in args.json)
+    tc = (load_json(args.tensor_cores), named(args.tensor_cores)) if args.tensor_cores else None
+    md = readme_markdown(res, size=args.size, layout=args.layout, plot=args.plot, source=source,
+                         tensor_cores=tc)
     if not args.update:
         sys.stdout.write(md)
         return 0
@@ -63,11 +70,13 @@ def main(argv=None) -> int:
         def rel(target: str, start: Path) -> str:       # links are relative to the file holding them
             return Path(os.path.relpath(path.parent / target, start)).as_posix()
         full = readme_markdown(res, size=args.size, layout=args.layout, source=source,
-                               plot=rel(args.plot, page.parent) if args.plot else None)
+                               plot=rel(args.plot, page.parent) if args.plot else None,
+                               tensor_cores=tc)
         page.write_text(f"# Benchmark record\n\nThe latest `cute-gemm bench` record in full; the README "
                         f"shows its ladder table.\n\n{full}")
         md = readme_markdown(res, size=args.size, layout=args.layout, plot=args.plot, source=source,
-                             details=Path(os.path.relpath(page, path.parent)).as_posix())
+                             details=Path(os.path.relpath(page, path.parent)).as_posix(),
+                             tensor_cores=tc)
         print(f"wrote {page}")
     path.write_text(replace_section(path.read_text(), md))
     print(f"updated {path}")
