@@ -14,10 +14,10 @@ from .algebra import Dyn, Layout, View, cosize, fmt, get, local_partition, local
     make_layout, print_layout, product_each, rank, size, value
 from .model import PROBLEM, THREAD, Def, Item, Recipe, Section
 from .recipes import RECIPES, build, has_recipe
-from . import recipes_sm90  # noqa: F401  (registers the c5 / c6 recipes)
+from .recipes_sm90 import swizzle_atom      # importing it registers the c5 / c6 recipes
 from .text import describe, dump_text, expected_output, item_text, split_dump
 
 __all__ = ["Dyn", "Layout", "View", "cosize", "fmt", "get", "local_partition", "local_tile",
            "make_layout", "print_layout", "product_each", "rank", "size", "value", "PROBLEM",
            "THREAD", "Def", "Item", "Recipe", "Section", "RECIPES", "build", "has_recipe",
-           "describe", "dump_text", "expected_output", "item_text", "split_dump"]
+           "describe", "dump_text", "expected_output", "item_text", "split_dump", "swizzle_atom"]

@@ -77,7 +77,8 @@ def _gmma(b: Builder, consumers: int, parts: int, cpp) -> None:
                 adef = Def(f"{tile}::Atom{{}}", atom)
                 what = (f"8 rows ({ext_name}) x {row} bytes of k" if kmajor else
                         f"{row} bytes of {ext_name} x 8 columns of k")
-                sec = b.section(f"{op} {major}-major, {label} ({len(users)} entries): swizzled smem, "
+                n = len(users)
+                sec = b.section(f"{op} {major}-major, {label} ({n} entr{'y' if n == 1 else 'ies'}): swizzled smem, "
                                 f"TMA box {box}")
                 pre = f"{op}{major}{suffix}/"
                 s_leaf = f"s{op}{suffix}"
@@ -92,7 +93,7 @@ def _gmma(b: Builder, consumers: int, parts: int, cpp) -> None:
                              + ("" if kmajor else ", Step<_2,_1,_3>: k first") + "), stage 0", sdef),
                     b.boxes(f"{pre}tma_box", f"TMA boxes {box} of one stage of {s_leaf} "
                             f"(records.TmaBoxes, contiguous extent first)"
-                            + (f"; cluster of {parts}: each CTA loads {1 / parts:.2g} of them and "
+                            + (f"; cluster of {parts}: each CTA loads 1/{parts} of them and "
                                "multicasts" if parts > 1 and op == "B" else ""), sdef, box, kmajor),
                 ]
                 if nb == 2 and kmajor:

@@ -59,7 +59,9 @@ def _grid_labels(rows: int, cols: int, cell) -> str:
 
 def describe(it: Item) -> str:
     """One item for people: title, CuTe's text, and the thread/value maps."""
-    out = [f"== {it.title}\n", item_text(it).split("\n", 1)[1]]
+    # a computed map: the layout's text once, then the map (its offsets are the layout item's)
+    body = f"{fmt(it.layout)}\n" if it.kind in COMPUTED else item_text(it).split("\n", 1)[1]
+    out = [f"== {it.title}\n", body]
     if it.kind == "partition":
         rows, cols = it.tile
         vals = it.values_of(it.thread)
