@@ -148,7 +148,6 @@ def run(kernels: list[str] | None = None, fmt: str = "text", out: str | None = N
     from . import registry
     from .cli import shape_mnk
     from .errors import UnknownKernelError
-    # the GMMA kernels (sm_90a) have no layout recipes yet: not among the defaults
     cute = tuple(k for k in registry.kernels("cute") if L.has_recipe(k))
     try:
         chosen = [registry.get(n) for n in kernels] if kernels else list(cute)

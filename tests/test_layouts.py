@@ -30,12 +30,11 @@ from cute_gemm import layouts as L
 from cute_gemm import compile as cg_compile
 from cute_gemm import paths, registry
 from cute_gemm.layouts import analysis, cppcheck
-from cute_gemm.layouts.algebra import Dyn, Layout, TiledCopy, CopyAtom
+from cute_gemm.layouts.algebra import Dyn, Layout, TiledCopy, CopyAtom, Swizzled, tile_to_shape
 
 import matrix
 
-# the GMMA kernels (sm_90a: cute_wgmma, cute_wgmma_ws) have no layout recipes yet
-CUTE = tuple(k for k in registry.kernels("cute") if not k.arch_specific)
+CUTE = tuple(registry.kernels("cute"))
 
 
 @pytest.fixture(scope="module")
@@ -61,6 +60,11 @@ def test_missing_recipe_fails_loudly():
 
 def _twice_blk_m(k):
     """k compiled with BLK_M doubled: in its typed config, or its -D defines."""
+    if hasattr(k.config, "consumers"):   # WgmmaWsConfig: 64 rows per consumer warpgroup
+        c = k.config
+        return dataclasses.replace(k, config=dataclasses.replace(
+            c, blk_m=2 * c.blk_m, consumers=2 * c.consumers,
+            consumer_regs=(512 - c.producer_regs) // (2 * c.consumers) // 8 * 8))
     if k.config is not None:
         return dataclasses.replace(k, config=dataclasses.replace(k.config, blk_m=2 * k.config.blk_m))
     return dataclasses.replace(k, defines=tuple((n, v * 2 if n == "BLK_M" else v) for n, v in k.defines))
@@ -81,7 +85,8 @@ def _identifiers(cpp: str) -> set[str]:
     bare = cpp
     while (stripped := re.sub(r"<[^<>]*>", "", bare)) != bare:      # template arguments
         bare = stripped
-    return {re.match(r"[\w:]+", bare).group(0).rsplit("::", 1)[-1], *re.findall(r"cg::(\w+)", cpp)}
+    return {re.match(r"[\w:]+", bare).group(0).rsplit("::", 1)[-1],
+            *re.findall(r"cg::(?:\w+::)*(\w+)", cpp)}          # cg::sm90::OperandTile: OperandTile
 
 
 def _source_and_headers(kernel) -> tuple[str, str]:
@@ -155,9 +160,10 @@ def test_partitions_cover_their_tile(recipes):
             if it.exact:
                 assert counts == {1}, f"{it.name}: elements owned {counts} times"
             n = len(it.values_of(it.thread))
-            assert n * it.nthreads == rows * cols * counts.pop(), it.name
-            own = it.owners()
-            assert all(it.thread in own[r_ + c * rows] for (r_, c) in it.values_of(it.thread))
+            owners = len(range(0, it.nthreads, it.owner_step))   # wgmma SS: one per warpgroup
+            assert n * owners == rows * cols * counts.pop(), it.name
+            own, rep = it.owners(), it.thread - it.thread % it.owner_step
+            assert all(rep in own[r_ + c * rows] for (r_, c) in it.values_of(it.thread))
 
 
 def test_check_reports_a_broken_partition(recipes):
@@ -209,6 +215,65 @@ def test_padded_stages_take_4_byte_k_stores_without_bank_conflicts(recipes):
     assert analysis.bank_ways(tv.layout, unpadded, tv.tile[0]) == 8
 
 
+def test_swizzle_128b_atoms_spread_lines_and_columns_over_all_bank_groups(recipes):
+    # Swizzle<3,4,3> on bytes (c4: Swizzle<3,3,3> on 16-bit elements): chunk c of line r at
+    # c ^ (r % 8). Every atom the tensor-core kernels use: a 128-byte line's 8 chunks fill
+    # the 8 bank groups (TMA / cp.async writes), and one chunk of 8 lines does too (an
+    # ldmatrix phase, a wgmma core matrix): no conflicts. Unswizzled, a column walk hits
+    # one group 8 times.
+    checked = 0
+    for name in ("cute_mma_sm80", "cute_wgmma", "cute_wgmma_ws"):
+        for it in recipes[name].items():
+            if it.kind != "banks":
+                continue
+            kmajor = it.layout.shape[0] == 8
+            groups = analysis.chunk_groups(it.layout, it.elem_bytes, kmajor)
+            assert all(sorted(line) == list(range(8)) for line in groups), it.name
+            assert all(sorted(col) == list(range(8)) for col in zip(*groups)), it.name
+            banks = {b for row in it.table for b in row}
+            assert banks == set(range(32)), it.name
+            plain = analysis.chunk_groups(it.layout.layout, it.elem_bytes, kmajor)
+            assert max(col.count(col[0]) for col in zip(*plain)) == 8, it.name
+            checked += 1
+    assert checked == 2 + 6 + 6       # c4: k/mn; c5, c6: A/B, 16-bit k/mn, tf32 k
+
+
+@pytest.mark.parametrize("name", ["cute_wgmma", "cute_wgmma_ws"])
+def test_wgmma_accumulators_cover_the_tile_once(recipes, name):
+    # CLayout_64xN per warpgroup: the consumer threads hold every (m, n) of the CTA tile
+    # exactly once, BLK_M * BLK_N / threads values each
+    k = registry.get(name)
+    items = {it.name.rsplit("/", 1)[-1]: it for it in recipes[name].items()}
+    tv, part = items["mma_C_TV"], items["tCgC"]
+    cells = tv.tv_cells()
+    nthreads = L.product_each(tv.layout.shape)[0]
+    assert nthreads == part.nthreads == 128 * (k.config.consumers if k.config else 1)
+    assert all(len(v) == 1 for v in cells.values()) and len(cells) == tv.tile[0] * tv.tile[1]
+    assert {len(o) for o in part.owners()} == {1} and part.tile == k.tile[:2]
+    assert len(part.values_of(part.thread)) * nthreads == k.tile[0] * k.tile[1]
+
+
+@pytest.mark.parametrize("name", ["cute_wgmma", "cute_wgmma_ws"])
+def test_tma_boxes_fill_one_stage_exactly(recipes, name):
+    # records.TmaBoxes (the boxes the launcher encodes) against the GMMA stage layouts: each
+    # stage element comes from exactly one box and each box lands as one dense block;
+    # a box of the wrong order (mn-major slabs m first) or size fails
+    boxes = [it for it in recipes[name].items() if it.kind == "boxes"]
+    assert len(boxes) == 6
+    for it in boxes:
+        rows, cols = it.tile
+        assert all(v >= 0 for row in it.table for v in row), it.name
+        assert analysis.box_problems(it.name, it.layout, it.box[:2], it.box[2]) == []
+        b0, b1, kmajor = it.box
+        nbox = len({v for row in it.table for v in row})
+        assert nbox * b0 * b1 == rows * cols, it.name
+        assert analysis.box_problems(it.name, it.layout, (b0, b1 + 8), kmajor), it.name
+        if not kmajor:           # the atoms stacked along m first: a box would be strided
+            atom = Swizzled(it.layout.sw, Layout((b0, 8), (1, b0)), 0, it.layout.ptr_bits)
+            assert analysis.box_problems(it.name, tile_to_shape(atom, (rows, cols, 1)), (b0, b1),
+                                         kmajor), it.name
+
+
 # ---- what algebra.py adds to pycute -------------------------------------------------------------
 
 def test_print_formats():
@@ -251,6 +316,13 @@ def test_cli_text(capsys):
 
 # ---- against the kernels, compiled with nvcc ----------------------------------------------------
 
+# The GMMA kernels' recipes (recipes_sm90.py) have no nvcc program yet: their check program
+# would need GMMA's smem_ptr-flagged atoms made into swizzled smem tensors, and a CTA tiler
+# from their own names (c5 has no BLK_K define, c6's Config no blk_k). Their layouts are
+# checked in Python only (self-checks, bank maps, boxes, accumulator coverage above).
+NVCC_CHECKED = tuple(k for k in CUTE if not k.arch_specific)
+
+
 @pytest.fixture(scope="module")
 def cute_output(recipes):
     if not matrix.FULL:     # a separate 10-40 CPU-s host compile per kernel, and nvcc to have
@@ -262,13 +334,16 @@ def cute_output(recipes):
     if cppcheck.cute_include_dir() is None:
         pytest.skip("CuTe headers (nvidia-cutlass wheel) not found")
     # the module's recipes: their partitions' owners are computed once, for the self-checks
-    recs = [recipes[k.name] for k in CUTE]
+    recs = [recipes[k.name] for k in NVCC_CHECKED]
     cache = os.path.join(tempfile.gettempdir(), f"cute_gemm_layout_check_{os.getuid()}")
     return L.split_dump(cppcheck.run(recs, cache, nvcc)), L.split_dump(L.expected_output(recs))
 
 
 @pytest.mark.parametrize("kernel", CUTE, ids=lambda k: k.name)
 def test_dump_is_what_the_compiled_kernel_uses(cute_output, kernel):
+    if kernel not in NVCC_CHECKED:
+        pytest.skip("no nvcc layout program for the GMMA kernels yet (not even with "
+                    "CUTE_GEMM_TEST_FULL=1): checked in Python only, see NVCC_CHECKED")
     got, exp = cute_output
     names = [n for n in exp if n.startswith(kernel.name + "/")]
     assert names and [n for n in got if n.startswith(kernel.name + "/")] == names
@@ -284,7 +359,7 @@ def test_dump_is_what_the_compiled_kernel_uses(cute_output, kernel):
 
 # ---- pictures -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name", ["cute_smem", "cute_tiled"])
+@pytest.mark.parametrize("name", ["cute_smem", "cute_tiled", "cute_mma_sm80", "cute_wgmma_ws"])
 def test_svg_pictures_are_well_formed(recipes, name):
     import xml.etree.ElementTree as ET
     from cute_gemm.layouts import draw as D

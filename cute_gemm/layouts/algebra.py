@@ -9,7 +9,10 @@ logical product, right_inverse, crd2idx, slicing. This module adds only what it 
 * CuTe's print formats: `print(layout)` (`fmt`) and the `print_layout` grid.
 * make_layout with CuTe's compact strides (a static 1 gets stride _0), raked_product.
 * Tensors without data (`View`: layout + offset), local_tile and local_partition.
-* TiledCopy and TiledMMA: their TV layouts and per-thread partitions (cute/atom/*.hpp).
+* TiledCopy and TiledMMA: their TV layouts and per-thread partitions (cute/atom/*.hpp),
+  for one-thread atoms and warp / warpgroup-wide ones (atoms.py: SM80 mma.sync, SM90 GMMA).
+* Swizzled layouts with a shape (`Swizzled`: CuTe's ComposedLayout of a Swizzle, an offset
+  and a layout; pycute's ComposedLayout has no shape, slicing or print) and tile_to_shape.
 
 tests/test_layouts.py compares the text of every dumped layout with CuTe C++'s own printers
 (the kernels' sources compiled with nvcc), byte for byte.
@@ -23,7 +26,8 @@ from pycute import Layout
 
 __all__ = ["Dyn", "Layout", "fmt", "print_layout", "make_layout", "size", "cosize", "value",
            "rank", "get", "product_each", "View", "local_tile", "local_partition",
-           "TiledCopy", "TiledMMA", "CopyAtom", "MMAAtom", "UNIVERSAL_FMA"]
+           "TiledCopy", "TiledMMA", "CopyAtom", "MMAAtom", "UNIVERSAL_FMA", "Swizzled",
+           "tile_to_shape", "make_ordered_layout"]
 
 
 # ---- run-time integers ------------------------------------------------------------------------
@@ -87,8 +91,12 @@ def get(t, *idx):
     return t
 
 
+def _is_layout(x) -> bool:
+    return isinstance(x, (Layout, Swizzled))
+
+
 def rank(x) -> int:
-    s = x.shape if isinstance(x, Layout) else x
+    s = x.shape if _is_layout(x) else x
     return len(s) if is_tuple(s) else 1
 
 
@@ -97,10 +105,12 @@ def product_each(t) -> tuple:
 
 
 def size(x) -> int:
-    return product(x.shape if isinstance(x, Layout) else x)
+    return product(x.shape if _is_layout(x) else x)
 
 
 def cosize(layout: Layout) -> int:
+    if isinstance(layout, Swizzled):         # a swizzle permutes within its own span
+        return cosize(layout.layout)
     last = tuple(s - 1 for s in flatten(layout.shape))
     return sum(int(c) * int(d) for c, d in zip(last, flatten(layout.stride))) + 1
 
@@ -112,6 +122,8 @@ def value(layout: Layout, *crd) -> int:
 
 def fmt(x) -> str:
     """CuTe's print of an IntTuple or Layout: `(_4,(8,_2))`, `(_4,_8):(_1,_4)`."""
+    if isinstance(x, Swizzled):
+        return str(x)
     if isinstance(x, Layout):
         return f"{fmt(x.shape)}:{fmt(x.stride)}"
     if is_tuple(x):
@@ -170,6 +182,94 @@ def raked_product(block: Layout, tiler: Layout) -> Layout:
     r = max(rank(block), rank(tiler))
     res = pycute.logical_product(_append(block, r), _append(tiler, r))
     return Layout(_zip((res[1].shape, res[0].shape)), _zip((res[1].stride, res[0].stride)))
+
+
+def make_ordered_layout(shape, order) -> Layout:
+    """make_ordered_layout(shape, Step<...>): compact, the mode of the lowest order fastest."""
+    stride, cur = [0] * len(shape), 1
+    for i in sorted(range(len(shape)), key=lambda i: order[i]):
+        stride[i], cur = (0 if shape[i] == 1 else cur), cur * shape[i]
+    return Layout(tuple(shape), tuple(stride))
+
+
+def tile_to_shape(block, trg_shape, order=None):
+    """tile_to_shape(block, shape[, Step<...>]): block repeated (blocked_product) to the
+    target shape, the modes of the lowest order first: ((block, repeats), ...) per mode, as
+    CuTe prints it (uncoalesced)."""
+    if isinstance(block, Swizzled):
+        return Swizzled(block.sw, tile_to_shape(block.layout, trg_shape, order), block.offset,
+                        block.ptr_bits)
+    r = len(trg_shape)
+    blk = _append(block, r)
+    bs = product_each(blk.shape)
+    assert all(t % b == 0 for t, b in zip(trg_shape, bs)), f"{fmt(block)} does not tile {trg_shape}"
+    tiler = make_ordered_layout(tuple(t // b for t, b in zip(trg_shape, bs)),
+                                order or tuple(range(1, r + 1)))
+    res = pycute.logical_product(blk, tiler)
+    return Layout(_zip((res[0].shape, res[1].shape)), _zip((res[0].stride, res[1].stride)))
+
+
+class Swizzled:
+    """CuTe's ComposedLayout<Swizzle<B,M,S>, offset, layout>: coord -> sw(offset + layout(coord)).
+    ptr_bits 0: the offset is a number and the swizzle acts on element offsets
+    (`composition(Swizzle<3,3,3>{}, layout)`, c4). ptr_bits W: GMMA's atoms, whose offset is
+    smem_ptr_flag_bits<W> (printed `smem_ptr[Wb](unset)`): the swizzle acts on byte addresses
+    (the smem pointer applies it), so an element lands at sw(offset * W/8) / (W/8)."""
+
+    def __init__(self, sw: pycute.Swizzle, layout: Layout, offset: int = 0, ptr_bits: int = 0):
+        self.sw, self.layout, self.offset, self.ptr_bits = sw, layout, offset, ptr_bits
+
+    @property
+    def shape(self):
+        return self.layout.shape
+
+    @property
+    def stride(self):
+        return self.layout.stride
+
+    def __len__(self) -> int:
+        return len(self.layout)
+
+    def __call__(self, *args):
+        crd = args[0] if len(args) == 1 else tuple(args)
+        if pycute.has_none(crd):               # a slice keeps the swizzle, moves the offset
+            lay, off = _slice(crd, self.layout)
+            return Swizzled(self.sw, lay, self.offset + off, self.ptr_bits)
+        off = self.offset + self.layout(crd)
+        if not self.ptr_bits:
+            return self.sw(off)
+        nbytes = self.ptr_bits // 8
+        return self.sw(off * nbytes) // nbytes
+
+    def __str__(self) -> str:
+        s = self.sw
+        off = f"smem_ptr[{self.ptr_bits}b](unset)" if self.ptr_bits else fmt(self.offset)
+        return f"Sw<{s.bits},{s.base},{s.shift}> o {off} o {fmt(self.layout)}"
+
+
+def _coalesce(layout, profile=None):
+    """pycute's coalesce, merging two modes only where CuTe can: both strides compile-time
+    (a run-time stride's `shape * stride == next stride` is no static fact, so CuTe keeps
+    the modes apart; pycute's composition coalesces its left side with this)."""
+    if is_tuple(profile):
+        return pycute.make_layout([_coalesce(layout[i], profile[i]) for i in range(len(profile))]
+                                  + [layout[i] for i in range(len(profile), len(layout))])
+    shp, std = [1], [0]
+    for s, d in zip(flatten(layout.shape), flatten(layout.stride)):
+        if s == 1 and _static(s):
+            continue
+        if shp[-1] == 1 and _static(shp[-1]):
+            shp[-1], std[-1] = s, d
+        elif _static(std[-1]) and _static(d) and _static(shp[-1]) and shp[-1] * std[-1] == d:
+            shp[-1] = shp[-1] * s
+        else:
+            shp.append(s)
+            std.append(d)
+    return Layout(shp[0], std[0]) if len(shp) == 1 else Layout(tuple(shp), tuple(std))
+
+
+pycute.layout.coalesce = _coalesce      # composition() calls it by its module's name
+pycute.coalesce = _coalesce
 
 
 def _colex(crd, shape):
@@ -299,6 +399,7 @@ class TiledMMA:
         self.atom = atom
         self.perm = tuple(permutations) + (None,) * (3 - len(permutations))
         self.vmnk = pycute.tiled_product(atom.thr_id, _append(thr_layout, 3))
+        self._frg: dict = {}
 
     def _perm(self, i: int):
         p = self.perm[i]       # none: the atoms side by side, as make_layout (a static 1: _1:_0)
@@ -315,12 +416,21 @@ class TiledMMA:
         t = pycute.logical_divide(layout, (self._perm(a), self._perm(b)))
         atile = (make_layout(self.atom.shape_mnk[a]), make_layout(self.atom.shape_mnk[b]))
         tvt = _compose_first(pycute.zipped_divide(t, atile), tv)
-        thr = (None, (make_layout(size(self.vmnk[a + 1])), make_layout(size(self.vmnk[b + 1]))))
-        return pycute.zipped_divide(tvt, thr)
+        thr = (make_layout(size(self.vmnk[a + 1])), make_layout(size(self.vmnk[b + 1])))
+        if rank(tv) == 1:                      # one-thread atom (_1:_0): pycute's `_` split
+            return pycute.zipped_divide(tvt, (None, thr))
+        # a warp / warpgroup atom: CuTe's zipped_divide by (_, thr) splits the (ThrV,FrgV)
+        # mode in two, where pycute's keeps it whole: ((ThrV,(ThrM,ThrN)),(FrgV,(RestM,RestN)))
+        rest = pycute.zipped_divide(tvt[1], thr)
+        return pycute.make_layout(pycute.make_layout(tvt[0][0], rest[0]),
+                                  pycute.make_layout(tvt[0][1], rest[1]))
 
     def thrfrg(self, which: str, layout: Layout) -> Layout:
-        a, b = {"A": (0, 2), "B": (1, 2), "C": (0, 1)}[which]
-        return self._thrfrg(layout, a, b, getattr(self.atom, f"{which.lower()}_tv"))
+        key = (which, repr(layout))            # every thread's partition divides the same tensor
+        if key not in self._frg:
+            a, b = {"A": (0, 2), "B": (1, 2), "C": (0, 1)}[which]
+            self._frg[key] = self._thrfrg(layout, a, b, getattr(self.atom, f"{which.lower()}_tv"))
+        return self._frg[key]
 
     def _thridx_2_thrid(self) -> Layout:
         v = self.vmnk

@@ -1,21 +1,22 @@
 """Analyses no library has: who owns which element of a partitioned tile, whether the
-partitions cover it, and the shared-memory bank conflicts of a warp's stores.
+partitions cover it, the shared-memory bank conflicts of a warp's stores, the bank map of a
+swizzled layout and the TMA boxes that fill a stage.
 
 `cute-gemm check` runs `check` for every CuTe kernel; tests/test_layouts.py asserts the same
 properties and the bank-conflict counts the kernels' comments promise.
 """
 from __future__ import annotations
 
-from .algebra import Layout, View, cosize, fmt, make_layout, product_each, size, value
+from .algebra import Layout, View, cosize, fmt, get, make_layout, product_each, rank, size, value
 
 
-def owners(part, tile: tuple, nthreads: int) -> list[list[int]]:
-    """For each element of a (rows, cols) tile (column-major index), the threads whose
-    partition `part(view, t)` holds it."""
+def owners(part, tile: tuple, nthreads: int, step: int = 1) -> list[list[int]]:
+    """For each element of a (rows, cols) tile (column-major index), the threads (among
+    0, step, 2 step, ... < nthreads) whose partition `part(view, t)` holds it."""
     rows, cols = tile
     src = View(make_layout((rows, cols)))
     own: list[list[int]] = [[] for _ in range(rows * cols)]
-    for t in range(nthreads):
+    for t in range(0, nthreads, step):
         p = part(src, t)
         for i in range(int(size(p.layout))):
             own[int(p.offset) + value(p.layout, i)].append(t)
@@ -60,6 +61,58 @@ def bank_ways(tv: Layout, stage: Layout, rows: int, banks: int = 32) -> int:
     return worst
 
 
+def _grid0(layout):
+    """The (rows, cols) of a layout's first two modes and the layout at stage 0."""
+    g = layout(None, None, 0) if rank(layout) == 3 else layout
+    return int(size(get(g.shape, 0))), int(size(get(g.shape, 1))), g
+
+
+def banks(layout, elem_bytes: int) -> list[list[int]]:
+    """The 4-byte bank (of 32) each element (row, col) of a shared-memory layout lands in
+    (stage 0 of a rank-3 one), elements `elem_bytes` wide, the layout's offset 0 at a
+    1024-byte boundary (the kernels trap otherwise)."""
+    rows, cols, g = _grid0(layout)
+    return [[value(g, r, c) * elem_bytes // 4 % 32 for c in range(cols)] for r in range(rows)]
+
+
+def chunk_groups(atom, elem_bytes: int, kmajor: bool) -> list[list[int]]:
+    """A 128-byte swizzle atom as 8 lines x 8 16-byte chunks: [line][logical chunk] -> the
+    bank group (4 banks, 16 bytes) it lands in. Lines: the rows of a k-major atom (8, 128 B),
+    the k columns of an mn-major one (128 B, 8). Conflict-free for a warp that reads or
+    writes 16 bytes per thread: every line's chunks in 8 groups (a whole line at once: TMA,
+    cp.async), and every chunk's 8 lines in 8 groups (ldmatrix: 8 lines, one chunk each)."""
+    e = 16 // elem_bytes
+    at = (lambda ln, c: value(atom, ln, c * e)) if kmajor else (lambda ln, c: value(atom, c * e, ln))
+    return [[at(ln, c) * elem_bytes // 16 % 8 for c in range(8)] for ln in range(8)]
+
+
+def box_map(stage, box: tuple[int, int], kmajor: bool) -> list[list[int]]:
+    """Which TMA box brings in element (row, col) of one (EXT, BLK_K) stage: boxes are
+    (contiguous extent, other extent) (records.TmaBoxes), k contiguous in a k-major stage,
+    EXT in an mn-major one, stacked along EXT (sm90_operand.cuh). -1: no box."""
+    rows, cols, _ = _grid0(stage)
+    br, bc = (box[1], box[0]) if kmajor else box
+    return [[r // br if c < bc and r // br < -(-rows // br) else -1 for c in range(cols)]
+            for r in range(rows)]
+
+
+def box_problems(name: str, stage, box: tuple[int, int], kmajor: bool) -> list[str]:
+    """A stage's boxes must be its tile exactly, each landing as one dense block of smem
+    (TMA writes a box at one address): box i at offsets [i size, (i+1) size) of the layout
+    before the swizzle."""
+    rows, cols, g = _grid0(stage)
+    br, bc = (box[1], box[0]) if kmajor else box
+    if bc != cols or rows % br:
+        return [f"{name}: box {box} does not tile the ({rows}, {cols}) stage"]
+    inner = g.layout if hasattr(g, "layout") else g
+    bad = []
+    for i in range(rows // br):
+        offs = sorted(value(inner, r, c) for r in range(i * br, (i + 1) * br) for c in range(cols))
+        if offs != list(range(i * br * bc, (i + 1) * br * bc)):
+            bad.append(f"{name}: box {i} does not land in one dense block of smem")
+    return bad
+
+
 def check(rec) -> list[str]:
     """The problems of one recipe (empty: all good): partitions cover their tile (exactly
     once where exact) with equal shares, TV layouts cover theirs (a copy's exactly once),
@@ -76,9 +129,12 @@ def check(rec) -> list[str]:
                 bad.append(f"{it.name}: tile elements owned {sorted(counts)} times")
                 continue
             vals = it.values_of(it.thread)
-            if len(vals) * it.nthreads != rows * cols * counts.pop():
+            if len(vals) * -(-it.nthreads // it.owner_step) != rows * cols * counts.pop():
                 bad.append(f"{it.name}: threads hold unequal shares of the tile")
-            if any(it.thread not in own[r + c * rows] for (r, c) in vals):
+            rep = it.thread - it.thread % it.owner_step     # owners: one thread per step
+            if rep != it.thread and it.values_of(rep) != vals:
+                bad.append(f"{it.name}: threads {rep} and {it.thread} of one owner group differ")
+            if any(rep not in own[r + c * rows] for (r, c) in vals):
                 bad.append(f"{it.name}: thread {it.thread}'s values disagree with the owner map")
         elif it.kind == "tv":
             rows, cols = it.tile
@@ -87,6 +143,8 @@ def check(rec) -> list[str]:
                 bad.append(f"{it.name}: TV layout does not cover its {rows}x{cols} tile")
             elif "copy" in it.name and any(len(v) != 1 for v in cells.values()):
                 bad.append(f"{it.name}: a copy touches some element more than once")
+        elif it.kind == "boxes":
+            bad += box_problems(it.name, it.layout, it.box[:2], it.box[2])
         elif it.kind == "thread":
             n = size(it.layout)
             if sorted(value(it.layout, i) for i in range(n)) != list(range(n)):

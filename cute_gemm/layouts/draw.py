@@ -3,6 +3,8 @@
 Every picture is a grid of the tile the item describes, with row and column indices and a
 title (the item's title and CuTe's `shape:stride`):
   layout     cells show the offset; colour = offset mod 32 (the 4-byte shared-memory bank)
+  banks      cells show the bank (of 32) each element of a shared-memory layout lands in
+  boxes      cells show B# (the TMA box of a stage that brings the element in), coloured by box
   thread     cells show T# (the thread index at that coordinate), coloured by thread
   tv         cells show T#/V# (thread, value) of a TiledCopy/TiledMMA TV layout, coloured by thread
   partition  cells show the owner thread (exact partitions), coloured by thread; the chosen
@@ -67,6 +69,16 @@ def grid_of(it: Item) -> Grid:
             legend += "; showing index 0 of the third mode"
         return Grid(it.title, sub, rows, cols, cells, legend)
     rows, cols = it.tile
+    if it.kind in ("banks", "boxes"):
+        for r in range(rows):
+            for c in range(cols):
+                v = it.table[r][c]
+                cells[(r, c)] = (Cell(thread_colour(v), str(v) if it.kind == "banks" else f"B{v}")
+                                 if v >= 0 else Cell(GREY))
+        legend = (f"cell = bank of a {it.elem_bytes}-byte element (4-byte word mod 32); colour = bank"
+                  if it.kind == "banks" else
+                  f"cell = TMA box {it.box[:2]} (contiguous extent first) bringing it in; grey: none")
+        return Grid(it.title, sub, rows, cols, cells, legend)
     if it.kind == "tv":
         for (r, c), tvs in it.tv_cells().items():
             t, v = tvs[0]

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from . import analysis
-from .algebra import Dyn, Layout, TiledCopy, TiledMMA, View, local_partition, local_tile, rank
+from .algebra import Dyn, Layout, Swizzled, TiledCopy, TiledMMA, View, local_partition, \
+    local_tile, rank
 
 PROBLEM = (256, 256, 256)     # representative (M, N, K), all operands row-major
 THREAD = 37                   # the thread whose partitions are shown (not 0: nonzero coords)
@@ -94,7 +95,10 @@ class Smem:
     layout: Def
 
     def view(self, tiler=None, problem=None) -> View:
-        return View(self.layout.value)
+        lay = self.layout.value
+        if isinstance(lay, Swizzled) and lay.ptr_bits:
+            lay = lay.layout       # GMMA: the smem pointer applies the swizzle, the tensor has none
+        return View(lay)
 
 
 @dataclass(frozen=True)
@@ -137,7 +141,9 @@ class Part:
 class Item:
     """One dumped layout. kind: "layout" (coord -> offset), "thread" (coord -> thread),
     "tv" ((thread, value) -> index in a tile), "partition" (the part of a tensor one thread
-    holds: a layout and an offset)."""
+    holds: a layout and an offset); and two maps computed here, of a shared-memory layout
+    (`table`, a grid of ints): "banks" (the 4-byte bank each element lands in) and "boxes"
+    (the TMA box of a stage that brings each element in)."""
     name: str
     title: str
     kind: str
@@ -150,6 +156,11 @@ class Item:
     exact: bool = True                   # partition: every element owned by exactly one thread
     thread: int = THREAD
     src_rank: int = 2                    # partition: rank of the tensor split (3: a k or stage mode)
+    owner_step: int = 1                  # partition: owners among threads 0, step, 2 step, ...
+                                         # (128: one per warpgroup, whose threads all read the same)
+    elem_bytes: int = 4                  # banks: bytes per element of the layout
+    table: list | None = None            # banks, boxes: rows of ints
+    box: tuple | None = None             # boxes: (contiguous extent, other extent, k-major)
     _owners: list | None = field(default=None, repr=False, compare=False)
 
     def grid_layout(self):
@@ -161,7 +172,7 @@ class Item:
 
     def owners(self) -> list[list[int]]:
         if self._owners is None:
-            self._owners = analysis.owners(self.part, self.tile, self.nthreads)
+            self._owners = analysis.owners(self.part, self.tile, self.nthreads, self.owner_step)
         return self._owners
 
     def values_of(self, t: int) -> dict[tuple[int, int], int]:
@@ -200,8 +211,10 @@ class Builder:
         # what the kernel is compiled with: its typed config (blk_m, ...) or its -D defines
         self.kernel, self.d, self.config = kernel, dict(kernel.defines), kernel.config
         cfg, d = self.config, self.d
+        # BLK_K: the config's or the define, else the registry's tile (c5: 128 bytes of k,
+        # the kernel's own kBlkK; the tf32 entries' is half of it, their recipe says so)
         self.tiler = ((cfg.blk_m, cfg.blk_n, cfg.blk_k) if cfg is not None else
-                      (d["BLK_M"], d["BLK_N"], d["BLK_K"]))
+                      (d["BLK_M"], d["BLK_N"], d.get("BLK_K", kernel.tile[2])))
         self.problem, self.thread, self.nthreads = tuple(problem), thread, kernel.threads
         self.sections: list[Section] = []
         self.locals: list[str] = []
@@ -226,14 +239,31 @@ class Builder:
         tv = TV(by, which)
         return Item(self._name(name), title, "tv", tv, tv.layout(), tile=tv.tile())
 
-    def partition(self, name: str, title: str, src, part: Part, exact: bool = True) -> Item:
+    def partition(self, name: str, title: str, src, part: Part, exact: bool = True,
+                  tile: tuple | None = None, owner_step: int = 1, nthreads: int = 0) -> Item:
+        """tile: the (rows, cols) split (default: the CTA tile of the operand); owners among
+        threads 0, owner_step, ... < nthreads (default: the kernel's threads)."""
         view = src.view(self.tiler, self.problem)
         p = part(view, self.thread)
         rows = self.tiler[0] if src.op in "AC" else self.tiler[1]
         cols = self.tiler[1] if src.op == "C" else self.tiler[2]
         return Item(self._name(name), title, "partition", src, p.layout, part=part,
-                    offset=p.offset, tile=(rows, cols), nthreads=self.nthreads, exact=exact,
-                    thread=self.thread, src_rank=rank(view.layout))
+                    offset=p.offset, tile=tile or (rows, cols), nthreads=nthreads or self.nthreads,
+                    exact=exact, thread=self.thread, src_rank=rank(view.layout),
+                    owner_step=owner_step)
+
+    def banks(self, name: str, title: str, d: Def, elem_bytes: int) -> Item:
+        """The bank map of shared-memory layout d (its first two modes, stage 0)."""
+        table = analysis.banks(d.value, elem_bytes)
+        return Item(self._name(name), title, "banks", d, d.value, tile=(len(table), len(table[0])),
+                    elem_bytes=elem_bytes, table=table)
+
+    def boxes(self, name: str, title: str, stage: Def, box: tuple[int, int], kmajor: bool) -> Item:
+        """Which TMA box (records.TmaBoxes: contiguous extent first) of one stage of `stage`
+        brings each (EXT, BLK_K) element in; -1: none."""
+        table = analysis.box_map(stage.value, box, kmajor)
+        return Item(self._name(name), title, "boxes", stage, stage.value,
+                    tile=(len(table), len(table[0])), table=table, box=(*box, kmajor))
 
     def recipe(self) -> Recipe:
         return Recipe(self.kernel, self.sections, self.problem, tuple(self.locals))

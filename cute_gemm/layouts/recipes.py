@@ -17,7 +17,9 @@ from typing import Callable
 
 from .. import paths
 from ..ladder_cute import SMEM_PAD, WARP_M, kquad_stage
-from .algebra import UNIVERSAL_FMA, CopyAtom, Layout, TiledCopy, TiledMMA, fmt, make_layout
+from .algebra import UNIVERSAL_FMA, CopyAtom, Layout, TiledCopy, TiledMMA, fmt, make_layout, \
+    tile_to_shape
+from .atoms import SM80_16x8x16
 from .model import PROBLEM, THREAD, Builder, Def, Global, Part, Recipe, Smem
 
 RECIPES: dict[str, Callable] = {}         # kernel source (registry `source`) -> recipe
@@ -316,11 +318,10 @@ def _c3(b: Builder) -> None:
 @recipe("cute/c4_mma_sm80.cu")
 def _c4(b: Builder) -> None:
     """The bf16 entries' global tiles and 16-byte cp.async partitions (fp16: the same; tf32:
-    4-element vectors, BLK_K / 2). Not shown yet: the swizzled smem atoms (Swizzle<3,3,3> o
-    (8,64):(64,1) and o (64,8):(1,64); pycute has Swizzle, but the dumps' printers and grids
-    take plain layouts), the ldmatrix copies and the TiledMMA's thread-value layouts
-    (algebra.TiledMMA partitions one-thread atoms only; the 32-thread SM80 atom needs its
-    thread/value split first)."""
+    4-element vectors, BLK_K / 2), their swizzled smem atoms with bank maps and stage
+    layouts, and the TiledMMA of SM80_16x8x16 atoms (thread-value layouts of A, B, C; C's
+    partition). Not shown: the ldmatrix copies (make_tiled_copy_A/B over LDSM atoms: their
+    register side is the TiledMMA's A/B layout; algebra.TiledCopy has one-thread atoms only)."""
     bM, bN, bK = b.tiler
     nt, v = b.nthreads, 8                                  # 16-byte vectors of 16-bit values
     ents = entries(b.kernel, "CG_MMA_ENTRY")
@@ -351,6 +352,40 @@ def _c4(b: Builder) -> None:
                             f".partition_S(g{op}): (CPY,CPY_{x},CPY_K,k), the vectors thread {t} "
                             "copies", g, Part(cp, "S")),
             ]
+    # smem: 128-byte rows swizzled (Swizzle<3,log2 V,3> on element offsets), tiled to the ring
+    from .recipes_sm90 import swizzle_atom
+    nb, stages = 2, b.d["STAGES"]
+    b.locals += ["using T = bfloat16_t;", "auto bM = Int<BLK_M>{};", "auto bN = Int<BLK_N>{};",
+                 "auto bK = Int<kBlkK<T>>{};", "auto bP = Int<STAGES>{};"]
+    for major, fn in (("k", "smem_atom_k"), ("mn", "smem_atom_mn")):
+        kmajor = major == "k"
+        atom = Def(f"{fn}<bfloat16_t>()", swizzle_atom(nb, kmajor, ptr=False))
+        sec = b.section(f"shared memory, {major}-major operands (16-bit entries): {fn}, "
+                        f"{stages}-stage ring")
+        sec.items += [
+            b.layout(f"{major}/atom", f"{fn}<bfloat16_t>(): 8 lines of 128 bytes, the 16-byte chunk "
+                     "index XORed with the line index", atom),
+            b.banks(f"{major}/atom_banks", "bank of each element of that atom: a line covers all 32 "
+                    "banks; the same chunk of 8 lines (an ldmatrix phase) 8 bank groups", atom, nb),
+        ]
+        for op, v, ext in (("A", "bM", bM), ("B", "bN", bN)):
+            st = Def(f"tile_to_shape({fn}<T>(), make_shape({v}, bK, bP))",
+                     tile_to_shape(atom.value, (ext, bK, stages)), local=True)
+            sec.items.append(b.layout(f"{major}/s{op}", f"s{op} ({major}-major {op}): "
+                                      f"(BLK_{_EXT[op][0]},BLK_K,STAGES), stage 0", st))
+    wm, wn = b.d["WARPS_M"], b.d["WARPS_N"]
+    ak = SM80_16x8x16.shape_mnk[2]
+    mma = Def("tiled_mma<bfloat16_t>()", TiledMMA(
+        SM80_16x8x16, make_layout((wm, wn, 1)),
+        (make_layout(16 * wm), make_layout(16 * wn), make_layout(ak))))
     gC = Global("C")
-    sec = b.section("C (every entry)")
-    sec.items.append(b.tile("gC", gC, "the CTA's (BLK_M,BLK_N) tile of C"))
+    sec = b.section(f"TiledMMA (SM80_16x8x16 atoms, {wm}x{wn} warps) and C (every entry)")
+    sec.items += [
+        b.tv("mma_A_TV", "TiledMMA A: (thread, value) -> (M,K) coordinate (get_layoutA_TV): "
+             "what ldmatrix fills", mma, "A"),
+        b.tv("mma_B_TV", "TiledMMA B: (thread, value) -> (N,K) coordinate (get_layoutB_TV)", mma, "B"),
+        b.tv("mma_C_TV", "TiledMMA C: (thread, value) -> (M,N) coordinate (get_layoutC_TV)", mma, "C"),
+        b.tile("gC", gC, "the CTA's (BLK_M,BLK_N) tile of C"),
+        b.partition("tCgC", f"tCgC = mma.get_slice({t}).partition_C(gC): (MMA,MMA_M,MMA_N), the "
+                    f"accumulators thread {t} holds", gC, Part(mma, "C")),
+    ]

@@ -1,12 +1,15 @@
 """The text dumps: CuTe's own text (`print(layout)`, the `print_layout` grid, a partition's
-offset and owners, which cppcheck.py compares with CuTe C++) and the T#/V# maps CuTe has no
-text for."""
+offset and owners, which cppcheck.py compares with CuTe C++) and the maps CuTe has no text
+for: T#/V# thread maps, bank maps, TMA boxes (computed here from the layouts CuTe checks)."""
 from __future__ import annotations
 
 from typing import Iterable
 
 from .algebra import fmt, print_layout
 from .model import Item, Recipe
+
+
+COMPUTED = ("banks", "boxes")     # maps of a layout computed here, not printed by CuTe
 
 
 def item_text(it: Item) -> str:
@@ -29,6 +32,8 @@ def expected_output(recipes: Iterable[Recipe]) -> str:
     out = []
     for rec in recipes:
         for it in rec.items():
+            if it.kind in COMPUTED:
+                continue
             out.append(item_text(it))
             if it.kind == "partition":
                 out.append(owners_text(it))
@@ -54,7 +59,9 @@ def _grid_labels(rows: int, cols: int, cell) -> str:
 
 def describe(it: Item) -> str:
     """One item for people: title, CuTe's text, and the thread/value maps."""
-    out = [f"== {it.title}\n", item_text(it).split("\n", 1)[1]]
+    # a computed map: the layout's text once, then the map (its offsets are the layout item's)
+    body = f"{fmt(it.layout)}\n" if it.kind in COMPUTED else item_text(it).split("\n", 1)[1]
+    out = [f"== {it.title}\n", body]
     if it.kind == "partition":
         rows, cols = it.tile
         vals = it.values_of(it.thread)
@@ -64,6 +71,15 @@ def describe(it: Item) -> str:
             own = it.owners()
             out.append("owner thread of every element of the tile:\n")
             out.append(_grid_labels(rows, cols, lambda r, c: f"T{own[r + c * rows][0]}"))
+    elif it.kind == "banks":
+        rows, cols = it.tile
+        out.append(f"bank (4-byte word mod 32) of each element ({it.elem_bytes} bytes), stage 0:\n")
+        out.append(_grid_labels(rows, cols, lambda r, c: str(it.table[r][c])))
+    elif it.kind == "boxes":
+        rows, cols = it.tile
+        out.append(f"TMA box {it.box[:2]} (contiguous extent first) bringing each element in:\n")
+        out.append(_grid_labels(rows, cols, lambda r, c: f"B{it.table[r][c]}" if it.table[r][c] >= 0
+                                else "."))
     elif it.kind == "tv":
         rows, cols = it.tile
         cells = it.tv_cells()

@@ -1,0 +1,38 @@
+"""The tensor-core MMA atoms the kernels use, as CuTe's MMA_Traits define them
+(cute/atom/mma_traits_sm80.hpp, mma_traits_sm90_gmma.hpp): shape (M,N,K), the thread ids,
+and the (thread, value) -> column-major (m,k) / (n,k) / (m,n) index layouts of A, B and C.
+
+pycute has no atoms; these are CuTe's tables restated, and tests/test_layouts.py's nvcc
+check prints the TiledMMAs built from them with CuTe (cute_mma_sm80 by default, the GMMA
+kernels with CUTE_GEMM_TEST_FULL=1), so a restatement that drifts from CuTe fails there.
+"""
+from __future__ import annotations
+
+from .algebra import Layout, MMAAtom
+
+# SM80_16x8_Row: C (and 16x8x8 A): lane l = 4 g + q holds rows g and g + 8, columns 2q, 2q + 1
+_SM80_16x8_ROW = Layout(((4, 8), (2, 2)), ((32, 1), (16, 8)))
+
+# SM80_16x8x16_F32BF16BF16F32_TN / _F32F16F16F32_TN (16-bit A and B, float C)
+SM80_16x8x16 = MMAAtom((16, 8, 16), Layout(32),
+                       Layout(((4, 8), (2, 2, 2)), ((32, 1), (16, 8, 128))),
+                       Layout(((4, 8), (2, 2)), ((16, 1), (8, 64))),
+                       _SM80_16x8_ROW)
+
+# SM80_16x8x8_F32TF32TF32F32_TN (float operands multiplied as tf32)
+SM80_16x8x8_TF32 = MMAAtom((16, 8, 8), Layout(32),
+                           Layout(((4, 8), (2, 2)), ((16, 1), (8, 64))),
+                           Layout(((4, 8), 2), ((8, 1), 32)),
+                           _SM80_16x8_ROW)
+
+
+def gmma_ss(n: int, k: int) -> MMAAtom:
+    """SM90 GMMA 64xNxK, both operands from shared memory (SS): A and B are descriptors, so
+    every thread of the warpgroup names the whole (64,K) / (N,K) tile (GMMA::ABLayout: thread
+    stride 0); C is CLayout_64xN: warp w, lane l = 4 g + q holds rows 16 w + g and + 8,
+    columns 8 j + 2 q and + 1. K is 32 bytes: 16 for 16-bit types, 8 for tf32."""
+    assert n % 8 == 0 and 8 <= n <= 256, f"a GMMA's N is a multiple of 8 up to 256, not {n}"
+    return MMAAtom((64, n, k), Layout(128),
+                   Layout((128, (64, k)), (0, (1, 64))),
+                   Layout((128, (n, k)), (0, (1, n))),
+                   Layout(((4, 8, 4), (2, 2, n // 8)), ((128, 1, 16), (64, 8, 512))))
