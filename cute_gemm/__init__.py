@@ -11,8 +11,8 @@ from .arrays import SUPPORTED_DTYPES, DeviceArray
 from .check import CheckReport, cross_check
 from .perf.runner import bench
 from .errors import (CompileError, CudaError, CuteGemmError, DTypeError, InputError,
-                     NoDeviceError, NotAnArrayError, ShapeError, ShapeLimitError,
-                     UnknownKernelError)
+                     NoDeviceError, NotAnArrayError, PrecisionFallbackWarning, ShapeError,
+                     ShapeLimitError, UnknownKernelError)
 from .registry import Kernel, Variant, get as get_kernel
 
 
@@ -34,4 +34,4 @@ __all__: list[str] = ["run", "clear_caches", "resolved_launches", "cross_check",
            "gpu_available", "DeviceArray", "CheckReport", "Kernel", "Variant",
            "SUPPORTED_DTYPES", "CuteGemmError", "CompileError", "CudaError", "NoDeviceError",
            "InputError", "NotAnArrayError", "ShapeError", "DTypeError", "ShapeLimitError",
-           "UnknownKernelError"]
+           "UnknownKernelError", "PrecisionFallbackWarning"]

@@ -15,7 +15,7 @@ from . import cache, launch, registry
 from .arrays import Operand, narrow, parse, widen
 from .errors import AliasError, CaptureError, DTypeError, InputError, ShapeError
 from .execute import gemm_device
-from .records import PRECISION_DTYPE, PRECISIONS
+from .records import FP32_ACCURATE, PRECISION_DTYPE, PRECISIONS
 from .resolve import CACHE, check_precision, resolved_launches
 
 # the precision of a call that names none: the one its operands' type implies
@@ -59,7 +59,7 @@ def _validate(a, b, c, out, alpha, beta, stream: int | None = None):
 
 
 def _precision(A: Operand, B: Operand, C: Operand | None, O: Operand | None,
-               precision: str | None) -> tuple[str, str]:
+               precision: str | None, kernel: registry.Kernel | None = None) -> tuple[str, str]:
     """(precision, result dtype) of a call: the precision its operands' type implies unless
     one is asked for; the result in out's type, else C's, else float32. DTypeError for a
     mix no kernel computes."""
@@ -67,6 +67,11 @@ def _precision(A: Operand, B: Operand, C: Operand | None, O: Operand | None,
         raise DTypeError(f"a is {A.dtype} and b is {B.dtype}: both must have one type")
     if precision is None:
         precision = DEFAULT_PRECISION[A.dtype]
+        if precision == "fp32" and kernel is not None and "fp32" not in kernel.precisions:
+            # a kernel without fp32 arithmetic answers float32 operands unasked only in a
+            # precision held to the same gauge (fp32_3xtf32: an fp32 answer, by other means);
+            # tf32 (10-bit products) stays by name only
+            precision = next((p for p in FP32_ACCURATE if p in kernel.precisions), precision)
     elif precision not in PRECISIONS:
         raise InputError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     if PRECISION_DTYPE[precision] != A.dtype:
@@ -149,7 +154,9 @@ def run(name, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None, preci
 
     a and b are float32, float16 or bfloat16 (one type). `precision` is the arithmetic:
     by default the one their type implies ("fp32", "fp16", "bf16"); "tf32" multiplies
-    float32 operands on tensor cores with 10-bit mantissas (asked for by name only).
+    float32 operands on tensor cores with 10-bit mantissas (asked for by name only);
+    "fp32_3xtf32" gives fp32 accuracy from three tf32 products (the default of float32
+    operands on a kernel that computes only it, cute_3xtf32).
     The result is float32, or out's type (float32 or a's type; rounded to nearest even).
     numpy in -> numpy out; device arrays (CuPy, PyTorch, JAX, __cuda_array_interface__,
     DLPack) in -> result on the device. `out` receives the result (it may be `c`, for an
@@ -178,7 +185,7 @@ def run(name, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None, preci
     k = registry.get(name)
     s = launch.stream_handle(stream)
     A, B, C, O, m, n, kk = _validate(a, b, c, out, alpha, beta, s)
-    prec, out_dtype = _precision(A, B, C, O, precision)
+    prec, out_dtype = _precision(A, B, C, O, precision, k)
     check_precision(k, prec, out_dtype)
     alpha, beta = float(alpha), float(beta)
     if C is None:

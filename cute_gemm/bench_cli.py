@@ -21,8 +21,9 @@ def register(sub) -> None:
     s.add_argument("--layouts", default="nn", type=_layouts,
                    help="comma list of nn, tn, nt, tt (t = transposed view) or all; default nn")
     s.add_argument("--precision", default="fp32", type=_precisions, metavar="P[,P...]|all",
-                   help="fp32 (default), tf32, bf16, fp16, a comma list, or all: each kernel in "
-                        "the precisions it offers, next to cuBLAS at the same precision")
+                   help="fp32 (default), tf32, bf16, fp16, fp32_3xtf32, a comma list, or all: each "
+                        "kernel in the precisions it offers, next to cuBLAS at the same precision "
+                        "(fp32_3xtf32: cuBLAS fp32, TF32 off)")
     s.add_argument("--repeats", type=positive_int, default=30, help="timed launches per kernel and shape")
     s.add_argument("--min-repeats", type=positive_int, default=5,
                    help="the fewest timed launches, whatever --max-seconds says (default 5)")

@@ -6,7 +6,8 @@ with eps = 2**-23 (float32 machine epsilon); a kernel passes when max ratio <= 1
 The gauge scales with K and with the magnitudes involved, so one threshold holds for
 every shape; a plain recursive fp32 dot product lands around 0.3 on random data.
 Tensor-core precisions are judged with their own unit roundoff (UNIT: tf32 and fp16
-2**-11, bf16 2**-8, from rounding the inputs or the result), against the reference of
+2**-11, bf16 2**-8, from rounding the inputs or the result; fp32_3xtf32, fp32-accurate by
+design, with fp32's), against the reference of
 the values the kernel was given (16-bit inputs are drawn in float32 and rounded first).
 Exact mode draws small integers in [-8, 8], exact in every input type, for which fp32
 accumulation is exact up to K ~ 2**18: every correct kernel must then equal the
@@ -24,10 +25,10 @@ import numpy as np
 from . import registry
 from .arrays import narrow, widen
 from .errors import CuteGemmError, ShapeLimitError
-from .records import PRECISION_DTYPE, PRECISIONS
+from .records import FP32_ACCURATE, PRECISION_DTYPE, PRECISIONS
 
 EPS = float(np.finfo(np.float32).eps)
-UNIT = {"fp32": EPS, "tf32": 2.0**-11, "fp16": 2.0**-11, "bf16": 2.0**-8}
+UNIT = {"fp32": EPS, "fp32_3xtf32": EPS, "tf32": 2.0**-11, "fp16": 2.0**-11, "bf16": 2.0**-8}
 THRESHOLD = 16.0
 DEFAULT_SHAPES = ((1, 1, 1), (129, 67, 33), (257, 383, 129), (1000, 1300, 700))
 
@@ -311,10 +312,16 @@ def cross_check(a=None, b=None, *, kernels=None, shapes=None, seed=None, alpha=1
         od = A.dtype if out_dtype == "same" else "float32"
         a32, b32 = to_numpy("a", a), to_numpy("b", b)
         c32 = to_numpy("c", c) if c is not None else None
-        names = [k.name for k in chosen if k.computes(prec, od)]
-        report.shapes.append(_check_one_shape(names, a32, b32, c32, float(alpha),
-                                              float(beta) if c is not None else 0.0, exact,
-                                              layout, prec, od))
+        # float32 operands unasked: fp32, and the precisions held to its gauge (run()'s
+        # default on a kernel that computes only one of those), each on its own
+        precs = [prec] + ([p for p in FP32_ACCURATE if p in precisions]
+                          if precision is None and prec == "fp32" else [])
+        for p in precs:
+            names = [k.name for k in chosen if k.computes(p, od)]
+            if names or p == prec:
+                report.shapes.append(_check_one_shape(names, a32, b32, c32, float(alpha),
+                                                      float(beta) if c is not None else 0.0,
+                                                      exact, layout, p, od))
         return report
     for (m, n, k) in (shapes or DEFAULT_SHAPES):
         with_c = beta != 0.0

@@ -326,7 +326,8 @@ def offline_check(names: list[str] | None, arch: str, why: str, *, jobs: int | N
         print(f"no GPU: compiling for {arch} and checking what needs no GPU (the GPU "
               "cross-check is not run)", flush=True)
     outcomes = compile_table(names, [arch], jobs, progress)
-    cute = [n for n in names if registry.get(n).family == "cute"]
+    # (a composed kernel's layouts are those of the GEMM it runs: Kernel.gemm_of)
+    cute = [n for n in names if registry.get(n).family == "cute" and registry.get(n).gemm_of is None]
     layouts = self_check_all(cute, progress=progress)
     failed = [o for o in outcomes if o.origin == "failed"]
     probs = {(o.kernel, e): p for o in outcomes if o.origin not in ("failed", "skipped")

@@ -1,4 +1,5 @@
-"""Named exceptions. Everything cute_gemm raises on purpose derives from CuteGemmError."""
+"""Named exceptions (and the one named warning). Everything cute_gemm raises on purpose
+derives from CuteGemmError."""
 from __future__ import annotations
 
 
@@ -66,3 +67,10 @@ class CudaError(CuteGemmError, RuntimeError):
 
 class NoDeviceError(CudaError):
     """No CUDA driver or no device. Compile-only use (arch='sm_90') still works."""
+
+
+class PrecisionFallbackWarning(UserWarning):
+    """A composed kernel's pre-pass found inputs it cannot represent exactly (3xTF32: a
+    magnitude whose small part would be subnormal), so run() computed the product with the
+    kernel's fp32 fallback (Kernel.gemm_of.fallback) instead: the result is right, the
+    speed is the fallback's."""

@@ -1,15 +1,18 @@
 """Carrying out one GEMM on the device: T = alpha * A @ B + beta * C with operands already
 validated. Everything around the kernel launch lives here: an output that aliases an
 input is computed apart and copied; a problem past one launch is cut into launches;
-operands a kernel cannot take as they are are copied into a layout it can; scratch is
-allocated and freed in stream order (launch.alloc_async), so nothing outlives the call.
+operands a kernel cannot take as they are are copied into a layout it can; a composed
+kernel (Kernel.gemm_of) runs its pre-pass, then the GEMM it names; scratch is allocated
+and freed in stream order (launch.alloc_async), so nothing outlives the call.
 """
 from __future__ import annotations
 
 import ctypes
+import warnings
 
-from . import launch
+from . import launch, registry
 from .arrays import Operand
+from .errors import CaptureError, PrecisionFallbackWarning
 from .resolve import CACHE, UTIL, UTIL_ENTRY, choose, copy_target, loaded, resolve
 
 
@@ -65,12 +68,28 @@ class _ScaleArgs(ctypes.Structure):
 _SCALE_OFFSETS = tuple(getattr(_ScaleArgs, f).offset for f, _ in _ScaleArgs._fields_)
 
 
+def _packed(args: ctypes.Structure, offsets: tuple[int, ...]):
+    """(keepalive, address of the void*[] the driver wants) for one argument struct."""
+    base = ctypes.addressof(args)
+    ptrs = (ctypes.c_void_p * len(offsets))(*[base + o for o in offsets])
+    return (args, ptrs), ctypes.addressof(ptrs)
+
+
 def _pack_scale(m, n, ms, ns, s, src, dst):
-    a = _ScaleArgs(m, n, ms, ns, s, src.ptr if src else None, *(src.strides if src else (0, 0)),
-                   dst.ptr, *dst.strides)
-    base = ctypes.addressof(a)
-    ptrs = (ctypes.c_void_p * len(_SCALE_OFFSETS))(*[base + o for o in _SCALE_OFFSETS])
-    return (a, ptrs), ctypes.addressof(ptrs)
+    return _packed(_ScaleArgs(m, n, ms, ns, s, src.ptr if src else None,
+                              *(src.strides if src else (0, 0)), dst.ptr, *dst.strides),
+                   _SCALE_OFFSETS)
+
+
+class _SplitArgs(ctypes.Structure):
+    """kernels/cute/c7_3xtf32.cu's parameters, in order: an (R, K) source of strides
+    (sr, sk) into R rows of ld floats, and the range flags."""
+    _fields_ = [("R", ctypes.c_int), ("K", ctypes.c_int), ("src", ctypes.c_void_p),
+                ("sr", ctypes.c_longlong), ("sk", ctypes.c_longlong), ("dst", ctypes.c_void_p),
+                ("ld", ctypes.c_longlong), ("flags", ctypes.c_void_p)]
+
+
+_SPLIT_OFFSETS = tuple(getattr(_SplitArgs, f).offset for f, _ in _SplitArgs._fields_)
 
 
 def _temp(shape, dtype: str, ordinal: int, stream: int, owned: list,
@@ -96,6 +115,76 @@ def _release(owned: list, stream: int) -> None:
     for ptr in owned:
         launch.free_async(ptr, stream)
     owned.clear()
+
+
+# ---- composed kernels (Kernel.gemm_of): a pre-pass, then another kernel's GEMM --------------
+SPLIT_ALIGN = 4     # floats: A' and B' rows start 16 bytes apart (TMA strides), pad zeroed
+
+
+def split_operands(k, A: Operand, B: Operand, stream: int, ordinal: int,
+                   owned: list) -> tuple[Operand, Operand, int]:
+    """A' (M x k_parts*K, row-major) and B' (k_parts*K x N, column-major) in stream-ordered
+    scratch (appended to `owned`), written by k's pre-pass (its variants: A's entry, then
+    B's), and the device word (in `owned` too) where the pre-pass sets bit 0 (A) or 1 (B)
+    for inputs it cannot split exactly."""
+    g = k.gemm_of
+    m, kk = A.shape
+    n = B.shape[1]
+    kp = g.k_parts * kk
+    ld = registry.cdiv(kp, SPLIT_ALIGN) * SPLIT_ALIGN
+    flags = launch.alloc_async(4, ordinal, stream)
+    owned.append(flags)
+    launch.memset_f32(flags, 0, 1, stream)
+    A2 = _temp((m, kp), "float32", ordinal, stream, owned, (ld, 1))
+    B2 = _temp((kp, n), "float32", ordinal, stream, owned, (1, ld))
+    lk = loaded(k, ordinal)
+    # each operand as (rows, K) with (row stride, k stride): A as it is, B transposed
+    for v, rows, src, (sr, sk), dst in ((k.variants[0], m, A, A.strides, A2),
+                                        (k.variants[1], n, B, B.strides[::-1], B2)):
+        launch.launch(lk.function(v.entry), k.grid.of(rows, kk), k.block, 0, stream,
+                      _packed(_SplitArgs(rows, kk, src.ptr, sr, sk, dst.ptr, ld, flags),
+                              _SPLIT_OFFSETS))
+    return A2, B2, flags
+
+
+def read_flags(ptr: int, stream: int) -> int:
+    """The pre-pass's range flags: a 4-byte copy after what `stream` has queued (a wait)."""
+    word = ctypes.c_uint32(0)
+    launch.memcpy_dtoh(ctypes.addressof(word), ptr, 4, stream)
+    launch.synchronize(stream)
+    return word.value
+
+
+def _composed(k, A: Operand, B: Operand, C: Operand | None, T: Operand, alpha: float,
+              beta: float, stream: int, ordinal: int) -> None:
+    """T = alpha * A @ B + beta * C by a composed kernel: its pre-pass writes A' and B', the
+    host reads the pre-pass's range flags (one 4-byte copy and a wait on the stream), then
+    the GEMM kernel multiplies A' and B' in its precision over K' = k_parts * K, through
+    gemm_device like any call; where the flags are set, the fp32 fallback multiplies A and
+    B instead (nothing has written T yet: an in-place C is intact). Scratch is freed in
+    stream order on every path."""
+    g = k.gemm_of
+    if launch.capturing(stream):    # before anything is enqueued: the capture stays valid
+        raise CaptureError(f"kernel {k.name!r} reads its pre-pass's range check on the host "
+                           "before the GEMM, which a CUDA graph capture cannot wait for: capture "
+                           f"{g.fallback!r} (fp32), or call {k.name!r} outside the capture")
+    owned: list = []
+    try:
+        A2, B2, flags = split_operands(k, A, B, stream, ordinal, owned)
+        bad = read_flags(flags, stream)
+        if bad:
+            which = " and ".join(r for bit, r in ((1, "a"), (2, "b")) if bad & bit)
+            warnings.warn(
+                f"{k.name}: {which} holds magnitudes below 2^-103 (subnormal, or whose tf32 "
+                f"split leaves a subnormal part) that {g.k_parts}x{g.precision} cannot represent "
+                f"exactly; computed with {g.fallback} (fp32) instead", PrecisionFallbackWarning,
+                stacklevel=2)
+            gemm_device(registry.get(g.fallback), A, B, C, T, alpha, beta, stream, ordinal, "fp32")
+        else:
+            gemm_device(registry.get(g.kernel), A2, B2, C, T, alpha, beta, stream, ordinal,
+                        g.precision)
+    finally:
+        _release(owned, stream)
 
 
 def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
@@ -135,6 +224,9 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
                     gemm_device(k, _sub(A, i0, p0, r, q), _sub(B, p0, j0, q, c),
                                 _sub(C, i0, j0, r, c) if p0 == 0 else Tb, Tb, alpha,
                                 beta if p0 == 0 else 1.0, stream, ordinal, precision)
+        return None
+    if k.gemm_of is not None:
+        _composed(k, A, B, C, T, alpha, beta, stream, ordinal)
         return None
     # the hot path: a launch already resolved for this kernel, shape, strides and pointer
     # alignment class (everything choose() and the grid depend on) skips straight to the driver

@@ -4,7 +4,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from .records import FixedSmem, Kernel, PersistentGrid, TileGridMN, TmaBoxes, Variant
+from .records import (FixedSmem, GemmOf, Kernel, PersistentGrid, SplitGrid, TileGridMN, TmaBoxes,
+                      Variant)
 
 _MAJORS = tuple((a, b) for a in ("k", "m") for b in ("n", "k"))
 
@@ -448,4 +449,35 @@ CUTE += [
     # cluster_m=2 (B multicast): #how-cute_wgmma_ws-got-there (cluster 4 lost: 120 CTAs fit)
     # group_m=16: same section (8 and 32 lost); k_bytes=128 (64-byte rows, 8 stages lost)
     _wgmma_ws("cute_wgmma_ws", WgmmaWsConfig()),
+]
+
+
+# ---- fp32 accuracy on tf32 tensor cores (3xTF32) ------------------------------------------------
+def _three_tf32(name: str, gemm: str, fallback: str) -> Kernel:
+    # the pre-pass reads any strides (so every layout costs the same: no relayout copy) and
+    # writes the k-major A' and B' that the GEMM's tf32 k-major entry takes as they are
+    split = tuple(Variant(f"{name}_split_{r}", a_major="any", b_major="any", c_major="any",
+                          precision="fp32_3xtf32") for r in "ab")
+    return Kernel(
+        name=name,
+        family="cute",
+        source="cute/c7_3xtf32.cu",
+        variants=split,
+        block=(32, 8, 1),
+        grid=SplitGrid(32),
+        min_arch=90,
+        arch_specific=True,
+        summary=f"3xTF32: a pre-pass splits each fp32 operand into tf32 big + small parts, "
+                f"K-concatenated k-major (A' = [small|big|big], B' = [big;small;big]), then "
+                f"{gemm}'s tf32 GEMM over K' = 3K: fp32 accuracy; {fallback} where the split "
+                f"is not exact (tiny magnitudes)",
+        seed="CUTLASS example 27 (3xTF32), on c6's GEMM",
+        tags=("tensor-core",),
+        gemm_of=GemmOf(gemm, "tf32", 3, fallback),
+    )
+
+
+CUTE += [
+    # why a pre-pass and not a split inside the GEMM: docs/tuning/cute_3xtf32.md
+    _three_tf32("cute_3xtf32", "cute_wgmma_ws", "cute_pipelined"),
 ]

@@ -153,6 +153,10 @@ def run(kernels: list[str] | None = None, fmt: str = "text", out: str | None = N
         chosen = [registry.get(n) for n in kernels] if kernels else list(cute)
     except UnknownKernelError as e:
         return _fail(str(e))
+    composed = [k for k in chosen if k.gemm_of is not None]
+    if composed:     # a pre-pass and another kernel's GEMM: the layouts are that GEMM's
+        return _fail("; ".join(f"{k.name} runs {k.gemm_of.kernel}'s GEMM after a pre-pass: "
+                               f"see `cute-gemm layouts {k.gemm_of.kernel}`" for k in composed))
     bad = [k.name for k in chosen if k.family != "cute"]
     if bad:
         return _fail(f"{', '.join(bad)} {'is not a CuTe kernel' if len(bad) == 1 else 'are not CuTe kernels'} "

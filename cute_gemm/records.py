@@ -38,10 +38,17 @@ def cdiv(a: int, b: int) -> int:
 
 # The arithmetic of a call and the element type of A and B it reads. "fp32" is the SIMT
 # ladder's; "tf32" reads float32 operands and multiplies them on tensor cores with 10
-# mantissa bits (asked for by name, never the default); "bf16"/"fp16" read 16-bit operands.
-# Every precision accumulates in float32.
-PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
-PRECISION_DTYPE = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+# mantissa bits (asked for by name, never the default); "bf16"/"fp16" read 16-bit operands;
+# "fp32_3xtf32" reads float32 operands, splits each into two tf32 parts and sums three tf32
+# products (big·big + big·small + small·big): held to fp32's gauge (check.UNIT), so it stands
+# in for fp32 on a kernel that offers nothing else (api._precision). Every precision
+# accumulates in float32.
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp32_3xtf32")
+PRECISION_DTYPE = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16",
+                   "fp32_3xtf32": "float32"}
+# precisions held to the fp32 gauge besides fp32 itself: taken for float32 operands without
+# being named when the kernel offers no fp32 (tf32, at 2^-11, is never taken unnamed)
+FP32_ACCURATE = ("fp32_3xtf32",)
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 
@@ -213,6 +220,25 @@ class PersistentGrid:
         return max(self.bm, GRID_X_MAX // cdiv(cols, self.bn) * self.bm), cols
 
 
+@dataclass(frozen=True)
+class SplitGrid:
+    """A composed kernel's pre-pass (Kernel.gemm_of), one launch per operand, each seen as a
+    (rows, K) matrix (rows = M for A, N for B): one (tile x tile) block per tile, x walking
+    rows, y walking K, each capped at the grid limits (the kernel loops over the tiles past
+    them, in 64-bit indices: one launch takes any extent). Called with (M, N, K): A's grid."""
+    tile: int = 32
+
+    def of(self, rows: int, k: int) -> tuple[int, int, int]:
+        t = self.tile
+        return (max(1, min(cdiv(rows, t), GRID_X_MAX)), max(1, min(cdiv(k, t), GRID_YZ_MAX)), 1)
+
+    def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
+        return self.of(m, k)
+
+    def span(self, n: int) -> tuple[int, int]:
+        return EXTENT_MAX, EXTENT_MAX
+
+
 # ---- dynamic shared memory policies: (M, N, K) -> bytes ----------------------------
 @dataclass(frozen=True)
 class StripSmem:
@@ -236,6 +262,20 @@ class FixedSmem:
 
     def __call__(self, m: int, n: int, k: int) -> int:
         return self.nbytes
+
+
+@dataclass(frozen=True)
+class GemmOf:
+    """A composed kernel (Kernel.gemm_of): its own entry points are a pre-pass that writes
+    A' (M x k_parts*K, k-major) and B' (k_parts*K x N, k-major) from A and B, and the product
+    is the GEMM of another registered kernel, `kernel`, in `precision` on A' and B' (through
+    run()'s own path: variant choice, launch cutting, TMA maps). Where the pre-pass reports
+    that its inputs lie outside the range it is exact in, run() computes the product with
+    `fallback` (its precision fp32) instead, and warns (errors.PrecisionFallbackWarning)."""
+    kernel: str                 # the registered kernel whose GEMM runs on A', B'
+    precision: str              # ... in this precision (PRECISIONS)
+    k_parts: int                # K' = k_parts * K
+    fallback: str               # an fp32 kernel for inputs the pre-pass cannot split exactly
 
 
 @dataclass(frozen=True)
@@ -263,6 +303,9 @@ class Kernel:
     arch_specific: bool = False
     constraints: str = "any M, N, K >= 1"
     tags: tuple[str, ...] = field(default=())
+    # a composed kernel: its variants are the pre-pass's entry points, the GEMM is another
+    # kernel's (GemmOf; execute.gemm_device runs the two)
+    gemm_of: GemmOf | None = None
 
     def __repr__(self) -> str:   # the generated one prints every variant and policy: pages
         tile = "x".join(map(str, self.tile)) if self.tile else "-"
@@ -340,7 +383,9 @@ class Kernel:
         def cut(x: int, limit: int) -> int:
             limit = min(limit, EXTENT_MAX)
             return x if x <= limit else max(limit // 256 * 256, 1)
-        return cut(m, rows), cut(n, cols), cut(k, EXTENT_MAX)
+        # a composed kernel's GEMM runs over K' = k_parts * K: that K' must fit one launch
+        parts = self.gemm_of.k_parts if self.gemm_of is not None else 1
+        return cut(m, rows), cut(n, cols), cut(k, EXTENT_MAX // parts)
 
     def check_limits(self, m: int, n: int, k: int, smem_limit: int) -> None:
         """Raise ShapeLimitError if this shape needs more dynamic smem than the device has."""

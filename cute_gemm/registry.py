@@ -9,10 +9,10 @@ from __future__ import annotations
 from .errors import UnknownKernelError
 from .ladder_cute import CUTE
 from .ladder_handwritten import HANDWRITTEN
-from .records import (ARCHS, EXTENT_MAX, GRID_X_MAX, GRID_YZ_MAX, ITEMSIZE,  # noqa: F401
-                      LAYOUTS, PRECISION_DTYPE, PRECISIONS, FixedSmem, FlatGrid, Kernel,
-                      PersistentGrid, RowGrid, StripSmem, TileGrid, TileGridMN, TmaBoxes,
-                      Variant, cdiv, layout_majors)
+from .records import (ARCHS, EXTENT_MAX, FP32_ACCURATE, GRID_X_MAX, GRID_YZ_MAX,  # noqa: F401
+                      ITEMSIZE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, FixedSmem, FlatGrid,
+                      GemmOf, Kernel, PersistentGrid, RowGrid, SplitGrid, StripSmem, TileGrid,
+                      TileGridMN, TmaBoxes, Variant, cdiv, layout_majors)
 
 KERNELS: tuple[Kernel, ...] = tuple(HANDWRITTEN) + tuple(CUTE)
 _BY_NAME = {k.name: k for k in KERNELS}

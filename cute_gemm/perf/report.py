@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import plots as P
-from .schema import (CUBLAS, LAYOUT_TEXT, BenchResult, pick_ladder_size, write_csv,
-                     write_json)
+from .schema import (CUBLAS, CUBLAS_PEER, LAYOUT_TEXT, BenchResult, cublas_label,
+                     pick_ladder_size, write_csv, write_json)
 
 
 def _f(x, fmt: str, empty: str = "-") -> str:
@@ -32,8 +32,10 @@ def format_header(result: BenchResult) -> str:
 
 
 def _label(r) -> str:
-    """A row's kernel, with its precision where it is not fp32."""
-    return r.kernel if r.precision == "fp32" else f"{r.kernel} {r.precision}"
+    """A row's kernel, with its precision where it is not fp32 (cuBLAS: its peer's)."""
+    if r.precision == "fp32":
+        return r.kernel
+    return cublas_label(r.precision) if r.kernel == CUBLAS else f"{r.kernel} {r.precision}"
 
 
 def format_table(result: BenchResult) -> str:
@@ -190,11 +192,15 @@ def _tensor_core_markdown(result: BenchResult, source: str | None = None) -> lis
         + ["best % of dense peak"]
     out = [f"#### Tensor cores: {', '.join(f'{s}³' for s in sizes)}, A and B in "
            f"{len(lays)} layout{'s' if len(lays) > 1 else ''} ({', '.join(lays)}), ranges over them; "
-           f"cuBLAS at the same precision in the same run", "",
+           f"cuBLAS at the same precision in the same run"
+           + ("" if all(CUBLAS_PEER.get(p, p) == p for _, p in labels) else
+              " (fp32_3xtf32: beside cuBLAS fp32, SGEMM with TF32 off)"), "",
            "| " + " | ".join(head) + " |", "|---|---" + "|---:" * (len(head) - 2) + "|"]
     for kernel, prec in labels:
         mine = [r for r in rows if (r.kernel, r.precision) == (kernel, prec)]
-        cells = [f"`{kernel}`" if kernel != CUBLAS else "cuBLAS", prec]
+        peer = CUBLAS_PEER.get(prec, prec)      # the precision column says prec already
+        cells = [f"`{kernel}`" if kernel != CUBLAS else CUBLAS + ("" if peer == prec else f" {peer}"),
+                 prec]
         for sz in sizes:
             t = [r for r in mine if r.m == sz and r.timed]
             cells.append(_range([r.tflops for r in t], ".0f") if t else "—")
@@ -235,7 +241,7 @@ def _all_shapes_markdown(result: BenchResult) -> list[str]:
             "", "| " + " | ".join(head) + " |", "|---" + "|---:" * len(cols) + "|"]
     for n, prec in names:
         tag = "" if prec == "fp32" else f" {prec}"
-        row = [f"`{n}`{tag}" if n != CUBLAS else f"cuBLAS {prec}"]
+        row = [f"`{n}`{tag}" if n != CUBLAS else cublas_label(prec)]
         for sh, lay in cols:
             r = cell.get((n, prec, sh, lay))
             if r is None:

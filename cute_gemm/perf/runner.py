@@ -40,7 +40,7 @@ from .meta import device_meta, driver_text, versions
 from .overhead import measure_overhead
 from .report import write_outputs
 from .runtime import make_current
-from .schema import CUBLAS, BenchResult, Row
+from .schema import CUBLAS, CUBLAS_PEER, BenchResult, Row
 from .shapes import native_layout, out_dtype_of, parse_layouts, parse_sizes
 from .stats import fill_ratios, precision_peaks, sample_indices, summarize, tflops
 from .timing import Flush, event_times, rotation_sets
@@ -275,8 +275,9 @@ def bench(kernels: str | Sequence[str] | None = None,
           precisions: str | Sequence[str] = ("fp32",)) -> BenchResult:
     """Check, then time, every kernel (default: all the device supports) on every size
     (default: squares 256..8192 and odd shapes) and layout, next to cuBLAS, in each of
-    `precisions` ("fp32", "tf32", "bf16", "fp16" or "all"): a kernel in each precision it
-    offers, cuBLAS at the same precision in the same run.
+    `precisions` ("fp32", "tf32", "bf16", "fp16", "fp32_3xtf32" or "all"): a kernel in each
+    precision it offers, cuBLAS at the same precision in the same run (fp32_3xtf32: cuBLAS
+    fp32, schema.CUBLAS_PEER).
 
     sizes: N, "MxNxK", (M, N, K), "squares", "odd", "all". layouts: "nn", "tn" (A as a
     transposed view), "nt", "tt" — a kernel is timed on a transposed layout only when it
@@ -414,10 +415,12 @@ def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush
         return
     try:
         if backend is not None:
+            peer = CUBLAS_PEER[prec]     # fp32_3xtf32 is timed beside SGEMM (TF32 off)
             row = Row(CUBLAS, "reference", m, n, kk, lay, check=ref.mode,
-                      message=f"{backend.library} {backend.version}", precision=prec)
-            if prec not in getattr(backend, "precisions", ("fp32",)):
-                row.status, row.message = "skip", f"{backend.library} has no {prec} GEMM"
+                      message=f"{backend.library} {backend.version}"
+                              + ("" if peer == prec else f", {peer} (TF32 off)"), precision=prec)
+            if peer not in getattr(backend, "precisions", ("fp32",)):
+                row.status, row.message = "skip", f"{backend.library} has no {peer} GEMM"
             else:
                 try:
                     wa = [backend.wrap(x) for x in inputs.A]
@@ -425,10 +428,10 @@ def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush
                     wc = [backend.wrap(x) for x in inputs.C]
 
                     def blas(i, wa=wa, wb=wb, wc=wc):
-                        if prec == "fp32":
+                        if peer == "fp32":
                             backend.matmul(wa[i], wb[i], wc[i])
                         else:
-                            backend.matmul(wa[i], wb[i], wc[i], prec)
+                            backend.matmul(wa[i], wb[i], wc[i], peer)
                     measure_row(row, lambda: _gpu_check(CUBLAS, blas, inputs, ref),
                                 lambda: event_times(blas, len(inputs), flush, **tkw))
                 except Exception as e:

@@ -16,6 +16,17 @@ import numpy as np
 
 SCHEMA = 1
 CUBLAS = "cuBLAS"               # the kernel name of the cuBLAS rows
+# the cuBLAS GEMM a precision's rows are timed and compared beside: its own, except for
+# fp32_3xtf32, an fp32 answer by other means, whose peer is cuBLAS fp32 (SGEMM, TF32 off)
+CUBLAS_PEER = {"fp32": "fp32", "tf32": "tf32", "bf16": "bf16", "fp16": "fp16",
+               "fp32_3xtf32": "fp32"}
+
+
+def cublas_label(precision: str) -> str:
+    """How the cuBLAS rows of `precision` are named: "cuBLAS bf16", "cuBLAS fp32 (peer of
+    fp32_3xtf32)"."""
+    peer = CUBLAS_PEER.get(precision, precision)
+    return f"{CUBLAS} {peer}" + ("" if peer == precision else f" (peer of {precision})")
 LAYOUTS = ("nn", "tn", "nt", "tt")
 LAYOUT_TEXT = {"nn": "A, B row-major", "tn": "A transposed view (CuTe NT: A M-major, B N-major)",
                "nt": "B transposed view (CuTe TN: A, B K-major)",
