@@ -175,7 +175,7 @@ def _composed(k, A: Operand, B: Operand, C: Operand | None, T: Operand, alpha: f
         if bad:
             which = " and ".join(r for bit, r in ((1, "a"), (2, "b")) if bad & bit)
             warnings.warn(
-                f"{k.name}: {which} holds magnitudes below 2^-103 (subnormal, or whose tf32 "
+                f"{k.name}: {which} {'hold' if bad == 3 else 'holds'} magnitudes below 2^-103 (subnormal, or whose tf32 "
                 f"split leaves a subnormal part) that {g.k_parts}x{g.precision} cannot represent "
                 f"exactly; computed with {g.fallback} (fp32) instead", PrecisionFallbackWarning,
                 stacklevel=2)

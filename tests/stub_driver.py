@@ -36,11 +36,22 @@ def scale_args(blob: bytes):
     return execute._ScaleArgs.from_buffer_copy(blob)
 
 
+def split_args(blob: bytes):
+    return execute._SplitArgs.from_buffer_copy(blob)
+
+
+class Events(list):
+    """The recorded events; `device_word` is what a 4-byte device-to-host copy reads (a
+    composed kernel's range flags)."""
+    device_word = 0
+
+
 def install(monkeypatch):
     """Replace the driver; returns the list of recorded events: ("launch", entry, grid,
     stream, argument bytes), ("alloc", ptr, nbytes, stream), ("free", ptr, stream),
-    ("memset", ptr, count, stream), ("record", event, stream), ("wait", stream, event)."""
-    events: list = []
+    ("memset", ptr, count, stream), ("record", event, stream), ("wait", stream, event),
+    ("dtoh", src, nbytes, stream), ("sync", stream), ("tmap", ptr, dims, ld_bytes, box)."""
+    events = Events()
     addrs = itertools.count(0x7000_0000_0000, 1 << 36)
 
     class Drv:
@@ -73,11 +84,24 @@ def install(monkeypatch):
             events.append(("memset", ptr, count, stream))
             return (0,)
 
+        def cuMemcpyDtoHAsync(self, host, src, nbytes, stream):
+            events.append(("dtoh", src, nbytes, stream))
+            word = events.device_word.to_bytes(4, "little")
+            ctypes.memmove(host, (word * (nbytes // 4 + 1))[:nbytes], nbytes)
+            return (0,)
+
+        def cuStreamSynchronize(self, stream):
+            events.append(("sync", stream))
+            return (0,)
+
         def cuLaunchKernel(self, h, gx, gy, gz, bx, by, bz, smem, stream, addr, extra):
             util = h.startswith("scale2d")      # one per element type: scale2d, scale2d_f16, ...
-            n = len(execute._SCALE_OFFSETS) if util else len(launch._OFFSETS_WS)
+            split = "_split_" in h              # a composed kernel's pre-pass
+            n = (len(execute._SCALE_OFFSETS) if util else len(execute._SPLIT_OFFSETS) if split
+                 else len(launch._OFFSETS_WS))
             ptrs = (ctypes.c_void_p * n).from_address(addr)
-            size = ctypes.sizeof(execute._ScaleArgs if util else launch._GemmArgs)
+            size = ctypes.sizeof(execute._ScaleArgs if util else execute._SplitArgs if split
+                                 else launch._GemmArgs)
             events.append(("launch", h, (gx, gy, gz), stream, ctypes.string_at(ptrs[0], size)))
             return (0,)
 
@@ -89,11 +113,16 @@ def install(monkeypatch):
     def free_async(ptr, stream):
         events.append(("free", ptr, stream))
 
+    def encode_tensor_map(ptr, dtype, dims, ld_bytes, box, swizzle=128):
+        events.append(("tmap", ptr, tuple(dims), ld_bytes, tuple(box)))
+        return bytes(launch.TMA_MAP_BYTES)
+
     drv = Drv()
     monkeypatch.setattr(launch, "_drv", lambda: drv)
     monkeypatch.setattr(launch, "_init_done", True)
     monkeypatch.setattr(launch, "alloc_async", alloc_async)
     monkeypatch.setattr(launch, "free_async", free_async)
+    monkeypatch.setattr(launch, "encode_tensor_map", encode_tensor_map)
     monkeypatch.setattr(launch, "_events", threading.local())
     monkeypatch.setattr(launch, "_zero_is", [])
     monkeypatch.setitem(launch._contexts, 0, 1)
@@ -117,7 +146,8 @@ def install(monkeypatch):
 
 
 def launches(events, kind=None):
-    """The recorded launches: all, or only the GEMM kernels' (kind "gemm") or only the
-    scale/copy utility's (kind "scale2d")."""
-    return [e for e in events if e[0] == "launch"
-            and (kind is None or e[1].startswith("scale2d") == (kind == "scale2d"))]
+    """The recorded launches: all, or only the GEMM kernels' (kind "gemm"), the scale/copy
+    utility's (kind "scale2d") or a composed kernel's pre-pass (kind "split")."""
+    def kind_of(entry):
+        return "scale2d" if entry.startswith("scale2d") else "split" if "_split_" in entry else "gemm"
+    return [e for e in events if e[0] == "launch" and (kind is None or kind_of(e[1]) == kind)]

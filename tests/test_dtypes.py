@@ -37,6 +37,30 @@ def test_tf32_is_asked_for_by_name_only():
         cute_gemm.run("naive", a, b, precision="bf16")
 
 
+def test_fp32_3xtf32_is_named_in_the_errors_and_reads_float32_only():
+    a, b = rnd(3, 4), rnd(4, 5)
+    with pytest.raises(cute_gemm.DTypeError, match=r"'naive' computes fp32 \(float32 in, float32 "
+                                                   r"out\); not fp32_3xtf32 into float32; kernels "
+                                                   r"that do: cute_3xtf32$"):
+        cute_gemm.run("naive", a, b, precision="fp32_3xtf32")
+    with pytest.raises(cute_gemm.DTypeError, match=r"'cute_3xtf32' computes fp32_3xtf32 \(float32 "
+                                                   r"in, float32 out\); not tf32 into float32; "
+                                                   r"kernels that do: .*cute_wgmma_ws"):
+        cute_gemm.run("cute_3xtf32", a, b, precision="tf32")
+    with pytest.raises(cute_gemm.DTypeError, match="'cute_3xtf32' computes fp32_3xtf32.*not fp16"):
+        cute_gemm.run("cute_3xtf32", rnd(3, 4, dtype=np.float16), rnd(4, 5, dtype=np.float16))
+    with pytest.raises(cute_gemm.DTypeError, match="'fp32_3xtf32' reads float32 operands; a and "
+                                                   "b are float16"):
+        cute_gemm.run("cute_3xtf32", rnd(3, 4, dtype=np.float16), rnd(4, 5, dtype=np.float16),
+                      precision="fp32_3xtf32")
+    with pytest.raises(cute_gemm.DTypeError, match="float32 or float32, not float16"):
+        cute_gemm.run("cute_3xtf32", a, b, out=rnd(3, 5, dtype=np.float16))
+    with pytest.raises(cute_gemm.InputError, match="precision must be one of fp32, tf32, bf16, "
+                                                   "fp16, fp32_3xtf32, got '3xtf32'"):
+        cute_gemm.run("cute_3xtf32", a, b, precision="3xtf32")
+    assert check.unit("fp32_3xtf32") == check.unit("fp32") == check.EPS
+
+
 def test_mixed_operand_and_result_types_are_refused():
     with pytest.raises(cute_gemm.DTypeError, match="a is float16 and b is float32"):
         cute_gemm.run("naive", rnd(3, 4, dtype=np.float16), rnd(4, 5))

@@ -28,9 +28,10 @@ def _host(x):
 
 
 def _prec(name):
-    """float32 operands: fp32 where the kernel computes it, else tf32 (the tensor-core
-    kernels), judged with that precision's unit roundoff."""
-    return "fp32" if "fp32" in registry.get(name).precisions else "tf32"
+    """float32 operands: fp32 where the kernel computes it, else fp32_3xtf32 (cute_3xtf32),
+    else tf32 (the tensor-core kernels), judged with that precision's unit roundoff."""
+    ps = registry.get(name).precisions
+    return next(p for p in ("fp32", "fp32_3xtf32", "tf32") if p in ps)
 
 
 def _check(name, got, a, b, c=None, alpha=1.0, beta=0.0):

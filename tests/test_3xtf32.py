@@ -1,0 +1,211 @@
+"""cute_3xtf32 without a GPU: the composed record (a split pre-pass, then cute_wgmma_ws's tf32
+GEMM over K' = 3K), what run() asks of the driver for it (a stub driver records it,
+tests/stub_driver.py: allocations, the split launches, the range-flag read, the GEMM on the
+split operands, frees after), the range-check fallback and its warning, graph capture, and
+the bench's cuBLAS peer. On a GPU: test_3xtf32_gpu.py."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cute_gemm
+import stub_driver
+from cute_gemm import api, execute, registry
+from cute_gemm.errors import CaptureError, PrecisionFallbackWarning
+from cute_gemm.perf.schema import CUBLAS_PEER, cublas_label
+from cute_gemm.perf.shapes import native_layout
+from cute_gemm.perf.stats import precision_peaks
+from cute_gemm.perf.runner import parse_precisions
+from stub_driver import Dev, gemm_args, split_args
+
+K3 = registry.get("cute_3xtf32")
+
+
+def test_the_record_says_what_it_is_composed_of():
+    g = K3.gemm_of
+    assert (K3.family, K3.archs, K3.precisions) == ("cute", ("sm_90a",), ("fp32_3xtf32",))
+    assert K3.computes("fp32_3xtf32", "float32") and not K3.computes("fp32", "float32")
+    assert [v.entry for v in K3.variants] == ["cute_3xtf32_split_a", "cute_3xtf32_split_b"]
+    assert all((v.a_major, v.b_major, v.c_major) == ("any",) * 3 for v in K3.variants)
+    gemm = registry.get(g.kernel)
+    assert (g.kernel, g.precision, g.k_parts) == ("cute_wgmma_ws", "tf32", 3)
+    # the GEMM takes the split's k-major A' and B' as they are; the fallback is fp32
+    assert any(v.precision == "tf32" and (v.a_major, v.b_major) == ("k", "k") and v.tma
+               for v in gemm.variants)
+    assert "fp32" in registry.get(g.fallback).precisions
+    assert (K3.min_arch, K3.arch_specific) == (gemm.min_arch, gemm.arch_specific)
+    assert all(k.gemm_of is None for k in registry.kernels() if k is not K3)
+
+
+def test_k_is_cut_so_that_three_k_fits_one_launch():
+    kmax = registry.EXTENT_MAX // 3 // 256 * 256
+    assert K3.launch_extents(5, 7, 3 * 10**9) == (5, 7, kmax)
+    assert K3.launch_extents(5, 7, kmax) == (5, 7, kmax)
+    assert registry.get("cute_wgmma_ws").launch_extents(5, 7, 3 * kmax)[2] == 3 * kmax
+    assert K3.grid.of(2**40, 2**40) == (registry.GRID_X_MAX, registry.GRID_YZ_MAX, 1)
+    assert K3.grid(100, 1, 33) == (4, 2, 1)
+
+
+def _events(kind, events):
+    return [e for e in events if e[0] == kind]
+
+
+# (A strides, B strides) in bytes for M x K and K x N, per layout: "t" = transposed view
+def _operands(layout, m, n, k):
+    sa = (4 * k, 4) if layout[0] == "n" else (4, 4 * m)
+    sb = (4 * n, 4) if layout[1] == "n" else (4, 4 * k)
+    return Dev((m, k), 0x1000_0000, strides=sa), Dev((k, n), 0x2000_0000, strides=sb)
+
+
+@pytest.mark.parametrize("layout", registry.LAYOUTS)
+def test_split_then_the_tf32_gemm_on_k_major_operands_then_frees(monkeypatch, layout):
+    """Every layout is one split per operand (no relayout copy): A' = M rows and B' = N
+    columns of 3K floats, the leading dimension padded to 4 (16-byte TMA strides) and
+    allocated with its pad; the range flags zeroed, read after the splits; then the ws
+    kernel's tf32 k-major entry with K' = 3K on A' and B'; every allocation freed after."""
+    events = stub_driver.install(monkeypatch)
+    m, n, k = 70, 50, 37                       # 3K = 111: ld 112
+    a, b = _operands(layout, m, n, k)
+    out = Dev((m, n), 0x3000_0000)
+    api.run("cute_3xtf32", a, b, out=out, alpha=1.5)
+    ld = 112
+    kinds = [e[0] for e in events]
+    allocs = _events("alloc", events)
+    flags, pa, pb = (x[1] for x in allocs)
+    assert [x[2] for x in allocs] == [4, 4 * m * ld, 4 * n * ld]
+    assert ("memset", flags, 1, 0) in events
+    (sa, sb) = [(e[1], split_args(e[4])) for e in stub_driver.launches(events, "split")]
+    assert [sa[0], sb[0]] == ["cute_3xtf32_split_a", "cute_3xtf32_split_b"]
+    sa, sb = sa[1], sb[1]
+    assert (sa.R, sa.K, sa.src, sa.dst, sa.ld, sa.flags) == (m, k, a.ptr, pa, ld, flags)
+    assert (sb.R, sb.K, sb.src, sb.dst, sb.ld, sb.flags) == (n, k, b.ptr, pb, ld, flags)
+    # strides in elements along (rows, k): A as it is, B transposed
+    assert (sa.sr, sa.sk) == tuple(x // 4 for x in a.strides)
+    assert (sb.sr, sb.sk) == tuple(x // 4 for x in b.strides[::-1])
+    (gemm,) = stub_driver.launches(events, "gemm")
+    g = gemm_args(gemm[4])
+    assert gemm[1] == "cute_wgmma_ws_tf32_f32_ak_bk"
+    assert (g.M, g.N, g.K, g.A, g.B, g.C, g.alpha) == (m, n, 3 * k, pa, pb, out.ptr, 1.5)
+    assert (g.sAm, g.sAk, g.sBk, g.sBn) == (ld, 1, 1, ld)
+    # the TMA maps describe A' (K', M) and B' (K', N) with ld * 4 bytes between rows
+    assert [e[1:4] for e in _events("tmap", events)] == [(pa, (3 * k, m), 4 * ld),
+                                                         (pb, (3 * k, n), 4 * ld)]
+    i_flags, i_gemm = kinds.index("dtoh"), events.index(gemm)
+    assert events[i_flags][1] == flags and kinds[i_flags + 1] == "sync"
+    assert max(events.index(x) for x in stub_driver.launches(events, "split")) < i_flags < i_gemm
+    frees = _events("free", events)
+    assert sorted(f[1] for f in frees) == sorted((flags, pa, pb))
+    assert min(events.index(f) for f in frees) > i_gemm
+    assert not stub_driver.launches(events, "scale2d")
+
+
+def test_in_place_c_and_beta_reach_the_gemm_and_no_hot_path_is_kept(monkeypatch):
+    events = stub_driver.install(monkeypatch)
+    a, b, c = Dev((64, 32), 0x1000_0000), Dev((32, 48), 0x2000_0000), Dev((64, 48), 0x3000_0000)
+    for _ in range(2):
+        api.run("cute_3xtf32", a, b, c, out=c, beta=-0.5)
+        api.run("cute_3xtf32", a, b, out=c)
+    gs = [gemm_args(e[4]) for e in stub_driver.launches(events, "gemm")]
+    assert [(g.C, g.beta) for g in gs] == [(c.ptr, -0.5), (c.ptr, 0.0)] * 2
+    assert len(stub_driver.launches(events, "split")) == 8      # every call splits anew
+    assert not api.CACHE.hot
+
+
+def test_out_aliasing_an_input_is_computed_apart_then_copied(monkeypatch):
+    events = stub_driver.install(monkeypatch)
+    a, b = Dev((64, 64), 0x1000_0000), Dev((64, 64), 0x2000_0000)
+    api.run("cute_3xtf32", a, b, out=a)
+    (g,) = [gemm_args(e[4]) for e in stub_driver.launches(events, "gemm")]
+    (cp,) = [stub_driver.scale_args(e[4]) for e in stub_driver.launches(events, "scale2d")]
+    tmp = _events("alloc", events)[0][1]
+    assert g.C == tmp and (cp.src, cp.dst) == (tmp, a.ptr)
+    assert sorted(f[1] for f in _events("free", events)) == sorted(x[1] for x in _events("alloc", events))
+
+
+def test_k_past_one_launch_is_cut_and_accumulated(monkeypatch):
+    """K with 3K past EXTENT_MAX: pieces of K <= EXTENT_MAX / 3, each split on its own and
+    added to what the piece before left in C (zero-stride operands: a few bytes)."""
+    events = stub_driver.install(monkeypatch)
+    kk = registry.EXTENT_MAX // 2
+    a, b = Dev((2, kk), 0x10000, strides=(0, 0)), Dev((kk, 3), 0x20000, strides=(0, 0))
+    out = Dev((2, 3), 0x30000)
+    api.run("cute_3xtf32", a, b, out=out)
+    gs = [gemm_args(e[4]) for e in stub_driver.launches(events, "gemm")]
+    splits = [split_args(e[4]) for e in stub_driver.launches(events, "split")]
+    assert len(gs) == 2 and sum(g.K for g in gs) == 3 * kk
+    assert all(g.K <= registry.EXTENT_MAX for g in gs) and [g.beta for g in gs] == [0.0, 1.0]
+    assert [s.K for s in splits[::2]] == [g.K // 3 for g in gs]
+
+
+@pytest.mark.parametrize("word,which", [(1, "a holds"), (2, "b holds"), (3, "a and b hold ")])
+def test_inputs_the_split_cannot_represent_fall_back_to_fp32_with_a_warning(monkeypatch, word, which):
+    """The pre-pass flags A (bit 0) or B (bit 1): nothing has written C yet, so the fp32
+    fallback (cute_pipelined) computes from A, B and the in-place C; no tf32 GEMM runs,
+    the scratch is freed all the same."""
+    events = stub_driver.install(monkeypatch)
+    events.device_word = word
+    a, b, c = Dev((64, 32), 0x1000_0000), Dev((32, 48), 0x2000_0000), Dev((64, 48), 0x3000_0000)
+    with pytest.warns(PrecisionFallbackWarning, match=f"cute_3xtf32: {which}.*cute_pipelined"):
+        api.run("cute_3xtf32", a, b, c, out=c, beta=2.0)
+    (gemm,) = stub_driver.launches(events, "gemm")
+    g = gemm_args(gemm[4])
+    assert gemm[1].startswith("cute_pipelined_")
+    assert (g.A, g.B, g.C, g.beta, g.K) == (a.ptr, b.ptr, c.ptr, 2.0, 32)
+    assert sorted(f[1] for f in _events("free", events)) == sorted(x[1] for x in _events("alloc", events))
+
+
+def test_graph_capture_is_refused_before_anything_is_enqueued(monkeypatch):
+    events = stub_driver.install(monkeypatch)
+    monkeypatch.setattr(type(execute.launch._drv()), "cuStreamIsCapturing", lambda self, h: (0, 1))
+    a, b, out = Dev((64, 32), 0x1000_0000), Dev((32, 48), 0x2000_0000), Dev((64, 48), 0x3000_0000)
+    with pytest.raises(CaptureError, match="cute_3xtf32.*range check.*'cute_pipelined'"):
+        api.run("cute_3xtf32", a, b, out=out, stream=5)
+    assert not [e for e in events if e[0] in ("alloc", "launch", "memset", "dtoh")]
+
+
+def test_float32_operands_default_to_it_and_tf32_stays_by_name():
+    from cute_gemm.arrays import parse
+    from test_validation import FakeCAI
+    a, b = parse("a", FakeCAI((3, 4))), parse("b", FakeCAI((4, 5)))
+    assert api._precision(a, b, None, None, None, K3) == ("fp32_3xtf32", "float32")
+    assert api._precision(a, b, None, None, None, registry.get("cute_pipelined"))[0] == "fp32"
+    assert api._precision(a, b, None, None, None, registry.get("cute_wgmma_ws"))[0] == "fp32"
+    assert api._precision(a, b, None, None, "fp32_3xtf32")[0] == "fp32_3xtf32"
+
+
+def test_bench_times_it_beside_sgemm():
+    assert CUBLAS_PEER["fp32_3xtf32"] == "fp32"
+    assert cublas_label("fp32_3xtf32") == "cuBLAS fp32 (peer of fp32_3xtf32)"
+    assert cublas_label("bf16") == "cuBLAS bf16"
+    assert "fp32_3xtf32" in parse_precisions("all") and parse_precisions("fp32_3xtf32") == ("fp32_3xtf32",)
+    assert all(native_layout(K3, 4096, 4096, 4096, lay, "fp32_3xtf32") for lay in registry.LAYOUTS)
+    peaks = precision_peaks(60.0, 90)
+    assert peaks["fp32_3xtf32"] == pytest.approx(peaks["tf32"] / 3)
+
+
+def test_the_padded_leading_dimension():
+    assert execute.SPLIT_ALIGN == 4
+    for k, ld in ((1, 4), (4, 12), (5, 16), (37, 112), (64, 192)):
+        assert registry.cdiv(3 * k, execute.SPLIT_ALIGN) * execute.SPLIT_ALIGN == ld
+
+
+def test_host_inputs_take_the_same_path(monkeypatch):
+    """numpy operands are uploaded, then split, checked and multiplied as device ones."""
+    events = stub_driver.install(monkeypatch)
+
+    class Buf:
+        def __init__(self, nbytes, ordinal=0):
+            self.ptr = 0x5000_0000 + 0x100_0000 * len(_events("upload", events))
+            events.append(("upload", self.ptr, nbytes))
+
+        def close(self):
+            pass
+    monkeypatch.setattr(execute.launch, "DeviceBuffer", Buf)
+    monkeypatch.setattr(execute.launch, "memcpy_htod", lambda *a: None)
+    monkeypatch.setattr(execute.launch, "check_last", lambda *a: None)
+    monkeypatch.setattr(execute.launch, "current_ordinal", lambda: 0)
+    a = np.ones((20, 9), np.float32)
+    b = np.ones((9, 11), np.float32)
+    cute_gemm.run("cute_3xtf32", a, b)
+    assert [e[1] for e in stub_driver.launches(events)] == [
+        "cute_3xtf32_split_a", "cute_3xtf32_split_b", "cute_wgmma_ws_tf32_f32_ak_bk"]

@@ -1,0 +1,251 @@
+"""cute_3xtf32 on a GPU (sm_90): the split bit for bit against a numpy model of it, the fp32
+gauge on odd shapes, all four layouts and wide exponent ranges, exact integers equal to
+cute_pipelined's, NaN/Inf where fp32 puts them, the fallback for magnitudes the split cannot
+represent (device and host operands), graph capture refused, CuPy/PyTorch views. The same
+kernel also runs in test_tensor_cores_gpu.py's loops (every precision each kernel offers).
+Skipped without a GPU, or on one that is not sm_90."""
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+import cute_gemm
+from cute_gemm import execute, launch, registry
+from cute_gemm.arrays import DeviceArray, parse
+from cute_gemm.check import cross_check, judge, reference, supported_kernels
+from cute_gemm.errors import CaptureError, PrecisionFallbackWarning
+
+pytestmark = pytest.mark.gpu
+NAME = "cute_3xtf32"
+MASK = np.uint32(0xFFFFE000)
+TINY = np.float32(2.0**-126)
+
+
+@pytest.fixture(autouse=True)
+def _hopper():
+    if NAME not in [k.name for k in supported_kernels()]:
+        pytest.skip(f"{NAME} needs sm_90a; this GPU is {launch.device_info().arch}")
+
+
+def _rna(x: np.ndarray) -> np.ndarray:
+    """tf32 round to nearest, ties away (cvt.rna): on the magnitude's bits, add half a tf32
+    ulp and truncate (a carry into the exponent is the rounding up; past the largest: Inf)."""
+    return ((x.view(np.uint32) + np.uint32(0x1000)) & MASK).view(np.float32)
+
+
+def split_model(x: np.ndarray):
+    """(small, big, cross, inexact) as kernels/cute/c7_3xtf32.cu computes them."""
+    x = np.asarray(x, np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        big = _rna(x)
+        rz = (x.view(np.uint32) & MASK).view(np.float32)
+        big = np.where(np.isinf(big) & np.isfinite(x), rz, big)
+        d = (x - big).astype(np.float32)
+        small = _rna(d)
+    nan = np.uint32(0x7FFFFFFF).view(np.float32)
+    inf = np.isinf(x)
+    small = np.where(inf, 0.0, small).astype(np.float32)
+    cross = np.where(inf, 0.0, big).astype(np.float32)
+    big = np.where(inf, x, big).astype(np.float32)
+    small, big, cross = (np.where(np.isnan(x), nan, v).astype(np.float32) for v in (small, big, cross))
+    fin = np.isfinite(x)
+    inexact = fin & (((x != 0) & (np.abs(x) < TINY)) | ((d != 0) & (np.abs(d) < TINY)))
+    return small, big, cross, inexact
+
+
+def _split_on_gpu(a: np.ndarray, b: np.ndarray):
+    """A' (M x ld), B' (N x ld: B' column-major) and the range flags, from the pre-pass."""
+    k = registry.get(NAME)
+    dA, dB = DeviceArray.from_host(a), DeviceArray.from_host(b)
+    owned: list = []
+    try:
+        A2, B2, flags = execute.split_operands(k, parse("a", dA), parse("b", dB), 0, 0, owned)
+        word = execute.read_flags(flags, 0)
+        out = []
+        for op, rows in ((A2, a.shape[0]), (B2, b.shape[1])):
+            ld = op.strides[0] if op.strides[1] == 1 else op.strides[1]
+            h = np.empty((rows, ld), np.float32)
+            launch.memcpy_dtoh(h.ctypes.data, op.ptr, h.nbytes, 0)
+            out.append(h)
+        launch.synchronize(0)
+    finally:
+        execute._release(owned, 0)
+        dA.close()
+        dB.close()
+    return out[0], out[1], word
+
+
+def _specials(rng, shape):
+    # magnitudes 2^-100..2^100 (none below 2^-103: those are flagged, tested apart)
+    x = (rng.standard_normal(shape) * 2.0 ** rng.integers(-80, 80, shape)).astype(np.float32)
+    flat = x.ravel()
+    vals = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, 1.0 + 2**-11, 1.0 + 3 * 2**-11, -(1.0 + 2**-11),
+            3.4028235e38, -3.4028235e38, np.float32(np.uint32(0x7F7FF000).view(np.float32)),
+            2.0**-100, 7.0, -8.0, 2.0**120]
+    flat[:len(vals)] = vals
+    flat[len(vals)] = np.uint32(0x7F800001).view(np.float32)        # a NaN with a low payload
+    return x
+
+
+def test_split_is_bit_exact_against_a_numpy_model():
+    rng = np.random.default_rng()
+    m, n, k = 67, 45, 37                          # 3K = 111: ld 112, one pad column
+    a, b = _specials(rng, (m, k)), _specials(rng, (k, n))
+    A2, B2, word = _split_on_gpu(a, b)
+    sa, ba, ca, ia = split_model(a)
+    sb, bb, cb, ib = split_model(b.T)
+    assert word == 0 and not ia.any() and not ib.any()
+    bits = lambda v: np.ascontiguousarray(v).view(np.uint32)     # noqa: E731
+    for got, want in ((A2[:, :k], sa), (A2[:, k:2 * k], ca), (A2[:, 2 * k:3 * k], ba),
+                      (B2[:, :k], cb), (B2[:, k:2 * k], sb), (B2[:, 2 * k:3 * k], bb)):
+        assert np.array_equal(bits(got), bits(want))
+    assert not A2[:, 3 * k:].any() and not B2[:, 3 * k:].any()   # the pad is zeroed
+    fin = np.isfinite(a) & (np.abs(a) < 1e38)
+    # the split's error: |x - big - small| <= 2^-22 |x| (big's rounding 2^-11, small's 2^-11 of that)
+    err = np.abs(a[fin].astype(np.float64) - ba[fin] - sa[fin])
+    assert (err <= 2.0**-22 * np.abs(a[fin])).all()
+    num = ~np.isnan(a)                          # (NaN: one canonical NaN, tested above)
+    assert not (ba[num].view(np.uint32) & ~MASK).any() and np.isfinite(ba[np.isfinite(a)]).all()
+
+
+def test_range_flags_name_the_operand_whose_split_is_not_exact():
+    a, b = np.ones((8, 5), np.float32), np.ones((5, 6), np.float32)
+    a[2, 3] = 2.0**-110                         # tf32-exact: small is 0, nothing lost
+    b[1, 1] = 2.0**-120                         # likewise
+    assert _split_on_gpu(a, b)[2] == 0
+    a[2, 3] = 2.0**-110 * (1 + 2**-20)          # x - big is subnormal
+    assert _split_on_gpu(a, b)[2] == 1
+    b[4, 5] = 1e-40                             # a subnormal input
+    assert _split_on_gpu(a, b)[2] == 3
+    assert split_model(np.float32([2.0**-110 * (1 + 2**-20), 1e-40, 2.0**-103]))[3].tolist() == [True, True, False]
+
+
+@pytest.mark.parametrize("layout", registry.LAYOUTS)
+def test_the_fp32_gauge_on_odd_shapes_and_every_layout(layout):
+    rep = cross_check(kernels=[NAME], shapes=[(1, 1, 1), (7, 9, 3), (65, 129, 17), (257, 383, 129),
+                                              (1000, 1300, 700), (130, 259, 4099)],
+                      layout=layout, alpha=1.5, beta=-0.5, seed=11)
+    assert rep.ok and [s.precision for s in rep.shapes] == ["fp32_3xtf32"] * 6, rep.table()
+
+
+@pytest.mark.parametrize("wide", [False, True], ids=["normal", "2^-50..2^50"])
+def test_long_k_meets_the_fp32_gauge_far_below_tf32(wide):
+    """K = 8192, N(0,1) or magnitudes spread over 2^-50..2^50: the fp32 gauge holds and the
+    relative Frobenius error is 1/100 of 1xTF32's or less; on N(0,1) also at most twice the
+    SIMT fp32 kernel's (the issue asks for no more than SGEMM's: scripts/accuracy_3xtf32.py)."""
+    rng = np.random.default_rng()
+    m, n, k = 96, 80, 8192
+    a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    if wide:
+        a, b = a * 2.0 ** rng.uniform(-50, 50, (m, k)), b * 2.0 ** rng.uniform(-50, 50, (k, n))
+    a, b = a.astype(np.float32), b.astype(np.float32)
+    ref, gauge = reference(a, b, None, 1.0, 0.0)
+    r3 = judge(NAME, cute_gemm.run(NAME, a, b), ref, gauge, False)
+    rp = judge("cute_pipelined", cute_gemm.run("cute_pipelined", a, b), ref, gauge, False)
+    rt = judge("tf32", cute_gemm.run("cute_wgmma_ws", a, b, precision="tf32"), ref, gauge, False)
+    assert r3.status == "pass", r3
+    assert r3.rel_frobenius < rt.rel_frobenius / 100, (r3, rt)
+    if not wide:
+        assert r3.rel_frobenius <= 2 * rp.rel_frobenius, (r3, rp)
+
+
+@pytest.mark.parametrize("beta", [0.0, 1.0])
+def test_exact_integers_equal_cute_pipelined_bit_for_bit(beta):
+    rep = cross_check(kernels=[NAME, "cute_pipelined"], shapes=[(97, 131, 257), (256, 128, 2048)],
+                      exact=True, beta=beta)
+    assert rep.ok, rep.table()
+    rng = np.random.default_rng()
+    a = rng.integers(-8, 9, (200, 3000)).astype(np.float32)
+    b = rng.integers(-8, 9, (3000, 150)).astype(np.float32)
+    c = rng.integers(-8, 9, (200, 150)).astype(np.float32)
+    got = cute_gemm.run(NAME, a, b, c, beta=beta)
+    assert np.array_equal(got, cute_gemm.run("cute_pipelined", a, b, c, beta=beta))
+
+
+def test_nan_and_inf_land_where_fp32_puts_them():
+    """Small integers are tf32-exact (small parts 0): an Inf in B must still give ±Inf, not
+    0·Inf = NaN from the small·big term; NaN and Inf·0 give NaN; signs follow fp32."""
+    rng = np.random.default_rng()
+    a = rng.integers(1, 9, (40, 20)).astype(np.float32) * rng.choice([-1, 1], (40, 20))
+    b = (rng.standard_normal((20, 30)) * 3).astype(np.float32)
+    a[:, 0] = rng.integers(1, 9, 40) * 1.0 + 2**-15            # non-zero small parts too
+    b[0, 4], b[5, 7], b[6, 7] = np.inf, np.inf, -np.inf          # column 7: +Inf - Inf = NaN
+    a[9, 3] = np.nan
+    a[11, 2] = -np.inf
+    b[2, 12] = 0.0                                               # row 11, column 12: -Inf·0
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        want = (a64[:, :, None] * b64[None, :, :]).sum(axis=1)    # elementwise IEEE, no BLAS
+    got = cute_gemm.run(NAME, a, b)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    inf = np.isinf(want)
+    assert inf[:, 4].sum() > 30 and np.array_equal(got[inf], want[inf])
+    fin = np.isfinite(want)
+    assert np.isfinite(got[fin]).all()
+
+
+@pytest.mark.parametrize("host", [True, False], ids=["numpy", "device"])
+def test_tiny_magnitudes_fall_back_to_fp32_with_a_warning(host):
+    rng = np.random.default_rng()
+    a = rng.standard_normal((70, 90)).astype(np.float32)
+    b = (rng.standard_normal((90, 50)) * 2.0**-112).astype(np.float32)
+    c = rng.standard_normal((70, 50)).astype(np.float32)
+    want = cute_gemm.run("cute_pipelined", a, b, c, beta=0.5)
+    if host:
+        with pytest.warns(PrecisionFallbackWarning, match="b holds.*cute_pipelined"):
+            got = cute_gemm.run(NAME, a, b, c, beta=0.5)
+    else:
+        dA, dB, dC = (DeviceArray.from_host(x) for x in (a, b, c))
+        try:
+            with pytest.warns(PrecisionFallbackWarning, match="b holds"):
+                cute_gemm.run(NAME, dA, dB, dC, out=dC, beta=0.5)      # C in place: still read
+            got = dC.to_host()
+        finally:
+            for d in (dA, dB, dC):
+                d.close()
+    assert np.array_equal(got, want)
+
+
+def test_graph_capture_is_refused_and_the_capture_survives():
+    cp = pytest.importorskip("cupy")
+    a, b = cp.random.standard_normal((64, 32), dtype=cp.float32), cp.random.standard_normal((32, 48), dtype=cp.float32)
+    out = cp.empty((64, 48), dtype=cp.float32)
+    s = cp.cuda.Stream(non_blocking=True)
+    s.begin_capture()
+    try:
+        with pytest.raises(CaptureError, match="cute_pipelined"):
+            cute_gemm.run(NAME, a, b, out=out, stream=s)
+    finally:
+        g = s.end_capture()
+    g.launch(s)
+    s.synchronize()
+
+
+def test_cupy_views_with_offsets_and_negative_strides():
+    cp = pytest.importorskip("cupy")
+    big_a = cp.random.standard_normal((131, 301), dtype=cp.float32)
+    big_b = cp.random.standard_normal((300, 97), dtype=cp.float32)
+    a, b = big_a[1:, 1:][::-1], big_b[:, 3:].T.T[::2]       # odd offsets, reversed rows, every other row
+    b = b[:, :90]
+    a = a[:, :b.shape[0]]
+    got = cute_gemm.run(NAME, a, b)
+    ha, hb = cp.asnumpy(a), cp.asnumpy(b)
+    ref, gauge = reference(ha, hb, None, 1.0, 0.0)
+    assert judge(NAME, cp.asnumpy(got), ref, gauge, False).status == "pass"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="PyTorch is not installed")
+def test_pytorch_tensors_and_transposed_views():
+    import torch
+    a = torch.randn(300, 200, device="cuda")
+    b = torch.randn(150, 200, device="cuda").T                # column-major B
+    out = torch.full((300, 150), float("nan"), device="cuda")
+    cute_gemm.run(NAME, a, b, out=out)
+    torch.cuda.synchronize()
+    ref, gauge = reference(a.cpu().numpy(), b.cpu().numpy(), None, 1.0, 0.0)
+    assert judge(NAME, out.cpu().numpy(), ref, gauge, False).status == "pass"
+    got = cute_gemm.run(NAME, a.T.contiguous().T, b)          # m-major A
+    torch.cuda.synchronize()
+    assert judge(NAME, got.cpu().numpy(), ref, gauge, False).status == "pass"
