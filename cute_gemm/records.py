@@ -266,8 +266,9 @@ class FixedSmem:
 
 @dataclass(frozen=True)
 class GemmOf:
-    """A composed kernel (Kernel.gemm_of): its own entry points are a pre-pass that writes
-    A' (M x k_parts*K, k-major) and B' (k_parts*K x N, k-major) from A and B, and the product
+    """A composed kernel (Kernel.gemm_of): its own entry points (its variants: A's, then B's)
+    are a pre-pass that writes A' (M x k_parts*K, k-major) and B' (k_parts*K x N, k-major)
+    from A and B, and the product
     is the GEMM of another registered kernel, `kernel`, in `precision` on A' and B' (through
     run()'s own path: variant choice, launch cutting, TMA maps). Where the pre-pass reports
     that its inputs lie outside the range it is exact in, run() computes the product with
