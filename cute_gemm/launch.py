@@ -178,6 +178,16 @@ def device_info(ordinal: int | None = None) -> DeviceInfo:
     )
 
 
+def pci_bus_id(ordinal: int) -> str:
+    """The device's PCI bus id ("0000:19:00.0"), which nvidia-smi takes as --id (its own
+    indices need not follow CUDA's ordinals)."""
+    drv = _drv()
+    _init()
+    dev = _check(drv.cuDeviceGet(ordinal), "cuDeviceGet")
+    raw = _check(drv.cuDeviceGetPCIBusId(64, dev), "cuDeviceGetPCIBusId")
+    return (raw if isinstance(raw, str) else raw.split(b"\0", 1)[0].decode()).strip("\0")
+
+
 # ---- modules and functions ------------------------------------------------------------
 @dataclass
 class Function:

@@ -737,3 +737,29 @@ def test_cli_run_on_a_simulated_device(monkeypatch, capsys):
     assert cli.main(["run", names[1], "--m", "40", "--n", "30", "--k", "20"]) == 1
     out = capsys.readouterr().out
     assert "FAIL: at (39, 29)" in out and "(not timed)" in out and "TFLOP/s" not in out
+
+
+def test_clock_log_samples_nvidia_smi_in_the_background(tmp_path):
+    """perf/clocks.py reads nvidia-smi's CSV lines while something is timed: per-window
+    medians for the rows, a summary over the timed windows, and a plain note without it."""
+    import time
+    from cute_gemm.perf.clocks import ClockLog, describe
+    fake = tmp_path / "nvidia-smi"
+    fake.write_text("#!/bin/sh\necho '[N/A], 1, 2'\n"
+                    "while true; do echo '1980, 650.5, 61'; echo '1755, 700.0, 63'; sleep 0.05; done\n")
+    fake.chmod(0o755)
+    with ClockLog("0000:19:00.0", smi=str(fake)) as log:
+        t0 = time.monotonic()
+        time.sleep(0.4)
+        t1 = time.monotonic()
+        log.timed.append((t0, t1))
+    mhz, watts = log.window(t0, t1)
+    assert 1755 <= mhz <= 1980 and 650.5 <= watts <= 700.0
+    s = log.summary(log.timed)
+    assert s["samples"] >= 4 and s["clock_mhz"]["min"] == 1755 and s["power_w"]["max"] == 700.0
+    assert s["temperature_c_max"] == 63 and "SM clock median" in describe(s)
+    assert log.window(t1 + 10, t1 + 11) is None
+    with ClockLog(None, smi=str(tmp_path / "absent")) as missing:
+        pass
+    assert missing.summary([(0, 1e12)])["samples"] == 0
+    assert "not sampled" in describe(missing.summary([]))

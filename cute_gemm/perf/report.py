@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import plots as P
+from .clocks import describe as describe_clocks
 from .schema import (CUBLAS, CUBLAS_PEER, LAYOUT_TEXT, BenchResult, cublas_label,
                      pick_ladder_size, write_csv, write_json)
 
@@ -24,6 +25,8 @@ def format_header(result: BenchResult) -> str:
              f"NVRTC {v.get('nvrtc')}, nvidia-cutlass {v.get('nvidia-cutlass')}",
              dev.get("peak_formula", "FP32 peak: unknown"),
              md.get("cublas", {}).get("note", "cuBLAS: unknown")]
+    if "clocks" in md:
+        lines.append("clocks " + describe_clocks(md["clocks"]))
     meth = md.get("method", {})
     if meth:
         lines.append("check: " + meth.get("check", ""))
@@ -42,7 +45,7 @@ def format_table(result: BenchResult) -> str:
     kw = max([len(_label(r)) for r in result.rows] + [6]) + 2
     hdr = (f"{'M x N x K':<18}{'lay':<4}{'kernel':<{kw}}{'status':<7}{'gauge':>7}  "
            f"{'median ms':>10}{'IQR ms':>9}{'min-max ms':>19}{'n':>4}{'TFLOP/s':>9}"
-           f"{'vs cuBLAS':>10}{'% peak':>8}  note")
+           f"{'vs cuBLAS':>10}{'% peak':>8}{'MHz':>6}{'W':>5}  note")
     lines = [format_header(result), "", hdr, "-" * len(hdr)]
     prev = None
     for r in result.rows:
@@ -58,7 +61,8 @@ def format_table(result: BenchResult) -> str:
         lines.append(f"{shape:<18}{r.layout:<4}{_label(r):<{kw}}{r.status:<7}{_f(r.gauge_ratio, '7.3g'):>7}  "
                      f"{_f(r.median_ms, '.4f'):>10}{_f(r.iqr_ms, '.4f'):>9}{mm:>19}{r.repeats or '-':>4}"
                      f"{_f(r.tflops, '.2f'):>9}{(_f(vs, '.1f') + ' %') if vs is not None else '-':>10}"
-                     f"{(_f(pct, '.1f') + ' %') if pct is not None else '-':>8}  {note}")
+                     f"{(_f(pct, '.1f') + ' %') if pct is not None else '-':>8}"
+                     f"{_f(r.clock_mhz, '.0f'):>6}{_f(r.power_w, '.0f'):>5}  {note}")
     comp = result.meta.get("compile", {})
     if comp:
         lines += ["", "compile (separate from run time; origin = where the cubin came from):"]
@@ -161,14 +165,16 @@ def readme_markdown(result: BenchResult, *, size: int | None = None, layout: str
 
 
 def _provenance(md: dict, source: str) -> str:
-    """When, where and with what versions a result was measured, and the file it came from."""
+    """When, where and with what versions a result was measured (and the clocks, where the
+    run sampled them), and the file it came from."""
     dev, v = md.get("device", {}), md.get("versions", {})
+    clocks = f" Clocks {describe_clocks(md['clocks'])}." if md.get("clocks", {}).get("samples") else ""
     return (f"Measured {md.get('date', '?')} on {dev.get('name', '?')} ({dev.get('arch', '?')}), driver "
             f"{md.get('driver', '?')}; cute_gemm {v.get('cute_gemm')}, cuda-bindings "
             f"{v.get('cuda-bindings')}, NVRTC {v.get('nvrtc')}, nvidia-cutlass {v.get('nvidia-cutlass')}"
             + (f", {md['cublas']['library']} {v.get(md['cublas']['library'])}"
                if md.get("cublas", {}).get("library") else "")
-            + f". Generated from {source if source.startswith('`') else '`' + source + '`'}.")
+            + f".{clocks} Generated from {source if source.startswith('`') else '`' + source + '`'}.")
 
 
 def _range(xs, fmt: str) -> str:

@@ -35,6 +35,7 @@ from .. import api, cache, launch, registry
 from ..arrays import DeviceArray
 from ..check import as_given, judge, reference, unit
 from ..records import ITEMSIZE, PRECISION_DTYPE, PRECISIONS
+from .clocks import ClockLog
 from .cublas import find_cublas
 from .meta import device_meta, driver_text, versions
 from .overhead import measure_overhead
@@ -305,7 +306,8 @@ def bench(kernels: str | Sequence[str] | None = None,
                                                   for xs in by_prec.values()), progress)
     rng = np.random.default_rng(seed)
     tkw = dict(repeats=repeats, warmup=warmup, min_repeats=min_repeats, max_seconds=max_seconds)
-    with Flush(info.l2_bytes) as flush:
+    clocks = ClockLog(_pci_bus_id(ordinal))
+    with clocks, Flush(info.l2_bytes) as flush:
         meta["settings"]["flush_bytes"] = flush.nbytes
         meta["settings"]["rotation"] = {}
         for (m, n, kk) in shapes:
@@ -322,8 +324,9 @@ def bench(kernels: str | Sequence[str] | None = None,
                 meta["settings"]["rotation"][f"{m}x{n}x{kk}" + ("" if prec == "fp32" else f" {prec}")] = n_sets
                 for lay in lays:
                     _bench_shape(result, pnames, compiled, backend, a, b, ref, lay, n_sets,
-                                 flush, bar, tkw, info, prec)
+                                 flush, bar, tkw, info, prec, clocks)
                 del a, b, ref
+    meta["clocks"] = clocks.summary(clocks.timed)
     fill_ratios(result.rows, precision_peaks(meta["device"]["fp32_peak_tflops"], info.arch_int))
     if overhead:
         try:
@@ -398,8 +401,25 @@ def _kernel_names(kernels) -> list[str]:
     return [registry.get(x).name for x in kernels]
 
 
+def _measure(row, check, times, clocks) -> None:
+    """measure_row, with the clock and power nvidia-smi saw meanwhile."""
+    t0 = time.monotonic()
+    measure_row(row, check, times)
+    t1 = time.monotonic()
+    if clocks is not None:
+        clocks.timed.append((t0, t1))
+        row.clock_mhz, row.power_w = clocks.window(t0, t1) or (None, None)
+
+
+def _pci_bus_id(ordinal: int) -> str | None:
+    try:
+        return launch.pci_bus_id(ordinal)
+    except Exception:     # nvidia-smi then samples its first GPU: say which in the meta
+        return None
+
+
 def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush, bar,
-                 tkw, info, prec: str = "fp32") -> None:
+                 tkw, info, prec: str = "fp32", clocks=None) -> None:
     m, kk = a.shape
     n = b.shape[1]
     label = f"{m}x{n}x{kk} {lay}" + ("" if prec == "fp32" else f" {prec}")
@@ -432,8 +452,8 @@ def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush
                             backend.matmul(wa[i], wb[i], wc[i])
                         else:
                             backend.matmul(wa[i], wb[i], wc[i], peer)
-                    measure_row(row, lambda: _gpu_check(CUBLAS, blas, inputs, ref),
-                                lambda: event_times(blas, len(inputs), flush, **tkw))
+                    _measure(row, lambda: _gpu_check(CUBLAS, blas, inputs, ref),
+                             lambda: event_times(blas, len(inputs), flush, **tkw), clocks)
                 except Exception as e:
                     row.status, row.message = "error", _first_line(e)
             result.rows.append(row)
@@ -459,8 +479,8 @@ def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush
 
                 def fn(i, name=name):
                     api.run(name, inputs.A[i], inputs.B[i], out=inputs.C[i], precision=prec)
-                measure_row(row, lambda: _gpu_check(name, fn, inputs, ref),
-                            lambda: event_times(fn, len(inputs), flush, **tkw))
+                _measure(row, lambda: _gpu_check(name, fn, inputs, ref),
+                         lambda: event_times(fn, len(inputs), flush, **tkw), clocks)
             result.rows.append(row)
             bar.step(f"{name} {label}")
     finally:

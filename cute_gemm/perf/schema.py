@@ -60,6 +60,8 @@ class Row:
     message: str = ""
     precision: str = "fp32"          # records.PRECISIONS; the result is float32 for fp32
                                      # and tf32, the input type for bf16 and fp16
+    clock_mhz: float | None = None   # median SM clock while this row was checked and timed
+    power_w: float | None = None     # ... and median power draw (perf/clocks.py; nvidia-smi)
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -72,7 +74,7 @@ class Row:
 
 _INT_FIELDS = {"m", "n", "k", "repeats"}
 _FLOAT_FIELDS = {"gauge_ratio", "compile_s", "median_ms", "min_ms", "max_ms", "q1_ms", "q3_ms",
-                 "iqr_ms", "tflops", "vs_cublas", "frac_peak"}
+                 "iqr_ms", "tflops", "vs_cublas", "frac_peak", "clock_mhz", "power_w"}
 COLUMNS = tuple(f.name for f in fields(Row))
 
 
