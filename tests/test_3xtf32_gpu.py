@@ -168,7 +168,7 @@ def test_nan_and_inf_land_where_fp32_puts_them():
     """Small integers are tf32-exact (small parts 0): an Inf in B must still give ±Inf, not
     0·Inf = NaN from the small·big term; NaN and Inf·0 give NaN; signs follow fp32."""
     rng = np.random.default_rng()
-    a = rng.integers(1, 9, (40, 20)).astype(np.float32) * rng.choice([-1, 1], (40, 20))
+    a = (rng.integers(1, 9, (40, 20)) * rng.choice([-1, 1], (40, 20))).astype(np.float32)
     b = (rng.standard_normal((20, 30)) * 3).astype(np.float32)
     a[:, 0] = rng.integers(1, 9, 40) * 1.0 + 2**-15            # non-zero small parts too
     b[0, 4], b[5, 7], b[6, 7] = np.inf, np.inf, -np.inf          # column 7: +Inf - Inf = NaN
