@@ -391,6 +391,8 @@ class WgmmaWsConfig:
     cluster_m: int = 2               # CTAs along m of a cluster, sharing (multicasting) B tiles
     producer_regs: int = 40          # setmaxnreg of the producer warpgroup ...
     consumer_regs: int = 232         # ... and of each consumer warpgroup
+    promote: int = 0                 # k-tiles per tensor-core sum, then added into a float32
+                                     # register sum (0: never; twice the accumulators)
 
     def __post_init__(self):
         if self.blk_m != 64 * self.consumers:
@@ -419,13 +421,15 @@ class WgmmaWsConfig:
                 f"{body}}};\n#line 1 \"cute/c6_wgmma_ws.cu\"\n")
 
 
-def _wgmma_ws(name: str, cfg: WgmmaWsConfig) -> Kernel:
+def _wgmma_ws(name: str, cfg: WgmmaWsConfig, tf32_only: bool = False) -> Kernel:
     bm, bn = cfg.blk_m, cfg.blk_n
+    variants = _tc_variants("cute_wgmma_ws", bm, bn, cfg.cluster_m, cfg.k_bytes)
     return Kernel(
         name=name,
         family="cute",
         source="cute/c6_wgmma_ws.cu",
-        variants=_tc_variants("cute_wgmma_ws", bm, bn, cfg.cluster_m, cfg.k_bytes),
+        variants=tuple(v for v in variants if v.precision == "tf32" or not tf32_only),
+        defines=(("CG_WS_TF32_ONLY", int(tf32_only)),),
         block=(cfg.threads, 1, 1),
         grid=PersistentGrid(bm, bn, cluster=cfg.cluster_m),
         config=cfg,
@@ -437,6 +441,7 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig) -> Kernel:
                 f"(setmaxnreg {cfg.producer_regs}/{cfg.consumer_regs}), {cfg.stages}-stage ring, "
                 f"one batch in flight, persistent CTAs over grouped tiles"
                 + (f", clusters of {cfg.cluster_m} along m multicasting B" if cfg.cluster_m > 1 else "")
+                + (f", accumulators promoted to float32 every {cfg.promote} k-tiles" if cfg.promote else "")
                 + ", alpha/beta epilogue",
         seed="CUTLASS sm90 TMA warp-specialized cooperative kernel",
         tags=("tensor-core", "fast"),
@@ -449,6 +454,9 @@ CUTE += [
     # cluster_m=2 (B multicast): #how-cute_wgmma_ws-got-there (cluster 4 lost: 120 CTAs fit)
     # group_m=16: same section (8 and 32 lost); k_bytes=128 (64-byte rows, 8 stages lost)
     _wgmma_ws("cute_wgmma_ws", WgmmaWsConfig()),
+    # fp32-accurate long K (cute_3xtf32's GEMM): 64x192 per warpgroup holds two sets of
+    # accumulators in 232 registers; docs/tuning/cute_3xtf32.md#accuracy-study
+    _wgmma_ws("cute_wgmma_ws_promote", WgmmaWsConfig(blk_n=192, promote=2), tf32_only=True),
 ]
 
 
@@ -479,5 +487,5 @@ def _three_tf32(name: str, gemm: str, fallback: str) -> Kernel:
 
 CUTE += [
     # why a pre-pass and not a split inside the GEMM: docs/tuning/cute_3xtf32.md
-    _three_tf32("cute_3xtf32", "cute_wgmma_ws", "cute_pipelined"),
+    _three_tf32("cute_3xtf32", "cute_wgmma_ws_promote", "cute_pipelined"),
 ]

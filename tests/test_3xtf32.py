@@ -28,7 +28,8 @@ def test_the_record_says_what_it_is_composed_of():
     assert [v.entry for v in K3.variants] == ["cute_3xtf32_split_a", "cute_3xtf32_split_b"]
     assert all((v.a_major, v.b_major, v.c_major) == ("any",) * 3 for v in K3.variants)
     gemm = registry.get(g.kernel)
-    assert (g.kernel, g.precision, g.k_parts) == ("cute_wgmma_ws", "tf32", 3)
+    assert (g.kernel, g.precision, g.k_parts) == ("cute_wgmma_ws_promote", "tf32", 3)
+    assert gemm.config.promote > 0 and gemm.precisions == ("tf32",)
     # the GEMM takes the split's k-major A' and B' as they are; the fallback is fp32
     assert any(v.precision == "tf32" and (v.a_major, v.b_major) == ("k", "k") and v.tma
                for v in gemm.variants)

@@ -53,6 +53,7 @@ def _gmma(b: Builder, consumers: int, parts: int, cpp) -> None:
     t = b.thread
     nthr = 128 * consumers                           # the TiledMMA's threads (the consumers)
     mma_stage: dict[str, Def] = {}
+    mma_k: dict[str, int] = {}
     for label, precs in _groups(b.kernel):
         prec = precs[0]
         nb = ITEMSIZE[PRECISION_DTYPE[prec]]
@@ -96,14 +97,18 @@ def _gmma(b: Builder, consumers: int, parts: int, cpp) -> None:
                             + (f"; cluster of {parts}: each CTA loads 1/{parts} of them and "
                                "multicasts" if parts > 1 and op == "B" else ""), sdef, box, kmajor),
                 ]
-                if nb == 2 and kmajor:
+                if kmajor and (nb == 2 or op not in mma_stage):
                     mma_stage[op] = sdef
-    # the TiledMMA of the 16-bit k-major entries (the C fragment is the same for every entry)
+                    mma_k[op] = 32 // nb               # a GMMA atom's K: 16 (16-bit), 8 (tf32)
+    # the TiledMMA of the 16-bit k-major entries, else of the tf32 one (the C fragment is the
+    # same for every entry)
     atom_n = bn                                       # ss_op_selector: one wgmma of N = BLK_N
-    mma = Def(cpp.mma, TiledMMA(gmma_ss(atom_n, 16), make_layout((consumers, 1, 1))), local=True)
+    mma = Def(cpp.mma, TiledMMA(gmma_ss(atom_n, mma_k["A"]), make_layout((consumers, 1, 1))),
+              local=True)
     gC, sA, sB = Global("C"), Smem("A", mma_stage["A"]), Smem("B", mma_stage["B"])
     wg = "a warpgroup" if consumers == 1 else f"each of {consumers} consumer warpgroups"
-    sec = b.section(f"TiledMMA and C: 64x{atom_n}x16 GMMA SS atom, {wg} (every 16-bit k-major entry; "
+    which = "every 16-bit k-major entry" if mma_k["A"] == 16 else "the tf32 entry"
+    sec = b.section(f"TiledMMA and C: 64x{atom_n}x{mma_k['A']} GMMA SS atom, {wg} ({which}; "
                     "the accumulators of every entry)")
     kt = product_each(mma_stage["A"].value.shape)[1]     # BLK_K
     sec.items += [

@@ -24,6 +24,8 @@
 //           a cluster whose tile lies past M still loads its part of B.
 // Strides:  A, B: the variant's majors, 16-byte aligned; C any strides (row-major C: paired
 //           stores, sm90_epilogue.cuh).
+// Promote:  Config::promote > 0 moves the wgmma accumulator into a float32 register sum every
+//           `promote` k-tiles (fp32-accurate long K: cute_3xtf32's GEMM), at 2x the registers.
 // Bottleneck: the epilogue stalls both consumer warpgroups once per tile (only the producer's
 //           loads overlap it); at 4096^3, 512 tiles on 132 SMs leave a partial last wave.
 //           Measurements: docs/tuning/cute_wgmma_ws.md.
@@ -60,6 +62,11 @@ __device__ __forceinline__ void consume(Mma const& mma, Ring* ring, T* smemA, T*
   Tensor tCrA = thr_mma.make_fragment_A(thr_mma.partition_A(sA));         // (MMA,MMA_M,MMA_K,PIPE)
   Tensor tCrB = thr_mma.make_fragment_B(thr_mma.partition_B(sB));         // (MMA,MMA_N,MMA_K,PIPE)
   Tensor acc = partition_fragment_C(thr_mma, Shape<Int<kBlkM>, Int<kBlkN>>{});  // (MMA,MMA_M,MMA_N)
+  // Config::promote > 0: wgmma adds into its float accumulator truncating, a bias of up to an
+  // ulp per k-step that grows with K; so every `promote` k-tiles acc is added into `sum` by
+  // CUDA-core adds (round to nearest) and restarted (docs/tuning/cute_3xtf32.md)
+  constexpr int kPromote = Config::promote;
+  auto sum = make_fragment_like(acc);                      // (MMA,MMA_M,MMA_N), unused if 0
 
   State st;
   for (int u = first; u < tiles.count(); u += stride) {
@@ -67,6 +74,7 @@ __device__ __forceinline__ void consume(Mma const& mma, Ring* ring, T* smemA, T*
     tiles.coord(u, m_unit, n_blk);
     const int m_blk = m_unit * kCluster + rank;
     clear(acc);
+    if constexpr (kPromote > 0) clear(sum);
     int prev = -1;                                         // the stage of the batch in flight
     for (int k_tile = 0; k_tile < k_tiles; ++k_tile, st.advance()) {
       ring->wait(st);
@@ -78,11 +86,26 @@ __device__ __forceinline__ void consume(Mma const& mma, Ring* ring, T* smemA, T*
       warpgroup_fence_operand(acc);
       if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
       prev = st.index;
+      if constexpr (kPromote > 0) {
+        if ((k_tile + 1) % kPromote == 0 && k_tile + 1 < k_tiles) {
+          warpgroup_wait<0>();                             // this batch too: acc is final
+          warpgroup_fence_operand(acc);
+          if (releaser) ring->template release<kCluster>(prev);
+          prev = -1;
+          CUTE_UNROLL
+          for (int i = 0; i < size(acc); ++i) { sum(i) += acc(i); acc(i) = 0.0f; }
+          warpgroup_fence_operand(acc);
+        }
+      }
     }
     warpgroup_wait<0>();
     warpgroup_fence_operand(acc);
-    if (releaser) ring->template release<kCluster>(prev);
-    cg::sm90::store_axpby<kBlkM, kBlkN>(mma, thread, acc, C, sCm, sCn, M, N,
+    if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
+    if constexpr (kPromote > 0) {
+      CUTE_UNROLL
+      for (int i = 0; i < size(acc); ++i) sum(i) += acc(i);
+    }
+    cg::sm90::store_axpby<kBlkM, kBlkN>(mma, thread, kPromote > 0 ? sum : acc, C, sCm, sCn, M, N,
                                         m_blk * kBlkM, n_blk * kBlkN, alpha, beta);
   }
 }
@@ -181,8 +204,11 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
   CG_WGMMA_WS_ENTRY(cute_wgmma_ws_##PREC##_##OUT##_am_bk, TAB, TC, MN, K)                   \
   CG_WGMMA_WS_ENTRY(cute_wgmma_ws_##PREC##_##OUT##_am_bn, TAB, TC, MN, MN)
 
+// CG_WS_TF32_ONLY: a configuration registered for the tf32 entry alone (cute_3xtf32's GEMM)
+#if !CG_WS_TF32_ONLY
 CG_WGMMA_WS_16BIT(bf16, cute::bfloat16_t, f32, float)
 CG_WGMMA_WS_16BIT(bf16, cute::bfloat16_t, bf16, cute::bfloat16_t)
 CG_WGMMA_WS_16BIT(fp16, cute::half_t, f32, float)
 CG_WGMMA_WS_16BIT(fp16, cute::half_t, fp16, cute::half_t)
+#endif
 CG_WGMMA_WS_ENTRY(cute_wgmma_ws_tf32_f32_ak_bk, float, float, K, K)
