@@ -2,14 +2,90 @@
 // wgmma accumulators, predicated on the M and N residues, any strides of C.
 //
 // A wgmma accumulator fragment holds, per thread, pairs of neighbouring columns in rows r and
-// r + 8 of each 64-row atom (CuTe's partition_C of the TiledMMA says which); a row-major C
-// takes each pair in one store, any other strides one value at a time. With beta == 0 C is not read (BLAS: an
-// uninitialised or NaN-poisoned C stays out of the result). The float result is converted to
+// r + 8 of each 64-row atom (CuTe's partition_C of the TiledMMA says which); a row-major
+// 16-bit C with beta == 0 and 16-byte aligned rows takes them in 16-byte stores after a quad
+// transpose, another row-major C each pair in one store, any other strides one value at a
+// time. With beta == 0 C is not read (BLAS: an uninitialised or NaN-poisoned C stays out of
+// the result). The float result is converted to
 // TC by round-to-nearest (cute::bfloat16_t / half_t constructors).
 #pragma once
 #include <cute/tensor.hpp>
 
 namespace cg::sm90 {
+
+// Two values as one 16-bit pair, the lower column in the lower half.
+template <class TC>
+__device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
+  static_assert(sizeof(TC) == 2, "16-bit results");
+  return uint32_t(TC(lo).raw()) | (uint32_t(TC(hi).raw()) << 16);   // cutlass 16-bit storage
+}
+
+// A 4 x 4 transpose of 32-bit words across the 4 lanes of a quad: lane q holds w[s] = M[q][s]
+// and gets M[s][q]. Two butterfly steps (lane ^ 2, then lane ^ 1), each moving two words.
+__device__ __forceinline__ void quad_transpose(uint32_t (&w)[4]) {
+  const bool hi = threadIdx.x & 2, lo = threadIdx.x & 1;
+  uint32_t r0 = __shfl_xor_sync(0xffffffffu, hi ? w[0] : w[2], 2);
+  uint32_t r1 = __shfl_xor_sync(0xffffffffu, hi ? w[1] : w[3], 2);
+  if (hi) { w[0] = r0; w[1] = r1; } else { w[2] = r0; w[3] = r1; }
+  r0 = __shfl_xor_sync(0xffffffffu, lo ? w[0] : w[1], 1);
+  r1 = __shfl_xor_sync(0xffffffffu, lo ? w[2] : w[3], 1);
+  if (lo) { w[0] = r0; w[2] = r1; } else { w[1] = r0; w[3] = r1; }
+}
+
+// Row-major 16-bit C with beta == 0, in 16-byte stores. In a wgmma accumulator atom, value
+// 4j + 2h + {0,1} of lane q of a quad lies in row r0 + 8h, columns 8j + 2q + {0,1}: the quad
+// holds 8 whole columns of a row per j, 4 bytes per lane. A quad transpose over j = 4J..4J+3
+// gives lane q all 8 columns of j = 4J + q: one 16-byte store instead of four 4-byte ones, and
+// a warp's store covers 64 contiguous bytes of each of 8 rows (whole sectors, a quarter of the
+// store instructions: docs/tuning/cute_wgmma_ws.md).
+template <int TileM, int TileN, class TC, class Thr, class Acc>
+__device__ __forceinline__ void store_rows_16B(Thr const& thr, Acc const& acc, TC* C,
+                                               long long sCm, int m0, int n0, int rows,
+                                               int cols, float alpha) {
+  using namespace cute;
+  static_assert(sizeof(TC) == 2, "16-bit results: 8 columns in 16 bytes");
+  constexpr int kVals = decltype(size<0>(acc))::value;   // an atom's (2,2,N/8) values
+  static_assert(kVals % 16 == 0, "an atom of whole groups of 4 column blocks of 8");
+  Tensor gR = make_tensor(make_gmem_ptr(C + m0 * sCm + n0),
+                          make_shape(Int<TileM>{}, Int<TileN>{}), make_stride(sCm, _1{}));  // (BLK_M,BLK_N)
+  Tensor cC = make_identity_tensor(make_shape(Int<TileM>{}, Int<TileN>{}));                  // (BLK_M,BLK_N) -> (m,n)
+  Tensor tCgR = thr.partition_C(gR);                                                         // (MMA,MMA_M,MMA_N)
+  Tensor tCcC = thr.partition_C(cC);                                                         // (MMA,MMA_M,MMA_N)
+  const int q = threadIdx.x & 3;
+  const bool interior = rows >= TileM && cols >= TileN;
+  CUTE_UNROLL
+  for (int mm = 0; mm < size<1>(acc); ++mm) {
+    CUTE_UNROLL
+    for (int nn = 0; nn < size<2>(acc); ++nn) {
+      CUTE_UNROLL
+      for (int g = 0; g < kVals / 16; ++g) {       // column blocks 4g .. 4g + 3 of the atom
+        CUTE_UNROLL
+        for (int h = 0; h < 2; ++h) {              // rows r0 and r0 + 8
+          const int i0 = 16 * g + 2 * h;           // value (0, h, 4g): lane q's column 32g + 2q
+          uint32_t w[4];
+          CUTE_UNROLL
+          for (int s = 0; s < 4; ++s)
+            w[s] = pack_pair<TC>(alpha * acc(i0 + 4 * s, mm, nn), alpha * acc(i0 + 4 * s + 1, mm, nn));
+          quad_transpose(w);
+          TC* p = &tCgR(i0, mm, nn) + 6 * q;       // column 32g + 8q of the same row
+          if (interior) {
+            *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+            continue;
+          }
+          const int r = get<0>(tCcC(i0, mm, nn)), c = get<1>(tCcC(i0, mm, nn)) + 6 * q;
+          if (r >= rows || c >= cols) continue;
+          if (c + 8 <= cols) {
+            *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+            continue;
+          }
+          CUTE_UNROLL
+          for (int e = 0; e < 8; ++e)
+            if (c + e < cols) *reinterpret_cast<uint16_t*>(p + e) = uint16_t(w[e / 2] >> (16 * (e % 2)));
+        }
+      }
+    }
+  }
+}
 
 template <int TileM, int TileN, class TC, class TiledMma, class Acc>
 __device__ void store_axpby(TiledMma const& mma, int thread, Acc const& acc,
@@ -24,6 +100,13 @@ __device__ void store_axpby(TiledMma const& mma, int thread, Acc const& acc,
   Tensor tCcC = thr.partition_C(cC);                                                       // (MMA,MMA_M,MMA_N)
   CUTE_STATIC_ASSERT_V(size(tCgC) == size(acc));                                          // one value each
   const int rows = M - m0, cols = N - n0;
+  // Row-major 16-bit C, rows 16-byte aligned, nothing to read: 16-byte stores (above).
+  if constexpr (sizeof(TC) == 2) {
+    if (beta == 0.0f && sCn == 1 && sCm % 8 == 0 && reinterpret_cast<unsigned long long>(C) % 16 == 0) {
+      store_rows_16B<TileM, TileN>(thr, acc, C, sCm, m0, n0, rows, cols, alpha);
+      return;
+    }
+  }
   // Row-major C (unit column stride, even row stride, base aligned to a pair): each thread's
   // values 2j, 2j+1 are neighbouring columns of one row (the wgmma accumulator layout), so
   // they go out as one 8-byte (float) or 4-byte (16-bit) store; half the store instructions.

@@ -25,7 +25,7 @@
 //    after ldmatrix instead spilled on sm_90). The MMA alone would truncate (ignore the low 13
 //    bits): a bias of up to 1 ulp of tf32 per operand; rounded, the error is u = 2^-11.
 //  * Epilogue alpha*acc + beta*C converted to TC with round-to-nearest(-even) (cvt.rn), C read
-//    only when beta != 0, scalar and predicated (C may have any strides).
+//    only when beta != 0: a row-major C in column pairs, any other strides scalar; predicated.
 // Geometry: BLK_M x BLK_N = 128 x 128 (registry -D), BLK_K = 128 bytes of k (64 16-bit, 32
 //           tf32 elements), STAGES = 3 (96 KB dynamic smem: 2 CTAs per SM), 128 threads =
 //           WARPS_M x WARPS_N = 2x2 warps, each warp 64x64 of C: 4 (m) x 8 (n) MMA atoms, 128
@@ -38,7 +38,8 @@
 // Bottleneck: mma.sync itself on Hopper (cuBLAS uses wgmma): H100, 4096^3, bf16 333-366
 //           TFLOP/s against cuBLAS bf16 734-786 in the same runs (0.43-0.47x), about the CuTe
 //           sgemm_sm80 tutorial's half-precision figure; 128x256 tiles (2x4 warps) measured
-//           +1-4 %, 256x128 -2 %: docs/tuning/cute_mma_sm80.md. The scalar epilogue at small K.
+//           +1-4 %, 256x128 -2 %: docs/tuning/cute_mma_sm80.md. The epilogue at small K (pair
+//           stores of a row-major C: +3-8 % at 4096^3, 0.47-0.51x).
 //
 // Layouts (tid = threadIdx.x, warp w = tid/32; V = 16 bytes / element = 8 or 4):
 //   smem atom, k-major:  Swizzle<3,log2 V,3> o (8,8V):(8V,1)   (8 rows of 128 bytes)
@@ -297,6 +298,35 @@ __device__ void gemm_mma_sm80(int M, int N, int K, float alpha,
   mainloop_mma_sm80(M, N, K, A, dA, B, dB, tCrC);
 
   // Epilogue: C = alpha * acc + beta * C in TC (round to nearest), C read only if beta != 0.
+  // Row-major C (unit column stride, even row stride, pair-aligned base): values 2j, 2j+1 of
+  // an MMA atom are neighbouring columns of one row, so each pair is one 8- or 4-byte store
+  // (half the store instructions), with static column offsets and no predicates inside.
+  // Not for tf32: at 254 registers its mainloop has none to spare for it (it spilled).
+  if (!is_same_v<TAB, float> && sCn == 1 && sCm % 2 == 0 && reinterpret_cast<unsigned long long>(C) % (2 * sizeof(TC)) == 0) {
+    struct alignas(2 * sizeof(TC)) Pair { TC x, y; };
+    Tensor gR   = make_tensor(make_gmem_ptr(C + blockIdx.x * BLK_M * sCm + blockIdx.y * BLK_N),
+                              cta_tiler, make_stride(sCm, _1{}));                      // (BLK_M,BLK_N)
+    Tensor tCgR = thr_mma.partition_C(gR);                                             // (MMA,MMA_M,MMA_N)
+    const bool interior = (int(blockIdx.x) + 1) * BLK_M <= M && (int(blockIdx.y) + 1) * BLK_N <= N;
+    CUTE_UNROLL
+    for (int i = 0; i < size(tCrC); i += 2) {
+      const int c = get<1>(tCcC(i));                  // (m,n) of the MMA's first value
+      if (!interior && (get<0>(tCcC(i)) >= M || c >= N)) continue;
+      TC* p = &tCgR(i);
+      float v0 = alpha * tCrC(i), v1 = alpha * tCrC(i + 1);
+      if (interior || c + 1 < N) {
+        if (beta != 0.0f) {
+          const Pair old = *reinterpret_cast<const Pair*>(p);
+          v0 += beta * float(old.x);
+          v1 += beta * float(old.y);
+        }
+        *reinterpret_cast<Pair*>(p) = Pair{TC(v0), TC(v1)};
+      } else {
+        *p = TC(beta == 0.0f ? v0 : v0 + beta * float(*p));
+      }
+    }
+    return;
+  }
   auto shapeC = shape(mC);
   CUTE_UNROLL
   for (int i = 0; i < size(tCrC); ++i)
