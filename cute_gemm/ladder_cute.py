@@ -455,8 +455,9 @@ CUTE += [
     # group_m=16: same section (8 and 32 lost); k_bytes=128 (64-byte rows, 8 stages lost)
     _wgmma_ws("cute_wgmma_ws", WgmmaWsConfig()),
     # fp32-accurate long K (cute_3xtf32's GEMM): 64x192 per warpgroup holds two sets of
-    # accumulators in 232 registers; docs/tuning/cute_3xtf32.md#accuracy-study
-    _wgmma_ws("cute_wgmma_ws_promote", WgmmaWsConfig(blk_n=192, promote=2), tf32_only=True),
+    # accumulators in 232 registers; promote every 4 k-tiles (2: slower, 3x192x128: slower):
+    # docs/tuning/cute_3xtf32.md#promoting-the-accumulator
+    _wgmma_ws("cute_wgmma_ws_promote", WgmmaWsConfig(blk_n=192, promote=4), tf32_only=True),
 ]
 
 
