@@ -743,7 +743,8 @@ def test_clock_log_samples_nvidia_smi_in_the_background(tmp_path):
     """perf/clocks.py reads nvidia-smi's CSV lines while something is timed: per-window
     medians for the rows, a summary over the timed windows, and a plain note without it."""
     import time
-    from cute_gemm.perf.clocks import ClockLog, describe
+    from cute_gemm.perf.clocks import ClockLog
+    from cute_gemm.perf.report import describe_clocks as describe
     fake = tmp_path / "nvidia-smi"
     fake.write_text("#!/bin/sh\necho '[N/A], 1, 2'\n"
                     "while true; do echo '1980, 650.5, 61'; echo '1755, 700.0, 63'; sleep 0.05; done\n")

@@ -77,14 +77,3 @@ class ClockLog:
         out["temperature_c_max"] = max(s[3] for s in got)
         return out
 
-
-def describe(c: dict | None) -> str:
-    """One line for a report."""
-    if not c:
-        return "clocks not recorded"
-    if not c.get("samples"):
-        return c.get("note", "clocks not recorded")
-    k, w = c["clock_mhz"], c["power_w"]
-    return (f"while timing (nvidia-smi, {c['samples']} samples): SM clock median {k['median']:.0f} "
-            f"MHz ({k['min']:.0f}–{k['max']:.0f}), power median {w['median']:.0f} W (max "
-            f"{w['max']:.0f}), at most {c['temperature_c_max']:.0f} °C")

@@ -6,13 +6,24 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import plots as P
-from .clocks import describe as describe_clocks
 from .schema import (CUBLAS, CUBLAS_PEER, LAYOUT_TEXT, BenchResult, cublas_label,
                      pick_ladder_size, write_csv, write_json)
 
 
 def _f(x, fmt: str, empty: str = "-") -> str:
     return empty if x is None else format(x, fmt)
+
+
+def describe_clocks(c: dict | None) -> str:
+    """One line for a report of what perf/clocks.py sampled (meta["clocks"])."""
+    if not c:
+        return "clocks not recorded"
+    if not c.get("samples"):
+        return c.get("note", "clocks not recorded")
+    k, w = c["clock_mhz"], c["power_w"]
+    return (f"while timing (nvidia-smi, {c['samples']} samples): SM clock median {k['median']:.0f} "
+            f"MHz ({k['min']:.0f}–{k['max']:.0f}), power median {w['median']:.0f} W (max "
+            f"{w['max']:.0f}), at most {c['temperature_c_max']:.0f} °C")
 
 
 def format_header(result: BenchResult) -> str:
