@@ -66,7 +66,7 @@ def summary(kernel, rec) -> str:
            f"{len(items)} layouts in {len(rec.sections)} sections ("
            + ", ".join(f"{v} {k}" for k, v in sorted(kinds.items())) + ")"]
     shared = [s for s in rec.sections if "every entry" in s.title] or rec.sections[-1:]
-    picked = [it for s in shared for it in s.items if it.kind != "tv"]   # TV maps: long, see --full
+    picked = [it for s in shared for it in s.items if it.kind not in ("tv", "ldsm")]   # TV maps: long, see --full
     w = max([4] + [len(it.name.rsplit("/", 1)[-1]) for it in picked]) + 2
     for it in picked:
         leaf = it.name.rsplit("/", 1)[-1]

@@ -370,3 +370,21 @@ def test_svg_pictures_are_well_formed(recipes, name):
         assert it.title in texts, it.name
         if it.kind == "tv" and L.size(it.layout) <= 64 * 64:
             assert any(t and t.startswith("T") for t in texts), it.name
+
+
+def test_ldmatrix_address_maps_fill_the_mma_registers_they_name():
+    """The ldmatrix.x4 address maps of an A atom (atoms.ldsm_x4_a, from PTX: lanes 8j..8j+7
+    address matrix j): every element is addressed once, by a lane of the matrix that the
+    TiledMMA's A layout (SM80_16x8x16, CuTe's) puts in the receiving lane's register j."""
+    from cute_gemm.layouts.atoms import SM80_16x8x16, ldsm_x4_a
+    a_tv = SM80_16x8x16.a_tv
+    reg = {L.value(a_tv, t, v): v // 2 for t in range(32) for v in range(8)}
+    assert sorted(reg) == list(range(256))
+    for kmajor in (True, False):
+        lay = ldsm_x4_a(kmajor)
+        lane = {L.value(lay, t, v): t for t in range(32) for v in range(8)}
+        assert sorted(lane) == list(range(256)), kmajor
+        assert all(reg[e] == lane[e] // 8 for e in range(256)), kmajor
+        # a lane's 8 values are one 16-byte row: contiguous along k (k-major) or m (m-major)
+        step = 16 if kmajor else 1
+        assert all(L.value(lay, t, v) == L.value(lay, t, 0) + step * v for t in range(32) for v in range(8))

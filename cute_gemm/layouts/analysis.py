@@ -136,12 +136,12 @@ def check(rec) -> list[str]:
                 bad.append(f"{it.name}: threads {rep} and {it.thread} of one owner group differ")
             if any(rep not in own[r + c * rows] for (r, c) in vals):
                 bad.append(f"{it.name}: thread {it.thread}'s values disagree with the owner map")
-        elif it.kind == "tv":
+        elif it.kind in ("tv", "ldsm"):
             rows, cols = it.tile
             cells = it.tv_cells()
             if set(cells) != {(i, j) for i in range(rows) for j in range(cols)}:
                 bad.append(f"{it.name}: TV layout does not cover its {rows}x{cols} tile")
-            elif "copy" in it.name and any(len(v) != 1 for v in cells.values()):
+            elif ("copy" in it.name or it.kind == "ldsm") and any(len(v) != 1 for v in cells.values()):
                 bad.append(f"{it.name}: a copy touches some element more than once")
         elif it.kind == "boxes":
             bad += box_problems(it.name, it.layout, it.box[:2], it.box[2])

@@ -36,3 +36,14 @@ def gmma_ss(n: int, k: int) -> MMAAtom:
                    Layout((128, (64, k)), (0, (1, 64))),
                    Layout((128, (n, k)), (0, (1, n))),
                    Layout(((4, 8, 4), (2, 2, n // 8)), ((128, 1, 16), (64, 8, 512))))
+
+
+def ldsm_x4_a(kmajor: bool) -> Layout:
+    """Which lane of a warp supplies the shared-memory row address of each element of one
+    16x16 A atom (m16n8k16) in ldmatrix.x4, from PTX's definition: lanes 8j..8j+7 address
+    the 8 rows of matrix j, and matrix j is A's register j (rows 8 (j % 2) + [0,8), k
+    8 (j / 2) + [0,8)). (thread, value) -> m + 16 k: a k-major A's rows run along k (LDSM_N),
+    an m-major A's along m (LDSM_T: the 8 rows a matrix's lanes address are 8 k)."""
+    if kmajor:       # lane 8j + r: m = r + 8 (j % 2), k = 8 (j / 2) + v
+        return Layout(((8, 2, 2), 8), ((1, 8, 128), 16))
+    return Layout(((8, 2, 2), 8), ((16, 8, 128), 1))     # lane 8j + r: k = r + 8 (j / 2), m = 8 (j % 2) + v

@@ -79,7 +79,7 @@ def grid_of(it: Item) -> Grid:
                   if it.kind == "banks" else
                   f"cell = TMA box {it.box[:2]} (contiguous extent first) bringing it in; grey: none")
         return Grid(it.title, sub, rows, cols, cells, legend)
-    if it.kind == "tv":
+    if it.kind in ("tv", "ldsm"):
         for (r, c), tvs in it.tv_cells().items():
             t, v = tvs[0]
             more = f"+{len(tvs) - 1}" if len(tvs) > 1 else ""

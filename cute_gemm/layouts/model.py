@@ -140,7 +140,8 @@ class Part:
 @dataclass
 class Item:
     """One dumped layout. kind: "layout" (coord -> offset), "thread" (coord -> thread),
-    "tv" ((thread, value) -> index in a tile), "partition" (the part of a tensor one thread
+    "tv" ((thread, value) -> index in a tile; "ldsm": one computed here from PTX's ldmatrix
+    definition, not printed by CuTe), "partition" (the part of a tensor one thread
     holds: a layout and an offset); and two maps computed here, of a shared-memory layout
     (`table`, a grid of ints): "banks" (the 4-byte bank each element lands in) and "boxes"
     (the TMA box of a stage that brings each element in)."""
@@ -238,6 +239,10 @@ class Builder:
     def tv(self, name: str, title: str, by: Def, which: str) -> Item:
         tv = TV(by, which)
         return Item(self._name(name), title, "tv", tv, tv.layout(), tile=tv.tile())
+
+    def ldsm(self, name: str, title: str, d: Def, tile: tuple[int, int]) -> Item:
+        """A (lane, value) -> index-in-tile layout computed from PTX's ldmatrix definition."""
+        return Item(self._name(name), title, "ldsm", d, d.value, tile=tile)
 
     def partition(self, name: str, title: str, src, part: Part, exact: bool = True,
                   tile: tuple | None = None, owner_step: int = 1, nthreads: int = 0) -> Item:

@@ -19,7 +19,7 @@ from .. import paths
 from ..ladder_cute import SMEM_PAD, WARP_M, kquad_stage
 from .algebra import UNIVERSAL_FMA, CopyAtom, Layout, TiledCopy, TiledMMA, fmt, make_layout, \
     tile_to_shape
-from .atoms import SM80_16x8x16
+from .atoms import SM80_16x8x16, ldsm_x4_a
 from .model import PROBLEM, THREAD, Builder, Def, Global, Part, Recipe, Smem
 
 RECIPES: dict[str, Callable] = {}         # kernel source (registry `source`) -> recipe
@@ -320,8 +320,9 @@ def _c4(b: Builder) -> None:
     """The bf16 entries' global tiles and 16-byte cp.async partitions (fp16: the same; tf32:
     4-element vectors, BLK_K / 2), their swizzled smem atoms with bank maps and stage
     layouts, and the TiledMMA of SM80_16x8x16 atoms (thread-value layouts of A, B, C; C's
-    partition). Not shown: the ldmatrix copies (make_tiled_copy_A/B over LDSM atoms: their
-    register side is the TiledMMA's A/B layout; algebra.TiledCopy has one-thread atoms only)."""
+    partition), and ldmatrix.x4's address side for one A atom (which lane names each row, from
+    PTX's definition; its register side is the TiledMMA's A layout). Not shown: B's ldmatrix
+    (two 8-wide atoms 16 apart per x4: its matrix order is CuTe's retiling of the B layout)."""
     bM, bN, bK = b.tiler
     nt, v = b.nthreads, 8                                  # 16-byte vectors of 16-bit values
     ents = entries(b.kernel, "CG_MMA_ENTRY")
@@ -389,3 +390,12 @@ def _c4(b: Builder) -> None:
         b.partition("tCgC", f"tCgC = mma.get_slice({t}).partition_C(gC): (MMA,MMA_M,MMA_N), the "
                     f"accumulators thread {t} holds", gC, Part(mma, "C")),
     ]
+    # ldmatrix's shared-memory side: which lane addresses each row (its register side is the
+    # TiledMMA's A layout above); from PTX's definition, so not part of the nvcc check
+    sec = b.section("ldmatrix.x4 into one 16x16 A atom: the lane that supplies each element's "
+                    "16-byte row address (PTX: lanes 8j..8j+7 address matrix j = A's register j)")
+    for kmajor, atom in ((True, "SM75_U32x4_LDSM_N"), (False, "SM75_U16x8_LDSM_T")):
+        d = Def(atom, ldsm_x4_a(kmajor), local=True)     # the copy atom the mainloop names
+        sec.items.append(b.ldsm(f"ldsm_A_{'k' if kmajor else 'm'}", f"{atom}, "
+                                f"{'k' if kmajor else 'm'}-major A: (lane, value) -> (M,K) of the "
+                                "atom; the 8 values of a lane are the row it addresses", d, (16, 16)))

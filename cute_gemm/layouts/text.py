@@ -9,7 +9,8 @@ from .algebra import fmt, print_layout
 from .model import Item, Recipe
 
 
-COMPUTED = ("banks", "boxes")     # maps of a layout computed here, not printed by CuTe
+COMPUTED = ("banks", "boxes", "ldsm")   # maps computed here, not printed by CuTe (ldsm: a
+                                        # thread-value layout from PTX's ldmatrix definition)
 
 
 def item_text(it: Item) -> str:
@@ -80,7 +81,7 @@ def describe(it: Item) -> str:
         out.append(f"TMA box {it.box[:2]} (contiguous extent first) bringing each element in:\n")
         out.append(_grid_labels(rows, cols, lambda r, c: f"B{it.table[r][c]}" if it.table[r][c] >= 0
                                 else "."))
-    elif it.kind == "tv":
+    elif it.kind in ("tv", "ldsm"):
         rows, cols = it.tile
         cells = it.tv_cells()
         out.append("tile (row, col) -> T#V# (first owner):\n")

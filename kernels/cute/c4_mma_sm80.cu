@@ -71,8 +71,8 @@ template <> struct MmaFor<float>      { using Atom = SM80_16x8x8_F32TF32TF32F32_
 template <class T> constexpr int kVec = 16 / int(sizeof(T));          // elements per 16 bytes
 template <class T> constexpr int kBlkK = BLK_K * 2 / int(sizeof(T));   // 128 bytes of k
 
-// The layouts, by name (cute_gemm/layouts/recipes.py dumps all of them; the ldmatrix copies,
-// built in the mainloop, are not in the dumps yet: see the recipe).
+// The layouts, by name (cute_gemm/layouts/recipes.py dumps all of them, and ldmatrix's
+// address side for an A atom; B's ldmatrix order, CuTe's retiling, is not dumped).
 template <class T>
 CUTE_HOST_DEVICE constexpr auto smem_atom_k() {                       // (8,BLK_K): 8 rows of 128 B
   constexpr int lv = kVec<T> == 8 ? 3 : 2;
