@@ -16,10 +16,23 @@ FULL = os.environ.get("CUTE_GEMM_TEST_FULL") == "1"
 WHY = "CUTE_GEMM_TEST_FULL=1 (as CI runs) covers it"
 
 
+def first_of_source(k) -> bool:
+    """True if `k` is the first registered configuration of its source."""
+    from cute_gemm import registry
+    return next(x for x in registry.kernels() if x.source == k.source).name == k.name
+
+
 def targets(k) -> tuple[str, ...]:
     """The targets the compile test builds kernel `k` for."""
     if FULL:
         return k.archs
-    from cute_gemm import registry
-    first = next(x for x in registry.kernels() if x.source == k.source)
-    return k.archs[-1:] if first.name == k.name else ()
+    return k.archs[-1:] if first_of_source(k) else ()
+
+
+def per_configuration(kernels) -> list:
+    """Parameters of a costly per-kernel test: every kernel with FULL, else the first
+    configuration of each source, the others skipped with the reason."""
+    import pytest
+    return [pytest.param(k, id=k.name, marks=() if FULL or first_of_source(k) else
+                         pytest.mark.skip(reason=f"one configuration per source: {WHY}"))
+            for k in kernels]
