@@ -302,10 +302,10 @@ def cross_check(a=None, b=None, *, kernels=None, shapes=None, seed=None, alpha=1
     asked = None if kernels is None else [kernels] if isinstance(kernels, str) else list(kernels)
     chosen = supported_kernels() if asked is None else [registry.get(x) for x in asked
                                                         if x != registry.AUTO]
-    # gemm()'s choice ("auto") is checked like a kernel: when named, or by default in the
+    # gemm()'s choice ("auto") is checked like a kernel, named or by default, in the
     # precisions it has a candidate for on the device
     with_auto = asked is None or registry.AUTO in asked
-    auto_arch = launch_arch() if asked is None else None
+    auto_arch = launch_arch() if with_auto else None
 
     def named(p: str, od: str | None) -> list[str]:
         return [k.name for k in chosen if od is None and p in k.precisions or k.computes(p, od)] + (

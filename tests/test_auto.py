@@ -516,3 +516,35 @@ def test_readme_script_sweep_summary_and_details(tmp_path):
     assert "](docs/ratios_nn.png)" in section and "](../ratios_nn.png)" in full
     assert "| 128×128×128 | square | " not in section and "| 128×128×128 | square | " in full
     assert "`cute_pipelined` (table)" in full
+
+
+def test_tune_end_to_end_on_a_simulated_device(monkeypatch, tmp_path, capsys):
+    """tune() and `cute-gemm tune` through the bench's machinery on the simulated device of
+    test_bench (run() is a numpy product there): every candidate checked, then timed; the
+    table written where asked, merged, and read back by the selector."""
+    from test_bench import _HostBuffer, _simulated_device
+    from cute_gemm import cache, cli
+    _simulated_device(monkeypatch)
+    monkeypatch.setattr(tune, "compile_ahead", lambda kernels, arch: cache.Prefetch([]))
+    _HostBuffer.live = 0
+    out = tmp_path / "tables"
+    out.mkdir()
+    t, path, left = tune.tune([(40, 30, 20), (64, 64, 64)], out=out, max_seconds=60, progress=False)
+    assert _HostBuffer.live == 0 and not left
+    assert path == out / "simulated-gpu.json" and autotable.read(path).rows == t.rows
+    by = {r.shape: r for r in t.rows}
+    assert set(by[(40, 30, 20)].times) == {"cute_pipelined", "cute_pipelined.T"}
+    assert set(by[(64, 64, 64)].times) == {"cute_pipelined"}            # M == N: no transpose
+    assert all(ms is not None and ms > 0 for r in t.rows for ms in r.times.values())
+    assert t.gpu == "Simulated GPU" and t.settings["sizes"] == [[40, 30, 20], [64, 64, 64]]
+    # a second run of another shape merges into the same file
+    monkeypatch.setattr(cli, "gpu_unavailable", lambda: None)
+    assert cli.main(["tune", "--size", "16x8x4", "--out", str(path), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "wrote" in printed and "3 problems" in printed
+    rows = autotable.read(path).rows
+    assert {r.shape for r in rows} == {(40, 30, 20), (64, 64, 64), (16, 8, 4)}
+    # the default place: this GPU's tuned table, which gemm() then reads
+    tune.tune([(40, 30, 20)], max_seconds=60, progress=False)
+    assert autotable.tuned_path("Simulated GPU").exists()
+    assert cute_gemm.gemm_choice(40, 30, 20).source == "table"

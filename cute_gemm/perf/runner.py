@@ -298,7 +298,7 @@ def bench(kernels: str | Sequence[str] | None = None,
                                seed=seed))
     meta = result.meta
     meta["settings"]["precisions"] = list(precs)
-    compiled = _compile_all(names, info, meta["compile"])
+    compiled = _compile_all(names, info, meta["compile"], precs)
     by_prec = {p: [x for x in names if offers(x, p)] for p in precs}
     by_prec = {p: xs for p, xs in by_prec.items() if xs or p != "fp32" or not names}
 
@@ -363,13 +363,15 @@ def _meta(info, backend, cublas_note, shapes, lays, **settings) -> dict:
     }
 
 
-def _compile_all(names, info, record: dict) -> dict[str, tuple[float | None, str, str]]:
+def _compile_all(names, info, record: dict, precisions=PRECISIONS
+                 ) -> dict[str, tuple[float | None, str, str]]:
     """Compile everything first, in parallel processes (runtime.compile_ahead): compile time
     is reported, never timed as run time. name -> (NVRTC seconds, cache origin, error or
-    skip reason); "auto" compiles its candidates (each recorded under its own name)."""
+    skip reason); "auto" compiles its candidates in `precisions` (each recorded under its
+    own name)."""
     kernels = [registry.get(x) for x in names if x != registry.AUTO]
     if registry.AUTO in names:
-        kernels += [k for p in PRECISIONS for k in auto.candidates(p, arch_int=info.arch_int)]
+        kernels += [k for p in precisions for k in auto.candidates(p, arch_int=info.arch_int)]
     kernels = list({k.name: k for k in kernels}.values())
     compiled: dict[str, tuple[float | None, str, str]] = {}
     ahead = compile_ahead(kernels, info.arch_int)
