@@ -126,16 +126,33 @@ def contiguous_aligned(m: int, n: int, k: int, layout: str = "nn", precision: st
 
 
 # ---- the choice ------------------------------------------------------------------------------
+# choose()'s answers from the tables of autotable's current generation, so that a call off
+# run()'s hot path (host arrays, a C operand) does not search the table again
+_memo: dict = {}
+
+
 def choose(m: int, n: int, k: int, *, device, layout: str = "nn", precision: str = "fp32",
            out_dtype: str = "float32", aligned: bool = True, tables=None) -> Choice:
     """What gemm() runs for this problem on `device` (tables: None for those of the device's
     GPU, autotable.tables_for; a sequence to consult instead)."""
+    key = None
+    if tables is None:
+        key = (m, n, k, layout, precision, out_dtype, aligned, device.name, device.arch_int,
+               device.smem_optin, autotable.generation())
+        hit = _memo.get(key)
+        if hit is not None:
+            return hit
     if layout not in LAYOUTS:
         layout_majors(layout)                                   # its named error
     ks = runnable(precision, out_dtype, device, m, n, k)
-    tables = autotable.tables_for(device.name) if tables is None else tables
-    hit = from_tables(tables, m, n, k, layout, precision, aligned, {x.name for x in ks})
-    return hit if hit is not None else heuristic(ks, m, n, k, precision)
+    found = from_tables(autotable.tables_for(device.name) if tables is None else tables,
+                        m, n, k, layout, precision, aligned, {x.name for x in ks})
+    choice = found if found is not None else heuristic(ks, m, n, k, precision)
+    if key is not None:
+        if len(_memo) >= 4096:
+            _memo.clear()
+        _memo[key] = choice
+    return choice
 
 
 def distance(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:

@@ -180,6 +180,7 @@ def load(path, gpu: str, version: str | None = None) -> Table | None:
 # (this module), reset() for tune and clear_caches()
 _lock = threading.Lock()
 _loaded: dict[str, tuple[Table, ...]] = {}
+_generation = [0]       # bumped by reset(): what was derived from the tables before is stale
 
 
 def tables_for(gpu: str) -> tuple[Table, ...]:
@@ -200,3 +201,9 @@ def reset() -> None:
     """Forget the tables read so far: the next lookup reads them again."""
     with _lock:
         _loaded.clear()
+        _generation[0] += 1
+
+
+def generation() -> int:
+    """A number that changes whenever reset() forgets the tables."""
+    return _generation[0]

@@ -196,7 +196,8 @@ def _cmd_run(args) -> int:
         print_json(r)
     elif r["status"] == "pass":
         print(f"{args.name}: M={args.m} N={args.n} K={args.k}  median {r['ms']:.3f} ms  "
-              f"{r['tflops']:.2f} TFLOP/s  gauge ratio {r['gauge_ratio']:.3g} ({r['status']})")
+              f"{r['tflops']:.2f} TFLOP/s  gauge ratio {r['gauge_ratio']:.3g} ({r['status']})"
+              + (f"; {r['message']}" if args.name == registry.AUTO else ""))
     else:   # checked before timing: a wrong kernel gets no speed figure
         print(f"{args.name}: M={args.m} N={args.n} K={args.k}  {r['status']}: {r['message']} "
               "(not timed)")

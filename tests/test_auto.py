@@ -548,3 +548,13 @@ def test_tune_end_to_end_on_a_simulated_device(monkeypatch, tmp_path, capsys):
     tune.tune([(40, 30, 20)], max_seconds=60, progress=False)
     assert autotable.tuned_path("Simulated GPU").exists()
     assert cute_gemm.gemm_choice(40, 30, 20).source == "table"
+
+
+def test_cli_run_auto_says_what_it_picked(monkeypatch, capsys):
+    from test_bench import _simulated_device
+    from cute_gemm import cli
+    _simulated_device(monkeypatch)
+    monkeypatch.setattr(cli, "gpu_unavailable", lambda: None)
+    assert cli.main(["run", "auto", "--m", "40", "--n", "30", "--k", "20", "--repeats", "3"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("auto: M=40 N=30 K=20  median") and "picked cute_pipelined (heuristic" in out

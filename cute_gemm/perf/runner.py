@@ -250,6 +250,8 @@ def time_kernel(name: str, m: int, n: int, k: int, *, repeats: int = 20, warmup:
     b = rng.standard_normal((k, n), dtype=np.float32)
     ref = Reference(a, b, rng)
     row = Row(name, family(name), m, n, k, check=ref.mode)
+    if name == registry.AUTO:
+        row.message = _auto_message(m, n, k, "nn", "fp32", info)
     inputs = _Inputs(a, b, "nn", 1)
     try:       # errors (compile, shape limits, launch) go to the caller, as run()'s would
         with Flush(info.l2_bytes) as flush:
