@@ -301,7 +301,7 @@ def bench(kernels: str | Sequence[str] | None = None,
     meta = result.meta
     meta["settings"]["precisions"] = list(precs)
     compiled = _compile_all(names, info, meta["compile"], precs)
-    by_prec = {p: [x for x in names if offers(x, p)] for p in precs}
+    by_prec = {p: [x for x in names if offers(x, p, info.arch_int)] for p in precs}
     by_prec = {p: xs for p, xs in by_prec.items() if xs or p != "fp32" or not names}
 
     bar = Progress(len(shapes) * len(lays) * sum(len(xs) + (backend is not None)
@@ -402,9 +402,12 @@ def family(name: str) -> str:
     return registry.AUTO if name == registry.AUTO else registry.get(name).family
 
 
-def offers(name: str, precision: str) -> bool:
-    """True if kernel `name` (or gemm()'s choice, "auto") computes `precision`."""
-    return auto.offers(precision) if name == registry.AUTO else precision in registry.get(name).precisions
+def offers(name: str, precision: str, arch_int: int | None = None) -> bool:
+    """True if kernel `name` computes `precision`, or gemm()'s choice ("auto") does on a
+    device of compute capability `arch_int` (x10)."""
+    if name == registry.AUTO:
+        return auto.offers(precision, None, arch_int)
+    return precision in registry.get(name).precisions
 
 
 def parse_precisions(precisions) -> tuple[str, ...]:
