@@ -1,18 +1,20 @@
 """cute_gemm: CUDA GEMM kernels compiled at run time with NVRTC, launched and diffed.
 
     import numpy as np, cute_gemm
-    c = cute_gemm.run("cute_smem", a, b)        # numpy in, numpy out
+    c = cute_gemm.gemm(a, b)                    # the kernel the selector picks for this GPU
+    c = cute_gemm.run("cute_smem", a, b)        # numpy in, numpy out, one named kernel
     report = cute_gemm.cross_check(a, b)        # every kernel vs float64 and each other
 """
 from __future__ import annotations
 
-from .api import clear_caches, compile_kernel, flops, resolved_launches, run
+from .api import clear_caches, compile_kernel, flops, gemm, resolved_launches, run
+from .auto import Choice, gemm_choice
 from .arrays import SUPPORTED_DTYPES, DeviceArray
 from .check import CheckReport, cross_check
 from .perf.runner import bench
-from .errors import (CompileError, CudaError, CuteGemmError, DTypeError, InputError,
-                     NoDeviceError, NotAnArrayError, PrecisionFallbackWarning, ShapeError,
-                     ShapeLimitError, UnknownKernelError)
+from .errors import (AutoTableWarning, CompileError, CudaError, CuteGemmError, DTypeError,
+                     InputError, NoDeviceError, NotAnArrayError, PrecisionFallbackWarning,
+                     ShapeError, ShapeLimitError, UnknownKernelError)
 from .registry import Kernel, Variant, get as get_kernel
 
 
@@ -30,8 +32,8 @@ def gpu_available() -> bool:
 
 
 __version__: str = "0.1.0"
-__all__: list[str] = ["run", "clear_caches", "resolved_launches", "cross_check", "bench", "kernels", "get_kernel", "compile_kernel", "flops",
+__all__: list[str] = ["gemm", "gemm_choice", "Choice", "run", "clear_caches", "resolved_launches", "cross_check", "bench", "kernels", "get_kernel", "compile_kernel", "flops",
            "gpu_available", "DeviceArray", "CheckReport", "Kernel", "Variant",
            "SUPPORTED_DTYPES", "CuteGemmError", "CompileError", "CudaError", "NoDeviceError",
            "InputError", "NotAnArrayError", "ShapeError", "DTypeError", "ShapeLimitError",
-           "UnknownKernelError", "PrecisionFallbackWarning"]
+           "UnknownKernelError", "PrecisionFallbackWarning", "AutoTableWarning"]

@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from . import cache, launch, registry
+from . import auto, autotable, cache, launch, registry
 from .arrays import Operand, narrow, parse, widen
 from .errors import AliasError, CaptureError, DTypeError, InputError, ShapeError
 from .execute import gemm_device
@@ -182,17 +182,34 @@ def run(name, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None, preci
                     launch.ensure_context(0)
                     entry[1](pa, pb, po, float(alpha), 0.0, s)
                     return out
-    k = registry.get(name)
+    k = None if name == registry.AUTO else registry.get(name)
     s = launch.stream_handle(stream)
     A, B, C, O, m, n, kk = _validate(a, b, c, out, alpha, beta, s)
     prec, out_dtype = _precision(A, B, C, O, precision, k)
+    swap = False
+    if k is None:     # "auto": the selector's pick, a function of what the signature holds
+        products = m and n and kk and alpha != 0
+        choice = auto.pick(A, B, O, prec, out_dtype, None if not products else
+                           _device_ordinal(A) if A.device else launch.current_ordinal())
+        k, swap = registry.get(choice.kernel), choice.transposed
+        hot = None if swap else hot     # (the hot path launches a, b, out as they come)
     check_precision(k, prec, out_dtype)
     alpha, beta = float(alpha), float(beta)
     if C is None:
         beta = 0.0
     if A.device:
-        return _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot)
-    return _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec, out_dtype)
+        return _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot, swap)
+    return _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec, out_dtype, swap)
+
+
+def gemm(a, b, c=None, *, alpha: float = 1.0, beta: float = 0.0, out=None, stream=None,
+         precision: str | None = None):
+    """alpha * a @ b + beta * c with the kernel and launch the selector picks for this GPU,
+    shape, operand layout, alignment and precision (cute_gemm.auto; gemm_choice() says which
+    and why): run("auto", ...), with run()'s arguments, validation, errors and guarantees.
+    precision: by default the one the operands' type implies (fp32 for float32)."""
+    return run(registry.AUTO, a, b, c, alpha=alpha, beta=beta, out=out, stream=stream,
+               precision=precision)
 
 
 def _wait_producers(s: int, producers: set, ordinal: int) -> None:
@@ -212,7 +229,14 @@ def _wait_producers(s: int, producers: set, ordinal: int) -> None:
             launch.wait_stream(s, p, ordinal)
 
 
-def _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot=None):
+def _transposed(swap: bool, A, B, C, O):
+    """The operands of the problem a kernel computes: C^T = B^T A^T when `swap`."""
+    if not swap:
+        return A, B, C, O
+    return B.T, A.T, (C.T if C is not None else None), O.T
+
+
+def _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot=None, swap=False):
     ordinal = _device_ordinal(A)
     launch.ensure_context(ordinal)
     ops = (A, B, C, O)
@@ -228,7 +252,7 @@ def _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot=None):
     else:
         result = O.obj
     if m and n:
-        fast = gemm_device(k, A, B, C, O, alpha, beta, s, ordinal, prec)
+        fast = gemm_device(k, *_transposed(swap, A, B, C, O), alpha, beta, s, ordinal, prec)
         if fast is not None and hot is not None:     # hot: one device, so ordinal 0
             if len(CACHE.hot) >= 4096:
                 CACHE.hot.clear()
@@ -259,7 +283,8 @@ def _host_result(m: int, n: int, out_dtype: str, like: Operand) -> np.ndarray:
     return np.empty((m, n), dtype=dt)
 
 
-def _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec="fp32", out_dtype="float32"):
+def _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec="fp32", out_dtype="float32",
+              swap=False):
     result = O.host if O is not None else _host_result(m, n, out_dtype, A)
     if m == 0 or n == 0:
         return result
@@ -286,7 +311,8 @@ def _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec="fp32", out_dtype="f
         if beta != 0.0:   # C goes straight into the result buffer, updated in place
             hc = np.ascontiguousarray(C.host)
             launch.memcpy_htod(dT.ptr, hc.ctypes.data, hc.nbytes, s)
-        gemm_device(k, dA, dB, dT if beta != 0.0 else None, dT, alpha, beta, s, ordinal, prec)
+        gemm_device(k, *_transposed(swap, dA, dB, dT if beta != 0.0 else None, dT), alpha, beta,
+                    s, ordinal, prec)
         host = result if result.flags.c_contiguous else np.empty((m, n), dtype=result.dtype)
         launch.memcpy_dtoh(host.ctypes.data, dT.ptr, host.nbytes, s)
         launch.check_last(k.name, s)
@@ -307,6 +333,7 @@ def clear_caches() -> None:
     again) and the in-memory cubins; the disk cache stays (`cute-gemm cache clear`)."""
     CACHE.clear()
     cache.clear_memory()
+    autotable.reset()
 
 
-__all__ = ["run", "compile_kernel", "flops", "clear_caches", "resolved_launches"]
+__all__ = ["run", "gemm", "compile_kernel", "flops", "clear_caches", "resolved_launches"]

@@ -7,7 +7,7 @@ before any launch.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from math import gcd
 
 import numpy as np
@@ -40,6 +40,12 @@ class Operand:
     @property
     def itemsize(self) -> int:
         return ITEMSIZE[self.dtype]
+
+    @property
+    def T(self) -> "Operand":
+        """The transposed view of the same elements."""
+        return replace(self, shape=self.shape[::-1], strides=self.strides[::-1],
+                       host=None if self.host is None else self.host.T)
 
     def span(self) -> tuple[int, int]:
         """[first, last + 1) byte addresses the operand's elements occupy ((0, 0) if empty)."""

@@ -7,16 +7,19 @@ Check, then time, every registered kernel next to cuBLAS fp32 (CuPy or PyTorch, 
 Prints a table; with --out DIR writes bench.json, bench.csv, bench_readme.md and PNG plots.
 A kernel that fails its float64 check is reported as failing, with no speed figure.
 Sizes: N (N^3), MxNxK, 'squares' (256..8192), 'odd' (non-square, non-multiple shapes),
-'all' (default: both)."""
+'all' (default: both), 'sweep' (28 shapes: squares 128..16384, odd, skinny, long and short K,
+model layers; the summary gives each kernel's geometric mean and minimum ratio to cuBLAS).
+'auto' names gemm()'s choice, timed like a kernel."""
 
 
 def register(sub) -> None:
-    from cute_gemm.cli import kernel_name, nonneg_int, positive_float, positive_int
+    from cute_gemm.cli import kernel_name, kernel_or_auto, nonneg_int, positive_float, positive_int
     s = sub.add_parser("bench", help="benchmark kernels against cuBLAS fp32 (checked first; needs a GPU)",
                        description=_DESCRIPTION)
-    s.add_argument("kernels", nargs="*", type=kernel_name, metavar="KERNEL",
-                   help="kernel names (default: all the device supports)")
-    s.add_argument("--size", action="append", type=_size, metavar="N|MxNxK|squares|odd|all",
+    s.add_argument("kernels", nargs="*", type=kernel_or_auto, metavar="KERNEL",
+                   help="kernel names, or auto for gemm()'s choice (default: every kernel the "
+                        "device supports)")
+    s.add_argument("--size", action="append", type=_size, metavar="N|MxNxK|squares|odd|sweep|all",
                    help="repeatable; default: all")
     s.add_argument("--layouts", default="nn", type=_layouts,
                    help="comma list of nn, tn, nt, tt (t = transposed view) or all; default nn")

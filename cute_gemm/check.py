@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import registry
+from . import auto, registry
 from .arrays import narrow, widen
 from .errors import CuteGemmError, ShapeLimitError
 from .records import FP32_ACCURATE, PRECISION_DTYPE, PRECISIONS
@@ -195,9 +195,14 @@ def make_inputs(rng, m, n, k, exact: bool, with_c: bool):
     return a, b, c
 
 
-def supported_kernels() -> list[registry.Kernel]:
+def launch_arch() -> int:
+    """The current device's compute capability (x10)."""
     from . import launch
-    arch = launch.device_info().arch_int
+    return launch.device_info().arch_int
+
+
+def supported_kernels() -> list[registry.Kernel]:
+    arch = launch_arch()
     return [k for k in registry.kernels() if k.runs_on(arch)]
 
 
@@ -290,16 +295,26 @@ def cross_check(a=None, b=None, *, kernels=None, shapes=None, seed=None, alpha=1
     as transposed views of row-major arrays where it says "t". `precision` (None: every
     precision the chosen kernels offer, each kernel in each of its precisions) and
     `out_dtype` ("float32", or "same": the input type) pick the arithmetic checked.
+    `kernels` (default: every kernel the device runs, and gemm()'s choice) may name "auto",
+    gemm()'s choice, checked like a kernel.
     """
     registry.layout_majors(layout)          # a named error for anything else
-    chosen = supported_kernels() if kernels is None else [
-        registry.get(x) for x in ([kernels] if isinstance(kernels, str) else kernels)]
+    asked = None if kernels is None else [kernels] if isinstance(kernels, str) else list(kernels)
+    chosen = supported_kernels() if asked is None else [registry.get(x) for x in asked
+                                                        if x != registry.AUTO]
+    # gemm()'s choice ("auto") is checked like a kernel, named or by default, in the
+    # precisions it has a candidate for on the device
+    with_auto = asked is None or registry.AUTO in asked
+    auto_arch = launch_arch() if with_auto else None
+
+    def named(p: str, od: str | None) -> list[str]:
+        return [k.name for k in chosen if od is None and p in k.precisions or k.computes(p, od)] + (
+            [registry.AUTO] if with_auto and auto.offers(p, od, auto_arch) else [])
     if precision is not None and precision not in PRECISIONS:
         raise CuteGemmError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     if out_dtype not in ("float32", "same"):
         raise CuteGemmError(f"out_dtype must be 'float32' or 'same', got {out_dtype!r}")
-    precisions = [p for p in PRECISIONS if any(p in k.precisions for k in chosen)
-                  and (precision is None or p == precision)]
+    precisions = [p for p in PRECISIONS if named(p, None) and (precision is None or p == precision)]
     report = CheckReport()
     rng = np.random.default_rng(seed)
     if a is not None or b is not None:
@@ -317,7 +332,7 @@ def cross_check(a=None, b=None, *, kernels=None, shapes=None, seed=None, alpha=1
         precs = [prec] + ([p for p in FP32_ACCURATE if p in precisions]
                           if precision is None and prec == "fp32" else [])
         for p in precs:
-            names = [k.name for k in chosen if k.computes(p, od)]
+            names = named(p, od)
             if names or p == prec:
                 report.shapes.append(_check_one_shape(names, a32, b32, c32, float(alpha),
                                                       float(beta) if c is not None else 0.0,
@@ -328,7 +343,7 @@ def cross_check(a=None, b=None, *, kernels=None, shapes=None, seed=None, alpha=1
         a_, b_, c_ = make_inputs(rng, m, n, k, exact, with_c)
         for p in precisions:
             od = PRECISION_DTYPE[p] if out_dtype == "same" else "float32"
-            names = [x.name for x in chosen if x.computes(p, od)]
+            names = named(p, od)
             if names:
                 report.shapes.append(_check_one_shape(names, a_, b_, c_, float(alpha),
                                                       float(beta), exact, layout, p, od))

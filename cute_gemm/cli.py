@@ -70,6 +70,14 @@ def kernel_name(s: str) -> str:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def kernel_or_auto(s: str) -> str:
+    """A registered kernel, or "auto" (gemm()'s choice) where a command runs kernels."""
+    try:
+        return registry.check_name(s)
+    except UnknownKernelError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def shape_mnk(s: str) -> tuple[int, int, int]:
     """'MxNxK' -> (M, N, K), each >= 1."""
     parts = s.lower().split("x")
@@ -188,7 +196,8 @@ def _cmd_run(args) -> int:
         print_json(r)
     elif r["status"] == "pass":
         print(f"{args.name}: M={args.m} N={args.n} K={args.k}  median {r['ms']:.3f} ms  "
-              f"{r['tflops']:.2f} TFLOP/s  gauge ratio {r['gauge_ratio']:.3g} ({r['status']})")
+              f"{r['tflops']:.2f} TFLOP/s  gauge ratio {r['gauge_ratio']:.3g} ({r['status']})"
+              + (f"; {r['message']}" if args.name == registry.AUTO else ""))
     else:   # checked before timing: a wrong kernel gets no speed figure
         print(f"{args.name}: M={args.m} N={args.n} K={args.k}  {r['status']}: {r['message']} "
               "(not timed)")
@@ -288,7 +297,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=_cmd_list)
 
     s = sub.add_parser("run", help="check, then time, one kernel on one shape (needs a GPU)")
-    s.add_argument("name", type=kernel_name, metavar="KERNEL", help="a name from `cute-gemm list`")
+    s.add_argument("name", type=kernel_or_auto, metavar="KERNEL",
+                   help="a name from `cute-gemm list`, or auto (gemm()'s choice)")
     s.add_argument("--m", type=positive_int, default=4096, help="rows of A and C (default 4096)")
     s.add_argument("--n", type=positive_int, default=4096, help="columns of B and C (default 4096)")
     s.add_argument("--k", type=positive_int, default=4096, help="inner dimension (default 4096)")
@@ -304,9 +314,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="With a GPU: every kernel against a float64 reference and against each "
                     "other. Without one: compile every kernel for --arch, check registers and "
                     "spills, run the layout self-checks, and say what was not run.")
-    s.add_argument("kernels", nargs="*", type=kernel_name, metavar="KERNEL",
-                   help="kernels to check (default: all)")
-    s.add_argument("--kernels", dest="kernel_list", nargs="+", type=kernel_name, metavar="KERNEL",
+    s.add_argument("kernels", nargs="*", type=kernel_or_auto, metavar="KERNEL",
+                   help="kernels to check, auto for gemm()'s choice (default: all, and auto)")
+    s.add_argument("--kernels", dest="kernel_list", nargs="+", type=kernel_or_auto, metavar="KERNEL",
                    help="the same as naming them positionally")
     s.add_argument("--shape", action="append", type=shape_mnk, metavar="MxNxK",
                    help="problem shape, repeatable (default: " + ", ".join(
@@ -343,7 +353,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="JSON on stdout")
     s.set_defaults(fn=_cmd_cache)
 
-    for extra in ("bench", "layouts"):
+    for extra in ("bench", "layouts", "tune"):
         try:
             mod = __import__(f"cute_gemm.{extra}_cli", fromlist=["register"])
         except ImportError:

@@ -316,6 +316,10 @@ def offline_check(names: list[str] | None, arch: str, why: str, *, jobs: int | N
     """`cute-gemm check` without a GPU: compile, check registers/spills, check the layouts,
     and say plainly that the numerical cross-check did not run."""
     from .layouts_cli import self_check_all
+    from . import auto
+    if names and registry.AUTO in names:     # gemm()'s choice: the candidates it may run
+        names = list(dict.fromkeys([n for n in names if n != registry.AUTO] + [
+            k.name for p in registry.PRECISIONS for k in auto.candidates(p)]))
     names = names or list(registry.names())
     bad_arch = unsupported_arch(arch)
     if bad_arch:

@@ -1,4 +1,4 @@
-"""Named exceptions (and the one named warning). Everything cute_gemm raises on purpose
+"""Named exceptions (and the named warnings). Everything cute_gemm raises on purpose
 derives from CuteGemmError."""
 from __future__ import annotations
 
@@ -74,3 +74,8 @@ class PrecisionFallbackWarning(UserWarning):
     magnitude whose small part would be subnormal), so run() computed the product with the
     kernel's fp32 fallback (Kernel.gemm_of.fallback) instead: the result is right, the
     speed is the fallback's."""
+
+
+class AutoTableWarning(UserWarning):
+    """A `cute-gemm tune` table was ignored (unreadable, damaged, or made for another GPU or
+    package version): gemm() chooses as if it were absent (cute_gemm/autotable.py)."""

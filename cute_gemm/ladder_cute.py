@@ -288,6 +288,11 @@ def _mma_sm80(name: str, bm: int, bn: int, bk: int, stages: int, warps: tuple[in
     )
 
 
+def _auto(k: Kernel) -> Kernel:
+    """k as a candidate of gemm()'s selector (cute_gemm/auto.py; `cute-gemm tune` times them)."""
+    return dataclasses.replace(k, tags=k.tags + ("auto",))
+
+
 CUTE: list[Kernel] = [
     _gmem("cute_gmem", 16, 16, 8),
     _smem("cute_smem", 128, 128, 8),
@@ -304,16 +309,16 @@ CUTE: list[Kernel] = [
     # kq_layout=7 (k-quad compute stages): see docs/tuning/cute_pipelined.md#k-quad-stages
     # kt_unroll=2 (both-k-major entry): see docs/tuning/cute_pipelined.md#kt-unroll
     # epi_ak_bk="smem16", epi_ak_bn="bulk" (C through smem; bulk copies): see docs/tuning/cute_pipelined.md#epilogue
-    _pipe("cute_pipelined", PipelinedConfig(
+    _auto(_pipe("cute_pipelined", PipelinedConfig(
         128, 128, 16, 4, min_blocks_mn=1, fma_order=6, fma_order_raw=2, load1_k=1, stash0_k=10,
         stash_k=13, trans_k=13, kq_layout=7, kt_unroll=2, epi_ak_bk="smem16", epi_ak_bn="bulk",
-        stream_k=True)),
+        stream_k=True))),
     _pipe("cute_pipelined_128x128x8", PipelinedConfig(128, 128, 8, 4)),
     _pipe("cute_pipelined_64x128x8", PipelinedConfig(64, 128, 8, 4, thr_m=8, min_blocks=3)),
     # tensor cores (Ampere mma.sync), after the SIMT stages. 128x256 with 2x4 warps (1 CTA per
     # SM, 144 KB smem): 0.51-0.54x cuBLAS bf16 against 0.44-0.51x for 128x128 with 2x2 warps
     # (docs/tuning/cute_mma_sm80.md#tile-shape)
-    _mma_sm80("cute_mma_sm80", 128, 256, 64, 3, (2, 4)),
+    _auto(_mma_sm80("cute_mma_sm80", 128, 256, 64, 3, (2, 4))),
 ]
 
 
@@ -454,7 +459,7 @@ CUTE += [
     # 128x256 tiles, 4 stages, 2 consumers: #how-cute_wgmma_ws-got-there (128x192x5 lost)
     # cluster_m=2 (B multicast): #how-cute_wgmma_ws-got-there (cluster 4 lost: 120 CTAs fit)
     # group_m=16: same section (8 and 32 lost); k_bytes=128 (64-byte rows, 8 stages lost)
-    _wgmma_ws("cute_wgmma_ws", WgmmaWsConfig()),
+    _auto(_wgmma_ws("cute_wgmma_ws", WgmmaWsConfig())),
     # fp32-accurate long K (cute_3xtf32's GEMM): 64x192 per warpgroup holds two sets of
     # accumulators in 232 registers; promote every 4 k-tiles (2: slower, 3x192x128: slower):
     # docs/tuning/cute_3xtf32.md#promoting-the-accumulator
@@ -489,5 +494,5 @@ def _three_tf32(name: str, gemm: str, fallback: str) -> Kernel:
 
 CUTE += [
     # why a pre-pass and not a split inside the GEMM: docs/tuning/cute_3xtf32.md
-    _three_tf32("cute_3xtf32", "cute_wgmma_ws_promote", "cute_pipelined"),
+    _auto(_three_tf32("cute_3xtf32", "cute_wgmma_ws_promote", "cute_pipelined")),
 ]

@@ -17,6 +17,10 @@ from .records import (ARCHS, EXTENT_MAX, FP32_ACCURATE, GRID_X_MAX, GRID_YZ_MAX,
 KERNELS: tuple[Kernel, ...] = tuple(HANDWRITTEN) + tuple(CUTE)
 _BY_NAME = {k.name: k for k in KERNELS}
 
+# not a kernel: the name under which run(), cross_check(), bench and the CLI take gemm()'s
+# choice among the kernels tagged "auto" (cute_gemm/auto.py picks one per call)
+AUTO = "auto"
+
 
 def kernels(family: str | None = None) -> tuple[Kernel, ...]:
     """All registered kernels in ladder order (optionally one family)."""
@@ -31,5 +35,11 @@ def get(name: str) -> Kernel:
     try:
         return _BY_NAME[name]
     except KeyError:
+        also = "" if name == AUTO else f" (run, check and bench also take {AUTO!r}: gemm()'s pick)"
         raise UnknownKernelError(
-            f"unknown kernel {name!r}; valid kernels: {', '.join(names())}") from None
+            f"unknown kernel {name!r}; valid kernels: {', '.join(names())}{also}") from None
+
+
+def check_name(name: str) -> str:
+    """`name` if it is a registered kernel or AUTO, else UnknownKernelError."""
+    return name if name == AUTO else get(name).name

@@ -4,6 +4,7 @@
     python scripts/readme_bench.py bench-out/bench.json                 # print markdown
     python scripts/readme_bench.py docs/bench/nn.json docs/bench/layouts.json \
         --tensor-cores docs/bench/tensor_cores.json \
+        --sweep docs/bench/sweep.json --sweep-plot docs/ratios_nn.png \
         --plot docs/ladder_4096.png --update README.md --details docs/bench/README.md
 
 --update replaces the text between `<!-- bench:begin -->` and `<!-- bench:end -->` in the
@@ -40,6 +41,11 @@ def main(argv=None) -> int:
     p.add_argument("--update", metavar="README", help="rewrite this file between the bench markers")
     p.add_argument("--tensor-cores", metavar="JSON", help="a bench JSON of the tensor-core kernels "
                    "(--precision bf16,fp16,tf32): its own table, with its own date and versions")
+    p.add_argument("--sweep", metavar="JSON", help="a bench JSON over many shapes (`--size sweep`, "
+                   "gemm() as `auto`): its summary (geometric mean and minimum of the ratio to "
+                   "cuBLAS per kernel; every shape on the details page), with its own date and versions")
+    p.add_argument("--sweep-plot", metavar="PNG", help="the sweep's ratios_<layout>.png "
+                   "(relative to the README)")
     p.add_argument("--details", metavar="PAGE", help="with --update: write the whole record to this "
                    "markdown page and keep only the ladder table and plot in the section, linking it")
     args = p.parse_args(argv)
@@ -58,8 +64,9 @@ def main(argv=None) -> int:
         return f"`{Path(j).parent.name}/{Path(j).name}`"
     source = ", ".join(named(j) for j in args.json)
     tc = (load_json(args.tensor_cores), named(args.tensor_cores)) if args.tensor_cores else None
+    sw = (load_json(args.sweep), named(args.sweep), args.sweep_plot) if args.sweep else None
     md = readme_markdown(res, size=args.size, layout=args.layout, plot=args.plot, source=source,
-                         tensor_cores=tc)
+                         tensor_cores=tc, sweep=sw)
     if not args.update:
         sys.stdout.write(md)
         return 0
@@ -69,14 +76,15 @@ def main(argv=None) -> int:
 
         def rel(target: str, start: Path) -> str:       # links are relative to the file holding them
             return Path(os.path.relpath(path.parent / target, start)).as_posix()
+        sw_page = sw and (sw[0], sw[1], rel(sw[2], page.parent) if sw[2] else None)
         full = readme_markdown(res, size=args.size, layout=args.layout, source=source,
                                plot=rel(args.plot, page.parent) if args.plot else None,
-                               tensor_cores=tc)
+                               tensor_cores=tc, sweep=sw_page)
         page.write_text(f"# Benchmark record\n\nThe latest `cute-gemm bench` record in full; the README "
                         f"shows its ladder table.\n\n{full}")
         md = readme_markdown(res, size=args.size, layout=args.layout, plot=args.plot, source=source,
                              details=Path(os.path.relpath(page, path.parent)).as_posix(),
-                             tensor_cores=tc)
+                             tensor_cores=tc, sweep=sw)
         print(f"wrote {page}")
     path.write_text(replace_section(path.read_text(), md))
     print(f"updated {path}")

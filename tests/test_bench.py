@@ -415,7 +415,8 @@ def test_plots_written_from_synthetic_results(tmp_path, cublas):
     pytest.importorskip("matplotlib", reason="matplotlib not installed (the `plot` extra)")
     files = write_outputs(synthetic(cublas), tmp_path, plots=True)
     names = sorted(p.name for p in files["plots"])
-    assert names == ["ladder_4096.png", "tflops_vs_size_nn.png"]
+    # with cuBLAS: the ratio to it on each of the three sizes too
+    assert names == ["ladder_4096.png"] + ["ratios_nn.png"] * cublas + ["tflops_vs_size_nn.png"]
     w, h = _png_size(tmp_path / "ladder_4096.png")
     assert (w, h) == (1200, int(4.0 * 120))               # 3 kernels: the minimum height
     w, h = _png_size(tmp_path / "tflops_vs_size_nn.png")
@@ -624,6 +625,7 @@ def _simulated_device(monkeypatch, wrong: str | None = None):
     monkeypatch.setattr(launch, "Event", Event)
     monkeypatch.setattr(cache, "get", lambda k, arch: types.SimpleNamespace(compile_seconds=0.25,
                                                                             origin="disk"))
+    monkeypatch.setattr(runner, "compile_ahead", lambda kernels, arch: cache.Prefetch([]))
 
     def gemm(name, a, b, c=None, *, out=None, alpha=1.0, beta=0.0, stream=None, precision=None):
         o = _host_view(out)

@@ -163,15 +163,18 @@ def test_no_import_cycle():
 
 
 def test_perf_data_flows_one_way():
-    """runner -> schema <- report/plots: the records import no other perf module, the
-    outputs never import the runner, and only the package root and the CLI reach the
-    runner. Private names of the runtime are used by perf/runtime.py alone."""
+    """runner -> schema <- report/plots: the records (and the sweep's data) import no other
+    perf module, the outputs never import the runner, and only the package root, the CLI and
+    tune (which checks and times as bench does) reach the runner. Private names of the
+    runtime are used by perf/runtime.py alone."""
     g = import_graph()
     perf = {m for m in g if m.startswith("cute_gemm.perf.")}
     assert g["cute_gemm.perf.schema"] & perf == set()
+    assert g["cute_gemm.perf.sweep"] & perf == set()
     for m in ("cute_gemm.perf.report", "cute_gemm.perf.plots", "cute_gemm.perf.stats"):
-        assert g[m] & perf <= {"cute_gemm.perf.schema", "cute_gemm.perf.stats", "cute_gemm.perf.plots"}, m
-    assert {m for m in g if "cute_gemm.perf.runner" in g[m]} <= {"cute_gemm"}
+        assert g[m] & perf <= {"cute_gemm.perf.schema", "cute_gemm.perf.stats", "cute_gemm.perf.plots",
+                               "cute_gemm.perf.sweep"}, m
+    assert {m for m in g if "cute_gemm.perf.runner" in g[m]} <= {"cute_gemm", "cute_gemm.perf.tune"}
     for path in (PKG / "perf").glob("*.py"):
         text = path.read_text()
         private = [w for w in ("api._", "launch._") if w in text]

@@ -1,18 +1,21 @@
 """PNG plots of a bench result (matplotlib, the optional `plot` extra).
 
 Figures are built on matplotlib's object API (Figure + Agg canvas), not pyplot, so
-plotting touches no global state and works headless. Two charts:
+plotting touches no global state and works headless. Three charts:
   ladder_chart      TFLOP/s per kernel at one size, IQR whiskers, cuBLAS fp32 and the FP32
                     peak as horizontal lines, % of cuBLAS over each bar;
-  tflops_vs_size    TFLOP/s against M = N = K for every kernel and cuBLAS.
-Both carry device and date in the title and units on the axes.
+  tflops_vs_size    TFLOP/s against M = N = K for every kernel and cuBLAS;
+  ratio_chart       the ratio to cuBLAS per shape of a run over many shapes (the sweep), one
+                    line of markers per kernel, its geometric mean in the legend.
+All carry device and date in the title and units on the axes.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 from .schema import CUBLAS, LAYOUT_TEXT, BenchResult, pick_ladder_size
-from .stats import tflops
+from .stats import ratio_summary, tflops
+from .sweep import sweep_class
 
 FAMILY_COLORS = {"handwritten": "#4C72B0", "cute": "#DD8452"}
 OTHER_COLOR = "#55A868"
@@ -165,8 +168,46 @@ def tflops_vs_size(result: BenchResult, path, *, layout: str = "nn") -> Path:
     return path
 
 
+def ratio_chart(result: BenchResult, path, *, precision: str = "fp32", layout: str = "nn") -> Path:
+    """The ratio to cuBLAS (same precision, same run) per shape, shapes along x in the run's
+    order labelled with their sweep class, one line of markers per kernel; 1 = cuBLAS."""
+    rows = [r for r in result.rows if r.precision == precision and r.layout == layout
+            and r.kernel != CUBLAS]
+    shapes = list(dict.fromkeys(r.shape for r in rows))
+    names = list(dict.fromkeys(r.kernel for r in rows if r.vs_cublas is not None))
+    if len(shapes) < 2 or not names:
+        raise ValueError(f"no ratios to cuBLAS on two shapes ({precision}, {layout}) to plot")
+    geo = {x["kernel"]: x["geomean"] for x in ratio_summary(rows)}
+    fig = _figure(max(8.0, 0.42 * len(shapes) + 3.0), 5.6, layout="constrained")
+    ax = fig.add_subplot(1, 1, 1)
+    import matplotlib
+    colors = [matplotlib.colormaps["tab10"](i) for i in range(10)]
+    xs = range(len(shapes))
+    for i, name in enumerate(names):
+        by = {r.shape: r.vs_cublas for r in rows if r.kernel == name}
+        ys = [by.get(sh) for sh in shapes]
+        ax.plot(xs, [float("nan") if y is None else y for y in ys], marker="osD^vP*X"[i % 8],
+                color=colors[i % 10], linewidth=0.8, linestyle=":", markersize=5,
+                label=f"{name} (geometric mean {geo[name]:.3f}×)" if name in geo else name)
+    ax.axhline(1.0, color="black", linestyle="--", linewidth=1.2, label="cuBLAS (same run)")
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels([f"{'×'.join(map(str, sh))}\n{sweep_class(*sh)}" for sh in shapes],
+                       rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel(f"TFLOP/s ÷ cuBLAS {precision} TFLOP/s (higher is better)")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.set_title(f"Ratio to cuBLAS per shape ({precision}, {LAYOUT_TEXT.get(layout, layout)})\n"
+                 f"{_subtitle(result)}", fontsize=11)
+    ax.legend(loc="lower right", fontsize=8)
+    path = Path(path)
+    fig.savefig(path)
+    return path
+
+
 def write_all(result: BenchResult, out_dir, *, ladder_size: int | None = None) -> list[Path]:
-    """ladder_<N>.png (nn layout) and tflops_vs_size_<layout>.png for each layout with squares."""
+    """ladder_<N>.png (nn layout), tflops_vs_size_<layout>.png for each layout with squares,
+    and ratios_<layout>[_<precision>].png for each layout and precision with ratios to cuBLAS
+    on three shapes or more."""
     d = Path(out_dir)
     out = []
     size = pick_ladder_size(result, ladder_size, "nn")
@@ -176,4 +217,9 @@ def write_all(result: BenchResult, out_dir, *, ladder_size: int | None = None) -
         if sum(1 for s in {r.m for r in result.rows if r.layout == lay and r.m == r.n == r.k
                              and r.timed and r.precision == "fp32"}) >= 2:
             out.append(tflops_vs_size(result, d / f"tflops_vs_size_{lay}.png", layout=lay))
+    for prec, lay in dict.fromkeys((r.precision, r.layout) for r in result.rows):
+        if len({r.shape for r in result.rows if (r.precision, r.layout) == (prec, lay)
+                and r.vs_cublas is not None and r.kernel != CUBLAS}) >= 3:
+            tag = "" if prec == "fp32" else f"_{prec}"
+            out.append(ratio_chart(result, d / f"ratios_{lay}{tag}.png", precision=prec, layout=lay))
     return out

@@ -5,9 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import re
+
+from ..registry import AUTO
 from . import plots as P
 from .schema import (CUBLAS, CUBLAS_PEER, LAYOUT_TEXT, BenchResult, cublas_label,
                      pick_ladder_size, write_csv, write_json)
+from .stats import ratio_summary
+from .sweep import GROUPS, sweep_class
 
 
 def _f(x, fmt: str, empty: str = "-") -> str:
@@ -68,7 +73,7 @@ def format_table(result: BenchResult) -> str:
         mm = f"{_f(r.min_ms, '.4g')}-{_f(r.max_ms, '.4g')}" if r.timed else "-"
         pct = None if r.frac_peak is None else 100 * r.frac_peak
         vs = None if r.vs_cublas is None else 100 * r.vs_cublas
-        note = r.message if r.status != "pass" or r.kernel == CUBLAS else ""
+        note = r.message if r.status != "pass" or r.kernel in (CUBLAS, AUTO) else ""
         lines.append(f"{shape:<18}{r.layout:<4}{_label(r):<{kw}}{r.status:<7}{_f(r.gauge_ratio, '7.3g'):>7}  "
                      f"{_f(r.median_ms, '.4f'):>10}{_f(r.iqr_ms, '.4f'):>9}{mm:>19}{r.repeats or '-':>4}"
                      f"{_f(r.tflops, '.2f'):>9}{(_f(vs, '.1f') + ' %') if vs is not None else '-':>10}"
@@ -82,9 +87,96 @@ def format_table(result: BenchResult) -> str:
             lines.append(f"  {name:<{kw}}{c.get('origin') or '-':<10}"
                          f"{'NVRTC ' + format(cs, '.2f') + ' s' if cs is not None else '-':<14}"
                          f"{c.get('error') or ''}")
+    summary = format_summary(result)
+    if summary:
+        lines += ["", summary]
     if result.overhead:
         lines += ["", format_overhead(result.overhead)]
     return "\n".join(lines)
+
+
+def _summaries(result: BenchResult) -> list[dict]:
+    """stats.ratio_summary of the kernels measured on at least two shapes."""
+    return [x for x in ratio_summary(result.rows, GROUPS) if x["shapes"] >= 2]
+
+
+def _x(v) -> str:
+    return "—" if v is None else f"{v:.3f}×"
+
+
+def format_summary(result: BenchResult) -> str:
+    """Per kernel, precision and layout measured on several shapes: the geometric mean and
+    the minimum of its ratio to cuBLAS, and the minimum over each group of shapes."""
+    summ = _summaries(result)
+    if not summ:
+        return ""
+    kw = max(len(f"{x['kernel']} {x['precision']}") for x in summ) + 2
+    lines = ["ratio to cuBLAS at the same precision over the shapes of this run "
+             "(geometric mean, minimum; minimum per group of shapes):"]
+    for x in summ:
+        groups = "  ".join(f"{g}: {_x(v)}" for g, v in x["groups"].items() if v is not None)
+        lines.append(f"  {x['kernel'] + ' ' + x['precision']:<{kw}}{x['layout']:<4}"
+                     f"{x['shapes']:>3} shapes  geomean {_x(x['geomean'])}  min {_x(x['min'])} at "
+                     f"{'x'.join(map(str, x['min_shape']))}  {groups}".rstrip())
+    return "\n".join(lines)
+
+
+def _picked(message: str) -> str:
+    """gemm()'s pick from its row's message ("picked KEY (SOURCE: why)") as "KEY (SOURCE)"."""
+    m = re.match(r"picked (\S+) \((\w+)", message or "")
+    return f"`{m.group(1)}` ({m.group(2)})" if m else ""
+
+
+def sweep_markdown(result: BenchResult, source: str | None = None, *, plot: str | None = None,
+                   per_shape: bool = True) -> list[str]:
+    """The summary of a run over many shapes (per kernel: geometric mean and minimum of the
+    ratio to cuBLAS, the minimum per group of shapes), the plot, and with per_shape every
+    shape's ratios and what gemm() picked. Empty without kernels timed on two shapes."""
+    summ = _summaries(result)
+    if not summ:
+        return []
+    shapes = list(dict.fromkeys(r.shape for r in result.rows))
+    combos = list(dict.fromkeys((x["precision"], x["layout"]) for x in summ))
+    gnames = [g for g, _ in GROUPS]
+    out = [f"#### Over {len(shapes)} shapes: ratio to cuBLAS at the same precision, same run", "",
+           "| kernel | precision | layout | shapes | geometric mean | minimum (shape) | "
+           + " | ".join(f"min: {g}" for g in gnames) + " |",
+           "|---|---|---|---:|---:|---:|" + "---:|" * len(gnames)]
+    for x in summ:
+        out.append(f"| `{x['kernel']}` | {x['precision']} | {x['layout']} | {x['shapes']} | "
+                   f"{_x(x['geomean'])} | {_x(x['min'])} ({'×'.join(map(str, x['min_shape']))}) | "
+                   + " | ".join(_x(x["groups"][g]) for g in gnames) + " |")
+    out.append("")
+    if plot:
+        out += [f"![ratio to cuBLAS per shape]({plot})", ""]
+    if per_shape:
+        cell = {(r.kernel, r.precision, r.layout, r.shape): r for r in result.rows}
+        for prec, lay in combos:
+            names = list(dict.fromkeys(x["kernel"] for x in summ if (x["precision"], x["layout"]) == (prec, lay)))
+            out += [f"Per shape ({prec}, {LAYOUT_TEXT.get(lay, lay)}): TFLOP/s and × cuBLAS; "
+                    "what gemm() (`auto`) ran, and from where (a tune table row, the nearest row, "
+                    "or the heuristic):", "",
+                    "| shape | class | cuBLAS TFLOP/s | " + " | ".join(f"`{n}`" for n in names)
+                    + (" | `auto` ran |" if AUTO in names else " |"),
+                    "|---|---|---:|" + "---:|" * len(names) + ("---|" if AUTO in names else "")]
+            for sh in shapes:
+                cub = cell.get((CUBLAS, prec, lay, sh))
+                if cub is None:
+                    continue
+                row = [f"{'×'.join(map(str, sh))}", sweep_class(*sh),
+                       f"{cub.tflops:.1f}" if cub.timed else cub.status]
+                for n in names:
+                    r = cell.get((n, prec, lay, sh))
+                    row.append("" if r is None else f"{r.tflops:.1f} ({_x(r.vs_cublas)})"
+                               if r.timed and r.vs_cublas is not None else r.status)
+                if AUTO in names:
+                    r = cell.get((AUTO, prec, lay, sh))
+                    row.append(_picked(r.message) if r is not None else "")
+                out.append("| " + " | ".join(row) + " |")
+            out.append("")
+    if source is not None:
+        out += [_provenance(result.meta, source), ""]
+    return out
 
 
 def format_overhead(o: dict) -> str:
@@ -108,22 +200,29 @@ def format_overhead(o: dict) -> str:
 
 def readme_markdown(result: BenchResult, *, size: int | None = None, layout: str = "nn",
                     plot: str | None = None, source: str = "bench.json", details: str | None = None,
-                    tensor_cores: tuple[BenchResult, str] | None = None) -> str:
+                    tensor_cores: tuple[BenchResult, str] | None = None,
+                    sweep: tuple[BenchResult, str, str | None] | None = None) -> str:
     """The ladder table (markdown) for one square size, with date, device and versions —
     generated from a bench result, never typed. Then every shape and layout of the run, the
     host overhead and the method; with `details` (a link to a page holding those) only the
     table, the plot and where it was measured, pointing there: the README's short form.
     tensor_cores: (result, source) of a run of its own for the tensor-core table (else the
-    tensor-core rows of `result`), with its own provenance."""
+    tensor-core rows of `result`), with its own provenance. sweep: (result, source, plot) of
+    a run over many shapes (`--size sweep`): its summary (and, in the long form, every shape),
+    else the summary of `result` itself in the long form."""
     tc = _tensor_core_markdown(*tensor_cores) if tensor_cores else _tensor_core_markdown(result)
+    if sweep is not None:
+        sw = sweep_markdown(sweep[0], sweep[1], plot=sweep[2], per_shape=details is None)
+    else:
+        sw = [] if details is not None else sweep_markdown(result)
     size = pick_ladder_size(result, size, layout)
     md = result.meta
     dev = md.get("device", {})
     date = str(md.get("date", "?"))[:10]
     out = ["<!-- generated by scripts/readme_bench.py from a `cute-gemm bench` JSON; do not edit by hand -->"]
     if size is None:
-        out += tc or ["_No timed square sizes in this bench result._"]
-        if tc and not tensor_cores:
+        out += (tc + sw) or ["_No timed square sizes in this bench result._"]
+        if (tc and not tensor_cores) or (sw and sweep is None):
             out.append(_provenance(md, source))
         return "\n".join(out) + "\n"
     cub = result.cublas_row(size, size, size, layout)
@@ -154,8 +253,10 @@ def readme_markdown(result: BenchResult, *, size: int | None = None, layout: str
         out.append(f"{_provenance(md, source)} Every shape and layout of this run, the host overhead "
                    f"per call and the method: [{details}]({details}).")
         out += [""] + tc if tc else []
+        out += [""] + sw if sw else []
         return "\n".join(out).rstrip("\n") + "\n"
     out.extend(tc)
+    out.extend(sw)
     out.extend(_all_shapes_markdown(result))
     if tensor_cores:
         out.extend(_all_shapes_markdown(tensor_cores[0]))

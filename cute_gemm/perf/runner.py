@@ -31,7 +31,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .. import api, cache, launch, registry
+from .. import api, auto, cache, launch, registry
 from ..arrays import DeviceArray
 from ..check import as_given, judge, reference, unit
 from ..records import ITEMSIZE, PRECISION_DTYPE, PRECISIONS
@@ -40,7 +40,7 @@ from .cublas import find_cublas
 from .meta import device_meta, driver_text, versions
 from .overhead import measure_overhead
 from .report import write_outputs
-from .runtime import make_current
+from .runtime import compile_ahead, make_current
 from .schema import CUBLAS, CUBLAS_PEER, BenchResult, Row
 from .shapes import native_layout, out_dtype_of, parse_layouts, parse_sizes
 from .stats import fill_ratios, precision_peaks, sample_indices, summarize, tflops
@@ -243,13 +243,15 @@ def time_kernel(name: str, m: int, n: int, k: int, *, repeats: int = 20, warmup:
     """Check once on fresh random inputs (the bench's Reference), then time `repeats`
     launches with timing.event_times; a kernel that fails its check is not timed.
     Exceptions propagate (the CLI names compile, shape and device errors itself)."""
-    kernel = registry.get(name)
+    name = registry.check_name(name)
     info = launch.device_info()
     rng = np.random.default_rng(seed)
     a = rng.standard_normal((m, k), dtype=np.float32)
     b = rng.standard_normal((k, n), dtype=np.float32)
     ref = Reference(a, b, rng)
-    row = Row(kernel.name, kernel.family, m, n, k, check=ref.mode)
+    row = Row(name, family(name), m, n, k, check=ref.mode)
+    if name == registry.AUTO:
+        row.message = _auto_message(m, n, k, "nn", "fp32", info)
     inputs = _Inputs(a, b, "nn", 1)
     try:       # errors (compile, shape limits, launch) go to the caller, as run()'s would
         with Flush(info.l2_bytes) as flush:
@@ -298,8 +300,8 @@ def bench(kernels: str | Sequence[str] | None = None,
                                seed=seed))
     meta = result.meta
     meta["settings"]["precisions"] = list(precs)
-    compiled = _compile_all(names, info, meta["compile"])
-    by_prec = {p: [x for x in names if p in registry.get(x).precisions] for p in precs}
+    compiled = _compile_all(names, info, meta["compile"], precs)
+    by_prec = {p: [x for x in names if offers(x, p, info.arch_int)] for p in precs}
     by_prec = {p: xs for p, xs in by_prec.items() if xs or p != "fp32" or not names}
 
     bar = Progress(len(shapes) * len(lays) * sum(len(xs) + (backend is not None)
@@ -363,23 +365,49 @@ def _meta(info, backend, cublas_note, shapes, lays, **settings) -> dict:
     }
 
 
-def _compile_all(names, info, record: dict) -> dict[str, tuple[float | None, str, str]]:
-    """Compile everything first: compile time is reported, never timed as run time.
-    name -> (NVRTC seconds, cache origin, error or skip reason)."""
+def _compile_all(names, info, record: dict, precisions=PRECISIONS
+                 ) -> dict[str, tuple[float | None, str, str]]:
+    """Compile everything first, in parallel processes (runtime.compile_ahead): compile time
+    is reported, never timed as run time. name -> (NVRTC seconds, cache origin, error or
+    skip reason); "auto" compiles its candidates in `precisions` (each recorded under its
+    own name)."""
+    kernels = [registry.get(x) for x in names if x != registry.AUTO]
+    if registry.AUTO in names:
+        kernels += [k for p in precisions for k in auto.candidates(p, arch_int=info.arch_int)]
+    kernels = list({k.name: k for k in kernels}.values())
     compiled: dict[str, tuple[float | None, str, str]] = {}
-    for name in names:
-        k = registry.get(name)
-        if not k.runs_on(info.arch_int):
-            compiled[name] = (None, "", f"needs sm_{k.min_arch}, device is {info.arch}")
-            continue
-        try:
-            c = cache.get(k, k.target(info.arch_int))
-            compiled[name] = (c.compile_seconds, c.origin, "")
-        except Exception as e:
-            compiled[name] = (None, "", "compile: " + _first_line(e))
-        cs, origin, err = compiled[name]
-        record[name] = {"nvrtc_seconds": cs, "origin": origin, "error": err or None}
+    ahead = compile_ahead(kernels, info.arch_int)
+    try:
+        for k in kernels:
+            name = k.name
+            if not k.runs_on(info.arch_int):
+                compiled[name] = (None, "", f"needs sm_{k.min_arch}, device is {info.arch}")
+                continue
+            try:
+                c = cache.get(k, k.target(info.arch_int))
+                compiled[name] = (c.compile_seconds, c.origin, "")
+            except Exception as e:
+                compiled[name] = (None, "", "compile: " + _first_line(e))
+            cs, origin, err = compiled[name]
+            record[name] = {"nvrtc_seconds": cs, "origin": origin, "error": err or None}
+    finally:
+        ahead.close()
+    if registry.AUTO in names:
+        compiled[registry.AUTO] = (None, "", "")
     return compiled
+
+
+def family(name: str) -> str:
+    """A row's family: the kernel's, or "auto" for gemm()'s choice."""
+    return registry.AUTO if name == registry.AUTO else registry.get(name).family
+
+
+def offers(name: str, precision: str, arch_int: int | None = None) -> bool:
+    """True if kernel `name` computes `precision`, or gemm()'s choice ("auto") does on a
+    device of compute capability `arch_int` (x10)."""
+    if name == registry.AUTO:
+        return auto.offers(precision, None, arch_int)
+    return precision in registry.get(name).precisions
 
 
 def parse_precisions(precisions) -> tuple[str, ...]:
@@ -398,7 +426,7 @@ def _kernel_names(kernels) -> list[str]:
         return list(registry.names())
     if isinstance(kernels, str):
         kernels = [kernels]
-    return [registry.get(x).name for x in kernels]
+    return [registry.check_name(x) for x in kernels]
 
 
 def _measure(row, check, times, clocks) -> None:
@@ -428,7 +456,7 @@ def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush
     except Exception as e:   # out of memory, typically: every row of this shape says so
         msg = "inputs: " + _first_line(e)
         for name in ([CUBLAS] if backend else []) + names:
-            fam = "reference" if name == CUBLAS else registry.get(name).family
+            fam = "reference" if name == CUBLAS else family(name)
             result.rows.append(Row(name, fam, m, n, kk, lay, "error", ref.mode, message=msg,
                                    precision=prec))
             bar.step(f"{name} {label}")
@@ -459,24 +487,25 @@ def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush
             result.rows.append(row)
             bar.step(f"{CUBLAS} {label}")
         for name in names:
-            k = registry.get(name)
             cs, origin, err = compiled[name]
-            row = Row(name, k.family, m, n, kk, lay, check=ref.mode, compile_s=cs,
+            row = Row(name, family(name), m, n, kk, lay, check=ref.mode, compile_s=cs,
                       compile_origin=origin, precision=prec)
-            native = None if err else native_layout(k, m, n, kk, lay, prec)
+            k = None if name == registry.AUTO else registry.get(name)
+            native = None if err or k is None else native_layout(k, m, n, kk, lay, prec)
             if err:
                 row.status = "skip" if err.startswith("needs") else "error"
                 row.message = err
+            elif k is None:     # gemm(): say what it picked (the check and times are of that)
+                row.message = _auto_message(m, n, kk, lay, prec, info)
             elif lay != "nn" and not native and prec == "fp32":
                 row.status = "skip"
                 row.message = f"no variant takes layout {lay} as is (run() would copy)"
             elif k.smem_bytes(m, n, kk) > info.smem_optin:
                 row.status = "skip"
                 row.message = f"needs {k.smem_bytes(m, n, kk)} B of shared memory > {info.smem_optin}"
-            else:
-                if not native:
-                    row.message = "includes run()'s relayout copy of an operand"
-
+            elif not native:
+                row.message = "includes run()'s relayout copy of an operand"
+            if row.status == "pass":
                 def fn(i, name=name):
                     api.run(name, inputs.A[i], inputs.B[i], out=inputs.C[i], precision=prec)
                 _measure(row, lambda: _gpu_check(name, fn, inputs, ref),
@@ -485,3 +514,14 @@ def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush
             bar.step(f"{name} {label}")
     finally:
         inputs.close()
+
+
+def _auto_message(m: int, n: int, kk: int, lay: str, prec: str, info) -> str:
+    """What gemm() runs on the bench's operands (fresh contiguous arrays in `lay`)."""
+    od = out_dtype_of(prec)
+    try:
+        c = auto.choose(m, n, kk, device=info, layout=lay, precision=prec, out_dtype=od,
+                        aligned=auto.contiguous_aligned(m, n, kk, lay, prec, od))
+    except Exception as e:      # run() raises the same error, and the row says so
+        return _first_line(e)
+    return f"picked {c}"

@@ -1,11 +1,11 @@
 """What perf asks of the runtime, in one place: the variant run() chooses for a layout and
 whether it copies first (resolve.choose), the function it would launch (to time a raw
-launch of the same cubin), and a current primary context (the one CuPy and PyTorch share)
-before perf asks the driver for free memory.
+launch of the same cubin), a current primary context (the one CuPy and PyTorch share)
+before perf asks the driver for free memory, and compiles started ahead in parallel.
 """
 from __future__ import annotations
 
-from .. import launch, registry
+from .. import cache, launch, registry
 from .. import resolve as _resolve
 from ..arrays import Operand
 
@@ -21,3 +21,17 @@ def resolve(kernel: registry.Kernel, ops: dict[str, Operand], precision: str = "
 
 def make_current(ordinal: int) -> None:
     launch.ensure_context(ordinal)
+
+
+def compile_ahead(kernels, arch_int: int):
+    """Start compiling `kernels` (registry.Kernel; and the kernels a composed one runs) for
+    a device of compute capability `arch_int` in a pool of processes, into the disk cache,
+    so that the cache.get()s that follow are disk reads: cache.Prefetch, to be closed."""
+    todo = list(kernels)
+    for k in list(todo):
+        if k.gemm_of is not None:
+            todo += [registry.get(k.gemm_of.kernel), registry.get(k.gemm_of.fallback)]
+    jobs = list(dict.fromkeys((k.name, k.target(arch_int), False) for k in todo
+                              if k.runs_on(arch_int)))
+    # one compile: in this process (a spawned worker would cost more than it saves)
+    return cache.Prefetch(jobs if len(jobs) > 1 else [])

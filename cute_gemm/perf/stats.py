@@ -78,3 +78,24 @@ def sample_indices(size: int, count: int, rng) -> np.ndarray:
         return np.arange(size)
     pick = rng.choice(np.arange(1, size - 1), size=count, replace=False)
     return np.unique(np.concatenate([[0, size - 1], pick]))
+
+
+def ratio_summary(rows: list[Row], groups=()) -> list[dict]:
+    """Per (kernel, precision, layout), over the shapes where its ratio to cuBLAS was
+    measured: how many, the geometric mean, the minimum and its shape, and the minimum over
+    each of `groups` ((name, predicate(m, n, k)) pairs; None where no shape falls in one)."""
+    runs: dict[tuple[str, str, str], list[Row]] = {}
+    for r in rows:
+        if r.kernel != CUBLAS and r.vs_cublas is not None and r.vs_cublas > 0:
+            runs.setdefault((r.kernel, r.precision, r.layout), []).append(r)
+    out = []
+    for (kernel, prec, lay), rs in runs.items():
+        worst = min(rs, key=lambda r: r.vs_cublas)
+        mins = {}
+        for name, pred in groups:
+            inside = [r.vs_cublas for r in rs if pred(r.m, r.n, r.k)]
+            mins[name] = min(inside) if inside else None
+        out.append({"kernel": kernel, "precision": prec, "layout": lay, "shapes": len(rs),
+                    "geomean": float(np.exp(np.mean(np.log([r.vs_cublas for r in rs])))),
+                    "min": worst.vs_cublas, "min_shape": worst.shape, "groups": mins})
+    return out

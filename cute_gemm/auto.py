@@ -1,0 +1,255 @@
+"""gemm()'s selector: which registered kernel runs a call, and whether on the transposed
+problem (C^T = B^T A^T), for its shape, operand layout, alignment, precision and GPU.
+
+The candidates are data: the kernels tagged "auto" in the ladders that compute the call's
+precision into its result type, run on the device and fit its shared memory. Among them:
+  1. a `cute-gemm tune` table of this GPU (autotable.py: the tuned one, else the shipped
+     one) with rows of the call's precision and layout: the row of this shape, else the
+     nearest measured shape (log-space distance over M, N, K, the same alignment class
+     first); its fastest candidate that is still a candidate here;
+  2. else the heuristic below (rules from measurements: docs/tuning/auto.md).
+The pick is a pure function of (GPU, shape, layout, alignment, precision, result type)
+and the tables, which are read once per process: run()'s hot path may key on the name
+"auto" with its call signature.
+"""
+from __future__ import annotations
+
+import math
+import operator
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import autotable, registry
+from .errors import CuteGemmError, DTypeError, InputError, ShapeLimitError
+from .records import ITEMSIZE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, cdiv, layout_majors
+
+AUTO = registry.AUTO
+TAG = "auto"                       # Kernel.tags: a candidate of the selector
+TENSOR_CORE = ("tf32", "bf16", "fp16")
+# heuristic: C covered by at most this many tiles of the largest-tile candidate is "tiny"
+TINY_TILES = 4
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What gemm() runs: `kernel` (on the transposed problem when `transposed`), and why:
+    `source` "table" (this problem was measured), "nearest" (the nearest measured one) or
+    "heuristic" (no table row of this precision and layout), with the row or the rule."""
+    kernel: str
+    transposed: bool = False
+    source: str = "heuristic"
+    why: str = ""
+
+    @property
+    def key(self) -> str:
+        """The candidate's name in a tune table: the kernel, + ".T" on the transposed problem."""
+        return self.kernel + (autotable.TRANSPOSED if self.transposed else "")
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.source}: {self.why})"
+
+
+def split_key(key: str) -> tuple[str, bool]:
+    """A tune table's candidate key -> (kernel, transposed)."""
+    t = key.endswith(autotable.TRANSPOSED)
+    return (key[:-len(autotable.TRANSPOSED)] if t else key), t
+
+
+# ---- candidates ----------------------------------------------------------------------------
+def candidates(precision: str, out_dtype: str | None = None,
+               arch_int: int | None = None) -> tuple[registry.Kernel, ...]:
+    """The kernels tagged "auto" that compute `precision` (into `out_dtype`, when given) and,
+    given a compute capability (x10), run on it; in registry order."""
+    return tuple(k for k in registry.kernels()
+                 if TAG in k.tags and precision in k.precisions
+                 and (out_dtype is None or k.computes(precision, out_dtype))
+                 and (arch_int is None or k.runs_on(arch_int)))
+
+
+def offers(precision: str, out_dtype: str | None = None, arch_int: int | None = None) -> bool:
+    """True if gemm() has a candidate for `precision` (on that compute capability)."""
+    return bool(candidates(precision, out_dtype, arch_int))
+
+
+def _named(precision: str, out_dtype: str) -> tuple[registry.Kernel, ...]:
+    named = candidates(precision, out_dtype)
+    if not named:
+        raise DTypeError(f"gemm() has no kernel that computes {precision} into {out_dtype}; "
+                         f"it computes: {', '.join(p for p in PRECISIONS if offers(p)) or 'nothing'}")
+    return named
+
+
+def runnable(precision: str, out_dtype: str, device, m: int, n: int, k: int
+             ) -> tuple[registry.Kernel, ...]:
+    """The candidates that can run this problem on `device` (a launch.DeviceInfo, or any
+    object with name, arch_int, smem_optin); a named error, before any launch, when none can."""
+    named = _named(precision, out_dtype)
+    here = [x for x in named if x.runs_on(device.arch_int)]
+    if not here:
+        need = ", ".join(f"{x.name} needs sm_{x.min_arch}" + ("" if x.arch_specific else "+")
+                         for x in named)
+        raise CuteGemmError(f"gemm(): no kernel computes {precision} on {device.name} "
+                            f"(sm_{device.arch_int}): {need}")
+    fits = tuple(x for x in here if x.smem_bytes(m, n, k) <= device.smem_optin)
+    if not fits:
+        raise ShapeLimitError(f"gemm(): every {precision} kernel needs more shared memory for "
+                              f"M={m}, N={n}, K={k} than {device.name} allows ({device.smem_optin} B)")
+    return fits
+
+
+# ---- the call's class: layout and alignment --------------------------------------------------
+def layout_of(A, B) -> str:
+    """The operand layout (records.LAYOUTS) of operands A and B (arrays.Operand): "t" where
+    an operand's unit stride runs the other way; an operand without one counts as "n"."""
+    from .resolve import fit
+    return ("t" if fit(A, "a")[0] == "m" else "n") + ("t" if fit(B, "b")[0] == "k" else "n")
+
+
+def operands_aligned(A, B, O=None) -> bool:
+    """True if the pointers and leading dimensions of A, B and the result (O, or a new
+    row-major array when None) are all 16-byte aligned: the vector and TMA paths' class."""
+    from .resolve import fit
+    n = B.shape[1]
+    out = (O is None and n * ITEMSIZE[A.dtype] % 16 == 0) or (
+        O is not None and fit(O, "c")[1] * O.itemsize >= 16)
+    return out and all(fit(op, r)[1] * op.itemsize >= 16 for op, r in ((A, "a"), (B, "b")))
+
+
+def contiguous_aligned(m: int, n: int, k: int, layout: str = "nn", precision: str = "fp32",
+                       out_dtype: str = "float32") -> bool:
+    """operands_aligned for fresh contiguous operands in `layout` (what tune measures)."""
+    a_major, b_major = layout_majors(layout)
+    e, eo = ITEMSIZE[PRECISION_DTYPE[precision]], ITEMSIZE[out_dtype]
+    lda = k if a_major == "k" else m
+    ldb = n if b_major == "n" else k
+    return all(x % 16 == 0 for x in (lda * e, ldb * e, n * eo))
+
+
+# ---- the choice ------------------------------------------------------------------------------
+# choose()'s answers from the tables of autotable's current generation, so that a call off
+# run()'s hot path (host arrays, a C operand) does not search the table again
+_memo: dict = {}
+
+
+def choose(m: int, n: int, k: int, *, device, layout: str = "nn", precision: str = "fp32",
+           out_dtype: str = "float32", aligned: bool = True, tables=None) -> Choice:
+    """What gemm() runs for this problem on `device` (tables: None for those of the device's
+    GPU, autotable.tables_for; a sequence to consult instead)."""
+    key = None
+    if tables is None:
+        key = (m, n, k, layout, precision, out_dtype, aligned, device.name, device.arch_int,
+               device.smem_optin, autotable.generation())
+        hit = _memo.get(key)
+        if hit is not None:
+            return hit
+    if layout not in LAYOUTS:
+        layout_majors(layout)                                   # its named error
+    ks = runnable(precision, out_dtype, device, m, n, k)
+    found = from_tables(autotable.tables_for(device.name) if tables is None else tables,
+                        m, n, k, layout, precision, aligned, {x.name for x in ks})
+    choice = found if found is not None else heuristic(ks, m, n, k, precision)
+    if key is not None:
+        if len(_memo) >= 4096:
+            _memo.clear()
+        _memo[key] = choice
+    return choice
+
+
+def distance(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
+    """Squared distance of two shapes in log2 space. Logarithms, because what decides a
+    GEMM's speed (tile and wave quantisation, being memory- or compute-bound) changes with
+    the ratios of sizes: 64 rows against 128 is as far apart as 4096 against 8192."""
+    return sum((math.log2(max(x, 1)) - math.log2(max(y, 1))) ** 2 for x, y in zip(a, b))
+
+
+def from_tables(tables, m: int, n: int, k: int, layout: str, precision: str, aligned: bool,
+                allowed: set[str]) -> Choice | None:
+    """From the first table with a row of this precision and layout that has an allowed
+    candidate: the nearest such row (of the same alignment class if the table has one), its
+    fastest allowed candidate. None when no table has one."""
+    for t in tables:
+        rows = [r for r in t.rows if r.precision == precision and r.layout == layout]
+        if not rows:
+            continue
+        pool = [r for r in rows if r.aligned == aligned] or rows
+        for r in sorted(pool, key=lambda r: distance(r.shape, (m, n, k))):
+            ranked = [(c, ms) for c, ms in r.ranked() if split_key(c)[0] in allowed]
+            if not ranked:
+                continue
+            (key, ms), rest = ranked[0], ranked[1:]
+            exact = r.shape == (m, n, k) and r.aligned == aligned
+            why = (f"{Path(t.source).name or 'table'} row {r.m}x{r.n}x{r.k} {layout}"
+                   f"{'' if r.aligned else ' unaligned'}: {key} {ms:.4g} ms"
+                   + (f", then {rest[0][0]} {rest[0][1]:.4g} ms" if rest else ""))
+            kernel, transposed = split_key(key)
+            return Choice(kernel, transposed, "table" if exact else "nearest", why)
+    return None
+
+
+def _area(x: registry.Kernel) -> int:
+    return x.tile[0] * x.tile[1] if x.tile else 0
+
+
+def _stream_k(x: registry.Kernel) -> bool:
+    return any(v.stream_k for v in x.variants)
+
+
+def heuristic(ks, m: int, n: int, k: int, precision: str) -> Choice:
+    """The rules for a problem no table covers, in order (their basis: docs/tuning/auto.md):
+    one candidate: it. Tensor cores: the kernel built for the newest instructions the GPU
+    has (arch-specific, then the highest min_arch: wgmma on sm_90, mma.sync elsewhere).
+    Otherwise (SIMT fp32): when C is at most TINY_TILES tiles of the largest-tile candidate,
+    the smallest-tile one (more CTAs, more SMs busy); else the largest tiles, a stream-K
+    one first (it fills the partial last wave: skinny, long-K and odd shapes)."""
+    ks = list(ks)
+    if len(ks) == 1:
+        return Choice(ks[0].name, why="the only candidate")
+    if precision in TENSOR_CORE:
+        best = max(ks, key=lambda x: (x.arch_specific, x.min_arch))
+        return Choice(best.name, why=f"tensor cores: built for sm_{best.min_arch}"
+                      + ("a" if best.arch_specific else "+") + ", the newest instructions here")
+    big = max(ks, key=lambda x: (_area(x), _stream_k(x)))
+    tiles = cdiv(m, big.tile[0]) * cdiv(n, big.tile[1]) if big.tile else 0
+    tiled = [x for x in ks if _area(x)]
+    small = min(tiled, key=_area) if tiled else big
+    if big.tile and tiles <= TINY_TILES and _area(small) < _area(big):
+        return Choice(small.name, why=f"C is {tiles} tile{'s' if tiles != 1 else ''} of "
+                      f"{big.name}: smaller tiles put it on more SMs")
+    return Choice(big.name, why="the largest tiles" + (", stream-K for a partial last wave"
+                                                      if _stream_k(big) else ""))
+
+
+# ---- for api and users -------------------------------------------------------------------------
+def pick(A, B, O, precision: str, out_dtype: str, ordinal: int | None) -> Choice:
+    """The choice for a validated call (arrays.Operand A, B and out O or None) on device
+    `ordinal`; None: a call with no products to compute (an empty C, K = 0 or alpha = 0),
+    which any candidate of its precision answers without a GEMM launch or a device query."""
+    m, k = A.shape
+    if ordinal is None:
+        return Choice(_named(precision, out_dtype)[0].name, why="no products to compute")
+    from .launch import device_info
+    return choose(m, B.shape[1], k, device=device_info(ordinal), layout=layout_of(A, B),
+                  precision=precision, out_dtype=out_dtype, aligned=operands_aligned(A, B, O))
+
+
+def gemm_choice(m: int, n: int, k: int, *, layout: str = "nn", precision: str = "fp32",
+                out_dtype: str | None = None, aligned: bool | None = None,
+                ordinal: int | None = None) -> Choice:
+    """What gemm() would run for an M x N x K problem with operands in `layout` ("nn", "tn",
+    "nt", "tt") on this GPU (device `ordinal`, default the current one), and why.
+    out_dtype: the result type (default float32); aligned: whether every operand's pointer
+    and leading dimension is 16-byte aligned (default: as for fresh contiguous arrays)."""
+    from .launch import device_info
+    if precision not in PRECISIONS:
+        raise InputError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    try:
+        m, n, k = (operator.index(x) for x in (m, n, k))
+    except TypeError:
+        raise InputError(f"M, N and K are integers, got {(m, n, k)}") from None
+    if min(m, n, k) < 0:
+        raise InputError(f"M, N and K are >= 0, got {(m, n, k)}")
+    out_dtype = out_dtype or "float32"
+    if aligned is None:
+        aligned = contiguous_aligned(m, n, k, layout, precision, out_dtype)
+    return choose(m, n, k, device=device_info(ordinal), layout=layout, precision=precision,
+                  out_dtype=out_dtype, aligned=aligned)

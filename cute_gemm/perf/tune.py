@@ -1,0 +1,262 @@
+"""`cute-gemm tune`: time gemm()'s candidates on this GPU and write the table its selector
+reads (autotable.py, auto.py).
+
+For each problem (shape x operand layout x precision), every candidate (auto.candidates:
+the kernels tagged "auto" that compute the precision and run here; where M != N each also
+on the transposed problem, C^T = B^T A^T) runs once on the tune's inputs into a NaN-poisoned
+output and is checked against float64 (a row x column sample above 512^3, as bench does);
+only a candidate that passes is timed (timing.event_times: CUDA events, L2 flush, inputs
+rotated beyond twice the L2, through run() as gemm() calls it). A failing candidate gets
+no time and is never a winner.
+
+Time: everything (the compiles first, in parallel processes) counts against --max-seconds.
+Before each problem, the timing budget of each of its candidates is a share of what is
+left over the candidates still to time (at most MAX_TIMING_S, never fewer than MIN_REPEATS
+launches); problems past the budget are listed as not measured. The table is written after
+every problem, atomically, merged into the table already there for this GPU and version
+(rows of the same problem replaced): a run cut short keeps what it measured, and tuning
+one precision keeps the others.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from .. import api, auto, autotable, launch
+from ..autotable import Measured, Table
+from ..errors import CuteGemmError
+from ..records import ITEMSIZE, PRECISION_DTYPE
+from .runner import Reference, _first_line, _gpu_check, _Inputs, parse_precisions
+from .runtime import compile_ahead, make_current
+from .shapes import out_dtype_of, parse_layouts, parse_sizes
+from .timing import Flush, event_times, rotation_sets
+
+MAX_TIMING_S = 0.25     # GPU time to time one candidate on one problem, at most
+SHARE = 0.5             # of the time left per candidate still to time: the rest is checks,
+                        # inputs and host work
+REPEATS, WARMUP, MIN_REPEATS = 20, 2, 3
+CHECK_FULL_MAX = 512 ** 3   # above this M*N*K the check is a row x column sample
+
+
+@dataclass(frozen=True)
+class Problem:
+    m: int
+    n: int
+    k: int
+    layout: str
+    precision: str
+    candidates: tuple[str, ...]      # autotable keys: kernel, or kernel + ".T"
+
+    @property
+    def label(self) -> str:
+        return f"{self.m}x{self.n}x{self.k} {self.layout} {self.precision}"
+
+    @property
+    def aligned(self) -> bool:
+        return auto.contiguous_aligned(self.m, self.n, self.k, self.layout, self.precision,
+                                       out_dtype_of(self.precision))
+
+
+def plan(shapes, layouts, precisions, arch_int: int, smem_optin: int) -> list[Problem]:
+    """The problems to measure, each with its candidates on a device of compute capability
+    `arch_int` (x10) and `smem_optin` bytes of shared memory per block; precisions without
+    a candidate there are left out."""
+    out = []
+    for prec in precisions:
+        for (m, n, k) in shapes:
+            ks = [x for x in auto.candidates(prec, out_dtype_of(prec), arch_int)
+                  if x.smem_bytes(m, n, k) <= smem_optin]
+            keys = [x.name for x in ks] + ([x.name + autotable.TRANSPOSED for x in ks]
+                                           if m != n else [])
+            if keys:
+                out += [Problem(m, n, k, lay, prec, tuple(keys)) for lay in layouts]
+    return out
+
+
+# measure(problem, seconds per candidate) -> ({key: median ms or None}, {key: note})
+Measure = Callable[[Problem, float], tuple[dict, dict]]
+
+
+def run_plan(problems: list[Problem], measure: Measure, table: Table, *, budget_s: float,
+             clock: Callable[[], float] = time.monotonic, t0: float | None = None,
+             on_row: Callable[[int, Problem, Measured, float], None] | None = None) -> list[Problem]:
+    """Measure `problems` in order into `table` (a row per problem, replacing a row of the
+    same problem) within `budget_s` seconds of `clock` from `t0` (default: now). on_row is
+    called after each. Returns the problems left unmeasured when the budget ran out."""
+    t0 = clock() if t0 is None else t0
+    for i, p in enumerate(problems):
+        left = budget_s - (clock() - t0)
+        if left <= 0:
+            return problems[i:]
+        per = min(MAX_TIMING_S, SHARE * left / sum(len(q.candidates) for q in problems[i:]))
+        times, notes = measure(p, per)
+        row = Measured(p.m, p.n, p.k, p.layout, p.aligned, p.precision,
+                       {c: times.get(c) for c in p.candidates},
+                       {c: notes[c] for c in p.candidates if notes.get(c)})
+        table.rows[:] = [r for r in table.rows if _key(r) != _key(row)] + [row]
+        if on_row is not None:
+            on_row(i, p, row, clock() - t0)
+    return []
+
+
+def _key(r: Measured) -> tuple:
+    return (r.shape, r.layout, r.aligned, r.precision)
+
+
+# ---- on the GPU ------------------------------------------------------------------------------
+class GpuMeasure:
+    """measure() on the current device: inputs per problem, then each candidate checked and
+    timed through run(), as gemm() would call it."""
+
+    def __init__(self, info, flush: Flush, seed: int = 0):
+        self.info, self.flush = info, flush
+        self.rng = np.random.default_rng(seed)
+
+    def __call__(self, p: Problem, seconds: float) -> tuple[dict, dict]:
+        dt = PRECISION_DTYPE[p.precision]
+        a = self.rng.standard_normal((p.m, p.k), dtype=np.float32)
+        b = self.rng.standard_normal((p.k, p.n), dtype=np.float32)
+        if dt != "float32":
+            from ..check import as_given
+            a, b = as_given(a, dt), as_given(b, dt)
+        ref = Reference(a, b, self.rng, precision=p.precision, full_max=CHECK_FULL_MAX)
+        per_set = ITEMSIZE[dt] * (p.m * p.k + p.k * p.n) + ITEMSIZE[out_dtype_of(p.precision)] * p.m * p.n
+        n_sets = rotation_sets(per_set, self.info.l2_bytes, launch.mem_get_info(self.info.ordinal)[0])
+        times: dict = {}
+        notes: dict = {}
+        try:
+            inputs = _Inputs(a, b, p.layout, n_sets, p.precision)
+        except Exception as e:          # out of memory, typically
+            return times, {c: "inputs: " + _first_line(e) for c in p.candidates}
+        try:
+            for key in p.candidates:
+                kernel, transposed = auto.split_key(key)
+
+                def fn(i, kernel=kernel, transposed=transposed):
+                    A, B, C = inputs.A[i], inputs.B[i], inputs.C[i]
+                    if transposed:
+                        api.run(kernel, B.T, A.T, out=C.T, precision=p.precision)
+                    else:
+                        api.run(kernel, A, B, out=C, precision=p.precision)
+                try:
+                    verdict = _gpu_check(key, fn, inputs, ref)
+                    if verdict.status != "pass":
+                        notes[key] = f"{verdict.status}: {verdict.message}"
+                        continue
+                    ms = event_times(fn, len(inputs), self.flush, repeats=REPEATS, warmup=WARMUP,
+                                     min_repeats=MIN_REPEATS, max_seconds=seconds)
+                    times[key] = float(np.median(ms))
+                except (CuteGemmError, RuntimeError, ValueError) as e:
+                    notes[key] = _first_line(e)
+        finally:
+            inputs.close()
+        return times, notes
+
+
+def tune(sizes="sweep", *, precisions="fp32", layouts="nn", max_seconds: float = 480.0,
+         out=None, fresh: bool = False, seed: int = 0, progress: bool = True,
+         stream=None) -> tuple[Table, Path, list[Problem]]:
+    """Measure gemm()'s candidates on the current GPU and write the table (default: the
+    tuned table of this GPU and version, autotable.tuned_path; `out`: a file, or a folder
+    for <gpu>.json, the shipped tables' name). Returns (table, path, problems not measured)."""
+    t0 = time.monotonic()
+    stream = stream if stream is not None else sys.stderr
+    info = launch.device_info()
+    make_current(info.ordinal)
+    precs = parse_precisions(precisions)
+    lays = parse_layouts(layouts)
+    shapes = parse_sizes(sizes)
+    problems = plan(shapes, lays, precs, info.arch_int, info.smem_optin)
+    if not problems:
+        raise ValueError(f"gemm() has no candidate for {', '.join(precs)} on {info.name} ({info.arch})")
+    path = _out_path(out, info.name)
+    table = _start(path, info, fresh)
+    table.settings = {"sizes": [list(x) for x in shapes],
+                      "layouts": list(lays), "precisions": list(precs), "max_seconds": max_seconds,
+                      "repeats": REPEATS, "min_repeats": MIN_REPEATS, "max_timing_s": MAX_TIMING_S,
+                      "check": f"float64, whole up to M*N*K = {CHECK_FULL_MAX}, else sampled"}
+    kernels = {auto.split_key(c)[0] for p in problems for c in p.candidates}
+    say = (lambda s: print(s, file=stream, flush=True)) if progress else (lambda s: None)
+    say(f"tune: {len(problems)} problems on {info.name} ({info.arch}); compiling "
+        f"{', '.join(sorted(kernels)) or 'nothing'} ...")
+    _compile(kernels, info)
+    say(f"tune: compiled in {time.monotonic() - t0:.1f} s; measuring (budget {max_seconds:g} s "
+        f"in all), writing {path}")
+
+    def on_row(i, p, row, elapsed):
+        table.date = _now()
+        autotable.write(table, path)
+        ranked = row.ranked()
+        shown = ", ".join(f"{c} {ms:.4g} ms" for c, ms in ranked[:4]) or "nothing passed"
+        bad = "; ".join(f"{c}: {x}" for c, x in row.notes.items())
+        say(f"[{i + 1}/{len(problems)} {elapsed:6.1f}s] {p.label}: "
+            f"{'-> ' + ranked[0][0] if ranked else ''}  ({shown})" + (f"  [{bad}]" if bad else ""))
+    with Flush(info.l2_bytes) as flush:
+        left = run_plan(problems, GpuMeasure(info, flush, seed), table, budget_s=max_seconds,
+                        t0=t0, on_row=on_row)
+    table.settings["not_measured"] = [p.label for p in left]
+    table.date = _now()
+    autotable.write(table, path)
+    api.clear_caches()          # this process's gemm() reads the new table
+    return table, path, left
+
+
+def _out_path(out, gpu: str) -> Path:
+    if out is None:
+        return autotable.tuned_path(gpu)
+    out = Path(out)
+    return out / f"{autotable.slug(gpu)}.json" if out.is_dir() else out
+
+
+def _start(path: Path, info, fresh: bool) -> Table:
+    """The table to add rows to: the one at `path` when it is of this GPU and version."""
+    from .. import __version__
+    old = None if fresh or not path.exists() else autotable.load(path, info.name, __version__)
+    t = old or Table(info.name, info.arch, __version__)
+    t.arch, t.sm_count = info.arch, info.sm_count
+    return t
+
+
+def _compile(kernels, info) -> None:
+    """Every candidate compiled (in parallel processes), so no compile is timed or counted
+    into a problem's share."""
+    from .. import cache, registry
+    ks = [registry.get(x) for x in sorted(kernels)]
+    ahead = compile_ahead(ks, info.arch_int)
+    try:
+        for k in ks:
+            cache.get(k, k.target(info.arch_int))
+    finally:
+        ahead.close()
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+# ---- reading a table back ------------------------------------------------------------------------
+def format_table(table: Table, path=None) -> str:
+    """A tune table for people: one line per problem, the candidates fastest first."""
+    lines = [f"tune table {path or table.source}: {table.gpu} ({table.arch}, {table.sm_count} SMs), "
+             f"cute_gemm {table.cute_gemm}, {table.date}, {len(table.rows)} problems"]
+    for r in sorted(table.rows, key=lambda r: (r.precision, r.layout, r.m * r.n * r.k)):
+        ranked = r.ranked()
+        best = ranked[0][1] if ranked else None
+        cells = ", ".join(f"{c} {ms:.4g} ms" + ("" if ms == best else f" ({ms / best:.2f}x)")
+                          for c, ms in ranked) or "nothing passed"
+        failed = ", ".join(f"{c} ({x})" for c, x in r.notes.items())
+        shape = f"{r.m}x{r.n}x{r.k}" + ("" if r.aligned else "~")
+        lines.append(f"  {r.precision:<12}{r.layout:<3} {shape:<20}{cells}"
+                     + (f"; failed: {failed}" if failed else ""))
+    missing = table.settings.get("not_measured") or []
+    if missing:
+        lines.append(f"  not measured (budget): {', '.join(missing)}")
+    lines.append("  (~: operands not all 16-byte aligned; KERNEL.T: on the transposed problem, "
+                 "C^T = B^T A^T)")
+    return "\n".join(lines)

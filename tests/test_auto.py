@@ -1,0 +1,560 @@
+"""gemm()'s selector on the CPU: tune tables (keying, atomic writes, damaged ones ignored,
+read once), the nearest-shape lookup, the heuristic's rules, never a kernel the device
+cannot run, run("auto") raising exactly what run() raises, the sweep, tune's loop with a
+fake timer, and the launches run("auto") makes through a stub driver. No NVRTC compile."""
+from __future__ import annotations
+
+import json
+import types
+
+import numpy as np
+import pytest
+
+import cute_gemm
+import stub_driver
+from cute_gemm import api, auto, autotable, launch, registry, resolve
+from cute_gemm.autotable import Measured, Table
+from cute_gemm.errors import AutoTableWarning
+from cute_gemm.perf import sweep, tune
+
+H100 = launch.DeviceInfo(0, "NVIDIA H100 80GB HBM3", (9, 0), 132, 1_980_000, 232448, 233472,
+                         50 << 20, 13000)
+A100 = launch.DeviceInfo(0, "NVIDIA A100-SXM4-80GB", (8, 0), 108, 1_410_000, 166912, 167936,
+                         40 << 20, 13000)
+
+
+@pytest.fixture(autouse=True)
+def private_tables(tmp_path, monkeypatch):
+    """Tables in a private cache folder and shipped folder; none read before the test."""
+    monkeypatch.setenv("CUTE_GEMM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(autotable, "SHIPPED_DIR", tmp_path / "shipped")
+    autotable.reset()
+    yield
+    autotable.reset()
+
+
+def rnd(*shape):
+    return np.random.default_rng().standard_normal(shape, dtype=np.float32)
+
+
+def row(m, n, k, times, layout="nn", precision="fp32", aligned=True, notes=None):
+    return Measured(m, n, k, layout, aligned, precision, dict(times), dict(notes or {}))
+
+
+def table(rows, gpu=H100.name, version=None, source="t.json"):
+    return Table(gpu, "sm_90", version or cute_gemm.__version__, "2026-11-25", 132, {}, list(rows),
+                 source)
+
+
+# ---- tables ---------------------------------------------------------------------------------------
+def test_table_round_trip_and_keying(tmp_path):
+    t = table([row(64, 8192, 8192, {"cute_pipelined": 1.5, "cute_pipelined.T": 1.2}),
+               row(4097, 4097, 4097, {"cute_pipelined": None}, aligned=False,
+                   notes={"cute_pipelined": "FAIL: at (0, 0)"})])
+    p = autotable.write(t, tmp_path / "x" / "t.json")
+    d = json.loads(p.read_text())
+    assert d["gpu"] == H100.name and d["cute_gemm"] == cute_gemm.__version__
+    assert [r["winner"] for r in d["rows"]] == ["cute_pipelined.T", None]
+    back = autotable.read(p)
+    assert back.rows == t.rows and back.source == str(p)
+    assert autotable.slug(H100.name) == "nvidia-h100-80gb-hbm3"
+    tuned = autotable.tuned_path(H100.name)
+    assert tuned.parent == tmp_path / "cache" / "tune"
+    assert tuned.name == f"nvidia-h100-80gb-hbm3-{cute_gemm.__version__}.json"
+    assert autotable.tuned_path(H100.name, "9.9") != tuned
+    assert autotable.shipped_path("NVIDIA H200").name == "nvidia-h200.json"
+
+
+def test_write_is_atomic(tmp_path, monkeypatch):
+    p = autotable.write(table([row(128, 128, 128, {"cute_pipelined": 0.01})]), tmp_path / "t.json")
+    before = p.read_text()
+
+    def torn(obj, f, **kw):
+        f.write('{"schema": 1, "rows": [')           # a part, then the writer dies
+        raise OSError("disk full")
+    monkeypatch.setattr(autotable.json, "dump", torn)
+    with pytest.raises(OSError):
+        autotable.write(table([]), p)
+    assert p.read_text() == before                    # the old table, whole
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["t.json"]     # no temporary left
+
+
+@pytest.mark.parametrize("text", ["{not json", '{"schema": 1}', '{"schema": 7, "rows": []}',
+                                  '[1, 2]', '{"schema": 1, "gpu": "x", "arch": "sm_90", '
+                                  '"cute_gemm": "0", "rows": [{"m": 0}]}'])
+def test_damaged_table_is_ignored_with_a_warning(text):
+    p = autotable.tuned_path(H100.name)
+    p.parent.mkdir(parents=True)
+    p.write_text(text)
+    with pytest.warns(AutoTableWarning, match="ignoring tune table"):
+        assert autotable.tables_for(H100.name) == ()
+    c = auto.choose(4096, 4096, 4096, device=H100)
+    assert c.source == "heuristic" and c.kernel == "cute_pipelined"
+
+
+def test_tables_of_another_gpu_or_version_are_ignored():
+    autotable.write(table([row(8, 8, 8, {"cute_pipelined": 1.0})], gpu="NVIDIA H200"),
+                    autotable.tuned_path(H100.name))
+    with pytest.warns(AutoTableWarning, match="measured on 'NVIDIA H200'"):
+        assert autotable.tables_for(H100.name) == ()
+    autotable.reset()
+    autotable.write(table([row(8, 8, 8, {"cute_pipelined": 1.0})], version="0.0.1"),
+                    autotable.tuned_path(H100.name))
+    with pytest.warns(AutoTableWarning, match="made by cute_gemm 0.0.1"):
+        assert autotable.tables_for(H100.name) == ()
+    autotable.reset()
+    autotable.tuned_path(H100.name).unlink()
+    # a shipped table travels with the package: any version of it is taken
+    autotable.write(table([row(8, 8, 8, {"cute_pipelined": 1.0})], version="0.0.1"),
+                    autotable.shipped_path(H100.name))
+    (t,) = autotable.tables_for(H100.name)
+    assert t.cute_gemm == "0.0.1"
+
+
+def test_tables_are_read_once_per_process_until_reset():
+    tuned = autotable.tuned_path(H100.name)
+    autotable.write(table([row(4096, 4096, 4096, {"cute_pipelined": 1.0})]), tuned)
+    autotable.write(table([row(128, 128, 128, {"cute_pipelined": 1.0})]),
+                    autotable.shipped_path(H100.name))
+    first = autotable.tables_for(H100.name)
+    assert [t.rows[0].m for t in first] == [4096, 128]      # tuned, then shipped
+    tuned.unlink()
+    assert autotable.tables_for(H100.name) is first
+    cute_gemm.clear_caches()                                  # the public reset
+    assert [t.rows[0].m for t in autotable.tables_for(H100.name)] == [128]
+
+
+# ---- lookup ---------------------------------------------------------------------------------------
+def fake_candidates(monkeypatch, *names):
+    """Make exactly these registered kernels gemm()'s candidates."""
+    ks = tuple(dataclass_replace(registry.get(n), tags=("auto",)) for n in names)
+    others = tuple(k for k in registry.KERNELS if k.name not in names)
+    strip = tuple(dataclass_replace(k, tags=tuple(t for t in k.tags if t != "auto")) for k in others)
+    monkeypatch.setattr(registry, "KERNELS", ks + strip)
+
+
+def dataclass_replace(k, **kw):
+    import dataclasses
+    return dataclasses.replace(k, **kw)
+
+
+def test_nearest_measured_shape_in_log_space(monkeypatch):
+    fake_candidates(monkeypatch, "cute_pipelined", "cute_pipelined_64x128x8")
+    rows = [row(128, 128, 128, {"cute_pipelined_64x128x8": 0.010, "cute_pipelined": 0.012}),
+            row(4096, 4096, 4096, {"cute_pipelined": 2.6, "cute_pipelined_64x128x8": 3.0}),
+            row(8192, 64, 4096, {"cute_pipelined": 0.2, "cute_pipelined.T": 0.15})]
+    tabs = [table(rows)]
+
+    def pick(m, n, k, **kw):
+        return auto.choose(m, n, k, device=H100, tables=tabs, **kw)
+    c = pick(4096, 4096, 4096)
+    assert (c.kernel, c.transposed, c.source) == ("cute_pipelined", False, "table")
+    assert "row 4096x4096x4096" in c.why and "then cute_pipelined_64x128x8" in c.why
+    # 256^3 is 3 doublings from 128^3 and 12 from 4096^3 per dimension: log space says 128^3
+    c = pick(256, 256, 256)
+    assert (c.kernel, c.source) == ("cute_pipelined_64x128x8", "nearest") and "128x128x128" in c.why
+    # (in linear space 2048^3 would be nearer 4096^3 too, but so would 700^3)
+    assert pick(700, 700, 700).kernel == "cute_pipelined_64x128x8"
+    assert pick(2048, 2048, 2048).kernel == "cute_pipelined"
+    c = pick(16384, 64, 4096)
+    assert (c.kernel, c.transposed, c.key) == ("cute_pipelined", True, "cute_pipelined.T")
+    # another layout or precision has no rows: the heuristic
+    assert pick(4096, 4096, 4096, layout="tn").source == "heuristic"
+    assert auto.distance((128, 128, 128), (256, 256, 256)) == pytest.approx(3.0)
+
+
+def test_lookup_prefers_the_same_alignment_class(monkeypatch):
+    fake_candidates(monkeypatch, "cute_pipelined", "cute_pipelined_64x128x8")
+    tabs = [table([row(4096, 4096, 4096, {"cute_pipelined": 1.0, "cute_pipelined_64x128x8": 2.0}),
+                   row(4097, 4097, 4097, {"cute_pipelined": 2.0, "cute_pipelined_64x128x8": 1.0},
+                       aligned=False)])]
+    assert auto.choose(4096, 4096, 4096, device=H100, tables=tabs, aligned=False).kernel \
+        == "cute_pipelined_64x128x8"
+    assert auto.choose(4097, 4097, 4097, device=H100, tables=tabs, aligned=True).kernel \
+        == "cute_pipelined"
+    assert auto.contiguous_aligned(4096, 4096, 4096) and not auto.contiguous_aligned(4097, 4096, 4097)
+    assert not auto.contiguous_aligned(4096, 4097, 4096)       # B's and C's rows
+    assert auto.contiguous_aligned(4097, 4096, 4096, "nn") and not auto.contiguous_aligned(
+        4097, 4096, 4096, "tn")                                  # an m-major A: its column length
+
+
+def test_failed_or_vanished_candidates_are_never_picked(monkeypatch):
+    fake_candidates(monkeypatch, "cute_pipelined", "cute_pipelined_64x128x8")
+    tabs = [table([row(512, 512, 512, {"no_such_kernel": 0.001, "cute_pipelined_64x128x8": None,
+                                       "cute_pipelined": 0.05},
+                       notes={"cute_pipelined_64x128x8": "FAIL: at (3, 4)"})])]
+    c = auto.choose(512, 512, 512, device=H100, tables=tabs)
+    assert c.kernel == "cute_pipelined" and c.source == "table"
+    # a row whose every candidate is gone: the next nearest row
+    tabs[0].rows.insert(0, row(500, 500, 500, {"gone": 0.001}))
+    assert auto.choose(500, 500, 500, device=H100, tables=tabs).source == "nearest"
+
+
+def test_never_a_kernel_the_device_cannot_run():
+    """The tensor-core rows of an H100 table name cute_wgmma_ws (sm_90a only): an A100 by the
+    same name (a tuned table copied across) still never gets it."""
+    a100 = dataclass_replace(A100, name=H100.name)
+    tabs = [table([row(4096, 4096, 4096, {"cute_wgmma_ws": 0.2, "cute_mma_sm80": 0.4},
+                       precision="bf16")])]
+    assert auto.choose(4096, 4096, 4096, device=H100, precision="bf16", tables=tabs).kernel \
+        == "cute_wgmma_ws"
+    c = auto.choose(4096, 4096, 4096, device=a100, precision="bf16", tables=tabs)
+    assert c.kernel == "cute_mma_sm80" and c.source == "table"
+    for prec in ("fp32", "tf32", "bf16", "fp16"):
+        for dev in (H100, A100):
+            c = auto.choose(300, 200, 100, device=dev, precision=prec, tables=[])
+            assert registry.get(c.kernel).runs_on(dev.arch_int)
+    with pytest.raises(cute_gemm.CuteGemmError, match="no kernel computes fp32_3xtf32 on "
+                                                      "NVIDIA A100.*cute_3xtf32 needs sm_90"):
+        auto.choose(64, 64, 64, device=A100, precision="fp32_3xtf32", tables=[])
+    small = types.SimpleNamespace(name="tiny", arch_int=90, smem_optin=48 << 10, sm_count=1)
+    with pytest.raises(cute_gemm.ShapeLimitError, match="shared memory"):
+        auto.choose(64, 64, 64, device=small, precision="fp32", tables=[])
+
+
+# ---- the heuristic --------------------------------------------------------------------------------
+def test_heuristic_rules_on_the_registered_candidates():
+    assert {k.name for p in registry.PRECISIONS for k in auto.candidates(p)} == {
+        "cute_pipelined", "cute_mma_sm80", "cute_wgmma_ws", "cute_3xtf32"}
+    for p in registry.PRECISIONS:
+        assert auto.offers(p), f"no candidate computes {p}"
+
+    def h(dev, prec, m=4096, n=4096, k=4096):
+        return auto.choose(m, n, k, device=dev, precision=prec, tables=[])
+    assert h(H100, "fp32").kernel == h(A100, "fp32").kernel == "cute_pipelined"
+    for prec in ("bf16", "fp16", "tf32"):
+        assert h(H100, prec).kernel == "cute_wgmma_ws"
+        assert h(A100, prec).kernel == "cute_mma_sm80"
+        assert "sm_90a" in h(H100, prec).why
+    assert h(H100, "fp32_3xtf32").kernel == "cute_3xtf32"
+    assert all(h(H100, p).source == "heuristic" and not h(H100, p).transposed
+               for p in registry.PRECISIONS)
+
+
+def test_heuristic_small_tiles_for_tiny_problems_else_large_stream_k_tiles(monkeypatch):
+    fake_candidates(monkeypatch, "cute_pipelined_64x128x8", "cute_pipelined_128x128x8",
+                    "cute_pipelined")
+
+    def h(m, n, k):
+        return auto.choose(m, n, k, device=H100, tables=[])
+    # 128^3: one 128x128 tile -> 64x128 tiles; 256x256: four tiles, still tiny
+    assert h(128, 128, 128).kernel == "cute_pipelined_64x128x8"
+    assert "1 tile of cute_pipelined" in h(128, 128, 128).why
+    assert h(256, 256, 4096).kernel == "cute_pipelined_64x128x8"
+    # five tiles and up: the largest tiles, and of the two 128x128 ones, the stream-K one
+    c = h(257, 256, 256)
+    assert c.kernel == "cute_pipelined" and "stream-K" in c.why
+    assert h(4096, 4096, 4096).kernel == "cute_pipelined"
+    assert h(8192, 64, 4096).kernel == "cute_pipelined"
+
+
+# ---- run("auto") and gemm(): validation exactly as run()'s ------------------------------------------
+class FakeCAI:
+    def __init__(self, shape, strides=None, typestr="<f4", ptr=0x7F0000000000):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": typestr, "data": (ptr, False),
+                                         "strides": strides, "version": 3}
+
+
+def _bad_calls():
+    ro = rnd(2, 2)
+    ro.flags.writeable = False
+    return [((rnd(2, 2, 2), rnd(2, 2)), {}), ((rnd(3, 4), rnd(5, 6)), {}),
+            ((rnd(3, 4), rnd(4, 6), rnd(6, 3)), {"beta": 1.0}), ((rnd(3, 4), rnd(4, 6)), {"out": rnd(3, 5)}),
+            ((rnd(3, 4).astype(np.float64), rnd(4, 5)), {}), ((FakeCAI((3, 4), typestr="<f8"), FakeCAI((4, 5))), {}),
+            (([[1.0]], rnd(1, 1)), {}), ((rnd(2, 2), rnd(2, 2)), {"out": ro}),
+            ((rnd(2, 2), rnd(2, 2)), {"alpha": "x"}), ((rnd(2, 2), rnd(2, 2)), {"beta": True}),
+            ((rnd(2, 2), FakeCAI((2, 2))), {}), ((rnd(2, 2), rnd(2, 2)), {"precision": "fp64"}),
+            ((rnd(2, 2), rnd(2, 2)), {"precision": "bf16"}),
+            ((rnd(2, 2), rnd(2, 2)), {"out": rnd(2, 2).astype(np.float16)}),
+            ((rnd(2, 2), rnd(2, 2)), {"stream": -1}), ((rnd(2, 2), rnd(2, 2)), {"stream": "s"}),
+            ((rnd(4, 4), rnd(4, 4)), {"out": np.lib.stride_tricks.as_strided(rnd(4, 4), (4, 4), (0, 4))})]
+
+
+@pytest.mark.parametrize("i", range(len(_bad_calls())))
+def test_auto_raises_what_run_raises_before_any_device_call(monkeypatch, i):
+    def boom(*a, **k):
+        raise AssertionError("validation reached the CUDA driver")
+    for fn in ("ensure_context", "DeviceBuffer", "launch", "device_info", "current_ordinal"):
+        monkeypatch.setattr(launch, fn, boom)
+    args, kw = _bad_calls()[i]
+    with pytest.raises(cute_gemm.CuteGemmError) as named:
+        cute_gemm.run("cute_pipelined", *args, **kw)
+    for call in (lambda: cute_gemm.run("auto", *args, **kw), lambda: cute_gemm.gemm(*args, **kw)):
+        with pytest.raises(cute_gemm.CuteGemmError) as got:
+            call()
+        assert type(got.value) is type(named.value) and str(got.value) == str(named.value)
+
+
+def test_no_products_need_no_device(monkeypatch):
+    """An empty C, K = 0 or alpha = 0 on host arrays: BLAS semantics, no GPU asked."""
+    def boom(*a, **k):
+        raise AssertionError("reached the device")
+    monkeypatch.setattr(launch, "device_info", boom)
+    monkeypatch.setattr(launch, "current_ordinal", boom)
+    assert cute_gemm.gemm(rnd(0, 3), rnd(3, 4)).shape == (0, 4)
+    c = rnd(3, 4)
+    out = cute_gemm.gemm(rnd(3, 0), rnd(0, 4), c, beta=2.0)
+    assert np.array_equal(out, np.float32(2.0) * c)
+    assert np.array_equal(cute_gemm.gemm(rnd(3, 5), rnd(5, 4), alpha=0.0), np.zeros((3, 4), np.float32))
+
+
+def test_unknown_names_mention_auto_and_gemm_choice_checks_its_arguments():
+    with pytest.raises(cute_gemm.UnknownKernelError, match="'auto'"):
+        cute_gemm.run("nope", rnd(2, 2), rnd(2, 2))
+    assert registry.check_name("auto") == "auto" and "auto" not in registry.names()
+    with pytest.raises(cute_gemm.InputError, match="precision"):
+        cute_gemm.gemm_choice(8, 8, 8, precision="fp64")
+    with pytest.raises(cute_gemm.InputError, match=">= 0"):
+        cute_gemm.gemm_choice(8, -1, 8)
+    with pytest.raises(cute_gemm.InputError, match="layout"):
+        auto.choose(8, 8, 8, device=H100, layout="xy", tables=[])
+
+
+# ---- run("auto") through a stub driver ---------------------------------------------------------------
+def _stub(monkeypatch, info=H100):
+    events = stub_driver.install(monkeypatch)
+    monkeypatch.setattr(launch, "device_info", lambda ordinal=None: info)
+    return events
+
+
+def test_auto_launches_the_pick_and_takes_the_hot_path(monkeypatch):
+    events = _stub(monkeypatch)
+    m, n, k = 300, 260, 96
+    a, b, c = (stub_driver.Dev((m, k), 0x1000000), stub_driver.Dev((k, n), 0x2000000),
+               stub_driver.Dev((m, n), 0x3000000))
+    choice = cute_gemm.gemm_choice(m, n, k)
+    assert choice.kernel == "cute_pipelined" and choice.source == "heuristic"
+    cute_gemm.gemm(a, b, out=c, alpha=1.5)
+    (first,) = stub_driver.launches(events, "gemm")
+    assert first[1] in registry.get("cute_pipelined").entries
+    validated = []
+    real = api._validate
+    monkeypatch.setattr(api, "_validate", lambda *x: validated.append(1) or real(*x))
+    cute_gemm.run("auto", a, b, out=c, alpha=2.0)              # seen before: the hot path
+    assert not validated
+    second = stub_driver.launches(events, "gemm")[1]
+    assert second[:4] == first[:4]
+    s = stub_driver.gemm_args(second[4])
+    assert (s.M, s.N, s.K, s.alpha, s.A, s.B, s.C) == (m, n, k, 2.0, 0x1000000, 0x2000000, 0x3000000)
+    assert any(sig[0] == "auto" for sig in resolve.CACHE.hot)
+
+
+def test_a_transposed_pick_launches_the_transposed_problem(monkeypatch):
+    events = _stub(monkeypatch)
+    m, n, k = 8192, 64, 4096
+    autotable.write(table([row(m, n, k, {"cute_pipelined": 0.3, "cute_pipelined.T": 0.2})]),
+                    autotable.tuned_path(H100.name))
+    assert cute_gemm.gemm_choice(m, n, k).key == "cute_pipelined.T"
+    a, b, c = (stub_driver.Dev((m, k), 0x10000000), stub_driver.Dev((k, n), 0x20000000),
+               stub_driver.Dev((m, n), 0x30000000))
+    for alpha in (1.0, 3.0):
+        cute_gemm.gemm(a, b, out=c, alpha=alpha)
+    g = stub_driver.launches(events, "gemm")
+    assert len(g) == 2 and g[0][:4] == g[1][:4]                 # resolved once, launched twice
+    s = stub_driver.gemm_args(g[1][4])
+    # C^T (n x m, column-major: strides (1, n)) = B^T (n x k, strides (1, n)) A^T (k x m, (1, k))
+    assert (s.M, s.N, s.K, s.alpha) == (n, m, k, 3.0)
+    assert (s.A, s.B, s.C) == (0x20000000, 0x10000000, 0x30000000)
+    assert (s.sAm, s.sAk, s.sBk, s.sBn, s.sCm, s.sCn) == (1, n, 1, k, 1, n)
+    assert not any(sig[0] == "auto" for sig in resolve.CACHE.hot)   # (no hot path: swapped)
+
+
+# ---- the sweep and the bench's summary ------------------------------------------------------------
+def test_the_sweep_covers_every_class():
+    shapes = [s for _, s in sweep.SWEEP]
+    assert len(set(shapes)) == len(shapes) >= 24
+    squares = sorted(m for (m, n, k) in shapes if m == n == k)
+    assert squares[0] == 128 and squares[-1] == 16384 and len(squares) >= 6
+    classes = {c.split(":")[0] for c, _ in sweep.SWEEP}
+    assert classes >= {"square", "odd", "skinny M", "skinny N", "long K", "short K", "model"}
+    assert {(1000, 1000, 1000), (4097, 4097, 4097), (12345, 6789, 1000), (64, 8192, 8192),
+            (8192, 64, 4096), (512, 512, 16384), (8192, 8192, 128), (2048, 11008, 4096),
+            (16, 4096, 4096)} <= set(shapes)
+    for c, (m, n, k) in sweep.SWEEP:
+        if c.startswith("skinny"):
+            assert dict(sweep.GROUPS)["skinny"](m, n, k)
+    from cute_gemm.perf.shapes import parse_sizes
+    assert parse_sizes("sweep") == shapes
+
+
+def test_ratio_summary_geometric_mean_minimum_and_groups():
+    from cute_gemm.perf.schema import Row
+    from cute_gemm.perf.stats import ratio_summary
+    rows = [Row("auto", "auto", m, n, k, vs_cublas=v) for (m, n, k), v in
+            (((1024, 1024, 1024), 0.5), ((64, 8192, 8192), 2.0), ((512, 512, 512), 1.0))]
+    rows.append(Row("cuBLAS", "reference", 8, 8, 8, vs_cublas=1.0))
+    (s,) = ratio_summary(rows, sweep.GROUPS)
+    assert s["shapes"] == 3 and s["geomean"] == pytest.approx(1.0)
+    assert s["min"] == 0.5 and s["min_shape"] == (1024, 1024, 1024)
+    assert s["groups"] == {"every dim >= 1024": 0.5, "skinny": 2.0, "256³–1024³": 0.5}
+
+
+# ---- tune's loop with a fake timer ---------------------------------------------------------------
+def test_tune_plan_and_loop_with_a_fake_timer(monkeypatch):
+    fake_candidates(monkeypatch, "cute_pipelined", "cute_pipelined_64x128x8")
+    shapes = [(256, 256, 256), (8192, 64, 4096), (4097, 4097, 4097)]
+    problems = tune.plan(shapes, ("nn",), ("fp32", "fp32_3xtf32"), 80, A100.smem_optin)
+    assert [p.label for p in problems] == ["256x256x256 nn fp32", "8192x64x4096 nn fp32",
+                                           "4097x4097x4097 nn fp32"]    # no 3xTF32 on sm_80
+    assert problems[0].candidates == ("cute_pipelined", "cute_pipelined_64x128x8")
+    assert problems[1].candidates[2:] == ("cute_pipelined.T", "cute_pipelined_64x128x8.T")
+    assert problems[0].aligned and not problems[2].aligned
+    now = [0.0]
+    asked = []
+
+    def measure(p, seconds):
+        asked.append((p.label, seconds))
+        now[0] += 10.0                       # each problem takes 10 s of the clock
+        times = {c: (1.0 + i) * p.m for i, c in enumerate(p.candidates)}
+        if p.m == 8192:                      # the fastest fails its check, another errors
+            times = {"cute_pipelined": None, "cute_pipelined.T": 0.5, "cute_pipelined_64x128x8": 3.0}
+            return times, {"cute_pipelined": "FAIL: at (1, 2)", "cute_pipelined_64x128x8.T": "CudaError: x"}
+        return times, {}
+    old = row(256, 256, 256, {"cute_pipelined": 9.0})
+    t = table([old, row(1, 1, 1, {"cute_pipelined": 1.0}, precision="bf16")])
+    seen = []
+    left = tune.run_plan(problems, measure, t, budget_s=15.0, clock=lambda: now[0],
+                         on_row=lambda i, p, r, el: seen.append((i, r.winner, el)))
+    assert [p.label for p in left] == ["4097x4097x4097 nn fp32"]      # past the budget
+    assert seen == [(0, "cute_pipelined", 10.0), (1, "cute_pipelined.T", 20.0)]
+    # the share: half the time left over the candidates still to time, at most MAX_TIMING_S
+    assert asked[0][1] == min(tune.MAX_TIMING_S, 0.5 * 15.0 / 8)
+    assert asked[1][1] == min(tune.MAX_TIMING_S, 0.5 * 5.0 / 6)
+    by = {(r.m, r.precision): r for r in t.rows}
+    assert len(t.rows) == 3 and by[(1, "bf16")] is t.rows[0]          # other rows kept
+    assert by[(256, "fp32")].times == {"cute_pipelined": 256.0, "cute_pipelined_64x128x8": 512.0}
+    r = by[(8192, "fp32")]
+    assert r.winner == "cute_pipelined.T" and r.times["cute_pipelined_64x128x8.T"] is None
+    assert r.notes == {"cute_pipelined": "FAIL: at (1, 2)", "cute_pipelined_64x128x8.T": "CudaError: x"}
+    c = auto.choose(8192, 64, 4096, device=H100, tables=[t])
+    assert c.key == "cute_pipelined.T"
+    text = tune.format_table(t)
+    assert "cute_pipelined.T 0.5 ms" in text and "failed: cute_pipelined (FAIL" in text
+
+
+def test_cli_tune_show_without_a_gpu(monkeypatch, capsys):
+    from cute_gemm import cli
+    monkeypatch.setenv("CUTE_GEMM_FORCE_NO_GPU", "1")
+    assert cli.main(["tune", "--show"]) == 0
+    assert "no table: gemm() follows its heuristic" in capsys.readouterr().out
+    autotable.write(table([row(128, 128, 128, {"cute_pipelined": 0.01})]),
+                    autotable.shipped_path(H100.name))
+    assert cli.main(["tune", "--show"]) == 0
+    out = capsys.readouterr().out
+    assert "nvidia-h100-80gb-hbm3.json" in out and "128x128x128" in out
+    assert cli.main(["tune"]) == 2
+    assert "tune times kernels on a CUDA GPU" in capsys.readouterr().err
+    assert cli.main(["run", "nope"]) == 2 and "'auto'" in capsys.readouterr().err
+
+
+# ---- cross_check, bench and the README section cover gemm() like a kernel ---------------------------
+def test_cross_check_and_bench_cover_auto_on_a_simulated_device(monkeypatch, tmp_path):
+    from test_bench import _HostBuffer, _simulated_device
+    from cute_gemm.perf import runner
+    blas = _simulated_device(monkeypatch)
+    monkeypatch.setattr(runner, "find_cublas", lambda prefer, **kw: (blas, "cuBLAS via fakeblas"))
+    rep = cute_gemm.cross_check(kernels=["naive", "auto"], shapes=[(20, 30, 10)], precision="fp32")
+    assert rep.ok and rep.shapes[0].names == ["naive", "auto"]
+    rep = cute_gemm.cross_check(shapes=[(20, 30, 10)], precision="fp32")   # by default, too
+    assert rep.shapes[0].names[-1] == "auto"
+    rep = cute_gemm.cross_check(kernels=["naive"], shapes=[(20, 30, 10)], precision="fp32")
+    assert "auto" not in rep.shapes[0].names
+    _HostBuffer.live = 0
+    res = cute_gemm.bench(["auto", "naive"], [(40, 30, 20), (64, 64, 64)], repeats=3, warmup=1,
+                          min_repeats=2, max_seconds=1.0, out_dir=tmp_path, progress=False)
+    assert _HostBuffer.live == 0
+    rows = [r for r in res.rows if r.kernel == "auto"]
+    assert len(rows) == 2 and all(r.family == "auto" and r.status == "pass" for r in rows)
+    assert rows[0].message.startswith("picked cute_pipelined (heuristic")
+    assert "picked cute_pipelined" in format_table_text(res)
+    md = (tmp_path / "bench_readme.md").read_text()
+    assert "#### Over 2 shapes" in md and "| `auto` | fp32 | nn | 2 |" in md
+    assert "`cute_pipelined` (heuristic)" in md
+    assert (tmp_path / "ratios_nn.png").exists() is False     # a ratio chart needs 3 shapes
+
+
+def format_table_text(res):
+    from cute_gemm.perf.report import format_table
+    return format_table(res)
+
+
+def test_readme_script_sweep_summary_and_details(tmp_path):
+    import importlib.util
+    from pathlib import Path
+    from cute_gemm.perf.schema import BenchResult, Row, write_json
+    from cute_gemm.perf.stats import fill_ratios, tflops
+    script = Path(__file__).resolve().parents[1] / "scripts" / "readme_bench.py"
+    if not script.exists():
+        pytest.skip("scripts/ is not shipped with the installed package")
+    spec = importlib.util.spec_from_file_location("readme_bench", script)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    meta = {"device": {"name": "Sim"}, "date": "2026-11-25T00:00:00+00:00", "versions": {},
+            "cublas": {"library": "cupy", "available": True}}
+    res = BenchResult(dict(meta))
+    for i, (_, (m, n, k)) in enumerate(sweep.SWEEP[:5]):
+        for name, f in (("cuBLAS", 1.0), ("auto", 0.8 + 0.1 * i), ("cute_pipelined", 0.9)):
+            ms = 2 * m * n * k / 50e12 * 1e3 / f
+            r = Row(name, "auto" if name == "auto" else "cute", m, n, k, median_ms=ms, q1_ms=ms,
+                    q3_ms=ms, iqr_ms=0.0, min_ms=ms, max_ms=ms, repeats=3,
+                    message="picked cute_pipelined (table: t.json row ...)" if name == "auto" else "")
+            r.tflops = tflops(m, n, k, ms)
+            res.rows.append(r)
+    fill_ratios(res.rows, 60.0)
+    main = BenchResult(dict(meta), [Row("naive", "handwritten", 64, 64, 64, median_ms=1.0, q1_ms=1.0,
+                                        q3_ms=1.0, iqr_ms=0.0, tflops=1.0)])
+    j, sj = write_json(main, tmp_path / "nn.json"), write_json(res, tmp_path / "sweep.json")
+    (tmp_path / "docs" / "bench").mkdir(parents=True)
+    readme, page = tmp_path / "README.md", tmp_path / "docs" / "bench" / "README.md"
+    readme.write_text("# t\n<!-- bench:begin -->\nold\n<!-- bench:end -->\n")
+    assert mod.main([str(j), "--sweep", str(sj), "--sweep-plot", "docs/ratios_nn.png", "--update",
+                     str(readme), "--details", str(page)]) == 0
+    section, full = readme.read_text(), page.read_text()
+    for text in (section, full):
+        assert "#### Over 5 shapes" in text and "| `auto` | fp32 | nn | 5 |" in text
+        assert "0.800× (128×128×128)" in text
+    assert "](docs/ratios_nn.png)" in section and "](../ratios_nn.png)" in full
+    assert "| 128×128×128 | square | " not in section and "| 128×128×128 | square | " in full
+    assert "`cute_pipelined` (table)" in full
+
+
+def test_tune_end_to_end_on_a_simulated_device(monkeypatch, tmp_path, capsys):
+    """tune() and `cute-gemm tune` through the bench's machinery on the simulated device of
+    test_bench (run() is a numpy product there): every candidate checked, then timed; the
+    table written where asked, merged, and read back by the selector."""
+    from test_bench import _HostBuffer, _simulated_device
+    from cute_gemm import cache, cli
+    _simulated_device(monkeypatch)
+    monkeypatch.setattr(tune, "compile_ahead", lambda kernels, arch: cache.Prefetch([]))
+    _HostBuffer.live = 0
+    out = tmp_path / "tables"
+    out.mkdir()
+    t, path, left = tune.tune([(40, 30, 20), (64, 64, 64)], out=out, max_seconds=60, progress=False)
+    assert _HostBuffer.live == 0 and not left
+    assert path == out / "simulated-gpu.json" and autotable.read(path).rows == t.rows
+    by = {r.shape: r for r in t.rows}
+    assert set(by[(40, 30, 20)].times) == {"cute_pipelined", "cute_pipelined.T"}
+    assert set(by[(64, 64, 64)].times) == {"cute_pipelined"}            # M == N: no transpose
+    assert all(ms is not None and ms > 0 for r in t.rows for ms in r.times.values())
+    assert t.gpu == "Simulated GPU" and t.settings["sizes"] == [[40, 30, 20], [64, 64, 64]]
+    # a second run of another shape merges into the same file
+    monkeypatch.setattr(cli, "gpu_unavailable", lambda: None)
+    assert cli.main(["tune", "--size", "16x8x4", "--out", str(path), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "wrote" in printed and "3 problems" in printed
+    rows = autotable.read(path).rows
+    assert {r.shape for r in rows} == {(40, 30, 20), (64, 64, 64), (16, 8, 4)}
+    # the default place: this GPU's tuned table, which gemm() then reads
+    tune.tune([(40, 30, 20)], max_seconds=60, progress=False)
+    assert autotable.tuned_path("Simulated GPU").exists()
+    assert cute_gemm.gemm_choice(40, 30, 20).source == "table"
+
+
+def test_cli_run_auto_says_what_it_picked(monkeypatch, capsys):
+    from test_bench import _simulated_device
+    from cute_gemm import cli
+    _simulated_device(monkeypatch)
+    monkeypatch.setattr(cli, "gpu_unavailable", lambda: None)
+    assert cli.main(["run", "auto", "--m", "40", "--n", "30", "--k", "20", "--repeats", "3"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("auto: M=40 N=30 K=20  median") and "picked cute_pipelined (heuristic" in out

@@ -1,0 +1,123 @@
+"""GPU tests of gemm() (run("auto")): cross-checked against float64 on odd shapes in every
+operand layout, in fp32 and on tensor cores, with the heuristic and with the tables
+installed; exact integers bit for bit against the kernel it picked; the hot path gives the
+same bits; a pick of the transposed problem (forced by a table) is right in every layout,
+in place and from numpy. Skipped without a GPU."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cute_gemm
+from cute_gemm import autotable, launch, registry, resolve
+from cute_gemm.arrays import DeviceArray
+from cute_gemm.autotable import Measured, Table
+from cute_gemm.check import cross_check
+
+pytestmark = pytest.mark.gpu
+
+SHAPES = [(1, 1, 1), (7, 9, 3), (129, 67, 33), (257, 383, 129), (1000, 1300, 700)]
+LAYOUTS = ["nn", "tn", "nt", "tt"]
+
+
+@pytest.fixture
+def tables(tmp_path, monkeypatch):
+    """No tune table (the heuristic), or one written by the test: `tables(rows)`."""
+    monkeypatch.setattr(autotable, "SHIPPED_DIR", tmp_path / "shipped")
+    monkeypatch.setattr(autotable, "tuned_path", lambda gpu, version=None: tmp_path / "tuned.json")
+    cute_gemm.clear_caches()
+
+    def write(rows):
+        info = launch.device_info()
+        autotable.write(Table(info.name, info.arch, cute_gemm.__version__, rows=rows),
+                        tmp_path / "tuned.json")
+        cute_gemm.clear_caches()
+    yield write
+    cute_gemm.clear_caches()
+
+
+def _precisions():
+    arch = launch.device_info().arch_int if cute_gemm.gpu_available() else 90
+    return [p for p in ("fp32", "bf16", "tf32") if cute_gemm.auto.offers(p, None, arch)]
+
+
+def _ok(rep):
+    assert rep.ok and rep.shapes, "\n" + rep.table()
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("precision", ["fp32", "bf16", "tf32"])
+@pytest.mark.parametrize("installed", [False, True], ids=["heuristic", "installed-tables"])
+def test_gemm_cross_checked_in_every_layout(precision, layout, installed, tables, monkeypatch):
+    if precision not in _precisions():
+        pytest.skip(f"gemm() has no {precision} kernel for {launch.device_info().arch}")
+    if installed:           # the tuned and shipped tables as they are on this machine
+        monkeypatch.undo()
+        cute_gemm.clear_caches()
+    _ok(cross_check(kernels=["auto"], shapes=SHAPES, precision=precision, layout=layout,
+                    alpha=1.5, beta=-0.5, seed=5))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_exact_integers_equal_the_picked_kernel_bit_for_bit(layout, tables):
+    for prec in _precisions():
+        picked = cute_gemm.gemm_choice(257, 383, 129, layout=layout, precision=prec).kernel
+        rep = cross_check(kernels=["auto", picked], shapes=[(257, 383, 129), (64, 200, 1000)],
+                          exact=True, precision=prec, layout=layout, seed=1)
+        _ok(rep)
+
+
+def test_the_hot_path_gives_the_same_bits(tables):
+    rng = np.random.default_rng(0)
+    m, n, k = 333, 222, 111
+    a, b = (rng.standard_normal(s, dtype=np.float32) for s in ((m, k), (k, n)))
+    dA, dB = DeviceArray.from_host(a), DeviceArray.from_host(b)
+    outs = [DeviceArray((m, n)) for _ in range(3)]
+    try:
+        choice = cute_gemm.gemm_choice(m, n, k)
+        cute_gemm.gemm(dA, dB, out=outs[0])                    # resolves
+        assert any(sig[0] == registry.AUTO for sig in resolve.CACHE.hot)
+        cute_gemm.run("auto", dA, dB, out=outs[1])             # the hot path
+        cute_gemm.run(choice.kernel, dA, dB, out=outs[2])
+        got = [o.to_host() for o in outs]
+        assert got[0].tobytes() == got[1].tobytes() == got[2].tobytes()
+    finally:
+        for x in [dA, dB] + outs:
+            x.close()
+
+
+def _transposed_everywhere(tables, precision="fp32"):
+    """A table whose only row makes every call of `precision` (nearest row, any layout it
+    lists) run its candidate on the transposed problem."""
+    kernel = cute_gemm.auto.candidates(precision, arch_int=launch.device_info().arch_int)[0].name
+    tables([Measured(300, 200, 100, lay, True, precision,
+                     {kernel: 2.0, kernel + autotable.TRANSPOSED: 1.0}) for lay in LAYOUTS])
+    return kernel
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_transposed_pick_is_right_in_every_layout(layout, tables):
+    kernel = _transposed_everywhere(tables)
+    c = cute_gemm.gemm_choice(129, 67, 33, layout=layout)
+    assert c.transposed and c.kernel == kernel and c.source == "nearest"
+    _ok(cross_check(kernels=["auto"], shapes=SHAPES, layout=layout, alpha=0.75, beta=2.0, seed=7))
+    _ok(cross_check(kernels=["auto", kernel], shapes=[(257, 383, 129)], exact=True, layout=layout,
+                    precision="fp32"))
+
+
+def test_a_transposed_pick_in_place_and_from_numpy(tables):
+    _transposed_everywhere(tables)
+    rng = np.random.default_rng(1)
+    m, n, k = 203, 101, 77
+    a = rng.integers(-8, 9, (m, k)).astype(np.float32)
+    b = rng.integers(-8, 9, (k, n)).astype(np.float32)
+    c = rng.integers(-8, 9, (m, n)).astype(np.float32)
+    want = 2.0 * (a.astype(np.float64) @ b) - 3.0 * c
+    assert np.array_equal(cute_gemm.gemm(a, b, c, alpha=2.0, beta=-3.0), want)     # numpy
+    dA, dB, dC = DeviceArray.from_host(a), DeviceArray.from_host(b), DeviceArray.from_host(c)
+    try:
+        assert cute_gemm.gemm(dA, dB, dC, out=dC, alpha=2.0, beta=-3.0) is dC        # in place
+        assert np.array_equal(dC.to_host(), want)
+    finally:
+        for x in (dA, dB, dC):
+            x.close()
