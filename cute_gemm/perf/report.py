@@ -91,19 +91,36 @@ def format_overhead(o: dict) -> str:
     if "error" in o:
         return f"host overhead: not measured ({o['error']})"
     m, n, k = o["shape"]
-    w = 48
-    lines = [f"host overhead per call, {m}x{n}x{k} GEMM on device arrays (µs/call, median of "
+    w = 52
+    run = f"cute_gemm.run({o['kernel']!r}"
+
+    def ratio(key: str, peer: str) -> str:
+        r = o.get(f"{key}_over_{peer}")
+        return "" if r is None else f"{r:.2f}x {peer.replace('_', '.')}"
+
+    lines = [f"host cost per call, {m}x{n}x{k} GEMM with out= given (µs/call, median of "
              f"{o['rounds']} rounds x {o['calls']} calls, incl. one final sync):",
              f"  {'raw driver launch (same cubin, pre-packed args)':<{w}}{o['raw_launch_us']:8.2f}",
-             f"  {'cute_gemm.run(' + repr(o['kernel']) + ')':<{w}}{o['run_us']:8.2f}   "
+             f"  {run + ') on DeviceArrays':<{w}}{o['run_us']:8.2f}   "
              f"(+{o['run_minus_raw_us']:.2f} over raw; target <= {o['target_us']:g}: "
-             f"{'met' if o['meets_target'] else 'MISSED'})"]
+             f"{'met' if o['meets_target'] else 'MISSED'}"
+             + (f"; {ratio('run', 'torch_mm')}" if "run_over_torch_mm" in o else "") + ")"]
+    libs = o.get("libraries", {})
+    for lib, kind, mine, peer, call in (
+            ("torch", "PyTorch tensors", "run_torch", "torch_mm", "torch.mm(a, b, out=o)"),
+            ("cupy", "CuPy arrays", "run_cupy", "cupy_matmul", "cupy.matmul(a, b, out=o)")):
+        if f"{mine}_us" in o:
+            lines += [f"  {run + f') on {kind}':<{w}}{o[mine + '_us']:8.2f}   "
+                      f"({ratio(mine, peer)}" + (f", {ratio(mine, 'torch_mm')}" if
+                                                 lib == "cupy" and f"{mine}_over_torch_mm" in o
+                                                 else "") + ")",
+                      f"  {call:<{w}}{o[peer + '_us']:8.2f}"]
+        elif lib in libs:
+            lines.append(f"  {kind:<{w}}{libs[lib]}")
     if o.get("cublas_us") is not None:
-        lines.append(f"  {'cuBLAS via ' + str(o.get('cublas_library')):<{w}}{o['cublas_us']:8.2f}")
-    else:
-        lines.append(f"  {'cuBLAS':<{w}}not measured (no CuPy/PyTorch)")
+        lines.append(f"  {'cuBLAS via ' + str(o.get('cublas_library')) + ' on the DeviceArrays':<{w}}"
+                     f"{o['cublas_us']:8.2f}")
     return "\n".join(lines)
-
 
 
 def readme_markdown(result: BenchResult, *, size: int | None = None, layout: str = "nn",
