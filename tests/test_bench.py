@@ -724,7 +724,7 @@ def test_overhead_measurement_on_a_simulated_device(monkeypatch):
     monkeypatch.setattr(overhead, "resolve",
                         lambda k, ops, ordinal=None: (registry.Variant("e"), [], "resolved"))
     o = overhead.measure_overhead("naive", calls=10, rounds=3, libraries=())
-    assert raw == ["resolved"] * (200 + 3 * 10)
+    assert raw == ["resolved"] * (200 + 3 * 10 * 2)          # (wall_us and host_us per round)
     assert o["entry"] == "e" and o["relayout_copies"] == [] and o["rounds"] == 3
     assert o["run_minus_raw_us"] == pytest.approx(o["run_us"] - o["raw_launch_us"])
     assert "cublas_us" not in o and o["cublas_library"] is None and o["libraries"] == {}
@@ -759,10 +759,11 @@ def test_overhead_beside_the_array_libraries_on_a_simulated_device(monkeypatch):
     for key in ("run_torch", "torch_mm", "run_cupy", "cupy_matmul"):
         assert o[f"{key}_us"] > 0 and o[f"{key}_us_min"] <= o[f"{key}_us"]
     assert o["run_torch_over_torch_mm"] == pytest.approx(o["run_torch_us"] / o["torch_mm_us"])
+    assert o["run_torch_over_torch_mm_host"] == pytest.approx(o["run_torch_host_us"] / o["torch_mm_host_us"])
     assert o["run_cupy_over_cupy_matmul"] == pytest.approx(o["run_cupy_us"] / o["cupy_matmul_us"])
     assert o["run_over_torch_mm"] == pytest.approx(o["run_us"] / o["torch_mm_us"])
     mm = [c for c in calls if c[0] == "mm"]
-    assert len(mm) == 200 + 2 * 10 and all(c[1:] == tuple(arrays[:3]) for c in mm)
+    assert len(mm) == 200 + 2 * 10 * 2 and all(c[1:] == tuple(arrays[:3]) for c in mm)
     assert len(calls) == 2 * len(mm) and all(c[1:] == tuple(arrays[3:6]) for c in calls if c[0] == "matmul")
     text = format_overhead(o)
     assert "torch.mm(a, b, out=o)" in text and "on PyTorch tensors" in text and "x cupy.matmul" in text

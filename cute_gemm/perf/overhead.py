@@ -8,9 +8,11 @@ Methods, each only where its library can be imported and used:
   run_torch     run() on PyTorch tensors            torch_mm      torch.mm(a, b, out=o)
   run_cupy      run() on CuPy arrays                cupy_matmul   cupy.matmul(a, b, out=o)
   cublas        the bench's cuBLAS peer on the DeviceArrays (when a backend is given)
-Rounds interleave the methods; each figure is the median over rounds of timing.wall_us
-(`calls` back-to-back calls and one final synchronize, per call). Ratios < 1: run() costs
-less than the library's own call on the same arrays.
+Rounds interleave the methods. Each `{method}_us` is the median over rounds of timing.wall_us
+(`calls` back-to-back calls and one final synchronize, per call: the GPU's rate where it is
+the slower side); each `{method}_host_us` the median of timing.host_us (the same calls in
+bursts the launch queue holds, not waiting for the GPU: the host's own cost). Ratios < 1:
+run() costs less than the library's own call on the same arrays.
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ import numpy as np
 from .. import api, launch, registry
 from ..arrays import DeviceArray, parse
 from .runtime import resolve
-from .timing import wall_us
+from .timing import host_us, wall_us
 
 OVERHEAD_TARGET_US = 10.0       # run() may cost at most this much above a raw launch
 
@@ -95,15 +97,18 @@ def measure_overhead(kernel: str | None = None, *, size: int = 16, calls: int = 
         for fn in methods.values():       # warm-up (first resolution, cuBLAS handle, heuristics)
             wall_us(fn, 200)
         samples = {key: [] for key in methods}
+        host = {key: [] for key in methods}
         for _ in range(rounds):
             for key, fn in methods.items():
                 samples[key] += wall_us(fn, calls)
+                host[key].append(host_us(fn, calls))
         launch.check_last(name)
         out = {"kernel": name, "shape": [size, size, size], "calls": calls, "rounds": rounds,
                "entry": variant.entry, "relayout_copies": list(copies), "libraries": notes}
         for key, v in samples.items():
             out[f"{key}_us"] = float(np.median(v))
             out[f"{key}_us_min"] = float(np.min(v))
+            out[f"{key}_host_us"] = float(np.median(host[key]))
         out["cublas_library"] = backend.library if backend is not None else None
         out["run_minus_raw_us"] = out["run_us"] - out["raw_launch_us"]
         out["target_us"] = OVERHEAD_TARGET_US
@@ -113,6 +118,7 @@ def measure_overhead(kernel: str | None = None, *, size: int = 16, calls: int = 
                            ("run", "torch_mm"), ("run_cupy", "torch_mm")):
             if f"{mine}_us" in out and f"{peer}_us" in out:
                 out[f"{mine}_over_{peer}"] = out[f"{mine}_us"] / out[f"{peer}_us"]
+                out[f"{mine}_over_{peer}_host"] = out[f"{mine}_host_us"] / out[f"{peer}_host_us"]
         return out
     finally:
         launch.synchronize()
