@@ -341,6 +341,7 @@ def _hot_equals_full(name, make, to_numpy, sync):
     m, n, k = 37, 45, 29
     a, b = make((m, k)), make((k, n))
     outs = [make((m, n), nan=True) for _ in range(3)]
+    cute_gemm.run(name, a, b, out=outs[0])                  # (compiled, loaded, device counted)
     cute_gemm.clear_caches()
     cute_gemm.run(name, a, b, out=outs[0])                  # the full path (resolves)
     before = len(resolve.CACHE.hot)
