@@ -481,7 +481,11 @@ class Site:
             return
         (err,) = self.go(stream, packed[1], 0)
         if err:                          # (CUresult is an int: CUDA_SUCCESS is 0)
-            _launch_failed(err, self.f, self.grid, self.block, self.smem)
+            self.failed(err)
+
+    def failed(self, err) -> None:
+        """Raise the CudaError of a launch through `go` (stream, packed[1], 0) -> (CUresult,)."""
+        _launch_failed(err, self.f, self.grid, self.block, self.smem)
 
 
 def _pdl_config(drv):

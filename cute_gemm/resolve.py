@@ -263,7 +263,7 @@ class Launcher:
         self.local = threading.local()
         self.site = launch.Site(f, plan.grid, plan.block, plan.smem, plan.pdl)
         # (most launches: one kernel, its arguments as they come, nothing else to do)
-        self.plain = not (plan.workspace_bytes or head or plan.swap or plan.tma)
+        self.plain = not (plan.workspace_bytes or head or plan.swap or plan.tma or plan.pdl)
 
     @property
     def f(self) -> launch.Function:
@@ -277,7 +277,9 @@ class Launcher:
                 packed = self._packed()
             s = packed[0][0]             # the argument struct the pointer array points into
             s.A, s.B, s.C, s.alpha, s.beta = a, b, c, alpha, beta
-            self.site(stream, packed)
+            (err,) = self.site.go(stream, packed[1], 0)     # (Site.__call__, inlined)
+            if err:
+                self.site.failed(err)
             return
         p = self.plan
         if not p.workspace_bytes:

@@ -99,11 +99,9 @@ def test_torch_tensors_take_the_path_by_their_attributes(monkeypatch):
     first, *rest = _gemm_launches(events)
     assert [(g.A, g.B, g.C, g.alpha) for g in rest] == [(0x50000, 0x20000, 0x60000, 2.0)] * 3
     assert (first.A, first.C, first.alpha) == (0x10000, 0x30000, 1.0)
-    # a grad-requiring a or b is read as its data, like the full path reads it: same launch
+    # a grad-requiring a or b is read as its data, as the full path reads it: the same launch
     api.run("cute_smem", T((40, 16), 0x50000, requires_grad=True), b, out=out2)
-    assert len(_gemm_launches(events)) == 5 and len(validated) == 1
-    api.run("cute_smem", T((40, 16), 0x50000, requires_grad=True), b, out=out2)
-    assert len(validated) == 1         # ... and then remembered too
+    assert len(_gemm_launches(events)) == 5 and not validated
 
 
 def test_torch_tensors_that_are_not_what_the_path_assumes_are_validated(monkeypatch):
@@ -205,6 +203,27 @@ def test_cupy_arrays_on_the_calls_stream_take_the_path_and_others_wait(monkeypat
         api.run("cute_smem", a, b, out=out, stream=0xAAAA)
     assert len(resolve.CACHE.hot) == 2 and len([e for e in events if e[0] == "wait"]) == 2
     assert [e[3] for e in stub_driver.launches(events)][-2:] == [0xAAAA, 0xAAAA]
+
+
+def test_operands_of_different_kinds_are_read_one_by_one(monkeypatch):
+    """A CuPy a, a PyTorch b and a CAI out: each read by its own reader; CuPy's current
+    stream still decides (a change is waited for, then remembered on its own)."""
+    events = stub_driver.install(monkeypatch)
+    torch, _ = _fake_torch(monkeypatch)
+    cupy, current, cai_reads = _fake_cupy(monkeypatch)
+    a, b, out = cupy.ndarray((40, 16), 0x10000), torch.Tensor((16, 24), 0x20000), Dev((40, 24), 0x30000)
+    for _ in range(3):
+        api.run("cute_smem", a, b, out=out)
+    assert len(resolve.CACHE.hot) == 1 and len(cai_reads) == 1
+    assert not [e for e in events if e[0] == "wait"]
+    current.ptr = 0xAAAA
+    api.run("cute_smem", a, b, out=out)
+    assert len([e for e in events if e[0] == "wait"]) == 1 and len(resolve.CACHE.hot) == 1
+    validated = _count_validations(monkeypatch)
+    with pytest.raises(NotAnArrayError):           # b on the CPU: never the remembered launch
+        api.run("cute_smem", cupy.ndarray((40, 16), 0x10000), torch.Tensor((16, 24), 0x20000, is_cuda=False),
+                out=out)
+    assert len(validated) == 1 and len(stub_driver.launches(events)) == 4
 
 
 # ---- DeviceArray (bfloat16 included: it has no CAI) ------------------------------------------------
