@@ -109,6 +109,7 @@ def measure_overhead(kernel: str | None = None, *, size: int = 16, calls: int = 
             out[f"{key}_us"] = float(np.median(v))
             out[f"{key}_us_min"] = float(np.min(v))
             out[f"{key}_host_us"] = float(np.median(host[key]))
+            out[f"{key}_host_us_min"] = float(np.min(host[key]))
         out["cublas_library"] = backend.library if backend is not None else None
         out["run_minus_raw_us"] = out["run_us"] - out["raw_launch_us"]
         out["target_us"] = OVERHEAD_TARGET_US
