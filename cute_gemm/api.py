@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from . import auto, autotable, cache, launch, registry
+from . import auto, autotable, cache, hotpath, launch, registry
 from .arrays import Operand, narrow, parse, widen
 from .errors import AliasError, CaptureError, DTypeError, InputError, ShapeError
 from .execute import gemm_device
@@ -117,36 +117,8 @@ def _device_count() -> int:
     return _count[0]
 
 
-# run()'s hottest path: `out` given, no C, __cuda_array_interface__ operands, one device.
-# Everything validation, the entry choice and the launch depend on — the kernel name and,
-# per operand, shape, strides, dtype, read-only flag and pointer alignment class (the
-# launch key's ptr & 255) — forms a signature; a call whose signature was seen before
-# with a resolved launch skips parse() and _validate() and goes straight to that launch,
-# with the call's own pointers and alpha. The entry is good only while CACHE.launches still holds
-# the same launch (clear_caches() ends this path too).
+_ONE = [1]
 _SCALAR = (float, int)    # not bool: type(True) is bool
-
-
-def _hot_sig(name, precision, a, b, out):
-    """(signature, pointers, CAI streams) of a call on __cuda_array_interface__ operands,
-    else None."""
-    try:   # (PyTorch raises RuntimeError for tensors that require grad: the full path says so)
-        ca, cb, co = a.__cuda_array_interface__, b.__cuda_array_interface__, out.__cuda_array_interface__
-        da, db, do = ca["data"], cb["data"], co["data"]
-        sig = (name, precision, ca["shape"], ca.get("strides"), ca["typestr"], da[0] & 255, ca.get("mask"),
-               cb["shape"], cb.get("strides"), cb["typestr"], db[0] & 255, cb.get("mask"),
-               co["shape"], co.get("strides"), co["typestr"], do[0] & 255, co.get("mask"), do[1])
-        hash(sig)      # a list shape, say: not hashable, so no hot path
-        return sig, da[0], db[0], do[0], ca.get("stream"), cb.get("stream"), co.get("stream")
-    except Exception:
-        return None
-
-
-def _hot_entry(fast, A: Operand, B: Operand, O: Operand):
-    """What the hot path keeps of a resolved call: the launch-cache entry and each operand's
-    byte span relative to its pointer (fixed by the signature), for the overlap test."""
-    rel = tuple(x - op.ptr for op in (A, B, O) for x in op.span())
-    return fast + (rel,)
 
 
 def run(name, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None, precision=None):
@@ -164,24 +136,14 @@ def run(name, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None, preci
     copied). Asynchronous on `stream` for device arrays, like any CUDA library; operands
     that name their producer's stream (CAI v3 `stream`, DLPack) are waited for on it.
     """
-    hot = None   # (one device known, from an earlier call: no signature work for multi-GPU hosts)
-    if (c is None and out is not None and _count == [1] and type(alpha) in _SCALAR
+    hot = None
+    # the signature hot path (hotpath.py); one device known from an earlier call, so
+    # multi-GPU hosts do no signature work
+    if (c is None and out is not None and _count == _ONE and type(alpha) in _SCALAR
             and type(beta) in _SCALAR and alpha != 0):
-        hot = _hot_sig(name, precision, a, b, out)
-        if hot is not None:
-            entry = CACHE.hot.get(hot[0])
-            if entry is not None and CACHE.launches.get(entry[0]) is entry[1]:
-                _, pa, pb, po, sa, sb, so = hot
-                s = launch.stream_handle(stream)
-                cs = launch.canonical_stream(s)
-                alo, ahi, blo, bhi, olo, ohi = entry[2]
-                if (pa and pb and po and (sa is None or sa == cs) and (sb is None or sb == cs)
-                        and (so is None or so == cs)
-                        and not (pa + alo < po + ohi and po + olo < pa + ahi)
-                        and not (pb + blo < po + ohi and po + olo < pb + bhi)):
-                    launch.ensure_context(0)
-                    entry[1](pa, pb, po, float(alpha), 0.0, s)
-                    return out
+        hot = hotpath.launch_or_sign(name, precision, a, b, out, alpha, stream)
+        if hot is True:
+            return out
     k = None if name == registry.AUTO else registry.get(name)
     s = launch.stream_handle(stream)
     A, B, C, O, m, n, kk = _validate(a, b, c, out, alpha, beta, s)
@@ -254,9 +216,7 @@ def _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot=None, 
     if m and n:
         fast = gemm_device(k, *_transposed(swap, A, B, C, O), alpha, beta, s, ordinal, prec)
         if fast is not None and hot is not None:     # hot: one device, so ordinal 0
-            if len(CACHE.hot) >= 4096:
-                CACHE.hot.clear()
-            CACHE.hot[hot[0]] = _hot_entry(fast, A, B, O)
+            hotpath.remember(hot, fast, A, B, O)
     return result
 
 

@@ -121,19 +121,25 @@ def available() -> bool:
 
 
 _contexts: dict[int, object] = {}
+_context_ids: dict[int, int] = {}     # the same contexts' handles as integers
 
 
 def ensure_context(ordinal: int):
     """Make the primary context of `ordinal` current (shared with CuPy/PyTorch) and return it."""
     drv = _drv()
-    _init()
     ctx = _contexts.get(ordinal)
+    if ctx is not None:                 # every hot call: one query, no _check
+        err, cur = drv.cuCtxGetCurrent()
+        if not err and int(cur) == _context_ids[ordinal]:
+            return ctx
+    _init()
     if ctx is None:
         with _lock:
             ctx = _contexts.get(ordinal)
             if ctx is None:
                 dev = _check(drv.cuDeviceGet(ordinal), "cuDeviceGet")
                 ctx = _check(drv.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+                _context_ids[ordinal] = int(ctx)
                 _contexts[ordinal] = ctx
     cur = _check(drv.cuCtxGetCurrent(), "cuCtxGetCurrent")
     if int(cur) != int(ctx):
@@ -443,14 +449,43 @@ def launch(f: Function, grid, block, smem: int, stream: int, packed, pdl: bool =
         cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
         cfg.sharedMemBytes, cfg.hStream = smem, stream
         (err,) = drv.cuLaunchKernelEx(cfg, f.handle, addr, 0)
-        what = "cuLaunchKernelEx(programmatic stream serialization, "
     else:
         (err,) = drv.cuLaunchKernel(f.handle, grid[0], grid[1], grid[2], block[0], block[1],
                                     block[2], smem, stream, addr, 0)
-        what = "cuLaunchKernel("
     if err != drv.CUresult.CUDA_SUCCESS:
-        _check((err,), f"{what}grid={tuple(grid)}, block={tuple(block)}, smem={smem})", f.name)
+        _launch_failed(err, f, grid, block, smem, pdl)
     del keep
+
+
+def _launch_failed(err, f: Function, grid, block, smem: int, pdl: bool = False):
+    what = "cuLaunchKernelEx(programmatic stream serialization, " if pdl else "cuLaunchKernel("
+    _check((err,), f"{what}grid={tuple(grid)}, block={tuple(block)}, smem={smem})", f.name)
+
+
+class Site:
+    """One launch configuration (function, grid, block, dynamic smem, PDL) made ready once:
+    calling it launches with a stream and a packed argument block (pack_gemm_args...), the
+    driver call's fixed arguments bound beforehand. Errors raise CudaError, as launch()'s."""
+    __slots__ = ("f", "grid", "block", "smem", "pdl", "go")
+
+    def __init__(self, f: Function, grid, block, smem: int, pdl: bool = False):
+        self.f, self.grid, self.block, self.smem, self.pdl = f, tuple(grid), tuple(block), smem, pdl
+        if smem:
+            _raise_smem_limit(f, smem)
+        self.go = None if pdl else functools.partial(_drv().cuLaunchKernel, f.handle, *self.grid,
+                                                     *self.block, smem)
+
+    def __call__(self, stream: int, packed) -> None:
+        if self.go is None:
+            launch(self.f, self.grid, self.block, self.smem, stream, packed, pdl=True)
+            return
+        (err,) = self.go(stream, packed[1], 0)
+        if err:                          # (CUresult is an int: CUDA_SUCCESS is 0)
+            self.failed(err)
+
+    def failed(self, err) -> None:
+        """Raise the CudaError of a launch through `go` (stream, packed[1], 0) -> (CUresult,)."""
+        _launch_failed(err, self.f, self.grid, self.block, self.smem)
 
 
 def _pdl_config(drv):

@@ -9,6 +9,7 @@ readable through resolved_launches().
 """
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from dataclasses import dataclass, field
@@ -236,37 +237,55 @@ class TensorMaps:
 
 
 class Launcher:
-    """One resolved launch with its argument block packed once: per call only the pointers
-    and alpha/beta change (and, for TMA entries, the tensor maps of A and B). The driver
-    copies the arguments inside cuLaunchKernel, so the block is reused once the call
-    returns; the lock keeps two threads from interleaving their field writes."""
-    __slots__ = ("plan", "f", "args", "packed", "lock", "head", "maps")
+    """One resolved launch, its arguments packed once: per call only the pointers and
+    alpha/beta change (and, for TMA entries, the tensor maps of A and B). Each thread writes
+    and launches its own copy of the argument block (the driver copies the arguments inside
+    cuLaunchKernel, which runs without the GIL), so no lock is taken and no thread can
+    see another's pointers."""
+    __slots__ = ("plan", "site", "pack", "local", "head", "maps", "plain")
 
     def __init__(self, plan: LaunchPlan, f: launch.Function, strides, tile0: int = 0,
                  head: "Launcher | None" = None, variant: registry.Variant | None = None):
-        self.plan, self.f, self.head = plan, f, head
+        self.plan, self.head = plan, head
         m, n, kk = plan.shape
         sa, sb, sc = strides
         if plan.swap:
             m, n, sa, sb, sc = n, m, sb[::-1], sa[::-1], sc[::-1]
-        ws = plan.workspace_bytes
         args = (m, n, kk, 0.0, 0, sa[0], sa[1], 0, sb[0], sb[1], 0.0, 0, sc[0], sc[1])
         self.maps = None
         if plan.tma:
             self.maps = TensorMaps(variant, m, n, kk, sa, sb)
-            self.packed = launch.pack_gemm_args_tma(*args)
-        elif ws:
-            self.packed = launch.pack_gemm_args_ws(*args, 0, tile0)
+            self.pack = functools.partial(launch.pack_gemm_args_tma, *args)
+        elif plan.workspace_bytes:
+            self.pack = functools.partial(launch.pack_gemm_args_ws, *args, 0, tile0)
         else:
-            self.packed = launch.pack_gemm_args(*args)
-        self.args = self.packed[0][0]      # the argument struct the pointer array points into
-        self.lock = threading.Lock()
+            self.pack = functools.partial(launch.pack_gemm_args, *args)
+        self.local = threading.local()
+        self.site = launch.Site(f, plan.grid, plan.block, plan.smem, plan.pdl)
+        # (most launches: one kernel, its arguments as they come, nothing else to do)
+        self.plain = not (plan.workspace_bytes or head or plan.swap or plan.tma or plan.pdl)
+
+    @property
+    def f(self) -> launch.Function:
+        return self.site.f
 
     def __call__(self, a, b, c, alpha, beta, stream):
+        if self.plain:
+            try:
+                packed = self.local.packed
+            except AttributeError:
+                packed = self._packed()
+            s = packed[0][0]             # the argument struct the pointer array points into
+            s.A, s.B, s.C, s.alpha, s.beta = a, b, c, alpha, beta
+            (err,) = self.site.go(stream, packed[1], 0)     # (Site.__call__, inlined)
+            if err:
+                self.site.failed(err)
+            return
         p = self.plan
         if not p.workspace_bytes:
             self._launch(a, b, c, alpha, beta, stream, 0)
-        elif launch.capturing(stream):
+            return
+        if launch.capturing(stream):
             # a graph owns its workspace: stream-ordered scratch, zeroed inside the graph,
             # before the head, so that nothing stands between the head and the twin that
             # starts by programmatic dependent launch
@@ -283,20 +302,26 @@ class Launcher:
             finally:
                 workspace.give(w, stream)
 
+    def _packed(self):
+        try:
+            return self.local.packed
+        except AttributeError:           # this thread's first launch through this Launcher
+            packed = self.local.packed = self.pack()
+            return packed
+
     def _launch(self, a, b, c, alpha, beta, stream, ws):
-        p = self.plan
         if self.head is not None:
             self.head(a, b, c, alpha, beta, stream)
-        s = self.args
-        with self.lock:
-            if p.swap:
-                a, b = b, a
-            s.A, s.B, s.C, s.alpha, s.beta = a, b, c, alpha, beta
-            if ws:
-                s.ws = ws
-            if self.maps is not None:
-                launch.set_tensor_maps(s, *self.maps(a, b))
-            launch.launch(self.f, p.grid, p.block, p.smem, stream, self.packed, pdl=p.pdl)
+        packed = self._packed()
+        s = packed[0][0]
+        if self.plan.swap:
+            a, b = b, a
+        s.A, s.B, s.C, s.alpha, s.beta = a, b, c, alpha, beta
+        if ws:
+            s.ws = ws
+        if self.maps is not None:
+            launch.set_tensor_maps(s, *self.maps(a, b))
+        self.site(stream, packed)
 
 
 def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies, m: int, n: int,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import ctypes
 import itertools
 import threading
+import time
 import types
 
 from cute_gemm import api, execute, launch, resolve
@@ -42,29 +43,64 @@ def split_args(blob: bytes):
 
 class Events(list):
     """The recorded events; `device_word` is what a 4-byte device-to-host copy reads (a
-    composed kernel's range flags)."""
+    composed kernel's range flags), `launch_result` what a launch returns (a CUresult);
+    `yield_in_launch`: a launch lets other threads run before it reads its arguments, as
+    the driver does (it runs without the GIL)."""
     device_word = 0
+    launch_result = 0
+    yield_in_launch = False
 
 
 def install(monkeypatch):
     """Replace the driver; returns the list of recorded events: ("launch", entry, grid,
     stream, argument bytes), ("alloc", ptr, nbytes, stream), ("free", ptr, stream),
     ("memset", ptr, count, stream), ("record", event, stream), ("wait", stream, event),
-    ("dtoh", src, nbytes, stream), ("sync", stream), ("tmap", ptr, dims, ld_bytes, box)."""
+    ("dtoh", src, nbytes, stream), ("sync", stream), ("tmap", ptr, dims, ld_bytes, box),
+    ("set_context", ctx)."""
     events = Events()
     addrs = itertools.count(0x7000_0000_0000, 1 << 36)
 
+    def record_launch(entry, gx, gy, gz, stream, addr):
+        if events.yield_in_launch:
+            time.sleep(0)
+        util = entry.startswith("scale2d")      # one per element type: scale2d, scale2d_f16, ...
+        split = "_split_" in entry              # a composed kernel's pre-pass
+        n = (len(execute._SCALE_OFFSETS) if util else len(execute._SPLIT_OFFSETS) if split
+             else len(launch._OFFSETS_WS))
+        ptrs = (ctypes.c_void_p * n).from_address(addr)
+        size = ctypes.sizeof(execute._ScaleArgs if util else execute._SplitArgs if split
+                             else launch._GemmArgs)
+        events.append(("launch", entry, (gx, gy, gz), stream, ctypes.string_at(ptrs[0], size)))
+        return events.launch_result
+
+    class Result(int):
+        CUDA_SUCCESS, CUDA_ERROR_INVALID_VALUE, CUDA_ERROR_STREAM_CAPTURE_IMPLICIT = 0, 1, 906
+
     class Drv:
-        CUresult = types.SimpleNamespace(CUDA_SUCCESS=0, CUDA_ERROR_STREAM_CAPTURE_IMPLICIT=906)
+        CUresult = Result
         CUfunction_attribute = types.SimpleNamespace(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES=8)
         CUevent_flags = types.SimpleNamespace(CU_EVENT_DISABLE_TIMING=2)
         CUstreamCaptureStatus = types.SimpleNamespace(CU_STREAM_CAPTURE_STATUS_NONE=0)
+
+        def __init__(self):
+            self.current = 1
+
+        def cuGetErrorName(self, err):
+            return (0, f"CUDA_ERROR_{int(err)}".encode())
+
+        def cuGetErrorString(self, err):
+            return (0, b"stub error")
 
         def cuFuncSetAttribute(self, h, attr, value):
             return (0,)
 
         def cuCtxGetCurrent(self):
-            return (0, 1)
+            return (0, self.current)
+
+        def cuCtxSetCurrent(self, ctx):
+            events.append(("set_context", int(ctx)))
+            self.current = int(ctx)
+            return (0,)
 
         def cuStreamIsCapturing(self, h):
             return (0, 0)
@@ -95,15 +131,7 @@ def install(monkeypatch):
             return (0,)
 
         def cuLaunchKernel(self, h, gx, gy, gz, bx, by, bz, smem, stream, addr, extra):
-            util = h.startswith("scale2d")      # one per element type: scale2d, scale2d_f16, ...
-            split = "_split_" in h              # a composed kernel's pre-pass
-            n = (len(execute._SCALE_OFFSETS) if util else len(execute._SPLIT_OFFSETS) if split
-                 else len(launch._OFFSETS_WS))
-            ptrs = (ctypes.c_void_p * n).from_address(addr)
-            size = ctypes.sizeof(execute._ScaleArgs if util else execute._SplitArgs if split
-                                 else launch._GemmArgs)
-            events.append(("launch", h, (gx, gy, gz), stream, ctypes.string_at(ptrs[0], size)))
-            return (0,)
+            return (Result(record_launch(h, gx, gy, gz, stream, addr)),)
 
     def alloc_async(nbytes, ordinal, stream):
         ptr = next(addrs)
@@ -126,6 +154,7 @@ def install(monkeypatch):
     monkeypatch.setattr(launch, "_events", threading.local())
     monkeypatch.setattr(launch, "_zero_is", [])
     monkeypatch.setitem(launch._contexts, 0, 1)
+    monkeypatch.setitem(launch._context_ids, 0, 1)
     monkeypatch.setattr(api, "_count", [1])
     for part in ("loaded", "launches", "hot"):
         monkeypatch.setattr(resolve.CACHE, part, {})

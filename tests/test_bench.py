@@ -23,6 +23,7 @@ import pytest
 import cute_gemm
 import stub_driver
 from cute_gemm import registry, resolve
+from cute_gemm.arrays import DeviceArray
 from cute_gemm.perf import meta, overhead, runner, shapes
 from cute_gemm.perf.cublas import find_cublas
 from cute_gemm.perf.report import format_table, readme_markdown, write_outputs
@@ -568,6 +569,10 @@ def test_gpu_overhead_measurement():
     assert o["run_minus_raw_us"] == pytest.approx(o["run_us"] - o["raw_launch_us"])
     assert ("cublas_us" in o) == (backend is not None)
     assert o["meets_target"] == (o["run_minus_raw_us"] <= overhead.OVERHEAD_TARGET_US)
+    for lib, mine, peer in (("torch", "run_torch", "torch_mm"), ("cupy", "run_cupy", "cupy_matmul")):
+        measured = not o["libraries"][lib].startswith("not measured")
+        assert (f"{mine}_over_{peer}" in o) == measured
+        assert not measured or o[f"{mine}_us"] > 0 < o[f"{peer}_us"]
 
 
 # ---- the whole bench loop on a simulated device (host memory behind the driver calls) ------------
@@ -720,12 +725,58 @@ def test_overhead_measurement_on_a_simulated_device(monkeypatch):
     monkeypatch.setattr(launch, "launch", lambda f, *a: raw.append(f))
     monkeypatch.setattr(overhead, "resolve",
                         lambda k, ops, ordinal=None: (registry.Variant("e"), [], "resolved"))
-    o = overhead.measure_overhead("naive", calls=10, rounds=3)
-    assert raw == ["resolved"] * (200 + 3 * 10)
+    o = overhead.measure_overhead("naive", calls=10, rounds=3, libraries=())
+    assert raw == ["resolved"] * (200 + 3 * 10 * 2)          # (wall_us and host_us per round)
     assert o["entry"] == "e" and o["relayout_copies"] == [] and o["rounds"] == 3
     assert o["run_minus_raw_us"] == pytest.approx(o["run_us"] - o["raw_launch_us"])
-    assert "cublas_us" not in o and o["cublas_library"] is None
+    assert "cublas_us" not in o and o["cublas_library"] is None and o["libraries"] == {}
     assert o["meets_target"] == (o["run_minus_raw_us"] <= overhead.OVERHEAD_TARGET_US)
+
+
+def test_overhead_beside_the_array_libraries_on_a_simulated_device(monkeypatch):
+    """With PyTorch and CuPy importable, run() on their arrays is timed beside torch.mm and
+    cupy.matmul on the same arrays (interleaved rounds), with the ratios; a library that
+    cannot be imported is named with the reason, and its rows are left out."""
+    from cute_gemm import launch
+    from cute_gemm.perf.report import format_overhead
+    _simulated_device(monkeypatch)
+    monkeypatch.setattr(launch, "launch", lambda f, *a: None)
+    monkeypatch.setattr(overhead, "resolve",
+                        lambda k, ops, ordinal=None: (registry.Variant("e"), [], "resolved"))
+    rng = np.random.default_rng()
+    arrays, calls = [], []
+
+    def array(shape, *a, **k):
+        d = DeviceArray.from_host(rng.standard_normal(shape, dtype=np.float32))
+        arrays.append(d)
+        return d
+    torch = types.SimpleNamespace(__version__="2.99", cuda=types.SimpleNamespace(is_available=lambda: True),
+                                  randn=array, mm=lambda a, b, out: calls.append(("mm", a, b, out)))
+    cupy = types.SimpleNamespace(__version__="99.0", float32=np.float32, empty=array,
+                                 random=types.SimpleNamespace(standard_normal=array),
+                                 matmul=lambda a, b, out: calls.append(("matmul", a, b, out)))
+    monkeypatch.setattr(overhead, "_import", lambda name: {"torch": torch, "cupy": cupy}[name])
+    o = overhead.measure_overhead("naive", calls=10, rounds=2)
+    assert o["libraries"] == {"torch": "2.99", "cupy": "99.0"}
+    for key in ("run_torch", "torch_mm", "run_cupy", "cupy_matmul"):
+        assert o[f"{key}_us"] > 0 and o[f"{key}_us_min"] <= o[f"{key}_us"]
+    assert o["run_torch_over_torch_mm"] == pytest.approx(o["run_torch_us"] / o["torch_mm_us"])
+    assert o["run_torch_over_torch_mm_host"] == pytest.approx(o["run_torch_host_us"] / o["torch_mm_host_us"])
+    assert o["run_cupy_over_cupy_matmul"] == pytest.approx(o["run_cupy_us"] / o["cupy_matmul_us"])
+    assert o["run_over_torch_mm"] == pytest.approx(o["run_us"] / o["torch_mm_us"])
+    mm = [c for c in calls if c[0] == "mm"]
+    assert len(mm) == 200 + 2 * 10 * 2 and all(c[1:] == tuple(arrays[:3]) for c in mm)
+    assert len(calls) == 2 * len(mm) and all(c[1:] == tuple(arrays[3:6]) for c in calls if c[0] == "matmul")
+    text = format_overhead(o)
+    assert "torch.mm(a, b, out=o)" in text and "on PyTorch tensors" in text and "x cupy.matmul" in text
+
+    def missing(name):
+        raise ModuleNotFoundError(f"No module named {name!r}")
+    monkeypatch.setattr(overhead, "_import", missing)
+    o = overhead.measure_overhead("naive", calls=10, rounds=2)
+    assert "run_torch_us" not in o and "run_cupy_us" not in o and "run_over_torch_mm" not in o
+    assert o["libraries"]["torch"].startswith("not measured (ModuleNotFoundError")
+    assert "PyTorch tensors" in format_overhead(o) and "not measured" in format_overhead(o)
 
 
 def test_cli_run_on_a_simulated_device(monkeypatch, capsys):

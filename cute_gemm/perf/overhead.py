@@ -1,22 +1,69 @@
-"""Host cost of a call: cute_gemm.run() on device arrays against a raw driver launch of the
-same cubin with pre-packed arguments, and against cuBLAS, on a GEMM small enough that the
-GPU time is negligible. The difference run() - raw is what the Python layer adds."""
+"""Host cost of a call: cute_gemm.run() with `out=` given on a GEMM small enough that the GPU
+time is negligible, side by side with what the array libraries' own matmul costs on the same
+arrays, and with a raw driver launch of the same cubin with pre-packed arguments.
+
+Methods, each only where its library can be imported and used:
+  raw_launch    launch.launch() of the entry run() resolves (the floor of any launch)
+  run           run() on cute_gemm DeviceArrays
+  run_torch     run() on PyTorch tensors            torch_mm      torch.mm(a, b, out=o)
+  run_cupy      run() on CuPy arrays                cupy_matmul   cupy.matmul(a, b, out=o)
+  cublas        the bench's cuBLAS peer on the DeviceArrays (when a backend is given)
+Rounds interleave the methods. Each `{method}_us` is the median over rounds of timing.wall_us
+(`calls` back-to-back calls and one final synchronize, per call: the GPU's rate where it is
+the slower side); each `{method}_host_us` the median of timing.host_us (the same calls in
+bursts the launch queue holds, not waiting for the GPU: the host's own cost). Ratios < 1:
+run() costs less than the library's own call on the same arrays.
+"""
 from __future__ import annotations
+
+import importlib
 
 import numpy as np
 
 from .. import api, launch, registry
 from ..arrays import DeviceArray, parse
 from .runtime import resolve
-from .timing import wall_us
+from .timing import host_us, wall_us
 
 OVERHEAD_TARGET_US = 10.0       # run() may cost at most this much above a raw launch
 
 
+def _import(name: str):
+    return importlib.import_module(name)
+
+
+def _torch_methods(name: str, size: int, methods: dict, notes: dict) -> None:
+    try:
+        torch = _import("torch")
+        if not torch.cuda.is_available():
+            raise RuntimeError("torch.cuda.is_available() is False")
+        a, b, o = (torch.randn((size, size), device="cuda") for _ in range(3))
+    except Exception as e:      # not installed, or no CUDA build
+        notes["torch"] = f"not measured ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
+        return
+    notes["torch"] = torch.__version__
+    methods["run_torch"] = lambda: api.run(name, a, b, out=o)
+    methods["torch_mm"] = lambda: torch.mm(a, b, out=o)
+
+
+def _cupy_methods(name: str, size: int, methods: dict, notes: dict) -> None:
+    try:
+        cp = _import("cupy")
+        a, b = (cp.random.standard_normal((size, size), dtype=cp.float32) for _ in range(2))
+        o = cp.empty((size, size), dtype=cp.float32)
+    except Exception as e:
+        notes["cupy"] = f"not measured ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
+        return
+    notes["cupy"] = cp.__version__
+    methods["run_cupy"] = lambda: api.run(name, a, b, out=o)
+    methods["cupy_matmul"] = lambda: cp.matmul(a, b, out=o)
+
+
 def measure_overhead(kernel: str | None = None, *, size: int = 16, calls: int = 20000,
-                     rounds: int = 5, backend=None) -> dict:
-    """Host µs per call for a tiny GEMM on device arrays. Rounds interleave the methods;
-    each figure is the median over rounds of timing.wall_us(fn, calls)."""
+                     rounds: int = 5, backend=None, libraries=("torch", "cupy")) -> dict:
+    """Host µs per call for a tiny GEMM with out= given (module docstring: the methods).
+    Returns the figures (`{method}_us`: median, `{method}_us_min`), the ratios of run() to
+    the libraries' calls on the same arrays, and what could not be measured and why."""
     name = registry.get(kernel or registry.names()[0]).name
     k = registry.get(name)
     owned = []
@@ -40,25 +87,39 @@ def measure_overhead(kernel: str | None = None, *, size: int = 16, calls: int = 
             "raw_launch": lambda: launch.launch(f, grid, block, smem, 0, packed),
             "run": lambda: api.run(name, dA, dB, out=dC),
         }
+        notes: dict = {}
+        for lib, add in (("torch", _torch_methods), ("cupy", _cupy_methods)):
+            if lib in libraries:
+                add(name, size, methods, notes)
         if backend is not None:
             wa, wb, wc = backend.wrap(dA), backend.wrap(dB), backend.wrap(dC)
             methods["cublas"] = lambda: backend.matmul(wa, wb, wc)
-        for fn in methods.values():       # warm-up (cuBLAS handle, heuristics)
+        for fn in methods.values():       # warm-up (first resolution, cuBLAS handle, heuristics)
             wall_us(fn, 200)
         samples = {key: [] for key in methods}
+        host = {key: [] for key in methods}
         for _ in range(rounds):
             for key, fn in methods.items():
                 samples[key] += wall_us(fn, calls)
+                host[key].append(host_us(fn, calls))
         launch.check_last(name)
         out = {"kernel": name, "shape": [size, size, size], "calls": calls, "rounds": rounds,
-               "entry": variant.entry, "relayout_copies": list(copies)}
+               "entry": variant.entry, "relayout_copies": list(copies), "libraries": notes}
         for key, v in samples.items():
             out[f"{key}_us"] = float(np.median(v))
             out[f"{key}_us_min"] = float(np.min(v))
+            out[f"{key}_host_us"] = float(np.median(host[key]))
+            out[f"{key}_host_us_min"] = float(np.min(host[key]))
         out["cublas_library"] = backend.library if backend is not None else None
         out["run_minus_raw_us"] = out["run_us"] - out["raw_launch_us"]
         out["target_us"] = OVERHEAD_TARGET_US
         out["meets_target"] = out["run_minus_raw_us"] <= OVERHEAD_TARGET_US
+        # run() against the library call on the same arrays, and every run() against torch.mm
+        for mine, peer in (("run_torch", "torch_mm"), ("run_cupy", "cupy_matmul"),
+                           ("run", "torch_mm"), ("run_cupy", "torch_mm")):
+            if f"{mine}_us" in out and f"{peer}_us" in out:
+                out[f"{mine}_over_{peer}"] = out[f"{mine}_us"] / out[f"{peer}_us"]
+                out[f"{mine}_over_{peer}_host"] = out[f"{mine}_host_us"] / out[f"{peer}_host_us"]
         return out
     finally:
         launch.synchronize()

@@ -183,19 +183,43 @@ def format_overhead(o: dict) -> str:
     if "error" in o:
         return f"host overhead: not measured ({o['error']})"
     m, n, k = o["shape"]
-    w = 48
-    lines = [f"host overhead per call, {m}x{n}x{k} GEMM on device arrays (µs/call, median of "
-             f"{o['rounds']} rounds x {o['calls']} calls, incl. one final sync):",
-             f"  {'raw driver launch (same cubin, pre-packed args)':<{w}}{o['raw_launch_us']:8.2f}",
-             f"  {'cute_gemm.run(' + repr(o['kernel']) + ')':<{w}}{o['run_us']:8.2f}   "
-             f"(+{o['run_minus_raw_us']:.2f} over raw; target <= {o['target_us']:g}: "
-             f"{'met' if o['meets_target'] else 'MISSED'})"]
-    if o.get("cublas_us") is not None:
-        lines.append(f"  {'cuBLAS via ' + str(o.get('cublas_library')):<{w}}{o['cublas_us']:8.2f}")
-    else:
-        lines.append(f"  {'cuBLAS':<{w}}not measured (no CuPy/PyTorch)")
-    return "\n".join(lines)
+    w = 52
+    run = f"cute_gemm.run({o['kernel']!r}"
+    host = "raw_launch_host_us" in o        # (records before 2026-11-24 have no host column)
 
+    def row(label: str, key: str, note: str = "") -> str:
+        h = f"{o[key + '_host_us']:9.2f}" if host else ""
+        return f"  {label:<{w}}{o[key + '_us']:8.2f}{h}" + (f"   ({note})" if note else "")
+
+    def ratio(key: str, peer: str) -> str:
+        r = o.get(f"{key}_over_{peer}")
+        if r is None:
+            return ""
+        rh = o.get(f"{key}_over_{peer}_host")
+        return f"{r:.2f}x {peer.replace('_', '.')}" + (f", host {rh:.2f}x" if rh is not None else "")
+
+    lines = [f"host cost per call, {m}x{n}x{k} GEMM with out= given (µs/call, median of "
+             f"{o['rounds']} rounds x {o['calls']} calls" + (
+                 "; first column: back to back with one final sync, second: the host alone, "
+                 "in bursts the launch queue holds):" if host else ", incl. one final sync):"),
+             row("raw driver launch (same cubin, pre-packed args)", "raw_launch"),
+             row(run + ") on DeviceArrays", "run",
+                 f"+{o['run_minus_raw_us']:.2f} over raw; target <= {o['target_us']:g}: "
+                 f"{'met' if o['meets_target'] else 'MISSED'}"
+                 + (f"; {ratio('run', 'torch_mm')}" if "run_over_torch_mm" in o else ""))]
+    libs = o.get("libraries", {})
+    for lib, kind, mine, peer, call in (
+            ("torch", "PyTorch tensors", "run_torch", "torch_mm", "torch.mm(a, b, out=o)"),
+            ("cupy", "CuPy arrays", "run_cupy", "cupy_matmul", "cupy.matmul(a, b, out=o)")):
+        if f"{mine}_us" in o:
+            note = ratio(mine, peer) + (f"; {ratio(mine, 'torch_mm')}" if lib == "cupy" and
+                                        f"{mine}_over_torch_mm" in o else "")
+            lines += [row(run + f") on {kind}", mine, note), row(call, peer)]
+        elif lib in libs:
+            lines.append(f"  {kind:<{w}}{libs[lib]}")
+    if o.get("cublas_us") is not None:
+        lines.append(row("cuBLAS via " + str(o.get("cublas_library")) + " on the DeviceArrays", "cublas"))
+    return "\n".join(lines)
 
 
 def readme_markdown(result: BenchResult, *, size: int | None = None, layout: str = "nn",

@@ -8,7 +8,11 @@
   slow kernels to fit a time budget, never below min_repeats.
 * wall_us: host time per call (µs): wall clock around `calls` back-to-back calls plus one
   final synchronize, divided by `calls`. Used for the per-call overhead of run() and by
-  scripts/run_timings.py.
+  scripts/run_timings.py. When the GPU takes longer per tiny kernel than the host per call,
+  this is the GPU's rate, not the host's.
+* host_us: the host's own time per call: bursts of calls, each begun on an idle device and
+  timed without waiting for the GPU (a burst is shorter than the driver's launch queue, so
+  the host never waits for a free slot).
 
 `cute-gemm run`, `cute-gemm bench` and the overhead measurement all time through these.
 """
@@ -95,3 +99,18 @@ def wall_us(fn: Callable[[], object], calls: int = 1, repeats: int = 1) -> list[
         launch.synchronize()
         out.append((time.perf_counter() - t0) / calls * 1e6)
     return out
+
+
+def host_us(fn: Callable[[], object], calls: int = 1, burst: int = 128) -> float:
+    """Host µs per call, not waiting for the GPU (module docstring)."""
+    total, done = 0.0, 0
+    while done < calls:
+        n = min(burst, calls - done)
+        launch.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        total += time.perf_counter() - t0
+        done += n
+    launch.synchronize()
+    return total / max(calls, 1) * 1e6

@@ -1,0 +1,166 @@
+"""run()'s signature hot path: a repeat call on device arrays with `out`, no `c`, on a
+one-device host goes from its operands' attributes straight to the launch resolved for it.
+
+A call's signature holds everything validation, the entry choice and the launch depend
+on: the kernel, the precision asked for, the call's stream, and per operand what its
+kind of array can change — shape, strides, element type and pointer alignment class
+(ptr & 255) always; the read-only flag, mask and producer stream of a
+__cuda_array_interface__; requires_grad of a PyTorch tensor; CuPy's current stream (which
+its CAI reports as the producer stream). The first call with a signature goes through
+run()'s full path; if that launched one resolved Launcher with no producer stream to wait
+for, the signature is remembered (`remember`), and later calls with it skip parse() and
+validation: they test only what the signature cannot hold (null pointers, an `out` that
+overlaps an input) and launch with their own pointers and alpha.
+
+Each array type is read by the cheapest means that sees what the full path sees: our
+DeviceArray and PyTorch tensors by their attributes (PyTorch builds its CAI dict in
+Python), CuPy arrays by theirs, anything else by its CAI.
+"""
+from __future__ import annotations
+
+import sys
+
+from . import launch
+from .arrays import DeviceArray, Operand
+from .resolve import CACHE
+
+HOT_ENTRIES = 4096     # remembered signatures (all forgotten at once past this)
+
+
+# ---- one operand (a call whose operands are of different kinds) ---------------------------
+def _read_cai(x):
+    c = x.__cuda_array_interface__
+    p = c["data"][0]
+    return (c["shape"], c.get("strides"), c["typestr"], c["data"][1], c.get("mask"),
+            c.get("stream"), p & 255), p
+
+
+def _read_device_array(x):
+    p = x.ptr
+    return ("da", x.shape, x.strides, x.dtype_name, p & 255), p
+
+
+def _torch_reader(torch):
+    def read(t):
+        if not t.is_cuda:      # a CPU tensor must never match a CUDA one
+            return None
+        p = t.data_ptr()
+        return ("torch", t.shape, t.stride(), t.dtype, t.requires_grad, p & 255), p
+    return read
+
+
+def _cupy_reader(cupy):
+    current = cupy.cuda.get_current_stream
+
+    def read(x):
+        p = x.data.ptr
+        # the producer stream its CAI reports is CuPy's current stream
+        return ("cupy", x.shape, x.strides, x.dtype, current().ptr, p & 255), p
+    return read
+
+
+# ---- three operands of one kind: one function, one flat signature -------------------------
+def _read3_device_arrays(a, b, o):
+    pa, pb, po = a.ptr, b.ptr, o.ptr
+    return (("da", a.shape, a.strides, a.dtype_name, pa & 255, b.shape, b.strides, b.dtype_name,
+             pb & 255, o.shape, o.strides, o.dtype_name, po & 255), pa, pb, po)
+
+
+def _torch_read3(torch):
+    def read3(a, b, o):
+        if not (a.is_cuda and b.is_cuda and o.is_cuda):
+            return None
+        pa, pb, po = a.data_ptr(), b.data_ptr(), o.data_ptr()
+        # an out that requires grad is refused by the full path; an a or b that does is read
+        # as its data, as here
+        return (("torch", a.shape, a.stride(), a.dtype, pa & 255, b.shape, b.stride(), b.dtype,
+                 pb & 255, o.shape, o.stride(), o.dtype, o.requires_grad, po & 255), pa, pb, po)
+    return read3
+
+
+def _cupy_read3(cupy):
+    current = cupy.cuda.get_current_stream
+
+    def read3(a, b, o):
+        pa, pb, po = a.data.ptr, b.data.ptr, o.data.ptr
+        # each one's CAI reports the current stream as its producer's: read once
+        return (("cupy", a.shape, a.strides, a.dtype, pa & 255, b.shape, b.strides, b.dtype,
+                 pb & 255, o.shape, o.strides, o.dtype, po & 255, current().ptr), pa, pb, po)
+    return read3
+
+
+def _mixed(ra, rb, ro):
+    def read3(a, b, o):
+        (sa, pa), (sb, pb), (so, po) = ra(a), rb(b), ro(o)     # (None: TypeError, caught)
+        return (sa, sb, so), pa, pb, po
+    return read3
+
+
+# (type(a), type(b), type(out)) -> read3(a, b, out): (signature, pa, pb, po) or None;
+# type -> whether its signature holds the producer stream the full path reads
+_READ3: dict = {}
+_HOLDS_STREAM: dict = {}
+
+
+def _kind(tp):
+    """(reader of one operand, read3 of three of this type or None, holds its producer stream)."""
+    torch, cupy = sys.modules.get("torch"), sys.modules.get("cupy")
+    if issubclass(tp, DeviceArray):
+        return _read_device_array, _read3_device_arrays, False
+    if torch is not None and tp in (getattr(torch, "Tensor", None),
+                                    getattr(getattr(torch, "nn", None), "Parameter", None)):
+        return _torch_reader(torch), _torch_read3(torch), False   # (subclasses: their CAI)
+    if cupy is not None and tp is getattr(cupy, "ndarray", None):
+        return _cupy_reader(cupy), _cupy_read3(cupy), True
+    return _read_cai, None, True
+
+
+def _read3_for(types):
+    kinds = [_kind(tp) for tp in types]
+    for tp, k in zip(types, kinds):
+        _HOLDS_STREAM[tp] = k[2]
+    r = kinds[0][1] if types[0] is types[1] is types[2] and kinds[0][1] else \
+        _mixed(*(k[0] for k in kinds))
+    _READ3[types] = r
+    return r
+
+
+def launch_or_sign(name, precision, a, b, out, alpha, stream):
+    """True if the call was launched through a remembered signature; else what `remember`
+    needs once the full path has run (None: this call has no signature)."""
+    try:
+        types = (type(a), type(b), type(out))
+        r = (_READ3.get(types) or _read3_for(types))(a, b, out)
+        if r is None:
+            return None
+        s = 0 if stream is None else launch.stream_handle(stream)
+        key = (name, precision, s, r[0])
+        entry = CACHE.hot.get(key)      # (TypeError for an unhashable field: no signature)
+    except Exception:    # the full path reads the operands and says what is wrong
+        return None
+    if entry is None:
+        return key
+    launcher, (alo, ahi, blo, bhi, olo, ohi) = entry
+    _, pa, pb, po = r
+    if (pa and pb and po and not (pa + alo < po + ohi and po + olo < pa + ahi)
+            and not (pb + blo < po + ohi and po + olo < pb + bhi)):
+        launch.ensure_context(0)
+        launcher(pa, pb, po, alpha, 0.0, s)
+        return True
+    return None      # null pointers or an overlapping out: the full path names or handles it
+
+
+def remember(key, fast, A: Operand, B: Operand, O: Operand) -> None:
+    """Keep the signature of a call the full path has just launched through `fast` (gemm_device's
+    (key, Launcher)), if nothing it did depends on more than the signature: no producer stream
+    was waited for, and an operand whose signature does not hold its producer stream had none."""
+    cs = launch.canonical_stream(key[2])
+    for op in (A, B, O):
+        if op.stream is not None and not (_HOLDS_STREAM.get(type(op.obj))
+                                          and launch.canonical_stream(op.stream) == cs):
+            return
+    if len(CACHE.hot) >= HOT_ENTRIES:
+        CACHE.hot.clear()
+    # each operand's byte span relative to its pointer (fixed by the signature), for the
+    # overlap test
+    CACHE.hot[key] = (fast[1], tuple(x - op.ptr for op in (A, B, O) for x in op.span()))

@@ -1,0 +1,406 @@
+"""run()'s signature hot path (hotpath.py) with a stub driver: which calls take it, what it
+reads of each kind of array, and what still goes through validation — a changed signature,
+an overlapping out, a CPU or grad-requiring tensor, a producer stream to wait for. The
+Launcher's per-thread argument blocks under racing threads. GPU (skipped without one): the
+hot path gives the same bits as the full path on PyTorch and CuPy arrays."""
+from __future__ import annotations
+
+import sys
+import threading
+import types
+
+import numpy as np
+import pytest
+
+import cute_gemm
+import stub_driver
+from cute_gemm import api, hotpath, launch, resolve
+from cute_gemm.arrays import DeviceArray
+from cute_gemm.errors import CudaError, DTypeError, InputError, NotAnArrayError, ShapeError
+from stub_driver import Dev, gemm_args
+
+
+def _gemm_launches(events):
+    return [gemm_args(e[4]) for e in stub_driver.launches(events, "gemm")]
+
+
+def _count_validations(monkeypatch):
+    seen = []
+    real = api._validate
+    monkeypatch.setattr(api, "_validate", lambda *x: seen.append(1) or real(*x))
+    return seen
+
+
+# ---- a PyTorch stand-in: the attributes hotpath reads, and a CAI as PyTorch builds it --------
+class _DType:
+    def __init__(self, name, typestr):
+        self.name, self.typestr = name, typestr
+
+
+def _fake_torch(monkeypatch):
+    """A module named torch whose Tensor has PyTorch's attributes and a version-2 CAI (no
+    stream; strides None when contiguous; RuntimeError when it requires grad); counts CAI reads."""
+    torch = types.ModuleType("torch")
+    torch.float32, torch.float64 = _DType("float32", "<f4"), _DType("float64", "<f8")
+    cai_reads = []
+
+    class Tensor:
+        def __init__(self, shape, ptr, strides=None, dtype=torch.float32, is_cuda=True,
+                     requires_grad=False):
+            self.shape, self._ptr, self.dtype = tuple(shape), ptr, dtype
+            self._strides = strides or (shape[1], 1)
+            self.is_cuda, self.requires_grad = is_cuda, requires_grad
+
+        def data_ptr(self):
+            return self._ptr
+
+        def stride(self):
+            return self._strides
+
+        def detach(self):
+            return Tensor(self.shape, self._ptr, self._strides, self.dtype, self.is_cuda)
+
+        @property
+        def __cuda_array_interface__(self):
+            if not self.is_cuda:
+                raise AttributeError("Can't get __cuda_array_interface__ on non-CUDA tensor")
+            if self.requires_grad:
+                raise RuntimeError("Can't get __cuda_array_interface__ on Variable that requires grad")
+            cai_reads.append(self)
+            e = 8 if self.dtype is torch.float64 else 4
+            contiguous = self._strides == (self.shape[1], 1)
+            return {"typestr": self.dtype.typestr, "shape": self.shape, "version": 2,
+                    "strides": None if contiguous else tuple(e * s for s in self._strides),
+                    "data": (self._ptr, False)}
+
+    class Parameter(Tensor):
+        pass
+
+    torch.Tensor = Tensor
+    torch.nn = types.SimpleNamespace(Parameter=Parameter)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    return torch, cai_reads
+
+
+def test_torch_tensors_take_the_path_by_their_attributes(monkeypatch):
+    """A repeat call on CUDA tensors reads data_ptr/shape/stride/dtype, never the CAI PyTorch
+    builds in Python, and launches what the first call resolved with its own pointers."""
+    events = stub_driver.install(monkeypatch)
+    torch, cai_reads = _fake_torch(monkeypatch)
+    T = torch.Tensor
+    a, b, out = T((40, 16), 0x10000), T((16, 24), 0x20000), T((40, 24), 0x30000)
+    assert api.run("cute_smem", a, b, out=out) is out
+    assert len(resolve.CACHE.hot) == 1 and len(cai_reads) == 3
+    validated = _count_validations(monkeypatch)
+    a2, out2 = T((40, 16), 0x50000), T((40, 24), 0x60000)        # same alignment class
+    for _ in range(3):
+        api.run("cute_smem", a2, b, out=out2, alpha=2)
+    assert not validated and len(cai_reads) == 3
+    first, *rest = _gemm_launches(events)
+    assert [(g.A, g.B, g.C, g.alpha) for g in rest] == [(0x50000, 0x20000, 0x60000, 2.0)] * 3
+    assert (first.A, first.C, first.alpha) == (0x10000, 0x30000, 1.0)
+    # a grad-requiring a or b is read as its data, as the full path reads it: the same launch
+    api.run("cute_smem", T((40, 16), 0x50000, requires_grad=True), b, out=out2)
+    assert len(_gemm_launches(events)) == 5 and not validated
+
+
+def test_torch_tensors_that_are_not_what_the_path_assumes_are_validated(monkeypatch):
+    """After a remembered signature, tensors with the same shapes but another device, dtype,
+    grad-requiring out, strides or alignment never reach the remembered launch."""
+    events = stub_driver.install(monkeypatch)
+    torch, _ = _fake_torch(monkeypatch)
+    T = torch.Tensor
+    a, b, out = T((40, 16), 0x10000), T((16, 24), 0x20000), T((40, 24), 0x30000)
+    for _ in range(2):
+        api.run("cute_smem", a, b, out=out)
+    n = len(_gemm_launches(events))
+    with pytest.raises(NotAnArrayError):                        # a CPU tensor (no CAI, no DLPack)
+        api.run("cute_smem", T((40, 16), 0x10000, is_cuda=False), b, out=out)
+    with pytest.raises(DTypeError):
+        api.run("cute_smem", T((40, 16), 0x10000, dtype=torch.float64), b, out=out)
+    with pytest.raises(InputError, match="requires grad"):
+        api.run("cute_smem", a, b, out=T((40, 24), 0x30000, requires_grad=True))
+    assert len(_gemm_launches(events)) == n and len(resolve.CACHE.hot) == 1
+    validated = _count_validations(monkeypatch)
+    api.run("cute_smem", a, b, out=T((40, 24), 0x30000, strides=(32, 1)))   # another ld
+    api.run("cute_smem", T((40, 16), 0x10004), b, out=out)                   # another class
+    g = _gemm_launches(events)[-2:]
+    assert len(validated) == 2 and (g[0].sCm, g[1].A) == (32, 0x10004)
+
+
+def test_a_tensor_subclass_is_read_through_its_cai_and_a_parameter_by_its_attributes(monkeypatch):
+    stub_driver.install(monkeypatch)
+    torch, cai_reads = _fake_torch(monkeypatch)
+
+    class Sub(torch.Tensor):      # subclasses may override what their CAI reports
+        pass
+    a, b, out = Sub((40, 16), 0x10000), Sub((16, 24), 0x20000), Sub((40, 24), 0x30000)
+    for _ in range(3):
+        api.run("cute_smem", a, b, out=out)
+    assert len(cai_reads) == 3 + 3 * 3          # the full path's reads, then the signature's
+    P = torch.nn.Parameter
+    pa, pb = P((40, 16), 0x10000, requires_grad=True), P((16, 24), 0x20000, requires_grad=True)
+    validated = _count_validations(monkeypatch)
+    for _ in range(3):
+        api.run("cute_smem", pa, pb, out=torch.Tensor((40, 24), 0x30000))
+    assert len(validated) == 1
+
+
+def test_a_cai_that_names_a_stream_is_never_remembered_for_torch_tensors(monkeypatch):
+    """A PyTorch whose CAI reported its current stream (v3) would make the attribute reader
+    blind to a producer stream: such a call is not remembered, so each one waits."""
+    events = stub_driver.install(monkeypatch)
+    torch, _ = _fake_torch(monkeypatch)
+    T = torch.Tensor
+    cai = T.__cuda_array_interface__.fget
+    monkeypatch.setattr(T, "__cuda_array_interface__", property(lambda t: dict(cai(t), stream=0xAAAA)))
+    a, b, out = T((40, 16), 0x10000), T((16, 24), 0x20000), T((40, 24), 0x30000)
+    for _ in range(3):
+        api.run("cute_smem", a, b, out=out)
+    assert not resolve.CACHE.hot
+    assert len([e for e in events if e[0] == "wait"]) == 3      # (one per producer stream)
+
+
+# ---- CuPy stand-in: its current stream is what its CAI reports ---------------------------------
+def _fake_cupy(monkeypatch):
+    cupy = types.ModuleType("cupy")
+    current = types.SimpleNamespace(ptr=0)
+    cai_reads = []
+
+    class ndarray:
+        def __init__(self, shape, ptr, itemsize=4):
+            self.shape, self.data = tuple(shape), types.SimpleNamespace(ptr=ptr)
+            self.strides, self.dtype = (itemsize * shape[1], itemsize), np.dtype(f"<f{itemsize}")
+
+        @property
+        def __cuda_array_interface__(self):
+            cai_reads.append(self)
+            return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.data.ptr, False),
+                    "strides": None, "version": 3, "stream": current.ptr or 1}
+
+    cupy.ndarray = ndarray
+    cupy.cuda = types.SimpleNamespace(get_current_stream=lambda: current)
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    return cupy, current, cai_reads
+
+
+def test_cupy_arrays_on_the_calls_stream_take_the_path_and_others_wait(monkeypatch):
+    events = stub_driver.install(monkeypatch)
+    cupy, current, cai_reads = _fake_cupy(monkeypatch)
+    A = cupy.ndarray
+    a, b, out = A((40, 16), 0x10000), A((16, 24), 0x20000), A((40, 24), 0x30000)
+    for _ in range(3):          # CuPy's default stream is the legacy stream: so is stream=None
+        api.run("cute_smem", a, b, out=out)
+    assert len(cai_reads) == 3 and len(resolve.CACHE.hot) == 1
+    assert not [e for e in events if e[0] in ("record", "wait")]
+    current.ptr = 0xAAAA        # CuPy now works on another stream: its arrays' producer
+    for _ in range(2):
+        api.run("cute_smem", a, b, out=out)
+    waits = [e for e in events if e[0] == "wait"]
+    assert len(waits) == 2 and {w[1] for w in waits} == {0}       # waited for, on our stream
+    assert len(resolve.CACHE.hot) == 1
+    for _ in range(2):          # the call on CuPy's stream: remembered, no waits
+        api.run("cute_smem", a, b, out=out, stream=0xAAAA)
+    assert len(resolve.CACHE.hot) == 2 and len([e for e in events if e[0] == "wait"]) == 2
+    assert [e[3] for e in stub_driver.launches(events)][-2:] == [0xAAAA, 0xAAAA]
+
+
+def test_operands_of_different_kinds_are_read_one_by_one(monkeypatch):
+    """A CuPy a, a PyTorch b and a CAI out: each read by its own reader; CuPy's current
+    stream still decides (a change is waited for, then remembered on its own)."""
+    events = stub_driver.install(monkeypatch)
+    torch, _ = _fake_torch(monkeypatch)
+    cupy, current, cai_reads = _fake_cupy(monkeypatch)
+    a, b, out = cupy.ndarray((40, 16), 0x10000), torch.Tensor((16, 24), 0x20000), Dev((40, 24), 0x30000)
+    for _ in range(3):
+        api.run("cute_smem", a, b, out=out)
+    assert len(resolve.CACHE.hot) == 1 and len(cai_reads) == 1
+    assert not [e for e in events if e[0] == "wait"]
+    current.ptr = 0xAAAA
+    api.run("cute_smem", a, b, out=out)
+    assert len([e for e in events if e[0] == "wait"]) == 1 and len(resolve.CACHE.hot) == 1
+    validated = _count_validations(monkeypatch)
+    with pytest.raises(NotAnArrayError):           # b on the CPU: never the remembered launch
+        api.run("cute_smem", cupy.ndarray((40, 16), 0x10000), torch.Tensor((16, 24), 0x20000, is_cuda=False),
+                out=out)
+    assert len(validated) == 1 and len(stub_driver.launches(events)) == 4
+
+
+# ---- DeviceArray (bfloat16 included: it has no CAI) ------------------------------------------------
+class _Buf:
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+
+def _dev(shape, ptr, dtype="float32", strides=None):
+    return DeviceArray(shape, strides=strides, dtype=dtype, _buffer=_Buf(ptr))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_device_arrays_take_the_path_and_overlap_is_still_tested(monkeypatch, dtype):
+    events = stub_driver.install(monkeypatch)
+    name = "naive" if dtype == "float32" else "cute_mma_sm80"
+    a, b, out = _dev((64, 64), 0x100000, dtype), _dev((64, 64), 0x200000, dtype), _dev((64, 64), 0x300000)
+    api.run(name, a, b, out=out)
+    validated = _count_validations(monkeypatch)
+    api.run(name, a, b, out=out)
+    assert not validated and len(resolve.CACHE.hot) == 1
+    assert not [e for e in events if e[0] == "alloc"]
+    # out moved onto a's memory (a float32 view of it): computed apart, then copied
+    api.run(name, a, b, out=_dev((64, 64), 0x100000))
+    assert len(validated) == 1 and [e for e in events if e[0] == "alloc"]
+    with pytest.raises(InputError, match="null"):                # a closed array as out
+        api.run(name, a, b, out=_dev((64, 64), 0))
+    with pytest.raises(ShapeError):                              # another shape: validated
+        api.run(name, a, _dev((64, 63), 0x200000, dtype), out=out)
+
+
+def test_changed_signature_validates_again_and_clear_caches_ends_the_path(monkeypatch):
+    events = stub_driver.install(monkeypatch)
+    a, b, out = _dev((37, 29), 0x10000), _dev((29, 45), 0x20000), _dev((37, 45), 0x30000)
+    api.run("cute_smem", a, b, out=out)
+    validated = _count_validations(monkeypatch)
+    api.run("cute_smem", a, b, out=out)
+    api.run("cute_smem", a, b, out=out, precision="fp32")      # another precision asked for
+    api.run("cute_smem", a.T.T, b, out=out, stream=7)           # another stream
+    api.run("cute_smem", a, _dev((29, 45), 0x20000, strides=(64, 1)), out=out)
+    api.run("cute_smem", a, b, out=out, alpha=0.5, beta=2.0)     # beta without c: as beta = 0
+    assert len(validated) == 3
+    g = _gemm_launches(events)[-1]
+    assert (g.alpha, g.beta) == (0.5, 0.0)
+    with pytest.raises(InputError):                              # beta's type is still checked
+        api.run("cute_smem", a, b, out=out, beta="2")
+    cute_gemm.clear_caches()
+    api.run("cute_smem", a, b, out=out)
+    assert len(validated) == 5
+
+
+def test_an_unhashable_or_raising_operand_goes_the_full_path(monkeypatch):
+    stub_driver.install(monkeypatch)
+
+    class Raises:
+        @property
+        def __cuda_array_interface__(self):
+            raise RuntimeError("no")
+    with pytest.raises(NotAnArrayError):
+        api.run("naive", Raises(), Dev((3, 4), 0x2000), out=Dev((4, 4), 0x3000))
+    with pytest.raises(NotAnArrayError):
+        api.run("naive", object(), Dev((3, 4), 0x2000), out=Dev((4, 4), 0x3000))
+    a = Dev((4, 3), 0x1000)
+    a.mask = [1]           # (Dev's CAI has no mask: add one, unhashable)
+    cai = type(a).__cuda_array_interface__.fget
+    monkeypatch.setattr(type(a), "__cuda_array_interface__", property(
+        lambda x: dict(cai(x), mask=getattr(x, "mask", None))))
+    with pytest.raises(InputError, match="mask"):
+        api.run("naive", a, Dev((3, 4), 0x2000), out=Dev((4, 4), 0x3000))
+
+
+# ---- the launcher: per-thread argument blocks, errors, the context ----------------------------------
+def test_threads_racing_on_one_launcher_each_launch_their_own_pointers(monkeypatch):
+    """Threads share the remembered Launcher; each writes its own argument block, so no
+    launch mixes one thread's pointers with another's (the driver copies them at launch)."""
+    events = stub_driver.install(monkeypatch)
+    events.yield_in_launch = True
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        base = [_dev((32, 32), 0x100000), _dev((32, 32), 0x200000), _dev((32, 32), 0x300000)]
+        api.run("naive", *base[:2], out=base[2])
+
+        def work(t):
+            for i in range(200):
+                p = (t << 32) + (i << 20)
+                api.run("naive", _dev((32, 32), p), _dev((32, 32), p + 0x10000),
+                        out=_dev((32, 32), p + 0x20000), alpha=float(t))
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(1, 9)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    finally:
+        sys.setswitchinterval(interval)
+    got = _gemm_launches(events)[1:]
+    assert sorted(g.A for g in got) == sorted((t << 32) + (i << 20) for t in range(1, 9)
+                                              for i in range(200))      # each call once
+    for g in got:
+        assert (g.B - g.A, g.C - g.A, g.alpha) == (0x10000, 0x20000, float(g.A >> 32)), hex(g.A)
+
+
+def test_a_launch_error_on_the_path_is_a_cuda_error(monkeypatch):
+    events = stub_driver.install(monkeypatch)
+    a, b, out = _dev((16, 16), 0x1000), _dev((16, 16), 0x2000), _dev((16, 16), 0x3000)
+    api.run("naive", a, b, out=out)
+    events.launch_result = 700           # e.g. a sticky illegal address from earlier work
+    with pytest.raises(CudaError, match="kernel 'naive'.*CUDA_ERROR_700"):
+        api.run("naive", a, b, out=out)
+
+
+def test_the_path_makes_our_context_current_in_a_thread_with_another(monkeypatch):
+    events = stub_driver.install(monkeypatch)
+    a, b, out = _dev((16, 16), 0x1000), _dev((16, 16), 0x2000), _dev((16, 16), 0x3000)
+    api.run("naive", a, b, out=out)
+    launch._drv().current = 0x999        # a library made its own context current
+    api.run("naive", a, b, out=out)
+    i = events.index(("set_context", 1))
+    assert stub_driver.launches(events)[-1] is events[-1] and i < len(events) - 1
+    api.run("naive", a, b, out=out)
+    assert events.count(("set_context", 1)) == 1
+
+
+def test_remembered_signatures_are_bounded(monkeypatch):
+    stub_driver.install(monkeypatch)
+    monkeypatch.setattr(hotpath, "HOT_ENTRIES", 4)
+    for i in range(1, 7):
+        api.run("naive", _dev((i, 8), 0x1000), _dev((8, 8), 0x2000), out=_dev((i, 8), 0x3000))
+    assert 1 <= len(resolve.CACHE.hot) <= 4
+
+
+# ---- GPU: the hot path gives the bits of the full path ----------------------------------------------
+def _hot_equals_full(name, make, to_numpy, sync):
+    m, n, k = 37, 45, 29
+    a, b = make((m, k)), make((k, n))
+    outs = [make((m, n), nan=True) for _ in range(3)]
+    cute_gemm.run(name, a, b, out=outs[0])                  # (compiled, loaded, device counted)
+    cute_gemm.clear_caches()
+    cute_gemm.run(name, a, b, out=outs[0])                  # the full path (resolves)
+    before = len(resolve.CACHE.hot)
+    real = api._validate
+    seen = []
+    api._validate = lambda *x: seen.append(1) or real(*x)
+    try:
+        cute_gemm.run(name, a, b, out=outs[1])              # the signature hot path
+        cute_gemm.run(name, a, b, out=outs[2], alpha=-0.5)
+    finally:
+        api._validate = real
+    sync()
+    assert before == 1 and not seen
+    r = [to_numpy(o) for o in outs]
+    assert np.array_equal(r[0], r[1]) and not np.isnan(r[0]).any()
+    assert np.array_equal(-0.5 * r[0], r[2])
+    ref = to_numpy(a).astype(np.float64) @ to_numpy(b).astype(np.float64)
+    gauge = np.abs(to_numpy(a)).astype(np.float64) @ np.abs(to_numpy(b)).astype(np.float64)
+    assert (np.abs(r[0] - ref) <= 16 * k * 2.0 ** -24 * gauge).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["naive", "cute_pipelined"])
+def test_gpu_hot_path_same_bits_as_full_path_torch(name):
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA")
+    _hot_equals_full(name, lambda s, nan=False: torch.full(s, float("nan"), device="cuda") if nan
+                     else torch.randn(s, device="cuda"),
+                     lambda t: t.cpu().numpy(), torch.cuda.synchronize)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["naive", "cute_pipelined"])
+def test_gpu_hot_path_same_bits_as_full_path_cupy_and_device_arrays(name):
+    cp = pytest.importorskip("cupy")
+    _hot_equals_full(name, lambda s, nan=False: cp.full(s, cp.nan, dtype=cp.float32) if nan
+                     else cp.random.standard_normal(s, dtype=cp.float32),
+                     cp.asnumpy, cp.cuda.runtime.deviceSynchronize)
+    rng = np.random.default_rng()
+    _hot_equals_full(name, lambda s, nan=False: DeviceArray.full(s, float("nan")) if nan
+                     else DeviceArray.from_host(rng.standard_normal(s, dtype=np.float32)),
+                     lambda d: d.to_host(), launch.synchronize)
