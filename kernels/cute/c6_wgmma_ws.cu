@@ -126,8 +126,9 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
   constexpr int kCluster = Config::cluster_m;              // CTAs along m sharing B tiles
   // tf32 with A m-major: A from registers (RS), the wgmma then sees a k-major A
   constexpr bool kRegA = sizeof(T) == 4 && MajA == GMMA::Major::MN;
-  using OpA = cute::conditional_t<kRegA, cg::sm90::RegisterOperand<kBlkM, kBlkK, kStages>,
-                                  cg::sm90::OperandTile<TAB, MajA, kBlkM, kBlkK, kStages, 1, Config::k_bytes>>;
+  using OpA = cute::conditional_t<
+      kRegA, cg::sm90::RegisterOperand<kBlkM, kBlkK, kStages>,
+      cg::sm90::OperandTile<TAB, MajA, kBlkM, kBlkK, kStages, 1, Config::k_bytes>>;
   using OpB = cg::sm90::OperandTile<TAB, MajB, kBlkN, kBlkK, kStages, kCluster, Config::k_bytes>;
   using Ring = cg::sm90::StageRing<kStages>;
   using State = cg::sm90::RingState<kStages>;
@@ -138,7 +139,9 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
           GMMA::rs_op_selector<T, T, float, Shape<_64, Int<kBlkN>, Int<kBlkK>>, GMMA::Major::K, MajB>(),
           Layout<Shape<Int<Config::consumers>, _1, _1>>{});
     else
-      return make_tiled_mma(GMMA::ss_op_selector<T, T, float, Shape<_64, Int<kBlkN>, Int<kBlkK>>, MajA, MajB>(), Layout<Shape<Int<Config::consumers>, _1, _1>>{});
+      return make_tiled_mma(
+          GMMA::ss_op_selector<T, T, float, Shape<_64, Int<kBlkN>, Int<kBlkK>>, MajA, MajB>(),
+          Layout<Shape<Int<Config::consumers>, _1, _1>>{});
   };
   TiledMMA mma = make_mma();
 
