@@ -338,17 +338,31 @@ def tma_boxes(precision: str, a_major: str, b_major: str, bm: int, bn: int,
     mn-major one in EXT/64 boxes (64, BLK_K) (64 16-bit elements: one 128-byte swizzle row).
     b_parts: the CTAs of a cluster that share B tiles, each loading (and multicasting) 1/b_parts
     of them: a k-major B box is then (BLK_K, BLK_N / b_parts). row_bytes: the swizzle width
-    (128, or 64: k-tiles of 64 bytes, 32-element slabs)."""
+    (128, or 64: k-tiles of 64 bytes, 32-element slabs).
+
+    tf32 takes an mn-major operand only as RS wgmma's register A (sm90_register_operand.cuh,
+    RegisterOperand::kBox0/kBox1): (32, BLK_K) boxes of 128-byte k-lines. An m-major A is that
+    operand; an n-major B becomes it in the transposed problem C^T = B^T A^T, whose BLK_M rows
+    are B's columns and whose shared BLK_N-row k-major operand is A."""
     bk = row = row_bytes // _TC_ITEM[precision]
+    if precision == "tf32" and (a_major, b_major) != ("k", "k"):
+        if (a_major, b_major) == ("m", "k"):
+            return TmaBoxes(a=(32, bk), b=(bk, bn // b_parts), swizzle=row_bytes)
+        if (a_major, b_major) == ("k", "n"):
+            return TmaBoxes(a=(bk, bn // b_parts), b=(32, bk), swizzle=row_bytes)
+        raise ValueError(f"tf32 wgmma: A {a_major}-major with B {b_major}-major is not an entry")
     return TmaBoxes(a=(bk, bm) if a_major == "k" else (row, bk),
                     b=(bk, bn // b_parts) if b_major == "k" else (row, bk), swizzle=row_bytes)
 
 
 def _tc_variants(prefix: str, bm: int, bn: int, b_parts: int = 1,
-                 row_bytes: int = 128) -> tuple[Variant, ...]:
+                 row_bytes: int = 128, tf32_majors: tuple[tuple[str, str], ...] = (("k", "k"),)
+                 ) -> tuple[Variant, ...]:
+    """tf32_majors: the (A, B) majors of the tf32 entries: k-major only for SS wgmma; c6 also
+    reads an m-major A (or, transposed, an n-major B) into registers."""
     out = []
     for prec, dtype, suffix in _TC_OUTS:
-        majors = (("k", "k"),) if prec == "tf32" else (("k", "k"), ("k", "n"), ("m", "k"), ("m", "n"))
+        majors = tf32_majors if prec == "tf32" else (("k", "k"), ("k", "n"), ("m", "k"), ("m", "n"))
         for a, b in majors:
             out.append(Variant(f"{prefix}_{prec}_{suffix}_a{a}_b{b}", a_major=a, b_major=b,
                                c_major="any", align=16 // _TC_ITEM[prec], align_roles="ab",
@@ -429,7 +443,10 @@ class WgmmaWsConfig:
 
 def _wgmma_ws(name: str, cfg: WgmmaWsConfig, tf32_only: bool = False) -> Kernel:
     bm, bn = cfg.blk_m, cfg.blk_n
-    variants = _tc_variants("cute_wgmma_ws", bm, bn, cfg.cluster_m, cfg.k_bytes)
+    # tf32: k-major SS entry, and RS entries for an m-major A / n-major B (not in a tf32-only
+    # configuration: cute_3xtf32's split writes k-major operands)
+    tf32 = (("k", "k"),) if tf32_only else (("k", "k"), ("k", "n"), ("m", "k"))
+    variants = _tc_variants("cute_wgmma_ws", bm, bn, cfg.cluster_m, cfg.k_bytes, tf32)
     return Kernel(
         name=name,
         family="cute",
@@ -448,6 +465,8 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig, tf32_only: bool = False) -> Kernel:
                 f"one batch in flight, persistent CTAs over grouped tiles"
                 + (f", clusters of {cfg.cluster_m} along m multicasting B" if cfg.cluster_m > 1 else "")
                 + (f", accumulators promoted to float32 every {cfg.promote} k-tiles" if cfg.promote else "")
+                + ("" if tf32_only else ", tf32 m-major A (or n-major B, on C^T = B^T A^T) from "
+                   "registers (RS wgmma)")
                 + ", alpha/beta epilogue",
         seed="CUTLASS sm90 TMA warp-specialized cooperative kernel",
         tags=("tensor-core", "fast"),

@@ -18,8 +18,11 @@ import sys
 from cute_gemm import api, check, launch, registry
 
 # odd extents (every residue path, the 4-byte fallbacks), one exact tile, tall/thin ones
-SHAPES = [(1, 1, 1), (37, 45, 29), (128, 128, 64), (130, 259, 70), (1, 300, 17), (300, 1, 33)]
-QUICK = [(37, 45, 29), (130, 259, 70)]
+# (132, 260, 72): leading dimensions that TMA takes as they are, so cute_wgmma_ws's tf32
+# register-operand entries run in nn and tt (not copied into its k-major one), residues in all
+SHAPES = [(1, 1, 1), (37, 45, 29), (128, 128, 64), (130, 259, 70), (1, 300, 17), (300, 1, 33),
+          (132, 260, 72)]
+QUICK = [(37, 45, 29), (130, 259, 70), (132, 260, 72)]
 # stream-K (multiples of 4: the vector entries, which have the twins): less than a wave,
 # and one tile whose 128 k-tiles are cut between 16 CTAs
 SK_SHAPES = [(200, 4, 300), (4, 4, 2048)]

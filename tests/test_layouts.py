@@ -236,7 +236,7 @@ def test_swizzle_128b_atoms_spread_lines_and_columns_over_all_bank_groups(recipe
             plain = analysis.chunk_groups(it.layout.layout, it.elem_bytes, kmajor)
             assert max(col.count(col[0]) for col in zip(*plain)) == 8, it.name
             checked += 1
-    assert checked == 2 + 6 + 6       # c4: k/mn; c5, c6: A/B, 16-bit k/mn, tf32 k
+    assert checked == 2 + 6 + 7       # c4: k/mn; c5, c6: A/B, 16-bit k/mn, tf32 k; c6: tf32 register A
 
 
 @pytest.mark.parametrize("name", ["cute_wgmma", "cute_wgmma_ws"])
@@ -260,7 +260,7 @@ def test_tma_boxes_fill_one_stage_exactly(recipes, name):
     # stage element comes from exactly one box and each box lands as one dense block;
     # a box of the wrong order (mn-major slabs m first) or size fails
     boxes = [it for it in recipes[name].items() if it.kind == "boxes"]
-    assert len(boxes) == 6
+    assert len(boxes) == 6 + (name == "cute_wgmma_ws")      # c6: the tf32 register operand
     for it in boxes:
         rows, cols = it.tile
         assert all(v >= 0 for row in it.table for v in row), it.name
@@ -273,6 +273,42 @@ def test_tma_boxes_fill_one_stage_exactly(recipes, name):
             atom = Swizzled(it.layout.sw, Layout((b0, 8), (1, b0)), 0, it.layout.ptr_bits)
             assert analysis.box_problems(it.name, tile_to_shape(atom, (rows, cols, 1)), (b0, b1),
                                          kmajor), it.name
+
+
+def test_register_operand_reads_the_rows_the_epilogue_stores_without_bank_conflicts(recipes):
+    # include/cute_gemm/sm90_register_operand.cuh, modelled: RowMap (fragment row f -> operand
+    # row) and Reader's byte offsets, against the register operand's stage as the recipe draws
+    # it (GMMA's m-major 128-byte swizzle, the layout TMA fills). Every (thread, value) of every
+    # k atom reads the element of row RowMap(f) and k that wgmma's A fragment wants there, the
+    # map is a permutation, and each half warp's LDS.64 hits 32 distinct banks.
+    import pycute
+    items = {it.name.rsplit("/", 1)[-1]: it for it in recipes["cute_wgmma_ws"].items()}
+    stage = items["sA_tf32"].layout                  # (BLK_M, BLK_K, STAGES) -> element offset
+    bm, bk = L.product_each(stage.shape)[:2]
+    assert (bm, bk) == (registry.get("cute_wgmma_ws").config.blk_m, 32)
+    row_map = pycute.Layout(((2, 2, 2), 2, (2, 2), bm // 64), ((2, 16, 4), 1, (8, 32), 64))
+    assert sorted(row_map(f) for f in range(bm)) == list(range(bm))
+
+    def reader_bytes(thread, j):                     # Reader::Reader, off[j]
+        lane, w, g = thread % 32, thread // 32 % 4, thread // 128
+        q, kq = lane // 4, lane % 4
+        box, chunk, line = 2 * g + (w >> 1), 2 * (w & 1) + 4 * (q >> 1 & 1) + (q >> 2), kq + 4 * j
+        return 4 * (box * 32 * bk + line * 32 + 4 * (chunk ^ line) + 2 * (q & 1))
+
+    for thread in range(bm * 2):
+        lane, w, g = thread % 32, thread // 32 % 4, thread // 128
+        for a in range(bk // 8):
+            for j in range(2):
+                for h in range(2):                   # ALayout_64x8: value 2j + h
+                    f, k = 64 * g + 16 * w + lane // 4 + 8 * h, 8 * a + lane % 4 + 4 * j
+                    got = (reader_bytes(thread, j) + 1024 * a) // 4 + h
+                    assert got == stage(row_map(f), k, 0), (thread, a, j, h)
+    for a in range(bk // 8):
+        for j in range(2):
+            for half in range(0, bm * 2, 16):
+                words = {(reader_bytes(t, j) + 1024 * a) // 4 + h for t in range(half, half + 16)
+                         for h in range(2)}
+                assert sorted(x % 32 for x in words) == list(range(32)), (a, j, half)
 
 
 # ---- what algebra.py adds to pycute -------------------------------------------------------------

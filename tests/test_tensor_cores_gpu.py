@@ -129,3 +129,62 @@ def test_tf32_is_not_the_default_and_row_major_b_is_copied(name):
     gauge = np.abs(a.astype(np.float64)) @ np.abs(b)
     assert (np.abs(c - ref) <= 16 * 2.0**-11 * gauge).all()
     assert np.abs(c - ref).max() > 1e-6 * gauge.max()     # it did round: not an fp32 result
+
+
+@pytest.mark.parametrize("majors", ["ak_bn", "am_bk"])
+def test_tf32_register_operand_entries_take_their_layouts_into_every_c(majors):
+    """cute_wgmma_ws's RS entries: a row-major B (C^T = B^T A^T, B^T from registers) or a
+    column-major A (from registers) is taken as it is, no copy; the permuted accumulator rows
+    reach the right rows of C whichever of its strides is 1 (or neither: a padded, odd row
+    stride), with beta = 0 into NaN-poisoned memory and beta != 0 in place; residues in every
+    tile dimension."""
+    name = "cute_wgmma_ws"
+    _runnable(name)
+    rng = np.random.default_rng(21)
+    for m, n, k in [(1, 1, 1), (65, 129, 17), (257, 383, 129), (300, 1, 77), (1, 300, 255),
+                    (130, 70, 33), (200, 72, 300), (640, 520, 96)]:
+        cute_gemm.clear_caches()                           # resolved_launches: this shape's
+        a = rng.standard_normal((m, k), dtype=np.float32)
+        b = rng.standard_normal((k, n), dtype=np.float32)
+        c0 = rng.standard_normal((m, n), dtype=np.float32)
+        ref64 = a.astype(np.float64) @ b
+        gauge = np.abs(a.astype(np.float64)) @ np.abs(b)
+        dA = DeviceArray.from_host(a) if majors == "ak_bn" else DeviceArray.from_host(a.T.copy()).T
+        dB = DeviceArray.from_host(b) if majors == "ak_bn" else DeviceArray.from_host(b.T.copy()).T
+        try:
+            for c_layout in ("row", "col", "padded"):
+                for beta in (0.0, -0.5):
+                    if c_layout == "row":
+                        store = DeviceArray.from_host(c0) if beta else DeviceArray.full((m, n), np.nan)
+                        dC, view = store, lambda h: h
+                    elif c_layout == "col":
+                        store = (DeviceArray.from_host(c0.T.copy()) if beta
+                                 else DeviceArray.full((n, m), np.nan))
+                        dC, view = store.T, lambda h: h.T
+                    else:                                  # row stride n + 3: odd, no pairs
+                        host = np.full((m, n + 3), np.nan, dtype=np.float32)
+                        if beta:
+                            host[:, :n] = c0
+                        store = DeviceArray.from_host(host)
+                        dC = DeviceArray((m, n), strides=(n + 3, 1), _buffer=store._buf)
+                        view = lambda h: h[:, :n]          # noqa: E731
+                    try:
+                        cute_gemm.run(name, dA, dB, c=dC if beta else None, beta=beta, alpha=1.5,
+                                      out=dC, precision="tf32")
+                        full = store.to_host()
+                    finally:
+                        store.close()
+                    got = view(full)
+                    want = 1.5 * ref64 + beta * c0
+                    tol = 16 * 2.0**-11 * (1.5 * gauge + abs(beta) * np.abs(c0)) + 1e-30
+                    assert np.isfinite(got).all(), (m, n, k, c_layout, beta)
+                    assert (np.abs(got - want) <= tol).all(), (m, n, k, c_layout, beta)
+                    if c_layout == "padded":
+                        assert np.isnan(full[:, n:]).all()  # the pad columns are never written
+        finally:
+            dA.close()
+            dB.close()
+        if min(m, n) > 1 and (n if majors == "ak_bn" else m) % 4 == 0:   # TMA: 16-byte rows
+            plans = [p for p in cute_gemm.resolved_launches()
+                     if p.kernel == name and p.shape == (m, n, k)]
+            assert plans and all(p.entry.endswith(majors) and not p.copies for p in plans), plans

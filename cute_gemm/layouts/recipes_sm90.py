@@ -45,6 +45,44 @@ def _groups(kernel) -> list[tuple[str, list]]:
     return list(out.values())
 
 
+def _register_a(v) -> bool:
+    """A tf32 entry with an m-major A, or an n-major B (C^T = B^T A^T): RS wgmma, that operand
+    read into registers from a RegisterOperand stage (sm90_register_operand.cuh)."""
+    return v.precision == "tf32" and (v.a_major, v.b_major) != ("k", "k")
+
+
+def _register_operand(b: Builder) -> None:
+    """c6's RS entries: the register operand's stage (BLK_M rows: A's, or B's columns in the
+    transposed problem) in GMMA's m-major 128-byte swizzle, filled by (32, BLK_K) TMA boxes;
+    their k-major operand is the SS one above (A's in the transposed problem, BLK_N rows)."""
+    users = [v for v in b.kernel.variants if _register_a(v)]
+    if not users:
+        return
+    boxes = {v.tma.a if v.a_major == "m" else v.tma.b for v in users}
+    if len(boxes) != 1:
+        raise ValueError(f"{b.kernel.name}: register-operand entries disagree on their TMA boxes "
+                         f"{sorted(boxes)}")
+    box = boxes.pop()
+    bm, bk, stages = b.config.blk_m, box[1], b.config.stages
+    tile = "cg::sm90::RegisterOperand<Config::blk_m, kBlkK, Config::stages>"
+    atom = swizzle_atom(4, False)
+    sdef = Def(f"{tile}::Layout{{}}", tile_to_shape(atom, (bm, bk, stages), (2, 1, 3)))
+    names = ", ".join(f"`{v.entry}`" for v in users)
+    sec = b.section(f"register operand, tf32 ({names}): m-major swizzled smem read into RS "
+                    f"wgmma's A fragments, TMA box {box}")
+    adef = Def(f"{tile}::Atom{{}}", atom)
+    sec.items += [
+        b.layout("Areg/atom", "register-operand smem atom (GMMA::Layout_MN_SW128_Atom<tfloat32_t>): "
+                 "128 bytes of rows x 8 k-lines", adef),
+        b.banks("Areg/atom_banks", "bank of each element of that atom: a 128-byte k-line covers "
+                "all 32 banks, and the same chunk of 8 k-lines 8 bank groups", adef, 4),
+        b.layout("Areg/sA_tf32", f"sA_tf32: (BLK_M,BLK_K,STAGES) = tile_to_shape(atom, ({bm},{bk},{stages}), "
+                 "Step<_2,_1,_3>: k first), stage 0", sdef),
+        b.boxes("Areg/tma_box", f"TMA boxes {box} of one stage (records.TmaBoxes, contiguous "
+                "extent first)", sdef, box, False),
+    ]
+
+
 def _gmma(b: Builder, consumers: int, parts: int, cpp) -> None:
     """cpp: the kernel's C++ names: stage(prec, op, major, bk) -> the OperandTile type, mma ->
     the TiledMMA expression in the kernel's function (over its template parameters T, MajA,
@@ -58,7 +96,7 @@ def _gmma(b: Builder, consumers: int, parts: int, cpp) -> None:
         prec = precs[0]
         nb = ITEMSIZE[PRECISION_DTYPE[prec]]
         suffix = "" if nb == 2 else f"_{prec}"
-        vs = [v for v in b.kernel.variants if v.precision in precs]
+        vs = [v for v in b.kernel.variants if v.precision in precs and not _register_a(v)]
         for op, ext, ext_name in (("A", bm, "M"), ("B", bn, "N")):
             for major in sorted({v.a_major if op == "A" else v.b_major for v in vs}):
                 kmajor = major == "k"
@@ -159,3 +197,4 @@ def _c5(b: Builder) -> None:
 def _c6(b: Builder) -> None:
     cfg = b.config
     _gmma(b, consumers=cfg.consumers, parts=cfg.cluster_m, cpp=_C6)
+    _register_operand(b)

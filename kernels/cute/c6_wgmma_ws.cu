@@ -24,6 +24,11 @@
 //           a cluster whose tile lies past M still loads its part of B.
 // Strides:  A, B: the variant's majors, 16-byte aligned; C any strides (row-major C: paired
 //           stores, sm90_epilogue.cuh).
+// TF32, A m-major: TF32 wgmma reads only k-major smem, so such an A comes from registers (RS
+//           wgmma, sm90_register_operand.cuh, sm90_consumer_rs.cuh): the consumers load it
+//           from TMA's m-major stages, accumulator rows permuted for conflict-free loads. A
+//           row-major B is the same case on the transposed problem C^T = B^T A^T: the _ak_bn
+//           entry swaps the operands (and C's strides) and runs the _am_bk instance.
 // Promote:  Config::promote > 0 moves the wgmma accumulator into a float32 register sum every
 //           `promote` k-tiles (fp32-accurate long K: cute_3xtf32's GEMM), at 2x the registers.
 // Bottleneck: the epilogue stalls both consumer warpgroups once per tile (only the producer's
@@ -38,6 +43,8 @@
 #include <cute_gemm/sm90_tile_scheduler.cuh>
 #include <cute_gemm/sm90_epilogue.cuh>
 #include <cute_gemm/sm90_setmaxnreg.cuh>
+#include <cute_gemm/sm90_register_operand.cuh>
+#include <cute_gemm/sm90_consumer_rs.cuh>
 
 using namespace cute;
 
@@ -117,13 +124,26 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
   constexpr int kBlkM = Config::blk_m, kBlkN = Config::blk_n, kStages = Config::stages;
   constexpr int kBlkK = Config::k_bytes / int(sizeof(T));   // a k-tile: one swizzle row
   constexpr int kCluster = Config::cluster_m;              // CTAs along m sharing B tiles
-  using OpA = cg::sm90::OperandTile<TAB, MajA, kBlkM, kBlkK, kStages, 1, Config::k_bytes>;
+  // tf32 with A m-major: A from registers (RS), the wgmma then sees a k-major A
+  constexpr bool kRegA = sizeof(T) == 4 && MajA == GMMA::Major::MN;
+  using OpA = cute::conditional_t<
+      kRegA, cg::sm90::RegisterOperand<kBlkM, kBlkK, kStages>,
+      cg::sm90::OperandTile<TAB, MajA, kBlkM, kBlkK, kStages, 1, Config::k_bytes>>;
   using OpB = cg::sm90::OperandTile<TAB, MajB, kBlkN, kBlkK, kStages, kCluster, Config::k_bytes>;
   using Ring = cg::sm90::StageRing<kStages>;
   using State = cg::sm90::RingState<kStages>;
-  TiledMMA mma = make_tiled_mma(
-      GMMA::ss_op_selector<T, T, float, Shape<_64, Int<kBlkN>, Int<kBlkK>>, MajA, MajB>(),
-      Layout<Shape<Int<Config::consumers>, _1, _1>>{});    // a warpgroup per 64 rows
+  // a warpgroup per 64 rows; RS: the registers hold A as a k-major wgmma operand
+  auto make_mma = [] {
+    if constexpr (kRegA)
+      return make_tiled_mma(
+          GMMA::rs_op_selector<T, T, float, Shape<_64, Int<kBlkN>, Int<kBlkK>>, GMMA::Major::K, MajB>(),
+          Layout<Shape<Int<Config::consumers>, _1, _1>>{});
+    else
+      return make_tiled_mma(
+          GMMA::ss_op_selector<T, T, float, Shape<_64, Int<kBlkN>, Int<kBlkK>>, MajA, MajB>(),
+          Layout<Shape<Int<Config::consumers>, _1, _1>>{});
+  };
+  TiledMMA mma = make_mma();
 
   // Preconditions
   static_assert(kBlkM == 64 * Config::consumers, "BLK_M: 64 rows per consumer warpgroup");
@@ -183,6 +203,10 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
       }
     }
     __syncwarp();
+  } else if constexpr (kRegA) {
+    cg::sm90::consume_rs<Config, TC, kCluster, OpA, OpB>(mma, ring, smemA, smemB, tiles, first,
+                                                         stride, rank, k_tiles, C, sCm, sCn, M,
+                                                         N, alpha, beta);
   } else {
     consume<TC, kCluster, OpA, OpB>(mma, ring, smemA, smemB, tiles, first, stride, rank, k_tiles,
                                     C, sCm, sCn, M, N, alpha, beta);
@@ -204,11 +228,23 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
   CG_WGMMA_WS_ENTRY(cute_wgmma_ws_##PREC##_##OUT##_am_bk, TAB, TC, MN, K)                   \
   CG_WGMMA_WS_ENTRY(cute_wgmma_ws_##PREC##_##OUT##_am_bn, TAB, TC, MN, MN)
 
-// CG_WS_TF32_ONLY: a configuration registered for the tf32 entry alone (cute_3xtf32's GEMM)
+// A k-major, B n-major (tf32): C^T = B^T A^T, B^T the m-major register operand, A^T k-major.
+#define CG_WGMMA_WS_SWAPPED_ENTRY(NAME, TAB, TC)                                            \
+  extern "C" __global__ void __launch_bounds__(kThreads, 1)                                 \
+  __cluster_dims__(Config::cluster_m, 1, 1)                                                 \
+  NAME(CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS) {                                          \
+    gemm_wgmma_ws<TAB, TC, GMMA::Major::MN, GMMA::Major::K>(                                \
+        N, M, K, alpha, B, sBn, sBk, A, sAk, sAm, beta, C, sCn, sCm, &tma_b, &tma_a);       \
+  }
+
+// CG_WS_TF32_ONLY: a configuration registered for the tf32 k-major entry alone (cute_3xtf32's
+// GEMM)
 #if !CG_WS_TF32_ONLY
 CG_WGMMA_WS_16BIT(bf16, cute::bfloat16_t, f32, float)
 CG_WGMMA_WS_16BIT(bf16, cute::bfloat16_t, bf16, cute::bfloat16_t)
 CG_WGMMA_WS_16BIT(fp16, cute::half_t, f32, float)
 CG_WGMMA_WS_16BIT(fp16, cute::half_t, fp16, cute::half_t)
+CG_WGMMA_WS_SWAPPED_ENTRY(cute_wgmma_ws_tf32_f32_ak_bn, float, float)
+CG_WGMMA_WS_ENTRY(cute_wgmma_ws_tf32_f32_am_bk, float, float, MN, K)
 #endif
 CG_WGMMA_WS_ENTRY(cute_wgmma_ws_tf32_f32_ak_bk, float, float, K, K)

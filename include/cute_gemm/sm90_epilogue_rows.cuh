@@ -1,0 +1,80 @@
+// The register epilogue of an RS wgmma tile whose accumulator rows are permuted: fragment row f
+// holds row RowMap(f) of the tile (sm90_register_operand.cuh says why), C = alpha * acc +
+// beta * C predicated on the M and N residues, any strides of C.
+//
+// In a wgmma accumulator atom (CLayout_64xN) values i and i + 1 are neighbouring columns and
+// values i and i + 2 (i % 4 < 2) are rows f and f + 8, which RowMap makes neighbouring rows.
+// So whichever of C's strides is 1, a thread's values go out in pairs: column pairs of a
+// row-major C, row pairs of a column-major one (the transposed problem's C^T of a row-major C,
+// which is how a row-major B reaches the register operand). With beta == 0 C is not read.
+#pragma once
+#include <cute/tensor.hpp>
+
+namespace cg::sm90 {
+
+template <int TileM, int TileN, class RowMap, class TC, class TiledMma, class Acc>
+__device__ void store_axpby_rows(TiledMma const& mma, int thread, Acc const& acc, TC* C,
+                                 long long sCm, long long sCn, int M, int N, int m0, int n0,
+                                 float alpha, float beta) {
+  using namespace cute;
+  static_assert(size(RowMap{}) == TileM, "a permutation of the tile's rows");
+  static_assert(size<0>(RowMap{}) == 8 && size<1>(RowMap{}) == 2 && stride<1>(RowMap{}) == 1,
+                "rows f and f + 8 of an atom are neighbours");
+  auto thr = mma.get_slice(thread);
+  // (fragment row, column) -> C's element, and -> its (row, column) in the tile
+  auto by_rows = [&](auto row_stride, auto col_stride) {
+    return make_tensor(make_gmem_ptr(C + m0 * sCm + n0 * sCn),
+                       make_layout(composition(make_layout(Int<TileM>{}, row_stride), RowMap{}),
+                                   make_layout(Int<TileN>{}, col_stride)));    // (TileM,TileN)
+  };
+  Tensor cC = make_identity_tensor(make_shape(Int<TileM>{}, Int<TileN>{}));
+  Tensor cR = make_tensor(cC.data(), make_layout(composition(layout<0>(cC), RowMap{}),
+                                                 layout<1>(cC)));               // (TileM,TileN) -> (m,n)
+  Tensor tCcR = thr.partition_C(cR);                                            // (MMA,MMA_M,MMA_N)
+  CUTE_STATIC_ASSERT_V(size(tCcR) == size(acc));                               // one value each
+  const int rows = M - m0, cols = N - n0;
+  const bool interior = rows >= TileM && cols >= TileN;
+  const auto base = reinterpret_cast<unsigned long long>(C);
+  struct alignas(2 * sizeof(TC)) Pair { TC x, y; };
+  auto put = [&](TC* p, float v0, float v1) {
+    if (beta != 0.0f) {
+      const Pair old = *reinterpret_cast<const Pair*>(p);
+      v0 += beta * float(old.x);
+      v1 += beta * float(old.y);
+    }
+    *reinterpret_cast<Pair*>(p) = Pair{TC(v0), TC(v1)};
+  };
+  auto put1 = [&](TC* p, float v) { *p = TC(beta == 0.0f ? v : v + beta * float(*p)); };
+
+  if (sCn == 1 && sCm % 2 == 0 && base % (2 * sizeof(TC)) == 0) {
+    // row-major: values i, i + 1 are columns c, c + 1 of one row
+    Tensor tCgR = thr.partition_C(by_rows(sCm, _1{}));                          // (MMA,MMA_M,MMA_N)
+    CUTE_UNROLL
+    for (int i = 0; i < size(acc); i += 2) {
+      const int r = get<0>(tCcR(i)), c = get<1>(tCcR(i));
+      if (!interior && (r >= rows || c >= cols)) continue;
+      if (interior || c + 1 < cols) put(&tCgR(i), alpha * acc(i), alpha * acc(i + 1));
+      else put1(&tCgR(i), alpha * acc(i));
+    }
+    return;
+  }
+  if (sCm == 1 && sCn % 2 == 0 && base % (2 * sizeof(TC)) == 0) {
+    // column-major: values i, i + 2 are rows r, r + 1 of one column
+    Tensor tCgR = thr.partition_C(by_rows(_1{}, sCn));                          // (MMA,MMA_M,MMA_N)
+    CUTE_UNROLL
+    for (int i = 0; i < size(acc); ++i) {
+      if (i % 4 >= 2) continue;
+      const int r = get<0>(tCcR(i)), c = get<1>(tCcR(i));
+      if (!interior && (r >= rows || c >= cols)) continue;
+      if (interior || r + 1 < rows) put(&tCgR(i), alpha * acc(i), alpha * acc(i + 2));
+      else put1(&tCgR(i), alpha * acc(i));
+    }
+    return;
+  }
+  Tensor tCgC = thr.partition_C(by_rows(sCm, sCn));                             // (MMA,MMA_M,MMA_N)
+  CUTE_UNROLL
+  for (int i = 0; i < size(acc); ++i)
+    if (get<0>(tCcR(i)) < rows && get<1>(tCcR(i)) < cols) put1(&tCgC(i), alpha * acc(i));
+}
+
+}  // namespace cg::sm90
