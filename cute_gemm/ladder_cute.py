@@ -213,9 +213,8 @@ class PipelinedConfig:
 
 
 def _pipe(name: str, cfg: PipelinedConfig, tags: tuple[str, ...] = ("fast",),
-          transpose_skinny: bool = False, min_iters: int = 8) -> Kernel:
-    """A configuration of the tuned kernel as a Kernel; transpose_skinny, min_iters: its
-    Kernel.transpose_skinny and stream_k_min_iters."""
+          transpose_skinny: bool = False, min_arch: int = 80) -> Kernel:
+    """A configuration of the tuned kernel as a Kernel (transpose_skinny, min_arch: Kernel's)."""
     vec = dict(c_major="any", align=4, align_roles="ab", extent_align=4)
 
     # The persistent stream-K twins of the vector entries (cfg.stream_k), and the fill of
@@ -267,12 +266,11 @@ def _pipe(name: str, cfg: PipelinedConfig, tags: tuple[str, ...] = ("fast",),
                  + (", C through smem (16-byte stores or bulk copies) in some entries" if through_smem else "")
                  + (", stream-K persistent launch when the tiles leave a partial last wave" if cfg.stream_k else "")
                  + (" (4-byte entries too)" if cfg.stream_k and cfg.twins_scalar else "")
-                 + (f", at least {min_iters} k-tiles a stream-K run" if cfg.stream_k and min_iters != 8 else "")
                  + (", C^T = B^T A^T where N is skinny" if transpose_skinny else "")),
         seed="CuTe sgemm_sm80 (cp.async pipeline)",
         tags=tags,
         transpose_skinny=transpose_skinny,
-        stream_k_min_iters=min_iters,
+        min_arch=min_arch,
     )
 
 
@@ -330,17 +328,17 @@ CUTE: list[Kernel] = [
         stream_k=True), tags=("fast", "auto")),
     _pipe("cute_pipelined_128x128x8", PipelinedConfig(128, 128, 8, 4)),
     _pipe("cute_pipelined_64x128x8", PipelinedConfig(64, 128, 8, 4, thr_m=8, min_blocks=3)),
-    # the shapes cute_pipelined loses (docs/tuning/cute_pipelined.md#skinny): candidates
-    _pipe("cute_pipelined_64x128x8_sk", PipelinedConfig(
-        64, 128, 8, 4, thr_m=8, min_blocks=3, fma_order=6, fma_order_raw=2, stream_k=True,
-        twin_am_bk=True, twins_scalar=True), tags=("fast", "auto"), transpose_skinny=True),
+    # the shapes cute_pipelined loses (docs/tuning/cute_pipelined.md#skinny): skinny M or N
+    # (64-row tiles, C^T where N is skinny), residues (the 4-byte entries' twins), 512^3-1024^3.
+    # sm_90 only: on sm_80 ptxas spills the 4-byte entries' twins at 170 registers
     _pipe("cute_pipelined_64x128x16_sk", PipelinedConfig(
         64, 128, 16, 3, thr_m=8, min_blocks=3, fma_order=6, fma_order_raw=2, load1_k=1,
         stash0_k=10, stash_k=13, trans_k=13, kq_layout=7, stream_k=True, twin_am_bk=True,
-        twins_scalar=True), tags=("fast", "auto"), transpose_skinny=True),
+        twins_scalar=True), tags=("fast", "auto"), transpose_skinny=True, min_arch=90),
+    # ... and small products (128^3, 256^3): 64 threads a CTA, 6 CTAs an SM
     _pipe("cute_pipelined_64x64x8_sk", PipelinedConfig(
         64, 64, 8, 4, thr_m=8, thr_n=8, min_blocks=6, fma_order=6, fma_order_raw=2,
-        stream_k=True, twins_scalar=True), tags=("fast", "auto"), min_iters=4),
+        stream_k=True, twins_scalar=True), tags=("fast", "auto"), min_arch=90),
     # tensor cores (Ampere mma.sync), after the SIMT stages. 128x128 (2 CTAs per SM): 128x256
     # with 2x4 warps measured +1-4 %, 256x128 -2 % at 4096^3 (docs/tuning/cute_mma_sm80.md)
     _mma_sm80("cute_mma_sm80", 128, 128, 64, 3),

@@ -310,9 +310,6 @@ class Kernel:
     # run() may compute C^T = B^T A^T instead, where that covers C with less tile area
     # (a BM < BN tile on a product with a skinny N; Kernel.transposes)
     transpose_skinny: bool = False
-    # a stream-K run takes at least this many k-tiles (streamk.stream_k_ctas): the partial
-    # tiles of shorter runs cost more to reduce than they save
-    stream_k_min_iters: int = 8
 
     def __repr__(self) -> str:   # the generated one prints every variant and policy: pages
         tile = "x".join(map(str, self.tile)) if self.tile else "-"

@@ -20,8 +20,7 @@ def plan(k: Kernel, variant: Variant, m: int, n: int, kk: int, slots_dp: int,
     tiles, k_tiles = cdiv(m, bm) * cdiv(n, bn), cdiv(kk, bk)
     if tiles * k_tiles >= 2**31:        # the kernel counts iterations in 32 bits
         return None
-    tile0, ctas = stream_k_plan(tiles, k_tiles, slots_dp, slots_sk, max_fill=variant.stream_k_fill,
-                                min_iters=k.stream_k_min_iters)
+    tile0, ctas = stream_k_plan(tiles, k_tiles, slots_dp, slots_sk, max_fill=variant.stream_k_fill)
     if not ctas:
         return None
     return (ctas, 1, 1), stream_k_workspace_bytes(ctas, bm, bn), tile0
@@ -66,7 +65,7 @@ def stream_k_dp_entry(variant: Variant) -> str:
 
 
 def stream_k_plan(tiles: int, k_tiles: int, slots_dp: int, slots_sk: int,
-                  max_fill: float = 1.0, min_iters: int = 8) -> tuple[int, int]:
+                  max_fill: float = 1.0) -> tuple[int, int]:
     """(tile0, ctas) of a stream-K launch for `tiles` tiles of `k_tiles` k-tiles; ctas 0:
     the plain data-parallel grid. slots_dp / slots_sk: CTAs resident at once of the data-
     parallel entry and of its stream-K twin.
@@ -75,11 +74,11 @@ def stream_k_plan(tiles: int, k_tiles: int, slots_dp: int, slots_sk: int,
     data-parallel launch of the sibling entry, at its own speed; then the twin cuts the
     last wave's tiles [tile0, tiles) along K over `ctas` CTAs. Taken when that last wave
     is filled below max_fill (Variant.stream_k_fill): the twins are 1-3 % slower per tile,
-    and a split costs a second launch. min_iters: stream_k_ctas' (Kernel.stream_k_min_iters)."""
+    and a split costs a second launch."""
     tail = tiles % slots_dp if slots_dp > 0 else 0
     if tail == 0 or tail / slots_dp >= max_fill:
         return 0, 0
-    ctas = stream_k_ctas(tail, k_tiles, slots_sk, min_iters)
+    ctas = stream_k_ctas(tail, k_tiles, slots_sk)
     return (tiles - tail, ctas) if ctas else (0, 0)
 
 

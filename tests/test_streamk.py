@@ -117,15 +117,6 @@ def test_pdl_launch_config():
     assert attr.value.programmaticStreamSerializationAllowed == 1
 
 
-def test_min_iters_bounds_the_cut():
-    # 256^3 in 64x64x8 tiles: 16 tiles of 32 k-tiles; runs of >= 8 k-tiles: 64 CTAs, of 4: 128
-    assert streamk.stream_k_plan(16, 32, 792, 792) == (0, 64)
-    assert streamk.stream_k_plan(16, 32, 792, 792, min_iters=4) == (0, 128)
-    assert streamk.stream_k_plan(16, 7, 792, 792, min_iters=4) == (0, 0)      # < 2 runs a tile
-    dp, runs = streamk.stream_k_schedule(16, 32, 128)
-    assert dp == 0 and min(e - b for b, e in runs) >= 4
-
-
 def test_configuration_twins_registered():
     """twin_am_bk: am_bk's own twin (not ak_bn's on C^T); twins_scalar: every 4-byte entry
     has its twin, named after it; each twin's data-parallel sibling is registered."""

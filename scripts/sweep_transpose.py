@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
-"""Stream-K run lengths and transposition on a GPU, against cuBLAS in the same process.
+"""Host-side launch policies on a GPU, against cuBLAS in the same process.
 
-Kernel.stream_k_min_iters (the fewest k-tiles a stream-K run takes) and
-Kernel.transpose_skinny (compute C^T = B^T A^T where N is skinny) are host-side policies:
-the cubins stay the same, so each setting here replaces the registered kernels' records
-under their own names, clears the resolved launches and benchmarks them again. Each
-setting's table is printed with its cuBLAS column (the same process, minutes apart).
+Kernel.transpose_skinny (compute C^T = B^T A^T where N is skinny) changes which entry
+runs, not the cubin: each setting here re-registers the kernels with it under their own
+names, clears the resolved launches and benchmarks them again, each table with its own
+cuBLAS column (the same process, seconds apart). (Stream-K run lengths were probed
+the same way: docs/tuning/cute_pipelined.md#skinny.)
 
-  python3 scripts/sweep_stream_k.py cute_pipelined cute_pipelined_64x64x8_sk \\
-      --min-iters 8,4,2 --size 256 --size 512 --max-seconds 0.4
+  python3 scripts/sweep_transpose.py cute_pipelined_64x128x16_sk --transpose 1,0 \\
+      --size 8192x64x4096 --max-seconds 0.4
 """
 from __future__ import annotations
 
@@ -32,14 +32,12 @@ def replace(name: str, **fields) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("kernels", nargs="+", help="registered kernel names")
-    p.add_argument("--min-iters", default="", help="comma-separated stream_k_min_iters to try")
     p.add_argument("--transpose", default="", help="comma-separated 0/1 transpose_skinny to try")
     p.add_argument("--size", action="append", default=None)
     p.add_argument("--layouts", default="nn")
     p.add_argument("--max-seconds", type=float, default=0.4)
     a = p.parse_args(argv)
-    settings = ([("stream_k_min_iters", int(v)) for v in a.min_iters.split(",") if v]
-                + [("transpose_skinny", v == "1") for v in a.transpose.split(",") if v])
+    settings = [("transpose_skinny", v == "1") for v in a.transpose.split(",") if v]
     ok = True
     for field, value in settings or [(None, None)]:
         for name in a.kernels:
