@@ -13,7 +13,8 @@ import warnings
 from . import launch, registry
 from .arrays import Operand
 from .errors import CaptureError, PrecisionFallbackWarning
-from .resolve import CACHE, UTIL, UTIL_ENTRY, choose, copy_target, loaded, resolve
+from .resolve import (CACHE, UTIL, UTIL_ENTRY, choose, copy_target, loaded, oriented, resolve,
+                      transposed)
 
 
 def _util_fn(ordinal: int, dtype: str) -> launch.Function:
@@ -240,21 +241,25 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     smem = k.smem_bytes(m, n, kk)
     if smem:
         k.check_limits(m, n, kk, lk.smem_limit)
-    variant, copies = choose(k, {"a": A, "b": B, "c": T}, precision, T.dtype)
+    # the operands in the roles the entry sees: A, B, C, or for a kernel that computes the
+    # transpose here, B^T, A^T, C^T (the copies are made in those roles, then turned back)
+    swap, ops = oriented(k, {"a": A, "b": B, "c": T})
+    variant, copies = choose(k, ops, precision, T.dtype)
     owned: list = []
     try:
-        if "a" in copies:
-            A2 = _copy_for(variant, "a", A, ordinal, stream, owned)
-            _scale2d(ordinal, stream, 1.0, A, A2, pad=True)
-            A = A2
-        if "b" in copies:
-            B2 = _copy_for(variant, "b", B, ordinal, stream, owned)
-            _scale2d(ordinal, stream, 1.0, B, B2, pad=True)
-            B = B2
-        W = _copy_for(variant, "c", T, ordinal, stream, owned) if "c" in copies else T
+        for r in copies:
+            X = _copy_for(variant, r, ops[r], ordinal, stream, owned)
+            if r != "c":
+                _scale2d(ordinal, stream, 1.0, ops[r], X, pad=True)
+            ops[r] = X
+        if swap:
+            ops = {"a": transposed(ops["b"]), "b": transposed(ops["a"]), "c": transposed(ops["c"])}
+        A, B = ops["a"], ops["b"]
+        W = ops["c"] if "c" in copies else T
         if C is not None and not C.same_view(W):
             _scale2d(ordinal, stream, 1.0, C, W)   # the kernel updates W in place
-        resolved = resolve(k, ordinal, variant, copies, m, n, kk, (A.strides, B.strides, W.strides))
+        resolved = resolve(k, ordinal, variant, copies, m, n, kk, (A.strides, B.strides, W.strides),
+                           swap)
         resolved(A.ptr, B.ptr, W.ptr, alpha, beta, stream)
         if not copies:   # no temporaries: the next call with this key can go straight to it
             if len(CACHE.launches) >= 4096:

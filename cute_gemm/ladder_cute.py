@@ -101,6 +101,9 @@ SMEM_PAD = 4       # cg::kSmemPad
 WARP_M = 4         # cg::kWarpM
 
 EPILOGUES = ("scalar", "smem16", "bulk")    # cg::Epi (smem_epilogue.cuh)
+# static smem of a stream-K twin (its schedule and positions, 48 bytes), as the 128-byte
+# alignment of the dynamic smem behind it rounds it (tile_scheduler.cuh, c3_pipelined.cu)
+TWIN_STATIC_SMEM = 128
 
 
 def kquad_stage(ext: int, bk: int) -> tuple[int, int]:
@@ -137,6 +140,8 @@ class PipelinedConfig:
     epi_ak_bk: str = "scalar"        # #epilogue: one of EPILOGUES
     epi_ak_bn: str = "scalar"
     stream_k: bool = False           # #stream-k: persistent twins, started by PDL on sm_90+
+    twin_am_bk: bool = False         # #skinny: am_bk's own twin (else ak_bn's on C^T)
+    twins_scalar: bool = False       # #skinny: twins of the 4-byte entries too
 
     def __post_init__(self):
         bk = self.blk_k
@@ -164,7 +169,10 @@ class PipelinedConfig:
         raw (k-major) stages; an m/n-major operand's STAGES compute stages fit in the same
         region (pipelined_mainloop.cuh)."""
         bm, bn, bk = self.blk_m, self.blk_n, self.blk_k
-        return 4 * bk * (2 * (bm + bn + 2 * SMEM_PAD) + self.stages * (bm + bn))
+        own = 4 * bk * (2 * (bm + bn + 2 * SMEM_PAD) + self.stages * (bm + bn))
+        # with twins, at least what a twin CTA takes (sk_smem and its static smem), so that
+        # twin CTAs fit the smem carveout the data-parallel CTAs left (sk_smem's doc)
+        return max(own, self.sk_smem + TWIN_STATIC_SMEM) if self.stream_k else own
 
     @property
     def sk_smem(self) -> int:
@@ -204,7 +212,9 @@ class PipelinedConfig:
                 f"{body}}};\n#line 1 \"cute/c3_pipelined.cu\"\n")
 
 
-def _pipe(name: str, cfg: PipelinedConfig) -> Kernel:
+def _pipe(name: str, cfg: PipelinedConfig, tags: tuple[str, ...] = ("fast",),
+          transpose_skinny: bool = False, min_arch: int = 80) -> Kernel:
+    """A configuration of the tuned kernel as a Kernel (transpose_skinny, min_arch: Kernel's)."""
     vec = dict(c_major="any", align=4, align_roles="ab", extent_align=4)
 
     # The persistent stream-K twins of the vector entries (cfg.stream_k), and the fill of
@@ -215,15 +225,18 @@ def _pipe(name: str, cfg: PipelinedConfig) -> Kernel:
     # below a fill of 0.93 (see docs/tuning/cute_pipelined.md#stream-k). am_bk has no twin of
     # its own (it spilled on sm_80): it takes ak_bn's on the transposed problem,
     # C^T = B^T A^T, where B^T is k-major and A^T n-major (the whole waves by ak_bn as well).
-    fills = {("m", "n"): 0.93, ("k", "k"): 0.93, ("k", "n"): 0.93}
+    # With twin_am_bk it has its own (a configuration that runs nn products transposed,
+    # Kernel.transpose_skinny, runs them on am_bk); with twins_scalar the 4-byte entries
+    # have theirs (extents not multiples of 4).
+    fills = {("m", "n"): 0.93, ("k", "k"): 0.93, ("k", "n"): 0.93, ("m", "k"): 0.93}
 
-    def sk(a, b):
-        if not cfg.stream_k:
+    def sk(a, b, s=""):
+        if not cfg.stream_k or (s and not cfg.twins_scalar):
             return {}
-        if (a, b) == ("m", "k"):
+        if (a, b) == ("m", "k") and not s and not cfg.twin_am_bk:
             return dict(stream_k="cute_pipelined_ak_bn_sk", stream_k_fill=fills["k", "n"],
                         stream_k_swap=True)
-        return dict(stream_k=f"cute_pipelined_a{a}_b{b}_sk", stream_k_fill=fills[a, b])
+        return dict(stream_k=f"cute_pipelined_a{a}_b{b}{s}_sk", stream_k_fill=fills[a, b])
     bm, bn, bk = cfg.blk_m, cfg.blk_n, cfg.blk_k
     through_smem = any(e != "scalar" for e in (cfg.epi_ak_bk, cfg.epi_ak_bn))
     return Kernel(
@@ -236,7 +249,8 @@ def _pipe(name: str, cfg: PipelinedConfig) -> Kernel:
         variants=tuple(Variant(f"cute_pipelined_a{a}_b{b}", a_major=a, b_major=b,
                                **sk(a, b), **vec)
                        for a, b in (("m", "n"), ("m", "k"), ("k", "n"), ("k", "k")))
-                 + tuple(Variant(f"cute_pipelined_a{a}_b{b}_s", a_major=a, b_major=b, c_major="any")
+                 + tuple(Variant(f"cute_pipelined_a{a}_b{b}_s", a_major=a, b_major=b, c_major="any",
+                                 **sk(a, b, "_s"))
                          for a, b in (("k", "k"), ("m", "k"), ("m", "n"), ("k", "n"))),
         block=(cfg.threads, 1, 1),
         grid=TileGridMN(bm, bn),     # the kernel remaps block ids (grouped CTA order)
@@ -250,9 +264,13 @@ def _pipe(name: str, cfg: PipelinedConfig) -> Kernel:
                  + (", k-quad smem stages for k-major operands (conflict-free transposes)" if cfg.kq_layout else "")
                  + (f", {cfg.kt_unroll} k-tiles per mainloop iteration when both are k-major" if cfg.kt_unroll > 1 else "")
                  + (", C through smem (16-byte stores or bulk copies) in some entries" if through_smem else "")
-                 + (", stream-K persistent launch when the tiles leave a partial last wave" if cfg.stream_k else "")),
+                 + (", stream-K persistent launch when the tiles leave a partial last wave" if cfg.stream_k else "")
+                 + (" (4-byte entries too)" if cfg.stream_k and cfg.twins_scalar else "")
+                 + (", C^T = B^T A^T where N is skinny" if transpose_skinny else "")),
         seed="CuTe sgemm_sm80 (cp.async pipeline)",
-        tags=("fast",),
+        tags=tags,
+        transpose_skinny=transpose_skinny,
+        min_arch=min_arch,
     )
 
 
@@ -315,6 +333,17 @@ CUTE: list[Kernel] = [
         stream_k=True))),
     _pipe("cute_pipelined_128x128x8", PipelinedConfig(128, 128, 8, 4)),
     _pipe("cute_pipelined_64x128x8", PipelinedConfig(64, 128, 8, 4, thr_m=8, min_blocks=3)),
+    # the shapes cute_pipelined loses (docs/tuning/cute_pipelined.md#skinny): skinny M or N
+    # (64-row tiles, C^T where N is skinny), residues (the 4-byte entries' twins), 512^3-1024^3.
+    # sm_90 only: on sm_80 ptxas spills the 4-byte entries' twins at 170 registers
+    _auto(_pipe("cute_pipelined_64x128x16_sk", PipelinedConfig(
+        64, 128, 16, 3, thr_m=8, min_blocks=3, fma_order=6, fma_order_raw=2, load1_k=1,
+        stash0_k=10, stash_k=13, trans_k=13, kq_layout=7, stream_k=True, twin_am_bk=True,
+        twins_scalar=True), tags=("fast",), transpose_skinny=True, min_arch=90)),
+    # ... and small products (128^3, 256^3): 64 threads a CTA, 6 CTAs an SM
+    _auto(_pipe("cute_pipelined_64x64x8_sk", PipelinedConfig(
+        64, 64, 8, 4, thr_m=8, thr_n=8, min_blocks=6, fma_order=6, fma_order_raw=2,
+        stream_k=True, twins_scalar=True), tags=("fast",), min_arch=90)),
     # tensor cores (Ampere mma.sync), after the SIMT stages. 128x256 with 2x4 warps (1 CTA per
     # SM, 144 KB smem): 0.51-0.54x cuBLAS bf16 against 0.44-0.51x for 128x128 with 2x2 warps
     # (docs/tuning/cute_mma_sm80.md#tile-shape)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from . import cache, launch, registry, streamk, workspace
 from .arrays import Operand
@@ -44,7 +44,8 @@ class LaunchPlan:
     head_entry: str = ""                 # a split launch: the data-parallel launch before it
     head_grid: tuple[int, int, int] = (0, 0, 0)
     pdl: bool = False                    # ... whose successor starts by programmatic launch
-    swap: bool = False                   # the entry computes C^T = B^T A^T
+    swap: bool = False                   # the entry computes C^T = B^T A^T (shape, strides
+                                         # and the pointers of A and B turned by the Launcher)
     precision: str = "fp32"              # records.PRECISIONS
     out_dtype: str = "float32"
     tma: bool = False                    # the entry takes TMA tensor maps of A and B
@@ -210,6 +211,23 @@ def choose(k: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
     return best
 
 
+def transposed(op: Operand | None) -> Operand | None:
+    """The same elements seen as the transposed matrix (no copy)."""
+    if op is None:
+        return None
+    return replace(op, shape=op.shape[::-1], strides=op.strides[::-1])
+
+
+def oriented(k: registry.Kernel, ops: dict[str, Operand]) -> tuple[bool, dict[str, Operand]]:
+    """(swap, operands by the roles the kernel's entry sees): where the kernel computes
+    C^T = B^T A^T (Kernel.transposes), B^T is its A, A^T its B and C^T its C."""
+    (m, _), n = ops["a"].shape, ops["b"].shape[1]
+    if not k.transposes(m, n):
+        return False, ops
+    turned = {"a": ops["b"], "b": ops["a"]}
+    return True, {r: transposed(turned.get(r, op)) for r, op in ops.items()}
+
+
 # ---- the launcher --------------------------------------------------------------------------
 class TensorMaps:
     """The TMA tensor maps of A and B for one launch shape and stride pattern (records.
@@ -325,20 +343,23 @@ class Launcher:
 
 
 def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies, m: int, n: int,
-            kk: int, strides) -> Launcher:
+            kk: int, strides, swap: bool = False) -> Launcher:
     """The Launcher of `variant` at M x N x K with operands of these strides (after copies):
-    its stream-K twin where the shape leaves a partial last wave, else the plain grid."""
+    its stream-K twin where the shape leaves a partial last wave, else the plain grid.
+    swap: `variant` was chosen for the transposed problem C^T = B^T A^T (oriented), which
+    the launch computes; the Launcher is still called with A, B and C."""
     lk = loaded(k, ordinal)
     smem = k.smem_bytes(m, n, kk)
     base = dict(kernel=k.name, ordinal=ordinal, shape=(m, n, kk), block=k.block,
                 copies=tuple(copies), precision=variant.precision, out_dtype=variant.out_dtype)
-    sk = _stream_k(k, lk, variant, m, n, kk, smem, k.stream_k_smem_bytes(m, n, kk))
+    km, kn = (n, m) if swap else (m, n)          # the problem the entry sees
+    sk = _stream_k(k, lk, variant, km, kn, kk, smem, k.stream_k_smem_bytes(m, n, kk))
     if sk is None:
-        plan = LaunchPlan(entry=variant.entry, grid=k.grid(m, n, kk, lk.sm_count), smem=smem,
-                          tma=variant.tma is not None, **base)
+        plan = LaunchPlan(entry=variant.entry, grid=k.grid(km, kn, kk, lk.sm_count), smem=smem,
+                          tma=variant.tma is not None, swap=swap, **base)
         return Launcher(plan, lk.function(variant.entry), strides, variant=variant)
     grid, ws_bytes, tile0, pdl = sk
-    swap = variant.stream_k_swap
+    swap = swap != variant.stream_k_swap         # the twin may turn the problem (back)
     head = None
     if tile0:
         dp = streamk.stream_k_dp_entry(variant)

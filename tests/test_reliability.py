@@ -68,7 +68,7 @@ def test_launch_extents_fit_the_grid_and_32_bit_indices(k, m, n, kk):
     mc, nc, kc = k.launch_extents(m, n, kk)
     assert 1 <= mc <= m and 1 <= nc <= n and 1 <= kc <= kk
     assert max(mc, nc, kc) <= registry.EXTENT_MAX
-    gx, gy, gz = k.grid(mc, nc, kc)
+    gx, gy, gz = k.grid(*((nc, mc) if k.transposes(mc, nc) else (mc, nc)), kc)   # the grid run() launches
     assert gx <= registry.GRID_X_MAX and gy <= registry.GRID_YZ_MAX and gz <= registry.GRID_YZ_MAX
     for x, c in ((m, mc), (n, nc), (kk, kc)):   # a cut keeps the pieces' alignment class
         assert c == x or c % 256 == 0
@@ -451,3 +451,68 @@ def test_workspaces_are_zeroed_once_and_handed_on_by_event(monkeypatch):
     workspace.give(w, 5)
     done.update({"ev1", "ev2"})
     assert workspace.trim() == 2 and ("free", 1) in log and ("free", 2) in log
+
+
+# ---- kernels that compute C^T = B^T A^T where N is skinny (Kernel.transposes) ---------------
+def _transposing_kernel():
+    ks = [k for k in registry.kernels() if k.transpose_skinny]
+    if not ks:
+        pytest.skip("no kernel registered with transpose_skinny")
+    return ks[0]
+
+
+def test_transposes_only_where_it_saves_tile_area():
+    k = _transposing_kernel()
+    bm, bn, _ = k.tile
+    assert bm < bn
+    assert k.transposes(8192, bm) and k.transposes(8192, bm // 2) and k.transposes(203, 4)
+    assert not k.transposes(bm, 8192) and not k.transposes(4096, 4096)
+    assert not k.transposes(12345, 6789)          # a sliver less area: not worth another entry
+    assert not k.transposes(4096, bn)             # the same tiles either way
+
+
+@pytest.mark.parametrize("layout", ["nn", "tn", "nt", "tt"])
+def test_transposed_launch_swaps_operands_roles_and_strides(monkeypatch, layout):
+    """A 2000 x 40 product on a transposing kernel launches the entry of the transposed
+    operands (nn: A^T k-major as B, B^T m-major as A) with M and N, A and B, and each
+    operand's strides turned; the hot path launches the same."""
+    events = stub_driver.install(monkeypatch)
+    k = _transposing_kernel()
+    m, n, kk = 2000, 40, 96
+    a = Dev((m, kk), 0x1000_0000, strides=(4 * kk, 4) if layout[0] == "n" else (4, 4 * m))
+    b = Dev((kk, n), 0x2000_0000, strides=(4 * n, 4) if layout[1] == "n" else (4, 4 * kk))
+    out = Dev((m, n), 0x3000_0000)
+    want = {"nn": "am_bk", "tn": "am_bn", "nt": "ak_bk", "tt": "ak_bn"}[layout]
+    for _ in range(2):
+        api.run(k.name, a, b, out=out, alpha=0.5)
+    gemms = stub_driver.launches(events, "gemm")
+    assert len(gemms) == 2 and not [e for e in events if e[0] == "alloc"]
+    for e in gemms:
+        g = gemm_args(e[4])
+        assert e[1] == f"cute_pipelined_{want}" and e[2] == k.grid(n, m, kk)
+        assert (g.M, g.N, g.K, g.alpha, g.A, g.B, g.C) == (n, m, kk, 0.5, b.ptr, a.ptr, out.ptr)
+        assert (g.sAm, g.sAk) == tuple(s // 4 for s in b.strides[::-1])
+        assert (g.sBk, g.sBn) == tuple(s // 4 for s in a.strides[::-1])
+        assert (g.sCm, g.sCn) == (1, n)
+    (plan,) = resolve.resolved_launches()
+    assert plan.swap and plan.shape == (m, n, kk)
+
+
+def test_transposed_launch_copies_an_operand_in_its_turned_role(monkeypatch):
+    """An A with no unit stride is copied for the entry's B (A^T), then the launch reads
+    the copy as its B."""
+    events = stub_driver.install(monkeypatch)
+    k = _transposing_kernel()
+    m, n, kk = 2000, 40, 96
+    a = Dev((m, kk), 0x1000_0000, strides=(8 * kk, 8))       # every other element
+    b = Dev((kk, n), 0x2000_0000)
+    out = Dev((m, n), 0x3000_0000)
+    api.run(k.name, a, b, out=out)
+    (alloc,) = [e for e in events if e[0] == "alloc"]
+    (cp,) = [scale_args(e[4]) for e in stub_driver.launches(events, "scale2d")]
+    assert (cp.src, cp.dst) == (a.ptr, alloc[1])
+    ((_, entry, *_, blob),) = stub_driver.launches(events, "gemm")
+    g = gemm_args(blob)
+    assert (g.M, g.N, g.A, g.B, g.C) == (n, m, b.ptr, alloc[1], out.ptr)
+    # the first entry that takes B^T (m-major) as it is: am_bn, so A^T is copied n-major
+    assert entry == "cute_pipelined_am_bn" and (g.sBk, g.sBn) == (m, 1)

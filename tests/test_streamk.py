@@ -2,6 +2,7 @@
 (streamk.stream_k_schedule mirrors include/cute_gemm/streamk.cuh)."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
@@ -114,3 +115,21 @@ def test_pdl_launch_config():
     attr = cfg.attrs[0]
     assert attr.id == drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
     assert attr.value.programmaticStreamSerializationAllowed == 1
+
+
+def test_configuration_twins_registered():
+    """twin_am_bk: am_bk's own twin (not ak_bn's on C^T); twins_scalar: every 4-byte entry
+    has its twin, named after it; each twin's data-parallel sibling is registered."""
+    from cute_gemm import ladder_cute
+    base = registry.get("cute_pipelined").config
+    for name, flags in (("twins", dict(twin_am_bk=True, twins_scalar=True)), ("none", {})):
+        cfg = dataclasses.replace(base, **flags)
+        k = ladder_cute._pipe(name, cfg)
+        by = {v.entry: v for v in k.variants}
+        am_bk = by["cute_pipelined_am_bk"]
+        assert (am_bk.stream_k == "cute_pipelined_am_bk_sk" and not am_bk.stream_k_swap) == bool(flags)
+        scalar = [v for v in k.variants if v.entry.endswith("_s")]
+        assert len(scalar) == 4 and all(v.stream_k == (v.entry + "_sk" if flags else "") for v in scalar)
+        assert all(streamk.stream_k_dp_entry(v) in k.entries for v in k.variants if v.stream_k)
+        assert len(k.entries) == (16 if flags else 11)
+        assert k.config.sk_smem + ladder_cute.TWIN_STATIC_SMEM <= k.config.dyn_smem

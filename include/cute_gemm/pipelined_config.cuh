@@ -26,6 +26,8 @@
 //   epi_ak_bk, epi_ak_bn   interior epilogue of those data-parallel entries (#epilogue)
 //   stream_k               persistent stream-K twins (*_sk), started by programmatic
 //                          dependent launch on sm_90+                    (#stream-k)
+//   twin_am_bk             am_bk has a twin of its own (else ak_bn's on C^T) (#skinny)
+//   twins_scalar           the 4-byte entries have twins too             (#skinny)
 //   sk_smem                (derived) dynamic smem bytes the twins are launched with (#twin-smem)
 #pragma once
 

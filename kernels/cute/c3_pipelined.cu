@@ -80,14 +80,14 @@ __device__ __forceinline__ void dispatch(int M, int N, int K, float alpha, const
 }
 
 // Stream-K twin: the persistent walk (tile_scheduler.cuh) over runs of one tile's k-tiles,
-// whose end each run reads from shared memory. Built only with Config::stream_k (else the
-// entry point traps: the registry lists no twin then).
-template <bool kFast, class StrideA, class StrideB, class CopyA, class CopyB>
+// whose end each run reads from shared memory. Built only where the configuration has the
+// twin (kOn; else the entry point traps: the registry lists no twin then).
+template <bool kOn, bool kFast, class StrideA, class StrideB, class CopyA, class CopyB>
 __device__ __forceinline__ void dispatch_sk(int M, int N, int K, float alpha, const float* A,
                                             StrideA dA, const float* B, StrideB dB, float beta,
                                             float* C, long long sCm, long long sCn, float* ws,
                                             int tile0) {
-  if constexpr (Config::stream_k) {
+  if constexpr (kOn) {
     cg::streamk_tiles<kThreads, Config::blk_m, Config::blk_n, Config::blk_k>(
         M, N, K, ws, tile0, [&](int tile_m, int tile_n, int k0, int k1, auto&& epi) {
           if (threadIdx.x == 0) cg::sk_k_end() = k1;
@@ -108,11 +108,11 @@ __device__ __forceinline__ void dispatch_sk(int M, int N, int K, float alpha, co
     dispatch<FAST, EPI, decltype(DA), decltype(DB), CA, CB>(M, N, K, alpha, A, DA, B, DB,   \
                                                              beta, C, sCm, sCn);          \
   }
-#define CG_PIPE_SK_ENTRY(NAME, DA, DB, CA, CB, FAST)                                     \
+#define CG_PIPE_SK_ENTRY(NAME, DA, DB, CA, CB, FAST, ON)                                 \
   extern "C" __global__ void __launch_bounds__(kThreads, Config::min_blocks)             \
       NAME(CG_GEMM_PARAMS, float* __restrict__ ws, int tile0) {                           \
-    dispatch_sk<FAST, decltype(DA), decltype(DB), CA, CB>(M, N, K, alpha, A, DA, B, DB,    \
-                                                           beta, C, sCm, sCn, ws, tile0);  \
+    dispatch_sk<Config::stream_k && (ON), FAST, decltype(DA), decltype(DB), CA, CB>(       \
+        M, N, K, alpha, A, DA, B, DB, beta, C, sCm, sCn, ws, tile0);                      \
     cg::pdl_wait<Config::stream_k>();                                                     \
   }
 
@@ -131,8 +131,15 @@ CG_PIPE_ENTRY(cute_pipelined_ak_bn_s, CG_DA_k, CG_DB_n, CpSclK, CpSclMN, false, 
 // The vector entry points again as persistent stream-K launches (Config::stream_k; extra
 // arguments ws, tile0). ak_bn (a register-staged operand): interior tiles unchecked but with
 // in-place fragment loads (kDB): with a run's bounds live, double-buffered fragments spill
-// there (100-200 bytes on sm_90). am_bk has no twin: it spilled on sm_80 (the registry runs
-// ak_bn's on the transposed problem).
-CG_PIPE_SK_ENTRY(cute_pipelined_am_bn_sk, CG_DA_m, CG_DB_n, CpVecM, CpVecN, true)
-CG_PIPE_SK_ENTRY(cute_pipelined_ak_bn_sk, CG_DA_k, CG_DB_n, LdVecK, CpVecN, true)
-CG_PIPE_SK_ENTRY(cute_pipelined_ak_bk_sk, CG_DA_k, CG_DB_k, CpVecK, CpVecK, true)
+// there (100-200 bytes on sm_90). am_bk's twin only with Config::twin_am_bk: at 128x128 it
+// spilled on sm_80 (the registry runs ak_bn's on the transposed problem instead).
+CG_PIPE_SK_ENTRY(cute_pipelined_am_bn_sk, CG_DA_m, CG_DB_n, CpVecM, CpVecN, true, true)
+CG_PIPE_SK_ENTRY(cute_pipelined_ak_bn_sk, CG_DA_k, CG_DB_n, LdVecK, CpVecN, true, true)
+CG_PIPE_SK_ENTRY(cute_pipelined_ak_bk_sk, CG_DA_k, CG_DB_k, CpVecK, CpVecK, true, true)
+CG_PIPE_SK_ENTRY(cute_pipelined_am_bk_sk, CG_DA_m, CG_DB_k, CpVecM, LdVecK, true, Config::twin_am_bk)
+// The 4-byte entries' twins (Config::twins_scalar): extents that are not multiples of 4
+// (4097^3) take those entries, and their last wave is as empty as anyone's.
+CG_PIPE_SK_ENTRY(cute_pipelined_ak_bk_s_sk, CG_DA_k, CG_DB_k, CpSclK, CpSclK, false, Config::twins_scalar)
+CG_PIPE_SK_ENTRY(cute_pipelined_am_bk_s_sk, CG_DA_m, CG_DB_k, CpSclMN, CpSclK, false, Config::twins_scalar)
+CG_PIPE_SK_ENTRY(cute_pipelined_am_bn_s_sk, CG_DA_m, CG_DB_n, CpSclMN, CpSclMN, false, Config::twins_scalar)
+CG_PIPE_SK_ENTRY(cute_pipelined_ak_bn_s_sk, CG_DA_k, CG_DB_n, CpSclK, CpSclMN, false, Config::twins_scalar)
