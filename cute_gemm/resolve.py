@@ -77,27 +77,64 @@ def resolved_launches() -> tuple[LaunchPlan, ...]:
     return tuple(x.plan for x in list(CACHE.launches.values()))
 
 
-# ---- per (kernel, device): the cubin and its functions ------------------------------------
+# ---- per (kernel, device): the cubins and their functions ---------------------------------
+def launch_entries(k: registry.Kernel, variant: registry.Variant,
+                   stream_k: bool | None = None) -> tuple[str, ...]:
+    """The entry points one launch of `variant` may need, compiled together: its own, and
+    where it has a stream-K twin the twin and the data-parallel head, whose occupancies
+    resolve() weighs before choosing. stream_k None: unless CUTE_GEMM_STREAM_K=0."""
+    if stream_k is None:
+        stream_k = os.environ.get("CUTE_GEMM_STREAM_K") != "0"
+    if not (stream_k and variant.stream_k and k.tile is not None):
+        return (variant.entry,)
+    return tuple(dict.fromkeys((variant.entry, streamk.stream_k_dp_entry(variant), variant.stream_k)))
+
+
 @dataclass
 class Loaded:
+    """A kernel on one device: its target, the device's limits, and the functions loaded so
+    far. Nothing is compiled until a function is asked for; then the whole kernel's cubin
+    is used where one is cached (memory or disk: after `cute-gemm compile`, or a bench
+    that compiled everything), else only the entry points that launch needs are compiled
+    (cache.get(..., entries=)), each selection a cubin and a cache entry of its own."""
     kernel: registry.Kernel
     ordinal: int
-    compiled: object
-    functions: dict
+    arch: str                   # the NVRTC target (sm_90a for an arch-specific kernel)
     smem_limit: int
     sm_count: int = 0
+    functions: dict = field(default_factory=dict)   # entry -> launch.Function
+    cubins: dict = field(default_factory=dict)      # entry -> the cache.Compiled it came from
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def function(self, entry: str) -> launch.Function:
+    def function(self, entry: str, group: tuple[str, ...] = ()) -> launch.Function:
+        """The loaded function of `entry`; where no cubin at hand holds it, compiled together
+        with `group` (the other entry points of the same launch: launch_entries). Thread-
+        safe: cache.get compiles each selection once, and a function is loaded once."""
         f = self.functions.get(entry)
         if f is None:
-            f = launch.get_function(self.ordinal, self.kernel.name, self.compiled.key,
-                                    self.compiled.cubin, entry)
-            self.functions[entry] = f
+            c = self.cubin_of(entry, group)
+            f = launch.get_function(self.ordinal, self.kernel.name, c.key, c.cubin, entry)
+            with self.lock:
+                self.functions.setdefault(entry, f)
+                self.cubins.setdefault(entry, c)
         return f
+
+    def cubin_of(self, entry: str, group: tuple[str, ...] = ()):
+        """The cache.Compiled that `entry`'s function comes from: a cubin this Loaded holds
+        already, the whole kernel's where it is cached, else a compile of `entry` and `group`."""
+        with self.lock:
+            held = next((c for c in self.cubins.values() if entry in c.entries), None)
+        if held is not None:
+            return held
+        whole = cache.lookup(self.kernel, self.arch)
+        if whole is not None:
+            return whole
+        return cache.get(self.kernel, self.arch, entries=tuple(dict.fromkeys((entry, *group))))
 
 
 def loaded(k: registry.Kernel, ordinal: int) -> Loaded:
-    """The kernel compiled for the device's arch (compiled on first use) and its functions."""
+    """The kernel on a device (checked to run there); nothing is compiled here: its
+    functions are compiled or fetched when first asked for (Loaded.function)."""
     p = CACHE.loaded.get((k.name, ordinal))
     if p is None:
         info = launch.device_info(ordinal)
@@ -105,9 +142,8 @@ def loaded(k: registry.Kernel, ordinal: int) -> Loaded:
             need = f"sm_{k.min_arch}" + ("" if k.arch_specific else " or newer")
             raise CuteGemmError(f"kernel {k.name!r} needs {need}; "
                                 f"device {ordinal} ({info.name}) is {info.arch}")
-        p = Loaded(k, ordinal, cache.get(k, k.target(info.arch_int)), {}, info.smem_optin,
-                   info.sm_count)
-        CACHE.loaded[(k.name, ordinal)] = p
+        p = CACHE.loaded.setdefault((k.name, ordinal), Loaded(
+            k, ordinal, k.target(info.arch_int), info.smem_optin, info.sm_count))
     return p
 
 
@@ -209,6 +245,40 @@ def choose(k: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
     return best
 
 
+def layout_entries(k: registry.Kernel, layout: str,
+                   precisions: tuple[str, ...] | None = None) -> dict[str, tuple[str, ...]]:
+    """kernel name -> the entry points a run() call on `k` with A and B in operand layout
+    `layout` ("nn" ...: contiguous, aligned, every extent a multiple of 16) and a row-major
+    result needs, in each precision `k` computes (or those of `precisions` it does) and
+    each result type: the variant choose() takes, with its stream-K twin and head, and the
+    copy kernel (UTIL) where operands are copied into a layout the variant takes. A
+    composed kernel needs its pre-pass and the GEMM it names on A' and B' (k-major both:
+    layout "nt"); its fp32 fallback, for inputs the pre-pass cannot split, is compiled when
+    first used. Pure CPU: what `cute-gemm compile --layout` compiles."""
+    registry.layout_majors(layout)          # InputError for anything but nn, tn, nt, tt
+    if k.gemm_of is not None:
+        g = k.gemm_of
+        if precisions is not None and not set(precisions) & set(k.precisions):
+            return {}
+        return {k.name: k.entries, **layout_entries(registry.get(g.kernel), "nt", (g.precision,))}
+    size = 1024
+
+    def op(name, rows, cols, transposed, dtype):
+        return Operand(name, None, True, 1 << 20, (rows, cols),
+                       (1, rows) if transposed else (cols, 1), dtype)
+    wanted: set[str] = set()
+    for p, o in dict.fromkeys((v.precision, v.out_dtype) for v in k.variants):
+        if precisions is None or p in precisions:
+            ops = {"a": op("a", size, size, layout[0] == "t", PRECISION_DTYPE[p]),
+                   "b": op("b", size, size, layout[1] == "t", PRECISION_DTYPE[p]),
+                   "c": op("c", size, size, False, o)}
+            variant, copies = choose(k, ops, p, o)
+            wanted.update(launch_entries(k, variant, stream_k=True))
+            wanted.update(UTIL_ENTRY[ops[r].dtype] for r in copies)
+    return {x.name: tuple(e for e in x.entries if e in wanted) for x in (k, UTIL)
+            if wanted & set(x.entries)}
+
+
 # ---- the launcher --------------------------------------------------------------------------
 class TensorMaps:
     """The TMA tensor maps of A and B for one launch shape and stride pattern (records.
@@ -304,38 +374,39 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
     """The Launcher of `variant` at M x N x K with operands of these strides (after copies):
     its stream-K twin where the shape leaves a partial last wave, else the plain grid."""
     lk = loaded(k, ordinal)
+    group = launch_entries(k, variant)
     smem = k.smem_bytes(m, n, kk)
     base = dict(kernel=k.name, ordinal=ordinal, shape=(m, n, kk), block=k.block,
                 copies=tuple(copies), precision=variant.precision, out_dtype=variant.out_dtype)
-    sk = _stream_k(k, lk, variant, m, n, kk, smem, k.stream_k_smem_bytes(m, n, kk))
+    sk = _stream_k(k, lk, variant, group, m, n, kk, smem, k.stream_k_smem_bytes(m, n, kk))
     if sk is None:
         plan = LaunchPlan(entry=variant.entry, grid=k.grid(m, n, kk, lk.sm_count), smem=smem,
                           tma=variant.tma is not None, **base)
-        return Launcher(plan, lk.function(variant.entry), strides, variant=variant)
+        return Launcher(plan, lk.function(variant.entry, group), strides, variant=variant)
     grid, ws_bytes, tile0, pdl = sk
     swap = variant.stream_k_swap
     head = None
     if tile0:
         dp = streamk.stream_k_dp_entry(variant)
         head = Launcher(LaunchPlan(entry=dp, grid=(tile0, 1, 1), smem=smem, swap=swap, **base),
-                        lk.function(dp), strides)
+                        lk.function(dp, group), strides)
     plan = LaunchPlan(entry=variant.stream_k, grid=grid, smem=k.stream_k_smem_bytes(m, n, kk),
                       workspace_bytes=ws_bytes, head_entry=head.plan.entry if head else "",
                       head_grid=head.plan.grid if head else (0, 0, 0), pdl=pdl, swap=swap, **base)
-    return Launcher(plan, lk.function(variant.stream_k), strides, tile0, head)
+    return Launcher(plan, lk.function(variant.stream_k, group), strides, tile0, head)
 
 
-def _stream_k(k: registry.Kernel, lk: Loaded, variant: registry.Variant, m: int, n: int,
-              kk: int, smem: int, sk_smem: int):
+def _stream_k(k: registry.Kernel, lk: Loaded, variant: registry.Variant, group, m: int,
+              n: int, kk: int, smem: int, sk_smem: int):
     """(grid, workspace bytes, tile0, pdl) of the stream-K launch of `variant` where the
     shape leaves a partial last wave (streamk.plan), else None. pdl: the twin of a split
     launch starts by programmatic dependent launch (Kernel.pdl, sm_90+; CUTE_GEMM_PDL=0
     turns it off). smem / sk_smem: dynamic smem of the data-parallel entry and the twin."""
-    if not variant.stream_k or k.tile is None or os.environ.get("CUTE_GEMM_STREAM_K") == "0":
+    if len(group) == 1:          # no twin, or stream-K turned off (launch_entries)
         return None
     info = launch.device_info(lk.ordinal)
-    f_dp = lk.function(streamk.stream_k_dp_entry(variant))
-    f = lk.function(variant.stream_k)
+    f_dp = lk.function(streamk.stream_k_dp_entry(variant), group)
+    f = lk.function(variant.stream_k, group)
     sk = streamk.plan(k, variant, m, n, kk, info.sm_count * launch.occupancy(f_dp, k.threads, smem),
                       info.sm_count * launch.occupancy(f, k.threads, sk_smem))
     if sk is None:
