@@ -121,17 +121,18 @@ def _unpack(blob: bytes) -> tuple[dict, bytes, str | None] | None:
     """(meta, cubin, ptx or None); None for anything that is not a complete, intact entry."""
     if len(blob) < _HEADER + 8 or not blob.startswith(MAGIC):
         return None
-    digest, payload = blob[len(MAGIC):_HEADER], blob[_HEADER:]
+    # a view, not slices: a whole kernel's entry is several MB, and each slice is a copy
+    digest, payload = blob[len(MAGIC):_HEADER], memoryview(blob)[_HEADER:]
     if hashlib.sha256(payload).digest() != digest:
         return None
     n, nc = struct.unpack_from("<II", payload)
     try:
-        meta = json.loads(payload[8:8 + n])
+        meta = json.loads(bytes(payload[8:8 + n]))
         z = payload[8 + n + nc:]
-        ptx = zlib.decompress(z).decode() if z else None
+        ptx = zlib.decompress(z).decode() if len(z) else None
     except (ValueError, zlib.error):
         return None
-    cubin = payload[8 + n:8 + n + nc]
+    cubin = bytes(payload[8 + n:8 + n + nc])
     return (meta, cubin, ptx) if len(cubin) == nc > 0 else None
 
 

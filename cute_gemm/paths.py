@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.metadata
 import importlib.util
 import os
 from dataclasses import dataclass
@@ -115,6 +114,7 @@ class HeadersNotFound(RuntimeError):
 @functools.lru_cache(maxsize=None)
 def header_dirs() -> tuple[HeaderDir, ...]:
     """The external include folders, in -I order, each with its cache fingerprint."""
+    import importlib.metadata          # here: `import cute_gemm` alone does not need it
     out = []
     for role, (env, dist) in _SPECS.items():
         override = os.environ.get(env)
