@@ -135,9 +135,8 @@ def run_jobs(jobs: list[Job], workers: int, progress: Progress) -> list[Outcome]
     multi_arch = len({j[1] for j in jobs}) > 1
 
     def label(j: Job) -> str:
-        n = len(j[2] or ())
-        return (j[0] + (f" {j[1]}" if multi_arch else "")
-                + (f" ({n} entr{'y' if n == 1 else 'ies'})" if n else ""))
+        # a selection by its entry points (named after their kernel), a whole kernel by name
+        return (",".join(j[2]) if j[2] else j[0]) + (f" {j[1]}" if multi_arch else "")
     # later ladder stages (and the CuTe family, registered last) take longest: start them
     # first so that no 30 s compile begins when everything else is already done
     order = list(reversed(range(len(jobs))))
@@ -201,18 +200,18 @@ def unsupported_arch(arch: str) -> str | None:
 
 
 def layout_plan(kernels: list[str], layouts: list[str],
-                precisions: tuple[str, ...] | None) -> dict[str, tuple[str, ...]]:
+                precisions: tuple[str, ...] | None) -> dict[str, tuple[str, ...] | None]:
     """kernel name -> the entry points calls in `layouts` need (resolve.layout_entries), the
     kernels those calls run besides (a composed kernel's GEMM, the copy kernel) included;
-    a kernel that computes none of `precisions` maps to ()."""
+    None where that is every entry point (the whole kernel), () where the kernel computes
+    none of `precisions`."""
+    from .compile import select_entries
     from .resolve import layout_entries
     plan: dict[str, set[str]] = {n: set() for n in kernels}
     for n in kernels:
         for lay in layouts:
             for name, entries in layout_entries(registry.get(n), lay, precisions).items():
                 plan.setdefault(name, set()).update(entries)
-    from .compile import select_entries
-    # every entry point of a kernel is the whole kernel (None): its cubin and cache entry
     return {n: select_entries(kernel_of(n), es) if es else () for n, es in plan.items()}
 
 
@@ -221,28 +220,35 @@ def compile_table(kernels: list[str], archs: list[str], workers: int | None,
                   precisions: tuple[str, ...] | None = None) -> list[Outcome]:
     """Compile kernels x archs; kernels whose min_arch is above an arch are skipped, and
     an arch-specific kernel is compiled for its target of that arch (sm_90 -> sm_90a).
-    With `layouts`, only the entry points calls in those operand layouts need (layout_plan)."""
+    With `layouts`, only the entry points calls in those operand layouts need (layout_plan),
+    each compiled alone: the cubins run() looks for (resolve.Loaded)."""
     plan = (layout_plan(kernels, layouts, precisions) if layouts else
             {n: None for n in kernels})
-    jobs, skipped, target = [], {}, {}
+    jobs, per_kernel = [], {}
     for a in archs:
         for n, entries in plan.items():
             k = kernel_of(n)
             num = arch_number(a)
             if entries == ():
-                skipped[(n, a)] = Outcome(n, a, "skipped", error=f"computes {', '.join(k.precisions)}"
-                                          f", none of {', '.join(precisions or ())}")
+                per_kernel[(n, a)] = Outcome(n, a, "skipped", error=f"computes {', '.join(k.precisions)}"
+                                             f", none of {', '.join(precisions or ())}")
             elif not k.runs_on(num):
                 need = f"sm_{k.min_arch}" + ("a" if k.arch_specific else " or newer")
-                skipped[(n, a)] = Outcome(n, a, "skipped", error=f"needs {need}")
+                per_kernel[(n, a)] = Outcome(n, a, "skipped", error=f"needs {need}")
             else:
-                target[(n, a)] = k.target(num) if k.arch_specific else a
-                jobs.append((n, target[(n, a)], entries))
+                t = k.target(num) if k.arch_specific else a
+                mine = [(n, t, None)] if entries is None else [(n, t, (e,)) for e in entries]
+                per_kernel[(n, a)] = mine
+                jobs += mine
     jobs = list(dict.fromkeys(jobs))
-    done = {(o.kernel, o.arch): o for o in
-            run_jobs(jobs, workers or cpu_cores(), Progress(len(jobs), progress))}
-    return list({id(o): o for o in (done.get((n, target.get((n, a)))) or skipped[(n, a)]
-                                    for a in archs for n in plan)}.values())
+    done = dict(zip(jobs, run_jobs(jobs, workers or cpu_cores(), Progress(len(jobs), progress))))
+    out: dict[int, Outcome] = {}       # (an arch-specific target may stand for several archs)
+    for a in archs:
+        for n in plan:
+            got = per_kernel[(n, a)]
+            for o in ([got] if isinstance(got, Outcome) else [done[j] for j in got]):
+                out.setdefault(id(o), o)
+    return list(out.values())
 
 
 def resource_problems(k: registry.Kernel, res: dict,
@@ -292,15 +298,16 @@ def rows(outcomes: list[Outcome], verdicts: bool = False) -> list[dict]:
 
 
 def format_table(outcomes: list[Outcome], verdicts: bool = False) -> str:
-    recs = rows(outcomes, verdicts)
+    # the compile each record comes from: seconds are per compile, shown on its first entry
+    recs = [dict(r, job=i) for i, o in enumerate(outcomes) for r in rows([o], verdicts)]
     kw = max([8] + [len(r["kernel"]) for r in recs]) + 2
     ew = max([7] + [len(r.get("entry", "")) for r in recs]) + 2
     head = (f"{'kernel':<{kw}}{'arch':<8}{'origin':<10}{'secs':>6}  {'entry':<{ew}}"
             f"{'regs':>5}{'smem':>7}{'stack':>6}{'spill st/ld':>12}" + ("  check" if verdicts else ""))
     lines, last = [head], None
     for r in recs:
-        first = (r["kernel"], r["arch"]) != last      # seconds are per compile, not per entry
-        last = (r["kernel"], r["arch"])
+        first = r["job"] != last
+        last = r["job"]
         origin = "cached" if r["origin"] in ("disk", "memory") else r["origin"]
         secs = (f"{'-':>6}" if r["origin"] == "skipped" else
                 f"{r['seconds']:>6.1f}" if first else " " * 6)

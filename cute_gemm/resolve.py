@@ -95,41 +95,62 @@ class Loaded:
     """A kernel on one device: its target, the device's limits, and the functions loaded so
     far. Nothing is compiled until a function is asked for; then the whole kernel's cubin
     is used where one is cached (memory or disk: after `cute-gemm compile`, or a bench
-    that compiled everything), else only the entry points that launch needs are compiled
-    (cache.get(..., entries=)), each selection a cubin and a cache entry of its own."""
+    that compiled everything), else each entry point a launch needs is compiled alone
+    (cache.get(..., entries=(entry,)): one cubin and one cache entry per entry point, the
+    unit `cute-gemm compile --layout` fills too), those of one launch at the same time."""
     kernel: registry.Kernel
     ordinal: int
     arch: str                   # the NVRTC target (sm_90a for an arch-specific kernel)
     smem_limit: int
     sm_count: int = 0
     functions: dict = field(default_factory=dict)   # entry -> launch.Function
-    cubins: dict = field(default_factory=dict)      # entry -> the cache.Compiled it came from
+    cubins: dict = field(default_factory=dict)      # entry -> the cache.Compiled holding it
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def function(self, entry: str, group: tuple[str, ...] = ()) -> launch.Function:
-        """The loaded function of `entry`; where no cubin at hand holds it, compiled together
-        with `group` (the other entry points of the same launch: launch_entries). Thread-
-        safe: cache.get compiles each selection once, and a function is loaded once."""
+        """The loaded function of `entry`; where no cubin at hand holds it, compiled, and the
+        other entry points of the same launch (`group`: launch_entries) with it. Thread-
+        safe: cache.get compiles each key once, and a function is loaded once."""
         f = self.functions.get(entry)
         if f is None:
             c = self.cubin_of(entry, group)
             f = launch.get_function(self.ordinal, self.kernel.name, c.key, c.cubin, entry)
             with self.lock:
-                self.functions.setdefault(entry, f)
-                self.cubins.setdefault(entry, c)
+                f = self.functions.setdefault(entry, f)
         return f
 
     def cubin_of(self, entry: str, group: tuple[str, ...] = ()):
-        """The cache.Compiled that `entry`'s function comes from: a cubin this Loaded holds
-        already, the whole kernel's where it is cached, else a compile of `entry` and `group`."""
-        with self.lock:
-            held = next((c for c in self.cubins.values() if entry in c.entries), None)
+        """The cache.Compiled that `entry`'s function comes from: one this Loaded holds, the
+        whole kernel's where it is cached, else a compile of `entry` alone; the entry points
+        of `group` not held yet compile meanwhile in threads (NVRTC releases the GIL), so a
+        stream-K launch waits for its slowest entry point, not for the sum. A group naming
+        every entry point compiles the whole kernel (e.g. a composed kernel's pre-pass)."""
+        held = self.cubins.get(entry)
         if held is not None:
             return held
         whole = cache.lookup(self.kernel, self.arch)
+        if whole is None and set(group) | {entry} >= set(self.kernel.entries):
+            whole = cache.get(self.kernel, self.arch)
         if whole is not None:
+            with self.lock:
+                for e in self.kernel.entries:
+                    self.cubins.setdefault(e, whole)
             return whole
-        return cache.get(self.kernel, self.arch, entries=tuple(dict.fromkeys((entry, *group))))
+        others = [e for e in dict.fromkeys(group) if e != entry and e not in self.cubins]
+        from concurrent.futures import ThreadPoolExecutor     # (rarely needed: not at import)
+        pool = ThreadPoolExecutor(len(others)) if others else None
+        try:
+            pending = {e: pool.submit(cache.get, self.kernel, self.arch, entries=(e,))
+                       for e in others}
+            got = {entry: cache.get(self.kernel, self.arch, entries=(entry,))}
+            got.update((e, f.result()) for e, f in pending.items())
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True)
+        with self.lock:
+            for e, c in got.items():
+                self.cubins.setdefault(e, c)
+            return self.cubins[entry]
 
 
 def loaded(k: registry.Kernel, ordinal: int) -> Loaded:

@@ -146,16 +146,35 @@ def loaded_pipe(monkeypatch):
     return resolve.Loaded(PIPE, 0, "sm_90", 232448, 132)
 
 
-def test_the_resolver_compiles_what_one_launch_needs_once(fake_nvrtc, tmp_cache, loaded_pipe):
+def test_the_resolver_compiles_each_entry_point_of_a_launch_once_and_at_once(
+        fake_nvrtc, tmp_cache, loaded_pipe, monkeypatch):
     v = next(v for v in PIPE.variants if v.entry == "cute_pipelined_am_bk")
     group = resolve.launch_entries(PIPE, v, stream_k=True)
     assert group == ("cute_pipelined_am_bk", "cute_pipelined_ak_bn", "cute_pipelined_ak_bn_sk")
+    together, fake = threading.Barrier(3, timeout=20), comp.run_nvrtc
+
+    def meeting(*args, **kw):           # returns only once all three compiles have started
+        together.wait()
+        return fake(*args, **kw)
+    monkeypatch.setattr(comp, "run_nvrtc", meeting)
     fs = [loaded_pipe.function(e, group) for e in group[::-1]]
-    assert fake_nvrtc == [("cute_pipelined", tuple(e for e in PIPE.entries if e in group))]
-    assert len({key for key, _ in fs}) == 1 and [e for _, e in fs] == list(group[::-1])
+    assert sorted(fake_nvrtc) == sorted(("cute_pipelined", (e,)) for e in group)
+    assert len({key for key, _ in fs}) == 3 and [e for _, e in fs] == list(group[::-1])
+    monkeypatch.setattr(comp, "run_nvrtc", fake)
     loaded_pipe.function("cute_pipelined_ak_bk")                     # another launch: its own cubin
-    assert fake_nvrtc[1:] == [("cute_pipelined", ("cute_pipelined_ak_bk",))]
+    assert fake_nvrtc[3:] == [("cute_pipelined", ("cute_pipelined_ak_bk",))]
     assert loaded_pipe.cubins["cute_pipelined_ak_bk"].entries == ("cute_pipelined_ak_bk",)
+    # and the cubins are those `cute-gemm compile --layout` leaves: one entry point each
+    cache.clear_memory()
+    assert cache.lookup(PIPE, "sm_90", entries=("cute_pipelined_ak_bn_sk",)).origin == "disk"
+
+
+def test_a_launch_of_every_entry_point_compiles_the_whole_kernel(fake_nvrtc, tmp_cache, monkeypatch):
+    monkeypatch.setattr(resolve.launch, "get_function", lambda *a: a[-1])
+    k = registry.get("cute_3xtf32")                  # its pre-pass launches both its entries
+    lk = resolve.Loaded(k, 0, "sm_90a", 232448, 132)
+    assert [lk.function(e, k.entries) for e in k.entries] == list(k.entries)
+    assert fake_nvrtc == [("cute_3xtf32", ())] and lk.cubins[k.entries[1]].whole
 
 
 def test_the_resolver_takes_a_cached_whole_kernel(fake_nvrtc, tmp_cache, loaded_pipe):
@@ -241,8 +260,9 @@ def test_cli_compile_layout_compiles_those_entry_points(capsys, fake_nvrtc, tmp_
     out, _ = capsys.readouterr()
     assert rc == 0
     pipe = ("cute_pipelined_am_bk", "cute_pipelined_ak_bn", "cute_pipelined_ak_bn_sk")
-    # v4_float4 takes row-major operands only: a tt call copies both (scale2d)
+    # v4_float4 takes row-major operands only: a tt call copies both (scale2d). Each entry
+    # point compiles alone: the cubins run() looks for
     want = {"cute_pipelined": pipe, "v4_float4": ("v4_float4",), "scale2d": ("scale2d",)}
     rows = [(r["kernel"], r["entry"]) for r in json.loads(out)]
     assert rows == [(k, e) for k, es in want.items() for e in es]
-    assert sorted(fake_nvrtc) == sorted(want.items())
+    assert sorted(fake_nvrtc) == sorted((k, (e,)) for k, es in want.items() for e in es)
