@@ -266,3 +266,25 @@ def test_cli_compile_layout_compiles_those_entry_points(capsys, fake_nvrtc, tmp_
     rows = [(r["kernel"], r["entry"]) for r in json.loads(out)]
     assert rows == [(k, e) for k, es in want.items() for e in es]
     assert sorted(fake_nvrtc) == sorted((k, (e,)) for k, es in want.items() for e in es)
+
+
+# ---- the warm path --------------------------------------------------------------------------------
+
+def test_header_wheel_versions_read_without_importlib_metadata():
+    """The cache key's wheel versions come from dist-info folder names (cheap in a fresh
+    process); they must be what importlib.metadata says, or every key would change."""
+    import importlib.metadata
+    from cute_gemm import paths
+    for h in paths.header_dirs():
+        if h.fingerprint.startswith("pkg:"):
+            dist, version = h.fingerprint[4:].split("==")
+            assert version == importlib.metadata.version(dist), h
+
+
+def test_import_leaves_the_heavy_modules_for_later():
+    import subprocess
+    import sys
+    code = ("import sys, cute_gemm; print(sorted(m for m in ('cute_gemm.check', 'cute_gemm.perf.runner', "
+            "'importlib.metadata', 'cuda.bindings.nvrtc', 'concurrent.futures') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
