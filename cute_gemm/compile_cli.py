@@ -199,20 +199,21 @@ def unsupported_arch(arch: str) -> str | None:
     return None
 
 
-def layout_plan(kernels: list[str], layouts: list[str],
-                precisions: tuple[str, ...] | None) -> dict[str, tuple[str, ...] | None]:
-    """kernel name -> the entry points calls in `layouts` need (resolve.layout_entries), the
-    kernels those calls run besides (a composed kernel's GEMM, the copy kernel) included;
-    None where that is every entry point (the whole kernel), () where the kernel computes
-    none of `precisions`."""
+def layout_plan(kernels: list[str], layouts: list[str], precisions: tuple[str, ...] | None
+                ) -> dict[str, list[tuple[str, ...] | None]]:
+    """kernel name -> the entry-point sets (None: the whole kernel) that calls in `layouts`
+    launch (resolve.layout_launches), the kernels those calls run besides (a composed
+    kernel's GEMM, the copy kernel) included; [] where a kernel computes none of
+    `precisions`. Each set is compiled as run() compiles it: the cubins it looks for."""
     from .compile import select_entries
-    from .resolve import layout_entries
-    plan: dict[str, set[str]] = {n: set() for n in kernels}
+    from .resolve import layout_launches
+    plan: dict[str, dict] = {n: {} for n in kernels}
     for n in kernels:
         for lay in layouts:
-            for name, entries in layout_entries(registry.get(n), lay, precisions).items():
-                plan.setdefault(name, set()).update(entries)
-    return {n: select_entries(kernel_of(n), es) if es else () for n, es in plan.items()}
+            for name, sets in layout_launches(registry.get(n), lay, precisions).items():
+                for s in sets:
+                    plan.setdefault(name, {})[select_entries(kernel_of(name), s)] = 1
+    return {n: list(sets) for n, sets in plan.items()}
 
 
 def compile_table(kernels: list[str], archs: list[str], workers: int | None,
@@ -220,16 +221,16 @@ def compile_table(kernels: list[str], archs: list[str], workers: int | None,
                   precisions: tuple[str, ...] | None = None) -> list[Outcome]:
     """Compile kernels x archs; kernels whose min_arch is above an arch are skipped, and
     an arch-specific kernel is compiled for its target of that arch (sm_90 -> sm_90a).
-    With `layouts`, only the entry points calls in those operand layouts need (layout_plan),
-    each compiled alone: the cubins run() looks for (resolve.Loaded)."""
+    With `layouts`, only the entry points calls in those operand layouts launch, in the
+    sets run() compiles (layout_plan)."""
     plan = (layout_plan(kernels, layouts, precisions) if layouts else
-            {n: None for n in kernels})
+            {n: [None] for n in kernels})
     jobs, per_kernel = [], {}
     for a in archs:
-        for n, entries in plan.items():
+        for n, sets in plan.items():
             k = kernel_of(n)
             num = arch_number(a)
-            if entries == ():
+            if not sets:
                 per_kernel[(n, a)] = Outcome(n, a, "skipped", error=f"computes {', '.join(k.precisions)}"
                                              f", none of {', '.join(precisions or ())}")
             elif not k.runs_on(num):
@@ -237,7 +238,7 @@ def compile_table(kernels: list[str], archs: list[str], workers: int | None,
                 per_kernel[(n, a)] = Outcome(n, a, "skipped", error=f"needs {need}")
             else:
                 t = k.target(num) if k.arch_specific else a
-                mine = [(n, t, None)] if entries is None else [(n, t, (e,)) for e in entries]
+                mine = [(n, t, s) for s in sets]
                 per_kernel[(n, a)] = mine
                 jobs += mine
     jobs = list(dict.fromkeys(jobs))

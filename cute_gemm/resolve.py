@@ -95,9 +95,9 @@ class Loaded:
     """A kernel on one device: its target, the device's limits, and the functions loaded so
     far. Nothing is compiled until a function is asked for; then the whole kernel's cubin
     is used where one is cached (memory or disk: after `cute-gemm compile`, or a bench
-    that compiled everything), else each entry point a launch needs is compiled alone
-    (cache.get(..., entries=(entry,)): one cubin and one cache entry per entry point, the
-    unit `cute-gemm compile --layout` fills too), those of one launch at the same time."""
+    that compiled everything), else the entry points one launch needs are compiled
+    together (cache.get(..., entries=launch_entries(...)): one cubin and one cache entry
+    per launch's set, the unit `cute-gemm compile --layout` fills too)."""
     kernel: registry.Kernel
     ordinal: int
     arch: str                   # the NVRTC target (sm_90a for an arch-specific kernel)
@@ -108,9 +108,9 @@ class Loaded:
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def function(self, entry: str, group: tuple[str, ...] = ()) -> launch.Function:
-        """The loaded function of `entry`; where no cubin at hand holds it, compiled, and the
-        other entry points of the same launch (`group`: launch_entries) with it. Thread-
-        safe: cache.get compiles each key once, and a function is loaded once."""
+        """The loaded function of `entry`; where no cubin at hand holds it, compiled with the
+        other entry points of the same launch (`group`: launch_entries). Thread-safe:
+        cache.get compiles each key once, and a function is loaded once."""
         f = self.functions.get(entry)
         if f is None:
             c = self.cubin_of(entry, group)
@@ -120,35 +120,24 @@ class Loaded:
         return f
 
     def cubin_of(self, entry: str, group: tuple[str, ...] = ()):
-        """The cache.Compiled that `entry`'s function comes from: one this Loaded holds, the
-        whole kernel's where it is cached, else a compile of `entry` alone; the entry points
-        of `group` not held yet compile meanwhile in threads (NVRTC releases the GIL), so a
-        stream-K launch waits for its slowest entry point, not for the sum. A group naming
-        every entry point compiles the whole kernel (e.g. a composed kernel's pre-pass)."""
+        """The cache.Compiled that `entry`'s function comes from, the first of: one this
+        Loaded holds; the whole kernel's, where it is cached; that of `entry` and `group`
+        together, where it is cached; a compile of `entry` and those of `group` not held
+        yet, together (one NVRTC program: NVRTC runs in a process gain nothing from
+        threads, docs/tuning/first_call.md). A set naming every entry point is the whole
+        kernel (e.g. a composed kernel's pre-pass)."""
         held = self.cubins.get(entry)
         if held is not None:
             return held
-        whole = cache.lookup(self.kernel, self.arch)
-        if whole is None and set(group) | {entry} >= set(self.kernel.entries):
-            whole = cache.get(self.kernel, self.arch)
-        if whole is not None:
+        k, arch = self.kernel, self.arch
+        wanted = tuple(dict.fromkeys((entry, *group)))
+        c = cache.lookup(k, arch) or cache.lookup(k, arch, entries=wanted)
+        if c is None:
             with self.lock:
-                for e in self.kernel.entries:
-                    self.cubins.setdefault(e, whole)
-            return whole
-        others = [e for e in dict.fromkeys(group) if e != entry and e not in self.cubins]
-        from concurrent.futures import ThreadPoolExecutor     # (rarely needed: not at import)
-        pool = ThreadPoolExecutor(len(others)) if others else None
-        try:
-            pending = {e: pool.submit(cache.get, self.kernel, self.arch, entries=(e,))
-                       for e in others}
-            got = {entry: cache.get(self.kernel, self.arch, entries=(entry,))}
-            got.update((e, f.result()) for e, f in pending.items())
-        finally:
-            if pool is not None:
-                pool.shutdown(wait=True)
+                missing = tuple(e for e in wanted if e == entry or e not in self.cubins)
+            c = cache.get(k, arch, entries=missing)
         with self.lock:
-            for e, c in got.items():
+            for e in c.entries:
                 self.cubins.setdefault(e, c)
             return self.cubins[entry]
 
@@ -266,38 +255,42 @@ def choose(k: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
     return best
 
 
-def layout_entries(k: registry.Kernel, layout: str,
-                   precisions: tuple[str, ...] | None = None) -> dict[str, tuple[str, ...]]:
-    """kernel name -> the entry points a run() call on `k` with A and B in operand layout
-    `layout` ("nn" ...: contiguous, aligned, every extent a multiple of 16) and a row-major
-    result needs, in each precision `k` computes (or those of `precisions` it does) and
-    each result type: the variant choose() takes, with its stream-K twin and head, and the
-    copy kernel (UTIL) where operands are copied into a layout the variant takes. A
-    composed kernel needs its pre-pass and the GEMM it names on A' and B' (k-major both:
-    layout "nt"); its fp32 fallback, for inputs the pre-pass cannot split, is compiled when
-    first used. Pure CPU: what `cute-gemm compile --layout` compiles."""
+def layout_launches(k: registry.Kernel, layout: str, precisions: tuple[str, ...] | None = None
+                    ) -> dict[str, tuple[tuple[str, ...], ...]]:
+    """kernel name -> the entry-point sets of the launches (each what Loaded compiles for one
+    launch: launch_entries, in the kernel's order) that a run() call on `k` with A and B in
+    operand layout `layout` ("nn" ...: contiguous, aligned, every extent a multiple of 16)
+    and a row-major result makes, in each precision `k` computes (or those of `precisions`
+    it does) and each result type: the variant choose() takes (with its stream-K twin and
+    head), and the copy kernel (UTIL) where operands are copied into a layout it takes. A
+    composed kernel launches its whole pre-pass and the GEMM it names on A' and B' (k-major
+    both: layout "nt"); its fp32 fallback, for inputs the pre-pass cannot split, is compiled
+    when first used. Pure CPU: what `cute-gemm compile --layout` compiles."""
     registry.layout_majors(layout)          # InputError for anything but nn, tn, nt, tt
     if k.gemm_of is not None:
         g = k.gemm_of
         if precisions is not None and not set(precisions) & set(k.precisions):
             return {}
-        return {k.name: k.entries, **layout_entries(registry.get(g.kernel), "nt", (g.precision,))}
+        return {k.name: (k.entries,), **layout_launches(registry.get(g.kernel), "nt", (g.precision,))}
     size = 1024
 
     def op(name, rows, cols, transposed, dtype):
         return Operand(name, None, True, 1 << 20, (rows, cols),
                        (1, rows) if transposed else (cols, 1), dtype)
-    wanted: set[str] = set()
+
+    def in_order(x: registry.Kernel, entries) -> tuple[str, ...]:
+        return tuple(e for e in x.entries if e in entries)
+    out: dict[str, dict] = {}
     for p, o in dict.fromkeys((v.precision, v.out_dtype) for v in k.variants):
         if precisions is None or p in precisions:
             ops = {"a": op("a", size, size, layout[0] == "t", PRECISION_DTYPE[p]),
                    "b": op("b", size, size, layout[1] == "t", PRECISION_DTYPE[p]),
                    "c": op("c", size, size, False, o)}
             variant, copies = choose(k, ops, p, o)
-            wanted.update(launch_entries(k, variant, stream_k=True))
-            wanted.update(UTIL_ENTRY[ops[r].dtype] for r in copies)
-    return {x.name: tuple(e for e in x.entries if e in wanted) for x in (k, UTIL)
-            if wanted & set(x.entries)}
+            out.setdefault(k.name, {})[in_order(k, launch_entries(k, variant, stream_k=True))] = 1
+            for r in copies:
+                out.setdefault(UTIL.name, {})[(UTIL_ENTRY[ops[r].dtype],)] = 1
+    return {name: tuple(sets) for name, sets in out.items()}
 
 
 # ---- the launcher --------------------------------------------------------------------------

@@ -146,27 +146,32 @@ def loaded_pipe(monkeypatch):
     return resolve.Loaded(PIPE, 0, "sm_90", 232448, 132)
 
 
-def test_the_resolver_compiles_each_entry_point_of_a_launch_once_and_at_once(
-        fake_nvrtc, tmp_cache, loaded_pipe, monkeypatch):
+def test_the_resolver_compiles_what_one_launch_needs_once(fake_nvrtc, tmp_cache, loaded_pipe):
     v = next(v for v in PIPE.variants if v.entry == "cute_pipelined_am_bk")
     group = resolve.launch_entries(PIPE, v, stream_k=True)
     assert group == ("cute_pipelined_am_bk", "cute_pipelined_ak_bn", "cute_pipelined_ak_bn_sk")
-    together, fake = threading.Barrier(3, timeout=20), comp.run_nvrtc
-
-    def meeting(*args, **kw):           # returns only once all three compiles have started
-        together.wait()
-        return fake(*args, **kw)
-    monkeypatch.setattr(comp, "run_nvrtc", meeting)
     fs = [loaded_pipe.function(e, group) for e in group[::-1]]
-    assert sorted(fake_nvrtc) == sorted(("cute_pipelined", (e,)) for e in group)
-    assert len({key for key, _ in fs}) == 3 and [e for _, e in fs] == list(group[::-1])
-    monkeypatch.setattr(comp, "run_nvrtc", fake)
+    in_order = tuple(e for e in PIPE.entries if e in group)
+    assert fake_nvrtc == [("cute_pipelined", in_order)]               # one program, once
+    assert len({key for key, _ in fs}) == 1 and [e for _, e in fs] == list(group[::-1])
     loaded_pipe.function("cute_pipelined_ak_bk")                     # another launch: its own cubin
-    assert fake_nvrtc[3:] == [("cute_pipelined", ("cute_pipelined_ak_bk",))]
+    assert fake_nvrtc[1:] == [("cute_pipelined", ("cute_pipelined_ak_bk",))]
     assert loaded_pipe.cubins["cute_pipelined_ak_bk"].entries == ("cute_pipelined_ak_bk",)
-    # and the cubins are those `cute-gemm compile --layout` leaves: one entry point each
+    # a launch whose entry points this Loaded partly holds compiles only the others
+    w = next(v for v in PIPE.variants if v.entry == "cute_pipelined_ak_bn")
+    loaded_pipe.function(w.entry, resolve.launch_entries(PIPE, w, stream_k=True))
+    assert len(fake_nvrtc) == 2
+
+
+def test_a_fresh_process_finds_the_launch_cubin_on_disk(fake_nvrtc, tmp_cache, loaded_pipe):
+    """The unit on disk is one launch's set of entry points, whoever compiled it (run() or
+    `cute-gemm compile --layout`): a new Loaded finds it without compiling."""
+    v = next(v for v in PIPE.variants if v.entry == "cute_pipelined_ak_bn")
+    group = resolve.launch_entries(PIPE, v, stream_k=True)
+    cache.get(PIPE, "sm_90", entries=group)
     cache.clear_memory()
-    assert cache.lookup(PIPE, "sm_90", entries=("cute_pipelined_ak_bn_sk",)).origin == "disk"
+    fresh = resolve.Loaded(PIPE, 0, "sm_90", 232448, 132)
+    assert fresh.cubin_of(v.stream_k, group).origin == "disk" and len(fake_nvrtc) == 1
 
 
 def test_a_launch_of_every_entry_point_compiles_the_whole_kernel(fake_nvrtc, tmp_cache, monkeypatch):
@@ -212,27 +217,28 @@ def test_launch_entries_follow_the_stream_k_switch(monkeypatch):
 
 # ---- which entry points a layout needs ---------------------------------------------------------------
 
-def test_layout_entries_of_the_tuned_kernels():
-    le = resolve.layout_entries
-    assert le(PIPE, "nn") == {"cute_pipelined": ("cute_pipelined_ak_bn", "cute_pipelined_ak_bn_sk")}
-    assert le(PIPE, "tt") == {"cute_pipelined": ("cute_pipelined_am_bk", "cute_pipelined_ak_bn",
-                                                 "cute_pipelined_ak_bn_sk")}
+def test_layout_launches_of_the_tuned_kernels():
+    ll = resolve.layout_launches
+    assert ll(PIPE, "nn") == {"cute_pipelined": (("cute_pipelined_ak_bn", "cute_pipelined_ak_bn_sk"),)}
+    assert ll(PIPE, "tt") == {"cute_pipelined": (("cute_pipelined_am_bk", "cute_pipelined_ak_bn",
+                                                  "cute_pipelined_ak_bn_sk"),)}
     ws = registry.get("cute_wgmma_ws")
-    assert le(ws, "tn", ("bf16",)) == {"cute_wgmma_ws": ("cute_wgmma_ws_bf16_f32_am_bn",
-                                                         "cute_wgmma_ws_bf16_bf16_am_bn")}
+    assert ll(ws, "tn", ("bf16",)) == {"cute_wgmma_ws": (("cute_wgmma_ws_bf16_f32_am_bn",),
+                                                         ("cute_wgmma_ws_bf16_bf16_am_bn",))}
     # tf32 takes a k-major B only: an nn call copies B (scale2d) for the tf32 entry
-    assert le(ws, "nn", ("tf32",)) == {"cute_wgmma_ws": ("cute_wgmma_ws_tf32_f32_ak_bk",),
-                                       "scale2d": ("scale2d",)}
-    assert le(registry.get("cute_3xtf32"), "tn") == {
-        "cute_3xtf32": ("cute_3xtf32_split_a", "cute_3xtf32_split_b"),
-        "cute_wgmma_ws_promote": ("cute_wgmma_ws_tf32_f32_ak_bk",)}
-    assert le(PIPE, "nn", ("bf16",)) == {}
+    assert ll(ws, "nn", ("tf32",)) == {"cute_wgmma_ws": (("cute_wgmma_ws_tf32_f32_ak_bk",),),
+                                       "scale2d": (("scale2d",),)}
+    assert ll(registry.get("cute_3xtf32"), "tn") == {
+        "cute_3xtf32": (("cute_3xtf32_split_a", "cute_3xtf32_split_b"),),
+        "cute_wgmma_ws_promote": (("cute_wgmma_ws_tf32_f32_ak_bk",),)}
+    assert ll(PIPE, "nn", ("bf16",)) == {}
 
 
 @pytest.mark.parametrize("layout", registry.LAYOUTS)
-def test_layout_entries_hold_what_run_chooses(layout):
+def test_layout_launches_are_what_run_compiles(layout):
     """For every kernel and precision, run()'s own choice on contiguous aligned operands of
-    another shape (and its stream-K pair) is among the entry points --layout compiles."""
+    another shape gives a launch whose set of entry points (what Loaded compiles and looks
+    up) is one that --layout compiles, and a copy where --layout compiles the copy kernel."""
     m, n, kk = 384, 640, 256
 
     def op(name, rows, cols, t, dtype):
@@ -240,18 +246,19 @@ def test_layout_entries_hold_what_run_chooses(layout):
     for k in registry.kernels():
         if k.gemm_of is not None:
             continue
-        got = resolve.layout_entries(k, layout)
+        got = resolve.layout_launches(k, layout)
         for v0 in k.variants:
             dt = registry.PRECISION_DTYPE[v0.precision]
             v, copies = resolve.choose(k, {"a": op("a", m, kk, layout[0] == "t", dt),
                                            "b": op("b", kk, n, layout[1] == "t", dt),
                                            "c": op("c", m, n, False, v0.out_dtype)},
                                        v0.precision, v0.out_dtype)
-            assert set(resolve.launch_entries(k, v, stream_k=True)) <= set(got[k.name]), k.name
+            launch = comp.select_entries(k, resolve.launch_entries(k, v, stream_k=True))
+            assert launch in [comp.select_entries(k, s) for s in got[k.name]], k.name
             assert not copies or "scale2d" in got, k.name
 
 
-def test_cli_compile_layout_compiles_those_entry_points(capsys, fake_nvrtc, tmp_cache, monkeypatch):
+def test_cli_compile_layout_compiles_what_run_looks_for(capsys, fake_nvrtc, tmp_cache, monkeypatch):
     import json
     monkeypatch.setenv("CUTE_GEMM_FORCE_NO_GPU", "1")
     monkeypatch.setattr("cute_gemm.compile_cli.unsupported_arch", lambda arch: None)
@@ -260,12 +267,22 @@ def test_cli_compile_layout_compiles_those_entry_points(capsys, fake_nvrtc, tmp_
     out, _ = capsys.readouterr()
     assert rc == 0
     pipe = ("cute_pipelined_am_bk", "cute_pipelined_ak_bn", "cute_pipelined_ak_bn_sk")
-    # v4_float4 takes row-major operands only: a tt call copies both (scale2d). Each entry
-    # point compiles alone: the cubins run() looks for
+    # v4_float4 takes row-major operands only: a tt call copies both (scale2d)
     want = {"cute_pipelined": pipe, "v4_float4": ("v4_float4",), "scale2d": ("scale2d",)}
     rows = [(r["kernel"], r["entry"]) for r in json.loads(out)]
     assert rows == [(k, e) for k, es in want.items() for e in es]
-    assert sorted(fake_nvrtc) == sorted((k, (e,)) for k, es in want.items() for e in es)
+    assert sorted(fake_nvrtc) == sorted(want.items())
+    # the launch run() makes finds that cubin
+    cache.clear_memory()
+    monkeypatch.setattr(resolve.launch, "get_function", lambda *a: a[-1])
+    lk = resolve.Loaded(PIPE, 0, "sm_90", 232448, 132)
+    assert lk.cubin_of(pipe[0], pipe).origin == "disk" and len(fake_nvrtc) == 3
+    # --layout all: one cubin per launch: nn's, tn's and nt's (tt's is on disk already)
+    fake_nvrtc.clear()
+    assert cli.main(["compile", "cute_pipelined", "--layout", "all", "--arch", "sm_90", "--jobs", "1"]) == 0
+    capsys.readouterr()
+    assert sorted(fake_nvrtc) == sorted(("cute_pipelined", (f"cute_pipelined_{m}", f"cute_pipelined_{m}_sk"))
+                                        for m in ("am_bn", "ak_bn", "ak_bk"))
 
 
 # ---- the warm path --------------------------------------------------------------------------------
