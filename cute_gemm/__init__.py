@@ -10,12 +10,23 @@ from __future__ import annotations
 from .api import clear_caches, compile_kernel, flops, gemm, resolved_launches, run
 from .auto import Choice, gemm_choice
 from .arrays import SUPPORTED_DTYPES, DeviceArray
-from .check import CheckReport, cross_check
-from .perf.runner import bench
 from .errors import (AutoTableWarning, CompileError, CudaError, CuteGemmError, DTypeError,
                      InputError, NoDeviceError, NotAnArrayError, PrecisionFallbackWarning,
                      ShapeError, ShapeLimitError, UnknownKernelError)
 from .registry import Kernel, Variant, get as get_kernel
+
+
+# imported when first used: a program that only calls run() does not pay for them
+_LAZY = {"cross_check": "check", "CheckReport": "check", "bench": "perf.runner"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def kernels(family: str | None = None) -> tuple[Kernel, ...]:

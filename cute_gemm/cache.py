@@ -99,6 +99,8 @@ class Compiled:
     compile_seconds: float   # of the NVRTC run that produced it
     origin: str              # "memory" | "disk" | "compiled"
     ptx: str | None = None   # the PTX of the same NVRTC run, if asked for (get(..., ptx=True))
+    entries: tuple[str, ...] = ()   # the entry points it holds (all the kernel's, or a selection)
+    whole: bool = True       # it holds every entry point of the kernel (no selection)
 
     @property
     def resources(self) -> dict[str, _compile.Resources]:
@@ -119,17 +121,18 @@ def _unpack(blob: bytes) -> tuple[dict, bytes, str | None] | None:
     """(meta, cubin, ptx or None); None for anything that is not a complete, intact entry."""
     if len(blob) < _HEADER + 8 or not blob.startswith(MAGIC):
         return None
-    digest, payload = blob[len(MAGIC):_HEADER], blob[_HEADER:]
+    # a view, not slices: a whole kernel's entry is several MB, and each slice is a copy
+    digest, payload = blob[len(MAGIC):_HEADER], memoryview(blob)[_HEADER:]
     if hashlib.sha256(payload).digest() != digest:
         return None
     n, nc = struct.unpack_from("<II", payload)
     try:
-        meta = json.loads(payload[8:8 + n])
+        meta = json.loads(bytes(payload[8:8 + n]))
         z = payload[8 + n + nc:]
-        ptx = zlib.decompress(z).decode() if z else None
+        ptx = zlib.decompress(z).decode() if len(z) else None
     except (ValueError, zlib.error):
         return None
-    cubin = payload[8 + n:8 + n + nc]
+    cubin = bytes(payload[8 + n:8 + n + nc])
     return (meta, cubin, ptx) if len(cubin) == nc > 0 else None
 
 
@@ -232,54 +235,96 @@ def _memory_hit(key: str, ptx: bool) -> Compiled | None:
     return dataclasses.replace(hit, origin="memory")
 
 
-def get(kernel, arch: str | int, extra_options: tuple[str, ...] = (), *, ptx: bool = False) -> Compiled:
+@dataclasses.dataclass(frozen=True)
+class _Job:
+    """What one cache.get or lookup asks for: the text, options and key of one compile."""
+    kernel: object
+    arch: str
+    source: str
+    opts: list
+    key: str
+    entries: tuple[str, ...] | None      # compile.select_entries: None is the whole kernel
+
+    @classmethod
+    def of(cls, kernel, arch, extra_options, entries) -> "_Job":
+        arch = _compile.normalize_arch(arch)
+        entries = _compile.select_entries(kernel, entries)
+        source = _compile.read_source(kernel)
+        opts = _compile.options(kernel, arch, extra_options, entries)
+        return cls(kernel, arch, source, opts, cache_key(kernel, arch, source, opts), entries)
+
+    def compiled(self, cubin: bytes, log: str, seconds: float, origin: str,
+                 ptx: str | None) -> Compiled:
+        return Compiled(self.kernel.name, self.arch, self.key, cubin, log, seconds, origin, ptx,
+                        self.entries or self.kernel.entries, self.entries is None)
+
+
+def get(kernel, arch: str | int, extra_options: tuple[str, ...] = (), *, ptx: bool = False,
+        entries: tuple[str, ...] | None = None) -> Compiled:
     """The cubin of `kernel` for `arch`, from memory, disk, or a fresh NVRTC compile; with
     ptx=True also the PTX of that compile (an entry cached without it is compiled again).
+    `entries`: only these entry points of the kernel (compile.select_entries; naming all of
+    them is the whole kernel), a cubin and a cache entry of their own.
     Thread-safe: one compile per key per process, different keys compile concurrently."""
-    arch = _compile.normalize_arch(arch)
-    source = _compile.read_source(kernel)
-    opts = _compile.options(kernel, arch, extra_options)
-    key = cache_key(kernel, arch, source, opts)
-    hit = _memory_hit(key, ptx)
+    job = _Job.of(kernel, arch, extra_options, entries)
+    hit = _memory_hit(job.key, ptx)
     if hit is not None:
         return hit
     with _mem_lock:
-        lock = _key_locks.setdefault(key, threading.Lock())
+        lock = _key_locks.setdefault(job.key, threading.Lock())
     with lock:
-        hit = _memory_hit(key, ptx)
+        hit = _memory_hit(job.key, ptx)
         if hit is not None:
             return hit
-        result = _get_uncached(kernel, arch, source, opts, key, ptx)
+        result = _get_uncached(job, ptx)
         with _mem_lock:
-            _memory[key] = result
+            _memory[job.key] = result
         return result
 
 
-def _compile_now(kernel, arch, source, opts, key, ptx: bool) -> Compiled:
-    cubin, ptx_text, log, secs = _compile.run_nvrtc(kernel, source, opts, want_ptx=ptx)
-    text = ptx_text.rstrip(b"\0").decode(errors="replace") if ptx_text is not None else None
-    return Compiled(kernel.name, arch, key, cubin, log, secs, "compiled", text)
-
-
-def _get_uncached(kernel, arch, source, opts, key, ptx: bool) -> Compiled:
-    if not disk_enabled():
-        return _compile_now(kernel, arch, source, opts, key, ptx)
-    found = _read(key, ptx)
+def lookup(kernel, arch: str | int, extra_options: tuple[str, ...] = (), *,
+           entries: tuple[str, ...] | None = None) -> Compiled | None:
+    """What get() would return from memory or disk, or None where it would have to compile:
+    never runs NVRTC (e.g. to prefer a whole-kernel cubin that `cute-gemm compile` left on
+    disk over compiling one entry point). A disk hit is kept in memory."""
+    job = _Job.of(kernel, arch, extra_options, entries)
+    hit = _memory_hit(job.key, False)
+    if hit is not None or not disk_enabled():
+        return hit
+    found = _read(job.key)
     if found is None:
-        with _key_lock(key):
-            found = _read(key, ptx)         # another process may have finished meanwhile
+        return None
+    meta, cubin, ptx_text = found
+    result = job.compiled(cubin, meta.get("log", ""), meta.get("seconds", 0.0), "disk", ptx_text)
+    with _mem_lock:
+        _memory.setdefault(job.key, result)
+    return result
+
+
+def _compile_now(job: _Job, ptx: bool) -> Compiled:
+    cubin, ptx_text, log, secs = _compile.run_nvrtc(job.kernel, job.source, job.opts, want_ptx=ptx)
+    text = ptx_text.rstrip(b"\0").decode(errors="replace") if ptx_text is not None else None
+    return job.compiled(cubin, log, secs, "compiled", text)
+
+
+def _get_uncached(job: _Job, ptx: bool) -> Compiled:
+    if not disk_enabled():
+        return _compile_now(job, ptx)
+    found = _read(job.key, ptx)
+    if found is None:
+        with _key_lock(job.key):
+            found = _read(job.key, ptx)     # another process may have finished meanwhile
             if found is None:
-                c = _compile_now(kernel, arch, source, opts, key, ptx)
-                meta = {"kernel": kernel.name, "arch": arch, "log": c.log, "seconds": c.compile_seconds,
-                        "options": opts}
+                c = _compile_now(job, ptx)
+                meta = {"kernel": job.kernel.name, "arch": job.arch, "log": c.log,
+                        "seconds": c.compile_seconds, "options": job.opts}
                 try:
-                    _write(key, meta, c.cubin, c.ptx)
+                    _write(job.key, meta, c.cubin, c.ptx)
                 except OSError as e:         # read-only, foreign or misplaced cache dir
                     _unwritable(cache_dir(), e)
                 return c
     meta, cubin, ptx_text = found
-    return Compiled(kernel.name, arch, key, cubin, meta.get("log", ""), meta.get("seconds", 0.0), "disk",
-                    ptx_text)
+    return job.compiled(cubin, meta.get("log", ""), meta.get("seconds", 0.0), "disk", ptx_text)
 
 
 def _prefetch_one(name: str, arch: str, ptx: bool, directory: str) -> tuple[str, float]:

@@ -89,6 +89,16 @@ def shape_mnk(s: str) -> tuple[int, int, int]:
     return dims  # type: ignore[return-value]
 
 
+def precision_list(s: str) -> tuple[str, ...]:
+    """'bf16,tf32' -> ("bf16", "tf32"), each one of registry.PRECISIONS."""
+    got = tuple(dict.fromkeys(p.strip() for p in s.split(",")))
+    bad = [p for p in got if p not in registry.PRECISIONS]
+    if bad or not got:
+        raise argparse.ArgumentTypeError(f"expected precisions from {', '.join(registry.PRECISIONS)}"
+                                         f", got {s!r}")
+    return got
+
+
 def arch_name(s: str) -> str:
     from .compile import normalize_arch
     try:
@@ -343,6 +353,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--arch", action="append", type=arch_name,
                    help=f"sm_80, sm_90 ..., repeatable (default: the GPU's, or {DEFAULT_ARCH} "
                         "without one)")
+    s.add_argument("--layout", choices=registry.LAYOUTS + ("all",),
+                   help="only the entry points a call with A and B in this operand layout "
+                        "(contiguous, aligned) needs, with their stream-K twins and the kernels "
+                        "the call runs besides (default: every entry point)")
+    s.add_argument("--precision", type=precision_list, metavar="P[,P...]",
+                   help="with --layout: only these precisions (" + ", ".join(registry.PRECISIONS)
+                        + "; default: all the kernel computes)")
     add_jobs_progress(s)
     s.add_argument("--json", action="store_true", help="JSON on stdout instead of a table")
     s.set_defaults(fn=_cmd_compile)

@@ -12,7 +12,7 @@ import re
 import time
 from dataclasses import dataclass
 
-from .errors import CompileError, CuteGemmError, InputError
+from .errors import CompileError, CuteGemmError, InputError, UnknownEntryError
 from . import paths
 
 STD = "--std=c++17"
@@ -61,14 +61,38 @@ def normalize_arch(arch: str | int | tuple[int, int]) -> str:
     raise InputError(f"unknown arch {arch!r}{hint}: use one of the forms {_ARCH_FORMS}")
 
 
-def options(kernel, arch: str, extra: tuple[str, ...] = ()) -> list[str]:
-    """The full NVRTC option list for one kernel and arch (also part of the cache key)."""
+def select_entries(kernel, entries) -> tuple[str, ...] | None:
+    """The entry points a compile of `kernel` is limited to, in the kernel's own order;
+    None for the whole kernel (no selection, or one naming every entry point, which is
+    the whole kernel's cubin and cache entry). UnknownEntryError for a name that is not
+    an entry point of the kernel, or an empty selection."""
+    if entries is None:
+        return None
+    if isinstance(entries, str):
+        entries = (entries,)
+    own = kernel.entries
+    bad = [e for e in entries if e not in own]
+    if bad or not entries:
+        what = (f"has no entry point {', '.join(map(repr, bad))}" if bad else
+                "cannot be compiled with no entry point")
+        raise UnknownEntryError(f"kernel {kernel.name!r} {what}; its entry points: {', '.join(own)}")
+    chosen = tuple(e for e in own if e in entries)
+    return None if len(chosen) == len(own) else chosen
+
+
+def options(kernel, arch: str, extra: tuple[str, ...] = (),
+            entries: tuple[str, ...] | None = None) -> list[str]:
+    """The full NVRTC option list for one kernel and arch (also part of the cache key).
+    `entries` (select_entries'): compile only these entry points (include/cute_gemm/
+    entries.cuh: -DCG_ENTRIES and one -DCG_WANT_<entry>=1 each)."""
     opts = [STD, f"-arch={arch}", "-default-device", "-lineinfo", "--ptxas-options=-v",
             f"-I{paths.project_include_dir()}"]
     opts += [f"-I{h.path}" for h in paths.header_dirs()]
     opts += [f"-D{name}={value}" for name, value in kernel.defines]
     opts += list(kernel.options)
     opts += list(extra)
+    if entries is not None:
+        opts += ["-DCG_ENTRIES"] + [f"-DCG_WANT_{e}=1" for e in entries]
     return opts
 
 

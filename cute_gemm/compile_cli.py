@@ -31,23 +31,37 @@ class Outcome:
     resources: dict = field(default_factory=dict)   # entry -> compile.Resources
     error: str = ""
     log: str = ""                     # the whole NVRTC error, for a log file
+    entries: tuple[str, ...] = ()     # the entry points compiled (--layout), () for all of them
 
     @property
     def shown_origin(self) -> str:
         return "cached" if self.origin in ("disk", "memory") else self.origin
 
 
-def compile_one(job: tuple[str, str]) -> Outcome:
+def kernel_of(name: str) -> registry.Kernel:
+    """A registered kernel, or the runtime's copy kernel (resolve.UTIL) that --layout may add."""
+    from .resolve import UTIL
+    return UTIL if name == UTIL.name else registry.get(name)
+
+
+# (kernel name, arch, the entry points to compile or None for all of them)
+Job = tuple[str, str, "tuple[str, ...] | None"]
+
+
+def compile_one(job: Job) -> Outcome:
     """Runs in a worker process: everything it returns pickles (no cubin: the cache holds it)."""
-    name, arch = job
+    name, arch, entries = job
     t0 = time.perf_counter()
+    sel = tuple(entries or ())
     try:
-        c = cache.get(registry.get(name), arch)
+        c = cache.get(kernel_of(name), arch, entries=entries)
     except CompileError as e:
-        return Outcome(name, arch, "failed", time.perf_counter() - t0, error=one_line(e), log=str(e))
+        return Outcome(name, arch, "failed", time.perf_counter() - t0, error=one_line(e), log=str(e),
+                       entries=sel)
     except CuteGemmError as e:
-        return Outcome(name, arch, "failed", time.perf_counter() - t0, error=one_line(e))
-    return Outcome(name, arch, c.origin, time.perf_counter() - t0, c.resources)
+        return Outcome(name, arch, "failed", time.perf_counter() - t0, error=one_line(e), entries=sel)
+    return Outcome(name, arch, c.origin, time.perf_counter() - t0, c.resources,
+                   entries=() if c.whole else c.entries)
 
 
 class Progress:
@@ -116,10 +130,13 @@ def _note(o: Outcome) -> str:
     return o.shown_origin
 
 
-def run_jobs(jobs: list[tuple[str, str]], workers: int, progress: Progress) -> list[Outcome]:
-    """Compile every (kernel, arch); outcomes in the order of `jobs`."""
-    multi_arch = len({a for _, a in jobs}) > 1
-    label = (lambda j: f"{j[0]} {j[1]}") if multi_arch else (lambda j: j[0])
+def run_jobs(jobs: list[Job], workers: int, progress: Progress) -> list[Outcome]:
+    """Compile every (kernel, arch, entries); outcomes in the order of `jobs`."""
+    multi_arch = len({j[1] for j in jobs}) > 1
+
+    def label(j: Job) -> str:
+        # a selection by its entry points (named after their kernel), a whole kernel by name
+        return (",".join(j[2]) if j[2] else j[0]) + (f" {j[1]}" if multi_arch else "")
     # later ladder stages (and the CuTe family, registered last) take longest: start them
     # first so that no 30 s compile begins when everything else is already done
     order = list(reversed(range(len(jobs))))
@@ -182,35 +199,68 @@ def unsupported_arch(arch: str) -> str | None:
     return None
 
 
+def layout_plan(kernels: list[str], layouts: list[str], precisions: tuple[str, ...] | None
+                ) -> dict[str, list[tuple[str, ...] | None]]:
+    """kernel name -> the entry-point sets (None: the whole kernel) that calls in `layouts`
+    launch (resolve.layout_launches), the kernels those calls run besides (a composed
+    kernel's GEMM, the copy kernel) included; [] where a kernel computes none of
+    `precisions`. Each set is compiled as run() compiles it: the cubins it looks for."""
+    from .compile import select_entries
+    from .resolve import layout_launches
+    plan: dict[str, dict] = {n: {} for n in kernels}
+    for n in kernels:
+        for lay in layouts:
+            for name, sets in layout_launches(registry.get(n), lay, precisions).items():
+                for s in sets:
+                    plan.setdefault(name, {})[select_entries(kernel_of(name), s)] = 1
+    return {n: list(sets) for n, sets in plan.items()}
+
+
 def compile_table(kernels: list[str], archs: list[str], workers: int | None,
-                  progress: bool | None) -> list[Outcome]:
+                  progress: bool | None, layouts: list[str] | None = None,
+                  precisions: tuple[str, ...] | None = None) -> list[Outcome]:
     """Compile kernels x archs; kernels whose min_arch is above an arch are skipped, and
-    an arch-specific kernel is compiled for its target of that arch (sm_90 -> sm_90a)."""
-    jobs, skipped, target = [], {}, {}
+    an arch-specific kernel is compiled for its target of that arch (sm_90 -> sm_90a).
+    With `layouts`, only the entry points calls in those operand layouts launch, in the
+    sets run() compiles (layout_plan)."""
+    plan = (layout_plan(kernels, layouts, precisions) if layouts else
+            {n: [None] for n in kernels})
+    jobs, per_kernel = [], {}
     for a in archs:
-        for n in kernels:
-            k = registry.get(n)
+        for n, sets in plan.items():
+            k = kernel_of(n)
             num = arch_number(a)
-            if not k.runs_on(num):
+            if not sets:
+                per_kernel[(n, a)] = Outcome(n, a, "skipped", error=f"computes {', '.join(k.precisions)}"
+                                             f", none of {', '.join(precisions or ())}")
+            elif not k.runs_on(num):
                 need = f"sm_{k.min_arch}" + ("a" if k.arch_specific else " or newer")
-                skipped[(n, a)] = Outcome(n, a, "skipped", error=f"needs {need}")
+                per_kernel[(n, a)] = Outcome(n, a, "skipped", error=f"needs {need}")
             else:
-                target[(n, a)] = k.target(num) if k.arch_specific else a
-                jobs.append((n, target[(n, a)]))
+                t = k.target(num) if k.arch_specific else a
+                mine = [(n, t, s) for s in sets]
+                per_kernel[(n, a)] = mine
+                jobs += mine
     jobs = list(dict.fromkeys(jobs))
-    done = {(o.kernel, o.arch): o for o in
-            run_jobs(jobs, workers or cpu_cores(), Progress(len(jobs), progress))}
-    return list({id(o): o for o in (done.get((n, target.get((n, a)))) or skipped[(n, a)]
-                                    for a in archs for n in kernels)}.values())
+    done = dict(zip(jobs, run_jobs(jobs, workers or cpu_cores(), Progress(len(jobs), progress))))
+    out: dict[int, Outcome] = {}       # (an arch-specific target may stand for several archs)
+    for a in archs:
+        for n in plan:
+            got = per_kernel[(n, a)]
+            for o in ([got] if isinstance(got, Outcome) else [done[j] for j in got]):
+                out.setdefault(id(o), o)
+    return list(out.values())
 
 
-def resource_problems(k: registry.Kernel, res: dict) -> dict[str, str]:
+def resource_problems(k: registry.Kernel, res: dict,
+                      entries: tuple[str, ...] = ()) -> dict[str, str]:
     """entry -> what is wrong with its registers or local memory: the limits that
-    tests/test_compile.py asserts, so they can be seen without pytest."""
+    tests/test_compile.py asserts, so they can be seen without pytest. `entries`: those
+    compiled, () for all of the kernel's."""
     min_blocks = k.min_blocks
     cap = min(255, 65536 // (k.threads * min_blocks))   # MIN_BLOCKS CTAs must stay resident
     out = {}
-    for entry in k.entries:
+    for entry in entries or k.entries:
         r = res.get(entry)
         if r is None:
             out[entry] = "ptxas reported nothing"
@@ -232,9 +282,9 @@ def rows(outcomes: list[Outcome], verdicts: bool = False) -> list[dict]:
         if o.origin in ("failed", "skipped"):
             recs.append({**base, "error": o.error})
             continue
-        k = registry.get(o.kernel)
-        probs = resource_problems(k, o.resources) if verdicts else {}
-        for entry in k.entries:
+        k = kernel_of(o.kernel)
+        probs = resource_problems(k, o.resources, o.entries) if verdicts else {}
+        for entry in o.entries or k.entries:
             r = o.resources.get(entry)
             rec = {**base, "entry": entry}
             if r is not None:
@@ -249,15 +299,16 @@ def rows(outcomes: list[Outcome], verdicts: bool = False) -> list[dict]:
 
 
 def format_table(outcomes: list[Outcome], verdicts: bool = False) -> str:
-    recs = rows(outcomes, verdicts)
+    # the compile each record comes from: seconds are per compile, shown on its first entry
+    recs = [dict(r, job=i) for i, o in enumerate(outcomes) for r in rows([o], verdicts)]
     kw = max([8] + [len(r["kernel"]) for r in recs]) + 2
     ew = max([7] + [len(r.get("entry", "")) for r in recs]) + 2
     head = (f"{'kernel':<{kw}}{'arch':<8}{'origin':<10}{'secs':>6}  {'entry':<{ew}}"
             f"{'regs':>5}{'smem':>7}{'stack':>6}{'spill st/ld':>12}" + ("  check" if verdicts else ""))
     lines, last = [head], None
     for r in recs:
-        first = (r["kernel"], r["arch"]) != last      # seconds are per compile, not per entry
-        last = (r["kernel"], r["arch"])
+        first = r["job"] != last
+        last = r["job"]
         origin = "cached" if r["origin"] in ("disk", "memory") else r["origin"]
         secs = (f"{'-':>6}" if r["origin"] == "skipped" else
                 f"{r['seconds']:>6.1f}" if first else " " * 6)
@@ -288,6 +339,11 @@ def report_failures(outcomes: list[Outcome], prog: str) -> None:
 
 def cmd_compile(args) -> int:
     names = list(registry.names()) if args.all or not args.kernels else list(dict.fromkeys(args.kernels))
+    layouts = (None if args.layout is None else
+               list(registry.LAYOUTS) if args.layout == "all" else [args.layout])
+    if args.precision and not layouts:
+        return error("--precision chooses among the entry points of --layout: give --layout too",
+                     "cute-gemm compile")
     archs = list(dict.fromkeys(args.arch or []))
     if not archs:
         why = gpu_unavailable()
@@ -302,7 +358,8 @@ def cmd_compile(args) -> int:
         why = unsupported_arch(a)
         if why:
             return error(f"NVRTC cannot compile for {a}: {why}", "cute-gemm compile")
-    outcomes = compile_table(names, archs, args.jobs, args.progress)
+    outcomes = compile_table(names, archs, args.jobs, args.progress, layouts,
+                             args.precision or None)
     if args.json:
         print_json(rows(outcomes))
     else:

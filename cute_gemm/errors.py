@@ -14,6 +14,14 @@ class UnknownKernelError(CuteGemmError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class UnknownEntryError(CuteGemmError, KeyError):
+    """An entry point to compile that the kernel does not have (cache.get(..., entries=...));
+    the message lists the kernel's entry points."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
 class InputError(CuteGemmError, ValueError):
     """Bad operands: raised before anything is allocated or launched."""
 

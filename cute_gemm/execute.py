@@ -142,7 +142,7 @@ def split_operands(k, A: Operand, B: Operand, stream: int, ordinal: int,
     # each operand as (rows, K) with (row stride, k stride): A as it is, B transposed
     for v, rows, src, (sr, sk), dst in ((k.variants[0], m, A, A.strides, A2),
                                         (k.variants[1], n, B, B.strides[::-1], B2)):
-        launch.launch(lk.function(v.entry), k.grid.of(rows, kk), k.block, 0, stream,
+        launch.launch(lk.function(v.entry, k.entries), k.grid.of(rows, kk), k.block, 0, stream,
                       _packed(_SplitArgs(rows, kk, src.ptr, sr, sk, dst.ptr, ld, flags),
                               _SPLIT_OFFSETS))
     return A2, B2, flags

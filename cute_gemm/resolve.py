@@ -79,27 +79,74 @@ def resolved_launches() -> tuple[LaunchPlan, ...]:
     return tuple(x.plan for x in list(CACHE.launches.values()))
 
 
-# ---- per (kernel, device): the cubin and its functions ------------------------------------
+# ---- per (kernel, device): the cubins and their functions ---------------------------------
+def launch_entries(k: registry.Kernel, variant: registry.Variant,
+                   stream_k: bool | None = None) -> tuple[str, ...]:
+    """The entry points one launch of `variant` may need, compiled together: its own, and
+    where it has a stream-K twin the twin and the data-parallel head, whose occupancies
+    resolve() weighs before choosing. stream_k None: unless CUTE_GEMM_STREAM_K=0."""
+    if stream_k is None:
+        stream_k = os.environ.get("CUTE_GEMM_STREAM_K") != "0"
+    if not (stream_k and variant.stream_k and k.tile is not None):
+        return (variant.entry,)
+    return tuple(dict.fromkeys((variant.entry, streamk.stream_k_dp_entry(variant), variant.stream_k)))
+
+
 @dataclass
 class Loaded:
+    """A kernel on one device: its target, the device's limits, and the functions loaded so
+    far. Nothing is compiled until a function is asked for; then the whole kernel's cubin
+    is used where one is cached (memory or disk: after `cute-gemm compile`, or a bench
+    that compiled everything), else the entry points one launch needs are compiled
+    together (cache.get(..., entries=launch_entries(...)): one cubin and one cache entry
+    per launch's set, the unit `cute-gemm compile --layout` fills too)."""
     kernel: registry.Kernel
     ordinal: int
-    compiled: object
-    functions: dict
+    arch: str                   # the NVRTC target (sm_90a for an arch-specific kernel)
     smem_limit: int
     sm_count: int = 0
+    functions: dict = field(default_factory=dict)   # entry -> launch.Function
+    cubins: dict = field(default_factory=dict)      # entry -> the cache.Compiled holding it
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def function(self, entry: str) -> launch.Function:
+    def function(self, entry: str, group: tuple[str, ...] = ()) -> launch.Function:
+        """The loaded function of `entry`; where no cubin at hand holds it, compiled with the
+        other entry points of the same launch (`group`: launch_entries). Thread-safe:
+        cache.get compiles each key once, and a function is loaded once."""
         f = self.functions.get(entry)
         if f is None:
-            f = launch.get_function(self.ordinal, self.kernel.name, self.compiled.key,
-                                    self.compiled.cubin, entry)
-            self.functions[entry] = f
+            c = self.cubin_of(entry, group)
+            f = launch.get_function(self.ordinal, self.kernel.name, c.key, c.cubin, entry)
+            with self.lock:
+                f = self.functions.setdefault(entry, f)
         return f
+
+    def cubin_of(self, entry: str, group: tuple[str, ...] = ()):
+        """The cache.Compiled that `entry`'s function comes from, the first of: one this
+        Loaded holds; the whole kernel's, where it is cached; that of `entry` and `group`
+        together, where it is cached; a compile of `entry` and those of `group` not held
+        yet, together (one NVRTC program: NVRTC runs in a process gain nothing from
+        threads, docs/tuning/first_call.md). A set naming every entry point is the whole
+        kernel (e.g. a composed kernel's pre-pass)."""
+        held = self.cubins.get(entry)
+        if held is not None:
+            return held
+        k, arch = self.kernel, self.arch
+        wanted = tuple(dict.fromkeys((entry, *group)))
+        c = cache.lookup(k, arch) or cache.lookup(k, arch, entries=wanted)
+        if c is None:
+            with self.lock:
+                missing = tuple(e for e in wanted if e == entry or e not in self.cubins)
+            c = cache.get(k, arch, entries=missing)
+        with self.lock:
+            for e in c.entries:
+                self.cubins.setdefault(e, c)
+            return self.cubins[entry]
 
 
 def loaded(k: registry.Kernel, ordinal: int) -> Loaded:
-    """The kernel compiled for the device's arch (compiled on first use) and its functions."""
+    """The kernel on a device (checked to run there); nothing is compiled here: its
+    functions are compiled or fetched when first asked for (Loaded.function)."""
     p = CACHE.loaded.get((k.name, ordinal))
     if p is None:
         info = launch.device_info(ordinal)
@@ -107,9 +154,8 @@ def loaded(k: registry.Kernel, ordinal: int) -> Loaded:
             need = f"sm_{k.min_arch}" + ("" if k.arch_specific else " or newer")
             raise CuteGemmError(f"kernel {k.name!r} needs {need}; "
                                 f"device {ordinal} ({info.name}) is {info.arch}")
-        p = Loaded(k, ordinal, cache.get(k, k.target(info.arch_int)), {}, info.smem_optin,
-                   info.sm_count)
-        CACHE.loaded[(k.name, ordinal)] = p
+        p = CACHE.loaded.setdefault((k.name, ordinal), Loaded(
+            k, ordinal, k.target(info.arch_int), info.smem_optin, info.sm_count))
     return p
 
 
@@ -226,6 +272,44 @@ def oriented(k: registry.Kernel, ops: dict[str, Operand]) -> tuple[bool, dict[st
         return False, ops
     turned = {"a": ops["b"], "b": ops["a"]}
     return True, {r: transposed(turned.get(r, op)) for r, op in ops.items()}
+
+
+def layout_launches(k: registry.Kernel, layout: str, precisions: tuple[str, ...] | None = None
+                    ) -> dict[str, tuple[tuple[str, ...], ...]]:
+    """kernel name -> the entry-point sets of the launches (each what Loaded compiles for one
+    launch: launch_entries, in the kernel's order) that a run() call on `k` with A and B in
+    operand layout `layout` ("nn" ...: contiguous, aligned, every extent a multiple of 16)
+    and a row-major result makes, in each precision `k` computes (or those of `precisions`
+    it does) and each result type: the variant choose() takes (with its stream-K twin and
+    head), and the copy kernel (UTIL) where operands are copied into a layout it takes. A
+    composed kernel launches its whole pre-pass and the GEMM it names on A' and B' (k-major
+    both: layout "nt"); its fp32 fallback, for inputs the pre-pass cannot split, is compiled
+    when first used. Pure CPU: what `cute-gemm compile --layout` compiles."""
+    registry.layout_majors(layout)          # InputError for anything but nn, tn, nt, tt
+    if k.gemm_of is not None:
+        g = k.gemm_of
+        if precisions is not None and not set(precisions) & set(k.precisions):
+            return {}
+        return {k.name: (k.entries,), **layout_launches(registry.get(g.kernel), "nt", (g.precision,))}
+    size = 1024
+
+    def op(name, rows, cols, transposed, dtype):
+        return Operand(name, None, True, 1 << 20, (rows, cols),
+                       (1, rows) if transposed else (cols, 1), dtype)
+
+    def in_order(x: registry.Kernel, entries) -> tuple[str, ...]:
+        return tuple(e for e in x.entries if e in entries)
+    out: dict[str, dict] = {}
+    for p, o in dict.fromkeys((v.precision, v.out_dtype) for v in k.variants):
+        if precisions is None or p in precisions:
+            ops = {"a": op("a", size, size, layout[0] == "t", PRECISION_DTYPE[p]),
+                   "b": op("b", size, size, layout[1] == "t", PRECISION_DTYPE[p]),
+                   "c": op("c", size, size, False, o)}
+            variant, copies = choose(k, ops, p, o)
+            out.setdefault(k.name, {})[in_order(k, launch_entries(k, variant, stream_k=True))] = 1
+            for r in copies:
+                out.setdefault(UTIL.name, {})[(UTIL_ENTRY[ops[r].dtype],)] = 1
+    return {name: tuple(sets) for name, sets in out.items()}
 
 
 # ---- the launcher --------------------------------------------------------------------------
@@ -349,39 +433,40 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
     swap: `variant` was chosen for the transposed problem C^T = B^T A^T (oriented), which
     the launch computes; the Launcher is still called with A, B and C."""
     lk = loaded(k, ordinal)
+    group = launch_entries(k, variant)
     smem = k.smem_bytes(m, n, kk)
     base = dict(kernel=k.name, ordinal=ordinal, shape=(m, n, kk), block=k.block,
                 copies=tuple(copies), precision=variant.precision, out_dtype=variant.out_dtype)
     km, kn = (n, m) if swap else (m, n)          # the problem the entry sees
-    sk = _stream_k(k, lk, variant, km, kn, kk, smem, k.stream_k_smem_bytes(m, n, kk))
+    sk = _stream_k(k, lk, variant, group, km, kn, kk, smem, k.stream_k_smem_bytes(m, n, kk))
     if sk is None:
         plan = LaunchPlan(entry=variant.entry, grid=k.grid(km, kn, kk, lk.sm_count), smem=smem,
                           tma=variant.tma is not None, swap=swap, **base)
-        return Launcher(plan, lk.function(variant.entry), strides, variant=variant)
+        return Launcher(plan, lk.function(variant.entry, group), strides, variant=variant)
     grid, ws_bytes, tile0, pdl = sk
     swap = swap != variant.stream_k_swap         # the twin may turn the problem (back)
     head = None
     if tile0:
         dp = streamk.stream_k_dp_entry(variant)
         head = Launcher(LaunchPlan(entry=dp, grid=(tile0, 1, 1), smem=smem, swap=swap, **base),
-                        lk.function(dp), strides)
+                        lk.function(dp, group), strides)
     plan = LaunchPlan(entry=variant.stream_k, grid=grid, smem=k.stream_k_smem_bytes(m, n, kk),
                       workspace_bytes=ws_bytes, head_entry=head.plan.entry if head else "",
                       head_grid=head.plan.grid if head else (0, 0, 0), pdl=pdl, swap=swap, **base)
-    return Launcher(plan, lk.function(variant.stream_k), strides, tile0, head)
+    return Launcher(plan, lk.function(variant.stream_k, group), strides, tile0, head)
 
 
-def _stream_k(k: registry.Kernel, lk: Loaded, variant: registry.Variant, m: int, n: int,
-              kk: int, smem: int, sk_smem: int):
+def _stream_k(k: registry.Kernel, lk: Loaded, variant: registry.Variant, group, m: int,
+              n: int, kk: int, smem: int, sk_smem: int):
     """(grid, workspace bytes, tile0, pdl) of the stream-K launch of `variant` where the
     shape leaves a partial last wave (streamk.plan), else None. pdl: the twin of a split
     launch starts by programmatic dependent launch (Kernel.pdl, sm_90+; CUTE_GEMM_PDL=0
     turns it off). smem / sk_smem: dynamic smem of the data-parallel entry and the twin."""
-    if not variant.stream_k or k.tile is None or os.environ.get("CUTE_GEMM_STREAM_K") == "0":
+    if len(group) == 1:          # no twin, or stream-K turned off (launch_entries)
         return None
     info = launch.device_info(lk.ordinal)
-    f_dp = lk.function(streamk.stream_k_dp_entry(variant))
-    f = lk.function(variant.stream_k)
+    f_dp = lk.function(streamk.stream_k_dp_entry(variant), group)
+    f = lk.function(variant.stream_k, group)
     sk = streamk.plan(k, variant, m, n, kk, info.sm_count * launch.occupancy(f_dp, k.threads, smem),
                       info.sm_count * launch.occupancy(f, k.threads, sk_smem))
     if sk is None:

@@ -167,7 +167,7 @@ def install(monkeypatch):
         def __init__(self, k):
             self.k = k
 
-        def function(self, entry):
+        def function(self, entry, group=()):
             return fns.setdefault((self.k.name, entry), launch.Function(self.k.name, entry, entry))
     for mod in (resolve, execute):
         monkeypatch.setattr(mod, "loaded", lambda k, ordinal: Plan(k))

@@ -1,6 +1,7 @@
 // Device helpers shared by every cute_gemm kernel (handwritten and CuTe).
 //
-// The one kernel signature. Every entry point in kernels/ is
+// The one kernel signature. Every entry point in kernels/ is (defined through CG_ENTRY,
+// entries.cuh, so that a compile can select it)
 //
 //   extern "C" __global__ void ENTRY(CG_GEMM_PARAMS)
 //
@@ -10,6 +11,8 @@
 // arguments; the registry says which stride patterns (row/column major, alignment)
 // each entry point accepts, and the wrapper only hands it operands that qualify.
 #pragma once
+
+#include <cute_gemm/entries.cuh>
 
 #define CG_GEMM_PARAMS                                                              \
   int M, int N, int K, float alpha,                                                 \

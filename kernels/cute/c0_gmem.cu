@@ -110,9 +110,9 @@ __device__ void gemm_gmem(int M, int N, int K, float alpha,
 }
 
 #define CG_GMEM_ENTRY(NAME, DA, DB)                                                    \
-  extern "C" __global__ void __launch_bounds__(256) NAME(CG_GEMM_PARAMS) {             \
+  CG_ENTRY(NAME, __launch_bounds__(256), (CG_GEMM_PARAMS), {                           \
     gemm_gmem(M, N, K, alpha, A, DA, B, DB, beta, C, sCm, sCn);                        \
-  }
+  })
 
 CG_GMEM_ENTRY(cute_gmem_ak_bn, CG_DA_k, CG_DB_n)        // A row-major,    B row-major
 CG_GMEM_ENTRY(cute_gmem_am_bn, CG_DA_m, CG_DB_n)        // A column-major, B row-major

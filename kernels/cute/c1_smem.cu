@@ -142,10 +142,10 @@ using ThrMajor0 = Layout<Shape<_32, _8>>;                         // mode 0 (m o
 using ThrMajor1 = Layout<Shape<_32, _8>, Stride<_8, _1>>;         // mode 1 (k) contiguous
 
 #define CG_SMEM_ENTRY(NAME, TA, TB)                                            \
-  extern "C" __global__ void __launch_bounds__(256) NAME(CG_GEMM_PARAMS) {     \
+  CG_ENTRY(NAME, __launch_bounds__(256), (CG_GEMM_PARAMS), {                   \
     gemm_smem(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn,     \
               TA{}, TB{});                                                     \
-  }
+  })
 
 CG_SMEM_ENTRY(cute_smem_ak_bn, ThrMajor1, ThrMajor0)  // A row-major,    B row-major
 CG_SMEM_ENTRY(cute_smem_am_bn, ThrMajor0, ThrMajor0)  // A column-major, B row-major

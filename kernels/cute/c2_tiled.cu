@@ -185,9 +185,9 @@ using SclK = decltype(make_tiled_copy(Copy_Atom<UniversalCopy<float>, float>{}, 
                                       Layout<Shape<Int<NUM_THREADS / 8>, _8>, Stride<_8, _1>>{}));
 
 #define CG_TILED_ENTRY(NAME, DA, DB, CA, CB)                                             \
-  extern "C" __global__ void __launch_bounds__(NUM_THREADS) NAME(CG_GEMM_PARAMS) {       \
+  CG_ENTRY(NAME, __launch_bounds__(NUM_THREADS), (CG_GEMM_PARAMS), {                     \
     gemm_tiled(M, N, K, alpha, A, DA, B, DB, beta, C, sCm, sCn, CA{}, CB{});             \
-  }
+  })
 
 // 128-bit global loads (align 4; the contiguous extents are multiples of 4)
 CG_TILED_ENTRY(cute_tiled_ak_bn, CG_DA_k, CG_DB_n, VecK, VecMN<BLK_N>)

@@ -176,9 +176,9 @@ using CpSclK = decltype(make_tiled_copy(                      // 4-byte, 8 threa
     Layout<Shape<Int<NUM_THREADS / 8>, _8>, Stride<_8, _1>>{}));
 
 #define CG_MULTISTAGE_ENTRY(NAME, DA, DB, CA, CB)                                        \
-  extern "C" __global__ void __launch_bounds__(NUM_THREADS) NAME(CG_GEMM_PARAMS) {       \
+  CG_ENTRY(NAME, __launch_bounds__(NUM_THREADS), (CG_GEMM_PARAMS), {                     \
     gemm_multistage(M, N, K, alpha, A, DA, B, DB, beta, C, sCm, sCn, CA{}, CB{});        \
-  }
+  })
 
 // 16-byte copies of the m-/n-major operands (align 4 and extents multiples of 4 for those)
 CG_MULTISTAGE_ENTRY(cute_multistage_am_bn, CG_DA_m, CG_DB_n, CpVecMN<BLK_M>, CpVecMN<BLK_N>)

@@ -102,19 +102,19 @@ __device__ __forceinline__ void dispatch_sk(int M, int N, int K, float alpha, co
 }
 
 #define CG_PIPE_ENTRY(NAME, DA, DB, CA, CB, FAST, EPI)                                   \
-  extern "C" __global__ void __launch_bounds__(kThreads, (cg::kMinBlocks<Config, CA, CB>)) \
-      NAME(CG_GEMM_PARAMS) {                                                              \
+  CG_ENTRY(NAME, __launch_bounds__(kThreads, (cg::kMinBlocks<Config, CA, CB>)),          \
+           (CG_GEMM_PARAMS), {                                                            \
     cg::pdl_launch_dependents<Config::stream_k>();                                        \
     dispatch<FAST, EPI, decltype(DA), decltype(DB), CA, CB>(M, N, K, alpha, A, DA, B, DB,   \
                                                              beta, C, sCm, sCn);          \
-  }
+  })
 #define CG_PIPE_SK_ENTRY(NAME, DA, DB, CA, CB, FAST, ON)                                 \
-  extern "C" __global__ void __launch_bounds__(kThreads, Config::min_blocks)             \
-      NAME(CG_GEMM_PARAMS, float* __restrict__ ws, int tile0) {                           \
+  CG_ENTRY(NAME, __launch_bounds__(kThreads, Config::min_blocks),                        \
+           (CG_GEMM_PARAMS, float* __restrict__ ws, int tile0), {                         \
     dispatch_sk<Config::stream_k && (ON), FAST, decltype(DA), decltype(DB), CA, CB>(       \
         M, N, K, alpha, A, DA, B, DB, beta, C, sCm, sCn, ws, tile0);                      \
     cg::pdl_wait<Config::stream_k>();                                                     \
-  }
+  })
 
 // Vector entry points (align 4, contiguous extents % 4 == 0): 16-byte cp.async for m-/n-major
 // operands, register-staged 16-byte loads for one k-major operand, raw stages for two;

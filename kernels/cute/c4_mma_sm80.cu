@@ -338,9 +338,9 @@ __device__ void gemm_mma_sm80(int M, int N, int K, float alpha,
 }
 
 #define CG_MMA_ENTRY(NAME, TAB, TC, DA, DB)                                                 \
-  extern "C" __global__ void __launch_bounds__(NUM_THREADS) NAME(CG_GEMM_PARAMS_T(TAB, TC)) { \
+  CG_ENTRY(NAME, __launch_bounds__(NUM_THREADS), (CG_GEMM_PARAMS_T(TAB, TC)), {             \
     gemm_mma_sm80(M, N, K, alpha, A, DA, B, DB, beta, C, sCm, sCn);                         \
-  }
+  })
 
 // 16-bit operands, every (A major, B major), float and 16-bit C
 CG_MMA_ENTRY(cute_mma_sm80_bf16_ak_bn,              bfloat16_t, float,      CG_DA_k, CG_DB_n)

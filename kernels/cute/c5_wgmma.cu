@@ -127,11 +127,11 @@ __device__ void gemm_wgmma(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tma_a
 // Entry points: cute_wgmma_<precision>_<out>_a<major>_b<major>; TAB is what A and B hold,
 // TC what C holds. B is seen as (N,K) by GMMA: an n-major B is MN-major.
 #define CG_WGMMA_ENTRY(NAME, TAB, TC, MA, MB)                                               \
-  extern "C" __global__ void __launch_bounds__(kThreads, 1)                                 \
-  NAME(CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS) {                                          \
+  CG_ENTRY(NAME, __launch_bounds__(kThreads, 1),                                            \
+           (CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS), {                                    \
     gemm_wgmma<TAB, TC, GMMA::Major::MA, GMMA::Major::MB>(                                  \
         M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, &tma_a, &tma_b);       \
-  }
+  })
 #define CG_WGMMA_16BIT(PREC, TAB, OUT, TC)                                                  \
   CG_WGMMA_ENTRY(cute_wgmma_##PREC##_##OUT##_ak_bk, TAB, TC, K, K)                          \
   CG_WGMMA_ENTRY(cute_wgmma_##PREC##_##OUT##_ak_bn, TAB, TC, K, MN)                         \

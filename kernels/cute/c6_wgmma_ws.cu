@@ -216,12 +216,12 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
 
 // Entry points: cute_wgmma_ws_<precision>_<out>_a<major>_b<major> (as cute_wgmma's).
 #define CG_WGMMA_WS_ENTRY(NAME, TAB, TC, MA, MB)                                            \
-  extern "C" __global__ void __launch_bounds__(kThreads, 1)                                 \
-  __cluster_dims__(Config::cluster_m, 1, 1)                                                 \
-  NAME(CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS) {                                          \
+  CG_ENTRY(NAME, __launch_bounds__(kThreads, 1)                                            \
+                 __cluster_dims__(Config::cluster_m, 1, 1),                                 \
+           (CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS), {                                    \
     gemm_wgmma_ws<TAB, TC, GMMA::Major::MA, GMMA::Major::MB>(                               \
         M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, &tma_a, &tma_b);       \
-  }
+  })
 #define CG_WGMMA_WS_16BIT(PREC, TAB, OUT, TC)                                               \
   CG_WGMMA_WS_ENTRY(cute_wgmma_ws_##PREC##_##OUT##_ak_bk, TAB, TC, K, K)                    \
   CG_WGMMA_WS_ENTRY(cute_wgmma_ws_##PREC##_##OUT##_ak_bn, TAB, TC, K, MN)                   \
@@ -230,12 +230,12 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
 
 // A k-major, B n-major (tf32): C^T = B^T A^T, B^T the m-major register operand, A^T k-major.
 #define CG_WGMMA_WS_SWAPPED_ENTRY(NAME, TAB, TC)                                            \
-  extern "C" __global__ void __launch_bounds__(kThreads, 1)                                 \
-  __cluster_dims__(Config::cluster_m, 1, 1)                                                 \
-  NAME(CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS) {                                          \
+  CG_ENTRY(NAME, __launch_bounds__(kThreads, 1)                                            \
+                 __cluster_dims__(Config::cluster_m, 1, 1),                                 \
+           (CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS), {                                    \
     gemm_wgmma_ws<TAB, TC, GMMA::Major::MN, GMMA::Major::K>(                                \
         N, M, K, alpha, B, sBn, sBk, A, sAk, sAm, beta, C, sCn, sCm, &tma_b, &tma_a);       \
-  }
+  })
 
 // CG_WS_TF32_ONLY: a configuration registered for the tf32 k-major entry alone (cute_3xtf32's
 // GEMM)

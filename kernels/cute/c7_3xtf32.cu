@@ -19,6 +19,7 @@
 //           K (records.SplitGrid), each grid-stride in 64-bit indices.
 // Bottleneck: memory — 4 bytes read and 12 written per element of A and B: ~0.54 GB at
 //           4096^3, ~0.18 ms at 3 TB/s, beside ~1.1 ms for the GEMM over K' = 3K.
+#include <cute_gemm/entries.cuh>
 
 constexpr int TILE = 32, ROWS = 8;
 constexpr unsigned kTf32Mask = 0xffffe000u;    // tf32 keeps the top 10 of 23 mantissa bits
@@ -86,10 +87,10 @@ __device__ void split_body(int R, int K, const float* __restrict__ src, long lon
 }
 
 #define CG_SPLIT(NAME, IS_A)                                                                 \
-  extern "C" __global__ void __launch_bounds__(TILE * ROWS)                                  \
-  NAME(int R, int K, const float* __restrict__ src, long long sr, long long sk,             \
-       float* __restrict__ dst, long long ld, unsigned* __restrict__ flags) {                \
+  CG_ENTRY(NAME, __launch_bounds__(TILE * ROWS),                                             \
+           (int R, int K, const float* __restrict__ src, long long sr, long long sk,        \
+            float* __restrict__ dst, long long ld, unsigned* __restrict__ flags), {         \
     split_body<IS_A>(R, K, src, sr, sk, dst, ld, flags);                                     \
-  }
+  })
 CG_SPLIT(cute_3xtf32_split_a, true)
 CG_SPLIT(cute_3xtf32_split_b, false)

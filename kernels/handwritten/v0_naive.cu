@@ -14,7 +14,7 @@
 #ifndef BLOCK_Y
 #define BLOCK_Y 16
 #endif
-
+#if CG_ENTRY_ON(naive)   // include/cute_gemm/entries.cuh
 extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y)
 naive(CG_GEMM_PARAMS) {
   const int n = blockIdx.x * BLOCK_X + threadIdx.x;
@@ -26,3 +26,4 @@ naive(CG_GEMM_PARAMS) {
   for (int k = 0; k < K; ++k) acc += a[k * sAk] * b[k * sBk];
   cg::store_axpby(alpha, acc, beta, C + m * sCm + n * sCn);
 }
+#endif

@@ -15,7 +15,7 @@
 #ifndef THREADS
 #define THREADS 256
 #endif
-
+#if CG_ENTRY_ON(flat1d)   // include/cute_gemm/entries.cuh
 extern "C" __global__ void __launch_bounds__(THREADS)
 flat1d(CG_GEMM_PARAMS) {
   const long long i = blockIdx.x * (long long)THREADS + threadIdx.x;
@@ -27,3 +27,4 @@ flat1d(CG_GEMM_PARAMS) {
   for (int k = 0; k < K; ++k) acc += a[k] * b[k * sBk];
   cg::store_axpby(alpha, acc, beta, C + m * sCm + n);
 }
+#endif

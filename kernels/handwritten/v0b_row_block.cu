@@ -14,7 +14,7 @@
 #ifndef THREADS
 #define THREADS 256
 #endif
-
+#if CG_ENTRY_ON(row_block)   // include/cute_gemm/entries.cuh
 extern "C" __global__ void __launch_bounds__(THREADS)
 row_block(CG_GEMM_PARAMS) {
   const int m = blockIdx.x;
@@ -26,3 +26,4 @@ row_block(CG_GEMM_PARAMS) {
     cg::store_axpby(alpha, acc, beta, c + n);
   }
 }
+#endif

@@ -14,7 +14,7 @@
 #ifndef THREADS
 #define THREADS 256
 #endif
-
+#if CG_ENTRY_ON(row_smem)   // include/cute_gemm/entries.cuh
 extern "C" __global__ void __launch_bounds__(THREADS)
 row_smem(CG_GEMM_PARAMS) {
   extern __shared__ float a_row[];               // K floats
@@ -29,3 +29,4 @@ row_smem(CG_GEMM_PARAMS) {
     cg::store_axpby(alpha, acc, beta, c + n);
   }
 }
+#endif

@@ -19,7 +19,7 @@
 #ifndef BN
 #define BN 16
 #endif
-
+#if CG_ENTRY_ON(v1_strip)   // include/cute_gemm/entries.cuh
 extern "C" __global__ void __launch_bounds__(BM * BN)
 v1_strip(CG_GEMM_PARAMS) {
   extern __shared__ float smem[];
@@ -50,3 +50,4 @@ v1_strip(CG_GEMM_PARAMS) {
   for (int k = 0; k < K; ++k) acc += a[k] * sB[k * BN + threadIdx.x];
   cg::store_axpby(alpha, acc, beta, C + m * sCm + n);
 }
+#endif

@@ -25,7 +25,7 @@
 static_assert(BM == BN && BN == BK, "v2 needs BM == BN == BK");
 #define TILE BM
 static_assert(TILE * TILE <= 1024, "one thread per output of the tile");
-
+#if CG_ENTRY_ON(v2_tiled)   // include/cute_gemm/entries.cuh
 extern "C" __global__ void __launch_bounds__(TILE * TILE)
 v2_tiled(CG_GEMM_PARAMS) {
   __shared__ float sA[TILE][TILE];   // [m][k]
@@ -45,3 +45,4 @@ v2_tiled(CG_GEMM_PARAMS) {
   }
   if (m < M && n < N) cg::store_axpby(alpha, acc, beta, C + m * sCm + n);
 }
+#endif

@@ -28,7 +28,7 @@
 #define APAD 4   // keeps rows 16-byte aligned for float4 stores
 static_assert(BM == 2 * TY && BN == 2 * TX, "2x2 outputs per thread");
 static_assert((BM * BK) % THREADS == 0 && (BK * BN) % THREADS == 0, "whole loads per thread");
-
+#if CG_ENTRY_ON(v3_patch2x2)   // include/cute_gemm/entries.cuh
 extern "C" __global__ void __launch_bounds__(THREADS)
 v3_patch2x2(CG_GEMM_PARAMS) {
   __shared__ float sA[BM][BK + APAD];  // padded: rows ty and ty+1 of a warp
@@ -66,3 +66,4 @@ v3_patch2x2(CG_GEMM_PARAMS) {
       if (m < M && n < N) cg::store_axpby(alpha, acc[i][j], beta, C + m * sCm + n);
     }
 }
+#endif

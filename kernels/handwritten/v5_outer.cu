@@ -28,7 +28,7 @@
 #define THREADS ((BM / TM) * (BN / TN))
 static_assert(THREADS == 256, "16 x 16 threads");
 static_assert((BM * BK) % THREADS == 0 && (BK * BN) % THREADS == 0, "whole loads per thread");
-
+#if CG_ENTRY_ON(v5_outer)   // include/cute_gemm/entries.cuh
 extern "C" __global__ void __launch_bounds__(THREADS)
 v5_outer(CG_GEMM_PARAMS) {
   __shared__ float sA[BM][BK];   // [m][k]: as in global memory
@@ -77,3 +77,4 @@ v5_outer(CG_GEMM_PARAMS) {
     }
   }
 }
+#endif

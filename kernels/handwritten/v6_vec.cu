@@ -92,9 +92,9 @@ __device__ __forceinline__ void gemm(CG_GEMM_PARAMS) {
   }
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS) v6_vec(CG_GEMM_PARAMS) {
+CG_ENTRY(v6_vec, __launch_bounds__(THREADS), (CG_GEMM_PARAMS), {
   gemm<true>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn);
-}
-extern "C" __global__ void __launch_bounds__(THREADS) v6_vec_a1(CG_GEMM_PARAMS) {
+})
+CG_ENTRY(v6_vec_a1, __launch_bounds__(THREADS), (CG_GEMM_PARAMS), {
   gemm<false>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn);
-}
+})

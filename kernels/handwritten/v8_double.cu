@@ -110,9 +110,9 @@ __device__ __forceinline__ void gemm(CG_GEMM_PARAMS) {
   }
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS) v8_double(CG_GEMM_PARAMS) {
+CG_ENTRY(v8_double, __launch_bounds__(THREADS), (CG_GEMM_PARAMS), {
   gemm<true>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn);
-}
-extern "C" __global__ void __launch_bounds__(THREADS) v8_double_a1(CG_GEMM_PARAMS) {
+})
+CG_ENTRY(v8_double_a1, __launch_bounds__(THREADS), (CG_GEMM_PARAMS), {
   gemm<false>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn);
-}
+})

@@ -198,9 +198,9 @@ __device__ __forceinline__ void dispatch(CG_GEMM_PARAMS) {
     gemm<VEC, true>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, m0, n0, sAT, sB);
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) v9_warptile(CG_GEMM_PARAMS) {
+CG_ENTRY(v9_warptile, __launch_bounds__(THREADS, MIN_BLOCKS), (CG_GEMM_PARAMS), {
   dispatch<true>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn);
-}
-extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS) v9_warptile_a1(CG_GEMM_PARAMS) {
+})
+CG_ENTRY(v9_warptile_a1, __launch_bounds__(THREADS, MIN_BLOCKS), (CG_GEMM_PARAMS), {
   dispatch<false>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn);
-}
+})

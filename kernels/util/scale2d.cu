@@ -12,7 +12,7 @@
 // Geometry: 32x8 threads per 32x32 tile of dst, grid (M/32, N/32) (records.TileGridMN).
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
-
+#include <cute_gemm/entries.cuh>
 template <class T> __device__ __forceinline__ float to_f32(T x) { return float(x); }
 template <class T> __device__ __forceinline__ T from_f32(float x) { return T(x); }
 template <> __device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
@@ -45,11 +45,11 @@ __device__ void scale2d_body(int M, int N, int MS, int NS, float s, const T* __r
 }
 
 #define CG_SCALE2D(NAME, T)                                                                 \
-  extern "C" __global__ void __launch_bounds__(TILE * ROWS)                                 \
-  NAME(int M, int N, int MS, int NS, float s, const T* __restrict__ src, long long ss0,    \
-       long long ss1, T* __restrict__ dst, long long ds0, long long ds1) {                  \
+  CG_ENTRY(NAME, __launch_bounds__(TILE * ROWS),                                            \
+           (int M, int N, int MS, int NS, float s, const T* __restrict__ src, long long ss0, \
+            long long ss1, T* __restrict__ dst, long long ds0, long long ds1), {            \
     scale2d_body<T>(M, N, MS, NS, s, src, ss0, ss1, dst, ds0, ds1);                         \
-  }
+  })
 CG_SCALE2D(scale2d, float)
 CG_SCALE2D(scale2d_f16, __half)
 CG_SCALE2D(scale2d_bf16, __nv_bfloat16)

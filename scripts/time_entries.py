@@ -1,0 +1,86 @@
+"""Cold NVRTC compile time of whole kernels against a selection of their entry points (no
+cache), with NVRTC's own phases (--time). The figures in docs/tuning/first_call.md.
+
+    python scripts/time_entries.py cute_pipelined:cute_pipelined_ak_bn cute_smem:cute_smem_ak_bn \
+        cute_wgmma_ws:cute_wgmma_ws_bf16_f32_ak_bn [--arch sm_90] [--repeats 1] [--json]
+
+KERNEL alone times the whole kernel only; KERNEL:E1,E2 times the whole kernel and the
+selection E1,E2. CPU seconds are the process's (NVRTC runs in it), a steadier figure than
+wall seconds on a shared machine.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import resource
+import tempfile
+import time
+
+from cute_gemm import compile as comp, registry
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _phases(path: str) -> dict[str, float]:
+    """NVRTC's --time CSV (file, phase name, metric, unit: one row per phase, in ms) as
+    phase -> seconds."""
+    out: dict[str, float] = {}
+    with open(path, newline="") as f:
+        for row in csv.reader(f, skipinitialspace=True):     # (a header row where NVRTC writes one)
+            if len(row) >= 4 and row[3] == "ms":
+                out[row[1]] = out.get(row[1], 0.0) + float(row[2]) / 1000
+    return out
+
+
+def time_one(k, arch: str, entries) -> dict:
+    arch = comp.normalize_arch(arch)
+    if k.arch_specific and not arch.endswith("a"):
+        arch += "a"
+    sel = comp.select_entries(k, entries)
+    fd, tpath = tempfile.mkstemp(suffix=".csv")
+    os.close(fd)
+    try:
+        opts = comp.options(k, arch, (f"--time={tpath}",), sel)
+        w0, c0 = time.perf_counter(), _cpu()
+        comp.run_nvrtc(k, comp.read_source(k), opts, want_ptx=False)
+        wall, cpu = time.perf_counter() - w0, _cpu() - c0
+        phases = _phases(tpath)
+    finally:
+        os.unlink(tpath)
+    return {"kernel": k.name, "arch": arch, "entries": list(sel or k.entries), "whole": sel is None,
+            "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+            "phases_s": {p: round(s, 2) for p, s in phases.items()}}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("specs", nargs="+", metavar="KERNEL[:ENTRY,...]")
+    ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+    rows = []
+    for spec in args.specs:
+        name, _, sel = spec.partition(":")
+        k = registry.get(name)
+        for entries in [None] + ([tuple(sel.split(","))] if sel else []):
+            for _ in range(args.repeats):
+                r = time_one(k, args.arch, entries)
+                rows.append(r)
+                if not args.json:
+                    what = "whole" if r["whole"] else ",".join(r["entries"])
+                    ph = "  ".join(f"{p} {s:.2f}" for p, s in r["phases_s"].items())
+                    print(f"{r['kernel']:<16} {r['arch']:<7} {len(r['entries']):>3} entr. "
+                          f"wall {r['wall_s']:6.2f} s  cpu {r['cpu_s']:6.2f} s  {what}\n    {ph}",
+                          flush=True)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
