@@ -327,11 +327,12 @@ def _get_uncached(job: _Job, ptx: bool) -> Compiled:
     return job.compiled(cubin, meta.get("log", ""), meta.get("seconds", 0.0), "disk", ptx_text)
 
 
-def _prefetch_one(name: str, arch: str, ptx: bool, directory: str) -> tuple[str, float]:
+def _prefetch_one(name: str, arch: str, ptx: bool, directory: str,
+                  entries: tuple[str, ...] | None = None) -> tuple[str, float]:
     # runs in a spawned worker: pin the dir the parent chose, whatever its env does later
     os.environ["CUTE_GEMM_CACHE_DIR"] = directory
     from . import registry
-    c = get(registry.get(name), arch, ptx=ptx)
+    c = get(registry.get(name), arch, ptx=ptx, entries=entries)
     clear_memory()                          # the parent reads the entry from disk
     return c.origin, c.compile_seconds
 
@@ -360,33 +361,38 @@ class Prefetch:
         from concurrent.futures import ProcessPoolExecutor
         import multiprocessing
         from . import registry
-        want: dict[tuple[str, str], bool] = {}
-        for name, arch, ptx in jobs:
-            k = (name, _compile.normalize_arch(arch))
+        # a job: (name, arch, ptx) or (name, arch, ptx, entries): a selection of entry points
+        want: dict[tuple, bool] = {}
+        for name, arch, ptx, *sel in jobs:
+            k = (name, _compile.normalize_arch(arch), sel[0] if sel else None)
             want[k] = want.get(k, False) or ptx
-        self.futures: dict[tuple[str, str], object] = {}
+        self.futures: dict[tuple, object] = {}
         self._pool = None
         if not disk_enabled():
             return
         todo = []
-        for (name, arch), ptx in want.items():
+        for (name, arch, sel), ptx in want.items():
             k = registry.get(name)
-            key = cache_key(k, arch, _compile.read_source(k), _compile.options(k, arch))
+            sel = _compile.select_entries(k, sel)
+            key = cache_key(k, arch, _compile.read_source(k), _compile.options(k, arch, entries=sel))
             if _read(key, ptx) is None:
-                todo.append((k.family != "cute", -len(k.entries), name, arch, ptx))
+                todo.append((k.family != "cute", -len(sel or k.entries), name, arch, ptx, sel or ()))
         if not todo:
             return
         # spawn, not fork: the parent may hold threads and CUDA state
         self._pool = ProcessPoolExecutor(min(workers or default_workers(), len(todo)),
                                          mp_context=multiprocessing.get_context("spawn"))
         directory = str(cache_dir())
-        for *_, name, arch, ptx in sorted(todo):
-            self.futures[(name, arch)] = self._pool.submit(_prefetch_one, name, arch, ptx, directory)
+        for *_, name, arch, ptx, sel in sorted(todo):
+            self.futures[(name, arch, sel or None)] = self._pool.submit(
+                _prefetch_one, name, arch, ptx, directory, sel or None)
 
-    def wait(self, name: str, arch: str) -> None:
-        """Block until (name, arch) is done. A failed job raises nothing here: the caller's
-        own get() compiles again and raises the CompileError where the test sees it."""
-        f = self.futures.get((name, _compile.normalize_arch(arch)))
+    def wait(self, name: str, arch: str, entries: tuple[str, ...] | None = None) -> None:
+        """Block until (name, arch, entries) is done. A failed job raises nothing here: the
+        caller's own get() compiles again and raises the CompileError where the test sees it."""
+        from . import registry
+        sel = _compile.select_entries(registry.get(name), entries)
+        f = self.futures.get((name, _compile.normalize_arch(arch), sel))
         if f is not None:
             f.exception()
 

@@ -4,7 +4,7 @@ driver/device is usable; CPU tests (compile, cache, registry, validation) always
 The run gets its own cubin cache (a temporary dir, removed at the end) unless
 CUTE_GEMM_CACHE_DIR is set: tests must not fill the user's ~/.cache, and every test of
 the run shares it, so no (kernel, arch) is compiled twice. Tests marked
-`compiles(name, arch)` have that kernel compiled ahead, by a pool of processes started
+`compiles(name, arch[, entries=...])` have that kernel (or those of its entry points) compiled ahead, by a pool of processes started
 when collection ends (CUTE_GEMM_TEST_JOBS sets its size, 0 turns it off); they run last,
 so the rest of the suite overlaps the pool.
 """
@@ -65,7 +65,7 @@ def pytest_collection_finish(session):
     # an xdist worker collects every test: one pool per worker would oversubscribe the CPUs
     if config.option.collectonly or n == "0" or hasattr(config, "workerinput"):
         return
-    jobs = [(m.args[0], m.args[1], m.kwargs.get("ptx", False))
+    jobs = [(m.args[0], m.args[1], m.kwargs.get("ptx", False), m.kwargs.get("entries"))
             for item in session.items for m in item.iter_markers("compiles")]
     if len(jobs) >= 2:      # for a single compile, spawning a worker costs more than it saves
         from cute_gemm import cache
@@ -91,7 +91,7 @@ def _compiled_ahead(request):
     pf = request.config.stash.get(_PREFETCH, None)
     if pf is not None:
         for m in request.node.iter_markers("compiles"):
-            pf.wait(m.args[0], m.args[1])
+            pf.wait(m.args[0], m.args[1], m.kwargs.get("entries"))
 
 
 @pytest.fixture

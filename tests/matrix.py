@@ -3,7 +3,9 @@
 Default: each kernel source compiled once, in the configuration registered first (the
 ladder's own stage; the other tile configurations of a source differ only in their defines
 or typed config), for its newest target (sm_90, or sm_90a for the arch-specific ones: what
-an H100 or H200 runs), so that a cold run stays under 3 minutes on 2 CPUs.
+an H100 or H200 runs) — of the tensor-core kernels only the entry points a call with row-major
+operands makes in each precision (`entries`) — so that a cold run stays under 3 minutes on
+2 CPUs.
 CUTE_GEMM_TEST_FULL=1 (.ci/run sets it): every registered kernel for every target (sm_80
 too), and the CuTe kernels' layouts printed by their sources compiled with nvcc
 (test_layouts).
@@ -36,3 +38,22 @@ def per_configuration(kernels) -> list:
     return [pytest.param(k, id=k.name, marks=() if FULL or first_of_source(k) else
                          pytest.mark.skip(reason=f"one configuration per source: {WHY}"))
             for k in kernels]
+
+
+def entries(k) -> tuple[str, ...] | None:
+    """The entry points the compile test builds of kernel `k` (None: all of them). FULL: all.
+    By default the tensor-core kernels (several precisions: an entry per precision, result
+    type and operand majors, 17-19 of them, 40-85 CPU-s each) build those of the launches an
+    nn call makes in each precision (resolve.layout_launches, as `cute-gemm compile NAME
+    --layout nn`), as one program; the others are built whole."""
+    if FULL or len(k.precisions) <= 1:
+        return None
+    from cute_gemm import resolve
+    sets = resolve.layout_launches(k, "nn").get(k.name, ())
+    chosen = {e for s in sets for e in s}
+    return tuple(e for e in k.entries if e in chosen) or None
+
+
+def ptx_archs(archs) -> tuple[str, ...]:
+    """The targets of a per-arch PTX check: all with FULL, else the newest."""
+    return tuple(archs) if FULL else tuple(archs)[-1:]

@@ -16,19 +16,21 @@ KERNELS = registry.kernels()
 
 @pytest.mark.parametrize("k, arch", [
     pytest.param(k, arch, id=f"{k.name}-{arch}",
-                 marks=pytest.mark.compiles(k.name, arch) if arch in matrix.targets(k)
+                 marks=pytest.mark.compiles(k.name, arch, entries=matrix.entries(k))
+                 if arch in matrix.targets(k)
                  else pytest.mark.skip(reason=f"one configuration per source, its newest target: "
                                               f"{matrix.WHY}"))
     for arch in registry.ARCHS + ("sm_90a",) for k in KERNELS if arch in k.archs])
 def test_every_kernel_compiles(k, arch):
-    c = cute_gemm.compile_kernel(k.name, arch=arch)
+    want = matrix.entries(k)
+    c = cache.get(k, arch, entries=want)
     assert c.cubin[:4] == b"\x7fELF", "NVRTC must hand back a CUBIN (ELF), not PTX"
     res = c.resources
     # min_blocks CTAs per SM must stay resident for every entry, also for those built
     # without ptxas's register cap (cute_pipelined's am_bn: min_blocks_mn = 1)
     min_blocks = k.min_blocks
     reg_cap = min(255, 65536 // (k.threads * min_blocks))
-    for entry in k.entries:
+    for entry in want or k.entries:
         assert entry in res, f"ptxas reported nothing for entry {entry}"
         r = res[entry]
         assert 0 < r.registers <= reg_cap, f"{entry}: {r.registers} registers on {arch}, " \
@@ -40,7 +42,7 @@ def test_every_kernel_compiles(k, arch):
     # a stream-K twin's static + dynamic smem stays within a data-parallel entry's, so the
     # twin's CTAs fit the smem carveout the data-parallel CTAs left on an SM (split
     # launches overlap the two by programmatic dependent launch)
-    twins = {v.stream_k for v in k.variants if v.stream_k}
+    twins = {v.stream_k for v in k.variants if v.stream_k} & set(res)
     for entry in twins:
         if res[entry].smem_bytes >= 0:
             sk = res[entry].smem_bytes + k.stream_k_smem_bytes(4096, 4096, 4096)
@@ -146,7 +148,7 @@ def _ptx_entries(ptx: str) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("arch", [pytest.param(a, marks=pytest.mark.compiles("cute_pipelined", a, ptx=True))
-                                  for a in registry.ARCHS])
+                                  for a in matrix.ptx_archs(registry.ARCHS)])
 def test_pipelined_smem_epilogues_where_registered(arch):
     k = registry.get("cute_pipelined")
     policy = {e: getattr(k.config, "epi_" + e.removeprefix("cute_pipelined_"), "scalar")
@@ -165,7 +167,7 @@ def test_pipelined_smem_epilogues_where_registered(arch):
 
 
 @pytest.mark.parametrize("arch", [pytest.param(a, marks=pytest.mark.compiles("cute_pipelined", a, ptx=True))
-                                  for a in registry.ARCHS])
+                                  for a in matrix.ptx_archs(registry.ARCHS)])
 def test_pdl_flag_matches_the_compiled_kernel(arch):
     """Kernel.pdl tells the host to start a split launch's stream-K twin by programmatic
     dependent launch: then, on sm_90, every twin waits for its head (griddepcontrol.wait)
