@@ -297,23 +297,27 @@ def test_concurrent_processes_compile_once(tmp_cache):
 
 
 def test_prefetch_fills_the_disk_cache_in_other_processes(tmp_cache, monkeypatch):
-    jobs = [("naive", "sm_80", False), ("flat1d", 80, False), ("naive", "sm_80", True)]
+    jobs = [("naive", "sm_80", False), ("flat1d", 80, False), ("naive", "sm_80", True),
+            ("v4_float4", "sm_80", False, ("v4_float4",))]       # a selection of entry points
     pf = cache.Prefetch(jobs, workers=1)
     try:
-        assert sorted(pf.futures) == [("flat1d", "sm_80"), ("naive", "sm_80")]   # merged, normalised
+        assert sorted(pf.futures) == [("flat1d", "sm_80", None), ("naive", "sm_80", None),
+                                      ("v4_float4", "sm_80", ("v4_float4",))]   # merged, normalised
         monkeypatch.setenv("CUTE_GEMM_CACHE_DIR", str(tmp_cache.parent / "elsewhere"))
-        for name, arch in pf.futures:
-            pf.wait(name, arch)
-            assert pf.futures[(name, arch)].result()[0] == "compiled"
+        for name, arch, sel in pf.futures:
+            pf.wait(name, arch, sel)
+            assert pf.futures[(name, arch, sel)].result()[0] == "compiled"
     finally:
         pf.close()
     monkeypatch.setenv("CUTE_GEMM_CACHE_DIR", str(tmp_cache))   # the dir taken at the start
     got = cache.get(NAIVE, "sm_80", ptx=True)
     assert got.origin == "disk" and ".entry naive" in got.ptx
+    one = cache.get(registry.get("v4_float4"), "sm_80", entries=("v4_float4",))
+    assert one.origin == "disk" and set(one.resources) == {"v4_float4"}
     assert cache.Prefetch(jobs).futures == {}                   # all on disk: nothing to do
     pf = cache.Prefetch([("naive", "sm_90", True)], workers=1)
     pf.close()                                                  # kills the unneeded compile
-    assert list(pf.futures) == [("naive", "sm_90")]
+    assert list(pf.futures) == [("naive", "sm_90", None)]
 
 
 def test_cli_cache_info_and_clear(tmp_cache, capsys):
