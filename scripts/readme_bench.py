@@ -47,7 +47,7 @@ def main(argv=None) -> int:
     p.add_argument("--sweep-plot", metavar="PNG", help="the sweep's ratios_<layout>.png "
                    "(relative to the README)")
     p.add_argument("--details", metavar="PAGE", help="with --update: write the whole record to this "
-                   "markdown page and keep only the ladder table and plot in the section, linking it")
+                   "markdown page and keep only the ladder table (a row per stage) and plot in the section, linking it")
     args = p.parse_args(argv)
     if args.details and not args.update:
         p.error("--details needs --update")
@@ -81,7 +81,7 @@ def main(argv=None) -> int:
                                plot=rel(args.plot, page.parent) if args.plot else None,
                                tensor_cores=tc, sweep=sw_page)
         page.write_text(f"# Benchmark record\n\nThe latest `cute-gemm bench` record in full; the README "
-                        f"shows its ladder table.\n\n{full}")
+                        f"shows its ladder table, a row per stage.\n\n{full}")
         md = readme_markdown(res, size=args.size, layout=args.layout, plot=args.plot, source=source,
                              details=Path(os.path.relpath(page, path.parent)).as_posix(),
                              tensor_cores=tc, sweep=sw)

@@ -222,6 +222,15 @@ def format_overhead(o: dict) -> str:
     return "\n".join(lines)
 
 
+def _ladder_stage(name: str) -> bool:
+    """True for the first registered configuration of a kernel source (the ladder's own
+    stage) and for any name the registry does not know (an older record's)."""
+    from .. import registry
+    ks = registry.kernels()
+    k = next((x for x in ks if x.name == name), None)
+    return k is None or next(x for x in ks if x.source == k.source).name == name
+
+
 def readme_markdown(result: BenchResult, *, size: int | None = None, layout: str = "nn",
                     plot: str | None = None, source: str = "bench.json", details: str | None = None,
                     tensor_cores: tuple[BenchResult, str] | None = None,
@@ -259,6 +268,8 @@ def readme_markdown(result: BenchResult, *, size: int | None = None, layout: str
         if (r.shape != (size, size, size) or r.layout != layout or r.kernel == CUBLAS
                 or r.precision != "fp32"):
             continue
+        if details is not None and not _ladder_stage(r.kernel):
+            continue        # the short form: one row per stage; its other configurations on the page
         if r.timed:
             vs = f"{100 * r.vs_cublas:.1f} %" if r.vs_cublas is not None else "n/a"
             pk = f"{100 * r.frac_peak:.1f} %" if r.frac_peak is not None else "n/a"
