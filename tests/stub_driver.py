@@ -9,7 +9,7 @@ import threading
 import time
 import types
 
-from cute_gemm import api, execute, launch, resolve
+from cute_gemm import api, execute, kernel_args, launch, resolve
 
 
 class Dev:
@@ -30,7 +30,7 @@ class Dev:
 
 
 def gemm_args(blob: bytes):
-    return launch._GemmArgs.from_buffer_copy(blob[:ctypes.sizeof(launch._GemmArgs)])
+    return kernel_args._GemmArgs.from_buffer_copy(blob[:ctypes.sizeof(kernel_args._GemmArgs)])
 
 
 def scale_args(blob: bytes):
@@ -66,10 +66,10 @@ def install(monkeypatch):
         util = entry.startswith("scale2d")      # one per element type: scale2d, scale2d_f16, ...
         split = "_split_" in entry              # a composed kernel's pre-pass
         n = (len(execute._SCALE_OFFSETS) if util else len(execute._SPLIT_OFFSETS) if split
-             else len(launch._OFFSETS_WS))
+             else len(kernel_args._OFFSETS_WS))
         ptrs = (ctypes.c_void_p * n).from_address(addr)
         size = ctypes.sizeof(execute._ScaleArgs if util else execute._SplitArgs if split
-                             else launch._GemmArgs)
+                             else kernel_args._GemmArgs)
         events.append(("launch", entry, (gx, gy, gz), stream, ctypes.string_at(ptrs[0], size)))
         return events.launch_result
 
