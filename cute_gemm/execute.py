@@ -13,8 +13,7 @@ import warnings
 from . import launch, registry
 from .arrays import Operand
 from .errors import CaptureError, PrecisionFallbackWarning
-from .resolve import (CACHE, UTIL, UTIL_ENTRY, choose, copy_target, loaded, oriented, resolve,
-                      transposed)
+from .resolve import CACHE, UTIL, UTIL_ENTRY, choose, copy_target, loaded, oriented, resolve
 
 
 def _util_fn(ordinal: int, dtype: str) -> launch.Function:
@@ -253,7 +252,7 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
                 _scale2d(ordinal, stream, 1.0, ops[r], X, pad=True)
             ops[r] = X
         if swap:
-            ops = {"a": transposed(ops["b"]), "b": transposed(ops["a"]), "c": transposed(ops["c"])}
+            ops = {"a": ops["b"].T, "b": ops["a"].T, "c": ops["c"].T}
         A, B = ops["a"], ops["b"]
         W = ops["c"] if "c" in copies else T
         if C is not None and not C.same_view(W):

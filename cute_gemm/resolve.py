@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from . import cache, launch, registry, streamk, workspace
 from .arrays import Operand
@@ -257,13 +257,6 @@ def choose(k: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
     return best
 
 
-def transposed(op: Operand | None) -> Operand | None:
-    """The same elements seen as the transposed matrix (no copy)."""
-    if op is None:
-        return None
-    return replace(op, shape=op.shape[::-1], strides=op.strides[::-1])
-
-
 def oriented(k: registry.Kernel, ops: dict[str, Operand]) -> tuple[bool, dict[str, Operand]]:
     """(swap, operands by the roles the kernel's entry sees): where the kernel computes
     C^T = B^T A^T (Kernel.transposes), B^T is its A, A^T its B and C^T its C."""
@@ -271,7 +264,7 @@ def oriented(k: registry.Kernel, ops: dict[str, Operand]) -> tuple[bool, dict[st
     if not k.transposes(m, n):
         return False, ops
     turned = {"a": ops["b"], "b": ops["a"]}
-    return True, {r: transposed(turned.get(r, op)) for r, op in ops.items()}
+    return True, {r: turned.get(r, op).T for r, op in ops.items()}
 
 
 def layout_launches(k: registry.Kernel, layout: str, precisions: tuple[str, ...] | None = None
