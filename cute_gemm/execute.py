@@ -123,14 +123,14 @@ SPLIT_ALIGN = 4     # floats: A' and B' rows start 16 bytes apart (TMA strides),
 
 def split_operands(k, A: Operand, B: Operand, stream: int, ordinal: int,
                    owned: list) -> tuple[Operand, Operand, int]:
-    """A' (M x k_parts*K, row-major) and B' (k_parts*K x N, column-major) in stream-ordered
+    """A' (M x K', row-major) and B' (K' x N, column-major), K' = k.gemm_of.k_prime(K), in stream-ordered
     scratch (appended to `owned`), written by k's pre-pass (its variants: A's entry, then
     B's), and the device word (in `owned` too) where the pre-pass sets bit 0 (A) or 1 (B)
     for inputs it cannot split exactly."""
     g = k.gemm_of
     m, kk = A.shape
     n = B.shape[1]
-    kp = g.k_parts * kk
+    kp = g.k_prime(kk)
     ld = registry.cdiv(kp, SPLIT_ALIGN) * SPLIT_ALIGN
     flags = launch.alloc_async(4, ordinal, stream)
     owned.append(flags)
@@ -159,7 +159,7 @@ def _composed(k, A: Operand, B: Operand, C: Operand | None, T: Operand, alpha: f
               beta: float, stream: int, ordinal: int) -> None:
     """T = alpha * A @ B + beta * C by a composed kernel: its pre-pass writes A' and B', the
     host reads the pre-pass's range flags (one 4-byte copy and a wait on the stream), then
-    the GEMM kernel multiplies A' and B' in its precision over K' = k_parts * K, through
+    the GEMM kernel multiplies A' and B' in its precision over K' = k_prime(K), through
     gemm_device like any call; where the flags are set, the fp32 fallback multiplies A and
     B instead (nothing has written T yet: an in-place C is intact). Scratch is freed in
     stream order on every path."""

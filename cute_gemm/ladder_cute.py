@@ -493,7 +493,8 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig, tf32_only: bool = False) -> Kernel:
                 f"(setmaxnreg {cfg.producer_regs}/{cfg.consumer_regs}), {cfg.stages}-stage ring, "
                 f"one batch in flight, persistent CTAs over grouped tiles"
                 + (f", clusters of {cfg.cluster_m} along m multicasting B" if cfg.cluster_m > 1 else "")
-                + (f", accumulators promoted to float32 every {cfg.promote} k-tiles" if cfg.promote else "")
+                + (f", accumulators promoted to a compensated float32 sum every {cfg.promote} "
+                   "k-tiles" if cfg.promote else "")
                 + ("" if tf32_only else ", tf32 m-major A (or n-major B, on C^T = B^T A^T) from "
                    "registers (RS wgmma)")
                 + ", alpha/beta epilogue",
@@ -508,10 +509,11 @@ CUTE += [
     # cluster_m=2 (B multicast): #how-cute_wgmma_ws-got-there (cluster 4 lost: 120 CTAs fit)
     # group_m=16: same section (8 and 32 lost); k_bytes=128 (64-byte rows, 8 stages lost)
     _auto(_wgmma_ws("cute_wgmma_ws", WgmmaWsConfig())),
-    # fp32-accurate long K (cute_3xtf32's GEMM): 64x192 per warpgroup holds two sets of
-    # accumulators in 232 registers; promote every 4 k-tiles (2: slower, 3x192x128: slower):
-    # docs/tuning/cute_3xtf32.md#promoting-the-accumulator
-    _wgmma_ws("cute_wgmma_ws_promote", WgmmaWsConfig(blk_n=192, promote=4), tf32_only=True),
+    # fp32-accurate sums (cute_3xtf32's GEMM): 64x192 per warpgroup holds two sets of
+    # accumulators in 232 registers; windows of 3 k-tiles, one 3xTF32 chunk ending with its
+    # big·big k-tile (128x128, 2 consumers: as accurate, slower at 8192^3; a warpgroup
+    # stagger: slower): docs/tuning/cute_3xtf32.md#the-accumulation
+    _wgmma_ws("cute_wgmma_ws_promote", WgmmaWsConfig(blk_n=192, promote=3), tf32_only=True),
 ]
 
 
@@ -531,12 +533,12 @@ def _three_tf32(name: str, gemm: str, fallback: str) -> Kernel:
         min_arch=90,
         arch_specific=True,
         summary=f"3xTF32: a pre-pass splits each fp32 operand into tf32 big + small parts, "
-                f"K-concatenated k-major (A' = [small|big|big], B' = [big;small;big]), then "
-                f"{gemm}'s tf32 GEMM over K' = 3K: fp32 accuracy; {fallback} where the split "
-                f"is not exact (tiny magnitudes)",
+                f"k-major, per chunk of 32 k (A' = [small|big|big], B' = [big;small;big]), then "
+                f"{gemm}'s tf32 GEMM over K' = 3K, promoted after each chunk: fp32 accuracy; "
+                f"{fallback} where the split is not exact (tiny magnitudes)",
         seed="CUTLASS example 27 (3xTF32), on c6's GEMM",
         tags=("tensor-core",),
-        gemm_of=GemmOf(gemm, "tf32", 3, fallback),
+        gemm_of=GemmOf(gemm, "tf32", 3, fallback, k_chunk=32),   # a chunk: a tf32 k-tile
     )
 
 

@@ -267,16 +267,22 @@ class FixedSmem:
 @dataclass(frozen=True)
 class GemmOf:
     """A composed kernel (Kernel.gemm_of): its own entry points (its variants: A's, then B's)
-    are a pre-pass that writes A' (M x k_parts*K, k-major) and B' (k_parts*K x N, k-major)
-    from A and B, and the product
+    are a pre-pass that writes A' (M x K', k-major) and B' (K' x N, k-major) from A and B,
+    the k_parts parts of each chunk of k_chunk columns side by side (K' = k_prime(K)), and the
+    product
     is the GEMM of another registered kernel, `kernel`, in `precision` on A' and B' (through
     run()'s own path: variant choice, launch cutting, TMA maps). Where the pre-pass reports
     that its inputs lie outside the range it is exact in, run() computes the product with
     `fallback` (its precision fp32) instead, and warns (errors.PrecisionFallbackWarning)."""
     kernel: str                 # the registered kernel whose GEMM runs on A', B'
     precision: str              # ... in this precision (PRECISIONS)
-    k_parts: int                # K' = k_parts * K
+    k_parts: int                # parts per element: K' = k_parts * K rounded up to chunks
     fallback: str               # an fp32 kernel for inputs the pre-pass cannot split exactly
+    k_chunk: int = 1            # columns of k per chunk (the GEMM's k-tile: it promotes per chunk)
+
+    def k_prime(self, k: int) -> int:
+        """K' of A' and B': k_parts columns per column of K, K rounded up to whole chunks."""
+        return self.k_parts * -(-k // self.k_chunk) * self.k_chunk
 
 
 @dataclass(frozen=True)
@@ -402,9 +408,12 @@ class Kernel:
         def cut(x: int, limit: int) -> int:
             limit = min(limit, EXTENT_MAX)
             return x if x <= limit else max(limit // 256 * 256, 1)
-        # a composed kernel's GEMM runs over K' = k_parts * K: that K' must fit one launch
-        parts = self.gemm_of.k_parts if self.gemm_of is not None else 1
-        return cut(m, rows), cut(n, cols), cut(k, EXTENT_MAX // parts)
+        # a composed kernel's GEMM runs over K' = k_prime(K): that K' must fit one launch
+        if self.gemm_of is not None:
+            g = self.gemm_of
+            kmax = EXTENT_MAX // (g.k_parts * g.k_chunk) * g.k_chunk
+            return cut(m, rows), cut(n, cols), cut(k, kmax)
+        return cut(m, rows), cut(n, cols), cut(k, EXTENT_MAX)
 
     def check_limits(self, m: int, n: int, k: int, smem_limit: int) -> None:
         """Raise ShapeLimitError if this shape needs more dynamic smem than the device has."""

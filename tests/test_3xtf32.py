@@ -30,6 +30,9 @@ def test_the_record_says_what_it_is_composed_of():
     gemm = registry.get(g.kernel)
     assert (g.kernel, g.precision, g.k_parts) == ("cute_wgmma_ws_promote", "tf32", 3)
     assert gemm.config.promote > 0 and gemm.precisions == ("tf32",)
+    # a chunk of the split is one k-tile of the GEMM, and a promotion window one chunk: the
+    # accumulator is promoted right after each chunk's big·big k-tile
+    assert g.k_chunk == gemm.config.k_bytes // 4 and gemm.config.promote == g.k_parts
     # the GEMM takes the split's k-major A' and B' as they are; the fallback is fp32
     assert any(v.precision == "tf32" and (v.a_major, v.b_major) == ("k", "k") and v.tma
                for v in gemm.variants)
@@ -39,7 +42,7 @@ def test_the_record_says_what_it_is_composed_of():
 
 
 def test_k_is_cut_so_that_three_k_fits_one_launch():
-    kmax = registry.EXTENT_MAX // 3 // 256 * 256
+    kmax = registry.EXTENT_MAX // 96 * 32 // 256 * 256     # whole chunks of 32, 3 parts each
     assert K3.launch_extents(5, 7, 3 * 10**9) == (5, 7, kmax)
     assert K3.launch_extents(5, 7, kmax) == (5, 7, kmax)
     assert registry.get("cute_wgmma_ws").launch_extents(5, 7, 3 * kmax)[2] == 3 * kmax
@@ -61,15 +64,15 @@ def _operands(layout, m, n, k):
 @pytest.mark.parametrize("layout", registry.LAYOUTS)
 def test_split_then_the_tf32_gemm_on_k_major_operands_then_frees(monkeypatch, layout):
     """Every layout is one split per operand (no relayout copy): A' = M rows and B' = N
-    columns of 3K floats, the leading dimension padded to 4 (16-byte TMA strides) and
-    allocated with its pad; the range flags zeroed, read after the splits; then the ws
-    kernel's tf32 k-major entry with K' = 3K on A' and B'; every allocation freed after."""
+    columns of K' = 3 * 32 * ceil(K / 32) floats (three parts per chunk of 32); the range
+    flags zeroed, read after the splits; then the ws kernel's tf32 k-major entry with K' on
+    A' and B'; every allocation freed after."""
     events = stub_driver.install(monkeypatch)
-    m, n, k = 70, 50, 37                       # 3K = 111: ld 112
+    m, n, k = 70, 50, 37                       # 2 chunks: K' = ld = 192
     a, b = _operands(layout, m, n, k)
     out = Dev((m, n), 0x3000_0000)
     api.run("cute_3xtf32", a, b, out=out, alpha=1.5)
-    ld = 112
+    ld = 192
     kinds = [e[0] for e in events]
     allocs = _events("alloc", events)
     flags, pa, pb = (x[1] for x in allocs)
@@ -86,11 +89,11 @@ def test_split_then_the_tf32_gemm_on_k_major_operands_then_frees(monkeypatch, la
     (gemm,) = stub_driver.launches(events, "gemm")
     g = gemm_args(gemm[4])
     assert gemm[1] == "cute_wgmma_ws_tf32_f32_ak_bk"
-    assert (g.M, g.N, g.K, g.A, g.B, g.C, g.alpha) == (m, n, 3 * k, pa, pb, out.ptr, 1.5)
+    assert (g.M, g.N, g.K, g.A, g.B, g.C, g.alpha) == (m, n, ld, pa, pb, out.ptr, 1.5)
     assert (g.sAm, g.sAk, g.sBk, g.sBn) == (ld, 1, 1, ld)
     # the TMA maps describe A' (K', M) and B' (K', N) with ld * 4 bytes between rows
-    assert [e[1:4] for e in _events("tmap", events)] == [(pa, (3 * k, m), 4 * ld),
-                                                         (pb, (3 * k, n), 4 * ld)]
+    assert [e[1:4] for e in _events("tmap", events)] == [(pa, (ld, m), 4 * ld),
+                                                         (pb, (ld, n), 4 * ld)]
     i_flags, i_gemm = kinds.index("dtoh"), events.index(gemm)
     assert events[i_flags][1] == flags and kinds[i_flags + 1] == "sync"
     assert max(events.index(x) for x in stub_driver.launches(events, "split")) < i_flags < i_gemm
@@ -124,7 +127,7 @@ def test_out_aliasing_an_input_is_computed_apart_then_copied(monkeypatch):
 
 
 def test_k_past_one_launch_is_cut_and_accumulated(monkeypatch):
-    """K with 3K past EXTENT_MAX: pieces of K <= EXTENT_MAX / 3, each split on its own and
+    """K with K' past EXTENT_MAX: pieces of whole chunks, K' <= EXTENT_MAX, each split on its own and
     added to what the piece before left in C (zero-stride operands: a few bytes)."""
     events = stub_driver.install(monkeypatch)
     kk = registry.EXTENT_MAX // 2
@@ -184,10 +187,11 @@ def test_bench_times_it_beside_sgemm():
     assert peaks["fp32_3xtf32"] == pytest.approx(peaks["tf32"] / 3)
 
 
-def test_the_padded_leading_dimension():
-    assert execute.SPLIT_ALIGN == 4
-    for k, ld in ((1, 4), (4, 12), (5, 16), (37, 112), (64, 192)):
-        assert registry.cdiv(3 * k, execute.SPLIT_ALIGN) * execute.SPLIT_ALIGN == ld
+def test_k_prime_is_whole_chunks_of_three_parts():
+    g = K3.gemm_of
+    for k, kp in ((1, 96), (4, 96), (32, 96), (33, 192), (37, 192), (64, 192), (65, 288)):
+        assert g.k_prime(k) == kp
+        assert kp % execute.SPLIT_ALIGN == 0   # rows 16 bytes apart (TMA strides), no pad
 
 
 def test_host_inputs_take_the_same_path(monkeypatch):

@@ -91,17 +91,20 @@ def _specials(rng, shape):
 
 def test_split_is_bit_exact_against_a_numpy_model():
     rng = np.random.default_rng()
-    m, n, k = 67, 45, 37                          # 3K = 111: ld 112, one pad column
+    m, n, k = 67, 45, 37                          # 2 chunks of 32: ld 192, 27 pad columns
     a, b = _specials(rng, (m, k)), _specials(rng, (k, n))
     A2, B2, word = _split_on_gpu(a, b)
     sa, ba, ca, ia = split_model(a)
     sb, bb, cb, ib = split_model(b.T)
     assert word == 0 and not ia.any() and not ib.any()
     bits = lambda v: np.ascontiguousarray(v).view(np.uint32)     # noqa: E731
-    for got, want in ((A2[:, :k], sa), (A2[:, k:2 * k], ca), (A2[:, 2 * k:3 * k], ba),
-                      (B2[:, :k], cb), (B2[:, k:2 * k], sb), (B2[:, 2 * k:3 * k], bb)):
-        assert np.array_equal(bits(got), bits(want))
-    assert not A2[:, 3 * k:].any() and not B2[:, 3 * k:].any()   # the pad is zeroed
+    assert A2.shape[1] == B2.shape[1] == 192
+    # (rows, chunk, part, 32) -> part p of every chunk, side by side: (rows, 64)
+    part = lambda x, p: x.reshape(x.shape[0], -1, 3, 32)[:, :, p, :].reshape(x.shape[0], -1)  # noqa: E731
+    for x, want in ((A2, (sa, ca, ba)), (B2, (cb, sb, bb))):
+        for p, w in enumerate(want):
+            assert np.array_equal(bits(part(x, p)[:, :k]), bits(w))
+            assert not part(x, p)[:, k:].any()                    # the last chunk's pad
     fin = np.isfinite(a) & (np.abs(a) < 1e38)
     # the split's error: |x - big - small| <= 2^-22 |x| (big's rounding 2^-11, small's 2^-11 of that)
     err = np.abs(a[fin].astype(np.float64) - ba[fin] - sa[fin])

@@ -29,8 +29,9 @@
 //           from TMA's m-major stages, accumulator rows permuted for conflict-free loads. A
 //           row-major B is the same case on the transposed problem C^T = B^T A^T: the _ak_bn
 //           entry swaps the operands (and C's strides) and runs the _am_bk instance.
-// Promote:  Config::promote > 0 moves the wgmma accumulator into a float32 register sum every
-//           `promote` k-tiles (fp32-accurate long K: cute_3xtf32's GEMM), at 2x the registers.
+// Promote:  Config::promote > 0 moves the wgmma accumulator into a compensated float32
+//           register sum every `promote` k-tiles, the warpgroups staggered so that one's wait
+//           falls in the other's wgmmas (sm90_consumer_promote.cuh; cute_3xtf32's GEMM).
 // Bottleneck: the epilogue stalls both consumer warpgroups once per tile (only the producer's
 //           loads overlap it); at 4096^3, 512 tiles on 132 SMs leave a partial last wave.
 //           Measurements: docs/tuning/cute_wgmma_ws.md.
@@ -45,6 +46,7 @@
 #include <cute_gemm/sm90_setmaxnreg.cuh>
 #include <cute_gemm/sm90_register_operand.cuh>
 #include <cute_gemm/sm90_consumer_rs.cuh>
+#include <cute_gemm/sm90_consumer_promote.cuh>
 
 using namespace cute;
 
@@ -69,19 +71,12 @@ __device__ __forceinline__ void consume(Mma const& mma, Ring* ring, T* smemA, T*
   Tensor tCrA = thr_mma.make_fragment_A(thr_mma.partition_A(sA));         // (MMA,MMA_M,MMA_K,PIPE)
   Tensor tCrB = thr_mma.make_fragment_B(thr_mma.partition_B(sB));         // (MMA,MMA_N,MMA_K,PIPE)
   Tensor acc = partition_fragment_C(thr_mma, Shape<Int<kBlkM>, Int<kBlkN>>{});  // (MMA,MMA_M,MMA_N)
-  // Config::promote > 0: wgmma adds into its float accumulator truncating, a bias of up to an
-  // ulp per k-step that grows with K; so every `promote` k-tiles acc is added into `sum` by
-  // CUDA-core adds (round to nearest) and restarted (docs/tuning/cute_3xtf32.md)
-  constexpr int kPromote = Config::promote;
-  auto sum = make_fragment_like(acc);                      // (MMA,MMA_M,MMA_N), unused if 0
-
   State st;
   for (int u = first; u < tiles.count(); u += stride) {
     int m_unit, n_blk;
     tiles.coord(u, m_unit, n_blk);
     const int m_blk = m_unit * kCluster + rank;
     clear(acc);
-    if constexpr (kPromote > 0) clear(sum);
     int prev = -1;                                         // the stage of the batch in flight
     for (int k_tile = 0; k_tile < k_tiles; ++k_tile, st.advance()) {
       ring->wait(st);
@@ -93,26 +88,11 @@ __device__ __forceinline__ void consume(Mma const& mma, Ring* ring, T* smemA, T*
       warpgroup_fence_operand(acc);
       if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
       prev = st.index;
-      if constexpr (kPromote > 0) {
-        if ((k_tile + 1) % kPromote == 0 && k_tile + 1 < k_tiles) {
-          warpgroup_wait<0>();                             // this batch too: acc is final
-          warpgroup_fence_operand(acc);
-          if (releaser) ring->template release<kCluster>(prev);
-          prev = -1;
-          CUTE_UNROLL
-          for (int i = 0; i < size(acc); ++i) { sum(i) += acc(i); acc(i) = 0.0f; }
-          warpgroup_fence_operand(acc);
-        }
-      }
     }
     warpgroup_wait<0>();
     warpgroup_fence_operand(acc);
     if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
-    if constexpr (kPromote > 0) {
-      CUTE_UNROLL
-      for (int i = 0; i < size(acc); ++i) sum(i) += acc(i);
-    }
-    cg::sm90::store_axpby<kBlkM, kBlkN>(mma, thread, kPromote > 0 ? sum : acc, C, sCm, sCn, M, N,
+    cg::sm90::store_axpby<kBlkM, kBlkN>(mma, thread, acc, C, sCm, sCn, M, N,
                                         m_blk * kBlkM, n_blk * kBlkN, alpha, beta);
   }
 }
@@ -207,6 +187,10 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
     cg::sm90::consume_rs<Config, TC, kCluster, OpA, OpB>(mma, ring, smemA, smemB, tiles, first,
                                                          stride, rank, k_tiles, C, sCm, sCn, M,
                                                          N, alpha, beta);
+  } else if constexpr (Config::promote > 0) {
+    cg::sm90::consume_promote<Config, TC, kCluster, OpA, OpB>(mma, ring, smemA, smemB, tiles,
+                                                              first, stride, rank, k_tiles, C,
+                                                              sCm, sCn, M, N, alpha, beta);
   } else {
     consume<TC, kCluster, OpA, OpB>(mma, ring, smemA, smemB, tiles, first, stride, rank, k_tiles,
                                     C, sCm, sCn, M, N, alpha, beta);

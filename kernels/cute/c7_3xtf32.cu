@@ -1,16 +1,22 @@
 // cute_3xtf32 — fp32 accuracy from tf32 tensor cores (3xTF32): the pre-pass. sm_90a.
 //
-// Adds over cute_wgmma_ws (c6), whose GEMM runs unchanged after it: each fp32 element is
+// Adds over cute_wgmma_ws (c6), whose GEMM then runs on its output: each fp32 element is
 // split x = big + small, big = tf32(x) (round to nearest), small = tf32(x - big), and the
-// operands are written K-concatenated, k-major, so that c6's tf32 k-major entry over
-// K' = 3K sums the three products that matter (small·small, < 2^-22 |a||b|, is dropped):
-//   A' = [A_small | A_big× | A_big]   (M x 3K, row-major)
-//   B' = [B_big× ; B_small ; B_big]   (3K x N, column-major)
-//   A'B' = A_small B_big + A_big B_small + A_big B_big   (small terms first, into a small sum)
+// operands are written k-major with the parts side by side per chunk of 32 k (one k-tile of
+// the GEMM), so that c6's tf32 k-major entry over K' = 3 * 32 * ceil(K / 32) sums the three
+// products that matter (small·small, < 2^-22 |a||b|, is dropped), chunk c of 32 columns:
+//   A' = [.. | A_small(c) | A_big×(c) | A_big(c) | ..]   (M x K', row-major)
+//   B' = [.. ; B_big×(c)  ; B_small(c) ; B_big(c)  ; ..]   (K' x N, column-major)
+//   A'B' = sum over c of A_small B_big + A_big B_small + A_big B_big
+// Each chunk ends with its big·big k-tile, after the two small cross terms: the GEMM
+// (WgmmaWsConfig.promote = 3) moves its accumulator into a float32 sum right after it, so
+// no tensor-core sum holds more than one chunk of big products
+// (docs/tuning/cute_3xtf32.md#the-accumulation).
 // big× is big with ±Inf written as 0: it multiplies the other operand's small part, which is
 // 0 (or of either sign) beside an Inf, and Inf·0 would make a NaN where fp32 has ±Inf.
 // Both roles are one problem: an (R, K) source of any strides (R = M for A, N for B) written
-// as R rows of ld floats, [part 0 | part 1 | part 2 | zeros up to ld].
+// as R rows of ld = K' floats, chunk c at 96c: three parts of 32; the last chunk's columns
+// past K are zero in every part.
 // Range: the split is exact only while small's parts are normal floats; the block records
 // in *flags (bit 0: A, bit 1: B) any finite x that is subnormal or whose x - big is, and
 // run() then computes with an fp32 kernel instead (execute.py, docs/tuning/cute_3xtf32.md).
@@ -50,15 +56,16 @@ __device__ __forceinline__ Parts split(float x) {
   return {big, tf32_rna(d), big, inexact};
 }
 
-// kA: A's order [small | cross | big]; else B's [cross ; small ; big]
+// kA: A's order [small | cross | big] per chunk; else B's [cross ; small ; big]
 template <bool kA>
 __device__ void split_body(int R, int K, const float* __restrict__ src, long long sr, long long sk,
                            float* __restrict__ dst, long long ld, unsigned* __restrict__ flags) {
   __shared__ float tile[TILE][TILE + 1];         // +1: the transposed walk hits 32 banks
   const int tx = threadIdx.x, ty = threadIdx.y;
   const bool src_r = sr == 1 && sk != 1;         // the source's unit stride runs along R
-  const long long k3 = 3LL * K;
   bool inexact = false;
+  // a 32-column tile of k is one chunk of A' / B': k0 = 32c writes columns 96c .. 96c + 95
+  static_assert(TILE == 32, "a tile of k: one chunk, the GEMM's k-tile of tf32");
   for (long long r0 = (long long)blockIdx.x * TILE; r0 < R; r0 += (long long)gridDim.x * TILE) {
     for (long long k0 = (long long)blockIdx.y * TILE; k0 < K; k0 += (long long)gridDim.y * TILE) {
       for (int j = ty; j < TILE; j += ROWS) {
@@ -68,17 +75,15 @@ __device__ void split_body(int R, int K, const float* __restrict__ src, long lon
       }
       __syncthreads();
       for (int i = ty; i < TILE; i += ROWS) {
-        const long long r = r0 + i, k = k0 + tx;
+        const long long r = r0 + i;
         if (r >= R) continue;
-        float* row = dst + r * ld;
-        if (k < K) {
-          const Parts p = split(tile[i][tx]);
-          inexact |= p.inexact;
-          row[k] = kA ? p.small : p.cross;
-          row[K + k] = kA ? p.cross : p.small;
-          row[2LL * K + k] = p.big;
-        }
-        if (k0 + TILE >= K && k3 + tx < ld) row[k3 + tx] = 0.0f;   // the pad (ld - 3K < 32)
+        float* chunk = dst + r * ld + 3 * k0;
+        Parts p{0.0f, 0.0f, 0.0f, false};        // columns past K: zeros in every part
+        if (k0 + tx < K) p = split(tile[i][tx]);
+        inexact |= p.inexact;
+        chunk[tx] = kA ? p.small : p.cross;
+        chunk[TILE + tx] = kA ? p.cross : p.small;
+        chunk[2 * TILE + tx] = p.big;
       }
       __syncthreads();                           // the tile is refilled next
     }
