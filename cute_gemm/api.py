@@ -148,20 +148,20 @@ def run(name, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None, preci
     s = launch.stream_handle(stream)
     A, B, C, O, m, n, kk = _validate(a, b, c, out, alpha, beta, s)
     prec, out_dtype = _precision(A, B, C, O, precision, k)
-    swap = False
+    transposed = False
     if k is None:     # "auto": the selector's pick, a function of what the signature holds
         products = m and n and kk and alpha != 0
         choice = auto.pick(A, B, O, prec, out_dtype, None if not products else
                            _device_ordinal(A) if A.device else launch.current_ordinal())
-        k, swap = registry.get(choice.kernel), choice.transposed
-        hot = None if swap else hot     # (the hot path launches a, b, out as they come)
+        # (a pick of the transposed problem is an input of the launch plan, resolve.swapped)
+        k, transposed = registry.get(choice.kernel), choice.transposed
     check_precision(k, prec, out_dtype)
     alpha, beta = float(alpha), float(beta)
     if C is None:
         beta = 0.0
     if A.device:
-        return _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot, swap)
-    return _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec, out_dtype, swap)
+        return _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot, transposed)
+    return _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec, out_dtype, transposed)
 
 
 def gemm(a, b, c=None, *, alpha: float = 1.0, beta: float = 0.0, out=None, stream=None,
@@ -191,14 +191,8 @@ def _wait_producers(s: int, producers: set, ordinal: int) -> None:
             launch.wait_stream(s, p, ordinal)
 
 
-def _transposed(swap: bool, A, B, C, O):
-    """The operands of the problem a kernel computes: C^T = B^T A^T when `swap`."""
-    if not swap:
-        return A, B, C, O
-    return B.T, A.T, (C.T if C is not None else None), O.T
-
-
-def _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot=None, swap=False):
+def _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot=None,
+                transposed=False):
     ordinal = _device_ordinal(A)
     launch.ensure_context(ordinal)
     ops = (A, B, C, O)
@@ -214,7 +208,7 @@ def _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot=None, 
     else:
         result = O.obj
     if m and n:
-        fast = gemm_device(k, *_transposed(swap, A, B, C, O), alpha, beta, s, ordinal, prec)
+        fast = gemm_device(k, A, B, C, O, alpha, beta, s, ordinal, prec, transposed)
         if fast is not None and hot is not None:     # hot: one device, so ordinal 0
             hotpath.remember(hot, fast, A, B, O)
     return result
@@ -244,7 +238,7 @@ def _host_result(m: int, n: int, out_dtype: str, like: Operand) -> np.ndarray:
 
 
 def _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec="fp32", out_dtype="float32",
-              swap=False):
+              transposed=False):
     result = O.host if O is not None else _host_result(m, n, out_dtype, A)
     if m == 0 or n == 0:
         return result
@@ -271,8 +265,8 @@ def _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec="fp32", out_dtype="f
         if beta != 0.0:   # C goes straight into the result buffer, updated in place
             hc = np.ascontiguousarray(C.host)
             launch.memcpy_htod(dT.ptr, hc.ctypes.data, hc.nbytes, s)
-        gemm_device(k, *_transposed(swap, dA, dB, dT if beta != 0.0 else None, dT), alpha, beta,
-                    s, ordinal, prec)
+        gemm_device(k, dA, dB, dT if beta != 0.0 else None, dT, alpha, beta, s, ordinal, prec,
+                    transposed)
         host = result if result.flags.c_contiguous else np.empty((m, n), dtype=result.dtype)
         launch.memcpy_dtoh(host.ctypes.data, dT.ptr, host.nbytes, s)
         launch.check_last(k.name, s)

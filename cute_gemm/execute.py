@@ -13,7 +13,8 @@ import warnings
 from . import launch, registry
 from .arrays import Operand
 from .errors import CaptureError, PrecisionFallbackWarning
-from .resolve import CACHE, UTIL, UTIL_ENTRY, choose, copy_target, loaded, oriented, resolve
+from .resolve import (CACHE, UTIL, UTIL_ENTRY, choose, copy_target, loaded, oriented, resolve,
+                      swapped)
 
 
 def _util_fn(ordinal: int, dtype: str) -> launch.Function:
@@ -156,13 +157,14 @@ def read_flags(ptr: int, stream: int) -> int:
 
 
 def _composed(k, A: Operand, B: Operand, C: Operand | None, T: Operand, alpha: float,
-              beta: float, stream: int, ordinal: int) -> None:
+              beta: float, stream: int, ordinal: int, transposed: bool = False) -> None:
     """T = alpha * A @ B + beta * C by a composed kernel: its pre-pass writes A' and B', the
     host reads the pre-pass's range flags (one 4-byte copy and a wait on the stream), then
     the GEMM kernel multiplies A' and B' in its precision over K' = k_prime(K), through
     gemm_device like any call; where the flags are set, the fp32 fallback multiplies A and
     B instead (nothing has written T yet: an in-place C is intact). Scratch is freed in
-    stream order on every path."""
+    stream order on every path. transposed: the GEMM (or the fallback) is asked for on the
+    transposed problem (gemm_device); the pre-pass splits A and B as they are."""
     g = k.gemm_of
     if launch.capturing(stream):    # before anything is enqueued: the capture stays valid
         raise CaptureError(f"kernel {k.name!r} reads its pre-pass's range check on the host "
@@ -179,19 +181,23 @@ def _composed(k, A: Operand, B: Operand, C: Operand | None, T: Operand, alpha: f
                 f"split leaves a subnormal part) that {g.k_parts}x{g.precision} cannot represent "
                 f"exactly; computed with {g.fallback} (fp32) instead", PrecisionFallbackWarning,
                 stacklevel=2)
-            gemm_device(registry.get(g.fallback), A, B, C, T, alpha, beta, stream, ordinal, "fp32")
+            gemm_device(registry.get(g.fallback), A, B, C, T, alpha, beta, stream, ordinal, "fp32",
+                        transposed)
         else:
             gemm_device(registry.get(g.kernel), A2, B2, C, T, alpha, beta, stream, ordinal,
-                        g.precision)
+                        g.precision, transposed)
     finally:
         _release(owned, stream)
 
 
 def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
-                alpha: float, beta: float, stream: int, ordinal: int, precision: str = "fp32"):
+                alpha: float, beta: float, stream: int, ordinal: int, precision: str = "fp32",
+                transposed: bool = False):
     """T = alpha * A @ B + beta * C on the device (C may be T itself, or None) in
-    `precision` (A and B of its type; C of T's). Returns (key, launcher) of the
-    CACHE.launches entry the call went through, or None."""
+    `precision` (A and B of its type; C of T's). transposed: asked for on the transposed
+    problem C^T = B^T A^T (gemm()'s table pick; resolve.swapped decides what each launch
+    computes). Returns (key, launcher) of the CACHE.launches entry the call went through,
+    or None."""
     m, kk = A.shape
     n = B.shape[1]
     if C is None or beta == 0.0:
@@ -204,8 +210,11 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
         # T aliases an input other than as C in place: compute apart, then copy into T
         owned: list = []
         try:
-            W = _temp(T.shape, T.dtype, ordinal, stream, owned)
-            gemm_device(k, A, B, C, W, alpha, beta, stream, ordinal, precision)
+            # row-major in the problem asked for (C^T's, for a pick of the transposed
+            # problem): written as the launch would write a fresh result of that problem
+            W = _temp(T.shape, T.dtype, ordinal, stream, owned,
+                      (1, T.shape[0]) if transposed else None)
+            gemm_device(k, A, B, C, W, alpha, beta, stream, ordinal, precision, transposed)
             _scale2d(ordinal, stream, 1.0, W, T)
         finally:
             _release(owned, stream)
@@ -213,7 +222,7 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     if not products:
         _scale2d(ordinal, stream, beta, C, T)
         return None
-    mc, nc, kc = k.launch_extents(m, n, kk)
+    mc, nc, kc = k.launch_extents(m, n, kk, transposed)
     if (mc, nc, kc) != (m, n, kk):
         # beyond one launch (grid limits, 32-bit indices): launches on blocks of C, and
         # along K each piece adds to what the one before left in T
@@ -223,15 +232,16 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
                 for p0, q in _pieces(kk, kc):
                     gemm_device(k, _sub(A, i0, p0, r, q), _sub(B, p0, j0, q, c),
                                 _sub(C, i0, j0, r, c) if p0 == 0 else Tb, Tb, alpha,
-                                beta if p0 == 0 else 1.0, stream, ordinal, precision)
+                                beta if p0 == 0 else 1.0, stream, ordinal, precision, transposed)
         return None
     if k.gemm_of is not None:
-        _composed(k, A, B, C, T, alpha, beta, stream, ordinal)
+        _composed(k, A, B, C, T, alpha, beta, stream, ordinal, transposed)
         return None
-    # the hot path: a launch already resolved for this kernel, shape, strides and pointer
-    # alignment class (everything choose() and the grid depend on) skips straight to the driver
+    # the hot path: a launch already resolved for this kernel, shape, strides, pointer
+    # alignment class and pick of the transposed problem (everything swapped(), choose() and
+    # the grid depend on) skips straight to the driver
     key = (k.name, precision, T.dtype, ordinal, m, n, kk, A.strides, B.strides, T.strides,
-           A.ptr & 255, B.ptr & 255, T.ptr & 255)
+           A.ptr & 255, B.ptr & 255, T.ptr & 255, transposed)
     fast = CACHE.launches.get(key)
     if fast is not None and (C is None or C.same_view(T)):
         fast(A.ptr, B.ptr, T.ptr, alpha, beta, stream)
@@ -240,9 +250,10 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     smem = k.smem_bytes(m, n, kk)
     if smem:
         k.check_limits(m, n, kk, lk.smem_limit)
-    # the operands in the roles the entry sees: A, B, C, or for a kernel that computes the
-    # transpose here, B^T, A^T, C^T (the copies are made in those roles, then turned back)
-    swap, ops = oriented(k, {"a": A, "b": B, "c": T})
+    # the operands in the roles the entry sees: A, B, C, or where the launch computes the
+    # transpose, B^T, A^T, C^T (the copies are made in those roles, then turned back)
+    swap = swapped(k, m, n, transposed)
+    ops = oriented(swap, {"a": A, "b": B, "c": T})
     variant, copies = choose(k, ops, precision, T.dtype)
     owned: list = []
     try:
@@ -251,8 +262,7 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
             if r != "c":
                 _scale2d(ordinal, stream, 1.0, ops[r], X, pad=True)
             ops[r] = X
-        if swap:
-            ops = {"a": ops["b"].T, "b": ops["a"].T, "c": ops["c"].T}
+        ops = oriented(swap, ops)     # the caller's roles: the Launcher turns them (plan.swap)
         A, B = ops["a"], ops["b"]
         W = ops["c"] if "c" in copies else T
         if C is not None and not C.same_view(W):

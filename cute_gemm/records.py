@@ -314,7 +314,7 @@ class Kernel:
     # kernel's (GemmOf; execute.gemm_device runs the two)
     gemm_of: GemmOf | None = None
     # run() may compute C^T = B^T A^T instead, where that covers C with less tile area
-    # (a BM < BN tile on a product with a skinny N; Kernel.transposes)
+    # (a BM < BN tile on a product with a skinny N; Kernel.transposes, resolve.swapped)
     transpose_skinny: bool = False
 
     def __repr__(self) -> str:   # the generated one prints every variant and policy: pages
@@ -385,21 +385,27 @@ class Kernel:
         return self.smem_bytes(m, n, k)
 
     def transposes(self, m: int, n: int) -> bool:
-        """True if run() computes this kernel's M x N product as its transpose, C^T = B^T
-        A^T (an N x M product; transpose_skinny): where that covers C with at most 7/8 of
-        the tile area. A 64 x 128 tile covers an 8192 x 64 C twice over, its transpose
-        once. Not for a sliver less: the transpose also runs another entry point (nn
-        operands become an m-major A and a k-major B)."""
+        """This kernel's rule (one input of resolve.swapped, which decides): True if its
+        M x N product runs as its transpose, C^T = B^T A^T (an N x M product;
+        transpose_skinny), where that covers C with at most 7/8 of the tile area. A 64 x 128
+        tile covers an 8192 x 64 C twice over, its transpose once. Not for a sliver less:
+        the transpose also runs another entry point (nn operands become an m-major A and a
+        k-major B)."""
         if not self.transpose_skinny or self.tile is None:
             return False
         bm, bn, _ = self.tile
         return 8 * cdiv(n, bm) * bm * cdiv(m, bn) * bn <= 7 * cdiv(m, bm) * bm * cdiv(n, bn) * bn
 
-    def launch_extents(self, m: int, n: int, k: int) -> tuple[int, int, int]:
+    def launch_extents(self, m: int, n: int, k: int,
+                       transposed: bool = False) -> tuple[int, int, int]:
         """The largest (M, N, K) one launch of this kernel takes, at most (m, n, k): the
         grid's span and EXTENT_MAX; for a kernel that may run C^T (transpose_skinny), the
         span of both grids, so that a piece fits whichever it takes. Cut sizes are multiples
-        of 256, so every piece keeps the alignment class of its operands' pointers."""
+        of 256, so every piece keeps the alignment class of its operands' pointers.
+        transposed: asked for on the transposed problem (resolve.swapped): its extents."""
+        if transposed:
+            nc, mc, kc = self.launch_extents(n, m, k)
+            return mc, nc, kc
         rows, cols = self.grid.span(n)
         if self.transpose_skinny:
             cols_t, rows_t = self.grid.span(m)

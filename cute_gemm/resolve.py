@@ -44,8 +44,9 @@ class LaunchPlan:
     head_entry: str = ""                 # a split launch: the data-parallel launch before it
     head_grid: tuple[int, int, int] = (0, 0, 0)
     pdl: bool = False                    # ... whose successor starts by programmatic launch
-    swap: bool = False                   # the entry computes C^T = B^T A^T (shape, strides
-                                         # and the pointers of A and B turned by the Launcher)
+    swap: bool = False                   # the entry computes C^T = B^T A^T (swapped, then a
+                                         # stream-K twin's own turn); shape, strides and the
+                                         # pointers of A and B are turned by the Launcher
     precision: str = "fp32"              # records.PRECISIONS
     out_dtype: str = "float32"
     tma: bool = False                    # the entry takes TMA tensor maps of A and B
@@ -257,14 +258,25 @@ def choose(k: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
     return best
 
 
-def oriented(k: registry.Kernel, ops: dict[str, Operand]) -> tuple[bool, dict[str, Operand]]:
-    """(swap, operands by the roles the kernel's entry sees): where the kernel computes
-    C^T = B^T A^T (Kernel.transposes), B^T is its A, A^T its B and C^T its C."""
-    (m, _), n = ops["a"].shape, ops["b"].shape[1]
-    if not k.transposes(m, n):
-        return False, ops
+def swapped(k: registry.Kernel, m: int, n: int, transposed: bool = False) -> bool:
+    """Whether a launch of `k` on an M x N product computes C^T = B^T A^T (LaunchPlan.swap):
+    the one place that decides it. `transposed`: the caller asked for the transposed problem
+    (gemm()'s table pick, auto.Choice.transposed). The kernel's own rule (Kernel.transposes:
+    a skinny N on a transpose_skinny kernel) then applies to the problem so asked for, and
+    may turn it back: what `cute-gemm tune` timed, as run(k, B^T, A^T, out=C^T)."""
+    if transposed:
+        return not k.transposes(n, m)
+    return k.transposes(m, n)
+
+
+def oriented(swap: bool, ops: dict[str, Operand]) -> dict[str, Operand]:
+    """The operands (roles a, b and c, where given) in the roles the entry sees: where the
+    launch swaps, B^T is its A, A^T its B and C^T its C. Its own inverse: applied again, it
+    hands the caller's roles back."""
+    if not swap:
+        return ops
     turned = {"a": ops["b"], "b": ops["a"]}
-    return True, {r: turned.get(r, op).T for r, op in ops.items()}
+    return {r: turned.get(r, op).T for r, op in ops.items()}
 
 
 def layout_launches(k: registry.Kernel, layout: str, precisions: tuple[str, ...] | None = None
@@ -423,8 +435,8 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
             kk: int, strides, swap: bool = False) -> Launcher:
     """The Launcher of `variant` at M x N x K with operands of these strides (after copies):
     its stream-K twin where the shape leaves a partial last wave, else the plain grid.
-    swap: `variant` was chosen for the transposed problem C^T = B^T A^T (oriented), which
-    the launch computes; the Launcher is still called with A, B and C."""
+    swap: the launch computes the transposed problem C^T = B^T A^T (swapped; `variant` was
+    chosen for it); the Launcher is still called with the caller's A, B and C."""
     lk = loaded(k, ordinal)
     group = launch_entries(k, variant)
     smem = k.smem_bytes(m, n, kk)

@@ -348,8 +348,12 @@ def test_a_transposed_pick_launches_the_transposed_problem(monkeypatch):
     assert cute_gemm.gemm_choice(m, n, k).key == "cute_pipelined.T"
     a, b, c = (stub_driver.Dev((m, k), 0x10000000), stub_driver.Dev((k, n), 0x20000000),
                stub_driver.Dev((m, n), 0x30000000))
-    for alpha in (1.0, 3.0):
-        cute_gemm.gemm(a, b, out=c, alpha=alpha)
+    cute_gemm.gemm(a, b, out=c, alpha=1.0)
+    validated = []
+    real = api._validate
+    monkeypatch.setattr(api, "_validate", lambda *x: validated.append(1) or real(*x))
+    cute_gemm.gemm(a, b, out=c, alpha=3.0)      # the hot path: the plan turns a, b and out
+    assert not validated and any(sig[0] == "auto" for sig in resolve.CACHE.hot)
     g = stub_driver.launches(events, "gemm")
     assert len(g) == 2 and g[0][:4] == g[1][:4]                 # resolved once, launched twice
     s = stub_driver.gemm_args(g[1][4])
@@ -357,7 +361,8 @@ def test_a_transposed_pick_launches_the_transposed_problem(monkeypatch):
     assert (s.M, s.N, s.K, s.alpha) == (n, m, k, 3.0)
     assert (s.A, s.B, s.C) == (0x20000000, 0x10000000, 0x30000000)
     assert (s.sAm, s.sAk, s.sBk, s.sBn, s.sCm, s.sCn) == (1, n, 1, k, 1, n)
-    assert not any(sig[0] == "auto" for sig in resolve.CACHE.hot)   # (no hot path: swapped)
+    (plan,) = resolve.resolved_launches()       # the caller's problem, marked swapped
+    assert plan.swap and plan.shape == (m, n, k)
 
 
 # ---- the sweep and the bench's summary ------------------------------------------------------------

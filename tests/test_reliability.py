@@ -63,12 +63,13 @@ def test_same_view_ignores_strides_of_unit_extents():
 # ---- launch extents: every registered kernel, any size -----------------------------------------
 @settings(max_examples=300, deadline=None)
 @given(st.sampled_from(registry.kernels() + (resolve.UTIL,)),
-       st.integers(1, 2**34), st.integers(1, 2**34), st.integers(1, 2**34))
-def test_launch_extents_fit_the_grid_and_32_bit_indices(k, m, n, kk):
-    mc, nc, kc = k.launch_extents(m, n, kk)
+       st.integers(1, 2**34), st.integers(1, 2**34), st.integers(1, 2**34), st.booleans())
+def test_launch_extents_fit_the_grid_and_32_bit_indices(k, m, n, kk, transposed):
+    mc, nc, kc = k.launch_extents(m, n, kk, transposed)
     assert 1 <= mc <= m and 1 <= nc <= n and 1 <= kc <= kk
     assert max(mc, nc, kc) <= registry.EXTENT_MAX
-    gx, gy, gz = k.grid(*((nc, mc) if k.transposes(mc, nc) else (mc, nc)), kc)   # the grid run() launches
+    swap = resolve.swapped(k, mc, nc, transposed)
+    gx, gy, gz = k.grid(*((nc, mc) if swap else (mc, nc)), kc)   # the grid run() launches
     assert gx <= registry.GRID_X_MAX and gy <= registry.GRID_YZ_MAX and gz <= registry.GRID_YZ_MAX
     for x, c in ((m, mc), (n, nc), (kk, kc)):   # a cut keeps the pieces' alignment class
         assert c == x or c % 256 == 0

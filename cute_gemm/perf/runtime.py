@@ -12,10 +12,11 @@ from ..arrays import Operand
 
 def resolve(kernel: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
             out_dtype: str = "float32", ordinal: int | None = None):
-    """(variant, roles run() would copy first, function) for operands a, b, c (the roles
-    of the problem the kernel computes: the transposed one where Kernel.transposes). With
-    no ordinal nothing is compiled or loaded (pure CPU) and the function is None."""
-    variant, copies = _resolve.choose(kernel, _resolve.oriented(kernel, ops)[1], precision, out_dtype)
+    """(variant, roles run() would copy first, function) for operands a, b, c (roles of
+    the problem the kernel computes: the transposed one where resolve.swapped says so).
+    With no ordinal nothing is compiled or loaded (pure CPU) and the function is None."""
+    swap = _resolve.swapped(kernel, ops["a"].shape[0], ops["b"].shape[1])
+    variant, copies = _resolve.choose(kernel, _resolve.oriented(swap, ops), precision, out_dtype)
     fn = None if ordinal is None else _resolve.loaded(kernel, ordinal).function(variant.entry)
     return variant, copies, fn
 
