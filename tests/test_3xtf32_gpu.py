@@ -136,8 +136,8 @@ def test_the_fp32_gauge_on_odd_shapes_and_every_layout(layout):
 @pytest.mark.parametrize("wide", [False, True], ids=["normal", "2^-50..2^50"])
 def test_long_k_meets_the_fp32_gauge_far_below_tf32(wide):
     """K = 8192, N(0,1) or magnitudes spread over 2^-50..2^50: the fp32 gauge holds and the
-    relative Frobenius error is 1/100 of 1xTF32's or less; on N(0,1) also at most twice the
-    SIMT fp32 kernel's (the issue asks for no more than SGEMM's: scripts/accuracy_3xtf32.py)."""
+    relative Frobenius error is 1/100 of 1xTF32's or less; on N(0,1) also no more than the
+    SIMT fp32 kernel's (SGEMM's too: scripts/accuracy_3xtf32.py)."""
     rng = np.random.default_rng()
     m, n, k = 96, 80, 8192
     a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
@@ -151,7 +151,26 @@ def test_long_k_meets_the_fp32_gauge_far_below_tf32(wide):
     assert r3.status == "pass", r3
     assert r3.rel_frobenius < rt.rel_frobenius / 100, (r3, rt)
     if not wide:
-        assert r3.rel_frobenius <= 2 * rp.rel_frobenius, (r3, rp)
+        assert r3.rel_frobenius <= rp.rel_frobenius, (r3, rp)
+
+
+def test_the_error_does_not_grow_with_k():
+    """N(0,1), K = 256 and 16384: promoted after every chunk into a compensated sum, the
+    error stays that of one chunk (~1.3e-7 on the H100); fp32's own sum, and a tensor-core
+    sum promoted less often, grow with K (SIMT fp32: 2.1e-7 -> 3.2e-7; the K-concatenated
+    split promoted every 4 k-tiles: 3.4e-7 -> 4.0e-7, past 2e-7 at both)."""
+    rng = np.random.default_rng()
+    errs = []
+    for k in (256, 16384):
+        a = rng.standard_normal((128, k)).astype(np.float32)
+        b = rng.standard_normal((k, 128)).astype(np.float32)
+        ref, gauge = reference(a, b, None, 1.0, 0.0)
+        r3 = judge(NAME, cute_gemm.run(NAME, a, b), ref, gauge, False)
+        rp = judge("cute_pipelined", cute_gemm.run("cute_pipelined", a, b), ref, gauge, False)
+        assert r3.status == "pass" and r3.rel_frobenius <= 2e-7, (k, r3)
+        errs.append((r3.rel_frobenius, rp.rel_frobenius))
+    (e_short, _), (e_long, p_long) = errs
+    assert e_long <= 1.25 * e_short and e_long < p_long, errs
 
 
 @pytest.mark.parametrize("beta", [0.0, 1.0])
