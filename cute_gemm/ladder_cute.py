@@ -340,6 +340,13 @@ CUTE: list[Kernel] = [
         64, 128, 16, 3, thr_m=8, min_blocks=3, fma_order=6, fma_order_raw=2, load1_k=1,
         stash0_k=10, stash_k=13, trans_k=13, kq_layout=7, stream_k=True, twin_am_bk=True,
         twins_scalar=True), tags=("fast",), transpose_skinny=True, min_arch=90)),
+    # ... and M or N of 32 or less (C^T where N is), where 64-row tiles compute half padding:
+    # 32x128 tiles, 64 threads of 8x8 (8192x32x4096: 0.80x cuBLAS against 0.68x; slower from
+    # 64 rows on, where gemm() takes the others: docs/tuning/cute_pipelined.md#skinny)
+    _auto(_pipe("cute_pipelined_32x128x16_sk", PipelinedConfig(
+        32, 128, 16, 4, thr_m=4, min_blocks=4, fma_order=6, fma_order_raw=2, load1_k=1,
+        stash0_k=10, stash_k=13, trans_k=13, kq_layout=7, stream_k=True, twin_am_bk=True,
+        twins_scalar=True), tags=("fast",), transpose_skinny=True, min_arch=90)),
     # ... and small products (128^3, 256^3): 64 threads a CTA, 6 CTAs an SM
     _auto(_pipe("cute_pipelined_64x64x8_sk", PipelinedConfig(
         64, 64, 8, 4, thr_m=8, thr_n=8, min_blocks=6, fma_order=6, fma_order_raw=2,
