@@ -103,3 +103,15 @@ def tmp_cache(tmp_path, monkeypatch):
     cache.clear_memory()
     yield tmp_path / "cache"
     cache.clear_memory()
+
+
+@pytest.fixture
+def private_tables(tmp_path, monkeypatch):
+    """gemm()'s tables in a private cache folder and shipped folder; none read before the
+    test (tests/test_auto.py, tests/test_swap.py use it for every test)."""
+    from cute_gemm import autotable
+    monkeypatch.setenv("CUTE_GEMM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(autotable, "SHIPPED_DIR", tmp_path / "shipped")
+    autotable.reset()
+    yield
+    autotable.reset()

@@ -23,14 +23,7 @@ A100 = launch.DeviceInfo(0, "NVIDIA A100-SXM4-80GB", (8, 0), 108, 1_410_000, 166
                          40 << 20, 13000)
 
 
-@pytest.fixture(autouse=True)
-def private_tables(tmp_path, monkeypatch):
-    """Tables in a private cache folder and shipped folder; none read before the test."""
-    monkeypatch.setenv("CUTE_GEMM_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(autotable, "SHIPPED_DIR", tmp_path / "shipped")
-    autotable.reset()
-    yield
-    autotable.reset()
+pytestmark = pytest.mark.usefixtures("private_tables")   # tests/conftest.py
 
 
 def rnd(*shape):

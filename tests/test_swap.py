@@ -26,13 +26,7 @@ TALL, WIDE = (2000, 40), (40, 2000)           # skinny N, skinny M
 K = 96
 
 
-@pytest.fixture(autouse=True)
-def private_tables(tmp_path, monkeypatch):
-    monkeypatch.setenv("CUTE_GEMM_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(autotable, "SHIPPED_DIR", tmp_path / "shipped")
-    autotable.reset()
-    yield
-    autotable.reset()
+pytestmark = pytest.mark.usefixtures("private_tables")   # tests/conftest.py
 
 
 def test_the_kernels_are_what_these_tests_assume():
