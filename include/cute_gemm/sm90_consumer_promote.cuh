@@ -14,6 +14,7 @@
 #include <cute_gemm/sm90_pipeline.cuh>
 #include <cute_gemm/sm90_setmaxnreg.cuh>
 #include <cute_gemm/sm90_epilogue.cuh>
+#include <cute_gemm/sm90_ss_step.cuh>
 
 namespace cg::sm90 {
 
@@ -92,15 +93,7 @@ __device__ __forceinline__ void consume_promote(Mma const& mma, Ring* ring,
     clear(sum);
     int prev = -1;                                         // the stage of the batch in flight
     for (int k_tile = 0; k_tile < k_tiles; ++k_tile, st.advance()) {
-      ring->wait(st);
-      warpgroup_fence_operand(acc);
-      warpgroup_arrive();
-      gemm(mma, tCrA(_, _, _, st.index), tCrB(_, _, _, st.index), acc);  // acc += sA * sB
-      warpgroup_commit_batch();
-      warpgroup_wait<1>();                                 // k-tile - 1's batch has retired
-      warpgroup_fence_operand(acc);
-      if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
-      prev = st.index;
+      ss_k_tile<kCluster>(mma, ring, st, tCrA, tCrB, acc, prev, releaser);
       if ((k_tile + 1) % kPromote == 0 && k_tile + 1 < k_tiles) promote(prev);
     }
     warpgroup_wait<0>();

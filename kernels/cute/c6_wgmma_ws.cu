@@ -46,6 +46,7 @@
 #include <cute_gemm/sm90_setmaxnreg.cuh>
 #include <cute_gemm/sm90_register_operand.cuh>
 #include <cute_gemm/sm90_consumer_rs.cuh>
+#include <cute_gemm/sm90_ss_step.cuh>
 #include <cute_gemm/sm90_consumer_promote.cuh>
 
 using namespace cute;
@@ -78,17 +79,8 @@ __device__ __forceinline__ void consume(Mma const& mma, Ring* ring, T* smemA, T*
     const int m_blk = m_unit * kCluster + rank;
     clear(acc);
     int prev = -1;                                         // the stage of the batch in flight
-    for (int k_tile = 0; k_tile < k_tiles; ++k_tile, st.advance()) {
-      ring->wait(st);
-      warpgroup_fence_operand(acc);
-      warpgroup_arrive();
-      gemm(mma, tCrA(_, _, _, st.index), tCrB(_, _, _, st.index), acc);  // acc += sA * sB
-      warpgroup_commit_batch();
-      warpgroup_wait<1>();                                 // k-tile - 1's batch has retired
-      warpgroup_fence_operand(acc);
-      if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
-      prev = st.index;
-    }
+    for (int k_tile = 0; k_tile < k_tiles; ++k_tile, st.advance())
+      cg::sm90::ss_k_tile<kCluster>(mma, ring, st, tCrA, tCrB, acc, prev, releaser);
     warpgroup_wait<0>();
     warpgroup_fence_operand(acc);
     if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
