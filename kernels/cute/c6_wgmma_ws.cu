@@ -30,8 +30,8 @@
 //           row-major B is the same case on the transposed problem C^T = B^T A^T: the _ak_bn
 //           entry swaps the operands (and C's strides) and runs the _am_bk instance.
 // Promote:  Config::promote > 0 moves the wgmma accumulator into a compensated float32
-//           register sum every `promote` k-tiles, the warpgroups staggered so that one's wait
-//           falls in the other's wgmmas (sm90_consumer_promote.cuh; cute_3xtf32's GEMM).
+//           register sum every `promote` k-tiles (sm90_consumer_promote.cuh; cute_3xtf32's
+//           GEMM), at 2x the accumulator registers.
 // Bottleneck: the epilogue stalls both consumer warpgroups once per tile (only the producer's
 //           loads overlap it); at 4096^3, 512 tiles on 132 SMs leave a partial last wave.
 //           Measurements: docs/tuning/cute_wgmma_ws.md.
@@ -46,7 +46,6 @@
 #include <cute_gemm/sm90_setmaxnreg.cuh>
 #include <cute_gemm/sm90_register_operand.cuh>
 #include <cute_gemm/sm90_consumer_rs.cuh>
-#include <cute_gemm/sm90_ss_step.cuh>
 #include <cute_gemm/sm90_consumer_promote.cuh>
 
 using namespace cute;
@@ -55,13 +54,16 @@ constexpr int kThreads = 128 * (1 + Config::consumers);
 
 // ---- consumers ---------------------------------------------------------------------------
 // The consumer warpgroups: wgmma over the ring's stages, one batch in flight, then the
-// epilogue of each tile straight from the accumulators.
+// epilogue of each tile straight from the accumulators; with Config::promote > 0 the
+// accumulator goes into a compensated float32 sum every `promote` k-tiles
+// (sm90_consumer_promote.cuh) and the epilogue stores that sum.
 template <class TC, int kCluster, class OpA, class OpB, class Mma, class Ring, class T, class Tiles>
 __device__ __forceinline__ void consume(Mma const& mma, Ring* ring, T* smemA, T* smemB,
                                         Tiles const& tiles, int first, int stride, int rank,
                                         int k_tiles, TC* C, long long sCm, long long sCn,
                                         int M, int N, float alpha, float beta) {
   constexpr int kBlkM = Config::blk_m, kBlkN = Config::blk_n, kStages = Config::stages;
+  constexpr int kPromote = Config::promote;
   using State = cg::sm90::RingState<kStages>;
   cg::sm90::setmaxnreg_inc<Config::consumer_regs>();
   const int thread = threadIdx.x - 128;                    // within the consumer warpgroups
@@ -72,20 +74,49 @@ __device__ __forceinline__ void consume(Mma const& mma, Ring* ring, T* smemA, T*
   Tensor tCrA = thr_mma.make_fragment_A(thr_mma.partition_A(sA));         // (MMA,MMA_M,MMA_K,PIPE)
   Tensor tCrB = thr_mma.make_fragment_B(thr_mma.partition_B(sB));         // (MMA,MMA_N,MMA_K,PIPE)
   Tensor acc = partition_fragment_C(thr_mma, Shape<Int<kBlkM>, Int<kBlkN>>{});  // (MMA,MMA_M,MMA_N)
+  Tensor sum = make_fragment_like(acc);                    // (MMA,MMA_M,MMA_N), promote > 0 only
+  const unsigned zero = unsigned(M) >> 31;                 // 0 (M >= 1), opaque to the compiler
   State st;
   for (int u = first; u < tiles.count(); u += stride) {
     int m_unit, n_blk;
     tiles.coord(u, m_unit, n_blk);
     const int m_blk = m_unit * kCluster + rank;
     clear(acc);
+    if constexpr (kPromote > 0) clear(sum);
     int prev = -1;                                         // the stage of the batch in flight
-    for (int k_tile = 0; k_tile < k_tiles; ++k_tile, st.advance())
-      cg::sm90::ss_k_tile<kCluster>(mma, ring, st, tCrA, tCrB, acc, prev, releaser);
+    for (int k_tile = 0; k_tile < k_tiles; ++k_tile, st.advance()) {
+      ring->wait(st);
+      warpgroup_fence_operand(acc);
+      warpgroup_arrive();
+      gemm(mma, tCrA(_, _, _, st.index), tCrB(_, _, _, st.index), acc);  // acc += sA * sB
+      warpgroup_commit_batch();
+      warpgroup_wait<1>();                                 // k-tile - 1's batch has retired
+      warpgroup_fence_operand(acc);
+      if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
+      prev = st.index;
+      if constexpr (kPromote > 0) {
+        if ((k_tile + 1) % kPromote == 0 && k_tile + 1 < k_tiles) {
+          warpgroup_wait<0>();                             // this batch too: acc is final
+          warpgroup_fence_operand(acc);
+          if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
+          prev = -1;
+          cg::sm90::promote_compensated<16>(sum, acc, zero);
+          warpgroup_fence_operand(acc);
+        }
+      }
+    }
     warpgroup_wait<0>();
     warpgroup_fence_operand(acc);
     if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
-    cg::sm90::store_axpby<kBlkM, kBlkN>(mma, thread, acc, C, sCm, sCn, M, N,
-                                        m_blk * kBlkM, n_blk * kBlkN, alpha, beta);
+    if constexpr (kPromote > 0) {
+      CUTE_UNROLL
+      for (int i = 0; i < size(acc); ++i) sum(i) += acc(i);   // the last window, and the carries
+      cg::sm90::store_axpby<kBlkM, kBlkN>(mma, thread, sum, C, sCm, sCn, M, N, m_blk * kBlkM,
+                                          n_blk * kBlkN, alpha, beta);
+    } else {
+      cg::sm90::store_axpby<kBlkM, kBlkN>(mma, thread, acc, C, sCm, sCn, M, N, m_blk * kBlkM,
+                                          n_blk * kBlkN, alpha, beta);
+    }
   }
 }
 
@@ -179,10 +210,6 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
     cg::sm90::consume_rs<Config, TC, kCluster, OpA, OpB>(mma, ring, smemA, smemB, tiles, first,
                                                          stride, rank, k_tiles, C, sCm, sCn, M,
                                                          N, alpha, beta);
-  } else if constexpr (Config::promote > 0) {
-    cg::sm90::consume_promote<Config, TC, kCluster, OpA, OpB>(mma, ring, smemA, smemB, tiles,
-                                                              first, stride, rank, k_tiles, C,
-                                                              sCm, sCn, M, N, alpha, beta);
   } else {
     consume<TC, kCluster, OpA, OpB>(mma, ring, smemA, smemB, tiles, first, stride, rank, k_tiles,
                                     C, sCm, sCn, M, N, alpha, beta);
