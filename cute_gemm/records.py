@@ -269,8 +269,7 @@ class GemmOf:
     """A composed kernel (Kernel.gemm_of): its own entry points (its variants: A's, then B's)
     are a pre-pass that writes A' (M x K', k-major) and B' (K' x N, k-major) from A and B,
     the k_parts parts of each chunk of k_chunk columns side by side (K' = k_prime(K)), and the
-    product
-    is the GEMM of another registered kernel, `kernel`, in `precision` on A' and B' (through
+    product is the GEMM of another registered kernel, `kernel`, in `precision` on A' and B' (through
     run()'s own path: variant choice, launch cutting, TMA maps). Where the pre-pass reports
     that its inputs lie outside the range it is exact in, run() computes the product with
     `fallback` (its precision fp32) instead, and warns (errors.PrecisionFallbackWarning)."""
@@ -415,11 +414,9 @@ class Kernel:
             limit = min(limit, EXTENT_MAX)
             return x if x <= limit else max(limit // 256 * 256, 1)
         # a composed kernel's GEMM runs over K' = k_prime(K): that K' must fit one launch
-        if self.gemm_of is not None:
-            g = self.gemm_of
-            kmax = EXTENT_MAX // (g.k_parts * g.k_chunk) * g.k_chunk
-            return cut(m, rows), cut(n, cols), cut(k, kmax)
-        return cut(m, rows), cut(n, cols), cut(k, EXTENT_MAX)
+        g = self.gemm_of
+        kmax = EXTENT_MAX if g is None else EXTENT_MAX // (g.k_parts * g.k_chunk) * g.k_chunk
+        return cut(m, rows), cut(n, cols), cut(k, kmax)
 
     def check_limits(self, m: int, n: int, k: int, smem_limit: int) -> None:
         """Raise ShapeLimitError if this shape needs more dynamic smem than the device has."""
