@@ -351,6 +351,14 @@ CUTE: list[Kernel] = [
     _auto(_pipe("cute_pipelined_64x64x8_sk", PipelinedConfig(
         64, 64, 8, 4, thr_m=8, thr_n=8, min_blocks=6, fma_order=6, fma_order_raw=2,
         stream_k=True, twins_scalar=True), tags=("fast",), min_arch=90)),
+    # ... and the smallest (128^3: 10.1 us against 14.7): 4x4 accumulators a thread, so each
+    # thread's chain of FFMAs is a quarter as long; BLK_K 16 so that the k-major copies'
+    # 128 threads (32 rows of 4 vectors) fit the 32-row tile; 6 CTAs an SM (80 registers:
+    # at 8, 64 registers spilled). docs/tuning/cute_pipelined.md#small-products
+    _auto(_pipe("cute_pipelined_32x64x16_sk", PipelinedConfig(
+        32, 64, 16, 4, thr_m=8, thr_n=16, min_blocks=6, fma_order=6, fma_order_raw=2,
+        load1_k=1, stash0_k=10, stash_k=13, trans_k=13, stream_k=True, twins_scalar=True),
+        tags=("fast",), min_arch=90)),
     # tensor cores (Ampere mma.sync), after the SIMT stages. 128x256 with 2x4 warps (1 CTA per
     # SM, 144 KB smem): 0.51-0.54x cuBLAS bf16 against 0.44-0.51x for 128x128 with 2x2 warps
     # (docs/tuning/cute_mma_sm80.md#tile-shape)

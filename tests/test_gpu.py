@@ -258,7 +258,7 @@ def test_jax_dlpack_input():
 # than resident CTAs, so every twin is taken (streamk.stream_k_ctas); K residues, edge
 # tiles, up to 16 contributors to one tile (4x4x2048: one tile, 128 k-tiles)
 SK_SHAPES = [(4, 4, 2048), (1000, 1300, 700), (1024, 1028, 516), (1500, 1900, 1036),
-             (200, 4, 300), (132, 260, 1024), (2172, 2180, 1000)]
+             (200, 4, 300), (132, 260, 1024), (2172, 2180, 1000), (132, 200, 8192)]
 # 2172 x 2180: 17 x 18 = 306 tiles, more than one wave on GPUs of up to 152 SMs: a split
 # launch (the data-parallel entry for the whole waves, the twin for the last one); M, N
 # and K multiples of 4, so every layout takes a vector entry (those have the twins)
@@ -351,6 +351,20 @@ def test_stream_k_is_deterministic_and_alpha_beta():
     assert np.array_equal(r1, r2), "stream-K partial sums must add up in a fixed order"
     ref, gauge = reference(a, b, c, -0.75, 1.5)
     res = judge("cute_pipelined", r1, ref, gauge, False)
+    assert res.status == "pass", res
+
+
+def test_stream_k_grouped_fixup_is_deterministic():
+    """One tile cut between ~128 CTAs: its partials are summed in groups (streamk_fixup),
+    the same bits on every run whatever order the CTAs finish in, within the fp32 bound."""
+    rng = np.random.default_rng()
+    a = rng.standard_normal((64, 16384), dtype=np.float32)
+    b = rng.standard_normal((16384, 60), dtype=np.float32)
+    runs = [cute_gemm.run("cute_pipelined", a, b) for _ in range(3)]
+    assert _sk_launched(64, 60, 16384)
+    assert all(np.array_equal(r, runs[0]) for r in runs[1:])
+    ref, gauge = reference(a, b, None, 1.0, 0.0)
+    res = judge("cute_pipelined", runs[0], ref, gauge, False)
     assert res.status == "pass", res
 
 
