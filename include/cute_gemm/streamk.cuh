@@ -128,19 +128,20 @@ __device__ __forceinline__ bool streamk_fixup(Acc& acc, int* tile_counter, int n
                                               Group group) {
   const int g = fixup_group(n);
   store_partial<kThreads>(acc, part(me));
-  if (g == n) {                              // one group: the tile's counter counts them all
-    if (!arrive_last(tile_counter, n)) return false;
-    sum_partials<kThreads>(acc, part, 0, n, 1);
-    return true;
+  // level 0: this CTA's group, contributors [j0, j1); level 1: the tile, the partials (one
+  // group) or the groups' sums, every g-th slot. One loop, so that the reads and stores are
+  // compiled once (twice, the 128-register twins spilled).
+#pragma unroll 1
+  for (int level = g == n ? 1 : 0; level < 2; ++level) {
+    const int step = level == 1 && g < n ? g : 1;
+    const int j0 = level == 1 ? 0 : me - me % g;
+    const int j1 = level == 1 ? n : cute::min(n, j0 + g);
+    const int count = (j1 - j0 + step - 1) / step;
+    if (count == 1) continue;                // a group of one: its partial is its sum
+    if (!arrive_last(level == 1 ? tile_counter : group(j0), count)) return false;
+    sum_partials<kThreads>(acc, part, j0, j1, step);
+    if (level == 0) store_partial<kThreads>(acc, part(j0));
   }
-  const int j0 = me - me % g, j1 = cute::min(n, j0 + g);
-  if (j1 - j0 > 1) {                         // a group of several: its sum into its first slot
-    if (!arrive_last(group(j0), j1 - j0)) return false;
-    sum_partials<kThreads>(acc, part, j0, j1, 1);
-    store_partial<kThreads>(acc, part(j0));
-  }
-  if (!arrive_last(tile_counter, (n + g - 1) / g)) return false;
-  sum_partials<kThreads>(acc, part, 0, n, g);  // the groups' sums
   return true;
 }
 
