@@ -116,29 +116,36 @@ __device__ __forceinline__ int fixup_group(int n) {
 }
 
 // Reduce one stream-K tile cut between `n` consecutive CTAs; `me` is this CTA's index
-// among them, part(j) contributor j's slot and group(j) the counter of the group that
-// begins with contributor j. Every contributor stores its partial; the last to arrive in
+// among them, part(j) contributor j's slot, counter(j) the arrival counter of the group
+// that begins with contributor j and counter(-1) the tile's. Every contributor stores its partial; the last to arrive in
 // each group of fixup_group(n) sums the group's partials in contributor order into the
 // group's first slot; the last group to arrive at the tile's counter sums the groups'
 // sums in order, leaves the total in acc and returns true — it alone runs the epilogue.
 // The order of the adds is fixed by n alone (deterministic results, whoever arrives
 // last), and no CTA ever waits on another, so any number of CTAs may be resident at once.
-template <int kThreads, class Acc, class Part, class Group>
-__device__ __forceinline__ bool streamk_fixup(Acc& acc, int* tile_counter, int n, int me, Part part,
-                                              Group group) {
-  const int g = fixup_group(n);
+template <int kThreads, class Acc, class Part, class Counter>
+__device__ __forceinline__ bool streamk_fixup(Acc& acc, int n, int me, Part part, Counter counter) {
+  // n and me go through shared memory: held in registers across the sums they made the
+  // 128-register twins spill
+  __shared__ int s_nm[2];
+  if (threadIdx.x == 0) s_nm[0] = n, s_nm[1] = me;
   store_partial<kThreads>(acc, part(me));
-  // level 0: this CTA's group, contributors [j0, j1); level 1: the tile, the partials (one
-  // group) or the groups' sums, every g-th slot. One loop, so that the reads and stores are
-  // compiled once (twice, the 128-register twins spilled).
+  __syncthreads();
+  // level 0: this CTA's group of fixup_group(n) contributors [j0, j1), its sum into slot
+  // j0; level 1: the tile, every step-th slot (all partials when one group holds them all,
+  // else the groups' sums). One loop, so that the reads and stores are compiled once.
 #pragma unroll 1
-  for (int level = g == n ? 1 : 0; level < 2; ++level) {
-    const int step = level == 1 && g < n ? g : 1;
-    const int j0 = level == 1 ? 0 : me - me % g;
-    const int j1 = level == 1 ? n : cute::min(n, j0 + g);
+  for (int level = 0; level < 2; ++level) {
+    const int nv = *static_cast<volatile int*>(&s_nm[0]);
+    const int g = fixup_group(nv);
+    if (level == 0 && g == nv) continue;     // one group: the tile level only
+    const int mv = *static_cast<volatile int*>(&s_nm[1]);
+    const int j0 = level == 1 ? 0 : mv - mv % g;
+    const int j1 = level == 1 ? nv : cute::min(nv, j0 + g);
+    const int step = level == 1 && g < nv ? g : 1;
     const int count = (j1 - j0 + step - 1) / step;
     if (count == 1) continue;                // a group of one: its partial is its sum
-    if (!arrive_last(level == 1 ? tile_counter : group(j0), count)) return false;
+    if (!arrive_last(counter(level == 1 ? -1 : j0), count)) return false;
     sum_partials<kThreads>(acc, part, j0, j1, step);
     if (level == 0) store_partial<kThreads>(acc, part(j0));
   }
