@@ -32,33 +32,45 @@ namespace cg {
 
 constexpr int cmin(int a, int b) { return a < b ? a : b; }
 
+// Each copy is a tag naming its TiledCopy (Tiled): a compile of some entry points builds only
+// the TiledCopy types they use (the CuTe algebra of make_tiled_copy is costly to compile).
 // 16-byte cp.async along m/n, L2 only (.cg): the CTA reads each element once
 template <class Cfg, int EXT, int T = PipeGeometry<Cfg>::kThreads>
-using CpVecMN = decltype(cute::make_tiled_copy(
-    cute::Copy_Atom<cute::SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<cute::uint128_t>, float>{},
-    cute::Layout<cute::Shape<cute::Int<cmin(EXT / 4, T)>, cute::Int<T / cmin(EXT / 4, T)>>>{},
-    cute::Layout<cute::Shape<cute::_4, cute::_1>>{}));
+struct CpVecMN {
+  using Tiled = decltype(cute::make_tiled_copy(
+      cute::Copy_Atom<cute::SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<cute::uint128_t>, float>{},
+      cute::Layout<cute::Shape<cute::Int<cmin(EXT / 4, T)>, cute::Int<T / cmin(EXT / 4, T)>>>{},
+      cute::Layout<cute::Shape<cute::_4, cute::_1>>{}));
+};
 template <class Cfg, int T = PipeGeometry<Cfg>::kThreads>      // 4-byte, 32 threads along m/n
-using CpSclMN = decltype(cute::make_tiled_copy(
-    cute::Copy_Atom<cute::SM80_CP_ASYNC_CACHEALWAYS_ZFILL<uint32_t>, float>{},
-    cute::Layout<cute::Shape<cute::_32, cute::Int<T / 32>>>{}));
+struct CpSclMN {
+  using Tiled = decltype(cute::make_tiled_copy(
+      cute::Copy_Atom<cute::SM80_CP_ASYNC_CACHEALWAYS_ZFILL<uint32_t>, float>{},
+      cute::Layout<cute::Shape<cute::_32, cute::Int<T / 32>>>{}));
+};
 template <class Cfg, int T = PipeGeometry<Cfg>::kThreads>      // 4-byte, 8 threads along k
-using CpSclK = decltype(cute::make_tiled_copy(
-    cute::Copy_Atom<cute::SM80_CP_ASYNC_CACHEALWAYS_ZFILL<uint32_t>, float>{},
-    cute::Layout<cute::Shape<cute::Int<T / 8>, cute::_8>, cute::Stride<cute::_8, cute::_1>>{}));
+struct CpSclK {
+  using Tiled = decltype(cute::make_tiled_copy(
+      cute::Copy_Atom<cute::SM80_CP_ASYNC_CACHEALWAYS_ZFILL<uint32_t>, float>{},
+      cute::Layout<cute::Shape<cute::Int<T / 8>, cute::_8>, cute::Stride<cute::_8, cute::_1>>{}));
+};
 // k-major into raw stages; the thread layout also serves the raw -> compute transpose
 // (partition_D of both buffers), so that a thread transposes its own vectors
 template <class Cfg, int T = PipeGeometry<Cfg>::kThreads, int Q = PipeGeometry<Cfg>::kQuadsK>
-using CpVecK = decltype(cute::make_tiled_copy(
-    cute::Copy_Atom<cute::SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<cute::uint128_t>, float>{},
-    cute::Layout<cute::Shape<cute::Int<T / Q>, cute::Int<Q>>, cute::Stride<cute::Int<Q>, cute::_1>>{},
-    cute::Layout<cute::Shape<cute::_1, cute::_4>>{}));
+struct CpVecK {
+  using Tiled = decltype(cute::make_tiled_copy(
+      cute::Copy_Atom<cute::SM80_CP_ASYNC_CACHEGLOBAL_ZFILL<cute::uint128_t>, float>{},
+      cute::Layout<cute::Shape<cute::Int<T / Q>, cute::Int<Q>>, cute::Stride<cute::Int<Q>, cute::_1>>{},
+      cute::Layout<cute::Shape<cute::_1, cute::_4>>{}));
+};
 // k-major, register-staged: one LDG.128 per vector, stored to the stage later as 4 STS.32
 template <class Cfg, int T = PipeGeometry<Cfg>::kThreads, int Q = PipeGeometry<Cfg>::kQuadsK>
-using LdVecK = decltype(cute::make_tiled_copy(
-    cute::Copy_Atom<cute::UniversalCopy<cute::uint128_t>, float>{},
-    cute::Layout<cute::Shape<cute::Int<T / Q>, cute::Int<Q>>, cute::Stride<cute::Int<Q>, cute::_1>>{},
-    cute::Layout<cute::Shape<cute::_1, cute::_4>>{}));
+struct LdVecK {
+  using Tiled = decltype(cute::make_tiled_copy(
+      cute::Copy_Atom<cute::UniversalCopy<cute::uint128_t>, float>{},
+      cute::Layout<cute::Shape<cute::Int<T / Q>, cute::Int<Q>>, cute::Stride<cute::Int<Q>, cute::_1>>{},
+      cute::Layout<cute::Shape<cute::_1, cute::_4>>{}));
+};
 
 // How an operand copied by TC goes in: through raw stages, or staged in registers.
 template <class Cfg, class TC>
@@ -101,13 +113,22 @@ static __device__ inline void issue_slices(Cp const& cp, TG const& tg, TC const&
   }
 }
 
+// Element by element, in cute::copy's order: for copies that cannot be vectorized (the
+// transposing register -> smem stores), where cute::copy would first work that out through
+// layout algebra that is costly to compile.
+template <class TS, class TD>
+__device__ __forceinline__ void copy_scalar(TS const& src, TD&& dst) {
+  CUTE_UNROLL
+  for (int i = 0; i < cute::size(dst); ++i) dst(i) = src(i);
+}
+
 // Register-staged slices [lo, hi): registers -> stage, 4 STS.32 per vector (the transpose).
 template <class TR, class TS>
 static __device__ inline void stash_slices(TR& tr, TS& ts, int stage, int lo, int hi) {
   using namespace cute;
   CUTE_UNROLL
   for (int m = 0; m < size<1>(ts); ++m)
-    if (m >= lo && m < hi) copy(tr(_, m, _), ts(_, m, _, stage));
+    if (m >= lo && m < hi) copy_scalar(tr(_, m, _), ts(_, m, _, stage));
 }
 
 // The schedule of the register-staged slices (kSlA + kSlB CPY_M slices of the operand

@@ -91,6 +91,14 @@ struct KEndShared {
   __device__ int operator()() const { return sk_k_end(); }
 };
 
+// An operand's raw stages (smem at p, layout l) as partitioned by its copy; false_type where
+// the operand has none (kOn false), so that the partition is not instantiated.
+template <bool kOn, class ThrCp, class Layout>
+__device__ __forceinline__ auto raw_partition(ThrCp const& thr_copy, float* p, Layout const& l) {
+  if constexpr (kOn) return thr_copy.partition_D(cute::make_tensor(cute::make_smem_ptr(p), l));
+  else return cute::false_type{};
+}
+
 // One tile: k-tiles [k_begin, k_end()) are accumulated (all of them but in stream-K runs);
 // epi(acc) then says whether this CTA stores the tile (a stream-K partial is handed to
 // streamk_fixup instead, and only the last contributor stores the sum), and how
@@ -101,8 +109,8 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
                                                Epi&& epi, int M, int N, int K,
                                                float alpha, const float* A, StrideA dA,
                                                const float* B, StrideB dB, float beta, float* C,
-                                               long long sCm, long long sCn, CopyA copy_a,
-                                               CopyB copy_b, float* smem_buf) {
+                                               long long sCm, long long sCn, CopyA, CopyB,
+                                               float* smem_buf) {
   using namespace cute;
   constexpr int BLK_M = Cfg::blk_m, BLK_N = Cfg::blk_n, BLK_K = Cfg::blk_k, STAGES = Cfg::stages;
   constexpr int kThreads = PipeGeometry<Cfg>::kThreads;
@@ -125,6 +133,8 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   auto rA_layout = make_layout(make_shape(bM, bK, bP), make_stride(bK, _1{}, bM * bK));     // (BLK_M,BLK_K,PIPE)
   auto rB_layout = make_layout(make_shape(bN, bK, bP), make_stride(bK, _1{}, bN * bK));     // (BLK_N,BLK_K,PIPE)
   typename PipeGeometry<Cfg>::TiledMma mma;
+  typename CopyA::Tiled copy_a;                                                 // CopyA, CopyB: tags
+  typename CopyB::Tiled copy_b;                                                 // (pipelined_copies.cuh)
 
   // Preconditions (and PipeGeometry's)
   CUTE_STATIC_ASSERT_V(size(copy_a) == size(mma));                              // one thread set
@@ -132,10 +142,10 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   CUTE_STATIC_ASSERT_V(size(mma) == Int<kThreads>{});                           // the launch block
   CUTE_STATIC_ASSERT_V(tile_size<0>(mma) == bM);                                // MMA tile = CTA tile
   CUTE_STATIC_ASSERT_V(tile_size<1>(mma) == bN);
-  CUTE_STATIC_ASSERT_V(bM % size<0>(typename CopyA::Tiler_MN{}) == Int<0>{});  // BLK_M / CPY_M tile
-  CUTE_STATIC_ASSERT_V(bK % size<1>(typename CopyA::Tiler_MN{}) == Int<0>{});  // BLK_K / CPY_K tile
-  CUTE_STATIC_ASSERT_V(bN % size<0>(typename CopyB::Tiler_MN{}) == Int<0>{});  // BLK_N / CPY_N tile
-  CUTE_STATIC_ASSERT_V(bK % size<1>(typename CopyB::Tiler_MN{}) == Int<0>{});  // BLK_K / CPY_K tile
+  CUTE_STATIC_ASSERT_V(bM % size<0>(typename CopyA::Tiled::Tiler_MN{}) == Int<0>{});  // BLK_M / CPY_M tile
+  CUTE_STATIC_ASSERT_V(bK % size<1>(typename CopyA::Tiled::Tiler_MN{}) == Int<0>{});  // BLK_K / CPY_K tile
+  CUTE_STATIC_ASSERT_V(bN % size<0>(typename CopyB::Tiled::Tiler_MN{}) == Int<0>{});  // BLK_N / CPY_N tile
+  CUTE_STATIC_ASSERT_V(bK % size<1>(typename CopyB::Tiled::Tiler_MN{}) == Int<0>{});  // BLK_K / CPY_K tile
   static_assert(!Cfg::kq_layout || (BLK_K >= 8 && BLK_K <= 32), "kq_layout: BLK_K 8 to 32");
 
   Tensor mA = make_tensor(make_gmem_ptr(A), make_shape(M, K), dA);                    // (M,K)
@@ -168,24 +178,24 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   float* smem_b = smem_buf + kRegionA;
   Tensor sA = make_tensor(make_smem_ptr(smem_buf), sA_layout);                        // (BLK_M,BLK_K,BUF)
   Tensor sB = make_tensor(make_smem_ptr(smem_b), sB_layout);                          // (BLK_N,BLK_K,BUF)
-  Tensor rA = make_tensor(make_smem_ptr(smem_buf + kComputeA), rA_layout);            // (BLK_M,BLK_K,PIPE)
-  Tensor rB = make_tensor(make_smem_ptr(smem_b + kComputeB), rB_layout);              // (BLK_N,BLK_K,PIPE)
 
   // Global -> shared copy partitions (cp.async into the compute stages, or into the raw
   // stages for k-major operands), with their coordinates; tXtX: the raw -> compute
   // transpose's destination (same thread layout, so a thread transposes its own vectors).
+  // tXqX, the raw stages: only for CpVecK operands (else false_type; each partition is costly
+  // to compile). tXrX: registers shaped like one k-tile of tXgX (the same shape as tXqX's).
   ThrCopy thr_copy_a = copy_a.get_slice(threadIdx.x);
   Tensor tAgA = thr_copy_a.partition_S(gA);                                           // (CPY,CPY_M,CPY_K,k)
   Tensor tAcA = thr_copy_a.partition_S(gcA);                                          // (CPY,CPY_M,CPY_K,k)
   Tensor tAsA = thr_copy_a.partition_D(sA);                                           // (CPY,CPY_M,CPY_K,BUF)
-  Tensor tAqA = thr_copy_a.partition_D(rA);                                           // (CPY,CPY_M,CPY_K,PIPE)
-  Tensor tArA = make_tensor<float>(shape(tAqA(_, _, _, 0)));                          // (CPY,CPY_M,CPY_K)
+  auto tAqA = raw_partition<kRawA>(thr_copy_a, smem_buf + kComputeA, rA_layout);      // (CPY,CPY_M,CPY_K,PIPE)
+  Tensor tArA = make_tensor<float>(shape(tAgA(_, _, _, 0)));                          // (CPY,CPY_M,CPY_K)
   ThrCopy thr_copy_b = copy_b.get_slice(threadIdx.x);
   Tensor tBgB = thr_copy_b.partition_S(gB);                                           // (CPY,CPY_N,CPY_K,k)
   Tensor tBcB = thr_copy_b.partition_S(gcB);                                          // (CPY,CPY_N,CPY_K,k)
   Tensor tBsB = thr_copy_b.partition_D(sB);                                           // (CPY,CPY_N,CPY_K,BUF)
-  Tensor tBqB = thr_copy_b.partition_D(rB);                                           // (CPY,CPY_N,CPY_K,PIPE)
-  Tensor tBrB = make_tensor<float>(shape(tBqB(_, _, _, 0)));                          // (CPY,CPY_N,CPY_K)
+  auto tBqB = raw_partition<kRawB>(thr_copy_b, smem_b + kComputeB, rB_layout);        // (CPY,CPY_N,CPY_K,PIPE)
+  Tensor tBrB = make_tensor<float>(shape(tBgB(_, _, _, 0)));                          // (CPY,CPY_N,CPY_K)
 
   // Compute partitions: smem fragments, double-buffered registers, accumulators.
   ThrMMA thr_mma = mma.get_slice(threadIdx.x);
@@ -238,6 +248,7 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   // Raw stage -> compute buffer for CpVecK operands: the thread's own 16-byte vectors
   // back (LDS.128; landed once its cp_async_wait returns) and out as 4 STS.32 each.
   // Registers live for one LDS latency instead of a global load's.
+  // (cute::copy for the STS too: copy_scalar there changed ak_bk's SASS on sm_80)
   auto transpose = [&](int raw_stage, int buf) {
     if constexpr (kRawA) { copy(tAqA(_, _, _, raw_stage), tArA); copy(tArA, tAsA(_, _, _, buf)); }
     if constexpr (kRawB) { copy(tBqB(_, _, _, raw_stage), tBrB); copy(tBrB, tBsB(_, _, _, buf)); }
@@ -276,13 +287,16 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   cp_async_wait<STAGES - 2>();        // k-tile 0 has landed (for this thread) ...
   if constexpr (kAnyRaw) transpose(0, 0);
   __syncthreads();                    // ... and for every thread
+  // smem -> register fragments: what copy(src, dst) picks for these static layouts, less its
+  // search for stride-0 modes (there are none), costly to compile
+  constexpr AutoVectorizingCopyWithAssumedAlignment<128> kFrag{};
   // Fragments double-buffered in registers, but not in edge CTAs (kPred) of the
   // register-staged entries: with the checks' registers, double buffering spills there on
   // sm_80; nor in their stream-K runs: the run's bounds take registers.
   constexpr bool kDB = !((kPred || kSk) && (kStagedA || kStagedB));
   if constexpr (kDB) {
-    copy(tCsA(_, _, 0, idxA()), tCrA(_, _, 0));                                       // LDS.128
-    copy(tCsB(_, _, 0, idxB()), tCrB(_, _, 0));
+    copy(kFrag, tCsA(_, _, 0, idxA()), tCrA(_, _, 0));                                // LDS.128
+    copy(kFrag, tCsB(_, _, 0, idxB()), tCrB(_, _, 0));
   }
 
   // kt_unroll k-tiles per iteration in the data-parallel raw-stage entries (both operands
@@ -316,8 +330,8 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
       // into the other slot; else this k-block, hoisted by ptxas as registers allow
       const int k_next = kDB ? (k_block + 1) % K_BLOCK_MAX : k_block;
       const int slot = kDB ? (k_block + 1) & 1 : k_block & 1;
-      copy(tCsA(_, _, k_next, idxA()), tCrA(_, _, slot));
-      copy(tCsB(_, _, k_next, idxB()), tCrB(_, _, slot));
+      copy(kFrag, tCsA(_, _, k_next, idxA()), tCrA(_, _, slot));
+      copy(kFrag, tCsB(_, _, k_next, idxB()), tCrB(_, _, slot));
       // Refill the stage read during the previous k-tile (freed by its last barrier) with
       // k-tile k_tile + STAGES - 1 (one cp.async group per k-tile, empty past the end).
       CUTE_UNROLL

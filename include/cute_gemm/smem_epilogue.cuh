@@ -50,8 +50,10 @@ __device__ __forceinline__ auto smem_c_partition(ThrMma const& thr_mma, float* s
   using namespace cute;
   cp_async_wait<0>();
   __syncthreads();
+  // 64-bit strides, not static ones: gC's layout type, so that this partition shares tCgC's
+  // instantiation (costly to compile; the same SASS once the constants fold)
   Tensor sC = make_tensor(make_smem_ptr(smem), make_layout(make_shape(Int<Cfg::blk_m>{}, Int<Cfg::blk_n>{}),
-                                                           make_stride(Int<kEpiLd<Cfg>>{}, _1{})));  // (BLK_M,BLK_N)
+                                                           make_stride((long long)kEpiLd<Cfg>, 1LL)));  // (BLK_M,BLK_N)
   return thr_mma.partition_C(sC);                                                                   // (MMA,MMA_M,MMA_N)
 }
 
