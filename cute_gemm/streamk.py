@@ -5,8 +5,6 @@ runtime (resolve.py) supplies the occupancy it reads off the driver.
 """
 from __future__ import annotations
 
-import math
-
 from .records import Kernel, Variant, cdiv
 
 
@@ -51,7 +49,7 @@ def stream_k_ctas(tiles: int, k_tiles: int, slots: int, min_iters: int = 8) -> i
     if tiles < 1 or k_tiles < 2 * min_iters or slots < 1 or tiles % slots == 0:
         return 0
     sk_tiles = tiles - stream_k_dp_tiles(tiles, slots)
-    ctas = min(slots, sk_tiles * k_tiles // min_iters, STREAM_K_COUNTERS // 4)
+    ctas = min(slots, sk_tiles * k_tiles // min_iters, STREAM_K_COUNTERS // 2)
     if ctas < 2 or tiles % ctas == 0:
         return 0
     return ctas
@@ -95,16 +93,7 @@ def stream_k_schedule(tiles: int, k_tiles: int, ctas: int) -> tuple[int, list[tu
     return dp, [(begin[c], begin[c + 1]) for c in range(ctas)]
 
 
-def fixup_group(n: int) -> int:
-    """Contributors per group when a tile is cut between n CTAs (cg::fixup_group): the last
-    of each group sums the group's partials, the last group the groups' sums, so that about
-    2 * sqrt(n) partials are read one after another instead of n."""
-    if n <= 8:
-        return n
-    return max(3, math.isqrt(n - 1) + 1)
-
-
-STREAM_K_COUNTERS = 16384  # cg::kStreamKCounters (include/cute_gemm/streamk.cuh): 2 halves, 2 per CTA each
+STREAM_K_COUNTERS = 8192   # cg::kStreamKCounters (include/cute_gemm/streamk.cuh)
 
 
 def stream_k_workspace_bytes(ctas: int, bm: int, bn: int) -> int:

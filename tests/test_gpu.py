@@ -354,9 +354,9 @@ def test_stream_k_is_deterministic_and_alpha_beta():
     assert res.status == "pass", res
 
 
-def test_stream_k_grouped_fixup_is_deterministic():
-    """One tile cut between ~128 CTAs: its partials are summed in groups (streamk_fixup),
-    the same bits on every run whatever order the CTAs finish in, within the fp32 bound."""
+def test_stream_k_many_contributors_is_deterministic():
+    """One tile cut between ~128 CTAs (streamk_fixup): the same bits on every run whatever
+    order the CTAs finish in, within the fp32 bound."""
     rng = np.random.default_rng()
     a = rng.standard_normal((64, 16384), dtype=np.float32)
     b = rng.standard_normal((16384, 60), dtype=np.float32)

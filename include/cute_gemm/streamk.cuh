@@ -15,17 +15,16 @@
 //     G <= S so that every CTA has at least one iteration (see registry.stream_k_ctas).
 //   A tile cut between CTAs (its "contributors", consecutive CTAs) is reduced by
 //   streamk_fixup below through a workspace: kStreamKCounters int32 arrival counters
-//   (the first half one per stream-K tile, the second half one per run, for groups of
-//   contributors; zero before a launch, and the last arrival at each counter resets it,
-//   so every launch leaves them zero), then 2 partial-tile slots per CTA (slot 0: the
-//   CTA's first run, which may end a tile; slot 1: its last run, which may begin one).
-//   The counters sit at a fixed place whatever G is: one workspace serves launches of
-//   any size (streamk.stream_k_workspace_bytes, STREAM_K_COUNTERS).
+//   (one per stream-K tile; zero before a launch, and the last arrival at each tile
+//   resets it, so every launch leaves them zero), then 2 partial-tile slots per CTA
+//   (slot 0: the CTA's first run, which may end a tile; slot 1: its last run, which may
+//   begin one). The counters sit at a fixed place whatever G is: one workspace serves
+//   launches of any size (registry.stream_k_workspace_bytes, STREAM_K_COUNTERS).
 #pragma once
 
 namespace cg {
 
-constexpr int kStreamKCounters = 16384;  // 2 halves of >= 2 * G each (the host checks)
+constexpr int kStreamKCounters = 8192;   // >= 2 * G for every launch (the host checks)
 
 // An aggregate (no constructor), so that a kernel can keep it in __shared__: read back
 // per run, none of it stays live in registers across the mainloop (the register-staged
@@ -65,89 +64,37 @@ struct StreamK {
   __device__ int slot(int c, int u) const { return begin(c) / k_tiles == u ? 0 : 1; }
 };
 
-// Reduction of a cut tile: helpers of streamk_fixup below. A partial is stored element i
-// of thread t at i * kThreads + t: coalesced, and the reader thread t reads back what
-// thread t of each contributor wrote.
-template <int kThreads, class Acc>
-__device__ __forceinline__ void store_partial(Acc const& acc, float* dst) {
-#pragma unroll
-  for (int i = 0; i < int(cute::size(acc)); ++i) __stcg(dst + i * kThreads + threadIdx.x, acc(i));
-}
-
-// acc = part(j0) + part(j0 + step) + ... (< j1), added in that order
+// Reduce one stream-K tile cut between `n` consecutive CTAs; `me` is this CTA's index
+// among them, part(j) contributor j's slot (kThreads * size(acc) floats). Every
+// contributor stores its partial (element i of thread t at i * kThreads + t: coalesced,
+// and the reader thread t reads back what thread t of each contributor wrote), then
+// counts itself in; the last to arrive sums all partials in contributor order (the
+// same order whoever arrives last: deterministic results), leaves the sum in acc and
+// returns true — it alone runs the epilogue. No CTA ever waits on another, so any
+// number of CTAs may be resident at once.
 template <int kThreads, class Acc, class Part>
-__device__ __forceinline__ void sum_partials(Acc& acc, Part part, int j0, int j1, int step) {
-  const float* p0 = part(j0);
-#pragma unroll
-  for (int i = 0; i < int(cute::size(acc)); ++i) acc(i) = __ldcg(p0 + i * kThreads + threadIdx.x);
-  for (int j = j0 + step; j < j1; j += step) {
-    const float* pj = part(j);
-#pragma unroll
-    for (int i = 0; i < int(cute::size(acc)); ++i) acc(i) += __ldcg(pj + i * kThreads + threadIdx.x);
-  }
-}
-
-// Count the CTA in at `counter` (after every thread's stores are visible device-wide);
-// true for the last of `n` arrivals, which resets the counter for the next launch and
-// may then read what the others stored.
-__device__ __forceinline__ bool arrive_last(int* counter, int n) {
+__device__ __forceinline__ bool streamk_fixup(Acc& acc, int* counter, int n, int me, Part part) {
   __shared__ int s_last;
-  __threadfence();
-  __syncthreads();
+  float* mine = part(me);
+#pragma unroll
+  for (int i = 0; i < int(cute::size(acc)); ++i) __stcg(mine + i * kThreads + threadIdx.x, acc(i));
+  __threadfence();            // this thread's partial is visible device-wide ...
+  __syncthreads();            // ... for every thread of the CTA, before it is counted
   if (threadIdx.x == 0) {
     const int arrived = atomicAdd(counter, 1);
     s_last = arrived == n - 1;
-    if (arrived == n - 1) *counter = 0;
+    if (arrived == n - 1) *counter = 0;    // all n are in: ready for the next launch
   }
   __syncthreads();
   if (!s_last) return false;
   __threadfence();
-  return true;
-}
-
-// Contributors per group of a tile cut between n CTAs: all n up to 8; beyond, about
-// sqrt(n), so that the serial reads on the critical path, g + n / g, stay few (a tile of
-// 256x256x65536 has ~50 contributors: 15 reads instead of 50).
-__device__ __forceinline__ int fixup_group(int n) {
-  if (n <= 8) return n;
-  int g = 3;
-  while (g * g < n) ++g;
-  return g;
-}
-
-// Reduce one stream-K tile cut between `n` consecutive CTAs; `me` is this CTA's index
-// among them, part(j) contributor j's slot, counter(j) the arrival counter of the group
-// that begins with contributor j and counter(-1) the tile's. Every contributor stores its partial; the last to arrive in
-// each group of fixup_group(n) sums the group's partials in contributor order into the
-// group's first slot; the last group to arrive at the tile's counter sums the groups'
-// sums in order, leaves the total in acc and returns true — it alone runs the epilogue.
-// The order of the adds is fixed by n alone (deterministic results, whoever arrives
-// last), and no CTA ever waits on another, so any number of CTAs may be resident at once.
-template <int kThreads, class Acc, class Part, class Counter>
-__device__ __forceinline__ bool streamk_fixup(Acc& acc, int n, int me, Part part, Counter counter) {
-  // n and me go through shared memory: held in registers across the sums they made the
-  // 128-register twins spill
-  __shared__ int s_nm[2];
-  if (threadIdx.x == 0) s_nm[0] = n, s_nm[1] = me;
-  store_partial<kThreads>(acc, part(me));
-  __syncthreads();
-  // level 0: this CTA's group of fixup_group(n) contributors [j0, j1), its sum into slot
-  // j0; level 1: the tile, every step-th slot (all partials when one group holds them all,
-  // else the groups' sums). One loop, so that the reads and stores are compiled once.
-#pragma unroll 1
-  for (int level = 0; level < 2; ++level) {
-    const int nv = *static_cast<volatile int*>(&s_nm[0]);
-    const int g = fixup_group(nv);
-    if (level == 0 && g == nv) continue;     // one group: the tile level only
-    const int mv = *static_cast<volatile int*>(&s_nm[1]);
-    const int j0 = level == 1 ? 0 : mv - mv % g;
-    const int j1 = level == 1 ? nv : cute::min(nv, j0 + g);
-    const int step = level == 1 && g < nv ? g : 1;
-    const int count = (j1 - j0 + step - 1) / step;
-    if (count == 1) continue;                // a group of one: its partial is its sum
-    if (!arrive_last(counter(level == 1 ? -1 : j0), count)) return false;
-    sum_partials<kThreads>(acc, part, j0, j1, step);
-    if (level == 0) store_partial<kThreads>(acc, part(j0));
+  const float* p0 = part(0);
+#pragma unroll
+  for (int i = 0; i < int(cute::size(acc)); ++i) acc(i) = __ldcg(p0 + i * kThreads + threadIdx.x);
+  for (int j = 1; j < n; ++j) {
+    const float* pj = part(j);
+#pragma unroll
+    for (int i = 0; i < int(cute::size(acc)); ++i) acc(i) += __ldcg(pj + i * kThreads + threadIdx.x);
   }
   return true;
 }

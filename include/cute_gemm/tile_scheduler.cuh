@@ -75,15 +75,13 @@ __device__ __forceinline__ void streamk_tiles(int M, int N, int K, float* ws, in
       const int c_lo = sk.cta_of(u * sk.k_tiles);                         // contributors c_lo..c_hi
       const int c_hi = sk.cta_of((u + 1) * sk.k_tiles - 1);
       if (c_lo == c_hi) return true;                                      // not cut: a whole tile
-      int* counters = reinterpret_cast<int*>(ws);
-      // contributor j's run (its partial's slot, and the counter of a group it begins):
-      // every contributor but the first begins its runs in tile u, so holds it in slot 0
-      const int s0 = sk.slot(c_lo, u);
-      auto run = [&](int j) { return 2 * (c_lo + j) + (j == 0 ? s0 : 0); };
-      return streamk_fixup<kThreads>(
-          acc, c_hi - c_lo + 1, int(blockIdx.x) - c_lo,
-          [&](int j) { return ws + kStreamKCounters + (long long)run(j) * kTileElems; },
-          [&](int j) { return j < 0 ? counters + u : counters + kStreamKCounters / 2 + run(j); });
+      int* counter = reinterpret_cast<int*>(ws) + u;
+      return streamk_fixup<kThreads>(acc, counter, c_hi - c_lo + 1, int(blockIdx.x) - c_lo,
+                                     [&](int j) {
+                                       const int c = c_lo + j;
+                                       return ws + kStreamKCounters +
+                                              (2LL * c + sk.slot(c, u)) * kTileElems;
+                                     });
     });
     __syncthreads();
     if (threadIdx.x == 0) {                          // on to the next tile's first k-tile
