@@ -308,7 +308,7 @@ def _c3(b: Builder) -> None:
         return d, f"padded like sA/sB, {what} (grid: the first)"
 
     shared = {op: stage(op, "Config::stages", "false") for op in "AB"}
-    _copy_mma(b, "CG_PIPE_ENTRY", {k: Def(k + "{}", v) for k, v in copies.items()}, shared, mma,
+    _copy_mma(b, "CG_PIPE_ENTRY", {k: Def(k + "::Tiled{}", v) for k, v in copies.items()}, shared, mma,
               f"(BLK,BLK_K,STAGES):(1,BLK+{SMEM_PAD},(BLK+{SMEM_PAD})*BLK_K), {P} pipeline stages "
               "(grid: stage 0); k-major operands' own stages in their copy sections", stage_of)
 
