@@ -56,7 +56,7 @@ constexpr int kThreads = 128 * (1 + Config::consumers);
 // The consumer warpgroups: wgmma over the ring's stages, one batch in flight, then the
 // epilogue of each tile straight from the accumulators; with Config::promote > 0 the
 // accumulator goes into a compensated float32 sum every `promote` k-tiles
-// (sm90_consumer_promote.cuh) and the epilogue stores that sum.
+// (sm90_consumer_promote.cuh), and the epilogue stores sum + acc.
 template <class TC, int kCluster, class OpA, class OpB, class Mma, class Ring, class T, class Tiles>
 __device__ __forceinline__ void consume(Mma const& mma, Ring* ring, T* smemA, T* smemB,
                                         Tiles const& tiles, int first, int stride, int rank,
@@ -108,15 +108,12 @@ __device__ __forceinline__ void consume(Mma const& mma, Ring* ring, T* smemA, T*
     warpgroup_wait<0>();
     warpgroup_fence_operand(acc);
     if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
-    if constexpr (kPromote > 0) {
+    if constexpr (kPromote > 0) {                          // the last window, and the carries
       CUTE_UNROLL
-      for (int i = 0; i < size(acc); ++i) sum(i) += acc(i);   // the last window, and the carries
-      cg::sm90::store_axpby<kBlkM, kBlkN>(mma, thread, sum, C, sCm, sCn, M, N, m_blk * kBlkM,
-                                          n_blk * kBlkN, alpha, beta);
-    } else {
-      cg::sm90::store_axpby<kBlkM, kBlkN>(mma, thread, acc, C, sCm, sCn, M, N, m_blk * kBlkM,
-                                          n_blk * kBlkN, alpha, beta);
+      for (int i = 0; i < size(acc); ++i) acc(i) = sum(i) + acc(i);
     }
+    cg::sm90::store_axpby<kBlkM, kBlkN>(mma, thread, acc, C, sCm, sCn, M, N, m_blk * kBlkM,
+                                        n_blk * kBlkN, alpha, beta);
   }
 }
 
