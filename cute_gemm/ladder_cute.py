@@ -359,6 +359,17 @@ CUTE: list[Kernel] = [
         32, 64, 16, 4, thr_m=8, thr_n=16, min_blocks=6, fma_order=6, fma_order_raw=2,
         load1_k=1, stash0_k=10, stash_k=13, trans_k=13, stream_k=True, twins_scalar=True),
         tags=("fast",), min_arch=90)),
+    # ... and tall-skinny products with N of 32 or less (8192x32x4096: 103 us against 111 for
+    # the 32x128 tiles on C^T): 64x32 tiles of 4x4 accumulators, 6 CTAs an SM
+    _auto(_pipe("cute_pipelined_64x32x16_sk", PipelinedConfig(
+        64, 32, 16, 4, thr_m=16, thr_n=8, min_blocks=6, fma_order=6, fma_order_raw=2,
+        load1_k=1, stash0_k=10, stash_k=13, trans_k=13, stream_k=True, twins_scalar=True),
+        tags=("fast",), min_arch=90)),
+    # ... and 1000^3-1024^3, N of 128 (2-3 % ahead of 64x128 there): 128x64 tiles of 8x8
+    _auto(_pipe("cute_pipelined_128x64x16_sk", PipelinedConfig(
+        128, 64, 16, 4, thr_m=16, thr_n=8, min_blocks=3, fma_order=6, fma_order_raw=2,
+        load1_k=1, stash0_k=10, stash_k=13, trans_k=13, stream_k=True, twins_scalar=True),
+        tags=("fast",), min_arch=90)),
     # tensor cores (Ampere mma.sync), after the SIMT stages. 128x256 with 2x4 warps (1 CTA per
     # SM, 144 KB smem): 0.51-0.54x cuBLAS bf16 against 0.44-0.51x for 128x128 with 2x2 warps
     # (docs/tuning/cute_mma_sm80.md#tile-shape)
