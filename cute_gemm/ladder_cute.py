@@ -353,14 +353,15 @@ CUTE: list[Kernel] = [
         stream_k=True, twins_scalar=True), tags=("fast",), min_arch=90)),
     # ... and the smallest (128^3: 10.1 us against 14.7): 4x4 accumulators a thread, so each
     # thread's chain of FFMAs is a quarter as long; BLK_K 16 so that the k-major copies'
-    # 128 threads (32 rows of 4 vectors) fit the 32-row tile; 6 CTAs an SM (80 registers:
-    # at 8, 64 registers spilled). docs/tuning/cute_pipelined.md#small-products
+    # 128 threads (32 rows of 4 vectors) fit the 32-row tile; 80 registers (at 8 CTAs an SM,
+    # 64 registers, ptxas spilled), 5 CTAs an SM by smem. docs/tuning/cute_pipelined.md#small-products
     _auto(_pipe("cute_pipelined_32x64x16_sk", PipelinedConfig(
         32, 64, 16, 4, thr_m=8, thr_n=16, min_blocks=6, fma_order=6, fma_order_raw=2,
         load1_k=1, stash0_k=10, stash_k=13, trans_k=13, stream_k=True, twins_scalar=True),
         tags=("fast",), min_arch=90)),
     # ... and tall-skinny products with N of 32 or less (8192x32x4096: 103 us against 111 for
-    # the 32x128 tiles on C^T): 64x32 tiles of 4x4 accumulators, 6 CTAs an SM
+    # the 32x128 tiles on C^T): 64x32 tiles of 4x4 accumulators, 5 CTAs an SM (smem; registers
+    # for 6). docs/tuning/cute_pipelined.md#skinny-n-and-1000, also for the next one
     _auto(_pipe("cute_pipelined_64x32x16_sk", PipelinedConfig(
         64, 32, 16, 4, thr_m=16, thr_n=8, min_blocks=6, fma_order=6, fma_order_raw=2,
         load1_k=1, stash0_k=10, stash_k=13, trans_k=13, stream_k=True, twins_scalar=True),
