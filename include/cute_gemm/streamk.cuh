@@ -12,14 +12,14 @@
 //   * else dp = (ceil(T/G) - 2) * G whole tiles (CTA c takes c, c + G, ...; none when
 //     T < 2G), and the other T - dp tiles (between G and 2G of them, or T when T < G)
 //     form S = (T - dp) * I iterations; CTA c takes [c*S/G, (c+1)*S/G). The host keeps
-//     G <= S so that every CTA has at least one iteration (see registry.stream_k_ctas).
+//     G <= S so that every CTA has at least one iteration (see streamk.stream_k_ctas).
 //   A tile cut between CTAs (its "contributors", consecutive CTAs) is reduced by
 //   streamk_fixup below through a workspace: kStreamKCounters int32 arrival counters
 //   (one per stream-K tile; zero before a launch, and the last arrival at each tile
 //   resets it, so every launch leaves them zero), then 2 partial-tile slots per CTA
 //   (slot 0: the CTA's first run, which may end a tile; slot 1: its last run, which may
 //   begin one). The counters sit at a fixed place whatever G is: one workspace serves
-//   launches of any size (registry.stream_k_workspace_bytes, STREAM_K_COUNTERS).
+//   launches of any size (streamk.stream_k_workspace_bytes, STREAM_K_COUNTERS).
 #pragma once
 
 namespace cg {
@@ -31,7 +31,7 @@ constexpr int kStreamKCounters = 8192;   // >= 2 * G for every launch (the host 
 // 128-register entry points have none to spare).
 // tile0: the launch covers tiles [tile0, tiles_m * tiles_n) of the grid's tile order (a
 // data-parallel launch has run the whole waves before it: the host's split launch,
-// registry.stream_k_plan); the tile numbers below count from tile0.
+// streamk.stream_k_plan); the tile numbers below count from tile0.
 struct StreamK {
   int tiles_m, tiles_n, tile0, k_tiles, ctas, dp_tiles;
   int sk_iters;              // < 2^31: the host launches stream-K only then

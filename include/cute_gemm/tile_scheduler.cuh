@@ -25,14 +25,14 @@ __device__ __forceinline__ void tile_coord(int pid, int tiles_m, int tiles_n, in
   tile_m = (pid % per_group) / cols;
 }
 // The grid: (tiles along M, tiles along N), or 1-D over the first tiles of the walk (the
-// data-parallel half of a split stream-K launch, registry.stream_k_plan).
+// data-parallel half of a split stream-K launch, streamk.stream_k_plan).
 template <int BLK_M, int BLK_N>
 __device__ __forceinline__ void cta_tile(int M, int N, int& tile_m, int& tile_n) {
   tile_coord(blockIdx.y * gridDim.x + blockIdx.x, cg::ceil_div(M, BLK_M), cg::ceil_div(N, BLK_N),
              tile_m, tile_n);
 }
 
-// Persistent stream-K launch (grid = (G,1,1), G from registry.stream_k_plan) over tiles
+// Persistent stream-K launch (grid = (G,1,1), G from streamk.stream_k_plan) over tiles
 // [tile0, tiles): whole tiles first, then this CTA's run of the k-tile iterations of the
 // remaining tiles (streamk.cuh). ws: the arrival counters (zero before the first launch;
 // each launch leaves them zero), then 2 * G partial-tile slots.
@@ -92,7 +92,7 @@ __device__ __forceinline__ void streamk_tiles(int M, int N, int K, float* ws, in
   }
 }
 
-// Programmatic dependent launch of split stream-K launches (registry.stream_k_plan;
+// Programmatic dependent launch of split stream-K launches (streamk.stream_k_plan;
 // launch.launch(pdl=True), Kernel.pdl), sm_90+. The data-parallel entries let dependents
 // start at once, so the twin's CTAs take the SMs as the last data-parallel CTAs leave rather
 // than after the last one and a launch gap. The twin touches none of their tiles, and waits
