@@ -354,17 +354,18 @@ CUTE: list[Kernel] = [
     # ... and the smallest (128^3: 10.1 us against 14.7): 4x4 accumulators a thread, so each
     # thread's chain of FFMAs is a quarter as long; BLK_K 16 so that the k-major copies'
     # 128 threads (32 rows of 4 vectors) fit the 32-row tile; 80 registers (at 8 CTAs an SM,
-    # 64 registers, ptxas spilled), 5 CTAs an SM by smem.
-    # docs/tuning/cute_pipelined.md#small-products
+    # 64 registers, ptxas spilled), 5 CTAs an SM by smem (3 stages, 6 an SM: 2 % slower on
+    # 16x4096x4096, its main use). docs/tuning/cute_pipelined.md#small-products
     _auto(_pipe("cute_pipelined_32x64x16_sk", PipelinedConfig(
-        32, 64, 16, 4, thr_m=8, thr_n=16, min_blocks=6, fma_order=6, fma_order_raw=2,
+        32, 64, 16, 4, thr_m=8, thr_n=16, min_blocks=5, fma_order=6, fma_order_raw=2,
         load1_k=1, stash0_k=10, stash_k=13, trans_k=13, stream_k=True, twins_scalar=True),
         tags=("fast",), min_arch=90)),
-    # ... and tall-skinny products with N of 32 or less (8192x32x4096: 103 us against 111 for
-    # the 32x128 tiles on C^T): 64x32 tiles of 4x4 accumulators, 5 CTAs an SM (smem; registers
-    # for 6). docs/tuning/cute_pipelined.md#skinny-n-and-1000, also for the next one
+    # ... and tall-skinny products with N of 32 or less (8192x32x4096: 98 us against 111 for
+    # the 32x128 tiles on C^T): 64x32 tiles of 4x4 accumulators, 3 stages so that 6 CTAs an
+    # SM fit (4 % faster there than 4 stages at 5 an SM).
+    # docs/tuning/cute_pipelined.md#skinny-n-and-1000, also for the next one
     _auto(_pipe("cute_pipelined_64x32x16_sk", PipelinedConfig(
-        64, 32, 16, 4, thr_m=16, thr_n=8, min_blocks=6, fma_order=6, fma_order_raw=2,
+        64, 32, 16, 3, thr_m=16, thr_n=8, min_blocks=6, fma_order=6, fma_order_raw=2,
         load1_k=1, stash0_k=10, stash_k=13, trans_k=13, stream_k=True, twins_scalar=True),
         tags=("fast",), min_arch=90)),
     # ... and 1000^3-1024^3, N of 128 (2-3 % ahead of 64x128 there): 128x64 tiles of 8x8
