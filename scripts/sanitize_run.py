@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The workload that scripts/sanitize.sh runs under compute-sanitizer: cross_check of the
 chosen kernels (default: every registered one) on odd and tile-sized shapes in all four
-operand layouts, with beta != 0, plus cute_pipelined's stream-K launches (grids smaller
-than a wave, one tile cut 16 ways) and a split launch (whole waves data-parallel, then the
-stream-K twin), so every entry point and both halves of the residue handling run.
+operand layouts, with beta != 0, plus the stream-K launches of every stream-K kernel chosen
+(grids smaller than a wave, one tile cut 16 ways) and a split launch of each (whole waves
+data-parallel, then the stream-K twin), so every entry point and both halves of the residue
+handling run.
 
 Exit status 0 only when every check passed and every stream-K path named above ran;
 the sanitizer's own verdict comes from its exit code (--error-exitcode in sanitize.sh).
@@ -28,10 +29,10 @@ QUICK = [(37, 45, 29), (130, 259, 70), (132, 260, 72)]
 SK_SHAPES = [(200, 4, 300), (4, 4, 2048)]
 
 
-def split_shape() -> tuple[int, int, int]:
-    """A shape whose tile count passes one wave of cute_pipelined on this GPU (a split
+def split_shape(name: str) -> tuple[int, int, int]:
+    """A shape whose tile count passes one wave of kernel `name` on this GPU (a split
     launch: tile0 > 0), small in K to keep the sanitizer's run short."""
-    k = registry.get("cute_pipelined")
+    k = registry.get(name)
     bm, bn, _ = k.tile
     slots = launch.device_info().sm_count * k.min_blocks
     tiles_n = 16
@@ -109,6 +110,7 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     kernels = a.kernels.split(",") if a.kernels else [k.name for k in registry.kernels()]
     shapes = QUICK if a.quick else SHAPES
+    sk_kernels = [n for n in kernels if getattr(registry.get(n).config, "stream_k", False)]
     ok = True
     for lay in registry.LAYOUTS:
         rep = check.cross_check(kernels=kernels, shapes=shapes, layout=lay, beta=-0.5, seed=7)
@@ -116,21 +118,23 @@ def main(argv=None) -> int:
         half = [k for k in kernels if {"bf16", "fp16"} & set(registry.get(k).precisions)]
         rep_h = check.cross_check(kernels=half, shapes=shapes, layout=lay, beta=-0.5, seed=9,
                                   out_dtype="same") if half else check.CheckReport()
-        sk_shapes = SK_SHAPES + ([] if a.quick else [split_shape()])
-        rep_sk = check.cross_check(kernels=["cute_pipelined"], shapes=sk_shapes, layout=lay,
-                                   beta=-0.5, seed=8) if "cute_pipelined" in kernels else check.CheckReport()
-        fails = rep.failures + rep_h.failures + rep_sk.failures
-        plans = api.resolved_launches()
-        ran = {s: any(p.kernel == "cute_pipelined" and p.shape == s and p.stream_k
-                      and (p.split or s in SK_SHAPES) for p in plans)
-               for s in sk_shapes} if "cute_pipelined" in kernels else {}
+        fails = rep.failures + rep_h.failures
+        ran = {}
+        for name in sk_kernels:
+            sk_shapes = SK_SHAPES + ([] if a.quick else [split_shape(name)])
+            fails += check.cross_check(kernels=[name], shapes=sk_shapes, layout=lay,
+                                       beta=-0.5, seed=8).failures
+            plans = api.resolved_launches()
+            ran.update({(name, s): any(p.kernel == name and p.shape == s and p.stream_k
+                                       and (p.split or s in SK_SHAPES) for p in plans)
+                        for s in sk_shapes})
         print(f"layouts {lay}: {len(kernels)} kernels x {len(shapes)} shapes, "
               f"stream-K {sum(ran.values())}/{len(ran)} taken, {len(fails)} failures", flush=True)
         for shape, r in fails:
             print(f"   FAIL {shape} {r}")
-        for s, took in ran.items():
+        for (name, s), took in ran.items():
             if not took:
-                print(f"   stream-K path not taken at {s}")
+                print(f"   {name}: stream-K path not taken at {s}")
         ok = ok and not fails and all(ran.values())
     if "cute_pipelined" in kernels:
         ok = runtime_paths() and ok
