@@ -353,8 +353,8 @@ CUTE: list[Kernel] = [
         stream_k=True, twins_scalar=True), tags=("fast",), min_arch=90)),
     # ... and the smallest (128^3: 10.1 us against 14.7): 4x4 accumulators a thread, so each
     # thread's chain of FFMAs is a quarter as long; BLK_K 16 so that the k-major copies'
-    # 128 threads (32 rows of 4 vectors) fit the 32-row tile; 80 registers (at 8 CTAs an SM,
-    # 64 registers, ptxas spilled), 5 CTAs an SM by smem (3 stages, 6 an SM: 2 % slower on
+    # 128 threads (32 rows of 4 vectors) fit the 32-row tile; 72-96 registers (at 8 CTAs an
+    # SM, 64 registers, ptxas spilled), 5 CTAs an SM by smem (3 stages, 6 an SM: 2 % slower on
     # 16x4096x4096, its main use). docs/tuning/cute_pipelined.md#small-products
     _auto(_pipe("cute_pipelined_32x64x16_sk", PipelinedConfig(
         32, 64, 16, 4, thr_m=8, thr_n=16, min_blocks=5, fma_order=6, fma_order_raw=2,

@@ -110,7 +110,9 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     kernels = a.kernels.split(",") if a.kernels else [k.name for k in registry.kernels()]
     shapes = QUICK if a.quick else SHAPES
-    sk_kernels = [n for n in kernels if getattr(registry.get(n).config, "stream_k", False)]
+    # each stream-K kernel's own stream-K shapes: its split shape depends on its tile
+    sk_shapes = {n: SK_SHAPES + ([] if a.quick else [split_shape(n)]) for n in kernels
+                 if getattr(registry.get(n).config, "stream_k", False)}
     ok = True
     for lay in registry.LAYOUTS:
         rep = check.cross_check(kernels=kernels, shapes=shapes, layout=lay, beta=-0.5, seed=7)
@@ -119,15 +121,13 @@ def main(argv=None) -> int:
         rep_h = check.cross_check(kernels=half, shapes=shapes, layout=lay, beta=-0.5, seed=9,
                                   out_dtype="same") if half else check.CheckReport()
         fails = rep.failures + rep_h.failures
-        ran = {}
-        for name in sk_kernels:
-            sk_shapes = SK_SHAPES + ([] if a.quick else [split_shape(name)])
-            fails += check.cross_check(kernels=[name], shapes=sk_shapes, layout=lay,
+        for name, sks in sk_shapes.items():
+            fails += check.cross_check(kernels=[name], shapes=sks, layout=lay,
                                        beta=-0.5, seed=8).failures
-            plans = api.resolved_launches()
-            ran.update({(name, s): any(p.kernel == name and p.shape == s and p.stream_k
-                                       and (p.split or s in SK_SHAPES) for p in plans)
-                        for s in sk_shapes})
+        plans = api.resolved_launches()
+        ran = {(name, s): any(p.kernel == name and p.shape == s and p.stream_k
+                              and (p.split or s in SK_SHAPES) for p in plans)
+               for name, sks in sk_shapes.items() for s in sks}
         print(f"layouts {lay}: {len(kernels)} kernels x {len(shapes)} shapes, "
               f"stream-K {sum(ran.values())}/{len(ran)} taken, {len(fails)} failures", flush=True)
         for shape, r in fails:
