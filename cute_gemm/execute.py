@@ -156,6 +156,24 @@ def read_flags(ptr: int, stream: int) -> int:
     return word.value
 
 
+def _flagged(bad: int, g) -> str:
+    """What the pre-pass's flags say (bits 0/1: a/b with magnitudes the split cannot
+    represent; bits 2/3: a/b with ±Inf, which the GEMM's compensated sum would turn into
+    NaN)."""
+    def names(lo: int) -> tuple[str, str]:
+        which = [r for bit, r in ((lo, "a"), (2 * lo, "b")) if bad & bit]
+        return " and ".join(which), "hold" if len(which) == 2 else "holds"
+    said = []
+    if bad & 3:
+        which, verb = names(1)
+        said.append(f"{which} {verb} magnitudes below 2^-103 (subnormal, or whose tf32 split leaves "
+                    f"a subnormal part) that {g.k_parts}x{g.precision} cannot represent exactly")
+    if bad & 12:
+        which, verb = names(4)
+        said.append(f"{which} {verb} ±Inf, which its compensated sums would turn into NaN")
+    return "; ".join(said)
+
+
 def _composed(k, A: Operand, B: Operand, C: Operand | None, T: Operand, alpha: float,
               beta: float, stream: int, ordinal: int, transposed: bool = False) -> None:
     """T = alpha * A @ B + beta * C by a composed kernel: its pre-pass writes A' and B', the
@@ -175,12 +193,8 @@ def _composed(k, A: Operand, B: Operand, C: Operand | None, T: Operand, alpha: f
         A2, B2, flags = split_operands(k, A, B, stream, ordinal, owned)
         bad = read_flags(flags, stream)
         if bad:
-            which = " and ".join(r for bit, r in ((1, "a"), (2, "b")) if bad & bit)
-            warnings.warn(
-                f"{k.name}: {which} {'hold' if bad == 3 else 'holds'} magnitudes below 2^-103 (subnormal, or whose tf32 "
-                f"split leaves a subnormal part) that {g.k_parts}x{g.precision} cannot represent "
-                f"exactly; computed with {g.fallback} (fp32) instead", PrecisionFallbackWarning,
-                stacklevel=2)
+            warnings.warn(f"{k.name}: {_flagged(bad, g)}; computed with {g.fallback} (fp32) instead",
+                          PrecisionFallbackWarning, stacklevel=2)
             gemm_device(registry.get(g.fallback), A, B, C, T, alpha, beta, stream, ordinal, "fp32",
                         transposed)
         else:

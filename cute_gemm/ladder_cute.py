@@ -523,7 +523,7 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig, tf32_only: bool = False) -> Kernel:
                 f"one batch in flight, persistent CTAs over grouped tiles"
                 + (f", clusters of {cfg.cluster_m} along m multicasting B" if cfg.cluster_m > 1 else "")
                 + (f", accumulators promoted to a compensated float32 sum every {cfg.promote} "
-                   "k-tiles" if cfg.promote else "")
+                   "k-tiles, half of it under the next k-tile's wgmmas" if cfg.promote else "")
                 + ("" if tf32_only else ", tf32 m-major A (or n-major B, on C^T = B^T A^T) from "
                    "registers (RS wgmma)")
                 + ", alpha/beta epilogue",
@@ -564,7 +564,7 @@ def _three_tf32(name: str, gemm: str, fallback: str) -> Kernel:
         summary=f"3xTF32: a pre-pass splits each fp32 operand into tf32 big + small parts, "
                 f"k-major, per chunk of 32 k (A' = [small|big|big], B' = [big;small;big]), then "
                 f"{gemm}'s tf32 GEMM over K' = 3K, promoted after each chunk: fp32 accuracy; "
-                f"{fallback} where the split is not exact (tiny magnitudes)",
+                f"{fallback} where the split is not exact (tiny magnitudes) or inputs hold ±Inf",
         seed="CUTLASS example 27 (3xTF32), on c6's GEMM",
         tags=("tensor-core",),
         gemm_of=GemmOf(gemm, "tf32", 3, fallback, k_chunk=32),   # a chunk: a tf32 k-tile

@@ -141,11 +141,15 @@ def test_k_past_one_launch_is_cut_and_accumulated(monkeypatch):
     assert [s.K for s in splits[::2]] == [g.K // 3 for g in gs]
 
 
-@pytest.mark.parametrize("word,which", [(1, "a holds"), (2, "b holds"), (3, "a and b hold ")])
+@pytest.mark.parametrize("word,which", [
+    (1, "a holds magnitudes"), (2, "b holds magnitudes"), (3, "a and b hold magnitudes"),
+    (4, "a holds ±Inf"), (8, "b holds ±Inf"), (12, "a and b hold ±Inf"),
+    (9, "a holds magnitudes.*; b holds ±Inf")])
 def test_inputs_the_split_cannot_represent_fall_back_to_fp32_with_a_warning(monkeypatch, word, which):
-    """The pre-pass flags A (bit 0) or B (bit 1): nothing has written C yet, so the fp32
-    fallback (cute_pipelined) computes from A, B and the in-place C; no tf32 GEMM runs,
-    the scratch is freed all the same."""
+    """The pre-pass flags A (bit 0) or B (bit 1) with magnitudes below the split's range, or
+    (bits 2, 3) with ±Inf: nothing has written C yet, so the fp32 fallback (cute_pipelined)
+    computes from A, B and the in-place C; no tf32 GEMM runs, the scratch is freed all the
+    same."""
     events = stub_driver.install(monkeypatch)
     events.device_word = word
     a, b, c = Dev((64, 32), 0x1000_0000), Dev((32, 48), 0x2000_0000), Dev((64, 48), 0x3000_0000)

@@ -7,6 +7,7 @@ Skipped without a GPU, or on one that is not sm_90."""
 from __future__ import annotations
 
 import importlib.util
+import warnings
 
 import numpy as np
 import pytest
@@ -96,7 +97,7 @@ def test_split_is_bit_exact_against_a_numpy_model():
     A2, B2, word = _split_on_gpu(a, b)
     sa, ba, ca, ia = split_model(a)
     sb, bb, cb, ib = split_model(b.T)
-    assert word == 0 and not ia.any() and not ib.any()
+    assert word == 4 | 8 and not ia.any() and not ib.any()      # ±Inf in both (bits 2, 3)
     bits = lambda v: np.ascontiguousarray(v).view(np.uint32)     # noqa: E731
     assert A2.shape[1] == B2.shape[1] == 192
     # (rows, chunk, part, 32) -> part p of every chunk, side by side: (rows, 64)
@@ -113,7 +114,7 @@ def test_split_is_bit_exact_against_a_numpy_model():
     assert not (ba[num].view(np.uint32) & ~MASK).any() and np.isfinite(ba[np.isfinite(a)]).all()
 
 
-def test_range_flags_name_the_operand_whose_split_is_not_exact():
+def test_range_flags_name_the_operand_whose_split_is_not_exact_or_holds_inf():
     a, b = np.ones((8, 5), np.float32), np.ones((5, 6), np.float32)
     a[2, 3] = 2.0**-110                         # tf32-exact: small is 0, nothing lost
     b[1, 1] = 2.0**-120                         # likewise
@@ -123,6 +124,10 @@ def test_range_flags_name_the_operand_whose_split_is_not_exact():
     b[4, 5] = 1e-40                             # a subnormal input
     assert _split_on_gpu(a, b)[2] == 3
     assert split_model(np.float32([2.0**-110 * (1 + 2**-20), 1e-40, 2.0**-103]))[3].tolist() == [True, True, False]
+    b[0, 2] = -np.inf                           # ±Inf: bit 2 (A) or 3 (B)
+    assert _split_on_gpu(a, b)[2] == 3 | 8
+    a[7, 0] = np.inf
+    assert _split_on_gpu(a, b)[2] == 3 | 4 | 8
 
 
 @pytest.mark.parametrize("layout", registry.LAYOUTS)
@@ -186,21 +191,44 @@ def test_exact_integers_equal_cute_pipelined_bit_for_bit(beta):
     assert np.array_equal(got, cute_gemm.run("cute_pipelined", a, b, c, beta=beta))
 
 
-def test_nan_and_inf_land_where_fp32_puts_them():
-    """Small integers are tf32-exact (small parts 0): an Inf in B must still give ±Inf, not
-    0·Inf = NaN from the small·big term; NaN and Inf·0 give NaN; signs follow fp32."""
+def _ieee(a, b):
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        return (a64[:, :, None] * b64[None, :, :]).sum(axis=1)    # elementwise IEEE, no BLAS
+
+
+def test_nan_lands_where_fp32_puts_it():
+    """K = 300: ten chunks, so the NaN passes through promoted sums; no fallback."""
     rng = np.random.default_rng()
-    a = (rng.integers(1, 9, (40, 20)) * rng.choice([-1, 1], (40, 20))).astype(np.float32)
-    b = (rng.standard_normal((20, 30)) * 3).astype(np.float32)
+    a = rng.standard_normal((40, 300)).astype(np.float32)
+    b = rng.standard_normal((300, 30)).astype(np.float32)
+    a[9, 3], b[250, 17] = np.nan, np.nan
+    want = _ieee(a, b)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrecisionFallbackWarning)
+        got = cute_gemm.run(NAME, a, b)
+    assert np.array_equal(np.isnan(got), np.isnan(want)) and np.isnan(want).sum() == 30 + 40 - 1
+    fin = np.isfinite(want)
+    assert np.abs(got[fin] - want[fin]).max() <= 16 * 2.0**-23 * (np.abs(a) @ np.abs(b))[fin].max()
+
+
+@pytest.mark.parametrize("k", [20, 300])
+def test_inf_lands_where_fp32_puts_it_through_the_fallback(k):
+    """An Inf does not survive the GEMM's compensated sum (Inf - Inf in its error term): the
+    pre-pass flags it and run() computes with the fp32 fallback, with a warning. Small
+    integers are tf32-exact (small parts 0); NaN and Inf·0 give NaN; signs follow fp32. The
+    Infs sit in the first and the last chunk (k = 300: ten)."""
+    rng = np.random.default_rng()
+    a = (rng.integers(1, 9, (40, k)) * rng.choice([-1, 1], (40, k))).astype(np.float32)
+    b = (rng.standard_normal((k, 30)) * 3).astype(np.float32)
     a[:, 0] = rng.integers(1, 9, 40) * 1.0 + 2**-15            # non-zero small parts too
-    b[0, 4], b[5, 7], b[6, 7] = np.inf, np.inf, -np.inf          # column 7: +Inf - Inf = NaN
+    b[0, 4], b[5, 7], b[k - 1, 7] = np.inf, np.inf, -np.inf      # column 7: +Inf - Inf = NaN
     a[9, 3] = np.nan
     a[11, 2] = -np.inf
     b[2, 12] = 0.0                                               # row 11, column 12: -Inf·0
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    with np.errstate(invalid="ignore"):
-        want = (a64[:, :, None] * b64[None, :, :]).sum(axis=1)    # elementwise IEEE, no BLAS
-    got = cute_gemm.run(NAME, a, b)
+    want = _ieee(a, b)
+    with pytest.warns(PrecisionFallbackWarning, match="a and b hold ±Inf.*cute_pipelined"):
+        got = cute_gemm.run(NAME, a, b)
     assert np.array_equal(np.isnan(got), np.isnan(want))
     inf = np.isinf(want)
     assert inf[:, 4].sum() > 30 and np.array_equal(got[inf], want[inf])

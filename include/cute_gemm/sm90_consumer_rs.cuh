@@ -14,6 +14,7 @@
 #include <cute_gemm/sm90_pipeline.cuh>
 #include <cute_gemm/sm90_setmaxnreg.cuh>
 #include <cute_gemm/sm90_epilogue_rows.cuh>
+#include <cute_gemm/sm90_tile_scheduler.cuh>
 
 namespace cg::sm90 {
 
@@ -23,8 +24,8 @@ template <class WsConfig, class TC, int kCluster, class OpA, class OpB, class Mm
           class Tiles>
 __device__ __forceinline__ void consume_rs(Mma const& mma, Ring* ring,
                                            typename OpA::Elem* smemA, typename OpB::Elem* smemB,
-                                           Tiles const& tiles, int first, int stride, int rank,
-                                           int k_tiles, TC* C, long long sCm, long long sCn,
+                                           Tiles const& tiles, int stride, int rank, int k_tiles,
+                                           TC* C, long long sCm, long long sCn,
                                            int M, int N, float alpha, float beta) {
   using namespace cute;
   constexpr int kBlkM = WsConfig::blk_m, kBlkN = WsConfig::blk_n, kStages = WsConfig::stages;
@@ -64,7 +65,7 @@ __device__ __forceinline__ void consume_rs(Mma const& mma, Ring* ring,
     prev = st.index;
     st.advance();
   };
-  for (int u = first; u < tiles.count(); u += stride) {
+  for (int u = first_unit<kCluster>(); u < tiles.count(); u += stride) {
     int m_unit, n_blk;
     tiles.coord(u, m_unit, n_blk);
     const int m_blk = m_unit * kCluster + rank;

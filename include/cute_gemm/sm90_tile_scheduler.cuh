@@ -24,4 +24,11 @@ struct GroupedTiles {
   }
 };
 
+// This CTA's first unit of the walk (units of kCluster tiles along m); the next ones follow
+// gridDim.x / kCluster apart. Each role reads it itself: a start the kernel hands to every
+// role keeps one register through all of them, and the promoted consumer has none to spare
+// (ptxas spilled it beside the 2 x 96 accumulators).
+template <int kCluster>
+__device__ __forceinline__ int first_unit() { return int(blockIdx.x) / kCluster; }
+
 }  // namespace cg::sm90

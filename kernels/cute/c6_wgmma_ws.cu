@@ -31,7 +31,8 @@
 //           entry swaps the operands (and C's strides) and runs the _am_bk instance.
 // Promote:  Config::promote > 0 moves the wgmma accumulator into a compensated float32
 //           register sum every `promote` k-tiles (sm90_consumer_promote.cuh; cute_3xtf32's
-//           GEMM), at 2x the accumulator registers.
+//           GEMM), at 2x the accumulator registers, half a tile at a time while the other
+//           half's wgmmas run.
 // Bottleneck: the epilogue stalls both consumer warpgroups once per tile (only the producer's
 //           loads overlap it); at 4096^3, 512 tiles on 132 SMs leave a partial last wave.
 //           Measurements: docs/tuning/cute_wgmma_ws.md.
@@ -54,16 +55,14 @@ constexpr int kThreads = 128 * (1 + Config::consumers);
 
 // ---- consumers ---------------------------------------------------------------------------
 // The consumer warpgroups: wgmma over the ring's stages, one batch in flight, then the
-// epilogue of each tile straight from the accumulators; with Config::promote > 0 the
-// accumulator goes into a compensated float32 sum every `promote` k-tiles
-// (sm90_consumer_promote.cuh), and the epilogue stores sum + acc.
+// epilogue of each tile straight from the accumulators. (With Config::promote > 0:
+// consume_promoted, sm90_consumer_promote.cuh.)
 template <class TC, int kCluster, class OpA, class OpB, class Mma, class Ring, class T, class Tiles>
 __device__ __forceinline__ void consume(Mma const& mma, Ring* ring, T* smemA, T* smemB,
-                                        Tiles const& tiles, int first, int stride, int rank,
-                                        int k_tiles, TC* C, long long sCm, long long sCn,
+                                        Tiles const& tiles, int stride, int rank, int k_tiles,
+                                        TC* C, long long sCm, long long sCn,
                                         int M, int N, float alpha, float beta) {
   constexpr int kBlkM = Config::blk_m, kBlkN = Config::blk_n, kStages = Config::stages;
-  constexpr int kPromote = Config::promote;
   using State = cg::sm90::RingState<kStages>;
   cg::sm90::setmaxnreg_inc<Config::consumer_regs>();
   const int thread = threadIdx.x - 128;                    // within the consumer warpgroups
@@ -74,15 +73,12 @@ __device__ __forceinline__ void consume(Mma const& mma, Ring* ring, T* smemA, T*
   Tensor tCrA = thr_mma.make_fragment_A(thr_mma.partition_A(sA));         // (MMA,MMA_M,MMA_K,PIPE)
   Tensor tCrB = thr_mma.make_fragment_B(thr_mma.partition_B(sB));         // (MMA,MMA_N,MMA_K,PIPE)
   Tensor acc = partition_fragment_C(thr_mma, Shape<Int<kBlkM>, Int<kBlkN>>{});  // (MMA,MMA_M,MMA_N)
-  Tensor sum = make_fragment_like(acc);                    // (MMA,MMA_M,MMA_N), promote > 0 only
-  const unsigned zero = unsigned(M) >> 31;                 // 0 (M >= 1), opaque to the compiler
   State st;
-  for (int u = first; u < tiles.count(); u += stride) {
+  for (int u = cg::sm90::first_unit<kCluster>(); u < tiles.count(); u += stride) {
     int m_unit, n_blk;
     tiles.coord(u, m_unit, n_blk);
     const int m_blk = m_unit * kCluster + rank;
     clear(acc);
-    if constexpr (kPromote > 0) clear(sum);
     int prev = -1;                                         // the stage of the batch in flight
     for (int k_tile = 0; k_tile < k_tiles; ++k_tile, st.advance()) {
       ring->wait(st);
@@ -94,24 +90,10 @@ __device__ __forceinline__ void consume(Mma const& mma, Ring* ring, T* smemA, T*
       warpgroup_fence_operand(acc);
       if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
       prev = st.index;
-      if constexpr (kPromote > 0) {
-        if ((k_tile + 1) % kPromote == 0 && k_tile + 1 < k_tiles) {
-          warpgroup_wait<0>();                             // this batch too: acc is final
-          warpgroup_fence_operand(acc);
-          if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
-          prev = -1;
-          cg::sm90::promote_compensated<16>(sum, acc, zero);
-          warpgroup_fence_operand(acc);
-        }
-      }
     }
     warpgroup_wait<0>();
     warpgroup_fence_operand(acc);
     if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
-    if constexpr (kPromote > 0) {                          // the last window, and the carries
-      CUTE_UNROLL
-      for (int i = 0; i < size(acc); ++i) acc(i) = sum(i) + acc(i);
-    }
     cg::sm90::store_axpby<kBlkM, kBlkN>(mma, thread, acc, C, sCm, sCn, M, N, m_blk * kBlkM,
                                         n_blk * kBlkN, alpha, beta);
   }
@@ -168,8 +150,11 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
   const cg::sm90::GroupedTiles tiles{cg::ceil_div(cg::ceil_div(M, kBlkM), kCluster),
                                      cg::ceil_div(N, kBlkN), cute::max(Config::group_m / kCluster, 1)};
   const int rank = kCluster == 1 ? 0 : int(cg::sm90::cluster_rank());
-  const int first = blockIdx.x / kCluster, stride = gridDim.x / kCluster;
-  const int k_tiles = cg::ceil_div(K, kBlkK);
+  const int stride = gridDim.x / kCluster;
+  // k-tiles a tile takes: whole windows when promoted (consume_promoted counts its windows
+  // from K itself, as each role finds its first tile: sm90_tile_scheduler.cuh says why)
+  constexpr int kWindow = Config::promote > 0 ? Config::promote : 1;
+  const int k_tiles = cg::ceil_div(cg::ceil_div(K, kBlkK), kWindow) * kWindow;
   const int warp_group = threadIdx.x / 128;
   if (threadIdx.x == 0) {
     cg::sm90::tma_prefetch_map(tma_a);
@@ -183,15 +168,19 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
     // ---- producer ----------------------------------------------------------------
     cg::sm90::setmaxnreg_dec<Config::producer_regs>();   // all 4 warps; one thread works
     if (threadIdx.x == 0) {
+      // promoted sums: the stream starts one k-tile early and runs a window long
+      // (consume_promoted); TMA zero-fills the k-tiles outside K: they add zeros
+      const int k_first = Config::promote > 0 ? -1 : 0;
+      const int k_last = Config::promote > 0 ? k_tiles + kWindow - 1 : k_tiles;
       // a stage's bytes: its A, and all of its B (this CTA's part and the peers' multicasts)
       constexpr uint32_t kTxBytes = OpA::kStageBytes + OpB::kStageBytes;
       constexpr uint16_t kPeers = (1u << kCluster) - 1;
       State st;
-      for (int u = first; u < tiles.count(); u += stride) {
+      for (int u = cg::sm90::first_unit<kCluster>(); u < tiles.count(); u += stride) {
         int m_unit, n_blk;
         tiles.coord(u, m_unit, n_blk);
         const int m_blk = m_unit * kCluster + rank;
-        for (int k_tile = 0; k_tile < k_tiles; ++k_tile, st.advance()) {
+        for (int k_tile = k_first; k_tile < k_last; ++k_tile, st.advance()) {
           uint64_t* full = ring->acquire(st, kTxBytes);
           OpA::load(tma_a, full, smemA + st.index * OpA::kStageElems, m_blk * kBlkM, k_tile);
           if constexpr (kCluster == 1)
@@ -204,11 +193,19 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
     }
     __syncwarp();
   } else if constexpr (kRegA) {
-    cg::sm90::consume_rs<Config, TC, kCluster, OpA, OpB>(mma, ring, smemA, smemB, tiles, first,
-                                                         stride, rank, k_tiles, C, sCm, sCn, M,
+    cg::sm90::consume_rs<Config, TC, kCluster, OpA, OpB>(mma, ring, smemA, smemB, tiles, stride,
+                                                         rank, k_tiles, C, sCm, sCn, M,
                                                          N, alpha, beta);
+  } else if constexpr (Config::promote > 0) {
+    // the same atom over half the tile's columns: the k-tiles consume_promoted splits
+    TiledMMA half = make_tiled_mma(
+        GMMA::ss_op_selector<T, T, float, Shape<_64, Int<kBlkN / 2>, Int<kBlkK>>, MajA, MajB>(),
+        Layout<Shape<Int<Config::consumers>, _1, _1>>{});
+    cg::sm90::consume_promoted<Config, TC, kCluster, OpA, OpB>(
+        mma, half, ring, smemA, smemB, tiles, stride, rank, K, C, sCm, sCn, M, N,
+        alpha, beta);
   } else {
-    consume<TC, kCluster, OpA, OpB>(mma, ring, smemA, smemB, tiles, first, stride, rank, k_tiles,
+    consume<TC, kCluster, OpA, OpB>(mma, ring, smemA, smemB, tiles, stride, rank, k_tiles,
                                     C, sCm, sCn, M, N, alpha, beta);
   }
   if constexpr (kCluster > 1) cg::sm90::cluster_sync();    // no peer writes our smem any more

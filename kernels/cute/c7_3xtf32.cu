@@ -19,7 +19,8 @@
 // past K are zero in every part.
 // Range: the split is exact only while small's parts are normal floats; the block records
 // in *flags (bit 0: A, bit 1: B) any finite x that is subnormal or whose x - big is, and
-// run() then computes with an fp32 kernel instead (execute.py, docs/tuning/cute_3xtf32.md).
+// (bits 2, 3) any ±Inf, which the GEMM's compensated sum turns into NaN; run() then computes
+// with an fp32 kernel instead (execute.py, docs/tuning/cute_3xtf32.md).
 // Geometry: 32x8 threads per 32x32 (rows x k) tile through smem (util/scale2d.cu's transpose:
 //           reads walk the source's unit-stride mode, writes walk k); grid x over R, y over
 //           K (records.SplitGrid), each grid-stride in 64-bit indices.
@@ -41,19 +42,20 @@ __device__ __forceinline__ float tf32_rna(float x) {
 struct Parts {
   float big, small, cross;                       // cross: big with ±Inf as 0
   bool inexact;                                  // the split loses bits (subnormal parts)
+  bool inf;                                      // ±Inf: the GEMM's promoted sum loses it
 };
 
 __device__ __forceinline__ Parts split(float x) {
   if (isnan(x)) {   // any payload may sit in bits the tensor core drops: a NaN that survives
     const float q = __uint_as_float(kQuietNaN);
-    return {q, q, q, false};
+    return {q, q, q, false, false};
   }
-  if (isinf(x)) return {x, 0.0f, 0.0f, false};   // x - big would be NaN
+  if (isinf(x)) return {x, 0.0f, 0.0f, false, true};   // x - big would be NaN
   float big = tf32_rna(x);
   if (isinf(big)) big = __uint_as_float(__float_as_uint(x) & kTf32Mask);   // near FLT_MAX: rz
   const float d = x - big;                       // exact: the bits of x below big's last
   const bool inexact = (x != 0.0f && fabsf(x) < kMinNormal) || (d != 0.0f && fabsf(d) < kMinNormal);
-  return {big, tf32_rna(d), big, inexact};
+  return {big, tf32_rna(d), big, inexact, false};
 }
 
 // kA: A's order [small | cross | big] per chunk; else B's [cross ; small ; big]
@@ -63,7 +65,7 @@ __device__ void split_body(int R, int K, const float* __restrict__ src, long lon
   __shared__ float tile[TILE][TILE + 1];         // +1: the transposed walk hits 32 banks
   const int tx = threadIdx.x, ty = threadIdx.y;
   const bool src_r = sr == 1 && sk != 1;         // the source's unit stride runs along R
-  bool inexact = false;
+  bool inexact = false, inf = false;
   // a 32-column tile of k is one chunk of A' / B': k0 = 32c writes columns 96c .. 96c + 95
   static_assert(TILE == 32, "a tile of k: one chunk, the GEMM's k-tile of tf32");
   for (long long r0 = (long long)blockIdx.x * TILE; r0 < R; r0 += (long long)gridDim.x * TILE) {
@@ -78,9 +80,10 @@ __device__ void split_body(int R, int K, const float* __restrict__ src, long lon
         const long long r = r0 + i;
         if (r >= R) continue;
         float* chunk = dst + r * ld + 3 * k0;
-        Parts p{0.0f, 0.0f, 0.0f, false};        // columns past K: zeros in every part
+        Parts p{0.0f, 0.0f, 0.0f, false, false};  // columns past K: zeros in every part
         if (k0 + tx < K) p = split(tile[i][tx]);
         inexact |= p.inexact;
+        inf |= p.inf;
         chunk[tx] = kA ? p.small : p.cross;
         chunk[TILE + tx] = kA ? p.cross : p.small;
         chunk[2 * TILE + tx] = p.big;
@@ -89,6 +92,7 @@ __device__ void split_body(int R, int K, const float* __restrict__ src, long lon
     }
   }
   if (__syncthreads_or(inexact) && tx == 0 && ty == 0) atomicOr(flags, kA ? 1u : 2u);
+  if (__syncthreads_or(inf) && tx == 0 && ty == 0) atomicOr(flags, kA ? 4u : 8u);
 }
 
 #define CG_SPLIT(NAME, IS_A)                                                                 \
