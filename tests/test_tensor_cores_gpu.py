@@ -63,8 +63,12 @@ def test_exact_integers_bit_for_bit(name, precision, out):
 
 
 @pytest.mark.parametrize("name,precision,out", COMBOS)
-def test_nan_and_inf_reach_their_row_and_column(name, precision, out):
+def test_nan_and_inf_reach_their_row_and_column(name, precision, out, request):
     _runnable(name)
+    if getattr(registry.get(name).config, "promote", 0):
+        request.applymarker(pytest.mark.xfail(strict=True, reason=(
+            "a promoted sum turns +-Inf into NaN (Fast2Sum's error term is Inf - Inf); "
+            "cute_3xtf32 takes its fp32 fallback for Inf operands, this GEMM run alone does not")))
     dt = registry.PRECISION_DTYPE[precision]
     od = "float32" if out == "float32" else dt
     rng = np.random.default_rng(5)
@@ -72,6 +76,7 @@ def test_nan_and_inf_reach_their_row_and_column(name, precision, out):
     b = rng.standard_normal((90, 50), dtype=np.float32)
     a[3, 10] = np.nan
     b[20, 7] = np.inf
+    assert np.all(a[:, 20] != 0)                     # so every other row of column 7 is +-inf
     dA, dB = DeviceArray.from_host(a, dtype=dt), DeviceArray.from_host(b, dtype=dt)
     dO = DeviceArray.full((70, 50), 0.0, dtype=od)
     try:
@@ -82,7 +87,8 @@ def test_nan_and_inf_reach_their_row_and_column(name, precision, out):
             d.close()
     assert np.isnan(c[3]).all()                      # NaN * anything, and NaN + inf
     col = np.delete(c[:, 7], 3)
-    assert np.all(np.isinf(col) | np.isnan(col))     # inf * x: +-inf (NaN where x is 0)
+    assert np.all(np.isinf(col)), col                # inf * x + finite: inf, x's sign
+    assert np.all(np.sign(col) == np.sign(np.delete(a[:, 20], 3)))
     rest = np.delete(np.delete(c, 3, axis=0), 7, axis=1)
     assert np.isfinite(rest).all()
 
