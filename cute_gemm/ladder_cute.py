@@ -523,7 +523,8 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig, tf32_only: bool = False) -> Kernel:
                 f"one batch in flight, persistent CTAs over grouped tiles"
                 + (f", clusters of {cfg.cluster_m} along m multicasting B" if cfg.cluster_m > 1 else "")
                 + (f", accumulators promoted to a compensated float32 sum every {cfg.promote} "
-                   "k-tiles, half of it under the next k-tile's wgmmas" if cfg.promote else "")
+                   "k-tiles, half of it under the next k-tile's wgmmas (an operand's ±Inf comes out NaN "
+                   "there: cute_3xtf32 takes fp32 for those)" if cfg.promote else "")
                 + ("" if tf32_only else ", tf32 m-major A (or n-major B, on C^T = B^T A^T) from "
                    "registers (RS wgmma)")
                 + ", alpha/beta epilogue",
