@@ -115,12 +115,16 @@ class Resources:
     stack_bytes: int
     spill_stores: int
     spill_loads: int
+    # ptxas made the entry's wgmmas wait for each other (C7511 / C7514: register pressure,
+    # or wgmmas where it cannot keep a batch in flight), a silent loss of a fifth or more
+    wgmma_serialized: bool = False
 
 
 _RE_FUNC = re.compile(r"Compiling entry function '(\w+)'")
 _RE_REGS = re.compile(r"Used (\d+) registers")
 _RE_SMEM = re.compile(r"(\d+) bytes smem")
 _RE_STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_RE_SERIAL = re.compile(r"wgmma\.mma_async instructions are serialized.*function '(\w+)'")
 
 
 def parse_resources(log: str) -> dict[str, Resources]:
@@ -128,6 +132,7 @@ def parse_resources(log: str) -> dict[str, Resources]:
     out: dict[str, Resources] = {}
     current = None
     stack = (0, 0, 0)
+    serialized = set(_RE_SERIAL.findall(log))
     for line in log.splitlines():
         m = _RE_FUNC.search(line)
         if m:
@@ -142,7 +147,8 @@ def parse_resources(log: str) -> dict[str, Resources]:
         m = _RE_REGS.search(line)
         if m:
             s = _RE_SMEM.search(line)
-            out[current] = Resources(int(m.group(1)), int(s.group(1)) if s else 0, *stack)
+            out[current] = Resources(int(m.group(1)), int(s.group(1)) if s else 0, *stack,
+                                     current in serialized)
             current = None
     return out
 

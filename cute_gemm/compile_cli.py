@@ -270,6 +270,8 @@ def resource_problems(k: registry.Kernel, res: dict,
             out[entry] = f"spills {r.spill_stores}/{r.spill_loads} bytes"
         elif r.spill_stores < 0 and r.stack_bytes > 0:   # ELF report: no spill figures
             out[entry] = f"{r.stack_bytes} bytes of local memory"
+        elif r.wgmma_serialized:
+            out[entry] = "wgmmas serialized by ptxas"
     return out
 
 

@@ -39,6 +39,8 @@ def test_every_kernel_compiles(k, arch):
             assert r.stack_bytes == 0, f"{entry} uses local memory on {arch}: {r}"
         else:
             assert r.spill_stores == 0 and r.spill_loads == 0, f"{entry} spills on {arch}: {r}"
+        # every wgmma kernel here is built to keep a batch in flight
+        assert not r.wgmma_serialized, f"{entry}: ptxas serialized its wgmmas on {arch}"
     # a stream-K twin's static + dynamic smem stays within a data-parallel entry's, so the
     # twin's CTAs fit the smem carveout the data-parallel CTAs left on an SM (split
     # launches overlap the two by programmatic dependent launch)
@@ -109,6 +111,13 @@ ptxas info    : Used 128 registers, used 1 barriers, 400 bytes cmem[0]
     r = comp.parse_resources(log)
     assert r["foo"] == comp.Resources(40, 1024, 16, 8, 4)
     assert r["bar"] == comp.Resources(128, 0, 0, 0, 0)
+    # ptxas's performance note names the entry whose wgmmas it serialized
+    note = ("ptxas info    : (C7511) Potential Performance Loss: wgmma.mma_async instructions are "
+            "serialized due to insufficient register resources for the wgmma pipeline in the "
+            "function 'bar'\n")
+    r = comp.parse_resources(log + note)
+    assert r["bar"] == comp.Resources(128, 0, 0, 0, 0, wgmma_serialized=True)
+    assert not r["foo"].wgmma_serialized
 
 
 def test_header_dirs_found_and_fingerprinted():
