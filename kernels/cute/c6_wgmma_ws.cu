@@ -31,8 +31,8 @@
 //           entry swaps the operands (and C's strides) and runs the _am_bk instance.
 // Promote:  Config::promote > 0 moves the wgmma accumulator into a compensated float32
 //           register sum every `promote` k-tiles (sm90_consumer_promote.cuh; cute_3xtf32's
-//           GEMM), at 2x the accumulator registers, half a tile at a time while the other
-//           half's wgmmas run.
+//           GEMM), at 2x the accumulator registers; the right half's adds run under the
+//           next window's first wgmmas (on the left half).
 // Bottleneck: the epilogue stalls both consumer warpgroups once per tile (only the producer's
 //           loads overlap it); at 4096^3, 512 tiles on 132 SMs leave a partial last wave.
 //           Measurements: docs/tuning/cute_wgmma_ws.md.
