@@ -30,8 +30,7 @@ namespace cg::sm90 {
 // and run() takes the fp32 fallback; a clamp here makes ptxas serialize the wgmmas).
 __device__ __forceinline__ void fast_two_sum(float& sum, float& acc) {
   asm("{\n\t.reg .f32 t;\n\tadd.rn.f32 t, %0, %1;\n\tsub.rn.f32 %0, %0, t;\n\t"
-      "add.rn.f32 %1, %0, %1;\n\t"
-      "mov.f32 %0, t;\n\t}"
+      "add.rn.f32 %1, %0, %1;\n\tmov.f32 %0, t;\n\t}"
       : "+f"(sum), "+f"(acc));
 }
 
