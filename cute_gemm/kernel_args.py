@@ -78,3 +78,24 @@ def pack_gemm_args_tma(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, s
     base = ctypes.addressof(s)
     ptrs = _PtrArrayTma(*[base + o for o in _OFFSETS_TMA])
     return (s, ptrs), ctypes.addressof(ptrs)
+
+
+class _GemmArgsTmaWs(ctypes.Structure):
+    """CG_GEMM_PARAMS_T + CG_TMA_PARAMS + float* ws, int dp, int pieces: a persistent entry
+    whose last wave may be cut along K (include/cute_gemm/sm90_tail_split.cuh)."""
+    _fields_ = _GemmArgsTma._fields_ + [("ws", ctypes.c_void_p), ("dp", ctypes.c_int32),
+                                        ("pieces", ctypes.c_int32)]
+
+
+_OFFSETS_TMA_WS = tuple(getattr(_GemmArgsTmaWs, name).offset for name, _ in _GemmArgsTmaWs._fields_)
+_PtrArrayTmaWs = ctypes.c_void_p * len(_OFFSETS_TMA_WS)
+
+
+def pack_gemm_args_tma_ws(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn,
+                          ws=0, dp=0, pieces=1):
+    """pack_gemm_args_tma with the tail's workspace pointer and cut (dp, pieces) appended."""
+    s = _GemmArgsTmaWs(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn)
+    s.ws, s.dp, s.pieces = ws, dp, pieces
+    base = ctypes.addressof(s)
+    ptrs = _PtrArrayTmaWs(*[base + o for o in _OFFSETS_TMA_WS])
+    return (s, ptrs), ctypes.addressof(ptrs)

@@ -471,10 +471,14 @@ class WgmmaWsConfig:
     consumer_regs: int = 232         # ... and of each consumer warpgroup
     promote: int = 0                 # k-tiles per tensor-core sum, then added into a float32
                                      # register sum (0: never; twice the accumulators)
+    tail_split: int = 0              # promoted only: the last wave's units cut along K into up
+                                     # to this many pieces (0: never; sm90_tail_split.cuh)
 
     def __post_init__(self):
         if self.blk_m != 64 * self.consumers:
             raise ValueError("blk_m: 64 rows per consumer warpgroup")
+        if self.tail_split and not self.promote:
+            raise ValueError("tail_split: a cut tile's partials are the promoted consumer's")
         if self.producer_regs + self.consumers * self.consumer_regs > 512:
             raise ValueError("setmaxnreg: more registers than one CTA has (65536 / 128 per warpgroup)")
 
@@ -510,9 +514,11 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig, tf32_only: bool = False) -> Kernel:
         family="cute",
         source="cute/c6_wgmma_ws.cu",
         variants=tuple(v for v in variants if v.precision == "tf32" or not tf32_only),
-        defines=(("CG_WS_TF32_ONLY", int(tf32_only)),),
+        defines=(("CG_WS_TF32_ONLY", int(tf32_only)), ("CG_WS_TAIL_SPLIT", int(cfg.tail_split > 0))),
         block=(cfg.threads, 1, 1),
-        grid=PersistentGrid(bm, bn, cluster=cfg.cluster_m),
+        # a window: promote k-tiles of k_bytes of tf32 (a cut walk's configurations are tf32)
+        grid=PersistentGrid(bm, bn, cluster=cfg.cluster_m, tail_split=cfg.tail_split,
+                            window_k=max(cfg.promote, 1) * cfg.k_bytes // 4),
         config=cfg,
         tile=(bm, bn, cfg.blk_k),
         dyn_smem=FixedSmem(cfg.dyn_smem),
@@ -525,6 +531,7 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig, tf32_only: bool = False) -> Kernel:
                 + (f", accumulators promoted to a compensated float32 sum every {cfg.promote} "
                    "k-tiles, half of it under the next k-tile's wgmmas (an operand's ±Inf comes out NaN "
                    "there: cute_3xtf32 takes fp32 for those)" if cfg.promote else "")
+                + (", the last wave's tiles cut along K (a deterministic fixup)" if cfg.tail_split else "")
                 + ("" if tf32_only else ", tf32 m-major A (or n-major B, on C^T = B^T A^T) from "
                    "registers (RS wgmma)")
                 + ", alpha/beta epilogue",
@@ -542,8 +549,10 @@ CUTE += [
     # fp32-accurate sums (cute_3xtf32's GEMM): 64x192 per warpgroup holds two sets of
     # accumulators in 232 registers; windows of 3 k-tiles, one 3xTF32 chunk ending with its
     # big·big k-tile (128x128, 2 consumers: as accurate, slower at 8192^3; a warpgroup
-    # stagger: slower): docs/tuning/cute_3xtf32.md#the-accumulation
-    _wgmma_ws("cute_wgmma_ws_promote", WgmmaWsConfig(blk_n=192, promote=3), tf32_only=True),
+    # stagger: slower): docs/tuning/cute_3xtf32.md#the-accumulation; the last wave cut along
+    # K (4096^3: 5.33 waves): #the-last-wave
+    _wgmma_ws("cute_wgmma_ws_promote", WgmmaWsConfig(blk_n=192, promote=3, tail_split=8),
+              tf32_only=True),
 ]
 
 

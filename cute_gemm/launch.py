@@ -252,9 +252,9 @@ def _raise_smem_limit(f: Function, nbytes: int) -> None:
 # the argument blocks are kernel_args.py's; callers pack them through launch
 from . import kernel_args  # noqa: E402
 from .kernel_args import TMA_MAP_BYTES  # noqa: E402
-pack_gemm_args, pack_gemm_args_ws, pack_gemm_args_tma, set_tensor_maps = (
+pack_gemm_args, pack_gemm_args_ws, pack_gemm_args_tma, pack_gemm_args_tma_ws, set_tensor_maps = (
     kernel_args.pack_gemm_args, kernel_args.pack_gemm_args_ws, kernel_args.pack_gemm_args_tma,
-    kernel_args.set_tensor_maps)
+    kernel_args.pack_gemm_args_tma_ws, kernel_args.set_tensor_maps)
 
 
 # ---- TMA tensor maps (sm_90+) -----------------------------------------------------------

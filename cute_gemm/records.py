@@ -209,11 +209,32 @@ class PersistentGrid:
     bn: int
     ctas_per_sm: int = 1
     cluster: int = 1
+    tail_split: int = 0     # > 0: the last wave's units may be cut along K into up to this
+                            # many pieces of whole windows (the entry takes ws, dp, pieces)
+    window_k: int = 1       # ... a window: the k a piece is counted in
 
-    def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
-        c = self.cluster
-        units = cdiv(cdiv(m, self.bm), c) * cdiv(n, self.bn)
-        return (max(1, min(units, (sm_count or 1) * self.ctas_per_sm // c)) * c, 1, 1)
+    def units(self, m: int, n: int) -> int:
+        return cdiv(cdiv(m, self.bm), self.cluster) * cdiv(n, self.bn)
+
+    def clusters(self, sm_count: int) -> int:
+        return max(1, (sm_count or 1) * self.ctas_per_sm // self.cluster)
+
+    def split(self, m: int, n: int, k: int, sm_count: int = 0, cut: bool = True) -> tuple[int, int]:
+        """(dp, pieces) of the walk at M x N x K: units [0, dp) whole, the others cut into
+        `pieces` along K (streamk.tail_split_plan); (units, 1) where none is cut (or not
+        `cut`: stream-K turned off)."""
+        from .streamk import tail_split_plan
+        units = self.units(m, n)
+        if not (self.tail_split and cut):
+            return units, 1
+        return tail_split_plan(units, self.clusters(sm_count), cdiv(k, self.window_k),
+                               self.tail_split)
+
+    def __call__(self, m: int, n: int, k: int, sm_count: int = 0,
+                 cut: bool = True) -> tuple[int, int, int]:
+        dp, pieces = self.split(m, n, k, sm_count, cut)
+        items = dp + (self.units(m, n) - dp) * pieces
+        return (min(items, self.clusters(sm_count)) * self.cluster, 1, 1)
 
     def span(self, n: int) -> tuple[int, int]:
         cols = min(n, EXTENT_MAX)

@@ -50,9 +50,14 @@ class LaunchPlan:
     precision: str = "fp32"              # records.PRECISIONS
     out_dtype: str = "float32"
     tma: bool = False                    # the entry takes TMA tensor maps of A and B
+    tail_split: tuple[int, int] | None = None   # the entry takes (ws, dp, pieces) after its
+                                         # maps: (dp, pieces) of its walk (sm90_tail_split.cuh);
+                                         # workspace_bytes > 0 where pieces > 1
 
     @property
     def stream_k(self) -> bool:
+        """A launch that shares a tile's K between CTAs through a workspace (stream-K, or a
+        cut last wave)."""
         return self.workspace_bytes > 0
 
     @property
@@ -362,7 +367,10 @@ class Launcher:
         self.maps = None
         if plan.tma:
             self.maps = TensorMaps(variant, m, n, kk, sa, sb)
-            self.pack = functools.partial(launch.pack_gemm_args_tma, *args)
+            if plan.tail_split is None:
+                self.pack = functools.partial(launch.pack_gemm_args_tma, *args)
+            else:
+                self.pack = functools.partial(launch.pack_gemm_args_tma_ws, *args, 0, *plan.tail_split)
         elif plan.workspace_bytes:
             self.pack = functools.partial(launch.pack_gemm_args_ws, *args, 0, tile0)
         else:
@@ -445,8 +453,17 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
     km, kn = (n, m) if swap else (m, n)          # the problem the entry sees
     sk = _stream_k(k, lk, variant, group, km, kn, kk, smem, k.stream_k_smem_bytes(m, n, kk))
     if sk is None:
-        plan = LaunchPlan(entry=variant.entry, grid=k.grid(km, kn, kk, lk.sm_count), smem=smem,
-                          tma=variant.tma is not None, swap=swap, **base)
+        cut, ws_bytes, grid = None, 0, None
+        if isinstance(k.grid, registry.PersistentGrid) and k.grid.tail_split:
+            # the last wave cut along K (sm90_tail_split.cuh): stream-K's switch turns it off
+            g, on = k.grid, os.environ.get("CUTE_GEMM_STREAM_K") != "0"
+            cut, grid = g.split(km, kn, kk, lk.sm_count, on), g(km, kn, kk, lk.sm_count, on)
+            if cut[1] > 1:
+                ws_bytes = streamk.tail_split_workspace_bytes(g.units(km, kn) - cut[0], g.cluster,
+                                                              cut[1], g.bm, g.bn)
+        plan = LaunchPlan(entry=variant.entry, grid=grid or k.grid(km, kn, kk, lk.sm_count), smem=smem,
+                          tma=variant.tma is not None, swap=swap, tail_split=cut,
+                          workspace_bytes=ws_bytes, **base)
         return Launcher(plan, lk.function(variant.entry, group), strides, variant=variant)
     grid, ws_bytes, tile0, pdl = sk
     swap = swap != variant.stream_k_swap         # the twin may turn the problem (back)

@@ -101,3 +101,48 @@ def stream_k_workspace_bytes(ctas: int, bm: int, bn: int) -> int:
     start (a fixed place, so launches of any size can share one workspace and find their
     counters zero), then 2 partial tiles (fp32) per CTA."""
     return 4 * STREAM_K_COUNTERS + 4 * (2 * ctas * bm * bn)
+
+
+# ---- the K-split of a persistent walk's last wave (include/cute_gemm/sm90_tail_split.cuh) ----
+TAIL_SPLIT_MIN_WINDOWS = 8    # a piece's windows at least: its pipeline fill, the zero-filled
+                              # window around it and the fixup are paid per piece
+TAIL_SPLIT_OVERHEAD = 2       # ... their cost, in windows, per piece (partial store and fixup)
+
+
+def tail_split_plan(units: int, clusters: int, windows: int, max_pieces: int) -> tuple[int, int]:
+    """(dp, pieces): how a persistent walk of `units` units of `windows` windows each on
+    `clusters` clusters cuts its last round. Units [dp, units) (the last round's, or all of
+    them when they are fewer than the clusters) are cut along K into `pieces` runs of whole
+    windows, the count (up to max_pieces, each run at least TAIL_SPLIT_MIN_WINDOWS, at most
+    two pieces per cluster: the workspace and the fixup's traffic stay a wave's partials)
+    that finishes the last round soonest by a simple model: rounds of pieces, each piece its
+    windows plus TAIL_SPLIT_OVERHEAD; (units, 1) where no cut gains."""
+    tail = units % clusters if units >= clusters else units
+    if tail == 0 or max_pieces < 2:
+        return units, 1
+    dp = units - tail
+
+    def cost(s: int) -> float:
+        rounds = cdiv(tail * s, clusters)
+        return rounds * (cdiv(windows, s) + (TAIL_SPLIT_OVERHEAD if s > 1 else 0))
+    most = min(max_pieces, windows // TAIL_SPLIT_MIN_WINDOWS, 2 * clusters // tail)
+    best = min(range(1, max(most, 1) + 1), key=lambda s: (cost(s), s))
+    return (units, 1) if best == 1 else (dp, best)
+
+
+def tail_split_workspace_bytes(cut_units: int, cluster: int, pieces: int, bm: int, bn: int) -> int:
+    """Workspace of a cut walk: STREAM_K_COUNTERS int32 counters (one per cut tile, at the
+    same place as stream-K's: one pool serves both), then a partial tile (fp32) per piece."""
+    return 4 * STREAM_K_COUNTERS + 4 * cut_units * cluster * pieces * bm * bn
+
+
+def tail_split_schedule(units: int, dp: int, pieces: int, windows: int) -> list[tuple[int, int, int]]:
+    """The walk include/cute_gemm/sm90_tail_split.cuh runs, mirrored for tests and docs:
+    (unit, first window, end window) of each item; a cut unit's pieces take ceil(windows /
+    pieces) windows each (the last one's past the end are zero-filled: cut off here)."""
+    run = cdiv(windows, pieces)
+    out = [(u, 0, windows) for u in range(dp)]
+    for j in range((units - dp) * pieces):
+        w0 = (j % pieces) * run if pieces > 1 else 0
+        out.append((dp + j // pieces, w0, min(w0 + run, windows) if pieces > 1 else windows))
+    return out

@@ -29,6 +29,19 @@ QUICK = [(37, 45, 29), (130, 259, 70), (132, 260, 72)]
 SK_SHAPES = [(200, 4, 300), (4, 4, 2048)]
 
 
+# a walk whose last wave is cut along K (PersistentGrid.tail_split: cute_wgmma_ws_promote, and
+# cute_3xtf32 through it): 2 units of 128 x 192, K = 600 (19 windows of 32): cut in 2
+CUT_SHAPES = [(130, 200, 600)]
+
+
+def cut_gemm(name: str) -> str | None:
+    """The kernel whose walk cuts its last wave along K when `name` runs: itself, or the GEMM
+    of a composed kernel; None for every other kernel."""
+    k = registry.get(name)
+    g = registry.get(k.gemm_of.kernel) if k.gemm_of else k
+    return g.name if getattr(g.grid, "tail_split", 0) else None
+
+
 def split_shape(name: str) -> tuple[int, int, int]:
     """A shape whose tile count passes one wave of kernel `name` on this GPU (a split
     launch: tile0 > 0), small in K to keep the sanitizer's run short."""
@@ -124,6 +137,14 @@ def main(argv=None) -> int:
         for name, sks in sk_shapes.items():
             fails += check.cross_check(kernels=[name], shapes=sks, layout=lay,
                                        beta=-0.5, seed=8).failures
+        cuts = {n: g for n in kernels if (g := cut_gemm(n))}
+        for name in cuts:
+            fails += check.cross_check(kernels=[name], shapes=CUT_SHAPES, layout=lay,
+                                       beta=-0.5, seed=10).failures
+            if not any(p.kernel == cuts[name] and p.tail_split and p.tail_split[1] > 1
+                       for p in api.resolved_launches()):
+                print(f"   {name}: the cut last wave not taken at {CUT_SHAPES}")
+                ok = False
         plans = api.resolved_launches()
         ran = {(name, s): any(p.kernel == name and p.shape == s and p.stream_k
                               and (p.split or s in SK_SHAPES) for p in plans)

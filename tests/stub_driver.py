@@ -116,6 +116,21 @@ def install(monkeypatch):
             events.append(("wait", stream, ev))
             return (0,)
 
+        def cuMemAlloc(self, nbytes):              # a stream-K workspace (workspace.take)
+            ptr = next(addrs)
+            events.append(("alloc_ws", ptr, nbytes))
+            return (0, ptr)
+
+        def cuMemFree(self, ptr):
+            events.append(("free_ws", ptr))
+            return (0,)
+
+        def cuEventQuery(self, ev):
+            return (0,)
+
+        def cuEventDestroy(self, ev):
+            return (0,)
+
         def cuMemsetD32Async(self, ptr, value, count, stream):
             events.append(("memset", ptr, count, stream))
             return (0,)

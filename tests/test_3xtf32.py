@@ -218,3 +218,30 @@ def test_host_inputs_take_the_same_path(monkeypatch):
     cute_gemm.run("cute_3xtf32", a, b)
     assert [e[1] for e in stub_driver.launches(events)] == [
         "cute_3xtf32_split_a", "cute_3xtf32_split_b", "cute_wgmma_ws_tf32_f32_ak_bk"]
+
+
+def test_a_partial_last_wave_is_cut_along_k_with_a_workspace(monkeypatch):
+    """4096^3: the GEMM's 352 units (128 x 192 tiles, clusters of 2) on 66 clusters leave 22
+    for a sixth round; they are cut in 3 along K (sm90_tail_split.cuh): one launch of 132
+    CTAs, its workspace's counters zeroed once, (dp, pieces) = (330, 3) in its arguments.
+    With stream-K off (CUTE_GEMM_STREAM_K=0) nothing is cut."""
+    from cute_gemm import resolve, workspace
+    for on in (True, False):
+        events = stub_driver.install(monkeypatch)
+        if on:
+            monkeypatch.delenv("CUTE_GEMM_STREAM_K")
+        monkeypatch.setattr(workspace, "_free", [])
+        a, b = Dev((4096, 4096), 0x1000_0000), Dev((4096, 4096), 0x2000_0000)
+        out = Dev((4096, 4096), 0x3000_0000)
+        api.run("cute_3xtf32", a, b, out=out)
+        (plan,) = [p for p in resolve.resolved_launches() if p.kernel == "cute_wgmma_ws_promote"]
+        (gemm,) = stub_driver.launches(events, "gemm")
+        assert gemm[2] == plan.grid == (132, 1, 1) and plan.shape == (4096, 4096, 3 * 4096)
+        if on:
+            assert plan.tail_split == (330, 3) and plan.workspace_bytes == 4 * 8192 + 4 * 44 * 3 * 128 * 192
+            (ws,) = _events("alloc_ws", events)
+            assert ws[2] >= plan.workspace_bytes
+            assert ("memset", ws[1], 8192, 0) in events              # its counters, once
+        else:
+            assert plan.tail_split == (352, 1) and plan.workspace_bytes == 0
+            assert not _events("alloc_ws", events)

@@ -299,3 +299,31 @@ def test_pytorch_tensors_and_transposed_views():
     got = cute_gemm.run(NAME, a.T.contiguous().T, b)          # m-major A
     torch.cuda.synchronize()
     assert judge(NAME, got.cpu().numpy(), ref, gauge, False).status == "pass"
+
+
+def test_a_cut_last_wave_is_deterministic_and_as_accurate_as_the_whole_walk(monkeypatch):
+    """Six units more than the GPU has clusters: those six are cut along K (the last round,
+    sm90_tail_split.cuh), their pieces' partials added by the last to finish. Two runs agree
+    bit for bit, beta * C lands once, and the fp32 gauge holds as with nothing cut
+    (CUTE_GEMM_STREAM_K=0), at about the same error."""
+    from cute_gemm import resolve
+    clusters = launch.device_info().sm_count // 2
+    m, n, k = 256 * -(-(clusters + 6) // 6) - 37, 192 * 6 - 5, 1000
+    rng = np.random.default_rng()
+    a, b, c = (rng.standard_normal(s).astype(np.float32) for s in ((m, k), (k, n), (m, n)))
+    ref, gauge = reference(a, b, c, 1.0, 0.5)
+    cute_gemm.clear_caches()
+    got = [cute_gemm.run(NAME, a, b, c, beta=0.5) for _ in range(2)]
+    (plan,) = [p for p in resolve.resolved_launches() if p.kernel == "cute_wgmma_ws_promote"]
+    dp, pieces = plan.tail_split
+    assert dp > 0 and pieces > 1 and plan.workspace_bytes > 0, plan
+    assert np.array_equal(got[0], got[1])
+    monkeypatch.setenv("CUTE_GEMM_STREAM_K", "0")
+    cute_gemm.clear_caches()
+    whole = cute_gemm.run(NAME, a, b, c, beta=0.5)
+    (plan,) = [p for p in resolve.resolved_launches() if p.kernel == "cute_wgmma_ws_promote"]
+    assert plan.tail_split[1] == 1, plan
+    r_cut, r_whole = (judge(NAME, x, ref, gauge, False) for x in (got[0], whole))
+    assert r_cut.status == r_whole.status == "pass", (r_cut, r_whole)
+    assert r_cut.rel_frobenius <= 1.1 * r_whole.rel_frobenius, (r_cut, r_whole)
+    cute_gemm.clear_caches()

@@ -8,6 +8,7 @@ import itertools
 import pytest
 
 from cute_gemm import registry, streamk
+from cute_gemm.records import cdiv
 
 
 def test_policy_picks_stream_k_only_for_partial_waves():
@@ -133,3 +134,47 @@ def test_configuration_twins_registered():
         assert all(streamk.stream_k_dp_entry(v) in k.entries for v in k.variants if v.stream_k)
         assert len(k.entries) == (16 if flags else 11)
         assert k.config.sk_smem + ladder_cute.TWIN_STATIC_SMEM <= k.config.dyn_smem
+
+
+# ---- the K-split of a persistent walk's last wave (cute_wgmma_ws_promote) --------------------
+def test_tail_split_cuts_a_partial_last_round_only():
+    # 4096^3 in 128x192 tiles, clusters of 2 on 132 SMs: 352 units on 66 clusters, 5.33
+    # rounds: the last 22 units cut in 3 (66 items), K / 32 = 128 windows each
+    assert streamk.tail_split_plan(352, 66, 128, 8) == (330, 3)
+    assert streamk.tail_split_plan(330, 66, 128, 8) == (330, 1)       # whole rounds
+    assert streamk.tail_split_plan(352, 66, 15, 8) == (352, 1)        # too few windows to cut
+    assert streamk.tail_split_plan(352, 66, 128, 1) == (352, 1)       # cutting off
+    # 8192^3: 1376 units, a tail of 56: no cut pays at two pieces a cluster at most
+    assert streamk.tail_split_plan(1376, 66, 256, 8) == (1376, 1)
+    # fewer units than clusters: all of them cut, up to max_pieces
+    assert streamk.tail_split_plan(6, 66, 512, 8) == (0, 8)
+    assert streamk.tail_split_plan(4, 66, 32, 8) == (0, 4)            # 8 windows a piece
+
+
+@pytest.mark.parametrize("units,clusters,windows", [
+    (352, 66, 128), (6, 66, 512), (1, 66, 16), (100, 66, 128), (690, 66, 1000), (67, 66, 17),
+    (3, 60, 9999), (13, 7, 64)])
+def test_tail_split_schedule_covers_every_window_once(units, clusters, windows):
+    dp, pieces = streamk.tail_split_plan(units, clusters, windows, 8)
+    items = streamk.tail_split_schedule(units, dp, pieces, windows)
+    assert len(items) == dp + (units - dp) * pieces
+    assert all(e > b for _, b, e in items)                           # no empty piece
+    covered = sorted((u, w) for u, b, e in items for w in range(b, e))
+    assert covered == [(u, w) for u in range(units) for w in range(windows)]
+    if pieces > 1:                                                   # the last round: <= 2 a cluster
+        assert (units - dp) * pieces <= 2 * clusters
+        assert cdiv(windows, pieces) >= streamk.TAIL_SPLIT_MIN_WINDOWS
+
+
+def test_tail_split_workspace_and_counters_fit_the_header():
+    g = registry.get("cute_wgmma_ws_promote").grid
+    assert g.tail_split and g.window_k == 96                         # 3 k-tiles of 32 tf32
+    dp, pieces = g.split(4096, 4096, 3 * 4096, 132)
+    assert (dp, pieces) == (330, 3) and g(4096, 4096, 3 * 4096, 132) == (132, 1, 1)
+    assert g.split(4096, 4096, 3 * 4096, 132, cut=False) == (352, 1)
+    cut_tiles = (g.units(4096, 4096) - dp) * g.cluster
+    assert cut_tiles <= streamk.STREAM_K_COUNTERS
+    assert streamk.tail_split_workspace_bytes(22, 2, 3, 128, 192) == \
+        4 * streamk.STREAM_K_COUNTERS + 4 * 44 * 3 * 128 * 192
+    # fewer units than clusters: the grid is the items, not the units
+    assert g(300, 300, 3 * 1024, 132) == (2 * 4 * 4, 1, 1)           # 4 units x 4 pieces

@@ -21,6 +21,7 @@
 #include <cute_gemm/sm90_setmaxnreg.cuh>
 #include <cute_gemm/sm90_epilogue.cuh>
 #include <cute_gemm/sm90_tile_scheduler.cuh>
+#include <cute_gemm/sm90_tail_split.cuh>
 
 namespace cg::sm90 {
 
@@ -59,13 +60,14 @@ __device__ __forceinline__ void promote_compensated(Sum& sum, Acc& acc, unsigned
 // The consumer warpgroups with promoted sums. mma: the TiledMMA of the whole BLK_M x BLK_N
 // tile (its accumulator layout is the epilogue's); half: the same atom over BLK_N / 2 columns,
 // whose accumulator is the first (or the second) half of the whole one's registers (the
-// wgmma accumulator's columns go 8 per 4 registers, in order).
+// wgmma accumulator's columns go 8 per 4 registers, in order). split: the walk's items
+// (sm90_tail_split.cuh), a cut one's partials in ws.
 template <class WsConfig, class TC, int kCluster, class OpA, class OpB, class Mma, class Half,
           class Ring, class Tiles>
 __device__ __forceinline__ void consume_promoted(Mma const& mma, Half const& half, Ring* ring,
                                                  typename OpA::Elem* smemA,
                                                  typename OpB::Elem* smemB, Tiles const& tiles,
-                                                 int stride, int rank, int K,
+                                                 TailSplit split, float* ws, int stride, int rank, int K,
                                                  TC* C, long long sCm, long long sCn, int M,
                                                  int N, float alpha, float beta) {
   using namespace cute;
@@ -105,7 +107,7 @@ __device__ __forceinline__ void consume_promoted(Mma const& mma, Half const& hal
 
   const unsigned zero = unsigned(M) >> 31;                 // 0 (M >= 1), opaque to the compiler
   State st;
-  for (int u = first_unit<kCluster>(); u < tiles.count(); u += stride) {
+  for (int item = first_unit<kCluster>(); item < split.items(tiles.count()); item += stride) {
     clear(acc);
     clear(sum);
     int prev = -1;                                         // the stage last read by a batch in flight
@@ -156,8 +158,9 @@ __device__ __forceinline__ void consume_promoted(Mma const& mma, Half const& hal
     // outside K zero-filled by TMA, so that every window's end and the next one's start
     // share an iteration with no wgmma outside the loop: iteration w takes window w-1's end
     // (zeros for w = 0), then window w's start and middle (zeros for the last w).
+    // (a cut unit's piece: its own windows, the producer's stream shifted to their start)
     const int windows = cg::ceil_div(K, kBlkK * kPromote); // the producer's k_tiles / kPromote
-    for (int w = 0; w <= windows; ++w) {
+    for (int w = 0; w <= split.run(item, windows); ++w) {
       end_start();
       CUTE_UNROLL
       for (int j = 2; j < kPromote; ++j) whole();          // the middle
@@ -167,8 +170,16 @@ __device__ __forceinline__ void consume_promoted(Mma const& mma, Half const& hal
     if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
     CUTE_UNROLL
     for (int i = 0; i < size(acc); ++i) acc(i) = sum(i) + acc(i);   // the last window, and the carries
+    if (split.cut(item)) {                                 // a piece: the last one adds them all
+      constexpr int kThreads = 128 * WsConfig::consumers;
+      const int slot = (split.unit(item) - split.dp) * kCluster + rank;   // a tile of a cut unit
+      float* parts = ws + kStreamKCounters + slot * split.pieces * (kThreads * int(size(acc)));
+      if (!tail_fixup<kThreads>(acc, thread, reinterpret_cast<int*>(ws) + slot, parts,
+                                split.piece(item), split.pieces))
+        continue;
+    }
     int m_unit, n_blk;                                     // (not held through the k-loop)
-    tiles.coord(u, m_unit, n_blk);
+    tiles.coord(split.unit(item), m_unit, n_blk);
     const int m_blk = m_unit * kCluster + rank;
     store_axpby<kBlkM, kBlkN>(mma, thread, acc, C, sCm, sCn, M, N, m_blk * kBlkM, n_blk * kBlkN,
                               alpha, beta);

@@ -33,6 +33,9 @@
 //           register sum every `promote` k-tiles (sm90_consumer_promote.cuh; cute_3xtf32's
 //           GEMM), at 2x the accumulator registers; the right half's adds run under the
 //           next window's first wgmmas (on the left half).
+// Tail:     Config::tail_split > 0 (promoted only): the last wave's units are cut along K
+//           into runs of whole windows, their partials added by the last piece
+//           (sm90_tail_split.cuh); the entry then takes (ws, dp, pieces) after the maps.
 // Bottleneck: the epilogue stalls both consumer warpgroups once per tile (only the producer's
 //           loads overlap it); at 4096^3, 512 tiles on 132 SMs leave a partial last wave.
 //           Measurements: docs/tuning/cute_wgmma_ws.md.
@@ -48,6 +51,7 @@
 #include <cute_gemm/sm90_register_operand.cuh>
 #include <cute_gemm/sm90_consumer_rs.cuh>
 #include <cute_gemm/sm90_consumer_promote.cuh>
+#include <cute_gemm/sm90_tail_split.cuh>
 
 using namespace cute;
 
@@ -101,7 +105,7 @@ __device__ __forceinline__ void consume(Mma const& mma, Ring* ring, T* smemA, T*
 
 template <class TAB, class TC, GMMA::Major MajA, GMMA::Major MajB>
 __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tma_a,
-                              const TmaDescriptor* tma_b) {
+                              const TmaDescriptor* tma_b, float* ws, cg::sm90::TailSplit split) {
   using T = cg::sm90::mma_t<TAB>;
   constexpr int kBlkM = Config::blk_m, kBlkN = Config::blk_n, kStages = Config::stages;
   constexpr int kBlkK = Config::k_bytes / int(sizeof(T));   // a k-tile: one swizzle row
@@ -134,6 +138,8 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
   static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "cluster of 1, 2 or 4 along m");
   static_assert(Config::producer_regs + Config::consumers * Config::consumer_regs
                 <= 65536 / 128, "setmaxnreg: the register file of one CTA");
+  static_assert(bool(Config::tail_split) == bool(CG_WS_TAIL_SPLIT), "the entry's (ws, dp, pieces)");
+  static_assert(Config::tail_split == 0 || Config::promote > 0, "a cut tile: promoted consumers");
   CUTE_STATIC_ASSERT_V(size(mma) == Int<128 * Config::consumers>{});  // the consumer threads
   CUTE_STATIC_ASSERT_V(Int<kBlkK>{} % size<2>(typename decltype(mma)::AtomShape_MNK{}) == _0{});  // BLK_K / MMA_K
 
@@ -176,11 +182,16 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
       constexpr uint32_t kTxBytes = OpA::kStageBytes + OpB::kStageBytes;
       constexpr uint16_t kPeers = (1u << kCluster) - 1;
       State st;
-      for (int u = cg::sm90::first_unit<kCluster>(); u < tiles.count(); u += stride) {
+      for (int item = cg::sm90::first_unit<kCluster>(); item < split.items(tiles.count());
+           item += stride) {
         int m_unit, n_blk;
-        tiles.coord(u, m_unit, n_blk);
+        tiles.coord(split.unit(item), m_unit, n_blk);
         const int m_blk = m_unit * kCluster + rank;
-        for (int k_tile = k_first; k_tile < k_last; ++k_tile, st.advance()) {
+        // a cut unit's piece: its own k-tiles [k0, k1); the stream around them zero-filled
+        const int run = split.run(item, k_tiles / kWindow) * kWindow;
+        const int k0 = split.piece(item) * run, k1 = min(k0 + run, k_tiles);
+        for (int t = k0 + k_first; t < k0 + run + k_last - k_tiles; ++t, st.advance()) {
+          const int k_tile = t < k0 || t >= k1 ? -1 : t;  // outside: out of bounds, zeros
           uint64_t* full = ring->acquire(st, kTxBytes);
           OpA::load(tma_a, full, smemA + st.index * OpA::kStageElems, m_blk * kBlkM, k_tile);
           if constexpr (kCluster == 1)
@@ -202,7 +213,7 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
         GMMA::ss_op_selector<T, T, float, Shape<_64, Int<kBlkN / 2>, Int<kBlkK>>, MajA, MajB>(),
         Layout<Shape<Int<Config::consumers>, _1, _1>>{});
     cg::sm90::consume_promoted<Config, TC, kCluster, OpA, OpB>(
-        mma, half, ring, smemA, smemB, tiles, stride, rank, K, C, sCm, sCn, M, N,
+        mma, half, ring, smemA, smemB, tiles, split, ws, stride, rank, K, C, sCm, sCn, M, N,
         alpha, beta);
   } else {
     consume<TC, kCluster, OpA, OpB>(mma, ring, smemA, smemB, tiles, stride, rank, k_tiles,
@@ -211,13 +222,23 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
   if constexpr (kCluster > 1) cg::sm90::cluster_sync();    // no peer writes our smem any more
 }
 
-// Entry points: cute_wgmma_ws_<precision>_<out>_a<major>_b<major> (as cute_wgmma's).
+// Entry points: cute_wgmma_ws_<precision>_<out>_a<major>_b<major> (as cute_wgmma's); with
+// CG_WS_TAIL_SPLIT (the registry's Config::tail_split > 0) the tail's workspace and cut after
+// the maps (streamk.tail_split_plan), else none cut.
+#if CG_WS_TAIL_SPLIT
+#define CG_WS_SPLIT_PARAMS , float* __restrict__ ws, int split_dp, int split_pieces
+#define CG_WS_SPLIT_ARGS ws, cg::sm90::TailSplit{split_dp, split_pieces}
+#else
+#define CG_WS_SPLIT_PARAMS
+#define CG_WS_SPLIT_ARGS nullptr, cg::sm90::TailSplit{0, 1}
+#endif
 #define CG_WGMMA_WS_ENTRY(NAME, TAB, TC, MA, MB)                                            \
   CG_ENTRY(NAME, __launch_bounds__(kThreads, 1)                                            \
                  __cluster_dims__(Config::cluster_m, 1, 1),                                 \
-           (CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS), {                                    \
+           (CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS CG_WS_SPLIT_PARAMS), {                 \
     gemm_wgmma_ws<TAB, TC, GMMA::Major::MA, GMMA::Major::MB>(                               \
-        M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, &tma_a, &tma_b);       \
+        M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, &tma_a, &tma_b,        \
+        CG_WS_SPLIT_ARGS);                                                                  \
   })
 #define CG_WGMMA_WS_16BIT(PREC, TAB, OUT, TC)                                               \
   CG_WGMMA_WS_ENTRY(cute_wgmma_ws_##PREC##_##OUT##_ak_bk, TAB, TC, K, K)                    \
@@ -229,9 +250,10 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
 #define CG_WGMMA_WS_SWAPPED_ENTRY(NAME, TAB, TC)                                            \
   CG_ENTRY(NAME, __launch_bounds__(kThreads, 1)                                            \
                  __cluster_dims__(Config::cluster_m, 1, 1),                                 \
-           (CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS), {                                    \
+           (CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS CG_WS_SPLIT_PARAMS), {                 \
     gemm_wgmma_ws<TAB, TC, GMMA::Major::MN, GMMA::Major::K>(                                \
-        N, M, K, alpha, B, sBn, sBk, A, sAk, sAm, beta, C, sCn, sCm, &tma_b, &tma_a);       \
+        N, M, K, alpha, B, sBn, sBk, A, sAk, sAm, beta, C, sCn, sCm, &tma_b, &tma_a,        \
+        CG_WS_SPLIT_ARGS);                                                                  \
   })
 
 // CG_WS_TF32_ONLY: a configuration registered for the tf32 k-major entry alone (cute_3xtf32's

@@ -1,0 +1,106 @@
+// A persistent walk whose last, partly empty wave is cut along K (sm_90 warp-specialized
+// kernels; cute_wgmma_ws_promote, cute_3xtf32's GEMM).
+//
+// Why: U units (kCluster tiles each) on G clusters leave U % G of them for the last round,
+// while the other clusters idle (4096^3 in 128 x 192 tiles: 352 units on 66 clusters,
+// 5.33 rounds, 13 % of the SMs' time idle). The host (streamk.tail_split_plan) cuts each of
+// the last units into `pieces` runs of whole promotion windows, so that the last round
+// has about as many work items as clusters:
+//
+//   items [0, dp): units 0 .. dp-1, whole;
+//   items [dp, ...): unit dp + j / pieces, piece p = j % pieces, windows [p R, (p+1) R) of
+//   the unit's W (R = ceil(W / pieces); those past W are zero-filled).
+//
+// Every piece of a cut tile stores its partial sum (before alpha) in the workspace, then
+// counts itself in; the last to arrive adds all of them in piece order (the same order
+// whoever arrives last: deterministic results) and runs the epilogue. No piece ever waits
+// for another, so residency does not matter (the fixup of cute_pipelined's stream-K,
+// streamk.cuh, with a compensated sum of the partials). Workspace: kStreamKCounters int32
+// counters (zero before and after every launch: the last arrival resets its own), then a
+// partial tile per piece: streamk.tail_split_workspace_bytes.
+#pragma once
+#include <cute/tensor.hpp>
+#include <cute_gemm/streamk.cuh>
+
+namespace cg::sm90 {
+
+struct TailSplit {
+  int dp;        // whole units before the cut ones
+  int pieces;    // runs each cut unit takes (1: none cut)
+
+  __device__ __forceinline__ int items(int units) const { return dp + (units - dp) * pieces; }
+  // item -> unit
+  __device__ __forceinline__ int unit(int item) const {
+    return item < dp ? item : dp + (item - dp) / pieces;
+  }
+  // item -> piece of its unit (0 for a whole unit)
+  __device__ __forceinline__ int piece(int item) const {
+    return item < dp ? 0 : (item - dp) % pieces;
+  }
+  __device__ __forceinline__ bool cut(int item) const { return item >= dp && pieces > 1; }
+  // windows an item runs: a cut unit's pieces ceil(windows / pieces) each, the last one's
+  // past the unit's end zero-filled (one division: a piece's own length, which takes a
+  // modulo more, made ptxas serialize the promoted consumer's wgmmas)
+  __device__ __forceinline__ int run(int item, int windows) const {
+    return item < dp ? windows : (windows + pieces - 1) / pieces;
+  }
+};
+
+// s + x into s (rounded to nearest), its rounding error added into e: Knuth's TwoSum, exact
+// whatever the magnitudes (the partials of a cut tile have any signs and sizes)
+__device__ __forceinline__ void two_sum_into(float& s, float x, float& e) {
+  const float t = __fadd_rn(s, x);
+  const float xv = __fsub_rn(t, s);
+  const float sv = __fsub_rn(t, xv);
+  e = __fadd_rn(e, __fadd_rn(__fsub_rn(s, sv), __fsub_rn(x, xv)));
+  s = t;
+}
+
+// The consumer warpgroups' share of a cut tile (kThreads of them, named barrier 1): store
+// acc as partial `piece` of the tile whose counter is `counter` and whose partials start at
+// `parts` (kThreads * size(acc) floats each; element i of thread t at i * kThreads + t:
+// coalesced, and each thread reads back what its own index wrote), count it in, and, for
+// the last piece to arrive, leave the compensated sum of all partials in acc and return
+// true (it alone runs the epilogue). The partials are added kGroup elements at a time, each
+// piece's kGroup loads in flight together (one element at a time, the reads' latency made
+// the fixup cost more than the cut saved).
+template <int kThreads, class Acc>
+__device__ __forceinline__ bool tail_fixup(Acc& acc, int thread, int* counter,
+                                           float* parts, int piece, int pieces) {
+  __shared__ int s_last;
+  constexpr int kSize = decltype(cute::size(acc))::value;
+  constexpr int kGroup = 32;                               // loads in flight per thread
+  static_assert(kSize % kGroup == 0, "whole groups");
+  float* mine = parts + piece * (kThreads * kSize) + thread;
+  CUTE_UNROLL
+  for (int i = 0; i < kSize; ++i) __stcg(mine + i * kThreads, acc(i));
+  __threadfence();                                         // this thread's partial, device-wide ...
+  asm volatile("bar.sync 1, %0;" :: "n"(kThreads) : "memory");   // ... for all, before it counts
+  if (thread == 0) {
+    const int arrived = atomicAdd(counter, 1);
+    s_last = arrived == pieces - 1;
+    if (arrived == pieces - 1) *counter = 0;               // all in: zero for the next launch
+  }
+  asm volatile("bar.sync 1, %0;" :: "n"(kThreads) : "memory");
+  if (!s_last) return false;
+  __threadfence();
+  const float* p = parts + thread;
+  CUTE_UNROLL
+  for (int g = 0; g < kSize; g += kGroup) {                // a group of elements at a time:
+    float s[kGroup], e[kGroup];                            // each piece's loads all in flight
+    CUTE_UNROLL
+    for (int q = 0; q < kGroup; ++q) s[q] = __ldcg(p + (g + q) * kThreads), e[q] = 0.0f;
+    for (int j = 1; j < pieces; ++j) {                     // in piece order: deterministic
+      float x[kGroup];
+      CUTE_UNROLL
+      for (int q = 0; q < kGroup; ++q) x[q] = __ldcg(p + (j * kSize + g + q) * kThreads);
+      CUTE_UNROLL
+      for (int q = 0; q < kGroup; ++q) two_sum_into(s[q], x[q], e[q]);
+    }
+    CUTE_UNROLL
+    for (int q = 0; q < kGroup; ++q) acc(g + q) = __fadd_rn(s[q], e[q]);
+  }
+  return true;
+}
+
+}  // namespace cg::sm90
