@@ -315,8 +315,15 @@ def occupancy(f: Function, threads: int, smem: int) -> int:
 # stream has one handle in every thread) and no host synchronization is involved; the
 # driver orders reuse across streams, a destroyed stream leaves nothing behind, and
 # under CUDA graph capture the allocation becomes a node owned by the graph.
-POOL_KEEP_BYTES = 256 << 20    # freed memory the pool keeps for reuse (trim_pools: none)
+# A pool keeps the freed memory of its busiest moment so far (at least POOL_KEEP_BYTES, at
+# most 1 / POOL_KEEP_SHARE of the device): a call whose scratch is larger (cute_3xtf32's A'
+# and B': 402 MB at 4096^3) would otherwise hand it back at every synchronize and map it
+# again on the next call. trim_pools gives it all back and starts over.
+POOL_KEEP_BYTES = 256 << 20
+POOL_KEEP_SHARE = 4
 _pools: dict[int, object] = {}
+_pool_keep: dict[int, int] = {}          # ordinal -> the pool's release threshold now
+_pool_cap: dict[int, int] = {}           # ordinal -> the most it may keep
 
 
 def _pool(ordinal: int):
@@ -341,12 +348,52 @@ def _pool(ordinal: int):
 def alloc_async(nbytes: int, ordinal: int, stream: int) -> int:
     """Device memory usable by work queued on `stream` after this call; free_async it on
     the same stream once that work is queued."""
-    return int(_check(_drv().cuMemAllocFromPoolAsync(max(int(nbytes), 4), _pool(ordinal), stream),
-                      f"cuMemAllocFromPoolAsync({nbytes})"))
+    pool = _pool(ordinal)
+    ptr = int(_check(_drv().cuMemAllocFromPoolAsync(max(int(nbytes), 4), pool, stream),
+                     f"cuMemAllocFromPoolAsync({nbytes})"))
+    if nbytes >= POOL_KEEP_BYTES // 4:       # (small ones cannot move the high-water mark far)
+        _keep_high_water(ordinal, pool)
+    return ptr
+
+
+def _keep_high_water(ordinal: int, pool) -> None:
+    """Raise the pool's release threshold to the most it has had in use at once (capped)."""
+    drv = _drv()
+    attr = drv.CUmemPool_attribute
+    high = int(_check(drv.cuMemPoolGetAttribute(pool, attr.CU_MEMPOOL_ATTR_USED_MEM_HIGH),
+                      "cuMemPoolGetAttribute(USED_MEM_HIGH)"))
+    with _lock:
+        if ordinal not in _pool_cap:
+            _pool_cap[ordinal] = _device_bytes(ordinal) // POOL_KEEP_SHARE
+        keep = min(high, _pool_cap[ordinal])
+        if keep <= _pool_keep.get(ordinal, POOL_KEEP_BYTES):
+            return
+        _pool_keep[ordinal] = keep
+        _check(drv.cuMemPoolSetAttribute(pool, attr.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                                         drv.cuuint64_t(keep)), "cuMemPoolSetAttribute(RELEASE_THRESHOLD)")
+
+
+def _device_bytes(ordinal: int) -> int:
+    drv = _drv()
+    return int(_check(drv.cuDeviceTotalMem(_check(drv.cuDeviceGet(ordinal), "cuDeviceGet")),
+                      "cuDeviceTotalMem"))
 
 
 def free_async(ptr: int, stream: int) -> None:
     _check(_drv().cuMemFreeAsync(ptr, stream), "cuMemFreeAsync")
+
+
+def pool_bytes(ordinal: int | None = None) -> int:
+    """Device memory the scratch pool of a device holds now: in use by queued work, or kept
+    for reuse (see POOL_KEEP_BYTES); 0 before its first allocation."""
+    ordinal = current_ordinal() if ordinal is None else ordinal
+    pool = _pools.get(ordinal)
+    if pool is None:
+        return 0
+    drv = _drv()
+    return int(_check(drv.cuMemPoolGetAttribute(
+        pool, drv.CUmemPool_attribute.CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT),
+        "cuMemPoolGetAttribute(RESERVED_MEM_CURRENT)"))
 
 
 def trim_pools() -> int:
@@ -354,8 +401,15 @@ def trim_pools() -> int:
     in use by queued work stays); safe at any time, from any thread. Returns the number
     of pools trimmed."""
     drv = _drv()
+    attr = drv.CUmemPool_attribute
     with _lock:
-        for pool in _pools.values():
+        for ordinal, pool in _pools.items():
+            _check(drv.cuMemPoolSetAttribute(pool, attr.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                                             drv.cuuint64_t(POOL_KEEP_BYTES)),
+                   "cuMemPoolSetAttribute(RELEASE_THRESHOLD)")
+            _check(drv.cuMemPoolSetAttribute(pool, attr.CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+                                             drv.cuuint64_t(0)), "cuMemPoolSetAttribute(USED_MEM_HIGH)")
+            _pool_keep.pop(ordinal, None)
             _check(drv.cuMemPoolTrimTo(pool, 0), "cuMemPoolTrimTo")
         return len(_pools)
 

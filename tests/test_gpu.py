@@ -373,6 +373,7 @@ def test_stream_k_on_two_streams_at_once_and_pools_trimmed():
     big_out = cp.empty_like(big)
     with streams[0]:            # (cuBLAS's own workspace, allocated by its first call)
         cp.matmul(big, big, out=big_out)
+    cute_gemm.run("cute_pipelined", a, b, out=outs[0], stream=streams[0])   # (its modules, loaded)
     streams[0].synchronize()
     launch.free_workspaces()
     free0 = launch.mem_get_info()[0]
@@ -390,6 +391,27 @@ def test_stream_k_on_two_streams_at_once_and_pools_trimmed():
         assert np.abs(cp.asnumpy(o) - want).max() < 1e-3 * np.abs(want).max()
     assert launch.free_workspaces() == 2     # one workspace per busy stream, now idle
     assert launch.mem_get_info()[0] >= free0 - (4 << 20)
+
+
+def test_the_scratch_pool_keeps_its_busiest_moment_until_trimmed():
+    """Scratch larger than POOL_KEEP_BYTES (cute_3xtf32's A' and B': 402 MB at 4096^3), freed
+    and synchronized: the pool keeps it for the next call instead of mapping it again each
+    time; trim_pools() gives it back and the threshold starts over."""
+    from cute_gemm import launch
+    launch.trim_pools()
+    ordinal, n = launch.current_ordinal(), 3 * launch.POOL_KEEP_BYTES // 2
+    for _ in range(2):
+        ptrs = [launch.alloc_async(n // 2, ordinal, 0) for _ in range(2)]   # at once: n in use
+        for p in ptrs:
+            launch.free_async(p, 0)
+        launch.synchronize(0)
+        assert launch.pool_bytes(ordinal) >= n
+    launch.trim_pools()
+    assert launch.pool_bytes(ordinal) == 0
+    p = launch.alloc_async(launch.POOL_KEEP_BYTES // 8, ordinal, 0)         # small: kept as before
+    launch.free_async(p, 0)
+    launch.synchronize(0)
+    assert launch.pool_bytes(ordinal) <= launch.POOL_KEEP_BYTES
 
 
 # ---- the interior epilogue through smem (include/cute_gemm/smem_epilogue.cuh) --------------
