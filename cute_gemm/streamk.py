@@ -132,8 +132,9 @@ def tail_split_plan(units: int, clusters: int, windows: int, max_pieces: int) ->
 
 def tail_split_workspace_bytes(cut_units: int, cluster: int, pieces: int, bm: int, bn: int) -> int:
     """Workspace of a cut walk: STREAM_K_COUNTERS int32 counters (one per cut tile, at the
-    same place as stream-K's: one pool serves both), then a partial tile (fp32) per piece."""
-    return 4 * STREAM_K_COUNTERS + 4 * cut_units * cluster * pieces * bm * bn
+    same place as stream-K's: one pool serves both), then two partial tiles (fp32: a piece's
+    promoted sum and its carried error) per piece."""
+    return 4 * STREAM_K_COUNTERS + 8 * cut_units * cluster * pieces * bm * bn
 
 
 def tail_split_schedule(units: int, dp: int, pieces: int, windows: int) -> list[tuple[int, int, int]]:

@@ -238,7 +238,7 @@ def test_a_partial_last_wave_is_cut_along_k_with_a_workspace(monkeypatch):
         (gemm,) = stub_driver.launches(events, "gemm")
         assert gemm[2] == plan.grid == (132, 1, 1) and plan.shape == (4096, 4096, 3 * 4096)
         if on:
-            assert plan.tail_split == (330, 3) and plan.workspace_bytes == 4 * 8192 + 4 * 44 * 3 * 128 * 192
+            assert plan.tail_split == (330, 3) and plan.workspace_bytes == 4 * 8192 + 8 * 44 * 3 * 128 * 192
             (ws,) = _events("alloc_ws", events)
             assert ws[2] >= plan.workspace_bytes
             assert ("memset", ws[1], 8192, 0) in events              # its counters, once

@@ -168,15 +168,16 @@ __device__ __forceinline__ void consume_promoted(Mma const& mma, Half const& hal
     warpgroup_wait<0>();
     warpgroup_fence_operand(acc);
     if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
-    CUTE_UNROLL
-    for (int i = 0; i < size(acc); ++i) acc(i) = sum(i) + acc(i);   // the last window, and the carries
     if (split.cut(item)) {                                 // a piece: the last one adds them all
       constexpr int kThreads = 128 * WsConfig::consumers;
       const int slot = (split.unit(item) - split.dp) * kCluster + rank;   // a tile of a cut unit
-      float* parts = ws + kStreamKCounters + slot * split.pieces * (kThreads * int(size(acc)));
-      if (!tail_fixup<kThreads>(acc, thread, reinterpret_cast<int*>(ws) + slot, parts,
+      float* parts = ws + kStreamKCounters + slot * split.pieces * (2 * kThreads * int(size(acc)));
+      if (!tail_fixup<kThreads>(acc, sum, thread, reinterpret_cast<int*>(ws) + slot, parts,
                                 split.piece(item), split.pieces))
         continue;
+    } else {
+      CUTE_UNROLL
+      for (int i = 0; i < size(acc); ++i) acc(i) = sum(i) + acc(i);   // the last window, and the carries
     }
     int m_unit, n_blk;                                     // (not held through the k-loop)
     tiles.coord(split.unit(item), m_unit, n_blk);

@@ -16,8 +16,8 @@
 // whoever arrives last: deterministic results) and runs the epilogue. No piece ever waits
 // for another, so residency does not matter (the fixup of cute_pipelined's stream-K,
 // streamk.cuh, with a compensated sum of the partials). Workspace: kStreamKCounters int32
-// counters (zero before and after every launch: the last arrival resets its own), then a
-// partial tile per piece: streamk.tail_split_workspace_bytes.
+// counters (zero before and after every launch: the last arrival resets its own), then two
+// partial tiles per piece (its sum and carried error): streamk.tail_split_workspace_bytes.
 #pragma once
 #include <cute/tensor.hpp>
 #include <cute_gemm/streamk.cuh>
@@ -57,23 +57,29 @@ __device__ __forceinline__ void two_sum_into(float& s, float x, float& e) {
 }
 
 // The consumer warpgroups' share of a cut tile (kThreads of them, named barrier 1): store
-// acc as partial `piece` of the tile whose counter is `counter` and whose partials start at
-// `parts` (kThreads * size(acc) floats each; element i of thread t at i * kThreads + t:
-// coalesced, and each thread reads back what its own index wrote), count it in, and, for
-// the last piece to arrive, leave the compensated sum of all partials in acc and return
-// true (it alone runs the epilogue). The partials are added kGroup elements at a time, each
-// piece's kGroup loads in flight together (one element at a time, the reads' latency made
-// the fixup cost more than the cut saved).
+// this piece's promoted sum and its carried error (sum, acc: the pair a whole tile's
+// epilogue adds) as partial `piece` of the tile whose counter is `counter` and whose
+// partials start at `parts` (2 * kThreads * size(acc) floats each, sums then errors; element
+// i of thread t at i * kThreads + t: coalesced, and each thread reads back what its own index
+// wrote), count it in, and, for the last piece to arrive, leave in acc the compensated sum of
+// every piece's pair (TwoSum over the sums in piece order, the errors added to the
+// compensation: no rounding a whole tile does not have) and return true (it alone runs the
+// epilogue). kGroup elements at a time, each piece's loads in flight together (one element at
+// a time, the reads' latency made the fixup cost more than the cut saved).
 template <int kThreads, class Acc>
-__device__ __forceinline__ bool tail_fixup(Acc& acc, int thread, int* counter,
+__device__ __forceinline__ bool tail_fixup(Acc& acc, Acc const& sum, int thread, int* counter,
                                            float* parts, int piece, int pieces) {
   __shared__ int s_last;
   constexpr int kSize = decltype(cute::size(acc))::value;
+  constexpr int kPart = 2 * kThreads * kSize;              // floats of one piece's pair
   constexpr int kGroup = 32;                               // loads in flight per thread
   static_assert(kSize % kGroup == 0, "whole groups");
-  float* mine = parts + piece * (kThreads * kSize) + thread;
+  float* mine = parts + piece * kPart + thread;
   CUTE_UNROLL
-  for (int i = 0; i < kSize; ++i) __stcg(mine + i * kThreads, acc(i));
+  for (int i = 0; i < kSize; ++i) {
+    __stcg(mine + i * kThreads, sum(i));
+    __stcg(mine + (kSize + i) * kThreads, acc(i));
+  }
   __threadfence();                                         // this thread's partial, device-wide ...
   asm volatile("bar.sync 1, %0;" :: "n"(kThreads) : "memory");   // ... for all, before it counts
   if (thread == 0) {
@@ -89,13 +95,19 @@ __device__ __forceinline__ bool tail_fixup(Acc& acc, int thread, int* counter,
   for (int g = 0; g < kSize; g += kGroup) {                // a group of elements at a time:
     float s[kGroup], e[kGroup];                            // each piece's loads all in flight
     CUTE_UNROLL
-    for (int q = 0; q < kGroup; ++q) s[q] = __ldcg(p + (g + q) * kThreads), e[q] = 0.0f;
+    for (int q = 0; q < kGroup; ++q)
+      s[q] = __ldcg(p + (g + q) * kThreads), e[q] = __ldcg(p + (kSize + g + q) * kThreads);
     for (int j = 1; j < pieces; ++j) {                     // in piece order: deterministic
+      const float* pj = p + j * kPart;
       float x[kGroup];
       CUTE_UNROLL
-      for (int q = 0; q < kGroup; ++q) x[q] = __ldcg(p + (j * kSize + g + q) * kThreads);
+      for (int q = 0; q < kGroup; ++q) x[q] = __ldcg(pj + (g + q) * kThreads);
       CUTE_UNROLL
       for (int q = 0; q < kGroup; ++q) two_sum_into(s[q], x[q], e[q]);
+      CUTE_UNROLL
+      for (int q = 0; q < kGroup; ++q) x[q] = __ldcg(pj + (kSize + g + q) * kThreads);
+      CUTE_UNROLL
+      for (int q = 0; q < kGroup; ++q) e[q] = __fadd_rn(e[q], x[q]);
     }
     CUTE_UNROLL
     for (int q = 0; q < kGroup; ++q) acc(g + q) = __fadd_rn(s[q], e[q]);
