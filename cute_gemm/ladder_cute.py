@@ -505,6 +505,8 @@ class WgmmaWsConfig:
 
 def _wgmma_ws(name: str, cfg: WgmmaWsConfig, tf32_only: bool = False) -> Kernel:
     bm, bn = cfg.blk_m, cfg.blk_n
+    if cfg.tail_split and not tf32_only:
+        raise ValueError("tail_split: the swapped tf32 entry walks C^T, the host plans the cut on C")
     # tf32: k-major SS entry, and RS entries for an m-major A / n-major B (not in a tf32-only
     # configuration: cute_3xtf32's split writes k-major operands)
     tf32 = (("k", "k"),) if tf32_only else (("k", "k"), ("k", "n"), ("m", "k"))

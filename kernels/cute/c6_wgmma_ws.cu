@@ -251,6 +251,7 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
   CG_ENTRY(NAME, __launch_bounds__(kThreads, 1)                                            \
                  __cluster_dims__(Config::cluster_m, 1, 1),                                 \
            (CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS CG_WS_SPLIT_PARAMS), {                 \
+    static_assert(!CG_WS_TAIL_SPLIT, "the host plans a cut on C, this entry walks C^T");    \
     gemm_wgmma_ws<TAB, TC, GMMA::Major::MN, GMMA::Major::K>(                                \
         N, M, K, alpha, B, sBn, sBk, A, sAk, sAm, beta, C, sCn, sCm, &tma_b, &tma_a,        \
         CG_WS_SPLIT_ARGS);                                                                  \
