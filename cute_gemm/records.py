@@ -230,11 +230,17 @@ class PersistentGrid:
         return tail_split_plan(units, self.clusters(sm_count), cdiv(k, self.window_k),
                                self.tail_split)
 
-    def __call__(self, m: int, n: int, k: int, sm_count: int = 0,
-                 cut: bool = True) -> tuple[int, int, int]:
+    def walk(self, m: int, n: int, k: int, sm_count: int = 0,
+             cut: bool = True) -> tuple[tuple[int, int], tuple[int, int, int]]:
+        """((dp, pieces), grid): the split, and as many clusters as its items (at most one
+        per `clusters`)."""
         dp, pieces = self.split(m, n, k, sm_count, cut)
         items = dp + (self.units(m, n) - dp) * pieces
-        return (min(items, self.clusters(sm_count)) * self.cluster, 1, 1)
+        return (dp, pieces), (min(items, self.clusters(sm_count)) * self.cluster, 1, 1)
+
+    def __call__(self, m: int, n: int, k: int, sm_count: int = 0,
+                 cut: bool = True) -> tuple[int, int, int]:
+        return self.walk(m, n, k, sm_count, cut)[1]
 
     def span(self, n: int) -> tuple[int, int]:
         cols = min(n, EXTENT_MAX)

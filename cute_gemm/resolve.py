@@ -453,15 +453,17 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
     km, kn = (n, m) if swap else (m, n)          # the problem the entry sees
     sk = _stream_k(k, lk, variant, group, km, kn, kk, smem, k.stream_k_smem_bytes(m, n, kk))
     if sk is None:
-        cut, ws_bytes, grid = None, 0, None
+        cut, ws_bytes = None, 0
         if isinstance(k.grid, registry.PersistentGrid) and k.grid.tail_split:
             # the last wave cut along K (sm90_tail_split.cuh): stream-K's switch turns it off
-            g, on = k.grid, os.environ.get("CUTE_GEMM_STREAM_K") != "0"
-            cut, grid = g.split(km, kn, kk, lk.sm_count, on), g(km, kn, kk, lk.sm_count, on)
+            g = k.grid
+            cut, grid = g.walk(km, kn, kk, lk.sm_count, os.environ.get("CUTE_GEMM_STREAM_K") != "0")
             if cut[1] > 1:
                 ws_bytes = streamk.tail_split_workspace_bytes(g.units(km, kn) - cut[0], g.cluster,
                                                               cut[1], g.bm, g.bn)
-        plan = LaunchPlan(entry=variant.entry, grid=grid or k.grid(km, kn, kk, lk.sm_count), smem=smem,
+        else:
+            grid = k.grid(km, kn, kk, lk.sm_count)
+        plan = LaunchPlan(entry=variant.entry, grid=grid, smem=smem,
                           tma=variant.tma is not None, swap=swap, tail_split=cut,
                           workspace_bytes=ws_bytes, **base)
         return Launcher(plan, lk.function(variant.entry, group), strides, variant=variant)

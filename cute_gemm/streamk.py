@@ -144,6 +144,6 @@ def tail_split_schedule(units: int, dp: int, pieces: int, windows: int) -> list[
     run = cdiv(windows, pieces)
     out = [(u, 0, windows) for u in range(dp)]
     for j in range((units - dp) * pieces):
-        w0 = (j % pieces) * run if pieces > 1 else 0
-        out.append((dp + j // pieces, w0, min(w0 + run, windows) if pieces > 1 else windows))
+        w0 = (j % pieces) * run
+        out.append((dp + j // pieces, w0, min(w0 + run, windows)))
     return out

@@ -126,6 +126,7 @@ def main(argv=None) -> int:
     # each stream-K kernel's own stream-K shapes: its split shape depends on its tile
     sk_shapes = {n: SK_SHAPES + ([] if a.quick else [split_shape(n)]) for n in kernels
                  if getattr(registry.get(n).config, "stream_k", False)}
+    cuts = {n: g for n in kernels if (g := cut_gemm(n))}   # name -> the GEMM that cuts
     ok = True
     for lay in registry.LAYOUTS:
         rep = check.cross_check(kernels=kernels, shapes=shapes, layout=lay, beta=-0.5, seed=7)
@@ -137,7 +138,6 @@ def main(argv=None) -> int:
         for name, sks in sk_shapes.items():
             fails += check.cross_check(kernels=[name], shapes=sks, layout=lay,
                                        beta=-0.5, seed=8).failures
-        cuts = {n: g for n in kernels if (g := cut_gemm(n))}
         for name in cuts:
             fails += check.cross_check(kernels=[name], shapes=CUT_SHAPES, layout=lay,
                                        beta=-0.5, seed=10).failures

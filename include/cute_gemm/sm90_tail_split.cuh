@@ -11,9 +11,10 @@
 //   items [dp, ...): unit dp + j / pieces, piece p = j % pieces, windows [p R, (p+1) R) of
 //   the unit's W (R = ceil(W / pieces); those past W are zero-filled).
 //
-// Every piece of a cut tile stores its partial sum (before alpha) in the workspace, then
-// counts itself in; the last to arrive adds all of them in piece order (the same order
-// whoever arrives last: deterministic results) and runs the epilogue. No piece ever waits
+// Every piece of a cut tile stores its partial (its promoted sum and carried error, before
+// alpha) in the workspace, then counts itself in; the last to arrive adds all of them in
+// piece order (the same order whoever arrives last: deterministic results) and runs the
+// epilogue. No piece ever waits
 // for another, so residency does not matter (the fixup of cute_pipelined's stream-K,
 // streamk.cuh, with a compensated sum of the partials). Workspace: kStreamKCounters int32
 // counters (zero before and after every launch: the last arrival resets its own), then two
