@@ -57,7 +57,8 @@ __device__ __forceinline__ void two_sum_into(float& s, float x, float& e) {
   s = t;
 }
 
-// The consumer warpgroups' share of a cut tile (kThreads of them, named barrier 1): store
+// The consumer warpgroups' share of a cut tile (kThreads of them, named barrier 1, counted
+// in by streamk.cuh's last_to_arrive as stream-K's are): store
 // this piece's promoted sum and its carried error (sum, acc: the pair a whole tile's
 // epilogue adds) as partial `piece` of the tile whose counter is `counter` and whose
 // partials start at `parts` (2 * kThreads * size(acc) floats each, sums then errors; element
@@ -70,7 +71,6 @@ __device__ __forceinline__ void two_sum_into(float& s, float x, float& e) {
 template <int kThreads, class Acc>
 __device__ __forceinline__ bool tail_fixup(Acc& acc, Acc const& sum, int thread, int* counter,
                                            float* parts, int piece, int pieces) {
-  __shared__ int s_last;
   constexpr int kSize = decltype(cute::size(acc))::value;
   constexpr int kPart = 2 * kThreads * kSize;              // floats of one piece's pair
   constexpr int kGroup = 32;                               // loads in flight per thread
@@ -81,16 +81,8 @@ __device__ __forceinline__ bool tail_fixup(Acc& acc, Acc const& sum, int thread,
     __stcg(mine + i * kThreads, sum(i));
     __stcg(mine + (kSize + i) * kThreads, acc(i));
   }
-  __threadfence();                                         // this thread's partial, device-wide ...
-  asm volatile("bar.sync 1, %0;" :: "n"(kThreads) : "memory");   // ... for all, before it counts
-  if (thread == 0) {
-    const int arrived = atomicAdd(counter, 1);
-    s_last = arrived == pieces - 1;
-    if (arrived == pieces - 1) *counter = 0;               // all in: zero for the next launch
-  }
-  asm volatile("bar.sync 1, %0;" :: "n"(kThreads) : "memory");
-  if (!s_last) return false;
-  __threadfence();
+  auto consumers = [] { asm volatile("bar.sync 1, %0;" :: "n"(kThreads) : "memory"); };
+  if (!last_to_arrive(counter, pieces, thread == 0, consumers)) return false;
   const float* p = parts + thread;
   CUTE_UNROLL
   for (int g = 0; g < kSize; g += kGroup) {                // a group of elements at a time:

@@ -64,6 +64,26 @@ struct StreamK {
   __device__ int slot(int c, int u) const { return begin(c) / k_tiles == u ? 0 : 1; }
 };
 
+// Count one share of a cut tile in at `counter` (n shares in all), once the threads that
+// wrote it have stored their part: `sync` is their barrier, `leader` one of them. True for
+// the last share to arrive (after a fence: every share's stores are visible to it), which
+// also zeroes the counter for the next launch. No share waits for another.
+template <class Sync>
+__device__ __forceinline__ bool last_to_arrive(int* counter, int n, bool leader, Sync sync) {
+  __shared__ int s_last;
+  __threadfence();            // this thread's stores are visible device-wide ...
+  sync();                     // ... for every thread of the share, before it is counted
+  if (leader) {
+    const int arrived = atomicAdd(counter, 1);
+    s_last = arrived == n - 1;
+    if (arrived == n - 1) *counter = 0;    // all n are in: ready for the next launch
+  }
+  sync();
+  if (!s_last) return false;
+  __threadfence();
+  return true;
+}
+
 // Reduce one stream-K tile cut between `n` consecutive CTAs; `me` is this CTA's index
 // among them, part(j) contributor j's slot (kThreads * size(acc) floats). Every
 // contributor stores its partial (element i of thread t at i * kThreads + t: coalesced,
@@ -74,20 +94,10 @@ struct StreamK {
 // number of CTAs may be resident at once.
 template <int kThreads, class Acc, class Part>
 __device__ __forceinline__ bool streamk_fixup(Acc& acc, int* counter, int n, int me, Part part) {
-  __shared__ int s_last;
   float* mine = part(me);
 #pragma unroll
   for (int i = 0; i < int(cute::size(acc)); ++i) __stcg(mine + i * kThreads + threadIdx.x, acc(i));
-  __threadfence();            // this thread's partial is visible device-wide ...
-  __syncthreads();            // ... for every thread of the CTA, before it is counted
-  if (threadIdx.x == 0) {
-    const int arrived = atomicAdd(counter, 1);
-    s_last = arrived == n - 1;
-    if (arrived == n - 1) *counter = 0;    // all n are in: ready for the next launch
-  }
-  __syncthreads();
-  if (!s_last) return false;
-  __threadfence();
+  if (!last_to_arrive(counter, n, threadIdx.x == 0, [] { __syncthreads(); })) return false;
   const float* p0 = part(0);
 #pragma unroll
   for (int i = 0; i < int(cute::size(acc)); ++i) acc(i) = __ldcg(p0 + i * kThreads + threadIdx.x);
