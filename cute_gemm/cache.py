@@ -332,7 +332,7 @@ def _prefetch_one(name: str, arch: str, ptx: bool, directory: str,
     # runs in a spawned worker: pin the dir the parent chose, whatever its env does later
     os.environ["CUTE_GEMM_CACHE_DIR"] = directory
     from . import registry
-    c = get(registry.get(name), arch, ptx=ptx, entries=entries)
+    c = get(registry.find(name), arch, ptx=ptx, entries=entries)
     clear_memory()                          # the parent reads the entry from disk
     return c.origin, c.compile_seconds
 
@@ -372,7 +372,7 @@ class Prefetch:
             return
         todo = []
         for (name, arch, sel), ptx in want.items():
-            k = registry.get(name)
+            k = registry.find(name)
             sel = _compile.select_entries(k, sel)
             key = cache_key(k, arch, _compile.read_source(k), _compile.options(k, arch, entries=sel))
             if _read(key, ptx) is None:
@@ -391,7 +391,7 @@ class Prefetch:
         """Block until (name, arch, entries) is done. A failed job raises nothing here: the
         caller's own get() compiles again and raises the CompileError where the test sees it."""
         from . import registry
-        sel = _compile.select_entries(registry.get(name), entries)
+        sel = _compile.select_entries(registry.find(name), entries)
         f = self.futures.get((name, _compile.normalize_arch(arch), sel))
         if f is not None:
             f.exception()

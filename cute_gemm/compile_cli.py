@@ -39,9 +39,17 @@ class Outcome:
 
 
 def kernel_of(name: str) -> registry.Kernel:
-    """A registered kernel, or the runtime's copy kernel (resolve.UTIL) that --layout may add."""
+    """A compiled kernel (registry.compiled), or the runtime's copy kernel (resolve.UTIL)
+    that --layout may add."""
     from .resolve import UTIL
-    return UTIL if name == UTIL.name else registry.get(name)
+    return UTIL if name == UTIL.name else registry.find(name)
+
+
+def composed_gemm(name: str) -> tuple[str, ...]:
+    """The GEMM kernel `name` runs after its pre-pass, if it is a composed kernel (a name
+    nothing knows is left to the compile table to report)."""
+    g = registry.get(name).gemm_of if name in registry.names() else None
+    return (g.kernel.name,) if g is not None else ()
 
 
 # (kernel name, arch, the entry points to compile or None for all of them)
@@ -210,7 +218,7 @@ def layout_plan(kernels: list[str], layouts: list[str], precisions: tuple[str, .
     plan: dict[str, dict] = {n: {} for n in kernels}
     for n in kernels:
         for lay in layouts:
-            for name, sets in layout_launches(registry.get(n), lay, precisions).items():
+            for name, sets in layout_launches(kernel_of(n), lay, precisions).items():
                 for s in sets:
                     plan.setdefault(name, {})[select_entries(kernel_of(name), s)] = 1
     return {n: list(sets) for n, sets in plan.items()}
@@ -340,9 +348,12 @@ def report_failures(outcomes: list[Outcome], prog: str) -> None:
 
 
 def cmd_compile(args) -> int:
-    names = list(registry.names()) if args.all or not args.kernels else list(dict.fromkeys(args.kernels))
+    names = ([k.name for k in registry.compiled()] if args.all or not args.kernels
+             else list(dict.fromkeys(args.kernels)))
     layouts = (None if args.layout is None else
                list(registry.LAYOUTS) if args.layout == "all" else [args.layout])
+    if layouts is None:   # a composed kernel whole: its GEMM too (--layout: what its calls launch)
+        names = list(dict.fromkeys(x for n in names for x in (n, *composed_gemm(n))))
     if args.precision and not layouts:
         return error("--precision chooses among the entry points of --layout: give --layout too",
                      "cute-gemm compile")
@@ -379,7 +390,7 @@ def offline_check(names: list[str] | None, arch: str, why: str, *, jobs: int | N
     if names and registry.AUTO in names:     # gemm()'s choice: the candidates it may run
         names = list(dict.fromkeys([n for n in names if n != registry.AUTO] + [
             k.name for p in registry.PRECISIONS for k in auto.candidates(p)]))
-    names = names or list(registry.names())
+    names = names or [k.name for k in registry.compiled()]
     bad_arch = unsupported_arch(arch)
     if bad_arch:
         return error(f"NVRTC cannot compile for {arch}: {bad_arch}", "cute-gemm check")
@@ -390,11 +401,12 @@ def offline_check(names: list[str] | None, arch: str, why: str, *, jobs: int | N
               "cross-check is not run)", flush=True)
     outcomes = compile_table(names, [arch], jobs, progress)
     # (a composed kernel's layouts are those of the GEMM it runs: Kernel.gemm_of)
-    cute = [n for n in names if registry.get(n).family == "cute" and registry.get(n).gemm_of is None]
+    cute = [n for n in names if n in registry.names() and registry.get(n).family == "cute"
+            and registry.get(n).gemm_of is None]
     layouts = self_check_all(cute, progress=progress)
     failed = [o for o in outcomes if o.origin == "failed"]
     probs = {(o.kernel, e): p for o in outcomes if o.origin not in ("failed", "skipped")
-             for e, p in resource_problems(registry.get(o.kernel), o.resources).items()}
+             for e, p in resource_problems(kernel_of(o.kernel), o.resources).items()}
     layout_probs = [p for r in layouts for p in r["problems"]]
     ok = not failed and not probs and not layout_probs
     if as_json:
@@ -406,7 +418,7 @@ def offline_check(names: list[str] | None, arch: str, why: str, *, jobs: int | N
     print(format_table(outcomes, verdicts=True))
     report_failures(outcomes, "cute-gemm check")
     compiled = [o for o in outcomes if o.origin not in ("failed", "skipped")]
-    n_entries = sum(len(registry.get(o.kernel).entries) for o in compiled)
+    n_entries = sum(len(kernel_of(o.kernel).entries) for o in compiled)
     print(f"\ncompile: {len(compiled)} of {len(outcomes)} kernels for {arch}"
           + (f", {len(failed)} FAILED" if failed else ""))
     print(f"registers and spills: {n_entries} entry points, "

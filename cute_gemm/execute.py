@@ -198,7 +198,7 @@ def _composed(k, A: Operand, B: Operand, C: Operand | None, T: Operand, alpha: f
             gemm_device(registry.get(g.fallback), A, B, C, T, alpha, beta, stream, ordinal, "fp32",
                         transposed)
         else:
-            gemm_device(registry.get(g.kernel), A2, B2, C, T, alpha, beta, stream, ordinal,
+            gemm_device(g.kernel, A2, B2, C, T, alpha, beta, stream, ordinal,
                         g.precision, transposed)
     finally:
         _release(owned, stream)

@@ -164,6 +164,12 @@ class PipelinedConfig:
         return self.stream_k
 
     @property
+    def window_k(self) -> int:
+        """The k of A and B a promotion window covers (a cut walk's configurations are tf32):
+        promote k-tiles, or with split_parts one chunk, stored as split_parts k-tiles."""
+        return (self.split_parts or max(self.promote, 1)) * self.k_bytes // 4
+
+    @property
     def dyn_smem(self) -> int:
         """Dynamic smem of the data-parallel entries: per operand 2 compute buffers + STAGES
         raw (k-major) stages; an m/n-major operand's STAGES compute stages fit in the same
@@ -473,12 +479,16 @@ class WgmmaWsConfig:
                                      # register sum (0: never; twice the accumulators)
     tail_split: int = 0              # promoted only: the last wave's units cut along K into up
                                      # to this many pieces (0: never; sm90_tail_split.cuh)
+    split_parts: int = 0             # 2: A and B are cute_3xtf32's split, [small | big] per
+                                     # chunk, read as its three products (sm90_split_parts.cuh)
 
     def __post_init__(self):
         if self.blk_m != 64 * self.consumers:
             raise ValueError("blk_m: 64 rows per consumer warpgroup")
         if self.tail_split and not self.promote:
             raise ValueError("tail_split: a cut tile's partials are the promoted consumer's")
+        if self.split_parts not in (0, 2) or (self.split_parts and self.promote != 3):
+            raise ValueError("split_parts: 0, or 2 with promote = 3 (a window: a chunk's three products)")
         if self.producer_regs + self.consumers * self.consumer_regs > 512:
             raise ValueError("setmaxnreg: more registers than one CTA has (65536 / 128 per warpgroup)")
 
@@ -490,6 +500,12 @@ class WgmmaWsConfig:
     def blk_k(self) -> int:
         """k per stage of the 16-bit entries (k_bytes / 2; the tf32 ones: k_bytes / 4)."""
         return self.k_bytes // 2
+
+    @property
+    def window_k(self) -> int:
+        """The k of A and B a promotion window covers (a cut walk's configurations are tf32):
+        promote k-tiles, or with split_parts one chunk, stored as split_parts k-tiles."""
+        return (self.split_parts or max(self.promote, 1)) * self.k_bytes // 4
 
     @property
     def dyn_smem(self) -> int:
@@ -520,7 +536,7 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig, tf32_only: bool = False) -> Kernel:
         block=(cfg.threads, 1, 1),
         # a window: promote k-tiles of k_bytes of tf32 (a cut walk's configurations are tf32)
         grid=PersistentGrid(bm, bn, cluster=cfg.cluster_m, tail_split=cfg.tail_split,
-                            window_k=max(cfg.promote, 1) * cfg.k_bytes // 4),
+                            window_k=cfg.window_k),
         config=cfg,
         tile=(bm, bn, cfg.blk_k),
         dyn_smem=FixedSmem(cfg.dyn_smem),
@@ -548,7 +564,7 @@ CUTE += [
     # cluster_m=2 (B multicast): #how-cute_wgmma_ws-got-there (cluster 4 lost: 120 CTAs fit)
     # group_m=16: same section (8 and 32 lost); k_bytes=128 (64-byte rows, 8 stages lost)
     _auto(_wgmma_ws("cute_wgmma_ws", WgmmaWsConfig())),
-    # fp32-accurate sums (cute_3xtf32's GEMM): 64x192 per warpgroup holds two sets of
+    # fp32-accurate sums (cute_3xtf32's GEMM, with split_parts = 2): 64x192 per warpgroup holds two sets of
     # accumulators in 232 registers; windows of 3 k-tiles, one 3xTF32 chunk ending with its
     # big·big k-tile (128x128, 2 consumers: as accurate, slower at 8192^3; a warpgroup
     # stagger: slower): docs/tuning/cute_3xtf32.md#the-accumulation; the last wave cut along
@@ -559,7 +575,7 @@ CUTE += [
 
 
 # ---- fp32 accuracy on tf32 tensor cores (3xTF32) ------------------------------------------------
-def _three_tf32(name: str, gemm: str, fallback: str) -> Kernel:
+def _three_tf32(name: str, gemm: Kernel, fallback: str) -> Kernel:
     # the pre-pass reads any strides (so every layout costs the same: no relayout copy) and
     # writes the k-major A' and B' that the GEMM's tf32 k-major entry takes as they are
     split = tuple(Variant(f"{name}_split_{r}", a_major="any", b_major="any", c_major="any",
@@ -574,16 +590,25 @@ def _three_tf32(name: str, gemm: str, fallback: str) -> Kernel:
         min_arch=90,
         arch_specific=True,
         summary=f"3xTF32: a pre-pass splits each fp32 operand into tf32 big + small parts, "
-                f"k-major, per chunk of 32 k (A' = [small|big|big], B' = [big;small;big]), then "
-                f"{gemm}'s tf32 GEMM over K' = 3K, promoted after each chunk: fp32 accuracy; "
-                f"{fallback} where the split is not exact (tiny magnitudes) or inputs hold ±Inf",
+                f"k-major, per chunk of 32 k (A' = [small|big], B' = [small;big]), then "
+                f"cute_wgmma_ws_promote's tf32 GEMM reading three products a chunk (small·big, "
+                f"big·small, big·big), its sum promoted after each: "
+                f"fp32 accuracy; {fallback} where the split is not exact (tiny magnitudes) or "
+                f"inputs hold ±Inf",
         seed="CUTLASS example 27 (3xTF32), on c6's GEMM",
         tags=("tensor-core",),
-        gemm_of=GemmOf(gemm, "tf32", 3, fallback, k_chunk=32),   # a chunk: a tf32 k-tile
+        # a chunk: a tf32 k-tile, stored as two parts, read as three products
+        gemm_of=GemmOf(gemm, "tf32", gemm.config.split_parts, fallback,
+                       k_chunk=gemm.config.k_bytes // 4, k_reads=gemm.config.promote),
     )
 
 
+# cute_3xtf32's GEMM: cute_wgmma_ws_promote's configuration reading the split's two parts a
+# chunk as its three products (sm90_split_parts.cuh). Not registered: it is no GEMM of A and B.
+_3XTF32_GEMM = _wgmma_ws("cute_3xtf32_gemm", WgmmaWsConfig(blk_n=192, promote=3, tail_split=8,
+                                                          split_parts=2), tf32_only=True)
+
 CUTE += [
     # why a pre-pass and not a split inside the GEMM: docs/tuning/cute_3xtf32.md
-    _auto(_three_tf32("cute_3xtf32", "cute_wgmma_ws_promote", "cute_pipelined")),
+    _auto(_three_tf32("cute_3xtf32", _3XTF32_GEMM, "cute_pipelined")),
 ]

@@ -296,15 +296,20 @@ class GemmOf:
     """A composed kernel (Kernel.gemm_of): its own entry points (its variants: A's, then B's)
     are a pre-pass that writes A' (M x K', k-major) and B' (K' x N, k-major) from A and B,
     the k_parts parts of each chunk of k_chunk columns side by side (K' = k_prime(K)), and the
-    product is the GEMM of another registered kernel, `kernel`, in `precision` on A' and B' (through
-    run()'s own path: variant choice, launch cutting, TMA maps). Where the pre-pass reports
-    that its inputs lie outside the range it is exact in, run() computes the product with
-    `fallback` (its precision fp32) instead, and warns (errors.PrecisionFallbackWarning)."""
-    kernel: str                 # the registered kernel whose GEMM runs on A', B'
+    product is the GEMM of `kernel`, in `precision` on A' and B' (through run()'s own path:
+    variant choice, launch cutting, TMA maps). That kernel is not registered where it reads
+    A' and B' as more than a plain GEMM does (cute_3xtf32's reads a chunk's parts as its
+    three products): nobody can call it by name, and registry.compiled() lists it. Where the
+    pre-pass reports that its inputs lie outside the range it is exact in, run() computes
+    the product with `fallback` (its precision fp32) instead, and warns
+    (errors.PrecisionFallbackWarning)."""
+    kernel: "Kernel"            # the GEMM that runs on A', B'
     precision: str              # ... in this precision (PRECISIONS)
-    k_parts: int                # parts per element: K' = k_parts * K rounded up to chunks
+    k_parts: int                # parts stored per element: K' = k_parts * K rounded up to chunks
     fallback: str               # an fp32 kernel for inputs the pre-pass cannot split exactly
     k_chunk: int = 1            # columns of k per chunk (the GEMM's k-tile: it promotes per chunk)
+    k_reads: int = 0            # k-tiles the GEMM reads per chunk (0: k_parts): what one
+                                # launch's K is bounded by
 
     def k_prime(self, k: int) -> int:
         """K' of A' and B': k_parts columns per column of K, K rounded up to whole chunks."""
@@ -440,9 +445,11 @@ class Kernel:
         def cut(x: int, limit: int) -> int:
             limit = min(limit, EXTENT_MAX)
             return x if x <= limit else max(limit // 256 * 256, 1)
-        # a composed kernel's GEMM runs over K' = k_prime(K): that K' must fit one launch
+        # a composed kernel's GEMM runs over K' = k_prime(K), reading k_reads k-tiles a chunk:
+        # what it reads must fit one launch
         g = self.gemm_of
-        kmax = EXTENT_MAX if g is None else EXTENT_MAX // (g.k_parts * g.k_chunk) * g.k_chunk
+        reads = 0 if g is None else max(g.k_parts, g.k_reads)
+        kmax = EXTENT_MAX if g is None else EXTENT_MAX // (reads * g.k_chunk) * g.k_chunk
         return cut(m, rows), cut(n, cols), cut(k, kmax)
 
     def check_limits(self, m: int, n: int, k: int, smem_limit: int) -> None:

@@ -16,6 +16,10 @@ from .records import (ARCHS, EXTENT_MAX, FP32_ACCURATE, GRID_X_MAX, GRID_YZ_MAX,
 
 KERNELS: tuple[Kernel, ...] = tuple(HANDWRITTEN) + tuple(CUTE)
 _BY_NAME = {k.name: k for k in KERNELS}
+# the GEMMs composed kernels run that are not registered themselves (GemmOf.kernel): never
+# called by name, but compiled, cached and checked like every kernel
+_INTERNAL = tuple(dict.fromkeys(k.gemm_of.kernel for k in KERNELS
+                                if k.gemm_of is not None and k.gemm_of.kernel.name not in _BY_NAME))
 
 # not a kernel: the name under which run(), cross_check(), bench and the CLI take gemm()'s
 # choice among the kernels tagged "auto" (cute_gemm/auto.py picks one per call)
@@ -29,6 +33,17 @@ def kernels(family: str | None = None) -> tuple[Kernel, ...]:
 
 def names() -> tuple[str, ...]:
     return tuple(k.name for k in KERNELS)
+
+
+def compiled(family: str | None = None) -> tuple[Kernel, ...]:
+    """Every kernel that is compiled: the registered ones, then the GEMMs composed kernels
+    run that are not registered (GemmOf.kernel)."""
+    return kernels(family) + tuple(k for k in _INTERNAL if family is None or k.family == family)
+
+
+def find(name: str) -> Kernel:
+    """A kernel of compiled() by name (for the tools that take those too: compile, sanitize)."""
+    return next((k for k in _INTERNAL if k.name == name), None) or get(name)
 
 
 def get(name: str) -> Kernel:

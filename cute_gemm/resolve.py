@@ -300,7 +300,7 @@ def layout_launches(k: registry.Kernel, layout: str, precisions: tuple[str, ...]
         g = k.gemm_of
         if precisions is not None and not set(precisions) & set(k.precisions):
             return {}
-        return {k.name: (k.entries,), **layout_launches(registry.get(g.kernel), "nt", (g.precision,))}
+        return {k.name: (k.entries,), **layout_launches(g.kernel, "nt", (g.precision,))}
     size = 1024
 
     def op(name, rows, cols, transposed, dtype):

@@ -69,7 +69,7 @@ def unchecked_3xtf32(dA, dB, dO) -> None:
     owned: list = []
     try:
         A2, B2, _ = execute.split_operands(k, parse("a", dA), parse("b", dB), 0, 0, owned)
-        execute.gemm_device(registry.get(k.gemm_of.kernel), A2, B2, None, parse("out", dO),
+        execute.gemm_device(k.gemm_of.kernel, A2, B2, None, parse("out", dO),
                             1.0, 0.0, 0, 0, k.gemm_of.precision)
     finally:
         execute._release(owned, 0)

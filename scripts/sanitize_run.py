@@ -30,7 +30,7 @@ SK_SHAPES = [(200, 4, 300), (4, 4, 2048)]
 
 
 # a walk whose last wave is cut along K (PersistentGrid.tail_split: cute_wgmma_ws_promote, and
-# cute_3xtf32 through it): 2 units of 128 x 192, K = 600 (19 windows of 32): cut in 2
+# cute_3xtf32 through its own GEMM): 2 units of 128 x 192, K = 600 (19 windows of 32): cut in 2
 CUT_SHAPES = [(130, 200, 600)]
 
 
@@ -38,7 +38,7 @@ def cut_gemm(name: str) -> str | None:
     """The kernel whose walk cuts its last wave along K when `name` runs: itself, or the GEMM
     of a composed kernel; None for every other kernel."""
     k = registry.get(name)
-    g = registry.get(k.gemm_of.kernel) if k.gemm_of else k
+    g = k.gemm_of.kernel if k.gemm_of else k
     return g.name if getattr(g.grid, "tail_split", 0) else None
 
 

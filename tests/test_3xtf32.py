@@ -1,9 +1,11 @@
-"""cute_3xtf32 without a GPU: the composed record (a split pre-pass, then cute_wgmma_ws's tf32
-GEMM over K' = 3K), what run() asks of the driver for it (a stub driver records it,
+"""cute_3xtf32 without a GPU: the composed record (a split pre-pass, then a promoted tf32 GEMM
+reading three products per chunk of the split's two parts), what run() asks of the driver for it (a stub driver records it,
 tests/stub_driver.py: allocations, the split launches, the range-flag read, the GEMM on the
 split operands, frees after), the range-check fallback and its warning, graph capture, and
 the bench's cuBLAS peer. On a GPU: test_3xtf32_gpu.py."""
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -27,12 +29,22 @@ def test_the_record_says_what_it_is_composed_of():
     assert K3.computes("fp32_3xtf32", "float32") and not K3.computes("fp32", "float32")
     assert [v.entry for v in K3.variants] == ["cute_3xtf32_split_a", "cute_3xtf32_split_b"]
     assert all((v.a_major, v.b_major, v.c_major) == ("any",) * 3 for v in K3.variants)
-    gemm = registry.get(g.kernel)
-    assert (g.kernel, g.precision, g.k_parts) == ("cute_wgmma_ws_promote", "tf32", 3)
+    gemm = g.kernel
+    assert (gemm.name, g.precision, g.k_parts, g.k_reads) == ("cute_3xtf32_gemm", "tf32", 2, 3)
     assert gemm.config.promote > 0 and gemm.precisions == ("tf32",)
-    # a chunk of the split is one k-tile of the GEMM, and a promotion window one chunk: the
-    # accumulator is promoted right after each chunk's big·big k-tile
-    assert g.k_chunk == gemm.config.k_bytes // 4 and gemm.config.promote == g.k_parts
+    # a chunk of the split is one k-tile of the GEMM, stored as two parts, read as three
+    # products, and a promotion window is one chunk: the accumulator is promoted right after
+    # each chunk's big·big k-tile
+    assert g.k_chunk == gemm.config.k_bytes // 4 and gemm.config.promote == g.k_reads
+    assert gemm.config.split_parts == g.k_parts and gemm.grid.window_k == 2 * g.k_chunk
+    # it reads A' and B' as no plain GEMM does: nobody calls it by name, yet it is compiled
+    assert gemm.name not in registry.names() and gemm in registry.compiled()
+    assert registry.find(gemm.name) is gemm
+    with pytest.raises(cute_gemm.UnknownKernelError):
+        registry.get(gemm.name)
+    # the same configuration, registered, is a plain GEMM
+    plain = registry.get("cute_wgmma_ws_promote").config
+    assert dataclasses.replace(gemm.config, split_parts=0) == plain
     # the GEMM takes the split's k-major A' and B' as they are; the fallback is fp32
     assert any(v.precision == "tf32" and (v.a_major, v.b_major) == ("k", "k") and v.tma
                for v in gemm.variants)
@@ -42,7 +54,8 @@ def test_the_record_says_what_it_is_composed_of():
 
 
 def test_k_is_cut_so_that_three_k_fits_one_launch():
-    kmax = registry.EXTENT_MAX // 96 * 32 // 256 * 256     # whole chunks of 32, 3 parts each
+    # whole chunks of 32, each read as 3 k-tiles (the GEMM's count of them is 32-bit)
+    kmax = registry.EXTENT_MAX // 96 * 32 // 256 * 256
     assert K3.launch_extents(5, 7, 3 * 10**9) == (5, 7, kmax)
     assert K3.launch_extents(5, 7, kmax) == (5, 7, kmax)
     assert registry.get("cute_wgmma_ws").launch_extents(5, 7, 3 * kmax)[2] == 3 * kmax
@@ -64,15 +77,15 @@ def _operands(layout, m, n, k):
 @pytest.mark.parametrize("layout", registry.LAYOUTS)
 def test_split_then_the_tf32_gemm_on_k_major_operands_then_frees(monkeypatch, layout):
     """Every layout is one split per operand (no relayout copy): A' = M rows and B' = N
-    columns of K' = 3 * 32 * ceil(K / 32) floats (three parts per chunk of 32); the range
-    flags zeroed, read after the splits; then the ws kernel's tf32 k-major entry with K' on
+    columns of K' = 2 * 32 * ceil(K / 32) floats (two parts per chunk of 32); the range
+    flags zeroed, read after the splits; then the GEMM's tf32 k-major entry with K' on
     A' and B'; every allocation freed after."""
     events = stub_driver.install(monkeypatch)
-    m, n, k = 70, 50, 37                       # 2 chunks: K' = ld = 192
+    m, n, k = 70, 50, 37                       # 2 chunks: K' = ld = 128
     a, b = _operands(layout, m, n, k)
     out = Dev((m, n), 0x3000_0000)
     api.run("cute_3xtf32", a, b, out=out, alpha=1.5)
-    ld = 192
+    ld = 128
     kinds = [e[0] for e in events]
     allocs = _events("alloc", events)
     flags, pa, pb = (x[1] for x in allocs)
@@ -136,9 +149,9 @@ def test_k_past_one_launch_is_cut_and_accumulated(monkeypatch):
     api.run("cute_3xtf32", a, b, out=out)
     gs = [gemm_args(e[4]) for e in stub_driver.launches(events, "gemm")]
     splits = [split_args(e[4]) for e in stub_driver.launches(events, "split")]
-    assert len(gs) == 2 and sum(g.K for g in gs) == 3 * kk
+    assert len(gs) == 2 and sum(g.K for g in gs) == 2 * kk
     assert all(g.K <= registry.EXTENT_MAX for g in gs) and [g.beta for g in gs] == [0.0, 1.0]
-    assert [s.K for s in splits[::2]] == [g.K // 3 for g in gs]
+    assert [s.K for s in splits[::2]] == [g.K // 2 for g in gs]
 
 
 @pytest.mark.parametrize("word,which", [
@@ -191,9 +204,9 @@ def test_bench_times_it_beside_sgemm():
     assert peaks["fp32_3xtf32"] == pytest.approx(peaks["tf32"] / 3)
 
 
-def test_k_prime_is_whole_chunks_of_three_parts():
+def test_k_prime_is_whole_chunks_of_two_parts():
     g = K3.gemm_of
-    for k, kp in ((1, 96), (4, 96), (32, 96), (33, 192), (37, 192), (64, 192), (65, 288)):
+    for k, kp in ((1, 64), (4, 64), (32, 64), (33, 128), (37, 128), (64, 128), (65, 192)):
         assert g.k_prime(k) == kp
         assert kp % execute.SPLIT_ALIGN == 0   # rows 16 bytes apart (TMA strides), no pad
 
@@ -234,9 +247,9 @@ def test_a_partial_last_wave_is_cut_along_k_with_a_workspace(monkeypatch):
         a, b = Dev((4096, 4096), 0x1000_0000), Dev((4096, 4096), 0x2000_0000)
         out = Dev((4096, 4096), 0x3000_0000)
         api.run("cute_3xtf32", a, b, out=out)
-        (plan,) = [p for p in resolve.resolved_launches() if p.kernel == "cute_wgmma_ws_promote"]
+        (plan,) = [p for p in resolve.resolved_launches() if p.kernel == "cute_3xtf32_gemm"]
         (gemm,) = stub_driver.launches(events, "gemm")
-        assert gemm[2] == plan.grid == (132, 1, 1) and plan.shape == (4096, 4096, 3 * 4096)
+        assert gemm[2] == plan.grid == (132, 1, 1) and plan.shape == (4096, 4096, 2 * 4096)
         if on:
             assert plan.tail_split == (330, 3) and plan.workspace_bytes == 4 * 8192 + 8 * 44 * 3 * 128 * 192
             (ws,) = _events("alloc_ws", events)

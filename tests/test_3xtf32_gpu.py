@@ -20,6 +20,7 @@ from cute_gemm.errors import CaptureError, PrecisionFallbackWarning
 
 pytestmark = pytest.mark.gpu
 NAME = "cute_3xtf32"
+GEMM = registry.get(NAME).gemm_of.kernel.name   # the GEMM it runs (not registered)
 MASK = np.uint32(0xFFFFE000)
 TINY = np.float32(2.0**-126)
 
@@ -37,7 +38,7 @@ def _rna(x: np.ndarray) -> np.ndarray:
 
 
 def split_model(x: np.ndarray):
-    """(small, big, cross, inexact) as kernels/cute/c7_3xtf32.cu computes them."""
+    """(small, big, inexact) as kernels/cute/c7_3xtf32.cu computes them."""
     x = np.asarray(x, np.float32)
     with np.errstate(over="ignore", invalid="ignore"):
         big = _rna(x)
@@ -48,12 +49,11 @@ def split_model(x: np.ndarray):
     nan = np.uint32(0x7FFFFFFF).view(np.float32)
     inf = np.isinf(x)
     small = np.where(inf, 0.0, small).astype(np.float32)
-    cross = np.where(inf, 0.0, big).astype(np.float32)
     big = np.where(inf, x, big).astype(np.float32)
-    small, big, cross = (np.where(np.isnan(x), nan, v).astype(np.float32) for v in (small, big, cross))
+    small, big = (np.where(np.isnan(x), nan, v).astype(np.float32) for v in (small, big))
     fin = np.isfinite(x)
     inexact = fin & (((x != 0) & (np.abs(x) < TINY)) | ((d != 0) & (np.abs(d) < TINY)))
-    return small, big, cross, inexact
+    return small, big, inexact
 
 
 def _split_on_gpu(a: np.ndarray, b: np.ndarray):
@@ -92,17 +92,17 @@ def _specials(rng, shape):
 
 def test_split_is_bit_exact_against_a_numpy_model():
     rng = np.random.default_rng()
-    m, n, k = 67, 45, 37                          # 2 chunks of 32: ld 192, 27 pad columns
+    m, n, k = 67, 45, 37                          # 2 chunks of 32: ld 128, 27 pad columns
     a, b = _specials(rng, (m, k)), _specials(rng, (k, n))
     A2, B2, word = _split_on_gpu(a, b)
-    sa, ba, ca, ia = split_model(a)
-    sb, bb, cb, ib = split_model(b.T)
+    sa, ba, ia = split_model(a)
+    sb, bb, ib = split_model(b.T)
     assert word == 4 | 8 and not ia.any() and not ib.any()      # ±Inf in both (bits 2, 3)
     bits = lambda v: np.ascontiguousarray(v).view(np.uint32)     # noqa: E731
-    assert A2.shape[1] == B2.shape[1] == 192
+    assert A2.shape[1] == B2.shape[1] == 128
     # (rows, chunk, part, 32) -> part p of every chunk, side by side: (rows, 64)
-    part = lambda x, p: x.reshape(x.shape[0], -1, 3, 32)[:, :, p, :].reshape(x.shape[0], -1)  # noqa: E731
-    for x, want in ((A2, (sa, ca, ba)), (B2, (cb, sb, bb))):
+    part = lambda x, p: x.reshape(x.shape[0], -1, 2, 32)[:, :, p, :].reshape(x.shape[0], -1)  # noqa: E731
+    for x, want in ((A2, (sa, ba)), (B2, (sb, bb))):
         for p, w in enumerate(want):
             assert np.array_equal(bits(part(x, p)[:, :k]), bits(w))
             assert not part(x, p)[:, k:].any()                    # the last chunk's pad
@@ -123,7 +123,7 @@ def test_range_flags_name_the_operand_whose_split_is_not_exact_or_holds_inf():
     assert _split_on_gpu(a, b)[2] == 1
     b[4, 5] = 1e-40                             # a subnormal input
     assert _split_on_gpu(a, b)[2] == 3
-    assert split_model(np.float32([2.0**-110 * (1 + 2**-20), 1e-40, 2.0**-103]))[3].tolist() == [True, True, False]
+    assert split_model(np.float32([2.0**-110 * (1 + 2**-20), 1e-40, 2.0**-103]))[2].tolist() == [True, True, False]
     b[0, 2] = -np.inf                           # ±Inf: bit 2 (A) or 3 (B)
     assert _split_on_gpu(a, b)[2] == 3 | 8
     a[7, 0] = np.inf
@@ -314,14 +314,14 @@ def test_a_cut_last_wave_is_deterministic_and_as_accurate_as_the_whole_walk(monk
     ref, gauge = reference(a, b, c, 1.0, 0.5)
     cute_gemm.clear_caches()
     got = [cute_gemm.run(NAME, a, b, c, beta=0.5) for _ in range(2)]
-    (plan,) = [p for p in resolve.resolved_launches() if p.kernel == "cute_wgmma_ws_promote"]
+    (plan,) = [p for p in resolve.resolved_launches() if p.kernel == GEMM]
     dp, pieces = plan.tail_split
     assert dp > 0 and pieces > 1 and plan.workspace_bytes > 0, plan
     assert np.array_equal(got[0], got[1])
     monkeypatch.setenv("CUTE_GEMM_STREAM_K", "0")
     cute_gemm.clear_caches()
     whole = cute_gemm.run(NAME, a, b, c, beta=0.5)
-    (plan,) = [p for p in resolve.resolved_launches() if p.kernel == "cute_wgmma_ws_promote"]
+    (plan,) = [p for p in resolve.resolved_launches() if p.kernel == GEMM]
     assert plan.tail_split[1] == 1, plan
     r_cut, r_whole = (judge(NAME, x, ref, gauge, False) for x in (got[0], whole))
     assert r_cut.status == r_whole.status == "pass", (r_cut, r_whole)
@@ -343,7 +343,7 @@ def test_threads_on_their_own_streams_each_cut_their_last_wave():
     want = cute_gemm.run(NAME, a, b)
     ref, gauge = reference(a, b, None, 1.0, 0.0)
     assert judge(NAME, want, ref, gauge, False).status == "pass"
-    assert any(p.kernel == "cute_wgmma_ws_promote" and p.tail_split and p.tail_split[1] > 1
+    assert any(p.kernel == GEMM and p.tail_split and p.tail_split[1] > 1
                for p in resolve.resolved_launches())
     da, db = cp.asarray(a), cp.asarray(b)
     cp.cuda.Device().synchronize()

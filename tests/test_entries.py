@@ -231,7 +231,7 @@ def test_layout_launches_of_the_tuned_kernels():
     assert ll(ws, "tn", ("tf32",))["scale2d"] == (("scale2d",),)
     assert ll(registry.get("cute_3xtf32"), "tn") == {
         "cute_3xtf32": (("cute_3xtf32_split_a", "cute_3xtf32_split_b"),),
-        "cute_wgmma_ws_promote": (("cute_wgmma_ws_tf32_f32_ak_bk",),)}
+        "cute_3xtf32_gemm": (("cute_wgmma_ws_tf32_f32_ak_bk",),)}
     assert ll(PIPE, "nn", ("bf16",)) == {}
 
 

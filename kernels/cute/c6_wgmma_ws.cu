@@ -52,6 +52,7 @@
 #include <cute_gemm/sm90_consumer_rs.cuh>
 #include <cute_gemm/sm90_consumer_promote.cuh>
 #include <cute_gemm/sm90_tail_split.cuh>
+#include <cute_gemm/sm90_split_parts.cuh>
 
 using namespace cute;
 
@@ -140,6 +141,7 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
                 <= 65536 / 128, "setmaxnreg: the register file of one CTA");
   static_assert(bool(Config::tail_split) == bool(CG_WS_TAIL_SPLIT), "the entry's (ws, dp, pieces)");
   static_assert(Config::tail_split == 0 || Config::promote > 0, "a cut tile: promoted consumers");
+  static_assert(Config::split_parts == 0 || Config::promote == 3, "a window: one chunk's three k-tiles");
   CUTE_STATIC_ASSERT_V(size(mma) == Int<128 * Config::consumers>{});  // the consumer threads
   CUTE_STATIC_ASSERT_V(Int<kBlkK>{} % size<2>(typename decltype(mma)::AtomShape_MNK{}) == _0{});  // BLK_K / MMA_K
 
@@ -160,7 +162,9 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
   // k-tiles a tile takes: whole windows when promoted (consume_promoted counts its windows
   // from K itself, as each role finds its first tile: sm90_tile_scheduler.cuh says why)
   constexpr int kWindow = Config::promote > 0 ? Config::promote : 1;
-  const int k_tiles = cg::ceil_div(cg::ceil_div(K, kBlkK), kWindow) * kWindow;
+  using Parts = cg::sm90::SplitParts<Config::split_parts>;  // the k-tiles of A and B it reads
+  const int k_read = Parts::k_read(K);
+  const int k_tiles = cg::ceil_div(cg::ceil_div(k_read, kBlkK), kWindow) * kWindow;
   const int warp_group = threadIdx.x / 128;
   if (threadIdx.x == 0) {
     cg::sm90::tma_prefetch_map(tma_a);
@@ -193,12 +197,14 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
         for (int t = k0 + k_first; t < k0 + run + k_last - k_tiles; ++t, st.advance()) {
           const int k_tile = t < k0 || t >= k1 ? -1 : t;  // outside: out of bounds, zeros
           uint64_t* full = ring->acquire(st, kTxBytes);
-          OpA::load(tma_a, full, smemA + st.index * OpA::kStageElems, m_blk * kBlkM, k_tile);
+          OpA::load(tma_a, full, smemA + st.index * OpA::kStageElems, m_blk * kBlkM,
+                    Parts::a(k_tile));
           if constexpr (kCluster == 1)
-            OpB::load(tma_b, full, smemB + st.index * OpB::kStageElems, n_blk * kBlkN, k_tile);
+            OpB::load(tma_b, full, smemB + st.index * OpB::kStageElems, n_blk * kBlkN,
+                      Parts::b(k_tile));
           else
             OpB::load_part(tma_b, full, smemB + st.index * OpB::kStageElems, n_blk * kBlkN,
-                           k_tile, rank, kPeers);
+                           Parts::b(k_tile), rank, kPeers);
         }
       }
     }
@@ -213,7 +219,7 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
         GMMA::ss_op_selector<T, T, float, Shape<_64, Int<kBlkN / 2>, Int<kBlkK>>, MajA, MajB>(),
         Layout<Shape<Int<Config::consumers>, _1, _1>>{});
     cg::sm90::consume_promoted<Config, TC, kCluster, OpA, OpB>(
-        mma, half, ring, smemA, smemB, tiles, split, ws, stride, rank, K, C, sCm, sCn, M, N,
+        mma, half, ring, smemA, smemB, tiles, split, ws, stride, rank, k_read, C, sCm, sCn, M, N,
         alpha, beta);
   } else {
     consume<TC, kCluster, OpA, OpB>(mma, ring, smemA, smemB, tiles, stride, rank, k_tiles,
