@@ -9,6 +9,8 @@
 //
 // so big is loaded twice rather than stored twice: the split writes a third fewer bytes, and
 // A' and B' take a third less scratch. K of the entry is the stored extent (2 k-tiles a chunk).
+// A and B are stored alike, so the GEMM of C^T (the operands swapped) reads the same three
+// products, its two cross terms in the other order.
 #pragma once
 
 namespace cg::sm90 {
