@@ -164,12 +164,6 @@ class PipelinedConfig:
         return self.stream_k
 
     @property
-    def window_k(self) -> int:
-        """The k of A and B a promotion window covers (a cut walk's configurations are tf32):
-        promote k-tiles, or with split_parts one chunk, stored as split_parts k-tiles."""
-        return (self.split_parts or max(self.promote, 1)) * self.k_bytes // 4
-
-    @property
     def dyn_smem(self) -> int:
         """Dynamic smem of the data-parallel entries: per operand 2 compute buffers + STAGES
         raw (k-major) stages; an m/n-major operand's STAGES compute stages fit in the same
@@ -534,7 +528,6 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig, tf32_only: bool = False) -> Kernel:
         variants=tuple(v for v in variants if v.precision == "tf32" or not tf32_only),
         defines=(("CG_WS_TF32_ONLY", int(tf32_only)), ("CG_WS_TAIL_SPLIT", int(cfg.tail_split > 0))),
         block=(cfg.threads, 1, 1),
-        # a window: promote k-tiles of k_bytes of tf32 (a cut walk's configurations are tf32)
         grid=PersistentGrid(bm, bn, cluster=cfg.cluster_m, tail_split=cfg.tail_split,
                             window_k=cfg.window_k),
         config=cfg,

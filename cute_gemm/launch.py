@@ -317,7 +317,7 @@ def occupancy(f: Function, threads: int, smem: int) -> int:
 # under CUDA graph capture the allocation becomes a node owned by the graph.
 # A pool keeps the freed memory of its busiest moment so far (at least POOL_KEEP_BYTES, at
 # most 1 / POOL_KEEP_SHARE of the device): a call whose scratch is larger (cute_3xtf32's A'
-# and B': 402 MB at 4096^3) would otherwise hand it back at every synchronize and map it
+# and B': 268 MB at 4096^3) would otherwise hand it back at every synchronize and map it
 # again on the next call. trim_pools gives it all back and starts over.
 POOL_KEEP_BYTES = 256 << 20
 POOL_KEEP_SHARE = 4
@@ -338,9 +338,7 @@ def _pool(ordinal: int):
                 props.location.type = drv.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
                 props.location.id = ordinal
                 pool = _check(drv.cuMemPoolCreate(props), "cuMemPoolCreate")
-                _check(drv.cuMemPoolSetAttribute(
-                    pool, drv.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                    drv.cuuint64_t(POOL_KEEP_BYTES)), "cuMemPoolSetAttribute(RELEASE_THRESHOLD)")
+                _set_release_threshold(pool, POOL_KEEP_BYTES)
                 _pools[ordinal] = pool
     return pool
 
@@ -369,8 +367,14 @@ def _keep_high_water(ordinal: int, pool) -> None:
         if keep <= _pool_keep.get(ordinal, POOL_KEEP_BYTES):
             return
         _pool_keep[ordinal] = keep
-        _check(drv.cuMemPoolSetAttribute(pool, attr.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                                         drv.cuuint64_t(keep)), "cuMemPoolSetAttribute(RELEASE_THRESHOLD)")
+        _set_release_threshold(pool, keep)
+
+
+def _set_release_threshold(pool, nbytes: int) -> None:
+    """Freed memory `pool` keeps for reuse at a synchronize (the rest goes back to the device)."""
+    drv = _drv()
+    _check(drv.cuMemPoolSetAttribute(pool, drv.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                                     drv.cuuint64_t(nbytes)), "cuMemPoolSetAttribute(RELEASE_THRESHOLD)")
 
 
 def _device_bytes(ordinal: int) -> int:
@@ -404,9 +408,7 @@ def trim_pools() -> int:
     attr = drv.CUmemPool_attribute
     with _lock:
         for ordinal, pool in _pools.items():
-            _check(drv.cuMemPoolSetAttribute(pool, attr.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                                             drv.cuuint64_t(POOL_KEEP_BYTES)),
-                   "cuMemPoolSetAttribute(RELEASE_THRESHOLD)")
+            _set_release_threshold(pool, POOL_KEEP_BYTES)
             _check(drv.cuMemPoolSetAttribute(pool, attr.CU_MEMPOOL_ATTR_USED_MEM_HIGH,
                                              drv.cuuint64_t(0)), "cuMemPoolSetAttribute(USED_MEM_HIGH)")
             _pool_keep.pop(ordinal, None)

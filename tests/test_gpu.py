@@ -394,7 +394,7 @@ def test_stream_k_on_two_streams_at_once_and_pools_trimmed():
 
 
 def test_the_scratch_pool_keeps_its_busiest_moment_until_trimmed():
-    """Scratch larger than POOL_KEEP_BYTES (cute_3xtf32's A' and B': 402 MB at 4096^3), freed
+    """Scratch larger than POOL_KEEP_BYTES (cute_3xtf32's A' and B': 268 MB at 4096^3), freed
     and synchronized: the pool keeps it for the next call instead of mapping it again each
     time; trim_pools() gives it back and the threshold starts over."""
     from cute_gemm import launch
