@@ -176,28 +176,38 @@ def _flagged(bad: int, g) -> str:
 
 def _composed(k, A: Operand, B: Operand, C: Operand | None, T: Operand, alpha: float,
               beta: float, stream: int, ordinal: int, transposed: bool = False) -> None:
-    """T = alpha * A @ B + beta * C by a composed kernel: its pre-pass writes A' and B', the
-    host reads the pre-pass's range flags (one 4-byte copy and a wait on the stream), then
-    the GEMM kernel multiplies A' and B' in its precision over K' = k_prime(K), through
-    gemm_device like any call; where the flags are set, the fp32 fallback multiplies A and
-    B instead (nothing has written T yet: an in-place C is intact). Scratch is freed in
-    stream order on every path. transposed: the GEMM (or the fallback) is asked for on the
-    transposed problem (gemm_device); the pre-pass splits A and B as they are."""
+    """T = alpha * A @ B + beta * C by a composed kernel: its pre-pass writes A' and B' and
+    range flags, the GEMM kernel multiplies A' and B' in its precision over K' = k_prime(K)
+    (through gemm_device like any call), and where the flags are set the fp32 fallback
+    multiplies A and B instead. The host reads the flags (a 4-byte copy); the GEMM is queued
+    before it waits for them, so the GPU does not idle for the round trip, and a flagged
+    call's fallback then overwrites T. Where the GEMM would overwrite C (in place, beta != 0)
+    the fallback needs C as it was: there the host reads the flags first, and queues one of
+    the two. Scratch is freed in stream order on every path. transposed: the GEMM (or the
+    fallback) is asked for on the transposed problem (gemm_device); the pre-pass splits A
+    and B as they are."""
     g = k.gemm_of
     if launch.capturing(stream):    # before anything is enqueued: the capture stays valid
         raise CaptureError(f"kernel {k.name!r} reads its pre-pass's range check on the host "
                            "before the GEMM, which a CUDA graph capture cannot wait for: capture "
                            f"{g.fallback!r} (fp32), or call {k.name!r} outside the capture")
+    gemm_first = C is None or not C.overlaps(T)
     owned: list = []
     try:
         A2, B2, flags = split_operands(k, A, B, stream, ordinal, owned)
-        bad = read_flags(flags, stream)
+        if gemm_first:
+            word = launch.fetch_word(flags, stream, ordinal)
+            gemm_device(g.kernel, A2, B2, C, T, alpha, beta, stream, ordinal, g.precision,
+                        transposed)
+            bad = word()
+        else:
+            bad = read_flags(flags, stream)
         if bad:
             warnings.warn(f"{k.name}: {_flagged(bad, g)}; computed with {g.fallback} (fp32) instead",
                           PrecisionFallbackWarning, stacklevel=2)
             gemm_device(registry.get(g.fallback), A, B, C, T, alpha, beta, stream, ordinal, "fp32",
                         transposed)
-        else:
+        elif not gemm_first:
             gemm_device(g.kernel, A2, B2, C, T, alpha, beta, stream, ordinal,
                         g.precision, transposed)
     finally:

@@ -55,9 +55,11 @@ def install(monkeypatch):
     """Replace the driver; returns the list of recorded events: ("launch", entry, grid,
     stream, argument bytes), ("alloc", ptr, nbytes, stream), ("free", ptr, stream),
     ("memset", ptr, count, stream), ("record", event, stream), ("wait", stream, event),
-    ("dtoh", src, nbytes, stream), ("sync", stream), ("tmap", ptr, dims, ld_bytes, box),
-    ("set_context", ctx)."""
+    ("dtoh", src, nbytes, stream), ("sync", stream), ("event_sync", event),
+    ("tmap", ptr, dims, ld_bytes, box), ("set_context", ctx)."""
     events = Events()
+    host_buffers: list = []
+    monkeypatch.setattr(launch, "_words", threading.local())   # no real pinned word here
     addrs = itertools.count(0x7000_0000_0000, 1 << 36)
 
     def record_launch(entry, gx, gy, gz, stream, addr):
@@ -123,6 +125,18 @@ def install(monkeypatch):
 
         def cuMemFree(self, ptr):
             events.append(("free_ws", ptr))
+            return (0,)
+
+        def cuMemAllocHost(self, nbytes):          # a pinned word (launch.fetch_word)
+            buf = ctypes.create_string_buffer(nbytes)
+            host_buffers.append(buf)
+            return (0, ctypes.addressof(buf))
+
+        def cuMemFreeHost(self, ptr):
+            return (0,)
+
+        def cuEventSynchronize(self, ev):
+            events.append(("event_sync", ev))
             return (0,)
 
         def cuEventQuery(self, ev):

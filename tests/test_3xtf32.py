@@ -107,9 +107,11 @@ def test_split_then_the_tf32_gemm_on_k_major_operands_then_frees(monkeypatch, la
     # the TMA maps describe A' (K', M) and B' (K', N) with ld * 4 bytes between rows
     assert [e[1:4] for e in _events("tmap", events)] == [(pa, (ld, m), 4 * ld),
                                                          (pb, (ld, n), 4 * ld)]
-    i_flags, i_gemm = kinds.index("dtoh"), events.index(gemm)
-    assert events[i_flags][1] == flags and kinds[i_flags + 1] == "sync"
-    assert max(events.index(x) for x in stub_driver.launches(events, "split")) < i_flags < i_gemm
+    # the flags copied behind the splits, the GEMM queued, then the wait for the copy alone
+    i_flags, i_gemm, i_wait = kinds.index("dtoh"), events.index(gemm), kinds.index("event_sync")
+    assert events[i_flags][1] == flags and kinds[i_flags + 1] == "record" and "sync" not in kinds
+    assert events[i_wait][1] == events[i_flags + 1][1]
+    assert max(events.index(x) for x in stub_driver.launches(events, "split")) < i_flags < i_gemm < i_wait
     frees = _events("free", events)
     assert sorted(f[1] for f in frees) == sorted((flags, pa, pb))
     assert min(events.index(f) for f in frees) > i_gemm
@@ -172,6 +174,35 @@ def test_inputs_the_split_cannot_represent_fall_back_to_fp32_with_a_warning(monk
     g = gemm_args(gemm[4])
     assert gemm[1].startswith("cute_pipelined_")
     assert (g.A, g.B, g.C, g.beta, g.K) == (a.ptr, b.ptr, c.ptr, 2.0, 32)
+    assert sorted(f[1] for f in _events("free", events)) == sorted(x[1] for x in _events("alloc", events))
+
+
+@pytest.mark.parametrize("in_place", [False, True], ids=["apart", "in-place"])
+def test_the_gemm_is_queued_before_the_flags_are_read_unless_it_overwrites_c(monkeypatch, in_place):
+    """C apart from the output: the GEMM goes out behind the split before the host waits for
+    the flags, and a flagged call's fallback then writes the output again (from A, B and C,
+    untouched). C in place (beta != 0): the fallback needs C as it was, so the host waits for
+    the flags first and queues the GEMM or the fallback, one of them."""
+    events = stub_driver.install(monkeypatch)
+    events.device_word = 2
+    a, b, c = Dev((64, 32), 0x1000_0000), Dev((32, 48), 0x2000_0000), Dev((64, 48), 0x3000_0000)
+    out = c if in_place else Dev((64, 48), 0x4000_0000)
+    with pytest.warns(PrecisionFallbackWarning, match="b holds magnitudes"):
+        api.run("cute_3xtf32", a, b, c, out=out, beta=0.5)
+    kinds = [e[0] for e in events]
+    gemms = stub_driver.launches(events, "gemm")
+    read = kinds.index("sync" if in_place else "event_sync")
+    assert [e[1].split("_")[1] for e in gemms] == (["pipelined"] if in_place else ["wgmma", "pipelined"])
+    assert events.index(gemms[-1]) > read
+    if not in_place:
+        assert events.index(gemms[0]) < read
+    # each launch updates the output in place, C copied into it first (apart) from C itself
+    copies = stub_driver.launches(events, "scale2d")
+    assert len(copies) == (0 if in_place else 2)
+    for cp, e in zip(copies, gemms):
+        x = stub_driver.scale_args(cp[4])
+        assert (x.src, x.dst) == (c.ptr, out.ptr) and events.index(cp) < events.index(e)
+    assert all((g.C, g.beta) == (out.ptr, 0.5) for g in (gemm_args(e[4]) for e in gemms))
     assert sorted(f[1] for f in _events("free", events)) == sorted(x[1] for x in _events("alloc", events))
 
 
