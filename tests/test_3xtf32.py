@@ -13,7 +13,7 @@ import pytest
 import cute_gemm
 import stub_driver
 from cute_gemm import api, execute, registry
-from cute_gemm.errors import CaptureError, PrecisionFallbackWarning
+from cute_gemm.errors import CaptureError, CudaError, PrecisionFallbackWarning
 from cute_gemm.perf.schema import CUBLAS_PEER, cublas_label
 from cute_gemm.perf.shapes import native_layout
 from cute_gemm.perf.stats import precision_peaks
@@ -204,6 +204,29 @@ def test_the_gemm_is_queued_before_the_flags_are_read_unless_it_overwrites_c(mon
         assert (x.src, x.dst) == (c.ptr, out.ptr) and events.index(cp) < events.index(e)
     assert all((g.C, g.beta) == (out.ptr, 0.5) for g in (gemm_args(e[4]) for e in gemms))
     assert sorted(f[1] for f in _events("free", events)) == sorted(x[1] for x in _events("alloc", events))
+
+
+def test_a_flag_word_whose_gemm_failed_is_waited_for_before_it_is_reused(monkeypatch):
+    """The GEMM's launch fails after the flags' copy was queued: the next call (another
+    stream) waits for that copy before it copies into the same pinned word, so the stale
+    copy cannot land over the new one."""
+    events = stub_driver.install(monkeypatch)
+    a, b, out = Dev((64, 32), 0x1000_0000), Dev((32, 48), 0x2000_0000), Dev((64, 48), 0x3000_0000)
+    gemm, launched = registry.get("cute_3xtf32").gemm_of.kernel, execute.gemm_device
+
+    def failing(k, *args, **kw):
+        if k is gemm:
+            raise CudaError("the GEMM's launch failed")
+        return launched(k, *args, **kw)
+    monkeypatch.setattr(execute, "gemm_device", failing)
+    with pytest.raises(CudaError):
+        api.run("cute_3xtf32", a, b, out=out, stream=5)
+    assert [e[0] for e in events].count("dtoh") == 1 and "event_sync" not in [e[0] for e in events]
+    monkeypatch.setattr(execute, "gemm_device", launched)
+    del events[:]
+    api.run("cute_3xtf32", a, b, out=out, stream=7)
+    kinds = [e[0] for e in events]
+    assert kinds.index("event_sync") < kinds.index("dtoh") and kinds.count("event_sync") == 2
 
 
 def test_graph_capture_is_refused_before_anything_is_enqueued(monkeypatch):
