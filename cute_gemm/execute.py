@@ -148,14 +148,6 @@ def split_operands(k, A: Operand, B: Operand, stream: int, ordinal: int,
     return A2, B2, flags
 
 
-def read_flags(ptr: int, stream: int) -> int:
-    """The pre-pass's range flags: a 4-byte copy after what `stream` has queued (a wait)."""
-    word = ctypes.c_uint32(0)
-    launch.memcpy_dtoh(ctypes.addressof(word), ptr, 4, stream)
-    launch.synchronize(stream)
-    return word.value
-
-
 def _flagged(bad: int, g) -> str:
     """What the pre-pass's flags say (bits 0/1: a/b with magnitudes the split cannot
     represent; bits 2/3: a/b with ±Inf, which the GEMM's compensated sum would turn into
@@ -195,21 +187,21 @@ def _composed(k, A: Operand, B: Operand, C: Operand | None, T: Operand, alpha: f
     owned: list = []
     try:
         A2, B2, flags = split_operands(k, A, B, stream, ordinal, owned)
-        if gemm_first:
-            word = launch.fetch_word(flags, stream, ordinal)
+        read = launch.fetch_word(flags, stream, ordinal)
+
+        def gemm() -> None:
             gemm_device(g.kernel, A2, B2, C, T, alpha, beta, stream, ordinal, g.precision,
                         transposed)
-            bad = word()
-        else:
-            bad = read_flags(flags, stream)
+        if gemm_first:
+            gemm()
+        bad = read()
         if bad:
             warnings.warn(f"{k.name}: {_flagged(bad, g)}; computed with {g.fallback} (fp32) instead",
                           PrecisionFallbackWarning, stacklevel=2)
             gemm_device(registry.get(g.fallback), A, B, C, T, alpha, beta, stream, ordinal, "fp32",
                         transposed)
         elif not gemm_first:
-            gemm_device(g.kernel, A2, B2, C, T, alpha, beta, stream, ordinal,
-                        g.precision, transposed)
+            gemm()
     finally:
         _release(owned, stream)
 

@@ -191,7 +191,7 @@ def test_the_gemm_is_queued_before_the_flags_are_read_unless_it_overwrites_c(mon
         api.run("cute_3xtf32", a, b, c, out=out, beta=0.5)
     kinds = [e[0] for e in events]
     gemms = stub_driver.launches(events, "gemm")
-    read = kinds.index("sync" if in_place else "event_sync")
+    read = kinds.index("event_sync")
     assert [e[1].split("_")[1] for e in gemms] == (["pipelined"] if in_place else ["wgmma", "pipelined"])
     assert events.index(gemms[-1]) > read
     if not in_place:

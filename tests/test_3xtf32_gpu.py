@@ -63,7 +63,7 @@ def _split_on_gpu(a: np.ndarray, b: np.ndarray):
     owned: list = []
     try:
         A2, B2, flags = execute.split_operands(k, parse("a", dA), parse("b", dB), 0, 0, owned)
-        word = execute.read_flags(flags, 0)
+        word = launch.fetch_word(flags, 0, 0)()
         out = []
         for op, rows in ((A2, a.shape[0]), (B2, b.shape[1])):
             ld = op.strides[0] if op.strides[1] == 1 else op.strides[1]
