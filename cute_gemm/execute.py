@@ -82,15 +82,28 @@ def _pack_scale(m, n, ms, ns, s, src, dst):
                    _SCALE_OFFSETS)
 
 
-class _SplitArgs(ctypes.Structure):
-    """kernels/cute/c7_3xtf32.cu's parameters, in order: an (R, K) source of strides
-    (sr, sk) into R rows of ld floats, and the range flags."""
-    _fields_ = [("R", ctypes.c_int), ("K", ctypes.c_int), ("src", ctypes.c_void_p),
-                ("sr", ctypes.c_longlong), ("sk", ctypes.c_longlong), ("dst", ctypes.c_void_p),
-                ("ld", ctypes.c_longlong), ("flags", ctypes.c_void_p)]
+def _args(name: str, doc: str, fields):
+    """A ctypes struct of a kernel's parameters in order, and their offsets."""
+    cls = type(name, (ctypes.Structure,), {"__doc__": doc, "_fields_": fields})
+    return cls, tuple(getattr(cls, f).offset for f, _ in fields)
 
 
-_SPLIT_OFFSETS = tuple(getattr(_SplitArgs, f).offset for f, _ in _SplitArgs._fields_)
+_I, _L, _P, _F = ctypes.c_int, ctypes.c_longlong, ctypes.c_void_p, ctypes.c_float
+# kernels/cute/c7_3xtf32.cu's passes: each operand as an (R, K) source of strides (sr, sk)
+_RangeArgs, _RANGE_OFFSETS = _args("_RangeArgs", "c7's range pass", [
+    ("R", _I), ("K", _I), ("src", _P), ("sr", _L), ("sk", _L), ("rmax", _P), ("flags", _P)])
+_SplitArgs, _SPLIT_OFFSETS = _args("_SplitArgs", "c7's split pass: R rows of ld halves", [
+    ("R", _I), ("K", _I), ("src", _P), ("sr", _L), ("sk", _L), ("dst", _P), ("ld", _L),
+    ("rmax", _P), ("inexact", _P), ("flags", _P)])
+_FinishArgs, _FINISH_OFFSETS = _args("_FinishArgs", "c7's finish: T from W by rows", [
+    ("M", _I), ("N", _I), ("K", _I), ("A", _P), ("sam", _L), ("sak", _L), ("B", _P),
+    ("sbk", _L), ("sbn", _L), ("rmax", _P), ("inexact", _P), ("W", _P), ("ldw", _L), ("C", _P),
+    ("scm", _L), ("scn", _L), ("T", _P), ("stm", _L), ("stn", _L), ("alpha", _F),
+    ("beta", _F), ("flags", _P)])
+_FixArgs, _FIX_OFFSETS = _args("_FixArgs", "c7's fix: B's residuals by columns", [
+    ("M", _I), ("N", _I), ("K", _I), ("A", _P), ("sam", _L), ("sak", _L), ("B", _P),
+    ("sbk", _L), ("sbn", _L), ("rmax", _P), ("inexact", _P), ("T", _P), ("stm", _L),
+    ("stn", _L), ("alpha", _F), ("flags", _P)])
 
 
 def _temp(shape, dtype: str, ordinal: int, stream: int, owned: list,
@@ -118,34 +131,59 @@ def _release(owned: list, stream: int) -> None:
     owned.clear()
 
 
-# ---- composed kernels (Kernel.gemm_of): a pre-pass, then another kernel's GEMM --------------
-SPLIT_ALIGN = 4     # floats: A' and B' rows start 16 bytes apart (TMA strides), pad zeroed
+# ---- composed kernels (Kernel.gemm_of): passes around another kernel's GEMM -----------------
+class Split:
+    """cute_3xtf32's passes (kernels/cute/c7_3xtf32.cu) in stream-ordered scratch (in `owned`):
+    A' (M x K' fp16) and B' (K' x N, column-major), K' = gemm_of.k_prime(K); per row of A and
+    column of B the largest magnitude (rmax) and the count of elements whose residual the
+    finish and fix passes add (inexact); the device word of range flags; and W (M x N fp32),
+    the GEMM's scaled result, which finish() turns into T."""
 
+    def __init__(self, k, A: Operand, B: Operand, stream: int, ordinal: int, owned: list):
+        g = k.gemm_of
+        m, kk = A.shape
+        n = B.shape[1]
+        kp = g.k_prime(kk)
+        self.k, self.A, self.B, self.stream, self.owned = k, A, B, stream, owned
+        self.ordinal = ordinal
+        self.aux = launch.alloc_async(4 * (2 * (m + n) + 1), ordinal, stream)
+        owned.append(self.aux)
+        launch.memset_f32(self.aux, 0, 2 * (m + n) + 1, stream)
+        self.rmax, self.inexact, self.flags = self.aux, self.aux + 4 * (m + n), self.aux + 8 * (m + n)
+        self.A2 = _temp((m, kp), "float16", ordinal, stream, owned, (kp, 1))
+        self.B2 = _temp((kp, n), "float16", ordinal, stream, owned, (1, kp))
+        lk = loaded(k, ordinal)
+        self.fn = {v.entry[len(k.name) + 1:]: lk.function(v.entry, k.entries) for v in k.variants}
+        # each operand as (rows, K) with (row stride, k stride): A as it is, B transposed
+        roles = ((m, A, A.strides, self.A2, 0, "a"), (n, B, B.strides[::-1], self.B2, m, "b"))
+        for rows, src, (sr, sk), _, off, r in roles:
+            launch.launch(self.fn[f"range_{r}"], k.grid.of(rows, kk), k.block, 0, stream,
+                          _packed(_RangeArgs(rows, kk, src.ptr, sr, sk, self.rmax + 4 * off,
+                                             self.flags), _RANGE_OFFSETS))
+        for rows, src, (sr, sk), dst, off, r in roles:
+            launch.launch(self.fn[f"split_{r}"], k.grid.of(rows, kk), k.block, 0, stream,
+                          _packed(_SplitArgs(rows, kk, src.ptr, sr, sk, dst.ptr, kp,
+                                             self.rmax + 4 * off, self.inexact + 4 * off,
+                                             self.flags), _SPLIT_OFFSETS))
 
-def split_operands(k, A: Operand, B: Operand, stream: int, ordinal: int,
-                   owned: list) -> tuple[Operand, Operand, int]:
-    """A' (M x K', row-major) and B' (K' x N, column-major), K' = k.gemm_of.k_prime(K), in stream-ordered
-    scratch (appended to `owned`), written by k's pre-pass (its variants: A's entry, then
-    B's), and the device word (in `owned` too) where the pre-pass sets bit 0 (A) or 1 (B)
-    for inputs it cannot split exactly."""
-    g = k.gemm_of
-    m, kk = A.shape
-    n = B.shape[1]
-    kp = g.k_prime(kk)
-    ld = registry.cdiv(kp, SPLIT_ALIGN) * SPLIT_ALIGN
-    flags = launch.alloc_async(4, ordinal, stream)
-    owned.append(flags)
-    launch.memset_f32(flags, 0, 1, stream)
-    A2 = _temp((m, kp), "float32", ordinal, stream, owned, (ld, 1))
-    B2 = _temp((kp, n), "float32", ordinal, stream, owned, (1, ld))
-    lk = loaded(k, ordinal)
-    # each operand as (rows, K) with (row stride, k stride): A as it is, B transposed
-    for v, rows, src, (sr, sk), dst in ((k.variants[0], m, A, A.strides, A2),
-                                        (k.variants[1], n, B, B.strides[::-1], B2)):
-        launch.launch(lk.function(v.entry, k.entries), k.grid.of(rows, kk), k.block, 0, stream,
-                      _packed(_SplitArgs(rows, kk, src.ptr, sr, sk, dst.ptr, ld, flags),
-                              _SPLIT_OFFSETS))
-    return A2, B2, flags
+    def scratch_out(self) -> Operand:
+        """W: where the GEMM writes its scaled result (row-major M x N fp32)."""
+        m, n = self.A.shape[0], self.B.shape[1]
+        self.W = _temp((m, n), "float32", self.ordinal, self.stream, self.owned)
+        return self.W
+
+    def finish(self, C: Operand | None, T: Operand, alpha: float, beta: float) -> None:
+        """T = alpha (W unscaled + r_A B + A r_B) + beta C (c7's finish and fix passes;
+        nothing where the flags are set)."""
+        A, B, W, (m, kk), n = self.A, self.B, self.W, self.A.shape, self.B.shape[1]
+        args = (m, n, kk, A.ptr, *A.strides, B.ptr, *B.strides, self.rmax, self.inexact)
+        launch.launch(self.fn["finish"], (m, 1, 1), (256, 1, 1), 0, self.stream,
+                      _packed(_FinishArgs(*args, W.ptr, W.strides[0], C.ptr if C else None,
+                                          *(C.strides if C else (0, 0)), T.ptr, *T.strides,
+                                          alpha, beta if C else 0.0, self.flags),
+                              _FINISH_OFFSETS))
+        launch.launch(self.fn["fix"], (n, 1, 1), (256, 1, 1), 0, self.stream,
+                      _packed(_FixArgs(*args, T.ptr, *T.strides, alpha, self.flags), _FIX_OFFSETS))
 
 
 def _flagged(bad: int, g) -> str:
@@ -158,8 +196,9 @@ def _flagged(bad: int, g) -> str:
     said = []
     if bad & 3:
         which, verb = names(1)
-        said.append(f"{which} {verb} magnitudes below 2^-103 (subnormal, or whose tf32 split leaves "
-                    f"a subnormal part) that {g.k_parts}x{g.precision} cannot represent exactly")
+        said.append(f"{which} {verb} magnitudes too far below their row's (or column's) largest "
+                    f"(under 2^-38 of it, or densely under 2^-16) or subnormal, which its fp16 "
+                    f"split cannot carry")
     if bad & 12:
         which, verb = names(4)
         said.append(f"{which} {verb} ±Inf, which its compensated sums would turn into NaN")
@@ -168,40 +207,34 @@ def _flagged(bad: int, g) -> str:
 
 def _composed(k, A: Operand, B: Operand, C: Operand | None, T: Operand, alpha: float,
               beta: float, stream: int, ordinal: int, transposed: bool = False) -> None:
-    """T = alpha * A @ B + beta * C by a composed kernel: its pre-pass writes A' and B' and
-    range flags, the GEMM kernel multiplies A' and B' in its precision over K' = k_prime(K)
-    (through gemm_device like any call), and where the flags are set the fp32 fallback
-    multiplies A and B instead. The host reads the flags (a 4-byte copy); the GEMM is queued
-    before it waits for them, so the GPU does not idle for the round trip, and a flagged
-    call's fallback then overwrites T. Where the GEMM would overwrite C (in place, beta != 0)
-    the fallback needs C as it was: there the host reads the flags first, and queues one of
-    the two. Scratch is freed in stream order on every path. transposed: the GEMM (or the
-    fallback) is asked for on the transposed problem (gemm_device); the pre-pass splits A
-    and B as they are."""
+    """T = alpha * A @ B + beta * C by a composed kernel (Split: its passes, the GEMM kernel
+    on A' and B' in its precision over K' = k_prime(K) through gemm_device like any call,
+    into scratch W, then the passes that write T from W). Where the pre-pass sets the range
+    flags, the passes that write T do nothing (they read the flags on the device) and the
+    fp32 fallback computes T from A, B and C instead, so everything is queued before the
+    host waits for the flags (a 4-byte copy queued behind the pre-pass): the GPU does not
+    idle for the round trip, and C is still as it was for the fallback, in place or not.
+    Scratch is freed in stream order on every path. transposed: the GEMM (or the fallback)
+    is asked for on the transposed problem (gemm_device); the passes see A and B as they
+    are."""
     g = k.gemm_of
     if launch.capturing(stream):    # before anything is enqueued: the capture stays valid
         raise CaptureError(f"kernel {k.name!r} reads its pre-pass's range check on the host "
                            "before the GEMM, which a CUDA graph capture cannot wait for: capture "
                            f"{g.fallback!r} (fp32), or call {k.name!r} outside the capture")
-    gemm_first = C is None or not C.overlaps(T)
     owned: list = []
     try:
-        A2, B2, flags = split_operands(k, A, B, stream, ordinal, owned)
-        read = launch.fetch_word(flags, stream, ordinal)
-
-        def gemm() -> None:
-            gemm_device(g.kernel, A2, B2, C, T, alpha, beta, stream, ordinal, g.precision,
-                        transposed)
-        if gemm_first:
-            gemm()
+        sp = Split(k, A, B, stream, ordinal, owned)
+        read = launch.fetch_word(sp.flags, stream, ordinal)
+        gemm_device(g.kernel, sp.A2, sp.B2, None, sp.scratch_out(), 1.0, 0.0, stream, ordinal,
+                    g.precision, transposed)
+        sp.finish(C, T, alpha, beta)
         bad = read()
         if bad:
             warnings.warn(f"{k.name}: {_flagged(bad, g)}; computed with {g.fallback} (fp32) instead",
                           PrecisionFallbackWarning, stacklevel=2)
             gemm_device(registry.get(g.fallback), A, B, C, T, alpha, beta, stream, ordinal, "fp32",
                         transposed)
-        elif not gemm_first:
-            gemm()
     finally:
         _release(owned, stream)
 

@@ -495,11 +495,10 @@ class WgmmaWsConfig:
         """k per stage of the 16-bit entries (k_bytes / 2; the tf32 ones: k_bytes / 4)."""
         return self.k_bytes // 2
 
-    @property
-    def window_k(self) -> int:
-        """The k of A and B a promotion window covers (a cut walk's configurations are tf32):
-        promote k-tiles, or with split_parts one chunk, stored as split_parts k-tiles."""
-        return (self.split_parts or max(self.promote, 1)) * self.k_bytes // 4
+    def window_k(self, item: int = 4) -> int:
+        """The k of A and B a promotion window covers, in elements of `item` bytes: promote
+        k-tiles, or with split_parts one chunk, stored as split_parts k-tiles."""
+        return (self.split_parts or max(self.promote, 1)) * self.k_bytes // item
 
     @property
     def dyn_smem(self) -> int:
@@ -513,23 +512,31 @@ class WgmmaWsConfig:
                 f"{body}}};\n#line 1 \"cute/c6_wgmma_ws.cu\"\n")
 
 
-def _wgmma_ws(name: str, cfg: WgmmaWsConfig, tf32_only: bool = False) -> Kernel:
+# c6's entries of a configuration compiled for one (CG_WS_ONLY): cute_3xtf32's GEMMs
+_WS_ONLY = {None: (0, None), "tf32": (1, "cute_wgmma_ws_tf32_f32_ak_bk"),
+            "fp16": (2, "cute_wgmma_ws_fp16_f32_ak_bk")}
+
+
+def _wgmma_ws(name: str, cfg: WgmmaWsConfig, only: str | None = None) -> Kernel:
+    """only: "tf32" or "fp16", the configuration's k-major entry of that precision (float
+    out) alone, as cute_3xtf32's GEMMs run them on its split operands."""
     bm, bn = cfg.blk_m, cfg.blk_n
-    if cfg.tail_split and not tf32_only:
+    if cfg.tail_split and only is None:
         raise ValueError("tail_split: the swapped tf32 entry walks C^T, the host plans the cut on C")
-    # tf32: k-major SS entry, and RS entries for an m-major A / n-major B (not in a tf32-only
-    # configuration: cute_3xtf32's split writes k-major operands)
-    tf32 = (("k", "k"),) if tf32_only else (("k", "k"), ("k", "n"), ("m", "k"))
+    define, entry = _WS_ONLY[only]
+    # tf32: k-major SS entry, and RS entries for an m-major A / n-major B
+    tf32 = (("k", "k"), ("k", "n"), ("m", "k"))
     variants = _tc_variants("cute_wgmma_ws", bm, bn, cfg.cluster_m, cfg.k_bytes, tf32)
+    item = 2 if only == "fp16" else 4
     return Kernel(
         name=name,
         family="cute",
         source="cute/c6_wgmma_ws.cu",
-        variants=tuple(v for v in variants if v.precision == "tf32" or not tf32_only),
-        defines=(("CG_WS_TF32_ONLY", int(tf32_only)), ("CG_WS_TAIL_SPLIT", int(cfg.tail_split > 0))),
+        variants=tuple(v for v in variants if entry is None or v.entry == entry),
+        defines=(("CG_WS_ONLY", define), ("CG_WS_TAIL_SPLIT", int(cfg.tail_split > 0))),
         block=(cfg.threads, 1, 1),
         grid=PersistentGrid(bm, bn, cluster=cfg.cluster_m, tail_split=cfg.tail_split,
-                            window_k=cfg.window_k),
+                            window_k=cfg.window_k(item)),
         config=cfg,
         tile=(bm, bn, cfg.blk_k),
         dyn_smem=FixedSmem(cfg.dyn_smem),
@@ -543,7 +550,7 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig, tf32_only: bool = False) -> Kernel:
                    "k-tiles, half of it under the next k-tile's wgmmas (an operand's ±Inf comes out NaN "
                    "there: cute_3xtf32 takes fp32 for those)" if cfg.promote else "")
                 + (", the last wave's tiles cut along K (a deterministic fixup)" if cfg.tail_split else "")
-                + ("" if tf32_only else ", tf32 m-major A (or n-major B, on C^T = B^T A^T) from "
+                + ("" if only else ", tf32 m-major A (or n-major B, on C^T = B^T A^T) from "
                    "registers (RS wgmma)")
                 + ", alpha/beta epilogue",
         seed="CUTLASS sm90 TMA warp-specialized cooperative kernel",
@@ -563,43 +570,47 @@ CUTE += [
     # stagger: slower): docs/tuning/cute_3xtf32.md#the-accumulation; the last wave cut along
     # K (4096^3: 5.33 waves): #the-last-wave
     _wgmma_ws("cute_wgmma_ws_promote", WgmmaWsConfig(blk_n=192, promote=3, tail_split=8),
-              tf32_only=True),
+              only="tf32"),
 ]
 
 
 # ---- fp32 accuracy on tf32 tensor cores (3xTF32) ------------------------------------------------
 def _three_tf32(name: str, gemm: Kernel, fallback: str) -> Kernel:
-    # the pre-pass reads any strides (so every layout costs the same: no relayout copy) and
-    # writes the k-major A' and B' that the GEMM's tf32 k-major entry takes as they are
-    split = tuple(Variant(f"{name}_split_{r}", a_major="any", b_major="any", c_major="any",
-                          precision="fp32_3xtf32") for r in "ab")
+    # the passes read any strides (so every layout costs the same: no relayout copy) and
+    # write the k-major A' and B' that the GEMM's fp16 k-major entry takes as they are
+    passes = tuple(Variant(f"{name}_{p}", a_major="any", b_major="any", c_major="any",
+                           precision="fp32_3xtf32") for p in ("range_a", "range_b", "split_a",
+                                                              "split_b", "finish", "fix"))
+    cfg = gemm.config
     return Kernel(
         name=name,
         family="cute",
         source="cute/c7_3xtf32.cu",
-        variants=split,
+        variants=passes,
         block=(32, 8, 1),
         grid=SplitGrid(32),
         min_arch=90,
         arch_specific=True,
-        summary=f"3xTF32: a pre-pass splits each fp32 operand into tf32 big + small parts, "
-                f"k-major, per chunk of 32 k (A' = [small|big], B' = [small;big]), then "
-                f"cute_wgmma_ws_promote's tf32 GEMM reading three products a chunk (small·big, "
-                f"big·small, big·big), its sum promoted after each: "
-                f"fp32 accuracy; {fallback} where the split is not exact (tiny magnitudes) or "
-                f"inputs hold ±Inf",
+        summary=f"3xTF32 in fp16: each fp32 operand split into big + small (11 significant bits "
+                f"each, as tf32 keeps), scaled per row of A / column of B into fp16's range, "
+                f"k-major per chunk of 64 k; c6's promoted fp16 GEMM reads three products a "
+                f"chunk (small·big, big·small, big·big) and undoes the scales; the residuals of "
+                f"elements below fp16's normal range added after it: fp32 accuracy; "
+                f"{fallback} where the split cannot carry the inputs (±Inf, magnitudes far below "
+                f"their row's largest)",
         seed="CUTLASS example 27 (3xTF32), on c6's GEMM",
         tags=("tensor-core",),
-        # a chunk: a tf32 k-tile, stored as two parts, read as three products
-        gemm_of=GemmOf(gemm, "tf32", gemm.config.split_parts, fallback,
-                       k_chunk=gemm.config.k_bytes // 4, k_reads=gemm.config.promote),
+        # a chunk: a 128-byte fp16 k-tile, stored as two parts, read as three products
+        gemm_of=GemmOf(gemm, "fp16", cfg.split_parts, fallback,
+                       k_chunk=cfg.k_bytes // 2, k_reads=cfg.promote),
     )
 
 
-# cute_3xtf32's GEMM: cute_wgmma_ws_promote's configuration reading the split's two parts a
-# chunk as its three products (sm90_split_parts.cuh). Not registered: it is no GEMM of A and B.
+# cute_3xtf32's GEMM: cute_wgmma_ws_promote's configuration in fp16, reading the split's two
+# parts a chunk as its three products (sm90_split_parts.cuh) into a scratch C that c7's finish
+# pass unscales. Not registered: it is no GEMM of A and B.
 _3XTF32_GEMM = _wgmma_ws("cute_3xtf32_gemm", WgmmaWsConfig(blk_n=192, promote=3, tail_split=8,
-                                                          split_parts=2), tf32_only=True)
+                                                          split_parts=2), only="fp16")
 
 CUTE += [
     # why a pre-pass and not a split inside the GEMM: docs/tuning/cute_3xtf32.md

@@ -41,6 +41,25 @@ def split_args(blob: bytes):
     return execute._SplitArgs.from_buffer_copy(blob)
 
 
+# a composed kernel's passes (cute_3xtf32: kernels/cute/c7_3xtf32.cu) by entry suffix
+PASSES = {"range": (execute._RangeArgs, execute._RANGE_OFFSETS),
+          "split": (execute._SplitArgs, execute._SPLIT_OFFSETS),
+          "finish": (execute._FinishArgs, execute._FINISH_OFFSETS),
+          "fix": (execute._FixArgs, execute._FIX_OFFSETS)}
+
+
+def pass_of(entry: str) -> str | None:
+    """The pass a composed kernel's entry runs (cute_3xtf32_split_a -> "split"), or None."""
+    if not entry.startswith("cute_3xtf32_"):
+        return None
+    return entry[len("cute_3xtf32_"):].split("_")[0]
+
+
+def pass_args(e):
+    """The argument struct of a recorded pass launch."""
+    return PASSES[pass_of(e[1])][0].from_buffer_copy(e[4])
+
+
 class Events(list):
     """The recorded events; `device_word` is what a 4-byte device-to-host copy reads (a
     composed kernel's range flags), `launch_result` what a launch returns (a CUresult);
@@ -66,12 +85,11 @@ def install(monkeypatch):
         if events.yield_in_launch:
             time.sleep(0)
         util = entry.startswith("scale2d")      # one per element type: scale2d, scale2d_f16, ...
-        split = "_split_" in entry              # a composed kernel's pre-pass
-        n = (len(execute._SCALE_OFFSETS) if util else len(execute._SPLIT_OFFSETS) if split
-             else len(kernel_args._OFFSETS_WS))
-        ptrs = (ctypes.c_void_p * n).from_address(addr)
-        size = ctypes.sizeof(execute._ScaleArgs if util else execute._SplitArgs if split
-                             else kernel_args._GemmArgs)
+        p = pass_of(entry)                      # a composed kernel's pass
+        struct, offsets = ((execute._ScaleArgs, execute._SCALE_OFFSETS) if util else PASSES[p] if p
+                           else (kernel_args._GemmArgs, kernel_args._OFFSETS_WS))
+        ptrs = (ctypes.c_void_p * len(offsets)).from_address(addr)
+        size = ctypes.sizeof(struct)
         events.append(("launch", entry, (gx, gy, gz), stream, ctypes.string_at(ptrs[0], size)))
         return events.launch_result
 
@@ -205,7 +223,8 @@ def install(monkeypatch):
 
 def launches(events, kind=None):
     """The recorded launches: all, or only the GEMM kernels' (kind "gemm"), the scale/copy
-    utility's (kind "scale2d") or a composed kernel's pre-pass (kind "split")."""
+    utility's (kind "scale2d") or a composed kernel's passes (kind "range", "split", "finish",
+    "fix")."""
     def kind_of(entry):
-        return "scale2d" if entry.startswith("scale2d") else "split" if "_split_" in entry else "gemm"
+        return "scale2d" if entry.startswith("scale2d") else pass_of(entry) or "gemm"
     return [e for e in events if e[0] == "launch" and (kind is None or kind_of(e[1]) == kind)]

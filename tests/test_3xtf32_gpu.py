@@ -1,7 +1,7 @@
-"""cute_3xtf32 on a GPU (sm_90): the split bit for bit against a numpy model of it, the fp32
-gauge on odd shapes, all four layouts and wide exponent ranges, exact integers equal to
-cute_pipelined's, NaN/Inf where fp32 puts them, the fallback for magnitudes the split cannot
-represent (device and host operands), graph capture refused, CuPy/PyTorch views. The same
+"""cute_3xtf32 on a GPU (sm_90): the fp16 split bit for bit against a numpy model of it, the
+fp32 gauge on odd shapes, all four layouts and wide exponent ranges, the residual fix, exact
+integers equal to cute_pipelined's, NaN/Inf where fp32 puts them, the fallback for magnitudes
+the split cannot carry (device and host operands), graph capture refused, CuPy/PyTorch views. The same
 kernel also runs in test_tensor_cores_gpu.py's loops (every precision each kernel offers).
 Skipped without a GPU, or on one that is not sm_90."""
 from __future__ import annotations
@@ -21,53 +21,47 @@ from cute_gemm.errors import CaptureError, PrecisionFallbackWarning
 pytestmark = pytest.mark.gpu
 NAME = "cute_3xtf32"
 GEMM = registry.get(NAME).gemm_of.kernel.name   # the GEMM it runs (not registered)
-MASK = np.uint32(0xFFFFE000)
-TINY = np.float32(2.0**-126)
-
-
 @pytest.fixture(autouse=True)
 def _hopper():
     if NAME not in [k.name for k in supported_kernels()]:
         pytest.skip(f"{NAME} needs sm_90a; this GPU is {launch.device_info().arch}")
 
 
-def _rna(x: np.ndarray) -> np.ndarray:
-    """tf32 round to nearest, ties away (cvt.rna): on the magnitude's bits, add half a tf32
-    ulp and truncate (a carry into the exponent is the rounding up; past the largest: Inf)."""
-    return ((x.view(np.uint32) + np.uint32(0x1000)) & MASK).view(np.float32)
-
-
 def split_model(x: np.ndarray):
-    """(small, big, inexact) as kernels/cute/c7_3xtf32.cu computes them."""
+    """(small, big, inexact, lost) of each row of x (fp16, as uint16 bits) as
+    kernels/cute/c7_3xtf32.cu computes them: the row scaled by 2^p, its largest finite
+    magnitude into [2^14, 2^15); big = fp16(y), small = fp16(y - big), both round to nearest
+    even; NaN as 0x7fff in both."""
     x = np.asarray(x, np.float32)
-    with np.errstate(over="ignore", invalid="ignore"):
-        big = _rna(x)
-        rz = (x.view(np.uint32) & MASK).view(np.float32)
-        big = np.where(np.isinf(big) & np.isfinite(x), rz, big)
-        d = (x - big).astype(np.float32)
-        small = _rna(d)
-    nan = np.uint32(0x7FFFFFFF).view(np.float32)
-    inf = np.isinf(x)
-    small = np.where(inf, 0.0, small).astype(np.float32)
-    big = np.where(inf, x, big).astype(np.float32)
-    small, big = (np.where(np.isnan(x), nan, v).astype(np.float32) for v in (small, big))
     fin = np.isfinite(x)
-    inexact = fin & (((x != 0) & (np.abs(x) < TINY)) | ((d != 0) & (np.abs(d) < TINY)))
-    return small, big, inexact
+    mx = np.where(fin, np.abs(x), 0).max(axis=1)
+    e = np.frexp(mx)[1]
+    p = np.where(mx > 0, 15 - e, 0)[:, None]
+    with np.errstate(over="ignore", invalid="ignore"):
+        y = np.ldexp(x, p).astype(np.float32)
+        big = y.astype(np.float16)
+        d = (y - big.astype(np.float32)).astype(np.float32)
+        small = d.astype(np.float16)
+        r = (d - small.astype(np.float32)).astype(np.float32)
+    inexact = fin & (np.abs(r) > 2.0**-22 * np.abs(y))
+    lost = fin & (x != 0) & ((np.abs(y) < 2.0**-24) | (np.abs(x) < 2.0**-126))
+    nan = np.isnan(x)
+    bits = lambda v: np.where(nan, np.uint16(0x7FFF), v.view(np.uint16))   # noqa: E731
+    return bits(small), bits(big), inexact, lost
 
 
 def _split_on_gpu(a: np.ndarray, b: np.ndarray):
-    """A' (M x ld), B' (N x ld: B' column-major) and the range flags, from the pre-pass."""
+    """A' (M x K' halves), B' (N x K': B' column-major) and the range flags, from the passes."""
     k = registry.get(NAME)
     dA, dB = DeviceArray.from_host(a), DeviceArray.from_host(b)
     owned: list = []
     try:
-        A2, B2, flags = execute.split_operands(k, parse("a", dA), parse("b", dB), 0, 0, owned)
-        word = launch.fetch_word(flags, 0, 0)()
+        sp = execute.Split(k, parse("a", dA), parse("b", dB), 0, 0, owned)
+        word = launch.fetch_word(sp.flags, 0, 0)()
         out = []
-        for op, rows in ((A2, a.shape[0]), (B2, b.shape[1])):
+        for op, rows in ((sp.A2, a.shape[0]), (sp.B2, b.shape[1])):
             ld = op.strides[0] if op.strides[1] == 1 else op.strides[1]
-            h = np.empty((rows, ld), np.float32)
+            h = np.empty((rows, ld), np.uint16)
             launch.memcpy_dtoh(h.ctypes.data, op.ptr, h.nbytes, 0)
             out.append(h)
         launch.synchronize(0)
@@ -92,42 +86,67 @@ def _specials(rng, shape):
 
 def test_split_is_bit_exact_against_a_numpy_model():
     rng = np.random.default_rng()
-    m, n, k = 67, 45, 37                          # 2 chunks of 32: ld 128, 27 pad columns
-    a, b = _specials(rng, (m, k)), _specials(rng, (k, n))
+    m, n, k = 67, 45, 100                        # 2 chunks of 64: K' 256, 28 pad columns
+    # each row at its own scale (2^-60..2^60), within a row 2^-2..2^2: nothing lost
+    a = (rng.standard_normal((m, k)) * 2.0 ** rng.integers(-60, 60, (m, 1))
+         * 2.0 ** rng.integers(-2, 2, (m, k))).astype(np.float32)
+    b = (rng.standard_normal((k, n)) * 2.0 ** rng.integers(-60, 60, (1, n))).astype(np.float32)
+    a[0, :4] = [np.nan, 0.0, -0.0, 1.0 + 2**-11]
+    a[1, :] = 1.0 + 2.0**-20
+    a[1, 3] = 2.0**-20 + 2.0**-35 + 2.0**-40     # scaled: 2^-6 + 2^-21 + 2^-26, small below
+                                                 # fp16's normal range: 2^-26 lost, fixed
     A2, B2, word = _split_on_gpu(a, b)
-    sa, ba, ia = split_model(a)
-    sb, bb, ib = split_model(b.T)
-    assert word == 4 | 8 and not ia.any() and not ib.any()      # ±Inf in both (bits 2, 3)
-    bits = lambda v: np.ascontiguousarray(v).view(np.uint32)     # noqa: E731
-    assert A2.shape[1] == B2.shape[1] == 128
-    # (rows, chunk, part, 32) -> part p of every chunk, side by side: (rows, 64)
-    part = lambda x, p: x.reshape(x.shape[0], -1, 2, 32)[:, :, p, :].reshape(x.shape[0], -1)  # noqa: E731
-    for x, want in ((A2, (sa, ba)), (B2, (sb, bb))):
-        for p, w in enumerate(want):
-            assert np.array_equal(bits(part(x, p)[:, :k]), bits(w))
-            assert not part(x, p)[:, k:].any()                    # the last chunk's pad
-    fin = np.isfinite(a) & (np.abs(a) < 1e38)
-    # the split's error: |x - big - small| <= 2^-22 |x| (big's rounding 2^-11, small's 2^-11 of that)
-    err = np.abs(a[fin].astype(np.float64) - ba[fin] - sa[fin])
-    assert (err <= 2.0**-22 * np.abs(a[fin])).all()
-    num = ~np.isnan(a)                          # (NaN: one canonical NaN, tested above)
-    assert not (ba[num].view(np.uint32) & ~MASK).any() and np.isfinite(ba[np.isfinite(a)]).all()
+    assert word == 0 and A2.shape[1] == B2.shape[1] == 256
+    part = lambda x, q: x.reshape(x.shape[0], -1, 2, 64)[:, :, q, :].reshape(x.shape[0], -1)  # noqa: E731
+    for x, src in ((A2, a), (B2, b.T)):
+        small, big, inexact, lost = split_model(src)
+        assert not lost.any()
+        for q, want in enumerate((small, big)):
+            assert np.array_equal(part(x, q)[:, :k], want)
+            assert not part(x, q)[:, k:].any()                    # the last chunk's pad
+    assert split_model(a)[2][1, 3]                                # counted for the fix
+    # the split's error where it is not counted: |x - (big + small) 2^-p| <= 2^-22 |x|
+    small, big, inexact, _ = split_model(a)
+    fin = np.isfinite(a) & ~inexact
+    p = 15 - np.frexp(np.abs(np.nan_to_num(a)).max(axis=1))[1]
+    got = np.ldexp(big.view(np.float16).astype(np.float64) + small.view(np.float16), -p[:, None])
+    assert (np.abs(a.astype(np.float64) - got)[fin] <= 2.0**-22 * np.abs(a[fin])).all()
 
 
-def test_range_flags_name_the_operand_whose_split_is_not_exact_or_holds_inf():
-    a, b = np.ones((8, 5), np.float32), np.ones((5, 6), np.float32)
-    a[2, 3] = 2.0**-110                         # tf32-exact: small is 0, nothing lost
-    b[1, 1] = 2.0**-120                         # likewise
+def test_range_flags_name_the_operand_whose_split_cannot_carry_it_or_holds_inf():
+    a, b = np.ones((8, 64), np.float32), np.ones((64, 6), np.float32)
+    a[2, 3] = 2.0**-30                          # fp16-exact after scaling: nothing lost
+    b[1, 1] = 2.0**-20 + 2.0**-35 + 2.0**-40    # small part below fp16's normal range: fixed
     assert _split_on_gpu(a, b)[2] == 0
-    a[2, 3] = 2.0**-110 * (1 + 2**-20)          # x - big is subnormal
+    a[2, 3] = 2.0**-40                          # below 2^-24 after scaling: lost
     assert _split_on_gpu(a, b)[2] == 1
     b[4, 5] = 1e-40                             # a subnormal input
     assert _split_on_gpu(a, b)[2] == 3
-    assert split_model(np.float32([2.0**-110 * (1 + 2**-20), 1e-40, 2.0**-103]))[2].tolist() == [True, True, False]
+    a[2, 3], b[4, 5] = 1.0, 1.0
+    b[:8, 2] = 2.0**-20 + 2.0**-35 + 2.0**-40   # more than 4 to fix in 32 of a column
+    assert _split_on_gpu(a, b)[2] == 2
     b[0, 2] = -np.inf                           # ±Inf: bit 2 (A) or 3 (B)
-    assert _split_on_gpu(a, b)[2] == 3 | 8
+    assert _split_on_gpu(a, b)[2] == 2 | 8
     a[7, 0] = np.inf
-    assert _split_on_gpu(a, b)[2] == 3 | 4 | 8
+    assert _split_on_gpu(a, b)[2] == 2 | 4 | 8
+
+
+def test_the_fix_adds_the_residuals_of_small_parts_below_fp16s_range():
+    """Rows whose weight sits on elements 2^-24 of their largest (their small parts below
+    fp16's normal range, 2 in 32: under the flag's 4), B zero wherever A is not that small:
+    without the fix the gauge ratio is ~16 (docs/tuning/cute_3xtf32.md); with it, that of
+    ordinary inputs."""
+    rng = np.random.default_rng()
+    m, n, k = 96, 80, 512
+    a = np.ones((m, k), np.float32)
+    a[:, ::16] = 2.0**-24 * (1 + rng.random((m, k // 16)))
+    b = np.zeros((k, n), np.float32)
+    b[::16] = rng.standard_normal((k // 16, n))
+    ref, gauge = reference(a, b, None, 1.0, 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PrecisionFallbackWarning)
+        r3 = judge(NAME, cute_gemm.run(NAME, a, b), ref, gauge, False)
+    assert r3.status == "pass" and r3.gauge_ratio < 2, r3
 
 
 @pytest.mark.parametrize("layout", registry.LAYOUTS)
@@ -240,7 +259,8 @@ def test_inf_lands_where_fp32_puts_it_through_the_fallback(k):
 def test_tiny_magnitudes_fall_back_to_fp32_with_a_warning(host):
     rng = np.random.default_rng()
     a = rng.standard_normal((70, 90)).astype(np.float32)
-    b = (rng.standard_normal((90, 50)) * 2.0**-112).astype(np.float32)
+    b = (rng.standard_normal((90, 50)) * 2.0**-100).astype(np.float32)
+    b[5, 7] = 1e-40                              # subnormal: the split cannot carry it
     c = rng.standard_normal((70, 50)).astype(np.float32)
     want = cute_gemm.run("cute_pipelined", a, b, c, beta=0.5)
     if host:

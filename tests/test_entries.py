@@ -230,8 +230,9 @@ def test_layout_launches_of_the_tuned_kernels():
     assert ll(ws, "nn", ("tf32",)) == {"cute_wgmma_ws": (("cute_wgmma_ws_tf32_f32_ak_bn",),)}
     assert ll(ws, "tn", ("tf32",))["scale2d"] == (("scale2d",),)
     assert ll(registry.get("cute_3xtf32"), "tn") == {
-        "cute_3xtf32": (("cute_3xtf32_split_a", "cute_3xtf32_split_b"),),
-        "cute_3xtf32_gemm": (("cute_wgmma_ws_tf32_f32_ak_bk",),)}
+        "cute_3xtf32": (tuple(f"cute_3xtf32_{p}" for p in ("range_a", "range_b", "split_a",
+                                                          "split_b", "finish", "fix")),),
+        "cute_3xtf32_gemm": (("cute_wgmma_ws_fp16_f32_ak_bk",),)}
     assert ll(PIPE, "nn", ("bf16",)) == {}
 
 

@@ -204,14 +204,17 @@ def test_a_composed_kernel_splits_a_and_b_as_they_are_and_its_gemm_takes_the_pic
     splits = stub_driver.launches(events, "split")
     assert [(e[1], split_args(e[4]).src) for e in splits] == [
         ("cute_3xtf32_split_a", a.ptr), ("cute_3xtf32_split_b", b.ptr)]
-    _, a2, b2 = (e[1] for e in events if e[0] == "alloc")          # flags, A', B'
+    _, a2, b2, w = (e[1] for e in events if e[0] == "alloc")       # flags, A', B', W
     gemms = [(e[1], gemm_args(e[4])) for e in stub_driver.launches(events, "gemm")]
-    assert len(gemms) == (2 if word else 1) and all((g.M, g.N, g.C) == (n, m, out.ptr) for _, g in gemms)
+    assert len(gemms) == (2 if word else 1) and all((g.M, g.N) == (n, m) for _, g in gemms)
     entry, g = gemms[0]
-    assert entry.startswith("cute_wgmma_ws_") and (g.A, g.B, g.K) == (b2, a2, 2 * K)
+    kp = registry.get("cute_3xtf32").gemm_of.k_prime(K)
+    assert entry.startswith("cute_wgmma_ws_") and (g.A, g.B, g.K, g.C) == (b2, a2, kp, w)
+    (f,) = [stub_driver.pass_args(e) for e in stub_driver.launches(events, "finish")]
+    assert (f.W, f.T, f.M, f.N) == (w, out.ptr, m, n)       # W in the caller's orientation
     if word:
         entry, g = gemms[1]
-        assert entry.startswith("cute_pipelined_") and (g.A, g.B, g.K) == (b.ptr, a.ptr, K)
+        assert entry.startswith("cute_pipelined_") and (g.A, g.B, g.K, g.C) == (b.ptr, a.ptr, K, out.ptr)
     plans = resolve.resolved_launches()
     assert all(p.swap for p in plans)
-    assert sorted(p.shape for p in plans) == sorted([(m, n, 2 * K)] + ([(m, n, K)] if word else []))
+    assert sorted(p.shape for p in plans) == sorted([(m, n, kp)] + ([(m, n, K)] if word else []))

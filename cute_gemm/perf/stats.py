@@ -51,8 +51,9 @@ def precision_peaks(fp32_peak: float | None, arch_int: int) -> dict[str, float |
     peaks = {"fp32": fp32_peak}
     for p in ("tf32", "bf16", "fp16"):
         peaks[p] = fp32_peak * table[p] if fp32_peak and p in table else None
-    # three tf32 products per fp32 one: the ceiling of an fp32 answer from tf32 tensor cores
-    peaks["fp32_3xtf32"] = peaks["tf32"] / 3 if peaks["tf32"] else None
+    # three products per fp32 one, run as fp16 (kernels/cute/c7_3xtf32.cu): the ceiling of
+    # cute_3xtf32's fp32 answer
+    peaks["fp32_3xtf32"] = peaks["fp16"] / 3 if peaks["fp16"] else None
     return peaks
 
 

@@ -263,9 +263,11 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
         CG_WS_SPLIT_ARGS);                                                                  \
   })
 
-// CG_WS_TF32_ONLY: a configuration registered for the tf32 k-major entry alone (cute_3xtf32's
-// GEMM)
-#if !CG_WS_TF32_ONLY
+// CG_WS_ONLY: a configuration compiled for one k-major entry alone, 1 the tf32 one, 2 the fp16
+// one with float out (cute_3xtf32's GEMMs over its split operands); 0 every entry
+#if CG_WS_ONLY == 2
+CG_WGMMA_WS_ENTRY(cute_wgmma_ws_fp16_f32_ak_bk, cute::half_t, float, K, K)
+#elif CG_WS_ONLY == 0
 CG_WGMMA_WS_16BIT(bf16, cute::bfloat16_t, f32, float)
 CG_WGMMA_WS_16BIT(bf16, cute::bfloat16_t, bf16, cute::bfloat16_t)
 CG_WGMMA_WS_16BIT(fp16, cute::half_t, f32, float)
@@ -273,4 +275,6 @@ CG_WGMMA_WS_16BIT(fp16, cute::half_t, fp16, cute::half_t)
 CG_WGMMA_WS_SWAPPED_ENTRY(cute_wgmma_ws_tf32_f32_ak_bn, float, float)
 CG_WGMMA_WS_ENTRY(cute_wgmma_ws_tf32_f32_am_bk, float, float, MN, K)
 #endif
+#if CG_WS_ONLY != 2
 CG_WGMMA_WS_ENTRY(cute_wgmma_ws_tf32_f32_ak_bk, float, float, K, K)
+#endif

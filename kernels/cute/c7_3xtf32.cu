@@ -1,103 +1,265 @@
-// cute_3xtf32 — fp32 accuracy from tf32 tensor cores (3xTF32): the pre-pass. sm_90a.
+// cute_3xtf32 — fp32 accuracy from tensor cores (3xTF32, its products in fp16): the passes
+// around the GEMM. sm_90a.
 //
-// Adds over cute_wgmma_ws_promote (c6 with promoted sums), whose GEMM then runs on its output:
-// each fp32 element is split x = big + small, big = tf32(x) (round to nearest), small =
-// tf32(x - big), and both operands are written k-major, the two parts side by side per chunk
-// of 32 k (one k-tile of the GEMM):
-//   A' = [.. | A_small(c) | A_big(c) | ..]   (M x K', row-major)
-//   B' = [.. ; B_small(c) ; B_big(c) ; ..]   (K' x N, column-major),   K' = 2 * 32 * ceil(K / 32)
-// The GEMM (Config::split_parts = 2, sm90_split_parts.cuh) reads three k-tiles per chunk,
-// A_small·B_big, A_big·B_small, A_big·B_big, loading big twice: the products that matter
-// (small·small, < 2^-22 |a||b|, is dropped), the cross terms while its tensor-core sum is still
-// small, and big·big last, right before it moves the sum into float32 (promote = 3): no
-// tensor-core sum holds more than one chunk of big products
-// (docs/tuning/cute_3xtf32.md#the-accumulation).
-// Both roles are one problem: an (R, K) source of any strides (R = M for A, N for B) written
-// as R rows of ld = K' floats, chunk c at 64c: two parts of 32; the last chunk's columns past K
-// are zero in both parts.
-// Range: the split is exact only while small's parts are normal floats; the block records
-// in *flags (bit 0: A, bit 1: B) any finite x that is subnormal or whose x - big is, and
-// (bits 2, 3) any ±Inf, which the GEMM's compensated sum turns into NaN (and a ±Inf beside a
-// small part of 0 would make Inf·0 = NaN where fp32 has ±Inf); run() then computes with an
-// fp32 kernel instead (execute.py, docs/tuning/cute_3xtf32.md).
-// Geometry: 32x8 threads per 32x32 (rows x k) tile through smem (util/scale2d.cu's transpose:
-//           reads walk the source's unit-stride mode, writes walk k); grid x over R, y over
-//           K (records.SplitGrid), each grid-stride in 64-bit indices.
-// Bottleneck: memory — 4 bytes read and 8 written per element of A and B: ~0.40 GB at
-//           4096^3, beside ~1.3 ms for the GEMM over three k-tiles a chunk.
+// Each fp32 element is split x = big + small, big the 11 significant bits tf32 keeps (rounded
+// to nearest), small the next 11 (rounded): big·big + big·small + small·big is 3xTF32. fp16
+// also holds 11 significant bits, and its tensor cores run at twice tf32's rate, so the parts
+// are stored as fp16, each row of A and column of B first scaled by the power of two 2^p that
+// brings its largest magnitude into [2^14, 2^15) (fp16's range is 2^-24 .. 65504):
+//   A' = [.. | A_small(c) | A_big(c) | ..]   (M x K' halves, row-major)
+//   B' = [.. ; B_small(c) ; B_big(c) ; ..]   (K' x N, column-major),  chunks of 64 k,
+//   K' = 2 * 64 * ceil(K / 64).
+// The GEMM (cute_3xtf32_gemm: c6's promoted fp16 entry, split_parts = 2) reads three k-tiles a
+// chunk (small·big, big·small, big·big) into a scratch W = 2^(p_m + q_n) (A B)_mn.
+// Passes, in stream order (execute.Split):
+//   range   the largest finite |x| of each row (atomicMax on the bits) and the ±Inf flags;
+//   split   the parts; counts per row the elements whose parts miss x by more than 2^-22 |x|
+//           (small below fp16's normal range: x under ~2^-16 of its row's largest), and flags
+//           where fp16 cannot carry the split: an element below 2^-24 after scaling (or
+//           subnormal), or more than kMaxInexact such elements in 32 of a row;
+//   (the GEMM)
+//   finish  T = alpha (2^-(p_m + q_n) W + r_A B) + beta C by rows: the scales undone and the
+//           residuals r = x - (big + small) of A's counted elements (exact in fp32) added in
+//           k order;
+//   fix     T += alpha A r_B by columns, for B's counted elements. Every element then counts
+//           as x to 2^-22 |x|, as in a tf32 split, and the sums are deterministic.
+// finish and fix do nothing where the flags are set: run() then computes with an fp32 kernel
+// (bits 0, 1: A, B out of fp16's reach; 2, 3: ±Inf; execute.py, docs/tuning/cute_3xtf32.md).
+// Geometry: range and split walk 32x32 (rows x k) tiles through smem, 32x8 threads (the
+//           transpose of util/scale2d.cu: reads along the source's unit-stride mode); grid x
+//           over rows, y over K (records.SplitGrid), grid-stride in 64-bit indices. finish /
+//           fix: a CTA of 256 per row of C / column of B (fix: most return at once).
 #include <cute_gemm/entries.cuh>
 
-constexpr int TILE = 32, ROWS = 8;
-constexpr unsigned kTf32Mask = 0xffffe000u;    // tf32 keeps the top 10 of 23 mantissa bits
-constexpr float kMinNormal = 1.17549435e-38f;  // 2^-126
-constexpr unsigned kQuietNaN = 0x7fffffffu;    // a NaN whose tf32 truncation is still NaN
+constexpr int TILE = 32, ROWS = 8, FIX = 256;
+constexpr int kMaxInexact = 4;                 // per 32 elements of a row: the fix's work bound
+constexpr int kTop = 14;                       // a row's largest magnitude scaled into [2^14, 2^15)
+constexpr unsigned short kHalfNaN = 0x7fffu;
 
-__device__ __forceinline__ float tf32_rna(float x) {
-  unsigned r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-  return __uint_as_float(r & kTf32Mask);         // the low bits: zero, whatever cvt leaves
+__device__ __forceinline__ unsigned short f16_rn(float x) {
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(x));
+  return h;
+}
+__device__ __forceinline__ float f16_to_f32(unsigned short h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+
+// the exponent p of a row whose largest finite magnitude has these bits (0: an all-zero row)
+__device__ __forceinline__ int row_exponent(unsigned max_bits) {
+  if (max_bits == 0) return 0;
+  int e;
+  frexpf(__uint_as_float(max_bits), &e);       // max = f 2^e, f in [0.5, 1)
+  return kTop + 1 - e;                         // max 2^p in [2^14, 2^15)
 }
 
 struct Parts {
-  float big, small;
-  bool inexact;                                  // the split loses bits (subnormal parts)
-  bool inf;                                      // ±Inf: the GEMM's promoted sum loses it
+  unsigned short big, small;
+  float resid;                                 // x - (big + small) 2^-p, exact
+  bool inexact;                                // resid above 2^-22 |x|: the fix adds it
+  bool lost;                                   // below fp16's range: the split cannot carry it
 };
 
-__device__ __forceinline__ Parts split(float x) {
-  if (isnan(x)) {   // any payload may sit in bits the tensor core drops: a NaN that survives
-    const float q = __uint_as_float(kQuietNaN);
-    return {q, q, false, false};
-  }
-  if (isinf(x)) return {x, 0.0f, false, true};   // x - big would be NaN
-  float big = tf32_rna(x);
-  if (isinf(big)) big = __uint_as_float(__float_as_uint(x) & kTf32Mask);   // near FLT_MAX: rz
-  const float d = x - big;                       // exact: the bits of x below big's last
-  const bool inexact = (x != 0.0f && fabsf(x) < kMinNormal) || (d != 0.0f && fabsf(d) < kMinNormal);
-  return {big, tf32_rna(d), inexact, false};
+__device__ __forceinline__ Parts split(float x, int p) {
+  if (isnan(x)) return {kHalfNaN, kHalfNaN, 0.0f, false, false};
+  const float y = ldexpf(x, p);                // exact: a power of two, |y| < 2^15
+  const unsigned short big = f16_rn(y);
+  const float d = y - f16_to_f32(big);         // exact: the bits of y below big's last
+  const unsigned short small = f16_rn(d);
+  const float r = d - f16_to_f32(small);       // exact
+  const bool inexact = fabsf(r) > 0x1p-22f * fabsf(y);
+  // below fp16's range after scaling, or subnormal in fp32 (its residual would underflow)
+  const bool lost = x != 0.0f && (fabsf(y) < 0x1p-24f || fabsf(x) < 0x1p-126f);
+  return {big, small, ldexpf(r, -p), inexact, lost};
 }
 
-// kA: A's flag bits; the parts are written alike for both roles
-template <bool kA>
-__device__ void split_body(int R, int K, const float* __restrict__ src, long long sr, long long sk,
-                           float* __restrict__ dst, long long ld, unsigned* __restrict__ flags) {
-  __shared__ float tile[TILE][TILE + 1];         // +1: the transposed walk hits 32 banks
+// The source as (R, K) with strides (sr, sk): tile (r0, k0) into smem, zeros outside
+__device__ __forceinline__ void load_tile(float (&tile)[TILE][TILE + 1], int R, int K,
+                                          const float* __restrict__ src, long long sr,
+                                          long long sk, long long r0, long long k0) {
   const int tx = threadIdx.x, ty = threadIdx.y;
-  const bool src_r = sr == 1 && sk != 1;         // the source's unit stride runs along R
-  bool inexact = false, inf = false;
-  // a 32-column tile of k is one chunk of A' / B': k0 = 32c writes columns 64c .. 64c + 63
-  static_assert(TILE == 32, "a tile of k: one chunk, the GEMM's k-tile of tf32");
+  const bool src_r = sr == 1 && sk != 1;       // the source's unit stride runs along R
+  for (int j = ty; j < TILE; j += ROWS) {
+    const int i = src_r ? tx : j, c = src_r ? j : tx;   // (row, k) within the tile
+    const long long r = r0 + i, k = k0 + c;
+    tile[i][c] = r < R && k < K ? src[r * sr + k * sk] : 0.0f;
+  }
+}
+
+template <bool kA>
+__device__ void range_body(int R, int K, const float* __restrict__ src, long long sr,
+                           long long sk, unsigned* __restrict__ rmax, unsigned* __restrict__ flags) {
+  __shared__ float tile[TILE][TILE + 1];       // +1: the transposed walk hits 32 banks
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  bool inf = false;
   for (long long r0 = (long long)blockIdx.x * TILE; r0 < R; r0 += (long long)gridDim.x * TILE) {
     for (long long k0 = (long long)blockIdx.y * TILE; k0 < K; k0 += (long long)gridDim.y * TILE) {
-      for (int j = ty; j < TILE; j += ROWS) {
-        const int i = src_r ? tx : j, c = src_r ? j : tx;   // (row, k) within the tile
-        const long long r = r0 + i, k = k0 + c;
-        tile[i][c] = r < R && k < K ? src[r * sr + k * sk] : 0.0f;
-      }
+      load_tile(tile, R, K, src, sr, sk, r0, k0);
       __syncthreads();
-      for (int i = ty; i < TILE; i += ROWS) {
-        const long long r = r0 + i;
-        if (r >= R) continue;
-        float* chunk = dst + r * ld + 2 * k0;
-        Parts p{0.0f, 0.0f, false, false};        // columns past K: zeros in both parts
-        if (k0 + tx < K) p = split(tile[i][tx]);
-        inexact |= p.inexact;
-        inf |= p.inf;
-        chunk[tx] = p.small;
-        chunk[TILE + tx] = p.big;
+      for (int i = ty; i < TILE; i += ROWS) {  // a warp per row of the tile
+        const float x = tile[i][tx];
+        inf |= isinf(x);
+        const unsigned bits = isfinite(x) ? __float_as_uint(fabsf(x)) : 0u;
+        const unsigned m = __reduce_max_sync(0xffffffffu, bits);
+        if (tx == 0 && m != 0 && r0 + i < R) atomicMax(rmax + r0 + i, m);
       }
-      __syncthreads();                           // the tile is refilled next
+      __syncthreads();                         // the tile is refilled next
     }
   }
-  if (__syncthreads_or(inexact) && tx == 0 && ty == 0) atomicOr(flags, kA ? 1u : 2u);
   if (__syncthreads_or(inf) && tx == 0 && ty == 0) atomicOr(flags, kA ? 4u : 8u);
 }
 
+// kA: A's flag bit and its parts' order; B's chunk is stored alike ([small | big]): the
+// GEMM's k-tiles pair A small with B big and A big with B small (sm90_split_parts.cuh)
+template <bool kA>
+__device__ void split_body(int R, int K, const float* __restrict__ src, long long sr,
+                           long long sk, unsigned short* __restrict__ dst, long long ld,
+                           const unsigned* __restrict__ rmax, int* __restrict__ inexact_rows,
+                           unsigned* __restrict__ flags) {
+  __shared__ float tile[TILE][TILE + 1];
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const long long kp = ld;                     // K'
+  bool lost = false;
+  static_assert(2 * TILE == 64, "two tiles of k: one chunk of 64");
+  for (long long r0 = (long long)blockIdx.x * TILE; r0 < R; r0 += (long long)gridDim.x * TILE) {
+    for (long long k0 = (long long)blockIdx.y * TILE; k0 < kp / 2; k0 += (long long)gridDim.y * TILE) {
+      load_tile(tile, R, K, src, sr, sk, r0, k0);
+      __syncthreads();
+      for (int i = ty; i < TILE; i += ROWS) {  // a warp per row of the tile
+        const long long r = r0 + i;
+        if (r >= R) continue;
+        const int p = row_exponent(rmax[r]);
+        Parts q{0, 0, 0.0f, false, false};     // columns past K: zeros in both parts
+        if (k0 + tx < K) q = split(tile[i][tx], p);
+        const long long c = k0 / 64, o = k0 % 64 + tx;      // chunk, and k within it
+        unsigned short* chunk = dst + r * ld + 128 * c;
+        chunk[o] = q.small;
+        chunk[64 + o] = q.big;
+        const int n = __popc(__ballot_sync(0xffffffffu, q.inexact));
+        lost |= q.lost || n > kMaxInexact;
+        if (tx == 0 && n > 0) atomicAdd(inexact_rows + r, n);
+      }
+      __syncthreads();
+    }
+  }
+  if (__syncthreads_or(lost) && tx == 0 && ty == 0) atomicOr(flags, kA ? 1u : 2u);
+}
+
+// The counted elements of row i of S (an (R, K) source of strides (sr, sk), its rows' exponent
+// p), FIX at a time in k order, into (s_k, s_r); calls add(n) for each batch of n.
+template <class Add>
+__device__ __forceinline__ void residuals(int i, int K, const float* __restrict__ src,
+                                          long long sr, long long sk, int p, int (&s_k)[FIX],
+                                          float (&s_r)[FIX], Add add) {
+  __shared__ int s_warp[FIX / 32];
+  const int t = threadIdx.x;
+  for (long long k0 = 0; k0 < K; k0 += FIX) {
+    const long long k = k0 + t;
+    Parts q{0, 0, 0.0f, false, false};
+    if (k < K) q = split(src[i * sr + k * sk], p);
+    const unsigned ballot = __ballot_sync(0xffffffffu, q.inexact);
+    if (t % 32 == 0) s_warp[t / 32] = __popc(ballot);
+    __syncthreads();
+    int before = __popc(ballot & ((1u << (t % 32)) - 1)), n = 0;
+    for (int w = 0; w < FIX / 32; ++w) {
+      before += w < t / 32 ? s_warp[w] : 0;
+      n += s_warp[w];
+    }
+    if (q.inexact) { s_k[before] = int(k); s_r[before] = q.resid; }
+    __syncthreads();
+    if (n > 0) add(n);
+    __syncthreads();                            // the lists are refilled next
+  }
+}
+
+// Row i of T = alpha (2^-(p_i + q_j) W_ij + sum_k r_ik B_kj) + beta C_ij, j < N
+__device__ void finish_body(int M, int N, int K, const float* __restrict__ A, long long sam,
+                            long long sak, const float* __restrict__ B, long long sbk,
+                            long long sbn, const unsigned* __restrict__ rmax,
+                            const int* __restrict__ inexact_rows, const float* __restrict__ W,
+                            long long ldw, const float* C, long long scm,
+                            long long scn, float* T, long long stm, long long stn,
+                            float alpha, float beta, const unsigned* __restrict__ flags) {
+  __shared__ int s_k[FIX];
+  __shared__ float s_r[FIX];
+  const int i = blockIdx.x, t = threadIdx.x;
+  if (i >= M || *flags != 0) return;           // flagged: run() takes the fp32 kernel
+  const int p = row_exponent(rmax[i]);
+  const unsigned* qmax = rmax + M;             // B's columns follow A's rows
+  // T's row is written by this CTA alone: the residual batches add into it in k order
+  for (long long j = t; j < N; j += FIX) {
+    const float w = ldexpf(W[i * ldw + j], -(p + row_exponent(qmax[j])));
+    T[i * stm + j * stn] = beta == 0.0f ? alpha * w : fmaf(alpha, w, beta * C[i * scm + j * scn]);
+  }
+  if (inexact_rows[i] == 0) return;
+  residuals(i, K, A, sam, sak, p, s_k, s_r, [&](int n) {
+    for (long long j = t; j < N; j += FIX) {
+      float acc = 0.0f;
+      for (int e = 0; e < n; ++e) acc = fmaf(s_r[e], B[s_k[e] * sbk + j * sbn], acc);
+      T[i * stm + j * stn] += alpha * acc;
+    }
+  });
+}
+
+// Column j of T += alpha sum_k A_ik r_kj, i < M, for B's counted elements
+__device__ void fix_body(int M, int N, int K, const float* __restrict__ A, long long sam,
+                         long long sak, const float* __restrict__ B, long long sbk,
+                         long long sbn, const unsigned* __restrict__ rmax,
+                         const int* __restrict__ inexact_rows, float* __restrict__ T,
+                         long long stm, long long stn, float alpha,
+                         const unsigned* __restrict__ flags) {
+  __shared__ int s_k[FIX];
+  __shared__ float s_r[FIX];
+  const int j = blockIdx.x, t = threadIdx.x;
+  if (j >= N || *flags != 0 || inexact_rows[M + j] == 0) return;
+  const int q = row_exponent(rmax[M + j]);
+  residuals(j, K, B, sbn, sbk, q, s_k, s_r, [&](int n) {
+    for (long long i = t; i < M; i += FIX) {
+      float acc = 0.0f;
+      for (int e = 0; e < n; ++e) acc = fmaf(A[i * sam + s_k[e] * sak], s_r[e], acc);
+      T[i * stm + j * stn] += alpha * acc;
+    }
+  });
+}
+
+#define CG_RANGE(NAME, IS_A)                                                                 \
+  CG_ENTRY(NAME, __launch_bounds__(TILE * ROWS),                                             \
+           (int R, int K, const float* __restrict__ src, long long sr, long long sk,        \
+            unsigned* __restrict__ rmax, unsigned* __restrict__ flags), {                   \
+    range_body<IS_A>(R, K, src, sr, sk, rmax, flags);                                        \
+  })
 #define CG_SPLIT(NAME, IS_A)                                                                 \
   CG_ENTRY(NAME, __launch_bounds__(TILE * ROWS),                                             \
            (int R, int K, const float* __restrict__ src, long long sr, long long sk,        \
-            float* __restrict__ dst, long long ld, unsigned* __restrict__ flags), {         \
-    split_body<IS_A>(R, K, src, sr, sk, dst, ld, flags);                                     \
+            unsigned short* __restrict__ dst, long long ld, const unsigned* __restrict__ rmax, \
+            int* __restrict__ inexact_rows, unsigned* __restrict__ flags), {                \
+    split_body<IS_A>(R, K, src, sr, sk, dst, ld, rmax, inexact_rows, flags);                 \
   })
+#define CG_FINISH(NAME)                                                                      \
+  CG_ENTRY(NAME, __launch_bounds__(FIX),                                                     \
+           (int M, int N, int K, const float* __restrict__ A, long long sam, long long sak,   \
+            const float* __restrict__ B, long long sbk, long long sbn,                       \
+            const unsigned* __restrict__ rmax, const int* __restrict__ inexact_rows,         \
+            const float* __restrict__ W, long long ldw, const float* C,                      \
+            long long scm, long long scn, float* T, long long stm, long long stn,            \
+            float alpha, float beta, const unsigned* __restrict__ flags), {                  \
+    finish_body(M, N, K, A, sam, sak, B, sbk, sbn, rmax, inexact_rows, W, ldw, C, scm, scn, T, \
+                stm, stn, alpha, beta, flags);                                               \
+  })
+#define CG_FIX(NAME)                                                                         \
+  CG_ENTRY(NAME, __launch_bounds__(FIX),                                                     \
+           (int M, int N, int K, const float* __restrict__ A, long long sam, long long sak,   \
+            const float* __restrict__ B, long long sbk, long long sbn,                       \
+            const unsigned* __restrict__ rmax, const int* __restrict__ inexact_rows,         \
+            float* __restrict__ T, long long stm, long long stn, float alpha,                \
+            const unsigned* __restrict__ flags), {                                           \
+    fix_body(M, N, K, A, sam, sak, B, sbk, sbn, rmax, inexact_rows, T, stm, stn, alpha, flags); \
+  })
+CG_RANGE(cute_3xtf32_range_a, true)
+CG_RANGE(cute_3xtf32_range_b, false)
 CG_SPLIT(cute_3xtf32_split_a, true)
 CG_SPLIT(cute_3xtf32_split_b, false)
+CG_FINISH(cute_3xtf32_finish)
+CG_FIX(cute_3xtf32_fix)
