@@ -72,18 +72,6 @@ def _split_on_gpu(a: np.ndarray, b: np.ndarray):
     return out[0], out[1], word
 
 
-def _specials(rng, shape):
-    # magnitudes 2^-100..2^100 (none below 2^-103: those are flagged, tested apart)
-    x = (rng.standard_normal(shape) * 2.0 ** rng.integers(-80, 80, shape)).astype(np.float32)
-    flat = x.ravel()
-    vals = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, 1.0 + 2**-11, 1.0 + 3 * 2**-11, -(1.0 + 2**-11),
-            3.4028235e38, -3.4028235e38, np.float32(np.uint32(0x7F7FF000).view(np.float32)),
-            2.0**-100, 7.0, -8.0, 2.0**120]
-    flat[:len(vals)] = vals
-    flat[len(vals)] = np.uint32(0x7F800001).view(np.float32)        # a NaN with a low payload
-    return x
-
-
 def test_split_is_bit_exact_against_a_numpy_model():
     rng = np.random.default_rng()
     m, n, k = 67, 45, 100                        # 2 chunks of 64: K' 256, 28 pad columns

@@ -187,9 +187,9 @@ def test_numpy_operands_launch_the_same_plan(monkeypatch, case):
 @pytest.mark.parametrize("word", [0, 2])
 def test_a_composed_kernel_splits_a_and_b_as_they_are_and_its_gemm_takes_the_pick(monkeypatch, word):
     """cute_3xtf32 picked on the transposed problem: the pre-pass splits A (its A entry) and
-    B (its B entry); the tf32 GEMM on A' and B' is the launch turned once (and where the
-    split is not exact, the fp32 fallback on A and B after it, turned too, the warning
-    naming b)."""
+    B (its B entry); the fp16 GEMM on A' and B' is the launch turned once, into W in the
+    caller's orientation (and where the split cannot carry the inputs, the fp32 fallback on
+    A and B after it, turned too, the warning naming b)."""
     events = stub_driver.install(monkeypatch)
     monkeypatch.setattr(launch, "device_info", lambda ordinal=None: H100)
     events.device_word = word
