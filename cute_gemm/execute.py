@@ -144,8 +144,7 @@ class Split:
         m, kk = A.shape
         n = B.shape[1]
         kp = g.k_prime(kk)
-        self.k, self.A, self.B, self.stream, self.owned = k, A, B, stream, owned
-        self.ordinal = ordinal
+        self.A, self.B, self.stream, self.ordinal, self.owned = A, B, stream, ordinal, owned
         self.aux = launch.alloc_async(4 * (2 * (m + n) + 1), ordinal, stream)
         owned.append(self.aux)
         launch.memset_f32(self.aux, 0, 2 * (m + n) + 1, stream)

@@ -527,7 +527,6 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig, only: str | None = None) -> Kernel:
     # tf32: k-major SS entry, and RS entries for an m-major A / n-major B
     tf32 = (("k", "k"), ("k", "n"), ("m", "k"))
     variants = _tc_variants("cute_wgmma_ws", bm, bn, cfg.cluster_m, cfg.k_bytes, tf32)
-    item = 2 if only == "fp16" else 4
     return Kernel(
         name=name,
         family="cute",
@@ -536,7 +535,7 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig, only: str | None = None) -> Kernel:
         defines=(("CG_WS_ONLY", define), ("CG_WS_TAIL_SPLIT", int(cfg.tail_split > 0))),
         block=(cfg.threads, 1, 1),
         grid=PersistentGrid(bm, bn, cluster=cfg.cluster_m, tail_split=cfg.tail_split,
-                            window_k=cfg.window_k(item)),
+                            window_k=cfg.window_k(_TC_ITEM[only or "tf32"])),
         config=cfg,
         tile=(bm, bn, cfg.blk_k),
         dyn_smem=FixedSmem(cfg.dyn_smem),
@@ -574,7 +573,7 @@ CUTE += [
 ]
 
 
-# ---- fp32 accuracy on tf32 tensor cores (3xTF32) ------------------------------------------------
+# ---- fp32 accuracy on tensor cores (3xTF32, its products in fp16) -------------------------------
 def _three_tf32(name: str, gemm: Kernel, fallback: str) -> Kernel:
     # the passes read any strides (so every layout costs the same: no relayout copy) and
     # write the k-major A' and B' that the GEMM's fp16 k-major entry takes as they are

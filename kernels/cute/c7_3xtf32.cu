@@ -120,11 +120,10 @@ __device__ void split_body(int R, int K, const float* __restrict__ src, long lon
                            unsigned* __restrict__ flags) {
   __shared__ float tile[TILE][TILE + 1];
   const int tx = threadIdx.x, ty = threadIdx.y;
-  const long long kp = ld;                     // K'
-  bool lost = false;
+  bool lost = false;                           // (ld: K', whole chunks, written to its end)
   static_assert(2 * TILE == 64, "two tiles of k: one chunk of 64");
   for (long long r0 = (long long)blockIdx.x * TILE; r0 < R; r0 += (long long)gridDim.x * TILE) {
-    for (long long k0 = (long long)blockIdx.y * TILE; k0 < kp / 2; k0 += (long long)gridDim.y * TILE) {
+    for (long long k0 = (long long)blockIdx.y * TILE; k0 < ld / 2; k0 += (long long)gridDim.y * TILE) {
       load_tile(tile, R, K, src, sr, sk, r0, k0);
       __syncthreads();
       for (int i = ty; i < TILE; i += ROWS) {  // a warp per row of the tile
