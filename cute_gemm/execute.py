@@ -94,16 +94,23 @@ _RangeArgs, _RANGE_OFFSETS = _args("_RangeArgs", "c7's range pass", [
     ("R", _I), ("K", _I), ("src", _P), ("sr", _L), ("sk", _L), ("rmax", _P), ("flags", _P)])
 _SplitArgs, _SPLIT_OFFSETS = _args("_SplitArgs", "c7's split pass: R rows of ld halves", [
     ("R", _I), ("K", _I), ("src", _P), ("sr", _L), ("sk", _L), ("dst", _P), ("ld", _L),
-    ("rmax", _P), ("inexact", _P), ("flags", _P)])
+    ("rmax", _P), ("inexact", _P), ("flags", _P), ("norms", _P), ("sums", _P)])
+_NormsArgs, _NORMS_OFFSETS = _args("_NormsArgs", "c7's norms: |B_k|^2 from B's tile sums", [
+    ("R", _I), ("K", _I), ("sums", _P), ("norms", _P)])
 _FinishArgs, _FINISH_OFFSETS = _args("_FinishArgs", "c7's finish: T from W by rows", [
     ("M", _I), ("N", _I), ("K", _I), ("A", _P), ("sam", _L), ("sak", _L), ("B", _P),
     ("sbk", _L), ("sbn", _L), ("rmax", _P), ("inexact", _P), ("W", _P), ("ldw", _L), ("C", _P),
     ("scm", _L), ("scn", _L), ("T", _P), ("stm", _L), ("stn", _L), ("alpha", _F),
-    ("beta", _F), ("flags", _P)])
+    ("beta", _F), ("flags", _P), ("sums", _P), ("ny", _I), ("marked", _P)])
 _FixArgs, _FIX_OFFSETS = _args("_FixArgs", "c7's fix: B's residuals by columns", [
     ("M", _I), ("N", _I), ("K", _I), ("A", _P), ("sam", _L), ("sak", _L), ("B", _P),
     ("sbk", _L), ("sbn", _L), ("rmax", _P), ("inexact", _P), ("T", _P), ("stm", _L),
-    ("stn", _L), ("alpha", _F), ("flags", _P)])
+    ("stn", _L), ("alpha", _F), ("flags", _P), ("marked", _P)])
+_RefineArgs, _REFINE_OFFSETS = _args("_RefineArgs", "c7's refine: marked rows in float64", [
+    ("M", _I), ("N", _I), ("K", _I), ("A", _P), ("sam", _L), ("sak", _L), ("B", _P),
+    ("sbk", _L), ("sbn", _L), ("C", _P), ("scm", _L), ("scn", _L), ("T", _P), ("stm", _L),
+    ("stn", _L), ("alpha", _F), ("beta", _F), ("flags", _P), ("marked", _P)])
+REFINE_TILE, REFINE_GRID_Y = 64, 16     # refine_rows.cuh's tile; CTAs across T's columns
 
 
 def _temp(shape, dtype: str, ordinal: int, stream: int, owned: list,
@@ -136,8 +143,10 @@ class Split:
     """cute_3xtf32's passes (kernels/cute/c7_3xtf32.cu) in stream-ordered scratch (in `owned`):
     A' (M x K' fp16) and B' (K' x N, column-major), K' = gemm_of.k_prime(K); per row of A and
     column of B the largest magnitude (rmax) and the count of elements whose residual the
-    finish and fix passes add (inexact); the device word of range flags; and W (M x N fp32),
-    the GEMM's scaled result, which finish() turns into T."""
+    finish and fix passes add (inexact); the device word of range flags; the rows finish
+    leaves to refine (marked, then their count); the sums of squares of the cancellation test
+    (float64: B's per tile of 32 columns and k, |B_k|^2, A's per row and split CTA column); and
+    W (M x N fp32), the GEMM's scaled result, which finish() turns into T."""
 
     def __init__(self, k, A: Operand, B: Operand, stream: int, ordinal: int, owned: list):
         g = k.gemm_of
@@ -145,25 +154,39 @@ class Split:
         n = B.shape[1]
         kp = g.k_prime(kk)
         self.A, self.B, self.stream, self.ordinal, self.owned = A, B, stream, ordinal, owned
-        self.aux = launch.alloc_async(4 * (2 * (m + n) + 1), ordinal, stream)
+        words = 2 * (m + n) + 1 + m + 1
+        self.aux = launch.alloc_async(4 * words, ordinal, stream)
         owned.append(self.aux)
-        launch.memset_f32(self.aux, 0, 2 * (m + n) + 1, stream)
+        launch.memset_f32(self.aux, 0, words, stream)
         self.rmax, self.inexact, self.flags = self.aux, self.aux + 4 * (m + n), self.aux + 8 * (m + n)
+        self.marked = self.flags + 4
+        tiles_b, self.ny = -(-n // k.grid.tile), k.grid.of(m, kk)[1]
+        self.sq = launch.alloc_async(8 * (tiles_b * kk + kk + m * self.ny), ordinal, stream)
+        owned.append(self.sq)
+        b_sums, norms = self.sq, self.sq + 8 * tiles_b * kk
+        self.a_sums = norms + 8 * kk
         self.A2 = _temp((m, kp), "float16", ordinal, stream, owned, (kp, 1))
         self.B2 = _temp((kp, n), "float16", ordinal, stream, owned, (1, kp))
         lk = loaded(k, ordinal)
         self.fn = {v.entry[len(k.name) + 1:]: lk.function(v.entry, k.entries) for v in k.variants}
-        # each operand as (rows, K) with (row stride, k stride): A as it is, B transposed
-        roles = ((m, A, A.strides, self.A2, 0, "a"), (n, B, B.strides[::-1], self.B2, m, "b"))
-        for rows, src, (sr, sk), _, off, r in roles:
+        # each operand as (rows, K) with (row stride, k stride): A as it is, B transposed;
+        # B split first: A's split reads |B_k|^2
+        roles = ((n, B, B.strides[::-1], self.B2, m, "b", None, b_sums),
+                 (m, A, A.strides, self.A2, 0, "a", norms, self.a_sums))
+        for rows, src, (sr, sk), _, off, r, _, _ in roles[::-1]:
             launch.launch(self.fn[f"range_{r}"], k.grid.of(rows, kk), k.block, 0, stream,
                           _packed(_RangeArgs(rows, kk, src.ptr, sr, sk, self.rmax + 4 * off,
                                              self.flags), _RANGE_OFFSETS))
-        for rows, src, (sr, sk), dst, off, r in roles:
+        for rows, src, (sr, sk), dst, off, r, reads, sums in roles:
             launch.launch(self.fn[f"split_{r}"], k.grid.of(rows, kk), k.block, 0, stream,
                           _packed(_SplitArgs(rows, kk, src.ptr, sr, sk, dst.ptr, kp,
                                              self.rmax + 4 * off, self.inexact + 4 * off,
-                                             self.flags), _SPLIT_OFFSETS))
+                                             self.flags, reads, sums), _SPLIT_OFFSETS))
+            if r == "b":
+                threads = k.block[0] * k.block[1]
+                launch.launch(self.fn["norms_b"], (min(-(-kk // threads), registry.GRID_X_MAX), 1, 1),
+                              k.block, 0, stream,
+                              _packed(_NormsArgs(n, kk, b_sums, norms), _NORMS_OFFSETS))
 
     def scratch_out(self) -> Operand:
         """W: where the GEMM writes its scaled result (row-major M x N fp32)."""
@@ -172,17 +195,26 @@ class Split:
         return self.W
 
     def finish(self, C: Operand | None, T: Operand, alpha: float, beta: float) -> None:
-        """T = alpha (W unscaled + r_A B + A r_B) + beta C (c7's finish and fix passes;
-        nothing where the flags are set)."""
+        """T = alpha (W unscaled + r_A B + A r_B) + beta C (c7's finish and fix passes), the
+        rows whose sum cancels recomputed in float64 (refine); nothing where the flags are
+        set."""
         A, B, W, (m, kk), n = self.A, self.B, self.W, self.A.shape, self.B.shape[1]
-        args = (m, n, kk, A.ptr, *A.strides, B.ptr, *B.strides, self.rmax, self.inexact)
+        args = (m, n, kk, A.ptr, *A.strides, B.ptr, *B.strides)
+        c = (C.ptr, *C.strides) if C else (None, 0, 0)
         launch.launch(self.fn["finish"], (m, 1, 1), (256, 1, 1), 0, self.stream,
-                      _packed(_FinishArgs(*args, W.ptr, W.strides[0], C.ptr if C else None,
-                                          *(C.strides if C else (0, 0)), T.ptr, *T.strides,
-                                          alpha, beta if C else 0.0, self.flags),
+                      _packed(_FinishArgs(*args, self.rmax, self.inexact, W.ptr, W.strides[0],
+                                          *c, T.ptr, *T.strides, alpha, beta if C else 0.0,
+                                          self.flags, self.a_sums, self.ny, self.marked),
                               _FINISH_OFFSETS))
         launch.launch(self.fn["fix"], (n, 1, 1), (256, 1, 1), 0, self.stream,
-                      _packed(_FixArgs(*args, T.ptr, *T.strides, alpha, self.flags), _FIX_OFFSETS))
+                      _packed(_FixArgs(*args, self.rmax, self.inexact, T.ptr, *T.strides, alpha,
+                                       self.flags, self.marked), _FIX_OFFSETS))
+        grid = (min(-(-m // REFINE_TILE), registry.GRID_X_MAX),
+                min(-(-n // REFINE_TILE), REFINE_GRID_Y), 1)
+        launch.launch(self.fn["refine"], grid, (256, 1, 1), 0, self.stream,
+                      _packed(_RefineArgs(*args, *c, T.ptr, *T.strides, alpha,
+                                          beta if C else 0.0, self.flags, self.marked),
+                              _REFINE_OFFSETS))
 
 
 def _flagged(bad: int, g) -> str:

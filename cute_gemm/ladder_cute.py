@@ -579,7 +579,8 @@ def _three_tf32(name: str, gemm: Kernel, fallback: str) -> Kernel:
     # write the k-major A' and B' that the GEMM's fp16 k-major entry takes as they are
     passes = tuple(Variant(f"{name}_{p}", a_major="any", b_major="any", c_major="any",
                            precision="fp32_3xtf32") for p in ("range_a", "range_b", "split_a",
-                                                              "split_b", "finish", "fix"))
+                                                              "split_b", "norms_b", "finish",
+                                                              "fix", "refine"))
     cfg = gemm.config
     return Kernel(
         name=name,
@@ -594,7 +595,8 @@ def _three_tf32(name: str, gemm: Kernel, fallback: str) -> Kernel:
                 f"each, as tf32 keeps), scaled per row of A / column of B into fp16's range, "
                 f"k-major per chunk of 64 k; c6's promoted fp16 GEMM reads three products a "
                 f"chunk (small·big, big·small, big·big) and undoes the scales; the residuals of "
-                f"elements below fp16's normal range added after it: fp32 accuracy; "
+                f"elements below fp16's normal range added after it, rows whose sum cancels "
+                f"recomputed with float64 sums: fp32 accuracy; "
                 f"{fallback} where the split cannot carry the inputs (±Inf, magnitudes far below "
                 f"their row's largest)",
         seed="CUTLASS example 27 (3xTF32), on c6's GEMM",

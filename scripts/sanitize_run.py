@@ -3,8 +3,8 @@
 chosen kernels (default: every registered one) on odd and tile-sized shapes in all four
 operand layouts, with beta != 0, plus the stream-K launches of every stream-K kernel chosen
 (grids smaller than a wave, one tile cut 16 ways) and a split launch of each (whole waves
-data-parallel, then the stream-K twin), so every entry point and both halves of the residue
-handling run.
+data-parallel, then the stream-K twin), and for a composed kernel rows whose sum cancels
+(its refine pass), so every entry point and both halves of the residue handling run.
 
 Exit status 0 only when every check passed and every stream-K path named above ran;
 the sanitizer's own verdict comes from its exit code (--error-exitcode in sanitize.sh).
@@ -117,6 +117,28 @@ def runtime_paths() -> bool:
     return ok
 
 
+def refine_paths(name: str, lay: str) -> bool:
+    """A composed kernel (cute_3xtf32) on products that cancel in pairs, so every row is left
+    to its refine pass (float64 sums), in layout `lay`, with beta * C as small as the sums,
+    checked against float64 (the refined rows: half an ulp)."""
+    import numpy as np
+    rng = np.random.default_rng(12)
+    m, n, k = 130, 70, 200
+    a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
+    a[:, 1::2] = a[:, 0::2] * (1 + 2.0**-12 * rng.standard_normal((m, k // 2)))
+    b[1::2] = -b[0::2]
+    c = rng.standard_normal((m, n)) * 2.0**-12
+    a, b, c = (x.astype(np.float32) for x in (a, b, c))
+    want = a.astype(np.float64) @ b - 0.5 * c.astype(np.float64)
+    lay_a, lay_b = (np.asfortranarray if t == "t" else np.ascontiguousarray for t in lay)
+    got = api.run(name, lay_a(a), lay_b(b), c, beta=-0.5)
+    err = float((np.abs(got - want) / np.abs(want)).max())
+    good = err <= 2.0**-24 * (1 + 2.0**-10)
+    print(f"   {name} {lay}: rows that cancel, refined: {'pass' if good else 'FAIL'} "
+          f"(largest relative error {err:.2e})", flush=True)
+    return good
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="fewer shapes (racecheck is slow)")
@@ -158,6 +180,9 @@ def main(argv=None) -> int:
             if not took:
                 print(f"   {name}: stream-K path not taken at {s}")
         ok = ok and not fails and all(ran.values())
+        for name in kernels:
+            if registry.get(name).gemm_of is not None:
+                ok = refine_paths(name, lay) and ok
     if "cute_pipelined" in kernels:
         ok = runtime_paths() and ok
     print("sanitize workload:", "PASS" if ok else "FAIL")

@@ -45,7 +45,9 @@ def split_args(blob: bytes):
 PASSES = {"range": (execute._RangeArgs, execute._RANGE_OFFSETS),
           "split": (execute._SplitArgs, execute._SPLIT_OFFSETS),
           "finish": (execute._FinishArgs, execute._FINISH_OFFSETS),
-          "fix": (execute._FixArgs, execute._FIX_OFFSETS)}
+          "fix": (execute._FixArgs, execute._FIX_OFFSETS),
+          "norms": (execute._NormsArgs, execute._NORMS_OFFSETS),
+          "refine": (execute._RefineArgs, execute._REFINE_OFFSETS)}
 
 
 def pass_of(entry: str) -> str | None:
@@ -223,8 +225,8 @@ def install(monkeypatch):
 
 def launches(events, kind=None):
     """The recorded launches: all, or only the GEMM kernels' (kind "gemm"), the scale/copy
-    utility's (kind "scale2d") or a composed kernel's passes (kind "range", "split", "finish",
-    "fix")."""
+    utility's (kind "scale2d") or a composed kernel's passes (kind "range", "split", "norms",
+    "finish", "fix", "refine")."""
     def kind_of(entry):
         return "scale2d" if entry.startswith("scale2d") else pass_of(entry) or "gemm"
     return [e for e in events if e[0] == "launch" and (kind is None or kind_of(e[1]) == kind)]

@@ -29,7 +29,7 @@ def test_the_record_says_what_it_is_composed_of():
     assert (K3.family, K3.archs, K3.precisions) == ("cute", ("sm_90a",), ("fp32_3xtf32",))
     assert K3.computes("fp32_3xtf32", "float32") and not K3.computes("fp32", "float32")
     assert [v.entry for v in K3.variants] == [f"cute_3xtf32_{p}" for p in (
-        "range_a", "range_b", "split_a", "split_b", "finish", "fix")]
+        "range_a", "range_b", "split_a", "split_b", "norms_b", "finish", "fix", "refine")]
     assert all((v.a_major, v.b_major, v.c_major) == ("any",) * 3 for v in K3.variants)
     gemm = g.kernel
     assert (gemm.name, g.precision, g.k_parts, g.k_reads) == ("cute_3xtf32_gemm", "fp16", 2, 3)
@@ -79,12 +79,14 @@ def _operands(layout, m, n, k):
 
 @pytest.mark.parametrize("layout", registry.LAYOUTS)
 def test_passes_then_the_fp16_gemm_on_k_major_operands_then_frees(monkeypatch, layout):
-    """Every layout is one range and one split pass per operand (no relayout copy): A' = M
-    rows and B' = N columns of K' = 2 * 64 * ceil(K / 64) halves (two parts per chunk of 64),
-    the row maxima, counts and flags zeroed; the flags' copy queued behind the splits; the
-    GEMM's fp16 k-major entry with K' on A' and B' into scratch W (alpha 1, beta 0); then
-    finish (rows of T from W, C and A's residuals) and fix (B's); the host waits for the
-    flags last; every allocation freed after."""
+    """Every layout is one range and one split pass per operand (no relayout copy), B's
+    split first and its squares summed (norms) before A's, which reads them: A' = M rows and
+    B' = N columns of K' = 2 * 64 * ceil(K / 64) halves (two parts per chunk of 64), the row
+    maxima, counts, flags and marked rows zeroed; the flags' copy queued behind the splits;
+    the GEMM's fp16 k-major entry with K' on A' and B' into scratch W (alpha 1, beta 0); then
+    finish (rows of T from W, C and A's residuals, marking the rows whose sum cancels), fix
+    (B's residuals) and refine (the marked rows); the host waits for the flags last; every
+    allocation freed after."""
     events = stub_driver.install(monkeypatch)
     m, n, k = 70, 50, 37                       # 1 chunk: K' = 128
     a, b = _operands(layout, m, n, k)
@@ -93,20 +95,28 @@ def test_passes_then_the_fp16_gemm_on_k_major_operands_then_frees(monkeypatch, l
     kp = 128
     kinds = [e[0] for e in events]
     allocs = _events("alloc", events)
-    aux, pa, pb, w = (x[1] for x in allocs)
-    assert [x[2] for x in allocs] == [4 * (2 * (m + n) + 1), 2 * m * kp, 2 * n * kp, 4 * m * n]
-    assert ("memset", aux, 2 * (m + n) + 1, 0) in events
+    aux, sq, pa, pb, w = (x[1] for x in allocs)
+    ny = 2                                     # the split's CTAs along K (37 = 2 tiles of 32)
+    words = 2 * (m + n) + 1 + m + 1            # rmax, inexact, flags, marked rows and their count
+    assert [x[2] for x in allocs] == [4 * words, 8 * (2 * k + k + m * ny), 2 * m * kp,
+                                      2 * n * kp, 4 * m * n]
+    assert ("memset", aux, words, 0) in events
     rmax, inexact, flags = aux, aux + 4 * (m + n), aux + 8 * (m + n)
+    marked, b_sums, norms, a_sums = flags + 4, sq, sq + 8 * 2 * k, sq + 8 * 3 * k
     passes = [(e[1][len("cute_3xtf32_"):], pass_args(e)) for e in stub_driver.launches(events)
               if stub_driver.pass_of(e[1])]
-    assert [p for p, _ in passes] == ["range_a", "range_b", "split_a", "split_b", "finish", "fix"]
-    ra, rb, sa, sb, fin, fix = (x for _, x in passes)
+    assert [p for p, _ in passes] == ["range_a", "range_b", "split_b", "norms_b", "split_a",
+                                      "finish", "fix", "refine"]
+    ra, rb, sb, nb, sa, fin, fix, ref = (x for _, x in passes)
     # strides in elements along (rows, k): A as it is, B transposed
     stra, strb = tuple(x // 4 for x in a.strides), tuple(x // 4 for x in b.strides[::-1])
     assert (ra.R, ra.K, ra.src, (ra.sr, ra.sk), ra.rmax, ra.flags) == (m, k, a.ptr, stra, rmax, flags)
     assert (rb.R, rb.K, rb.src, (rb.sr, rb.sk), rb.rmax, rb.flags) == (n, k, b.ptr, strb, rmax + 4 * m, flags)
     assert (sa.R, sa.K, sa.dst, sa.ld, sa.rmax, sa.inexact) == (m, k, pa, kp, rmax, inexact)
     assert (sb.R, sb.K, sb.dst, sb.ld, sb.rmax, sb.inexact) == (n, k, pb, kp, rmax + 4 * m, inexact + 4 * m)
+    # B's squares per tile of 32 columns and k (2 tiles of n = 50), added up per k, read by A's
+    assert (sb.norms, sb.sums) == (None, b_sums) and (sa.norms, sa.sums) == (norms, a_sums)
+    assert (nb.R, nb.K, nb.sums, nb.norms) == (n, k, b_sums, norms)
     (gemm,) = stub_driver.launches(events, "gemm")
     g = gemm_args(gemm[4])
     assert gemm[1] == "cute_wgmma_ws_fp16_f32_ak_bk"
@@ -117,16 +127,24 @@ def test_passes_then_the_fp16_gemm_on_k_major_operands_then_frees(monkeypatch, l
                                                          (pb, (kp, n), 2 * kp)]
     assert (fin.M, fin.N, fin.K, fin.A, fin.B, fin.W, fin.ldw, fin.T, fin.alpha, fin.beta,
             fin.flags) == (m, n, k, a.ptr, b.ptr, w, n, out.ptr, 1.5, 0.0, flags)
-    assert (fix.M, fix.N, fix.K, fix.T, fix.alpha, fix.flags) == (m, n, k, out.ptr, 1.5, flags)
+    assert (fin.sums, fin.ny, fin.marked) == (a_sums, ny, marked)
+    assert (fix.M, fix.N, fix.K, fix.T, fix.alpha, fix.flags, fix.marked) == (
+        m, n, k, out.ptr, 1.5, flags, marked)
+    assert (ref.M, ref.N, ref.K, ref.A, ref.B, ref.C, ref.T, ref.alpha, ref.beta, ref.flags,
+            ref.marked) == (m, n, k, a.ptr, b.ptr, None, out.ptr, 1.5, 0.0, flags, marked)
+    assert ((ref.sam, ref.sak), (ref.sbk, ref.sbn)) == (stra, strb[::-1])
+    refine = next(e for e in stub_driver.launches(events, "refine"))
+    assert refine[2] == (2, 1, 1)              # 64 x 64 tiles of T: 2 of M = 70, 1 of N = 50
     # the flags copied behind the splits, everything queued, then the wait for the copy alone
     i_flags, i_wait = kinds.index("dtoh"), kinds.index("event_sync")
-    i_split, i_fix = (max(events.index(e) for e in stub_driver.launches(events, x)) for x in ("split", "fix"))
+    i_split, i_refine = (max(events.index(e) for e in stub_driver.launches(events, x))
+                         for x in ("split", "refine"))
     assert events[i_flags][1] == flags and kinds[i_flags + 1] == "record" and "sync" not in kinds
     assert events[i_wait][1] == events[i_flags + 1][1]
-    assert i_split < i_flags < events.index(gemm) < i_fix < i_wait
+    assert i_split < i_flags < events.index(gemm) < i_refine < i_wait
     frees = _events("free", events)
-    assert sorted(f[1] for f in frees) == sorted((aux, pa, pb, w))
-    assert min(events.index(f) for f in frees) > i_fix
+    assert sorted(f[1] for f in frees) == sorted((aux, sq, pa, pb, w))
+    assert min(events.index(f) for f in frees) > i_refine
     assert not stub_driver.launches(events, "scale2d")
 
 
@@ -138,6 +156,8 @@ def test_in_place_c_and_beta_reach_the_finish_and_no_hot_path_is_kept(monkeypatc
         api.run("cute_3xtf32", a, b, out=c)
     fins = [pass_args(e) for e in stub_driver.launches(events, "finish")]
     assert [(f.C, f.T, f.beta) for f in fins] == [(c.ptr, c.ptr, -0.5), (None, c.ptr, 0.0)] * 2
+    refs = [pass_args(e) for e in stub_driver.launches(events, "refine")]
+    assert [(f.C, f.T, f.beta) for f in refs] == [(c.ptr, c.ptr, -0.5), (None, c.ptr, 0.0)] * 2
     assert all(gemm_args(e[4]).beta == 0.0 for e in stub_driver.launches(events, "gemm"))
     assert len(stub_driver.launches(events, "split")) == 8      # every call splits anew
     assert not api.CACHE.hot
@@ -168,6 +188,8 @@ def test_k_past_one_launch_is_cut_and_accumulated(monkeypatch):
     assert len(gs) == 2 and sum(g.K for g in gs) == 2 * kk
     assert all(g.K <= registry.EXTENT_MAX for g in gs) and [f.beta for f in fins] == [0.0, 1.0]
     assert [s.K for s in splits[::2]] == [g.K // 2 for g in gs]
+    refs = [pass_args(e) for e in stub_driver.launches(events, "refine")]
+    assert [(f.K, f.C, f.beta) for f in refs] == [(g.K // 2, f.C, f.beta) for g, f in zip(gs, fins)]
 
 
 @pytest.mark.parametrize("word,which", [
@@ -299,9 +321,9 @@ def test_host_inputs_take_the_same_path(monkeypatch):
     b = np.ones((9, 11), np.float32)
     cute_gemm.run("cute_3xtf32", a, b)
     assert [e[1] for e in stub_driver.launches(events)] == [
-        "cute_3xtf32_range_a", "cute_3xtf32_range_b", "cute_3xtf32_split_a",
-        "cute_3xtf32_split_b", "cute_wgmma_ws_fp16_f32_ak_bk", "cute_3xtf32_finish",
-        "cute_3xtf32_fix"]
+        "cute_3xtf32_range_a", "cute_3xtf32_range_b", "cute_3xtf32_split_b",
+        "cute_3xtf32_norms_b", "cute_3xtf32_split_a", "cute_wgmma_ws_fp16_f32_ak_bk",
+        "cute_3xtf32_finish", "cute_3xtf32_fix", "cute_3xtf32_refine"]
 
 
 def test_a_partial_last_wave_is_cut_along_k_with_a_workspace(monkeypatch):

@@ -231,7 +231,8 @@ def test_layout_launches_of_the_tuned_kernels():
     assert ll(ws, "tn", ("tf32",))["scale2d"] == (("scale2d",),)
     assert ll(registry.get("cute_3xtf32"), "tn") == {
         "cute_3xtf32": (tuple(f"cute_3xtf32_{p}" for p in ("range_a", "range_b", "split_a",
-                                                          "split_b", "finish", "fix")),),
+                                                          "split_b", "norms_b", "finish", "fix",
+                                                          "refine")),),
         "cute_3xtf32_gemm": (("cute_wgmma_ws_fp16_f32_ak_bk",),)}
     assert ll(PIPE, "nn", ("bf16",)) == {}
 

@@ -203,8 +203,8 @@ def test_a_composed_kernel_splits_a_and_b_as_they_are_and_its_gemm_takes_the_pic
         cute_gemm.gemm(a, b, out=out, precision="fp32_3xtf32")
     splits = stub_driver.launches(events, "split")
     assert [(e[1], split_args(e[4]).src) for e in splits] == [
-        ("cute_3xtf32_split_a", a.ptr), ("cute_3xtf32_split_b", b.ptr)]
-    _, a2, b2, w = (e[1] for e in events if e[0] == "alloc")       # flags, A', B', W
+        ("cute_3xtf32_split_b", b.ptr), ("cute_3xtf32_split_a", a.ptr)]
+    _, _, a2, b2, w = (e[1] for e in events if e[0] == "alloc")    # flags, sums, A', B', W
     gemms = [(e[1], gemm_args(e[4])) for e in stub_driver.launches(events, "gemm")]
     assert len(gemms) == (2 if word else 1) and all((g.M, g.N) == (n, m) for _, g in gemms)
     entry, g = gemms[0]

@@ -13,28 +13,38 @@
 // chunk (small·big, big·small, big·big) into a scratch W = 2^(p_m + q_n) (A B)_mn.
 // Passes, in stream order (execute.Split):
 //   range   the largest finite |x| of each row (atomicMax on the bits) and the ±Inf flags;
-//   split   the parts; counts per row the elements whose parts miss x by more than 2^-22 |x|
-//           (small below fp16's normal range: x under ~2^-16 of its row's largest), and flags
-//           where fp16 cannot carry the split: an element below 2^-24 after scaling (or
-//           subnormal), or more than kMaxInexact such elements in 32 of a row;
+//   split   the parts (B's first); counts per row the elements whose parts miss x by more than
+//           2^-22 |x| (small below fp16's normal range: x under ~2^-16 of its row's largest),
+//           and flags where fp16 cannot carry the split: an element below 2^-24 after scaling
+//           (or subnormal), or more than kMaxInexact such elements in 32 of a row. On the way,
+//           B's pass sums b_kn^2 per k and tile of 32 n, norms adds those up (|B_k|^2), and
+//           A's pass sums a_mk^2 |B_k|^2 per row m and CTA column: S_m = sum_kn (a_mk b_kn)^2;
 //   (the GEMM)
 //   finish  T = alpha (2^-(p_m + q_n) W + r_A B) + beta C by rows: the scales undone and the
 //           residuals r = x - (big + small) of A's counted elements (exact in fp32) added in
-//           k order;
+//           k order; a row whose |T_m|^2 < kCancel alpha^2 S_m is left to refine instead;
 //   fix     T += alpha A r_B by columns, for B's counted elements. Every element then counts
-//           as x to 2^-22 |x|, as in a tf32 split, and the sums are deterministic.
-// finish and fix do nothing where the flags are set: run() then computes with an fp32 kernel
-// (bits 0, 1: A, B out of fp16's reach; 2, 3: ±Inf; execute.py, docs/tuning/cute_3xtf32.md).
+//           as x to 2^-22 |x|, as in a tf32 split, and the sums are deterministic;
+//   refine  the rows finish left, with float64 sums (refine_rows.cuh).
+// The split's representation error in a row is about 2^-24 |alpha| sqrt(S_m), random in sign:
+// on uncorrelated data |T_m|^2 ~ alpha^2 S_m and 3xTF32 is as accurate as SGEMM; where the row's
+// sum cancels (|T_m| far below sqrt(S_m)), that error does not shrink with it, but SGEMM's,
+// made in the running sums, does. Such a row is recomputed (docs/tuning/cute_3xtf32.md#cancel).
+// finish, fix and refine do nothing where the flags are set: run() then computes with an fp32
+// kernel (bits 0, 1: A, B out of fp16's reach; 2, 3: ±Inf; execute.py).
 // Geometry: range and split walk 32x32 (rows x k) tiles through smem, 32x8 threads (the
 //           transpose of util/scale2d.cu: reads along the source's unit-stride mode); grid x
 //           over rows, y over K (records.SplitGrid), grid-stride in 64-bit indices. finish /
-//           fix: a CTA of 256 per row of C / column of B (fix: most return at once).
+//           fix: a CTA of 256 per row of C / column of B (fix: most return at once). norms:
+//           256 threads, a k each. refine: refine_rows.cuh.
 #include <cute_gemm/entries.cuh>
+#include <cute_gemm/refine_rows.cuh>
 
 constexpr int TILE = 32, ROWS = 8, FIX = 256;
 constexpr int kMaxInexact = 4;                 // per 32 elements of a row: the fix's work bound
 constexpr int kTop = 14;                       // a row's largest magnitude scaled into [2^14, 2^15)
 constexpr unsigned short kHalfNaN = 0x7fffu;
+constexpr double kCancel = 0.5;                // |T_m|^2 / (alpha^2 S_m) below it: refine the row
 
 __device__ __forceinline__ unsigned short f16_rn(float x) {
   unsigned short h;
@@ -111,27 +121,61 @@ __device__ void range_body(int R, int K, const float* __restrict__ src, long lon
   if (__syncthreads_or(inf) && tx == 0 && ty == 0) atomicOr(flags, kA ? 4u : 8u);
 }
 
+// The sum over a warp in one fixed order (a butterfly: every lane gets the same bits)
+__device__ __forceinline__ double warp_sum(double v) {
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// The sum over a CTA of FIX threads in one fixed order, to every thread
+__device__ __forceinline__ double block_sum(double v) {
+  __shared__ double s_part[FIX / 32];
+  v = warp_sum(v);
+  if (threadIdx.x % 32 == 0) s_part[threadIdx.x / 32] = v;
+  __syncthreads();
+  double s = 0.0;
+  for (int w = 0; w < FIX / 32; ++w) s += s_part[w];
+  __syncthreads();                             // s_part is refilled by the next call
+  return s;
+}
+
 // kA: A's flag bit and its parts' order; B's chunk is stored alike ([small | big]): the
-// GEMM's k-tiles pair A small with B big and A big with B small (sm90_split_parts.cuh)
+// GEMM's k-tiles pair A small with B big and A big with B small (sm90_split_parts.cuh).
+// Sums of squares for finish's cancellation test, each in one fixed order: B's pass writes
+// sums[t K + k] = sum of b_kn^2 over the tile t of 32 n; A's reads norms[k] = |B_k|^2 and
+// writes sums[m gridDim.y + blockIdx.y] = sum of a_mk^2 |B_k|^2 over this CTA's k.
 template <bool kA>
 __device__ void split_body(int R, int K, const float* __restrict__ src, long long sr,
                            long long sk, unsigned short* __restrict__ dst, long long ld,
                            const unsigned* __restrict__ rmax, int* __restrict__ inexact_rows,
-                           unsigned* __restrict__ flags) {
+                           unsigned* __restrict__ flags, const double* __restrict__ norms,
+                           double* __restrict__ sums) {
   __shared__ float tile[TILE][TILE + 1];
   const int tx = threadIdx.x, ty = threadIdx.y;
   bool lost = false;                           // (ld: K', whole chunks, written to its end)
   static_assert(2 * TILE == 64, "two tiles of k: one chunk of 64");
   for (long long r0 = (long long)blockIdx.x * TILE; r0 < R; r0 += (long long)gridDim.x * TILE) {
+    double row_sq[TILE / ROWS] = {};           // A: this lane's share of its warp's rows
     for (long long k0 = (long long)blockIdx.y * TILE; k0 < ld / 2; k0 += (long long)gridDim.y * TILE) {
       load_tile(tile, R, K, src, sr, sk, r0, k0);
       __syncthreads();
-      for (int i = ty; i < TILE; i += ROWS) {  // a warp per row of the tile
+      if (!kA && ty == 0 && k0 + tx < K) {     // B: column tx of the tile, rows in order
+        double s = 0.0;
+        for (int i = 0; i < TILE; ++i) s += double(tile[i][tx]) * tile[i][tx];
+        sums[r0 / TILE * K + k0 + tx] = s;
+      }
+#pragma unroll
+      for (int j = 0; j < TILE / ROWS; ++j) {  // a warp per row of the tile
+        const int i = ty + ROWS * j;
         const long long r = r0 + i;
         if (r >= R) continue;
         const int p = row_exponent(rmax[r]);
         Parts q{0, 0, 0.0f, false, false};     // columns past K: zeros in both parts
         if (k0 + tx < K) q = split(tile[i][tx], p);
+        if (kA) {
+          const double x = tile[i][tx];
+          if (k0 + tx < K) row_sq[j] += x * x * norms[k0 + tx];
+        }
         const long long c = k0 / 64, o = k0 % 64 + tx;      // chunk, and k within it
         unsigned short* chunk = dst + r * ld + 128 * c;
         chunk[o] = q.small;
@@ -142,8 +186,28 @@ __device__ void split_body(int R, int K, const float* __restrict__ src, long lon
       }
       __syncthreads();
     }
+    if (kA) {
+#pragma unroll
+      for (int j = 0; j < TILE / ROWS; ++j) {  // each lane's k in order, then the butterfly
+        const double sum = warp_sum(row_sq[j]);
+        const long long r = r0 + ty + ROWS * j;
+        if (tx == 0 && r < R) sums[r * gridDim.y + blockIdx.y] = sum;
+      }
+    }
   }
   if (__syncthreads_or(lost) && tx == 0 && ty == 0) atomicOr(flags, kA ? 1u : 2u);
+}
+
+// norms[k] = |B_k|^2: the tiles' sums of B's split added in tile order
+__device__ void norms_body(int R, int K, const double* __restrict__ sums,
+                           double* __restrict__ norms) {
+  const long long tiles = (R + TILE - 1) / TILE, threads = blockDim.x * blockDim.y;
+  for (long long k = blockIdx.x * threads + threadIdx.y * blockDim.x + threadIdx.x; k < K;
+       k += gridDim.x * threads) {
+    double s = 0.0;
+    for (long long t = 0; t < tiles; ++t) s += sums[t * K + k];
+    norms[k] = s;
+  }
 }
 
 // The counted elements of row i of S (an (R, K) source of strides (sr, sk), its rows' exponent
@@ -180,18 +244,32 @@ __device__ void finish_body(int M, int N, int K, const float* __restrict__ A, lo
                             const int* __restrict__ inexact_rows, const float* __restrict__ W,
                             long long ldw, const float* C, long long scm,
                             long long scn, float* T, long long stm, long long stn,
-                            float alpha, float beta, const unsigned* __restrict__ flags) {
+                            float alpha, float beta, const unsigned* __restrict__ flags,
+                            const double* __restrict__ sums, int ny, int* __restrict__ marked) {
   __shared__ int s_k[FIX];
   __shared__ float s_r[FIX];
   const int i = blockIdx.x, t = threadIdx.x;
   if (i >= M || *flags != 0) return;           // flagged: run() takes the fp32 kernel
   const int p = row_exponent(rmax[i]);
   const unsigned* qmax = rmax + M;             // B's columns follow A's rows
-  // T's row is written by this CTA alone: the residual batches add into it in k order
-  for (long long j = t; j < N; j += FIX) {
+  auto value = [&](long long j) {
     const float w = ldexpf(W[i * ldw + j], -(p + row_exponent(qmax[j])));
-    T[i * stm + j * stn] = beta == 0.0f ? alpha * w : fmaf(alpha, w, beta * C[i * scm + j * scn]);
+    return beta == 0.0f ? alpha * w : fmaf(alpha, w, beta * C[i * scm + j * scn]);
+  };
+  double s = 0.0, tt = 0.0;                    // S_i, |T_i|^2
+  for (long long y = t; y < ny; y += FIX) s += sums[i * ny + y];
+  for (long long j = t; j < N; j += FIX) {
+    const double v = value(j);
+    tt += v * v;
   }
+  s = block_sum(s);
+  tt = block_sum(tt);
+  if (tt < kCancel * double(alpha) * alpha * s) {   // (false for NaN: it stays where it lands)
+    if (t == 0) { marked[i] = 1; atomicAdd(marked + M, 1); }
+    return;                                    // T's row (and C's, in place) untouched
+  }
+  // T's row is written by this CTA alone: the residual batches add into it in k order
+  for (long long j = t; j < N; j += FIX) T[i * stm + j * stn] = value(j);
   if (inexact_rows[i] == 0) return;
   residuals(i, K, A, sam, sak, p, s_k, s_r, [&](int n) {
     for (long long j = t; j < N; j += FIX) {
@@ -208,7 +286,7 @@ __device__ void fix_body(int M, int N, int K, const float* __restrict__ A, long 
                          long long sbn, const unsigned* __restrict__ rmax,
                          const int* __restrict__ inexact_rows, float* __restrict__ T,
                          long long stm, long long stn, float alpha,
-                         const unsigned* __restrict__ flags) {
+                         const unsigned* __restrict__ flags, const int* __restrict__ marked) {
   __shared__ int s_k[FIX];
   __shared__ float s_r[FIX];
   const int j = blockIdx.x, t = threadIdx.x;
@@ -216,6 +294,7 @@ __device__ void fix_body(int M, int N, int K, const float* __restrict__ A, long 
   const int q = row_exponent(rmax[M + j]);
   residuals(j, K, B, sbn, sbk, q, s_k, s_r, [&](int n) {
     for (long long i = t; i < M; i += FIX) {
+      if (marked[i] != 0) continue;            // refine computes that row whole
       float acc = 0.0f;
       for (int e = 0; e < n; ++e) acc = fmaf(A[i * sam + s_k[e] * sak], s_r[e], acc);
       T[i * stm + j * stn] += alpha * acc;
@@ -233,8 +312,9 @@ __device__ void fix_body(int M, int N, int K, const float* __restrict__ A, long 
   CG_ENTRY(NAME, __launch_bounds__(TILE * ROWS),                                             \
            (int R, int K, const float* __restrict__ src, long long sr, long long sk,        \
             unsigned short* __restrict__ dst, long long ld, const unsigned* __restrict__ rmax, \
-            int* __restrict__ inexact_rows, unsigned* __restrict__ flags), {                \
-    split_body<IS_A>(R, K, src, sr, sk, dst, ld, rmax, inexact_rows, flags);                 \
+            int* __restrict__ inexact_rows, unsigned* __restrict__ flags,                   \
+            const double* __restrict__ norms, double* __restrict__ sums), {                  \
+    split_body<IS_A>(R, K, src, sr, sk, dst, ld, rmax, inexact_rows, flags, norms, sums);    \
   })
 #define CG_FINISH(NAME)                                                                      \
   CG_ENTRY(NAME, __launch_bounds__(FIX),                                                     \
@@ -243,9 +323,10 @@ __device__ void fix_body(int M, int N, int K, const float* __restrict__ A, long 
             const unsigned* __restrict__ rmax, const int* __restrict__ inexact_rows,         \
             const float* __restrict__ W, long long ldw, const float* C,                      \
             long long scm, long long scn, float* T, long long stm, long long stn,            \
-            float alpha, float beta, const unsigned* __restrict__ flags), {                  \
+            float alpha, float beta, const unsigned* __restrict__ flags,                    \
+            const double* __restrict__ sums, int ny, int* __restrict__ marked), {            \
     finish_body(M, N, K, A, sam, sak, B, sbk, sbn, rmax, inexact_rows, W, ldw, C, scm, scn, T, \
-                stm, stn, alpha, beta, flags);                                               \
+                stm, stn, alpha, beta, flags, sums, ny, marked);                             \
   })
 #define CG_FIX(NAME)                                                                         \
   CG_ENTRY(NAME, __launch_bounds__(FIX),                                                     \
@@ -253,9 +334,23 @@ __device__ void fix_body(int M, int N, int K, const float* __restrict__ A, long 
             const float* __restrict__ B, long long sbk, long long sbn,                       \
             const unsigned* __restrict__ rmax, const int* __restrict__ inexact_rows,         \
             float* __restrict__ T, long long stm, long long stn, float alpha,                \
-            const unsigned* __restrict__ flags), {                                           \
-    fix_body(M, N, K, A, sam, sak, B, sbk, sbn, rmax, inexact_rows, T, stm, stn, alpha, flags); \
+            const unsigned* __restrict__ flags, const int* __restrict__ marked), {           \
+    fix_body(M, N, K, A, sam, sak, B, sbk, sbn, rmax, inexact_rows, T, stm, stn, alpha, flags, \
+             marked);                                                                        \
   })
+CG_ENTRY(cute_3xtf32_norms_b, __launch_bounds__(TILE * ROWS),
+         (int R, int K, const double* __restrict__ sums, double* __restrict__ norms), {
+  norms_body(R, K, sums, norms);
+})
+CG_ENTRY(cute_3xtf32_refine, __launch_bounds__(cute_gemm::kRefineThreads),
+         (int M, int N, int K, const float* __restrict__ A, long long sam, long long sak,
+          const float* __restrict__ B, long long sbk, long long sbn, const float* C,
+          long long scm, long long scn, float* T, long long stm, long long stn, float alpha,
+          float beta, const unsigned* __restrict__ flags, const int* __restrict__ marked), {
+  if (*flags != 0 || marked[M] == 0) return;   // flagged, or no row to refine
+  cute_gemm::refine_rows(M, N, K, A, sam, sak, B, sbk, sbn, C, scm, scn, T, stm, stn, alpha,
+                         beta, marked);
+})
 CG_RANGE(cute_3xtf32_range_a, true)
 CG_RANGE(cute_3xtf32_range_b, false)
 CG_SPLIT(cute_3xtf32_split_a, true)
