@@ -31,6 +31,8 @@ import json
 import os
 import secrets
 import struct
+import subprocess
+import sys
 import threading
 import zlib
 import warnings
@@ -348,6 +350,46 @@ def default_workers() -> int:
     except (OSError, StopIteration, ValueError):
         pass
     return max(1, cpus)
+
+
+# compile_apart's child: one entry point of one kernel into the disk cache, nothing printed
+_APART = ("import json, os, sys\n"
+          "sys.path[:0] = json.loads(os.environ['CUTE_GEMM_APART_PATH'])\n"
+          "from cute_gemm import cache, registry\n"
+          "cache.get(registry.find(sys.argv[1]), sys.argv[2], entries=(sys.argv[3],))\n")
+
+
+def compile_apart(kernel, arch: str, entries: tuple[str, ...]) -> None:
+    """Compile each of `entries` alone into the disk cache, in fresh interpreters side by
+    side: NVRTC spends its time per entry point, on one thread, so a launch's two or three
+    entry points take the time of the longest instead of their sum
+    (docs/tuning/first_call.md). The caller reads them back with lookup(..., entries=(e,));
+    a child that failed leaves nothing there, and the caller's own get() compiles it (and
+    raises its CompileError). Starts nothing where it cannot help: fewer than two entry
+    points missing, one worker, no disk level. Fresh interpreters, not multiprocessing: a
+    spawned worker would run the caller's unguarded __main__ again."""
+    workers = min(default_workers(), len(entries))
+    if workers < 2 or not disk_enabled():
+        return
+    todo = [e for e in entries if lookup(kernel, arch, entries=(e,)) is None]
+    if len(todo) < 2:
+        return
+    env = dict(os.environ, CUTE_GEMM_CACHE_DIR=str(cache_dir()),
+               CUTE_GEMM_APART_PATH=json.dumps([p for p in sys.path if p]))
+    running: list = []
+    try:
+        for e in todo:
+            if len(running) == workers:
+                running.pop(0).wait()
+            running.append(subprocess.Popen(
+                [sys.executable, "-c", _APART, kernel.name, _compile.normalize_arch(arch), e],
+                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL))
+    except OSError:                 # no interpreter to start: the caller compiles in-process
+        pass
+    finally:
+        for p in running:
+            p.wait()
 
 
 class Prefetch:

@@ -88,7 +88,7 @@ def resolved_launches() -> tuple[LaunchPlan, ...]:
 # ---- per (kernel, device): the cubins and their functions ---------------------------------
 def launch_entries(k: registry.Kernel, variant: registry.Variant,
                    stream_k: bool | None = None) -> tuple[str, ...]:
-    """The entry points one launch of `variant` may need, compiled together: its own, and
+    """The entry points one launch of `variant` may need, compiled at once: its own, and
     where it has a stream-K twin the twin and the data-parallel head, whose occupancies
     resolve() weighs before choosing. stream_k None: unless CUTE_GEMM_STREAM_K=0."""
     if stream_k is None:
@@ -103,9 +103,9 @@ class Loaded:
     """A kernel on one device: its target, the device's limits, and the functions loaded so
     far. Nothing is compiled until a function is asked for; then the whole kernel's cubin
     is used where one is cached (memory or disk: after `cute-gemm compile`, or a bench
-    that compiled everything), else the entry points one launch needs are compiled
-    together (cache.get(..., entries=launch_entries(...)): one cubin and one cache entry
-    per launch's set, the unit `cute-gemm compile --layout` fills too)."""
+    that compiled everything), or that of the entry points one launch needs
+    (launch_entries), as a set (the unit `cute-gemm compile --layout` fills) or each alone
+    (the unit a launch compiles where it can run processes side by side, cubin_of)."""
     kernel: registry.Kernel
     ordinal: int
     arch: str                   # the NVRTC target (sm_90a for an arch-specific kernel)
@@ -130,20 +130,36 @@ class Loaded:
     def cubin_of(self, entry: str, group: tuple[str, ...] = ()):
         """The cache.Compiled that `entry`'s function comes from, the first of: one this
         Loaded holds; the whole kernel's, where it is cached; that of `entry` and `group`
-        together, where it is cached; a compile of `entry` and those of `group` not held
-        yet, together (one NVRTC program: NVRTC runs in a process gain nothing from
-        threads, docs/tuning/first_call.md). A set naming every entry point is the whole
-        kernel (e.g. a composed kernel's pre-pass)."""
+        together, where it is cached; each of them alone, where cached; compiles of
+        `entry` and those of `group` not held yet, each alone in a process of its own side
+        by side (cache.compile_apart: NVRTC's time is per entry point, single-threaded, and
+        threads of one process gain nothing, docs/tuning/first_call.md), or where that
+        cannot run, one program of them all. A set naming every entry point is the whole
+        kernel (e.g. a composed kernel's pre-pass), compiled as one."""
         held = self.cubins.get(entry)
         if held is not None:
             return held
         k, arch = self.kernel, self.arch
         wanted = tuple(dict.fromkeys((entry, *group)))
         c = cache.lookup(k, arch) or cache.lookup(k, arch, entries=wanted)
-        if c is None:
+        if c is not None:
+            return self._hold(c, entry)
+        with self.lock:
+            missing = tuple(e for e in wanted if e == entry or e not in self.cubins)
+        if 1 < len(missing) < len(k.entries):
+            cache.compile_apart(k, arch, missing)
+            for e in missing:
+                one = cache.lookup(k, arch, entries=(e,))
+                if one is not None:
+                    self._hold(one, e)
             with self.lock:
-                missing = tuple(e for e in wanted if e == entry or e not in self.cubins)
-            c = cache.get(k, arch, entries=missing)
+                missing = tuple(e for e in missing if e not in self.cubins)
+            if not missing:
+                return self.cubins[entry]
+        return self._hold(cache.get(k, arch, entries=missing), entry)
+
+    def _hold(self, c, entry: str):
+        """Keep `c` for its entry points (not replacing one already held); `entry`'s."""
         with self.lock:
             for e in c.entries:
                 self.cubins.setdefault(e, c)

@@ -7,6 +7,14 @@ cache), with NVRTC's own phases (--time). The figures in docs/tuning/first_call.
 KERNEL alone times the whole kernel only; KERNEL:E1,E2 times the whole kernel and the
 selection E1,E2. CPU seconds are the process's (NVRTC runs in it), a steadier figure than
 wall seconds on a shared machine.
+
+    python scripts/time_entries.py --launch cute_pipelined:cute_pipelined_ak_bn [--arch sm_90]
+
+--launch KERNEL:ENTRY times what the first launch of that entry point compiles
+(resolve.launch_entries: with its stream-K twin and head), through Loaded.cubin_of into a
+fresh disk cache, both ways: each entry point alone in processes side by side
+(cache.compile_apart) and as one program; wall seconds, and CPU seconds of this process
+and its children.
 """
 from __future__ import annotations
 
@@ -57,9 +65,38 @@ def time_one(k, arch: str, entries) -> dict:
             "phases_s": {p: round(s, 2) for p, s in phases.items()}}
 
 
+def time_launch(k, arch: str, entry: str) -> dict:
+    from cute_gemm import cache, resolve
+    arch = comp.normalize_arch(arch)
+    if k.arch_specific and not arch.endswith("a"):
+        arch += "a"
+    variant = next(v for v in k.variants if v.entry == entry)
+    group = resolve.launch_entries(k, variant, stream_k=True)
+    out = {"kernel": k.name, "arch": arch, "entries": list(group)}
+    apart = cache.compile_apart
+    for how in ("apart", "one program"):
+        with tempfile.TemporaryDirectory() as d:
+            os.environ["CUTE_GEMM_CACHE_DIR"] = d
+            cache.clear_memory()
+            cache.compile_apart = apart if how == "apart" else (lambda *a: None)
+            lk = resolve.Loaded(k, 0, arch, 232448, 132)    # no device: compiles only
+            r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            w0, c0 = time.perf_counter(), _cpu()
+            lk.cubin_of(entry, group)
+            wall, cpu = time.perf_counter() - w0, _cpu() - c0
+            r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu += (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
+            assert all(e in lk.cubins for e in group)
+            out[how] = {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2)}
+    cache.compile_apart = apart
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("specs", nargs="+", metavar="KERNEL[:ENTRY,...]")
+    ap.add_argument("--launch", action="store_true",
+                    help="specs are KERNEL:ENTRY: time that launch's compile, apart and as one")
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--json", action="store_true")
@@ -68,6 +105,15 @@ def main() -> None:
     for spec in args.specs:
         name, _, sel = spec.partition(":")
         k = registry.get(name)
+        if args.launch:
+            for _ in range(args.repeats):
+                r = time_launch(k, args.arch, sel)
+                rows.append(r)
+                if not args.json:
+                    print(f"{r['kernel']} {r['arch']} {','.join(r['entries'])}: "
+                          + "; ".join(f"{h} wall {r[h]['wall_s']:.2f} s, cpu {r[h]['cpu_s']:.2f} s"
+                                      for h in ("apart", "one program")), flush=True)
+            continue
         for entries in [None] + ([tuple(sel.split(","))] if sel else []):
             for _ in range(args.repeats):
                 r = time_one(k, args.arch, entries)

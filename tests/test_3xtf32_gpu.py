@@ -423,13 +423,13 @@ def _marked_rows(a, b, c=None, beta=0.0):
         sp = execute.Split(k, parse("a", ops[0]), parse("b", ops[1]), 0, 0, owned)
         execute.gemm_device(k.gemm_of.kernel, sp.A2, sp.B2, None, sp.scratch_out(), 1.0, 0.0,
                             0, 0, k.gemm_of.precision)
-        sp.finish(parse("c", dC) if dC else None, parse("out", dT), 1.0, beta)
+        sp.finish(parse("c", dC) if dC is not None else None, parse("out", dT), 1.0, beta)
         marked = np.empty(a.shape[0] + 1, np.int32)
         launch.memcpy_dtoh(marked.ctypes.data, sp.marked, marked.nbytes, 0)
         launch.synchronize(0)
     finally:
         execute._release(owned, 0)
-        for d in ops + [dT] + ([dC] if dC else []):
+        for d in ops + [dT] + ([dC] if dC is not None else []):
             d.close()
     return marked
 

@@ -370,3 +370,27 @@ def test_key_covers_a_typed_config():
     other = dataclasses.replace(k, config=dataclasses.replace(k.config, fma_order=2))
     assert cache.cache_key(k, "sm_90", src, opts) != cache.cache_key(other, "sm_90", comp.read_source(other),
                                                                       comp.options(other, "sm_90"))
+
+
+def test_compile_apart_fills_the_disk_from_fresh_interpreters(tmp_cache, monkeypatch):
+    """Each entry point alone, compiled by a child interpreter into this process's cache dir
+    (the env of the parent's tests moved it): the parent then reads each from disk, the
+    bytes an in-process compile of that entry point alone gives. With one worker, or the
+    disk level off, nothing is started."""
+    k = registry.get("v4_float4")
+    entries = tuple(k.entries)
+    assert len(entries) == 2
+    monkeypatch.setattr(cache, "default_workers", lambda: 1)
+    cache.compile_apart(k, "sm_80", entries)
+    assert not tmp_cache.exists() or not list(tmp_cache.glob("*.cubin"))
+    monkeypatch.setattr(cache, "default_workers", lambda: 2)
+    cache.compile_apart(k, "sm_80", entries)
+    got = [cache.lookup(k, "sm_80", entries=(e,)) for e in entries]
+    assert [g.origin for g in got] == ["disk", "disk"] and [g.entries for g in got] == [(e,) for e in entries]
+    monkeypatch.setenv("CUTE_GEMM_DISABLE_CACHE", "1")
+    cache.clear_memory()
+    here = [cache.get(k, "sm_80", entries=(e,)) for e in entries]
+    assert [h.origin for h in here] == ["compiled", "compiled"]
+    assert [h.cubin for h in here] == [g.cubin for g in got]
+    cache.compile_apart(k, "sm_90", entries)                  # no disk level: nothing started
+    assert len(list(tmp_cache.glob("*.cubin"))) == 2

@@ -97,6 +97,11 @@ def fake_nvrtc(monkeypatch):
                       f"ptxas info    : Used 32 registers\n" for e in wanted or kernel.entries)
         return b"CUBIN " + " ".join(opts).encode(), None, log, 0.05
     monkeypatch.setattr(comp, "run_nvrtc", run_nvrtc)
+
+    def compile_apart(kernel, arch, entries):   # each alone, as the child processes would
+        for e in entries:
+            cache.get(kernel, arch, entries=(e,))
+    monkeypatch.setattr(cache, "compile_apart", compile_apart)
     return runs
 
 
@@ -151,16 +156,33 @@ def test_the_resolver_compiles_what_one_launch_needs_once(fake_nvrtc, tmp_cache,
     group = resolve.launch_entries(PIPE, v, stream_k=True)
     assert group == ("cute_pipelined_am_bk", "cute_pipelined_ak_bn", "cute_pipelined_ak_bn_sk")
     fs = [loaded_pipe.function(e, group) for e in group[::-1]]
-    in_order = tuple(e for e in PIPE.entries if e in group)
-    assert fake_nvrtc == [("cute_pipelined", in_order)]               # one program, once
-    assert len({key for key, _ in fs}) == 1 and [e for _, e in fs] == list(group[::-1])
+    # the launch's entry points, each alone (side by side in processes), each once
+    assert sorted(fake_nvrtc) == sorted(("cute_pipelined", (e,)) for e in group)
+    assert len({key for key, _ in fs}) == 3 and [e for _, e in fs] == list(group[::-1])
     loaded_pipe.function("cute_pipelined_ak_bk")                     # another launch: its own cubin
-    assert fake_nvrtc[1:] == [("cute_pipelined", ("cute_pipelined_ak_bk",))]
+    assert fake_nvrtc[3:] == [("cute_pipelined", ("cute_pipelined_ak_bk",))]
     assert loaded_pipe.cubins["cute_pipelined_ak_bk"].entries == ("cute_pipelined_ak_bk",)
     # a launch whose entry points this Loaded partly holds compiles only the others
     w = next(v for v in PIPE.variants if v.entry == "cute_pipelined_ak_bn")
     loaded_pipe.function(w.entry, resolve.launch_entries(PIPE, w, stream_k=True))
-    assert len(fake_nvrtc) == 2
+    assert len(fake_nvrtc) == 4
+    # a fresh process finds each alone on disk, compiling nothing
+    cache.clear_memory()
+    fresh = resolve.Loaded(PIPE, 0, "sm_90", 232448, 132)
+    assert fresh.cubin_of(v.entry, group).origin != "compiled" and len(fake_nvrtc) == 4
+    assert {fresh.cubins[e].entries for e in group} == {(e,) for e in group}
+
+
+def test_without_processes_a_launch_is_compiled_as_one_program(fake_nvrtc, tmp_cache, loaded_pipe,
+                                                              monkeypatch):
+    """Where nothing can be compiled apart (one CPU, no disk level: compile_apart starts
+    nothing), the entry points one launch needs are one NVRTC program."""
+    monkeypatch.setattr(cache, "compile_apart", lambda *a: None)
+    v = next(v for v in PIPE.variants if v.entry == "cute_pipelined_am_bk")
+    group = resolve.launch_entries(PIPE, v, stream_k=True)
+    fs = [loaded_pipe.function(e, group) for e in group[::-1]]
+    assert fake_nvrtc == [("cute_pipelined", tuple(e for e in PIPE.entries if e in group))]
+    assert len({key for key, _ in fs}) == 1
 
 
 def test_a_fresh_process_finds_the_launch_cubin_on_disk(fake_nvrtc, tmp_cache, loaded_pipe):
