@@ -366,21 +366,20 @@ def compile_apart(kernel, arch: str, entries: tuple[str, ...]) -> None:
     (docs/tuning/first_call.md). The caller reads them back with lookup(..., entries=(e,));
     a child that failed leaves nothing there, and the caller's own get() compiles it (and
     raises its CompileError). Starts nothing where it cannot help: fewer than two entry
-    points missing, one worker, no disk level. Fresh interpreters, not multiprocessing: a
-    spawned worker would run the caller's unguarded __main__ again."""
-    workers = min(default_workers(), len(entries))
-    if workers < 2 or not disk_enabled():
+    points missing, fewer workers than those (a second round costs more than one program
+    of them all saves), no disk level. Fresh interpreters, not multiprocessing: a spawned
+    worker would run the caller's unguarded __main__ again."""
+    if not disk_enabled():
         return
     todo = [e for e in entries if lookup(kernel, arch, entries=(e,)) is None]
-    if len(todo) < 2:
+    workers = default_workers()
+    if not 2 <= len(todo) <= workers:
         return
     env = dict(os.environ, CUTE_GEMM_CACHE_DIR=str(cache_dir()),
                CUTE_GEMM_APART_PATH=json.dumps([p for p in sys.path if p]))
     running: list = []
     try:
         for e in todo:
-            if len(running) == workers:
-                running.pop(0).wait()
             running.append(subprocess.Popen(
                 [sys.executable, "-c", _APART, kernel.name, _compile.normalize_arch(arch), e],
                 env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
