@@ -1,7 +1,8 @@
 """cute_3xtf32 on a GPU (sm_90): the fp16 split bit for bit against a numpy model of it, the
 fp32 gauge on odd shapes, all four layouts and wide exponent ranges, the residual fix, exact
 integers equal to cute_pipelined's, NaN/Inf where fp32 puts them, the fallback for magnitudes
-the split cannot carry (device and host operands), graph capture refused, CuPy/PyTorch views. The same
+the split cannot carry (device and host operands), rows whose sum cancels recomputed with float64
+sums (which rows, every layout, C as it was), graph capture refused, CuPy/PyTorch views. The same
 kernel also runs in test_tensor_cores_gpu.py's loops (every precision each kernel offers).
 Skipped without a GPU, or on one that is not sm_90."""
 from __future__ import annotations
