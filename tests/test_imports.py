@@ -191,3 +191,19 @@ def test_every_subpackage_is_shipped():
     src = REPO / "cute_gemm"
     found = {".".join(p.parent.relative_to(REPO).parts) for p in src.rglob("__init__.py")}
     assert found <= listed, f"not in pyproject's packages: {sorted(found - listed)}"
+
+
+def test_import_cute_gemm_stays_lean():
+    """`import cute_gemm` is part of a fresh process's first call (docs/tuning/first_call.md,
+    the warm path): it loads neither the CUDA bindings (imported at the first launch or
+    compile) nor what only some commands need (check, the bench runner, importlib.metadata,
+    subprocess for compiles side by side, plotting, the array libraries)."""
+    import subprocess
+    import sys
+    heavy = ("cute_gemm.check", "cute_gemm.perf.runner", "importlib.metadata", "subprocess",
+             "cuda.bindings", "matplotlib", "cupy", "torch")
+    code = ("import sys, cute_gemm; "
+            f"print([m for m in {heavy!r} if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=REPO.parent)
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr
