@@ -366,10 +366,10 @@ def compile_apart(kernel, arch: str, entries: tuple[str, ...]) -> None:
     a child that failed leaves nothing there, and the caller's own get() compiles it (and
     raises its CompileError). Starts nothing where it cannot help: fewer than two entry
     points missing, fewer workers than those (a second round costs more than one program
-    of them all saves), no disk level. Fresh interpreters, not multiprocessing: a spawned
+    of them all saves), no disk level, no python executable. Fresh interpreters, not multiprocessing: a spawned
     worker would run the caller's unguarded __main__ again."""
-    if not disk_enabled():
-        return
+    if not disk_enabled() or not os.path.basename(sys.executable).startswith("python"):
+        return                      # (an embedding host's binary is no interpreter to start)
     todo = [e for e in entries if lookup(kernel, arch, entries=(e,)) is None]
     if not 2 <= len(todo) <= default_workers():
         return

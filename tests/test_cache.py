@@ -394,3 +394,17 @@ def test_compile_apart_fills_the_disk_from_fresh_interpreters(tmp_cache, monkeyp
     assert [h.cubin for h in here] == [g.cubin for g in got]
     cache.compile_apart(k, "sm_90", entries)                  # no disk level: nothing started
     assert len(list(tmp_cache.glob("*.cubin"))) == 2
+
+
+def test_compile_apart_starts_nothing_without_a_python_executable(tmp_cache, monkeypatch):
+    """Embedded in a host whose binary is not Python (sys.executable names uwsgi, or is
+    empty): no child is started; the caller compiles in-process."""
+    k = registry.get("v4_float4")
+    monkeypatch.setattr(cache, "default_workers", lambda: 2)
+    started = []
+    import subprocess
+    monkeypatch.setattr(subprocess, "Popen", lambda *a, **kw: started.append(a))
+    for exe in ("/usr/bin/uwsgi", ""):
+        monkeypatch.setattr(cache.sys, "executable", exe)
+        cache.compile_apart(k, "sm_80", tuple(k.entries))
+    assert started == [] and not list(tmp_cache.glob("*.cubin"))
