@@ -354,8 +354,8 @@ def default_workers() -> int:
 # compile_apart's child: one entry point of one kernel into the disk cache, nothing printed
 _APART = ("import json, os, sys\n"
           "sys.path[:0] = json.loads(os.environ['CUTE_GEMM_APART_PATH'])\n"
-          "from cute_gemm import cache, registry\n"
-          "cache.get(registry.find(sys.argv[1]), sys.argv[2], entries=(sys.argv[3],))\n")
+          "from cute_gemm import cache\n"
+          "cache._prefetch_one(sys.argv[1], sys.argv[2], False, sys.argv[3], (sys.argv[4],))\n")
 
 
 def compile_apart(kernel, arch: str, entries: tuple[str, ...]) -> None:
@@ -366,21 +366,22 @@ def compile_apart(kernel, arch: str, entries: tuple[str, ...]) -> None:
     a child that failed leaves nothing there, and the caller's own get() compiles it (and
     raises its CompileError). Starts nothing where it cannot help: fewer than two entry
     points missing, fewer workers than those (a second round costs more than one program
-    of them all saves), no disk level, no python executable. Fresh interpreters, not multiprocessing: a spawned
-    worker would run the caller's unguarded __main__ again."""
+    of them all saves), no disk level, no python executable. Fresh interpreters, not
+    multiprocessing: a spawned worker would run the caller's unguarded __main__ again."""
     if not disk_enabled() or not os.path.basename(sys.executable).startswith("python"):
         return                      # (an embedding host's binary is no interpreter to start)
     todo = [e for e in entries if lookup(kernel, arch, entries=(e,)) is None]
     if not 2 <= len(todo) <= default_workers():
         return
     import subprocess               # here: `import cute_gemm` stays without it (6 ms)
-    env = dict(os.environ, CUTE_GEMM_CACHE_DIR=str(cache_dir()),
-               CUTE_GEMM_APART_PATH=json.dumps([p for p in sys.path if p]))
+    env = dict(os.environ, CUTE_GEMM_APART_PATH=json.dumps([p for p in sys.path if p]))
+    directory = str(cache_dir())
     running: list = []
     try:
         for e in todo:
             running.append(subprocess.Popen(
-                [sys.executable, "-c", _APART, kernel.name, _compile.normalize_arch(arch), e],
+                [sys.executable, "-c", _APART, kernel.name, _compile.normalize_arch(arch),
+                 directory, e],
                 env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL))
     except OSError:                 # no interpreter to start: the caller compiles in-process

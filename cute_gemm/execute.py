@@ -183,8 +183,7 @@ class Split:
                                              self.rmax + 4 * off, self.inexact + 4 * off,
                                              self.flags, reads, sums), _SPLIT_OFFSETS))
             if r == "b":
-                threads = k.block[0] * k.block[1]
-                launch.launch(self.fn["norms_b"], (min(-(-kk // threads), registry.GRID_X_MAX), 1, 1),
+                launch.launch(self.fn["norms_b"], (min(-(-kk // k.threads), registry.GRID_X_MAX), 1, 1),
                               k.block, 0, stream,
                               _packed(_NormsArgs(n, kk, b_sums, norms), _NORMS_OFFSETS))
 
@@ -200,11 +199,10 @@ class Split:
         set."""
         A, B, W, (m, kk), n = self.A, self.B, self.W, self.A.shape, self.B.shape[1]
         args = (m, n, kk, A.ptr, *A.strides, B.ptr, *B.strides)
-        c = (C.ptr, *C.strides) if C else (None, 0, 0)
+        c, beta = ((C.ptr, *C.strides), beta) if C else ((None, 0, 0), 0.0)
         launch.launch(self.fn["finish"], (m, 1, 1), (256, 1, 1), 0, self.stream,
                       _packed(_FinishArgs(*args, self.rmax, self.inexact, W.ptr, W.strides[0],
-                                          *c, T.ptr, *T.strides, alpha, beta if C else 0.0,
-                                          self.flags, self.a_sums, self.ny, self.marked),
+                                          *c, T.ptr, *T.strides, alpha, beta, self.flags, self.a_sums, self.ny, self.marked),
                               _FINISH_OFFSETS))
         launch.launch(self.fn["fix"], (n, 1, 1), (256, 1, 1), 0, self.stream,
                       _packed(_FixArgs(*args, self.rmax, self.inexact, T.ptr, *T.strides, alpha,
@@ -212,8 +210,8 @@ class Split:
         grid = (min(-(-m // REFINE_TILE), registry.GRID_X_MAX),
                 min(-(-n // REFINE_TILE), REFINE_GRID_Y), 1)
         launch.launch(self.fn["refine"], grid, (256, 1, 1), 0, self.stream,
-                      _packed(_RefineArgs(*args, *c, T.ptr, *T.strides, alpha,
-                                          beta if C else 0.0, self.flags, self.marked),
+                      _packed(_RefineArgs(*args, *c, T.ptr, *T.strides, alpha, beta, self.flags,
+                                          self.marked),
                               _REFINE_OFFSETS))
 
 

@@ -122,13 +122,11 @@ def refine_paths(name: str, lay: str) -> bool:
     to its refine pass (float64 sums), in layout `lay`, with beta * C as small as the sums,
     checked against float64 (the refined rows: half an ulp)."""
     import numpy as np
+    from accuracy_3xtf32 import inputs     # the accuracy study's family, beside this script
     rng = np.random.default_rng(12)
     m, n, k = 130, 70, 200
-    a, b = rng.standard_normal((m, k)), rng.standard_normal((k, n))
-    a[:, 1::2] = a[:, 0::2] * (1 + 2.0**-12 * rng.standard_normal((m, k // 2)))
-    b[1::2] = -b[0::2]
-    c = rng.standard_normal((m, n)) * 2.0**-12
-    a, b, c = (x.astype(np.float32) for x in (a, b, c))
+    a, b = inputs("cancel", m, n, k, rng)
+    c = (rng.standard_normal((m, n)) * 2.0**-12).astype(np.float32)
     want = a.astype(np.float64) @ b - 0.5 * c.astype(np.float64)
     lay_a, lay_b = (np.asfortranarray if t == "t" else np.ascontiguousarray for t in lay)
     got = api.run(name, lay_a(a), lay_b(b), c, beta=-0.5)

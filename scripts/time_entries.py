@@ -45,10 +45,14 @@ def _phases(path: str) -> dict[str, float]:
     return out
 
 
-def time_one(k, arch: str, entries) -> dict:
+def _target(k, arch: str) -> str:
+    """`arch` as NVRTC compiles `k` for it (sm_90 -> sm_90a for an arch-specific kernel)."""
     arch = comp.normalize_arch(arch)
-    if k.arch_specific and not arch.endswith("a"):
-        arch += "a"
+    return arch + "a" if k.arch_specific and not arch.endswith("a") else arch
+
+
+def time_one(k, arch: str, entries) -> dict:
+    arch = _target(k, arch)
     sel = comp.select_entries(k, entries)
     fd, tpath = tempfile.mkstemp(suffix=".csv")
     os.close(fd)
@@ -67,28 +71,32 @@ def time_one(k, arch: str, entries) -> dict:
 
 def time_launch(k, arch: str, entry: str) -> dict:
     from cute_gemm import cache, resolve
-    arch = comp.normalize_arch(arch)
-    if k.arch_specific and not arch.endswith("a"):
-        arch += "a"
+    arch = _target(k, arch)
     variant = next(v for v in k.variants if v.entry == entry)
     group = resolve.launch_entries(k, variant, stream_k=True)
     out = {"kernel": k.name, "arch": arch, "entries": list(group)}
-    apart = cache.compile_apart
-    for how in ("apart", "one program"):
-        with tempfile.TemporaryDirectory() as d:
-            os.environ["CUTE_GEMM_CACHE_DIR"] = d
-            cache.clear_memory()
-            cache.compile_apart = apart if how == "apart" else (lambda *a: None)
-            lk = resolve.Loaded(k, 0, arch, 232448, 132)    # no device: compiles only
-            r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            w0, c0 = time.perf_counter(), _cpu()
-            lk.cubin_of(entry, group)
-            wall, cpu = time.perf_counter() - w0, _cpu() - c0
-            r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-            cpu += (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
-            assert all(e in lk.cubins for e in group)
-            out[how] = {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2)}
-    cache.compile_apart = apart
+    apart, before = cache.compile_apart, os.environ.get("CUTE_GEMM_CACHE_DIR")
+    try:
+        for how in ("apart", "one program"):
+            with tempfile.TemporaryDirectory() as d:
+                os.environ["CUTE_GEMM_CACHE_DIR"] = d
+                cache.clear_memory()
+                cache.compile_apart = apart if how == "apart" else (lambda *a: None)
+                lk = resolve.Loaded(k, 0, arch, 232448, 132)    # no device: compiles only
+                r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                w0, c0 = time.perf_counter(), _cpu()
+                lk.cubin_of(entry, group)
+                wall, cpu = time.perf_counter() - w0, _cpu() - c0
+                r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu += (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
+                assert all(e in lk.cubins for e in group)
+                out[how] = {"wall_s": round(wall, 2), "cpu_s": round(cpu, 2)}
+    finally:
+        cache.compile_apart = apart
+        if before is None:
+            os.environ.pop("CUTE_GEMM_CACHE_DIR", None)
+        else:
+            os.environ["CUTE_GEMM_CACHE_DIR"] = before
     return out
 
 

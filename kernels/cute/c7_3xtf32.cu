@@ -171,10 +171,9 @@ __device__ void split_body(int R, int K, const float* __restrict__ src, long lon
         if (r >= R) continue;
         const int p = row_exponent(rmax[r]);
         Parts q{0, 0, 0.0f, false, false};     // columns past K: zeros in both parts
-        if (k0 + tx < K) q = split(tile[i][tx], p);
-        if (kA) {
-          const double x = tile[i][tx];
-          if (k0 + tx < K) row_sq[j] += x * x * norms[k0 + tx];
+        if (k0 + tx < K) {
+          q = split(tile[i][tx], p);
+          if (kA) row_sq[j] += double(tile[i][tx]) * tile[i][tx] * norms[k0 + tx];
         }
         const long long c = k0 / 64, o = k0 % 64 + tx;      // chunk, and k within it
         unsigned short* chunk = dst + r * ld + 128 * c;
