@@ -80,7 +80,8 @@ def test_split_is_bit_exact_against_a_numpy_model():
     a = (rng.standard_normal((m, k)) * 2.0 ** rng.integers(-60, 60, (m, 1))
          * 2.0 ** rng.integers(-2, 2, (m, k))).astype(np.float32)
     b = (rng.standard_normal((k, n)) * 2.0 ** rng.integers(-60, 60, (1, n))).astype(np.float32)
-    a[0, :4] = [np.nan, 0.0, -0.0, 1.0 + 2**-11]
+    a[:2] = rng.standard_normal((2, k)) * 2.0 ** rng.integers(-2, 2, (2, k))   # at 2^0: 1 + 2^-11
+    a[0, :4] = [np.nan, 0.0, -0.0, 1.0 + 2**-11]                            # is no outlier there
     a[1, :] = 1.0 + 2.0**-20
     a[1, 3] = 2.0**-20 + 2.0**-35 + 2.0**-40     # scaled: 2^-6 + 2^-21 + 2^-26, small below
                                                  # fp16's normal range: 2^-26 lost, fixed
