@@ -110,7 +110,7 @@ _RefineArgs, _REFINE_OFFSETS = _args("_RefineArgs", "c7's refine: marked rows in
     ("M", _I), ("N", _I), ("K", _I), ("A", _P), ("sam", _L), ("sak", _L), ("B", _P),
     ("sbk", _L), ("sbn", _L), ("C", _P), ("scm", _L), ("scn", _L), ("T", _P), ("stm", _L),
     ("stn", _L), ("alpha", _F), ("beta", _F), ("flags", _P), ("marked", _P)])
-REFINE_TILE, REFINE_GRID_Y = 64, 16     # refine_rows.cuh's tile; CTAs across T's columns
+REFINE_TILE_M, REFINE_TILE_N, REFINE_GRID_Y = 64, 128, 16   # refine_rows.cuh's tile; CTAs across T's columns
 
 
 def _temp(shape, dtype: str, ordinal: int, stream: int, owned: list,
@@ -207,8 +207,8 @@ class Split:
         launch.launch(self.fn["fix"], (n, 1, 1), (256, 1, 1), 0, self.stream,
                       _packed(_FixArgs(*args, self.rmax, self.inexact, T.ptr, *T.strides, alpha,
                                        self.flags, self.marked), _FIX_OFFSETS))
-        grid = (min(-(-m // REFINE_TILE), registry.GRID_X_MAX),
-                min(-(-n // REFINE_TILE), REFINE_GRID_Y), 1)
+        grid = (min(-(-m // REFINE_TILE_M), registry.GRID_X_MAX),
+                min(-(-n // REFINE_TILE_N), REFINE_GRID_Y), 1)
         launch.launch(self.fn["refine"], grid, (256, 1, 1), 0, self.stream,
                       _packed(_RefineArgs(*args, *c, T.ptr, *T.strides, alpha, beta, self.flags,
                                           self.marked),

@@ -134,7 +134,7 @@ def test_passes_then_the_fp16_gemm_on_k_major_operands_then_frees(monkeypatch, l
             ref.marked) == (m, n, k, a.ptr, b.ptr, None, out.ptr, 1.5, 0.0, flags, marked)
     assert ((ref.sam, ref.sak), (ref.sbk, ref.sbn)) == (stra, strb[::-1])
     refine = next(e for e in stub_driver.launches(events, "refine"))
-    assert refine[2] == (2, 1, 1)              # 64 x 64 tiles of T: 2 of M = 70, 1 of N = 50
+    assert refine[2] == (2, 1, 1)              # 64 x 128 tiles of T: 2 of M = 70, 1 of N = 50
     # the flags copied behind the splits, everything queued, then the wait for the copy alone
     i_flags, i_wait = kinds.index("dtoh"), kinds.index("event_sync")
     i_split, i_refine = (max(events.index(e) for e in stub_driver.launches(events, x))

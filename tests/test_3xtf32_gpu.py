@@ -392,16 +392,16 @@ def _laid(x: np.ndarray, major: str) -> np.ndarray:
     return np.asfortranarray(x) if major == "t" else x
 
 
-@pytest.mark.parametrize("layout", registry.LAYOUTS)
-def test_rows_whose_sum_cancels_are_recomputed_correctly_rounded(layout):
+@pytest.mark.parametrize("shape", [(150, 70, 1000), (70, 2100, 36)])   # the second: more column
+@pytest.mark.parametrize("layout", registry.LAYOUTS)                    # tiles than refine's grid
+def test_rows_whose_sum_cancels_are_recomputed_correctly_rounded(layout, shape):
     """Where the products cancel (T ~2^-12 of its gauge), the split's representation error
     (~2^-24 of each product) does not shrink with T: 3xTF32 alone is 3.5x SGEMM's relative
     error there (3.5e-4 against 1.0e-4, docs/tuning/cute_3xtf32.md). finish marks such rows
     and refine recomputes them with float64 sums: each element is then the exact result
     rounded once (error <= half an ulp of fp32), deterministically, in every layout."""
     rng = np.random.default_rng()
-    m, n, k = 150, 70, 1000
-    a, b = _cancelling(m, n, k, rng)
+    a, b = _cancelling(*shape, rng)
     want = _ieee(a, b)
     with warnings.catch_warnings():
         warnings.simplefilter("error", PrecisionFallbackWarning)

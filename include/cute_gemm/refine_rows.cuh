@@ -2,61 +2,118 @@
 // whose sum cancels far below the split's representation error (c7_3xtf32.cu's finish marks
 // them). The products of two floats are exact in float64 and the sums lose ~2^-53, so each
 // element is the exact result rounded once to float32: no fp32 GEMM is more accurate.
-// Geometry: CTAs of 256 threads walk 64x64 tiles of T (x over rows, y over columns, both
-// grid-stride in 64-bit indices); a tile of rows with no marked row is skipped whole. Each
-// thread sums a 4x4 patch (rows ty + 16 i, columns tx + 16 j) over k-tiles of 16 staged in
-// shared memory as float64. Any strides: consecutive threads load along an operand's unit
-// stride. Only marked rows are written, so an unmarked row keeps what finish wrote.
+// Geometry: CTAs of 256 threads (8 warps, 2 x 4) walk 64x128 tiles of T (x over rows, y over
+// columns, both grid-stride in 64-bit indices); a tile of rows with no marked row is skipped
+// whole. Each warp owns 32x32 of the tile as 4x4 float64 tensor-core MMAs (m8n8k4, DMMA:
+// twice the CUDA cores' float64 rate), over k-tiles of 16 staged in shared memory as float64;
+// the next k-tile's floats wait in registers while this one is multiplied. Any strides:
+// consecutive threads load along an operand's unit stride. Only marked rows are written, so
+// an unmarked row keeps what finish wrote.
 #pragma once
 
 namespace cute_gemm {
 
-constexpr int kRefineTile = 64, kRefineK = 16, kRefineThreads = 256;
+constexpr int kRefineTileM = 64, kRefineTileN = 128, kRefineK = 16, kRefineThreads = 256;
+
+// D = A B + D for one 8x8x4 float64 tile: a = A[lane / 4][lane % 4], b = B[lane % 4][lane / 4],
+// d = D[lane / 4][2 (lane % 4) + {0, 1}]
+__device__ __forceinline__ void dmma_8x8x4(double (&d)[2], double a, double b) {
+  asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};\n"
+               : "+d"(d[0]), "+d"(d[1])
+               : "d"(a), "d"(b));
+}
 
 __device__ void refine_rows(int M, int N, int K, const float* __restrict__ A, long long sam,
                             long long sak, const float* __restrict__ B, long long sbk,
                             long long sbn, const float* C, long long scm, long long scn,
                             float* T, long long stm, long long stn, float alpha, float beta,
                             const int* __restrict__ marked) {
-  constexpr int TL = kRefineTile, TK = kRefineK;
-  static_assert(TL * TK % kRefineThreads == 0 && kRefineThreads == 16 * 16 && TL == 4 * 16,
-                "16x16 threads, 4x4 outputs each, whole tiles per load");
-  __shared__ double sA[TK][TL];                // (k, m)
-  __shared__ double sB[TK][TL];                // (k, n)
-  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
-  for (long long m0 = (long long)blockIdx.x * TL; m0 < M; m0 += (long long)gridDim.x * TL) {
-    const bool mine = tid < TL && m0 + tid < M && marked[m0 + tid] != 0;
+  constexpr int TM = kRefineTileM, TN = kRefineTileN, TK = kRefineK, P = 8;
+  constexpr int LA = TM * TK / kRefineThreads, LB = TN * TK / kRefineThreads;
+  static_assert(kRefineThreads == 256 && TM == 2 * 32 && TN == 4 * 32 && TK % 4 == 0,
+                "8 warps as 2 x 4 warp tiles of 32 x 32");
+  // +P: a row of the stage is 64 bytes past a multiple of 128, so the 4 k-rows a fragment
+  // load reads fill one 128-byte wavefront pairwise (2 wavefronts for 32 doubles)
+  __shared__ double sA[TK][TM + P];           // (k, m)
+  __shared__ double sB[TK][TN + P];           // (k, n)
+  const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int g = lane / 4, q = lane % 4;        // the MMA's group and thread in group
+  const int wm = 32 * (warp / 4), wn = 32 * (warp % 4);
+  // (row/column, k) of the elements this thread loads: along the operand's unit stride
+  auto a_at = [&](int l, int& am, int& ak) {
+    am = sak == 1 ? l / TK : l % TM;
+    ak = sak == 1 ? l % TK : l / TM;
+  };
+  auto b_at = [&](int l, int& bn, int& bk) {
+    bn = sbn == 1 ? l % TN : l / TK;
+    bk = sbn == 1 ? l / TN : l % TK;
+  };
+  for (long long m0 = (long long)blockIdx.x * TM; m0 < M; m0 += (long long)gridDim.x * TM) {
+    const bool mine = tid < TM && m0 + tid < M && marked[m0 + tid] != 0;
     if (!__syncthreads_or(mine)) continue;     // (uniform: every thread skips the tile)
-    for (long long n0 = (long long)blockIdx.y * TL; n0 < N; n0 += (long long)gridDim.y * TL) {
-      double acc[4][4] = {};
-      for (long long k0 = 0; k0 < K; k0 += TK) {
-        for (int l = tid; l < TL * TK; l += kRefineThreads) {
-          const int am = sak == 1 ? l / TK : l % TL, ak = sak == 1 ? l % TK : l / TL;
+    for (long long n0 = (long long)blockIdx.y * TN; n0 < N; n0 += (long long)gridDim.y * TN) {
+      float ra[LA], rb[LB];                    // the next k-tile, on its way to smem
+      auto fetch = [&](long long k0) {
+#pragma unroll
+        for (int r = 0; r < LA; ++r) {
+          int am, ak;
+          a_at(tid + r * kRefineThreads, am, ak);
           const long long gm = m0 + am, gk = k0 + ak;
-          sA[ak][am] = gm < M && gk < K ? double(A[gm * sam + gk * sak]) : 0.0;
-          const int bn = sbn == 1 ? l % TL : l / TK, bk = sbn == 1 ? l / TL : l % TK;
-          const long long gn = n0 + bn, hk = k0 + bk;
-          sB[bk][bn] = gn < N && hk < K ? double(B[hk * sbk + gn * sbn]) : 0.0;
+          ra[r] = gm < M && gk < K ? A[gm * sam + gk * sak] : 0.0f;
+        }
+#pragma unroll
+        for (int r = 0; r < LB; ++r) {
+          int bn, bk;
+          b_at(tid + r * kRefineThreads, bn, bk);
+          const long long gn = n0 + bn, gk = k0 + bk;
+          rb[r] = gn < N && gk < K ? B[gk * sbk + gn * sbn] : 0.0f;
+        }
+      };
+      double acc[4][4][2] = {};
+      fetch(0);
+      for (long long k0 = 0; k0 < K; k0 += TK) {
+#pragma unroll
+        for (int r = 0; r < LA; ++r) {
+          int am, ak;
+          a_at(tid + r * kRefineThreads, am, ak);
+          sA[ak][am] = double(ra[r]);
+        }
+#pragma unroll
+        for (int r = 0; r < LB; ++r) {
+          int bn, bk;
+          b_at(tid + r * kRefineThreads, bn, bk);
+          sB[bk][bn] = double(rb[r]);
         }
         __syncthreads();
-        for (int kk = 0; kk < TK; ++kk) {
+        if (k0 + TK < K) fetch(k0 + TK);       // in flight while this k-tile is multiplied
+#pragma unroll
+        for (int kk = 0; kk < TK; kk += 4) {
           double a[4], b[4];
-          for (int i = 0; i < 4; ++i) a[i] = sA[kk][ty + 16 * i];
-          for (int j = 0; j < 4; ++j) b[j] = sB[kk][tx + 16 * j];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) a[i] = sA[kk + q][wm + 8 * i + g];
+#pragma unroll
+          for (int j = 0; j < 4; ++j) b[j] = sB[kk + q][wn + 8 * j + g];
+#pragma unroll
           for (int i = 0; i < 4; ++i)
-            for (int j = 0; j < 4; ++j) acc[i][j] = fma(a[i], b[j], acc[i][j]);
+#pragma unroll
+            for (int j = 0; j < 4; ++j) dmma_8x8x4(acc[i][j], a[i], b[j]);
         }
-        __syncthreads();                       // the tiles are refilled next
+        __syncthreads();                       // the stages are refilled next
       }
+#pragma unroll
       for (int i = 0; i < 4; ++i) {
-        const long long m = m0 + ty + 16 * i;
+        const long long m = m0 + wm + 8 * i + g;
         if (m >= M || marked[m] == 0) continue;
+#pragma unroll
         for (int j = 0; j < 4; ++j) {
-          const long long n = n0 + tx + 16 * j;
-          if (n >= N) continue;
-          double v = double(alpha) * acc[i][j];
-          if (beta != 0.0f) v = fma(double(beta), double(C[m * scm + n * scn]), v);
-          T[m * stm + n * stn] = float(v);     // the one rounding
+#pragma unroll
+          for (int v = 0; v < 2; ++v) {
+            const long long n = n0 + wn + 8 * j + 2 * q + v;
+            if (n >= N) continue;
+            double x = double(alpha) * acc[i][j][v];
+            if (beta != 0.0f) x = fma(double(beta), double(C[m * scm + n * scn]), x);
+            T[m * stm + n * stn] = float(x);   // the one rounding
+          }
         }
       }
     }
