@@ -23,6 +23,38 @@ __device__ __forceinline__ void dmma_8x8x4(double (&d)[2], double a, double b) {
                : "d"(a), "d"(b));
 }
 
+// One operand's k-tile as (rows, k) with strides (sr, sk) (A as it is, B transposed): element
+// l of the TR x TK tile, consecutive threads along k where k_unit (its unit stride), else
+// along the rows; L elements per thread, fetched into registers, then stored as float64.
+template <int TR, int TK>
+__device__ __forceinline__ void refine_at(int l, bool k_unit, int& r, int& k) {
+  r = k_unit ? l / TK : l % TR;
+  k = k_unit ? l % TK : l / TR;
+}
+
+template <int TR, int TK, int L>
+__device__ __forceinline__ void refine_fetch(float (&reg)[L], const float* __restrict__ src,
+                                             long long R, long long r0, long long sr,
+                                             long long sk, bool k_unit, long long k0, int K) {
+#pragma unroll
+  for (int i = 0; i < L; ++i) {
+    int r, k;
+    refine_at<TR, TK>(threadIdx.x + i * kRefineThreads, k_unit, r, k);
+    reg[i] = r0 + r < R && k0 + k < K ? src[(r0 + r) * sr + (k0 + k) * sk] : 0.0f;
+  }
+}
+
+template <int TR, int TK, int P, int L>
+__device__ __forceinline__ void refine_store(double (&stage)[TK][TR + P], const float (&reg)[L],
+                                             bool k_unit) {
+#pragma unroll
+  for (int i = 0; i < L; ++i) {
+    int r, k;
+    refine_at<TR, TK>(threadIdx.x + i * kRefineThreads, k_unit, r, k);
+    stage[k][r] = double(reg[i]);
+  }
+}
+
 __device__ void refine_rows(int M, int N, int K, const float* __restrict__ A, long long sam,
                             long long sak, const float* __restrict__ B, long long sbk,
                             long long sbn, const float* C, long long scm, long long scn,
@@ -39,51 +71,21 @@ __device__ void refine_rows(int M, int N, int K, const float* __restrict__ A, lo
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int g = lane / 4, q = lane % 4;        // the MMA's group and thread in group
   const int wm = 32 * (warp / 4), wn = 32 * (warp % 4);
-  // (row/column, k) of the elements this thread loads: along the operand's unit stride
-  auto a_at = [&](int l, int& am, int& ak) {
-    am = sak == 1 ? l / TK : l % TM;
-    ak = sak == 1 ? l % TK : l / TM;
-  };
-  auto b_at = [&](int l, int& bn, int& bk) {
-    bn = sbn == 1 ? l % TN : l / TK;
-    bk = sbn == 1 ? l / TN : l % TK;
-  };
+  const bool a_k = sak == 1, b_k = sbn != 1;  // loads along k (else along rows / columns)
   for (long long m0 = (long long)blockIdx.x * TM; m0 < M; m0 += (long long)gridDim.x * TM) {
     const bool mine = tid < TM && m0 + tid < M && marked[m0 + tid] != 0;
     if (!__syncthreads_or(mine)) continue;     // (uniform: every thread skips the tile)
     for (long long n0 = (long long)blockIdx.y * TN; n0 < N; n0 += (long long)gridDim.y * TN) {
       float ra[LA], rb[LB];                    // the next k-tile, on its way to smem
       auto fetch = [&](long long k0) {
-#pragma unroll
-        for (int r = 0; r < LA; ++r) {
-          int am, ak;
-          a_at(tid + r * kRefineThreads, am, ak);
-          const long long gm = m0 + am, gk = k0 + ak;
-          ra[r] = gm < M && gk < K ? A[gm * sam + gk * sak] : 0.0f;
-        }
-#pragma unroll
-        for (int r = 0; r < LB; ++r) {
-          int bn, bk;
-          b_at(tid + r * kRefineThreads, bn, bk);
-          const long long gn = n0 + bn, gk = k0 + bk;
-          rb[r] = gn < N && gk < K ? B[gk * sbk + gn * sbn] : 0.0f;
-        }
+        refine_fetch<TM, TK>(ra, A, M, m0, sam, sak, a_k, k0, K);
+        refine_fetch<TN, TK>(rb, B, N, n0, sbn, sbk, b_k, k0, K);
       };
       double acc[4][4][2] = {};
       fetch(0);
       for (long long k0 = 0; k0 < K; k0 += TK) {
-#pragma unroll
-        for (int r = 0; r < LA; ++r) {
-          int am, ak;
-          a_at(tid + r * kRefineThreads, am, ak);
-          sA[ak][am] = double(ra[r]);
-        }
-#pragma unroll
-        for (int r = 0; r < LB; ++r) {
-          int bn, bk;
-          b_at(tid + r * kRefineThreads, bn, bk);
-          sB[bk][bn] = double(rb[r]);
-        }
+        refine_store<TM, TK, P>(sA, ra, a_k);
+        refine_store<TN, TK, P>(sB, rb, b_k);
         __syncthreads();
         if (k0 + TK < K) fetch(k0 + TK);       // in flight while this k-tile is multiplied
 #pragma unroll
