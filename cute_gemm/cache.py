@@ -225,8 +225,9 @@ def _key_lock(key: str):
 
 
 _memory: dict[str, Compiled] = {}
-_mem_lock = threading.Lock()            # guards _memory, _key_locks and _warned_dirs
+_mem_lock = threading.Lock()            # guards _memory, _key_locks, _apart_locks, _warned_dirs
 _key_locks: dict[str, threading.Lock] = {}
+_apart_locks: dict[tuple, threading.Lock] = {}
 
 
 def _memory_hit(key: str, ptx: bool) -> Compiled | None:
@@ -367,9 +368,18 @@ def compile_apart(kernel, arch: str, entries: tuple[str, ...]) -> None:
     raises its CompileError). Starts nothing where it cannot help: fewer than two entry
     points missing, fewer workers than those (a second round costs more than one program
     of them all saves), no disk level, no python executable. Fresh interpreters, not
-    multiprocessing: a spawned worker would run the caller's unguarded __main__ again."""
+    multiprocessing: a spawned worker would run the caller's unguarded __main__ again.
+    Threads asking for the same entry points wait for the first one's children and then
+    find them on disk: one set of processes, not one per thread."""
     if not disk_enabled() or not os.path.basename(sys.executable).startswith("python"):
         return                      # (an embedding host's binary is no interpreter to start)
+    with _mem_lock:
+        lock = _apart_locks.setdefault((kernel.name, arch, tuple(entries)), threading.Lock())
+    with lock:
+        _start_apart(kernel, arch, entries)
+
+
+def _start_apart(kernel, arch: str, entries: tuple[str, ...]) -> None:
     todo = [e for e in entries if lookup(kernel, arch, entries=(e,)) is None]
     if not 2 <= len(todo) <= default_workers():
         return

@@ -10,6 +10,8 @@ import pathlib
 import stat
 import subprocess
 import sys
+import threading
+import time
 import warnings
 
 import pytest
@@ -394,6 +396,40 @@ def test_compile_apart_fills_the_disk_from_fresh_interpreters(tmp_cache, monkeyp
     assert [h.cubin for h in here] == [g.cubin for g in got]
     cache.compile_apart(k, "sm_90", entries)                  # no disk level: nothing started
     assert len(list(tmp_cache.glob("*.cubin"))) == 2
+
+
+def test_compile_apart_starts_one_set_of_children_for_threads_that_race(tmp_cache, monkeypatch):
+    """Threads whose first calls need the same entry points at once: the first starts a
+    child per entry point, the others wait for those and find them on disk (a child per
+    entry point per thread would put threads x entries NVRTC processes on the machine)."""
+    k = registry.get("v4_float4")
+    entries = tuple(k.entries)
+    monkeypatch.setattr(cache, "default_workers", lambda: 2)
+    started = []
+
+    class Child:                                   # compiles its entry in-process, slowly
+        def __init__(self, args, **kw):
+            name, arch, _, entry = args[3:]
+            started.append(entry)
+            time.sleep(0.2)
+            cache.get(registry.get(name), arch, entries=(entry,))
+
+        def wait(self):
+            return 0
+
+    monkeypatch.setattr(subprocess, "Popen", Child)
+    barrier = threading.Barrier(4)
+
+    def first_call():
+        barrier.wait()
+        cache.compile_apart(k, "sm_80", entries)
+    threads = [threading.Thread(target=first_call) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(started) == sorted(entries)
+    assert all(cache.lookup(k, "sm_80", entries=(e,)) is not None for e in entries)
 
 
 def test_compile_apart_starts_nothing_without_a_python_executable(tmp_cache, monkeypatch):
