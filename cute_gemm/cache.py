@@ -374,7 +374,8 @@ def compile_apart(kernel, arch: str, entries: tuple[str, ...]) -> None:
     if not disk_enabled() or not os.path.basename(sys.executable).startswith("python"):
         return                      # (an embedding host's binary is no interpreter to start)
     with _mem_lock:
-        lock = _apart_locks.setdefault((kernel.name, arch, tuple(entries)), threading.Lock())
+        key = (kernel.name, _compile.normalize_arch(arch), tuple(entries))
+        lock = _apart_locks.setdefault(key, threading.Lock())
     with lock:
         _start_apart(kernel, arch, entries)
 

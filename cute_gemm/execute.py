@@ -110,7 +110,8 @@ _RefineArgs, _REFINE_OFFSETS = _args("_RefineArgs", "c7's refine: marked rows in
     ("M", _I), ("N", _I), ("K", _I), ("A", _P), ("sam", _L), ("sak", _L), ("B", _P),
     ("sbk", _L), ("sbn", _L), ("C", _P), ("scm", _L), ("scn", _L), ("T", _P), ("stm", _L),
     ("stn", _L), ("alpha", _F), ("beta", _F), ("flags", _P), ("marked", _P)])
-REFINE_TILE_M, REFINE_TILE_N, REFINE_GRID_Y = 64, 128, 16   # refine_rows.cuh's tile; CTAs across T's columns
+# refine_rows.cuh's tile of T (rows, columns); CTAs across T's columns
+REFINE_TILE_M, REFINE_TILE_N, REFINE_GRID_Y = 64, 128, 16
 
 
 def _temp(shape, dtype: str, ordinal: int, stream: int, owned: list,
@@ -202,7 +203,8 @@ class Split:
         c, beta = ((C.ptr, *C.strides), beta) if C else ((None, 0, 0), 0.0)
         launch.launch(self.fn["finish"], (m, 1, 1), (256, 1, 1), 0, self.stream,
                       _packed(_FinishArgs(*args, self.rmax, self.inexact, W.ptr, W.strides[0],
-                                          *c, T.ptr, *T.strides, alpha, beta, self.flags, self.a_sums, self.ny, self.marked),
+                                          *c, T.ptr, *T.strides, alpha, beta, self.flags,
+                                          self.a_sums, self.ny, self.marked),
                               _FINISH_OFFSETS))
         launch.launch(self.fn["fix"], (n, 1, 1), (256, 1, 1), 0, self.stream,
                       _packed(_FixArgs(*args, self.rmax, self.inexact, T.ptr, *T.strides, alpha,

@@ -438,7 +438,6 @@ def test_compile_apart_starts_nothing_without_a_python_executable(tmp_cache, mon
     k = registry.get("v4_float4")
     monkeypatch.setattr(cache, "default_workers", lambda: 2)
     started = []
-    import subprocess
     monkeypatch.setattr(subprocess, "Popen", lambda *a, **kw: started.append(a))
     for exe in ("/usr/bin/uwsgi", ""):
         monkeypatch.setattr(cache.sys, "executable", exe)
