@@ -15,7 +15,7 @@ from . import auto, autotable, cache, hotpath, launch, registry
 from .arrays import Operand, narrow, parse, widen
 from .errors import AliasError, CaptureError, DTypeError, InputError, ShapeError
 from .execute import gemm_device
-from .records import FP32_ACCURATE, PRECISION_DTYPE, PRECISIONS
+from .records import AS_PLANNED, FP32_ACCURATE, PRECISION_DTYPE, PRECISIONS
 from .resolve import CACHE, check_precision, resolved_launches
 
 # the precision of a call that names none: the one its operands' type implies
@@ -145,23 +145,36 @@ def run(name, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None, preci
         if hot is True:
             return out
     k = None if name == registry.AUTO else registry.get(name)
+    return _run(k, AS_PLANNED, a, b, c, alpha, beta, out, stream, precision, hot)
+
+
+def run_choice(choice, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None,
+               precision=None):
+    """run() with a selector's choice (auto.Choice: its kernel, on the transposed problem or
+    split along K as its pick says), exactly as gemm() runs it when it picks that choice:
+    how `cute-gemm tune` times the candidates."""
+    return _run(registry.get(choice.kernel), choice.pick, a, b, c, alpha, beta, out, stream,
+                precision)
+
+
+def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None):
+    """run() past the hot path: kernel k (None: gemm()'s pick) launched as `pick` says."""
     s = launch.stream_handle(stream)
     A, B, C, O, m, n, kk = _validate(a, b, c, out, alpha, beta, s)
     prec, out_dtype = _precision(A, B, C, O, precision, k)
-    transposed = False
     if k is None:     # "auto": the selector's pick, a function of what the signature holds
         products = m and n and kk and alpha != 0
         choice = auto.pick(A, B, O, prec, out_dtype, None if not products else
                            _device_ordinal(A) if A.device else launch.current_ordinal())
-        # (a pick of the transposed problem is an input of the launch plan, resolve.swapped)
-        k, transposed = registry.get(choice.kernel), choice.transposed
+        # (how it runs, transposed or split along K, is an input of the launch plan)
+        k, pick = registry.get(choice.kernel), choice.pick
     check_precision(k, prec, out_dtype)
     alpha, beta = float(alpha), float(beta)
     if C is None:
         beta = 0.0
     if A.device:
-        return _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot, transposed)
-    return _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec, out_dtype, transposed)
+        return _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot, pick)
+    return _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec, out_dtype, pick)
 
 
 def gemm(a, b, c=None, *, alpha: float = 1.0, beta: float = 0.0, out=None, stream=None,
@@ -192,7 +205,7 @@ def _wait_producers(s: int, producers: set, ordinal: int) -> None:
 
 
 def _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot=None,
-                transposed=False):
+                pick=AS_PLANNED):
     ordinal = _device_ordinal(A)
     launch.ensure_context(ordinal)
     ops = (A, B, C, O)
@@ -208,7 +221,7 @@ def _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot=None,
     else:
         result = O.obj
     if m and n:
-        fast = gemm_device(k, A, B, C, O, alpha, beta, s, ordinal, prec, transposed)
+        fast = gemm_device(k, A, B, C, O, alpha, beta, s, ordinal, prec, pick)
         if fast is not None and hot is not None:     # hot: one device, so ordinal 0
             hotpath.remember(hot, fast, A, B, O)
     return result
@@ -238,7 +251,7 @@ def _host_result(m: int, n: int, out_dtype: str, like: Operand) -> np.ndarray:
 
 
 def _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec="fp32", out_dtype="float32",
-              transposed=False):
+              pick=AS_PLANNED):
     result = O.host if O is not None else _host_result(m, n, out_dtype, A)
     if m == 0 or n == 0:
         return result
@@ -266,7 +279,7 @@ def _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec="fp32", out_dtype="f
             hc = np.ascontiguousarray(C.host)
             launch.memcpy_htod(dT.ptr, hc.ctypes.data, hc.nbytes, s)
         gemm_device(k, dA, dB, dT if beta != 0.0 else None, dT, alpha, beta, s, ordinal, prec,
-                    transposed)
+                    pick)
         host = result if result.flags.c_contiguous else np.empty((m, n), dtype=result.dtype)
         launch.memcpy_dtoh(host.ctypes.data, dT.ptr, host.nbytes, s)
         launch.check_last(k.name, s)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from . import autotable, registry
 from .errors import CuteGemmError, DTypeError, InputError, ShapeLimitError
-from .records import ITEMSIZE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, cdiv, layout_majors
+from .records import ITEMSIZE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, Pick, cdiv, layout_majors
 
 AUTO = registry.AUTO
 TAG = "auto"                       # Kernel.tags: a candidate of the selector
@@ -32,27 +32,37 @@ TINY_TILES = 4
 
 @dataclass(frozen=True)
 class Choice:
-    """What gemm() runs: `kernel` (on the transposed problem when `transposed`), and why:
+    """What gemm() runs: `kernel` (on the transposed problem when `transposed`; with a
+    stream-K launch of split_k CTAs per tile when split_k > 0, records.Pick), and why:
     `source` "table" (this problem was measured), "nearest" (the nearest measured one) or
     "heuristic" (no table row of this precision and layout), with the row or the rule."""
     kernel: str
     transposed: bool = False
     source: str = "heuristic"
     why: str = ""
+    split_k: int = 0
 
     @property
     def key(self) -> str:
-        """The candidate's name in a tune table: the kernel, + ".T" on the transposed problem."""
-        return self.kernel + (autotable.TRANSPOSED if self.transposed else "")
+        """The candidate's name in a tune table: the kernel, + ".T" on the transposed problem,
+        + "/splitkS" with S CTAs per tile."""
+        return (self.kernel + (autotable.TRANSPOSED if self.transposed else "")
+                + (f"{autotable.SPLIT_K}{self.split_k}" if self.split_k else ""))
+
+    @property
+    def pick(self) -> Pick:
+        """How the kernel is launched (execute.gemm_device)."""
+        return Pick(self.transposed, self.split_k)
 
     def __str__(self) -> str:
         return f"{self.key} ({self.source}: {self.why})"
 
 
-def split_key(key: str) -> tuple[str, bool]:
-    """A tune table's candidate key -> (kernel, transposed)."""
+def split_key(key: str) -> tuple[str, bool, int]:
+    """A tune table's candidate key -> (kernel, transposed, split_k); Choice.key's inverse."""
+    key, _, s = key.partition(autotable.SPLIT_K)
     t = key.endswith(autotable.TRANSPOSED)
-    return (key[:-len(autotable.TRANSPOSED)] if t else key), t
+    return (key[:-len(autotable.TRANSPOSED)] if t else key), t, int(s) if s.isdigit() else 0
 
 
 # ---- candidates ----------------------------------------------------------------------------
@@ -181,8 +191,8 @@ def from_tables(tables, m: int, n: int, k: int, layout: str, precision: str, ali
             why = (f"{Path(t.source).name or 'table'} row {r.m}x{r.n}x{r.k} {layout}"
                    f"{'' if r.aligned else ' unaligned'}: {key} {ms:.4g} ms"
                    + (f", then {rest[0][0]} {rest[0][1]:.4g} ms" if rest else ""))
-            kernel, transposed = split_key(key)
-            return Choice(kernel, transposed, "table" if exact else "nearest", why)
+            kernel, transposed, split_k = split_key(key)
+            return Choice(kernel, transposed, "table" if exact else "nearest", why, split_k)
     return None
 
 

@@ -32,6 +32,7 @@ from .records import LAYOUTS, PRECISIONS
 
 SCHEMA = 1
 TRANSPOSED = ".T"     # a candidate key's suffix: the kernel computes C^T = B^T A^T
+SPLIT_K = "/splitk"   # ... then + S: a stream-K launch of S CTAs per tile (records.Pick)
 
 
 @dataclass
@@ -44,7 +45,7 @@ class Measured:
     layout: str                     # records.LAYOUTS
     aligned: bool                   # every operand's pointer and leading dimension 16-byte aligned
     precision: str                  # records.PRECISIONS
-    times: dict[str, float | None]  # candidate key (kernel, or kernel + TRANSPOSED) -> ms
+    times: dict[str, float | None]  # candidate key (kernel [+ TRANSPOSED] [+ SPLIT_K S]) -> ms
     notes: dict[str, str] = field(default_factory=dict)
 
     @property

@@ -13,6 +13,7 @@ import warnings
 from . import launch, registry
 from .arrays import Operand
 from .errors import CaptureError, PrecisionFallbackWarning
+from .records import AS_PLANNED, Pick
 from .resolve import (CACHE, UTIL, UTIL_ENTRY, choose, copy_target, loaded, oriented, resolve,
                       swapped)
 
@@ -237,7 +238,7 @@ def _flagged(bad: int, g) -> str:
 
 
 def _composed(k, A: Operand, B: Operand, C: Operand | None, T: Operand, alpha: float,
-              beta: float, stream: int, ordinal: int, transposed: bool = False) -> None:
+              beta: float, stream: int, ordinal: int, pick: Pick = AS_PLANNED) -> None:
     """T = alpha * A @ B + beta * C by a composed kernel (Split: its passes, the GEMM kernel
     on A' and B' in its precision over K' = k_prime(K) through gemm_device like any call,
     into scratch W, then the passes that write T from W). Where the pre-pass sets the range
@@ -245,9 +246,9 @@ def _composed(k, A: Operand, B: Operand, C: Operand | None, T: Operand, alpha: f
     fp32 fallback computes T from A, B and C instead, so everything is queued before the
     host waits for the flags (a 4-byte copy queued behind the pre-pass): the GPU does not
     idle for the round trip, and C is still as it was for the fallback, in place or not.
-    Scratch is freed in stream order on every path. transposed: the GEMM (or the fallback)
-    is asked for on the transposed problem (gemm_device); the passes see A and B as they
-    are."""
+    Scratch is freed in stream order on every path. pick: how the GEMM is asked for
+    (gemm_device; the fallback, another kernel, keeps only its transposed); the passes see
+    A and B as they are."""
     g = k.gemm_of
     if launch.capturing(stream):    # before anything is enqueued: the capture stays valid
         raise CaptureError(f"kernel {k.name!r} reads its pre-pass's range check on the host "
@@ -258,25 +259,25 @@ def _composed(k, A: Operand, B: Operand, C: Operand | None, T: Operand, alpha: f
         sp = Split(k, A, B, stream, ordinal, owned)
         read = launch.fetch_word(sp.flags, stream, ordinal)
         gemm_device(g.kernel, sp.A2, sp.B2, None, sp.scratch_out(), 1.0, 0.0, stream, ordinal,
-                    g.precision, transposed)
+                    g.precision, pick)
         sp.finish(C, T, alpha, beta)
         bad = read()
         if bad:
             warnings.warn(f"{k.name}: {_flagged(bad, g)}; computed with {g.fallback} (fp32) instead",
                           PrecisionFallbackWarning, stacklevel=2)
             gemm_device(registry.get(g.fallback), A, B, C, T, alpha, beta, stream, ordinal, "fp32",
-                        transposed)
+                        Pick(pick.transposed))
     finally:
         _release(owned, stream)
 
 
 def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
                 alpha: float, beta: float, stream: int, ordinal: int, precision: str = "fp32",
-                transposed: bool = False):
+                pick: Pick = AS_PLANNED):
     """T = alpha * A @ B + beta * C on the device (C may be T itself, or None) in
-    `precision` (A and B of its type; C of T's). transposed: asked for on the transposed
-    problem C^T = B^T A^T (gemm()'s table pick; resolve.swapped decides what each launch
-    computes). Returns (key, launcher) of the CACHE.launches entry the call went through,
+    `precision` (A and B of its type; C of T's). pick: gemm()'s table pick (records.Pick):
+    on the transposed problem C^T = B^T A^T (resolve.swapped decides what each launch
+    computes), with split_k CTAs per tile (resolve). Returns (key, launcher) of the CACHE.launches entry the call went through,
     or None."""
     m, kk = A.shape
     n = B.shape[1]
@@ -293,8 +294,8 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
             # row-major in the problem asked for (C^T's, for a pick of the transposed
             # problem): written as the launch would write a fresh result of that problem
             W = _temp(T.shape, T.dtype, ordinal, stream, owned,
-                      (1, T.shape[0]) if transposed else None)
-            gemm_device(k, A, B, C, W, alpha, beta, stream, ordinal, precision, transposed)
+                      (1, T.shape[0]) if pick.transposed else None)
+            gemm_device(k, A, B, C, W, alpha, beta, stream, ordinal, precision, pick)
             _scale2d(ordinal, stream, 1.0, W, T)
         finally:
             _release(owned, stream)
@@ -302,7 +303,7 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     if not products:
         _scale2d(ordinal, stream, beta, C, T)
         return None
-    mc, nc, kc = k.launch_extents(m, n, kk, transposed)
+    mc, nc, kc = k.launch_extents(m, n, kk, pick.transposed)
     if (mc, nc, kc) != (m, n, kk):
         # beyond one launch (grid limits, 32-bit indices): launches on blocks of C, and
         # along K each piece adds to what the one before left in T
@@ -312,16 +313,16 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
                 for p0, q in _pieces(kk, kc):
                     gemm_device(k, _sub(A, i0, p0, r, q), _sub(B, p0, j0, q, c),
                                 _sub(C, i0, j0, r, c) if p0 == 0 else Tb, Tb, alpha,
-                                beta if p0 == 0 else 1.0, stream, ordinal, precision, transposed)
+                                beta if p0 == 0 else 1.0, stream, ordinal, precision, pick)
         return None
     if k.gemm_of is not None:
-        _composed(k, A, B, C, T, alpha, beta, stream, ordinal, transposed)
+        _composed(k, A, B, C, T, alpha, beta, stream, ordinal, pick)
         return None
     # the hot path: a launch already resolved for this kernel, shape, strides, pointer
-    # alignment class and pick of the transposed problem (everything swapped(), choose() and
-    # the grid depend on) skips straight to the driver
+    # alignment class and pick (everything swapped(), choose() and the grid depend on)
+    # skips straight to the driver
     key = (k.name, precision, T.dtype, ordinal, m, n, kk, A.strides, B.strides, T.strides,
-           A.ptr & 255, B.ptr & 255, T.ptr & 255, transposed)
+           A.ptr & 255, B.ptr & 255, T.ptr & 255, pick)
     fast = CACHE.launches.get(key)
     if fast is not None and (C is None or C.same_view(T)):
         fast(A.ptr, B.ptr, T.ptr, alpha, beta, stream)
@@ -332,7 +333,7 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
         k.check_limits(m, n, kk, lk.smem_limit)
     # the operands in the roles the entry sees: A, B, C, or where the launch computes the
     # transpose, B^T, A^T, C^T (the copies are made in those roles, then turned back)
-    swap = swapped(k, m, n, transposed)
+    swap = swapped(k, m, n, pick.transposed)
     ops = oriented(swap, {"a": A, "b": B, "c": T})
     variant, copies = choose(k, ops, precision, T.dtype)
     owned: list = []
@@ -348,7 +349,7 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
         if C is not None and not C.same_view(W):
             _scale2d(ordinal, stream, 1.0, C, W)   # the kernel updates W in place
         resolved = resolve(k, ordinal, variant, copies, m, n, kk, (A.strides, B.strides, W.strides),
-                           swap)
+                           swap, pick.split_k)
         resolved(A.ptr, B.ptr, W.ptr, alpha, beta, stream)
         if not copies:   # no temporaries: the next call with this key can go straight to it
             if len(CACHE.launches) >= 4096:

@@ -53,6 +53,20 @@ ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 
 @dataclass(frozen=True)
+class Pick:
+    """How a call asks for its kernel's launch, beyond the kernel's own plan: gemm()'s
+    table pick (auto.Choice). transposed: on the transposed problem C^T = B^T A^T
+    (resolve.swapped). split_k > 0: a kernel with stream-K twins launches the twin with
+    split_k CTAs per output tile, every tile cut along K into that many even runs
+    (streamk.split_k_ctas; where the shape or the GPU cannot take it, the kernel's own plan)."""
+    transposed: bool = False
+    split_k: int = 0
+
+
+AS_PLANNED = Pick()
+
+
+@dataclass(frozen=True)
 class TmaBoxes:
     """The two TMA tensor maps an entry point takes after its plain arguments (A's, then
     B's; include/cute_gemm/common.cuh CG_TMA_PARAMS), encoded per call by the launcher.

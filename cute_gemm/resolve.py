@@ -53,6 +53,7 @@ class LaunchPlan:
     tail_split: tuple[int, int] | None = None   # the entry takes (ws, dp, pieces) after its
                                          # maps: (dp, pieces) of its walk (sm90_tail_split.cuh);
                                          # workspace_bytes > 0 where pieces > 1
+    split_k: int = 0                     # a stream-K launch of split_k CTAs per tile (Pick)
 
     @property
     def stream_k(self) -> bool:
@@ -456,9 +457,10 @@ class Launcher:
 
 
 def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies, m: int, n: int,
-            kk: int, strides, swap: bool = False) -> Launcher:
+            kk: int, strides, swap: bool = False, split_k: int = 0) -> Launcher:
     """The Launcher of `variant` at M x N x K with operands of these strides (after copies):
-    its stream-K twin where the shape leaves a partial last wave, else the plain grid.
+    its stream-K twin where the shape leaves a partial last wave (or, split_k > 0, with
+    that many CTAs per tile where streamk.split_k_ctas allows), else the plain grid.
     swap: the launch computes the transposed problem C^T = B^T A^T (swapped; `variant` was
     chosen for it); the Launcher is still called with the caller's A, B and C."""
     lk = loaded(k, ordinal)
@@ -467,7 +469,8 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
     base = dict(kernel=k.name, ordinal=ordinal, shape=(m, n, kk), block=k.block,
                 copies=tuple(copies), precision=variant.precision, out_dtype=variant.out_dtype)
     km, kn = (n, m) if swap else (m, n)          # the problem the entry sees
-    sk = _stream_k(k, lk, variant, group, km, kn, kk, smem, k.stream_k_smem_bytes(m, n, kk))
+    sk = _stream_k(k, lk, variant, group, km, kn, kk, smem, k.stream_k_smem_bytes(m, n, kk),
+                   split_k)
     if sk is None:
         cut, ws_bytes = None, 0
         if isinstance(k.grid, registry.PersistentGrid) and k.grid.tail_split:
@@ -483,7 +486,7 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
                           tma=variant.tma is not None, swap=swap, tail_split=cut,
                           workspace_bytes=ws_bytes, **base)
         return Launcher(plan, lk.function(variant.entry, group), strides, variant=variant)
-    grid, ws_bytes, tile0, pdl = sk
+    grid, ws_bytes, tile0, pdl, split_k = sk
     swap = swap != variant.stream_k_swap         # the twin may turn the problem (back)
     head = None
     if tile0:
@@ -492,25 +495,29 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
                         lk.function(dp, group), strides)
     plan = LaunchPlan(entry=variant.stream_k, grid=grid, smem=k.stream_k_smem_bytes(m, n, kk),
                       workspace_bytes=ws_bytes, head_entry=head.plan.entry if head else "",
-                      head_grid=head.plan.grid if head else (0, 0, 0), pdl=pdl, swap=swap, **base)
+                      head_grid=head.plan.grid if head else (0, 0, 0), pdl=pdl, swap=swap,
+                      split_k=split_k, **base)
     return Launcher(plan, lk.function(variant.stream_k, group), strides, tile0, head)
 
 
 def _stream_k(k: registry.Kernel, lk: Loaded, variant: registry.Variant, group, m: int,
-              n: int, kk: int, smem: int, sk_smem: int):
-    """(grid, workspace bytes, tile0, pdl) of the stream-K launch of `variant` where the
-    shape leaves a partial last wave (streamk.plan), else None. pdl: the twin of a split
-    launch starts by programmatic dependent launch (Kernel.pdl, sm_90+; CUTE_GEMM_PDL=0
-    turns it off). smem / sk_smem: dynamic smem of the data-parallel entry and the twin."""
+              n: int, kk: int, smem: int, sk_smem: int, split_k: int = 0):
+    """(grid, workspace bytes, tile0, pdl, split_k) of the stream-K launch of `variant` where
+    the shape leaves a partial last wave, or with split_k CTAs per tile where asked and
+    possible (streamk.plan; split_k 0 in the answer where the kernel's own plan was taken),
+    else None. pdl: the twin of a split launch starts by programmatic dependent launch
+    (Kernel.pdl, sm_90+; CUTE_GEMM_PDL=0 turns it off). smem / sk_smem: dynamic smem of the
+    data-parallel entry and the twin."""
     if len(group) == 1:          # no twin, or stream-K turned off (launch_entries)
         return None
     info = launch.device_info(lk.ordinal)
     f_dp = lk.function(streamk.stream_k_dp_entry(variant), group)
     f = lk.function(variant.stream_k, group)
     sk = streamk.plan(k, variant, m, n, kk, info.sm_count * launch.occupancy(f_dp, k.threads, smem),
-                      info.sm_count * launch.occupancy(f, k.threads, sk_smem))
+                      info.sm_count * launch.occupancy(f, k.threads, sk_smem), split_k)
     if sk is None:
         return None
-    grid, ws_bytes, tile0 = sk
+    grid, ws_bytes, tile0, taken = sk
     pdl = (tile0 > 0 and k.pdl and info.arch_int >= 90 and os.environ.get("CUTE_GEMM_PDL") != "0")
-    return grid, ws_bytes, tile0, pdl
+    return grid, ws_bytes, tile0, pdl, taken
+

@@ -9,21 +9,26 @@ from .records import Kernel, Variant, cdiv
 
 
 def plan(k: Kernel, variant: Variant, m: int, n: int, kk: int, slots_dp: int,
-         slots_sk: int) -> tuple[tuple[int, int, int], int, int] | None:
-    """(grid, workspace bytes, tile0) of the stream-K launch of `variant` at M x N x K,
-    or None for the plain data-parallel grid. slots_dp / slots_sk: CTAs of the data-
-    parallel entry and of its twin resident at once. tile0 > 0: a split launch (the
-    data-parallel sibling runs tiles [0, tile0) first)."""
+         slots_sk: int, split_k: int = 0) -> tuple[tuple[int, int, int], int, int, int] | None:
+    """(grid, workspace bytes, tile0, split_k taken) of the stream-K launch of `variant` at
+    M x N x K, or None for the plain data-parallel grid. slots_dp / slots_sk: CTAs of the
+    data-parallel entry and of its twin resident at once. tile0 > 0: a split launch (the
+    data-parallel sibling runs tiles [0, tile0) first). split_k > 0 (records.Pick): the
+    twin alone with split_k CTAs per tile where split_k_ctas allows it (then the last item
+    is split_k), else the kernel's own plan (0)."""
     if variant.stream_k_swap:     # the twin sees the transposed problem: N x M
         m, n = n, m
     bm, bn, bk = k.tile
     tiles, k_tiles = cdiv(m, bm) * cdiv(n, bn), cdiv(kk, bk)
     if tiles * k_tiles >= 2**31:        # the kernel counts iterations in 32 bits
         return None
+    ctas = split_k_ctas(tiles, k_tiles, split_k, slots_sk) if split_k else 0
+    if ctas:
+        return (ctas, 1, 1), stream_k_workspace_bytes(ctas, bm, bn), 0, split_k
     tile0, ctas = stream_k_plan(tiles, k_tiles, slots_dp, slots_sk, max_fill=variant.stream_k_fill)
     if not ctas:
         return None
-    return (ctas, 1, 1), stream_k_workspace_bytes(ctas, bm, bn), tile0
+    return (ctas, 1, 1), stream_k_workspace_bytes(ctas, bm, bn), tile0, 0
 
 
 def stream_k_dp_tiles(tiles: int, ctas: int) -> int:
@@ -51,6 +56,23 @@ def stream_k_ctas(tiles: int, k_tiles: int, slots: int, min_iters: int = 8) -> i
     sk_tiles = tiles - stream_k_dp_tiles(tiles, slots)
     ctas = min(slots, sk_tiles * k_tiles // min_iters, STREAM_K_COUNTERS // 2)
     if ctas < 2 or tiles % ctas == 0:
+        return 0
+    return ctas
+
+
+SPLIT_K_MIN_ITERS = 2    # k-tiles a run of split_k_ctas takes at least
+
+
+def split_k_ctas(tiles: int, k_tiles: int, split_k: int, slots: int) -> int:
+    """CTAs of a stream-K launch that cuts every one of `tiles` tiles of `k_tiles` k-tiles
+    into `split_k` even runs (split-K, reduced by the twin's deterministic fixup): tiles x
+    split_k when those CTAs are all resident at once (`slots`: the workspace stays one
+    wave's partials, as stream-K's) and every run has SPLIT_K_MIN_ITERS k-tiles; else 0,
+    the kernel's own plan. With G = tiles x split_k > tiles the walk has no whole tiles and
+    each tile's S = k_tiles iterations go to split_k consecutive CTAs (streamk.cuh)."""
+    ctas = tiles * split_k
+    if (split_k < 2 or ctas > slots or ctas > STREAM_K_COUNTERS // 2
+            or k_tiles < SPLIT_K_MIN_ITERS * split_k):
         return 0
     return ctas
 

@@ -12,7 +12,7 @@ import pytest
 
 import cute_gemm
 import stub_driver
-from cute_gemm import api, auto, autotable, launch, registry, resolve
+from cute_gemm import api, auto, autotable, launch, records, registry, resolve
 from cute_gemm.autotable import Measured, Table
 from cute_gemm.errors import AutoTableWarning
 from cute_gemm.perf import sweep, tune
@@ -515,6 +515,36 @@ def test_readme_script_sweep_summary_and_details(tmp_path):
     assert "](docs/ratios_nn.png)" in section and "](../ratios_nn.png)" in full
     assert "| 128×128×128 | square | " not in section and "| 128×128×128 | square | " in full
     assert "`cute_pipelined` (table)" in full
+
+
+def test_split_k_candidates_keys_and_picks():
+    # a key names kernel, transposed problem and CTAs per tile; split_key is its inverse
+    for c in (auto.Choice("cute_pipelined"), auto.Choice("cute_pipelined", True),
+              auto.Choice("cute_pipelined_32x64x16_sk", False, split_k=3),
+              auto.Choice("cute_pipelined_32x64x16_sk", True, split_k=12)):
+        assert auto.split_key(c.key) == (c.kernel, c.transposed, c.split_k)
+        assert c.pick == records.Pick(c.transposed, c.split_k)
+    assert auto.Choice("x", True, split_k=4).key == "x.T/splitk4"
+    # tune offers split_k where tiles x S CTAs fit twice the launch bounds' CTAs an SM and
+    # every run keeps 2 k-tiles: small and skinny shapes, not large ones
+    sk = registry.get("cute_pipelined_32x64x16_sk")        # min_blocks 5
+    assert tune.split_ks(sk, 512, 512, 512, 132) == [2, 3, 4, 6, 8]     # 128 tiles, 1320 CTAs
+    assert tune.split_ks(sk, 256, 256, 16, 132) == []       # one k-tile
+    assert tune.split_ks(sk, 4096, 4096, 4096, 132) == []
+    assert tune.split_ks(sk, 512, 512, 512, 0) == []        # no SM count: none
+    assert tune.split_ks(registry.get("cute_pipelined_64x128x8"), 512, 512, 512, 132) == []
+    problems = tune.plan([(512, 512, 512), (8192, 64, 4096)], ("nn",), ("fp32",), 90,
+                         H100.smem_optin, 132)
+    keys = problems[0].candidates
+    assert "cute_pipelined_32x64x16_sk/splitk3" in keys and "cute_pipelined/splitk2" in keys
+    assert not any(".T" in c for c in keys)                     # M == N
+    assert "cute_pipelined_64x32x16_sk.T/splitk4" in problems[1].candidates
+    # a table's split pick comes back as a Choice that launches so
+    t = table([row(512, 512, 512, {"cute_pipelined": 0.03,
+                                   "cute_pipelined_32x64x16_sk/splitk3": 0.02})])
+    c = auto.choose(512, 512, 512, device=H100, tables=[t])
+    assert (c.kernel, c.transposed, c.split_k, c.source) == (
+        "cute_pipelined_32x64x16_sk", False, 3, "table")
 
 
 def test_tune_end_to_end_on_a_simulated_device(monkeypatch, tmp_path, capsys):

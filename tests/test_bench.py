@@ -639,6 +639,8 @@ def _simulated_device(monkeypatch, wrong: str | None = None):
             o[-1, -1] += 1.0
         return out
     monkeypatch.setattr(api, "run", gemm)
+    monkeypatch.setattr(api, "run_choice", lambda choice, a, b, c=None, **kw:
+                        gemm(choice.kernel, a, b, c, **kw))
 
     class FakeBLAS:
         library, version, tf32, cublas_version = "fakeblas", "1.0", "off", ""

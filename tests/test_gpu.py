@@ -359,6 +359,40 @@ def test_stream_k_is_deterministic_and_alpha_beta(m, k, n):
     assert res.status == "pass", res
 
 
+# split_k picks (records.Pick, what `cute-gemm tune` times and gemm() runs from a table):
+# tiles x S CTAs, every tile cut along K into S runs; shapes small enough that every S here
+# fits one wave on any sm_80+ GPU, with K residues, edge tiles and skinny ones (C^T)
+SPLIT_K_CASES = [("cute_pipelined", (500, 600, 700)), ("cute_pipelined", (64, 60, 4100)),
+                 ("cute_pipelined_32x64x16_sk", (512, 512, 512)),
+                 ("cute_pipelined_64x32x16_sk", (1000, 32, 1028)),
+                 ("cute_pipelined_128x64x16_sk", (256, 252, 3000))]
+
+
+@pytest.mark.parametrize("layout", ["nn", "tt"])
+@pytest.mark.parametrize("name,shape", SPLIT_K_CASES)
+def test_split_k_picks_add_up_exactly(name, shape, layout):
+    """Small integers: a split_k launch (as given and on the transposed problem) gives the
+    exact product, beta C included, the same bits for every S; and it really split."""
+    from cute_gemm import api, auto, launch
+    if not registry.get(name).runs_on(launch.device_info().arch_int):
+        pytest.skip(f"{name} does not run on this GPU")
+    m, n, k = shape
+    rng = np.random.default_rng()
+    a = rng.integers(-4, 5, (m, k) if layout[0] == "n" else (k, m)).astype(np.float32)
+    b = rng.integers(-4, 5, (k, n) if layout[1] == "n" else (n, k)).astype(np.float32)
+    a, b = (a if layout[0] == "n" else a.T), (b if layout[1] == "n" else b.T)
+    c = rng.integers(-4, 5, (m, n)).astype(np.float32)
+    want = 2.0 * (a.astype(np.float64) @ b.astype(np.float64)) - 3.0 * c
+    for transposed in (False, True):
+        for s in (2, 3, 4):
+            cute_gemm.clear_caches()
+            got = api.run_choice(auto.Choice(name, transposed, split_k=s), a, b, c,
+                                 alpha=2.0, beta=-3.0)
+            assert np.array_equal(got, want), (name, shape, layout, transposed, s)
+            plans = [p for p in cute_gemm.resolved_launches() if p.kernel == name]
+            assert plans and all(p.split_k == s and p.stream_k for p in plans), plans
+
+
 def test_stream_k_on_two_streams_at_once_and_pools_trimmed():
     """Two streams with stream-K launches in flight at once take a workspace each (neither
     waits for the other's), get right answers, and free_workspaces() gives the memory back."""

@@ -43,6 +43,36 @@ def test_plan_splits_off_the_last_partial_wave():
     assert dp == 0 and all(e > b for b, e in runs)
 
 
+def test_split_k_cuts_every_tile_into_even_runs_within_a_wave():
+    # 512^3 in 32x64x16 tiles: 128 tiles x 3 = 384 CTAs on 660 slots, 32 k-tiles
+    assert streamk.split_k_ctas(128, 32, 3, 660) == 384
+    assert streamk.split_k_ctas(128, 32, 6, 660) == 0                # more than a wave
+    assert streamk.split_k_ctas(128, 5, 3, 660) == 0                 # runs under 2 k-tiles
+    assert streamk.split_k_ctas(128, 32, 1, 660) == 0                # no cut
+    assert streamk.split_k_ctas(1, 10**6, 5000, 10**6) == 0          # beyond the counters
+    # each tile's k-tiles go to split_k consecutive CTAs: no whole tiles, every CTA busy,
+    # runs that differ by at most one k-tile
+    for tiles, k_tiles, s in ((128, 32, 3), (16, 64, 8), (4, 4096, 32), (7, 9, 4)):
+        ctas = streamk.split_k_ctas(tiles, k_tiles, s, 10**6)
+        dp, runs = streamk.stream_k_schedule(tiles, k_tiles, ctas)
+        sizes = [e - b for b, e in runs]
+        assert dp == 0 and min(sizes) >= 2 and max(sizes) - min(sizes) <= 1
+        for u in range(tiles):            # contributors of tile u: split_k or split_k + 1
+            owners = {c for c, (b, e) in enumerate(runs)
+                      if b < (u + 1) * k_tiles and e > u * k_tiles}
+            assert s <= len(owners) <= s + 1
+
+
+def test_plan_takes_split_k_only_where_it_fits():
+    k = registry.get("cute_pipelined_32x64x16_sk")
+    v = next(v for v in k.variants if v.stream_k and not v.stream_k_swap)
+    # 512^3: 128 tiles of 32x64; 660 slots: 3 per tile fit, 8 do not (the own plan then)
+    assert streamk.plan(k, v, 512, 512, 512, 660, 660, split_k=3) == (
+        (384, 1, 1), streamk.stream_k_workspace_bytes(384, 32, 64), 0, 3)
+    own = streamk.plan(k, v, 512, 512, 512, 660, 660)
+    assert own[3] == 0 and streamk.plan(k, v, 512, 512, 512, 660, 660, split_k=8) == own
+
+
 def test_stream_k_twins_have_data_parallel_siblings():
     for k in registry.kernels():
         for v in k.variants:

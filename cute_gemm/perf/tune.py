@@ -3,11 +3,13 @@ reads (autotable.py, auto.py).
 
 For each problem (shape x operand layout x precision), every candidate (auto.candidates:
 the kernels tagged "auto" that compute the precision and run here; where M != N each also
-on the transposed problem, C^T = B^T A^T) runs once on the tune's inputs into a NaN-poisoned
+on the transposed problem, C^T = B^T A^T; a kernel with stream-K twins also split along K,
+SPLIT_KS CTAs per tile, where those CTAs fit in a wave: records.Pick) runs once on the tune's inputs into a NaN-poisoned
 output and is checked against float64 (a row x column sample above 512^3, as bench does);
 only a candidate that passes is timed (timing.event_times: CUDA events, L2 flush, inputs
-rotated beyond twice the L2, through run() as gemm() calls it). A failing candidate gets
-no time and is never a winner.
+rotated beyond twice the L2, through api.run_choice, as gemm() runs it). A failing
+candidate, or a split one that this GPU launches by the kernel's own plan instead, gets no
+time and is never a winner.
 
 Time: everything (the compiles first, in parallel processes) counts against --max-seconds.
 Before each problem, the timing budget of each of its candidates is a share of what is
@@ -28,10 +30,10 @@ from typing import Callable
 
 import numpy as np
 
-from .. import api, auto, autotable, launch
+from .. import api, auto, autotable, launch, streamk
 from ..autotable import Measured, Table
 from ..errors import CuteGemmError
-from ..records import ITEMSIZE, PRECISION_DTYPE
+from ..records import ITEMSIZE, PRECISION_DTYPE, cdiv
 from .runner import Reference, _first_line, _gpu_check, _Inputs, parse_precisions
 from .runtime import compile_ahead, make_current
 from .shapes import out_dtype_of, parse_layouts, parse_sizes
@@ -42,6 +44,9 @@ SHARE = 0.5             # of the time left per candidate still to time: the rest
                         # inputs and host work
 REPEATS, WARMUP, MIN_REPEATS = 20, 2, 3
 CHECK_FULL_MAX = 512 ** 3   # above this M*N*K the check is a row x column sample
+# split_k candidates (CTAs per tile) of a kernel with stream-K twins: those of tiles x S CTAs
+# within twice its __launch_bounds__ CTAs an SM (resolve takes only what is resident at once)
+SPLIT_KS = (2, 3, 4, 6, 8, 12, 16, 24, 32)
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,7 @@ class Problem:
     k: int
     layout: str
     precision: str
-    candidates: tuple[str, ...]      # autotable keys: kernel, or kernel + ".T"
+    candidates: tuple[str, ...]      # autotable keys: kernel [+ ".T"] [+ "/splitkS"]
 
     @property
     def label(self) -> str:
@@ -63,24 +68,43 @@ class Problem:
                                        out_dtype_of(self.precision))
 
 
-def plan(shapes, layouts, precisions, arch_int: int, smem_optin: int) -> list[Problem]:
+def plan(shapes, layouts, precisions, arch_int: int, smem_optin: int,
+         sm_count: int = 0) -> list[Problem]:
     """The problems to measure, each with its candidates on a device of compute capability
-    `arch_int` (x10) and `smem_optin` bytes of shared memory per block; precisions without
-    a candidate there are left out."""
+    `arch_int` (x10), `smem_optin` bytes of shared memory per block and `sm_count` SMs (0:
+    no split_k candidates); precisions without a candidate there are left out."""
     out = []
     for prec in precisions:
         for (m, n, k) in shapes:
             ks = [x for x in auto.candidates(prec, out_dtype_of(prec), arch_int)
                   if x.smem_bytes(m, n, k) <= smem_optin]
-            keys = [x.name for x in ks] + ([x.name + autotable.TRANSPOSED for x in ks]
-                                           if m != n else [])
+            keys = []
+            for turned in ((False, True) if m != n else (False,)):
+                for x in ks:
+                    base = auto.Choice(x.name, turned)
+                    keys += [base.key] + [auto.Choice(x.name, turned, split_k=s).key
+                                          for s in split_ks(x, *((n, m) if turned else (m, n)), k,
+                                                            sm_count)]
             if keys:
                 out += [Problem(m, n, k, lay, prec, tuple(keys)) for lay in layouts]
     return out
 
 
-# measure(problem, seconds per candidate) -> ({key: median ms or None}, {key: note})
+# measure(problem, seconds per candidate) -> ({key: median ms or None}, {key: note}); a
+# candidate in neither (a split_k one this GPU does not split) is left out of the row
 Measure = Callable[[Problem, float], tuple[dict, dict]]
+
+
+def split_ks(x, m: int, n: int, k: int, sm_count: int) -> list[int]:
+    """The split_k values worth timing for kernel x on an M x N x K problem (SPLIT_KS): a
+    kernel with stream-K twins, tiles x S CTAs within 2 x sm_count x its min_blocks, every
+    run at least streamk.SPLIT_K_MIN_ITERS k-tiles."""
+    if not sm_count or x.tile is None or not any(v.stream_k for v in x.variants):
+        return []
+    bm, bn, bk = x.tile
+    tiles = min(cdiv(m, bm) * cdiv(n, bn), cdiv(n, bm) * cdiv(m, bn))   # either way round
+    return [s for s in SPLIT_KS if tiles * s <= 2 * sm_count * x.min_blocks
+            and cdiv(k, bk) >= streamk.SPLIT_K_MIN_ITERS * s]
 
 
 def run_plan(problems: list[Problem], measure: Measure, table: Table, *, budget_s: float,
@@ -97,7 +121,7 @@ def run_plan(problems: list[Problem], measure: Measure, table: Table, *, budget_
         per = min(MAX_TIMING_S, SHARE * left / sum(len(q.candidates) for q in problems[i:]))
         times, notes = measure(p, per)
         row = Measured(p.m, p.n, p.k, p.layout, p.aligned, p.precision,
-                       {c: times.get(c) for c in p.candidates},
+                       {c: times.get(c) for c in p.candidates if c in times or c in notes},
                        {c: notes[c] for c in p.candidates if notes.get(c)})
         table.rows[:] = [r for r in table.rows if _key(r) != _key(row)] + [row]
         if on_row is not None:
@@ -136,19 +160,19 @@ class GpuMeasure:
             return times, {c: "inputs: " + _first_line(e) for c in p.candidates}
         try:
             for key in p.candidates:
-                kernel, transposed = auto.split_key(key)
+                choice = auto.Choice(*auto.split_key(key)[:2], split_k=auto.split_key(key)[2])
 
-                def fn(i, kernel=kernel, transposed=transposed):
-                    A, B, C = inputs.A[i], inputs.B[i], inputs.C[i]
-                    if transposed:
-                        api.run(kernel, B.T, A.T, out=C.T, precision=p.precision)
-                    else:
-                        api.run(kernel, A, B, out=C, precision=p.precision)
+                def fn(i, choice=choice):
+                    api.run_choice(choice, inputs.A[i], inputs.B[i], out=inputs.C[i],
+                                   precision=p.precision)
                 try:
+                    before = set(api.resolved_launches())
                     verdict = _gpu_check(key, fn, inputs, ref)
                     if verdict.status != "pass":
                         notes[key] = f"{verdict.status}: {verdict.message}"
                         continue
+                    if choice.split_k and not _split(choice, p, before):
+                        continue        # launched by the kernel's own plan: not a candidate here
                     ms = event_times(fn, len(inputs), self.flush, repeats=REPEATS, warmup=WARMUP,
                                      min_repeats=MIN_REPEATS, max_seconds=seconds)
                     times[key] = float(np.median(ms))
@@ -157,6 +181,16 @@ class GpuMeasure:
         finally:
             inputs.close()
         return times, notes
+
+
+def _split(choice: auto.Choice, p: Problem, before: set) -> bool:
+    """Whether the launch a split_k candidate resolved (new since `before`, else any of its
+    kernel and shape) is split as asked: resolve falls back to the kernel's own plan where
+    tiles x split_k CTAs are not resident at once."""
+    plans = [x for x in api.resolved_launches() if x.kernel == choice.kernel
+             and x.shape == (p.m, p.n, p.k)]
+    new = [x for x in plans if x not in before] or plans
+    return any(x.split_k == choice.split_k for x in new)
 
 
 def tune(sizes="sweep", *, precisions="fp32", layouts="nn", max_seconds: float = 480.0,
@@ -172,7 +206,7 @@ def tune(sizes="sweep", *, precisions="fp32", layouts="nn", max_seconds: float =
     precs = parse_precisions(precisions)
     lays = parse_layouts(layouts)
     shapes = parse_sizes(sizes)
-    problems = plan(shapes, lays, precs, info.arch_int, info.smem_optin)
+    problems = plan(shapes, lays, precs, info.arch_int, info.smem_optin, info.sm_count)
     if not problems:
         raise ValueError(f"gemm() has no candidate for {', '.join(precs)} on {info.name} ({info.arch})")
     path = _out_path(out, info.name)
@@ -258,5 +292,5 @@ def format_table(table: Table, path=None) -> str:
     if missing:
         lines.append(f"  not measured (budget): {', '.join(missing)}")
     lines.append("  (~: operands not all 16-byte aligned; KERNEL.T: on the transposed problem, "
-                 "C^T = B^T A^T)")
+                 "C^T = B^T A^T; /splitkS: S CTAs per tile, split along K)")
     return "\n".join(lines)
