@@ -277,8 +277,8 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     """T = alpha * A @ B + beta * C on the device (C may be T itself, or None) in
     `precision` (A and B of its type; C of T's). pick: gemm()'s table pick (records.Pick):
     on the transposed problem C^T = B^T A^T (resolve.swapped decides what each launch
-    computes), with split_k CTAs per tile (resolve). Returns (key, launcher) of the CACHE.launches entry the call went through,
-    or None."""
+    computes), with split_k CTAs per tile (resolve). Returns (key, launcher) of the
+    CACHE.launches entry the call went through, or None."""
     m, kk = A.shape
     n = B.shape[1]
     if C is None or beta == 0.0:

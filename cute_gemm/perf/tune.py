@@ -4,10 +4,11 @@ reads (autotable.py, auto.py).
 For each problem (shape x operand layout x precision), every candidate (auto.candidates:
 the kernels tagged "auto" that compute the precision and run here; where M != N each also
 on the transposed problem, C^T = B^T A^T; a kernel with stream-K twins also split along K,
-SPLIT_KS CTAs per tile, where those CTAs fit in a wave: records.Pick) runs once on the tune's inputs into a NaN-poisoned
-output and is checked against float64 (a row x column sample above 512^3, as bench does);
-only a candidate that passes is timed (timing.event_times: CUDA events, L2 flush, inputs
-rotated beyond twice the L2, through api.run_choice, as gemm() runs it). A failing
+SPLIT_KS CTAs per tile, where those CTAs fit in a wave: records.Pick) runs once on the
+tune's inputs into a NaN-poisoned output and is checked against float64 (a row x column
+sample above 512^3, as bench does); only a candidate that passes is timed
+(timing.event_times: CUDA events, L2 flush, inputs rotated beyond twice the L2, through
+api.run_choice, as gemm() runs it). A failing
 candidate, or a split one that this GPU launches by the kernel's own plan instead, gets no
 time and is never a winner.
 
@@ -83,8 +84,7 @@ def plan(shapes, layouts, precisions, arch_int: int, smem_optin: int,
                 for x in ks:
                     base = auto.Choice(x.name, turned)
                     keys += [base.key] + [auto.Choice(x.name, turned, split_k=s).key
-                                          for s in split_ks(x, *((n, m) if turned else (m, n)), k,
-                                                            sm_count)]
+                                          for s in split_ks(x, m, n, k, sm_count)]
             if keys:
                 out += [Problem(m, n, k, lay, prec, tuple(keys)) for lay in layouts]
     return out
@@ -160,7 +160,8 @@ class GpuMeasure:
             return times, {c: "inputs: " + _first_line(e) for c in p.candidates}
         try:
             for key in p.candidates:
-                choice = auto.Choice(*auto.split_key(key)[:2], split_k=auto.split_key(key)[2])
+                kernel, turned, s = auto.split_key(key)
+                choice = auto.Choice(kernel, turned, split_k=s)
 
                 def fn(i, choice=choice):
                     api.run_choice(choice, inputs.A[i], inputs.B[i], out=inputs.C[i],
