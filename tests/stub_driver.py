@@ -211,7 +211,7 @@ def install(monkeypatch):
     fns: dict = {}
 
     class Plan:
-        smem_limit, sm_count = 232448, 132
+        smem_limit, sm_count, ordinal = 232448, 132, 0
 
         def __init__(self, k):
             self.k = k

@@ -358,6 +358,28 @@ def test_a_transposed_pick_launches_the_transposed_problem(monkeypatch):
     assert plan.swap and plan.shape == (m, n, k)
 
 
+def test_a_split_k_pick_launches_that_many_ctas_per_tile(monkeypatch):
+    """A table's KERNEL/splitkS: the stream-K twin alone, S CTAs per tile; where that many
+    CTAs are not resident at once, the kernel's own stream-K plan instead."""
+    events = _stub(monkeypatch)
+    monkeypatch.delenv("CUTE_GEMM_STREAM_K")
+    monkeypatch.setenv("CUTE_GEMM_PDL", "0")            # (the stub has no cuLaunchKernelEx)
+    monkeypatch.setattr(launch, "occupancy", lambda f, threads, smem: 5)    # 660 slots
+    key = "cute_pipelined_32x64x16_sk/splitk3"
+    autotable.write(table([row(512, 512, 512, {"cute_pipelined": 0.03, key: 0.02}),
+                           row(2048, 2048, 512, {"cute_pipelined": 0.5, key: 0.4})]),
+                    autotable.tuned_path(H100.name))
+    for m, grid, split in ((512, 128 * 3, 3), (2048, 660, 0)):   # 2048^2: 2048 tiles
+        a, b, c = (stub_driver.Dev((m, 512), 0x10000000), stub_driver.Dev((512, m), 0x20000000),
+                   stub_driver.Dev((m, m), 0x30000000))
+        assert cute_gemm.gemm_choice(m, m, 512).key == key
+        cute_gemm.gemm(a, b, out=c)
+        entry, g = stub_driver.launches(events, "gemm")[-1][1:3]
+        (plan,) = [p for p in resolve.resolved_launches() if p.shape == (m, m, 512)]
+        assert entry.endswith("_sk") and plan.split_k == split and g[0] <= grid
+        assert (g == (grid, 1, 1) and not plan.head_entry) if split else plan.head_entry
+
+
 # ---- the sweep and the bench's summary ------------------------------------------------------------
 def test_the_sweep_covers_every_class():
     shapes = [s for _, s in sweep.SWEEP]
