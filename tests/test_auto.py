@@ -539,6 +539,27 @@ def test_readme_script_sweep_summary_and_details(tmp_path):
     assert "`cute_pipelined` (table)" in full
 
 
+def test_tune_warms_the_gpu_up_before_its_first_timing(monkeypatch, tmp_path):
+    """The first problems of a tune are not timed at an idle GPU's clock: warm_up keeps
+    it busy for WARM_UP_S first, and tune() calls it before measuring anything."""
+    import time as _time
+    from cute_gemm.perf import timing
+    calls, syncs = [], []
+    monkeypatch.setattr(launch, "synchronize", lambda stream=0: syncs.append(1))
+    t0 = _time.perf_counter()
+    timing.warm_up(lambda: calls.append(_time.perf_counter()), seconds=0.05)
+    assert _time.perf_counter() - t0 >= 0.05 and calls and syncs
+    order = []
+    monkeypatch.setattr(tune, "warm_up", lambda flush: order.append("warm"))
+    monkeypatch.setattr(tune, "run_plan", lambda *a, **k: order.append("measure") or [])
+    from test_bench import _simulated_device
+    _simulated_device(monkeypatch)
+    from cute_gemm import cache
+    monkeypatch.setattr(tune, "compile_ahead", lambda kernels, arch: cache.Prefetch([]))
+    tune.tune([(40, 30, 20)], out=tmp_path, max_seconds=5, progress=False)
+    assert order == ["warm", "measure"]
+
+
 def test_split_k_candidates_keys_and_picks():
     # a key names kernel, transposed problem and CTAs per tile; split_key is its inverse
     for c in (auto.Choice("cute_pipelined"), auto.Choice("cute_pipelined", True),

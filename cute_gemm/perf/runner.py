@@ -44,7 +44,7 @@ from .runtime import compile_ahead, make_current
 from .schema import CUBLAS, CUBLAS_PEER, BenchResult, Row
 from .shapes import native_layout, out_dtype_of, parse_layouts, parse_sizes
 from .stats import fill_ratios, precision_peaks, sample_indices, summarize, tflops
-from .timing import Flush, event_times, rotation_sets
+from .timing import Flush, event_times, rotation_sets, warm_up
 
 FULL_CHECK_MAX = 2048 ** 3      # above this M*N*K the reference is a row x column sample
 SAMPLE = 64
@@ -310,6 +310,7 @@ def bench(kernels: str | Sequence[str] | None = None,
     tkw = dict(repeats=repeats, warmup=warmup, min_repeats=min_repeats, max_seconds=max_seconds)
     clocks = ClockLog(_pci_bus_id(ordinal))
     with clocks, Flush(info.l2_bytes) as flush:
+        warm_up(flush)
         meta["settings"]["flush_bytes"] = flush.nbytes
         meta["settings"]["rotation"] = {}
         for (m, n, kk) in shapes:

@@ -10,6 +10,8 @@
   final synchronize, divided by `calls`. Used for the per-call overhead of run() and by
   scripts/run_timings.py. When the GPU takes longer per tiny kernel than the host per call,
   this is the GPU's rate, not the host's.
+* warm_up: back-to-back flushes before a run's first timing, so that the GPU has left its
+  idle clock.
 * host_us: the host's own time per call: bursts of calls, each begun on an idle device and
   timed without waiting for the GPU (a burst is shorter than the driver's launch queue, so
   the host never waits for a free slot).
@@ -55,6 +57,20 @@ class Flush:
 
     def __exit__(self, *exc):
         self.close()
+
+
+WARM_UP_S = 0.5    # GPU work before the first timing of a run (warm_up)
+
+
+def warm_up(flush: Callable[[], None], seconds: float = WARM_UP_S) -> None:
+    """Keep the GPU busy with back-to-back flushes for `seconds` before a run's first timing:
+    an idle GPU sits at its lowest clock (345 MHz on the lent H100/H200) and ramps up under
+    load, and a tune whose first problems ran meanwhile timed them up to 1.4x slow."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        for _ in range(16):
+            flush()
+        launch.synchronize()
 
 
 def event_times(fn: Callable[[int], None], n_sets: int, flush: Callable[[], None], *,

@@ -38,7 +38,7 @@ from ..records import ITEMSIZE, PRECISION_DTYPE, cdiv
 from .runner import Reference, _first_line, _gpu_check, _Inputs, parse_precisions
 from .runtime import compile_ahead, make_current
 from .shapes import out_dtype_of, parse_layouts, parse_sizes
-from .timing import Flush, event_times, rotation_sets
+from .timing import Flush, event_times, rotation_sets, warm_up
 
 MAX_TIMING_S = 0.25     # GPU time to time one candidate on one problem, at most
 SHARE = 0.5             # of the time left per candidate still to time: the rest is checks,
@@ -233,6 +233,7 @@ def tune(sizes="sweep", *, precisions="fp32", layouts="nn", max_seconds: float =
         say(f"[{i + 1}/{len(problems)} {elapsed:6.1f}s] {p.label}: "
             f"{'-> ' + ranked[0][0] if ranked else ''}  ({shown})" + (f"  [{bad}]" if bad else ""))
     with Flush(info.l2_bytes) as flush:
+        warm_up(flush)
         left = run_plan(problems, GpuMeasure(info, flush, seed), table, budget_s=max_seconds,
                         t0=t0, on_row=on_row)
     table.settings["not_measured"] = [p.label for p in left]
