@@ -22,7 +22,7 @@ def plan(k: Kernel, variant: Variant, m: int, n: int, kk: int, slots_dp: int,
     tiles, k_tiles = cdiv(m, bm) * cdiv(n, bn), cdiv(kk, bk)
     if tiles * k_tiles >= 2**31:        # the kernel counts iterations in 32 bits
         return None
-    ctas = split_k_ctas(tiles, k_tiles, split_k, slots_sk) if split_k else 0
+    ctas = split_k_ctas(tiles, k_tiles, split_k, slots_sk)
     if ctas:
         return (ctas, 1, 1), stream_k_workspace_bytes(ctas, bm, bn), 0, split_k
     tile0, ctas = stream_k_plan(tiles, k_tiles, slots_dp, slots_sk, max_fill=variant.stream_k_fill)

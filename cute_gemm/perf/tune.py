@@ -97,14 +97,14 @@ Measure = Callable[[Problem, float], tuple[dict, dict]]
 
 def split_ks(x, m: int, n: int, k: int, sm_count: int) -> list[int]:
     """The split_k values worth timing for kernel x on an M x N x K problem (SPLIT_KS): a
-    kernel with stream-K twins, tiles x S CTAs within 2 x sm_count x its min_blocks, every
-    run at least streamk.SPLIT_K_MIN_ITERS k-tiles."""
+    kernel with stream-K twins, where streamk.split_k_ctas would take S with 2 x sm_count x
+    its min_blocks CTAs resident (an estimate: resolve reads the real occupancy)."""
     if not sm_count or x.tile is None or not any(v.stream_k for v in x.variants):
         return []
     bm, bn, bk = x.tile
     tiles = min(cdiv(m, bm) * cdiv(n, bn), cdiv(n, bm) * cdiv(m, bn))   # either way round
-    return [s for s in SPLIT_KS if tiles * s <= 2 * sm_count * x.min_blocks
-            and cdiv(k, bk) >= streamk.SPLIT_K_MIN_ITERS * s]
+    return [s for s in SPLIT_KS
+            if streamk.split_k_ctas(tiles, cdiv(k, bk), s, 2 * sm_count * x.min_blocks)]
 
 
 def run_plan(problems: list[Problem], measure: Measure, table: Table, *, budget_s: float,
@@ -167,7 +167,7 @@ class GpuMeasure:
                     api.run_choice(choice, inputs.A[i], inputs.B[i], out=inputs.C[i],
                                    precision=p.precision)
                 try:
-                    before = set(api.resolved_launches())
+                    before = set(api.resolved_launches()) if choice.split_k else set()
                     verdict = _gpu_check(key, fn, inputs, ref)
                     if verdict.status != "pass":
                         notes[key] = f"{verdict.status}: {verdict.message}"
