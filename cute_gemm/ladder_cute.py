@@ -373,6 +373,18 @@ CUTE: list[Kernel] = [
         128, 64, 16, 4, thr_m=16, thr_n=8, min_blocks=3, fma_order=6, fma_order_raw=2,
         load1_k=1, stash0_k=10, stash_k=13, trans_k=13, stream_k=True, twins_scalar=True),
         tags=("fast",), min_arch=90)),
+    # ... and tall-skinny N <= 32 with split_k (cuBLAS's shape there): 128x32 tiles of 8x4,
+    # 128 threads, so a tile's K is read by a quarter as many CTAs as with 64x32 tiles
+    # (docs/tuning/auto.md#more-tiles)
+    _auto(_pipe("cute_pipelined_128x32x16_sk", PipelinedConfig(
+        128, 32, 16, 4, thr_m=16, thr_n=8, min_blocks=4, fma_order=6, fma_order_raw=2,
+        load1_k=1, stash0_k=10, stash_k=13, trans_k=13, stream_k=True, twins_scalar=True),
+        tags=("fast",), min_arch=90)),
+    # ... and 768^3-1024^3 with split_k: 64x64 tiles of 8x8, 64 threads
+    _auto(_pipe("cute_pipelined_64x64x16_sk", PipelinedConfig(
+        64, 64, 16, 4, thr_m=8, thr_n=8, min_blocks=6, fma_order=6, fma_order_raw=2,
+        load1_k=1, stash0_k=10, stash_k=13, trans_k=13, stream_k=True, twins_scalar=True),
+        tags=("fast",), min_arch=90)),
     # tensor cores (Ampere mma.sync), after the SIMT stages. 128x256 with 2x4 warps (1 CTA per
     # SM, 144 KB smem): 0.51-0.54x cuBLAS bf16 against 0.44-0.51x for 128x128 with 2x2 warps
     # (docs/tuning/cute_mma_sm80.md#tile-shape)

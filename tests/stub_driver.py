@@ -89,6 +89,7 @@ def install(monkeypatch):
         util = entry.startswith("scale2d")      # one per element type: scale2d, scale2d_f16, ...
         p = pass_of(entry)                      # a composed kernel's pass
         struct, offsets = ((execute._ScaleArgs, execute._SCALE_OFFSETS) if util else PASSES[p] if p
+                           else (ctypes.c_longlong, (0,)) if entry == "spin"   # perf.timing.Spin
                            else (kernel_args._GemmArgs, kernel_args._OFFSETS_WS))
         ptrs = (ctypes.c_void_p * len(offsets)).from_address(addr)
         size = ctypes.sizeof(struct)

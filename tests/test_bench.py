@@ -24,7 +24,7 @@ import cute_gemm
 import stub_driver
 from cute_gemm import kernel_args, registry, resolve
 from cute_gemm.arrays import DeviceArray
-from cute_gemm.perf import meta, overhead, runner, shapes
+from cute_gemm.perf import meta, overhead, runner, shapes, timing
 from cute_gemm.perf.cublas import find_cublas
 from cute_gemm.perf.report import format_table, readme_markdown, write_outputs
 from cute_gemm.perf.runner import Reference, measure_row
@@ -123,6 +123,25 @@ def test_rotation_sets_exceed_l2_within_memory():
     assert rotation_sets(per, l2, max_sets=64) == 64
     assert rotation_sets(per, l2, free_bytes=10 * per) == 5   # half the free memory
     assert rotation_sets(10 ** 12, l2, free_bytes=10 ** 9) == 1
+
+
+def test_flush_holds_the_gpu_after_its_memset(monkeypatch):
+    """A timed launch's start event follows the memset and then a spin on every SM that lasts
+    HOLD_US at the device's highest clock: the GPU is still busy while Python enqueues the
+    launch, so the host's time per call is not counted as the kernel's."""
+    from cute_gemm import launch
+    events = stub_driver.install(monkeypatch)
+    info = launch.DeviceInfo(0, "Simulated GPU", (9, 0), 132, 1_980_000, 232448, 233472, 50 << 20, 13000)
+    monkeypatch.setattr(launch, "device_info", lambda ordinal=None: info)
+    monkeypatch.setattr(launch, "current_ordinal", lambda: 0)
+    monkeypatch.setattr(launch, "DeviceBuffer", lambda n: types.SimpleNamespace(ptr=0x1000, close=lambda: None))
+    with timing.Flush(info.l2_bytes) as flush:
+        flush()
+    assert [e[0] for e in events] == ["memset", "launch"]
+    assert events[0][2] * 4 == flush.nbytes == 2 * info.l2_bytes
+    _, entry, grid, stream, blob = events[1]
+    assert (entry, grid, stream) == ("spin", (2 * 132, 1, 1), 0)
+    assert int.from_bytes(blob[:8], "little") == int(timing.HOLD_US * 1980) > 0
 
 
 def test_sample_indices_include_edges():
@@ -620,6 +639,7 @@ def _simulated_device(monkeypatch, wrong: str | None = None):
     def memset(ptr, bits, count, stream=0):
         np.frombuffer((ctypes.c_uint32 * count).from_address(ptr), np.uint32)[:] = bits
     monkeypatch.setattr(launch, "memset_f32", memset)
+    monkeypatch.setattr(timing, "Spin", lambda ordinal, us: lambda: None)   # Flush's hold
 
     class Event:
         def record(self, stream=0):

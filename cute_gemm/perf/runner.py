@@ -312,6 +312,7 @@ def bench(kernels: str | Sequence[str] | None = None,
     with clocks, Flush(info.l2_bytes) as flush:
         warm_up(flush)
         meta["settings"]["flush_bytes"] = flush.nbytes
+        meta["settings"]["flush_hold_us"] = flush.hold_us
         meta["settings"]["rotation"] = {}
         for (m, n, kk) in shapes:
             a32 = rng.standard_normal((m, kk), dtype=np.float32)

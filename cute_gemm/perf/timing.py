@@ -2,8 +2,8 @@
 
 * event_times: GPU time of one launch. CUDA events recorded right before and after each
   launch (never around allocation or copies), after warm-up. Before each timed launch an
-  L2-sized memset (Flush) evicts the cache and keeps the GPU busy while Python enqueues the
-  launch, so host overhead is not counted. Launches cycle through `n_sets` input sets
+  L2-sized memset (Flush) evicts the cache, and a spin on every SM keeps the GPU busy while
+  Python enqueues the launch, so host overhead is not counted. Launches cycle through `n_sets` input sets
   (rotation_sets: enough that together they exceed twice the L2). The repeats shrink for
   slow kernels to fit a time budget, never below min_repeats.
 * wall_us: host time per call (µs): wall clock around `calls` back-to-back calls plus one
@@ -20,11 +20,12 @@
 """
 from __future__ import annotations
 
+import ctypes
 import math
 import time
 from typing import Callable
 
-from .. import launch
+from .. import launch, registry
 
 
 def rotation_sets(bytes_per_set: int, l2_bytes: int, free_bytes: int | None = None, *,
@@ -39,15 +40,22 @@ def rotation_sets(bytes_per_set: int, l2_bytes: int, free_bytes: int | None = No
 
 
 class Flush:
-    """cuMemsetD32 over a scratch buffer twice the L2: evicts A/B/C of the previous launch
-    and keeps the GPU busy (~tens of µs) while Python enqueues the timed launch."""
+    """Before each timed launch: cuMemsetD32 over a scratch buffer twice the L2, which evicts
+    A/B/C of the previous launch, then HOLD_US of spinning on every SM (kernels/util/spin.cu;
+    no memory traffic, so the L2 stays flushed). The spin holds the GPU busy while Python
+    enqueues the start event and the launch: a memset alone lasts 38 µs on an H200, less than
+    a gemm() call's 40-70 µs of host time, and the GPU then sat idle after the start event,
+    counted into the kernel's time (docs/tuning/auto.md#host-time-in-event-times)."""
 
-    def __init__(self, l2_bytes: int):
+    def __init__(self, l2_bytes: int, hold_us: float | None = None):
         self.nbytes = int(min(max(2 * l2_bytes, 8 << 20), 512 << 20))
         self.buf = launch.DeviceBuffer(self.nbytes)
+        self.hold_us = HOLD_US if hold_us is None else hold_us
+        self.spin = Spin(launch.current_ordinal(), self.hold_us)
 
     def __call__(self) -> None:
         launch.memset_f32(self.buf.ptr, 0, self.nbytes // 4)
+        self.spin()
 
     def close(self) -> None:
         self.buf.close()
@@ -57,6 +65,31 @@ class Flush:
 
     def __exit__(self, *exc):
         self.close()
+
+
+HOLD_US = 150.0     # Flush's spin: longer than the host takes to enqueue a timed call
+
+
+class Spin:
+    """A launch in which every thread of 2 CTAs an SM waits `us` µs of the device's highest
+    SM clock (longer at a lower one) on the default stream."""
+
+    def __init__(self, ordinal: int, us: float):
+        from .. import resolve
+        info = launch.device_info(ordinal)
+        self.fn = resolve.loaded(SPIN, ordinal).function("spin")
+        self.grid = (2 * info.sm_count, 1, 1)
+        self.cycles = ctypes.c_longlong(int(us * info.clock_khz / 1e3))
+        self.args = (ctypes.c_void_p * 1)(ctypes.addressof(self.cycles))
+
+    def __call__(self) -> None:
+        launch.launch(self.fn, self.grid, SPIN.block, 0, 0, (self.args, ctypes.addressof(self.args)))
+
+
+SPIN = registry.Kernel(
+    name="spin", family="util", source="util/spin.cu", variants=(registry.Variant("spin"),),
+    block=(128, 1, 1), grid=lambda m, n, k, sms=1: (2 * sms, 1, 1),
+    summary="every thread waits a number of SM cycles (Flush's hold)", seed="-")
 
 
 WARM_UP_S = 0.5    # GPU work before the first timing of a run (warm_up)

@@ -234,6 +234,7 @@ def tune(sizes="sweep", *, precisions="fp32", layouts="nn", max_seconds: float =
             f"{'-> ' + ranked[0][0] if ranked else ''}  ({shown})" + (f"  [{bad}]" if bad else ""))
     with Flush(info.l2_bytes) as flush:
         warm_up(flush)
+        table.settings["flush_hold_us"] = flush.hold_us
         left = run_plan(problems, GpuMeasure(info, flush, seed), table, budget_s=max_seconds,
                         t0=t0, on_row=on_row)
     table.settings["not_measured"] = [p.label for p in left]
