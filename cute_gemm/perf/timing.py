@@ -3,15 +3,15 @@
 * event_times: GPU time of one launch. CUDA events recorded right before and after each
   launch (never around allocation or copies), after warm-up. Before each timed launch an
   L2-sized memset (Flush) evicts the cache, and a spin on every SM keeps the GPU busy while
-  Python enqueues the launch, so host overhead is not counted. Launches cycle through `n_sets` input sets
-  (rotation_sets: enough that together they exceed twice the L2). The repeats shrink for
-  slow kernels to fit a time budget, never below min_repeats.
+  Python enqueues the launch, so host overhead is not counted. Launches cycle through
+  `n_sets` input sets (rotation_sets: enough that together they exceed twice the L2). The
+  repeats shrink for slow kernels to fit a time budget, never below min_repeats.
 * wall_us: host time per call (µs): wall clock around `calls` back-to-back calls plus one
   final synchronize, divided by `calls`. Used for the per-call overhead of run() and by
   scripts/run_timings.py. When the GPU takes longer per tiny kernel than the host per call,
   this is the GPU's rate, not the host's.
 * warm_up: back-to-back flushes before a run's first timing, so that the GPU has left its
-  idle clock.
+  idle state.
 * host_us: the host's own time per call: bursts of calls, each begun on an idle device and
   timed without waiting for the GPU (a burst is shorter than the driver's launch queue, so
   the host never waits for a free slot).
@@ -97,8 +97,8 @@ WARM_UP_S = 0.5    # GPU work before the first timing of a run (warm_up)
 
 def warm_up(flush: Callable[[], None], seconds: float = WARM_UP_S) -> None:
     """Keep the GPU busy with back-to-back flushes for `seconds` before a run's first timing:
-    an idle GPU sits at its lowest clock (345 MHz on the lent H100/H200) and ramps up under
-    load, and a tune whose first problems ran meanwhile timed them up to 1.4x slow."""
+    an idle GPU reports its lowest clock (345 MHz on the lent H100/H200) and its first
+    millisecond of work ran 3-4 % below the clock it settles at (an H200, read by a spin)."""
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
         for _ in range(16):
