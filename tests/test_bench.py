@@ -144,6 +144,37 @@ def test_flush_holds_the_gpu_after_its_memset(monkeypatch):
     assert int.from_bytes(blob[:8], "little") == int(timing.HOLD_US * 1980) > 0
 
 
+def test_event_times_warns_when_the_host_outlasts_the_hold(monkeypatch):
+    """A timed call that keeps the host busier than the flush holds the GPU may have its
+    host time in its event time: event_times says so rather than report it silently."""
+    import time as _time
+    import warnings
+    from cute_gemm import launch
+
+    class Event:
+        def record(self, stream=0):
+            self.t = _time.perf_counter()
+
+        def elapsed_ms(self, start):
+            return (self.t - start.t) * 1e3
+    monkeypatch.setattr(launch, "Event", Event)
+
+    class Flush:
+        hold_us = 1000.0
+
+        def __call__(self):
+            pass
+
+    def slow(i):
+        _time.sleep(0.003)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        timing.event_times(lambda i: None, 2, Flush(), repeats=10, warmup=1)   # within the hold
+        timing.event_times(slow, 2, lambda: None, repeats=3, warmup=0)        # no hold to check
+    with pytest.warns(RuntimeWarning, match="10 of 10 timed calls"):
+        timing.event_times(slow, 2, Flush(), repeats=10, warmup=0)
+
+
 def test_sample_indices_include_edges():
     rng = np.random.default_rng(0)
     idx = sample_indices(10_000, 64, rng)
@@ -639,7 +670,8 @@ def _simulated_device(monkeypatch, wrong: str | None = None):
     def memset(ptr, bits, count, stream=0):
         np.frombuffer((ctypes.c_uint32 * count).from_address(ptr), np.uint32)[:] = bits
     monkeypatch.setattr(launch, "memset_f32", memset)
-    monkeypatch.setattr(timing, "Spin", lambda ordinal, us: lambda: None)   # Flush's hold
+    monkeypatch.setattr(timing, "Spin", lambda ordinal, us: lambda: None)   # Flush's hold ...
+    monkeypatch.setattr(timing, "HOLD_US", 1e9)     # ... which the host-side "kernels" outlast
 
     class Event:
         def record(self, stream=0):

@@ -11,9 +11,9 @@ without how it was made):
   sample of rows x columns (64 random rows and columns, plus the first and last, which
   sit in the residue tiles), and every other element must at least be finite (an
   unwritten element stays NaN). A kernel that fails gets no speed figure.
-* Timing: timing.event_times (CUDA events around each launch, L2 flush before it, input
-  sets rotated beyond twice the L2, repeats fitted to --max-seconds, never below
-  --min-repeats). Host overhead is measured apart (overhead.py).
+* Timing: timing.event_times (CUDA events around each launch, L2 flush and a spin that
+  holds the GPU before it, input sets rotated beyond twice the L2, repeats fitted to
+  --max-seconds, never below --min-repeats). Host overhead is measured apart (overhead.py).
 * Statistics (stats.py): median, min/max, quartiles and IQR over the repeats; TFLOP/s =
   2 M N K / median; ratio to cuBLAS fp32 measured in the same run, same inputs and
   layout; fraction of the FP32 peak SMs x FP32 lanes/SM x 2 x clock.
@@ -359,7 +359,8 @@ def _meta(info, backend, cublas_note, shapes, lays, **settings) -> dict:
             "check": f"gauge ratio <= 16 against float64: whole product up to M*N*K = "
                      f"{FULL_CHECK_MAX} (2048^3), above that {SAMPLE} random rows x {SAMPLE} "
                      "random columns (+ first and last) and every element finite",
-            "timing": "CUDA events around each launch; L2-sized memset before each launch; "
+            "timing": "CUDA events around each launch; before each launch an L2-sized memset, "
+                      "then a spin on every SM that holds the GPU while the host enqueues it; "
                       "input sets rotated to exceed 2x L2; median, min/max, IQR over repeats",
             "tflops": "2*M*N*K / median time",
         },

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import math
 import time
+import warnings
 from typing import Callable
 
 from .. import launch, registry
@@ -112,7 +113,8 @@ def event_times(fn: Callable[[int], None], n_sets: int, flush: Callable[[], None
     """Per-launch milliseconds of fn(i) (i: the input set, cycling over n_sets) from CUDA
     events recorded right before and after each launch. A first flushed launch estimates
     the time per launch; with max_seconds, warm-up takes at most a fifth of that budget and
-    the repeats fit into it (never fewer than min_repeats)."""
+    the repeats fit into it (never fewer than min_repeats). Warns when more than a tenth of
+    the timed calls took the host longer than the flush holds the GPU (Flush.hold_us)."""
     e0, e1 = launch.Event(), launch.Event()
     flush()
     e0.record()
@@ -128,11 +130,18 @@ def event_times(fn: Callable[[int], None], n_sets: int, flush: Callable[[], None
         fn((i + 1) % n_sets)
     n = max(min_repeats, n)
     events = [(launch.Event(), launch.Event()) for _ in range(n)]
+    hold_us = getattr(flush, "hold_us", None)
+    late = 0
     for j, (s, e) in enumerate(events):
         flush()
+        t = time.perf_counter()
         s.record()
         fn(j % n_sets)
         e.record()
+        late += hold_us is not None and (time.perf_counter() - t) * 1e6 > hold_us
+    if late > n // 10:
+        warnings.warn(f"{late} of {n} timed calls kept the host busier than the flush holds the "
+                      f"GPU ({hold_us:g} µs): their times may include host time", RuntimeWarning)
     return [e.elapsed_ms(s) for s, e in events]
 
 
