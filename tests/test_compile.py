@@ -52,6 +52,20 @@ def test_every_kernel_compiles(k, arch):
                 f"{entry}: {sk} bytes of smem on {arch}, more than the data-parallel entries' dynamic smem"
 
 
+@pytest.mark.parametrize("arch", registry.ARCHS)
+def test_utility_kernels_compile(arch):
+    """The runtime's own kernels compile for every target without spills: scale2d
+    (relayouts and beta * C) and spin (the hold after a benchmark's L2 flush)."""
+    from cute_gemm import resolve
+    from cute_gemm.perf import timing
+    for k in (resolve.UTIL, timing.SPIN):
+        c = cache.get(k, arch)
+        assert c.cubin[:4] == b"\x7fELF", k.name
+        for entry in k.entries:
+            r = c.resources[entry]
+            assert r.registers > 0 and r.spill_stores <= 0 and r.spill_loads <= 0, (entry, r)
+
+
 def test_arch_normalisation():
     assert comp.normalize_arch("sm_90") == "sm_90"
     assert comp.normalize_arch(90) == "sm_90"
