@@ -212,6 +212,15 @@ class PipelinedConfig:
                 f"{body}}};\n#line 1 \"cute/c3_pipelined.cu\"\n")
 
 
+def _small(name: str, bm: int, bn: int, bk: int, stages: int, **cfg) -> Kernel:
+    """A small-tile stream-K configuration for the shapes cute_pipelined loses (sm_90 only: on
+    sm_80 ptxas spills the 4-byte entries' twins): BLK_K 16 with cute_pipelined's FFMA orders
+    and staged-group positions, and twins for every entry, the 4-byte ones too."""
+    return _auto(_pipe(name, PipelinedConfig(
+        bm, bn, bk, stages, fma_order=6, fma_order_raw=2, load1_k=1, stash0_k=10, stash_k=13,
+        trans_k=13, stream_k=True, twins_scalar=True, **cfg), tags=("fast",), min_arch=90))
+
+
 def _pipe(name: str, cfg: PipelinedConfig, tags: tuple[str, ...] = ("fast",),
           transpose_skinny: bool = False, min_arch: int = 80) -> Kernel:
     """A configuration of the tuned kernel as a Kernel (transpose_skinny, min_arch: Kernel's)."""
@@ -356,35 +365,20 @@ CUTE: list[Kernel] = [
     # 128 threads (32 rows of 4 vectors) fit the 32-row tile; 72-96 registers (at 8 CTAs an
     # SM, 64 registers, ptxas spilled), 5 CTAs an SM by smem (3 stages, 6 an SM: 2 % slower on
     # 16x4096x4096, its main use). docs/tuning/cute_pipelined.md#small-products
-    _auto(_pipe("cute_pipelined_32x64x16_sk", PipelinedConfig(
-        32, 64, 16, 4, thr_m=8, thr_n=16, min_blocks=5, fma_order=6, fma_order_raw=2,
-        load1_k=1, stash0_k=10, stash_k=13, trans_k=13, stream_k=True, twins_scalar=True),
-        tags=("fast",), min_arch=90)),
+    _small("cute_pipelined_32x64x16_sk", 32, 64, 16, 4, thr_m=8, thr_n=16, min_blocks=5),
     # ... and tall-skinny products with N of 32 or less (8192x32x4096: 98 us against 111 for
     # the 32x128 tiles on C^T): 64x32 tiles of 4x4 accumulators, 3 stages so that 6 CTAs an
     # SM fit (4 % faster there than 4 stages at 5 an SM).
     # docs/tuning/cute_pipelined.md#skinny-n-and-1000, also for the next one
-    _auto(_pipe("cute_pipelined_64x32x16_sk", PipelinedConfig(
-        64, 32, 16, 3, thr_m=16, thr_n=8, min_blocks=6, fma_order=6, fma_order_raw=2,
-        load1_k=1, stash0_k=10, stash_k=13, trans_k=13, stream_k=True, twins_scalar=True),
-        tags=("fast",), min_arch=90)),
+    _small("cute_pipelined_64x32x16_sk", 64, 32, 16, 3, thr_m=16, thr_n=8, min_blocks=6),
     # ... and 1000^3-1024^3, N of 128 (2-3 % ahead of 64x128 there): 128x64 tiles of 8x8
-    _auto(_pipe("cute_pipelined_128x64x16_sk", PipelinedConfig(
-        128, 64, 16, 4, thr_m=16, thr_n=8, min_blocks=3, fma_order=6, fma_order_raw=2,
-        load1_k=1, stash0_k=10, stash_k=13, trans_k=13, stream_k=True, twins_scalar=True),
-        tags=("fast",), min_arch=90)),
+    _small("cute_pipelined_128x64x16_sk", 128, 64, 16, 4, thr_m=16, thr_n=8, min_blocks=3),
     # ... and tall-skinny N <= 32 with split_k (cuBLAS's shape there): 128x32 tiles of 8x4,
     # 128 threads, so a tile's K is read by a quarter as many CTAs as with 64x32 tiles
     # (docs/tuning/auto.md#more-tiles)
-    _auto(_pipe("cute_pipelined_128x32x16_sk", PipelinedConfig(
-        128, 32, 16, 4, thr_m=16, thr_n=8, min_blocks=4, fma_order=6, fma_order_raw=2,
-        load1_k=1, stash0_k=10, stash_k=13, trans_k=13, stream_k=True, twins_scalar=True),
-        tags=("fast",), min_arch=90)),
+    _small("cute_pipelined_128x32x16_sk", 128, 32, 16, 4, thr_m=16, thr_n=8, min_blocks=4),
     # ... and 768^3-1024^3 with split_k: 64x64 tiles of 8x8, 64 threads
-    _auto(_pipe("cute_pipelined_64x64x16_sk", PipelinedConfig(
-        64, 64, 16, 4, thr_m=8, thr_n=8, min_blocks=6, fma_order=6, fma_order_raw=2,
-        load1_k=1, stash0_k=10, stash_k=13, trans_k=13, stream_k=True, twins_scalar=True),
-        tags=("fast",), min_arch=90)),
+    _small("cute_pipelined_64x64x16_sk", 64, 64, 16, 4, thr_m=8, thr_n=8, min_blocks=6),
     # tensor cores (Ampere mma.sync), after the SIMT stages. 128x256 with 2x4 warps (1 CTA per
     # SM, 144 KB smem): 0.51-0.54x cuBLAS bf16 against 0.44-0.51x for 128x128 with 2x2 warps
     # (docs/tuning/cute_mma_sm80.md#tile-shape)
