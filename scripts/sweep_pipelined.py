@@ -18,6 +18,14 @@ figures printed, then checked and timed by `cute-gemm bench`.
                                               opt (other compiler settings, _OPTS)
   python3 scripts/sweep_pipelined.py cute_pipelined \
       'p256=256x128x8/4,min_blocks=1' --size 4096 --layouts nn,nt
+
+With --tune the specs become gemm() candidates for this process and `cute-gemm tune` times
+them, with every registered candidate (or those named on the command line), as given and
+transposed and with their split_k launches: the table it writes (--out, a file) shows where
+a configuration would win, measured the way the shipped tables are.
+
+  python3 scripts/sweep_pipelined.py --tune --out probe.json cute_pipelined_64x32x16_sk \
+      'p128x32=128x32x16/4,thr_m=16,thr_n=8,min_blocks=4,stream_k=1' --size 512 --size 8192x32x4096
 """
 from __future__ import annotations
 
@@ -27,7 +35,7 @@ import re
 import sys
 from concurrent.futures import ProcessPoolExecutor
 
-from cute_gemm import cache, launch, ladder_cute, registry
+from cute_gemm import auto, cache, launch, ladder_cute, registry
 from cute_gemm import compile as comp
 from cute_gemm.perf.report import format_table
 from cute_gemm.perf.runner import bench
@@ -92,12 +100,17 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=30)
     p.add_argument("--jobs", type=int, default=16)
     p.add_argument("--out")
+    p.add_argument("--tune", action="store_true",
+                   help="time the specs as gemm() candidates with cute-gemm tune (--out: the table)")
     a = p.parse_args(argv)
-    names = []
+    names, specs = [], []
     for item in a.items:
         if "=" in item:
             k = parse_spec(item)
+            if a.tune:
+                k = dataclasses.replace(k, tags=k.tags + (auto.TAG,))
             register(k)
+            specs.append(k.name)
             names.append(k.name)
         else:
             names.append(registry.get(item).name)
@@ -119,10 +132,27 @@ def main(argv=None) -> int:
             if r is not None:
                 print(f"    {entry:<30} regs {r.registers:>4} stack {r.stack_bytes:>4} "
                       f"spills {r.spill_stores}/{r.spill_loads}")
+    if a.tune:
+        return _tune(names, specs, a)
     res = bench(names, a.size or ["4096"], layouts=a.layouts, repeats=a.repeats,
                 out_dir=a.out, plots=False, progress=False)
     print(format_table(res))
     return 0 if res.ok else 1
+
+
+def _tune(names: list[str], specs: list[str], a) -> int:
+    """The specs as gemm()'s candidates beside the registered ones (only those named, where
+    any is), timed by cute-gemm tune into the table a.out (its cubins compiled above, in
+    forked processes that know the specs: tune's own spawned compiles would not)."""
+    from cute_gemm.perf import tune
+    if set(names) - set(specs):
+        keep = set(names)
+        registry.KERNELS = tuple(k for k in registry.KERNELS
+                                 if auto.TAG not in k.tags or k.name in keep)
+    table, path, left = tune.tune(a.size or ["sweep"], layouts=a.layouts,
+                                  out=a.out or "sweep_tune.json", fresh=True)
+    print(tune.format_table(table, path))
+    return 1 if left else 0
 
 
 if __name__ == "__main__":
