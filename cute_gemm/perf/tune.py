@@ -7,10 +7,9 @@ on the transposed problem, C^T = B^T A^T; a kernel with stream-K twins also spli
 SPLIT_KS CTAs per tile, where those CTAs fit in a wave: records.Pick) runs once on the
 tune's inputs into a NaN-poisoned output and is checked against float64 (a row x column
 sample above 512^3, as bench does); only a candidate that passes is timed
-(timing.event_times: CUDA events, L2 flush, inputs rotated beyond twice the L2, through
-api.run_choice, as gemm() runs it). A failing
-candidate, or a split one that this GPU launches by the kernel's own plan instead, gets no
-time and is never a winner.
+(timing.event_times: CUDA events, L2 flush and hold, inputs rotated beyond twice the L2,
+through api.run_choice, as gemm() runs it). A failing candidate, or a split one that this
+GPU launches by the kernel's own plan instead, gets no time and is never a winner.
 
 Time: everything (the compiles first, in parallel processes) counts against --max-seconds.
 Before each problem, the timing budget of each of its candidates is a share of what is

@@ -1,8 +1,8 @@
 // Utility (not a GEMM stage): every thread waits `cycles` cycles of its SM's clock (clock64).
-// Timed with CUDA events it reads the SM clock the GPU runs at: cycles / elapsed time. The
-// benchmarks keep the GPU busy with it until that clock has settled (perf/timing.warm_up), so
-// that no timing starts while the clock still ramps up from idle.
-// Geometry: any grid; one block per SM is enough to read the clock, more keep every SM busy.
+// The benchmarks launch it after each L2 flush (perf/timing.Flush): it holds the GPU busy,
+// without touching memory, while Python enqueues the timed launch, so the host's time per
+// call never shows up between the start event and the kernel.
+// Geometry: any grid; Flush launches 2 blocks an SM so that every SM is held.
 #include <cute_gemm/entries.cuh>
 
 CG_ENTRY(spin, , (long long cycles), {
