@@ -212,13 +212,17 @@ class PipelinedConfig:
                 f"{body}}};\n#line 1 \"cute/c3_pipelined.cu\"\n")
 
 
-def _small(name: str, bm: int, bn: int, bk: int, stages: int, **cfg) -> Kernel:
+def _small(name: str, bm: int, bn: int, bk: int, stages: int, kq_layout: int = 7,
+           **cfg) -> Kernel:
     """A small-tile stream-K configuration for the shapes cute_pipelined loses (sm_90 only: on
     sm_80 ptxas spills the 4-byte entries' twins): BLK_K 16 with cute_pipelined's FFMA orders
-    and staged-group positions, and twins for every entry, the 4-byte ones too."""
+    and staged-group positions, k-quad stages for k-major operands (twins included: 0-9 %
+    faster where these configurations win, docs/tuning/auto.md#k-quads-small), and twins for
+    every entry, the 4-byte ones too."""
     return _auto(_pipe(name, PipelinedConfig(
         bm, bn, bk, stages, fma_order=6, fma_order_raw=2, load1_k=1, stash0_k=10, stash_k=13,
-        trans_k=13, stream_k=True, twins_scalar=True, **cfg), tags=("fast",), min_arch=90))
+        trans_k=13, kq_layout=kq_layout, stream_k=True, twins_scalar=True, **cfg),
+        tags=("fast",), min_arch=90))
 
 
 def _pipe(name: str, cfg: PipelinedConfig, tags: tuple[str, ...] = ("fast",),
@@ -377,8 +381,10 @@ CUTE: list[Kernel] = [
     # 128 threads, so a tile's K is read by a quarter as many CTAs as with 64x32 tiles
     # (docs/tuning/auto.md#more-tiles)
     _small("cute_pipelined_128x32x16_sk", 128, 32, 16, 4, thr_m=16, thr_n=8, min_blocks=4),
-    # ... and 768^3-1024^3 with split_k: 64x64 tiles of 8x8, 64 threads
-    _small("cute_pipelined_64x64x16_sk", 64, 64, 16, 4, thr_m=8, thr_n=8, min_blocks=6),
+    # ... and 768^3-1024^3 with split_k: 64x64 tiles of 8x8, 64 threads; padded stages (k-quad
+    # ones, at 168 registers, were 1-3 % slower where it wins)
+    _small("cute_pipelined_64x64x16_sk", 64, 64, 16, 4, kq_layout=0, thr_m=8, thr_n=8,
+           min_blocks=6),
     # tensor cores (Ampere mma.sync), after the SIMT stages. 128x256 with 2x4 warps (1 CTA per
     # SM, 144 KB smem): 0.51-0.54x cuBLAS bf16 against 0.44-0.51x for 128x128 with 2x2 warps
     # (docs/tuning/cute_mma_sm80.md#tile-shape)
