@@ -11,6 +11,7 @@ import ctypes
 import warnings
 
 from . import launch, registry
+from .kernel_args import packed
 from .arrays import Operand
 from .errors import CaptureError, PrecisionFallbackWarning
 from .records import AS_PLANNED, Pick
@@ -70,15 +71,8 @@ class _ScaleArgs(ctypes.Structure):
 _SCALE_OFFSETS = tuple(getattr(_ScaleArgs, f).offset for f, _ in _ScaleArgs._fields_)
 
 
-def _packed(args: ctypes.Structure, offsets: tuple[int, ...]):
-    """(keepalive, address of the void*[] the driver wants) for one argument struct."""
-    base = ctypes.addressof(args)
-    ptrs = (ctypes.c_void_p * len(offsets))(*[base + o for o in offsets])
-    return (args, ptrs), ctypes.addressof(ptrs)
-
-
 def _pack_scale(m, n, ms, ns, s, src, dst):
-    return _packed(_ScaleArgs(m, n, ms, ns, s, src.ptr if src else None,
+    return packed(_ScaleArgs(m, n, ms, ns, s, src.ptr if src else None,
                               *(src.strides if src else (0, 0)), dst.ptr, *dst.strides),
                    _SCALE_OFFSETS)
 
@@ -177,17 +171,17 @@ class Split:
                  (m, A, A.strides, self.A2, 0, "a", norms, self.a_sums))
         for rows, src, (sr, sk), _, off, r, _, _ in roles[::-1]:
             launch.launch(self.fn[f"range_{r}"], k.grid.of(rows, kk), k.block, 0, stream,
-                          _packed(_RangeArgs(rows, kk, src.ptr, sr, sk, self.rmax + 4 * off,
+                          packed(_RangeArgs(rows, kk, src.ptr, sr, sk, self.rmax + 4 * off,
                                              self.flags), _RANGE_OFFSETS))
         for rows, src, (sr, sk), dst, off, r, reads, sums in roles:
             launch.launch(self.fn[f"split_{r}"], k.grid.of(rows, kk), k.block, 0, stream,
-                          _packed(_SplitArgs(rows, kk, src.ptr, sr, sk, dst.ptr, kp,
+                          packed(_SplitArgs(rows, kk, src.ptr, sr, sk, dst.ptr, kp,
                                              self.rmax + 4 * off, self.inexact + 4 * off,
                                              self.flags, reads, sums), _SPLIT_OFFSETS))
             if r == "b":
                 launch.launch(self.fn["norms_b"], (min(-(-kk // k.threads), registry.GRID_X_MAX), 1, 1),
                               k.block, 0, stream,
-                              _packed(_NormsArgs(n, kk, b_sums, norms), _NORMS_OFFSETS))
+                              packed(_NormsArgs(n, kk, b_sums, norms), _NORMS_OFFSETS))
 
     def scratch_out(self) -> Operand:
         """W: where the GEMM writes its scaled result (row-major M x N fp32)."""
@@ -203,17 +197,17 @@ class Split:
         args = (m, n, kk, A.ptr, *A.strides, B.ptr, *B.strides)
         c, beta = ((C.ptr, *C.strides), beta) if C else ((None, 0, 0), 0.0)
         launch.launch(self.fn["finish"], (m, 1, 1), (256, 1, 1), 0, self.stream,
-                      _packed(_FinishArgs(*args, self.rmax, self.inexact, W.ptr, W.strides[0],
+                      packed(_FinishArgs(*args, self.rmax, self.inexact, W.ptr, W.strides[0],
                                           *c, T.ptr, *T.strides, alpha, beta, self.flags,
                                           self.a_sums, self.ny, self.marked),
                               _FINISH_OFFSETS))
         launch.launch(self.fn["fix"], (n, 1, 1), (256, 1, 1), 0, self.stream,
-                      _packed(_FixArgs(*args, self.rmax, self.inexact, T.ptr, *T.strides, alpha,
+                      packed(_FixArgs(*args, self.rmax, self.inexact, T.ptr, *T.strides, alpha,
                                        self.flags, self.marked), _FIX_OFFSETS))
         grid = (min(-(-m // REFINE_TILE_M), registry.GRID_X_MAX),
                 min(-(-n // REFINE_TILE_N), REFINE_GRID_Y), 1)
         launch.launch(self.fn["refine"], grid, (256, 1, 1), 0, self.stream,
-                      _packed(_RefineArgs(*args, *c, T.ptr, *T.strides, alpha, beta, self.flags,
+                      packed(_RefineArgs(*args, *c, T.ptr, *T.strides, alpha, beta, self.flags,
                                           self.marked),
                               _REFINE_OFFSETS))
 

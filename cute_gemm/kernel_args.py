@@ -22,6 +22,14 @@ _OFFSETS = tuple(getattr(_GemmArgs, name).offset for name, _ in _GemmArgs._field
 _PtrArray = ctypes.c_void_p * len(_OFFSETS)
 
 
+def packed(args, offsets: tuple[int, ...]):
+    """(keepalive, address of the void*[] the driver wants) for one argument block: `args`
+    (a ctypes struct, or one ctypes scalar) and the offsets of its parameters in it."""
+    base = ctypes.addressof(args)
+    ptrs = (ctypes.c_void_p * len(offsets))(*[base + o for o in offsets])
+    return (args, ptrs), ctypes.addressof(ptrs)
+
+
 def pack_gemm_args(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn):
     """Return (keepalive, address of the void*[] the driver wants)."""
     s = _GemmArgs(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn)

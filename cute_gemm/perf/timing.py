@@ -26,7 +26,7 @@ import time
 import warnings
 from typing import Callable
 
-from .. import launch, registry
+from .. import kernel_args, launch, registry
 
 
 def rotation_sets(bytes_per_set: int, l2_bytes: int, free_bytes: int | None = None, *,
@@ -80,11 +80,10 @@ class Spin:
         info = launch.device_info(ordinal)
         self.fn = resolve.loaded(SPIN, ordinal).function("spin")
         self.grid = (2 * info.sm_count, 1, 1)
-        self.cycles = ctypes.c_longlong(int(us * info.clock_khz / 1e3))
-        self.args = (ctypes.c_void_p * 1)(ctypes.addressof(self.cycles))
+        self.args = kernel_args.packed(ctypes.c_longlong(int(us * info.clock_khz / 1e3)), (0,))
 
     def __call__(self) -> None:
-        launch.launch(self.fn, self.grid, SPIN.block, 0, 0, (self.args, ctypes.addressof(self.args)))
+        launch.launch(self.fn, self.grid, SPIN.block, 0, 0, self.args)
 
 
 SPIN = registry.Kernel(
