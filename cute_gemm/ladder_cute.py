@@ -142,6 +142,7 @@ class PipelinedConfig:
     stream_k: bool = False           # #stream-k: persistent twins, started by PDL on sm_90+
     twin_am_bk: bool = False         # #skinny: am_bk's own twin (else ak_bn's on C^T)
     twins_scalar: bool = False       # #skinny: twins of the 4-byte entries too
+    raw_k: bool = False              # #raw-k: a single k-major operand through raw stages
 
     def __post_init__(self):
         bk = self.blk_k
@@ -213,15 +214,17 @@ class PipelinedConfig:
 
 
 def _small(name: str, bm: int, bn: int, bk: int, stages: int, kq_layout: int = 7,
-           **cfg) -> Kernel:
+           raw_k: bool = True, **cfg) -> Kernel:
     """A small-tile stream-K configuration for the shapes cute_pipelined loses (sm_90 only: on
     sm_80 ptxas spills the 4-byte entries' twins): BLK_K 16 with cute_pipelined's FFMA orders
     and staged-group positions, k-quad stages for k-major operands (twins included: 0-9 %
-    faster where these configurations win, docs/tuning/auto.md#k-quads-small), and twins for
-    every entry, the 4-byte ones too."""
+    faster where these configurations win, docs/tuning/auto.md#k-quads-small), a single
+    k-major operand through raw stages (the whole ring as its prefetch distance: 2-17 %
+    faster where they win, docs/tuning/cute_pipelined.md#raw-k), and twins for every entry,
+    the 4-byte ones too."""
     return _auto(_pipe(name, PipelinedConfig(
         bm, bn, bk, stages, fma_order=6, fma_order_raw=2, load1_k=1, stash0_k=10, stash_k=13,
-        trans_k=13, kq_layout=kq_layout, stream_k=True, twins_scalar=True, **cfg),
+        trans_k=13, kq_layout=kq_layout, stream_k=True, twins_scalar=True, raw_k=raw_k, **cfg),
         tags=("fast",), min_arch=90))
 
 
@@ -349,10 +352,11 @@ CUTE: list[Kernel] = [
     # the shapes cute_pipelined loses (docs/tuning/cute_pipelined.md#skinny): skinny M or N
     # (64-row tiles, C^T where N is skinny), residues (the 4-byte entries' twins), 512^3-1024^3.
     # sm_90 only: on sm_80 ptxas spills the 4-byte entries' twins at 170 registers
+    # raw_k: a single k-major operand through raw stages (docs/tuning/cute_pipelined.md#raw-k)
     _auto(_pipe("cute_pipelined_64x128x16_sk", PipelinedConfig(
         64, 128, 16, 3, thr_m=8, min_blocks=3, fma_order=6, fma_order_raw=2, load1_k=1,
         stash0_k=10, stash_k=13, trans_k=13, kq_layout=7, stream_k=True, twin_am_bk=True,
-        twins_scalar=True), tags=("fast",), transpose_skinny=True, min_arch=90)),
+        twins_scalar=True, raw_k=True), tags=("fast",), transpose_skinny=True, min_arch=90)),
     # ... and M or N of 32 or less (C^T where N is), where 64-row tiles compute half padding:
     # 32x128 tiles, 64 threads of 8x8 (8192x32x4096: 0.80x cuBLAS against 0.68x; slower from
     # 64 rows on, where gemm() takes the others: docs/tuning/cute_pipelined.md#skinny)
@@ -382,9 +386,10 @@ CUTE: list[Kernel] = [
     # (docs/tuning/auto.md#more-tiles)
     _small("cute_pipelined_128x32x16_sk", 128, 32, 16, 4, thr_m=16, thr_n=8, min_blocks=4),
     # ... and 768^3-1024^3 with split_k: 64x64 tiles of 8x8, 64 threads; padded stages (k-quad
-    # ones, at 168 registers, were 1-3 % slower where it wins)
-    _small("cute_pipelined_64x64x16_sk", 64, 64, 16, 4, kq_layout=0, thr_m=8, thr_n=8,
-           min_blocks=6),
+    # ones, at 168 registers, were 1-3 % slower where it wins) and register-staged k-major
+    # operands (raw stages: 2-8 % slower, docs/tuning/cute_pipelined.md#raw-k)
+    _small("cute_pipelined_64x64x16_sk", 64, 64, 16, 4, kq_layout=0, raw_k=False, thr_m=8,
+           thr_n=8, min_blocks=6),
     # tensor cores (Ampere mma.sync), after the SIMT stages. 128x256 with 2x4 warps (1 CTA per
     # SM, 144 KB smem): 0.51-0.54x cuBLAS bf16 against 0.44-0.51x for 128x128 with 2x2 warps
     # (docs/tuning/cute_mma_sm80.md#tile-shape)

@@ -11,7 +11,7 @@ figures printed, then checked and timed by `cute-gemm bench`.
   spec: NAME=BMxBNxBK/STAGES[,key=value...]   keys: the PipelinedConfig fields (thr_m
                                               thr_n min_blocks min_blocks_mn fma_order
                                               fma_order_raw load1_k stash0_k stash_k
-                                              trans_k kq_layout kt_unroll stream_k (0/1)
+                                              trans_k kq_layout kt_unroll stream_k raw_k (0/1)
                                               epi_ak_bk epi_ak_bn (scalar/smem16/bulk))
                                               smem (bytes; experiments: too small for _ak_bk)
                                               rul (ptxas --register-usage-level 0-10)
@@ -60,8 +60,9 @@ def parse_spec(text: str) -> registry.Kernel:
     name, bm, bn, bk, st, rest = m.groups()
     kw = {k: v if k.startswith("epi_") else int(v)
           for k, v in (kv.split("=") for kv in rest.split(",") if kv)}
-    if "stream_k" in kw:
-        kw["stream_k"] = bool(kw["stream_k"])
+    for f in dataclasses.fields(ladder_cute.PipelinedConfig):   # 0/1 for the bool fields
+        if f.name in kw and f.type in (bool, "bool"):
+            kw[f.name] = bool(kw[f.name])
     smem = kw.pop("smem", None)
     rul = kw.pop("rul", None)
     opt = kw.pop("opt", None)

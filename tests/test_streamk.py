@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
+import numpy as np
 import pytest
 
 from cute_gemm import registry, streamk
@@ -109,6 +110,41 @@ def test_schedule_covers_every_iteration_once(tiles, k_tiles, slots):
                 slot = 0 if runs[c][0] // k_tiles == u else 1
                 assert (c, slot) not in slots_used
                 slots_used.add((c, slot))
+
+
+def _cta_of(x: int, s: int, g: int, ulps: int) -> tuple[int, int]:
+    """StreamK::cta_of (include/cute_gemm/streamk.cuh) in numpy float32: (estimate, result),
+    with ctas / sk_iters `ulps` units in the last place off (__fdividef: at most 2)."""
+    f32 = np.float32
+    inv = f32(f32(g) / f32(s))
+    for _ in range(abs(ulps)):
+        inv = np.nextafter(inv, f32(np.inf) if ulps > 0 else f32(0))
+    q, r = divmod(s, g)
+
+    def begin(c):
+        return c * q + (c * r) // g
+    c = min(int(f32(f32(x + 1) * inv)), g - 1)
+    if begin(c) > x:
+        return c, c - 1
+    return c, c + 1 if c + 1 < g and begin(c + 1) <= x else c
+
+
+@pytest.mark.parametrize("s,g", [(4096, 384), (2**31 - 1, 4096), (2**31 - 1, 8192), (2**31 - 7, 3),
+                                 (1000003, 4093), (264 * 256 - 1, 264), (8, 8), (2**30 + 1, 4095)])
+def test_contributor_search_in_float_is_exact(s, g):
+    # every CTA boundary (begin(c) - 1, begin(c)) and random iterations: the float estimate
+    # is off by at most one either way, and begin() corrects it to the exact owner
+    rng = np.random.default_rng(s ^ g)
+    q, r = divmod(s, g)
+    begins = [c * q + (c * r) // g for c in range(g + 1)]
+    xs = {b + d for b in begins for d in (-1, 0) if 0 <= b + d < s}
+    xs |= {int(x) for x in rng.integers(0, s, 2000)}
+    for x in sorted(xs):
+        owner = ((x + 1) * g - 1) // s                # the largest c with begin(c) <= x
+        assert begins[owner] <= x < begins[owner + 1]
+        for ulps in (-2, 0, 2):
+            est, got = _cta_of(x, s, g, ulps)
+            assert abs(est - owner) <= 1 and got == owner, (x, ulps, est, owner)
 
 
 def test_workspace_size_and_counter_capacity_match_the_header():

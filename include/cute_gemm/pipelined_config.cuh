@@ -28,6 +28,8 @@
 //                          dependent launch on sm_90+                    (#stream-k)
 //   twin_am_bk             am_bk has a twin of its own (else ak_bn's on C^T) (#skinny)
 //   twins_scalar           the 4-byte entries have twins too             (#skinny)
+//   raw_k                  a single k-major operand (ak_bn, am_bk) through raw stages and
+//                          a transpose, as when both are; else register-staged (#raw-k)
 //   sk_smem                (derived) dynamic smem bytes the twins are launched with (#twin-smem)
 #pragma once
 

@@ -36,29 +36,29 @@ struct StreamK {
   int tiles_m, tiles_n, tile0, k_tiles, ctas, dp_tiles;
   int sk_iters;              // < 2^31: the host launches stream-K only then
   int q, r;                  // sk_iters = q * ctas + r
+  float inv;                 // ctas / sk_iters, for cta_of's estimate
 
   __device__ static StreamK make(int tiles_m, int tiles_n, int tile0, int k_tiles, int ctas) {
     const int tiles = tiles_m * tiles_n - tile0;
     const int waves = (tiles + ctas - 1) / ctas;
     const int dp = tiles % ctas == 0 ? tiles : (waves >= 2 ? (waves - 2) * ctas : 0);
     const int s = (tiles - dp) * k_tiles;
-    return StreamK{tiles_m, tiles_n, tile0, k_tiles, ctas, dp, s, s / ctas, s % ctas};
+    const float inv = s > 0 ? __fdividef(float(ctas), float(s)) : 0.f;
+    return StreamK{tiles_m, tiles_n, tile0, k_tiles, ctas, dp, s, s / ctas, s % ctas, inv};
   }
   // first stream-K iteration of CTA c (c == ctas: the end): floor(c * sk_iters / ctas),
   // in 32-bit arithmetic (c * r < ctas^2; a 64-bit division is a called subroutine whose
   // register convention made the 128-register entry points spill)
   __device__ int begin(int c) const { return c * q + (c * r) / ctas; }
-  // the CTA whose run holds iteration x: the largest c with begin(c) <= x. begin(c) lies
-  // in [c*q, c*(q+1)), so c is in [x/(q+1), x/q]: a binary search of a few steps (no
-  // 64-bit or floating-point division: those are called subroutines, and a call with
-  // the accumulators live made the 128-register entry points spill)
+  // the CTA whose run holds iteration x: the largest c with begin(c) <= x, which is
+  // ceil((x + 1) * ctas / sk_iters) - 1. Estimated in float: the relative error is below
+  // 2^-21 and the quotient at most ctas <= kStreamKCounters, so the estimate is off by at
+  // most one either way, and one or two begin() settle it (no division by sk_iters: a
+  // 64-bit or floating-point division is a called subroutine, see begin).
   __device__ int cta_of(int x) const {
-    int lo = x / (q + 1), hi = x / q < ctas - 1 ? x / q : ctas - 1;   // begin(lo) <= x
-    while (lo < hi) {
-      const int mid = (lo + hi + 1) / 2;
-      if (begin(mid) <= x) lo = mid; else hi = mid - 1;
-    }
-    return lo;
+    const int c = min(int(float(x + 1) * inv), ctas - 1);
+    if (begin(c) > x) return c - 1;
+    return c + 1 < ctas && begin(c + 1) <= x ? c + 1 : c;
   }
   // workspace slot of CTA c's run in stream-K tile u: 0 if it is c's first run
   __device__ int slot(int c, int u) const { return begin(c) / k_tiles == u ? 0 : 1; }

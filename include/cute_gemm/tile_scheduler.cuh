@@ -71,12 +71,14 @@ __device__ __forceinline__ void streamk_tiles(int M, int N, int K, float* ws, in
     const int k1 = cute::min(k_tiles, k0 + (s_sk.begin(blockIdx.x + 1) - s_pos));
     run(s_sk.dp_tiles + s_pos / k_tiles, k0, k1, [&](auto& acc) {
       const StreamK& sk = s_sk;
-      const int u = s_pos / sk.k_tiles;
-      const int c_lo = sk.cta_of(u * sk.k_tiles);                         // contributors c_lo..c_hi
-      const int c_hi = sk.cta_of((u + 1) * sk.k_tiles - 1);
+      const int u = s_pos / sk.k_tiles, me = blockIdx.x;
+      // contributors c_lo..c_hi; a run that starts (ends) the tile is its first (last) one
+      const int u0 = u * sk.k_tiles, u1 = u0 + sk.k_tiles;             // the tile's iterations
+      const int c_lo = s_pos == u0 ? me : sk.cta_of(u0);
+      const int c_hi = sk.begin(me + 1) >= u1 ? me : sk.cta_of(u1 - 1);
       if (c_lo == c_hi) return true;                                      // not cut: a whole tile
       int* counter = reinterpret_cast<int*>(ws) + u;
-      return streamk_fixup<kThreads>(acc, counter, c_hi - c_lo + 1, int(blockIdx.x) - c_lo,
+      return streamk_fixup<kThreads>(acc, counter, c_hi - c_lo + 1, me - c_lo,
                                      [&](int j) {
                                        const int c = c_lo + j;
                                        return ws + kStreamKCounters +

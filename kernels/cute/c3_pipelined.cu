@@ -8,7 +8,8 @@
 //    unrolled where it pays, interior CTAs with every check compiled out;
 //  * operand copies (pipelined_copies.cuh): 16-byte cp.async along m/n; along k
 //    register-staged in groups (one k-major operand) or through k-major raw stages and a
-//    transpose (both k-major); 4-byte cp.async fallbacks for any alignment;
+//    transpose (both k-major; one too with Config::raw_k); 4-byte cp.async fallbacks for any
+//    alignment;
 //  * compute stages (kquad_stages.cuh): padded, or k-quad stages whose transposed stores are
 //    free of bank conflicts;
 //  * epilogue (smem_epilogue.cuh): scalar, or a row-major C through smem as 16-byte stores or
@@ -37,8 +38,10 @@ constexpr int kThreads = cg::PipeGeometry<Config>::kThreads;
 // The copies of each entry point (pipelined_copies.cuh)
 using CpVecM = cg::CpVecMN<Config, Config::blk_m>;   // 16-byte cp.async along m
 using CpVecN = cg::CpVecMN<Config, Config::blk_n>;   // ... along n
-using LdVecK = cg::LdVecK<Config>;                   // 16-byte along k, register-staged
-using CpVecK = cg::CpVecK<Config>;                   // 16-byte along k, raw stages
+// 16-byte along k for a single k-major operand: register-staged, or through raw stages as
+// when both are (Config::raw_k: a prefetch distance of the whole ring instead of one k-tile)
+using VecK1 = cute::conditional_t<Config::raw_k, cg::CpVecK<Config>, cg::LdVecK<Config>>;
+using CpVecK = cg::CpVecK<Config>;                   // 16-byte along k, raw stages (both k-major)
 using CpSclMN = cg::CpSclMN<Config>;                 // 4-byte cp.async along m/n
 using CpSclK = cg::CpSclK<Config>;                   // 4-byte cp.async along k
 
@@ -117,11 +120,11 @@ __device__ __forceinline__ void dispatch_sk(int M, int N, int K, float alpha, co
   })
 
 // Vector entry points (align 4, contiguous extents % 4 == 0): 16-byte cp.async for m-/n-major
-// operands, register-staged 16-byte loads for one k-major operand, raw stages for two;
-// interior CTAs unchecked.
+// operands, register-staged 16-byte loads for one k-major operand (raw stages with
+// Config::raw_k), raw stages for two; interior CTAs unchecked.
 CG_PIPE_ENTRY(cute_pipelined_am_bn, CG_DA_m, CG_DB_n, CpVecM, CpVecN, true, cg::Epi::scalar)
-CG_PIPE_ENTRY(cute_pipelined_am_bk, CG_DA_m, CG_DB_k, CpVecM, LdVecK, true, cg::Epi::scalar)
-CG_PIPE_ENTRY(cute_pipelined_ak_bn, CG_DA_k, CG_DB_n, LdVecK, CpVecN, true, Config::epi_ak_bn)
+CG_PIPE_ENTRY(cute_pipelined_am_bk, CG_DA_m, CG_DB_k, CpVecM, VecK1, true, cg::Epi::scalar)
+CG_PIPE_ENTRY(cute_pipelined_ak_bn, CG_DA_k, CG_DB_n, VecK1, CpVecN, true, Config::epi_ak_bn)
 CG_PIPE_ENTRY(cute_pipelined_ak_bk, CG_DA_k, CG_DB_k, CpVecK, CpVecK, true, Config::epi_ak_bk)
 // 4-byte cp.async only (any alignment, any extents), every copy checked
 CG_PIPE_ENTRY(cute_pipelined_ak_bk_s, CG_DA_k, CG_DB_k, CpSclK, CpSclK, false, cg::Epi::scalar)
@@ -129,14 +132,14 @@ CG_PIPE_ENTRY(cute_pipelined_am_bk_s, CG_DA_m, CG_DB_k, CpSclMN, CpSclK, false, 
 CG_PIPE_ENTRY(cute_pipelined_am_bn_s, CG_DA_m, CG_DB_n, CpSclMN, CpSclMN, false, cg::Epi::scalar)
 CG_PIPE_ENTRY(cute_pipelined_ak_bn_s, CG_DA_k, CG_DB_n, CpSclK, CpSclMN, false, cg::Epi::scalar)
 // The vector entry points again as persistent stream-K launches (Config::stream_k; extra
-// arguments ws, tile0). ak_bn (a register-staged operand): interior tiles unchecked but with
-// in-place fragment loads (kDB): with a run's bounds live, double-buffered fragments spill
-// there (100-200 bytes on sm_90). am_bk's twin only with Config::twin_am_bk: at 128x128 it
-// spilled on sm_80 (the registry runs ak_bn's on the transposed problem instead).
+// arguments ws, tile0). ak_bn with a register-staged operand: interior tiles unchecked but
+// with in-place fragment loads (kDB): with a run's bounds live, double-buffered fragments
+// spill there (100-200 bytes on sm_90). am_bk's twin only with Config::twin_am_bk: at
+// 128x128 it spilled on sm_80 (the registry runs ak_bn's on the transposed problem instead).
 CG_PIPE_SK_ENTRY(cute_pipelined_am_bn_sk, CG_DA_m, CG_DB_n, CpVecM, CpVecN, true, true)
-CG_PIPE_SK_ENTRY(cute_pipelined_ak_bn_sk, CG_DA_k, CG_DB_n, LdVecK, CpVecN, true, true)
+CG_PIPE_SK_ENTRY(cute_pipelined_ak_bn_sk, CG_DA_k, CG_DB_n, VecK1, CpVecN, true, true)
 CG_PIPE_SK_ENTRY(cute_pipelined_ak_bk_sk, CG_DA_k, CG_DB_k, CpVecK, CpVecK, true, true)
-CG_PIPE_SK_ENTRY(cute_pipelined_am_bk_sk, CG_DA_m, CG_DB_k, CpVecM, LdVecK, true, Config::twin_am_bk)
+CG_PIPE_SK_ENTRY(cute_pipelined_am_bk_sk, CG_DA_m, CG_DB_k, CpVecM, VecK1, true, Config::twin_am_bk)
 // The 4-byte entries' twins (Config::twins_scalar): extents that are not multiples of 4
 // (4097^3) take those entries, and their last wave is as empty as anyone's.
 CG_PIPE_SK_ENTRY(cute_pipelined_ak_bk_s_sk, CG_DA_k, CG_DB_k, CpSclK, CpSclK, false, Config::twins_scalar)
