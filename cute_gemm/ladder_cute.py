@@ -274,9 +274,11 @@ def _pipe(name: str, cfg: PipelinedConfig, tags: tuple[str, ...] = ("fast",),
         tile=(bm, bn, bk),
         dyn_smem=FixedSmem(cfg.dyn_smem),
         stream_k_smem=FixedSmem(cfg.sk_smem) if cfg.stream_k else None,
-        summary=(f"{cfg.stages}-stage smem pipeline (cp.async 16 B along m/n; along k register-staged, "
-                 f"or via k-major raw smem stages when both are k-major), LDS.128 register "
-                 f"double buffer, {bm // cfg.thr_m}x{bn // cfg.thr_n} FFMA per thread, unchecked interior CTAs, grouped CTA order"
+        summary=(f"{cfg.stages}-stage smem pipeline (cp.async 16 B along m/n; along k "
+                 + ("via k-major raw smem stages), LDS.128 register " if cfg.raw_k else
+                    "register-staged, or via k-major raw smem stages when both are k-major), "
+                    "LDS.128 register ")
+                 + f"double buffer, {bm // cfg.thr_m}x{bn // cfg.thr_n} FFMA per thread, unchecked interior CTAs, grouped CTA order"
                  + (", k-quad smem stages for k-major operands (conflict-free transposes)" if cfg.kq_layout else "")
                  + (f", {cfg.kt_unroll} k-tiles per mainloop iteration when both are k-major" if cfg.kt_unroll > 1 else "")
                  + (", C through smem (16-byte stores or bulk copies) in some entries" if through_smem else "")
