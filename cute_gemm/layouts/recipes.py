@@ -278,6 +278,9 @@ def _c3(b: Builder) -> None:
     copies["CpSclK"] = TiledCopy(SCALAR, Layout((nt // 8, 8), (8, 1)))
     for name in ("LdVecK", "CpVecK"):     # registers, or cp.async into k-major raw stages
         copies[name] = TiledCopy(VEC, Layout((nt // q, q), (q, 1)), make_layout((1, 4)))
+    # VecK1, a single k-major operand's copy: CpVecK with Config::raw_k, else LdVecK
+    k1 = "CpVecK" if cfg.raw_k else "LdVecK"
+    copies["VecK1"] = copies[k1]
 
     def stage(op: str, buf: str, quad: str) -> Def:
         """cg::StageLayout<Config, EXT, BUF, kQuad>: padded (EXT,BLK_K,BUF), or k-quads
@@ -294,6 +297,7 @@ def _c3(b: Builder) -> None:
         # gemm_pipelined (pipelined_mainloop.cuh): CpVecK operands get 2 compute buffers,
         # k-quad with kq_layout bit 0 (kQuadRaw); register-staged (LdVecK) ones STAGES, k-quad
         # with bit 1 (kQuadStaged in the data-parallel entries)
+        cname = k1 if cname == "VecK1" else cname
         raw = cname == "CpVecK"
         if not raw and not (cname == "LdVecK" and kq & 2):
             return shared[op], ""
