@@ -112,21 +112,19 @@ def test_schedule_covers_every_iteration_once(tiles, k_tiles, slots):
                 slots_used.add((c, slot))
 
 
-def _cta_of(x: int, s: int, g: int, ulps: int) -> tuple[int, int]:
-    """StreamK::cta_of (include/cute_gemm/streamk.cuh) in numpy float32: (estimate, result),
-    with ctas / sk_iters `ulps` units in the last place off (__fdividef: at most 2)."""
+def _cta_of(x: int, begins: list[int], ulps: int) -> tuple[int, int]:
+    """StreamK::cta_of (include/cute_gemm/streamk.cuh) in numpy float32 over the runs'
+    begin(c) (c = 0..ctas): (estimate, result), with ctas / sk_iters `ulps` units in the
+    last place off (__fdividef: at most 2)."""
     f32 = np.float32
+    s, g = begins[-1], len(begins) - 1
     inv = f32(f32(g) / f32(s))
     for _ in range(abs(ulps)):
         inv = np.nextafter(inv, f32(np.inf) if ulps > 0 else f32(0))
-    q, r = divmod(s, g)
-
-    def begin(c):
-        return c * q + (c * r) // g
     c = min(int(f32(f32(x + 1) * inv)), g - 1)
-    if begin(c) > x:
+    if begins[c] > x:
         return c, c - 1
-    return c, c + 1 if c + 1 < g and begin(c + 1) <= x else c
+    return c, c + 1 if c + 1 < g and begins[c + 1] <= x else c
 
 
 @pytest.mark.parametrize("s,g", [(4096, 384), (2**31 - 1, 4096), (2**31 - 1, 8192), (2**31 - 7, 3),
@@ -143,7 +141,7 @@ def test_contributor_search_in_float_is_exact(s, g):
         owner = ((x + 1) * g - 1) // s                # the largest c with begin(c) <= x
         assert begins[owner] <= x < begins[owner + 1]
         for ulps in (-2, 0, 2):
-            est, got = _cta_of(x, s, g, ulps)
+            est, got = _cta_of(x, begins, ulps)
             assert abs(est - owner) <= 1 and got == owner, (x, ulps, est, owner)
 
 
