@@ -45,10 +45,16 @@ def cut_gemm(name: str) -> str | None:
 
 def split_shape(name: str) -> tuple[int, int, int]:
     """A shape whose tile count passes one wave of kernel `name` on this GPU (a split
-    launch: tile0 > 0), small in K to keep the sanitizer's run short."""
+    launch: tile0 > 0), small in K to keep the sanitizer's run short. A wave is what resolve
+    weighs: the CTAs of the data-parallel entries resident at once (their real occupancy,
+    which can exceed __launch_bounds__'s minimum), the most of any layout's."""
+    from cute_gemm import resolve, streamk
     k = registry.get(name)
     bm, bn, _ = k.tile
-    slots = launch.device_info().sm_count * k.min_blocks
+    lk = resolve.loaded(k, launch.current_ordinal())
+    per_sm = max(launch.occupancy(lk.function(e, (e,)), k.threads, k.smem_bytes(1, 1, 1))
+                 for e in {streamk.stream_k_dp_entry(v) for v in k.variants if v.stream_k})
+    slots = launch.device_info().sm_count * per_sm
     tiles_n = 16
     tiles_m = slots // tiles_n + 2
     return tiles_m * bm - 4, tiles_n * bn - 4, 256
