@@ -122,6 +122,21 @@ def test_readme_kernel_table_is_generated_from_registry():
         assert f"`{k.name}`" in readme
 
 
+@pytest.mark.parametrize("bk", [12, 24, 48, 64])
+def test_kquad_stages_refuse_a_blk_k_they_cannot_align(bk):
+    """k-quad stages put quads 32/(BLK_K/4) words apart: at BLK_K 24 that was 5 words and the
+    16-byte fragment loads faulted on the GPU. The configuration is refused before a compile
+    (the kernel's PipeGeometry asserts the same); padded stages take any multiple of 4."""
+    from cute_gemm import ladder_cute
+    with pytest.raises(ValueError, match="k-quad stages take BLK_K 4, 8, 16 or 32"):
+        ladder_cute.PipelinedConfig(128, 192, bk, 3, thr_m=16, thr_n=24, kq_layout=7)
+    assert ladder_cute.PipelinedConfig(128, 192, bk, 3, thr_m=16, thr_n=24).kq_layout == 0
+    for ok in (8, 16, 32):
+        ladder_cute.PipelinedConfig(128, 128, ok, 3, kq_layout=7)
+    assert all(8 % (k.config.blk_k // 4) == 0 for k in KERNELS
+               if isinstance(k.config, ladder_cute.PipelinedConfig) and k.config.kq_layout)
+
+
 def test_pipelined_config_one_name_per_knob():
     """The tuned kernel's knobs have one name, the same in Python and C++: every Config /
     Cfg member its sources read is a PipelinedConfig field (or the derived sk_smem), every

@@ -79,6 +79,9 @@ struct PipeGeometry {
   static_assert(32 % kWarpM == 0 && Cfg::thr_m % kWarpM == 0 && Cfg::thr_n % kWarpN == 0, "warp patch");
   static_assert(Cfg::stages >= 3, "multistage: at least 2 k-tiles in flight during compute");
   static_assert(Cfg::blk_k % 4 == 0, "k-quads; BLK_K even for the register double buffer");
+  static_assert(Cfg::kq_layout == 0 || 8 % (Cfg::blk_k / 4) == 0,
+                "k-quad stages (kquad_stages.cuh): quads 32/(BLK_K/4) words apart, a whole number "
+                "of 16-byte columns: BLK_K 4, 8, 16 or 32");
   static_assert(Cfg::blk_m % 32 == 0 && Cfg::blk_n % 32 == 0 && kSmemPad == 4,
                 "(BLK + 4) % 32 == 4: conflict-free 4-byte k-major stores, 16-byte aligned columns");
 };
