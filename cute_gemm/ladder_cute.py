@@ -155,7 +155,7 @@ class PipelinedConfig:
                 raise ValueError(f"{name}={getattr(self, name)!r}: one of {EPILOGUES}")
         # kquad_stages.cuh (PipeGeometry asserts it too): at BLK_K 24 the quads sat 5 words
         # apart and the 16-byte fragment loads faulted (misaligned address)
-        if self.kq_layout and (bk % 4 or 8 % (bk // 4)):
+        if self.kq_layout and (bk < 4 or bk % 4 or 8 % (bk // 4)):
             raise ValueError(f"kq_layout={self.kq_layout} with blk_k={bk}: k-quad stages take "
                              "BLK_K 4, 8, 16 or 32 (quads 32/(BLK_K/4) words apart, whole "
                              "16-byte columns)")
