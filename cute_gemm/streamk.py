@@ -109,10 +109,15 @@ def stream_k_schedule(tiles: int, k_tiles: int, ctas: int) -> tuple[int, list[tu
     tests and docs: (whole data-parallel tiles, [(first, end) stream-K iteration of each
     CTA]); stream-K iteration i is k-tile i % k_tiles of tile dp + i // k_tiles."""
     dp = stream_k_dp_tiles(tiles, ctas)
-    s = (tiles - dp) * k_tiles
-    q, r = divmod(s, ctas)
-    begin = [c * q + (c * r) // ctas for c in range(ctas + 1)]
+    begin = stream_k_begins((tiles - dp) * k_tiles, ctas)
     return dp, [(begin[c], begin[c + 1]) for c in range(ctas)]
+
+
+def stream_k_begins(sk_iters: int, ctas: int) -> list[int]:
+    """StreamK::begin(c) for c = 0..ctas (the last: sk_iters): CTA c's first stream-K
+    iteration, floor(c * sk_iters / ctas), as the header computes it (q, r = divmod)."""
+    q, r = divmod(sk_iters, ctas)
+    return [c * q + (c * r) // ctas for c in range(ctas + 1)]
 
 
 STREAM_K_COUNTERS = 8192   # cg::kStreamKCounters (include/cute_gemm/streamk.cuh)

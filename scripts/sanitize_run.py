@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cute_gemm import api, check, launch, registry
+from cute_gemm import api, check, launch, registry, resolve, streamk
 
 # odd extents (every residue path, the 4-byte fallbacks), one exact tile, tall/thin ones
 # (132, 260, 72): leading dimensions that TMA takes as they are, so cute_wgmma_ws's tf32
@@ -48,7 +48,6 @@ def split_shape(name: str) -> tuple[int, int, int]:
     launch: tile0 > 0), small in K to keep the sanitizer's run short. A wave is what resolve
     weighs: the CTAs of the data-parallel entries resident at once (their real occupancy,
     which can exceed __launch_bounds__'s minimum), the most of any layout's."""
-    from cute_gemm import resolve, streamk
     k = registry.get(name)
     bm, bn, _ = k.tile
     lk = resolve.loaded(k, launch.current_ordinal())

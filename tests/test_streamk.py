@@ -133,8 +133,7 @@ def test_contributor_search_in_float_is_exact(s, g):
     # every CTA boundary (begin(c) - 1, begin(c)) and random iterations: the float estimate
     # is off by at most one either way, and begin() corrects it to the exact owner
     rng = np.random.default_rng(s ^ g)
-    q, r = divmod(s, g)
-    begins = [c * q + (c * r) // g for c in range(g + 1)]
+    begins = streamk.stream_k_begins(s, g)
     xs = {b + d for b in begins for d in (-1, 0) if 0 <= b + d < s}
     xs |= {int(x) for x in rng.integers(0, s, 2000)}
     for x in sorted(xs):
