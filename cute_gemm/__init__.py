@@ -7,7 +7,8 @@
 """
 from __future__ import annotations
 
-from .api import clear_caches, compile_kernel, flops, gemm, resolved_launches, run
+from .api import (clear_caches, compile_kernel, flops, gemm, resolved_launches, run,
+                  wait_for_compiles)
 from .auto import Choice, gemm_choice
 from .arrays import SUPPORTED_DTYPES, DeviceArray
 from .errors import (AutoTableWarning, CompileError, CudaError, CuteGemmError, DTypeError,
@@ -43,7 +44,7 @@ def gpu_available() -> bool:
 
 
 __version__: str = "0.1.0"
-__all__: list[str] = ["gemm", "gemm_choice", "Choice", "run", "clear_caches", "resolved_launches", "cross_check", "bench", "kernels", "get_kernel", "compile_kernel", "flops",
+__all__: list[str] = ["gemm", "gemm_choice", "Choice", "run", "clear_caches", "resolved_launches", "wait_for_compiles", "cross_check", "bench", "kernels", "get_kernel", "compile_kernel", "flops",
            "gpu_available", "DeviceArray", "CheckReport", "Kernel", "Variant",
            "SUPPORTED_DTYPES", "CuteGemmError", "CompileError", "CudaError", "NoDeviceError",
            "InputError", "NotAnArrayError", "ShapeError", "DTypeError", "ShapeLimitError",

@@ -16,7 +16,7 @@ from .arrays import Operand, narrow, parse, widen
 from .errors import AliasError, CaptureError, DTypeError, InputError, ShapeError
 from .execute import gemm_device
 from .records import AS_PLANNED, FP32_ACCURATE, PRECISION_DTYPE, PRECISIONS
-from .resolve import CACHE, check_precision, resolved_launches
+from .resolve import CACHE, check_precision, resolved_launches, wait_for_compiles
 
 # the precision of a call that names none: the one its operands' type implies
 DEFAULT_PRECISION = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
@@ -162,19 +162,24 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None):
     s = launch.stream_handle(stream)
     A, B, C, O, m, n, kk = _validate(a, b, c, out, alpha, beta, s)
     prec, out_dtype = _precision(A, B, C, O, precision, k)
+    stand_in = None
     if k is None:     # "auto": the selector's pick, a function of what the signature holds
         products = m and n and kk and alpha != 0
-        choice = auto.pick(A, B, O, prec, out_dtype, None if not products else
-                           _device_ordinal(A) if A.device else launch.current_ordinal())
+        ordinal = (None if not products else
+                   _device_ordinal(A) if A.device else launch.current_ordinal())
+        choice = auto.pick(A, B, O, prec, out_dtype, ordinal)
         # (how it runs, transposed or split along K, is an input of the launch plan)
         k, pick = registry.get(choice.kernel), choice.pick
+        if ordinal is not None:     # what runs while the pick compiles, if it must
+            stand_in = auto.stand_in(k, prec, out_dtype, launch.device_info(ordinal).arch_int)
     check_precision(k, prec, out_dtype)
     alpha, beta = float(alpha), float(beta)
     if C is None:
         beta = 0.0
     if A.device:
-        return _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot, pick)
-    return _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec, out_dtype, pick)
+        return _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot, pick,
+                           stand_in)
+    return _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec, out_dtype, pick, stand_in)
 
 
 def gemm(a, b, c=None, *, alpha: float = 1.0, beta: float = 0.0, out=None, stream=None,
@@ -182,7 +187,11 @@ def gemm(a, b, c=None, *, alpha: float = 1.0, beta: float = 0.0, out=None, strea
     """alpha * a @ b + beta * c with the kernel and launch the selector picks for this GPU,
     shape, operand layout, alignment and precision (cute_gemm.auto; gemm_choice() says which
     and why): run("auto", ...), with run()'s arguments, validation, errors and guarantees.
-    precision: by default the one the operands' type implies (fp32 for float32)."""
+    precision: by default the one the operands' type implies (fp32 for float32).
+    Where the pick's entry points are neither compiled nor cached, a call does not wait
+    for them (CUTE_GEMM_FIRST_CALL=wait does): they compile in the background while a
+    kernel that compiles in about a second answers (auto.stand_in; fp32), within the same
+    error bound but not bit for bit the pick's; wait_for_compiles() blocks until done."""
     return run(registry.AUTO, a, b, c, alpha=alpha, beta=beta, out=out, stream=stream,
                precision=precision)
 
@@ -205,7 +214,7 @@ def _wait_producers(s: int, producers: set, ordinal: int) -> None:
 
 
 def _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot=None,
-                pick=AS_PLANNED):
+                pick=AS_PLANNED, stand_in=None):
     ordinal = _device_ordinal(A)
     launch.ensure_context(ordinal)
     ops = (A, B, C, O)
@@ -221,7 +230,7 @@ def _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot=None,
     else:
         result = O.obj
     if m and n:
-        fast = gemm_device(k, A, B, C, O, alpha, beta, s, ordinal, prec, pick)
+        fast = gemm_device(k, A, B, C, O, alpha, beta, s, ordinal, prec, pick, stand_in)
         if fast is not None and hot is not None:     # hot: one device, so ordinal 0
             hotpath.remember(hot, fast, A, B, O)
     return result
@@ -251,7 +260,7 @@ def _host_result(m: int, n: int, out_dtype: str, like: Operand) -> np.ndarray:
 
 
 def _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec="fp32", out_dtype="float32",
-              pick=AS_PLANNED):
+              pick=AS_PLANNED, stand_in=None):
     result = O.host if O is not None else _host_result(m, n, out_dtype, A)
     if m == 0 or n == 0:
         return result
@@ -279,7 +288,7 @@ def _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec="fp32", out_dtype="f
             hc = np.ascontiguousarray(C.host)
             launch.memcpy_htod(dT.ptr, hc.ctypes.data, hc.nbytes, s)
         gemm_device(k, dA, dB, dT if beta != 0.0 else None, dT, alpha, beta, s, ordinal, prec,
-                    pick)
+                    pick, stand_in)
         host = result if result.flags.c_contiguous else np.empty((m, n), dtype=result.dtype)
         launch.memcpy_dtoh(host.ctypes.data, dT.ptr, host.nbytes, s)
         launch.check_last(k.name, s)
@@ -303,4 +312,5 @@ def clear_caches() -> None:
     autotable.reset()
 
 
-__all__ = ["run", "gemm", "compile_kernel", "flops", "clear_caches", "resolved_launches"]
+__all__ = ["run", "gemm", "compile_kernel", "flops", "clear_caches", "resolved_launches",
+           "wait_for_compiles"]

@@ -14,8 +14,11 @@ and the tables, which are read once per process: run()'s hot path may key on the
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
 import operator
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +28,9 @@ from .records import ITEMSIZE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, Pick, cdiv,
 
 AUTO = registry.AUTO
 TAG = "auto"                       # Kernel.tags: a candidate of the selector
+QUICK = "quick"                    # Kernel.tags: the stand-in while a pick compiles
+FIRST_CALL = "CUTE_GEMM_FIRST_CALL"
+FIRST_CALL_MODES = ("quick", "wait")
 TENSOR_CORE = ("tf32", "bf16", "fp16")
 # heuristic: C covered by at most this many tiles of the largest-tile candidate is "tiny"
 TINY_TILES = 4
@@ -227,6 +233,50 @@ def heuristic(ks, m: int, n: int, k: int, precision: str) -> Choice:
                       f"{big.name}: smaller tiles put it on more SMs")
     return Choice(big.name, why="the largest tiles" + (", stream-K for a partial last wave"
                                                       if _stream_k(big) else ""))
+
+
+# ---- while the pick compiles ----------------------------------------------------------------
+# waiting(): a mode for the calls of one context (thread), over the environment's
+_mode: contextvars.ContextVar[str | None] = contextvars.ContextVar("cute_gemm_first_call",
+                                                                   default=None)
+
+
+def first_call() -> str:
+    """How gemm() meets a pick whose entry points are neither compiled nor cached
+    (CUTE_GEMM_FIRST_CALL): "quick" (the default) runs a stand-in that compiles in about a
+    second while the pick compiles in the background, "wait" compiles the pick first."""
+    mode = _mode.get()
+    if mode is not None:
+        return mode
+    mode = os.environ.get(FIRST_CALL, "").strip().lower() or FIRST_CALL_MODES[0]
+    if mode not in FIRST_CALL_MODES:
+        raise InputError(f"{FIRST_CALL} must be one of {', '.join(FIRST_CALL_MODES)}, "
+                         f"got {os.environ[FIRST_CALL]!r}")
+    return mode
+
+
+@contextlib.contextmanager
+def waiting():
+    """gemm() calls in this block (this thread) compile their picks first: what checks and
+    times the pick (cross_check, bench) must run the pick, never a stand-in."""
+    token = _mode.set("wait")
+    try:
+        yield
+    finally:
+        _mode.reset(token)
+
+
+def stand_in(pick: registry.Kernel, precision: str, out_dtype: str,
+             arch_int: int) -> registry.Kernel | None:
+    """The kernel gemm() runs in place of `pick` while pick's entry points compile in the
+    background (first_call() "quick"): the first kernel tagged "quick" that computes
+    `precision` into `out_dtype` on this compute capability. None where the mode is
+    "wait", there is no such kernel, or `pick` is composed of other kernels' launches."""
+    if pick.gemm_of is not None or first_call() != "quick":
+        return None
+    return next((x for x in registry.kernels()
+                 if QUICK in x.tags and x is not pick and x.computes(precision, out_dtype)
+                 and x.runs_on(arch_int)), None)
 
 
 # ---- for api and users -------------------------------------------------------------------------

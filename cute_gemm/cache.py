@@ -359,47 +359,52 @@ _APART = ("import json, os, sys\n"
           "cache._prefetch_one(sys.argv[1], sys.argv[2], False, sys.argv[3], (sys.argv[4],))\n")
 
 
-def compile_apart(kernel, arch: str, entries: tuple[str, ...]) -> None:
+def compile_apart(kernel, arch: str, entries: tuple[str, ...], least: int = 2) -> None:
     """Compile each of `entries` alone into the disk cache, in fresh interpreters side by
     side: NVRTC spends its time per entry point, on one thread, so a launch's two or three
     entry points take the time of the longest instead of their sum
     (docs/tuning/first_call.md). The caller reads them back with lookup(..., entries=(e,));
     a child that failed leaves nothing there, and the caller's own get() compiles it (and
-    raises its CompileError). Starts nothing where it cannot help: fewer than two entry
-    points missing, fewer workers than those (a second round costs more than one program
-    of them all saves), no disk level, no python executable. Fresh interpreters, not
-    multiprocessing: a spawned worker would run the caller's unguarded __main__ again.
-    Threads asking for the same entry points wait for the first one's children and then
-    find them on disk: one set of processes, not one per thread."""
+    raises its CompileError). Starts nothing where it cannot help: fewer than `least` entry
+    points missing, more than there are workers (a second round costs more than one
+    program of them all saves) unless least is 1, no disk level, no python executable.
+    least=1 is a background compile (resolve.Loaded.ready): a child process even for one
+    entry point, in rounds of default_workers(), so that this process's NVRTC stays free
+    for the calls it serves meanwhile. Fresh interpreters, not multiprocessing: a spawned
+    worker would run the caller's unguarded __main__ again. Threads asking for the same
+    entry points wait for the first one's children and then find them on disk: one set of
+    processes, not one per thread."""
     if not disk_enabled() or not os.path.basename(sys.executable).startswith("python"):
         return                      # (an embedding host's binary is no interpreter to start)
     with _mem_lock:
         key = (kernel.name, _compile.normalize_arch(arch), tuple(entries))
         lock = _apart_locks.setdefault(key, threading.Lock())
     with lock:
-        _start_apart(kernel, arch, entries)
+        _start_apart(kernel, arch, entries, least)
 
 
-def _start_apart(kernel, arch: str, entries: tuple[str, ...]) -> None:
+def _start_apart(kernel, arch: str, entries: tuple[str, ...], least: int) -> None:
     todo = [e for e in entries if lookup(kernel, arch, entries=(e,)) is None]
-    if not 2 <= len(todo) <= default_workers():
+    workers = default_workers()
+    if len(todo) < least or (least > 1 and len(todo) > workers):
         return
     import subprocess               # here: `import cute_gemm` stays without it (6 ms)
     env = dict(os.environ, CUTE_GEMM_APART_PATH=json.dumps([p for p in sys.path if p]))
     directory = str(cache_dir())
-    running: list = []
-    try:
-        for e in todo:
-            running.append(subprocess.Popen(
-                [sys.executable, "-c", _APART, kernel.name, _compile.normalize_arch(arch),
-                 directory, e],
-                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL))
-    except OSError:                 # no interpreter to start: the caller compiles in-process
-        pass
-    finally:
-        for p in running:
-            p.wait()
+    for i in range(0, len(todo), workers):
+        running: list = []
+        try:
+            for e in todo[i:i + workers]:
+                running.append(subprocess.Popen(
+                    [sys.executable, "-c", _APART, kernel.name, _compile.normalize_arch(arch),
+                     directory, e],
+                    env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL))
+        except OSError:             # no interpreter to start: the caller compiles in-process
+            return
+        finally:
+            for p in running:
+                p.wait()
 
 
 class Prefetch:

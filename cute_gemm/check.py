@@ -284,6 +284,7 @@ def _check_one_shape(names, a, b, c, alpha, beta, exact, layout="nn", precision=
                        out_dtype)
 
 
+@auto.waiting()       # the pick itself, never its stand-in (auto.stand_in)
 def cross_check(a=None, b=None, *, kernels=None, shapes=None, seed=None, alpha=1.0, beta=0.0,
                 c=None, exact=False, layout="nn", precision=None,
                 out_dtype="float32") -> CheckReport:

@@ -15,8 +15,8 @@ from .kernel_args import packed
 from .arrays import Operand
 from .errors import CaptureError, PrecisionFallbackWarning
 from .records import AS_PLANNED, Pick
-from .resolve import (CACHE, UTIL, UTIL_ENTRY, choose, copy_target, loaded, oriented, resolve,
-                      swapped)
+from .resolve import (CACHE, UTIL, UTIL_ENTRY, choose, copy_target, launch_entries, loaded,
+                      oriented, resolve, swapped)
 
 
 def _util_fn(ordinal: int, dtype: str) -> launch.Function:
@@ -267,12 +267,15 @@ def _composed(k, A: Operand, B: Operand, C: Operand | None, T: Operand, alpha: f
 
 def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
                 alpha: float, beta: float, stream: int, ordinal: int, precision: str = "fp32",
-                pick: Pick = AS_PLANNED):
+                pick: Pick = AS_PLANNED, stand_in=None):
     """T = alpha * A @ B + beta * C on the device (C may be T itself, or None) in
     `precision` (A and B of its type; C of T's). pick: gemm()'s table pick (records.Pick):
     on the transposed problem C^T = B^T A^T (resolve.swapped decides what each launch
-    computes), with split_k CTAs per tile (resolve). Returns (key, launcher) of the
-    CACHE.launches entry the call went through, or None."""
+    computes), with split_k CTAs per tile (resolve). stand_in: a kernel that runs the call
+    instead (as planned) while k's entry points for it compile in the background
+    (auto.stand_in; Loaded.ready). Returns (key, launcher) of the CACHE.launches entry the
+    call went through, or None (always None from a stand-in: run()'s signature hot path
+    must not keep it)."""
     m, kk = A.shape
     n = B.shape[1]
     if C is None or beta == 0.0:
@@ -289,7 +292,7 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
             # problem): written as the launch would write a fresh result of that problem
             W = _temp(T.shape, T.dtype, ordinal, stream, owned,
                       (1, T.shape[0]) if pick.transposed else None)
-            gemm_device(k, A, B, C, W, alpha, beta, stream, ordinal, precision, pick)
+            gemm_device(k, A, B, C, W, alpha, beta, stream, ordinal, precision, pick, stand_in)
             _scale2d(ordinal, stream, 1.0, W, T)
         finally:
             _release(owned, stream)
@@ -307,7 +310,8 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
                 for p0, q in _pieces(kk, kc):
                     gemm_device(k, _sub(A, i0, p0, r, q), _sub(B, p0, j0, q, c),
                                 _sub(C, i0, j0, r, c) if p0 == 0 else Tb, Tb, alpha,
-                                beta if p0 == 0 else 1.0, stream, ordinal, precision, pick)
+                                beta if p0 == 0 else 1.0, stream, ordinal, precision, pick,
+                                stand_in)
         return None
     if k.gemm_of is not None:
         _composed(k, A, B, C, T, alpha, beta, stream, ordinal, pick)
@@ -330,6 +334,10 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     swap = swapped(k, m, n, pick.transposed)
     ops = oriented(swap, {"a": A, "b": B, "c": T})
     variant, copies = choose(k, ops, precision, T.dtype)
+    if stand_in is not None and not lk.ready(launch_entries(k, variant), start=False):
+        gemm_device(stand_in, A, B, C, T, alpha, beta, stream, ordinal, precision)
+        lk.ready(launch_entries(k, variant))    # begins the compile, after the stand-in's own
+        return None
     owned: list = []
     try:
         for r in copies:

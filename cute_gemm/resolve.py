@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 
 from . import cache, launch, registry, streamk, workspace
@@ -76,6 +77,9 @@ class _Cache:
         self.loaded.clear()
         self.launches.clear()
         self.hot.clear()
+        with _behind_lock:          # ended background compiles, failed ones too
+            for key in [x for x, t in _behind.items() if not t.is_alive()]:
+                del _behind[key]
 
 
 CACHE = _Cache()
@@ -147,17 +151,61 @@ class Loaded:
             return self._hold(c, entry)
         with self.lock:
             missing = tuple(e for e in wanted if e == entry or e not in self.cubins)
+        missing = self._hold_alone(missing)
         if 1 < len(missing) < len(k.entries):
             cache.compile_apart(k, arch, missing)
-            for e in missing:
-                one = cache.lookup(k, arch, entries=(e,))
-                if one is not None:
-                    self._hold(one, e)
-            with self.lock:
-                missing = tuple(e for e in missing if e not in self.cubins)
-            if not missing:
-                return self.cubins[entry]
+            missing = self._hold_alone(missing)
+        if not missing:
+            return self.cubins[entry]
         return self._hold(cache.get(k, arch, entries=missing), entry)
+
+    def _hold_alone(self, entries: tuple[str, ...]) -> tuple[str, ...]:
+        """Hold those of `entries` cached each alone (compile_apart's, a background
+        compile's); the rest, still missing."""
+        for e in entries:
+            one = cache.lookup(self.kernel, self.arch, entries=(e,))
+            if one is not None:
+                self._hold(one, e)
+        with self.lock:
+            return tuple(e for e in entries if e not in self.cubins)
+
+    def ready(self, group: tuple[str, ...], start: bool = True) -> bool:
+        """True when the entry points of `group` (one launch's, launch_entries) can be had
+        without compiling: held, or cached in memory or on disk; or when their background
+        compile has ended (the caller's function() then compiles whatever it left missing,
+        raising its error where the call sees it). Else, with `start`, begins that compile
+        in the background, once per kernel, target and group (gemm()'s stand-in runs
+        meanwhile, auto.stand_in), and returns False."""
+        if all(e in self.cubins for e in group):
+            return True
+        key = (self.kernel.name, self.arch, group)
+        with _behind_lock:
+            t = _behind.get(key)
+            if t is not None and not t.is_alive() and not t.failed:
+                del _behind[key]        # (its cubins may have been cleared since: look)
+        if t is not None and (t.is_alive() or t.failed):
+            return not t.is_alive()
+        k, arch = self.kernel, self.arch
+        if (cache.lookup(k, arch) or cache.lookup(k, arch, entries=group)
+                or all(e in self.cubins or cache.lookup(k, arch, entries=(e,)) for e in group)):
+            return True
+        if start:
+            with _behind_lock:
+                if key not in _behind:
+                    t = _behind[key] = _Behind(target=self._compile_behind, args=(group,),
+                                               name=f"cute_gemm compile {k.name} {' '.join(group)}")
+                    t.start()
+        return False
+
+    def _compile_behind(self, group: tuple[str, ...]) -> None:
+        # each entry point in a child process of its own (this process's NVRTC stays free
+        # for the stand-in's compiles), in-process where no child can run (no disk level)
+        try:
+            cache.compile_apart(self.kernel, self.arch, group, least=1)
+            for e in group:
+                self.cubin_of(e, group)
+        except Exception:       # noqa: BLE001 -- the foreground compiles it again and raises
+            threading.current_thread().failed = True
 
     def _hold(self, c, entry: str):
         """Keep `c` for its entry points (not replacing one already held); `entry`'s."""
@@ -165,6 +213,33 @@ class Loaded:
             for e in c.entries:
                 self.cubins.setdefault(e, c)
             return self.cubins[entry]
+
+
+class _Behind(threading.Thread):
+    """A background compile (Loaded.ready); `failed`: it raised, so every call after it
+    compiles in the foreground and raises that error, as it would have without it."""
+    failed = False
+
+    def __init__(self, **kw):
+        super().__init__(daemon=True, **kw)
+
+
+# background compiles: (kernel, target, entry points) -> the thread
+_behind: dict[tuple[str, str, tuple[str, ...]], _Behind] = {}
+_behind_lock = threading.Lock()
+
+
+def wait_for_compiles(timeout: float | None = None) -> bool:
+    """Block until the compiles gemm() began in the background have ended (at most
+    `timeout` seconds; None: as long as they take); True when none is left running. After
+    it, gemm() runs its picks (their cubins are cached), bit for bit as with
+    CUTE_GEMM_FIRST_CALL=wait."""
+    end = None if timeout is None else time.monotonic() + timeout
+    with _behind_lock:
+        threads = list(_behind.values())
+    for t in threads:
+        t.join(None if end is None else max(0.0, end - time.monotonic()))
+    return not any(t.is_alive() for t in threads)
 
 
 def loaded(k: registry.Kernel, ordinal: int) -> Loaded:

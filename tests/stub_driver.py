@@ -66,10 +66,13 @@ class Events(list):
     """The recorded events; `device_word` is what a 4-byte device-to-host copy reads (a
     composed kernel's range flags), `launch_result` what a launch returns (a CUresult);
     `yield_in_launch`: a launch lets other threads run before it reads its arguments, as
-    the driver does (it runs without the GIL)."""
+    the driver does (it runs without the GIL); `compiling`: kernels whose launches are not
+    compiled yet (Loaded.ready says False and records ("behind", kernel, entries) where it
+    would begin their compile)."""
     device_word = 0
     launch_result = 0
     yield_in_launch = False
+    compiling: frozenset = frozenset()
 
 
 def install(monkeypatch):
@@ -219,6 +222,13 @@ def install(monkeypatch):
 
         def function(self, entry, group=()):
             return fns.setdefault((self.k.name, entry), launch.Function(self.k.name, entry, entry))
+
+        def ready(self, group, start=True):
+            if self.k.name not in events.compiling:
+                return True
+            if start:
+                events.append(("behind", self.k.name, tuple(group)))
+            return False
     for mod in (resolve, execute):
         monkeypatch.setattr(mod, "loaded", lambda k, ordinal: Plan(k))
     return events

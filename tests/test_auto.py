@@ -380,6 +380,62 @@ def test_a_split_k_pick_launches_that_many_ctas_per_tile(monkeypatch):
         assert (g == (grid, 1, 1) and not plan.head_entry) if split else plan.head_entry
 
 
+def test_a_pick_still_compiling_gives_the_call_to_the_stand_in_and_never_the_hot_path(monkeypatch):
+    """Quick first call (auto.stand_in): while the pick's launch compiles (the stub's
+    `compiling`), gemm() runs the "quick" kernel, begins the pick's compile once it has,
+    and keeps no hot entry; once the pick is compiled, the pick runs and goes hot. A named
+    kernel never has a stand-in, nor does gemm() with CUTE_GEMM_FIRST_CALL=wait."""
+    events = _stub(monkeypatch)
+    monkeypatch.delenv("CUTE_GEMM_FIRST_CALL", raising=False)
+    events.compiling = frozenset({"cute_pipelined"})
+    quick = auto.stand_in(registry.get("cute_pipelined"), "fp32", "float32", 90)
+    assert quick is not None and auto.QUICK in quick.tags
+    m, n, k = 300, 260, 96
+    a, b, c = (stub_driver.Dev((m, k), 0x1000000), stub_driver.Dev((k, n), 0x2000000),
+               stub_driver.Dev((m, n), 0x3000000))
+    assert cute_gemm.gemm_choice(m, n, k).kernel == "cute_pipelined"
+    for alpha in (1.5, 2.0):
+        cute_gemm.gemm(a, b, out=c, alpha=alpha)
+    g = stub_driver.launches(events, "gemm")
+    assert [e[1] for e in g] == [quick.variants[0].entry] * 2
+    s = stub_driver.gemm_args(g[-1][4])
+    assert (s.M, s.N, s.K, s.alpha, s.A, s.B, s.C) == (m, n, k, 2.0, 0x1000000, 0x2000000, 0x3000000)
+    behind = [e for e in events if e[0] == "behind"]
+    assert behind and all(e[1] == "cute_pipelined" for e in behind)
+    assert not any(sig[0] == "auto" for sig in resolve.CACHE.hot)
+    cute_gemm.run("cute_pipelined", a, b, out=c)                 # by name: the kernel itself
+    monkeypatch.setenv("CUTE_GEMM_FIRST_CALL", "wait")
+    cute_gemm.gemm(a, b, out=c)
+    monkeypatch.setenv("CUTE_GEMM_FIRST_CALL", "quick")
+    events.compiling = frozenset()                              # the background compile ended
+    cute_gemm.gemm(a, b, out=c, alpha=3.0)
+    cute_gemm.gemm(a, b, out=c, alpha=4.0)
+    pick = registry.get("cute_pipelined").entries
+    assert all(e[1] in pick for e in stub_driver.launches(events, "gemm")[2:])
+    assert len(stub_driver.launches(events, "gemm")) == 6
+    assert any(sig[0] == "auto" for sig in resolve.CACHE.hot)
+    monkeypatch.setenv("CUTE_GEMM_FIRST_CALL", "later")
+    a2, c2 = stub_driver.Dev((m + 1, k), 0x4000000), stub_driver.Dev((m + 1, n), 0x5000000)
+    with pytest.raises(cute_gemm.InputError, match="CUTE_GEMM_FIRST_CALL"):
+        cute_gemm.gemm(a2, b, out=c2)               # (a new signature: off the hot path)
+
+
+def test_the_stand_in_and_when_there_is_none(monkeypatch):
+    monkeypatch.delenv("CUTE_GEMM_FIRST_CALL", raising=False)
+    pick = registry.get("cute_pipelined")
+    quick = auto.stand_in(pick, "fp32", "float32", 90)
+    assert quick.name == "v9_warptile" and quick.gemm_of is None
+    assert [x.name for x in registry.kernels() if auto.QUICK in x.tags] == [quick.name]
+    assert auto.stand_in(quick, "fp32", "float32", 90) is None           # not itself
+    assert auto.stand_in(registry.get("cute_wgmma_ws"), "bf16", "float32", 90) is None
+    assert auto.stand_in(registry.get("cute_3xtf32"), "fp32_3xtf32", "float32", 90) is None
+    with auto.waiting():
+        assert auto.first_call() == "wait" and auto.stand_in(pick, "fp32", "float32", 90) is None
+    assert auto.first_call() == "quick"
+    monkeypatch.setenv("CUTE_GEMM_FIRST_CALL", " WAIT ")
+    assert auto.stand_in(pick, "fp32", "float32", 90) is None
+
+
 # ---- the sweep and the bench's summary ------------------------------------------------------------
 def test_the_sweep_covers_every_class():
     shapes = [s for _, s in sweep.SWEEP]

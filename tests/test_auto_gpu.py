@@ -2,7 +2,8 @@
 operand layout, in fp32 and on tensor cores, with the heuristic and with the tables
 installed; exact integers bit for bit against the kernel it picked; the hot path gives the
 same bits; a pick of the transposed problem (forced by a table) is right in every layout,
-in place and from numpy. Skipped without a GPU."""
+in place and from numpy; with nothing compiled, the first calls run the stand-in while
+the pick compiles behind them. Skipped without a GPU."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,7 +13,7 @@ import cute_gemm
 from cute_gemm import autotable, launch, registry, resolve
 from cute_gemm.arrays import DeviceArray
 from cute_gemm.autotable import Measured, Table
-from cute_gemm.check import cross_check
+from cute_gemm.check import cross_check, gauge_ratio, reference
 
 pytestmark = pytest.mark.gpu
 
@@ -22,7 +23,9 @@ LAYOUTS = ["nn", "tn", "nt", "tt"]
 
 @pytest.fixture
 def tables(tmp_path, monkeypatch):
-    """No tune table (the heuristic), or one written by the test: `tables(rows)`."""
+    """No tune table (the heuristic), or one written by the test: `tables(rows)`. Calls
+    run their picks (CUTE_GEMM_FIRST_CALL=wait): these tests are about the picks."""
+    monkeypatch.setenv("CUTE_GEMM_FIRST_CALL", "wait")
     monkeypatch.setattr(autotable, "SHIPPED_DIR", tmp_path / "shipped")
     monkeypatch.setattr(autotable, "tuned_path", lambda gpu, version=None: tmp_path / "tuned.json")
     cute_gemm.clear_caches()
@@ -120,4 +123,38 @@ def test_a_transposed_pick_in_place_and_from_numpy(tables):
         assert np.array_equal(dC.to_host(), want)
     finally:
         for x in (dA, dB, dC):
+            x.close()
+
+
+def test_a_cold_first_call_runs_the_stand_in_then_the_pick(tmp_cache, monkeypatch):
+    """Nothing cached, CUTE_GEMM_FIRST_CALL unset: gemm() answers at once with the quick
+    kernel (run()'s bits of it, within the gauge) while the pick compiles in the
+    background; after wait_for_compiles(), it gives the pick's bits and goes hot."""
+    monkeypatch.delenv("CUTE_GEMM_FIRST_CALL", raising=False)
+    cute_gemm.clear_caches()
+    rng = np.random.default_rng(3)
+    m, n, k = 333, 222, 1111
+    a, b = (rng.standard_normal(s, dtype=np.float32) for s in ((m, k), (k, n)))
+    dA, dB = DeviceArray.from_host(a), DeviceArray.from_host(b)
+    outs = [DeviceArray.from_host(np.full((m, n), np.nan, np.float32)) for _ in range(4)]
+    try:
+        choice = cute_gemm.gemm_choice(m, n, k)
+        quick = cute_gemm.auto.stand_in(registry.get(choice.kernel), "fp32", "float32",
+                                        launch.device_info().arch_int)
+        assert quick is not None
+        cute_gemm.gemm(dA, dB, out=outs[0])
+        cute_gemm.run(quick.name, dA, dB, out=outs[1])
+        assert not any(sig[0] == registry.AUTO for sig in resolve.CACHE.hot)
+        assert not any(p.kernel == choice.kernel for p in resolve.resolved_launches())
+        assert cute_gemm.wait_for_compiles(600)
+        cute_gemm.gemm(dA, dB, out=outs[2])
+        assert any(sig[0] == registry.AUTO for sig in resolve.CACHE.hot)
+        cute_gemm.api.run_choice(choice, dA, dB, out=outs[3])
+        got = [o.to_host() for o in outs]
+        assert got[0].tobytes() == got[1].tobytes() and got[2].tobytes() == got[3].tobytes()
+        ref, gauge = reference(a, b, None, 1.0, 0.0)
+        for g in (got[0], got[2]):
+            assert gauge_ratio(g, ref, gauge).max() < 16
+    finally:
+        for x in [dA, dB] + outs:
             x.close()

@@ -443,3 +443,75 @@ def test_compile_apart_starts_nothing_without_a_python_executable(tmp_cache, mon
         monkeypatch.setattr(cache.sys, "executable", exe)
         cache.compile_apart(k, "sm_80", tuple(k.entries))
     assert started == [] and not list(tmp_cache.glob("*.cubin"))
+
+
+def _counted_nvrtc(monkeypatch, fail: bool = False) -> list:
+    """This process's NVRTC compiles, counted (and, with fail, each a CompileError)."""
+    from cute_gemm import CompileError
+    here: list = []
+    real = cache._compile.run_nvrtc
+
+    def run_nvrtc(kernel, source, opts, want_ptx):
+        here.append(threading.current_thread().name)
+        if fail:
+            raise CompileError(kernel.name, opts, "made to fail", "NVRTC_ERROR_COMPILATION")
+        return real(kernel, source, opts, want_ptx)
+    monkeypatch.setattr(cache._compile, "run_nvrtc", run_nvrtc)
+    return here
+
+
+def test_a_launch_not_compiled_yet_compiles_behind_in_children(tmp_cache, monkeypatch):
+    """Loaded.ready: a launch whose entry points are not cached is compiled in the
+    background, each entry point by a child process (even one alone: this process's NVRTC
+    stays free), begun once; then it is ready, and the foreground reads it from disk."""
+    from cute_gemm import resolve
+    k = registry.get("v4_float4")
+    here = _counted_nvrtc(monkeypatch)
+    lk = resolve.Loaded(k, 0, "sm_80", 0)
+    for group in ((k.entries[1],), tuple(k.entries)):
+        assert not lk.ready(group, start=False) and not any(
+            key[2] == group for key in resolve._behind)
+        assert not lk.ready(group)                                # begins it
+        lk.ready(group)                                           # begins nothing more
+        assert sum(key[2] == group for key in resolve._behind) <= 1
+        assert resolve.wait_for_compiles(300)
+        assert lk.ready(group)
+        got = [lk.cubin_of(e, group) for e in group]
+        assert all(g.origin == "disk" and g.entries == (e,) for g, e in zip(got, group))
+    assert here == []
+
+
+def test_without_the_disk_level_it_compiles_behind_in_a_thread(tmp_cache, monkeypatch):
+    """No disk level, so no child can hand a cubin back: the background thread compiles
+    in-process, once; the foreground then takes that cubin from memory."""
+    from cute_gemm import resolve
+    monkeypatch.setenv("CUTE_GEMM_DISABLE_CACHE", "1")
+    k = registry.get("v4_float4")
+    here = _counted_nvrtc(monkeypatch)
+    lk = resolve.Loaded(k, 0, "sm_80", 0)
+    group = (k.entries[0],)
+    assert not lk.ready(group)
+    assert resolve.wait_for_compiles(300) and lk.ready(group)
+    c = lk.cubin_of(group[0], group)
+    assert c.cubin and len(here) == 1 and here[0].startswith("cute_gemm compile v4_float4")
+
+
+def test_a_background_compile_that_fails_raises_in_the_foreground(tmp_cache, monkeypatch):
+    """The background swallows its error; the launch is then 'ready' (nothing left to wait
+    for) and the foreground's compile raises the CompileError where the call sees it."""
+    from cute_gemm import CompileError, resolve
+    monkeypatch.setenv("CUTE_GEMM_DISABLE_CACHE", "1")
+    k = registry.get("v4_float4")
+    here = _counted_nvrtc(monkeypatch, fail=True)
+    lk = resolve.Loaded(k, 0, "sm_80", 0)
+    group = (k.entries[0],)
+    assert not lk.ready(group)
+    assert resolve.wait_for_compiles(60) and lk.ready(group)
+    for _ in range(2):                  # every call after it, as without the background
+        assert lk.ready(group)
+        with pytest.raises(CompileError, match="made to fail"):
+            lk.cubin_of(group[0], group)
+    assert len(here) == 3
+    import cute_gemm
+    cute_gemm.clear_caches()            # forgets it: the next call begins a compile again
+    assert not any(key[0] == k.name for key in resolve._behind)
