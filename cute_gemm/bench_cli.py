@@ -42,6 +42,9 @@ def register(sub) -> None:
     s.add_argument("--overhead-only", action="store_true", help="only the overhead measurement")
     s.add_argument("--overhead-kernel", type=kernel_name, metavar="KERNEL",
                    help="kernel for the overhead measurement (default: the first named, else naive)")
+    s.add_argument("--first-call", action="store_true",
+                   help="also time gemm()'s first call of a fresh process on an empty cubin "
+                        "cache (quick and wait), and with the cache filled (4096^3)")
     s.add_argument("--out", metavar="DIR", help="write JSON, CSV, README section and plots here")
     s.add_argument("--no-plots", action="store_true", help="with --out: no PNG plots")
     s.add_argument("--ladder-size", type=positive_int,
@@ -116,7 +119,8 @@ def _cmd_bench(args) -> int:
         res = bench(args.kernels or None, args.size, layouts=args.layouts, repeats=args.repeats,
                     warmup=args.warmup, min_repeats=args.min_repeats, max_seconds=args.max_seconds,
                     cublas=args.cublas, overhead=args.overhead, overhead_kernel=args.overhead_kernel,
-                    seed=args.seed, out_dir=args.out, plots=not args.no_plots,
+                    seed=args.seed, first_call=args.first_call, out_dir=args.out,
+                    plots=not args.no_plots,
                     ladder_size=args.ladder_size, progress=not args.no_progress,
                     precisions=args.precision)
     except ValueError as e:

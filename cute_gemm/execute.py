@@ -265,6 +265,15 @@ def _composed(k, A: Operand, B: Operand, C: Operand | None, T: Operand, alpha: f
         _release(owned, stream)
 
 
+def _pick_ready(lk, group: tuple[str, ...], stream: int) -> bool:
+    """Whether gemm()'s pick runs this call rather than its stand-in: its launch's entry
+    points are at hand (Loaded.ready); inside a graph capture only if already loaded, as
+    no module may be loaded there: a capture keeps to what the calls before it ran."""
+    if launch.capturing(stream):
+        return all(e in lk.functions for e in group)
+    return lk.ready(group, start=False)
+
+
 def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
                 alpha: float, beta: float, stream: int, ordinal: int, precision: str = "fp32",
                 pick: Pick = AS_PLANNED, stand_in=None):
@@ -334,7 +343,7 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     swap = swapped(k, m, n, pick.transposed)
     ops = oriented(swap, {"a": A, "b": B, "c": T})
     variant, copies = choose(k, ops, precision, T.dtype)
-    if stand_in is not None and not lk.ready(launch_entries(k, variant), start=False):
+    if stand_in is not None and not _pick_ready(lk, launch_entries(k, variant), stream):
         gemm_device(stand_in, A, B, C, T, alpha, beta, stream, ordinal, precision)
         lk.ready(launch_entries(k, variant))    # begins the compile, after the stand-in's own
         return None

@@ -68,11 +68,12 @@ class Events(list):
     `yield_in_launch`: a launch lets other threads run before it reads its arguments, as
     the driver does (it runs without the GIL); `compiling`: kernels whose launches are not
     compiled yet (Loaded.ready says False and records ("behind", kernel, entries) where it
-    would begin their compile)."""
+    would begin their compile); `capturing`: every stream records a CUDA graph."""
     device_word = 0
     launch_result = 0
     yield_in_launch = False
     compiling: frozenset = frozenset()
+    capturing = False               # every stream captures a graph
 
 
 def install(monkeypatch):
@@ -129,7 +130,7 @@ def install(monkeypatch):
             return (0,)
 
         def cuStreamIsCapturing(self, h):
-            return (0, 0)
+            return (0, int(events.capturing))
 
         def cuEventCreate(self, flags):
             return (0, object())
@@ -222,6 +223,10 @@ def install(monkeypatch):
 
         def function(self, entry, group=()):
             return fns.setdefault((self.k.name, entry), launch.Function(self.k.name, entry, entry))
+
+        @property
+        def functions(self):
+            return {e: f for (name, e), f in fns.items() if name == self.k.name}
 
         def ready(self, group, start=True):
             if self.k.name not in events.compiling:

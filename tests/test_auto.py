@@ -420,6 +420,31 @@ def test_a_pick_still_compiling_gives_the_call_to_the_stand_in_and_never_the_hot
         cute_gemm.gemm(a2, b, out=c2)               # (a new signature: off the hot path)
 
 
+def test_a_capture_runs_the_stand_in_until_the_pick_is_loaded(monkeypatch):
+    """Inside a graph capture no module may be loaded: a call whose pick is compiled but
+    not loaded yet runs the stand-in (loaded by a call before the capture); once a call
+    outside the capture has run the pick, captures run it too."""
+    events = _stub(monkeypatch)
+    monkeypatch.delenv("CUTE_GEMM_FIRST_CALL", raising=False)
+    quick = auto.stand_in(registry.get("cute_pipelined"), "fp32", "float32", 90)
+    m, n, k = 300, 260, 96
+    a, b = stub_driver.Dev((m, k), 0x1000000), stub_driver.Dev((k, n), 0x2000000)
+    outs = [stub_driver.Dev((m, n), 0x3000000 + (i << 20)) for i in range(3)]
+    events.compiling = frozenset({"cute_pipelined"})
+    cute_gemm.gemm(a, b, out=outs[0])                           # the stand-in, loaded
+    events.compiling = frozenset()
+    events.capturing = True
+    cute_gemm.gemm(a, b, out=outs[1])
+    events.capturing = False
+    cute_gemm.gemm(a, b, out=outs[2])                           # the pick, loaded
+    events.capturing = True
+    cute_gemm.gemm(a, b, out=outs[1])
+    pick = registry.get("cute_pipelined").entries
+    got = [e[1] for e in stub_driver.launches(events, "gemm")]
+    assert got[:2] == [quick.variants[0].entry] * 2 and all(e in pick for e in got[2:])
+    assert len(got) == 4
+
+
 def test_the_stand_in_and_when_there_is_none(monkeypatch):
     monkeypatch.delenv("CUTE_GEMM_FIRST_CALL", raising=False)
     pick = registry.get("cute_pipelined")

@@ -871,3 +871,41 @@ def test_clock_log_samples_nvidia_smi_in_the_background(tmp_path):
         pass
     assert missing.summary([(0, 1e12)])["samples"] == 0
     assert "not sampled" in describe(missing.summary([]))
+
+
+# ---- gemm()'s first call in fresh processes -------------------------------------------------------
+FIRST = {"shape": [4096, 4096, 4096],
+         "quick": {"import_s": 0.21, "first_s": 1.31, "first_kernels": ["v9_warptile"],
+                   "pick": "cute_pipelined", "pick_s": 9.4, "calls": 2000},
+         "wait": {"import_s": 0.2, "first_s": 9.9, "first_kernels": ["cute_pipelined"],
+                  "pick": "cute_pipelined", "pick_s": 0.0, "calls": 1},
+         "warm": {"error": "NoDeviceError: no GPU"}}
+
+
+def test_first_call_figures_reach_the_json_the_table_and_the_sweep_summary(tmp_path):
+    from cute_gemm.perf.first_call import format_first_call
+    from cute_gemm.perf.report import sweep_markdown
+    text = format_first_call(FIRST)
+    assert "answered in 1.31 by v9_warptile; the pick (cute_pipelined) ran from 9.4" in text
+    assert "answered in 9.90 by cute_pipelined" in text and "warm   not measured (NoDeviceError" in text
+    rows = [Row(name, "cute", m, m, m, median_ms=1.0, tflops=10.0, vs_cublas=v, status="pass")
+            for m in (256, 512) for name, v in ((CUBLAS, 1.0), ("auto", 0.9))]
+    res = BenchResult({"device": {"name": "GPU"}}, rows, first_call=FIRST)
+    write_json(res, tmp_path / "b.json")
+    back = load_json(tmp_path / "b.json")
+    assert back.first_call == FIRST
+    assert text in format_table(back)
+    assert text in "\n".join(sweep_markdown(back))
+
+
+def test_first_call_children_report_why_without_a_gpu(monkeypatch, tmp_path):
+    """On this machine each fresh process fails to find a GPU: every case says why, in one
+    line, and the empty caches made for them are gone."""
+    from cute_gemm.perf import first_call
+    monkeypatch.setattr(first_call.tempfile, "mkdtemp", lambda prefix: str(tmp_path / "fc"))
+    if cute_gemm.gpu_available():
+        pytest.skip("a GPU is usable here: the children would measure")
+    fc = first_call.measure_first_call((8, 8, 8), timeout=60)
+    assert fc["shape"] == [8, 8, 8] and set(fc) == {"shape", *first_call.MODES}
+    assert all("error" in fc[m] and "\n" not in fc[m]["error"] for m in first_call.MODES)
+    assert not (tmp_path / "fc").exists()

@@ -9,6 +9,7 @@ import re
 
 from ..registry import AUTO
 from . import plots as P
+from .first_call import format_first_call
 from .schema import (CUBLAS, CUBLAS_PEER, LAYOUT_TEXT, BenchResult, cublas_label,
                      pick_ladder_size, write_csv, write_json)
 from .stats import ratio_summary
@@ -92,6 +93,8 @@ def format_table(result: BenchResult) -> str:
         lines += ["", summary]
     if result.overhead:
         lines += ["", format_overhead(result.overhead)]
+    if result.first_call:
+        lines += ["", format_first_call(result.first_call)]
     return "\n".join(lines)
 
 
@@ -147,6 +150,8 @@ def sweep_markdown(result: BenchResult, source: str | None = None, *, plot: str 
                    f"{_x(x['geomean'])} | {_x(x['min'])} ({'×'.join(map(str, x['min_shape']))}) | "
                    + " | ".join(_x(x["groups"][g]) for g in gnames) + " |")
     out.append("")
+    if result.first_call:
+        out += ["```", format_first_call(result.first_call), "```", ""]
     if plot:
         out += [f"![ratio to cuBLAS per shape]({plot})", ""]
     if per_shape:

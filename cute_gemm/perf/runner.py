@@ -275,7 +275,7 @@ def bench(kernels: str | Sequence[str] | None = None,
           layouts: str | Sequence[str] = ("nn",), repeats: int = 30, warmup: int = 3,
           min_repeats: int = 5, max_seconds: float = 2.0, cublas: str = "auto",
           overhead: bool = False, overhead_kernel: str | None = None, seed: int = 0,
-          out_dir: str | os.PathLike | None = None, plots: bool = True,
+          first_call: bool = False, out_dir: str | os.PathLike | None = None, plots: bool = True,
           ladder_size: int | None = None, progress: bool = True,
           precisions: str | Sequence[str] = ("fp32",)) -> BenchResult:
     """Check, then time, every kernel (default: all the device supports) on every size
@@ -286,8 +286,9 @@ def bench(kernels: str | Sequence[str] | None = None,
 
     sizes: N, "MxNxK", (M, N, K), "squares", "odd", "all". layouts: "nn", "tn" (A as a
     transposed view), "nt", "tt" — a kernel is timed on a transposed layout only when it
-    takes it without a relayout copy. Writes bench.json, bench.csv, bench_readme.md and
-    PNG plots to out_dir when given. Returns a BenchResult.
+    takes it without a relayout copy. first_call: also time gemm()'s first call in fresh
+    processes on empty cubin caches (perf.first_call). Writes bench.json, bench.csv,
+    bench_readme.md and PNG plots to out_dir when given. Returns a BenchResult.
     """
     info = launch.device_info()
     ordinal = info.ordinal
@@ -340,6 +341,9 @@ def bench(kernels: str | Sequence[str] | None = None,
                                                backend=backend)
         except Exception as e:
             result.overhead = {"error": _first_line(e)}
+    if first_call:
+        from .first_call import measure_first_call
+        result.first_call = measure_first_call()
     if out_dir is not None:
         write_outputs(result, out_dir, plots=plots, ladder_size=ladder_size)
     return result

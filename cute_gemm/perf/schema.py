@@ -83,6 +83,7 @@ class BenchResult:
     meta: dict
     rows: list[Row] = field(default_factory=list)
     overhead: dict | None = None
+    first_call: dict | None = None       # perf.first_call.measure_first_call's
 
     @property
     def ok(self) -> bool:
@@ -91,13 +92,13 @@ class BenchResult:
 
     def to_dict(self) -> dict:
         return {"schema": SCHEMA, "meta": self.meta, "rows": [asdict(r) for r in self.rows],
-                "overhead": self.overhead}
+                "overhead": self.overhead, "first_call": self.first_call}
 
     @classmethod
     def from_dict(cls, d: dict) -> "BenchResult":
         known = set(COLUMNS)
         rows = [Row(**{k: v for k, v in r.items() if k in known}) for r in d.get("rows", [])]
-        return cls(dict(d.get("meta", {})), rows, d.get("overhead"))
+        return cls(dict(d.get("meta", {})), rows, d.get("overhead"), d.get("first_call"))
 
     def cublas_row(self, m, n, k, layout, precision: str = "fp32") -> Row | None:
         for r in self.rows:

@@ -1,0 +1,119 @@
+"""The first gemm() call of a fresh process (`cute-gemm bench --first-call`): each case a new
+interpreter, timed from its start, on fp32 operands already on the device:
+
+  quick   an empty cubin cache, CUTE_GEMM_FIRST_CALL unset: how long until the first
+          answer, which kernel gave it (the stand-in, auto.stand_in), and how long until
+          the pick itself runs (its compile in the background)
+  wait    an empty cubin cache, CUTE_GEMM_FIRST_CALL=wait: the first answer is the pick's,
+          after the compile of its launch's entry points
+  warm    the cache `wait` filled, in another new process: import and first call only
+
+Each child reports `import_s` (import cute_gemm), `first_s` (the first gemm() call, to
+its result on the host side of a synchronize), `first_kernels` (what that call launched),
+`pick` (gemm_choice's key) and, where it came later, `pick_s` (from the first call until
+a call ran the pick) with `calls` (the calls made by then, one after another).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+FIRST_CALL_SHAPE = (4096, 4096, 4096)
+MODES = ("quick", "wait", "warm")
+
+# the child: one case, one JSON line on stdout
+_CHILD = r"""
+import json, os, sys, time
+t0 = time.perf_counter()
+sys.path[:0] = json.loads(os.environ["CUTE_GEMM_FC_PATH"])
+import numpy as np
+import cute_gemm
+from cute_gemm import registry, resolve
+from cute_gemm.arrays import DeviceArray
+import_s = time.perf_counter() - t0
+m, n, k = (int(x) for x in sys.argv[1].split("x"))
+rng = np.random.default_rng(0)
+a = DeviceArray.from_host(rng.standard_normal((m, k), dtype=np.float32))
+b = DeviceArray.from_host(rng.standard_normal((k, n), dtype=np.float32))
+out = DeviceArray((m, n))
+out.to_host()
+pick = cute_gemm.gemm_choice(m, n, k)
+t1 = time.perf_counter()
+cute_gemm.gemm(a, b, out=out)
+out.to_host()
+first_s = time.perf_counter() - t1
+first = sorted({p.kernel for p in resolve.resolved_launches()})
+hot = lambda: any(s[0] == registry.AUTO for s in resolve.CACHE.hot)
+calls, pick_s = 1, (0.0 if hot() else None)
+while pick_s is None and time.perf_counter() - t1 < float(sys.argv[2]):
+    cute_gemm.gemm(a, b, out=out)
+    out.to_host()
+    calls += 1
+    if hot():
+        pick_s = time.perf_counter() - t1
+cute_gemm.wait_for_compiles(1.0)
+print(json.dumps(dict(import_s=import_s, first_s=first_s, first_kernels=first,
+                      pick=pick.key, pick_s=pick_s, calls=calls)))
+"""
+
+
+def _child(shape: tuple[int, int, int], mode: str, cache_dir: str, timeout: float) -> dict:
+    env = dict(os.environ, CUTE_GEMM_CACHE_DIR=cache_dir,
+               CUTE_GEMM_FC_PATH=json.dumps([p for p in sys.path if p]))
+    env.pop("CUTE_GEMM_DISABLE_CACHE", None)
+    if mode == "quick":
+        env.pop("CUTE_GEMM_FIRST_CALL", None)
+    else:
+        env["CUTE_GEMM_FIRST_CALL"] = "wait"
+    try:
+        p = subprocess.run([sys.executable, "-c", _CHILD, "x".join(map(str, shape)),
+                            str(timeout)], env=env, capture_output=True, text=True,
+                           timeout=timeout + 60)
+    except subprocess.TimeoutExpired:
+        return {"error": f"no answer within {timeout + 60:.0f} s"}
+    lines = p.stdout.strip().splitlines()
+    if p.returncode != 0 or not lines:
+        tail = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+        return {"error": tail}
+    return json.loads(lines[-1])
+
+
+def measure_first_call(shape: tuple[int, int, int] = FIRST_CALL_SHAPE,
+                       timeout: float = 300.0) -> dict:
+    """The three cases of the module docstring for an M x N x K fp32 gemm() (A and B
+    row-major): {"shape": [M, N, K], "quick": {...}, "wait": {...}, "warm": {...}}, a
+    case that failed as {"error": its last line}. Empty cubin caches of its own, removed
+    after; the machine's cache is not touched."""
+    result: dict = {"shape": list(shape)}
+    cold = tempfile.mkdtemp(prefix="cute_gemm_first_call_")
+    try:
+        for mode in MODES:
+            d = os.path.join(cold, "quick" if mode == "quick" else "wait")
+            result[mode] = _child(shape, mode, d, timeout)
+    finally:
+        shutil.rmtree(cold, ignore_errors=True)
+    return result
+
+
+def format_first_call(fc: dict) -> str:
+    """One line per case, for the bench's text and the README."""
+    shape = "×".join(map(str, fc.get("shape", ())))
+    lines = [f"first gemm() call of a fresh process, fp32 {shape} (seconds from the call):"]
+    for mode in MODES:
+        r = fc.get(mode)
+        if r is None:
+            continue
+        if "error" in r:
+            lines.append(f"  {mode:<6} not measured ({r['error']})")
+            continue
+        ran = ", ".join(r["first_kernels"]) or "nothing"
+        text = f"  {mode:<6} import {r['import_s']:.2f}, answered in {r['first_s']:.2f} by {ran}"
+        if mode == "quick":
+            text += (f"; the pick ({r['pick']}) ran from {r['pick_s']:.1f}, after {r['calls']} calls"
+                     if r.get("pick_s") is not None else f"; the pick ({r['pick']}) had not run")
+        lines.append(text)
+    return "\n".join(lines)
