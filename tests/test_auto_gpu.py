@@ -78,7 +78,8 @@ def test_the_hot_path_gives_the_same_bits(tables):
     outs = [DeviceArray((m, n)) for _ in range(3)]
     try:
         choice = cute_gemm.gemm_choice(m, n, k)
-        cute_gemm.gemm(dA, dB, out=outs[0])                    # resolves
+        for _ in range(2):       # resolves (a process's first call knows no device count yet)
+            cute_gemm.gemm(dA, dB, out=outs[0])
         assert any(sig[0] == registry.AUTO for sig in resolve.CACHE.hot)
         cute_gemm.run("auto", dA, dB, out=outs[1])             # the hot path
         cute_gemm.run(choice.kernel, dA, dB, out=outs[2])

@@ -9,7 +9,7 @@ interpreter, timed from its start, on fp32 operands already on the device:
   warm    the cache `wait` filled, in another new process: import and first call only
 
 Each child reports `import_s` (import cute_gemm), `first_s` (the first gemm() call, to
-its result on the host side of a synchronize), `first_kernels` (what that call launched),
+the end of a device synchronize after it), `first_kernels` (what that call launched),
 `pick` (gemm_choice's key) and, where it came later, `pick_s` (from the first call until
 a call ran the pick) with `calls` (the calls made by then, one after another).
 """
@@ -32,7 +32,7 @@ t0 = time.perf_counter()
 sys.path[:0] = json.loads(os.environ["CUTE_GEMM_FC_PATH"])
 import numpy as np
 import cute_gemm
-from cute_gemm import registry, resolve
+from cute_gemm import launch, registry, resolve
 from cute_gemm.arrays import DeviceArray
 import_s = time.perf_counter() - t0
 m, n, k = (int(x) for x in sys.argv[1].split("x"))
@@ -40,18 +40,18 @@ rng = np.random.default_rng(0)
 a = DeviceArray.from_host(rng.standard_normal((m, k), dtype=np.float32))
 b = DeviceArray.from_host(rng.standard_normal((k, n), dtype=np.float32))
 out = DeviceArray((m, n))
-out.to_host()
+launch.synchronize()
 pick = cute_gemm.gemm_choice(m, n, k)
 t1 = time.perf_counter()
 cute_gemm.gemm(a, b, out=out)
-out.to_host()
+launch.synchronize()
 first_s = time.perf_counter() - t1
 first = sorted({p.kernel for p in resolve.resolved_launches()})
 hot = lambda: any(s[0] == registry.AUTO for s in resolve.CACHE.hot)
 calls, pick_s = 1, (0.0 if hot() else None)
 while pick_s is None and time.perf_counter() - t1 < float(sys.argv[2]):
     cute_gemm.gemm(a, b, out=out)
-    out.to_host()
+    launch.synchronize()
     calls += 1
     if hot():
         pick_s = time.perf_counter() - t1
