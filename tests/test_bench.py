@@ -883,8 +883,7 @@ FIRST = {"shape": [4096, 4096, 4096],
 
 
 def test_first_call_figures_reach_the_json_the_table_and_the_sweep_summary(tmp_path):
-    from cute_gemm.perf.first_call import format_first_call
-    from cute_gemm.perf.report import sweep_markdown
+    from cute_gemm.perf.report import format_first_call, sweep_markdown
     text = format_first_call(FIRST)
     assert "answered in 1.31 by v9_warptile; the pick (cute_pipelined) ran from 9.4" in text
     assert "answered in 9.90 by cute_pipelined" in text and "warm   not measured (NoDeviceError" in text

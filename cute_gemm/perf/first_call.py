@@ -22,8 +22,9 @@ import subprocess
 import sys
 import tempfile
 
+from .schema import FIRST_CALL_MODES as MODES
+
 FIRST_CALL_SHAPE = (4096, 4096, 4096)
-MODES = ("quick", "wait", "warm")
 
 # the child: one case, one JSON line on stdout
 _CHILD = r"""
@@ -97,23 +98,3 @@ def measure_first_call(shape: tuple[int, int, int] = FIRST_CALL_SHAPE,
     finally:
         shutil.rmtree(cold, ignore_errors=True)
     return result
-
-
-def format_first_call(fc: dict) -> str:
-    """One line per case, for the bench's text and the README."""
-    shape = "×".join(map(str, fc.get("shape", ())))
-    lines = [f"first gemm() call of a fresh process, fp32 {shape} (seconds from the call):"]
-    for mode in MODES:
-        r = fc.get(mode)
-        if r is None:
-            continue
-        if "error" in r:
-            lines.append(f"  {mode:<6} not measured ({r['error']})")
-            continue
-        ran = ", ".join(r["first_kernels"]) or "nothing"
-        text = f"  {mode:<6} import {r['import_s']:.2f}, answered in {r['first_s']:.2f} by {ran}"
-        if mode == "quick":
-            text += (f"; the pick ({r['pick']}) ran from {r['pick_s']:.1f}, after {r['calls']} calls"
-                     if r.get("pick_s") is not None else f"; the pick ({r['pick']}) had not run")
-        lines.append(text)
-    return "\n".join(lines)

@@ -9,9 +9,8 @@ import re
 
 from ..registry import AUTO
 from . import plots as P
-from .first_call import format_first_call
-from .schema import (CUBLAS, CUBLAS_PEER, LAYOUT_TEXT, BenchResult, cublas_label,
-                     pick_ladder_size, write_csv, write_json)
+from .schema import (CUBLAS, CUBLAS_PEER, FIRST_CALL_MODES, LAYOUT_TEXT, BenchResult,
+                     cublas_label, pick_ladder_size, write_csv, write_json)
 from .stats import ratio_summary
 from .sweep import GROUPS, sweep_class
 
@@ -182,6 +181,26 @@ def sweep_markdown(result: BenchResult, source: str | None = None, *, plot: str 
     if source is not None:
         out += [_provenance(result.meta, source), ""]
     return out
+
+
+def format_first_call(fc: dict) -> str:
+    """perf.first_call's figures, one line per case, for the bench's text and the README."""
+    shape = "×".join(map(str, fc.get("shape", ())))
+    lines = [f"first gemm() call of a fresh process, fp32 {shape} (seconds from the call):"]
+    for mode in FIRST_CALL_MODES:
+        r = fc.get(mode)
+        if r is None:
+            continue
+        if "error" in r:
+            lines.append(f"  {mode:<6} not measured ({r['error']})")
+            continue
+        ran = ", ".join(r["first_kernels"]) or "nothing"
+        text = f"  {mode:<6} import {r['import_s']:.2f}, answered in {r['first_s']:.2f} by {ran}"
+        if mode == "quick":
+            text += (f"; the pick ({r['pick']}) ran from {r['pick_s']:.1f}, after {r['calls']} calls"
+                     if r.get("pick_s") is not None else f"; the pick ({r['pick']}) had not run")
+        lines.append(text)
+    return "\n".join(lines)
 
 
 def format_overhead(o: dict) -> str:

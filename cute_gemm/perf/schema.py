@@ -78,6 +78,10 @@ _FLOAT_FIELDS = {"gauge_ratio", "compile_s", "median_ms", "min_ms", "max_ms", "q
 COLUMNS = tuple(f.name for f in fields(Row))
 
 
+# the cases of perf.first_call, in the order they run and are reported
+FIRST_CALL_MODES = ("quick", "wait", "warm")
+
+
 @dataclass
 class BenchResult:
     meta: dict
