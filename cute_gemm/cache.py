@@ -374,37 +374,61 @@ def compile_apart(kernel, arch: str, entries: tuple[str, ...], least: int = 2) -
     worker would run the caller's unguarded __main__ again. Threads asking for the same
     entry points wait for the first one's children and then find them on disk: one set of
     processes, not one per thread."""
-    if not disk_enabled() or not os.path.basename(sys.executable).startswith("python"):
-        return                      # (an embedding host's binary is no interpreter to start)
+    if not _can_start():
+        return
     with _mem_lock:
         key = (kernel.name, _compile.normalize_arch(arch), tuple(entries))
         lock = _apart_locks.setdefault(key, threading.Lock())
     with lock:
-        _start_apart(kernel, arch, entries, least)
+        todo = _not_on_disk(kernel, arch, entries)
+        workers = default_workers()
+        if len(todo) < least or (least > 1 and len(todo) > workers):
+            return
+        for i in range(0, len(todo), workers):
+            batch = todo[i:i + workers]
+            running = _spawn(kernel, arch, batch)
+            for p in running:
+                p.wait()
+            if len(running) < len(batch):       # no interpreter to start: the caller
+                return                          # compiles in-process
 
 
-def _start_apart(kernel, arch: str, entries: tuple[str, ...], least: int) -> None:
-    todo = [e for e in entries if lookup(kernel, arch, entries=(e,)) is None]
-    workers = default_workers()
-    if len(todo) < least or (least > 1 and len(todo) > workers):
-        return
+def spawn_apart(kernel, arch: str, entries: tuple[str, ...]) -> list:
+    """compile_apart's first round started, not waited for: the children (subprocess.Popen)
+    compiling those of `entries` not on disk, at most default_workers() of them; none where
+    compile_apart would start none. A background compile (resolve.Loaded.ready) starts them
+    in the calling thread, so that they run to the end even if this process exits first."""
+    if not _can_start():
+        return []
+    return _spawn(kernel, arch, _not_on_disk(kernel, arch, entries)[:default_workers()])
+
+
+def _can_start() -> bool:
+    # the disk level is how a child hands its cubin back; an embedding host's binary
+    # (uwsgi, or none) is no interpreter to start
+    return disk_enabled() and os.path.basename(sys.executable).startswith("python")
+
+
+def _not_on_disk(kernel, arch: str, entries) -> list[str]:
+    return [e for e in entries if lookup(kernel, arch, entries=(e,)) is None]
+
+
+def _spawn(kernel, arch: str, entries) -> list:
+    """One compile_apart child per entry point, started; those that could be."""
     import subprocess               # here: `import cute_gemm` stays without it (6 ms)
     env = dict(os.environ, CUTE_GEMM_APART_PATH=json.dumps([p for p in sys.path if p]))
     directory = str(cache_dir())
-    for i in range(0, len(todo), workers):
-        running: list = []
-        try:
-            for e in todo[i:i + workers]:
-                running.append(subprocess.Popen(
-                    [sys.executable, "-c", _APART, kernel.name, _compile.normalize_arch(arch),
-                     directory, e],
-                    env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL))
-        except OSError:             # no interpreter to start: the caller compiles in-process
-            return
-        finally:
-            for p in running:
-                p.wait()
+    running: list = []
+    try:
+        for e in entries:
+            running.append(subprocess.Popen(
+                [sys.executable, "-c", _APART, kernel.name, _compile.normalize_arch(arch),
+                 directory, e],
+                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL))
+    except OSError:
+        pass
+    return running
 
 
 class Prefetch:

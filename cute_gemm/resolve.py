@@ -192,15 +192,21 @@ class Loaded:
         if start:
             with _behind_lock:
                 if key not in _behind:
-                    t = _behind[key] = _Behind(target=self._compile_behind, args=(group,),
+                    children = cache.spawn_apart(k, arch, group)
+                    t = _behind[key] = _Behind(target=self._compile_behind,
+                                               args=(group, children),
                                                name=f"cute_gemm compile {k.name} {' '.join(group)}")
                     t.start()
         return False
 
-    def _compile_behind(self, group: tuple[str, ...]) -> None:
+    def _compile_behind(self, group: tuple[str, ...], children: list) -> None:
         # each entry point in a child process of its own (this process's NVRTC stays free
-        # for the stand-in's compiles), in-process where no child can run (no disk level)
+        # for the stand-in's compiles): the children ready() started, then any left (more
+        # entry points than workers, or a child that failed); in-process where no child
+        # can run (no disk level)
         try:
+            for p in children:
+                p.wait()
             cache.compile_apart(self.kernel, self.arch, group, least=1)
             for e in group:
                 self.cubin_of(e, group)
