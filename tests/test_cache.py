@@ -532,3 +532,30 @@ def test_background_children_finish_into_the_disk_after_the_caller_exits(tmp_cac
     while cache.lookup(k, "sm_80", entries=group) is None and time.monotonic() < deadline:
         time.sleep(0.2)
     assert cache.lookup(k, "sm_80", entries=group) is not None
+
+
+def test_threads_racing_on_a_cold_launch_begin_one_background_compile(tmp_cache, monkeypatch):
+    """Eight threads whose first calls find the same launch uncompiled at once: one set of
+    children and one background thread for it; every thread is told to use the stand-in
+    meanwhile, and all find it ready after."""
+    from cute_gemm import resolve
+    k = registry.get("v4_float4")
+    group = (k.entries[0],)
+    spawned = []
+    real = cache.spawn_apart
+    monkeypatch.setattr(cache, "spawn_apart", lambda *a: spawned.append(a) or real(*a))
+    loaded = [resolve.Loaded(k, 0, "sm_80", 0) for _ in range(8)]      # (two devices' worth)
+    barrier = threading.Barrier(8)
+    said = []
+
+    def call(lk):
+        barrier.wait()
+        said.append(lk.ready(group))
+    threads = [threading.Thread(target=call, args=(lk,)) for lk in loaded]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert said == [False] * 8 and len(spawned) == 1
+    assert resolve.wait_for_compiles(300) and all(lk.ready(group) for lk in loaded)
+    assert len(spawned) == 1
