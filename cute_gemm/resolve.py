@@ -172,10 +172,10 @@ class Loaded:
     def ready(self, group: tuple[str, ...], start: bool = True) -> bool:
         """True when the entry points of `group` (one launch's, launch_entries) can be had
         without compiling: held, or cached in memory or on disk; or when their background
-        compile has ended (the caller's function() then compiles whatever it left missing,
-        raising its error where the call sees it). Else, with `start`, begins that compile
-        in the background, once per kernel, target and group (gemm()'s stand-in runs
-        meanwhile, auto.stand_in), and returns False."""
+        compile failed (the caller's function() then compiles them, raising its error where
+        the call sees it). Else, with `start`, begins that compile in the background, once
+        per kernel, target and group (gemm()'s stand-in runs meanwhile, auto.stand_in), and
+        returns False."""
         if all(e in self.cubins for e in group):
             return True
         key = (self.kernel.name, self.arch, group)
@@ -193,9 +193,9 @@ class Loaded:
             with _behind_lock:
                 if key not in _behind:
                     children = cache.spawn_apart(k, arch, group)
-                    t = _behind[key] = _Behind(target=self._compile_behind,
-                                               args=(group, children),
-                                               name=f"cute_gemm compile {k.name} {' '.join(group)}")
+                    t = _behind[key] = _Behind(
+                        target=self._compile_behind, args=(group, children),
+                        name=f"cute_gemm compile {k.name} {' '.join(group)}")
                     t.start()
         return False
 
