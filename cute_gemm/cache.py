@@ -85,7 +85,7 @@ def cache_key(kernel, arch: str, source: str, opts: list[str]) -> str:
         "headers": [h.fingerprint for h in paths.header_dirs()],
         "options": keyed_opts,
         "arch": arch,
-        "nvrtc": list(_compile.nvrtc_version()),
+        "nvrtc": list(_compile.nvrtc_key_version()),
     }
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
 import time
 from dataclasses import dataclass
 
@@ -32,6 +33,18 @@ def nvrtc_version() -> tuple[int, int]:
     err, major, minor = nvrtc.nvrtcVersion()
     _check(nvrtc, err, "nvrtcVersion")
     return (major, minor)
+
+
+@functools.lru_cache(maxsize=None)
+def nvrtc_key_version() -> tuple[int, int]:
+    """The NVRTC version a cache key names: nvrtc_version()'s answer, read from pip's NVRTC
+    wheel where that is certain (paths.nvrtc_wheel_version) so that a cache hit does not
+    load NVRTC. Fixed at its first answer: a process's keys never change under it."""
+    if "cuda.bindings.nvrtc" not in sys.modules:
+        v = paths.nvrtc_wheel_version()
+        if v is not None:
+            return v
+    return nvrtc_version()
 
 
 def _check(nvrtc, err, what: str) -> None:

@@ -12,6 +12,7 @@ import hashlib
 import importlib.util
 import os
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -147,3 +148,51 @@ def header_dirs() -> tuple[HeaderDir, ...]:
                 f"(pip install cute_gemm pulls it in) or set {env} to an include folder")
         out.append(HeaderDir(role, p, f"pkg:{dist}=={_wheel_version(dist, p)}"))
     return tuple(out)
+
+
+# pip's NVRTC: the wheel of each CUDA major version, and where it puts libnvrtc
+_NVRTC_WHEELS = {13: ("nvidia_cuda_nvrtc", "nvidia/cu13/lib/libnvrtc.so.13"),
+                 12: ("nvidia_cuda_nvrtc_cu12", "nvidia/cuda_nvrtc/lib/libnvrtc.so.12")}
+
+
+def _dist_versions(stem: str) -> list[tuple[Path, str]]:
+    """(folder, version) of each STEM-VERSION.dist-info in the sys.path folders, in order."""
+    out = []
+    for entry in sys.path:
+        d = Path(entry or ".")
+        for info in d.glob(f"{stem}-*.dist-info") if d.is_dir() else ():
+            out.append((d, info.name[len(stem) + 1:-len(".dist-info")]))
+    return out
+
+
+def _maps_libnvrtc() -> bool | None:
+    """Whether a libnvrtc is mapped into this process (None: cannot tell)."""
+    try:
+        with open("/proc/self/maps") as f:
+            return "libnvrtc" in f.read()
+    except OSError:
+        return None
+
+
+def nvrtc_wheel_version() -> tuple[int, int] | None:
+    """(major, minor) of the NVRTC that cuda.bindings will load, from pip's wheel of it,
+    without loading it (which also imports cuda.pathfinder: ~80 ms of a warm first call on
+    the GPU host). Only where that is certain: no libnvrtc mapped into this process yet
+    (cuda.pathfinder would take that one), and exactly one nvidia-cuda-nvrtc wheel of
+    cuda-bindings' major version, with its libnvrtc beside it on sys.path (pathfinder's
+    next place to look). Else None, and the caller loads NVRTC to ask it."""
+    if _maps_libnvrtc() is not False:
+        return None
+    bindings = _dist_versions("cuda_bindings")
+    if not bindings:
+        return None
+    major = int(bindings[0][1].split(".")[0])
+    stem, lib = _NVRTC_WHEELS.get(major, (None, None))
+    found = [(d, v) for d, v in _dist_versions(stem)] if stem else []
+    if len(found) != 1 or not (found[0][0] / lib).is_file():
+        return None
+    parts = found[0][1].split(".")
+    if int(parts[0]) != major:
+        return None
+    return major, int(parts[1])
+

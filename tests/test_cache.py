@@ -59,7 +59,7 @@ def test_key_covers_headers_and_nvrtc_version(tmp_cache, monkeypatch):
     monkeypatch.setattr(paths, "header_dirs", lambda: bumped)
     assert cache.cache_key(NAIVE, "sm_90", src, opts) != k0         # header version
     monkeypatch.setattr(paths, "header_dirs", lambda: real)
-    monkeypatch.setattr(comp, "nvrtc_version", lambda: (99, 9))
+    monkeypatch.setattr(comp, "nvrtc_key_version", lambda: (99, 9))
     assert cache.cache_key(NAIVE, "sm_90", src, opts) != k0         # NVRTC version
     monkeypatch.setattr(cache, "_include_digest", lambda: "different")
     assert cache.cache_key(NAIVE, "sm_90", src, opts) != k0         # our include/
@@ -559,3 +559,35 @@ def test_threads_racing_on_a_cold_launch_begin_one_background_compile(tmp_cache,
     assert said == [False] * 8 and len(spawned) == 1
     assert resolve.wait_for_compiles(300) and all(lk.ready(group) for lk in loaded)
     assert len(spawned) == 1
+
+
+def test_the_key_names_nvrtcs_own_version_without_loading_it(monkeypatch, tmp_path):
+    """A cache key's NVRTC version is NVRTC's own answer; read from pip's wheel (no NVRTC
+    load, no cuda.pathfinder import) only where no other NVRTC can be the one loaded."""
+    from cute_gemm import compile as comp, paths
+    code = ("import sys; from cute_gemm import compile as c; v = c.nvrtc_key_version(); "
+            "print(v, 'cuda.bindings.nvrtc' in sys.modules, v == c.nvrtc_version())")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out[-2:] == ["False", "True"]        # the wheel's answer, NVRTC not loaded, equal
+    site = tmp_path / "site"
+    (site / "nvidia" / "cu13" / "lib").mkdir(parents=True)
+    (site / "nvidia" / "cu13" / "lib" / "libnvrtc.so.13").write_bytes(b"")
+    for name in ("cuda_bindings-13.3.1", "nvidia_cuda_nvrtc-13.0.88"):
+        (site / f"{name}.dist-info").mkdir()
+    monkeypatch.setattr(sys, "path", [str(site)])
+    monkeypatch.setattr(paths, "_maps_libnvrtc", lambda: False)
+    assert paths.nvrtc_wheel_version() == (13, 0)
+    monkeypatch.setattr(paths, "_maps_libnvrtc", lambda: True)    # another NVRTC is loaded
+    assert paths.nvrtc_wheel_version() is None
+    monkeypatch.setattr(paths, "_maps_libnvrtc", lambda: None)    # cannot tell
+    assert paths.nvrtc_wheel_version() is None
+    monkeypatch.setattr(paths, "_maps_libnvrtc", lambda: False)
+    other = tmp_path / "other"
+    (other / "nvidia_cuda_nvrtc-13.1.0.dist-info").mkdir(parents=True)
+    monkeypatch.setattr(sys, "path", [str(site), str(other)])      # two: not certain
+    assert paths.nvrtc_wheel_version() is None
+    monkeypatch.setattr(sys, "path", [str(site)])
+    (site / "nvidia" / "cu13" / "lib" / "libnvrtc.so.13").unlink()  # no library beside it
+    assert paths.nvrtc_wheel_version() is None
