@@ -343,10 +343,12 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     swap = swapped(k, m, n, pick.transposed)
     ops = oriented(swap, {"a": A, "b": B, "c": T})
     variant, copies = choose(k, ops, precision, T.dtype)
-    if stand_in is not None and not _pick_ready(lk, launch_entries(k, variant), stream):
-        gemm_device(stand_in, A, B, C, T, alpha, beta, stream, ordinal, precision)
-        lk.ready(launch_entries(k, variant))    # begins the compile, after the stand-in's own
-        return None
+    if stand_in is not None:
+        group = launch_entries(k, variant)
+        if not _pick_ready(lk, group, stream):
+            gemm_device(stand_in, A, B, C, T, alpha, beta, stream, ordinal, precision)
+            lk.ready(group)                     # begins the compile, after the stand-in's own
+            return None
     owned: list = []
     try:
         for r in copies:

@@ -188,11 +188,10 @@ def nvrtc_wheel_version() -> tuple[int, int] | None:
         return None
     major = int(bindings[0][1].split(".")[0])
     stem, lib = _NVRTC_WHEELS.get(major, (None, None))
-    found = [(d, v) for d, v in _dist_versions(stem)] if stem else []
+    found = _dist_versions(stem) if stem else []
     if len(found) != 1 or not (found[0][0] / lib).is_file():
         return None
     parts = found[0][1].split(".")
     if int(parts[0]) != major:
         return None
     return major, int(parts[1])
-
