@@ -156,11 +156,15 @@ _NVRTC_WHEELS = {13: ("nvidia_cuda_nvrtc", "nvidia/cu13/lib/libnvrtc.so.13"),
 
 
 def _dist_versions(stem: str) -> list[tuple[Path, str]]:
-    """(folder, version) of each STEM-VERSION.dist-info in the sys.path folders, in order."""
-    out = []
+    """(folder, version) of each STEM-VERSION.dist-info in the sys.path folders, in order;
+    a folder named twice on sys.path (PYTHONPATH repeating site-packages) counts once."""
+    out, seen = [], set()
     for entry in sys.path:
         d = Path(entry or ".")
-        for info in d.glob(f"{stem}-*.dist-info") if d.is_dir() else ():
+        if not d.is_dir() or (real := os.path.realpath(d)) in seen:
+            continue
+        seen.add(real)
+        for info in d.glob(f"{stem}-*.dist-info"):
             out.append((d, info.name[len(stem) + 1:-len(".dist-info")]))
     return out
 

@@ -5,6 +5,9 @@
 # travels there: same NVRTC 13.0 and header wheels, same keys).
 OUT="${OUT:-/tmp/cute_gemm_out}"; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
+# the host sets PYTHONDONTWRITEBYTECODE: every fresh interpreter would compile cute_gemm from
+# source, which no installed copy does, and first-call figures would carry it
+unset PYTHONDONTWRITEBYTECODE; export PYTHONPYCACHEPREFIX=/tmp/cute_gemm_pycache
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl || { echo "wheel install failed"; exit 1; }
 export PYTHONPATH="/tmp/site:$PWD"

@@ -579,6 +579,9 @@ def test_the_key_names_nvrtcs_own_version_without_loading_it(monkeypatch, tmp_pa
     monkeypatch.setattr(sys, "path", [str(site)])
     monkeypatch.setattr(paths, "_maps_libnvrtc", lambda: False)
     assert paths.nvrtc_wheel_version() == (13, 0)
+    monkeypatch.setattr(sys, "path", [str(site), str(tmp_path / "." / "site"), str(site)])
+    assert paths.nvrtc_wheel_version() == (13, 0)                 # one folder named thrice
+    monkeypatch.setattr(sys, "path", [str(site)])
     monkeypatch.setattr(paths, "_maps_libnvrtc", lambda: True)    # another NVRTC is loaded
     assert paths.nvrtc_wheel_version() is None
     monkeypatch.setattr(paths, "_maps_libnvrtc", lambda: None)    # cannot tell
