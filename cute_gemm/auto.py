@@ -24,7 +24,8 @@ from pathlib import Path
 
 from . import autotable, registry
 from .errors import CuteGemmError, DTypeError, InputError, ShapeLimitError
-from .records import ITEMSIZE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, Pick, cdiv, layout_majors
+from .records import (ITEMSIZE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, UNIT, Pick, cdiv,
+                      layout_majors)
 
 AUTO = registry.AUTO
 TAG = "auto"                       # Kernel.tags: a candidate of the selector
@@ -267,16 +268,23 @@ def waiting():
 
 
 def stand_in(pick: registry.Kernel, precision: str, out_dtype: str,
-             arch_int: int) -> registry.Kernel | None:
-    """The kernel gemm() runs in place of `pick` while pick's entry points compile in the
-    background (first_call() "quick"): the first kernel tagged "quick" that computes
-    `precision` into `out_dtype` on this compute capability. None where the mode is
-    "wait", there is no such kernel, or `pick` is composed of other kernels' launches."""
+             arch_int: int) -> tuple[registry.Kernel, str] | None:
+    """(kernel, the precision it runs) that gemm() runs in place of `pick` while pick's
+    entry points compile in the background (first_call() "quick"): the first kernel tagged
+    "quick" that runs on this compute capability and computes into `out_dtype`, from
+    operands of `precision`'s type, `precision` itself or one judged by no larger a unit
+    roundoff (fp32 for tf32: within tf32's bound, and more). None where the mode is "wait",
+    there is no such kernel, or `pick` is composed of other kernels' launches."""
     if pick.gemm_of is not None or first_call() != "quick":
         return None
-    return next((x for x in registry.kernels()
-                 if QUICK in x.tags and x is not pick and x.computes(precision, out_dtype)
-                 and x.runs_on(arch_int)), None)
+    dtype, unit = PRECISION_DTYPE[precision], UNIT[precision]
+    for x in registry.kernels():
+        if QUICK not in x.tags or x is pick or not x.runs_on(arch_int):
+            continue
+        for p in (precision, *PRECISIONS):
+            if PRECISION_DTYPE[p] == dtype and UNIT[p] <= unit and x.computes(p, out_dtype):
+                return x, p
+    return None
 
 
 # ---- for api and users -------------------------------------------------------------------------

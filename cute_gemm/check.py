@@ -25,10 +25,9 @@ import numpy as np
 from . import auto, registry
 from .arrays import narrow, widen
 from .errors import CuteGemmError, ShapeLimitError
-from .records import FP32_ACCURATE, PRECISION_DTYPE, PRECISIONS
+from .records import FP32_ACCURATE, PRECISION_DTYPE, PRECISIONS, UNIT
 
-EPS = float(np.finfo(np.float32).eps)
-UNIT = {"fp32": EPS, "fp32_3xtf32": EPS, "tf32": 2.0**-11, "fp16": 2.0**-11, "bf16": 2.0**-8}
+EPS = UNIT["fp32"]                  # float32's machine epsilon
 THRESHOLD = 16.0
 DEFAULT_SHAPES = ((1, 1, 1), (129, 67, 33), (257, 383, 129), (1000, 1300, 700))
 

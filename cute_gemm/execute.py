@@ -280,8 +280,8 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     """T = alpha * A @ B + beta * C on the device (C may be T itself, or None) in
     `precision` (A and B of its type; C of T's). pick: gemm()'s table pick (records.Pick):
     on the transposed problem C^T = B^T A^T (resolve.swapped decides what each launch
-    computes), with split_k CTAs per tile (resolve). stand_in: a kernel that runs the call
-    instead (as planned) while k's entry points for it compile in the background
+    computes), with split_k CTAs per tile (resolve). stand_in: (kernel, precision) that runs
+    the call instead (as planned) while k's entry points for it compile in the background
     (auto.stand_in; Loaded.ready). Returns (key, launcher) of the CACHE.launches entry the
     call went through, or None (always None from a stand-in: run()'s signature hot path
     must not keep it)."""
@@ -346,7 +346,8 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     if stand_in is not None:
         group = launch_entries(k, variant)
         if not _pick_ready(lk, group, stream):
-            gemm_device(stand_in, A, B, C, T, alpha, beta, stream, ordinal, precision)
+            quick, quick_precision = stand_in
+            gemm_device(quick, A, B, C, T, alpha, beta, stream, ordinal, quick_precision)
             lk.ready(group)                     # begins the compile, after the stand-in's own
             return None
     owned: list = []

@@ -40,7 +40,7 @@ def cdiv(a: int, b: int) -> int:
 # ladder's; "tf32" reads float32 operands and multiplies them on tensor cores with 10
 # mantissa bits (asked for by name, never the default); "bf16"/"fp16" read 16-bit operands;
 # "fp32_3xtf32" reads float32 operands, splits each into two tf32 parts and sums three tf32
-# products (big·big + big·small + small·big): held to fp32's gauge (check.UNIT), so it stands
+# products (big·big + big·small + small·big): held to fp32's gauge (UNIT), so it stands
 # in for fp32 on a kernel that offers nothing else (api._precision). Every precision
 # accumulates in float32.
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp32_3xtf32")
@@ -49,6 +49,10 @@ PRECISION_DTYPE = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp
 # precisions held to the fp32 gauge besides fp32 itself: taken for float32 operands without
 # being named when the kernel offers no fp32 (tf32, at 2^-11, is never taken unnamed)
 FP32_ACCURATE = ("fp32_3xtf32",)
+# the unit roundoff each precision's results are judged with (check.unit; fp32: float32's
+# machine epsilon): a precision of no larger unit can answer for it (auto.stand_in)
+UNIT = {"fp32": 2.0**-23, "fp32_3xtf32": 2.0**-23, "tf32": 2.0**-11, "fp16": 2.0**-11,
+        "bf16": 2.0**-8}
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 

@@ -388,8 +388,8 @@ def test_a_pick_still_compiling_gives_the_call_to_the_stand_in_and_never_the_hot
     events = _stub(monkeypatch)
     monkeypatch.delenv("CUTE_GEMM_FIRST_CALL", raising=False)
     events.compiling = frozenset({"cute_pipelined"})
-    quick = auto.stand_in(registry.get("cute_pipelined"), "fp32", "float32", 90)
-    assert quick is not None and auto.QUICK in quick.tags
+    quick, _ = auto.stand_in(registry.get("cute_pipelined"), "fp32", "float32", 90)
+    assert auto.QUICK in quick.tags
     m, n, k = 300, 260, 96
     a, b, c = (stub_driver.Dev((m, k), 0x1000000), stub_driver.Dev((k, n), 0x2000000),
                stub_driver.Dev((m, n), 0x3000000))
@@ -420,13 +420,35 @@ def test_a_pick_still_compiling_gives_the_call_to_the_stand_in_and_never_the_hot
         cute_gemm.gemm(a2, b, out=c2)               # (a new signature: off the hot path)
 
 
+def test_a_tf32_call_whose_pick_compiles_runs_the_stand_in_in_fp32(monkeypatch):
+    """tf32 reads float32 operands: while its tensor-core pick compiles, the quick kernel
+    answers in fp32 (a smaller unit roundoff than tf32's); then the pick runs in tf32."""
+    events = _stub(monkeypatch)
+    monkeypatch.delenv("CUTE_GEMM_FIRST_CALL", raising=False)
+    m, n, k = 300, 260, 96
+    choice = cute_gemm.gemm_choice(m, n, k, precision="tf32")
+    pick = registry.get(choice.kernel)
+    assert "tensor-core" in pick.tags or pick.name == "cute_mma_sm80"
+    quick, _ = auto.stand_in(pick, "tf32", "float32", 90)
+    events.compiling = frozenset({pick.name})
+    a, b, c = (stub_driver.Dev((m, k), 0x1000000), stub_driver.Dev((k, n), 0x2000000),
+               stub_driver.Dev((m, n), 0x3000000))
+    cute_gemm.gemm(a, b, out=c, precision="tf32")
+    events.compiling = frozenset()
+    cute_gemm.gemm(a, b, out=c, precision="tf32")
+    got = [e[1] for e in stub_driver.launches(events, "gemm")]
+    fp32 = [v.entry for v in quick.variants if v.precision == "fp32"]
+    tf32 = [v.entry for v in pick.variants if v.precision == "tf32"]
+    assert got[0] in fp32 and got[1:] and all(e in tf32 for e in got[1:])
+
+
 def test_a_capture_runs_the_stand_in_until_the_pick_is_loaded(monkeypatch):
     """Inside a graph capture no module may be loaded: a call whose pick is compiled but
     not loaded yet runs the stand-in (loaded by a call before the capture); once a call
     outside the capture has run the pick, captures run it too."""
     events = _stub(monkeypatch)
     monkeypatch.delenv("CUTE_GEMM_FIRST_CALL", raising=False)
-    quick = auto.stand_in(registry.get("cute_pipelined"), "fp32", "float32", 90)
+    quick, _ = auto.stand_in(registry.get("cute_pipelined"), "fp32", "float32", 90)
     m, n, k = 300, 260, 96
     a, b = stub_driver.Dev((m, k), 0x1000000), stub_driver.Dev((k, n), 0x2000000)
     outs = [stub_driver.Dev((m, n), 0x3000000 + (i << 20)) for i in range(3)]
@@ -448,10 +470,14 @@ def test_a_capture_runs_the_stand_in_until_the_pick_is_loaded(monkeypatch):
 def test_the_stand_in_and_when_there_is_none(monkeypatch):
     monkeypatch.delenv("CUTE_GEMM_FIRST_CALL", raising=False)
     pick = registry.get("cute_pipelined")
-    quick = auto.stand_in(pick, "fp32", "float32", 90)
-    assert quick.name == "v9_warptile" and quick.gemm_of is None
+    quick, precision = auto.stand_in(pick, "fp32", "float32", 90)
+    assert quick.name == "v9_warptile" and quick.gemm_of is None and precision == "fp32"
     assert [x.name for x in registry.kernels() if auto.QUICK in x.tags] == [quick.name]
     assert auto.stand_in(quick, "fp32", "float32", 90) is None           # not itself
+    # tf32 takes fp32 (float32 operands, a smaller unit roundoff); 16-bit operands have none
+    assert auto.stand_in(registry.get("cute_wgmma_ws"), "tf32", "float32", 90) == (quick, "fp32")
+    assert auto.stand_in(registry.get("cute_mma_sm80"), "tf32", "float32", 80) == (quick, "fp32")
+    assert auto.stand_in(registry.get("cute_wgmma_ws"), "tf32", "bfloat16", 90) is None
     assert auto.stand_in(registry.get("cute_wgmma_ws"), "bf16", "float32", 90) is None
     assert auto.stand_in(registry.get("cute_3xtf32"), "fp32_3xtf32", "float32", 90) is None
     with auto.waiting():

@@ -13,7 +13,7 @@ import cute_gemm
 from cute_gemm import autotable, launch, registry, resolve
 from cute_gemm.arrays import DeviceArray
 from cute_gemm.autotable import Measured, Table
-from cute_gemm.check import cross_check, gauge_ratio, reference
+from cute_gemm.check import cross_check, gauge_ratio, reference, unit
 
 pytestmark = pytest.mark.gpu
 
@@ -127,10 +127,12 @@ def test_a_transposed_pick_in_place_and_from_numpy(tables):
             x.close()
 
 
-def test_a_cold_first_call_runs_the_stand_in_then_the_pick(tmp_cache, monkeypatch):
+@pytest.mark.parametrize("precision", ["fp32", "tf32"])
+def test_a_cold_first_call_runs_the_stand_in_then_the_pick(tmp_cache, monkeypatch, precision):
     """Nothing cached, CUTE_GEMM_FIRST_CALL unset: gemm() answers at once with the quick
-    kernel (run()'s bits of it, within the gauge) while the pick compiles in the
-    background; after wait_for_compiles(), it gives the pick's bits and goes hot."""
+    kernel (run()'s bits of it in fp32, within the gauge of the precision asked for)
+    while the pick compiles in the background; after wait_for_compiles(), it gives the
+    pick's bits and goes hot."""
     monkeypatch.delenv("CUTE_GEMM_FIRST_CALL", raising=False)
     cute_gemm.clear_caches()
     rng = np.random.default_rng(3)
@@ -139,23 +141,23 @@ def test_a_cold_first_call_runs_the_stand_in_then_the_pick(tmp_cache, monkeypatc
     dA, dB = DeviceArray.from_host(a), DeviceArray.from_host(b)
     outs = [DeviceArray.from_host(np.full((m, n), np.nan, np.float32)) for _ in range(4)]
     try:
-        choice = cute_gemm.gemm_choice(m, n, k)
-        quick = cute_gemm.auto.stand_in(registry.get(choice.kernel), "fp32", "float32",
-                                        launch.device_info().arch_int)
-        assert quick is not None
-        cute_gemm.gemm(dA, dB, out=outs[0])
-        cute_gemm.run(quick.name, dA, dB, out=outs[1])
+        choice = cute_gemm.gemm_choice(m, n, k, precision=precision)
+        quick, quick_precision = cute_gemm.auto.stand_in(
+            registry.get(choice.kernel), precision, "float32", launch.device_info().arch_int)
+        assert quick_precision == "fp32"
+        cute_gemm.gemm(dA, dB, out=outs[0], precision=precision)
+        cute_gemm.run(quick.name, dA, dB, out=outs[1], precision="fp32")
         assert not any(sig[0] == registry.AUTO for sig in resolve.CACHE.hot)
         assert not any(p.kernel == choice.kernel for p in resolve.resolved_launches())
         assert cute_gemm.wait_for_compiles(600)
-        cute_gemm.gemm(dA, dB, out=outs[2])
+        cute_gemm.gemm(dA, dB, out=outs[2], precision=precision)
         assert any(sig[0] == registry.AUTO for sig in resolve.CACHE.hot)
-        cute_gemm.api.run_choice(choice, dA, dB, out=outs[3])
+        cute_gemm.api.run_choice(choice, dA, dB, out=outs[3], precision=precision)
         got = [o.to_host() for o in outs]
         assert got[0].tobytes() == got[1].tobytes() and got[2].tobytes() == got[3].tobytes()
         ref, gauge = reference(a, b, None, 1.0, 0.0)
-        for g in (got[0], got[2]):
-            assert gauge_ratio(g, ref, gauge).max() < 16
+        assert gauge_ratio(got[0], ref, gauge).max() < 16                   # fp32's bound
+        assert gauge_ratio(got[2], ref, gauge, unit(precision)).max() < 16
     finally:
         for x in [dA, dB] + outs:
             x.close()
