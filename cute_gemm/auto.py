@@ -271,9 +271,11 @@ def stand_in(pick: registry.Kernel, precision: str, out_dtype: str,
              arch_int: int) -> tuple[registry.Kernel, str] | None:
     """(kernel, the precision it runs) that gemm() runs in place of `pick` while pick's
     entry points compile in the background (first_call() "quick"): the first kernel tagged
-    "quick" that runs on this compute capability and computes into `out_dtype`, from
-    operands of `precision`'s type, `precision` itself or one judged by no larger a unit
-    roundoff (fp32 for tf32: within tf32's bound, and more). None where the mode is "wait",
+    "quick" that runs on this compute capability and computes `precision` itself or one
+    judged by no larger a unit roundoff (fp32 for tf32, bf16 and fp16: within their
+    bounds, and more), from operands of that precision's type, which holds the call's
+    exactly (16-bit operands widened to float32), into `out_dtype` or float32 (rounded
+    into it once, as the pick rounds its float32 sums). None where the mode is "wait",
     there is no such kernel, or `pick` is composed of other kernels' launches."""
     if pick.gemm_of is not None or first_call() != "quick":
         return None
@@ -282,7 +284,8 @@ def stand_in(pick: registry.Kernel, precision: str, out_dtype: str,
         if QUICK not in x.tags or x is pick or not x.runs_on(arch_int):
             continue
         for p in (precision, *PRECISIONS):
-            if PRECISION_DTYPE[p] == dtype and UNIT[p] <= unit and x.computes(p, out_dtype):
+            if (PRECISION_DTYPE[p] in (dtype, "float32") and UNIT[p] <= unit
+                    and (x.computes(p, out_dtype) or x.computes(p, "float32"))):
                 return x, p
     return None
 

@@ -13,14 +13,15 @@ import warnings
 from . import launch, registry
 from .kernel_args import packed
 from .arrays import Operand
-from .errors import CaptureError, PrecisionFallbackWarning
-from .records import AS_PLANNED, Pick
-from .resolve import (CACHE, UTIL, UTIL_ENTRY, choose, copy_target, launch_entries, loaded,
-                      oriented, resolve, swapped)
+from .errors import CaptureError, CudaError, PrecisionFallbackWarning
+from .records import AS_PLANNED, PRECISION_DTYPE, Pick
+from .resolve import (CACHE, UTIL, UTIL_CONVERT, UTIL_ENTRY, choose, copy_target,
+                      launch_entries, loaded, oriented, resolve, swapped)
 
 
-def _util_fn(ordinal: int, dtype: str) -> launch.Function:
-    return loaded(UTIL, ordinal).function(UTIL_ENTRY[dtype])
+def _util_fn(ordinal: int, dtype: str, src_dtype: str | None = None) -> launch.Function:
+    entry = (UTIL_ENTRY[dtype] if src_dtype in (None, dtype) else UTIL_CONVERT[src_dtype, dtype])
+    return loaded(UTIL, ordinal).function(entry)
 
 
 def _sub(op: Operand | None, i0: int, j0: int, rows: int, cols: int) -> Operand | None:
@@ -45,13 +46,14 @@ def _padded(op: Operand) -> tuple[int, int]:
 
 def _scale2d(ordinal: int, stream: int, s: float, src: Operand | None, dst: Operand,
              pad: bool = False) -> None:
-    """dst = s * src (src None or s == 0: zeros), both of dst's element type. pad: also zero
-    dst's pad, between its contiguous extent and its leading dimension."""
+    """dst = s * src (src None or s == 0: zeros), src of dst's element type, or one
+    resolve.UTIL_CONVERT converts from. pad: also zero dst's pad, between its contiguous
+    extent and its leading dimension."""
     m, n = dst.shape
     if m * n == 0:
         return
     wm, wn = _padded(dst) if pad else (m, n)
-    f = _util_fn(ordinal, dst.dtype)
+    f = _util_fn(ordinal, dst.dtype, src.dtype if src is not None else None)
     mc, nc, _ = UTIL.launch_extents(wm, wn, 1)
     for i0, r in _pieces(wm, mc):
         for j0, c in _pieces(wn, nc):
@@ -274,6 +276,36 @@ def _pick_ready(lk, group: tuple[str, ...], stream: int) -> bool:
     return lk.ready(group, start=False)
 
 
+def _stand_in(stand_in, A: Operand, B: Operand, C: Operand | None, T: Operand, alpha: float,
+              beta: float, stream: int, ordinal: int) -> bool:
+    """The call run by gemm()'s stand-in (auto.stand_in: kernel, precision): on A and B as
+    they are where they have that precision's type, else on copies widened to it (exact),
+    into T, or where the kernel writes only float32 and T is 16-bit, into a float32 copy
+    rounded into T once. False where that scratch cannot be had: the call then waits for
+    its pick, as it would without a stand-in."""
+    quick, precision = stand_in
+    dtype = PRECISION_DTYPE[precision]
+    owned: list = []
+    try:
+        try:
+            A2, B2 = (X if X.dtype == dtype else _temp(X.shape, dtype, ordinal, stream, owned)
+                      for X in (A, B))
+            W = (T if quick.computes(precision, T.dtype) else
+                 _temp(T.shape, "float32", ordinal, stream, owned))
+        except CudaError:
+            return False
+        for X, X2 in ((A, A2), (B, B2), (C, W if W is not T else None)):
+            if X is not None and X2 is not None and X2 is not X:
+                _scale2d(ordinal, stream, 1.0, X, X2)
+        gemm_device(quick, A2, B2, C if W is T else W if C is not None else None, W, alpha,
+                    beta, stream, ordinal, precision)
+        if W is not T:
+            _scale2d(ordinal, stream, 1.0, W, T)
+        return True
+    finally:
+        _release(owned, stream)
+
+
 def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
                 alpha: float, beta: float, stream: int, ordinal: int, precision: str = "fp32",
                 pick: Pick = AS_PLANNED, stand_in=None):
@@ -346,10 +378,9 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     if stand_in is not None:
         group = launch_entries(k, variant)
         if not _pick_ready(lk, group, stream):
-            quick, quick_precision = stand_in
-            gemm_device(quick, A, B, C, T, alpha, beta, stream, ordinal, quick_precision)
-            lk.ready(group)                     # begins the compile, after the stand-in's own
-            return None
+            if _stand_in(stand_in, A, B, C, T, alpha, beta, stream, ordinal):
+                lk.ready(group)                 # begins the compile, after the stand-in's own
+                return None
     owned: list = []
     try:
         for r in copies:

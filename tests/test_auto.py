@@ -12,7 +12,7 @@ import pytest
 
 import cute_gemm
 import stub_driver
-from cute_gemm import api, auto, autotable, launch, records, registry, resolve
+from cute_gemm import api, auto, autotable, execute, launch, records, registry, resolve
 from cute_gemm.autotable import Measured, Table
 from cute_gemm.errors import AutoTableWarning
 from cute_gemm.perf import sweep, tune
@@ -442,6 +442,57 @@ def test_a_tf32_call_whose_pick_compiles_runs_the_stand_in_in_fp32(monkeypatch):
     assert got[0] in fp32 and got[1:] and all(e in tf32 for e in got[1:])
 
 
+@pytest.mark.parametrize("half_out", [False, True])
+def test_a_16_bit_call_whose_pick_compiles_runs_the_stand_in_on_widened_copies(monkeypatch,
+                                                                               half_out):
+    """fp16 operands: while the tensor-core pick compiles, the quick kernel answers in fp32
+    on copies of A and B widened to float32 (exact), into out, or for a float16 out into a
+    float32 copy of C rounded into out once; then the pick runs on the operands themselves.
+    Where those copies cannot be had, the call waits for its pick instead."""
+    events = _stub(monkeypatch)
+    monkeypatch.delenv("CUTE_GEMM_FIRST_CALL", raising=False)
+    m, n, k = 300, 260, 96
+    ob = 2 if half_out else 4
+    a = stub_driver.Dev((m, k), 0x1000000, (2 * k, 2), "<f2")
+    b = stub_driver.Dev((k, n), 0x2000000, (2, 2 * k), "<f2")    # k-major: the pick takes it
+    c = stub_driver.Dev((m, n), 0x3000000, (ob * n, ob), "<f2" if half_out else "<f4")
+    out_dtype = "float16" if half_out else "float32"
+    pick = registry.get(cute_gemm.gemm_choice(m, n, k, layout="nt", precision="fp16",
+                                              out_dtype=out_dtype).kernel)
+    quick, precision = auto.stand_in(pick, "fp16", out_dtype, 90)
+    events.compiling = frozenset({pick.name})
+    cute_gemm.gemm(a, b, c, beta=0.5, out=c)
+    got = stub_driver.launches(events)
+    widen, narrow = resolve.UTIL_CONVERT["float16", "float32"], resolve.UTIL_CONVERT["float32", "float16"]
+    assert [e[1] for e in got] == ([widen] * 3 + [quick.variants[0].entry, narrow] if half_out
+                                   else [widen] * 2 + [quick.variants[0].entry])
+    s = stub_driver.gemm_args(got[-2 if half_out else -1][4])
+    copies = [stub_driver.scale_args(e[4]) for e in got if e[1] in (widen, narrow)]
+    assert [x.src for x in copies[:2]] == [a.ptr, b.ptr] and (s.A, s.B) == tuple(x.dst for x in copies[:2])
+    assert (s.M, s.N, s.K, s.beta) == (m, n, k, 0.5)
+    if half_out:        # C widened into W, the GEMM updates W, W rounded into out
+        assert copies[2].src == c.ptr and s.C == copies[2].dst == copies[3].src != c.ptr
+        assert copies[3].dst == c.ptr
+    else:
+        assert s.C == c.ptr
+    assert any(e[0] == "behind" and e[1] == pick.name for e in events)
+    events.compiling = frozenset()
+    del events[:]
+    cute_gemm.gemm(a, b, c, beta=0.5, out=c)
+    (g,) = stub_driver.launches(events, "gemm")
+    s = stub_driver.gemm_args(g[4])
+    assert g[1] in pick.entries and (s.A, s.B) == (a.ptr, b.ptr)
+    # no scratch for the widened copies: the call compiles its pick and runs it, no stand-in
+    def no_memory(*a, **kw):
+        raise cute_gemm.CudaError("cuMemAllocFromPoolAsync failed: CUDA_ERROR_OUT_OF_MEMORY")
+    monkeypatch.setattr(execute, "_temp", no_memory)
+    events.compiling = frozenset({pick.name})
+    del events[:]
+    cute_gemm.gemm(a, b, c, beta=0.5, out=c)
+    assert [e[1] for e in stub_driver.launches(events)] == [g[1]]
+    assert not any(e[0] == "behind" for e in events)
+
+
 def test_a_capture_runs_the_stand_in_until_the_pick_is_loaded(monkeypatch):
     """Inside a graph capture no module may be loaded: a call whose pick is compiled but
     not loaded yet runs the stand-in (loaded by a call before the capture); once a call
@@ -474,11 +525,13 @@ def test_the_stand_in_and_when_there_is_none(monkeypatch):
     assert quick.name == "v9_warptile" and quick.gemm_of is None and precision == "fp32"
     assert [x.name for x in registry.kernels() if auto.QUICK in x.tags] == [quick.name]
     assert auto.stand_in(quick, "fp32", "float32", 90) is None           # not itself
-    # tf32 takes fp32 (float32 operands, a smaller unit roundoff); 16-bit operands have none
-    assert auto.stand_in(registry.get("cute_wgmma_ws"), "tf32", "float32", 90) == (quick, "fp32")
+    # tf32, bf16 and fp16 take fp32: a smaller unit roundoff, on float32 operands (16-bit
+    # ones widened exactly), into float32 (rounded once into a 16-bit result)
+    ws = registry.get("cute_wgmma_ws")
+    assert auto.stand_in(ws, "tf32", "float32", 90) == (quick, "fp32")
     assert auto.stand_in(registry.get("cute_mma_sm80"), "tf32", "float32", 80) == (quick, "fp32")
-    assert auto.stand_in(registry.get("cute_wgmma_ws"), "tf32", "bfloat16", 90) is None
-    assert auto.stand_in(registry.get("cute_wgmma_ws"), "bf16", "float32", 90) is None
+    for p, out in (("bf16", "float32"), ("bf16", "bfloat16"), ("fp16", "float16")):
+        assert auto.stand_in(ws, p, out, 90) == (quick, "fp32")
     assert auto.stand_in(registry.get("cute_3xtf32"), "fp32_3xtf32", "float32", 90) is None
     with auto.waiting():
         assert auto.first_call() == "wait" and auto.stand_in(pick, "fp32", "float32", 90) is None

@@ -11,7 +11,7 @@ import pytest
 
 import cute_gemm
 from cute_gemm import autotable, launch, registry, resolve
-from cute_gemm.arrays import DeviceArray
+from cute_gemm.arrays import DeviceArray, narrow, widen
 from cute_gemm.autotable import Measured, Table
 from cute_gemm.check import cross_check, gauge_ratio, reference, unit
 
@@ -127,26 +127,33 @@ def test_a_transposed_pick_in_place_and_from_numpy(tables):
             x.close()
 
 
-@pytest.mark.parametrize("precision", ["fp32", "tf32"])
-def test_a_cold_first_call_runs_the_stand_in_then_the_pick(tmp_cache, monkeypatch, precision):
+@pytest.mark.parametrize("precision,dtype,out", [
+    ("fp32", "float32", "float32"), ("tf32", "float32", "float32"),
+    ("bf16", "bfloat16", "float32"), ("fp16", "float16", "float16")])
+def test_a_cold_first_call_runs_the_stand_in_then_the_pick(tmp_cache, monkeypatch, precision,
+                                                           dtype, out):
     """Nothing cached, CUTE_GEMM_FIRST_CALL unset: gemm() answers at once with the quick
-    kernel (run()'s bits of it in fp32, within the gauge of the precision asked for)
-    while the pick compiles in the background; after wait_for_compiles(), it gives the
-    pick's bits (and goes hot where its launch needs no relayout)."""
+    kernel in fp32 (run()'s bits of it on the operands widened to float32, rounded once
+    into a 16-bit result; within the gauge of the precision asked for) while the pick
+    compiles in the background; after wait_for_compiles(), it gives the pick's bits (and
+    goes hot where its launch needs no relayout)."""
     monkeypatch.delenv("CUTE_GEMM_FIRST_CALL", raising=False)
     cute_gemm.clear_caches()
     rng = np.random.default_rng(3)
     m, n, k = 333, 222, 1111
-    a, b = (rng.standard_normal(s, dtype=np.float32) for s in ((m, k), (k, n)))
-    dA, dB = DeviceArray.from_host(a), DeviceArray.from_host(b)
-    outs = [DeviceArray.from_host(np.full((m, n), np.nan, np.float32)) for _ in range(4)]
+    a, b = (widen(narrow(rng.standard_normal(s, dtype=np.float32), dtype), dtype)
+            for s in ((m, k), (k, n)))                      # the values the kernels see
+    dA, dB = (DeviceArray.from_host(x, dtype=dtype) for x in (a, b))
+    wA, wB = DeviceArray.from_host(a), DeviceArray.from_host(b)
+    nan = np.full((m, n), np.nan, np.float32)
+    outs = [DeviceArray.from_host(nan, dtype=out) for _ in range(4)] + [DeviceArray.from_host(nan)]
     try:
-        choice = cute_gemm.gemm_choice(m, n, k, precision=precision)
+        choice = cute_gemm.gemm_choice(m, n, k, precision=precision, out_dtype=out)
         quick, quick_precision = cute_gemm.auto.stand_in(
-            registry.get(choice.kernel), precision, "float32", launch.device_info().arch_int)
+            registry.get(choice.kernel), precision, out, launch.device_info().arch_int)
         assert quick_precision == "fp32"
         cute_gemm.gemm(dA, dB, out=outs[0], precision=precision)
-        cute_gemm.run(quick.name, dA, dB, out=outs[1], precision="fp32")
+        cute_gemm.run(quick.name, wA, wB, out=outs[4], precision="fp32")
         picked = resolve.loaded(registry.get(choice.kernel), launch.current_ordinal())
         assert not any(sig[0] == registry.AUTO for sig in resolve.CACHE.hot)
         assert not picked.functions                                 # the pick has not run
@@ -157,10 +164,12 @@ def test_a_cold_first_call_runs_the_stand_in_then_the_pick(tmp_cache, monkeypatc
             assert any(sig[0] == registry.AUTO for sig in resolve.CACHE.hot)
         cute_gemm.api.run_choice(choice, dA, dB, out=outs[3], precision=precision)
         got = [o.to_host() for o in outs]
-        assert got[0].tobytes() == got[1].tobytes() and got[2].tobytes() == got[3].tobytes()
+        assert got[0].tobytes() == narrow(got[4], out).tobytes()
+        assert got[2].tobytes() == got[3].tobytes()
         ref, gauge = reference(a, b, None, 1.0, 0.0)
-        assert gauge_ratio(got[0], ref, gauge).max() < 16                   # fp32's bound
-        assert gauge_ratio(got[2], ref, gauge, unit(precision)).max() < 16
+        assert gauge_ratio(got[4], ref, gauge).max() < 16                   # fp32's bound
+        for g in (got[0], got[2]):
+            assert gauge_ratio(widen(g, out), ref, gauge, unit(precision, out)).max() < 16
     finally:
-        for x in [dA, dB] + outs:
+        for x in [dA, dB, wA, wB] + outs:
             x.close()

@@ -1,5 +1,6 @@
 // Utility (not a GEMM stage): dst = s * src over an (M,N) matrix with any strides, for
-// float32, float16 and bfloat16 (the product in float32, rounded to nearest even). src is
+// float32, float16 and bfloat16 (the product in float32, rounded to nearest even), and from
+// a 16-bit type to float32 or back (gemm()'s fp32 stand-in for 16-bit calls). src is
 // (MS,NS) <= (M,N): dst's elements outside it are zeroed (the pad of a relayout copy, which
 // an entry fetching whole vectors at a row end reads).
 //
@@ -22,9 +23,9 @@ template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(flo
 
 constexpr int TILE = 32, ROWS = 8;
 
-template <class T>
-__device__ void scale2d_body(int M, int N, int MS, int NS, float s, const T* __restrict__ src, long long ss0,
-                             long long ss1, T* __restrict__ dst, long long ds0, long long ds1) {
+template <class S, class D>
+__device__ void scale2d_body(int M, int N, int MS, int NS, float s, const S* __restrict__ src, long long ss0,
+                             long long ss1, D* __restrict__ dst, long long ds0, long long ds1) {
   __shared__ float tile[TILE][TILE + 1];          // +1: the transposed walk hits 32 banks
   const int m0 = blockIdx.x * TILE, n0 = blockIdx.y * TILE;
   const int tx = threadIdx.x, ty = threadIdx.y;
@@ -40,16 +41,20 @@ __device__ void scale2d_body(int M, int N, int MS, int NS, float s, const T* __r
   for (int j = ty; j < TILE; j += ROWS) {
     int i = dst_m ? tx : j, k = dst_m ? j : tx;
     int m = m0 + i, n = n0 + k;
-    if (m < M && n < N) dst[m * ds0 + n * ds1] = from_f32<T>(tile[i][k]);
+    if (m < M && n < N) dst[m * ds0 + n * ds1] = from_f32<D>(tile[i][k]);
   }
 }
 
-#define CG_SCALE2D(NAME, T)                                                                 \
+#define CG_SCALE2D(NAME, S, D)                                                              \
   CG_ENTRY(NAME, __launch_bounds__(TILE * ROWS),                                            \
-           (int M, int N, int MS, int NS, float s, const T* __restrict__ src, long long ss0, \
-            long long ss1, T* __restrict__ dst, long long ds0, long long ds1), {            \
-    scale2d_body<T>(M, N, MS, NS, s, src, ss0, ss1, dst, ds0, ds1);                         \
+           (int M, int N, int MS, int NS, float s, const S* __restrict__ src, long long ss0, \
+            long long ss1, D* __restrict__ dst, long long ds0, long long ds1), {            \
+    scale2d_body<S, D>(M, N, MS, NS, s, src, ss0, ss1, dst, ds0, ds1);                      \
   })
-CG_SCALE2D(scale2d, float)
-CG_SCALE2D(scale2d_f16, __half)
-CG_SCALE2D(scale2d_bf16, __nv_bfloat16)
+CG_SCALE2D(scale2d, float, float)
+CG_SCALE2D(scale2d_f16, __half, __half)
+CG_SCALE2D(scale2d_bf16, __nv_bfloat16, __nv_bfloat16)
+CG_SCALE2D(scale2d_f16_f32, __half, float)
+CG_SCALE2D(scale2d_bf16_f32, __nv_bfloat16, float)
+CG_SCALE2D(scale2d_f32_f16, float, __half)
+CG_SCALE2D(scale2d_f32_bf16, float, __nv_bfloat16)
