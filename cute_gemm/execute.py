@@ -294,11 +294,14 @@ def _stand_in(stand_in, A: Operand, B: Operand, C: Operand | None, T: Operand, a
                  _temp(T.shape, "float32", ordinal, stream, owned))
         except CudaError:
             return False
-        for X, X2 in ((A, A2), (B, B2), (C, W if W is not T else None)):
-            if X is not None and X2 is not None and X2 is not X:
+        for X, X2 in ((A, A2), (B, B2)):
+            if X2 is not X:
                 _scale2d(ordinal, stream, 1.0, X, X2)
-        gemm_device(quick, A2, B2, C if W is T else W if C is not None else None, W, alpha,
-                    beta, stream, ordinal, precision)
+        CW = C
+        if C is not None and W is not T:
+            _scale2d(ordinal, stream, 1.0, C, W)    # widened into W, which the GEMM updates
+            CW = W
+        gemm_device(quick, A2, B2, CW, W, alpha, beta, stream, ordinal, precision)
         if W is not T:
             _scale2d(ordinal, stream, 1.0, W, T)
         return True

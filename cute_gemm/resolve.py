@@ -33,7 +33,7 @@ UTIL = registry.Kernel(
     variants=tuple(registry.Variant(e) for e in (*UTIL_ENTRY.values(), *UTIL_CONVERT.values())),
     block=(32, 8, 1),
     grid=registry.TileGridMN(32, 32), summary="dst = s * src, any strides, through 32x32 smem "
-    "tiles (relayout and K = 0)", seed="-")
+    "tiles (relayout, K = 0, the stand-in's widening)", seed="-")
 
 
 @dataclass(frozen=True)
