@@ -191,8 +191,8 @@ def gemm(a, b, c=None, *, alpha: float = 1.0, beta: float = 0.0, out=None, strea
     Where the pick's entry points are neither compiled nor cached, a call does not wait
     for them (CUTE_GEMM_FIRST_CALL=wait does): they compile in the background while a
     kernel that compiles in about a second answers in fp32 (auto.stand_in; 16-bit
-    operands widened, not fp32_3xtf32), within the error bound of the precision asked for
-    but not bit for bit the pick's; wait_for_compiles() blocks until done."""
+    operands widened), within the error bound of the precision asked for but not bit for
+    bit the pick's; wait_for_compiles() blocks until done."""
     return run(registry.AUTO, a, b, c, alpha=alpha, beta=beta, out=out, stream=stream,
                precision=precision)
 

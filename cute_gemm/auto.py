@@ -273,11 +273,11 @@ def stand_in(pick: registry.Kernel, precision: str, out_dtype: str,
     entry points compile in the background (first_call() "quick"): the first kernel tagged
     "quick" that runs on this compute capability and computes `precision` itself or one
     judged by no larger a unit roundoff (fp32 for tf32, bf16 and fp16: within their
-    bounds, and more), from operands of that precision's type, which holds the call's
-    exactly (16-bit operands widened to float32), into `out_dtype` or float32 (rounded
-    into it once, as the pick rounds its float32 sums). None where the mode is "wait",
-    there is no such kernel, or `pick` is composed of other kernels' launches."""
-    if pick.gemm_of is not None or first_call() != "quick":
+    bounds, and more; fp32 for fp32_3xtf32, held to the same gauge), from operands of that
+    precision's type, which holds the call's exactly (16-bit operands widened to float32),
+    into `out_dtype` or float32 (rounded into it once, as the pick rounds its float32
+    sums). None where the mode is "wait" or there is no such kernel."""
+    if first_call() != "quick":
         return None
     dtype, unit = PRECISION_DTYPE[precision], UNIT[precision]
     for x in registry.kernels():

@@ -16,7 +16,7 @@ from .arrays import Operand
 from .errors import CaptureError, CudaError, PrecisionFallbackWarning
 from .records import AS_PLANNED, PRECISION_DTYPE, Pick
 from .resolve import (CACHE, UTIL, UTIL_CONVERT, UTIL_ENTRY, choose, copy_target,
-                      launch_entries, loaded, oriented, resolve, swapped)
+                      launch_entries, layout_launches, loaded, oriented, resolve, swapped)
 
 
 def _util_fn(ordinal: int, dtype: str, src_dtype: str | None = None) -> launch.Function:
@@ -276,6 +276,16 @@ def _pick_ready(lk, group: tuple[str, ...], stream: int) -> bool:
     return lk.ready(group, start=False)
 
 
+def _composed_ready(k, ordinal: int, start: bool = False) -> bool:
+    """Whether a composed kernel's launches can be had without NVRTC (Loaded.ready): its
+    pre-pass and its GEMM's launches on A' and B' (resolve.layout_launches); with `start`,
+    begins the compile of those that cannot in the background. (Its fp32 fallback, for
+    inputs the pre-pass cannot split, is compiled when first used, as without a stand-in.)"""
+    kernels = {x.name: x for x in (k, k.gemm_of.kernel, UTIL)}
+    return all([loaded(kernels[name], ordinal).ready(group, start=start)
+                for name, groups in layout_launches(k, "nn").items() for group in groups])
+
+
 def _stand_in(stand_in, A: Operand, B: Operand, C: Operand | None, T: Operand, alpha: float,
               beta: float, stream: int, ordinal: int) -> bool:
     """The call run by gemm()'s stand-in (auto.stand_in: kernel, precision): on A and B as
@@ -358,6 +368,12 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
                                 stand_in)
         return None
     if k.gemm_of is not None:
+        # (inside a capture _composed raises, stand-in or not: it waits on the host)
+        if (stand_in is not None and not launch.capturing(stream)
+                and not _composed_ready(k, ordinal)
+                and _stand_in(stand_in, A, B, C, T, alpha, beta, stream, ordinal)):
+            _composed_ready(k, ordinal, start=True)     # after the stand-in's own compile
+            return None
         _composed(k, A, B, C, T, alpha, beta, stream, ordinal, pick)
         return None
     # the hot path: a launch already resolved for this kernel, shape, strides, pointer

@@ -14,7 +14,7 @@ import cute_gemm
 import stub_driver
 from cute_gemm import api, auto, autotable, execute, launch, records, registry, resolve
 from cute_gemm.autotable import Measured, Table
-from cute_gemm.errors import AutoTableWarning
+from cute_gemm.errors import AutoTableWarning, CaptureError
 from cute_gemm.perf import sweep, tune
 
 H100 = launch.DeviceInfo(0, "NVIDIA H100 80GB HBM3", (9, 0), 132, 1_980_000, 232448, 233472,
@@ -493,6 +493,36 @@ def test_a_16_bit_call_whose_pick_compiles_runs_the_stand_in_on_widened_copies(m
     assert not any(e[0] == "behind" for e in events)
 
 
+def test_a_composed_pick_compiling_gives_the_call_to_the_stand_in_but_not_in_a_capture(monkeypatch):
+    """fp32_3xtf32 (cute_3xtf32: a pre-pass, then its fp16 GEMM on A' and B'): while
+    either compiles, the quick kernel answers in fp32 (the same gauge) and no pass runs;
+    the compile of both begins; then the composed kernel runs. Inside a capture it raises
+    its CaptureError, as without a stand-in (it waits on the host for its range check)."""
+    events = _stub(monkeypatch)
+    monkeypatch.delenv("CUTE_GEMM_FIRST_CALL", raising=False)
+    m, n, k = 300, 260, 96
+    pick = registry.get(cute_gemm.gemm_choice(m, n, k, precision="fp32_3xtf32").kernel)
+    assert pick.gemm_of is not None
+    quick, _ = auto.stand_in(pick, "fp32_3xtf32", "float32", 90)
+    a, b, c = (stub_driver.Dev((m, k), 0x1000000), stub_driver.Dev((k, n), 0x2000000),
+               stub_driver.Dev((m, n), 0x3000000))
+    for compiling in ({pick.gemm_of.kernel.name}, {pick.name}):
+        events.compiling = frozenset(compiling)
+        del events[:]
+        cute_gemm.gemm(a, b, out=c, precision="fp32_3xtf32")
+        assert [e[1] for e in stub_driver.launches(events)] == [quick.variants[0].entry]
+        assert {e[1] for e in events if e[0] == "behind"} == set(compiling)
+        events.capturing = True
+        with pytest.raises(CaptureError):
+            cute_gemm.gemm(a, b, out=c, precision="fp32_3xtf32")
+        events.capturing = False
+    events.compiling = frozenset()
+    del events[:]
+    cute_gemm.gemm(a, b, out=c, precision="fp32_3xtf32")
+    assert stub_driver.launches(events, "split") and not any(
+        e[1] == quick.variants[0].entry for e in stub_driver.launches(events))
+
+
 def test_a_capture_runs_the_stand_in_until_the_pick_is_loaded(monkeypatch):
     """Inside a graph capture no module may be loaded: a call whose pick is compiled but
     not loaded yet runs the stand-in (loaded by a call before the capture); once a call
@@ -532,7 +562,7 @@ def test_the_stand_in_and_when_there_is_none(monkeypatch):
     assert auto.stand_in(registry.get("cute_mma_sm80"), "tf32", "float32", 80) == (quick, "fp32")
     for p, out in (("bf16", "float32"), ("bf16", "bfloat16"), ("fp16", "float16")):
         assert auto.stand_in(ws, p, out, 90) == (quick, "fp32")
-    assert auto.stand_in(registry.get("cute_3xtf32"), "fp32_3xtf32", "float32", 90) is None
+    assert auto.stand_in(registry.get("cute_3xtf32"), "fp32_3xtf32", "float32", 90) == (quick, "fp32")
     with auto.waiting():
         assert auto.first_call() == "wait" and auto.stand_in(pick, "fp32", "float32", 90) is None
     assert auto.first_call() == "quick"

@@ -129,7 +129,8 @@ def test_a_transposed_pick_in_place_and_from_numpy(tables):
 
 @pytest.mark.parametrize("precision,dtype,out", [
     ("fp32", "float32", "float32"), ("tf32", "float32", "float32"),
-    ("bf16", "bfloat16", "float32"), ("fp16", "float16", "float16")])
+    ("bf16", "bfloat16", "float32"), ("fp16", "float16", "float16"),
+    ("fp32_3xtf32", "float32", "float32")])
 def test_a_cold_first_call_runs_the_stand_in_then_the_pick(tmp_cache, monkeypatch, precision,
                                                            dtype, out):
     """Nothing cached, CUTE_GEMM_FIRST_CALL unset: gemm() answers at once with the quick
