@@ -8,6 +8,7 @@ and freed in stream order (launch.alloc_async), so nothing outlives the call.
 from __future__ import annotations
 
 import ctypes
+import functools
 import warnings
 
 from . import launch, registry
@@ -281,9 +282,18 @@ def _composed_ready(k, ordinal: int, start: bool = False) -> bool:
     pre-pass and its GEMM's launches on A' and B' (resolve.layout_launches); with `start`,
     begins the compile of those that cannot in the background. (Its fp32 fallback, for
     inputs the pre-pass cannot split, is compiled when first used, as without a stand-in.)"""
+    return all([loaded(x, ordinal).ready(group, start=start)
+                for x, group in _composed_launches(k.name)])
+
+
+@functools.lru_cache(maxsize=None)
+def _composed_launches(name: str) -> tuple:
+    """(kernel, entry set) of each launch a call of composed kernel `name` makes, as
+    resolve.layout_launches says: registry data, the same for every call."""
+    k = registry.get(name)
     kernels = {x.name: x for x in (k, k.gemm_of.kernel, UTIL)}
-    return all([loaded(kernels[name], ordinal).ready(group, start=start)
-                for name, groups in layout_launches(k, "nn").items() for group in groups])
+    return tuple((kernels[n], group) for n, groups in layout_launches(k, "nn").items()
+                 for group in groups)
 
 
 def _stand_in(stand_in, A: Operand, B: Operand, C: Operand | None, T: Operand, alpha: float,
