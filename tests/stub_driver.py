@@ -11,6 +11,10 @@ import types
 
 from cute_gemm import api, execute, kernel_args, launch, resolve
 
+# the device the stub stands for, where a test needs its limits (tables, selector, smem)
+H100 = launch.DeviceInfo(0, "NVIDIA H100 80GB HBM3", (9, 0), 132, 1_980_000, 232448, 233472,
+                         50 << 20, 13000)
+
 
 class Dev:
     """A __cuda_array_interface__ operand at a made-up address (strides in bytes)."""

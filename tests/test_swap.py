@@ -18,8 +18,7 @@ from cute_gemm.autotable import Measured, Table
 from cute_gemm.errors import PrecisionFallbackWarning
 from stub_driver import Dev, gemm_args, split_args
 
-H100 = launch.DeviceInfo(0, "NVIDIA H100 80GB HBM3", (9, 0), 132, 1_980_000, 232448, 233472,
-                         50 << 20, 13000)
+H100 = stub_driver.H100
 PLAIN = "cute_pipelined"                      # no rule of its own
 SKINNY = "cute_pipelined_64x128x16_sk"        # transpose_skinny: C^T where N is skinny
 TALL, WIDE = (2000, 40), (40, 2000)           # skinny N, skinny M
