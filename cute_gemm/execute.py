@@ -16,13 +16,12 @@ from .kernel_args import packed
 from .arrays import Operand
 from .errors import CaptureError, CudaError, PrecisionFallbackWarning
 from .records import AS_PLANNED, PRECISION_DTYPE, Pick
-from .resolve import (CACHE, UTIL, UTIL_CONVERT, UTIL_ENTRY, choose, copy_target,
+from .resolve import (CACHE, UTIL, UTIL_ENTRY, choose, copy_target,
                       launch_entries, layout_launches, loaded, oriented, resolve, swapped)
 
 
-def _util_fn(ordinal: int, dtype: str, src_dtype: str | None = None) -> launch.Function:
-    entry = (UTIL_ENTRY[dtype] if src_dtype in (None, dtype) else UTIL_CONVERT[src_dtype, dtype])
-    return loaded(UTIL, ordinal).function(entry)
+def _util_fn(ordinal: int, src_dtype: str, dtype: str) -> launch.Function:
+    return loaded(UTIL, ordinal).function(UTIL_ENTRY[src_dtype, dtype])
 
 
 def _sub(op: Operand | None, i0: int, j0: int, rows: int, cols: int) -> Operand | None:
@@ -47,14 +46,14 @@ def _padded(op: Operand) -> tuple[int, int]:
 
 def _scale2d(ordinal: int, stream: int, s: float, src: Operand | None, dst: Operand,
              pad: bool = False) -> None:
-    """dst = s * src (src None or s == 0: zeros), src of dst's element type, or one
-    resolve.UTIL_CONVERT converts from. pad: also zero dst's pad, between its contiguous
+    """dst = s * src (src None or s == 0: zeros), src of dst's element type or one
+    resolve.UTIL_ENTRY converts from. pad: also zero dst's pad, between its contiguous
     extent and its leading dimension."""
     m, n = dst.shape
     if m * n == 0:
         return
     wm, wn = _padded(dst) if pad else (m, n)
-    f = _util_fn(ordinal, dst.dtype, src.dtype if src is not None else None)
+    f = _util_fn(ordinal, src.dtype if src is not None else dst.dtype, dst.dtype)
     mc, nc, _ = UTIL.launch_extents(wm, wn, 1)
     for i0, r in _pieces(wm, mc):
         for j0, c in _pieces(wn, nc):

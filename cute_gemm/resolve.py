@@ -20,18 +20,18 @@ from .arrays import Operand
 from .errors import CuteGemmError, DTypeError
 from .records import PRECISION_DTYPE
 
-# the utility kernel of the runtime itself: copies into another layout, and beta * C
-UTIL_ENTRY = {"float32": "scale2d", "float16": "scale2d_f16", "bfloat16": "scale2d_bf16"}
-# (source type, destination type) -> the converting copy (16-bit operands widened for an
-# fp32 stand-in, its float32 result rounded back: execute._stand_in)
-UTIL_CONVERT = {("float16", "float32"): "scale2d_f16_f32",
-                ("bfloat16", "float32"): "scale2d_bf16_f32",
-                ("float32", "float16"): "scale2d_f32_f16",
-                ("float32", "bfloat16"): "scale2d_f32_bf16"}
+# the utility kernel of the runtime itself, (source type, destination type) -> its entry:
+# copies into another layout and beta * C within one type; 16-bit operands widened for an
+# fp32 stand-in, and its float32 result rounded back (execute._stand_in)
+UTIL_ENTRY = {("float32", "float32"): "scale2d", ("float16", "float16"): "scale2d_f16",
+              ("bfloat16", "bfloat16"): "scale2d_bf16",
+              ("float16", "float32"): "scale2d_f16_f32",
+              ("bfloat16", "float32"): "scale2d_bf16_f32",
+              ("float32", "float16"): "scale2d_f32_f16",
+              ("float32", "bfloat16"): "scale2d_f32_bf16"}
 UTIL = registry.Kernel(
     name="scale2d", family="util", source="util/scale2d.cu",
-    variants=tuple(registry.Variant(e) for e in (*UTIL_ENTRY.values(), *UTIL_CONVERT.values())),
-    block=(32, 8, 1),
+    variants=tuple(registry.Variant(e) for e in UTIL_ENTRY.values()), block=(32, 8, 1),
     grid=registry.TileGridMN(32, 32), summary="dst = s * src, any strides, through 32x32 smem "
     "tiles (relayout, K = 0, the stand-in's widening)", seed="-")
 
@@ -423,7 +423,7 @@ def layout_launches(k: registry.Kernel, layout: str, precisions: tuple[str, ...]
             variant, copies = choose(k, ops, p, o)
             out.setdefault(k.name, {})[in_order(k, launch_entries(k, variant, stream_k=True))] = 1
             for r in copies:
-                out.setdefault(UTIL.name, {})[(UTIL_ENTRY[ops[r].dtype],)] = 1
+                out.setdefault(UTIL.name, {})[(UTIL_ENTRY[ops[r].dtype, ops[r].dtype],)] = 1
     return {name: tuple(sets) for name, sets in out.items()}
 
 

@@ -105,7 +105,7 @@ def test_a_16_bit_call_whose_pick_compiles_runs_the_stand_in_on_widened_copies(m
     events.compiling = frozenset({pick.name})
     cute_gemm.gemm(a, b, c, beta=0.5, out=c)
     got = stub_driver.launches(events)
-    widen, narrow = resolve.UTIL_CONVERT["float16", "float32"], resolve.UTIL_CONVERT["float32", "float16"]
+    widen, narrow = resolve.UTIL_ENTRY["float16", "float32"], resolve.UTIL_ENTRY["float32", "float16"]
     assert [e[1] for e in got] == ([widen] * 3 + [quick.variants[0].entry, narrow] if half_out
                                    else [widen] * 2 + [quick.variants[0].entry])
     s = stub_driver.gemm_args(got[-2 if half_out else -1][4])
