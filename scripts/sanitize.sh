@@ -7,7 +7,8 @@
 # The cubins are compiled first, outside the sanitizer.
 #
 #   device run:  bash scripts/sanitize.sh              (carry: .whl)
-#   env: TOOLS (default "memcheck racecheck synccheck initcheck"), KERNELS (comma list)
+#   env: TOOLS (default "memcheck racecheck synccheck initcheck"), KERNELS (comma list),
+#        SANITIZE_ARGS (more sanitize_run.py arguments: --stand-in for gemm()'s stand-in alone)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/device_env.sh
@@ -21,12 +22,13 @@ for tool in ${TOOLS:-memcheck racecheck synccheck initcheck}; do
   args=()
   [ "$tool" = racecheck ] && args=(--quick)        # shared-memory tracking is slow
   [ -n "${KERNELS:-}" ] && args+=(--kernels "$KERNELS")
+  args+=(${SANITIZE_ARGS:-})
   echo "== $tool"
   start=$(date +%s)
   compute-sanitizer --tool "$tool" --error-exitcode 3 --print-limit 20 \
       python3 scripts/sanitize_run.py "${args[@]}" > "$OUT/$tool.txt" 2>&1
   rc=$?
-  grep -E "^layouts|^runtime|FAIL|not taken|ERROR SUMMARY|RACECHECK SUMMARY|sanitize workload|^=========.*(Invalid|Race|Barrier|Uninitialized)" "$OUT/$tool.txt" | head -40
+  grep -E "^layouts|^runtime|^stand-in|FAIL|not taken|ERROR SUMMARY|RACECHECK SUMMARY|sanitize workload|^=========.*(Invalid|Race|Barrier|Uninitialized)" "$OUT/$tool.txt" | head -40
   echo "$tool: exit $rc ($(( $(date +%s) - start )) s)"
   [ $rc -ne 0 ] && status=1
 done

@@ -4,12 +4,13 @@ chosen kernels (default: every registered one) on odd and tile-sized shapes in a
 operand layouts, with beta != 0, plus the stream-K launches of every stream-K kernel chosen
 (grids smaller than a wave, one tile cut 16 ways) and a split launch of each (whole waves
 data-parallel, then the stream-K twin), and for a composed kernel rows whose sum cancels
-(its refine pass), so every entry point and both halves of the residue handling run.
+(its refine pass), so every entry point and both halves of the residue handling run;
+then run()'s own device paths and gemm()'s stand-in for a pick not yet compiled.
 
 Exit status 0 only when every check passed and every stream-K path named above ran;
 the sanitizer's own verdict comes from its exit code (--error-exitcode in sanitize.sh).
 
-    python3 scripts/sanitize_run.py [--quick] [--kernels a,b,...]
+    python3 scripts/sanitize_run.py [--quick] [--kernels a,b,...] [--stand-in]
 """
 from __future__ import annotations
 
@@ -122,6 +123,72 @@ def runtime_paths() -> bool:
     return ok
 
 
+def stand_in_paths() -> bool:
+    """gemm()'s first calls with nothing cached (auto.stand_in): the quick kernel in fp32 on
+    the operands as given or widened into float32 scratch (scale2d's converting entries),
+    into a 16-bit result through a float32 copy of C, for every precision (the composed
+    fp32_3xtf32 too), odd shapes in all four operand layouts, beta != 0; each answered
+    before its pick has run, and within the gauge of the precision asked for."""
+    import os
+    import tempfile
+    import numpy as np
+    import cute_gemm
+    from cute_gemm.arrays import DeviceArray, narrow, widen
+    rng = np.random.default_rng(13)
+    ordinal = launch.current_ordinal()
+    cases = [("fp32", "float32", "float32"), ("tf32", "float32", "float32"),
+             ("fp32_3xtf32", "float32", "float32"), ("bf16", "bfloat16", "float32"),
+             ("bf16", "bfloat16", "bfloat16"), ("fp16", "float16", "float16"),
+             ("fp16", "float16", "float32")]
+    shapes = [((37, 45, 29), "nn"), ((130, 259, 70), "tn"), ((1, 300, 17), "nt"),
+              ((300, 1, 33), "tt")]
+    saved = {v: os.environ.get(v) for v in ("CUTE_GEMM_CACHE_DIR", "CUTE_GEMM_FIRST_CALL")}
+    os.environ.pop("CUTE_GEMM_FIRST_CALL", None)
+    ok, arrays = True, []
+
+    def dev(x: np.ndarray, dtype: str, t: bool) -> DeviceArray:
+        d = DeviceArray.from_host(np.ascontiguousarray(x.T if t else x), dtype=dtype)
+        arrays.append(d)
+        return d.T if t else d
+    try:
+        for precision, dtype, out in cases:
+            for i, ((m, n, k), lay) in enumerate(shapes):
+                a, b = (widen(narrow(rng.standard_normal(s, dtype=np.float32), dtype), dtype)
+                        for s in ((m, k), (k, n)))
+                c = widen(narrow(rng.standard_normal((m, n), dtype=np.float32), out), out)
+                # an empty cache each time: the pick compiled by an earlier case's
+                # background compile would run instead of the stand-in
+                os.environ["CUTE_GEMM_CACHE_DIR"] = tempfile.mkdtemp(prefix="cute_gemm_stand_in_")
+                cute_gemm.clear_caches()
+                dc = dev(c, out, False)       # updated in place, or into a NaN-filled out
+                do = dc if i % 2 == 0 else dev(np.full((m, n), np.nan, np.float32), out, False)
+                pick = registry.get(cute_gemm.gemm_choice(
+                    m, n, k, layout=lay, precision=precision, out_dtype=out).kernel)
+                cute_gemm.gemm(dev(a, dtype, lay[0] == "t"), dev(b, dtype, lay[1] == "t"), dc,
+                               beta=-0.5, out=do, precision=precision)
+                got = do.to_host().astype(np.float64)
+                ran = bool(resolve.loaded(pick, ordinal).functions)
+                ref, gauge = check.reference(a, b, c, 1.0, -0.5)
+                if out == "float16":
+                    gauge = gauge + 2.0**-24 / check.unit(precision, out)
+                ratio = float(check.gauge_ratio(got, ref, gauge, check.unit(precision, out)).max())
+                good = ratio < 16 and not ran
+                ok = ok and good
+                print(f"stand-in {precision} {dtype}->{out} {m}x{n}x{k} {lay}: "
+                      f"{'pass' if good else 'FAIL'} (gauge ratio {ratio:.2f}"
+                      f"{', the pick ran' if ran else ''})", flush=True)
+    finally:
+        for d in arrays:
+            d.close()
+        for v, x in saved.items():
+            if x is None:
+                os.environ.pop(v, None)
+            else:
+                os.environ[v] = x
+        cute_gemm.clear_caches()
+    return ok
+
+
 def refine_paths(name: str, lay: str) -> bool:
     """A composed kernel (cute_3xtf32) on products that cancel in pairs, so every row is left
     to its refine pass (float64 sums), in layout `lay`, with beta * C as small as the sums,
@@ -146,7 +213,12 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="fewer shapes (racecheck is slow)")
     p.add_argument("--kernels", help="comma-separated kernel names (default: all)")
+    p.add_argument("--stand-in", action="store_true", help="gemm()'s stand-in paths alone")
     a = p.parse_args(argv)
+    if a.stand_in:
+        ok = stand_in_paths()
+        print("sanitize workload:", "PASS" if ok else "FAIL")
+        return 0 if ok else 1
     kernels = a.kernels.split(",") if a.kernels else [k.name for k in registry.kernels()]
     shapes = QUICK if a.quick else SHAPES
     # each stream-K kernel's own stream-K shapes: its split shape depends on its tile
@@ -188,6 +260,8 @@ def main(argv=None) -> int:
                 ok = refine_paths(name, lay) and ok
     if "cute_pipelined" in kernels:
         ok = runtime_paths() and ok
+    if not a.kernels:               # gemm() and its stand-in with every kernel on the table
+        ok = stand_in_paths() and ok
     print("sanitize workload:", "PASS" if ok else "FAIL")
     return 0 if ok else 1
 

@@ -174,3 +174,71 @@ def test_a_cold_first_call_runs_the_stand_in_then_the_pick(tmp_cache, monkeypatc
     finally:
         for x in [dA, dB, wA, wB] + outs:
             x.close()
+
+
+def test_cold_first_calls_from_threads_each_on_its_own_stream(tmp_cache, monkeypatch):
+    """Nothing cached, CUTE_GEMM_FIRST_CALL unset: 10 threads, each on a stream of its own,
+    call gemm() at once, two per precision, while their picks compile behind them: every
+    answer is within the gauge of the precision asked for, none raises, and once the
+    compiles are done each pick runs."""
+    import threading
+    cp = pytest.importorskip("cupy")
+    monkeypatch.delenv("CUTE_GEMM_FIRST_CALL", raising=False)
+    cute_gemm.clear_caches()
+    cases = [("fp32", "float32", "float32"), ("tf32", "float32", "float32"),
+             ("fp32_3xtf32", "float32", "float32"), ("bf16", "bfloat16", "bfloat16"),
+             ("fp16", "float16", "float32")] * 2
+    shapes = [(333, 222, 1111), (130, 259, 70)]
+    results: list = [None] * len(cases)
+    start = threading.Barrier(len(cases))
+
+    def worker(i, precision, dtype, out):
+        arrays = []
+        try:
+            rng = np.random.default_rng(100 + i)
+            m, n, k = shapes[i % 2]
+            s = cp.cuda.Stream(non_blocking=True)
+            a, b = (widen(narrow(rng.standard_normal(x, dtype=np.float32), dtype), dtype)
+                    for x in ((m, k), (k, n)))
+            c = widen(narrow(rng.standard_normal((m, n), dtype=np.float32), out), out)
+            dA, dB = DeviceArray.from_host(a, dtype=dtype), DeviceArray.from_host(b, dtype=dtype)
+            arrays += [dA, dB]
+            ref, gauge = reference(a, b, c, 1.0, 0.5)
+            start.wait()
+            ratios = []
+            for _ in range(4):
+                dO = DeviceArray.from_host(np.full((m, n), np.nan, np.float32), dtype=out)
+                dC = DeviceArray.from_host(c, dtype=out)
+                arrays += [dO, dC]
+                cute_gemm.gemm(dA, dB, dC, beta=0.5, out=dO, precision=precision, stream=s.ptr)
+                got = dO.to_host(stream=s.ptr)
+                ratios.append(float(gauge_ratio(got, ref, gauge, unit(precision, out)).max()))
+            results[i] = ratios
+        except Exception as e:   # noqa: BLE001 — reported by the test's thread
+            results[i] = e
+        finally:
+            for x in arrays:
+                x.close()
+
+    threads = [threading.Thread(target=worker, args=(i, *case)) for i, case in enumerate(cases)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(isinstance(r, list) and max(r) < 16 for r in results), results
+    assert cute_gemm.wait_for_compiles(600)
+    m, n, k = shapes[0]
+    for precision, dtype, out in cases[:5]:     # now each pick runs
+        pick = registry.get(cute_gemm.gemm_choice(m, n, k, precision=precision,
+                                                  out_dtype=out).kernel)
+        dA = DeviceArray.from_host(np.ones((m, k), np.float32), dtype=dtype)
+        dB = DeviceArray.from_host(np.ones((k, n), np.float32), dtype=dtype)
+        dO = DeviceArray.from_host(np.full((m, n), np.nan, np.float32), dtype=out)
+        try:
+            got = cute_gemm.gemm(dA, dB, out=dO, precision=precision).to_host()
+            assert resolve.loaded(pick, launch.current_ordinal()).functions, precision
+            # k ones: a float32 sum exact in every precision, rounded once into out
+            assert np.all(got == widen(narrow(np.full((m, n), k, np.float32), out), out))
+        finally:
+            for x in (dA, dB, dO):
+                x.close()
