@@ -6,7 +6,8 @@ precision into its result type, run on the device and fit its shared memory. Amo
   1. a `cute-gemm tune` table of this GPU (autotable.py: the tuned one, else the shipped
      one) with rows of the call's precision and layout: the row of this shape, else the
      nearest measured shape (log-space distance over M, N, K, the same alignment class
-     first); its fastest candidate that is still a candidate here;
+     first); its fastest candidate that is still a candidate here (from a nearest row, the
+     kernel and orientation with its own stream-K plan, not the row's split count);
   2. else the heuristic below (rules from measurements: docs/tuning/auto.md).
 The pick is a pure function of (GPU, shape, layout, alignment, precision, result type)
 and the tables, which are read once per process: run()'s hot path may key on the name
@@ -183,7 +184,8 @@ def from_tables(tables, m: int, n: int, k: int, layout: str, precision: str, ali
                 allowed: set[str]) -> Choice | None:
     """From the first table with a row of this precision and layout that has an allowed
     candidate: the nearest such row (of the same alignment class if the table has one), its
-    fastest allowed candidate. None when no table has one."""
+    fastest allowed candidate (from a row of another shape, without its split count). None
+    when no table has one."""
     for t in tables:
         rows = [r for r in t.rows if r.precision == precision and r.layout == layout]
         if not rows:
@@ -195,10 +197,16 @@ def from_tables(tables, m: int, n: int, k: int, layout: str, precision: str, ali
                 continue
             (key, ms), rest = ranked[0], ranked[1:]
             exact = r.shape == (m, n, k) and r.aligned == aligned
+            kernel, transposed, split_k = split_key(key)
             why = (f"{Path(t.source).name or 'table'} row {r.m}x{r.n}x{r.k} {layout}"
                    f"{'' if r.aligned else ' unaligned'}: {key} {ms:.4g} ms"
                    + (f", then {rest[0][0]} {rest[0][1]:.4g} ms" if rest else ""))
-            kernel, transposed, split_k = split_key(key)
+            if split_k and not exact:
+                # a split count fits the shape it was measured at (its tiles, k-tiles and
+                # waves): elsewhere the kernel's own stream-K plan, which follows the shape
+                # (docs/tuning/auto.md#nearest-split)
+                split_k = 0
+                why += "; its split fits that shape: here the kernel's own plan"
             return Choice(kernel, transposed, "table" if exact else "nearest", why, split_k)
     return None
 

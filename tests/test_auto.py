@@ -357,6 +357,23 @@ def test_a_transposed_pick_launches_the_transposed_problem(monkeypatch):
     assert plan.swap and plan.shape == (m, n, k)
 
 
+def test_a_nearest_row_gives_its_kernel_but_not_its_split_count(monkeypatch):
+    """A split count belongs to the shape it was measured at: the exact row launches it, a
+    row of another shape gives its kernel and orientation, launched with the kernel's own
+    stream-K plan (over the shipped tables, leave-one-out, that lost 5-6 % against the best
+    candidate where the row's split counts lost 7-8 %: docs/tuning/auto.md#nearest-split)."""
+    key = "cute_pipelined_64x128x16_sk.T/splitk6"
+    fake_candidates(monkeypatch, "cute_pipelined", "cute_pipelined_64x128x16_sk")
+    tabs = [table([row(128, 4096, 4096, {key: 0.109, "cute_pipelined_64x128x16_sk": 0.110,
+                                         "cute_pipelined": 0.12})])]
+    c = auto.choose(128, 4096, 4096, device=H100, tables=tabs)
+    assert (c.key, c.source) == (key, "table")
+    c = auto.choose(128, 4096, 512, device=H100, tables=tabs)
+    assert (c.kernel, c.transposed, c.split_k, c.source) == (
+        "cute_pipelined_64x128x16_sk", True, 0, "nearest")
+    assert c.key == "cute_pipelined_64x128x16_sk.T" and "own plan" in c.why and key in c.why
+
+
 def test_a_split_k_pick_launches_that_many_ctas_per_tile(monkeypatch):
     """A table's KERNEL/splitkS: the stream-K twin alone, S CTAs per tile; where that many
     CTAs are not resident at once, the kernel's own stream-K plan instead."""
