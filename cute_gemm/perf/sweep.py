@@ -19,18 +19,6 @@ SWEEP: tuple[tuple[str, tuple[int, int, int]], ...] = (
     ("model: decode", (16, 4096, 4096)), ("model: decode MLP", (16, 11008, 4096)),
 )
 
-# The tune grid (`--size grid`): shapes between the sweep's, for the tables only. A shape no
-# row is near takes the nearest row's kernel (auto.from_tables), which loses 5-6 % on
-# average at the sweep's spacing (docs/tuning/auto.md#nearest-split): decode and prefill
-# products of 32-2048 rows at K 1024-8192, their mirrors, the squares between the sweep's,
-# and short K at mid sizes.
-GRID: tuple[tuple[int, int, int], ...] = (
-    *((m, n, k) for m in (32, 128, 512, 2048) for n, k in ((4096, 1024), (4096, 2048), (2048, 8192))),
-    (4096, 128, 1024), (2048, 32, 2048), (8192, 128, 512), (2048, 512, 2048),
-    *((s, s, s) for s in (384, 768, 1536, 3072, 6144)),
-    (2048, 2048, 256), (4096, 2048, 512), (1024, 4096, 256), (3072, 1024, 768),
-)
-
 # groups of shapes the sweep's summary reports the minimum ratio to cuBLAS over (a shape may
 # be in several): what the targets of issue #22 are stated for (docs/tuning/auto.md)
 GROUPS = (
