@@ -3,11 +3,12 @@ problem (C^T = B^T A^T), for its shape, operand layout, alignment, precision and
 
 The candidates are data: the kernels tagged "auto" in the ladders that compute the call's
 precision into its result type, run on the device and fit its shared memory. Among them:
-  1. a `cute-gemm tune` table of this GPU (autotable.py: the tuned one, else the shipped
-     one) with rows of the call's precision and layout: the row of this shape, else the
-     nearest measured shape (log-space distance over M, N, K, the same alignment class
-     first); its fastest candidate that is still a candidate here (from a nearest row, the
-     kernel and orientation with its own stream-K plan, not the row's split count);
+  1. the `cute-gemm tune` tables of this GPU (autotable.py: the tuned one, then the shipped
+     one), their rows of the call's precision and layout: the row of this shape, else the
+     nearest measured shape over all of them (log-space distance over M, N, K, the same
+     alignment class first); its fastest candidate that is still a candidate here (from a
+     nearest row, the kernel and orientation with its own stream-K plan, not the row's
+     split count);
   2. else the heuristic below (rules from measurements: docs/tuning/auto.md).
 The pick is a pure function of (GPU, shape, layout, alignment, precision, result type)
 and the tables, which are read once per process: run()'s hot path may key on the name
@@ -182,32 +183,31 @@ def distance(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
 
 def from_tables(tables, m: int, n: int, k: int, layout: str, precision: str, aligned: bool,
                 allowed: set[str]) -> Choice | None:
-    """From the first table with a row of this precision and layout that has an allowed
-    candidate: the nearest such row (of the same alignment class if the table has one), its
-    fastest allowed candidate (from a row of another shape, without its split count). None
-    when no table has one."""
-    for t in tables:
-        rows = [r for r in t.rows if r.precision == precision and r.layout == layout]
-        if not rows:
+    """From the rows of this precision and layout in all `tables` (tuned, then shipped): the
+    row of this shape (the first table's that has one), else the nearest row of them all (of
+    the same alignment class where any is; at equal distance the earlier table's), and its
+    fastest allowed candidate. A tuned table of a few shapes thus adds to the shipped one
+    rather than hiding it. None when no table has such a row."""
+    rows = [(i, t, r) for i, t in enumerate(tables) for r in t.rows
+            if r.precision == precision and r.layout == layout]
+    pool = [x for x in rows if x[2].aligned == aligned] or rows
+    for _, t, r in sorted(pool, key=lambda x: (distance(x[2].shape, (m, n, k)), x[0])):
+        ranked = [(c, ms) for c, ms in r.ranked() if split_key(c)[0] in allowed]
+        if not ranked:
             continue
-        pool = [r for r in rows if r.aligned == aligned] or rows
-        for r in sorted(pool, key=lambda r: distance(r.shape, (m, n, k))):
-            ranked = [(c, ms) for c, ms in r.ranked() if split_key(c)[0] in allowed]
-            if not ranked:
-                continue
-            (key, ms), rest = ranked[0], ranked[1:]
-            exact = r.shape == (m, n, k) and r.aligned == aligned
-            kernel, transposed, split_k = split_key(key)
-            why = (f"{Path(t.source).name or 'table'} row {r.m}x{r.n}x{r.k} {layout}"
-                   f"{'' if r.aligned else ' unaligned'}: {key} {ms:.4g} ms"
-                   + (f", then {rest[0][0]} {rest[0][1]:.4g} ms" if rest else ""))
-            if split_k and not exact:
-                # a split count fits the shape it was measured at (its tiles, k-tiles and
-                # waves): elsewhere the kernel's own stream-K plan, which follows the shape
-                # (docs/tuning/auto.md#nearest-split)
-                split_k = 0
-                why += "; its split fits that shape: here the kernel's own plan"
-            return Choice(kernel, transposed, "table" if exact else "nearest", why, split_k)
+        (key, ms), rest = ranked[0], ranked[1:]
+        exact = r.shape == (m, n, k) and r.aligned == aligned
+        kernel, transposed, split_k = split_key(key)
+        why = (f"{Path(t.source).name or 'table'} row {r.m}x{r.n}x{r.k} {layout}"
+               f"{'' if r.aligned else ' unaligned'}: {key} {ms:.4g} ms"
+               + (f", then {rest[0][0]} {rest[0][1]:.4g} ms" if rest else ""))
+        if split_k and not exact:
+            # a split count fits the shape it was measured at (its tiles, k-tiles and
+            # waves): elsewhere the kernel's own stream-K plan, which follows the shape
+            # (docs/tuning/auto.md#nearest-split)
+            split_k = 0
+            why += "; its split fits that shape: here the kernel's own plan"
+        return Choice(kernel, transposed, "table" if exact else "nearest", why, split_k)
     return None
 
 

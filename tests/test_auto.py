@@ -357,6 +357,27 @@ def test_a_transposed_pick_launches_the_transposed_problem(monkeypatch):
     assert plan.swap and plan.shape == (m, n, k)
 
 
+def test_a_tuned_table_of_a_few_shapes_adds_to_the_shipped_one(monkeypatch):
+    """`cute-gemm tune --size MxNxK` on one shape: its row wins at that shape (over the
+    shipped row of the same shape), and every other shape still finds the nearest row of
+    both tables, not the tuned table's one far row."""
+    fake_candidates(monkeypatch, "cute_pipelined", "cute_pipelined_64x128x8",
+                    "cute_pipelined_64x128x16_sk")
+    tuned = table([row(128, 4096, 4096, {"cute_pipelined_64x128x8": 0.1, "cute_pipelined": 0.2})])
+    shipped = table([row(128, 4096, 4096, {"cute_pipelined": 0.1, "cute_pipelined_64x128x8": 0.2}),
+                     row(4096, 4096, 4096, {"cute_pipelined": 2.6, "cute_pipelined_64x128x8": 3.0}),
+                     row(512, 512, 512, {"cute_pipelined_64x128x16_sk": 0.02, "cute_pipelined": 0.03})])
+
+    def pick(m, n, k):
+        return auto.choose(m, n, k, device=H100, tables=[tuned, shipped])
+    assert (pick(128, 4096, 4096).kernel, pick(128, 4096, 4096).source) == (
+        "cute_pipelined_64x128x8", "table")                    # the tuned row, not the shipped
+    assert (pick(4096, 4096, 4096).kernel, pick(4096, 4096, 4096).source) == (
+        "cute_pipelined", "table")                             # a shipped row of its own shape
+    c = pick(600, 600, 600)
+    assert (c.kernel, c.source) == ("cute_pipelined_64x128x16_sk", "nearest") and "512x512x512" in c.why
+
+
 def test_a_nearest_row_gives_its_kernel_but_not_its_split_count(monkeypatch):
     """A split count belongs to the shape it was measured at: the exact row launches it, a
     row of another shape gives its kernel and orientation, launched with the kernel's own
