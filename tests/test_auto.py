@@ -669,3 +669,22 @@ def test_cli_run_auto_says_what_it_picked(monkeypatch, capsys):
     assert cli.main(["run", "auto", "--m", "40", "--n", "30", "--k", "20", "--repeats", "3"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("auto: M=40 N=30 K=20  median") and "picked cute_pipelined" in out and "(heuristic" in out
+
+
+def test_table_loo_scores_the_lookup_on_rows_left_out():
+    """scripts/table_loo.py: each row left out gets the pick of the rest (gemm()'s own
+    lookup), scored by its own times: here 512^3 takes 256^3's kernel (1.5x its fastest),
+    256^3 takes 512^3's (2x), and 4096^3 takes 512^3's, which it never timed (no score)."""
+    import importlib.util
+    from pathlib import Path
+    script = Path(__file__).resolve().parents[1] / "scripts" / "table_loo.py"
+    if not script.exists():
+        pytest.skip("scripts/ is not shipped with the installed package")
+    spec = importlib.util.spec_from_file_location("table_loo", script)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    t = table([row(256, 256, 256, {"a": 2.0, "b": 1.0}),
+               row(512, 512, 512, {"a": 2.0, "b": 3.0}),
+               row(4096, 4096, 4096, {"b": 1.0})])
+    got = {shape: (key, ratio) for shape, _, key, ratio in mod.loss(t)}
+    assert got == {(256, 256, 256): ("a", 2.0), (512, 512, 512): ("b", 1.5)}
