@@ -18,6 +18,24 @@ import pytest
 
 import cute_gemm
 
+@pytest.fixture
+def script():
+    """load(name): the module scripts/<name>.py, loaded from its file; skips where scripts/
+    is not there (the installed package ships none)."""
+    import importlib.util
+    from pathlib import Path
+
+    def load(name: str):
+        path = Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py"
+        if not path.exists():
+            pytest.skip("scripts/ is not shipped with the installed package")
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+    return load
+
+
 _TMP_CACHE = pytest.StashKey[str]()
 _PREFETCH = pytest.StashKey[object]()
 

@@ -536,17 +536,10 @@ def format_table_text(res):
     return format_table(res)
 
 
-def test_readme_script_sweep_summary_and_details(tmp_path):
-    import importlib.util
-    from pathlib import Path
+def test_readme_script_sweep_summary_and_details(tmp_path, script):
     from cute_gemm.perf.schema import BenchResult, Row, write_json
     from cute_gemm.perf.stats import fill_ratios, tflops
-    script = Path(__file__).resolve().parents[1] / "scripts" / "readme_bench.py"
-    if not script.exists():
-        pytest.skip("scripts/ is not shipped with the installed package")
-    spec = importlib.util.spec_from_file_location("readme_bench", script)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = script("readme_bench")
     meta = {"device": {"name": "Sim"}, "date": "2026-11-25T00:00:00+00:00", "versions": {},
             "cublas": {"library": "cupy", "available": True}}
     res = BenchResult(dict(meta))
@@ -671,18 +664,11 @@ def test_cli_run_auto_says_what_it_picked(monkeypatch, capsys):
     assert out.startswith("auto: M=40 N=30 K=20  median") and "picked cute_pipelined" in out and "(heuristic" in out
 
 
-def test_table_loo_scores_the_lookup_on_rows_left_out():
+def test_table_loo_scores_the_lookup_on_rows_left_out(script):
     """scripts/table_loo.py: each row left out gets the pick of the rest (gemm()'s own
     lookup), scored by its own times: here 512^3 takes 256^3's kernel (1.5x its fastest),
     256^3 takes 512^3's (2x), and 4096^3 takes 512^3's, which it never timed (no score)."""
-    import importlib.util
-    from pathlib import Path
-    script = Path(__file__).resolve().parents[1] / "scripts" / "table_loo.py"
-    if not script.exists():
-        pytest.skip("scripts/ is not shipped with the installed package")
-    spec = importlib.util.spec_from_file_location("table_loo", script)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = script("table_loo")
     t = table([row(256, 256, 256, {"a": 2.0, "b": 1.0}),
                row(512, 512, 512, {"a": 2.0, "b": 3.0}),
                row(4096, 4096, 4096, {"b": 1.0})])

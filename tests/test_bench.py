@@ -423,16 +423,10 @@ def test_readme_script_updates_between_markers(tmp_path):
     assert "| `naive` | handwritten | 1.00 |" in text
 
 
-def test_readme_script_details_page_holds_the_rest(tmp_path):
+def test_readme_script_details_page_holds_the_rest(tmp_path, script):
     """--details: the section keeps the ladder table and plot and links a page holding every
     shape and layout; links are relative to the file that holds them."""
-    import importlib.util
-    script = REPO / "scripts" / "readme_bench.py"
-    if not script.exists():
-        pytest.skip("scripts/ is not shipped with the installed package")
-    spec = importlib.util.spec_from_file_location("readme_bench", script)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = script("readme_bench")
     j = write_json(synthetic(), tmp_path / "bench.json")
     (tmp_path / "docs" / "bench").mkdir(parents=True)
     readme, page = tmp_path / "README.md", tmp_path / "docs" / "bench" / "README.md"
