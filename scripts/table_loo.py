@@ -19,6 +19,7 @@ def loss(table: autotable.Table, layout: str | None = None):
     """(shape, layout, pick key, time of the pick / time of the row's fastest) per row that
     another row can stand in for and whose own times include the pick."""
     out = []
+    allowed = {auto.split_key(c)[0] for r in table.rows for c in r.times}
     for i, q in enumerate(table.rows):
         if layout and q.layout != layout:
             continue
@@ -27,7 +28,6 @@ def loss(table: autotable.Table, layout: str | None = None):
             continue
         rest = autotable.Table(table.gpu, table.arch, table.cute_gemm,
                                rows=table.rows[:i] + table.rows[i + 1:], source=table.source)
-        allowed = {auto.split_key(c)[0] for r in table.rows for c in r.times}
         c = auto.from_tables([rest], q.m, q.n, q.k, q.layout, q.precision, q.aligned, allowed)
         if c is None or q.times.get(c.key) is None:
             continue
