@@ -7,9 +7,12 @@ nothing that depends on a current device when an explicit arch is given.
 """
 from __future__ import annotations
 
+import atexit
+import contextlib
 import functools
 import re
 import sys
+import threading
 import time
 from dataclasses import dataclass
 
@@ -222,9 +225,51 @@ def _output(nvrtc, prog, size_fn, get_fn, what: str) -> bytes:
     return bytes(buf)
 
 
+class _InFlight:
+    """NVRTC compiles running in threads other than the main one, which interpreter exit
+    waits for: exit runs NVRTC's static destructors, and a daemon thread (gemm()'s
+    background compile, or a caller's) still inside NVRTC then crashes the process (glibc's
+    "free(): invalid size", or SIGSEGV). Once exit has begun such a thread starts none."""
+
+    def __init__(self):
+        self.count = 0
+        self.exiting = False
+        self.cond = threading.Condition()
+
+    @contextlib.contextmanager
+    def compiling(self):
+        if threading.current_thread() is threading.main_thread():
+            yield
+            return
+        with self.cond:
+            if self.exiting:
+                raise CuteGemmError("the interpreter is exiting: no new NVRTC compile starts")
+            self.count += 1
+        try:
+            yield
+        finally:
+            with self.cond:
+                self.count -= 1
+                self.cond.notify_all()
+
+    def drain(self) -> None:
+        with self.cond:
+            self.exiting = True
+            self.cond.wait_for(lambda: self.count == 0)
+
+
+IN_FLIGHT = _InFlight()
+atexit.register(IN_FLIGHT.drain)
+
+
 def run_nvrtc(kernel, source: str, opts: list[str], want_ptx: bool):
     """One NVRTC compile: (cubin, ptx or None, log, seconds). Raises CompileError with the
     whole log."""
+    with IN_FLIGHT.compiling():
+        return _run_nvrtc(kernel, source, opts, want_ptx)
+
+
+def _run_nvrtc(kernel, source: str, opts: list[str], want_ptx: bool):
     nvrtc = _nvrtc()
     t0 = time.perf_counter()
     err, prog = nvrtc.nvrtcCreateProgram(source.encode(), kernel.source.encode(), 0, [], [])

@@ -205,3 +205,51 @@ def test_pdl_flag_matches_the_compiled_kernel(arch):
         assert ("griddepcontrol.wait" in entries[name]) == (arch == "sm_90"), (arch, name)
     for name in heads:
         assert ("griddepcontrol.launch_dependents" in entries[name]) == (arch == "sm_90"), (arch, name)
+
+
+_EXIT_MID_COMPILE = """
+import threading, time
+from cute_gemm import cache, compile, registry
+k = registry.find("naive")
+def work():
+    cache.get(k, "sm_90", entries=(k.entries[0],))
+    print("compiled", flush=True)
+t = threading.Thread(target=work, daemon=True)
+t.start()
+while compile.IN_FLIGHT.count == 0 and t.is_alive():
+    time.sleep(0.0005)
+print("exiting", flush=True)
+"""
+
+
+def test_exit_waits_for_a_daemon_threads_compile():
+    """The main thread returns while a daemon thread is inside NVRTC: exit waits for that
+    compile (unguarded, exit ran NVRTC's static destructors under it: glibc aborted with
+    "free(): invalid size", or SIGSEGV)."""
+    import os
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", _EXIT_MID_COMPILE], capture_output=True, text=True,
+                       env={**os.environ, "CUTE_GEMM_DISABLE_CACHE": "1"}, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["exiting", "compiled"], r.stdout + r.stderr
+
+
+def test_no_compile_starts_in_a_thread_once_exit_began():
+    import threading
+    guard = comp._InFlight()
+    guard.drain()
+    with guard.compiling():     # the main thread: exit's own handlers may still compile
+        pass
+    raised = []
+
+    def start():
+        try:
+            with guard.compiling():
+                pass
+        except cute_gemm.CuteGemmError as e:
+            raised.append(str(e))
+    t = threading.Thread(target=start)
+    t.start()
+    t.join()
+    assert raised and "exiting" in raised[0] and guard.count == 0
