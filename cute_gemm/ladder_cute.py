@@ -4,8 +4,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from .records import (FixedSmem, GemmOf, Kernel, PersistentGrid, SplitGrid, TileGridMN, TmaBoxes,
-                      Variant)
+from .records import (CutModel, FixedSmem, GemmOf, Kernel, PersistentGrid, SplitGrid, TileGridMN,
+                      TmaBoxes, Variant)
 
 _MAJORS = tuple((a, b) for a in ("k", "m") for b in ("n", "k"))
 
@@ -450,7 +450,9 @@ def _tc_variants(prefix: str, bm: int, bn: int, b_parts: int = 1,
             out.append(Variant(f"{prefix}_{prec}_{suffix}_a{a}_b{b}", a_major=a, b_major=b,
                                c_major="any", align=16 // _TC_ITEM[prec], align_roles="ab",
                                precision=prec, out_dtype=dtype,
-                               tma=tma_boxes(prec, a, b, bm, bn, b_parts, row_bytes)))
+                               tma=tma_boxes(prec, a, b, bm, bn, b_parts, row_bytes),
+                               # c6's tf32 k-major A, n-major B: C^T = B^T A^T inside the entry
+                               walks_transposed=prec == "tf32" and (a, b) == ("k", "n")))
     return tuple(out)
 
 
@@ -496,16 +498,15 @@ class WgmmaWsConfig:
     consumer_regs: int = 232         # ... and of each consumer warpgroup
     promote: int = 0                 # k-tiles per tensor-core sum, then added into a float32
                                      # register sum (0: never; twice the accumulators)
-    tail_split: int = 0              # promoted only: the last wave's units cut along K into up
-                                     # to this many pieces (0: never; sm90_tail_split.cuh)
+    tail_split: int = 0              # the last wave's units cut along K into up to this many
+                                     # pieces (0: never; sm90_tail_split.cuh): split-K where
+                                     # the units are fewer than the clusters
     split_parts: int = 0             # 2: A and B are cute_3xtf32's split, [small | big] per
                                      # chunk, read as its three products (sm90_split_parts.cuh)
 
     def __post_init__(self):
         if self.blk_m != 64 * self.consumers:
             raise ValueError("blk_m: 64 rows per consumer warpgroup")
-        if self.tail_split and not self.promote:
-            raise ValueError("tail_split: a cut tile's partials are the promoted consumer's")
         if self.split_parts not in (0, 2) or (self.split_parts and self.promote != 3):
             raise ValueError("split_parts: 0, or 2 with promote = 3 (a window: a chunk's three products)")
         if self.producer_regs + self.consumers * self.consumer_regs > 512:
@@ -520,10 +521,11 @@ class WgmmaWsConfig:
         """k per stage of the 16-bit entries (k_bytes / 2; the tf32 ones: k_bytes / 4)."""
         return self.k_bytes // 2
 
-    def window_k(self, item: int = 4) -> int:
-        """The k of A and B a promotion window covers, in elements of `item` bytes: promote
-        k-tiles, or with split_parts one chunk, stored as split_parts k-tiles."""
-        return (self.split_parts or max(self.promote, 1)) * self.k_bytes // item
+    @property
+    def window_bytes(self) -> int:
+        """The k of A's rows a window covers, in bytes: one k-tile, or promote k-tiles, or
+        with split_parts one chunk, stored as split_parts k-tiles."""
+        return (self.split_parts or max(self.promote, 1)) * self.k_bytes
 
     @property
     def dyn_smem(self) -> int:
@@ -537,6 +539,9 @@ class WgmmaWsConfig:
                 f"{body}}};\n#line 1 \"cute/c6_wgmma_ws.cu\"\n")
 
 
+# the cut of a plain (unpromoted) walk, in k-tiles: docs/tuning/cute_wgmma_ws.md#split-k
+_PLAIN_CUT = CutModel(min_windows=16, overhead=2, fixup=3)
+
 # c6's entries of a configuration compiled for one (CG_WS_ONLY): cute_3xtf32's GEMMs
 _WS_ONLY = {None: (0, None), "tf32": (1, "cute_wgmma_ws_tf32_f32_ak_bk"),
             "fp16": (2, "cute_wgmma_ws_fp16_f32_ak_bk")}
@@ -546,8 +551,6 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig, only: str | None = None) -> Kernel:
     """only: "tf32" or "fp16", the configuration's k-major entry of that precision (float
     out) alone, as cute_3xtf32's GEMMs run them on its split operands."""
     bm, bn = cfg.blk_m, cfg.blk_n
-    if cfg.tail_split and only is None:
-        raise ValueError("tail_split: the swapped tf32 entry walks C^T, the host plans the cut on C")
     define, entry = _WS_ONLY[only]
     # tf32: k-major SS entry, and RS entries for an m-major A / n-major B
     tf32 = (("k", "k"), ("k", "n"), ("m", "k"))
@@ -560,7 +563,9 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig, only: str | None = None) -> Kernel:
         defines=(("CG_WS_ONLY", define), ("CG_WS_TAIL_SPLIT", int(cfg.tail_split > 0))),
         block=(cfg.threads, 1, 1),
         grid=PersistentGrid(bm, bn, cluster=cfg.cluster_m, tail_split=cfg.tail_split,
-                            window_k=cfg.window_k(_TC_ITEM[only or "tf32"])),
+                            window_bytes=cfg.window_bytes,
+                            partials=2 if cfg.promote else 1,
+                            cut=CutModel() if cfg.promote else _PLAIN_CUT),
         config=cfg,
         tile=(bm, bn, cfg.blk_k),
         dyn_smem=FixedSmem(cfg.dyn_smem),
@@ -587,7 +592,8 @@ CUTE += [
     # 128x256 tiles, 4 stages, 2 consumers: #how-cute_wgmma_ws-got-there (128x192x5 lost)
     # cluster_m=2 (B multicast): #how-cute_wgmma_ws-got-there (cluster 4 lost: 120 CTAs fit)
     # group_m=16: same section (8 and 32 lost); k_bytes=128 (64-byte rows, 8 stages lost)
-    _auto(_wgmma_ws("cute_wgmma_ws", WgmmaWsConfig())),
+    # tail_split=32: #split-k (skinny and long-K products: fewer units than clusters)
+    _auto(_wgmma_ws("cute_wgmma_ws", WgmmaWsConfig(tail_split=32))),
     # fp32-accurate sums (cute_3xtf32's GEMM, with split_parts = 2): 64x192 per warpgroup holds two sets of
     # accumulators in 232 registers; windows of 3 k-tiles, one 3xTF32 chunk ending with its
     # big·big k-tile (128x128, 2 consumers: as accurate, slower at 8192^3; a warpgroup

@@ -111,6 +111,8 @@ class Variant:
     precision: str = "fp32"     # PRECISIONS: the arithmetic, and so the type of A and B
     out_dtype: str = "float32"  # the type of C and the result: float32 or A's own type
     tma: TmaBoxes | None = None # the entry also takes TMA tensor maps of A and B
+    walks_transposed: bool = False  # the entry itself computes C^T = B^T A^T: a persistent
+                                # walk's tiles (and the plan of its cut) are C^T's
 
     @property
     def dtype(self) -> str:
@@ -216,6 +218,18 @@ class RowGrid:
 
 
 @dataclass(frozen=True)
+class CutModel:
+    """How streamk.tail_split_plan prices the cut of a unit along K, in windows: each piece
+    runs at least `min_windows` and costs `overhead` more (its pipeline fill, its partial's
+    store), and the last piece reads every other piece's partial at `fixup` each. The
+    defaults are the promoted kernels' (3 k-tiles a window); the plain ones':
+    docs/tuning/cute_wgmma_ws.md#split-k."""
+    min_windows: int = 8
+    overhead: float = 2
+    fixup: float = 0
+
+
+@dataclass(frozen=True)
 class PersistentGrid:
     """A persistent kernel: min(tiles, SMs x ctas_per_sm) CTAs along x, each walking the
     (BM, BN) tiles of C its tile scheduler hands it (tile indices are 32-bit). With clusters
@@ -229,7 +243,9 @@ class PersistentGrid:
     cluster: int = 1
     tail_split: int = 0     # > 0: the last wave's units may be cut along K into up to this
                             # many pieces of whole windows (the entry takes ws, dp, pieces)
-    window_k: int = 1       # ... a window: the k a piece is counted in
+    window_bytes: int = 4   # ... a window, the k a piece is counted in: bytes of A's rows
+    partials: int = 2       # ... the fp32 tiles a piece stores (promoted: sum and error; else 1)
+    cut: CutModel = CutModel()   # ... how streamk.tail_split_plan prices a cut
 
     def units(self, m: int, n: int) -> int:
         return cdiv(cdiv(m, self.bm), self.cluster) * cdiv(n, self.bn)
@@ -237,28 +253,29 @@ class PersistentGrid:
     def clusters(self, sm_count: int) -> int:
         return max(1, (sm_count or 1) * self.ctas_per_sm // self.cluster)
 
-    def split(self, m: int, n: int, k: int, sm_count: int = 0, cut: bool = True) -> tuple[int, int]:
-        """(dp, pieces) of the walk at M x N x K: units [0, dp) whole, the others cut into
-        `pieces` along K (streamk.tail_split_plan); (units, 1) where none is cut (or not
-        `cut`: stream-K turned off)."""
+    def split(self, m: int, n: int, k: int, sm_count: int = 0, cut: bool = True,
+              itemsize: int = 4) -> tuple[int, int]:
+        """(dp, pieces) of the walk at M x N x K (A and B of `itemsize` bytes): units [0, dp)
+        whole, the others cut into `pieces` along K (streamk.tail_split_plan); (units, 1)
+        where none is cut (or not `cut`: stream-K turned off)."""
         from .streamk import tail_split_plan
         units = self.units(m, n)
         if not (self.tail_split and cut):
             return units, 1
-        return tail_split_plan(units, self.clusters(sm_count), cdiv(k, self.window_k),
-                               self.tail_split)
+        return tail_split_plan(units, self.clusters(sm_count),
+                               cdiv(k * itemsize, self.window_bytes), self.tail_split, self.cut)
 
-    def walk(self, m: int, n: int, k: int, sm_count: int = 0,
-             cut: bool = True) -> tuple[tuple[int, int], tuple[int, int, int]]:
+    def walk(self, m: int, n: int, k: int, sm_count: int = 0, cut: bool = True,
+             itemsize: int = 4) -> tuple[tuple[int, int], tuple[int, int, int]]:
         """((dp, pieces), grid): the split, and as many clusters as its items (at most one
         per `clusters`)."""
-        dp, pieces = self.split(m, n, k, sm_count, cut)
+        dp, pieces = self.split(m, n, k, sm_count, cut, itemsize)
         items = dp + (self.units(m, n) - dp) * pieces
         return (dp, pieces), (min(items, self.clusters(sm_count)) * self.cluster, 1, 1)
 
-    def __call__(self, m: int, n: int, k: int, sm_count: int = 0,
-                 cut: bool = True) -> tuple[int, int, int]:
-        return self.walk(m, n, k, sm_count, cut)[1]
+    def __call__(self, m: int, n: int, k: int, sm_count: int = 0, cut: bool = True,
+                 itemsize: int = 4) -> tuple[int, int, int]:
+        return self.walk(m, n, k, sm_count, cut, itemsize)[1]
 
     def span(self, n: int) -> tuple[int, int]:
         cols = min(n, EXTENT_MAX)

@@ -10,7 +10,7 @@ from .errors import UnknownKernelError
 from .ladder_cute import CUTE
 from .ladder_handwritten import HANDWRITTEN
 from .records import (ARCHS, EXTENT_MAX, FP32_ACCURATE, GRID_X_MAX, GRID_YZ_MAX,  # noqa: F401
-                      ITEMSIZE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, FixedSmem, FlatGrid,
+                      ITEMSIZE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, CutModel, FixedSmem, FlatGrid,
                       GemmOf, Kernel, PersistentGrid, RowGrid, SplitGrid, StripSmem, TileGrid,
                       TileGridMN, TmaBoxes, Variant, cdiv, layout_majors)
 

@@ -564,10 +564,12 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
         if isinstance(k.grid, registry.PersistentGrid) and k.grid.tail_split:
             # the last wave cut along K (sm90_tail_split.cuh): stream-K's switch turns it off
             g = k.grid
-            cut, grid = g.walk(km, kn, kk, lk.sm_count, os.environ.get("CUTE_GEMM_STREAM_K") != "0")
+            wm, wn = (kn, km) if variant.walks_transposed else (km, kn)   # the tiles it walks
+            cut, grid = g.walk(wm, wn, kk, lk.sm_count, os.environ.get("CUTE_GEMM_STREAM_K") != "0",
+                               registry.ITEMSIZE[variant.dtype])
             if cut[1] > 1:
-                ws_bytes = streamk.tail_split_workspace_bytes(g.units(km, kn) - cut[0], g.cluster,
-                                                              cut[1], g.bm, g.bn)
+                ws_bytes = streamk.tail_split_workspace_bytes(g.units(wm, wn) - cut[0], g.cluster,
+                                                              cut[1], g.bm, g.bn, g.partials)
         else:
             grid = k.grid(km, kn, kk, lk.sm_count)
         plan = LaunchPlan(entry=variant.entry, grid=grid, smem=smem,

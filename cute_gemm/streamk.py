@@ -5,7 +5,7 @@ runtime (resolve.py) supplies the occupancy it reads off the driver.
 """
 from __future__ import annotations
 
-from .records import Kernel, Variant, cdiv
+from .records import CutModel, Kernel, Variant, cdiv
 
 
 def plan(k: Kernel, variant: Variant, m: int, n: int, kk: int, slots_dp: int,
@@ -131,37 +131,36 @@ def stream_k_workspace_bytes(ctas: int, bm: int, bn: int) -> int:
 
 
 # ---- the K-split of a persistent walk's last wave (include/cute_gemm/sm90_tail_split.cuh) ----
-TAIL_SPLIT_MIN_WINDOWS = 8    # a piece's windows at least: its pipeline fill, the zero-filled
-                              # window around it and the fixup are paid per piece
-TAIL_SPLIT_OVERHEAD = 2       # ... their cost, in windows, per piece (partial store and fixup)
-
-
-def tail_split_plan(units: int, clusters: int, windows: int, max_pieces: int) -> tuple[int, int]:
+def tail_split_plan(units: int, clusters: int, windows: int, max_pieces: int,
+                    model: CutModel = CutModel()) -> tuple[int, int]:
     """(dp, pieces): how a persistent walk of `units` units of `windows` windows each on
     `clusters` clusters cuts its last round. Units [dp, units) (the last round's, or all of
     them when they are fewer than the clusters) are cut along K into `pieces` runs of whole
-    windows, the count (up to max_pieces, each run at least TAIL_SPLIT_MIN_WINDOWS, at most
+    windows, the count (up to max_pieces, each run at least model.min_windows, at most
     two pieces per cluster: the workspace and the fixup's traffic stay a wave's partials)
     that finishes the last round soonest by a simple model: rounds of pieces, each piece its
-    windows plus TAIL_SPLIT_OVERHEAD; (units, 1) where no cut gains."""
+    windows plus model.overhead, then the last piece's reads of the others' partials
+    (model.fixup each); (units, 1) where no cut gains."""
     tail = units % clusters if units >= clusters else units
     if tail == 0 or max_pieces < 2:
         return units, 1
     dp = units - tail
 
     def cost(s: int) -> float:
-        rounds = cdiv(tail * s, clusters)
-        return rounds * (cdiv(windows, s) + (TAIL_SPLIT_OVERHEAD if s > 1 else 0))
-    most = min(max_pieces, windows // TAIL_SPLIT_MIN_WINDOWS, 2 * clusters // tail)
+        if s == 1:
+            return windows
+        return cdiv(tail * s, clusters) * (cdiv(windows, s) + model.overhead) + model.fixup * (s - 1)
+    most = min(max_pieces, windows // model.min_windows, 2 * clusters // tail)
     best = min(range(1, max(most, 1) + 1), key=lambda s: (cost(s), s))
     return (units, 1) if best == 1 else (dp, best)
 
 
-def tail_split_workspace_bytes(cut_units: int, cluster: int, pieces: int, bm: int, bn: int) -> int:
+def tail_split_workspace_bytes(cut_units: int, cluster: int, pieces: int, bm: int, bn: int,
+                               partials: int = 2) -> int:
     """Workspace of a cut walk: STREAM_K_COUNTERS int32 counters (one per cut tile, at the
-    same place as stream-K's: one pool serves both), then two partial tiles (fp32: a piece's
-    promoted sum and its carried error) per piece."""
-    return 4 * STREAM_K_COUNTERS + 8 * cut_units * cluster * pieces * bm * bn
+    same place as stream-K's: one pool serves both), then `partials` fp32 tiles per piece
+    (promoted: its sum and its carried error; else its accumulators)."""
+    return 4 * STREAM_K_COUNTERS + 4 * partials * cut_units * cluster * pieces * bm * bn
 
 
 def tail_split_schedule(units: int, dp: int, pieces: int, windows: int) -> list[tuple[int, int, int]]:

@@ -32,8 +32,9 @@ SK_SHAPES = [(200, 4, 300), (4, 4, 2048)]
 
 # a walk whose last wave is cut along K (PersistentGrid.tail_split: cute_wgmma_ws_promote, and
 # cute_3xtf32 through its own GEMM): 2 units of 128 x 192, K = 1200 (38 windows of 32 k in
-# tf32, 19 of 64 in cute_3xtf32's fp16): cut in 2 or more
-CUT_SHAPES = [(130, 200, 1200)]
+# tf32, 19 of 64 in cute_3xtf32's fp16): cut in 2 or more; cute_wgmma_ws's plain walk cuts
+# only runs of 16 k-tiles or more: its tf32 there, its 16-bit entries at K = 2100 (32 k-tiles)
+CUT_SHAPES = [(130, 200, 1200), (70, 300, 2100)]
 
 
 def cut_gemm(name: str) -> str | None:

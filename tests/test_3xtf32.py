@@ -38,7 +38,7 @@ def test_the_record_says_what_it_is_composed_of():
     # three products, and a promotion window is one chunk: the accumulator is promoted right
     # after each chunk's big·big k-tile
     assert g.k_chunk == gemm.config.k_bytes // 2 == 64 and gemm.config.promote == g.k_reads
-    assert gemm.config.split_parts == g.k_parts and gemm.grid.window_k == 2 * g.k_chunk
+    assert gemm.config.split_parts == g.k_parts and gemm.grid.window_bytes == 2 * 2 * g.k_chunk
     # it reads A' and B' as no plain GEMM does: nobody calls it by name, yet it is compiled
     assert gemm.name not in registry.names() and gemm in registry.compiled()
     assert registry.find(gemm.name) is gemm

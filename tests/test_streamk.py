@@ -226,12 +226,12 @@ def test_tail_split_schedule_covers_every_window_once(units, clusters, windows):
     assert covered == [(u, w) for u in range(units) for w in range(windows)]
     if pieces > 1:                                                   # the last round: <= 2 a cluster
         assert (units - dp) * pieces <= 2 * clusters
-        assert cdiv(windows, pieces) >= streamk.TAIL_SPLIT_MIN_WINDOWS
+        assert cdiv(windows, pieces) >= registry.CutModel().min_windows
 
 
 def test_tail_split_workspace_and_counters_fit_the_header():
     g = registry.get("cute_wgmma_ws_promote").grid
-    assert g.tail_split and g.window_k == 96                         # 3 k-tiles of 32 tf32
+    assert g.tail_split and g.window_bytes == 384                    # 3 k-tiles of 32 tf32
     dp, pieces = g.split(4096, 4096, 3 * 4096, 132)
     assert (dp, pieces) == (330, 3) and g(4096, 4096, 3 * 4096, 132) == (132, 1, 1)
     assert g.split(4096, 4096, 3 * 4096, 132, cut=False) == (352, 1)
@@ -241,3 +241,51 @@ def test_tail_split_workspace_and_counters_fit_the_header():
         4 * streamk.STREAM_K_COUNTERS + 2 * 4 * 44 * 3 * 128 * 192   # a sum and an error a piece
     # fewer units than clusters: the grid is the items, not the units
     assert g(300, 300, 3 * 1024, 132) == (2 * 4 * 4, 1, 1)           # 4 units x 4 pieces
+
+
+def test_wgmma_ws_cuts_fewer_units_than_clusters_along_k():
+    """cute_wgmma_ws's plain walk (docs/tuning/cute_wgmma_ws.md#split-k): a skinny or long-K
+    product has fewer units than clusters, and every unit is cut (a split-K); the windows
+    are k-tiles of the call's element size."""
+    g = registry.get("cute_wgmma_ws").grid
+    model = g.cut
+    assert g.window_bytes == 128 and g.partials == 1 and model.fixup > 0
+    # 128 x 4096 x 4096, 16-bit: 16 units (128 x 256 tiles, clusters of 2), 64 k-tiles: 4 pieces
+    assert g.walk(128, 4096, 4096, 132, itemsize=2) == ((0, 4), (128, 1, 1))
+    # 256 x 256 x 65536: one unit of 1024 k-tiles, cut until the fixup's reads cost more
+    dp, pieces = g.split(256, 256, 65536, 132, itemsize=2)
+    assert dp == 0 and 12 <= pieces <= 24
+    # 1024^3: 16 k-tiles of 16-bit operands are too few to cut; tf32's 32 are cut in two
+    assert g.split(1024, 1024, 1024, 132, itemsize=2) == (16, 1)
+    assert g.split(1024, 1024, 1024, 132, itemsize=4) == (0, 2)
+    assert g.split(4096, 4096, 4096, 132, itemsize=2) == (256, 1)    # big products: no cut
+    assert streamk.tail_split_workspace_bytes(16, 2, 4, 128, 256, partials=1) == \
+        4 * streamk.STREAM_K_COUNTERS + 4 * 32 * 4 * 128 * 256      # one partial tile a piece
+    # the tf32 entry that swaps inside (C^T = B^T A^T) is planned on the tiles it walks
+    k = registry.get("cute_wgmma_ws")
+    assert [v.entry for v in k.variants if v.walks_transposed] == ["cute_wgmma_ws_tf32_f32_ak_bn"]
+
+
+def test_a_skinny_tensor_core_call_launches_its_cut_with_a_workspace(monkeypatch):
+    """run("cute_wgmma_ws") at 128 x 4096 x 4096 fp16: one launch of 128 CTAs, (dp, pieces) =
+    (0, 4) in its arguments, one partial tile a piece in its workspace; 1024^3 cuts nothing."""
+    import stub_driver
+    from cute_gemm import api, resolve, workspace
+    for m, cut in ((128, (0, 4)), (1024, (16, 1))):
+        events = stub_driver.install(monkeypatch)
+        monkeypatch.delenv("CUTE_GEMM_STREAM_K")
+        monkeypatch.setattr(workspace, "_free", [])
+        n = kk = 4096 if m == 128 else 1024
+
+        def dev(rows, cols, ptr):
+            return stub_driver.Dev((rows, cols), ptr, strides=(2 * cols, 2), typestr="<f2")
+        api.run("cute_wgmma_ws", dev(m, kk, 0x1000_0000), dev(kk, n, 0x2000_0000),
+                out=dev(m, n, 0x3000_0000), precision="fp16")
+        (plan,) = [p for p in resolve.resolved_launches() if p.kernel == "cute_wgmma_ws"]
+        assert plan.tail_split == cut, plan
+        if cut[1] > 1:
+            assert plan.grid == (128, 1, 1)
+            assert plan.workspace_bytes == 4 * streamk.STREAM_K_COUNTERS + 4 * 32 * 4 * 128 * 256
+        else:
+            assert plan.workspace_bytes == 0
+        assert [e[1] for e in stub_driver.launches(events)] == ["cute_wgmma_ws_fp16_fp16_ak_bn"]

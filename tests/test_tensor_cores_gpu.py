@@ -194,3 +194,53 @@ def test_tf32_register_operand_entries_take_their_layouts_into_every_c(majors):
             plans = [p for p in cute_gemm.resolved_launches()
                      if p.kernel == name and p.shape == (m, n, k)]
             assert plans and all(p.entry.endswith(majors) and not p.copies for p in plans), plans
+
+
+# shapes whose every unit cute_wgmma_ws cuts along K (fewer units than clusters: a split-K,
+# sm90_tail_split.cuh): a skinny product and a long-K one, residues in M, N and K
+CUT_SHAPES = [(100, 1000, 4100), (64, 72, 20000)]
+WS_COMBOS = [(p, o) for n, p, o in COMBOS if n == "cute_wgmma_ws"]
+
+
+def _cut_everywhere(name):
+    cut = {p.shape for p in cute_gemm.resolved_launches()
+           if p.kernel == name and p.tail_split and p.tail_split[1] > 1}
+    assert set(CUT_SHAPES) <= cut, cute_gemm.resolved_launches()
+
+
+@pytest.mark.parametrize("layout", ["nn", "tn", "nt", "tt"])
+@pytest.mark.parametrize("precision,out", WS_COMBOS)
+def test_wgmma_ws_split_k_every_layout(precision, out, layout):
+    name = "cute_wgmma_ws"
+    _runnable(name)
+    cute_gemm.clear_caches()
+    _assert_ok(cross_check(kernels=[name], shapes=CUT_SHAPES, precision=precision, out_dtype=out,
+                           layout=layout, alpha=1.5, beta=-0.5, seed=4))
+    _cut_everywhere(name)
+
+
+@pytest.mark.parametrize("precision,out", WS_COMBOS)
+def test_wgmma_ws_split_k_exact_and_deterministic(precision, out):
+    """Integer sums are exact however K is cut; on random inputs two runs give the same bits
+    (the pieces' partials are added in piece order, whoever finishes last)."""
+    name = "cute_wgmma_ws"
+    _runnable(name)
+    cute_gemm.clear_caches()
+    _assert_ok(cross_check(kernels=[name], shapes=CUT_SHAPES, exact=True, precision=precision,
+                           out_dtype=out, beta=1.0))
+    _cut_everywhere(name)
+    dt = registry.PRECISION_DTYPE[precision]
+    od = "float32" if out == "float32" else dt
+    m, n, k = CUT_SHAPES[0]
+    rng = np.random.default_rng(6)
+    dA = DeviceArray.from_host(rng.standard_normal((m, k), dtype=np.float32), dtype=dt)
+    dB = DeviceArray.from_host(rng.standard_normal((k, n), dtype=np.float32), dtype=dt)
+    outs = [DeviceArray.full((m, n), np.nan, dtype=od) for _ in range(3)]
+    try:
+        for o in outs:
+            cute_gemm.run(name, dA, dB, out=o, precision=precision)
+        bits = [o.to_host().view(np.uint8) for o in outs]
+    finally:
+        for d in (dA, dB, *outs):
+            d.close()
+    assert all(np.array_equal(bits[0], x) for x in bits[1:])

@@ -15,6 +15,7 @@
 #include <cute_gemm/sm90_setmaxnreg.cuh>
 #include <cute_gemm/sm90_epilogue_rows.cuh>
 #include <cute_gemm/sm90_tile_scheduler.cuh>
+#include <cute_gemm/sm90_tail_split.cuh>
 
 namespace cg::sm90 {
 
@@ -24,7 +25,8 @@ template <class WsConfig, class TC, int kCluster, class OpA, class OpB, class Mm
           class Tiles>
 __device__ __forceinline__ void consume_rs(Mma const& mma, Ring* ring,
                                            typename OpA::Elem* smemA, typename OpB::Elem* smemB,
-                                           Tiles const& tiles, int stride, int rank, int k_tiles,
+                                           Tiles const& tiles, TailSplit split, float* ws,
+                                           int stride, int rank, int k_tiles,
                                            TC* C, long long sCm, long long sCn,
                                            int M, int N, float alpha, float beta) {
   using namespace cute;
@@ -65,21 +67,24 @@ __device__ __forceinline__ void consume_rs(Mma const& mma, Ring* ring,
     prev = st.index;
     st.advance();
   };
-  for (int u = first_unit<kCluster>(); u < tiles.count(); u += stride) {
-    int m_unit, n_blk;
-    tiles.coord(u, m_unit, n_blk);
-    const int m_blk = m_unit * kCluster + rank;
+  for (int item = first_unit<kCluster>(); item < split.items(tiles.count()); item += stride) {
     clear(acc);
+    const int run = split.run(item, k_tiles);              // a cut unit's piece: its own k-tiles
     int k_tile = 0;
-    for (; k_tile + 1 < k_tiles; k_tile += 2) {
+    for (; k_tile + 1 < run; k_tile += 2) {
       step(tCrA0);
       step(tCrA1);
     }
-    if (k_tile < k_tiles) step(tCrA0);
+    if (k_tile < run) step(tCrA0);
     warpgroup_wait<0>();
     warpgroup_fence_operand(acc);
     if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
     prev = -1;
+    if (!piece_done<128 * WsConfig::consumers, kCluster>(acc, split, item, ws, thread, rank))
+      continue;                                            // another piece adds this one's
+    int m_unit, n_blk;
+    tiles.coord(split.unit(item), m_unit, n_blk);
+    const int m_blk = m_unit * kCluster + rank;
     store_axpby_rows<kBlkM, kBlkN, typename OpA::RowMap>(mma, thread, acc, C, sCm, sCn, M, N,
                                                          m_blk * kBlkM, n_blk * kBlkN, alpha,
                                                          beta);

@@ -1,5 +1,6 @@
 // A persistent walk whose last, partly empty wave is cut along K (sm_90 warp-specialized
-// kernels; cute_wgmma_ws_promote, cute_3xtf32's GEMM).
+// kernels: cute_wgmma_ws, cute_wgmma_ws_promote, cute_3xtf32's GEMM). With fewer units than
+// clusters (a skinny or long-K product) every unit is in that wave: a split-K.
 //
 // Why: U units (kCluster tiles each) on G clusters leave U % G of them for the last round,
 // while the other clusters idle (4096^3 in 128 x 192 tiles: 352 units on 66 clusters,
@@ -11,14 +12,15 @@
 //   items [dp, ...): unit dp + j / pieces, piece p = j % pieces, windows [p R, (p+1) R) of
 //   the unit's W (R = ceil(W / pieces); those past W are zero-filled).
 //
-// Every piece of a cut tile stores its partial (its promoted sum and carried error, before
-// alpha) in the workspace, then counts itself in; the last to arrive adds all of them in
+// Every piece of a cut tile stores its partial (its accumulators, before alpha; promoted: its
+// sum and carried error) in the workspace, then counts itself in; the last to arrive adds all of them in
 // piece order (the same order whoever arrives last: deterministic results) and runs the
 // epilogue. No piece ever waits
 // for another, so residency does not matter (the fixup of cute_pipelined's stream-K,
 // streamk.cuh, with a compensated sum of the partials). Workspace: kStreamKCounters int32
-// counters (zero before and after every launch: the last arrival resets its own), then two
-// partial tiles per piece (its sum and carried error): streamk.tail_split_workspace_bytes.
+// counters (zero before and after every launch: the last arrival resets its own), then one
+// partial tile per piece (promoted: two, its sum and carried error):
+// streamk.tail_split_workspace_bytes.
 #pragma once
 #include <cute/tensor.hpp>
 #include <cute_gemm/streamk.cuh>
@@ -106,6 +108,55 @@ __device__ __forceinline__ bool tail_fixup(Acc& acc, Acc const& sum, int thread,
     for (int q = 0; q < kGroup; ++q) acc(g + q) = __fadd_rn(s[q], e[q]);
   }
   return true;
+}
+
+// tail_fixup for plain wgmma accumulators (the unpromoted consumers): `piece`'s acc stored as
+// its partial (kThreads * size(acc) floats at `parts`, laid out as tail_fixup's sums), counted
+// in; the last piece to arrive leaves in acc every piece's partial added in piece order
+// (deterministic, and a sum of K's pieces as a longer k-loop would make it) and returns true.
+template <int kThreads, class Acc>
+__device__ __forceinline__ bool tail_fixup_plain(Acc& acc, int thread, int* counter, float* parts,
+                                                 int piece, int pieces) {
+  constexpr int kSize = decltype(cute::size(acc))::value;
+  constexpr int kPart = kThreads * kSize;                  // floats of one piece's partial
+  constexpr int kGroup = 32;                               // loads in flight per thread
+  static_assert(kSize % kGroup == 0, "whole groups");
+  float* mine = parts + piece * kPart + thread;
+  CUTE_UNROLL
+  for (int i = 0; i < kSize; ++i) __stcg(mine + i * kThreads, acc(i));
+  auto consumers = [] { asm volatile("bar.sync 1, %0;" :: "n"(kThreads) : "memory"); };
+  if (!last_to_arrive(counter, pieces, thread == 0, consumers)) return false;
+  const float* p = parts + thread;
+  CUTE_UNROLL
+  for (int g = 0; g < kSize; g += kGroup) {
+    float s[kGroup];
+    CUTE_UNROLL
+    for (int q = 0; q < kGroup; ++q) s[q] = __ldcg(p + (g + q) * kThreads);
+    for (int j = 1; j < pieces; ++j) {                     // in piece order: deterministic
+      const float* pj = p + j * kPart;
+      float x[kGroup];
+      CUTE_UNROLL
+      for (int q = 0; q < kGroup; ++q) x[q] = __ldcg(pj + (g + q) * kThreads);
+      CUTE_UNROLL
+      for (int q = 0; q < kGroup; ++q) s[q] = __fadd_rn(s[q], x[q]);
+    }
+    CUTE_UNROLL
+    for (int q = 0; q < kGroup; ++q) acc(g + q) = s[q];
+  }
+  return true;
+}
+
+// An unpromoted consumer's item done (its k-loop retired): true where its consumers run the
+// epilogue of the item's tile: a whole unit's, or the tile of a cut unit whose last piece
+// this is (its partials then added into acc).
+template <int kThreads, int kCluster, class Acc>
+__device__ __forceinline__ bool piece_done(Acc& acc, TailSplit const& split, int item, float* ws,
+                                           int thread, int rank) {
+  if (!split.cut(item)) return true;
+  const int slot = (split.unit(item) - split.dp) * kCluster + rank;   // a tile of a cut unit
+  float* parts = ws + kStreamKCounters + slot * split.pieces * (kThreads * int(cute::size(acc)));
+  return tail_fixup_plain<kThreads>(acc, thread, reinterpret_cast<int*>(ws) + slot, parts,
+                                    split.piece(item), split.pieces);
 }
 
 }  // namespace cg::sm90

@@ -33,9 +33,11 @@
 //           register sum every `promote` k-tiles (sm90_consumer_promote.cuh; cute_3xtf32's
 //           GEMM), at 2x the accumulator registers; the right half's adds run under the
 //           next window's first wgmmas (on the left half).
-// Tail:     Config::tail_split > 0 (promoted only): the last wave's units are cut along K
-//           into runs of whole windows, their partials added by the last piece
-//           (sm90_tail_split.cuh); the entry then takes (ws, dp, pieces) after the maps.
+// Tail:     Config::tail_split > 0: the last wave's units are cut along K into runs of whole
+//           windows (k-tiles where not promoted), their partials added by the last piece
+//           (sm90_tail_split.cuh): split-K where the units are fewer than the clusters. The
+//           entry then takes (ws, dp, pieces) after the maps, planned on the problem it walks
+//           (C^T for the swapped tf32 entry: Variant.walks_transposed).
 // Bottleneck: the epilogue stalls both consumer warpgroups once per tile (only the producer's
 //           loads overlap it); at 4096^3, 512 tiles on 132 SMs leave a partial last wave.
 //           Measurements: docs/tuning/cute_wgmma_ws.md.
@@ -64,7 +66,8 @@ constexpr int kThreads = 128 * (1 + Config::consumers);
 // consume_promoted, sm90_consumer_promote.cuh.)
 template <class TC, int kCluster, class OpA, class OpB, class Mma, class Ring, class T, class Tiles>
 __device__ __forceinline__ void consume(Mma const& mma, Ring* ring, T* smemA, T* smemB,
-                                        Tiles const& tiles, int stride, int rank, int k_tiles,
+                                        Tiles const& tiles, cg::sm90::TailSplit split, float* ws,
+                                        int stride, int rank, int k_tiles,
                                         TC* C, long long sCm, long long sCn,
                                         int M, int N, float alpha, float beta) {
   constexpr int kBlkM = Config::blk_m, kBlkN = Config::blk_n, kStages = Config::stages;
@@ -79,13 +82,13 @@ __device__ __forceinline__ void consume(Mma const& mma, Ring* ring, T* smemA, T*
   Tensor tCrB = thr_mma.make_fragment_B(thr_mma.partition_B(sB));         // (MMA,MMA_N,MMA_K,PIPE)
   Tensor acc = partition_fragment_C(thr_mma, Shape<Int<kBlkM>, Int<kBlkN>>{});  // (MMA,MMA_M,MMA_N)
   State st;
-  for (int u = cg::sm90::first_unit<kCluster>(); u < tiles.count(); u += stride) {
-    int m_unit, n_blk;
-    tiles.coord(u, m_unit, n_blk);
-    const int m_blk = m_unit * kCluster + rank;
+  for (int item = cg::sm90::first_unit<kCluster>(); item < split.items(tiles.count());
+       item += stride) {
     clear(acc);
     int prev = -1;                                         // the stage of the batch in flight
-    for (int k_tile = 0; k_tile < k_tiles; ++k_tile, st.advance()) {
+    // the k-tiles the producer streams for this item (a cut unit's piece: its own)
+    const int run = split.run(item, k_tiles);
+    for (int k_tile = 0; k_tile < run; ++k_tile, st.advance()) {
       ring->wait(st);
       warpgroup_fence_operand(acc);
       warpgroup_arrive();
@@ -99,6 +102,11 @@ __device__ __forceinline__ void consume(Mma const& mma, Ring* ring, T* smemA, T*
     warpgroup_wait<0>();
     warpgroup_fence_operand(acc);
     if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
+    if (!cg::sm90::piece_done<kThreads - 128, kCluster>(acc, split, item, ws, thread, rank))
+      continue;                                            // another piece adds this one's
+    int m_unit, n_blk;
+    tiles.coord(split.unit(item), m_unit, n_blk);
+    const int m_blk = m_unit * kCluster + rank;
     cg::sm90::store_axpby<kBlkM, kBlkN>(mma, thread, acc, C, sCm, sCn, M, N, m_blk * kBlkM,
                                         n_blk * kBlkN, alpha, beta);
   }
@@ -140,7 +148,6 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
   static_assert(Config::producer_regs + Config::consumers * Config::consumer_regs
                 <= 65536 / 128, "setmaxnreg: the register file of one CTA");
   static_assert(bool(Config::tail_split) == bool(CG_WS_TAIL_SPLIT), "the entry's (ws, dp, pieces)");
-  static_assert(Config::tail_split == 0 || Config::promote > 0, "a cut tile: promoted consumers");
   static_assert(Config::split_parts == 0 || Config::promote == 3, "a window: one chunk's three k-tiles");
   CUTE_STATIC_ASSERT_V(size(mma) == Int<128 * Config::consumers>{});  // the consumer threads
   CUTE_STATIC_ASSERT_V(Int<kBlkK>{} % size<2>(typename decltype(mma)::AtomShape_MNK{}) == _0{});  // BLK_K / MMA_K
@@ -210,9 +217,9 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
     }
     __syncwarp();
   } else if constexpr (kRegA) {
-    cg::sm90::consume_rs<Config, TC, kCluster, OpA, OpB>(mma, ring, smemA, smemB, tiles, stride,
-                                                         rank, k_tiles, C, sCm, sCn, M,
-                                                         N, alpha, beta);
+    cg::sm90::consume_rs<Config, TC, kCluster, OpA, OpB>(mma, ring, smemA, smemB, tiles, split,
+                                                         ws, stride, rank, k_tiles, C, sCm,
+                                                         sCn, M, N, alpha, beta);
   } else if constexpr (Config::promote > 0) {
     // the same atom over half the tile's columns: the k-tiles consume_promoted splits
     TiledMMA half = make_tiled_mma(
@@ -222,8 +229,8 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
         mma, half, ring, smemA, smemB, tiles, split, ws, stride, rank, k_read, C, sCm, sCn, M, N,
         alpha, beta);
   } else {
-    consume<TC, kCluster, OpA, OpB>(mma, ring, smemA, smemB, tiles, stride, rank, k_tiles,
-                                    C, sCm, sCn, M, N, alpha, beta);
+    consume<TC, kCluster, OpA, OpB>(mma, ring, smemA, smemB, tiles, split, ws, stride, rank,
+                                    k_tiles, C, sCm, sCn, M, N, alpha, beta);
   }
   if constexpr (kCluster > 1) cg::sm90::cluster_sync();    // no peer writes our smem any more
 }
@@ -257,7 +264,6 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
   CG_ENTRY(NAME, __launch_bounds__(kThreads, 1)                                            \
                  __cluster_dims__(Config::cluster_m, 1, 1),                                 \
            (CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS CG_WS_SPLIT_PARAMS), {                 \
-    static_assert(!CG_WS_TAIL_SPLIT, "the host plans a cut on C, this entry walks C^T");    \
     gemm_wgmma_ws<TAB, TC, GMMA::Major::MN, GMMA::Major::K>(                                \
         N, M, K, alpha, B, sBn, sBk, A, sAk, sAm, beta, C, sCn, sCm, &tma_b, &tma_a,        \
         CG_WS_SPLIT_ARGS);                                                                  \
