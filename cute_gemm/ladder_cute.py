@@ -540,7 +540,7 @@ class WgmmaWsConfig:
 
 
 # the cut of a plain (unpromoted) walk, in k-tiles: docs/tuning/cute_wgmma_ws.md#split-k
-_PLAIN_CUT = CutModel(min_windows=16, overhead=2, fixup=3)
+_PLAIN_CUT = CutModel(min_windows=16, overhead=2, fixup=3, rounds=1)
 
 # c6's entries of a configuration compiled for one (CG_WS_ONLY): cute_3xtf32's GEMMs
 _WS_ONLY = {None: (0, None), "tf32": (1, "cute_wgmma_ws_tf32_f32_ak_bk"),

@@ -221,12 +221,13 @@ class RowGrid:
 class CutModel:
     """How streamk.tail_split_plan prices the cut of a unit along K, in windows: each piece
     runs at least `min_windows` and costs `overhead` more (its pipeline fill, its partial's
-    store), and the last piece reads every other piece's partial at `fixup` each. The
-    defaults are the promoted kernels' (3 k-tiles a window); the plain ones':
-    docs/tuning/cute_wgmma_ws.md#split-k."""
+    store), the last piece reads every other piece's partial at `fixup` each, and the cut
+    round holds at most `rounds` items a cluster. The defaults are the promoted kernels' (3
+    k-tiles a window); the plain ones': docs/tuning/cute_wgmma_ws.md#split-k."""
     min_windows: int = 8
     overhead: float = 2
     fixup: float = 0
+    rounds: int = 2
 
 
 @dataclass(frozen=True)

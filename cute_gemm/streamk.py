@@ -137,7 +137,8 @@ def tail_split_plan(units: int, clusters: int, windows: int, max_pieces: int,
     `clusters` clusters cuts its last round. Units [dp, units) (the last round's, or all of
     them when they are fewer than the clusters) are cut along K into `pieces` runs of whole
     windows, the count (up to max_pieces, each run at least model.min_windows, at most
-    two pieces per cluster: the workspace and the fixup's traffic stay a wave's partials)
+    model.rounds pieces per cluster: the workspace and the fixup's traffic stay a wave's
+    partials)
     that finishes the last round soonest by a simple model: rounds of pieces, each piece its
     windows plus model.overhead, then the last piece's reads of the others' partials
     (model.fixup each); (units, 1) where no cut gains."""
@@ -150,7 +151,7 @@ def tail_split_plan(units: int, clusters: int, windows: int, max_pieces: int,
         if s == 1:
             return windows
         return cdiv(tail * s, clusters) * (cdiv(windows, s) + model.overhead) + model.fixup * (s - 1)
-    most = min(max_pieces, windows // model.min_windows, 2 * clusters // tail)
+    most = min(max_pieces, windows // model.min_windows, model.rounds * clusters // tail)
     best = min(range(1, max(most, 1) + 1), key=lambda s: (cost(s), s))
     return (units, 1) if best == 1 else (dp, best)
 

@@ -202,10 +202,20 @@ CUT_SHAPES = [(100, 1000, 4100), (64, 72, 20000)]
 WS_COMBOS = [(p, o) for n, p, o in COMBOS if n == "cute_wgmma_ws"]
 
 
-def _cut_everywhere(name):
-    cut = {p.shape for p in cute_gemm.resolved_launches()
-           if p.kernel == name and p.tail_split and p.tail_split[1] > 1}
-    assert set(CUT_SHAPES) <= cut, cute_gemm.resolved_launches()
+def _cut_everywhere(name, precision):
+    """Each of CUT_SHAPES is cut (each resolved on its own: cross_check keeps one launch)."""
+    dt = registry.PRECISION_DTYPE[precision]
+    for m, n, k in CUT_SHAPES:
+        cute_gemm.clear_caches()
+        ops = [DeviceArray.full(s, 1.0, dtype=dt) for s in ((m, k), (k, n), (m, n))]
+        try:
+            cute_gemm.run(name, ops[0], ops[1], out=ops[2], precision=precision)
+            launch.synchronize()
+        finally:
+            for d in ops:
+                d.close()
+        plans = [p for p in cute_gemm.resolved_launches() if p.kernel == name]
+        assert any(p.tail_split and p.tail_split[1] > 1 for p in plans), plans
 
 
 @pytest.mark.parametrize("layout", ["nn", "tn", "nt", "tt"])
@@ -216,7 +226,7 @@ def test_wgmma_ws_split_k_every_layout(precision, out, layout):
     cute_gemm.clear_caches()
     _assert_ok(cross_check(kernels=[name], shapes=CUT_SHAPES, precision=precision, out_dtype=out,
                            layout=layout, alpha=1.5, beta=-0.5, seed=4))
-    _cut_everywhere(name)
+    _cut_everywhere(name, precision)
 
 
 @pytest.mark.parametrize("precision,out", WS_COMBOS)
@@ -228,7 +238,7 @@ def test_wgmma_ws_split_k_exact_and_deterministic(precision, out):
     cute_gemm.clear_caches()
     _assert_ok(cross_check(kernels=[name], shapes=CUT_SHAPES, exact=True, precision=precision,
                            out_dtype=out, beta=1.0))
-    _cut_everywhere(name)
+    _cut_everywhere(name, precision)
     dt = registry.PRECISION_DTYPE[precision]
     od = "float32" if out == "float32" else dt
     m, n, k = CUT_SHAPES[0]

@@ -102,11 +102,12 @@ __device__ __forceinline__ void consume(Mma const& mma, Ring* ring, T* smemA, T*
     warpgroup_wait<0>();
     warpgroup_fence_operand(acc);
     if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
-    if (!cg::sm90::piece_done<kThreads - 128, kCluster>(acc, split, item, ws, thread, rank))
-      continue;                                            // another piece adds this one's
     int m_unit, n_blk;
     tiles.coord(split.unit(item), m_unit, n_blk);
     const int m_blk = m_unit * kCluster + rank;
+    if (m_blk * kBlkM >= M) continue;                      // a cluster's tile past M: no partial
+    if (!cg::sm90::piece_done<kThreads - 128, kCluster>(acc, split, item, ws, thread, rank))
+      continue;                                            // another piece adds this one's
     cg::sm90::store_axpby<kBlkM, kBlkN>(mma, thread, acc, C, sCm, sCn, M, N, m_blk * kBlkM,
                                         n_blk * kBlkN, alpha, beta);
   }
