@@ -172,8 +172,8 @@ __device__ __forceinline__ void consume_promoted(Mma const& mma, Half const& hal
       constexpr int kThreads = 128 * WsConfig::consumers;
       const int slot = (split.unit(item) - split.dp) * kCluster + rank;   // a tile of a cut unit
       float* parts = ws + kStreamKCounters + slot * split.pieces * (2 * kThreads * int(size(acc)));
-      if (!tail_fixup<kThreads>(acc, sum, thread, reinterpret_cast<int*>(ws) + slot, parts,
-                                split.piece(item), split.pieces))
+      if (!tail_fixup<kThreads, true>(acc, sum, thread, reinterpret_cast<int*>(ws) + slot, parts,
+                                      split.piece(item), split.pieces))
         continue;
     } else {
       CUTE_UNROLL

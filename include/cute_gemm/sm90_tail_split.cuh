@@ -60,28 +60,33 @@ __device__ __forceinline__ void two_sum_into(float& s, float x, float& e) {
 }
 
 // The consumer warpgroups' share of a cut tile (kThreads of them, named barrier 1, counted
-// in by streamk.cuh's last_to_arrive as stream-K's are): store
-// this piece's promoted sum and its carried error (sum, acc: the pair a whole tile's
-// epilogue adds) as partial `piece` of the tile whose counter is `counter` and whose
-// partials start at `parts` (2 * kThreads * size(acc) floats each, sums then errors; element
-// i of thread t at i * kThreads + t: coalesced, and each thread reads back what its own index
-// wrote), count it in, and, for the last piece to arrive, leave in acc the compensated sum of
-// every piece's pair (TwoSum over the sums in piece order, the errors added to the
-// compensation: no rounding a whole tile does not have) and return true (it alone runs the
-// epilogue). kGroup elements at a time, each piece's loads in flight together (one element at
-// a time, the reads' latency made the fixup cost more than the cut saved).
-template <int kThreads, class Acc>
+// in by streamk.cuh's last_to_arrive as stream-K's are): store this piece's partial as
+// partial `piece` of the tile whose counter is `counter` and whose partials start at `parts`
+// (element i of thread t at i * kThreads + t: coalesced, and each thread reads back what its
+// own index wrote), count it in, and, for the last piece to arrive, leave in acc the sum of
+// every piece's partial in piece order (deterministic whoever arrives last) and return true
+// (it alone runs the epilogue). kCompensated (the promoted consumers): a partial is the pair
+// (sum, acc) a whole tile's epilogue adds, sums then errors, 2 * kThreads * size(acc) floats;
+// the sums are added by TwoSum, the errors into the compensation: no rounding a whole tile
+// does not have. Else a partial is acc (`sum` unused), added as a longer k-loop would add it.
+// kGroup elements at a time, each piece's loads in flight together (one element at a time,
+// the reads' latency made the fixup cost more than the cut saved).
+template <int kThreads, bool kCompensated, class Acc>
 __device__ __forceinline__ bool tail_fixup(Acc& acc, Acc const& sum, int thread, int* counter,
                                            float* parts, int piece, int pieces) {
   constexpr int kSize = decltype(cute::size(acc))::value;
-  constexpr int kPart = 2 * kThreads * kSize;              // floats of one piece's pair
+  constexpr int kPart = (kCompensated ? 2 : 1) * kThreads * kSize;   // floats of one partial
   constexpr int kGroup = 32;                               // loads in flight per thread
   static_assert(kSize % kGroup == 0, "whole groups");
   float* mine = parts + piece * kPart + thread;
   CUTE_UNROLL
   for (int i = 0; i < kSize; ++i) {
-    __stcg(mine + i * kThreads, sum(i));
-    __stcg(mine + (kSize + i) * kThreads, acc(i));
+    if constexpr (kCompensated) {
+      __stcg(mine + i * kThreads, sum(i));
+      __stcg(mine + (kSize + i) * kThreads, acc(i));
+    } else {
+      __stcg(mine + i * kThreads, acc(i));
+    }
   }
   auto consumers = [] { asm volatile("bar.sync 1, %0;" :: "n"(kThreads) : "memory"); };
   if (!last_to_arrive(counter, pieces, thread == 0, consumers)) return false;
@@ -90,58 +95,29 @@ __device__ __forceinline__ bool tail_fixup(Acc& acc, Acc const& sum, int thread,
   for (int g = 0; g < kSize; g += kGroup) {                // a group of elements at a time:
     float s[kGroup], e[kGroup];                            // each piece's loads all in flight
     CUTE_UNROLL
-    for (int q = 0; q < kGroup; ++q)
-      s[q] = __ldcg(p + (g + q) * kThreads), e[q] = __ldcg(p + (kSize + g + q) * kThreads);
+    for (int q = 0; q < kGroup; ++q) {
+      s[q] = __ldcg(p + (g + q) * kThreads);
+      if constexpr (kCompensated) e[q] = __ldcg(p + (kSize + g + q) * kThreads);
+    }
     for (int j = 1; j < pieces; ++j) {                     // in piece order: deterministic
       const float* pj = p + j * kPart;
       float x[kGroup];
       CUTE_UNROLL
       for (int q = 0; q < kGroup; ++q) x[q] = __ldcg(pj + (g + q) * kThreads);
-      CUTE_UNROLL
-      for (int q = 0; q < kGroup; ++q) two_sum_into(s[q], x[q], e[q]);
-      CUTE_UNROLL
-      for (int q = 0; q < kGroup; ++q) x[q] = __ldcg(pj + (kSize + g + q) * kThreads);
-      CUTE_UNROLL
-      for (int q = 0; q < kGroup; ++q) e[q] = __fadd_rn(e[q], x[q]);
+      if constexpr (kCompensated) {
+        CUTE_UNROLL
+        for (int q = 0; q < kGroup; ++q) two_sum_into(s[q], x[q], e[q]);
+        CUTE_UNROLL
+        for (int q = 0; q < kGroup; ++q) x[q] = __ldcg(pj + (kSize + g + q) * kThreads);
+        CUTE_UNROLL
+        for (int q = 0; q < kGroup; ++q) e[q] = __fadd_rn(e[q], x[q]);
+      } else {
+        CUTE_UNROLL
+        for (int q = 0; q < kGroup; ++q) s[q] = __fadd_rn(s[q], x[q]);
+      }
     }
     CUTE_UNROLL
-    for (int q = 0; q < kGroup; ++q) acc(g + q) = __fadd_rn(s[q], e[q]);
-  }
-  return true;
-}
-
-// tail_fixup for plain wgmma accumulators (the unpromoted consumers): `piece`'s acc stored as
-// its partial (kThreads * size(acc) floats at `parts`, laid out as tail_fixup's sums), counted
-// in; the last piece to arrive leaves in acc every piece's partial added in piece order
-// (deterministic, and a sum of K's pieces as a longer k-loop would make it) and returns true.
-template <int kThreads, class Acc>
-__device__ __forceinline__ bool tail_fixup_plain(Acc& acc, int thread, int* counter, float* parts,
-                                                 int piece, int pieces) {
-  constexpr int kSize = decltype(cute::size(acc))::value;
-  constexpr int kPart = kThreads * kSize;                  // floats of one piece's partial
-  constexpr int kGroup = 32;                               // loads in flight per thread
-  static_assert(kSize % kGroup == 0, "whole groups");
-  float* mine = parts + piece * kPart + thread;
-  CUTE_UNROLL
-  for (int i = 0; i < kSize; ++i) __stcg(mine + i * kThreads, acc(i));
-  auto consumers = [] { asm volatile("bar.sync 1, %0;" :: "n"(kThreads) : "memory"); };
-  if (!last_to_arrive(counter, pieces, thread == 0, consumers)) return false;
-  const float* p = parts + thread;
-  CUTE_UNROLL
-  for (int g = 0; g < kSize; g += kGroup) {
-    float s[kGroup];
-    CUTE_UNROLL
-    for (int q = 0; q < kGroup; ++q) s[q] = __ldcg(p + (g + q) * kThreads);
-    for (int j = 1; j < pieces; ++j) {                     // in piece order: deterministic
-      const float* pj = p + j * kPart;
-      float x[kGroup];
-      CUTE_UNROLL
-      for (int q = 0; q < kGroup; ++q) x[q] = __ldcg(pj + (g + q) * kThreads);
-      CUTE_UNROLL
-      for (int q = 0; q < kGroup; ++q) s[q] = __fadd_rn(s[q], x[q]);
-    }
-    CUTE_UNROLL
-    for (int q = 0; q < kGroup; ++q) acc(g + q) = s[q];
+    for (int q = 0; q < kGroup; ++q) acc(g + q) = kCompensated ? __fadd_rn(s[q], e[q]) : s[q];
   }
   return true;
 }
@@ -155,8 +131,8 @@ __device__ __forceinline__ bool piece_done(Acc& acc, TailSplit const& split, int
   if (!split.cut(item)) return true;
   const int slot = (split.unit(item) - split.dp) * kCluster + rank;   // a tile of a cut unit
   float* parts = ws + kStreamKCounters + slot * split.pieces * (kThreads * int(cute::size(acc)));
-  return tail_fixup_plain<kThreads>(acc, thread, reinterpret_cast<int*>(ws) + slot, parts,
-                                    split.piece(item), split.pieces);
+  return tail_fixup<kThreads, false>(acc, acc, thread, reinterpret_cast<int*>(ws) + slot, parts,
+                                     split.piece(item), split.pieces);
 }
 
 }  // namespace cg::sm90
