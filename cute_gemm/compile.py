@@ -10,6 +10,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import functools
+import os
 import re
 import sys
 import threading
@@ -260,6 +261,8 @@ class _InFlight:
 
 IN_FLIGHT = _InFlight()
 atexit.register(IN_FLIGHT.drain)
+# a forked child has none of its parent's threads, so none of their compiles to wait for
+os.register_at_fork(after_in_child=IN_FLIGHT.__init__)
 
 
 def run_nvrtc(kernel, source: str, opts: list[str], want_ptx: bool):

@@ -235,6 +235,43 @@ def test_exit_waits_for_a_daemon_threads_compile():
     assert r.stdout.split() == ["exiting", "compiled"], r.stdout + r.stderr
 
 
+_FORK_MID_COMPILE = """
+import os, sys, threading, time
+from cute_gemm import cache, compile, registry
+k = registry.find("naive")
+t = threading.Thread(target=lambda: cache.get(k, "sm_90", entries=(k.entries[0],)), daemon=True)
+t.start()
+while compile.IN_FLIGHT.count == 0 and t.is_alive():
+    time.sleep(0.0005)
+assert t.is_alive(), "the compile ended before the fork"
+pid = os.fork()
+if pid == 0:
+    sys.exit(0)
+end = time.time() + 60
+while time.time() < end:
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        print("child", os.waitstatus_to_exitcode(status))
+        break
+    time.sleep(0.05)
+else:
+    os.kill(pid, 9)
+    print("child hung")
+"""
+
+
+def test_a_child_forked_mid_compile_exits():
+    """A process forked while a thread compiles has no such thread: its exit waits for
+    none (it inherited the parent's count, and hung at exit)."""
+    import os
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", _FORK_MID_COMPILE], capture_output=True, text=True,
+                       env={**os.environ, "CUTE_GEMM_DISABLE_CACHE": "1"}, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["child", "0"], r.stdout + r.stderr
+
+
 def test_no_compile_starts_in_a_thread_once_exit_began():
     import threading
     guard = comp._InFlight()
