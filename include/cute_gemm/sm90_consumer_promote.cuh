@@ -169,11 +169,8 @@ __device__ __forceinline__ void consume_promoted(Mma const& mma, Half const& hal
     warpgroup_fence_operand(acc);
     if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
     if (split.cut(item)) {                                 // a piece: the last one adds them all
-      constexpr int kThreads = 128 * WsConfig::consumers;
-      const int slot = (split.unit(item) - split.dp) * kCluster + rank;   // a tile of a cut unit
-      float* parts = ws + kStreamKCounters + slot * split.pieces * (2 * kThreads * int(size(acc)));
-      if (!tail_fixup<kThreads, true>(acc, sum, thread, reinterpret_cast<int*>(ws) + slot, parts,
-                                      split.piece(item), split.pieces))
+      if (!piece_done<128 * WsConfig::consumers, kCluster, true>(acc, sum, split, item, ws,
+                                                                  thread, rank))
         continue;
     } else {
       CUTE_UNROLL

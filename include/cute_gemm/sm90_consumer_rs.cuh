@@ -84,7 +84,8 @@ __device__ __forceinline__ void consume_rs(Mma const& mma, Ring* ring,
     tiles.coord(split.unit(item), m_unit, n_blk);
     const int m_blk = m_unit * kCluster + rank;
     if (m_blk * kBlkM >= M) continue;                      // a cluster's tile past M: no partial
-    if (!piece_done<128 * WsConfig::consumers, kCluster>(acc, split, item, ws, thread, rank))
+    if (!piece_done<128 * WsConfig::consumers, kCluster, false>(acc, acc, split, item, ws,
+                                                                thread, rank))
       continue;                                            // another piece adds this one's
     store_axpby_rows<kBlkM, kBlkN, typename OpA::RowMap>(mma, thread, acc, C, sCm, sCn, M, N,
                                                          m_blk * kBlkM, n_blk * kBlkN, alpha,

@@ -61,23 +61,25 @@ __device__ __forceinline__ void two_sum_into(float& s, float x, float& e) {
 
 // The consumer warpgroups' share of a cut tile (kThreads of them, named barrier 1, counted
 // in by streamk.cuh's last_to_arrive as stream-K's are): store this piece's partial as
-// partial `piece` of the tile whose counter is `counter` and whose partials start at `parts`
-// (element i of thread t at i * kThreads + t: coalesced, and each thread reads back what its
-// own index wrote), count it in, and, for the last piece to arrive, leave in acc the sum of
-// every piece's partial in piece order (deterministic whoever arrives last) and return true
-// (it alone runs the epilogue). kCompensated (the promoted consumers): a partial is the pair
+// partial `piece` of cut tile `slot` (its counter the slot-th of ws, its partials after the
+// counters; element i of thread t at i * kThreads + t: coalesced, and each thread reads back
+// what its own index wrote), count it in, and, for the last piece to arrive, leave in acc
+// the sum of every piece's partial in piece order (deterministic whoever arrives last) and
+// return true (it alone runs the epilogue). kCompensated (the promoted consumers): a partial is the pair
 // (sum, acc) a whole tile's epilogue adds, sums then errors, 2 * kThreads * size(acc) floats;
 // the sums are added by TwoSum, the errors into the compensation: no rounding a whole tile
 // does not have. Else a partial is acc (`sum` unused), added as a longer k-loop would add it.
 // kGroup elements at a time, each piece's loads in flight together (one element at a time,
 // the reads' latency made the fixup cost more than the cut saved).
 template <int kThreads, bool kCompensated, class Acc>
-__device__ __forceinline__ bool tail_fixup(Acc& acc, Acc const& sum, int thread, int* counter,
-                                           float* parts, int piece, int pieces) {
+__device__ __forceinline__ bool tail_fixup(Acc& acc, Acc const& sum, int thread, float* ws,
+                                           int slot, int piece, int pieces) {
   constexpr int kSize = decltype(cute::size(acc))::value;
   constexpr int kPart = (kCompensated ? 2 : 1) * kThreads * kSize;   // floats of one partial
   constexpr int kGroup = 32;                               // loads in flight per thread
   static_assert(kSize % kGroup == 0, "whole groups");
+  int* counter = reinterpret_cast<int*>(ws) + slot;
+  float* parts = ws + kStreamKCounters + slot * pieces * kPart;
   float* mine = parts + piece * kPart + thread;
   CUTE_UNROLL
   for (int i = 0; i < kSize; ++i) {
@@ -122,17 +124,16 @@ __device__ __forceinline__ bool tail_fixup(Acc& acc, Acc const& sum, int thread,
   return true;
 }
 
-// An unpromoted consumer's item done (its k-loop retired): true where its consumers run the
-// epilogue of the item's tile: a whole unit's, or the tile of a cut unit whose last piece
-// this is (its partials then added into acc).
-template <int kThreads, int kCluster, class Acc>
-__device__ __forceinline__ bool piece_done(Acc& acc, TailSplit const& split, int item, float* ws,
-                                           int thread, int rank) {
+// A consumer's item done (its k-loop retired): true where its consumers run the epilogue of
+// the item's tile: a whole unit's, or the tile of a cut unit whose last piece this is (every
+// piece's partial then added into acc: tail_fixup, kCompensated with the promoted `sum`).
+template <int kThreads, int kCluster, bool kCompensated, class Acc>
+__device__ __forceinline__ bool piece_done(Acc& acc, Acc const& sum, TailSplit const& split,
+                                           int item, float* ws, int thread, int rank) {
   if (!split.cut(item)) return true;
   const int slot = (split.unit(item) - split.dp) * kCluster + rank;   // a tile of a cut unit
-  float* parts = ws + kStreamKCounters + slot * split.pieces * (kThreads * int(cute::size(acc)));
-  return tail_fixup<kThreads, false>(acc, acc, thread, reinterpret_cast<int*>(ws) + slot, parts,
-                                     split.piece(item), split.pieces);
+  return tail_fixup<kThreads, kCompensated>(acc, sum, thread, ws, slot, split.piece(item),
+                                            split.pieces);
 }
 
 }  // namespace cg::sm90

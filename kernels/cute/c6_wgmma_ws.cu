@@ -106,7 +106,8 @@ __device__ __forceinline__ void consume(Mma const& mma, Ring* ring, T* smemA, T*
     tiles.coord(split.unit(item), m_unit, n_blk);
     const int m_blk = m_unit * kCluster + rank;
     if (m_blk * kBlkM >= M) continue;                      // a cluster's tile past M: no partial
-    if (!cg::sm90::piece_done<kThreads - 128, kCluster>(acc, split, item, ws, thread, rank))
+    if (!cg::sm90::piece_done<kThreads - 128, kCluster, false>(acc, acc, split, item, ws, thread,
+                                                               rank))
       continue;                                            // another piece adds this one's
     cg::sm90::store_axpby<kBlkM, kBlkN>(mma, thread, acc, C, sCm, sCn, M, N, m_blk * kBlkM,
                                         n_blk * kBlkN, alpha, beta);
