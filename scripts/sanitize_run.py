@@ -30,10 +30,11 @@ QUICK = [(37, 45, 29), (130, 259, 70), (132, 260, 72)]
 SK_SHAPES = [(200, 4, 300), (4, 4, 2048)]
 
 
-# a walk whose last wave is cut along K (PersistentGrid.tail_split: cute_wgmma_ws_promote, and
-# cute_3xtf32 through its own GEMM): 2 units of 128 x 192, K = 1200 (38 windows of 32 k in
-# tf32, 19 of 64 in cute_3xtf32's fp16): cut in 2 or more; cute_wgmma_ws's plain walk cuts
-# only runs of 16 k-tiles or more: its tf32 there, its 16-bit entries at K = 2100 (32 k-tiles)
+# walks cut along K (PersistentGrid.tail_split: cute_wgmma_ws, cute_wgmma_ws_promote, and
+# cute_3xtf32 through its own GEMM), fewer units than clusters. K = 1200: cute_3xtf32's GEMM
+# (19 windows of 2 x 64 fp16 k) and cute_wgmma_ws's tf32 (38 k-tiles) cut in 2; K = 2100:
+# cute_wgmma_ws_promote (22 windows of 3 tf32 k-tiles; 13 at 1200 are too few) and
+# cute_wgmma_ws's 16-bit entries (33 k-tiles; 19 at 1200 are too few) cut in 2 or more
 CUT_SHAPES = [(130, 200, 1200), (70, 300, 2100)]
 
 
