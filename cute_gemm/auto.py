@@ -37,6 +37,10 @@ FIRST_CALL_MODES = ("quick", "wait")
 TENSOR_CORE = ("tf32", "bf16", "fp16")
 # heuristic: C covered by at most this many tiles of the largest-tile candidate is "tiny"
 TINY_TILES = 4
+# walk_cost: filling smem with one 128-byte row of a k-tile costs about what this many
+# outputs' tensor-core work on that k-tile costs (fitted to the H200's narrow-tile figures;
+# of the order of 2048 bf16 FMA a clock an SM against ~100 bytes a clock of operand fill)
+LOAD_ROW = 32
 
 
 @dataclass(frozen=True)
@@ -166,7 +170,8 @@ def choose(m: int, n: int, k: int, *, device, layout: str = "nn", precision: str
     ks = runnable(precision, out_dtype, device, m, n, k)
     found = from_tables(autotable.tables_for(device.name) if tables is None else tables,
                         m, n, k, layout, precision, aligned, {x.name for x in ks})
-    choice = found if found is not None else heuristic(ks, m, n, k, precision)
+    choice = found if found is not None else heuristic(ks, m, n, k, precision, layout,
+                                                        device.sm_count)
     if key is not None:
         if len(_memo) >= 4096:
             _memo.clear()
@@ -219,20 +224,81 @@ def _stream_k(x: registry.Kernel) -> bool:
     return any(v.stream_k for v in x.variants)
 
 
-def heuristic(ks, m: int, n: int, k: int, precision: str) -> Choice:
+def transposed_layout(layout: str) -> str:
+    """The operand layout of the transposed problem C^T = B^T A^T: A' = B^T is m-major where
+    B is n-major, B' = A^T k-major where A is k-major."""
+    flip = {"n": "t", "t": "n"}
+    return flip[layout[1]] + flip[layout[0]]
+
+
+def _native(x: registry.Kernel, layout: str, precision: str):
+    """x's entry that takes operands in `layout` as they are (no relayout copy), or None."""
+    a, b = layout_majors(layout)
+    return next((v for v in x.variants if v.precision == precision
+                 and v.a_major in (a, "any") and v.b_major in (b, "any")), None)
+
+
+def walk_cost(x: registry.Kernel, m: int, n: int, k: int, precision: str, sm_count: int,
+              variant=None) -> float:
+    """What a persistent kernel's walk of an M x N x K problem costs its busiest SM: rounds
+    of items on the clusters, each item its k-tiles plus the cut model's overhead (fill,
+    partial store), the cut ones' fixup reads added, a k-tile costing the tile's area (its
+    tensor-core work) plus LOAD_ROW per row of A and of this CTA's part of B loaded. The
+    narrower tile wins where the wider one's items leave SMs idle (fewer units than
+    clusters, a ragged last round), the wider one where both fill the GPU: it loads fewer
+    rows per output (docs/tuning/cute_wgmma_ws.md#narrow-tiles). `variant`: the entry
+    (its walks_transposed)."""
+    g = x.grid
+    itemsize = ITEMSIZE[PRECISION_DTYPE[precision]]
+    wm, wn = (n, m) if variant is not None and variant.walks_transposed else (m, n)
+    dp, pieces = g.split(wm, wn, k, sm_count, True, itemsize)
+    units, clusters = g.units(wm, wn), g.clusters(sm_count)
+    windows = cdiv(k * itemsize, g.window_bytes)
+    full = cdiv(dp, clusters) * (windows + g.cut.overhead)
+    cut = 0.0
+    if pieces > 1:
+        cut = (cdiv((units - dp) * pieces, clusters) * (cdiv(windows, pieces) + g.cut.overhead)
+               + g.cut.fixup * (pieces - 1))
+    return (g.bm * g.bn + LOAD_ROW * (g.bm + g.bn // g.cluster)) * (full + cut)
+
+
+def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
+              sm_count: int = 0) -> Choice:
     """The rules for a problem no table covers, in order (their basis: docs/tuning/auto.md):
-    one candidate: it. Tensor cores: the kernel built for the newest instructions the GPU
-    has (arch-specific, then the highest min_arch: wgmma on sm_90, mma.sync elsewhere).
-    Otherwise (SIMT fp32): when C is at most TINY_TILES tiles of the largest-tile candidate,
-    the smallest-tile one (more CTAs, more SMs busy); else the largest tiles, a stream-K
-    one first (it fills the partial last wave: skinny, long-K and odd shapes)."""
+    one candidate: it. Tensor cores: the kernels built for the newest instructions the GPU
+    has (arch-specific, then the highest min_arch: wgmma on sm_90, mma.sync elsewhere); among
+    persistent ones, the walk (kernel, and the problem or its transpose where both take the
+    layout as it is) of least walk_cost on `sm_count` SMs, the wider tiles and the problem
+    as given at a tie. Otherwise (SIMT fp32): when C is at most TINY_TILES tiles of the
+    largest-tile candidate, the smallest-tile one (more CTAs, more SMs busy); else the
+    largest tiles, a stream-K one first (it fills the partial last wave: skinny, long-K and
+    odd shapes)."""
     ks = list(ks)
     if len(ks) == 1:
         return Choice(ks[0].name, why="the only candidate")
     if precision in TENSOR_CORE:
-        best = max(ks, key=lambda x: (x.arch_specific, x.min_arch))
-        return Choice(best.name, why=f"tensor cores: built for sm_{best.min_arch}"
-                      + ("a" if best.arch_specific else "+") + ", the newest instructions here")
+        newest = max((x.arch_specific, x.min_arch) for x in ks)
+        ks = [x for x in ks if (x.arch_specific, x.min_arch) == newest]
+        built = (f"tensor cores: built for sm_{newest[1]}" + ("a" if newest[0] else "+")
+                 + ", the newest instructions here")
+        walks, copied = [], []
+        for x in ks:
+            if not isinstance(x.grid, registry.PersistentGrid) or not sm_count:
+                continue
+            for turned, lay, (pm, pn) in ((False, layout, (m, n)),
+                                          (True, transposed_layout(layout), (n, m))):
+                v = _native(x, lay, precision)
+                if v is not None and (not turned or m != n):
+                    walks.append((walk_cost(x, pm, pn, k, precision, sm_count, v),
+                                  -_area(x), turned, x.name))
+            # no entry takes the layout either way: the problem as given, after a relayout
+            copied.append((walk_cost(x, m, n, k, precision, sm_count), -_area(x), False, x.name))
+        walks = walks or copied
+        if not walks:
+            return Choice(ks[0].name, why=built)
+        cost, _, turned, name = min(walks)
+        return Choice(name, turned, why=f"{built}; the walk of least cost on {sm_count} SMs "
+                      f"(cost {cost / 2 ** 20:.3g} M)")
     big = max(ks, key=lambda x: (_area(x), _stream_k(x)))
     tiles = cdiv(m, big.tile[0]) * cdiv(n, big.tile[1]) if big.tile else 0
     tiled = [x for x in ks if _area(x)]

@@ -594,6 +594,14 @@ CUTE += [
     # group_m=16: same section (8 and 32 lost); k_bytes=128 (64-byte rows, 8 stages lost)
     # tail_split=32: #split-k (skinny and long-K products: fewer units than clusters)
     _auto(_wgmma_ws("cute_wgmma_ws", WgmmaWsConfig(tail_split=32))),
+    # ... and for products whose 128x256 tiles leave SMs idle (small, skinny, long-K): 128x64
+    # and 128x128 tiles, the smem they leave turned into stages (8 and 6), no cluster (an
+    # n-major B 64 wide has no two parts of whole 64-element slabs; at 128 wide a cluster of
+    # 2 was slower); gemm()'s heuristic picks among the three: docs/tuning/cute_wgmma_ws.md#narrow-tiles
+    _auto(_wgmma_ws("cute_wgmma_ws_128x64", WgmmaWsConfig(blk_n=64, stages=8, cluster_m=1,
+                                                          tail_split=32))),
+    _auto(_wgmma_ws("cute_wgmma_ws_128x128", WgmmaWsConfig(blk_n=128, stages=6, cluster_m=1,
+                                                           tail_split=32))),
     # fp32-accurate sums (cute_3xtf32's GEMM, with split_parts = 2): 64x192 per warpgroup holds two sets of
     # accumulators in 232 registers; windows of 3 k-tiles, one 3xTF32 chunk ending with its
     # big·big k-tile (128x128, 2 consumers: as accurate, slower at 8192^3; a warpgroup

@@ -224,6 +224,34 @@ def test_heuristic_rules_on_the_registered_candidates():
                for p in registry.PRECISIONS)
 
 
+def test_heuristic_tensor_cores_take_the_walk_of_least_cost():
+    """Among cute_wgmma_ws's tile widths (128x256 in clusters of 2, 128x128, 128x64) and the
+    problem or its transpose, the H200 measurements' winners (docs/tuning/cute_wgmma_ws.md,
+    narrow tiles): wide tiles where they fill the SMs, narrow ones where they would not; a
+    skinny M on the transposed problem, where it lands on the wgmma's N."""
+    def h(m, n, k, prec="bf16", layout="nn"):
+        c = auto.choose(m, n, k, device=H100, precision=prec, layout=layout, tables=[])
+        assert c.source == "heuristic" and "least cost on 132 SMs" in c.why
+        return c.kernel, c.transposed
+    wide, n128, n64 = "cute_wgmma_ws", "cute_wgmma_ws_128x128", "cute_wgmma_ws_128x64"
+    for prec in ("bf16", "fp16", "tf32"):
+        assert h(4096, 4096, 4096, prec) == h(2048, 2048, 2048, prec) == (wide, False)
+        assert h(8192, 8192, 128, prec) == h(4096, 4096, 64, prec) == (wide, False)
+        assert h(1024, 1024, 1024, prec) == h(128, 128, 128, prec) == (n64, False)
+        assert h(256, 256, 65536, prec) == (n64, False)
+    assert h(16, 4096, 4096) == h(64, 8192, 8192) == (n64, True)
+    assert h(8192, 32, 4096) == h(128, 4096, 4096) == (n64, False)
+    assert h(8192, 32, 4096, "tf32") == (n128, False)   # C^T walked: the skinny side is M
+    for layout in ("tn", "nt", "tt"):                     # every 16-bit layout is an entry
+        assert h(16, 4096, 4096, layout=layout) == (n64, True)
+    # tf32 takes A m-major only with B k-major: a tn problem (no such entry) as given
+    assert h(16, 4096, 4096, "tf32", "tn")[1] is False
+    # a square is never transposed; without an SM count, the first of the newest kernels
+    assert not h(300, 300, 5000)[1]
+    c = auto.heuristic([registry.get(n) for n in (wide, n64)], 64, 64, 64, "bf16", "nn", 0)
+    assert c.kernel == wide and not c.transposed
+
+
 def test_heuristic_small_tiles_for_tiny_problems_else_large_stream_k_tiles(monkeypatch):
     fake_candidates(monkeypatch, "cute_pipelined_64x128x8", "cute_pipelined_128x128x8",
                     "cute_pipelined")

@@ -200,7 +200,10 @@ def test_tf32_register_operand_entries_take_their_layouts_into_every_c(majors):
 # sm90_tail_split.cuh): a skinny product and a long-K one, residues in M, N and K, rows
 # 16-byte aligned (so that a call launches no relayout copy and keeps its plan)
 CUT_SHAPES = [(100, 1000, 4104), (64, 72, 20000)]
-WS_COMBOS = [(p, o) for n, p, o in COMBOS if n == "cute_wgmma_ws"]
+# gemm()'s cutting walks: cute_wgmma_ws at each of its tile widths
+WS = [k.name for k in registry.kernels() if "auto" in k.tags
+      and isinstance(k.grid, registry.PersistentGrid) and k.grid.tail_split]
+WS_COMBOS = [(n, p, o) for n, p, o in COMBOS if n in WS]
 
 
 def _cut_everywhere(name, precision):
@@ -220,9 +223,8 @@ def _cut_everywhere(name, precision):
 
 
 @pytest.mark.parametrize("layout", ["nn", "tn", "nt", "tt"])
-@pytest.mark.parametrize("precision,out", WS_COMBOS)
-def test_wgmma_ws_split_k_every_layout(precision, out, layout):
-    name = "cute_wgmma_ws"
+@pytest.mark.parametrize("name,precision,out", WS_COMBOS)
+def test_wgmma_ws_split_k_every_layout(name, precision, out, layout):
     _runnable(name)
     cute_gemm.clear_caches()
     _assert_ok(cross_check(kernels=[name], shapes=CUT_SHAPES, precision=precision, out_dtype=out,
@@ -230,11 +232,10 @@ def test_wgmma_ws_split_k_every_layout(precision, out, layout):
     _cut_everywhere(name, precision)
 
 
-@pytest.mark.parametrize("precision,out", WS_COMBOS)
-def test_wgmma_ws_split_k_exact_and_deterministic(precision, out):
+@pytest.mark.parametrize("name,precision,out", WS_COMBOS)
+def test_wgmma_ws_split_k_exact_and_deterministic(name, precision, out):
     """Integer sums are exact however K is cut; on random inputs two runs give the same bits
     (the pieces' partials are added in piece order, whoever finishes last)."""
-    name = "cute_wgmma_ws"
     _runnable(name)
     cute_gemm.clear_caches()
     _assert_ok(cross_check(kernels=[name], shapes=CUT_SHAPES, exact=True, precision=precision,
