@@ -41,6 +41,9 @@ TINY_TILES = 4
 # outputs' tensor-core work on that k-tile costs (fitted to the H200's narrow-tile figures;
 # of the order of 2048 bf16 FMA a clock an SM against ~100 bytes a clock of operand fill)
 LOAD_ROW = 32
+# ... and a cut item's fixup (the last piece's reads of the others' partials), in k-tiles:
+# twice the cut plan's (fitted to the same figures: 5 or 6 pick alike, 3 too many cuts)
+CUT_FIXUP = 6
 
 
 @dataclass(frozen=True)
@@ -242,8 +245,9 @@ def walk_cost(x: registry.Kernel, m: int, n: int, k: int, precision: str, sm_cou
               variant=None) -> float:
     """What a persistent kernel's walk of an M x N x K problem costs its busiest SM: rounds
     of items on the clusters, each item its k-tiles plus the cut model's overhead (fill,
-    partial store), the cut ones' fixup reads added, a k-tile costing the tile's area (its
-    tensor-core work) plus LOAD_ROW per row of A and of this CTA's part of B loaded. The
+    partial store), the cut ones' fixup (CUT_FIXUP) added, a k-tile costing the tile's area (its
+    tensor-core work) plus LOAD_ROW per row of A and of this CTA's part of B loaded (A's
+    twice where it goes on from smem to registers, Variant.register_a). The
     narrower tile wins where the wider one's items leave SMs idle (fewer units than
     clusters, a ragged last round), the wider one where both fill the GPU: it loads fewer
     rows per output (docs/tuning/cute_wgmma_ws.md#narrow-tiles). `variant`: the entry
@@ -258,8 +262,9 @@ def walk_cost(x: registry.Kernel, m: int, n: int, k: int, precision: str, sm_cou
     cut = 0.0
     if pieces > 1:
         cut = (cdiv((units - dp) * pieces, clusters) * (cdiv(windows, pieces) + g.cut.overhead)
-               + g.cut.fixup * (pieces - 1))
-    return (g.bm * g.bn + LOAD_ROW * (g.bm + g.bn // g.cluster)) * (full + cut)
+               + CUT_FIXUP * (pieces - 1))
+    rows_a = g.bm * (2 if variant is not None and variant.register_a else 1)
+    return (g.bm * g.bn + LOAD_ROW * (rows_a + g.bn // g.cluster)) * (full + cut)
 
 
 def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",

@@ -452,7 +452,9 @@ def _tc_variants(prefix: str, bm: int, bn: int, b_parts: int = 1,
                                precision=prec, out_dtype=dtype,
                                tma=tma_boxes(prec, a, b, bm, bn, b_parts, row_bytes),
                                # c6's tf32 k-major A, n-major B: C^T = B^T A^T inside the entry
-                               walks_transposed=prec == "tf32" and (a, b) == ("k", "n")))
+                               walks_transposed=prec == "tf32" and (a, b) == ("k", "n"),
+                               # tf32 wgmma reads an mn-major operand only from registers
+                               register_a=prec == "tf32" and (a, b) != ("k", "k")))
     return tuple(out)
 
 

@@ -113,6 +113,8 @@ class Variant:
     tma: TmaBoxes | None = None # the entry also takes TMA tensor maps of A and B
     walks_transposed: bool = False  # the entry itself computes C^T = B^T A^T: a persistent
                                 # walk's tiles (and the plan of its cut) are C^T's
+    register_a: bool = False    # the (walked) A reaches the tensor cores from registers (RS
+                                # wgmma): each k-tile of it is read from smem once more
 
     @property
     def dtype(self) -> str:

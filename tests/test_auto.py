@@ -242,6 +242,7 @@ def test_heuristic_tensor_cores_take_the_walk_of_least_cost():
     assert h(16, 4096, 4096) == h(64, 8192, 8192) == (n64, True)
     assert h(8192, 32, 4096) == h(128, 4096, 4096) == (n64, False)
     assert h(8192, 32, 4096, "tf32") == (n128, False)   # C^T walked: the skinny side is M
+    assert h(257, 8191, 1025, "tf32") == h(257, 8191, 1025) == (wide, False)
     for layout in ("tn", "nt", "tt"):                     # every 16-bit layout is an entry
         assert h(16, 4096, 4096, layout=layout) == (n64, True)
     # tf32 takes A m-major only with B k-major: a tn problem (no such entry) as given
