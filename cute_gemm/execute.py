@@ -394,21 +394,27 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     if fast is not None and (C is None or C.same_view(T)):
         fast(A.ptr, B.ptr, T.ptr, alpha, beta, stream)
         return key, fast
-    lk = loaded(k, ordinal)
-    smem = k.smem_bytes(m, n, kk)
-    if smem:
-        k.check_limits(m, n, kk, lk.smem_limit)
-    # the operands in the roles the entry sees: A, B, C, or where the launch computes the
-    # transpose, B^T, A^T, C^T (the copies are made in those roles, then turned back)
-    swap = swapped(k, m, n, pick.transposed)
-    ops = oriented(swap, {"a": A, "b": B, "c": T})
-    variant, copies = choose(k, ops, precision, T.dtype)
-    if stand_in is not None:
-        group = launch_entries(k, variant)
-        if not _pick_ready(lk, group, stream):
-            if _stand_in(stand_in, A, B, C, T, alpha, beta, stream, ordinal):
-                lk.ready(group)                 # begins the compile, after the stand-in's own
-                return None
+    # a launch on relayout copies resolved before: the same copies, new temporaries
+    relaid = CACHE.relayouts.get(key)
+    if relaid is not None:
+        swap, variant, copies, resolved = relaid
+        ops = oriented(swap, {"a": A, "b": B, "c": T})
+    else:
+        lk = loaded(k, ordinal)
+        smem = k.smem_bytes(m, n, kk)
+        if smem:
+            k.check_limits(m, n, kk, lk.smem_limit)
+        # the operands in the roles the entry sees: A, B, C, or where the launch computes the
+        # transpose, B^T, A^T, C^T (the copies are made in those roles, then turned back)
+        swap = swapped(k, m, n, pick.transposed)
+        ops = oriented(swap, {"a": A, "b": B, "c": T})
+        variant, copies = choose(k, ops, precision, T.dtype)
+        if stand_in is not None:
+            group = launch_entries(k, variant)
+            if not _pick_ready(lk, group, stream):
+                if _stand_in(stand_in, A, B, C, T, alpha, beta, stream, ordinal):
+                    lk.ready(group)             # begins the compile, after the stand-in's own
+                    return None
     owned: list = []
     try:
         for r in copies:
@@ -421,13 +427,17 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
         W = ops["c"] if "c" in copies else T
         if C is not None and not C.same_view(W):
             _scale2d(ordinal, stream, 1.0, C, W)   # the kernel updates W in place
-        resolved = resolve(k, ordinal, variant, copies, m, n, kk, (A.strides, B.strides, W.strides),
-                           swap, pick.split_k)
+        if relaid is None:
+            resolved = resolve(k, ordinal, variant, copies, m, n, kk,
+                               (A.strides, B.strides, W.strides), swap, pick.split_k)
         resolved(A.ptr, B.ptr, W.ptr, alpha, beta, stream)
-        if not copies:   # no temporaries: the next call with this key can go straight to it
-            if len(CACHE.launches) >= 4096:
-                CACHE.launches.clear()
-            CACHE.launches[key] = resolved
+        if relaid is None:
+            # the next call with this key goes straight to the launch, or to its copies
+            # (whose strides, all the launcher keeps of them, are the same every time)
+            cache = CACHE.relayouts if copies else CACHE.launches
+            if len(cache) >= 4096:
+                cache.clear()
+            cache[key] = (swap, variant, copies, resolved) if copies else resolved
         if W is not T:
             _scale2d(ordinal, stream, 1.0, W, T)
         return (key, resolved) if not copies else None

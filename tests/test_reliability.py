@@ -200,6 +200,38 @@ def test_the_padded_copy_zeroes_its_pad_and_allocates_it(monkeypatch):
     assert (g.A, g.B, g.K) == (alloc[1], 0x20000, 13)
 
 
+def test_a_repeat_call_on_copies_reuses_its_launch_with_fresh_temporaries(monkeypatch):
+    """A call that needs relayout copies resolves its launch once (resolve.CACHE.relayouts):
+    the next call with the same key copies into new stream-ordered temporaries, launches
+    on those, and frees them; another stride pattern, or clear_caches(), resolves again."""
+    events = stub_driver.install(monkeypatch)
+    seen = []
+    real = execute.resolve
+    monkeypatch.setattr(execute, "resolve", lambda *x: seen.append(1) or real(*x))
+    b = Dev((13, 24), 0x20000, strides=(48, 2), typestr="<f2")
+    out = Dev((37, 24), 0x30000)
+
+    def call(a):
+        del events[:]
+        api.run("cute_mma_sm80", a, b, out=out)
+        (alloc,) = [e for e in events if e[0] == "alloc"]
+        (cp,) = [scale_args(e[4]) for e in stub_driver.launches(events, "scale2d")]
+        (g,) = [gemm_args(e[4]) for e in stub_driver.launches(events, "gemm")]
+        assert cp.dst == g.A == alloc[1] and (cp.src, g.B, g.C) == (a.ptr, b.ptr, out.ptr)
+        assert [e[1] for e in events if e[0] == "free"] == [alloc[1]]
+        return alloc[1]
+    a = Dev((37, 13), 0x10000, strides=(32, 2), typestr="<f2")
+    first = call(a)
+    assert len(seen) == 1 and len(resolve.CACHE.relayouts) == 1 and not resolve.CACHE.launches
+    assert call(a) != first and len(seen) == 1          # new temporaries, the same launch
+    call(Dev((37, 13), 0x10000, strides=(64, 2), typestr="<f2"))
+    assert len(seen) == 2 and len(resolve.CACHE.relayouts) == 2
+    cute_gemm.clear_caches()
+    assert not resolve.CACHE.relayouts
+    call(a)
+    assert len(seen) == 3
+
+
 # ---- alpha == 0 and K == 0: A and B are not read (row 11) ----------------------------------
 def test_alpha_zero_reads_neither_a_nor_b_on_the_host():
     rng = np.random.default_rng()
