@@ -4,10 +4,12 @@
 # included), `cute-gemm check`, and a short benchmark against cuBLAS.
 #
 #   device run:  bash scripts/gpu_check.sh            (carry: .whl, and .cgcache if present)
-#   env: STAGE=test | bench | all | sanitize (default all: a device call is limited to 10
-#        minutes, so the two halves can go in two back-to-back calls; sanitize: only
-#        scripts/sanitize.sh, compute-sanitizer over every kernel); BENCH_ARGS overrides the
-#        benchmark arguments; PYTEST_ARGS adds pytest arguments.
+#   env: STAGE=test | tensor | bench | all | sanitize (default all. A device call is limited
+#        to 10 minutes: test, tensor and bench go in three back-to-back calls. test: compile,
+#        the suite but the tensor-core GPU files, `cute-gemm check`; tensor: those files
+#        (TENSOR_TESTS); sanitize: only scripts/sanitize.sh, compute-sanitizer over every
+#        kernel); BENCH_ARGS overrides the benchmark arguments; PYTEST_ARGS adds pytest
+#        arguments.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/device_env.sh
@@ -26,6 +28,16 @@ PY
 
 STAGE="${STAGE:-all}"
 [ "$STAGE" = sanitize ] && exec bash scripts/sanitize.sh
+# the tensor-core GPU tests, a call of their own: with them the suite ran past ten minutes on the H200
+TENSOR_TESTS=(tests/test_tensor_cores_gpu.py tests/test_3xtf32_gpu.py)
+if [ "$STAGE" = tensor ]; then
+  echo "== pytest (the tensor-core GPU tests)"
+  python3 -m pytest "${TENSOR_TESTS[@]}" -q -ra -p no:cacheprovider --timeout 300 ${PYTEST_ARGS:-} \
+      2>&1 | tee "$OUT/pytest_tensor.txt" | tail -30
+  exit 0
+fi
+SKIP_TENSOR=()
+[ "$STAGE" = test ] && for f in "${TENSOR_TESTS[@]}"; do SKIP_TENSOR+=(--ignore="$f"); done
 if [ "$STAGE" != bench ]; then
 echo "== compile (cold compile of cute_smem, cache disabled; then every kernel for sm_90)"
 CUTE_GEMM_DISABLE_CACHE=1 python3 - <<'PY'
@@ -40,8 +52,8 @@ python3 -m cute_gemm.cli compile --all --arch sm_90 --jobs 16 2>&1 | tee "$OUT/c
 echo "== warm-cache run() timings"
 python3 scripts/run_timings.py 2>&1 | tee "$OUT/run_timings.txt"
 
-echo "== pytest (all tests, GPU included; sm_80 compiles are left to CI, sm_90 ones run here)"
-python3 -m pytest tests -q -ra -p no:cacheprovider --timeout 300 \
+echo "== pytest (GPU tests included, the tensor-core files in STAGE=tensor; sm_80 compiles are left to CI, sm_90 ones run here)"
+python3 -m pytest tests -q -ra -p no:cacheprovider --timeout 300 "${SKIP_TENSOR[@]}" \
     -k "not (test_every_kernel_compiles and sm_80)" ${PYTEST_ARGS:-} 2>&1 | tee "$OUT/pytest.txt" | tail -60
 
 echo "== cute-gemm check"
