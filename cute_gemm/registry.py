@@ -2,19 +2,21 @@
 
 CLI, tests, bench, README table and layout dumps all loop over KERNELS; nothing else
 lists kernels by hand. The ladders live in ladder_handwritten.py and ladder_cute.py (one
-table per family), the record types in records.py (re-exported here).
+table per family; the CuTe family's Hopper stages in ladder_hopper.py, after the rest), the
+record types in records.py (re-exported here).
 """
 from __future__ import annotations
 
 from .errors import UnknownKernelError
 from .ladder_cute import CUTE
 from .ladder_handwritten import HANDWRITTEN
+from .ladder_hopper import HOPPER
 from .records import (ARCHS, EXTENT_MAX, FP32_ACCURATE, GRID_X_MAX, GRID_YZ_MAX,  # noqa: F401
                       ITEMSIZE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, CutModel, FixedSmem, FlatGrid,
                       GemmOf, Kernel, PersistentGrid, RowGrid, SplitGrid, StripSmem, TileGrid,
                       TileGridMN, TmaBoxes, Variant, cdiv, layout_majors)
 
-KERNELS: tuple[Kernel, ...] = tuple(HANDWRITTEN) + tuple(CUTE)
+KERNELS: tuple[Kernel, ...] = tuple(HANDWRITTEN) + tuple(CUTE) + tuple(HOPPER)
 _BY_NAME = {k.name: k for k in KERNELS}
 # the GEMMs composed kernels run that are not registered themselves (GemmOf.kernel): never
 # called by name, but compiled, cached and checked like every kernel

@@ -177,7 +177,7 @@ class _C5:
 
 
 class _C6:
-    """c6_wgmma_ws.cu's names: its struct Config (ladder_cute.WgmmaWsConfig)."""
+    """c6_wgmma_ws.cu's names: its struct Config (ladder_hopper.WgmmaWsConfig)."""
     mma = ("make_tiled_mma(GMMA::ss_op_selector<T, T, float, Shape<_64, Int<kBlkN>, Int<kBlkK>>, "
            "MajA, MajB>(), Layout<Shape<Int<Config::consumers>, _1, _1>>{})")
 
