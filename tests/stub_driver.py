@@ -4,6 +4,7 @@ machine without one. Pointers are plain integers; nothing is read or written."""
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import itertools
 import threading
 import time
@@ -214,8 +215,8 @@ def install(monkeypatch):
     monkeypatch.setitem(launch._contexts, 0, 1)
     monkeypatch.setitem(launch._context_ids, 0, 1)
     monkeypatch.setattr(api, "_count", [1])
-    for part in ("loaded", "launches", "hot"):
-        monkeypatch.setattr(resolve.CACHE, part, {})
+    for part in dataclasses.fields(resolve.CACHE):      # every cache the resolver keeps
+        monkeypatch.setattr(resolve.CACHE, part.name, {})
     monkeypatch.setenv("CUTE_GEMM_STREAM_K", "0")    # (occupancy needs a real driver)
     fns: dict = {}
 
