@@ -250,8 +250,8 @@ def walk_cost(x: registry.Kernel, m: int, n: int, k: int, precision: str, sm_cou
     twice where it goes on from smem to registers, Variant.register_a). The
     narrower tile wins where the wider one's items leave SMs idle (fewer units than
     clusters, a ragged last round), the wider one where both fill the GPU: it loads fewer
-    rows per output (docs/tuning/cute_wgmma_ws.md#narrow-tiles). `variant`: the entry
-    (its walks_transposed)."""
+    rows per output (docs/tuning/cute_wgmma_ws.md#narrow-tiles). `variant`: the entry (its
+    walks_transposed and register_a), None for an entry not known yet."""
     g = x.grid
     itemsize = ITEMSIZE[PRECISION_DTYPE[precision]]
     wm, wn = (n, m) if variant is not None and variant.walks_transposed else (m, n)
@@ -272,9 +272,10 @@ def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
     """The rules for a problem no table covers, in order (their basis: docs/tuning/auto.md):
     one candidate: it. Tensor cores: the kernels built for the newest instructions the GPU
     has (arch-specific, then the highest min_arch: wgmma on sm_90, mma.sync elsewhere); among
-    persistent ones, the walk (kernel, and the problem or its transpose where both take the
-    layout as it is) of least walk_cost on `sm_count` SMs, the wider tiles and the problem
-    as given at a tie. Otherwise (SIMT fp32): when C is at most TINY_TILES tiles of the
+    persistent ones, the walk of least walk_cost on `sm_count` SMs (each kernel on the
+    problem, and on its transpose where M != N, wherever an entry takes that layout as it
+    is; where none does, on the problem as given), the wider tiles and the problem as given
+    at a tie. Otherwise (SIMT fp32): when C is at most TINY_TILES tiles of the
     largest-tile candidate, the smallest-tile one (more CTAs, more SMs busy); else the
     largest tiles, a stream-K one first (it fills the partial last wave: skinny, long-K and
     odd shapes)."""
