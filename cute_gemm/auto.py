@@ -24,7 +24,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import autotable, registry
+from . import autotable, registry, resolve
 from .errors import CuteGemmError, DTypeError, InputError, ShapeLimitError
 from .records import (ITEMSIZE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, UNIT, Pick, cdiv,
                       layout_majors)
@@ -174,7 +174,7 @@ def choose(m: int, n: int, k: int, *, device, layout: str = "nn", precision: str
     found = from_tables(autotable.tables_for(device.name) if tables is None else tables,
                         m, n, k, layout, precision, aligned, {x.name for x in ks})
     choice = found if found is not None else heuristic(ks, m, n, k, precision, layout,
-                                                        device.sm_count)
+                                                        device.sm_count, out_dtype)
     if key is not None:
         if len(_memo) >= 4096:
             _memo.clear()
@@ -234,13 +234,6 @@ def transposed_layout(layout: str) -> str:
     return flip[layout[1]] + flip[layout[0]]
 
 
-def _native(x: registry.Kernel, layout: str, precision: str):
-    """x's entry that takes operands in `layout` as they are (no relayout copy), or None."""
-    a, b = layout_majors(layout)
-    return next((v for v in x.variants if v.precision == precision
-                 and v.a_major in (a, "any") and v.b_major in (b, "any")), None)
-
-
 def walk_cost(x: registry.Kernel, m: int, n: int, k: int, precision: str, sm_count: int,
               variant=None) -> float:
     """What a persistent kernel's walk of an M x N x K problem costs its busiest SM: rounds
@@ -268,17 +261,18 @@ def walk_cost(x: registry.Kernel, m: int, n: int, k: int, precision: str, sm_cou
 
 
 def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
-              sm_count: int = 0) -> Choice:
+              sm_count: int = 0, out_dtype: str = "float32") -> Choice:
     """The rules for a problem no table covers, in order (their basis: docs/tuning/auto.md):
     one candidate: it. Tensor cores: the kernels built for the newest instructions the GPU
     has (arch-specific, then the highest min_arch: wgmma on sm_90, mma.sync elsewhere); among
     persistent ones, the walk of least walk_cost on `sm_count` SMs (each kernel on the
-    problem, and on its transpose where M != N, wherever an entry takes that layout as it
-    is; where none does, on the problem as given), the wider tiles and the problem as given
-    at a tie. Otherwise (SIMT fp32): when C is at most TINY_TILES tiles of the
-    largest-tile candidate, the smallest-tile one (more CTAs, more SMs busy); else the
-    largest tiles, a stream-K one first (it fills the partial last wave: skinny, long-K and
-    odd shapes)."""
+    problem, and on its transpose where M != N, wherever an entry takes contiguous operands
+    so laid out as they are: resolve.choose, which sees majors, alignment and extents; where
+    none does, on the problem as given, with the entry its copies go to), the wider tiles
+    and the problem as given at a tie. Otherwise (SIMT fp32): when C is at most TINY_TILES
+    tiles of the largest-tile candidate, the smallest-tile one (more CTAs, more SMs busy);
+    else the largest tiles, a stream-K one first (it fills the partial last wave: skinny,
+    long-K and odd shapes)."""
     ks = list(ks)
     if len(ks) == 1:
         return Choice(ks[0].name, why="the only candidate")
@@ -293,12 +287,16 @@ def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
                 continue
             for turned, lay, (pm, pn) in ((False, layout, (m, n)),
                                           (True, transposed_layout(layout), (n, m))):
-                v = _native(x, lay, precision)
-                if v is not None and (not turned or m != n):
+                v, copies = resolve.choose(x, resolve.contiguous(pm, pn, k, lay, precision,
+                                                                 out_dtype), precision, out_dtype)
+                if not turned:
+                    given = v
+                if not copies and (not turned or m != n):
                     walks.append((walk_cost(x, pm, pn, k, precision, sm_count, v),
                                   -_area(x), turned, x.name))
-            # no entry takes the layout either way: the problem as given, after a relayout
-            copied.append((walk_cost(x, m, n, k, precision, sm_count), -_area(x), False, x.name))
+            # no entry takes the operands either way: the problem as given, after a relayout
+            copied.append((walk_cost(x, m, n, k, precision, sm_count, given), -_area(x), False,
+                           x.name))
         walks = walks or copied
         if not walks:
             return Choice(ks[0].name, why=built)

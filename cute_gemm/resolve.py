@@ -372,6 +372,20 @@ def choose(k: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
     return best
 
 
+def contiguous(m: int, n: int, kk: int, layout: str, precision: str = "fp32",
+               out_dtype: str = "float32") -> dict[str, Operand]:
+    """Descriptors (no data; a 1 MiB-aligned pointer) of fresh contiguous operands a, b, c of
+    an M x N x K problem with A and B in operand layout `layout` ("nt": A row-major, B
+    column-major) and C row-major: what a pure-CPU question about a launch asks choose()."""
+    dt = PRECISION_DTYPE[precision]
+
+    def op(name, rows, cols, transposed, dtype):
+        return Operand(name, None, True, 1 << 20, (rows, cols),
+                       (1, rows) if transposed else (cols, 1), dtype)
+    return {"a": op("a", m, kk, layout[0] == "t", dt), "b": op("b", kk, n, layout[1] == "t", dt),
+            "c": op("c", m, n, False, out_dtype)}
+
+
 def swapped(k: registry.Kernel, m: int, n: int, transposed: bool = False) -> bool:
     """Whether a launch of `k` on an M x N product computes C^T = B^T A^T (LaunchPlan.swap):
     the one place that decides it. `transposed`: the caller asked for the transposed problem
@@ -412,18 +426,12 @@ def layout_launches(k: registry.Kernel, layout: str, precisions: tuple[str, ...]
         return {k.name: (k.entries,), **layout_launches(g.kernel, "nt", (g.precision,))}
     size = 1024
 
-    def op(name, rows, cols, transposed, dtype):
-        return Operand(name, None, True, 1 << 20, (rows, cols),
-                       (1, rows) if transposed else (cols, 1), dtype)
-
     def in_order(x: registry.Kernel, entries) -> tuple[str, ...]:
         return tuple(e for e in x.entries if e in entries)
     out: dict[str, dict] = {}
     for p, o in dict.fromkeys((v.precision, v.out_dtype) for v in k.variants):
         if precisions is None or p in precisions:
-            ops = {"a": op("a", size, size, layout[0] == "t", PRECISION_DTYPE[p]),
-                   "b": op("b", size, size, layout[1] == "t", PRECISION_DTYPE[p]),
-                   "c": op("c", size, size, False, o)}
+            ops = contiguous(size, size, size, layout, p, o)
             variant, copies = choose(k, ops, p, o)
             out.setdefault(k.name, {})[in_order(k, launch_entries(k, variant, stream_k=True))] = 1
             for r in copies:

@@ -249,6 +249,16 @@ def test_heuristic_tensor_cores_take_the_walk_of_least_cost():
     assert h(16, 4096, 4096, "tf32", "tn")[1] is False
     # a square is never transposed; without an SM count, the first of the newest kernels
     assert not h(300, 300, 5000)[1]
+    # the majors fit turned (nt: A k-major, B^T k-major), but N = 8191 and K = 1025 leave no
+    # row 16-byte aligned either way: both copy, so the problem is costed as given
+    assert h(257, 8191, 1025, "tf32", "nt")[1] is False
+    for prec in ("bf16", "tf32"):
+        for m, n, k in ((16, 4096, 4096), (257, 8191, 1025), (8191, 257, 1025), (1000, 24, 999)):
+            for layout in registry.LAYOUTS:
+                name, turned = h(m, n, k, prec, layout)
+                if turned:   # a transposed pick is one an entry takes without copies
+                    ops = resolve.contiguous(n, m, k, auto.transposed_layout(layout), prec)
+                    assert not resolve.choose(registry.get(name), ops, prec)[1]
     c = auto.heuristic([registry.get(n) for n in (wide, n64)], 64, 64, 64, "bf16", "nn", 0)
     assert c.kernel == wide and not c.transposed
 

@@ -3,8 +3,8 @@ operand layouts, and whether a kernel takes a layout without run() copying an op
 from __future__ import annotations
 
 from .. import registry
-from ..arrays import Operand
 from ..records import PRECISION_DTYPE
+from ..resolve import contiguous
 from .runtime import resolve
 from .schema import LAYOUTS
 from .sweep import SWEEP
@@ -81,12 +81,6 @@ def native_layout(kernel: registry.Kernel, m: int, n: int, k: int, layout: str,
                   precision: str = "fp32") -> bool:
     """True when run() can hand operands in `layout` to the kernel without a relayout copy
     (pure CPU: asks the runtime's variant choice with descriptors of fresh buffers)."""
-    dt, od = PRECISION_DTYPE[precision], out_dtype_of(precision)
-
-    def op(name, rows, cols, t, dtype):
-        strides = (1, rows) if t else (cols, 1)
-        return Operand(name, None, True, 1 << 20, (rows, cols), strides, dtype)
-    _, copies, _ = resolve(kernel, {"a": op("a", m, k, layout[0] == "t", dt),
-                                    "b": op("b", k, n, layout[1] == "t", dt),
-                                    "c": op("c", m, n, False, od)}, precision, od)
+    _, copies, _ = resolve(kernel, contiguous(m, n, k, layout, precision, out_dtype_of(precision)),
+                           precision, out_dtype_of(precision))
     return not copies
