@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from . import cache, launch, registry, streamk, workspace
 from .arrays import Operand
 from .errors import CuteGemmError, DTypeError
-from .records import PRECISION_DTYPE
+from .records import ITEMSIZE, PRECISION_DTYPE
 
 # the utility kernel of the runtime itself, (source type, destination type) -> its entry:
 # copies into another layout and beta * C within one type; 16-bit operands widened for an
@@ -300,23 +300,35 @@ def fit(op: Operand, role: str) -> tuple[str, int]:
     return major, pow2_align(op.ptr, ld, op.itemsize)
 
 
-def copy_strides(role: str, major: str, shape: tuple[int, int], align: int = 1) -> tuple[int, int]:
+LINE = 128   # bytes: an L2 line, what a TMA box row or a warp's vector load fetches whole
+
+
+def copy_strides(role: str, major: str, shape: tuple[int, int], align: int = 1,
+                 itemsize: int = 4) -> tuple[int, int]:
     """The strides of the copy of an operand of `shape` that run() makes for an entry point
     wanting `major` ("any": row-major) and `align`: the leading dimension rounded up to a
-    multiple of it (no more: a skinny operand padded to 16 would take 4x its memory), so
-    at a 256-byte pointer the copy has the entry's vector and TMA alignment."""
+    multiple of it, and where that adds at most an eighth (rows of 8 lines or more; a
+    skinny operand padded further would take several times its memory) to whole LINEs, so
+    that every row starts a line: a row that straddles lines costs the tensor cores' loads
+    up to half again (docs/tuning/cute_wgmma_ws.md#row-pitch). At a 256-byte pointer the
+    copy has the entry's vector and TMA alignment."""
     rows, cols = shape
-    if major == _MAJORS[role][1]:
-        return (1, registry.cdiv(max(rows, 1), align) * align)
-    return (registry.cdiv(max(cols, 1), align) * align, 1)
+    turned = major == _MAJORS[role][1]
+    extent = max(rows if turned else cols, 1)
+    ld = registry.cdiv(extent, align) * align
+    if extent * itemsize >= 8 * LINE:
+        per_line = LINE // itemsize
+        ld = registry.cdiv(ld, per_line) * per_line
+    return (1, ld) if turned else (ld, 1)
 
 
 def copy_target(v: registry.Variant, role: str, shape: tuple[int, int]) -> tuple[str, tuple[int, int]]:
     """(major, strides) of the copy run() makes of an operand of `shape` for entry point `v`:
-    the major it wants (row-major where it takes any), padded to its alignment."""
+    the major it wants (row-major where it takes any), padded to its alignment and lines."""
     want = getattr(v, f"{role}_major")
     want = _ROW[role] if want == "any" else want
-    return want, copy_strides(role, want, shape, v.align_for(role))
+    dtype = v.out_dtype if role == "c" else v.dtype
+    return want, copy_strides(role, want, shape, v.align_for(role), ITEMSIZE[dtype])
 
 
 def offers(k: registry.Kernel) -> str:

@@ -128,6 +128,12 @@ def test_a_copy_goes_into_the_major_the_entry_point_wants_padded_and_aligned():
     assert resolve.copy_strides("a", "k", (50, 37), 4) == (40, 1)
     assert resolve.copy_strides("a", "m", (50, 37), 8) == (1, 56)
     assert resolve.copy_strides("b", "n", (2**30, 4), 4) == (4, 1)    # skinny: no inflation
+    # rows of 8 lines (1 KiB) or more start on a 128-byte line: +1/8 at most
+    assert resolve.copy_strides("a", "k", (257, 1025), 4, 4) == (1056, 1)
+    assert resolve.copy_strides("a", "k", (257, 1025), 8, 2) == (1088, 1)
+    assert resolve.copy_strides("b", "k", (300, 37), 4, 4) == (1, 320)
+    assert resolve.copy_strides("b", "k", (250, 37), 4, 4) == (1, 252)    # 1000 bytes
+    assert resolve.copy_target(v, "a", (8191, 1025)) == ("k", (1056, 1))
     ops["a"] = parse("a", FakeCAI((50, 40)))
     ops["b"] = parse("b", FakeCAI((40, 21), strides=(4, 160)))    # column-major, ld 40
     assert resolve.choose(TC, ops, "tf32", "float32") == (TC.variants[0], [])

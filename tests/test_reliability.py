@@ -547,5 +547,6 @@ def test_transposed_launch_copies_an_operand_in_its_turned_role(monkeypatch):
     ((_, entry, *_, blob),) = stub_driver.launches(events, "gemm")
     g = gemm_args(blob)
     assert (g.M, g.N, g.A, g.B, g.C) == (n, m, b.ptr, alloc[1], out.ptr)
-    # the first entry that takes B^T (m-major) as it is: am_bn, so A^T is copied n-major
-    assert entry == "cute_pipelined_am_bn" and (g.sBk, g.sBn) == (m, 1)
+    # the first entry that takes B^T (m-major) as it is: am_bn, so A^T is copied n-major,
+    # its rows (8000 bytes) padded to whole 128-byte lines
+    assert entry == "cute_pipelined_am_bn" and (g.sBk, g.sBn) == (2016, 1)
