@@ -90,7 +90,13 @@ __device__ __forceinline__ bool tail_fixup(Acc& acc, Acc const& sum, int thread,
       __stcg(mine + i * kThreads, acc(i));
     }
   }
-  auto consumers = [] { asm volatile("bar.sync 1, %0;" :: "n"(kThreads) : "memory"); };
+  auto consumers = [](bool p) {            // named barrier 1 over the consumers, OR of p
+    uint32_t any;
+    asm volatile("{\n .reg .pred p, q;\n setp.ne.u32 p, %1, 0;\n"
+                 " bar.red.or.pred q, 1, %2, p;\n selp.u32 %0, 1, 0, q;\n}"
+                 : "=r"(any) : "r"(uint32_t(p)), "n"(kThreads) : "memory");
+    return any != 0;
+  };
   if (!last_to_arrive(counter, pieces, thread == 0, consumers)) return false;
   const float* p = parts + thread;
   CUTE_UNROLL

@@ -65,21 +65,24 @@ struct StreamK {
 };
 
 // Count one share of a cut tile in at `counter` (n shares in all), once the threads that
-// wrote it have stored their part: `sync` is their barrier, `leader` one of them. True for
-// the last share to arrive (after a fence: every share's stores are visible to it), which
-// also zeroes the counter for the next launch. No share waits for another.
-template <class Sync>
-__device__ __forceinline__ bool last_to_arrive(int* counter, int n, bool leader, Sync sync) {
-  __shared__ int s_last;
+// wrote it have stored their part: `sync_or` is their barrier, returning the OR of a flag
+// over them (__syncthreads_or, or a named barrier's bar.red.or), `leader` one of them. True
+// for the last share to arrive (after a fence: every share's stores are visible to it),
+// which also zeroes the counter for the next launch. No share waits for another. The
+// leader's answer reaches the others through the barrier, not a __shared__ flag: a static
+// one took 1 KB of smem in the sm_90 kernels (the dynamic smem's alignment), and
+// cute_wgmma_ws ran 3 % slower with it on short K (docs/tuning/cute_wgmma_ws.md#tail-code).
+template <class SyncOr>
+__device__ __forceinline__ bool last_to_arrive(int* counter, int n, bool leader, SyncOr sync_or) {
   __threadfence();            // this thread's stores are visible device-wide ...
-  sync();                     // ... for every thread of the share, before it is counted
+  sync_or(false);             // ... for every thread of the share, before it is counted
+  bool last = false;
   if (leader) {
     const int arrived = atomicAdd(counter, 1);
-    s_last = arrived == n - 1;
-    if (arrived == n - 1) *counter = 0;    // all n are in: ready for the next launch
+    last = arrived == n - 1;
+    if (last) *counter = 0;   // all n are in: ready for the next launch
   }
-  sync();
-  if (!s_last) return false;
+  if (!sync_or(last)) return false;
   __threadfence();
   return true;
 }
@@ -97,7 +100,8 @@ __device__ __forceinline__ bool streamk_fixup(Acc& acc, int* counter, int n, int
   float* mine = part(me);
 #pragma unroll
   for (int i = 0; i < int(cute::size(acc)); ++i) __stcg(mine + i * kThreads + threadIdx.x, acc(i));
-  if (!last_to_arrive(counter, n, threadIdx.x == 0, [] { __syncthreads(); })) return false;
+  if (!last_to_arrive(counter, n, threadIdx.x == 0, [](bool p) { return __syncthreads_or(p); }))
+    return false;
   const float* p0 = part(0);
 #pragma unroll
   for (int i = 0; i < int(cute::size(acc)); ++i) acc(i) = __ldcg(p0 + i * kThreads + threadIdx.x);
