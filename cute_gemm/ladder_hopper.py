@@ -45,15 +45,17 @@ def tma_boxes(precision: str, a_major: str, b_major: str, bm: int, bn: int,
 
 
 def _tc_variants(prefix: str, bm: int, bn: int, b_parts: int = 1,
-                 row_bytes: int = 128, tf32_majors: tuple[tuple[str, str], ...] = (("k", "k"),)
-                 ) -> tuple[Variant, ...]:
+                 row_bytes: int = 128, tf32_majors: tuple[tuple[str, str], ...] = (("k", "k"),),
+                 cut: bool = False) -> tuple[Variant, ...]:
     """tf32_majors: the (A, B) majors of the tf32 entries: k-major only for SS wgmma; c6 also
-    reads an m-major A (or, transposed, an n-major B) into registers."""
+    reads an m-major A (or, transposed, an n-major B) into registers. cut: each entry has a
+    NAME_cut twin for walks whose last wave is cut along K (c6 with a tail split)."""
     out = []
     for prec, dtype, suffix in _TC_OUTS:
         majors = tf32_majors if prec == "tf32" else (("k", "k"), ("k", "n"), ("m", "k"), ("m", "n"))
         for a, b in majors:
-            out.append(Variant(f"{prefix}_{prec}_{suffix}_a{a}_b{b}", a_major=a, b_major=b,
+            entry = f"{prefix}_{prec}_{suffix}_a{a}_b{b}"
+            out.append(Variant(entry, a_major=a, b_major=b, cut=f"{entry}_cut" if cut else "",
                                c_major="any", align=16 // _TC_ITEM[prec], align_roles="ab",
                                precision=prec, out_dtype=dtype,
                                tma=tma_boxes(prec, a, b, bm, bn, b_parts, row_bytes),
@@ -162,7 +164,8 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig, only: str | None = None) -> Kernel:
     define, entry = _WS_ONLY[only]
     # tf32: k-major SS entry, and RS entries for an m-major A / n-major B
     tf32 = (("k", "k"), ("k", "n"), ("m", "k"))
-    variants = _tc_variants("cute_wgmma_ws", bm, bn, cfg.cluster_m, cfg.k_bytes, tf32)
+    variants = _tc_variants("cute_wgmma_ws", bm, bn, cfg.cluster_m, cfg.k_bytes, tf32,
+                            cut=cfg.tail_split > 0)
     return Kernel(
         name=name,
         family="cute",

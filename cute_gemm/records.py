@@ -108,6 +108,10 @@ class Variant:
                                 # stream-K twin is slower per tile than its sibling
     stream_k_swap: bool = False # the twin computes the transposed problem C^T = B^T A^T (an
                                 # A m-major / B k-major call is A k-major / B n-major there)
+    cut: str = ""               # entry point of the same operands whose persistent walk's last
+                                # wave may be cut along K (+ float* ws, int dp, int pieces;
+                                # sm90_tail_split.cuh), named NAME_cut, launched where the plan
+                                # cuts (PersistentGrid.walk); NAME runs the uncut walks; or ""
     precision: str = "fp32"     # PRECISIONS: the arithmetic, and so the type of A and B
     out_dtype: str = "float32"  # the type of C and the result: float32 or A's own type
     tma: TmaBoxes | None = None # the entry also takes TMA tensor maps of A and B
@@ -122,7 +126,8 @@ class Variant:
         return PRECISION_DTYPE[self.precision]
 
     def __repr__(self) -> str:   # one line: kernels() lists dozens of these
-        twin = f", stream-K twin {self.stream_k}" if self.stream_k else ""
+        twin = (f", stream-K twin {self.stream_k}" if self.stream_k else
+                f", cut twin {self.cut}" if self.cut else "")
         prec = "" if self.precision == "fp32" else f" {self.precision}->{self.out_dtype}"
         return (f"<Variant {self.entry}{prec}: A {self.a_major}-major, B {self.b_major}-major, "
                 f"C {self.c_major}-major, align {self.align}{twin}>")
@@ -443,7 +448,8 @@ class Kernel:
     @property
     def entries(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys([v.entry for v in self.variants]
-                                   + [v.stream_k for v in self.variants if v.stream_k]))
+                                   + [v.stream_k for v in self.variants if v.stream_k]
+                                   + [v.cut for v in self.variants if v.cut]))
 
     def smem_bytes(self, m: int, n: int, k: int) -> int:
         return self.dyn_smem(m, n, k) if self.dyn_smem is not None else 0

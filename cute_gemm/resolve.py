@@ -58,9 +58,10 @@ class LaunchPlan:
     precision: str = "fp32"              # records.PRECISIONS
     out_dtype: str = "float32"
     tma: bool = False                    # the entry takes TMA tensor maps of A and B
-    tail_split: tuple[int, int] | None = None   # the entry takes (ws, dp, pieces) after its
-                                         # maps: (dp, pieces) of its walk (sm90_tail_split.cuh);
-                                         # workspace_bytes > 0 where pieces > 1
+    tail_split: tuple[int, int] | None = None   # (dp, pieces) of a walk that may be cut
+                                         # (sm90_tail_split.cuh); where pieces > 1 the entry
+                                         # is the cut twin, taking (ws, dp, pieces) after its
+                                         # maps, and workspace_bytes > 0
     split_k: int = 0                     # a stream-K launch of split_k CTAs per tile (Pick)
 
     @property
@@ -106,9 +107,12 @@ def launch_entries(k: registry.Kernel, variant: registry.Variant,
                    stream_k: bool | None = None) -> tuple[str, ...]:
     """The entry points one launch of `variant` may need, compiled at once: its own, and
     where it has a stream-K twin the twin and the data-parallel head, whose occupancies
-    resolve() weighs before choosing. stream_k None: unless CUTE_GEMM_STREAM_K=0."""
+    resolve() weighs before choosing, or a cut twin (taken where the walk's plan cuts).
+    stream_k None: unless CUTE_GEMM_STREAM_K=0 (which turns the cut off too)."""
     if stream_k is None:
         stream_k = os.environ.get("CUTE_GEMM_STREAM_K") != "0"
+    if stream_k and variant.cut:
+        return (variant.entry, variant.cut)
     if not (stream_k and variant.stream_k and k.tile is not None):
         return (variant.entry,)
     return tuple(dict.fromkeys((variant.entry, streamk.stream_k_dp_entry(variant), variant.stream_k)))
@@ -496,7 +500,7 @@ class Launcher:
         self.maps = None
         if plan.tma:
             self.maps = TensorMaps(variant, m, n, kk, sa, sb)
-            if plan.tail_split is None:
+            if plan.tail_split is None or plan.tail_split[1] == 1:     # an uncut walk
                 self.pack = functools.partial(launch.pack_gemm_args_tma, *args)
             else:
                 self.pack = functools.partial(launch.pack_gemm_args_tma_ws, *args, 0, *plan.tail_split)
@@ -596,10 +600,12 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
                                                               cut[1], g.bm, g.bn, g.partials)
         else:
             grid = k.grid(km, kn, kk, lk.sm_count)
-        plan = LaunchPlan(entry=variant.entry, grid=grid, smem=smem,
+        # a cut walk runs on the twin that takes (ws, dp, pieces); an uncut one without its code
+        entry = variant.cut if cut is not None and cut[1] > 1 else variant.entry
+        plan = LaunchPlan(entry=entry, grid=grid, smem=smem,
                           tma=variant.tma is not None, swap=swap, tail_split=cut,
                           workspace_bytes=ws_bytes, **base)
-        return Launcher(plan, lk.function(variant.entry, group), strides, variant=variant)
+        return Launcher(plan, lk.function(entry, group), strides, variant=variant)
     grid, ws_bytes, tile0, pdl, split_k = sk
     swap = swap != variant.stream_k_swap         # the twin may turn the problem (back)
     head = None
@@ -622,7 +628,7 @@ def _stream_k(k: registry.Kernel, lk: Loaded, variant: registry.Variant, group, 
     else None. pdl: the twin of a split launch starts by programmatic dependent launch
     (Kernel.pdl, sm_90+; CUTE_GEMM_PDL=0 turns it off). smem / sk_smem: dynamic smem of the
     data-parallel entry and the twin."""
-    if len(group) == 1:          # no twin, or stream-K turned off (launch_entries)
+    if not variant.stream_k or variant.stream_k not in group:   # no twin, or stream-K off
         return None
     info = launch.device_info(lk.ordinal)
     f_dp = lk.function(streamk.stream_k_dp_entry(variant), group)

@@ -245,17 +245,20 @@ def test_layout_launches_of_the_tuned_kernels():
     assert ll(PIPE, "tt") == {"cute_pipelined": (("cute_pipelined_am_bk", "cute_pipelined_ak_bn",
                                                   "cute_pipelined_ak_bn_sk"),)}
     ws = registry.get("cute_wgmma_ws")
-    assert ll(ws, "tn", ("bf16",)) == {"cute_wgmma_ws": (("cute_wgmma_ws_bf16_f32_am_bn",),
-                                                         ("cute_wgmma_ws_bf16_bf16_am_bn",))}
+    # each entry with its cut twin (a walk whose last wave is cut along K)
+    assert ll(ws, "tn", ("bf16",)) == {"cute_wgmma_ws": (
+        ("cute_wgmma_ws_bf16_f32_am_bn", "cute_wgmma_ws_bf16_f32_am_bn_cut"),
+        ("cute_wgmma_ws_bf16_bf16_am_bn", "cute_wgmma_ws_bf16_bf16_am_bn_cut"))}
     # tf32 reads k-major smem only: an nn call has its row-major B as the register operand,
     # a tn call (neither operand k-major) copies one of them (scale2d)
-    assert ll(ws, "nn", ("tf32",)) == {"cute_wgmma_ws": (("cute_wgmma_ws_tf32_f32_ak_bn",),)}
+    assert ll(ws, "nn", ("tf32",)) == {"cute_wgmma_ws": (
+        ("cute_wgmma_ws_tf32_f32_ak_bn", "cute_wgmma_ws_tf32_f32_ak_bn_cut"),)}
     assert ll(ws, "tn", ("tf32",))["scale2d"] == (("scale2d",),)
     assert ll(registry.get("cute_3xtf32"), "tn") == {
         "cute_3xtf32": (tuple(f"cute_3xtf32_{p}" for p in ("range_a", "range_b", "split_a",
                                                           "split_b", "norms_b", "finish", "fix",
                                                           "refine")),),
-        "cute_3xtf32_gemm": (("cute_wgmma_ws_fp16_f32_ak_bk",),)}
+        "cute_3xtf32_gemm": (("cute_wgmma_ws_fp16_f32_ak_bk", "cute_wgmma_ws_fp16_f32_ak_bk_cut"),)}
     assert ll(PIPE, "nn", ("bf16",)) == {}
 
 

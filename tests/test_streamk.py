@@ -267,8 +267,9 @@ def test_wgmma_ws_cuts_fewer_units_than_clusters_along_k():
 
 
 def test_a_skinny_tensor_core_call_launches_its_cut_with_a_workspace(monkeypatch):
-    """run("cute_wgmma_ws") at 128 x 4096 x 4096 fp16: one launch of 128 CTAs, (dp, pieces) =
-    (0, 4) in its arguments, one partial tile a piece in its workspace; 1024^3 cuts nothing."""
+    """run("cute_wgmma_ws") at 128 x 4096 x 4096 fp16: one launch of 128 CTAs on the cut
+    twin, (dp, pieces) = (0, 4) in its arguments, one partial tile a piece in its workspace;
+    1024^3 cuts nothing and runs the entry without the cut's code."""
     import stub_driver
     from cute_gemm import api, resolve, workspace
     for m, cut in ((128, (0, 4)), (1024, (16, 1))):
@@ -288,4 +289,5 @@ def test_a_skinny_tensor_core_call_launches_its_cut_with_a_workspace(monkeypatch
             assert plan.workspace_bytes == 4 * streamk.STREAM_K_COUNTERS + 4 * 32 * 4 * 128 * 256
         else:
             assert plan.workspace_bytes == 0
-        assert [e[1] for e in stub_driver.launches(events)] == ["cute_wgmma_ws_fp16_fp16_ak_bn"]
+        entry = "cute_wgmma_ws_fp16_fp16_ak_bn" + ("_cut" if cut[1] > 1 else "")
+        assert plan.entry == entry and [e[1] for e in stub_driver.launches(events)] == [entry]

@@ -35,9 +35,10 @@
 //           next window's first wgmmas (on the left half).
 // Tail:     Config::tail_split > 0: the last wave's units are cut along K into runs of whole
 //           windows (k-tiles where not promoted), their partials added by the last piece
-//           (sm90_tail_split.cuh): split-K where the units are fewer than the clusters. The
-//           entry then takes (ws, dp, pieces) after the maps, planned on the problem it walks
-//           (C^T for the swapped tf32 entry: Variant.walks_transposed).
+//           (sm90_tail_split.cuh): split-K where the units are fewer than the clusters. Its
+//           twin entry NAME_cut takes (ws, dp, pieces) after the maps, planned on the problem
+//           it walks (C^T for the swapped tf32 entry: Variant.walks_transposed), and runs the
+//           walks that plan cuts; NAME, without the cut's code, the others.
 // Bottleneck: the epilogue stalls both consumer warpgroups once per tile (only the producer's
 //           loads overlap it); at 4096^3, 512 tiles on 132 SMs leave a partial last wave.
 //           Measurements: docs/tuning/cute_wgmma_ws.md.
@@ -149,7 +150,7 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
   static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "cluster of 1, 2 or 4 along m");
   static_assert(Config::producer_regs + Config::consumers * Config::consumer_regs
                 <= 65536 / 128, "setmaxnreg: the register file of one CTA");
-  static_assert(bool(Config::tail_split) == bool(CG_WS_TAIL_SPLIT), "the entry's (ws, dp, pieces)");
+  static_assert(bool(Config::tail_split) == bool(CG_WS_TAIL_SPLIT), "the NAME_cut twins");
   static_assert(Config::split_parts == 0 || Config::promote == 3, "a window: one chunk's three k-tiles");
   CUTE_STATIC_ASSERT_V(size(mma) == Int<128 * Config::consumers>{});  // the consumer threads
   CUTE_STATIC_ASSERT_V(Int<kBlkK>{} % size<2>(typename decltype(mma)::AtomShape_MNK{}) == _0{});  // BLK_K / MMA_K
@@ -237,39 +238,47 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
   if constexpr (kCluster > 1) cg::sm90::cluster_sync();    // no peer writes our smem any more
 }
 
-// Entry points: cute_wgmma_ws_<precision>_<out>_a<major>_b<major> (as cute_wgmma's); with
-// CG_WS_TAIL_SPLIT (the registry's Config::tail_split > 0) the tail's workspace and cut after
-// the maps (streamk.tail_split_plan), else none cut.
-#if CG_WS_TAIL_SPLIT
-#define CG_WS_SPLIT_PARAMS , float* __restrict__ ws, int split_dp, int split_pieces
-#define CG_WS_SPLIT_ARGS ws, cg::sm90::TailSplit{split_dp, split_pieces}
-#else
-#define CG_WS_SPLIT_PARAMS
-#define CG_WS_SPLIT_ARGS nullptr, cg::sm90::TailSplit{0, 1}
-#endif
-#define CG_WGMMA_WS_ENTRY(NAME, TAB, TC, MA, MB)                                            \
+// Entry points: cute_wgmma_ws_<precision>_<out>_a<major>_b<major> (as cute_wgmma's), whose
+// walks are never cut; with CG_WS_TAIL_SPLIT (the registry's Config::tail_split > 0) each
+// also has a twin NAME_cut that takes the tail's workspace and cut after the maps
+// (streamk.tail_split_plan). Twins, not one entry: with the cut's code compiled in, walks it
+// does not cut ran 3-10 % slower (docs/tuning/cute_wgmma_ws.md#tail-code).
+#define CG_WS_PARAMS(TAB, TC) (CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS)
+#define CG_WS_CUT_PARAMS(TAB, TC) \
+  (CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS, float* __restrict__ ws, int split_dp, int split_pieces)
+#define CG_WS_WHOLE nullptr, cg::sm90::TailSplit{0, 1}
+#define CG_WS_CUT ws, cg::sm90::TailSplit{split_dp, split_pieces}
+#define CG_WGMMA_WS_AS(NAME, PARAMS, SPLIT, TAB, TC, MA, MB)                                \
   CG_ENTRY(NAME, __launch_bounds__(kThreads, 1)                                            \
-                 __cluster_dims__(Config::cluster_m, 1, 1),                                 \
-           (CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS CG_WS_SPLIT_PARAMS), {                 \
+                 __cluster_dims__(Config::cluster_m, 1, 1), PARAMS, {                      \
     gemm_wgmma_ws<TAB, TC, GMMA::Major::MA, GMMA::Major::MB>(                               \
-        M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, &tma_a, &tma_b,        \
-        CG_WS_SPLIT_ARGS);                                                                  \
+        M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, &tma_a, &tma_b, SPLIT); \
   })
+// A k-major, B n-major (tf32): C^T = B^T A^T, B^T the m-major register operand, A^T k-major.
+#define CG_WGMMA_WS_SWAPPED_AS(NAME, PARAMS, SPLIT, TAB, TC)                                \
+  CG_ENTRY(NAME, __launch_bounds__(kThreads, 1)                                            \
+                 __cluster_dims__(Config::cluster_m, 1, 1), PARAMS, {                      \
+    gemm_wgmma_ws<TAB, TC, GMMA::Major::MN, GMMA::Major::K>(                                \
+        N, M, K, alpha, B, sBn, sBk, A, sAk, sAm, beta, C, sCn, sCm, &tma_b, &tma_a, SPLIT); \
+  })
+#if CG_WS_TAIL_SPLIT
+#define CG_WGMMA_WS_ENTRY(NAME, TAB, TC, MA, MB)                                            \
+  CG_WGMMA_WS_AS(NAME, CG_WS_PARAMS(TAB, TC), CG_WS_WHOLE, TAB, TC, MA, MB)                 \
+  CG_WGMMA_WS_AS(NAME##_cut, CG_WS_CUT_PARAMS(TAB, TC), CG_WS_CUT, TAB, TC, MA, MB)
+#define CG_WGMMA_WS_SWAPPED_ENTRY(NAME, TAB, TC)                                            \
+  CG_WGMMA_WS_SWAPPED_AS(NAME, CG_WS_PARAMS(TAB, TC), CG_WS_WHOLE, TAB, TC)                 \
+  CG_WGMMA_WS_SWAPPED_AS(NAME##_cut, CG_WS_CUT_PARAMS(TAB, TC), CG_WS_CUT, TAB, TC)
+#else
+#define CG_WGMMA_WS_ENTRY(NAME, TAB, TC, MA, MB)                                            \
+  CG_WGMMA_WS_AS(NAME, CG_WS_PARAMS(TAB, TC), CG_WS_WHOLE, TAB, TC, MA, MB)
+#define CG_WGMMA_WS_SWAPPED_ENTRY(NAME, TAB, TC)                                            \
+  CG_WGMMA_WS_SWAPPED_AS(NAME, CG_WS_PARAMS(TAB, TC), CG_WS_WHOLE, TAB, TC)
+#endif
 #define CG_WGMMA_WS_16BIT(PREC, TAB, OUT, TC)                                               \
   CG_WGMMA_WS_ENTRY(cute_wgmma_ws_##PREC##_##OUT##_ak_bk, TAB, TC, K, K)                    \
   CG_WGMMA_WS_ENTRY(cute_wgmma_ws_##PREC##_##OUT##_ak_bn, TAB, TC, K, MN)                   \
   CG_WGMMA_WS_ENTRY(cute_wgmma_ws_##PREC##_##OUT##_am_bk, TAB, TC, MN, K)                   \
   CG_WGMMA_WS_ENTRY(cute_wgmma_ws_##PREC##_##OUT##_am_bn, TAB, TC, MN, MN)
-
-// A k-major, B n-major (tf32): C^T = B^T A^T, B^T the m-major register operand, A^T k-major.
-#define CG_WGMMA_WS_SWAPPED_ENTRY(NAME, TAB, TC)                                            \
-  CG_ENTRY(NAME, __launch_bounds__(kThreads, 1)                                            \
-                 __cluster_dims__(Config::cluster_m, 1, 1),                                 \
-           (CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS CG_WS_SPLIT_PARAMS), {                 \
-    gemm_wgmma_ws<TAB, TC, GMMA::Major::MN, GMMA::Major::K>(                                \
-        N, M, K, alpha, B, sBn, sBk, A, sAk, sAm, beta, C, sCn, sCm, &tma_b, &tma_a,        \
-        CG_WS_SPLIT_ARGS);                                                                  \
-  })
 
 // CG_WS_ONLY: a configuration compiled for one k-major entry alone, 1 the tf32 one, 2 the fp16
 // one with float out (cute_3xtf32's GEMMs over its split operands); 0 every entry
