@@ -10,7 +10,7 @@ import threading
 import time
 import types
 
-from cute_gemm import api, execute, kernel_args, launch, resolve
+from cute_gemm import api, execute, kernel_args, launch, resolve, workspace
 
 # the device the stub stands for, where a test needs its limits (tables, selector, smem)
 H100 = launch.DeviceInfo(0, "NVIDIA H100 80GB HBM3", (9, 0), 132, 1_980_000, 232448, 233472,
@@ -217,6 +217,8 @@ def install(monkeypatch):
     monkeypatch.setattr(api, "_count", [1])
     for part in dataclasses.fields(resolve.CACHE):      # every cache the resolver keeps
         monkeypatch.setattr(resolve.CACHE, part.name, {})
+    # stub workspaces must not outlive the test: a real launch on the same stream would take them
+    monkeypatch.setattr(workspace, "_free", [])
     monkeypatch.setenv("CUTE_GEMM_STREAM_K", "0")    # (occupancy needs a real driver)
     fns: dict = {}
 
