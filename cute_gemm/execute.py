@@ -13,15 +13,12 @@ import warnings
 
 from . import launch, registry
 from .kernel_args import packed
+from .relayout import Relaid, Scale2d, padded, pieces
 from .arrays import Operand
 from .errors import CaptureError, CudaError, PrecisionFallbackWarning
 from .records import AS_PLANNED, PRECISION_DTYPE, Pick
-from .resolve import (CACHE, UTIL, UTIL_ENTRY, choose, copy_target,
-                      launch_entries, layout_launches, loaded, oriented, resolve, swapped)
-
-
-def _util_fn(ordinal: int, src_dtype: str, dtype: str) -> launch.Function:
-    return loaded(UTIL, ordinal).function(UTIL_ENTRY[src_dtype, dtype])
+from .resolve import (CACHE, UTIL, choose, launch_entries, layout_launches, loaded, oriented,
+                      resolve, swapped)
 
 
 def _sub(op: Operand | None, i0: int, j0: int, rows: int, cols: int) -> Operand | None:
@@ -33,50 +30,10 @@ def _sub(op: Operand | None, i0: int, j0: int, rows: int, cols: int) -> Operand 
                    op.readonly)
 
 
-def _pieces(extent: int, step: int):
-    """(start, size) of the launches that cover `extent` in pieces of at most `step`."""
-    return [(i, min(step, extent - i)) for i in range(0, extent, step)]
-
-
-def _padded(op: Operand) -> tuple[int, int]:
-    """The extents of `op` with its contiguous mode stretched to its leading dimension."""
-    (m, n), (s0, s1) = op.shape, op.strides
-    return (m, max(n, s0)) if s1 == 1 and m > 0 else (max(m, s1), n) if s0 == 1 else (m, n)
-
-
 def _scale2d(ordinal: int, stream: int, s: float, src: Operand | None, dst: Operand,
              pad: bool = False) -> None:
-    """dst = s * src (src None or s == 0: zeros), src of dst's element type or one
-    resolve.UTIL_ENTRY converts from. pad: also zero dst's pad, between its contiguous
-    extent and its leading dimension."""
-    m, n = dst.shape
-    if m * n == 0:
-        return
-    wm, wn = _padded(dst) if pad else (m, n)
-    f = _util_fn(ordinal, src.dtype if src is not None else dst.dtype, dst.dtype)
-    mc, nc, _ = UTIL.launch_extents(wm, wn, 1)
-    for i0, r in _pieces(wm, mc):
-        for j0, c in _pieces(wn, nc):
-            launch.launch(f, UTIL.grid(r, c, 1), UTIL.block, 0, stream,
-                          _pack_scale(r, c, max(0, min(r, m - i0)), max(0, min(c, n - j0)), s,
-                                      _sub(src, i0, j0, r, c), _sub(dst, i0, j0, r, c)))
-
-
-class _ScaleArgs(ctypes.Structure):
-    """kernels/util/scale2d.cu's parameters, in order."""
-    _fields_ = [("M", ctypes.c_int), ("N", ctypes.c_int), ("MS", ctypes.c_int),
-                ("NS", ctypes.c_int), ("s", ctypes.c_float),
-                ("src", ctypes.c_void_p), ("ss0", ctypes.c_longlong), ("ss1", ctypes.c_longlong),
-                ("dst", ctypes.c_void_p), ("ds0", ctypes.c_longlong), ("ds1", ctypes.c_longlong)]
-
-
-_SCALE_OFFSETS = tuple(getattr(_ScaleArgs, f).offset for f, _ in _ScaleArgs._fields_)
-
-
-def _pack_scale(m, n, ms, ns, s, src, dst):
-    return packed(_ScaleArgs(m, n, ms, ns, s, src.ptr if src else None,
-                              *(src.strides if src else (0, 0)), dst.ptr, *dst.strides),
-                   _SCALE_OFFSETS)
+    """dst = s * src, once (relayout.Scale2d, which says what src, s and pad may be)."""
+    Scale2d(ordinal, src, dst, pad)(s, src.ptr if src is not None else None, dst.ptr, stream)
 
 
 def _args(name: str, doc: str, fields):
@@ -118,15 +75,10 @@ def _temp(shape, dtype: str, ordinal: int, stream: int, owned: list,
     strides = strides or (shape[1], 1)
     op = Operand("tmp", None, True, 0, tuple(shape), strides, dtype)
     # the last row's pad too: _scale2d(pad=True) writes it
-    span = 1 + sum((x - 1) * st for x, st in zip(_padded(op), strides) if x > 0)
+    span = 1 + sum((x - 1) * st for x, st in zip(padded(op), strides) if x > 0)
     op.ptr = launch.alloc_async(op.itemsize * max(span, 1), ordinal, stream)
     owned.append(op.ptr)
     return op
-
-
-def _copy_for(v, role: str, op: Operand, ordinal: int, stream: int, owned: list) -> Operand:
-    """A scratch copy of `op` in the layout entry point `v` wants for `role`."""
-    return _temp(op.shape, op.dtype, ordinal, stream, owned, copy_target(v, role, op.shape)[1])
 
 
 def _release(owned: list, stream: int) -> None:
@@ -367,10 +319,10 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     if (mc, nc, kc) != (m, n, kk):
         # beyond one launch (grid limits, 32-bit indices): launches on blocks of C, and
         # along K each piece adds to what the one before left in T
-        for i0, r in _pieces(m, mc):
-            for j0, c in _pieces(n, nc):
+        for i0, r in pieces(m, mc):
+            for j0, c in pieces(n, nc):
                 Tb = _sub(T, i0, j0, r, c)
-                for p0, q in _pieces(kk, kc):
+                for p0, q in pieces(kk, kc):
                     gemm_device(k, _sub(A, i0, p0, r, q), _sub(B, p0, j0, q, c),
                                 _sub(C, i0, j0, r, c) if p0 == 0 else Tb, Tb, alpha,
                                 beta if p0 == 0 else 1.0, stream, ordinal, precision, pick,
@@ -387,19 +339,12 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
         return None
     # the hot path: a launch already resolved for this kernel, shape, strides, pointer
     # alignment class and pick (everything swapped(), choose() and the grid depend on)
-    # skips straight to the driver
+    # skips straight to the driver; a launch on relayout copies too (relayout.Relaid: the
+    # copies' layouts follow from the key, only their stream-ordered pointers change)
     key = (k.name, precision, T.dtype, ordinal, m, n, kk, A.strides, B.strides, T.strides,
            A.ptr & 255, B.ptr & 255, T.ptr & 255, pick)
     fast = CACHE.launches.get(key)
-    if fast is not None and (C is None or C.same_view(T)):
-        fast(A.ptr, B.ptr, T.ptr, alpha, beta, stream)
-        return key, fast
-    # a launch on relayout copies resolved before: the same copies, new temporaries
-    relaid = CACHE.relayouts.get(key)
-    if relaid is not None:
-        swap, variant, copies, resolved = relaid
-        ops = oriented(swap, {"a": A, "b": B, "c": T})
-    else:
+    if fast is None:
         lk = loaded(k, ordinal)
         smem = k.smem_bytes(m, n, kk)
         if smem:
@@ -407,40 +352,22 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
         # the operands in the roles the entry sees: A, B, C, or where the launch computes the
         # transpose, B^T, A^T, C^T (the copies are made in those roles, then turned back)
         swap = swapped(k, m, n, pick.transposed)
-        ops = oriented(swap, {"a": A, "b": B, "c": T})
-        variant, copies = choose(k, ops, precision, T.dtype)
+        variant, copies = choose(k, oriented(swap, {"a": A, "b": B, "c": T}), precision, T.dtype)
         if stand_in is not None:
             group = launch_entries(k, variant)
             if not _pick_ready(lk, group, stream):
                 if _stand_in(stand_in, A, B, C, T, alpha, beta, stream, ordinal):
                     lk.ready(group)             # begins the compile, after the stand-in's own
                     return None
-    owned: list = []
-    try:
-        for r in copies:
-            X = _copy_for(variant, r, ops[r], ordinal, stream, owned)
-            if r != "c":
-                _scale2d(ordinal, stream, 1.0, ops[r], X, pad=True)
-            ops[r] = X
-        ops = oriented(swap, ops)     # the caller's roles: the Launcher turns them (plan.swap)
-        A, B = ops["a"], ops["b"]
-        W = ops["c"] if "c" in copies else T
-        if C is not None and not C.same_view(W):
-            _scale2d(ordinal, stream, 1.0, C, W)   # the kernel updates W in place
-        if relaid is None:
-            resolved = resolve(k, ordinal, variant, copies, m, n, kk,
-                               (A.strides, B.strides, W.strides), swap, pick.split_k)
-        resolved(A.ptr, B.ptr, W.ptr, alpha, beta, stream)
-        if relaid is None:
-            # the next call with this key goes straight to the launch, or to its copies
-            # (whose strides, all the launcher keeps of them, are the same every time)
-            cache = CACHE.relayouts if copies else CACHE.launches
-            if len(cache) >= 4096:
-                cache.clear()
-            cache[key] = (swap, variant, copies, resolved) if copies else resolved
-        if W is not T:
-            _scale2d(ordinal, stream, 1.0, W, T)
-        return (key, resolved) if not copies else None
-    finally:
-        _release(owned, stream)
-
+        if copies:
+            fast = Relaid(k, ordinal, variant, copies, swap, A, B, T, pick.split_k)
+        else:
+            fast = resolve(k, ordinal, variant, copies, m, n, kk,
+                           (A.strides, B.strides, T.strides), swap, pick.split_k)
+        if len(CACHE.launches) >= 4096:
+            CACHE.launches.clear()
+        CACHE.launches[key] = fast
+    if C is not None and not C.same_view(T):
+        _scale2d(ordinal, stream, 1.0, C, T)       # the launch updates T in place
+    fast(A.ptr, B.ptr, T.ptr, alpha, beta, stream)
+    return key, fast

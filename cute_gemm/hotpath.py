@@ -7,9 +7,9 @@ kind of array can change — shape, strides, element type and pointer alignment 
 (ptr & 255) always; the read-only flag, mask and producer stream of a
 __cuda_array_interface__; requires_grad of a PyTorch tensor; CuPy's current stream (which
 its CAI reports as the producer stream). The first call with a signature goes through
-run()'s full path; if that launched one resolved Launcher with no producer stream to wait
-for, the signature is remembered (`remember`), and later calls with it skip parse() and
-validation: they test only what the signature cannot hold (null pointers, an `out` that
+run()'s full path; if that launched one resolved launch (a Launcher, or a relayout.Relaid
+on copies) with no producer stream to wait for, the signature is remembered (`remember`),
+and later calls with it skip parse() and validation: they test only what the signature cannot hold (null pointers, an `out` that
 overlaps an input) and launch with their own pointers and alpha.
 
 Each array type is read by the cheapest means that sees what the full path sees: our
@@ -151,9 +151,10 @@ def launch_or_sign(name, precision, a, b, out, alpha, stream):
 
 
 def remember(key, fast, A: Operand, B: Operand, O: Operand) -> None:
-    """Keep the signature of a call the full path has just launched through `fast` (gemm_device's
-    (key, Launcher)), if nothing it did depends on more than the signature: no producer stream
-    was waited for, and an operand whose signature does not hold its producer stream had none."""
+    """Keep the signature of a call the full path has just launched through `fast`
+    (gemm_device's (key, Launcher or Relaid)), if nothing it did depends on more than the
+    signature: no producer stream was waited for, and an operand whose signature does not
+    hold its producer stream had none."""
     cs = launch.canonical_stream(key[2])
     for op in (A, B, O):
         if op.stream is not None and not (_HOLDS_STREAM.get(type(op.obj))

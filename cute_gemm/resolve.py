@@ -78,16 +78,13 @@ class LaunchPlan:
 @dataclass
 class _Cache:
     loaded: dict = field(default_factory=dict)     # (kernel, device) -> Loaded
-    launches: dict = field(default_factory=dict)   # gemm_device's launch key -> Launcher
-    # ... of a launch on relayout copies -> (swap, variant, copies, Launcher): the copies'
-    # layouts follow from the key, only their (stream-ordered) pointers change per call
-    relayouts: dict = field(default_factory=dict)
+    # gemm_device's launch key -> Launcher, or relayout.Relaid for a launch on copies
+    launches: dict = field(default_factory=dict)
     hot: dict = field(default_factory=dict)        # run()'s call signature -> hot entry
 
     def clear(self) -> None:
         self.loaded.clear()
         self.launches.clear()
-        self.relayouts.clear()
         self.hot.clear()
         with _behind_lock:          # ended background compiles, failed ones too
             for key in [x for x, t in _behind.items() if not t.is_alive()]:

@@ -10,7 +10,7 @@ import threading
 import time
 import types
 
-from cute_gemm import api, execute, kernel_args, launch, resolve, workspace
+from cute_gemm import api, execute, kernel_args, launch, relayout, resolve, workspace
 
 # the device the stub stands for, where a test needs its limits (tables, selector, smem)
 H100 = launch.DeviceInfo(0, "NVIDIA H100 80GB HBM3", (9, 0), 132, 1_980_000, 232448, 233472,
@@ -39,7 +39,7 @@ def gemm_args(blob: bytes):
 
 
 def scale_args(blob: bytes):
-    return execute._ScaleArgs.from_buffer_copy(blob)
+    return relayout._ScaleArgs.from_buffer_copy(blob)
 
 
 def split_args(blob: bytes):
@@ -97,7 +97,7 @@ def install(monkeypatch):
             time.sleep(0)
         util = entry.startswith("scale2d")      # one per element type: scale2d, scale2d_f16, ...
         p = pass_of(entry)                      # a composed kernel's pass
-        struct, offsets = ((execute._ScaleArgs, execute._SCALE_OFFSETS) if util else PASSES[p] if p
+        struct, offsets = ((relayout._ScaleArgs, relayout._SCALE_OFFSETS) if util else PASSES[p] if p
                            else (ctypes.c_longlong, (0,)) if entry == "spin"   # perf.timing.Spin
                            else (kernel_args._GemmArgs, kernel_args._OFFSETS_WS))
         ptrs = (ctypes.c_void_p * len(offsets)).from_address(addr)
@@ -241,7 +241,7 @@ def install(monkeypatch):
             if start:
                 events.append(("behind", self.k.name, tuple(group)))
             return False
-    for mod in (resolve, execute):
+    for mod in (resolve, execute, relayout):
         monkeypatch.setattr(mod, "loaded", lambda k, ordinal: Plan(k))
     return events
 

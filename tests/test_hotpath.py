@@ -255,6 +255,33 @@ def test_device_arrays_take_the_path_and_overlap_is_still_tested(monkeypatch, dt
         api.run(name, a, _dev((64, 63), 0x200000, dtype), out=out)
 
 
+def test_a_call_on_copies_takes_the_path_with_fresh_temporaries_each_time(monkeypatch):
+    """A launch whose operand is copied first (A's rows 13 halves apart: not 16-byte
+    aligned for the mma entry) is remembered like any other: the repeat call skips
+    validation, copies A (with its pad) into a new stream-ordered temporary, launches on it
+    with B and out as they are, and frees it; an overlapping out still goes the full path."""
+    events = stub_driver.install(monkeypatch)
+    a = _dev((37, 13), 0x100000, "bfloat16", strides=(13, 1))
+    b, out = _dev((13, 24), 0x200000, "bfloat16"), _dev((37, 24), 0x300000)
+    api.run("cute_mma_sm80", a, b, out=out)
+    validated = _count_validations(monkeypatch)
+    temps = []
+    for pa in (0x100000, 0x180000):
+        del events[:]
+        a = _dev((37, 13), pa, "bfloat16", strides=(13, 1))
+        api.run("cute_mma_sm80", a, b, out=out, alpha=0.5)
+        (alloc,) = [e for e in events if e[0] == "alloc"]
+        (cp,) = [stub_driver.scale_args(e[4]) for e in stub_driver.launches(events, "scale2d")]
+        (g,) = _gemm_launches(events)
+        assert (cp.src, cp.dst, cp.s) == (pa, alloc[1], 1.0) and cp.ds0 % 8 == 0
+        assert (g.A, g.B, g.C, g.alpha) == (alloc[1], 0x200000, 0x300000, 0.5)
+        assert [e[1] for e in events if e[0] == "free"] == [alloc[1]]
+        temps.append(alloc[1])
+    assert not validated and len(resolve.CACHE.hot) == 1 and temps[0] != temps[1]
+    api.run("cute_mma_sm80", a, b, out=_dev((37, 24), 0x180000 + 64))  # out over a: apart
+    assert len(validated) == 1
+
+
 def test_changed_signature_validates_again_and_clear_caches_ends_the_path(monkeypatch):
     events = stub_driver.install(monkeypatch)
     a, b, out = _dev((37, 29), 0x10000), _dev((29, 45), 0x20000), _dev((37, 45), 0x30000)

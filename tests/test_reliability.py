@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 
 import cute_gemm
 import stub_driver
-from cute_gemm import api, execute, registry, resolve
+from cute_gemm import api, execute, registry, relayout, resolve
 from cute_gemm.arrays import DeviceArray, Operand, parse
 from cute_gemm.errors import (AliasError, CuteGemmError, InputError, NotAnArrayError,
                               StreamError)
@@ -74,7 +74,7 @@ def test_launch_extents_fit_the_grid_and_32_bit_indices(k, m, n, kk, transposed)
     for x, c in ((m, mc), (n, nc), (kk, kc)):   # a cut keeps the pieces' alignment class
         assert c == x or c % 256 == 0
     m = min(m, 64 * mc + m % mc)      # up to 65 pieces: a 2^34 / 256 list would take seconds
-    pieces = execute._pieces(m, mc)
+    pieces = relayout.pieces(m, mc)
     assert pieces[0][0] == 0 and sum(p for _, p in pieces) == m
     assert all(a + p == b for (a, p), (b, _) in zip(pieces, pieces[1:]))
 
@@ -201,13 +201,14 @@ def test_the_padded_copy_zeroes_its_pad_and_allocates_it(monkeypatch):
 
 
 def test_a_repeat_call_on_copies_reuses_its_launch_with_fresh_temporaries(monkeypatch):
-    """A call that needs relayout copies resolves its launch once (resolve.CACHE.relayouts):
-    the next call with the same key copies into new stream-ordered temporaries, launches
-    on those, and frees them; another stride pattern, or clear_caches(), resolves again."""
+    """A call that needs relayout copies resolves its launch once (relayout.Relaid, kept in
+    resolve.CACHE.launches): the next call with the same key copies into new stream-ordered
+    temporaries, launches on those, and frees them; another stride pattern, or
+    clear_caches(), resolves again."""
     events = stub_driver.install(monkeypatch)
     seen = []
-    real = execute.resolve
-    monkeypatch.setattr(execute, "resolve", lambda *x: seen.append(1) or real(*x))
+    real = relayout.resolve
+    monkeypatch.setattr(relayout, "resolve", lambda *x: seen.append(1) or real(*x))
     b = Dev((13, 24), 0x20000, strides=(48, 2), typestr="<f2")
     out = Dev((37, 24), 0x30000)
 
@@ -222,12 +223,13 @@ def test_a_repeat_call_on_copies_reuses_its_launch_with_fresh_temporaries(monkey
         return alloc[1]
     a = Dev((37, 13), 0x10000, strides=(32, 2), typestr="<f2")
     first = call(a)
-    assert len(seen) == 1 and len(resolve.CACHE.relayouts) == 1 and not resolve.CACHE.launches
+    (relaid,) = resolve.CACHE.launches.values()
+    assert len(seen) == 1 and isinstance(relaid, relayout.Relaid) and relaid.plan.copies == ("a",)
     assert call(a) != first and len(seen) == 1          # new temporaries, the same launch
     call(Dev((37, 13), 0x10000, strides=(64, 2), typestr="<f2"))
-    assert len(seen) == 2 and len(resolve.CACHE.relayouts) == 2
+    assert len(seen) == 2 and len(resolve.CACHE.launches) == 2
     cute_gemm.clear_caches()
-    assert not resolve.CACHE.relayouts
+    assert not resolve.CACHE.launches
     call(a)
     assert len(seen) == 3
 
@@ -381,7 +383,7 @@ def test_device_array_close_then_use():
 def test_named_error_classes():
     assert issubclass(AliasError, InputError) and issubclass(StreamError, InputError)
     assert issubclass(cute_gemm.errors.CaptureError, CuteGemmError)
-    assert math.isfinite(registry.EXTENT_MAX) and list(itertools.islice(execute._pieces(10, 4), 3)) == [
+    assert math.isfinite(registry.EXTENT_MAX) and list(itertools.islice(relayout.pieces(10, 4), 3)) == [
         (0, 4), (4, 4), (8, 2)]
 
 

@@ -1,0 +1,139 @@
+"""Copies around a launch, prepared once: `Scale2d` (dst = s * src through the scale2d
+kernel, resolve.UTIL) for fixed shapes, strides and element types, and `Relaid`, a launch
+whose operands the entry point cannot take as they are, run on stream-ordered copies in a
+layout it can. Both pack their argument blocks once per thread, as resolve.Launcher does:
+per call only the pointers (and scales) change, so a call on copies costs the host a few
+launches, not a fresh resolve."""
+from __future__ import annotations
+
+import ctypes
+import threading
+
+from . import launch, registry
+from .arrays import Operand
+from .kernel_args import packed
+from .resolve import UTIL, UTIL_ENTRY, copy_target, loaded, oriented, resolve
+
+
+def pieces(extent: int, step: int):
+    """(start, size) of the launches that cover `extent` in pieces of at most `step`."""
+    return [(i, min(step, extent - i)) for i in range(0, extent, step)]
+
+
+def padded(op: Operand) -> tuple[int, int]:
+    """The extents of `op` with its contiguous mode stretched to its leading dimension."""
+    (m, n), (s0, s1) = op.shape, op.strides
+    return (m, max(n, s0)) if s1 == 1 and m > 0 else (max(m, s1), n) if s0 == 1 else (m, n)
+
+
+class _ScaleArgs(ctypes.Structure):
+    """kernels/util/scale2d.cu's parameters, in order."""
+    _fields_ = [("M", ctypes.c_int), ("N", ctypes.c_int), ("MS", ctypes.c_int),
+                ("NS", ctypes.c_int), ("s", ctypes.c_float),
+                ("src", ctypes.c_void_p), ("ss0", ctypes.c_longlong), ("ss1", ctypes.c_longlong),
+                ("dst", ctypes.c_void_p), ("ds0", ctypes.c_longlong), ("ds1", ctypes.c_longlong)]
+
+
+_SCALE_OFFSETS = tuple(getattr(_ScaleArgs, f).offset for f, _ in _ScaleArgs._fields_)
+
+
+class Scale2d:
+    """dst = s * src for operands shaped and strided as `src` and `dst` (their pointers are
+    ignored): src None or s == 0 writes zeros; src of dst's element type or one UTIL_ENTRY
+    converts from. pad: also zero dst's pad, between its contiguous extent and its leading
+    dimension. One launch per piece of the grid's limits; call with (s, src_ptr, dst_ptr,
+    stream)."""
+    __slots__ = ("parts", "strides", "local")
+
+    def __init__(self, ordinal: int, src: Operand | None, dst: Operand, pad: bool = False):
+        m, n = dst.shape
+        self.parts: list = []
+        self.strides = (src.strides if src is not None else (0, 0)) + tuple(dst.strides)
+        self.local = threading.local()
+        if m * n == 0:
+            return
+        wm, wn = padded(dst) if pad else (m, n)
+        f = loaded(UTIL, ordinal).function(
+            UTIL_ENTRY[src.dtype if src is not None else dst.dtype, dst.dtype])
+        mc, nc, _ = UTIL.launch_extents(wm, wn, 1)
+        (ss0, ss1), (ds0, ds1) = self.strides[:2], dst.strides
+        for i0, r in pieces(wm, mc):
+            for j0, c in pieces(wn, nc):
+                # (rows, cols) launched, of which (in-range rows, cols) hold dst's elements
+                dims = (r, c, max(0, min(r, m - i0)), max(0, min(c, n - j0)))
+                src_off = None if src is None else src.itemsize * (i0 * ss0 + j0 * ss1)
+                self.parts.append((launch.Site(f, UTIL.grid(r, c, 1), UTIL.block, 0), dims,
+                                   src_off, dst.itemsize * (i0 * ds0 + j0 * ds1)))
+
+    def __call__(self, s: float, src: int | None, dst: int, stream: int) -> None:
+        try:
+            blocks = self.local.blocks
+        except AttributeError:          # this thread's first call
+            blocks = self.local.blocks = [
+                packed(_ScaleArgs(*dims, 0.0, None, *self.strides[:2], None, *self.strides[2:]),
+                       _SCALE_OFFSETS) for _, dims, _, _ in self.parts]
+        for (site, _, src_off, dst_off), blk in zip(self.parts, blocks):
+            a = blk[0][0]                # the struct the pointer array points into
+            a.s, a.dst = s, dst + dst_off
+            a.src = None if src is None or src_off is None else src + src_off
+            site(stream, blk)
+
+
+class Relaid:
+    """A launch of `variant` on copies of the operands in `copies` (roles as the entry sees
+    them, after `swap`), in the layouts copy_target gives: called as a Launcher is, with the
+    caller's pointers, it takes stream-ordered temporaries, copies A and B (with their pads)
+    and, where beta != 0, C (T in place) into them, launches, copies the result back into
+    T and frees the temporaries in stream order."""
+    __slots__ = ("ordinal", "launcher", "temps", "back", "load_c")
+
+    def __init__(self, k: registry.Kernel, ordinal: int, variant: registry.Variant,
+                 copies: list[str], swap: bool, A: Operand, B: Operand, T: Operand,
+                 split_k: int = 0):
+        m, kk = A.shape
+        n = B.shape[1]
+        self.ordinal = ordinal
+        ops = oriented(swap, {"a": A, "b": B, "c": T})
+        for r in copies:
+            ops[r] = Operand("tmp", None, True, 0, ops[r].shape,
+                             copy_target(variant, r, ops[r].shape)[1], ops[r].dtype)
+        ops = oriented(swap, ops)                  # back in the caller's roles
+        # per copied operand: (role, bytes to allocate (the last row's pad too), copy in)
+        caller = {"a": "b", "b": "a", "c": "c"} if swap else {"a": "a", "b": "b", "c": "c"}
+        self.temps = []
+        for r, X in (("a", A), ("b", B), ("c", T)):
+            if r not in {caller[x] for x in copies}:
+                continue
+            W = ops[r]
+            span = 1 + sum((x - 1) * st for x, st in zip(padded(W), W.strides) if x > 0)
+            self.temps.append((r, W.itemsize * max(span, 1),
+                               Scale2d(ordinal, X, W, pad=True) if r != "c" else None))
+        W = ops["c"] if "c" in copies else T
+        copied_c = "c" in copies
+        self.back = Scale2d(ordinal, W, T) if copied_c else None
+        self.load_c = Scale2d(ordinal, T, W) if copied_c else None
+        self.launcher = resolve(k, ordinal, variant, copies, m, n, kk,
+                                (ops["a"].strides, ops["b"].strides, W.strides), swap, split_k)
+
+    @property
+    def plan(self):
+        return self.launcher.plan
+
+    def __call__(self, a: int, b: int, c: int, alpha: float, beta: float, stream: int) -> None:
+        ptrs = {"a": a, "b": b, "c": c}
+        owned: list[int] = []
+        try:
+            for r, nbytes, copy_in in self.temps:
+                t = launch.alloc_async(nbytes, self.ordinal, stream)
+                owned.append(t)
+                if copy_in is not None:
+                    copy_in(1.0, ptrs[r], t, stream)
+                ptrs[r] = t
+            if self.load_c is not None and beta != 0.0:
+                self.load_c(1.0, c, ptrs["c"], stream)     # the kernel updates its copy
+            self.launcher(ptrs["a"], ptrs["b"], ptrs["c"], alpha, beta, stream)
+            if self.back is not None:
+                self.back(1.0, ptrs["c"], c, stream)
+        finally:
+            for p in owned:
+                launch.free_async(p, stream)
