@@ -82,10 +82,10 @@ class Scale2d:
 class Relaid:
     """A launch of `variant` on copies of the operands in `copies` (roles as the entry sees
     them, after `swap`), in the layouts copy_target gives: called as a Launcher is, with the
-    caller's pointers, it takes stream-ordered temporaries, copies A and B (with their pads)
-    and, where beta != 0, C (T in place) into them, launches, copies the result back into
-    T and frees the temporaries in stream order."""
-    __slots__ = ("ordinal", "launcher", "temps", "back", "load_c")
+    caller's pointers, it takes one stream-ordered allocation for the temporaries, copies A
+    and B (with their pads) and, where beta != 0, C (T in place) into them, launches,
+    copies the result back into T and frees the allocation in stream order."""
+    __slots__ = ("ordinal", "launcher", "temps", "nbytes", "back", "load_c")
 
     def __init__(self, k: registry.Kernel, ordinal: int, variant: registry.Variant,
                  copies: list[str], swap: bool, A: Operand, B: Operand, T: Operand,
@@ -98,16 +98,18 @@ class Relaid:
             ops[r] = Operand("tmp", None, True, 0, ops[r].shape,
                              copy_target(variant, r, ops[r].shape)[1], ops[r].dtype)
         ops = oriented(swap, ops)                  # back in the caller's roles
-        # per copied operand: (role, bytes to allocate (the last row's pad too), copy in)
+        # per copied operand: (role, its offset in the one scratch allocation, copy in); each
+        # temporary starts on a 256-byte boundary, as an allocation of its own would
         caller = {"a": "b", "b": "a", "c": "c"} if swap else {"a": "a", "b": "b", "c": "c"}
-        self.temps = []
+        self.temps, self.nbytes = [], 0
         for r, X in (("a", A), ("b", B), ("c", T)):
             if r not in {caller[x] for x in copies}:
                 continue
             W = ops[r]
             span = 1 + sum((x - 1) * st for x, st in zip(padded(W), W.strides) if x > 0)
-            self.temps.append((r, W.itemsize * max(span, 1),
+            self.temps.append((r, self.nbytes,
                                Scale2d(ordinal, X, W, pad=True) if r != "c" else None))
+            self.nbytes += -(-W.itemsize * max(span, 1) // 256) * 256    # (the last row's pad too)
         W = ops["c"] if "c" in copies else T
         copied_c = "c" in copies
         self.back = Scale2d(ordinal, W, T) if copied_c else None
@@ -121,19 +123,16 @@ class Relaid:
 
     def __call__(self, a: int, b: int, c: int, alpha: float, beta: float, stream: int) -> None:
         ptrs = {"a": a, "b": b, "c": c}
-        owned: list[int] = []
+        scratch = launch.alloc_async(self.nbytes, self.ordinal, stream)
         try:
-            for r, nbytes, copy_in in self.temps:
-                t = launch.alloc_async(nbytes, self.ordinal, stream)
-                owned.append(t)
+            for r, offset, copy_in in self.temps:
                 if copy_in is not None:
-                    copy_in(1.0, ptrs[r], t, stream)
-                ptrs[r] = t
+                    copy_in(1.0, ptrs[r], scratch + offset, stream)
+                ptrs[r] = scratch + offset
             if self.load_c is not None and beta != 0.0:
                 self.load_c(1.0, c, ptrs["c"], stream)     # the kernel updates its copy
             self.launcher(ptrs["a"], ptrs["b"], ptrs["c"], alpha, beta, stream)
             if self.back is not None:
                 self.back(1.0, ptrs["c"], c, stream)
         finally:
-            for p in owned:
-                launch.free_async(p, stream)
+            launch.free_async(scratch, stream)

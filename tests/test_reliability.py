@@ -234,6 +234,29 @@ def test_a_repeat_call_on_copies_reuses_its_launch_with_fresh_temporaries(monkey
     assert len(seen) == 3
 
 
+def test_two_copies_share_one_allocation_apart_and_aligned(monkeypatch):
+    """A launch with A and B both copied (bf16 rows of 1025 and 8191 elements: not 16-byte
+    aligned for TMA) takes one stream-ordered allocation: each copy starts on a 256-byte
+    boundary, neither copy's span reaches into the other's, the GEMM reads both, and the
+    allocation is freed after it."""
+    events = stub_driver.install(monkeypatch)
+    m, n, kk = 257, 8191, 1025
+    a = Dev((m, kk), 0x1000_0000, strides=(2 * kk, 2), typestr="<f2")
+    b = Dev((kk, n), 0x2000_0000, strides=(2 * n, 2), typestr="<f2")
+    api.run("cute_wgmma_ws", a, b, out=Dev((m, n), 0x3000_0000, strides=(2 * n, 2), typestr="<f2"))
+    (alloc,) = [e for e in events if e[0] == "alloc"]
+    cps = [scale_args(e[4]) for e in stub_driver.launches(events, "scale2d")]
+    (g,) = [gemm_args(e[4]) for e in stub_driver.launches(events, "gemm")]
+    assert sorted(c.src for c in cps) == [a.ptr, b.ptr] and {c.dst for c in cps} == {g.A, g.B}
+    spans = sorted((c.dst, c.dst + 2 * ((c.M - 1) * c.ds0 + (c.N - 1) * c.ds1 + 1)) for c in cps)
+    assert all(lo % 256 == 0 for lo, _ in spans) and spans[0][1] <= spans[1][0]
+    assert spans[0][0] == alloc[1] and spans[1][1] <= alloc[1] + alloc[2]
+    assert events.index(alloc) < min(events.index(e) for e in events if e[0] == "launch")
+    assert [e[1] for e in events if e[0] == "free"] == [alloc[1]]
+    assert [e[0] for e in events].index("free") > max(i for i, e in enumerate(events)
+                                                       if e[0] == "launch")
+
+
 # ---- alpha == 0 and K == 0: A and B are not read (row 11) ----------------------------------
 def test_alpha_zero_reads_neither_a_nor_b_on_the_host():
     rng = np.random.default_rng()
