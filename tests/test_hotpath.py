@@ -16,6 +16,7 @@ import cute_gemm
 import stub_driver
 from cute_gemm import api, hotpath, launch, resolve
 from cute_gemm.arrays import DeviceArray
+from cute_gemm.check import supported_kernels
 from cute_gemm.errors import CudaError, DTypeError, InputError, NotAnArrayError, ShapeError
 from stub_driver import Dev, gemm_args
 
@@ -383,20 +384,23 @@ def test_remembered_signatures_are_bounded(monkeypatch):
 
 
 # ---- GPU: the hot path gives the bits of the full path ----------------------------------------------
-def _hot_equals_full(name, make, to_numpy, sync):
+def _hot_equals_full(name, make, to_numpy, sync, precision=None, unit=2.0 ** -24):
+    """The signature hot path's calls give the full path's bits, within the gauge of the
+    precision's unit roundoff; returns the launches the full path resolved."""
     m, n, k = 37, 45, 29
     a, b = make((m, k)), make((k, n))
     outs = [make((m, n), nan=True) for _ in range(3)]
-    cute_gemm.run(name, a, b, out=outs[0])                  # (compiled, loaded, device counted)
+    cute_gemm.run(name, a, b, out=outs[0], precision=precision)   # (compiled, loaded, device counted)
     cute_gemm.clear_caches()
-    cute_gemm.run(name, a, b, out=outs[0])                  # the full path (resolves)
+    cute_gemm.run(name, a, b, out=outs[0], precision=precision)   # the full path (resolves)
     before = len(resolve.CACHE.hot)
+    plans = resolve.resolved_launches()
     real = api._validate
     seen = []
     api._validate = lambda *x: seen.append(1) or real(*x)
     try:
-        cute_gemm.run(name, a, b, out=outs[1])              # the signature hot path
-        cute_gemm.run(name, a, b, out=outs[2], alpha=-0.5)
+        cute_gemm.run(name, a, b, out=outs[1], precision=precision)   # the signature hot path
+        cute_gemm.run(name, a, b, out=outs[2], alpha=-0.5, precision=precision)
     finally:
         api._validate = real
     sync()
@@ -406,7 +410,8 @@ def _hot_equals_full(name, make, to_numpy, sync):
     assert np.array_equal(-0.5 * r[0], r[2])
     ref = to_numpy(a).astype(np.float64) @ to_numpy(b).astype(np.float64)
     gauge = np.abs(to_numpy(a)).astype(np.float64) @ np.abs(to_numpy(b)).astype(np.float64)
-    assert (np.abs(r[0] - ref) <= 16 * k * 2.0 ** -24 * gauge).all()
+    assert (np.abs(r[0] - ref) <= 16 * k * unit * gauge).all()
+    return plans
 
 
 @pytest.mark.gpu
@@ -431,3 +436,17 @@ def test_gpu_hot_path_same_bits_as_full_path_cupy_and_device_arrays(name):
     _hot_equals_full(name, lambda s, nan=False: DeviceArray.full(s, float("nan")) if nan
                      else DeviceArray.from_host(rng.standard_normal(s, dtype=np.float32)),
                      lambda d: d.to_host(), launch.synchronize)
+
+
+@pytest.mark.gpu
+def test_gpu_hot_path_on_relayout_copies_same_bits_as_full_path():
+    """cute_wgmma_ws in tf32 at 37x45x29: rows of 29 and 45 floats are not 16-byte aligned
+    for TMA, so the launch runs on copies (relayout.Relaid); its hot calls, each on fresh
+    temporaries, give the full path's bits."""
+    cp = pytest.importorskip("cupy")
+    if "cute_wgmma_ws" not in [k.name for k in supported_kernels()]:
+        pytest.skip(f"cute_wgmma_ws needs sm_90a; this GPU is {launch.device_info().arch}")
+    plans = _hot_equals_full("cute_wgmma_ws", lambda s, nan=False: cp.full(s, cp.nan, dtype=cp.float32)
+                             if nan else cp.random.standard_normal(s, dtype=cp.float32),
+                             cp.asnumpy, cp.cuda.runtime.deviceSynchronize, "tf32", 2.0 ** -11)
+    assert plans and all({"a", "b"} <= set(p.copies) for p in plans), plans
