@@ -138,10 +138,12 @@ def run(name, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None, preci
     """
     hot = None
     # the signature hot path (hotpath.py); one device known from an earlier call, so
-    # multi-GPU hosts do no signature work
-    if (c is None and out is not None and _count == _ONE and type(alpha) in _SCALAR
-            and type(beta) in _SCALAR and alpha != 0):
-        hot = hotpath.launch_or_sign(name, precision, a, b, out, alpha, stream)
+    # multi-GPU hosts do no signature work. c, if given, is out itself (an update in place:
+    # the launch is the same, beta an argument; without c beta is 0, as below)
+    if ((c is None or c is out) and out is not None and _count == _ONE
+            and type(alpha) in _SCALAR and type(beta) in _SCALAR and alpha != 0):
+        hot = hotpath.launch_or_sign(name, precision, a, b, out, alpha,
+                                     0.0 if c is None else beta, stream)
         if hot is True:
             return out
     k = None if name == registry.AUTO else registry.get(name)

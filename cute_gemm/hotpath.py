@@ -1,5 +1,6 @@
-"""run()'s signature hot path: a repeat call on device arrays with `out`, no `c`, on a
-one-device host goes from its operands' attributes straight to the launch resolved for it.
+"""run()'s signature hot path: a repeat call on device arrays with `out`, no `c` (or `c`
+that is `out` itself: an update in place), on a one-device host goes from its operands'
+attributes straight to the launch resolved for it.
 
 A call's signature holds everything validation, the entry choice and the launch depend
 on: the kernel, the precision asked for, the call's stream, and per operand what its
@@ -9,8 +10,10 @@ __cuda_array_interface__; requires_grad of a PyTorch tensor; CuPy's current stre
 its CAI reports as the producer stream). The first call with a signature goes through
 run()'s full path; if that launched one resolved launch (a Launcher, or a relayout.Relaid
 on copies) with no producer stream to wait for, the signature is remembered (`remember`),
-and later calls with it skip parse() and validation: they test only what the signature cannot hold (null pointers, an `out` that
-overlaps an input) and launch with their own pointers and alpha.
+and later calls with it skip parse() and validation: they test only what the signature
+cannot hold (null pointers, an `out` that overlaps an input) and launch with their own
+pointers, alpha and beta (with `c` as `out`, the launch is the one without it: beta is
+an argument of the kernel, and the launch updates `out` in place).
 
 Each array type is read by the cheapest means that sees what the full path sees: our
 DeviceArray and PyTorch tensors by their attributes (PyTorch builds its CAI dict in
@@ -125,7 +128,7 @@ def _read3_for(types):
     return r
 
 
-def launch_or_sign(name, precision, a, b, out, alpha, stream):
+def launch_or_sign(name, precision, a, b, out, alpha, beta, stream):
     """True if the call was launched through a remembered signature; else what `remember`
     needs once the full path has run (None: this call has no signature)."""
     try:
@@ -145,7 +148,7 @@ def launch_or_sign(name, precision, a, b, out, alpha, stream):
     if (pa and pb and po and not (pa + alo < po + ohi and po + olo < pa + ahi)
             and not (pb + blo < po + ohi and po + olo < pb + bhi)):
         launch.ensure_context(0)
-        launcher(pa, pb, po, alpha, 0.0, s)
+        launcher(pa, pb, po, alpha, beta, s)
         return True
     return None      # null pointers or an overlapping out: the full path names or handles it
 

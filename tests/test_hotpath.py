@@ -283,6 +283,29 @@ def test_a_call_on_copies_takes_the_path_with_fresh_temporaries_each_time(monkey
     assert len(validated) == 1
 
 
+def test_an_update_in_place_takes_the_path_with_its_beta(monkeypatch):
+    """c given as out itself (C = alpha A B + beta C in place) has the signature of the call
+    without c: the repeat call skips validation and launches with its alpha and beta, C being
+    out; without c beta is 0 there too; a c that is another object (even a view of the same
+    memory) goes the full path."""
+    events = stub_driver.install(monkeypatch)
+    a, b, out = _dev((37, 29), 0x10000), _dev((29, 45), 0x20000), _dev((37, 45), 0x30000)
+    api.run("cute_smem", a, b, c=out, out=out, beta=2.0)
+    validated = _count_validations(monkeypatch)
+    api.run("cute_smem", a, b, c=out, out=out, alpha=3.0, beta=-0.5)
+    api.run("cute_smem", a, b, out=out)
+    api.run("cute_smem", a, b, out=out, beta=2.0)                # beta without c: as beta = 0
+    api.run("cute_smem", a, b, c=out, out=out, beta=0)
+    assert not validated
+    got = [(g.alpha, g.beta, g.C) for g in _gemm_launches(events)[-4:]]
+    assert got == [(3.0, -0.5, 0x30000), (1.0, 0.0, 0x30000), (1.0, 0.0, 0x30000),
+                   (1.0, 0.0, 0x30000)]
+    api.run("cute_smem", a, b, c=_dev((37, 45), 0x30000), out=out, beta=2.0)
+    assert len(validated) == 1 and _gemm_launches(events)[-1].beta == 2.0
+    with pytest.raises(InputError):                              # beta's type is still checked
+        api.run("cute_smem", a, b, c=out, out=out, beta="2")
+
+
 def test_changed_signature_validates_again_and_clear_caches_ends_the_path(monkeypatch):
     events = stub_driver.install(monkeypatch)
     a, b, out = _dev((37, 29), 0x10000), _dev((29, 45), 0x20000), _dev((37, 45), 0x30000)
@@ -385,11 +408,12 @@ def test_remembered_signatures_are_bounded(monkeypatch):
 
 # ---- GPU: the hot path gives the bits of the full path ----------------------------------------------
 def _hot_equals_full(name, make, to_numpy, sync, precision=None, unit=2.0 ** -24):
-    """The signature hot path's calls give the full path's bits, within the gauge of the
-    precision's unit roundoff; returns the launches the full path resolved."""
+    """The signature hot path's calls (an update in place too) give the full path's bits,
+    within the gauge of the precision's unit roundoff; returns the launches the full path
+    resolved."""
     m, n, k = 37, 45, 29
     a, b = make((m, k)), make((k, n))
-    outs = [make((m, n), nan=True) for _ in range(3)]
+    outs = [make((m, n), nan=True) for _ in range(4)]
     cute_gemm.run(name, a, b, out=outs[0], precision=precision)   # (compiled, loaded, device counted)
     cute_gemm.clear_caches()
     cute_gemm.run(name, a, b, out=outs[0], precision=precision)   # the full path (resolves)
@@ -401,13 +425,16 @@ def _hot_equals_full(name, make, to_numpy, sync, precision=None, unit=2.0 ** -24
     try:
         cute_gemm.run(name, a, b, out=outs[1], precision=precision)   # the signature hot path
         cute_gemm.run(name, a, b, out=outs[2], alpha=-0.5, precision=precision)
+        cute_gemm.run(name, a, b, out=outs[3], precision=precision)
+        # in place: alpha * acc + beta * C with alpha = beta = 1 and C = acc is 2 acc exactly
+        cute_gemm.run(name, a, b, c=outs[3], out=outs[3], beta=1.0, precision=precision)
     finally:
         api._validate = real
     sync()
     assert before == 1 and not seen
     r = [to_numpy(o) for o in outs]
     assert np.array_equal(r[0], r[1]) and not np.isnan(r[0]).any()
-    assert np.array_equal(-0.5 * r[0], r[2])
+    assert np.array_equal(-0.5 * r[0], r[2]) and np.array_equal(2 * r[0], r[3])
     ref = to_numpy(a).astype(np.float64) @ to_numpy(b).astype(np.float64)
     gauge = np.abs(to_numpy(a)).astype(np.float64) @ np.abs(to_numpy(b)).astype(np.float64)
     assert (np.abs(r[0] - ref) <= 16 * k * unit * gauge).all()
