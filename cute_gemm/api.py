@@ -136,18 +136,26 @@ def run(name, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None, preci
     copied). Asynchronous on `stream` for device arrays, like any CUDA library; operands
     that name their producer's stream (CAI v3 `stream`, DLPack) are waited for on it.
     """
-    hot = None
+    hot = new = None
     # the signature hot path (hotpath.py); one device known from an earlier call, so
     # multi-GPU hosts do no signature work. c, if given, is out itself (an update in place:
     # the launch is the same, beta an argument; without c beta is 0, as below)
-    if ((c is None or c is out) and out is not None and _count == _ONE
-            and type(alpha) in _SCALAR and type(beta) in _SCALAR and alpha != 0):
-        hot = hotpath.launch_or_sign(name, precision, a, b, out, alpha,
-                                     0.0 if c is None else beta, stream)
-        if hot is True:
-            return out
+    if ((c is None or c is out) and _count == _ONE and type(alpha) in _SCALAR
+            and type(beta) in _SCALAR and alpha != 0):
+        if out is None and c is None:
+            # a result allocated as the full path did for these a and b, then the path
+            # with it as out (the full path, given it, remembers that signature)
+            new = hotpath.result_key(name, precision, a, b, stream)
+            spec = hotpath.result_spec(new)
+            if spec is not None:
+                out = _empty_like_lib(a, *spec)
+        if out is not None:
+            hot = hotpath.launch_or_sign(name, precision, a, b, out, alpha,
+                                         0.0 if c is None else beta, stream)
+            if hot is True:
+                return out
     k = None if name == registry.AUTO else registry.get(name)
-    return _run(k, AS_PLANNED, a, b, c, alpha, beta, out, stream, precision, hot)
+    return _run(k, AS_PLANNED, a, b, c, alpha, beta, out, stream, precision, hot, new)
 
 
 def run_choice(choice, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None,
@@ -159,8 +167,9 @@ def run_choice(choice, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=No
                 precision)
 
 
-def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None):
-    """run() past the hot path: kernel k (None: gemm()'s pick) launched as `pick` says."""
+def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=None):
+    """run() past the hot path: kernel k (None: gemm()'s pick) launched as `pick` says.
+    hot, new: the call's keys for hotpath.remember and (no out) hotpath.remember_result."""
     s = launch.stream_handle(stream)
     A, B, C, O, m, n, kk = _validate(a, b, c, out, alpha, beta, s)
     prec, out_dtype = _precision(A, B, C, O, precision, k)
@@ -180,7 +189,7 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None):
         beta = 0.0
     if A.device:
         return _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot, pick,
-                           stand_in)
+                           stand_in, new)
     return _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec, out_dtype, pick, stand_in)
 
 
@@ -217,7 +226,7 @@ def _wait_producers(s: int, producers: set, ordinal: int) -> None:
 
 
 def _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot=None,
-                pick=AS_PLANNED, stand_in=None):
+                pick=AS_PLANNED, stand_in=None, new=None):
     ordinal = _device_ordinal(A)
     launch.ensure_context(ordinal)
     ops = (A, B, C, O)
@@ -231,11 +240,13 @@ def _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot=None,
         result = _empty_like_lib(A.obj, (m, n), ordinal, out_dtype)
         O = parse("out", result)
     else:
-        result = O.obj
+        new, result = None, O.obj
     if m and n:
         fast = gemm_device(k, A, B, C, O, alpha, beta, s, ordinal, prec, pick, stand_in)
         if fast is not None and hot is not None:     # hot: one device, so ordinal 0
             hotpath.remember(hot, fast, A, B, O)
+        if fast is not None and new is not None:
+            hotpath.remember_result(new, ((m, n), ordinal, out_dtype))
     return result
 
 

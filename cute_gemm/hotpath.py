@@ -128,6 +128,41 @@ def _read3_for(types):
     return r
 
 
+# ---- a call without out: the result the full path allocated, remembered --------------------
+def result_key(name, precision, a, b, stream):
+    """The key of a call without `out` (kernel, precision, stream, a's and b's signatures)
+    under which `remember_result` keeps how the full path allocated its result; None where
+    a or b has no signature (a host array, a CPU tensor, an unreadable one)."""
+    try:
+        ra = _READ1.get(type(a)) or _read1_for(type(a))
+        rb = _READ1.get(type(b)) or _read1_for(type(b))
+        key = (name, precision, 0 if stream is None else launch.stream_handle(stream),
+               ra(a)[0], rb(b)[0])
+        hash(key)
+        return key
+    except Exception:    # the full path reads the operands and says what is wrong
+        return None
+
+
+def result_spec(key):
+    """(shape, ordinal, dtype) of the result the full path allocated for `key`, or None."""
+    return CACHE.results.get(key) if key is not None else None
+
+
+def remember_result(key, spec) -> None:
+    if len(CACHE.results) >= HOT_ENTRIES:
+        CACHE.results.clear()
+    CACHE.results[key] = spec
+
+
+def _read1_for(tp):
+    r = _READ1[tp] = _kind(tp)[0]
+    return r
+
+
+_READ1: dict = {}     # type -> reader of one operand of it
+
+
 def launch_or_sign(name, precision, a, b, out, alpha, beta, stream):
     """True if the call was launched through a remembered signature; else what `remember`
     needs once the full path has run (None: this call has no signature)."""

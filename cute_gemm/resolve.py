@@ -81,11 +81,14 @@ class _Cache:
     # gemm_device's launch key -> Launcher, or relayout.Relaid for a launch on copies
     launches: dict = field(default_factory=dict)
     hot: dict = field(default_factory=dict)        # run()'s call signature -> hot entry
+    # run()'s key of a call without out (hotpath.result_key) -> how its result was allocated
+    results: dict = field(default_factory=dict)
 
     def clear(self) -> None:
         self.loaded.clear()
         self.launches.clear()
         self.hot.clear()
+        self.results.clear()
         with _behind_lock:          # ended background compiles, failed ones too
             for key in [x for x, t in _behind.items() if not t.is_alive()]:
                 del _behind[key]

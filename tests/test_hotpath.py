@@ -306,6 +306,30 @@ def test_an_update_in_place_takes_the_path_with_its_beta(monkeypatch):
         api.run("cute_smem", a, b, c=out, out=out, beta="2")
 
 
+def test_a_call_without_out_allocates_its_result_as_the_full_path_did(monkeypatch):
+    """Without out, a repeat call allocates the result the full path allocated for these a
+    and b (shape, device, type), then takes the path with it as out: from the third call on
+    no validation, each call a new array that the launch writes; another a or b, or another
+    precision, is validated again."""
+    events = stub_driver.install(monkeypatch)
+    a, b = _dev((37, 29), 0x10000, "bfloat16"), _dev((29, 45), 0x20000, "bfloat16")
+    first = api.run("cute_mma_sm80", a, b)
+    validated = _count_validations(monkeypatch)
+    results = [api.run("cute_mma_sm80", a, b, alpha=0.5) for _ in range(3)]
+    assert len(validated) == 1 and len(resolve.CACHE.results) == 1
+    assert all(type(r) is DeviceArray and (r.shape, r.dtype_name) == ((37, 45), "float32")
+               for r in [first] + results)
+    assert len({r.ptr for r in results}) == 3
+    gs = _gemm_launches(events)[-3:]
+    assert [(g.C, g.alpha) for g in gs] == [(r.ptr, 0.5) for r in results]
+    api.run("cute_mma_sm80", a, _dev((29, 46), 0x20000, "bfloat16"))
+    api.run("cute_mma_sm80", a, b, precision="bf16")
+    assert len(validated) == 3
+    rng = np.random.default_rng()
+    x = rng.standard_normal((4, 4), dtype=np.float32)
+    assert hotpath.result_key("naive", None, x, x, None) is None   # host arrays: never
+
+
 def test_changed_signature_validates_again_and_clear_caches_ends_the_path(monkeypatch):
     events = stub_driver.install(monkeypatch)
     a, b, out = _dev((37, 29), 0x10000), _dev((29, 45), 0x20000), _dev((37, 45), 0x30000)
@@ -408,17 +432,18 @@ def test_remembered_signatures_are_bounded(monkeypatch):
 
 # ---- GPU: the hot path gives the bits of the full path ----------------------------------------------
 def _hot_equals_full(name, make, to_numpy, sync, precision=None, unit=2.0 ** -24):
-    """The signature hot path's calls (an update in place too) give the full path's bits,
-    within the gauge of the precision's unit roundoff; returns the launches the full path
-    resolved."""
+    """The signature hot path's calls (an update in place and a call without out too) give
+    the full path's bits, within the gauge of the precision's unit roundoff; returns the
+    launches the full path resolved."""
     m, n, k = 37, 45, 29
     a, b = make((m, k)), make((k, n))
     outs = [make((m, n), nan=True) for _ in range(4)]
     cute_gemm.run(name, a, b, out=outs[0], precision=precision)   # (compiled, loaded, device counted)
     cute_gemm.clear_caches()
     cute_gemm.run(name, a, b, out=outs[0], precision=precision)   # the full path (resolves)
-    before = len(resolve.CACHE.hot)
     plans = resolve.resolved_launches()
+    cute_gemm.run(name, a, b, precision=precision)    # without out: its allocation remembered
+    before = len(resolve.CACHE.hot), len(resolve.CACHE.results)
     real = api._validate
     seen = []
     api._validate = lambda *x: seen.append(1) or real(*x)
@@ -428,12 +453,13 @@ def _hot_equals_full(name, make, to_numpy, sync, precision=None, unit=2.0 ** -24
         cute_gemm.run(name, a, b, out=outs[3], precision=precision)
         # in place: alpha * acc + beta * C with alpha = beta = 1 and C = acc is 2 acc exactly
         cute_gemm.run(name, a, b, c=outs[3], out=outs[3], beta=1.0, precision=precision)
+        fresh = cute_gemm.run(name, a, b, precision=precision)
     finally:
         api._validate = real
     sync()
-    assert before == 1 and not seen
-    r = [to_numpy(o) for o in outs]
-    assert np.array_equal(r[0], r[1]) and not np.isnan(r[0]).any()
+    assert before == (1, 1) and not seen
+    r = [to_numpy(o) for o in outs + [fresh]]
+    assert np.array_equal(r[0], r[1]) and np.array_equal(r[0], r[4]) and not np.isnan(r[0]).any()
     assert np.array_equal(-0.5 * r[0], r[2]) and np.array_equal(2 * r[0], r[3])
     ref = to_numpy(a).astype(np.float64) @ to_numpy(b).astype(np.float64)
     gauge = np.abs(to_numpy(a)).astype(np.float64) @ np.abs(to_numpy(b)).astype(np.float64)
