@@ -245,7 +245,9 @@ def _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot=None,
         fast = gemm_device(k, A, B, C, O, alpha, beta, s, ordinal, prec, pick, stand_in)
         if fast is not None and hot is not None:     # hot: one device, so ordinal 0
             hotpath.remember(hot, fast, A, B, O)
-        if fast is not None and new is not None:
+        # (not a DeviceArray result: cuMemAlloc, which a graph capture refuses, as above)
+        if (fast is not None and new is not None
+                and type(result).__module__.split(".")[0] in ("cupy", "torch")):
             hotpath.remember_result(new, ((m, n), ordinal, out_dtype))
     return result
 
