@@ -566,8 +566,10 @@ def test_signature_hot_path_skips_validation_only_for_a_call_seen_before(monkeyp
     assert len(validated) == 3 and len(launches) == 3
     s = kernel_args._GemmArgs.from_buffer_copy(launches[2][5])
     assert s.A == 0x40004
-    # alpha of another type (bool, numpy scalar) or a C operand: the full path
+    # alpha of another type (bool, numpy scalar) or a C operand other than out: the full
+    # path; C as out (an update in place): the path
     api.run("cute_smem", a, b, out=c, alpha=np.float32(2.0))
+    api.run("cute_smem", a, b, _Dev((m, n), c.ptr), out=c, beta=1.0)
     api.run("cute_smem", a, b, c, out=c, beta=1.0)
     assert len(validated) == 5
     with pytest.raises(InputError):
