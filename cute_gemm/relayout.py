@@ -1,7 +1,7 @@
 """Copies around a launch, prepared once: `Scale2d` (dst = s * src through the scale2d
 kernel, resolve.UTIL) for fixed shapes, strides and element types, and `Relaid`, a launch
 whose operands the entry point cannot take as they are, run on stream-ordered copies in a
-layout it can. Both pack their argument blocks once per thread, as resolve.Launcher does:
+layout it can. Both pack their argument blocks once per thread, as launcher.Launcher does:
 per call only the pointers (and scales) change, so a call on copies costs the host a few
 launches, not a fresh resolve."""
 from __future__ import annotations

@@ -9,7 +9,7 @@ stream handles (the per-thread default stream has one handle in every thread). W
 free workspace a launch takes only decides how much it waits: one last used on the same
 handle, or whose event has completed, else a new one, so launches on busy streams do not
 queue behind each other. In a CUDA graph capture the runtime uses stream-ordered scratch
-instead (the graph must own its memory; resolve.Launcher).
+instead (the graph must own its memory; launcher.Launcher).
 """
 from __future__ import annotations
 

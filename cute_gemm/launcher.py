@@ -1,0 +1,129 @@
+"""Carrying out a resolved launch (resolve.LaunchPlan): `Launcher`, its arguments packed
+once per thread, and `TensorMaps`, the TMA tensor maps of A and B it encodes per pointer
+pair. Per call only the pointers, alpha and beta change."""
+from __future__ import annotations
+
+import functools
+import threading
+from typing import TYPE_CHECKING
+
+from . import launch, registry, streamk, workspace
+
+if TYPE_CHECKING:
+    from .resolve import LaunchPlan
+
+
+class TensorMaps:
+    """The TMA tensor maps of A and B for one launch shape and stride pattern (records.
+    TmaBoxes), encoded per pointer: a repeat call on the same arrays reuses its maps."""
+    __slots__ = ("a", "b", "dtype", "swizzle", "memo")
+
+    def __init__(self, variant: registry.Variant, m: int, n: int, kk: int, sa, sb):
+        e = registry.ITEMSIZE[variant.dtype]
+        # (dims (contiguous, other), leading stride in bytes, box) per operand
+        self.a = (((kk, m), sa[0] * e) if variant.a_major == "k" else ((m, kk), sa[1] * e)) \
+            + (variant.tma.a,)
+        self.b = (((kk, n), sb[1] * e) if variant.b_major == "k" else ((n, kk), sb[0] * e)) \
+            + (variant.tma.b,)
+        self.dtype, self.swizzle, self.memo = variant.dtype, variant.tma.swizzle, {}
+
+    def __call__(self, pa: int, pb: int) -> tuple[bytes, bytes]:
+        maps = self.memo.get((pa, pb))
+        if maps is None:
+            maps = tuple(launch.encode_tensor_map(p, self.dtype, dims, ld, box, self.swizzle)
+                         for p, (dims, ld, box) in ((pa, self.a), (pb, self.b)))
+            if len(self.memo) >= 64:
+                self.memo.clear()
+            self.memo[(pa, pb)] = maps
+        return maps
+
+
+class Launcher:
+    """One resolved launch, its arguments packed once: per call only the pointers and
+    alpha/beta change (and, for TMA entries, the tensor maps of A and B). Each thread writes
+    and launches its own copy of the argument block (the driver copies the arguments inside
+    cuLaunchKernel, which runs without the GIL), so no lock is taken and no thread can
+    see another's pointers."""
+    __slots__ = ("plan", "site", "pack", "local", "head", "maps", "plain")
+
+    def __init__(self, plan: LaunchPlan, f: launch.Function, strides, tile0: int = 0,
+                 head: "Launcher | None" = None, variant: registry.Variant | None = None):
+        self.plan, self.head = plan, head
+        m, n, kk = plan.shape
+        sa, sb, sc = strides
+        if plan.swap:
+            m, n, sa, sb, sc = n, m, sb[::-1], sa[::-1], sc[::-1]
+        args = (m, n, kk, 0.0, 0, sa[0], sa[1], 0, sb[0], sb[1], 0.0, 0, sc[0], sc[1])
+        self.maps = None
+        if plan.tma:
+            self.maps = TensorMaps(variant, m, n, kk, sa, sb)
+            if plan.tail_split is None or plan.tail_split[1] == 1:     # an uncut walk
+                self.pack = functools.partial(launch.pack_gemm_args_tma, *args)
+            else:
+                self.pack = functools.partial(launch.pack_gemm_args_tma_ws, *args, 0, *plan.tail_split)
+        elif plan.workspace_bytes:
+            self.pack = functools.partial(launch.pack_gemm_args_ws, *args, 0, tile0)
+        else:
+            self.pack = functools.partial(launch.pack_gemm_args, *args)
+        self.local = threading.local()
+        self.site = launch.Site(f, plan.grid, plan.block, plan.smem, plan.pdl)
+        # (most launches: one kernel, its arguments as they come, nothing else to do)
+        self.plain = not (plan.workspace_bytes or head or plan.swap or plan.tma or plan.pdl)
+
+    @property
+    def f(self) -> launch.Function:
+        return self.site.f
+
+    def __call__(self, a, b, c, alpha, beta, stream):
+        if self.plain:
+            try:
+                packed = self.local.packed
+            except AttributeError:
+                packed = self._packed()
+            s = packed[0][0]             # the argument struct the pointer array points into
+            s.A, s.B, s.C, s.alpha, s.beta = a, b, c, alpha, beta
+            (err,) = self.site.go(stream, packed[1], 0)     # (Site.__call__, inlined)
+            if err:
+                self.site.failed(err)
+            return
+        p = self.plan
+        if not p.workspace_bytes:
+            self._launch(a, b, c, alpha, beta, stream, 0)
+            return
+        if launch.capturing(stream):
+            # a graph owns its workspace: stream-ordered scratch, zeroed inside the graph,
+            # before the head, so that nothing stands between the head and the twin that
+            # starts by programmatic dependent launch
+            ws = launch.alloc_async(p.workspace_bytes, p.ordinal, stream)
+            try:
+                launch.memset_f32(ws, 0, streamk.STREAM_K_COUNTERS, stream)
+                self._launch(a, b, c, alpha, beta, stream, ws)
+            finally:
+                launch.free_async(ws, stream)
+        else:
+            w = workspace.take(p.ordinal, p.workspace_bytes, stream, streamk.STREAM_K_COUNTERS)
+            try:
+                self._launch(a, b, c, alpha, beta, stream, w.ptr)
+            finally:
+                workspace.give(w, stream)
+
+    def _packed(self):
+        try:
+            return self.local.packed
+        except AttributeError:           # this thread's first launch through this Launcher
+            packed = self.local.packed = self.pack()
+            return packed
+
+    def _launch(self, a, b, c, alpha, beta, stream, ws):
+        if self.head is not None:
+            self.head(a, b, c, alpha, beta, stream)
+        packed = self._packed()
+        s = packed[0][0]
+        if self.plan.swap:
+            a, b = b, a
+        s.A, s.B, s.C, s.alpha, s.beta = a, b, c, alpha, beta
+        if ws:
+            s.ws = ws
+        if self.maps is not None:
+            launch.set_tensor_maps(s, *self.maps(a, b))
+        self.site(stream, packed)
