@@ -681,6 +681,8 @@ def _simulated_device(monkeypatch, wrong: str | None = None):
     monkeypatch.setattr(runner, "compile_ahead", lambda kernels, arch: cache.Prefetch([]))
 
     def gemm(name, a, b, c=None, *, out=None, alpha=1.0, beta=0.0, stream=None, precision=None):
+        if out is None:
+            out = DeviceArray((a.shape[0], b.shape[1]))
         o = _host_view(out)
         o[...] = (_host_view(a).astype(np.float64) @ _host_view(b)).astype(np.float32)
         if name == wrong:
@@ -801,7 +803,8 @@ def test_overhead_beside_the_array_libraries_on_a_simulated_device(monkeypatch):
         arrays.append(d)
         return d
     torch = types.SimpleNamespace(__version__="2.99", cuda=types.SimpleNamespace(is_available=lambda: True),
-                                  randn=array, mm=lambda a, b, out: calls.append(("mm", a, b, out)))
+                                  randn=array, mm=lambda a, b, out=None: calls.append(("mm", a, b, out)),
+                                  addmm=lambda c, a, b, out: calls.append(("addmm", a, b, out)))
     cupy = types.SimpleNamespace(__version__="99.0", float32=np.float32, empty=array,
                                  random=types.SimpleNamespace(standard_normal=array),
                                  matmul=lambda a, b, out: calls.append(("matmul", a, b, out)))
@@ -814,11 +817,18 @@ def test_overhead_beside_the_array_libraries_on_a_simulated_device(monkeypatch):
     assert o["run_torch_over_torch_mm_host"] == pytest.approx(o["run_torch_host_us"] / o["torch_mm_host_us"])
     assert o["run_cupy_over_cupy_matmul"] == pytest.approx(o["run_cupy_us"] / o["cupy_matmul_us"])
     assert o["run_over_torch_mm"] == pytest.approx(o["run_us"] / o["torch_mm_us"])
-    mm = [c for c in calls if c[0] == "mm"]
-    assert len(mm) == 200 + 2 * 10 * 2 and all(c[1:] == tuple(arrays[:3]) for c in mm)
-    assert len(calls) == 2 * len(mm) and all(c[1:] == tuple(arrays[3:6]) for c in calls if c[0] == "matmul")
+    assert o["run_torch_new_over_torch_mm_new"] == pytest.approx(o["run_torch_new_us"] / o["torch_mm_new_us"])
+    assert o["run_torch_inplace_over_torch_addmm_inplace"] == pytest.approx(
+        o["run_torch_inplace_us"] / o["torch_addmm_inplace_us"])
+    n = 200 + 2 * 10 * 2            # warm-up, then rounds x calls, per method
+    by = {kind: [c[1:] for c in calls if c[0] == kind and (kind != "mm" or c[3] is not None)]
+          for kind in ("mm", "addmm", "matmul")}
+    assert by["mm"] == by["addmm"] == [tuple(arrays[:3])] * n
+    assert by["matmul"] == [tuple(arrays[3:6])] * n
+    assert [c[1:] for c in calls if c[0] == "mm" and c[3] is None] == [tuple(arrays[:2]) + (None,)] * n
     text = format_overhead(o)
     assert "torch.mm(a, b, out=o)" in text and "on PyTorch tensors" in text and "x cupy.matmul" in text
+    assert "torch.mm(a, b) " in text and "torch.addmm(o, a, b, out=o)" in text
 
     def missing(name):
         raise ModuleNotFoundError(f"No module named {name!r}")
@@ -827,6 +837,7 @@ def test_overhead_beside_the_array_libraries_on_a_simulated_device(monkeypatch):
     assert "run_torch_us" not in o and "run_cupy_us" not in o and "run_over_torch_mm" not in o
     assert o["libraries"]["torch"].startswith("not measured (ModuleNotFoundError")
     assert "PyTorch tensors" in format_overhead(o) and "not measured" in format_overhead(o)
+    assert format_overhead(o).count("not measured") == 2        # once a library
 
 
 def test_cli_run_on_a_simulated_device(monkeypatch, capsys):

@@ -6,6 +6,8 @@ Methods, each only where its library can be imported and used:
   raw_launch    launch.launch() of the entry run() resolves (the floor of any launch)
   run           run() on cute_gemm DeviceArrays
   run_torch     run() on PyTorch tensors            torch_mm      torch.mm(a, b, out=o)
+  run_torch_new run() without out                   torch_mm_new  torch.mm(a, b)
+  run_torch_inplace  run(a, b, c=o, out=o, beta=1)  torch_addmm_inplace  torch.addmm(o, a, b, out=o)
   run_cupy      run() on CuPy arrays                cupy_matmul   cupy.matmul(a, b, out=o)
   cublas        the bench's cuBLAS peer on the DeviceArrays (when a backend is given)
 Rounds interleave the methods. Each `{method}_us` is the median over rounds of timing.wall_us
@@ -44,6 +46,11 @@ def _torch_methods(name: str, size: int, methods: dict, notes: dict) -> None:
     notes["torch"] = torch.__version__
     methods["run_torch"] = lambda: api.run(name, a, b, out=o)
     methods["torch_mm"] = lambda: torch.mm(a, b, out=o)
+    # the other forms a caller writes: a new result, and C += A B in place
+    methods["run_torch_new"] = lambda: api.run(name, a, b)
+    methods["torch_mm_new"] = lambda: torch.mm(a, b)
+    methods["run_torch_inplace"] = lambda: api.run(name, a, b, c=o, out=o, beta=1.0)
+    methods["torch_addmm_inplace"] = lambda: torch.addmm(o, a, b, out=o)
 
 
 def _cupy_methods(name: str, size: int, methods: dict, notes: dict) -> None:
@@ -61,7 +68,7 @@ def _cupy_methods(name: str, size: int, methods: dict, notes: dict) -> None:
 
 def measure_overhead(kernel: str | None = None, *, size: int = 16, calls: int = 20000,
                      rounds: int = 5, backend=None, libraries=("torch", "cupy")) -> dict:
-    """Host µs per call for a tiny GEMM with out= given (module docstring: the methods).
+    """Host µs per call for a tiny GEMM (module docstring: the methods).
     Returns the figures (`{method}_us`: median, `{method}_us_min`), the ratios of run() to
     the libraries' calls on the same arrays, and what could not be measured and why."""
     name = registry.get(kernel or registry.names()[0]).name
@@ -116,7 +123,9 @@ def measure_overhead(kernel: str | None = None, *, size: int = 16, calls: int = 
         out["meets_target"] = out["run_minus_raw_us"] <= OVERHEAD_TARGET_US
         # run() against the library call on the same arrays, and every run() against torch.mm
         for mine, peer in (("run_torch", "torch_mm"), ("run_cupy", "cupy_matmul"),
-                           ("run", "torch_mm"), ("run_cupy", "torch_mm")):
+                           ("run", "torch_mm"), ("run_cupy", "torch_mm"),
+                           ("run_torch_new", "torch_mm_new"),
+                           ("run_torch_inplace", "torch_addmm_inplace")):
             if f"{mine}_us" in out and f"{peer}_us" in out:
                 out[f"{mine}_over_{peer}"] = out[f"{mine}_us"] / out[f"{peer}_us"]
                 out[f"{mine}_over_{peer}_host"] = out[f"{mine}_host_us"] / out[f"{peer}_host_us"]

@@ -207,7 +207,7 @@ def format_overhead(o: dict) -> str:
     if "error" in o:
         return f"host overhead: not measured ({o['error']})"
     m, n, k = o["shape"]
-    w = 52
+    w = 58
     run = f"cute_gemm.run({o['kernel']!r}"
     host = "raw_launch_host_us" in o        # (records before 2026-11-24 have no host column)
 
@@ -222,7 +222,7 @@ def format_overhead(o: dict) -> str:
         rh = o.get(f"{key}_over_{peer}_host")
         return f"{r:.2f}x {peer.replace('_', '.')}" + (f", host {rh:.2f}x" if rh is not None else "")
 
-    lines = [f"host cost per call, {m}x{n}x{k} GEMM with out= given (µs/call, median of "
+    lines = [f"host cost per call, {m}x{n}x{k} GEMM (µs/call, median of "
              f"{o['rounds']} rounds x {o['calls']} calls" + (
                  "; first column: back to back with one final sync, second: the host alone, "
                  "in bursts the launch queue holds):" if host else ", incl. one final sync):"),
@@ -234,12 +234,15 @@ def format_overhead(o: dict) -> str:
     libs = o.get("libraries", {})
     for lib, kind, mine, peer, call in (
             ("torch", "PyTorch tensors", "run_torch", "torch_mm", "torch.mm(a, b, out=o)"),
+            ("torch", "PyTorch, no out=", "run_torch_new", "torch_mm_new", "torch.mm(a, b)"),
+            ("torch", "PyTorch, c=o, beta=1", "run_torch_inplace",
+             "torch_addmm_inplace", "torch.addmm(o, a, b, out=o)"),
             ("cupy", "CuPy arrays", "run_cupy", "cupy_matmul", "cupy.matmul(a, b, out=o)")):
         if f"{mine}_us" in o:
             note = ratio(mine, peer) + (f"; {ratio(mine, 'torch_mm')}" if lib == "cupy" and
                                         f"{mine}_over_torch_mm" in o else "")
             lines += [row(run + f") on {kind}", mine, note), row(call, peer)]
-        elif lib in libs:
+        elif lib in libs and mine in ("run_torch", "run_cupy"):     # (once a library)
             lines.append(f"  {kind:<{w}}{libs[lib]}")
     if o.get("cublas_us") is not None:
         lines.append(row("cuBLAS via " + str(o.get("cublas_library")) + " on the DeviceArrays", "cublas"))
