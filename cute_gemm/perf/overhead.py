@@ -1,6 +1,7 @@
 """Host cost of a call: cute_gemm.run() on a GEMM small enough that the GPU time is
-negligible (with `out=` given; on PyTorch tensors also without it, and in place), side by side with what the array libraries' own matmul costs on the same
-arrays, and with a raw driver launch of the same cubin with pre-packed arguments.
+negligible (with `out=` given; on PyTorch tensors also without it, and in place), side by
+side with what the array libraries' own matmul costs on the same arrays, and with a raw
+driver launch of the same cubin with pre-packed arguments.
 
 Methods, each only where its library can be imported and used:
   raw_launch    launch.launch() of the entry run() resolves (the floor of any launch)
