@@ -5,7 +5,8 @@
 #
 #   device run:  bash scripts/gpu_check.sh            (carry: .whl, and .cgcache if present)
 #   env: STAGE=test | tensor | bench | all | sanitize (default all. A device call is limited
-#        to 10 minutes: test, tensor and bench go in three back-to-back calls. test: compile,
+#        to 10 minutes: test, tensor and bench go in three back-to-back calls, test in two
+#        (PART=1, 2) on a freshly started machine. test: compile,
 #        the suite but the tensor-core GPU files, `cute-gemm check`; tensor: those files
 #        (TENSOR_TESTS); sanitize: only scripts/sanitize.sh, compute-sanitizer over every
 #        kernel); BENCH_ARGS overrides the benchmark arguments; PYTEST_ARGS adds pytest
@@ -38,7 +39,20 @@ if [ "$STAGE" = tensor ]; then
 fi
 SKIP_TENSOR=()
 [ "$STAGE" = test ] && for f in "${TENSOR_TESTS[@]}"; do SKIP_TENSOR+=(--ignore="$f"); done
+# STAGE=test PART=1 | 2: half of it each (on a machine in its first minutes the whole ran
+# past ten minutes): 1 the compile, run() timings and PART1_TESTS; 2 the rest and the check
+PART1_TESTS=(tests/test_gpu.py tests/test_reliability_gpu.py tests/test_dtypes.py
+             tests/test_hotpath.py tests/test_swap.py tests/test_streamk.py
+             tests/test_stand_in.py tests/test_validation.py)
+PART="${PART:-}"
+TESTS=(tests)
+if [ "$STAGE" = test ] && [ "$PART" = 1 ]; then
+  TESTS=("${PART1_TESTS[@]}")
+elif [ "$STAGE" = test ] && [ "$PART" = 2 ]; then
+  for f in "${PART1_TESTS[@]}"; do SKIP_TENSOR+=(--ignore="$f"); done
+fi
 if [ "$STAGE" != bench ]; then
+if [ "$PART" != 2 ]; then
 echo "== compile (cold compile of cute_smem, cache disabled; then every kernel for sm_90)"
 CUTE_GEMM_DISABLE_CACHE=1 python3 - <<'PY'
 import time
@@ -52,12 +66,16 @@ python3 -m cute_gemm.cli compile --all --arch sm_90 --jobs 16 2>&1 | tee "$OUT/c
 echo "== warm-cache run() timings"
 python3 scripts/run_timings.py 2>&1 | tee "$OUT/run_timings.txt"
 
+fi
+
 echo "== pytest (GPU tests included, the tensor-core files in STAGE=tensor; sm_80 compiles are left to CI, sm_90 ones run here)"
-python3 -m pytest tests -q -ra -p no:cacheprovider --timeout 300 "${SKIP_TENSOR[@]}" \
+python3 -m pytest "${TESTS[@]}" -q -ra -p no:cacheprovider --timeout 300 "${SKIP_TENSOR[@]}" \
     -k "not (test_every_kernel_compiles and sm_80)" ${PYTEST_ARGS:-} 2>&1 | tee "$OUT/pytest.txt" | tail -60
 
+if [ "$PART" != 1 ]; then
 echo "== cute-gemm check"
 python3 -m cute_gemm.cli check 2>&1 | tee "$OUT/check.txt" | tail -15
+fi
 fi
 [ "$STAGE" = test ] && exit 0
 
