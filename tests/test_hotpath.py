@@ -414,6 +414,46 @@ def test_threads_racing_on_one_launcher_each_launch_their_own_pointers(monkeypat
         assert (g.B - g.A, g.C - g.A, g.alpha) == (0x10000, 0x20000, float(g.A >> 32)), hex(g.A)
 
 
+def test_threads_racing_on_one_launch_on_copies_each_copy_and_launch_their_own(monkeypatch):
+    """Threads share one remembered launch on copies (relayout.Relaid): each call's copy
+    reads that call's A into that call's own scratch, and the GEMM reads that scratch with
+    that call's B and out (the copies' argument blocks are per thread, as the Launcher's)."""
+    events = stub_driver.install(monkeypatch)
+    events.yield_in_launch = True
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+
+    def call(p, alpha=1.0):
+        api.run("cute_mma_sm80", _dev((37, 13), p, "bfloat16", strides=(13, 1)),
+                _dev((13, 24), p + 0x10000, "bfloat16"), out=_dev((37, 24), p + 0x20000),
+                alpha=alpha)
+    try:
+        call(0x100000)
+
+        def work(t):
+            for i in range(100):
+                call((t << 32) + (i << 20), float(t))
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(1, 9)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    finally:
+        sys.setswitchinterval(interval)
+    src_of = {}                       # scratch -> the A copied into it
+    for e in stub_driver.launches(events, "scale2d")[1:]:
+        cp = stub_driver.scale_args(e[4])
+        assert cp.dst not in src_of
+        src_of[cp.dst] = cp.src
+    got = _gemm_launches(events)[1:]
+    assert len(got) == len(src_of) == 800
+    for g in got:
+        p = src_of[g.A]
+        assert (g.B - p, g.C - p, g.alpha) == (0x10000, 0x20000, float(p >> 32)), hex(p)
+    assert sorted(src_of.values()) == sorted((t << 32) + (i << 20) for t in range(1, 9)
+                                             for i in range(100))
+
+
 def test_a_launch_error_on_the_path_is_a_cuda_error(monkeypatch):
     events = stub_driver.install(monkeypatch)
     a, b, out = _dev((16, 16), 0x1000), _dev((16, 16), 0x2000), _dev((16, 16), 0x3000)
