@@ -463,6 +463,32 @@ def test_a_launch_error_on_the_path_is_a_cuda_error(monkeypatch):
         api.run("naive", a, b, out=out)
 
 
+def test_a_failing_launch_on_copies_raises_and_frees_its_scratch(monkeypatch):
+    """A repeat call on copies whose copy or GEMM launch fails raises the CudaError and
+    frees the scratch it took, in stream order; the next call takes new scratch."""
+    events = stub_driver.install(monkeypatch)
+    a = _dev((37, 13), 0x100000, "bfloat16", strides=(13, 1))
+    b, out = _dev((13, 24), 0x200000, "bfloat16"), _dev((37, 24), 0x300000)
+    api.run("cute_mma_sm80", a, b, out=out)
+    (relaid,) = resolve.CACHE.launches.values()
+
+    def gemm_fails(*args):
+        raise CudaError("cuLaunchKernel (kernel 'cute_mma_sm80') failed: CUDA_ERROR_700")
+    real = relaid.launcher
+    for fail in ("copy", "gemm", None):
+        del events[:]
+        events.launch_result = 700 if fail == "copy" else 0
+        relaid.launcher = gemm_fails if fail == "gemm" else real
+        if fail:
+            with pytest.raises(CudaError, match="CUDA_ERROR_700"):
+                api.run("cute_mma_sm80", a, b, out=out)
+        else:
+            api.run("cute_mma_sm80", a, b, out=out)
+            assert len(_gemm_launches(events)) == 1
+        allocs, frees = ([e[1] for e in events if e[0] == kind] for kind in ("alloc", "free"))
+        assert len(allocs) == 1 and frees == allocs, (fail, events)
+
+
 def test_the_path_makes_our_context_current_in_a_thread_with_another(monkeypatch):
     events = stub_driver.install(monkeypatch)
     a, b, out = _dev((16, 16), 0x1000), _dev((16, 16), 0x2000), _dev((16, 16), 0x3000)
