@@ -384,22 +384,16 @@ def test_an_unhashable_or_raising_operand_goes_the_full_path(monkeypatch):
 
 
 # ---- the launcher: per-thread argument blocks, errors, the context ----------------------------------
-def test_threads_racing_on_one_launcher_each_launch_their_own_pointers(monkeypatch):
-    """Threads share the remembered Launcher; each writes its own argument block, so no
-    launch mixes one thread's pointers with another's (the driver copies them at launch)."""
-    events = stub_driver.install(monkeypatch)
+def _race(events, calls: int, call) -> None:
+    """8 threads, thread t making `calls` calls call(p, float(t)) with pointers p = (t << 32)
+    + (i << 20), switching threads as often as the interpreter can, and inside launches."""
     events.yield_in_launch = True
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)
     try:
-        base = [_dev((32, 32), 0x100000), _dev((32, 32), 0x200000), _dev((32, 32), 0x300000)]
-        api.run("naive", *base[:2], out=base[2])
-
         def work(t):
-            for i in range(200):
-                p = (t << 32) + (i << 20)
-                api.run("naive", _dev((32, 32), p), _dev((32, 32), p + 0x10000),
-                        out=_dev((32, 32), p + 0x20000), alpha=float(t))
+            for i in range(calls):
+                call((t << 32) + (i << 20), float(t))
         threads = [threading.Thread(target=work, args=(t,)) for t in range(1, 9)]
         for th in threads:
             th.start()
@@ -407,6 +401,17 @@ def test_threads_racing_on_one_launcher_each_launch_their_own_pointers(monkeypat
             th.join()
     finally:
         sys.setswitchinterval(interval)
+
+
+def test_threads_racing_on_one_launcher_each_launch_their_own_pointers(monkeypatch):
+    """Threads share the remembered Launcher; each writes its own argument block, so no
+    launch mixes one thread's pointers with another's (the driver copies them at launch)."""
+    events = stub_driver.install(monkeypatch)
+    base = [_dev((32, 32), 0x100000), _dev((32, 32), 0x200000), _dev((32, 32), 0x300000)]
+    api.run("naive", *base[:2], out=base[2])
+    _race(events, 200, lambda p, alpha: api.run(
+        "naive", _dev((32, 32), p), _dev((32, 32), p + 0x10000), out=_dev((32, 32), p + 0x20000),
+        alpha=alpha))
     got = _gemm_launches(events)[1:]
     assert sorted(g.A for g in got) == sorted((t << 32) + (i << 20) for t in range(1, 9)
                                               for i in range(200))      # each call once
@@ -419,27 +424,13 @@ def test_threads_racing_on_one_launch_on_copies_each_copy_and_launch_their_own(m
     reads that call's A into that call's own scratch, and the GEMM reads that scratch with
     that call's B and out (the copies' argument blocks are per thread, as the Launcher's)."""
     events = stub_driver.install(monkeypatch)
-    events.yield_in_launch = True
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
 
     def call(p, alpha=1.0):
         api.run("cute_mma_sm80", _dev((37, 13), p, "bfloat16", strides=(13, 1)),
                 _dev((13, 24), p + 0x10000, "bfloat16"), out=_dev((37, 24), p + 0x20000),
                 alpha=alpha)
-    try:
-        call(0x100000)
-
-        def work(t):
-            for i in range(100):
-                call((t << 32) + (i << 20), float(t))
-        threads = [threading.Thread(target=work, args=(t,)) for t in range(1, 9)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-    finally:
-        sys.setswitchinterval(interval)
+    call(0x100000)
+    _race(events, 100, call)
     src_of = {}                       # scratch -> the A copied into it
     for e in stub_driver.launches(events, "scale2d")[1:]:
         cp = stub_driver.scale_args(e[4])
