@@ -15,12 +15,22 @@ import threading
 from dataclasses import dataclass
 
 from .errors import CaptureError, CudaError, NoDeviceError, StreamError
-# stream-ordered scratch memory (pool.py), named here as launch.X by its callers
-from .pool import (POOL_KEEP_BYTES, alloc_async, free_async, free_workspaces,  # noqa: F401
-                   pool_bytes, trim_pools)
 from .records import ITEMSIZE
 
 _lock = threading.RLock()
+
+# stream-ordered scratch memory lives in pool.py, which calls into this module; its names
+# are reachable here too (launch.free_workspaces() is public), imported on first use
+_POOL_NAMES = frozenset({"POOL_KEEP_BYTES", "alloc_async", "free_async", "free_workspaces",
+                         "pool_bytes", "trim_pools"})
+
+
+def __getattr__(name: str):
+    if name in _POOL_NAMES:
+        from . import pool
+        value = globals()[name] = getattr(pool, name)
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @functools.lru_cache(maxsize=None)

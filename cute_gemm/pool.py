@@ -13,6 +13,8 @@ again on the next call. trim_pools gives it all back and starts over.
 """
 from __future__ import annotations
 
+from . import launch
+
 POOL_KEEP_BYTES = 256 << 20
 POOL_KEEP_SHARE = 4
 _pools: dict[int, object] = {}
@@ -120,7 +122,3 @@ def free_workspaces() -> int:
     n = workspace.trim()
     trim_pools()
     return n
-
-
-# (last: launch imports this module's names, so it may be imported from either side first)
-from . import launch  # noqa: E402
