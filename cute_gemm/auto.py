@@ -22,7 +22,6 @@ import math
 import operator
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from . import autotable, registry, resolve
 from .errors import CuteGemmError, DTypeError, InputError, ShapeLimitError
@@ -86,10 +85,19 @@ def candidates(precision: str, out_dtype: str | None = None,
                arch_int: int | None = None) -> tuple[registry.Kernel, ...]:
     """The kernels tagged "auto" that compute `precision` (into `out_dtype`, when given) and,
     given a compute capability (x10), run on it; in registry order."""
-    return tuple(k for k in registry.kernels()
-                 if TAG in k.tags and precision in k.precisions
-                 and (out_dtype is None or k.computes(precision, out_dtype))
-                 and (arch_int is None or k.runs_on(arch_int)))
+    ks = registry.KERNELS
+    hit = _candidates.get((precision, out_dtype, arch_int))
+    if hit is not None and hit[0] is ks:        # (the same registry: tests may swap it)
+        return hit[1]
+    found = tuple(k for k in ks
+                  if TAG in k.tags and precision in k.precisions
+                  and (out_dtype is None or k.computes(precision, out_dtype))
+                  and (arch_int is None or k.runs_on(arch_int)))
+    _candidates[precision, out_dtype, arch_int] = (ks, found)
+    return found
+
+
+_candidates: dict = {}      # (precision, out_dtype, arch_int) -> (registry.KERNELS, candidates)
 
 
 def offers(precision: str, out_dtype: str | None = None, arch_int: int | None = None) -> bool:
@@ -155,6 +163,8 @@ def contiguous_aligned(m: int, n: int, k: int, layout: str = "nn", precision: st
 # choose()'s answers from the tables of autotable's current generation, so that a call off
 # run()'s hot path (host arrays, a C operand) does not search the table again
 _memo: dict = {}
+# (device, generation, layout, precision, alignment class) -> searched_rows of its tables
+_rows: dict = {}
 
 
 def choose(m: int, n: int, k: int, *, device, layout: str = "nn", precision: str = "fp32",
@@ -171,8 +181,16 @@ def choose(m: int, n: int, k: int, *, device, layout: str = "nn", precision: str
     if layout not in LAYOUTS:
         layout_majors(layout)                                   # its named error
     ks = runnable(precision, out_dtype, device, m, n, k)
-    found = from_tables(autotable.tables_for(device.name) if tables is None else tables,
-                        m, n, k, layout, precision, aligned, {x.name for x in ks})
+    rows = None
+    if tables is None:      # the rows searched, kept for this generation of the tables
+        tables = autotable.tables_for(device.name)
+        rkey = (device.name, autotable.generation(), layout, precision, aligned)
+        rows = _rows.get(rkey)
+        if rows is None:
+            if len(_rows) >= 256:
+                _rows.clear()
+            rows = _rows[rkey] = searched_rows(tables, layout, precision, aligned)
+    found = from_tables(tables, m, n, k, layout, precision, aligned, {x.name for x in ks}, rows)
     choice = found if found is not None else heuristic(ks, m, n, k, precision, layout,
                                                         device.sm_count, out_dtype)
     if key is not None:
@@ -189,24 +207,36 @@ def distance(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
     return sum((math.log2(max(x, 1)) - math.log2(max(y, 1))) ** 2 for x, y in zip(a, b))
 
 
+def searched_rows(tables, layout: str, precision: str, aligned: bool) -> list:
+    """The rows from_tables searches: of this precision and layout in all `tables`, of the
+    same alignment class where any is; each as (log2 of its shape, table index, table, row)."""
+    rows = [(i, t, r) for i, t in enumerate(tables) for r in t.rows
+            if r.precision == precision and r.layout == layout]
+    pool = [x for x in rows if x[2].aligned == aligned] or rows
+    return [(tuple(math.log2(max(v, 1)) for v in r.shape), i, t, r) for i, t, r in pool]
+
+
 def from_tables(tables, m: int, n: int, k: int, layout: str, precision: str, aligned: bool,
-                allowed: set[str]) -> Choice | None:
+                allowed: set[str], rows: list | None = None) -> Choice | None:
     """From the rows of this precision and layout in all `tables` (tuned, then shipped): the
     row of this shape (the first table's that has one), else the nearest row of them all (of
     the same alignment class where any is; at equal distance the earlier table's), and its
     fastest allowed candidate. A tuned table of a few shapes thus adds to the shipped one
-    rather than hiding it. None when no table has such a row."""
-    rows = [(i, t, r) for i, t in enumerate(tables) for r in t.rows
-            if r.precision == precision and r.layout == layout]
-    pool = [x for x in rows if x[2].aligned == aligned] or rows
-    for _, t, r in sorted(pool, key=lambda x: (distance(x[2].shape, (m, n, k)), x[0])):
+    rather than hiding it. None when no table has such a row. rows: searched_rows of these
+    tables, where the caller keeps them."""
+    if rows is None:
+        rows = searched_rows(tables, layout, precision, aligned)
+    lm, ln, lk = (math.log2(max(x, 1)) for x in (m, n, k))
+    # (distance() with the rows' logarithms taken once)
+    for _, _, t, r in sorted(rows, key=lambda x: ((x[0][0] - lm) ** 2 + (x[0][1] - ln) ** 2
+                                                  + (x[0][2] - lk) ** 2, x[1])):
         ranked = [(c, ms) for c, ms in r.ranked() if split_key(c)[0] in allowed]
         if not ranked:
             continue
         (key, ms), rest = ranked[0], ranked[1:]
         exact = r.shape == (m, n, k) and r.aligned == aligned
         kernel, transposed, split_k = split_key(key)
-        why = (f"{Path(t.source).name or 'table'} row {r.m}x{r.n}x{r.k} {layout}"
+        why = (f"{os.path.basename(t.source) or 'table'} row {r.m}x{r.n}x{r.k} {layout}"
                f"{'' if r.aligned else ' unaligned'}: {key} {ms:.4g} ms"
                + (f", then {rest[0][0]} {rest[0][1]:.4g} ms" if rest else ""))
         if split_k and not exact:
