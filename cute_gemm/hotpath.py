@@ -1,6 +1,8 @@
 """run()'s signature hot path: a repeat call on device arrays with `out`, no `c` (or `c`
 that is `out` itself: an update in place), on a one-device host goes from its operands'
-attributes straight to the launch resolved for it.
+attributes straight to the launch resolved for it. A call without `out` first allocates
+the result the full path allocated for the same `a` and `b` (`result_key`), then goes the
+same way with it.
 
 A call's signature holds everything validation, the entry choice and the launch depend
 on: the kernel, the precision asked for, the call's stream, and per operand what its
