@@ -13,7 +13,7 @@ import warnings
 
 from . import launch, registry
 from .kernel_args import packed
-from .relayout import Relaid, Scale2d, padded, pieces
+from .relayout import Relaid, Scale2d, pieces, scratch_bytes
 from .arrays import Operand
 from .errors import CaptureError, CudaError, PrecisionFallbackWarning
 from .records import AS_PLANNED, PRECISION_DTYPE, Pick
@@ -74,9 +74,7 @@ def _temp(shape, dtype: str, ordinal: int, stream: int, owned: list,
     unless `strides` say otherwise."""
     strides = strides or (shape[1], 1)
     op = Operand("tmp", None, True, 0, tuple(shape), strides, dtype)
-    # the last row's pad too: _scale2d(pad=True) writes it
-    span = 1 + sum((x - 1) * st for x, st in zip(padded(op), strides) if x > 0)
-    op.ptr = launch.alloc_async(op.itemsize * max(span, 1), ordinal, stream)
+    op.ptr = launch.alloc_async(scratch_bytes(op), ordinal, stream)
     owned.append(op.ptr)
     return op
 

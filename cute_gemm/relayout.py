@@ -26,6 +26,13 @@ def padded(op: Operand) -> tuple[int, int]:
     return (m, max(n, s0)) if s1 == 1 and m > 0 else (max(m, s1), n) if s0 == 1 else (m, n)
 
 
+def scratch_bytes(op: Operand) -> int:
+    """Bytes a scratch matrix shaped and strided as `op` takes: its last row's pad too,
+    which Scale2d(pad=True) writes."""
+    span = 1 + sum((x - 1) * st for x, st in zip(padded(op), op.strides) if x > 0)
+    return op.itemsize * max(span, 1)
+
+
 class _ScaleArgs(ctypes.Structure):
     """kernels/util/scale2d.cu's parameters, in order."""
     _fields_ = [("M", ctypes.c_int), ("N", ctypes.c_int), ("MS", ctypes.c_int),
@@ -106,10 +113,9 @@ class Relaid:
             if r not in {caller[x] for x in copies}:
                 continue
             W = ops[r]
-            span = 1 + sum((x - 1) * st for x, st in zip(padded(W), W.strides) if x > 0)
             self.temps.append((r, self.nbytes,
                                Scale2d(ordinal, X, W, pad=True) if r != "c" else None))
-            self.nbytes += -(-W.itemsize * max(span, 1) // 256) * 256    # (the last row's pad too)
+            self.nbytes += -(-scratch_bytes(W) // 256) * 256
         W = ops["c"] if "c" in copies else T
         copied_c = "c" in copies
         self.back = Scale2d(ordinal, W, T) if copied_c else None
