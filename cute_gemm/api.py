@@ -149,13 +149,12 @@ def run(name, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None, preci
     if ((c is None or c is out) and _count == _ONE and type(alpha) in _SCALAR
             and type(beta) in _SCALAR and alpha != 0):
         if out is None and c is None:
-            # a result allocated as the full path did for these a and b, then the path
-            # with it as out (the full path, given it, remembers that signature)
-            new = hotpath.result_key(name, precision, a, b, stream)
-            spec = hotpath.result_spec(new)
-            if spec is not None:
-                out = _empty_like_lib(a, *spec)
-        if out is not None:
+            # a result allocated as the full path allocated it for these a and b, written
+            # by the launch that path resolved
+            result, new = hotpath.launch_new(name, precision, a, b, alpha, stream)
+            if result is not None:
+                return result
+        else:
             hot = hotpath.launch_or_sign(name, precision, a, b, out, alpha,
                                          0.0 if c is None else beta, stream)
             if hot is True:
@@ -175,7 +174,7 @@ def run_choice(choice, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=No
 
 def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=None):
     """run() past the hot path: kernel k (None: gemm()'s pick) launched as `pick` says.
-    hot, new: the call's keys for hotpath.remember and (no out) hotpath.remember_result."""
+    hot, new: the call's keys for hotpath.remember and (no out) hotpath.remember_new."""
     s = launch.stream_handle(stream)
     A, B, C, O, m, n, kk = _validate(a, b, c, out, alpha, beta, s)
     prec, out_dtype = _precision(A, B, C, O, precision, k)
@@ -251,9 +250,8 @@ def _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot=None,
         fast = gemm_device(k, A, B, C, O, alpha, beta, s, ordinal, prec, pick, stand_in)
         if fast is not None and hot is not None:     # hot: one device, so ordinal 0
             hotpath.remember(hot, fast, A, B, O)
-        # (not a DeviceArray result: the repeat call would allocate it unchecked)
-        if fast is not None and new is not None and _allocates_in_capture(result):
-            hotpath.remember_result(new, ((m, n), ordinal, out_dtype))
+        if fast is not None and new is not None:
+            hotpath.remember_new(new, fast, A, B, result)
     return result
 
 

@@ -1,8 +1,8 @@
 """run()'s signature hot path: a repeat call on device arrays with `out`, no `c` (or `c`
 that is `out` itself: an update in place), on a one-device host goes from its operands'
-attributes straight to the launch resolved for it. A call without `out` first allocates
-the result the full path allocated for the same `a` and `b` (`result_key`), then goes the
-same way with it.
+attributes straight to the launch resolved for it. A call without `out` (`launch_new`),
+from its a's and b's signatures, allocates the result the full path allocated for them
+and launches the same way into it.
 
 A call's signature holds everything validation, the entry choice and the launch depend
 on: the kernel, the precision asked for, the call's stream, and per operand what its
@@ -130,39 +130,63 @@ def _read3_for(types):
     return r
 
 
-# ---- a call without out: the result the full path allocated, remembered --------------------
-def result_key(name, precision, a, b, stream):
-    """The key of a call without `out` (kernel, precision, stream, a's and b's signatures)
-    under which `remember_result` keeps how the full path allocated its result; None where
-    a or b has no signature (a host array, a CPU tensor, an unreadable one)."""
-    try:
-        ra = _READ1.get(type(a)) or _read1_for(type(a))
-        rb = _READ1.get(type(b)) or _read1_for(type(b))
-        key = (name, precision, 0 if stream is None else launch.stream_handle(stream),
-               ra(a)[0], rb(b)[0])
-        hash(key)
-        return key
-    except Exception:    # the full path reads the operands and says what is wrong
-        return None
-
-
-def result_spec(key):
-    """(shape, ordinal, dtype) of the result the full path allocated for `key`, or None."""
-    return CACHE.results.get(key) if key is not None else None
-
-
-def remember_result(key, spec) -> None:
-    if len(CACHE.results) >= HOT_ENTRIES:
-        CACHE.results.clear()
-    CACHE.results[key] = spec
-
-
+# ---- a call without out: a result allocated as the full path did, then the launch ----------
 def _read1_for(tp):
-    r = _READ1[tp] = _kind(tp)[0]
+    r, _, _HOLDS_STREAM[tp] = _kind(tp)
+    _READ1[tp] = r
     return r
 
 
 _READ1: dict = {}     # type -> reader of one operand of it
+
+
+def launch_new(name, precision, a, b, alpha, stream):
+    """(result, None) if a call without `out` was launched through a remembered signature
+    of its a and b: a new result allocated as the full path allocated it, written by the
+    launch that path resolved; else (None, what `remember_new` needs once the full path has
+    run; None: this call has no signature)."""
+    try:
+        ra = _READ1.get(type(a)) or _read1_for(type(a))
+        rb = _READ1.get(type(b)) or _read1_for(type(b))
+        (sa, pa), (sb, pb) = ra(a), rb(b)      # (None for a CPU tensor: TypeError, caught)
+        s = 0 if stream is None else launch.stream_handle(stream)
+        key = (name, precision, s, sa, sb)
+        entry = CACHE.results.get(key)
+    except Exception:    # the full path reads the operands and says what is wrong
+        return None, None
+    if entry is None or not (pa and pb):     # null pointers: the full path names them
+        return None, key
+    launcher, alloc, ptr_of = entry
+    out = alloc()       # (a new allocation of the library's: it overlaps neither a nor b)
+    launch.ensure_context(0)
+    launcher(pa, pb, ptr_of(out), alpha, 0.0, s)
+    return out, None
+
+
+def _allocator(result):
+    """(allocate, pointer of) for results like `result`, a CuPy or PyTorch array (their
+    libraries allocate inside a graph capture; our DeviceArray's cuMemAlloc does not), or
+    None."""
+    mod = type(result).__module__.split(".")[0]
+    lib = sys.modules.get(mod) if mod in ("torch", "cupy") else None
+    if lib is None:
+        return None
+    empty, shape, dtype = lib.empty, tuple(result.shape), result.dtype
+    if mod == "torch":
+        device = result.device
+        return (lambda: empty(shape, dtype=dtype, device=device)), type(result).data_ptr
+    return (lambda: empty(shape, dtype=dtype)), (lambda x: x.data.ptr)   # one device: its own
+
+
+def remember_new(key, fast, A: Operand, B: Operand, result) -> None:
+    """Keep the signature of a call without `out` the full path has just launched through
+    `fast` into `result`, which it allocated, under the conditions of `remember`."""
+    alloc = _allocator(result)
+    if alloc is None or not _streams_held(key[2], (A, B)):
+        return
+    if len(CACHE.results) >= HOT_ENTRIES:
+        CACHE.results.clear()
+    CACHE.results[key] = (fast[1], *alloc)
 
 
 def launch_or_sign(name, precision, a, b, out, alpha, beta, stream):
@@ -190,16 +214,22 @@ def launch_or_sign(name, precision, a, b, out, alpha, beta, stream):
     return None      # null pointers or an overlapping out: the full path names or handles it
 
 
+def _streams_held(stream, ops) -> bool:
+    """Whether the call waited for no producer stream: none of `ops` has one, or (an
+    operand whose signature holds it) it is the call's stream."""
+    cs = launch.canonical_stream(stream)
+    return all(op.stream is None or (_HOLDS_STREAM.get(type(op.obj), False)
+                                     and launch.canonical_stream(op.stream) == cs)
+               for op in ops)
+
+
 def remember(key, fast, A: Operand, B: Operand, O: Operand) -> None:
     """Keep the signature of a call the full path has just launched through `fast`
     (gemm_device's (key, Launcher or Relaid)), if nothing it did depends on more than the
     signature: no producer stream was waited for, and an operand whose signature does not
     hold its producer stream had none."""
-    cs = launch.canonical_stream(key[2])
-    for op in (A, B, O):
-        if op.stream is not None and not (_HOLDS_STREAM.get(type(op.obj))
-                                          and launch.canonical_stream(op.stream) == cs):
-            return
+    if not _streams_held(key[2], (A, B, O)):
+        return
     if len(CACHE.hot) >= HOT_ENTRIES:
         CACHE.hot.clear()
     # each operand's byte span relative to its pointer (fixed by the signature), for the

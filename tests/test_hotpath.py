@@ -156,7 +156,8 @@ def test_a_tensor_subclass_is_read_through_its_cai_and_a_parameter_by_its_attrib
 
 def test_a_cai_that_names_a_stream_is_never_remembered_for_torch_tensors(monkeypatch):
     """A PyTorch whose CAI reported its current stream (v3) would make the attribute reader
-    blind to a producer stream: such a call is not remembered, so each one waits."""
+    blind to a producer stream: such a call is not remembered, with out or without, so each
+    one waits."""
     events = stub_driver.install(monkeypatch)
     torch, _ = _fake_torch(monkeypatch)
     T = torch.Tensor
@@ -167,6 +168,9 @@ def test_a_cai_that_names_a_stream_is_never_remembered_for_torch_tensors(monkeyp
         api.run("cute_smem", a, b, out=out)
     assert not resolve.CACHE.hot
     assert len([e for e in events if e[0] == "wait"]) == 3      # (one per producer stream)
+    for _ in range(3):                                          # nor one without out
+        api.run("cute_smem", a, b)
+    assert not resolve.CACHE.results and len([e for e in events if e[0] == "wait"]) == 6
 
 
 # ---- CuPy stand-in: its current stream is what its CAI reports ---------------------------------
@@ -315,17 +319,17 @@ def test_an_update_in_place_takes_the_path_with_its_beta(monkeypatch):
 
 def test_a_call_without_out_allocates_its_result_as_the_full_path_did(monkeypatch):
     """Without out, a repeat call allocates the result the full path allocated for these a
-    and b (shape, device, type, library), then takes the path with it as out: from the
-    third call on no validation, each call a new tensor that the launch writes; another a
-    or b, or another precision, is validated again. A DeviceArray result (cuMemAlloc, which
-    a graph capture refuses) and host arrays are never remembered."""
+    and b (shape, device, type, library) and launches into it: from the second call on no
+    validation, each call a new tensor that the launch writes; another a or b, or another
+    precision, is validated again. A DeviceArray result (cuMemAlloc, which a graph capture
+    refuses) and host arrays are never remembered."""
     events = stub_driver.install(monkeypatch)
     torch, _ = _fake_torch(monkeypatch)
     a, b = torch.Tensor((37, 29), 0x10000), torch.Tensor((29, 45), 0x20000)
     first = api.run("cute_smem", a, b)
     validated = _count_validations(monkeypatch)
     results = [api.run("cute_smem", a, b, alpha=0.5) for _ in range(3)]
-    assert len(validated) == 1 and len(resolve.CACHE.results) == 1
+    assert not validated and len(resolve.CACHE.results) == 1
     assert all(type(r) is torch.Tensor and (r.shape, r.dtype) == ((37, 45), torch.float32)
                for r in [first] + results)
     assert len({r.data_ptr() for r in results}) == 3
@@ -333,14 +337,14 @@ def test_a_call_without_out_allocates_its_result_as_the_full_path_did(monkeypatc
     assert [(g.C, g.alpha) for g in gs] == [(r.data_ptr(), 0.5) for r in results]
     api.run("cute_smem", a, torch.Tensor((29, 46), 0x20000))
     api.run("cute_smem", a, b, precision="fp32")
-    assert len(validated) == 3
+    assert len(validated) == 2
     resolve.CACHE.results.clear()
     da, db = _dev((37, 29), 0x10000), _dev((29, 45), 0x20000)
     for _ in range(3):
         assert type(api.run("cute_smem", da, db)) is DeviceArray
-    assert len(validated) == 6 and not resolve.CACHE.results
+    assert len(validated) == 5 and not resolve.CACHE.results
     x = np.random.default_rng().standard_normal((4, 4), dtype=np.float32)
-    assert hotpath.result_key("naive", None, x, x, None) is None
+    assert hotpath.launch_new("naive", None, x, x, 1.0, None) == (None, None)
 
 
 def test_changed_signature_validates_again_and_clear_caches_ends_the_path(monkeypatch):
