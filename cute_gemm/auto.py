@@ -209,11 +209,13 @@ def distance(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
 
 def searched_rows(tables, layout: str, precision: str, aligned: bool) -> list:
     """The rows from_tables searches: of this precision and layout in all `tables`, of the
-    same alignment class where any is; each as (log2 of its shape, table index, table, row)."""
+    same alignment class where any is; each as (log2 of its shape, table index, table, row,
+    its candidates that ran, fastest first, each as (key, ms, split_key(key)))."""
     rows = [(i, t, r) for i, t in enumerate(tables) for r in t.rows
             if r.precision == precision and r.layout == layout]
     pool = [x for x in rows if x[2].aligned == aligned] or rows
-    return [(tuple(math.log2(max(v, 1)) for v in r.shape), i, t, r) for i, t, r in pool]
+    return [(tuple(math.log2(max(v, 1)) for v in r.shape), i, t, r,
+             tuple((c, ms, split_key(c)) for c, ms in r.ranked())) for i, t, r in pool]
 
 
 def from_tables(tables, m: int, n: int, k: int, layout: str, precision: str, aligned: bool,
@@ -227,15 +229,22 @@ def from_tables(tables, m: int, n: int, k: int, layout: str, precision: str, ali
     if rows is None:
         rows = searched_rows(tables, layout, precision, aligned)
     lm, ln, lk = (math.log2(max(x, 1)) for x in (m, n, k))
-    # (distance() with the rows' logarithms taken once)
-    for _, _, t, r in sorted(rows, key=lambda x: ((x[0][0] - lm) ** 2 + (x[0][1] - ln) ** 2
-                                                  + (x[0][2] - lk) ** 2, x[1])):
-        ranked = [(c, ms) for c, ms in r.ranked() if split_key(c)[0] in allowed]
+    # (distance() with the rows' logarithms taken once), nearest first; the nearest alone
+    # is ranked where it has an allowed candidate, as it mostly has
+    near = [((x[0][0] - lm) ** 2 + (x[0][1] - ln) ** 2 + (x[0][2] - lk) ** 2, x[1], j)
+            for j, x in enumerate(rows)]
+
+    def nearest_first():
+        if near:
+            yield min(near)
+            yield from sorted(near)     # (the nearest again: skipped again)
+    for _, _, j in nearest_first():
+        _, _, t, r, cands = rows[j]
+        ranked = [c for c in cands if c[2][0] in allowed]
         if not ranked:
             continue
-        (key, ms), rest = ranked[0], ranked[1:]
+        (key, ms, (kernel, transposed, split_k)), rest = ranked[0], ranked[1:]
         exact = r.shape == (m, n, k) and r.aligned == aligned
-        kernel, transposed, split_k = split_key(key)
         why = (f"{os.path.basename(t.source) or 'table'} row {r.m}x{r.n}x{r.k} {layout}"
                f"{'' if r.aligned else ' unaligned'}: {key} {ms:.4g} ms"
                + (f", then {rest[0][0]} {rest[0][1]:.4g} ms" if rest else ""))
