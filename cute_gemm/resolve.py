@@ -402,6 +402,30 @@ def contiguous(m: int, n: int, kk: int, layout: str, precision: str = "fp32",
             "c": op("c", m, n, False, out_dtype)}
 
 
+def choose_contiguous(k: registry.Kernel, m: int, n: int, kk: int, layout: str,
+                      precision: str = "fp32", out_dtype: str = "float32"
+                      ) -> tuple[registry.Variant, list[str]]:
+    """choose(k, contiguous(m, n, kk, ...)), kept per shape class. choose reads the extents
+    of fresh contiguous operands only as: extents <= 1; residues modulo alignments and
+    extent_aligns, which divide PAD; and whether a row reaches 8 lines (copy_strides), at
+    1024 / itemsize elements. So an extent stands for all of its residue mod PAD between
+    the same two of those thresholds (1, 2, and 1024 / itemsize for itemsizes 1 to 8)."""
+    cls = tuple(x if x <= 1 else next((b for b in _CLASS_BASES if x >= b), PAD) + x % PAD
+                for x in (m, n, kk))
+    key = (k.name, *cls, layout, precision, out_dtype)
+    hit = _chosen.get(key)
+    if hit is None or hit[0] is not k:      # (tests may register another kernel so named)
+        if len(_chosen) >= 4096:
+            _chosen.clear()
+        hit = _chosen[key] = (k, *choose(k, contiguous(*cls, layout, precision, out_dtype),
+                                         precision, out_dtype))
+    return hit[1], list(hit[2])
+
+
+_chosen: dict = {}     # choose_contiguous's answers: key -> (kernel, variant, copies)
+_CLASS_BASES = (8 * LINE, 4 * LINE, 2 * LINE, LINE)   # ... its classes' bases (below: PAD)
+
+
 def swapped(k: registry.Kernel, m: int, n: int, transposed: bool = False) -> bool:
     """Whether a launch of `k` on an M x N product computes C^T = B^T A^T (LaunchPlan.swap):
     the one place that decides it. `transposed`: the caller asked for the transposed problem
