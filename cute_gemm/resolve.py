@@ -89,6 +89,7 @@ class _Cache:
         self.launches.clear()
         self.hot.clear()
         self.results.clear()
+        _chosen.clear()
         with _behind_lock:          # ended background compiles, failed ones too
             for key in [x for x, t in _behind.items() if not t.is_alive()]:
                 del _behind[key]
@@ -358,8 +359,40 @@ def check_precision(k: registry.Kernel, precision: str, out_dtype: str) -> None:
 def choose(k: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
            out_dtype: str = "float32") -> tuple[registry.Variant, list[str]]:
     """The variant of this precision and output type needing the fewest relayout copies,
-    and the roles to copy (each into its copy_target)."""
-    fits = {r: fit(op, r) for r, op in ops.items()}
+    and the roles to copy (each into its copy_target); kept per class of calls that
+    choose alike (`_shape_class`)."""
+    fits = tuple((r, fit(op, r)) for r, op in ops.items())
+    (m, kk), n = ops["a"].shape, ops["b"].shape[1]
+    key = (k.name, fits, _shape_class(m), _shape_class(n), _shape_class(kk), precision,
+           out_dtype)
+    hit = _chosen.get(key)
+    if hit is None or hit[0] is not k:      # (tests may register another kernel so named)
+        if len(_chosen) >= 4096:
+            _chosen.clear()
+        hit = _chosen[key] = (k, *choose_exactly(k, ops, precision, out_dtype, dict(fits)))
+    return hit[1], list(hit[2])
+
+
+def _shape_class(x: int) -> int:
+    """An extent standing for all that choose_exactly tells apart from it by none of what
+    it reads of an extent: whether it is <= 1; its residues modulo alignments and
+    extent_aligns, which divide PAD; and whether a row of it reaches 8 lines
+    (copy_strides), at 1024 / itemsize elements (itemsizes 1 to 8). So: its residue mod
+    PAD between the same two of those thresholds."""
+    if x <= 1:
+        return x
+    return next((b for b in _CLASS_BASES if x >= b), PAD) + x % PAD
+
+
+_chosen: dict = {}     # choose's answers: key -> (kernel, variant, copies)
+_CLASS_BASES = (8 * LINE, 4 * LINE, 2 * LINE, LINE)   # _shape_class's bases (below: PAD)
+
+
+def choose_exactly(k: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
+                   out_dtype: str = "float32", fits: dict | None = None
+                   ) -> tuple[registry.Variant, list[str]]:
+    """choose() computed for these operands (fits: fit() of each, where known)."""
+    fits = fits or {r: fit(op, r) for r, op in ops.items()}
     (m, kk), n = ops["a"].shape, ops["b"].shape[1]
     best = None
     for v in k.variants:
@@ -400,30 +433,6 @@ def contiguous(m: int, n: int, kk: int, layout: str, precision: str = "fp32",
                        (1, rows) if transposed else (cols, 1), dtype)
     return {"a": op("a", m, kk, layout[0] == "t", dt), "b": op("b", kk, n, layout[1] == "t", dt),
             "c": op("c", m, n, False, out_dtype)}
-
-
-def choose_contiguous(k: registry.Kernel, m: int, n: int, kk: int, layout: str,
-                      precision: str = "fp32", out_dtype: str = "float32"
-                      ) -> tuple[registry.Variant, list[str]]:
-    """choose(k, contiguous(m, n, kk, ...)), kept per shape class. choose reads the extents
-    of fresh contiguous operands only as: extents <= 1; residues modulo alignments and
-    extent_aligns, which divide PAD; and whether a row reaches 8 lines (copy_strides), at
-    1024 / itemsize elements. So an extent stands for all of its residue mod PAD between
-    the same two of those thresholds (1, 2, and 1024 / itemsize for itemsizes 1 to 8)."""
-    cls = tuple(x if x <= 1 else next((b for b in _CLASS_BASES if x >= b), PAD) + x % PAD
-                for x in (m, n, kk))
-    key = (k.name, *cls, layout, precision, out_dtype)
-    hit = _chosen.get(key)
-    if hit is None or hit[0] is not k:      # (tests may register another kernel so named)
-        if len(_chosen) >= 4096:
-            _chosen.clear()
-        hit = _chosen[key] = (k, *choose(k, contiguous(*cls, layout, precision, out_dtype),
-                                         precision, out_dtype))
-    return hit[1], list(hit[2])
-
-
-_chosen: dict = {}     # choose_contiguous's answers: key -> (kernel, variant, copies)
-_CLASS_BASES = (8 * LINE, 4 * LINE, 2 * LINE, LINE)   # ... its classes' bases (below: PAD)
 
 
 def swapped(k: registry.Kernel, m: int, n: int, transposed: bool = False) -> bool:

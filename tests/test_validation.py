@@ -172,28 +172,34 @@ def test_choose_sends_strided_operands_to_any_stride_entries():
     assert copies == ["a"]
 
 
-def test_choose_contiguous_answers_as_choose_on_every_shape_of_its_class():
-    """choose_contiguous keeps choose's answers per shape class (an extent by its residue
-    mod PAD between thresholds): for every registered kernel, layout and precision it
-    computes, extents on either side of the boundaries choose reads (1, the alignments, a
-    row of 8 lines at each itemsize), each answer, fresh or kept, is choose's on the exact
-    shape."""
+def test_choose_answers_as_choose_exactly_on_every_call_of_its_class():
+    """choose keeps its answers per class of calls (each operand's major and alignment, an
+    extent by its residue mod PAD between thresholds): for every registered kernel,
+    precision and layout, operands contiguous or as views of wider ones, extents on either
+    side of the boundaries choose reads (1, the alignments, a row of 8 lines at each
+    itemsize), in random order, each answer, fresh or kept, is choose_exactly's."""
     rng = np.random.default_rng()
     extents = [1, 2, 3, 4, 8, 15, 16, 17, 31, 33, 64, 100, 127, 128, 129, 136, 255, 256, 257,
                264, 511, 512, 513, 520, 1000, 1023, 1024, 1025, 1032, 1040, 4096, 4100, 8191]
     for k in registry.kernels():
         for p, o in sorted({(v.precision, v.out_dtype) for v in k.variants}):
-            for layout in ("nn", "tn", "nt", "tt"):
-                for _ in range(40):
-                    m, n, kk = (int(rng.choice(extents)) for _ in range(3))
-                    got = resolve.choose_contiguous(k, m, n, kk, layout, p, o)
-                    want = resolve.choose(k, resolve.contiguous(m, n, kk, layout, p, o), p, o)
-                    assert got == (want[0], list(want[1])), (k.name, m, n, kk, layout, p, o)
+            for _ in range(160):
+                m, n, kk = (int(rng.choice(extents)) for _ in range(3))
+                ops = resolve.contiguous(m, n, kk, str(rng.choice(["nn", "tn", "nt", "tt"])), p, o)
+                for op in ops.values():     # some as views: pitch and pointer off by a few
+                    if rng.random() < 0.3:
+                        (r, c), (s0, s1) = op.shape, op.strides
+                        pad = int(rng.integers(1, 9))
+                        op.strides = (s0 + pad, 1) if s1 == 1 else (1, s1 + pad)
+                        op.ptr += op.itemsize * int(rng.integers(0, 9))
+                got = resolve.choose(k, ops, p, o)
+                want = resolve.choose_exactly(k, ops, p, o)
+                assert got == (want[0], list(want[1])), (k.name, m, n, kk, p, o)
 
 
 def test_every_alignment_divides_pad():
-    """What choose_contiguous's shape classes rest on: an extent's residue mod PAD decides
-    every alignment and extent_align test."""
+    """What choose's shape classes rest on: an extent's residue mod PAD decides every
+    alignment and extent_align test."""
     for k in registry.kernels():
         for v in k.variants:
             assert all(resolve.PAD % v.align_for(r) == 0 for r in "abc"), (k.name, v.entry)
