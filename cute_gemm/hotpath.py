@@ -150,38 +150,43 @@ def launch_new(name, precision, a, b, alpha, stream):
         rb = _READ1.get(type(b)) or _read1_for(type(b))
         (sa, pa), (sb, pb) = ra(a), rb(b)      # (None for a CPU tensor: TypeError, caught)
         s = 0 if stream is None else launch.stream_handle(stream)
-        key = (name, precision, s, sa, sb)
+        # (a's type: the library the result is allocated by, which not every signature holds)
+        key = (name, precision, s, type(a), sa, sb)
         entry = CACHE.results.get(key)
     except Exception:    # the full path reads the operands and says what is wrong
         return None, None
     if entry is None or not (pa and pb):     # null pointers: the full path names them
         return None, key
     launcher, alloc, ptr_of = entry
-    out = alloc()       # (a new allocation of the library's: it overlaps neither a nor b)
+    out = alloc(a)      # (a new allocation of the library's: it overlaps neither a nor b)
     launch.ensure_context(0)
     launcher(pa, pb, ptr_of(out), alpha, 0.0, s)
     return out, None
 
 
-def _allocator(result):
-    """(allocate, pointer of) for results like `result`, a CuPy or PyTorch array (their
-    libraries allocate inside a graph capture; our DeviceArray's cuMemAlloc does not), or
-    None."""
+def _allocator(result, a):
+    """(allocate(a), pointer of) for results like `result`, a CuPy or PyTorch array (their
+    libraries allocate inside a graph capture; our DeviceArray's cuMemAlloc does not) that
+    the full path allocated for operand `a`, or None."""
     mod = type(result).__module__.split(".")[0]
     lib = sys.modules.get(mod) if mod in ("torch", "cupy") else None
     if lib is None:
         return None
     empty, shape, dtype = lib.empty, tuple(result.shape), result.dtype
-    if mod == "torch":
-        device = result.device
-        return (lambda: empty(shape, dtype=dtype, device=device)), type(result).data_ptr
-    return (lambda: empty(shape, dtype=dtype)), (lambda x: x.data.ptr)   # one device: its own
+    if mod == "cupy":
+        return (lambda _: empty(shape, dtype=dtype)), (lambda x: x.data.ptr)   # one device
+    if type(a) in (lib.Tensor, getattr(getattr(lib, "nn", None), "Parameter", None)):
+        # a plain tensor's new_empty: a plain tensor on its device, a microsecond under
+        # torch.empty's parsing of a device (a subclass's would be of its type)
+        return (lambda x: x.new_empty(shape, dtype=dtype)), type(result).data_ptr
+    device = result.device
+    return (lambda _: empty(shape, dtype=dtype, device=device)), type(result).data_ptr
 
 
 def remember_new(key, fast, A: Operand, B: Operand, result) -> None:
     """Keep the signature of a call without `out` the full path has just launched through
     `fast` into `result`, which it allocated, under the conditions of `remember`."""
-    alloc = _allocator(result)
+    alloc = _allocator(result, A.obj)
     if alloc is None or not _streams_held(key[2], (A, B)):
         return
     if len(CACHE.results) >= HOT_ENTRIES:

@@ -59,6 +59,9 @@ def _fake_torch(monkeypatch):
         def stride(self):
             return self._strides
 
+        def new_empty(self, shape, dtype):
+            return empty(shape, dtype, self.device)
+
         def detach(self):
             return Tensor(self.shape, self._ptr, self._strides, self.dtype, self.is_cuda)
 
@@ -345,6 +348,34 @@ def test_a_call_without_out_allocates_its_result_as_the_full_path_did(monkeypatc
     assert len(validated) == 5 and not resolve.CACHE.results
     x = np.random.default_rng().standard_normal((4, 4), dtype=np.float32)
     assert hotpath.launch_new("naive", None, x, x, 1.0, None) == (None, None)
+
+
+def test_a_call_without_out_allocates_by_its_own_arrays_library(monkeypatch):
+    """The result of a call without out comes from a's library, as the full path's does,
+    even where a's signature does not name it: a tensor subclass (read through its CAI)
+    and another array with the same CAI are kept apart; a Parameter's result is a plain
+    tensor."""
+    stub_driver.install(monkeypatch)
+    torch, _ = _fake_torch(monkeypatch)
+
+    class Sub(torch.Tensor):
+        pass
+    Sub.__module__ = "torch"
+
+    class Plain:                    # a CAI exactly as the fake tensor reports it
+        def __init__(self, t):
+            self.__cuda_array_interface__ = t.__cuda_array_interface__
+    a, b = Sub((37, 29), 0x10000), Sub((29, 45), 0x20000)
+    for _ in range(2):
+        assert type(api.run("cute_smem", a, b)) is torch.Tensor
+    for _ in range(2):
+        assert type(api.run("cute_smem", Plain(a), Plain(b))) is DeviceArray
+    P = torch.nn.Parameter
+    pa, pb = P((37, 29), 0x10000, requires_grad=True), P((29, 45), 0x20000, requires_grad=True)
+    validated = _count_validations(monkeypatch)
+    got = [api.run("cute_smem", pa, pb) for _ in range(3)]
+    assert len(validated) == 1 and all(type(r) is torch.Tensor and not r.requires_grad
+                                       for r in got)
 
 
 def test_changed_signature_validates_again_and_clear_caches_ends_the_path(monkeypatch):
