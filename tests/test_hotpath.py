@@ -49,7 +49,7 @@ def _fake_torch(monkeypatch):
         def __init__(self, shape, ptr, strides=None, dtype=torch.float32, is_cuda=True,
                      requires_grad=False):
             self.shape, self._ptr, self.dtype = tuple(shape), ptr, dtype
-            self._strides = strides or (shape[1], 1)
+            self._strides = strides or ((shape[1], 1) if len(shape) == 2 else (1,))
             self.is_cuda, self.requires_grad = is_cuda, requires_grad
             self.device = "cuda:0" if is_cuda else "cpu"
 
@@ -59,8 +59,8 @@ def _fake_torch(monkeypatch):
         def stride(self):
             return self._strides
 
-        def new_empty(self, shape, dtype):
-            return empty(shape, dtype, self.device)
+        def expand(self, shape):       # (strides 0: not dense)
+            return Tensor(shape, self._ptr, (0, 0), self.dtype, self.is_cuda)
 
         def detach(self):
             return Tensor(self.shape, self._ptr, self._strides, self.dtype, self.is_cuda)
@@ -86,8 +86,12 @@ def _fake_torch(monkeypatch):
     def empty(shape, dtype, device):
         return Tensor(shape, next(addrs), dtype=dtype, is_cuda=device != "cpu")
 
+    def empty_like(t):              # preserve_format: row-major where t is not dense
+        dense = t._strides == (t.shape[1], 1)
+        return Tensor(t.shape, next(addrs), t._strides if dense else None, t.dtype, t.is_cuda)
+
     Tensor.__module__ = Parameter.__module__ = "torch"    # (what run() tells libraries by)
-    torch.Tensor, torch.empty = Tensor, empty
+    torch.Tensor, torch.empty, torch.empty_like = Tensor, empty, empty_like
     torch.nn = types.SimpleNamespace(Parameter=Parameter)
     monkeypatch.setitem(sys.modules, "torch", torch)
     return torch, cai_reads
@@ -333,8 +337,8 @@ def test_a_call_without_out_allocates_its_result_as_the_full_path_did(monkeypatc
     validated = _count_validations(monkeypatch)
     results = [api.run("cute_smem", a, b, alpha=0.5) for _ in range(3)]
     assert not validated and len(resolve.CACHE.results) == 1
-    assert all(type(r) is torch.Tensor and (r.shape, r.dtype) == ((37, 45), torch.float32)
-               for r in [first] + results)
+    assert all(type(r) is torch.Tensor and (r.shape, r.stride(), r.dtype)
+               == ((37, 45), (45, 1), torch.float32) for r in [first] + results)
     assert len({r.data_ptr() for r in results}) == 3
     gs = _gemm_launches(events)[-3:]
     assert [(g.C, g.alpha) for g in gs] == [(r.data_ptr(), 0.5) for r in results]
