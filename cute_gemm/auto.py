@@ -326,8 +326,7 @@ def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
                 continue
             for turned, lay, (pm, pn) in ((False, layout, (m, n)),
                                           (True, transposed_layout(layout), (n, m))):
-                v, copies = resolve.choose(x, resolve.contiguous(pm, pn, k, lay, precision,
-                                                                 out_dtype), precision, out_dtype)
+                v, copies = resolve.choose_contiguous(x, pm, pn, k, lay, precision, out_dtype)
                 if not turned:
                     given = v
                 if not copies and (not turned or m != n):

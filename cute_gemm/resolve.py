@@ -90,6 +90,7 @@ class _Cache:
         self.hot.clear()
         self.results.clear()
         _chosen.clear()
+        _chosen_contiguous.clear()
         with _behind_lock:          # ended background compiles, failed ones too
             for key in [x for x, t in _behind.items() if not t.is_alive()]:
                 del _behind[key]
@@ -419,6 +420,27 @@ def choose_exactly(k: registry.Kernel, ops: dict[str, Operand], precision: str =
         check_precision(k, precision, out_dtype)
         raise CuteGemmError(f"kernel {k.name!r} has no variant for these operand layouts")
     return best
+
+
+def choose_contiguous(k: registry.Kernel, m: int, n: int, kk: int, layout: str,
+                      precision: str = "fp32", out_dtype: str = "float32"
+                      ) -> tuple[registry.Variant, list[str]]:
+    """choose(k, contiguous(m, n, kk, layout, ...)) without building the operands where
+    their class was seen: fresh contiguous operands' majors and alignments follow from
+    their extents' classes (_shape_class), as everything else choose reads does."""
+    key = (k.name, _shape_class(m), _shape_class(n), _shape_class(kk), layout, precision,
+           out_dtype)
+    hit = _chosen_contiguous.get(key)
+    if hit is None or hit[0] is not k:
+        if len(_chosen_contiguous) >= 4096:
+            _chosen_contiguous.clear()
+        hit = _chosen_contiguous[key] = (k, *choose(k, contiguous(m, n, kk, layout, precision,
+                                                                  out_dtype),
+                                                    precision, out_dtype))
+    return hit[1], list(hit[2])
+
+
+_chosen_contiguous: dict = {}   # choose_contiguous's answers: key -> (kernel, variant, copies)
 
 
 def contiguous(m: int, n: int, kk: int, layout: str, precision: str = "fp32",

@@ -197,6 +197,23 @@ def test_choose_answers_as_choose_exactly_on_every_call_of_its_class():
                 assert got == (want[0], list(want[1])), (k.name, m, n, kk, p, o)
 
 
+def test_choose_contiguous_answers_as_choose_exactly_on_every_shape_of_its_class():
+    """choose_contiguous (the heuristic's question, fresh contiguous operands) keeps its
+    answers per class of extents: in random order, each is choose_exactly's on the exact
+    shape, for every registered kernel, precision and layout."""
+    rng = np.random.default_rng()
+    extents = [1, 2, 3, 4, 8, 15, 16, 17, 31, 33, 64, 100, 127, 128, 129, 136, 255, 256, 257,
+               264, 511, 512, 513, 520, 1000, 1023, 1024, 1025, 1032, 1040, 4096, 4100, 8191]
+    for k in registry.kernels():
+        for p, o in sorted({(v.precision, v.out_dtype) for v in k.variants}):
+            for _ in range(80):
+                m, n, kk = (int(rng.choice(extents)) for _ in range(3))
+                layout = str(rng.choice(["nn", "tn", "nt", "tt"]))
+                got = resolve.choose_contiguous(k, m, n, kk, layout, p, o)
+                want = resolve.choose_exactly(k, resolve.contiguous(m, n, kk, layout, p, o), p, o)
+                assert got == (want[0], list(want[1])), (k.name, m, n, kk, layout, p, o)
+
+
 def test_every_alignment_divides_pad():
     """What choose's shape classes rest on: an extent's residue mod PAD decides every
     alignment and extent_align test."""
