@@ -320,7 +320,7 @@ def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
         ks = [x for x in ks if (x.arch_specific, x.min_arch) == newest]
         built = (f"tensor cores: built for sm_{newest[1]}" + ("a" if newest[0] else "+")
                  + ", the newest instructions here")
-        walks, copied = [], []
+        walks, given = [], []
         for x in ks:
             if not isinstance(x.grid, registry.PersistentGrid) or not sm_count:
                 continue
@@ -328,14 +328,13 @@ def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
                                           (True, transposed_layout(layout), (n, m))):
                 v, copies = resolve.choose_contiguous(x, pm, pn, k, lay, precision, out_dtype)
                 if not turned:
-                    given = v
+                    given.append((x, v))
                 if not copies and (not turned or m != n):
                     walks.append((walk_cost(x, pm, pn, k, precision, sm_count, v),
                                   -_area(x), turned, x.name))
-            # no entry takes the operands either way: the problem as given, after a relayout
-            copied.append((walk_cost(x, m, n, k, precision, sm_count, given), -_area(x), False,
-                           x.name))
-        walks = walks or copied
+        # no entry takes the operands either way: the problem as given, after a relayout
+        walks = walks or [(walk_cost(x, m, n, k, precision, sm_count, v), -_area(x), False,
+                           x.name) for x, v in given]
         if not walks:
             return Choice(ks[0].name, why=built)
         cost, _, turned, name = min(walks)
