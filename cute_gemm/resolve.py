@@ -382,7 +382,10 @@ def _shape_class(x: int) -> int:
     PAD between the same two of those thresholds."""
     if x <= 1:
         return x
-    return next((b for b in _CLASS_BASES if x >= b), PAD) + x % PAD
+    for b in _CLASS_BASES:
+        if x >= b:
+            return b + x % PAD
+    return PAD + x % PAD
 
 
 _chosen: dict = {}     # choose's answers: key -> (kernel, variant, copies)
