@@ -172,46 +172,46 @@ def test_choose_sends_strided_operands_to_any_stride_entries():
     assert copies == ["a"]
 
 
-def test_choose_answers_as_choose_exactly_on_every_call_of_its_class():
-    """choose keeps its answers per class of calls (each operand's major and alignment, an
-    extent by its residue mod PAD between thresholds): for every registered kernel,
-    precision and layout, operands contiguous or as views of wider ones, extents on either
-    side of the boundaries choose reads (1, the alignments, a row of 8 lines at each
-    itemsize), in random order, each answer, fresh or kept, is choose_exactly's."""
+# extents on either side of every boundary choose reads of one: 1, the alignments, a row of
+# 8 lines at each itemsize (256, 512, 1024 elements)
+_EXTENTS = [1, 2, 3, 4, 8, 15, 16, 17, 31, 33, 64, 100, 127, 128, 129, 136, 255, 256, 257,
+            264, 511, 512, 513, 520, 1000, 1023, 1024, 1025, 1032, 1040, 4096, 4100, 8191]
+
+
+def _class_cases(per: int):
+    """(kernel, precision, out_dtype, m, n, k, layout), `per` random ones for each registered
+    kernel and each precision and result type it computes, in random order of classes."""
     rng = np.random.default_rng()
-    extents = [1, 2, 3, 4, 8, 15, 16, 17, 31, 33, 64, 100, 127, 128, 129, 136, 255, 256, 257,
-               264, 511, 512, 513, 520, 1000, 1023, 1024, 1025, 1032, 1040, 4096, 4100, 8191]
     for k in registry.kernels():
         for p, o in sorted({(v.precision, v.out_dtype) for v in k.variants}):
-            for _ in range(160):
-                m, n, kk = (int(rng.choice(extents)) for _ in range(3))
-                ops = resolve.contiguous(m, n, kk, str(rng.choice(["nn", "tn", "nt", "tt"])), p, o)
-                for op in ops.values():     # some as views: pitch and pointer off by a few
-                    if rng.random() < 0.3:
-                        (r, c), (s0, s1) = op.shape, op.strides
-                        pad = int(rng.integers(1, 9))
-                        op.strides = (s0 + pad, 1) if s1 == 1 else (1, s1 + pad)
-                        op.ptr += op.itemsize * int(rng.integers(0, 9))
-                got = resolve.choose(k, ops, p, o)
-                want = resolve.choose_exactly(k, ops, p, o)
-                assert got == (want[0], list(want[1])), (k.name, m, n, kk, p, o)
+            for _ in range(per):
+                m, n, kk = (int(rng.choice(_EXTENTS)) for _ in range(3))
+                yield k, p, o, m, n, kk, str(rng.choice(["nn", "tn", "nt", "tt"])), rng
+
+
+def test_choose_answers_as_choose_exactly_on_every_call_of_its_class():
+    """choose keeps its answers per class of calls (each operand's major and alignment, an
+    extent by its residue mod PAD between thresholds): operands contiguous or as views of
+    wider ones, each answer, fresh or kept, is choose_exactly's."""
+    for k, p, o, m, n, kk, layout, rng in _class_cases(160):
+        ops = resolve.contiguous(m, n, kk, layout, p, o)
+        for op in ops.values():     # some as views: pitch and pointer off by a few
+            if rng.random() < 0.3:
+                s0, s1 = op.strides
+                pad = int(rng.integers(1, 9))
+                op.strides = (s0 + pad, 1) if s1 == 1 else (1, s1 + pad)
+                op.ptr += op.itemsize * int(rng.integers(0, 9))
+        want = resolve.choose_exactly(k, ops, p, o)
+        assert resolve.choose(k, ops, p, o) == (want[0], list(want[1])), (k.name, m, n, kk, p, o)
 
 
 def test_choose_contiguous_answers_as_choose_exactly_on_every_shape_of_its_class():
     """choose_contiguous (the heuristic's question, fresh contiguous operands) keeps its
-    answers per class of extents: in random order, each is choose_exactly's on the exact
-    shape, for every registered kernel, precision and layout."""
-    rng = np.random.default_rng()
-    extents = [1, 2, 3, 4, 8, 15, 16, 17, 31, 33, 64, 100, 127, 128, 129, 136, 255, 256, 257,
-               264, 511, 512, 513, 520, 1000, 1023, 1024, 1025, 1032, 1040, 4096, 4100, 8191]
-    for k in registry.kernels():
-        for p, o in sorted({(v.precision, v.out_dtype) for v in k.variants}):
-            for _ in range(80):
-                m, n, kk = (int(rng.choice(extents)) for _ in range(3))
-                layout = str(rng.choice(["nn", "tn", "nt", "tt"]))
-                got = resolve.choose_contiguous(k, m, n, kk, layout, p, o)
-                want = resolve.choose_exactly(k, resolve.contiguous(m, n, kk, layout, p, o), p, o)
-                assert got == (want[0], list(want[1])), (k.name, m, n, kk, layout, p, o)
+    answers per class of extents: each is choose_exactly's on the exact shape."""
+    for k, p, o, m, n, kk, layout, _ in _class_cases(80):
+        want = resolve.choose_exactly(k, resolve.contiguous(m, n, kk, layout, p, o), p, o)
+        assert (resolve.choose_contiguous(k, m, n, kk, layout, p, o)
+                == (want[0], list(want[1]))), (k.name, m, n, kk, layout, p, o)
 
 
 def test_every_alignment_divides_pad():
