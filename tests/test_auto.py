@@ -546,7 +546,7 @@ def test_cli_tune_show_without_a_gpu(monkeypatch, capsys):
 
 # ---- cross_check, bench and the README section cover gemm() like a kernel ---------------------------
 def test_cross_check_and_bench_cover_auto_on_a_simulated_device(monkeypatch, tmp_path):
-    from test_bench import _HostBuffer, _simulated_device
+    from test_bench_simulated import _HostBuffer, _simulated_device
     from cute_gemm.perf import runner
     blas = _simulated_device(monkeypatch)
     monkeypatch.setattr(runner, "find_cublas", lambda prefer, **kw: (blas, "cuBLAS via fakeblas"))
@@ -621,7 +621,7 @@ def test_tune_warms_the_gpu_up_before_its_first_timing(monkeypatch, tmp_path):
     order = []
     monkeypatch.setattr(tune, "warm_up", lambda flush: order.append("warm"))
     monkeypatch.setattr(tune, "run_plan", lambda *a, **k: order.append("measure") or [])
-    from test_bench import _simulated_device
+    from test_bench_simulated import _simulated_device
     _simulated_device(monkeypatch)
     from cute_gemm import cache
     monkeypatch.setattr(tune, "compile_ahead", lambda kernels, arch: cache.Prefetch([]))
@@ -663,7 +663,7 @@ def test_tune_end_to_end_on_a_simulated_device(monkeypatch, tmp_path, capsys):
     """tune() and `cute-gemm tune` through the bench's machinery on the simulated device of
     test_bench (run() is a numpy product there): every candidate checked, then timed; the
     table written where asked, merged, and read back by the selector."""
-    from test_bench import _HostBuffer, _simulated_device
+    from test_bench_simulated import _HostBuffer, _simulated_device
     from cute_gemm import cache, cli
     _simulated_device(monkeypatch)
     monkeypatch.setattr(tune, "compile_ahead", lambda kernels, arch: cache.Prefetch([]))
@@ -694,7 +694,7 @@ def test_tune_end_to_end_on_a_simulated_device(monkeypatch, tmp_path, capsys):
 
 
 def test_cli_run_auto_says_what_it_picked(monkeypatch, capsys):
-    from test_bench import _simulated_device
+    from test_bench_simulated import _simulated_device
     from cute_gemm import cli
     _simulated_device(monkeypatch)
     monkeypatch.setattr(cli, "gpu_unavailable", lambda: None)
