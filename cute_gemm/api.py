@@ -86,12 +86,6 @@ def _precision(A: Operand, B: Operand, C: Operand | None, O: Operand | None,
     return precision, out_dtype
 
 
-def _allocates_in_capture(obj) -> bool:
-    """True for CuPy and PyTorch arrays: their libraries allocate inside a graph capture,
-    where our DeviceArray's cuMemAlloc is refused."""
-    return type(obj).__module__.split(".")[0] in ("cupy", "torch")
-
-
 def _empty_like_lib(proto, shape, ordinal, dtype: str = "float32"):
     """A row-major result of `dtype` allocated by the library of `proto` (CuPy, PyTorch),
     else a cute_gemm DeviceArray."""
@@ -239,7 +233,7 @@ def _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot=None,
         _wait_producers(s, {op.stream for op in ops if op is not None and op.stream is not None},
                         ordinal)
     if O is None:
-        if not _allocates_in_capture(A.obj) and launch.capturing(s):
+        if not hotpath.allocates_in_capture(A.obj) and launch.capturing(s):
             raise CaptureError("a new result array cannot be allocated while the stream "
                                "captures a CUDA graph: pass out=")
         result = _empty_like_lib(A.obj, (m, n), ordinal, out_dtype)

@@ -164,12 +164,17 @@ def launch_new(name, precision, a, b, alpha, stream):
     return out, None
 
 
+def allocates_in_capture(obj) -> bool:
+    """True for CuPy and PyTorch arrays: their libraries allocate inside a graph capture,
+    where our DeviceArray's cuMemAlloc is refused."""
+    return type(obj).__module__.split(".")[0] in ("cupy", "torch")
+
+
 def _allocator(result, a):
-    """(allocate(a), pointer of) for results like `result`, a CuPy or PyTorch array (their
-    libraries allocate inside a graph capture; our DeviceArray's cuMemAlloc does not) that
-    the full path allocated for operand `a`, or None."""
+    """(allocate(a), pointer of) for results like `result`, where allocates_in_capture
+    (else None), that the full path allocated for operand `a`."""
     mod = type(result).__module__.split(".")[0]
-    lib = sys.modules.get(mod) if mod in ("torch", "cupy") else None
+    lib = sys.modules.get(mod) if allocates_in_capture(result) else None
     if lib is None:
         return None
     empty, shape, dtype = lib.empty, tuple(result.shape), result.dtype

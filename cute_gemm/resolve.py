@@ -81,7 +81,7 @@ class _Cache:
     # gemm_device's launch key -> Launcher, or relayout.Relaid for a launch on copies
     launches: dict = field(default_factory=dict)
     hot: dict = field(default_factory=dict)        # run()'s call signature -> hot entry
-    # run()'s key of a call without out (hotpath.result_key) -> how its result was allocated
+    # run()'s key of a call without out (hotpath.launch_new) -> (launch, allocator, pointer of)
     results: dict = field(default_factory=dict)
 
     def clear(self) -> None:
@@ -366,11 +366,17 @@ def choose(k: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
     (m, kk), n = ops["a"].shape, ops["b"].shape[1]
     key = (k.name, fits, _shape_class(m), _shape_class(n), _shape_class(kk), precision,
            out_dtype)
-    hit = _chosen.get(key)
-    if hit is None or hit[0] is not k:      # (tests may register another kernel so named)
-        if len(_chosen) >= 4096:
-            _chosen.clear()
-        hit = _chosen[key] = (k, *choose_exactly(k, ops, precision, out_dtype, dict(fits)))
+    return _kept(_chosen, key, k, lambda: choose_exactly(k, ops, precision, out_dtype, dict(fits)))
+
+
+def _kept(memo: dict, key, k: registry.Kernel, compute) -> tuple[registry.Variant, list[str]]:
+    """(variant, copies) kept in `memo` under `key` for kernel k, compute() where not yet
+    (or kept for another kernel of that name: tests may register one)."""
+    hit = memo.get(key)
+    if hit is None or hit[0] is not k:
+        if len(memo) >= 4096:
+            memo.clear()
+        hit = memo[key] = (k, *compute())
     return hit[1], list(hit[2])
 
 
@@ -433,14 +439,8 @@ def choose_contiguous(k: registry.Kernel, m: int, n: int, kk: int, layout: str,
     their extents' classes (_shape_class), as everything else choose reads does."""
     key = (k.name, _shape_class(m), _shape_class(n), _shape_class(kk), layout, precision,
            out_dtype)
-    hit = _chosen_contiguous.get(key)
-    if hit is None or hit[0] is not k:
-        if len(_chosen_contiguous) >= 4096:
-            _chosen_contiguous.clear()
-        hit = _chosen_contiguous[key] = (k, *choose(k, contiguous(m, n, kk, layout, precision,
-                                                                  out_dtype),
-                                                    precision, out_dtype))
-    return hit[1], list(hit[2])
+    return _kept(_chosen_contiguous, key, k, lambda: choose(
+        k, contiguous(m, n, kk, layout, precision, out_dtype), precision, out_dtype))
 
 
 _chosen_contiguous: dict = {}   # choose_contiguous's answers: key -> (kernel, variant, copies)
