@@ -8,8 +8,9 @@ Prints a table; with --out DIR writes bench.json, bench.csv, bench_readme.md and
 A kernel that fails its float64 check is reported as failing, with no speed figure.
 Sizes: N (N^3), MxNxK, 'squares' (256..8192), 'odd' (non-square, non-multiple shapes),
 'all' (default: both), 'sweep' (28 shapes: squares 128..16384, odd, skinny, long and short K,
-model layers; the summary gives each kernel's geometric mean and minimum ratio to cuBLAS).
-'auto' names gemm()'s choice, timed like a kernel."""
+model layers; the summary gives each kernel's geometric mean and minimum ratio to cuBLAS),
+'held-out' (24 shapes of the same classes in no shipped table: gemm() between its rows),
+'grid' (the 72 shapes that fill the shipped tables between the sweep's). 'auto' names gemm()'s choice, timed like a kernel."""
 
 
 def register(sub) -> None:
@@ -19,7 +20,7 @@ def register(sub) -> None:
     s.add_argument("kernels", nargs="*", type=kernel_or_auto, metavar="KERNEL",
                    help="kernel names, or auto for gemm()'s choice (default: every kernel the "
                         "device supports)")
-    s.add_argument("--size", action="append", type=_size, metavar="N|MxNxK|squares|odd|sweep|all",
+    s.add_argument("--size", action="append", type=_size, metavar="N|MxNxK|squares|odd|sweep|held-out|grid|all",
                    help="repeatable; default: all")
     s.add_argument("--layouts", default="nn", type=_layouts,
                    help="comma list of nn, tn, nt, tt (t = transposed view) or all; default nn")

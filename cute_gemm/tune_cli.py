@@ -15,8 +15,9 @@ def register(sub) -> None:
     from cute_gemm.bench_cli import _layouts, _precisions, _size
     s = sub.add_parser("tune", help="measure gemm()'s candidates on this GPU and write its table "
                                     "(needs a GPU; --show does not)", description=_DESCRIPTION)
-    s.add_argument("--size", action="append", type=_size, metavar="N|MxNxK|sweep|squares|odd",
-                   help="repeatable; default: sweep (the bench's sweep of shapes)")
+    s.add_argument("--size", action="append", type=_size, metavar="N|MxNxK|sweep|grid|squares|odd",
+                   help="repeatable; default: sweep (the bench's sweep of shapes); the shipped "
+                        "tables hold sweep and grid")
     s.add_argument("--precision", default="fp32", type=_precisions, metavar="P[,P...]|all",
                    help="fp32 (default), tf32, bf16, fp16, fp32_3xtf32, a comma list, or all")
     s.add_argument("--layouts", default="nn", type=_layouts,

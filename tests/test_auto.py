@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -473,6 +474,25 @@ def test_the_sweep_covers_every_class():
             assert dict(sweep.GROUPS)["skinny"](m, n, k)
     from cute_gemm.perf.shapes import parse_sizes
     assert parse_sizes("sweep") == shapes
+
+
+def test_held_out_shapes_are_in_no_shipped_table():
+    """`--size held-out` measures gemm() between its rows: a held-out shape with a row of its
+    own (tuned into a shipped table) would measure the table instead."""
+    from cute_gemm.perf import sweep
+    from cute_gemm.perf.shapes import parse_sizes
+    held = [s for _, s in sweep.HELD_OUT]
+    assert parse_sizes("held-out") == held and len(held) >= 24
+    assert parse_sizes("grid") == list(sweep.GRID)
+    assert not set(held) & ({s for _, s in sweep.SWEEP} | set(sweep.GRID))
+    assert not set(sweep.GRID) & {s for _, s in sweep.SWEEP}
+    assert {sweep.sweep_class(*s) for s in held} >= {"small", "large", "skinny M", "skinny N",
+                                                     "long K", "short K"}
+    tables = sorted((Path(cute_gemm.__file__).parent / "tables").glob("*.json"))
+    assert tables
+    for path in tables:
+        rows = json.loads(path.read_text())["rows"]
+        assert not [r for r in rows if (r["m"], r["n"], r["k"]) in set(held)], path.name
 
 
 def test_ratio_summary_geometric_mean_minimum_and_groups():

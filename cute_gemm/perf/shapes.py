@@ -7,7 +7,7 @@ from ..records import PRECISION_DTYPE
 from ..resolve import contiguous
 from .runtime import resolve
 from .schema import LAYOUTS
-from .sweep import SWEEP
+from .sweep import GRID, HELD_OUT, SWEEP
 
 DEFAULT_SQUARES = (256, 512, 1024, 2048, 4096, 8192)
 # non-multiples of every tile, skinny/fat and short-K shapes
@@ -15,8 +15,8 @@ ODD_SHAPES = ((1000, 1000, 1000), (4095, 4097, 4093), (8192, 2048, 4096), (2048,
               (4096, 4096, 512), (257, 8191, 1025))
 
 def parse_sizes(specs) -> list[tuple[int, int, int]]:
-    """"4096" -> 4096^3, "MxNxK", "squares", "odd", "sweep", "all"; ints and 3-tuples pass
-    through."""
+    """"4096" -> 4096^3, "MxNxK", "squares", "odd", "sweep", "grid", "held-out", "all"; ints
+    and 3-tuples pass through."""
     if specs is None:
         specs = ["all"]
     if isinstance(specs, (str, int)):
@@ -31,6 +31,10 @@ def parse_sizes(specs) -> list[tuple[int, int, int]]:
             out.append(tuple(int(x) for x in s))
         elif s == "sweep":
             out += [shape for _, shape in SWEEP]
+        elif s == "grid":
+            out += list(GRID)
+        elif s == "held-out":
+            out += [shape for _, shape in HELD_OUT]
         elif s in ("squares", "odd", "all"):
             if s in ("squares", "all"):
                 out += [(x, x, x) for x in DEFAULT_SQUARES]
@@ -41,7 +45,7 @@ def parse_sizes(specs) -> list[tuple[int, int, int]]:
             try:
                 dims = [int(p) for p in parts]
             except ValueError:
-                raise ValueError(f"bad size {s!r}: use N, MxNxK, squares, odd, sweep or all") from None
+                raise ValueError(f"bad size {s!r}: use N, MxNxK, squares, odd, sweep, grid, held-out or all") from None
             if len(dims) == 1:
                 dims *= 3
             if len(dims) != 3:

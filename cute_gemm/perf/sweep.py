@@ -1,6 +1,9 @@
 """The sweep (`--size sweep`, and what `cute-gemm tune` measures by default): the shapes
 gemm() is compared with cuBLAS on, the class each stands for, and the groups of shapes the
-summary of a run reports the minimum ratio over. Data only: runner, tune and report read it.
+summary of a run reports the minimum ratio over; the grid (`--size grid`) that fills the
+shipped tables between the sweep's shapes; and the held-out shapes (`--size held-out`), in
+no table, that say how gemm() does on a shape it has no row of. Data only: runner, tune and
+report read it.
 """
 from __future__ import annotations
 
@@ -19,6 +22,33 @@ SWEEP: tuple[tuple[str, tuple[int, int, int]], ...] = (
     ("model: decode", (16, 4096, 4096)), ("model: decode MLP", (16, 11008, 4096)),
 )
 
+# gemm() takes the nearest row's pick (in log space) where a shape has no row of its own; the
+# sweep's 28 shapes a layout leave wide gaps. The grid: M, N a factor 4 apart, K in three
+# steps, products up to 2^36 (long K and the largest products are the sweep's), less the
+# sweep's own shapes.
+_GRID_MN = (32, 128, 512, 2048, 8192)
+_GRID_K = (256, 1024, 4096)
+GRID: tuple[tuple[int, int, int], ...] = tuple(
+    (m, n, k) for m in _GRID_MN for n in _GRID_MN for k in _GRID_K
+    if m * n * k <= 1 << 36 and (m, n, k) not in {s for _, s in SWEEP})
+
+# Shapes in no shipped table (neither the sweep nor the grid), spread over the same classes:
+# what gemm() does between its rows. (class, (M, N, K)), as SWEEP.
+HELD_OUT: tuple[tuple[str, tuple[int, int, int]], ...] = (
+    ("small", (333, 333, 333)), ("small", (700, 700, 700)), ("small", (2000, 2000, 300)),
+    ("small", (300, 5000, 700)), ("small", (777, 1234, 2345)),
+    ("large", (1536, 1536, 1536)), ("large", (3072, 3072, 3072)), ("large", (6000, 6000, 6000)),
+    ("large", (2500, 9000, 4096)),
+    ("skinny M", (8, 4096, 4096)), ("skinny M", (96, 3000, 2000)), ("skinny M", (48, 5000, 3000)),
+    ("skinny M", (128, 4096, 1024)),
+    ("skinny N", (5000, 48, 3000)), ("skinny N", (6000, 100, 2000)),
+    ("long K", (200, 200, 20000)), ("long K", (1000, 1000, 30000)),
+    ("short K", (6000, 6000, 96)), ("short K", (3000, 9000, 32)),
+    ("model: MLP up", (512, 11008, 4096)), ("model: MLP down", (512, 4096, 11008)),
+    ("model: QKV", (1000, 12288, 4096)), ("model: weight grad", (4096, 11008, 1000)),
+    ("model: decode", (4, 4096, 11008)),
+)
+
 # groups of shapes the sweep's summary reports the minimum ratio to cuBLAS over (a shape may
 # be in several): what the targets of issue #22 are stated for (docs/tuning/auto.md)
 GROUPS = (
@@ -29,5 +59,5 @@ GROUPS = (
 
 
 def sweep_class(m: int, n: int, k: int) -> str:
-    """The class a sweep shape stands for (its label), else "other"."""
-    return next((c for c, s in SWEEP if s == (m, n, k)), "other")
+    """The class a sweep (or held-out) shape stands for (its label), else "other"."""
+    return next((c for c, s in (*SWEEP, *HELD_OUT) if s == (m, n, k)), "other")
