@@ -10,7 +10,8 @@ Sizes: N (N^3), MxNxK, 'squares' (256..8192), 'odd' (non-square, non-multiple sh
 'all' (default: both), 'sweep' (28 shapes: squares 128..16384, odd, skinny, long and short K,
 model layers; the summary gives each kernel's geometric mean and minimum ratio to cuBLAS),
 'held-out' (24 shapes of the same classes in no shipped table: gemm() between its rows),
-'grid' (the 72 shapes that fill the shipped tables between the sweep's). 'auto' names gemm()'s choice, timed like a kernel."""
+'grid' (the 144 shapes, 72 aligned and 72 not, that fill the shipped tables between the
+sweep's). 'auto' names gemm()'s choice, timed like a kernel."""
 
 
 def register(sub) -> None:

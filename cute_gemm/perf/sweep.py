@@ -25,12 +25,14 @@ SWEEP: tuple[tuple[str, tuple[int, int, int]], ...] = (
 # gemm() takes the nearest row's pick (in log space) where a shape has no row of its own; the
 # sweep's 28 shapes a layout leave wide gaps. The grid: M, N a factor 4 apart, K in three
 # steps, products up to 2^36 (long K and the largest products are the sweep's), less the
-# sweep's own shapes.
+# sweep's own shapes; then the same with N and K one more, rows of the unaligned class
+# (gemm() looks for rows of a call's own class first: unaligned calls take other entries).
 _GRID_MN = (32, 128, 512, 2048, 8192)
 _GRID_K = (256, 1024, 4096)
-GRID: tuple[tuple[int, int, int], ...] = tuple(
-    (m, n, k) for m in _GRID_MN for n in _GRID_MN for k in _GRID_K
-    if m * n * k <= 1 << 36 and (m, n, k) not in {s for _, s in SWEEP})
+_GRID_ALIGNED = tuple((m, n, k) for m in _GRID_MN for n in _GRID_MN for k in _GRID_K
+                      if m * n * k <= 1 << 36 and (m, n, k) not in {s for _, s in SWEEP})
+GRID: tuple[tuple[int, int, int], ...] = (
+    _GRID_ALIGNED + tuple((m, n + 1, k + 1) for m, n, k in _GRID_ALIGNED))
 
 # Shapes in no shipped table (neither the sweep nor the grid), spread over the same classes:
 # what gemm() does between its rows. (class, (M, N, K)), as SWEEP.
