@@ -4,11 +4,12 @@ problem (C^T = B^T A^T), for its shape, operand layout, alignment, precision and
 The candidates are data: the kernels tagged "auto" in the ladders that compute the call's
 precision into its result type, run on the device and fit its shared memory. Among them:
   1. the `cute-gemm tune` tables of this GPU (autotable.py: the tuned one, then the shipped
-     one), their rows of the call's precision and layout: the row of this shape, else the
-     nearest measured shape over all of them (log-space distance over M, N, K, the same
-     alignment class first); its fastest candidate that is still a candidate here (from a
-     nearest row, the kernel and orientation with its own stream-K plan, not the row's
-     split count);
+     one), their rows of the call's precision and layout: the row of this shape, its fastest
+     candidate that is still a candidate here; else the NEAREST_ROWS nearest measured
+     shapes over all of them (log-space distance over M, N, K, the same alignment class
+     first), each candidate's times there scaled to this shape by a model of its busiest
+     SM's work (busiest_work: tiles, waves, k-tiles, stream-K and split plans), the least
+     predicted time;
   2. else the heuristic below (rules from measurements: docs/tuning/auto.md).
 The pick is a pure function of (GPU, shape, layout, alignment, precision, result type)
 and the tables, which are read once per process: run()'s hot path may key on the name
@@ -18,12 +19,13 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import heapq
 import math
 import operator
 import os
 from dataclasses import dataclass
 
-from . import autotable, registry, resolve
+from . import autotable, registry, resolve, streamk
 from .errors import CuteGemmError, DTypeError, InputError, ShapeLimitError
 from .records import (ITEMSIZE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, UNIT, Pick, cdiv,
                       layout_majors)
@@ -43,6 +45,14 @@ LOAD_ROW = 32
 # ... and a cut item's fixup (the last piece's reads of the others' partials), in k-tiles:
 # twice the cut plan's (fitted to the same figures: 5 or 6 pick alike, 3 too many cuts)
 CUT_FIXUP = 6
+# from_tables, a shape without a row: the rows whose times are scaled to it, weighted by
+# 1 / (distance + NEAR_WEIGHT); a tile's fill and store cost TILE_OVERHEAD k-tiles
+# (busiest_work). Chosen leave-one-out over the shipped tables and on the held-out shapes'
+# measured candidates: docs/tuning/auto.md#scaled-rows
+NEAREST_ROWS = 3
+NEAR_WEIGHT = 0.5
+TILE_OVERHEAD = 2
+BUCKET = 8          # (from_tables: shapes rounded up to a multiple of it price alike)
 
 
 @dataclass(frozen=True)
@@ -163,8 +173,10 @@ def contiguous_aligned(m: int, n: int, k: int, layout: str = "nn", precision: st
 # choose()'s answers from the tables of autotable's current generation, so that a call off
 # run()'s hot path (host arrays, a C operand) does not search the table again
 _memo: dict = {}
-# (device, generation, layout, precision, alignment class) -> searched_rows of its tables
+# (device, generation, layout, precision, alignment class) -> searched_rows of its tables,
+# and from_tables' answers for shapes without a row, per bucket (from_tables' `scaled`)
 _rows: dict = {}
+_scaled_memo: dict = {}
 
 
 def choose(m: int, n: int, k: int, *, device, layout: str = "nn", precision: str = "fp32",
@@ -181,7 +193,7 @@ def choose(m: int, n: int, k: int, *, device, layout: str = "nn", precision: str
     if layout not in LAYOUTS:
         layout_majors(layout)                                   # its named error
     ks = runnable(precision, out_dtype, device, m, n, k)
-    rows = None
+    rows = scaled = None
     if tables is None:      # the rows searched, kept for this generation of the tables
         tables = autotable.tables_for(device.name)
         rkey = (device.name, autotable.generation(), layout, precision, aligned)
@@ -189,8 +201,14 @@ def choose(m: int, n: int, k: int, *, device, layout: str = "nn", precision: str
         if rows is None:
             if len(_rows) >= 256:
                 _rows.clear()
+                _scaled_memo.clear()
             rows = _rows[rkey] = searched_rows(tables, layout, precision, aligned)
-    found = from_tables(tables, m, n, k, layout, precision, aligned, {x.name for x in ks}, rows)
+            _scaled_memo[rkey] = {}
+        scaled = _scaled_memo[rkey]
+        if len(scaled) >= 4096:
+            scaled.clear()
+    found = from_tables(tables, m, n, k, layout, precision, aligned, {x.name for x in ks}, rows,
+                        device.sm_count, scaled)
     choice = found if found is not None else heuristic(ks, m, n, k, precision, layout,
                                                         device.sm_count, out_dtype)
     if key is not None:
@@ -210,52 +228,142 @@ def distance(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
 def searched_rows(tables, layout: str, precision: str, aligned: bool) -> list:
     """The rows from_tables searches: of this precision and layout in all `tables`, of the
     same alignment class where any is; each as (log2 of its shape, table index, table, row,
-    its candidates that ran, fastest first, each as (key, ms, split_key(key)))."""
+    its candidates that ran, fastest first, each as (key, ms, split_key(key)), and a memo
+    of busiest_work at the row's shape per (candidate, SM count))."""
     rows = [(i, t, r) for i, t in enumerate(tables) for r in t.rows
             if r.precision == precision and r.layout == layout]
     pool = [x for x in rows if x[2].aligned == aligned] or rows
     return [(tuple(math.log2(max(v, 1)) for v in r.shape), i, t, r,
-             tuple((c, ms, split_key(c)) for c, ms in r.ranked())) for i, t, r in pool]
+             tuple((c, ms, split_key(c)) for c, ms in r.ranked()), {}) for i, t, r in pool]
 
 
 def from_tables(tables, m: int, n: int, k: int, layout: str, precision: str, aligned: bool,
-                allowed: set[str], rows: list | None = None) -> Choice | None:
+                allowed: set[str], rows: list | None = None, sm_count: int = 0,
+                scaled: dict | None = None) -> Choice | None:
     """From the rows of this precision and layout in all `tables` (tuned, then shipped): the
-    row of this shape (the first table's that has one), else the nearest row of them all (of
-    the same alignment class where any is; at equal distance the earlier table's), and its
-    fastest allowed candidate. A tuned table of a few shapes thus adds to the shipped one
-    rather than hiding it. None when no table has such a row. rows: searched_rows of these
-    tables, where the caller keeps them."""
+    row of this shape (the first table's that has one) and its fastest allowed candidate.
+    Else the NEAREST_ROWS nearest rows of them all (of the same alignment class where any
+    is; at equal distance the earlier table's): each allowed candidate of the nearest one
+    that has any is priced here as its time in each of those rows that has it, times
+    busiest_work here over busiest_work there on `sm_count` SMs (0: the nearest row's
+    table's), averaged in log space with weights 1 / (distance + NEAR_WEIGHT); the least
+    wins. A tuned table of a few shapes thus adds to the shipped one rather than hiding it.
+    None when no table has such a row. rows: searched_rows of these tables, where the
+    caller keeps them. scaled: a memo of the answers for shapes without a row, kept with
+    `rows`: those are priced at the shape rounded up to BUCKET in each extent (every tile
+    extent is a multiple of it, so every candidate's tile counts are the shape's own)."""
     if rows is None:
         rows = searched_rows(tables, layout, precision, aligned)
-    lm, ln, lk = (math.log2(max(x, 1)) for x in (m, n, k))
-    # (distance() with the rows' logarithms taken once), nearest first; the nearest alone
-    # is ranked where it has an allowed candidate, as it mostly has
-    near = [((x[0][0] - lm) ** 2 + (x[0][1] - ln) ** 2 + (x[0][2] - lk) ** 2, x[1], j)
-            for j, x in enumerate(rows)]
+    for _, _, t, r, cands, _ in rows:
+        if r.shape == (m, n, k) and r.aligned == aligned:
+            ranked = [c for c in cands if c[2][0] in allowed]
+            if ranked:
+                (key, ms, (kernel, transposed, split_k)), rest = ranked[0], ranked[1:]
+                return Choice(kernel, transposed, "table", f"{_where(t, r, layout)}: {key} "
+                              f"{ms:.4g} ms" + (f", then {rest[0][0]} {rest[0][1]:.4g} ms"
+                                                if rest else ""), split_k)
+    shape = tuple(cdiv(x, BUCKET) * BUCKET for x in (m, n, k))
+    bkey = (shape, frozenset(allowed), sm_count)
+    hit = scaled.get(bkey) if scaled is not None else None
+    if hit is None:
+        lm, ln, lk = (math.log2(x) for x in shape)
+        # (distance() with the rows' logarithms taken once)
+        dist = [((x[0][0] - lm) ** 2 + (x[0][1] - ln) ** 2 + (x[0][2] - lk) ** 2, x[1], j)
+                for j, x in enumerate(rows)]
+        near = heapq.nsmallest(NEAREST_ROWS, dist)
+        if near and not any(c[2][0] in allowed for c in rows[near[0][2]][4]):
+            near = sorted(dist)             # the nearest rows' candidates are gone here
+        hit = False
+        for a, (_, _, j) in enumerate(near):
+            ranked = [c for c in rows[j][4] if c[2][0] in allowed]
+            if ranked:
+                hit = _scaled(rows, near[a:a + NEAREST_ROWS], ranked, shape, precision,
+                              sm_count, _where(rows[j][2], rows[j][3], layout))
+                break
+        if scaled is not None:
+            scaled[bkey] = hit
+    return hit or None
 
-    def nearest_first():
-        if near:
-            yield min(near)
-            yield from sorted(near)     # (the nearest again: skipped again)
-    for _, _, j in nearest_first():
-        _, _, t, r, cands = rows[j]
-        ranked = [c for c in cands if c[2][0] in allowed]
-        if not ranked:
-            continue
-        (key, ms, (kernel, transposed, split_k)), rest = ranked[0], ranked[1:]
-        exact = r.shape == (m, n, k) and r.aligned == aligned
-        why = (f"{os.path.basename(t.source) or 'table'} row {r.m}x{r.n}x{r.k} {layout}"
-               f"{'' if r.aligned else ' unaligned'}: {key} {ms:.4g} ms"
-               + (f", then {rest[0][0]} {rest[0][1]:.4g} ms" if rest else ""))
-        if split_k and not exact:
-            # a split count fits the shape it was measured at (its tiles, k-tiles and
-            # waves): elsewhere the kernel's own stream-K plan, which follows the shape
-            # (docs/tuning/auto.md#nearest-split)
-            split_k = 0
-            why += "; its split fits that shape: here the kernel's own plan"
-        return Choice(kernel, transposed, "table" if exact else "nearest", why, split_k)
-    return None
+
+def _where(t, r, layout: str) -> str:
+    return (f"{os.path.basename(t.source) or 'table'} row {r.m}x{r.n}x{r.k} {layout}"
+            f"{'' if r.aligned else ' unaligned'}")
+
+
+def _scaled(rows, near, ranked, shape, precision: str, sm_count: int, where: str) -> Choice:
+    """from_tables for a shape without a row: `ranked`, the nearest row's allowed candidates,
+    each priced from the `near` rows that measured it."""
+    sms = sm_count or rows[near[0][2]][2].sm_count
+    weights = [1.0 / (d + NEAR_WEIGHT) for d, _, _ in near]
+    best = None
+    for key, ms0, (kernel, transposed, split_k) in ranked:
+        x = registry.lookup(kernel)       # (None: a table's name, not a kernel: unscaled)
+        total = weight = 0.0
+        for w, (_, _, j) in zip(weights, near):
+            memo = rows[j][5]
+            there = memo.get((key, sms))      # log(ms / busiest_work) at the row's shape
+            if there is None:
+                r = rows[j][3]
+                ms = r.times.get(key)
+                there = memo[key, sms] = False if ms is None else math.log(
+                    ms / busiest_work(x, *r.shape, precision, sms, transposed, split_k))
+            if there is not False:
+                total += w * there
+                weight += w
+        predicted = total / weight + math.log(
+            busiest_work(x, *shape, precision, sms, transposed, split_k))
+        if best is None or predicted < best[0]:
+            best = (predicted, key, ms0, kernel, transposed, split_k)
+    predicted, key, ms0, kernel, transposed, split_k = best
+    why = (f"{where} and the {len(near) - 1} next: {key} {ms0:.4g} ms there, "
+           f"{math.exp(predicted):.4g} ms here by its work on the SMs")
+    x = registry.lookup(kernel)
+    if split_k and x is not None and not _splits(x, *shape, transposed, split_k, None):
+        split_k = 0
+        why += "; the split does not fit here: the kernel's own plan"
+    return Choice(kernel, transposed, "nearest", why, split_k)
+
+
+def _splits(x: registry.Kernel, m: int, n: int, k: int, transposed: bool, split_k: int,
+            sm_count: int | None) -> bool:
+    """True if a launch of x with split_k CTAs per tile takes the split (streamk.split_k_ctas)
+    rather than its own plan, with min_blocks CTAs an SM; sm_count None: on a GPU that holds
+    them all at once (whether a launch can take it: it decides on its occupancy)."""
+    if transposed:
+        m, n = n, m
+    bm, bn, bk = x.tile
+    tiles = cdiv(m, bm) * cdiv(n, bn)
+    slots = tiles * split_k if sm_count is None else sm_count * x.min_blocks
+    return bool(streamk.split_k_ctas(tiles, cdiv(k, bk), split_k, slots))
+
+
+def busiest_work(x: registry.Kernel | None, m: int, n: int, k: int, precision: str, sm_count: int,
+                 transposed: bool = False, split_k: int = 0) -> float:
+    """A model of what a launch of `x` on M x N x K (the transposed problem where
+    `transposed`) costs its busiest SM, for scaling a time measured at a nearby shape: a
+    persistent kernel's walk_cost; else, for a tiled kernel, k-tiles run by one of its
+    sm_count x min_blocks CTA slots, each tile TILE_OVERHEAD more (its fill and store):
+    whole waves of tiles, the stream-K plan's (streamk.plan) share of the last wave, or
+    one wave of split_k runs per tile where the launch takes the split (split_k_ctas)."""
+    if transposed:
+        m, n = n, m
+    if x is None:
+        return 1.0
+    if isinstance(x.grid, registry.PersistentGrid):
+        return walk_cost(x, m, n, k, precision, sm_count)
+    if not x.tile or sm_count < 1:
+        return 1.0
+    bm, bn, bk = x.tile
+    tiles, k_tiles, slots = cdiv(m, bm) * cdiv(n, bn), cdiv(k, bk), sm_count * x.min_blocks
+    if split_k and _splits(x, m, n, k, False, split_k, sm_count):
+        return cdiv(k_tiles, split_k) + 2 * TILE_OVERHEAD       # the fixup: another store
+    v = x.variants[0]
+    if v.stream_k:
+        tile0, ctas = streamk.stream_k_plan(tiles, k_tiles, slots, slots, v.stream_k_fill)
+        if ctas:
+            return (tile0 // slots * (k_tiles + TILE_OVERHEAD)
+                    + (tiles - tile0) * k_tiles / ctas + 2 * TILE_OVERHEAD)
+    return cdiv(tiles, slots) * (k_tiles + TILE_OVERHEAD)
 
 
 def _area(x: registry.Kernel) -> int:

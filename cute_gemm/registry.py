@@ -48,6 +48,11 @@ def find(name: str) -> Kernel:
     return next((k for k in _INTERNAL if k.name == name), None) or get(name)
 
 
+def lookup(name: str) -> Kernel | None:
+    """The registered kernel of that name, else None (a name read from a file)."""
+    return _BY_NAME.get(name)
+
+
 def get(name: str) -> Kernel:
     try:
         return _BY_NAME[name]

@@ -146,15 +146,39 @@ def test_nearest_measured_shape_in_log_space(monkeypatch):
     assert "row 4096x4096x4096" in c.why and "then cute_pipelined_64x128x8" in c.why
     # 256^3 is 3 doublings from 128^3 and 12 from 4096^3 per dimension: log space says 128^3
     c = pick(256, 256, 256)
-    assert (c.kernel, c.source) == ("cute_pipelined_64x128x8", "nearest") and "128x128x128" in c.why
-    # (in linear space 2048^3 would be nearer 4096^3 too, but so would 700^3)
-    assert pick(700, 700, 700).kernel == "cute_pipelined_64x128x8"
-    assert pick(2048, 2048, 2048).kernel == "cute_pipelined"
+    assert c.source == "nearest" and "row 128x128x128" in c.why
+    assert "row 4096x4096x4096" in pick(2048, 2048, 2048).why
     c = pick(16384, 64, 4096)
     assert (c.kernel, c.transposed, c.key) == ("cute_pipelined", True, "cute_pipelined.T")
     # another layout or precision has no rows: the heuristic
     assert pick(4096, 4096, 4096, layout="tn").source == "heuristic"
     assert auto.distance((128, 128, 128), (256, 256, 256)) == pytest.approx(3.0)
+
+
+def test_a_nearest_rows_times_are_scaled_by_the_waves_each_candidate_runs(monkeypatch):
+    """At 4096^3 on 132 SMs the 128x128 tiles (2 CTAs an SM: 264 slots) run 1024 tiles in 4
+    waves and the 64x128 ones (3 an SM) 2048 in 6: the wider tile is faster there. At
+    1024 x 1024 x 4096 both run one wave, the wider tile's 64 CTAs leaving most SMs idle:
+    scaled by their waves, 2.6 ms x 1/4 against 3.0 ms x 1/6, the narrower tile wins. The
+    nearest rule alone would have kept the wider one."""
+    fake_candidates(monkeypatch, "cute_pipelined_128x128x8", "cute_pipelined_64x128x8")
+    wide, narrow = (registry.get(n) for n in ("cute_pipelined_128x128x8", "cute_pipelined_64x128x8"))
+    assert not wide.variants[0].stream_k and not narrow.variants[0].stream_k
+    assert (wide.tile[:2], wide.min_blocks, narrow.tile[:2], narrow.min_blocks) == (
+        (128, 128), 2, (64, 128), 3)
+    tabs = [table([row(4096, 4096, 4096, {"cute_pipelined_128x128x8": 2.6,
+                                          "cute_pipelined_64x128x8": 3.0})])]
+    kt = 4096 // 8 + auto.TILE_OVERHEAD
+    assert auto.busiest_work(wide, 4096, 4096, 4096, "fp32", 132) == 4 * kt
+    assert auto.busiest_work(narrow, 4096, 4096, 4096, "fp32", 132) == 6 * kt
+    c = auto.choose(1024, 1024, 4096, device=H100, tables=tabs)
+    assert (c.kernel, c.source) == ("cute_pipelined_64x128x8", "nearest")
+    assert "0.5 ms here" in c.why and "row 4096x4096x4096" in c.why
+    # half the K, the same waves: the row's order stands
+    assert auto.choose(4096, 4096, 2048, device=H100, tables=tabs).kernel == "cute_pipelined_128x128x8"
+    # the transposed problem is walked as the kernel sees it
+    assert auto.busiest_work(narrow, 128, 4096, 64, "fp32", 132, transposed=True) == (
+        auto.busiest_work(narrow, 4096, 128, 64, "fp32", 132))
 
 
 def test_lookup_prefers_the_same_alignment_class(monkeypatch):
@@ -419,21 +443,48 @@ def test_a_tuned_table_of_a_few_shapes_adds_to_the_shipped_one(monkeypatch):
     assert (c.kernel, c.source) == ("cute_pipelined_64x128x16_sk", "nearest") and "512x512x512" in c.why
 
 
-def test_a_nearest_row_gives_its_kernel_but_not_its_split_count(monkeypatch):
-    """A split count belongs to the shape it was measured at: the exact row launches it, a
-    row of another shape gives its kernel and orientation, launched with the kernel's own
-    stream-K plan (over the shipped tables, leave-one-out, that lost 5-6 % against the best
-    candidate where the row's split counts lost 7-8 %: docs/tuning/auto.md#nearest-split)."""
+def test_shapes_without_a_row_are_priced_per_bucket_with_their_own_tile_counts():
+    """from_tables keeps its answer for a shape without a row per BUCKET-rounded shape: every
+    candidate's tile extents are multiples of BUCKET, so the shape's tile and k-tile counts
+    (all busiest_work reads of it) are the rounded shape's. The memo gives what a fresh
+    search gives; a shape with its own row is never rounded onto another's."""
+    import random
+    for x in registry.KERNELS:
+        if "auto" in x.tags and x.tile:
+            assert all(t % auto.BUCKET == 0 for t in x.tile), x.name
+    t = autotable.read(Path(cute_gemm.__file__).parent / "tables" / "nvidia-h200.json")
+    allowed = {auto.split_key(c)[0] for r in t.rows for c in r.times}
+    rows = auto.searched_rows([t], "nn", "fp32", True)
+    memo: dict = {}
+    rng = random.Random(5)
+    for _ in range(300):
+        m, n, k = (rng.choice((rng.randint(1, 64), rng.randint(1, 20000))) for _ in range(3))
+        for m2 in (m, (m + 7) // 8 * 8):
+            kept = auto.from_tables([t], m2, n, k, "nn", "fp32", True, allowed, rows, 132, memo)
+            fresh = auto.from_tables([t], m2, n, k, "nn", "fp32", True, allowed, rows, 132)
+            assert kept == fresh
+    assert any(v for v in memo.values())
+    assert auto.from_tables([t], 4096, 4096, 4096, "nn", "fp32", True, allowed, rows, 132,
+                            memo).source == "table"
+    assert auto.from_tables([t], 4095, 4096, 4096, "nn", "fp32", True, allowed, rows, 132,
+                            memo).source == "nearest"
+
+
+def test_a_nearest_rows_split_count_is_priced_where_it_fits(monkeypatch):
+    """A split count is a candidate like the others at a shape without a row: priced as one
+    wave of split runs per tile where the launch takes it (streamk.split_k_ctas), and given
+    up for the kernel's own plan where it does not fit (too few k-tiles for 6 runs)."""
     key = "cute_pipelined_64x128x16_sk.T/splitk6"
     fake_candidates(monkeypatch, "cute_pipelined", "cute_pipelined_64x128x16_sk")
-    tabs = [table([row(128, 4096, 4096, {key: 0.109, "cute_pipelined_64x128x16_sk": 0.110,
+    tabs = [table([row(128, 4096, 4096, {key: 0.100, "cute_pipelined_64x128x16_sk.T": 0.110,
                                          "cute_pipelined": 0.12})])]
     c = auto.choose(128, 4096, 4096, device=H100, tables=tabs)
     assert (c.key, c.source) == (key, "table")
-    c = auto.choose(128, 4096, 512, device=H100, tables=tabs)
-    assert (c.kernel, c.transposed, c.split_k, c.source) == (
-        "cute_pipelined_64x128x16_sk", True, 0, "nearest")
-    assert c.key == "cute_pipelined_64x128x16_sk.T" and "own plan" in c.why and key in c.why
+    c = auto.choose(128, 4096, 8192, device=H100, tables=tabs)
+    assert (c.key, c.split_k, c.source) == (key, 6, "nearest")
+    c = auto.choose(128, 4096, 64, device=H100, tables=tabs)       # 4 k-tiles
+    assert (c.kernel, c.transposed, c.split_k) == ("cute_pipelined_64x128x16_sk", True, 0)
+    assert "own plan" in c.why and key in c.why
 
 
 def test_a_split_k_pick_launches_that_many_ctas_per_tile(monkeypatch):
