@@ -127,8 +127,8 @@ def runnable(precision: str, out_dtype: str, device, m: int, n: int, k: int
              ) -> tuple[registry.Kernel, ...]:
     """The candidates that can run this problem on `device` (a launch.DeviceInfo, or any
     object with name, arch_int, smem_optin); a named error, before any launch, when none can."""
-    named = _named(precision, out_dtype)
-    here = [x for x in named if x.runs_on(device.arch_int)]
+    named, arch = _named(precision, out_dtype), device.arch_int
+    here = [x for x in named if x.runs_on(arch)]
     if not here:
         need = ", ".join(f"{x.name} needs sm_{x.min_arch}" + ("" if x.arch_specific else "+")
                          for x in named)
