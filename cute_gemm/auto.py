@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import heapq
 import math
 import operator
 import os
@@ -270,9 +269,7 @@ def from_tables(tables, m: int, n: int, k: int, layout: str, precision: str, ali
         # (distance() with the rows' logarithms taken once)
         dist = [((x[0][0] - lm) ** 2 + (x[0][1] - ln) ** 2 + (x[0][2] - lk) ** 2, x[1], j)
                 for j, x in enumerate(rows)]
-        near = heapq.nsmallest(NEAREST_ROWS, dist)
-        if near and not any(c[2][0] in allowed for c in rows[near[0][2]][4]):
-            near = sorted(dist)             # the nearest rows' candidates are gone here
+        near = sorted(dist)
         hit = False
         for a, (_, _, j) in enumerate(near):
             ranked = [c for c in rows[j][4] if c[2][0] in allowed]
@@ -313,28 +310,27 @@ def _scaled(rows, near, ranked, shape, precision: str, sm_count: int, where: str
         predicted = total / weight + math.log(
             busiest_work(x, *shape, precision, sms, transposed, split_k))
         if best is None or predicted < best[0]:
-            best = (predicted, key, ms0, kernel, transposed, split_k)
-    predicted, key, ms0, kernel, transposed, split_k = best
+            best = (predicted, key, ms0, x, transposed, split_k)
+    predicted, key, ms0, x, transposed, split_k = best
+    kernel = split_key(key)[0]
     why = (f"{where} and the {len(near) - 1} next: {key} {ms0:.4g} ms there, "
            f"{math.exp(predicted):.4g} ms here by its work on the SMs")
-    x = registry.lookup(kernel)
-    if split_k and x is not None and not _splits(x, *shape, transposed, split_k, None):
+    if split_k and x is not None and not _split_fits(x, *shape, transposed, split_k):
         split_k = 0
         why += "; the split does not fit here: the kernel's own plan"
     return Choice(kernel, transposed, "nearest", why, split_k)
 
 
-def _splits(x: registry.Kernel, m: int, n: int, k: int, transposed: bool, split_k: int,
-            sm_count: int | None) -> bool:
-    """True if a launch of x with split_k CTAs per tile takes the split (streamk.split_k_ctas)
-    rather than its own plan, with min_blocks CTAs an SM; sm_count None: on a GPU that holds
-    them all at once (whether a launch can take it: it decides on its occupancy)."""
+def _split_fits(x: registry.Kernel, m: int, n: int, k: int, transposed: bool,
+                split_k: int) -> bool:
+    """False where the shape rules out a launch of x with split_k CTAs per tile whatever the
+    GPU's occupancy (streamk.split_k_ctas with room for them all: too few k-tiles, too many
+    tiles); where only occupancy can, the launch decides."""
     if transposed:
         m, n = n, m
     bm, bn, bk = x.tile
     tiles = cdiv(m, bm) * cdiv(n, bn)
-    slots = tiles * split_k if sm_count is None else sm_count * x.min_blocks
-    return bool(streamk.split_k_ctas(tiles, cdiv(k, bk), split_k, slots))
+    return bool(streamk.split_k_ctas(tiles, cdiv(k, bk), split_k, tiles * split_k))
 
 
 def busiest_work(x: registry.Kernel | None, m: int, n: int, k: int, precision: str, sm_count: int,
@@ -355,7 +351,7 @@ def busiest_work(x: registry.Kernel | None, m: int, n: int, k: int, precision: s
         return 1.0
     bm, bn, bk = x.tile
     tiles, k_tiles, slots = cdiv(m, bm) * cdiv(n, bn), cdiv(k, bk), sm_count * x.min_blocks
-    if split_k and _splits(x, m, n, k, False, split_k, sm_count):
+    if split_k and streamk.split_k_ctas(tiles, k_tiles, split_k, slots):
         return cdiv(k_tiles, split_k) + 2 * TILE_OVERHEAD       # the fixup: another store
     v = x.variants[0]
     if v.stream_k:
