@@ -58,6 +58,23 @@ def test_exact_integer_mode_bitwise_agreement(beta, layout):
         assert np.nan_to_num(s.pairwise, nan=0.0).max() == 0.0
 
 
+@pytest.mark.parametrize("layout", registry.LAYOUTS)
+@pytest.mark.parametrize("beta", [0.0, 1.0])
+def test_interior_tiles_of_a_k_with_a_residue(layout, beta):
+    """K % BLK_K != 0 with 16-byte operands: cute_pipelined's interior tiles walk K residue
+    first (the partial k-tile loaded checked in the prologue, k-tile 0 starting before
+    column 0); residues 4, 8 and 12, one k-tile alone (K = 8), whole grids of interior tiles
+    and edge tiles beside them. Small integers: bit-equal to float64 and to each other."""
+    pipelined = [k.name for k in registry.kernels() if k.name.startswith("cute_pipelined")]
+    rep = cross_check(kernels=pipelined, shapes=[(256, 384, 36), (384, 256, 520), (512, 512, 8),
+                                                 (300, 260, 300)],
+                      exact=True, beta=beta, layout=layout)
+    _assert_ok(rep)
+    for s in rep.shapes:
+        assert len([r for r in s.results if r.status == "pass"]) == len(pipelined)
+        assert np.nan_to_num(s.pairwise, nan=0.0).max() == 0.0
+
+
 def test_cross_check_detects_a_wrong_result():
     """The judge must fail a result with one wrong element, and name where."""
     rng = np.random.default_rng()

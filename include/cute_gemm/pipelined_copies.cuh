@@ -91,20 +91,25 @@ constexpr int kMinBlocks = cute::is_same_v<CA, CpVecMN<Cfg, Cfg::blk_m>> && cute
 // outside the matrix is zero-filled instead of read — or LDG.128 into registers (zeros
 // outside) for a register-staged operand (LdVecK, `staged`). Only the CPY_M slices in
 // [lo, hi) (compile-time bounds after unrolling). kPred: edge tile, every copy checked.
+// kFirst: an interior tile's first k-tile of a walk shifted by the K residue, each copy
+// checked against k >= k_lo alone.
 // (static: as the mainloop's own lambdas were, so that NVVM inlines them the same way)
-template <bool kPred, class Cp, class TG, class TC, class TS, class TR, class Shp, class Staged>
+template <bool kPred, bool kFirst, class Cp, class TG, class TC, class TS, class TR, class Shp,
+          class Staged>
 static __device__ inline void issue_slices(Cp const& cp, TG const& tg, TC const& tc, TS& ts, TR& tr,
                                            Shp const& shp, int k_tile, int stage, Staged staged,
-                                           int lo, int hi) {
+                                           int lo, int hi, int k_lo) {
   using namespace cute;
+  static_assert(!(kPred && kFirst), "edge tiles walk K unshifted");
   CUTE_UNROLL
   for (int m = 0; m < size<1>(ts); ++m) {
     if (m < lo || m >= hi) continue;
     CUTE_UNROLL
     for (int k = 0; k < size<2>(ts); ++k) {
-      const bool in = !kPred || elem_less(tc(0, m, k, k_tile), shp);
+      const bool in = kFirst ? get<1>(tc(0, m, k, k_tile)) >= k_lo
+                             : !kPred || elem_less(tc(0, m, k, k_tile), shp);
       if constexpr (decltype(staged)::value) {
-        if constexpr (kPred) clear(tr(_, m, k));
+        if constexpr (kPred || kFirst) clear(tr(_, m, k));
         if (in) copy(cp, tg(_, m, k, k_tile), tr(_, m, k));
       } else {
         copy(cp.with(in), tg(_, m, k, k_tile), ts(_, m, k, stage));

@@ -13,8 +13,11 @@
 //    fragment in place and let ptxas hoist the LDS as registers allow (double buffering
 //    spills there). docs/tuning/cute_pipelined.md#frag-db.
 //  * kt_unroll k-tiles per iteration in the both-k-major data-parallel entry.
-//  * kPred: edge tiles (crossing M or N, or K % BLK_K != 0) check every copy and store;
-//    interior tiles run the same code with the checks compiled out.
+//  * kPred: edge tiles (crossing M or N) check every copy and store; interior tiles run the
+//    same code with the checks compiled out, the partial k-tile of a K % BLK_K != 0 first
+//    (residue first: only the prologue checks, where checking every k-tile cost 2048x2048x300
+//    a quarter more than 2048x2048x304: docs/tuning/cute_pipelined.md#k-residue); stream-K
+//    runs of such tiles check every copy, as edge tiles do.
 // Residues: identity tensors through the same TiledCopy/TiledMMA partitions; elem_less
 //           against (M,K) / (N,K) decides each copy (cp.async zero-fill, or zeroed
 //           registers) — every k-tile, so a partial last k-tile adds exact zeros. 16-byte
@@ -148,8 +151,14 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   CUTE_STATIC_ASSERT_V(bK % size<1>(typename CopyB::Tiled::Tiler_MN{}) == Int<0>{});  // BLK_K / CPY_K tile
   static_assert(!Cfg::kq_layout || (BLK_K >= 8 && BLK_K <= 32), "kq_layout: BLK_K 8 to 32");
 
-  Tensor mA = make_tensor(make_gmem_ptr(A), make_shape(M, K), dA);                    // (M,K)
-  Tensor mB = make_tensor(make_gmem_ptr(B), make_shape(N, K), dB);                    // (N,K)
+  // Residue first (interior tiles): where K % BLK_K != 0, k runs from -k_shift, so that
+  // the partial k-tile is k-tile 0, loaded checked in the prologue; the main loop's
+  // copies stay unchecked. (Edge tiles check every copy anyway: no shift.)
+  // Not in stream-K runs: the check's branch there (k_begin from the walk) spills.
+  constexpr bool kShifts = !kPred && !kSk;
+  const int k_shift = kShifts ? (BLK_K - K % BLK_K) % BLK_K : 0;
+  Tensor mA = make_tensor(make_gmem_ptr(A - k_shift * get<1>(dA)), make_shape(M, K + k_shift), dA);  // (M,K')
+  Tensor mB = make_tensor(make_gmem_ptr(B - k_shift * get<1>(dB)), make_shape(N, K + k_shift), dB);  // (N,K')
   Tensor mC = make_tensor(make_gmem_ptr(C), make_shape(M, N), make_stride(sCm, sCn)); // (M,N)
   Tensor cA = make_identity_tensor(shape(mA));                                        // (M,K) -> (m,k)
   Tensor cB = make_identity_tensor(shape(mB));                                        // (N,K) -> (n,k)
@@ -221,24 +230,32 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
                               kStagedB ? decltype(size<1>(tBsB))::value : 0>;
   constexpr int kSlA = Groups::kSlA, kU = Groups::kU, kPhases = Groups::kPhases;
   static_assert(!(kStagedA && kStagedB), "both k-major: raw stages (CpVecK)");
-  // phase p: cp.async (p == 0) + staged group p
-  auto load_phase = [&](int phase, int k_tile, int stage) {
+  // phase p: cp.async (p == 0) + staged group p; first: k-tile 0 of a shifted walk, its
+  // copies below k_shift zero-filled
+  auto load_phase_as = [&](auto first, int phase, int k_tile, int stage) {
+    constexpr bool kFirst = decltype(first)::value;
     const int lo = phase * kU / kPhases, hi = (phase + 1) * kU / kPhases;
     if (phase == 0 || kStagedA) {
       if constexpr (kRawA)
-        issue_slices<kPred>(copy_a, tAgA, tAcA, tAqA, tArA, shapeA, k_tile, stage, false_type{}, 0, 1 << 20);
+        issue_slices<kPred, kFirst>(copy_a, tAgA, tAcA, tAqA, tArA, shapeA, k_tile, stage,
+                                    false_type{}, 0, 1 << 20, k_shift);
       else
-        issue_slices<kPred>(copy_a, tAgA, tAcA, tAsA, tArA, shapeA, k_tile, stage,
-                            bool_constant<kStagedA>{}, kStagedA ? lo : 0, kStagedA ? hi : 1 << 20);
+        issue_slices<kPred, kFirst>(copy_a, tAgA, tAcA, tAsA, tArA, shapeA, k_tile, stage,
+                                    bool_constant<kStagedA>{}, kStagedA ? lo : 0,
+                                    kStagedA ? hi : 1 << 20, k_shift);
     }
     if (phase == 0 || kStagedB) {
       if constexpr (kRawB)
-        issue_slices<kPred>(copy_b, tBgB, tBcB, tBqB, tBrB, shapeB, k_tile, stage, false_type{}, 0, 1 << 20);
+        issue_slices<kPred, kFirst>(copy_b, tBgB, tBcB, tBqB, tBrB, shapeB, k_tile, stage,
+                                    false_type{}, 0, 1 << 20, k_shift);
       else
-        issue_slices<kPred>(copy_b, tBgB, tBcB, tBsB, tBrB, shapeB, k_tile, stage,
-                            bool_constant<kStagedB>{}, kStagedB ? lo - kSlA : 0,
-                            kStagedB ? hi - kSlA : 1 << 20);
+        issue_slices<kPred, kFirst>(copy_b, tBgB, tBcB, tBsB, tBrB, shapeB, k_tile, stage,
+                                    bool_constant<kStagedB>{}, kStagedB ? lo - kSlA : 0,
+                                    kStagedB ? hi - kSlA : 1 << 20, k_shift);
     }
+  };
+  auto load_phase = [&](int phase, int k_tile, int stage) {
+    load_phase_as(false_type{}, phase, k_tile, stage);
   };
   auto stash_phase = [&](int phase, int stage) {
     const int lo = phase * kU / kPhases, hi = (phase + 1) * kU / kPhases;
@@ -268,7 +285,15 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   for (int s = 0; s < STAGES - 1; ++s) {
     if (k_begin + s < k_end()) {
       CUTE_UNROLL
-      for (int p = 0; p < kPhases; ++p) load_phase(p, k_begin + s, s);
+      for (int p = 0; p < kPhases; ++p) {
+        if constexpr (kShifts) {
+          if (k_begin + s == 0 && k_shift != 0) {   // (the main loop never loads k-tile 0)
+            load_phase_as(true_type{}, p, 0, s);
+            continue;
+          }
+        }
+        load_phase(p, k_begin + s, s);
+      }
       CUTE_UNROLL
       for (int p = 0; p < kPhases; ++p) stash_phase(p, s);
     }

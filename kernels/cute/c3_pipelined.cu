@@ -58,8 +58,10 @@ __device__ __forceinline__ void tile_gemm(int tile_m, int tile_n, int k0, KEnd k
   // (see docs/tuning/cute_pipelined.md#twin-smem)
   extern __shared__ __align__(128) float smem_buf[];
   if constexpr (kFast) {
+    // block-uniform; a stream-K run of a tile whose K has a residue checks every copy
+    // (pipelined_mainloop.cuh: residue first is for data-parallel tiles)
     if ((tile_m + 1) * Config::blk_m <= M && (tile_n + 1) * Config::blk_n <= N &&
-        K % Config::blk_k == 0) {  // block-uniform
+        (cute::is_same_v<KEnd, cg::KEndValue> || K % Config::blk_k == 0)) {
       cg::gemm_pipelined<Config, false>(tile_m, tile_n, k0, k1, epi, M, N, K, alpha, A, dA, B, dB,
                                         beta, C, sCm, sCn, CopyA{}, CopyB{}, smem_buf);
       return;
