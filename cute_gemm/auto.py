@@ -24,7 +24,7 @@ import operator
 import os
 from dataclasses import dataclass
 
-from . import autotable, registry, resolve, streamk
+from . import autotable, memo, registry, resolve, streamk
 from .errors import CuteGemmError, DTypeError, InputError, ShapeLimitError
 from .records import (ITEMSIZE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, UNIT, Pick, cdiv,
                       layout_majors)
@@ -204,16 +204,12 @@ def choose(m: int, n: int, k: int, *, device, layout: str = "nn", precision: str
             rows = _rows[rkey] = searched_rows(tables, layout, precision, aligned)
             _scaled_memo[rkey] = {}
         scaled = _scaled_memo[rkey]
-        if len(scaled) >= 4096:
-            scaled.clear()
     found = from_tables(tables, m, n, k, layout, precision, aligned, {x.name for x in ks}, rows,
                         device.sm_count, scaled)
     choice = found if found is not None else heuristic(ks, m, n, k, precision, layout,
                                                         device.sm_count, out_dtype)
     if key is not None:
-        if len(_memo) >= 4096:
-            _memo.clear()
-        _memo[key] = choice
+        memo.keep(_memo, key, choice)
     return choice
 
 
@@ -278,7 +274,7 @@ def from_tables(tables, m: int, n: int, k: int, layout: str, precision: str, ali
                               sm_count, _where(rows[j][2], rows[j][3], layout))
                 break
         if scaled is not None:
-            scaled[bkey] = hit
+            memo.keep(scaled, bkey, hit)
     return hit or None
 
 
@@ -297,12 +293,12 @@ def _scaled(rows, near, ranked, shape, precision: str, sm_count: int, where: str
         x = registry.lookup(kernel)       # (None: a table's name, not a kernel: unscaled)
         total = weight = 0.0
         for w, (_, _, j) in zip(weights, near):
-            memo = rows[j][5]
-            there = memo.get((key, sms))      # log(ms / busiest_work) at the row's shape
+            kept = rows[j][5]
+            there = kept.get((key, sms))      # log(ms / busiest_work) at the row's shape
             if there is None:
                 r = rows[j][3]
                 ms = r.times.get(key)
-                there = memo[key, sms] = False if ms is None else math.log(
+                there = kept[key, sms] = False if ms is None else math.log(
                     ms / busiest_work(x, *r.shape, precision, sms, transposed, split_k))
             if there is not False:
                 total += w * there

@@ -11,7 +11,7 @@ import ctypes
 import functools
 import warnings
 
-from . import launch, registry
+from . import launch, memo, registry
 from .kernel_args import packed
 from .relayout import Relaid, Scale2d, pieces, scratch_bytes
 from .arrays import Operand
@@ -362,9 +362,7 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
         else:
             fast = resolve(k, ordinal, variant, copies, m, n, kk,
                            (A.strides, B.strides, T.strides), swap, pick.split_k)
-        if len(CACHE.launches) >= 4096:
-            CACHE.launches.clear()
-        CACHE.launches[key] = fast
+        memo.keep(CACHE.launches, key, fast)
     if C is not None and not C.same_view(T):
         _scale2d(ordinal, stream, 1.0, C, T)       # the launch updates T in place
     fast(A.ptr, B.ptr, T.ptr, alpha, beta, stream)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import sys
 
-from . import launch
+from . import launch, memo
 from .arrays import DeviceArray, Operand
 from .resolve import CACHE
 
@@ -202,9 +202,7 @@ def remember_new(key, fast, A: Operand, B: Operand, result) -> None:
     alloc = _allocator(result, A.obj)
     if alloc is None or not _streams_held(key[2], (A, B)):
         return
-    if len(CACHE.results) >= HOT_ENTRIES:
-        CACHE.results.clear()
-    CACHE.results[key] = (fast[1], *alloc)
+    memo.keep(CACHE.results, key, (fast[1], *alloc), HOT_ENTRIES)
 
 
 def launch_or_sign(name, precision, a, b, out, alpha, beta, stream):
@@ -248,8 +246,7 @@ def remember(key, fast, A: Operand, B: Operand, O: Operand) -> None:
     hold its producer stream had none."""
     if not _streams_held(key[2], (A, B, O)):
         return
-    if len(CACHE.hot) >= HOT_ENTRIES:
-        CACHE.hot.clear()
     # each operand's byte span relative to its pointer (fixed by the signature), for the
     # overlap test
-    CACHE.hot[key] = (fast[1], tuple(x - op.ptr for op in (A, B, O) for x in op.span()))
+    memo.keep(CACHE.hot, key, (fast[1], tuple(x - op.ptr for op in (A, B, O) for x in op.span())),
+              HOT_ENTRIES)

@@ -7,7 +7,7 @@ import functools
 import threading
 from typing import TYPE_CHECKING
 
-from . import launch, registry, streamk, workspace
+from . import launch, memo, registry, streamk, workspace
 
 if TYPE_CHECKING:
     from .resolve import LaunchPlan
@@ -32,9 +32,7 @@ class TensorMaps:
         if maps is None:
             maps = tuple(launch.encode_tensor_map(p, self.dtype, dims, ld, box, self.swizzle)
                          for p, (dims, ld, box) in ((pa, self.a), (pb, self.b)))
-            if len(self.memo) >= 64:
-                self.memo.clear()
-            self.memo[(pa, pb)] = maps
+            memo.keep(self.memo, (pa, pb), maps, 64)
         return maps
 
 

@@ -14,7 +14,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from . import cache, launch, registry, streamk
+from . import cache, launch, memo, registry, streamk
 from .arrays import Operand
 from .errors import CuteGemmError, DTypeError
 from .launcher import Launcher
@@ -369,14 +369,12 @@ def choose(k: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
     return _kept(_chosen, key, k, lambda: choose_exactly(k, ops, precision, out_dtype, dict(fits)))
 
 
-def _kept(memo: dict, key, k: registry.Kernel, compute) -> tuple[registry.Variant, list[str]]:
-    """(variant, copies) kept in `memo` under `key` for kernel k, compute() where not yet
+def _kept(kept: dict, key, k: registry.Kernel, compute) -> tuple[registry.Variant, list[str]]:
+    """(variant, copies) kept in `kept` under `key` for kernel k, compute() where not yet
     (or kept for another kernel of that name: tests may register one)."""
-    hit = memo.get(key)
+    hit = kept.get(key)
     if hit is None or hit[0] is not k:
-        if len(memo) >= 4096:
-            memo.clear()
-        hit = memo[key] = (k, *compute())
+        hit = memo.keep(kept, key, (k, *compute()))
     return hit[1], list(hit[2])
 
 
