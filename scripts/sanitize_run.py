@@ -21,9 +21,11 @@ from cute_gemm import api, check, launch, registry, resolve, streamk
 
 # odd extents (every residue path, the 4-byte fallbacks), one exact tile, tall/thin ones
 # (132, 260, 72): leading dimensions that TMA takes as they are, so cute_wgmma_ws's tf32
-# register-operand entries run in nn and tt (not copied into its k-major one), residues in all
+# register-operand entries run in nn and tt (not copied into its k-major one), residues in all;
+# (256, 256, 36): whole tiles only, K residue 4 (cute_pipelined's shifted walk, A and B's
+# pointers moved back before their first element)
 SHAPES = [(1, 1, 1), (37, 45, 29), (128, 128, 64), (130, 259, 70), (1, 300, 17), (300, 1, 33),
-          (132, 260, 72)]
+          (132, 260, 72), (256, 256, 36)]
 QUICK = [(37, 45, 29), (130, 259, 70), (132, 260, 72)]
 # stream-K (multiples of 4: the vector entries, which have the twins): less than a wave,
 # and one tile whose 128 k-tiles are cut between 16 CTAs

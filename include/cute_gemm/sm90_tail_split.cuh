@@ -59,6 +59,23 @@ __device__ __forceinline__ void two_sum_into(float& s, float x, float& e) {
   s = t;
 }
 
+// The consumer warpgroups meet in last_to_arrive on named barrier 1 (streamk.cuh's Meet):
+// bar.red.or carries the leader's flag, no __shared__ one (a static flag took 1 KB of smem
+// in the sm_90 kernels, the dynamic smem's alignment, and cute_wgmma_ws ran 3 % slower with
+// it on short K: docs/tuning/cute_wgmma_ws.md#tail-code).
+template <int kThreads>
+struct ConsumersMeet {
+  __device__ static bool any(bool p) {
+    uint32_t r;
+    asm volatile("{\n .reg .pred p, q;\n setp.ne.u32 p, %1, 0;\n"
+                 " bar.red.or.pred q, 1, %2, p;\n selp.u32 %0, 1, 0, q;\n}"
+                 : "=r"(r) : "r"(uint32_t(p)), "n"(kThreads) : "memory");
+    return r != 0;
+  }
+  __device__ static void sync() { any(false); }
+  __device__ static bool share(bool, bool v) { return any(v); }   // v: false but the leader's
+};
+
 // The consumer warpgroups' share of a cut tile (kThreads of them, named barrier 1, counted
 // in by streamk.cuh's last_to_arrive as stream-K's are): store this piece's partial as
 // partial `piece` of cut tile `slot` (its counter the slot-th of ws, its partials after the
@@ -90,14 +107,7 @@ __device__ __forceinline__ bool tail_fixup(Acc& acc, Acc const& sum, int thread,
       __stcg(mine + i * kThreads, acc(i));
     }
   }
-  auto consumers = [](bool p) {            // named barrier 1 over the consumers, OR of p
-    uint32_t any;
-    asm volatile("{\n .reg .pred p, q;\n setp.ne.u32 p, %1, 0;\n"
-                 " bar.red.or.pred q, 1, %2, p;\n selp.u32 %0, 1, 0, q;\n}"
-                 : "=r"(any) : "r"(uint32_t(p)), "n"(kThreads) : "memory");
-    return any != 0;
-  };
-  if (!last_to_arrive(counter, pieces, thread == 0, consumers)) return false;
+  if (!last_to_arrive<ConsumersMeet<kThreads>>(counter, pieces, thread == 0)) return false;
   const float* p = parts + thread;
   CUTE_UNROLL
   for (int g = 0; g < kSize; g += kGroup) {                // a group of elements at a time:

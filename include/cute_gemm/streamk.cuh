@@ -64,25 +64,36 @@ struct StreamK {
   __device__ int slot(int c, int u) const { return begin(c) / k_tiles == u ? 0 : 1; }
 };
 
+// How the threads that share a cut tile meet in last_to_arrive: Meet::sync() is their
+// barrier, Meet::share(leader, v) a barrier after which each of them has the leader's v.
+// A whole CTA: bar.sync twice and a __shared__ flag. With __syncthreads_or carrying the flag
+// instead, cute_pipelined's split launches ran 5 % slower at 1024^3 (H200,
+// docs/tuning/cute_pipelined.md#meet).
+struct CtaMeet {
+  __device__ static void sync() { __syncthreads(); }
+  __device__ static bool share(bool leader, bool v) {
+    __shared__ int s_v;      // rewritten only after the next sync(), once every thread read it
+    if (leader) s_v = v;
+    __syncthreads();
+    return s_v != 0;
+  }
+};
+
 // Count one share of a cut tile in at `counter` (n shares in all), once the threads that
-// wrote it have stored their part: `sync_or` is their barrier, returning the OR of a flag
-// over them (__syncthreads_or, or a named barrier's bar.red.or), `leader` one of them. True
-// for the last share to arrive (after a fence: every share's stores are visible to it),
-// which also zeroes the counter for the next launch. No share waits for another. The
-// leader's answer reaches the others through the barrier, not a __shared__ flag: a static
-// one took 1 KB of smem in the sm_90 kernels (the dynamic smem's alignment), and
-// cute_wgmma_ws ran 3 % slower with it on short K (docs/tuning/cute_wgmma_ws.md#tail-code).
-template <class SyncOr>
-__device__ __forceinline__ bool last_to_arrive(int* counter, int n, bool leader, SyncOr sync_or) {
+// wrote it have stored their part (Meet: how they meet, `leader` one of them). True for the
+// last share to arrive (after a fence: every share's stores are visible to it), which also
+// zeroes the counter for the next launch. No share waits for another.
+template <class Meet>
+__device__ __forceinline__ bool last_to_arrive(int* counter, int n, bool leader) {
   __threadfence();            // this thread's stores are visible device-wide ...
-  sync_or(false);             // ... for every thread of the share, before it is counted
+  Meet::sync();               // ... for every thread of the share, before it is counted
   bool last = false;
   if (leader) {
     const int arrived = atomicAdd(counter, 1);
     last = arrived == n - 1;
     if (last) *counter = 0;   // all n are in: ready for the next launch
   }
-  if (!sync_or(last)) return false;
+  if (!Meet::share(leader, last)) return false;
   __threadfence();
   return true;
 }
@@ -100,8 +111,7 @@ __device__ __forceinline__ bool streamk_fixup(Acc& acc, int* counter, int n, int
   float* mine = part(me);
 #pragma unroll
   for (int i = 0; i < int(cute::size(acc)); ++i) __stcg(mine + i * kThreads + threadIdx.x, acc(i));
-  if (!last_to_arrive(counter, n, threadIdx.x == 0, [](bool p) { return __syncthreads_or(p); }))
-    return false;
+  if (!last_to_arrive<CtaMeet>(counter, n, threadIdx.x == 0)) return false;
   const float* p0 = part(0);
 #pragma unroll
   for (int i = 0; i < int(cute::size(acc)); ++i) acc(i) = __ldcg(p0 + i * kThreads + threadIdx.x);
