@@ -212,8 +212,12 @@ def test_tune_end_to_end_on_a_simulated_device(monkeypatch, tmp_path, capsys):
     assert cli.main(["tune", "--size", "16x8x4", "--out", str(path), "--no-progress"]) == 0
     printed = capsys.readouterr().out
     assert "wrote" in printed and "3 problems" in printed
-    rows = autotable.read(path).rows
-    assert {r.shape for r in rows} == {(40, 30, 20), (64, 64, 64), (16, 8, 4)}
+    merged = autotable.read(path)
+    assert {r.shape for r in merged.rows} == {(40, 30, 20), (64, 64, 64), (16, 8, 4)}
+    # settings are the last run's; the runs merged before it stay on record
+    assert merged.settings["sizes"] == [[16, 8, 4]]
+    assert [r["sizes"] for r in merged.settings["earlier_runs"]] == [[[40, 30, 20], [64, 64, 64]]]
+    assert merged.settings["earlier_runs"][0]["date"] == t.date
     # the default place: this GPU's tuned table, which gemm() then reads
     tune.tune([(40, 30, 20)], max_seconds=60, progress=False)
     assert autotable.tuned_path("Simulated GPU").exists()

@@ -211,10 +211,13 @@ def tune(sizes="sweep", *, precisions="fp32", layouts="nn", max_seconds: float =
         raise ValueError(f"gemm() has no candidate for {', '.join(precs)} on {info.name} ({info.arch})")
     path = _out_path(out, info.name)
     table = _start(path, info, fresh)
+    earlier = _earlier_runs(table)
     table.settings = {"sizes": [list(x) for x in shapes],
                       "layouts": list(lays), "precisions": list(precs), "max_seconds": max_seconds,
                       "repeats": REPEATS, "min_repeats": MIN_REPEATS, "max_timing_s": MAX_TIMING_S,
                       "check": f"float64, whole up to M*N*K = {CHECK_FULL_MAX}, else sampled"}
+    if earlier:
+        table.settings["earlier_runs"] = earlier
     kernels = {auto.split_key(c)[0] for p in problems for c in p.candidates}
     say = (lambda s: print(s, file=stream, flush=True)) if progress else (lambda s: None)
     say(f"tune: {len(problems)} problems on {info.name} ({info.arch}); compiling "
@@ -257,6 +260,17 @@ def _start(path: Path, info, fresh: bool) -> Table:
     t = old or Table(info.name, info.arch, __version__)
     t.arch, t.sm_count = info.arch, info.sm_count
     return t
+
+
+def _earlier_runs(table: Table) -> list[dict]:
+    """What the runs merged into `table` before this one measured, oldest first (date,
+    sizes, layouts, precisions): settings are this run's, and the rows of a merged table are
+    not all of its sizes."""
+    s = table.settings
+    if not table.rows or not s:
+        return []
+    last = {"date": table.date, **{x: s[x] for x in ("sizes", "layouts", "precisions") if x in s}}
+    return [*s.get("earlier_runs", []), last]
 
 
 def _compile(kernels, info) -> None:
