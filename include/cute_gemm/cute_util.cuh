@@ -9,7 +9,7 @@
 // The macros read the CG_GEMM_PARAMS argument names.
 #pragma once
 
-#include <cute/tensor.hpp>
+#include <cute_gemm/cute.cuh>
 #include <cute_gemm/common.cuh>
 
 #define CG_DA_k    cute::make_stride(sAm, cute::Int<1>{})

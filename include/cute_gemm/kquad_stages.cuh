@@ -14,7 +14,7 @@
 // (docs/tuning/cute_pipelined.md#k-quad-stages; ladder_cute.kquad_stage mirrors the sizes.)
 #pragma once
 
-#include <cute/tensor.hpp>
+#include <cute_gemm/cute.cuh>
 #include <cute_gemm/common.cuh>
 #include <cute_gemm/pipelined_config.cuh>
 

@@ -33,7 +33,7 @@
 //   sk_smem                (derived) dynamic smem bytes the twins are launched with (#twin-smem)
 #pragma once
 
-#include <cute/tensor.hpp>
+#include <cute_gemm/cute.cuh>
 
 namespace cg {
 

@@ -25,7 +25,7 @@
 //                        are whole 64-byte rows
 #pragma once
 
-#include <cute/tensor.hpp>
+#include <cute_gemm/cute.cuh>
 #include <cute_gemm/pipelined_config.cuh>
 
 namespace cg {

@@ -28,7 +28,7 @@
 //           (docs/tuning/cute_pipelined.md#bottleneck).
 #pragma once
 
-#include <cute/tensor.hpp>
+#include <cute_gemm/cute.cuh>
 #include <cute_gemm/common.cuh>
 #include <cute_gemm/cute_util.cuh>
 #include <cute_gemm/kquad_stages.cuh>

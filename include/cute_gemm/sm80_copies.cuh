@@ -3,7 +3,7 @@
 // tf32 rounding of float operands in shared memory.
 #pragma once
 
-#include <cute/tensor.hpp>
+#include <cute_gemm/cute.cuh>
 
 namespace cg {
 

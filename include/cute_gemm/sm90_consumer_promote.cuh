@@ -15,7 +15,7 @@
 // k-tiles go out whole. Each element sees its adds in the order an unsplit promotion gives,
 // the last window promoted too (before the epilogue's sum + acc).
 #pragma once
-#include <cute/tensor.hpp>
+#include <cute_gemm/cute.cuh>
 #include <cute/arch/mma_sm90.hpp>
 #include <cute_gemm/sm90_pipeline.cuh>
 #include <cute_gemm/sm90_setmaxnreg.cuh>

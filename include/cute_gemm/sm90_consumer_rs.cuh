@@ -9,7 +9,7 @@
 // by two so that each buffer is a fixed set of registers (a run-time index would put them in
 // local memory).
 #pragma once
-#include <cute/tensor.hpp>
+#include <cute_gemm/cute.cuh>
 #include <cute/arch/mma_sm90.hpp>
 #include <cute_gemm/sm90_pipeline.cuh>
 #include <cute_gemm/sm90_setmaxnreg.cuh>

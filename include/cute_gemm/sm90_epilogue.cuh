@@ -9,7 +9,7 @@
 // the result). The float result is converted to
 // TC by round-to-nearest (cute::bfloat16_t / half_t constructors).
 #pragma once
-#include <cute/tensor.hpp>
+#include <cute_gemm/cute.cuh>
 
 namespace cg::sm90 {
 

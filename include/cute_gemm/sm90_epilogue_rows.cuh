@@ -8,7 +8,7 @@
 // row-major C, row pairs of a column-major one (the transposed problem's C^T of a row-major C,
 // which is how a row-major B reaches the register operand). With beta == 0 C is not read.
 #pragma once
-#include <cute/tensor.hpp>
+#include <cute_gemm/cute.cuh>
 
 namespace cg::sm90 {
 

@@ -20,7 +20,7 @@
 // What the host encodes (records.TmaBoxes, in elements, contiguous extent first) must be
 // kBox0 x kBox1: cute_gemm/ladder_cute.py computes the same numbers.
 #pragma once
-#include <cute/tensor.hpp>
+#include <cute_gemm/cute.cuh>
 #include <cute/atom/mma_traits_sm90_gmma.hpp>
 #include <cute_gemm/sm90_tma.cuh>
 

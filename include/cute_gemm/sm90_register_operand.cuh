@@ -21,7 +21,7 @@
 // A k-tile costs each thread 8 LDS.64 (4 wgmma atoms of k = 8): the bytes an SS wgmma would
 // read from smem itself.
 #pragma once
-#include <cute/tensor.hpp>
+#include <cute_gemm/cute.cuh>
 #include <cute/atom/mma_traits_sm90_gmma.hpp>
 #include <cute_gemm/sm90_tma.cuh>
 

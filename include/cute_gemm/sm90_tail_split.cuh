@@ -22,7 +22,7 @@
 // partial tile per piece (promoted: two, its sum and carried error):
 // streamk.tail_split_workspace_bytes.
 #pragma once
-#include <cute/tensor.hpp>
+#include <cute_gemm/cute.cuh>
 #include <cute_gemm/streamk.cuh>
 
 namespace cg::sm90 {

@@ -21,7 +21,7 @@
 // warp's last mainloop reads are done (2-way conflicts for the fragments' scalar stores).
 #pragma once
 
-#include <cute/tensor.hpp>
+#include <cute_gemm/cute.cuh>
 #include <cute_gemm/common.cuh>
 #include <cute_gemm/cute_util.cuh>
 #include <cute_gemm/pipelined_config.cuh>

@@ -3,7 +3,7 @@
 // and the partial-tile reduction: streamk.cuh).
 #pragma once
 
-#include <cute/tensor.hpp>
+#include <cute_gemm/cute.cuh>
 #include <cute_gemm/common.cuh>
 #include <cute_gemm/pipelined_config.cuh>
 #include <cute_gemm/smem_epilogue.cuh>

@@ -22,7 +22,7 @@
 //   tC        = (16,16):(16,1)               thread -> (m,n) of its C elements
 //   tCgA      = local_partition(gA, tC, tid, Step<_1,X>)   rows m0 + 16*i of A
 //   tCgB      = local_partition(gB, tC, tid, Step<X,_1>)   columns n0 + 16*j of B
-#include <cute/tensor.hpp>
+#include <cute_gemm/cute.cuh>
 #include <cute_gemm/common.cuh>
 #include <cute_gemm/cute_util.cuh>
 

@@ -21,7 +21,7 @@
 //   copy thread layout, operand contiguous along k:   (32,8):(8,1)
 //   compute thread layout tC = (16,16):(1,16) -> thread (tid%16, tid/16) owns
 //       C(tm + 16i, tn + 16j); tCsA = rows tm + 16i of sA, tCsB = rows tn + 16j of sB
-#include <cute/tensor.hpp>
+#include <cute_gemm/cute.cuh>
 #include <cute_gemm/common.cuh>
 
 using namespace cute;

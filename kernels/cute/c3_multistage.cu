@@ -32,7 +32,7 @@
 //   copy, 4 B along k:     thr (32,8):(8,1),  val (1,1)
 //   TiledMMA: UniversalFMA<float> atoms, (16,16,1):(1,16,0) -> thread (tid%16, tid/16) owns
 //       C(tm + 16i, tn + 16j), i,j < 8 (as c2).
-#include <cute/tensor.hpp>
+#include <cute_gemm/cute.cuh>
 #include <cute_gemm/common.cuh>
 #include <cute_gemm/cute_util.cuh>
 

@@ -25,7 +25,7 @@
 // Bottleneck: FFMA issue; per k-tile the barrier, the refill and its address math.
 //
 // Config: prepended to this file by the registry (compile.read_source, Kernel.config).
-#include <cute/tensor.hpp>
+#include <cute_gemm/cute.cuh>
 #include <cute_gemm/common.cuh>
 #include <cute_gemm/cute_util.cuh>
 #include <cute_gemm/pipelined_config.cuh>

@@ -50,7 +50,7 @@
 //   TiledMMA: atom layout (2,2,1) (warp w at (w%2, w/2)), tile 32 x 32 x atom-K: a warp owns
 //       rows 16*(w%2) + 32i + [0,16) and columns 8*(w/2) + 16j + [0,8), i < 4, j < 8 (its two
 //       8-wide B atoms 16 apart are one LDSM x4).
-#include <cute/tensor.hpp>
+#include <cute_gemm/cute.cuh>
 #include <cute_gemm/common.cuh>
 #include <cute_gemm/cute_util.cuh>
 #include <cute_gemm/sm80_copies.cuh>

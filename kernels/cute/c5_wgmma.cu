@@ -35,7 +35,7 @@
 //                 m-major (64, BLK_K) of the (M, K) tensor, BLK_M / 64 per stage
 //   accumulator = per 64-row atom, thread t (warp w, lane l) owns rows 16w + l/4 and +8,
 //                 columns 8j + 2(l%4) and +1 (CuTe's partition_C says so exactly)
-#include <cute/tensor.hpp>
+#include <cute_gemm/cute.cuh>
 #include <cute/arch/mma_sm90.hpp>
 #include <cute_gemm/common.cuh>
 #include <cute_gemm/sm90_tma.cuh>

@@ -42,7 +42,7 @@
 // Bottleneck: the epilogue stalls both consumer warpgroups once per tile (only the producer's
 //           loads overlap it); at 4096^3, 512 tiles on 132 SMs leave a partial last wave.
 //           Measurements: docs/tuning/cute_wgmma_ws.md.
-#include <cute/tensor.hpp>
+#include <cute_gemm/cute.cuh>
 #include <cute/arch/mma_sm90.hpp>
 #include <cute_gemm/common.cuh>
 #include <cute_gemm/sm90_tma.cuh>
