@@ -103,6 +103,36 @@ def test_compile_error_carries_kernel_options_and_log(tmp_cache):
     assert "naive" in str(err) and "-arch=sm_90" in str(err) and "this_is_not_cpp" in str(err)
 
 
+def test_cute_header_tuple_elements_are_cutes_own():
+    """include/cute_gemm/cute.cuh's direct tuple_element of short cute::tuples names the type
+    CuTe's own does (and cute::get returns) for every index of tuples of 1 to 4 elements,
+    whatever the element kinds (static integers, references' targets, nested tuples), and
+    longer tuples keep CuTe's. Compiled by NVRTC, checked by static_assert."""
+    k = registry.get("cute_smem")
+    src = r"""
+#include <cute_gemm/cute.cuh>
+using namespace cute;
+using I3 = Int<3>;
+using N2 = tuple<int, I3>;
+template <class T, int I, class E>
+constexpr bool at = cuda::std::is_same_v<tuple_element_t<I, T>, E> &&
+                    cuda::std::is_same_v<cuda::std::tuple_element_t<I, T>, E> &&
+                    cuda::std::is_same_v<remove_cvref_t<decltype(get<I>(declval<T>()))>, E>;
+static_assert(at<tuple<I3>, 0, I3>);
+static_assert(at<tuple<float, N2>, 0, float> && at<tuple<float, N2>, 1, N2>);
+static_assert(at<tuple<I3, int, N2>, 0, I3> && at<tuple<I3, int, N2>, 2, N2>);
+using T4 = tuple<int, I3, float, N2>;
+static_assert(at<T4, 0, int> && at<T4, 1, I3> && at<T4, 2, float> && at<T4, 3, N2>);
+static_assert(cuda::std::is_same_v<tuple_element_t<0, tuple<const int, I3>>, const int>);
+using T5 = tuple<int, I3, float, N2, double>;
+static_assert(at<T5, 3, N2> && at<T5, 4, double>);
+static_assert(cuda::std::is_same_v<tuple_element_t<1, const T4>, const I3>);
+static_assert(size(make_layout(make_shape(I3{}, 4), LayoutRight{})) == 12);
+extern "C" __global__ void probe(int* p) { *p = get<1>(T4{}); }
+"""
+    comp.compile_source(k, "sm_90", src, comp.options(k, "sm_90"))
+
+
 def test_options_carry_registry_defines():
     k = registry.get("cute_smem")
     opts = comp.options(k, "sm_80")
