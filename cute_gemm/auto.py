@@ -306,9 +306,8 @@ def _scaled(rows, near, ranked, shape, precision: str, sm_count: int, where: str
         predicted = total / weight + math.log(
             busiest_work(x, *shape, precision, sms, transposed, split_k))
         if best is None or predicted < best[0]:
-            best = (predicted, key, ms0, x, transposed, split_k)
-    predicted, key, ms0, x, transposed, split_k = best
-    kernel = split_key(key)[0]
+            best = (predicted, key, ms0, kernel, x, transposed, split_k)
+    predicted, key, ms0, kernel, x, transposed, split_k = best
     why = (f"{where} and the {len(near) - 1} next: {key} {ms0:.4g} ms there, "
            f"{math.exp(predicted):.4g} ms here by its work on the SMs")
     if split_k and x is not None and not _split_fits(x, *shape, transposed, split_k):
