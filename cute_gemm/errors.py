@@ -69,6 +69,12 @@ class CompileError(CuteGemmError):
         )
 
 
+class HeadersNotFound(CuteGemmError, RuntimeError):
+    """A header wheel CuTe kernels compile against (nvidia-cutlass, nvidia-cuda-cccl,
+    nvidia-cuda-runtime) is not installed, or its CUTE_GEMM_*_INCLUDE override is not a
+    folder; raised before any compile, naming the wheel and the variable."""
+
+
 class CudaError(CuteGemmError, RuntimeError):
     """A CUDA driver call failed; names the call, the kernel (if any) and the CUDA error."""
 

@@ -16,6 +16,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import HeadersNotFound
+
 _PKG = Path(__file__).resolve().parent
 
 
@@ -107,10 +109,6 @@ def _dir_fingerprint(path: Path) -> str:
         st = os.stat(full)
         h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return "dir:" + h.hexdigest()
-
-
-class HeadersNotFound(RuntimeError):
-    pass
 
 
 def _wheel_version(dist: str, found: Path) -> str:

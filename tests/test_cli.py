@@ -112,6 +112,26 @@ def test_compile_error_escaping_a_command_points_at_the_log(capsys, monkeypatch)
     assert "error: boom" in log.read_text()
 
 
+@pytest.fixture
+def missing_cutlass(monkeypatch, tmp_path):
+    from cute_gemm import paths
+    monkeypatch.setenv("CUTE_GEMM_CUTLASS_INCLUDE", str(tmp_path / "no-such-folder"))
+    paths.header_dirs.cache_clear()
+    yield
+    monkeypatch.delenv("CUTE_GEMM_CUTLASS_INCLUDE")
+    paths.header_dirs.cache_clear()
+
+
+def test_missing_headers_are_a_named_error_not_a_bug(capsys, missing_cutlass):
+    # a header wheel that is not installed (or an override that is no folder) is the user's
+    # set-up, named with the variable, before any compile: not "internal error ... a bug"
+    with pytest.raises(cute_gemm.CuteGemmError, match="CUTE_GEMM_CUTLASS_INCLUDE"):
+        cute_gemm.compile_kernel("cute_smem", arch="sm_90")
+    rc, _, err = _run(capsys, "compile", "cute_smem", "--arch", "sm_90", "--no-progress")
+    assert rc != 0 and len(err.splitlines()) == 1, err
+    assert "CUTE_GEMM_CUTLASS_INCLUDE=" in err and "is not a directory" in err and "internal error" not in err
+
+
 def test_a_bug_is_one_line_unless_debugging(capsys, monkeypatch):
     monkeypatch.setattr(cache, "info", lambda: {}["missing"])
     rc, _, err = _run(capsys, "cache")
