@@ -129,7 +129,8 @@ def test_missing_headers_are_a_named_error_not_a_bug(capsys, missing_cutlass):
         cute_gemm.compile_kernel("cute_smem", arch="sm_90")
     rc, _, err = _run(capsys, "compile", "cute_smem", "--arch", "sm_90", "--no-progress")
     assert rc != 0 and len(err.splitlines()) == 1, err
-    assert "CUTE_GEMM_CUTLASS_INCLUDE=" in err and "is not a directory" in err and "internal error" not in err
+    assert "CUTE_GEMM_CUTLASS_INCLUDE=" in err and "is not a directory" in err
+    assert "internal error" not in err
 
 
 def test_a_bug_is_one_line_unless_debugging(capsys, monkeypatch):
