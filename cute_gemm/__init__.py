@@ -13,7 +13,8 @@ from .auto import Choice, gemm_choice
 from .arrays import SUPPORTED_DTYPES, DeviceArray
 from .errors import (AutoTableWarning, CompileError, CudaError, CuteGemmError, DTypeError,
                      HeadersNotFound, InputError, NoDeviceError, NotAnArrayError,
-                     PrecisionFallbackWarning, ShapeError, ShapeLimitError, UnknownKernelError)
+                     NvrtcNotFound, PrecisionFallbackWarning, ShapeError, ShapeLimitError,
+                     UnknownKernelError)
 from .registry import Kernel, Variant, get as get_kernel
 
 
@@ -46,7 +47,7 @@ def gpu_available() -> bool:
 __version__: str = "0.1.0"
 __all__: list[str] = ["gemm", "gemm_choice", "Choice", "run", "clear_caches", "resolved_launches", "wait_for_compiles", "cross_check", "bench", "kernels", "get_kernel", "compile_kernel", "flops",
            "gpu_available", "DeviceArray", "CheckReport", "Kernel", "Variant",
-           "SUPPORTED_DTYPES", "CuteGemmError", "CompileError", "HeadersNotFound", "CudaError",
-           "NoDeviceError",
+           "SUPPORTED_DTYPES", "CuteGemmError", "CompileError", "HeadersNotFound", "NvrtcNotFound",
+           "CudaError", "NoDeviceError",
            "InputError", "NotAnArrayError", "ShapeError", "DTypeError", "ShapeLimitError",
            "UnknownKernelError", "PrecisionFallbackWarning", "AutoTableWarning"]

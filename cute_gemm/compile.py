@@ -17,17 +17,24 @@ import threading
 import time
 from dataclasses import dataclass
 
-from .errors import CompileError, CuteGemmError, InputError, UnknownEntryError
+from .errors import CompileError, CuteGemmError, InputError, NvrtcNotFound, UnknownEntryError
 from . import paths
 
 STD = "--std=c++17"
 
 
+@functools.lru_cache(maxsize=None)
 def _nvrtc():
     try:
         from cuda.bindings import nvrtc
     except ImportError as e:  # pragma: no cover - packaging guarantees it
         raise CuteGemmError("cuda-python (cuda.bindings) is not installed: pip install cuda-python") from e
+    try:    # the bindings load libnvrtc at their first call: a library that is not there is
+        nvrtc.nvrtcVersion()   # the user's set-up, named here (not an error of ours)
+    except RuntimeError as e:
+        first = " ".join((str(e).strip().splitlines() or [type(e).__name__])[0].split())
+        raise NvrtcNotFound(f"NVRTC cannot be loaded ({first}): install the wheel "
+                            f"'nvidia-cuda-nvrtc' (pip install cute_gemm pulls it in)") from e
     return nvrtc
 
 

@@ -75,6 +75,11 @@ class HeadersNotFound(CuteGemmError, RuntimeError):
     folder; raised before any compile, naming the wheel and the variable."""
 
 
+class NvrtcNotFound(CuteGemmError, RuntimeError):
+    """NVRTC's library (libnvrtc, from the nvidia-cuda-nvrtc wheel) cannot be loaded; raised
+    by the first compile, naming the wheel."""
+
+
 class CudaError(CuteGemmError, RuntimeError):
     """A CUDA driver call failed; names the call, the kernel (if any) and the CUDA error."""
 

@@ -133,6 +133,29 @@ def test_missing_headers_are_a_named_error_not_a_bug(capsys, missing_cutlass):
     assert "internal error" not in err
 
 
+@pytest.fixture
+def nvrtc_missing(monkeypatch):
+    from cuda.bindings import nvrtc
+
+    def unloadable():   # what the bindings raise where libnvrtc is not installed
+        raise RuntimeError('Failure finding "libnvrtc.so.13": No such file: libnvrtc.so.13')
+    monkeypatch.setattr(nvrtc, "nvrtcVersion", unloadable)
+    monkeypatch.setenv("CUTE_GEMM_DISABLE_CACHE", "1")
+    comp._nvrtc.cache_clear()
+    yield
+    monkeypatch.undo()
+    comp._nvrtc.cache_clear()
+
+
+def test_missing_nvrtc_is_a_named_error_not_a_bug(capsys, nvrtc_missing):
+    with pytest.raises(cute_gemm.NvrtcNotFound, match="nvidia-cuda-nvrtc"):
+        comp.compile_source(registry.get("naive"), "sm_90", comp.read_source(registry.get("naive")),
+                            comp.options(registry.get("naive"), "sm_90"))
+    rc, _, err = _run(capsys, "compile", "naive", "--arch", "sm_90", "--no-progress")
+    assert rc != 0 and len(err.splitlines()) == 1, err
+    assert "NVRTC cannot be loaded" in err and "internal error" not in err
+
+
 def test_a_bug_is_one_line_unless_debugging(capsys, monkeypatch):
     monkeypatch.setattr(cache, "info", lambda: {}["missing"])
     rc, _, err = _run(capsys, "cache")
