@@ -220,7 +220,13 @@ def distance(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
     return sum((math.log2(max(x, 1)) - math.log2(max(y, 1))) ** 2 for x, y in zip(a, b))
 
 
-def searched_rows(tables, layout: str, precision: str, aligned: bool) -> list:
+class SearchedRows(list):
+    """searched_rows' answer: the rows, and `exact`, (shape, aligned) -> the indices of the
+    rows of that shape and class, in table order (from_tables' lookup of a shape's own row)."""
+    exact: dict
+
+
+def searched_rows(tables, layout: str, precision: str, aligned: bool) -> SearchedRows:
     """The rows from_tables searches: of this precision and layout in all `tables`, of the
     same alignment class where any is; each as (log2 of its shape, table index, table, row,
     its candidates that ran, fastest first, each as (key, ms, split_key(key)), and a memo
@@ -228,8 +234,13 @@ def searched_rows(tables, layout: str, precision: str, aligned: bool) -> list:
     rows = [(i, t, r) for i, t in enumerate(tables) for r in t.rows
             if r.precision == precision and r.layout == layout]
     pool = [x for x in rows if x[2].aligned == aligned] or rows
-    return [(tuple(math.log2(max(v, 1)) for v in r.shape), i, t, r,
-             tuple((c, ms, split_key(c)) for c, ms in r.ranked()), {}) for i, t, r in pool]
+    out = SearchedRows((tuple(math.log2(max(v, 1)) for v in r.shape), i, t, r,
+                        tuple((c, ms, split_key(c)) for c, ms in r.ranked()), {})
+                       for i, t, r in pool)
+    out.exact = {}
+    for j, x in enumerate(out):
+        out.exact.setdefault((x[3].shape, x[3].aligned), []).append(j)
+    return out
 
 
 def from_tables(tables, m: int, n: int, k: int, layout: str, precision: str, aligned: bool,
@@ -249,14 +260,14 @@ def from_tables(tables, m: int, n: int, k: int, layout: str, precision: str, ali
     extent is a multiple of it, so every candidate's tile counts are the shape's own)."""
     if rows is None:
         rows = searched_rows(tables, layout, precision, aligned)
-    for _, _, t, r, cands, _ in rows:
-        if r.shape == (m, n, k) and r.aligned == aligned:
-            ranked = [c for c in cands if c[2][0] in allowed]
-            if ranked:
-                (key, ms, (kernel, transposed, split_k)), rest = ranked[0], ranked[1:]
-                return Choice(kernel, transposed, "table", f"{_where(t, r, layout)}: {key} "
-                              f"{ms:.4g} ms" + (f", then {rest[0][0]} {rest[0][1]:.4g} ms"
-                                                if rest else ""), split_k)
+    for j in rows.exact.get(((m, n, k), aligned), ()):
+        _, _, t, r, cands, _ = rows[j]
+        ranked = [c for c in cands if c[2][0] in allowed]
+        if ranked:
+            (key, ms, (kernel, transposed, split_k)), rest = ranked[0], ranked[1:]
+            return Choice(kernel, transposed, "table", f"{_where(t, r, layout)}: {key} "
+                          f"{ms:.4g} ms" + (f", then {rest[0][0]} {rest[0][1]:.4g} ms"
+                                            if rest else ""), split_k)
     shape = tuple(cdiv(x, BUCKET) * BUCKET for x in (m, n, k))
     bkey = (shape, frozenset(allowed), sm_count)
     hit = scaled.get(bkey) if scaled is not None else None
