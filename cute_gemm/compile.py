@@ -31,10 +31,9 @@ def _nvrtc():
         raise CuteGemmError("cuda-python (cuda.bindings) is not installed: pip install cuda-python") from e
     try:    # the bindings load libnvrtc at their first call: a library that is not there is
         nvrtc.nvrtcVersion()   # the user's set-up, named here (not an error of ours)
-    except RuntimeError as e:
-        first = " ".join((str(e).strip().splitlines() or [type(e).__name__])[0].split())
-        raise NvrtcNotFound(f"NVRTC cannot be loaded ({first}): install the wheel "
-                            f"'nvidia-cuda-nvrtc' (pip install cute_gemm pulls it in)") from e
+    except RuntimeError as e:   # (the advice first: the CLI prints a message's first line)
+        raise NvrtcNotFound(f"NVRTC cannot be loaded: install the wheel 'nvidia-cuda-nvrtc' "
+                            f"(pip install cute_gemm pulls it in); {e}") from e
     return nvrtc
 
 
