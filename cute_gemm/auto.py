@@ -65,28 +65,34 @@ class Choice:
     source: str = "heuristic"
     why: str = ""
     split_k: int = 0
+    reduce: bool = False     # the split's shares summed by a reduction launch (Pick.reduce)
 
     @property
     def key(self) -> str:
         """The candidate's name in a tune table: the kernel, + ".T" on the transposed problem,
-        + "/splitkS" with S CTAs per tile."""
+        + "/splitkS" with S CTAs per tile (reduced by the twin), or "/splitrS" (by a
+        reduction launch)."""
         return (self.kernel + (autotable.TRANSPOSED if self.transposed else "")
-                + (f"{autotable.SPLIT_K}{self.split_k}" if self.split_k else ""))
+                + (f"{autotable.SPLIT_R if self.reduce else autotable.SPLIT_K}{self.split_k}"
+                   if self.split_k else ""))
 
     @property
     def pick(self) -> Pick:
         """How the kernel is launched (execute.gemm_device)."""
-        return Pick(self.transposed, self.split_k)
+        return Pick(self.transposed, self.split_k, self.reduce and self.split_k > 0)
 
     def __str__(self) -> str:
         return f"{self.key} ({self.source}: {self.why})"
 
 
-def split_key(key: str) -> tuple[str, bool, int]:
-    """A tune table's candidate key -> (kernel, transposed, split_k); Choice.key's inverse."""
-    key, _, s = key.partition(autotable.SPLIT_K)
+def split_key(key: str) -> tuple[str, bool, int, bool]:
+    """A tune table's candidate key -> (kernel, transposed, split_k, reduce); Choice.key's
+    inverse."""
+    reduce = autotable.SPLIT_R in key
+    key, _, s = key.partition(autotable.SPLIT_R if reduce else autotable.SPLIT_K)
     t = key.endswith(autotable.TRANSPOSED)
-    return (key[:-len(autotable.TRANSPOSED)] if t else key), t, int(s) if s.isdigit() else 0
+    split_k = int(s) if s.isdigit() else 0
+    return (key[:-len(autotable.TRANSPOSED)] if t else key), t, split_k, reduce and split_k > 0
 
 
 # ---- candidates ----------------------------------------------------------------------------
@@ -264,10 +270,10 @@ def from_tables(tables, m: int, n: int, k: int, layout: str, precision: str, ali
         _, _, t, r, cands, _ = rows[j]
         ranked = [c for c in cands if c[2][0] in allowed]
         if ranked:
-            (key, ms, (kernel, transposed, split_k)), rest = ranked[0], ranked[1:]
+            (key, ms, (kernel, transposed, split_k, reduce)), rest = ranked[0], ranked[1:]
             return Choice(kernel, transposed, "table", f"{_where(t, r, layout)}: {key} "
                           f"{ms:.4g} ms" + (f", then {rest[0][0]} {rest[0][1]:.4g} ms"
-                                            if rest else ""), split_k)
+                                            if rest else ""), split_k, reduce)
     shape = tuple(cdiv(x, BUCKET) * BUCKET for x in (m, n, k))
     bkey = (shape, frozenset(allowed), sm_count)
     hit = scaled.get(bkey) if scaled is not None else None
@@ -300,7 +306,7 @@ def _scaled(rows, near, ranked, shape, precision: str, sm_count: int, where: str
     sms = sm_count or rows[near[0][2]][2].sm_count
     weights = [1.0 / (d + NEAR_WEIGHT) for d, _, _ in near]
     best = None
-    for key, ms0, (kernel, transposed, split_k) in ranked:
+    for key, ms0, (kernel, transposed, split_k, reduce) in ranked:
         x = registry.lookup(kernel)       # (None: a table's name, not a kernel: unscaled)
         total = weight = 0.0
         for w, (_, _, j) in zip(weights, near):
@@ -317,14 +323,14 @@ def _scaled(rows, near, ranked, shape, precision: str, sm_count: int, where: str
         predicted = total / weight + math.log(
             busiest_work(x, *shape, precision, sms, transposed, split_k))
         if best is None or predicted < best[0]:
-            best = (predicted, key, ms0, kernel, x, transposed, split_k)
-    predicted, key, ms0, kernel, x, transposed, split_k = best
+            best = (predicted, key, ms0, kernel, x, transposed, split_k, reduce)
+    predicted, key, ms0, kernel, x, transposed, split_k, reduce = best
     why = (f"{where} and the {len(near) - 1} next: {key} {ms0:.4g} ms there, "
            f"{math.exp(predicted):.4g} ms here by its work on the SMs")
     if split_k and x is not None and not _split_fits(x, *shape, transposed, split_k):
-        split_k = 0
+        split_k, reduce = 0, False
         why += "; the split does not fit here: the kernel's own plan"
-    return Choice(kernel, transposed, "nearest", why, split_k)
+    return Choice(kernel, transposed, "nearest", why, split_k, reduce)
 
 
 def _split_fits(x: registry.Kernel, m: int, n: int, k: int, transposed: bool,

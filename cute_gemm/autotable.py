@@ -33,6 +33,7 @@ from .records import LAYOUTS, PRECISIONS
 SCHEMA = 1
 TRANSPOSED = ".T"     # a candidate key's suffix: the kernel computes C^T = B^T A^T
 SPLIT_K = "/splitk"   # ... then + S: a stream-K launch of S CTAs per tile (records.Pick)
+SPLIT_R = "/splitr"   # ... or + S: S shares per tile summed by a reduction launch (Pick.reduce)
 
 
 @dataclass

@@ -352,16 +352,16 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
         swap = swapped(k, m, n, pick.transposed)
         variant, copies = choose(k, oriented(swap, {"a": A, "b": B, "c": T}), precision, T.dtype)
         if stand_in is not None:
-            group = launch_entries(k, variant)
+            group = launch_entries(k, variant, reduce=pick.reduce and pick.split_k > 0)
             if not _pick_ready(lk, group, stream):
                 if _stand_in(stand_in, A, B, C, T, alpha, beta, stream, ordinal):
                     lk.ready(group)             # begins the compile, after the stand-in's own
                     return None
         if copies:
-            fast = Relaid(k, ordinal, variant, copies, swap, A, B, T, pick.split_k)
+            fast = Relaid(k, ordinal, variant, copies, swap, A, B, T, pick.split_k, pick.reduce)
         else:
             fast = resolve(k, ordinal, variant, copies, m, n, kk,
-                           (A.strides, B.strides, T.strides), swap, pick.split_k)
+                           (A.strides, B.strides, T.strides), swap, pick.split_k, pick.reduce)
         memo.keep(CACHE.launches, key, fast)
     if C is not None and not C.same_view(T):
         _scale2d(ordinal, stream, 1.0, C, T)       # the launch updates T in place

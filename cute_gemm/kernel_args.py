@@ -107,3 +107,19 @@ def pack_gemm_args_tma_ws(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm
     base = ctypes.addressof(s)
     ptrs = _PtrArrayTmaWs(*[base + o for o in _OFFSETS_TMA_WS])
     return (s, ptrs), ctypes.addressof(ptrs)
+
+
+class _ReduceArgs(ctypes.Structure):
+    """util/split_reduce.cu's split_reduce: (M, N, split, ws, alpha, beta, C, sCm, sCn)."""
+    _fields_ = [("M", ctypes.c_int), ("N", ctypes.c_int), ("split", ctypes.c_int),
+                ("ws", ctypes.c_void_p), ("alpha", ctypes.c_float), ("beta", ctypes.c_float),
+                ("C", ctypes.c_void_p), ("sCm", ctypes.c_longlong), ("sCn", ctypes.c_longlong)]
+
+
+_OFFSETS_REDUCE = tuple(getattr(_ReduceArgs, name).offset for name, _ in _ReduceArgs._fields_)
+
+
+def pack_reduce_args(m, n, split, scm, scn):
+    """The argument block of split_reduce with the pointers and alpha/beta still zero:
+    (keepalive, address); keepalive[0] is the struct a call rewrites."""
+    return packed(_ReduceArgs(m, n, split, 0, 0.0, 0.0, 0, scm, scn), _OFFSETS_REDUCE)

@@ -256,8 +256,10 @@ def _pipe(name: str, cfg: PipelinedConfig, tags: tuple[str, ...] = ("fast",),
             return {}
         if (a, b) == ("m", "k") and not s and not cfg.twin_am_bk:
             return dict(stream_k="cute_pipelined_ak_bn_sk", stream_k_fill=fills["k", "n"],
-                        stream_k_swap=True)
-        return dict(stream_k=f"cute_pipelined_a{a}_b{b}{s}_sk", stream_k_fill=fills[a, b])
+                        stream_k_swap=True, split="cute_pipelined_ak_bn_part")
+        # the vector entries' split-K shares (Variant.split) go with their twins
+        return dict(stream_k=f"cute_pipelined_a{a}_b{b}{s}_sk", stream_k_fill=fills[a, b],
+                    **({} if s else dict(split=f"cute_pipelined_a{a}_b{b}_part")))
     bm, bn, bk = cfg.blk_m, cfg.blk_n, cfg.blk_k
     through_smem = any(e != "scalar" for e in (cfg.epi_ak_bk, cfg.epi_ak_bn))
     return Kernel(

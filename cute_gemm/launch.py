@@ -268,6 +268,7 @@ from .kernel_args import TMA_MAP_BYTES  # noqa: E402
 pack_gemm_args, pack_gemm_args_ws, pack_gemm_args_tma, pack_gemm_args_tma_ws, set_tensor_maps = (
     kernel_args.pack_gemm_args, kernel_args.pack_gemm_args_ws, kernel_args.pack_gemm_args_tma,
     kernel_args.pack_gemm_args_tma_ws, kernel_args.set_tensor_maps)
+pack_reduce_args = kernel_args.pack_reduce_args
 
 
 # ---- TMA tensor maps (sm_90+) -----------------------------------------------------------

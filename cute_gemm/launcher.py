@@ -36,16 +36,42 @@ class TensorMaps:
         return maps
 
 
+class Reduction:
+    """The second launch of a split-K launch with a reduction launch (records.Pick.reduce):
+    resolve.REDUCE summing the split entry's slices into C (as the entry sees C: C^T for a
+    launch on the transposed problem). Its argument block is packed once per thread, as
+    Launcher's."""
+    __slots__ = ("site", "pack", "local")
+
+    def __init__(self, f: launch.Function, grid, block, m: int, n: int, split: int, sc,
+                 pdl: bool):
+        self.site = launch.Site(f, grid, block, 0, pdl)
+        self.pack = functools.partial(launch.pack_reduce_args, m, n, split, sc[0], sc[1])
+        self.local = threading.local()
+
+    def __call__(self, slices: int, c, alpha, beta, stream) -> None:
+        try:
+            packed = self.local.packed
+        except AttributeError:
+            packed = self.local.packed = self.pack()
+        s = packed[0][0]
+        s.ws, s.C, s.alpha, s.beta = slices, c, alpha, beta
+        self.site(stream, packed)
+
+
 class Launcher:
     """One resolved launch, its arguments packed once: per call only the pointers and
     alpha/beta change (and, for TMA entries, the tensor maps of A and B). Each thread writes
     and launches its own copy of the argument block (the driver copies the arguments inside
     cuLaunchKernel, which runs without the GIL), so no lock is taken and no thread can
     see another's pointers."""
-    __slots__ = ("plan", "site", "pack", "local", "head", "maps", "plain")
+    __slots__ = ("plan", "site", "pack", "local", "head", "maps", "plain", "tail")
 
     def __init__(self, plan: LaunchPlan, f: launch.Function, strides, tile0: int = 0,
-                 head: "Launcher | None" = None, variant: registry.Variant | None = None):
+                 head: "Launcher | None" = None, variant: registry.Variant | None = None,
+                 reduce: launch.Function | None = None):
+        """tile0: a stream-K twin's first tile, or a split entry's split_k (its int argument);
+        reduce: the reduction's function, launched after a split entry (plan.reduce_grid)."""
         self.plan, self.head = plan, head
         m, n, kk = plan.shape
         sa, sb, sc = strides
@@ -64,6 +90,8 @@ class Launcher:
         else:
             self.pack = functools.partial(launch.pack_gemm_args, *args)
         self.local = threading.local()
+        self.tail = None if reduce is None else Reduction(
+            reduce, plan.reduce_grid, plan.reduce_block, m, n, plan.split_k, sc, plan.reduce_pdl)
         self.site = launch.Site(f, plan.grid, plan.block, plan.smem, plan.pdl)
         # (most launches: one kernel, its arguments as they come, nothing else to do)
         self.plain = not (plan.workspace_bytes or head or plan.swap or plan.tma or plan.pdl)
@@ -120,8 +148,12 @@ class Launcher:
         if self.plan.swap:
             a, b = b, a
         s.A, s.B, s.C, s.alpha, s.beta = a, b, c, alpha, beta
+        if self.tail is not None:
+            ws += streamk.SPLIT_SLICES_AT       # past the pool's stream-K counters
         if ws:
             s.ws = ws
         if self.maps is not None:
             launch.set_tensor_maps(s, *self.maps(a, b))
         self.site(stream, packed)
+        if self.tail is not None:
+            self.tail(ws, c, alpha, beta, stream)

@@ -62,9 +62,12 @@ class Pick:
     table pick (auto.Choice). transposed: on the transposed problem C^T = B^T A^T
     (resolve.swapped). split_k > 0: a kernel with stream-K twins launches the twin with
     split_k CTAs per output tile, every tile cut along K into that many even runs
-    (streamk.split_k_ctas; where the shape or the GPU cannot take it, the kernel's own plan)."""
+    (streamk.split_k_ctas; where the shape or the GPU cannot take it, the kernel's own plan).
+    reduce: the split_k shares are not reduced by the twin's last CTA of each tile but stored
+    whole by the kernel's split entries (Variant.split) and summed by a second launch."""
     transposed: bool = False
     split_k: int = 0
+    reduce: bool = False
 
 
 AS_PLANNED = Pick()
@@ -108,6 +111,11 @@ class Variant:
                                 # stream-K twin is slower per tile than its sibling
     stream_k_swap: bool = False # the twin computes the transposed problem C^T = B^T A^T (an
                                 # A m-major / B k-major call is A k-major / B n-major there)
+    split: str = ""             # entry point of the same operands computing one even share of K
+                                # per CTA into a workspace slice (+ float* ws, int split; grid
+                                # (tiles, split)), summed into C by a second launch
+                                # (resolve.REDUCE), named NAME_part; on the transposed problem
+                                # as the twin where stream_k_swap; or ""
     cut: str = ""               # entry point of the same operands whose persistent walk's last
                                 # wave may be cut along K (+ float* ws, int dp, int pieces;
                                 # sm90_tail_split.cuh), named NAME_cut, launched where the plan
@@ -449,6 +457,7 @@ class Kernel:
     def entries(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys([v.entry for v in self.variants]
                                    + [v.stream_k for v in self.variants if v.stream_k]
+                                   + [v.split for v in self.variants if v.split]
                                    + [v.cut for v in self.variants if v.cut]))
 
     def smem_bytes(self, m: int, n: int, k: int) -> int:

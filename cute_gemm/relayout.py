@@ -96,7 +96,7 @@ class Relaid:
 
     def __init__(self, k: registry.Kernel, ordinal: int, variant: registry.Variant,
                  copies: list[str], swap: bool, A: Operand, B: Operand, T: Operand,
-                 split_k: int = 0):
+                 split_k: int = 0, reduce: bool = False):
         m, kk = A.shape
         n = B.shape[1]
         self.ordinal = ordinal
@@ -121,7 +121,8 @@ class Relaid:
         self.back = Scale2d(ordinal, W, T) if copied_c else None
         self.load_c = Scale2d(ordinal, T, W) if copied_c else None
         self.launcher = resolve(k, ordinal, variant, copies, m, n, kk,
-                                (ops["a"].strides, ops["b"].strides, W.strides), swap, split_k)
+                                (ops["a"].strides, ops["b"].strides, W.strides), swap, split_k,
+                                reduce)
 
     @property
     def plan(self):

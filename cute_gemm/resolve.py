@@ -35,6 +35,13 @@ UTIL = registry.Kernel(
     grid=registry.TileGridMN(32, 32), summary="dst = s * src, any strides, through 32x32 smem "
     "tiles (relayout, K = 0, the stand-in's widening)", seed="-")
 
+# the second launch of a split-K launch with a reduction launch (records.Pick.reduce)
+REDUCE = registry.Kernel(
+    name="split_reduce", family="util", source="util/split_reduce.cu",
+    variants=(registry.Variant("split_reduce"),), block=(256, 1, 1),
+    grid=registry.FlatGrid(1024), summary="C = alpha * (the sum of a split-K launch's "
+    "slices, in order) + beta * C", seed="-")
+
 
 @dataclass(frozen=True)
 class LaunchPlan:
@@ -62,7 +69,11 @@ class LaunchPlan:
                                          # (sm90_tail_split.cuh); where pieces > 1 the entry
                                          # is the cut twin, taking (ws, dp, pieces) after its
                                          # maps, and workspace_bytes > 0
-    split_k: int = 0                     # a stream-K launch of split_k CTAs per tile (Pick)
+    split_k: int = 0                     # a stream-K launch of split_k CTAs per tile (Pick),
+                                         # or with reduce_grid, a split entry's shares
+    reduce_grid: tuple[int, int, int] = (0, 0, 0)   # > 0: REDUCE sums the shares after it
+    reduce_block: tuple[int, int, int] = (0, 0, 0)
+    reduce_pdl: bool = False             # ... starting by programmatic dependent launch
 
     @property
     def stream_k(self) -> bool:
@@ -106,13 +117,17 @@ def resolved_launches() -> tuple[LaunchPlan, ...]:
 
 # ---- per (kernel, device): the cubins and their functions ---------------------------------
 def launch_entries(k: registry.Kernel, variant: registry.Variant,
-                   stream_k: bool | None = None) -> tuple[str, ...]:
+                   stream_k: bool | None = None, reduce: bool = False) -> tuple[str, ...]:
     """The entry points one launch of `variant` may need, compiled at once: its own, and
     where it has a stream-K twin the twin and the data-parallel head, whose occupancies
     resolve() weighs before choosing, or a cut twin (taken where the walk's plan cuts).
-    stream_k None: unless CUTE_GEMM_STREAM_K=0 (which turns the cut off too)."""
+    stream_k None: unless CUTE_GEMM_STREAM_K=0 (which turns the cut off too). reduce: a
+    split-K launch with a reduction launch (Pick.reduce), its split entry alone (where the
+    GPU cannot take the split, resolve() compiles the kernel's own plan's then)."""
     if stream_k is None:
         stream_k = os.environ.get("CUTE_GEMM_STREAM_K") != "0"
+    if stream_k and reduce and variant.split:
+        return (variant.split,)
     if stream_k and variant.cut:
         return (variant.entry, variant.cut)
     if not (stream_k and variant.stream_k and k.tile is not None):
@@ -512,18 +527,36 @@ def layout_launches(k: registry.Kernel, layout: str, precisions: tuple[str, ...]
 
 
 def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies, m: int, n: int,
-            kk: int, strides, swap: bool = False, split_k: int = 0) -> Launcher:
+            kk: int, strides, swap: bool = False, split_k: int = 0,
+            reduce: bool = False) -> Launcher:
     """The Launcher of `variant` at M x N x K with operands of these strides (after copies):
     its stream-K twin where the shape leaves a partial last wave (or, split_k > 0, with
-    that many CTAs per tile where streamk.split_k_ctas allows), else the plain grid.
+    that many CTAs per tile where streamk.split_k_ctas allows; with reduce, its split entry
+    and a reduction launch), else the plain grid.
     swap: the launch computes the transposed problem C^T = B^T A^T (swapped; `variant` was
     chosen for it); the Launcher is still called with the caller's A, B and C."""
     lk = loaded(k, ordinal)
-    group = launch_entries(k, variant)
     smem = k.smem_bytes(m, n, kk)
     base = dict(kernel=k.name, ordinal=ordinal, shape=(m, n, kk), block=k.block,
                 copies=tuple(copies), precision=variant.precision, out_dtype=variant.out_dtype)
     km, kn = (n, m) if swap else (m, n)          # the problem the entry sees
+    if split_k and reduce and variant.split and os.environ.get("CUTE_GEMM_STREAM_K") != "0":
+        f = lk.function(variant.split, launch_entries(k, variant, reduce=True))
+        info = launch.device_info(ordinal)
+        sr = streamk.split_reduce_plan(k, variant, km, kn, kk,
+                                       info.sm_count * launch.occupancy(f, k.threads, smem), split_k)
+        if sr is not None:
+            grid, ws_bytes = sr
+            if variant.stream_k_swap:
+                km, kn, swap = kn, km, not swap
+            pdl = k.pdl and info.arch_int >= 90 and os.environ.get("CUTE_GEMM_PDL") != "0"
+            plan = LaunchPlan(entry=variant.split, grid=grid, smem=smem, workspace_bytes=ws_bytes,
+                              swap=swap, split_k=split_k,
+                              reduce_grid=REDUCE.grid(km, kn, 1), reduce_block=REDUCE.block,
+                              reduce_pdl=pdl, **base)
+            return Launcher(plan, f, strides, split_k,
+                            reduce=loaded(REDUCE, ordinal).function(REDUCE.entries[0]))
+    group = launch_entries(k, variant)
     sk = _stream_k(k, lk, variant, group, km, kn, kk, smem, k.stream_k_smem_bytes(m, n, kk),
                    split_k)
     if sk is None:

@@ -77,6 +77,31 @@ def split_k_ctas(tiles: int, k_tiles: int, split_k: int, slots: int) -> int:
     return ctas
 
 
+def split_reduce_plan(k: Kernel, variant: Variant, m: int, n: int, kk: int, slots: int,
+                      split_k: int) -> tuple[tuple[int, int, int], int] | None:
+    """(grid, workspace bytes) of a split-K launch with a reduction launch (records.Pick.
+    reduce): the split entry (Variant.split) on a grid of tiles x split_k CTAs, each storing
+    its tile's share of K into a slice of the workspace, which resolve.REDUCE sums into C.
+    Under the conditions of split_k_ctas (`slots`: CTAs of the split entry resident at once),
+    so that the slices are one wave's; else None, the kernel's own plan."""
+    if not variant.split:
+        return None
+    if variant.stream_k_swap:     # the split entry sees the transposed problem, as the twin
+        m, n = n, m
+    bm, bn, bk = k.tile
+    tiles, k_tiles = cdiv(m, bm) * cdiv(n, bn), cdiv(kk, bk)
+    if k_tiles * split_k >= 2**31 or not split_k_ctas(tiles, k_tiles, split_k, slots):
+        return None
+    return (cdiv(m, bm), cdiv(n, bn), split_k), split_reduce_workspace_bytes(split_k, m, n)
+
+
+def split_reduce_workspace_bytes(split_k: int, m: int, n: int) -> int:
+    """Workspace of a split-K launch with a reduction launch: STREAM_K_COUNTERS int32 left
+    alone (the pool's stream-K counters stay zero), then split_k fp32 slices of (M, N
+    rounded up to 4), row-major (SPLIT_SLICES_AT bytes in)."""
+    return SPLIT_SLICES_AT + 4 * split_k * m * (cdiv(n, 4) * 4)
+
+
 def stream_k_dp_entry(variant: Variant) -> str:
     """The data-parallel sibling of a variant's stream-K twin (`NAME_sk` -> `NAME`): the
     same operand majors, so the first launch of a split stream-K launch (stream_k_plan)
@@ -121,6 +146,7 @@ def stream_k_begins(sk_iters: int, ctas: int) -> list[int]:
 
 
 STREAM_K_COUNTERS = 8192   # cg::kStreamKCounters (include/cute_gemm/streamk.cuh)
+SPLIT_SLICES_AT = 4 * STREAM_K_COUNTERS   # bytes into a workspace: a split's slices
 
 
 def stream_k_workspace_bytes(ctas: int, bm: int, bn: int) -> int:

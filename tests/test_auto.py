@@ -14,7 +14,7 @@ import pytest
 
 import cute_gemm
 import stub_driver
-from cute_gemm import api, auto, autotable, launch, registry, resolve
+from cute_gemm import api, auto, autotable, launch, registry, resolve, streamk
 from cute_gemm.autotable import Measured, Table
 from cute_gemm.errors import AutoTableWarning
 from cute_gemm.perf import sweep
@@ -507,6 +507,34 @@ def test_a_split_k_pick_launches_that_many_ctas_per_tile(monkeypatch):
         (plan,) = [p for p in resolve.resolved_launches() if p.shape == (m, m, 512)]
         assert entry.endswith("_sk") and plan.split_k == split and g[0] <= grid
         assert (g == (grid, 1, 1) and not plan.head_entry) if split else plan.head_entry
+
+
+def test_a_split_r_pick_launches_its_shares_then_the_reduction(monkeypatch):
+    """A table's KERNEL/splitrS: the split entry on (tiles_m, tiles_n, S), then split_reduce
+    on the same stream with the slices past the pool's counters; where that many CTAs are not
+    resident at once, the kernel's own stream-K plan instead."""
+    events = _stub(monkeypatch)
+    monkeypatch.delenv("CUTE_GEMM_STREAM_K")
+    monkeypatch.setenv("CUTE_GEMM_PDL", "0")            # (the stub has no cuLaunchKernelEx)
+    monkeypatch.setattr(launch, "occupancy", lambda f, threads, smem: 5)    # 660 slots
+    key = "cute_pipelined_32x64x16_sk/splitr3"
+    autotable.write(table([row(512, 512, 512, {"cute_pipelined": 0.03, key: 0.02}),
+                           row(2048, 2048, 512, {"cute_pipelined": 0.5, key: 0.4})]),
+                    autotable.tuned_path(H100.name))
+    for m in (512, 2048):                                 # 2048^2: 2048 tiles, no split
+        a, b, c = (stub_driver.Dev((m, 512), 0x10000000), stub_driver.Dev((512, m), 0x20000000),
+                   stub_driver.Dev((m, m), 0x30000000))
+        assert cute_gemm.gemm_choice(m, m, 512).key == key
+        before = len(stub_driver.launches(events))
+        cute_gemm.gemm(a, b, out=c)
+        new = [e[1:3] for e in stub_driver.launches(events)[before:]]
+        (plan,) = [p for p in resolve.resolved_launches() if p.shape == (m, m, 512)]
+        if m == 512:
+            assert [e for e, _ in new] == ["cute_pipelined_ak_bn_part", "split_reduce"]
+            assert new[0][1] == (512 // 32, 512 // 64, 3) and plan.split_k == 3
+            assert plan.workspace_bytes == streamk.split_reduce_workspace_bytes(3, 512, 512)
+        else:
+            assert new[-1][0].endswith("_sk") and not plan.split_k and plan.reduce_grid == (0, 0, 0)
 
 
 # ---- the sweep and the bench's summary ------------------------------------------------------------

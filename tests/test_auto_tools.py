@@ -157,13 +157,17 @@ def test_tune_warms_the_gpu_up_before_its_first_timing(monkeypatch, tmp_path):
 
 
 def test_split_k_candidates_keys_and_picks():
-    # a key names kernel, transposed problem and CTAs per tile; split_key is its inverse
+    # a key names kernel, transposed problem, CTAs per tile and how their shares are
+    # reduced; split_key is its inverse
     for c in (auto.Choice("cute_pipelined"), auto.Choice("cute_pipelined", True),
               auto.Choice("cute_pipelined_32x64x16_sk", False, split_k=3),
-              auto.Choice("cute_pipelined_32x64x16_sk", True, split_k=12)):
-        assert auto.split_key(c.key) == (c.kernel, c.transposed, c.split_k)
-        assert c.pick == records.Pick(c.transposed, c.split_k)
+              auto.Choice("cute_pipelined_32x64x16_sk", True, split_k=12),
+              auto.Choice("cute_pipelined_32x64x16_sk", True, split_k=6, reduce=True)):
+        assert auto.split_key(c.key) == (c.kernel, c.transposed, c.split_k, c.reduce)
+        assert c.pick == records.Pick(c.transposed, c.split_k, c.reduce)
     assert auto.Choice("x", True, split_k=4).key == "x.T/splitk4"
+    assert auto.Choice("x", True, split_k=4, reduce=True).key == "x.T/splitr4"
+    assert auto.Choice("x", reduce=True).pick == records.Pick()     # no split: nothing to reduce
     # tune offers split_k where tiles x S CTAs fit twice the launch bounds' CTAs an SM and
     # every run keeps 2 k-tiles: small and skinny shapes, not large ones
     sk = registry.get("cute_pipelined_32x64x16_sk")        # min_blocks 5
@@ -176,6 +180,8 @@ def test_split_k_candidates_keys_and_picks():
                          H100.smem_optin, 132)
     keys = problems[0].candidates
     assert "cute_pipelined_32x64x16_sk/splitk3" in keys and "cute_pipelined/splitk2" in keys
+    # ... each split in both kinds where the kernel has split entries (Variant.split)
+    assert "cute_pipelined_32x64x16_sk/splitr3" in keys and "cute_pipelined/splitr2" in keys
     assert not any(".T" in c for c in keys)                     # M == N
     assert "cute_pipelined_64x32x16_sk.T/splitk4" in problems[1].candidates
     # a table's split pick comes back as a Choice that launches so
@@ -184,6 +190,10 @@ def test_split_k_candidates_keys_and_picks():
     c = auto.choose(512, 512, 512, device=H100, tables=[t])
     assert (c.kernel, c.transposed, c.split_k, c.source) == (
         "cute_pipelined_32x64x16_sk", False, 3, "table")
+    t = table([row(512, 512, 512, {"cute_pipelined_32x64x16_sk/splitk3": 0.03,
+                                   "cute_pipelined_32x64x16_sk/splitr4": 0.02})])
+    c = auto.choose(512, 512, 512, device=H100, tables=[t])
+    assert c.pick == records.Pick(False, 4, True) and c.source == "table"
 
 
 def test_tune_end_to_end_on_a_simulated_device(monkeypatch, tmp_path, capsys):

@@ -402,12 +402,40 @@ def test_split_k_picks_add_up_exactly(name, shape, layout):
     want = 2.0 * (a.astype(np.float64) @ b.astype(np.float64)) - 3.0 * c
     for transposed in (False, True):
         for s in (2, 3, 4):
-            cute_gemm.clear_caches()
-            got = api.run_choice(auto.Choice(name, transposed, split_k=s), a, b, c,
-                                 alpha=2.0, beta=-3.0)
-            assert np.array_equal(got, want), (name, shape, layout, transposed, s)
-            plans = [p for p in cute_gemm.resolved_launches() if p.kernel == name]
-            assert plans and all(p.split_k == s and p.stream_k for p in plans), plans
+            for reduce in (False, True):
+                cute_gemm.clear_caches()
+                got = api.run_choice(auto.Choice(name, transposed, split_k=s, reduce=reduce), a,
+                                     b, c, alpha=2.0, beta=-3.0)
+                assert np.array_equal(got, want), (name, shape, layout, transposed, s, reduce)
+                plans = [p for p in cute_gemm.resolved_launches() if p.kernel == name]
+                assert plans and all(p.split_k == s and p.stream_k for p in plans), plans
+                assert all((p.reduce_grid[0] > 0) == reduce for p in plans), plans
+
+
+@pytest.mark.parametrize("name,shape", SPLIT_K_CASES)
+def test_split_k_reduced_by_a_launch_is_the_twins_bits(name, shape):
+    """Random floats: the shares summed by the reduction launch (/splitrS) are the twin's
+    fixup's bits (/splitkS: the same runs, added in the same order), beta C included and
+    with beta 0 a NaN-poisoned C left unread."""
+    from cute_gemm import api, auto, launch
+    if not registry.get(name).runs_on(launch.device_info().arch_int):
+        pytest.skip(f"{name} does not run on this GPU")
+    m, n, k = shape
+    rng = np.random.default_rng()
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    c = rng.standard_normal((m, n), dtype=np.float32)
+    nan = np.full((m, n), np.nan, dtype=np.float32)
+    for transposed in (False, True):
+        for s in (2, 3):
+            got = {}
+            for reduce in (False, True):
+                choice = auto.Choice(name, transposed, split_k=s, reduce=reduce)
+                got[reduce] = (api.run_choice(choice, a, b, c, alpha=0.5, beta=1.5),
+                               api.run_choice(choice, a, b, nan, alpha=1.0, beta=0.0))
+            for x, y in zip(got[False], got[True]):
+                assert np.all(np.isfinite(y)) and np.array_equal(x.view(np.uint32), y.view(np.uint32)), \
+                    (name, shape, transposed, s)
 
 
 def test_stream_k_on_two_streams_at_once_and_pools_trimmed():

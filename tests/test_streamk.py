@@ -160,10 +160,36 @@ def test_stream_k_entries_registered():
     sk = {(v.a_major, v.b_major): v for v in k.variants if v.stream_k}
     assert set(sk) == {("m", "n"), ("k", "k"), ("k", "n"), ("m", "k")}   # every vector entry
     assert all(v.stream_k in k.entries for v in sk.values())
-    assert len(k.entries) == len(set(k.entries)) == 11     # 8 + 3 twins (am_bk borrows one)
+    # 8 + 3 twins + 3 split entries (am_bk borrows ak_bn's of each)
+    assert len(k.entries) == len(set(k.entries)) == 14
     # A m-major x B k-major is A k-major x B n-major for C^T = B^T A^T
     assert sk["m", "k"].stream_k == sk["k", "n"].stream_k and sk["m", "k"].stream_k_swap
+    assert sk["m", "k"].split == sk["k", "n"].split == "cute_pipelined_ak_bn_part"
+    assert all(v.split == v.stream_k[:-3] + "_part" for v in sk.values() if v.a_major == "k")
+    assert not any(v.split for v in k.variants if v.entry.endswith("_s"))  # 4-byte: twins only
     assert k.config.stream_k
+
+
+def test_split_reduce_plan():
+    """A split-K launch with a reduction launch: a (tiles_m, tiles_n, split) grid where
+    split_k_ctas takes the split (one wave, 2 k-tiles a share), the slices after the pool's
+    counters; on the transposed problem where the variant's twin is."""
+    k = registry.get("cute_pipelined_64x128x16_sk")
+    v = {(x.a_major, x.b_major): x for x in k.variants if not x.entry.endswith("_s")}
+    grid, ws = streamk.split_reduce_plan(k, v["k", "n"], 128, 4096, 4096, 396, 6)
+    assert grid == (2, 32, 6)
+    assert ws == streamk.SPLIT_SLICES_AT + 4 * 6 * 128 * 4096 == streamk.split_reduce_workspace_bytes(6, 128, 4096)
+    assert streamk.SPLIT_SLICES_AT == 4 * streamk.STREAM_K_COUNTERS     # counters left alone
+    assert streamk.split_reduce_workspace_bytes(2, 3, 5) == streamk.SPLIT_SLICES_AT + 4 * 2 * 3 * 8
+    assert streamk.split_reduce_plan(k, v["k", "n"], 128, 4096, 4096, 383, 6) is None   # 384 CTAs
+    assert streamk.split_reduce_plan(k, v["k", "n"], 128, 4096, 176, 396, 6) is None    # 11 k-tiles
+    assert streamk.split_reduce_plan(k, v["k", "n"], 128, 4096, 192, 396, 6) is not None
+    assert streamk.split_reduce_plan(k, v["k", "n"], 128, 4096, 4096, 396, 1) is None
+    assert streamk.split_reduce_plan(k, v["k", "n"], 128, 4096, 2**31, 10**9, 16) is None  # 32 bits
+    if v["m", "k"].stream_k_swap:        # the split entry sees C^T = B^T A^T, N x M
+        assert streamk.split_reduce_plan(k, v["m", "k"], 128, 4096, 4096, 396, 6)[0] == (64, 2, 6)
+    assert streamk.split_reduce_plan(k, next(x for x in k.variants if not x.split), 128, 4096,
+                                     4096, 396, 6) is None
 
 
 def test_pdl_launch_config():
@@ -195,7 +221,8 @@ def test_configuration_twins_registered():
         scalar = [v for v in k.variants if v.entry.endswith("_s")]
         assert len(scalar) == 4 and all(v.stream_k == (v.entry + "_sk" if flags else "") for v in scalar)
         assert all(streamk.stream_k_dp_entry(v) in k.entries for v in k.variants if v.stream_k)
-        assert len(k.entries) == (16 if flags else 11)
+        assert am_bk.split == ("cute_pipelined_am_bk_part" if flags else "cute_pipelined_ak_bn_part")
+        assert len(k.entries) == (16 if flags else 11) + (4 if flags else 3)   # + split entries
         assert k.config.sk_smem + ladder_cute.TWIN_STATIC_SMEM <= k.config.dyn_smem
 
 

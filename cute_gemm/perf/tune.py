@@ -56,7 +56,7 @@ class Problem:
     k: int
     layout: str
     precision: str
-    candidates: tuple[str, ...]      # autotable keys: kernel [+ ".T"] [+ "/splitkS"]
+    candidates: tuple[str, ...]      # autotable keys: kernel [+ ".T"] [+ "/splitkS" | "/splitrS"]
 
     @property
     def label(self) -> str:
@@ -82,8 +82,9 @@ def plan(shapes, layouts, precisions, arch_int: int, smem_optin: int,
             for turned in ((False, True) if m != n else (False,)):
                 for x in ks:
                     base = auto.Choice(x.name, turned)
-                    keys += [base.key] + [auto.Choice(x.name, turned, split_k=s).key
-                                          for s in split_ks(x, m, n, k, sm_count)]
+                    keys += [base.key] + [auto.Choice(x.name, turned, split_k=s, reduce=r).key
+                                          for s in split_ks(x, m, n, k, sm_count)
+                                          for r in (False, True)[:1 + _reduces(x)]]
             if keys:
                 out += [Problem(m, n, k, lay, prec, tuple(keys)) for lay in layouts]
     return out
@@ -104,6 +105,12 @@ def split_ks(x, m: int, n: int, k: int, sm_count: int) -> list[int]:
     tiles = min(cdiv(m, bm) * cdiv(n, bn), cdiv(n, bm) * cdiv(m, bn))   # either way round
     return [s for s in SPLIT_KS
             if streamk.split_k_ctas(tiles, cdiv(k, bk), s, 2 * sm_count * x.min_blocks)]
+
+
+def _reduces(x) -> bool:
+    """Whether kernel x's split_k candidates come in both kinds: reduced by the twin, and by
+    a reduction launch (its variants have split entries)."""
+    return any(v.split for v in x.variants)
 
 
 def run_plan(problems: list[Problem], measure: Measure, table: Table, *, budget_s: float,
@@ -159,8 +166,8 @@ class GpuMeasure:
             return times, {c: "inputs: " + _first_line(e) for c in p.candidates}
         try:
             for key in p.candidates:
-                kernel, turned, s = auto.split_key(key)
-                choice = auto.Choice(kernel, turned, split_k=s)
+                kernel, turned, s, r = auto.split_key(key)
+                choice = auto.Choice(kernel, turned, split_k=s, reduce=r)
 
                 def fn(i, choice=choice):
                     api.run_choice(choice, inputs.A[i], inputs.B[i], out=inputs.C[i],
@@ -190,7 +197,8 @@ def _split(choice: auto.Choice, p: Problem, before: set) -> bool:
     plans = [x for x in api.resolved_launches() if x.kernel == choice.kernel
              and x.shape == (p.m, p.n, p.k)]
     new = [x for x in plans if x not in before] or plans
-    return any(x.split_k == choice.split_k for x in new)
+    return any(x.split_k == choice.split_k and (x.reduce_grid[0] > 0) == choice.reduce
+               for x in new)
 
 
 def tune(sizes="sweep", *, precisions="fp32", layouts="nn", max_seconds: float = 480.0,

@@ -106,6 +106,31 @@ __device__ __forceinline__ void dispatch_sk(int M, int N, int K, float alpha, co
   }
 }
 
+// Split-K with a reduction launch: CTA (x, y, s) of a (tiles, split) grid computes its tile's
+// s-th even share of the k-tiles and stores the plain sums in slice s of ws, (M, ldw)
+// row-major with ldw = N rounded up to 4 (16-byte rows: interior tiles store through the
+// entry's smem epilogue); util/split_reduce.cu then adds the slices in order into C. Nothing
+// is counted and no CTA waits for another; the reduction starts by programmatic launch.
+template <bool kOn, bool kFast, cg::Epi kEpi, class StrideA, class StrideB, class CopyA, class CopyB>
+__device__ __forceinline__ void dispatch_part(int M, int N, int K, const float* A, StrideA dA,
+                                              const float* B, StrideB dB, float* ws, int split) {
+  if constexpr (kOn) {
+    int tile_m, tile_n;
+    cg::cta_tile<Config::blk_m, Config::blk_n>(M, N, tile_m, tile_n);
+    // k_tiles * split < 2^31: the host splits only then (streamk.split_k_ctas)
+    const int k_tiles = cg::ceil_div(K, Config::blk_k), s = blockIdx.z;
+    if (threadIdx.x == 0) cg::sk_k_end() = (s + 1) * k_tiles / split;
+    __syncthreads();
+    const long long ldw = (N + 3) & ~3;
+    tile_gemm<kFast, StrideA, StrideB, CopyA, CopyB>(tile_m, tile_n, s * k_tiles / split,
+                                                    cg::KEndShared{}, cg::StoreTile<kEpi>{}, M, N,
+                                                    K, 1.0f, A, dA, B, dB, 0.0f,
+                                                    ws + s * M * ldw, ldw, 1);
+  } else {
+    __trap();
+  }
+}
+
 #define CG_PIPE_ENTRY(NAME, DA, DB, CA, CB, FAST, EPI)                                   \
   CG_ENTRY(NAME, __launch_bounds__(kThreads, (cg::kMinBlocks<Config, CA, CB>)),          \
            (CG_GEMM_PARAMS), {                                                            \
@@ -119,6 +144,14 @@ __device__ __forceinline__ void dispatch_sk(int M, int N, int K, float alpha, co
     dispatch_sk<Config::stream_k && (ON), FAST, decltype(DA), decltype(DB), CA, CB>(       \
         M, N, K, alpha, A, DA, B, DB, beta, C, sCm, sCn, ws, tile0);                      \
     cg::pdl_wait<Config::stream_k>();                                                     \
+  })
+
+#define CG_PIPE_PART_ENTRY(NAME, DA, DB, CA, CB, EPI, ON)                                 \
+  CG_ENTRY(NAME, __launch_bounds__(kThreads, Config::min_blocks),                        \
+           (CG_GEMM_PARAMS, float* __restrict__ ws, int split), {                         \
+    cg::pdl_launch_dependents<Config::stream_k>();                                        \
+    dispatch_part<Config::stream_k && (ON), true, EPI, decltype(DA), decltype(DB), CA, CB>(  \
+        M, N, K, A, DA, B, DB, ws, split);                                                \
   })
 
 // Vector entry points (align 4, contiguous extents % 4 == 0): 16-byte cp.async for m-/n-major
@@ -148,3 +181,9 @@ CG_PIPE_SK_ENTRY(cute_pipelined_ak_bk_s_sk, CG_DA_k, CG_DB_k, CpSclK, CpSclK, fa
 CG_PIPE_SK_ENTRY(cute_pipelined_am_bk_s_sk, CG_DA_m, CG_DB_k, CpSclMN, CpSclK, false, Config::twins_scalar)
 CG_PIPE_SK_ENTRY(cute_pipelined_am_bn_s_sk, CG_DA_m, CG_DB_n, CpSclMN, CpSclMN, false, Config::twins_scalar)
 CG_PIPE_SK_ENTRY(cute_pipelined_ak_bn_s_sk, CG_DA_k, CG_DB_n, CpSclK, CpSclMN, false, Config::twins_scalar)
+// The vector entry points again as the shares of a split-K launch with a reduction launch
+// (Config::stream_k; extra arguments ws, split), where the twins are
+CG_PIPE_PART_ENTRY(cute_pipelined_am_bn_part, CG_DA_m, CG_DB_n, CpVecM, CpVecN, cg::Epi::scalar, true)
+CG_PIPE_PART_ENTRY(cute_pipelined_ak_bn_part, CG_DA_k, CG_DB_n, VecK1, CpVecN, Config::epi_ak_bn, true)
+CG_PIPE_PART_ENTRY(cute_pipelined_ak_bk_part, CG_DA_k, CG_DB_k, CpVecK, CpVecK, Config::epi_ak_bk, true)
+CG_PIPE_PART_ENTRY(cute_pipelined_am_bk_part, CG_DA_m, CG_DB_k, CpVecM, VecK1, cg::Epi::scalar, Config::twin_am_bk)
