@@ -55,10 +55,11 @@ def test_every_kernel_compiles(k, arch):
 @pytest.mark.parametrize("arch", registry.ARCHS)
 def test_utility_kernels_compile(arch):
     """The runtime's own kernels compile for every target without spills: scale2d
-    (relayouts and beta * C) and spin (the hold after a benchmark's L2 flush)."""
+    (relayouts and beta * C), split_reduce (a split-K launch's reduction) and spin (the hold
+    after a benchmark's L2 flush)."""
     from cute_gemm import resolve
     from cute_gemm.perf import timing
-    for k in (resolve.UTIL, timing.SPIN):
+    for k in (resolve.UTIL, resolve.REDUCE, timing.SPIN):
         c = cache.get(k, arch)
         assert c.cubin[:4] == b"\x7fELF", k.name
         for entry in k.entries:

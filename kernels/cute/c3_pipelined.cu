@@ -16,7 +16,8 @@
 //    bulk copies (sm_90), by entry;
 //  * tile scheduler (tile_scheduler.cuh, streamk.cuh): grouped CTA order for L2 reuse, and
 //    persistent stream-K twins (*_sk) for a partly empty last wave, started by programmatic
-//    dependent launch (Config::stream_k).
+//    dependent launch (Config::stream_k); split-K shares (*_part) summed by a second launch
+//    (util/split_reduce.cu) for gemm()'s split picks.
 // Geometry: Config::blk_m x blk_n x blk_k, thr_m x thr_n threads, `stages` k-tiles in flight;
 //           each thread owns (blk_m/thr_m) x (blk_n/thr_n) accumulators (8x8 at 128x128 /
 //           16x16 threads), in 4x4 blocks 4*thr_m apart along m.
@@ -106,12 +107,13 @@ __device__ __forceinline__ void dispatch_sk(int M, int N, int K, float alpha, co
   }
 }
 
-// Split-K with a reduction launch: CTA (x, y, s) of a (tiles, split) grid computes its tile's
-// s-th even share of the k-tiles and stores the plain sums in slice s of ws, (M, ldw)
-// row-major with ldw = N rounded up to 4 (16-byte rows: interior tiles store through the
-// entry's smem epilogue); util/split_reduce.cu then adds the slices in order into C. Nothing
-// is counted and no CTA waits for another; the reduction starts by programmatic launch.
-template <bool kOn, bool kFast, cg::Epi kEpi, class StrideA, class StrideB, class CopyA, class CopyB>
+// Split-K with a reduction launch: CTA (x, y, s) of a (tiles, split) grid runs the twin's
+// mainloop over its tile's s-th even share of the k-tiles and stores the plain sums in slice s
+// of ws, (M, ldw) row-major with ldw = N rounded up to 4, as the twin's runs store (scalar: with
+// an smem epilogue after the twin's mainloop, the 128-register entries spilled);
+// util/split_reduce.cu then adds the slices in order into C. Nothing is counted and no CTA
+// waits for another; the reduction starts by programmatic launch.
+template <bool kOn, bool kFast, class StrideA, class StrideB, class CopyA, class CopyB>
 __device__ __forceinline__ void dispatch_part(int M, int N, int K, const float* A, StrideA dA,
                                               const float* B, StrideB dB, float* ws, int split) {
   if constexpr (kOn) {
@@ -123,7 +125,7 @@ __device__ __forceinline__ void dispatch_part(int M, int N, int K, const float* 
     __syncthreads();
     const long long ldw = (N + 3) & ~3;
     tile_gemm<kFast, StrideA, StrideB, CopyA, CopyB>(tile_m, tile_n, s * k_tiles / split,
-                                                    cg::KEndShared{}, cg::StoreTile<kEpi>{}, M, N,
+                                                    cg::KEndShared{}, cg::StoreTile<cg::Epi::scalar>{}, M, N,
                                                     K, 1.0f, A, dA, B, dB, 0.0f,
                                                     ws + s * M * ldw, ldw, 1);
   } else {
@@ -146,11 +148,11 @@ __device__ __forceinline__ void dispatch_part(int M, int N, int K, const float* 
     cg::pdl_wait<Config::stream_k>();                                                     \
   })
 
-#define CG_PIPE_PART_ENTRY(NAME, DA, DB, CA, CB, EPI, ON)                                 \
+#define CG_PIPE_PART_ENTRY(NAME, DA, DB, CA, CB, ON)                                      \
   CG_ENTRY(NAME, __launch_bounds__(kThreads, Config::min_blocks),                        \
            (CG_GEMM_PARAMS, float* __restrict__ ws, int split), {                         \
     cg::pdl_launch_dependents<Config::stream_k>();                                        \
-    dispatch_part<Config::stream_k && (ON), true, EPI, decltype(DA), decltype(DB), CA, CB>(  \
+    dispatch_part<Config::stream_k && (ON), true, decltype(DA), decltype(DB), CA, CB>(       \
         M, N, K, A, DA, B, DB, ws, split);                                                \
   })
 
@@ -183,7 +185,7 @@ CG_PIPE_SK_ENTRY(cute_pipelined_am_bn_s_sk, CG_DA_m, CG_DB_n, CpSclMN, CpSclMN, 
 CG_PIPE_SK_ENTRY(cute_pipelined_ak_bn_s_sk, CG_DA_k, CG_DB_n, CpSclK, CpSclMN, false, Config::twins_scalar)
 // The vector entry points again as the shares of a split-K launch with a reduction launch
 // (Config::stream_k; extra arguments ws, split), where the twins are
-CG_PIPE_PART_ENTRY(cute_pipelined_am_bn_part, CG_DA_m, CG_DB_n, CpVecM, CpVecN, cg::Epi::scalar, true)
-CG_PIPE_PART_ENTRY(cute_pipelined_ak_bn_part, CG_DA_k, CG_DB_n, VecK1, CpVecN, Config::epi_ak_bn, true)
-CG_PIPE_PART_ENTRY(cute_pipelined_ak_bk_part, CG_DA_k, CG_DB_k, CpVecK, CpVecK, Config::epi_ak_bk, true)
-CG_PIPE_PART_ENTRY(cute_pipelined_am_bk_part, CG_DA_m, CG_DB_k, CpVecM, VecK1, cg::Epi::scalar, Config::twin_am_bk)
+CG_PIPE_PART_ENTRY(cute_pipelined_am_bn_part, CG_DA_m, CG_DB_n, CpVecM, CpVecN, true)
+CG_PIPE_PART_ENTRY(cute_pipelined_ak_bn_part, CG_DA_k, CG_DB_n, VecK1, CpVecN, true)
+CG_PIPE_PART_ENTRY(cute_pipelined_ak_bk_part, CG_DA_k, CG_DB_k, CpVecK, CpVecK, true)
+CG_PIPE_PART_ENTRY(cute_pipelined_am_bk_part, CG_DA_m, CG_DB_k, CpVecM, VecK1, Config::twin_am_bk)

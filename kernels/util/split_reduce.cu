@@ -9,7 +9,8 @@
 // BLAS semantics: beta == 0 leaves C unread (cg::axpby).
 // Started by programmatic dependent launch where the GEMM launch allows it (sm_90+): it
 // waits for the whole split launch (griddepcontrol.wait) before its first load.
-// Geometry: 256 threads, a grid-stride loop (grid: records.ReduceGrid).
+// Geometry: 256 threads a CTA, a grid-stride loop over one grid of M * N / 1024 CTAs
+// (resolve.REDUCE: records.FlatGrid).
 #include <cute_gemm/common.cuh>
 
 constexpr int kInFlight = 8;
