@@ -412,11 +412,12 @@ def test_split_k_picks_add_up_exactly(name, shape, layout):
                 assert all((p.reduce_grid[0] > 0) == reduce for p in plans), plans
 
 
-@pytest.mark.parametrize("name,shape", SPLIT_K_CASES)
-def test_split_k_reduced_by_a_launch_is_the_twins_bits(name, shape):
-    """Random floats: the shares summed by the reduction launch (/splitrS) are the twin's
-    fixup's bits (/splitkS: the same runs, added in the same order), beta C included and
-    with beta 0 a NaN-poisoned C left unread."""
+@pytest.mark.parametrize("name,shape", SPLIT_K_CASES + [("cute_pipelined", (300, 200, 1024))])
+def test_split_k_reduced_by_a_launch(name, shape):
+    """Random floats: a split whose shares a reduction launch sums (/splitrS) gives the same
+    bits on every run, within the fp32 bound, beta C included, and with beta 0 a NaN-poisoned
+    C left unread; where K is a multiple of the tile's k it is the twin's fixup's bits
+    (/splitkS: the same shares, added in the same order)."""
     from cute_gemm import api, auto, launch
     if not registry.get(name).runs_on(launch.device_info().arch_int):
         pytest.skip(f"{name} does not run on this GPU")
@@ -426,16 +427,22 @@ def test_split_k_reduced_by_a_launch_is_the_twins_bits(name, shape):
     b = rng.standard_normal((k, n), dtype=np.float32)
     c = rng.standard_normal((m, n), dtype=np.float32)
     nan = np.full((m, n), np.nan, dtype=np.float32)
+    ref, gauge = reference(a, b, c, 0.5, 1.5)
     for transposed in (False, True):
         for s in (2, 3):
-            got = {}
-            for reduce in (False, True):
-                choice = auto.Choice(name, transposed, split_k=s, reduce=reduce)
-                got[reduce] = (api.run_choice(choice, a, b, c, alpha=0.5, beta=1.5),
-                               api.run_choice(choice, a, b, nan, alpha=1.0, beta=0.0))
-            for x, y in zip(got[False], got[True]):
-                assert np.all(np.isfinite(y)) and np.array_equal(x.view(np.uint32), y.view(np.uint32)), \
-                    (name, shape, transposed, s)
+            r = auto.Choice(name, transposed, split_k=s, reduce=True)
+            runs = [api.run_choice(r, a, b, c, alpha=0.5, beta=1.5) for _ in range(2)]
+            assert np.array_equal(runs[0].view(np.uint32), runs[1].view(np.uint32))
+            res = judge(name, runs[0], ref, gauge, False)
+            assert res.status == "pass", (transposed, s, res)
+            plain = api.run_choice(r, a, b, nan, alpha=1.0, beta=0.0)
+            assert np.all(np.isfinite(plain))
+            if k % registry.get(name).tile[2] == 0:
+                twin = auto.Choice(name, transposed, split_k=s)
+                assert np.array_equal(api.run_choice(twin, a, b, c, alpha=0.5, beta=1.5).view(np.uint32),
+                                      runs[0].view(np.uint32)), (transposed, s)
+                assert np.array_equal(api.run_choice(twin, a, b, nan, alpha=1.0, beta=0.0).view(np.uint32),
+                                      plain.view(np.uint32)), (transposed, s)
 
 
 def test_stream_k_on_two_streams_at_once_and_pools_trimmed():

@@ -107,27 +107,28 @@ __device__ __forceinline__ void dispatch_sk(int M, int N, int K, float alpha, co
   }
 }
 
-// Split-K with a reduction launch: CTA (x, y, s) of a (tiles, split) grid runs the twin's
-// mainloop over its tile's s-th even share of the k-tiles and stores the plain sums in slice s
-// of ws, (M, ldw) row-major with ldw = N rounded up to 4, as the twin's runs store (scalar: with
-// an smem epilogue after the twin's mainloop, the 128-register entries spilled);
+// Split-K with a reduction launch: CTA (x, y, s) of a (tiles, split) grid is a data-parallel
+// CTA of the GEMM over the s-th even share of K's k-tiles (A and B offset to its start, the
+// partial k-tile in the last share: the same code as a data-parallel launch, k from 0, where a
+// run-time first k-tile spilled), storing the plain sums in slice s of ws, (M, ldw) row-major
+// with ldw = N rounded up to 4 (16-byte rows) through the entry's epilogue;
 // util/split_reduce.cu then adds the slices in order into C. Nothing is counted and no CTA
 // waits for another; the reduction starts by programmatic launch.
-template <bool kOn, bool kFast, class StrideA, class StrideB, class CopyA, class CopyB>
+template <bool kOn, cg::Epi kEpi, class StrideA, class StrideB, class CopyA, class CopyB>
 __device__ __forceinline__ void dispatch_part(int M, int N, int K, const float* A, StrideA dA,
                                               const float* B, StrideB dB, float* ws, int split) {
   if constexpr (kOn) {
     int tile_m, tile_n;
     cg::cta_tile<Config::blk_m, Config::blk_n>(M, N, tile_m, tile_n);
-    // k_tiles * split < 2^31: the host splits only then (streamk.split_k_ctas)
+    // k_tiles * split < 2^31: the host splits only then (streamk.split_reduce_plan)
     const int k_tiles = cg::ceil_div(K, Config::blk_k), s = blockIdx.z;
-    if (threadIdx.x == 0) cg::sk_k_end() = (s + 1) * k_tiles / split;
-    __syncthreads();
+    const int k_lo = s * k_tiles / split * Config::blk_k;
+    const int k_len = min(K, (s + 1) * k_tiles / split * Config::blk_k) - k_lo;
     const long long ldw = (N + 3) & ~3;
-    tile_gemm<kFast, StrideA, StrideB, CopyA, CopyB>(tile_m, tile_n, s * k_tiles / split,
-                                                    cg::KEndShared{}, cg::StoreTile<cg::Epi::scalar>{}, M, N,
-                                                    K, 1.0f, A, dA, B, dB, 0.0f,
-                                                    ws + s * M * ldw, ldw, 1);
+    tile_gemm<true, StrideA, StrideB, CopyA, CopyB>(
+        tile_m, tile_n, 0, cg::KEndValue{cg::ceil_div(k_len, Config::blk_k)}, cg::StoreTile<kEpi>{},
+        M, N, k_len, 1.0f, A + k_lo * cute::get<1>(dA), dA, B + k_lo * cute::get<1>(dB), dB, 0.0f,
+        ws + s * M * ldw, ldw, 1);
   } else {
     __trap();
   }
@@ -148,11 +149,11 @@ __device__ __forceinline__ void dispatch_part(int M, int N, int K, const float* 
     cg::pdl_wait<Config::stream_k>();                                                     \
   })
 
-#define CG_PIPE_PART_ENTRY(NAME, DA, DB, CA, CB, ON)                                      \
-  CG_ENTRY(NAME, __launch_bounds__(kThreads, Config::min_blocks),                        \
+#define CG_PIPE_PART_ENTRY(NAME, DA, DB, CA, CB, EPI, ON)                                 \
+  CG_ENTRY(NAME, __launch_bounds__(kThreads, (cg::kMinBlocks<Config, CA, CB>)),          \
            (CG_GEMM_PARAMS, float* __restrict__ ws, int split), {                         \
     cg::pdl_launch_dependents<Config::stream_k>();                                        \
-    dispatch_part<Config::stream_k && (ON), true, decltype(DA), decltype(DB), CA, CB>(       \
+    dispatch_part<Config::stream_k && (ON), EPI, decltype(DA), decltype(DB), CA, CB>(        \
         M, N, K, A, DA, B, DB, ws, split);                                                \
   })
 
@@ -185,7 +186,7 @@ CG_PIPE_SK_ENTRY(cute_pipelined_am_bn_s_sk, CG_DA_m, CG_DB_n, CpSclMN, CpSclMN, 
 CG_PIPE_SK_ENTRY(cute_pipelined_ak_bn_s_sk, CG_DA_k, CG_DB_n, CpSclK, CpSclMN, false, Config::twins_scalar)
 // The vector entry points again as the shares of a split-K launch with a reduction launch
 // (Config::stream_k; extra arguments ws, split), where the twins are
-CG_PIPE_PART_ENTRY(cute_pipelined_am_bn_part, CG_DA_m, CG_DB_n, CpVecM, CpVecN, true)
-CG_PIPE_PART_ENTRY(cute_pipelined_ak_bn_part, CG_DA_k, CG_DB_n, VecK1, CpVecN, true)
-CG_PIPE_PART_ENTRY(cute_pipelined_ak_bk_part, CG_DA_k, CG_DB_k, CpVecK, CpVecK, true)
-CG_PIPE_PART_ENTRY(cute_pipelined_am_bk_part, CG_DA_m, CG_DB_k, CpVecM, VecK1, Config::twin_am_bk)
+CG_PIPE_PART_ENTRY(cute_pipelined_am_bn_part, CG_DA_m, CG_DB_n, CpVecM, CpVecN, cg::Epi::scalar, true)
+CG_PIPE_PART_ENTRY(cute_pipelined_ak_bn_part, CG_DA_k, CG_DB_n, VecK1, CpVecN, Config::epi_ak_bn, true)
+CG_PIPE_PART_ENTRY(cute_pipelined_ak_bk_part, CG_DA_k, CG_DB_k, CpVecK, CpVecK, Config::epi_ak_bk, true)
+CG_PIPE_PART_ENTRY(cute_pipelined_am_bk_part, CG_DA_m, CG_DB_k, CpVecM, VecK1, cg::Epi::scalar, Config::twin_am_bk)
