@@ -4,7 +4,8 @@ reads (autotable.py, auto.py).
 For each problem (shape x operand layout x precision), every candidate (auto.candidates:
 the kernels tagged "auto" that compute the precision and run here; where M != N each also
 on the transposed problem, C^T = B^T A^T; a kernel with stream-K twins also split along K,
-SPLIT_KS CTAs per tile, where those CTAs fit in a wave: records.Pick) runs once on the
+SPLIT_KS CTAs per tile, where those CTAs fit in a wave, each split reduced by the twin and,
+where the kernel has split entries, by a reduction launch: records.Pick) runs once on the
 tune's inputs into a NaN-poisoned output and is checked against float64 (a row x column
 sample above 512^3, as bench does); only a candidate that passes is timed
 (timing.event_times: CUDA events, L2 flush and hold, inputs rotated beyond twice the L2,
@@ -316,5 +317,6 @@ def format_table(table: Table, path=None) -> str:
     if missing:
         lines.append(f"  not measured (budget): {', '.join(missing)}")
     lines.append("  (~: operands not all 16-byte aligned; KERNEL.T: on the transposed problem, "
-                 "C^T = B^T A^T; /splitkS: S CTAs per tile, split along K)")
+                 "C^T = B^T A^T; /splitkS: S CTAs per tile, split along K, reduced by the last of "
+                 "them; /splitrS: ... by a second launch)")
     return "\n".join(lines)
