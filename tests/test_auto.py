@@ -487,17 +487,25 @@ def test_a_nearest_rows_split_count_is_priced_where_it_fits(monkeypatch):
     assert "own plan" in c.why and key in c.why
 
 
-def test_a_split_k_pick_launches_that_many_ctas_per_tile(monkeypatch):
-    """A table's KERNEL/splitkS: the stream-K twin alone, S CTAs per tile; where that many
-    CTAs are not resident at once, the kernel's own stream-K plan instead."""
+def _split_pick_table(monkeypatch, key: str):
+    """The stub driver with 660 CTA slots (5 an SM), stream-K on, PDL off (the stub has no
+    cuLaunchKernelEx), and a tuned table whose pick at 512^3 and 2048^2 x 512 is `key`:
+    the stub's launch events."""
     events = _stub(monkeypatch)
     monkeypatch.delenv("CUTE_GEMM_STREAM_K")
-    monkeypatch.setenv("CUTE_GEMM_PDL", "0")            # (the stub has no cuLaunchKernelEx)
-    monkeypatch.setattr(launch, "occupancy", lambda f, threads, smem: 5)    # 660 slots
-    key = "cute_pipelined_32x64x16_sk/splitk3"
+    monkeypatch.setenv("CUTE_GEMM_PDL", "0")
+    monkeypatch.setattr(launch, "occupancy", lambda f, threads, smem: 5)
     autotable.write(table([row(512, 512, 512, {"cute_pipelined": 0.03, key: 0.02}),
                            row(2048, 2048, 512, {"cute_pipelined": 0.5, key: 0.4})]),
                     autotable.tuned_path(H100.name))
+    return events
+
+
+def test_a_split_k_pick_launches_that_many_ctas_per_tile(monkeypatch):
+    """A table's KERNEL/splitkS: the stream-K twin alone, S CTAs per tile; where that many
+    CTAs are not resident at once, the kernel's own stream-K plan instead."""
+    key = "cute_pipelined_32x64x16_sk/splitk3"
+    events = _split_pick_table(monkeypatch, key)
     for m, grid, split in ((512, 128 * 3, 3), (2048, 660, 0)):   # 2048^2: 2048 tiles
         a, b, c = (stub_driver.Dev((m, 512), 0x10000000), stub_driver.Dev((512, m), 0x20000000),
                    stub_driver.Dev((m, m), 0x30000000))
@@ -513,14 +521,8 @@ def test_a_split_r_pick_launches_its_shares_then_the_reduction(monkeypatch):
     """A table's KERNEL/splitrS: the split entry on (tiles_m, tiles_n, S), then split_reduce
     on the same stream with the slices past the pool's counters; where that many CTAs are not
     resident at once, the kernel's own stream-K plan instead."""
-    events = _stub(monkeypatch)
-    monkeypatch.delenv("CUTE_GEMM_STREAM_K")
-    monkeypatch.setenv("CUTE_GEMM_PDL", "0")            # (the stub has no cuLaunchKernelEx)
-    monkeypatch.setattr(launch, "occupancy", lambda f, threads, smem: 5)    # 660 slots
     key = "cute_pipelined_32x64x16_sk/splitr3"
-    autotable.write(table([row(512, 512, 512, {"cute_pipelined": 0.03, key: 0.02}),
-                           row(2048, 2048, 512, {"cute_pipelined": 0.5, key: 0.4})]),
-                    autotable.tuned_path(H100.name))
+    events = _split_pick_table(monkeypatch, key)
     for m in (512, 2048):                                 # 2048^2: 2048 tiles, no split
         a, b, c = (stub_driver.Dev((m, 512), 0x10000000), stub_driver.Dev((512, m), 0x20000000),
                    stub_driver.Dev((m, m), 0x30000000))
