@@ -85,6 +85,11 @@ class LaunchPlan:
     def split(self) -> bool:
         return bool(self.head_entry)
 
+    @property
+    def reduced(self) -> bool:
+        """A split entry's launch, whose shares REDUCE sums after it (Pick.reduce)."""
+        return self.reduce_grid[0] > 0
+
 
 @dataclass
 class _Cache:
@@ -549,11 +554,10 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
             grid, ws_bytes = sr
             if variant.stream_k_swap:
                 km, kn, swap = kn, km, not swap
-            pdl = k.pdl and info.arch_int >= 90 and os.environ.get("CUTE_GEMM_PDL") != "0"
             plan = LaunchPlan(entry=variant.split, grid=grid, smem=smem, workspace_bytes=ws_bytes,
                               swap=swap, split_k=split_k,
                               reduce_grid=REDUCE.grid(km, kn, 1), reduce_block=REDUCE.block,
-                              reduce_pdl=pdl, **base)
+                              reduce_pdl=_pdl(k, info), **base)
             return Launcher(plan, f, strides, split_k,
                             reduce=loaded(REDUCE, ordinal).function(REDUCE.entries[0]))
     group = launch_entries(k, variant)
@@ -592,6 +596,13 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
     return Launcher(plan, lk.function(variant.stream_k, group), strides, tile0, head)
 
 
+def _pdl(k: registry.Kernel, info) -> bool:
+    """Whether k's second launch of a pair (a split launch's stream-K twin, a split entry's
+    reduction) starts by programmatic dependent launch: k's source is built for it, sm_90+,
+    and CUTE_GEMM_PDL=0 does not turn it off."""
+    return k.pdl and info.arch_int >= 90 and os.environ.get("CUTE_GEMM_PDL") != "0"
+
+
 def _stream_k(k: registry.Kernel, lk: Loaded, variant: registry.Variant, group, m: int,
               n: int, kk: int, smem: int, sk_smem: int, split_k: int = 0):
     """(grid, workspace bytes, tile0, pdl, split_k) of the stream-K launch of `variant` where
@@ -610,6 +621,6 @@ def _stream_k(k: registry.Kernel, lk: Loaded, variant: registry.Variant, group, 
     if sk is None:
         return None
     grid, ws_bytes, tile0, taken = sk
-    pdl = (tile0 > 0 and k.pdl and info.arch_int >= 90 and os.environ.get("CUTE_GEMM_PDL") != "0")
+    pdl = tile0 > 0 and _pdl(k, info)
     return grid, ws_bytes, tile0, pdl, taken
 

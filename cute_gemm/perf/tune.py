@@ -198,7 +198,7 @@ def _split(choice: auto.Choice, p: Problem, before: set) -> bool:
     plans = [x for x in api.resolved_launches() if x.kernel == choice.kernel
              and x.shape == (p.m, p.n, p.k)]
     new = [x for x in plans if x not in before] or plans
-    return any(x.split_k == choice.split_k and (x.reduce_grid[0] > 0) == choice.reduce
+    return any(x.split_k == choice.split_k and x.reduced == choice.reduce
                for x in new)
 
 
