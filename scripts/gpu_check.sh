@@ -53,8 +53,10 @@ elif [ "$STAGE" = test ] && [ "$PART" = 2 ]; then
 fi
 if [ "$STAGE" != bench ]; then
 if [ "$PART" != 2 ]; then
-echo "== compile (cold compile of cute_smem, cache disabled; then every kernel for sm_90)"
-CUTE_GEMM_DISABLE_CACHE=1 python3 - <<'PY'
+echo "== compile (cold compile of cute_smem, caches off; then every kernel for sm_90)"
+# (CUDA_CACHE_DISABLE: NVRTC 13 would reuse its optimizer's and ptxas's output from the
+# driver's compute cache, docs/tuning/first_call.md#compute-cache)
+CUTE_GEMM_DISABLE_CACHE=1 CUDA_CACHE_DISABLE=1 python3 - <<'PY'
 import time
 t = time.perf_counter()
 import cute_gemm

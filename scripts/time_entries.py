@@ -10,6 +10,10 @@ wall seconds on a shared machine.
 
     python scripts/time_entries.py --launch cute_pipelined:cute_pipelined_ak_bn [--arch sm_90]
 
+Cold means cold: the driver's compute cache is off (CUDA_CACHE_DISABLE=1, children
+included), since NVRTC 13 keeps its optimizer's and ptxas's output there where a driver
+is installed, and a repeat compile would skip both phases.
+
 --launch KERNEL:ENTRY times what the first launch of that entry point compiles
 (resolve.launch_entries: with its stream-K twin and head), through Loaded.cubin_of into a
 fresh disk cache, both ways: each entry point alone in processes side by side
@@ -26,7 +30,9 @@ import resource
 import tempfile
 import time
 
-from cute_gemm import compile as comp, registry
+os.environ["CUDA_CACHE_DISABLE"] = "1"     # (before NVRTC is loaded: see the docstring)
+
+from cute_gemm import compile as comp, registry     # noqa: E402
 
 
 def _cpu() -> float:

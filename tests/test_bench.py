@@ -682,3 +682,26 @@ def test_first_call_children_report_why_without_a_gpu(monkeypatch, tmp_path):
     assert fc["shape"] == [8, 8, 8] and set(fc) == {"shape", *first_call.MODES}
     assert all("error" in fc[m] and "\n" not in fc[m]["error"] for m in first_call.MODES)
     assert not (tmp_path / "fc").exists()
+
+
+def test_first_call_children_compile_on_empty_driver_caches(monkeypatch, tmp_path):
+    """NVRTC 13 keeps its optimizer's and ptxas's output in the driver's compute cache: a
+    cold case that shared the machine's would time half a compile. Each cold case gets an
+    empty one of its own (warm: wait's, as a second process of that user would)."""
+    from cute_gemm.perf import first_call
+    monkeypatch.setattr(first_call.tempfile, "mkdtemp", lambda prefix: str(tmp_path / "fc"))
+    monkeypatch.setenv("CUDA_CACHE_PATH", str(tmp_path / "user_cache"))
+    seen = {}
+
+    def run(argv, env, **kw):
+        mode = "quick" if "CUTE_GEMM_FIRST_CALL" not in env else (
+            "warm" if "wait" in seen else "wait")
+        seen[mode] = (env["CUDA_CACHE_PATH"], env["CUTE_GEMM_CACHE_DIR"])
+        return subprocess.CompletedProcess(argv, 0, stdout='{"first_s": 1.0}\n', stderr="")
+
+    monkeypatch.setattr(first_call.subprocess, "run", run)
+    fc = first_call.measure_first_call((8, 8, 8), timeout=60)
+    assert all(fc[m] == {"first_s": 1.0} for m in first_call.MODES)
+    nv = {m: seen[m][0] for m in seen}
+    assert set(seen) == {"quick", "wait", "warm"} and nv["quick"] != nv["wait"] == nv["warm"]
+    assert all(p.startswith(str(tmp_path / "fc")) and p.startswith(seen[m][1]) for m, p in nv.items())

@@ -1,10 +1,12 @@
 """The first gemm() call of a fresh process (`cute-gemm bench --first-call`): each case a new
 interpreter, timed from its start, on fp32 operands already on the device:
 
-  quick   an empty cubin cache, CUTE_GEMM_FIRST_CALL unset: how long until the first
+  quick   an empty cubin cache (and an empty driver compute cache, CUDA_CACHE_PATH, where
+          NVRTC 13 keeps its optimizer's and ptxas's output from earlier compiles on the
+          machine), CUTE_GEMM_FIRST_CALL unset: how long until the first
           answer, which kernel gave it (the stand-in, auto.stand_in), and how long until
           the pick itself runs (its compile in the background)
-  wait    an empty cubin cache, CUTE_GEMM_FIRST_CALL=wait: the first answer is the pick's,
+  wait    empty caches (both), CUTE_GEMM_FIRST_CALL=wait: the first answer is the pick's,
           after the compile of its launch's entry points
   warm    the cache `wait` filled, in another new process: import and first call only
 
@@ -64,6 +66,7 @@ print(json.dumps(dict(import_s=import_s, first_s=first_s, first_kernels=first,
 
 def _child(shape: tuple[int, int, int], mode: str, cache_dir: str, timeout: float) -> dict:
     env = dict(os.environ, CUTE_GEMM_CACHE_DIR=cache_dir,
+               CUDA_CACHE_PATH=os.path.join(cache_dir, "nv"),
                CUTE_GEMM_FC_PATH=json.dumps([p for p in sys.path if p]))
     env.pop("CUTE_GEMM_DISABLE_CACHE", None)
     if mode == "quick":
@@ -87,8 +90,8 @@ def measure_first_call(shape: tuple[int, int, int] = FIRST_CALL_SHAPE,
                        timeout: float = 300.0) -> dict:
     """The three cases of the module docstring for an M x N x K fp32 gemm() (A and B
     row-major): {"shape": [M, N, K], "quick": {...}, "wait": {...}, "warm": {...}}, a
-    case that failed as {"error": its last line}. Empty cubin caches of its own, removed
-    after; the machine's cache is not touched."""
+    case that failed as {"error": its last line}. Empty cubin and driver compute caches of
+    its own, removed after; the machine's are not touched."""
     result: dict = {"shape": list(shape)}
     cold = tempfile.mkdtemp(prefix="cute_gemm_first_call_")
     try:
