@@ -130,7 +130,7 @@ def launch_entries(k: registry.Kernel, variant: registry.Variant,
     split-K launch with a reduction launch (Pick.reduce), its split entry alone (where the
     GPU cannot take the split, resolve() compiles the kernel's own plan's then)."""
     if stream_k is None:
-        stream_k = os.environ.get("CUTE_GEMM_STREAM_K") != "0"
+        stream_k = _stream_k_on()
     if stream_k and reduce and variant.split:
         return (variant.split,)
     if stream_k and variant.cut:
@@ -545,7 +545,7 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
     base = dict(kernel=k.name, ordinal=ordinal, shape=(m, n, kk), block=k.block,
                 copies=tuple(copies), precision=variant.precision, out_dtype=variant.out_dtype)
     km, kn = (n, m) if swap else (m, n)          # the problem the entry sees
-    if split_k and reduce and variant.split and os.environ.get("CUTE_GEMM_STREAM_K") != "0":
+    if split_k and reduce and variant.split and _stream_k_on():
         f = lk.function(variant.split, launch_entries(k, variant, reduce=True))
         info = launch.device_info(ordinal)
         sr = streamk.split_reduce_plan(k, variant, km, kn, kk,
@@ -569,7 +569,7 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
             # the last wave cut along K (sm90_tail_split.cuh): stream-K's switch turns it off
             g = k.grid
             wm, wn = (kn, km) if variant.walks_transposed else (km, kn)   # the tiles it walks
-            cut, grid = g.walk(wm, wn, kk, lk.sm_count, os.environ.get("CUTE_GEMM_STREAM_K") != "0",
+            cut, grid = g.walk(wm, wn, kk, lk.sm_count, _stream_k_on(),
                                registry.ITEMSIZE[variant.dtype])
             if cut[1] > 1:
                 ws_bytes = streamk.tail_split_workspace_bytes(g.units(wm, wn) - cut[0], g.cluster,
@@ -594,6 +594,12 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
                       head_grid=head.plan.grid if head else (0, 0, 0), pdl=pdl, swap=swap,
                       split_k=split_k, **base)
     return Launcher(plan, lk.function(variant.stream_k, group), strides, tile0, head)
+
+
+def _stream_k_on() -> bool:
+    """CUTE_GEMM_STREAM_K=0 turns off every launch beyond the plain grid: stream-K twins,
+    split-K (both kinds) and the cut of a persistent walk's last wave."""
+    return os.environ.get("CUTE_GEMM_STREAM_K") != "0"
 
 
 def _pdl(k: registry.Kernel, info) -> bool:
