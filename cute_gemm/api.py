@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 from . import auto, autotable, cache, hotpath, launch, registry
-from .arrays import Operand, narrow, parse, widen
+from .arrays import Operand, framework_stream, narrow, parse, widen
 from .errors import AliasError, CaptureError, DTypeError, InputError, ShapeError
 from .execute import gemm_device
 from .records import AS_PLANNED, FP32_ACCURATE, PRECISION_DTYPE, PRECISIONS
@@ -133,8 +133,13 @@ def run(name, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None, preci
     numpy in -> numpy out; device arrays (CuPy, PyTorch, JAX, __cuda_array_interface__,
     DLPack) in -> result on the device. `out` receives the result (it may be `c`, for an
     in-place update; an `out` that overlaps a, b or c otherwise is computed apart and
-    copied). Asynchronous on `stream` for device arrays, like any CUDA library; operands
-    that name their producer's stream (CAI v3 `stream`, DLPack) are waited for on it.
+    copied). Asynchronous on `stream` for device arrays; without `stream`, on the current
+    stream of the operands' library (PyTorch's, CuPy's; the default stream for numpy,
+    DeviceArray, JAX and other arrays), so the call is ordered, and captured in a CUDA
+    graph, with the caller's other work. Operands that name their producer's stream (CAI
+    v3 `stream`, DLPack) are waited for on it. A PyTorch operand that requires grad in
+    grad mode makes the result carry autograd's graph (cute_gemm.torch's op); with `out`
+    or `stream` that raises InputError.
     """
     hot = new = None
     # the signature hot path (hotpath.py); one device known from an earlier call, so
@@ -153,8 +158,46 @@ def run(name, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None, preci
                                          0.0 if c is None else beta, stream)
             if hot is True:
                 return out
+    if _recorded(a, b, c):
+        return _through_autograd(name, a, b, c, alpha, beta, out, stream, precision)
     k = None if name == registry.AUTO else registry.get(name)
     return _run(k, AS_PLANNED, a, b, c, alpha, beta, out, stream, precision, hot, new)
+
+
+# ---- autograd: a call whose result must carry the graph goes to cute_gemm.torch's op ------
+_autograd: list = []      # [route(name, a, b, c, alpha, beta, precision)], set by cute_gemm.torch
+
+
+def set_autograd(route) -> None:
+    """The function run() hands a call that autograd records (cute_gemm.torch.route)."""
+    _autograd[:] = [route]
+
+
+def _recorded(a, b, c) -> bool:
+    """Whether autograd records this call: a PyTorch operand requires grad in grad mode."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    tensor = torch.Tensor
+    return (any(isinstance(x, tensor) and x.requires_grad for x in (a, b, c))
+            and torch.is_grad_enabled())
+
+
+def _through_autograd(name, a, b, c, alpha, beta, out, stream, precision):
+    which = ", ".join(n for n, x in (("a", a), ("b", b), ("c", c))
+                      if getattr(x, "requires_grad", False) is True)
+    if out is not None:
+        raise InputError(f"out= does not support automatic differentiation ({which} requires "
+                         "grad): call without out, and the result carries the graph, or pass "
+                         "detached tensors")
+    if stream is not None:
+        raise InputError(f"stream= with {which} requiring grad: autograd runs the backward on "
+                         "torch's current stream, so the forward runs there too: leave stream "
+                         "out and use `with torch.cuda.stream(s):`")
+    if not _autograd:
+        raise InputError(f"{which} requires grad: import cute_gemm.torch, or pass detached "
+                         "tensors")
+    return _autograd[0](name, a, b, c, alpha, beta, precision)
 
 
 def run_choice(choice, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None,
@@ -169,7 +212,7 @@ def run_choice(choice, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=No
 def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=None):
     """run() past the hot path: kernel k (None: gemm()'s pick) launched as `pick` says.
     hot, new: the call's keys for hotpath.remember and (no out) hotpath.remember_new."""
-    s = launch.stream_handle(stream)
+    s = framework_stream(a) if stream is None else launch.stream_handle(stream)
     A, B, C, O, m, n, kk = _validate(a, b, c, out, alpha, beta, s)
     prec, out_dtype = _precision(A, B, C, O, precision, k)
     stand_in = None

@@ -7,6 +7,7 @@ before any launch.
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, replace
 from math import gcd
 
@@ -168,6 +169,47 @@ def parse(name: str, obj, stream: int | None = None) -> Operand:
     raise NotAnArrayError(
         f"{name} is a {type(obj).__name__}, not an array: pass a numpy array or a device array "
         "(DLPack or __cuda_array_interface__: CuPy, PyTorch, JAX)")
+
+
+# ---- the stream of a call that names none ------------------------------------------------
+def _torch_current(torch):
+    current = torch.cuda.current_stream
+
+    def of(t) -> int:
+        d = t.get_device()      # (-1: a CPU tensor, which runs on the host path)
+        return current(d).cuda_stream if d >= 0 else 0
+    return of
+
+
+def _cupy_current(cupy):
+    current = cupy.cuda.get_current_stream
+    return lambda x: current(x.device.id).ptr
+
+
+def _no_current(_) -> int:
+    return 0
+
+
+_CURRENT: dict = {}      # array type -> its library's current stream, as a handle
+
+
+def framework_stream(obj) -> int:
+    """The stream a call on `obj` runs on when it names none: the current stream of the
+    library the array comes from (PyTorch's for its tensors, CuPy's for its arrays), where
+    that library's own ops and every library used beside it run (inside
+    torch.cuda.graph(), the capturing stream); else the default stream (0): numpy,
+    DeviceArray, JAX and other DLPack or CUDA Array Interface producers, whose pending
+    writes their own stream protocol orders before the call."""
+    tp = type(obj)
+    f = _CURRENT.get(tp)
+    if f is None:
+        lib = sys.modules.get(tp.__module__.split(".")[0])
+        name = getattr(lib, "__name__", "")
+        f = (_torch_current(lib) if name == "torch" and isinstance(obj, lib.Tensor) else
+             _cupy_current(lib) if name == "cupy" and isinstance(obj, lib.ndarray) else
+             _no_current)
+        _CURRENT[tp] = f
+    return f(obj)
 
 
 def _void2_as_bfloat16(dtype: str, obj) -> str:

@@ -219,11 +219,10 @@ def _composed(k, A: Operand, B: Operand, C: Operand | None, T: Operand, alpha: f
 
 def _pick_ready(lk, group: tuple[str, ...], stream: int) -> bool:
     """Whether gemm()'s pick runs this call rather than its stand-in: its launch's entry
-    points are at hand (Loaded.ready); inside a graph capture only if already loaded, as
-    no module may be loaded there: a capture keeps to what the calls before it ran."""
-    if launch.capturing(stream):
-        return all(e in lk.functions for e in group)
-    return lk.ready(group, start=False)
+    points are at hand (Loaded.ready); inside a graph capture always, compiled there if
+    need be: every replay runs what the capture holds, so it holds the pick (its module
+    loads in the relaxed capture mode, launch.relaxed)."""
+    return launch.capturing(stream) or lk.ready(group, start=False)
 
 
 def _composed_ready(k, ordinal: int, start: bool = False) -> bool:

@@ -8,8 +8,11 @@ A call's signature holds everything validation, the entry choice and the launch 
 on: the kernel, the precision asked for, the call's stream, and per operand what its
 kind of array can change — shape, strides, element type and pointer alignment class
 (ptr & 255) always; the read-only flag, mask and producer stream of a
-__cuda_array_interface__; requires_grad of a PyTorch tensor; CuPy's current stream (which
-its CAI reports as the producer stream). The first call with a signature goes through
+__cuda_array_interface__; CuPy's current stream (which its CAI reports as the producer
+stream). A call without `stream` runs on its operands' library's current stream
+(arrays.framework_stream), read on every call. A PyTorch tensor that autograd records (it
+requires grad, and grad mode is on) has no signature: the full path hands the call to
+autograd. The first call with a signature goes through
 run()'s full path; if that launched one resolved launch (a Launcher, or a relayout.Relaid
 on copies) with no producer stream to wait for, the signature is remembered (`remember`),
 and later calls with it skip parse() and validation: they test only what the signature
@@ -26,7 +29,7 @@ from __future__ import annotations
 import sys
 
 from . import launch, memo
-from .arrays import DeviceArray, Operand
+from .arrays import DeviceArray, Operand, framework_stream
 from .resolve import CACHE
 
 HOT_ENTRIES = 4096     # remembered signatures (all forgotten at once past this)
@@ -46,11 +49,14 @@ def _read_device_array(x):
 
 
 def _torch_reader(torch):
+    grad = torch.is_grad_enabled
+
     def read(t):
-        if not t.is_cuda:      # a CPU tensor must never match a CUDA one
+        # a CPU tensor must never match a CUDA one; one autograd records goes the full way
+        if not t.is_cuda or (t.requires_grad and grad()):
             return None
         p = t.data_ptr()
-        return ("torch", t.shape, t.stride(), t.dtype, t.requires_grad, p & 255), p
+        return ("torch", t.shape, t.stride(), t.dtype, p & 255), p
     return read
 
 
@@ -72,14 +78,18 @@ def _read3_device_arrays(a, b, o):
 
 
 def _torch_read3(torch):
+    grad = torch.is_grad_enabled
+
     def read3(a, b, o):
         if not (a.is_cuda and b.is_cuda and o.is_cuda):
             return None
+        # the full path refuses an out that requires grad, and out= beside an operand
+        # autograd records
+        if o.requires_grad or ((a.requires_grad or b.requires_grad) and grad()):
+            return None
         pa, pb, po = a.data_ptr(), b.data_ptr(), o.data_ptr()
-        # an out that requires grad is refused by the full path; an a or b that does is read
-        # as its data, as here
         return (("torch", a.shape, a.stride(), a.dtype, pa & 255, b.shape, b.stride(), b.dtype,
-                 pb & 255, o.shape, o.stride(), o.dtype, o.requires_grad, po & 255), pa, pb, po)
+                 pb & 255, o.shape, o.stride(), o.dtype, po & 255), pa, pb, po)
     return read3
 
 
@@ -149,7 +159,7 @@ def launch_new(name, precision, a, b, alpha, stream):
         ra = _READ1.get(type(a)) or _read1_for(type(a))
         rb = _READ1.get(type(b)) or _read1_for(type(b))
         (sa, pa), (sb, pb) = ra(a), rb(b)      # (None for a CPU tensor: TypeError, caught)
-        s = 0 if stream is None else launch.stream_handle(stream)
+        s = framework_stream(a) if stream is None else launch.stream_handle(stream)
         # (a's type: the library the result is allocated by, which not every signature holds)
         key = (name, precision, s, type(a), sa, sb)
         entry = CACHE.results.get(key)
@@ -213,7 +223,7 @@ def launch_or_sign(name, precision, a, b, out, alpha, beta, stream):
         r = (_READ3.get(types) or _read3_for(types))(a, b, out)
         if r is None:
             return None
-        s = 0 if stream is None else launch.stream_handle(stream)
+        s = framework_stream(a) if stream is None else launch.stream_handle(stream)
         key = (name, precision, s, r[0])
         entry = CACHE.hot.get(key)      # (TypeError for an unhashable field: no signature)
     except Exception:    # the full path reads the operands and says what is wrong

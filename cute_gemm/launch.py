@@ -8,6 +8,7 @@ checked; a failure raises CudaError naming the call, the kernel and the CUDA err
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import os
@@ -207,6 +208,22 @@ def pci_bus_id(ordinal: int) -> str:
     return (raw if isinstance(raw, str) else raw.split(b"\0", 1)[0].decode()).strip("\0")
 
 
+# ---- CUDA graph capture ----------------------------------------------------------------
+@contextlib.contextmanager
+def relaxed():
+    """This thread's driver calls in the block run in the relaxed capture mode: a call that
+    the global or thread-local mode refuses while a stream captures (a module load, a
+    synchronous allocation, an event query) neither fails nor invalidates the capture. For
+    calls that touch no captured stream, as cuBLAS does around its own."""
+    drv = _drv()
+    prev = _check(drv.cuThreadExchangeStreamCaptureMode(
+        drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED), "cuThreadExchangeStreamCaptureMode")
+    try:
+        yield
+    finally:
+        drv.cuThreadExchangeStreamCaptureMode(prev)
+
+
 # ---- modules and functions ------------------------------------------------------------
 @dataclass
 class Function:
@@ -233,7 +250,8 @@ def get_function(ordinal: int, kernel_name: str, key: str, cubin: bytes, entry: 
         ensure_context(ordinal)
         mod = _modules.get((ordinal, key))
         if mod is None:
-            mod = _check(drv.cuModuleLoadData(cubin), "cuModuleLoadData", kernel_name)
+            with relaxed():     # a module load allocates: refused in a global capture
+                mod = _check(drv.cuModuleLoadData(cubin), "cuModuleLoadData", kernel_name)
             _modules[(ordinal, key)] = mod
         h = _check(drv.cuModuleGetFunction(mod, entry.encode()), f"cuModuleGetFunction({entry})",
                    kernel_name)

@@ -33,8 +33,9 @@ def _pool(ordinal: int):
                 props.allocType = drv.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
                 props.location.type = drv.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
                 props.location.id = ordinal
-                pool = launch._check(drv.cuMemPoolCreate(props), "cuMemPoolCreate")
-                _set_release_threshold(pool, POOL_KEEP_BYTES)
+                with launch.relaxed():      # (a first call may come inside a capture)
+                    pool = launch._check(drv.cuMemPoolCreate(props), "cuMemPoolCreate")
+                    _set_release_threshold(pool, POOL_KEEP_BYTES)
                 _pools[ordinal] = pool
     return pool
 
@@ -104,7 +105,7 @@ def trim_pools() -> int:
     of pools trimmed."""
     drv = launch._drv()
     attr = drv.CUmemPool_attribute
-    with launch._lock:
+    with launch.relaxed(), launch._lock:
         for ordinal, pool in _pools.items():
             _set_release_threshold(pool, POOL_KEEP_BYTES)
             launch._check(drv.cuMemPoolSetAttribute(pool, attr.CU_MEMPOOL_ATTR_USED_MEM_HIGH,

@@ -35,6 +35,11 @@ _lock = threading.Lock()
 def take(ordinal: int, nbytes: int, stream: int, counters: int) -> Workspace:
     """A workspace of at least nbytes whose first `counters` int32 are zero for work queued
     on `stream` from now on; hand it back with give() once that work is queued."""
+    with launch.relaxed():   # its event queries and allocation must not end another
+        return _take(ordinal, nbytes, stream, counters)   # thread's global-mode capture
+
+
+def _take(ordinal: int, nbytes: int, stream: int, counters: int) -> Workspace:
     drv = launch._drv()
     with _lock:
         pick = None
@@ -100,14 +105,15 @@ def _release(w: Workspace) -> None:
 
 
 def trim() -> int:
-    """Free the workspaces no queued work uses any more; safe at any time, from any thread.
-    Returns how many were freed."""
+    """Free the workspaces no queued work uses any more; safe at any time, from any thread
+    (a capture elsewhere included). Returns how many were freed."""
     drv = launch._drv()
-    with _lock:
-        done = [w for w in _free if drv.cuEventQuery(w.event)[0] == drv.CUresult.CUDA_SUCCESS]
+    with launch.relaxed():
+        with _lock:
+            done = [w for w in _free if drv.cuEventQuery(w.event)[0] == drv.CUresult.CUDA_SUCCESS]
+            for w in done:
+                _free.remove(w)
         for w in done:
-            _free.remove(w)
-    for w in done:
-        launch.ensure_context(w.ordinal)
-        _release(w)
+            launch.ensure_context(w.ordinal)
+            _release(w)
     return len(done)

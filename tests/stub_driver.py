@@ -113,6 +113,9 @@ def install(monkeypatch):
         CUfunction_attribute = types.SimpleNamespace(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES=8)
         CUevent_flags = types.SimpleNamespace(CU_EVENT_DISABLE_TIMING=2)
         CUstreamCaptureStatus = types.SimpleNamespace(CU_STREAM_CAPTURE_STATUS_NONE=0)
+        CUstreamCaptureMode = types.SimpleNamespace(CU_STREAM_CAPTURE_MODE_GLOBAL=0,
+                                                    CU_STREAM_CAPTURE_MODE_THREAD_LOCAL=1,
+                                                    CU_STREAM_CAPTURE_MODE_RELAXED=2)
 
         def __init__(self):
             self.current = 1
@@ -133,6 +136,10 @@ def install(monkeypatch):
             events.append(("set_context", int(ctx)))
             self.current = int(ctx)
             return (0,)
+
+        def cuThreadExchangeStreamCaptureMode(self, mode):
+            events.append(("capture_mode", int(mode)))
+            return (0, 0)
 
         def cuStreamIsCapturing(self, h):
             return (0, int(events.capturing))

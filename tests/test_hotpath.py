@@ -53,6 +53,9 @@ def _fake_torch(monkeypatch):
             self.is_cuda, self.requires_grad = is_cuda, requires_grad
             self.device = "cuda:0" if is_cuda else "cpu"
 
+        def get_device(self):
+            return 0 if self.is_cuda else -1
+
         def data_ptr(self):
             return self._ptr
 
@@ -93,6 +96,11 @@ def _fake_torch(monkeypatch):
     Tensor.__module__ = Parameter.__module__ = "torch"    # (what run() tells libraries by)
     torch.Tensor, torch.empty, torch.empty_like = Tensor, empty, empty_like
     torch.nn = types.SimpleNamespace(Parameter=Parameter)
+    # torch's current stream (a handle) and grad mode, as the tests set them
+    torch.stream, torch.grad = [0], [True]
+    torch.cuda = types.SimpleNamespace(
+        current_stream=lambda d: types.SimpleNamespace(cuda_stream=torch.stream[0]))
+    torch.is_grad_enabled = lambda: torch.grad[0]
     monkeypatch.setitem(sys.modules, "torch", torch)
     return torch, cai_reads
 
@@ -114,9 +122,54 @@ def test_torch_tensors_take_the_path_by_their_attributes(monkeypatch):
     first, *rest = _gemm_launches(events)
     assert [(g.A, g.B, g.C, g.alpha) for g in rest] == [(0x50000, 0x20000, 0x60000, 2.0)] * 3
     assert (first.A, first.C, first.alpha) == (0x10000, 0x30000, 1.0)
-    # a grad-requiring a or b is read as its data, as the full path reads it: the same launch
+    # a grad-requiring a or b outside grad mode is read as its data: the same launch
+    torch.grad[0] = False
     api.run("cute_smem", T((40, 16), 0x50000, requires_grad=True), b, out=out2)
     assert len(_gemm_launches(events)) == 5 and not validated
+
+
+def test_a_call_autograd_records_goes_to_the_autograd_route_and_refuses_out(monkeypatch):
+    """In grad mode an operand that requires grad sends the call to the route cute_gemm.torch
+    sets (its custom op, whose result carries the graph), never to a remembered launch; with
+    out= or stream= it is an InputError before any launch; outside grad mode it launches."""
+    events = stub_driver.install(monkeypatch)
+    torch, _ = _fake_torch(monkeypatch)
+    routed = []
+    monkeypatch.setattr(api, "_autograd", [lambda *call: routed.append(call) or "graph"])
+    T = torch.Tensor
+    a, b, out = T((40, 16), 0x10000), T((16, 24), 0x20000), T((40, 24), 0x30000)
+    for _ in range(2):
+        api.run("cute_smem", a, b, out=out)                     # remembered
+    ga = T((40, 16), 0x10000, requires_grad=True)
+    n = len(_gemm_launches(events))
+    assert api.run("auto", ga, b) == "graph" and api.run("cute_smem", ga, b, alpha=2.0) == "graph"
+    assert [(r[0], r[4]) for r in routed] == [("auto", 1.0), ("cute_smem", 2.0)]
+    with pytest.raises(InputError, match="out= does not support automatic differentiation"):
+        api.run("cute_smem", ga, b, out=out)
+    with pytest.raises(InputError, match="stream="):
+        api.run("cute_smem", a, T((16, 24), 0x20000, requires_grad=True), stream=7)
+    assert len(_gemm_launches(events)) == n and len(routed) == 2
+    torch.grad[0] = False
+    api.run("cute_smem", ga, b, out=out)
+    assert len(_gemm_launches(events)) == n + 1
+
+
+def test_a_call_without_stream_runs_on_torchs_current_stream(monkeypatch):
+    """stream=None is torch's current stream for torch tensors, read on every call (the hot
+    path's too); an explicit stream= wins."""
+    events = stub_driver.install(monkeypatch)
+    torch, _ = _fake_torch(monkeypatch)
+    T = torch.Tensor
+    a, b, out = T((40, 16), 0x10000), T((16, 24), 0x20000), T((40, 24), 0x30000)
+    seen = []
+    for s in (0x5000, 0x5000, 0x6000, 0):
+        torch.stream[0] = s
+        api.run("cute_smem", a, b, out=out)
+        api.run("cute_smem", a, b)
+        seen += [e[3] for e in stub_driver.launches(events, "gemm")[-2:]]
+    api.run("cute_smem", a, b, out=out, stream=0x7000)
+    assert seen == [0x5000] * 4 + [0x6000] * 2 + [0] * 2
+    assert stub_driver.launches(events, "gemm")[-1][3] == 0x7000
 
 
 def test_torch_tensors_that_are_not_what_the_path_assumes_are_validated(monkeypatch):
@@ -156,6 +209,7 @@ def test_a_tensor_subclass_is_read_through_its_cai_and_a_parameter_by_its_attrib
     P = torch.nn.Parameter
     pa, pb = P((40, 16), 0x10000, requires_grad=True), P((16, 24), 0x20000, requires_grad=True)
     validated = _count_validations(monkeypatch)
+    torch.grad[0] = False            # (inference: parameters that require grad, no graph)
     for _ in range(3):
         api.run("cute_smem", pa, pb, out=torch.Tensor((40, 24), 0x30000))
     assert len(validated) == 1
@@ -377,6 +431,7 @@ def test_a_call_without_out_allocates_by_its_own_arrays_library(monkeypatch):
     P = torch.nn.Parameter
     pa, pb = P((37, 29), 0x10000, requires_grad=True), P((29, 45), 0x20000, requires_grad=True)
     validated = _count_validations(monkeypatch)
+    torch.grad[0] = False
     got = [api.run("cute_smem", pa, pb) for _ in range(3)]
     assert len(validated) == 1 and all(type(r) is torch.Tensor and not r.requires_grad
                                        for r in got)

@@ -5,6 +5,7 @@ against brute force. The same guarantees on a GPU: test_reliability_gpu.py."""
 from __future__ import annotations
 
 import itertools
+import types
 import math
 
 import numpy as np
@@ -489,6 +490,11 @@ def test_workspaces_are_zeroed_once_and_handed_on_by_event(monkeypatch):
         def cuMemFree(self, ptr):
             log.append(("free", ptr >> 20))
             return (0,)
+
+        CUstreamCaptureMode = types.SimpleNamespace(CU_STREAM_CAPTURE_MODE_RELAXED=2)
+
+        def cuThreadExchangeStreamCaptureMode(self, mode):
+            return (0, mode)
     drv = Drv()
     monkeypatch.setattr(launch, "_drv", lambda: drv)
     monkeypatch.setattr(launch, "ensure_context", lambda ordinal: None)

@@ -267,12 +267,22 @@ def test_closed_device_array_as_out_is_a_named_error_and_context_survives():
 
 
 def test_torch_tensor_that_requires_grad():
+    """In grad mode the result carries the graph (cute_gemm.torch's op) and backward gives
+    dA = dC Bᵀ; out= beside it is refused; outside grad mode the data is read, no graph."""
     torch = pytest.importorskip("torch")
     a = torch.randn(65, 33, device="cuda", requires_grad=True)
     b = torch.randn(33, 17, device="cuda")
     c = cute_gemm.run("cute_smem", a, b)
-    torch.cuda.synchronize()
-    _check("cute_smem", c.cpu().numpy(), a.detach().cpu().numpy(), b.cpu().numpy())
+    assert c.grad_fn is not None
+    c.backward(torch.ones_like(c))
+    _check("cute_smem", c.detach().cpu().numpy(), a.detach().cpu().numpy(), b.cpu().numpy())
+    ones = np.ones((65, 17), np.float32)
+    _check("cute_smem", a.grad.cpu().numpy(), ones, b.cpu().numpy().T)
+    with pytest.raises(InputError, match="automatic differentiation"):
+        cute_gemm.run("cute_smem", a, b, out=torch.empty(65, 17, device="cuda"))
+    with torch.no_grad():
+        d = cute_gemm.run("cute_smem", a, b)
+    assert d.grad_fn is None and not d.requires_grad
     with pytest.raises(InputError, match="requires grad"):
         cute_gemm.run("cute_smem", b.T, b, out=torch.zeros(17, 17, device="cuda", requires_grad=True))
 
