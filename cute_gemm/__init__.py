@@ -13,8 +13,7 @@ from .auto import Choice, gemm_choice
 from .arrays import SUPPORTED_DTYPES, DeviceArray
 from .errors import (AutoTableWarning, CompileError, CudaError, CuteGemmError, DTypeError,
                      HeadersNotFound, InputError, NoDeviceError, NotAnArrayError,
-                     NvrtcNotFound, PrecisionFallbackWarning, ShapeError, ShapeLimitError,
-                     UnknownKernelError)
+                     NvrtcNotFound, ShapeError, ShapeLimitError, UnknownKernelError)
 from .registry import Kernel, Variant, get as get_kernel
 
 
@@ -50,4 +49,4 @@ __all__: list[str] = ["gemm", "gemm_choice", "Choice", "run", "clear_caches", "r
            "SUPPORTED_DTYPES", "CuteGemmError", "CompileError", "HeadersNotFound", "NvrtcNotFound",
            "CudaError", "NoDeviceError",
            "InputError", "NotAnArrayError", "ShapeError", "DTypeError", "ShapeLimitError",
-           "UnknownKernelError", "PrecisionFallbackWarning", "AutoTableWarning"]
+           "UnknownKernelError", "AutoTableWarning"]

@@ -88,13 +88,6 @@ class NoDeviceError(CudaError):
     """No CUDA driver or no device. Compile-only use (arch='sm_90') still works."""
 
 
-class PrecisionFallbackWarning(UserWarning):
-    """A composed kernel's pre-pass found inputs it cannot represent exactly (3xTF32: a
-    magnitude whose small part would be subnormal), so run() computed the product with the
-    kernel's fp32 fallback (Kernel.gemm_of.fallback) instead: the result is right, the
-    speed is the fallback's."""
-
-
 class AutoTableWarning(UserWarning):
     """A `cute-gemm tune` table was ignored (unreadable, damaged, or made for another GPU or
     package version): gemm() chooses as if it were absent (cute_gemm/autotable.py)."""

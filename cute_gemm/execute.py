@@ -2,20 +2,19 @@
 validated. Everything around the kernel launch lives here: an output that aliases an
 input is computed apart and copied; a problem past one launch is cut into launches;
 operands a kernel cannot take as they are are copied into a layout it can; a composed
-kernel (Kernel.gemm_of) runs its pre-pass, then the GEMM it names; scratch is allocated
-and freed in stream order (launch.alloc_async), so nothing outlives the call.
+kernel (Kernel.gemm_of) runs its passes around the GEMM it names (composed.Composed);
+scratch is allocated and freed in stream order (launch.alloc_async), so nothing outlives
+the call.
 """
 from __future__ import annotations
 
-import ctypes
 import functools
-import warnings
 
 from . import launch, memo, registry
-from .kernel_args import packed
+from .composed import Composed
 from .relayout import Relaid, Scale2d, pieces, scratch_bytes
 from .arrays import Operand
-from .errors import CaptureError, CudaError, PrecisionFallbackWarning
+from .errors import CudaError
 from .records import AS_PLANNED, PRECISION_DTYPE, Pick
 from .resolve import (CACHE, UTIL, choose, launch_entries, layout_launches, loaded, oriented,
                       resolve, swapped)
@@ -36,38 +35,6 @@ def _scale2d(ordinal: int, stream: int, s: float, src: Operand | None, dst: Oper
     Scale2d(ordinal, src, dst, pad)(s, src.ptr if src is not None else None, dst.ptr, stream)
 
 
-def _args(name: str, doc: str, fields):
-    """A ctypes struct of a kernel's parameters in order, and their offsets."""
-    cls = type(name, (ctypes.Structure,), {"__doc__": doc, "_fields_": fields})
-    return cls, tuple(getattr(cls, f).offset for f, _ in fields)
-
-
-_I, _L, _P, _F = ctypes.c_int, ctypes.c_longlong, ctypes.c_void_p, ctypes.c_float
-# kernels/cute/c7_3xtf32.cu's passes: each operand as an (R, K) source of strides (sr, sk)
-_RangeArgs, _RANGE_OFFSETS = _args("_RangeArgs", "c7's range pass", [
-    ("R", _I), ("K", _I), ("src", _P), ("sr", _L), ("sk", _L), ("rmax", _P), ("flags", _P)])
-_SplitArgs, _SPLIT_OFFSETS = _args("_SplitArgs", "c7's split pass: R rows of ld halves", [
-    ("R", _I), ("K", _I), ("src", _P), ("sr", _L), ("sk", _L), ("dst", _P), ("ld", _L),
-    ("rmax", _P), ("inexact", _P), ("flags", _P), ("norms", _P), ("sums", _P)])
-_NormsArgs, _NORMS_OFFSETS = _args("_NormsArgs", "c7's norms: |B_k|^2 from B's tile sums", [
-    ("R", _I), ("K", _I), ("sums", _P), ("norms", _P)])
-_FinishArgs, _FINISH_OFFSETS = _args("_FinishArgs", "c7's finish: T from W by rows", [
-    ("M", _I), ("N", _I), ("K", _I), ("A", _P), ("sam", _L), ("sak", _L), ("B", _P),
-    ("sbk", _L), ("sbn", _L), ("rmax", _P), ("inexact", _P), ("W", _P), ("ldw", _L), ("C", _P),
-    ("scm", _L), ("scn", _L), ("T", _P), ("stm", _L), ("stn", _L), ("alpha", _F),
-    ("beta", _F), ("flags", _P), ("sums", _P), ("ny", _I), ("marked", _P)])
-_FixArgs, _FIX_OFFSETS = _args("_FixArgs", "c7's fix: B's residuals by columns", [
-    ("M", _I), ("N", _I), ("K", _I), ("A", _P), ("sam", _L), ("sak", _L), ("B", _P),
-    ("sbk", _L), ("sbn", _L), ("rmax", _P), ("inexact", _P), ("T", _P), ("stm", _L),
-    ("stn", _L), ("alpha", _F), ("flags", _P), ("marked", _P)])
-_RefineArgs, _REFINE_OFFSETS = _args("_RefineArgs", "c7's refine: marked rows in float64", [
-    ("M", _I), ("N", _I), ("K", _I), ("A", _P), ("sam", _L), ("sak", _L), ("B", _P),
-    ("sbk", _L), ("sbn", _L), ("C", _P), ("scm", _L), ("scn", _L), ("T", _P), ("stm", _L),
-    ("stn", _L), ("alpha", _F), ("beta", _F), ("flags", _P), ("marked", _P)])
-# refine_rows.cuh's tile of T (rows, columns); CTAs across T's columns
-REFINE_TILE_M, REFINE_TILE_N, REFINE_GRID_Y = 64, 128, 16
-
-
 def _temp(shape, dtype: str, ordinal: int, stream: int, owned: list,
           strides: tuple[int, int] | None = None) -> Operand:
     """A scratch matrix in stream order (freed by _release on the same stream), row-major
@@ -86,137 +53,6 @@ def _release(owned: list, stream: int) -> None:
     owned.clear()
 
 
-# ---- composed kernels (Kernel.gemm_of): passes around another kernel's GEMM -----------------
-class Split:
-    """cute_3xtf32's passes (kernels/cute/c7_3xtf32.cu) in stream-ordered scratch (in `owned`):
-    A' (M x K' fp16) and B' (K' x N, column-major), K' = gemm_of.k_prime(K); per row of A and
-    column of B the largest magnitude (rmax) and the count of elements whose residual the
-    finish and fix passes add (inexact); the device word of range flags; the rows finish
-    leaves to refine (marked, then their count); the sums of squares of the cancellation test
-    (float64: B's per tile of 32 columns and k, |B_k|^2, A's per row and split CTA column); and
-    W (M x N fp32), the GEMM's scaled result, which finish() turns into T."""
-
-    def __init__(self, k, A: Operand, B: Operand, stream: int, ordinal: int, owned: list):
-        g = k.gemm_of
-        m, kk = A.shape
-        n = B.shape[1]
-        kp = g.k_prime(kk)
-        self.A, self.B, self.stream, self.ordinal, self.owned = A, B, stream, ordinal, owned
-        words = 2 * (m + n) + 1 + m + 1
-        self.aux = launch.alloc_async(4 * words, ordinal, stream)
-        owned.append(self.aux)
-        launch.memset_f32(self.aux, 0, words, stream)
-        self.rmax, self.inexact, self.flags = self.aux, self.aux + 4 * (m + n), self.aux + 8 * (m + n)
-        self.marked = self.flags + 4
-        tiles_b, self.ny = -(-n // k.grid.tile), k.grid.of(m, kk)[1]
-        self.sq = launch.alloc_async(8 * (tiles_b * kk + kk + m * self.ny), ordinal, stream)
-        owned.append(self.sq)
-        b_sums, norms = self.sq, self.sq + 8 * tiles_b * kk
-        self.a_sums = norms + 8 * kk
-        self.A2 = _temp((m, kp), "float16", ordinal, stream, owned, (kp, 1))
-        self.B2 = _temp((kp, n), "float16", ordinal, stream, owned, (1, kp))
-        lk = loaded(k, ordinal)
-        self.fn = {v.entry[len(k.name) + 1:]: lk.function(v.entry, k.entries) for v in k.variants}
-        # each operand as (rows, K) with (row stride, k stride): A as it is, B transposed;
-        # B split first: A's split reads |B_k|^2
-        roles = ((n, B, B.strides[::-1], self.B2, m, "b", None, b_sums),
-                 (m, A, A.strides, self.A2, 0, "a", norms, self.a_sums))
-        for rows, src, (sr, sk), _, off, r, _, _ in roles[::-1]:
-            launch.launch(self.fn[f"range_{r}"], k.grid.of(rows, kk), k.block, 0, stream,
-                          packed(_RangeArgs(rows, kk, src.ptr, sr, sk, self.rmax + 4 * off,
-                                             self.flags), _RANGE_OFFSETS))
-        for rows, src, (sr, sk), dst, off, r, reads, sums in roles:
-            launch.launch(self.fn[f"split_{r}"], k.grid.of(rows, kk), k.block, 0, stream,
-                          packed(_SplitArgs(rows, kk, src.ptr, sr, sk, dst.ptr, kp,
-                                             self.rmax + 4 * off, self.inexact + 4 * off,
-                                             self.flags, reads, sums), _SPLIT_OFFSETS))
-            if r == "b":
-                launch.launch(self.fn["norms_b"], (min(-(-kk // k.threads), registry.GRID_X_MAX), 1, 1),
-                              k.block, 0, stream,
-                              packed(_NormsArgs(n, kk, b_sums, norms), _NORMS_OFFSETS))
-
-    def scratch_out(self) -> Operand:
-        """W: where the GEMM writes its scaled result (row-major M x N fp32)."""
-        m, n = self.A.shape[0], self.B.shape[1]
-        self.W = _temp((m, n), "float32", self.ordinal, self.stream, self.owned)
-        return self.W
-
-    def finish(self, C: Operand | None, T: Operand, alpha: float, beta: float) -> None:
-        """T = alpha (W unscaled + r_A B + A r_B) + beta C (c7's finish and fix passes), the
-        rows whose sum cancels recomputed in float64 (refine); nothing where the flags are
-        set."""
-        A, B, W, (m, kk), n = self.A, self.B, self.W, self.A.shape, self.B.shape[1]
-        args = (m, n, kk, A.ptr, *A.strides, B.ptr, *B.strides)
-        c, beta = ((C.ptr, *C.strides), beta) if C else ((None, 0, 0), 0.0)
-        launch.launch(self.fn["finish"], (m, 1, 1), (256, 1, 1), 0, self.stream,
-                      packed(_FinishArgs(*args, self.rmax, self.inexact, W.ptr, W.strides[0],
-                                          *c, T.ptr, *T.strides, alpha, beta, self.flags,
-                                          self.a_sums, self.ny, self.marked),
-                              _FINISH_OFFSETS))
-        launch.launch(self.fn["fix"], (n, 1, 1), (256, 1, 1), 0, self.stream,
-                      packed(_FixArgs(*args, self.rmax, self.inexact, T.ptr, *T.strides, alpha,
-                                       self.flags, self.marked), _FIX_OFFSETS))
-        grid = (min(-(-m // REFINE_TILE_M), registry.GRID_X_MAX),
-                min(-(-n // REFINE_TILE_N), REFINE_GRID_Y), 1)
-        launch.launch(self.fn["refine"], grid, (256, 1, 1), 0, self.stream,
-                      packed(_RefineArgs(*args, *c, T.ptr, *T.strides, alpha, beta, self.flags,
-                                          self.marked),
-                              _REFINE_OFFSETS))
-
-
-def _flagged(bad: int, g) -> str:
-    """What the pre-pass's flags say (bits 0/1: a/b with magnitudes the split cannot
-    represent; bits 2/3: a/b with ±Inf, which the GEMM's compensated sum would turn into
-    NaN)."""
-    def names(lo: int) -> tuple[str, str]:
-        which = [r for bit, r in ((lo, "a"), (2 * lo, "b")) if bad & bit]
-        return " and ".join(which), "hold" if len(which) == 2 else "holds"
-    said = []
-    if bad & 3:
-        which, verb = names(1)
-        said.append(f"{which} {verb} magnitudes too far below their row's (or column's) largest "
-                    f"(under 2^-38 of it, or densely under 2^-16) or subnormal, which its fp16 "
-                    f"split cannot carry")
-    if bad & 12:
-        which, verb = names(4)
-        said.append(f"{which} {verb} ±Inf, which its compensated sums would turn into NaN")
-    return "; ".join(said)
-
-
-def _composed(k, A: Operand, B: Operand, C: Operand | None, T: Operand, alpha: float,
-              beta: float, stream: int, ordinal: int, pick: Pick = AS_PLANNED) -> None:
-    """T = alpha * A @ B + beta * C by a composed kernel (Split: its passes, the GEMM kernel
-    on A' and B' in its precision over K' = k_prime(K) through gemm_device like any call,
-    into scratch W, then the passes that write T from W). Where the pre-pass sets the range
-    flags, the passes that write T do nothing (they read the flags on the device) and the
-    fp32 fallback computes T from A, B and C instead, so everything is queued before the
-    host waits for the flags (a 4-byte copy queued behind the pre-pass): the GPU does not
-    idle for the round trip, and C is still as it was for the fallback, in place or not.
-    Scratch is freed in stream order on every path. pick: how the GEMM is asked for
-    (gemm_device; the fallback, another kernel, keeps only its transposed); the passes see
-    A and B as they are."""
-    g = k.gemm_of
-    if launch.capturing(stream):    # before anything is enqueued: the capture stays valid
-        raise CaptureError(f"kernel {k.name!r} reads its pre-pass's range check on the host "
-                           "before the GEMM, which a CUDA graph capture cannot wait for: capture "
-                           f"{g.fallback!r} (fp32), or call {k.name!r} outside the capture")
-    owned: list = []
-    try:
-        sp = Split(k, A, B, stream, ordinal, owned)
-        read = launch.fetch_word(sp.flags, stream, ordinal)
-        gemm_device(g.kernel, sp.A2, sp.B2, None, sp.scratch_out(), 1.0, 0.0, stream, ordinal,
-                    g.precision, pick)
-        sp.finish(C, T, alpha, beta)
-        bad = read()
-        if bad:
-            warnings.warn(f"{k.name}: {_flagged(bad, g)}; computed with {g.fallback} (fp32) instead",
-                          PrecisionFallbackWarning, stacklevel=2)
-            gemm_device(registry.get(g.fallback), A, B, C, T, alpha, beta, stream, ordinal, "fp32",
-                        Pick(pick.transposed))
-    finally:
-        _release(owned, stream)
-
-
 def _pick_ready(lk, group: tuple[str, ...], stream: int) -> bool:
     """Whether gemm()'s pick runs this call rather than its stand-in: its launch's entry
     points are at hand (Loaded.ready); inside a graph capture always, compiled there if
@@ -225,13 +61,18 @@ def _pick_ready(lk, group: tuple[str, ...], stream: int) -> bool:
     return launch.capturing(stream) or lk.ready(group, start=False)
 
 
-def _composed_ready(k, ordinal: int, start: bool = False) -> bool:
-    """Whether a composed kernel's launches can be had without NVRTC (Loaded.ready): its
-    pre-pass and its GEMM's launches on A' and B' (resolve.layout_launches); with `start`,
-    begins the compile of those that cannot in the background. (Its fp32 fallback, for
-    inputs the pre-pass cannot split, is compiled when first used, as without a stand-in.)"""
-    return all([loaded(x, ordinal).ready(group, start=start)
+def _composed_ready(k, ordinal: int, stream: int) -> bool:
+    """Whether a composed kernel's launches run this call rather than gemm()'s stand-in
+    (_pick_ready of each): its pre-pass and its GEMM's launches on A' and B'
+    (resolve.layout_launches)."""
+    return all([_pick_ready(loaded(x, ordinal), group, stream)
                 for x, group in _composed_launches(k.name)])
+
+
+def _composed_start(k, ordinal: int) -> None:
+    """Begin, in the background, the compile of a composed kernel's launches not at hand."""
+    for x, group in _composed_launches(k.name):
+        loaded(x, ordinal).ready(group)
 
 
 @functools.lru_cache(maxsize=None)
@@ -325,23 +166,21 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
                                 beta if p0 == 0 else 1.0, stream, ordinal, precision, pick,
                                 stand_in)
         return None
-    if k.gemm_of is not None:
-        # (inside a capture _composed raises, stand-in or not: it waits on the host)
-        if (stand_in is not None and not launch.capturing(stream)
-                and not _composed_ready(k, ordinal)
-                and _stand_in(stand_in, A, B, C, T, alpha, beta, stream, ordinal)):
-            _composed_ready(k, ordinal, start=True)     # after the stand-in's own compile
-            return None
-        _composed(k, A, B, C, T, alpha, beta, stream, ordinal, pick)
-        return None
     # the hot path: a launch already resolved for this kernel, shape, strides, pointer
     # alignment class and pick (everything swapped(), choose() and the grid depend on)
     # skips straight to the driver; a launch on relayout copies too (relayout.Relaid: the
-    # copies' layouts follow from the key, only their stream-ordered pointers change)
+    # copies' layouts follow from the key, only their stream-ordered pointers change), and
+    # a composed kernel's passes and GEMM (composed.Composed, alike)
     key = (k.name, precision, T.dtype, ordinal, m, n, kk, A.strides, B.strides, T.strides,
            A.ptr & 255, B.ptr & 255, T.ptr & 255, pick)
     fast = CACHE.launches.get(key)
-    if fast is None:
+    if fast is None and k.gemm_of is not None:
+        if (stand_in is not None and not _composed_ready(k, ordinal, stream)
+                and _stand_in(stand_in, A, B, C, T, alpha, beta, stream, ordinal)):
+            _composed_start(k, ordinal)     # after the stand-in's own compile
+            return None
+        fast = memo.keep(CACHE.launches, key, Composed(k, ordinal, A, B, T, pick))
+    elif fast is None:
         lk = loaded(k, ordinal)
         smem = k.smem_bytes(m, n, kk)
         if smem:

@@ -188,7 +188,7 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig, only: str | None = None) -> Kernel:
                 + (f", clusters of {cfg.cluster_m} along m multicasting B" if cfg.cluster_m > 1 else "")
                 + (f", accumulators promoted to a compensated float32 sum every {cfg.promote} "
                    "k-tiles, half of it under the next k-tile's wgmmas (an operand's ±Inf comes out NaN "
-                   "there: cute_3xtf32 takes fp32 for those)" if cfg.promote else "")
+                   "there: cute_3xtf32 computes those calls in float64)" if cfg.promote else "")
                 + (", the last wave's tiles cut along K (a deterministic fixup)" if cfg.tail_split else "")
                 + ("" if only else ", tf32 m-major A (or n-major B, on C^T = B^T A^T) from "
                    "registers (RS wgmma)")
@@ -224,7 +224,7 @@ HOPPER += [
 
 
 # ---- fp32 accuracy on tensor cores (3xTF32, its products in fp16) -------------------------------
-def _three_tf32(name: str, gemm: Kernel, fallback: str) -> Kernel:
+def _three_tf32(name: str, gemm: Kernel) -> Kernel:
     # the passes read any strides (so every layout costs the same: no relayout copy) and
     # write the k-major A' and B' that the GEMM's fp16 k-major entry takes as they are
     passes = tuple(Variant(f"{name}_{p}", a_major="any", b_major="any", c_major="any",
@@ -246,13 +246,13 @@ def _three_tf32(name: str, gemm: Kernel, fallback: str) -> Kernel:
                 f"k-major per chunk of 64 k; c6's promoted fp16 GEMM reads three products a "
                 f"chunk (small·big, big·small, big·big) and undoes the scales; the residuals of "
                 f"elements below fp16's normal range added after it, rows whose sum cancels "
-                f"recomputed with float64 sums: fp32 accuracy; "
-                f"{fallback} where the split cannot carry the inputs (±Inf, magnitudes far below "
-                f"their row's largest)",
+                f"recomputed with float64 sums: fp32 accuracy; where the split cannot carry the "
+                f"inputs (±Inf, subnormals, magnitudes far below their row's largest), every "
+                f"row recomputed so",
         seed="CUTLASS example 27 (3xTF32), on c6's GEMM",
         tags=("tensor-core",),
         # a chunk: a 128-byte fp16 k-tile, stored as two parts, read as three products
-        gemm_of=GemmOf(gemm, "fp16", cfg.split_parts, fallback,
+        gemm_of=GemmOf(gemm, "fp16", cfg.split_parts,
                        k_chunk=cfg.k_bytes // 2, k_reads=cfg.promote),
     )
 
@@ -265,5 +265,5 @@ _3XTF32_GEMM = _wgmma_ws("cute_3xtf32_gemm", WgmmaWsConfig(blk_n=192, promote=3,
 
 HOPPER += [
     # why a pre-pass and not a split inside the GEMM: docs/tuning/cute_3xtf32.md
-    _auto(_three_tf32("cute_3xtf32", _3XTF32_GEMM, "cute_pipelined")),
+    _auto(_three_tf32("cute_3xtf32", _3XTF32_GEMM)),
 ]

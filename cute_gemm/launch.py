@@ -470,57 +470,6 @@ def wait_stream(consumer: int, producer: int, ordinal: int) -> None:
     _check(drv.cuStreamWaitEvent(consumer, ev, 0), "cuStreamWaitEvent")
 
 
-class _HostWord:
-    """4 bytes of pinned host memory and an event, one per thread and device: a device word
-    copied behind a stream's queue is read after that copy alone, not after what is queued
-    later (pageable memory would make the copy itself wait for the stream)."""
-
-    def __init__(self):
-        drv = self.drv = _drv()
-        self.ptr = self.ev = None
-        self.pending = False        # a copy queued whose value was not read
-        self.ptr = _check(drv.cuMemAllocHost(4), "cuMemAllocHost")
-        self.ev = _check(drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
-
-    def __del__(self):
-        try:
-            if self.ev is not None:
-                self.drv.cuEventDestroy(self.ev)
-            if self.ptr is not None:
-                self.drv.cuMemFreeHost(self.ptr)
-        except Exception:
-            pass
-
-
-_words = threading.local()
-
-
-def fetch_word(src: int, stream: int, ordinal: int):
-    """Queue a copy of the 4-byte device word at `src` on `stream` and return a function
-    that waits for that copy (and what was queued before it) and returns the word as an
-    unsigned int. Work queued on the stream after this call runs on meanwhile. One word per
-    thread and device: a copy whose value was never read (an error in between) is waited
-    for before the word is reused, so that it cannot land over the next one."""
-    drv = _drv()
-    words = getattr(_words, "by_device", None)
-    if words is None:
-        words = _words.by_device = {}
-    w = words.get(ordinal)
-    if w is None:
-        w = words[ordinal] = _HostWord()
-    if w.pending:
-        _check(drv.cuEventSynchronize(w.ev), "cuEventSynchronize")
-    memcpy_dtoh(w.ptr, src, 4, stream)
-    _check(drv.cuEventRecord(w.ev, stream), "cuEventRecord")
-    w.pending = True
-
-    def value() -> int:
-        _check(drv.cuEventSynchronize(w.ev), "cuEventSynchronize")
-        w.pending = False
-        return ctypes.c_uint32.from_address(w.ptr).value
-    return value
-
-
 def capturing(stream: int) -> bool:
     """True while `stream` records into a CUDA graph. Raises CaptureError when the legacy
     default stream is used while another stream captures (the driver refuses that)."""

@@ -351,13 +351,11 @@ class GemmOf:
     variant choice, launch cutting, TMA maps). That kernel is not registered where it reads
     A' and B' as more than a plain GEMM does (cute_3xtf32's reads a chunk's parts as its
     three products): nobody can call it by name, and registry.compiled() lists it. Where the
-    pre-pass reports that its inputs lie outside the range it is exact in, run() computes
-    the product with `fallback` (its precision fp32) instead, and warns
-    (errors.PrecisionFallbackWarning)."""
+    pre-pass flags inputs outside the range it is exact in, the composed kernel's own passes
+    compute every row in float64 on the device instead (composed.Composed)."""
     kernel: "Kernel"            # the GEMM that runs on A', B'
     precision: str              # ... in this precision (PRECISIONS)
     k_parts: int                # parts stored per element: K' = k_parts * K rounded up to chunks
-    fallback: str               # an fp32 kernel for inputs the pre-pass cannot split exactly
     k_chunk: int = 1            # columns of k per chunk (the GEMM's k-tile: it promotes per chunk)
     k_reads: int = 0            # k-tiles the GEMM reads per chunk (0: k_parts): what one
                                 # launch's K is bounded by

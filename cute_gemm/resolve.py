@@ -508,8 +508,7 @@ def layout_launches(k: registry.Kernel, layout: str, precisions: tuple[str, ...]
     it does) and each result type: the variant choose() takes (with its stream-K twin and
     head), and the copy kernel (UTIL) where operands are copied into a layout it takes. A
     composed kernel launches its whole pre-pass and the GEMM it names on A' and B' (k-major
-    both: layout "nt"); its fp32 fallback, for inputs the pre-pass cannot split, is compiled
-    when first used. Pure CPU: what `cute-gemm compile --layout` compiles."""
+    both: layout "nt"). Pure CPU: what `cute-gemm compile --layout` compiles."""
     registry.layout_majors(layout)          # InputError for anything but nn, tn, nt, tt
     if k.gemm_of is not None:
         g = k.gemm_of

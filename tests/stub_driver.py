@@ -10,7 +10,7 @@ import threading
 import time
 import types
 
-from cute_gemm import api, execute, kernel_args, launch, relayout, resolve, workspace
+from cute_gemm import api, composed, execute, kernel_args, launch, relayout, resolve, workspace
 
 # the device the stub stands for, where a test needs its limits (tables, selector, smem)
 H100 = launch.DeviceInfo(0, "NVIDIA H100 80GB HBM3", (9, 0), 132, 1_980_000, 232448, 233472,
@@ -43,16 +43,16 @@ def scale_args(blob: bytes):
 
 
 def split_args(blob: bytes):
-    return execute._SplitArgs.from_buffer_copy(blob)
+    return composed.SplitArgs.from_buffer_copy(blob)
 
 
 # a composed kernel's passes (cute_3xtf32: kernels/cute/c7_3xtf32.cu) by entry suffix
-PASSES = {"range": (execute._RangeArgs, execute._RANGE_OFFSETS),
-          "split": (execute._SplitArgs, execute._SPLIT_OFFSETS),
-          "finish": (execute._FinishArgs, execute._FINISH_OFFSETS),
-          "fix": (execute._FixArgs, execute._FIX_OFFSETS),
-          "norms": (execute._NormsArgs, execute._NORMS_OFFSETS),
-          "refine": (execute._RefineArgs, execute._REFINE_OFFSETS)}
+PASSES = {"range": (composed.RangeArgs, composed.RANGE_OFFSETS),
+          "split": (composed.SplitArgs, composed.SPLIT_OFFSETS),
+          "finish": (composed.FinishArgs, composed.FINISH_OFFSETS),
+          "fix": (composed.FixArgs, composed.FIX_OFFSETS),
+          "norms": (composed.NormsArgs, composed.NORMS_OFFSETS),
+          "refine": (composed.RefineArgs, composed.REFINE_OFFSETS)}
 
 
 def pass_of(entry: str) -> str | None:
@@ -68,17 +68,19 @@ def pass_args(e):
 
 
 class Events(list):
-    """The recorded events; `device_word` is what a 4-byte device-to-host copy reads (a
-    composed kernel's range flags), `launch_result` what a launch returns (a CUresult);
+    """The recorded events; `launch_result` what a launch returns (a CUresult);
     `yield_in_launch`: a launch lets other threads run before it reads its arguments, as
     the driver does (it runs without the GIL); `compiling`: kernels whose launches are not
     compiled yet (Loaded.ready says False and records ("behind", kernel, entries) where it
     would begin their compile); `capturing`: every stream records a CUDA graph."""
-    device_word = 0
     launch_result = 0
     yield_in_launch = False
     compiling: frozenset = frozenset()
     capturing = False               # every stream captures a graph
+
+    def host_waits(self) -> list:
+        """The events where the host waits for the device or copies from it."""
+        return [e for e in self if e[0] in ("sync", "event_sync", "dtoh")]
 
 
 def install(monkeypatch):
@@ -88,8 +90,6 @@ def install(monkeypatch):
     ("dtoh", src, nbytes, stream), ("sync", stream), ("event_sync", event),
     ("tmap", ptr, dims, ld_bytes, box), ("set_context", ctx)."""
     events = Events()
-    host_buffers: list = []
-    monkeypatch.setattr(launch, "_words", threading.local())   # no real pinned word here
     addrs = itertools.count(0x7000_0000_0000, 1 << 36)
 
     def record_launch(entry, gx, gy, gz, stream, addr):
@@ -164,14 +164,6 @@ def install(monkeypatch):
             events.append(("free_ws", ptr))
             return (0,)
 
-        def cuMemAllocHost(self, nbytes):          # a pinned word (launch.fetch_word)
-            buf = ctypes.create_string_buffer(nbytes)
-            host_buffers.append(buf)
-            return (0, ctypes.addressof(buf))
-
-        def cuMemFreeHost(self, ptr):
-            return (0,)
-
         def cuEventSynchronize(self, ev):
             events.append(("event_sync", ev))
             return (0,)
@@ -188,8 +180,6 @@ def install(monkeypatch):
 
         def cuMemcpyDtoHAsync(self, host, src, nbytes, stream):
             events.append(("dtoh", src, nbytes, stream))
-            word = events.device_word.to_bytes(4, "little")
-            ctypes.memmove(host, (word * (nbytes // 4 + 1))[:nbytes], nbytes)
             return (0,)
 
         def cuStreamSynchronize(self, stream):
@@ -248,7 +238,7 @@ def install(monkeypatch):
             if start:
                 events.append(("behind", self.k.name, tuple(group)))
             return False
-    for mod in (resolve, execute, relayout):
+    for mod in (resolve, execute, relayout, composed):
         monkeypatch.setattr(mod, "loaded", lambda k, ordinal: Plan(k))
     return events
 

@@ -1,10 +1,11 @@
 """cute_3xtf32 on a GPU (sm_90): the fp16 split bit for bit against a numpy model of it, the
 fp32 gauge on odd shapes, all four layouts and wide exponent ranges, the residual fix, exact
-integers equal to cute_pipelined's, NaN/Inf where fp32 puts them, the fallback for magnitudes
-the split cannot carry (device and host operands), rows whose sum cancels recomputed with float64
-sums (which rows, every layout, C as it was), graph capture refused, CuPy/PyTorch views. The same
-kernel also runs in test_tensor_cores_gpu.py's loops (every precision each kernel offers).
-Skipped without a GPU, or on one that is not sm_90."""
+integers equal to cute_pipelined's, NaN/Inf where float64 puts them, inputs the split cannot
+carry (±Inf, subnormals, magnitudes far below their row's largest) computed in float64 on the
+device (device and host operands), rows whose sum cancels recomputed with float64 sums (which
+rows, every layout, C as it was), a CUDA graph capture replayed on new inputs, CuPy/PyTorch
+views. The same kernel also runs in test_tensor_cores_gpu.py's loops (every precision each
+kernel offers). Skipped without a GPU, or on one that is not sm_90."""
 from __future__ import annotations
 
 import importlib.util
@@ -12,16 +13,18 @@ import warnings
 
 import numpy as np
 import pytest
+from cuda.bindings import driver as drv
 
 import cute_gemm
-from cute_gemm import execute, launch, registry
-from cute_gemm.arrays import DeviceArray, parse
+from cute_gemm import composed, launch, registry
+from cute_gemm.arrays import DeviceArray, Operand, parse
 from cute_gemm.check import cross_check, judge, reference, supported_kernels
-from cute_gemm.errors import CaptureError, PrecisionFallbackWarning
 
 pytestmark = pytest.mark.gpu
 NAME = "cute_3xtf32"
 GEMM = registry.get(NAME).gemm_of.kernel.name   # the GEMM it runs (not registered)
+
+
 @pytest.fixture(autouse=True)
 def _hopper():
     if NAME not in [k.name for k in supported_kernels()]:
@@ -51,26 +54,37 @@ def split_model(x: np.ndarray):
     return bits(small), bits(big), inexact, lost
 
 
+def _composed(dA, dB, dT=None) -> composed.Composed:
+    """cute_3xtf32's passes for these operands (T row-major where not given)."""
+    A, B = parse("a", dA), parse("b", dB)
+    m, n = A.shape[0], B.shape[1]
+    T = parse("out", dT) if dT is not None else Operand("out", None, True, 0, (m, n), (n, 1),
+                                                         "float32")
+    return composed.Composed(registry.get(NAME), 0, A, B, T)
+
+
 def _split_on_gpu(a: np.ndarray, b: np.ndarray):
-    """A' (M x K' halves), B' (N x K': B' column-major) and the range flags, from the passes."""
-    k = registry.get(NAME)
+    """A' (M x K' halves), B' (N x K': B' column-major) and the range flags, from the
+    pre-pass run alone on a scratch of its own."""
     dA, dB = DeviceArray.from_host(a), DeviceArray.from_host(b)
-    owned: list = []
+    c = _composed(dA, dB)
+    kp = registry.get(NAME).gemm_of.k_prime(a.shape[1])
+    s = launch.alloc_async(c.nbytes, 0, 0)
     try:
-        sp = execute.Split(k, parse("a", dA), parse("b", dB), 0, 0, owned)
-        word = launch.fetch_word(sp.flags, 0, 0)()
+        c.prepass(dA.ptr, dB.ptr, s, 0)
+        word = np.zeros(1, np.uint32)
+        launch.memcpy_dtoh(word.ctypes.data, s + c.at["flags"], 4, 0)
         out = []
-        for op, rows in ((sp.A2, a.shape[0]), (sp.B2, b.shape[1])):
-            ld = op.strides[0] if op.strides[1] == 1 else op.strides[1]
-            h = np.empty((rows, ld), np.uint16)
-            launch.memcpy_dtoh(h.ctypes.data, op.ptr, h.nbytes, 0)
+        for at, rows in (("a2", a.shape[0]), ("b2", b.shape[1])):
+            h = np.empty((rows, kp), np.uint16)
+            launch.memcpy_dtoh(h.ctypes.data, s + c.at[at], h.nbytes, 0)
             out.append(h)
         launch.synchronize(0)
     finally:
-        execute._release(owned, 0)
+        launch.free_async(s, 0)
         dA.close()
         dB.close()
-    return out[0], out[1], word
+    return out[0], out[1], int(word[0])
 
 
 def test_split_is_bit_exact_against_a_numpy_model():
@@ -134,7 +148,7 @@ def test_the_fix_adds_the_residuals_of_small_parts_below_fp16s_range():
     b[::16] = rng.standard_normal((k // 16, n))
     ref, gauge = reference(a, b, None, 1.0, 0.0)
     with warnings.catch_warnings():
-        warnings.simplefilter("error", PrecisionFallbackWarning)
+        warnings.simplefilter("error", UserWarning)
         r3 = judge(NAME, cute_gemm.run(NAME, a, b), ref, gauge, False)
     assert r3.status == "pass" and r3.gauge_ratio < 2, r3
 
@@ -207,26 +221,39 @@ def _ieee(a, b):
 
 
 def test_nan_lands_where_fp32_puts_it():
-    """K = 300: ten chunks, so the NaN passes through promoted sums; no fallback."""
+    """K = 300: ten chunks, so the NaN passes through promoted sums (no flag: NaN needs none)."""
     rng = np.random.default_rng()
     a = rng.standard_normal((40, 300)).astype(np.float32)
     b = rng.standard_normal((300, 30)).astype(np.float32)
     a[9, 3], b[250, 17] = np.nan, np.nan
     want = _ieee(a, b)
     with warnings.catch_warnings():
-        warnings.simplefilter("error", PrecisionFallbackWarning)
+        warnings.simplefilter("error", UserWarning)
         got = cute_gemm.run(NAME, a, b)
     assert np.array_equal(np.isnan(got), np.isnan(want)) and np.isnan(want).sum() == 30 + 40 - 1
     fin = np.isfinite(want)
     assert np.abs(got[fin] - want[fin]).max() <= 16 * 2.0**-23 * (np.abs(a) @ np.abs(b))[fin].max()
 
 
+def _rounded_once(got, want) -> bool:
+    """got is float64's want rounded once to float32 (half an ulp, and the float64 sum's own
+    error): NaN where want is NaN, ±Inf where it is, and where it overflows float32."""
+    with np.errstate(over="ignore"):
+        w32 = want.astype(np.float32)
+    if not np.array_equal(np.isnan(got), np.isnan(want)):
+        return False
+    inf = np.isinf(w32)
+    fin = np.isfinite(w32)
+    return bool(np.array_equal(got[inf], w32[inf]) and
+                (np.abs(got[fin] - want[fin]) <= 2.0**-24 * (1 + 2.0**-10) * np.abs(want[fin])).all())
+
+
 @pytest.mark.parametrize("k", [20, 300])
-def test_inf_lands_where_fp32_puts_it_through_the_fallback(k):
+def test_inf_lands_where_float64_puts_it(k):
     """An Inf does not survive the GEMM's compensated sum (Inf - Inf in its error term): the
-    pre-pass flags it and run() computes with the fp32 fallback, with a warning. Small
-    integers are tf32-exact (small parts 0); NaN and Inf·0 give NaN; signs follow fp32. The
-    Infs sit in the first and the last chunk (k = 300: ten)."""
+    pre-pass flags it and every row is computed in float64 on the device, no warning. NaN
+    and Inf·0 give NaN, signs follow float64, finite elements are rounded once. The Infs sit
+    in the first and the last chunk (k = 300: ten)."""
     rng = np.random.default_rng()
     a = (rng.integers(1, 9, (40, k)) * rng.choice([-1, 1], (40, k))).astype(np.float32)
     b = (rng.standard_normal((k, 30)) * 3).astype(np.float32)
@@ -236,51 +263,100 @@ def test_inf_lands_where_fp32_puts_it_through_the_fallback(k):
     a[11, 2] = -np.inf
     b[2, 12] = 0.0                                               # row 11, column 12: -Inf·0
     want = _ieee(a, b)
-    with pytest.warns(PrecisionFallbackWarning, match="a and b hold ±Inf.*cute_pipelined"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
         got = cute_gemm.run(NAME, a, b)
-    assert np.array_equal(np.isnan(got), np.isnan(want))
-    inf = np.isinf(want)
-    assert inf[:, 4].sum() > 30 and np.array_equal(got[inf], want[inf])
-    fin = np.isfinite(want)
-    assert np.isfinite(got[fin]).all()
+    assert np.isinf(want)[:, 4].sum() > 30 and _rounded_once(got, want)
 
 
-@pytest.mark.parametrize("host", [True, False], ids=["numpy", "device"])
-def test_tiny_magnitudes_fall_back_to_fp32_with_a_warning(host):
-    rng = np.random.default_rng()
+def _flagged(kind: str, rng):
+    """(a, b, c) whose split the pre-pass flags: ±Inf in B, a subnormal in B (the rest of B
+    at 2^-100), or magnitudes in A's rows far below their row's largest (2^-40 of it)."""
     a = rng.standard_normal((70, 90)).astype(np.float32)
-    b = (rng.standard_normal((90, 50)) * 2.0**-100).astype(np.float32)
-    b[5, 7] = 1e-40                              # subnormal: the split cannot carry it
+    b = rng.standard_normal((90, 50)).astype(np.float32)
     c = rng.standard_normal((70, 50)).astype(np.float32)
-    want = cute_gemm.run("cute_pipelined", a, b, c, beta=0.5)
-    if host:
-        with pytest.warns(PrecisionFallbackWarning, match="b holds.*cute_pipelined"):
-            got = cute_gemm.run(NAME, a, b, c, beta=0.5)
+    if kind == "inf":
+        b[5, 7], b[40, 3] = np.inf, -np.inf
+    elif kind == "subnormal":
+        b = (b * 2.0**-100).astype(np.float32)
+        b[5, 7] = 1e-40
     else:
-        dA, dB, dC = (DeviceArray.from_host(x) for x in (a, b, c))
-        try:
-            with pytest.warns(PrecisionFallbackWarning, match="b holds"):
-                cute_gemm.run(NAME, dA, dB, dC, out=dC, beta=0.5)      # C in place: still read
-            got = dC.to_host()
-        finally:
-            for d in (dA, dB, dC):
-                d.close()
-    assert np.array_equal(got, want)
+        a[:, 1::2] *= np.float32(2.0**-40)
+    return a, b, c
 
 
-def test_graph_capture_is_refused_and_the_capture_survives():
-    cp = pytest.importorskip("cupy")
-    a, b = cp.random.standard_normal((64, 32), dtype=cp.float32), cp.random.standard_normal((32, 48), dtype=cp.float32)
-    out = cp.empty((64, 48), dtype=cp.float32)
-    s = cp.cuda.Stream(non_blocking=True)
-    s.begin_capture()
+@pytest.mark.parametrize("kind", ["inf", "subnormal", "far-below"])
+@pytest.mark.parametrize("host", [True, False], ids=["numpy", "device"])
+def test_inputs_the_split_cannot_carry_are_computed_in_float64(host, kind):
+    """The split cannot carry these (the flags say so on the device, test above): finish
+    marks every row and refine computes T = alpha A B + beta C with float64 sums, C read as
+    it was (in place too), so T is float64's result rounded once, with no warning and no
+    host wait."""
+    rng = np.random.default_rng()
+    a, b, c = _flagged(kind, rng)
+    assert _split_on_gpu(a, b)[2] != 0
+    want = 1.5 * _ieee(a, b) + 0.5 * c.astype(np.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        if host:
+            got = cute_gemm.run(NAME, a, b, c, alpha=1.5, beta=0.5)
+        else:
+            dA, dB, dC = (DeviceArray.from_host(x) for x in (a, b, c))
+            try:
+                cute_gemm.run(NAME, dA, dB, dC, out=dC, alpha=1.5, beta=0.5)   # C in place
+                got = dC.to_host()
+            finally:
+                for d in (dA, dB, dC):
+                    d.close()
+    assert _rounded_once(got, want)
+    if kind != "inf":
+        ref, gauge = reference(a, b, c, 1.5, 0.5)
+        assert judge(NAME, got, ref, gauge, False).status == "pass"
+
+
+def test_a_cuda_graph_captures_a_call_and_replays_it_on_new_inputs():
+    """A call captured on a new stream in global mode (cuStreamBeginCapture: any host wait
+    or unsafe call during the capture would end it in an error), then the graph replayed
+    after new values are written into A, B and C: ordinary inputs, then inputs the split
+    cannot carry (decided again on the device at each replay). Each replay gives float64's
+    result within the fp32 gauge, C updated in place."""
+    def ok(r):
+        assert r[0] == drv.CUresult.CUDA_SUCCESS, r
+        return r[1] if len(r) == 2 else r[1:]
+    rng = np.random.default_rng()
+    m, n, k = 70, 50, 90
+    dA, dB, dC = (DeviceArray.from_host(np.zeros(s, np.float32)) for s in ((m, k), (k, n), (m, n)))
+    stream = ok(drv.cuStreamCreate(drv.CUstream_flags.CU_STREAM_NON_BLOCKING.value))
+    s = int(stream)
+    graph = exe = None
     try:
-        with pytest.raises(CaptureError, match="cute_pipelined"):
-            cute_gemm.run(NAME, a, b, out=out, stream=s)
+        cute_gemm.run(NAME, dA, dB, dC, out=dC, beta=0.5, stream=s)     # loads and resolves
+        ok(drv.cuStreamSynchronize(stream))
+        ok(drv.cuStreamBeginCapture(stream, drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_GLOBAL))
+        try:
+            cute_gemm.run(NAME, dA, dB, dC, out=dC, beta=0.5, stream=s)
+        finally:
+            graph = ok(drv.cuStreamEndCapture(stream))
+        exe = ok(drv.cuGraphInstantiate(graph, 0))
+        plain = (rng.standard_normal((m, k)).astype(np.float32),
+                 rng.standard_normal((k, n)).astype(np.float32),
+                 rng.standard_normal((m, n)).astype(np.float32))
+        for a, b, c in (plain, _flagged("far-below", rng)):
+            for d, x in ((dA, a), (dB, b), (dC, c)):
+                launch.memcpy_htod(d.ptr, x.ctypes.data, x.nbytes, s)
+            ok(drv.cuGraphLaunch(exe, stream))
+            ok(drv.cuStreamSynchronize(stream))
+            got = dC.to_host()
+            ref, gauge = reference(a, b, c, 1.0, 0.5)
+            assert judge(NAME, got, ref, gauge, False).status == "pass"
     finally:
-        g = s.end_capture()
-    g.launch(s)
-    s.synchronize()
+        if exe is not None:
+            drv.cuGraphExecDestroy(exe)
+        if graph is not None:
+            drv.cuGraphDestroy(graph)
+        drv.cuStreamDestroy(stream)
+        for d in (dA, dB, dC):
+            d.close()
 
 
 def test_cupy_views_with_offsets_and_negative_strides():
@@ -404,7 +480,7 @@ def test_rows_whose_sum_cancels_are_recomputed_correctly_rounded(layout, shape):
     a, b = _cancelling(*shape, rng)
     want = _ieee(a, b)
     with warnings.catch_warnings():
-        warnings.simplefilter("error", PrecisionFallbackWarning)
+        warnings.simplefilter("error", UserWarning)
         got = [cute_gemm.run(NAME, _laid(a, layout[0]), _laid(b, layout[1])) for _ in range(2)]
     assert np.array_equal(got[0], got[1])
     assert (np.abs(got[0] - want) <= 2.0**-24 * (1 + 2.0**-10) * np.abs(want)).all()
@@ -415,23 +491,23 @@ def test_rows_whose_sum_cancels_are_recomputed_correctly_rounded(layout, shape):
 
 
 def _marked_rows(a, b, c=None, beta=0.0):
-    """The rows finish leaves to refine (c7's marked words), from the passes run by hand."""
-    k = registry.get(NAME)
-    ops = [DeviceArray.from_host(x) for x in (a, b)]
-    dT = DeviceArray.from_host(np.full((a.shape[0], b.shape[1]), np.nan, np.float32))
-    dC = DeviceArray.from_host(c) if c is not None else None
-    owned: list = []
+    """The rows finish leaves to refine (c7's marked words and their count), from the
+    stages run one by one on a scratch of their own (C in place in T)."""
+    m, n = a.shape[0], b.shape[1]
+    dA, dB = (DeviceArray.from_host(x) for x in (a, b))
+    dT = DeviceArray.from_host(c if c is not None else np.full((m, n), np.nan, np.float32))
+    cp = _composed(dA, dB, dT)
+    s = launch.alloc_async(cp.nbytes, 0, 0)
     try:
-        sp = execute.Split(k, parse("a", ops[0]), parse("b", ops[1]), 0, 0, owned)
-        execute.gemm_device(k.gemm_of.kernel, sp.A2, sp.B2, None, sp.scratch_out(), 1.0, 0.0,
-                            0, 0, k.gemm_of.precision)
-        sp.finish(parse("c", dC) if dC is not None else None, parse("out", dT), 1.0, beta)
-        marked = np.empty(a.shape[0] + 1, np.int32)
-        launch.memcpy_dtoh(marked.ctypes.data, sp.marked, marked.nbytes, 0)
+        cp.prepass(dA.ptr, dB.ptr, s, 0)
+        cp.product(s, 0)
+        cp.finish(dA.ptr, dB.ptr, dT.ptr, 1.0, beta, s, 0)
+        marked = np.empty(m + 1, np.int32)
+        launch.memcpy_dtoh(marked.ctypes.data, s + cp.at["marked"], marked.nbytes, 0)
         launch.synchronize(0)
     finally:
-        execute._release(owned, 0)
-        for d in ops + [dT] + ([dC] if dC is not None else []):
+        launch.free_async(s, 0)
+        for d in (dA, dB, dT):
             d.close()
     return marked
 
@@ -439,7 +515,7 @@ def _marked_rows(a, b, c=None, beta=0.0):
 def test_only_the_rows_that_cancel_are_marked():
     """Rows 5..9 and 60 cancel, the others are N(0,1): finish marks exactly those (and counts
     them); a beta * C as large as the products keeps them from cancelling, so nothing is
-    marked; N(0,1) alone marks nothing."""
+    marked; N(0,1) alone marks nothing; one element the split cannot carry marks them all."""
     rng = np.random.default_rng()
     m, n, k = 96, 256, 512                     # plain rows: |T_m|^2 / S_m ~ chi2(256) / 256
     a, b = _cancelling(m, n, k, rng)
@@ -452,6 +528,11 @@ def test_only_the_rows_that_cancel_are_marked():
     c = (rng.standard_normal((m, n)) * np.sqrt(k)).astype(np.float32)
     assert not _marked_rows(a2, b, c, beta=1.0).any()
     assert not _marked_rows(plain, rng.standard_normal((k, n)).astype(np.float32)).any()
+    # inputs the split cannot carry: every row, whatever it sums to
+    far = plain.copy()
+    far[3, 1] = 2.0**-40
+    marked = _marked_rows(far, rng.standard_normal((k, n)).astype(np.float32))
+    assert marked[:m].all() and marked[m] == m
 
 
 @pytest.mark.parametrize("in_place", [False, True], ids=["apart", "in-place"])

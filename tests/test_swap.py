@@ -13,9 +13,8 @@ import pytest
 
 import cute_gemm
 import stub_driver
-from cute_gemm import api, autotable, launch, registry, resolve
+from cute_gemm import api, autotable, composed, launch, registry, resolve
 from cute_gemm.autotable import Measured, Table
-from cute_gemm.errors import PrecisionFallbackWarning
 from stub_driver import Dev, gemm_args, split_args
 
 H100 = stub_driver.H100
@@ -183,37 +182,27 @@ def test_numpy_operands_launch_the_same_plan(monkeypatch, case):
     assert plan.swap is DECISIONS[case] and plan.shape == (m, n, K)
 
 
-@pytest.mark.parametrize("word", [0, 2])
-def test_a_composed_kernel_splits_a_and_b_as_they_are_and_its_gemm_takes_the_pick(monkeypatch, word):
+def test_a_composed_kernel_splits_a_and_b_as_they_are_and_its_gemm_takes_the_pick(monkeypatch):
     """cute_3xtf32 picked on the transposed problem: the pre-pass splits A (its A entry) and
     B (its B entry); the fp16 GEMM on A' and B' is the launch turned once, into W in the
-    caller's orientation (and where the split cannot carry the inputs, the fp32 fallback on
-    A and B after it, turned too, the warning naming b)."""
+    caller's orientation."""
     events = stub_driver.install(monkeypatch)
     monkeypatch.setattr(launch, "device_info", lambda ordinal=None: H100)
-    events.device_word = word
     m, n = 64, 48
     _pick("cute_3xtf32", True, m, n, "fp32_3xtf32")
     a, b, out = Dev((m, K), 0x1000_0000), Dev((K, n), 0x2000_0000), Dev((m, n), 0x3000_0000)
-    if word:
-        with pytest.warns(PrecisionFallbackWarning, match="cute_3xtf32: b holds"):
-            cute_gemm.gemm(a, b, out=out, precision="fp32_3xtf32")
-    else:
-        cute_gemm.gemm(a, b, out=out, precision="fp32_3xtf32")
+    cute_gemm.gemm(a, b, out=out, precision="fp32_3xtf32")
     splits = stub_driver.launches(events, "split")
     assert [(e[1], split_args(e[4]).src) for e in splits] == [
         ("cute_3xtf32_split_b", b.ptr), ("cute_3xtf32_split_a", a.ptr)]
-    _, _, a2, b2, w = (e[1] for e in events if e[0] == "alloc")    # flags, sums, A', B', W
-    gemms = [(e[1], gemm_args(e[4])) for e in stub_driver.launches(events, "gemm")]
-    assert len(gemms) == (2 if word else 1) and all((g.M, g.N) == (n, m) for _, g in gemms)
-    entry, g = gemms[0]
+    (base,) = (e[1] for e in events if e[0] == "alloc")            # all scratch, carved
+    (c,) = [x for x in resolve.CACHE.launches.values() if isinstance(x, composed.Composed)]
+    a2, b2, w = (base + c.at[x] for x in ("a2", "b2", "w"))
+    ((entry, g),) = [(e[1], gemm_args(e[4])) for e in stub_driver.launches(events, "gemm")]
     kp = registry.get("cute_3xtf32").gemm_of.k_prime(K)
-    assert entry.startswith("cute_wgmma_ws_") and (g.A, g.B, g.K, g.C) == (b2, a2, kp, w)
+    assert (g.M, g.N) == (n, m) and entry.startswith("cute_wgmma_ws_")
+    assert (g.A, g.B, g.K, g.C) == (b2, a2, kp, w)
     (f,) = [stub_driver.pass_args(e) for e in stub_driver.launches(events, "finish")]
     assert (f.W, f.T, f.M, f.N) == (w, out.ptr, m, n)       # W in the caller's orientation
-    if word:
-        entry, g = gemms[1]
-        assert entry.startswith("cute_pipelined_") and (g.A, g.B, g.K, g.C) == (b.ptr, a.ptr, K, out.ptr)
-    plans = resolve.resolved_launches()
-    assert all(p.swap for p in plans)
-    assert sorted(p.shape for p in plans) == sorted([(m, n, kp)] + ([(m, n, K)] if word else []))
+    (plan,) = resolve.resolved_launches()
+    assert plan.swap and plan.shape == (m, n, kp)

@@ -68,7 +68,7 @@ def test_nan_and_inf_reach_their_row_and_column(name, precision, out, request):
     if getattr(registry.get(name).config, "promote", 0):
         request.applymarker(pytest.mark.xfail(strict=True, reason=(
             "a promoted sum turns +-Inf into NaN (Fast2Sum's error term is Inf - Inf); "
-            "cute_3xtf32 takes its fp32 fallback for Inf operands, this GEMM run alone does not")))
+            "cute_3xtf32 computes calls with Inf operands in float64, this GEMM run alone does not")))
     dt = registry.PRECISION_DTYPE[precision]
     od = "float32" if out == "float32" else dt
     rng = np.random.default_rng(5)

@@ -32,7 +32,7 @@ def compile_ahead(kernels, arch_int: int):
     todo = list(kernels)
     for k in list(todo):
         if k.gemm_of is not None:
-            todo += [k.gemm_of.kernel, registry.get(k.gemm_of.fallback)]
+            todo.append(k.gemm_of.kernel)
     jobs = list(dict.fromkeys((k.name, k.target(arch_int), False) for k in todo
                               if k.runs_on(arch_int)))
     # one compile: in this process (a spawned worker would cost more than it saves)

@@ -1,7 +1,8 @@
 // Rows of T = alpha A B + beta C recomputed with float64 sums: cute_3xtf32's answer for rows
-// whose sum cancels far below the split's representation error (c7_3xtf32.cu's finish marks
-// them). The products of two floats are exact in float64 and the sums lose ~2^-53, so each
-// element is the exact result rounded once to float32: no fp32 GEMM is more accurate.
+// whose sum cancels far below the split's representation error, and for every row of inputs
+// the split cannot carry (c7_3xtf32.cu's finish marks them). The products of two floats are
+// exact in float64 and the sums lose ~2^-53, so each element is the exact result rounded once
+// to float32: no fp32 GEMM is more accurate. NaN and ±Inf come out as in float64.
 // Geometry: CTAs of 256 threads (8 warps, 2 x 4) walk 64x128 tiles of T (x over rows, y over
 // columns, both grid-stride in 64-bit indices); a tile of rows with no marked row is skipped
 // whole. Each warp owns 32x32 of the tile as 4x4 float64 tensor-core MMAs (m8n8k4, DMMA:

@@ -11,7 +11,7 @@
 //   K' = 2 * 64 * ceil(K / 64).
 // The GEMM (cute_3xtf32_gemm: c6's promoted fp16 entry, split_parts = 2) reads three k-tiles a
 // chunk (small·big, big·small, big·big) into a scratch W = 2^(p_m + q_n) (A B)_mn.
-// Passes, in stream order (execute.Split):
+// Passes, in stream order (composed.Composed):
 //   range   the largest finite |x| of each row (atomicMax on the bits) and the ±Inf flags;
 //   split   the parts (B's first); counts per row the elements whose parts miss x by more than
 //           2^-22 |x| (small below fp16's normal range: x under ~2^-16 of its row's largest),
@@ -26,12 +26,15 @@
 //   fix     T += alpha A r_B by columns, for B's counted elements. Every element then counts
 //           as x to 2^-22 |x|, as in a tf32 split, and the sums are deterministic;
 //   refine  the rows finish left, with float64 sums (refine_rows.cuh).
+// Nothing is read back on the host: where the flags are set (bits 0, 1: A, B out of fp16's
+// reach; 2, 3: ±Inf, which the GEMM's compensated sums would turn into NaN), finish marks
+// every row and writes none, fix does nothing, and refine computes all of T from A, B and C
+// as a float64 computation would (NaN, ±Inf, subnormals and any magnitude included), at
+// refine's speed, for those calls only. So the call is deterministic and a graph can hold it.
 // The split's representation error in a row is about 2^-24 |alpha| sqrt(S_m), random in sign:
 // on uncorrelated data |T_m|^2 ~ alpha^2 S_m and 3xTF32 is as accurate as SGEMM; where the row's
 // sum cancels (|T_m| far below sqrt(S_m)), that error does not shrink with it, but SGEMM's,
 // made in the running sums, does. Such a row is recomputed (docs/tuning/cute_3xtf32.md#cancel).
-// finish, fix and refine do nothing where the flags are set: run() then computes with an fp32
-// kernel (bits 0, 1: A, B out of fp16's reach; 2, 3: ±Inf; execute.py).
 // Geometry: range and split walk 32x32 (rows x k) tiles through smem, 32x8 threads (the
 //           transpose of util/scale2d.cu: reads along the source's unit-stride mode); grid x
 //           over rows, y over K (records.SplitGrid), grid-stride in 64-bit indices. finish /
@@ -248,7 +251,11 @@ __device__ void finish_body(int M, int N, int K, const float* __restrict__ A, lo
   __shared__ int s_k[FIX];
   __shared__ float s_r[FIX];
   const int i = blockIdx.x, t = threadIdx.x;
-  if (i >= M || *flags != 0) return;           // flagged: run() takes the fp32 kernel
+  if (i >= M) return;
+  if (*flags != 0) {                           // flagged: W is no answer, refine computes the row
+    if (t == 0) { marked[i] = 1; atomicAdd(marked + M, 1); }
+    return;
+  }
   const int p = row_exponent(rmax[i]);
   const unsigned* qmax = rmax + M;             // B's columns follow A's rows
   auto value = [&](long long j) {
@@ -345,8 +352,8 @@ CG_ENTRY(cute_3xtf32_refine, __launch_bounds__(cute_gemm::kRefineThreads),
          (int M, int N, int K, const float* __restrict__ A, long long sam, long long sak,
           const float* __restrict__ B, long long sbk, long long sbn, const float* C,
           long long scm, long long scn, float* T, long long stm, long long stn, float alpha,
-          float beta, const unsigned* __restrict__ flags, const int* __restrict__ marked), {
-  if (*flags != 0 || marked[M] == 0) return;   // flagged, or no row to refine
+          float beta, const int* __restrict__ marked), {
+  if (marked[M] == 0) return;                  // no row to refine
   cute_gemm::refine_rows(M, N, K, A, sam, sak, B, sbk, sbn, C, scm, scn, T, stm, stn, alpha,
                          beta, marked);
 })
