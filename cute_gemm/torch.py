@@ -17,6 +17,7 @@ tensors). Importing this module does not import torch: the op is defined at firs
 from __future__ import annotations
 
 import numbers
+import sys
 import threading
 
 from . import api, registry
@@ -26,20 +27,17 @@ SCHEMA = ("(Tensor a, Tensor b, Tensor? c, float alpha, float beta, str? precisi
           "ScalarType? out_dtype, str kernel) -> Tensor")
 
 _LOCK = threading.Lock()
-_OP = None
-_LINEAR = None
+_THIS = sys.modules[__name__]
 
 
 def op():
     """The custom op cute_gemm::gemm(a, b, c, alpha, beta, precision, out_dtype, kernel) ->
     alpha * a @ b + beta * c by run(kernel, ...) into a new (m, n) tensor on a's device;
     defined, with its fake and autograd, at the first call (which imports torch)."""
-    global _OP
-    if _OP is None:     # read without the lock first: torch.compile traces this function
-        with _LOCK:
-            if _OP is None:
-                _OP = _define()
-    return _OP
+    # an attribute of the module, not a global: torch.compile reads a module's attribute
+    # with a real getattr, so a first use inside a compiled function defines the op (under
+    # a lock, which it could not trace) before the trace goes on
+    return _THIS.gemm_op
 
 
 def _define():
@@ -146,15 +144,6 @@ def linear(x, weight, bias=None, *, precision=None):
     return y.reshape(*x.shape[:-1], n)
 
 
-def _linear_class():
-    global _LINEAR
-    if _LINEAR is None:
-        with _LOCK:
-            if _LINEAR is None:
-                _LINEAR = _define_linear()
-    return _LINEAR
-
-
 def _define_linear():
     import torch
 
@@ -178,11 +167,19 @@ def _define_linear():
     return Linear
 
 
+_LAZY = {"gemm_op": _define, "Linear": _define_linear}
+
+
 def __getattr__(name: str):
-    # the class derives from torch.nn.Linear, so it is made when first asked for
-    if name == "Linear":
-        return _linear_class()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    # gemm_op (op()) and Linear (a torch.nn.Linear) need torch: made when first asked for,
+    # once, then found in the module's namespace
+    make = _LAZY.get(name)
+    if make is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    with _LOCK:
+        if name not in globals():
+            globals()[name] = make()
+    return globals()[name]
 
 
 # ---- run()'s autograd route --------------------------------------------------------------

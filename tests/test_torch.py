@@ -52,6 +52,17 @@ def test_importing_cute_gemm_torch_does_not_import_torch():
     assert out.stdout.strip() == "False", out.stdout + out.stderr
 
 
+def test_a_first_use_inside_a_compiled_function_breaks_no_graph():
+    """A fresh process whose first use of the op is traced: it is defined outside the trace
+    (meta tensors: the fake runs as their kernel, no GPU needed)."""
+    code = ("import torch, cute_gemm.torch as cgt\n"
+            "f = torch.compile(lambda a, b: cgt.linear(a, b), fullgraph=True, backend='eager')\n"
+            "print(tuple(f(torch.empty(4, 3, device='meta'), torch.empty(2, 3, device='meta')).shape))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=REPO.parent, env={"PYTHONPATH": str(REPO)})
+    assert out.returncode == 0 and out.stdout.strip() == "(4, 2)", out.stdout + out.stderr
+
+
 @pytest.mark.parametrize("device", ["meta", "fake"])
 @pytest.mark.parametrize("dtype,out_dtype,want", [
     (torch.float32, None, torch.float32), (torch.bfloat16, None, torch.bfloat16),
