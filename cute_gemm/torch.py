@@ -1,0 +1,205 @@
+"""cute_gemm for PyTorch: the custom op `cute_gemm::gemm`, which autograd differentiates and
+torch.compile traces without a graph break, and torch-shaped functions built on it.
+
+    import cute_gemm.torch as cgt
+    y = cgt.mm(a, b)                          # a @ b
+    y = cgt.addmm(c, a, b, beta=1, alpha=1)   # torch.addmm's order; c broadcast as there
+    y = cgt.linear(x, w, bias)                # x @ w.T + bias, x of any number of dims
+    layer = cgt.Linear(1024, 4096)            # a torch.nn.Linear whose forward runs here
+
+Result type: `out_dtype`, else a's type, as torch answers (bf16 @ bf16 -> bf16); plain
+cute_gemm.gemm() answers float32 unless out or c gives a type. out_dtype is float32 or a's
+type, and c is converted to it where it has another. Gradients: dA = alpha dC B^T and
+dB = alpha A^T dC by gemm() in the forward's precision, each in its operand's type;
+dc = beta dC in c's type. Work goes on torch's current stream (run()'s choice for torch
+tensors). Importing this module does not import torch: the op is defined at first use.
+"""
+from __future__ import annotations
+
+import numbers
+import sys
+import threading
+
+from . import api, registry
+from .errors import DTypeError, InputError, ShapeError
+
+SCHEMA = ("(Tensor a, Tensor b, Tensor? c, float alpha, float beta, str? precision, "
+          "ScalarType? out_dtype, str kernel) -> Tensor")
+
+_LOCK = threading.Lock()
+_THIS = sys.modules[__name__]
+
+
+def op():
+    """The custom op cute_gemm::gemm(a, b, c, alpha, beta, precision, out_dtype, kernel) ->
+    alpha * a @ b + beta * c by run(kernel, ...) into a new (m, n) tensor on a's device;
+    defined, with its fake and autograd, at the first call (which imports torch)."""
+    # an attribute of the module, not a global: torch.compile reads a module's attribute
+    # with a real getattr, so a first use inside a compiled function defines the op (under
+    # a lock, which it could not trace) before the trace goes on
+    return _THIS.gemm_op
+
+
+def _define():
+    import torch
+
+    operand_types = (torch.float32, torch.float16, torch.bfloat16)
+
+    def result_dtype(a, b, out_dtype):
+        # checked in the fake too, so that a compiled call fails where it is traced
+        if a.dtype not in operand_types or b.dtype != a.dtype:
+            raise DTypeError(f"a is {a.dtype} and b is {b.dtype}: both must be one of "
+                             f"{', '.join(map(str, operand_types))}")
+        if out_dtype is None:
+            return a.dtype
+        if out_dtype not in (torch.float32, a.dtype):
+            raise DTypeError(f"the result of {a.dtype} operands is torch.float32 or "
+                             f"{a.dtype}, not {out_dtype}")
+        return out_dtype
+
+    @torch.library.custom_op("cute_gemm::gemm", mutates_args=(), schema=SCHEMA)
+    def gemm_op(a, b, c, alpha, beta, precision, out_dtype, kernel):
+        if a.dim() != 2 or b.dim() != 2:
+            raise ShapeError(f"a and b must be 2-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+        dtype = result_dtype(a, b, out_dtype)
+        result = torch.empty((a.shape[0], b.shape[1]), dtype=dtype, device=a.device)
+        if c is not None and c.dtype != dtype:
+            c = c.to(dtype)             # run() reads c in the result's type
+        api.run(kernel, a, b, c, alpha=alpha, beta=beta, out=result, precision=precision)
+        return result
+
+    check = torch._check    # (torch's documented assert that symbolic shapes can take)
+
+    @gemm_op.register_fake
+    def _(a, b, c, alpha, beta, precision, out_dtype, kernel):
+        check(a.dim() == 2 and b.dim() == 2,
+              lambda: f"a and b must be 2-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+        m, n = a.shape[0], b.shape[1]
+        check(a.shape[1] == b.shape[0], lambda: f"inner dimensions differ: a is "
+              f"{tuple(a.shape)}, b is {tuple(b.shape)}")
+        if c is not None:
+            check(c.dim() == 2, lambda: f"c must have shape ({m}, {n}), got {tuple(c.shape)}")
+            check(c.shape[0] == m, lambda: f"c must have shape ({m}, {n}), got {tuple(c.shape)}")
+            check(c.shape[1] == n, lambda: f"c must have shape ({m}, {n}), got {tuple(c.shape)}")
+        return a.new_empty((m, n), dtype=result_dtype(a, b, out_dtype))
+
+    def setup_context(ctx, inputs, output):
+        a, b, c, alpha, beta, precision, _, _ = inputs
+        ctx.save_for_backward(a, b)
+        ctx.alpha, ctx.beta, ctx.precision = alpha, beta, precision
+        ctx.c_dtype = None if c is None else c.dtype
+
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        need_a, need_b, need_c = ctx.needs_input_grad[:3]
+        da = db = dc = None
+        # by gemm()'s pick, not the forward's kernel: a kernel named for a x b may not take
+        # the transposed shapes (a whole-K kernel's limit on K); A and B of one type
+        g = grad.to(a.dtype) if need_a or need_b else None
+        if need_a:
+            da = gemm_op(g, b.mT, None, ctx.alpha, 0.0, ctx.precision, a.dtype, registry.AUTO)
+        if need_b:
+            db = gemm_op(a.mT, g, None, ctx.alpha, 0.0, ctx.precision, b.dtype, registry.AUTO)
+        if need_c:
+            dc = (ctx.beta * grad).to(ctx.c_dtype)
+        return da, db, dc, None, None, None, None, None
+
+    gemm_op.register_autograd(backward, setup_context=setup_context)
+    return gemm_op
+
+
+def _scalar(name: str, v) -> float:
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise InputError(f"{name} must be a real number, got {type(v).__name__}")
+    return float(v)
+
+
+# ---- torch-shaped functions --------------------------------------------------------------
+def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, precision=None, out_dtype=None):
+    """alpha * a @ b + beta * c by cute_gemm.gemm()'s pick, differentiable and traceable;
+    the result in out_dtype, else a's type (c converted to it)."""
+    return op()(a, b, c, _scalar("alpha", alpha), _scalar("beta", beta), precision, out_dtype,
+                registry.AUTO)
+
+
+def mm(a, b, *, precision=None, out_dtype=None):
+    """a @ b (torch.mm), the result in out_dtype, else a's type."""
+    return op()(a, b, None, 1.0, 0.0, precision, out_dtype, registry.AUTO)
+
+
+def addmm(c, a, b, *, beta=1.0, alpha=1.0, precision=None, out_dtype=None):
+    """beta * c + alpha * a @ b (torch.addmm): c broadcast to (m, n) as a view."""
+    if c.dim() < 2 and a.dim() == 2 and b.dim() == 2:
+        c = c.expand(a.shape[0], b.shape[1])
+    return gemm(a, b, c, alpha=alpha, beta=beta, precision=precision, out_dtype=out_dtype)
+
+
+def linear(x, weight, bias=None, *, precision=None):
+    """x @ weight^T + bias (torch.nn.functional.linear) in x's type; x's leading dimensions
+    are flattened into m and restored, bias is broadcast as a view (c of stride 0)."""
+    x2 = x.reshape(-1, x.shape[-1])
+    n = weight.shape[0]
+    c = None if bias is None else bias.expand(x2.shape[0], n)
+    y = op()(x2, weight.mT, c, 1.0, 1.0, precision, None, registry.AUTO)
+    return y.reshape(*x.shape[:-1], n)
+
+
+def _define_linear():
+    import torch
+
+    class Linear(torch.nn.Linear):
+        """torch.nn.Linear (same arguments, parameters and state dict) whose forward is
+        cute_gemm.torch.linear in `precision` (None: the one the input's type implies)."""
+
+        def __init__(self, in_features, out_features, bias=True, device=None, dtype=None, *,
+                     precision=None):
+            super().__init__(in_features, out_features, bias, device, dtype)
+            self.precision = precision
+
+        def forward(self, input):
+            return linear(input, self.weight, self.bias, precision=self.precision)
+
+        def extra_repr(self):
+            return f"{super().extra_repr()}, precision={self.precision!r}"
+
+    # pickled by name: found again through the module's __getattr__
+    Linear.__module__, Linear.__qualname__ = __name__, "Linear"
+    return Linear
+
+
+_LAZY = {"gemm_op": _define, "Linear": _define_linear}
+
+
+def __getattr__(name: str):
+    # gemm_op (op()) and Linear (a torch.nn.Linear) need torch: made when first asked for,
+    # once, then found in the module's namespace
+    make = _LAZY.get(name)
+    if make is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    with _LOCK:
+        if name not in globals():
+            globals()[name] = make()
+    return globals()[name]
+
+
+# ---- run()'s autograd route --------------------------------------------------------------
+def route(name, a, b, c, alpha, beta, precision):
+    """What run(name, a, b, c, ...) answers when autograd must see the product (a torch
+    operand requires grad, grad mode is on, no out): the op's result, in plain gemm()'s
+    result type (c's, else float32), with a grad_fn. Operands of other array libraries are
+    read as torch tensors (torch.as_tensor: no copy for device arrays)."""
+    import torch
+
+    def tensor(role, x):
+        if x is None or isinstance(x, torch.Tensor):
+            return x
+        try:
+            return torch.as_tensor(x)
+        except (TypeError, ValueError, RuntimeError) as e:
+            raise InputError(f"{role} is a {type(x).__name__} that torch cannot read ({e}); "
+                             "a product autograd follows needs operands torch can read") from None
+
+    a, b, c = tensor("a", a), tensor("b", b), tensor("c", c)
+    out_dtype = torch.float32 if c is None else c.dtype
+    return op()(a, b, c, _scalar("alpha", alpha), _scalar("beta", beta), precision, out_dtype,
+                getattr(name, "name", name))
