@@ -15,6 +15,7 @@ from .errors import (AutoTableWarning, CompileError, CudaError, CuteGemmError, D
                      HeadersNotFound, InputError, NoDeviceError, NotAnArrayError,
                      NvrtcNotFound, ShapeError, ShapeLimitError, UnknownKernelError)
 from .registry import Kernel, Variant, get as get_kernel
+from . import torch  # noqa: F401  (run()'s autograd route; imports no torch until used)
 
 
 # imported when first used: a program that only calls run() does not pay for them

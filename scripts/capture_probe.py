@@ -30,8 +30,9 @@ def _wrap(name, f):
 
 f_is = drv.cuStreamIsCapturing
 for _n in dir(drv):
-    if _n.startswith("cu") and callable(getattr(drv, _n)):
-        setattr(drv, _n, _wrap(_n, getattr(drv, _n)))
+    _f = getattr(drv, _n)
+    if _n.startswith("cu") and callable(_f) and not isinstance(_f, type):
+        setattr(drv, _n, _wrap(_n, _f))
 
 import torch  # noqa: E402
 import cute_gemm  # noqa: E402
