@@ -35,45 +35,46 @@ _lock = threading.Lock()
 def take(ordinal: int, nbytes: int, stream: int, counters: int) -> Workspace:
     """A workspace of at least nbytes whose first `counters` int32 are zero for work queued
     on `stream` from now on; hand it back with give() once that work is queued."""
-    with launch.relaxed():   # its event queries and allocation must not end another
-        return _take(ordinal, nbytes, stream, counters)   # thread's global-mode capture
-
-
-def _take(ordinal: int, nbytes: int, stream: int, counters: int) -> Workspace:
     drv = launch._drv()
-    with _lock:
-        pick = None
-        for i, w in enumerate(_free):
-            if w.ordinal != ordinal or w.nbytes < nbytes:
-                continue
-            if w.stream == stream:
-                pick = i
-                break
-            if pick is None:
-                (err,) = drv.cuEventQuery(w.event)
-                if err == drv.CUresult.CUDA_SUCCESS:
-                    pick = i
-        w = _free.pop(pick) if pick is not None else None
+    with _lock:         # the common case, one last used on this stream: no driver call
+        w = next((x for x in _free if x.ordinal == ordinal and x.nbytes >= nbytes
+                  and x.stream == stream), None)
+        if w is not None:
+            _free.remove(w)
     if w is None:
-        launch.ensure_context(ordinal)
-        ptr = int(launch._check(drv.cuMemAlloc(nbytes), f"cuMemAlloc({nbytes})"))
-        try:
-            ev = launch._check(drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING),
-                               "cuEventCreate")
-        except BaseException:
-            drv.cuMemFree(ptr)
-            raise
-        w = Workspace(ordinal, ptr, nbytes, ev)
-        try:
-            launch.memset_f32(ptr, 0, counters, stream)
-        except BaseException:
-            _release(w)
-            raise
-        return w
+        # event queries and an allocation, which must not end another thread's global capture
+        with launch.relaxed():
+            w = _another(drv, ordinal, nbytes, stream, counters)
+            if w.stream == -1:
+                return w            # new: its counters zeroed on `stream`
     try:
         launch._check(drv.cuStreamWaitEvent(stream, w.event, 0), "cuStreamWaitEvent")
     except BaseException:
         give_back_unused(w)
+        raise
+    return w
+
+
+def _another(drv, ordinal: int, nbytes: int, stream: int, counters: int) -> Workspace:
+    """A free workspace whose last use has completed, else a new one."""
+    with _lock:
+        for i, w in enumerate(_free):
+            if (w.ordinal == ordinal and w.nbytes >= nbytes
+                    and drv.cuEventQuery(w.event)[0] == drv.CUresult.CUDA_SUCCESS):
+                return _free.pop(i)
+    launch.ensure_context(ordinal)
+    ptr = int(launch._check(drv.cuMemAlloc(nbytes), f"cuMemAlloc({nbytes})"))
+    try:
+        ev = launch._check(drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING),
+                           "cuEventCreate")
+    except BaseException:
+        drv.cuMemFree(ptr)
+        raise
+    w = Workspace(ordinal, ptr, nbytes, ev)
+    try:
+        launch.memset_f32(ptr, 0, counters, stream)
+    except BaseException:
+        _release(w)
         raise
     return w
 

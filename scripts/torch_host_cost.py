@@ -21,6 +21,8 @@ print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
 cute_gemm.gemm(torch.ones(2, 2, device="cuda"), torch.ones(2, 2, device="cuda"))   # the context
 t0 = host_us(lambda: torch.cuda.current_stream(0).cuda_stream, calls=20000)
 print(f"torch.cuda.current_stream(0).cuda_stream: {t0:.2f} us")
+t1 = host_us(lambda: torch._C._cuda_getCurrentRawStream(0), calls=20000)
+print(f"torch._C._cuda_getCurrentRawStream(0): {t1:.2f} us")
 for n in sizes:
     a, b, o = (torch.randn(n, n, device="cuda") for _ in range(3))
     h = [x.to(torch.bfloat16) for x in (a, b, o)]
