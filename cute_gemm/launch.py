@@ -372,7 +372,7 @@ class Site:
     """One launch configuration (function, grid, block, dynamic smem, PDL) made ready once:
     calling it launches with a stream and a packed argument block (pack_gemm_args...), the
     driver call's fixed arguments bound beforehand. Errors raise CudaError, as launch()'s."""
-    __slots__ = ("f", "grid", "block", "smem", "pdl", "go")
+    __slots__ = ("f", "grid", "block", "smem", "pdl", "go", "local")
 
     def __init__(self, f: Function, grid, block, smem: int, pdl: bool = False):
         self.f, self.grid, self.block, self.smem, self.pdl = f, tuple(grid), tuple(block), smem, pdl
@@ -380,14 +380,29 @@ class Site:
             _raise_smem_limit(f, smem)
         self.go = None if pdl else functools.partial(_drv().cuLaunchKernel, f.handle, *self.grid,
                                                      *self.block, smem)
+        self.local = threading.local()      # a PDL launch's config, one per thread
 
     def __call__(self, stream: int, packed) -> None:
         if self.go is None:
-            launch(self.f, self.grid, self.block, self.smem, stream, packed, pdl=True)
+            self._launch_pdl(stream, packed)
             return
         (err,) = self.go(stream, packed[1], 0)
         if err:                          # (CUresult is an int: CUDA_SUCCESS is 0)
             self.failed(err)
+
+    def _launch_pdl(self, stream: int, packed) -> None:
+        # the config built once per thread (building one costs more than the launch)
+        drv = _drv()
+        cfg = getattr(self.local, "cfg", None)
+        if cfg is None:
+            cfg = self.local.cfg = _pdl_config(drv)
+            cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = self.grid
+            cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = self.block
+            cfg.sharedMemBytes = self.smem
+        cfg.hStream = stream
+        (err,) = drv.cuLaunchKernelEx(cfg, self.f.handle, packed[1], 0)
+        if err != drv.CUresult.CUDA_SUCCESS:
+            _launch_failed(err, self.f, self.grid, self.block, self.smem, True)
 
     def failed(self, err) -> None:
         """Raise the CudaError of a launch through `go` (stream, packed[1], 0) -> (CUresult,)."""
@@ -396,8 +411,8 @@ class Site:
 
 def _pdl_config(drv):
     """A CUlaunchConfig with the one attribute of a programmatic dependent launch; the
-    caller fills in grid, block, smem and stream. A new one per launch (no state shared
-    between threads): only split stream-K launches, grids of a whole wave and more, take it."""
+    caller fills in grid, block, smem and stream (a Site keeps one per thread: no state
+    shared between threads)."""
     attr = drv.CUlaunchAttribute()
     attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
     attr.value.programmaticStreamSerializationAllowed = 1
