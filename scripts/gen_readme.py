@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
-"""Regenerate the README's kernel table from the registry (the one list of kernels).
+"""Regenerate the full kernel table from the registry (the one list of kernels).
 
-    python scripts/gen_readme.py          # rewrite README.md in place
-    python scripts/gen_readme.py --check  # exit 1 if README.md is stale (used by the tests)
+    python scripts/gen_readme.py          # rewrite docs/ladder/kernels.md in place
+    python scripts/gen_readme.py --check  # exit 1 if that table is stale or the README's
+                                          # compact ladder misses a kernel file (used by the tests)
+
+The table lives between the markers in docs/ladder/kernels.md (the docs site); the README
+keeps a compact ladder, a row per kernel file, which --check holds to the registry's files.
 """
 from __future__ import annotations
 
@@ -13,6 +17,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 BEGIN, END = "<!-- kernels:begin -->", "<!-- kernels:end -->"
+PAGE = ROOT / "docs" / "ladder" / "kernels.md"
+README = ROOT / "README.md"
 
 
 def table() -> str:
@@ -33,19 +39,26 @@ def render(text: str) -> str:
     return f"{head}{BEGIN}\n{table()}\n{END}{tail}"
 
 
+def missing_from_readme(readme: str) -> list[str]:
+    """The registry's kernel files the README's compact ladder does not name."""
+    from cute_gemm import registry
+    return sorted({k.source for k in registry.kernels() if Path(k.source).name not in readme})
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--check", action="store_true")
     args = p.parse_args()
-    readme = ROOT / "README.md"
-    old = readme.read_text()
+    old = PAGE.read_text()
     new = render(old)
     if args.check:
+        missing = missing_from_readme(README.read_text())
+        if missing:
+            print(f"README.md's ladder names no row for {', '.join(missing)}", file=sys.stderr)
         if new != old:
-            print("README.md kernel table is stale: run python scripts/gen_readme.py", file=sys.stderr)
-            return 1
-        return 0
-    readme.write_text(new)
+            print("docs/ladder/kernels.md is stale: run python scripts/gen_readme.py", file=sys.stderr)
+        return 1 if missing or new != old else 0
+    PAGE.write_text(new)
     return 0
 
 

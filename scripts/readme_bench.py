@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Turn a `cute-gemm bench --out DIR` JSON into the README's benchmark section.
+"""Turn a `cute-gemm bench --out DIR` JSON into the benchmark section of docs/benchmarks.md.
 
     python scripts/readme_bench.py bench-out/bench.json                 # print markdown
     python scripts/readme_bench.py docs/bench/nn.json docs/bench/layouts.json \
         --tensor-cores docs/bench/tensor_cores.json \
-        --sweep docs/bench/sweep.json --sweep-plot docs/ratios_nn.png \
-        --plot docs/ladder_4096.png --update README.md --details docs/bench/README.md
+        --sweep docs/bench/sweep.json --sweep-plot ratios_nn.png \
+        --plot ladder_4096.png --update docs/benchmarks.md --details docs/bench/README.md
 
 --update replaces the text between `<!-- bench:begin -->` and `<!-- bench:end -->` in the
 file (both markers must be there); nothing else in the file changes. With --details, that
@@ -80,8 +80,8 @@ def main(argv=None) -> int:
         full = readme_markdown(res, size=args.size, layout=args.layout, source=source,
                                plot=rel(args.plot, page.parent) if args.plot else None,
                                tensor_cores=tc, sweep=sw_page)
-        page.write_text(f"# Benchmark record\n\nThe latest `cute-gemm bench` record in full; the README "
-                        f"shows its ladder table, a row per stage.\n\n{full}")
+        page.write_text(f"# Benchmark record\n\nThe latest `cute-gemm bench` record in full; "
+                        f"`{path.name}` shows its summary tables.\n\n{full}")
         md = readme_markdown(res, size=args.size, layout=args.layout, plot=args.plot, source=source,
                              details=Path(os.path.relpath(page, path.parent)).as_posix(),
                              tensor_cores=tc, sweep=sw)
