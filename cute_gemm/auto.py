@@ -10,7 +10,7 @@ precision into its result type, run on the device and fit its shared memory. Amo
      first), each candidate's times there scaled to this shape by a model of its busiest
      SM's work (busiest_work: tiles, waves, k-tiles, stream-K and split plans), the least
      predicted time;
-  2. else the heuristic below (rules from measurements: docs/tuning/auto.md).
+  2. else the heuristic below (rules from measurements: docs/design/auto.md).
 The pick is a pure function of (GPU, shape, layout, alignment, precision, result type)
 and the tables, which are read once per process: run()'s hot path may key on the name
 "auto" with its call signature.
@@ -47,7 +47,7 @@ CUT_FIXUP = 6
 # from_tables, a shape without a row: the rows whose times are scaled to it, weighted by
 # 1 / (distance + NEAR_WEIGHT); a tile's fill and store cost TILE_OVERHEAD k-tiles
 # (busiest_work). Chosen leave-one-out over the shipped tables and on the held-out shapes'
-# measured candidates: docs/tuning/auto.md#scaled-rows
+# measured candidates: docs/design/auto.md#scaled-rows
 NEAREST_ROWS = 3
 NEAR_WEIGHT = 0.5
 TILE_OVERHEAD = 2
@@ -398,7 +398,7 @@ def walk_cost(x: registry.Kernel, m: int, n: int, k: int, precision: str, sm_cou
     twice where it goes on from smem to registers, Variant.register_a). The
     narrower tile wins where the wider one's items leave SMs idle (fewer units than
     clusters, a ragged last round), the wider one where both fill the GPU: it loads fewer
-    rows per output (docs/tuning/cute_wgmma_ws.md#narrow-tiles). `variant`: the entry (its
+    rows per output (docs/design/cute_wgmma_ws.md#narrow-tiles). `variant`: the entry (its
     walks_transposed and register_a), None for an entry not known yet."""
     g = x.grid
     itemsize = ITEMSIZE[PRECISION_DTYPE[precision]]
@@ -417,7 +417,7 @@ def walk_cost(x: registry.Kernel, m: int, n: int, k: int, precision: str, sm_cou
 
 def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
               sm_count: int = 0, out_dtype: str = "float32") -> Choice:
-    """The rules for a problem no table covers, in order (their basis: docs/tuning/auto.md):
+    """The rules for a problem no table covers, in order (their basis: docs/design/auto.md):
     one candidate: it. Tensor cores: the kernels built for the newest instructions the GPU
     has (arch-specific, then the highest min_arch: wgmma on sm_90, mma.sync elsewhere); among
     persistent ones, the walk of least walk_cost on `sm_count` SMs (each kernel on the

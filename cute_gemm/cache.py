@@ -363,7 +363,7 @@ def compile_apart(kernel, arch: str, entries: tuple[str, ...], least: int = 2) -
     """Compile each of `entries` alone into the disk cache, in fresh interpreters side by
     side: NVRTC spends its time per entry point, on one thread, so a launch's two or three
     entry points take the time of the longest instead of their sum
-    (docs/tuning/first_call.md). The caller reads them back with lookup(..., entries=(e,));
+    (docs/design/first_call.md). The caller reads them back with lookup(..., entries=(e,));
     a child that failed leaves nothing there, and the caller's own get() compiles it (and
     raises its CompileError). Starts nothing where it cannot help: fewer than `least` entry
     points missing, more than there are workers (a second round costs more than one

@@ -194,7 +194,7 @@ def _allocator(result, a):
     if type(a) in (lib.Tensor, getattr(getattr(lib, "nn", None), "Parameter", None)):
         # empty_like of a view that is not dense (one element, strides 0) is a fresh
         # row-major tensor of its shape, type and device (torch.preserve_format), by
-        # PyTorch's cheapest allocation from Python (docs/tuning/host_overhead.md)
+        # PyTorch's cheapest allocation from Python (docs/design/host_overhead.md)
         unit = _UNITS.get((dtype, device))
         if unit is None:
             unit = _UNITS[dtype, device] = empty((1,), dtype=dtype, device=device)

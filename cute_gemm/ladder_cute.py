@@ -118,7 +118,7 @@ class PipelinedConfig:
     """One configuration of the tuned kernel (kernels/cute/c3_pipelined.cu), compiled as its
     `struct Config` (cpp()): every field a static constexpr member of the same name. What each
     knob does: include/cute_gemm/pipelined_config.cuh; why each value: the anchors in
-    docs/tuning/cute_pipelined.md. The defaults here are the only ones; None means "derived
+    docs/design/cute_pipelined.md. The defaults here are the only ones; None means "derived
     from the tile" (resolved below). What never varies is a constant of the C++ code."""
     blk_m: int
     blk_n: int
@@ -223,9 +223,9 @@ def _small(name: str, bm: int, bn: int, bk: int, stages: int, kq_layout: int = 7
     """A small-tile stream-K configuration for the shapes cute_pipelined loses (sm_90 only: on
     sm_80 ptxas spills the 4-byte entries' twins): BLK_K 16 with cute_pipelined's FFMA orders
     and staged-group positions, k-quad stages for k-major operands (twins included: 0-9 %
-    faster where these configurations win, docs/tuning/auto.md#k-quads-small), a single
+    faster where these configurations win, docs/design/auto.md#k-quads-small), a single
     k-major operand through raw stages (the whole ring as its prefetch distance: 2-17 %
-    faster where they win, docs/tuning/cute_pipelined.md#raw-k), and twins for every entry,
+    faster where they win, docs/design/cute_pipelined.md#raw-k), and twins for every entry,
     the 4-byte ones too."""
     return _auto(_pipe(name, PipelinedConfig(
         bm, bn, bk, stages, fma_order=6, fma_order_raw=2, load1_k=1, stash0_k=10, stash_k=13,
@@ -243,7 +243,7 @@ def _pipe(name: str, cfg: PipelinedConfig, tags: tuple[str, ...] = ("fast",),
     # data-parallel in a first launch, the twin cuts the last one along K; on sm_90+ the
     # twin starts by programmatic dependent launch, PDL).
     # The twins are slower per tile than their data-parallel siblings, so each is taken only
-    # below a fill of 0.93 (see docs/tuning/cute_pipelined.md#stream-k). am_bk has no twin of
+    # below a fill of 0.93 (see docs/design/cute_pipelined.md#stream-k). am_bk has no twin of
     # its own (it spilled on sm_80): it takes ak_bn's on the transposed problem,
     # C^T = B^T A^T, where B^T is k-major and A^T n-major (the whole waves by ak_bn as well).
     # With twin_am_bk it has its own (a configuration that runs nn products transposed,
@@ -342,33 +342,33 @@ CUTE: list[Kernel] = [
     _smem("cute_smem_64x128", 64, 128, 8),
     _tiled("cute_tiled", 128, 128, 8),
     _multistage("cute_multistage", 128, 128, 8, 4),
-    # cute_pipelined: each kept decision, its measurements and what lost, in docs/tuning/:
-    # 128x128x16, 4 stages: see docs/tuning/cute_pipelined.md#tile-and-stages
-    # trans_k=13 (late raw -> compute transpose): see docs/tuning/cute_pipelined.md#trans-k
-    # stream_k=True (split launch, stream-K twin for the last wave): see docs/tuning/cute_pipelined.md#stream-k
-    # fma_order=6, fma_order_raw=2: see docs/tuning/cute_pipelined.md#ffma-order
-    # min_blocks_mn=1 (am_bn without the 128-register cap): see docs/tuning/cute_pipelined.md#register-cap
-    # stash_k=13, stash0_k=10, load1_k=1: see docs/tuning/cute_pipelined.md#staged-groups
-    # kq_layout=7 (k-quad compute stages): see docs/tuning/cute_pipelined.md#k-quad-stages
-    # kt_unroll=2 (both-k-major entry): see docs/tuning/cute_pipelined.md#kt-unroll
-    # epi_ak_bk="smem16", epi_ak_bn="bulk" (C through smem; bulk copies): see docs/tuning/cute_pipelined.md#epilogue
+    # cute_pipelined: each kept decision, its measurements and what lost, in docs/design/:
+    # 128x128x16, 4 stages: see docs/design/cute_pipelined.md#tile-and-stages
+    # trans_k=13 (late raw -> compute transpose): see docs/design/cute_pipelined.md#trans-k
+    # stream_k=True (split launch, stream-K twin for the last wave): see docs/design/cute_pipelined.md#stream-k
+    # fma_order=6, fma_order_raw=2: see docs/design/cute_pipelined.md#ffma-order
+    # min_blocks_mn=1 (am_bn without the 128-register cap): see docs/design/cute_pipelined.md#register-cap
+    # stash_k=13, stash0_k=10, load1_k=1: see docs/design/cute_pipelined.md#staged-groups
+    # kq_layout=7 (k-quad compute stages): see docs/design/cute_pipelined.md#k-quad-stages
+    # kt_unroll=2 (both-k-major entry): see docs/design/cute_pipelined.md#kt-unroll
+    # epi_ak_bk="smem16", epi_ak_bn="bulk" (C through smem; bulk copies): see docs/design/cute_pipelined.md#epilogue
     _auto(_pipe("cute_pipelined", PipelinedConfig(
         128, 128, 16, 4, min_blocks_mn=1, fma_order=6, fma_order_raw=2, load1_k=1, stash0_k=10,
         stash_k=13, trans_k=13, kq_layout=7, kt_unroll=2, epi_ak_bk="smem16", epi_ak_bn="bulk",
         stream_k=True))),
     _pipe("cute_pipelined_128x128x8", PipelinedConfig(128, 128, 8, 4)),
     _pipe("cute_pipelined_64x128x8", PipelinedConfig(64, 128, 8, 4, thr_m=8, min_blocks=3)),
-    # the shapes cute_pipelined loses (docs/tuning/cute_pipelined.md#skinny): skinny M or N
+    # the shapes cute_pipelined loses (docs/design/cute_pipelined.md#skinny): skinny M or N
     # (64-row tiles, C^T where N is skinny), residues (the 4-byte entries' twins), 512^3-1024^3.
     # sm_90 only: on sm_80 ptxas spills the 4-byte entries' twins at 170 registers
-    # raw_k: a single k-major operand through raw stages (docs/tuning/cute_pipelined.md#raw-k)
+    # raw_k: a single k-major operand through raw stages (docs/design/cute_pipelined.md#raw-k)
     _auto(_pipe("cute_pipelined_64x128x16_sk", PipelinedConfig(
         64, 128, 16, 3, thr_m=8, min_blocks=3, fma_order=6, fma_order_raw=2, load1_k=1,
         stash0_k=10, stash_k=13, trans_k=13, kq_layout=7, stream_k=True, twin_am_bk=True,
         twins_scalar=True, raw_k=True), tags=("fast",), transpose_skinny=True, min_arch=90)),
     # ... and M or N of 32 or less (C^T where N is), where 64-row tiles compute half padding:
     # 32x128 tiles, 64 threads of 8x8 (8192x32x4096: 0.80x cuBLAS against 0.68x; slower from
-    # 64 rows on, where gemm() takes the others: docs/tuning/cute_pipelined.md#skinny)
+    # 64 rows on, where gemm() takes the others: docs/design/cute_pipelined.md#skinny)
     _auto(_pipe("cute_pipelined_32x128x16_sk", PipelinedConfig(
         32, 128, 16, 4, thr_m=4, min_blocks=4, fma_order=6, fma_order_raw=2, load1_k=1,
         stash0_k=10, stash_k=13, trans_k=13, kq_layout=7, stream_k=True, twin_am_bk=True,
@@ -381,26 +381,26 @@ CUTE: list[Kernel] = [
     # thread's chain of FFMAs is a quarter as long; BLK_K 16 so that the k-major copies'
     # 128 threads (32 rows of 4 vectors) fit the 32-row tile; 72-96 registers (at 8 CTAs an
     # SM, 64 registers, ptxas spilled), 5 CTAs an SM by smem (3 stages, 6 an SM: 2 % slower on
-    # 16x4096x4096, its main use). docs/tuning/cute_pipelined.md#small-products
+    # 16x4096x4096, its main use). docs/design/cute_pipelined.md#small-products
     _small("cute_pipelined_32x64x16_sk", 32, 64, 16, 4, thr_m=8, thr_n=16, min_blocks=5),
     # ... and tall-skinny products with N of 32 or less (8192x32x4096: 98 us against 111 for
     # the 32x128 tiles on C^T): 64x32 tiles of 4x4 accumulators, 3 stages so that 6 CTAs an
     # SM fit (4 % faster there than 4 stages at 5 an SM).
-    # docs/tuning/cute_pipelined.md#skinny-n-and-1000, also for the next one
+    # docs/design/cute_pipelined.md#skinny-n-and-1000, also for the next one
     _small("cute_pipelined_64x32x16_sk", 64, 32, 16, 3, thr_m=16, thr_n=8, min_blocks=6),
     # ... and 1000^3-1024^3, N of 128 (2-3 % ahead of 64x128 there): 128x64 tiles of 8x8
     _small("cute_pipelined_128x64x16_sk", 128, 64, 16, 4, thr_m=16, thr_n=8, min_blocks=3),
     # ... and tall-skinny N <= 32 with split_k (cuBLAS's shape there): 128x32 tiles of 8x4,
     # 128 threads, so a tile's K is read by a quarter as many CTAs as with 64x32 tiles
-    # (docs/tuning/auto.md#more-tiles)
+    # (docs/design/auto.md#more-tiles)
     _small("cute_pipelined_128x32x16_sk", 128, 32, 16, 4, thr_m=16, thr_n=8, min_blocks=4),
     # ... and 768^3-1024^3 with split_k: 64x64 tiles of 8x8, 64 threads; padded stages (k-quad
     # ones, at 168 registers, were 1-3 % slower where it wins) and register-staged k-major
-    # operands (raw stages: 2-8 % slower, docs/tuning/cute_pipelined.md#raw-k)
+    # operands (raw stages: 2-8 % slower, docs/design/cute_pipelined.md#raw-k)
     _small("cute_pipelined_64x64x16_sk", 64, 64, 16, 4, kq_layout=0, raw_k=False, thr_m=8,
            thr_n=8, min_blocks=6),
     # tensor cores (Ampere mma.sync), after the SIMT stages. 128x256 with 2x4 warps (1 CTA per
     # SM, 144 KB smem): 0.51-0.54x cuBLAS bf16 against 0.44-0.51x for 128x128 with 2x2 warps
-    # (docs/tuning/cute_mma_sm80.md#tile-shape)
+    # (docs/design/cute_mma_sm80.md#tile-shape)
     _auto(_mma_sm80("cute_mma_sm80", 128, 256, 64, 3, (2, 4))),
 ]

@@ -149,7 +149,7 @@ class WgmmaWsConfig:
                 f"{body}}};\n#line 1 \"cute/c6_wgmma_ws.cu\"\n")
 
 
-# the cut of a plain (unpromoted) walk, in k-tiles: docs/tuning/cute_wgmma_ws.md#split-k
+# the cut of a plain (unpromoted) walk, in k-tiles: docs/design/cute_wgmma_ws.md#split-k
 _PLAIN_CUT = CutModel(min_windows=16, overhead=2, fixup=3, rounds=1)
 
 # c6's entries of a configuration compiled for one (CG_WS_ONLY): cute_3xtf32's GEMMs
@@ -199,7 +199,7 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig, only: str | None = None) -> Kernel:
 
 
 HOPPER += [
-    # cute_wgmma_ws: why each value, in docs/tuning/cute_wgmma_ws.md:
+    # cute_wgmma_ws: why each value, in docs/design/cute_wgmma_ws.md:
     # 128x256 tiles, 4 stages, 2 consumers: #how-cute_wgmma_ws-got-there (128x192x5 lost)
     # cluster_m=2 (B multicast): #how-cute_wgmma_ws-got-there (cluster 4 lost: 120 CTAs fit)
     # group_m=16: same section (8 and 32 lost); k_bytes=128 (64-byte rows, 8 stages lost)
@@ -208,7 +208,7 @@ HOPPER += [
     # ... and for products whose 128x256 tiles leave SMs idle (small, skinny, long-K): 128x64
     # and 128x128 tiles, the smem they leave turned into stages (8 and 6), no cluster (an
     # n-major B 64 wide has no two parts of whole 64-element slabs; at 128 wide a cluster of
-    # 2 was slower); gemm()'s heuristic picks among the three: docs/tuning/cute_wgmma_ws.md#narrow-tiles
+    # 2 was slower); gemm()'s heuristic picks among the three: docs/design/cute_wgmma_ws.md#narrow-tiles
     _auto(_wgmma_ws("cute_wgmma_ws_128x64", WgmmaWsConfig(blk_n=64, stages=8, cluster_m=1,
                                                           tail_split=32))),
     _auto(_wgmma_ws("cute_wgmma_ws_128x128", WgmmaWsConfig(blk_n=128, stages=6, cluster_m=1,
@@ -216,7 +216,7 @@ HOPPER += [
     # fp32-accurate sums (cute_3xtf32's GEMM, with split_parts = 2): 64x192 per warpgroup holds two sets of
     # accumulators in 232 registers; windows of 3 k-tiles, one 3xTF32 chunk ending with its
     # big·big k-tile (128x128, 2 consumers: as accurate, slower at 8192^3; a warpgroup
-    # stagger: slower): docs/tuning/cute_3xtf32.md#the-accumulation; the last wave cut along
+    # stagger: slower): docs/design/cute_3xtf32.md#the-accumulation; the last wave cut along
     # K (4096^3: 5.33 waves): #the-last-wave
     _wgmma_ws("cute_wgmma_ws_promote", WgmmaWsConfig(blk_n=192, promote=3, tail_split=8),
               only="tf32"),
@@ -264,6 +264,6 @@ _3XTF32_GEMM = _wgmma_ws("cute_3xtf32_gemm", WgmmaWsConfig(blk_n=192, promote=3,
                                                           split_parts=2), only="fp16")
 
 HOPPER += [
-    # why a pre-pass and not a split inside the GEMM: docs/tuning/cute_3xtf32.md
+    # why a pre-pass and not a split inside the GEMM: docs/design/cute_3xtf32.md
     _auto(_three_tf32("cute_3xtf32", _3XTF32_GEMM)),
 ]

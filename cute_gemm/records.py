@@ -238,7 +238,7 @@ class CutModel:
     runs at least `min_windows` and costs `overhead` more (its pipeline fill, its partial's
     store), the last piece reads every other piece's partial at `fixup` each, and the cut
     round holds at most `rounds` items a cluster. The defaults are the promoted kernels' (3
-    k-tiles a window); the plain ones': docs/tuning/cute_wgmma_ws.md#split-k."""
+    k-tiles a window); the plain ones': docs/design/cute_wgmma_ws.md#split-k."""
     min_windows: int = 8
     overhead: float = 2
     fixup: float = 0

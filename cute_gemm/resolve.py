@@ -175,7 +175,7 @@ class Loaded:
         together, where it is cached; each of them alone, where cached; compiles of
         `entry` and those of `group` not held yet, each alone in a process of its own side
         by side (cache.compile_apart: NVRTC's time is per entry point, single-threaded, and
-        threads of one process gain nothing, docs/tuning/first_call.md), or where that
+        threads of one process gain nothing, docs/design/first_call.md), or where that
         cannot run, one program of them all. A set naming every entry point is the whole
         kernel (e.g. a composed kernel's pre-pass), compiled as one."""
         held = self.cubins.get(entry)
@@ -336,7 +336,7 @@ def copy_strides(role: str, major: str, shape: tuple[int, int], align: int = 1,
     multiple of it, and where that adds at most an eighth (rows of 8 lines or more; a
     skinny operand padded further would take several times its memory) to whole LINEs, so
     that every row starts a line: a row that straddles lines costs the tensor cores' loads
-    up to half again (docs/tuning/cute_wgmma_ws.md#row-pitch). At a 256-byte pointer the
+    up to half again (docs/design/cute_wgmma_ws.md#row-pitch). At a 256-byte pointer the
     copy has the entry's vector and TMA alignment."""
     rows, cols = shape
     turned = major == _MAJORS[role][1]

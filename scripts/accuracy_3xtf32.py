@@ -2,7 +2,7 @@
 """Accuracy of cute_3xtf32 against float64, beside cuBLAS SGEMM (TF32 off), the SIMT fp32
 kernel (cute_pipelined) and 1xTF32 (cute_wgmma_ws, precision="tf32"), on an sm_90 GPU.
 
-    python scripts/accuracy_3xtf32.py [--out docs/tuning] [--m 256] [--seeds 2]
+    python scripts/accuracy_3xtf32.py [--out docs/design] [--m 256] [--seeds 2]
 
 M = N = 256 (the float64 reference stays cheap: 2 * 256^2 * 65,536 multiply-adds at the
 largest K) and K = 64, 256, ..., 65,536 (powers of 4); per input family and K, the largest
@@ -162,7 +162,7 @@ def plot(data: dict, path: Path) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", default=str(ROOT / "docs" / "tuning"), help="directory for the JSON and PNG")
+    p.add_argument("--out", default=str(ROOT / "docs" / "design"), help="directory for the JSON and PNG")
     p.add_argument("--m", type=int, default=256, help="M = N (default 256)")
     p.add_argument("--seeds", type=int, default=2, help="draws per family and K (the worst is kept)")
     p.add_argument("--ks", default=",".join(map(str, KS)), help="comma list of K")

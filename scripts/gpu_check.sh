@@ -55,7 +55,7 @@ if [ "$STAGE" != bench ]; then
 if [ "$PART" != 2 ]; then
 echo "== compile (cold compile of cute_smem, caches off; then every kernel for sm_90)"
 # (CUDA_CACHE_DISABLE: NVRTC 13 would reuse its optimizer's and ptxas's output from the
-# driver's compute cache, docs/tuning/first_call.md#compute-cache)
+# driver's compute cache, docs/design/first_call.md#compute-cache)
 CUTE_GEMM_DISABLE_CACHE=1 CUDA_CACHE_DISABLE=1 python3 - <<'PY'
 import time
 t = time.perf_counter()

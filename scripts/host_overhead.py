@@ -1,5 +1,5 @@
 """Host µs per call of cute_gemm.run() and of what it is made of, on a GPU, for
-docs/tuning/host_overhead.md. Works with any checkout of cute_gemm on PYTHONPATH (run it
+docs/design/host_overhead.md. Works with any checkout of cute_gemm on PYTHONPATH (run it
 once per checkout to compare them): it uses run(), DeviceArray and the driver calls only.
 
 Per kernel, in interleaved rounds, on 16x16 float32 arrays with out= given, two figures per

@@ -5,7 +5,7 @@ Kernel.transpose_skinny (compute C^T = B^T A^T where N is skinny) changes which 
 runs, not the cubin: each setting here re-registers the kernels with it under their own
 names, clears the resolved launches and benchmarks them again, each table with its own
 cuBLAS column (the same process, seconds apart). (Stream-K run lengths were probed
-the same way: docs/tuning/cute_pipelined.md#skinny.)
+the same way: docs/design/cute_pipelined.md#skinny.)
 
   python3 scripts/sweep_transpose.py cute_pipelined_64x128x16_sk --transpose 1,0 \\
       --size 8192x64x4096 --max-seconds 0.4

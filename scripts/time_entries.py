@@ -1,5 +1,5 @@
 """Cold NVRTC compile time of whole kernels against a selection of their entry points (no
-cache), with NVRTC's own phases (--time). The figures in docs/tuning/first_call.md.
+cache), with NVRTC's own phases (--time). The figures in docs/design/first_call.md.
 
     python scripts/time_entries.py cute_pipelined:cute_pipelined_ak_bn cute_smem:cute_smem_ak_bn \
         cute_wgmma_ws:cute_wgmma_ws_bf16_f32_ak_bn [--arch sm_90] [--repeats 1] [--json]

@@ -138,7 +138,7 @@ def test_range_flags_name_the_operand_whose_split_cannot_carry_it_or_holds_inf()
 def test_the_fix_adds_the_residuals_of_small_parts_below_fp16s_range():
     """Rows whose weight sits on elements 2^-24 of their largest (their small parts below
     fp16's normal range, 2 in 32: under the flag's 4), B zero wherever A is not that small:
-    without the fix the gauge ratio is ~16 (docs/tuning/cute_3xtf32.md); with it, that of
+    without the fix the gauge ratio is ~16 (docs/design/cute_3xtf32.md); with it, that of
     ordinary inputs."""
     rng = np.random.default_rng()
     m, n, k = 96, 80, 512
@@ -473,7 +473,7 @@ def _laid(x: np.ndarray, major: str) -> np.ndarray:
 def test_rows_whose_sum_cancels_are_recomputed_correctly_rounded(layout, shape):
     """Where the products cancel (T ~2^-12 of its gauge), the split's representation error
     (~2^-24 of each product) does not shrink with T: 3xTF32 alone is 3.5x SGEMM's relative
-    error there (3.5e-4 against 1.0e-4, docs/tuning/cute_3xtf32.md). finish marks such rows
+    error there (3.5e-4 against 1.0e-4, docs/design/cute_3xtf32.md). finish marks such rows
     and refine recomputes them with float64 sums: each element is then the exact result
     rounded once (error <= half an ulp of fp32), deterministically, in every layout."""
     rng = np.random.default_rng()

@@ -252,7 +252,7 @@ def test_heuristic_rules_on_the_registered_candidates():
 
 def test_heuristic_tensor_cores_take_the_walk_of_least_cost():
     """Among cute_wgmma_ws's tile widths (128x256 in clusters of 2, 128x128, 128x64) and the
-    problem or its transpose, the H200 measurements' winners (docs/tuning/cute_wgmma_ws.md,
+    problem or its transpose, the H200 measurements' winners (docs/design/cute_wgmma_ws.md,
     narrow tiles): wide tiles where they fill the SMs, narrow ones where they would not; a
     skinny M on the transposed problem, where it lands on the wgmma's N."""
     def h(m, n, k, prec="bf16", layout="nn"):

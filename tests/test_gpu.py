@@ -544,7 +544,7 @@ def test_interior_epilogue_c_strides(kind, layout, beta):
     del out
 
 
-# ---- the configurations for the shapes cute_pipelined loses (docs/tuning/cute_pipelined.md#skinny)
+# ---- the configurations for the shapes cute_pipelined loses (docs/design/cute_pipelined.md#skinny)
 # Every stream-K configuration but cute_pipelined (tested above): skinny products that
 # they compute transposed (Kernel.transposes: am_bk's own twin for nn), extents that are
 # not multiples of 4 (the 4-byte entries' twins), small and long-K products, split launches

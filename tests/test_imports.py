@@ -194,7 +194,7 @@ def test_every_subpackage_is_shipped():
 
 
 def test_import_cute_gemm_stays_lean():
-    """`import cute_gemm` is part of a fresh process's first call (docs/tuning/first_call.md,
+    """`import cute_gemm` is part of a fresh process's first call (docs/design/first_call.md,
     the warm path): it loads neither the CUDA bindings (imported at the first launch or
     compile) nor what only some commands need (check, the bench runner, importlib.metadata,
     subprocess for compiles side by side, plotting, the array libraries)."""

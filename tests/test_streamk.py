@@ -271,7 +271,7 @@ def test_tail_split_workspace_and_counters_fit_the_header():
 
 
 def test_wgmma_ws_cuts_fewer_units_than_clusters_along_k():
-    """cute_wgmma_ws's plain walk (docs/tuning/cute_wgmma_ws.md#split-k): a skinny or long-K
+    """cute_wgmma_ws's plain walk (docs/design/cute_wgmma_ws.md#split-k): a skinny or long-K
     product has fewer units than clusters, and every unit is cut (a split-K); the windows
     are k-tiles of the call's element size."""
     g = registry.get("cute_wgmma_ws").grid

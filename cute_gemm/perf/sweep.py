@@ -52,7 +52,7 @@ HELD_OUT: tuple[tuple[str, tuple[int, int, int]], ...] = (
 )
 
 # groups of shapes the sweep's summary reports the minimum ratio to cuBLAS over (a shape may
-# be in several): what the targets of issue #22 are stated for (docs/tuning/auto.md)
+# be in several): what the targets of issue #22 are stated for (docs/design/auto.md)
 GROUPS = (
     ("every dim >= 1024", lambda m, n, k: min(m, n, k) >= 1024),
     ("skinny", lambda m, n, k: min(m, n) <= 128 and max(m, n) >= 16 * min(m, n)),

@@ -46,7 +46,7 @@ class Flush:
     no memory traffic, so the L2 stays flushed). The spin holds the GPU busy while Python
     enqueues the start event and the launch: a memset alone lasts 38 µs on an H200, less than
     a gemm() call's 40-70 µs of host time, and the GPU then sat idle after the start event,
-    counted into the kernel's time (docs/tuning/auto.md#host-time-in-event-times)."""
+    counted into the kernel's time (docs/design/auto.md#host-time-in-event-times)."""
 
     def __init__(self, l2_bytes: int, hold_us: float | None = None):
         self.nbytes = int(min(max(2 * l2_bytes, 8 << 20), 512 << 20))

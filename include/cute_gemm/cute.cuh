@@ -2,7 +2,7 @@
 // for cute::tuples of up to four elements. NVRTC has no __type_pack_element, so cuda::std's
 // general tuple_element goes through several alias layers per instantiation, and CuTe's
 // layout algebra asks for thousands: the direct ones compile cute_pipelined's entry points
-// 10-13 % faster, to the same cubins (docs/tuning/first_call.md#time-trace).
+// 10-13 % faster, to the same cubins (docs/design/first_call.md#time-trace).
 #pragma once
 
 #include <cute/container/tuple.hpp>

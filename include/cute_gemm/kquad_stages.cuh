@@ -11,7 +11,7 @@
 //           k-quad unpadded, quads 32/(BLK_K/4) words out of step (8 at BLK_K 16), so the
 //           same stores land in banks m + 8*quad: all 32. No more smem than the padded
 //           stages, so 2 CTAs/SM keep the same L1/smem carveout.
-// (docs/tuning/cute_pipelined.md#k-quad-stages; ladder_cute.kquad_stage mirrors the sizes.)
+// (docs/design/cute_pipelined.md#k-quad-stages; ladder_cute.kquad_stage mirrors the sizes.)
 #pragma once
 
 #include <cute_gemm/cute.cuh>

@@ -7,7 +7,7 @@
 // (pipelined_mainloop.cuh), its operand copies (pipelined_copies.cuh), its smem stages
 // (kquad_stages.cuh), the epilogue (smem_epilogue.cuh) and the tile scheduler
 // (tile_scheduler.cuh). Members, named alike in Python; why each value is what it is:
-// docs/tuning/cute_pipelined.md, by the anchor given.
+// docs/design/cute_pipelined.md, by the anchor given.
 //   blk_m, blk_n, blk_k    CTA tile                                      (#tile-and-stages)
 //   stages                 k-tiles in the shared-memory ring (>= 3)
 //   thr_m, thr_n           threads along m and n; the block is thr_m * thr_n
@@ -43,7 +43,7 @@ namespace cg {
 enum class Epi { scalar, smem16, bulk };
 
 // The same in every configuration: constants, not knobs (the sweeps that settled them:
-// docs/tuning/cute_pipelined.md#tile-and-stages, #frag-db).
+// docs/design/cute_pipelined.md#tile-and-stages, #frag-db).
 constexpr int kWarpM = 4;     // a warp is a kWarpM x (32 / kWarpM) patch of the TiledMMA's threads
 constexpr int kSmemPad = 4;   // words of padding per k column of a padded stage (ladder_cute.SMEM_PAD)
 constexpr int kRasterN = 8;   // tile columns per group of the CTA order (tile_scheduler.cuh)

@@ -8,12 +8,12 @@
 //     - one k-major operand: register-staged (LdVecK). LDG.128 of k-tile t+STAGES-1 into
 //       registers, stored to its compute stage as 4 STS.32 later in k-tile t, in groups
 //       spread over the k-tile where registers are short (pipelined_mainloop.cuh, kPhases;
-//       docs/tuning/cute_pipelined.md#staged-groups);
+//       docs/design/cute_pipelined.md#staged-groups);
 //     - both k-major: raw stages (CpVecK). 16-byte cp.async into k-major "raw" stages
 //       (STAGES of them); mid k-tile t each thread reads its own vectors of k-tile t+1 back
 //       (LDS.128) and stores them (4 STS.32) to one of 2 m/n-contiguous compute buffers. No
 //       registers held across a global load (staging both in registers needs 4 groups at
-//       128 registers, slower: docs/tuning/cute_pipelined.md#raw-stages).
+//       128 registers, slower: docs/design/cute_pipelined.md#raw-stages).
 //
 //   copy 16 B along m/n: thr (E/4, T/(E/4)):(1,E/4), E = EXT capped at T threads, val (4,1)
 //                                                   [128x128, 256 thr: (32,8), val (4,1)]
@@ -81,7 +81,7 @@ constexpr bool kStaged = cute::is_same_v<TC, LdVecK<Cfg>>;
 // __launch_bounds__ minimum CTAs per SM of a data-parallel entry point, by its copies.
 // min_blocks_mn = 1 lifts ptxas's 128-register cap for am_bn: it still allocates 128 (2
 // CTAs/SM stay resident) but schedules the mainloop better; the other entries exceed 128
-// registers without the cap and lose (docs/tuning/cute_pipelined.md#register-cap).
+// registers without the cap and lose (docs/design/cute_pipelined.md#register-cap).
 template <class Cfg, class CA, class CB>
 constexpr int kMinBlocks = cute::is_same_v<CA, CpVecMN<Cfg, Cfg::blk_m>> && cute::is_same_v<CB, CpVecMN<Cfg, Cfg::blk_n>>
                                ? Cfg::min_blocks_mn : Cfg::min_blocks;
@@ -142,7 +142,7 @@ static __device__ inline void stash_slices(TR& tr, TS& ts, int stage, int lo, in
 // budget of 2 CTAs/SM) are loaded at k-blocks 0 and load1_k and stored at stash0_k and
 // stash_k (the stores before the k-tile's barrier, each after its own load). Each group's
 // LDG has until its store to land: loading the second group early (load1_k) gives it the
-// most cover (docs/tuning/cute_pipelined.md#staged-groups).
+// most cover (docs/design/cute_pipelined.md#staged-groups).
 template <class Cfg, int SlA, int SlB>
 struct StagedGroups {
   static constexpr int kSlA = SlA, kSlB = SlB, kU = SlA + SlB;

@@ -11,12 +11,12 @@
 //  * Shared -> registers: k-block kb+1 is double-buffered in registers while kb is computed
 //    (kDB); edge CTAs and stream-K runs of the register-staged entries load each k-block's
 //    fragment in place and let ptxas hoist the LDS as registers allow (double buffering
-//    spills there). docs/tuning/cute_pipelined.md#frag-db.
+//    spills there). docs/design/cute_pipelined.md#frag-db.
 //  * kt_unroll k-tiles per iteration in the both-k-major data-parallel entry.
 //  * kPred: edge tiles (crossing M or N) check every copy and store; interior tiles run the
 //    same code with the checks compiled out, the partial k-tile of a K % BLK_K != 0 first
 //    (residue first: only the prologue checks, where checking every k-tile cost 2048x2048x300
-//    a quarter more than 2048x2048x304: docs/tuning/cute_pipelined.md#k-residue); stream-K
+//    a quarter more than 2048x2048x304: docs/design/cute_pipelined.md#k-residue); stream-K
 //    runs of such tiles check every copy, as edge tiles do.
 // Residues: identity tensors through the same TiledCopy/TiledMMA partitions; elem_less
 //           against (M,K) / (N,K) decides each copy (cp.async zero-fill, or zeroed
@@ -25,7 +25,7 @@
 //           (Variant.extent_align): a vector is then entirely in or out.
 // Bottleneck: FFMA issue (64 FFMA per 4 LDS.128 per thread per k); per k-tile the barrier,
 //           the refill and its address math are the visible overheads
-//           (docs/tuning/cute_pipelined.md#bottleneck).
+//           (docs/design/cute_pipelined.md#bottleneck).
 #pragma once
 
 #include <cute_gemm/cute.cuh>
@@ -44,7 +44,7 @@ namespace cg {
 // kinked serpentine (columns n, n+1 share a[m]); 6 = order 2 in 2x2 blocks (a U through
 // (m,n) (m,n+1) (m+1,n+1) (m+1,n), then the next m pair): the same operand reuse as 2
 // with fewer non-reused source registers in one bank. Measurements, and the orders that
-// lost: docs/tuning/cute_pipelined.md#ffma-order.
+// lost: docs/design/cute_pipelined.md#ffma-order.
 template <int kOrder, class Mma, class TA, class TB, class TC>
 __device__ __forceinline__ void outer_product(Mma const& mma, TA const& a, TB const& b, TC& c) {
   using namespace cute;
@@ -273,7 +273,7 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   constexpr bool kAnyRaw = kRawA || kRawB;
   // k-block of the transpose of k-tile t+1 during k-tile t (trans_k): its stores overlap
   // FFMA and the tile has had over 2 k-tiles to land. Late is better
-  // (see docs/tuning/cute_pipelined.md#trans-k).
+  // (see docs/design/cute_pipelined.md#trans-k).
   constexpr int kTransK = Cfg::trans_k;
   static_assert(Cfg::trans_k >= 0 && Cfg::trans_k < BLK_K - 1, "before the k-tile's barrier");
 
@@ -327,7 +327,7 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   // kt_unroll k-tiles per iteration in the data-parallel raw-stage entries (both operands
   // k-major): stage indices fold into fewer instructions and ptxas schedules it better.
   // Not in the register-staged entries nor the stream-K twins (they spill), nor am_bn
-  // (over 128 registers unrolled): see docs/tuning/cute_pipelined.md#kt-unroll.
+  // (over 128 registers unrolled): see docs/design/cute_pipelined.md#kt-unroll.
   constexpr int kKtUnroll = is_same_v<KEnd, KEndValue> && (kRawA || kRawB) ? Cfg::kt_unroll : 1;
 #pragma unroll (kKtUnroll)
   for (int k_tile = k_begin; k_tile < k_end(); ++k_tile) {

@@ -7,7 +7,7 @@
 // each window's end the accumulator moves into a float32 register sum by CUDA-core adds,
 // compensated: (sum, acc) = Fast2Sum(sum, acc) leaves the add's rounding error in acc, and
 // the next window's wgmmas add on top of it, so the long sum of windows (K / 32 of them for
-// cute_3xtf32) loses nothing either. docs/tuning/cute_3xtf32.md#the-accumulation.
+// cute_3xtf32) loses nothing either. docs/design/cute_3xtf32.md#the-accumulation.
 //
 // Half of the adds overlap the tensor cores: a window's first k-tile goes out as two wgmma
 // batches of BLK_N / 2 columns (left, right); the left half of the accumulator is promoted
@@ -129,7 +129,7 @@ __device__ __forceinline__ void consume_promoted(Mma const& mma, Half const& hal
     // before its left half is promoted; the right half is promoted while the start's left
     // half runs, then the start's right half goes out. (Overlapping the left half with the
     // end's right half too makes ptxas serialize every wgmma, and so would wgmmas in
-    // branches or outside this one loop: docs/tuning/cute_3xtf32.md#overlapped-promotion.)
+    // branches or outside this one loop: docs/design/cute_3xtf32.md#overlapped-promotion.)
     auto end_start = [&] {
       whole();                                             // the end
       warpgroup_wait<0>();

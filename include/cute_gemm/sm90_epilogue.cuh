@@ -37,7 +37,7 @@ __device__ __forceinline__ void quad_transpose(uint32_t (&w)[4]) {
 // holds 8 whole columns of a row per j, 4 bytes per lane. A quad transpose over j = 4J..4J+3
 // gives lane q all 8 columns of j = 4J + q: one 16-byte store instead of four 4-byte ones, and
 // a warp's store covers 64 contiguous bytes of each of 8 rows (whole sectors, a quarter of the
-// store instructions: docs/tuning/cute_wgmma_ws.md).
+// store instructions: docs/design/cute_wgmma_ws.md).
 template <int TileM, int TileN, class TC, class Thr, class Acc>
 __device__ __forceinline__ void store_rows_16B(Thr const& thr, Acc const& acc, TC* C,
                                                long long sCm, int m0, int n0, int rows,

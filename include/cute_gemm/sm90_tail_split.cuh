@@ -62,7 +62,7 @@ __device__ __forceinline__ void two_sum_into(float& s, float x, float& e) {
 // The consumer warpgroups meet in last_to_arrive on named barrier 1 (streamk.cuh's Meet):
 // bar.red.or carries the leader's flag, no __shared__ one (a static flag took 1 KB of smem
 // in the sm_90 kernels, the dynamic smem's alignment, and cute_wgmma_ws ran 3 % slower with
-// it on short K: docs/tuning/cute_wgmma_ws.md#tail-code).
+// it on short K: docs/design/cute_wgmma_ws.md#tail-code).
 template <int kThreads>
 struct ConsumersMeet {
   __device__ static bool any(bool p) {

@@ -76,7 +76,7 @@ __device__ __forceinline__ void cluster_sync() {
 // An arrival on the barrier at `bar`'s offset in CTA `cta` of this cluster (itself included).
 // Default semantics (release at CTA scope): what it orders are this warp's wgmma reads of the
 // stage, which warpgroup_wait has retired; a .release.cluster arrive is a cluster-wide fence
-// per warp and k-tile, and halved the throughput (docs/tuning/cute_wgmma_ws.md).
+// per warp and k-tile, and halved the throughput (docs/design/cute_wgmma_ws.md).
 __device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta) {
   asm volatile(
       "{\n"

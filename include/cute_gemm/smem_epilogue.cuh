@@ -16,7 +16,7 @@
 //                allocates ak_bn's mainloop with fewer operand reuse flags, slower.
 // ptxas schedules each entry's mainloop anew with its epilogue, faster or slower, and so
 // with the order of the STS (last fragment element first here): the policy is per entry
-// (docs/tuning/cute_pipelined.md#epilogue).
+// (docs/design/cute_pipelined.md#epilogue).
 // The C tile in smem: (BLK_M,BLK_N):(BLK_N+4,1) over the pipeline's buffers, once every
 // warp's last mainloop reads are done (2-way conflicts for the fragments' scalar stores).
 #pragma once

@@ -68,7 +68,7 @@ struct StreamK {
 // barrier, Meet::share(leader, v) a barrier after which each of them has the leader's v.
 // A whole CTA: bar.sync twice and a __shared__ flag. With __syncthreads_or carrying the flag
 // instead, cute_pipelined's split launches ran 5 % slower at 1024^3 (H200,
-// docs/tuning/cute_pipelined.md#meet).
+// docs/design/cute_pipelined.md#meet).
 struct CtaMeet {
   __device__ static void sync() { __syncthreads(); }
   __device__ static bool share(bool leader, bool v) {

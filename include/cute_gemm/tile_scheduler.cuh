@@ -99,7 +99,7 @@ __device__ __forceinline__ void streamk_tiles(int M, int N, int K, float* ws, in
 // start at once, so the twin's CTAs take the SMs as the last data-parallel CTAs leave rather
 // than after the last one and a launch gap. The twin touches none of their tiles, and waits
 // for them to finish before it ends, so that its completion is the whole product's.
-// (docs/tuning/cute_pipelined.md#stream-k)
+// (docs/design/cute_pipelined.md#stream-k)
 template <bool kPdl>
 __device__ __forceinline__ void pdl_launch_dependents() {
   if constexpr (kPdl && kArch >= 900) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");

@@ -2,7 +2,7 @@
 //
 // Adds over cute_multistage (c3_multistage.cu, the multistage cp.async pipeline alone), each
 // part its own header and each choice a member of one Config (pipelined_config.cuh; the
-// registry writes it: ladder_cute.PipelinedConfig, measurements: docs/tuning/cute_pipelined.md):
+// registry writes it: ladder_cute.PipelinedConfig, measurements: docs/design/cute_pipelined.md):
 //  * mainloop (pipelined_mainloop.cuh): register fragments double-buffered from smem as
 //    LDS.128 by a permuted TiledMMA (8x8 FFMA per thread, FFMA order by config), k-tiles
 //    unrolled where it pays, interior CTAs with every check compiled out;
@@ -56,7 +56,7 @@ __device__ __forceinline__ void tile_gemm(int tile_m, int tile_n, int k0, KEnd k
                                           float* C, long long sCm, long long sCn) {
   // 128-byte aligned: the stream-K twins put it after their static smem (48 bytes), and
   // 16-byte aligned there their raw stages' cp.async touched twice the sectors
-  // (see docs/tuning/cute_pipelined.md#twin-smem)
+  // (see docs/design/cute_pipelined.md#twin-smem)
   extern __shared__ __align__(128) float smem_buf[];
   if constexpr (kFast) {
     // block-uniform; a stream-K run of a tile whose K has a residue checks every copy

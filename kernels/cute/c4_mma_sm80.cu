@@ -38,7 +38,7 @@
 // Bottleneck: mma.sync itself on Hopper (cuBLAS uses wgmma): H100, 4096^3, bf16 333-366
 //           TFLOP/s against cuBLAS bf16 734-786 in the same runs (0.43-0.47x), about the CuTe
 //           sgemm_sm80 tutorial's half-precision figure; 128x256 tiles (2x4 warps) measured
-//           +1-4 %, 256x128 -2 %: docs/tuning/cute_mma_sm80.md. The epilogue at small K (pair
+//           +1-4 %, 256x128 -2 %: docs/design/cute_mma_sm80.md. The epilogue at small K (pair
 //           stores of a row-major C: +3-8 % at 4096^3, 0.47-0.51x).
 //
 // Layouts (tid = threadIdx.x, warp w = tid/32; V = 16 bytes / element = 8 or 4):

@@ -41,7 +41,7 @@
 //           walks that plan cuts; NAME, without the cut's code, the others.
 // Bottleneck: the epilogue stalls both consumer warpgroups once per tile (only the producer's
 //           loads overlap it); at 4096^3, 512 tiles on 132 SMs leave a partial last wave.
-//           Measurements: docs/tuning/cute_wgmma_ws.md.
+//           Measurements: docs/design/cute_wgmma_ws.md.
 #include <cute_gemm/cute.cuh>
 #include <cute/arch/mma_sm90.hpp>
 #include <cute_gemm/common.cuh>
@@ -242,7 +242,7 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
 // walks are never cut; with CG_WS_TAIL_SPLIT (the registry's Config::tail_split > 0) each
 // also has a twin NAME_cut that takes the tail's workspace and cut after the maps
 // (streamk.tail_split_plan). Twins, not one entry: with the cut's code compiled in, walks it
-// does not cut ran 3-10 % slower (docs/tuning/cute_wgmma_ws.md#tail-code).
+// does not cut ran 3-10 % slower (docs/design/cute_wgmma_ws.md#tail-code).
 #define CG_WS_PARAMS(TAB, TC) (CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS)
 #define CG_WS_CUT_PARAMS(TAB, TC) \
   (CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS, float* __restrict__ ws, int split_dp, int split_pieces)

@@ -34,7 +34,7 @@
 // The split's representation error in a row is about 2^-24 |alpha| sqrt(S_m), random in sign:
 // on uncorrelated data |T_m|^2 ~ alpha^2 S_m and 3xTF32 is as accurate as SGEMM; where the row's
 // sum cancels (|T_m| far below sqrt(S_m)), that error does not shrink with it, but SGEMM's,
-// made in the running sums, does. Such a row is recomputed (docs/tuning/cute_3xtf32.md#cancel).
+// made in the running sums, does. Such a row is recomputed (docs/design/cute_3xtf32.md#cancel).
 // Geometry: range and split walk 32x32 (rows x k) tiles through smem, 32x8 threads (the
 //           transpose of util/scale2d.cu: reads along the source's unit-stride mode); grid x
 //           over rows, y over K (records.SplitGrid), grid-stride in 64-bit indices. finish /
