@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 
+from ..version import __version__
 from .stats import peak_formula, peak_tflops
 
 
@@ -18,7 +19,6 @@ def _dist_version(dist: str) -> str | None:
 
 
 def versions(backend=None) -> dict:
-    from .. import __version__     # the package imports perf: read it at call time
     v = {"cute_gemm": __version__, "python": sys.version.split()[0], "numpy": np.__version__,
          "cuda-bindings": _dist_version("cuda-bindings"), "cuda-core": _dist_version("cuda-core"),
          "nvidia-cutlass": _dist_version("nvidia-cutlass"),

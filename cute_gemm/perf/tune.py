@@ -35,6 +35,7 @@ from .. import api, auto, autotable, launch, streamk
 from ..autotable import Measured, Table
 from ..errors import CuteGemmError
 from ..records import ITEMSIZE, PRECISION_DTYPE, cdiv
+from ..version import __version__
 from .runner import Reference, _first_line, _gpu_check, _Inputs, parse_precisions
 from .runtime import compile_ahead, make_current
 from .shapes import out_dtype_of, parse_layouts, parse_sizes
@@ -264,7 +265,6 @@ def _out_path(out, gpu: str) -> Path:
 
 def _start(path: Path, info, fresh: bool) -> Table:
     """The table to add rows to: the one at `path` when it is of this GPU and version."""
-    from .. import __version__
     old = None if fresh or not path.exists() else autotable.load(path, info.name, __version__)
     t = old or Table(info.name, info.arch, __version__)
     t.arch, t.sm_count = info.arch, info.sm_count
