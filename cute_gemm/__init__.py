@@ -14,7 +14,7 @@ from .arrays import SUPPORTED_DTYPES, DeviceArray
 from .errors import (AutoTableWarning, CompileError, CudaError, CuteGemmError, DTypeError,
                      HeadersNotFound, InputError, NoDeviceError, NotAnArrayError,
                      NvrtcNotFound, ShapeError, ShapeLimitError, UnknownKernelError)
-from .launch import available as gpu_available
+from .driver import available as gpu_available
 from .registry import Kernel, Variant, get as get_kernel, kernels
 from . import torch  # noqa: F401  (run()'s autograd route; imports no torch until used)
 from .version import __version__

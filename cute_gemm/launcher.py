@@ -7,7 +7,7 @@ import functools
 import threading
 from dataclasses import dataclass
 
-from . import launch, memo, registry, streamk, workspace
+from . import launch, memo, pool, registry, streamk, workspace
 
 
 @dataclass(frozen=True)
@@ -165,12 +165,12 @@ class Launcher:
             # a graph owns its workspace: stream-ordered scratch, zeroed inside the graph,
             # before the head, so that nothing stands between the head and the twin that
             # starts by programmatic dependent launch
-            ws = launch.alloc_async(p.workspace_bytes, p.ordinal, stream)
+            ws = pool.alloc_async(p.workspace_bytes, p.ordinal, stream)
             try:
                 launch.memset_f32(ws, 0, streamk.STREAM_K_COUNTERS, stream)
                 self._launch(a, b, c, alpha, beta, stream, ws)
             finally:
-                launch.free_async(ws, stream)
+                pool.free_async(ws, stream)
         else:
             w = workspace.take(p.ordinal, p.workspace_bytes, stream, streamk.STREAM_K_COUNTERS)
             try:
