@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 
+from ..compile import nvrtc_version
 from ..version import __version__
 from .stats import peak_formula, peak_tflops
 
@@ -24,7 +25,6 @@ def versions(backend=None) -> dict:
          "nvidia-cutlass": _dist_version("nvidia-cutlass"),
          "nvidia-cuda-nvrtc": _dist_version("nvidia-cuda-nvrtc")}
     try:
-        from ..compile import nvrtc_version
         v["nvrtc"] = ".".join(map(str, nvrtc_version()))
     except Exception:
         v["nvrtc"] = None

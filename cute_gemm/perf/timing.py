@@ -26,7 +26,7 @@ import time
 import warnings
 from typing import Callable
 
-from .. import driver, kernel_args, launch, registry
+from .. import driver, kernel_args, launch, registry, resolve
 
 
 def rotation_sets(bytes_per_set: int, l2_bytes: int, free_bytes: int | None = None, *,
@@ -76,7 +76,6 @@ class Spin:
     SM clock (longer at a lower one) on the default stream."""
 
     def __init__(self, ordinal: int, us: float):
-        from .. import resolve
         info = launch.device_info(ordinal)
         self.fn = resolve.loaded(SPIN, ordinal).function("spin")
         self.grid = (2 * info.sm_count, 1, 1)

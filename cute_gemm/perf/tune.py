@@ -31,8 +31,9 @@ from typing import Callable
 
 import numpy as np
 
-from .. import api, auto, autotable, launch, streamk
+from .. import api, auto, autotable, cache, launch, registry, streamk
 from ..autotable import Measured, Table
+from ..check import as_given
 from ..errors import CuteGemmError
 from ..records import ITEMSIZE, PRECISION_DTYPE, cdiv
 from ..version import __version__
@@ -155,7 +156,6 @@ class GpuMeasure:
         a = self.rng.standard_normal((p.m, p.k), dtype=np.float32)
         b = self.rng.standard_normal((p.k, p.n), dtype=np.float32)
         if dt != "float32":
-            from ..check import as_given
             a, b = as_given(a, dt), as_given(b, dt)
         ref = Reference(a, b, self.rng, precision=p.precision, full_max=CHECK_FULL_MAX)
         per_set = ITEMSIZE[dt] * (p.m * p.k + p.k * p.n) + ITEMSIZE[out_dtype_of(p.precision)] * p.m * p.n
@@ -285,7 +285,6 @@ def _earlier_runs(table: Table) -> list[dict]:
 def _compile(kernels, info) -> None:
     """Every candidate compiled (in parallel processes), so no compile is timed or counted
     into a problem's share."""
-    from .. import cache, registry
     ks = [registry.get(x) for x in sorted(kernels)]
     ahead = compile_ahead(ks, info.arch_int)
     try:
