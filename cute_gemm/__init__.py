@@ -14,8 +14,10 @@ from .arrays import SUPPORTED_DTYPES, DeviceArray
 from .errors import (AutoTableWarning, CompileError, CudaError, CuteGemmError, DTypeError,
                      HeadersNotFound, InputError, NoDeviceError, NotAnArrayError,
                      NvrtcNotFound, ShapeError, ShapeLimitError, UnknownKernelError)
-from .registry import Kernel, Variant, get as get_kernel
+from .driver import available as gpu_available
+from .registry import Kernel, Variant, get as get_kernel, kernels
 from . import torch  # noqa: F401  (run()'s autograd route; imports no torch until used)
+from .version import __version__
 
 
 # imported when first used: a program that only calls run() does not pay for them
@@ -31,20 +33,6 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def kernels(family: str | None = None) -> tuple[Kernel, ...]:
-    """The registered kernels (registry.Kernel records), in ladder order; family "handwritten"
-    or "cute" for one ladder."""
-    from .registry import kernels as _k
-    return _k(family)
-
-
-def gpu_available() -> bool:
-    """True when a CUDA driver and device can be used."""
-    from .launch import available
-    return available()
-
-
-__version__: str = "0.1.0"
 __all__: list[str] = ["gemm", "gemm_choice", "Choice", "run", "clear_caches", "resolved_launches", "wait_for_compiles", "cross_check", "bench", "kernels", "get_kernel", "compile_kernel", "flops",
            "gpu_available", "DeviceArray", "CheckReport", "Kernel", "Variant",
            "SUPPORTED_DTYPES", "CuteGemmError", "CompileError", "HeadersNotFound", "NvrtcNotFound",

@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from . import auto, autotable, cache, hotpath, launch, registry
+from . import auto, autotable, cache, driver, hotpath, launch, registry
 from .arrays import Operand, framework_stream, narrow, parse, widen
 from .errors import AliasError, CaptureError, DTypeError, InputError, ShapeError
 from .execute import gemm_device
@@ -102,10 +102,10 @@ def _empty_like_lib(proto, shape, ordinal, dtype: str = "float32"):
 
 
 def _device_ordinal(A: Operand) -> int:
-    launch._init()
+    driver.init()
     if _device_count() == 1:
         return 0
-    return launch.pointer_device(A.ptr) if A.ptr else launch.current_ordinal()
+    return launch.pointer_device(A.ptr) if A.ptr else driver.current_ordinal()
 
 
 _count: list[int] = []
@@ -113,7 +113,7 @@ _count: list[int] = []
 
 def _device_count() -> int:
     if not _count:
-        _count.append(int(launch._check(launch._drv().cuDeviceGetCount(), "cuDeviceGetCount")))
+        _count.append(int(driver.check(driver.bindings().cuDeviceGetCount(), "cuDeviceGetCount")))
     return _count[0]
 
 
@@ -219,7 +219,7 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
     if k is None:     # "auto": the selector's pick, a function of what the signature holds
         products = m and n and kk and alpha != 0
         ordinal = (None if not products else
-                   _device_ordinal(A) if A.device else launch.current_ordinal())
+                   _device_ordinal(A) if A.device else driver.current_ordinal())
         choice = auto.pick(A, B, O, prec, out_dtype, ordinal)
         # (how it runs, transposed or split along K, is an input of the launch plan)
         k, pick = registry.get(choice.kernel), choice.pick
@@ -270,7 +270,7 @@ def _wait_producers(s: int, producers: set, ordinal: int) -> None:
 def _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot=None,
                 pick=AS_PLANNED, stand_in=None, new=None):
     ordinal = _device_ordinal(A)
-    launch.ensure_context(ordinal)
+    driver.ensure_context(ordinal)
     ops = (A, B, C, O)
     if any(op is not None and op.stream is not None for op in ops):
         _wait_producers(s, {op.stream for op in ops if op is not None and op.stream is not None},
@@ -327,8 +327,8 @@ def _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec="fp32", out_dtype="f
         stored = narrow(v, out_dtype)
         result.view(stored.dtype)[...] = stored
         return result
-    ordinal = launch.current_ordinal()
-    launch.ensure_context(ordinal)
+    ordinal = driver.current_ordinal()
+    driver.ensure_context(ordinal)
     if launch.capturing(s):
         raise CaptureError("numpy operands need copies to and from the host and a wait for "
                            "them, which a CUDA graph capture cannot hold: pass device arrays")

@@ -341,6 +341,11 @@ class DeviceArray:
         return self._buf.ptr
 
     @property
+    def buffer_bytes(self) -> int:
+        """Bytes of the device allocation behind it (its span, at least 4)."""
+        return self._buf.nbytes
+
+    @property
     def size(self) -> int:
         return self.shape[0] * self.shape[1]
 
@@ -387,9 +392,9 @@ class DeviceArray:
         bits = int(narrow(np.array([value], dtype=np.float32), dtype).view(
             np.uint32 if dtype == "float32" else np.uint16)[0])
         if dtype == "float32":
-            memset_f32(d.ptr, bits, d._buf.nbytes // 4, stream)
+            memset_f32(d.ptr, bits, d.buffer_bytes // 4, stream)
         else:
-            memset_d16(d.ptr, bits, d._buf.nbytes // 2, stream)
+            memset_d16(d.ptr, bits, d.buffer_bytes // 2, stream)
         return d
 
     def to_host(self, stream: int = 0) -> np.ndarray:

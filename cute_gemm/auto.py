@@ -24,7 +24,7 @@ import operator
 import os
 from dataclasses import dataclass
 
-from . import autotable, memo, registry, resolve, streamk
+from . import autotable, launch, memo, registry, resolve, streamk
 from .errors import CuteGemmError, DTypeError, InputError, ShapeLimitError
 from .records import (ITEMSIZE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, UNIT, Pick, cdiv,
                       layout_majors)
@@ -150,14 +150,14 @@ def runnable(precision: str, out_dtype: str, device, m: int, n: int, k: int
 def layout_of(A, B) -> str:
     """The operand layout (records.LAYOUTS) of operands A and B (arrays.Operand): "t" where
     an operand's unit stride runs the other way; an operand without one counts as "n"."""
-    from .resolve import fit
+    fit = resolve.fit
     return ("t" if fit(A, "a")[0] == "m" else "n") + ("t" if fit(B, "b")[0] == "k" else "n")
 
 
 def operands_aligned(A, B, O=None) -> bool:
     """True if the pointers and leading dimensions of A, B and the result (O, or a new
     row-major array when None) are all 16-byte aligned: the vector and TMA paths' class."""
-    from .resolve import fit
+    fit = resolve.fit
     n = B.shape[1]
     out = (O is None and n * ITEMSIZE[A.dtype] % 16 == 0) or (
         O is not None and fit(O, "c")[1] * O.itemsize >= 16)
@@ -540,8 +540,7 @@ def pick(A, B, O, precision: str, out_dtype: str, ordinal: int | None) -> Choice
     m, k = A.shape
     if ordinal is None:
         return Choice(_named(precision, out_dtype)[0].name, why="no products to compute")
-    from .launch import device_info
-    return choose(m, B.shape[1], k, device=device_info(ordinal), layout=layout_of(A, B),
+    return choose(m, B.shape[1], k, device=launch.device_info(ordinal), layout=layout_of(A, B),
                   precision=precision, out_dtype=out_dtype, aligned=operands_aligned(A, B, O))
 
 
@@ -552,7 +551,6 @@ def gemm_choice(m: int, n: int, k: int, *, layout: str = "nn", precision: str = 
     "nt", "tt") on this GPU (device `ordinal`, default the current one), and why.
     out_dtype: the result type (default float32); aligned: whether every operand's pointer
     and leading dimension is 16-byte aligned (default: as for fresh contiguous arrays)."""
-    from .launch import device_info
     if precision not in PRECISIONS:
         raise InputError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     try:
@@ -564,5 +562,5 @@ def gemm_choice(m: int, n: int, k: int, *, layout: str = "nn", precision: str = 
     out_dtype = out_dtype or "float32"
     if aligned is None:
         aligned = contiguous_aligned(m, n, k, layout, precision, out_dtype)
-    return choose(m, n, k, device=device_info(ordinal), layout=layout, precision=precision,
+    return choose(m, n, k, device=launch.device_info(ordinal), layout=layout, precision=precision,
                   out_dtype=out_dtype, aligned=aligned)

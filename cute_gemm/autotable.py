@@ -29,6 +29,7 @@ from pathlib import Path
 from . import cache
 from .errors import AutoTableWarning
 from .records import LAYOUTS, PRECISIONS
+from .version import __version__
 
 SCHEMA = 1
 TRANSPOSED = ".T"     # a candidate key's suffix: the kernel computes C^T = B^T A^T
@@ -110,13 +111,8 @@ def slug(gpu: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", gpu.lower()).strip("-") or "gpu"
 
 
-def _version() -> str:
-    from . import __version__        # the package imports this module: read it at call time
-    return __version__
-
-
 def tuned_path(gpu: str, version: str | None = None) -> Path:
-    return cache.cache_dir() / "tune" / f"{slug(gpu)}-{version or _version()}.json"
+    return cache.cache_dir() / "tune" / f"{slug(gpu)}-{version or __version__}.json"
 
 
 SHIPPED_DIR = Path(__file__).parent / "tables"
@@ -192,7 +188,7 @@ def tables_for(gpu: str) -> tuple[Table, ...]:
         with _lock:
             t = _loaded.get(gpu)
             if t is None:
-                v = _version()
+                v = __version__
                 t = tuple(x for x in (load(tuned_path(gpu, v), gpu, v), load(shipped_path(gpu), gpu))
                           if x is not None)
                 _loaded[gpu] = t

@@ -38,7 +38,7 @@ import warnings
 from pathlib import Path
 
 from . import compile as _compile
-from . import paths
+from . import paths, registry
 
 FORMAT = 2          # 2: the payload has a length-prefixed CUBIN and an optional PTX
 MAGIC = b"CGCUBIN\x01"
@@ -333,7 +333,6 @@ def _prefetch_one(name: str, arch: str, ptx: bool, directory: str,
                   entries: tuple[str, ...] | None = None) -> tuple[str, float]:
     # runs in a spawned worker: pin the dir the parent chose, whatever its env does later
     os.environ["CUTE_GEMM_CACHE_DIR"] = directory
-    from . import registry
     c = get(registry.find(name), arch, ptx=ptx, entries=entries)
     clear_memory()                          # the parent reads the entry from disk
     return c.origin, c.compile_seconds
@@ -441,7 +440,6 @@ class Prefetch:
     def __init__(self, jobs, workers: int | None = None):
         from concurrent.futures import ProcessPoolExecutor
         import multiprocessing
-        from . import registry
         # a job: (name, arch, ptx) or (name, arch, ptx, entries): a selection of entry points
         want: dict[tuple, bool] = {}
         for name, arch, ptx, *sel in jobs:
@@ -471,7 +469,6 @@ class Prefetch:
     def wait(self, name: str, arch: str, entries: tuple[str, ...] | None = None) -> None:
         """Block until (name, arch, entries) is done. A failed job raises nothing here: the
         caller's own get() compiles again and raises the CompileError where the test sees it."""
-        from . import registry
         sel = _compile.select_entries(registry.find(name), entries)
         f = self.futures.get((name, _compile.normalize_arch(arch), sel))
         if f is not None:

@@ -1,6 +1,6 @@
 """NVRTC through cuda-python: kernel source -> CUBIN for one exact arch.
 
-Only this module and launch.py import cuda-python. We call cuda.bindings.nvrtc (the
+Only this module, driver.py and launch.py import cuda-python. We call cuda.bindings.nvrtc (the
 1:1 C API) rather than cuda.core's Program because we need the exact option list in
 the cache key and in errors, the log on success (ptxas -v resource report), and
 nothing that depends on a current device when an explicit arch is given.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ctypes
 import threading
 
-from . import launch, registry
+from . import launch, pool, registry
 from .arrays import Operand
 from .kernel_args import packed
 from .records import AS_PLANNED, PRECISION_DTYPE, Pick
@@ -209,10 +209,10 @@ class Composed:
         self._queue(self.post, self._blocks()[1], vals, stream)
 
     def __call__(self, a: int, b: int, t: int, alpha: float, beta: float, stream: int) -> None:
-        s = launch.alloc_async(self.nbytes, self.ordinal, stream)
+        s = pool.alloc_async(self.nbytes, self.ordinal, stream)
         try:
             self.prepass(a, b, s, stream)
             self.product(s, stream)
             self.finish(a, b, t, alpha, beta, s, stream)
         finally:
-            launch.free_async(s, stream)
+            pool.free_async(s, stream)

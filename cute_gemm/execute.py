@@ -3,14 +3,14 @@ validated. Everything around the kernel launch lives here: an output that aliase
 input is computed apart and copied; a problem past one launch is cut into launches;
 operands a kernel cannot take as they are are copied into a layout it can; a composed
 kernel (Kernel.gemm_of) runs its passes around the GEMM it names (composed.Composed);
-scratch is allocated and freed in stream order (launch.alloc_async), so nothing outlives
+scratch is allocated and freed in stream order (pool.alloc_async), so nothing outlives
 the call.
 """
 from __future__ import annotations
 
 import functools
 
-from . import launch, memo, registry
+from . import launch, memo, pool, registry
 from .composed import Composed
 from .relayout import Relaid, Scale2d, pieces, scratch_bytes
 from .arrays import Operand
@@ -41,7 +41,7 @@ def _temp(shape, dtype: str, ordinal: int, stream: int, owned: list,
     unless `strides` say otherwise."""
     strides = strides or (shape[1], 1)
     op = Operand("tmp", None, True, 0, tuple(shape), strides, dtype)
-    op.ptr = launch.alloc_async(scratch_bytes(op), ordinal, stream)
+    op.ptr = pool.alloc_async(scratch_bytes(op), ordinal, stream)
     owned.append(op.ptr)
     return op
 
@@ -49,7 +49,7 @@ def _temp(shape, dtype: str, ordinal: int, stream: int, owned: list,
 def _release(owned: list, stream: int) -> None:
     """Free scratch in stream order: after the work queued so far, no host wait."""
     for ptr in owned:
-        launch.free_async(ptr, stream)
+        pool.free_async(ptr, stream)
     owned.clear()
 
 
@@ -57,7 +57,7 @@ def _pick_ready(lk, group: tuple[str, ...], stream: int) -> bool:
     """Whether gemm()'s pick runs this call rather than its stand-in: its launch's entry
     points are at hand (Loaded.ready); inside a graph capture always, compiled there if
     need be: every replay runs what the capture holds, so it holds the pick (its module
-    loads in the relaxed capture mode, launch.relaxed)."""
+    loads in the relaxed capture mode, driver.relaxed)."""
     return launch.capturing(stream) or lk.ready(group, start=False)
 
 

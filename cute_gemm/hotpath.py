@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import sys
 
-from . import launch, memo
+from . import driver, launch, memo
 from .arrays import DeviceArray, Operand, framework_stream
 from .resolve import CACHE
 
@@ -169,7 +169,7 @@ def launch_new(name, precision, a, b, alpha, stream):
         return None, key
     launcher, alloc, ptr_of = entry
     out = alloc(a)      # (a new allocation of the library's: it overlaps neither a nor b)
-    launch.ensure_context(0)
+    driver.ensure_context(0)
     launcher(pa, pb, ptr_of(out), alpha, 0.0, s)
     return out, None
 
@@ -234,7 +234,7 @@ def launch_or_sign(name, precision, a, b, out, alpha, beta, stream):
     _, pa, pb, po = r
     if (pa and pb and po and not (pa + alo < po + ohi and po + olo < pa + ahi)
             and not (pb + blo < po + ohi and po + olo < pb + bhi)):
-        launch.ensure_context(0)
+        driver.ensure_context(0)
         launcher(pa, pb, po, alpha, beta, s)
         return True
     return None      # null pointers or an overlapping out: the full path names or handles it

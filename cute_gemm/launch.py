@@ -1,63 +1,25 @@
-"""The CUDA driver side: device, context, modules, memory, launches, array interop.
+"""The CUDA driver side: device, modules, memory, launches, streams, array interop.
 
-Only this module and compile.py import cuda-python. We use cuda.bindings.driver (the
-1:1 C API, stable across cuda-python releases) with argument blocks packed once per
-call through ctypes — the cheapest launch path measured on the H200 machine — and
-cuda.core's StridedMemoryView only to read DLPack-only arrays. Every driver call is
-checked; a failure raises CudaError naming the call, the kernel and the CUDA error.
+It calls the driver through driver.py (cuda.bindings.driver: the 1:1 C API, stable across
+cuda-python releases; every call checked) with argument blocks packed once per call
+through ctypes — the cheapest launch path measured on the H200 machine — and reads
+DLPack-only arrays through cuda.core's StridedMemoryView. The scratch pools' names
+(pool.py) and the context helpers (driver.py) are reachable here too, as the docs name them.
 """
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import functools
 import os
 import threading
 from dataclasses import dataclass
 
-from .errors import CaptureError, CudaError, NoDeviceError, StreamError
+from . import driver
+from .driver import check, ensure_context, lock, relaxed  # noqa: F401 (launch.ensure_context: the docs)
+from .errors import CaptureError, StreamError
+# the scratch pools' public names, reachable as launch.X too (the README and docs name them there)
+from .pool import POOL_KEEP_BYTES, alloc_async, free_async, free_workspaces, trim_pools  # noqa: F401
 from .records import ITEMSIZE
-
-_lock = threading.RLock()
-
-# stream-ordered scratch memory lives in pool.py, which calls into this module; its names
-# are reachable here too (launch.free_workspaces() is public), imported on first use
-_POOL_NAMES = frozenset({"POOL_KEEP_BYTES", "alloc_async", "free_async", "free_workspaces",
-                         "pool_bytes", "trim_pools"})
-
-
-def __getattr__(name: str):
-    if name in _POOL_NAMES:
-        from . import pool
-        value = globals()[name] = getattr(pool, name)
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-@functools.lru_cache(maxsize=None)
-def _drv():
-    try:
-        from cuda.bindings import driver
-    except ImportError as e:  # pragma: no cover
-        raise NoDeviceError("cuda-python (cuda.bindings) is not installed") from e
-    return driver
-
-
-def _check(result, what: str, kernel: str | None = None):
-    """cuda.bindings returns (err, *values); raise CudaError unless err is CUDA_SUCCESS."""
-    drv = _drv()
-    err, *values = result if isinstance(result, tuple) else (result,)
-    if err != drv.CUresult.CUDA_SUCCESS:
-        _, name = drv.cuGetErrorName(err)
-        _, msg = drv.cuGetErrorString(err)
-        name = name.decode() if name else str(err)
-        msg = msg.decode() if msg else ""
-        where = f" (kernel {kernel!r})" if kernel else ""
-        raise CudaError(f"{what}{where} failed: {name}: {msg}")
-    if not values:
-        return None
-    return values[0] if len(values) == 1 else tuple(values)
-
 
 # ---- device and context ---------------------------------------------------------------
 @dataclass(frozen=True)
@@ -99,91 +61,19 @@ def fp32_lanes_per_sm(cc: tuple[int, int]) -> int:
     return 64
 
 
-_init_done = False
-
-
-def _init() -> None:
-    global _init_done
-    if _init_done:
-        return
-    drv = _drv()
-    try:
-        (err,) = drv.cuInit(0)
-    except Exception as e:  # libcuda.so missing: cuda.bindings raises on first use
-        raise NoDeviceError(
-            f"no CUDA driver ({e}); compile-only use still works, e.g. "
-            "cute_gemm.compile_kernel(name, arch='sm_90') or `cute-gemm compile --arch sm_90`") from None
-    if err != drv.CUresult.CUDA_SUCCESS:
-        _, name = drv.cuGetErrorName(err)
-        raise NoDeviceError(
-            f"no usable CUDA driver or device (cuInit: {name.decode() if name else err}); "
-            "compile-only use still works, e.g. `cute-gemm compile --arch sm_90`")
-    count = _check(drv.cuDeviceGetCount(), "cuDeviceGetCount")
-    if count == 0:
-        raise NoDeviceError("the CUDA driver reports no device; compile-only use still works "
-                            "(`cute-gemm compile --arch sm_90`)")
-    _init_done = True
-
-
-def available() -> bool:
-    """True when a CUDA driver and at least one device are present."""
-    try:
-        _init()
-        return True
-    except NoDeviceError:
-        return False
-
-
-_contexts: dict[int, object] = {}
-_context_ids: dict[int, int] = {}     # the same contexts' handles as integers
-
-
-def ensure_context(ordinal: int):
-    """Make the primary context of `ordinal` current (shared with CuPy/PyTorch) and return it."""
-    drv = _drv()
-    ctx = _contexts.get(ordinal)
-    if ctx is not None:                 # every hot call: one query, no _check
-        err, cur = drv.cuCtxGetCurrent()
-        if not err and int(cur) == _context_ids[ordinal]:
-            return ctx
-    _init()
-    if ctx is None:
-        with _lock:
-            ctx = _contexts.get(ordinal)
-            if ctx is None:
-                dev = _check(drv.cuDeviceGet(ordinal), "cuDeviceGet")
-                ctx = _check(drv.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
-                _context_ids[ordinal] = int(ctx)
-                _contexts[ordinal] = ctx
-    cur = _check(drv.cuCtxGetCurrent(), "cuCtxGetCurrent")
-    if int(cur) != int(ctx):
-        _check(drv.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
-    return ctx
-
-
-def current_ordinal() -> int:
-    """The device of the current context if one is current, else 0."""
-    drv = _drv()
-    _init()
-    cur = _check(drv.cuCtxGetCurrent(), "cuCtxGetCurrent")
-    if int(cur) == 0:
-        return 0
-    return int(_check(drv.cuCtxGetDevice(), "cuCtxGetDevice"))
-
-
 @functools.lru_cache(maxsize=None)
 def device_info(ordinal: int | None = None) -> DeviceInfo:
-    drv = _drv()
-    _init()
+    drv = driver.bindings()
+    driver.init()
     if ordinal is None:
-        ordinal = current_ordinal()
-    dev = _check(drv.cuDeviceGet(ordinal), "cuDeviceGet")
+        ordinal = driver.current_ordinal()
+    dev = check(drv.cuDeviceGet(ordinal), "cuDeviceGet")
     A = drv.CUdevice_attribute
 
     def attr(a):
-        return int(_check(drv.cuDeviceGetAttribute(a, dev), "cuDeviceGetAttribute"))
+        return int(check(drv.cuDeviceGetAttribute(a, dev), "cuDeviceGetAttribute"))
 
-    name = _check(drv.cuDeviceGetName(256, dev), "cuDeviceGetName")
+    name = check(drv.cuDeviceGetName(256, dev), "cuDeviceGetName")
     return DeviceInfo(
         ordinal=ordinal,
         name=name.split(b"\0", 1)[0].decode(),
@@ -194,34 +84,18 @@ def device_info(ordinal: int | None = None) -> DeviceInfo:
         smem_optin=attr(A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
         smem_per_sm=attr(A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR),
         l2_bytes=attr(A.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE),
-        driver_version=int(_check(drv.cuDriverGetVersion(), "cuDriverGetVersion")),
+        driver_version=int(check(drv.cuDriverGetVersion(), "cuDriverGetVersion")),
     )
 
 
 def pci_bus_id(ordinal: int) -> str:
     """The device's PCI bus id ("0000:19:00.0"), which nvidia-smi takes as --id (its own
     indices need not follow CUDA's ordinals)."""
-    drv = _drv()
-    _init()
-    dev = _check(drv.cuDeviceGet(ordinal), "cuDeviceGet")
-    raw = _check(drv.cuDeviceGetPCIBusId(64, dev), "cuDeviceGetPCIBusId")
+    drv = driver.bindings()
+    driver.init()
+    dev = check(drv.cuDeviceGet(ordinal), "cuDeviceGet")
+    raw = check(drv.cuDeviceGetPCIBusId(64, dev), "cuDeviceGetPCIBusId")
     return (raw if isinstance(raw, str) else raw.split(b"\0", 1)[0].decode()).strip("\0")
-
-
-# ---- CUDA graph capture ----------------------------------------------------------------
-@contextlib.contextmanager
-def relaxed():
-    """This thread's driver calls in the block run in the relaxed capture mode: a call that
-    the global or thread-local mode refuses while a stream captures (a module load, a
-    synchronous allocation, an event query) neither fails nor invalidates the capture. For
-    calls that touch no captured stream, as cuBLAS does around its own."""
-    drv = _drv()
-    prev = _check(drv.cuThreadExchangeStreamCaptureMode(
-        drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED), "cuThreadExchangeStreamCaptureMode")
-    try:
-        yield
-    finally:
-        drv.cuThreadExchangeStreamCaptureMode(prev)
 
 
 # ---- modules and functions ------------------------------------------------------------
@@ -245,20 +119,20 @@ def get_function(ordinal: int, kernel_name: str, key: str, cubin: bytes, entry: 
     f = _functions.get(fkey)
     if f is not None:
         return f
-    drv = _drv()
-    with _lock:
-        ensure_context(ordinal)
+    drv = driver.bindings()
+    with lock:
+        driver.ensure_context(ordinal)
         mod = _modules.get((ordinal, key))
         if mod is None:
             with relaxed():     # a module load allocates: refused in a global capture
-                mod = _check(drv.cuModuleLoadData(cubin), "cuModuleLoadData", kernel_name)
+                mod = check(drv.cuModuleLoadData(cubin), "cuModuleLoadData", kernel_name)
             _modules[(ordinal, key)] = mod
-        h = _check(drv.cuModuleGetFunction(mod, entry.encode()), f"cuModuleGetFunction({entry})",
+        h = check(drv.cuModuleGetFunction(mod, entry.encode()), f"cuModuleGetFunction({entry})",
                    kernel_name)
         A = drv.CUfunction_attribute
 
         def fattr(a):
-            return int(_check(drv.cuFuncGetAttribute(a, h), "cuFuncGetAttribute", kernel_name))
+            return int(check(drv.cuFuncGetAttribute(a, h), "cuFuncGetAttribute", kernel_name))
 
         f = Function(kernel_name, entry, h,
                      registers=fattr(A.CU_FUNC_ATTRIBUTE_NUM_REGS),
@@ -272,8 +146,8 @@ def _raise_smem_limit(f: Function, nbytes: int) -> None:
     """Kernels that need > 48 KB of dynamic smem must opt in per function."""
     if nbytes <= f.smem_set or nbytes <= 48 * 1024:
         return
-    drv = _drv()
-    _check(drv.cuFuncSetAttribute(
+    drv = driver.bindings()
+    check(drv.cuFuncSetAttribute(
         f.handle, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes),
         "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", f.name)
     f.smem_set = nbytes
@@ -311,14 +185,14 @@ def encode_tensor_map(ptr: int, dtype: str, dims: tuple[int, int], ld_bytes: int
     other extent), `box` what one TMA load brings in (records.TmaBoxes, same order). Boxes
     past the extent are zero-filled (OOB fill NONE). ptr and ld_bytes must be multiples of
     16; dims[1] == 1 is fine (the stride is then unused but must still be valid)."""
-    drv = _drv()
-    _init()
+    drv = driver.bindings()
+    driver.init()
     sw = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}[swizzle]
     ld = int(ld_bytes)
     if int(dims[1]) == 1:   # one row: its stride is never used, but must be a valid one
         ld = max(ld, int(dims[0]) * ITEMSIZE[dtype])
         ld = -(-ld // 16) * 16
-    tmap = _check(drv.cuTensorMapEncodeTiled(
+    tmap = check(drv.cuTensorMapEncodeTiled(
         _tma_dtype(drv, dtype), 2, int(ptr),
         [drv.cuuint64_t(int(dims[0])), drv.cuuint64_t(int(dims[1]))],
         [drv.cuuint64_t(ld)],
@@ -336,7 +210,7 @@ def occupancy(f: Function, threads: int, smem: int) -> int:
     """CTAs of `f` resident per SM at `threads` threads and `smem` bytes of dynamic smem."""
     if smem:
         _raise_smem_limit(f, smem)
-    return int(_check(_drv().cuOccupancyMaxActiveBlocksPerMultiprocessor(f.handle, threads, smem),
+    return int(check(driver.bindings().cuOccupancyMaxActiveBlocksPerMultiprocessor(f.handle, threads, smem),
                       "cuOccupancyMaxActiveBlocksPerMultiprocessor", f.name))
 
 
@@ -348,7 +222,7 @@ def launch(f: Function, grid, block, smem: int, stream: int, packed, pdl: bool =
     keep, addr = packed
     if smem:
         _raise_smem_limit(f, smem)
-    drv = _drv()
+    drv = driver.bindings()
     if pdl:
         cfg = _pdl_config(drv)
         cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
@@ -365,7 +239,7 @@ def launch(f: Function, grid, block, smem: int, stream: int, packed, pdl: bool =
 
 def _launch_failed(err, f: Function, grid, block, smem: int, pdl: bool = False):
     what = "cuLaunchKernelEx(programmatic stream serialization, " if pdl else "cuLaunchKernel("
-    _check((err,), f"{what}grid={tuple(grid)}, block={tuple(block)}, smem={smem})", f.name)
+    check((err,), f"{what}grid={tuple(grid)}, block={tuple(block)}, smem={smem})", f.name)
 
 
 class Site:
@@ -378,7 +252,7 @@ class Site:
         self.f, self.grid, self.block, self.smem, self.pdl = f, tuple(grid), tuple(block), smem, pdl
         if smem:
             _raise_smem_limit(f, smem)
-        self.go = None if pdl else functools.partial(_drv().cuLaunchKernel, f.handle, *self.grid,
+        self.go = None if pdl else functools.partial(driver.bindings().cuLaunchKernel, f.handle, *self.grid,
                                                      *self.block, smem)
         self.local = threading.local()      # a PDL launch's config, one per thread
 
@@ -392,7 +266,7 @@ class Site:
 
     def _launch_pdl(self, stream: int, packed) -> None:
         # the config built once per thread (building one costs more than the launch)
-        drv = _drv()
+        drv = driver.bindings()
         cfg = getattr(self.local, "cfg", None)
         if cfg is None:
             cfg = self.local.cfg = _pdl_config(drv)
@@ -473,37 +347,37 @@ def wait_stream(consumer: int, producer: int, ordinal: int) -> None:
     """Make work queued on `consumer` from now on wait for what `producer` has queued so
     far (an event, no host synchronization): the consumer side of the CUDA Array
     Interface v3 `stream` key."""
-    drv = _drv()
+    drv = driver.bindings()
     evs = getattr(_events, "by_device", None)
     if evs is None:
         evs = _events.by_device = {}
     ev = evs.get(ordinal)
     if ev is None:   # one per thread and device: recording it races with no other thread
-        ev = _check(drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
+        ev = check(drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
         evs[ordinal] = ev
-    _check(drv.cuEventRecord(ev, producer), f"cuEventRecord(producer stream {producer:#x})")
-    _check(drv.cuStreamWaitEvent(consumer, ev, 0), "cuStreamWaitEvent")
+    check(drv.cuEventRecord(ev, producer), f"cuEventRecord(producer stream {producer:#x})")
+    check(drv.cuStreamWaitEvent(consumer, ev, 0), "cuStreamWaitEvent")
 
 
 def capturing(stream: int) -> bool:
     """True while `stream` records into a CUDA graph. Raises CaptureError when the legacy
     default stream is used while another stream captures (the driver refuses that)."""
-    drv = _drv()
+    drv = driver.bindings()
     err, status = drv.cuStreamIsCapturing(stream)
     if err == drv.CUresult.CUDA_ERROR_STREAM_CAPTURE_IMPLICIT:
         raise CaptureError("the legacy default stream cannot be used while another stream "
                            "captures a CUDA graph: pass the capturing stream as `stream`")
-    _check((err,), "cuStreamIsCapturing")
+    check((err,), "cuStreamIsCapturing")
     return status != drv.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
 
 
 def synchronize(stream: int = 0) -> None:
-    _check(_drv().cuStreamSynchronize(stream), "cuStreamSynchronize")
+    check(driver.bindings().cuStreamSynchronize(stream), "cuStreamSynchronize")
 
 
 def check_last(kernel: str, stream: int = 0) -> None:
     """Synchronize and surface asynchronous launch errors (illegal address etc.)."""
-    _check(_drv().cuStreamSynchronize(stream), "kernel execution (cuStreamSynchronize)", kernel)
+    check(driver.bindings().cuStreamSynchronize(stream), "kernel execution (cuStreamSynchronize)", kernel)
 
 
 # ---- memory ---------------------------------------------------------------------------
@@ -511,14 +385,14 @@ class DeviceBuffer:
     """Owned device allocation; freed on close() / context exit / garbage collection."""
 
     def __init__(self, nbytes: int, ordinal: int = 0):
-        ensure_context(ordinal)
+        driver.ensure_context(ordinal)
         self.nbytes = max(int(nbytes), 4)
-        self.ptr = int(_check(_drv().cuMemAlloc(self.nbytes), f"cuMemAlloc({self.nbytes})"))
+        self.ptr = int(check(driver.bindings().cuMemAlloc(self.nbytes), f"cuMemAlloc({self.nbytes})"))
 
     def close(self) -> None:
         if self.ptr:
             ptr, self.ptr = self.ptr, 0
-            _check(_drv().cuMemFree(ptr), "cuMemFree")
+            check(driver.bindings().cuMemFree(ptr), "cuMemFree")
 
     def __enter__(self):
         return self
@@ -534,33 +408,33 @@ class DeviceBuffer:
 
 
 def memcpy_htod(dst: int, host_ptr: int, nbytes: int, stream: int = 0) -> None:
-    _check(_drv().cuMemcpyHtoDAsync(dst, host_ptr, nbytes, stream), "cuMemcpyHtoDAsync")
+    check(driver.bindings().cuMemcpyHtoDAsync(dst, host_ptr, nbytes, stream), "cuMemcpyHtoDAsync")
 
 
 def memcpy_dtoh(host_ptr: int, src: int, nbytes: int, stream: int = 0) -> None:
-    _check(_drv().cuMemcpyDtoHAsync(host_ptr, src, nbytes, stream), "cuMemcpyDtoHAsync")
+    check(driver.bindings().cuMemcpyDtoHAsync(host_ptr, src, nbytes, stream), "cuMemcpyDtoHAsync")
 
 
 def memcpy_dtod(dst: int, src: int, nbytes: int, stream: int = 0) -> None:
-    _check(_drv().cuMemcpyDtoDAsync(dst, src, nbytes, stream), "cuMemcpyDtoDAsync")
+    check(driver.bindings().cuMemcpyDtoDAsync(dst, src, nbytes, stream), "cuMemcpyDtoDAsync")
 
 
 def memset_f32(ptr: int, value_bits: int, count: int, stream: int = 0) -> None:
-    _check(_drv().cuMemsetD32Async(ptr, value_bits, count, stream), "cuMemsetD32Async")
+    check(driver.bindings().cuMemsetD32Async(ptr, value_bits, count, stream), "cuMemsetD32Async")
 
 
 def memset_d16(ptr: int, value_bits: int, count: int, stream: int = 0) -> None:
-    _check(_drv().cuMemsetD16Async(ptr, value_bits, count, stream), "cuMemsetD16Async")
+    check(driver.bindings().cuMemsetD16Async(ptr, value_bits, count, stream), "cuMemsetD16Async")
 
 
 def mem_get_info(ordinal: int = 0) -> tuple[int, int]:
-    ensure_context(ordinal)
-    return tuple(int(x) for x in _check(_drv().cuMemGetInfo(), "cuMemGetInfo"))
+    driver.ensure_context(ordinal)
+    return tuple(int(x) for x in check(driver.bindings().cuMemGetInfo(), "cuMemGetInfo"))
 
 
 def pointer_device(ptr: int) -> int:
-    drv = _drv()
-    return int(_check(drv.cuPointerGetAttribute(
+    drv = driver.bindings()
+    return int(check(drv.cuPointerGetAttribute(
         drv.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr),
         "cuPointerGetAttribute(DEVICE_ORDINAL)"))
 
@@ -568,18 +442,18 @@ def pointer_device(ptr: int) -> int:
 # ---- events (timing) ------------------------------------------------------------------
 class Event:
     def __init__(self):
-        self.h = _check(_drv().cuEventCreate(0), "cuEventCreate")
+        self.h = check(driver.bindings().cuEventCreate(0), "cuEventCreate")
 
     def record(self, stream: int = 0) -> None:
-        _check(_drv().cuEventRecord(self.h, stream), "cuEventRecord")
+        check(driver.bindings().cuEventRecord(self.h, stream), "cuEventRecord")
 
     def elapsed_ms(self, start: "Event") -> float:
-        _check(_drv().cuEventSynchronize(self.h), "cuEventSynchronize")
-        return float(_check(_drv().cuEventElapsedTime(start.h, self.h), "cuEventElapsedTime"))
+        check(driver.bindings().cuEventSynchronize(self.h), "cuEventSynchronize")
+        return float(check(driver.bindings().cuEventElapsedTime(start.h, self.h), "cuEventElapsedTime"))
 
     def __del__(self):
         try:
-            _drv().cuEventDestroy(self.h)
+            driver.bindings().cuEventDestroy(self.h)
         except Exception:
             pass
 

@@ -13,7 +13,7 @@ again on the next call. trim_pools gives it all back and starts over.
 """
 from __future__ import annotations
 
-from . import launch
+from . import driver, workspace
 
 POOL_KEEP_BYTES = 256 << 20
 POOL_KEEP_SHARE = 4
@@ -25,16 +25,16 @@ _pool_cap: dict[int, int] = {}           # ordinal -> the most it may keep
 def _pool(ordinal: int):
     pool = _pools.get(ordinal)
     if pool is None:
-        drv = launch._drv()
-        with launch._lock:
+        drv = driver.bindings()
+        with driver.lock:
             pool = _pools.get(ordinal)
             if pool is None:
                 props = drv.CUmemPoolProps()
                 props.allocType = drv.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
                 props.location.type = drv.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
                 props.location.id = ordinal
-                with launch.relaxed():      # (a first call may come inside a capture)
-                    pool = launch._check(drv.cuMemPoolCreate(props), "cuMemPoolCreate")
+                with driver.relaxed():      # (a first call may come inside a capture)
+                    pool = driver.check(drv.cuMemPoolCreate(props), "cuMemPoolCreate")
                     _set_release_threshold(pool, POOL_KEEP_BYTES)
                 _pools[ordinal] = pool
     return pool
@@ -44,7 +44,7 @@ def alloc_async(nbytes: int, ordinal: int, stream: int) -> int:
     """Device memory usable by work queued on `stream` after this call; free_async it on
     the same stream once that work is queued."""
     pool = _pool(ordinal)
-    ptr = int(launch._check(launch._drv().cuMemAllocFromPoolAsync(max(int(nbytes), 4), pool,
+    ptr = int(driver.check(driver.bindings().cuMemAllocFromPoolAsync(max(int(nbytes), 4), pool,
                                                                   stream),
                             f"cuMemAllocFromPoolAsync({nbytes})"))
     if nbytes >= POOL_KEEP_BYTES // 4:       # (small ones cannot move the high-water mark far)
@@ -54,11 +54,11 @@ def alloc_async(nbytes: int, ordinal: int, stream: int) -> int:
 
 def _keep_high_water(ordinal: int, pool) -> None:
     """Raise the pool's release threshold to the most it has had in use at once (capped)."""
-    drv = launch._drv()
+    drv = driver.bindings()
     attr = drv.CUmemPool_attribute
-    high = int(launch._check(drv.cuMemPoolGetAttribute(pool, attr.CU_MEMPOOL_ATTR_USED_MEM_HIGH),
+    high = int(driver.check(drv.cuMemPoolGetAttribute(pool, attr.CU_MEMPOOL_ATTR_USED_MEM_HIGH),
                              "cuMemPoolGetAttribute(USED_MEM_HIGH)"))
-    with launch._lock:
+    with driver.lock:
         if ordinal not in _pool_cap:
             _pool_cap[ordinal] = _device_bytes(ordinal) // POOL_KEEP_SHARE
         keep = min(high, _pool_cap[ordinal])
@@ -70,31 +70,31 @@ def _keep_high_water(ordinal: int, pool) -> None:
 
 def _set_release_threshold(pool, nbytes: int) -> None:
     """Freed memory `pool` keeps for reuse at a synchronize (the rest goes back to the device)."""
-    drv = launch._drv()
+    drv = driver.bindings()
     attr = drv.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
-    launch._check(drv.cuMemPoolSetAttribute(pool, attr, drv.cuuint64_t(nbytes)),
+    driver.check(drv.cuMemPoolSetAttribute(pool, attr, drv.cuuint64_t(nbytes)),
                   "cuMemPoolSetAttribute(RELEASE_THRESHOLD)")
 
 
 def _device_bytes(ordinal: int) -> int:
-    drv = launch._drv()
-    dev = launch._check(drv.cuDeviceGet(ordinal), "cuDeviceGet")
-    return int(launch._check(drv.cuDeviceTotalMem(dev), "cuDeviceTotalMem"))
+    drv = driver.bindings()
+    dev = driver.check(drv.cuDeviceGet(ordinal), "cuDeviceGet")
+    return int(driver.check(drv.cuDeviceTotalMem(dev), "cuDeviceTotalMem"))
 
 
 def free_async(ptr: int, stream: int) -> None:
-    launch._check(launch._drv().cuMemFreeAsync(ptr, stream), "cuMemFreeAsync")
+    driver.check(driver.bindings().cuMemFreeAsync(ptr, stream), "cuMemFreeAsync")
 
 
 def pool_bytes(ordinal: int | None = None) -> int:
     """Device memory the scratch pool of a device holds now: in use by queued work, or kept
     for reuse (see POOL_KEEP_BYTES); 0 before its first allocation."""
-    ordinal = launch.current_ordinal() if ordinal is None else ordinal
+    ordinal = driver.current_ordinal() if ordinal is None else ordinal
     pool = _pools.get(ordinal)
     if pool is None:
         return 0
-    drv = launch._drv()
-    return int(launch._check(drv.cuMemPoolGetAttribute(
+    drv = driver.bindings()
+    return int(driver.check(drv.cuMemPoolGetAttribute(
         pool, drv.CUmemPool_attribute.CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT),
         "cuMemPoolGetAttribute(RESERVED_MEM_CURRENT)"))
 
@@ -103,23 +103,22 @@ def trim_pools() -> int:
     """Give the memory the scratch pools keep for reuse back to the device (memory still
     in use by queued work stays); safe at any time, from any thread. Returns the number
     of pools trimmed."""
-    drv = launch._drv()
+    drv = driver.bindings()
     attr = drv.CUmemPool_attribute
-    with launch.relaxed(), launch._lock:
+    with driver.relaxed(), driver.lock:
         for ordinal, pool in _pools.items():
             _set_release_threshold(pool, POOL_KEEP_BYTES)
-            launch._check(drv.cuMemPoolSetAttribute(pool, attr.CU_MEMPOOL_ATTR_USED_MEM_HIGH,
+            driver.check(drv.cuMemPoolSetAttribute(pool, attr.CU_MEMPOOL_ATTR_USED_MEM_HIGH,
                                                     drv.cuuint64_t(0)),
                           "cuMemPoolSetAttribute(USED_MEM_HIGH)")
             _pool_keep.pop(ordinal, None)
-            launch._check(drv.cuMemPoolTrimTo(pool, 0), "cuMemPoolTrimTo")
+            driver.check(drv.cuMemPoolTrimTo(pool, 0), "cuMemPoolTrimTo")
         return len(_pools)
 
 
 def free_workspaces() -> int:
     """Free the stream-K workspaces no queued work uses and trim the scratch pools; safe
     at any time, from any thread. Returns the number of workspaces freed."""
-    from . import workspace
     n = workspace.trim()
     trim_pools()
     return n

@@ -234,7 +234,7 @@ class RowGrid:
 
 @dataclass(frozen=True)
 class CutModel:
-    """How streamk.tail_split_plan prices the cut of a unit along K, in windows: each piece
+    """How tail_split_plan prices the cut of a unit along K, in windows: each piece
     runs at least `min_windows` and costs `overhead` more (its pipeline fill, its partial's
     store), the last piece reads every other piece's partial at `fixup` each, and the cut
     round holds at most `rounds` items a cluster. The defaults are the promoted kernels' (3
@@ -243,6 +243,31 @@ class CutModel:
     overhead: float = 2
     fixup: float = 0
     rounds: int = 2
+
+
+def tail_split_plan(units: int, clusters: int, windows: int, max_pieces: int,
+                    model: CutModel = CutModel()) -> tuple[int, int]:
+    """(dp, pieces): how a persistent walk of `units` units of `windows` windows each on
+    `clusters` clusters cuts its last round. Units [dp, units) (the last round's, or all of
+    them when they are fewer than the clusters) are cut along K into `pieces` runs of whole
+    windows, the count (up to max_pieces, each run at least model.min_windows, at most
+    model.rounds pieces per cluster: the workspace and the fixup's traffic stay a wave's
+    partials)
+    that finishes the last round soonest by a simple model: rounds of pieces, each piece its
+    windows plus model.overhead, then the last piece's reads of the others' partials
+    (model.fixup each); (units, 1) where no cut gains."""
+    tail = units % clusters if units >= clusters else units
+    if tail == 0 or max_pieces < 2:
+        return units, 1
+    dp = units - tail
+
+    def cost(s: int) -> float:
+        if s == 1:
+            return windows
+        return cdiv(tail * s, clusters) * (cdiv(windows, s) + model.overhead) + model.fixup * (s - 1)
+    most = min(max_pieces, windows // model.min_windows, model.rounds * clusters // tail)
+    best = min(range(1, max(most, 1) + 1), key=lambda s: (cost(s), s))
+    return (units, 1) if best == 1 else (dp, best)
 
 
 @dataclass(frozen=True)
@@ -261,7 +286,7 @@ class PersistentGrid:
                             # many pieces of whole windows (the entry takes ws, dp, pieces)
     window_bytes: int = 4   # ... a window, the k a piece is counted in: bytes of A's rows
     partials: int = 2       # ... the fp32 tiles a piece stores (promoted: sum and error; else 1)
-    cut: CutModel = CutModel()   # ... how streamk.tail_split_plan prices a cut
+    cut: CutModel = CutModel()   # ... how tail_split_plan prices a cut
 
     def units(self, m: int, n: int) -> int:
         return cdiv(cdiv(m, self.bm), self.cluster) * cdiv(n, self.bn)
@@ -272,9 +297,8 @@ class PersistentGrid:
     def split(self, m: int, n: int, k: int, sm_count: int = 0, cut: bool = True,
               itemsize: int = 4) -> tuple[int, int]:
         """(dp, pieces) of the walk at M x N x K (A and B of `itemsize` bytes): units [0, dp)
-        whole, the others cut into `pieces` along K (streamk.tail_split_plan); (units, 1)
+        whole, the others cut into `pieces` along K (tail_split_plan); (units, 1)
         where none is cut (or not `cut`: stream-K turned off)."""
-        from .streamk import tail_split_plan
         units = self.units(m, n)
         if not (self.tail_split and cut):
             return units, 1

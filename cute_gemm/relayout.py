@@ -9,7 +9,7 @@ from __future__ import annotations
 import ctypes
 import threading
 
-from . import launch, registry
+from . import launch, pool, registry
 from .arrays import Operand
 from .kernel_args import packed
 from .resolve import UTIL, UTIL_ENTRY, copy_target, loaded, oriented, resolve
@@ -130,7 +130,7 @@ class Relaid:
 
     def __call__(self, a: int, b: int, c: int, alpha: float, beta: float, stream: int) -> None:
         ptrs = {"a": a, "b": b, "c": c}
-        scratch = launch.alloc_async(self.nbytes, self.ordinal, stream)
+        scratch = pool.alloc_async(self.nbytes, self.ordinal, stream)
         try:
             for r, offset, copy_in in self.temps:
                 if copy_in is not None:
@@ -142,4 +142,4 @@ class Relaid:
             if self.back is not None:
                 self.back(1.0, ptrs["c"], c, stream)
         finally:
-            launch.free_async(scratch, stream)
+            pool.free_async(scratch, stream)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from . import cache, launch, memo, registry, streamk
 from .arrays import Operand
 from .errors import CuteGemmError, DTypeError
-from .launcher import Launcher
+from .launcher import Launcher, LaunchPlan
 from .records import ITEMSIZE, PRECISION_DTYPE
 
 # the utility kernel of the runtime itself, (source type, destination type) -> its entry:
@@ -41,54 +41,6 @@ REDUCE = registry.Kernel(
     variants=(registry.Variant("split_reduce"),), block=(256, 1, 1),
     grid=registry.FlatGrid(1024), summary="C = alpha * (the sum of a split-K launch's "
     "slices, in order) + beta * C", seed="-")
-
-
-@dataclass(frozen=True)
-class LaunchPlan:
-    """What run() launches for one kernel, device, shape, stride pattern and pointer
-    alignment class."""
-    kernel: str
-    ordinal: int
-    shape: tuple[int, int, int]          # (M, N, K)
-    entry: str                           # the entry point launched last
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    smem: int
-    copies: tuple[str, ...] = ()         # operands copied first into a layout the entry takes
-    workspace_bytes: int = 0             # > 0: a persistent stream-K launch
-    head_entry: str = ""                 # a split launch: the data-parallel launch before it
-    head_grid: tuple[int, int, int] = (0, 0, 0)
-    pdl: bool = False                    # ... whose successor starts by programmatic launch
-    swap: bool = False                   # the entry computes C^T = B^T A^T (swapped, then a
-                                         # stream-K twin's own turn); shape, strides and the
-                                         # pointers of A and B are turned by the Launcher
-    precision: str = "fp32"              # records.PRECISIONS
-    out_dtype: str = "float32"
-    tma: bool = False                    # the entry takes TMA tensor maps of A and B
-    tail_split: tuple[int, int] | None = None   # (dp, pieces) of a walk that may be cut
-                                         # (sm90_tail_split.cuh); where pieces > 1 the entry
-                                         # is the cut twin, taking (ws, dp, pieces) after its
-                                         # maps, and workspace_bytes > 0
-    split_k: int = 0                     # a stream-K launch of split_k CTAs per tile (Pick),
-                                         # or with reduce_grid, a split entry's shares
-    reduce_grid: tuple[int, int, int] = (0, 0, 0)   # > 0: REDUCE sums the shares after it
-    reduce_block: tuple[int, int, int] = (0, 0, 0)
-    reduce_pdl: bool = False             # ... starting by programmatic dependent launch
-
-    @property
-    def stream_k(self) -> bool:
-        """A launch that shares a tile's K between CTAs through a workspace (stream-K, or a
-        cut last wave)."""
-        return self.workspace_bytes > 0
-
-    @property
-    def split(self) -> bool:
-        return bool(self.head_entry)
-
-    @property
-    def reduced(self) -> bool:
-        """A split entry's launch, whose shares REDUCE sums after it (Pick.reduce)."""
-        return self.reduce_grid[0] > 0
 
 
 @dataclass

@@ -5,7 +5,8 @@ runtime (resolve.py) supplies the occupancy it reads off the driver.
 """
 from __future__ import annotations
 
-from .records import CutModel, Kernel, Variant, cdiv
+# tail_split_plan lives beside records.CutModel, which prices it; the docs name it streamk.tail_split_plan
+from .records import Kernel, Variant, cdiv, tail_split_plan  # noqa: F401
 
 
 def plan(k: Kernel, variant: Variant, m: int, n: int, kk: int, slots_dp: int,
@@ -157,31 +158,6 @@ def stream_k_workspace_bytes(ctas: int, bm: int, bn: int) -> int:
 
 
 # ---- the K-split of a persistent walk's last wave (include/cute_gemm/sm90_tail_split.cuh) ----
-def tail_split_plan(units: int, clusters: int, windows: int, max_pieces: int,
-                    model: CutModel = CutModel()) -> tuple[int, int]:
-    """(dp, pieces): how a persistent walk of `units` units of `windows` windows each on
-    `clusters` clusters cuts its last round. Units [dp, units) (the last round's, or all of
-    them when they are fewer than the clusters) are cut along K into `pieces` runs of whole
-    windows, the count (up to max_pieces, each run at least model.min_windows, at most
-    model.rounds pieces per cluster: the workspace and the fixup's traffic stay a wave's
-    partials)
-    that finishes the last round soonest by a simple model: rounds of pieces, each piece its
-    windows plus model.overhead, then the last piece's reads of the others' partials
-    (model.fixup each); (units, 1) where no cut gains."""
-    tail = units % clusters if units >= clusters else units
-    if tail == 0 or max_pieces < 2:
-        return units, 1
-    dp = units - tail
-
-    def cost(s: int) -> float:
-        if s == 1:
-            return windows
-        return cdiv(tail * s, clusters) * (cdiv(windows, s) + model.overhead) + model.fixup * (s - 1)
-    most = min(max_pieces, windows // model.min_windows, model.rounds * clusters // tail)
-    best = min(range(1, max(most, 1) + 1), key=lambda s: (cost(s), s))
-    return (units, 1) if best == 1 else (dp, best)
-
-
 def tail_split_workspace_bytes(cut_units: int, cluster: int, pieces: int, bm: int, bn: int,
                                partials: int = 2) -> int:
     """Workspace of a cut walk: STREAM_K_COUNTERS int32 counters (one per cut tile, at the

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from . import launch
+from . import driver
 
 
 @dataclass
@@ -35,7 +35,7 @@ _lock = threading.Lock()
 def take(ordinal: int, nbytes: int, stream: int, counters: int) -> Workspace:
     """A workspace of at least nbytes whose first `counters` int32 are zero for work queued
     on `stream` from now on; hand it back with give() once that work is queued."""
-    drv = launch._drv()
+    drv = driver.bindings()
     with _lock:         # the common case, one last used on this stream: no driver call
         w = next((x for x in _free if x.ordinal == ordinal and x.nbytes >= nbytes
                   and x.stream == stream), None)
@@ -43,12 +43,12 @@ def take(ordinal: int, nbytes: int, stream: int, counters: int) -> Workspace:
             _free.remove(w)
     if w is None:
         # event queries and an allocation, which must not end another thread's global capture
-        with launch.relaxed():
+        with driver.relaxed():
             w = _another(drv, ordinal, nbytes, stream, counters)
             if w.stream == -1:
                 return w            # new: its counters zeroed on `stream`
     try:
-        launch._check(drv.cuStreamWaitEvent(stream, w.event, 0), "cuStreamWaitEvent")
+        driver.check(drv.cuStreamWaitEvent(stream, w.event, 0), "cuStreamWaitEvent")
     except BaseException:
         give_back_unused(w)
         raise
@@ -62,17 +62,17 @@ def _another(drv, ordinal: int, nbytes: int, stream: int, counters: int) -> Work
             if (w.ordinal == ordinal and w.nbytes >= nbytes
                     and drv.cuEventQuery(w.event)[0] == drv.CUresult.CUDA_SUCCESS):
                 return _free.pop(i)
-    launch.ensure_context(ordinal)
-    ptr = int(launch._check(drv.cuMemAlloc(nbytes), f"cuMemAlloc({nbytes})"))
+    driver.ensure_context(ordinal)
+    ptr = int(driver.check(drv.cuMemAlloc(nbytes), f"cuMemAlloc({nbytes})"))
     try:
-        ev = launch._check(drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING),
+        ev = driver.check(drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING),
                            "cuEventCreate")
     except BaseException:
         drv.cuMemFree(ptr)
         raise
     w = Workspace(ordinal, ptr, nbytes, ev)
     try:
-        launch.memset_f32(ptr, 0, counters, stream)
+        driver.check(drv.cuMemsetD32Async(ptr, 0, counters, stream), "cuMemsetD32Async")
     except BaseException:
         _release(w)
         raise
@@ -81,9 +81,9 @@ def _another(drv, ordinal: int, nbytes: int, stream: int, counters: int) -> Work
 
 def give(w: Workspace, stream: int) -> None:
     """Mark the end of the use queued on `stream` and make the workspace available."""
-    drv = launch._drv()
+    drv = driver.bindings()
     try:
-        launch._check(drv.cuEventRecord(w.event, stream), "cuEventRecord")
+        driver.check(drv.cuEventRecord(w.event, stream), "cuEventRecord")
     except BaseException:
         drv.cuStreamSynchronize(stream)     # nothing marks its end: only a finished stream does
         raise
@@ -100,7 +100,7 @@ def give_back_unused(w: Workspace) -> None:
 
 
 def _release(w: Workspace) -> None:
-    drv = launch._drv()
+    drv = driver.bindings()
     drv.cuEventDestroy(w.event)
     drv.cuMemFree(w.ptr)
 
@@ -108,13 +108,13 @@ def _release(w: Workspace) -> None:
 def trim() -> int:
     """Free the workspaces no queued work uses any more; safe at any time, from any thread
     (a capture elsewhere included). Returns how many were freed."""
-    drv = launch._drv()
-    with launch.relaxed():
+    drv = driver.bindings()
+    with driver.relaxed():
         with _lock:
             done = [w for w in _free if drv.cuEventQuery(w.event)[0] == drv.CUresult.CUDA_SUCCESS]
             for w in done:
                 _free.remove(w)
         for w in done:
-            launch.ensure_context(w.ordinal)
+            driver.ensure_context(w.ordinal)
             _release(w)
     return len(done)

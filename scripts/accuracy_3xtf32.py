@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import cute_gemm  # noqa: E402
-from cute_gemm import composed, launch, registry  # noqa: E402
+from cute_gemm import composed, driver, launch, pool, registry  # noqa: E402
 from cute_gemm.arrays import DeviceArray, parse  # noqa: E402
 from cute_gemm.check import EPS, THRESHOLD, judge, reference  # noqa: E402
 from cute_gemm.perf.cublas import find_cublas  # noqa: E402
@@ -66,11 +66,11 @@ def _stages(dA, dB, dO, run) -> None:
     """cute_3xtf32's stages (composed.Composed) on a scratch of their own: run(c, s)."""
     c = composed.Composed(registry.get("cute_3xtf32"), 0, parse("a", dA), parse("b", dB),
                           parse("out", dO))
-    s = launch.alloc_async(c.nbytes, 0, 0)
+    s = pool.alloc_async(c.nbytes, 0, 0)
     try:
         run(c, s)
     finally:
-        launch.free_async(s, 0)
+        pool.free_async(s, 0)
 
 
 def unchecked_3xtf32(dA, dB, dO) -> None:
@@ -171,7 +171,7 @@ def main() -> int:
     if not registry.get("cute_3xtf32").runs_on(info.arch_int):
         print(f"cute_3xtf32 needs sm_90a; this GPU is {info.arch}", file=sys.stderr)
         return 2
-    launch.ensure_context(info.ordinal)
+    driver.ensure_context(info.ordinal)
     blas, note = find_cublas("auto")
     print(note)
     ks = [int(x) for x in args.ks.split(",")]

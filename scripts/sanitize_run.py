@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cute_gemm import api, check, launch, registry, resolve, streamk
+from cute_gemm import api, check, driver, launch, registry, resolve, streamk
 
 # odd extents (every residue path, the 4-byte fallbacks), one exact tile, tall/thin ones
 # (132, 260, 72): leading dimensions that TMA takes as they are, so cute_wgmma_ws's tf32
@@ -55,7 +55,7 @@ def split_shape(name: str) -> tuple[int, int, int]:
     which can exceed __launch_bounds__'s minimum), the most of any layout's."""
     k = registry.get(name)
     bm, bn, _ = k.tile
-    lk = resolve.loaded(k, launch.current_ordinal())
+    lk = resolve.loaded(k, driver.current_ordinal())
     per_sm = max(launch.occupancy(lk.function(e, (e,)), k.threads, k.smem_bytes(1, 1, 1))
                  for e in {streamk.stream_k_dp_entry(v) for v in k.variants if v.stream_k})
     slots = launch.device_info().sm_count * per_sm
@@ -139,7 +139,7 @@ def stand_in_paths() -> bool:
     import cute_gemm
     from cute_gemm.arrays import DeviceArray, narrow, widen
     rng = np.random.default_rng(13)
-    ordinal = launch.current_ordinal()
+    ordinal = driver.current_ordinal()
     cases = [("fp32", "float32", "float32"), ("tf32", "float32", "float32"),
              ("fp32_3xtf32", "float32", "float32"), ("bf16", "bfloat16", "float32"),
              ("bf16", "bfloat16", "bfloat16"), ("fp16", "float16", "float16"),

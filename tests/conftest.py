@@ -44,8 +44,8 @@ def _gpu_reason() -> str | None:
     if os.environ.get("CUTE_GEMM_FORCE_NO_GPU"):
         return "CUTE_GEMM_FORCE_NO_GPU is set"
     try:
-        from cute_gemm import launch
-        launch._init()
+        from cute_gemm import driver
+        driver.init()
     except cute_gemm.NoDeviceError as e:
         return f"no CUDA GPU on this machine ({str(e).splitlines()[0]})"
     return None

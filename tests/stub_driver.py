@@ -10,7 +10,7 @@ import threading
 import time
 import types
 
-from cute_gemm import api, composed, execute, kernel_args, launch, relayout, resolve, workspace
+from cute_gemm import api, composed, driver, execute, kernel_args, launch, pool, relayout, resolve, workspace
 
 # the device the stub stands for, where a test needs its limits (tables, selector, smem)
 H100 = launch.DeviceInfo(0, "NVIDIA H100 80GB HBM3", (9, 0), 132, 1_980_000, 232448, 233472,
@@ -202,15 +202,15 @@ def install(monkeypatch):
         return bytes(launch.TMA_MAP_BYTES)
 
     drv = Drv()
-    monkeypatch.setattr(launch, "_drv", lambda: drv)
-    monkeypatch.setattr(launch, "_init_done", True)
-    monkeypatch.setattr(launch, "alloc_async", alloc_async)
-    monkeypatch.setattr(launch, "free_async", free_async)
+    monkeypatch.setattr(driver, "bindings", lambda: drv)
+    monkeypatch.setattr(driver, "_init_done", True)
+    monkeypatch.setattr(pool, "alloc_async", alloc_async)
+    monkeypatch.setattr(pool, "free_async", free_async)
     monkeypatch.setattr(launch, "encode_tensor_map", encode_tensor_map)
     monkeypatch.setattr(launch, "_events", threading.local())
     monkeypatch.setattr(launch, "_zero_is", [])
-    monkeypatch.setitem(launch._contexts, 0, 1)
-    monkeypatch.setitem(launch._context_ids, 0, 1)
+    monkeypatch.setitem(driver._contexts, 0, 1)
+    monkeypatch.setitem(driver._context_ids, 0, 1)
     monkeypatch.setattr(api, "_count", [1])
     for part in dataclasses.fields(resolve.CACHE):      # every cache the resolver keeps
         monkeypatch.setattr(resolve.CACHE, part.name, {})

@@ -13,7 +13,7 @@ import pytest
 
 import cute_gemm
 import stub_driver
-from cute_gemm import api, composed, execute, registry
+from cute_gemm import api, composed, driver, execute, registry
 from cute_gemm.perf.schema import CUBLAS_PEER, cublas_label
 from cute_gemm.perf.shapes import native_layout
 from cute_gemm.perf.stats import precision_peaks
@@ -324,7 +324,7 @@ def test_host_inputs_take_the_same_path(monkeypatch):
     monkeypatch.setattr(execute.launch, "DeviceBuffer", Buf)
     monkeypatch.setattr(execute.launch, "memcpy_htod", lambda *a: None)
     monkeypatch.setattr(execute.launch, "check_last", lambda *a: None)
-    monkeypatch.setattr(execute.launch, "current_ordinal", lambda: 0)
+    monkeypatch.setattr(driver, "current_ordinal", lambda: 0)
     a = np.ones((20, 9), np.float32)
     b = np.ones((9, 11), np.float32)
     cute_gemm.run("cute_3xtf32", a, b)

@@ -16,7 +16,7 @@ import pytest
 from cuda.bindings import driver as drv
 
 import cute_gemm
-from cute_gemm import composed, launch, registry
+from cute_gemm import composed, launch, pool, registry
 from cute_gemm.arrays import DeviceArray, Operand, parse
 from cute_gemm.check import cross_check, judge, reference, supported_kernels
 
@@ -69,7 +69,7 @@ def _split_on_gpu(a: np.ndarray, b: np.ndarray):
     dA, dB = DeviceArray.from_host(a), DeviceArray.from_host(b)
     c = _composed(dA, dB)
     kp = registry.get(NAME).gemm_of.k_prime(a.shape[1])
-    s = launch.alloc_async(c.nbytes, 0, 0)
+    s = pool.alloc_async(c.nbytes, 0, 0)
     try:
         c.prepass(dA.ptr, dB.ptr, s, 0)
         word = np.zeros(1, np.uint32)
@@ -81,7 +81,7 @@ def _split_on_gpu(a: np.ndarray, b: np.ndarray):
             out.append(h)
         launch.synchronize(0)
     finally:
-        launch.free_async(s, 0)
+        pool.free_async(s, 0)
         dA.close()
         dB.close()
     return out[0], out[1], int(word[0])
@@ -497,7 +497,7 @@ def _marked_rows(a, b, c=None, beta=0.0):
     dA, dB = (DeviceArray.from_host(x) for x in (a, b))
     dT = DeviceArray.from_host(c if c is not None else np.full((m, n), np.nan, np.float32))
     cp = _composed(dA, dB, dT)
-    s = launch.alloc_async(cp.nbytes, 0, 0)
+    s = pool.alloc_async(cp.nbytes, 0, 0)
     try:
         cp.prepass(dA.ptr, dB.ptr, s, 0)
         cp.product(s, 0)
@@ -506,7 +506,7 @@ def _marked_rows(a, b, c=None, beta=0.0):
         launch.memcpy_dtoh(marked.ctypes.data, s + cp.at["marked"], marked.nbytes, 0)
         launch.synchronize(0)
     finally:
-        launch.free_async(s, 0)
+        pool.free_async(s, 0)
         for d in (dA, dB, dT):
             d.close()
     return marked

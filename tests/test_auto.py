@@ -14,7 +14,7 @@ import pytest
 
 import cute_gemm
 import stub_driver
-from cute_gemm import api, auto, autotable, launch, registry, resolve, streamk
+from cute_gemm import api, auto, autotable, driver, launch, registry, resolve, streamk
 from cute_gemm.autotable import Measured, Table
 from cute_gemm.errors import AutoTableWarning
 from cute_gemm.perf import sweep
@@ -332,8 +332,10 @@ def _bad_calls():
 def test_auto_raises_what_run_raises_before_any_device_call(monkeypatch, i):
     def boom(*a, **k):
         raise AssertionError("validation reached the CUDA driver")
-    for fn in ("ensure_context", "DeviceBuffer", "launch", "device_info", "current_ordinal"):
+    for fn in ("DeviceBuffer", "launch", "device_info"):
         monkeypatch.setattr(launch, fn, boom)
+    for fn in ("ensure_context", "current_ordinal"):
+        monkeypatch.setattr(driver, fn, boom)
     args, kw = _bad_calls()[i]
     with pytest.raises(cute_gemm.CuteGemmError) as named:
         cute_gemm.run("cute_pipelined", *args, **kw)
@@ -348,7 +350,7 @@ def test_no_products_need_no_device(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("reached the device")
     monkeypatch.setattr(launch, "device_info", boom)
-    monkeypatch.setattr(launch, "current_ordinal", boom)
+    monkeypatch.setattr(driver, "current_ordinal", boom)
     assert cute_gemm.gemm(rnd(0, 3), rnd(3, 4)).shape == (0, 4)
     c = rnd(3, 4)
     out = cute_gemm.gemm(rnd(3, 0), rnd(0, 4), c, beta=2.0)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import cute_gemm
-from cute_gemm import autotable, launch, registry, resolve
+from cute_gemm import autotable, driver, launch, registry, resolve
 from cute_gemm.arrays import DeviceArray, narrow, widen
 from cute_gemm.autotable import Measured, Table
 from cute_gemm.check import cross_check, gauge_ratio, reference, unit
@@ -155,7 +155,7 @@ def test_a_cold_first_call_runs_the_stand_in_then_the_pick(tmp_cache, monkeypatc
         assert quick_precision == "fp32"
         cute_gemm.gemm(dA, dB, out=outs[0], precision=precision)
         cute_gemm.run(quick.name, wA, wB, out=outs[4], precision="fp32")
-        picked = resolve.loaded(registry.get(choice.kernel), launch.current_ordinal())
+        picked = resolve.loaded(registry.get(choice.kernel), driver.current_ordinal())
         assert not any(sig[0] == registry.AUTO for sig in resolve.CACHE.hot)
         assert not picked.functions                                 # the pick has not run
         assert cute_gemm.wait_for_compiles(600)
@@ -238,7 +238,7 @@ def test_cold_first_calls_from_threads_each_on_its_own_stream(tmp_cache, monkeyp
         dO = DeviceArray.from_host(np.full((m, n), np.nan, np.float32), dtype=out)
         try:
             got = cute_gemm.gemm(dA, dB, out=dO, precision=precision).to_host()
-            assert resolve.loaded(pick, launch.current_ordinal()).functions, precision
+            assert resolve.loaded(pick, driver.current_ordinal()).functions, precision
             # k ones: a float32 sum exact in every precision, rounded once into out
             assert np.all(got == widen(narrow(np.full((m, n), k, np.float32), out), out))
         finally:

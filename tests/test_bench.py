@@ -128,11 +128,11 @@ def test_flush_holds_the_gpu_after_its_memset(monkeypatch):
     """A timed launch's start event follows the memset and then a spin on every SM that lasts
     HOLD_US at the device's highest clock: the GPU is still busy while Python enqueues the
     launch, so the host's time per call is not counted as the kernel's."""
-    from cute_gemm import launch
+    from cute_gemm import driver, launch
     events = stub_driver.install(monkeypatch)
     info = launch.DeviceInfo(0, "Simulated GPU", (9, 0), 132, 1_980_000, 232448, 233472, 50 << 20, 13000)
     monkeypatch.setattr(launch, "device_info", lambda ordinal=None: info)
-    monkeypatch.setattr(launch, "current_ordinal", lambda: 0)
+    monkeypatch.setattr(driver, "current_ordinal", lambda: 0)
     monkeypatch.setattr(launch, "DeviceBuffer", lambda n: types.SimpleNamespace(ptr=0x1000, close=lambda: None))
     with timing.Flush(info.l2_bytes) as flush:
         flush()

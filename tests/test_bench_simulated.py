@@ -48,12 +48,13 @@ def _host_view(obj) -> np.ndarray:
 
 
 def _simulated_device(monkeypatch, wrong: str | None = None):
-    from cute_gemm import api, cache, launch
+    from cute_gemm import api, cache, driver, launch
     info = launch.DeviceInfo(0, "Simulated GPU", (9, 0), 4, 1_000_000, 232448, 233472, 1 << 20, 13000)
     monkeypatch.setattr(launch, "device_info", lambda ordinal=None: info)
-    for fn in ("ensure_context", "synchronize", "check_last"):
+    for fn in ("synchronize", "check_last"):
         monkeypatch.setattr(launch, fn, lambda *a, **k: None)
-    monkeypatch.setattr(launch, "current_ordinal", lambda: 0)
+    monkeypatch.setattr(driver, "ensure_context", lambda *a, **k: None)
+    monkeypatch.setattr(driver, "current_ordinal", lambda: 0)
     monkeypatch.setattr(launch, "mem_get_info", lambda ordinal=0: (1 << 30, 1 << 31))
     monkeypatch.setattr(launch, "DeviceBuffer", _HostBuffer)
     copy = lambda dst, src, nbytes, stream=0: ctypes.memmove(dst, src, nbytes)  # noqa: E731

@@ -483,21 +483,21 @@ def test_the_scratch_pool_keeps_its_busiest_moment_until_trimmed():
     """Scratch larger than POOL_KEEP_BYTES (cute_3xtf32's A' and B': 268 MB at 4096^3), freed
     and synchronized: the pool keeps it for the next call instead of mapping it again each
     time; trim_pools() gives it back and the threshold starts over."""
-    from cute_gemm import launch
-    launch.trim_pools()
-    ordinal, n = launch.current_ordinal(), 3 * launch.POOL_KEEP_BYTES // 2
+    from cute_gemm import driver, launch, pool
+    pool.trim_pools()
+    ordinal, n = driver.current_ordinal(), 3 * pool.POOL_KEEP_BYTES // 2
     for _ in range(2):
-        ptrs = [launch.alloc_async(n // 2, ordinal, 0) for _ in range(2)]   # at once: n in use
+        ptrs = [pool.alloc_async(n // 2, ordinal, 0) for _ in range(2)]   # at once: n in use
         for p in ptrs:
-            launch.free_async(p, 0)
+            pool.free_async(p, 0)
         launch.synchronize(0)
-        assert launch.pool_bytes(ordinal) >= n
-    launch.trim_pools()
-    assert launch.pool_bytes(ordinal) == 0
-    p = launch.alloc_async(launch.POOL_KEEP_BYTES // 8, ordinal, 0)         # small: kept as before
-    launch.free_async(p, 0)
+        assert pool.pool_bytes(ordinal) >= n
+    pool.trim_pools()
+    assert pool.pool_bytes(ordinal) == 0
+    p = pool.alloc_async(pool.POOL_KEEP_BYTES // 8, ordinal, 0)         # small: kept as before
+    pool.free_async(p, 0)
     launch.synchronize(0)
-    assert launch.pool_bytes(ordinal) <= launch.POOL_KEEP_BYTES
+    assert pool.pool_bytes(ordinal) <= pool.POOL_KEEP_BYTES
 
 
 # ---- the interior epilogue through smem (include/cute_gemm/smem_epilogue.cuh) --------------

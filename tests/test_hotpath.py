@@ -14,7 +14,7 @@ import pytest
 
 import cute_gemm
 import stub_driver
-from cute_gemm import api, hotpath, launch, resolve
+from cute_gemm import api, driver, hotpath, launch, resolve
 from cute_gemm.arrays import DeviceArray
 from cute_gemm.check import supported_kernels
 from cute_gemm.errors import CudaError, DTypeError, InputError, NotAnArrayError, ShapeError
@@ -578,7 +578,7 @@ def test_the_path_makes_our_context_current_in_a_thread_with_another(monkeypatch
     events = stub_driver.install(monkeypatch)
     a, b, out = _dev((16, 16), 0x1000), _dev((16, 16), 0x2000), _dev((16, 16), 0x3000)
     api.run("naive", a, b, out=out)
-    launch._drv().current = 0x999        # a library made its own context current
+    driver.bindings().current = 0x999        # a library made its own context current
     api.run("naive", a, b, out=out)
     i = events.index(("set_context", 1))
     assert stub_driver.launches(events)[-1] is events[-1] and i < len(events) - 1

@@ -451,7 +451,7 @@ def test_one_layout_vocabulary():
 # ---- stream-K workspaces: handed on by event, zeroed once ----------------------------------
 def test_workspaces_are_zeroed_once_and_handed_on_by_event(monkeypatch):
     import types
-    from cute_gemm import launch, workspace
+    from cute_gemm import driver, workspace
     log, done = [], set()
 
     class Drv:
@@ -496,8 +496,8 @@ def test_workspaces_are_zeroed_once_and_handed_on_by_event(monkeypatch):
         def cuThreadExchangeStreamCaptureMode(self, mode):
             return (0, mode)
     drv = Drv()
-    monkeypatch.setattr(launch, "_drv", lambda: drv)
-    monkeypatch.setattr(launch, "ensure_context", lambda ordinal: None)
+    monkeypatch.setattr(driver, "bindings", lambda: drv)
+    monkeypatch.setattr(driver, "ensure_context", lambda ordinal: None)
     monkeypatch.setattr(workspace, "_free", [])
     w1 = workspace.take(0, 1000, 7, 64)                 # new: counters zeroed on its stream
     assert log == [("alloc", 1), ("zero", 1, 64, 7)]

@@ -198,8 +198,8 @@ def test_pdl_launch_config():
     carries the one attribute (built without a GPU)."""
     for kk in registry.KERNELS:
         assert not kk.pdl or any(v.stream_k for v in kk.variants), kk.name
-    from cute_gemm import launch
-    drv = launch._drv()
+    from cute_gemm import driver, launch
+    drv = driver.bindings()
     cfg = launch._pdl_config(drv)
     assert cfg.numAttrs == 1
     attr = cfg.attrs[0]

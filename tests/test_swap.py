@@ -13,7 +13,7 @@ import pytest
 
 import cute_gemm
 import stub_driver
-from cute_gemm import api, autotable, composed, launch, registry, resolve
+from cute_gemm import api, autotable, composed, driver, launch, registry, resolve
 from cute_gemm.autotable import Measured, Table
 from stub_driver import Dev, gemm_args, split_args
 
@@ -82,7 +82,7 @@ def _strided(ptr: int, rows: int, cols: int, s0: int, s1: int) -> np.ndarray:
 def _carry_out_launches(monkeypatch, events):
     """Each GEMM launch computes C = alpha A B + beta C from its own argument block, as the
     kernel would read it: M, N, K, pointers and strides."""
-    drv = launch._drv()
+    drv = driver.bindings()
     record = drv.cuLaunchKernel
 
     def run(*args):
@@ -102,7 +102,7 @@ def _install(monkeypatch):
     events = stub_driver.install(monkeypatch)
     monkeypatch.setattr(launch, "device_info", lambda ordinal=None: H100)
     monkeypatch.setattr(launch, "DeviceBuffer", _HostBuffer)
-    monkeypatch.setattr(launch, "current_ordinal", lambda: 0)
+    monkeypatch.setattr(driver, "current_ordinal", lambda: 0)
     monkeypatch.setattr(launch, "check_last", lambda *a: None)
     copy = lambda dst, src, nbytes, stream=0: ctypes.memmove(dst, src, nbytes)  # noqa: E731
     for fn in ("memcpy_htod", "memcpy_dtoh"):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import cute_gemm
-from cute_gemm import launch, registry, resolve
+from cute_gemm import driver, launch, registry, resolve
 from cute_gemm.arrays import parse
 from conftest import GPU_SKIP_REASON
 
@@ -24,7 +24,7 @@ def no_device_calls(monkeypatch):
     """Any attempt to reach the driver fails the test: validation must come first."""
     def boom(*a, **k):
         raise AssertionError("validation reached the CUDA driver")
-    monkeypatch.setattr(launch, "ensure_context", boom)
+    monkeypatch.setattr(driver, "ensure_context", boom)
     monkeypatch.setattr(launch, "DeviceBuffer", boom)
     monkeypatch.setattr(launch, "launch", boom)
 

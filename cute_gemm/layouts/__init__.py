@@ -14,7 +14,8 @@ from .algebra import Dyn, Layout, View, cosize, fmt, get, local_partition, local
     make_layout, print_layout, product_each, rank, size, value
 from .model import PROBLEM, THREAD, Def, Item, Recipe, Section
 from .recipes import RECIPES, build, has_recipe
-from .recipes_sm90 import swizzle_atom      # importing it registers the c5 / c6 recipes
+from . import recipes_sm90  # noqa: F401   importing it registers the c5 / c6 recipes
+from .atoms import swizzle_atom
 from .text import describe, dump_text, expected_output, item_text, split_dump
 
 __all__ = ["Dyn", "Layout", "View", "cosize", "fmt", "get", "local_partition", "local_tile",

@@ -1,6 +1,7 @@
 """The tensor-core MMA atoms the kernels use, as CuTe's MMA_Traits define them
 (cute/atom/mma_traits_sm80.hpp, mma_traits_sm90_gmma.hpp): shape (M,N,K), the thread ids,
-and the (thread, value) -> column-major (m,k) / (n,k) / (m,n) index layouts of A, B and C.
+and the (thread, value) -> column-major (m,k) / (n,k) / (m,n) index layouts of A, B and C;
+and the swizzled shared-memory atom c4_mma_sm80 and the GMMA kernels share (swizzle_atom).
 
 pycute has no atoms; these are CuTe's tables restated, and tests/test_layouts.py's nvcc
 check prints the TiledMMAs built from them with CuTe (cute_mma_sm80 by default, the GMMA
@@ -8,7 +9,9 @@ kernels with CUTE_GEMM_TEST_FULL=1), so a restatement that drifts from CuTe fail
 """
 from __future__ import annotations
 
-from .algebra import Layout, MMAAtom
+import pycute
+
+from .algebra import Layout, MMAAtom, Swizzled
 
 # SM80_16x8_Row: C (and 16x8x8 A): lane l = 4 g + q holds rows g and g + 8, columns 2q, 2q + 1
 _SM80_16x8_ROW = Layout(((4, 8), (2, 2)), ((32, 1), (16, 8)))
@@ -47,3 +50,17 @@ def ldsm_x4_a(kmajor: bool) -> Layout:
     if kmajor:       # lane 8j + r: m = r + 8 (j % 2), k = 8 (j / 2) + v
         return Layout(((8, 2, 2), 8), ((1, 8, 128), 16))
     return Layout(((8, 2, 2), 8), ((16, 8, 128), 1))     # lane 8j + r: k = r + 8 (j / 2), m = 8 (j % 2) + v
+
+
+def swizzle_atom(elem_bytes: int, kmajor: bool, row_bytes: int = 128, ptr: bool = True) -> Swizzled:
+    """A swizzled smem atom of 8 lines of `row_bytes` (CuTe's Swizzle<log2(row/16),4,3> on
+    byte addresses: 16-byte chunk c of line r lands at chunk c ^ (r % 8)). k-major: 8 rows
+    (m or n) of row_bytes along k; mn-major: row_bytes along m/n, 8 columns of k. ptr: GMMA's
+    Layout_{K,MN}_SW{128,64}_Atom (offset smem_ptr_flag_bits, the swizzle on bytes); else
+    c4's composition(Swizzle<3,log2 V,3>, layout), the same function on element offsets."""
+    e = row_bytes // elem_bytes
+    lay = Layout((8, e), (e, 1)) if kmajor else Layout((e, 8), (1, e))
+    bits = (row_bytes // 16).bit_length() - 1
+    if ptr:
+        return Swizzled(pycute.Swizzle(bits, 4, 3), lay, 0, 8 * elem_bytes)
+    return Swizzled(pycute.Swizzle(bits, (16 // elem_bytes).bit_length() - 1, 3), lay)

@@ -19,7 +19,7 @@ from .. import paths
 from ..ladder_cute import SMEM_PAD, WARP_M, kquad_stage
 from .algebra import UNIVERSAL_FMA, CopyAtom, Layout, TiledCopy, TiledMMA, fmt, make_layout, \
     tile_to_shape
-from .atoms import SM80_16x8x16, ldsm_x4_a
+from .atoms import SM80_16x8x16, ldsm_x4_a, swizzle_atom
 from .model import PROBLEM, THREAD, Builder, Def, Global, Part, Recipe, Smem
 
 RECIPES: dict[str, Callable] = {}         # kernel source (registry `source`) -> recipe
@@ -358,7 +358,6 @@ def _c4(b: Builder) -> None:
                             "copies", g, Part(cp, "S")),
             ]
     # smem: 128-byte rows swizzled (Swizzle<3,log2 V,3> on element offsets), tiled to the ring
-    from .recipes_sm90 import swizzle_atom
     nb, stages = 2, b.d["STAGES"]
     b.locals += ["using T = bfloat16_t;", "auto bM = Int<BLK_M>{};", "auto bN = Int<BLK_N>{};",
                  "auto bK = Int<kBlkK<T>>{};", "auto bP = Int<STAGES>{};"]

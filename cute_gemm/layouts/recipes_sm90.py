@@ -1,5 +1,6 @@
 """The layouts of the tensor-core kernels' swizzled shared memory and MMAs: the SM90 GMMA
-kernels (c5_wgmma, c6_wgmma_ws) and the swizzled atoms c4_mma_sm80 shares with them.
+kernels (c5_wgmma, c6_wgmma_ws), from the swizzled atoms they share with c4_mma_sm80
+(atoms.swizzle_atom).
 
 Everything comes from the registry entry: the tile and stages from its -D defines (c5) or
 its WgmmaWsConfig (c6), the element types and majors from its variants, and each operand's
@@ -9,29 +10,13 @@ or, for the TiledMMA the kernels build in their function, its expression there.
 """
 from __future__ import annotations
 
-import pycute
-
 from ..records import ITEMSIZE, PRECISION_DTYPE
-from .algebra import Layout, Swizzled, TiledMMA, make_layout, product_each, tile_to_shape
-from .atoms import gmma_ss
+from .algebra import Layout, TiledMMA, make_layout, product_each, tile_to_shape
+from .atoms import gmma_ss, swizzle_atom
 from .model import Builder, Def, Global, Part, Smem
 from .recipes import recipe
 
 _CPP_TYPE = {"bf16": "cute::bfloat16_t", "fp16": "cute::half_t", "tf32": "float"}
-
-
-def swizzle_atom(elem_bytes: int, kmajor: bool, row_bytes: int = 128, ptr: bool = True) -> Swizzled:
-    """A swizzled smem atom of 8 lines of `row_bytes` (CuTe's Swizzle<log2(row/16),4,3> on
-    byte addresses: 16-byte chunk c of line r lands at chunk c ^ (r % 8)). k-major: 8 rows
-    (m or n) of row_bytes along k; mn-major: row_bytes along m/n, 8 columns of k. ptr: GMMA's
-    Layout_{K,MN}_SW{128,64}_Atom (offset smem_ptr_flag_bits, the swizzle on bytes); else
-    c4's composition(Swizzle<3,log2 V,3>, layout), the same function on element offsets."""
-    e = row_bytes // elem_bytes
-    lay = Layout((8, e), (e, 1)) if kmajor else Layout((e, 8), (1, e))
-    bits = (row_bytes // 16).bit_length() - 1
-    if ptr:
-        return Swizzled(pycute.Swizzle(bits, 4, 3), lay, 0, 8 * elem_bytes)
-    return Swizzled(pycute.Swizzle(bits, (16 // elem_bytes).bit_length() - 1, 3), lay)
 
 
 def _groups(kernel) -> list[tuple[str, list]]:

@@ -6,6 +6,8 @@ import sys
 
 import numpy as np
 
+from ..compile import nvrtc_version
+from ..version import __version__
 from .stats import peak_formula, peak_tflops
 
 
@@ -18,13 +20,11 @@ def _dist_version(dist: str) -> str | None:
 
 
 def versions(backend=None) -> dict:
-    from .. import __version__     # the package imports perf: read it at call time
     v = {"cute_gemm": __version__, "python": sys.version.split()[0], "numpy": np.__version__,
          "cuda-bindings": _dist_version("cuda-bindings"), "cuda-core": _dist_version("cuda-core"),
          "nvidia-cutlass": _dist_version("nvidia-cutlass"),
          "nvidia-cuda-nvrtc": _dist_version("nvidia-cuda-nvrtc")}
     try:
-        from ..compile import nvrtc_version
         v["nvrtc"] = ".".join(map(str, nvrtc_version()))
     except Exception:
         v["nvrtc"] = None

@@ -23,7 +23,7 @@ import importlib
 
 import numpy as np
 
-from .. import api, launch, registry
+from .. import api, driver, launch, registry
 from ..arrays import DeviceArray, parse
 from .runtime import resolve
 from .timing import host_us, wall_us
@@ -85,7 +85,7 @@ def measure_overhead(kernel: str | None = None, *, size: int = 16, calls: int = 
         api.run(name, dA, dB, out=dC)
         launch.check_last(name)
         A, B, C = parse("a", dA), parse("b", dB), parse("out", dC)
-        variant, copies, f = resolve(k, {"a": A, "b": B, "c": C}, ordinal=launch.current_ordinal())
+        variant, copies, f = resolve(k, {"a": A, "b": B, "c": C}, ordinal=driver.current_ordinal())
         grid, smem = k.grid(size, size, size), k.smem_bytes(size, size, size)
         packed = launch.pack_gemm_args(size, size, size, 1.0, A.ptr, A.strides[0], A.strides[1],
                                        B.ptr, B.strides[0], B.strides[1], 0.0,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import re
 
+from .. import registry
 from ..registry import AUTO
 from . import plots as P
 from .schema import (CUBLAS, CUBLAS_PEER, FIRST_CALL_MODES, LAYOUT_TEXT, BenchResult,
@@ -252,7 +253,6 @@ def format_overhead(o: dict) -> str:
 def _ladder_stage(name: str) -> bool:
     """True for the first registered configuration of a kernel source (the ladder's own
     stage) and for any name the registry does not know (an older record's)."""
-    from .. import registry
     ks = registry.kernels()
     k = next((x for x in ks if x.name == name), None)
     return k is None or next(x for x in ks if x.source == k.source).name == name

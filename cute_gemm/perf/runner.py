@@ -156,8 +156,8 @@ class _Inputs:
                     ai, bi = a0, b0
                 else:   # same values at new addresses: a dtod copy, no host traffic
                     ai, bi = self._clone(a0), self._clone(b0)
-                    launch.memcpy_dtod(ai._buf.ptr, a0._buf.ptr, a0._buf.nbytes)
-                    launch.memcpy_dtod(bi._buf.ptr, b0._buf.ptr, b0._buf.nbytes)
+                    launch.memcpy_dtod(ai.ptr, a0.ptr, a0.buffer_bytes)
+                    launch.memcpy_dtod(bi.ptr, b0.ptr, b0.buffer_bytes)
                 c = DeviceArray((m, n), dtype=self.out_dtype)
                 self._owned.append(c)
                 self.A.append(ai)

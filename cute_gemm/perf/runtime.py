@@ -5,7 +5,7 @@ before perf asks the driver for free memory, and compiles started ahead in paral
 """
 from __future__ import annotations
 
-from .. import cache, launch, registry
+from .. import cache, driver, launch, registry
 from .. import resolve as _resolve
 from ..arrays import Operand
 
@@ -22,7 +22,7 @@ def resolve(kernel: registry.Kernel, ops: dict[str, Operand], precision: str = "
 
 
 def make_current(ordinal: int) -> None:
-    launch.ensure_context(ordinal)
+    driver.ensure_context(ordinal)
 
 
 def compile_ahead(kernels, arch_int: int):

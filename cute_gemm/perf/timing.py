@@ -26,7 +26,7 @@ import time
 import warnings
 from typing import Callable
 
-from .. import kernel_args, launch, registry
+from .. import driver, kernel_args, launch, registry, resolve
 
 
 def rotation_sets(bytes_per_set: int, l2_bytes: int, free_bytes: int | None = None, *,
@@ -52,7 +52,7 @@ class Flush:
         self.nbytes = int(min(max(2 * l2_bytes, 8 << 20), 512 << 20))
         self.buf = launch.DeviceBuffer(self.nbytes)
         self.hold_us = HOLD_US if hold_us is None else hold_us
-        self.spin = Spin(launch.current_ordinal(), self.hold_us)
+        self.spin = Spin(driver.current_ordinal(), self.hold_us)
 
     def __call__(self) -> None:
         launch.memset_f32(self.buf.ptr, 0, self.nbytes // 4)
@@ -76,7 +76,6 @@ class Spin:
     SM clock (longer at a lower one) on the default stream."""
 
     def __init__(self, ordinal: int, us: float):
-        from .. import resolve
         info = launch.device_info(ordinal)
         self.fn = resolve.loaded(SPIN, ordinal).function("spin")
         self.grid = (2 * info.sm_count, 1, 1)

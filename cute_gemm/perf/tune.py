@@ -31,10 +31,12 @@ from typing import Callable
 
 import numpy as np
 
-from .. import api, auto, autotable, launch, streamk
+from .. import api, auto, autotable, cache, launch, registry, streamk
 from ..autotable import Measured, Table
+from ..check import as_given
 from ..errors import CuteGemmError
 from ..records import ITEMSIZE, PRECISION_DTYPE, cdiv
+from ..version import __version__
 from .runner import Reference, _first_line, _gpu_check, _Inputs, parse_precisions
 from .runtime import compile_ahead, make_current
 from .shapes import out_dtype_of, parse_layouts, parse_sizes
@@ -154,7 +156,6 @@ class GpuMeasure:
         a = self.rng.standard_normal((p.m, p.k), dtype=np.float32)
         b = self.rng.standard_normal((p.k, p.n), dtype=np.float32)
         if dt != "float32":
-            from ..check import as_given
             a, b = as_given(a, dt), as_given(b, dt)
         ref = Reference(a, b, self.rng, precision=p.precision, full_max=CHECK_FULL_MAX)
         per_set = ITEMSIZE[dt] * (p.m * p.k + p.k * p.n) + ITEMSIZE[out_dtype_of(p.precision)] * p.m * p.n
@@ -264,7 +265,6 @@ def _out_path(out, gpu: str) -> Path:
 
 def _start(path: Path, info, fresh: bool) -> Table:
     """The table to add rows to: the one at `path` when it is of this GPU and version."""
-    from .. import __version__
     old = None if fresh or not path.exists() else autotable.load(path, info.name, __version__)
     t = old or Table(info.name, info.arch, __version__)
     t.arch, t.sm_count = info.arch, info.sm_count
@@ -285,7 +285,6 @@ def _earlier_runs(table: Table) -> list[dict]:
 def _compile(kernels, info) -> None:
     """Every candidate compiled (in parallel processes), so no compile is timed or counted
     into a problem's share."""
-    from .. import cache, registry
     ks = [registry.get(x) for x in sorted(kernels)]
     ahead = compile_ahead(ks, info.arch_int)
     try:
