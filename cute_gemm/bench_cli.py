@@ -1,6 +1,16 @@
 """`cute-gemm bench`: the command line of cute_gemm.perf (registered by cli.py when present)."""
 from __future__ import annotations
 
+import argparse
+
+from .cli_base import (error, gpu_unavailable, kernel_name, kernel_or_auto, nonneg_int,
+                       positive_float, positive_int)
+from .perf.cublas import find_cublas
+from .perf.overhead import measure_overhead
+from .perf.report import format_overhead, format_table, readme_markdown
+from .perf.runner import bench, parse_precisions
+from .perf.schema import load_json
+from .perf.shapes import parse_layouts, parse_sizes
 
 _DESCRIPTION = """\
 Check, then time, every registered kernel next to cuBLAS fp32 (CuPy or PyTorch, TF32 off).
@@ -15,17 +25,16 @@ sweep's). 'auto' names gemm()'s choice, timed like a kernel."""
 
 
 def register(sub) -> None:
-    from cute_gemm.cli import kernel_name, kernel_or_auto, nonneg_int, positive_float, positive_int
     s = sub.add_parser("bench", help="benchmark kernels against cuBLAS fp32 (checked first; needs a GPU)",
                        description=_DESCRIPTION)
     s.add_argument("kernels", nargs="*", type=kernel_or_auto, metavar="KERNEL",
                    help="kernel names, or auto for gemm()'s choice (default: every kernel the "
                         "device supports)")
-    s.add_argument("--size", action="append", type=_size, metavar="N|MxNxK|squares|odd|sweep|held-out|grid|all",
+    s.add_argument("--size", action="append", type=parse_size_arg, metavar="N|MxNxK|squares|odd|sweep|held-out|grid|all",
                    help="repeatable; default: all")
-    s.add_argument("--layouts", default="nn", type=_layouts,
+    s.add_argument("--layouts", default="nn", type=parse_layouts_arg,
                    help="comma list of nn, tn, nt, tt (t = transposed view) or all; default nn")
-    s.add_argument("--precision", default="fp32", type=_precisions, metavar="P[,P...]|all",
+    s.add_argument("--precision", default="fp32", type=parse_precisions_arg, metavar="P[,P...]|all",
                    help="fp32 (default), tf32, bf16, fp16, fp32_3xtf32, a comma list, or all: each "
                         "kernel in the precisions it offers, next to cuBLAS at the same precision "
                         "(fp32_3xtf32: cuBLAS fp32, TF32 off)")
@@ -58,10 +67,8 @@ def register(sub) -> None:
     s.set_defaults(fn=_cmd_bench)
 
 
-def _size(s: str) -> str:
+def parse_size_arg(s: str) -> str:
     """Checked here so that a typo is reported before the GPU is looked for."""
-    import argparse
-    from cute_gemm.perf.shapes import parse_sizes
     try:
         parse_sizes([s])
     except ValueError as e:
@@ -69,9 +76,7 @@ def _size(s: str) -> str:
     return s
 
 
-def _layouts(s: str) -> str:
-    import argparse
-    from cute_gemm.perf.shapes import parse_layouts
+def parse_layouts_arg(s: str) -> str:
     try:
         if not parse_layouts(s):
             raise ValueError("no layout given: use nn, tn, nt, tt or all")
@@ -80,9 +85,7 @@ def _layouts(s: str) -> str:
     return s
 
 
-def _precisions(s: str) -> str:
-    import argparse
-    from cute_gemm.perf.runner import parse_precisions
+def parse_precisions_arg(s: str) -> str:
     try:
         parse_precisions(s)
     except ValueError as e:
@@ -91,12 +94,6 @@ def _precisions(s: str) -> str:
 
 
 def _cmd_bench(args) -> int:
-    from cute_gemm.perf.cublas import find_cublas
-    from cute_gemm.perf.overhead import measure_overhead
-    from cute_gemm.perf.report import format_overhead, format_table, readme_markdown
-    from cute_gemm.perf.runner import bench
-    from cute_gemm.perf.schema import load_json
-    from cute_gemm.cli import error, gpu_unavailable
     if args.readme:
         try:
             saved = load_json(args.readme)

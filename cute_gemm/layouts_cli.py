@@ -9,9 +9,17 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections import Counter
 from html import escape
 from pathlib import Path
 from typing import Sequence
+
+from . import layouts as L
+from . import registry
+from .cli_base import Progress, kernel_name, nonneg_int, shape_mnk
+from .errors import UnknownKernelError
+from .layouts import analysis
+from .layouts import draw as D
 
 FORMATS = ("text", "svg", "png")
 
@@ -27,8 +35,6 @@ def self_check(kernel, problem=None, thread=None) -> tuple[int, list[str]]:
     """(layouts checked, problems) for one CuTe kernel: the pure-Python properties that
     tests/test_layouts.py asserts (layouts.analysis.check), so `cute-gemm check` can report
     them without pytest."""
-    from . import layouts as L
-    from .layouts import analysis
     try:
         rec = L.build(kernel, problem or L.PROBLEM, L.THREAD if thread is None else thread)
     except KeyError as e:
@@ -37,8 +43,6 @@ def self_check(kernel, problem=None, thread=None) -> tuple[int, list[str]]:
 
 
 def self_check_all(names: Sequence[str], progress: bool | None = None) -> list[dict]:
-    from . import registry
-    from .compile_cli import Progress
     bar = Progress(len(names), progress, verb="checking layouts of")
     out = []
     try:
@@ -57,8 +61,6 @@ def self_check_all(names: Sequence[str], progress: bool | None = None) -> list[d
 
 def summary(kernel, rec) -> str:
     """A few lines: what the kernel is, how many layouts it has, and those every entry shares."""
-    from collections import Counter
-    from . import layouts as L
     items = list(rec.items())
     kinds = Counter(it.kind for it in items)
     tile = "x".join(map(str, kernel.tile)) if kernel.tile else "-"
@@ -77,7 +79,6 @@ def summary(kernel, rec) -> str:
 def full_text(rec) -> str:
     """layouts.dump_text without the repeated line: print_layout restates the layout that
     the line above it already gives."""
-    from . import layouts as L
     out = [f"# {rec.kernel.name}  ({rec.source})\n\n"]
     for s in rec.sections:
         out.append(f"## {s.title}\n\n")
@@ -104,7 +105,6 @@ def gallery(out: Path, fmt: str, pages: list[tuple[object, object, list[tuple[st
             problem, thread: int) -> Path:
     """index.html in `out`: a section per kernel, a picture per layout with its caption,
     every link relative so the folder can be moved or served as it is."""
-    from . import layouts as L
     h = ["<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
          "<title>cute_gemm: CuTe layouts</title>", f"<style>{_CSS}</style></head><body>",
          "<h1>CuTe layouts of the cute_gemm kernels</h1>",
@@ -144,10 +144,6 @@ def run(kernels: list[str] | None = None, fmt: str = "text", out: str | None = N
         thread: int | None = None, shape: str | tuple[int, int, int] | None = None,
         full: bool = False) -> int:
     """Everything is checked, and every recipe built, before the first file is written."""
-    from . import layouts as L
-    from . import registry
-    from .cli import shape_mnk
-    from .errors import UnknownKernelError
     cute = tuple(k for k in registry.kernels("cute") if L.has_recipe(k))
     try:
         chosen = [registry.get(n) for n in kernels] if kernels else list(cute)
@@ -180,7 +176,6 @@ def run(kernels: list[str] | None = None, fmt: str = "text", out: str | None = N
     recs = [(k, L.build(k, problem, thr)) for k in chosen]
     if fmt == "text":
         return _write_text(recs, out, full)
-    from .layouts import draw as D
     root = Path(out or "layouts")
     pages = []
     for k, rec in recs:
@@ -220,7 +215,6 @@ def _write_text(recs, out: str | None, full: bool) -> int:
 
 
 def add_arguments(p) -> None:
-    from .cli import kernel_name, nonneg_int, shape_mnk
     p.add_argument("kernels", nargs="*", metavar="KERNEL", type=kernel_name,
                    help="registered CuTe kernels (default: all of them)")
     p.add_argument("--format", choices=FORMATS, default="text",

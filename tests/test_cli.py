@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import cute_gemm
-from cute_gemm import cache, cli, registry
+from cute_gemm import cache, cli, cli_base, registry
 from cute_gemm import compile as comp
 from cute_gemm.errors import CompileError, CudaError
 
@@ -275,7 +275,7 @@ def test_check_json_with_a_gpu_is_strict_json(capsys, monkeypatch):
     def fake_cross_check(**kw):
         seen.update(kw)
         return rep
-    monkeypatch.setattr("cute_gemm.cli.gpu_unavailable", lambda: None)
+    monkeypatch.setattr(cli_base, "gpu_unavailable", lambda: None)
     monkeypatch.setattr(check, "cross_check", fake_cross_check)
     rc, out, _ = _run(capsys, "check", "naive", "cute_gmem", "--shape", "3x2x1", "--json")
     assert rc == 1                                         # an error result fails the check
