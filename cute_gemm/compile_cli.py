@@ -165,13 +165,16 @@ def layout_plan(kernels: list[str], layouts: list[str], precisions: tuple[str, .
 
 def compile_table(kernels: list[str], archs: list[str], workers: int | None,
                   progress: bool | None, layouts: list[str] | None = None,
-                  precisions: tuple[str, ...] | None = None) -> list[Outcome]:
+                  precisions: tuple[str, ...] | None = None,
+                  plan: dict[str, list[tuple[str, ...] | None]] | None = None) -> list[Outcome]:
     """Compile kernels x archs; kernels whose min_arch is above an arch are skipped, and
     an arch-specific kernel is compiled for its target of that arch (sm_90 -> sm_90a).
     With `layouts`, only the entry points calls in those operand layouts launch, in the
-    sets run() compiles (layout_plan)."""
-    plan = (layout_plan(kernels, layouts, precisions) if layouts else
-            {n: [None] for n in kernels})
+    sets run() compiles (layout_plan); with `plan` (kernel name -> entry-point sets, None
+    for the whole kernel, as compile.select_entries gives them), exactly those."""
+    if plan is None:
+        plan = (layout_plan(kernels, layouts, precisions) if layouts else
+                {n: [None] for n in kernels})
     jobs, per_kernel = [], {}
     for a in archs:
         for n, sets in plan.items():

@@ -346,3 +346,64 @@ def test_layouts_gallery_links_every_picture(capsys, tmp_path):
     assert pictures and linked == pictures                 # relative links, every picture once
     assert html.count("<figcaption>") == len(pictures)
     assert html.index('id="cute_gmem"') < html.index('id="cute_smem"')
+
+
+# ---- check: quick by default, everything with --all ----------------------------------------------
+
+@pytest.fixture
+def fake_compiles(monkeypatch, tmp_cache):
+    """NVRTC replaced in this process (so --jobs 1): records the entry points of each
+    compile and reports 32 registers for each; the layout self-checks recorded, not run."""
+    runs: list[tuple[str, tuple[str, ...]]] = []
+
+    def run_nvrtc(kernel, source, opts, want_ptx):
+        wanted = tuple(o[len("-DCG_WANT_"):-2] for o in opts if o.startswith("-DCG_WANT_"))
+        runs.append((kernel.name, wanted))
+        log = "".join(f"ptxas info    : Compiling entry function '{e}' for 'sm_90'\n"
+                      "ptxas info    : Used 32 registers\n" for e in wanted or kernel.entries)
+        return b"CUBIN " + " ".join(opts).encode(), None, log, 0.0
+    monkeypatch.setattr(comp, "run_nvrtc", run_nvrtc)
+    monkeypatch.setattr("cute_gemm.compile_cli.unsupported_arch", lambda arch: None)
+    checked: list[str] = []
+
+    def self_check_all(names, progress=None):
+        checked.extend(names)
+        return [{"kernel": n, "layouts": 1, "problems": []} for n in names]
+    monkeypatch.setattr("cute_gemm.check_cli.self_check_all", self_check_all)
+    return runs, checked
+
+
+def test_check_compiles_one_entry_point_per_kernel_source(capsys, fake_compiles):
+    runs, checked = fake_compiles
+    rc, out, _ = _run(capsys, "check", "--jobs", "1", "--json")
+    doc = json.loads(out)
+    sources = {k.source for k in registry.compiled()}
+    assert rc == 0 and doc["ok"] and doc["all"] is False
+    assert len(runs) == len(sources) and all(len(w) <= 1 for _, w in runs)
+    assert len({registry.find(n).source for n, _ in runs}) == len(sources)
+    assert doc["entries"]["compiled"] == len(sources) < doc["entries"]["all"]
+    # the layouts of one CuTe kernel per source
+    cute_sources = {k.source for k in registry.kernels("cute") if k.gemm_of is None}
+    assert len(checked) == len(cute_sources)
+    # the same count as `cute-gemm list`, the composed kernels' GEMM apart
+    assert doc["kernels"]["registered"] == list(registry.names())
+    assert doc["kernels"]["internal"] == ["cute_3xtf32_gemm"]
+    assert any("check --all` adds" in s for s in doc["not_run"])
+
+
+def test_check_text_says_what_it_counts_and_what_all_adds(capsys, fake_compiles):
+    rc, out, _ = _run(capsys, "check", "--jobs", "1", "--no-progress")
+    assert rc == 0
+    assert f"kernels: {len(registry.names())} registered kernels (`cute-gemm list`)" in out
+    assert "one entry point per kernel source" in out
+    assert "NOT RUN: `cute-gemm check --all` adds" in out
+
+
+def test_check_all_compiles_every_entry_point_with_progress(capsys, fake_compiles):
+    runs, checked = fake_compiles
+    rc, out, err = _run(capsys, "check", "naive", "v4_float4", "cute_gmem", "--all", "--jobs", "1")
+    assert rc == 0
+    assert sorted(runs) == sorted([("naive", ()), ("v4_float4", ()), ("cute_gmem", ())])  # whole
+    assert checked == ["cute_gmem"] and "NOT RUN: `cute-gemm check --all`" not in out
+    assert "[3/3]" in err          # --all: progress even when stderr is no terminal
+
