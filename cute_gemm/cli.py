@@ -1,4 +1,4 @@
-"""The `cute-gemm` command line: list, run, check, compile, cache, bench, layouts.
+"""The `cute-gemm` command line: list, run, check, compile, cache, bench, layouts, tune.
 
 Exit status: 0 all good; 1 the command ran and found a problem (a failing kernel, a spill,
 a compile error); 2 it could not do what was asked (a bad argument, no GPU for a command that
@@ -10,12 +10,17 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
+import textwrap
+import warnings
 from typing import Sequence
 
 from . import __version__, bench_cli, cache, check_cli, compile_cli, layouts_cli, registry, tune_cli
-from .cli_base import (error, device_reason, gpu_unavailable, kernel_or_auto, nonneg_int,
-                       one_line, positive_int, print_json, save_log)
+from . import cli_base as base
+from .cli_base import (error, device_reason, kernel_or_auto, nonneg_int,
+                       one_line, positive_int, print_json, reset_warnings, save_log,
+                       show_warning)
 from .errors import CompileError, CuteGemmError, NoDeviceError
 from .perf.runner import time_kernel
 
@@ -31,21 +36,55 @@ def _kernel_record(k: registry.Kernel) -> dict:
             "entries": list(k.entries)}
 
 
+def _fit(text: str, width: int) -> str:
+    """`text` cut to `width` characters, an ellipsis marking the cut."""
+    return text if len(text) <= width else text[:max(width - 1, 0)].rstrip() + "…"
+
+
 def _cmd_list(args) -> int:
     ks = registry.kernels(args.family)
     if args.json:
         print_json([_kernel_record(k) for k in ks])
         return 0
-    w = max([22] + [len(k.name) + 2 for k in ks])
-    print(f"{'name':<{w}}{'family':<13}{'tile':<14}{'threads':>8}  {'seed':<38}summary")
-    for k in ks:
-        tile = "x".join(map(str, k.tile)) if k.tile else "-"
-        print(f"{k.name:<{w}}{k.family:<13}{tile:<14}{k.threads:>8}  {k.seed:<38}{k.summary}")
+    w = max([6] + [len(k.name) + 2 for k in ks])
+    tiles = {k.name: "x".join(map(str, k.tile)) if k.tile else "-" for k in ks}
+    tw = max([6] + [len(t) + 2 for t in tiles.values()])
+    if args.wide:              # everything, one line per kernel however long
+        sw = max([6] + [len(k.seed) + 2 for k in ks])
+        print(f"{'name':<{w}}{'family':<13}{'tile':<{tw}}{'threads':>7}  {'seed':<{sw}}summary")
+        for k in ks:
+            print(f"{k.name:<{w}}{k.family:<13}{tiles[k.name]:<{tw}}{k.threads:>7}  "
+                  f"{k.seed:<{sw}}{k.summary}")
+    else:                      # the summary cut to the terminal: --wide or --json for all of it
+        cols = shutil.get_terminal_size((100, 24)).columns
+        lead = w + 13 + tw + 7 + 2
+        print(f"{'name':<{w}}{'family':<13}{'tile':<{tw}}{'threads':>7}  summary")
+        for k in ks:
+            print(f"{k.name:<{w}}{k.family:<13}{tiles[k.name]:<{tw}}{k.threads:>7}  "
+                  + _fit(k.summary, max(cols - lead - 1, 10)))
+    # the count `check` gives too: the registry's kernels, and apart the GEMMs that composed
+    # kernels run (registry.compiled(): built and checked, never called by name)
+    internal = [k for k in registry.compiled(args.family) if k.name not in registry.names()]
+    foot = f"{len(ks)} registered kernels" + (
+        f"; `check` and `compile` also build {', '.join(k.name for k in internal)}, the GEMM "
+        f"{'a composed kernel runs' if len(internal) == 1 else 'composed kernels run'}"
+        if internal else "") + ("" if args.wide else "; --wide for the seeds and whole summaries")
+    print("\n" + (foot if args.wide else textwrap.fill(
+        foot, shutil.get_terminal_size((100, 24)).columns - 1)))
     return 0
 
 
 def _cmd_run(args) -> int:
-    why = gpu_unavailable()
+    if 0 in (args.m, args.n, args.k):    # what gemm() does with it, no kernel launched
+        what = ("C is empty" if 0 in (args.m, args.n) else "C = beta C (no product to add)")
+        msg = f"an empty problem: {what}; gemm() launches no kernel, so there is nothing to time"
+        if args.json:
+            print_json({"kernel": args.name, "m": args.m, "n": args.n, "k": args.k, "ms": None,
+                        "status": "empty", "message": msg})
+        else:
+            print(f"{args.name}: M={args.m} N={args.n} K={args.k}  {msg}")
+        return 0
+    why = base.gpu_unavailable()
     if why:
         return error(f"run times a kernel on a CUDA GPU and none can be used here ({why}); "
                      "`cute-gemm check` does what can be done without one", "cute-gemm run")
@@ -99,15 +138,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("list", help="list the registered kernels")
     s.add_argument("--family", choices=("handwritten", "cute"), help="only this family")
-    s.add_argument("--json", action="store_true", help="JSON on stdout instead of a table")
+    g = s.add_mutually_exclusive_group()
+    g.add_argument("--wide", action="store_true",
+                   help="every column (the seed too) and whole summaries, however long the lines "
+                        "(default: summaries cut to the terminal's width)")
+    g.add_argument("--json", action="store_true", help="JSON on stdout instead of a table")
     s.set_defaults(fn=_cmd_list)
 
     s = sub.add_parser("run", help="check, then time, one kernel on one shape (needs a GPU)")
     s.add_argument("name", type=kernel_or_auto, metavar="KERNEL",
                    help="a name from `cute-gemm list`, or auto (gemm()'s choice)")
-    s.add_argument("--m", type=positive_int, default=4096, help="rows of A and C (default 4096)")
-    s.add_argument("--n", type=positive_int, default=4096, help="columns of B and C (default 4096)")
-    s.add_argument("--k", type=positive_int, default=4096, help="inner dimension (default 4096)")
+    s.add_argument("--m", type=nonneg_int, default=4096, help="rows of A and C (default 4096)")
+    s.add_argument("--n", type=nonneg_int, default=4096, help="columns of B and C (default 4096)")
+    s.add_argument("--k", type=nonneg_int, default=4096, help="inner dimension (default 4096)")
     s.add_argument("--repeats", type=positive_int, default=20,
                    help="timed launches; the median is reported (default 20)")
     s.add_argument("--seed", type=nonneg_int, help="seed of the random inputs (default: fresh)")
@@ -141,7 +184,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.print_help()
         return 0
     try:
-        return args.fn(args)
+        with warnings.catch_warnings():     # (restores showwarning: main() may run again)
+            warnings.showwarning = show_warning
+            reset_warnings()
+            return args.fn(args)
     except CompileError as e:
         path = save_log(e.kernel, next((o[6:] for o in e.options if o.startswith("-arch=")), "arch"),
                         str(e))

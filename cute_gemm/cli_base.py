@@ -22,6 +22,7 @@ from tqdm import tqdm
 
 from . import launch, registry
 from .compile import normalize_arch
+from .cache import CacheWarning
 from .errors import CudaError, UnknownKernelError
 
 DEFAULT_ARCH = "sm_90"   # what `check`/`compile` build for without a GPU: the H100/H200 hosts'
@@ -82,14 +83,12 @@ def kernel_or_auto(s: str) -> str:
 
 
 def shape_mnk(s: str) -> tuple[int, int, int]:
-    """'MxNxK' -> (M, N, K), each >= 1."""
+    """'MxNxK' -> (M, N, K), each >= 0: gemm() takes an empty problem (M or N = 0: nothing
+    to write; K = 0: C = beta C), so the command line does too."""
     parts = s.lower().split("x")
     if len(parts) != 3 or not all(re.fullmatch(r"\d+", p) for p in parts):
         raise argparse.ArgumentTypeError(f"expected MxNxK (e.g. 257x383x129), got {s!r}")
-    dims = tuple(int(p) for p in parts)
-    if min(dims) < 1:
-        raise argparse.ArgumentTypeError(f"M, N and K must be >= 1, got {s!r}")
-    return dims  # type: ignore[return-value]
+    return tuple(int(p) for p in parts)  # type: ignore[return-value]
 
 
 def precision_list(s: str) -> tuple[str, ...]:
@@ -188,6 +187,30 @@ def add_jobs_progress(s) -> None:
                    help="show progress on stderr even when it is not a terminal")
     g.add_argument("--no-progress", dest="progress", action="store_const", const=False,
                    help="no progress on stderr (default: shown when stderr is a terminal)")
+
+
+# ---- warnings ------------------------------------------------------------------------------------
+
+_shown: set = set()
+
+
+def show_warning(message, category, filename=None, lineno=None, file=None, line=None) -> None:
+    """warnings.showwarning for the command line: `cute-gemm: warning: TEXT`, one line, no
+    source line; each kind of warning once per run (an unwritable cache warns in every
+    worker process and for every compile that misses it)."""
+    text = " ".join(str(message).split())
+    if text.startswith("cute_gemm: "):
+        text = text[len("cute_gemm: "):]
+    key = category if issubclass(category, CacheWarning) else (category, text)
+    if key in _shown:
+        return
+    _shown.add(key)
+    print(f"cute-gemm: warning: {text}", file=file or sys.stderr, flush=True)
+
+
+def reset_warnings() -> None:
+    """Forget the warnings shown (a new run of main() shows them again)."""
+    _shown.clear()
 
 
 # ---- progress ------------------------------------------------------------------------------------

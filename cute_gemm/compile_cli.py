@@ -12,6 +12,7 @@ import multiprocessing
 import re
 import sys
 import time
+import warnings
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 
@@ -35,6 +36,7 @@ class Outcome:
     error: str = ""
     log: str = ""                     # the whole NVRTC error, for a log file
     entries: tuple[str, ...] = ()     # the entry points compiled (--layout), () for all of them
+    warned: tuple[tuple[str, str], ...] = ()   # (category, text) of the warnings the compile gave
 
     @property
     def shown_origin(self) -> str:
@@ -59,7 +61,16 @@ Job = tuple[str, str, "tuple[str, ...] | None"]
 
 
 def compile_one(job: Job) -> Outcome:
-    """Runs in a worker process: everything it returns pickles (no cubin: the cache holds it)."""
+    """Runs in a worker process: everything it returns pickles (no cubin: the cache holds it).
+    Warnings (an unwritable cache) come back in the outcome, for the parent to show once."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        o = _compile_one(job)
+    o.warned = tuple((w.category.__name__, str(w.message)) for w in caught)
+    return o
+
+
+def _compile_one(job: Job) -> Outcome:
     name, arch, entries = job
     t0 = time.perf_counter()
     sel = tuple(entries or ())
@@ -72,6 +83,13 @@ def compile_one(job: Job) -> Outcome:
         return Outcome(name, arch, "failed", time.perf_counter() - t0, error=one_line(e), entries=sel)
     return Outcome(name, arch, c.origin, time.perf_counter() - t0, c.resources,
                    entries=() if c.whole else c.entries)
+
+
+def _rewarn(o: Outcome) -> None:
+    """A worker's warnings, given again in this process (where the CLI shows them once)."""
+    for category, text in o.warned:
+        warnings.warn(text, cache.CacheWarning if category == "CacheWarning" else UserWarning,
+                      stacklevel=2)
 
 
 def _note(o: Outcome) -> str:
@@ -98,6 +116,7 @@ def run_jobs(jobs: list[Job], workers: int, progress: Progress) -> list[Outcome]
             for i in order:                  # in-process: NVRTC drops the GIL, the ticker runs
                 progress.start(label(jobs[i]))
                 out[i] = compile_one(jobs[i])
+                _rewarn(out[i])
                 progress.finish(label(jobs[i]), _note(out[i]))
         else:
             _run_pool(jobs, order, min(workers, len(jobs)), progress, label, out)
@@ -126,6 +145,7 @@ def _run_pool(jobs, order, workers, progress, label, out) -> None:
             for f in done:
                 i = pending.pop(f)
                 out[i] = f.result()
+                _rewarn(out[i])
                 progress.finish(label(jobs[i]), _note(out[i]))
                 submit()
     except BaseException:
@@ -319,6 +339,10 @@ def cmd_compile(args) -> int:
     else:
         print(format_table(outcomes))
     report_failures(outcomes, "cute-gemm compile")
+    if outcomes and all(o.origin == "skipped" for o in outcomes):
+        why = "; ".join(dict.fromkeys(f"{o.kernel} {o.error}" for o in outcomes))
+        return error(f"nothing was compiled: every kernel asked for was skipped for "
+                     f"{', '.join(archs)} ({why})", "cute-gemm compile")
     return 1 if any(o.origin == "failed" for o in outcomes) else 0
 
 

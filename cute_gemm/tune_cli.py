@@ -5,7 +5,8 @@ from pathlib import Path
 
 from . import autotable, cache, launch
 from .bench_cli import parse_layouts_arg, parse_precisions_arg, parse_size_arg
-from .cli_base import error, gpu_unavailable, nonneg_int, positive_float, print_json
+from . import cli_base as base
+from .cli_base import error, nonneg_int, positive_float, print_json
 from .perf.tune import format_table, tune
 
 _DESCRIPTION = """\
@@ -41,7 +42,7 @@ def register(sub) -> None:
 
 
 def _cmd_tune(args) -> int:
-    why = gpu_unavailable()
+    why = base.gpu_unavailable()
     if args.show:
         return _show(None if why else _gpu_name(), args.json)
     if why:
