@@ -236,7 +236,7 @@ class Progress:
         if self.enabled and self.tty:
             width = shutil.get_terminal_size((100, 20)).columns - 1
             self._bar = tqdm(total=total, file=self.stream, ncols=width, leave=False,
-                             bar_format="[{n_fmt}/{total_fmt}] {bar:20} {elapsed}<{remaining} "
+                             bar_format="[{n_fmt}/{total_fmt}] {bar:20} {elapsed}<{remaining}"
                                         "{postfix}", dynamic_ncols=False)
             self._thread = threading.Thread(target=self._tick, daemon=True)
             self._thread.start()
