@@ -1,10 +1,25 @@
 """`cute-gemm bench`: the command line of cute_gemm.perf (registered by cli.py when present)."""
 from __future__ import annotations
 
+import argparse
+import sys
+
+from . import cli_base as base
+from .cli_base import (error, kernel_name, kernel_or_auto, nonneg_int, positive_float,
+                       positive_int, print_json)
+from .perf.cublas import find_cublas
+from .perf.overhead import measure_overhead
+from .perf.report import format_overhead, format_table, readme_markdown
+from .perf.runner import bench, parse_precisions
+from .perf.schema import load_json
+from .perf.shapes import parse_layouts, parse_sizes
 
 _DESCRIPTION = """\
-Check, then time, every registered kernel next to cuBLAS fp32 (CuPy or PyTorch, TF32 off).
-Prints a table; with --out DIR writes bench.json, bench.csv, bench_readme.md and PNG plots.
+Check, then time, every registered kernel next to cuBLAS at the same precision (CuPy or
+PyTorch): fp32 next to cuBLAS fp32 with TF32 off, bf16 next to cuBLAS bf16, and so on;
+fp32_3xtf32 next to cuBLAS fp32.
+Prints a table (--json: the same results as JSON on stdout); with --out DIR writes
+bench.json, bench.csv, bench_readme.md and PNG plots.
 A kernel that fails its float64 check is reported as failing, with no speed figure.
 Sizes: N (N^3), MxNxK, 'squares' (256..8192), 'odd' (non-square, non-multiple shapes),
 'all' (default: both), 'sweep' (28 shapes: squares 128..16384, odd, skinny, long and short K,
@@ -15,17 +30,17 @@ sweep's). 'auto' names gemm()'s choice, timed like a kernel."""
 
 
 def register(sub) -> None:
-    from cute_gemm.cli import kernel_name, kernel_or_auto, nonneg_int, positive_float, positive_int
-    s = sub.add_parser("bench", help="benchmark kernels against cuBLAS fp32 (checked first; needs a GPU)",
+    s = sub.add_parser("bench", help="benchmark kernels against cuBLAS at the same precision "
+                                     "(checked first; needs a GPU)",
                        description=_DESCRIPTION)
     s.add_argument("kernels", nargs="*", type=kernel_or_auto, metavar="KERNEL",
                    help="kernel names, or auto for gemm()'s choice (default: every kernel the "
                         "device supports)")
-    s.add_argument("--size", action="append", type=_size, metavar="N|MxNxK|squares|odd|sweep|held-out|grid|all",
+    s.add_argument("--size", action="append", type=parse_size_arg, metavar="N|MxNxK|squares|odd|sweep|held-out|grid|all",
                    help="repeatable; default: all")
-    s.add_argument("--layouts", default="nn", type=_layouts,
+    s.add_argument("--layouts", default="nn", type=parse_layouts_arg,
                    help="comma list of nn, tn, nt, tt (t = transposed view) or all; default nn")
-    s.add_argument("--precision", default="fp32", type=_precisions, metavar="P[,P...]|all",
+    s.add_argument("--precision", default="fp32", type=parse_precisions_arg, metavar="P[,P...]|all",
                    help="fp32 (default), tf32, bf16, fp16, fp32_3xtf32, a comma list, or all: each "
                         "kernel in the precisions it offers, next to cuBLAS at the same precision "
                         "(fp32_3xtf32: cuBLAS fp32, TF32 off)")
@@ -53,15 +68,16 @@ def register(sub) -> None:
                    help="square size of the ladder chart (default 4096)")
     s.add_argument("--seed", type=nonneg_int, default=0, help="seed of the random inputs (default 0)")
     s.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    s.add_argument("--json", action="store_true",
+                   help="the results as JSON on stdout (what --out writes to bench.json) instead "
+                        "of the table")
     s.add_argument("--readme", metavar="BENCH_JSON",
                    help="print the README section (markdown) for a saved bench JSON and exit; no GPU")
     s.set_defaults(fn=_cmd_bench)
 
 
-def _size(s: str) -> str:
+def parse_size_arg(s: str) -> str:
     """Checked here so that a typo is reported before the GPU is looked for."""
-    import argparse
-    from cute_gemm.perf.shapes import parse_sizes
     try:
         parse_sizes([s])
     except ValueError as e:
@@ -69,9 +85,7 @@ def _size(s: str) -> str:
     return s
 
 
-def _layouts(s: str) -> str:
-    import argparse
-    from cute_gemm.perf.shapes import parse_layouts
+def parse_layouts_arg(s: str) -> str:
     try:
         if not parse_layouts(s):
             raise ValueError("no layout given: use nn, tn, nt, tt or all")
@@ -80,9 +94,7 @@ def _layouts(s: str) -> str:
     return s
 
 
-def _precisions(s: str) -> str:
-    import argparse
-    from cute_gemm.perf.runner import parse_precisions
+def parse_precisions_arg(s: str) -> str:
     try:
         parse_precisions(s)
     except ValueError as e:
@@ -91,12 +103,6 @@ def _precisions(s: str) -> str:
 
 
 def _cmd_bench(args) -> int:
-    from cute_gemm.perf.cublas import find_cublas
-    from cute_gemm.perf.overhead import measure_overhead
-    from cute_gemm.perf.report import format_overhead, format_table, readme_markdown
-    from cute_gemm.perf.runner import bench
-    from cute_gemm.perf.schema import load_json
-    from cute_gemm.cli import error, gpu_unavailable
     if args.readme:
         try:
             saved = load_json(args.readme)
@@ -106,16 +112,19 @@ def _cmd_bench(args) -> int:
                          "cute-gemm bench")
         print(readme_markdown(saved, size=args.ladder_size, source=args.readme), end="")
         return 0
-    why = gpu_unavailable()
+    why = base.gpu_unavailable()
     if why:
         return error(f"bench times kernels on a CUDA GPU and none can be used here ({why}); "
                      "`cute-gemm check` does what can be done without one", "cute-gemm bench")
     if args.overhead_only:
         backend, note = find_cublas(args.cublas)
-        print(note)
+        print(note, file=sys.stderr if args.json else sys.stdout)
         o = measure_overhead(args.overhead_kernel or (args.kernels[0] if args.kernels else None),
                              backend=backend)
-        print(format_overhead(o))
+        if args.json:
+            print_json(o)
+        else:
+            print(format_overhead(o))
         return 0 if o["meets_target"] else 1
     try:
         res = bench(args.kernels or None, args.size, layouts=args.layouts, repeats=args.repeats,
@@ -127,8 +136,12 @@ def _cmd_bench(args) -> int:
                     precisions=args.precision)
     except ValueError as e:
         return error(str(e), "cute-gemm bench")
-    print(format_table(res))
-    if args.out:
-        print(f"\nwrote {args.out}/bench.json, bench.csv, bench_readme.md"
-              + ("" if args.no_plots else " and PNG plots (if matplotlib is installed)"))
+    if args.json:
+        print_json(res.to_dict())
+    else:
+        print(format_table(res))
+    if args.out:      # (with --json, stdout holds the JSON alone)
+        print(f"{'' if args.json else chr(10)}wrote {args.out}/bench.json, bench.csv, "
+              "bench_readme.md" + ("" if args.no_plots else " and PNG plots (if matplotlib is "
+                                   "installed)"), file=sys.stderr if args.json else sys.stdout)
     return 0 if res.ok else 1

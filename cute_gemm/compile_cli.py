@@ -1,4 +1,4 @@
-"""`cute-gemm compile`, and the half of `cute-gemm check` that needs no GPU.
+"""`cute-gemm compile`: kernels x archs compiled in worker processes (check_cli reuses it).
 
 Compiles run in worker processes, at most --jobs at once (NVRTC is CPU-bound, and cache.get
 compiles one key at a time per process). Each worker reports what this run did: compiled (NVRTC's
@@ -8,17 +8,21 @@ stdout stays a table (or JSON with --json).
 """
 from __future__ import annotations
 
+import multiprocessing
 import re
-import shutil
 import sys
-import threading
 import time
+import warnings
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 
-from . import cache, registry
-from .cli import (DEFAULT_ARCH, cpu_cores, error, gpu_unavailable, one_line, print_json,
-                  save_log)
+from . import cache, launch, registry
+from . import cli_base as base
+from . import compile as comp
+from .cli_base import (DEFAULT_ARCH, Progress, add_jobs_progress, arch_name, cpu_cores, error,
+                       kernel_name, one_line, precision_list, print_json, save_log)
 from .errors import CompileError, CuteGemmError
+from .resolve import UTIL, layout_launches
 
 
 @dataclass
@@ -32,6 +36,7 @@ class Outcome:
     error: str = ""
     log: str = ""                     # the whole NVRTC error, for a log file
     entries: tuple[str, ...] = ()     # the entry points compiled (--layout), () for all of them
+    warned: tuple[tuple[str, str], ...] = ()   # (category, text) of the warnings the compile gave
 
     @property
     def shown_origin(self) -> str:
@@ -41,7 +46,6 @@ class Outcome:
 def kernel_of(name: str) -> registry.Kernel:
     """A compiled kernel (registry.compiled), or the runtime's copy kernel (resolve.UTIL)
     that --layout may add."""
-    from .resolve import UTIL
     return UTIL if name == UTIL.name else registry.find(name)
 
 
@@ -57,7 +61,16 @@ Job = tuple[str, str, "tuple[str, ...] | None"]
 
 
 def compile_one(job: Job) -> Outcome:
-    """Runs in a worker process: everything it returns pickles (no cubin: the cache holds it)."""
+    """Runs in a worker process: everything it returns pickles (no cubin: the cache holds it).
+    Warnings (an unwritable cache) come back in the outcome, for the parent to show once."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        o = _compile_one(job)
+    o.warned = tuple((w.category.__name__, str(w.message)) for w in caught)
+    return o
+
+
+def _compile_one(job: Job) -> Outcome:
     name, arch, entries = job
     t0 = time.perf_counter()
     sel = tuple(entries or ())
@@ -72,62 +85,11 @@ def compile_one(job: Job) -> Outcome:
                    entries=() if c.whole else c.entries)
 
 
-class Progress:
-    """`[n/N] elapsed  compiling a, b` on stderr. On a terminal one line rewrites itself twice a
-    second, so a 30 s compile still shows time passing; elsewhere (when asked for) a line per
-    finished job, which reads well in a log."""
-
-    def __init__(self, total: int, enabled: bool | None, verb: str = "compiling", stream=None):
-        self.stream = stream or sys.stderr
-        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.enabled = self.tty if enabled is None else enabled
-        self.total, self.done, self.verb = total, 0, verb
-        self.running: list[str] = []
-        self.t0 = time.perf_counter()
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread = None
-        if self.enabled and self.tty:
-            self._thread = threading.Thread(target=self._tick, daemon=True)
-            self._thread.start()
-
-    def _tick(self) -> None:
-        while not self._stop.wait(0.5):
-            self._draw()
-
-    def _draw(self) -> None:
-        with self._lock:
-            line = f"[{self.done}/{self.total}] {time.perf_counter() - self.t0:4.0f} s"
-            if self.running:
-                line += f"  {self.verb} " + ", ".join(self.running)
-            width = shutil.get_terminal_size((100, 20)).columns - 1
-            self.stream.write("\r\x1b[K" + line[:width])
-            self.stream.flush()
-
-    def start(self, label: str) -> None:
-        with self._lock:
-            self.running.append(label)
-        if self.tty and self.enabled:
-            self._draw()
-
-    def finish(self, label: str, note: str) -> None:
-        with self._lock:
-            self.running.remove(label)
-            self.done += 1
-        if not self.enabled:
-            return
-        if self.tty:
-            self._draw()
-        else:
-            print(f"[{self.done}/{self.total}] {time.perf_counter() - self.t0:6.1f} s  {label}: {note}",
-                  file=self.stream, flush=True)
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
+def _rewarn(o: Outcome) -> None:
+    """A worker's warnings, given again in this process (where the CLI shows them once)."""
+    for category, text in o.warned:
+        warnings.warn(text, cache.CacheWarning if category == "CacheWarning" else UserWarning,
+                      stacklevel=2)
 
 
 def _note(o: Outcome) -> str:
@@ -154,6 +116,7 @@ def run_jobs(jobs: list[Job], workers: int, progress: Progress) -> list[Outcome]
             for i in order:                  # in-process: NVRTC drops the GIL, the ticker runs
                 progress.start(label(jobs[i]))
                 out[i] = compile_one(jobs[i])
+                _rewarn(out[i])
                 progress.finish(label(jobs[i]), _note(out[i]))
         else:
             _run_pool(jobs, order, min(workers, len(jobs)), progress, label, out)
@@ -163,8 +126,6 @@ def run_jobs(jobs: list[Job], workers: int, progress: Progress) -> list[Outcome]
 
 
 def _run_pool(jobs, order, workers, progress, label, out) -> None:
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     # spawn, not fork: the parent may hold a CUDA context and runs the progress thread
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
     todo = iter(order)
@@ -184,6 +145,7 @@ def _run_pool(jobs, order, workers, progress, label, out) -> None:
             for f in done:
                 i = pending.pop(f)
                 out[i] = f.result()
+                _rewarn(out[i])
                 progress.finish(label(jobs[i]), _note(out[i]))
                 submit()
     except BaseException:
@@ -199,7 +161,6 @@ def arch_number(arch: str) -> int:
 def unsupported_arch(arch: str) -> str | None:
     """None if this NVRTC compiles for `arch`, else its complaint. An empty program is enough
     to ask (~0.1 s); without asking, every kernel would fail with the same error."""
-    from . import compile as comp
     try:
         comp.compile_source(registry.kernels()[0], arch, "", [f"-arch={arch}"])
     except CompileError as e:
@@ -213,26 +174,27 @@ def layout_plan(kernels: list[str], layouts: list[str], precisions: tuple[str, .
     launch (resolve.layout_launches), the kernels those calls run besides (a composed
     kernel's GEMM, the copy kernel) included; [] where a kernel computes none of
     `precisions`. Each set is compiled as run() compiles it: the cubins it looks for."""
-    from .compile import select_entries
-    from .resolve import layout_launches
     plan: dict[str, dict] = {n: {} for n in kernels}
     for n in kernels:
         for lay in layouts:
             for name, sets in layout_launches(kernel_of(n), lay, precisions).items():
                 for s in sets:
-                    plan.setdefault(name, {})[select_entries(kernel_of(name), s)] = 1
+                    plan.setdefault(name, {})[comp.select_entries(kernel_of(name), s)] = 1
     return {n: list(sets) for n, sets in plan.items()}
 
 
 def compile_table(kernels: list[str], archs: list[str], workers: int | None,
                   progress: bool | None, layouts: list[str] | None = None,
-                  precisions: tuple[str, ...] | None = None) -> list[Outcome]:
+                  precisions: tuple[str, ...] | None = None,
+                  plan: dict[str, list[tuple[str, ...] | None]] | None = None) -> list[Outcome]:
     """Compile kernels x archs; kernels whose min_arch is above an arch are skipped, and
     an arch-specific kernel is compiled for its target of that arch (sm_90 -> sm_90a).
     With `layouts`, only the entry points calls in those operand layouts launch, in the
-    sets run() compiles (layout_plan)."""
-    plan = (layout_plan(kernels, layouts, precisions) if layouts else
-            {n: [None] for n in kernels})
+    sets run() compiles (layout_plan); with `plan` (kernel name -> entry-point sets, None
+    for the whole kernel, as compile.select_entries gives them), exactly those."""
+    if plan is None:
+        plan = (layout_plan(kernels, layouts, precisions) if layouts else
+                {n: [None] for n in kernels})
     jobs, per_kernel = [], {}
     for a in archs:
         for n, sets in plan.items():
@@ -359,9 +321,8 @@ def cmd_compile(args) -> int:
                      "cute-gemm compile")
     archs = list(dict.fromkeys(args.arch or []))
     if not archs:
-        why = gpu_unavailable()
+        why = base.gpu_unavailable()
         if why is None:
-            from . import launch
             archs = [launch.device_info().arch]
         else:
             archs = [DEFAULT_ARCH]
@@ -378,63 +339,29 @@ def cmd_compile(args) -> int:
     else:
         print(format_table(outcomes))
     report_failures(outcomes, "cute-gemm compile")
+    if outcomes and all(o.origin == "skipped" for o in outcomes):
+        why = "; ".join(dict.fromkeys(f"{o.kernel} {o.error}" for o in outcomes))
+        return error(f"nothing was compiled: every kernel asked for was skipped for "
+                     f"{', '.join(archs)} ({why})", "cute-gemm compile")
     return 1 if any(o.origin == "failed" for o in outcomes) else 0
 
 
-def offline_check(names: list[str] | None, arch: str, why: str, *, jobs: int | None = None,
-                  progress: bool | None = None, as_json: bool = False) -> int:
-    """`cute-gemm check` without a GPU: compile, check registers/spills, check the layouts,
-    and say plainly that the numerical cross-check did not run."""
-    from .layouts_cli import self_check_all
-    from . import auto
-    if names and registry.AUTO in names:     # gemm()'s choice: the candidates it may run
-        names = list(dict.fromkeys([n for n in names if n != registry.AUTO] + [
-            k.name for p in registry.PRECISIONS for k in auto.candidates(p)]))
-    names = names or [k.name for k in registry.compiled()]
-    bad_arch = unsupported_arch(arch)
-    if bad_arch:
-        return error(f"NVRTC cannot compile for {arch}: {bad_arch}", "cute-gemm check")
-    not_run = (f"the GPU cross-check (each kernel against float64 and the others) needs a CUDA "
-               f"GPU: {why}")
-    if not as_json:
-        print(f"no GPU: compiling for {arch} and checking what needs no GPU (the GPU "
-              "cross-check is not run)", flush=True)
-    outcomes = compile_table(names, [arch], jobs, progress)
-    # (a composed kernel's layouts are those of the GEMM it runs: Kernel.gemm_of)
-    cute = [n for n in names if n in registry.names() and registry.get(n).family == "cute"
-            and registry.get(n).gemm_of is None]
-    layouts = self_check_all(cute, progress=progress)
-    failed = [o for o in outcomes if o.origin == "failed"]
-    probs = {(o.kernel, e): p for o in outcomes if o.origin not in ("failed", "skipped")
-             for e, p in resource_problems(kernel_of(o.kernel), o.resources).items()}
-    layout_probs = [p for r in layouts for p in r["problems"]]
-    ok = not failed and not probs and not layout_probs
-    if as_json:
-        print_json({"gpu": False, "reason": why, "arch": arch, "ok": ok,
-                    "compile": rows(outcomes, verdicts=True), "layouts": layouts,
-                    "not_run": [not_run]})
-        report_failures(outcomes, "cute-gemm check")
-        return 0 if ok else 1
-    print(format_table(outcomes, verdicts=True))
-    report_failures(outcomes, "cute-gemm check")
-    compiled = [o for o in outcomes if o.origin not in ("failed", "skipped")]
-    n_entries = sum(len(kernel_of(o.kernel).entries) for o in compiled)
-    print(f"\ncompile: {len(compiled)} of {len(outcomes)} kernels for {arch}"
-          + (f", {len(failed)} FAILED" if failed else ""))
-    print(f"registers and spills: {n_entries} entry points, "
-          + ("all within limits" if not probs else f"{len(probs)} over a limit (see the check column)"))
-    if layouts:
-        n = sum(r["layouts"] for r in layouts)
-        print(f"layout self-checks: {len(layouts)} CuTe kernel{'s' if len(layouts) > 1 else ''}, "
-              f"{n} layouts: "
-              + ("all pass (partitions cover their tiles, TV layouts land in their tiles, thread "
-                 "layouts are bijections, tiles match the registry)" if not layout_probs else
-                 f"{len(layout_probs)} problems"))
-        for p in layout_probs:
-            print(f"  {p}")
-    else:
-        print("layout self-checks: none (no CuTe kernel chosen)")
-    print(f"NOT RUN: {not_run}")
-    print(f"check without a GPU: {'PASS' if ok else 'FAIL'} (compile, resources, layouts; "
-          "nothing was run on a GPU)")
-    return 0 if ok else 1
+def register(sub) -> None:
+    s = sub.add_parser("compile", help="compile kernels with NVRTC and show registers, smem and "
+                                       "spills (no GPU needed)")
+    s.add_argument("kernels", nargs="*", type=kernel_name, metavar="KERNEL",
+                   help="kernels to compile (default: all)")
+    s.add_argument("--all", action="store_true", help="every registered kernel (the default)")
+    s.add_argument("--arch", action="append", type=arch_name,
+                   help=f"sm_80, sm_90 ..., repeatable (default: the GPU's, or {DEFAULT_ARCH} "
+                        "without one)")
+    s.add_argument("--layout", choices=registry.LAYOUTS + ("all",),
+                   help="only the entry points a call with A and B in this operand layout "
+                        "(contiguous, aligned) needs, with their stream-K twins and the kernels "
+                        "the call runs besides (default: every entry point)")
+    s.add_argument("--precision", type=precision_list, metavar="P[,P...]",
+                   help="with --layout: only these precisions (" + ", ".join(registry.PRECISIONS)
+                        + "; default: all the kernel computes)")
+    add_jobs_progress(s)
+    s.add_argument("--json", action="store_true", help="JSON on stdout instead of a table")
+    s.set_defaults(fn=cmd_compile)

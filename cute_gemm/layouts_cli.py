@@ -9,9 +9,17 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections import Counter
 from html import escape
 from pathlib import Path
 from typing import Sequence
+
+from . import layouts as L
+from . import registry
+from .cli_base import Progress, kernel_name, nonneg_int, print_json, shape_mnk
+from .errors import UnknownKernelError
+from .layouts import analysis
+from .layouts import draw as D
 
 FORMATS = ("text", "svg", "png")
 
@@ -27,8 +35,6 @@ def self_check(kernel, problem=None, thread=None) -> tuple[int, list[str]]:
     """(layouts checked, problems) for one CuTe kernel: the pure-Python properties that
     tests/test_layouts.py asserts (layouts.analysis.check), so `cute-gemm check` can report
     them without pytest."""
-    from . import layouts as L
-    from .layouts import analysis
     try:
         rec = L.build(kernel, problem or L.PROBLEM, L.THREAD if thread is None else thread)
     except KeyError as e:
@@ -37,8 +43,6 @@ def self_check(kernel, problem=None, thread=None) -> tuple[int, list[str]]:
 
 
 def self_check_all(names: Sequence[str], progress: bool | None = None) -> list[dict]:
-    from . import registry
-    from .compile_cli import Progress
     bar = Progress(len(names), progress, verb="checking layouts of")
     out = []
     try:
@@ -57,8 +61,6 @@ def self_check_all(names: Sequence[str], progress: bool | None = None) -> list[d
 
 def summary(kernel, rec) -> str:
     """A few lines: what the kernel is, how many layouts it has, and those every entry shares."""
-    from collections import Counter
-    from . import layouts as L
     items = list(rec.items())
     kinds = Counter(it.kind for it in items)
     tile = "x".join(map(str, kernel.tile)) if kernel.tile else "-"
@@ -77,7 +79,6 @@ def summary(kernel, rec) -> str:
 def full_text(rec) -> str:
     """layouts.dump_text without the repeated line: print_layout restates the layout that
     the line above it already gives."""
-    from . import layouts as L
     out = [f"# {rec.kernel.name}  ({rec.source})\n\n"]
     for s in rec.sections:
         out.append(f"## {s.title}\n\n")
@@ -104,7 +105,6 @@ def gallery(out: Path, fmt: str, pages: list[tuple[object, object, list[tuple[st
             problem, thread: int) -> Path:
     """index.html in `out`: a section per kernel, a picture per layout with its caption,
     every link relative so the folder can be moved or served as it is."""
-    from . import layouts as L
     h = ["<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
          "<title>cute_gemm: CuTe layouts</title>", f"<style>{_CSS}</style></head><body>",
          "<h1>CuTe layouts of the cute_gemm kernels</h1>",
@@ -140,14 +140,24 @@ def _fail(msg: str) -> int:
     return 2
 
 
-def run(kernels: list[str] | None = None, fmt: str = "text", out: str | None = None,
+def record_json(kernel, rec, full: bool = False) -> dict:
+    """The layouts of one kernel as data: its sections, each layout as CuTe prints it (with
+    `full`, also the text grid --full prints)."""
+    return {"kernel": kernel.name, "source": rec.source,
+            "tile": list(kernel.tile) if kernel.tile else None, "threads": kernel.threads,
+            "sections": [{"title": sec.title, "items": [
+                dict({"name": it.name, "kind": it.kind, "title": it.title,
+                      "layout": L.fmt(it.layout)}, **({"text": L.describe(it)} if full else {}))
+                for it in sec.items]} for sec in rec.sections]}
+
+
+def run(kernels: list[str] | None = None, fmt: str | None = None, out: str | None = None,
         thread: int | None = None, shape: str | tuple[int, int, int] | None = None,
-        full: bool = False) -> int:
-    """Everything is checked, and every recipe built, before the first file is written."""
-    from . import layouts as L
-    from . import registry
-    from .cli import shape_mnk
-    from .errors import UnknownKernelError
+        full: bool = False, as_json: bool = False) -> int:
+    """Everything is checked, and every recipe built, before the first file is written.
+    `fmt` None: a text summary on stdout, or with `out` SVG pictures (~2 s for every kernel;
+    PNG through matplotlib takes minutes per kernel)."""
+    fmt = fmt or ("svg" if out else "text")
     cute = tuple(k for k in registry.kernels("cute") if L.has_recipe(k))
     try:
         chosen = [registry.get(n) for n in kernels] if kernels else list(cute)
@@ -179,8 +189,11 @@ def run(kernels: list[str] | None = None, fmt: str = "text", out: str | None = N
                          "(or use --format svg)")
     recs = [(k, L.build(k, problem, thr)) for k in chosen]
     if fmt == "text":
-        return _write_text(recs, out, full)
-    from .layouts import draw as D
+        if as_json and out is None:
+            print_json({"problem": list(problem), "thread": thr,
+                        "kernels": [record_json(k, rec, full) for k, rec in recs]})
+            return 0
+        return _write_text(recs, out, full, as_json)
     root = Path(out or "layouts")
     pages = []
     for k, rec in recs:
@@ -196,14 +209,20 @@ def run(kernels: list[str] | None = None, fmt: str = "text", out: str | None = N
                 D.write_png(g, p)
             pics.append((it.name, p.relative_to(root).as_posix()))
         pages.append((k, rec, pics))
-        print(f"{d}/ ({len(pics)} {fmt} files)")
+        if not as_json:
+            print(f"{d}/ ({len(pics)} {fmt} files)")
     index = gallery(root, fmt, pages, problem, thr)
-    print(f"{index}: {sum(len(p) for _, _, p in pages)} pictures of {len(pages)} kernels; "
-          "open it in a browser")
+    if as_json:
+        print_json({"format": fmt, "index": str(index), "kernels": [
+            {"kernel": k.name, "files": [str(root / rel) for _, rel in pics]}
+            for k, _, pics in pages]})
+    else:
+        print(f"{index}: {sum(len(p) for _, _, p in pages)} pictures of {len(pages)} kernels; "
+              "open it in a browser")
     return 0
 
 
-def _write_text(recs, out: str | None, full: bool) -> int:
+def _write_text(recs, out: str | None, full: bool, as_json: bool = False) -> int:
     if out is None:
         for i, (k, rec) in enumerate(recs):
             sys.stdout.write(full_text(rec) if full else ("\n" if i else "") + summary(k, rec))
@@ -212,34 +231,43 @@ def _write_text(recs, out: str | None, full: bool) -> int:
                   "(with an index.html)")
         return 0
     Path(out).mkdir(parents=True, exist_ok=True)
+    written = []
     for k, rec in recs:      # a file is where the whole dump belongs: always the full text
         p = Path(out) / f"{k.name}.txt"
         p.write_text(full_text(rec))
-        print(p)
+        written.append(str(p))
+        if not as_json:
+            print(p)
+    if as_json:
+        print_json({"format": "text", "files": written})
     return 0
 
 
 def add_arguments(p) -> None:
-    from .cli import kernel_name, nonneg_int, shape_mnk
     p.add_argument("kernels", nargs="*", metavar="KERNEL", type=kernel_name,
                    help="registered CuTe kernels (default: all of them)")
-    p.add_argument("--format", choices=FORMATS, default="text",
-                   help="text (default), svg, or png (needs matplotlib); pictures come with an "
-                        "index.html gallery")
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="text (the default without --out: a summary on stdout), svg (the "
+                        "default with --out: pictures in ~2 s), or png (needs matplotlib and is "
+                        "slow: minutes per kernel); pictures come with an index.html gallery")
     p.add_argument("--full", action="store_true",
                    help="text: every layout with CuTe's print_layout grid and the thread maps "
                         "(default: a short summary per kernel)")
     p.add_argument("--out", metavar="DIR",
-                   help="output folder (text: one full dump per kernel, default stdout; "
-                        "svg/png: default ./layouts)")
+                   help="output folder: SVG pictures unless --format says otherwise (with "
+                        "--format text: one full dump per kernel; default: stdout, or ./layouts "
+                        "for --format svg/png)")
     p.add_argument("--thread", type=nonneg_int,
                    help="the thread whose partitions are shown (default 37)")
     p.add_argument("--shape", type=shape_mnk, metavar="MxNxK",
                    help="representative problem for the global tiles (default 256x256x256)")
+    p.add_argument("--json", action="store_true",
+                   help="JSON on stdout: the layouts (text), or the files written")
 
 
 def register(subparsers) -> None:
     s = subparsers.add_parser("layouts", help="show the CuTe kernels' layouts (summary, full "
                               "text, svg or png pictures)", description=__doc__)
     add_arguments(s)
-    s.set_defaults(fn=lambda a: run(a.kernels, a.format, a.out, a.thread, a.shape, a.full))
+    s.set_defaults(fn=lambda a: run(a.kernels, a.format, a.out, a.thread, a.shape, a.full,
+                                    a.json))

@@ -1,6 +1,14 @@
 """`cute-gemm tune`: the command line of perf/tune.py (registered by cli.py)."""
 from __future__ import annotations
 
+from pathlib import Path
+
+from . import autotable, cache, launch
+from .bench_cli import parse_layouts_arg, parse_precisions_arg, parse_size_arg
+from . import cli_base as base
+from .cli_base import error, nonneg_int, positive_float, print_json
+from .perf.tune import format_table, tune
+
 _DESCRIPTION = """\
 Time gemm()'s candidates (the kernels tagged "auto", and each on the transposed problem
 where M != N) on this GPU, each checked against float64 first, and write the table gemm()
@@ -11,16 +19,14 @@ the tables gemm() consults on this GPU (without a GPU: every table found)."""
 
 
 def register(sub) -> None:
-    from cute_gemm.cli import nonneg_int, positive_float
-    from cute_gemm.bench_cli import _layouts, _precisions, _size
     s = sub.add_parser("tune", help="measure gemm()'s candidates on this GPU and write its table "
                                     "(needs a GPU; --show does not)", description=_DESCRIPTION)
-    s.add_argument("--size", action="append", type=_size, metavar="N|MxNxK|sweep|grid|squares|odd",
+    s.add_argument("--size", action="append", type=parse_size_arg, metavar="N|MxNxK|sweep|grid|squares|odd",
                    help="repeatable; default: sweep (the bench's sweep of shapes); the shipped "
                         "tables hold sweep and grid")
-    s.add_argument("--precision", default="fp32", type=_precisions, metavar="P[,P...]|all",
+    s.add_argument("--precision", default="fp32", type=parse_precisions_arg, metavar="P[,P...]|all",
                    help="fp32 (default), tf32, bf16, fp16, fp32_3xtf32, a comma list, or all")
-    s.add_argument("--layouts", default="nn", type=_layouts,
+    s.add_argument("--layouts", default="nn", type=parse_layouts_arg,
                    help="comma list of nn, tn, nt, tt or all (default nn)")
     s.add_argument("--max-seconds", type=positive_float, default=480.0,
                    help="time budget of the whole run, compiles included (default 480)")
@@ -36,14 +42,12 @@ def register(sub) -> None:
 
 
 def _cmd_tune(args) -> int:
-    from cute_gemm.cli import error, gpu_unavailable, print_json
-    why = gpu_unavailable()
+    why = base.gpu_unavailable()
     if args.show:
         return _show(None if why else _gpu_name(), args.json)
     if why:
         return error(f"tune times kernels on a CUDA GPU and none can be used here ({why})",
                      "cute-gemm tune")
-    from cute_gemm.perf.tune import format_table, tune
     try:
         table, path, left = tune(args.size or "sweep", precisions=args.precision,
                                  layouts=args.layouts, max_seconds=args.max_seconds,
@@ -67,16 +71,11 @@ def _cmd_tune(args) -> int:
 
 
 def _gpu_name() -> str:
-    from cute_gemm import launch
     return launch.device_info().name
 
 
 def _show(gpu: str | None, as_json: bool) -> int:
     """The tables gemm() consults on GPU `gpu`, in order; without one, every table found."""
-    from pathlib import Path
-    from cute_gemm import autotable, cache
-    from cute_gemm.cli import print_json
-    from cute_gemm.perf.tune import format_table
     if gpu is not None:
         paths = [autotable.tuned_path(gpu), autotable.shipped_path(gpu)]
         tables = autotable.tables_for(gpu)

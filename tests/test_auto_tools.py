@@ -218,7 +218,7 @@ def test_tune_end_to_end_on_a_simulated_device(monkeypatch, tmp_path, capsys):
     assert all(ms is not None and ms > 0 for r in t.rows for ms in r.times.values())
     assert t.gpu == "Simulated GPU" and t.settings["sizes"] == [[40, 30, 20], [64, 64, 64]]
     # a second run of another shape merges into the same file
-    monkeypatch.setattr(cli, "gpu_unavailable", lambda: None)
+    monkeypatch.setattr(cli.base, "gpu_unavailable", lambda: None)
     assert cli.main(["tune", "--size", "16x8x4", "--out", str(path), "--no-progress"]) == 0
     printed = capsys.readouterr().out
     assert "wrote" in printed and "3 problems" in printed
@@ -238,7 +238,7 @@ def test_cli_run_auto_says_what_it_picked(monkeypatch, capsys):
     from test_bench_simulated import _simulated_device
     from cute_gemm import cli
     _simulated_device(monkeypatch)
-    monkeypatch.setattr(cli, "gpu_unavailable", lambda: None)
+    monkeypatch.setattr(cli.base, "gpu_unavailable", lambda: None)
     assert cli.main(["run", "auto", "--m", "40", "--n", "30", "--k", "20", "--repeats", "3"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("auto: M=40 N=30 K=20  median") and "picked cute_pipelined" in out and "(heuristic" in out

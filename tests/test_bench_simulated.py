@@ -242,7 +242,7 @@ def test_cli_run_on_a_simulated_device(monkeypatch, capsys):
     from cute_gemm import cli
     names = list(registry.names())[:2]
     _simulated_device(monkeypatch, wrong=names[1])
-    monkeypatch.setattr(cli, "gpu_unavailable", lambda: None)
+    monkeypatch.setattr(cli.base, "gpu_unavailable", lambda: None)
     assert cli.main(["run", names[0], "--m", "40", "--n", "30", "--k", "20", "--repeats", "3"]) == 0
     out = capsys.readouterr().out
     assert "M=40 N=30 K=20  median" in out and "TFLOP/s" in out and "(pass)" in out

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import cute_gemm
-from cute_gemm import cache, cli, registry
+from cute_gemm import cache, cli, cli_base, registry
 from cute_gemm import compile as comp
 from cute_gemm.errors import CompileError, CudaError
 
@@ -275,7 +275,7 @@ def test_check_json_with_a_gpu_is_strict_json(capsys, monkeypatch):
     def fake_cross_check(**kw):
         seen.update(kw)
         return rep
-    monkeypatch.setattr("cute_gemm.cli.gpu_unavailable", lambda: None)
+    monkeypatch.setattr(cli_base, "gpu_unavailable", lambda: None)
     monkeypatch.setattr(check, "cross_check", fake_cross_check)
     rc, out, _ = _run(capsys, "check", "naive", "cute_gmem", "--shape", "3x2x1", "--json")
     assert rc == 1                                         # an error result fails the check
@@ -346,3 +346,156 @@ def test_layouts_gallery_links_every_picture(capsys, tmp_path):
     assert pictures and linked == pictures                 # relative links, every picture once
     assert html.count("<figcaption>") == len(pictures)
     assert html.index('id="cute_gmem"') < html.index('id="cute_smem"')
+
+
+# ---- check: quick by default, everything with --all ----------------------------------------------
+
+@pytest.fixture
+def fake_compiles(monkeypatch, tmp_cache):
+    """NVRTC replaced in this process (so --jobs 1): records the entry points of each
+    compile and reports 32 registers for each; the layout self-checks recorded, not run."""
+    runs: list[tuple[str, tuple[str, ...]]] = []
+
+    def run_nvrtc(kernel, source, opts, want_ptx):
+        wanted = tuple(o[len("-DCG_WANT_"):-2] for o in opts if o.startswith("-DCG_WANT_"))
+        runs.append((kernel.name, wanted))
+        log = "".join(f"ptxas info    : Compiling entry function '{e}' for 'sm_90'\n"
+                      "ptxas info    : Used 32 registers\n" for e in wanted or kernel.entries)
+        return b"CUBIN " + " ".join(opts).encode(), None, log, 0.0
+    monkeypatch.setattr(comp, "run_nvrtc", run_nvrtc)
+    monkeypatch.setattr("cute_gemm.compile_cli.unsupported_arch", lambda arch: None)
+    checked: list[str] = []
+
+    def self_check_all(names, progress=None):
+        checked.extend(names)
+        return [{"kernel": n, "layouts": 1, "problems": []} for n in names]
+    monkeypatch.setattr("cute_gemm.check_cli.self_check_all", self_check_all)
+    return runs, checked
+
+
+def test_check_compiles_one_entry_point_per_kernel_source(capsys, fake_compiles):
+    runs, checked = fake_compiles
+    rc, out, _ = _run(capsys, "check", "--jobs", "1", "--json")
+    doc = json.loads(out)
+    sources = {k.source for k in registry.compiled()}
+    assert rc == 0 and doc["ok"] and doc["all"] is False
+    assert len(runs) == len(sources) and all(len(w) <= 1 for _, w in runs)
+    assert len({registry.find(n).source for n, _ in runs}) == len(sources)
+    assert doc["entries"]["compiled"] == len(sources) < doc["entries"]["all"]
+    # the layouts of one CuTe kernel per source
+    cute_sources = {k.source for k in registry.kernels("cute") if k.gemm_of is None}
+    assert len(checked) == len(cute_sources)
+    # the same count as `cute-gemm list`, the composed kernels' GEMM apart
+    assert doc["kernels"]["registered"] == list(registry.names())
+    assert doc["kernels"]["internal"] == ["cute_3xtf32_gemm"]
+    assert any("check --all` adds" in s for s in doc["not_run"])
+
+
+def test_check_text_says_what_it_counts_and_what_all_adds(capsys, fake_compiles):
+    rc, out, _ = _run(capsys, "check", "--jobs", "1", "--no-progress")
+    assert rc == 0
+    assert f"kernels: {len(registry.names())} registered kernels (`cute-gemm list`)" in out
+    assert "one entry point per kernel source" in out
+    assert "NOT RUN: `cute-gemm check --all` adds" in out
+
+
+def test_check_all_compiles_every_entry_point_with_progress(capsys, fake_compiles):
+    runs, checked = fake_compiles
+    rc, out, err = _run(capsys, "check", "naive", "v4_float4", "cute_gmem", "--all", "--jobs", "1")
+    assert rc == 0
+    assert sorted(runs) == sorted([("naive", ()), ("v4_float4", ()), ("cute_gmem", ())])  # whole
+    assert checked == ["cute_gmem"] and "NOT RUN: `cute-gemm check --all`" not in out
+    assert "[3/3]" in err          # --all: progress even when stderr is no terminal
+
+
+def test_list_fits_the_terminal_and_agrees_with_check(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    rc, out, _ = _run(capsys, "list")
+    lines = out.splitlines()
+    assert rc == 0 and max(map(len, lines)) < 80
+    assert f"{len(registry.names())} registered kernels" in out and "cute_3xtf32_gemm" in out
+    rc, out, _ = _run(capsys, "list", "--wide")
+    longest = max(len(k.summary) for k in registry.kernels())
+    assert rc == 0 and max(map(len, out.splitlines())) > longest
+
+
+# ---- papercuts a new user met ------------------------------------------------------------------------
+
+def test_help_names_every_command_and_bench_compares_at_the_same_precision(capsys):
+    rc, out, _ = _run(capsys, "--help")
+    assert rc == 0
+    assert "tune" in out.split("\n", 3)[2]                  # the docstring's list of commands
+    assert all(f"    {c}" in out for c in ("list", "run", "check", "compile", "cache", "bench",
+                                            "layouts", "tune"))
+    assert "cuBLAS fp32" not in out and "cuBLAS at the same precision" in out
+    rc, out, _ = _run(capsys, "bench", "--help")
+    assert rc == 0 and "same precision" in out and "--json" in out
+
+
+def test_tune_show_is_one_short_line_per_problem(capsys):
+    from cute_gemm.perf.tune import format_table
+    from cute_gemm import autotable
+    t = autotable.read(next(autotable.SHIPPED_DIR.glob("*.json")))
+    text = format_table(t)
+    lines = text.splitlines()
+    assert max(map(len, lines)) < 240 and len(lines) == len(t.rows) + 4
+    r = sorted(t.rows, key=lambda r: (r.precision, r.layout, r.m * r.n * r.k))[0]
+    assert f"{r.winner} " in lines[1] and f"of {len(r.times)} candidates ran" in lines[1]
+    rc, out, _ = _run(capsys, "tune", "--show", "--json")
+    rows = json.loads(out)["tables"][0]["rows"]
+    assert rc == 0 and rows and rows[0]["times"]              # every candidate's time
+
+
+def test_bench_json_prints_the_results(capsys, monkeypatch):
+    from cute_gemm import bench_cli
+    from cute_gemm.perf.schema import SCHEMA, BenchResult
+    res = BenchResult({"device": "simulated"}, [], None, None)
+    monkeypatch.setattr(cli_base, "gpu_unavailable", lambda: None)
+    monkeypatch.setattr(bench_cli, "bench", lambda *a, **kw: res)
+    rc, out, _ = _run(capsys, "bench", "naive", "--size", "64", "--json")
+    doc = json.loads(out)
+    assert rc == 0 and doc["schema"] == SCHEMA and doc["meta"] == {"device": "simulated"}
+
+
+def test_layouts_json_and_svg_by_default_with_out(capsys, tmp_path):
+    rc, out, _ = _run(capsys, "layouts", "cute_gmem", "--json")
+    doc = json.loads(out)
+    assert rc == 0 and doc["kernels"][0]["kernel"] == "cute_gmem"
+    items = [it for s in doc["kernels"][0]["sections"] for it in s["items"]]
+    assert items and all(it["layout"] for it in items)
+    rc, out, _ = _run(capsys, "layouts", "cute_gmem", "--out", str(tmp_path), "--json")
+    doc = json.loads(out)
+    assert rc == 0 and doc["format"] == "svg" and (tmp_path / "index.html").exists()
+    assert doc["kernels"][0]["files"] and all(f.endswith(".svg") for f in doc["kernels"][0]["files"])
+    rc, out, _ = _run(capsys, "layouts", "--help")
+    assert "slow" in out
+
+
+def test_compile_with_every_row_skipped_exits_2(capsys, monkeypatch):
+    monkeypatch.setattr("cute_gemm.compile_cli.unsupported_arch", lambda arch: None)
+    rc, out, err = _run(capsys, "compile", "cute_wgmma", "--arch", "sm_80", "--no-progress")
+    assert rc == 2 and "skipped" in out
+    assert err.count("\n") == 1 and "nothing was compiled" in err and "needs sm_90a" in err
+
+
+def test_zero_sized_problems_are_accepted(capsys, monkeypatch):
+    rc, out, err = _run(capsys, "run", "naive", "--m", "0", "--k", "7")
+    assert rc == 0 and "empty problem" in out and err == ""
+    seen = {}
+    monkeypatch.setattr(cli_base, "gpu_unavailable", lambda: None)
+    monkeypatch.setattr("cute_gemm.check.cross_check",
+                        lambda **kw: seen.update(kw) or __import__("cute_gemm.check").check.CheckReport())
+    rc, _, _ = _run(capsys, "check", "naive", "--shape", "0x5x0")
+    assert rc == 0 and seen["shapes"] == [(0, 5, 0)]
+
+
+def test_unwritable_cache_is_one_clean_warning_line(tmp_path):
+    not_a_dir = tmp_path / "file"
+    not_a_dir.write_text("x")
+    r = _subprocess("compile", "naive", "flat1d", "--arch", "sm_90", "--jobs", "2", "--no-progress",
+                    env_extra={"CUTE_GEMM_CACHE_DIR": str(not_a_dir)})
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1, r.stderr                     # once, from two worker processes
+    assert lines[0].startswith("cute-gemm: warning: cannot write the cubin cache")
+    assert "CacheWarning" not in r.stderr and "warnings.warn" not in r.stderr

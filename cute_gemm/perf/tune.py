@@ -299,23 +299,37 @@ def _now() -> str:
 
 
 # ---- reading a table back ------------------------------------------------------------------------
+def _cut(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[:width - 1].rstrip() + "…"
+
+
 def format_table(table: Table, path=None) -> str:
-    """A tune table for people: one line per problem, the candidates fastest first."""
+    """A tune table for people: one short line per problem (the fastest candidate, its time,
+    how far ahead of the runner-up, how many candidates ran, which failed); every
+    candidate's time is in the JSON (`cute-gemm tune --show --json`, or the file)."""
     lines = [f"tune table {path or table.source}: {table.gpu} ({table.arch}, {table.sm_count} SMs), "
              f"cute_gemm {table.cute_gemm}, {table.date}, {len(table.rows)} problems"]
     for r in sorted(table.rows, key=lambda r: (r.precision, r.layout, r.m * r.n * r.k)):
         ranked = r.ranked()
-        best = ranked[0][1] if ranked else None
-        cells = ", ".join(f"{c} {ms:.4g} ms" + ("" if ms == best else f" ({ms / best:.2f}x)")
-                          for c, ms in ranked) or "nothing passed"
-        failed = ", ".join(f"{c} ({x})" for c, x in r.notes.items())
         shape = f"{r.m}x{r.n}x{r.k}" + ("" if r.aligned else "~")
-        lines.append(f"  {r.precision:<12}{r.layout:<3} {shape:<20}{cells}"
-                     + (f"; failed: {failed}" if failed else ""))
+        if ranked:
+            (best, ms), rest = ranked[0], ranked[1:]
+            cell = f"{best} {ms:.4g} ms" + (
+                f", {rest[0][1] / ms:.2f}x ahead of {rest[0][0]}" if rest and ms > 0 else "")
+        else:
+            cell = "nothing passed"
+        cell += f" ({len(ranked)} of {len(r.times)} candidates ran)"
+        failed = list(r.notes.items())
+        if failed:
+            cell += "; failed: " + ", ".join(f"{c} ({_cut(x, 40)})" for c, x in failed[:3]) + (
+                f" and {len(failed) - 3} more" if len(failed) > 3 else "")
+        lines.append(f"  {r.precision:<12}{r.layout:<3} {shape:<20}{cell}")
     missing = table.settings.get("not_measured") or []
     if missing:
-        lines.append(f"  not measured (budget): {', '.join(missing)}")
-    lines.append("  (~: operands not all 16-byte aligned; KERNEL.T: on the transposed problem, "
-                 "C^T = B^T A^T; /splitkS: S CTAs per tile, split along K, reduced by the last of "
-                 "them; /splitrS: ... by a second launch)")
+        lines.append(f"  not measured (budget): {len(missing)} problems: "
+                     + _cut(", ".join(missing), 120))
+    lines.append("  (~: operands not all 16-byte aligned; KERNEL.T: on the transposed problem,\n"
+                 "  C^T = B^T A^T; /splitkS: S CTAs per tile, split along K, reduced by the last\n"
+                 "  of them; /splitrS: ... by a second launch; --json: every candidate's time)")
     return "\n".join(lines)
