@@ -101,5 +101,5 @@ def _show(gpu: str | None, as_json: bool) -> int:
         print()
         print(format_table(t))
     if not tables:
-        print("no table: gemm() follows its heuristic (cute_gemm/auto.py, docs/tuning/auto.md)")
+        print("no table: gemm() follows its heuristic (cute_gemm/auto.py, docs/design/auto.md)")
     return 0
