@@ -89,7 +89,7 @@ def device_info(ordinal: int | None = None) -> DeviceInfo:
 
 
 def pci_bus_id(ordinal: int) -> str:
-    """The device's PCI bus id ("0000:19:00.0"), which nvidia-smi takes as --id (its own
+    """The device's PCI bus id ("0000:19:00.0"), by which NVML finds the same GPU (its own
     indices need not follow CUDA's ordinals)."""
     drv = driver.bindings()
     driver.init()

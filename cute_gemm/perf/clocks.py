@@ -1,61 +1,75 @@
 """The GPU's SM clock, power draw and temperature while a benchmark runs, sampled in the
-background by nvidia-smi (an H100 throttles at its power cap: a TFLOP/s figure says little
-without the clock it ran at). Without nvidia-smi nothing is sampled and the result says so.
+background through NVML (an H100 throttles at its power cap: a TFLOP/s figure says little
+without the clock it ran at). Where NVML cannot be loaded (no driver) nothing is sampled and
+the result says so.
 """
 from __future__ import annotations
 
-import shutil
 import statistics
-import subprocess
 import threading
 import time
 
-QUERY = "clocks.sm,power.draw,temperature.gpu"
+try:        # nvidia-ml-py is a dependency and pure Python; NVML itself loads at nvmlInit()
+    import pynvml
+except ImportError:         # an install without it: sampled nothing, said why
+    pynvml = None
+
+NOT_SAMPLED = "clocks and power not sampled"
 
 
 class ClockLog:
     """`with ClockLog(pci_bus_id) as log:` samples every `period_ms`; log.window(t0, t1) is
-    what was sampled between two time.monotonic() readings."""
+    what was sampled between two time.monotonic() readings. The device is found by PCI bus
+    id (CUDA's ordinals and NVML's indices need not agree); None samples NVML's first GPU."""
 
-    def __init__(self, device: str | None, period_ms: int = 250, smi: str | None = None):
+    def __init__(self, device: str | None, period_ms: int = 250):
         self.device, self.period_ms = device, period_ms
-        self.smi = smi or shutil.which("nvidia-smi")
         self.samples: list[tuple[float, float, float, float]] = []   # (t, MHz, W, °C)
         self.timed: list[tuple[float, float]] = []     # the windows something was timed in
-        self.proc = self.thread = None
-        self.note = "" if self.smi else "nvidia-smi not found: clocks and power not sampled"
+        self.thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.note = "" if pynvml else f"nvidia-ml-py (pynvml) not installed: {NOT_SAMPLED}"
 
     def __enter__(self) -> "ClockLog":
-        if not self.smi:
+        if pynvml is None:
             return self
-        cmd = [self.smi, f"--query-gpu={QUERY}", "--format=csv,noheader,nounits",
-               f"-lms={self.period_ms}"] + ([f"--id={self.device}"] if self.device else [])
         try:
-            self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                         text=True)
-        except OSError as e:
-            self.note = f"nvidia-smi did not start ({e}): clocks and power not sampled"
+            pynvml.nvmlInit()
+        except pynvml.NVMLError as e:       # no driver here: NVML Shared Library Not Found
+            self.note = f"NVML not loaded ({e}): {NOT_SAMPLED}"
             return self
-        self.thread = threading.Thread(target=self._read, daemon=True)
+        try:
+            handle = (pynvml.nvmlDeviceGetHandleByPciBusId(self.device) if self.device
+                      else pynvml.nvmlDeviceGetHandleByIndex(0))
+        except pynvml.NVMLError as e:
+            self.note = f"NVML has no GPU at {self.device or 'index 0'} ({e}): {NOT_SAMPLED}"
+            pynvml.nvmlShutdown()
+            return self
+        self.thread = threading.Thread(target=self._read, args=(handle,), daemon=True)
         self.thread.start()
         return self
 
-    def _read(self) -> None:
-        for line in self.proc.stdout:
+    def _read(self, handle) -> None:
+        period = self.period_ms / 1000
+        while True:
             try:
-                mhz, watts, temp = (float(x) for x in line.split(","))
-            except ValueError:      # "[N/A]" or a message: not a sample
-                continue
-            self.samples.append((time.monotonic(), mhz, watts, temp))
+                sample = (time.monotonic(),
+                          float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)),
+                          pynvml.nvmlDeviceGetPowerUsage(handle) / 1000,      # mW
+                          float(pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU)))
+            except pynvml.NVMLError:        # a reading not supported or lost: not a sample
+                sample = None
+            if sample is not None:
+                self.samples.append(sample)
+            if self._stop.wait(period):
+                return
 
     def __exit__(self, *exc) -> None:
-        if self.proc is not None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
+        if self.thread is not None:
+            self._stop.set()
             self.thread.join(timeout=5)
+            self.thread = None
+            pynvml.nvmlShutdown()
 
     def window(self, t0: float, t1: float) -> tuple[float, float] | None:
         """(median SM clock MHz, median power W) of the samples taken in [t0, t1], else None."""
@@ -70,10 +84,9 @@ class ClockLog:
         got = [s for s in list(self.samples) if any(t0 <= s[0] <= t1 for t0, t1 in windows)]
         if not got:
             return {"samples": 0, "note": self.note or "no samples while timing"}
-        out = {"samples": len(got), "period_ms": self.period_ms, "tool": "nvidia-smi"}
+        out = {"samples": len(got), "period_ms": self.period_ms, "tool": "NVML"}
         for key, i in (("clock_mhz", 1), ("power_w", 2)):
             xs = [s[i] for s in got]
             out[key] = {"median": statistics.median(xs), "min": min(xs), "max": max(xs)}
         out["temperature_c_max"] = max(s[3] for s in got)
         return out
-

@@ -27,7 +27,8 @@ def describe_clocks(c: dict | None) -> str:
     if not c.get("samples"):
         return c.get("note", "clocks not recorded")
     k, w = c["clock_mhz"], c["power_w"]
-    return (f"while timing (nvidia-smi, {c['samples']} samples): SM clock median {k['median']:.0f} "
+    tool = c.get("tool", "nvidia-smi")      # the files measured before NVML say no tool
+    return (f"while timing ({tool}, {c['samples']} samples): SM clock median {k['median']:.0f} "
             f"MHz ({k['min']:.0f}–{k['max']:.0f}), power median {w['median']:.0f} W (max "
             f"{w['max']:.0f}), at most {c['temperature_c_max']:.0f} °C")
 

@@ -439,7 +439,7 @@ def _kernel_names(kernels) -> list[str]:
 
 
 def _measure(row, check, times, clocks) -> None:
-    """measure_row, with the clock and power nvidia-smi saw meanwhile."""
+    """measure_row, with the clock and power NVML saw meanwhile."""
     t0 = time.monotonic()
     measure_row(row, check, times)
     t1 = time.monotonic()
@@ -451,7 +451,7 @@ def _measure(row, check, times, clocks) -> None:
 def _pci_bus_id(ordinal: int) -> str | None:
     try:
         return launch.pci_bus_id(ordinal)
-    except Exception:     # nvidia-smi then samples its first GPU: say which in the meta
+    except Exception:     # NVML then samples its first GPU
         return None
 
 

@@ -61,7 +61,7 @@ class Row:
     precision: str = "fp32"          # records.PRECISIONS; the result is float32 for fp32
                                      # and tf32, the input type for bf16 and fp16
     clock_mhz: float | None = None   # median SM clock while this row was checked and timed
-    power_w: float | None = None     # ... and median power draw (perf/clocks.py; nvidia-smi)
+    power_w: float | None = None     # ... and median power draw (perf/clocks.py; NVML)
 
     @property
     def shape(self) -> tuple[int, int, int]:
