@@ -11,15 +11,16 @@ An entry holds the CUBIN, the NVRTC log and, when a caller asked for it
 Entries are written to a temporary file and renamed into place (atomic on POSIX);
 each carries a sha256 of its payload that is checked on every read, so a truncated or
 corrupt entry is recompiled, never loaded. Concurrent processes take a per-key
-advisory lock (fcntl) while compiling, so a key is compiled once and readers never see
-half a file.
+file lock (filelock: flock on POSIX) while compiling, so a key is compiled once and
+readers never see half a file.
 
 A cache dir that cannot be created, locked or written (read-only home, another user's
 shared dir, a file in its place) never breaks compiling: the result stays in memory and
 one warning names the dir. Entries get the umask's permissions (readable by a team that
 shares the dir), not mkstemp's 0600.
 
-Environment: CUTE_GEMM_CACHE_DIR moves the disk cache; CUTE_GEMM_DISABLE_CACHE=1
+Environment: CUTE_GEMM_CACHE_DIR moves the disk cache (default: platformdirs' user cache
+dir, ~/.cache/cute_gemm on Linux or $XDG_CACHE_HOME/cute_gemm); CUTE_GEMM_DISABLE_CACHE=1
 turns the disk level off (the in-memory level stays).
 """
 from __future__ import annotations
@@ -37,6 +38,8 @@ import zlib
 import warnings
 from pathlib import Path
 
+import platformdirs
+
 from . import compile as _compile
 from . import paths, registry
 
@@ -49,8 +52,7 @@ def cache_dir() -> Path:
     env = os.environ.get("CUTE_GEMM_CACHE_DIR")
     if env:
         return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "cute_gemm"
+    return Path(platformdirs.user_cache_dir("cute_gemm", appauthor=False))
 
 
 def disk_enabled() -> bool:
@@ -198,30 +200,27 @@ def _write(key: str, meta: dict, cubin: bytes, ptx: str | None) -> None:
 
 @contextlib.contextmanager
 def _key_lock(key: str):
-    """An advisory lock across processes while `key` compiles; none (and a warning) where
-    the dir cannot be created or the lock file opened: then two processes may both
-    compile the key, which costs time but is safe (atomic rename)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - non-POSIX: atomic rename still protects readers
-        yield
-        return
+    """A lock across processes while `key` compiles (filelock.FileLock on <key>.lock); none
+    (and a warning) where the dir cannot be created or the lock file opened: then two
+    processes may both compile the key, which costs time but is safe (atomic rename)."""
+    # imported here, where a compile is about to take a second or more: filelock costs
+    # ~20 ms of CPU at import (logging, decimal, here), which `import cute_gemm` (a fresh
+    # process's first call, docs/design/first_call.md) and a process that only reads
+    # cached cubins need not pay
+    import filelock
     d = cache_dir()
     try:
         d.mkdir(parents=True, exist_ok=True)
-        f = open(d / f"{key}.lock", "a+b")
-    except OSError as e:
+        lock = filelock.FileLock(d / f"{key}.lock")
+        lock.acquire()                      # waits as long as the other compile takes
+    except OSError as e:                    # read-only, foreign or misplaced cache dir
         _unwritable(d, e)
-        f = None
-    if f is None:
         yield
         return
-    with f:
-        fcntl.flock(f.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 _memory: dict[str, Compiled] = {}

@@ -197,11 +197,12 @@ def test_import_cute_gemm_stays_lean():
     """`import cute_gemm` is part of a fresh process's first call (docs/design/first_call.md,
     the warm path): it loads neither the CUDA bindings (imported at the first launch or
     compile) nor what only some commands need (check, the bench runner, importlib.metadata,
-    subprocess for compiles side by side, plotting, the array libraries)."""
+    subprocess for compiles side by side, filelock for a compile's lock, plotting, the array
+    libraries)."""
     import subprocess
     import sys
     heavy = ("cute_gemm.check", "cute_gemm.perf.runner", "importlib.metadata", "subprocess",
-             "cuda.bindings", "matplotlib", "cupy", "torch")
+             "cuda.bindings", "matplotlib", "cupy", "torch", "filelock")
     code = ("import sys, cute_gemm; "
             f"print([m for m in {heavy!r} if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
