@@ -13,6 +13,7 @@ from math import gcd
 
 import numpy as np
 
+from . import launch
 from .errors import DTypeError, InputError, NotAnArrayError, ShapeError
 
 from .records import ITEMSIZE
@@ -159,8 +160,7 @@ def parse(name: str, obj, stream: int | None = None) -> Operand:
         if int(dev_type) not in (_KDLCUDA, _KDLCUDAHOST, _KDLCUDAMANAGED):
             raise NotAnArrayError(f"{name} lives on DLPack device type {int(dev_type)}; "
                                   "only CPU and CUDA arrays are supported")
-        from .launch import dlpack_view
-        ptr, shp, strides, dtype, _, ro = dlpack_view(obj, stream)
+        ptr, shp, strides, dtype, _, ro = launch.dlpack_view(obj, stream)
         shape = _check_2d(name, shp)
         dtype = _void2_as_bfloat16(dtype, obj)
         if dtype not in SUPPORTED_DTYPES:
@@ -294,15 +294,14 @@ def to_numpy(name: str, obj) -> np.ndarray:
     if not op.device:
         h = op.host
         return h if op.dtype == "float32" else widen(h, op.dtype)
-    from .launch import memcpy_dtoh, synchronize
     lo, hi = op.span()
     e = op.itemsize
     out = np.empty(op.shape, dtype=np.float32)
     if hi > lo:
         raw = np.empty((hi - lo) // e, dtype=_STORAGE[op.dtype])
-        synchronize(0)       # the producer's work, on any blocking stream, is done
-        memcpy_dtoh(raw.ctypes.data, lo, hi - lo, 0)
-        synchronize(0)
+        launch.synchronize(0)       # the producer's work, on any blocking stream, is done
+        launch.memcpy_dtoh(raw.ctypes.data, lo, hi - lo, 0)
+        launch.synchronize(0)
         first = (op.ptr - lo) // e
         out[...] = widen(np.lib.stride_tricks.as_strided(
             raw[first:], shape=op.shape, strides=(e * op.strides[0], e * op.strides[1])), op.dtype)
@@ -318,7 +317,6 @@ class DeviceArray:
 
     def __init__(self, shape, *, strides=None, ordinal: int = 0, dtype: str = "float32",
                  _buffer=None):
-        from .launch import DeviceBuffer
         self.shape = tuple(int(s) for s in shape)
         if len(self.shape) != 2:
             raise ShapeError(f"DeviceArray must be 2-D (got shape {self.shape})")
@@ -328,7 +326,7 @@ class DeviceArray:
         self.strides = tuple(strides) if strides is not None else (self.shape[1], 1)
         span = 1 + sum((n - 1) * s for n, s in zip(self.shape, self.strides) if n > 0)
         e = ITEMSIZE[dtype]
-        self._buf = _buffer if _buffer is not None else DeviceBuffer(max(e * span, 4), ordinal)
+        self._buf = _buffer if _buffer is not None else launch.DeviceBuffer(max(e * span, 4), ordinal)
         self.ordinal = ordinal
 
     @property
@@ -372,7 +370,6 @@ class DeviceArray:
                   dtype: str | None = None) -> "DeviceArray":
         """A copy of `host` (float32, float16 or ml_dtypes bfloat16), converted to `dtype`
         (round to nearest even) when one is given."""
-        from .launch import memcpy_htod, synchronize
         op = parse("array", host)
         dtype = dtype or op.dtype
         h = np.ascontiguousarray(host)
@@ -380,32 +377,30 @@ class DeviceArray:
             h = np.ascontiguousarray(narrow(widen(h, op.dtype), dtype))
         d = cls(op.shape, ordinal=ordinal, dtype=dtype)
         if h.size:
-            memcpy_htod(d.ptr, h.ctypes.data, h.nbytes, stream)
-            synchronize(stream)
+            launch.memcpy_htod(d.ptr, h.ctypes.data, h.nbytes, stream)
+            launch.synchronize(stream)
         return d
 
     @classmethod
     def full(cls, shape, value: float, ordinal: int = 0, stream: int = 0,
              dtype: str = "float32") -> "DeviceArray":
-        from .launch import memset_d16, memset_f32
         d = cls(shape, ordinal=ordinal, dtype=dtype)
         bits = int(narrow(np.array([value], dtype=np.float32), dtype).view(
             np.uint32 if dtype == "float32" else np.uint16)[0])
         if dtype == "float32":
-            memset_f32(d.ptr, bits, d.buffer_bytes // 4, stream)
+            launch.memset_f32(d.ptr, bits, d.buffer_bytes // 4, stream)
         else:
-            memset_d16(d.ptr, bits, d.buffer_bytes // 2, stream)
+            launch.memset_d16(d.ptr, bits, d.buffer_bytes // 2, stream)
         return d
 
     def to_host(self, stream: int = 0) -> np.ndarray:
         """A float32 host copy (16-bit elements widened exactly)."""
-        from .launch import memcpy_dtoh, synchronize
         if not self.is_contiguous():
             raise ShapeError("to_host() needs a contiguous DeviceArray (transpose on the host)")
         raw = np.empty(self.shape, dtype=_STORAGE[self.dtype_name])
         if raw.size:
-            memcpy_dtoh(raw.ctypes.data, self.ptr, raw.nbytes, stream)
-            synchronize(stream)
+            launch.memcpy_dtoh(raw.ctypes.data, self.ptr, raw.nbytes, stream)
+            launch.synchronize(stream)
         return raw if self.dtype_name == "float32" else widen(raw, self.dtype_name)
 
     def close(self) -> None:

@@ -37,6 +37,7 @@ from ..check import as_given, judge, reference, unit
 from ..records import ITEMSIZE, PRECISION_DTYPE, PRECISIONS
 from .clocks import ClockLog
 from .cublas import find_cublas
+from .first_call import measure_first_call
 from .meta import device_meta, driver_text, versions
 from .overhead import measure_overhead
 from .report import write_outputs
@@ -342,7 +343,6 @@ def bench(kernels: str | Sequence[str] | None = None,
         except Exception as e:
             result.overhead = {"error": _first_line(e)}
     if first_call:
-        from .first_call import measure_first_call
         result.first_call = measure_first_call()
     if out_dir is not None:
         write_outputs(result, out_dir, plots=plots, ladder_size=ladder_size)
