@@ -18,6 +18,19 @@ from .errors import InputError, ShapeLimitError
 
 ARCHS = ("sm_80", "sm_90")          # every kernel is compiled for these in CI
 
+# int32 arrival counters at the start of every stream-K and cut-walk workspace, at a fixed
+# place so that launches of any size share one workspace and find theirs zero (>= 2 per CTA
+# of any launch: streamk.stream_k_ctas keeps to it). The device code reads this value, as
+# CUTE_GEMM_STREAM_K_COUNTERS (device_constants), not one of its own.
+STREAM_K_COUNTERS = 8192
+
+
+def device_constants(**values: int) -> str:
+    """Constants the host and the device code share, as the macros the headers read
+    (`#define CUTE_GEMM_<NAME> <value>`): written by a typed configuration's cpp() in front
+    of the kernel source, so each value has one home, here in Python."""
+    return "".join(f"#define CUTE_GEMM_{name} {int(v)}\n" for name, v in values.items())
+
 # Operand layouts, as users name them: op(A) op(B), "n" the array as it is (row-major),
 # "t" the transposed view of a row-major array (BLAS's transa/transb). Kernels name the
 # same thing by majors (below); layout_majors is the one translation.

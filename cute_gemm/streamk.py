@@ -7,7 +7,7 @@ the tests keep a model of it (tests/streamk_model.py). Pure arithmetic: the runt
 from __future__ import annotations
 
 # tail_split_plan lives beside records.CutModel, which prices it; the docs name it streamk.tail_split_plan
-from .records import Kernel, Variant, cdiv, tail_split_plan  # noqa: F401
+from .records import STREAM_K_COUNTERS, Kernel, Variant, cdiv, tail_split_plan  # noqa: F401
 
 
 def plan(k: Kernel, variant: Variant, m: int, n: int, kk: int, slots_dp: int,
@@ -131,7 +131,6 @@ def stream_k_plan(tiles: int, k_tiles: int, slots_dp: int, slots_sk: int,
     return (tiles - tail, ctas) if ctas else (0, 0)
 
 
-STREAM_K_COUNTERS = 8192   # cg::kStreamKCounters (include/cute_gemm/streamk.cuh)
 SPLIT_SLICES_AT = 4 * STREAM_K_COUNTERS   # bytes into a workspace: a split's slices
 
 
