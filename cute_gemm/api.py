@@ -12,17 +12,36 @@ import sys
 import numpy as np
 
 from . import auto, autotable, cache, driver, hotpath, launch, registry
-from .arrays import Operand, framework_stream, narrow, parse, widen
+from .arrays import ArrayLike, Operand, StreamLike, framework_stream, narrow, parse, widen
 from .errors import AliasError, CaptureError, DTypeError, InputError, ShapeError
 from .execute import gemm_device
-from .records import AS_PLANNED, FP32_ACCURATE, PRECISION_DTYPE, PRECISIONS
+from .records import AS_PLANNED, FP32_ACCURATE, PRECISION_DTYPE, PRECISIONS, PrecisionName
 from .resolve import CACHE, check_precision, resolved_launches, wait_for_compiles
 
 # the precision of a call that names none: the one its operands' type implies
 DEFAULT_PRECISION = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 
-def compile_kernel(name: str, arch: str | int | None = None):
-    """Compile (or fetch from cache) a registered kernel; no GPU needed when arch is given."""
+def compile_kernel(name: str | registry.Kernel, arch: str | int | None = None) -> cache.Compiled:
+    """Compile a registered kernel with NVRTC, or fetch it from the cache.
+
+    No GPU is needed when `arch` is given.
+
+    Args:
+        name: A registered kernel's name (cute_gemm.kernels()) or its Kernel record.
+        arch: The target, "sm_80", "sm_90", ... or 80, 90. Default None: the current
+            GPU's (the kernel's own arch-specific target where it has one, sm_90a).
+
+    Returns:
+        cache.Compiled: the CUBIN (host bytes), its cache key and origin ("compiled",
+        "disk" or "memory") and ptxas's resources per entry point (registers, spills).
+
+    Raises:
+        UnknownKernelError: `name` is not registered; the message lists the names.
+        CompileError: NVRTC rejected the source; it carries the options and the whole log.
+        HeadersNotFound: a header wheel the CuTe kernels need is not installed.
+        NvrtcNotFound: NVRTC's library cannot be loaded.
+        NoDeviceError: `arch` is None and there is no GPU to take it from.
+    """
     k = name if isinstance(name, registry.Kernel) else registry.get(name)
     if arch is None:
         arch = k.target(launch.device_info().arch_int)
@@ -121,25 +140,61 @@ _ONE = [1]
 _SCALAR = (float, int)    # not bool: type(True) is bool
 
 
-def run(name, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None, precision=None):
-    """alpha * a @ b + beta * c with kernel `name`, accumulated in float32.
+def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
+        alpha: float = 1.0, beta: float = 0.0, out: ArrayLike | None = None,
+        stream: StreamLike = None, precision: PrecisionName | None = None) -> ArrayLike:
+    """alpha * a @ b + beta * c with one named kernel, accumulated in float32.
 
-    a and b are float32, float16 or bfloat16 (one type). `precision` is the arithmetic:
-    by default the one their type implies ("fp32", "fp16", "bf16"); "tf32" multiplies
-    float32 operands on tensor cores with 10-bit mantissas (asked for by name only);
-    "fp32_3xtf32" gives fp32 accuracy from three tf32 products (the default of float32
-    operands on a kernel that computes only it, cute_3xtf32).
-    The result is float32, or out's type (float32 or a's type; rounded to nearest even).
-    numpy in -> numpy out; device arrays (CuPy, PyTorch, JAX, __cuda_array_interface__,
-    DLPack) in -> result on the device. `out` receives the result (it may be `c`, for an
-    in-place update; an `out` that overlaps a, b or c otherwise is computed apart and
-    copied). Asynchronous on `stream` for device arrays; without `stream`, on the current
-    stream of the operands' library (PyTorch's, CuPy's; the default stream for numpy,
-    DeviceArray, JAX and other arrays), so the call is ordered, and captured in a CUDA
-    graph, with the caller's other work. Operands that name their producer's stream (CAI
-    v3 `stream`, DLPack) are waited for on it. A PyTorch operand that requires grad in
-    grad mode makes the result carry autograd's graph (cute_gemm.torch's op); with `out`
-    or `stream` that raises InputError.
+    numpy in, numpy out (upload, launch, download); device arrays in, the result on the
+    device with no host round trip. Asynchronous on the stream for device arrays: without
+    `stream`, the current stream of the operands' library (PyTorch's, CuPy's; the default
+    stream for numpy, DeviceArray, JAX and other arrays), so the call is ordered with, and
+    captured in a CUDA graph with, the caller's other work. Operands that name their
+    producer's stream (CAI v3 `stream`, DLPack) are waited for on it. A PyTorch operand
+    that requires grad in grad mode makes the result carry autograd's graph (the op of
+    cute_gemm.torch, which must be imported).
+
+    Args:
+        name: A registered kernel (cute_gemm.kernels()), or "auto": gemm()'s pick.
+        a: A, (M, K): a numpy array, or a device array exposing `__cuda_array_interface__`
+            or DLPack (CuPy, PyTorch, JAX, cute_gemm.DeviceArray); float32, float16 or
+            bfloat16, any strides (a transposed view included).
+        b: B, (K, N), of a's type and on a's device (or both on the host).
+        c: C, (M, N), read when beta != 0; float32 or a's type. Default None (beta is then 0).
+        alpha: Scale of a @ b (a Python int or float). Default 1.0.
+        beta: Scale of c. Default 0.0.
+        out: Where the result goes, (M, N), float32 or a's type. It may be `c` (an update
+            in place); one that overlaps a, b or c otherwise is computed apart and copied.
+            Default None: a new array.
+        stream: A CUDA stream (an int handle, or a cuda.core, CuPy or PyTorch stream).
+            Default None: the operands' library's current stream.
+        precision: The arithmetic, "fp32", "tf32", "bf16", "fp16" or "fp32_3xtf32".
+            Default None: the one the operands' type implies ("fp32" for float32, except
+            on a kernel that computes only "fp32_3xtf32", fp32's accuracy from three tf32
+            products). "tf32" (10-bit mantissas on tensor cores) only when asked for.
+
+    Returns:
+        The (M, N) result: `out` when given; else a new array where the operands live, a
+        numpy array for host operands, an array of their library for device ones
+        (cute_gemm.DeviceArray where the library cannot allocate). float32, or out's
+        type (float32 or a's type; rounded to nearest even from the float32 sum).
+
+    Raises:
+        UnknownKernelError: `name` is not registered; the message lists the names.
+        NotAnArrayError: an operand is not an array.
+        ShapeError: an operand is not 2-D, or the shapes do not agree.
+        DTypeError: an operand's type is not supported, a and b differ in type, or the
+            kernel does not compute `precision` into the result's type.
+        ShapeLimitError: the shape is beyond what the kernel's design allows.
+        AliasError: `out` has elements that share one address.
+        StreamError: `stream` is not a CUDA stream.
+        InputError: anything else wrong with the arguments (alpha or beta not a real
+            number, a read-only `out`, host and device operands mixed; `out` or `stream`
+            on a call autograd records). The base of every error above, all raised
+            before anything is allocated or launched.
+        CaptureError: the call cannot be captured into the CUDA graph being recorded.
+        CompileError, HeadersNotFound, NvrtcNotFound: the kernel cannot be compiled.
+        CudaError: a CUDA driver call failed (NoDeviceError: no GPU or driver).
     """
     hot = new = None
     # the signature hot path (hotpath.py); one device known from an earlier call, so
@@ -235,17 +290,54 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
     return _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec, out_dtype, pick, stand_in)
 
 
-def gemm(a, b, c=None, *, alpha: float = 1.0, beta: float = 0.0, out=None, stream=None,
-         precision: str | None = None):
-    """alpha * a @ b + beta * c with the kernel and launch the selector picks for this GPU,
-    shape, operand layout, alignment and precision (cute_gemm.auto; gemm_choice() says which
-    and why): run("auto", ...), with run()'s arguments, validation, errors and guarantees.
-    precision: by default the one the operands' type implies (fp32 for float32).
-    Where the pick's entry points are neither compiled nor cached, a call does not wait
-    for them (CUTE_GEMM_FIRST_CALL=wait does): they compile in the background while a
-    kernel that compiles in about a second answers in fp32 (auto.stand_in; 16-bit
-    operands widened), within the error bound of the precision asked for but not bit for
-    bit the pick's; wait_for_compiles() blocks until done."""
+def gemm(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: float = 1.0,
+         beta: float = 0.0, out: ArrayLike | None = None, stream: StreamLike = None,
+         precision: PrecisionName | None = None) -> ArrayLike:
+    """alpha * a @ b + beta * c with the kernel the selector picks, accumulated in float32.
+
+    The pick is for this GPU, shape, operand layout, alignment and precision
+    (cute_gemm.auto; gemm_choice() says which and why): run("auto", ...), with run()'s
+    arguments, validation, errors and guarantees. Where the pick's entry points are
+    neither compiled nor cached, a call does not wait for them (CUTE_GEMM_FIRST_CALL=wait
+    does): they compile in the background while a kernel that compiles in about a second
+    answers in fp32 (16-bit operands widened), within the error bound of the precision
+    asked for but not bit for bit the pick's; wait_for_compiles() blocks until done.
+
+    Args:
+        a: A, (M, K): a numpy array, or a device array exposing `__cuda_array_interface__`
+            or DLPack (CuPy, PyTorch, JAX, cute_gemm.DeviceArray); float32, float16 or
+            bfloat16, any strides (a transposed view included).
+        b: B, (K, N), of a's type and on a's device (or both on the host).
+        c: C, (M, N), read when beta != 0; float32 or a's type. Default None.
+        alpha: Scale of a @ b. Default 1.0.
+        beta: Scale of c. Default 0.0.
+        out: Where the result goes, (M, N), float32 or a's type; may be `c`. Default
+            None: a new array.
+        stream: A CUDA stream (an int handle, or a cuda.core, CuPy or PyTorch stream).
+            Default None: the operands' library's current stream.
+        precision: "fp32", "tf32", "bf16", "fp16" or "fp32_3xtf32". Default None: the
+            one the operands' type implies ("fp32" for float32).
+
+    Returns:
+        The (M, N) result: `out` when given; else a new array where the operands live
+        (numpy for host operands, their library's array for device ones). float32, or
+        out's type (float32 or a's type).
+
+    Raises:
+        NotAnArrayError: an operand is not an array.
+        ShapeError: an operand is not 2-D, or the shapes do not agree.
+        DTypeError: an unsupported or mixed operand type, or no kernel computes
+            `precision` into the result's type.
+        ShapeLimitError: no candidate kernel fits the GPU's shared memory at this shape.
+        AliasError: `out` has elements that share one address.
+        StreamError: `stream` is not a CUDA stream.
+        InputError: anything else wrong with the arguments (the base of every error
+            above, all raised before anything is allocated or launched).
+        CaptureError: the call cannot be captured into the CUDA graph being recorded.
+        CompileError, HeadersNotFound, NvrtcNotFound: the pick cannot be compiled.
+        CudaError: a CUDA driver call failed (NoDeviceError: no GPU or driver).
+        CuteGemmError: no kernel computes `precision` on this GPU's architecture.
+    """
     return run(registry.AUTO, a, b, c, alpha=alpha, beta=beta, out=out, stream=stream,
                precision=precision)
 

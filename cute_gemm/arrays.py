@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, replace
 from math import gcd
+from typing import Any, Literal, get_args
 
 import numpy as np
 
@@ -18,8 +19,18 @@ from .errors import DTypeError, InputError, NotAnArrayError, ShapeError
 
 from .records import ITEMSIZE
 
+# The element types of operands and results, by numpy's names (bfloat16: ml_dtypes'):
 # float32 for every kernel; float16 and bfloat16 for the tensor-core kernels (Kernel.dtypes)
-SUPPORTED_DTYPES = ("float32", "float16", "bfloat16")
+DTypeName = Literal["float32", "float16", "bfloat16"]
+SUPPORTED_DTYPES: tuple[str, ...] = get_args(DTypeName)
+# What an operand may be: a numpy array (host), or a device array that exposes
+# __cuda_array_interface__ or DLPack (CuPy, PyTorch, JAX, Numba, cute_gemm.DeviceArray), of a
+# SUPPORTED_DTYPES type, 2-D with any strides. Any, because the protocols are duck-typed.
+ArrayLike = Any
+# A CUDA stream: None (the operands' library's current stream), a handle (int, 0 the legacy
+# default stream), or an object that exposes one (cuda.core, CuPy or PyTorch streams,
+# anything with __cuda_stream__, cuda_stream, ptr or handle: launch.stream_handle).
+StreamLike = Any
 _TYPESTR = {"<f4": "float32", "<f8": "float64", "<f2": "float16", "<i4": "int32",
             "<i8": "int64", "|u1": "uint8", "|i1": "int8", "<u4": "uint32", "<c8": "complex64"}
 _CAI_DTYPE = {"<f4": "float32", "<f2": "float16"}     # bfloat16: no standard typestr (_void2_as_bfloat16)

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 
 from . import autotable, launch, memo, registry, resolve, streamk
 from .errors import CuteGemmError, DTypeError, InputError, ShapeLimitError
-from .records import (ITEMSIZE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, UNIT, Pick, cdiv,
-                      layout_majors)
+from .arrays import SUPPORTED_DTYPES, DTypeName
+from .records import (ITEMSIZE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, UNIT, LayoutName, Pick,
+                      PrecisionName, cdiv, layout_majors)
 
 AUTO = registry.AUTO
 TAG = "auto"                       # Kernel.tags: a candidate of the selector
@@ -544,23 +545,111 @@ def pick(A, B, O, precision: str, out_dtype: str, ordinal: int | None) -> Choice
                   precision=precision, out_dtype=out_dtype, aligned=operands_aligned(A, B, O))
 
 
-def gemm_choice(m: int, n: int, k: int, *, layout: str = "nn", precision: str = "fp32",
-                out_dtype: str | None = None, aligned: bool | None = None,
-                ordinal: int | None = None) -> Choice:
-    """What gemm() would run for an M x N x K problem with operands in `layout` ("nn", "tn",
-    "nt", "tt") on this GPU (device `ordinal`, default the current one), and why.
-    out_dtype: the result type (default float32); aligned: whether every operand's pointer
-    and leading dimension is 16-byte aligned (default: as for fresh contiguous arrays)."""
+def described_device(name: str) -> launch.DeviceInfo:
+    """A GPU that gemm_choice() answers for without it being present: one a shipped tune
+    table was measured on (cute_gemm/tables/*.json), by its exact name ("NVIDIA H200").
+    Its architecture and SM count come from the table, the shared memory a block may opt
+    in to from its architecture (launch.SMEM_OPTIN); ordinal -1 and clock, L2 and driver 0
+    say that it was described, not queried.
+
+    Raises:
+        InputError: no shipped table was measured on a GPU of that name, or its
+            architecture is not one the package knows the shared memory of; the message
+            lists the names it knows.
+    """
+    known = shipped_gpus()
+    path = autotable.shipped_path(name) if name in known else None
+    table = autotable.load(path, name) if path is not None else None
+    cc = None
+    if table is not None and table.arch.startswith("sm_") and table.arch[3:].isdigit():
+        cc = divmod(int(table.arch[3:]), 10)
+    if table is None or cc not in launch.SMEM_OPTIN or table.sm_count < 1:
+        raise InputError(f"device={name!r}: gemm_choice() knows the GPUs of the shipped tune "
+                         f"tables by name: {', '.join(map(repr, known)) or 'none'}; on another "
+                         "GPU, run it there (device=None)")
+    return launch.DeviceInfo(ordinal=-1, name=table.gpu, cc=cc, sm_count=table.sm_count,
+                             clock_khz=0, smem_optin=launch.SMEM_OPTIN[cc], smem_per_sm=0,
+                             l2_bytes=0, driver_version=0)
+
+
+def shipped_gpus() -> tuple[str, ...]:
+    """The names of the GPUs the shipped tune tables were measured on, sorted."""
+    names = set()
+    for path in sorted(autotable.SHIPPED_DIR.glob("*.json")):
+        try:
+            names.add(autotable.read(path).gpu)
+        except (OSError, ValueError):
+            continue
+    return tuple(sorted(names))
+
+
+def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
+                precision: PrecisionName = "fp32", out_dtype: DTypeName | None = None,
+                aligned: bool | None = None, ordinal: int | None = None,
+                device: str | launch.DeviceInfo | None = None) -> Choice:
+    """What gemm() would run for an M x N x K problem, and why, without running it.
+
+    The same selector gemm() calls (this GPU's tune tables, then the heuristic), for fresh
+    operands of the given layout and precision. With `device` it needs no GPU: the answer
+    for that GPU as gemm() would give it there.
+
+    Args:
+        m: Rows of A and of the result (int >= 0).
+        n: Columns of B and of the result (int >= 0).
+        k: Columns of A, rows of B (int >= 0).
+        layout: The operand layout, "nn", "tn", "nt" or "tt": "n" the array as it is
+            (row-major), "t" the transposed view of a row-major array (BLAS's transa,
+            transb). Default "nn".
+        precision: The arithmetic: "fp32", "tf32", "bf16", "fp16" or "fp32_3xtf32"
+            (run() says what each is). Default "fp32".
+        out_dtype: The result type, "float32", "float16" or "bfloat16" (the latter two
+            only with the precision of that type). Default float32.
+        aligned: Whether every operand's pointer and leading dimension is 16-byte aligned
+            (the class of the vector and TMA paths). Default: as for fresh contiguous
+            arrays of this shape.
+        ordinal: The GPU asked about, by device ordinal. Default: the current device.
+        device: Instead of a present GPU: a GPU name known to the shipped tune tables
+            (shipped_gpus(): "NVIDIA H100 80GB HBM3", "NVIDIA H200"), or a
+            launch.DeviceInfo. A tuned table of that GPU in the cache counts as on the
+            GPU itself. Default None: the GPU at `ordinal`.
+
+    Returns:
+        Choice: the kernel (a registry name), whether it runs on the transposed problem,
+        its split along K, and why: "table" (this shape was measured), "nearest" (scaled
+        from the nearest measured shapes) or "heuristic", with the row or the rule.
+        A host-side value; nothing is compiled or launched.
+
+    Raises:
+        InputError: a precision or layout the package does not know; M, N or K not an
+            integer or negative; both `ordinal` and `device`; a `device` name no shipped
+            table knows (the message lists those it knows).
+        DTypeError: an out_dtype the package does not know, or no kernel computes this
+            precision into it (a subclass of InputError).
+        ShapeLimitError: every candidate needs more shared memory than the GPU allows.
+        CuteGemmError: no kernel computes this precision on the GPU's architecture.
+        NoDeviceError: no `device` given and no GPU (or CUDA driver) present.
+    """
     if precision not in PRECISIONS:
         raise InputError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    if out_dtype is not None and out_dtype not in SUPPORTED_DTYPES:
+        raise DTypeError(f"out_dtype must be one of {', '.join(SUPPORTED_DTYPES)}, got {out_dtype!r}")
+    if layout not in LAYOUTS:
+        layout_majors(layout)                                   # its named error
     try:
         m, n, k = (operator.index(x) for x in (m, n, k))
     except TypeError:
         raise InputError(f"M, N and K are integers, got {(m, n, k)}") from None
     if min(m, n, k) < 0:
         raise InputError(f"M, N and K are >= 0, got {(m, n, k)}")
+    if device is not None and ordinal is not None:
+        raise InputError("gemm_choice(): give ordinal (a present GPU) or device (a described "
+                         "one), not both")
+    if isinstance(device, str):
+        device = described_device(device)
+    elif device is None:
+        device = launch.device_info(ordinal)
     out_dtype = out_dtype or "float32"
     if aligned is None:
         aligned = contiguous_aligned(m, n, k, layout, precision, out_dtype)
-    return choose(m, n, k, device=launch.device_info(ordinal), layout=layout, precision=precision,
+    return choose(m, n, k, device=device, layout=layout, precision=precision,
                   out_dtype=out_dtype, aligned=aligned)

@@ -18,14 +18,16 @@ Outputs are poisoned with NaN before each launch, so an unwritten element fails.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
 from . import auto, registry
-from .arrays import narrow, widen
+from .arrays import ArrayLike, narrow, widen
 from .errors import CuteGemmError, ShapeLimitError
-from .records import FP32_ACCURATE, PRECISION_DTYPE, PRECISIONS, UNIT
+from .records import FP32_ACCURATE, PRECISION_DTYPE, PRECISIONS, UNIT, LayoutName, PrecisionName
 
 EPS = UNIT["fp32"]                  # float32's machine epsilon
 THRESHOLD = 16.0
@@ -284,19 +286,50 @@ def _check_one_shape(names, a, b, c, alpha, beta, exact, layout="nn", precision=
 
 
 @auto.waiting()       # the pick itself, never its stand-in (auto.stand_in)
-def cross_check(a=None, b=None, *, kernels=None, shapes=None, seed=None, alpha=1.0, beta=0.0,
-                c=None, exact=False, layout="nn", precision=None,
-                out_dtype="float32") -> CheckReport:
-    """Run the chosen kernels on the same inputs and compare them with float64 and each other.
+def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
+                kernels: str | Iterable[str] | None = None,
+                shapes: Iterable[tuple[int, int, int]] | None = None, seed: int | None = None,
+                alpha: float = 1.0, beta: float = 0.0, c: ArrayLike | None = None,
+                exact: bool = False, layout: LayoutName = "nn",
+                precision: PrecisionName | None = None,
+                out_dtype: Literal["float32", "same"] = "float32") -> CheckReport:
+    """Run kernels on the same inputs and compare them with float64 and with each other.
 
-    a/b given: one check on them (c optional). Otherwise fresh random inputs (or small
-    integers with exact=True) for each of `shapes` (default DEFAULT_SHAPES), C included
-    when beta != 0. `layout` (registry.LAYOUTS: "nn", "tn", "nt", "tt") passes A and/or B
-    as transposed views of row-major arrays where it says "t". `precision` (None: every
-    precision the chosen kernels offer, each kernel in each of its precisions) and
-    `out_dtype` ("float32", or "same": the input type) pick the arithmetic checked.
-    `kernels` (default: every kernel the device runs, and gemm()'s choice) may name "auto",
-    gemm()'s choice, checked like a kernel.
+    Each result is judged against a float64 product by the error bound of its precision
+    (the gauge ratio: 1 is the bound), and every pair of results is compared. A kernel that
+    cannot run a shape is reported, not raised: "skip" (beyond its design's limits) or
+    "error" (any other CuteGemmError, its first line kept).
+
+    Args:
+        a: A, (M, K), to check on (any array run() takes), with `b`. Default None: fresh
+            inputs for each of `shapes`.
+        b: B, (K, N), with `a`.
+        kernels: A kernel name or names; "auto" is gemm()'s pick, checked like a kernel.
+            Default None: every kernel this GPU runs, and "auto".
+        shapes: (M, N, K) triples for fresh inputs. Default None: check.DEFAULT_SHAPES.
+        seed: Seed of the random inputs. Default None: fresh entropy.
+        alpha: Scale of a @ b. Default 1.0.
+        beta: Scale of C; fresh inputs include a C when beta != 0. Default 0.0.
+        c: C, (M, N), with `a` and `b`. Default None.
+        exact: Fresh inputs of small integers, whose float32 sums are exact. Default False.
+        layout: "nn", "tn", "nt" or "tt": fresh A and/or B passed as transposed views of
+            row-major arrays where it says "t". Default "nn".
+        precision: Only this arithmetic ("fp32", "tf32", "bf16", "fp16", "fp32_3xtf32").
+            Default None: every precision the kernels offer, each kernel in each of its.
+        out_dtype: "float32", or "same": results of the input type. Default "float32".
+
+    Returns:
+        CheckReport: host-side; one ShapeReport per shape and precision checked, each
+        with a KernelResult per kernel (status "pass", "FAIL", "skip" or "error", gauge
+        ratio, relative Frobenius error, first failing element) and the pairwise maximum
+        differences. `.ok` is True when nothing failed; `.table()` prints it.
+
+    Raises:
+        InputError: a layout the package does not know; or a, b, c that run() rejects
+            (its subclasses: NotAnArrayError, ShapeError, DTypeError, ...).
+        UnknownKernelError: a name in `kernels` is not registered.
+        CuteGemmError: an unknown precision or out_dtype, or only one of a and b.
+        NoDeviceError: no GPU or CUDA driver.
     """
     registry.layout_majors(layout)          # a named error for anything else
     asked = None if kernels is None else [kernels] if isinstance(kernels, str) else list(kernels)

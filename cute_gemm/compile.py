@@ -302,12 +302,3 @@ def compile_source(kernel, arch: str, source: str, opts: list[str]) -> tuple[byt
     """Run NVRTC; return (cubin, log, seconds). Raises CompileError with the whole log."""
     cubin, _, log, seconds = run_nvrtc(kernel, source, opts, want_ptx=False)
     return cubin, log, seconds
-
-
-def ptx_of(kernel, arch: str | int) -> str:
-    """The PTX NVRTC writes on its way to the kernel's CUBIN for `arch`, not cached (its
-    cached twin: cache.get(kernel, arch, ptx=True).ptx): for checks of which code path an
-    arch gets, without a GPU."""
-    arch = normalize_arch(arch)
-    _, ptx, _, _ = run_nvrtc(kernel, read_source(kernel), options(kernel, arch), want_ptx=True)
-    return ptx.rstrip(b"\0").decode(errors="replace")

@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from .records import FixedSmem, Kernel, TileGridMN, Variant
+from .records import STREAM_K_COUNTERS, FixedSmem, Kernel, TileGridMN, Variant, device_constants
 
 _MAJORS = tuple((a, b) for a in ("k", "m") for b in ("n", "k"))
 
@@ -93,11 +93,11 @@ def _multistage(name: str, bm: int, bn: int, bk: int, stages: int) -> Kernel:
     )
 
 
-# Constants of the tuned kernel that the registry also needs (pipelined_config.cuh; a test
-# reads them back from the header): words of padding per k column of a padded smem stage,
-# and the rows of a warp's thread patch in the TiledMMA.
-SMEM_PAD = 4       # cg::kSmemPad
-WARP_M = 4         # cg::kWarpM
+# Constants of the tuned kernel that the registry also needs, handed to it as cg::kSmemPad
+# and cg::kWarpM (pipelined_config.cuh; PipelinedConfig.cpp writes them): words of padding
+# per k column of a padded smem stage, and the rows of a warp's thread patch in the TiledMMA.
+SMEM_PAD = 4
+WARP_M = 4
 
 EPILOGUES = ("scalar", "smem16", "bulk")    # cg::Epi (smem_epilogue.cuh)
 # static smem of a stream-K twin (its schedule and positions, 48 bytes), as the 128-byte
@@ -201,7 +201,9 @@ class PipelinedConfig:
 
     def cpp(self, name: str = "") -> str:
         """The C++ `struct Config` (with #line, so that compiler messages name the kernel
-        source's own lines)."""
+        source's own lines), after the constants the headers read (records.device_constants).
+        The derived sizes go in too (sk_smem, dyn_smem): the kernel static_asserts that what it
+        addresses fits the dynamic smem the registry launches it with."""
         def value(f: str) -> str:
             v = getattr(self, f)
             if f.startswith("epi_"):
@@ -211,9 +213,10 @@ class PipelinedConfig:
         def ctype(f: str) -> str:
             v = getattr(self, f)
             return "cg::Epi" if f.startswith("epi_") else "bool" if isinstance(v, bool) else "int"
-        fields = [f.name for f in dataclasses.fields(self)] + ["sk_smem"]
+        fields = [f.name for f in dataclasses.fields(self)] + ["sk_smem", "dyn_smem"]
         body = "".join(f"  static constexpr {ctype(f)} {f} = {value(f)};\n" for f in fields)
-        return ("#include <cute_gemm/pipelined_config.cuh>\n"
+        return (device_constants(STREAM_K_COUNTERS=STREAM_K_COUNTERS, SMEM_PAD=SMEM_PAD, WARP_M=WARP_M)
+                + "#include <cute_gemm/pipelined_config.cuh>\n"
                 f"struct Config {{   // {name or 'a configuration'}: cute_gemm/ladder_cute.py, PipelinedConfig\n"
                 f"{body}}};\n#line 1 \"cute/c3_pipelined.cu\"\n")
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from .records import FlatGrid, Kernel, RowGrid, StripSmem, TileGrid, Variant
 
-ANY = Variant  # shorthand below
-
 
 def _vec_pair(entry: str) -> tuple[Variant, ...]:
     """128-bit entry for 16-byte aligned operands, then the any-alignment fallback."""

@@ -7,8 +7,8 @@ import dataclasses
 from dataclasses import dataclass
 
 from .ladder_cute import _auto
-from .records import (CutModel, FixedSmem, GemmOf, Kernel, PersistentGrid, SplitGrid, TileGridMN,
-                      TmaBoxes, Variant)
+from .records import (STREAM_K_COUNTERS, CutModel, FixedSmem, GemmOf, Kernel, PersistentGrid,
+                      SplitGrid, TileGridMN, TmaBoxes, Variant, device_constants)
 
 
 # ---- Hopper tensor-core stages (sm_90a) -----------------------------------------------
@@ -143,9 +143,13 @@ class WgmmaWsConfig:
         return self.stages * (self.blk_m + self.blk_n) * self.k_bytes + self.stages * 16
 
     def cpp(self, name: str = "") -> str:
-        body = "".join(f"  static constexpr int {f.name} = {getattr(self, f.name)};\n"
-                       for f in dataclasses.fields(self))
-        return (f"struct Config {{   // {name or 'a configuration'}: cute_gemm/ladder_hopper.py, WgmmaWsConfig\n"
+        """The C++ `struct Config`, after the constants the headers read
+        (records.device_constants: sm90_tail_split.cuh's workspace counters), with the derived
+        dyn_smem: the kernel static_asserts that its stages and ring fit in it."""
+        fields = [f.name for f in dataclasses.fields(self)] + ["dyn_smem"]
+        body = "".join(f"  static constexpr int {f} = {getattr(self, f)};\n" for f in fields)
+        return (device_constants(STREAM_K_COUNTERS=STREAM_K_COUNTERS)
+                + f"struct Config {{   // {name or 'a configuration'}: cute_gemm/ladder_hopper.py, WgmmaWsConfig\n"
                 f"{body}}};\n#line 1 \"cute/c6_wgmma_ws.cu\"\n")
 
 

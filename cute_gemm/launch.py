@@ -52,6 +52,13 @@ class DeviceInfo:
         return self.sm_count * self.fp32_lanes_per_sm * 2 * self.clock_khz * 1e3 / 1e12
 
 
+# Dynamic shared memory a block may opt in to, per compute capability (CUDA C Programming
+# Guide, technical specifications): what a GPU described by name rather than present
+# (auto.described_device) is taken to allow; a present one reports its own.
+SMEM_OPTIN = {(8, 0): 163 << 10, (8, 6): 99 << 10, (8, 7): 163 << 10, (8, 9): 99 << 10,
+              (9, 0): 227 << 10}
+
+
 def fp32_lanes_per_sm(cc: tuple[int, int]) -> int:
     """FP32 FMA lanes per SM (CUDA C Programming Guide, arithmetic instruction throughput):
     64 on sm_60/70/75/80 (V100, T4, A100), 128 on sm_86/87/89/90 and later (GA10x, Ada, Hopper)."""

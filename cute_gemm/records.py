@@ -12,16 +12,30 @@ Operand conventions (see include/cute_gemm/common.cuh for the kernel signature):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Literal, get_args
 
 from .errors import InputError, ShapeLimitError
 
 ARCHS = ("sm_80", "sm_90")          # every kernel is compiled for these in CI
 
+# int32 arrival counters at the start of every stream-K and cut-walk workspace, at a fixed
+# place so that launches of any size share one workspace and find theirs zero (>= 2 per CTA
+# of any launch: streamk.stream_k_ctas keeps to it). The device code reads this value, as
+# CUTE_GEMM_STREAM_K_COUNTERS (device_constants), not one of its own.
+STREAM_K_COUNTERS = 8192
+
+
+def device_constants(**values: int) -> str:
+    """Constants the host and the device code share, as the macros the headers read
+    (`#define CUTE_GEMM_<NAME> <value>`): written by a typed configuration's cpp() in front
+    of the kernel source, so each value has one home, here in Python."""
+    return "".join(f"#define CUTE_GEMM_{name} {int(v)}\n" for name, v in values.items())
+
 # Operand layouts, as users name them: op(A) op(B), "n" the array as it is (row-major),
 # "t" the transposed view of a row-major array (BLAS's transa/transb). Kernels name the
 # same thing by majors (below); layout_majors is the one translation.
-LAYOUTS = ("nn", "tn", "nt", "tt")
+LayoutName = Literal["nn", "tn", "nt", "tt"]
+LAYOUTS: tuple[str, ...] = get_args(LayoutName)
 
 
 def layout_majors(layout: str) -> tuple[str, str]:
@@ -43,7 +57,8 @@ def cdiv(a: int, b: int) -> int:
 # products (big·big + big·small + small·big): held to fp32's gauge (UNIT), so it stands
 # in for fp32 on a kernel that offers nothing else (api._precision). Every precision
 # accumulates in float32.
-PRECISIONS = ("fp32", "tf32", "bf16", "fp16", "fp32_3xtf32")
+PrecisionName = Literal["fp32", "tf32", "bf16", "fp16", "fp32_3xtf32"]
+PRECISIONS: tuple[str, ...] = get_args(PrecisionName)
 PRECISION_DTYPE = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16",
                    "fp32_3xtf32": "float32"}
 # precisions held to the fp32 gauge besides fp32 itself: taken for float32 operands without

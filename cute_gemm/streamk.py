@@ -1,12 +1,13 @@
-"""Stream-K on the host: how a persistent launch shares the k-tile iterations of the
-last, partly empty wave of tiles out over its CTAs — the mirror of the device side
-(include/cute_gemm/streamk.cuh) and the decision when to take it. Pure arithmetic: the
-runtime (resolve.py) supplies the occupancy it reads off the driver.
+"""Stream-K on the host: the decision when a persistent launch shares the k-tile
+iterations of the last, partly empty wave of tiles out over its CTAs, its grid and its
+workspace. The split itself is computed on the device (include/cute_gemm/streamk.cuh);
+the tests keep a model of it (tests/streamk_model.py). Pure arithmetic: the runtime
+(resolve.py) supplies the occupancy it reads off the driver.
 """
 from __future__ import annotations
 
 # tail_split_plan lives beside records.CutModel, which prices it; the docs name it streamk.tail_split_plan
-from .records import Kernel, Variant, cdiv, tail_split_plan  # noqa: F401
+from .records import STREAM_K_COUNTERS, Kernel, Variant, cdiv, tail_split_plan  # noqa: F401
 
 
 def plan(k: Kernel, variant: Variant, m: int, n: int, kk: int, slots_dp: int,
@@ -130,23 +131,6 @@ def stream_k_plan(tiles: int, k_tiles: int, slots_dp: int, slots_sk: int,
     return (tiles - tail, ctas) if ctas else (0, 0)
 
 
-def stream_k_schedule(tiles: int, k_tiles: int, ctas: int) -> tuple[int, list[tuple[int, int]]]:
-    """The split that include/cute_gemm/streamk.cuh computes on the device, mirrored for
-    tests and docs: (whole data-parallel tiles, [(first, end) stream-K iteration of each
-    CTA]); stream-K iteration i is k-tile i % k_tiles of tile dp + i // k_tiles."""
-    dp = stream_k_dp_tiles(tiles, ctas)
-    begin = stream_k_begins((tiles - dp) * k_tiles, ctas)
-    return dp, [(begin[c], begin[c + 1]) for c in range(ctas)]
-
-
-def stream_k_begins(sk_iters: int, ctas: int) -> list[int]:
-    """StreamK::begin(c) for c = 0..ctas (the last: sk_iters): CTA c's first stream-K
-    iteration, floor(c * sk_iters / ctas), as the header computes it (q, r = divmod)."""
-    q, r = divmod(sk_iters, ctas)
-    return [c * q + (c * r) // ctas for c in range(ctas + 1)]
-
-
-STREAM_K_COUNTERS = 8192   # cg::kStreamKCounters (include/cute_gemm/streamk.cuh)
 SPLIT_SLICES_AT = 4 * STREAM_K_COUNTERS   # bytes into a workspace: a split's slices
 
 
@@ -164,15 +148,3 @@ def tail_split_workspace_bytes(cut_units: int, cluster: int, pieces: int, bm: in
     same place as stream-K's: one pool serves both), then `partials` fp32 tiles per piece
     (promoted: its sum and its carried error; else its accumulators)."""
     return 4 * STREAM_K_COUNTERS + 4 * partials * cut_units * cluster * pieces * bm * bn
-
-
-def tail_split_schedule(units: int, dp: int, pieces: int, windows: int) -> list[tuple[int, int, int]]:
-    """The walk include/cute_gemm/sm90_tail_split.cuh runs, mirrored for tests and docs:
-    (unit, first window, end window) of each item; a cut unit's pieces take ceil(windows /
-    pieces) windows each (the last one's past the end are zero-filled: cut off here)."""
-    run = cdiv(windows, pieces)
-    out = [(u, 0, windows) for u in range(dp)]
-    for j in range((units - dp) * pieces):
-        w0 = (j % pieces) * run
-        out.append((dp + j // pieces, w0, min(w0 + run, windows)))
-    return out

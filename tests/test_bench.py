@@ -22,13 +22,14 @@ import pytest
 
 import cute_gemm
 import stub_driver
+from bench_csv import read_csv
 from cute_gemm import kernel_args, registry, resolve
 from cute_gemm.perf import meta, overhead, shapes, timing
 from cute_gemm.perf.cublas import find_cublas
 from cute_gemm.perf.report import format_table, readme_markdown, write_outputs
 from cute_gemm.perf.runner import Reference, measure_row
 from cute_gemm.perf.schema import (CUBLAS, SCHEMA, BenchResult, Row, load_json, pick_ladder_size,
-                                   read_csv, write_csv, write_json)
+                                   write_csv, write_json)
 from cute_gemm.perf.shapes import native_layout, parse_layouts, parse_sizes
 from cute_gemm.perf.stats import (fill_ratios, peak_formula, peak_tflops, sample_indices,
                                   summarize, tflops)

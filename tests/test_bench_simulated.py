@@ -12,10 +12,11 @@ import numpy as np
 import pytest
 
 import cute_gemm
+from bench_csv import read_csv
 from cute_gemm import registry
 from cute_gemm.arrays import DeviceArray
 from cute_gemm.perf import overhead, runner, timing
-from cute_gemm.perf.schema import CUBLAS, load_json, read_csv
+from cute_gemm.perf.schema import CUBLAS, load_json
 from cute_gemm.perf.stats import peak_tflops, tflops
 
 # ---- the whole bench loop on a simulated device (host memory behind the driver calls) ------------

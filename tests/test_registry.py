@@ -149,19 +149,49 @@ def test_pipelined_config_one_name_per_knob():
     texts += [p.read_text() for p in sorted(inc.glob("*.cuh"))]
     code = [re.sub(r"//.*", "", t) for t in texts]                  # the code, not comments
     read = set().union(*(re.findall(r"\b(?:Config|Cfg)::(\w+)", t) for t in code))
-    fields = {f.name for f in dataclasses.fields(ladder_cute.PipelinedConfig)} | {"sk_smem"}
+    fields = {f.name for f in dataclasses.fields(ladder_cute.PipelinedConfig)} | {"sk_smem", "dyn_smem"}
     assert read == fields, (sorted(read - fields), sorted(fields - read))
     for k in KERNELS:
         if isinstance(k.config, ladder_cute.PipelinedConfig):
             cpp = k.config.cpp(k.name)
             assert set(re.findall(r"static constexpr \w+(?:::\w+)? (\w+) =", cpp)) == fields, k.name
     header = (inc / "pipelined_config.cuh").read_text()
-    assert int(re.search(r"kSmemPad = (\d+);", header).group(1)) == ladder_cute.SMEM_PAD
-    assert int(re.search(r"kWarpM = (\d+);", header).group(1)) == ladder_cute.WARP_M
     epi = re.search(r"enum class Epi \{([^}]*)\}", header).group(1)
     assert tuple(e.strip() for e in epi.split(",")) == ladder_cute.EPILOGUES
     with pytest.raises(ValueError, match="epi_ak_bn"):
         ladder_cute.PipelinedConfig(128, 128, 8, 4, epi_ak_bn="vector")
+
+
+def test_device_constants_have_one_home_in_python():
+    """The constants host and device code share (records.STREAM_K_COUNTERS, ladder_cute.
+    SMEM_PAD and WARP_M) are written once, in Python: every typed configuration defines the
+    CUTE_GEMM_* macros in front of its kernel source with the Python values, and no kernel
+    source or header defines them or restates their values."""
+    from cute_gemm import compile as cg_compile, ladder_cute, records, streamk
+    assert streamk.STREAM_K_COUNTERS is records.STREAM_K_COUNTERS
+    want = {"STREAM_K_COUNTERS": records.STREAM_K_COUNTERS}
+    pipe = dict(want, SMEM_PAD=ladder_cute.SMEM_PAD, WARP_M=ladder_cute.WARP_M)
+    configs = [k for k in KERNELS if k.config is not None]
+    assert configs
+    for k in configs:
+        src = cg_compile.read_source(k)
+        head = src[:src.index("#line 1")]
+        defined = {n: int(v) for n, v in re.findall(r"#define CUTE_GEMM_(\w+) (-?\d+)", head)}
+        assert defined == (pipe if isinstance(k.config, ladder_cute.PipelinedConfig) else want), k.name
+        # the derived dynamic smem goes in too: the kernel checks what it addresses against it
+        assert f"static constexpr int dyn_smem = {k.config.dyn_smem};" in head, k.name
+    inc = paths.project_include_dir() / "cute_gemm"
+    texts = {p.name: p.read_text() for p in sorted(inc.glob("*.cuh"))}
+    texts |= {p.name: p.read_text() for p in sorted(paths.kernels_dir().rglob("*.cu"))}
+    read = set()
+    for name, text in texts.items():
+        assert "#define CUTE_GEMM_" not in text, name
+        read |= set(re.findall(r"\bCUTE_GEMM_(STREAM_K_COUNTERS|SMEM_PAD|WARP_M)\b", text))
+    assert read == set(pipe)
+    assert re.search(r"kStreamKCounters = CUTE_GEMM_STREAM_K_COUNTERS;", texts["streamk.cuh"])
+    for const in ("kWarpM = CUTE_GEMM_WARP_M;", "kSmemPad = CUTE_GEMM_SMEM_PAD;"):
+        assert const in texts["pipelined_config.cuh"]
+    assert records.device_constants(A=1, B_C=2) == "#define CUTE_GEMM_A 1\n#define CUTE_GEMM_B_C 2\n"
 
 
 def test_no_source_is_a_maze_of_conditionals():

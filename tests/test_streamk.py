@@ -1,5 +1,5 @@
 """Stream-K scheduling (CPU): the launch policy and the split the kernel computes
-(streamk.stream_k_schedule mirrors include/cute_gemm/streamk.cuh)."""
+(streamk_model.stream_k_schedule models include/cute_gemm/streamk.cuh)."""
 from __future__ import annotations
 
 import dataclasses
@@ -10,6 +10,8 @@ import pytest
 
 from cute_gemm import registry, streamk
 from cute_gemm.records import cdiv
+
+from streamk_model import stream_k_begins, stream_k_schedule, tail_split_schedule
 
 
 def test_policy_picks_stream_k_only_for_partial_waves():
@@ -40,7 +42,7 @@ def test_plan_splits_off_the_last_partial_wave():
     assert streamk.stream_k_plan(260, 44, 264, 264) == (0, 264)
     # the tail launch's own schedule: all of it stream-K, every CTA busy
     tile0, ctas = streamk.stream_k_plan(1024, 256, 264, 264)
-    dp, runs = streamk.stream_k_schedule(1024 - tile0, 256, ctas)
+    dp, runs = stream_k_schedule(1024 - tile0, 256, ctas)
     assert dp == 0 and all(e > b for b, e in runs)
 
 
@@ -55,7 +57,7 @@ def test_split_k_cuts_every_tile_into_even_runs_within_a_wave():
     # runs that differ by at most one k-tile
     for tiles, k_tiles, s in ((128, 32, 3), (16, 64, 8), (4, 4096, 32), (7, 9, 4)):
         ctas = streamk.split_k_ctas(tiles, k_tiles, s, 10**6)
-        dp, runs = streamk.stream_k_schedule(tiles, k_tiles, ctas)
+        dp, runs = stream_k_schedule(tiles, k_tiles, ctas)
         sizes = [e - b for b, e in runs]
         assert dp == 0 and min(sizes) >= 2 and max(sizes) - min(sizes) <= 1
         for u in range(tiles):            # contributors of tile u: split_k or split_k + 1
@@ -89,7 +91,7 @@ def test_stream_k_twins_have_data_parallel_siblings():
 def test_schedule_covers_every_iteration_once(tiles, k_tiles, slots):
     ctas = streamk.stream_k_ctas(tiles, k_tiles, slots)
     assert 0 < ctas <= slots
-    dp, runs = streamk.stream_k_schedule(tiles, k_tiles, ctas)
+    dp, runs = stream_k_schedule(tiles, k_tiles, ctas)
     assert dp % ctas == 0 and dp < tiles
     sk_tiles = tiles - dp
     assert sk_tiles <= 2 * ctas                       # the workspace holds 2 * ctas counters
@@ -133,7 +135,7 @@ def test_contributor_search_in_float_is_exact(s, g):
     # every CTA boundary (begin(c) - 1, begin(c)) and random iterations: the float estimate
     # is off by at most one either way, and begin() corrects it to the exact owner
     rng = np.random.default_rng(s ^ g)
-    begins = streamk.stream_k_begins(s, g)
+    begins = stream_k_begins(s, g)
     xs = {b + d for b in begins for d in (-1, 0) if 0 <= b + d < s}
     xs |= {int(x) for x in rng.integers(0, s, 2000)}
     for x in sorted(xs):
@@ -144,11 +146,9 @@ def test_contributor_search_in_float_is_exact(s, g):
             assert abs(est - owner) <= 1 and got == owner, (x, ulps, est, owner)
 
 
-def test_workspace_size_and_counter_capacity_match_the_header():
-    import re
-    from cute_gemm.paths import project_include_dir
-    text = (project_include_dir() / "cute_gemm" / "streamk.cuh").read_text()
-    assert int(re.search(r"kStreamKCounters = (\d+);", text).group(1)) == streamk.STREAM_K_COUNTERS
+def test_workspace_size_and_counter_capacity():
+    # (the header reads the count from the registry: test_registry.py,
+    # test_device_constants_have_one_home_in_python)
     assert (streamk.stream_k_workspace_bytes(264, 128, 128)
             == streamk.STREAM_K_COUNTERS * 4 + 264 * 2 * 128 * 128 * 4)
     # the counters (<= 2 per CTA) always fit, however many CTAs a GPU could hold
@@ -246,7 +246,7 @@ def test_tail_split_cuts_a_partial_last_round_only():
     (3, 60, 9999), (13, 7, 64)])
 def test_tail_split_schedule_covers_every_window_once(units, clusters, windows):
     dp, pieces = streamk.tail_split_plan(units, clusters, windows, 8)
-    items = streamk.tail_split_schedule(units, dp, pieces, windows)
+    items = tail_split_schedule(units, dp, pieces, windows)
     assert len(items) == dp + (units - dp) * pieces
     assert all(e > b for _, b, e in items)                           # no empty piece
     covered = sorted((u, w) for u, b, e in items for w in range(b, e))

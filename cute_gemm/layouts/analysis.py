@@ -1,9 +1,8 @@
 """Analyses no library has: who owns which element of a partitioned tile, whether the
-partitions cover it, the shared-memory bank conflicts of a warp's stores, the bank map of a
-swizzled layout and the TMA boxes that fill a stage.
+partitions cover it, the bank map of a swizzled layout and the TMA boxes that fill a stage.
 
 `cute-gemm check` runs `check` for every CuTe kernel; tests/test_layouts.py asserts the same
-properties and the bank-conflict counts the kernels' comments promise.
+properties, and counts the bank conflicts the kernels' comments promise with its own helpers.
 """
 from __future__ import annotations
 
@@ -46,21 +45,6 @@ def tv_cells(tv: Layout, tile: tuple) -> dict[tuple[int, int], list[tuple[int, i
     return out
 
 
-def bank_ways(tv: Layout, stage: Layout, rows: int, banks: int = 32) -> int:
-    """Worst bank multiplicity of a warp's 4-byte stores: thread t's value v of a TiledCopy
-    (TV layout -> index in its (rows, k) tile) stored at stage(m, k), one STS.32 per value
-    index, `banks` banks of 4 bytes. 1 = conflict-free. stage: (m, k[, buffer 0])."""
-    nthreads, nvals = (int(x) for x in product_each(tv.shape)[:2])
-    buf = (0,) * (len(stage) - 2)
-    worst = 0
-    for w in range(nthreads // 32):
-        for v in range(nvals):
-            hit = [stage((idx % rows, idx // rows) + buf) % banks
-                   for idx in (value(tv, t, v) for t in range(32 * w, 32 * w + 32))]
-            worst = max(worst, max(hit.count(b) for b in hit))
-    return worst
-
-
 def _grid0(layout):
     """The (rows, cols) of a layout's first two modes and the layout at stage 0."""
     g = layout(None, None, 0) if rank(layout) == 3 else layout
@@ -73,17 +57,6 @@ def banks(layout, elem_bytes: int) -> list[list[int]]:
     1024-byte boundary (the kernels trap otherwise)."""
     rows, cols, g = _grid0(layout)
     return [[value(g, r, c) * elem_bytes // 4 % 32 for c in range(cols)] for r in range(rows)]
-
-
-def chunk_groups(atom, elem_bytes: int, kmajor: bool) -> list[list[int]]:
-    """A 128-byte swizzle atom as 8 lines x 8 16-byte chunks: [line][logical chunk] -> the
-    bank group (4 banks, 16 bytes) it lands in. Lines: the rows of a k-major atom (8, 128 B),
-    the k columns of an mn-major one (128 B, 8). Conflict-free for a warp that reads or
-    writes 16 bytes per thread: every line's chunks in 8 groups (a whole line at once: TMA,
-    cp.async), and every chunk's 8 lines in 8 groups (ldmatrix: 8 lines, one chunk each)."""
-    e = 16 // elem_bytes
-    at = (lambda ln, c: value(atom, ln, c * e)) if kmajor else (lambda ln, c: value(atom, c * e, ln))
-    return [[at(ln, c) * elem_bytes // 16 % 8 for c in range(8)] for ln in range(8)]
 
 
 def box_map(stage, box: tuple[int, int], kmajor: bool) -> list[list[int]]:

@@ -13,7 +13,7 @@ import pycute
 
 from .algebra import Layout, MMAAtom, Swizzled
 
-# SM80_16x8_Row: C (and 16x8x8 A): lane l = 4 g + q holds rows g and g + 8, columns 2q, 2q + 1
+# SM80_16x8_Row: C: lane l = 4 g + q holds rows g and g + 8, columns 2q, 2q + 1
 _SM80_16x8_ROW = Layout(((4, 8), (2, 2)), ((32, 1), (16, 8)))
 
 # SM80_16x8x16_F32BF16BF16F32_TN / _F32F16F16F32_TN (16-bit A and B, float C)
@@ -21,12 +21,6 @@ SM80_16x8x16 = MMAAtom((16, 8, 16), Layout(32),
                        Layout(((4, 8), (2, 2, 2)), ((32, 1), (16, 8, 128))),
                        Layout(((4, 8), (2, 2)), ((16, 1), (8, 64))),
                        _SM80_16x8_ROW)
-
-# SM80_16x8x8_F32TF32TF32F32_TN (float operands multiplied as tf32)
-SM80_16x8x8_TF32 = MMAAtom((16, 8, 8), Layout(32),
-                           Layout(((4, 8), (2, 2)), ((16, 1), (8, 64))),
-                           Layout(((4, 8), 2), ((8, 1), 32)),
-                           _SM80_16x8_ROW)
 
 
 def gmma_ss(n: int, k: int) -> MMAAtom:

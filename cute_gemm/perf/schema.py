@@ -72,9 +72,6 @@ class Row:
         return self.status == "pass" and self.median_ms is not None
 
 
-_INT_FIELDS = {"m", "n", "k", "repeats"}
-_FLOAT_FIELDS = {"gauge_ratio", "compile_s", "median_ms", "min_ms", "max_ms", "q1_ms", "q3_ms",
-                 "iqr_ms", "tflops", "vs_cublas", "frac_peak", "clock_mhz", "power_w"}
 COLUMNS = tuple(f.name for f in fields(Row))
 
 
@@ -139,23 +136,6 @@ def write_csv(result: BenchResult, path) -> Path:
             d = asdict(r)
             w.writerow([_csv_value(d[c]) for c in COLUMNS])
     return path
-
-
-def read_csv(path) -> list[Row]:
-    rows = []
-    with open(path, newline="") as f:
-        for d in csv.DictReader(f):
-            kw = {}
-            for c in COLUMNS:
-                v = d.get(c, "")
-                if c in _INT_FIELDS:
-                    kw[c] = int(v) if v != "" else 0
-                elif c in _FLOAT_FIELDS:
-                    kw[c] = float(v) if v != "" else None
-                else:
-                    kw[c] = v
-            rows.append(Row(**kw))
-    return rows
 
 
 def write_json(result: BenchResult, path) -> Path:

@@ -31,6 +31,8 @@
 //   raw_k                  a single k-major operand (ak_bn, am_bk) through raw stages and
 //                          a transpose, as when both are; else register-staged (#raw-k)
 //   sk_smem                (derived) dynamic smem bytes the twins are launched with (#twin-smem)
+//   dyn_smem               (derived) ... and the data-parallel entries (pipelined_mainloop.cuh
+//                          checks both against what it addresses)
 #pragma once
 
 #include <cute_gemm/cute.cuh>
@@ -43,9 +45,10 @@ namespace cg {
 enum class Epi { scalar, smem16, bulk };
 
 // The same in every configuration: constants, not knobs (the sweeps that settled them:
-// docs/design/cute_pipelined.md#tile-and-stages, #frag-db).
-constexpr int kWarpM = 4;     // a warp is a kWarpM x (32 / kWarpM) patch of the TiledMMA's threads
-constexpr int kSmemPad = 4;   // words of padding per k column of a padded stage (ladder_cute.SMEM_PAD)
+// docs/design/cute_pipelined.md#tile-and-stages, #frag-db). The registry's values
+// (ladder_cute.WARP_M, SMEM_PAD), defined in front of the kernel source by its Config.
+constexpr int kWarpM = CUTE_GEMM_WARP_M;     // a warp is a kWarpM x (32 / kWarpM) patch of the TiledMMA's threads
+constexpr int kSmemPad = CUTE_GEMM_SMEM_PAD; // words of padding per k column of a padded stage
 constexpr int kRasterN = 8;   // tile columns per group of the CTA order (tile_scheduler.cuh)
 
 // Threads and TiledMMA of a configuration. UniversalFMA atoms with a permutation so that each

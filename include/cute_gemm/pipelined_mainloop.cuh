@@ -173,8 +173,8 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   Tensor gcC = local_tile(cC, cta_tiler, cta_coord, Step<_1, _1, X>{});               // (BLK_M,BLK_N)
 
   // Dynamic smem, one region per operand of 2 compute buffers + STAGES raw stages (an
-  // m/n-major operand's STAGES compute stages fit in it): the registry's FixedSmem =
-  // 4 * BLK_K * (2 * (BLK_M + BLK_N + 2 * PAD) + STAGES * (BLK_M + BLK_N)).
+  // m/n-major operand's STAGES compute stages fit in it): at most Config::dyn_smem bytes,
+  // what the registry launches the data-parallel entries with.
   constexpr int kRegionA = BLK_K * (2 * (BLK_M + kSmemPad) + STAGES * BLK_M);
   constexpr int kComputeA = kStage<Cfg, BLK_M, kQuadA> * kBufA, kComputeB = kStage<Cfg, BLK_N, kQuadB> * kBufB;
   static_assert(kComputeA + (kRawA ? BLK_M * BLK_K * STAGES : 0) <= kRegionA, "A region");
@@ -184,6 +184,8 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
   // ladder_cute._twin_smem, Config::sk_smem bytes): what this instantiation addresses.
   static_assert(!kSk || 4 * (kRegionA + kComputeB + (kRawB ? BLK_N * BLK_K * STAGES : 0)) <= Cfg::sk_smem,
                 "stream-K twin: more dynamic smem than the registry gives it (sk_smem)");
+  static_assert(kSk || 4 * (kRegionA + BLK_K * (2 * (BLK_N + kSmemPad) + STAGES * BLK_N)) <= Cfg::dyn_smem,
+                "data-parallel entry: more dynamic smem than the registry gives it (dyn_smem)");
   float* smem_b = smem_buf + kRegionA;
   Tensor sA = make_tensor(make_smem_ptr(smem_buf), sA_layout);                        // (BLK_M,BLK_K,BUF)
   Tensor sB = make_tensor(make_smem_ptr(smem_b), sB_layout);                          // (BLK_N,BLK_K,BUF)

@@ -24,7 +24,9 @@
 
 namespace cg {
 
-constexpr int kStreamKCounters = 8192;   // >= 2 * G for every launch (the host checks)
+// >= 2 * G for every launch (the host checks); the registry's value (records.STREAM_K_COUNTERS),
+// defined in front of the kernel source by its Config (records.device_constants)
+constexpr int kStreamKCounters = CUTE_GEMM_STREAM_K_COUNTERS;
 
 // An aggregate (no constructor), so that a kernel can keep it in __shared__: read back
 // per run, none of it stays live in registers across the mainloop (the register-staged

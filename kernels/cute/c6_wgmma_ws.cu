@@ -161,6 +161,8 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
   T* smemA = reinterpret_cast<T*>(smem);
   T* smemB = smemA + cosize_v<typename OpA::Layout>;
   Ring* ring = reinterpret_cast<Ring*>(smemB + cosize_v<typename OpB::Layout>);
+  static_assert(sizeof(T) * (cosize_v<typename OpA::Layout> + cosize_v<typename OpB::Layout>) + sizeof(Ring)
+                <= Config::dyn_smem, "more dynamic smem than the registry gives it (dyn_smem)");
 
   // the scheduler walks units of kCluster tiles along m (one per CTA of a cluster, the same
   // n block: they share its B tiles); a CTA whose tile lies past M still loads its part of
