@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-from . import auto, autotable, cache, driver, hotpath, launch, registry
+from . import auto, autotable, cache, driver, hotpath, launch, registry, standin
 from .arrays import ArrayLike, Operand, StreamLike, framework_stream, narrow, parse, widen
 from .errors import AliasError, CaptureError, DTypeError, InputError, ShapeError
 from .execute import gemm_device
@@ -279,7 +279,7 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
         # (how it runs, transposed or split along K, is an input of the launch plan)
         k, pick = registry.get(choice.kernel), choice.pick
         if ordinal is not None:     # what runs while the pick compiles, if it must
-            stand_in = auto.stand_in(k, prec, out_dtype, launch.device_info(ordinal).arch_int)
+            stand_in = standin.stand_in(k, prec, out_dtype, launch.device_info(ordinal).arch_int)
     check_precision(k, prec, out_dtype)
     alpha, beta = float(alpha), float(beta)
     if C is None:

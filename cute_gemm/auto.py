@@ -17,8 +17,6 @@ and the tables, which are read once per process: run()'s hot path may key on the
 """
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import math
 import operator
 import os
@@ -27,14 +25,11 @@ from dataclasses import dataclass
 from . import autotable, launch, memo, registry, resolve, streamk
 from .errors import CuteGemmError, DTypeError, InputError, ShapeLimitError
 from .arrays import SUPPORTED_DTYPES, DTypeName
-from .records import (ITEMSIZE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, UNIT, LayoutName, Pick,
+from .records import (ITEMSIZE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, LayoutName, Pick,
                       PrecisionName, cdiv, layout_majors)
 
 AUTO = registry.AUTO
 TAG = "auto"                       # Kernel.tags: a candidate of the selector
-QUICK = "quick"                    # Kernel.tags: the stand-in while a pick compiles
-FIRST_CALL = "CUTE_GEMM_FIRST_CALL"
-FIRST_CALL_MODES = ("quick", "wait")
 TENSOR_CORE = ("tf32", "bf16", "fp16")
 # heuristic: C covered by at most this many tiles of the largest-tile candidate is "tiny"
 TINY_TILES = 4
@@ -468,71 +463,6 @@ def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
                                                       if _stream_k(big) else ""))
 
 
-# ---- while the pick compiles ----------------------------------------------------------------
-# waiting(): a mode for the calls of one context (thread), over the environment's
-_mode: contextvars.ContextVar[str | None] = contextvars.ContextVar("cute_gemm_first_call",
-                                                                   default=None)
-
-
-def first_call() -> str:
-    """How gemm() meets a pick whose entry points are neither compiled nor cached
-    (CUTE_GEMM_FIRST_CALL): "quick" (the default) runs a stand-in that compiles in about a
-    second while the pick compiles in the background, "wait" compiles the pick first."""
-    mode = _mode.get()
-    if mode is not None:
-        return mode
-    mode = os.environ.get(FIRST_CALL, "").strip().lower() or FIRST_CALL_MODES[0]
-    if mode not in FIRST_CALL_MODES:
-        raise InputError(f"{FIRST_CALL} must be one of {', '.join(FIRST_CALL_MODES)}, "
-                         f"got {os.environ[FIRST_CALL]!r}")
-    return mode
-
-
-@contextlib.contextmanager
-def waiting():
-    """gemm() calls in this block (this thread) compile their picks first: what checks and
-    times the pick (cross_check, bench) must run the pick, never a stand-in."""
-    token = _mode.set("wait")
-    try:
-        yield
-    finally:
-        _mode.reset(token)
-
-
-def stand_in(pick: registry.Kernel, precision: str, out_dtype: str,
-             arch_int: int) -> tuple[registry.Kernel, str] | None:
-    """(kernel, the precision it runs) that gemm() runs in place of `pick` while pick's
-    entry points compile in the background (first_call() "quick"): the first kernel tagged
-    "quick" that runs on this compute capability and computes `precision` itself or one
-    judged by no larger a unit roundoff (fp32 for tf32, bf16 and fp16: within their
-    bounds, and more; fp32 for fp32_3xtf32, held to the same gauge), from operands of that
-    precision's type, which holds the call's exactly (16-bit operands widened to float32),
-    into `out_dtype` or float32 (rounded into it once, as the pick rounds its float32
-    sums). None where the mode is "wait" or there is no such kernel."""
-    if first_call() != "quick":
-        return None
-    ks = registry.KERNELS
-    key = (pick.name, precision, out_dtype, arch_int)
-    hit = _stand_ins.get(key)
-    if hit is not None and hit[0] is ks and hit[1] is pick:   # (the same registry and pick)
-        return hit[2]
-    found = None
-    dtype, unit = PRECISION_DTYPE[precision], UNIT[precision]
-    for x in ks:
-        if QUICK not in x.tags or x is pick or not x.runs_on(arch_int):
-            continue
-        found = next(((x, p) for p in (precision, *PRECISIONS)
-                      if PRECISION_DTYPE[p] in (dtype, "float32") and UNIT[p] <= unit
-                      and (x.computes(p, out_dtype) or x.computes(p, "float32"))), None)
-        if found is not None:
-            break
-    _stand_ins[key] = (ks, pick, found)
-    return found
-
-
-_stand_ins: dict = {}   # (pick, precision, out_dtype, arch) -> (registry.KERNELS, pick, stand_in)
-
-
 # ---- for api and users -------------------------------------------------------------------------
 def pick(A, B, O, precision: str, out_dtype: str, ordinal: int | None) -> Choice:
     """The choice for a validated call (arrays.Operand A, B and out O or None) on device
@@ -543,44 +473,6 @@ def pick(A, B, O, precision: str, out_dtype: str, ordinal: int | None) -> Choice
         return Choice(_named(precision, out_dtype)[0].name, why="no products to compute")
     return choose(m, B.shape[1], k, device=launch.device_info(ordinal), layout=layout_of(A, B),
                   precision=precision, out_dtype=out_dtype, aligned=operands_aligned(A, B, O))
-
-
-def described_device(name: str) -> launch.DeviceInfo:
-    """A GPU that gemm_choice() answers for without it being present: one a shipped tune
-    table was measured on (cute_gemm/tables/*.json), by its exact name ("NVIDIA H200").
-    Its architecture and SM count come from the table, the shared memory a block may opt
-    in to from its architecture (launch.SMEM_OPTIN); ordinal -1 and clock, L2 and driver 0
-    say that it was described, not queried.
-
-    Raises:
-        InputError: no shipped table was measured on a GPU of that name, or its
-            architecture is not one the package knows the shared memory of; the message
-            lists the names it knows.
-    """
-    known = shipped_gpus()
-    path = autotable.shipped_path(name) if name in known else None
-    table = autotable.load(path, name) if path is not None else None
-    cc = None
-    if table is not None and table.arch.startswith("sm_") and table.arch[3:].isdigit():
-        cc = divmod(int(table.arch[3:]), 10)
-    if table is None or cc not in launch.SMEM_OPTIN or table.sm_count < 1:
-        raise InputError(f"device={name!r}: gemm_choice() knows the GPUs of the shipped tune "
-                         f"tables by name: {', '.join(map(repr, known)) or 'none'}; on another "
-                         "GPU, run it there (device=None)")
-    return launch.DeviceInfo(ordinal=-1, name=table.gpu, cc=cc, sm_count=table.sm_count,
-                             clock_khz=0, smem_optin=launch.SMEM_OPTIN[cc], smem_per_sm=0,
-                             l2_bytes=0, driver_version=0)
-
-
-def shipped_gpus() -> tuple[str, ...]:
-    """The names of the GPUs the shipped tune tables were measured on, sorted."""
-    names = set()
-    for path in sorted(autotable.SHIPPED_DIR.glob("*.json")):
-        try:
-            names.add(autotable.read(path).gpu)
-        except (OSError, ValueError):
-            continue
-    return tuple(sorted(names))
 
 
 def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
@@ -609,7 +501,7 @@ def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
             arrays of this shape.
         ordinal: The GPU asked about, by device ordinal. Default: the current device.
         device: Instead of a present GPU: a GPU name known to the shipped tune tables
-            (shipped_gpus(): "NVIDIA H100 80GB HBM3", "NVIDIA H200"), or a
+            (autotable.shipped_gpus(): "NVIDIA H100 80GB HBM3", "NVIDIA H200"), or a
             launch.DeviceInfo. A tuned table of that GPU in the cache counts as on the
             GPU itself. Default None: the GPU at `ordinal`.
 
@@ -645,7 +537,7 @@ def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
         raise InputError("gemm_choice(): give ordinal (a present GPU) or device (a described "
                          "one), not both")
     if isinstance(device, str):
-        device = described_device(device)
+        device = autotable.described_device(device)
     elif device is None:
         device = launch.device_info(ordinal)
     out_dtype = out_dtype or "float32"

@@ -26,8 +26,8 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from . import cache
-from .errors import AutoTableWarning
+from . import cache, launch
+from .errors import AutoTableWarning, InputError
 from .records import LAYOUTS, PRECISIONS
 from .version import __version__
 
@@ -205,3 +205,41 @@ def reset() -> None:
 def generation() -> int:
     """A number that changes whenever reset() forgets the tables."""
     return _generation[0]
+
+
+def described_device(name: str) -> launch.DeviceInfo:
+    """A GPU that gemm_choice() answers for without it being present: one a shipped tune
+    table was measured on (cute_gemm/tables/*.json), by its exact name ("NVIDIA H200").
+    Its architecture and SM count come from the table, the shared memory a block may opt
+    in to from its architecture (launch.SMEM_OPTIN); ordinal -1 and clock, L2 and driver 0
+    say that it was described, not queried.
+
+    Raises:
+        InputError: no shipped table was measured on a GPU of that name, or its
+            architecture is not one the package knows the shared memory of; the message
+            lists the names it knows.
+    """
+    known = shipped_gpus()
+    path = shipped_path(name) if name in known else None
+    table = load(path, name) if path is not None else None
+    cc = None
+    if table is not None and table.arch.startswith("sm_") and table.arch[3:].isdigit():
+        cc = divmod(int(table.arch[3:]), 10)
+    if table is None or cc not in launch.SMEM_OPTIN or table.sm_count < 1:
+        raise InputError(f"device={name!r}: gemm_choice() knows the GPUs of the shipped tune "
+                         f"tables by name: {', '.join(map(repr, known)) or 'none'}; on another "
+                         "GPU, run it there (device=None)")
+    return launch.DeviceInfo(ordinal=-1, name=table.gpu, cc=cc, sm_count=table.sm_count,
+                             clock_khz=0, smem_optin=launch.SMEM_OPTIN[cc], smem_per_sm=0,
+                             l2_bytes=0, driver_version=0)
+
+
+def shipped_gpus() -> tuple[str, ...]:
+    """The names of the GPUs the shipped tune tables were measured on, sorted."""
+    names = set()
+    for path in sorted(SHIPPED_DIR.glob("*.json")):
+        try:
+            names.add(read(path).gpu)
+        except (OSError, ValueError):
+            continue
+    return tuple(sorted(names))

@@ -24,7 +24,7 @@ from typing import Literal
 
 import numpy as np
 
-from . import auto, registry
+from . import auto, registry, standin
 from .arrays import ArrayLike, narrow, widen
 from .errors import CuteGemmError, ShapeLimitError
 from .records import FP32_ACCURATE, PRECISION_DTYPE, PRECISIONS, UNIT, LayoutName, PrecisionName
@@ -285,7 +285,7 @@ def _check_one_shape(names, a, b, c, alpha, beta, exact, layout="nn", precision=
                        out_dtype)
 
 
-@auto.waiting()       # the pick itself, never its stand-in (auto.stand_in)
+@standin.waiting()       # the pick itself, never its stand-in (standin.stand_in)
 def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
                 kernels: str | Iterable[str] | None = None,
                 shapes: Iterable[tuple[int, int, int]] | None = None, seed: int | None = None,

@@ -87,7 +87,7 @@ def _composed_launches(name: str) -> tuple:
 
 def _stand_in(stand_in, A: Operand, B: Operand, C: Operand | None, T: Operand, alpha: float,
               beta: float, stream: int, ordinal: int) -> bool:
-    """The call run by gemm()'s stand-in (auto.stand_in: kernel, precision): on A and B as
+    """The call run by gemm()'s stand-in (standin.stand_in: kernel, precision): on A and B as
     they are where they have that precision's type, else on copies widened to it (exact),
     into T, or where the kernel writes only float32 and T is 16-bit, into a float32 copy
     rounded into T once. False where that scratch cannot be had: the call then waits for
@@ -126,7 +126,7 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     on the transposed problem C^T = B^T A^T (resolve.swapped decides what each launch
     computes), with split_k CTAs per tile (resolve). stand_in: (kernel, precision) that runs
     the call instead (as planned) while k's entry points for it compile in the background
-    (auto.stand_in; Loaded.ready). Returns (key, launcher) of the CACHE.launches entry the
+    (standin.stand_in; Loaded.ready). Returns (key, launcher) of the CACHE.launches entry the
     call went through, or None (always None from a stand-in: run()'s signature hot path
     must not keep it)."""
     m, kk = A.shape

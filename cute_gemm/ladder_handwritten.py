@@ -40,7 +40,7 @@ def _v9(name: str, bm: int, bn: int, bk: int, wm: int, wn: int, tm: int, tn: int
 # One source, several tile configurations, so a small search on the GPU can pick the
 # best. All keep 128-bit fragment reads at one wavefront and A stores conflict-free
 # (see the kernel header); the register figures are ptxas's for sm_80 / sm_90.
-# Tag "quick": gemm()'s stand-in while its pick compiles (auto.stand_in): one entry point
+# Tag "quick": gemm()'s stand-in while its pick compiles (standin.stand_in): one entry point
 # compiles in ~1 s and runs at ~85 % of cuBLAS on large squares.
 #  name                   BM   BN   BK  WM   WN  TM  TN  minBlk fragDB tags
 _V9_CONFIGS = (

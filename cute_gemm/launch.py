@@ -54,7 +54,7 @@ class DeviceInfo:
 
 # Dynamic shared memory a block may opt in to, per compute capability (CUDA C Programming
 # Guide, technical specifications): what a GPU described by name rather than present
-# (auto.described_device) is taken to allow; a present one reports its own.
+# (autotable.described_device) is taken to allow; a present one reports its own.
 SMEM_OPTIN = {(8, 0): 163 << 10, (8, 6): 99 << 10, (8, 7): 163 << 10, (8, 9): 99 << 10,
               (9, 0): 227 << 10}
 

@@ -65,7 +65,7 @@ PRECISION_DTYPE = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp
 # being named when the kernel offers no fp32 (tf32, at 2^-11, is never taken unnamed)
 FP32_ACCURATE = ("fp32_3xtf32",)
 # the unit roundoff each precision's results are judged with (check.unit; fp32: float32's
-# machine epsilon): a precision of no larger unit can answer for it (auto.stand_in)
+# machine epsilon): a precision of no larger unit can answer for it (standin.stand_in)
 UNIT = {"fp32": 2.0**-23, "fp32_3xtf32": 2.0**-23, "tf32": 2.0**-11, "fp16": 2.0**-11,
         "bf16": 2.0**-8}
 ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}

@@ -163,7 +163,7 @@ class Loaded:
         without compiling: held, or cached in memory or on disk; or when their background
         compile failed (the caller's function() then compiles them, raising its error where
         the call sees it). Else, with `start`, begins that compile in the background, once
-        per kernel, target and group (gemm()'s stand-in runs meanwhile, auto.stand_in), and
+        per kernel, target and group (gemm()'s stand-in runs meanwhile, standin.stand_in), and
         returns False."""
         if all(e in self.cubins for e in group):
             return True

@@ -128,7 +128,7 @@ def runtime_paths() -> bool:
 
 
 def stand_in_paths() -> bool:
-    """gemm()'s first calls with nothing cached (auto.stand_in): the quick kernel in fp32 on
+    """gemm()'s first calls with nothing cached (standin.stand_in): the quick kernel in fp32 on
     the operands as given or widened into float32 scratch (scale2d's converting entries),
     into a 16-bit result through a float32 copy of C, for every precision (the composed
     fp32_3xtf32 too), odd shapes in all four operand layouts, beta != 0; each answered

@@ -25,10 +25,10 @@ def no_gpu_and_no_tuned_tables(tmp_path, monkeypatch):
 
 
 def test_the_shipped_tables_name_the_gpus_it_knows():
-    names = auto.shipped_gpus()
+    names = autotable.shipped_gpus()
     assert names == ("NVIDIA H100 80GB HBM3", H200)
     for name in names:
-        d = auto.described_device(name)
+        d = autotable.described_device(name)
         table = autotable.read(autotable.shipped_path(name))
         assert (d.name, d.arch, d.sm_count, d.ordinal) == (name, table.arch, table.sm_count, -1)
         assert d.smem_optin == launch.SMEM_OPTIN[d.cc] == 227 << 10
@@ -37,7 +37,7 @@ def test_the_shipped_tables_name_the_gpus_it_knows():
 def test_a_described_gpu_answers_as_the_gpu_itself():
     choice = cute_gemm.gemm_choice(4096, 4096, 4096, precision="bf16", device=H200)
     assert isinstance(choice, cute_gemm.Choice) and cute_gemm.get_kernel(choice.kernel)
-    present = dataclasses.replace(auto.described_device(H200), ordinal=0, clock_khz=1_980_000)
+    present = dataclasses.replace(autotable.described_device(H200), ordinal=0, clock_khz=1_980_000)
     assert auto.choose(4096, 4096, 4096, device=present, precision="bf16") == choice
     # a shape the table measured: its row's fastest candidate, from the table
     table = autotable.read(autotable.shipped_path(H200))

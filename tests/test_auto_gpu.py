@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import cute_gemm
-from cute_gemm import autotable, driver, launch, registry, resolve
+from cute_gemm import autotable, driver, launch, registry, resolve, standin
 from cute_gemm.arrays import DeviceArray, narrow, widen
 from cute_gemm.autotable import Measured, Table
 from cute_gemm.check import cross_check, gauge_ratio, reference, unit
@@ -150,7 +150,7 @@ def test_a_cold_first_call_runs_the_stand_in_then_the_pick(tmp_cache, monkeypatc
     outs = [DeviceArray.from_host(nan, dtype=out) for _ in range(4)] + [DeviceArray.from_host(nan)]
     try:
         choice = cute_gemm.gemm_choice(m, n, k, precision=precision, out_dtype=out)
-        quick, quick_precision = cute_gemm.auto.stand_in(
+        quick, quick_precision = standin.stand_in(
             registry.get(choice.kernel), precision, out, launch.device_info().arch_int)
         assert quick_precision == "fp32"
         cute_gemm.gemm(dA, dB, out=outs[0], precision=precision)

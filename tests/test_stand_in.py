@@ -2,7 +2,7 @@
 pick's launch compiles (the stub's `compiling`), the quick kernel answers in fp32, for
 every precision (16-bit operands widened, a 16-bit result rounded once, a composed pick's
 two parts), no hot entry is kept, the pick's compile begins once; a capture runs the
-stand-in until the pick is loaded (a composed pick raises there); auto.stand_in's rule.
+stand-in until the pick is loaded (a composed pick raises there); standin.stand_in's rule.
 No NVRTC compile."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 
 import cute_gemm
 import stub_driver
-from cute_gemm import auto, execute, launch, registry, resolve
+from cute_gemm import execute, launch, registry, resolve, standin
 
 pytestmark = pytest.mark.usefixtures("private_tables")   # tests/conftest.py
 
@@ -22,15 +22,15 @@ def _stub(monkeypatch):
 
 
 def test_a_pick_still_compiling_gives_the_call_to_the_stand_in_and_never_the_hot_path(monkeypatch):
-    """Quick first call (auto.stand_in): while the pick's launch compiles (the stub's
+    """Quick first call (standin.stand_in): while the pick's launch compiles (the stub's
     `compiling`), gemm() runs the "quick" kernel, begins the pick's compile once it has,
     and keeps no hot entry; once the pick is compiled, the pick runs and goes hot. A named
     kernel never has a stand-in, nor does gemm() with CUTE_GEMM_FIRST_CALL=wait."""
     events = _stub(monkeypatch)
     monkeypatch.delenv("CUTE_GEMM_FIRST_CALL", raising=False)
     events.compiling = frozenset({"cute_pipelined"})
-    quick, _ = auto.stand_in(registry.get("cute_pipelined"), "fp32", "float32", 90)
-    assert auto.QUICK in quick.tags
+    quick, _ = standin.stand_in(registry.get("cute_pipelined"), "fp32", "float32", 90)
+    assert standin.QUICK in quick.tags
     m, n, k = 300, 260, 96
     a, b, c = (stub_driver.Dev((m, k), 0x1000000), stub_driver.Dev((k, n), 0x2000000),
                stub_driver.Dev((m, n), 0x3000000))
@@ -70,7 +70,7 @@ def test_a_tf32_call_whose_pick_compiles_runs_the_stand_in_in_fp32(monkeypatch):
     choice = cute_gemm.gemm_choice(m, n, k, precision="tf32")
     pick = registry.get(choice.kernel)
     assert "tensor-core" in pick.tags or pick.name == "cute_mma_sm80"
-    quick, _ = auto.stand_in(pick, "tf32", "float32", 90)
+    quick, _ = standin.stand_in(pick, "tf32", "float32", 90)
     events.compiling = frozenset({pick.name})
     a, b, c = (stub_driver.Dev((m, k), 0x1000000), stub_driver.Dev((k, n), 0x2000000),
                stub_driver.Dev((m, n), 0x3000000))
@@ -100,7 +100,7 @@ def test_a_16_bit_call_whose_pick_compiles_runs_the_stand_in_on_widened_copies(m
     out_dtype = "float16" if half_out else "float32"
     pick = registry.get(cute_gemm.gemm_choice(m, n, k, layout="nt", precision="fp16",
                                               out_dtype=out_dtype).kernel)
-    quick, precision = auto.stand_in(pick, "fp16", out_dtype, 90)
+    quick, precision = standin.stand_in(pick, "fp16", out_dtype, 90)
     events.compiling = frozenset({pick.name})
     cute_gemm.gemm(a, b, c, beta=0.5, out=c)
     got = stub_driver.launches(events)
@@ -144,7 +144,7 @@ def test_a_composed_pick_compiling_gives_the_call_to_the_stand_in_but_a_capture_
     m, n, k = 300, 260, 96
     pick = registry.get(cute_gemm.gemm_choice(m, n, k, precision="fp32_3xtf32").kernel)
     assert pick.gemm_of is not None
-    quick, _ = auto.stand_in(pick, "fp32_3xtf32", "float32", 90)
+    quick, _ = standin.stand_in(pick, "fp32_3xtf32", "float32", 90)
     a, b, c = (stub_driver.Dev((m, k), 0x1000000), stub_driver.Dev((k, n), 0x2000000),
                stub_driver.Dev((m, n), 0x3000000))
     for compiling in ({pick.gemm_of.kernel.name}, {pick.name}):
@@ -173,7 +173,7 @@ def test_a_capture_holds_the_pick_never_the_stand_in(monkeypatch):
     which a module load needs) and launches it, never the stand-in that the call before the capture ran."""
     events = _stub(monkeypatch)
     monkeypatch.delenv("CUTE_GEMM_FIRST_CALL", raising=False)
-    quick, _ = auto.stand_in(registry.get("cute_pipelined"), "fp32", "float32", 90)
+    quick, _ = standin.stand_in(registry.get("cute_pipelined"), "fp32", "float32", 90)
     m, n, k = 300, 260, 96
     a, b = stub_driver.Dev((m, k), 0x1000000), stub_driver.Dev((k, n), 0x2000000)
     outs = [stub_driver.Dev((m, n), 0x3000000 + (i << 20)) for i in range(2)]
@@ -190,20 +190,20 @@ def test_a_capture_holds_the_pick_never_the_stand_in(monkeypatch):
 def test_the_stand_in_and_when_there_is_none(monkeypatch):
     monkeypatch.delenv("CUTE_GEMM_FIRST_CALL", raising=False)
     pick = registry.get("cute_pipelined")
-    quick, precision = auto.stand_in(pick, "fp32", "float32", 90)
+    quick, precision = standin.stand_in(pick, "fp32", "float32", 90)
     assert quick.name == "v9_warptile" and quick.gemm_of is None and precision == "fp32"
-    assert [x.name for x in registry.kernels() if auto.QUICK in x.tags] == [quick.name]
-    assert auto.stand_in(quick, "fp32", "float32", 90) is None           # not itself
+    assert [x.name for x in registry.kernels() if standin.QUICK in x.tags] == [quick.name]
+    assert standin.stand_in(quick, "fp32", "float32", 90) is None           # not itself
     # tf32, bf16 and fp16 take fp32: a smaller unit roundoff, on float32 operands (16-bit
     # ones widened exactly), into float32 (rounded once into a 16-bit result)
     ws = registry.get("cute_wgmma_ws")
-    assert auto.stand_in(ws, "tf32", "float32", 90) == (quick, "fp32")
-    assert auto.stand_in(registry.get("cute_mma_sm80"), "tf32", "float32", 80) == (quick, "fp32")
+    assert standin.stand_in(ws, "tf32", "float32", 90) == (quick, "fp32")
+    assert standin.stand_in(registry.get("cute_mma_sm80"), "tf32", "float32", 80) == (quick, "fp32")
     for p, out in (("bf16", "float32"), ("bf16", "bfloat16"), ("fp16", "float16")):
-        assert auto.stand_in(ws, p, out, 90) == (quick, "fp32")
-    assert auto.stand_in(registry.get("cute_3xtf32"), "fp32_3xtf32", "float32", 90) == (quick, "fp32")
-    with auto.waiting():
-        assert auto.first_call() == "wait" and auto.stand_in(pick, "fp32", "float32", 90) is None
-    assert auto.first_call() == "quick"
+        assert standin.stand_in(ws, p, out, 90) == (quick, "fp32")
+    assert standin.stand_in(registry.get("cute_3xtf32"), "fp32_3xtf32", "float32", 90) == (quick, "fp32")
+    with standin.waiting():
+        assert standin.first_call() == "wait" and standin.stand_in(pick, "fp32", "float32", 90) is None
+    assert standin.first_call() == "quick"
     monkeypatch.setenv("CUTE_GEMM_FIRST_CALL", " WAIT ")
-    assert auto.stand_in(pick, "fp32", "float32", 90) is None
+    assert standin.stand_in(pick, "fp32", "float32", 90) is None

@@ -4,7 +4,7 @@ interpreter, timed from its start, on fp32 operands already on the device:
   quick   an empty cubin cache (and an empty driver compute cache, CUDA_CACHE_PATH, where
           NVRTC 13 keeps its optimizer's and ptxas's output from earlier compiles on the
           machine), CUTE_GEMM_FIRST_CALL unset: how long until the first
-          answer, which kernel gave it (the stand-in, auto.stand_in), and how long until
+          answer, which kernel gave it (the stand-in, standin.stand_in), and how long until
           the pick itself runs (its compile in the background)
   wait    empty caches (both), CUTE_GEMM_FIRST_CALL=wait: the first answer is the pick's,
           after the compile of its launch's entry points

@@ -31,7 +31,7 @@ from typing import Sequence
 
 import numpy as np
 
-from .. import api, auto, cache, launch, registry
+from .. import api, auto, cache, launch, registry, standin
 from ..arrays import DeviceArray
 from ..check import as_given, judge, reference, unit
 from ..records import ITEMSIZE, PRECISION_DTYPE, PRECISIONS
@@ -239,7 +239,7 @@ class Progress:
 
 
 # ---- one kernel, one shape ------------------------------------------------------------------
-@auto.waiting()       # the pick itself, never its stand-in (auto.stand_in)
+@standin.waiting()       # the pick itself, never its stand-in (standin.stand_in)
 def time_kernel(name: str, m: int, n: int, k: int, *, repeats: int = 20, warmup: int = 3,
                 seed=None) -> dict:
     """Check once on fresh random inputs (the bench's Reference), then time `repeats`
@@ -270,7 +270,7 @@ def time_kernel(name: str, m: int, n: int, k: int, *, repeats: int = 20, warmup:
 
 
 # ---- every kernel, every shape and layout, next to cuBLAS -----------------------------------
-@auto.waiting()       # the pick itself, never its stand-in (auto.stand_in)
+@standin.waiting()       # the pick itself, never its stand-in (standin.stand_in)
 def bench(kernels: str | Sequence[str] | None = None,
           sizes: int | str | Sequence[int | str | tuple[int, int, int]] | None = None, *,
           layouts: str | Sequence[str] = ("nn",), repeats: int = 30, warmup: int = 3,
