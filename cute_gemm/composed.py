@@ -15,8 +15,8 @@ from . import launch, pool, registry
 from .arrays import Operand
 from .kernel_args import packed
 from .records import AS_PLANNED, PRECISION_DTYPE, Pick
-from .relayout import Relaid, pieces
-from .resolve import choose, loaded, oriented, resolve, swapped
+from .relayout import entry_for, pieces, prepared
+from .resolve import loaded
 
 
 def _args(name: str, doc: str, fields):
@@ -161,15 +161,8 @@ class Composed:
                 A2 = Operand("tmp", None, True, 0, (r, kp), (kp, 1), half)
                 B2 = Operand("tmp", None, True, 0, (kp, c), (1, kp), half)
                 W = Operand("tmp", None, True, 0, (r, c), (n, 1), "float32")
-                if gk.smem_bytes(r, c, kp):
-                    gk.check_limits(r, c, kp, lk.smem_limit)
-                swap = swapped(gk, r, c, pick.transposed)
-                variant, copies = choose(gk, oriented(swap, {"a": A2, "b": B2, "c": W}),
-                                         g.precision, "float32")
-                f = (Relaid(gk, ordinal, variant, copies, swap, A2, B2, W, pick.split_k,
-                            pick.reduce) if copies else
-                     resolve(gk, ordinal, variant, copies, r, c, kp,
-                             (A2.strides, B2.strides, W.strides), swap, pick.split_k, pick.reduce))
+                swap, variant, copies = entry_for(gk, lk, A2, B2, W, g.precision, pick)
+                f = prepared(gk, ordinal, A2, B2, W, swap, variant, copies, pick)
                 out.append((f, 2 * i0 * kp, 2 * j0 * kp, 4 * (i0 * n + j0)))
         return tuple(out)
 

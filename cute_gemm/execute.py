@@ -12,12 +12,11 @@ import functools
 
 from . import launch, memo, pool, registry
 from .composed import Composed
-from .relayout import Relaid, Scale2d, pieces, scratch_bytes
+from .relayout import Scale2d, entry_for, pieces, prepared, scratch_bytes
 from .arrays import Operand
 from .errors import CudaError
 from .records import AS_PLANNED, PRECISION_DTYPE, Pick
-from .resolve import (CACHE, UTIL, choose, launch_entries, layout_launches, loaded, oriented,
-                      resolve, swapped)
+from .resolve import CACHE, UTIL, launch_entries, layout_launches, loaded
 
 
 def _sub(op: Operand | None, i0: int, j0: int, rows: int, cols: int) -> Operand | None:
@@ -182,24 +181,14 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
         fast = memo.keep(CACHE.launches, key, Composed(k, ordinal, A, B, T, pick))
     elif fast is None:
         lk = loaded(k, ordinal)
-        smem = k.smem_bytes(m, n, kk)
-        if smem:
-            k.check_limits(m, n, kk, lk.smem_limit)
-        # the operands in the roles the entry sees: A, B, C, or where the launch computes the
-        # transpose, B^T, A^T, C^T (the copies are made in those roles, then turned back)
-        swap = swapped(k, m, n, pick.transposed)
-        variant, copies = choose(k, oriented(swap, {"a": A, "b": B, "c": T}), precision, T.dtype)
+        swap, variant, copies = entry_for(k, lk, A, B, T, precision, pick)
         if stand_in is not None:
             group = launch_entries(k, variant, reduce=pick.reduce and pick.split_k > 0)
             if not _pick_ready(lk, group, stream):
                 if _stand_in(stand_in, A, B, C, T, alpha, beta, stream, ordinal):
                     lk.ready(group)             # begins the compile, after the stand-in's own
                     return None
-        if copies:
-            fast = Relaid(k, ordinal, variant, copies, swap, A, B, T, pick.split_k, pick.reduce)
-        else:
-            fast = resolve(k, ordinal, variant, copies, m, n, kk,
-                           (A.strides, B.strides, T.strides), swap, pick.split_k, pick.reduce)
+        fast = prepared(k, ordinal, A, B, T, swap, variant, copies, pick)
         memo.keep(CACHE.launches, key, fast)
     if C is not None and not C.same_view(T):
         _scale2d(ordinal, stream, 1.0, C, T)       # the launch updates T in place

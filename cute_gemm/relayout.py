@@ -12,7 +12,8 @@ import threading
 from . import launch, pool, registry
 from .arrays import Operand
 from .kernel_args import packed
-from .resolve import UTIL, UTIL_ENTRY, copy_target, loaded, oriented, resolve
+from .resolve import (UTIL, UTIL_ENTRY, choose, copy_target, loaded, oriented, resolve,
+                      swapped)
 
 
 def pieces(extent: int, step: int):
@@ -143,3 +144,28 @@ class Relaid:
                 self.back(1.0, ptrs["c"], c, stream)
         finally:
             pool.free_async(scratch, stream)
+
+
+# ---- a launch of kernel k for operands shaped and strided as A, B and T ----------------------
+def entry_for(k: registry.Kernel, lk, A: Operand, B: Operand, T: Operand, precision: str,
+              pick) -> tuple:
+    """(swap, variant, copies) of a launch of `k` (its Loaded `lk`) on A, B into T as `pick`
+    asks: its shared memory checked against the device's limit, the problem or its
+    transpose (resolve.swapped), and the entry point with the operands it needs copied, in
+    the roles the entry sees (A, B, C, or B^T, A^T, C^T: copies are made in those roles)."""
+    (m, kk), n = A.shape, B.shape[1]
+    if k.smem_bytes(m, n, kk):
+        k.check_limits(m, n, kk, lk.smem_limit)
+    swap = swapped(k, m, n, pick.transposed)
+    variant, copies = choose(k, oriented(swap, {"a": A, "b": B, "c": T}), precision, T.dtype)
+    return swap, variant, copies
+
+
+def prepared(k: registry.Kernel, ordinal: int, A: Operand, B: Operand, T: Operand, swap,
+             variant, copies, pick):
+    """That launch made ready to call with pointers: on copies (Relaid) where the entry needs
+    them, else a resolved Launcher."""
+    if copies:
+        return Relaid(k, ordinal, variant, copies, swap, A, B, T, pick.split_k, pick.reduce)
+    return resolve(k, ordinal, variant, copies, A.shape[0], B.shape[1], A.shape[1],
+                   (A.strides, B.strides, T.strides), swap, pick.split_k, pick.reduce)
