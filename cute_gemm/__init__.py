@@ -7,9 +7,9 @@
 """
 from __future__ import annotations
 
-from .api import (clear_caches, compile_kernel, flops, gemm, resolved_launches, run,
+from .api import (clear_caches, compile_kernel, flops, gemm, gemm_choice, resolved_launches, run,
                   wait_for_compiles)
-from .auto import Choice, gemm_choice
+from .auto import Choice
 from .arrays import SUPPORTED_DTYPES, DeviceArray
 from .errors import (AutoTableWarning, CompileError, CudaError, CuteGemmError, DTypeError,
                      HeadersNotFound, InputError, NoDeviceError, NotAnArrayError,

@@ -7,15 +7,18 @@ layout it can take — only those operands, and only for kernels that need it.
 """
 from __future__ import annotations
 
+import operator
 import sys
 
 import numpy as np
 
 from . import auto, autotable, cache, driver, hotpath, launch, registry, standin
-from .arrays import ArrayLike, Operand, StreamLike, framework_stream, narrow, parse, widen
+from .arrays import (SUPPORTED_DTYPES, ArrayLike, DTypeName, Operand, StreamLike, framework_stream,
+                     narrow, parse, widen)
 from .errors import AliasError, CaptureError, DTypeError, InputError, ShapeError
 from .execute import gemm_device
-from .records import AS_PLANNED, FP32_ACCURATE, PRECISION_DTYPE, PRECISIONS, PrecisionName
+from .records import (AS_PLANNED, FP32_ACCURATE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, LayoutName,
+                      PrecisionName, layout_majors)
 from .resolve import CACHE, check_precision, resolved_launches, wait_for_compiles
 
 # the precision of a call that names none: the one its operands' type implies
@@ -261,7 +264,79 @@ def run_choice(choice, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=No
     split along K as its pick says), exactly as gemm() runs it when it picks that choice:
     how `cute-gemm tune` times the candidates."""
     return _run(registry.get(choice.kernel), choice.pick, a, b, c, alpha, beta, out, stream,
-                precision)
+                choice.precision or precision)
+
+
+def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
+                precision: PrecisionName = "fp32", out_dtype: DTypeName | None = None,
+                aligned: bool | None = None, ordinal: int | None = None,
+                device: str | launch.DeviceInfo | None = None) -> auto.Choice:
+    """What gemm() would run for an M x N x K problem, and why, without running it.
+
+    The same selector gemm() calls (this GPU's tune tables, then the heuristic), for fresh
+    operands of the given layout and precision. With `device` it needs no GPU: the answer
+    for that GPU as gemm() would give it there.
+
+    Args:
+        m: Rows of A and of the result (int >= 0).
+        n: Columns of B and of the result (int >= 0).
+        k: Columns of A, rows of B (int >= 0).
+        layout: The operand layout, "nn", "tn", "nt" or "tt": "n" the array as it is
+            (row-major), "t" the transposed view of a row-major array (BLAS's transa,
+            transb). Default "nn".
+        precision: The arithmetic: "fp32", "tf32", "bf16", "fp16" or "fp32_3xtf32"
+            (run() says what each is). Default "fp32".
+        out_dtype: The result type, "float32", "float16" or "bfloat16" (the latter two
+            only with the precision of that type). Default float32.
+        aligned: Whether every operand's pointer and leading dimension is 16-byte aligned
+            (the class of the vector and TMA paths). Default: as for fresh contiguous
+            arrays of this shape.
+        ordinal: The GPU asked about, by device ordinal. Default: the current device.
+        device: Instead of a present GPU: a GPU name known to the shipped tune tables
+            (autotable.shipped_gpus(): "NVIDIA H100 80GB HBM3", "NVIDIA H200"), or a
+            launch.DeviceInfo. A tuned table of that GPU in the cache counts as on the
+            GPU itself. Default None: the GPU at `ordinal`.
+
+    Returns:
+        Choice: the kernel (a registry name), whether it runs on the transposed problem,
+        its split along K, and why: "table" (this shape was measured), "nearest" (scaled
+        from the nearest measured shapes) or "heuristic", with the row or the rule.
+        A host-side value; nothing is compiled or launched.
+
+    Raises:
+        InputError: a precision or layout the package does not know; M, N or K not an
+            integer or negative; both `ordinal` and `device`; a `device` name no shipped
+            table knows (the message lists those it knows).
+        DTypeError: an out_dtype the package does not know, or no kernel computes this
+            precision into it (a subclass of InputError).
+        ShapeLimitError: every candidate needs more shared memory than the GPU allows.
+        CuteGemmError: no kernel computes this precision on the GPU's architecture.
+        NoDeviceError: no `device` given and no GPU (or CUDA driver) present.
+    """
+    if precision not in PRECISIONS:
+        raise InputError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    if out_dtype is not None and out_dtype not in SUPPORTED_DTYPES:
+        raise DTypeError(f"out_dtype must be one of {', '.join(SUPPORTED_DTYPES)}, got {out_dtype!r}")
+    if layout not in LAYOUTS:
+        layout_majors(layout)                                   # its named error
+    try:
+        m, n, k = (operator.index(x) for x in (m, n, k))
+    except TypeError:
+        raise InputError(f"M, N and K are integers, got {(m, n, k)}") from None
+    if min(m, n, k) < 0:
+        raise InputError(f"M, N and K are >= 0, got {(m, n, k)}")
+    if device is not None and ordinal is not None:
+        raise InputError("gemm_choice(): give ordinal (a present GPU) or device (a described "
+                         "one), not both")
+    if isinstance(device, str):
+        device = autotable.described_device(device)
+    elif device is None:
+        device = launch.device_info(ordinal)
+    out_dtype = out_dtype or "float32"
+    if aligned is None:
+        aligned = auto.contiguous_aligned(m, n, k, layout, precision, out_dtype)
+    return auto.choose(m, n, k, device=device, layout=layout, precision=precision,
+                  out_dtype=out_dtype, aligned=aligned)
 
 
 def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=None):
@@ -276,8 +351,9 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
         ordinal = (None if not products else
                    _device_ordinal(A) if A.device else driver.current_ordinal())
         choice = auto.pick(A, B, O, prec, out_dtype, ordinal)
-        # (how it runs, transposed or split along K, is an input of the launch plan)
-        k, pick = registry.get(choice.kernel), choice.pick
+        # (how it runs, transposed or split along K, is an input of the launch plan; in which
+        # arithmetic, where another keeps the promise of the precision asked for)
+        k, pick, prec = registry.get(choice.kernel), choice.pick, choice.precision or prec
         if ordinal is not None:     # what runs while the pick compiles, if it must
             stand_in = standin.stand_in(k, prec, out_dtype, launch.device_info(ordinal).arch_int)
     check_precision(k, prec, out_dtype)

@@ -18,15 +18,13 @@ and the tables, which are read once per process: run()'s hot path may key on the
 from __future__ import annotations
 
 import math
-import operator
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from . import autotable, launch, memo, registry, resolve, streamk
-from .errors import CuteGemmError, DTypeError, InputError, ShapeLimitError
-from .arrays import SUPPORTED_DTYPES, DTypeName
-from .records import (ITEMSIZE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, LayoutName, Pick,
-                      PrecisionName, cdiv, layout_majors)
+from .contract import answering, runs_at
+from .errors import CuteGemmError, DTypeError, ShapeLimitError
+from .records import ITEMSIZE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, Pick, cdiv, layout_majors
 
 AUTO = registry.AUTO
 TAG = "auto"                       # Kernel.tags: a candidate of the selector
@@ -62,6 +60,10 @@ class Choice:
     why: str = ""
     split_k: int = 0
     reduce: bool = False     # the split's shares summed by a reduction launch (Pick.reduce)
+    # the arithmetic the kernel runs, where it is not the precision asked for but keeps its
+    # promise (contract.answering: fp32_3xtf32 answered by SIMT fp32); None: the one asked for
+    precision: str | None = None
+    ms: float | None = None  # its time from the tables (measured or scaled); None: a rule's
 
     @property
     def key(self) -> str:
@@ -78,7 +80,8 @@ class Choice:
         return Pick(self.transposed, self.split_k, self.reduce and self.split_k > 0)
 
     def __str__(self) -> str:
-        return f"{self.key} ({self.source}: {self.why})"
+        return (f"{self.key}{f' in {self.precision}' if self.precision else ''} "
+                f"({self.source}: {self.why})")
 
 
 def split_key(key: str) -> tuple[str, bool, int, bool]:
@@ -92,23 +95,25 @@ def split_key(key: str) -> tuple[str, bool, int, bool]:
 
 
 # ---- candidates ----------------------------------------------------------------------------
-def candidates(precision: str, out_dtype: str | None = None,
-               arch_int: int | None = None) -> tuple[registry.Kernel, ...]:
-    """The kernels tagged "auto" that compute `precision` (into `out_dtype`, when given) and,
-    given a compute capability (x10), run on it; in registry order."""
+def candidates(precision: str, out_dtype: str | None = None, arch_int: int | None = None,
+               exactly: bool = False) -> tuple[registry.Kernel, ...]:
+    """The kernels tagged "auto" that answer `precision` (contract.answering; `exactly`:
+    that compute it itself) into `out_dtype`, when given, and, given a compute capability
+    (x10), run on it; in registry order."""
     ks = registry.KERNELS
-    hit = _candidates.get((precision, out_dtype, arch_int))
+    key = (precision, out_dtype, arch_int, exactly)
+    hit = _candidates.get(key)
     if hit is not None and hit[0] is ks:        # (the same registry: tests may swap it)
         return hit[1]
     found = tuple(k for k in ks
-                  if TAG in k.tags and precision in k.precisions
-                  and (out_dtype is None or k.computes(precision, out_dtype))
-                  and (arch_int is None or k.runs_on(arch_int)))
-    _candidates[precision, out_dtype, arch_int] = (ks, found)
+                  if TAG in k.tags and (arch_int is None or k.runs_on(arch_int))
+                  and (runs_at(k, precision, out_dtype) == precision if exactly
+                       else runs_at(k, precision, out_dtype) is not None))
+    _candidates[key] = (ks, found)
     return found
 
 
-_candidates: dict = {}      # (precision, out_dtype, arch_int) -> (registry.KERNELS, candidates)
+_candidates: dict = {}  # (precision, out_dtype, arch_int, exactly) -> (registry.KERNELS, found)
 
 
 def offers(precision: str, out_dtype: str | None = None, arch_int: int | None = None) -> bool:
@@ -116,19 +121,20 @@ def offers(precision: str, out_dtype: str | None = None, arch_int: int | None = 
     return bool(candidates(precision, out_dtype, arch_int))
 
 
-def _named(precision: str, out_dtype: str) -> tuple[registry.Kernel, ...]:
-    named = candidates(precision, out_dtype)
+def _named(precision: str, out_dtype: str, exactly: bool = False) -> tuple[registry.Kernel, ...]:
+    named = candidates(precision, out_dtype, exactly=exactly)
     if not named:
         raise DTypeError(f"gemm() has no kernel that computes {precision} into {out_dtype}; "
                          f"it computes: {', '.join(p for p in PRECISIONS if offers(p)) or 'nothing'}")
     return named
 
 
-def runnable(precision: str, out_dtype: str, device, m: int, n: int, k: int
-             ) -> tuple[registry.Kernel, ...]:
-    """The candidates that can run this problem on `device` (a launch.DeviceInfo, or any
-    object with name, arch_int, smem_optin); a named error, before any launch, when none can."""
-    named, arch = _named(precision, out_dtype), device.arch_int
+def runnable(precision: str, out_dtype: str, device, m: int, n: int, k: int,
+             exactly: bool = False) -> tuple[registry.Kernel, ...]:
+    """The candidates (`exactly`: candidates' own) that can run this problem on `device` (a
+    launch.DeviceInfo, or any object with name, arch_int, smem_optin); a named error, before
+    any launch, when none can."""
+    named, arch = _named(precision, out_dtype, exactly), device.arch_int
     here = [x for x in named if x.runs_on(arch)]
     if not here:
         need = ", ".join(f"{x.name} needs sm_{x.min_arch}" + ("" if x.arch_specific else "+")
@@ -181,19 +187,26 @@ _scaled_memo: dict = {}
 
 
 def choose(m: int, n: int, k: int, *, device, layout: str = "nn", precision: str = "fp32",
-           out_dtype: str = "float32", aligned: bool = True, tables=None) -> Choice:
+           out_dtype: str = "float32", aligned: bool = True, tables=None,
+           exactly: bool = False) -> Choice:
     """What gemm() runs for this problem on `device` (tables: None for those of the device's
-    GPU, autotable.tables_for; a sequence to consult instead)."""
+    GPU, autotable.tables_for; a sequence to consult instead); `exactly`: among the kernels
+    that compute `precision` itself, not those that keep its contract (contract.answering)."""
     key = None
     if tables is None:
         key = (m, n, k, layout, precision, out_dtype, aligned, device.name, device.arch_int,
-               device.smem_optin, autotable.generation())
+               device.smem_optin, autotable.generation(), exactly)
         hit = _memo.get(key)
         if hit is not None:
             return hit
     if layout not in LAYOUTS:
         layout_majors(layout)                                   # its named error
-    ks = runnable(precision, out_dtype, device, m, n, k)
+    if not exactly and len(answering(precision)) > 1:
+        choice = _kept(m, n, k, device, layout, precision, out_dtype, aligned, tables)
+        if key is not None:
+            memo.keep(_memo, key, choice)
+        return choice
+    ks = runnable(precision, out_dtype, device, m, n, k, exactly)
     rows = scaled = None
     if tables is None:      # the rows searched, kept for this generation of the tables
         tables = autotable.tables_for(device.name)
@@ -269,7 +282,7 @@ def from_tables(tables, m: int, n: int, k: int, layout: str, precision: str, ali
             (key, ms, (kernel, transposed, split_k, reduce)), rest = ranked[0], ranked[1:]
             return Choice(kernel, transposed, "table", f"{_where(t, r, layout)}: {key} "
                           f"{ms:.4g} ms" + (f", then {rest[0][0]} {rest[0][1]:.4g} ms"
-                                            if rest else ""), split_k, reduce)
+                                            if rest else ""), split_k, reduce, ms=ms)
     shape = tuple(cdiv(x, BUCKET) * BUCKET for x in (m, n, k))
     bkey = (shape, frozenset(allowed), sm_count)
     hit = scaled.get(bkey) if scaled is not None else None
@@ -326,7 +339,7 @@ def _scaled(rows, near, ranked, shape, precision: str, sm_count: int, where: str
     if split_k and x is not None and not _split_fits(x, *shape, transposed, split_k):
         split_k, reduce = 0, False
         why += "; the split does not fit here: the kernel's own plan"
-    return Choice(kernel, transposed, "nearest", why, split_k, reduce)
+    return Choice(kernel, transposed, "nearest", why, split_k, reduce, ms=math.exp(predicted))
 
 
 def _split_fits(x: registry.Kernel, m: int, n: int, k: int, transposed: bool,
@@ -353,6 +366,9 @@ def busiest_work(x: registry.Kernel | None, m: int, n: int, k: int, precision: s
         m, n = n, m
     if x is None:
         return 1.0
+    if x.gemm_of is not None:   # a composed kernel: its GEMM's work on K' (its passes scale alike)
+        g = x.gemm_of
+        return busiest_work(g.kernel, m, n, g.k_prime(k), g.precision, sm_count)
     if isinstance(x.grid, registry.PersistentGrid):
         return walk_cost(x, m, n, k, precision, sm_count)
     if not x.tile or sm_count < 1:
@@ -475,73 +491,55 @@ def pick(A, B, O, precision: str, out_dtype: str, ordinal: int | None) -> Choice
                   precision=precision, out_dtype=out_dtype, aligned=operands_aligned(A, B, O))
 
 
-def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
-                precision: PrecisionName = "fp32", out_dtype: DTypeName | None = None,
-                aligned: bool | None = None, ordinal: int | None = None,
-                device: str | launch.DeviceInfo | None = None) -> Choice:
-    """What gemm() would run for an M x N x K problem, and why, without running it.
+# ---- accuracy contracts ---------------------------------------------------------------------
+# A call's host time per driver call it makes (H200, docs/design/host_overhead.md: one launch
+# costs about what torch.mm does, 3xTF32's twelve calls 73 µs): a call cannot finish sooner.
+HOST_CALL_MS = 0.006
+# where the tables price neither answer: the contract's own kernels from this many flop up
+# (below, their passes cost more than they save: docs/design/auto.md#accuracy-contracts)
+CONTRACT_LOG2_FLOP = 35
 
-    The same selector gemm() calls (this GPU's tune tables, then the heuristic), for fresh
-    operands of the given layout and precision. With `device` it needs no GPU: the answer
-    for that GPU as gemm() would give it there.
 
-    Args:
-        m: Rows of A and of the result (int >= 0).
-        n: Columns of B and of the result (int >= 0).
-        k: Columns of A, rows of B (int >= 0).
-        layout: The operand layout, "nn", "tn", "nt" or "tt": "n" the array as it is
-            (row-major), "t" the transposed view of a row-major array (BLAS's transa,
-            transb). Default "nn".
-        precision: The arithmetic: "fp32", "tf32", "bf16", "fp16" or "fp32_3xtf32"
-            (run() says what each is). Default "fp32".
-        out_dtype: The result type, "float32", "float16" or "bfloat16" (the latter two
-            only with the precision of that type). Default float32.
-        aligned: Whether every operand's pointer and leading dimension is 16-byte aligned
-            (the class of the vector and TMA paths). Default: as for fresh contiguous
-            arrays of this shape.
-        ordinal: The GPU asked about, by device ordinal. Default: the current device.
-        device: Instead of a present GPU: a GPU name known to the shipped tune tables
-            (autotable.shipped_gpus(): "NVIDIA H100 80GB HBM3", "NVIDIA H200"), or a
-            launch.DeviceInfo. A tuned table of that GPU in the cache counts as on the
-            GPU itself. Default None: the GPU at `ordinal`.
+def host_floor(x: registry.Kernel | None, c: Choice) -> float:
+    """The host ms a call of choice c makes the caller wait at least: HOST_CALL_MS per driver
+    call (a composed kernel: its passes, its GEMM, the scratch's alloc, zeroing and free)."""
+    calls = (len(x.variants) + 4 if x is not None and x.gemm_of is not None
+             else 2 if c.reduce and c.split_k else 1)
+    return HOST_CALL_MS * calls
 
-    Returns:
-        Choice: the kernel (a registry name), whether it runs on the transposed problem,
-        its split along K, and why: "table" (this shape was measured), "nearest" (scaled
-        from the nearest measured shapes) or "heuristic", with the row or the rule.
-        A host-side value; nothing is compiled or launched.
 
-    Raises:
-        InputError: a precision or layout the package does not know; M, N or K not an
-            integer or negative; both `ordinal` and `device`; a `device` name no shipped
-            table knows (the message lists those it knows).
-        DTypeError: an out_dtype the package does not know, or no kernel computes this
-            precision into it (a subclass of InputError).
-        ShapeLimitError: every candidate needs more shared memory than the GPU allows.
-        CuteGemmError: no kernel computes this precision on the GPU's architecture.
-        NoDeviceError: no `device` given and no GPU (or CUDA driver) present.
-    """
-    if precision not in PRECISIONS:
-        raise InputError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
-    if out_dtype is not None and out_dtype not in SUPPORTED_DTYPES:
-        raise DTypeError(f"out_dtype must be one of {', '.join(SUPPORTED_DTYPES)}, got {out_dtype!r}")
-    if layout not in LAYOUTS:
-        layout_majors(layout)                                   # its named error
-    try:
-        m, n, k = (operator.index(x) for x in (m, n, k))
-    except TypeError:
-        raise InputError(f"M, N and K are integers, got {(m, n, k)}") from None
-    if min(m, n, k) < 0:
-        raise InputError(f"M, N and K are >= 0, got {(m, n, k)}")
-    if device is not None and ordinal is not None:
-        raise InputError("gemm_choice(): give ordinal (a present GPU) or device (a described "
-                         "one), not both")
-    if isinstance(device, str):
-        device = autotable.described_device(device)
-    elif device is None:
-        device = launch.device_info(ordinal)
-    out_dtype = out_dtype or "float32"
-    if aligned is None:
-        aligned = contiguous_aligned(m, n, k, layout, precision, out_dtype)
-    return choose(m, n, k, device=device, layout=layout, precision=precision,
-                  out_dtype=out_dtype, aligned=aligned)
+def _kept(m: int, n: int, k: int, device, layout: str, precision: str, out_dtype: str,
+          aligned: bool, tables) -> Choice:
+    """choose() for an accuracy contract (contract.answering): each answering precision's own
+    choice; the least of their times from the tables, each at least its host_floor, where
+    the tables price them all; else the contract's own kernels from CONTRACT_LOG2_FLOP up."""
+    options, failed = [], None
+    for p in answering(precision):
+        if not candidates(p, out_dtype, device.arch_int, exactly=True):
+            continue
+        try:
+            c = choose(m, n, k, device=device, layout=layout, precision=p,
+                       out_dtype=out_dtype, aligned=aligned, tables=tables, exactly=True)
+        except CuteGemmError as e:      # (no room for this one's tiles: the others may fit)
+            failed = failed or e
+            continue
+        options.append(c if p == precision else replace(c, precision=p))
+    if not options:
+        if failed is not None:
+            raise failed
+        runnable(precision, out_dtype, device, m, n, k)        # its named error
+    priced = [(max(c.ms, host_floor(registry.lookup(c.kernel), c)), c) for c in options
+              if c.ms is not None]
+    if len(priced) == len(options):
+        t, best = min(priced, key=lambda tc: tc[0])
+        rest = "; ".join(f"{c.kernel}{f' in {c.precision}' if c.precision else ''} {u:.4g} ms"
+                         for u, c in priced if c is not best)
+        why = f"{best.why}; {t:.4g} ms with its host time" + (f", against {rest}" if rest else "")
+    else:
+        own = [c for c in options if c.precision is None]
+        big = math.log2(max(2 * m * n * k, 1)) >= CONTRACT_LOG2_FLOP
+        best = own[0] if own and (big or len(own) == len(options)) else (
+            next(c for c in options if c.precision is not None))
+        why = (f"{best.why}; {precision} by its own kernels from 2^{CONTRACT_LOG2_FLOP} flop, "
+               f"here 2^{math.log2(max(2 * m * n * k, 1)):.1f}")
+    return replace(best, why=why)

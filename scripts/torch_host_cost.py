@@ -2,7 +2,7 @@
 """Host µs per call of gemm() on PyTorch tensors beside torch.mm / torch.addmm on the same
 tensors (cute_gemm.perf.timing.host_us: bursts the launch queue holds, no wait for the GPU),
 for each launch path a PyTorch user meets: fp32 with out, without out, in place, tf32, bf16,
-fp32_3xtf32, and under autograd (forward only); plus what reading torch's current stream costs.
+fp32_3xtf32 (gemm()'s answer, and cute_3xtf32 by name), and under autograd (forward only); plus what reading torch's current stream costs.
 Every call runs once first (compile, load, resolve). Median of 5 rounds, interleaved.
 
     python scripts/torch_host_cost.py [SIZE ...]     (default 16 1024)"""
@@ -38,6 +38,8 @@ for n in sizes:
         "torch.mm bf16 out": lambda: torch.mm(h[0], h[1], out=h[2]),
         "gemm bf16 out": lambda: cute_gemm.gemm(h[0], h[1], out=h[2]),
         "gemm fp32_3xtf32 out": lambda: cute_gemm.gemm(a, b, out=o, precision="fp32_3xtf32"),
+        "cute_3xtf32 out": lambda: cute_gemm.run("cute_3xtf32", a, b, out=o,
+                                                 precision="fp32_3xtf32"),
         "torch.mm autograd": lambda: torch.mm(g, b),
         "gemm autograd": lambda: cute_gemm.gemm(g, b),
     }
@@ -55,6 +57,7 @@ for n in sizes:
     peer = {"gemm fp32 out": "torch.mm(out)", "gemm fp32 new": "torch.mm new",
             "gemm fp32 in place": "torch.addmm in place", "gemm tf32 out": "torch.mm(out)",
             "gemm bf16 out": "torch.mm bf16 out", "gemm fp32_3xtf32 out": "torch.mm(out)",
+            "cute_3xtf32 out": "torch.mm(out)",
             "gemm autograd": "torch.mm autograd"}
     for k, v in med.items():
         ratio = f"  {v / med[peer[k]]:.2f}x {peer[k]}" if k in peer else ""

@@ -14,7 +14,7 @@ import pytest
 
 import cute_gemm
 import stub_driver
-from cute_gemm import api, auto, autotable, driver, launch, registry, resolve, streamk
+from cute_gemm import api, auto, autotable, contract, driver, launch, registry, resolve, streamk
 from cute_gemm.autotable import Measured, Table
 from cute_gemm.errors import AutoTableWarning
 from cute_gemm.perf import sweep
@@ -222,9 +222,12 @@ def test_never_a_kernel_the_device_cannot_run():
         for dev in (H100, A100):
             c = auto.choose(300, 200, 100, device=dev, precision=prec, tables=[])
             assert registry.get(c.kernel).runs_on(dev.arch_int)
+    # fp32_3xtf32 is a contract an A100 keeps in SIMT fp32 (cute_3xtf32 needs sm_90a)
+    c = auto.choose(4096, 4096, 4096, device=A100, precision="fp32_3xtf32", tables=[])
+    assert c.precision == "fp32" and registry.get(c.kernel).runs_on(80)
     with pytest.raises(cute_gemm.CuteGemmError, match="no kernel computes fp32_3xtf32 on "
                                                       "NVIDIA A100.*cute_3xtf32 needs sm_90"):
-        auto.choose(64, 64, 64, device=A100, precision="fp32_3xtf32", tables=[])
+        auto.choose(64, 64, 64, device=A100, precision="fp32_3xtf32", tables=[], exactly=True)
     small = types.SimpleNamespace(name="tiny", arch_int=90, smem_optin=8 << 10, sm_count=1)
     with pytest.raises(cute_gemm.ShapeLimitError, match="shared memory"):
         auto.choose(64, 64, 64, device=small, precision="fp32", tables=[])
@@ -246,6 +249,7 @@ def test_heuristic_rules_on_the_registered_candidates():
         assert h(A100, prec).kernel == "cute_mma_sm80"
         assert "sm_90a" in h(H100, prec).why
     assert h(H100, "fp32_3xtf32").kernel == "cute_3xtf32"
+    assert h(H100, "fp32_3xtf32").precision is None
     assert all(h(H100, p).source == "heuristic" and not h(H100, p).transposed
                for p in registry.PRECISIONS)
 
@@ -588,3 +592,47 @@ def test_ratio_summary_geometric_mean_minimum_and_groups():
     assert s["shapes"] == 3 and s["geomean"] == pytest.approx(1.0)
     assert s["min"] == 0.5 and s["min_shape"] == (1024, 1024, 1024)
     assert s["groups"] == {"every dim >= 1024": 0.5, "skinny": 2.0, "256³–1024³": 0.5}
+
+
+# ---- accuracy contracts ---------------------------------------------------------------------------
+def test_a_contract_is_answered_by_every_arithmetic_that_keeps_it():
+    """fp32_3xtf32 promises fp32's gauge: SIMT fp32 kernels answer it too (in fp32), tf32
+    never (2^-11); the precisions that name an arithmetic are answered by it alone."""
+    assert contract.answering("fp32_3xtf32") == ("fp32_3xtf32", "fp32")
+    for p in ("fp32", "tf32", "bf16", "fp16"):
+        assert contract.answering(p) == (p,)
+    own = auto.candidates("fp32_3xtf32", "float32", 90, exactly=True)
+    every = auto.candidates("fp32_3xtf32", "float32", 90)
+    assert [x.name for x in own] == ["cute_3xtf32"]
+    assert set(every) == set(own) | set(auto.candidates("fp32", "float32", 90))
+    assert contract.runs_at(registry.get("cute_pipelined"), "fp32_3xtf32") == "fp32"
+    assert contract.runs_at(registry.get("cute_3xtf32"), "fp32_3xtf32") == "fp32_3xtf32"
+    assert contract.runs_at(registry.get("cute_wgmma_ws"), "fp32_3xtf32") is None
+    assert not auto.candidates("fp32_3xtf32", "bfloat16")
+
+
+def test_a_contract_takes_the_faster_answer_with_its_host_time():
+    """Where the tables price both answers, the least time wins, each at least its host
+    floor (a composed call's twelve driver calls against one launch); where they do not,
+    the contract's own kernels from 2^CONTRACT_LOG2_FLOP flop up."""
+    fp32 = {"cute_pipelined": 0.004}
+    own = {"cute_3xtf32": 0.003}            # faster on the GPU, but twelve host calls
+    tabs = [table([row(256, 256, 256, fp32), row(256, 256, 256, own, precision="fp32_3xtf32")])]
+    c = auto.choose(256, 256, 256, device=H100, precision="fp32_3xtf32", tables=tabs)
+    assert (c.kernel, c.precision, c.source) == ("cute_pipelined", "fp32", "table")
+    assert "cute_3xtf32" in c.why and f"{auto.host_floor(registry.get('cute_3xtf32'), c):.4g}" in c.why
+    tabs = [table([row(4096, 4096, 4096, {"cute_pipelined": 2.7}),
+                   row(4096, 4096, 4096, {"cute_3xtf32": 1.25}, precision="fp32_3xtf32")])]
+    c = auto.choose(4096, 4096, 4096, device=H100, precision="fp32_3xtf32", tables=tabs)
+    assert (c.kernel, c.precision) == ("cute_3xtf32", None)
+    # a shape between rows: both scaled from them, and the work model grows cute_3xtf32's
+    # time with its GEMM's (the 2048^3 row's 8x fewer flop than 4096^3)
+    c = auto.choose(3000, 3000, 3000, device=H100, precision="fp32_3xtf32", tables=tabs)
+    assert c.source == "nearest" and c.kernel == "cute_3xtf32" and 0.4 < c.ms < 1.25
+    # only fp32 rows (a GPU tuned before the contract): the rule, by the problem's flop
+    tabs = [table([row(4096, 4096, 4096, {"cute_pipelined": 2.7})])]
+    big = auto.choose(4096, 4096, 4096, device=H100, precision="fp32_3xtf32", tables=tabs)
+    small = auto.choose(512, 512, 512, device=H100, precision="fp32_3xtf32", tables=tabs)
+    assert big.kernel == "cute_3xtf32" and f"2^{auto.CONTRACT_LOG2_FLOP} flop" in big.why
+    assert small.precision == "fp32" and small.kernel == "cute_pipelined"
+    assert "cute_pipelined in fp32" in str(small)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import cute_gemm
-from cute_gemm import autotable, driver, launch, registry, resolve, standin
+from cute_gemm import auto, autotable, driver, launch, registry, resolve, standin
 from cute_gemm.arrays import DeviceArray, narrow, widen
 from cute_gemm.autotable import Measured, Table
 from cute_gemm.check import cross_check, gauge_ratio, reference, unit
@@ -127,18 +127,21 @@ def test_a_transposed_pick_in_place_and_from_numpy(tables):
             x.close()
 
 
-@pytest.mark.parametrize("precision,dtype,out", [
-    ("fp32", "float32", "float32"), ("tf32", "float32", "float32"),
-    ("bf16", "bfloat16", "float32"), ("fp16", "float16", "float16"),
-    ("fp32_3xtf32", "float32", "float32")])
+@pytest.mark.parametrize("precision,dtype,out,own", [
+    ("fp32", "float32", "float32", False), ("tf32", "float32", "float32", False),
+    ("bf16", "bfloat16", "float32", False), ("fp16", "float16", "float16", False),
+    ("fp32_3xtf32", "float32", "float32", False), ("fp32_3xtf32", "float32", "float32", True)])
 def test_a_cold_first_call_runs_the_stand_in_then_the_pick(tmp_cache, monkeypatch, precision,
-                                                           dtype, out):
+                                                           dtype, out, own):
     """Nothing cached, CUTE_GEMM_FIRST_CALL unset: gemm() answers at once with the quick
     kernel in fp32 (run()'s bits of it on the operands widened to float32, rounded once
     into a 16-bit result; within the gauge of the precision asked for) while the pick
     compiles in the background; after wait_for_compiles(), it gives the pick's bits (and
-    goes hot where its launch needs no relayout)."""
+    goes hot where its launch needs no relayout). own: fp32_3xtf32 by its own kernel
+    (cute_3xtf32, a composed pick), not SIMT fp32."""
     monkeypatch.delenv("CUTE_GEMM_FIRST_CALL", raising=False)
+    if own:
+        monkeypatch.setattr(auto, "CONTRACT_LOG2_FLOP", 0)
     cute_gemm.clear_caches()
     rng = np.random.default_rng(3)
     m, n, k = 333, 222, 1111
@@ -150,6 +153,7 @@ def test_a_cold_first_call_runs_the_stand_in_then_the_pick(tmp_cache, monkeypatc
     outs = [DeviceArray.from_host(nan, dtype=out) for _ in range(4)] + [DeviceArray.from_host(nan)]
     try:
         choice = cute_gemm.gemm_choice(m, n, k, precision=precision, out_dtype=out)
+        assert (registry.get(choice.kernel).gemm_of is not None) == own
         quick, quick_precision = standin.stand_in(
             registry.get(choice.kernel), precision, out, launch.device_info().arch_int)
         assert quick_precision == "fp32"

@@ -23,6 +23,8 @@ torch = pytest.importorskip("torch")
 MODES = ("global", "thread_local", "relaxed")
 PRECISIONS = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
               "fp16": torch.float16, "fp32_3xtf32": torch.float32}
+# cute_3xtf32 by name: gemm()'s fp32_3xtf32 is SIMT fp32 below 2^35 flop, every shape here
+PRECISIONS["cute_3xtf32"] = torch.float32
 # (m, n, k): what each exercises on the H200's fp32 table (the 16-bit and tf32 kernels take
 # their own launches of the same shapes: TMA on aligned rows, copies on unaligned ones, the
 # walk cut along K on long K)
@@ -42,13 +44,20 @@ def _judge(what, got, ref, gauge, precision, out_dtype):
     """Gauge ratio |got - ref| / (u |alpha||A||B| + |beta||C|) <= THRESHOLD everywhere (on the
     GPU, in float64), NaN only where the reference has one."""
     od = {torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}[out_dtype]
-    u = unit(precision, od)
+    u = unit("fp32_3xtf32" if precision == "cute_3xtf32" else precision, od)
     g = gauge + (2.0 ** -24 / u if od == "float16" else 0.0)
     got = got.double()
     ratio = (got - ref).abs() / (u * g)
     ratio = torch.where(torch.isnan(ref), torch.zeros_like(ratio), ratio)
     worst = float(torch.nan_to_num(ratio, nan=float("inf")).max())
     assert worst <= THRESHOLD, f"{what}: gauge ratio {worst:.3g} (seed {SEED})"
+
+
+def _gemm(case, *args, **kw):
+    """gemm() in the precision `case` names, or cute_3xtf32 by name in fp32_3xtf32."""
+    if case == "cute_3xtf32":
+        return cute_gemm.run(case, *args, precision="fp32_3xtf32", **kw)
+    return cute_gemm.gemm(*args, precision=case, **kw)
 
 
 def _fresh(*tensors):
@@ -79,10 +88,10 @@ def test_several_calls_captured_replay_fresh_inputs(mode, precision, path):
     _fresh(a, b, c)
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g, capture_error_mode=mode):
-        cute_gemm.gemm(a, b, c, alpha=0.75, beta=-0.5, out=o1, precision=precision)
-        cute_gemm.gemm(a, b, out=o2, precision=precision)
-        o3 = cute_gemm.gemm(a, b, precision=precision)
-        cute_gemm.gemm(at.T, bt.T, out=o4, precision=precision)
+        _gemm(precision, a, b, c, alpha=0.75, beta=-0.5, out=o1)
+        _gemm(precision, a, b, out=o2)
+        o3 = _gemm(precision, a, b)
+        _gemm(precision, at.T, bt.T, out=o4)
     for replay in range(10):
         _fresh(a, b, c)
         at.copy_(a.T)
@@ -179,12 +188,13 @@ def test_cupy_current_stream_is_the_calls_stream():
         assert ratio.max() <= THRESHOLD, ratio.max()
 
 
-@pytest.mark.parametrize("precision", ["fp32", "bf16", "fp32_3xtf32"])
+@pytest.mark.parametrize("precision", ["fp32", "bf16", "fp32_3xtf32", "cute_3xtf32"])
 def test_cupy_stream_capture_several_calls(precision):
     """CuPy's stream capture (cupy.cuda.Stream.begin_capture) of two calls without stream=
     on the capturing stream, which is CuPy's current one; replays on fresh values."""
     cp = pytest.importorskip("cupy")
-    dt = {"fp32": cp.float32, "bf16": None, "fp32_3xtf32": cp.float32}[precision]
+    dt = {"fp32": cp.float32, "bf16": None, "fp32_3xtf32": cp.float32,
+          "cute_3xtf32": cp.float32}[precision]
     if dt is None:
         pytest.importorskip("ml_dtypes")
         import ml_dtypes
@@ -197,8 +207,8 @@ def test_cupy_stream_capture_several_calls(precision):
     with s:
         s.begin_capture()
         try:
-            cute_gemm.gemm(a, b, out=o1, precision=precision)
-            cute_gemm.gemm(a, b, o1, beta=1.0, out=o2, precision=precision)
+            _gemm(precision, a, b, out=o1)
+            _gemm(precision, a, b, o1, beta=1.0, out=o2)
         finally:
             g = s.end_capture()
     for _ in range(3):
@@ -209,6 +219,6 @@ def test_cupy_stream_capture_several_calls(precision):
         s.synchronize()
         A, B = cp.asnumpy(a).astype(np.float64), cp.asnumpy(b).astype(np.float64)
         ref, gauge = A @ B, np.abs(A) @ np.abs(B)
-        u = unit(precision)
+        u = unit("fp32_3xtf32" if precision == "cute_3xtf32" else precision)
         assert (np.abs(cp.asnumpy(o1) - ref) / (u * gauge)).max() <= THRESHOLD
         assert (np.abs(cp.asnumpy(o2) - 2 * ref) / (u * 2 * gauge)).max() <= THRESHOLD

@@ -79,7 +79,7 @@ def plan(shapes, layouts, precisions, arch_int: int, smem_optin: int,
     out = []
     for prec in precisions:
         for (m, n, k) in shapes:
-            ks = [x for x in auto.candidates(prec, out_dtype_of(prec), arch_int)
+            ks = [x for x in auto.candidates(prec, out_dtype_of(prec), arch_int, exactly=True)
                   if x.smem_bytes(m, n, k) <= smem_optin]
             keys = []
             for turned in ((False, True) if m != n else (False,)):
