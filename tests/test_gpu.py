@@ -209,22 +209,29 @@ def test_no_device_memory_leaks_on_success_or_error():
     b = rng.standard_normal((200, 100), dtype=np.float32)
     cute_gemm.run("cute_smem", a, b)           # warm: module loads, context
     cute_gemm.run("naive", a, b)
-    launch.synchronize()
-    free0, _ = launch.mem_get_info()
-    for _ in range(20):
-        cute_gemm.run("cute_smem", a, b)
-        cute_gemm.run("cute_smem", np.asfortranarray(a), b[:, ::1].T.copy().T)
-        with pytest.raises(cute_gemm.ShapeError):
-            cute_gemm.run("cute_smem", a, b.T)
-        strip = [k for k in registry.kernels() if hasattr(k.dyn_smem, "max_k")]  # whole-K strips
-        for k in strip:
-            big_k = 200_000
-            with pytest.raises(cute_gemm.ShapeLimitError):
-                cute_gemm.run(k.name, rng.standard_normal((2, big_k), dtype=np.float32),
-                              rng.standard_normal((big_k, 2), dtype=np.float32))
-    launch.synchronize()
-    free1, _ = launch.mem_get_info()
-    assert free0 - free1 < 2 * 1024 * 1024, f"{(free0 - free1) / 2**20:.1f} MiB lost"
+    strip = [k for k in registry.kernels() if hasattr(k.dyn_smem, "max_k")]  # whole-K strips
+    # the GPU's free memory is the whole device's: other processes (pytest-xdist's workers)
+    # move it too, so a round passes where any of three loses < 2 MiB; a leak loses in all
+    lost = []
+    for _ in range(3):
+        launch.synchronize()
+        free0, _ = launch.mem_get_info()
+        for _ in range(20):
+            cute_gemm.run("cute_smem", a, b)
+            cute_gemm.run("cute_smem", np.asfortranarray(a), b[:, ::1].T.copy().T)
+            with pytest.raises(cute_gemm.ShapeError):
+                cute_gemm.run("cute_smem", a, b.T)
+            for k in strip:
+                big_k = 200_000
+                with pytest.raises(cute_gemm.ShapeLimitError):
+                    cute_gemm.run(k.name, rng.standard_normal((2, big_k), dtype=np.float32),
+                                  rng.standard_normal((big_k, 2), dtype=np.float32))
+        launch.synchronize()
+        free1, _ = launch.mem_get_info()
+        lost.append(free0 - free1)
+        if lost[-1] < 2 * 1024 * 1024:
+            break
+    assert min(lost) < 2 * 1024 * 1024, f"{[x / 2**20 for x in lost]} MiB lost"
 
 
 def test_shape_limit_error_names_device_limit():
