@@ -1,16 +1,19 @@
 """`cute-gemm bench --size random[:N]`: the draw (deterministic per seed, inside the flop band
-and the dimension bounds, terminating on extreme bands), the plan of a run, the summary
-statistics and the call and burst timings; the whole loop on the simulated device of
-test_bench_simulated.py, and a tiny run on a GPU where there is one."""
+and the dimension bounds, terminating on extreme bands), its command-line errors, the summary
+statistics, the JSON, the text and the plot of a random run; the whole loop on the simulated
+device of test_bench_simulated.py, and a tiny run on a GPU where there is one."""
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 
 import cute_gemm
+from cute_gemm import cli
 from cute_gemm.perf import random_shapes as R
 from cute_gemm.perf import runner
+from cute_gemm.perf.report import format_table, write_outputs
 from cute_gemm.perf.schema import CUBLAS, TIMINGS, BenchResult, Row, load_json
 from cute_gemm.perf.shapes import plan
 from cute_gemm.perf.stats import fill_ratios, random_summary, ratio_stats
@@ -106,7 +109,54 @@ def test_plan_joins_fixed_and_random_sizes_with_one_seed():
         plan(["random:3", "random:4"])
 
 
-# ---- summary -------------------------------------------------------------------------------
+# ---- command line --------------------------------------------------------------------------
+@pytest.fixture
+def no_gpu(monkeypatch):
+    monkeypatch.setenv("CUTE_GEMM_FORCE_NO_GPU", "1")
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["--size", "random:0"], "N >= 1"),
+    (["--size", "random:x"], "whole number"),
+    (["--size", "random", "--flops", "30:20"], "LO must be below HI"),
+    (["--size", "random", "--flops", "44:48"], "out of reach"),
+    (["--size", "random", "--flops", "abc"], "LO:HI"),
+    (["--size", "64", "--flops", "20:30"], "--size random"),
+    (["--size", "random:3", "--size", "random:4"], "once"),
+])
+def test_bad_random_arguments_are_one_line_errors(capsys, no_gpu, argv, needle):
+    rc = cli.main(["bench", *argv])
+    out, err = capsys.readouterr()
+    assert rc == 2 and out == "" and len(err.splitlines()) == 1, err
+    assert "error:" in err and needle in err
+
+
+def test_help_explains_random_sizes_and_the_seed(capsys):
+    rc = cli.main(["bench", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert rc == 0 and "random[:N]" in out and "--flops LO:HI" in out and "fresh seed" in out
+
+
+def test_the_cli_passes_the_drawn_seed_and_prints_it(capsys, monkeypatch):
+    from cute_gemm import bench_cli, cli_base
+    seen = {}
+
+    def fake_bench(*a, **kw):
+        seen.update(kw)
+        return BenchResult({}, [], None, None)
+    monkeypatch.setattr(cli_base, "gpu_unavailable", lambda: None)
+    monkeypatch.setattr(bench_cli, "bench", fake_bench)
+    monkeypatch.setattr(bench_cli, "format_table", lambda res: "table")
+    monkeypatch.setattr(R.secrets, "randbelow", lambda n: 987654)
+    rc = cli.main(["bench", "auto", "--size", "random:5", "--flops", "20:30"])
+    err = capsys.readouterr().err
+    assert rc == 0 and seen["seed"] == 987654 and seen["flops"] == (20.0, 30.0)
+    assert "seed 987654" in err and "--seed 987654" in err
+    cli.main(["bench", "--size", "random:5", "--seed", "42"])
+    assert seen["seed"] == 42 and "seed 42 " in capsys.readouterr().err
+
+
+# ---- summary, JSON, text, plot -------------------------------------------------------------
 def test_ratio_stats_on_hand_made_ratios():
     s = ratio_stats([2.0, 0.5, 1.0, 0.8, 1.25])
     assert s["count"] == 5 and s["min"] == 0.5
@@ -163,6 +213,30 @@ def test_the_summary_is_of_the_drawn_shapes_alone():
     assert len(res.random_rows()) == len(res.rows) - 2
     assert random_summary(res.random_rows()) == res.meta["random"]["summary"]
     assert all(x["count"] == 4 for x in res.meta["random"]["summary"])
+
+
+def test_json_text_and_readme_carry_the_seed(tmp_path):
+    res = fake_random_result(seed=31337)
+    write_outputs(res, tmp_path, plots=False)
+    doc = json.loads((tmp_path / "bench.json").read_text())
+    assert doc["meta"]["random"]["seed"] == 31337 and doc["meta"]["settings"]["seed"] == 31337
+    assert len(doc["meta"]["random"]["shapes"]) == 4 and doc["meta"]["random"]["summary"]
+    assert load_json(tmp_path / "bench.json").rows == res.rows       # call_ms, burst_ms kept
+    text = format_table(res)
+    assert "seed 31337" in text and "--seed 31337" in text and "< 0.9×" in text
+    assert "burst" in text and "25 %" in text
+    md = (tmp_path / "bench_readme.md").read_text()
+    assert "Random shapes" in md and "seed 31337" in md
+
+
+def test_random_plot_is_written_from_fake_results(tmp_path):
+    pytest.importorskip("matplotlib", reason="matplotlib not installed (the `plot` extra)")
+    from cute_gemm.perf import plots
+    files = write_outputs(fake_random_result(), tmp_path)
+    assert [p.name for p in files["plots"]] == [plots.RANDOM_PNG]
+    png = tmp_path / plots.RANDOM_PNG
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+    assert f"]({plots.RANDOM_PNG})" in (tmp_path / "bench_readme.md").read_text()
 
 
 # ---- the loop ------------------------------------------------------------------------------
