@@ -6,17 +6,21 @@ plotting touches no global state and works headless. Three charts:
                     peak as horizontal lines, % of cuBLAS over each bar;
   tflops_vs_size    TFLOP/s against M = N = K for every kernel and cuBLAS;
   ratio_chart       the ratio to cuBLAS per shape of a run over many shapes (the sweep), one
-                    line of markers per kernel, its geometric mean in the legend.
+                    line of markers per kernel, its geometric mean in the legend;
+  random_chart      a random run's ratio cuBLAS time / time against the flop count, a panel
+                    per timing, a series per precision, the seed in the title.
 All carry device and date in the title and units on the axes.
 """
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
-from .schema import CUBLAS, LAYOUT_TEXT, BenchResult, pick_ladder_size
-from .stats import ratio_summary, tflops
+from .schema import CUBLAS, LAYOUT_TEXT, TIMINGS, BenchResult, pick_ladder_size
+from .stats import SLOW, gemm_flops, ratio_stats, ratio_summary, tflops, timing_ratios
 from .sweep import sweep_class
 
+RANDOM_PNG = "random_ratios.png"
 FAMILY_COLORS = {"handwritten": "#4C72B0", "cute": "#DD8452"}
 OTHER_COLOR = "#55A868"
 
@@ -204,10 +208,54 @@ def ratio_chart(result: BenchResult, path, *, precision: str = "fp32", layout: s
     return path
 
 
+def random_chart(result: BenchResult, path) -> Path:
+    """Ratio cuBLAS time / time (> 1: faster than cuBLAS) against 2·M·N·K, both axes log2,
+    a panel per timing (schema.TIMINGS), a series per kernel and precision with its
+    geometric mean in the legend; the seed of the draw in the title."""
+    series = {t: timing_ratios(result.random_rows(), t) for t in TIMINGS}
+    keys = list(dict.fromkeys(key for t in TIMINGS for key in series[t]))
+    if not keys:
+        raise ValueError("no ratios to cuBLAS to plot")
+    one_kernel = len({k for k, _ in keys}) == 1
+    fig = _figure(5.2 * len(TIMINGS), 5.4, layout="constrained")
+    axes = fig.subplots(1, len(TIMINGS), sharey=True)
+    import matplotlib
+    from matplotlib.ticker import FuncFormatter
+    colors = [matplotlib.colormaps["tab10"](i) for i in range(10)]
+    for ax, timing in zip(axes, TIMINGS):
+        for i, key in enumerate(keys):
+            pairs = sorted((gemm_flops(*r.shape), x) for r, x in series[timing].get(key, []))
+            if not pairs:
+                continue
+            geo = ratio_stats([x for _, x in pairs])["geomean"]
+            name = key[1] if one_kernel else f"{key[0]} {key[1]}"
+            ax.plot([f for f, _ in pairs], [x for _, x in pairs], marker="osD^vP*X"[i % 8],
+                    linestyle="none", color=colors[i % 10], markersize=4.5, alpha=0.85,
+                    label=f"{name} (geometric mean {geo:.3f}×)")
+        ax.axhline(1.0, color="black", linestyle="--", linewidth=1.2)
+        ax.axhline(SLOW, color="grey", linestyle=":", linewidth=1.0)
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log", base=2)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.set_xlabel("2·M·N·K (flop)")
+        ax.set_title(textwrap.fill(f"{timing}: {TIMINGS[timing][1]}", 56), fontsize=8.5)
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(loc="best", fontsize=7)
+    axes[0].set_ylabel("cuBLAS time ÷ time, same precision (> 1: faster than cuBLAS)")
+    rnd = result.meta.get("random", {})
+    who = ("gemm()" if keys[0][0] == "auto" else keys[0][0]) if one_kernel else "kernels"
+    fig.suptitle(f"{who} against cuBLAS on {rnd.get('count', '?')} random shapes, seed "
+                 f"{rnd.get('seed', '?')} (dashed: 1, dotted: {SLOW})\n{_subtitle(result)}",
+                 fontsize=11)
+    path = Path(path)
+    fig.savefig(path)
+    return path
+
+
 def write_all(result: BenchResult, out_dir, *, ladder_size: int | None = None) -> list[Path]:
     """ladder_<N>.png (nn layout), tflops_vs_size_<layout>.png for each layout with squares,
     and ratios_<layout>[_<precision>].png for each layout and precision with ratios to cuBLAS
-    on three shapes or more."""
+    on three shapes or more; for a random run, RANDOM_PNG in their place."""
     d = Path(out_dir)
     out = []
     size = pick_ladder_size(result, ladder_size, "nn")
@@ -217,6 +265,10 @@ def write_all(result: BenchResult, out_dir, *, ladder_size: int | None = None) -
         if sum(1 for s in {r.m for r in result.rows if r.layout == lay and r.m == r.n == r.k
                              and r.timed and r.precision == "fp32"}) >= 2:
             out.append(tflops_vs_size(result, d / f"tflops_vs_size_{lay}.png", layout=lay))
+    if result.meta.get("random"):
+        if any(r.vs_cublas is not None and r.kernel != CUBLAS for r in result.random_rows()):
+            out.append(random_chart(result, d / RANDOM_PNG))
+        return out
     for prec, lay in dict.fromkeys((r.precision, r.layout) for r in result.rows):
         if len({r.shape for r in result.rows if (r.precision, r.layout) == (prec, lay)
                 and r.vs_cublas is not None and r.kernel != CUBLAS}) >= 3:

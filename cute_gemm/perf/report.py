@@ -12,7 +12,7 @@ from ..registry import AUTO
 from . import plots as P
 from .schema import (CUBLAS, CUBLAS_PEER, FIRST_CALL_MODES, LAYOUT_TEXT, BenchResult,
                      cublas_label, pick_ladder_size, write_csv, write_json)
-from .stats import ratio_summary
+from .stats import random_summary, ratio_summary
 from .sweep import GROUPS, sweep_class
 
 
@@ -61,9 +61,11 @@ def _label(r) -> str:
 
 def format_table(result: BenchResult) -> str:
     kw = max([len(_label(r)) for r in result.rows] + [6]) + 2
+    callers = any(r.call_ms is not None for r in result.rows)     # a random run's two timings
     hdr = (f"{'M x N x K':<18}{'lay':<4}{'kernel':<{kw}}{'status':<7}{'gauge':>7}  "
            f"{'median ms':>10}{'IQR ms':>9}{'min-max ms':>19}{'n':>4}{'TFLOP/s':>9}"
-           f"{'vs cuBLAS':>10}{'% peak':>8}{'MHz':>6}{'W':>5}  note")
+           f"{'vs cuBLAS':>10}{'% peak':>8}{'MHz':>6}{'W':>5}"
+           + (f"{'call ms':>10}{'burst ms':>10}" if callers else "") + "  note")
     lines = [format_header(result), "", hdr, "-" * len(hdr)]
     prev = None
     for r in result.rows:
@@ -80,7 +82,9 @@ def format_table(result: BenchResult) -> str:
                      f"{_f(r.median_ms, '.4f'):>10}{_f(r.iqr_ms, '.4f'):>9}{mm:>19}{r.repeats or '-':>4}"
                      f"{_f(r.tflops, '.2f'):>9}{(_f(vs, '.1f') + ' %') if vs is not None else '-':>10}"
                      f"{(_f(pct, '.1f') + ' %') if pct is not None else '-':>8}"
-                     f"{_f(r.clock_mhz, '.0f'):>6}{_f(r.power_w, '.0f'):>5}  {note}")
+                     f"{_f(r.clock_mhz, '.0f'):>6}{_f(r.power_w, '.0f'):>5}"
+                     + (f"{_f(r.call_ms, '.4f'):>10}{_f(r.burst_ms, '.4f'):>10}" if callers else "")
+                     + f"  {note}")
     comp = result.meta.get("compile", {})
     if comp:
         lines += ["", "compile (separate from run time; origin = where the cubin came from):"]
@@ -92,6 +96,8 @@ def format_table(result: BenchResult) -> str:
     summary = format_summary(result)
     if summary:
         lines += ["", summary]
+    if result.meta.get("random"):
+        lines += ["", format_random(result)]
     if result.overhead:
         lines += ["", format_overhead(result.overhead)]
     if result.first_call:
@@ -123,6 +129,50 @@ def format_summary(result: BenchResult) -> str:
                      f"{x['shapes']:>3} shapes  geomean {_x(x['geomean'])}  min {_x(x['min'])} at "
                      f"{'x'.join(map(str, x['min_shape']))}  {groups}".rstrip())
     return "\n".join(lines)
+
+
+def _random_lines(result: BenchResult) -> tuple[str, list[list[str]]]:
+    """The draw (seed included) in a line, and a row of cells per kernel, precision and
+    timing of the random summary (stats.random_summary of the rows)."""
+    rnd = result.meta["random"]
+    cells = []
+    for x in random_summary(result.random_rows()):
+        below, (m, n, k, lay) = x["below_0_9"], x["min_shape"]
+        cells.append([x["kernel"], x["precision"], x["timing"], str(x["count"]), _x(x["geomean"]),
+                      f"{_x(x['min'])} ({m}×{n}×{k} {lay})",
+                      "—" if below is None else f"{100 * below:.0f} %"])
+    return rnd.get("about", f"random shapes, seed {rnd.get('seed')}"), cells
+
+
+_RANDOM_HEAD = ["kernel", "precision", "timing", "shapes", "geomean", "min (shape)", "< 0.9×"]
+
+
+def format_random(result: BenchResult) -> str:
+    """The random run's summary: per kernel, precision and timing, the ratio cuBLAS time /
+    our time (> 1: faster than cuBLAS) over the shapes, and the seed that draws them again."""
+    about, cells = _random_lines(result)
+    widths = [max(len(r[i]) for r in cells + [_RANDOM_HEAD]) + 2 for i in range(len(_RANDOM_HEAD))]
+    lines = [about, "ratio cuBLAS time / time at the same precision (> 1: faster than cuBLAS); "
+             "timings: " + "; ".join(f"{t}: {w}" for t, w in result.meta["random"].get(
+                 "timings", {}).items())]
+    lines += ["  " + "".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+              for r in [_RANDOM_HEAD] + cells]
+    return "\n".join(lines)
+
+
+def random_markdown(result: BenchResult, plot: str | None = None) -> list[str]:
+    """format_random as a markdown table (bench_readme.md of a random run), with its plot;
+    empty without random shapes."""
+    if not result.meta.get("random"):
+        return []
+    about, cells = _random_lines(result)
+    return ["#### Random shapes: ratio cuBLAS time / time, same precision, same run", "",
+            f"{about}. Timings: " + "; ".join(f"**{t}**: {w}" for t, w in result.meta["random"].get(
+                "timings", {}).items()) + ".", "",
+            "| " + " | ".join(_RANDOM_HEAD) + " |", "|---|---|---|---:|---:|---:|---:|"]  \
+        + ["| " + " | ".join(r) + " |" for r in cells] + [""] \
+        + ([f"![ratio to cuBLAS against flops, seed {result.meta['random'].get('seed')}]({plot})",
+            ""] if plot else [])
 
 
 def _picked(message: str) -> str:
@@ -262,7 +312,8 @@ def _ladder_stage(name: str) -> bool:
 def readme_markdown(result: BenchResult, *, size: int | None = None, layout: str = "nn",
                     plot: str | None = None, source: str = "bench.json", details: str | None = None,
                     tensor_cores: tuple[BenchResult, str] | None = None,
-                    sweep: tuple[BenchResult, str, str | None] | None = None) -> str:
+                    sweep: tuple[BenchResult, str, str | None] | None = None,
+                    random_plot: str | None = None) -> str:
     """The ladder table (markdown) for one square size, with date, device and versions —
     generated from a bench result, never typed. Then every shape and layout of the run, the
     host overhead and the method; with `details` (a link to a page holding those) only the
@@ -270,7 +321,8 @@ def readme_markdown(result: BenchResult, *, size: int | None = None, layout: str
     tensor_cores: (result, source) of a run of its own for the tensor-core table (else the
     tensor-core rows of `result`), with its own provenance. sweep: (result, source, plot) of
     a run over many shapes (`--size sweep`): its summary (and, in the long form, every shape),
-    else the summary of `result` itself in the long form."""
+    else the summary of `result` itself in the long form. A random run adds its summary
+    (random_markdown, with random_plot)."""
     tc = _tensor_core_markdown(*tensor_cores) if tensor_cores else _tensor_core_markdown(result)
     if sweep is not None:
         sw = sweep_markdown(sweep[0], sweep[1], plot=sweep[2], per_shape=details is None)
@@ -281,9 +333,10 @@ def readme_markdown(result: BenchResult, *, size: int | None = None, layout: str
     dev = md.get("device", {})
     date = str(md.get("date", "?"))[:10]
     out = ["<!-- generated by scripts/readme_bench.py from a `cute-gemm bench` JSON; do not edit by hand -->"]
+    rnd = random_markdown(result, random_plot)
     if size is None:
-        out += (tc + sw) or ["_No timed square sizes in this bench result._"]
-        if (tc and not tensor_cores) or (sw and sweep is None):
+        out += (rnd + tc + sw) or ["_No timed square sizes in this bench result._"]
+        if rnd or (tc and not tensor_cores) or (sw and sweep is None):
             out.append(_provenance(md, source))
         return "\n".join(out) + "\n"
     cub = result.cublas_row(size, size, size, layout)
@@ -320,6 +373,7 @@ def readme_markdown(result: BenchResult, *, size: int | None = None, layout: str
         return "\n".join(out).rstrip("\n") + "\n"
     out.extend(tc)
     out.extend(sw)
+    out.extend(rnd)
     out.extend(_all_shapes_markdown(result))
     if tensor_cores:
         out.extend(_all_shapes_markdown(tensor_cores[0]))
@@ -450,8 +504,9 @@ def write_outputs(result: BenchResult, out_dir, *, plots: bool = True,
         else:
             files["plots_skipped"] = "matplotlib is not installed (pip install 'cute_gemm[plot]')"
     files["plots"] = pngs
-    ladder_png = next((p for p in pngs if p.name.startswith("ladder")), None)
-    md = readme_markdown(result, size=ladder_size, plot=ladder_png.name if ladder_png else None)
+    ladder_png = next((p.name for p in pngs if p.name.startswith("ladder")), None)
+    random_png = next((p.name for p in pngs if p.name == P.RANDOM_PNG), None)
+    md = readme_markdown(result, size=ladder_size, plot=ladder_png, random_plot=random_png)
     files["readme"] = d / "bench_readme.md"
     files["readme"].write_text(md)
     return files

@@ -14,6 +14,8 @@ without how it was made):
 * Timing: timing.event_times (CUDA events around each launch, L2 flush and a spin that
   holds the GPU before it, input sets rotated beyond twice the L2, repeats fitted to
   --max-seconds, never below --min-repeats). Host overhead is measured apart (overhead.py).
+  Random shapes (`--size random`) add two timings per row: one call as a caller waits for it
+  (timing.call_times: host time included) and 20 calls back to back (timing.burst_times).
 * Statistics (stats.py): median, min/max, quartiles and IQR over the repeats; TFLOP/s =
   2 M N K / median; ratio to cuBLAS fp32 measured in the same run, same inputs and
   layout; fraction of the FP32 peak SMs x FP32 lanes/SM x 2 x clock.
@@ -42,10 +44,10 @@ from .meta import device_meta, driver_text, versions
 from .overhead import measure_overhead
 from .report import write_outputs
 from .runtime import compile_ahead, make_current
-from .schema import CUBLAS, CUBLAS_PEER, BenchResult, Row
-from .shapes import native_layout, out_dtype_of, parse_layouts, parse_sizes
-from .stats import fill_ratios, precision_peaks, sample_indices, summarize, tflops
-from .timing import Flush, event_times, rotation_sets, warm_up
+from .schema import BURST, CUBLAS, CUBLAS_PEER, BenchResult, Row
+from .shapes import native_layout, out_dtype_of, plan
+from .stats import fill_ratios, precision_peaks, random_summary, sample_indices, summarize, tflops
+from .timing import Flush, burst_times, call_times, event_times, rotation_sets, warm_up
 
 FULL_CHECK_MAX = 2048 ** 3      # above this M*N*K the reference is a row x column sample
 SAMPLE = 64
@@ -273,44 +275,51 @@ def time_kernel(name: str, m: int, n: int, k: int, *, repeats: int = 20, warmup:
 @standin.waiting()       # the pick itself, never its stand-in (standin.stand_in)
 def bench(kernels: str | Sequence[str] | None = None,
           sizes: int | str | Sequence[int | str | tuple[int, int, int]] | None = None, *,
-          layouts: str | Sequence[str] = ("nn",), repeats: int = 30, warmup: int = 3,
+          layouts: str | Sequence[str] | None = None, repeats: int = 30, warmup: int = 3,
           min_repeats: int = 5, max_seconds: float = 2.0, cublas: str = "auto",
-          overhead: bool = False, overhead_kernel: str | None = None, seed: int = 0,
+          overhead: bool = False, overhead_kernel: str | None = None, seed: int | None = None,
           first_call: bool = False, out_dir: str | os.PathLike | None = None, plots: bool = True,
           ladder_size: int | None = None, progress: bool = True,
-          precisions: str | Sequence[str] = ("fp32",)) -> BenchResult:
+          precisions: str | Sequence[str] = ("fp32",),
+          flops: tuple[float, float] | None = None) -> BenchResult:
     """Check, then time, every kernel (default: all the device supports) on every size
     (default: squares 256..8192 and odd shapes) and layout, next to cuBLAS, in each of
     `precisions` ("fp32", "tf32", "bf16", "fp16", "fp32_3xtf32" or "all"): a kernel in each
     precision it offers, cuBLAS at the same precision in the same run (fp32_3xtf32: cuBLAS
     fp32, schema.CUBLAS_PEER).
 
-    sizes: N, "MxNxK", (M, N, K), "squares", "odd", "all". layouts: "nn", "tn" (A as a
-    transposed view), "nt", "tt" — a kernel is timed on a transposed layout only when it
-    takes it without a relayout copy. first_call: also time gemm()'s first call in fresh
-    processes on empty cubin caches (perf.first_call). Writes bench.json, bench.csv,
-    bench_readme.md and PNG plots to out_dir when given. Returns a BenchResult.
+    sizes: N, "MxNxK", (M, N, K), "squares", "odd", "all", "random[:N]" (shapes.plan: N
+    shapes drawn from `seed` with 2·M·N·K in the log2 band `flops`, each in one layout drawn
+    from `layouts`, default all four; kernels default to "auto"; every timed row also gets
+    call_ms and burst_ms, schema.TIMINGS). seed: the run's seed (the inputs, and the random
+    shapes; None: 0, or a fresh one with random sizes, in meta["settings"]["seed"]).
+    layouts: "nn" (default), "tn" (A as a transposed view), "nt", "tt" — a kernel is timed on
+    a transposed layout only when it takes it without a relayout copy. first_call: also time
+    gemm()'s first call in fresh processes on empty cubin caches (perf.first_call). Writes
+    bench.json, bench.csv, bench_readme.md and PNG plots to out_dir when given. Returns a
+    BenchResult.
     """
     info = launch.device_info()
     ordinal = info.ordinal
     make_current(ordinal)
-    names = _kernel_names(kernels)
-    shapes = parse_sizes(sizes)
-    lays = parse_layouts(layouts)
+    todo = plan(sizes, layouts, seed=seed, flops=flops)
+    names = _kernel_names(kernels if kernels or todo.random is None else [registry.AUTO])
     precs = parse_precisions(precisions)
     backend, cublas_note = find_cublas(cublas, precisions=precs)
-    result = BenchResult(_meta(info, backend, cublas_note, shapes, lays, repeats=repeats,
-                               min_repeats=min_repeats, warmup=warmup, max_seconds=max_seconds,
-                               seed=seed))
+    result = BenchResult(_meta(info, backend, cublas_note, todo.shapes, todo.layouts,
+                               repeats=repeats, min_repeats=min_repeats, warmup=warmup,
+                               max_seconds=max_seconds, seed=todo.seed))
     meta = result.meta
     meta["settings"]["precisions"] = list(precs)
+    if todo.random is not None:
+        meta["random"] = todo.record()
     compiled = _compile_all(names, info, meta["compile"], precs)
     by_prec = {p: [x for x in names if offers(x, p, info.arch_int)] for p in precs}
     by_prec = {p: xs for p, xs in by_prec.items() if xs or p != "fp32" or not names}
 
-    bar = Progress(len(shapes) * len(lays) * sum(len(xs) + (backend is not None)
-                                                  for xs in by_prec.values()), progress)
-    rng = np.random.default_rng(seed)
+    bar = Progress(sum(len(lays) for _, lays in todo.cases)
+                   * sum(len(xs) + (backend is not None) for xs in by_prec.values()), progress)
+    rng = np.random.default_rng(todo.seed)
     tkw = dict(repeats=repeats, warmup=warmup, min_repeats=min_repeats, max_seconds=max_seconds)
     clocks = ClockLog(_pci_bus_id(ordinal))
     with clocks, Flush(info.l2_bytes) as flush:
@@ -318,7 +327,7 @@ def bench(kernels: str | Sequence[str] | None = None,
         meta["settings"]["flush_bytes"] = flush.nbytes
         meta["settings"]["flush_hold_us"] = flush.hold_us
         meta["settings"]["rotation"] = {}
-        for (m, n, kk) in shapes:
+        for (m, n, kk), lays in todo.cases:
             a32 = rng.standard_normal((m, kk), dtype=np.float32)
             b32 = rng.standard_normal((kk, n), dtype=np.float32)
             for prec, pnames in by_prec.items():
@@ -332,10 +341,13 @@ def bench(kernels: str | Sequence[str] | None = None,
                 meta["settings"]["rotation"][f"{m}x{n}x{kk}" + ("" if prec == "fp32" else f" {prec}")] = n_sets
                 for lay in lays:
                     _bench_shape(result, pnames, compiled, backend, a, b, ref, lay, n_sets,
-                                 flush, bar, tkw, info, prec, clocks)
+                                 flush, bar, tkw, info, prec, clocks,
+                                 callers=todo.random is not None)
                 del a, b, ref
     meta["clocks"] = clocks.summary(clocks.timed)
     fill_ratios(result.rows, precision_peaks(meta["device"]["fp32_peak_tflops"], info.arch_int))
+    if todo.random is not None:
+        meta["random"]["summary"] = random_summary(result.random_rows())
     if overhead:
         try:
             result.overhead = measure_overhead(overhead_kernel or (names[0] if names else None),
@@ -456,7 +468,7 @@ def _pci_bus_id(ordinal: int) -> str | None:
 
 
 def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush, bar,
-                 tkw, info, prec: str = "fp32", clocks=None) -> None:
+                 tkw, info, prec: str = "fp32", clocks=None, callers: bool = False) -> None:
     m, kk = a.shape
     n = b.shape[1]
     label = f"{m}x{n}x{kk} {lay}" + ("" if prec == "fp32" else f" {prec}")
@@ -491,6 +503,8 @@ def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush
                             backend.matmul(wa[i], wb[i], wc[i], peer)
                     _measure(row, lambda: _gpu_check(CUBLAS, blas, inputs, ref),
                              lambda: event_times(blas, len(inputs), flush, **tkw), clocks)
+                    if callers:
+                        _caller_times(row, blas, len(inputs), flush, tkw)
                 except Exception as e:
                     row.status, row.message = "error", _first_line(e)
             result.rows.append(row)
@@ -519,10 +533,30 @@ def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush
                     api.run(name, inputs.A[i], inputs.B[i], out=inputs.C[i], precision=prec)
                 _measure(row, lambda: _gpu_check(name, fn, inputs, ref),
                          lambda: event_times(fn, len(inputs), flush, **tkw), clocks)
+                if callers:
+                    _caller_times(row, fn, len(inputs), flush, tkw)
             result.rows.append(row)
             bar.step(f"{name} {label}")
     finally:
         inputs.close()
+
+
+def _caller_times(row: Row, fn, n_sets: int, flush, tkw: dict) -> None:
+    """A timed row's call_ms and burst_ms (timing.call_times, burst_times), the repeats fitted
+    to --max-seconds each as event_times' are (the bursts to a third of them: BURST calls each)."""
+    if not row.timed:
+        return
+    budget = 1e3 * tkw["max_seconds"]
+
+    def fit(want: int, ms: float) -> int:
+        return max(tkw["min_repeats"], min(want, int(budget / max(ms, 1e-3))))
+    try:
+        row.call_ms = summarize(call_times(fn, n_sets, flush, repeats=fit(
+            tkw["repeats"], row.median_ms + 0.1)))["median"]     # + the flush's memset and sync
+        row.burst_ms = summarize(burst_times(fn, n_sets, flush, repeats=fit(
+            max(1, tkw["repeats"] // 3), BURST * row.median_ms)))["median"]
+    except Exception as e:
+        row.message = (row.message + "; " if row.message else "") + "call/burst: " + _first_line(e)
 
 
 def _auto_message(m: int, n: int, kk: int, lay: str, prec: str, info) -> str:

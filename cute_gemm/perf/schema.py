@@ -27,6 +27,16 @@ def cublas_label(precision: str) -> str:
     fp32_3xtf32)"."""
     peer = CUBLAS_PEER.get(precision, precision)
     return f"{CUBLAS} {peer}" + ("" if peer == precision else f" (peer of {precision})")
+
+
+BURST = 20      # calls per timing.burst_times sample: the burst's start and end weigh 1/20 of it
+# the timings a random run compares with cuBLAS: name -> (Row field, what it is)
+TIMINGS = {"kernel": ("median_ms", "one launch, L2 flushed, the GPU held while the host "
+                                   "enqueues it: GPU time alone"),
+           "call": ("call_ms", "one call on an idle GPU, L2 flushed: what a caller waits "
+                               "for, host time included"),
+           "burst": ("burst_ms", f"per call of {BURST} queued back to back: a loop's "
+                                 "throughput")}
 LAYOUTS = ("nn", "tn", "nt", "tt")
 LAYOUT_TEXT = {"nn": "A, B row-major", "tn": "A transposed view (CuTe NT: A M-major, B N-major)",
                "nt": "B transposed view (CuTe TN: A, B K-major)",
@@ -62,6 +72,8 @@ class Row:
                                      # and tf32, the input type for bf16 and fp16
     clock_mhz: float | None = None   # median SM clock while this row was checked and timed
     power_w: float | None = None     # ... and median power draw (perf/clocks.py; NVML)
+    call_ms: float | None = None     # median of timing.call_times (random runs): host included
+    burst_ms: float | None = None    # median per call of timing.burst_times (random runs)
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -100,6 +112,12 @@ class BenchResult:
         known = set(COLUMNS)
         rows = [Row(**{k: v for k, v in r.items() if k in known}) for r in d.get("rows", [])]
         return cls(dict(d.get("meta", {})), rows, d.get("overhead"), d.get("first_call"))
+
+    def random_rows(self) -> list[Row]:
+        """The rows of a random run's drawn (shape, layout)s (meta["random"]["shapes"]): what
+        its summary and plot are of, whatever fixed sizes ran beside them."""
+        drawn = {tuple(s) for s in self.meta.get("random", {}).get("shapes", [])}
+        return [r for r in self.rows if (r.m, r.n, r.k, r.layout) in drawn]
 
     def cublas_row(self, m, n, k, layout, precision: str = "fp32") -> Row | None:
         for r in self.rows:

@@ -1,12 +1,16 @@
-"""What to measure: sizes (N, MxNxK, the default squares and odd shapes, the sweep) and
-operand layouts, and whether a kernel takes a layout without run() copying an operand first."""
+"""What to measure: sizes (N, MxNxK, the default squares and odd shapes, the sweep, random
+shapes) and operand layouts, the plan of a run that joins them, and whether a kernel takes a
+layout without run() copying an operand first."""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from .. import registry
 from ..records import PRECISION_DTYPE
 from ..resolve import contiguous
+from .random_shapes import DEFAULT_FLOPS, RandomShapes, describe, draw, fresh_seed, random_count
 from .runtime import resolve
-from .schema import LAYOUTS
+from .schema import LAYOUTS, TIMINGS
 from .sweep import GRID, HELD_OUT, SWEEP
 
 DEFAULT_SQUARES = (256, 512, 1024, 2048, 4096, 8192)
@@ -88,3 +92,51 @@ def native_layout(kernel: registry.Kernel, m: int, n: int, k: int, layout: str,
     _, copies, _ = resolve(kernel, contiguous(m, n, k, layout, precision, out_dtype_of(precision)),
                            precision, out_dtype_of(precision))
     return not copies
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The problems of a bench run: (shape, the layouts it is timed in) in order; with random
+    sizes, what was drawn (random_shapes.RandomShapes) and from which seed."""
+    cases: tuple[tuple[tuple[int, int, int], tuple[str, ...]], ...]
+    seed: int
+    random: RandomShapes | None = None
+    drawn: tuple[tuple[int, int, int, str], ...] = ()
+
+    @property
+    def shapes(self) -> list[tuple[int, int, int]]:
+        return list(dict.fromkeys(s for s, _ in self.cases))
+
+    @property
+    def layouts(self) -> list[str]:
+        return list(dict.fromkeys(x for _, lays in self.cases for x in lays))
+
+    def record(self) -> dict:
+        """What a result's meta["random"] says of the draw (runner adds the summary)."""
+        r = self.random
+        return {"seed": self.seed, "count": r.count, "flops_log2": list(r.band()),
+                "flops_log2_asked": list(r.flops), "dims": list(r.dims),
+                "about": describe(r, self.seed), "shapes": [list(x) for x in self.drawn],
+                "timings": {t: what for t, (_, what) in TIMINGS.items()}}
+
+
+def plan(sizes=None, layouts=None, *, seed: int | None = None, flops=None) -> Plan:
+    """Fixed sizes (parse_sizes) in each of `layouts` (default nn), then `random[:N]`'s shapes,
+    each in one layout drawn from `layouts` (default all four). seed: the run's seed, which
+    draws the random shapes (None: a fresh one with random sizes, else 0); flops: their log2
+    band of 2·M·N·K (random_shapes.DEFAULT_FLOPS)."""
+    specs = [sizes] if isinstance(sizes, (str, int)) else sizes
+    counts = [c for c in map(random_count, specs or []) if c is not None]
+    if len(counts) > 1:
+        raise ValueError("give --size random[:N] once")
+    if flops is not None and not counts:
+        raise ValueError("--flops sets the band of --size random: give that size too")
+    lays = parse_layouts(layouts)
+    if not counts:
+        return Plan(tuple((s, lays) for s in parse_sizes(sizes)), 0 if seed is None else seed)
+    fixed = parse_sizes([s for s in specs if random_count(s) is None])
+    spec = RandomShapes(counts[0], DEFAULT_FLOPS if flops is None else tuple(flops))
+    seed = fresh_seed() if seed is None else seed
+    drawn = draw(spec, seed, LAYOUTS if layouts is None else lays)
+    cases = tuple((s, lays) for s in fixed) + tuple(((m, n, k), (lay,)) for m, n, k, lay in drawn)
+    return Plan(cases, seed, spec, tuple(drawn))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .schema import CUBLAS, Row
+from .schema import CUBLAS, TIMINGS, Row
 
 
 def summarize(times_ms) -> dict:
@@ -61,16 +61,24 @@ def fill_ratios(rows: list[Row], peak: float | dict | None) -> None:
     """Set vs_cublas (against cuBLAS at the same precision, shape and layout) and frac_peak
     (peak: the FP32 peak, or a precision -> peak mapping)."""
     peaks = peak if isinstance(peak, dict) else {"fp32": peak}
-    ref = {(r.m, r.n, r.k, r.layout, r.precision): r for r in rows
-           if r.kernel == CUBLAS and r.timed}
+    ref = cublas_peers(rows)
     for r in rows:
         if not r.timed:
             r.vs_cublas = r.frac_peak = None
             continue
-        c = ref.get((r.m, r.n, r.k, r.layout, r.precision))
+        c = ref.get(_problem(r))
         r.vs_cublas = r.tflops / c.tflops if c is not None and c.tflops else None
         pk = peaks.get(r.precision)
         r.frac_peak = r.tflops / pk if pk else None
+
+
+def _problem(r: Row) -> tuple:
+    return (r.m, r.n, r.k, r.layout, r.precision)
+
+
+def cublas_peers(rows: list[Row]) -> dict[tuple, Row]:
+    """The timed cuBLAS row of each (M, N, K, layout, precision): every row's peer."""
+    return {_problem(r): r for r in rows if r.kernel == CUBLAS and r.timed}
 
 
 def sample_indices(size: int, count: int, rng) -> np.ndarray:
@@ -97,6 +105,51 @@ def ratio_summary(rows: list[Row], groups=()) -> list[dict]:
             inside = [r.vs_cublas for r in rs if pred(r.m, r.n, r.k)]
             mins[name] = min(inside) if inside else None
         out.append({"kernel": kernel, "precision": prec, "layout": lay, "shapes": len(rs),
-                    "geomean": float(np.exp(np.mean(np.log([r.vs_cublas for r in rs])))),
+                    "geomean": ratio_stats([r.vs_cublas for r in rs])["geomean"],
                     "min": worst.vs_cublas, "min_shape": worst.shape, "groups": mins})
+    return out
+
+
+SLOW = 0.9      # a ratio below this is a shape where cuBLAS is clearly faster
+
+
+def ratio_stats(ratios) -> dict:
+    """count, geometric mean, minimum and the share below SLOW of ratios (cuBLAS time / our
+    time: > 1 is faster than cuBLAS); None for the figures of an empty list."""
+    r = np.asarray(list(ratios), dtype=np.float64)
+    if r.size == 0:
+        return {"count": 0, "geomean": None, "min": None, "below_0_9": None}
+    if not np.all(r > 0):
+        raise ValueError("ratios must be positive")
+    return {"count": int(r.size), "geomean": float(np.exp(np.mean(np.log(r)))),
+            "min": float(r.min()), "below_0_9": float(np.mean(r < SLOW))}
+
+
+def timing_ratios(rows: list[Row], timing: str) -> dict[tuple[str, str], list[tuple[Row, float]]]:
+    """(kernel, precision) -> [(row, cuBLAS time / its time)] for one of schema.TIMINGS, the
+    cuBLAS row of the same shape, layout and precision as the peer."""
+    field = TIMINGS[timing][0]
+    ref = cublas_peers(rows)
+    out: dict[tuple[str, str], list[tuple[Row, float]]] = {}
+    for r in rows:
+        peer = ref.get(_problem(r))
+        mine, theirs = getattr(r, field), peer and getattr(peer, field)
+        if r.kernel != CUBLAS and r.timed and mine and theirs:
+            out.setdefault((r.kernel, r.precision), []).append((r, theirs / mine))
+    return out
+
+
+def random_summary(rows: list[Row]) -> list[dict]:
+    """Per kernel, precision and timing (schema.TIMINGS): ratio_stats of its ratios to cuBLAS
+    over the shapes where both were timed, and the shape of the minimum."""
+    per = {t: timing_ratios(rows, t) for t in TIMINGS}
+    out = []
+    for kernel, prec in dict.fromkeys(key for t in TIMINGS for key in per[t]):
+        for timing in TIMINGS:
+            pairs = per[timing].get((kernel, prec))
+            if pairs:
+                worst = min(pairs, key=lambda p: p[1])[0]
+                out.append({"kernel": kernel, "precision": prec, "timing": timing,
+                            **ratio_stats([x for _, x in pairs]),
+                            "min_shape": [worst.m, worst.n, worst.k, worst.layout]})
     return out

@@ -10,6 +10,10 @@
   final synchronize, divided by `calls`. Used for the per-call overhead of run() and by
   scripts/run_timings.py. When the GPU takes longer per tiny kernel than the host per call,
   this is the GPU's rate, not the host's.
+* call_times: what a caller waits for: one call between events on an idle GPU with a flushed
+  L2 and no hold, so the host's time before the launch counts.
+* burst_times: throughput: schema.BURST calls queued back to back (after a flush and its hold),
+  events around the whole burst, divided by BURST; host-bound when the host is the slower.
 * warm_up: back-to-back flushes before a run's first timing, so that the GPU has left its
   idle state.
 * host_us: the host's own time per call: bursts of calls, each begun on an idle device and
@@ -27,6 +31,7 @@ import warnings
 from typing import Callable
 
 from .. import driver, kernel_args, launch, registry, resolve
+from .schema import BURST
 
 
 def rotation_sets(bytes_per_set: int, l2_bytes: int, free_bytes: int | None = None, *,
@@ -55,8 +60,12 @@ class Flush:
         self.spin = Spin(driver.current_ordinal(), self.hold_us)
 
     def __call__(self) -> None:
-        launch.memset_f32(self.buf.ptr, 0, self.nbytes // 4)
+        self.evict()
         self.spin()
+
+    def evict(self) -> None:
+        """The memset alone: L2 flushed, no hold (call_times counts the host's time)."""
+        launch.memset_f32(self.buf.ptr, 0, self.nbytes // 4)
 
     def close(self) -> None:
         self.buf.close()
@@ -170,3 +179,37 @@ def host_us(fn: Callable[[], object], calls: int = 1, burst: int = 128) -> float
         done += n
     launch.synchronize()
     return total / max(calls, 1) * 1e6
+
+
+def call_times(fn: Callable[[int], None], n_sets: int, flush: Flush, *,
+               repeats: int) -> list[float]:
+    """Per-call milliseconds of fn(i) as a caller waits for them: before each call the L2 is
+    flushed (flush.evict, no hold) and the GPU drained, so the start event fires at once and the
+    host's time before the launch is inside the events, with the kernel's."""
+    e0, e1 = launch.Event(), launch.Event()
+    out = []
+    for j in range(repeats):
+        flush.evict()
+        launch.synchronize()
+        e0.record()
+        fn(j % n_sets)
+        e1.record()
+        out.append(e1.elapsed_ms(e0))
+    return out
+
+
+def burst_times(fn: Callable[[int], None], n_sets: int, flush: Callable[[], None], *,
+                repeats: int, calls: int = BURST) -> list[float]:
+    """Milliseconds per call of `calls` calls queued back to back (input sets rotated), one
+    sample a burst: a loop's throughput. Each burst starts after flush() (with its hold, so
+    the host queues the first calls while the GPU is busy and the steady rate is measured)."""
+    e0, e1 = launch.Event(), launch.Event()
+    out = []
+    for r in range(repeats):
+        flush()
+        e0.record()
+        for j in range(calls):
+            fn((r * calls + j) % n_sets)
+        e1.record()
+        out.append(e1.elapsed_ms(e0) / calls)
+    return out
