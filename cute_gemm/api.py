@@ -17,12 +17,10 @@ from .arrays import (SUPPORTED_DTYPES, ArrayLike, DTypeName, Operand, StreamLike
                      narrow, parse, widen)
 from .errors import AliasError, CaptureError, DTypeError, InputError, ShapeError
 from .execute import gemm_device
-from .records import (AS_PLANNED, FP32_ACCURATE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, LayoutName,
+from .precisions import DEFAULT_PRECISION, DTYPE, PRECISION, as_accurate
+from .records import (AS_PLANNED, LAYOUTS, PRECISION_DTYPE, PRECISIONS, LayoutName,
                       PrecisionName, layout_majors)
 from .resolve import CACHE, check_precision, resolved_launches, wait_for_compiles
-
-# the precision of a call that names none: the one its operands' type implies
-DEFAULT_PRECISION = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 
 def compile_kernel(name: str | registry.Kernel, arch: str | int | None = None) -> cache.Compiled:
     """Compile a registered kernel with NVRTC, or fetch it from the cache.
@@ -89,22 +87,24 @@ def _precision(A: Operand, B: Operand, C: Operand | None, O: Operand | None,
         raise DTypeError(f"a is {A.dtype} and b is {B.dtype}: both must have one type")
     if precision is None:
         precision = DEFAULT_PRECISION[A.dtype]
-        if precision == "fp32" and kernel is not None and "fp32" not in kernel.precisions:
-            # a kernel without fp32 arithmetic answers float32 operands unasked only in a
-            # precision held to the same gauge (fp32_3xtf32: an fp32 answer, by other means);
-            # tf32 (10-bit products) stays by name only
-            precision = next((p for p in FP32_ACCURATE if p in kernel.precisions), precision)
+        if kernel is not None and precision not in kernel.precisions:
+            # a kernel without that arithmetic answers unasked only in one held to no larger
+            # a unit (fp32_3xtf32 for fp32: an fp32 answer, by other means); tf32 (10-bit
+            # products) stays by name only
+            precision = next((p for p in as_accurate(precision) if p in kernel.precisions),
+                             precision)
     elif precision not in PRECISIONS:
         raise InputError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     if PRECISION_DTYPE[precision] != A.dtype:
         raise DTypeError(f"precision {precision!r} reads {PRECISION_DTYPE[precision]} operands; "
                          f"a and b are {A.dtype}")
-    out_dtype = O.dtype if O is not None else C.dtype if C is not None else "float32"
+    outs = PRECISION[precision].outs
+    out_dtype = O.dtype if O is not None else C.dtype if C is not None else outs[0]
     if C is not None and C.dtype != out_dtype:
         raise DTypeError(f"c is {C.dtype} and out is {out_dtype}: both must have one type")
-    if out_dtype not in ("float32", A.dtype):
-        raise DTypeError(f"the result of {A.dtype} operands is float32 or {A.dtype}, "
-                         f"not {out_dtype}")
+    if out_dtype not in outs:
+        raise DTypeError(f"the result of {precision} on {A.dtype} operands is "
+                         f"{' or '.join(outs)}, not {out_dtype}")
     return precision, out_dtype
 
 
@@ -112,13 +112,13 @@ def _empty_like_lib(proto, shape, ordinal, dtype: str = "float32"):
     """A row-major result of `dtype` allocated by the library of `proto` (CuPy, PyTorch),
     else a cute_gemm DeviceArray."""
     mod = type(proto).__module__.split(".")[0]
-    if mod == "cupy" and "cupy" in sys.modules and dtype != "bfloat16":
+    if mod == "cupy" and "cupy" in sys.modules and DTYPE[dtype].cupy:
         cp = sys.modules["cupy"]
         with cp.cuda.Device(ordinal):
             return cp.empty(shape, dtype=dtype)
     if mod == "torch" and "torch" in sys.modules:
         torch = sys.modules["torch"]
-        return torch.empty(shape, dtype=getattr(torch, dtype), device=proto.device)
+        return torch.empty(shape, dtype=getattr(torch, DTYPE[dtype].torch), device=proto.device)
     from .arrays import DeviceArray
     return DeviceArray(shape, ordinal=ordinal, dtype=dtype)
 
@@ -478,8 +478,11 @@ def _upload(op: Operand, ordinal: int, stream: int, owned: list) -> Operand:
 
 
 def _host_result(m: int, n: int, out_dtype: str, like: Operand) -> np.ndarray:
-    """A new host result of `out_dtype` (bfloat16: of the dtype object a or b came with)."""
-    dt = like.host.dtype if out_dtype == "bfloat16" else np.dtype(out_dtype)
+    """A new host result of `out_dtype`; of a type numpy lacks (bfloat16), ml_dtypes' (the
+    dtype object `like` came with where it is of that type)."""
+    d = DTYPE[out_dtype]
+    dt = (np.dtype(d.storage) if d.numpy else like.host.dtype if like.dtype == out_dtype
+          else np.dtype(getattr(sys.modules["ml_dtypes"], d.name)))
     return np.empty((m, n), dtype=dt)
 
 

@@ -10,19 +10,18 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, replace
 from math import gcd
-from typing import Any, Literal, get_args
+from typing import Any
 
 import numpy as np
 
-from . import launch
+from . import launch, precisions
 from .errors import DTypeError, InputError, NotAnArrayError, ShapeError
+from .precisions import DTYPE, ITEMSIZE
 
-from .records import ITEMSIZE
-
-# The element types of operands and results, by numpy's names (bfloat16: ml_dtypes'):
-# float32 for every kernel; float16 and bfloat16 for the tensor-core kernels (Kernel.dtypes)
-DTypeName = Literal["float32", "float16", "bfloat16"]
-SUPPORTED_DTYPES: tuple[str, ...] = get_args(DTypeName)
+# The element types of operands and results, by numpy's names (bfloat16: ml_dtypes'): the
+# precision table's (precisions.DTYPE), whose rows say how each is parsed and held
+DTypeName = precisions.DTypeName
+SUPPORTED_DTYPES: tuple[str, ...] = precisions.DTYPES
 # What an operand may be: a numpy array (host), or a device array that exposes
 # __cuda_array_interface__ or DLPack (CuPy, PyTorch, JAX, Numba, cute_gemm.DeviceArray), of a
 # SUPPORTED_DTYPES type, 2-D with any strides. Any, because the protocols are duck-typed.
@@ -33,7 +32,8 @@ ArrayLike = Any
 StreamLike = Any
 _TYPESTR = {"<f4": "float32", "<f8": "float64", "<f2": "float16", "<i4": "int32",
             "<i8": "int64", "|u1": "uint8", "|i1": "int8", "<u4": "uint32", "<c8": "complex64"}
-_CAI_DTYPE = {"<f4": "float32", "<f2": "float16"}     # bfloat16: no standard typestr (_void2_as_bfloat16)
+_CAI_DTYPE = {d.typestr: d.name for d in DTYPE.values() if d.typestr}   # others: _opaque_as_named
+_OPAQUE = tuple(d for d in DTYPE.values() if not d.typestr)
 _KDLCPU, _KDLCUDA, _KDLCUDAHOST, _KDLCUDAMANAGED = 1, 2, 3, 13
 
 
@@ -111,13 +111,8 @@ def _unsupported(name: str, dtype) -> DTypeError:
 
 def host_dtype(dt: np.dtype) -> str | None:
     """The SUPPORTED_DTYPES name of a numpy dtype (ml_dtypes' bfloat16 included), or None."""
-    if dt == np.float32:
-        return "float32"
-    if dt == np.float16:
-        return "float16"
-    if dt.name == "bfloat16" and dt.itemsize == 2:
-        return "bfloat16"
-    return None
+    d = DTYPE.get(dt.name)
+    return d.name if d is not None and dt.itemsize == d.itemsize and dt.isnative else None
 
 
 def _check_2d(name: str, shape) -> tuple[int, int]:
@@ -173,7 +168,7 @@ def parse(name: str, obj, stream: int | None = None) -> Operand:
                                   "only CPU and CUDA arrays are supported")
         ptr, shp, strides, dtype, _, ro = launch.dlpack_view(obj, stream)
         shape = _check_2d(name, shp)
-        dtype = _void2_as_bfloat16(dtype, obj)
+        dtype = _opaque_as_named(dtype, obj)
         if dtype not in SUPPORTED_DTYPES:
             raise _unsupported(name, dtype)
         return _nonnull(Operand(name, obj, True, ptr, shape, strides, dtype, ro))
@@ -230,20 +225,20 @@ def framework_stream(obj) -> int:
     return f(obj)
 
 
-def _void2_as_bfloat16(dtype: str, obj) -> str:
-    """"bfloat16" for an opaque 2-byte void of an array whose own dtype says bfloat16
-    (PyTorch 2.11's __cuda_array_interface__ typestr "<V2"; cuda.core's DLPack view without
-    ml_dtypes), else `dtype` as it is."""
-    if dtype.lstrip("<|=") == "V2" and "bfloat16" in str(getattr(obj, "dtype", "")):
-        return "bfloat16"
-    return dtype
+def _opaque_as_named(dtype: str, obj) -> str:
+    """The name of a type with no standard typestr (bfloat16) for an opaque void of its size
+    in an array whose own dtype names it (PyTorch 2.11's __cuda_array_interface__ typestr
+    "<V2" for bfloat16; cuda.core's DLPack view without ml_dtypes), else `dtype` as it is."""
+    named = str(getattr(obj, "dtype", ""))
+    return next((d.name for d in _OPAQUE if dtype.lstrip("<|=") == f"V{d.itemsize}"
+                 and d.name in named), dtype)
 
 
 def _parse_cai(name: str, obj, cai: dict) -> Operand:
     # run()'s path for device arrays: plain comparisons, no generators
     shape = _check_2d(name, cai["shape"])
     typestr = cai["typestr"]
-    dtype = _CAI_DTYPE.get(typestr) or _void2_as_bfloat16(typestr, obj)
+    dtype = _CAI_DTYPE.get(typestr) or _opaque_as_named(typestr, obj)
     if dtype not in SUPPORTED_DTYPES:
         raise _unsupported(name, _TYPESTR.get(typestr, typestr))
     if cai.get("mask") is not None:
@@ -274,28 +269,15 @@ def _nonnull(op: Operand) -> Operand:
 
 
 def widen(raw: np.ndarray, dtype: str) -> np.ndarray:
-    """float32 values of raw elements of `dtype` held as float32 / float16, or for bfloat16 as
-    uint16 or ml_dtypes.bfloat16 (its bits: the upper half of a float32)."""
-    if dtype == "bfloat16":
-        return (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
-    return raw.astype(np.float32)
+    """float32 values of raw elements of `dtype` held as its storage (float32, float16; for
+    bfloat16 uint16 or ml_dtypes.bfloat16): precisions.DType.widen."""
+    return DTYPE[dtype].widen(raw)
 
 
 def narrow(x: np.ndarray, dtype: str) -> np.ndarray:
     """`x` rounded to nearest-even in `dtype`, as a numpy array of that dtype's storage
-    (float32, float16, or uint16 bits for bfloat16)."""
-    x = np.asarray(x, dtype=np.float32)
-    if dtype == "float32":
-        return x
-    if dtype == "float16":
-        return x.astype(np.float16)
-    u = x.view(np.uint32)
-    r = (u + np.uint32(0x7FFF) + ((u >> 16) & 1)) >> 16        # round to nearest even
-    r = np.where(np.isnan(x), (u >> 16) | 0x40, r)              # NaN stays NaN (quiet)
-    return r.astype(np.uint16)
-
-
-_STORAGE = {"float32": np.float32, "float16": np.float16, "bfloat16": np.uint16}
+    (float32, float16, or uint16 bits for bfloat16): precisions.DType.narrow."""
+    return DTYPE[dtype].narrow(x)
 
 
 def to_numpy(name: str, obj) -> np.ndarray:
@@ -304,12 +286,12 @@ def to_numpy(name: str, obj) -> np.ndarray:
     op = parse(name, obj)
     if not op.device:
         h = op.host
-        return h if op.dtype == "float32" else widen(h, op.dtype)
+        return h if h.dtype == np.float32 else widen(h, op.dtype)
     lo, hi = op.span()
     e = op.itemsize
     out = np.empty(op.shape, dtype=np.float32)
     if hi > lo:
-        raw = np.empty((hi - lo) // e, dtype=_STORAGE[op.dtype])
+        raw = np.empty((hi - lo) // e, dtype=DTYPE[op.dtype].storage)
         launch.synchronize(0)       # the producer's work, on any blocking stream, is done
         launch.memcpy_dtoh(raw.ctypes.data, lo, hi - lo, 0)
         launch.synchronize(0)
@@ -342,8 +324,9 @@ class DeviceArray:
 
     @property
     def dtype(self):
-        """numpy's dtype for float32/float16; the name "bfloat16" for bfloat16."""
-        return np.dtype(_STORAGE[self.dtype_name]) if self.dtype_name != "bfloat16" else "bfloat16"
+        """numpy's dtype for float32/float16; the name for a type numpy lacks ("bfloat16")."""
+        d = DTYPE[self.dtype_name]
+        return np.dtype(d.storage) if d.numpy else d.name
 
     @property
     def ptr(self) -> int:
@@ -360,10 +343,11 @@ class DeviceArray:
 
     @property
     def __cuda_array_interface__(self):
-        if self.dtype_name == "bfloat16":
-            raise TypeError("bfloat16 has no __cuda_array_interface__ typestr")
-        e = ITEMSIZE[self.dtype_name]
-        return {"shape": self.shape, "typestr": "<f4" if e == 4 else "<f2",
+        d = DTYPE[self.dtype_name]
+        if not d.typestr:
+            raise TypeError(f"{d.name} has no __cuda_array_interface__ typestr")
+        e = d.itemsize
+        return {"shape": self.shape, "typestr": d.typestr,
                 "data": (self.ptr, False), "strides": (e * self.strides[0], e * self.strides[1]),
                 "version": 3}
 
@@ -396,23 +380,19 @@ class DeviceArray:
     def full(cls, shape, value: float, ordinal: int = 0, stream: int = 0,
              dtype: str = "float32") -> "DeviceArray":
         d = cls(shape, ordinal=ordinal, dtype=dtype)
-        bits = int(narrow(np.array([value], dtype=np.float32), dtype).view(
-            np.uint32 if dtype == "float32" else np.uint16)[0])
-        if dtype == "float32":
-            launch.memset_f32(d.ptr, bits, d.buffer_bytes // 4, stream)
-        else:
-            launch.memset_d16(d.ptr, bits, d.buffer_bytes // 2, stream)
+        e = ITEMSIZE[dtype]
+        launch.memset(d.ptr, DTYPE[dtype].bits(value), d.buffer_bytes // e, e, stream)
         return d
 
     def to_host(self, stream: int = 0) -> np.ndarray:
         """A float32 host copy (16-bit elements widened exactly)."""
         if not self.is_contiguous():
             raise ShapeError("to_host() needs a contiguous DeviceArray (transpose on the host)")
-        raw = np.empty(self.shape, dtype=_STORAGE[self.dtype_name])
+        raw = np.empty(self.shape, dtype=DTYPE[self.dtype_name].storage)
         if raw.size:
             launch.memcpy_dtoh(raw.ctypes.data, self.ptr, raw.nbytes, stream)
             launch.synchronize(stream)
-        return raw if self.dtype_name == "float32" else widen(raw, self.dtype_name)
+        return raw if raw.dtype == np.float32 else widen(raw, self.dtype_name)
 
     def close(self) -> None:
         self._buf.close()

@@ -24,11 +24,11 @@ from dataclasses import dataclass, replace
 from . import autotable, launch, memo, registry, resolve, streamk
 from .contract import answering, runs_at
 from .errors import CuteGemmError, DTypeError, ShapeLimitError
+from .precisions import PRECISION
 from .records import ITEMSIZE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, Pick, cdiv, layout_majors
 
 AUTO = registry.AUTO
 TAG = "auto"                       # Kernel.tags: a candidate of the selector
-TENSOR_CORE = ("tf32", "bf16", "fp16")
 # heuristic: C covered by at most this many tiles of the largest-tile candidate is "tiny"
 TINY_TILES = 4
 # walk_cost: filling smem with one 128-byte row of a k-tile costs about what this many
@@ -443,7 +443,7 @@ def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
     ks = list(ks)
     if len(ks) == 1:
         return Choice(ks[0].name, why="the only candidate")
-    if precision in TENSOR_CORE:
+    if PRECISION[precision].tensor_cores:
         newest = max((x.arch_specific, x.min_arch) for x in ks)
         ks = [x for x in ks if (x.arch_specific, x.min_arch) == newest]
         built = (f"tensor cores: built for sm_{newest[1]}" + ("a" if newest[0] else "+")

@@ -27,9 +27,9 @@ import numpy as np
 from . import auto, registry, standin
 from .arrays import ArrayLike, narrow, widen
 from .errors import CuteGemmError, ShapeLimitError
-from .records import FP32_ACCURATE, PRECISION_DTYPE, PRECISIONS, UNIT, LayoutName, PrecisionName
+from .precisions import DTYPE, EPS, PRECISION, as_accurate  # EPS: float32's machine epsilon
+from .records import PRECISION_DTYPE, PRECISIONS, LayoutName, PrecisionName
 
-EPS = UNIT["fp32"]                  # float32's machine epsilon
 THRESHOLD = 16.0
 DEFAULT_SHAPES = ((1, 1, 1), (129, 67, 33), (257, 383, 129), (1000, 1300, 700))
 
@@ -140,9 +140,9 @@ def reference(a, b, c, alpha, beta):
 
 
 def unit(precision: str, out_dtype: str = "float32") -> float:
-    """The unit roundoff a kernel of `precision` writing `out_dtype` is judged with."""
-    return max(UNIT[precision], UNIT["fp16"] if out_dtype == "float16" else
-               UNIT["bf16"] if out_dtype == "bfloat16" else 0.0)
+    """The unit roundoff a kernel of `precision` writing `out_dtype` is judged with: its own,
+    or where rounding into the result type costs more, that (a 16-bit result)."""
+    return max(PRECISION[precision].unit, DTYPE[out_dtype].unit)
 
 
 def rounded(ref: np.ndarray, out_dtype: str) -> np.ndarray:
@@ -157,8 +157,9 @@ def judge(name: str, c: np.ndarray, ref: np.ndarray, gauge: np.ndarray, exact: b
           eps: float = EPS, out_dtype: str = "float32") -> KernelResult:
     if exact:
         ref = rounded(ref, out_dtype)
-    if out_dtype == "float16":   # below 2^-14 a float16 result is subnormal: its rounding
-        gauge = gauge + 2.0**-24 / eps   # error is absolute, up to half of 2^-24
+    tiny = DTYPE[out_dtype].tiny     # below its normal range a result's rounding error is
+    if tiny:                         # absolute (float16: below 2^-14, up to half of 2^-24)
+        gauge = gauge + tiny / eps
     ratio = gauge_ratio(c, ref, gauge, eps)
     worst = float(ratio.max()) if ratio.size else 0.0
     with np.errstate(invalid="ignore", over="ignore"):
@@ -360,10 +361,11 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
         od = A.dtype if out_dtype == "same" else "float32"
         a32, b32 = to_numpy("a", a), to_numpy("b", b)
         c32 = to_numpy("c", c) if c is not None else None
-        # float32 operands unasked: fp32, and the precisions held to its gauge (run()'s
-        # default on a kernel that computes only one of those), each on its own
-        precs = [prec] + ([p for p in FP32_ACCURATE if p in precisions]
-                          if precision is None and prec == "fp32" else [])
+        # operands unasked: the precision their type implies, and those held to its gauge
+        # (run()'s default on a kernel that computes only one of those: fp32_3xtf32 for
+        # float32), each on its own
+        precs = [prec] + ([p for p in as_accurate(prec)[1:] if p in precisions]
+                          if precision is None else [])
         for p in precs:
             names = named(p, od)
             if names or p == prec:

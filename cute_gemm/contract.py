@@ -2,24 +2,20 @@
 
 A precision names an arithmetic ("fp32": float32 FMAs; "tf32", "bf16", "fp16": tensor-core
 products of that input rounding), except where it names an accuracy contract:
-"fp32_3xtf32" (records.FP32_ACCURATE) promises fp32's gauge on float32 operands, and any
+"fp32_3xtf32" (precisions.FP32_ACCURATE) promises fp32's gauge on float32 operands, and any
 kernel that keeps that promise may answer it. gemm() then takes the fastest of them: the
 SIMT fp32 kernels on problems too small for 3xTF32's passes to pay (one launch against
 twelve driver calls), cute_3xtf32 on large ones (auto.choose prices both)."""
 from __future__ import annotations
 
-from .records import FP32_ACCURATE, PRECISION_DTYPE, PRECISIONS, UNIT
+from .precisions import FP32_ACCURATE, as_accurate
 
 
 def answering(precision: str) -> tuple[str, ...]:
     """The precisions whose kernels may answer a call of `precision`, its own first: for an
     accuracy contract every precision that reads the same operands and is judged by no
     larger unit roundoff (fp32_3xtf32: itself and fp32); otherwise the precision alone."""
-    if precision not in FP32_ACCURATE:
-        return (precision,)
-    dtype, unit = PRECISION_DTYPE[precision], UNIT[precision]
-    return (precision,) + tuple(p for p in PRECISIONS if p != precision
-                                and PRECISION_DTYPE[p] == dtype and UNIT[p] <= unit)
+    return as_accurate(precision) if precision in FP32_ACCURATE else (precision,)
 
 
 def runs_at(kernel, precision: str, out_dtype: str | None = None) -> str | None:

@@ -15,6 +15,7 @@ from .composed import Composed
 from .relayout import Scale2d, entry_for, pieces, prepared, scratch_bytes
 from .arrays import Operand
 from .errors import CudaError
+from .precisions import ACCUMULATOR
 from .records import AS_PLANNED, PRECISION_DTYPE, Pick
 from .resolve import CACHE, UTIL, launch_entries, layout_launches, loaded
 
@@ -99,7 +100,7 @@ def _stand_in(stand_in, A: Operand, B: Operand, C: Operand | None, T: Operand, a
             A2, B2 = (X if X.dtype == dtype else _temp(X.shape, dtype, ordinal, stream, owned)
                       for X in (A, B))
             W = (T if quick.computes(precision, T.dtype) else
-                 _temp(T.shape, "float32", ordinal, stream, owned))
+                 _temp(T.shape, ACCUMULATOR, ordinal, stream, owned))
         except CudaError:
             return False
         for X, X2 in ((A, A2), (B, B2)):

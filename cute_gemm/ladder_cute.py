@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from .precisions import ACCUMULATOR, DTYPE, PRECISION
 from .records import STREAM_K_COUNTERS, FixedSmem, Kernel, TileGridMN, Variant, device_constants
 
 _MAJORS = tuple((a, b) for a in ("k", "m") for b in ("n", "k"))
@@ -307,12 +308,13 @@ def _mma_sm80(name: str, bm: int, bn: int, bk: int, stages: int, warps: tuple[in
     # residues at element granularity (cp.async src-size), so no extent_align, but a vector at
     # a row end is fetched whole (whole_vectors); C any strides
     def entry(prec: str, a: str, b: str, out: str) -> Variant:
-        suffix = "" if out == "float32" else f"_o{prec}"
+        # a result other than the accumulator's float32: _o<its suffix> (_obf16, _ofp16)
+        suffix = "" if out == ACCUMULATOR else f"_o{DTYPE[out].suffix}"
         return Variant(f"cute_mma_sm80_{prec}_a{a}_b{b}{suffix}", a_major=a, b_major=b,
-                       c_major="any", align=4 if prec == "tf32" else 8, align_roles="ab",
+                       c_major="any", align=16 // PRECISION[prec].itemsize, align_roles="ab",
                        whole_vectors=True, precision=prec, out_dtype=out)
-    sixteen = tuple(entry(p, a, b, out) for p, own in (("bf16", "bfloat16"), ("fp16", "float16"))
-                    for out in ("float32", own) for a, b in _MAJORS)
+    sixteen = tuple(entry(p, a, b, out) for p in ("bf16", "fp16") for out in PRECISION[p].outs
+                    for a, b in _MAJORS)
     # 128 bytes of k per smem row: bk 16-bit elements, bk/2 for tf32; STAGES stages of A and B
     smem = stages * (bm + bn) * bk * 2
     return Kernel(

@@ -7,17 +7,19 @@ import dataclasses
 from dataclasses import dataclass
 
 from .ladder_cute import _auto
+from .precisions import DTYPE, PRECISION
 from .records import (STREAM_K_COUNTERS, CutModel, FixedSmem, GemmOf, Kernel, PersistentGrid,
                       SplitGrid, TileGridMN, TmaBoxes, Variant, device_constants)
 
 
 # ---- Hopper tensor-core stages (sm_90a) -----------------------------------------------
-# Precisions and what C may hold (records.Variant.precision / out_dtype), with the suffix the
-# entry names use. bf16/fp16 take either major of A and B (GMMA reads mn-major 16-bit operands
-# through the smem descriptor); tf32 only k-major ones (the runtime copies the others).
-_TC_OUTS = (("bf16", "float32", "f32"), ("bf16", "bfloat16", "bf16"),
-            ("fp16", "float32", "f32"), ("fp16", "float16", "fp16"), ("tf32", "float32", "f32"))
-_TC_ITEM = {"bf16": 2, "fp16": 2, "tf32": 4}
+# The precisions these stages compute, each into every result type the table allows it
+# (records.Variant.precision / out_dtype), with the suffix the entry names use for the result
+# (precisions.DType.suffix). bf16/fp16 take either major of A and B (GMMA reads mn-major
+# 16-bit operands through the smem descriptor); tf32 only k-major ones (the runtime copies
+# the others).
+_TC_OUTS = tuple((p, out, DTYPE[out].suffix) for p in ("bf16", "fp16", "tf32")
+                 for out in PRECISION[p].outs)
 
 
 def tma_boxes(precision: str, a_major: str, b_major: str, bm: int, bn: int,
@@ -33,7 +35,7 @@ def tma_boxes(precision: str, a_major: str, b_major: str, bm: int, bn: int,
     RegisterOperand::kBox0/kBox1): (32, BLK_K) boxes of 128-byte k-lines. An m-major A is that
     operand; an n-major B becomes it in the transposed problem C^T = B^T A^T, whose BLK_M rows
     are B's columns and whose shared BLK_N-row k-major operand is A."""
-    bk = row = row_bytes // _TC_ITEM[precision]
+    bk = row = row_bytes // PRECISION[precision].itemsize
     if precision == "tf32" and (a_major, b_major) != ("k", "k"):
         if (a_major, b_major) == ("m", "k"):
             return TmaBoxes(a=(32, bk), b=(bk, bn // b_parts), swizzle=row_bytes)
@@ -56,7 +58,7 @@ def _tc_variants(prefix: str, bm: int, bn: int, b_parts: int = 1,
         for a, b in majors:
             entry = f"{prefix}_{prec}_{suffix}_a{a}_b{b}"
             out.append(Variant(entry, a_major=a, b_major=b, cut=f"{entry}_cut" if cut else "",
-                               c_major="any", align=16 // _TC_ITEM[prec], align_roles="ab",
+                               c_major="any", align=16 // PRECISION[prec].itemsize, align_roles="ab",
                                precision=prec, out_dtype=dtype,
                                tma=tma_boxes(prec, a, b, bm, bn, b_parts, row_bytes),
                                # c6's tf32 k-major A, n-major B: C^T = B^T A^T inside the entry

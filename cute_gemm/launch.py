@@ -19,7 +19,7 @@ from .driver import check, ensure_context, lock, relaxed  # noqa: F401 (launch.e
 from .errors import CaptureError, StreamError
 # the scratch pools' public names, reachable as launch.X too (the README and docs name them there)
 from .pool import POOL_KEEP_BYTES, alloc_async, free_async, free_workspaces, trim_pools  # noqa: F401
-from .records import ITEMSIZE
+from .precisions import PRECISION
 
 # ---- device and context ---------------------------------------------------------------
 @dataclass(frozen=True)
@@ -173,34 +173,25 @@ pack_reduce_args = kernel_args.pack_reduce_args
 # ---- TMA tensor maps (sm_90+) -----------------------------------------------------------
 
 
-def _tma_dtype(drv, dtype: str):
-    """The tensor map's element type. float32 operands are only ever loaded by TMA for tf32
-    GEMMs, and we encode them as TFLOAT32, not FLOAT32: with TFLOAT32 the TMA unit rounds each
-    element to tf32 with round-to-nearest on its way to shared memory, while wgmma fed raw fp32
-    bits just ignores the low 13 mantissa bits (truncation, u = 2^-10). Round-to-nearest is
-    what the check's gauge assumes for tf32 (u = 2^-11) and what cuBLAS's TF32 path does."""
-    T = drv.CUtensorMapDataType
-    return {"bfloat16": T.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-            "float16": T.CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-            "float32": T.CU_TENSOR_MAP_DATA_TYPE_TFLOAT32}[dtype]
-
-
-def encode_tensor_map(ptr: int, dtype: str, dims: tuple[int, int], ld_bytes: int,
+def encode_tensor_map(ptr: int, precision: str, dims: tuple[int, int], ld_bytes: int,
                       box: tuple[int, int], swizzle: int = 128) -> bytes:
-    """The 128-byte CUtensorMap of a 2-D tensor at `ptr`: `dims` = (contiguous extent, other
+    """The 128-byte CUtensorMap of a 2-D tensor at `ptr` of `precision`'s operands (its
+    element type as the precision table's `tma` says: tf32's float32 as TFLOAT32, rounded to
+    nearest on the way to shared memory): `dims` = (contiguous extent, other
     extent) in elements, `ld_bytes` the byte stride between consecutive "rows" (along the
     other extent), `box` what one TMA load brings in (records.TmaBoxes, same order). Boxes
     past the extent are zero-filled (OOB fill NONE). ptr and ld_bytes must be multiples of
     16; dims[1] == 1 is fine (the stride is then unused but must still be valid)."""
+    p = PRECISION[precision]
     drv = driver.bindings()
     driver.init()
     sw = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}[swizzle]
     ld = int(ld_bytes)
     if int(dims[1]) == 1:   # one row: its stride is never used, but must be a valid one
-        ld = max(ld, int(dims[0]) * ITEMSIZE[dtype])
+        ld = max(ld, int(dims[0]) * p.itemsize)
         ld = -(-ld // 16) * 16
     tmap = check(drv.cuTensorMapEncodeTiled(
-        _tma_dtype(drv, dtype), 2, int(ptr),
+        getattr(drv.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{p.tma}"), 2, int(ptr),
         [drv.cuuint64_t(int(dims[0])), drv.cuuint64_t(int(dims[1]))],
         [drv.cuuint64_t(ld)],
         [drv.cuuint32_t(int(box[0])), drv.cuuint32_t(int(box[1]))],
@@ -432,6 +423,16 @@ def memset_f32(ptr: int, value_bits: int, count: int, stream: int = 0) -> None:
 
 def memset_d16(ptr: int, value_bits: int, count: int, stream: int = 0) -> None:
     check(driver.bindings().cuMemsetD16Async(ptr, value_bits, count, stream), "cuMemsetD16Async")
+
+
+def memset_d8(ptr: int, value_bits: int, count: int, stream: int = 0) -> None:
+    check(driver.bindings().cuMemsetD8Async(ptr, value_bits, count, stream), "cuMemsetD8Async")
+
+
+def memset(ptr: int, value_bits: int, count: int, itemsize: int, stream: int = 0) -> None:
+    """`count` elements of `itemsize` bytes set to `value_bits` (precisions.DType.bits): the
+    driver's memset of that width."""
+    {4: memset_f32, 2: memset_d16, 1: memset_d8}[itemsize](ptr, value_bits, count, stream)
 
 
 def mem_get_info(ordinal: int = 0) -> tuple[int, int]:

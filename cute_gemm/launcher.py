@@ -61,7 +61,7 @@ class LaunchPlan:
 class TensorMaps:
     """The TMA tensor maps of A and B for one launch shape and stride pattern (records.
     TmaBoxes), encoded per pointer: a repeat call on the same arrays reuses its maps."""
-    __slots__ = ("a", "b", "dtype", "swizzle", "memo")
+    __slots__ = ("a", "b", "precision", "swizzle", "memo")
 
     def __init__(self, variant: registry.Variant, m: int, n: int, kk: int, sa, sb):
         e = registry.ITEMSIZE[variant.dtype]
@@ -70,12 +70,12 @@ class TensorMaps:
             + (variant.tma.a,)
         self.b = (((kk, n), sb[1] * e) if variant.b_major == "k" else ((n, kk), sb[0] * e)) \
             + (variant.tma.b,)
-        self.dtype, self.swizzle, self.memo = variant.dtype, variant.tma.swizzle, {}
+        self.precision, self.swizzle, self.memo = variant.precision, variant.tma.swizzle, {}
 
     def __call__(self, pa: int, pb: int) -> tuple[bytes, bytes]:
         maps = self.memo.get((pa, pb))
         if maps is None:
-            maps = tuple(launch.encode_tensor_map(p, self.dtype, dims, ld, box, self.swizzle)
+            maps = tuple(launch.encode_tensor_map(p, self.precision, dims, ld, box, self.swizzle)
                          for p, (dims, ld, box) in ((pa, self.a), (pb, self.b)))
             memo.keep(self.memo, (pa, pb), maps, 64)
         return maps

@@ -14,7 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, get_args
 
+from . import precisions
 from .errors import InputError, ShapeLimitError
+
+# the precision table's views (precisions.py), here where the kernels' records always had them
+PrecisionName = precisions.PrecisionName
+PRECISIONS, PRECISION_DTYPE, UNIT = precisions.PRECISIONS, precisions.PRECISION_DTYPE, precisions.UNIT
+ITEMSIZE, FP32_ACCURATE = precisions.ITEMSIZE, precisions.FP32_ACCURATE
 
 ARCHS = ("sm_80", "sm_90")          # every kernel is compiled for these in CI
 
@@ -48,27 +54,6 @@ def layout_majors(layout: str) -> tuple[str, str]:
 
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
-
-
-# The arithmetic of a call and the element type of A and B it reads. "fp32" is the SIMT
-# ladder's; "tf32" reads float32 operands and multiplies them on tensor cores with 10
-# mantissa bits (asked for by name, never the default); "bf16"/"fp16" read 16-bit operands;
-# "fp32_3xtf32" reads float32 operands, splits each into two tf32 parts and sums three tf32
-# products (big·big + big·small + small·big): held to fp32's gauge (UNIT), so it stands
-# in for fp32 on a kernel that offers nothing else (api._precision). Every precision
-# accumulates in float32.
-PrecisionName = Literal["fp32", "tf32", "bf16", "fp16", "fp32_3xtf32"]
-PRECISIONS: tuple[str, ...] = get_args(PrecisionName)
-PRECISION_DTYPE = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16",
-                   "fp32_3xtf32": "float32"}
-# precisions held to the fp32 gauge besides fp32 itself: taken for float32 operands without
-# being named when the kernel offers no fp32 (tf32, at 2^-11, is never taken unnamed)
-FP32_ACCURATE = ("fp32_3xtf32",)
-# the unit roundoff each precision's results are judged with (check.unit; fp32: float32's
-# machine epsilon): a precision of no larger unit can answer for it (standin.stand_in)
-UNIT = {"fp32": 2.0**-23, "fp32_3xtf32": 2.0**-23, "tf32": 2.0**-11, "fp16": 2.0**-11,
-        "bf16": 2.0**-8}
-ITEMSIZE = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 
 @dataclass(frozen=True)
@@ -136,7 +121,7 @@ class Variant:
                                 # sm90_tail_split.cuh), named NAME_cut, launched where the plan
                                 # cuts (PersistentGrid.walk); NAME runs the uncut walks; or ""
     precision: str = "fp32"     # PRECISIONS: the arithmetic, and so the type of A and B
-    out_dtype: str = "float32"  # the type of C and the result: float32 or A's own type
+    out_dtype: str = "float32"  # the type of C and the result: one of the precision's outs
     tma: TmaBoxes | None = None # the entry also takes TMA tensor maps of A and B
     walks_transposed: bool = False  # the entry itself computes C^T = B^T A^T: a persistent
                                 # walk's tiles (and the plan of its cut) are C^T's

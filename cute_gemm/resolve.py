@@ -18,17 +18,17 @@ from . import cache, launch, memo, registry, streamk
 from .arrays import Operand
 from .errors import CuteGemmError, DTypeError
 from .launcher import Launcher, LaunchPlan
+from .precisions import ACCUMULATOR, DTYPE
 from .records import ITEMSIZE, PRECISION_DTYPE
 
-# the utility kernel of the runtime itself, (source type, destination type) -> its entry:
-# copies into another layout and beta * C within one type; 16-bit operands widened for an
-# fp32 stand-in, and its float32 result rounded back (execute._stand_in)
-UTIL_ENTRY = {("float32", "float32"): "scale2d", ("float16", "float16"): "scale2d_f16",
-              ("bfloat16", "bfloat16"): "scale2d_bf16",
-              ("float16", "float32"): "scale2d_f16_f32",
-              ("bfloat16", "float32"): "scale2d_bf16_f32",
-              ("float32", "float16"): "scale2d_f32_f16",
-              ("float32", "bfloat16"): "scale2d_f32_bf16"}
+# the utility kernel of the runtime itself, (source type, destination type) -> its entry
+# (kernels/util/scale2d.cu: scale2d_<suffix> within one type, scale2d_<from>_<to> across):
+# copies into another layout and beta * C within one type; operands widened into the
+# accumulator's type for a stand-in, and its result rounded back (execute._stand_in)
+UTIL_ENTRY = {(s, d): "scale2d" if s == d == ACCUMULATOR else
+              f"scale2d_{DTYPE[s].suffix}" if s == d else
+              f"scale2d_{DTYPE[s].suffix}_{DTYPE[d].suffix}"
+              for s in DTYPE for d in DTYPE if s == d or ACCUMULATOR in (s, d)}
 UTIL = registry.Kernel(
     name="scale2d", family="util", source="util/scale2d.cu",
     variants=tuple(registry.Variant(e) for e in UTIL_ENTRY.values()), block=(32, 8, 1),

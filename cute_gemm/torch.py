@@ -22,6 +22,7 @@ import threading
 
 from . import api, registry
 from .errors import DTypeError, InputError, ShapeError
+from .precisions import DTYPE, OPERAND_DTYPES, results
 
 SCHEMA = ("(Tensor a, Tensor b, Tensor? c, float alpha, float beta, str? precision, "
           "ScalarType? out_dtype, str kernel) -> Tensor")
@@ -43,18 +44,22 @@ def op():
 def _define():
     import torch
 
-    operand_types = (torch.float32, torch.float16, torch.bfloat16)
+    def of(name: str):
+        return getattr(torch, DTYPE[name].torch)
+    # the precision table's operand types, each with the result types it may give
+    operand_types = {of(d): tuple(of(o) for o in results(d)) for d in OPERAND_DTYPES}
 
     def result_dtype(a, b, out_dtype):
         # checked in the fake too, so that a compiled call fails where it is traced
         if a.dtype not in operand_types or b.dtype != a.dtype:
             raise DTypeError(f"a is {a.dtype} and b is {b.dtype}: both must be one of "
                              f"{', '.join(map(str, operand_types))}")
-        if out_dtype is None:
-            return a.dtype
-        if out_dtype not in (torch.float32, a.dtype):
-            raise DTypeError(f"the result of {a.dtype} operands is torch.float32 or "
-                             f"{a.dtype}, not {out_dtype}")
+        if out_dtype is None:        # a's type, as torch answers, where it can hold one
+            outs = operand_types[a.dtype]
+            return a.dtype if a.dtype in outs else outs[0]
+        if out_dtype not in operand_types[a.dtype]:
+            raise DTypeError(f"the result of {a.dtype} operands is "
+                             f"{' or '.join(map(str, operand_types[a.dtype]))}, not {out_dtype}")
         return out_dtype
 
     @torch.library.custom_op("cute_gemm::gemm", mutates_args=(), schema=SCHEMA)

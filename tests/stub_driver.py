@@ -95,7 +95,7 @@ def install(monkeypatch):
     def record_launch(entry, gx, gy, gz, stream, addr):
         if events.yield_in_launch:
             time.sleep(0)
-        util = entry.startswith("scale2d")      # one per element type: scale2d, scale2d_f16, ...
+        util = entry.startswith("scale2d")      # one per element type: scale2d, scale2d_fp16, ...
         p = pass_of(entry)                      # a composed kernel's pass
         struct, offsets = ((relayout._ScaleArgs, relayout._SCALE_OFFSETS) if util else PASSES[p] if p
                            else (ctypes.c_longlong, (0,)) if entry == "spin"   # perf.timing.Spin
@@ -197,7 +197,7 @@ def install(monkeypatch):
     def free_async(ptr, stream):
         events.append(("free", ptr, stream))
 
-    def encode_tensor_map(ptr, dtype, dims, ld_bytes, box, swizzle=128):
+    def encode_tensor_map(ptr, precision, dims, ld_bytes, box, swizzle=128):
         events.append(("tmap", ptr, tuple(dims), ld_bytes, tuple(box)))
         return bytes(launch.TMA_MAP_BYTES)
 

@@ -53,7 +53,8 @@ def test_fp32_3xtf32_is_named_in_the_errors_and_reads_float32_only():
                                                    "b are float16"):
         cute_gemm.run("cute_3xtf32", rnd(3, 4, dtype=np.float16), rnd(4, 5, dtype=np.float16),
                       precision="fp32_3xtf32")
-    with pytest.raises(cute_gemm.DTypeError, match="float32 or float32, not float16"):
+    with pytest.raises(cute_gemm.DTypeError, match="result of fp32_3xtf32 on float32 operands "
+                                                   "is float32, not float16"):
         cute_gemm.run("cute_3xtf32", a, b, out=rnd(3, 5, dtype=np.float16))
     with pytest.raises(cute_gemm.InputError, match="precision must be one of fp32, tf32, bf16, "
                                                    "fp16, fp32_3xtf32, got '3xtf32'"):
@@ -64,7 +65,7 @@ def test_fp32_3xtf32_is_named_in_the_errors_and_reads_float32_only():
 def test_mixed_operand_and_result_types_are_refused():
     with pytest.raises(cute_gemm.DTypeError, match="a is float16 and b is float32"):
         cute_gemm.run("naive", rnd(3, 4, dtype=np.float16), rnd(4, 5))
-    with pytest.raises(cute_gemm.DTypeError, match="result of float32 operands is float32 or "
+    with pytest.raises(cute_gemm.DTypeError, match="result of fp32 on float32 operands is "
                                                    "float32, not float16"):
         cute_gemm.run("naive", rnd(3, 4), rnd(4, 5), out=rnd(3, 5, dtype=np.float16))
     with pytest.raises(cute_gemm.DTypeError, match="c is float16 and out is float32"):

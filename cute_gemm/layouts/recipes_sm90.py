@@ -10,20 +10,23 @@ or, for the TiledMMA the kernels build in their function, its expression there.
 """
 from __future__ import annotations
 
-from ..records import ITEMSIZE, PRECISION_DTYPE
+from ..precisions import DTYPE, PRECISION
 from .algebra import Layout, TiledMMA, make_layout, product_each, tile_to_shape
 from .atoms import gmma_ss, swizzle_atom
 from .model import Builder, Def, Global, Part, Smem
 from .recipes import recipe
 
-_CPP_TYPE = {"bf16": "cute::bfloat16_t", "fp16": "cute::half_t", "tf32": "float"}
+
+def _cpp(prec: str) -> str:
+    """The C++ type of A and B in `prec`'s entries (tf32: float, as the kernels read it)."""
+    return DTYPE[PRECISION[prec].dtype].cpp
 
 
 def _groups(kernel) -> list[tuple[str, list]]:
     """The kernel's precisions by element width (bf16 and fp16 share every layout)."""
     out: dict[int, tuple[str, list]] = {}
     for p in kernel.precisions:
-        nb = ITEMSIZE[PRECISION_DTYPE[p]]
+        nb = PRECISION[p].itemsize
         label, ps = out.setdefault(nb, ("", []))
         ps.append(p)
         out[nb] = ("/".join(ps), ps)
@@ -79,7 +82,7 @@ def _gmma(b: Builder, consumers: int, parts: int, cpp) -> None:
     mma_k: dict[str, int] = {}
     for label, precs in _groups(b.kernel):
         prec = precs[0]
-        nb = ITEMSIZE[PRECISION_DTYPE[prec]]
+        nb = PRECISION[prec].itemsize
         suffix = "" if nb == 2 else f"_{prec}"
         vs = [v for v in b.kernel.variants if v.precision in precs and not _register_a(v)]
         for op, ext, ext_name in (("A", bm, "M"), ("B", bn, "N")):
@@ -158,7 +161,7 @@ class _C5:
     @staticmethod
     def stage(prec: str, op: str, major: str, bk: int) -> str:
         ext = "BLK_M" if op == "A" else "BLK_N"
-        return f"cg::sm90::OperandTile<{_CPP_TYPE[prec]}, GMMA::Major::{major}, {ext}, {bk}, STAGES>"
+        return f"cg::sm90::OperandTile<{_cpp(prec)}, GMMA::Major::{major}, {ext}, {bk}, STAGES>"
 
 
 class _C6:
@@ -169,7 +172,7 @@ class _C6:
     @staticmethod
     def stage(prec: str, op: str, major: str, bk: int) -> str:
         ext, parts = ("Config::blk_m", "1") if op == "A" else ("Config::blk_n", "Config::cluster_m")
-        return (f"cg::sm90::OperandTile<{_CPP_TYPE[prec]}, GMMA::Major::{major}, {ext}, {bk}, "
+        return (f"cg::sm90::OperandTile<{_cpp(prec)}, GMMA::Major::{major}, {ext}, {bk}, "
                 f"Config::stages, {parts}, Config::k_bytes>")
 
 

@@ -11,6 +11,8 @@ import os
 
 import numpy as np
 
+from ..precisions import DTYPE, PRECISION
+
 
 def _import(name: str):
     """Lazy import (tests simulate a missing library by putting None in sys.modules)."""
@@ -122,7 +124,8 @@ def find_cublas(prefer: str = "auto", precisions=("fp32",)):
     if prefer in (None, "none", "off"):
         return None, "cuBLAS NOT MEASURED: disabled (--cublas none)"
     order = list(_BACKENDS) if prefer == "auto" else [prefer]
-    if prefer == "auto" and "bf16" in precisions:
+    if prefer == "auto" and any(not DTYPE[p.dtype].cupy for n, p in PRECISION.items()
+                                if n in precisions):
         order = ["torch", "cupy"]
     why = []
     for name in order:

@@ -36,6 +36,7 @@ import numpy as np
 from .. import api, auto, cache, launch, registry, standin
 from ..arrays import DeviceArray
 from ..check import as_given, judge, reference, unit
+from ..precisions import DTYPE
 from ..records import ITEMSIZE, PRECISION_DTYPE, PRECISIONS
 from .clocks import ClockLog
 from .cublas import find_cublas
@@ -198,16 +199,11 @@ class _Inputs:
         self._owned = []
 
 
-_NAN_BITS = {"float32": 0x7FC00000, "float16": 0x7E00, "bfloat16": 0x7FC0}
-
-
 def _gpu_check(name, fn, inputs: _Inputs, ref: Reference):
     """Poison C0 with NaN, run once on set 0, judge on the host."""
     c0 = inputs.C[0]
-    if c0.dtype_name == "float32":
-        launch.memset_f32(c0.ptr, _NAN_BITS["float32"], c0.size)
-    else:
-        launch.memset_d16(c0.ptr, _NAN_BITS[c0.dtype_name], c0.size)
+    d = DTYPE[c0.dtype_name]
+    launch.memset(c0.ptr, d.bits(float("nan")), c0.size, d.itemsize)
     fn(0)
     launch.check_last(name)
     return ref.judge(name, c0.to_host())

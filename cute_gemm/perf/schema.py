@@ -14,12 +14,14 @@ from pathlib import Path
 
 import numpy as np
 
+from ..precisions import PRECISION
+
 SCHEMA = 1
 CUBLAS = "cuBLAS"               # the kernel name of the cuBLAS rows
 # the cuBLAS GEMM a precision's rows are timed and compared beside: its own, except for
 # fp32_3xtf32, an fp32 answer by other means, whose peer is cuBLAS fp32 (SGEMM, TF32 off)
-CUBLAS_PEER = {"fp32": "fp32", "tf32": "tf32", "bf16": "bf16", "fp16": "fp16",
-               "fp32_3xtf32": "fp32"}
+# (the precision table's `peer`)
+CUBLAS_PEER = {name: p.peer for name, p in PRECISION.items()}
 
 
 def cublas_label(precision: str) -> str:

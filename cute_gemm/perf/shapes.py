@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import registry
-from ..records import PRECISION_DTYPE
+from ..precisions import PRECISION
 from ..resolve import contiguous
 from .random_shapes import DEFAULT_FLOPS, RandomShapes, describe, draw, fresh_seed, random_count
 from .runtime import resolve
@@ -80,9 +80,10 @@ def parse_layouts(spec) -> tuple[str, ...]:
 
 
 def out_dtype_of(precision: str) -> str:
-    """The result type the bench times a precision with: its input type for bf16 and fp16
-    (as cuBLAS's half-precision GEMMs write), float32 for fp32 and tf32."""
-    return PRECISION_DTYPE[precision] if precision in ("bf16", "fp16") else "float32"
+    """The result type the bench times a precision with: its input type where it may write
+    it (bf16 and fp16, as cuBLAS's half-precision GEMMs write), else float32."""
+    p = PRECISION[precision]
+    return p.dtype if p.dtype in p.outs else p.outs[0]
 
 
 def native_layout(kernel: registry.Kernel, m: int, n: int, k: int, layout: str,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..precisions import PRECISION
 from .schema import CUBLAS, TIMINGS, Row
 
 
@@ -39,22 +40,12 @@ def peak_formula(sm_count: int, lanes_per_sm: int, clock_khz: float) -> str:
             f"{clock_khz / 1e6:.3f} GHz = {p:.1f} TFLOP/s")
 
 
-# dense tensor-core flop per clock per SM over the FP32 one (2 x lanes): sm_80 (A100:
-# 1024 tf32 / 2048 bf16 flop/clk/SM over 128), sm_90 (H100: 2048 / 4096 over 256)
-TENSOR_OVER_FP32 = {80: {"tf32": 8, "bf16": 16, "fp16": 16},
-                    90: {"tf32": 8, "bf16": 16, "fp16": 16}}
-
-
 def precision_peaks(fp32_peak: float | None, arch_int: int) -> dict[str, float | None]:
-    """Dense peak TFLOP/s per precision at the clock of the FP32 peak."""
-    table = TENSOR_OVER_FP32.get(90 if arch_int >= 90 else 80 if arch_int >= 80 else 0, {})
-    peaks = {"fp32": fp32_peak}
-    for p in ("tf32", "bf16", "fp16"):
-        peaks[p] = fp32_peak * table[p] if fp32_peak and p in table else None
-    # three products per fp32 one, run as fp16 (kernels/cute/c7_3xtf32.cu): the ceiling of
-    # cute_3xtf32's fp32 answer
-    peaks["fp32_3xtf32"] = peaks["fp16"] / 3 if peaks["fp16"] else None
-    return peaks
+    """Dense peak TFLOP/s per precision at the clock of the FP32 peak (the precision
+    table's ratio to it on this arch: precisions.Precision.peak)."""
+    ratios = {name: p.peak_over_fp32(arch_int) for name, p in PRECISION.items()}
+    return {name: None if fp32_peak is None or r is None else fp32_peak * r
+            for name, r in ratios.items()}
 
 
 def fill_ratios(rows: list[Row], peak: float | dict | None) -> None:

@@ -51,10 +51,13 @@ __device__ void scale2d_body(int M, int N, int MS, int NS, float s, const S* __r
             long long ss1, D* __restrict__ dst, long long ds0, long long ds1), {            \
     scale2d_body<S, D>(M, N, MS, NS, s, src, ss0, ss1, dst, ds0, ds1);                      \
   })
+// One entry per (source, destination) type that resolve.UTIL_ENTRY names from the precision
+// table's suffixes (precisions.DType.suffix): scale2d_<type> within a type, scale2d_<from>_<to>
+// to and from float32 (tests/test_precisions.py checks the two lists agree)
 CG_SCALE2D(scale2d, float, float)
-CG_SCALE2D(scale2d_f16, __half, __half)
+CG_SCALE2D(scale2d_fp16, __half, __half)
 CG_SCALE2D(scale2d_bf16, __nv_bfloat16, __nv_bfloat16)
-CG_SCALE2D(scale2d_f16_f32, __half, float)
+CG_SCALE2D(scale2d_fp16_f32, __half, float)
 CG_SCALE2D(scale2d_bf16_f32, __nv_bfloat16, float)
-CG_SCALE2D(scale2d_f32_f16, float, __half)
+CG_SCALE2D(scale2d_f32_fp16, float, __half)
 CG_SCALE2D(scale2d_f32_bf16, float, __nv_bfloat16)

@@ -1,0 +1,211 @@
+"""The precisions and element types: one table, one row each, that every layer reads.
+
+A precision is the arithmetic of a call (Precision: the type of A and B it reads, the unit
+its results are judged with, the result types it may write, how TMA loads its operands,
+...); an element type is what A, B or C hold (DType: its size, how numpy, PyTorch, CuPy,
+the CUDA Array Interface and the kernels name it, how it rounds). Every precision
+accumulates in float32 (ACCUMULATOR) and can write its result in it.
+
+Entry points spell a precision by its name and a result type by DType.suffix
+(cute_wgmma_ws_bf16_f32_ak_bk, cute_mma_sm80_fp16_ak_bk_ofp16, scale2d_fp16_f32).
+
+Adding a precision is a row here (its name in PrecisionName too, a new type a DType row and
+its name in DTypeName), the kernels that compute it (ladder entries, sources, a scale2d.cu
+instance for a new type) and their tests: docs/howto/precision.md.
+The names below the table (PRECISIONS, PRECISION_DTYPE, UNIT, ITEMSIZE, ...) are views of
+it, for callers that need one column; records, registry and arrays hand them on.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Callable, Literal, get_args
+
+import numpy as np
+
+
+# ---- element types ---------------------------------------------------------------------
+def _bf16_from_bits(raw: np.ndarray) -> np.ndarray:
+    # a bfloat16 is the upper half of a float32: widening is exact
+    return (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def _bf16_to_bits(x: np.ndarray) -> np.ndarray:
+    u = x.view(np.uint32)
+    r = (u + np.uint32(0x7FFF) + ((u >> 16) & 1)) >> 16        # round to nearest even
+    r = np.where(np.isnan(x), (u >> 16) | 0x40, r)              # NaN stays NaN (quiet)
+    return r.astype(np.uint16)
+
+
+@dataclass(frozen=True)
+class DType:
+    """An element type of A, B or C: how the host, the array libraries and the kernels name
+    and hold it, and what rounding into it costs."""
+    name: str          # numpy's name (bfloat16: ml_dtypes'), as users and arrays.Operand say it
+    itemsize: int      # bytes
+    suffix: str        # how entry points spell it: scale2d_fp16_f32, cute_wgmma_bf16_f32_ak_bk
+    cpp: str           # its C++ type in the kernels (include/cute_gemm/common.cuh: TAB, TC)
+    unit: float        # unit roundoff of rounding a value into it (a result's, check.unit)
+    tiny: float        # absolute error of rounding below its normal range, beyond what float32
+                       # sums carry (0: it has float32's exponent range): check.judge
+    storage: type      # the numpy type its elements are held in on the host: itself, or where
+                       # numpy has no such type, unsigned integers of its bits
+    typestr: str       # its __cuda_array_interface__ typestr; "": none is standard (arrays:
+                       # an opaque "<V<itemsize>" whose array names the type)
+    torch: str         # torch.<torch>
+    cupy: bool         # CuPy has it (a result for CuPy operands is made by CuPy)
+    # float32 values <-> storage bits, where numpy has no such type (None: numpy's astype)
+    from_bits: Callable[[np.ndarray], np.ndarray] | None = None
+    to_bits: Callable[[np.ndarray], np.ndarray] | None = None
+
+    @property
+    def numpy(self) -> bool:
+        """numpy has the type itself (storage is it)."""
+        return self.from_bits is None
+
+    def widen(self, raw: np.ndarray) -> np.ndarray:
+        """float32 values of raw elements held as storage (or as ml_dtypes' type)."""
+        return raw.astype(np.float32) if self.numpy else self.from_bits(raw)
+
+    def narrow(self, x) -> np.ndarray:
+        """float32 values rounded to nearest even into this type, as storage."""
+        x = np.asarray(x, dtype=np.float32)
+        return x.astype(self.storage, copy=False) if self.numpy else self.to_bits(x)
+
+    def bits(self, value: float) -> int:
+        """The bits of `value` rounded into this type (a fill pattern for a memset)."""
+        return int(self.narrow(np.array([value], np.float32)).view(f"u{self.itemsize}")[0])
+
+
+DTypeName = Literal["float32", "float16", "bfloat16"]
+DTYPE = MappingProxyType({d.name: d for d in (
+    #     name        size suffix  cpp                 unit      tiny      storage     typestr
+    DType("float32",  4,   "f32",  "float",            2.0**-24, 0.0,      np.float32, "<f4",
+          torch="float32", cupy=True),
+    DType("float16",  2,   "fp16", "cute::half_t",     2.0**-11, 2.0**-24, np.float16, "<f2",
+          torch="float16", cupy=True),
+    DType("bfloat16", 2,   "bf16", "cute::bfloat16_t", 2.0**-8,  0.0,      np.uint16,  "",
+          torch="bfloat16", cupy=False, from_bits=_bf16_from_bits, to_bits=_bf16_to_bits),
+)})
+
+# every precision sums its products in float32 and can write them so: the result of a call
+# that gives no out or c, and the scratch a composed or stand-in launch sums into
+ACCUMULATOR = "float32"
+
+
+# ---- precisions ------------------------------------------------------------------------
+EPS = 2.0**-23          # float32's machine epsilon: fp32's gauge unit (the reference BLAS's)
+
+
+@dataclass(frozen=True)
+class Precision:
+    """The arithmetic of a call. Entry points name it by `name`."""
+    name: str
+    dtype: str               # the element type of A and B (DTYPE)
+    unit: float              # the unit roundoff its results are judged with (check.unit); a
+                             # precision of no larger unit can answer for it (standin.stand_in)
+    outs: tuple[str, ...]    # the result types its entries may write: ACCUMULATOR first (a
+                             # result made for the call), then those they round into
+    tma: str                 # how TMA loads its operands: CU_TENSOR_MAP_DATA_TYPE_<tma>
+    implied: bool            # what a call on `dtype` operands that names no precision gets
+    tensor_cores: bool       # multiplies on tensor cores (auto.heuristic's tensor-core rules)
+    peer: str                # the cuBLAS GEMM its benchmark rows stand beside (perf)
+    peak: tuple[tuple[int, float], ...]   # (from arch, dense peak over the FP32 peak)
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element of A and B."""
+        return DTYPE[self.dtype].itemsize
+
+    @property
+    def fp32_gauge(self) -> bool:
+        """Held to the fp32 gauge (float32's machine epsilon)."""
+        return self.unit <= EPS
+
+    def peak_over_fp32(self, arch_int: int) -> float | None:
+        """Its dense peak over the FP32 peak on compute capability `arch_int` (x10); None
+        where it has none there."""
+        return next((r for a, r in reversed(self.peak) if arch_int >= a), None)
+
+
+# The arithmetic of a call and the element type of A and B it reads. "fp32" is the SIMT
+# ladder's; "tf32" reads float32 operands and multiplies them on tensor cores with 10
+# mantissa bits (asked for by name, never the default): TMA loads them as TFLOAT32, which
+# rounds each element to nearest on its way to shared memory (wgmma fed raw float32 bits
+# would truncate: u = 2^-10; rounded, u = 2^-11, as cuBLAS's TF32 path and the gauge have
+# it); "bf16"/"fp16" read 16-bit operands; "fp32_3xtf32" reads float32 operands, splits each
+# into two tf32 parts and sums three tf32 products (big·big + big·small + small·big), run in
+# fp16 (kernels/cute/c7_3xtf32.cu: a third of fp16's peak): held to fp32's gauge, so it
+# stands in for fp32 on a kernel that offers nothing else (api._precision), and its
+# benchmark peer is cuBLAS fp32. Peaks: A100 1024 tf32 / 2048 bf16 flop/clk/SM over 128
+# FP32; H100 2048 / 4096 over 256.
+PrecisionName = Literal["fp32", "tf32", "bf16", "fp16", "fp32_3xtf32"]
+_F32 = ("float32",)
+PRECISION = MappingProxyType({p.name: p for p in (
+    #         name           dtype       unit      outs                     tma
+    #         implied tensor_cores peer    peak
+    Precision("fp32",        "float32",  EPS,      _F32,                    "FLOAT32",
+              True,   False,       "fp32", ((0, 1.0),)),
+    Precision("tf32",        "float32",  2.0**-11, _F32,                    "TFLOAT32",
+              False,  True,        "tf32", ((80, 8.0),)),
+    Precision("bf16",        "bfloat16", 2.0**-8,  ("float32", "bfloat16"), "BFLOAT16",
+              True,   True,        "bf16", ((80, 16.0),)),
+    Precision("fp16",        "float16",  2.0**-11, ("float32", "float16"),  "FLOAT16",
+              True,   True,        "fp16", ((80, 16.0),)),
+    Precision("fp32_3xtf32", "float32",  EPS,      _F32,                    "FLOAT32",
+              False,  True,        "fp32", ((80, 16.0 / 3),)),
+)})
+
+
+# ---- views: one column each ------------------------------------------------------------
+PRECISIONS: tuple[str, ...] = tuple(PRECISION)
+DTYPES: tuple[str, ...] = tuple(DTYPE)
+PRECISION_DTYPE = MappingProxyType({p.name: p.dtype for p in PRECISION.values()})
+UNIT = MappingProxyType({p.name: p.unit for p in PRECISION.values()})
+ITEMSIZE = MappingProxyType({d.name: d.itemsize for d in DTYPE.values()})
+# the precision a call that names none gets: the one its operands' type implies
+DEFAULT_PRECISION = MappingProxyType({p.dtype: p.name for p in PRECISION.values() if p.implied})
+# precisions held to the fp32 gauge besides fp32 itself: taken for float32 operands without
+# being named when the kernel offers no fp32 (tf32, at 2^-11, is never taken unnamed)
+FP32_ACCURATE: tuple[str, ...] = tuple(p.name for p in PRECISION.values()
+                                       if p.fp32_gauge and not p.implied and p.dtype == "float32")
+# the types A and B may hold
+OPERAND_DTYPES: tuple[str, ...] = tuple(d for d in DTYPE if d in PRECISION_DTYPE.values())
+
+
+def as_accurate(name: str) -> tuple[str, ...]:
+    """`name` and the other precisions on its operand type held to no larger a unit (fp32:
+    fp32_3xtf32, never tf32): what may answer unasked a call whose type implies `name`, on a
+    kernel that does not compute `name` itself."""
+    p = PRECISION[name]
+    return (name,) + tuple(q.name for q in PRECISION.values()
+                           if q.name != name and q.dtype == p.dtype and q.unit <= p.unit)
+
+
+def results(dtype: str) -> tuple[str, ...]:
+    """The result types of a call on `dtype` operands, in any precision that reads them."""
+    return tuple(dict.fromkeys(o for p in PRECISION.values() if p.dtype == dtype for o in p.outs))
+
+
+def _consistent() -> None:
+    """The table's own rules, checked once at import: a row that breaks one fails there."""
+    problems = []
+    if get_args(PrecisionName) != PRECISIONS:
+        problems.append(f"PrecisionName {get_args(PrecisionName)} != the rows {PRECISIONS}")
+    if get_args(DTypeName) != DTYPES:
+        problems.append(f"DTypeName {get_args(DTypeName)} != the rows {DTYPES}")
+    for p in PRECISION.values():
+        if p.dtype not in DTYPE or any(o not in DTYPE for o in p.outs):
+            problems.append(f"{p.name}: an element type with no DType row")
+        if p.outs[0] != ACCUMULATOR or len(set(p.outs)) != len(p.outs):
+            problems.append(f"{p.name}: outs must start with {ACCUMULATOR} and not repeat")
+        if p.peer not in PRECISION:
+            problems.append(f"{p.name}: its benchmark peer {p.peer!r} is no precision")
+    for d in OPERAND_DTYPES:
+        if sum(p.implied for p in PRECISION.values() if p.dtype == d) != 1:
+            problems.append(f"{d} operands must imply exactly one precision")
+    if problems:
+        raise AssertionError("precisions table: " + "; ".join(problems))
+
+
+_consistent()
