@@ -497,7 +497,7 @@ def pick(A, B, O, precision: str, out_dtype: str, ordinal: int | None) -> Choice
 HOST_CALL_MS = 0.006
 # where the tables price neither answer: the contract's own kernels from this many flop up
 # (below, their passes cost more than they save: docs/design/auto.md#accuracy-contracts)
-CONTRACT_LOG2_FLOP = 35
+CONTRACT_LOG2_FLOP = 34
 
 
 def host_floor(x: registry.Kernel | None, c: Choice) -> float:

@@ -23,7 +23,7 @@ torch = pytest.importorskip("torch")
 MODES = ("global", "thread_local", "relaxed")
 PRECISIONS = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
               "fp16": torch.float16, "fp32_3xtf32": torch.float32}
-# cute_3xtf32 by name: gemm()'s fp32_3xtf32 is SIMT fp32 below 2^35 flop, every shape here
+# cute_3xtf32 by name: gemm()'s fp32_3xtf32 is SIMT fp32 below 2^34 flop, every shape here
 PRECISIONS["cute_3xtf32"] = torch.float32
 # (m, n, k): what each exercises on the H200's fp32 table (the 16-bit and tf32 kernels take
 # their own launches of the same shapes: TMA on aligned rows, copies on unaligned ones, the
