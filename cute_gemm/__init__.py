@@ -9,15 +9,15 @@ from __future__ import annotations
 
 from .api import (clear_caches, compile_kernel, flops, gemm, gemm_choice, resolved_launches, run,
                   wait_for_compiles)
-from .auto import Choice
-from .arrays import SUPPORTED_DTYPES, DeviceArray
-from .errors import (AutoTableWarning, CompileError, CudaError, CuteGemmError, DTypeError,
-                     HeadersNotFound, InputError, NoDeviceError, NotAnArrayError,
-                     NvrtcNotFound, ShapeError, ShapeLimitError, UnknownKernelError)
+from .select.auto import Choice
+from .driver.arrays import SUPPORTED_DTYPES, DeviceArray
+from .base.errors import (AutoTableWarning, CompileError, CudaError, CuteGemmError, DTypeError,
+                          HeadersNotFound, InputError, NoDeviceError, NotAnArrayError,
+                          NvrtcNotFound, ShapeError, ShapeLimitError, UnknownKernelError)
 from .driver import available as gpu_available
 from .registry import Kernel, Variant, get as get_kernel, kernels
 from . import torch  # noqa: F401  (run()'s autograd route; imports no torch until used)
-from .version import __version__
+from .base.version import __version__
 
 
 # imported when first used: a program that only calls run() does not pay for them

@@ -12,15 +12,19 @@ import sys
 
 import numpy as np
 
-from . import auto, autotable, cache, driver, hotpath, launch, registry, standin
-from .arrays import (SUPPORTED_DTYPES, ArrayLike, DTypeName, Operand, StreamLike, framework_stream,
-                     narrow, parse, widen)
-from .errors import AliasError, CaptureError, DTypeError, InputError, ShapeError
-from .execute import gemm_device
-from .precisions import DEFAULT_PRECISION, DTYPE, PRECISION, as_accurate
-from .records import (AS_PLANNED, LAYOUTS, PRECISION_DTYPE, PRECISIONS, LayoutName,
-                      PrecisionName, layout_majors)
-from .resolve import CACHE, check_precision, resolved_launches, wait_for_compiles
+from . import driver, registry
+from .build import cache
+from .driver import launch
+from .plan import hotpath
+from .select import auto, autotable, standin
+from .driver.arrays import (SUPPORTED_DTYPES, ArrayLike, DTypeName, Operand, StreamLike,
+                            framework_stream, narrow, parse, widen)
+from .base.errors import AliasError, CaptureError, DTypeError, InputError, ShapeError
+from .plan.execute import gemm_device
+from .base.precisions import DEFAULT_PRECISION, DTYPE, PRECISION, as_accurate
+from .registry.records import (AS_PLANNED, LAYOUTS, PRECISION_DTYPE, PRECISIONS, LayoutName,
+                               PrecisionName, layout_majors)
+from .plan.resolve import CACHE, check_precision, resolved_launches, wait_for_compiles
 
 def compile_kernel(name: str | registry.Kernel, arch: str | int | None = None) -> cache.Compiled:
     """Compile a registered kernel with NVRTC, or fetch it from the cache.
@@ -119,7 +123,7 @@ def _empty_like_lib(proto, shape, ordinal, dtype: str = "float32"):
     if mod == "torch" and "torch" in sys.modules:
         torch = sys.modules["torch"]
         return torch.empty(shape, dtype=getattr(torch, DTYPE[dtype].torch), device=proto.device)
-    from .arrays import DeviceArray
+    from .driver.arrays import DeviceArray
     return DeviceArray(shape, ordinal=ordinal, dtype=dtype)
 
 

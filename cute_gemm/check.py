@@ -24,11 +24,12 @@ from typing import Literal
 
 import numpy as np
 
-from . import auto, registry, standin
-from .arrays import ArrayLike, narrow, widen
-from .errors import CuteGemmError, ShapeLimitError
-from .precisions import DTYPE, EPS, PRECISION, as_accurate  # EPS: float32's machine epsilon
-from .records import PRECISION_DTYPE, PRECISIONS, LayoutName, PrecisionName
+from . import registry
+from .select import auto, standin
+from .driver.arrays import ArrayLike, narrow, widen
+from .base.errors import CuteGemmError, ShapeLimitError
+from .base.precisions import DTYPE, EPS, PRECISION, as_accurate  # EPS: float32's machine epsilon
+from .registry.records import PRECISION_DTYPE, PRECISIONS, LayoutName, PrecisionName
 
 THRESHOLD = 16.0
 DEFAULT_SHAPES = ((1, 1, 1), (129, 67, 33), (257, 383, 129), (1000, 1300, 700))
@@ -199,7 +200,7 @@ def make_inputs(rng, m, n, k, exact: bool, with_c: bool):
 
 def launch_arch() -> int:
     """The current device's compute capability (x10)."""
-    from . import launch
+    from .driver import launch
     return launch.device_info().arch_int
 
 
@@ -216,8 +217,8 @@ def as_given(x: np.ndarray | None, dtype: str) -> np.ndarray | None:
 def _check_one_shape(names, a, b, c, alpha, beta, exact, layout="nn", precision="fp32",
                      out_dtype="float32") -> ShapeReport:
     from .api import run
-    from .arrays import DeviceArray
-    from . import launch
+    from .driver.arrays import DeviceArray
+    from .driver import launch
 
     m, k = a.shape
     n = b.shape[1]
@@ -355,7 +356,7 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
         if a is None or b is None:
             raise CuteGemmError("cross_check needs both a and b (or neither)")
         from .api import _precision, _validate
-        from .arrays import to_numpy
+        from .driver.arrays import to_numpy
         A, B, C, _, *_ = _validate(a, b, c, None, alpha, beta)
         prec, _ = _precision(A, B, None, None, precision)
         od = A.dtype if out_dtype == "same" else "float32"

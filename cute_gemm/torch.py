@@ -21,8 +21,8 @@ import sys
 import threading
 
 from . import api, registry
-from .errors import DTypeError, InputError, ShapeError
-from .precisions import DTYPE, OPERAND_DTYPES, results
+from .base.errors import DTypeError, InputError, ShapeError
+from .base.precisions import DTYPE, OPERAND_DTYPES, results
 
 SCHEMA = ("(Tensor a, Tensor b, Tensor? c, float alpha, float beta, str? precision, "
           "ScalarType? out_dtype, str kernel) -> Tensor")

@@ -31,8 +31,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import cute_gemm  # noqa: E402
-from cute_gemm import composed, driver, launch, pool, registry  # noqa: E402
-from cute_gemm.arrays import DeviceArray, parse  # noqa: E402
+from cute_gemm import driver, registry  # noqa: E402
+from cute_gemm.driver import launch, pool
+from cute_gemm.plan import composed
+from cute_gemm.driver.arrays import DeviceArray, parse
 from cute_gemm.check import EPS, THRESHOLD, judge, reference  # noqa: E402
 from cute_gemm.perf.cublas import find_cublas  # noqa: E402
 from cute_gemm.perf.meta import device_meta  # noqa: E402

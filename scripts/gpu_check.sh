@@ -23,7 +23,8 @@ for d in ("cuda-bindings", "cuda-core", "nvidia-cuda-nvrtc", "nvidia-cutlass", "
           "nvidia-cuda-runtime", "cupy-cuda13x", "torch", "numpy"):
     try: print(f"{d:22}{md.version(d)}")
     except Exception: print(f"{d:22}-")
-from cute_gemm import launch, compile as c
+from cute_gemm.driver import launch
+from cute_gemm.build import compile as c
 i = launch.device_info(); print(i, "nvrtc", c.nvrtc_version(), f"fp32 peak {i.fp32_peak_tflops:.1f} TFLOP/s")
 PY
 

@@ -25,7 +25,7 @@ import time
 
 
 def sync():
-    from cute_gemm import launch
+    from cute_gemm.driver import launch
     launch.synchronize()
 
 
@@ -79,8 +79,10 @@ def ctypes_driver():
 
 def measure(kernel: str, size: int, calls: int, rounds: int, with_levers: bool = True) -> dict:
     import cute_gemm
-    from cute_gemm import launch, registry, resolve
-    from cute_gemm.arrays import DeviceArray, parse
+    from cute_gemm import registry
+    from cute_gemm.driver import launch
+    from cute_gemm.plan import resolve
+    from cute_gemm.driver.arrays import DeviceArray, parse
     from cuda.bindings import driver as drv
     import numpy as np
     rng = np.random.default_rng()

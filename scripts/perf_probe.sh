@@ -54,7 +54,8 @@ if [ -n "${SASS:-}" ]; then
   python3 - "${SASS%:*}" <<'PY'
 import os, sys
 sys.path.insert(0, "scripts")
-from cute_gemm import cache, registry
+from cute_gemm import registry
+from cute_gemm.build import cache
 import sweep_pipelined
 spec = sys.argv[1]
 k = sweep_pipelined.parse_spec(spec) if "=" in spec else registry.get(spec)

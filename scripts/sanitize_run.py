@@ -17,7 +17,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from cute_gemm import api, check, driver, launch, registry, resolve, streamk
+from cute_gemm import api, check, driver, registry
+from cute_gemm.driver import launch
+from cute_gemm.plan import resolve, streamk
 
 # odd extents (every residue path, the 4-byte fallbacks), one exact tile, tall/thin ones
 # (132, 260, 72): leading dimensions that TMA takes as they are, so cute_wgmma_ws's tf32
@@ -137,7 +139,7 @@ def stand_in_paths() -> bool:
     import tempfile
     import numpy as np
     import cute_gemm
-    from cute_gemm.arrays import DeviceArray, narrow, widen
+    from cute_gemm.driver.arrays import DeviceArray, narrow, widen
     rng = np.random.default_rng(13)
     ordinal = driver.current_ordinal()
     cases = [("fp32", "float32", "float32"), ("tf32", "float32", "float32"),

@@ -35,8 +35,12 @@ import re
 import sys
 from concurrent.futures import ProcessPoolExecutor
 
-from cute_gemm import auto, cache, launch, ladder_cute, registry
-from cute_gemm import compile as comp
+from cute_gemm import registry
+from cute_gemm.build import cache
+from cute_gemm.driver import launch
+from cute_gemm.registry import ladder_cute
+from cute_gemm.select import auto
+from cute_gemm.build import compile as comp
 from cute_gemm.perf.report import format_table
 from cute_gemm.perf.runner import bench
 

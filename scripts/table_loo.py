@@ -13,7 +13,7 @@ import dataclasses
 import math
 import sys
 
-from cute_gemm import auto, autotable
+from cute_gemm.select import auto, autotable
 
 
 def loss(table: autotable.Table, layout: str | None = None):

@@ -32,7 +32,8 @@ import time
 
 os.environ["CUDA_CACHE_DISABLE"] = "1"     # (before NVRTC is loaded: see the docstring)
 
-from cute_gemm import compile as comp, registry     # noqa: E402
+from cute_gemm import registry  # noqa: E402
+from cute_gemm.build import compile as comp
 
 
 def _cpu() -> float:
@@ -76,7 +77,8 @@ def time_one(k, arch: str, entries) -> dict:
 
 
 def time_launch(k, arch: str, entry: str) -> dict:
-    from cute_gemm import cache, resolve
+    from cute_gemm.build import cache
+    from cute_gemm.plan import resolve
     arch = _target(k, arch)
     variant = next(v for v in k.variants if v.entry == entry)
     group = resolve.launch_entries(k, variant, stream_k=True)

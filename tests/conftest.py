@@ -86,7 +86,7 @@ def pytest_collection_finish(session):
     jobs = [(m.args[0], m.args[1], m.kwargs.get("ptx", False), m.kwargs.get("entries"))
             for item in session.items for m in item.iter_markers("compiles")]
     if len(jobs) >= 2:      # for a single compile, spawning a worker costs more than it saves
-        from cute_gemm import cache
+        from cute_gemm.build import cache
         config.stash[_PREFETCH] = cache.Prefetch(jobs, int(n) if n else None)
 
 
@@ -115,7 +115,7 @@ def _compiled_ahead(request):
 @pytest.fixture
 def tmp_cache(tmp_path, monkeypatch):
     """An empty, private disk cache (and an empty memory cache) for one test."""
-    from cute_gemm import cache
+    from cute_gemm.build import cache
     monkeypatch.setenv("CUTE_GEMM_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("CUTE_GEMM_DISABLE_CACHE", raising=False)
     cache.clear_memory()
@@ -127,7 +127,7 @@ def tmp_cache(tmp_path, monkeypatch):
 def private_tables(tmp_path, monkeypatch):
     """gemm()'s tables in a private cache folder and shipped folder; none read before the
     test (tests/test_auto.py, tests/test_swap.py use it for every test)."""
-    from cute_gemm import autotable
+    from cute_gemm.select import autotable
     monkeypatch.setenv("CUTE_GEMM_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(autotable, "SHIPPED_DIR", tmp_path / "shipped")
     autotable.reset()

@@ -48,7 +48,7 @@ def entries(k) -> tuple[str, ...] | None:
     --layout nn`), as one program; the others are built whole."""
     if FULL or len(k.precisions) <= 1:
         return None
-    from cute_gemm import resolve
+    from cute_gemm.plan import resolve
     sets = resolve.layout_launches(k, "nn").get(k.name, ())
     chosen = {e for s in sets for e in s}
     return tuple(e for e in k.entries if e in chosen) or None

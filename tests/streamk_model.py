@@ -1,13 +1,13 @@
 """Models of the schedules the device computes, for the tests: the split of a stream-K
 launch (include/cute_gemm/streamk.cuh, StreamK::make / begin) and the walk of a cut
 persistent launch (include/cute_gemm/sm90_tail_split.cuh). The package launches kernels
-that compute these on the device; it needs only the plans (cute_gemm.streamk), so the
+that compute these on the device; it needs only the plans (cute_gemm.plan.streamk), so the
 models live here, where the tests that check a plan's coverage and balance read them.
 """
 from __future__ import annotations
 
-from cute_gemm.records import cdiv
-from cute_gemm.streamk import stream_k_dp_tiles
+from cute_gemm.registry.records import cdiv
+from cute_gemm.plan.streamk import stream_k_dp_tiles
 
 
 def stream_k_schedule(tiles: int, k_tiles: int, ctas: int) -> tuple[int, list[tuple[int, int]]]:

@@ -10,7 +10,9 @@ import threading
 import time
 import types
 
-from cute_gemm import api, composed, driver, execute, kernel_args, launch, pool, relayout, resolve, workspace
+from cute_gemm import api, driver
+from cute_gemm.driver import kernel_args, launch, pool, workspace
+from cute_gemm.plan import composed, execute, relayout, resolve
 
 # the device the stub stands for, where a test needs its limits (tables, selector, smem)
 H100 = launch.DeviceInfo(0, "NVIDIA H100 80GB HBM3", (9, 0), 132, 1_980_000, 232448, 233472,

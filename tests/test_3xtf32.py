@@ -13,7 +13,8 @@ import pytest
 
 import cute_gemm
 import stub_driver
-from cute_gemm import api, composed, driver, execute, registry
+from cute_gemm import api, driver, registry
+from cute_gemm.plan import composed, execute
 from cute_gemm.perf.schema import CUBLAS_PEER, cublas_label
 from cute_gemm.perf.shapes import native_layout
 from cute_gemm.perf.stats import precision_peaks
@@ -284,7 +285,7 @@ def test_graph_capture_queues_the_same_work(monkeypatch):
 
 
 def test_float32_operands_default_to_it_and_tf32_stays_by_name():
-    from cute_gemm.arrays import parse
+    from cute_gemm.driver.arrays import parse
     from test_validation import FakeCAI
     a, b = parse("a", FakeCAI((3, 4))), parse("b", FakeCAI((4, 5)))
     assert api._precision(a, b, None, None, None, K3) == ("fp32_3xtf32", "float32")
@@ -339,7 +340,8 @@ def test_a_partial_last_wave_is_cut_along_k_with_a_workspace(monkeypatch):
     for a sixth round; they are cut in 3 along K (sm90_tail_split.cuh): one launch of 132
     CTAs, its workspace's counters zeroed once, (dp, pieces) = (330, 3) in its arguments.
     With stream-K off (CUTE_GEMM_STREAM_K=0) nothing is cut."""
-    from cute_gemm import resolve, workspace
+    from cute_gemm.driver import workspace
+    from cute_gemm.plan import resolve
     for on in (True, False):
         events = stub_driver.install(monkeypatch)
         if on:

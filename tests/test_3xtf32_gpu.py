@@ -16,8 +16,10 @@ import pytest
 from cuda.bindings import driver as drv
 
 import cute_gemm
-from cute_gemm import composed, launch, pool, registry
-from cute_gemm.arrays import DeviceArray, Operand, parse
+from cute_gemm import registry
+from cute_gemm.driver import launch, pool
+from cute_gemm.plan import composed
+from cute_gemm.driver.arrays import DeviceArray, Operand, parse
 from cute_gemm.check import cross_check, judge, reference, supported_kernels
 
 pytestmark = pytest.mark.gpu
@@ -392,7 +394,7 @@ def test_a_cut_last_wave_is_deterministic_and_as_accurate_as_the_whole_walk(monk
     sm90_tail_split.cuh), their pieces' partials added by the last to finish. Two runs agree
     bit for bit, beta * C lands once, and the fp32 gauge holds as with nothing cut
     (CUTE_GEMM_STREAM_K=0), at about the same error."""
-    from cute_gemm import resolve
+    from cute_gemm.plan import resolve
     clusters = launch.device_info().sm_count // 2
     m, n, k = 256 * -(-(clusters + 6) // 6) - 37, 192 * 6 - 5, 1000
     rng = np.random.default_rng()
@@ -422,7 +424,7 @@ def test_threads_on_their_own_streams_each_cut_their_last_wave():
     gives (the cut's sum order does not depend on who finishes last)."""
     import threading
     cp = pytest.importorskip("cupy")
-    from cute_gemm import resolve
+    from cute_gemm.plan import resolve
     m, n, k = 600, 500, 2048
     rng = np.random.default_rng()
     a, b = (rng.standard_normal(s).astype(np.float32) for s in ((m, k), (k, n)))

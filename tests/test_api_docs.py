@@ -11,7 +11,8 @@ import typing
 import pytest
 
 import cute_gemm
-from cute_gemm import arrays, records
+from cute_gemm.driver import arrays
+from cute_gemm.registry import records
 
 CALLS = ("gemm", "run", "cross_check", "gemm_choice", "compile_kernel")
 
@@ -31,7 +32,7 @@ def test_public_calls_are_annotated_and_documented(name):
     assert documented == params, (name, documented)
     raises = doc.split("\nRaises:\n", 1)[1]
     for err in re.findall(r"^    (\w+)", raises, re.M):
-        assert isinstance(getattr(cute_gemm, err, None) or getattr(cute_gemm.errors, err), type), err
+        assert isinstance(getattr(cute_gemm, err, None) or getattr(cute_gemm.base.errors, err), type), err
 
 
 def test_help_names_inputs_result_and_errors():

@@ -14,9 +14,12 @@ import pytest
 
 import cute_gemm
 import stub_driver
-from cute_gemm import api, auto, autotable, contract, driver, launch, registry, resolve, streamk
-from cute_gemm.autotable import Measured, Table
-from cute_gemm.errors import AutoTableWarning
+from cute_gemm import api, driver, registry
+from cute_gemm.driver import launch
+from cute_gemm.plan import resolve, streamk
+from cute_gemm.select import auto, autotable, contract
+from cute_gemm.select.autotable import Measured, Table
+from cute_gemm.base.errors import AutoTableWarning
 from cute_gemm.perf import sweep
 
 H100 = stub_driver.H100

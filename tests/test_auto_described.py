@@ -7,7 +7,8 @@ import dataclasses
 import pytest
 
 import cute_gemm
-from cute_gemm import auto, autotable, launch
+from cute_gemm.driver import launch
+from cute_gemm.select import auto, autotable
 
 H200 = "NVIDIA H200"
 

@@ -10,9 +10,12 @@ import numpy as np
 import pytest
 
 import cute_gemm
-from cute_gemm import auto, autotable, driver, launch, registry, resolve, standin
-from cute_gemm.arrays import DeviceArray, narrow, widen
-from cute_gemm.autotable import Measured, Table
+from cute_gemm import driver, registry
+from cute_gemm.driver import launch
+from cute_gemm.plan import resolve
+from cute_gemm.select import auto, autotable, standin
+from cute_gemm.driver.arrays import DeviceArray, narrow, widen
+from cute_gemm.select.autotable import Measured, Table
 from cute_gemm.check import cross_check, gauge_ratio, reference, unit
 
 pytestmark = pytest.mark.gpu
@@ -41,7 +44,7 @@ def tables(tmp_path, monkeypatch):
 
 def _precisions():
     arch = launch.device_info().arch_int if cute_gemm.gpu_available() else 90
-    return [p for p in ("fp32", "bf16", "tf32") if cute_gemm.auto.offers(p, None, arch)]
+    return [p for p in ("fp32", "bf16", "tf32") if cute_gemm.select.auto.offers(p, None, arch)]
 
 
 def _ok(rep):
@@ -93,7 +96,7 @@ def test_the_hot_path_gives_the_same_bits(tables):
 def _transposed_everywhere(tables, precision="fp32"):
     """A table whose only row makes every call of `precision` (nearest row, any layout it
     lists) run its candidate on the transposed problem."""
-    kernel = cute_gemm.auto.candidates(precision, arch_int=launch.device_info().arch_int)[0].name
+    kernel = cute_gemm.select.auto.candidates(precision, arch_int=launch.device_info().arch_int)[0].name
     tables([Measured(300, 200, 100, lay, True, precision,
                      {kernel: 2.0, kernel + autotable.TRANSPOSED: 1.0}) for lay in LAYOUTS])
     return kernel

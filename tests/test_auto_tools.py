@@ -6,7 +6,10 @@ from __future__ import annotations
 import pytest
 
 import cute_gemm
-from cute_gemm import auto, autotable, launch, records, registry
+from cute_gemm import registry
+from cute_gemm.driver import launch
+from cute_gemm.registry import records
+from cute_gemm.select import auto, autotable
 from cute_gemm.perf import sweep, tune
 from test_auto import A100, H100, fake_candidates, row, table
 
@@ -150,7 +153,7 @@ def test_tune_warms_the_gpu_up_before_its_first_timing(monkeypatch, tmp_path):
     monkeypatch.setattr(tune, "run_plan", lambda *a, **k: order.append("measure") or [])
     from test_bench_simulated import _simulated_device
     _simulated_device(monkeypatch)
-    from cute_gemm import cache
+    from cute_gemm.build import cache
     monkeypatch.setattr(tune, "compile_ahead", lambda kernels, arch: cache.Prefetch([]))
     tune.tune([(40, 30, 20)], out=tmp_path, max_seconds=5, progress=False)
     assert order == ["warm", "measure"]
@@ -201,7 +204,8 @@ def test_tune_end_to_end_on_a_simulated_device(monkeypatch, tmp_path, capsys):
     test_bench (run() is a numpy product there): every candidate checked, then timed; the
     table written where asked, merged, and read back by the selector."""
     from test_bench_simulated import _HostBuffer, _simulated_device
-    from cute_gemm import cache, cli
+    from cute_gemm import cli
+    from cute_gemm.build import cache
     _simulated_device(monkeypatch)
     monkeypatch.setattr(tune, "compile_ahead", lambda kernels, arch: cache.Prefetch([]))
     _HostBuffer.live = 0

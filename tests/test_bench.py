@@ -23,7 +23,9 @@ import pytest
 import cute_gemm
 import stub_driver
 from bench_csv import read_csv
-from cute_gemm import kernel_args, registry, resolve
+from cute_gemm import registry
+from cute_gemm.driver import kernel_args
+from cute_gemm.plan import resolve
 from cute_gemm.perf import meta, overhead, shapes, timing
 from cute_gemm.perf.cublas import find_cublas
 from cute_gemm.perf.report import format_table, readme_markdown, write_outputs
@@ -92,7 +94,7 @@ def test_tflops_and_peak_arithmetic():
     assert PEAK == pytest.approx(66.90816)
     f = peak_formula(132, 128, 1_980_000)
     assert f == "FP32 peak = 132 SMs x 128 FP32 lanes/SM x 2 flop/FMA x 1.980 GHz = 66.9 TFLOP/s"
-    from cute_gemm.launch import DeviceInfo
+    from cute_gemm.driver.launch import DeviceInfo
     info = DeviceInfo(0, "H200", (9, 0), 132, 1_980_000, 232448, 233472, 60 << 20, 13000)
     assert info.fp32_peak_tflops == pytest.approx(PEAK)
     assert meta.device_meta(info)["fp32_peak_tflops"] == pytest.approx(PEAK)
@@ -129,7 +131,8 @@ def test_flush_holds_the_gpu_after_its_memset(monkeypatch):
     """A timed launch's start event follows the memset and then a spin on every SM that lasts
     HOLD_US at the device's highest clock: the GPU is still busy while Python enqueues the
     launch, so the host's time per call is not counted as the kernel's."""
-    from cute_gemm import driver, launch
+    from cute_gemm import driver
+    from cute_gemm.driver import launch
     events = stub_driver.install(monkeypatch)
     info = launch.DeviceInfo(0, "Simulated GPU", (9, 0), 132, 1_980_000, 232448, 233472, 50 << 20, 13000)
     monkeypatch.setattr(launch, "device_info", lambda ordinal=None: info)
@@ -149,7 +152,7 @@ def test_event_times_warns_when_the_host_outlasts_the_hold(monkeypatch):
     host time in its event time: event_times says so rather than report it silently."""
     import time as _time
     import warnings
-    from cute_gemm import launch
+    from cute_gemm.driver import launch
 
     class Event:
         def record(self, stream=0):
@@ -540,7 +543,7 @@ def test_signature_hot_path_skips_validation_only_for_a_call_seen_before(monkeyp
     launches without parse/_validate, with its own pointers and alpha; any change in those
     goes through validation again (the named errors), and clearing _fast ends the shortcut."""
     from cute_gemm import api
-    from cute_gemm.errors import DTypeError, InputError
+    from cute_gemm.base.errors import DTypeError, InputError
     launches = _stub_driver(monkeypatch)
     m, n, k = 40, 24, 16
     a, b, c = _Dev((m, k), 0x10000), _Dev((k, n), 0x20000), _Dev((m, n), 0x30000)

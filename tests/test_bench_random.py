@@ -138,7 +138,7 @@ def test_help_explains_random_sizes_and_the_seed(capsys):
 
 
 def test_the_cli_passes_the_drawn_seed_and_prints_it(capsys, monkeypatch):
-    from cute_gemm import bench_cli, cli_base
+    from cute_gemm.cli import bench as bench_cli, base as cli_base
     seen = {}
 
     def fake_bench(*a, **kw):
@@ -243,7 +243,7 @@ def test_random_plot_is_written_from_fake_results(tmp_path):
 def test_call_and_burst_timings_take_their_steps_in_order(monkeypatch):
     """call_times: flush without the hold, drain, then events around one call; burst_times:
     the flush with its hold, then events around `calls` calls, input sets rotated."""
-    from cute_gemm import launch
+    from cute_gemm.driver import launch
     from cute_gemm.perf import timing
     log = []
 

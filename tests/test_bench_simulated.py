@@ -14,7 +14,7 @@ import pytest
 import cute_gemm
 from bench_csv import read_csv
 from cute_gemm import registry
-from cute_gemm.arrays import DeviceArray
+from cute_gemm.driver.arrays import DeviceArray
 from cute_gemm.perf import overhead, runner, timing
 from cute_gemm.perf.schema import CUBLAS, load_json
 from cute_gemm.perf.stats import peak_tflops, tflops
@@ -49,7 +49,9 @@ def _host_view(obj) -> np.ndarray:
 
 
 def _simulated_device(monkeypatch, wrong: str | None = None):
-    from cute_gemm import api, cache, driver, launch
+    from cute_gemm import api, driver
+    from cute_gemm.build import cache
+    from cute_gemm.driver import launch
     info = launch.DeviceInfo(0, "Simulated GPU", (9, 0), 4, 1_000_000, 232448, 233472, 1 << 20, 13000)
     monkeypatch.setattr(launch, "device_info", lambda ordinal=None: info)
     for fn in ("synchronize", "check_last"):
@@ -157,7 +159,7 @@ def test_time_kernel_checks_then_times_on_a_simulated_device(monkeypatch):
     assert bad["status"] == "FAIL" and bad["ms"] is None and bad["tflops"] is None
     assert "(39, 29)" in bad["message"] and len(calls) == 1
     assert _HostBuffer.live == 0                               # inputs and flush buffer freed
-    from cute_gemm.errors import ShapeLimitError
+    from cute_gemm.base.errors import ShapeLimitError
 
     def too_big(*a, **k):
         raise ShapeLimitError("needs more shared memory")
@@ -170,7 +172,7 @@ def test_time_kernel_checks_then_times_on_a_simulated_device(monkeypatch):
 def test_overhead_measurement_on_a_simulated_device(monkeypatch):
     """measure_overhead's rounds through timing.wall_us: 200 warm-up calls per method, then
     `calls` per method and round; the raw launch is the function the runtime resolved."""
-    from cute_gemm import launch
+    from cute_gemm.driver import launch
     _simulated_device(monkeypatch)
     raw = []
     monkeypatch.setattr(launch, "launch", lambda f, *a: raw.append(f))
@@ -188,7 +190,7 @@ def test_overhead_beside_the_array_libraries_on_a_simulated_device(monkeypatch):
     """With PyTorch and CuPy importable, run() on their arrays is timed beside torch.mm and
     cupy.matmul on the same arrays (interleaved rounds), with the ratios; a library that
     cannot be imported is named with the reason, and its rows are left out."""
-    from cute_gemm import launch
+    from cute_gemm.driver import launch
     from cute_gemm.perf.report import format_overhead
     _simulated_device(monkeypatch)
     monkeypatch.setattr(launch, "launch", lambda f, *a: None)

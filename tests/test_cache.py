@@ -16,7 +16,8 @@ import warnings
 
 import pytest
 
-from cute_gemm import cache, registry
+from cute_gemm import registry
+from cute_gemm.build import cache
 from cute_gemm.cli import main as cli_main
 
 NAIVE = registry.get("naive")   # compiles in ~0.1 s: cheap to recompile on purpose
@@ -47,7 +48,7 @@ def test_key_changes_with_options_arch_and_source(tmp_cache):
 
 
 def test_key_covers_headers_and_nvrtc_version(tmp_cache, monkeypatch):
-    from cute_gemm import compile as comp, paths
+    from cute_gemm.build import compile as comp, paths
     src = comp.read_source(NAIVE)
     opts = comp.options(NAIVE, "sm_90")
     k0 = cache.cache_key(NAIVE, "sm_90", src, opts)
@@ -210,7 +211,7 @@ def test_entries_take_the_umask_permissions(tmp_cache, umask):
 
 
 def test_ptx_is_cached_with_the_cubin_when_asked_for(tmp_cache):
-    from cute_gemm import compile as comp
+    from cute_gemm.build import compile as comp
     plain = cache.get(NAIVE, "sm_90")
     assert plain.ptx is None
     withptx = cache.get(NAIVE, "sm_90", ptx=True)       # the entry had none: compiled again
@@ -247,7 +248,7 @@ def linked_include(tmp_path):
 
 
 def test_key_covers_headers_in_symlinked_folders(linked_include, monkeypatch):
-    from cute_gemm import compile as comp, paths
+    from cute_gemm.build import compile as comp, paths
     inc, header = linked_include
     rels = [rel for rel, _ in paths.walk_files(inc)]
     assert os.path.join("linked", "x.cuh") in rels and os.path.join("linked", "loop") in rels
@@ -261,7 +262,7 @@ def test_key_covers_headers_in_symlinked_folders(linked_include, monkeypatch):
 
 
 def test_header_override_fingerprint_covers_symlinked_folders(linked_include, monkeypatch):
-    from cute_gemm import paths
+    from cute_gemm.build import paths
     inc, header = linked_include
     monkeypatch.setenv("CUTE_GEMM_CUTLASS_INCLUDE", str(inc))
     paths.header_dirs.cache_clear()
@@ -278,7 +279,8 @@ def test_header_override_fingerprint_covers_symlinked_folders(linked_include, mo
 
 def _worker(cache_dir, q):
     os.environ["CUTE_GEMM_CACHE_DIR"] = cache_dir
-    from cute_gemm import cache as c, registry as r
+    from cute_gemm import registry as r
+    from cute_gemm.build import cache as c
     got = c.get(r.get("naive"), "sm_86")
     q.put((got.origin, got.cubin))
 
@@ -367,7 +369,8 @@ def test_a_test_run_leaves_the_user_cache_alone(tmp_path):
 def test_key_covers_a_typed_config():
     """A kernel configured by a typed struct (Kernel.config) compiles it in front of its source:
     the key changes with any field, without compiling anything."""
-    from cute_gemm import compile as comp, registry
+    from cute_gemm import registry
+    from cute_gemm.build import compile as comp
     k = registry.get("cute_pipelined")
     opts = comp.options(k, "sm_90")
     src = comp.read_source(k)
@@ -467,7 +470,7 @@ def test_a_launch_not_compiled_yet_compiles_behind_in_children(tmp_cache, monkey
     """Loaded.ready: a launch whose entry points are not cached is compiled in the
     background, each entry point by a child process (even one alone: this process's NVRTC
     stays free), begun once; then it is ready, and the foreground reads it from disk."""
-    from cute_gemm import resolve
+    from cute_gemm.plan import resolve
     k = registry.get("v4_float4")
     here = _counted_nvrtc(monkeypatch)
     lk = resolve.Loaded(k, 0, "sm_80", 0)
@@ -487,7 +490,7 @@ def test_a_launch_not_compiled_yet_compiles_behind_in_children(tmp_cache, monkey
 def test_without_the_disk_level_it_compiles_behind_in_a_thread(tmp_cache, monkeypatch):
     """No disk level, so no child can hand a cubin back: the background thread compiles
     in-process, once; the foreground then takes that cubin from memory."""
-    from cute_gemm import resolve
+    from cute_gemm.plan import resolve
     monkeypatch.setenv("CUTE_GEMM_DISABLE_CACHE", "1")
     k = registry.get("v4_float4")
     here = _counted_nvrtc(monkeypatch)
@@ -502,7 +505,8 @@ def test_without_the_disk_level_it_compiles_behind_in_a_thread(tmp_cache, monkey
 def test_a_background_compile_that_fails_raises_in_the_foreground(tmp_cache, monkeypatch):
     """The background swallows its error; the launch is then 'ready' (nothing left to wait
     for) and the foreground's compile raises the CompileError where the call sees it."""
-    from cute_gemm import CompileError, resolve
+    from cute_gemm import CompileError
+    from cute_gemm.plan import resolve
     monkeypatch.setenv("CUTE_GEMM_DISABLE_CACHE", "1")
     k = registry.get("v4_float4")
     here = _counted_nvrtc(monkeypatch, fail=True)
@@ -526,7 +530,7 @@ def test_background_children_finish_into_the_disk_after_the_caller_exits(tmp_cac
     for the next process."""
     k = registry.get("v4_float4")
     group = (k.entries[0],)
-    code = ("from cute_gemm import registry, resolve\n"
+    code = ("from cute_gemm import registry\nfrom cute_gemm.plan import resolve\n"
             "k = registry.get('v4_float4')\n"
             f"assert not resolve.Loaded(k, 0, 'sm_80', 0).ready({group!r})\n")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
@@ -541,7 +545,7 @@ def test_threads_racing_on_a_cold_launch_begin_one_background_compile(tmp_cache,
     """Eight threads whose first calls find the same launch uncompiled at once: one set of
     children and one background thread for it; every thread is told to use the stand-in
     meanwhile, and all find it ready after."""
-    from cute_gemm import resolve
+    from cute_gemm.plan import resolve
     k = registry.get("v4_float4")
     group = (k.entries[0],)
     spawned = []
@@ -567,8 +571,8 @@ def test_threads_racing_on_a_cold_launch_begin_one_background_compile(tmp_cache,
 def test_the_key_names_nvrtcs_own_version_without_loading_it(monkeypatch, tmp_path):
     """A cache key's NVRTC version is NVRTC's own answer; read from pip's wheel (no NVRTC
     load, no cuda.pathfinder import) only where no other NVRTC can be the one loaded."""
-    from cute_gemm import compile as comp, paths
-    code = ("import sys; from cute_gemm import compile as c; v = c.nvrtc_key_version(); "
+    from cute_gemm.build import compile as comp, paths
+    code = ("import sys; from cute_gemm.build import compile as c; v = c.nvrtc_key_version(); "
             "print(v, 'cuda.bindings.nvrtc' in sys.modules, v == c.nvrtc_version())")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,

@@ -17,9 +17,11 @@ from pathlib import Path
 import pytest
 
 import cute_gemm
-from cute_gemm import cache, cli, cli_base, registry
-from cute_gemm import compile as comp
-from cute_gemm.errors import CompileError, CudaError
+from cute_gemm import cli, registry
+from cute_gemm.build import cache
+from cute_gemm.cli import base as cli_base
+from cute_gemm.build import compile as comp
+from cute_gemm.base.errors import CompileError, CudaError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -114,7 +116,7 @@ def test_compile_error_escaping_a_command_points_at_the_log(capsys, monkeypatch)
 
 @pytest.fixture
 def missing_cutlass(monkeypatch, tmp_path):
-    from cute_gemm import paths
+    from cute_gemm.build import paths
     monkeypatch.setenv("CUTE_GEMM_CUTLASS_INCLUDE", str(tmp_path / "no-such-folder"))
     paths.header_dirs.cache_clear()
     yield
@@ -244,7 +246,7 @@ def test_check_without_gpu_json_and_layout_self_checks(capsys):
 
 def test_layout_self_checks_pass_and_can_fail():
     import dataclasses
-    from cute_gemm.layouts_cli import self_check
+    from cute_gemm.cli.layouts import self_check
     n, problems = self_check(registry.get("cute_gmem"))
     assert n > 0 and problems == []
     fake = dataclasses.replace(registry.get("cute_gmem"), name="cute_none", source="cute/none.cu")
@@ -255,7 +257,7 @@ def test_check_without_gpu_fails_on_a_compile_error(capsys, tmp_cache, monkeypat
     def broken(kernel, source, opts, want_ptx):
         raise CompileError(kernel.name, opts, "kernel.cu(3): error: this_is_not_cpp", "NVRTC_ERROR_COMPILATION")
     monkeypatch.setattr(comp, "run_nvrtc", broken)
-    monkeypatch.setattr("cute_gemm.compile_cli.unsupported_arch", lambda arch: None)
+    monkeypatch.setattr("cute_gemm.cli.compile.unsupported_arch", lambda arch: None)
     rc, out, err = _run(capsys, "check", "naive", "--no-progress")
     assert rc == 1
     assert "FAIL" in out.splitlines()[-1]
@@ -363,13 +365,13 @@ def fake_compiles(monkeypatch, tmp_cache):
                       "ptxas info    : Used 32 registers\n" for e in wanted or kernel.entries)
         return b"CUBIN " + " ".join(opts).encode(), None, log, 0.0
     monkeypatch.setattr(comp, "run_nvrtc", run_nvrtc)
-    monkeypatch.setattr("cute_gemm.compile_cli.unsupported_arch", lambda arch: None)
+    monkeypatch.setattr("cute_gemm.cli.compile.unsupported_arch", lambda arch: None)
     checked: list[str] = []
 
     def self_check_all(names, progress=None):
         checked.extend(names)
         return [{"kernel": n, "layouts": 1, "problems": []} for n in names]
-    monkeypatch.setattr("cute_gemm.check_cli.self_check_all", self_check_all)
+    monkeypatch.setattr("cute_gemm.cli.check.self_check_all", self_check_all)
     return runs, checked
 
 
@@ -434,7 +436,7 @@ def test_help_names_every_command_and_bench_compares_at_the_same_precision(capsy
 
 def test_tune_show_is_one_short_line_per_problem(capsys):
     from cute_gemm.perf.tune import format_table
-    from cute_gemm import autotable
+    from cute_gemm.select import autotable
     t = autotable.read(next(autotable.SHIPPED_DIR.glob("*.json")))
     text = format_table(t)
     lines = text.splitlines()
@@ -447,7 +449,7 @@ def test_tune_show_is_one_short_line_per_problem(capsys):
 
 
 def test_bench_json_prints_the_results(capsys, monkeypatch):
-    from cute_gemm import bench_cli
+    from cute_gemm.cli import bench as bench_cli
     from cute_gemm.perf.schema import SCHEMA, BenchResult
     res = BenchResult({"device": "simulated"}, [], None, None)
     monkeypatch.setattr(cli_base, "gpu_unavailable", lambda: None)
@@ -472,7 +474,7 @@ def test_layouts_json_and_svg_by_default_with_out(capsys, tmp_path):
 
 
 def test_compile_with_every_row_skipped_exits_2(capsys, monkeypatch):
-    monkeypatch.setattr("cute_gemm.compile_cli.unsupported_arch", lambda arch: None)
+    monkeypatch.setattr("cute_gemm.cli.compile.unsupported_arch", lambda arch: None)
     rc, out, err = _run(capsys, "compile", "cute_wgmma", "--arch", "sm_80", "--no-progress")
     assert rc == 2 and "skipped" in out
     assert err.count("\n") == 1 and "nothing was compiled" in err and "needs sm_90a" in err

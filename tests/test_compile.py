@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 import cute_gemm
-from cute_gemm import cache, compile as comp, registry
+from cute_gemm import registry
+from cute_gemm.build import cache, compile as comp
 
 import matrix
 
@@ -57,7 +58,7 @@ def test_utility_kernels_compile(arch):
     """The runtime's own kernels compile for every target without spills: scale2d
     (relayouts and beta * C), split_reduce (a split-K launch's reduction) and spin (the hold
     after a benchmark's L2 flush)."""
-    from cute_gemm import resolve
+    from cute_gemm.plan import resolve
     from cute_gemm.perf import timing
     for k in (resolve.UTIL, resolve.REDUCE, timing.SPIN):
         c = cache.get(k, arch)
@@ -166,7 +167,7 @@ ptxas info    : Used 128 registers, used 1 barriers, 400 bytes cmem[0]
 
 
 def test_header_dirs_found_and_fingerprinted():
-    from cute_gemm import paths
+    from cute_gemm.build import paths
     roles = {h.role: h for h in paths.header_dirs()}
     assert set(roles) == {"cutlass", "cccl", "cuda"}
     assert (roles["cutlass"].path / "cute" / "tensor.hpp").is_file()
@@ -230,7 +231,7 @@ def test_pdl_flag_matches_the_compiled_kernel(arch):
     """Kernel.pdl tells the host to start a split launch's stream-K twin by programmatic
     dependent launch: then, on sm_90, every twin waits for its head (griddepcontrol.wait)
     and every head lets it start (griddepcontrol.launch_dependents); sm_80 has neither."""
-    from cute_gemm import streamk
+    from cute_gemm.plan import streamk
     k = registry.get("cute_pipelined")
     twins = {v.stream_k for v in k.variants if v.stream_k}
     heads = {streamk.stream_k_dp_entry(v) for v in k.variants if v.stream_k}
@@ -250,7 +251,8 @@ def test_pdl_flag_matches_the_compiled_kernel(arch):
 # a daemon thread inside NVRTC (an uncached compile of `naive`), then the script's own lines
 _MID_COMPILE = """
 import os, sys, threading, time
-from cute_gemm import cache, compile, registry
+from cute_gemm import registry
+from cute_gemm.build import cache, compile
 k = registry.find("naive")
 def work():
     cache.get(k, "sm_90", entries=(k.entries[0],))

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 import cute_gemm
-from cute_gemm import check, registry, resolve
-from cute_gemm.arrays import narrow, parse, widen
-from cute_gemm.records import TmaBoxes, Variant
+from cute_gemm import check, registry
+from cute_gemm.plan import resolve
+from cute_gemm.driver.arrays import narrow, parse, widen
+from cute_gemm.registry.records import TmaBoxes, Variant
 from test_validation import FakeCAI, no_device_calls  # noqa: F401  (autouse: no driver calls)
 
 

@@ -15,10 +15,12 @@ from pathlib import Path
 import pytest
 
 import matrix
-from cute_gemm import cache, cli, registry, resolve
-from cute_gemm import compile as comp
-from cute_gemm.arrays import Operand
-from cute_gemm.errors import UnknownEntryError
+from cute_gemm import cli, registry
+from cute_gemm.build import cache
+from cute_gemm.plan import resolve
+from cute_gemm.build import compile as comp
+from cute_gemm.driver.arrays import Operand
+from cute_gemm.base.errors import UnknownEntryError
 
 ROOT = Path(__file__).resolve().parents[1]
 V4 = registry.get("v4_float4")          # two entry points, ~0.2 s to compile
@@ -289,7 +291,7 @@ def test_layout_launches_are_what_run_compiles(layout):
 def test_cli_compile_layout_compiles_what_run_looks_for(capsys, fake_nvrtc, tmp_cache, monkeypatch):
     import json
     monkeypatch.setenv("CUTE_GEMM_FORCE_NO_GPU", "1")
-    monkeypatch.setattr("cute_gemm.compile_cli.unsupported_arch", lambda arch: None)
+    monkeypatch.setattr("cute_gemm.cli.compile.unsupported_arch", lambda arch: None)
     rc = cli.main(["compile", "cute_pipelined", "v4_float4", "--layout", "tt", "--arch", "sm_90",
                    "--jobs", "1", "--json"])
     out, _ = capsys.readouterr()
@@ -319,7 +321,7 @@ def test_header_wheel_versions_read_without_importlib_metadata():
     """The cache key's wheel versions come from dist-info folder names (cheap in a fresh
     process); they must be what importlib.metadata says, or every key would change."""
     import importlib.metadata
-    from cute_gemm import paths
+    from cute_gemm.build import paths
     for h in paths.header_dirs():
         if h.fingerprint.startswith("pkg:"):
             dist, version = h.fingerprint[4:].split("==")

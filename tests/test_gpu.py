@@ -204,7 +204,7 @@ def test_torch_round_trip():
 
 
 def test_no_device_memory_leaks_on_success_or_error():
-    from cute_gemm import launch
+    from cute_gemm.driver import launch
     if os.environ.get("PYTEST_XDIST_WORKER"):
         # free memory is the device's: the other workers' allocations move it by 100s of MiB
         pytest.skip("measures the whole GPU's free memory: run it without pytest-xdist's -n")
@@ -232,7 +232,7 @@ def test_no_device_memory_leaks_on_success_or_error():
 
 
 def test_shape_limit_error_names_device_limit():
-    from cute_gemm import launch
+    from cute_gemm.driver import launch
     limit = launch.device_info().smem_optin
     strip = [k for k in registry.kernels() if hasattr(k.dyn_smem, "max_k")]  # whole-K strips
     if not strip:
@@ -304,7 +304,7 @@ def _split_operands(layout, rng):
 
 def _pdl_device() -> bool:
     """sm_90+: split launches start their twin by programmatic dependent launch."""
-    from cute_gemm import launch
+    from cute_gemm.driver import launch
     return launch.device_info().arch_int >= 90
 
 
@@ -394,7 +394,9 @@ SPLIT_K_CASES = [("cute_pipelined", (500, 600, 700)), ("cute_pipelined", (64, 60
 def test_split_k_picks_add_up_exactly(name, shape, layout):
     """Small integers: a split_k launch (as given and on the transposed problem) gives the
     exact product, beta C included, the same bits for every S; and it really split."""
-    from cute_gemm import api, auto, launch
+    from cute_gemm import api
+    from cute_gemm.driver import launch
+    from cute_gemm.select import auto
     if not registry.get(name).runs_on(launch.device_info().arch_int):
         pytest.skip(f"{name} does not run on this GPU")
     m, n, k = shape
@@ -422,7 +424,9 @@ def test_split_k_reduced_by_a_launch(name, shape):
     bits on every run, within the fp32 bound, beta C included, and with beta 0 a NaN-poisoned
     C left unread; where K is a multiple of the tile's k it is the twin's fixup's bits
     (/splitkS: the same shares, added in the same order)."""
-    from cute_gemm import api, auto, launch
+    from cute_gemm import api
+    from cute_gemm.driver import launch
+    from cute_gemm.select import auto
     if not registry.get(name).runs_on(launch.device_info().arch_int):
         pytest.skip(f"{name} does not run on this GPU")
     m, n, k = shape
@@ -452,7 +456,7 @@ def test_split_k_reduced_by_a_launch(name, shape):
 def test_stream_k_on_two_streams_at_once_and_pools_trimmed():
     """Two streams with stream-K launches in flight at once take a workspace each (neither
     waits for the other's), get right answers, and free_workspaces() gives the memory back."""
-    from cute_gemm import launch
+    from cute_gemm.driver import launch
     cp = pytest.importorskip("cupy")
     rng = np.random.default_rng()
     a = cp.asarray(rng.standard_normal((1000, 700), dtype=np.float32))
@@ -487,7 +491,8 @@ def test_the_scratch_pool_keeps_its_busiest_moment_until_trimmed():
     """Scratch larger than POOL_KEEP_BYTES (cute_3xtf32's A' and B': 268 MB at 4096^3), freed
     and synchronized: the pool keeps it for the next call instead of mapping it again each
     time; trim_pools() gives it back and the threshold starts over."""
-    from cute_gemm import driver, launch, pool
+    from cute_gemm import driver
+    from cute_gemm.driver import launch, pool
     pool.trim_pools()
     ordinal, n = driver.current_ordinal(), 3 * pool.POOL_KEEP_BYTES // 2
     for _ in range(2):

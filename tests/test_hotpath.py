@@ -14,10 +14,12 @@ import pytest
 
 import cute_gemm
 import stub_driver
-from cute_gemm import api, driver, hotpath, launch, resolve
-from cute_gemm.arrays import DeviceArray
+from cute_gemm import api, driver
+from cute_gemm.driver import launch
+from cute_gemm.plan import hotpath, resolve
+from cute_gemm.driver.arrays import DeviceArray
 from cute_gemm.check import supported_kernels
-from cute_gemm.errors import CudaError, DTypeError, InputError, NotAnArrayError, ShapeError
+from cute_gemm.base.errors import CudaError, DTypeError, InputError, NotAnArrayError, ShapeError
 from stub_driver import Dev, gemm_args
 
 

@@ -174,7 +174,7 @@ def test_perf_data_flows_one_way():
     for m in ("cute_gemm.perf.report", "cute_gemm.perf.plots", "cute_gemm.perf.stats"):
         assert g[m] & perf <= {"cute_gemm.perf.schema", "cute_gemm.perf.stats", "cute_gemm.perf.plots",
                                "cute_gemm.perf.sweep"}, m
-    assert {m for m in g if "cute_gemm.perf.runner" in g[m]} <= {"cute_gemm", "cute_gemm.perf.tune", "cute_gemm.cli", "cute_gemm.bench_cli"}
+    assert {m for m in g if "cute_gemm.perf.runner" in g[m]} <= {"cute_gemm", "cute_gemm.perf.tune", "cute_gemm.cli", "cute_gemm.cli.bench"}
     for path in (PKG / "perf").glob("*.py"):
         text = path.read_text()
         private = [w for w in ("api._", "launch._") if w in text]
@@ -208,3 +208,43 @@ def test_import_cute_gemm_stays_lean():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=REPO.parent)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+# ---- floors ----------------------------------------------------------------------------------
+# the subpackages from the bottom up; "" is the package's own modules (api, check, torch: what
+# users call). A module imports only its own floor and those below, counting the imports made
+# inside functions (house.py counts those too): a lower floor that must reach up takes a
+# callback (api.set_autograd), never an import.
+FLOORS = ("base", "registry", "build", "driver", "plan", "select", "", "layouts", "perf", "cli")
+
+
+def _floor(module: str) -> int:
+    parts = module.split(".")
+    if parts[1:] == ["__main__"]:           # `python -m cute_gemm`: the command line
+        return FLOORS.index("cli")
+    return FLOORS.index(parts[1] if len(parts) > 2 or (len(parts) == 2 and parts[1] in FLOORS)
+                        else "")
+
+
+def test_every_module_imports_only_its_floor_and_those_below():
+    mods = _modules()
+    assert {m.split(".")[1] for m in mods if m.count(".") >= 2} <= set(FLOORS)
+    bad = []
+    for m, (path, is_pkg) in mods.items():
+        pkg = m if is_pkg else m.rpartition(".")[0]
+        for n in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(n, ast.ImportFrom):
+                continue
+            if n.level:
+                base = pkg.split(".")[:len(pkg.split(".")) - (n.level - 1)]
+                t = ".".join(base + ([n.module] if n.module else []))
+            elif (n.module or "").startswith("cute_gemm"):
+                t = n.module
+            else:
+                continue
+            for a in n.names:
+                target = f"{t}.{a.name}" if f"{t}.{a.name}" in mods else t
+                if target != "cute_gemm" and _floor(target) > _floor(m):
+                    bad.append(f"{m} ({FLOORS[_floor(m)] or 'cute_gemm'}) imports {target} "
+                               f"({FLOORS[_floor(target)] or 'cute_gemm'})")
+    assert not bad, "\n".join(bad)

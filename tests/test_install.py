@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import cute_gemm
-from cute_gemm import paths
+from cute_gemm.build import paths
 
 
 def test_tests_import_the_installed_wheel_in_ci():

@@ -27,8 +27,9 @@ import tempfile
 import pytest
 
 from cute_gemm import layouts as L
-from cute_gemm import compile as cg_compile
-from cute_gemm import paths, registry
+from cute_gemm.build import compile as cg_compile
+from cute_gemm import registry
+from cute_gemm.build import paths
 from cute_gemm.layouts import analysis, cppcheck
 from cute_gemm.layouts.algebra import Dyn, Layout, TiledCopy, CopyAtom, Swizzled, tile_to_shape
 

@@ -1,4 +1,4 @@
-"""The precision table (cute_gemm/precisions.py), without a GPU: its rows agree with the
+"""The precision table (cute_gemm/base/precisions.py), without a GPU: its rows agree with the
 kernels that compute them (precisions and result types of every entry point, the C++ types
 and entry-name suffixes in the sources, scale2d's instances), with numpy's own figures for
 the types it has, and every view and rule the layers read is the table's."""
@@ -11,12 +11,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cute_gemm import check, paths, precisions, records, registry, resolve
-from cute_gemm.arrays import SUPPORTED_DTYPES, host_dtype
+from cute_gemm import check, registry
+from cute_gemm.base import precisions
+from cute_gemm.build import paths
+from cute_gemm.plan import resolve
+from cute_gemm.registry import records
+from cute_gemm.driver.arrays import SUPPORTED_DTYPES, host_dtype
 from cute_gemm.perf.schema import CUBLAS_PEER
 from cute_gemm.perf.shapes import out_dtype_of
 from cute_gemm.perf.stats import precision_peaks
-from cute_gemm.precisions import ACCUMULATOR, DTYPE, PRECISION
+from cute_gemm.base.precisions import ACCUMULATOR, DTYPE, PRECISION
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 

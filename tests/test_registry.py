@@ -6,7 +6,9 @@ import re
 import pytest
 
 import cute_gemm
-from cute_gemm import paths, registry, resolve
+from cute_gemm import registry
+from cute_gemm.build import paths
+from cute_gemm.plan import resolve
 from cute_gemm.registry import Variant
 
 KERNELS = registry.kernels()
@@ -127,7 +129,7 @@ def test_kquad_stages_refuse_a_blk_k_they_cannot_align(bk):
     """k-quad stages put quads 32/(BLK_K/4) words apart: at BLK_K 24 that was 5 words and the
     16-byte fragment loads faulted on the GPU. The configuration is refused before a compile
     (the kernel's PipeGeometry asserts the same); padded stages take any multiple of 4."""
-    from cute_gemm import ladder_cute
+    from cute_gemm.registry import ladder_cute
     with pytest.raises(ValueError, match="k-quad stages take BLK_K 4, 8, 16 or 32"):
         ladder_cute.PipelinedConfig(128, 192, bk, 3, thr_m=16, thr_n=24, kq_layout=7)
     assert ladder_cute.PipelinedConfig(128, 192, bk, 3, thr_m=16, thr_n=24).kq_layout == 0
@@ -143,7 +145,7 @@ def test_pipelined_config_one_name_per_knob():
     field is read there and written into the generated struct, and the constants the
     registry shares with the headers (not knobs) agree with them."""
     import dataclasses
-    from cute_gemm import ladder_cute
+    from cute_gemm.registry import ladder_cute
     inc = paths.project_include_dir() / "cute_gemm"
     texts = [(paths.kernels_dir() / "cute" / "c3_pipelined.cu").read_text()]
     texts += [p.read_text() for p in sorted(inc.glob("*.cuh"))]
@@ -167,7 +169,9 @@ def test_device_constants_have_one_home_in_python():
     SMEM_PAD and WARP_M) are written once, in Python: every typed configuration defines the
     CUTE_GEMM_* macros in front of its kernel source with the Python values, and no kernel
     source or header defines them or restates their values."""
-    from cute_gemm import compile as cg_compile, ladder_cute, records, streamk
+    from cute_gemm.build import compile as cg_compile
+    from cute_gemm.plan import streamk
+    from cute_gemm.registry import ladder_cute, records
     assert streamk.STREAM_K_COUNTERS is records.STREAM_K_COUNTERS
     want = {"STREAM_K_COUNTERS": records.STREAM_K_COUNTERS}
     pipe = dict(want, SMEM_PAD=ladder_cute.SMEM_PAD, WARP_M=ladder_cute.WARP_M)

@@ -14,10 +14,10 @@ from hypothesis import given, settings, strategies as st
 
 import cute_gemm
 import stub_driver
-from cute_gemm import api, execute, registry, relayout, resolve
-from cute_gemm.arrays import DeviceArray, Operand, parse
-from cute_gemm.errors import (AliasError, CuteGemmError, InputError, NotAnArrayError,
-                              StreamError)
+from cute_gemm import api, registry
+from cute_gemm.plan import execute, relayout, resolve
+from cute_gemm.driver.arrays import DeviceArray, Operand, parse
+from cute_gemm.base.errors import AliasError, CuteGemmError, InputError, NotAnArrayError, StreamError
 from stub_driver import Dev, gemm_args, scale_args
 
 U32 = 2**32
@@ -406,14 +406,14 @@ def test_device_array_close_then_use():
 
 def test_named_error_classes():
     assert issubclass(AliasError, InputError) and issubclass(StreamError, InputError)
-    assert issubclass(cute_gemm.errors.CaptureError, CuteGemmError)
+    assert issubclass(cute_gemm.base.errors.CaptureError, CuteGemmError)
     assert math.isfinite(registry.EXTENT_MAX) and list(itertools.islice(relayout.pieces(10, 4), 3)) == [
         (0, 4), (4, 4), (8, 2)]
 
 
 @pytest.mark.parametrize("env,zero", [(None, 1), ("0", 1), ("1", 2)])
 def test_default_stream_handle_follows_the_bindings_switch(monkeypatch, env, zero):
-    from cute_gemm import launch
+    from cute_gemm.driver import launch
     monkeypatch.setattr(launch, "_zero_is", [])
     if env is None:
         monkeypatch.delenv("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", raising=False)
@@ -451,7 +451,8 @@ def test_one_layout_vocabulary():
 # ---- stream-K workspaces: handed on by event, zeroed once ----------------------------------
 def test_workspaces_are_zeroed_once_and_handed_on_by_event(monkeypatch):
     import types
-    from cute_gemm import driver, workspace
+    from cute_gemm import driver
+    from cute_gemm.driver import workspace
     log, done = [], set()
 
     class Drv:

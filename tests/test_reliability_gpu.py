@@ -13,9 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import cute_gemm
-from cute_gemm import check, launch, registry
+from cute_gemm import check, registry
+from cute_gemm.driver import launch
 from cute_gemm.check import judge, reference
-from cute_gemm.errors import AliasError, CaptureError, InputError
+from cute_gemm.base.errors import AliasError, CaptureError, InputError
 
 pytestmark = pytest.mark.gpu
 cp = pytest.importorskip("cupy")

@@ -10,7 +10,10 @@ import pytest
 
 import cute_gemm
 import stub_driver
-from cute_gemm import auto, execute, launch, registry, resolve, standin
+from cute_gemm import registry
+from cute_gemm.driver import launch
+from cute_gemm.plan import execute, resolve
+from cute_gemm.select import auto, standin
 
 pytestmark = pytest.mark.usefixtures("private_tables")   # tests/conftest.py
 

@@ -8,8 +8,9 @@ import itertools
 import numpy as np
 import pytest
 
-from cute_gemm import registry, streamk
-from cute_gemm.records import cdiv
+from cute_gemm import registry
+from cute_gemm.plan import streamk
+from cute_gemm.registry.records import cdiv
 
 from streamk_model import stream_k_begins, stream_k_schedule, tail_split_schedule
 
@@ -198,7 +199,8 @@ def test_pdl_launch_config():
     carries the one attribute (built without a GPU)."""
     for kk in registry.KERNELS:
         assert not kk.pdl or any(v.stream_k for v in kk.variants), kk.name
-    from cute_gemm import driver, launch
+    from cute_gemm import driver
+    from cute_gemm.driver import launch
     drv = driver.bindings()
     cfg = launch._pdl_config(drv)
     assert cfg.numAttrs == 1
@@ -210,7 +212,7 @@ def test_pdl_launch_config():
 def test_configuration_twins_registered():
     """twin_am_bk: am_bk's own twin (not ak_bn's on C^T); twins_scalar: every 4-byte entry
     has its twin, named after it; each twin's data-parallel sibling is registered."""
-    from cute_gemm import ladder_cute
+    from cute_gemm.registry import ladder_cute
     base = registry.get("cute_pipelined").config
     for name, flags in (("twins", dict(twin_am_bk=True, twins_scalar=True)), ("none", {})):
         cfg = dataclasses.replace(base, **flags)
@@ -298,7 +300,9 @@ def test_a_skinny_tensor_core_call_launches_its_cut_with_a_workspace(monkeypatch
     twin, (dp, pieces) = (0, 4) in its arguments, one partial tile a piece in its workspace;
     1024^3 cuts nothing and runs the entry without the cut's code."""
     import stub_driver
-    from cute_gemm import api, resolve, workspace
+    from cute_gemm import api
+    from cute_gemm.driver import workspace
+    from cute_gemm.plan import resolve
     for m, cut in ((128, (0, 4)), (1024, (16, 1))):
         events = stub_driver.install(monkeypatch)
         monkeypatch.delenv("CUTE_GEMM_STREAM_K")

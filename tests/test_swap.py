@@ -13,8 +13,11 @@ import pytest
 
 import cute_gemm
 import stub_driver
-from cute_gemm import api, autotable, composed, driver, launch, registry, resolve
-from cute_gemm.autotable import Measured, Table
+from cute_gemm import api, driver, registry
+from cute_gemm.driver import launch
+from cute_gemm.plan import composed, resolve
+from cute_gemm.select import autotable
+from cute_gemm.select.autotable import Measured, Table
 from stub_driver import Dev, gemm_args, split_args
 
 H100 = stub_driver.H100

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 import cute_gemm
-from cute_gemm import launch, registry
-from cute_gemm.arrays import DeviceArray
+from cute_gemm import registry
+from cute_gemm.driver import launch
+from cute_gemm.driver.arrays import DeviceArray
 from cute_gemm.check import cross_check, supported_kernels
 
 pytestmark = pytest.mark.gpu

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 import cute_gemm  # noqa: E402
 import cute_gemm.torch as cgt  # noqa: E402
 from cute_gemm import api, registry  # noqa: E402
-from cute_gemm.errors import DTypeError, InputError  # noqa: E402
+from cute_gemm.base.errors import DTypeError, InputError
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 import cute_gemm  # noqa: E402
 import cute_gemm.torch as cgt  # noqa: E402
 from cute_gemm.check import judge, unit  # noqa: E402
-from cute_gemm.errors import InputError  # noqa: E402
+from cute_gemm.base.errors import InputError
 
 pytestmark = pytest.mark.gpu
 

@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 import cute_gemm
-from cute_gemm import driver, launch, registry, resolve
-from cute_gemm.arrays import parse
+from cute_gemm import driver, registry
+from cute_gemm.driver import launch
+from cute_gemm.plan import resolve
+from cute_gemm.driver.arrays import parse
 from conftest import GPU_SKIP_REASON
 
 

@@ -10,8 +10,8 @@
     text      CuTe's text and the T#/V# maps;  draw: SVG / PNG pictures
     cppcheck  the kernel source compiled with nvcc prints the same layouts (tests)
 """
-from .algebra import Dyn, Layout, View, cosize, fmt, get, local_partition, local_tile, \
-    make_layout, print_layout, product_each, rank, size, value
+from .algebra import (Dyn, Layout, View, cosize, fmt, get, local_partition, local_tile,
+                      make_layout, print_layout, product_each, rank, size, value)
 from .model import PROBLEM, THREAD, Def, Item, Recipe, Section
 from .recipes import RECIPES, build, has_recipe
 from . import recipes_sm90  # noqa: F401   importing it registers the c5 / c6 recipes

@@ -21,8 +21,8 @@ import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .. import compile as _compile
-from .. import paths
+from ..build import compile as _compile
+from ..build import paths
 from .model import STRIDE_VARS, TV, Def, Item, Part, Recipe, Smem
 from .text import COMPUTED
 

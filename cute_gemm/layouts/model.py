@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from . import analysis
-from .algebra import Dyn, Layout, Swizzled, TiledCopy, TiledMMA, View, local_partition, \
-    local_tile, rank
+from .algebra import (Dyn, Layout, Swizzled, TiledCopy, TiledMMA, View, local_partition,
+                      local_tile, rank)
 
 PROBLEM = (256, 256, 256)     # representative (M, N, K), all operands row-major
 THREAD = 37                   # the thread whose partitions are shown (not 0: nonzero coords)

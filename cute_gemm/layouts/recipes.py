@@ -15,10 +15,10 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from .. import paths
-from ..ladder_cute import SMEM_PAD, WARP_M, kquad_stage
-from .algebra import UNIVERSAL_FMA, CopyAtom, Layout, TiledCopy, TiledMMA, fmt, make_layout, \
-    tile_to_shape
+from ..build import paths
+from ..registry.ladder_cute import SMEM_PAD, WARP_M, kquad_stage
+from .algebra import (UNIVERSAL_FMA, CopyAtom, Layout, TiledCopy, TiledMMA, fmt, make_layout,
+                      tile_to_shape)
 from .atoms import SM80_16x8x16, ldsm_x4_a, swizzle_atom
 from .model import PROBLEM, THREAD, Builder, Def, Global, Part, Recipe, Smem
 

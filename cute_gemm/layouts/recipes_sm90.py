@@ -10,7 +10,7 @@ or, for the TiledMMA the kernels build in their function, its expression there.
 """
 from __future__ import annotations
 
-from ..precisions import DTYPE, PRECISION
+from ..base.precisions import DTYPE, PRECISION
 from .algebra import Layout, TiledMMA, make_layout, product_each, tile_to_shape
 from .atoms import gmma_ss, swizzle_atom
 from .model import Builder, Def, Global, Part, Smem

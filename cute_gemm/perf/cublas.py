@@ -11,7 +11,7 @@ import os
 
 import numpy as np
 
-from ..precisions import DTYPE, PRECISION
+from ..base.precisions import DTYPE, PRECISION
 
 
 def _import(name: str):

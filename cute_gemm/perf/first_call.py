@@ -35,8 +35,10 @@ t0 = time.perf_counter()
 sys.path[:0] = json.loads(os.environ["CUTE_GEMM_FC_PATH"])
 import numpy as np
 import cute_gemm
-from cute_gemm import launch, registry, resolve
-from cute_gemm.arrays import DeviceArray
+from cute_gemm import registry
+from cute_gemm.driver import launch
+from cute_gemm.plan import resolve
+from cute_gemm.driver.arrays import DeviceArray
 import_s = time.perf_counter() - t0
 m, n, k = (int(x) for x in sys.argv[1].split("x"))
 rng = np.random.default_rng(0)

@@ -6,8 +6,8 @@ import sys
 
 import numpy as np
 
-from ..compile import nvrtc_version
-from ..version import __version__
+from ..build.compile import nvrtc_version
+from ..base.version import __version__
 from .stats import peak_formula, peak_tflops
 
 

@@ -23,8 +23,9 @@ import importlib
 
 import numpy as np
 
-from .. import api, driver, launch, registry
-from ..arrays import DeviceArray, parse
+from .. import api, driver, registry
+from ..driver import launch
+from ..driver.arrays import DeviceArray, parse
 from .runtime import resolve
 from .timing import host_us, wall_us
 

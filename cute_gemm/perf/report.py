@@ -10,8 +10,8 @@ import re
 from .. import registry
 from ..registry import AUTO
 from . import plots as P
-from .schema import (CUBLAS, CUBLAS_PEER, FIRST_CALL_MODES, LAYOUT_TEXT, BenchResult,
-                     cublas_label, pick_ladder_size, write_csv, write_json)
+from .schema import (CUBLAS, CUBLAS_PEER, FIRST_CALL_MODES, LAYOUT_TEXT, BenchResult, cublas_label,
+                     pick_ladder_size, write_csv, write_json)
 from .stats import random_summary, ratio_summary
 from .sweep import GROUPS, sweep_class
 

@@ -33,11 +33,14 @@ from typing import Sequence
 
 import numpy as np
 
-from .. import api, auto, cache, launch, registry, standin
-from ..arrays import DeviceArray
+from .. import api, registry
+from ..build import cache
+from ..driver import launch
+from ..select import auto, standin
+from ..driver.arrays import DeviceArray
 from ..check import as_given, judge, reference, unit
-from ..precisions import DTYPE
-from ..records import ITEMSIZE, PRECISION_DTYPE, PRECISIONS
+from ..base.precisions import DTYPE
+from ..registry.records import ITEMSIZE, PRECISION_DTYPE, PRECISIONS
 from .clocks import ClockLog
 from .cublas import find_cublas
 from .first_call import measure_first_call

@@ -5,9 +5,11 @@ before perf asks the driver for free memory, and compiles started ahead in paral
 """
 from __future__ import annotations
 
-from .. import cache, driver, launch, registry
-from .. import resolve as _resolve
-from ..arrays import Operand
+from .. import driver, registry
+from ..build import cache
+from ..driver import launch
+from ..plan import resolve as _resolve
+from ..driver.arrays import Operand
 
 
 def resolve(kernel: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",

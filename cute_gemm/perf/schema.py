@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..precisions import PRECISION
+from ..base.precisions import PRECISION
 
 SCHEMA = 1
 CUBLAS = "cuBLAS"               # the kernel name of the cuBLAS rows

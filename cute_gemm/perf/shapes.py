@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import registry
-from ..precisions import PRECISION
-from ..resolve import contiguous
+from ..base.precisions import PRECISION
+from ..plan.resolve import contiguous
 from .random_shapes import DEFAULT_FLOPS, RandomShapes, describe, draw, fresh_seed, random_count
 from .runtime import resolve
 from .schema import LAYOUTS, TIMINGS

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..precisions import PRECISION
+from ..base.precisions import PRECISION
 from .schema import CUBLAS, TIMINGS, Row
 
 

@@ -30,7 +30,9 @@ import time
 import warnings
 from typing import Callable
 
-from .. import driver, kernel_args, launch, registry, resolve
+from .. import driver, registry
+from ..driver import kernel_args, launch
+from ..plan import resolve
 from .schema import BURST
 
 

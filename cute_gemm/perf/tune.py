@@ -31,12 +31,16 @@ from typing import Callable
 
 import numpy as np
 
-from .. import api, auto, autotable, cache, launch, registry, streamk
-from ..autotable import Measured, Table
+from .. import api, registry
+from ..build import cache
+from ..driver import launch
+from ..plan import streamk
+from ..select import auto, autotable
+from ..select.autotable import Measured, Table
 from ..check import as_given
-from ..errors import CuteGemmError
-from ..records import ITEMSIZE, PRECISION_DTYPE, cdiv
-from ..version import __version__
+from ..base.errors import CuteGemmError
+from ..registry.records import ITEMSIZE, PRECISION_DTYPE, cdiv
+from ..base.version import __version__
 from .runner import Reference, _first_line, _gpu_check, _Inputs, parse_precisions
 from .runtime import compile_ahead, make_current
 from .shapes import out_dtype_of, parse_layouts, parse_sizes

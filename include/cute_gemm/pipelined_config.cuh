@@ -2,7 +2,7 @@
 // geometry every part of it derives from one.
 //
 // A registered configuration is one `struct Config` of static constexpr members, written by
-// the registry (cute_gemm/ladder_cute.py, PipelinedConfig.cpp()) in front of the kernel
+// the registry (cute_gemm/registry/ladder_cute.py, PipelinedConfig.cpp()) in front of the kernel
 // source. The parts the kernel is composed of are templates over it: the mainloop
 // (pipelined_mainloop.cuh), its operand copies (pipelined_copies.cuh), its smem stages
 // (kquad_stages.cuh), the epilogue (smem_epilogue.cuh) and the tile scheduler

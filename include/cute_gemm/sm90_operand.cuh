@@ -18,7 +18,7 @@
 //    need a 3-D tensor map.)
 //
 // What the host encodes (records.TmaBoxes, in elements, contiguous extent first) must be
-// kBox0 x kBox1: cute_gemm/ladder_cute.py computes the same numbers.
+// kBox0 x kBox1: cute_gemm/registry/ladder_cute.py computes the same numbers.
 #pragma once
 #include <cute_gemm/cute.cuh>
 #include <cute/atom/mma_traits_sm90_gmma.hpp>

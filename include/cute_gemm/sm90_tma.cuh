@@ -8,7 +8,7 @@
 // 0, 1, 0, ...; a waiter passes the parity of the phase it waits to complete.
 //
 // The tensor maps (CUtensorMap, 128 bytes) are encoded on the host per call
-// (cute_gemm/launch.py encode_tensor_map) and passed as __grid_constant__ parameters
+// (cute_gemm/driver/launch.py encode_tensor_map) and passed as __grid_constant__ parameters
 // (common.cuh CG_TMA_PARAMS): the TMA unit reads them from the kernel parameter space.
 // Coordinates are elements, innermost (contiguous) first; boxes that reach past the tensor's
 // extent arrive zero-filled, which is how every stage here handles M, N and K residues.

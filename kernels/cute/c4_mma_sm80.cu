@@ -59,7 +59,7 @@ using namespace cute;
 
 // BLK_M, BLK_N, BLK_K (16-bit elements: 128 bytes; tf32 tiles take the same bytes, BLK_K / 2),
 // STAGES, WARPS_M, WARPS_N (each warp computes BLK_M/WARPS_M x BLK_N/WARPS_N): -D from the
-// registry (cute_gemm/ladder_cute.py), the one source of these numbers.
+// registry (cute_gemm/registry/ladder_cute.py), the one source of these numbers.
 #define NUM_THREADS (32 * WARPS_M * WARPS_N)
 
 // What each operand type computes with: the MMA atom and the register type it reads.

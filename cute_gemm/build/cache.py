@@ -1,0 +1,517 @@
+"""Two-level cubin cache: in memory (per process) and on disk (per user).
+
+Disk key = sha256 over everything that changes the binary: the kernel source, the
+contents of every file under include/ (ours), the exact versions of the header wheels
+(or a fingerprint of an overriding folder), the NVRTC options (include paths replaced
+by those fingerprints), the arch and the NVRTC version.
+
+An entry holds the CUBIN, the NVRTC log and, when a caller asked for it
+(get(..., ptx=True)), the PTX of the same NVRTC run, zlib-compressed.
+
+Entries are written to a temporary file and renamed into place (atomic on POSIX);
+each carries a sha256 of its payload that is checked on every read, so a truncated or
+corrupt entry is recompiled, never loaded. Concurrent processes take a per-key
+file lock (filelock: flock on POSIX) while compiling, so a key is compiled once and
+readers never see half a file.
+
+A cache dir that cannot be created, locked or written (read-only home, another user's
+shared dir, a file in its place) never breaks compiling: the result stays in memory and
+one warning names the dir. Entries get the umask's permissions (readable by a team that
+shares the dir), not mkstemp's 0600.
+
+Environment: CUTE_GEMM_CACHE_DIR moves the disk cache (default: platformdirs' user cache
+dir, ~/.cache/cute_gemm on Linux or $XDG_CACHE_HOME/cute_gemm); CUTE_GEMM_DISABLE_CACHE=1
+turns the disk level off (the in-memory level stays).
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import json
+import os
+import secrets
+import struct
+import sys
+import threading
+import zlib
+import warnings
+from pathlib import Path
+
+import platformdirs
+
+from . import compile as _compile
+from . import paths
+from .. import registry
+
+FORMAT = 2          # 2: the payload has a length-prefixed CUBIN and an optional PTX
+MAGIC = b"CGCUBIN\x01"
+_HEADER = len(MAGIC) + 32
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("CUTE_GEMM_CACHE_DIR")
+    if env:
+        return Path(env)
+    return Path(platformdirs.user_cache_dir("cute_gemm", appauthor=False))
+
+
+def disk_enabled() -> bool:
+    return os.environ.get("CUTE_GEMM_DISABLE_CACHE", "").strip().lower() not in ("1", "true", "yes", "on")
+
+
+def tree_digest(root: Path) -> str:
+    """sha256 over the relative path and content of every file under `root`, symlinked
+    folders included (an #include resolves through them, so must the key)."""
+    h = hashlib.sha256()
+    for rel, full in paths.walk_files(root):
+        h.update(rel.encode() + b"\0")
+        if os.path.isdir(full):               # a second name for a folder hashed already
+            h.update(b"->" + (os.readlink(full).encode() if os.path.islink(full) else b"") + b"\0")
+            continue
+        with open(full, "rb") as f:
+            h.update(f.read() + b"\0")
+    return h.hexdigest()
+
+
+def _include_digest() -> str:
+    # not memoised: include/ is a few KB, and an edit during a long session must change the key
+    return tree_digest(paths.project_include_dir())
+
+
+def cache_key(kernel, arch: str, source: str, opts: list[str]) -> str:
+    keyed_opts = [o for o in opts if not o.startswith("-I")]
+    material = {
+        "format": FORMAT,
+        "source": source,
+        "include": _include_digest(),
+        "headers": [h.fingerprint for h in paths.header_dirs()],
+        "options": keyed_opts,
+        "arch": arch,
+        "nvrtc": list(_compile.nvrtc_key_version()),
+    }
+    return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
+
+
+@dataclasses.dataclass(frozen=True)
+class Compiled:
+    kernel: str
+    arch: str
+    key: str
+    cubin: bytes
+    log: str
+    compile_seconds: float   # of the NVRTC run that produced it
+    origin: str              # "memory" | "disk" | "compiled"
+    ptx: str | None = None   # the PTX of the same NVRTC run, if asked for (get(..., ptx=True))
+    entries: tuple[str, ...] = ()   # the entry points it holds (all the kernel's, or a selection)
+    whole: bool = True       # it holds every entry point of the kernel (no selection)
+
+    @property
+    def resources(self) -> dict[str, _compile.Resources]:
+        """ptxas's report from the NVRTC log; the CUBIN's own ELF records where it is absent."""
+        res = _compile.parse_resources(self.log)
+        return res or _compile.resources_from_cubin(self.cubin)
+
+
+def _pack(meta: dict, cubin: bytes, ptx: str | None) -> bytes:
+    m = json.dumps(meta).encode()
+    # PTX is text 5-10x larger than it compresses to; level 1 costs ~10 ms per MB
+    z = zlib.compress(ptx.encode(), 1) if ptx is not None else b""
+    payload = struct.pack("<II", len(m), len(cubin)) + m + cubin + z
+    return MAGIC + hashlib.sha256(payload).digest() + payload
+
+
+def _unpack(blob: bytes) -> tuple[dict, bytes, str | None] | None:
+    """(meta, cubin, ptx or None); None for anything that is not a complete, intact entry."""
+    if len(blob) < _HEADER + 8 or not blob.startswith(MAGIC):
+        return None
+    # a view, not slices: a whole kernel's entry is several MB, and each slice is a copy
+    digest, payload = blob[len(MAGIC):_HEADER], memoryview(blob)[_HEADER:]
+    if hashlib.sha256(payload).digest() != digest:
+        return None
+    n, nc = struct.unpack_from("<II", payload)
+    try:
+        meta = json.loads(bytes(payload[8:8 + n]))
+        z = payload[8 + n + nc:]
+        ptx = zlib.decompress(z).decode() if len(z) else None
+    except (ValueError, zlib.error):
+        return None
+    cubin = bytes(payload[8 + n:8 + n + nc])
+    return (meta, cubin, ptx) if len(cubin) == nc > 0 else None
+
+
+def entry_path(key: str) -> Path:
+    return cache_dir() / f"{key}.cubin"
+
+
+def _read(key: str, ptx: bool = False) -> tuple[dict, bytes, str | None] | None:
+    """The intact entry for `key`; None also where `ptx` is asked for and it has none."""
+    try:
+        blob = entry_path(key).read_bytes()
+    except OSError:
+        return None
+    found = _unpack(blob)
+    return None if found is None or (ptx and found[2] is None) else found
+
+
+class CacheWarning(UserWarning):
+    """The disk cache cannot be written: compiles still work, results stay in memory."""
+
+
+_warned_dirs: set[str] = set()
+
+
+def _unwritable(d: Path, e: OSError) -> None:
+    """Warn once per cache dir per process; compiling goes on without the disk level."""
+    with _mem_lock:
+        if str(d) in _warned_dirs:
+            return
+        _warned_dirs.add(str(d))
+    warnings.warn(f"cute_gemm: cannot write the cubin cache {d} ({type(e).__name__}: {e}); "
+                  "compiling anyway and keeping cubins in memory for this process only. Point "
+                  "CUTE_GEMM_CACHE_DIR at a writable folder (or set CUTE_GEMM_DISABLE_CACHE=1).",
+                  CacheWarning, stacklevel=4)
+
+
+def _write(key: str, meta: dict, cubin: bytes, ptx: str | None) -> None:
+    d = cache_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    # os.open with 0o666 lets the kernel apply the umask (and a default ACL), as for any
+    # file the user creates; mkstemp's 0600 would hide a shared cache dir's entries
+    for _ in range(100):
+        tmp = d / f".{key[:16]}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+            break
+        except FileExistsError:
+            continue
+    else:  # pragma: no cover - 100 collisions of 32 random bits
+        raise FileExistsError(f"no free temporary name in {d}")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(_pack(meta, cubin, ptx))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, entry_path(key))
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def _key_lock(key: str):
+    """A lock across processes while `key` compiles (filelock.FileLock on <key>.lock); none
+    (and a warning) where the dir cannot be created or the lock file opened: then two
+    processes may both compile the key, which costs time but is safe (atomic rename)."""
+    # imported here, where a compile is about to take a second or more: filelock costs
+    # ~20 ms of CPU at import (logging, decimal, here), which `import cute_gemm` (a fresh
+    # process's first call, docs/design/first_call.md) and a process that only reads
+    # cached cubins need not pay
+    import filelock
+    d = cache_dir()
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        lock = filelock.FileLock(d / f"{key}.lock")
+        lock.acquire()                      # waits as long as the other compile takes
+    except OSError as e:                    # read-only, foreign or misplaced cache dir
+        _unwritable(d, e)
+        yield
+        return
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+_memory: dict[str, Compiled] = {}
+_mem_lock = threading.Lock()            # guards _memory, _key_locks, _apart_locks, _warned_dirs
+_key_locks: dict[str, threading.Lock] = {}
+_apart_locks: dict[tuple, threading.Lock] = {}
+
+
+def _memory_hit(key: str, ptx: bool) -> Compiled | None:
+    hit = _memory.get(key)
+    if hit is None or (ptx and hit.ptx is None):
+        return None
+    return dataclasses.replace(hit, origin="memory")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Job:
+    """What one cache.get or lookup asks for: the text, options and key of one compile."""
+    kernel: object
+    arch: str
+    source: str
+    opts: list
+    key: str
+    entries: tuple[str, ...] | None      # compile.select_entries: None is the whole kernel
+
+    @classmethod
+    def of(cls, kernel, arch, extra_options, entries) -> "_Job":
+        arch = _compile.normalize_arch(arch)
+        entries = _compile.select_entries(kernel, entries)
+        source = _compile.read_source(kernel)
+        opts = _compile.options(kernel, arch, extra_options, entries)
+        return cls(kernel, arch, source, opts, cache_key(kernel, arch, source, opts), entries)
+
+    def compiled(self, cubin: bytes, log: str, seconds: float, origin: str,
+                 ptx: str | None) -> Compiled:
+        return Compiled(self.kernel.name, self.arch, self.key, cubin, log, seconds, origin, ptx,
+                        self.entries or self.kernel.entries, self.entries is None)
+
+
+def get(kernel, arch: str | int, extra_options: tuple[str, ...] = (), *, ptx: bool = False,
+        entries: tuple[str, ...] | None = None) -> Compiled:
+    """The cubin of `kernel` for `arch`, from memory, disk, or a fresh NVRTC compile; with
+    ptx=True also the PTX of that compile (an entry cached without it is compiled again).
+    `entries`: only these entry points of the kernel (compile.select_entries; naming all of
+    them is the whole kernel), a cubin and a cache entry of their own.
+    Thread-safe: one compile per key per process, different keys compile concurrently."""
+    job = _Job.of(kernel, arch, extra_options, entries)
+    hit = _memory_hit(job.key, ptx)
+    if hit is not None:
+        return hit
+    with _mem_lock:
+        lock = _key_locks.setdefault(job.key, threading.Lock())
+    with lock:
+        hit = _memory_hit(job.key, ptx)
+        if hit is not None:
+            return hit
+        result = _get_uncached(job, ptx)
+        with _mem_lock:
+            _memory[job.key] = result
+        return result
+
+
+def lookup(kernel, arch: str | int, extra_options: tuple[str, ...] = (), *,
+           entries: tuple[str, ...] | None = None) -> Compiled | None:
+    """What get() would return from memory or disk, or None where it would have to compile:
+    never runs NVRTC (e.g. to prefer a whole-kernel cubin that `cute-gemm compile` left on
+    disk over compiling one entry point). A disk hit is kept in memory."""
+    job = _Job.of(kernel, arch, extra_options, entries)
+    hit = _memory_hit(job.key, False)
+    if hit is not None or not disk_enabled():
+        return hit
+    found = _read(job.key)
+    if found is None:
+        return None
+    meta, cubin, ptx_text = found
+    result = job.compiled(cubin, meta.get("log", ""), meta.get("seconds", 0.0), "disk", ptx_text)
+    with _mem_lock:
+        _memory.setdefault(job.key, result)
+    return result
+
+
+def _compile_now(job: _Job, ptx: bool) -> Compiled:
+    cubin, ptx_text, log, secs = _compile.run_nvrtc(job.kernel, job.source, job.opts, want_ptx=ptx)
+    text = ptx_text.rstrip(b"\0").decode(errors="replace") if ptx_text is not None else None
+    return job.compiled(cubin, log, secs, "compiled", text)
+
+
+def _get_uncached(job: _Job, ptx: bool) -> Compiled:
+    if not disk_enabled():
+        return _compile_now(job, ptx)
+    found = _read(job.key, ptx)
+    if found is None:
+        with _key_lock(job.key):
+            found = _read(job.key, ptx)     # another process may have finished meanwhile
+            if found is None:
+                c = _compile_now(job, ptx)
+                meta = {"kernel": job.kernel.name, "arch": job.arch, "log": c.log,
+                        "seconds": c.compile_seconds, "options": job.opts}
+                try:
+                    _write(job.key, meta, c.cubin, c.ptx)
+                except OSError as e:         # read-only, foreign or misplaced cache dir
+                    _unwritable(cache_dir(), e)
+                return c
+    meta, cubin, ptx_text = found
+    return job.compiled(cubin, meta.get("log", ""), meta.get("seconds", 0.0), "disk", ptx_text)
+
+
+def _prefetch_one(name: str, arch: str, ptx: bool, directory: str,
+                  entries: tuple[str, ...] | None = None) -> tuple[str, float]:
+    # runs in a spawned worker: pin the dir the parent chose, whatever its env does later
+    os.environ["CUTE_GEMM_CACHE_DIR"] = directory
+    c = get(registry.find(name), arch, ptx=ptx, entries=entries)
+    clear_memory()                          # the parent reads the entry from disk
+    return c.origin, c.compile_seconds
+
+
+def default_workers() -> int:
+    """One worker per usable CPU, but no more than free memory / 3 GiB: NVRTC peaks at
+    ~2.7 GB resident on cute_pipelined (11 entry points)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        with open("/proc/meminfo") as f:
+            avail_kb = next(int(ln.split()[1]) for ln in f if ln.startswith("MemAvailable:"))
+        cpus = min(cpus, max(1, avail_kb // (3 << 20)))
+    except (OSError, StopIteration, ValueError):
+        pass
+    return max(1, cpus)
+
+
+# compile_apart's child: one entry point of one kernel into the disk cache, nothing printed
+_APART = ("import json, os, sys\n"
+          "sys.path[:0] = json.loads(os.environ['CUTE_GEMM_APART_PATH'])\n"
+          "from cute_gemm.build import cache\n"
+          "cache._prefetch_one(sys.argv[1], sys.argv[2], False, sys.argv[3], (sys.argv[4],))\n")
+
+
+def compile_apart(kernel, arch: str, entries: tuple[str, ...], least: int = 2) -> None:
+    """Compile each of `entries` alone into the disk cache, in fresh interpreters side by
+    side: NVRTC spends its time per entry point, on one thread, so a launch's two or three
+    entry points take the time of the longest instead of their sum
+    (docs/design/first_call.md). The caller reads them back with lookup(..., entries=(e,));
+    a child that failed leaves nothing there, and the caller's own get() compiles it (and
+    raises its CompileError). Starts nothing where it cannot help: fewer than `least` entry
+    points missing, more than there are workers (a second round costs more than one
+    program of them all saves) unless least is 1, no disk level, no python executable.
+    least=1 is a background compile (resolve.Loaded.ready): a child process even for one
+    entry point, in rounds of default_workers(), so that this process's NVRTC stays free
+    for the calls it serves meanwhile. Fresh interpreters, not multiprocessing: a spawned
+    worker would run the caller's unguarded __main__ again. Threads asking for the same
+    entry points wait for the first one's children and then find them on disk: one set of
+    processes, not one per thread."""
+    if not _can_start():
+        return
+    with _mem_lock:
+        key = (kernel.name, _compile.normalize_arch(arch), tuple(entries))
+        lock = _apart_locks.setdefault(key, threading.Lock())
+    with lock:
+        todo = _not_on_disk(kernel, arch, entries)
+        workers = default_workers()
+        if len(todo) < least or (least > 1 and len(todo) > workers):
+            return
+        for i in range(0, len(todo), workers):
+            batch = todo[i:i + workers]
+            running = _spawn(kernel, arch, batch)
+            for p in running:
+                p.wait()
+            if len(running) < len(batch):       # no interpreter to start: the caller
+                return                          # compiles in-process
+
+
+def spawn_apart(kernel, arch: str, entries: tuple[str, ...]) -> list:
+    """compile_apart's first round started, not waited for: the children (subprocess.Popen)
+    compiling those of `entries` not on disk, at most default_workers() of them; none where
+    compile_apart would start none. A background compile (resolve.Loaded.ready) starts them
+    in the calling thread, so that they run to the end even if this process exits first."""
+    if not _can_start():
+        return []
+    return _spawn(kernel, arch, _not_on_disk(kernel, arch, entries)[:default_workers()])
+
+
+def _can_start() -> bool:
+    # the disk level is how a child hands its cubin back; an embedding host's binary
+    # (uwsgi, or none) is no interpreter to start
+    return disk_enabled() and os.path.basename(sys.executable).startswith("python")
+
+
+def _not_on_disk(kernel, arch: str, entries) -> list[str]:
+    return [e for e in entries if lookup(kernel, arch, entries=(e,)) is None]
+
+
+def _spawn(kernel, arch: str, entries) -> list:
+    """One compile_apart child per entry point, started; those that could be."""
+    import subprocess               # here: `import cute_gemm` stays without it (6 ms)
+    env = dict(os.environ, CUTE_GEMM_APART_PATH=json.dumps([p for p in sys.path if p]))
+    directory = str(cache_dir())
+    running: list = []
+    try:
+        for e in entries:
+            running.append(subprocess.Popen(
+                [sys.executable, "-c", _APART, kernel.name, _compile.normalize_arch(arch),
+                 directory, e],
+                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL))
+    except OSError:
+        pass
+    return running
+
+
+class Prefetch:
+    """Registered kernels compiled into the disk cache by a pool of spawned processes, so
+    that a later get() in this process is a disk read. Costliest first (CuTe kernels
+    before handwritten ones, more entry points first: cute_pipelined's 11 take ~50 s per
+    arch on 2 cores, a handwritten kernel ~1 s), which keeps the pool's tail short.
+    Entries already on disk are not submitted; without the disk level nothing is."""
+
+    def __init__(self, jobs, workers: int | None = None):
+        from concurrent.futures import ProcessPoolExecutor
+        import multiprocessing
+        # a job: (name, arch, ptx) or (name, arch, ptx, entries): a selection of entry points
+        want: dict[tuple, bool] = {}
+        for name, arch, ptx, *sel in jobs:
+            k = (name, _compile.normalize_arch(arch), sel[0] if sel else None)
+            want[k] = want.get(k, False) or ptx
+        self.futures: dict[tuple, object] = {}
+        self._pool = None
+        if not disk_enabled():
+            return
+        todo = []
+        for (name, arch, sel), ptx in want.items():
+            k = registry.find(name)
+            sel = _compile.select_entries(k, sel)
+            key = cache_key(k, arch, _compile.read_source(k), _compile.options(k, arch, entries=sel))
+            if _read(key, ptx) is None:
+                todo.append((k.family != "cute", -len(sel or k.entries), name, arch, ptx, sel or ()))
+        if not todo:
+            return
+        # spawn, not fork: the parent may hold threads and CUDA state
+        self._pool = ProcessPoolExecutor(min(workers or default_workers(), len(todo)),
+                                         mp_context=multiprocessing.get_context("spawn"))
+        directory = str(cache_dir())
+        for *_, name, arch, ptx, sel in sorted(todo):
+            self.futures[(name, arch, sel or None)] = self._pool.submit(
+                _prefetch_one, name, arch, ptx, directory, sel or None)
+
+    def wait(self, name: str, arch: str, entries: tuple[str, ...] | None = None) -> None:
+        """Block until (name, arch, entries) is done. A failed job raises nothing here: the
+        caller's own get() compiles again and raises the CompileError where the test sees it."""
+        sel = _compile.select_entries(registry.find(name), entries)
+        f = self.futures.get((name, _compile.normalize_arch(arch), sel))
+        if f is not None:
+            f.exception()
+
+    def close(self) -> None:
+        """Stop the pool. A compile still running now is one nobody waits for (an
+        interrupted or -x run): its worker is killed rather than waited on for a minute."""
+        if self._pool is None:
+            return
+        if not all(f.done() for f in self.futures.values()):
+            # ProcessPoolExecutor has no public terminate before Python 3.14
+            for proc in list(getattr(self._pool, "_processes", {}).values()):
+                proc.terminate()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._pool = None
+
+
+def clear_memory() -> None:
+    with _mem_lock:
+        _memory.clear()
+
+
+def info() -> dict:
+    d = cache_dir()
+    entries = sorted(d.glob("*.cubin")) if d.is_dir() else []
+    return {
+        "dir": str(d),
+        "disk_enabled": disk_enabled(),
+        "entries": len(entries),
+        "bytes": sum(p.stat().st_size for p in entries),
+        "memory_entries": len(_memory),
+    }
+
+
+def clear() -> int:
+    """Delete every disk entry (and the in-memory level); return how many files went."""
+    clear_memory()
+    d = cache_dir()
+    n = 0
+    if d.is_dir():
+        for p in list(d.glob("*.cubin")) + list(d.glob("*.lock")) + list(d.glob(".*.tmp")):
+            with contextlib.suppress(OSError):
+                p.unlink()
+                n += p.suffix == ".cubin"
+    return n

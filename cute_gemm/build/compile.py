@@ -1,0 +1,304 @@
+"""NVRTC through cuda-python: kernel source -> CUBIN for one exact arch.
+
+Only this module, driver.py and launch.py import cuda-python. We call cuda.bindings.nvrtc (the
+1:1 C API) rather than cuda.core's Program because we need the exact option list in
+the cache key and in errors, the log on success (ptxas -v resource report), and
+nothing that depends on a current device when an explicit arch is given.
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import functools
+import os
+import re
+import sys
+import threading
+import time
+from dataclasses import dataclass
+
+from ..base.errors import CompileError, CuteGemmError, InputError, NvrtcNotFound, UnknownEntryError
+from . import paths
+
+STD = "--std=c++17"
+
+
+@functools.lru_cache(maxsize=None)
+def _nvrtc():
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError as e:  # pragma: no cover - packaging guarantees it
+        raise CuteGemmError("cuda-python (cuda.bindings) is not installed: pip install cuda-python") from e
+    try:    # the bindings load libnvrtc at their first call: a library that is not there is
+        nvrtc.nvrtcVersion()   # the user's set-up, named here (not an error of ours)
+    except RuntimeError as e:   # (the advice first: the CLI prints a message's first line)
+        raise NvrtcNotFound(f"NVRTC cannot be loaded: install the wheel 'nvidia-cuda-nvrtc' "
+                            f"(pip install cute_gemm pulls it in); {e}") from e
+    return nvrtc
+
+
+@functools.lru_cache(maxsize=None)
+def nvrtc_version() -> tuple[int, int]:
+    nvrtc = _nvrtc()
+    err, major, minor = nvrtc.nvrtcVersion()
+    _check(nvrtc, err, "nvrtcVersion")
+    return (major, minor)
+
+
+@functools.lru_cache(maxsize=None)
+def nvrtc_key_version() -> tuple[int, int]:
+    """The NVRTC version a cache key names: nvrtc_version()'s answer, read from pip's NVRTC
+    wheel where that is certain (paths.nvrtc_wheel_version) so that a cache hit does not
+    load NVRTC. Fixed at its first answer: a process's keys never change under it."""
+    if "cuda.bindings.nvrtc" not in sys.modules:
+        v = paths.nvrtc_wheel_version()
+        if v is not None:
+            return v
+    return nvrtc_version()
+
+
+def _check(nvrtc, err, what: str) -> None:
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        _, msg = nvrtc.nvrtcGetErrorString(err)
+        raise CuteGemmError(f"{what} failed: {err.name} ({msg.decode(errors='replace')})")
+
+
+_ARCH_FORMS = "'sm_90', 'sm_90a', 'compute_90', '90', 90 or (9, 0)"
+
+
+def normalize_arch(arch: str | int | tuple[int, int]) -> str:
+    """'sm_90', 'sm_90a' (arch-specific: wgmma), 'compute_90', '90', 90 or (9, 0) -> 'sm_90'.
+    Anything else raises InputError (a ValueError) naming the accepted forms."""
+    if isinstance(arch, tuple):
+        if len(arch) == 2 and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in arch):
+            return f"sm_{arch[0]}{arch[1]}"
+    elif isinstance(arch, (str, int)) and not isinstance(arch, bool):
+        m = re.fullmatch(r"(?:sm_|compute_)?(\d{2,3}[a-z]?)", str(arch).strip().lower())
+        if m:
+            return f"sm_{m.group(1)}"
+    hint = ""
+    if isinstance(arch, str):
+        m = re.fullmatch(r"(?:sm|compute)[-]?(\d{2,3}[a-z]?)", arch.strip().lower())
+        if m:
+            hint = f" (did you mean 'sm_{m.group(1)}'?)"
+    raise InputError(f"unknown arch {arch!r}{hint}: use one of the forms {_ARCH_FORMS}")
+
+
+def select_entries(kernel, entries) -> tuple[str, ...] | None:
+    """The entry points a compile of `kernel` is limited to, in the kernel's own order;
+    None for the whole kernel (no selection, or one naming every entry point, which is
+    the whole kernel's cubin and cache entry). UnknownEntryError for a name that is not
+    an entry point of the kernel, or an empty selection."""
+    if entries is None:
+        return None
+    if isinstance(entries, str):
+        entries = (entries,)
+    own = kernel.entries
+    bad = [e for e in entries if e not in own]
+    if bad or not entries:
+        what = (f"has no entry point {', '.join(map(repr, bad))}" if bad else
+                "cannot be compiled with no entry point")
+        raise UnknownEntryError(f"kernel {kernel.name!r} {what}; its entry points: {', '.join(own)}")
+    chosen = tuple(e for e in own if e in entries)
+    return None if len(chosen) == len(own) else chosen
+
+
+def options(kernel, arch: str, extra: tuple[str, ...] = (),
+            entries: tuple[str, ...] | None = None) -> list[str]:
+    """The full NVRTC option list for one kernel and arch (also part of the cache key).
+    `entries` (select_entries'): compile only these entry points (include/cute_gemm/
+    entries.cuh: -DCG_ENTRIES and one -DCG_WANT_<entry>=1 each)."""
+    opts = [STD, f"-arch={arch}", "-default-device", "-lineinfo", "--ptxas-options=-v",
+            f"-I{paths.project_include_dir()}"]
+    opts += [f"-I{h.path}" for h in paths.header_dirs()]
+    opts += [f"-D{name}={value}" for name, value in kernel.defines]
+    opts += list(kernel.options)
+    opts += list(extra)
+    if entries is not None:
+        opts += ["-DCG_ENTRIES"] + [f"-DCG_WANT_{e}=1" for e in entries]
+    return opts
+
+
+def read_source(kernel) -> str:
+    """The text NVRTC compiles: the kernel's source file, after its typed configuration
+    (Kernel.config: `struct Config`) where it has one. Also the text the cache key hashes."""
+    path = paths.kernels_dir() / kernel.source
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise CuteGemmError(f"kernel {kernel.name!r}: cannot read source {path}: {e}") from e
+    return (kernel.config.cpp(kernel.name) + text) if kernel.config is not None else text
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What ptxas reported for one entry point."""
+    registers: int
+    smem_bytes: int
+    stack_bytes: int
+    spill_stores: int
+    spill_loads: int
+    # ptxas made the entry's wgmmas wait for each other (C7511 / C7514: register pressure,
+    # or wgmmas where it cannot keep a batch in flight), a silent loss of a fifth or more
+    wgmma_serialized: bool = False
+
+
+_RE_FUNC = re.compile(r"Compiling entry function '(\w+)'")
+_RE_REGS = re.compile(r"Used (\d+) registers")
+_RE_SMEM = re.compile(r"(\d+) bytes smem")
+_RE_STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_RE_SERIAL = re.compile(r"wgmma\.mma_async instructions are serialized.*function '(\w+)'")
+
+
+def parse_resources(log: str) -> dict[str, Resources]:
+    """Parse ptxas -v output (in the NVRTC log) into per-entry resources."""
+    out: dict[str, Resources] = {}
+    current = None
+    stack = (0, 0, 0)
+    serialized = set(_RE_SERIAL.findall(log))
+    for line in log.splitlines():
+        m = _RE_FUNC.search(line)
+        if m:
+            current, stack = m.group(1), (0, 0, 0)
+            continue
+        if current is None:
+            continue
+        m = _RE_STACK.search(line)
+        if m:
+            stack = tuple(int(x) for x in m.groups())
+            continue
+        m = _RE_REGS.search(line)
+        if m:
+            s = _RE_SMEM.search(line)
+            out[current] = Resources(int(m.group(1)), int(s.group(1)) if s else 0, *stack,
+                                     current in serialized)
+            current = None
+    return out
+
+
+def resources_from_cubin(cubin: bytes) -> dict[str, Resources]:
+    """Registers, static shared memory and stack frame per entry, read from the CUBIN's ELF
+    sections (EIATTR_REGCOUNT and EIATTR_FRAME_SIZE in .nv.info, the size of
+    .nv.shared.<f> less the 1 KB that sm_80+ reserve for the system, counted there when a
+    .nv.shared.reserved section is present). Used when the NVRTC
+    log carries no ptxas report (seen on the GPU host's NVRTC); spills are not in the ELF
+    and come back as -1."""
+    import struct
+    if cubin[:4] != b"\x7fELF" or cubin[4] != 2:     # ELF64 only
+        return {}
+    shoff, = struct.unpack_from("<Q", cubin, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
+    secs = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
+    names_off = secs[shstrndx][4]
+
+    def name(sec):
+        start = names_off + sec[0]
+        return cubin[start:cubin.index(b"\0", start)].decode()
+
+    symtab = next((s for s in secs if s[1] == 2), None)           # SHT_SYMTAB
+    syms: dict[int, str] = {}
+    if symtab is not None:
+        str_off = secs[symtab[6]][4]
+        for i in range(symtab[5] // 24):
+            st_name, = struct.unpack_from("<I", cubin, symtab[4] + 24 * i)
+            syms[i] = cubin[str_off + st_name:cubin.index(b"\0", str_off + st_name)].decode()
+    regs, smem, frame, entries = {}, {}, {}, []
+    reserved = 1024 if any(name(sec).startswith(".nv.shared.reserved") for sec in secs) else 0
+    for sec in secs:
+        n = name(sec)
+        if n.startswith(".text."):
+            entries.append(n[6:])
+        elif n.startswith(".nv.shared.") and not n.startswith(".nv.shared.reserved"):
+            smem[n[11:]] = max(sec[5] - reserved, 0)
+        elif n == ".nv.info":
+            off, end = sec[4], sec[4] + sec[5]
+            while off + 4 <= end:
+                fmt, attr, size = struct.unpack_from("<BBH", cubin, off)
+                off += 4
+                if fmt == 0x04:                                    # EIFMT_SVAL: size bytes follow
+                    if attr in (0x11, 0x2F) and size >= 8:         # EIATTR_FRAME_SIZE, _REGCOUNT
+                        idx, val = struct.unpack_from("<II", cubin, off)
+                        (frame if attr == 0x11 else regs)[syms.get(idx, "")] = val
+                    off += size
+    return {f: Resources(regs.get(f, 0), smem.get(f, 0), frame.get(f, 0), -1, -1) for f in entries}
+
+
+def _output(nvrtc, prog, size_fn, get_fn, what: str) -> bytes:
+    err, size = size_fn(prog)
+    _check(nvrtc, err, f"{what}Size")
+    buf = bytearray(size)   # never an immutable bytes object: NVRTC writes into it
+    (err,) = get_fn(prog, buf)
+    _check(nvrtc, err, what)
+    return bytes(buf)
+
+
+class _InFlight:
+    """NVRTC compiles running in threads other than the main one, which interpreter exit
+    waits for: exit runs NVRTC's static destructors, and a daemon thread (gemm()'s
+    background compile, or a caller's) still inside NVRTC then crashes the process (glibc's
+    "free(): invalid size", or SIGSEGV). Once exit has begun such a thread starts none."""
+
+    def __init__(self):
+        self.count = 0
+        self.exiting = False
+        self.cond = threading.Condition()
+
+    @contextlib.contextmanager
+    def compiling(self):
+        if threading.current_thread() is threading.main_thread():
+            yield
+            return
+        with self.cond:
+            if self.exiting:
+                raise CuteGemmError("the interpreter is exiting: no new NVRTC compile starts")
+            self.count += 1
+        try:
+            yield
+        finally:
+            with self.cond:
+                self.count -= 1
+                self.cond.notify_all()
+
+    def drain(self) -> None:
+        with self.cond:
+            self.exiting = True
+            self.cond.wait_for(lambda: self.count == 0)
+
+
+IN_FLIGHT = _InFlight()
+atexit.register(IN_FLIGHT.drain)
+# a forked child has none of its parent's threads, so none of their compiles to wait for
+os.register_at_fork(after_in_child=IN_FLIGHT.__init__)
+
+
+def run_nvrtc(kernel, source: str, opts: list[str], want_ptx: bool):
+    """One NVRTC compile: (cubin, ptx or None, log, seconds). Raises CompileError with the
+    whole log."""
+    with IN_FLIGHT.compiling():
+        return _run_nvrtc(kernel, source, opts, want_ptx)
+
+
+def _run_nvrtc(kernel, source: str, opts: list[str], want_ptx: bool):
+    nvrtc = _nvrtc()
+    t0 = time.perf_counter()
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), kernel.source.encode(), 0, [], [])
+    _check(nvrtc, err, f"nvrtcCreateProgram({kernel.name})")
+    try:
+        enc = [o.encode() for o in opts]
+        (result,) = nvrtc.nvrtcCompileProgram(prog, len(enc), enc)
+        log = _output(nvrtc, prog, nvrtc.nvrtcGetProgramLogSize, nvrtc.nvrtcGetProgramLog,
+                      "nvrtcGetProgramLog").rstrip(b"\0").decode(errors="replace")
+        if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise CompileError(kernel.name, opts, log, result.name)
+        cubin = _output(nvrtc, prog, nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN, "nvrtcGetCUBIN")
+        ptx = (_output(nvrtc, prog, nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX, "nvrtcGetPTX")
+               if want_ptx else None)
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    return cubin, ptx, log, time.perf_counter() - t0
+
+
+def compile_source(kernel, arch: str, source: str, opts: list[str]) -> tuple[bytes, str, float]:
+    """Run NVRTC; return (cubin, log, seconds). Raises CompileError with the whole log."""
+    cubin, _, log, seconds = run_nvrtc(kernel, source, opts, want_ptx=False)
+    return cubin, log, seconds

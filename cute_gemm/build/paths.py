@@ -1,0 +1,199 @@
+"""Where the kernel sources and the headers they include live.
+
+Headers come from installed wheels, found with importlib.util.find_spec (nothing is
+imported): CuTe/CUTLASS from nvidia-cutlass, libcu++/CCCL from nvidia-cuda-cccl, and
+cuda_runtime_api.h (needed by cute/util/debug.hpp) from nvidia-cuda-runtime. Each can
+be overridden by an environment variable; the cache key then fingerprints the folder.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..base.errors import HeadersNotFound
+
+_PKG = Path(__file__).resolve().parent.parent       # the cute_gemm package
+
+
+def _data_dir(name: str) -> Path:
+    installed = _PKG / name          # inside a wheel: cute_gemm/kernels, cute_gemm/include
+    if installed.is_dir():
+        return installed
+    return _PKG.parent / name        # source checkout: ./kernels, ./include
+
+
+def kernels_dir() -> Path:
+    return _data_dir("kernels")
+
+
+def project_include_dir() -> Path:
+    return _data_dir("include")
+
+
+@dataclass(frozen=True)
+class HeaderDir:
+    role: str          # "cutlass", "cccl", "cuda"
+    path: Path
+    fingerprint: str   # "pkg:<dist>==<version>" or "dir:<sha256 of names, sizes, mtimes>"
+
+
+_SPECS = {
+    # role: (env var, distribution, how to find it)
+    "cutlass": ("CUTE_GEMM_CUTLASS_INCLUDE", "nvidia-cutlass"),
+    "cccl": ("CUTE_GEMM_CCCL_INCLUDE", "nvidia-cuda-cccl"),
+    "cuda": ("CUTE_GEMM_CUDA_INCLUDE", "nvidia-cuda-runtime"),
+}
+
+
+def _nvidia_include_dirs() -> list[Path]:
+    """Every nvidia/cu13/include (or cu12) on the path: the 'nvidia' namespace package can
+    span several site folders (e.g. carried wheels in front of the system's own)."""
+    spec = importlib.util.find_spec("nvidia")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    return [Path(loc) / sub / "include" for loc in spec.submodule_search_locations
+            for sub in ("cu13", "cu12") if (Path(loc) / sub / "include").is_dir()]
+
+
+def _discover(role: str) -> Path | None:
+    if role == "cutlass":
+        spec = importlib.util.find_spec("cutlass_library")
+        if spec is None or spec.origin is None:
+            return None
+        p = Path(spec.origin).parent / "source" / "include"
+        return p if (p / "cute").is_dir() else None
+    for base in _nvidia_include_dirs():
+        if role == "cccl" and (base / "cccl" / "cuda").is_dir():
+            return base / "cccl"
+        if role == "cuda" and (base / "cuda_runtime_api.h").is_file():
+            return base
+    return None
+
+
+def walk_files(top: Path):
+    """(relative path, full path) of every file under `top`, in a fixed order, descending
+    into symlinked folders (the compiler's -I lookups go through them; os.walk and rglob
+    skip them by default). A folder reached a second time (a link loop, or two names for
+    one folder) is not descended again: it comes back once as (relative path, link path)
+    with a folder as the full path, for the caller to record by name."""
+    seen: set[str] = set()
+    for root, dirs, files in os.walk(top, followlinks=True):
+        seen.add(os.path.realpath(root))
+        dirs.sort()
+        for d in list(dirs):
+            full = os.path.join(root, d)
+            if os.path.realpath(full) in seen:
+                dirs.remove(d)
+                yield os.path.relpath(full, top), full
+            else:
+                seen.add(os.path.realpath(full))
+        for f in sorted(files):
+            full = os.path.join(root, f)
+            if os.path.exists(full):         # a dangling link is no header (until it is)
+                yield os.path.relpath(full, top), full
+
+
+def _dir_fingerprint(path: Path) -> str:
+    h = hashlib.sha256()
+    for rel, full in walk_files(path):
+        if os.path.isdir(full):
+            target = os.readlink(full) if os.path.islink(full) else ""
+            h.update(f"{rel}\0->{target}\n".encode())
+            continue
+        st = os.stat(full)
+        h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    return "dir:" + h.hexdigest()
+
+
+def _wheel_version(dist: str, found: Path) -> str:
+    """The version of wheel `dist`, which installed `found`: from its NAME-VERSION.dist-info
+    folder beside the package (a glob: importing importlib.metadata costs ~25 ms, a quarter
+    of a cache hit in a fresh process); importlib.metadata's answer where there is no one
+    such folder within 4 levels above `found`."""
+    stem = re.sub(r"[-_.]+", "_", dist).lower()
+    for d in list(found.parents)[:4]:
+        infos = list(d.glob(f"{stem}-*.dist-info"))
+        if len(infos) == 1:
+            return infos[0].name[len(stem) + 1:-len(".dist-info")]
+        if infos:
+            break
+    import importlib.metadata
+    return importlib.metadata.version(dist)
+
+
+@functools.lru_cache(maxsize=None)
+def header_dirs() -> tuple[HeaderDir, ...]:
+    """The external include folders, in -I order, each with its cache fingerprint."""
+    out = []
+    for role, (env, dist) in _SPECS.items():
+        override = os.environ.get(env)
+        if override:
+            p = Path(override)
+            if not p.is_dir():
+                raise HeadersNotFound(f"{env}={override!r} is not a directory")
+            out.append(HeaderDir(role, p, _dir_fingerprint(p)))
+            continue
+        p = _discover(role)
+        if p is None:
+            raise HeadersNotFound(
+                f"headers for {role!r} not found: install the wheel {dist!r} "
+                f"(pip install cute_gemm pulls it in) or set {env} to an include folder")
+        out.append(HeaderDir(role, p, f"pkg:{dist}=={_wheel_version(dist, p)}"))
+    return tuple(out)
+
+
+# pip's NVRTC: the wheel of each CUDA major version, and where it puts libnvrtc
+_NVRTC_WHEELS = {13: ("nvidia_cuda_nvrtc", "nvidia/cu13/lib/libnvrtc.so.13"),
+                 12: ("nvidia_cuda_nvrtc_cu12", "nvidia/cuda_nvrtc/lib/libnvrtc.so.12")}
+
+
+def _dist_versions(stem: str) -> list[tuple[Path, str]]:
+    """(folder, version) of each STEM-VERSION.dist-info in the sys.path folders, in order;
+    a folder named twice on sys.path (PYTHONPATH repeating site-packages) counts once."""
+    out, seen = [], set()
+    for entry in sys.path:
+        d = Path(entry or ".")
+        if not d.is_dir() or (real := os.path.realpath(d)) in seen:
+            continue
+        seen.add(real)
+        for info in d.glob(f"{stem}-*.dist-info"):
+            out.append((d, info.name[len(stem) + 1:-len(".dist-info")]))
+    return out
+
+
+def _maps_libnvrtc() -> bool | None:
+    """Whether a libnvrtc is mapped into this process (None: cannot tell)."""
+    try:
+        with open("/proc/self/maps") as f:
+            return "libnvrtc" in f.read()
+    except OSError:
+        return None
+
+
+def nvrtc_wheel_version() -> tuple[int, int] | None:
+    """(major, minor) of the NVRTC that cuda.bindings will load, from pip's wheel of it,
+    without loading it (which also imports cuda.pathfinder: ~80 ms of a warm first call on
+    the GPU host). Only where that is certain: no libnvrtc mapped into this process yet
+    (cuda.pathfinder would take that one), and exactly one nvidia-cuda-nvrtc wheel of
+    cuda-bindings' major version, with its libnvrtc beside it on sys.path (pathfinder's
+    next place to look). Else None, and the caller loads NVRTC to ask it."""
+    if _maps_libnvrtc() is not False:
+        return None
+    bindings = _dist_versions("cuda_bindings")
+    if not bindings:
+        return None
+    major = int(bindings[0][1].split(".")[0])
+    stem, lib = _NVRTC_WHEELS.get(major, (None, None))
+    found = _dist_versions(stem) if stem else []
+    if len(found) != 1 or not (found[0][0] / lib).is_file():
+        return None
+    parts = found[0][1].split(".")
+    if int(parts[0]) != major:
+        return None
+    return major, int(parts[1])

@@ -1,0 +1,403 @@
+"""Operands: what an array is, where it lives, its strides — and a minimal device array.
+
+Accepted: numpy arrays (host), anything with __cuda_array_interface__ (CuPy, PyTorch,
+Numba, our DeviceArray) and anything with __dlpack__ (JAX, PyTorch, CuPy...). Parsing
+allocates nothing and touches no device; validation errors are raised from here,
+before any launch.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, replace
+from math import gcd
+from typing import Any
+
+import numpy as np
+
+from . import launch
+from ..base import precisions
+from ..base.errors import DTypeError, InputError, NotAnArrayError, ShapeError
+from ..base.precisions import DTYPE, ITEMSIZE
+
+# The element types of operands and results, by numpy's names (bfloat16: ml_dtypes'): the
+# precision table's (precisions.DTYPE), whose rows say how each is parsed and held
+DTypeName = precisions.DTypeName
+SUPPORTED_DTYPES: tuple[str, ...] = precisions.DTYPES
+# What an operand may be: a numpy array (host), or a device array that exposes
+# __cuda_array_interface__ or DLPack (CuPy, PyTorch, JAX, Numba, cute_gemm.DeviceArray), of a
+# SUPPORTED_DTYPES type, 2-D with any strides. Any, because the protocols are duck-typed.
+ArrayLike = Any
+# A CUDA stream: None (the operands' library's current stream), a handle (int, 0 the legacy
+# default stream), or an object that exposes one (cuda.core, CuPy or PyTorch streams,
+# anything with __cuda_stream__, cuda_stream, ptr or handle: launch.stream_handle).
+StreamLike = Any
+_TYPESTR = {"<f4": "float32", "<f8": "float64", "<f2": "float16", "<i4": "int32",
+            "<i8": "int64", "|u1": "uint8", "|i1": "int8", "<u4": "uint32", "<c8": "complex64"}
+_CAI_DTYPE = {d.typestr: d.name for d in DTYPE.values() if d.typestr}   # others: _opaque_as_named
+_OPAQUE = tuple(d for d in DTYPE.values() if not d.typestr)
+_KDLCPU, _KDLCUDA, _KDLCUDAHOST, _KDLCUDAMANAGED = 1, 2, 3, 13
+
+
+@dataclass
+class Operand:
+    name: str                      # "a", "b", "c", "out" (for messages)
+    obj: object
+    device: bool                   # False: host numpy array
+    ptr: int                       # device pointer (0 for host operands)
+    shape: tuple[int, int]
+    strides: tuple[int, int]       # in elements
+    dtype: str                     # SUPPORTED_DTYPES
+    readonly: bool = False
+    host: np.ndarray | None = None
+    stream: int | None = None      # CUDA Array Interface v3: the producer's stream, if any
+
+    @property
+    def itemsize(self) -> int:
+        return ITEMSIZE[self.dtype]
+
+    @property
+    def T(self) -> "Operand":
+        """The transposed view of the same elements."""
+        return replace(self, shape=self.shape[::-1], strides=self.strides[::-1],
+                       host=None if self.host is None else self.host.T)
+
+    def span(self) -> tuple[int, int]:
+        """[first, last + 1) byte addresses the operand's elements occupy ((0, 0) if empty)."""
+        (r, c), (sr, sc) = self.shape, self.strides
+        if r == 0 or c == 0:
+            return 0, 0
+        lo = min(0, (r - 1) * sr) + min(0, (c - 1) * sc)
+        hi = max(0, (r - 1) * sr) + max(0, (c - 1) * sc) + 1
+        e = ITEMSIZE[self.dtype]
+        return self.ptr + e * lo, self.ptr + e * hi
+
+    def overlaps(self, other: "Operand") -> bool:
+        """True if the byte ranges of the two operands intersect (conservative: interleaved
+        views that share no element count as overlapping)."""
+        a0, a1 = self.span()
+        b0, b1 = other.span()
+        return a0 < b1 and b0 < a1
+
+    def same_view(self, other: "Operand") -> bool:
+        """Every element at the same address in both: an exact in-place alias."""
+        return (self.ptr == other.ptr and self.shape == other.shape
+                and (self.strides == other.strides or self.shape[0] * self.shape[1] <= 1
+                     or all(s1 == s2 for n, s1, s2 in zip(self.shape, self.strides, other.strides) if n > 1)))
+
+    def self_overlapping(self) -> bool:
+        """True if two elements share an address: i*s0 + j*s1 == 0 has a solution with
+        0 < |i| < rows or 0 < |j| < cols; its smallest is (s1/g, s0/g), g = gcd."""
+        (r, c), (sr, sc) = self.shape, (abs(self.strides[0]), abs(self.strides[1]))
+        if r > 1 and c > 1:
+            if sr == 0 or sc == 0:
+                return True
+            g = gcd(sr, sc)
+            return sc // g < r and sr // g < c
+        return (r > 1 and sr == 0) or (c > 1 and sc == 0)
+
+    def major(self, row: str, col: str) -> str | None:
+        """row if the rows are contiguous, col if the columns are, None otherwise.
+        Size-1 dimensions impose nothing (their stride is never used)."""
+        (r, c), (sr, sc) = self.shape, self.strides
+        if (sc == 1 or c <= 1) and (sr >= c or r <= 1) and sr > 0:
+            return row
+        if (sr == 1 or r <= 1) and (sc >= r or c <= 1) and sc > 0:
+            return col
+        return None
+
+
+def _unsupported(name: str, dtype) -> DTypeError:
+    return DTypeError(f"{name} has dtype {dtype}; supported dtypes: {', '.join(SUPPORTED_DTYPES)}")
+
+
+def host_dtype(dt: np.dtype) -> str | None:
+    """The SUPPORTED_DTYPES name of a numpy dtype (ml_dtypes' bfloat16 included), or None."""
+    d = DTYPE.get(dt.name)
+    return d.name if d is not None and dt.itemsize == d.itemsize and dt.isnative else None
+
+
+def _check_2d(name: str, shape) -> tuple[int, int]:
+    if len(shape) != 2:
+        raise ShapeError(f"{name} must be 2-D (got ndim={len(shape)}, shape={tuple(shape)})")
+    r, c = int(shape[0]), int(shape[1])
+    if r < 0 or c < 0:
+        raise ShapeError(f"{name} has a negative extent (shape={tuple(shape)})")
+    return r, c
+
+
+def parse(name: str, obj, stream: int | None = None) -> Operand:
+    """Describe one operand; raise NotAnArrayError / ShapeError / DTypeError / InputError on
+    bad input. stream: the consumer stream, handed to DLPack producers (__dlpack__(stream=))."""
+    if isinstance(obj, np.ndarray):
+        shape = _check_2d(name, obj.shape)
+        dtype = host_dtype(obj.dtype)
+        if dtype is None:
+            raise _unsupported(name, obj.dtype)
+        isz = obj.itemsize
+        if any(s % isz for s in obj.strides):
+            raise ShapeError(f"{name} has strides {obj.strides} that are not a multiple of its itemsize")
+        return Operand(name, obj, False, 0, shape, tuple(s // isz for s in obj.strides), dtype,
+                       not obj.flags.writeable, obj)
+    if isinstance(obj, DeviceArray):   # ours: its bfloat16 has no __cuda_array_interface__
+        return _nonnull(Operand(name, obj, True, obj.ptr, _check_2d(name, obj.shape), obj.strides,
+                                obj.dtype_name))
+    if getattr(obj, "requires_grad", False) and callable(getattr(obj, "detach", None)):
+        # an autograd tensor is read as its data, as torch.mm reads it; writing into one
+        # behind autograd's back is refused, as torch refuses out= that requires grad
+        if name == "out":
+            raise InputError("out requires grad: pass out.detach(), or no out")
+        obj = obj.detach()
+    try:
+        cai = getattr(obj, "__cuda_array_interface__", None)
+    except Exception as e:   # a property that raises: PyTorch's for bfloat16 (no typestr), else
+        if not hasattr(obj, "__dlpack__"):                            # not an array we can read
+            raise NotAnArrayError(f"{name}: reading its __cuda_array_interface__ failed: {e}") from None
+        cai = None
+    if cai is not None:
+        try:
+            return _parse_cai(name, obj, cai)
+        except (KeyError, TypeError, ValueError, IndexError) as e:
+            if isinstance(e, InputError):
+                raise
+            raise NotAnArrayError(f"{name} has a malformed __cuda_array_interface__ ({type(e).__name__}: {e})") from None
+    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+        dev_type, _ = obj.__dlpack_device__()
+        if int(dev_type) == _KDLCPU:
+            return parse(name, np.from_dlpack(obj))
+        if int(dev_type) not in (_KDLCUDA, _KDLCUDAHOST, _KDLCUDAMANAGED):
+            raise NotAnArrayError(f"{name} lives on DLPack device type {int(dev_type)}; "
+                                  "only CPU and CUDA arrays are supported")
+        ptr, shp, strides, dtype, _, ro = launch.dlpack_view(obj, stream)
+        shape = _check_2d(name, shp)
+        dtype = _opaque_as_named(dtype, obj)
+        if dtype not in SUPPORTED_DTYPES:
+            raise _unsupported(name, dtype)
+        return _nonnull(Operand(name, obj, True, ptr, shape, strides, dtype, ro))
+    raise NotAnArrayError(
+        f"{name} is a {type(obj).__name__}, not an array: pass a numpy array or a device array "
+        "(DLPack or __cuda_array_interface__: CuPy, PyTorch, JAX)")
+
+
+# ---- the stream of a call that names none ------------------------------------------------
+def _torch_current(torch):
+    # torch's raw accessor, as Triton's launcher reads it: the public current_stream(d)
+    # builds a Stream object, 1.9 us a call on the H200 host (a fifth of a launch)
+    raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
+    if raw is None:
+        current = torch.cuda.current_stream
+
+        def raw(d: int) -> int:
+            return current(d).cuda_stream
+
+    def of(t) -> int:
+        d = t.get_device()      # (-1: a CPU tensor, which runs on the host path)
+        return raw(d) if d >= 0 else 0
+    return of
+
+
+def _cupy_current(cupy):
+    current = cupy.cuda.get_current_stream
+    return lambda x: current(x.device.id).ptr
+
+
+def _no_current(_) -> int:
+    return 0
+
+
+_CURRENT: dict = {}      # array type -> its library's current stream, as a handle
+
+
+def framework_stream(obj) -> int:
+    """The stream a call on `obj` runs on when it names none: the current stream of the
+    library the array comes from (PyTorch's for its tensors, CuPy's for its arrays), where
+    that library's own ops and every library used beside it run (inside
+    torch.cuda.graph(), the capturing stream); else the default stream (0): numpy,
+    DeviceArray, JAX and other DLPack or CUDA Array Interface producers, whose pending
+    writes their own stream protocol orders before the call."""
+    tp = type(obj)
+    f = _CURRENT.get(tp)
+    if f is None:
+        lib = sys.modules.get(tp.__module__.split(".")[0])
+        name = getattr(lib, "__name__", "")
+        f = (_torch_current(lib) if name == "torch" and isinstance(obj, lib.Tensor) else
+             _cupy_current(lib) if name == "cupy" and isinstance(obj, lib.ndarray) else
+             _no_current)
+        _CURRENT[tp] = f
+    return f(obj)
+
+
+def _opaque_as_named(dtype: str, obj) -> str:
+    """The name of a type with no standard typestr (bfloat16) for an opaque void of its size
+    in an array whose own dtype names it (PyTorch 2.11's __cuda_array_interface__ typestr
+    "<V2" for bfloat16; cuda.core's DLPack view without ml_dtypes), else `dtype` as it is."""
+    named = str(getattr(obj, "dtype", ""))
+    return next((d.name for d in _OPAQUE if dtype.lstrip("<|=") == f"V{d.itemsize}"
+                 and d.name in named), dtype)
+
+
+def _parse_cai(name: str, obj, cai: dict) -> Operand:
+    # run()'s path for device arrays: plain comparisons, no generators
+    shape = _check_2d(name, cai["shape"])
+    typestr = cai["typestr"]
+    dtype = _CAI_DTYPE.get(typestr) or _opaque_as_named(typestr, obj)
+    if dtype not in SUPPORTED_DTYPES:
+        raise _unsupported(name, _TYPESTR.get(typestr, typestr))
+    if cai.get("mask") is not None:
+        raise InputError(f"{name} is a masked array (__cuda_array_interface__ mask): not supported")
+    ptr, ro = cai["data"]
+    st = cai.get("strides")
+    if st is None:
+        strides = (shape[1], 1)
+    else:
+        e = ITEMSIZE[dtype]
+        s0, s1 = int(st[0]), int(st[1])
+        if s0 % e or s1 % e or (len(st) > 2 and any(s % e for s in st[2:])):
+            raise ShapeError(f"{name} has strides {tuple(st)} (bytes) that are not a multiple of {e}")
+        strides = (s0 // e, s1 // e)
+    sv = cai.get("stream")   # v3: 1 legacy default, 2 per-thread default, else a handle
+    return _nonnull(Operand(name, obj, True, int(ptr or 0), shape, strides, dtype, bool(ro),
+                            stream=None if sv is None else int(sv)))
+
+
+def _nonnull(op: Operand) -> Operand:
+    if op.shape[0] * op.shape[1] > 0:
+        if op.ptr == 0:
+            raise InputError(f"{op.name} has a null data pointer (a closed or freed array?)")
+        if op.ptr % op.itemsize:   # a load there faults and takes the CUDA context with it
+            raise InputError(f"{op.name}'s data pointer 0x{op.ptr:x} is not "
+                             f"{op.itemsize}-byte aligned ({op.dtype})")
+    return op
+
+
+def widen(raw: np.ndarray, dtype: str) -> np.ndarray:
+    """float32 values of raw elements of `dtype` held as its storage (float32, float16; for
+    bfloat16 uint16 or ml_dtypes.bfloat16): precisions.DType.widen."""
+    return DTYPE[dtype].widen(raw)
+
+
+def narrow(x: np.ndarray, dtype: str) -> np.ndarray:
+    """`x` rounded to nearest-even in `dtype`, as a numpy array of that dtype's storage
+    (float32, float16, or uint16 bits for bfloat16): precisions.DType.narrow."""
+    return DTYPE[dtype].narrow(x)
+
+
+def to_numpy(name: str, obj) -> np.ndarray:
+    """A float32 host copy of any accepted operand (the exact values of 16-bit elements;
+    float32 numpy arrays are returned as they are)."""
+    op = parse(name, obj)
+    if not op.device:
+        h = op.host
+        return h if h.dtype == np.float32 else widen(h, op.dtype)
+    lo, hi = op.span()
+    e = op.itemsize
+    out = np.empty(op.shape, dtype=np.float32)
+    if hi > lo:
+        raw = np.empty((hi - lo) // e, dtype=DTYPE[op.dtype].storage)
+        launch.synchronize(0)       # the producer's work, on any blocking stream, is done
+        launch.memcpy_dtoh(raw.ctypes.data, lo, hi - lo, 0)
+        launch.synchronize(0)
+        first = (op.ptr - lo) // e
+        out[...] = widen(np.lib.stride_tricks.as_strided(
+            raw[first:], shape=op.shape, strides=(e * op.strides[0], e * op.strides[1])), op.dtype)
+    return out
+
+
+class DeviceArray:
+    """A minimal 2-D device array (row-major unless strides say otherwise) of float32,
+    float16 or bfloat16, for users and tests without CuPy or PyTorch. float32 and float16
+    speak __cuda_array_interface__; bfloat16, which has no typestr there, is read by
+    cute_gemm directly. Host data for it comes as float32 (rounded to nearest even) or as
+    ml_dtypes.bfloat16."""
+
+    def __init__(self, shape, *, strides=None, ordinal: int = 0, dtype: str = "float32",
+                 _buffer=None):
+        self.shape = tuple(int(s) for s in shape)
+        if len(self.shape) != 2:
+            raise ShapeError(f"DeviceArray must be 2-D (got shape {self.shape})")
+        if dtype not in SUPPORTED_DTYPES:
+            raise _unsupported("DeviceArray", dtype)
+        self.dtype_name = dtype
+        self.strides = tuple(strides) if strides is not None else (self.shape[1], 1)
+        span = 1 + sum((n - 1) * s for n, s in zip(self.shape, self.strides) if n > 0)
+        e = ITEMSIZE[dtype]
+        self._buf = _buffer if _buffer is not None else launch.DeviceBuffer(max(e * span, 4), ordinal)
+        self.ordinal = ordinal
+
+    @property
+    def dtype(self):
+        """numpy's dtype for float32/float16; the name for a type numpy lacks ("bfloat16")."""
+        d = DTYPE[self.dtype_name]
+        return np.dtype(d.storage) if d.numpy else d.name
+
+    @property
+    def ptr(self) -> int:
+        return self._buf.ptr
+
+    @property
+    def buffer_bytes(self) -> int:
+        """Bytes of the device allocation behind it (its span, at least 4)."""
+        return self._buf.nbytes
+
+    @property
+    def size(self) -> int:
+        return self.shape[0] * self.shape[1]
+
+    @property
+    def __cuda_array_interface__(self):
+        d = DTYPE[self.dtype_name]
+        if not d.typestr:
+            raise TypeError(f"{d.name} has no __cuda_array_interface__ typestr")
+        e = d.itemsize
+        return {"shape": self.shape, "typestr": d.typestr,
+                "data": (self.ptr, False), "strides": (e * self.strides[0], e * self.strides[1]),
+                "version": 3}
+
+    @property
+    def T(self) -> "DeviceArray":
+        """A transposed view sharing memory."""
+        return DeviceArray(self.shape[::-1], strides=self.strides[::-1], ordinal=self.ordinal,
+                           dtype=self.dtype_name, _buffer=self._buf)
+
+    def is_contiguous(self) -> bool:
+        return self.strides == (self.shape[1], 1) or self.shape[0] * self.shape[1] <= 1
+
+    @classmethod
+    def from_host(cls, host: np.ndarray, ordinal: int = 0, stream: int = 0,
+                  dtype: str | None = None) -> "DeviceArray":
+        """A copy of `host` (float32, float16 or ml_dtypes bfloat16), converted to `dtype`
+        (round to nearest even) when one is given."""
+        op = parse("array", host)
+        dtype = dtype or op.dtype
+        h = np.ascontiguousarray(host)
+        if dtype != op.dtype:
+            h = np.ascontiguousarray(narrow(widen(h, op.dtype), dtype))
+        d = cls(op.shape, ordinal=ordinal, dtype=dtype)
+        if h.size:
+            launch.memcpy_htod(d.ptr, h.ctypes.data, h.nbytes, stream)
+            launch.synchronize(stream)
+        return d
+
+    @classmethod
+    def full(cls, shape, value: float, ordinal: int = 0, stream: int = 0,
+             dtype: str = "float32") -> "DeviceArray":
+        d = cls(shape, ordinal=ordinal, dtype=dtype)
+        e = ITEMSIZE[dtype]
+        launch.memset(d.ptr, DTYPE[dtype].bits(value), d.buffer_bytes // e, e, stream)
+        return d
+
+    def to_host(self, stream: int = 0) -> np.ndarray:
+        """A float32 host copy (16-bit elements widened exactly)."""
+        if not self.is_contiguous():
+            raise ShapeError("to_host() needs a contiguous DeviceArray (transpose on the host)")
+        raw = np.empty(self.shape, dtype=DTYPE[self.dtype_name].storage)
+        if raw.size:
+            launch.memcpy_dtoh(raw.ctypes.data, self.ptr, raw.nbytes, stream)
+            launch.synchronize(stream)
+        return raw if raw.dtype == np.float32 else widen(raw, self.dtype_name)
+
+    def close(self) -> None:
+        self._buf.close()
+
+    def __repr__(self) -> str:
+        return (f"DeviceArray(shape={self.shape}, strides={self.strides}, dtype={self.dtype_name}, "
+                f"ptr=0x{self.ptr:x})")

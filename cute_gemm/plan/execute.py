@@ -1,0 +1,199 @@
+"""Carrying out one GEMM on the device: T = alpha * A @ B + beta * C with operands already
+validated. Everything around the kernel launch lives here: an output that aliases an
+input is computed apart and copied; a problem past one launch is cut into launches;
+operands a kernel cannot take as they are are copied into a layout it can; a composed
+kernel (Kernel.gemm_of) runs its passes around the GEMM it names (composed.Composed);
+scratch is allocated and freed in stream order (pool.alloc_async), so nothing outlives
+the call.
+"""
+from __future__ import annotations
+
+import functools
+
+from .. import registry
+from ..base import memo
+from ..driver import launch, pool
+from .composed import Composed
+from .relayout import Scale2d, entry_for, pieces, prepared, scratch_bytes
+from ..driver.arrays import Operand
+from ..base.errors import CudaError
+from ..base.precisions import ACCUMULATOR
+from ..registry.records import AS_PLANNED, PRECISION_DTYPE, Pick
+from .resolve import CACHE, UTIL, launch_entries, layout_launches, loaded
+
+
+def _sub(op: Operand | None, i0: int, j0: int, rows: int, cols: int) -> Operand | None:
+    """The (rows, cols) block of a device operand starting at element (i0, j0)."""
+    if op is None:
+        return None
+    off = op.itemsize * (i0 * op.strides[0] + j0 * op.strides[1])
+    return Operand(op.name, op.obj, True, op.ptr + off, (rows, cols), op.strides, op.dtype,
+                   op.readonly)
+
+
+def _scale2d(ordinal: int, stream: int, s: float, src: Operand | None, dst: Operand,
+             pad: bool = False) -> None:
+    """dst = s * src, once (relayout.Scale2d, which says what src, s and pad may be)."""
+    Scale2d(ordinal, src, dst, pad)(s, src.ptr if src is not None else None, dst.ptr, stream)
+
+
+def _temp(shape, dtype: str, ordinal: int, stream: int, owned: list,
+          strides: tuple[int, int] | None = None) -> Operand:
+    """A scratch matrix in stream order (freed by _release on the same stream), row-major
+    unless `strides` say otherwise."""
+    strides = strides or (shape[1], 1)
+    op = Operand("tmp", None, True, 0, tuple(shape), strides, dtype)
+    op.ptr = pool.alloc_async(scratch_bytes(op), ordinal, stream)
+    owned.append(op.ptr)
+    return op
+
+
+def _release(owned: list, stream: int) -> None:
+    """Free scratch in stream order: after the work queued so far, no host wait."""
+    for ptr in owned:
+        pool.free_async(ptr, stream)
+    owned.clear()
+
+
+def _pick_ready(lk, group: tuple[str, ...], stream: int) -> bool:
+    """Whether gemm()'s pick runs this call rather than its stand-in: its launch's entry
+    points are at hand (Loaded.ready); inside a graph capture always, compiled there if
+    need be: every replay runs what the capture holds, so it holds the pick (its module
+    loads in the relaxed capture mode, driver.relaxed)."""
+    return launch.capturing(stream) or lk.ready(group, start=False)
+
+
+def _composed_ready(k, ordinal: int, stream: int) -> bool:
+    """Whether a composed kernel's launches run this call rather than gemm()'s stand-in
+    (_pick_ready of each): its pre-pass and its GEMM's launches on A' and B'
+    (resolve.layout_launches)."""
+    return all([_pick_ready(loaded(x, ordinal), group, stream)
+                for x, group in _composed_launches(k.name)])
+
+
+def _composed_start(k, ordinal: int) -> None:
+    """Begin, in the background, the compile of a composed kernel's launches not at hand."""
+    for x, group in _composed_launches(k.name):
+        loaded(x, ordinal).ready(group)
+
+
+@functools.lru_cache(maxsize=None)
+def _composed_launches(name: str) -> tuple:
+    """(kernel, entry set) of each launch a call of composed kernel `name` makes, as
+    resolve.layout_launches says: registry data, the same for every call."""
+    k = registry.get(name)
+    kernels = {x.name: x for x in (k, k.gemm_of.kernel, UTIL)}
+    return tuple((kernels[n], group) for n, groups in layout_launches(k, "nn").items()
+                 for group in groups)
+
+
+def _stand_in(stand_in, A: Operand, B: Operand, C: Operand | None, T: Operand, alpha: float,
+              beta: float, stream: int, ordinal: int) -> bool:
+    """The call run by gemm()'s stand-in (standin.stand_in: kernel, precision): on A and B as
+    they are where they have that precision's type, else on copies widened to it (exact),
+    into T, or where the kernel writes only float32 and T is 16-bit, into a float32 copy
+    rounded into T once. False where that scratch cannot be had: the call then waits for
+    its pick, as it would without a stand-in."""
+    quick, precision = stand_in
+    dtype = PRECISION_DTYPE[precision]
+    owned: list = []
+    try:
+        try:
+            A2, B2 = (X if X.dtype == dtype else _temp(X.shape, dtype, ordinal, stream, owned)
+                      for X in (A, B))
+            W = (T if quick.computes(precision, T.dtype) else
+                 _temp(T.shape, ACCUMULATOR, ordinal, stream, owned))
+        except CudaError:
+            return False
+        for X, X2 in ((A, A2), (B, B2)):
+            if X2 is not X:
+                _scale2d(ordinal, stream, 1.0, X, X2)
+        CW = C
+        if C is not None and W is not T:
+            _scale2d(ordinal, stream, 1.0, C, W)    # widened into W, which the GEMM updates
+            CW = W
+        gemm_device(quick, A2, B2, CW, W, alpha, beta, stream, ordinal, precision)
+        if W is not T:
+            _scale2d(ordinal, stream, 1.0, W, T)
+        return True
+    finally:
+        _release(owned, stream)
+
+
+def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
+                alpha: float, beta: float, stream: int, ordinal: int, precision: str = "fp32",
+                pick: Pick = AS_PLANNED, stand_in=None):
+    """T = alpha * A @ B + beta * C on the device (C may be T itself, or None) in
+    `precision` (A and B of its type; C of T's). pick: gemm()'s table pick (records.Pick):
+    on the transposed problem C^T = B^T A^T (resolve.swapped decides what each launch
+    computes), with split_k CTAs per tile (resolve). stand_in: (kernel, precision) that runs
+    the call instead (as planned) while k's entry points for it compile in the background
+    (standin.stand_in; Loaded.ready). Returns (key, launcher) of the CACHE.launches entry the
+    call went through, or None (always None from a stand-in: run()'s signature hot path
+    must not keep it)."""
+    m, kk = A.shape
+    n = B.shape[1]
+    if C is None or beta == 0.0:
+        C, beta = None, 0.0     # BLAS: with beta == 0, C is not read
+    if m == 0 or n == 0:
+        return None
+    products = kk > 0 and alpha != 0.0     # BLAS: with alpha == 0, A and B are not read
+    read = ((A, B) if products else ()) + ((C,) if C is not None else ())
+    if any(T.overlaps(x) and not (x is C and C.same_view(T)) for x in read):
+        # T aliases an input other than as C in place: compute apart, then copy into T
+        owned: list = []
+        try:
+            # row-major in the problem asked for (C^T's, for a pick of the transposed
+            # problem): written as the launch would write a fresh result of that problem
+            W = _temp(T.shape, T.dtype, ordinal, stream, owned,
+                      (1, T.shape[0]) if pick.transposed else None)
+            gemm_device(k, A, B, C, W, alpha, beta, stream, ordinal, precision, pick, stand_in)
+            _scale2d(ordinal, stream, 1.0, W, T)
+        finally:
+            _release(owned, stream)
+        return None
+    if not products:
+        _scale2d(ordinal, stream, beta, C, T)
+        return None
+    mc, nc, kc = k.launch_extents(m, n, kk, pick.transposed)
+    if (mc, nc, kc) != (m, n, kk):
+        # beyond one launch (grid limits, 32-bit indices): launches on blocks of C, and
+        # along K each piece adds to what the one before left in T
+        for i0, r in pieces(m, mc):
+            for j0, c in pieces(n, nc):
+                Tb = _sub(T, i0, j0, r, c)
+                for p0, q in pieces(kk, kc):
+                    gemm_device(k, _sub(A, i0, p0, r, q), _sub(B, p0, j0, q, c),
+                                _sub(C, i0, j0, r, c) if p0 == 0 else Tb, Tb, alpha,
+                                beta if p0 == 0 else 1.0, stream, ordinal, precision, pick,
+                                stand_in)
+        return None
+    # the hot path: a launch already resolved for this kernel, shape, strides, pointer
+    # alignment class and pick (everything swapped(), choose() and the grid depend on)
+    # skips straight to the driver; a launch on relayout copies too (relayout.Relaid: the
+    # copies' layouts follow from the key, only their stream-ordered pointers change), and
+    # a composed kernel's passes and GEMM (composed.Composed, alike)
+    key = (k.name, precision, T.dtype, ordinal, m, n, kk, A.strides, B.strides, T.strides,
+           A.ptr & 255, B.ptr & 255, T.ptr & 255, pick)
+    fast = CACHE.launches.get(key)
+    if fast is None and k.gemm_of is not None:
+        if (stand_in is not None and not _composed_ready(k, ordinal, stream)
+                and _stand_in(stand_in, A, B, C, T, alpha, beta, stream, ordinal)):
+            _composed_start(k, ordinal)     # after the stand-in's own compile
+            return None
+        fast = memo.keep(CACHE.launches, key, Composed(k, ordinal, A, B, T, pick))
+    elif fast is None:
+        lk = loaded(k, ordinal)
+        swap, variant, copies = entry_for(k, lk, A, B, T, precision, pick)
+        if stand_in is not None:
+            group = launch_entries(k, variant, reduce=pick.reduce and pick.split_k > 0)
+            if not _pick_ready(lk, group, stream):
+                if _stand_in(stand_in, A, B, C, T, alpha, beta, stream, ordinal):
+                    lk.ready(group)             # begins the compile, after the stand-in's own
+                    return None
+        fast = prepared(k, ordinal, A, B, T, swap, variant, copies, pick)
+        memo.keep(CACHE.launches, key, fast)
+    if C is not None and not C.same_view(T):
+        _scale2d(ordinal, stream, 1.0, C, T)       # the launch updates T in place
+    fast(A.ptr, B.ptr, T.ptr, alpha, beta, stream)
+    return key, fast

@@ -1,0 +1,264 @@
+"""run()'s signature hot path: a repeat call on device arrays with `out`, no `c` (or `c`
+that is `out` itself: an update in place), on a one-device host goes from its operands'
+attributes straight to the launch resolved for it. A call without `out` (`launch_new`),
+from its a's and b's signatures, allocates the result the full path allocated for them
+and launches the same way into it.
+
+A call's signature holds everything validation, the entry choice and the launch depend
+on: the kernel, the precision asked for, the call's stream, and per operand what its
+kind of array can change — shape, strides, element type and pointer alignment class
+(ptr & 255) always; the read-only flag, mask and producer stream of a
+__cuda_array_interface__; CuPy's current stream (which its CAI reports as the producer
+stream). A call without `stream` runs on its operands' library's current stream
+(arrays.framework_stream), read on every call. A PyTorch tensor that autograd records (it
+requires grad, and grad mode is on) has no signature: the full path hands the call to
+autograd. The first call with a signature goes through
+run()'s full path; if that launched one resolved launch (a Launcher, or a relayout.Relaid
+on copies) with no producer stream to wait for, the signature is remembered (`remember`),
+and later calls with it skip parse() and validation: they test only what the signature
+cannot hold (null pointers, an `out` that overlaps an input) and launch with their own
+pointers, alpha and beta (with `c` as `out`, the launch is the one without it: beta is
+an argument of the kernel, and the launch updates `out` in place).
+
+Each array type is read by the cheapest means that sees what the full path sees: our
+DeviceArray and PyTorch tensors by their attributes (PyTorch builds its CAI dict in
+Python), CuPy arrays by theirs, anything else by its CAI.
+"""
+from __future__ import annotations
+
+import sys
+
+from .. import driver
+from ..base import memo
+from ..driver import launch
+from ..driver.arrays import DeviceArray, Operand, framework_stream
+from .resolve import CACHE
+
+HOT_ENTRIES = 4096     # remembered signatures (all forgotten at once past this)
+
+
+# ---- one operand (a call whose operands are of different kinds) ---------------------------
+def _read_cai(x):
+    c = x.__cuda_array_interface__
+    p = c["data"][0]
+    return (c["shape"], c.get("strides"), c["typestr"], c["data"][1], c.get("mask"),
+            c.get("stream"), p & 255), p
+
+
+def _read_device_array(x):
+    p = x.ptr
+    return ("da", x.shape, x.strides, x.dtype_name, p & 255), p
+
+
+def _torch_reader(torch):
+    grad = torch.is_grad_enabled
+
+    def read(t):
+        # a CPU tensor must never match a CUDA one; one autograd records goes the full way
+        if not t.is_cuda or (t.requires_grad and grad()):
+            return None
+        p = t.data_ptr()
+        return ("torch", t.shape, t.stride(), t.dtype, p & 255), p
+    return read
+
+
+def _cupy_reader(cupy):
+    current = cupy.cuda.get_current_stream
+
+    def read(x):
+        p = x.data.ptr
+        # the producer stream its CAI reports is CuPy's current stream
+        return ("cupy", x.shape, x.strides, x.dtype, current().ptr, p & 255), p
+    return read
+
+
+# ---- three operands of one kind: one function, one flat signature -------------------------
+def _read3_device_arrays(a, b, o):
+    pa, pb, po = a.ptr, b.ptr, o.ptr
+    return (("da", a.shape, a.strides, a.dtype_name, pa & 255, b.shape, b.strides, b.dtype_name,
+             pb & 255, o.shape, o.strides, o.dtype_name, po & 255), pa, pb, po)
+
+
+def _torch_read3(torch):
+    grad = torch.is_grad_enabled
+
+    def read3(a, b, o):
+        if not (a.is_cuda and b.is_cuda and o.is_cuda):
+            return None
+        # the full path refuses an out that requires grad, and out= beside an operand
+        # autograd records
+        if o.requires_grad or ((a.requires_grad or b.requires_grad) and grad()):
+            return None
+        pa, pb, po = a.data_ptr(), b.data_ptr(), o.data_ptr()
+        return (("torch", a.shape, a.stride(), a.dtype, pa & 255, b.shape, b.stride(), b.dtype,
+                 pb & 255, o.shape, o.stride(), o.dtype, po & 255), pa, pb, po)
+    return read3
+
+
+def _cupy_read3(cupy):
+    current = cupy.cuda.get_current_stream
+
+    def read3(a, b, o):
+        pa, pb, po = a.data.ptr, b.data.ptr, o.data.ptr
+        # each one's CAI reports the current stream as its producer's: read once
+        return (("cupy", a.shape, a.strides, a.dtype, pa & 255, b.shape, b.strides, b.dtype,
+                 pb & 255, o.shape, o.strides, o.dtype, po & 255, current().ptr), pa, pb, po)
+    return read3
+
+
+def _mixed(ra, rb, ro):
+    def read3(a, b, o):
+        (sa, pa), (sb, pb), (so, po) = ra(a), rb(b), ro(o)     # (None: TypeError, caught)
+        return (sa, sb, so), pa, pb, po
+    return read3
+
+
+# (type(a), type(b), type(out)) -> read3(a, b, out): (signature, pa, pb, po) or None;
+# type -> whether its signature holds the producer stream the full path reads
+_READ3: dict = {}
+_HOLDS_STREAM: dict = {}
+
+
+def _kind(tp):
+    """(reader of one operand, read3 of three of this type or None, holds its producer stream)."""
+    torch, cupy = sys.modules.get("torch"), sys.modules.get("cupy")
+    if issubclass(tp, DeviceArray):
+        return _read_device_array, _read3_device_arrays, False
+    if torch is not None and tp in (getattr(torch, "Tensor", None),
+                                    getattr(getattr(torch, "nn", None), "Parameter", None)):
+        return _torch_reader(torch), _torch_read3(torch), False   # (subclasses: their CAI)
+    if cupy is not None and tp is getattr(cupy, "ndarray", None):
+        return _cupy_reader(cupy), _cupy_read3(cupy), True
+    return _read_cai, None, True
+
+
+def _read3_for(types):
+    kinds = [_kind(tp) for tp in types]
+    for tp, k in zip(types, kinds):
+        _HOLDS_STREAM[tp] = k[2]
+    r = kinds[0][1] if types[0] is types[1] is types[2] and kinds[0][1] else \
+        _mixed(*(k[0] for k in kinds))
+    _READ3[types] = r
+    return r
+
+
+# ---- a call without out: a result allocated as the full path did, then the launch ----------
+def _read1_for(tp):
+    r, _, _HOLDS_STREAM[tp] = _kind(tp)
+    _READ1[tp] = r
+    return r
+
+
+_READ1: dict = {}     # type -> reader of one operand of it
+
+
+def launch_new(name, precision, a, b, alpha, stream):
+    """(result, None) if a call without `out` was launched through a remembered signature
+    of its a and b: a new result allocated as the full path allocated it, written by the
+    launch that path resolved; else (None, what `remember_new` needs once the full path has
+    run; None: this call has no signature)."""
+    try:
+        ra = _READ1.get(type(a)) or _read1_for(type(a))
+        rb = _READ1.get(type(b)) or _read1_for(type(b))
+        (sa, pa), (sb, pb) = ra(a), rb(b)      # (None for a CPU tensor: TypeError, caught)
+        s = framework_stream(a) if stream is None else launch.stream_handle(stream)
+        # (a's type: the library the result is allocated by, which not every signature holds)
+        key = (name, precision, s, type(a), sa, sb)
+        entry = CACHE.results.get(key)
+    except Exception:    # the full path reads the operands and says what is wrong
+        return None, None
+    if entry is None or not (pa and pb):     # null pointers: the full path names them
+        return None, key
+    launcher, alloc, ptr_of = entry
+    out = alloc(a)      # (a new allocation of the library's: it overlaps neither a nor b)
+    driver.ensure_context(0)
+    launcher(pa, pb, ptr_of(out), alpha, 0.0, s)
+    return out, None
+
+
+def allocates_in_capture(obj) -> bool:
+    """True for CuPy and PyTorch arrays: their libraries allocate inside a graph capture,
+    where our DeviceArray's cuMemAlloc is refused."""
+    return type(obj).__module__.split(".")[0] in ("cupy", "torch")
+
+
+def _allocator(result, a):
+    """(allocate(a), pointer of) for results like `result`, where allocates_in_capture
+    (else None), that the full path allocated for operand `a`."""
+    mod = type(result).__module__.split(".")[0]
+    lib = sys.modules.get(mod) if allocates_in_capture(result) else None
+    if lib is None:
+        return None
+    empty, shape, dtype = lib.empty, tuple(result.shape), result.dtype
+    if mod == "cupy":
+        return (lambda _: empty(shape, dtype=dtype)), (lambda x: x.data.ptr)   # one device
+    device, data_ptr = result.device, type(result).data_ptr
+    if type(a) in (lib.Tensor, getattr(getattr(lib, "nn", None), "Parameter", None)):
+        # empty_like of a view that is not dense (one element, strides 0) is a fresh
+        # row-major tensor of its shape, type and device (torch.preserve_format), by
+        # PyTorch's cheapest allocation from Python (docs/design/host_overhead.md)
+        unit = _UNITS.get((dtype, device))
+        if unit is None:
+            unit = _UNITS[dtype, device] = empty((1,), dtype=dtype, device=device)
+        like, proto = lib.empty_like, unit.expand(shape)
+        return (lambda _: like(proto)), data_ptr
+    return (lambda _: empty(shape, dtype=dtype, device=device)), data_ptr
+
+
+_UNITS: dict = {}    # (dtype, device) -> a one-element tensor, the allocator's views' base
+
+
+def remember_new(key, fast, A: Operand, B: Operand, result) -> None:
+    """Keep the signature of a call without `out` the full path has just launched through
+    `fast` into `result`, which it allocated, under the conditions of `remember`."""
+    alloc = _allocator(result, A.obj)
+    if alloc is None or not _streams_held(key[2], (A, B)):
+        return
+    memo.keep(CACHE.results, key, (fast[1], *alloc), HOT_ENTRIES)
+
+
+def launch_or_sign(name, precision, a, b, out, alpha, beta, stream):
+    """True if the call was launched through a remembered signature; else what `remember`
+    needs once the full path has run (None: this call has no signature)."""
+    try:
+        types = (type(a), type(b), type(out))
+        r = (_READ3.get(types) or _read3_for(types))(a, b, out)
+        if r is None:
+            return None
+        s = framework_stream(a) if stream is None else launch.stream_handle(stream)
+        key = (name, precision, s, r[0])
+        entry = CACHE.hot.get(key)      # (TypeError for an unhashable field: no signature)
+    except Exception:    # the full path reads the operands and says what is wrong
+        return None
+    if entry is None:
+        return key
+    launcher, (alo, ahi, blo, bhi, olo, ohi) = entry
+    _, pa, pb, po = r
+    if (pa and pb and po and not (pa + alo < po + ohi and po + olo < pa + ahi)
+            and not (pb + blo < po + ohi and po + olo < pb + bhi)):
+        driver.ensure_context(0)
+        launcher(pa, pb, po, alpha, beta, s)
+        return True
+    return None      # null pointers or an overlapping out: the full path names or handles it
+
+
+def _streams_held(stream, ops) -> bool:
+    """Whether the call waited for no producer stream: none of `ops` has one, or (an
+    operand whose signature holds it) it is the call's stream."""
+    cs = launch.canonical_stream(stream)
+    return all(op.stream is None or (_HOLDS_STREAM.get(type(op.obj), False)
+                                     and launch.canonical_stream(op.stream) == cs)
+               for op in ops)
+
+
+def remember(key, fast, A: Operand, B: Operand, O: Operand) -> None:
+    """Keep the signature of a call the full path has just launched through `fast`
+    (gemm_device's (key, Launcher or Relaid)), if nothing it did depends on more than the
+    signature: no producer stream was waited for, and an operand whose signature does not
+    hold its producer stream had none."""
+    if not _streams_held(key[2], (A, B, O)):
+        return
+    # each operand's byte span relative to its pointer (fixed by the signature), for the
+    # overlap test
+    memo.keep(CACHE.hot, key, (fast[1], tuple(x - op.ptr for op in (A, B, O) for x in op.span())),
+              HOT_ENTRIES)

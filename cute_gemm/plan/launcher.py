@@ -1,0 +1,207 @@
+"""Carrying out a resolved launch: `LaunchPlan`, what resolve.py decides once, `Launcher`,
+its arguments packed once per thread, and `TensorMaps`, the TMA tensor maps of A and B it
+encodes per pointer pair. Per call only the pointers, alpha and beta change."""
+from __future__ import annotations
+
+import functools
+import threading
+from dataclasses import dataclass
+
+from . import streamk
+from .. import registry
+from ..base import memo
+from ..driver import launch, pool, workspace
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """What run() launches for one kernel, device, shape, stride pattern and pointer
+    alignment class."""
+    kernel: str
+    ordinal: int
+    shape: tuple[int, int, int]          # (M, N, K)
+    entry: str                           # the entry point launched last
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    smem: int
+    copies: tuple[str, ...] = ()         # operands copied first into a layout the entry takes
+    workspace_bytes: int = 0             # > 0: a persistent stream-K launch
+    head_entry: str = ""                 # a split launch: the data-parallel launch before it
+    head_grid: tuple[int, int, int] = (0, 0, 0)
+    pdl: bool = False                    # ... whose successor starts by programmatic launch
+    swap: bool = False                   # the entry computes C^T = B^T A^T (swapped, then a
+                                         # stream-K twin's own turn); shape, strides and the
+                                         # pointers of A and B are turned by the Launcher
+    precision: str = "fp32"              # records.PRECISIONS
+    out_dtype: str = "float32"
+    tma: bool = False                    # the entry takes TMA tensor maps of A and B
+    tail_split: tuple[int, int] | None = None   # (dp, pieces) of a walk that may be cut
+                                         # (sm90_tail_split.cuh); where pieces > 1 the entry
+                                         # is the cut twin, taking (ws, dp, pieces) after its
+                                         # maps, and workspace_bytes > 0
+    split_k: int = 0                     # a stream-K launch of split_k CTAs per tile (Pick),
+                                         # or with reduce_grid, a split entry's shares
+    reduce_grid: tuple[int, int, int] = (0, 0, 0)   # > 0: REDUCE sums the shares after it
+    reduce_block: tuple[int, int, int] = (0, 0, 0)
+    reduce_pdl: bool = False             # ... starting by programmatic dependent launch
+
+    @property
+    def stream_k(self) -> bool:
+        """A launch that shares a tile's K between CTAs through a workspace (stream-K, or a
+        cut last wave)."""
+        return self.workspace_bytes > 0
+
+    @property
+    def split(self) -> bool:
+        return bool(self.head_entry)
+
+    @property
+    def reduced(self) -> bool:
+        """A split entry's launch, whose shares REDUCE sums after it (Pick.reduce)."""
+        return self.reduce_grid[0] > 0
+
+
+class TensorMaps:
+    """The TMA tensor maps of A and B for one launch shape and stride pattern (records.
+    TmaBoxes), encoded per pointer: a repeat call on the same arrays reuses its maps."""
+    __slots__ = ("a", "b", "precision", "swizzle", "memo")
+
+    def __init__(self, variant: registry.Variant, m: int, n: int, kk: int, sa, sb):
+        e = registry.ITEMSIZE[variant.dtype]
+        # (dims (contiguous, other), leading stride in bytes, box) per operand
+        self.a = (((kk, m), sa[0] * e) if variant.a_major == "k" else ((m, kk), sa[1] * e)) \
+            + (variant.tma.a,)
+        self.b = (((kk, n), sb[1] * e) if variant.b_major == "k" else ((n, kk), sb[0] * e)) \
+            + (variant.tma.b,)
+        self.precision, self.swizzle, self.memo = variant.precision, variant.tma.swizzle, {}
+
+    def __call__(self, pa: int, pb: int) -> tuple[bytes, bytes]:
+        maps = self.memo.get((pa, pb))
+        if maps is None:
+            maps = tuple(launch.encode_tensor_map(p, self.precision, dims, ld, box, self.swizzle)
+                         for p, (dims, ld, box) in ((pa, self.a), (pb, self.b)))
+            memo.keep(self.memo, (pa, pb), maps, 64)
+        return maps
+
+
+class Reduction:
+    """The second launch of a split-K launch with a reduction launch (records.Pick.reduce):
+    resolve.REDUCE summing the split entry's slices into C (as the entry sees C: C^T for a
+    launch on the transposed problem). Its argument block is packed once per thread, as
+    Launcher's."""
+    __slots__ = ("site", "pack", "local")
+
+    def __init__(self, f: launch.Function, grid, block, m: int, n: int, split: int, sc,
+                 pdl: bool):
+        self.site = launch.Site(f, grid, block, 0, pdl)
+        self.pack = functools.partial(launch.pack_reduce_args, m, n, split, sc[0], sc[1])
+        self.local = threading.local()
+
+    def __call__(self, slices: int, c, alpha, beta, stream) -> None:
+        try:
+            packed = self.local.packed
+        except AttributeError:
+            packed = self.local.packed = self.pack()
+        s = packed[0][0]
+        s.ws, s.C, s.alpha, s.beta = slices, c, alpha, beta
+        self.site(stream, packed)
+
+
+class Launcher:
+    """One resolved launch, its arguments packed once: per call only the pointers and
+    alpha/beta change (and, for TMA entries, the tensor maps of A and B). Each thread writes
+    and launches its own copy of the argument block (the driver copies the arguments inside
+    cuLaunchKernel, which runs without the GIL), so no lock is taken and no thread can
+    see another's pointers."""
+    __slots__ = ("plan", "site", "pack", "local", "head", "maps", "plain", "tail")
+
+    def __init__(self, plan: LaunchPlan, f: launch.Function, strides, tile0: int = 0,
+                 head: "Launcher | None" = None, variant: registry.Variant | None = None,
+                 reduce: launch.Function | None = None):
+        """tile0: a stream-K twin's first tile, or a split entry's split_k (its int argument);
+        reduce: the reduction's function, launched after a split entry (plan.reduce_grid)."""
+        self.plan, self.head = plan, head
+        m, n, kk = plan.shape
+        sa, sb, sc = strides
+        if plan.swap:
+            m, n, sa, sb, sc = n, m, sb[::-1], sa[::-1], sc[::-1]
+        args = (m, n, kk, 0.0, 0, sa[0], sa[1], 0, sb[0], sb[1], 0.0, 0, sc[0], sc[1])
+        self.maps = None
+        if plan.tma:
+            self.maps = TensorMaps(variant, m, n, kk, sa, sb)
+            if plan.tail_split is None or plan.tail_split[1] == 1:     # an uncut walk
+                self.pack = functools.partial(launch.pack_gemm_args_tma, *args)
+            else:
+                self.pack = functools.partial(launch.pack_gemm_args_tma_ws, *args, 0, *plan.tail_split)
+        elif plan.workspace_bytes:
+            self.pack = functools.partial(launch.pack_gemm_args_ws, *args, 0, tile0)
+        else:
+            self.pack = functools.partial(launch.pack_gemm_args, *args)
+        self.local = threading.local()
+        self.tail = None if reduce is None else Reduction(
+            reduce, plan.reduce_grid, plan.reduce_block, m, n, plan.split_k, sc, plan.reduce_pdl)
+        self.site = launch.Site(f, plan.grid, plan.block, plan.smem, plan.pdl)
+        # (most launches: one kernel, its arguments as they come, nothing else to do)
+        self.plain = not (plan.workspace_bytes or head or plan.swap or plan.tma or plan.pdl)
+
+    @property
+    def f(self) -> launch.Function:
+        return self.site.f
+
+    def __call__(self, a, b, c, alpha, beta, stream):
+        if self.plain:
+            try:
+                packed = self.local.packed
+            except AttributeError:
+                packed = self._packed()
+            s = packed[0][0]             # the argument struct the pointer array points into
+            s.A, s.B, s.C, s.alpha, s.beta = a, b, c, alpha, beta
+            (err,) = self.site.go(stream, packed[1], 0)     # (Site.__call__, inlined)
+            if err:
+                self.site.failed(err)
+            return
+        p = self.plan
+        if not p.workspace_bytes:
+            self._launch(a, b, c, alpha, beta, stream, 0)
+            return
+        if launch.capturing(stream):
+            # a graph owns its workspace: stream-ordered scratch, zeroed inside the graph,
+            # before the head, so that nothing stands between the head and the twin that
+            # starts by programmatic dependent launch
+            ws = pool.alloc_async(p.workspace_bytes, p.ordinal, stream)
+            try:
+                launch.memset_f32(ws, 0, streamk.STREAM_K_COUNTERS, stream)
+                self._launch(a, b, c, alpha, beta, stream, ws)
+            finally:
+                pool.free_async(ws, stream)
+        else:
+            w = workspace.take(p.ordinal, p.workspace_bytes, stream, streamk.STREAM_K_COUNTERS)
+            try:
+                self._launch(a, b, c, alpha, beta, stream, w.ptr)
+            finally:
+                workspace.give(w, stream)
+
+    def _packed(self):
+        try:
+            return self.local.packed
+        except AttributeError:           # this thread's first launch through this Launcher
+            packed = self.local.packed = self.pack()
+            return packed
+
+    def _launch(self, a, b, c, alpha, beta, stream, ws):
+        if self.head is not None:
+            self.head(a, b, c, alpha, beta, stream)
+        packed = self._packed()
+        s = packed[0][0]
+        if self.plan.swap:
+            a, b = b, a
+        s.A, s.B, s.C, s.alpha, s.beta = a, b, c, alpha, beta
+        if self.tail is not None:
+            ws += streamk.SPLIT_SLICES_AT       # past the pool's stream-K counters
+        if ws:
+            s.ws = ws
+        if self.maps is not None:
+            launch.set_tensor_maps(s, *self.maps(a, b))
+        self.site(stream, packed)
+        if self.tail is not None:
+            self.tail(ws, c, alpha, beta, stream)

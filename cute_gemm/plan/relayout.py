@@ -1,0 +1,171 @@
+"""Copies around a launch, prepared once: `Scale2d` (dst = s * src through the scale2d
+kernel, resolve.UTIL) for fixed shapes, strides and element types, and `Relaid`, a launch
+whose operands the entry point cannot take as they are, run on stream-ordered copies in a
+layout it can. Both pack their argument blocks once per thread, as launcher.Launcher does:
+per call only the pointers (and scales) change, so a call on copies costs the host a few
+launches, not a fresh resolve."""
+from __future__ import annotations
+
+import ctypes
+import threading
+
+from .. import registry
+from ..driver import launch, pool
+from ..driver.arrays import Operand
+from ..driver.kernel_args import packed
+from .resolve import UTIL, UTIL_ENTRY, choose, copy_target, loaded, oriented, resolve, swapped
+
+
+def pieces(extent: int, step: int):
+    """(start, size) of the launches that cover `extent` in pieces of at most `step`."""
+    return [(i, min(step, extent - i)) for i in range(0, extent, step)]
+
+
+def padded(op: Operand) -> tuple[int, int]:
+    """The extents of `op` with its contiguous mode stretched to its leading dimension."""
+    (m, n), (s0, s1) = op.shape, op.strides
+    return (m, max(n, s0)) if s1 == 1 and m > 0 else (max(m, s1), n) if s0 == 1 else (m, n)
+
+
+def scratch_bytes(op: Operand) -> int:
+    """Bytes a scratch matrix shaped and strided as `op` takes: its last row's pad too,
+    which Scale2d(pad=True) writes."""
+    span = 1 + sum((x - 1) * st for x, st in zip(padded(op), op.strides) if x > 0)
+    return op.itemsize * max(span, 1)
+
+
+class _ScaleArgs(ctypes.Structure):
+    """kernels/util/scale2d.cu's parameters, in order."""
+    _fields_ = [("M", ctypes.c_int), ("N", ctypes.c_int), ("MS", ctypes.c_int),
+                ("NS", ctypes.c_int), ("s", ctypes.c_float),
+                ("src", ctypes.c_void_p), ("ss0", ctypes.c_longlong), ("ss1", ctypes.c_longlong),
+                ("dst", ctypes.c_void_p), ("ds0", ctypes.c_longlong), ("ds1", ctypes.c_longlong)]
+
+
+_SCALE_OFFSETS = tuple(getattr(_ScaleArgs, f).offset for f, _ in _ScaleArgs._fields_)
+
+
+class Scale2d:
+    """dst = s * src for operands shaped and strided as `src` and `dst` (their pointers are
+    ignored): src None or s == 0 writes zeros; src of dst's element type or one UTIL_ENTRY
+    converts from. pad: also zero dst's pad, between its contiguous extent and its leading
+    dimension. One launch per piece of the grid's limits; call with (s, src_ptr, dst_ptr,
+    stream)."""
+    __slots__ = ("parts", "strides", "local")
+
+    def __init__(self, ordinal: int, src: Operand | None, dst: Operand, pad: bool = False):
+        m, n = dst.shape
+        self.parts: list = []
+        self.strides = (src.strides if src is not None else (0, 0)) + tuple(dst.strides)
+        self.local = threading.local()
+        if m * n == 0:
+            return
+        wm, wn = padded(dst) if pad else (m, n)
+        f = loaded(UTIL, ordinal).function(
+            UTIL_ENTRY[src.dtype if src is not None else dst.dtype, dst.dtype])
+        mc, nc, _ = UTIL.launch_extents(wm, wn, 1)
+        (ss0, ss1), (ds0, ds1) = self.strides[:2], dst.strides
+        for i0, r in pieces(wm, mc):
+            for j0, c in pieces(wn, nc):
+                # (rows, cols) launched, of which (in-range rows, cols) hold dst's elements
+                dims = (r, c, max(0, min(r, m - i0)), max(0, min(c, n - j0)))
+                src_off = None if src is None else src.itemsize * (i0 * ss0 + j0 * ss1)
+                self.parts.append((launch.Site(f, UTIL.grid(r, c, 1), UTIL.block, 0), dims,
+                                   src_off, dst.itemsize * (i0 * ds0 + j0 * ds1)))
+
+    def __call__(self, s: float, src: int | None, dst: int, stream: int) -> None:
+        try:
+            blocks = self.local.blocks
+        except AttributeError:          # this thread's first call
+            blocks = self.local.blocks = [
+                packed(_ScaleArgs(*dims, 0.0, None, *self.strides[:2], None, *self.strides[2:]),
+                       _SCALE_OFFSETS) for _, dims, _, _ in self.parts]
+        for (site, _, src_off, dst_off), blk in zip(self.parts, blocks):
+            a = blk[0][0]                # the struct the pointer array points into
+            a.s, a.dst = s, dst + dst_off
+            a.src = None if src is None or src_off is None else src + src_off
+            site(stream, blk)
+
+
+class Relaid:
+    """A launch of `variant` on copies of the operands in `copies` (roles as the entry sees
+    them, after `swap`), in the layouts copy_target gives: called as a Launcher is, with the
+    caller's pointers, it takes one stream-ordered allocation for the temporaries, copies A
+    and B (with their pads) and, where beta != 0, C (T in place) into them, launches,
+    copies the result back into T and frees the allocation in stream order."""
+    __slots__ = ("ordinal", "launcher", "temps", "nbytes", "back", "load_c")
+
+    def __init__(self, k: registry.Kernel, ordinal: int, variant: registry.Variant,
+                 copies: list[str], swap: bool, A: Operand, B: Operand, T: Operand,
+                 split_k: int = 0, reduce: bool = False):
+        m, kk = A.shape
+        n = B.shape[1]
+        self.ordinal = ordinal
+        ops = oriented(swap, {"a": A, "b": B, "c": T})
+        for r in copies:
+            ops[r] = Operand("tmp", None, True, 0, ops[r].shape,
+                             copy_target(variant, r, ops[r].shape)[1], ops[r].dtype)
+        ops = oriented(swap, ops)                  # back in the caller's roles
+        # per copied operand: (role, its offset in the one scratch allocation, copy in); each
+        # temporary starts on a 256-byte boundary, as an allocation of its own would
+        caller = {"a": "b", "b": "a", "c": "c"} if swap else {"a": "a", "b": "b", "c": "c"}
+        self.temps, self.nbytes = [], 0
+        for r, X in (("a", A), ("b", B), ("c", T)):
+            if r not in {caller[x] for x in copies}:
+                continue
+            W = ops[r]
+            self.temps.append((r, self.nbytes,
+                               Scale2d(ordinal, X, W, pad=True) if r != "c" else None))
+            self.nbytes += -(-scratch_bytes(W) // 256) * 256
+        W = ops["c"] if "c" in copies else T
+        copied_c = "c" in copies
+        self.back = Scale2d(ordinal, W, T) if copied_c else None
+        self.load_c = Scale2d(ordinal, T, W) if copied_c else None
+        self.launcher = resolve(k, ordinal, variant, copies, m, n, kk,
+                                (ops["a"].strides, ops["b"].strides, W.strides), swap, split_k,
+                                reduce)
+
+    @property
+    def plan(self):
+        return self.launcher.plan
+
+    def __call__(self, a: int, b: int, c: int, alpha: float, beta: float, stream: int) -> None:
+        ptrs = {"a": a, "b": b, "c": c}
+        scratch = pool.alloc_async(self.nbytes, self.ordinal, stream)
+        try:
+            for r, offset, copy_in in self.temps:
+                if copy_in is not None:
+                    copy_in(1.0, ptrs[r], scratch + offset, stream)
+                ptrs[r] = scratch + offset
+            if self.load_c is not None and beta != 0.0:
+                self.load_c(1.0, c, ptrs["c"], stream)     # the kernel updates its copy
+            self.launcher(ptrs["a"], ptrs["b"], ptrs["c"], alpha, beta, stream)
+            if self.back is not None:
+                self.back(1.0, ptrs["c"], c, stream)
+        finally:
+            pool.free_async(scratch, stream)
+
+
+# ---- a launch of kernel k for operands shaped and strided as A, B and T ----------------------
+def entry_for(k: registry.Kernel, lk, A: Operand, B: Operand, T: Operand, precision: str,
+              pick) -> tuple:
+    """(swap, variant, copies) of a launch of `k` (its Loaded `lk`) on A, B into T as `pick`
+    asks: its shared memory checked against the device's limit, the problem or its
+    transpose (resolve.swapped), and the entry point with the operands it needs copied, in
+    the roles the entry sees (A, B, C, or B^T, A^T, C^T: copies are made in those roles)."""
+    (m, kk), n = A.shape, B.shape[1]
+    if k.smem_bytes(m, n, kk):
+        k.check_limits(m, n, kk, lk.smem_limit)
+    swap = swapped(k, m, n, pick.transposed)
+    variant, copies = choose(k, oriented(swap, {"a": A, "b": B, "c": T}), precision, T.dtype)
+    return swap, variant, copies
+
+
+def prepared(k: registry.Kernel, ordinal: int, A: Operand, B: Operand, T: Operand, swap,
+             variant, copies, pick):
+    """That launch made ready to call with pointers: on copies (Relaid) where the entry needs
+    them, else a resolved Launcher."""
+    if copies:
+        return Relaid(k, ordinal, variant, copies, swap, A, B, T, pick.split_k, pick.reduce)
+    return resolve(k, ordinal, variant, copies, A.shape[0], B.shape[1], A.shape[1],
+                   (A.strides, B.strides, T.strides), swap, pick.split_k, pick.reduce)

@@ -1,0 +1,587 @@
+"""The resolver: for one kernel, device, shape, stride pattern and pointer-alignment class,
+which entry point runs, which operands are copied first, with which grid, shared memory
+and stream-K split. It is decided once (resolve), kept as a frozen LaunchPlan beside the
+Launcher that carries it out, in one cache (CACHE); a repeat call only writes its pointers
+and scalars into the Launcher's packed arguments (launcher.py).
+
+The cache has one owner and one public reset, cute_gemm.clear_caches(); what it holds is
+readable through resolved_launches().
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+
+from . import streamk
+from .. import registry
+from ..base import memo
+from ..build import cache
+from ..driver import launch
+from ..driver.arrays import Operand
+from ..base.errors import CuteGemmError, DTypeError
+from .launcher import Launcher, LaunchPlan
+from ..base.precisions import ACCUMULATOR, DTYPE
+from ..registry.records import ITEMSIZE, PRECISION_DTYPE
+
+# the utility kernel of the runtime itself, (source type, destination type) -> its entry
+# (kernels/util/scale2d.cu: scale2d_<suffix> within one type, scale2d_<from>_<to> across):
+# copies into another layout and beta * C within one type; operands widened into the
+# accumulator's type for a stand-in, and its result rounded back (execute._stand_in)
+UTIL_ENTRY = {(s, d): "scale2d" if s == d == ACCUMULATOR else
+              f"scale2d_{DTYPE[s].suffix}" if s == d else
+              f"scale2d_{DTYPE[s].suffix}_{DTYPE[d].suffix}"
+              for s in DTYPE for d in DTYPE if s == d or ACCUMULATOR in (s, d)}
+UTIL = registry.Kernel(
+    name="scale2d", family="util", source="util/scale2d.cu",
+    variants=tuple(registry.Variant(e) for e in UTIL_ENTRY.values()), block=(32, 8, 1),
+    grid=registry.TileGridMN(32, 32), summary="dst = s * src, any strides, through 32x32 smem "
+    "tiles (relayout, K = 0, the stand-in's widening)", seed="-")
+
+# the second launch of a split-K launch with a reduction launch (records.Pick.reduce)
+REDUCE = registry.Kernel(
+    name="split_reduce", family="util", source="util/split_reduce.cu",
+    variants=(registry.Variant("split_reduce"),), block=(256, 1, 1),
+    grid=registry.FlatGrid(1024), summary="C = alpha * (the sum of a split-K launch's "
+    "slices, in order) + beta * C", seed="-")
+
+
+@dataclass
+class _Cache:
+    loaded: dict = field(default_factory=dict)     # (kernel, device) -> Loaded
+    # gemm_device's launch key -> Launcher, or relayout.Relaid for a launch on copies
+    launches: dict = field(default_factory=dict)
+    hot: dict = field(default_factory=dict)        # run()'s call signature -> hot entry
+    # run()'s key of a call without out (hotpath.launch_new) -> (launch, allocator, pointer of)
+    results: dict = field(default_factory=dict)
+
+    def clear(self) -> None:
+        self.loaded.clear()
+        self.launches.clear()
+        self.hot.clear()
+        self.results.clear()
+        _chosen.clear()
+        _chosen_contiguous.clear()
+        with _behind_lock:          # ended background compiles, failed ones too
+            for key in [x for x, t in _behind.items() if not t.is_alive()]:
+                del _behind[key]
+
+
+CACHE = _Cache()
+
+
+def resolved_launches() -> tuple[LaunchPlan, ...]:
+    """The plans of the launches resolved so far (and not cleared)."""
+    return tuple(x.plan for x in list(CACHE.launches.values()))
+
+
+# ---- per (kernel, device): the cubins and their functions ---------------------------------
+def launch_entries(k: registry.Kernel, variant: registry.Variant,
+                   stream_k: bool | None = None, reduce: bool = False) -> tuple[str, ...]:
+    """The entry points one launch of `variant` may need, compiled at once: its own, and
+    where it has a stream-K twin the twin and the data-parallel head, whose occupancies
+    resolve() weighs before choosing, or a cut twin (taken where the walk's plan cuts).
+    stream_k None: unless CUTE_GEMM_STREAM_K=0 (which turns the cut off too). reduce: a
+    split-K launch with a reduction launch (Pick.reduce), its split entry alone (where the
+    GPU cannot take the split, resolve() compiles the kernel's own plan's then)."""
+    if stream_k is None:
+        stream_k = _stream_k_on()
+    if stream_k and reduce and variant.split:
+        return (variant.split,)
+    if stream_k and variant.cut:
+        return (variant.entry, variant.cut)
+    if not (stream_k and variant.stream_k and k.tile is not None):
+        return (variant.entry,)
+    return tuple(dict.fromkeys((variant.entry, streamk.stream_k_dp_entry(variant), variant.stream_k)))
+
+
+@dataclass
+class Loaded:
+    """A kernel on one device: its target, the device's limits, and the functions loaded so
+    far. Nothing is compiled until a function is asked for; then the whole kernel's cubin
+    is used where one is cached (memory or disk: after `cute-gemm compile`, or a bench
+    that compiled everything), or that of the entry points one launch needs
+    (launch_entries), as a set (the unit `cute-gemm compile --layout` fills) or each alone
+    (the unit a launch compiles where it can run processes side by side, cubin_of)."""
+    kernel: registry.Kernel
+    ordinal: int
+    arch: str                   # the NVRTC target (sm_90a for an arch-specific kernel)
+    smem_limit: int
+    sm_count: int = 0
+    functions: dict = field(default_factory=dict)   # entry -> launch.Function
+    cubins: dict = field(default_factory=dict)      # entry -> the cache.Compiled holding it
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def function(self, entry: str, group: tuple[str, ...] = ()) -> launch.Function:
+        """The loaded function of `entry`; where no cubin at hand holds it, compiled with the
+        other entry points of the same launch (`group`: launch_entries). Thread-safe:
+        cache.get compiles each key once, and a function is loaded once."""
+        f = self.functions.get(entry)
+        if f is None:
+            c = self.cubin_of(entry, group)
+            f = launch.get_function(self.ordinal, self.kernel.name, c.key, c.cubin, entry)
+            with self.lock:
+                f = self.functions.setdefault(entry, f)
+        return f
+
+    def cubin_of(self, entry: str, group: tuple[str, ...] = ()):
+        """The cache.Compiled that `entry`'s function comes from, the first of: one this
+        Loaded holds; the whole kernel's, where it is cached; that of `entry` and `group`
+        together, where it is cached; each of them alone, where cached; compiles of
+        `entry` and those of `group` not held yet, each alone in a process of its own side
+        by side (cache.compile_apart: NVRTC's time is per entry point, single-threaded, and
+        threads of one process gain nothing, docs/design/first_call.md), or where that
+        cannot run, one program of them all. A set naming every entry point is the whole
+        kernel (e.g. a composed kernel's pre-pass), compiled as one."""
+        held = self.cubins.get(entry)
+        if held is not None:
+            return held
+        k, arch = self.kernel, self.arch
+        wanted = tuple(dict.fromkeys((entry, *group)))
+        c = cache.lookup(k, arch) or cache.lookup(k, arch, entries=wanted)
+        if c is not None:
+            return self._hold(c, entry)
+        with self.lock:
+            missing = tuple(e for e in wanted if e == entry or e not in self.cubins)
+        missing = self._hold_alone(missing)
+        if 1 < len(missing) < len(k.entries):
+            cache.compile_apart(k, arch, missing)
+            missing = self._hold_alone(missing)
+        if not missing:
+            return self.cubins[entry]
+        return self._hold(cache.get(k, arch, entries=missing), entry)
+
+    def _hold_alone(self, entries: tuple[str, ...]) -> tuple[str, ...]:
+        """Hold those of `entries` cached each alone (compile_apart's, a background
+        compile's); the rest, still missing."""
+        for e in entries:
+            one = cache.lookup(self.kernel, self.arch, entries=(e,))
+            if one is not None:
+                self._hold(one, e)
+        with self.lock:
+            return tuple(e for e in entries if e not in self.cubins)
+
+    def ready(self, group: tuple[str, ...], start: bool = True) -> bool:
+        """True when the entry points of `group` (one launch's, launch_entries) can be had
+        without compiling: held, or cached in memory or on disk; or when their background
+        compile failed (the caller's function() then compiles them, raising its error where
+        the call sees it). Else, with `start`, begins that compile in the background, once
+        per kernel, target and group (gemm()'s stand-in runs meanwhile, standin.stand_in), and
+        returns False."""
+        if all(e in self.cubins for e in group):
+            return True
+        key = (self.kernel.name, self.arch, group)
+        with _behind_lock:
+            t = _behind.get(key)
+            if t is not None and not t.is_alive() and not t.failed:
+                del _behind[key]        # (its cubins may have been cleared since: look)
+        if t is not None and (t.is_alive() or t.failed):
+            return not t.is_alive()
+        k, arch = self.kernel, self.arch
+        if (cache.lookup(k, arch) or cache.lookup(k, arch, entries=group)
+                or all(e in self.cubins or cache.lookup(k, arch, entries=(e,)) for e in group)):
+            return True
+        if start:
+            with _behind_lock:
+                if key not in _behind:
+                    children = cache.spawn_apart(k, arch, group)
+                    t = _behind[key] = _Behind(
+                        target=self._compile_behind, args=(group, children),
+                        name=f"cute_gemm compile {k.name} {' '.join(group)}")
+                    t.start()
+        return False
+
+    def _compile_behind(self, group: tuple[str, ...], children: list) -> None:
+        # each entry point in a child process of its own (this process's NVRTC stays free
+        # for the stand-in's compiles): the children ready() started, then any left (more
+        # entry points than workers, or a child that failed); in-process where no child
+        # can run (no disk level)
+        try:
+            for p in children:
+                p.wait()
+            cache.compile_apart(self.kernel, self.arch, group, least=1)
+            for e in group:
+                self.cubin_of(e, group)
+        except Exception:       # noqa: BLE001 -- the foreground compiles it again and raises
+            threading.current_thread().failed = True
+
+    def _hold(self, c, entry: str):
+        """Keep `c` for its entry points (not replacing one already held); `entry`'s."""
+        with self.lock:
+            for e in c.entries:
+                self.cubins.setdefault(e, c)
+            return self.cubins[entry]
+
+
+class _Behind(threading.Thread):
+    """A background compile (Loaded.ready); `failed`: it raised, so every call after it
+    compiles in the foreground and raises that error, as it would have without it."""
+    failed = False
+
+    def __init__(self, **kw):
+        super().__init__(daemon=True, **kw)
+
+
+# background compiles: (kernel, target, entry points) -> the thread
+_behind: dict[tuple[str, str, tuple[str, ...]], _Behind] = {}
+_behind_lock = threading.Lock()
+
+
+def wait_for_compiles(timeout: float | None = None) -> bool:
+    """Block until the compiles gemm() began in the background have ended (at most
+    `timeout` seconds; None: as long as they take); True when none is left running. After
+    it, gemm() runs its picks (their cubins are cached), bit for bit as with
+    CUTE_GEMM_FIRST_CALL=wait."""
+    end = None if timeout is None else time.monotonic() + timeout
+    with _behind_lock:
+        threads = list(_behind.values())
+    for t in threads:
+        t.join(None if end is None else max(0.0, end - time.monotonic()))
+    return not any(t.is_alive() for t in threads)
+
+
+def loaded(k: registry.Kernel, ordinal: int) -> Loaded:
+    """The kernel on a device (checked to run there); nothing is compiled here: its
+    functions are compiled or fetched when first asked for (Loaded.function)."""
+    p = CACHE.loaded.get((k.name, ordinal))
+    if p is None:
+        info = launch.device_info(ordinal)
+        if not k.runs_on(info.arch_int):
+            need = f"sm_{k.min_arch}" + ("" if k.arch_specific else " or newer")
+            raise CuteGemmError(f"kernel {k.name!r} needs {need}; "
+                                f"device {ordinal} ({info.name}) is {info.arch}")
+        p = CACHE.loaded.setdefault((k.name, ordinal), Loaded(
+            k, ordinal, k.target(info.arch_int), info.smem_optin, info.sm_count))
+    return p
+
+
+# ---- layout matching -------------------------------------------------------------------
+def pow2_align(ptr: int, ld: int, itemsize: int = 4) -> int:
+    """Largest power of two (elements, <= 16) dividing the pointer (in elements) and ld."""
+    if ptr % itemsize:
+        return 0
+    v = (ptr // itemsize) | (ld if ld > 0 else 0) | 16
+    return v & -v
+
+
+_ROW = {"a": "k", "b": "n", "c": "n"}       # the major of a row-major operand of each role
+_MAJORS = {"a": ("k", "m"), "b": ("n", "k"), "c": ("n", "m")}   # (row-major, column-major)
+PAD = 16    # no entry point asks for more alignment (elements) than this
+
+
+def fit(op: Operand, role: str) -> tuple[str, int]:
+    """(major, alignment in elements) of an operand in the role it plays."""
+    row, col = _MAJORS[role]
+    major = op.major(row, col)
+    if major is None:   # no unit stride (e.g. every other column): only "any" entries take it
+        return "strided", pow2_align(op.ptr, abs(op.strides[0]) | abs(op.strides[1]), op.itemsize)
+    ld = op.strides[0] if major == row else op.strides[1]
+    if (op.shape[0] if major == row else op.shape[1]) <= 1:
+        ld = 0  # a single row/column: the leading stride is never used
+    return major, pow2_align(op.ptr, ld, op.itemsize)
+
+
+LINE = 128   # bytes: an L2 line, what a TMA box row or a warp's vector load fetches whole
+
+
+def copy_strides(role: str, major: str, shape: tuple[int, int], align: int = 1,
+                 itemsize: int = 4) -> tuple[int, int]:
+    """The strides of the copy of an operand of `shape` that run() makes for an entry point
+    wanting `major` ("any": row-major) and `align`: the leading dimension rounded up to a
+    multiple of it, and where that adds at most an eighth (rows of 8 lines or more; a
+    skinny operand padded further would take several times its memory) to whole LINEs, so
+    that every row starts a line: a row that straddles lines costs the tensor cores' loads
+    up to half again (docs/design/cute_wgmma_ws.md#row-pitch). At a 256-byte pointer the
+    copy has the entry's vector and TMA alignment."""
+    rows, cols = shape
+    turned = major == _MAJORS[role][1]
+    extent = max(rows if turned else cols, 1)
+    ld = registry.cdiv(extent, align) * align
+    if extent * itemsize >= 8 * LINE:
+        per_line = LINE // itemsize
+        ld = registry.cdiv(ld, per_line) * per_line
+    return (1, ld) if turned else (ld, 1)
+
+
+def copy_target(v: registry.Variant, role: str, shape: tuple[int, int]) -> tuple[str, tuple[int, int]]:
+    """(major, strides) of the copy run() makes of an operand of `shape` for entry point `v`:
+    the major it wants (row-major where it takes any), padded to its alignment and lines."""
+    want = getattr(v, f"{role}_major")
+    want = _ROW[role] if want == "any" else want
+    dtype = v.out_dtype if role == "c" else v.dtype
+    return want, copy_strides(role, want, shape, v.align_for(role), ITEMSIZE[dtype])
+
+
+def offers(k: registry.Kernel) -> str:
+    """What a kernel computes, for messages: "bf16 (bfloat16 in, float32|bfloat16 out), ..."."""
+    outs: dict[str, list[str]] = {}
+    for v in k.variants:
+        outs.setdefault(v.precision, [])
+        if v.out_dtype not in outs[v.precision]:
+            outs[v.precision].append(v.out_dtype)
+    return ", ".join(f"{p} ({PRECISION_DTYPE[p]} in, {'|'.join(o)} out)" for p, o in outs.items())
+
+
+def check_precision(k: registry.Kernel, precision: str, out_dtype: str) -> None:
+    """DTypeError unless some entry point of `k` computes `precision` into `out_dtype`."""
+    if k.computes(precision, out_dtype):
+        return
+    others = [x.name for x in registry.kernels() if x.computes(precision, out_dtype)]
+    hint = f"; kernels that do: {', '.join(others)}" if others else ""
+    raise DTypeError(f"kernel {k.name!r} computes {offers(k)}; not {precision} into "
+                     f"{out_dtype}{hint}")
+
+
+def choose(k: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
+           out_dtype: str = "float32") -> tuple[registry.Variant, list[str]]:
+    """The variant of this precision and output type needing the fewest relayout copies,
+    and the roles to copy (each into its copy_target); kept per class of calls that
+    choose alike (`_shape_class`)."""
+    fits = tuple((r, fit(op, r)) for r, op in ops.items())
+    (m, kk), n = ops["a"].shape, ops["b"].shape[1]
+    key = (k.name, fits, _shape_class(m), _shape_class(n), _shape_class(kk), precision,
+           out_dtype)
+    return _kept(_chosen, key, k, lambda: choose_exactly(k, ops, precision, out_dtype, dict(fits)))
+
+
+def _kept(kept: dict, key, k: registry.Kernel, compute) -> tuple[registry.Variant, list[str]]:
+    """(variant, copies) kept in `kept` under `key` for kernel k, compute() where not yet
+    (or kept for another kernel of that name: tests may register one)."""
+    hit = kept.get(key)
+    if hit is None or hit[0] is not k:
+        hit = memo.keep(kept, key, (k, *compute()))
+    return hit[1], list(hit[2])
+
+
+def _shape_class(x: int) -> int:
+    """An extent standing for all that choose_exactly tells apart from it by none of what
+    it reads of an extent: whether it is <= 1; its residues modulo alignments and
+    extent_aligns, which divide PAD; and whether a row of it reaches 8 lines
+    (copy_strides), at 1024 / itemsize elements (itemsizes 1 to 8). So: its residue mod
+    PAD between the same two of those thresholds."""
+    if x <= 1:
+        return x
+    for b in _CLASS_BASES:
+        if x >= b:
+            return b + x % PAD
+    return PAD + x % PAD
+
+
+_chosen: dict = {}     # choose's answers: key -> (kernel, variant, copies)
+_CLASS_BASES = (8 * LINE, 4 * LINE, 2 * LINE, LINE)   # _shape_class's bases (below: PAD)
+
+
+def choose_exactly(k: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
+                   out_dtype: str = "float32", fits: dict | None = None
+                   ) -> tuple[registry.Variant, list[str]]:
+    """choose() computed for these operands (fits: fit() of each, where known)."""
+    fits = fits or {r: fit(op, r) for r, op in ops.items()}
+    (m, kk), n = ops["a"].shape, ops["b"].shape[1]
+    best = None
+    for v in k.variants:
+        if v.precision != precision or v.out_dtype != out_dtype:
+            continue
+        if not v.fits_extents(m, n, kk):   # a vector would straddle a row/column end
+            continue
+        copies, feasible = [], True
+        for r, op in ops.items():
+            if v.takes(r, *fits[r]) and not v.straddles(r, m, n, kk):
+                continue
+            want, st = copy_target(v, r, op.shape)
+            ld = st[0] if st[1] == 1 else st[1]
+            if v.takes(r, want, pow2_align(256, ld, op.itemsize)):
+                copies.append(r)
+            else:
+                feasible = False
+                break
+        if feasible and (best is None or len(copies) < len(best[1])):
+            best = (v, copies)
+            if not copies:
+                break
+    if best is None:  # the registry test guarantees a variant that takes any copy
+        check_precision(k, precision, out_dtype)
+        raise CuteGemmError(f"kernel {k.name!r} has no variant for these operand layouts")
+    return best
+
+
+def choose_contiguous(k: registry.Kernel, m: int, n: int, kk: int, layout: str,
+                      precision: str = "fp32", out_dtype: str = "float32"
+                      ) -> tuple[registry.Variant, list[str]]:
+    """choose(k, contiguous(m, n, kk, layout, ...)) without building the operands where
+    their class was seen: fresh contiguous operands' majors and alignments follow from
+    their extents' classes (_shape_class), as everything else choose reads does."""
+    key = (k.name, _shape_class(m), _shape_class(n), _shape_class(kk), layout, precision,
+           out_dtype)
+    return _kept(_chosen_contiguous, key, k, lambda: choose(
+        k, contiguous(m, n, kk, layout, precision, out_dtype), precision, out_dtype))
+
+
+_chosen_contiguous: dict = {}   # choose_contiguous's answers: key -> (kernel, variant, copies)
+
+
+def contiguous(m: int, n: int, kk: int, layout: str, precision: str = "fp32",
+               out_dtype: str = "float32") -> dict[str, Operand]:
+    """Descriptors (no data; a 1 MiB-aligned pointer) of fresh contiguous operands a, b, c of
+    an M x N x K problem with A and B in operand layout `layout` ("nt": A row-major, B
+    column-major) and C row-major: what a pure-CPU question about a launch asks choose()."""
+    dt = PRECISION_DTYPE[precision]
+
+    def op(name, rows, cols, transposed, dtype):
+        return Operand(name, None, True, 1 << 20, (rows, cols),
+                       (1, rows) if transposed else (cols, 1), dtype)
+    return {"a": op("a", m, kk, layout[0] == "t", dt), "b": op("b", kk, n, layout[1] == "t", dt),
+            "c": op("c", m, n, False, out_dtype)}
+
+
+def swapped(k: registry.Kernel, m: int, n: int, transposed: bool = False) -> bool:
+    """Whether a launch of `k` on an M x N product computes C^T = B^T A^T (LaunchPlan.swap):
+    the one place that decides it. `transposed`: the caller asked for the transposed problem
+    (gemm()'s table pick, auto.Choice.transposed). The kernel's own rule (Kernel.transposes:
+    a skinny N on a transpose_skinny kernel) then applies to the problem so asked for, and
+    may turn it back: what `cute-gemm tune` timed, as run(k, B^T, A^T, out=C^T)."""
+    if transposed:
+        return not k.transposes(n, m)
+    return k.transposes(m, n)
+
+
+def oriented(swap: bool, ops: dict[str, Operand]) -> dict[str, Operand]:
+    """The operands (roles a, b and c, where given) in the roles the entry sees: where the
+    launch swaps, B^T is its A, A^T its B and C^T its C. Its own inverse: applied again, it
+    hands the caller's roles back."""
+    if not swap:
+        return ops
+    turned = {"a": ops["b"], "b": ops["a"]}
+    return {r: turned.get(r, op).T for r, op in ops.items()}
+
+
+def layout_launches(k: registry.Kernel, layout: str, precisions: tuple[str, ...] | None = None
+                    ) -> dict[str, tuple[tuple[str, ...], ...]]:
+    """kernel name -> the entry-point sets of the launches (each what Loaded compiles for one
+    launch: launch_entries, in the kernel's order) that a run() call on `k` with A and B in
+    operand layout `layout` ("nn" ...: contiguous, aligned, every extent a multiple of 16)
+    and a row-major result makes, in each precision `k` computes (or those of `precisions`
+    it does) and each result type: the variant choose() takes (with its stream-K twin and
+    head), and the copy kernel (UTIL) where operands are copied into a layout it takes. A
+    composed kernel launches its whole pre-pass and the GEMM it names on A' and B' (k-major
+    both: layout "nt"). Pure CPU: what `cute-gemm compile --layout` compiles."""
+    registry.layout_majors(layout)          # InputError for anything but nn, tn, nt, tt
+    if k.gemm_of is not None:
+        g = k.gemm_of
+        if precisions is not None and not set(precisions) & set(k.precisions):
+            return {}
+        return {k.name: (k.entries,), **layout_launches(g.kernel, "nt", (g.precision,))}
+    size = 1024
+
+    def in_order(x: registry.Kernel, entries) -> tuple[str, ...]:
+        return tuple(e for e in x.entries if e in entries)
+    out: dict[str, dict] = {}
+    for p, o in dict.fromkeys((v.precision, v.out_dtype) for v in k.variants):
+        if precisions is None or p in precisions:
+            ops = contiguous(size, size, size, layout, p, o)
+            variant, copies = choose(k, ops, p, o)
+            out.setdefault(k.name, {})[in_order(k, launch_entries(k, variant, stream_k=True))] = 1
+            for r in copies:
+                out.setdefault(UTIL.name, {})[(UTIL_ENTRY[ops[r].dtype, ops[r].dtype],)] = 1
+    return {name: tuple(sets) for name, sets in out.items()}
+
+
+def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies, m: int, n: int,
+            kk: int, strides, swap: bool = False, split_k: int = 0,
+            reduce: bool = False) -> Launcher:
+    """The Launcher of `variant` at M x N x K with operands of these strides (after copies):
+    its stream-K twin where the shape leaves a partial last wave (or, split_k > 0, with
+    that many CTAs per tile where streamk.split_k_ctas allows; with reduce, its split entry
+    and a reduction launch), else the plain grid.
+    swap: the launch computes the transposed problem C^T = B^T A^T (swapped; `variant` was
+    chosen for it); the Launcher is still called with the caller's A, B and C."""
+    lk = loaded(k, ordinal)
+    smem = k.smem_bytes(m, n, kk)
+    base = dict(kernel=k.name, ordinal=ordinal, shape=(m, n, kk), block=k.block,
+                copies=tuple(copies), precision=variant.precision, out_dtype=variant.out_dtype)
+    km, kn = (n, m) if swap else (m, n)          # the problem the entry sees
+    if split_k and reduce and variant.split and _stream_k_on():
+        f = lk.function(variant.split, launch_entries(k, variant, reduce=True))
+        info = launch.device_info(ordinal)
+        sr = streamk.split_reduce_plan(k, variant, km, kn, kk,
+                                       info.sm_count * launch.occupancy(f, k.threads, smem), split_k)
+        if sr is not None:
+            grid, ws_bytes = sr
+            if variant.stream_k_swap:
+                km, kn, swap = kn, km, not swap
+            plan = LaunchPlan(entry=variant.split, grid=grid, smem=smem, workspace_bytes=ws_bytes,
+                              swap=swap, split_k=split_k,
+                              reduce_grid=REDUCE.grid(km, kn, 1), reduce_block=REDUCE.block,
+                              reduce_pdl=_pdl(k, info), **base)
+            return Launcher(plan, f, strides, split_k,
+                            reduce=loaded(REDUCE, ordinal).function(REDUCE.entries[0]))
+    group = launch_entries(k, variant)
+    sk = _stream_k(k, lk, variant, group, km, kn, kk, smem, k.stream_k_smem_bytes(m, n, kk),
+                   split_k)
+    if sk is None:
+        cut, ws_bytes = None, 0
+        if isinstance(k.grid, registry.PersistentGrid) and k.grid.tail_split:
+            # the last wave cut along K (sm90_tail_split.cuh): stream-K's switch turns it off
+            g = k.grid
+            wm, wn = (kn, km) if variant.walks_transposed else (km, kn)   # the tiles it walks
+            cut, grid = g.walk(wm, wn, kk, lk.sm_count, _stream_k_on(),
+                               registry.ITEMSIZE[variant.dtype])
+            if cut[1] > 1:
+                ws_bytes = streamk.tail_split_workspace_bytes(g.units(wm, wn) - cut[0], g.cluster,
+                                                              cut[1], g.bm, g.bn, g.partials)
+        else:
+            grid = k.grid(km, kn, kk, lk.sm_count)
+        # a cut walk runs on the twin that takes (ws, dp, pieces); an uncut one without its code
+        entry = variant.cut if cut is not None and cut[1] > 1 else variant.entry
+        plan = LaunchPlan(entry=entry, grid=grid, smem=smem,
+                          tma=variant.tma is not None, swap=swap, tail_split=cut,
+                          workspace_bytes=ws_bytes, **base)
+        return Launcher(plan, lk.function(entry, group), strides, variant=variant)
+    grid, ws_bytes, tile0, pdl, split_k = sk
+    swap = swap != variant.stream_k_swap         # the twin may turn the problem (back)
+    head = None
+    if tile0:
+        dp = streamk.stream_k_dp_entry(variant)
+        head = Launcher(LaunchPlan(entry=dp, grid=(tile0, 1, 1), smem=smem, swap=swap, **base),
+                        lk.function(dp, group), strides)
+    plan = LaunchPlan(entry=variant.stream_k, grid=grid, smem=k.stream_k_smem_bytes(m, n, kk),
+                      workspace_bytes=ws_bytes, head_entry=head.plan.entry if head else "",
+                      head_grid=head.plan.grid if head else (0, 0, 0), pdl=pdl, swap=swap,
+                      split_k=split_k, **base)
+    return Launcher(plan, lk.function(variant.stream_k, group), strides, tile0, head)
+
+
+def _stream_k_on() -> bool:
+    """CUTE_GEMM_STREAM_K=0 turns off every launch beyond the plain grid: stream-K twins,
+    split-K (both kinds) and the cut of a persistent walk's last wave."""
+    return os.environ.get("CUTE_GEMM_STREAM_K") != "0"
+
+
+def _pdl(k: registry.Kernel, info) -> bool:
+    """Whether k's second launch of a pair (a split launch's stream-K twin, a split entry's
+    reduction) starts by programmatic dependent launch: k's source is built for it, sm_90+,
+    and CUTE_GEMM_PDL=0 does not turn it off."""
+    return k.pdl and info.arch_int >= 90 and os.environ.get("CUTE_GEMM_PDL") != "0"
+
+
+def _stream_k(k: registry.Kernel, lk: Loaded, variant: registry.Variant, group, m: int,
+              n: int, kk: int, smem: int, sk_smem: int, split_k: int = 0):
+    """(grid, workspace bytes, tile0, pdl, split_k) of the stream-K launch of `variant` where
+    the shape leaves a partial last wave, or with split_k CTAs per tile where asked and
+    possible (streamk.plan; split_k 0 in the answer where the kernel's own plan was taken),
+    else None. pdl: the twin of a split launch starts by programmatic dependent launch
+    (Kernel.pdl, sm_90+; CUTE_GEMM_PDL=0 turns it off). smem / sk_smem: dynamic smem of the
+    data-parallel entry and the twin."""
+    if not variant.stream_k or variant.stream_k not in group:   # no twin, or stream-K off
+        return None
+    info = launch.device_info(lk.ordinal)
+    f_dp = lk.function(streamk.stream_k_dp_entry(variant), group)
+    f = lk.function(variant.stream_k, group)
+    sk = streamk.plan(k, variant, m, n, kk, info.sm_count * launch.occupancy(f_dp, k.threads, smem),
+                      info.sm_count * launch.occupancy(f, k.threads, sk_smem), split_k)
+    if sk is None:
+        return None
+    grid, ws_bytes, tile0, taken = sk
+    pdl = tile0 > 0 and _pdl(k, info)
+    return grid, ws_bytes, tile0, pdl, taken
+

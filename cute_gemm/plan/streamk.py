@@ -1,0 +1,150 @@
+"""Stream-K on the host: the decision when a persistent launch shares the k-tile
+iterations of the last, partly empty wave of tiles out over its CTAs, its grid and its
+workspace. The split itself is computed on the device (include/cute_gemm/streamk.cuh);
+the tests keep a model of it (tests/streamk_model.py). Pure arithmetic: the runtime
+(resolve.py) supplies the occupancy it reads off the driver.
+"""
+from __future__ import annotations
+
+# tail_split_plan lives beside records.CutModel, which prices it; the docs name it streamk.tail_split_plan
+from ..registry.records import STREAM_K_COUNTERS, Kernel, Variant, cdiv, tail_split_plan  # noqa: F401
+
+
+def plan(k: Kernel, variant: Variant, m: int, n: int, kk: int, slots_dp: int,
+         slots_sk: int, split_k: int = 0) -> tuple[tuple[int, int, int], int, int, int] | None:
+    """(grid, workspace bytes, tile0, split_k taken) of the stream-K launch of `variant` at
+    M x N x K, or None for the plain data-parallel grid. slots_dp / slots_sk: CTAs of the
+    data-parallel entry and of its twin resident at once. tile0 > 0: a split launch (the
+    data-parallel sibling runs tiles [0, tile0) first). split_k > 0 (records.Pick): the
+    twin alone with split_k CTAs per tile where split_k_ctas allows it (then the last item
+    is split_k), else the kernel's own plan (0)."""
+    if variant.stream_k_swap:     # the twin sees the transposed problem: N x M
+        m, n = n, m
+    bm, bn, bk = k.tile
+    tiles, k_tiles = cdiv(m, bm) * cdiv(n, bn), cdiv(kk, bk)
+    if tiles * k_tiles >= 2**31:        # the kernel counts iterations in 32 bits
+        return None
+    ctas = split_k_ctas(tiles, k_tiles, split_k, slots_sk)
+    if ctas:
+        return (ctas, 1, 1), stream_k_workspace_bytes(ctas, bm, bn), 0, split_k
+    tile0, ctas = stream_k_plan(tiles, k_tiles, slots_dp, slots_sk, max_fill=variant.stream_k_fill)
+    if not ctas:
+        return None
+    return (ctas, 1, 1), stream_k_workspace_bytes(ctas, bm, bn), tile0, 0
+
+
+def stream_k_dp_tiles(tiles: int, ctas: int) -> int:
+    """Whole tiles a stream-K launch of `ctas` CTAs runs data-parallel (StreamK::make in
+    include/cute_gemm/streamk.cuh): all when they fill whole waves, else all but the last
+    two waves' worth, so that the stream-K share is at most 2 tiles per CTA (and at least
+    1 once the grid spans two waves)."""
+    waves = cdiv(tiles, ctas)
+    return tiles if tiles % ctas == 0 else (waves - 2) * ctas if waves >= 2 else 0
+
+
+def stream_k_ctas(tiles: int, k_tiles: int, slots: int, min_iters: int = 8) -> int:
+    """CTAs of a persistent stream-K launch for `tiles` output tiles of `k_tiles` k-tiles
+    each, with `slots` CTAs resident at once (SMs x CTAs per SM); 0: launch the plain
+    data-parallel grid instead.
+
+    Stream-K pays where tiles % slots leaves a partly empty last wave (or a grid smaller
+    than the GPU): it shares the k-tile iterations out evenly (streamk.cuh). Each CTA gets
+    at least `min_iters` iterations, so a tile is never cut into slivers whose partial
+    sums cost more to reduce than to compute; with fewer than 2 * min_iters k-tiles per
+    tile there is nothing worth cutting. (When a last wave is empty enough to take it:
+    stream_k_plan.)"""
+    if tiles < 1 or k_tiles < 2 * min_iters or slots < 1 or tiles % slots == 0:
+        return 0
+    sk_tiles = tiles - stream_k_dp_tiles(tiles, slots)
+    ctas = min(slots, sk_tiles * k_tiles // min_iters, STREAM_K_COUNTERS // 2)
+    if ctas < 2 or tiles % ctas == 0:
+        return 0
+    return ctas
+
+
+SPLIT_K_MIN_ITERS = 2    # k-tiles a run of split_k_ctas takes at least
+
+
+def split_k_ctas(tiles: int, k_tiles: int, split_k: int, slots: int) -> int:
+    """CTAs of a stream-K launch that cuts every one of `tiles` tiles of `k_tiles` k-tiles
+    into `split_k` even runs (split-K, reduced by the twin's deterministic fixup): tiles x
+    split_k when those CTAs are all resident at once (`slots`: the workspace stays one
+    wave's partials, as stream-K's) and every run has SPLIT_K_MIN_ITERS k-tiles; else 0,
+    the kernel's own plan. With G = tiles x split_k > tiles the walk has no whole tiles and
+    each tile's S = k_tiles iterations go to split_k consecutive CTAs (streamk.cuh)."""
+    ctas = tiles * split_k
+    if (split_k < 2 or ctas > slots or ctas > STREAM_K_COUNTERS // 2
+            or k_tiles < SPLIT_K_MIN_ITERS * split_k):
+        return 0
+    return ctas
+
+
+def split_reduce_plan(k: Kernel, variant: Variant, m: int, n: int, kk: int, slots: int,
+                      split_k: int) -> tuple[tuple[int, int, int], int] | None:
+    """(grid, workspace bytes) of a split-K launch with a reduction launch (records.Pick.
+    reduce): the split entry (Variant.split) on a grid of tiles x split_k CTAs, each storing
+    its tile's share of K into a slice of the workspace, which resolve.REDUCE sums into C.
+    Under the conditions of split_k_ctas (`slots`: CTAs of the split entry resident at once),
+    so that the slices are one wave's; else None, the kernel's own plan."""
+    if not variant.split:
+        return None
+    if variant.stream_k_swap:     # the split entry sees the transposed problem, as the twin
+        m, n = n, m
+    bm, bn, bk = k.tile
+    tiles, k_tiles = cdiv(m, bm) * cdiv(n, bn), cdiv(kk, bk)
+    if k_tiles * split_k >= 2**31 or not split_k_ctas(tiles, k_tiles, split_k, slots):
+        return None
+    return (cdiv(m, bm), cdiv(n, bn), split_k), split_reduce_workspace_bytes(split_k, m, n)
+
+
+def split_reduce_workspace_bytes(split_k: int, m: int, n: int) -> int:
+    """Workspace of a split-K launch with a reduction launch: STREAM_K_COUNTERS int32 left
+    alone (the pool's stream-K counters stay zero), then split_k fp32 slices of (M, N
+    rounded up to 4), row-major (SPLIT_SLICES_AT bytes in)."""
+    return SPLIT_SLICES_AT + 4 * split_k * m * (cdiv(n, 4) * 4)
+
+
+def stream_k_dp_entry(variant: Variant) -> str:
+    """The data-parallel sibling of a variant's stream-K twin (`NAME_sk` -> `NAME`): the
+    same operand majors, so the first launch of a split stream-K launch (stream_k_plan)
+    sees the same problem as the twin (the transposed one where stream_k_swap)."""
+    if not variant.stream_k.endswith("_sk"):
+        raise ValueError(f"{variant.entry}: stream-K twin {variant.stream_k!r} is not NAME_sk")
+    return variant.stream_k[:-3]
+
+
+def stream_k_plan(tiles: int, k_tiles: int, slots_dp: int, slots_sk: int,
+                  max_fill: float = 1.0) -> tuple[int, int]:
+    """(tile0, ctas) of a stream-K launch for `tiles` tiles of `k_tiles` k-tiles; ctas 0:
+    the plain data-parallel grid. slots_dp / slots_sk: CTAs resident at once of the data-
+    parallel entry and of its stream-K twin.
+
+    The whole waves (tiles [0, tile0), none when the grid is smaller than a wave) run in a
+    data-parallel launch of the sibling entry, at its own speed; then the twin cuts the
+    last wave's tiles [tile0, tiles) along K over `ctas` CTAs. Taken when that last wave
+    is filled below max_fill (Variant.stream_k_fill): the twins are 1-3 % slower per tile,
+    and a split costs a second launch."""
+    tail = tiles % slots_dp if slots_dp > 0 else 0
+    if tail == 0 or tail / slots_dp >= max_fill:
+        return 0, 0
+    ctas = stream_k_ctas(tail, k_tiles, slots_sk)
+    return (tiles - tail, ctas) if ctas else (0, 0)
+
+
+SPLIT_SLICES_AT = 4 * STREAM_K_COUNTERS   # bytes into a workspace: a split's slices
+
+
+def stream_k_workspace_bytes(ctas: int, bm: int, bn: int) -> int:
+    """Workspace of a stream-K launch: STREAM_K_COUNTERS int32 arrival counters at the
+    start (a fixed place, so launches of any size can share one workspace and find their
+    counters zero), then 2 partial tiles (fp32) per CTA."""
+    return 4 * STREAM_K_COUNTERS + 4 * (2 * ctas * bm * bn)
+
+
+# ---- the K-split of a persistent walk's last wave (include/cute_gemm/sm90_tail_split.cuh) ----
+def tail_split_workspace_bytes(cut_units: int, cluster: int, pieces: int, bm: int, bn: int,
+                               partials: int = 2) -> int:
+    """Workspace of a cut walk: STREAM_K_COUNTERS int32 counters (one per cut tile, at the
+    same place as stream-K's: one pool serves both), then `partials` fp32 tiles per piece
+    (promoted: its sum and its carried error; else its accumulators)."""
+    return 4 * STREAM_K_COUNTERS + 4 * partials * cut_units * cluster * pieces * bm * bn

@@ -1,0 +1,67 @@
+"""The kernel registry: every kernel cute_gemm knows, in ladder order.
+
+CLI, tests, bench, README table and layout dumps all loop over KERNELS; nothing else
+lists kernels by hand. The ladders live in ladder_handwritten.py and ladder_cute.py (one
+table per family; the CuTe family's Hopper stages in ladder_hopper.py, after the rest), the
+record types in records.py (re-exported here).
+"""
+from __future__ import annotations
+
+from ..base.errors import UnknownKernelError
+from .ladder_cute import CUTE
+from .ladder_handwritten import HANDWRITTEN
+from .ladder_hopper import HOPPER
+from .records import (ARCHS, EXTENT_MAX, FP32_ACCURATE, GRID_X_MAX, GRID_YZ_MAX, ITEMSIZE, LAYOUTS,  # noqa: F401
+                      PRECISION_DTYPE, PRECISIONS, CutModel, FixedSmem, FlatGrid, GemmOf, Kernel,
+                      PersistentGrid, RowGrid, SplitGrid, StripSmem, TileGrid, TileGridMN,
+                      TmaBoxes, Variant, cdiv, layout_majors)
+
+KERNELS: tuple[Kernel, ...] = tuple(HANDWRITTEN) + tuple(CUTE) + tuple(HOPPER)
+_BY_NAME = {k.name: k for k in KERNELS}
+# the GEMMs composed kernels run that are not registered themselves (GemmOf.kernel): never
+# called by name, but compiled, cached and checked like every kernel
+_INTERNAL = tuple(dict.fromkeys(k.gemm_of.kernel for k in KERNELS
+                                if k.gemm_of is not None and k.gemm_of.kernel.name not in _BY_NAME))
+
+# not a kernel: the name under which run(), cross_check(), bench and the CLI take gemm()'s
+# choice among the kernels tagged "auto" (cute_gemm/select/auto.py picks one per call)
+AUTO = "auto"
+
+
+def kernels(family: str | None = None) -> tuple[Kernel, ...]:
+    """All registered kernels in ladder order (optionally one family)."""
+    return tuple(k for k in KERNELS if family is None or k.family == family)
+
+
+def names() -> tuple[str, ...]:
+    return tuple(k.name for k in KERNELS)
+
+
+def compiled(family: str | None = None) -> tuple[Kernel, ...]:
+    """Every kernel that is compiled: the registered ones, then the GEMMs composed kernels
+    run that are not registered (GemmOf.kernel)."""
+    return kernels(family) + tuple(k for k in _INTERNAL if family is None or k.family == family)
+
+
+def find(name: str) -> Kernel:
+    """A kernel of compiled() by name (for the tools that take those too: compile, sanitize)."""
+    return next((k for k in _INTERNAL if k.name == name), None) or get(name)
+
+
+def lookup(name: str) -> Kernel | None:
+    """The registered kernel of that name, else None (a name read from a file)."""
+    return _BY_NAME.get(name)
+
+
+def get(name: str) -> Kernel:
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        also = "" if name == AUTO else f" (run, check and bench also take {AUTO!r}: gemm()'s pick)"
+        raise UnknownKernelError(
+            f"unknown kernel {name!r}; valid kernels: {', '.join(names())}{also}") from None
+
+
+def check_name(name: str) -> str:
+    """`name` if it is a registered kernel or AUTO, else UnknownKernelError."""
+    return name if name == AUTO else get(name).name

@@ -1,0 +1,411 @@
+"""The CuTe ladder, as registry data (see registry.py for the fields)."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from ..base.precisions import ACCUMULATOR, DTYPE, PRECISION
+from .records import STREAM_K_COUNTERS, FixedSmem, Kernel, TileGridMN, Variant, device_constants
+
+_MAJORS = tuple((a, b) for a in ("k", "m") for b in ("n", "k"))
+
+
+def _gmem(name: str, bm: int, bn: int, bk: int) -> Kernel:
+    return Kernel(
+        name=name,
+        family="cute",
+        source="cute/c0_gmem.cu",
+        variants=tuple(Variant(f"cute_gmem_a{a}_b{b}", a_major=a, b_major=b, c_major="any")
+                       for a, b in _MAJORS)
+                 + (Variant("cute_gmem_any", a_major="any", b_major="any", c_major="any"),),
+        block=(256, 1, 1),
+        grid=TileGridMN(bm, bn),
+        defines=(("BLK_M", bm), ("BLK_N", bn), ("BLK_K", bk)),
+        tile=(bm, bn, bk),
+        summary="local_tile/local_partition straight from global memory, predicated residues",
+        seed="naive (v0), in CuTe",
+    )
+
+
+def _smem(name: str, bm: int, bn: int, bk: int) -> Kernel:
+    return Kernel(
+        name=name,
+        family="cute",
+        source="cute/c1_smem.cu",
+        variants=tuple(Variant(f"cute_smem_a{a}_b{b}", a_major=a, b_major=b, c_major="any")
+                       for a in ("k", "m") for b in ("n", "k")),
+        block=(256, 1, 1),
+        grid=TileGridMN(bm, bn),
+        defines=(("BLK_M", bm), ("BLK_N", bn), ("BLK_K", bk)),
+        tile=(bm, bn, bk),
+        summary="local_tile/local_partition, k-tiles staged in shared memory, predicated residues",
+        seed="CuTe sgemm_1 gemm_device",
+    )
+
+
+def _vec_then_scalar(prefix: str) -> tuple[Variant, ...]:
+    """128-bit entry points (16-byte aligned A and B, contiguous extents multiples of 4)
+    for every (A major, B major), then the scalar (any alignment) ones, ending on the
+    row-major fallback."""
+    vec = tuple(Variant(f"{prefix}_a{a}_b{b}", a_major=a, b_major=b, c_major="any",
+                        align=4, align_roles="ab", extent_align=4) for a, b in _MAJORS)
+    scalar = tuple(Variant(f"{prefix}_a{a}_b{b}_s", a_major=a, b_major=b, c_major="any")
+                   for a, b in reversed(_MAJORS))
+    return vec + scalar
+
+
+def _tiled(name: str, bm: int, bn: int, bk: int) -> Kernel:
+    return Kernel(
+        name=name,
+        family="cute",
+        source="cute/c2_tiled.cu",
+        variants=_vec_then_scalar("cute_tiled"),
+        block=(256, 1, 1),
+        grid=TileGridMN(bm, bn),
+        defines=(("BLK_M", bm), ("BLK_N", bn), ("BLK_K", bk)),
+        tile=(bm, bn, bk),
+        summary="TiledCopy 128-bit loads + TiledMMA, padded smem, next k-tile prefetched to registers",
+        seed="CuTe sgemm_2 (TiledCopy/TiledMMA)",
+    )
+
+
+def _multistage(name: str, bm: int, bn: int, bk: int, stages: int) -> Kernel:
+    # cp.async cannot transpose: only the m-/n-major operands of an entry go in 16-byte
+    # vectors, so only they need the alignment (align_roles); k-major ones go 4 bytes at a time
+    vec = tuple(Variant(f"cute_multistage_a{a}_b{b}", a_major=a, b_major=b, c_major="any", align=4,
+                        align_roles=("a" if a == "m" else "") + ("b" if b == "n" else ""),
+                        extent_align=4)
+                for a, b in (("m", "n"), ("m", "k"), ("k", "n")))
+    scalar = tuple(Variant(f"cute_multistage_a{a}_b{b}{'' if (a, b) == ('k', 'k') else '_s'}",
+                           a_major=a, b_major=b, c_major="any")
+                   for a, b in (("k", "k"), ("m", "n"), ("m", "k"), ("k", "n")))
+    return Kernel(
+        name=name,
+        family="cute",
+        source="cute/c3_multistage.cu",
+        variants=vec + scalar,
+        block=(256, 1, 1),
+        grid=TileGridMN(bm, bn),
+        defines=(("BLK_M", bm), ("BLK_N", bn), ("BLK_K", bk), ("STAGES", stages)),
+        tile=(bm, bn, bk),
+        summary=f"cp.async straight into a {stages}-stage smem ring (zero-filled residues), one barrier "
+                "per k-tile, TiledMMA from smem",
+        seed="CuTe sgemm_sm80 (cp.async multistage pipeline)",
+    )
+
+
+# Constants of the tuned kernel that the registry also needs, handed to it as cg::kSmemPad
+# and cg::kWarpM (pipelined_config.cuh; PipelinedConfig.cpp writes them): words of padding
+# per k column of a padded smem stage, and the rows of a warp's thread patch in the TiledMMA.
+SMEM_PAD = 4
+WARP_M = 4
+
+EPILOGUES = ("scalar", "smem16", "bulk")    # cg::Epi (smem_epilogue.cuh)
+# static smem of a stream-K twin (its schedule and positions, 48 bytes), as the 128-byte
+# alignment of the dynamic smem behind it rounds it (tile_scheduler.cuh, c3_pipelined.cu)
+TWIN_STATIC_SMEM = 128
+
+
+def kquad_stage(ext: int, bk: int) -> tuple[int, int]:
+    """(quad stride, stage size) in words of a k-quad compute stage of extent `ext` along
+    m/n (include/cute_gemm/kquad_stages.cuh, StageLayout and kStage): the 4 columns of a
+    k-quad unpadded, quads 4*EXT + 32/(BLK_K/4) words apart, stages BLK_K*EXT + 32. Also
+    what the layout dumps draw (layouts.py)."""
+    return 4 * ext + 32 // (bk // 4), bk * ext + 32
+
+
+@dataclass(frozen=True)
+class PipelinedConfig:
+    """One configuration of the tuned kernel (kernels/cute/c3_pipelined.cu), compiled as its
+    `struct Config` (cpp()): every field a static constexpr member of the same name. What each
+    knob does: include/cute_gemm/pipelined_config.cuh; why each value: the anchors in
+    docs/design/cute_pipelined.md. The defaults here are the only ones; None means "derived
+    from the tile" (resolved below). What never varies is a constant of the C++ code."""
+    blk_m: int
+    blk_n: int
+    blk_k: int
+    stages: int                      # k-tiles in the smem ring
+    thr_m: int = 16                  # threads along m and n (the block: thr_m * thr_n)
+    thr_n: int = 16
+    min_blocks: int = 2              # __launch_bounds__ CTAs per SM
+    min_blocks_mn: int | None = None     # ... of the am_bn entry (#register-cap); None: min_blocks
+    fma_order: int = 0               # #ffma-order
+    fma_order_raw: int = 0
+    load1_k: int | None = None       # #staged-groups; None: blk_k / 2
+    stash0_k: int | None = None      # None: blk_k / 2
+    stash_k: int | None = None       # None: blk_k - 1
+    trans_k: int | None = None       # #trans-k; None: blk_k / 2
+    kq_layout: int = 0               # #k-quad-stages (bits: raw-fed, register-staged, in twins)
+    kt_unroll: int = 1               # #kt-unroll
+    epi_ak_bk: str = "scalar"        # #epilogue: one of EPILOGUES
+    epi_ak_bn: str = "scalar"
+    stream_k: bool = False           # #stream-k: persistent twins, started by PDL on sm_90+
+    twin_am_bk: bool = False         # #skinny: am_bk's own twin (else ak_bn's on C^T)
+    twins_scalar: bool = False       # #skinny: twins of the 4-byte entries too
+    raw_k: bool = False              # #raw-k: a single k-major operand through raw stages
+
+    def __post_init__(self):
+        bk = self.blk_k
+        for name, value in (("min_blocks_mn", self.min_blocks), ("load1_k", bk // 2),
+                            ("stash0_k", bk // 2), ("stash_k", bk - 1), ("trans_k", bk // 2)):
+            if getattr(self, name) is None:
+                object.__setattr__(self, name, value)
+        for name in ("epi_ak_bk", "epi_ak_bn"):
+            if getattr(self, name) not in EPILOGUES:
+                raise ValueError(f"{name}={getattr(self, name)!r}: one of {EPILOGUES}")
+        # kquad_stages.cuh (PipeGeometry asserts it too): at BLK_K 24 the quads sat 5 words
+        # apart and the 16-byte fragment loads faulted (misaligned address)
+        if self.kq_layout and (bk < 4 or bk % 4 or 8 % (bk // 4)):
+            raise ValueError(f"kq_layout={self.kq_layout} with blk_k={bk}: k-quad stages take "
+                             "BLK_K 4, 8, 16 or 32 (quads 32/(BLK_K/4) words apart, whole "
+                             "16-byte columns)")
+
+    @property
+    def threads(self) -> int:
+        return self.thr_m * self.thr_n
+
+    @property
+    def pdl(self) -> bool:
+        """Split stream-K launches start the twin by programmatic dependent launch (sm_90+):
+        the kernel's griddepcontrol comes with the twins (Kernel.pdl)."""
+        return self.stream_k
+
+    @property
+    def dyn_smem(self) -> int:
+        """Dynamic smem of the data-parallel entries: per operand 2 compute buffers + STAGES
+        raw (k-major) stages; an m/n-major operand's STAGES compute stages fit in the same
+        region (pipelined_mainloop.cuh)."""
+        bm, bn, bk = self.blk_m, self.blk_n, self.blk_k
+        own = 4 * bk * (2 * (bm + bn + 2 * SMEM_PAD) + self.stages * (bm + bn))
+        # with twins, at least what a twin CTA takes (sk_smem and its static smem), so that
+        # twin CTAs fit the smem carveout the data-parallel CTAs left (sk_smem's doc)
+        return max(own, self.sk_smem + TWIN_STATIC_SMEM) if self.stream_k else own
+
+    @property
+    def sk_smem(self) -> int:
+        """Dynamic smem of the stream-K twins (0 without them): A's region of the full
+        layout, then B's stages — STAGES padded compute stages (am_bn_sk, ak_bn_sk), or 2
+        compute buffers (k-quad ones with kq_layout bit 0) and STAGES raw stages (ak_bk_sk).
+        Less than dyn_smem by the k-quad buffers' savings: with the twins' static smem (128
+        bytes with the alignment of the dynamic smem) 2 twin CTAs then fit the same smem
+        carveout as 2 data-parallel ones, so a twin CTA can take an SM slot while the other
+        holds a data-parallel CTA (a programmatic dependent launch; the carveout of an SM
+        changes only when empty). The kernel checks it against what it addresses."""
+        if not self.stream_k:
+            return 0
+        bm, bn, bk, stages = self.blk_m, self.blk_n, self.blk_k, self.stages
+        region_a = bk * (2 * (bm + SMEM_PAD) + stages * bm)
+        mn_b = stages * bk * (bn + SMEM_PAD)
+        kk_b = (2 * (kquad_stage(bn, bk)[1] if self.kq_layout & 1 else bk * (bn + SMEM_PAD))
+                + stages * bk * bn)
+        return 4 * (region_a + max(mn_b, kk_b))
+
+    def cpp(self, name: str = "") -> str:
+        """The C++ `struct Config` (with #line, so that compiler messages name the kernel
+        source's own lines), after the constants the headers read (records.device_constants).
+        The derived sizes go in too (sk_smem, dyn_smem): the kernel static_asserts that what it
+        addresses fits the dynamic smem the registry launches it with."""
+        def value(f: str) -> str:
+            v = getattr(self, f)
+            if f.startswith("epi_"):
+                return f"cg::Epi::{v}"
+            return ("true" if v else "false") if isinstance(v, bool) else str(v)
+
+        def ctype(f: str) -> str:
+            v = getattr(self, f)
+            return "cg::Epi" if f.startswith("epi_") else "bool" if isinstance(v, bool) else "int"
+        fields = [f.name for f in dataclasses.fields(self)] + ["sk_smem", "dyn_smem"]
+        body = "".join(f"  static constexpr {ctype(f)} {f} = {value(f)};\n" for f in fields)
+        return (device_constants(STREAM_K_COUNTERS=STREAM_K_COUNTERS, SMEM_PAD=SMEM_PAD, WARP_M=WARP_M)
+                + "#include <cute_gemm/pipelined_config.cuh>\n"
+                f"struct Config {{   // {name or 'a configuration'}: cute_gemm/registry/ladder_cute.py, PipelinedConfig\n"
+                f"{body}}};\n#line 1 \"cute/c3_pipelined.cu\"\n")
+
+
+def _small(name: str, bm: int, bn: int, bk: int, stages: int, kq_layout: int = 7,
+           raw_k: bool = True, **cfg) -> Kernel:
+    """A small-tile stream-K configuration for the shapes cute_pipelined loses (sm_90 only: on
+    sm_80 ptxas spills the 4-byte entries' twins): BLK_K 16 with cute_pipelined's FFMA orders
+    and staged-group positions, k-quad stages for k-major operands (twins included: 0-9 %
+    faster where these configurations win, docs/design/auto.md#k-quads-small), a single
+    k-major operand through raw stages (the whole ring as its prefetch distance: 2-17 %
+    faster where they win, docs/design/cute_pipelined.md#raw-k), and twins for every entry,
+    the 4-byte ones too."""
+    return _auto(_pipe(name, PipelinedConfig(
+        bm, bn, bk, stages, fma_order=6, fma_order_raw=2, load1_k=1, stash0_k=10, stash_k=13,
+        trans_k=13, kq_layout=kq_layout, stream_k=True, twins_scalar=True, raw_k=raw_k, **cfg),
+        tags=("fast",), min_arch=90))
+
+
+def _pipe(name: str, cfg: PipelinedConfig, tags: tuple[str, ...] = ("fast",),
+          transpose_skinny: bool = False, min_arch: int = 80) -> Kernel:
+    """A configuration of the tuned kernel as a Kernel (transpose_skinny, min_arch: Kernel's)."""
+    vec = dict(c_major="any", align=4, align_roles="ab", extent_align=4)
+
+    # The persistent stream-K twins of the vector entries (cfg.stream_k), and the fill of
+    # the last wave below which each is taken (streamk.stream_k_plan: the whole waves run
+    # data-parallel in a first launch, the twin cuts the last one along K; on sm_90+ the
+    # twin starts by programmatic dependent launch, PDL).
+    # The twins are slower per tile than their data-parallel siblings, so each is taken only
+    # below a fill of 0.93 (see docs/design/cute_pipelined.md#stream-k). am_bk has no twin of
+    # its own (it spilled on sm_80): it takes ak_bn's on the transposed problem,
+    # C^T = B^T A^T, where B^T is k-major and A^T n-major (the whole waves by ak_bn as well).
+    # With twin_am_bk it has its own (a configuration that runs nn products transposed,
+    # Kernel.transpose_skinny, runs them on am_bk); with twins_scalar the 4-byte entries
+    # have theirs (extents not multiples of 4).
+    fills = {("m", "n"): 0.93, ("k", "k"): 0.93, ("k", "n"): 0.93, ("m", "k"): 0.93}
+
+    def sk(a, b, s=""):
+        if not cfg.stream_k or (s and not cfg.twins_scalar):
+            return {}
+        if (a, b) == ("m", "k") and not s and not cfg.twin_am_bk:
+            return dict(stream_k="cute_pipelined_ak_bn_sk", stream_k_fill=fills["k", "n"],
+                        stream_k_swap=True, split="cute_pipelined_ak_bn_part")
+        # the vector entries' split-K shares (Variant.split) go with their twins
+        return dict(stream_k=f"cute_pipelined_a{a}_b{b}{s}_sk", stream_k_fill=fills[a, b],
+                    **({} if s else dict(split=f"cute_pipelined_a{a}_b{b}_part")))
+    bm, bn, bk = cfg.blk_m, cfg.blk_n, cfg.blk_k
+    through_smem = any(e != "scalar" for e in (cfg.epi_ak_bk, cfg.epi_ak_bn))
+    return Kernel(
+        name=name,
+        family="cute",
+        source="cute/c3_pipelined.cu",
+        # 16-byte entries first (any majorness; m/n-major operands by cp.async, one k-major
+        # operand register-staged, two k-major by cp.async into raw stages), then the
+        # 4-byte cp.async fallbacks, ending on row-major align 1
+        variants=tuple(Variant(f"cute_pipelined_a{a}_b{b}", a_major=a, b_major=b,
+                               **sk(a, b), **vec)
+                       for a, b in (("m", "n"), ("m", "k"), ("k", "n"), ("k", "k")))
+                 + tuple(Variant(f"cute_pipelined_a{a}_b{b}_s", a_major=a, b_major=b, c_major="any",
+                                 **sk(a, b, "_s"))
+                         for a, b in (("k", "k"), ("m", "k"), ("m", "n"), ("k", "n"))),
+        block=(cfg.threads, 1, 1),
+        grid=TileGridMN(bm, bn),     # the kernel remaps block ids (grouped CTA order)
+        config=cfg,
+        tile=(bm, bn, bk),
+        dyn_smem=FixedSmem(cfg.dyn_smem),
+        stream_k_smem=FixedSmem(cfg.sk_smem) if cfg.stream_k else None,
+        summary=(f"{cfg.stages}-stage smem pipeline (cp.async 16 B along m/n; along k "
+                 + ("via k-major raw smem stages), LDS.128 register " if cfg.raw_k else
+                    "register-staged, or via k-major raw smem stages when both are k-major), "
+                    "LDS.128 register ")
+                 + f"double buffer, {bm // cfg.thr_m}x{bn // cfg.thr_n} FFMA per thread, unchecked interior CTAs, grouped CTA order"
+                 + (", k-quad smem stages for k-major operands (conflict-free transposes)" if cfg.kq_layout else "")
+                 + (f", {cfg.kt_unroll} k-tiles per mainloop iteration when both are k-major" if cfg.kt_unroll > 1 else "")
+                 + (", C through smem (16-byte stores or bulk copies) in some entries" if through_smem else "")
+                 + (", stream-K persistent launch when the tiles leave a partial last wave" if cfg.stream_k else "")
+                 + (" (4-byte entries too)" if cfg.stream_k and cfg.twins_scalar else "")
+                 + (", C^T = B^T A^T where N is skinny" if transpose_skinny else "")),
+        seed="CuTe sgemm_sm80 (cp.async pipeline)",
+        tags=tags,
+        transpose_skinny=transpose_skinny,
+        min_arch=min_arch,
+    )
+
+
+def _mma_sm80(name: str, bm: int, bn: int, bk: int, stages: int, warps: tuple[int, int] = (2, 2)) -> Kernel:
+    # 16-byte vectors of A and B (cp.async, ldmatrix): align 8 (16-bit) / 4 (tf32) on A and B;
+    # residues at element granularity (cp.async src-size), so no extent_align, but a vector at
+    # a row end is fetched whole (whole_vectors); C any strides
+    def entry(prec: str, a: str, b: str, out: str) -> Variant:
+        # a result other than the accumulator's float32: _o<its suffix> (_obf16, _ofp16)
+        suffix = "" if out == ACCUMULATOR else f"_o{DTYPE[out].suffix}"
+        return Variant(f"cute_mma_sm80_{prec}_a{a}_b{b}{suffix}", a_major=a, b_major=b,
+                       c_major="any", align=16 // PRECISION[prec].itemsize, align_roles="ab",
+                       whole_vectors=True, precision=prec, out_dtype=out)
+    sixteen = tuple(entry(p, a, b, out) for p in ("bf16", "fp16") for out in PRECISION[p].outs
+                    for a, b in _MAJORS)
+    # 128 bytes of k per smem row: bk 16-bit elements, bk/2 for tf32; STAGES stages of A and B
+    smem = stages * (bm + bn) * bk * 2
+    return Kernel(
+        name=name,
+        family="cute",
+        source="cute/c4_mma_sm80.cu",
+        variants=sixteen + (entry("tf32", "k", "k", "float32"),),
+        block=(32 * warps[0] * warps[1], 1, 1),
+        grid=TileGridMN(bm, bn),
+        defines=(("BLK_M", bm), ("BLK_N", bn), ("BLK_K", bk), ("STAGES", stages),
+                 ("WARPS_M", warps[0]), ("WARPS_N", warps[1])),
+        tile=(bm, bn, bk),
+        dyn_smem=FixedSmem(smem),
+        min_arch=80,
+        summary=f"tensor cores (mma.sync bf16/fp16/tf32, {warps[0]}x{warps[1]} warps of "
+                f"{bm // warps[0]}x{bn // warps[1]}), ldmatrix from swizzled smem, "
+                f"{stages}-stage cp.async ring with element-granular zero-filled residues",
+        seed="CuTe sgemm_sm80 tutorial (half)",
+    )
+
+
+def _auto(k: Kernel) -> Kernel:
+    """k as a candidate of gemm()'s selector (cute_gemm/select/auto.py; `cute-gemm tune` times them)."""
+    return dataclasses.replace(k, tags=k.tags + ("auto",))
+
+
+CUTE: list[Kernel] = [
+    _gmem("cute_gmem", 16, 16, 8),
+    _smem("cute_smem", 128, 128, 8),
+    _smem("cute_smem_64x128", 64, 128, 8),
+    _tiled("cute_tiled", 128, 128, 8),
+    _multistage("cute_multistage", 128, 128, 8, 4),
+    # cute_pipelined: each kept decision, its measurements and what lost, in docs/design/:
+    # 128x128x16, 4 stages: see docs/design/cute_pipelined.md#tile-and-stages
+    # trans_k=13 (late raw -> compute transpose): see docs/design/cute_pipelined.md#trans-k
+    # stream_k=True (split launch, stream-K twin for the last wave): see docs/design/cute_pipelined.md#stream-k
+    # fma_order=6, fma_order_raw=2: see docs/design/cute_pipelined.md#ffma-order
+    # min_blocks_mn=1 (am_bn without the 128-register cap): see docs/design/cute_pipelined.md#register-cap
+    # stash_k=13, stash0_k=10, load1_k=1: see docs/design/cute_pipelined.md#staged-groups
+    # kq_layout=7 (k-quad compute stages): see docs/design/cute_pipelined.md#k-quad-stages
+    # kt_unroll=2 (both-k-major entry): see docs/design/cute_pipelined.md#kt-unroll
+    # epi_ak_bk="smem16", epi_ak_bn="bulk" (C through smem; bulk copies): see docs/design/cute_pipelined.md#epilogue
+    _auto(_pipe("cute_pipelined", PipelinedConfig(
+        128, 128, 16, 4, min_blocks_mn=1, fma_order=6, fma_order_raw=2, load1_k=1, stash0_k=10,
+        stash_k=13, trans_k=13, kq_layout=7, kt_unroll=2, epi_ak_bk="smem16", epi_ak_bn="bulk",
+        stream_k=True))),
+    _pipe("cute_pipelined_128x128x8", PipelinedConfig(128, 128, 8, 4)),
+    _pipe("cute_pipelined_64x128x8", PipelinedConfig(64, 128, 8, 4, thr_m=8, min_blocks=3)),
+    # the shapes cute_pipelined loses (docs/design/cute_pipelined.md#skinny): skinny M or N
+    # (64-row tiles, C^T where N is skinny), residues (the 4-byte entries' twins), 512^3-1024^3.
+    # sm_90 only: on sm_80 ptxas spills the 4-byte entries' twins at 170 registers
+    # raw_k: a single k-major operand through raw stages (docs/design/cute_pipelined.md#raw-k)
+    _auto(_pipe("cute_pipelined_64x128x16_sk", PipelinedConfig(
+        64, 128, 16, 3, thr_m=8, min_blocks=3, fma_order=6, fma_order_raw=2, load1_k=1,
+        stash0_k=10, stash_k=13, trans_k=13, kq_layout=7, stream_k=True, twin_am_bk=True,
+        twins_scalar=True, raw_k=True), tags=("fast",), transpose_skinny=True, min_arch=90)),
+    # ... and M or N of 32 or less (C^T where N is), where 64-row tiles compute half padding:
+    # 32x128 tiles, 64 threads of 8x8 (8192x32x4096: 0.80x cuBLAS against 0.68x; slower from
+    # 64 rows on, where gemm() takes the others: docs/design/cute_pipelined.md#skinny)
+    _auto(_pipe("cute_pipelined_32x128x16_sk", PipelinedConfig(
+        32, 128, 16, 4, thr_m=4, min_blocks=4, fma_order=6, fma_order_raw=2, load1_k=1,
+        stash0_k=10, stash_k=13, trans_k=13, kq_layout=7, stream_k=True, twin_am_bk=True,
+        twins_scalar=True), tags=("fast",), transpose_skinny=True, min_arch=90)),
+    # ... and small products (128^3, 256^3): 64 threads a CTA, 6 CTAs an SM
+    _auto(_pipe("cute_pipelined_64x64x8_sk", PipelinedConfig(
+        64, 64, 8, 4, thr_m=8, thr_n=8, min_blocks=6, fma_order=6, fma_order_raw=2,
+        stream_k=True, twins_scalar=True), tags=("fast",), min_arch=90)),
+    # ... and the smallest (128^3: 10.1 us against 14.7): 4x4 accumulators a thread, so each
+    # thread's chain of FFMAs is a quarter as long; BLK_K 16 so that the k-major copies'
+    # 128 threads (32 rows of 4 vectors) fit the 32-row tile; 72-96 registers (at 8 CTAs an
+    # SM, 64 registers, ptxas spilled), 5 CTAs an SM by smem (3 stages, 6 an SM: 2 % slower on
+    # 16x4096x4096, its main use). docs/design/cute_pipelined.md#small-products
+    _small("cute_pipelined_32x64x16_sk", 32, 64, 16, 4, thr_m=8, thr_n=16, min_blocks=5),
+    # ... and tall-skinny products with N of 32 or less (8192x32x4096: 98 us against 111 for
+    # the 32x128 tiles on C^T): 64x32 tiles of 4x4 accumulators, 3 stages so that 6 CTAs an
+    # SM fit (4 % faster there than 4 stages at 5 an SM).
+    # docs/design/cute_pipelined.md#skinny-n-and-1000, also for the next one
+    _small("cute_pipelined_64x32x16_sk", 64, 32, 16, 3, thr_m=16, thr_n=8, min_blocks=6),
+    # ... and 1000^3-1024^3, N of 128 (2-3 % ahead of 64x128 there): 128x64 tiles of 8x8
+    _small("cute_pipelined_128x64x16_sk", 128, 64, 16, 4, thr_m=16, thr_n=8, min_blocks=3),
+    # ... and tall-skinny N <= 32 with split_k (cuBLAS's shape there): 128x32 tiles of 8x4,
+    # 128 threads, so a tile's K is read by a quarter as many CTAs as with 64x32 tiles
+    # (docs/design/auto.md#more-tiles)
+    _small("cute_pipelined_128x32x16_sk", 128, 32, 16, 4, thr_m=16, thr_n=8, min_blocks=4),
+    # ... and 768^3-1024^3 with split_k: 64x64 tiles of 8x8, 64 threads; padded stages (k-quad
+    # ones, at 168 registers, were 1-3 % slower where it wins) and register-staged k-major
+    # operands (raw stages: 2-8 % slower, docs/design/cute_pipelined.md#raw-k)
+    _small("cute_pipelined_64x64x16_sk", 64, 64, 16, 4, kq_layout=0, raw_k=False, thr_m=8,
+           thr_n=8, min_blocks=6),
+    # tensor cores (Ampere mma.sync), after the SIMT stages. 128x256 with 2x4 warps (1 CTA per
+    # SM, 144 KB smem): 0.51-0.54x cuBLAS bf16 against 0.44-0.51x for 128x128 with 2x2 warps
+    # (docs/design/cute_mma_sm80.md#tile-shape)
+    _auto(_mma_sm80("cute_mma_sm80", 128, 256, 64, 3, (2, 4))),
+]

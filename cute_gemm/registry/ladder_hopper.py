@@ -1,0 +1,275 @@
+"""The CuTe ladder's Hopper stages, as registry data (see registry.py for the fields): wgmma
+on TMA loads (c5), the warp-specialized persistent kernel in its configurations (c6), and
+3xTF32 on it (c7). They follow ladder_cute.CUTE in the registry."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from .ladder_cute import _auto
+from ..base.precisions import DTYPE, PRECISION
+from .records import (STREAM_K_COUNTERS, CutModel, FixedSmem, GemmOf, Kernel, PersistentGrid,
+                      SplitGrid, TileGridMN, TmaBoxes, Variant, device_constants)
+
+
+# ---- Hopper tensor-core stages (sm_90a) -----------------------------------------------
+# The precisions these stages compute, each into every result type the table allows it
+# (records.Variant.precision / out_dtype), with the suffix the entry names use for the result
+# (precisions.DType.suffix). bf16/fp16 take either major of A and B (GMMA reads mn-major
+# 16-bit operands through the smem descriptor); tf32 only k-major ones (the runtime copies
+# the others).
+_TC_OUTS = tuple((p, out, DTYPE[out].suffix) for p in ("bf16", "fp16", "tf32")
+                 for out in PRECISION[p].outs)
+
+
+def tma_boxes(precision: str, a_major: str, b_major: str, bm: int, bn: int,
+              b_parts: int = 1, row_bytes: int = 128) -> TmaBoxes:
+    """The TMA boxes (include/cute_gemm/sm90_operand.cuh, OperandTile::kBox0/kBox1) of one
+    stage: a k-tile is 128 bytes of k; a k-major operand comes in one (BLK_K, EXT) box, an
+    mn-major one in EXT/64 boxes (64, BLK_K) (64 16-bit elements: one 128-byte swizzle row).
+    b_parts: the CTAs of a cluster that share B tiles, each loading (and multicasting) 1/b_parts
+    of them: a k-major B box is then (BLK_K, BLK_N / b_parts). row_bytes: the swizzle width
+    (128, or 64: k-tiles of 64 bytes, 32-element slabs).
+
+    tf32 takes an mn-major operand only as RS wgmma's register A (sm90_register_operand.cuh,
+    RegisterOperand::kBox0/kBox1): (32, BLK_K) boxes of 128-byte k-lines. An m-major A is that
+    operand; an n-major B becomes it in the transposed problem C^T = B^T A^T, whose BLK_M rows
+    are B's columns and whose shared BLK_N-row k-major operand is A."""
+    bk = row = row_bytes // PRECISION[precision].itemsize
+    if precision == "tf32" and (a_major, b_major) != ("k", "k"):
+        if (a_major, b_major) == ("m", "k"):
+            return TmaBoxes(a=(32, bk), b=(bk, bn // b_parts), swizzle=row_bytes)
+        if (a_major, b_major) == ("k", "n"):
+            return TmaBoxes(a=(bk, bn // b_parts), b=(32, bk), swizzle=row_bytes)
+        raise ValueError(f"tf32 wgmma: A {a_major}-major with B {b_major}-major is not an entry")
+    return TmaBoxes(a=(bk, bm) if a_major == "k" else (row, bk),
+                    b=(bk, bn // b_parts) if b_major == "k" else (row, bk), swizzle=row_bytes)
+
+
+def _tc_variants(prefix: str, bm: int, bn: int, b_parts: int = 1,
+                 row_bytes: int = 128, tf32_majors: tuple[tuple[str, str], ...] = (("k", "k"),),
+                 cut: bool = False) -> tuple[Variant, ...]:
+    """tf32_majors: the (A, B) majors of the tf32 entries: k-major only for SS wgmma; c6 also
+    reads an m-major A (or, transposed, an n-major B) into registers. cut: each entry has a
+    NAME_cut twin for walks whose last wave is cut along K (c6 with a tail split)."""
+    out = []
+    for prec, dtype, suffix in _TC_OUTS:
+        majors = tf32_majors if prec == "tf32" else (("k", "k"), ("k", "n"), ("m", "k"), ("m", "n"))
+        for a, b in majors:
+            entry = f"{prefix}_{prec}_{suffix}_a{a}_b{b}"
+            out.append(Variant(entry, a_major=a, b_major=b, cut=f"{entry}_cut" if cut else "",
+                               c_major="any", align=16 // PRECISION[prec].itemsize, align_roles="ab",
+                               precision=prec, out_dtype=dtype,
+                               tma=tma_boxes(prec, a, b, bm, bn, b_parts, row_bytes),
+                               # c6's tf32 k-major A, n-major B: C^T = B^T A^T inside the entry
+                               walks_transposed=prec == "tf32" and (a, b) == ("k", "n"),
+                               # tf32 wgmma reads an mn-major operand only from registers
+                               register_a=prec == "tf32" and (a, b) != ("k", "k")))
+    return tuple(out)
+
+
+def _wgmma(name: str, bm: int, bn: int, stages: int) -> Kernel:
+    return Kernel(
+        name=name,
+        family="cute",
+        source="cute/c5_wgmma.cu",
+        variants=_tc_variants("cute_wgmma", bm, bn),
+        block=(128, 1, 1),
+        grid=TileGridMN(bm, bn),
+        defines=(("BLK_M", bm), ("BLK_N", bn), ("STAGES", stages)),
+        tile=(bm, bn, 64),            # BLK_K: 128 bytes of k (64 bf16/fp16, 32 tf32)
+        # stages of A and B (128 bytes of k each row), then a full and an empty mbarrier each
+        dyn_smem=FixedSmem(stages * (bm + bn) * 128 + stages * 16),
+        min_arch=90,
+        arch_specific=True,
+        summary=f"wgmma (one warpgroup, SS) on 128-byte swizzled smem, TMA loads into a "
+                f"{stages}-stage ring of transaction barriers, zero-filled residues",
+        seed="CuTe tutorial wgmma_tma_sm90",
+        tags=("tensor-core",),
+    )
+
+
+HOPPER: list[Kernel] = [
+    _wgmma("cute_wgmma", 128, 128, 4),
+]
+
+
+@dataclass(frozen=True)
+class WgmmaWsConfig:
+    """One configuration of the warp-specialized Hopper kernel (kernels/cute/c6_wgmma_ws.cu),
+    compiled as its `struct Config` (cpp()), every field a static constexpr int of the same
+    name. BLK_K is not a knob: a k-tile is one 128-byte swizzle row (64 bf16/fp16, 32 tf32)."""
+    blk_m: int = 128                 # 64 rows per consumer warpgroup
+    blk_n: int = 256                 # one wgmma's N (at most 256)
+    stages: int = 4                  # smem ring: (blk_m + blk_n) * k_bytes a stage
+    k_bytes: int = 128               # a k-tile: one swizzle row (128 or 64 bytes of k)
+    consumers: int = 2               # consumer warpgroups (the block: 128 * (1 + consumers))
+    group_m: int = 16                # tile rows per group of the grouped tile order
+    cluster_m: int = 2               # CTAs along m of a cluster, sharing (multicasting) B tiles
+    producer_regs: int = 40          # setmaxnreg of the producer warpgroup ...
+    consumer_regs: int = 232         # ... and of each consumer warpgroup
+    promote: int = 0                 # k-tiles per tensor-core sum, then added into a float32
+                                     # register sum (0: never; twice the accumulators)
+    tail_split: int = 0              # the last wave's units cut along K into up to this many
+                                     # pieces (0: never; sm90_tail_split.cuh): split-K where
+                                     # the units are fewer than the clusters
+    split_parts: int = 0             # 2: A and B are cute_3xtf32's split, [small | big] per
+                                     # chunk, read as its three products (sm90_split_parts.cuh)
+
+    def __post_init__(self):
+        if self.blk_m != 64 * self.consumers:
+            raise ValueError("blk_m: 64 rows per consumer warpgroup")
+        if self.split_parts not in (0, 2) or (self.split_parts and self.promote != 3):
+            raise ValueError("split_parts: 0, or 2 with promote = 3 (a window: a chunk's three products)")
+        if self.producer_regs + self.consumers * self.consumer_regs > 512:
+            raise ValueError("setmaxnreg: more registers than one CTA has (65536 / 128 per warpgroup)")
+
+    @property
+    def threads(self) -> int:
+        return 128 * (1 + self.consumers)
+
+    @property
+    def blk_k(self) -> int:
+        """k per stage of the 16-bit entries (k_bytes / 2; the tf32 ones: k_bytes / 4)."""
+        return self.k_bytes // 2
+
+    @property
+    def window_bytes(self) -> int:
+        """The k of A's rows a window covers, in bytes: one k-tile, or promote k-tiles, or
+        with split_parts one chunk, stored as split_parts k-tiles."""
+        return (self.split_parts or max(self.promote, 1)) * self.k_bytes
+
+    @property
+    def dyn_smem(self) -> int:
+        """The stages of A and B, then the ring's full and empty mbarriers."""
+        return self.stages * (self.blk_m + self.blk_n) * self.k_bytes + self.stages * 16
+
+    def cpp(self, name: str = "") -> str:
+        """The C++ `struct Config`, after the constants the headers read
+        (records.device_constants: sm90_tail_split.cuh's workspace counters), with the derived
+        dyn_smem: the kernel static_asserts that its stages and ring fit in it."""
+        fields = [f.name for f in dataclasses.fields(self)] + ["dyn_smem"]
+        body = "".join(f"  static constexpr int {f} = {getattr(self, f)};\n" for f in fields)
+        return (device_constants(STREAM_K_COUNTERS=STREAM_K_COUNTERS)
+                + f"struct Config {{   // {name or 'a configuration'}: cute_gemm/registry/ladder_hopper.py, WgmmaWsConfig\n"
+                f"{body}}};\n#line 1 \"cute/c6_wgmma_ws.cu\"\n")
+
+
+# the cut of a plain (unpromoted) walk, in k-tiles: docs/design/cute_wgmma_ws.md#split-k
+_PLAIN_CUT = CutModel(min_windows=16, overhead=2, fixup=3, rounds=1)
+
+# c6's entries of a configuration compiled for one (CG_WS_ONLY): cute_3xtf32's GEMMs
+_WS_ONLY = {None: (0, None), "tf32": (1, "cute_wgmma_ws_tf32_f32_ak_bk"),
+            "fp16": (2, "cute_wgmma_ws_fp16_f32_ak_bk")}
+
+
+def _wgmma_ws(name: str, cfg: WgmmaWsConfig, only: str | None = None) -> Kernel:
+    """only: "tf32" or "fp16", the configuration's k-major entry of that precision (float
+    out) alone, as cute_3xtf32's GEMMs run them on its split operands."""
+    bm, bn = cfg.blk_m, cfg.blk_n
+    define, entry = _WS_ONLY[only]
+    # tf32: k-major SS entry, and RS entries for an m-major A / n-major B
+    tf32 = (("k", "k"), ("k", "n"), ("m", "k"))
+    variants = _tc_variants("cute_wgmma_ws", bm, bn, cfg.cluster_m, cfg.k_bytes, tf32,
+                            cut=cfg.tail_split > 0)
+    return Kernel(
+        name=name,
+        family="cute",
+        source="cute/c6_wgmma_ws.cu",
+        variants=tuple(v for v in variants if entry is None or v.entry == entry),
+        defines=(("CG_WS_ONLY", define), ("CG_WS_TAIL_SPLIT", int(cfg.tail_split > 0))),
+        block=(cfg.threads, 1, 1),
+        grid=PersistentGrid(bm, bn, cluster=cfg.cluster_m, tail_split=cfg.tail_split,
+                            window_bytes=cfg.window_bytes,
+                            partials=2 if cfg.promote else 1,
+                            cut=CutModel() if cfg.promote else _PLAIN_CUT),
+        config=cfg,
+        tile=(bm, bn, cfg.blk_k),
+        dyn_smem=FixedSmem(cfg.dyn_smem),
+        min_arch=90,
+        arch_specific=True,
+        summary=f"warp-specialized wgmma: a TMA producer warp, {cfg.consumers} consumer warpgroups "
+                f"(setmaxnreg {cfg.producer_regs}/{cfg.consumer_regs}), {cfg.stages}-stage ring, "
+                f"one batch in flight, persistent CTAs over grouped tiles"
+                + (f", clusters of {cfg.cluster_m} along m multicasting B" if cfg.cluster_m > 1 else "")
+                + (f", accumulators promoted to a compensated float32 sum every {cfg.promote} "
+                   "k-tiles, half of it under the next k-tile's wgmmas (an operand's ±Inf comes out NaN "
+                   "there: cute_3xtf32 computes those calls in float64)" if cfg.promote else "")
+                + (", the last wave's tiles cut along K (a deterministic fixup)" if cfg.tail_split else "")
+                + ("" if only else ", tf32 m-major A (or n-major B, on C^T = B^T A^T) from "
+                   "registers (RS wgmma)")
+                + ", alpha/beta epilogue",
+        seed="CUTLASS sm90 TMA warp-specialized cooperative kernel",
+        tags=("tensor-core", "fast"),
+    )
+
+
+HOPPER += [
+    # cute_wgmma_ws: why each value, in docs/design/cute_wgmma_ws.md:
+    # 128x256 tiles, 4 stages, 2 consumers: #how-cute_wgmma_ws-got-there (128x192x5 lost)
+    # cluster_m=2 (B multicast): #how-cute_wgmma_ws-got-there (cluster 4 lost: 120 CTAs fit)
+    # group_m=16: same section (8 and 32 lost); k_bytes=128 (64-byte rows, 8 stages lost)
+    # tail_split=32: #split-k (skinny and long-K products: fewer units than clusters)
+    _auto(_wgmma_ws("cute_wgmma_ws", WgmmaWsConfig(tail_split=32))),
+    # ... and for products whose 128x256 tiles leave SMs idle (small, skinny, long-K): 128x64
+    # and 128x128 tiles, the smem they leave turned into stages (8 and 6), no cluster (an
+    # n-major B 64 wide has no two parts of whole 64-element slabs; at 128 wide a cluster of
+    # 2 was slower); gemm()'s heuristic picks among the three: docs/design/cute_wgmma_ws.md#narrow-tiles
+    _auto(_wgmma_ws("cute_wgmma_ws_128x64", WgmmaWsConfig(blk_n=64, stages=8, cluster_m=1,
+                                                          tail_split=32))),
+    _auto(_wgmma_ws("cute_wgmma_ws_128x128", WgmmaWsConfig(blk_n=128, stages=6, cluster_m=1,
+                                                           tail_split=32))),
+    # fp32-accurate sums (cute_3xtf32's GEMM, with split_parts = 2): 64x192 per warpgroup holds two sets of
+    # accumulators in 232 registers; windows of 3 k-tiles, one 3xTF32 chunk ending with its
+    # big·big k-tile (128x128, 2 consumers: as accurate, slower at 8192^3; a warpgroup
+    # stagger: slower): docs/design/cute_3xtf32.md#the-accumulation; the last wave cut along
+    # K (4096^3: 5.33 waves): #the-last-wave
+    _wgmma_ws("cute_wgmma_ws_promote", WgmmaWsConfig(blk_n=192, promote=3, tail_split=8),
+              only="tf32"),
+]
+
+
+# ---- fp32 accuracy on tensor cores (3xTF32, its products in fp16) -------------------------------
+def _three_tf32(name: str, gemm: Kernel) -> Kernel:
+    # the passes read any strides (so every layout costs the same: no relayout copy) and
+    # write the k-major A' and B' that the GEMM's fp16 k-major entry takes as they are
+    passes = tuple(Variant(f"{name}_{p}", a_major="any", b_major="any", c_major="any",
+                           precision="fp32_3xtf32") for p in ("range_a", "range_b", "split_a",
+                                                              "split_b", "norms_b", "finish",
+                                                              "fix", "refine"))
+    cfg = gemm.config
+    return Kernel(
+        name=name,
+        family="cute",
+        source="cute/c7_3xtf32.cu",
+        variants=passes,
+        block=(32, 8, 1),
+        grid=SplitGrid(32),
+        min_arch=90,
+        arch_specific=True,
+        summary=f"3xTF32 in fp16: each fp32 operand split into big + small (11 significant bits "
+                f"each, as tf32 keeps), scaled per row of A / column of B into fp16's range, "
+                f"k-major per chunk of 64 k; c6's promoted fp16 GEMM reads three products a "
+                f"chunk (small·big, big·small, big·big) and undoes the scales; the residuals of "
+                f"elements below fp16's normal range added after it, rows whose sum cancels "
+                f"recomputed with float64 sums: fp32 accuracy; where the split cannot carry the "
+                f"inputs (±Inf, subnormals, magnitudes far below their row's largest), every "
+                f"row recomputed so",
+        seed="CUTLASS example 27 (3xTF32), on c6's GEMM",
+        tags=("tensor-core",),
+        # a chunk: a 128-byte fp16 k-tile, stored as two parts, read as three products
+        gemm_of=GemmOf(gemm, "fp16", cfg.split_parts,
+                       k_chunk=cfg.k_bytes // 2, k_reads=cfg.promote),
+    )
+
+
+# cute_3xtf32's GEMM: cute_wgmma_ws_promote's configuration in fp16, reading the split's two
+# parts a chunk as its three products (sm90_split_parts.cuh) into a scratch C that c7's finish
+# pass unscales. Not registered: it is no GEMM of A and B.
+_3XTF32_GEMM = _wgmma_ws("cute_3xtf32_gemm", WgmmaWsConfig(blk_n=192, promote=3, tail_split=8,
+                                                          split_parts=2), only="fp16")
+
+HOPPER += [
+    # why a pre-pass and not a split inside the GEMM: docs/design/cute_3xtf32.md
+    _auto(_three_tf32("cute_3xtf32", _3XTF32_GEMM)),
+]

@@ -1,0 +1,539 @@
+"""The records a kernel is described by: its entry points (Variant) and the operands each
+takes, its grid and shared-memory policies with the launch limits, the Kernel record
+itself, and the operand-layout vocabulary. Data only: the ladders (ladder_*.py) build
+their tables from these, and registry.py lists them.
+
+Operand conventions (see include/cute_gemm/common.cuh for the kernel signature):
+  A is (M,K): "k"-major = row-major (stride along K is 1), "m"-major = column-major.
+  B is (K,N): "n"-major = row-major, "k"-major = column-major.
+  C is (M,N): "n"-major = row-major, "m"-major = column-major.
+  "any" accepts every stride pattern, unit or not.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal, get_args
+
+from ..base import precisions
+from ..base.errors import InputError, ShapeLimitError
+
+# the precision table's views (precisions.py), here where the kernels' records always had them
+PrecisionName = precisions.PrecisionName
+PRECISIONS, PRECISION_DTYPE, UNIT = precisions.PRECISIONS, precisions.PRECISION_DTYPE, precisions.UNIT
+ITEMSIZE, FP32_ACCURATE = precisions.ITEMSIZE, precisions.FP32_ACCURATE
+
+ARCHS = ("sm_80", "sm_90")          # every kernel is compiled for these in CI
+
+# int32 arrival counters at the start of every stream-K and cut-walk workspace, at a fixed
+# place so that launches of any size share one workspace and find theirs zero (>= 2 per CTA
+# of any launch: streamk.stream_k_ctas keeps to it). The device code reads this value, as
+# CUTE_GEMM_STREAM_K_COUNTERS (device_constants), not one of its own.
+STREAM_K_COUNTERS = 8192
+
+
+def device_constants(**values: int) -> str:
+    """Constants the host and the device code share, as the macros the headers read
+    (`#define CUTE_GEMM_<NAME> <value>`): written by a typed configuration's cpp() in front
+    of the kernel source, so each value has one home, here in Python."""
+    return "".join(f"#define CUTE_GEMM_{name} {int(v)}\n" for name, v in values.items())
+
+# Operand layouts, as users name them: op(A) op(B), "n" the array as it is (row-major),
+# "t" the transposed view of a row-major array (BLAS's transa/transb). Kernels name the
+# same thing by majors (below); layout_majors is the one translation.
+LayoutName = Literal["nn", "tn", "nt", "tt"]
+LAYOUTS: tuple[str, ...] = get_args(LayoutName)
+
+
+def layout_majors(layout: str) -> tuple[str, str]:
+    """(A major, B major) of an operand layout: "n" A is k-major, "t" A m-major; "n" B is
+    n-major, "t" B k-major."""
+    if layout not in LAYOUTS:
+        raise InputError(f"operand layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+    return ("k" if layout[0] == "n" else "m"), ("n" if layout[1] == "n" else "k")
+
+
+def cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+@dataclass(frozen=True)
+class Pick:
+    """How a call asks for its kernel's launch, beyond the kernel's own plan: gemm()'s
+    table pick (auto.Choice). transposed: on the transposed problem C^T = B^T A^T
+    (resolve.swapped). split_k > 0: a kernel with stream-K twins launches the twin with
+    split_k CTAs per output tile, every tile cut along K into that many even runs
+    (streamk.split_k_ctas; where the shape or the GPU cannot take it, the kernel's own plan).
+    reduce: the split_k shares are not reduced by the twin's last CTA of each tile but stored
+    whole by the kernel's split entries (Variant.split) and summed by a second launch."""
+    transposed: bool = False
+    split_k: int = 0
+    reduce: bool = False
+
+
+AS_PLANNED = Pick()
+
+
+@dataclass(frozen=True)
+class TmaBoxes:
+    """The two TMA tensor maps an entry point takes after its plain arguments (A's, then
+    B's; include/cute_gemm/common.cuh CG_TMA_PARAMS), encoded per call by the launcher.
+    Each operand is described as a 2-D tensor (contiguous extent, other extent) with its
+    leading stride; `a` and `b` are the boxes one TMA load brings in, in elements, in that
+    order. A k-major A is (K, M), an m-major A (M, K); a k-major B (K, N), an n-major B
+    (N, K). Out-of-bounds elements of a box arrive as zeros."""
+    a: tuple[int, int]
+    b: tuple[int, int]
+    swizzle: int = 128     # bytes: 0 (none), 32, 64 or 128
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One extern "C" entry point of a kernel source and the operands it accepts."""
+    entry: str
+    a_major: str = "k"     # "k" | "m" | "any"
+    b_major: str = "n"     # "n" | "k" | "any"
+    c_major: str = "n"     # "n" | "m" | "any"
+    align: int = 1         # elements: leading strides and base pointers are multiples of this
+    align_roles: str = "abc"   # the operands `align` (and extent_align) apply to: those read or
+                               # written with vectors ("ab": C is free, e.g. scalar epilogue)
+    extent_align: int = 1  # those operands' contiguous extent (K for k-major A, M for m-major A,
+                           # N or K for B, N or M for C) is a multiple of this: a 128-bit vector
+                           # must never straddle the end of a row/column (it would read past it)
+    whole_vectors: bool = False  # the entry fetches the vector that straddles a row end whole
+                           # (cp.async with a src-size zero-fills smem past the end, but the
+                           # sanitizer counts all 16 bytes read): such an operand is taken only
+                           # as run()'s copy, whose pad is zeroed and inside its allocation
+    stream_k: str = ""     # entry point of the same operands as a persistent stream-K launch
+                           # (signature + float* ws, int tile0; include/cute_gemm/streamk.cuh),
+                           # named NAME_sk after its data-parallel sibling NAME, or ""
+    stream_k_fill: float = 1.0  # ... taken when the last wave of the data-parallel grid is
+                                # filled to less than this (streamk.stream_k_plan); < 1 where the
+                                # stream-K twin is slower per tile than its sibling
+    stream_k_swap: bool = False # the twin computes the transposed problem C^T = B^T A^T (an
+                                # A m-major / B k-major call is A k-major / B n-major there)
+    split: str = ""             # entry point of the same operands computing one even share of K
+                                # per CTA into a workspace slice (+ float* ws, int split; grid
+                                # (tiles, split)), summed into C by a second launch
+                                # (resolve.REDUCE), named NAME_part; on the transposed problem
+                                # as the twin where stream_k_swap; or ""
+    cut: str = ""               # entry point of the same operands whose persistent walk's last
+                                # wave may be cut along K (+ float* ws, int dp, int pieces;
+                                # sm90_tail_split.cuh), named NAME_cut, launched where the plan
+                                # cuts (PersistentGrid.walk); NAME runs the uncut walks; or ""
+    precision: str = "fp32"     # PRECISIONS: the arithmetic, and so the type of A and B
+    out_dtype: str = "float32"  # the type of C and the result: one of the precision's outs
+    tma: TmaBoxes | None = None # the entry also takes TMA tensor maps of A and B
+    walks_transposed: bool = False  # the entry itself computes C^T = B^T A^T: a persistent
+                                # walk's tiles (and the plan of its cut) are C^T's
+    register_a: bool = False    # the (walked) A reaches the tensor cores from registers (RS
+                                # wgmma): each k-tile of it is read from smem once more
+
+    @property
+    def dtype(self) -> str:
+        """The element type of A and B."""
+        return PRECISION_DTYPE[self.precision]
+
+    def __repr__(self) -> str:   # one line: kernels() lists dozens of these
+        twin = (f", stream-K twin {self.stream_k}" if self.stream_k else
+                f", cut twin {self.cut}" if self.cut else "")
+        prec = "" if self.precision == "fp32" else f" {self.precision}->{self.out_dtype}"
+        return (f"<Variant {self.entry}{prec}: A {self.a_major}-major, B {self.b_major}-major, "
+                f"C {self.c_major}-major, align {self.align}{twin}>")
+
+    def align_for(self, role: str) -> int:
+        """The alignment (elements) this entry point needs of operand `role` ("a", "b", "c")."""
+        return self.align if role in self.align_roles else 1
+
+    def _contiguous_extent(self, role: str, m: int, n: int, k: int) -> int | None:
+        """The extent along the unit-stride mode this entry wants of `role` (None: any)."""
+        major = self.a_major if role == "a" else self.b_major if role == "b" else self.c_major
+        return {"m": m, "n": n, "k": k}.get(major)
+
+    def fits_extents(self, m: int, n: int, k: int) -> bool:
+        """True if every vector operand's contiguous extent is a multiple of extent_align."""
+        if self.extent_align == 1:
+            return True
+        return all((e := self._contiguous_extent(r, m, n, k)) is None or e % self.extent_align == 0
+                   for r in self.align_roles)
+
+    def straddles(self, role: str, m: int, n: int, k: int) -> bool:
+        """True if this entry would fetch a whole vector past the end of operand `role`'s
+        rows (whole_vectors, and its contiguous extent not a multiple of the vector)."""
+        if not self.whole_vectors or role not in self.align_roles:
+            return False
+        e = self._contiguous_extent(role, m, n, k)
+        return e is not None and e % self.align != 0
+
+    def takes(self, role: str, major: str | None, align: int) -> bool:
+        """The one acceptance rule: this entry point takes operand `role` ("a", "b", "c")
+        whose unit stride runs along `major` (None or "strided": none) with its pointer
+        and leading stride aligned to `align` elements (0: not even to one float)."""
+        want = self.a_major if role == "a" else self.b_major if role == "b" else self.c_major
+        return align > 0 and (want == "any" or want == major) and align % self.align_for(role) == 0
+
+
+# ---- grid policies: (M, N, K) -> grid (x, y, z) -------------------------------------
+# Each policy also says how many rows and columns of C one launch can cover (`span`):
+# the grid limits of CUDA, and EXTENT_MAX, below which a kernel's 32-bit row, column and
+# k indices (plus a tile) never wrap. run() cuts larger problems into launches of at
+# most that size (Kernel.launch_extents), so every M, N, K >= 1 runs.
+GRID_X_MAX, GRID_YZ_MAX = 2**31 - 1, 65535
+EXTENT_MAX = 2**30
+
+
+@dataclass(frozen=True)
+class TileGrid:
+    """One block per (BM, BN) tile of C: x walks N, y walks M."""
+    bm: int
+    bn: int
+
+    def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
+        return (cdiv(n, self.bn), cdiv(m, self.bm), 1)
+
+    def span(self, n: int) -> tuple[int, int]:
+        return GRID_YZ_MAX * self.bm, GRID_X_MAX * self.bn
+
+
+@dataclass(frozen=True)
+class TileGridMN:
+    """One block per (BM, BN) tile of C: x walks M, y walks N (CuTe's (m,n) order)."""
+    bm: int
+    bn: int
+
+    def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
+        return (cdiv(m, self.bm), cdiv(n, self.bn), 1)
+
+    def span(self, n: int) -> tuple[int, int]:
+        return GRID_X_MAX * self.bm, GRID_YZ_MAX * self.bn
+
+
+@dataclass(frozen=True)
+class FlatGrid:
+    """A 1D grid of `threads`-thread blocks covering M*N elements."""
+    threads: int
+
+    def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
+        return (cdiv(m * n, self.threads), 1, 1)
+
+    def span(self, n: int) -> tuple[int, int]:
+        """(rows, columns) for C with n columns: M * N elements fit one grid.x"""
+        cols = min(n, EXTENT_MAX)
+        return max(1, GRID_X_MAX * self.threads // cols), cols
+
+
+@dataclass(frozen=True)
+class RowGrid:
+    """One block per row of C."""
+
+    def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
+        return (m, 1, 1)
+
+    def span(self, n: int) -> tuple[int, int]:
+        return GRID_X_MAX, EXTENT_MAX
+
+
+@dataclass(frozen=True)
+class CutModel:
+    """How tail_split_plan prices the cut of a unit along K, in windows: each piece
+    runs at least `min_windows` and costs `overhead` more (its pipeline fill, its partial's
+    store), the last piece reads every other piece's partial at `fixup` each, and the cut
+    round holds at most `rounds` items a cluster. The defaults are the promoted kernels' (3
+    k-tiles a window); the plain ones': docs/design/cute_wgmma_ws.md#split-k."""
+    min_windows: int = 8
+    overhead: float = 2
+    fixup: float = 0
+    rounds: int = 2
+
+
+def tail_split_plan(units: int, clusters: int, windows: int, max_pieces: int,
+                    model: CutModel = CutModel()) -> tuple[int, int]:
+    """(dp, pieces): how a persistent walk of `units` units of `windows` windows each on
+    `clusters` clusters cuts its last round. Units [dp, units) (the last round's, or all of
+    them when they are fewer than the clusters) are cut along K into `pieces` runs of whole
+    windows, the count (up to max_pieces, each run at least model.min_windows, at most
+    model.rounds pieces per cluster: the workspace and the fixup's traffic stay a wave's
+    partials)
+    that finishes the last round soonest by a simple model: rounds of pieces, each piece its
+    windows plus model.overhead, then the last piece's reads of the others' partials
+    (model.fixup each); (units, 1) where no cut gains."""
+    tail = units % clusters if units >= clusters else units
+    if tail == 0 or max_pieces < 2:
+        return units, 1
+    dp = units - tail
+
+    def cost(s: int) -> float:
+        if s == 1:
+            return windows
+        return cdiv(tail * s, clusters) * (cdiv(windows, s) + model.overhead) + model.fixup * (s - 1)
+    most = min(max_pieces, windows // model.min_windows, model.rounds * clusters // tail)
+    best = min(range(1, max(most, 1) + 1), key=lambda s: (cost(s), s))
+    return (units, 1) if best == 1 else (dp, best)
+
+
+@dataclass(frozen=True)
+class PersistentGrid:
+    """A persistent kernel: min(tiles, SMs x ctas_per_sm) CTAs along x, each walking the
+    (BM, BN) tiles of C its tile scheduler hands it (tile indices are 32-bit). With clusters
+    of `cluster` CTAs along x (compile-time __cluster_dims__, along m), the grid is a whole
+    number of clusters, each walking units of `cluster` tiles along m. It assumes every SM can
+    hold a cluster's CTA: true for clusters of 2 on the H100 (cuOccupancyMaxActiveClusters: 66
+    for cute_wgmma_ws), not for clusters of 4 (30 clusters, 120 CTAs)."""
+    bm: int
+    bn: int
+    ctas_per_sm: int = 1
+    cluster: int = 1
+    tail_split: int = 0     # > 0: the last wave's units may be cut along K into up to this
+                            # many pieces of whole windows (the entry takes ws, dp, pieces)
+    window_bytes: int = 4   # ... a window, the k a piece is counted in: bytes of A's rows
+    partials: int = 2       # ... the fp32 tiles a piece stores (promoted: sum and error; else 1)
+    cut: CutModel = CutModel()   # ... how tail_split_plan prices a cut
+
+    def units(self, m: int, n: int) -> int:
+        return cdiv(cdiv(m, self.bm), self.cluster) * cdiv(n, self.bn)
+
+    def clusters(self, sm_count: int) -> int:
+        return max(1, (sm_count or 1) * self.ctas_per_sm // self.cluster)
+
+    def split(self, m: int, n: int, k: int, sm_count: int = 0, cut: bool = True,
+              itemsize: int = 4) -> tuple[int, int]:
+        """(dp, pieces) of the walk at M x N x K (A and B of `itemsize` bytes): units [0, dp)
+        whole, the others cut into `pieces` along K (tail_split_plan); (units, 1)
+        where none is cut (or not `cut`: stream-K turned off)."""
+        units = self.units(m, n)
+        if not (self.tail_split and cut):
+            return units, 1
+        return tail_split_plan(units, self.clusters(sm_count),
+                               cdiv(k * itemsize, self.window_bytes), self.tail_split, self.cut)
+
+    def walk(self, m: int, n: int, k: int, sm_count: int = 0, cut: bool = True,
+             itemsize: int = 4) -> tuple[tuple[int, int], tuple[int, int, int]]:
+        """((dp, pieces), grid): the split, and as many clusters as its items (at most one
+        per `clusters`)."""
+        dp, pieces = self.split(m, n, k, sm_count, cut, itemsize)
+        items = dp + (self.units(m, n) - dp) * pieces
+        return (dp, pieces), (min(items, self.clusters(sm_count)) * self.cluster, 1, 1)
+
+    def __call__(self, m: int, n: int, k: int, sm_count: int = 0, cut: bool = True,
+                 itemsize: int = 4) -> tuple[int, int, int]:
+        return self.walk(m, n, k, sm_count, cut, itemsize)[1]
+
+    def span(self, n: int) -> tuple[int, int]:
+        cols = min(n, EXTENT_MAX)
+        return max(self.bm, GRID_X_MAX // cdiv(cols, self.bn) * self.bm), cols
+
+
+@dataclass(frozen=True)
+class SplitGrid:
+    """A composed kernel's pre-pass (Kernel.gemm_of), one launch per operand, each seen as a
+    (rows, K) matrix (rows = M for A, N for B): one (tile x tile) block per tile, x walking
+    rows, y walking K, each capped at the grid limits (the kernel loops over the tiles past
+    them, in 64-bit indices: one launch takes any extent). Called with (M, N, K): A's grid."""
+    tile: int = 32
+
+    def of(self, rows: int, k: int) -> tuple[int, int, int]:
+        t = self.tile
+        return (max(1, min(cdiv(rows, t), GRID_X_MAX)), max(1, min(cdiv(k, t), GRID_YZ_MAX)), 1)
+
+    def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
+        return self.of(m, k)
+
+    def span(self, n: int) -> tuple[int, int]:
+        return EXTENT_MAX, EXTENT_MAX
+
+
+# ---- dynamic shared memory policies: (M, N, K) -> bytes ----------------------------
+@dataclass(frozen=True)
+class StripSmem:
+    """Whole-K strips: rows_a rows of A and cols_b columns of B, K floats each, the total
+    rounded up to whole 16-byte words: ptxas widens a strip's last reads to LDS.128 of
+    the aligned 16 bytes around them (row_smem with K % 4 != 0), which must lie inside
+    the allocation (compute-sanitizer memcheck, scripts/sanitize.sh)."""
+    rows_a: int
+    cols_b: int
+
+    def __call__(self, m: int, n: int, k: int) -> int:
+        return cdiv(4 * k * (self.rows_a + self.cols_b), 16) * 16
+
+    def max_k(self, limit_bytes: int) -> int:
+        return (limit_bytes // 16 * 16) // (4 * (self.rows_a + self.cols_b))
+
+
+@dataclass(frozen=True)
+class FixedSmem:
+    nbytes: int
+
+    def __call__(self, m: int, n: int, k: int) -> int:
+        return self.nbytes
+
+
+@dataclass(frozen=True)
+class GemmOf:
+    """A composed kernel (Kernel.gemm_of): its own entry points (its variants: A's, then B's)
+    are a pre-pass that writes A' (M x K', k-major) and B' (K' x N, k-major) from A and B,
+    the k_parts parts of each chunk of k_chunk columns side by side (K' = k_prime(K)), and the
+    product is the GEMM of `kernel`, in `precision` on A' and B' (through run()'s own path:
+    variant choice, launch cutting, TMA maps). That kernel is not registered where it reads
+    A' and B' as more than a plain GEMM does (cute_3xtf32's reads a chunk's parts as its
+    three products): nobody can call it by name, and registry.compiled() lists it. Where the
+    pre-pass flags inputs outside the range it is exact in, the composed kernel's own passes
+    compute every row in float64 on the device instead (composed.Composed)."""
+    kernel: "Kernel"            # the GEMM that runs on A', B'
+    precision: str              # ... in this precision (PRECISIONS)
+    k_parts: int                # parts stored per element: K' = k_parts * K rounded up to chunks
+    k_chunk: int = 1            # columns of k per chunk (the GEMM's k-tile: it promotes per chunk)
+    k_reads: int = 0            # k-tiles the GEMM reads per chunk (0: k_parts): what one
+                                # launch's K is bounded by
+
+    def k_prime(self, k: int) -> int:
+        """K' of A' and B': k_parts columns per column of K, K rounded up to whole chunks."""
+        return self.k_parts * -(-k // self.k_chunk) * self.k_chunk
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    family: str                          # "handwritten" | "cute"
+    source: str                          # path under kernels/
+    variants: tuple[Variant, ...]        # tried in order (tests/test_registry.py: the fallbacks)
+    block: tuple[int, int, int]          # threads per block
+    grid: Callable[..., tuple[int, int, int]]   # (M, N, K, SM count) -> grid
+    summary: str
+    seed: str                            # seed stage it reproduces
+    defines: tuple[tuple[str, int], ...] = ()   # -D NAME=VALUE: the one source of tile sizes
+    # or, for a kernel composed from templates, its typed configuration (e.g.
+    # ladder_cute.PipelinedConfig): config.cpp(name) is compiled in front of the source
+    config: Any = None
+    options: tuple[str, ...] = ()        # extra NVRTC options (e.g. --ptxas-options=...)
+    tile: tuple[int, int, int] | None = None    # (BM, BN, BK) for docs and tests
+    dyn_smem: Callable[[int, int, int], int] | None = None
+    # dynamic smem of the stream-K twins (Variant.stream_k), where less than dyn_smem
+    stream_k_smem: Callable[[int, int, int], int] | None = None
+    min_arch: int = 80                   # compute capability * 10
+    # compiled for the arch-specific target (sm_90a: wgmma, setmaxnreg), which runs on
+    # that compute capability only
+    arch_specific: bool = False
+    constraints: str = "any M, N, K >= 1"
+    tags: tuple[str, ...] = field(default=())
+    # a composed kernel: its variants are the pre-pass's entry points, the GEMM is another
+    # kernel's (GemmOf; execute.gemm_device runs the two)
+    gemm_of: GemmOf | None = None
+    # run() may compute C^T = B^T A^T instead, where that covers C with less tile area
+    # (a BM < BN tile on a product with a skinny N; Kernel.transposes, resolve.swapped)
+    transpose_skinny: bool = False
+
+    def __repr__(self) -> str:   # the generated one prints every variant and policy: pages
+        tile = "x".join(map(str, self.tile)) if self.tile else "-"
+        return (f"<Kernel {self.name} ({self.family}, {self.source}): tile {tile}, "
+                f"{self.threads} threads, {len(self.entries)} entr{'y' if len(self.entries) == 1 else 'ies'}>")
+
+    @property
+    def pdl(self) -> bool:
+        """Split stream-K launches (streamk.stream_k_plan) start the twin by programmatic dependent
+        launch on sm_90+: the source is built for it (its config's `pdl`)."""
+        return bool(getattr(self.config, "pdl", False))
+
+    @property
+    def min_blocks(self) -> int:
+        """CTAs per SM that every entry point must keep resident (its __launch_bounds__
+        minimum: the config's min_blocks, or the MIN_BLOCKS define; 1 when neither says)."""
+        if self.config is not None and hasattr(self.config, "min_blocks"):
+            return self.config.min_blocks
+        return dict(self.defines).get("MIN_BLOCKS", 1)
+
+    @property
+    def precisions(self) -> tuple[str, ...]:
+        """The arithmetic this kernel offers (records.PRECISIONS), in registry order."""
+        return tuple(dict.fromkeys(v.precision for v in self.variants))
+
+    def computes(self, precision: str, out_dtype: str) -> bool:
+        """True if some entry point computes `precision` into a result of `out_dtype`."""
+        return any(v.precision == precision and v.out_dtype == out_dtype for v in self.variants)
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        """The element types of A and B it reads."""
+        return tuple(dict.fromkeys(PRECISION_DTYPE[p] for p in self.precisions))
+
+    @property
+    def archs(self) -> tuple[str, ...]:
+        """The targets CI compiles it for."""
+        if self.arch_specific:
+            return (f"sm_{self.min_arch}a",)
+        return tuple(a for a in ARCHS if int(a[3:]) >= self.min_arch)
+
+    def runs_on(self, arch_int: int) -> bool:
+        """True if it runs on a device of compute capability `arch_int` (x10): min_arch or
+        newer, or exactly min_arch for an arch-specific kernel."""
+        return arch_int == self.min_arch if self.arch_specific else arch_int >= self.min_arch
+
+    def target(self, arch_int: int) -> str:
+        """The NVRTC target for a device of compute capability `arch_int` (x10)."""
+        return f"sm_{arch_int}a" if self.arch_specific else f"sm_{arch_int}"
+
+    @property
+    def threads(self) -> int:
+        b = self.block
+        return b[0] * b[1] * b[2]
+
+    @property
+    def entries(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys([v.entry for v in self.variants]
+                                   + [v.stream_k for v in self.variants if v.stream_k]
+                                   + [v.split for v in self.variants if v.split]
+                                   + [v.cut for v in self.variants if v.cut]))
+
+    def smem_bytes(self, m: int, n: int, k: int) -> int:
+        return self.dyn_smem(m, n, k) if self.dyn_smem is not None else 0
+
+    def stream_k_smem_bytes(self, m: int, n: int, k: int) -> int:
+        if self.stream_k_smem is not None:
+            return self.stream_k_smem(m, n, k)
+        return self.smem_bytes(m, n, k)
+
+    def transposes(self, m: int, n: int) -> bool:
+        """This kernel's rule (one input of resolve.swapped, which decides): True if its
+        M x N product runs as its transpose, C^T = B^T A^T (an N x M product;
+        transpose_skinny), where that covers C with at most 7/8 of the tile area. A 64 x 128
+        tile covers an 8192 x 64 C twice over, its transpose once. Not for a sliver less:
+        the transpose also runs another entry point (nn operands become an m-major A and a
+        k-major B)."""
+        if not self.transpose_skinny or self.tile is None:
+            return False
+        bm, bn, _ = self.tile
+        return 8 * cdiv(n, bm) * bm * cdiv(m, bn) * bn <= 7 * cdiv(m, bm) * bm * cdiv(n, bn) * bn
+
+    def launch_extents(self, m: int, n: int, k: int,
+                       transposed: bool = False) -> tuple[int, int, int]:
+        """The largest (M, N, K) one launch of this kernel takes, at most (m, n, k): the
+        grid's span and EXTENT_MAX; for a kernel that may run C^T (transpose_skinny), the
+        span of both grids, so that a piece fits whichever it takes. Cut sizes are multiples
+        of 256, so every piece keeps the alignment class of its operands' pointers.
+        transposed: asked for on the transposed problem (resolve.swapped): its extents."""
+        if transposed:
+            nc, mc, kc = self.launch_extents(n, m, k)
+            return mc, nc, kc
+        rows, cols = self.grid.span(n)
+        if self.transpose_skinny:
+            cols_t, rows_t = self.grid.span(m)
+            rows, cols = min(rows, rows_t), min(cols, cols_t)
+
+        def cut(x: int, limit: int) -> int:
+            limit = min(limit, EXTENT_MAX)
+            return x if x <= limit else max(limit // 256 * 256, 1)
+        # a composed kernel's GEMM runs over K' = k_prime(K), reading k_reads k-tiles a chunk:
+        # what it reads must fit one launch
+        g = self.gemm_of
+        reads = 0 if g is None else max(g.k_parts, g.k_reads)
+        kmax = EXTENT_MAX if g is None else EXTENT_MAX // (reads * g.k_chunk) * g.k_chunk
+        return cut(m, rows), cut(n, cols), cut(k, kmax)
+
+    def check_limits(self, m: int, n: int, k: int, smem_limit: int) -> None:
+        """Raise ShapeLimitError if this shape needs more dynamic smem than the device has."""
+        need = self.smem_bytes(m, n, k)
+        if need > smem_limit:
+            max_k = getattr(self.dyn_smem, "max_k", None)
+            hint = f"; this kernel handles K <= {max_k(smem_limit)}" if max_k else ""
+            raise ShapeLimitError(
+                f"kernel {self.name!r} needs {need} bytes of shared memory for "
+                f"M={m}, N={n}, K={k}, but the device allows {smem_limit} bytes per block"
+                f"{hint} ({self.constraints})")

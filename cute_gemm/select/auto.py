@@ -1,0 +1,550 @@
+"""gemm()'s selector: which registered kernel runs a call, and whether on the transposed
+problem (C^T = B^T A^T), for its shape, operand layout, alignment, precision and GPU.
+
+The candidates are data: the kernels tagged "auto" in the ladders that compute the call's
+precision into its result type, run on the device and fit its shared memory. Among them:
+  1. the `cute-gemm tune` tables of this GPU (autotable.py: the tuned one, then the shipped
+     one), their rows of the call's precision and layout: the row of this shape, its fastest
+     candidate that is still a candidate here; else the NEAREST_ROWS nearest measured
+     shapes over all of them (log-space distance over M, N, K, the same alignment class
+     first), each candidate's times there scaled to this shape by a model of its busiest
+     SM's work (busiest_work: tiles, waves, k-tiles, stream-K and split plans), the least
+     predicted time;
+  2. else the heuristic below (rules from measurements: docs/design/auto.md).
+The pick is a pure function of (GPU, shape, layout, alignment, precision, result type)
+and the tables, which are read once per process: run()'s hot path may key on the name
+"auto" with its call signature.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, replace
+
+from . import autotable
+from .. import registry
+from ..base import memo
+from ..driver import launch
+from ..plan import resolve, streamk
+from .contract import answering, runs_at
+from ..base.errors import CuteGemmError, DTypeError, ShapeLimitError
+from ..base.precisions import PRECISION
+from ..registry.records import (ITEMSIZE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, Pick, cdiv,
+                                layout_majors)
+
+AUTO = registry.AUTO
+TAG = "auto"                       # Kernel.tags: a candidate of the selector
+# heuristic: C covered by at most this many tiles of the largest-tile candidate is "tiny"
+TINY_TILES = 4
+# walk_cost: filling smem with one 128-byte row of a k-tile costs about what this many
+# outputs' tensor-core work on that k-tile costs (fitted to the H200's narrow-tile figures;
+# of the order of 2048 bf16 FMA a clock an SM against ~100 bytes a clock of operand fill)
+LOAD_ROW = 32
+# ... and a cut item's fixup (the last piece's reads of the others' partials), in k-tiles:
+# twice the cut plan's (fitted to the same figures: 5 or 6 pick alike, 3 too many cuts)
+CUT_FIXUP = 6
+# from_tables, a shape without a row: the rows whose times are scaled to it, weighted by
+# 1 / (distance + NEAR_WEIGHT); a tile's fill and store cost TILE_OVERHEAD k-tiles
+# (busiest_work). Chosen leave-one-out over the shipped tables and on the held-out shapes'
+# measured candidates: docs/design/auto.md#scaled-rows
+NEAREST_ROWS = 3
+NEAR_WEIGHT = 0.5
+TILE_OVERHEAD = 2
+BUCKET = 8          # (from_tables: shapes rounded up to a multiple of it price alike)
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What gemm() runs: `kernel` (on the transposed problem when `transposed`; with a
+    stream-K launch of split_k CTAs per tile when split_k > 0, records.Pick), and why:
+    `source` "table" (this problem was measured), "nearest" (the nearest measured one) or
+    "heuristic" (no table row of this precision and layout), with the row or the rule."""
+    kernel: str
+    transposed: bool = False
+    source: str = "heuristic"
+    why: str = ""
+    split_k: int = 0
+    reduce: bool = False     # the split's shares summed by a reduction launch (Pick.reduce)
+    # the arithmetic the kernel runs, where it is not the precision asked for but keeps its
+    # promise (contract.answering: fp32_3xtf32 answered by SIMT fp32); None: the one asked for
+    precision: str | None = None
+    ms: float | None = None  # its time from the tables (measured or scaled); None: a rule's
+
+    @property
+    def key(self) -> str:
+        """The candidate's name in a tune table: the kernel, + ".T" on the transposed problem,
+        + "/splitkS" with S CTAs per tile (reduced by the twin), or "/splitrS" (by a
+        reduction launch)."""
+        return (self.kernel + (autotable.TRANSPOSED if self.transposed else "")
+                + (f"{autotable.SPLIT_R if self.reduce else autotable.SPLIT_K}{self.split_k}"
+                   if self.split_k else ""))
+
+    @property
+    def pick(self) -> Pick:
+        """How the kernel is launched (execute.gemm_device)."""
+        return Pick(self.transposed, self.split_k, self.reduce and self.split_k > 0)
+
+    def __str__(self) -> str:
+        return (f"{self.key}{f' in {self.precision}' if self.precision else ''} "
+                f"({self.source}: {self.why})")
+
+
+def split_key(key: str) -> tuple[str, bool, int, bool]:
+    """A tune table's candidate key -> (kernel, transposed, split_k, reduce); Choice.key's
+    inverse."""
+    reduce = autotable.SPLIT_R in key
+    key, _, s = key.partition(autotable.SPLIT_R if reduce else autotable.SPLIT_K)
+    t = key.endswith(autotable.TRANSPOSED)
+    split_k = int(s) if s.isdigit() else 0
+    return (key[:-len(autotable.TRANSPOSED)] if t else key), t, split_k, reduce and split_k > 0
+
+
+# ---- candidates ----------------------------------------------------------------------------
+def candidates(precision: str, out_dtype: str | None = None, arch_int: int | None = None,
+               exactly: bool = False) -> tuple[registry.Kernel, ...]:
+    """The kernels tagged "auto" that answer `precision` (contract.answering; `exactly`:
+    that compute it itself) into `out_dtype`, when given, and, given a compute capability
+    (x10), run on it; in registry order."""
+    ks = registry.KERNELS
+    key = (precision, out_dtype, arch_int, exactly)
+    hit = _candidates.get(key)
+    if hit is not None and hit[0] is ks:        # (the same registry: tests may swap it)
+        return hit[1]
+    found = tuple(k for k in ks
+                  if TAG in k.tags and (arch_int is None or k.runs_on(arch_int))
+                  and (runs_at(k, precision, out_dtype) == precision if exactly
+                       else runs_at(k, precision, out_dtype) is not None))
+    _candidates[key] = (ks, found)
+    return found
+
+
+_candidates: dict = {}  # (precision, out_dtype, arch_int, exactly) -> (registry.KERNELS, found)
+
+
+def offers(precision: str, out_dtype: str | None = None, arch_int: int | None = None) -> bool:
+    """True if gemm() has a candidate for `precision` (on that compute capability)."""
+    return bool(candidates(precision, out_dtype, arch_int))
+
+
+def _named(precision: str, out_dtype: str, exactly: bool = False) -> tuple[registry.Kernel, ...]:
+    named = candidates(precision, out_dtype, exactly=exactly)
+    if not named:
+        raise DTypeError(f"gemm() has no kernel that computes {precision} into {out_dtype}; "
+                         f"it computes: {', '.join(p for p in PRECISIONS if offers(p)) or 'nothing'}")
+    return named
+
+
+def runnable(precision: str, out_dtype: str, device, m: int, n: int, k: int,
+             exactly: bool = False) -> tuple[registry.Kernel, ...]:
+    """The candidates (`exactly`: candidates' own) that can run this problem on `device` (a
+    launch.DeviceInfo, or any object with name, arch_int, smem_optin); a named error, before
+    any launch, when none can."""
+    named, arch = _named(precision, out_dtype, exactly), device.arch_int
+    here = [x for x in named if x.runs_on(arch)]
+    if not here:
+        need = ", ".join(f"{x.name} needs sm_{x.min_arch}" + ("" if x.arch_specific else "+")
+                         for x in named)
+        raise CuteGemmError(f"gemm(): no kernel computes {precision} on {device.name} "
+                            f"(sm_{device.arch_int}): {need}")
+    fits = tuple(x for x in here if x.smem_bytes(m, n, k) <= device.smem_optin)
+    if not fits:
+        raise ShapeLimitError(f"gemm(): every {precision} kernel needs more shared memory for "
+                              f"M={m}, N={n}, K={k} than {device.name} allows ({device.smem_optin} B)")
+    return fits
+
+
+# ---- the call's class: layout and alignment --------------------------------------------------
+def layout_of(A, B) -> str:
+    """The operand layout (records.LAYOUTS) of operands A and B (arrays.Operand): "t" where
+    an operand's unit stride runs the other way; an operand without one counts as "n"."""
+    fit = resolve.fit
+    return ("t" if fit(A, "a")[0] == "m" else "n") + ("t" if fit(B, "b")[0] == "k" else "n")
+
+
+def operands_aligned(A, B, O=None) -> bool:
+    """True if the pointers and leading dimensions of A, B and the result (O, or a new
+    row-major array when None) are all 16-byte aligned: the vector and TMA paths' class."""
+    fit = resolve.fit
+    n = B.shape[1]
+    out = (O is None and n * ITEMSIZE[A.dtype] % 16 == 0) or (
+        O is not None and fit(O, "c")[1] * O.itemsize >= 16)
+    return out and all(fit(op, r)[1] * op.itemsize >= 16 for op, r in ((A, "a"), (B, "b")))
+
+
+def contiguous_aligned(m: int, n: int, k: int, layout: str = "nn", precision: str = "fp32",
+                       out_dtype: str = "float32") -> bool:
+    """operands_aligned for fresh contiguous operands in `layout` (what tune measures)."""
+    a_major, b_major = layout_majors(layout)
+    e, eo = ITEMSIZE[PRECISION_DTYPE[precision]], ITEMSIZE[out_dtype]
+    lda = k if a_major == "k" else m
+    ldb = n if b_major == "n" else k
+    return all(x % 16 == 0 for x in (lda * e, ldb * e, n * eo))
+
+
+# ---- the choice ------------------------------------------------------------------------------
+# choose()'s answers from the tables of autotable's current generation, so that a call off
+# run()'s hot path (host arrays, a C operand) does not search the table again
+_memo: dict = {}
+# (device, generation, layout, precision, alignment class) -> searched_rows of its tables,
+# and from_tables' answers for shapes without a row, per bucket (from_tables' `scaled`)
+_rows: dict = {}
+_scaled_memo: dict = {}
+
+
+def choose(m: int, n: int, k: int, *, device, layout: str = "nn", precision: str = "fp32",
+           out_dtype: str = "float32", aligned: bool = True, tables=None,
+           exactly: bool = False) -> Choice:
+    """What gemm() runs for this problem on `device` (tables: None for those of the device's
+    GPU, autotable.tables_for; a sequence to consult instead); `exactly`: among the kernels
+    that compute `precision` itself, not those that keep its contract (contract.answering)."""
+    key = None
+    if tables is None:
+        key = (m, n, k, layout, precision, out_dtype, aligned, device.name, device.arch_int,
+               device.smem_optin, autotable.generation(), exactly)
+        hit = _memo.get(key)
+        if hit is not None:
+            return hit
+    if layout not in LAYOUTS:
+        layout_majors(layout)                                   # its named error
+    if not exactly and len(answering(precision)) > 1:
+        choice = _kept(m, n, k, device, layout, precision, out_dtype, aligned, tables)
+        if key is not None:
+            memo.keep(_memo, key, choice)
+        return choice
+    ks = runnable(precision, out_dtype, device, m, n, k, exactly)
+    rows = scaled = None
+    if tables is None:      # the rows searched, kept for this generation of the tables
+        tables = autotable.tables_for(device.name)
+        rkey = (device.name, autotable.generation(), layout, precision, aligned)
+        rows = _rows.get(rkey)
+        if rows is None:
+            if len(_rows) >= 256:
+                _rows.clear()
+                _scaled_memo.clear()
+            rows = _rows[rkey] = searched_rows(tables, layout, precision, aligned)
+            _scaled_memo[rkey] = {}
+        scaled = _scaled_memo[rkey]
+    found = from_tables(tables, m, n, k, layout, precision, aligned, {x.name for x in ks}, rows,
+                        device.sm_count, scaled)
+    choice = found if found is not None else heuristic(ks, m, n, k, precision, layout,
+                                                        device.sm_count, out_dtype)
+    if key is not None:
+        memo.keep(_memo, key, choice)
+    return choice
+
+
+def distance(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
+    """Squared distance of two shapes in log2 space. Logarithms, because what decides a
+    GEMM's speed (tile and wave quantisation, being memory- or compute-bound) changes with
+    the ratios of sizes: 64 rows against 128 is as far apart as 4096 against 8192."""
+    return sum((math.log2(max(x, 1)) - math.log2(max(y, 1))) ** 2 for x, y in zip(a, b))
+
+
+class SearchedRows(list):
+    """searched_rows' answer: the rows, and `exact`, (shape, aligned) -> the indices of the
+    rows of that shape and class, in table order (from_tables' lookup of a shape's own row)."""
+    exact: dict
+
+
+def searched_rows(tables, layout: str, precision: str, aligned: bool) -> SearchedRows:
+    """The rows from_tables searches: of this precision and layout in all `tables`, of the
+    same alignment class where any is; each as (log2 of its shape, table index, table, row,
+    its candidates that ran, fastest first, each as (key, ms, split_key(key)), and a memo
+    of busiest_work at the row's shape per (candidate, SM count))."""
+    rows = [(i, t, r) for i, t in enumerate(tables) for r in t.rows
+            if r.precision == precision and r.layout == layout]
+    pool = [x for x in rows if x[2].aligned == aligned] or rows
+    out = SearchedRows((tuple(math.log2(max(v, 1)) for v in r.shape), i, t, r,
+                        tuple((c, ms, split_key(c)) for c, ms in r.ranked()), {})
+                       for i, t, r in pool)
+    out.exact = {}
+    for j, x in enumerate(out):
+        out.exact.setdefault((x[3].shape, x[3].aligned), []).append(j)
+    return out
+
+
+def from_tables(tables, m: int, n: int, k: int, layout: str, precision: str, aligned: bool,
+                allowed: set[str], rows: list | None = None, sm_count: int = 0,
+                scaled: dict | None = None) -> Choice | None:
+    """From the rows of this precision and layout in all `tables` (tuned, then shipped): the
+    row of this shape (the first table's that has one) and its fastest allowed candidate.
+    Else the NEAREST_ROWS nearest rows of them all (of the same alignment class where any
+    is; at equal distance the earlier table's): each allowed candidate of the nearest one
+    that has any is priced here as its time in each of those rows that has it, times
+    busiest_work here over busiest_work there on `sm_count` SMs (0: the nearest row's
+    table's), averaged in log space with weights 1 / (distance + NEAR_WEIGHT); the least
+    wins. A tuned table of a few shapes thus adds to the shipped one rather than hiding it.
+    None when no table has such a row. rows: searched_rows of these tables, where the
+    caller keeps them. scaled: a memo of the answers for shapes without a row, kept with
+    `rows`: those are priced at the shape rounded up to BUCKET in each extent (every tile
+    extent is a multiple of it, so every candidate's tile counts are the shape's own)."""
+    if rows is None:
+        rows = searched_rows(tables, layout, precision, aligned)
+    for j in rows.exact.get(((m, n, k), aligned), ()):
+        _, _, t, r, cands, _ = rows[j]
+        ranked = [c for c in cands if c[2][0] in allowed]
+        if ranked:
+            (key, ms, (kernel, transposed, split_k, reduce)), rest = ranked[0], ranked[1:]
+            return Choice(kernel, transposed, "table", f"{_where(t, r, layout)}: {key} "
+                          f"{ms:.4g} ms" + (f", then {rest[0][0]} {rest[0][1]:.4g} ms"
+                                            if rest else ""), split_k, reduce, ms=ms)
+    shape = tuple(cdiv(x, BUCKET) * BUCKET for x in (m, n, k))
+    bkey = (shape, frozenset(allowed), sm_count)
+    hit = scaled.get(bkey) if scaled is not None else None
+    if hit is None:
+        lm, ln, lk = (math.log2(x) for x in shape)
+        # (distance() with the rows' logarithms taken once)
+        dist = [((x[0][0] - lm) ** 2 + (x[0][1] - ln) ** 2 + (x[0][2] - lk) ** 2, x[1], j)
+                for j, x in enumerate(rows)]
+        near = sorted(dist)
+        hit = False
+        for a, (_, _, j) in enumerate(near):
+            ranked = [c for c in rows[j][4] if c[2][0] in allowed]
+            if ranked:
+                hit = _scaled(rows, near[a:a + NEAREST_ROWS], ranked, shape, precision,
+                              sm_count, _where(rows[j][2], rows[j][3], layout))
+                break
+        if scaled is not None:
+            memo.keep(scaled, bkey, hit)
+    return hit or None
+
+
+def _where(t, r, layout: str) -> str:
+    return (f"{os.path.basename(t.source) or 'table'} row {r.m}x{r.n}x{r.k} {layout}"
+            f"{'' if r.aligned else ' unaligned'}")
+
+
+def _scaled(rows, near, ranked, shape, precision: str, sm_count: int, where: str) -> Choice:
+    """from_tables for a shape without a row: `ranked`, the nearest row's allowed candidates,
+    each priced from the `near` rows that measured it."""
+    sms = sm_count or rows[near[0][2]][2].sm_count
+    weights = [1.0 / (d + NEAR_WEIGHT) for d, _, _ in near]
+    best = None
+    for key, ms0, (kernel, transposed, split_k, reduce) in ranked:
+        x = registry.lookup(kernel)       # (None: a table's name, not a kernel: unscaled)
+        total = weight = 0.0
+        for w, (_, _, j) in zip(weights, near):
+            kept = rows[j][5]
+            there = kept.get((key, sms))      # log(ms / busiest_work) at the row's shape
+            if there is None:
+                r = rows[j][3]
+                ms = r.times.get(key)
+                there = kept[key, sms] = False if ms is None else math.log(
+                    ms / busiest_work(x, *r.shape, precision, sms, transposed, split_k))
+            if there is not False:
+                total += w * there
+                weight += w
+        predicted = total / weight + math.log(
+            busiest_work(x, *shape, precision, sms, transposed, split_k))
+        if best is None or predicted < best[0]:
+            best = (predicted, key, ms0, kernel, x, transposed, split_k, reduce)
+    predicted, key, ms0, kernel, x, transposed, split_k, reduce = best
+    why = (f"{where} and the {len(near) - 1} next: {key} {ms0:.4g} ms there, "
+           f"{math.exp(predicted):.4g} ms here by its work on the SMs")
+    if split_k and x is not None and not _split_fits(x, *shape, transposed, split_k):
+        split_k, reduce = 0, False
+        why += "; the split does not fit here: the kernel's own plan"
+    return Choice(kernel, transposed, "nearest", why, split_k, reduce, ms=math.exp(predicted))
+
+
+def _split_fits(x: registry.Kernel, m: int, n: int, k: int, transposed: bool,
+                split_k: int) -> bool:
+    """False where the shape rules out a launch of x with split_k CTAs per tile whatever the
+    GPU's occupancy (streamk.split_k_ctas with room for them all: too few k-tiles, too many
+    tiles); where only occupancy can, the launch decides."""
+    if transposed:
+        m, n = n, m
+    bm, bn, bk = x.tile
+    tiles = cdiv(m, bm) * cdiv(n, bn)
+    return bool(streamk.split_k_ctas(tiles, cdiv(k, bk), split_k, tiles * split_k))
+
+
+def busiest_work(x: registry.Kernel | None, m: int, n: int, k: int, precision: str, sm_count: int,
+                 transposed: bool = False, split_k: int = 0) -> float:
+    """A model of what a launch of `x` on M x N x K (the transposed problem where
+    `transposed`) costs its busiest SM, for scaling a time measured at a nearby shape: a
+    persistent kernel's walk_cost; else, for a tiled kernel, k-tiles run by one of its
+    sm_count x min_blocks CTA slots, each tile TILE_OVERHEAD more (its fill and store):
+    whole waves of tiles, the stream-K plan's (streamk.plan) share of the last wave, or
+    one wave of split_k runs per tile where the launch takes the split (split_k_ctas)."""
+    if transposed:
+        m, n = n, m
+    if x is None:
+        return 1.0
+    if x.gemm_of is not None:   # a composed kernel: its GEMM's work on K' (its passes scale alike)
+        g = x.gemm_of
+        return busiest_work(g.kernel, m, n, g.k_prime(k), g.precision, sm_count)
+    if isinstance(x.grid, registry.PersistentGrid):
+        return walk_cost(x, m, n, k, precision, sm_count)
+    if not x.tile or sm_count < 1:
+        return 1.0
+    bm, bn, bk = x.tile
+    tiles, k_tiles, slots = cdiv(m, bm) * cdiv(n, bn), cdiv(k, bk), sm_count * x.min_blocks
+    if split_k and streamk.split_k_ctas(tiles, k_tiles, split_k, slots):
+        return cdiv(k_tiles, split_k) + 2 * TILE_OVERHEAD       # the fixup: another store
+    v = x.variants[0]
+    if v.stream_k:
+        tile0, ctas = streamk.stream_k_plan(tiles, k_tiles, slots, slots, v.stream_k_fill)
+        if ctas:
+            return (tile0 // slots * (k_tiles + TILE_OVERHEAD)
+                    + (tiles - tile0) * k_tiles / ctas + 2 * TILE_OVERHEAD)
+    return cdiv(tiles, slots) * (k_tiles + TILE_OVERHEAD)
+
+
+def _area(x: registry.Kernel) -> int:
+    return x.tile[0] * x.tile[1] if x.tile else 0
+
+
+def _stream_k(x: registry.Kernel) -> bool:
+    return any(v.stream_k for v in x.variants)
+
+
+def transposed_layout(layout: str) -> str:
+    """The operand layout of the transposed problem C^T = B^T A^T: A' = B^T is m-major where
+    B is n-major, B' = A^T k-major where A is k-major."""
+    flip = {"n": "t", "t": "n"}
+    return flip[layout[1]] + flip[layout[0]]
+
+
+def walk_cost(x: registry.Kernel, m: int, n: int, k: int, precision: str, sm_count: int,
+              variant=None) -> float:
+    """What a persistent kernel's walk of an M x N x K problem costs its busiest SM: rounds
+    of items on the clusters, each item its k-tiles plus the cut model's overhead (fill,
+    partial store), the cut ones' fixup (CUT_FIXUP) added, a k-tile costing the tile's area (its
+    tensor-core work) plus LOAD_ROW per row of A and of this CTA's part of B loaded (A's
+    twice where it goes on from smem to registers, Variant.register_a). The
+    narrower tile wins where the wider one's items leave SMs idle (fewer units than
+    clusters, a ragged last round), the wider one where both fill the GPU: it loads fewer
+    rows per output (docs/design/cute_wgmma_ws.md#narrow-tiles). `variant`: the entry (its
+    walks_transposed and register_a), None for an entry not known yet."""
+    g = x.grid
+    itemsize = ITEMSIZE[PRECISION_DTYPE[precision]]
+    wm, wn = (n, m) if variant is not None and variant.walks_transposed else (m, n)
+    dp, pieces = g.split(wm, wn, k, sm_count, True, itemsize)
+    units, clusters = g.units(wm, wn), g.clusters(sm_count)
+    windows = cdiv(k * itemsize, g.window_bytes)
+    full = cdiv(dp, clusters) * (windows + g.cut.overhead)
+    cut = 0.0
+    if pieces > 1:
+        cut = (cdiv((units - dp) * pieces, clusters) * (cdiv(windows, pieces) + g.cut.overhead)
+               + CUT_FIXUP * (pieces - 1))
+    rows_a = g.bm * (2 if variant is not None and variant.register_a else 1)
+    return (g.bm * g.bn + LOAD_ROW * (rows_a + g.bn // g.cluster)) * (full + cut)
+
+
+def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
+              sm_count: int = 0, out_dtype: str = "float32") -> Choice:
+    """The rules for a problem no table covers, in order (their basis: docs/design/auto.md):
+    one candidate: it. Tensor cores: the kernels built for the newest instructions the GPU
+    has (arch-specific, then the highest min_arch: wgmma on sm_90, mma.sync elsewhere); among
+    persistent ones, the walk of least walk_cost on `sm_count` SMs (each kernel on the
+    problem, and on its transpose where M != N, wherever an entry takes contiguous operands
+    so laid out as they are: resolve.choose, which sees majors, alignment and extents; where
+    none does, on the problem as given, with the entry its copies go to), the wider tiles
+    and the problem as given at a tie. Otherwise (SIMT fp32): when C is at most TINY_TILES
+    tiles of the largest-tile candidate, the smallest-tile one (more CTAs, more SMs busy);
+    else the largest tiles, a stream-K one first (it fills the partial last wave: skinny,
+    long-K and odd shapes)."""
+    ks = list(ks)
+    if len(ks) == 1:
+        return Choice(ks[0].name, why="the only candidate")
+    if PRECISION[precision].tensor_cores:
+        newest = max((x.arch_specific, x.min_arch) for x in ks)
+        ks = [x for x in ks if (x.arch_specific, x.min_arch) == newest]
+        built = (f"tensor cores: built for sm_{newest[1]}" + ("a" if newest[0] else "+")
+                 + ", the newest instructions here")
+        walks, given = [], []
+        for x in ks:
+            if not isinstance(x.grid, registry.PersistentGrid) or not sm_count:
+                continue
+            for turned, lay, (pm, pn) in ((False, layout, (m, n)),
+                                          (True, transposed_layout(layout), (n, m))):
+                v, copies = resolve.choose_contiguous(x, pm, pn, k, lay, precision, out_dtype)
+                if not turned:
+                    given.append((x, v))
+                if not copies and (not turned or m != n):
+                    walks.append((walk_cost(x, pm, pn, k, precision, sm_count, v),
+                                  -_area(x), turned, x.name))
+        # no entry takes the operands either way: the problem as given, after a relayout
+        walks = walks or [(walk_cost(x, m, n, k, precision, sm_count, v), -_area(x), False,
+                           x.name) for x, v in given]
+        if not walks:
+            return Choice(ks[0].name, why=built)
+        cost, _, turned, name = min(walks)
+        return Choice(name, turned, why=f"{built}; the walk of least cost on {sm_count} SMs "
+                      f"(cost {cost / 2 ** 20:.3g} M)")
+    big = max(ks, key=lambda x: (_area(x), _stream_k(x)))
+    tiles = cdiv(m, big.tile[0]) * cdiv(n, big.tile[1]) if big.tile else 0
+    tiled = [x for x in ks if _area(x)]
+    small = min(tiled, key=_area) if tiled else big
+    if big.tile and tiles <= TINY_TILES and _area(small) < _area(big):
+        return Choice(small.name, why=f"C is {tiles} tile{'s' if tiles != 1 else ''} of "
+                      f"{big.name}: smaller tiles put it on more SMs")
+    return Choice(big.name, why="the largest tiles" + (", stream-K for a partial last wave"
+                                                      if _stream_k(big) else ""))
+
+
+# ---- for api and users -------------------------------------------------------------------------
+def pick(A, B, O, precision: str, out_dtype: str, ordinal: int | None) -> Choice:
+    """The choice for a validated call (arrays.Operand A, B and out O or None) on device
+    `ordinal`; None: a call with no products to compute (an empty C, K = 0 or alpha = 0),
+    which any candidate of its precision answers without a GEMM launch or a device query."""
+    m, k = A.shape
+    if ordinal is None:
+        return Choice(_named(precision, out_dtype)[0].name, why="no products to compute")
+    return choose(m, B.shape[1], k, device=launch.device_info(ordinal), layout=layout_of(A, B),
+                  precision=precision, out_dtype=out_dtype, aligned=operands_aligned(A, B, O))
+
+
+# ---- accuracy contracts ---------------------------------------------------------------------
+# A call's host time per driver call it makes (H200, docs/design/host_overhead.md: one launch
+# costs about what torch.mm does, 3xTF32's twelve calls 73 µs): a call cannot finish sooner.
+HOST_CALL_MS = 0.006
+# where the tables price neither answer: the contract's own kernels from this many flop up
+# (below, their passes cost more than they save: docs/design/auto.md#accuracy-contracts)
+CONTRACT_LOG2_FLOP = 34
+
+
+def host_floor(x: registry.Kernel | None, c: Choice) -> float:
+    """The host ms a call of choice c makes the caller wait at least: HOST_CALL_MS per driver
+    call (a composed kernel: its passes, its GEMM, the scratch's alloc, zeroing and free)."""
+    calls = (len(x.variants) + 4 if x is not None and x.gemm_of is not None
+             else 2 if c.reduce and c.split_k else 1)
+    return HOST_CALL_MS * calls
+
+
+def _kept(m: int, n: int, k: int, device, layout: str, precision: str, out_dtype: str,
+          aligned: bool, tables) -> Choice:
+    """choose() for an accuracy contract (contract.answering): each answering precision's own
+    choice; the least of their times from the tables, each at least its host_floor, where
+    the tables price them all; else the contract's own kernels from CONTRACT_LOG2_FLOP up."""
+    options, failed = [], None
+    for p in answering(precision):
+        if not candidates(p, out_dtype, device.arch_int, exactly=True):
+            continue
+        try:
+            c = choose(m, n, k, device=device, layout=layout, precision=p,
+                       out_dtype=out_dtype, aligned=aligned, tables=tables, exactly=True)
+        except CuteGemmError as e:      # (no room for this one's tiles: the others may fit)
+            failed = failed or e
+            continue
+        options.append(c if p == precision else replace(c, precision=p))
+    if not options:
+        if failed is not None:
+            raise failed
+        runnable(precision, out_dtype, device, m, n, k)        # its named error
+    priced = [(max(c.ms, host_floor(registry.lookup(c.kernel), c)), c) for c in options
+              if c.ms is not None]
+    if len(priced) == len(options):
+        t, best = min(priced, key=lambda tc: tc[0])
+        rest = "; ".join(f"{c.kernel}{f' in {c.precision}' if c.precision else ''} {u:.4g} ms"
+                         for u, c in priced if c is not best)
+        why = f"{best.why}; {t:.4g} ms with its host time" + (f", against {rest}" if rest else "")
+    else:
+        own = [c for c in options if c.precision is None]
+        big = math.log2(max(2 * m * n * k, 1)) >= CONTRACT_LOG2_FLOP
+        best = own[0] if own and (big or len(own) == len(options)) else (
+            next(c for c in options if c.precision is not None))
+        why = (f"{best.why}; {precision} by its own kernels from 2^{CONTRACT_LOG2_FLOP} flop, "
+               f"here 2^{math.log2(max(2 * m * n * k, 1)):.1f}")
+    return replace(best, why=why)

@@ -1,0 +1,246 @@
+"""The tables gemm()'s selector reads (cute_gemm/select/auto.py): which candidate was fastest on
+which shape, measured on one GPU by `cute-gemm tune` (perf/tune.py).
+
+A table is JSON: the GPU's name, its arch and SM count, the cute_gemm version, when, the
+tune settings and the measured rows (shape, operand layout, alignment class, precision,
+each candidate's median time, the winner). Two places hold tables, both keyed by the GPU's
+name:
+  * tuned:   cache.cache_dir()/tune/<gpu>-<version>.json, written by `cute-gemm tune` on
+             that GPU (atomically: a temporary file renamed into place), for this version
+             of the package only (a new version brings new kernels: tune again);
+  * shipped: cute_gemm/tables/<gpu>.json, package data made the same way on the lent
+             H100/H200 machines.
+Each is read at most once per process (reset() forgets them); a table that cannot be read
+or belongs to another GPU or version is ignored with an AutoTableWarning, and the selector
+goes on as if it were absent.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import tempfile
+import threading
+import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..build import cache
+from ..driver import launch
+from ..base.errors import AutoTableWarning, InputError
+from ..registry.records import LAYOUTS, PRECISIONS
+from ..base.version import __version__
+
+SCHEMA = 1
+TRANSPOSED = ".T"     # a candidate key's suffix: the kernel computes C^T = B^T A^T
+SPLIT_K = "/splitk"   # ... then + S: a stream-K launch of S CTAs per tile (records.Pick)
+SPLIT_R = "/splitr"   # ... or + S: S shares per tile summed by a reduction launch (Pick.reduce)
+
+
+@dataclass
+class Measured:
+    """One measured problem: each candidate's median ms (None: it failed its check or could
+    not run; `notes` says why), and the winner, the fastest that passed."""
+    m: int
+    n: int
+    k: int
+    layout: str                     # records.LAYOUTS
+    aligned: bool                   # every operand's pointer and leading dimension 16-byte aligned
+    precision: str                  # records.PRECISIONS
+    times: dict[str, float | None]  # candidate key (kernel [+ TRANSPOSED] [+ SPLIT_K S]) -> ms
+    notes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return (self.m, self.n, self.k)
+
+    def ranked(self) -> list[tuple[str, float]]:
+        """(candidate, ms) of the candidates that ran, fastest first (ties: as listed)."""
+        ok = [(c, t) for c, t in self.times.items() if t is not None]
+        return sorted(ok, key=lambda ct: ct[1])
+
+    @property
+    def winner(self) -> str | None:
+        r = self.ranked()
+        return r[0][0] if r else None
+
+
+@dataclass
+class Table:
+    gpu: str
+    arch: str
+    cute_gemm: str
+    date: str = ""
+    sm_count: int = 0
+    settings: dict = field(default_factory=dict)
+    rows: list[Measured] = field(default_factory=list)
+    source: str = ""                # where it was read from (not stored)
+
+    def to_dict(self) -> dict:
+        d = {"schema": SCHEMA, "tool": "cute-gemm tune", "gpu": self.gpu, "arch": self.arch,
+             "sm_count": self.sm_count, "cute_gemm": self.cute_gemm, "date": self.date,
+             "settings": self.settings, "rows": []}
+        for r in self.rows:
+            row = asdict(r)
+            row["winner"] = r.winner    # for people reading the file; recomputed on load
+            d["rows"].append(row)
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict, source: str = "") -> "Table":
+        """ValueError for anything that is not a table of this schema."""
+        if not isinstance(d, dict) or d.get("schema") != SCHEMA:
+            raise ValueError(f"not a cute-gemm tune table of schema {SCHEMA}")
+        rows = []
+        for r in d.get("rows", []):
+            times = {str(c): (None if t is None else float(t)) for c, t in dict(r["times"]).items()}
+            row = Measured(int(r["m"]), int(r["n"]), int(r["k"]), str(r["layout"]),
+                           bool(r["aligned"]), str(r["precision"]), times,
+                           {str(c): str(x) for c, x in dict(r.get("notes", {})).items()})
+            if (min(row.shape) < 1 or row.layout not in LAYOUTS or row.precision not in PRECISIONS
+                    or any(t is not None and not (math.isfinite(t) and t > 0) for t in times.values())):
+                raise ValueError(f"a row is not a measurement: {r!r}"[:200])
+            rows.append(row)
+        return cls(str(d["gpu"]), str(d["arch"]), str(d["cute_gemm"]), str(d.get("date", "")),
+                   int(d.get("sm_count", 0)), dict(d.get("settings", {})), rows, source)
+
+
+# ---- where tables live ---------------------------------------------------------------------
+def slug(gpu: str) -> str:
+    """A file name for a GPU's name: "NVIDIA H100 80GB HBM3" -> "nvidia-h100-80gb-hbm3"."""
+    return re.sub(r"[^a-z0-9]+", "-", gpu.lower()).strip("-") or "gpu"
+
+
+def tuned_path(gpu: str, version: str | None = None) -> Path:
+    return cache.cache_dir() / "tune" / f"{slug(gpu)}-{version or __version__}.json"
+
+
+SHIPPED_DIR = Path(__file__).parent.parent / "tables"
+
+
+def shipped_path(gpu: str) -> Path:
+    return SHIPPED_DIR / f"{slug(gpu)}.json"
+
+
+# ---- reading and writing -------------------------------------------------------------------
+def write(table: Table, path) -> Path:
+    """Write atomically: a reader sees the old table or the new one, never a part."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(table.to_dict(), f, indent=1, allow_nan=False)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    return path
+
+
+def read(path) -> Table:
+    """The table at `path`; OSError or ValueError when it cannot be read as one."""
+    with open(path) as f:
+        d = json.load(f)
+    try:
+        return Table.from_dict(d, str(path))
+    except (KeyError, TypeError, AttributeError) as e:
+        raise ValueError(f"a field is missing or of the wrong type ({type(e).__name__}: {e})") from None
+
+
+def load(path, gpu: str, version: str | None = None) -> Table | None:
+    """The table at `path` for GPU `gpu` (and package `version`, when given); None if there
+    is no file, with an AutoTableWarning if there is one the selector cannot use."""
+    path = Path(path)
+    try:
+        t = read(path)
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        warnings.warn(f"ignoring tune table {path}: {e}", AutoTableWarning, stacklevel=2)
+        return None
+    if t.gpu != gpu:
+        warnings.warn(f"ignoring tune table {path}: measured on {t.gpu!r}, this is {gpu!r}",
+                      AutoTableWarning, stacklevel=2)
+        return None
+    if version is not None and t.cute_gemm != version:
+        warnings.warn(f"ignoring tune table {path}: made by cute_gemm {t.cute_gemm}, this is "
+                      f"{version} (run `cute-gemm tune` again)", AutoTableWarning, stacklevel=2)
+        return None
+    return t
+
+
+# the tables of each GPU read so far, in the order the selector consults them: one owner
+# (this module), reset() for tune and clear_caches()
+_lock = threading.Lock()
+_loaded: dict[str, tuple[Table, ...]] = {}
+_generation = [0]       # bumped by reset(): what was derived from the tables before is stale
+
+
+def tables_for(gpu: str) -> tuple[Table, ...]:
+    """The tuned table (this version) then the shipped one, those that exist; read once."""
+    t = _loaded.get(gpu)
+    if t is None:
+        with _lock:
+            t = _loaded.get(gpu)
+            if t is None:
+                v = __version__
+                t = tuple(x for x in (load(tuned_path(gpu, v), gpu, v), load(shipped_path(gpu), gpu))
+                          if x is not None)
+                _loaded[gpu] = t
+    return t
+
+
+def reset() -> None:
+    """Forget the tables read so far: the next lookup reads them again."""
+    with _lock:
+        _loaded.clear()
+        _generation[0] += 1
+
+
+def generation() -> int:
+    """A number that changes whenever reset() forgets the tables."""
+    return _generation[0]
+
+
+def described_device(name: str) -> launch.DeviceInfo:
+    """A GPU that gemm_choice() answers for without it being present: one a shipped tune
+    table was measured on (cute_gemm/tables/*.json), by its exact name ("NVIDIA H200").
+    Its architecture and SM count come from the table, the shared memory a block may opt
+    in to from its architecture (launch.SMEM_OPTIN); ordinal -1 and clock, L2 and driver 0
+    say that it was described, not queried.
+
+    Raises:
+        InputError: no shipped table was measured on a GPU of that name, or its
+            architecture is not one the package knows the shared memory of; the message
+            lists the names it knows.
+    """
+    known = shipped_gpus()
+    path = shipped_path(name) if name in known else None
+    table = load(path, name) if path is not None else None
+    cc = None
+    if table is not None and table.arch.startswith("sm_") and table.arch[3:].isdigit():
+        cc = divmod(int(table.arch[3:]), 10)
+    if table is None or cc not in launch.SMEM_OPTIN or table.sm_count < 1:
+        raise InputError(f"device={name!r}: gemm_choice() knows the GPUs of the shipped tune "
+                         f"tables by name: {', '.join(map(repr, known)) or 'none'}; on another "
+                         "GPU, run it there (device=None)")
+    return launch.DeviceInfo(ordinal=-1, name=table.gpu, cc=cc, sm_count=table.sm_count,
+                             clock_khz=0, smem_optin=launch.SMEM_OPTIN[cc], smem_per_sm=0,
+                             l2_bytes=0, driver_version=0)
+
+
+def shipped_gpus() -> tuple[str, ...]:
+    """The names of the GPUs the shipped tune tables were measured on, sorted."""
+    names = set()
+    for path in sorted(SHIPPED_DIR.glob("*.json")):
+        try:
+            names.add(read(path).gpu)
+        except (OSError, ValueError):
+            continue
+    return tuple(sorted(names))

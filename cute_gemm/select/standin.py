@@ -1,0 +1,83 @@
+"""gemm()'s stand-in: what answers a call while its pick's entry points compile.
+
+A pick neither compiled nor cached would make a first call wait seconds for NVRTC. In the
+"quick" mode (CUTE_GEMM_FIRST_CALL, the default) a kernel tagged "quick", which compiles in
+about a second, answers in a precision held to no larger a unit roundoff while the pick
+compiles in the background; "wait" compiles the pick first (docs/design/first_call.md).
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+
+from .. import registry
+from ..base.errors import InputError
+from ..registry.records import PRECISION_DTYPE, PRECISIONS, UNIT
+
+QUICK = "quick"                    # Kernel.tags: the stand-in while a pick compiles
+FIRST_CALL = "CUTE_GEMM_FIRST_CALL"
+FIRST_CALL_MODES = ("quick", "wait")
+
+# waiting(): a mode for the calls of one context (thread), over the environment's
+_mode: contextvars.ContextVar[str | None] = contextvars.ContextVar("cute_gemm_first_call",
+                                                                   default=None)
+
+
+def first_call() -> str:
+    """How gemm() meets a pick whose entry points are neither compiled nor cached
+    (CUTE_GEMM_FIRST_CALL): "quick" (the default) runs a stand-in that compiles in about a
+    second while the pick compiles in the background, "wait" compiles the pick first."""
+    mode = _mode.get()
+    if mode is not None:
+        return mode
+    mode = os.environ.get(FIRST_CALL, "").strip().lower() or FIRST_CALL_MODES[0]
+    if mode not in FIRST_CALL_MODES:
+        raise InputError(f"{FIRST_CALL} must be one of {', '.join(FIRST_CALL_MODES)}, "
+                         f"got {os.environ[FIRST_CALL]!r}")
+    return mode
+
+
+@contextlib.contextmanager
+def waiting():
+    """gemm() calls in this block (this thread) compile their picks first: what checks and
+    times the pick (cross_check, bench) must run the pick, never a stand-in."""
+    token = _mode.set("wait")
+    try:
+        yield
+    finally:
+        _mode.reset(token)
+
+
+def stand_in(pick: registry.Kernel, precision: str, out_dtype: str,
+             arch_int: int) -> tuple[registry.Kernel, str] | None:
+    """(kernel, the precision it runs) that gemm() runs in place of `pick` while pick's
+    entry points compile in the background (first_call() "quick"): the first kernel tagged
+    "quick" that runs on this compute capability and computes `precision` itself or one
+    judged by no larger a unit roundoff (fp32 for tf32, bf16 and fp16: within their
+    bounds, and more; fp32 for fp32_3xtf32, held to the same gauge), from operands of that
+    precision's type, which holds the call's exactly (16-bit operands widened to float32),
+    into `out_dtype` or float32 (rounded into it once, as the pick rounds its float32
+    sums). None where the mode is "wait" or there is no such kernel."""
+    if first_call() != "quick":
+        return None
+    ks = registry.KERNELS
+    key = (pick.name, precision, out_dtype, arch_int)
+    hit = _stand_ins.get(key)
+    if hit is not None and hit[0] is ks and hit[1] is pick:   # (the same registry and pick)
+        return hit[2]
+    found = None
+    dtype, unit = PRECISION_DTYPE[precision], UNIT[precision]
+    for x in ks:
+        if QUICK not in x.tags or x is pick or not x.runs_on(arch_int):
+            continue
+        found = next(((x, p) for p in (precision, *PRECISIONS)
+                      if PRECISION_DTYPE[p] in (dtype, "float32") and UNIT[p] <= unit
+                      and (x.computes(p, out_dtype) or x.computes(p, "float32"))), None)
+        if found is not None:
+            break
+    _stand_ins[key] = (ks, pick, found)
+    return found
+
+
+_stand_ins: dict = {}   # (pick, precision, out_dtype, arch) -> (registry.KERNELS, pick, stand_in)
