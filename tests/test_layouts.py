@@ -81,6 +81,17 @@ def test_every_cute_kernel_has_a_recipe(kernel):
     assert any(True for _ in L.build(kernel).items())
 
 
+def test_values_is_every_value_in_index_order():
+    """algebra.values (what the dumps and the partition checks read) is layout(i) for each
+    i, on nested, broadcast and swizzled layouts."""
+    from cute_gemm.layouts import algebra
+    cases = [algebra.Layout((4, 8), (8, 1)), algebra.Layout(((2, 2), (4, 2)), ((1, 16), (2, 64))),
+             algebra.Layout((3, (2, 5)), (10, (1, 2))), algebra.Layout((2, 3), (0, 4)),
+             algebra.Swizzled(algebra.pycute.Swizzle(3, 3, 3), algebra.make_layout((8, 64)))]
+    for lay in cases:
+        assert algebra.values(lay) == [algebra.value(lay, i) for i in range(algebra.size(lay))]
+
+
 def test_missing_recipe_fails_loudly():
     fake = dataclasses.replace(CUTE[0], name="cute_nothing", source="cute/c9_nothing.cu")
     with pytest.raises(KeyError, match="no layout recipe for kernel 'cute_nothing'"):

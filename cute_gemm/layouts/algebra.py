@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import pycute
 from pycute import Layout
 
-__all__ = ["Dyn", "Layout", "fmt", "print_layout", "make_layout", "size", "cosize", "value",
+__all__ = ["Dyn", "Layout", "fmt", "print_layout", "make_layout", "size", "cosize", "value", "values",
            "rank", "get", "product_each", "View", "local_tile", "local_partition",
            "TiledCopy", "TiledMMA", "CopyAtom", "MMAAtom", "UNIVERSAL_FMA", "Swizzled",
            "tile_to_shape", "make_ordered_layout"]
@@ -118,6 +118,19 @@ def cosize(layout: Layout) -> int:
 def value(layout: Layout, *crd) -> int:
     """layout(crd...) as a plain int."""
     return int(layout(crd[0] if len(crd) == 1 else tuple(crd)))
+
+
+def values(layout) -> list[int]:
+    """[layout(i) for i in range(size(layout))], for a plain Layout in one pass over its
+    flattened modes (coordinate k of index i is i // (the extents before k) % extent k, as
+    CuTe's colexicographic order has it); a Swizzled one element by element."""
+    if isinstance(layout, Swizzled):
+        return [value(layout, i) for i in range(int(size(layout)))]
+    out = [0]
+    for extent, stride in zip(flatten(layout.shape), flatten(layout.stride)):
+        d = int(stride)
+        out = [o + c * d for c in range(int(extent)) for o in out]
+    return out
 
 
 def fmt(x) -> str:
@@ -465,6 +478,7 @@ class TiledCopy:
         self.layout_tv = pycute.composition(pycute.right_inverse(layout_mn),
                                             make_layout((size(thr_layout), size(val_layout))))
         self.tiler = product_each(layout_mn.shape)
+        self._frg: dict = {}
 
     @property
     def size(self) -> int:
@@ -484,5 +498,7 @@ class TiledCopy:
 
     def partition(self, view: View, t: int) -> View:
         """get_slice(t).partition_S(view) (partition_D is the same for these atoms)."""
-        thr = View(self._tile2thrfrg(pycute.zipped_divide(view.layout, self.tiler)), view.offset)
-        return thr(t, None, _all(rank(view.layout)))
+        key = repr(view.layout)                # every thread's partition divides the same tensor
+        if key not in self._frg:
+            self._frg[key] = self._tile2thrfrg(pycute.zipped_divide(view.layout, self.tiler))
+        return View(self._frg[key], view.offset)(t, None, _all(rank(view.layout)))

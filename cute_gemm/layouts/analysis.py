@@ -6,7 +6,8 @@ properties, and counts the bank conflicts the kernels' comments promise with its
 """
 from __future__ import annotations
 
-from .algebra import Layout, View, cosize, fmt, get, make_layout, product_each, rank, size, value
+from .algebra import (Layout, View, cosize, fmt, get, make_layout, product_each, rank, size, value,
+                      values)
 
 
 def owners(part, tile: tuple, nthreads: int, step: int = 1) -> list[list[int]]:
@@ -17,8 +18,9 @@ def owners(part, tile: tuple, nthreads: int, step: int = 1) -> list[list[int]]:
     own: list[list[int]] = [[] for _ in range(rows * cols)]
     for t in range(0, nthreads, step):
         p = part(src, t)
-        for i in range(int(size(p.layout))):
-            own[int(p.offset) + value(p.layout, i)].append(t)
+        base = int(p.offset)
+        for v in values(p.layout):
+            own[base + v].append(t)
     return own
 
 
@@ -26,21 +28,20 @@ def values_of(part, tile: tuple, t: int) -> dict[tuple[int, int], int]:
     """Thread t's partition of a (rows, cols) tile: (row, col) -> its value index."""
     rows, cols = tile
     p = part(View(make_layout((rows, cols))), t)
-    out = {}
-    for i in range(int(size(p.layout))):
-        off = int(p.offset) + value(p.layout, i)
-        out[(off % rows, off // rows)] = i
-    return out
+    base = int(p.offset)
+    return {((base + v) % rows, (base + v) // rows): i for i, v in enumerate(values(p.layout))}
 
 
 def tv_cells(tv: Layout, tile: tuple) -> dict[tuple[int, int], list[tuple[int, int]]]:
     """A TV layout over a (rows, cols) tile: (row, col) -> the (thread, value) pairs there."""
     rows, _ = tile
     nt, nv = (int(x) for x in product_each(tv.shape)[:2])
+    # a (thread, value) layout: tv(t, v) is its linear index t + nt * v (colexicographic)
+    flat = values(tv) if rank(tv) == 2 else None
     out: dict[tuple[int, int], list[tuple[int, int]]] = {}
     for t in range(nt):
         for v in range(nv):
-            idx = value(tv, t, v)
+            idx = flat[t + nt * v] if flat is not None else value(tv, t, v)
             out.setdefault((idx % rows, idx // rows), []).append((t, v))
     return out
 

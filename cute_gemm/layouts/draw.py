@@ -56,9 +56,11 @@ def grid_of(it: Item) -> Grid:
         g = it.grid_layout()
         rows = int(L.size(L.get(g.shape, 0)))
         cols = int(L.size(L.get(g.shape, 1)))
+        # g(r, c) is g's value at linear index r + rows * c (colexicographic)
+        flat = L.values(g) if L.rank(g) == 2 and not isinstance(g, L.Swizzled) else None
         for r in range(rows):
             for c in range(cols):
-                v = L.value(g, r, c)
+                v = flat[r + rows * c] if flat is not None else L.value(g, r, c)
                 if it.kind == "thread":
                     cells[(r, c)] = Cell(thread_colour(v), f"T{v}")
                 else:
