@@ -247,14 +247,14 @@ def _three_tf32(name: str, gemm: Kernel) -> Kernel:
         grid=SplitGrid(32),
         min_arch=90,
         arch_specific=True,
-        summary=f"3xTF32 in fp16: each fp32 operand split into big + small (11 significant bits "
-                f"each, as tf32 keeps), scaled per row of A / column of B into fp16's range, "
-                f"k-major per chunk of 64 k; c6's promoted fp16 GEMM reads three products a "
-                f"chunk (small·big, big·small, big·big) and undoes the scales; the residuals of "
-                f"elements below fp16's normal range added after it, rows whose sum cancels "
-                f"recomputed with float64 sums: fp32 accuracy; where the split cannot carry the "
-                f"inputs (±Inf, subnormals, magnitudes far below their row's largest), every "
-                f"row recomputed so",
+        summary="3xTF32 in fp16: each fp32 operand split into big + small (11 significant bits "
+                "each, as tf32 keeps), scaled per row of A / column of B into fp16's range, "
+                "k-major per chunk of 64 k; c6's promoted fp16 GEMM reads three products a "
+                "chunk (small·big, big·small, big·big) and undoes the scales; the residuals of "
+                "elements below fp16's normal range added after it, rows whose sum cancels "
+                "recomputed with float64 sums: fp32 accuracy; where the split cannot carry the "
+                "inputs (±Inf, subnormals, magnitudes far below their row's largest), every "
+                "row recomputed so",
         seed="CUTLASS example 27 (3xTF32), on c6's GEMM",
         tags=("tensor-core",),
         # a chunk: a 128-byte fp16 k-tile, stored as two parts, read as three products
