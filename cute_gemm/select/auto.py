@@ -11,6 +11,8 @@ precision into its result type, run on the device and fit its shared memory. Amo
      SM's work (busiest_work: tiles, waves, k-tiles, stream-K and split plans), the least
      predicted time;
   2. else the heuristic below (rules from measurements: docs/design/auto.md).
+A precision that names an accuracy contract (contract.py: fp32_3xtf32) is answered by the
+choice of each precision that keeps it, the least time with its host time (_kept).
 The pick is a pure function of (GPU, shape, layout, alignment, precision, result type)
 and the tables, which are read once per process: run()'s hot path may key on the name
 "auto" with its call signature.
