@@ -303,7 +303,8 @@ def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
 
     Returns:
         Choice: the kernel (a registry name), whether it runs on the transposed problem,
-        its split along K, and why: "table" (this shape was measured), "nearest" (scaled
+        its split along K, the arithmetic it runs in where that is not `precision` (an
+        accuracy contract kept by another: fp32_3xtf32 by SIMT fp32), and why: "table" (this shape was measured), "nearest" (scaled
         from the nearest measured shapes) or "heuristic", with the row or the rule.
         A host-side value; nothing is compiled or launched.
 
