@@ -57,7 +57,7 @@ def grid_of(it: Item) -> Grid:
         rows = int(L.size(L.get(g.shape, 0)))
         cols = int(L.size(L.get(g.shape, 1)))
         # g(r, c) is g's value at linear index r + rows * c (colexicographic)
-        flat = L.values(g) if L.rank(g) == 2 and not isinstance(g, L.Swizzled) else None
+        flat = L.values(g) if L.rank(g) == 2 else None
         for r in range(rows):
             for c in range(cols):
                 v = flat[r + rows * c] if flat is not None else L.value(g, r, c)

@@ -544,9 +544,9 @@ def _kept(m: int, n: int, k: int, device, layout: str, precision: str, out_dtype
         why = f"{best.why}; {t:.4g} ms with its host time" + (f", against {rest}" if rest else "")
     else:
         own = [c for c in options if c.precision is None]
-        big = math.log2(max(2 * m * n * k, 1)) >= CONTRACT_LOG2_FLOP
-        best = own[0] if own and (big or len(own) == len(options)) else (
+        flop = math.log2(max(2 * m * n * k, 1))
+        best = own[0] if own and (flop >= CONTRACT_LOG2_FLOP or len(own) == len(options)) else (
             next(c for c in options if c.precision is not None))
         why = (f"{best.why}; {precision} by its own kernels from 2^{CONTRACT_LOG2_FLOP} flop, "
-               f"here 2^{math.log2(max(2 * m * n * k, 1)):.1f}")
+               f"here 2^{flop:.1f}")
     return replace(best, why=why)
