@@ -363,6 +363,10 @@ def test_no_products_need_no_device(monkeypatch):
     out = cute_gemm.gemm(rnd(3, 0), rnd(0, 4), c, beta=2.0)
     assert np.array_equal(out, np.float32(2.0) * c)
     assert np.array_equal(cute_gemm.gemm(rnd(3, 5), rnd(5, 4), alpha=0.0), np.zeros((3, 4), np.float32))
+    # in every precision whose operands are float32, contracts too (answered by another's kernel)
+    for p in ("fp32", "tf32", "fp32_3xtf32"):
+        got = cute_gemm.gemm(rnd(3, 5), rnd(5, 4), c, alpha=0.0, beta=3.0, precision=p)
+        assert np.array_equal(got, np.float32(3.0) * c), p
 
 
 def test_unknown_names_mention_auto_and_gemm_choice_checks_its_arguments():

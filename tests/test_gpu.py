@@ -203,11 +203,9 @@ def test_torch_round_trip():
     assert judge("dlpack", out.cpu().numpy(), ref, gauge, False).status == "pass"
 
 
+@pytest.mark.whole_device
 def test_no_device_memory_leaks_on_success_or_error():
     from cute_gemm.driver import launch
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        # free memory is the device's: the other workers' allocations move it by 100s of MiB
-        pytest.skip("measures the whole GPU's free memory: run it without pytest-xdist's -n")
     rng = np.random.default_rng()
     a = rng.standard_normal((300, 200), dtype=np.float32)
     b = rng.standard_normal((200, 100), dtype=np.float32)
@@ -453,6 +451,7 @@ def test_split_k_reduced_by_a_launch(name, shape):
                                       plain.view(np.uint32)), (transposed, s)
 
 
+@pytest.mark.whole_device
 def test_stream_k_on_two_streams_at_once_and_pools_trimmed():
     """Two streams with stream-K launches in flight at once take a workspace each (neither
     waits for the other's), get right answers, and free_workspaces() gives the memory back."""

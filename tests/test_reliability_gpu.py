@@ -118,6 +118,7 @@ def test_free_workspaces_while_other_threads_run():
     _alive()
 
 
+@pytest.mark.whole_device
 def test_streams_created_used_and_destroyed_in_a_loop():
     """Row 3: nothing is kept per stream, so dead stream handles are never touched and
     device memory does not grow with the number of streams."""
@@ -365,14 +366,16 @@ def test_cupy_stream_capture():
         cute_gemm.run("cute_pipelined", a, b, out=out, stream=s)
     finally:
         g = s.end_capture()
-    out[...] = cp.nan
-    a[...] = _rand(m, k)
+    with s:     # fresh inputs on the replay's stream: on CuPy's default one they would race it
+        out[...] = cp.nan
+        a[...] = _rand(m, k)
     g.launch(s)
     s.synchronize()
     _check("cute_pipelined", out, a, b)
 
 
 # ---- leaks -------------------------------------------------------------------------------------
+@pytest.mark.whole_device
 def test_ten_thousand_calls_leave_device_memory_flat():
     """10,000 calls over the hot path, the stream-K workspace, the aliasing temporary and
     errors: free device memory (cuMemGetInfo) back where it was once the pools are trimmed."""

@@ -493,7 +493,9 @@ def pick(A, B, O, precision: str, out_dtype: str, ordinal: int | None) -> Choice
     which any candidate of its precision answers without a GEMM launch or a device query."""
     m, k = A.shape
     if ordinal is None:
-        return Choice(_named(precision, out_dtype)[0].name, why="no products to compute")
+        x = _named(precision, out_dtype)[0]
+        p = runs_at(x, precision, out_dtype)      # (a contract's first answer may be another's)
+        return Choice(x.name, why="no products to compute", precision=None if p == precision else p)
     return choose(m, B.shape[1], k, device=launch.device_info(ordinal), layout=layout_of(A, B),
                   precision=precision, out_dtype=out_dtype, aligned=operands_aligned(A, B, O))
 
