@@ -37,11 +37,11 @@ class Dev:
 
 
 def gemm_args(blob: bytes):
-    return kernel_args._GemmArgs.from_buffer_copy(blob[:ctypes.sizeof(kernel_args._GemmArgs)])
+    return kernel_args.GemmArgs.from_buffer_copy(blob[:ctypes.sizeof(kernel_args.GemmArgs)])
 
 
 def scale_args(blob: bytes):
-    return relayout._ScaleArgs.from_buffer_copy(blob)
+    return relayout.ScaleArgs.from_buffer_copy(blob)
 
 
 def split_args(blob: bytes):
@@ -99,9 +99,9 @@ def install(monkeypatch):
             time.sleep(0)
         util = entry.startswith("scale2d")      # one per element type: scale2d, scale2d_fp16, ...
         p = pass_of(entry)                      # a composed kernel's pass
-        struct, offsets = ((relayout._ScaleArgs, relayout._SCALE_OFFSETS) if util else PASSES[p] if p
+        struct, offsets = ((relayout.ScaleArgs, relayout.SCALE_OFFSETS) if util else PASSES[p] if p
                            else (ctypes.c_longlong, (0,)) if entry == "spin"   # perf.timing.Spin
-                           else (kernel_args._GemmArgs, kernel_args._OFFSETS_WS))
+                           else (kernel_args.GemmArgs, kernel_args.GEMM_WS_OFFSETS))
         ptrs = (ctypes.c_void_p * len(offsets)).from_address(addr)
         size = ctypes.sizeof(struct)
         events.append(("launch", entry, (gx, gy, gz), stream, ctypes.string_at(ptrs[0], size)))

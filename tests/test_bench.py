@@ -521,19 +521,19 @@ def test_cached_hot_path_launches_exactly_what_the_first_call_resolved(monkeypat
     assert len(resolve.CACHE.launches) == 1
     api.run(name, a, b, out=c, alpha=1.5)                     # cached path
     assert len(launches) == 2 and launches[0] == launches[1]
-    s = kernel_args._GemmArgs.from_buffer_copy(launches[1][5])
+    s = kernel_args.GemmArgs.from_buffer_copy(launches[1][5])
     assert (s.M, s.N, s.K, s.alpha, s.A, s.B, s.C) == (m, n, k, 1.5, 0x10000, 0x20000, 0x30000)
     assert (s.sAm, s.sAk, s.sBk, s.sBn, s.sCm, s.sCn) == (k, 1, n, 1, n, 1)
     # new pointers with the same alignment: same entry, fresh pointers and scalars
     a2, b2, c2 = _Dev((m, k), 0x50000), _Dev((k, n), 0x60000), _Dev((m, n), 0x70000)
     api.run(name, a2, b2, c2, out=c2, alpha=-2.0, beta=0.5)   # in place: C is out
-    s = kernel_args._GemmArgs.from_buffer_copy(launches[2][5])
+    s = kernel_args.GemmArgs.from_buffer_copy(launches[2][5])
     assert (s.A, s.B, s.C, s.alpha, s.beta) == (0x50000, 0x60000, 0x70000, -2.0, 0.5)
     assert launches[2][:5] == launches[0][:5] and len(resolve.CACHE.launches) == 1
     # a different shape resolves a new entry
     api.run(name, _Dev((m + 1, k), 0x10000), b, out=_Dev((m + 1, n), 0x30000))
     assert len(resolve.CACHE.launches) == 2
-    s = kernel_args._GemmArgs.from_buffer_copy(launches[3][5])
+    s = kernel_args.GemmArgs.from_buffer_copy(launches[3][5])
     assert s.M == m + 1 and launches[3][1] == registry.get(name).grid(m + 1, n, k)
 
 
@@ -555,7 +555,7 @@ def test_signature_hot_path_skips_validation_only_for_a_call_seen_before(monkeyp
     a.ptr, c.ptr = 0x40000, 0x50000                     # same alignment class (& 255)
     assert api.run("cute_smem", a, b, out=c, alpha=3) is c
     assert not validated and len(launches) == 2 and launches[1][:5] == launches[0][:5]
-    s = kernel_args._GemmArgs.from_buffer_copy(launches[1][5])
+    s = kernel_args.GemmArgs.from_buffer_copy(launches[1][5])
     assert (s.A, s.B, s.C, s.alpha, s.beta) == (0x40000, 0x20000, 0x50000, 3.0, 0.0)
     # a changed dtype, read-only out or alignment class on the same objects: validated again
     a.typestr = "<f8"
@@ -567,7 +567,7 @@ def test_signature_hot_path_skips_validation_only_for_a_call_seen_before(monkeyp
     c.readonly, a.ptr = False, 0x40004
     api.run("cute_smem", a, b, out=c)
     assert len(validated) == 3 and len(launches) == 3
-    s = kernel_args._GemmArgs.from_buffer_copy(launches[2][5])
+    s = kernel_args.GemmArgs.from_buffer_copy(launches[2][5])
     assert s.A == 0x40004
     # alpha of another type (bool, numpy scalar) or a C operand other than out: the full
     # path; C as out (an update in place): the path

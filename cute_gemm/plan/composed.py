@@ -8,46 +8,44 @@ refine (float64 sums) on the device, so a call never waits on the host and a CUD
 can capture it."""
 from __future__ import annotations
 
-import ctypes
 import threading
 
 from .. import registry
 from ..driver import launch, pool
 from ..driver.arrays import Operand
-from ..driver.kernel_args import packed
+from ..driver.kernel_args import F, I, L, P, arg_block, packed
 from ..registry.records import AS_PLANNED, PRECISION_DTYPE, Pick
 from .relayout import entry_for, pieces, prepared
 from .resolve import loaded
 
 
-def _args(name: str, doc: str, fields):
-    """A ctypes struct of a kernel's parameters in order, and their offsets."""
-    cls = type(name, (ctypes.Structure,), {"__doc__": doc, "_fields_": fields})
-    return cls, tuple(getattr(cls, f).offset for f, _ in fields)
-
-
-_I, _L, _P, _F = ctypes.c_int, ctypes.c_longlong, ctypes.c_void_p, ctypes.c_float
 # c7's passes: each operand as an (R, K) source of strides (sr, sk)
-RangeArgs, RANGE_OFFSETS = _args("RangeArgs", "c7's range pass", [
-    ("R", _I), ("K", _I), ("src", _P), ("sr", _L), ("sk", _L), ("rmax", _P), ("flags", _P)])
-SplitArgs, SPLIT_OFFSETS = _args("SplitArgs", "c7's split pass: R rows of ld halves", [
-    ("R", _I), ("K", _I), ("src", _P), ("sr", _L), ("sk", _L), ("dst", _P), ("ld", _L),
-    ("rmax", _P), ("inexact", _P), ("flags", _P), ("norms", _P), ("sums", _P)])
-NormsArgs, NORMS_OFFSETS = _args("NormsArgs", "c7's norms: |B_k|^2 from B's tile sums", [
-    ("R", _I), ("K", _I), ("sums", _P), ("norms", _P)])
-FinishArgs, FINISH_OFFSETS = _args("FinishArgs", "c7's finish: T from W by rows", [
-    ("M", _I), ("N", _I), ("K", _I), ("A", _P), ("sam", _L), ("sak", _L), ("B", _P),
-    ("sbk", _L), ("sbn", _L), ("rmax", _P), ("inexact", _P), ("W", _P), ("ldw", _L), ("C", _P),
-    ("scm", _L), ("scn", _L), ("T", _P), ("stm", _L), ("stn", _L), ("alpha", _F),
-    ("beta", _F), ("flags", _P), ("sums", _P), ("ny", _I), ("marked", _P)])
-FixArgs, FIX_OFFSETS = _args("FixArgs", "c7's fix: B's residuals by columns", [
-    ("M", _I), ("N", _I), ("K", _I), ("A", _P), ("sam", _L), ("sak", _L), ("B", _P),
-    ("sbk", _L), ("sbn", _L), ("rmax", _P), ("inexact", _P), ("T", _P), ("stm", _L),
-    ("stn", _L), ("alpha", _F), ("flags", _P), ("marked", _P)])
-RefineArgs, REFINE_OFFSETS = _args("RefineArgs", "c7's refine: marked rows in float64", [
-    ("M", _I), ("N", _I), ("K", _I), ("A", _P), ("sam", _L), ("sak", _L), ("B", _P),
-    ("sbk", _L), ("sbn", _L), ("C", _P), ("scm", _L), ("scn", _L), ("T", _P), ("stm", _L),
-    ("stn", _L), ("alpha", _F), ("beta", _F), ("marked", _P)])
+# c7's range pass
+RangeArgs, RANGE_OFFSETS = arg_block("RangeArgs", [
+    ("R", I), ("K", I), ("src", P), ("sr", L), ("sk", L), ("rmax", P), ("flags", P)])
+# c7's split pass: R rows of ld halves
+SplitArgs, SPLIT_OFFSETS = arg_block("SplitArgs", [
+    ("R", I), ("K", I), ("src", P), ("sr", L), ("sk", L), ("dst", P), ("ld", L),
+    ("rmax", P), ("inexact", P), ("flags", P), ("norms", P), ("sums", P)])
+# c7's norms: |B_k|^2 from B's tile sums
+NormsArgs, NORMS_OFFSETS = arg_block("NormsArgs", [
+    ("R", I), ("K", I), ("sums", P), ("norms", P)])
+# c7's finish: T from W by rows
+FinishArgs, FINISH_OFFSETS = arg_block("FinishArgs", [
+    ("M", I), ("N", I), ("K", I), ("A", P), ("sam", L), ("sak", L), ("B", P),
+    ("sbk", L), ("sbn", L), ("rmax", P), ("inexact", P), ("W", P), ("ldw", L), ("C", P),
+    ("scm", L), ("scn", L), ("T", P), ("stm", L), ("stn", L), ("alpha", F),
+    ("beta", F), ("flags", P), ("sums", P), ("ny", I), ("marked", P)])
+# c7's fix: B's residuals by columns
+FixArgs, FIX_OFFSETS = arg_block("FixArgs", [
+    ("M", I), ("N", I), ("K", I), ("A", P), ("sam", L), ("sak", L), ("B", P),
+    ("sbk", L), ("sbn", L), ("rmax", P), ("inexact", P), ("T", P), ("stm", L),
+    ("stn", L), ("alpha", F), ("flags", P), ("marked", P)])
+# c7's refine: marked rows in float64
+RefineArgs, REFINE_OFFSETS = arg_block("RefineArgs", [
+    ("M", I), ("N", I), ("K", I), ("A", P), ("sam", L), ("sak", L), ("B", P),
+    ("sbk", L), ("sbn", L), ("C", P), ("scm", L), ("scn", L), ("T", P), ("stm", L),
+    ("stn", L), ("alpha", F), ("beta", F), ("marked", P)])
 # refine_rows.cuh's tile of T (rows, columns); CTAs across T's columns
 REFINE_TILE_M, REFINE_TILE_N, REFINE_GRID_Y = 64, 128, 16
 ALIGN = 256     # each piece of the scratch starts where an allocation of its own would

@@ -6,13 +6,12 @@ per call only the pointers (and scales) change, so a call on copies costs the ho
 launches, not a fresh resolve."""
 from __future__ import annotations
 
-import ctypes
 import threading
 
 from .. import registry
 from ..driver import launch, pool
 from ..driver.arrays import Operand
-from ..driver.kernel_args import packed
+from ..driver.kernel_args import F, I, L, P, arg_block, packed
 from .resolve import UTIL, UTIL_ENTRY, choose, copy_target, loaded, oriented, resolve, swapped
 
 
@@ -34,15 +33,9 @@ def scratch_bytes(op: Operand) -> int:
     return op.itemsize * max(span, 1)
 
 
-class _ScaleArgs(ctypes.Structure):
-    """kernels/util/scale2d.cu's parameters, in order."""
-    _fields_ = [("M", ctypes.c_int), ("N", ctypes.c_int), ("MS", ctypes.c_int),
-                ("NS", ctypes.c_int), ("s", ctypes.c_float),
-                ("src", ctypes.c_void_p), ("ss0", ctypes.c_longlong), ("ss1", ctypes.c_longlong),
-                ("dst", ctypes.c_void_p), ("ds0", ctypes.c_longlong), ("ds1", ctypes.c_longlong)]
-
-
-_SCALE_OFFSETS = tuple(getattr(_ScaleArgs, f).offset for f, _ in _ScaleArgs._fields_)
+ScaleArgs, SCALE_OFFSETS = arg_block("ScaleArgs", [   # kernels/util/scale2d.cu's parameters
+    ("M", I), ("N", I), ("MS", I), ("NS", I), ("s", F),
+    ("src", P), ("ss0", L), ("ss1", L), ("dst", P), ("ds0", L), ("ds1", L)])
 
 
 class Scale2d:
@@ -78,8 +71,8 @@ class Scale2d:
             blocks = self.local.blocks
         except AttributeError:          # this thread's first call
             blocks = self.local.blocks = [
-                packed(_ScaleArgs(*dims, 0.0, None, *self.strides[:2], None, *self.strides[2:]),
-                       _SCALE_OFFSETS) for _, dims, _, _ in self.parts]
+                packed(ScaleArgs(*dims, 0.0, None, *self.strides[:2], None, *self.strides[2:]),
+                       SCALE_OFFSETS) for _, dims, _, _ in self.parts]
         for (site, _, src_off, dst_off), blk in zip(self.parts, blocks):
             a = blk[0][0]                # the struct the pointer array points into
             a.s, a.dst = s, dst + dst_off
