@@ -1,11 +1,10 @@
 """How much of the compile matrix the CPU tests cover.
 
 Default: each kernel source compiled once, in the configuration registered first (the
-ladder's own stage; the other tile configurations of a source differ only in their defines
-or typed config), for its newest target (sm_90, or sm_90a for the arch-specific ones: what
-an H100 or H200 runs) — of the tensor-core kernels only the entry points a call with row-major
-operands makes in each precision (`entries`) — so that a cold run stays under 3 minutes on
-2 CPUs.
+ladder's own stage; the other tile configurations of a source differ only in their typed
+config), for its newest target (sm_90, or sm_90a for the arch-specific ones: what an H100 or
+H200 runs), and of it only the entry points a call with row-major operands launches in each
+precision (`entries`), so that a cold run stays under 3 minutes on 2 CPUs.
 CUTE_GEMM_TEST_FULL=1 (.ci/run sets it): every registered kernel for every target (sm_80
 too), and the CuTe kernels' layouts printed by their sources compiled with nvcc
 (test_layouts).
@@ -42,11 +41,11 @@ def per_configuration(kernels) -> list:
 
 def entries(k) -> tuple[str, ...] | None:
     """The entry points the compile test builds of kernel `k` (None: all of them). FULL: all.
-    By default the tensor-core kernels (several precisions: an entry per precision, result
-    type and operand majors, 17-19 of them, 40-85 CPU-s each) build those of the launches an
-    nn call makes in each precision (resolve.layout_launches, as `cute-gemm compile NAME
-    --layout nn`), as one program; the others are built whole."""
-    if FULL or len(k.precisions) <= 1:
+    By default those of the launches an nn call makes in each precision it computes
+    (resolve.layout_launches, as `cute-gemm compile NAME --layout nn`), as one program: NVRTC's
+    time is per entry point, and the other operand majors, alignments and split entries are
+    instances of the same templates (FULL builds them)."""
+    if FULL:
         return None
     from cute_gemm.plan import resolve
     sets = resolve.layout_launches(k, "nn").get(k.name, ())
