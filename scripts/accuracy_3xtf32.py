@@ -37,7 +37,7 @@ from cute_gemm.plan import composed
 from cute_gemm.driver.arrays import DeviceArray, parse
 from cute_gemm.check import EPS, THRESHOLD, judge, reference  # noqa: E402
 from cute_gemm.perf.cublas import find_cublas  # noqa: E402
-from cute_gemm.perf.meta import device_meta  # noqa: E402
+from cute_gemm.perf.runner import device_meta  # noqa: E402
 
 KS = (64, 256, 1024, 4096, 16384, 65536)
 FAMILIES = ("normal", "uniform", "wide", "cancel", "tiny")

@@ -26,7 +26,7 @@ from bench_csv import read_csv
 from cute_gemm import registry
 from cute_gemm.driver import kernel_args
 from cute_gemm.plan import resolve
-from cute_gemm.perf import meta, overhead, shapes, timing
+from cute_gemm.perf import overhead, runner, shapes, timing
 from cute_gemm.perf.cublas import find_cublas
 from cute_gemm.perf.report import format_table, readme_markdown, write_outputs
 from cute_gemm.perf.runner import Reference, measure_row
@@ -97,9 +97,9 @@ def test_tflops_and_peak_arithmetic():
     from cute_gemm.driver.launch import DeviceInfo
     info = DeviceInfo(0, "H200", (9, 0), 132, 1_980_000, 232448, 233472, 60 << 20, 13000)
     assert info.fp32_peak_tflops == pytest.approx(PEAK)
-    assert meta.device_meta(info)["fp32_peak_tflops"] == pytest.approx(PEAK)
+    assert runner.device_meta(info)["fp32_peak_tflops"] == pytest.approx(PEAK)
     assert peak_tflops(108, 64, 1_410_000) == pytest.approx(19.49184)   # A100: 19.5 TFLOP/s
-    assert meta.driver_text(13000) == "13.0" and meta.driver_text(12080) == "12.8"
+    assert runner.driver_text(13000) == "13.0" and runner.driver_text(12080) == "12.8"
 
 
 def test_ratios_against_cublas_and_peak():

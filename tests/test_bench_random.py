@@ -11,7 +11,7 @@ import pytest
 
 import cute_gemm
 from cute_gemm import cli
-from cute_gemm.perf import random_shapes as R
+from cute_gemm.perf import shapes as R
 from cute_gemm.perf import runner
 from cute_gemm.perf.report import format_table, write_outputs
 from cute_gemm.perf.schema import CUBLAS, TIMINGS, BenchResult, Row, load_json

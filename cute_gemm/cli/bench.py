@@ -12,7 +12,7 @@ from ..perf.overhead import measure_overhead
 from ..perf.report import format_overhead, format_table, readme_markdown
 from ..perf.runner import bench, parse_precisions
 from ..perf.schema import load_json
-from ..perf.random_shapes import describe, parse_flops, random_count
+from ..perf.shapes import describe, parse_flops, random_count
 from ..perf.shapes import parse_layouts, parse_sizes, plan
 
 _DESCRIPTION = """\

@@ -1,8 +1,6 @@
 """The GPU's SM clock, power draw and temperature while a benchmark runs, sampled in the
-background through NVML (an H100 throttles at its power cap: a TFLOP/s figure says little
-without the clock it ran at). Where NVML cannot be loaded (no driver) nothing is sampled and
-the result says so.
-"""
+background through NVML (a GPU at its power cap throttles: a TFLOP/s figure says little
+without its clock). Where NVML cannot be loaded nothing is sampled, and the result says why."""
 from __future__ import annotations
 
 import statistics
@@ -50,18 +48,15 @@ class ClockLog:
         return self
 
     def _read(self, handle) -> None:
-        period = self.period_ms / 1000
         while True:
             try:
-                sample = (time.monotonic(),
-                          float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)),
-                          pynvml.nvmlDeviceGetPowerUsage(handle) / 1000,      # mW
-                          float(pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU)))
+                self.samples.append((
+                    time.monotonic(), float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)),
+                    pynvml.nvmlDeviceGetPowerUsage(handle) / 1000,      # mW
+                    float(pynvml.nvmlDeviceGetTemperature(handle, pynvml.NVML_TEMPERATURE_GPU))))
             except pynvml.NVMLError:        # a reading not supported or lost: not a sample
-                sample = None
-            if sample is not None:
-                self.samples.append(sample)
-            if self._stop.wait(period):
+                pass
+            if self._stop.wait(self.period_ms / 1000):
                 return
 
     def __exit__(self, *exc) -> None:
@@ -74,13 +69,11 @@ class ClockLog:
     def window(self, t0: float, t1: float) -> tuple[float, float] | None:
         """(median SM clock MHz, median power W) of the samples taken in [t0, t1], else None."""
         got = [s for s in list(self.samples) if t0 <= s[0] <= t1]
-        if not got:
-            return None
-        return statistics.median(s[1] for s in got), statistics.median(s[2] for s in got)
+        return (statistics.median(s[1] for s in got), statistics.median(s[2] for s in got)) if got else None
 
     def summary(self, windows: list[tuple[float, float]]) -> dict:
-        """Over the samples taken while something was timed: clock and power (median, min,
-        max) and the hottest temperature; how many samples; or the note why there are none."""
+        """Over the samples taken in `windows`: clock and power (median, min, max), the hottest
+        temperature and the sample count; or the note why there are none."""
         got = [s for s in list(self.samples) if any(t0 <= s[0] <= t1 for t0, t1 in windows)]
         if not got:
             return {"samples": 0, "note": self.note or "no samples while timing"}

@@ -1,9 +1,7 @@
 """The cuBLAS peer at each precision, through CuPy or PyTorch (optional, imported lazily):
-fp32 with TF32 off, TF32 switched on for its own calls only, bf16 and fp16 (result in the
-input type, accumulated in float32). The bench's fp32 check would catch a TF32 result
-(its error is ~2^13 times fp32's). Without either library, find_cublas says so plainly
-and the ratio column stays empty. A backend wraps device arrays zero-copy and calls matmul.
-"""
+fp32 with TF32 off (the bench's fp32 check would catch a TF32 result), TF32 switched on for
+its own calls only, bf16 and fp16 (result in the input type, float32 accumulation). A
+backend wraps device arrays zero-copy and calls matmul; without one the ratios stay empty."""
 from __future__ import annotations
 
 import importlib
@@ -12,6 +10,7 @@ import os
 import numpy as np
 
 from ..base.precisions import DTYPE, PRECISION
+from .schema import first_line
 
 
 def _import(name: str):
@@ -24,14 +23,10 @@ class _CuPyBLAS:
     precisions = ("fp32", "tf32", "fp16")      # CuPy has no bfloat16
 
     def __init__(self):
-        # TF32 off unless asked for: CuPy's compute type for float32 matmuls, set per call
-        os.environ["CUPY_TF32"] = "0"
+        os.environ["CUPY_TF32"] = "0"      # CuPy's compute type for float32 matmuls, per call
         cp = _import("cupy")
         cp.cuda.runtime.getDeviceCount()
-        self.cp = cp
-        self.version = cp.__version__
-        self.tf32 = "off: CUPY_TF32=0"
-        self.L = None
+        self.cp, self.version, self.tf32, self.L = cp, cp.__version__, "off: CUPY_TF32=0", None
         try:
             L = _import("cupy._core._routines_linalg")
             L.set_compute_type(np.float32, L.COMPUTE_TYPE_DEFAULT)  # CUBLAS_COMPUTE_32F
@@ -49,16 +44,15 @@ class _CuPyBLAS:
         return self.cp.asarray(dev_array)      # zero-copy through __cuda_array_interface__
 
     def matmul(self, a, b, out, precision: str = "fp32"):
-        if precision == "tf32":
-            if self.L is None:
-                raise RuntimeError("this CuPy cannot switch its compute type to TF32")
-            self.L.set_compute_type(np.float32, self.L.COMPUTE_TYPE_TF32)
-            try:
-                self.cp.matmul(a, b, out=out)
-            finally:
-                self.L.set_compute_type(np.float32, self.L.COMPUTE_TYPE_DEFAULT)
-            return
-        self.cp.matmul(a, b, out=out)
+        if precision != "tf32":
+            return self.cp.matmul(a, b, out=out)
+        if self.L is None:
+            raise RuntimeError("this CuPy cannot switch its compute type to TF32")
+        self.L.set_compute_type(np.float32, self.L.COMPUTE_TYPE_TF32)
+        try:
+            self.cp.matmul(a, b, out=out)
+        finally:
+            self.L.set_compute_type(np.float32, self.L.COMPUTE_TYPE_DEFAULT)
 
 
 class _F16View:
@@ -66,10 +60,9 @@ class _F16View:
     typestr there): torch views the tensor back as bfloat16, zero-copy."""
 
     def __init__(self, d):
-        e = 2
         self.__cuda_array_interface__ = {"shape": d.shape, "typestr": "<f2",
                                          "data": (d.ptr, False), "version": 3,
-                                         "strides": (e * d.strides[0], e * d.strides[1])}
+                                         "strides": (2 * d.strides[0], 2 * d.strides[1])}
 
 
 class _TorchBLAS:
@@ -80,18 +73,15 @@ class _TorchBLAS:
         torch = _import("torch")
         if not torch.cuda.is_available():
             raise RuntimeError("torch.cuda.is_available() is False")
-        mm = torch.backends.cuda.matmul
-        self.new_api = hasattr(mm, "fp32_precision")    # torch >= 2.9
-        self._tf32(False, mm)
+        self.torch, self.version, self.cublas_version = torch, torch.__version__, ""
+        self.new_api = hasattr(torch.backends.cuda.matmul, "fp32_precision")    # torch >= 2.9
+        self._tf32(False)
         self.tf32 = ("off: torch.backends.cuda.matmul." +
                      ("fp32_precision='ieee'" if self.new_api else "allow_tf32=False") +
                      "; the TF32 peer switches it on for its own calls")
-        self.torch = torch
-        self.version = torch.__version__
-        self.cublas_version = ""
 
-    def _tf32(self, on: bool, mm=None) -> None:
-        mm = mm or self.torch.backends.cuda.matmul
+    def _tf32(self, on: bool) -> None:
+        mm = self.torch.backends.cuda.matmul
         if self.new_api:
             mm.fp32_precision = "tf32" if on else "ieee"
         else:
@@ -99,28 +89,26 @@ class _TorchBLAS:
 
     def wrap(self, dev_array):
         if getattr(dev_array, "dtype_name", "") == "bfloat16":
-            t = self.torch.as_tensor(_F16View(dev_array), device="cuda")
-            return t.view(self.torch.bfloat16)
+            return self.torch.as_tensor(_F16View(dev_array), device="cuda").view(self.torch.bfloat16)
         return self.torch.as_tensor(dev_array, device="cuda")
 
     def matmul(self, a, b, out, precision: str = "fp32"):
-        if precision == "tf32":
-            self._tf32(True)
-            try:
-                self.torch.matmul(a, b, out=out)
-            finally:
-                self._tf32(False)
-            return
-        self.torch.matmul(a, b, out=out)
+        if precision != "tf32":
+            return self.torch.matmul(a, b, out=out)
+        self._tf32(True)
+        try:
+            self.torch.matmul(a, b, out=out)
+        finally:
+            self._tf32(False)
 
 
 _BACKENDS = {"cupy": _CuPyBLAS, "torch": _TorchBLAS}
 
 
 def find_cublas(prefer: str = "auto", precisions=("fp32",)):
-    """(backend or None, description). The description says which library and how TF32
-    was switched off, or plainly why cuBLAS is not measured. "auto" takes PyTorch first
-    when a precision needs it (bfloat16: CuPy has none)."""
+    """(backend or None, description): which library and how TF32 was switched off, or
+    plainly why cuBLAS is not measured. "auto" takes PyTorch first when a precision needs it
+    (bfloat16: CuPy has none)."""
     if prefer in (None, "none", "off"):
         return None, "cuBLAS NOT MEASURED: disabled (--cublas none)"
     order = list(_BACKENDS) if prefer == "auto" else [prefer]
@@ -129,13 +117,12 @@ def find_cublas(prefer: str = "auto", precisions=("fp32",)):
         order = ["torch", "cupy"]
     why = []
     for name in order:
-        cls = _BACKENDS.get(name)
-        if cls is None:
+        if name not in _BACKENDS:
             raise ValueError(f"unknown cuBLAS route {name!r}: use auto, {', '.join(_BACKENDS)} or none")
         try:
-            b = cls()
+            b = _BACKENDS[name]()
         except Exception as e:  # ImportError, or a library present but unusable
-            why.append(f"{name}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}".rstrip(": "))
+            why.append(f"{name}: {first_line(e)}".rstrip(": "))
             continue
         return b, f"cuBLAS via {b.library} {b.version} (TF32 {b.tf32})"
     hint = "pip install cupy-cuda13x (or torch) to compare" if prefer == "auto" else ""
@@ -146,4 +133,3 @@ def find_cublas(prefer: str = "auto", precisions=("fp32",)):
         except Exception:
             pass
     return None, f"cuBLAS NOT MEASURED: {'; '.join(why)}" + (f" ({hint})" if hint else "")
-

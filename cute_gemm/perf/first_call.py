@@ -1,19 +1,8 @@
-"""The first gemm() call of a fresh process (`cute-gemm bench --first-call`): each case a new
-interpreter, timed from its start, on fp32 operands already on the device:
-
-  quick   an empty cubin cache (and an empty driver compute cache, CUDA_CACHE_PATH, where
-          NVRTC 13 keeps its optimizer's and ptxas's output from earlier compiles on the
-          machine), CUTE_GEMM_FIRST_CALL unset: how long until the first
-          answer, which kernel gave it (the stand-in, standin.stand_in), and how long until
-          the pick itself runs (its compile in the background)
-  wait    empty caches (both), CUTE_GEMM_FIRST_CALL=wait: the first answer is the pick's,
-          after the compile of its launch's entry points
-  warm    the cache `wait` filled, in another new process: import and first call only
-
-Each child reports `import_s` (import cute_gemm), `first_s` (the first gemm() call, to
-the end of a device synchronize after it), `first_kernels` (what that call launched),
-`pick` (gemm_choice's key) and, where it came later, `pick_s` (from the first call until
-a call ran the pick) with `calls` (the calls made by then, one after another).
+"""The first gemm() call of a fresh process (`cute-gemm bench --first-call`), fp32 operands
+already on the device, each case a new interpreter on caches of its own (the cubin cache and
+the driver's compute cache, CUDA_CACHE_PATH): quick (empty caches, the default stand-in
+while the pick compiles), wait (empty caches, CUTE_GEMM_FIRST_CALL=wait) and warm (wait's
+caches, in another process). docs/design/first_call.md#quick-first-call has the figures.
 """
 from __future__ import annotations
 
@@ -90,10 +79,11 @@ def _child(shape: tuple[int, int, int], mode: str, cache_dir: str, timeout: floa
 
 def measure_first_call(shape: tuple[int, int, int] = FIRST_CALL_SHAPE,
                        timeout: float = 300.0) -> dict:
-    """The three cases of the module docstring for an M x N x K fp32 gemm() (A and B
-    row-major): {"shape": [M, N, K], "quick": {...}, "wait": {...}, "warm": {...}}, a
-    case that failed as {"error": its last line}. Empty cubin and driver compute caches of
-    its own, removed after; the machine's are not touched."""
+    """{"shape": [M, N, K], "quick": {...}, "wait": {...}, "warm": {...}} for an fp32 gemm()
+    (A, B row-major): each case's import_s, first_s (the first call, synchronized),
+    first_kernels, pick (gemm_choice's key), pick_s (from the first call until a call ran
+    the pick) and calls (made by then); a failed case {"error": its last line}. The caches
+    it makes are removed after; the machine's are not touched."""
     result: dict = {"shape": list(shape)}
     cold = tempfile.mkdtemp(prefix="cute_gemm_first_call_")
     try:

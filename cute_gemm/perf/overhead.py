@@ -1,21 +1,10 @@
 """Host cost of a call: cute_gemm.run() on a GEMM small enough that the GPU time is
-negligible (with `out=` given; on PyTorch tensors also without it, and in place), side by
-side with what the array libraries' own matmul costs on the same arrays, and with a raw
-driver launch of the same cubin with pre-packed arguments.
-
-Methods, each only where its library can be imported and used:
-  raw_launch    launch.launch() of the entry run() resolves (the floor of any launch)
-  run           run() on cute_gemm DeviceArrays
-  run_torch     run() on PyTorch tensors            torch_mm      torch.mm(a, b, out=o)
-  run_torch_new run() without out                   torch_mm_new  torch.mm(a, b)
-  run_torch_inplace  run(a, b, c=o, out=o, beta=1)  torch_addmm_inplace  torch.addmm(o, a, b, out=o)
-  run_cupy      run() on CuPy arrays                cupy_matmul   cupy.matmul(a, b, out=o)
-  cublas        the bench's cuBLAS peer on the DeviceArrays (when a backend is given)
-Rounds interleave the methods. Each `{method}_us` is the median over rounds of timing.wall_us
-(`calls` back-to-back calls and one final synchronize, per call: the GPU's rate where it is
-the slower side); each `{method}_host_us` the median of timing.host_us (the same calls in
-bursts the launch queue holds, not waiting for the GPU: the host's own cost). Ratios < 1:
-run() costs less than the library's own call on the same arrays.
+negligible, beside a raw driver launch of the same cubin with pre-packed arguments (the floor
+of any launch), the bench's cuBLAS peer, and (where they import) torch.mm, torch.addmm and
+cupy.matmul on the same arrays with run() on those arrays (with out=, without it, in place).
+Rounds interleave the methods; `{method}_us` is the median of timing.wall_us, `{method}_host_us`
+of timing.host_us. Ratios < 1: run() costs less than the library's own call.
+The figures: docs/design/host_overhead.md.
 """
 from __future__ import annotations
 
@@ -27,6 +16,7 @@ from .. import api, driver, registry
 from ..driver import launch
 from ..driver.arrays import DeviceArray, parse
 from .runtime import resolve
+from .schema import first_line
 from .timing import host_us, wall_us
 
 OVERHEAD_TARGET_US = 10.0       # run() may cost at most this much above a raw launch
@@ -36,77 +26,61 @@ def _import(name: str):
     return importlib.import_module(name)
 
 
-def _torch_methods(name: str, size: int, methods: dict, notes: dict) -> None:
-    try:
-        torch = _import("torch")
-        if not torch.cuda.is_available():
-            raise RuntimeError("torch.cuda.is_available() is False")
-        a, b, o = (torch.randn((size, size), device="cuda") for _ in range(3))
-    except Exception as e:      # not installed, or no CUDA build
-        notes["torch"] = f"not measured ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
-        return
-    notes["torch"] = torch.__version__
-    methods["run_torch"] = lambda: api.run(name, a, b, out=o)
-    methods["torch_mm"] = lambda: torch.mm(a, b, out=o)
-    # the other forms a caller writes: a new result, and C += A B in place
-    methods["run_torch_new"] = lambda: api.run(name, a, b)
-    methods["torch_mm_new"] = lambda: torch.mm(a, b)
-    methods["run_torch_inplace"] = lambda: api.run(name, a, b, c=o, out=o, beta=1.0)
-    methods["torch_addmm_inplace"] = lambda: torch.addmm(o, a, b, out=o)
+def _torch_methods(name: str, size: int) -> dict:
+    torch = _import("torch")
+    if not torch.cuda.is_available():
+        raise RuntimeError("torch.cuda.is_available() is False")
+    a, b, o = (torch.randn((size, size), device="cuda") for _ in range(3))
+    return {"run_torch": lambda: api.run(name, a, b, out=o),
+            "torch_mm": lambda: torch.mm(a, b, out=o),
+            # the other forms a caller writes: a new result, and C += A B in place
+            "run_torch_new": lambda: api.run(name, a, b),
+            "torch_mm_new": lambda: torch.mm(a, b),
+            "run_torch_inplace": lambda: api.run(name, a, b, c=o, out=o, beta=1.0),
+            "torch_addmm_inplace": lambda: torch.addmm(o, a, b, out=o)}, torch.__version__
 
 
-def _cupy_methods(name: str, size: int, methods: dict, notes: dict) -> None:
-    try:
-        cp = _import("cupy")
-        a, b = (cp.random.standard_normal((size, size), dtype=cp.float32) for _ in range(2))
-        o = cp.empty((size, size), dtype=cp.float32)
-    except Exception as e:
-        notes["cupy"] = f"not measured ({type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''})"
-        return
-    notes["cupy"] = cp.__version__
-    methods["run_cupy"] = lambda: api.run(name, a, b, out=o)
-    methods["cupy_matmul"] = lambda: cp.matmul(a, b, out=o)
+def _cupy_methods(name: str, size: int) -> dict:
+    cp = _import("cupy")
+    a, b = (cp.random.standard_normal((size, size), dtype=cp.float32) for _ in range(2))
+    o = cp.empty((size, size), dtype=cp.float32)
+    return {"run_cupy": lambda: api.run(name, a, b, out=o),
+            "cupy_matmul": lambda: cp.matmul(a, b, out=o)}, cp.__version__
 
 
 def measure_overhead(kernel: str | None = None, *, size: int = 16, calls: int = 20000,
                      rounds: int = 5, backend=None, libraries=("torch", "cupy")) -> dict:
-    """Host µs per call for a tiny GEMM (module docstring: the methods).
-    Returns the figures (`{method}_us`: median, `{method}_us_min`), the ratios of run() to
-    the libraries' calls on the same arrays, and what could not be measured and why."""
-    name = registry.get(kernel or registry.names()[0]).name
-    k = registry.get(name)
-    owned = []
+    """Host µs per call of each method (module docstring) on a size^3 GEMM: medians and
+    minima, the ratios of run() to the libraries' calls, and what was not measured and why."""
+    k = registry.get(kernel or registry.names()[0])
+    name, owned = k.name, []
     try:
-        dA = DeviceArray.full((size, size), 1.0)
-        owned.append(dA)
-        dB = DeviceArray.full((size, size), 1.0)
-        owned.append(dB)
-        dC = DeviceArray((size, size))
-        owned.append(dC)
+        while len(owned) < 3:       # A, B (ones) and C, each freed at the end
+            owned.append(DeviceArray.full((size, size), 1.0) if len(owned) < 2 else DeviceArray((size, size)))
+        dA, dB, dC = owned
         api.run(name, dA, dB, out=dC)
         launch.check_last(name)
         A, B, C = parse("a", dA), parse("b", dB), parse("out", dC)
         variant, copies, f = resolve(k, {"a": A, "b": B, "c": C}, ordinal=driver.current_ordinal())
         grid, smem = k.grid(size, size, size), k.smem_bytes(size, size, size)
-        packed = launch.pack_gemm_args(size, size, size, 1.0, A.ptr, A.strides[0], A.strides[1],
-                                       B.ptr, B.strides[0], B.strides[1], 0.0,
-                                       C.ptr, C.strides[0], C.strides[1])
-        block = k.block
-        methods = {
-            "raw_launch": lambda: launch.launch(f, grid, block, smem, 0, packed),
-            "run": lambda: api.run(name, dA, dB, out=dC),
-        }
+        packed = launch.pack_gemm_args(size, size, size, 1.0, A.ptr, *A.strides, B.ptr, *B.strides,
+                                       0.0, C.ptr, *C.strides)
+        methods = {"raw_launch": lambda: launch.launch(f, grid, k.block, smem, 0, packed),
+                   "run": lambda: api.run(name, dA, dB, out=dC)}
         notes: dict = {}
         for lib, add in (("torch", _torch_methods), ("cupy", _cupy_methods)):
             if lib in libraries:
-                add(name, size, methods, notes)
+                try:
+                    more, notes[lib] = add(name, size)
+                    methods.update(more)
+                except Exception as e:      # not installed, or no CUDA build
+                    notes[lib] = f"not measured ({first_line(e)})"
         if backend is not None:
             wa, wb, wc = backend.wrap(dA), backend.wrap(dB), backend.wrap(dC)
             methods["cublas"] = lambda: backend.matmul(wa, wb, wc)
         for fn in methods.values():       # warm-up (first resolution, cuBLAS handle, heuristics)
             wall_us(fn, 200)
-        samples = {key: [] for key in methods}
-        host = {key: [] for key in methods}
+        samples, host = {key: [] for key in methods}, {key: [] for key in methods}
         for _ in range(rounds):
             for key, fn in methods.items():
                 samples[key] += wall_us(fn, calls)

@@ -1,30 +1,15 @@
-"""bench(): every kernel against cuBLAS fp32 — checked first, then timed with CUDA events;
+"""bench(): every kernel next to cuBLAS at the same precision, checked first, then timed;
 time_kernel(): the same for one kernel on one shape (`cute-gemm run`).
 
-Method (printed with every run and stored in the JSON, so a number never travels
-without how it was made):
-
-* Check before timing. Each kernel (and cuBLAS) runs once on the bench inputs into a
-  NaN-poisoned output and is judged with check.judge (gauge ratio <= 16, see check.py).
-  Up to M*N*K = 2048^3 the float64 reference is the whole product; above that, a full
-  float64 product on the host is too slow, so the reference is exact float64 on a
-  sample of rows x columns (64 random rows and columns, plus the first and last, which
-  sit in the residue tiles), and every other element must at least be finite (an
-  unwritten element stays NaN). A kernel that fails gets no speed figure.
-* Timing: timing.event_times (CUDA events around each launch, L2 flush and a spin that
-  holds the GPU before it, input sets rotated beyond twice the L2, repeats fitted to
-  --max-seconds, never below --min-repeats). Host overhead is measured apart (overhead.py).
-  Random shapes (`--size random`) add two timings per row: one call as a caller waits for it
-  (timing.call_times: host time included) and 20 calls back to back (timing.burst_times).
-* Statistics (stats.py): median, min/max, quartiles and IQR over the repeats; TFLOP/s =
-  2 M N K / median; ratio to cuBLAS fp32 measured in the same run, same inputs and
-  layout; fraction of the FP32 peak SMs x FP32 lanes/SM x 2 x clock.
-* Compile time (NVRTC, or the cache level that served the cubin) is reported apart
-  from run time: everything is compiled before anything is timed.
+A kernel runs once on the bench inputs into a NaN-poisoned output and is judged against
+float64 (check.judge; above FULL_CHECK_MAX on a sample of rows x columns, every other
+element finite): one that fails gets no speed figure. Then timing.event_times; compile time
+is reported apart (everything compiles first). The method travels in every result's meta.
 """
 from __future__ import annotations
 
 import datetime as _dt
+import importlib.metadata
 import math
 import os
 import sys
@@ -32,25 +17,28 @@ import time
 from typing import Sequence
 
 import numpy as np
+from tqdm import tqdm
 
 from .. import api, registry
 from ..build import cache
+from ..build.compile import nvrtc_version
 from ..driver import launch
 from ..select import auto, standin
 from ..driver.arrays import DeviceArray
 from ..check import as_given, judge, reference, unit
 from ..base.precisions import DTYPE
+from ..base.version import __version__
 from ..registry.records import ITEMSIZE, PRECISION_DTYPE, PRECISIONS
 from .clocks import ClockLog
 from .cublas import find_cublas
 from .first_call import measure_first_call
-from .meta import device_meta, driver_text, versions
 from .overhead import measure_overhead
 from .report import write_outputs
 from .runtime import compile_ahead, make_current
-from .schema import BURST, CUBLAS, CUBLAS_PEER, BenchResult, Row
+from .schema import BURST, CUBLAS, CUBLAS_PEER, BenchResult, Row, first_line as _first_line
 from .shapes import native_layout, out_dtype_of, plan
-from .stats import fill_ratios, precision_peaks, random_summary, sample_indices, summarize, tflops
+from .stats import (fill_ratios, peak_formula, precision_peaks, random_summary, sample_indices,
+                    summarize, tflops)
 from .timing import Flush, burst_times, call_times, event_times, rotation_sets, warm_up
 
 FULL_CHECK_MAX = 2048 ** 3      # above this M*N*K the reference is a row x column sample
@@ -59,25 +47,22 @@ SAMPLE = 64
 
 # ---- checking on the bench inputs -------------------------------------------------------
 class Reference:
-    """float64 reference for C = A @ B: whole (M*N*K <= full_max) or a rows x cols sample,
-    judged with the unit roundoff of `precision` and its result type."""
+    """float64 reference for C = A @ B: whole (M*N*K <= full_max) or on `sample` random rows
+    x columns plus the first and last (they sit in the residue tiles), judged with the unit
+    roundoff of `precision` and its result type."""
 
     def __init__(self, a: np.ndarray, b: np.ndarray, rng, *, full_max: int | None = None,
                  sample: int = SAMPLE, precision: str = "fp32"):
-        self.eps, self.out_dtype = unit(precision, out_dtype_of(precision)), out_dtype_of(precision)
-        m, k = a.shape
-        n = b.shape[1]
-        if full_max is None:
-            full_max = FULL_CHECK_MAX
-        if m * n * k <= full_max:
-            self.rows = self.cols = None
-            self.ref, self.gauge = reference(a, b, None, 1.0, 0.0)
-            self.mode = "full"
-        else:
-            self.rows = sample_indices(m, sample, rng)
-            self.cols = sample_indices(n, sample, rng)
-            self.ref, self.gauge = reference(a[self.rows], b[:, self.cols], None, 1.0, 0.0)
+        self.out_dtype = out_dtype_of(precision)
+        self.eps = unit(precision, self.out_dtype)
+        (m, k), n = a.shape, b.shape[1]
+        self.rows = self.cols = None
+        self.mode = "full"
+        if m * n * k > (FULL_CHECK_MAX if full_max is None else full_max):
+            self.rows, self.cols = sample_indices(m, sample, rng), sample_indices(n, sample, rng)
+            a, b = a[self.rows], b[:, self.cols]
             self.mode = f"sampled {len(self.rows)}x{len(self.cols)}"
+        self.ref, self.gauge = reference(a, b, None, 1.0, 0.0)
 
     def judge(self, name: str, c: np.ndarray):
         if self.rows is None:
@@ -85,13 +70,9 @@ class Reference:
         r = judge(name, c[np.ix_(self.rows, self.cols)], self.ref, self.gauge, False, self.eps,
                   self.out_dtype)
         if r.first_fail is not None:
-            i, j = r.first_fail
-            r.first_fail = (int(self.rows[i]), int(self.cols[j]))
-        elif r.status == "pass":
-            bad = int(c.size - np.count_nonzero(np.isfinite(c)))
-            if bad:
-                r.status = "FAIL"
-                r.message = f"{bad} non-finite elements outside the checked sample (unwritten?)"
+            r.first_fail = (int(self.rows[r.first_fail[0]]), int(self.cols[r.first_fail[1]]))
+        elif r.status == "pass" and (bad := int(c.size - np.count_nonzero(np.isfinite(c)))):
+            r.status, r.message = "FAIL", f"{bad} non-finite elements outside the checked sample (unwritten?)"
         return r
 
 
@@ -103,91 +84,71 @@ def measure_row(row: Row, check_fn, time_fn) -> Row:
     except Exception as e:
         row.status, row.message = "error", _first_line(e)
         return row
-    if not _record_verdict(row, verdict):
-        return row
-    try:
-        times = time_fn()
-    except Exception as e:
-        row.status, row.message = "error", "timing: " + _first_line(e)
-        return row
-    return _record_times(row, times)
+    if _record_verdict(row, verdict):
+        try:
+            _record_times(row, time_fn())
+        except Exception as e:
+            row.status, row.message = "error", "timing: " + _first_line(e)
+    return row
 
 
 def _record_verdict(row: Row, verdict) -> bool:
-    """The check's gauge ratio, and FAIL with where and why; True when it passed."""
-    row.gauge_ratio = _finite_or_none(verdict.gauge_ratio)
+    """The check's gauge ratio (None if not finite: JSON has none), and FAIL with where and
+    why; True when it passed."""
+    g = verdict.gauge_ratio
+    row.gauge_ratio = float(g) if g is not None and math.isfinite(g) else None
     if verdict.status != "pass":
-        row.status = "FAIL"
-        row.message = verdict.message or "check failed"
+        row.status, row.message = "FAIL", verdict.message or "check failed"
         if verdict.first_fail is not None:
             row.message = f"at {tuple(verdict.first_fail)}: {row.message}"
-        return False
-    return True
+    return verdict.status == "pass"
 
 
 def _record_times(row: Row, times) -> Row:
     s = summarize(times)
-    row.repeats = s["n"]
-    row.median_ms, row.min_ms, row.max_ms = s["median"], s["min"], s["max"]
+    row.repeats, row.median_ms, row.min_ms, row.max_ms = s["n"], s["median"], s["min"], s["max"]
     row.q1_ms, row.q3_ms, row.iqr_ms = s["q1"], s["q3"], s["iqr"]
     row.tflops = tflops(row.m, row.n, row.k, row.median_ms)
     return row
 
 
-def _first_line(e: BaseException) -> str:
-    text = str(e).strip()
-    return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"
-
-
-def _finite_or_none(x):
-    """JSON has no inf/NaN: a non-finite gauge ratio (NaN or Inf in the output) is None,
-    and the row's status and message say what happened."""
-    return float(x) if x is not None and math.isfinite(x) else None
-
-
 # ---- inputs on the device -----------------------------------------------------------------
 class _Inputs:
     """n_sets copies of A, B (in `layout`, of the precision's type) and C (of its result
-    type) on the device; set 0 is the checked one."""
+    type) on the device; set 0 is the checked one, the others dtod copies of it."""
 
     def __init__(self, a: np.ndarray, b: np.ndarray, layout: str, n_sets: int,
                  precision: str = "fp32"):
         self.A, self.B, self.C, self._owned = [], [], [], []
         self.dtype, self.out_dtype = PRECISION_DTYPE[precision], out_dtype_of(precision)
-        m, n = a.shape[0], b.shape[1]
         try:
-            a0 = self._upload(a, layout[0] == "t")
-            b0 = self._upload(b, layout[1] == "t")
+            a0, b0 = self._upload(a, layout[0] == "t"), self._upload(b, layout[1] == "t")
             for i in range(n_sets):
-                if i == 0:
-                    ai, bi = a0, b0
-                else:   # same values at new addresses: a dtod copy, no host traffic
-                    ai, bi = self._clone(a0), self._clone(b0)
+                ai, bi = (a0, b0) if i == 0 else (self._clone(a0), self._clone(b0))
+                if i:
                     launch.memcpy_dtod(ai.ptr, a0.ptr, a0.buffer_bytes)
                     launch.memcpy_dtod(bi.ptr, b0.ptr, b0.buffer_bytes)
-                c = DeviceArray((m, n), dtype=self.out_dtype)
-                self._owned.append(c)
                 self.A.append(ai)
                 self.B.append(bi)
-                self.C.append(c)
+                self.C.append(self._own(DeviceArray((a.shape[0], b.shape[1]), dtype=self.out_dtype)))
             launch.synchronize()
         except BaseException:
             self.close()
             raise
 
-    def _upload(self, host: np.ndarray, transposed: bool):
-        if transposed:   # storage is host.T row-major; pass its transposed view
-            d = DeviceArray.from_host(np.ascontiguousarray(host.T), dtype=self.dtype)
-            self._owned.append(d)
-            return d.T
-        d = DeviceArray.from_host(np.ascontiguousarray(host), dtype=self.dtype)
+    def _own(self, d: DeviceArray) -> DeviceArray:
         self._owned.append(d)
         return d
 
+    def _upload(self, host: np.ndarray, transposed: bool):
+        """On the device; transposed: stored as host.T row-major, handed on as its .T view."""
+        d = self._own(DeviceArray.from_host(np.ascontiguousarray(host.T if transposed else host),
+                                            dtype=self.dtype))
+        return d.T if transposed else d
+
     def _clone(self, view):
         transposed = view.strides[0] == 1 and view.shape[0] > 1 and view.strides[1] != 1
-        base = DeviceArray(view.shape[::-1] if transposed else view.shape, dtype=self.dtype)
-        self._owned.append(base)
+        base = self._own(DeviceArray(view.shape[::-1] if transposed else view.shape, dtype=self.dtype))
         return base.T if transposed else base
 
     def __len__(self):
@@ -212,40 +173,25 @@ def _gpu_check(name, fn, inputs: _Inputs, ref: Reference):
     return ref.judge(name, c0.to_host())
 
 
-class Progress:
-    """A one-line progress bar on stderr (a line per step when stderr is not a terminal)."""
+class Progress(tqdm):
+    """The bench's progress bar on stderr: step(label) after each row."""
 
-    def __init__(self, total: int, enabled: bool = True, stream=None, width: int = 24):
-        self.total, self.done, self.width = max(total, 1), 0, width
-        self.stream = stream if stream is not None else sys.stderr
-        self.enabled = enabled
-        self.tty = enabled and hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.t0 = time.perf_counter()
+    def __init__(self, total: int, enabled: bool = True):
+        super().__init__(total=total, disable=not enabled, file=sys.stderr, leave=True,
+                         bar_format="[{bar:24}] {n_fmt}/{total_fmt} {percentage:3.0f}% {elapsed}{postfix}")
 
     def step(self, label: str) -> None:
-        self.done += 1
-        if not self.enabled:
-            return
-        frac = self.done / self.total
-        bar = "#" * int(round(frac * self.width))
-        line = (f"[{bar:<{self.width}}] {self.done}/{self.total} {100 * frac:3.0f}% "
-                f"{time.perf_counter() - self.t0:6.1f}s  {label}")
-        if self.tty:
-            self.stream.write("\r\033[K" + line)
-            if self.done >= self.total:
-                self.stream.write("\n")
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
+        self.set_postfix_str(label, refresh=False)
+        self.update()
 
 
 # ---- one kernel, one shape ------------------------------------------------------------------
 @standin.waiting()       # the pick itself, never its stand-in (standin.stand_in)
 def time_kernel(name: str, m: int, n: int, k: int, *, repeats: int = 20, warmup: int = 3,
                 seed=None) -> dict:
-    """Check once on fresh random inputs (the bench's Reference), then time `repeats`
-    launches with timing.event_times; a kernel that fails its check is not timed.
-    Exceptions propagate (the CLI names compile, shape and device errors itself)."""
+    """Check once on fresh random inputs (Reference), then time `repeats` launches with
+    timing.event_times; a kernel that fails its check is not timed. Exceptions propagate
+    (the CLI names compile, shape and device errors itself)."""
     name = registry.check_name(name)
     info = launch.device_info()
     rng = np.random.default_rng(seed)
@@ -281,51 +227,41 @@ def bench(kernels: str | Sequence[str] | None = None,
           ladder_size: int | None = None, progress: bool = True,
           precisions: str | Sequence[str] = ("fp32",),
           flops: tuple[float, float] | None = None) -> BenchResult:
-    """Check, then time, every kernel (default: all the device supports) on every size
-    (default: squares 256..8192 and odd shapes) and layout, next to cuBLAS, in each of
-    `precisions` ("fp32", "tf32", "bf16", "fp16", "fp32_3xtf32" or "all"): a kernel in each
-    precision it offers, cuBLAS at the same precision in the same run (fp32_3xtf32: cuBLAS
-    fp32, schema.CUBLAS_PEER).
+    """Check, then time, every kernel (default: all the device supports) on every size and
+    layout, in each of `precisions` (or "all") it offers, next to cuBLAS at the same precision
+    (schema.CUBLAS_PEER) in the same run; a transposed layout only where the kernel takes it
+    without a relayout copy.
 
-    sizes: N, "MxNxK", (M, N, K), "squares", "odd", "all", "random[:N]" (shapes.plan: N
-    shapes drawn from `seed` with 2·M·N·K in the log2 band `flops`, each in one layout drawn
-    from `layouts`, default all four; kernels default to "auto"; every timed row also gets
-    call_ms and burst_ms, schema.TIMINGS). seed: the run's seed (the inputs, and the random
-    shapes; None: 0, or a fresh one with random sizes, in meta["settings"]["seed"]).
-    layouts: "nn" (default), "tn" (A as a transposed view), "nt", "tt" — a kernel is timed on
-    a transposed layout only when it takes it without a relayout copy. first_call: also time
-    gemm()'s first call in fresh processes on empty cubin caches (perf.first_call). Writes
-    bench.json, bench.csv, bench_readme.md and PNG plots to out_dir when given. Returns a
-    BenchResult.
+    sizes: as shapes.plan takes them (default: squares 256..8192 and odd shapes); with
+    "random[:N]", N shapes drawn from `seed` in the log2 flop band `flops`, each in one of
+    `layouts` (default all four), kernels default to "auto" and each timed row also gets
+    call_ms and burst_ms (schema.TIMINGS). seed: the inputs' (and the draw's; None: 0, or a
+    fresh one with random sizes). overhead: also overhead.measure_overhead; first_call: also
+    first_call.measure_first_call. With out_dir, writes report.write_outputs' files there.
     """
     info = launch.device_info()
-    ordinal = info.ordinal
-    make_current(ordinal)
+    make_current(info.ordinal)
     todo = plan(sizes, layouts, seed=seed, flops=flops)
     names = _kernel_names(kernels if kernels or todo.random is None else [registry.AUTO])
     precs = parse_precisions(precisions)
     backend, cublas_note = find_cublas(cublas, precisions=precs)
-    result = BenchResult(_meta(info, backend, cublas_note, todo.shapes, todo.layouts,
-                               repeats=repeats, min_repeats=min_repeats, warmup=warmup,
-                               max_seconds=max_seconds, seed=todo.seed))
-    meta = result.meta
-    meta["settings"]["precisions"] = list(precs)
+    result = BenchResult(_meta(info, backend, cublas_note, todo, repeats=repeats,
+                               min_repeats=min_repeats, warmup=warmup, max_seconds=max_seconds))
+    meta, settings = result.meta, result.meta["settings"]
+    settings["precisions"] = list(precs)
     if todo.random is not None:
         meta["random"] = todo.record()
     compiled = _compile_all(names, info, meta["compile"], precs)
     by_prec = {p: [x for x in names if offers(x, p, info.arch_int)] for p in precs}
     by_prec = {p: xs for p, xs in by_prec.items() if xs or p != "fp32" or not names}
-
     bar = Progress(sum(len(lays) for _, lays in todo.cases)
                    * sum(len(xs) + (backend is not None) for xs in by_prec.values()), progress)
     rng = np.random.default_rng(todo.seed)
     tkw = dict(repeats=repeats, warmup=warmup, min_repeats=min_repeats, max_seconds=max_seconds)
-    clocks = ClockLog(_pci_bus_id(ordinal))
-    with clocks, Flush(info.l2_bytes) as flush:
+    clocks = ClockLog(_pci_bus_id(info.ordinal))
+    with bar, clocks, Flush(info.l2_bytes) as flush:
         warm_up(flush)
-        meta["settings"]["flush_bytes"] = flush.nbytes
-        meta["settings"]["flush_hold_us"] = flush.hold_us
-        meta["settings"]["rotation"] = {}
+        settings.update(flush_bytes=flush.nbytes, flush_hold_us=flush.hold_us, rotation={})
         for (m, n, kk), lays in todo.cases:
             a32 = rng.standard_normal((m, kk), dtype=np.float32)
             b32 = rng.standard_normal((kk, n), dtype=np.float32)
@@ -333,11 +269,9 @@ def bench(kernels: str | Sequence[str] | None = None,
                 dt = PRECISION_DTYPE[prec]
                 a, b = (as_given(a32, dt), as_given(b32, dt)) if dt != "float32" else (a32, b32)
                 ref = Reference(a, b, rng, precision=prec)
-                per_set = (ITEMSIZE[dt] * (m * kk + kk * n)
-                           + ITEMSIZE[out_dtype_of(prec)] * m * n)
-                free = launch.mem_get_info(ordinal)[0]
-                n_sets = rotation_sets(per_set, info.l2_bytes, free)
-                meta["settings"]["rotation"][f"{m}x{n}x{kk}" + ("" if prec == "fp32" else f" {prec}")] = n_sets
+                per_set = ITEMSIZE[dt] * (m * kk + kk * n) + ITEMSIZE[out_dtype_of(prec)] * m * n
+                n_sets = rotation_sets(per_set, info.l2_bytes, launch.mem_get_info(info.ordinal)[0])
+                settings["rotation"][f"{m}x{n}x{kk}" + ("" if prec == "fp32" else f" {prec}")] = n_sets
                 for lay in lays:
                     _bench_shape(result, pnames, compiled, backend, a, b, ref, lay, n_sets,
                                  flush, bar, tkw, info, prec, clocks,
@@ -360,7 +294,44 @@ def bench(kernels: str | Sequence[str] | None = None,
     return result
 
 
-def _meta(info, backend, cublas_note, shapes, lays, **settings) -> dict:
+# ---- where a number was made ------------------------------------------------------------------
+def _dist_version(dist: str) -> str | None:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def versions(backend=None) -> dict:
+    """The versions of everything that changes a result (and of the cuBLAS route)."""
+    v = {"cute_gemm": __version__, "python": sys.version.split()[0], "numpy": np.__version__,
+         **{d: _dist_version(d) for d in ("cuda-bindings", "cuda-core", "nvidia-cutlass",
+                                          "nvidia-cuda-nvrtc")}}
+    try:
+        v["nvrtc"] = ".".join(map(str, nvrtc_version()))
+    except Exception:
+        v["nvrtc"] = None
+    if backend is not None:
+        v[backend.library] = backend.version
+        if backend.cublas_version:
+            v["cublas"] = backend.cublas_version
+    return v
+
+
+def driver_text(v: int) -> str:
+    """CUDA driver version as the driver API reports it (13000) -> "13.0"."""
+    return f"{v // 1000}.{(v % 1000) // 10}"
+
+
+def device_meta(info) -> dict:
+    """The device, with its FP32 peak and the formula that gives it."""
+    return {"name": info.name, "arch": info.arch, "ordinal": info.ordinal, "sm_count": info.sm_count,
+            "fp32_lanes_per_sm": info.fp32_lanes_per_sm, "clock_khz": info.clock_khz,
+            "l2_bytes": info.l2_bytes, "fp32_peak_tflops": info.fp32_peak_tflops,
+            "peak_formula": peak_formula(info.sm_count, info.fp32_lanes_per_sm, info.clock_khz)}
+
+
+def _meta(info, backend, cublas_note, todo, **settings) -> dict:
     return {
         "tool": "cute-gemm bench",
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -368,10 +339,8 @@ def _meta(info, backend, cublas_note, shapes, lays, **settings) -> dict:
         "versions": versions(backend),
         "cublas": {"available": backend is not None, "note": cublas_note,
                    "library": backend.library if backend else None},
-        "settings": {"repeats": settings["repeats"], "min_repeats": settings["min_repeats"],
-                     "warmup": settings["warmup"], "max_seconds": settings["max_seconds"],
-                     "layouts": list(lays), "seed": settings["seed"],
-                     "sizes": [list(s) for s in shapes]},
+        "settings": {**settings, "layouts": todo.layouts, "seed": todo.seed,
+                     "sizes": [list(s) for s in todo.shapes]},
         "method": {
             "check": f"gauge ratio <= 16 against float64: whole product up to M*N*K = "
                      f"{FULL_CHECK_MAX} (2048^3), above that {SAMPLE} random rows x {SAMPLE} "
@@ -387,10 +356,9 @@ def _meta(info, backend, cublas_note, shapes, lays, **settings) -> dict:
 
 def _compile_all(names, info, record: dict, precisions=PRECISIONS
                  ) -> dict[str, tuple[float | None, str, str]]:
-    """Compile everything first, in parallel processes (runtime.compile_ahead): compile time
-    is reported, never timed as run time. name -> (NVRTC seconds, cache origin, error or
-    skip reason); "auto" compiles its candidates in `precisions` (each recorded under its
-    own name)."""
+    """Compile everything first, in parallel processes (runtime.compile_ahead), so compile
+    time is never timed as run time: name -> (NVRTC seconds, cache origin, error or skip
+    reason), each also in `record`. "auto" compiles its candidates in `precisions`."""
     kernels = [registry.get(x) for x in names if x != registry.AUTO]
     if registry.AUTO in names:
         kernels += [k for p in precisions for k in auto.candidates(p, arch_int=info.arch_int)]
@@ -399,17 +367,16 @@ def _compile_all(names, info, record: dict, precisions=PRECISIONS
     ahead = compile_ahead(kernels, info.arch_int)
     try:
         for k in kernels:
-            name = k.name
             if not k.runs_on(info.arch_int):
-                compiled[name] = (None, "", f"needs sm_{k.min_arch}, device is {info.arch}")
+                compiled[k.name] = (None, "", f"needs sm_{k.min_arch}, device is {info.arch}")
                 continue
             try:
                 c = cache.get(k, k.target(info.arch_int))
-                compiled[name] = (c.compile_seconds, c.origin, "")
+                compiled[k.name] = (c.compile_seconds, c.origin, "")
             except Exception as e:
-                compiled[name] = (None, "", "compile: " + _first_line(e))
-            cs, origin, err = compiled[name]
-            record[name] = {"nvrtc_seconds": cs, "origin": origin, "error": err or None}
+                compiled[k.name] = (None, "", "compile: " + _first_line(e))
+            cs, origin, err = compiled[k.name]
+            record[k.name] = {"nvrtc_seconds": cs, "origin": origin, "error": err or None}
     finally:
         ahead.close()
     if registry.AUTO in names:
@@ -442,21 +409,9 @@ def parse_precisions(precisions) -> tuple[str, ...]:
 
 
 def _kernel_names(kernels) -> list[str]:
-    if kernels is None or kernels == [] or kernels == ():
+    if not kernels:
         return list(registry.names())
-    if isinstance(kernels, str):
-        kernels = [kernels]
-    return [registry.check_name(x) for x in kernels]
-
-
-def _measure(row, check, times, clocks) -> None:
-    """measure_row, with the clock and power NVML saw meanwhile."""
-    t0 = time.monotonic()
-    measure_row(row, check, times)
-    t1 = time.monotonic()
-    if clocks is not None:
-        clocks.timed.append((t0, t1))
-        row.clock_mhz, row.power_w = clocks.window(t0, t1) or (None, None)
+    return [registry.check_name(x) for x in ([kernels] if isinstance(kernels, str) else kernels)]
 
 
 def _pci_bus_id(ordinal: int) -> str | None:
@@ -466,44 +421,48 @@ def _pci_bus_id(ordinal: int) -> str | None:
         return None
 
 
+def _time_row(row: Row, fn, name, inputs: _Inputs, ref, flush, tkw: dict, clocks, callers) -> None:
+    """measure_row of fn (check on set 0, then event_times over the sets), with the clock and
+    power NVML saw meanwhile; with callers, call_ms and burst_ms too."""
+    t0 = time.monotonic()
+    measure_row(row, lambda: _gpu_check(name, fn, inputs, ref),
+                lambda: event_times(fn, len(inputs), flush, **tkw))
+    t1 = time.monotonic()
+    if clocks is not None:
+        clocks.timed.append((t0, t1))
+        row.clock_mhz, row.power_w = clocks.window(t0, t1) or (None, None)
+    if callers:
+        _caller_times(row, fn, len(inputs), flush, tkw)
+
+
 def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush, bar,
                  tkw, info, prec: str = "fp32", clocks=None, callers: bool = False) -> None:
-    m, kk = a.shape
-    n = b.shape[1]
+    """The rows of one shape, layout and precision: cuBLAS first, then each kernel."""
+    (m, kk), n = a.shape, b.shape[1]
     label = f"{m}x{n}x{kk} {lay}" + ("" if prec == "fp32" else f" {prec}")
     try:
         inputs = _Inputs(a, b, lay, n_sets, prec)
     except Exception as e:   # out of memory, typically: every row of this shape says so
-        msg = "inputs: " + _first_line(e)
         for name in ([CUBLAS] if backend else []) + names:
-            fam = "reference" if name == CUBLAS else family(name)
-            result.rows.append(Row(name, fam, m, n, kk, lay, "error", ref.mode, message=msg,
+            result.rows.append(Row(name, "reference" if name == CUBLAS else family(name), m, n, kk,
+                                   lay, "error", ref.mode, message="inputs: " + _first_line(e),
                                    precision=prec))
             bar.step(f"{name} {label}")
         return
+    timing = (inputs, ref, flush, tkw, clocks, callers)
     try:
         if backend is not None:
             peer = CUBLAS_PEER[prec]     # fp32_3xtf32 is timed beside SGEMM (TF32 off)
-            row = Row(CUBLAS, "reference", m, n, kk, lay, check=ref.mode,
+            row = Row(CUBLAS, "reference", m, n, kk, lay, check=ref.mode, precision=prec,
                       message=f"{backend.library} {backend.version}"
-                              + ("" if peer == prec else f", {peer} (TF32 off)"), precision=prec)
+                              + ("" if peer == prec else f", {peer} (TF32 off)"))
             if peer not in getattr(backend, "precisions", ("fp32",)):
                 row.status, row.message = "skip", f"{backend.library} has no {peer} GEMM"
             else:
                 try:
-                    wa = [backend.wrap(x) for x in inputs.A]
-                    wb = [backend.wrap(x) for x in inputs.B]
-                    wc = [backend.wrap(x) for x in inputs.C]
-
-                    def blas(i, wa=wa, wb=wb, wc=wc):
-                        if peer == "fp32":
-                            backend.matmul(wa[i], wb[i], wc[i])
-                        else:
-                            backend.matmul(wa[i], wb[i], wc[i], peer)
-                    _measure(row, lambda: _gpu_check(CUBLAS, blas, inputs, ref),
-                             lambda: event_times(blas, len(inputs), flush, **tkw), clocks)
-                    if callers:
-                        _caller_times(row, blas, len(inputs), flush, tkw)
+                    wa, wb, wc = ([backend.wrap(x) for x in xs] for xs in (inputs.A, inputs.B, inputs.C))
+                    extra = () if peer == "fp32" else (peer,)
+                    _time_row(row, lambda i: backend.matmul(wa[i], wb[i], wc[i], *extra), CUBLAS, *timing)
                 except Exception as e:
                     row.status, row.message = "error", _first_line(e)
             result.rows.append(row)
@@ -515,25 +474,20 @@ def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush
             k = None if name == registry.AUTO else registry.get(name)
             native = None if err or k is None else native_layout(k, m, n, kk, lay, prec)
             if err:
-                row.status = "skip" if err.startswith("needs") else "error"
-                row.message = err
+                row.status, row.message = "skip" if err.startswith("needs") else "error", err
             elif k is None:     # gemm(): say what it picked (the check and times are of that)
                 row.message = _auto_message(m, n, kk, lay, prec, info)
             elif lay != "nn" and not native and prec == "fp32":
-                row.status = "skip"
-                row.message = f"no variant takes layout {lay} as is (run() would copy)"
+                row.status, row.message = "skip", f"no variant takes layout {lay} as is (run() would copy)"
             elif k.smem_bytes(m, n, kk) > info.smem_optin:
                 row.status = "skip"
                 row.message = f"needs {k.smem_bytes(m, n, kk)} B of shared memory > {info.smem_optin}"
             elif not native:
                 row.message = "includes run()'s relayout copy of an operand"
             if row.status == "pass":
-                def fn(i, name=name):
-                    api.run(name, inputs.A[i], inputs.B[i], out=inputs.C[i], precision=prec)
-                _measure(row, lambda: _gpu_check(name, fn, inputs, ref),
-                         lambda: event_times(fn, len(inputs), flush, **tkw), clocks)
-                if callers:
-                    _caller_times(row, fn, len(inputs), flush, tkw)
+                _time_row(row, lambda i, name=name: api.run(name, inputs.A[i], inputs.B[i],
+                                                             out=inputs.C[i], precision=prec),
+                          name, *timing)
             result.rows.append(row)
             bar.step(f"{name} {label}")
     finally:
@@ -542,7 +496,7 @@ def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush
 
 def _caller_times(row: Row, fn, n_sets: int, flush, tkw: dict) -> None:
     """A timed row's call_ms and burst_ms (timing.call_times, burst_times), the repeats fitted
-    to --max-seconds each as event_times' are (the bursts to a third of them: BURST calls each)."""
+    to --max-seconds as event_times' are (the bursts to a third of them: BURST calls each)."""
     if not row.timed:
         return
     budget = 1e3 * tkw["max_seconds"]

@@ -1,15 +1,11 @@
-"""What a bench run produces: Row (one kernel on one shape and layout), BenchResult
-(rows + meta + overhead), and their JSON and CSV forms.
-
-The JSON is the record (docs/bench/*.json, the README section is generated from it):
-changing a field's meaning means raising SCHEMA. Everything else in perf either fills
-these records (runner) or reads them (report, plots).
-"""
+"""What a bench run produces: Row (one kernel on one shape, layout and precision), BenchResult
+(rows, meta, overhead, first call) and their JSON and CSV. The JSON is the record
+(docs/bench/*.json): changing a field's meaning means raising SCHEMA."""
 from __future__ import annotations
 
 import csv
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, astuple, dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
@@ -18,20 +14,10 @@ from ..base.precisions import PRECISION
 
 SCHEMA = 1
 CUBLAS = "cuBLAS"               # the kernel name of the cuBLAS rows
-# the cuBLAS GEMM a precision's rows are timed and compared beside: its own, except for
-# fp32_3xtf32, an fp32 answer by other means, whose peer is cuBLAS fp32 (SGEMM, TF32 off)
-# (the precision table's `peer`)
+# the cuBLAS GEMM a precision's rows are compared with (the precision table's `peer`): its
+# own, but cuBLAS fp32 (SGEMM, TF32 off) for fp32_3xtf32, an fp32 answer by other means
 CUBLAS_PEER = {name: p.peer for name, p in PRECISION.items()}
-
-
-def cublas_label(precision: str) -> str:
-    """How the cuBLAS rows of `precision` are named: "cuBLAS bf16", "cuBLAS fp32 (peer of
-    fp32_3xtf32)"."""
-    peer = CUBLAS_PEER.get(precision, precision)
-    return f"{CUBLAS} {peer}" + ("" if peer == precision else f" (peer of {precision})")
-
-
-BURST = 20      # calls per timing.burst_times sample: the burst's start and end weigh 1/20 of it
+BURST = 20      # calls per timing.burst_times sample: its start and end weigh 1/20 of it
 # the timings a random run compares with cuBLAS: name -> (Row field, what it is)
 TIMINGS = {"kernel": ("median_ms", "one launch, L2 flushed, the GPU held while the host "
                                    "enqueues it: GPU time alone"),
@@ -43,6 +29,19 @@ LAYOUTS = ("nn", "tn", "nt", "tt")
 LAYOUT_TEXT = {"nn": "A, B row-major", "tn": "A transposed view (CuTe NT: A M-major, B N-major)",
                "nt": "B transposed view (CuTe TN: A, B K-major)",
                "tt": "A, B transposed views (A M-major, B K-major)"}
+FIRST_CALL_MODES = ("quick", "wait", "warm")    # perf.first_call's cases, in order
+
+
+def cublas_label(precision: str) -> str:
+    """"cuBLAS bf16", "cuBLAS fp32 (peer of fp32_3xtf32)": the cuBLAS rows of `precision`."""
+    peer = CUBLAS_PEER.get(precision, precision)
+    return f"{CUBLAS} {peer}" + ("" if peer == precision else f" (peer of {precision})")
+
+
+def first_line(e: BaseException) -> str:
+    """An exception as a row's message or a record's error: its type and first line."""
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"
 
 
 @dataclass
@@ -89,10 +88,6 @@ class Row:
 COLUMNS = tuple(f.name for f in fields(Row))
 
 
-# the cases of perf.first_call, in the order they run and are reported
-FIRST_CALL_MODES = ("quick", "wait", "warm")
-
-
 @dataclass
 class BenchResult:
     meta: dict
@@ -111,65 +106,45 @@ class BenchResult:
 
     @classmethod
     def from_dict(cls, d: dict) -> "BenchResult":
-        known = set(COLUMNS)
-        rows = [Row(**{k: v for k, v in r.items() if k in known}) for r in d.get("rows", [])]
+        rows = [Row(**{k: v for k, v in r.items() if k in COLUMNS}) for r in d.get("rows", [])]
         return cls(dict(d.get("meta", {})), rows, d.get("overhead"), d.get("first_call"))
 
     def random_rows(self) -> list[Row]:
-        """The rows of a random run's drawn (shape, layout)s (meta["random"]["shapes"]): what
-        its summary and plot are of, whatever fixed sizes ran beside them."""
+        """The rows of a random run's drawn (shape, layout)s, whatever fixed sizes ran beside."""
         drawn = {tuple(s) for s in self.meta.get("random", {}).get("shapes", [])}
         return [r for r in self.rows if (r.m, r.n, r.k, r.layout) in drawn]
 
     def cublas_row(self, m, n, k, layout, precision: str = "fp32") -> Row | None:
-        for r in self.rows:
-            if (r.kernel == CUBLAS and r.shape == (m, n, k) and r.layout == layout
-                    and r.precision == precision):
-                return r
-        return None
+        return next((r for r in self.rows if r.kernel == CUBLAS and r.shape == (m, n, k)
+                     and (r.layout, r.precision) == (layout, precision)), None)
 
 
 def pick_ladder_size(result: BenchResult, prefer: int | None = None, layout: str = "nn") -> int | None:
     """The square size the ladder chart and README table show: `prefer` if benchmarked,
-    else 4096, else the largest square with timed rows."""
+    else 4096, else the largest square with timed fp32 rows."""
     squares = sorted({r.m for r in result.rows if r.m == r.n == r.k and r.layout == layout
                       and r.timed and r.precision == "fp32"})
-    if not squares:
-        return None
-    for want in (prefer, 4096):
-        if want in squares:
-            return want
-    return squares[-1]
-
-
-# ---- files ------------------------------------------------------------------------------
-def _csv_value(v):
-    return "" if v is None else v
+    return next((s for s in (prefer, 4096) if s in squares), squares[-1] if squares else None)
 
 
 def write_csv(result: BenchResult, path) -> Path:
-    path = Path(path)
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(COLUMNS)
-        for r in result.rows:
-            d = asdict(r)
-            w.writerow([_csv_value(d[c]) for c in COLUMNS])
-    return path
+        w.writerows(["" if v is None else v for v in astuple(r)] for r in result.rows)
+    return Path(path)
+
+
+def _plain(o):
+    if isinstance(o, np.generic):       # numpy scalars from the statistics
+        return o.item()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
 def write_json(result: BenchResult, path) -> Path:
     path = Path(path)
-    path.write_text(json.dumps(result.to_dict(), indent=2, allow_nan=False, default=_json_default) + "\n")
+    path.write_text(json.dumps(result.to_dict(), indent=2, allow_nan=False, default=_plain) + "\n")
     return path
-
-
-def _json_default(o):
-    if isinstance(o, (np.integer,)):
-        return int(o)
-    if isinstance(o, (np.floating,)):
-        return float(o)
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
 def load_json(path) -> BenchResult:

@@ -1,10 +1,7 @@
-"""The sweep (`--size sweep`, and what `cute-gemm tune` measures by default): the shapes
-gemm() is compared with cuBLAS on, the class each stands for, and the groups of shapes the
-summary of a run reports the minimum ratio over; the grid (`--size grid`) that fills the
-shipped tables between the sweep's shapes; and the held-out shapes (`--size held-out`), in
-no table, that say how gemm() does on a shape it has no row of. Data only: runner, tune and
-report read it.
-"""
+"""The shapes gemm() is compared with cuBLAS on (data only): the sweep (`--size sweep`, what
+`cute-gemm tune` measures by default) with the class each shape stands for, the grid that
+fills the shipped tables between the sweep's shapes, the held-out shapes in no table, and
+the groups of shapes a summary gives the minimum ratio over."""
 from __future__ import annotations
 
 # (class, (M, N, K)). Model layers: a 7B-class transformer (hidden 4096, MLP 11008, fused QKV
@@ -22,11 +19,9 @@ SWEEP: tuple[tuple[str, tuple[int, int, int]], ...] = (
     ("model: decode", (16, 4096, 4096)), ("model: decode MLP", (16, 11008, 4096)),
 )
 
-# gemm() takes the nearest row's pick (in log space) where a shape has no row of its own; the
-# sweep's 28 shapes a layout leave wide gaps. The grid: M, N a factor 4 apart, K in three
-# steps, products up to 2^36 (long K and the largest products are the sweep's), less the
-# sweep's own shapes; then the same with N and K one more, rows of the unaligned class
-# (gemm() looks for rows of a call's own class first: unaligned calls take other entries).
+# The grid (`--size grid`): M, N a factor 4 apart, K in three steps, products up to 2^36, less
+# the sweep's own shapes; then the same with N and K one more, for the unaligned class
+# (gemm() takes the nearest row of a call's own class: docs/design/auto.md#the-tables).
 _GRID_MN = (32, 128, 512, 2048, 8192)
 _GRID_K = (256, 1024, 4096)
 _GRID_ALIGNED = tuple((m, n, k) for m in _GRID_MN for n in _GRID_MN for k in _GRID_K
@@ -34,8 +29,7 @@ _GRID_ALIGNED = tuple((m, n, k) for m in _GRID_MN for n in _GRID_MN for k in _GR
 GRID: tuple[tuple[int, int, int], ...] = (
     _GRID_ALIGNED + tuple((m, n + 1, k + 1) for m, n, k in _GRID_ALIGNED))
 
-# Shapes in no shipped table (neither the sweep nor the grid), spread over the same classes:
-# what gemm() does between its rows. (class, (M, N, K)), as SWEEP.
+# `--size held-out`: shapes in no shipped table, over the same classes: gemm() between its rows
 HELD_OUT: tuple[tuple[str, tuple[int, int, int]], ...] = (
     ("small", (333, 333, 333)), ("small", (700, 700, 700)), ("small", (2000, 2000, 300)),
     ("small", (300, 5000, 700)), ("small", (777, 1234, 2345)),

@@ -1,27 +1,8 @@
-"""The timing loops, one per kind of time. Every figure perf reports comes from here.
-
-* event_times: GPU time of one launch. CUDA events recorded right before and after each
-  launch (never around allocation or copies), after warm-up. Before each timed launch an
-  L2-sized memset (Flush) evicts the cache, and a spin on every SM keeps the GPU busy while
-  Python enqueues the launch, so host overhead is not counted. Launches cycle through
-  `n_sets` input sets (rotation_sets: enough that together they exceed twice the L2). The
-  repeats shrink for slow kernels to fit a time budget, never below min_repeats.
-* wall_us: host time per call (µs): wall clock around `calls` back-to-back calls plus one
-  final synchronize, divided by `calls`. Used for the per-call overhead of run() and by
-  scripts/run_timings.py. When the GPU takes longer per tiny kernel than the host per call,
-  this is the GPU's rate, not the host's.
-* call_times: what a caller waits for: one call between events on an idle GPU with a flushed
-  L2 and no hold, so the host's time before the launch counts.
-* burst_times: throughput: schema.BURST calls queued back to back (after a flush and its hold),
-  events around the whole burst, divided by BURST; host-bound when the host is the slower.
-* warm_up: back-to-back flushes before a run's first timing, so that the GPU has left its
-  idle state.
-* host_us: the host's own time per call: bursts of calls, each begun on an idle device and
-  timed without waiting for the GPU (a burst is shorter than the driver's launch queue, so
-  the host never waits for a free slot).
-
-`cute-gemm run`, `cute-gemm bench` and the overhead measurement all time through these.
-"""
+"""The timing loops, one per kind of time; every figure perf reports (and `cute-gemm run`,
+tune, scripts/run_timings.py) comes from here: event_times (GPU time of one launch),
+call_times (what a caller waits for), burst_times (a loop's throughput), wall_us and
+host_us (host time per call), with Flush (L2 evicted, the GPU held) and warm_up.
+The figures behind the choices: docs/design/auto.md#host-time-in-event-times."""
 from __future__ import annotations
 
 import ctypes
@@ -35,51 +16,22 @@ from ..driver import kernel_args, launch
 from ..plan import resolve
 from .schema import BURST
 
+HOLD_US = 150.0     # Flush's spin: longer than the host takes to enqueue a timed call
+WARM_UP_S = 0.5     # GPU work before the first timing of a run (warm_up)
+SPIN = registry.Kernel(
+    name="spin", family="util", source="util/spin.cu", variants=(registry.Variant("spin"),),
+    block=(128, 1, 1), grid=lambda m, n, k, sms=1: (2 * sms, 1, 1),
+    summary="every thread waits a number of SM cycles (Flush's hold)", seed="-")
+
 
 def rotation_sets(bytes_per_set: int, l2_bytes: int, free_bytes: int | None = None, *,
                   factor: float = 2.0, max_sets: int = 256, mem_fraction: float = 0.5) -> int:
     """How many A/B/C sets to cycle through so that together they exceed factor x L2
     (at least 2), within mem_fraction of the free device memory."""
-    want = max(2, math.ceil(factor * l2_bytes / max(bytes_per_set, 1)))
-    n = min(want, max_sets)
+    n = min(max(2, math.ceil(factor * l2_bytes / max(bytes_per_set, 1))), max_sets)
     if free_bytes is not None:
         n = min(n, int(mem_fraction * free_bytes) // max(bytes_per_set, 1))
     return max(1, n)
-
-
-class Flush:
-    """Before each timed launch: cuMemsetD32 over a scratch buffer twice the L2, which evicts
-    A/B/C of the previous launch, then HOLD_US of spinning on every SM (kernels/util/spin.cu;
-    no memory traffic, so the L2 stays flushed). The spin holds the GPU busy while Python
-    enqueues the start event and the launch: a memset alone lasts 38 µs on an H200, less than
-    a gemm() call's 40-70 µs of host time, and the GPU then sat idle after the start event,
-    counted into the kernel's time (docs/design/auto.md#host-time-in-event-times)."""
-
-    def __init__(self, l2_bytes: int, hold_us: float | None = None):
-        self.nbytes = int(min(max(2 * l2_bytes, 8 << 20), 512 << 20))
-        self.buf = launch.DeviceBuffer(self.nbytes)
-        self.hold_us = HOLD_US if hold_us is None else hold_us
-        self.spin = Spin(driver.current_ordinal(), self.hold_us)
-
-    def __call__(self) -> None:
-        self.evict()
-        self.spin()
-
-    def evict(self) -> None:
-        """The memset alone: L2 flushed, no hold (call_times counts the host's time)."""
-        launch.memset_f32(self.buf.ptr, 0, self.nbytes // 4)
-
-    def close(self) -> None:
-        self.buf.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-
-HOLD_US = 150.0     # Flush's spin: longer than the host takes to enqueue a timed call
 
 
 class Spin:
@@ -96,19 +48,35 @@ class Spin:
         launch.launch(self.fn, self.grid, SPIN.block, 0, 0, self.args)
 
 
-SPIN = registry.Kernel(
-    name="spin", family="util", source="util/spin.cu", variants=(registry.Variant("spin"),),
-    block=(128, 1, 1), grid=lambda m, n, k, sms=1: (2 * sms, 1, 1),
-    summary="every thread waits a number of SM cycles (Flush's hold)", seed="-")
+class Flush:
+    """Before each timed launch: a memset over twice the L2 (evicts the previous launch's
+    A/B/C), then a spin of HOLD_US on every SM that keeps the GPU busy while Python enqueues
+    the start event and the launch, so host time is not counted as the kernel's."""
 
+    def __init__(self, l2_bytes: int, hold_us: float | None = None):
+        self.nbytes = int(min(max(2 * l2_bytes, 8 << 20), 512 << 20))
+        self.buf = launch.DeviceBuffer(self.nbytes)
+        self.hold_us = HOLD_US if hold_us is None else hold_us
+        self.spin = Spin(driver.current_ordinal(), self.hold_us)
 
-WARM_UP_S = 0.5    # GPU work before the first timing of a run (warm_up)
+    def __call__(self) -> None:
+        self.evict()
+        self.spin()
+
+    def evict(self) -> None:
+        """The memset alone: L2 flushed, no hold (call_times counts the host's time)."""
+        launch.memset_f32(self.buf.ptr, 0, self.nbytes // 4)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.buf.close()
 
 
 def warm_up(flush: Callable[[], None], seconds: float = WARM_UP_S) -> None:
-    """Keep the GPU busy with back-to-back flushes for `seconds` before a run's first timing:
-    an idle GPU reports its lowest clock (345 MHz on the lent H100/H200) and its first
-    millisecond of work ran 3-4 % below the clock it settles at (an H200, read by a spin)."""
+    """Back-to-back flushes for `seconds` before a run's first timing: an idle GPU sits at its
+    lowest clock and its first millisecond of work runs slow."""
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
         for _ in range(16):
@@ -119,11 +87,11 @@ def warm_up(flush: Callable[[], None], seconds: float = WARM_UP_S) -> None:
 def event_times(fn: Callable[[int], None], n_sets: int, flush: Callable[[], None], *,
                 repeats: int, warmup: int, min_repeats: int = 1,
                 max_seconds: float | None = None) -> list[float]:
-    """Per-launch milliseconds of fn(i) (i: the input set, cycling over n_sets) from CUDA
-    events recorded right before and after each launch. A first flushed launch estimates
-    the time per launch; with max_seconds, warm-up takes at most a fifth of that budget and
-    the repeats fit into it (never fewer than min_repeats). Warns when more than a tenth of
-    the timed calls took the host longer than the flush holds the GPU (Flush.hold_us)."""
+    """Per-launch ms of fn(i) (i: the input set, cycling over n_sets) from CUDA events right
+    before and after each launch, each after flush(). A first launch estimates the time; with
+    max_seconds, warm-up takes at most a fifth of that budget and the repeats fit into it
+    (never fewer than min_repeats). Warns when over a tenth of the timed calls kept the host
+    busy longer than the flush holds the GPU (flush.hold_us)."""
     e0, e1 = launch.Event(), launch.Event()
     flush()
     e0.record()
@@ -133,14 +101,12 @@ def event_times(fn: Callable[[int], None], n_sets: int, flush: Callable[[], None
     n_warm, n = warmup, repeats
     if max_seconds is not None:
         budget = max_seconds * 1e3
-        n_warm = min(warmup, max(1, int(0.2 * budget / est)))
-        n = min(repeats, int(budget / est))
+        n_warm, n = min(warmup, max(1, int(0.2 * budget / est))), min(repeats, int(budget / est))
     for i in range(n_warm):
         fn((i + 1) % n_sets)
     n = max(min_repeats, n)
     events = [(launch.Event(), launch.Event()) for _ in range(n)]
-    hold_us = getattr(flush, "hold_us", None)
-    late = 0
+    hold_us, late = getattr(flush, "hold_us", None), 0
     for j, (s, e) in enumerate(events):
         flush()
         t = time.perf_counter()
@@ -154,40 +120,10 @@ def event_times(fn: Callable[[int], None], n_sets: int, flush: Callable[[], None
     return [e.elapsed_ms(s) for s, e in events]
 
 
-def wall_us(fn: Callable[[], object], calls: int = 1, repeats: int = 1) -> list[float]:
-    """`repeats` samples of host µs per call: (wall time of `calls` back-to-back calls +
-    one final synchronize) / calls, each sample starting from an idle device."""
-    out = []
-    for _ in range(repeats):
-        launch.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        launch.synchronize()
-        out.append((time.perf_counter() - t0) / calls * 1e6)
-    return out
-
-
-def host_us(fn: Callable[[], object], calls: int = 1, burst: int = 128) -> float:
-    """Host µs per call, not waiting for the GPU (module docstring)."""
-    total, done = 0.0, 0
-    while done < calls:
-        n = min(burst, calls - done)
-        launch.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(n):
-            fn()
-        total += time.perf_counter() - t0
-        done += n
-    launch.synchronize()
-    return total / max(calls, 1) * 1e6
-
-
 def call_times(fn: Callable[[int], None], n_sets: int, flush: Flush, *,
                repeats: int) -> list[float]:
-    """Per-call milliseconds of fn(i) as a caller waits for them: before each call the L2 is
-    flushed (flush.evict, no hold) and the GPU drained, so the start event fires at once and the
-    host's time before the launch is inside the events, with the kernel's."""
+    """Per-call ms of fn(i) as a caller waits: L2 flushed (no hold) and the GPU drained before
+    each call, so the host's time before the launch is inside the events."""
     e0, e1 = launch.Event(), launch.Event()
     out = []
     for j in range(repeats):
@@ -202,9 +138,8 @@ def call_times(fn: Callable[[int], None], n_sets: int, flush: Flush, *,
 
 def burst_times(fn: Callable[[int], None], n_sets: int, flush: Callable[[], None], *,
                 repeats: int, calls: int = BURST) -> list[float]:
-    """Milliseconds per call of `calls` calls queued back to back (input sets rotated), one
-    sample a burst: a loop's throughput. Each burst starts after flush() (with its hold, so
-    the host queues the first calls while the GPU is busy and the steady rate is measured)."""
+    """ms per call of `calls` calls queued back to back (input sets rotated), a sample per
+    burst, each after flush() with its hold: a loop's steady rate."""
     e0, e1 = launch.Event(), launch.Event()
     out = []
     for r in range(repeats):
@@ -215,3 +150,33 @@ def burst_times(fn: Callable[[int], None], n_sets: int, flush: Callable[[], None
         e1.record()
         out.append(e1.elapsed_ms(e0) / calls)
     return out
+
+
+def wall_us(fn: Callable[[], object], calls: int = 1, repeats: int = 1) -> list[float]:
+    """`repeats` samples of µs per call: wall time of `calls` back-to-back calls and one final
+    synchronize, from an idle device (the GPU's rate where it is the slower side)."""
+    out = []
+    for _ in range(repeats):
+        launch.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        launch.synchronize()
+        out.append((time.perf_counter() - t0) / calls * 1e6)
+    return out
+
+
+def host_us(fn: Callable[[], object], calls: int = 1, burst: int = 128) -> float:
+    """The host's own µs per call: bursts shorter than the driver's launch queue, each begun
+    on an idle device and timed without waiting for the GPU."""
+    total, done = 0.0, 0
+    while done < calls:
+        n = min(burst, calls - done)
+        launch.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        total += time.perf_counter() - t0
+        done += n
+    launch.synchronize()
+    return total / max(calls, 1) * 1e6
