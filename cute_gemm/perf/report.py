@@ -1,11 +1,11 @@
-"""A bench result for people: the text table (with the method and the host overhead),
-the README section (markdown, generated, never typed), and write_outputs(), which writes
-bench.json, bench.csv, bench_readme.md and the plots of one run. Reads schema records only."""
+"""A bench result for people: the text table (with the method, the summaries, the host
+overhead and the first call), the README section (markdown, generated, never typed), and
+write_outputs(), which writes bench.json, bench.csv, bench_readme.md and the plots of one
+run. Reads schema records only."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import re
+from pathlib import Path
 
 from .. import registry
 from ..registry import AUTO
@@ -20,12 +20,31 @@ def _f(x, fmt: str, empty: str = "-") -> str:
     return empty if x is None else format(x, fmt)
 
 
+def _pct(x, empty: str = "-") -> str:
+    return empty if x is None else f"{100 * x:.1f} %"
+
+
+def _x(v) -> str:
+    return "—" if v is None else f"{v:.3f}×"
+
+
+def _shape(sh, sep: str = "×") -> str:
+    return sep.join(map(str, sh))
+
+
+def _md(cells) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+def _md_head(head, align: str) -> list[str]:
+    """A markdown table's head and rule; align: a letter a column, l(eft) or r(ight)."""
+    return [_md(head), "|" + "|".join("---:" if a == "r" else "---" for a in align) + "|"]
+
+
 def describe_clocks(c: dict | None) -> str:
-    """One line for a report of what perf/clocks.py sampled (meta["clocks"])."""
-    if not c:
-        return "clocks not recorded"
-    if not c.get("samples"):
-        return c.get("note", "clocks not recorded")
+    """One line of what perf/clocks.py sampled (meta["clocks"])."""
+    if not c or not c.get("samples"):
+        return (c or {}).get("note", "clocks not recorded")
     k, w = c["clock_mhz"], c["power_w"]
     tool = c.get("tool", "nvidia-smi")      # the files measured before NVML say no tool
     return (f"while timing ({tool}, {c['samples']} samples): SM clock median {k['median']:.0f} "
@@ -33,22 +52,26 @@ def describe_clocks(c: dict | None) -> str:
             f"{w['max']:.0f}), at most {c['temperature_c_max']:.0f} °C")
 
 
+def _where(md: dict) -> str:
+    dev = md.get("device", {})
+    return f"{dev.get('name', '?')} ({dev.get('arch', '?')}), driver {md.get('driver', '?')}"
+
+
+def _versions(v: dict) -> str:
+    return (f"cute_gemm {v.get('cute_gemm')}, cuda-bindings {v.get('cuda-bindings')}, "
+            f"NVRTC {v.get('nvrtc')}, nvidia-cutlass {v.get('nvidia-cutlass')}")
+
+
 def format_header(result: BenchResult) -> str:
     md = result.meta
-    dev = md.get("device", {})
-    v = md.get("versions", {})
-    lines = [f"cute-gemm bench — {dev.get('name', '?')} ({dev.get('arch', '?')}), driver "
-             f"{md.get('driver', '?')}, {md.get('date', '?')}",
-             f"versions: cute_gemm {v.get('cute_gemm')}, cuda-bindings {v.get('cuda-bindings')}, "
-             f"NVRTC {v.get('nvrtc')}, nvidia-cutlass {v.get('nvidia-cutlass')}",
-             dev.get("peak_formula", "FP32 peak: unknown"),
+    lines = [f"cute-gemm bench — {_where(md)}, {md.get('date', '?')}",
+             "versions: " + _versions(md.get("versions", {})),
+             md.get("device", {}).get("peak_formula", "FP32 peak: unknown"),
              md.get("cublas", {}).get("note", "cuBLAS: unknown")]
     if "clocks" in md:
         lines.append("clocks " + describe_clocks(md["clocks"]))
-    meth = md.get("method", {})
-    if meth:
-        lines.append("check: " + meth.get("check", ""))
-        lines.append("timing: " + meth.get("timing", ""))
+    if meth := md.get("method", {}):
+        lines += ["check: " + meth.get("check", ""), "timing: " + meth.get("timing", "")]
     return "\n".join(lines)
 
 
@@ -67,51 +90,36 @@ def format_table(result: BenchResult) -> str:
            f"{'vs cuBLAS':>10}{'% peak':>8}{'MHz':>6}{'W':>5}"
            + (f"{'call ms':>10}{'burst ms':>10}" if callers else "") + "  note")
     lines = [format_header(result), "", hdr, "-" * len(hdr)]
-    prev = None
-    for r in result.rows:
-        key = (r.shape, r.layout, r.precision)
-        if prev is not None and key != prev:
+    for i, r in enumerate(result.rows):
+        prev = result.rows[i - 1] if i else r
+        if (r.shape, r.layout, r.precision) != (prev.shape, prev.layout, prev.precision):
             lines.append("")
-        prev = key
-        shape = f"{r.m}x{r.n}x{r.k}"
         mm = f"{_f(r.min_ms, '.4g')}-{_f(r.max_ms, '.4g')}" if r.timed else "-"
-        pct = None if r.frac_peak is None else 100 * r.frac_peak
-        vs = None if r.vs_cublas is None else 100 * r.vs_cublas
         note = r.message if r.status != "pass" or r.kernel in (CUBLAS, AUTO) else ""
-        lines.append(f"{shape:<18}{r.layout:<4}{_label(r):<{kw}}{r.status:<7}{_f(r.gauge_ratio, '7.3g'):>7}  "
-                     f"{_f(r.median_ms, '.4f'):>10}{_f(r.iqr_ms, '.4f'):>9}{mm:>19}{r.repeats or '-':>4}"
-                     f"{_f(r.tflops, '.2f'):>9}{(_f(vs, '.1f') + ' %') if vs is not None else '-':>10}"
-                     f"{(_f(pct, '.1f') + ' %') if pct is not None else '-':>8}"
+        lines.append(f"{_shape(r.shape, 'x'):<18}{r.layout:<4}{_label(r):<{kw}}{r.status:<7}"
+                     f"{_f(r.gauge_ratio, '7.3g'):>7}  {_f(r.median_ms, '.4f'):>10}"
+                     f"{_f(r.iqr_ms, '.4f'):>9}{mm:>19}{r.repeats or '-':>4}{_f(r.tflops, '.2f'):>9}"
+                     f"{_pct(r.vs_cublas):>10}{_pct(r.frac_peak):>8}"
                      f"{_f(r.clock_mhz, '.0f'):>6}{_f(r.power_w, '.0f'):>5}"
                      + (f"{_f(r.call_ms, '.4f'):>10}{_f(r.burst_ms, '.4f'):>10}" if callers else "")
                      + f"  {note}")
-    comp = result.meta.get("compile", {})
-    if comp:
+    if comp := result.meta.get("compile", {}):
         lines += ["", "compile (separate from run time; origin = where the cubin came from):"]
         for name, c in comp.items():
             cs = c.get("nvrtc_seconds")
             lines.append(f"  {name:<{kw}}{c.get('origin') or '-':<10}"
-                         f"{'NVRTC ' + format(cs, '.2f') + ' s' if cs is not None else '-':<14}"
-                         f"{c.get('error') or ''}")
-    summary = format_summary(result)
-    if summary:
-        lines += ["", summary]
-    if result.meta.get("random"):
-        lines += ["", format_random(result)]
-    if result.overhead:
-        lines += ["", format_overhead(result.overhead)]
-    if result.first_call:
-        lines += ["", format_first_call(result.first_call)]
+                         f"{'-' if cs is None else f'NVRTC {cs:.2f} s':<14}{c.get('error') or ''}")
+    for part in (format_summary(result), result.meta.get("random") and format_random(result),
+                 result.overhead and format_overhead(result.overhead),
+                 result.first_call and format_first_call(result.first_call)):
+        if part:
+            lines += ["", part]
     return "\n".join(lines)
 
 
 def _summaries(result: BenchResult) -> list[dict]:
     """stats.ratio_summary of the kernels measured on at least two shapes."""
     return [x for x in ratio_summary(result.rows, GROUPS) if x["shapes"] >= 2]
-
-
-def _x(v) -> str:
-    return "—" if v is None else f"{v:.3f}×"
 
 
 def format_summary(result: BenchResult) -> str:
@@ -127,24 +135,22 @@ def format_summary(result: BenchResult) -> str:
         groups = "  ".join(f"{g}: {_x(v)}" for g, v in x["groups"].items() if v is not None)
         lines.append(f"  {x['kernel'] + ' ' + x['precision']:<{kw}}{x['layout']:<4}"
                      f"{x['shapes']:>3} shapes  geomean {_x(x['geomean'])}  min {_x(x['min'])} at "
-                     f"{'x'.join(map(str, x['min_shape']))}  {groups}".rstrip())
+                     f"{_shape(x['min_shape'], 'x')}  {groups}".rstrip())
     return "\n".join(lines)
+
+
+_RANDOM_HEAD = ["kernel", "precision", "timing", "shapes", "geomean", "min (shape)", "< 0.9×"]
 
 
 def _random_lines(result: BenchResult) -> tuple[str, list[list[str]]]:
     """The draw (seed included) in a line, and a row of cells per kernel, precision and
-    timing of the random summary (stats.random_summary of the rows)."""
+    timing of the random summary."""
     rnd = result.meta["random"]
-    cells = []
-    for x in random_summary(result.random_rows()):
-        below, (m, n, k, lay) = x["below_0_9"], x["min_shape"]
-        cells.append([x["kernel"], x["precision"], x["timing"], str(x["count"]), _x(x["geomean"]),
-                      f"{_x(x['min'])} ({m}×{n}×{k} {lay})",
-                      "—" if below is None else f"{100 * below:.0f} %"])
+    cells = [[x["kernel"], x["precision"], x["timing"], str(x["count"]), _x(x["geomean"]),
+              f"{_x(x['min'])} ({_shape(x['min_shape'][:3])} {x['min_shape'][3]})",
+              "—" if x["below_0_9"] is None else f"{100 * x['below_0_9']:.0f} %"]
+             for x in random_summary(result.random_rows())]
     return rnd.get("about", f"random shapes, seed {rnd.get('seed')}"), cells
-
-
-_RANDOM_HEAD = ["kernel", "precision", "timing", "shapes", "geomean", "min (shape)", "< 0.9×"]
 
 
 def format_random(result: BenchResult) -> str:
@@ -152,27 +158,23 @@ def format_random(result: BenchResult) -> str:
     our time (> 1: faster than cuBLAS) over the shapes, and the seed that draws them again."""
     about, cells = _random_lines(result)
     widths = [max(len(r[i]) for r in cells + [_RANDOM_HEAD]) + 2 for i in range(len(_RANDOM_HEAD))]
-    lines = [about, "ratio cuBLAS time / time at the same precision (> 1: faster than cuBLAS); "
-             "timings: " + "; ".join(f"{t}: {w}" for t, w in result.meta["random"].get(
-                 "timings", {}).items())]
-    lines += ["  " + "".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
-              for r in [_RANDOM_HEAD] + cells]
-    return "\n".join(lines)
+    timings = "; ".join(f"{t}: {w}" for t, w in result.meta["random"].get("timings", {}).items())
+    return "\n".join([about, "ratio cuBLAS time / time at the same precision (> 1: faster than "
+                      "cuBLAS); timings: " + timings]
+                     + ["  " + "".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+                        for r in [_RANDOM_HEAD] + cells])
 
 
 def random_markdown(result: BenchResult, plot: str | None = None) -> list[str]:
-    """format_random as a markdown table (bench_readme.md of a random run), with its plot;
-    empty without random shapes."""
-    if not result.meta.get("random"):
+    """format_random as a markdown table, with its plot; empty without random shapes."""
+    if not (rnd := result.meta.get("random")):
         return []
     about, cells = _random_lines(result)
-    return ["#### Random shapes: ratio cuBLAS time / time, same precision, same run", "",
-            f"{about}. Timings: " + "; ".join(f"**{t}**: {w}" for t, w in result.meta["random"].get(
-                "timings", {}).items()) + ".", "",
-            "| " + " | ".join(_RANDOM_HEAD) + " |", "|---|---|---|---:|---:|---:|---:|"]  \
-        + ["| " + " | ".join(r) + " |" for r in cells] + [""] \
-        + ([f"![ratio to cuBLAS against flops, seed {result.meta['random'].get('seed')}]({plot})",
-            ""] if plot else [])
+    timings = "; ".join(f"**{t}**: {w}" for t, w in rnd.get("timings", {}).items())
+    return (["#### Random shapes: ratio cuBLAS time / time, same precision, same run", "",
+             f"{about}. Timings: {timings}.", ""] + _md_head(_RANDOM_HEAD, "lllrrrr")
+            + [_md(r) for r in cells] + [""]
+            + ([f"![ratio to cuBLAS against flops, seed {rnd.get('seed')}]({plot})", ""] if plot else []))
 
 
 def _picked(message: str) -> str:
@@ -190,64 +192,54 @@ def sweep_markdown(result: BenchResult, source: str | None = None, *, plot: str 
     if not summ:
         return []
     shapes = list(dict.fromkeys(r.shape for r in result.rows))
-    combos = list(dict.fromkeys((x["precision"], x["layout"]) for x in summ))
     gnames = [g for g, _ in GROUPS]
-    out = [f"#### Over {len(shapes)} shapes: ratio to cuBLAS at the same precision, same run", "",
-           "| kernel | precision | layout | shapes | geometric mean | minimum (shape) | "
-           + " | ".join(f"min: {g}" for g in gnames) + " |",
-           "|---|---|---|---:|---:|---:|" + "---:|" * len(gnames)]
-    for x in summ:
-        out.append(f"| `{x['kernel']}` | {x['precision']} | {x['layout']} | {x['shapes']} | "
-                   f"{_x(x['geomean'])} | {_x(x['min'])} ({'×'.join(map(str, x['min_shape']))}) | "
-                   + " | ".join(_x(x["groups"][g]) for g in gnames) + " |")
-    out.append("")
+    out = [f"#### Over {len(shapes)} shapes: ratio to cuBLAS at the same precision, same run", ""]
+    out += _md_head(["kernel", "precision", "layout", "shapes", "geometric mean", "minimum (shape)"]
+                    + [f"min: {g}" for g in gnames], "lllrrr" + "r" * len(gnames))
+    out += [_md([f"`{x['kernel']}`", x["precision"], x["layout"], str(x["shapes"]), _x(x["geomean"]),
+                 f"{_x(x['min'])} ({_shape(x['min_shape'])})"] + [_x(x["groups"][g]) for g in gnames])
+            for x in summ] + [""]
     if result.first_call:
         out += ["```", format_first_call(result.first_call), "```", ""]
     if plot:
         out += [f"![ratio to cuBLAS per shape]({plot})", ""]
-    if per_shape:
-        cell = {(r.kernel, r.precision, r.layout, r.shape): r for r in result.rows}
-        for prec, lay in combos:
-            names = list(dict.fromkeys(x["kernel"] for x in summ if (x["precision"], x["layout"]) == (prec, lay)))
-            out += [f"Per shape ({prec}, {LAYOUT_TEXT.get(lay, lay)}): TFLOP/s and × cuBLAS; "
-                    "what gemm() (`auto`) ran, and from where (a tune table row, the nearest row, "
-                    "or the heuristic):", "",
-                    "| shape | class | cuBLAS TFLOP/s | " + " | ".join(f"`{n}`" for n in names)
-                    + (" | `auto` ran |" if AUTO in names else " |"),
-                    "|---|---|---:|" + "---:|" * len(names) + ("---|" if AUTO in names else "")]
-            for sh in shapes:
-                cub = cell.get((CUBLAS, prec, lay, sh))
-                if cub is None:
-                    continue
-                row = [f"{'×'.join(map(str, sh))}", sweep_class(*sh),
-                       f"{cub.tflops:.1f}" if cub.timed else cub.status]
-                for n in names:
-                    r = cell.get((n, prec, lay, sh))
-                    row.append("" if r is None else f"{r.tflops:.1f} ({_x(r.vs_cublas)})"
-                               if r.timed and r.vs_cublas is not None else r.status)
-                if AUTO in names:
-                    r = cell.get((AUTO, prec, lay, sh))
-                    row.append(_picked(r.message) if r is not None else "")
-                out.append("| " + " | ".join(row) + " |")
-            out.append("")
-    if source is not None:
-        out += [_provenance(result.meta, source), ""]
-    return out
+    cell = {(r.kernel, r.precision, r.layout, r.shape): r for r in result.rows}
+    for prec, lay in dict.fromkeys((x["precision"], x["layout"]) for x in summ) if per_shape else ():
+        names = list(dict.fromkeys(x["kernel"] for x in summ if (x["precision"], x["layout"]) == (prec, lay)))
+        auto = AUTO in names
+        out += [f"Per shape ({prec}, {LAYOUT_TEXT.get(lay, lay)}): TFLOP/s and × cuBLAS; "
+                "what gemm() (`auto`) ran, and from where (a tune table row, the nearest row, "
+                "or the heuristic):", ""]
+        out += _md_head(["shape", "class", "cuBLAS TFLOP/s"] + [f"`{n}`" for n in names]
+                        + ["`auto` ran"] * auto, "llr" + "r" * len(names) + "l" * auto)
+        for sh in shapes:
+            if (cub := cell.get((CUBLAS, prec, lay, sh))) is None:
+                continue
+            row = [_shape(sh), sweep_class(*sh), f"{cub.tflops:.1f}" if cub.timed else cub.status]
+            for n in names:
+                r = cell.get((n, prec, lay, sh))
+                row.append("" if r is None else f"{r.tflops:.1f} ({_x(r.vs_cublas)})"
+                           if r.timed and r.vs_cublas is not None else r.status)
+            if auto:
+                r = cell.get((AUTO, prec, lay, sh))
+                row.append(_picked(r.message) if r is not None else "")
+            out.append(_md(row))
+        out.append("")
+    return out + ([_provenance(result.meta, source), ""] if source is not None else [])
 
 
 def format_first_call(fc: dict) -> str:
     """perf.first_call's figures, one line per case, for the bench's text and the README."""
-    shape = "×".join(map(str, fc.get("shape", ())))
-    lines = [f"first gemm() call of a fresh process, fp32 {shape} (seconds from the call):"]
+    lines = [f"first gemm() call of a fresh process, fp32 {_shape(fc.get('shape', ()))} "
+             "(seconds from the call):"]
     for mode in FIRST_CALL_MODES:
-        r = fc.get(mode)
-        if r is None:
+        if (r := fc.get(mode)) is None:
             continue
         if "error" in r:
             lines.append(f"  {mode:<6} not measured ({r['error']})")
             continue
-        ran = ", ".join(r["first_kernels"]) or "nothing"
-        text = f"  {mode:<6} import {r['import_s']:.2f}, answered in {r['first_s']:.2f} by {ran}"
+        text = (f"  {mode:<6} import {r['import_s']:.2f}, answered in {r['first_s']:.2f} by "
+                f"{', '.join(r['first_kernels']) or 'nothing'}")
         if mode == "quick":
             text += (f"; the pick ({r['pick']}) ran from {r['pick_s']:.1f}, after {r['calls']} calls"
                      if r.get("pick_s") is not None else f"; the pick ({r['pick']}) had not run")
@@ -258,9 +250,7 @@ def format_first_call(fc: dict) -> str:
 def format_overhead(o: dict) -> str:
     if "error" in o:
         return f"host overhead: not measured ({o['error']})"
-    m, n, k = o["shape"]
-    w = 58
-    run = f"cute_gemm.run({o['kernel']!r}"
+    w, run = 58, f"cute_gemm.run({o['kernel']!r}"
     host = "raw_launch_host_us" in o        # (records before 2026-11-24 have no host column)
 
     def row(label: str, key: str, note: str = "") -> str:
@@ -268,13 +258,12 @@ def format_overhead(o: dict) -> str:
         return f"  {label:<{w}}{o[key + '_us']:8.2f}{h}" + (f"   ({note})" if note else "")
 
     def ratio(key: str, peer: str) -> str:
-        r = o.get(f"{key}_over_{peer}")
-        if r is None:
+        if (r := o.get(f"{key}_over_{peer}")) is None:
             return ""
         rh = o.get(f"{key}_over_{peer}_host")
         return f"{r:.2f}x {peer.replace('_', '.')}" + (f", host {rh:.2f}x" if rh is not None else "")
 
-    lines = [f"host cost per call, {m}x{n}x{k} GEMM (µs/call, median of "
+    lines = [f"host cost per call, {_shape(o['shape'], 'x')} GEMM (µs/call, median of "
              f"{o['rounds']} rounds x {o['calls']} calls" + (
                  "; first column: back to back with one final sync, second: the host alone, "
                  "in bursts the launch queue holds):" if host else ", incl. one final sync):"),
@@ -297,7 +286,7 @@ def format_overhead(o: dict) -> str:
         elif lib in libs and mine in ("run_torch", "run_cupy"):     # (once a library)
             lines.append(f"  {kind:<{w}}{libs[lib]}")
     if o.get("cublas_us") is not None:
-        lines.append(row("cuBLAS via " + str(o.get("cublas_library")) + " on the DeviceArrays", "cublas"))
+        lines.append(row(f"cuBLAS via {o.get('cublas_library')} on the DeviceArrays", "cublas"))
     return "\n".join(lines)
 
 
@@ -314,24 +303,20 @@ def readme_markdown(result: BenchResult, *, size: int | None = None, layout: str
                     tensor_cores: tuple[BenchResult, str] | None = None,
                     sweep: tuple[BenchResult, str, str | None] | None = None,
                     random_plot: str | None = None) -> str:
-    """The ladder table (markdown) for one square size, with date, device and versions —
-    generated from a bench result, never typed. Then every shape and layout of the run, the
-    host overhead and the method; with `details` (a link to a page holding those) only the
-    table, the plot and where it was measured, pointing there: the README's short form.
-    tensor_cores: (result, source) of a run of its own for the tensor-core table (else the
-    tensor-core rows of `result`), with its own provenance. sweep: (result, source, plot) of
-    a run over many shapes (`--size sweep`): its summary (and, in the long form, every shape),
-    else the summary of `result` itself in the long form. A random run adds its summary
-    (random_markdown, with random_plot)."""
+    """The ladder table at one square size with date, device and versions, generated from a
+    bench result; then the tensor-core table, the summary over many shapes, the random
+    summary, every shape and layout, the host overhead and the method. With `details` (a
+    link to a page holding the rest) only the ladder (one row per stage), its plot, the
+    tensor-core table and the summary: the README's short form. tensor_cores: (result,
+    source) of a run of its own for that table; sweep: (result, source, plot) of a run over
+    many shapes for the summary (else `result`'s own, in the long form)."""
     tc = _tensor_core_markdown(*tensor_cores) if tensor_cores else _tensor_core_markdown(result)
     if sweep is not None:
         sw = sweep_markdown(sweep[0], sweep[1], plot=sweep[2], per_shape=details is None)
     else:
         sw = [] if details is not None else sweep_markdown(result)
     size = pick_ladder_size(result, size, layout)
-    md = result.meta
-    dev = md.get("device", {})
-    date = str(md.get("date", "?"))[:10]
+    md, dev = result.meta, result.meta.get("device", {})
     out = ["<!-- generated by scripts/readme_bench.py from a `cute-gemm bench` JSON; do not edit by hand -->"]
     rnd = random_markdown(result, random_plot)
     if size is None:
@@ -339,83 +324,64 @@ def readme_markdown(result: BenchResult, *, size: int | None = None, layout: str
         if rnd or (tc and not tensor_cores) or (sw and sweep is None):
             out.append(_provenance(md, source))
         return "\n".join(out) + "\n"
-    cub = result.cublas_row(size, size, size, layout)
-    out.append(f"#### SGEMM ladder at {size}×{size}×{size} ({LAYOUT_TEXT.get(layout, layout)}) — "
-               f"{dev.get('name', '?')}, {date}")
-    out.append("")
-    out.append("| kernel | family | TFLOP/s | vs cuBLAS fp32 | % of FP32 peak | median ms (IQR) | check |")
-    out.append("|---|---|---:|---:|---:|---:|---|")
+    out += [f"#### SGEMM ladder at {size}×{size}×{size} ({LAYOUT_TEXT.get(layout, layout)}) — "
+            f"{dev.get('name', '?')}, {str(md.get('date', '?'))[:10]}", ""]
+    out += _md_head(["kernel", "family", "TFLOP/s", "vs cuBLAS fp32", "% of FP32 peak",
+                     "median ms (IQR)", "check"], "llrrrrl")
     for r in result.rows:
-        if (r.shape != (size, size, size) or r.layout != layout or r.kernel == CUBLAS
-                or r.precision != "fp32"):
+        if (r.shape != (size,) * 3 or r.layout != layout or r.kernel == CUBLAS or r.precision != "fp32"
+                or details is not None and not _ladder_stage(r.kernel)):  # short form: a row a stage
             continue
-        if details is not None and not _ladder_stage(r.kernel):
-            continue        # the short form: one row per stage; its other configurations on the page
-        if r.timed:
-            vs = f"{100 * r.vs_cublas:.1f} %" if r.vs_cublas is not None else "n/a"
-            pk = f"{100 * r.frac_peak:.1f} %" if r.frac_peak is not None else "n/a"
-            out.append(f"| `{r.kernel}` | {r.family} | {r.tflops:.2f} | {vs} | {pk} | "
-                       f"{r.median_ms:.3f} ({r.iqr_ms:.3f}) | {r.status}, ratio {_f(r.gauge_ratio, '.2g')} |")
-        else:
-            out.append(f"| `{r.kernel}` | {r.family} | — | — | — | — | **{r.status}**: {r.message} |")
+        out.append(_md([f"`{r.kernel}`", r.family] + (
+            [f"{r.tflops:.2f}", _pct(r.vs_cublas, "n/a"), _pct(r.frac_peak, "n/a"),
+             f"{r.median_ms:.3f} ({r.iqr_ms:.3f})", f"{r.status}, ratio {_f(r.gauge_ratio, '.2g')}"]
+            if r.timed else ["—"] * 4 + [f"**{r.status}**: {r.message}"])))
+    cub = result.cublas_row(size, size, size, layout)
     if cub is not None and cub.timed:
-        pk = f"{100 * cub.frac_peak:.1f} %" if cub.frac_peak is not None else "n/a"
-        out.append(f"| cuBLAS fp32 ({cub.message}) | reference | {cub.tflops:.2f} | 100 % | {pk} | "
-                   f"{cub.median_ms:.3f} ({cub.iqr_ms:.3f}) | {cub.status}, ratio {_f(cub.gauge_ratio, '.2g')} |")
+        out.append(_md([f"cuBLAS fp32 ({cub.message})", "reference", f"{cub.tflops:.2f}", "100 %",
+                        _pct(cub.frac_peak, "n/a"), f"{cub.median_ms:.3f} ({cub.iqr_ms:.3f})",
+                        f"{cub.status}, ratio {_f(cub.gauge_ratio, '.2g')}"]))
     out.append("")
+    figure = [f"![TFLOP/s per kernel at {size}³ on {dev.get('name', '?')}]({plot})", ""] if plot else []
     if details is not None:
-        if plot:
-            out += [f"![TFLOP/s per kernel at {size}³ on {dev.get('name', '?')}]({plot})", ""]
-        out.append(f"{_provenance(md, source)} Every shape and layout of this run, the host overhead "
-                   f"per call and the method: [{details}]({details}).")
-        out += [""] + tc if tc else []
-        out += [""] + sw if sw else []
+        out += figure + [f"{_provenance(md, source)} Every shape and layout of this run, the host "
+                         f"overhead per call and the method: [{details}]({details})."]
+        out += ([""] + tc if tc else []) + ([""] + sw if sw else [])
         return "\n".join(out).rstrip("\n") + "\n"
-    out.extend(tc)
-    out.extend(sw)
-    out.extend(rnd)
-    out.extend(_all_shapes_markdown(result))
+    out += tc + sw + rnd + _all_shapes_markdown(result)
     if tensor_cores:
-        out.extend(_all_shapes_markdown(tensor_cores[0]))
+        out += _all_shapes_markdown(tensor_cores[0])
     if result.overhead and "error" not in result.overhead:
         out += ["```", format_overhead(result.overhead), "```", ""]
     note = md.get("cublas", {}).get("note")
     if not md.get("cublas", {}).get("available", False) and note:
-        out.append(f"_{note}_")
-        out.append("")
-    if plot:
-        out.append(f"![TFLOP/s per kernel at {size}³ on {dev.get('name', '?')}]({plot})")
-        out.append("")
-    out.append(f"{dev.get('peak_formula', '')}. Median of per-launch CUDA-event times, inputs rotated "
-               f"beyond L2, each kernel checked against float64 first ({md.get('method', {}).get('check', '')}).")
-    out.append("")
-    out.append(_provenance(md, source))
+        out += [f"_{note}_", ""]
+    out += figure + [f"{dev.get('peak_formula', '')}. Median of per-launch CUDA-event times, inputs "
+                     f"rotated beyond L2, each kernel checked against float64 first "
+                     f"({md.get('method', {}).get('check', '')}).", "", _provenance(md, source)]
     return "\n".join(out) + "\n"
 
 
 def _provenance(md: dict, source: str) -> str:
-    """When, where and with what versions a result was measured (and the clocks, where the
+    """When, where and with what versions a result was measured (with the clocks, where the
     run sampled them), and the file it came from."""
-    dev, v = md.get("device", {}), md.get("versions", {})
+    v, lib = md.get("versions", {}), md.get("cublas", {}).get("library")
     clocks = f" Clocks {describe_clocks(md['clocks'])}." if md.get("clocks", {}).get("samples") else ""
-    return (f"Measured {md.get('date', '?')} on {dev.get('name', '?')} ({dev.get('arch', '?')}), driver "
-            f"{md.get('driver', '?')}; cute_gemm {v.get('cute_gemm')}, cuda-bindings "
-            f"{v.get('cuda-bindings')}, NVRTC {v.get('nvrtc')}, nvidia-cutlass {v.get('nvidia-cutlass')}"
-            + (f", {md['cublas']['library']} {v.get(md['cublas']['library'])}"
-               if md.get("cublas", {}).get("library") else "")
+    return (f"Measured {md.get('date', '?')} on {_where(md)}; {_versions(v)}"
+            + (f", {lib} {v.get(lib)}" if lib else "")
             + f".{clocks} Generated from {source if source.startswith('`') else '`' + source + '`'}.")
 
 
 def _range(xs, fmt: str) -> str:
-    lo, hi = min(xs), max(xs)
-    return format(lo, fmt) if format(lo, fmt) == format(hi, fmt) else f"{lo:{fmt}}–{hi:{fmt}}"
+    lo, hi = format(min(xs), fmt), format(max(xs), fmt)
+    return lo if lo == hi else f"{lo}–{hi}"
 
 
 def _tensor_core_markdown(result: BenchResult, source: str | None = None) -> list[str]:
-    """The tensor-core rows (precision other than fp32) in short: per kernel and precision,
-    TFLOP/s and the ratio to cuBLAS at the same precision over the layouts of each square
-    size, and the best fraction of that precision's dense peak; with `source`, where and
-    when they were measured. Empty without such rows."""
+    """The rows of precisions other than fp32 in short: per kernel and precision, TFLOP/s and
+    the ratio to cuBLAS at the same precision over the layouts of each square size, and the
+    best fraction of that precision's dense peak; with `source`, where and when they were
+    measured. Empty without such rows."""
     rows = [r for r in result.rows if r.precision != "fp32" and r.m == r.n == r.k]
     sizes = sorted({r.m for r in rows if r.timed})
     if not sizes:
@@ -429,8 +395,8 @@ def _tensor_core_markdown(result: BenchResult, source: str | None = None) -> lis
            f"{len(lays)} layout{'s' if len(lays) > 1 else ''} ({', '.join(lays)}), ranges over them; "
            f"cuBLAS at the same precision in the same run"
            + ("" if all(CUBLAS_PEER.get(p, p) == p for _, p in labels) else
-              " (fp32_3xtf32: beside cuBLAS fp32, SGEMM with TF32 off)"), "",
-           "| " + " | ".join(head) + " |", "|---|---" + "|---:" * (len(head) - 2) + "|"]
+              " (fp32_3xtf32: beside cuBLAS fp32, SGEMM with TF32 off)"), ""]
+    out += _md_head(head, "ll" + "r" * (len(head) - 2))
     for kernel, prec in labels:
         mine = [r for r in rows if (r.kernel, r.precision) == (kernel, prec)]
         peer = CUBLAS_PEER.get(prec, prec)      # the precision column says prec already
@@ -438,57 +404,38 @@ def _tensor_core_markdown(result: BenchResult, source: str | None = None) -> lis
                  prec]
         for sz in sizes:
             t = [r for r in mine if r.m == sz and r.timed]
-            cells.append(_range([r.tflops for r in t], ".0f") if t else "—")
             ratio = [r.vs_cublas for r in t if r.vs_cublas is not None]
-            cells.append("1" if kernel == CUBLAS else _range(ratio, ".2f") + "×" if ratio else "—")
+            cells += [_range([r.tflops for r in t], ".0f") if t else "—",
+                      "1" if kernel == CUBLAS else _range(ratio, ".2f") + "×" if ratio else "—"]
         peak = [r.frac_peak for r in mine if r.timed and r.frac_peak is not None]
         cells.append(f"{100 * max(peak):.0f} %" if peak else "—")
-        bad = [r for r in mine if r.status not in ("pass", "skip")]
-        if bad:
+        if bad := [r for r in mine if r.status not in ("pass", "skip")]:
             cells[0] += f" (**{bad[0].status}** {bad[0].layout} {bad[0].m}³)"
-        out.append("| " + " | ".join(cells) + " |")
-    out.append("")
-    if source is not None:
-        out += [_provenance(result.meta, source), ""]
-    return out
+        out.append(_md(cells))
+    return out + [""] + ([_provenance(result.meta, source), ""] if source is not None else [])
 
 
 def _all_shapes_markdown(result: BenchResult) -> list[str]:
-    """Every (shape, layout) of the run side by side: TFLOP/s and the ratio to cuBLAS
-    measured on the same shape and layout at the same precision. Empty when the run has a
-    single column."""
-    cols = []
-    for r in result.rows:
-        c = (r.shape, r.layout)
-        if c not in cols:
-            cols.append(c)
+    """Every (shape, layout) of the run side by side: TFLOP/s and the ratio to cuBLAS at the
+    same precision on the same shape and layout. Empty when the run has a single column."""
+    cols = list(dict.fromkeys((r.shape, r.layout) for r in result.rows))
     if len(cols) < 2:
         return []
-    names = []
-    for r in result.rows:
-        if (r.kernel, r.precision) not in names:
-            names.append((r.kernel, r.precision))
+    names = list(dict.fromkeys((r.kernel, r.precision) for r in result.rows))
     names = [n for n in names if n[0] != CUBLAS] + [n for n in names if n[0] == CUBLAS]
     cell = {(r.kernel, r.precision, r.shape, r.layout): r for r in result.rows}
-    head = ["kernel"] + [f"{'×'.join(map(str, sh))} {LAYOUT_TEXT.get(lay, lay)}" for sh, lay in cols]
     out = ["All shapes and layouts of this run (TFLOP/s, and × cuBLAS at the same precision on the "
-            "same shape and layout):",
-            "", "| " + " | ".join(head) + " |", "|---" + "|---:" * len(cols) + "|"]
+           "same shape and layout):", ""]
+    out += _md_head(["kernel"] + [f"{_shape(sh)} {LAYOUT_TEXT.get(lay, lay)}" for sh, lay in cols],
+                    "l" + "r" * len(cols))
     for n, prec in names:
-        tag = "" if prec == "fp32" else f" {prec}"
-        row = [f"`{n}`{tag}" if n != CUBLAS else cublas_label(prec)]
+        row = [f"`{n}`" + ("" if prec == "fp32" else f" {prec}") if n != CUBLAS else cublas_label(prec)]
         for sh, lay in cols:
             r = cell.get((n, prec, sh, lay))
-            if r is None:
-                row.append("")
-            elif r.timed:
-                ratio = f" ({r.vs_cublas:.2f}×)" if r.vs_cublas is not None and n != CUBLAS else ""
-                row.append(f"{r.tflops:.1f}{ratio}")
-            else:
-                row.append(r.status)
-        out.append("| " + " | ".join(row) + " |")
-    out.append("")
-    return out
+            ratio = f" ({r.vs_cublas:.2f}×)" if r is not None and r.vs_cublas is not None and n != CUBLAS else ""
+            row.append("" if r is None else f"{r.tflops:.1f}{ratio}" if r.timed else r.status)
+        out.append(_md(row))
+    return out + [""]
 
 
 def write_outputs(result: BenchResult, out_dir, *, plots: bool = True,
@@ -498,15 +445,14 @@ def write_outputs(result: BenchResult, out_dir, *, plots: bool = True,
     d.mkdir(parents=True, exist_ok=True)
     files = {"json": write_json(result, d / "bench.json"), "csv": write_csv(result, d / "bench.csv")}
     pngs = []
-    if plots:
-        if P.available():
-            pngs = P.write_all(result, d, ladder_size=ladder_size)
-        else:
-            files["plots_skipped"] = "matplotlib is not installed (pip install 'cute_gemm[plot]')"
+    if plots and P.available():
+        pngs = P.write_all(result, d, ladder_size=ladder_size)
+    elif plots:
+        files["plots_skipped"] = "matplotlib is not installed (pip install 'cute_gemm[plot]')"
     files["plots"] = pngs
-    ladder_png = next((p.name for p in pngs if p.name.startswith("ladder")), None)
-    random_png = next((p.name for p in pngs if p.name == P.RANDOM_PNG), None)
-    md = readme_markdown(result, size=ladder_size, plot=ladder_png, random_plot=random_png)
+    names = [p.name for p in pngs]
+    md = readme_markdown(result, size=ladder_size, random_plot=P.RANDOM_PNG if P.RANDOM_PNG in names else None,
+                         plot=next((x for x in names if x.startswith("ladder")), None))
     files["readme"] = d / "bench_readme.md"
     files["readme"].write_text(md)
     return files
