@@ -1,16 +1,7 @@
-"""PNG plots of a bench result (matplotlib, the optional `plot` extra).
-
-Figures are built on matplotlib's object API (Figure + Agg canvas), not pyplot, so
-plotting touches no global state and works headless. Three charts:
-  ladder_chart      TFLOP/s per kernel at one size, IQR whiskers, cuBLAS fp32 and the FP32
-                    peak as horizontal lines, % of cuBLAS over each bar;
-  tflops_vs_size    TFLOP/s against M = N = K for every kernel and cuBLAS;
-  ratio_chart       the ratio to cuBLAS per shape of a run over many shapes (the sweep), one
-                    line of markers per kernel, its geometric mean in the legend;
-  random_chart      a random run's ratio cuBLAS time / time against the flop count, a panel
-                    per timing, a series per precision, the seed in the title.
-All carry device and date in the title and units on the axes.
-"""
+"""PNG charts of a bench result (matplotlib, the optional `plot` extra), on matplotlib's object
+API (Figure + Agg canvas: no pyplot state, headless): the ladder at one size, TFLOP/s against
+size, the ratio to cuBLAS per shape, and a random run's ratios against the flop count. Each
+names the device and date in its title and the units on its axes."""
 from __future__ import annotations
 
 import textwrap
@@ -34,6 +25,7 @@ def available() -> bool:
 
 
 def _figure(w: float, h: float, layout: str | None = None):
+    """A figure of w x h inches at 120 dpi on an Agg canvas."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     fig = Figure(figsize=(w, h), dpi=120, layout=layout)
@@ -42,13 +34,13 @@ def _figure(w: float, h: float, layout: str | None = None):
 
 
 def _subtitle(result: BenchResult) -> str:
-    md = result.meta
-    dev = md.get("device", {})
-    return f"{dev.get('name', '?')} ({dev.get('arch', '?')}) · {str(md.get('date', '?'))[:10]}"
+    dev = result.meta.get("device", {})
+    return f"{dev.get('name', '?')} ({dev.get('arch', '?')}) · {str(result.meta.get('date', '?'))[:10]}"
 
 
-def _peak(result: BenchResult):
-    return result.meta.get("device", {}).get("fp32_peak_tflops")
+def _save(fig, path) -> Path:
+    fig.savefig(path)
+    return Path(path)
 
 
 def ladder_chart(result: BenchResult, path, *, size: int | None = None, layout: str = "nn") -> Path:
@@ -61,7 +53,7 @@ def ladder_chart(result: BenchResult, path, *, size: int | None = None, layout: 
             and r.kernel != CUBLAS and r.precision == "fp32"]
     cub = result.cublas_row(size, size, size, layout)
     cub_t = cub.tflops if cub is not None and cub.timed else None
-    peak = _peak(result)
+    peak = result.meta.get("device", {}).get("fp32_peak_tflops")
 
     fig = _figure(10.0, max(4.0, 0.34 * len(rows) + 2.6), layout="constrained")
     ax = fig.add_subplot(1, 1, 1)
@@ -112,50 +104,39 @@ def ladder_chart(result: BenchResult, path, *, size: int | None = None, layout: 
     handles += [Patch(facecolor=FAMILY_COLORS.get(f, OTHER_COLOR), edgecolor="black") for f in fams]
     labels += [f"{f} kernels" for f in fams]
     fig.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=8, frameon=False)
-    path = Path(path)
-    fig.savefig(path)
-    return path
+    return _save(fig, path)
 
 
 def tflops_vs_size(result: BenchResult, path, *, layout: str = "nn") -> Path:
     fp32 = [r for r in result.rows if r.precision == "fp32"]     # an SGEMM chart
-    squares = sorted({r.m for r in fp32 if r.m == r.n == r.k and r.layout == layout})
-    if not squares:
+    sq = [r for r in fp32 if r.m == r.n == r.k and r.layout == layout]
+    if not (squares := sorted({r.m for r in sq})):
         raise ValueError(f"no square sizes with layout {layout} to plot")
     names = list(dict.fromkeys(r.kernel for r in fp32 if r.kernel != CUBLAS))
     ncol = 1 if len(names) <= 16 else 2
     fig = _figure(10.0 + 2.2 * ncol, max(5.8, 0.2 * len(names) / ncol + 2.0))
     ax = fig.add_subplot(1, 1, 1)
     import matplotlib
-    if len(names) <= 10:
-        colors = [matplotlib.colormaps["tab10"](i) for i in range(10)]
-    else:   # up to 40 distinguishable colours
-        colors = [matplotlib.colormaps[c](i) for c in ("tab20", "tab20b") for i in range(20)]
+    colors = ([f"C{i}" for i in range(10)] if len(names) <= 10 else   # else 40 distinguishable
+              [matplotlib.colormaps[c](i) for c in ("tab20", "tab20b") for i in range(20)])
     markers = "osD^vP*Xh<>p"
     fam = {r.kernel: r.family for r in result.rows}
     for i, name in enumerate(names):
-        pts = sorted((r.m, r.tflops) for r in fp32
-                     if r.kernel == name and r.m == r.n == r.k and r.layout == layout and r.timed)
-        if not pts:
+        if not (pts := sorted((r.m, r.tflops) for r in sq if r.kernel == name and r.timed)):
             continue
-        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker=markers[i % len(markers)],
+        ax.plot(*zip(*pts), marker=markers[i % len(markers)],
                 color=colors[i % len(colors)], linewidth=1.4, markersize=4.5, label=name,
                 linestyle="-" if fam.get(name) != "cute" else "-.")
-    cpts = sorted((r.m, r.tflops) for r in fp32
-                  if r.kernel == CUBLAS and r.m == r.n == r.k and r.layout == layout and r.timed)
-    if cpts:
+    if cpts := sorted((r.m, r.tflops) for r in sq if r.kernel == CUBLAS and r.timed):
         lib = result.meta.get("cublas", {}).get("library") or ""
-        ax.plot([p[0] for p in cpts], [p[1] for p in cpts], color="black", linestyle="--",
+        ax.plot(*zip(*cpts), color="black", linestyle="--",
                 linewidth=2.2, marker="s", markersize=5, label=f"cuBLAS fp32 ({lib})".replace(" ()", ""))
-    peak = _peak(result)
-    if peak:
+    if peak := result.meta.get("device", {}).get("fp32_peak_tflops"):
         ax.axhline(peak, color="grey", linestyle=":", linewidth=1.2, label=f"FP32 peak {peak:.1f} TFLOP/s")
     ax.set_xscale("log", base=2)
-    ax.set_xticks(squares)
-    ax.set_xticklabels([str(s) for s in squares])
+    ax.set(xticks=squares, xticklabels=[str(s) for s in squares], xlabel="M = N = K",
+           ylabel="TFLOP/s (fp32, higher is better)")
     ax.minorticks_off()
-    ax.set_xlabel("M = N = K")
-    ax.set_ylabel("TFLOP/s (fp32, higher is better)")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.set_title(f"SGEMM TFLOP/s against size ({LAYOUT_TEXT.get(layout, layout)})\n{_subtitle(result)}",
@@ -167,9 +148,7 @@ def tflops_vs_size(result: BenchResult, path, *, layout: str = "nn") -> Path:
         fig.text(0.01, 0.01, "cuBLAS NOT MEASURED (no CuPy/PyTorch in this run)", fontsize=7,
                  color="#C44E52")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
-    path = Path(path)
-    fig.savefig(path)
-    return path
+    return _save(fig, path)
 
 
 def ratio_chart(result: BenchResult, path, *, precision: str = "fp32", layout: str = "nn") -> Path:
@@ -184,14 +163,12 @@ def ratio_chart(result: BenchResult, path, *, precision: str = "fp32", layout: s
     geo = {x["kernel"]: x["geomean"] for x in ratio_summary(rows)}
     fig = _figure(max(8.0, 0.42 * len(shapes) + 3.0), 5.6, layout="constrained")
     ax = fig.add_subplot(1, 1, 1)
-    import matplotlib
-    colors = [matplotlib.colormaps["tab10"](i) for i in range(10)]
     xs = range(len(shapes))
     for i, name in enumerate(names):
         by = {r.shape: r.vs_cublas for r in rows if r.kernel == name}
         ys = [by.get(sh) for sh in shapes]
         ax.plot(xs, [float("nan") if y is None else y for y in ys], marker="osD^vP*X"[i % 8],
-                color=colors[i % 10], linewidth=0.8, linestyle=":", markersize=5,
+                color=f"C{i % 10}", linewidth=0.8, linestyle=":", markersize=5,
                 label=f"{name} (geometric mean {geo[name]:.3f}×)" if name in geo else name)
     ax.axhline(1.0, color="black", linestyle="--", linewidth=1.2, label="cuBLAS (same run)")
     ax.set_xticks(list(xs))
@@ -203,9 +180,7 @@ def ratio_chart(result: BenchResult, path, *, precision: str = "fp32", layout: s
     ax.set_title(f"Ratio to cuBLAS per shape ({precision}, {LAYOUT_TEXT.get(layout, layout)})\n"
                  f"{_subtitle(result)}", fontsize=11)
     ax.legend(loc="lower right", fontsize=8)
-    path = Path(path)
-    fig.savefig(path)
-    return path
+    return _save(fig, path)
 
 
 def random_chart(result: BenchResult, path) -> Path:
@@ -219,9 +194,7 @@ def random_chart(result: BenchResult, path) -> Path:
     one_kernel = len({k for k, _ in keys}) == 1
     fig = _figure(5.2 * len(TIMINGS), 5.4, layout="constrained")
     axes = fig.subplots(1, len(TIMINGS), sharey=True)
-    import matplotlib
     from matplotlib.ticker import FuncFormatter
-    colors = [matplotlib.colormaps["tab10"](i) for i in range(10)]
     for ax, timing in zip(axes, TIMINGS):
         for i, key in enumerate(keys):
             pairs = sorted((gemm_flops(*r.shape), x) for r, x in series[timing].get(key, []))
@@ -230,7 +203,7 @@ def random_chart(result: BenchResult, path) -> Path:
             geo = ratio_stats([x for _, x in pairs])["geomean"]
             name = key[1] if one_kernel else f"{key[0]} {key[1]}"
             ax.plot([f for f, _ in pairs], [x for _, x in pairs], marker="osD^vP*X"[i % 8],
-                    linestyle="none", color=colors[i % 10], markersize=4.5, alpha=0.85,
+                    linestyle="none", color=f"C{i % 10}", markersize=4.5, alpha=0.85,
                     label=f"{name} (geometric mean {geo:.3f}×)")
         ax.axhline(1.0, color="black", linestyle="--", linewidth=1.2)
         ax.axhline(SLOW, color="grey", linestyle=":", linewidth=1.0)
@@ -247,9 +220,7 @@ def random_chart(result: BenchResult, path) -> Path:
     fig.suptitle(f"{who} against cuBLAS on {rnd.get('count', '?')} random shapes, seed "
                  f"{rnd.get('seed', '?')} (dashed: 1, dotted: {SLOW})\n{_subtitle(result)}",
                  fontsize=11)
-    path = Path(path)
-    fig.savefig(path)
-    return path
+    return _save(fig, path)
 
 
 def write_all(result: BenchResult, out_dir, *, ladder_size: int | None = None) -> list[Path]:
@@ -262,8 +233,8 @@ def write_all(result: BenchResult, out_dir, *, ladder_size: int | None = None) -
     if size is not None:
         out.append(ladder_chart(result, d / f"ladder_{size}.png", size=size, layout="nn"))
     for lay in dict.fromkeys(r.layout for r in result.rows):
-        if sum(1 for s in {r.m for r in result.rows if r.layout == lay and r.m == r.n == r.k
-                             and r.timed and r.precision == "fp32"}) >= 2:
+        if len({r.m for r in result.rows if r.layout == lay and r.m == r.n == r.k
+                and r.timed and r.precision == "fp32"}) >= 2:
             out.append(tflops_vs_size(result, d / f"tflops_vs_size_{lay}.png", layout=lay))
     if result.meta.get("random"):
         if any(r.vs_cublas is not None and r.kernel != CUBLAS for r in result.random_rows()):

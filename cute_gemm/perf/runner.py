@@ -76,36 +76,27 @@ class Reference:
         return r
 
 
-def measure_row(row: Row, check_fn, time_fn) -> Row:
-    """Check first; only a passing kernel is timed. check_fn() -> check.KernelResult,
-    time_fn() -> list of per-launch milliseconds. Exceptions become status 'error'."""
+def measure_row(row: Row, check_fn, time_fn, catch=Exception) -> Row:
+    """Check first (check_fn() -> check.KernelResult), then time (time_fn() -> per-launch ms)
+    only a passing kernel. `catch`: the exceptions that become status 'error' (time_kernel
+    catches none: they go to its caller)."""
     try:
         verdict = check_fn()
-    except Exception as e:
+    except catch as e:
         row.status, row.message = "error", _first_line(e)
         return row
-    if _record_verdict(row, verdict):
-        try:
-            _record_times(row, time_fn())
-        except Exception as e:
-            row.status, row.message = "error", "timing: " + _first_line(e)
-    return row
-
-
-def _record_verdict(row: Row, verdict) -> bool:
-    """The check's gauge ratio (None if not finite: JSON has none), and FAIL with where and
-    why; True when it passed."""
-    g = verdict.gauge_ratio
+    g = verdict.gauge_ratio          # JSON has no inf/NaN: a non-finite ratio is None
     row.gauge_ratio = float(g) if g is not None and math.isfinite(g) else None
     if verdict.status != "pass":
         row.status, row.message = "FAIL", verdict.message or "check failed"
         if verdict.first_fail is not None:
             row.message = f"at {tuple(verdict.first_fail)}: {row.message}"
-    return verdict.status == "pass"
-
-
-def _record_times(row: Row, times) -> Row:
-    s = summarize(times)
+        return row
+    try:
+        s = summarize(time_fn())
+    except catch as e:
+        row.status, row.message = "error", "timing: " + _first_line(e)
+        return row
     row.repeats, row.median_ms, row.min_ms, row.max_ms = s["n"], s["median"], s["min"], s["max"]
     row.q1_ms, row.q3_ms, row.iqr_ms = s["q1"], s["q3"], s["iqr"]
     row.tflops = tflops(row.m, row.n, row.k, row.median_ms)
@@ -121,15 +112,14 @@ class _Inputs:
                  precision: str = "fp32"):
         self.A, self.B, self.C, self._owned = [], [], [], []
         self.dtype, self.out_dtype = PRECISION_DTYPE[precision], out_dtype_of(precision)
+        ta, tb = layout[0] == "t", layout[1] == "t"     # stored as x.T row-major, used as its .T
         try:
-            a0, b0 = self._upload(a, layout[0] == "t"), self._upload(b, layout[1] == "t")
+            first = [self._own(DeviceArray.from_host(np.ascontiguousarray(x.T if t else x),
+                                                     dtype=self.dtype)) for x, t in ((a, ta), (b, tb))]
             for i in range(n_sets):
-                ai, bi = (a0, b0) if i == 0 else (self._clone(a0), self._clone(b0))
-                if i:
-                    launch.memcpy_dtod(ai.ptr, a0.ptr, a0.buffer_bytes)
-                    launch.memcpy_dtod(bi.ptr, b0.ptr, b0.buffer_bytes)
-                self.A.append(ai)
-                self.B.append(bi)
+                ai, bi = first if i == 0 else [self._copy(d) for d in first]
+                self.A.append(ai.T if ta else ai)
+                self.B.append(bi.T if tb else bi)
                 self.C.append(self._own(DeviceArray((a.shape[0], b.shape[1]), dtype=self.out_dtype)))
             launch.synchronize()
         except BaseException:
@@ -140,16 +130,11 @@ class _Inputs:
         self._owned.append(d)
         return d
 
-    def _upload(self, host: np.ndarray, transposed: bool):
-        """On the device; transposed: stored as host.T row-major, handed on as its .T view."""
-        d = self._own(DeviceArray.from_host(np.ascontiguousarray(host.T if transposed else host),
-                                            dtype=self.dtype))
-        return d.T if transposed else d
-
-    def _clone(self, view):
-        transposed = view.strides[0] == 1 and view.shape[0] > 1 and view.strides[1] != 1
-        base = self._own(DeviceArray(view.shape[::-1] if transposed else view.shape, dtype=self.dtype))
-        return base.T if transposed else base
+    def _copy(self, d: DeviceArray) -> DeviceArray:
+        """Same values at a new address: a dtod copy, no host traffic."""
+        c = self._own(DeviceArray(d.shape, dtype=self.dtype))
+        launch.memcpy_dtod(c.ptr, d.ptr, d.buffer_bytes)
+        return c
 
     def __len__(self):
         return len(self.A)
@@ -206,9 +191,8 @@ def time_kernel(name: str, m: int, n: int, k: int, *, repeats: int = 20, warmup:
         with Flush(info.l2_bytes) as flush:
             def fn(i):
                 api.run(name, inputs.A[i], inputs.B[i], out=inputs.C[i])
-            if _record_verdict(row, _gpu_check(name, fn, inputs, ref)):
-                _record_times(row, event_times(fn, 1, flush, repeats=repeats, warmup=warmup,
-                                               min_repeats=repeats))
+            measure_row(row, lambda: _gpu_check(name, fn, inputs, ref), lambda: event_times(
+                fn, 1, flush, repeats=repeats, warmup=warmup, min_repeats=repeats), catch=())
     finally:
         inputs.close()
     return {"kernel": name, "m": m, "n": n, "k": k, "ms": row.median_ms, "min_ms": row.min_ms,

@@ -25,13 +25,12 @@ SPIN = registry.Kernel(
 
 
 def rotation_sets(bytes_per_set: int, l2_bytes: int, free_bytes: int | None = None, *,
-                  factor: float = 2.0, max_sets: int = 256, mem_fraction: float = 0.5) -> int:
-    """How many A/B/C sets to cycle through so that together they exceed factor x L2
-    (at least 2), within mem_fraction of the free device memory."""
-    n = min(max(2, math.ceil(factor * l2_bytes / max(bytes_per_set, 1))), max_sets)
-    if free_bytes is not None:
-        n = min(n, int(mem_fraction * free_bytes) // max(bytes_per_set, 1))
-    return max(1, n)
+                  max_sets: int = 256) -> int:
+    """How many A/B/C sets to cycle through so that together they exceed twice the L2 (at
+    least 2, at most max_sets), within half the free device memory."""
+    per = max(bytes_per_set, 1)
+    n = min(max(2, math.ceil(2 * l2_bytes / per)), max_sets)
+    return max(1, n if free_bytes is None else min(n, free_bytes // 2 // per))
 
 
 class Spin:
@@ -53,10 +52,9 @@ class Flush:
     A/B/C), then a spin of HOLD_US on every SM that keeps the GPU busy while Python enqueues
     the start event and the launch, so host time is not counted as the kernel's."""
 
-    def __init__(self, l2_bytes: int, hold_us: float | None = None):
-        self.nbytes = int(min(max(2 * l2_bytes, 8 << 20), 512 << 20))
+    def __init__(self, l2_bytes: int):
+        self.nbytes, self.hold_us = int(min(max(2 * l2_bytes, 8 << 20), 512 << 20)), HOLD_US
         self.buf = launch.DeviceBuffer(self.nbytes)
-        self.hold_us = HOLD_US if hold_us is None else hold_us
         self.spin = Spin(driver.current_ordinal(), self.hold_us)
 
     def __call__(self) -> None:
@@ -87,21 +85,19 @@ def warm_up(flush: Callable[[], None], seconds: float = WARM_UP_S) -> None:
 def event_times(fn: Callable[[int], None], n_sets: int, flush: Callable[[], None], *,
                 repeats: int, warmup: int, min_repeats: int = 1,
                 max_seconds: float | None = None) -> list[float]:
-    """Per-launch ms of fn(i) (i: the input set, cycling over n_sets) from CUDA events right
-    before and after each launch, each after flush(). A first launch estimates the time; with
-    max_seconds, warm-up takes at most a fifth of that budget and the repeats fit into it
-    (never fewer than min_repeats). Warns when over a tenth of the timed calls kept the host
-    busy longer than the flush holds the GPU (flush.hold_us)."""
+    """Per-launch ms of fn(i) (i: the input set, cycling over n_sets) between CUDA events, each
+    launch after flush(). With max_seconds, warm-up (at most a fifth) and repeats (at least
+    min_repeats) fit that budget at a first launch's time. Warns when over a tenth of the
+    timed calls kept the host busy past the flush's hold (their times may include host time)."""
     e0, e1 = launch.Event(), launch.Event()
     flush()
     e0.record()
     fn(0)
     e1.record()
-    est = max(e1.elapsed_ms(e0), 1e-3)
-    n_warm, n = warmup, repeats
+    n_warm, n, est = warmup, repeats, max(e1.elapsed_ms(e0), 1e-3)    # the first: an estimate
     if max_seconds is not None:
-        budget = max_seconds * 1e3
-        n_warm, n = min(warmup, max(1, int(0.2 * budget / est))), min(repeats, int(budget / est))
+        fit = max_seconds * 1e3 / est       # launches that fit the budget
+        n_warm, n = min(warmup, max(1, int(0.2 * fit))), min(repeats, int(fit))
     for i in range(n_warm):
         fn((i + 1) % n_sets)
     n = max(min_repeats, n)
