@@ -36,9 +36,10 @@ def _md(cells) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-def _md_head(head, align: str) -> list[str]:
-    """A markdown table's head and rule; align: a letter a column, l(eft) or r(ight)."""
-    return [_md(head), "|" + "|".join("---:" if a == "r" else "---" for a in align) + "|"]
+def _table(head, align: str, rows=()) -> list[str]:
+    """A markdown table: head, its rule (align: a letter a column, l or r) and rows of cells."""
+    return [_md(head), "|" + "|".join("---:" if a == "r" else "---" for a in align) + "|"] \
+        + [_md(r) for r in rows]
 
 
 def describe_clocks(c: dict | None) -> str:
@@ -172,8 +173,8 @@ def random_markdown(result: BenchResult, plot: str | None = None) -> list[str]:
     about, cells = _random_lines(result)
     timings = "; ".join(f"**{t}**: {w}" for t, w in rnd.get("timings", {}).items())
     return (["#### Random shapes: ratio cuBLAS time / time, same precision, same run", "",
-             f"{about}. Timings: {timings}.", ""] + _md_head(_RANDOM_HEAD, "lllrrrr")
-            + [_md(r) for r in cells] + [""]
+             f"{about}. Timings: {timings}.", ""] + _table(_RANDOM_HEAD, "lllrrrr", cells)
+            + [""]
             + ([f"![ratio to cuBLAS against flops, seed {rnd.get('seed')}]({plot})", ""] if plot else []))
 
 
@@ -194,11 +195,11 @@ def sweep_markdown(result: BenchResult, source: str | None = None, *, plot: str 
     shapes = list(dict.fromkeys(r.shape for r in result.rows))
     gnames = [g for g, _ in GROUPS]
     out = [f"#### Over {len(shapes)} shapes: ratio to cuBLAS at the same precision, same run", ""]
-    out += _md_head(["kernel", "precision", "layout", "shapes", "geometric mean", "minimum (shape)"]
-                    + [f"min: {g}" for g in gnames], "lllrrr" + "r" * len(gnames))
-    out += [_md([f"`{x['kernel']}`", x["precision"], x["layout"], str(x["shapes"]), _x(x["geomean"]),
-                 f"{_x(x['min'])} ({_shape(x['min_shape'])})"] + [_x(x["groups"][g]) for g in gnames])
-            for x in summ] + [""]
+    out += _table(["kernel", "precision", "layout", "shapes", "geometric mean", "minimum (shape)"]
+                  + [f"min: {g}" for g in gnames], "lllrrr" + "r" * len(gnames),
+                  [[f"`{x['kernel']}`", x["precision"], x["layout"], str(x["shapes"]), _x(x["geomean"]),
+                    f"{_x(x['min'])} ({_shape(x['min_shape'])})"] + [_x(x["groups"][g]) for g in gnames]
+                   for x in summ]) + [""]
     if result.first_call:
         out += ["```", format_first_call(result.first_call), "```", ""]
     if plot:
@@ -210,21 +211,17 @@ def sweep_markdown(result: BenchResult, source: str | None = None, *, plot: str 
         out += [f"Per shape ({prec}, {LAYOUT_TEXT.get(lay, lay)}): TFLOP/s and × cuBLAS; "
                 "what gemm() (`auto`) ran, and from where (a tune table row, the nearest row, "
                 "or the heuristic):", ""]
-        out += _md_head(["shape", "class", "cuBLAS TFLOP/s"] + [f"`{n}`" for n in names]
-                        + ["`auto` ran"] * auto, "llr" + "r" * len(names) + "l" * auto)
+        rows = []
         for sh in shapes:
             if (cub := cell.get((CUBLAS, prec, lay, sh))) is None:
                 continue
-            row = [_shape(sh), sweep_class(*sh), f"{cub.tflops:.1f}" if cub.timed else cub.status]
-            for n in names:
-                r = cell.get((n, prec, lay, sh))
-                row.append("" if r is None else f"{r.tflops:.1f} ({_x(r.vs_cublas)})"
-                           if r.timed and r.vs_cublas is not None else r.status)
-            if auto:
-                r = cell.get((AUTO, prec, lay, sh))
-                row.append(_picked(r.message) if r is not None else "")
-            out.append(_md(row))
-        out.append("")
+            rs = [cell.get((n, prec, lay, sh)) for n in names]
+            rows.append([_shape(sh), sweep_class(*sh), f"{cub.tflops:.1f}" if cub.timed else cub.status]
+                        + ["" if r is None else f"{r.tflops:.1f} ({_x(r.vs_cublas)})"
+                           if r.timed and r.vs_cublas is not None else r.status for r in rs]
+                        + ([_picked(r.message) if (r := cell.get((AUTO, prec, lay, sh))) else ""] if auto else []))
+        out += _table(["shape", "class", "cuBLAS TFLOP/s"] + [f"`{n}`" for n in names] + ["`auto` ran"] * auto,
+                      "llr" + "r" * len(names) + "l" * auto, rows) + [""]
     return out + ([_provenance(result.meta, source), ""] if source is not None else [])
 
 
@@ -326,22 +323,18 @@ def readme_markdown(result: BenchResult, *, size: int | None = None, layout: str
         return "\n".join(out) + "\n"
     out += [f"#### SGEMM ladder at {size}×{size}×{size} ({LAYOUT_TEXT.get(layout, layout)}) — "
             f"{dev.get('name', '?')}, {str(md.get('date', '?'))[:10]}", ""]
-    out += _md_head(["kernel", "family", "TFLOP/s", "vs cuBLAS fp32", "% of FP32 peak",
-                     "median ms (IQR)", "check"], "llrrrrl")
-    for r in result.rows:
-        if (r.shape != (size,) * 3 or r.layout != layout or r.kernel == CUBLAS or r.precision != "fp32"
-                or details is not None and not _ladder_stage(r.kernel)):  # short form: a row a stage
-            continue
-        out.append(_md([f"`{r.kernel}`", r.family] + (
-            [f"{r.tflops:.2f}", _pct(r.vs_cublas, "n/a"), _pct(r.frac_peak, "n/a"),
-             f"{r.median_ms:.3f} ({r.iqr_ms:.3f})", f"{r.status}, ratio {_f(r.gauge_ratio, '.2g')}"]
-            if r.timed else ["—"] * 4 + [f"**{r.status}**: {r.message}"])))
+    def timed(r, vs: str) -> list[str]:
+        return [f"{r.tflops:.2f}", vs, _pct(r.frac_peak, "n/a"), f"{r.median_ms:.3f} ({r.iqr_ms:.3f})",
+                f"{r.status}, ratio {_f(r.gauge_ratio, '.2g')}"]
+    rungs = [r for r in result.rows if r.shape == (size,) * 3 and r.layout == layout and r.kernel != CUBLAS
+             and r.precision == "fp32" and (details is None or _ladder_stage(r.kernel))]  # short: a stage
     cub = result.cublas_row(size, size, size, layout)
-    if cub is not None and cub.timed:
-        out.append(_md([f"cuBLAS fp32 ({cub.message})", "reference", f"{cub.tflops:.2f}", "100 %",
-                        _pct(cub.frac_peak, "n/a"), f"{cub.median_ms:.3f} ({cub.iqr_ms:.3f})",
-                        f"{cub.status}, ratio {_f(cub.gauge_ratio, '.2g')}"]))
-    out.append("")
+    out += _table(["kernel", "family", "TFLOP/s", "vs cuBLAS fp32", "% of FP32 peak", "median ms (IQR)",
+                   "check"], "llrrrrl",
+                  [[f"`{r.kernel}`", r.family] + (timed(r, _pct(r.vs_cublas, "n/a")) if r.timed else
+                                                   ["—"] * 4 + [f"**{r.status}**: {r.message}"]) for r in rungs]
+                  + ([[f"cuBLAS fp32 ({cub.message})", "reference"] + timed(cub, "100 %")]
+                     if cub is not None and cub.timed else [])) + [""]
     figure = [f"![TFLOP/s per kernel at {size}³ on {dev.get('name', '?')}]({plot})", ""] if plot else []
     if details is not None:
         out += figure + [f"{_provenance(md, source)} Every shape and layout of this run, the host "
@@ -396,7 +389,7 @@ def _tensor_core_markdown(result: BenchResult, source: str | None = None) -> lis
            f"cuBLAS at the same precision in the same run"
            + ("" if all(CUBLAS_PEER.get(p, p) == p for _, p in labels) else
               " (fp32_3xtf32: beside cuBLAS fp32, SGEMM with TF32 off)"), ""]
-    out += _md_head(head, "ll" + "r" * (len(head) - 2))
+    body = []
     for kernel, prec in labels:
         mine = [r for r in rows if (r.kernel, r.precision) == (kernel, prec)]
         peer = CUBLAS_PEER.get(prec, prec)      # the precision column says prec already
@@ -411,8 +404,8 @@ def _tensor_core_markdown(result: BenchResult, source: str | None = None) -> lis
         cells.append(f"{100 * max(peak):.0f} %" if peak else "—")
         if bad := [r for r in mine if r.status not in ("pass", "skip")]:
             cells[0] += f" (**{bad[0].status}** {bad[0].layout} {bad[0].m}³)"
-        out.append(_md(cells))
-    return out + [""] + ([_provenance(result.meta, source), ""] if source is not None else [])
+        body.append(cells)
+    return out + _table(head, "ll" + "r" * (len(head) - 2), body) + [""] + ([_provenance(result.meta, source), ""] if source is not None else [])
 
 
 def _all_shapes_markdown(result: BenchResult) -> list[str]:
@@ -424,18 +417,15 @@ def _all_shapes_markdown(result: BenchResult) -> list[str]:
     names = list(dict.fromkeys((r.kernel, r.precision) for r in result.rows))
     names = [n for n in names if n[0] != CUBLAS] + [n for n in names if n[0] == CUBLAS]
     cell = {(r.kernel, r.precision, r.shape, r.layout): r for r in result.rows}
-    out = ["All shapes and layouts of this run (TFLOP/s, and × cuBLAS at the same precision on the "
-           "same shape and layout):", ""]
-    out += _md_head(["kernel"] + [f"{_shape(sh)} {LAYOUT_TEXT.get(lay, lay)}" for sh, lay in cols],
-                    "l" + "r" * len(cols))
-    for n, prec in names:
-        row = [f"`{n}`" + ("" if prec == "fp32" else f" {prec}") if n != CUBLAS else cublas_label(prec)]
-        for sh, lay in cols:
-            r = cell.get((n, prec, sh, lay))
-            ratio = f" ({r.vs_cublas:.2f}×)" if r is not None and r.vs_cublas is not None and n != CUBLAS else ""
-            row.append("" if r is None else f"{r.tflops:.1f}{ratio}" if r.timed else r.status)
-        out.append(_md(row))
-    return out + [""]
+    def text(r) -> str:
+        if r is None or not r.timed:
+            return "" if r is None else r.status
+        return f"{r.tflops:.1f}" + (f" ({r.vs_cublas:.2f}×)" if r.vs_cublas is not None and r.kernel != CUBLAS else "")
+    return ["All shapes and layouts of this run (TFLOP/s, and × cuBLAS at the same precision on the "
+            "same shape and layout):", ""] + _table(
+        ["kernel"] + [f"{_shape(sh)} {LAYOUT_TEXT.get(lay, lay)}" for sh, lay in cols], "l" + "r" * len(cols),
+        [[f"`{n}`" + ("" if prec == "fp32" else f" {prec}") if n != CUBLAS else cublas_label(prec)]
+         + [text(cell.get((n, prec, sh, lay))) for sh, lay in cols] for n, prec in names]) + [""]
 
 
 def write_outputs(result: BenchResult, out_dir, *, plots: bool = True,

@@ -1,13 +1,6 @@
-"""What to measure: sizes (N, MxNxK, the default squares and odd shapes, the sweep, shapes
-drawn from a seed for `--size random[:N]`) and operand layouts, the plan of a run that joins
-them, and whether a kernel takes a layout without run() copying an operand first.
-
-The random draw (reproducible per seed on any Python: only random.Random(seed).random()):
-log2 of 2·M·N·K uniform in the flop band clipped to what the dimension bounds reach (every
-decade of work alike); (log2 M, log2 N) uniform where log2 K stays in bounds too; K the
-integer nearest the target that keeps the flop count in the band; the layout uniform among
-those given. A repeat of an earlier (shape, layout) is drawn again; MAX_TRIES bounds it all.
-"""
+"""What to measure: sizes (N, MxNxK, named sets, `random[:N]` shapes drawn from a seed) and
+operand layouts, the plan of a run that joins them, and whether a kernel takes a layout
+without run() copying an operand first. The random draw: docs/benchmarks.md#random-shapes."""
 from __future__ import annotations
 
 import math
@@ -38,8 +31,7 @@ MAX_TRIES = 100_000             # draws in all before a band is declared too nar
 
 
 def parse_sizes(specs) -> list[tuple[int, int, int]]:
-    """"4096" -> 4096^3, "MxNxK", or a NAMED set ("all" by default); ints and 3-tuples pass
-    through. Repeats dropped, order kept."""
+    """"4096" -> 4096^3, "MxNxK", a NAMED set ("all" by default); ints, 3-tuples pass through."""
     out: list[tuple[int, int, int]] = []
     for s in [specs] if isinstance(specs, (str, int)) else ["all"] if specs is None else specs:
         if isinstance(s, int):
@@ -54,7 +46,8 @@ def parse_sizes(specs) -> list[tuple[int, int, int]]:
             try:
                 dims = [int(p) for p in str(s).lower().replace("*", "x").split("x")]
             except ValueError:
-                raise ValueError(f"bad size {s!r}: use N, MxNxK, squares, odd, sweep, grid, held-out or all") from None
+                raise ValueError(f"bad size {s!r}: use N, MxNxK, squares, odd, sweep, grid, "
+                                 "held-out or all") from None
             if len(dims) not in (1, 3):
                 raise ValueError(f"bad size {s!r}: use N or MxNxK")
             out.append(tuple(dims * 3 if len(dims) == 1 else dims))
@@ -77,16 +70,15 @@ def parse_layouts(spec) -> tuple[str, ...]:
 
 
 def out_dtype_of(precision: str) -> str:
-    """The result type the bench times a precision with: its input type where it may write
-    it (bf16 and fp16, as cuBLAS's half-precision GEMMs do), else float32."""
+    """The result type a precision is timed with: its input type where it may write it (bf16,
+    fp16, as cuBLAS's half-precision GEMMs do), else float32."""
     p = PRECISION[precision]
     return p.dtype if p.dtype in p.outs else p.outs[0]
 
 
 def native_layout(kernel: registry.Kernel, m: int, n: int, k: int, layout: str,
                   precision: str = "fp32") -> bool:
-    """True when run() hands operands in `layout` to the kernel without a relayout copy
-    (pure CPU: the runtime's variant choice on descriptors of fresh buffers)."""
+    """True when run() hands fresh operands in `layout` to the kernel without a relayout copy."""
     od = out_dtype_of(precision)
     return not resolve(kernel, contiguous(m, n, k, layout, precision, od), precision, od)[1]
 
@@ -153,15 +145,17 @@ def clip_band(flops, dims: tuple[int, int] = (DIM_MIN, DIM_MAX)) -> tuple[float,
 
 
 def draw(spec: RandomShapes, seed: int, layouts=LAYOUTS) -> list[tuple[int, int, int, str]]:
-    """spec.count distinct (M, N, K, layout), drawn as the module docstring says."""
+    """spec.count distinct (M, N, K, layout) from `seed` (random.Random(seed).random() only:
+    the same on any Python): log2 of 2·M·N·K uniform in the band; (log2 M, log2 N) uniform
+    where log2 K stays in bounds; K the integer nearest the target that keeps the flop count
+    in the band; the layout uniform among `layouts`. A repeat is drawn again."""
     layouts, rnd = tuple(layouts), random.Random(seed)
     lo, hi = spec.band()
     a, b = (math.log2(d) for d in spec.dims)
-    out: list[tuple[int, int, int, str]] = []
-    seen = set()
+    out: dict[tuple[int, int, int, str], None] = {}     # distinct, in order
     for _ in range(MAX_TRIES):
         if len(out) == spec.count:
-            return out
+            return list(out)
         t = lo + (hi - lo) * rnd.random()
         s = t - 1                                   # log2(M N K)
         x0, x1 = max(a, s - 2 * b), min(b, s - 2 * a)
@@ -174,11 +168,10 @@ def draw(spec: RandomShapes, seed: int, layouts=LAYOUTS) -> list[tuple[int, int,
         m, n = (min(max(round(2 ** v), spec.dims[0]), spec.dims[1]) for v in (x, y))
         k = _nearest_k(m, n, t, (lo, hi), spec.dims)
         shape = (m, n, k, layouts[min(int(len(layouts) * rnd.random()), len(layouts) - 1)])
-        if k is not None and shape not in seen:
-            seen.add(shape)
-            out.append(shape)
+        if k is not None:
+            out[shape] = None
     if len(out) == spec.count:
-        return out
+        return list(out)
     raise ValueError(f"found {len(out)} of {spec.count} distinct shapes with 2·M·N·K in "
                      f"2^{lo:g}..2^{hi:g} after {MAX_TRIES} draws: widen --flops")
 
@@ -193,7 +186,7 @@ def _nearest_k(m: int, n: int, t: float, band, dims) -> int | None:
 def describe(spec: RandomShapes, seed: int) -> str:
     """One line: how many shapes, from which seed and band (with the run's results)."""
     lo, hi = spec.band()
-    clipped = "" if (lo, hi) == tuple(spec.flops) else f" (--flops {spec.flops[0]:g}:{spec.flops[1]:g} clipped)"
+    clipped = "" if (lo, hi) == tuple(spec.flops) else " (--flops {:g}:{:g} clipped)".format(*spec.flops)
     return (f"{spec.count} random shapes, seed {seed} (--seed {seed} draws them again): 2·M·N·K "
             f"log-uniform in 2^{lo:.4g}..2^{hi:.4g}{clipped}, M, N, K in [{spec.dims[0]}, "
             f"{spec.dims[1]}]")
