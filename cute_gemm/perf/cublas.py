@@ -13,22 +13,17 @@ from ..base.precisions import DTYPE, PRECISION
 from .schema import first_line
 
 
-def _import(name: str):
-    """Lazy import (tests simulate a missing library by putting None in sys.modules)."""
-    return importlib.import_module(name)
-
-
 class _CuPyBLAS:
     library = "cupy"
     precisions = ("fp32", "tf32", "fp16")      # CuPy has no bfloat16
 
     def __init__(self):
         os.environ["CUPY_TF32"] = "0"      # CuPy's compute type for float32 matmuls, per call
-        cp = _import("cupy")
+        cp = importlib.import_module("cupy")
         cp.cuda.runtime.getDeviceCount()
         self.cp, self.version, self.tf32, self.L = cp, cp.__version__, "off: CUPY_TF32=0", None
         try:
-            L = _import("cupy._core._routines_linalg")
+            L = importlib.import_module("cupy._core._routines_linalg")
             L.set_compute_type(np.float32, L.COMPUTE_TYPE_DEFAULT)  # CUBLAS_COMPUTE_32F
             self.L = L
             self.tf32 += (", compute type CUBLAS_COMPUTE_32F (COMPUTE_TYPE_DEFAULT); "
@@ -70,7 +65,7 @@ class _TorchBLAS:
     precisions = ("fp32", "tf32", "bf16", "fp16")
 
     def __init__(self):
-        torch = _import("torch")
+        torch = importlib.import_module("torch")
         if not torch.cuda.is_available():
             raise RuntimeError("torch.cuda.is_available() is False")
         self.torch, self.version, self.cublas_version = torch, torch.__version__, ""
@@ -128,7 +123,7 @@ def find_cublas(prefer: str = "auto", precisions=("fp32",)):
     hint = "pip install cupy-cuda13x (or torch) to compare" if prefer == "auto" else ""
     if prefer == "auto":
         try:
-            _import("nvmath")
+            importlib.import_module("nvmath")
             hint += "; nvmath-python is installed but needs CuPy or PyTorch arrays on the device"
         except Exception:
             pass

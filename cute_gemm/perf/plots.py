@@ -24,18 +24,20 @@ def available() -> bool:
     return True
 
 
-def _figure(w: float, h: float, layout: str | None = None):
-    """A figure of w x h inches at 120 dpi on an Agg canvas."""
+def _figure(w: float, h: float, layout: str | None = None, panels: int = 0):
+    """A figure of w x h inches at 120 dpi on an Agg canvas, and its axes (`panels` side by
+    side sharing y; 0: one)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     fig = Figure(figsize=(w, h), dpi=120, layout=layout)
     FigureCanvasAgg(fig)
-    return fig
+    return fig, fig.subplots(1, panels, sharey=True) if panels else fig.add_subplot(1, 1, 1)
 
 
-def _subtitle(result: BenchResult) -> str:
+def _title(result: BenchResult, text: str) -> str:
+    """`text` over the device and the date of the run."""
     dev = result.meta.get("device", {})
-    return f"{dev.get('name', '?')} ({dev.get('arch', '?')}) · {str(result.meta.get('date', '?'))[:10]}"
+    return f"{text}\n{dev.get('name', '?')} ({dev.get('arch', '?')}) · {str(result.meta.get('date', '?'))[:10]}"
 
 
 def _save(fig, path) -> Path:
@@ -55,8 +57,7 @@ def ladder_chart(result: BenchResult, path, *, size: int | None = None, layout: 
     cub_t = cub.tflops if cub is not None and cub.timed else None
     peak = result.meta.get("device", {}).get("fp32_peak_tflops")
 
-    fig = _figure(10.0, max(4.0, 0.34 * len(rows) + 2.6), layout="constrained")
-    ax = fig.add_subplot(1, 1, 1)
+    fig, ax = _figure(10.0, max(4.0, 0.34 * len(rows) + 2.6), layout="constrained")
     ys = list(range(len(rows)))
     widths = [r.tflops if r.timed else 0.0 for r in rows]
     top = max(widths + [cub_t or 0.0, 1e-9])
@@ -92,8 +93,8 @@ def ladder_chart(result: BenchResult, path, *, size: int | None = None, layout: 
     ax.set_xlabel("TFLOP/s (fp32, higher is better)\nbars: median of per-launch CUDA-event times; "
                   "whiskers: interquartile range", fontsize=9)
     ax.grid(axis="x", alpha=0.3, zorder=0)
-    ax.set_title(f"SGEMM ladder at M = N = K = {size} ({LAYOUT_TEXT.get(layout, layout)})\n"
-                 f"{_subtitle(result)}", fontsize=11)
+    ax.set_title(_title(result, f"SGEMM ladder at M = N = K = {size} ({LAYOUT_TEXT.get(layout, layout)})"),
+                 fontsize=11)
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
     handles, labels = ax.get_legend_handles_labels()
@@ -114,8 +115,7 @@ def tflops_vs_size(result: BenchResult, path, *, layout: str = "nn") -> Path:
         raise ValueError(f"no square sizes with layout {layout} to plot")
     names = list(dict.fromkeys(r.kernel for r in fp32 if r.kernel != CUBLAS))
     ncol = 1 if len(names) <= 16 else 2
-    fig = _figure(10.0 + 2.2 * ncol, max(5.8, 0.2 * len(names) / ncol + 2.0))
-    ax = fig.add_subplot(1, 1, 1)
+    fig, ax = _figure(10.0 + 2.2 * ncol, max(5.8, 0.2 * len(names) / ncol + 2.0))
     import matplotlib
     colors = ([f"C{i}" for i in range(10)] if len(names) <= 10 else   # else 40 distinguishable
               [matplotlib.colormaps[c](i) for c in ("tab20", "tab20b") for i in range(20)])
@@ -139,8 +139,7 @@ def tflops_vs_size(result: BenchResult, path, *, layout: str = "nn") -> Path:
     ax.minorticks_off()
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    ax.set_title(f"SGEMM TFLOP/s against size ({LAYOUT_TEXT.get(layout, layout)})\n{_subtitle(result)}",
-                 fontsize=11)
+    ax.set_title(_title(result, f"SGEMM TFLOP/s against size ({LAYOUT_TEXT.get(layout, layout)})"), fontsize=11)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7.5, frameon=False, ncol=ncol,
               title="solid: handwritten, dash-dot: cute" if "cute" in fam.values() else None,
               title_fontsize=7.5)
@@ -161,24 +160,21 @@ def ratio_chart(result: BenchResult, path, *, precision: str = "fp32", layout: s
     if len(shapes) < 2 or not names:
         raise ValueError(f"no ratios to cuBLAS on two shapes ({precision}, {layout}) to plot")
     geo = {x["kernel"]: x["geomean"] for x in ratio_summary(rows)}
-    fig = _figure(max(8.0, 0.42 * len(shapes) + 3.0), 5.6, layout="constrained")
-    ax = fig.add_subplot(1, 1, 1)
+    fig, ax = _figure(max(8.0, 0.42 * len(shapes) + 3.0), 5.6, layout="constrained")
     xs = range(len(shapes))
     for i, name in enumerate(names):
-        by = {r.shape: r.vs_cublas for r in rows if r.kernel == name}
-        ys = [by.get(sh) for sh in shapes]
-        ax.plot(xs, [float("nan") if y is None else y for y in ys], marker="osD^vP*X"[i % 8],
+        by = {r.shape: r.vs_cublas for r in rows if r.kernel == name and r.vs_cublas is not None}
+        ax.plot(xs, [by.get(sh, float("nan")) for sh in shapes], marker="osD^vP*X"[i % 8],
                 color=f"C{i % 10}", linewidth=0.8, linestyle=":", markersize=5,
                 label=f"{name} (geometric mean {geo[name]:.3f}×)" if name in geo else name)
     ax.axhline(1.0, color="black", linestyle="--", linewidth=1.2, label="cuBLAS (same run)")
     ax.set_xticks(list(xs))
     ax.set_xticklabels([f"{'×'.join(map(str, sh))}\n{sweep_class(*sh)}" for sh in shapes],
                        rotation=60, ha="right", fontsize=7)
-    ax.set_ylabel(f"TFLOP/s ÷ cuBLAS {precision} TFLOP/s (higher is better)")
-    ax.set_ylim(bottom=0)
+    ax.set(ylabel=f"TFLOP/s ÷ cuBLAS {precision} TFLOP/s (higher is better)", ylim=(0, None))
     ax.grid(alpha=0.3)
-    ax.set_title(f"Ratio to cuBLAS per shape ({precision}, {LAYOUT_TEXT.get(layout, layout)})\n"
-                 f"{_subtitle(result)}", fontsize=11)
+    ax.set_title(_title(result, f"Ratio to cuBLAS per shape ({precision}, {LAYOUT_TEXT.get(layout, layout)})"),
+                 fontsize=11)
     ax.legend(loc="lower right", fontsize=8)
     return _save(fig, path)
 
@@ -192,8 +188,7 @@ def random_chart(result: BenchResult, path) -> Path:
     if not keys:
         raise ValueError("no ratios to cuBLAS to plot")
     one_kernel = len({k for k, _ in keys}) == 1
-    fig = _figure(5.2 * len(TIMINGS), 5.4, layout="constrained")
-    axes = fig.subplots(1, len(TIMINGS), sharey=True)
+    fig, axes = _figure(5.2 * len(TIMINGS), 5.4, layout="constrained", panels=len(TIMINGS))
     from matplotlib.ticker import FuncFormatter
     for ax, timing in zip(axes, TIMINGS):
         for i, key in enumerate(keys):
@@ -202,7 +197,7 @@ def random_chart(result: BenchResult, path) -> Path:
                 continue
             geo = ratio_stats([x for _, x in pairs])["geomean"]
             name = key[1] if one_kernel else f"{key[0]} {key[1]}"
-            ax.plot([f for f, _ in pairs], [x for _, x in pairs], marker="osD^vP*X"[i % 8],
+            ax.plot(*zip(*pairs), marker="osD^vP*X"[i % 8],
                     linestyle="none", color=f"C{i % 10}", markersize=4.5, alpha=0.85,
                     label=f"{name} (geometric mean {geo:.3f}×)")
         ax.axhline(1.0, color="black", linestyle="--", linewidth=1.2)
@@ -217,9 +212,8 @@ def random_chart(result: BenchResult, path) -> Path:
     axes[0].set_ylabel("cuBLAS time ÷ time, same precision (> 1: faster than cuBLAS)")
     rnd = result.meta.get("random", {})
     who = ("gemm()" if keys[0][0] == "auto" else keys[0][0]) if one_kernel else "kernels"
-    fig.suptitle(f"{who} against cuBLAS on {rnd.get('count', '?')} random shapes, seed "
-                 f"{rnd.get('seed', '?')} (dashed: 1, dotted: {SLOW})\n{_subtitle(result)}",
-                 fontsize=11)
+    fig.suptitle(_title(result, f"{who} against cuBLAS on {rnd.get('count', '?')} random shapes, "
+                                f"seed {rnd.get('seed', '?')} (dashed: 1, dotted: {SLOW})"), fontsize=11)
     return _save(fig, path)
 
 

@@ -1,11 +1,7 @@
-"""bench(): every kernel next to cuBLAS at the same precision, checked first, then timed;
-time_kernel(): the same for one kernel on one shape (`cute-gemm run`).
-
-A kernel runs once on the bench inputs into a NaN-poisoned output and is judged against
-float64 (check.judge; above FULL_CHECK_MAX on a sample of rows x columns, every other
-element finite): one that fails gets no speed figure. Then timing.event_times; compile time
-is reported apart (everything compiles first). The method travels in every result's meta.
-"""
+"""bench(): every kernel next to cuBLAS at the same precision, and time_kernel(): one kernel on
+one shape (`cute-gemm run`). Each first runs once into a NaN-poisoned output, judged against
+float64 (Reference); only one that passes is timed (timing.event_times). Everything compiles
+before anything is timed. The method travels in every result's meta."""
 from __future__ import annotations
 
 import datetime as _dt
@@ -47,17 +43,15 @@ SAMPLE = 64
 
 # ---- checking on the bench inputs -------------------------------------------------------
 class Reference:
-    """float64 reference for C = A @ B: whole (M*N*K <= full_max) or on `sample` random rows
-    x columns plus the first and last (they sit in the residue tiles), judged with the unit
-    roundoff of `precision` and its result type."""
+    """float64 C = A @ B, whole up to M*N*K = full_max, else `sample` random rows x columns
+    plus the first and last (in the residue tiles) with every other element finite."""
 
     def __init__(self, a: np.ndarray, b: np.ndarray, rng, *, full_max: int | None = None,
                  sample: int = SAMPLE, precision: str = "fp32"):
         self.out_dtype = out_dtype_of(precision)
         self.eps = unit(precision, self.out_dtype)
         (m, k), n = a.shape, b.shape[1]
-        self.rows = self.cols = None
-        self.mode = "full"
+        self.rows, self.cols, self.mode = None, None, "full"
         if m * n * k > (FULL_CHECK_MAX if full_max is None else full_max):
             self.rows, self.cols = sample_indices(m, sample, rng), sample_indices(n, sample, rng)
             a, b = a[self.rows], b[:, self.cols]
@@ -174,8 +168,7 @@ class Progress(tqdm):
 @standin.waiting()       # the pick itself, never its stand-in (standin.stand_in)
 def time_kernel(name: str, m: int, n: int, k: int, *, repeats: int = 20, warmup: int = 3,
                 seed=None) -> dict:
-    """Check once on fresh random inputs (Reference), then time `repeats` launches with
-    timing.event_times; a kernel that fails its check is not timed. Exceptions propagate
+    """Check once on fresh random inputs, then time `repeats` launches. Exceptions propagate
     (the CLI names compile, shape and device errors itself)."""
     name = registry.check_name(name)
     info = launch.device_info()
@@ -211,18 +204,11 @@ def bench(kernels: str | Sequence[str] | None = None,
           ladder_size: int | None = None, progress: bool = True,
           precisions: str | Sequence[str] = ("fp32",),
           flops: tuple[float, float] | None = None) -> BenchResult:
-    """Check, then time, every kernel (default: all the device supports) on every size and
-    layout, in each of `precisions` (or "all") it offers, next to cuBLAS at the same precision
-    (schema.CUBLAS_PEER) in the same run; a transposed layout only where the kernel takes it
-    without a relayout copy.
-
-    sizes: as shapes.plan takes them (default: squares 256..8192 and odd shapes); with
-    "random[:N]", N shapes drawn from `seed` in the log2 flop band `flops`, each in one of
-    `layouts` (default all four), kernels default to "auto" and each timed row also gets
-    call_ms and burst_ms (schema.TIMINGS). seed: the inputs' (and the draw's; None: 0, or a
-    fresh one with random sizes). overhead: also overhead.measure_overhead; first_call: also
-    first_call.measure_first_call. With out_dir, writes report.write_outputs' files there.
-    """
+    """Check, then time, every kernel (default: all the device runs) on every size and layout
+    (shapes.plan) in each of `precisions` (or "all") it offers, next to cuBLAS at the same
+    precision (schema.CUBLAS_PEER); a transposed layout only where it takes no relayout copy.
+    With random sizes, kernels default to "auto" and timed rows get call_ms and burst_ms too.
+    overhead, first_call: also those measurements; out_dir: report.write_outputs there."""
     info = launch.device_info()
     make_current(info.ordinal)
     todo = plan(sizes, layouts, seed=seed, flops=flops)
@@ -279,18 +265,14 @@ def bench(kernels: str | Sequence[str] | None = None,
 
 
 # ---- where a number was made ------------------------------------------------------------------
-def _dist_version(dist: str) -> str | None:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def versions(backend=None) -> dict:
     """The versions of everything that changes a result (and of the cuBLAS route)."""
-    v = {"cute_gemm": __version__, "python": sys.version.split()[0], "numpy": np.__version__,
-         **{d: _dist_version(d) for d in ("cuda-bindings", "cuda-core", "nvidia-cutlass",
-                                          "nvidia-cuda-nvrtc")}}
+    v = {"cute_gemm": __version__, "python": sys.version.split()[0], "numpy": np.__version__}
+    for dist in ("cuda-bindings", "cuda-core", "nvidia-cutlass", "nvidia-cuda-nvrtc"):
+        try:
+            v[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            v[dist] = None
     try:
         v["nvrtc"] = ".".join(map(str, nvrtc_version()))
     except Exception:
@@ -340,9 +322,8 @@ def _meta(info, backend, cublas_note, todo, **settings) -> dict:
 
 def _compile_all(names, info, record: dict, precisions=PRECISIONS
                  ) -> dict[str, tuple[float | None, str, str]]:
-    """Compile everything first, in parallel processes (runtime.compile_ahead), so compile
-    time is never timed as run time: name -> (NVRTC seconds, cache origin, error or skip
-    reason), each also in `record`. "auto" compiles its candidates in `precisions`."""
+    """Compile everything first, in parallel: name -> (NVRTC seconds, cache origin, error or
+    skip reason), each also in `record`; "auto" compiles its candidates in `precisions`."""
     kernels = [registry.get(x) for x in names if x != registry.AUTO]
     if registry.AUTO in names:
         kernels += [k for p in precisions for k in auto.candidates(p, arch_int=info.arch_int)]
@@ -374,8 +355,8 @@ def family(name: str) -> str:
 
 
 def offers(name: str, precision: str, arch_int: int | None = None) -> bool:
-    """True if kernel `name` computes `precision`, or gemm()'s choice ("auto") does on a
-    device of compute capability `arch_int` (x10)."""
+    """True if kernel `name` (or gemm()'s choice, "auto", on compute capability `arch_int`)
+    computes `precision`."""
     if name == registry.AUTO:
         return auto.offers(precision, None, arch_int)
     return precision in registry.get(name).precisions
@@ -406,8 +387,7 @@ def _pci_bus_id(ordinal: int) -> str | None:
 
 
 def _time_row(row: Row, fn, name, inputs: _Inputs, ref, flush, tkw: dict, clocks, callers) -> None:
-    """measure_row of fn (check on set 0, then event_times over the sets), with the clock and
-    power NVML saw meanwhile; with callers, call_ms and burst_ms too."""
+    """measure_row of fn with the clock and power NVML saw; with callers, call and burst too."""
     t0 = time.monotonic()
     measure_row(row, lambda: _gpu_check(name, fn, inputs, ref),
                 lambda: event_times(fn, len(inputs), flush, **tkw))
@@ -479,8 +459,8 @@ def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush
 
 
 def _caller_times(row: Row, fn, n_sets: int, flush, tkw: dict) -> None:
-    """A timed row's call_ms and burst_ms (timing.call_times, burst_times), the repeats fitted
-    to --max-seconds as event_times' are (the bursts to a third of them: BURST calls each)."""
+    """A timed row's call_ms and burst_ms, their repeats fitted to --max-seconds (the bursts'
+    to a third: BURST calls each)."""
     if not row.timed:
         return
     budget = 1e3 * tkw["max_seconds"]
