@@ -13,7 +13,20 @@ from ..base.precisions import DTYPE, PRECISION
 from .schema import first_line
 
 
-class _CuPyBLAS:
+class _BLAS:
+    """A backend: wrap() device arrays zero-copy, matmul() them (tf32: TF32 on for that call)."""
+
+    def matmul(self, a, b, out, precision: str = "fp32"):
+        if precision != "tf32":
+            return self.mm(a, b, out=out)
+        self._tf32(True)
+        try:
+            self.mm(a, b, out=out)
+        finally:
+            self._tf32(False)
+
+
+class _CuPyBLAS(_BLAS):
     library = "cupy"
     precisions = ("fp32", "tf32", "fp16")      # CuPy has no bfloat16
 
@@ -21,7 +34,9 @@ class _CuPyBLAS:
         os.environ["CUPY_TF32"] = "0"      # CuPy's compute type for float32 matmuls, per call
         cp = importlib.import_module("cupy")
         cp.cuda.runtime.getDeviceCount()
-        self.cp, self.version, self.tf32, self.L = cp, cp.__version__, "off: CUPY_TF32=0", None
+        self.cp, self.version, self.L = cp, cp.__version__, None
+        self.mm = lambda a, b, out: cp.matmul(a, b, out=out)
+        self.tf32 = "off: CUPY_TF32=0"
         try:
             L = importlib.import_module("cupy._core._routines_linalg")
             L.set_compute_type(np.float32, L.COMPUTE_TYPE_DEFAULT)  # CUBLAS_COMPUTE_32F
@@ -38,16 +53,10 @@ class _CuPyBLAS:
     def wrap(self, dev_array):
         return self.cp.asarray(dev_array)      # zero-copy through __cuda_array_interface__
 
-    def matmul(self, a, b, out, precision: str = "fp32"):
-        if precision != "tf32":
-            return self.cp.matmul(a, b, out=out)
+    def _tf32(self, on: bool) -> None:
         if self.L is None:
             raise RuntimeError("this CuPy cannot switch its compute type to TF32")
-        self.L.set_compute_type(np.float32, self.L.COMPUTE_TYPE_TF32)
-        try:
-            self.cp.matmul(a, b, out=out)
-        finally:
-            self.L.set_compute_type(np.float32, self.L.COMPUTE_TYPE_DEFAULT)
+        self.L.set_compute_type(np.float32, self.L.COMPUTE_TYPE_TF32 if on else self.L.COMPUTE_TYPE_DEFAULT)
 
 
 class _F16View:
@@ -60,7 +69,7 @@ class _F16View:
                                          "strides": (2 * d.strides[0], 2 * d.strides[1])}
 
 
-class _TorchBLAS:
+class _TorchBLAS(_BLAS):
     library = "torch"
     precisions = ("fp32", "tf32", "bf16", "fp16")
 
@@ -69,6 +78,7 @@ class _TorchBLAS:
         if not torch.cuda.is_available():
             raise RuntimeError("torch.cuda.is_available() is False")
         self.torch, self.version, self.cublas_version = torch, torch.__version__, ""
+        self.mm = lambda a, b, out: torch.matmul(a, b, out=out)
         self.new_api = hasattr(torch.backends.cuda.matmul, "fp32_precision")    # torch >= 2.9
         self._tf32(False)
         self.tf32 = ("off: torch.backends.cuda.matmul." +
@@ -86,15 +96,6 @@ class _TorchBLAS:
         if getattr(dev_array, "dtype_name", "") == "bfloat16":
             return self.torch.as_tensor(_F16View(dev_array), device="cuda").view(self.torch.bfloat16)
         return self.torch.as_tensor(dev_array, device="cuda")
-
-    def matmul(self, a, b, out, precision: str = "fp32"):
-        if precision != "tf32":
-            return self.torch.matmul(a, b, out=out)
-        self._tf32(True)
-        try:
-            self.torch.matmul(a, b, out=out)
-        finally:
-            self._tf32(False)
 
 
 _BACKENDS = {"cupy": _CuPyBLAS, "torch": _TorchBLAS}
