@@ -1,6 +1,6 @@
 """What to measure: sizes (N, MxNxK, named sets, `random[:N]` shapes drawn from a seed) and
 operand layouts, the plan of a run that joins them, and whether a kernel takes a layout
-without run() copying an operand first. The random draw: docs/benchmarks.md#random-shapes."""
+without run() copying an operand first. The random draw: docs/benchmarks.md (Random shapes)."""
 from __future__ import annotations
 
 import math
@@ -23,7 +23,7 @@ NAMED = {"sweep": [s for _, s in SWEEP], "grid": list(GRID), "held-out": [s for 
          "squares": [(x, x, x) for x in DEFAULT_SQUARES], "odd": list(ODD_SHAPES)}
 NAMED["all"] = NAMED["squares"] + NAMED["odd"]
 
-DEFAULT_COUNT = 40              # shapes of a bare `random` (docs/benchmarks.md#random-shapes)
+DEFAULT_COUNT = 40              # shapes of a bare `random` (docs/benchmarks.md: ~2 % run to run)
 DEFAULT_FLOPS = (18.0, 36.0)    # 2^18: a 64^3 problem, all host time; 2^36: the sweep's largest
 # 8: below, a GEMM is a GEMV, which gemm() is not tuned for; 12288: the sweep's widest layer
 DIM_MIN, DIM_MAX = 8, 12288
