@@ -60,9 +60,8 @@ def _child(shape: tuple[int, int, int], mode: str, cache_dir: str, timeout: floa
                CUDA_CACHE_PATH=os.path.join(cache_dir, "nv"),
                CUTE_GEMM_FC_PATH=json.dumps([p for p in sys.path if p]))
     env.pop("CUTE_GEMM_DISABLE_CACHE", None)
-    if mode == "quick":
-        env.pop("CUTE_GEMM_FIRST_CALL", None)
-    else:
+    env.pop("CUTE_GEMM_FIRST_CALL", None)       # quick: the default
+    if mode != "quick":
         env["CUTE_GEMM_FIRST_CALL"] = "wait"
     try:
         p = subprocess.run([sys.executable, "-c", _CHILD, "x".join(map(str, shape)),

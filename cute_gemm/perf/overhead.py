@@ -87,14 +87,11 @@ def measure_overhead(kernel: str | None = None, *, size: int = 16, calls: int = 
         launch.check_last(name)
         out = {"kernel": name, "shape": [size, size, size], "calls": calls, "rounds": rounds,
                "entry": variant.entry, "relayout_copies": list(copies), "libraries": notes}
-        for key, v in samples.items():
-            out[f"{key}_us"] = float(np.median(v))
-            out[f"{key}_us_min"] = float(np.min(v))
-            out[f"{key}_host_us"] = float(np.median(host[key]))
-            out[f"{key}_host_us_min"] = float(np.min(host[key]))
-        out["cublas_library"] = backend.library if backend is not None else None
-        out["run_minus_raw_us"] = out["run_us"] - out["raw_launch_us"]
-        out["target_us"] = OVERHEAD_TARGET_US
+        for key in methods:
+            for tag, v in (("us", samples[key]), ("host_us", host[key])):
+                out[f"{key}_{tag}"], out[f"{key}_{tag}_min"] = float(np.median(v)), float(np.min(v))
+        out.update(cublas_library=backend.library if backend is not None else None,
+                   run_minus_raw_us=out["run_us"] - out["raw_launch_us"], target_us=OVERHEAD_TARGET_US)
         out["meets_target"] = out["run_minus_raw_us"] <= OVERHEAD_TARGET_US
         # run() against the library call on the same arrays, and every run() against torch.mm
         for mine, peer in (("run_torch", "torch_mm"), ("run_cupy", "cupy_matmul"),

@@ -36,8 +36,8 @@ def _figure(w: float, h: float, layout: str | None = None, panels: int = 0):
 
 def _title(result: BenchResult, text: str) -> str:
     """`text` over the device and the date of the run."""
-    dev = result.meta.get("device", {})
-    return f"{text}\n{dev.get('name', '?')} ({dev.get('arch', '?')}) · {str(result.meta.get('date', '?'))[:10]}"
+    dev, date = result.meta.get("device", {}), str(result.meta.get("date", "?"))[:10]
+    return f"{text}\n{dev.get('name', '?')} ({dev.get('arch', '?')}) · {date}"
 
 
 def _save(fig, path) -> Path:
@@ -139,7 +139,8 @@ def tflops_vs_size(result: BenchResult, path, *, layout: str = "nn") -> Path:
     ax.minorticks_off()
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    ax.set_title(_title(result, f"SGEMM TFLOP/s against size ({LAYOUT_TEXT.get(layout, layout)})"), fontsize=11)
+    ax.set_title(_title(result, f"SGEMM TFLOP/s against size ({LAYOUT_TEXT.get(layout, layout)})"),
+                 fontsize=11)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7.5, frameon=False, ncol=ncol,
               title="solid: handwritten, dash-dot: cute" if "cute" in fam.values() else None,
               title_fontsize=7.5)
@@ -173,8 +174,8 @@ def ratio_chart(result: BenchResult, path, *, precision: str = "fp32", layout: s
                        rotation=60, ha="right", fontsize=7)
     ax.set(ylabel=f"TFLOP/s ÷ cuBLAS {precision} TFLOP/s (higher is better)", ylim=(0, None))
     ax.grid(alpha=0.3)
-    ax.set_title(_title(result, f"Ratio to cuBLAS per shape ({precision}, {LAYOUT_TEXT.get(layout, layout)})"),
-                 fontsize=11)
+    ax.set_title(_title(result, f"Ratio to cuBLAS per shape ({precision}, "
+                                f"{LAYOUT_TEXT.get(layout, layout)})"), fontsize=11)
     ax.legend(loc="lower right", fontsize=8)
     return _save(fig, path)
 

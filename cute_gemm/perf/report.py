@@ -216,12 +216,13 @@ def sweep_markdown(result: BenchResult, source: str | None = None, *, plot: str 
             if (cub := cell.get((CUBLAS, prec, lay, sh))) is None:
                 continue
             rs = [cell.get((n, prec, lay, sh)) for n in names]
+            ran = cell.get((AUTO, prec, lay, sh))
             rows.append([_shape(sh), sweep_class(*sh), f"{cub.tflops:.1f}" if cub.timed else cub.status]
                         + ["" if r is None else f"{r.tflops:.1f} ({_x(r.vs_cublas)})"
                            if r.timed and r.vs_cublas is not None else r.status for r in rs]
-                        + ([_picked(r.message) if (r := cell.get((AUTO, prec, lay, sh))) else ""] if auto else []))
-        out += _table(["shape", "class", "cuBLAS TFLOP/s"] + [f"`{n}`" for n in names] + ["`auto` ran"] * auto,
-                      "llr" + "r" * len(names) + "l" * auto, rows) + [""]
+                        + ([_picked(ran.message) if ran is not None else ""] if auto else []))
+        out += _table(["shape", "class", "cuBLAS TFLOP/s"] + [f"`{n}`" for n in names]
+                      + ["`auto` ran"] * auto, "llr" + "r" * len(names) + "l" * auto, rows) + [""]
     return out + ([_provenance(result.meta, source), ""] if source is not None else [])
 
 
@@ -331,8 +332,9 @@ def readme_markdown(result: BenchResult, *, size: int | None = None, layout: str
     cub = result.cublas_row(size, size, size, layout)
     out += _table(["kernel", "family", "TFLOP/s", "vs cuBLAS fp32", "% of FP32 peak", "median ms (IQR)",
                    "check"], "llrrrrl",
-                  [[f"`{r.kernel}`", r.family] + (timed(r, _pct(r.vs_cublas, "n/a")) if r.timed else
-                                                   ["—"] * 4 + [f"**{r.status}**: {r.message}"]) for r in rungs]
+                  [[f"`{r.kernel}`", r.family] + (timed(r, _pct(r.vs_cublas, "n/a")) if r.timed
+                                                   else ["—"] * 4 + [f"**{r.status}**: {r.message}"])
+                   for r in rungs]
                   + ([[f"cuBLAS fp32 ({cub.message})", "reference"] + timed(cub, "100 %")]
                      if cub is not None and cub.timed else [])) + [""]
     figure = [f"![TFLOP/s per kernel at {size}³ on {dev.get('name', '?')}]({plot})", ""] if plot else []
@@ -405,7 +407,8 @@ def _tensor_core_markdown(result: BenchResult, source: str | None = None) -> lis
         if bad := [r for r in mine if r.status not in ("pass", "skip")]:
             cells[0] += f" (**{bad[0].status}** {bad[0].layout} {bad[0].m}³)"
         body.append(cells)
-    return out + _table(head, "ll" + "r" * (len(head) - 2), body) + [""] + ([_provenance(result.meta, source), ""] if source is not None else [])
+    out += _table(head, "ll" + "r" * (len(head) - 2), body) + [""]
+    return out + ([_provenance(result.meta, source), ""] if source is not None else [])
 
 
 def _all_shapes_markdown(result: BenchResult) -> list[str]:
@@ -420,7 +423,8 @@ def _all_shapes_markdown(result: BenchResult) -> list[str]:
     def text(r) -> str:
         if r is None or not r.timed:
             return "" if r is None else r.status
-        return f"{r.tflops:.1f}" + (f" ({r.vs_cublas:.2f}×)" if r.vs_cublas is not None and r.kernel != CUBLAS else "")
+        ratio = r.vs_cublas is not None and r.kernel != CUBLAS
+        return f"{r.tflops:.1f}" + (f" ({r.vs_cublas:.2f}×)" if ratio else "")
     return ["All shapes and layouts of this run (TFLOP/s, and × cuBLAS at the same precision on the "
             "same shape and layout):", ""] + _table(
         ["kernel"] + [f"{_shape(sh)} {LAYOUT_TEXT.get(lay, lay)}" for sh, lay in cols], "l" + "r" * len(cols),
@@ -441,8 +445,9 @@ def write_outputs(result: BenchResult, out_dir, *, plots: bool = True,
         files["plots_skipped"] = "matplotlib is not installed (pip install 'cute_gemm[plot]')"
     files["plots"] = pngs
     names = [p.name for p in pngs]
-    md = readme_markdown(result, size=ladder_size, random_plot=P.RANDOM_PNG if P.RANDOM_PNG in names else None,
-                         plot=next((x for x in names if x.startswith("ladder")), None))
+    ladder = next((x for x in names if x.startswith("ladder")), None)
+    md = readme_markdown(result, size=ladder_size, plot=ladder,
+                         random_plot=P.RANDOM_PNG if P.RANDOM_PNG in names else None)
     files["readme"] = d / "bench_readme.md"
     files["readme"].write_text(md)
     return files
