@@ -387,20 +387,30 @@ def _pci_bus_id(ordinal: int) -> str | None:
 
 
 def _time_row(row: Row, fn, name, inputs: _Inputs, ref, flush, tkw: dict, clocks, callers) -> None:
-    """measure_row of fn with the clock and power NVML saw; with callers, call and burst too."""
+    """measure_row of fn with the clock and power NVML saw meanwhile; with callers, a timed
+    row's call_ms and burst_ms too, repeats fitted to --max-seconds (bursts: BURST calls each)."""
     t0 = time.monotonic()
     measure_row(row, lambda: _gpu_check(name, fn, inputs, ref),
                 lambda: event_times(fn, len(inputs), flush, **tkw))
     t1 = time.monotonic()
-    if clocks is not None:
-        clocks.timed.append((t0, t1))
-        row.clock_mhz, row.power_w = clocks.window(t0, t1) or (None, None)
-    if callers:
-        _caller_times(row, fn, len(inputs), flush, tkw)
+    clocks.timed.append((t0, t1))
+    row.clock_mhz, row.power_w = clocks.window(t0, t1) or (None, None)
+    if not (callers and row.timed):
+        return
+
+    def fit(want: int, ms: float) -> int:
+        return max(tkw["min_repeats"], min(want, int(1e3 * tkw["max_seconds"] / max(ms, 1e-3))))
+    try:        # a call: + the flush's memset and sync
+        row.call_ms = float(np.median(call_times(fn, len(inputs), flush, repeats=fit(
+            tkw["repeats"], row.median_ms + 0.1))))
+        row.burst_ms = float(np.median(burst_times(fn, len(inputs), flush, repeats=fit(
+            max(1, tkw["repeats"] // 3), BURST * row.median_ms))))
+    except Exception as e:
+        row.message = (row.message + "; " if row.message else "") + "call/burst: " + _first_line(e)
 
 
 def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush, bar,
-                 tkw, info, prec: str = "fp32", clocks=None, callers: bool = False) -> None:
+                 tkw, info, prec: str, clocks: ClockLog, callers: bool) -> None:
     """The rows of one shape, layout and precision: cuBLAS first, then each kernel."""
     (m, kk), n = a.shape, b.shape[1]
     label = f"{m}x{n}x{kk} {lay}" + ("" if prec == "fp32" else f" {prec}")
@@ -456,24 +466,6 @@ def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush
             bar.step(f"{name} {label}")
     finally:
         inputs.close()
-
-
-def _caller_times(row: Row, fn, n_sets: int, flush, tkw: dict) -> None:
-    """A timed row's call_ms and burst_ms, their repeats fitted to --max-seconds (the bursts'
-    to a third: BURST calls each)."""
-    if not row.timed:
-        return
-    budget = 1e3 * tkw["max_seconds"]
-
-    def fit(want: int, ms: float) -> int:
-        return max(tkw["min_repeats"], min(want, int(budget / max(ms, 1e-3))))
-    try:
-        row.call_ms = summarize(call_times(fn, n_sets, flush, repeats=fit(
-            tkw["repeats"], row.median_ms + 0.1)))["median"]     # + the flush's memset and sync
-        row.burst_ms = summarize(burst_times(fn, n_sets, flush, repeats=fit(
-            max(1, tkw["repeats"] // 3), BURST * row.median_ms)))["median"]
-    except Exception as e:
-        row.message = (row.message + "; " if row.message else "") + "call/burst: " + _first_line(e)
 
 
 def _auto_message(m: int, n: int, kk: int, lay: str, prec: str, info) -> str:
