@@ -20,12 +20,11 @@ from .schema import first_line
 from .timing import host_us, wall_us
 
 OVERHEAD_TARGET_US = 10.0       # run() may cost at most this much above a raw launch
-
-
 _import = importlib.import_module      # (tests hand in stand-ins for torch and cupy)
 
 
-def _torch_methods(name: str, size: int) -> dict:
+def _torch_methods(name: str, size: int) -> tuple[dict, str]:
+    """The PyTorch methods (name -> call) and torch's version; raises where it cannot run."""
     torch = _import("torch")
     if not torch.cuda.is_available():
         raise RuntimeError("torch.cuda.is_available() is False")
@@ -39,7 +38,7 @@ def _torch_methods(name: str, size: int) -> dict:
             "torch_addmm_inplace": lambda: torch.addmm(o, a, b, out=o)}, torch.__version__
 
 
-def _cupy_methods(name: str, size: int) -> dict:
+def _cupy_methods(name: str, size: int) -> tuple[dict, str]:
     cp = _import("cupy")
     a, b = (cp.random.standard_normal((size, size), dtype=cp.float32) for _ in range(2))
     o = cp.empty((size, size), dtype=cp.float32)
