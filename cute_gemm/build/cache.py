@@ -1,6 +1,7 @@
 """Two-level cubin cache: in memory (per process) and on disk (per user).
 
-Disk key = sha256 over everything that changes the binary: the kernel source, the
+Disk key = sha256 over everything that changes the binary: the text NVRTC compiles (the
+kernel source after its prelude: configuration and entry selection, compile.read_source), the
 contents of every file under include/ (ours), the exact versions of the header wheels
 (or a fingerprint of an overriding folder), the NVRTC options (include paths replaced
 by those fingerprints), the arch and the NVRTC version.
@@ -251,8 +252,8 @@ class _Job:
     def of(cls, kernel, arch, extra_options, entries) -> "_Job":
         arch = _compile.normalize_arch(arch)
         entries = _compile.select_entries(kernel, entries)
-        source = _compile.read_source(kernel)
-        opts = _compile.options(kernel, arch, extra_options, entries)
+        source = _compile.read_source(kernel, entries)
+        opts = _compile.options(kernel, arch, extra_options)
         return cls(kernel, arch, source, opts, cache_key(kernel, arch, source, opts), entries)
 
     def compiled(self, cubin: bytes, log: str, seconds: float, origin: str,
@@ -453,7 +454,7 @@ class Prefetch:
         for (name, arch, sel), ptx in want.items():
             k = registry.find(name)
             sel = _compile.select_entries(k, sel)
-            key = cache_key(k, arch, _compile.read_source(k), _compile.options(k, arch, entries=sel))
+            key = cache_key(k, arch, _compile.read_source(k, sel), _compile.options(k, arch))
             if _read(key, ptx) is None:
                 todo.append((k.family != "cute", -len(sel or k.entries), name, arch, ptx, sel or ()))
         if not todo:

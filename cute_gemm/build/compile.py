@@ -103,31 +103,37 @@ def select_entries(kernel, entries) -> tuple[str, ...] | None:
     return None if len(chosen) == len(own) else chosen
 
 
-def options(kernel, arch: str, extra: tuple[str, ...] = (),
-            entries: tuple[str, ...] | None = None) -> list[str]:
-    """The full NVRTC option list for one kernel and arch (also part of the cache key).
-    `entries` (select_entries'): compile only these entry points (include/cute_gemm/
-    entries.cuh: -DCG_ENTRIES and one -DCG_WANT_<entry>=1 each)."""
+def options(kernel, arch: str, extra: tuple[str, ...] = ()) -> list[str]:
+    """The full NVRTC option list for one kernel and arch (also part of the cache key): the
+    same flags for every kernel, and its own `options`. No -D: what configures a kernel is
+    in its source's prelude (read_source)."""
     opts = [STD, f"-arch={arch}", "-default-device", "-lineinfo", "--ptxas-options=-v",
             f"-I{paths.project_include_dir()}"]
     opts += [f"-I{h.path}" for h in paths.header_dirs()]
-    opts += [f"-D{name}={value}" for name, value in kernel.defines]
-    opts += list(kernel.options)
-    opts += list(extra)
-    if entries is not None:
-        opts += ["-DCG_ENTRIES"] + [f"-DCG_WANT_{e}=1" for e in entries]
-    return opts
+    return opts + list(kernel.options) + list(extra)
 
 
-def read_source(kernel) -> str:
-    """The text NVRTC compiles: the kernel's source file, after its typed configuration
-    (Kernel.config: `struct Config`) where it has one. Also the text the cache key hashes."""
+def prelude(kernel, entries: tuple[str, ...] | None = None) -> str:
+    """What NVRTC compiles in front of the kernel's source file: its configuration's C++
+    (Kernel.config.cpp: records.KernelConfig), then the entry selection (entries, as
+    select_entries gives it: include/cute_gemm/entries.cuh's CG_ENTRIES and one
+    CG_WANT_<entry> each), then a #line, so that compiler messages name the source's own
+    lines."""
+    cfg = kernel.config.cpp(kernel.name) if kernel.config is not None else ""
+    sel = ("#define CG_ENTRIES\n" + "".join(f"#define CG_WANT_{e} 1\n" for e in entries)
+           if entries is not None else "")
+    return f'{cfg}{sel}#line 1 "{kernel.source}"\n'
+
+
+def read_source(kernel, entries: tuple[str, ...] | None = None) -> str:
+    """The text NVRTC compiles: prelude(kernel, entries), then the kernel's source file.
+    Also the text the cache key hashes."""
     path = paths.kernels_dir() / kernel.source
     try:
         text = path.read_text()
     except OSError as e:
         raise CuteGemmError(f"kernel {kernel.name!r}: cannot read source {path}: {e}") from e
-    return (kernel.config.cpp(kernel.name) + text) if kernel.config is not None else text
+    return prelude(kernel, entries) + text
 
 
 @dataclass(frozen=True)

@@ -5,39 +5,68 @@ import dataclasses
 from dataclasses import dataclass
 
 from ..base.precisions import ACCUMULATOR, DTYPE, PRECISION
-from .records import STREAM_K_COUNTERS, FixedSmem, Kernel, TileGridMN, Variant, device_constants
+from .records import (STREAM_K_COUNTERS, FixedSmem, Kernel, TileGridMN, Variant, constexprs,
+                      device_constants)
 
 _MAJORS = tuple((a, b) for a in ("k", "m") for b in ("n", "k"))
 
 
+@dataclass(frozen=True)
+class TileConfig:
+    """One configuration of a CuTe stage written in plain constants (c0-c5; records.KernelConfig):
+    cpp() writes each knob that is set as the `constexpr int` the source reads, BLK_M, BLK_N,
+    BLK_K, STAGES, WARPS_M, WARPS_N. BLK_K of the tensor-core stages (c4, c5) is 128 bytes of
+    k in 16-bit elements (64; the tf32 entries take half as many)."""
+    threads: int
+    blk_m: int
+    blk_n: int
+    blk_k: int
+    stages: int | None = None        # smem ring (c3, c4, c5)
+    warps_m: int | None = None       # the TiledMMA's warps (c4)
+    warps_n: int | None = None
+    dyn_smem: int = 0                # dynamic smem bytes (c4, c5: the ring; its formula at the stage)
+
+    @property
+    def tile(self) -> tuple[int, int, int]:
+        return self.blk_m, self.blk_n, self.blk_k
+
+    def smem(self, m: int, n: int, k: int) -> int:
+        return self.dyn_smem
+
+    def cpp(self, name: str) -> str:
+        knobs = ("blk_m", "blk_n", "blk_k", "stages", "warps_m", "warps_n")
+        return constexprs(f"{name}: cute_gemm/registry/ladder_cute.py, TileConfig",
+                          **{f.upper(): getattr(self, f) for f in knobs})
+
+
+def _tiled_stage(cfg: TileConfig, **kw) -> Kernel:
+    """A CuTe stage configured by a TileConfig: block, tile and dynamic smem from it."""
+    return Kernel(family="cute", config=cfg, block=(cfg.threads, 1, 1), tile=cfg.tile,
+                  dyn_smem=FixedSmem(cfg.dyn_smem) if cfg.dyn_smem else None, **kw)
+
+
 def _gmem(name: str, bm: int, bn: int, bk: int) -> Kernel:
-    return Kernel(
+    return _tiled_stage(
+        TileConfig(256, bm, bn, bk),
         name=name,
-        family="cute",
         source="cute/c0_gmem.cu",
         variants=tuple(Variant(f"cute_gmem_a{a}_b{b}", a_major=a, b_major=b, c_major="any")
                        for a, b in _MAJORS)
                  + (Variant("cute_gmem_any", a_major="any", b_major="any", c_major="any"),),
-        block=(256, 1, 1),
         grid=TileGridMN(bm, bn),
-        defines=(("BLK_M", bm), ("BLK_N", bn), ("BLK_K", bk)),
-        tile=(bm, bn, bk),
         summary="local_tile/local_partition straight from global memory, predicated residues",
         seed="naive (v0), in CuTe",
     )
 
 
 def _smem(name: str, bm: int, bn: int, bk: int) -> Kernel:
-    return Kernel(
+    return _tiled_stage(
+        TileConfig(256, bm, bn, bk),
         name=name,
-        family="cute",
         source="cute/c1_smem.cu",
         variants=tuple(Variant(f"cute_smem_a{a}_b{b}", a_major=a, b_major=b, c_major="any")
                        for a in ("k", "m") for b in ("n", "k")),
-        block=(256, 1, 1),
         grid=TileGridMN(bm, bn),
-        defines=(("BLK_M", bm), ("BLK_N", bn), ("BLK_K", bk)),
-        tile=(bm, bn, bk),
         summary="local_tile/local_partition, k-tiles staged in shared memory, predicated residues",
         seed="CuTe sgemm_1 gemm_device",
     )
@@ -55,15 +84,12 @@ def _vec_then_scalar(prefix: str) -> tuple[Variant, ...]:
 
 
 def _tiled(name: str, bm: int, bn: int, bk: int) -> Kernel:
-    return Kernel(
+    return _tiled_stage(
+        TileConfig(256, bm, bn, bk),
         name=name,
-        family="cute",
         source="cute/c2_tiled.cu",
         variants=_vec_then_scalar("cute_tiled"),
-        block=(256, 1, 1),
         grid=TileGridMN(bm, bn),
-        defines=(("BLK_M", bm), ("BLK_N", bn), ("BLK_K", bk)),
-        tile=(bm, bn, bk),
         summary="TiledCopy 128-bit loads + TiledMMA, padded smem, next k-tile prefetched to registers",
         seed="CuTe sgemm_2 (TiledCopy/TiledMMA)",
     )
@@ -79,15 +105,12 @@ def _multistage(name: str, bm: int, bn: int, bk: int, stages: int) -> Kernel:
     scalar = tuple(Variant(f"cute_multistage_a{a}_b{b}{'' if (a, b) == ('k', 'k') else '_s'}",
                            a_major=a, b_major=b, c_major="any")
                    for a, b in (("k", "k"), ("m", "n"), ("m", "k"), ("k", "n")))
-    return Kernel(
+    return _tiled_stage(
+        TileConfig(256, bm, bn, bk, stages),
         name=name,
-        family="cute",
         source="cute/c3_multistage.cu",
         variants=vec + scalar,
-        block=(256, 1, 1),
         grid=TileGridMN(bm, bn),
-        defines=(("BLK_M", bm), ("BLK_N", bn), ("BLK_K", bk), ("STAGES", stages)),
-        tile=(bm, bn, bk),
         summary=f"cp.async straight into a {stages}-stage smem ring (zero-filled residues), one barrier "
                 "per k-tile, TiledMMA from smem",
         seed="CuTe sgemm_sm80 (cp.async multistage pipeline)",
@@ -165,6 +188,13 @@ class PipelinedConfig:
         return self.thr_m * self.thr_n
 
     @property
+    def tile(self) -> tuple[int, int, int]:
+        return self.blk_m, self.blk_n, self.blk_k
+
+    def smem(self, m: int, n: int, k: int) -> int:
+        return self.dyn_smem
+
+    @property
     def pdl(self) -> bool:
         """Split stream-K launches start the twin by programmatic dependent launch (sm_90+):
         the kernel's griddepcontrol comes with the twins (Kernel.pdl)."""
@@ -201,8 +231,7 @@ class PipelinedConfig:
         return 4 * (region_a + max(mn_b, kk_b))
 
     def cpp(self, name: str = "") -> str:
-        """The C++ `struct Config` (with #line, so that compiler messages name the kernel
-        source's own lines), after the constants the headers read (records.device_constants).
+        """The C++ `struct Config`, after the constants the headers read (records.device_constants).
         The derived sizes go in too (sk_smem, dyn_smem): the kernel static_asserts that what it
         addresses fits the dynamic smem the registry launches it with."""
         def value(f: str) -> str:
@@ -219,7 +248,7 @@ class PipelinedConfig:
         return (device_constants(STREAM_K_COUNTERS=STREAM_K_COUNTERS, SMEM_PAD=SMEM_PAD, WARP_M=WARP_M)
                 + "#include <cute_gemm/pipelined_config.cuh>\n"
                 f"struct Config {{   // {name or 'a configuration'}: cute_gemm/registry/ladder_cute.py, PipelinedConfig\n"
-                f"{body}}};\n#line 1 \"cute/c3_pipelined.cu\"\n")
+                f"{body}}};\n")
 
 
 def _small(name: str, bm: int, bn: int, bk: int, stages: int, kq_layout: int = 7,
@@ -282,7 +311,7 @@ def _pipe(name: str, cfg: PipelinedConfig, tags: tuple[str, ...] = ("fast",),
         block=(cfg.threads, 1, 1),
         grid=TileGridMN(bm, bn),     # the kernel remaps block ids (grouped CTA order)
         config=cfg,
-        tile=(bm, bn, bk),
+        tile=cfg.tile,
         dyn_smem=FixedSmem(cfg.dyn_smem),
         stream_k_smem=FixedSmem(cfg.sk_smem) if cfg.stream_k else None,
         summary=(f"{cfg.stages}-stage smem pipeline (cp.async 16 B along m/n; along k "
@@ -317,17 +346,12 @@ def _mma_sm80(name: str, bm: int, bn: int, bk: int, stages: int, warps: tuple[in
                     for a, b in _MAJORS)
     # 128 bytes of k per smem row: bk 16-bit elements, bk/2 for tf32; STAGES stages of A and B
     smem = stages * (bm + bn) * bk * 2
-    return Kernel(
+    return _tiled_stage(
+        TileConfig(32 * warps[0] * warps[1], bm, bn, bk, stages, *warps, dyn_smem=smem),
         name=name,
-        family="cute",
         source="cute/c4_mma_sm80.cu",
         variants=sixteen + (entry("tf32", "k", "k", "float32"),),
-        block=(32 * warps[0] * warps[1], 1, 1),
         grid=TileGridMN(bm, bn),
-        defines=(("BLK_M", bm), ("BLK_N", bn), ("BLK_K", bk), ("STAGES", stages),
-                 ("WARPS_M", warps[0]), ("WARPS_N", warps[1])),
-        tile=(bm, bn, bk),
-        dyn_smem=FixedSmem(smem),
         min_arch=80,
         summary=f"tensor cores (mma.sync bf16/fp16/tf32, {warps[0]}x{warps[1]} warps of "
                 f"{bm // warps[0]}x{bn // warps[1]}), ldmatrix from swizzled smem, "

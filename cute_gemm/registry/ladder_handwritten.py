@@ -7,7 +7,54 @@ scalar fallback last (align=1), and the wrapper picks by the actual operands.
 """
 from __future__ import annotations
 
-from .records import FlatGrid, Kernel, RowGrid, StripSmem, TileGrid, Variant
+from dataclasses import dataclass
+
+from .records import FlatGrid, Kernel, RowGrid, StripSmem, TileGrid, Variant, constexprs
+
+
+@dataclass(frozen=True)
+class LadderConfig:
+    """One handwritten stage's compile-time values (records.KernelConfig), written by cpp()
+    as the `constexpr int`s the sources read: THREADS (the block's threads), BLOCK_X and
+    BLOCK_Y for a 2-D block, then BM, BN, BK and v9's warp-tile knobs where set (None: not a
+    knob of the stage). What a stage fixes in its own code (v5's TM, TN) stays there, and
+    the source static_asserts that it agrees with THREADS."""
+    block: tuple[int, int, int]
+    bm: int | None = None
+    bn: int | None = None
+    bk: int | None = None            # None with a BM: the k-extent is all of K (v1)
+    wm: int | None = None            # v9: warp tile WM x WN, thread tile TM x TN, grouped
+    wn: int | None = None            # block order of GROUP_M rows, __launch_bounds__
+    tm: int | None = None            # MIN_BLOCKS, register fragments double-buffered (FRAG_DB)
+    tn: int | None = None
+    group_m: int | None = None
+    min_blocks: int | None = None
+    frag_db: int | None = None
+    strip: StripSmem | None = None   # dynamic smem: whole-K strips of A and B (v0c, v1)
+
+    @property
+    def threads(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    @property
+    def tile(self) -> tuple[int, int, int] | None:
+        return None if self.bk is None else (self.bm, self.bn, self.bk)
+
+    def smem(self, m: int, n: int, k: int) -> int:
+        return self.strip(m, n, k) if self.strip is not None else 0
+
+    def cpp(self, name: str) -> str:
+        x, y = (self.block[0], self.block[1]) if self.block[1] > 1 else (None, None)
+        knobs = ("bm", "bn", "bk", "wm", "wn", "tm", "tn", "group_m", "min_blocks", "frag_db")
+        return constexprs(f"{name}: cute_gemm/registry/ladder_handwritten.py, LadderConfig",
+                          THREADS=self.threads, BLOCK_X=x, BLOCK_Y=y,
+                          **{f.upper(): getattr(self, f) for f in knobs})
+
+
+def _stage(cfg: LadderConfig, **kw) -> Kernel:
+    """A handwritten stage: block, tile and dynamic smem from its configuration."""
+    return Kernel(family="handwritten", config=cfg, block=cfg.block, tile=cfg.tile,
+                  dyn_smem=cfg.strip, **kw)
 
 
 def _vec_pair(entry: str) -> tuple[Variant, ...]:
@@ -19,16 +66,13 @@ def _v9(name: str, bm: int, bn: int, bk: int, wm: int, wn: int, tm: int, tn: int
         min_blocks: int, frag_db: int, tags: tuple[str, ...] = ()) -> Kernel:
     threads = (bm // wm) * (bn // wn) * 32
     regs = "2 blocks/SM (<=128 regs)" if min_blocks == 2 else f"{min_blocks} block(s)/SM"
-    return Kernel(
+    return _stage(
+        LadderConfig((threads, 1, 1), bm, bn, bk, wm, wn, tm, tn, group_m=8,
+                     min_blocks=min_blocks, frag_db=frag_db),
         name=name,
-        family="handwritten",
         source="handwritten/v9_warptile.cu",
         variants=_vec_pair("v9_warptile"),
-        block=(threads, 1, 1),
         grid=TileGrid(bm, bn),
-        defines=(("BM", bm), ("BN", bn), ("BK", bk), ("WM", wm), ("WN", wn), ("TM", tm), ("TN", tn),
-                 ("GROUP_M", 8), ("MIN_BLOCKS", min_blocks), ("FRAG_DB", frag_db)),
-        tile=(bm, bn, bk),
         summary=(f"warp tile {wm}x{wn}, {tm}x{tn} per thread, {threads} threads, {regs}, "
                  f"smem double-buffered{', register fragments too' if frag_db else ''}, "
                  "Z lane map, grouped block order"),
@@ -55,158 +99,122 @@ _V9_CONFIGS = (
 
 
 HANDWRITTEN: list[Kernel] = [
-    Kernel(
+    _stage(
+        LadderConfig((16, 16, 1)),
         name="naive",
-        family="handwritten",
         source="handwritten/v0_naive.cu",
         variants=(Variant("naive", a_major="any", b_major="any", c_major="any"),),
-        block=(16, 16, 1),
         grid=TileGrid(16, 16),
-        defines=(("BLOCK_X", 16), ("BLOCK_Y", 16)),
         summary="one thread per C element, operands straight from global memory",
         seed="v0",
     ),
-    Kernel(
+    _stage(
+        LadderConfig((256, 1, 1)),
         name="flat1d",
-        family="handwritten",
         source="handwritten/v0a_flat1d.cu",
         variants=(Variant("flat1d"),),
-        block=(256, 1, 1),
         grid=FlatGrid(256),
-        defines=(("THREADS", 256),),
         summary="1D grid, one thread per C element, (m, n) from a flat index (n fastest)",
         seed="v0",
     ),
-    Kernel(
+    _stage(
+        LadderConfig((256, 1, 1)),
         name="row_block",
-        family="handwritten",
         source="handwritten/v0b_row_block.cu",
         variants=(Variant("row_block"),),
-        block=(256, 1, 1),
         grid=RowGrid(),
-        defines=(("THREADS", 256),),
         summary="one block per C row, threads stride over the columns",
         seed="v0",
     ),
-    Kernel(
+    _stage(
+        LadderConfig((256, 1, 1), strip=StripSmem(1, 0)),
         name="row_smem",
-        family="handwritten",
         source="handwritten/v0c_row_smem.cu",
         variants=(Variant("row_smem"),),
-        block=(256, 1, 1),
         grid=RowGrid(),
-        defines=(("THREADS", 256),),
-        dyn_smem=StripSmem(1, 0),
         constraints="K <= (shared memory per block) / 4 bytes; any M, N >= 1",
         summary="one block per C row, that row of A in dynamic shared memory",
         seed="v0",
     ),
-    Kernel(
+    _stage(
+        LadderConfig((16, 16, 1), bm=16, bn=16, strip=StripSmem(16, 16)),
         name="v1_strip",
-        family="handwritten",
         source="handwritten/v1_strip.cu",
         variants=(Variant("v1_strip"),),
-        block=(16, 16, 1),
         grid=TileGrid(16, 16),
-        defines=(("BM", 16), ("BN", 16)),   # no BK: the k-extent is all of K
-        dyn_smem=StripSmem(16, 16),
         constraints="K <= (shared memory per block) / 128 bytes; any M, N >= 1",
         summary="16x16 C tile, whole-K strips of A and B in dynamic shared memory",
         seed="v1",
     ),
-    Kernel(
+    _stage(
+        LadderConfig((16, 16, 1), bm=16, bn=16, bk=16),
         name="v2_tiled16",
-        family="handwritten",
         source="handwritten/v2_tiled.cu",
         variants=(Variant("v2_tiled"),),
-        block=(16, 16, 1),
         grid=TileGrid(16, 16),
-        defines=(("BM", 16), ("BN", 16), ("BK", 16)),
-        tile=(16, 16, 16),
         summary="shared-memory sliding window, 16x16 tiles, one output per thread",
         seed="v2",
     ),
-    Kernel(
+    _stage(
+        LadderConfig((32, 32, 1), bm=32, bn=32, bk=32),
         name="v2_tiled32",
-        family="handwritten",
         source="handwritten/v2_tiled.cu",
         variants=(Variant("v2_tiled"),),
-        block=(32, 32, 1),
         grid=TileGrid(32, 32),
-        defines=(("BM", 32), ("BN", 32), ("BK", 32)),
-        tile=(32, 32, 32),
         summary="shared-memory sliding window, 32x32 tiles, one output per thread",
         seed="v2",
     ),
-    Kernel(
+    _stage(
+        LadderConfig((16, 16, 1), bm=32, bn=32, bk=32),
         name="v3_patch2x2",
-        family="handwritten",
         source="handwritten/v3_patch2x2.cu",
         variants=(Variant("v3_patch2x2"),),
-        block=(16, 16, 1),
         grid=TileGrid(32, 32),
-        defines=(("BM", 32), ("BN", 32), ("BK", 32)),
-        tile=(32, 32, 32),
         summary="32x32x32 tiles, each thread a 2x2 patch of C (strided by 16)",
         seed="v3",
     ),
-    Kernel(
+    _stage(
+        LadderConfig((16, 16, 1), bm=32, bn=32, bk=32),
         name="v4_float4",
-        family="handwritten",
         source="handwritten/v4_float4.cu",
         variants=_vec_pair("v4_float4"),
-        block=(16, 16, 1),
         grid=TileGrid(32, 32),
-        defines=(("BM", 32), ("BN", 32), ("BK", 32)),
-        tile=(32, 32, 32),
         summary="v3 with float4 global loads; guarded scalar path at edges / misalignment",
         seed="v4",
     ),
-    Kernel(
+    _stage(
+        LadderConfig((256, 1, 1), bm=128, bn=128, bk=8),
         name="v5_outer",
-        family="handwritten",
         source="handwritten/v5_outer.cu",
         variants=(Variant("v5_outer"),),
-        block=(256, 1, 1),
         grid=TileGrid(128, 128),
-        defines=(("BM", 128), ("BN", 128), ("BK", 8)),
-        tile=(128, 128, 8),
         summary="128x128x8 block tile, 8x8 outputs per thread as a register outer product",
         seed="v5",
     ),
-    Kernel(
+    _stage(
+        LadderConfig((256, 1, 1), bm=128, bn=128, bk=8),
         name="v6_vec",
-        family="handwritten",
         source="handwritten/v6_vec.cu",
         variants=_vec_pair("v6_vec"),
-        block=(256, 1, 1),
         grid=TileGrid(128, 128),
-        defines=(("BM", 128), ("BN", 128), ("BK", 8)),
-        tile=(128, 128, 8),
         summary="v5 with 128-bit global and shared loads; guarded path at edges",
         seed="v6",
     ),
-    Kernel(
+    _stage(
+        LadderConfig((256, 1, 1), bm=128, bn=128, bk=8),
         name="v7_atrans",
-        family="handwritten",
         source="handwritten/v7_atrans.cu",
         variants=_vec_pair("v7_atrans"),
-        block=(256, 1, 1),
         grid=TileGrid(128, 128),
-        defines=(("BM", 128), ("BN", 128), ("BK", 8)),
-        tile=(128, 128, 8),
         summary="v6 with A transposed in shared memory, padded against bank conflicts",
         seed="v7",
     ),
-    Kernel(
+    _stage(
+        LadderConfig((256, 1, 1), bm=128, bn=128, bk=8),
         name="v8_double",
-        family="handwritten",
         source="handwritten/v8_double.cu",
         variants=_vec_pair("v8_double"),
-        block=(256, 1, 1),
         grid=TileGrid(128, 128),
-        defines=(("BM", 128), ("BN", 128), ("BK", 8)),
-        tile=(128, 128, 8),
         summary="v7 with double-buffered shared memory and register fragments",
         seed="v8",
     ),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from .ladder_cute import _auto
+from .ladder_cute import TileConfig, _auto, _tiled_stage
 from ..base.precisions import DTYPE, PRECISION
 from .records import (STREAM_K_COUNTERS, CutModel, FixedSmem, GemmOf, Kernel, PersistentGrid,
                       SplitGrid, TileGridMN, TmaBoxes, Variant, device_constants)
@@ -69,17 +69,14 @@ def _tc_variants(prefix: str, bm: int, bn: int, b_parts: int = 1,
 
 
 def _wgmma(name: str, bm: int, bn: int, stages: int) -> Kernel:
-    return Kernel(
+    # BLK_K: 128 bytes of k (64 bf16/fp16, 32 tf32); dynamic smem: stages of A and B (128
+    # bytes of k each row), then a full and an empty mbarrier each
+    return _tiled_stage(
+        TileConfig(128, bm, bn, 64, stages, dyn_smem=stages * (bm + bn) * 128 + stages * 16),
         name=name,
-        family="cute",
         source="cute/c5_wgmma.cu",
         variants=_tc_variants("cute_wgmma", bm, bn),
-        block=(128, 1, 1),
         grid=TileGridMN(bm, bn),
-        defines=(("BLK_M", bm), ("BLK_N", bn), ("STAGES", stages)),
-        tile=(bm, bn, 64),            # BLK_K: 128 bytes of k (64 bf16/fp16, 32 tf32)
-        # stages of A and B (128 bytes of k each row), then a full and an empty mbarrier each
-        dyn_smem=FixedSmem(stages * (bm + bn) * 128 + stages * 16),
         min_arch=90,
         arch_specific=True,
         summary=f"wgmma (one warpgroup, SS) on 128-byte swizzled smem, TMA loads into a "
@@ -92,6 +89,11 @@ def _wgmma(name: str, bm: int, bn: int, stages: int) -> Kernel:
 HOPPER: list[Kernel] = [
     _wgmma("cute_wgmma", 128, 128, 4),
 ]
+
+# c6's entries of a configuration compiled for one (WgmmaWsConfig.only: CG_WS_ONLY, entry):
+# cute_3xtf32's GEMMs
+_WS_ONLY = {"": (0, None), "tf32": (1, "cute_wgmma_ws_tf32_f32_ak_bk"),
+            "fp16": (2, "cute_wgmma_ws_fp16_f32_ak_bk")}
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,8 @@ class WgmmaWsConfig:
                                      # the units are fewer than the clusters
     split_parts: int = 0             # 2: A and B are cute_3xtf32's split, [small | big] per
                                      # chunk, read as its three products (sm90_split_parts.cuh)
+    only: str = ""                   # "tf32" or "fp16": its k-major entry of that precision
+                                     # (float out) alone, as cute_3xtf32's GEMMs run them
 
     def __post_init__(self):
         if self.blk_m != 64 * self.consumers:
@@ -123,6 +127,8 @@ class WgmmaWsConfig:
             raise ValueError("split_parts: 0, or 2 with promote = 3 (a window: a chunk's three products)")
         if self.producer_regs + self.consumers * self.consumer_regs > 512:
             raise ValueError("setmaxnreg: more registers than one CTA has (65536 / 128 per warpgroup)")
+        if self.only not in _WS_ONLY:
+            raise ValueError(f"only: one of {tuple(_WS_ONLY)}")
 
     @property
     def threads(self) -> int:
@@ -132,6 +138,13 @@ class WgmmaWsConfig:
     def blk_k(self) -> int:
         """k per stage of the 16-bit entries (k_bytes / 2; the tf32 ones: k_bytes / 4)."""
         return self.k_bytes // 2
+
+    @property
+    def tile(self) -> tuple[int, int, int]:
+        return self.blk_m, self.blk_n, self.blk_k
+
+    def smem(self, m: int, n: int, k: int) -> int:
+        return self.dyn_smem
 
     @property
     def window_bytes(self) -> int:
@@ -147,27 +160,24 @@ class WgmmaWsConfig:
     def cpp(self, name: str = "") -> str:
         """The C++ `struct Config`, after the constants the headers read
         (records.device_constants: sm90_tail_split.cuh's workspace counters), with the derived
-        dyn_smem: the kernel static_asserts that its stages and ring fit in it."""
-        fields = [f.name for f in dataclasses.fields(self)] + ["dyn_smem"]
+        dyn_smem: the kernel static_asserts that its stages and ring fit in it. Which entry
+        points the source defines is a directive's choice, so `only` and whether there are
+        NAME_cut twins (tail_split) go in as the macros CG_WS_ONLY and CG_WS_TAIL_SPLIT."""
+        fields = [f.name for f in dataclasses.fields(self) if f.name != "only"] + ["dyn_smem"]
         body = "".join(f"  static constexpr int {f} = {getattr(self, f)};\n" for f in fields)
         return (device_constants(STREAM_K_COUNTERS=STREAM_K_COUNTERS)
-                + f"struct Config {{   // {name or 'a configuration'}: cute_gemm/registry/ladder_hopper.py, WgmmaWsConfig\n"
-                f"{body}}};\n#line 1 \"cute/c6_wgmma_ws.cu\"\n")
+                + f"#define CG_WS_ONLY {_WS_ONLY[self.only][0]}\n"
+                f"#define CG_WS_TAIL_SPLIT {int(self.tail_split > 0)}\n"
+                f"struct Config {{   // {name or 'a configuration'}: cute_gemm/registry/ladder_hopper.py, WgmmaWsConfig\n"
+                f"{body}}};\n")
 
 
 # the cut of a plain (unpromoted) walk, in k-tiles: docs/design/cute_wgmma_ws.md#split-k
 _PLAIN_CUT = CutModel(min_windows=16, overhead=2, fixup=3, rounds=1)
 
-# c6's entries of a configuration compiled for one (CG_WS_ONLY): cute_3xtf32's GEMMs
-_WS_ONLY = {None: (0, None), "tf32": (1, "cute_wgmma_ws_tf32_f32_ak_bk"),
-            "fp16": (2, "cute_wgmma_ws_fp16_f32_ak_bk")}
-
-
-def _wgmma_ws(name: str, cfg: WgmmaWsConfig, only: str | None = None) -> Kernel:
-    """only: "tf32" or "fp16", the configuration's k-major entry of that precision (float
-    out) alone, as cute_3xtf32's GEMMs run them on its split operands."""
+def _wgmma_ws(name: str, cfg: WgmmaWsConfig) -> Kernel:
     bm, bn = cfg.blk_m, cfg.blk_n
-    define, entry = _WS_ONLY[only]
+    entry = _WS_ONLY[cfg.only][1]
     # tf32: k-major SS entry, and RS entries for an m-major A / n-major B
     tf32 = (("k", "k"), ("k", "n"), ("m", "k"))
     variants = _tc_variants("cute_wgmma_ws", bm, bn, cfg.cluster_m, cfg.k_bytes, tf32,
@@ -177,14 +187,13 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig, only: str | None = None) -> Kernel:
         family="cute",
         source="cute/c6_wgmma_ws.cu",
         variants=tuple(v for v in variants if entry is None or v.entry == entry),
-        defines=(("CG_WS_ONLY", define), ("CG_WS_TAIL_SPLIT", int(cfg.tail_split > 0))),
         block=(cfg.threads, 1, 1),
         grid=PersistentGrid(bm, bn, cluster=cfg.cluster_m, tail_split=cfg.tail_split,
                             window_bytes=cfg.window_bytes,
                             partials=2 if cfg.promote else 1,
                             cut=CutModel() if cfg.promote else _PLAIN_CUT),
         config=cfg,
-        tile=(bm, bn, cfg.blk_k),
+        tile=cfg.tile,
         dyn_smem=FixedSmem(cfg.dyn_smem),
         min_arch=90,
         arch_specific=True,
@@ -196,7 +205,7 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig, only: str | None = None) -> Kernel:
                    "k-tiles, half of it under the next k-tile's wgmmas (an operand's ±Inf comes out NaN "
                    "there: cute_3xtf32 computes those calls in float64)" if cfg.promote else "")
                 + (", the last wave's tiles cut along K (a deterministic fixup)" if cfg.tail_split else "")
-                + ("" if only else ", tf32 m-major A (or n-major B, on C^T = B^T A^T) from "
+                + ("" if cfg.only else ", tf32 m-major A (or n-major B, on C^T = B^T A^T) from "
                    "registers (RS wgmma)")
                 + ", alpha/beta epilogue",
         seed="CUTLASS sm90 TMA warp-specialized cooperative kernel",
@@ -224,8 +233,8 @@ HOPPER += [
     # big·big k-tile (128x128, 2 consumers: as accurate, slower at 8192^3; a warpgroup
     # stagger: slower): docs/design/cute_3xtf32.md#the-accumulation; the last wave cut along
     # K (4096^3: 5.33 waves): #the-last-wave
-    _wgmma_ws("cute_wgmma_ws_promote", WgmmaWsConfig(blk_n=192, promote=3, tail_split=8),
-              only="tf32"),
+    _wgmma_ws("cute_wgmma_ws_promote", WgmmaWsConfig(blk_n=192, promote=3, tail_split=8,
+                                                     only="tf32")),
 ]
 
 
@@ -267,7 +276,7 @@ def _three_tf32(name: str, gemm: Kernel) -> Kernel:
 # parts a chunk as its three products (sm90_split_parts.cuh) into a scratch C that c7's finish
 # pass unscales. Not registered: it is no GEMM of A and B.
 _3XTF32_GEMM = _wgmma_ws("cute_3xtf32_gemm", WgmmaWsConfig(blk_n=192, promote=3, tail_split=8,
-                                                          split_parts=2), only="fp16")
+                                                          split_parts=2, only="fp16"))
 
 HOPPER += [
     # why a pre-pass and not a split inside the GEMM: docs/design/cute_3xtf32.md

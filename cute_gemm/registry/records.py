@@ -12,7 +12,7 @@ Operand conventions (see include/cute_gemm/common.cuh for the kernel signature):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, get_args
+from typing import Callable, Literal, Protocol, get_args, runtime_checkable
 
 from ..base import precisions
 from ..base.errors import InputError, ShapeLimitError
@@ -36,6 +36,40 @@ def device_constants(**values: int) -> str:
     (`#define CUTE_GEMM_<NAME> <value>`): written by a typed configuration's cpp() in front
     of the kernel source, so each value has one home, here in Python."""
     return "".join(f"#define CUTE_GEMM_{name} {int(v)}\n" for name, v in values.items())
+
+
+@runtime_checkable
+class KernelConfig(Protocol):
+    """What every registered kernel is configured by (Kernel.config): a frozen dataclass
+    of its family (ladder_handwritten.LadderConfig, ladder_cute.TileConfig and
+    PipelinedConfig, ladder_hopper.WgmmaWsConfig) whose values reach the compiler only
+    through cpp(): no -D options, no defaults in the kernel sources (a source compiled
+    without its prelude fails on an undefined name). The Kernel built from it takes its
+    block, tile and dynamic smem from the same object (tests/test_registry.py checks)."""
+
+    @property
+    def tile(self) -> tuple[int, int, int] | None:
+        """(BM, BN, BK) of a tiled kernel, else None."""
+
+    @property
+    def threads(self) -> int:
+        """Threads per block."""
+
+    def smem(self, m: int, n: int, k: int) -> int:
+        """Dynamic smem bytes of the data-parallel entries at M x N x K."""
+
+    def cpp(self, name: str) -> str:
+        """The C++ prelude compiled in front of the source of kernel `name`: its constants
+        (constexprs or a `struct Config`; macros only where a directive reads them).
+        compile.read_source adds the entry selection and the #line after it."""
+
+
+def constexprs(owner: str, **values: int | None) -> str:
+    """A prelude of namespace-scope `constexpr int NAME = value;`, one per value that is not
+    None, after a comment naming where they come from (`owner`)."""
+    body = "".join(f"constexpr int {n} = {int(v)};\n" for n, v in values.items() if v is not None)
+    return f"// {owner}\n{body}"
+
 
 # Operand layouts, as users name them: op(A) op(B), "n" the array as it is (row-major),
 # "t" the transposed view of a row-major array (BLAS's transa/transb). Kernels name the
@@ -399,10 +433,9 @@ class Kernel:
     grid: Callable[..., tuple[int, int, int]]   # (M, N, K, SM count) -> grid
     summary: str
     seed: str                            # seed stage it reproduces
-    defines: tuple[tuple[str, int], ...] = ()   # -D NAME=VALUE: the one source of tile sizes
-    # or, for a kernel composed from templates, its typed configuration (e.g.
-    # ladder_cute.PipelinedConfig): config.cpp(name) is compiled in front of the source
-    config: Any = None
+    # its typed configuration (KernelConfig): config.cpp(name) is compiled in front of the
+    # source, the one way values reach it; None only for the runtime's own helper kernels
+    config: KernelConfig | None = None
     options: tuple[str, ...] = ()        # extra NVRTC options (e.g. --ptxas-options=...)
     tile: tuple[int, int, int] | None = None    # (BM, BN, BK) for docs and tests
     dyn_smem: Callable[[int, int, int], int] | None = None
@@ -435,10 +468,8 @@ class Kernel:
     @property
     def min_blocks(self) -> int:
         """CTAs per SM that every entry point must keep resident (its __launch_bounds__
-        minimum: the config's min_blocks, or the MIN_BLOCKS define; 1 when neither says)."""
-        if self.config is not None and hasattr(self.config, "min_blocks"):
-            return self.config.min_blocks
-        return dict(self.defines).get("MIN_BLOCKS", 1)
+        minimum: the config's min_blocks; 1 where it names none)."""
+        return getattr(self.config, "min_blocks", None) or 1
 
     @property
     def precisions(self) -> tuple[str, ...]:

@@ -2,10 +2,11 @@
 //
 // A compile's cost is per instantiated entry point (template instantiation and NVVM; header
 // parsing is a small part), so the runtime asks NVRTC for the entries one launch needs, not
-// for all of a source's. Without -DCG_ENTRIES every entry point is compiled (the whole
-// kernel). With -DCG_ENTRIES and -DCG_WANT_<entry>=1 per wanted entry (compile.options
-// writes them), only those: an unselected definition is dropped by the preprocessor, so its
-// body is never parsed and the templates it calls are never instantiated.
+// for all of a source's. Without CG_ENTRIES every entry point is compiled (the whole
+// kernel). With CG_ENTRIES and CG_WANT_<entry> defined as 1 per wanted entry (in the
+// prelude compile.read_source writes in front of the source), only those: an unselected
+// definition is dropped by the preprocessor, so its body is never parsed and the templates
+// it calls are never instantiated.
 //
 // Every entry point in kernels/ is defined in one of two spellings of the same test:
 //   CG_ENTRY(NAME, ATTRS, (PARAMS), { body })  ->  extern "C" __global__ void ATTRS NAME(PARAMS) { body }

@@ -28,15 +28,7 @@
 
 using namespace cute;
 
-#ifndef BLK_M
-#define BLK_M 16
-#endif
-#ifndef BLK_N
-#define BLK_N 16
-#endif
-#ifndef BLK_K
-#define BLK_K 8
-#endif
+// BLK_M, BLK_N, BLK_K: emitted by the registry's config (ladder_cute.py, TileConfig)
 
 // The layouts, by name: the layout dumps show what these return (cute_gemm/layouts/recipes.py),
 // and tests/test_layouts.py prints them from this file with CuTe to check that. Function

@@ -5,7 +5,7 @@
 // (BLK_M,BLK_K,k) / (BLK_N,BLK_K,k) strips of A and B (local_tile), threads split
 // every tile by a thread layout (local_partition), and each k-tile of A and B is
 // copied to shared memory once and read from there BLK_N / BLK_M times.
-// Geometry: BLK_M x BLK_N x BLK_K from the registry (-D), 256 threads; copy thread
+// Geometry: BLK_M x BLK_N x BLK_K from the registry's config, 256 threads; copy thread
 //           layouts (32,8) laid along the operand's contiguous mode so a warp reads
 //           32 consecutive floats; compute thread layout (16,16), each thread owns
 //           (BLK_M/16) x (BLK_N/16) outputs strided by 16.
@@ -26,15 +26,7 @@
 
 using namespace cute;
 
-#ifndef BLK_M
-#define BLK_M 128
-#endif
-#ifndef BLK_N
-#define BLK_N 128
-#endif
-#ifndef BLK_K
-#define BLK_K 8
-#endif
+// BLK_M, BLK_N, BLK_K: emitted by the registry's config (ladder_cute.py, TileConfig)
 
 // The layouts, by name: the layout dumps show what these return (cute_gemm/layouts/recipes.py),
 // and tests/test_layouts.py prints them from this file with CuTe to check that. Function

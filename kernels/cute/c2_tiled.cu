@@ -14,7 +14,7 @@
 //    distinct banks (m + 4k mod 32), while columns stay 16-byte aligned for STS.128.
 //  * The next k-tile is loaded into registers while the current one is computed from
 //    shared memory (one smem buffer, two barriers per k-tile).
-// Geometry: BLK_M x BLK_N x BLK_K = 128 x 128 x 8 (registry -D), 256 threads, 8x8
+// Geometry: BLK_M x BLK_N x BLK_K = 128 x 128 x 8 (the registry's config), 256 threads, 8x8
 //           accumulators per thread.
 // Residues: identity tensors through the same TiledCopy/TiledMMA partitions; a vector is
 //           loaded iff its first element is inside (M,K) / (N,K) — exact because vector
@@ -42,15 +42,7 @@
 
 using namespace cute;
 
-#ifndef BLK_M
-#define BLK_M 128
-#endif
-#ifndef BLK_N
-#define BLK_N 128
-#endif
-#ifndef BLK_K
-#define BLK_K 8
-#endif
+// BLK_M, BLK_N, BLK_K: emitted by the registry's config (ladder_cute.py, TileConfig)
 #define SMEM_PAD 4
 #define NUM_THREADS 256
 

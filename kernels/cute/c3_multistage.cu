@@ -13,7 +13,7 @@
 //  * Every copy is predicated, and a copy predicated off (ZFILL) writes zeros to shared
 //    memory without reading global memory: the residue tiles of M, N and K need no other
 //    code, and a partial last k-tile adds exact zeros.
-// Geometry: BLK_M x BLK_N x BLK_K = 128 x 128 x 8, STAGES = 4 (registry -D), 256 threads, and
+// Geometry: BLK_M x BLK_N x BLK_K = 128 x 128 x 8, STAGES = 4 (the registry's config), 256 threads, and
 //           c2's TiledMMA: 16x16 threads, 8x8 accumulators per thread, fragments read from
 //           shared memory by the FMAs.
 // Strides:  cp.async cannot transpose and the smem tiles stay m-/n-major (what the TiledMMA
@@ -38,18 +38,7 @@
 
 using namespace cute;
 
-#ifndef BLK_M
-#define BLK_M 128
-#endif
-#ifndef BLK_N
-#define BLK_N 128
-#endif
-#ifndef BLK_K
-#define BLK_K 8
-#endif
-#ifndef STAGES
-#define STAGES 4
-#endif
+// BLK_M, BLK_N, BLK_K, STAGES: emitted by the registry's config (ladder_cute.py, TileConfig)
 #define SMEM_PAD 4
 #define NUM_THREADS 256
 

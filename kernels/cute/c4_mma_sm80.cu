@@ -26,7 +26,7 @@
 //    bits): a bias of up to 1 ulp of tf32 per operand; rounded, the error is u = 2^-11.
 //  * Epilogue alpha*acc + beta*C converted to TC with round-to-nearest(-even) (cvt.rn), C read
 //    only when beta != 0: a row-major C in column pairs, any other strides scalar; predicated.
-// Geometry: BLK_M x BLK_N = 128 x 128 (registry -D), BLK_K = 128 bytes of k (64 16-bit, 32
+// Geometry: BLK_M x BLK_N = 128 x 128 (the registry's config), BLK_K = 128 bytes of k (64 16-bit, 32
 //           tf32 elements), STAGES = 3 (96 KB dynamic smem: 2 CTAs per SM), 128 threads =
 //           WARPS_M x WARPS_N = 2x2 warps, each warp 64x64 of C: 4 (m) x 8 (n) MMA atoms, 128
 //           float accumulators per thread (224-254 registers, no spills, sm_80 and sm_90).
@@ -58,8 +58,8 @@
 using namespace cute;
 
 // BLK_M, BLK_N, BLK_K (16-bit elements: 128 bytes; tf32 tiles take the same bytes, BLK_K / 2),
-// STAGES, WARPS_M, WARPS_N (each warp computes BLK_M/WARPS_M x BLK_N/WARPS_N): -D from the
-// registry (cute_gemm/registry/ladder_cute.py), the one source of these numbers.
+// STAGES, WARPS_M, WARPS_N (each warp computes BLK_M/WARPS_M x BLK_N/WARPS_N): emitted by the
+// registry's config (cute_gemm/registry/ladder_cute.py, TileConfig), the one source of these numbers.
 #define NUM_THREADS (32 * WARPS_M * WARPS_N)
 
 // What each operand type computes with: the MMA atom and the register type it reads.

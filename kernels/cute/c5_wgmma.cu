@@ -19,7 +19,7 @@
 //    next stage (c6_wgmma_ws) gives the loads their own warp, keeps one batch in flight and
 //    uses two consumer warpgroups.
 // Geometry: BLK_M x BLK_N x BLK_K = 128 x 128 x (128 bytes of k: 64 bf16/fp16, 32 tf32),
-//           STAGES = 4 (registry -D); 128 threads; the one-atom TiledMMA (64 x BLK_N x k16
+//           STAGES = 4 (the registry's config, ladder_hopper.py); 128 threads; the one-atom TiledMMA (64 x BLK_N x k16
 //           or k8) covers BLK_M in BLK_M / 64 steps, so a thread holds 2 x 64 accumulators.
 // Residues: TMA zero-fills loads; the epilogue predicates stores on M and N.
 // Strides:  A, B: the variant's majors, pointers and leading strides 16-byte aligned (TMA);
@@ -44,13 +44,15 @@
 
 using namespace cute;
 
+// BLK_M, BLK_N, BLK_K (64: 128 bytes of 16-bit k), STAGES: emitted by the registry's config
+// (ladder_hopper.py, _wgmma and TileConfig)
 constexpr int kThreads = 128;   // one warpgroup
 
 template <class TAB, class TC, GMMA::Major MajA, GMMA::Major MajB>
 __device__ void gemm_wgmma(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tma_a,
                            const TmaDescriptor* tma_b) {
   using T = cg::sm90::mma_t<TAB>;
-  constexpr int kBlkK = 128 / int(sizeof(T));
+  constexpr int kBlkK = BLK_K * 2 / int(sizeof(T));   // 128 bytes of k
   using OpA = cg::sm90::OperandTile<TAB, MajA, BLK_M, kBlkK, STAGES>;
   using OpB = cg::sm90::OperandTile<TAB, MajB, BLK_N, kBlkK, STAGES>;
   TiledMMA mma = make_tiled_mma(

@@ -150,7 +150,6 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
   static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "cluster of 1, 2 or 4 along m");
   static_assert(Config::producer_regs + Config::consumers * Config::consumer_regs
                 <= 65536 / 128, "setmaxnreg: the register file of one CTA");
-  static_assert(bool(Config::tail_split) == bool(CG_WS_TAIL_SPLIT), "the NAME_cut twins");
   static_assert(Config::split_parts == 0 || Config::promote == 3, "a window: one chunk's three k-tiles");
   CUTE_STATIC_ASSERT_V(size(mma) == Int<128 * Config::consumers>{});  // the consumer threads
   CUTE_STATIC_ASSERT_V(Int<kBlkK>{} % size<2>(typename decltype(mma)::AtomShape_MNK{}) == _0{});  // BLK_K / MMA_K
@@ -241,7 +240,8 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
 }
 
 // Entry points: cute_wgmma_ws_<precision>_<out>_a<major>_b<major> (as cute_wgmma's), whose
-// walks are never cut; with CG_WS_TAIL_SPLIT (the registry's Config::tail_split > 0) each
+// walks are never cut; with CG_WS_TAIL_SPLIT (1 where Config::tail_split > 0: both written by
+// WgmmaWsConfig.cpp, a macro because it picks definitions) each
 // also has a twin NAME_cut that takes the tail's workspace and cut after the maps
 // (streamk.tail_split_plan). Twins, not one entry: with the cut's code compiled in, walks it
 // does not cut ran 3-10 % slower (docs/design/cute_wgmma_ws.md#tail-code).
@@ -282,8 +282,9 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
   CG_WGMMA_WS_ENTRY(cute_wgmma_ws_##PREC##_##OUT##_am_bk, TAB, TC, MN, K)                   \
   CG_WGMMA_WS_ENTRY(cute_wgmma_ws_##PREC##_##OUT##_am_bn, TAB, TC, MN, MN)
 
-// CG_WS_ONLY: a configuration compiled for one k-major entry alone, 1 the tf32 one, 2 the fp16
-// one with float out (cute_3xtf32's GEMMs over its split operands); 0 every entry
+// CG_WS_ONLY (WgmmaWsConfig.only, written by its cpp()): a configuration compiled for one
+// k-major entry alone, 1 the tf32 one, 2 the fp16 one with float out (cute_3xtf32's GEMMs
+// over its split operands); 0 every entry
 #if CG_WS_ONLY == 2
 CG_WGMMA_WS_ENTRY(cute_wgmma_ws_fp16_f32_ak_bk, cute::half_t, float, K, K)
 #elif CG_WS_ONLY == 0

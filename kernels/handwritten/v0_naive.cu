@@ -8,12 +8,7 @@
 //           element M times (L1/L2 soften this, nothing else does).
 #include <cute_gemm/common.cuh>
 
-#ifndef BLOCK_X
-#define BLOCK_X 16
-#endif
-#ifndef BLOCK_Y
-#define BLOCK_Y 16
-#endif
+// BLOCK_X, BLOCK_Y: emitted by the registry's config (ladder_handwritten.py, LadderConfig)
 #if CG_ENTRY_ON(naive)   // include/cute_gemm/entries.cuh
 extern "C" __global__ void __launch_bounds__(BLOCK_X * BLOCK_Y)
 naive(CG_GEMM_PARAMS) {

@@ -12,9 +12,7 @@
 //           output that needs it; no reuse is arranged by the kernel.
 #include <cute_gemm/common.cuh>
 
-#ifndef THREADS
-#define THREADS 256
-#endif
+// THREADS: emitted by the registry's config (ladder_handwritten.py, LadderConfig)
 #if CG_ENTRY_ON(flat1d)   // include/cute_gemm/entries.cuh
 extern "C" __global__ void __launch_bounds__(THREADS)
 flat1d(CG_GEMM_PARAMS) {

@@ -11,9 +11,7 @@
 //           and the 1-row blocks leave the A value in L1 only by luck.
 #include <cute_gemm/common.cuh>
 
-#ifndef THREADS
-#define THREADS 256
-#endif
+// THREADS: emitted by the registry's config (ladder_handwritten.py, LadderConfig)
 #if CG_ENTRY_ON(row_block)   // include/cute_gemm/entries.cuh
 extern "C" __global__ void __launch_bounds__(THREADS)
 row_block(CG_GEMM_PARAMS) {

@@ -11,9 +11,7 @@
 // Bottleneck: B traffic: each block still streams all of B (K x N) through L2.
 #include <cute_gemm/common.cuh>
 
-#ifndef THREADS
-#define THREADS 256
-#endif
+// THREADS: emitted by the registry's config (ladder_handwritten.py, LadderConfig)
 #if CG_ENTRY_ON(row_smem)   // include/cute_gemm/entries.cuh
 extern "C" __global__ void __launch_bounds__(THREADS)
 row_smem(CG_GEMM_PARAMS) {

@@ -13,12 +13,7 @@
 //           and occupancy collapses as K grows (one or two blocks per SM at large K).
 #include <cute_gemm/common.cuh>
 
-#ifndef BM
-#define BM 16
-#endif
-#ifndef BN
-#define BN 16
-#endif
+// BM, BN: emitted by the registry's config (ladder_handwritten.py, LadderConfig)
 #if CG_ENTRY_ON(v1_strip)   // include/cute_gemm/entries.cuh
 extern "C" __global__ void __launch_bounds__(BM * BN)
 v1_strip(CG_GEMM_PARAMS) {

@@ -12,15 +12,7 @@
 //           plus a barrier pair every TILE FMAs.
 #include <cute_gemm/common.cuh>
 
-#ifndef BM
-#define BM 16
-#endif
-#ifndef BN
-#define BN BM
-#endif
-#ifndef BK
-#define BK BM
-#endif
+// BM, BN, BK: emitted by the registry's config (ladder_handwritten.py, LadderConfig)
 // Square tiles: each thread stages exactly one element of A and one of B per k-tile.
 static_assert(BM == BN && BN == BK, "v2 needs BM == BN == BK");
 #define TILE BM

@@ -13,18 +13,10 @@
 //           per thread per k-tile); the barrier pair per k-tile.
 #include <cute_gemm/common.cuh>
 
-#ifndef BM
-#define BM 32
-#endif
-#ifndef BN
-#define BN 32
-#endif
-#ifndef BK
-#define BK 32
-#endif
+// BM, BN, BK, THREADS: emitted by the registry's config (ladder_handwritten.py, LadderConfig)
 #define TX 16
 #define TY 16
-#define THREADS (TX * TY)
+static_assert(THREADS == TX * TY, "the registry's block: TX x TY threads");
 #define APAD 4   // keeps rows 16-byte aligned for float4 stores
 static_assert(BM == 2 * TY && BN == 2 * TX, "2x2 outputs per thread");
 static_assert((BM * BK) % THREADS == 0 && (BK * BN) % THREADS == 0, "whole loads per thread");

@@ -14,18 +14,10 @@
 // Bottleneck: shared-memory loads (one per FMA, as in v3) — the global side is now lean.
 #include <cute_gemm/tiles.cuh>
 
-#ifndef BM
-#define BM 32
-#endif
-#ifndef BN
-#define BN 32
-#endif
-#ifndef BK
-#define BK 32
-#endif
+// BM, BN, BK, THREADS: emitted by the registry's config (ladder_handwritten.py, LadderConfig)
 #define TX 16
 #define TY 16
-#define THREADS (TX * TY)
+static_assert(THREADS == TX * TY, "the registry's block: TX x TY threads");
 #define APAD 4   // keeps rows 16-byte aligned for float4 stores
 static_assert(BM == 2 * TY && BN == 2 * TX, "2x2 outputs per thread");
 static_assert(BM * BK == 4 * THREADS && BK * BN == 4 * THREADS, "one float4 of A and B per thread");

@@ -14,18 +14,10 @@
 //           floats apart on one bank (2-way). v6/v7 vectorise and transpose.
 #include <cute_gemm/common.cuh>
 
-#ifndef BM
-#define BM 128
-#endif
-#ifndef BN
-#define BN 128
-#endif
-#ifndef BK
-#define BK 8
-#endif
+// BM, BN, BK, THREADS: emitted by the registry's config (ladder_handwritten.py, LadderConfig)
 #define TM 8
 #define TN 8
-#define THREADS ((BM / TM) * (BN / TN))
+static_assert(THREADS == (BM / TM) * (BN / TN), "the registry's block: TM x TN outputs a thread");
 static_assert(THREADS == 256, "16 x 16 threads");
 static_assert((BM * BK) % THREADS == 0 && (BK * BN) % THREADS == 0, "whole loads per thread");
 #if CG_ENTRY_ON(v5_outer)   // include/cute_gemm/entries.cuh

@@ -16,18 +16,10 @@
 //           loads with math.
 #include <cute_gemm/tiles.cuh>
 
-#ifndef BM
-#define BM 128
-#endif
-#ifndef BN
-#define BN 128
-#endif
-#ifndef BK
-#define BK 8
-#endif
+// BM, BN, BK, THREADS: emitted by the registry's config (ladder_handwritten.py, LadderConfig)
 #define TM 8
 #define TN 8
-#define THREADS ((BM / TM) * (BN / TN))
+static_assert(THREADS == (BM / TM) * (BN / TN), "the registry's block: TM x TN outputs a thread");
 static_assert(THREADS == 256 && BM * BK == 4 * THREADS && BK * BN == 4 * THREADS,
               "one float4 of A and one of B per thread per k-tile");
 static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "float4 fragments");

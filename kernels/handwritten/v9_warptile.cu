@@ -13,7 +13,7 @@
 //    two k-quads on opposite half-banks. B goes to shared memory as STS.128, unpadded.
 //  * Grouped block order (cg::grouped_tile<GROUP_M>) so resident blocks share A/B strips in L2.
 //  * Epilogue: float4 read-modify-write of C (C read only when beta != 0).
-// Geometry: BM x BN x BK from the registry (-D), (BM/WM) x (BN/WN) warps, TM x TN outputs
+// Geometry: BM x BN x BK from the registry's config, (BM/WM) x (BN/WN) warps, TM x TN outputs
 //           per thread; two shared stages, one barrier per k-tile; FRAG_DB=1 also
 //           double-buffers the fragments in registers (else ptxas schedules the LDS).
 //           MIN_BLOCKS caps registers (2 -> 128 for 256 threads: 16 warps per SM).
@@ -29,12 +29,12 @@
 
 // BM BN BK (block tile), WM WN (warp tile), TM TN (thread tile), GROUP_M (L2 block order),
 // MIN_BLOCKS (blocks per SM the register budget must allow) and FRAG_DB (1: explicit register
-// double buffering of the fragments) come from the registry as -D defines
-// (ladder_handwritten._warptile), the one place they are stated.
+// double buffering of the fragments), and THREADS: emitted by the registry's config
+// (ladder_handwritten.py, _v9 and LadderConfig), the one place they are stated.
 #define APAD 4
 
 constexpr int LM = WM / TM, LN = WN / TN;              // lane grid of a warp
-constexpr int WARPS = (BM / WM) * (BN / WN), THREADS = WARPS * 32;
+constexpr int WARPS = (BM / WM) * (BN / WN);
 constexpr int A_F4 = BM * BK / 4, B_F4 = BK * BN / 4;   // float4 slots per k-tile
 constexpr int NA = (A_F4 + THREADS - 1) / THREADS, NB = (B_F4 + THREADS - 1) / THREADS;
 constexpr int RB = BM / 16, NQ = BN / 4;                // 16-row bands of A, float4s per B row
@@ -49,7 +49,7 @@ constexpr int b_dn(int p) { return 4 * ((p * THREADS) % NQ); }
 static_assert(BM % WM == 0 && BN % WN == 0, "warps tile the block");            // BM / WM, BN / WN
 static_assert(WM % TM == 0 && WN % TN == 0 && LM * LN == 32, "lanes tile the warp");
 static_assert(TM % 4 == 0 && TN % 4 == 0, "4 x 4 micro-blocks: float4 fragments");
-static_assert(THREADS <= 1024, "one block");
+static_assert(THREADS == WARPS * 32 && THREADS <= 1024, "the registry's block: a warp per warp tile");
 static_assert(BK % 8 == 0 && BM % 16 == 0, "A slot map: 16 rows x 2 k-quads per warp");
 static_assert(pow2(WARPS) && pow2(RB) && pow2(NQ), "slot offsets are compile-time");
 static_assert(BN % 4 == 0 && (4 * (BM + APAD)) % 32 == 16, "k-quads 2q, 2q+1 on opposite half-banks");
