@@ -135,12 +135,22 @@ extern "C" __global__ void probe(int* p) { *p = get<1>(T4{}); }
     comp.compile_source(k, "sm_90", src, comp.options(k, "sm_90"))
 
 
-def test_options_carry_registry_defines():
+def test_the_config_reaches_nvrtc_in_the_prelude_only():
     k = registry.get("cute_smem")
     opts = comp.options(k, "sm_80")
-    for name, value in k.defines:
-        assert f"-D{name}={value}" in opts
     assert "-default-device" in opts and "-arch=sm_80" in opts
+    assert not any(o.startswith("-D") for o in opts)
+    assert comp.read_source(k).startswith(
+        "// cute_smem: cute_gemm/registry/ladder_cute.py, TileConfig\nconstexpr int BLK_M = 128;\n")
+
+
+def test_a_source_without_its_config_does_not_compile(tmp_cache):
+    """No source falls back on default values: without the prelude, NVRTC stops at the
+    first name the configuration would have defined."""
+    k = registry.get("v2_tiled16")
+    bare = comp.read_source(k)[len(k.config.cpp(k.name)):]
+    with pytest.raises(cute_gemm.CompileError, match="BM"):
+        comp.compile_source(k, "sm_80", bare, comp.options(k, "sm_80"))
 
 
 def test_parse_resources():

@@ -85,13 +85,14 @@ def test_every_source_compiles_one_entry_point_alone(k, tmp_cache):
 
 @pytest.fixture
 def fake_nvrtc(monkeypatch):
-    """NVRTC replaced: records the -DCG_WANT_ options of each compile, and writes a ptxas-like
-    log for the entry points it was asked for (all of the kernel's without a selection)."""
+    """NVRTC replaced: records the entry selection of each compile (the CG_WANT_ macros of its
+    prelude), and writes a ptxas-like log for the entry points it was asked for (all of the
+    kernel's without a selection)."""
     runs: list[tuple[str, tuple[str, ...]]] = []
     lock = threading.Lock()
 
     def run_nvrtc(kernel, source, opts, want_ptx):
-        wanted = tuple(o[len("-DCG_WANT_"):-2] for o in opts if o.startswith("-DCG_WANT_"))
+        wanted = tuple(re.findall(r"^#define CG_WANT_(\w+) 1$", source.split("#line 1")[0], re.M))
         time.sleep(0.05)                    # long enough for racing threads to meet
         with lock:
             runs.append((kernel.name, wanted))
@@ -107,13 +108,14 @@ def fake_nvrtc(monkeypatch):
     return runs
 
 
-def test_options_select_entry_points_in_the_kernels_order():
-    whole = comp.options(PIPE, "sm_90")
-    sel = comp.options(PIPE, "sm_90", entries=comp.select_entries(
+def test_the_prelude_selects_entry_points_in_the_kernels_order():
+    whole = comp.read_source(PIPE)
+    sel = comp.read_source(PIPE, comp.select_entries(
         PIPE, ["cute_pipelined_ak_bn_sk", "cute_pipelined_ak_bn"]))
-    assert sel[:len(whole)] == whole
-    assert sel[len(whole):] == ["-DCG_ENTRIES", "-DCG_WANT_cute_pipelined_ak_bn=1",
-                                "-DCG_WANT_cute_pipelined_ak_bn_sk=1"]
+    cfg = PIPE.config.cpp(PIPE.name)
+    assert whole.startswith(cfg) and sel.startswith(cfg) and "CG_ENTRIES" not in whole
+    assert sel[len(cfg):] == ("#define CG_ENTRIES\n#define CG_WANT_cute_pipelined_ak_bn 1\n"
+                              "#define CG_WANT_cute_pipelined_ak_bn_sk 1\n" + whole[len(cfg):])
     assert comp.select_entries(PIPE, None) is None
     assert comp.select_entries(PIPE, PIPE.entries) is None          # all of them: the whole kernel
 

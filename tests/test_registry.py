@@ -49,14 +49,14 @@ def test_kernel_record_is_sane(k):
     if "fp32" in k.precisions:
         assert any(v.takes("a", "k", 1) and v.takes("b", "n", 1) and v.takes("c", "n", 1)
                    for v in k.variants), "needs a row-major, align-1 variant"
-    if k.tile:
-        # one source of truth: the tile reaches the compiler as -D defines or in the config
-        if k.config is not None:
-            assert (k.config.blk_m, k.config.blk_n, k.config.blk_k) == k.tile
-        else:
-            d = dict(k.defines)
-            names = [n for n in d if n.endswith(("_M", "_N", "_K", "BM", "BN", "BK"))]
-            assert names, "tile sizes must be handed to the compiler as -D defines"
+    # one source of truth: the typed configuration (records.KernelConfig) whose prelude the
+    # kernel is compiled with gives the launch its block, tile and dynamic smem too
+    # (cute_3xtf32's pre-pass has no knobs: its GEMM's configuration is checked instead)
+    g = k.gemm_of.kernel if k.gemm_of is not None else k
+    assert isinstance(g.config, registry.KernelConfig), "every kernel has a typed configuration"
+    assert g.tile == g.config.tile and g.threads == g.config.threads
+    for shape in [(1, 1, 1), (129, 67, 5), (1000, 1300, 700)]:
+        assert g.smem_bytes(*shape) == g.config.smem(*shape)
 
 
 @pytest.mark.parametrize("k", KERNELS, ids=lambda k: k.name)
@@ -171,11 +171,12 @@ def test_device_constants_have_one_home_in_python():
     source or header defines them or restates their values."""
     from cute_gemm.build import compile as cg_compile
     from cute_gemm.plan import streamk
-    from cute_gemm.registry import ladder_cute, records
+    from cute_gemm.registry import ladder_cute, ladder_hopper, records
     assert streamk.STREAM_K_COUNTERS is records.STREAM_K_COUNTERS
     want = {"STREAM_K_COUNTERS": records.STREAM_K_COUNTERS}
     pipe = dict(want, SMEM_PAD=ladder_cute.SMEM_PAD, WARP_M=ladder_cute.WARP_M)
-    configs = [k for k in KERNELS if k.config is not None]
+    configs = [k for k in KERNELS
+               if isinstance(k.config, (ladder_cute.PipelinedConfig, ladder_hopper.WgmmaWsConfig))]
     assert configs
     for k in configs:
         src = cg_compile.read_source(k)
@@ -208,3 +209,39 @@ def test_no_source_is_a_maze_of_conditionals():
     for f in files:
         n = len(re.findall(r"^\s*#\s*if", f.read_text(), re.M))
         assert n <= 5, f"{f.name}: {n} preprocessor conditionals"
+
+
+def test_kernel_sources_take_no_defaults():
+    """A kernel's values come from its configuration's prelude alone (compile.read_source): no
+    source keeps an `#ifndef NAME / #define NAME default` fallback, so a compile without the
+    prelude fails on an undefined name instead of taking other values; and the prelude is
+    the one way in: no -D option."""
+    from cute_gemm.build import compile as cg_compile
+    for path in sorted(paths.kernels_dir().rglob("*.cu")):
+        assert "#ifndef" not in path.read_text(), path.name
+    for k in registry.compiled():
+        assert not any(o.startswith("-D") for o in cg_compile.options(k, k.archs[-1])), k.name
+        if k.config is not None:
+            src = cg_compile.read_source(k)
+            assert src.startswith(k.config.cpp(k.name)), k.name
+            assert f'#line 1 "{k.source}"\n' in src and "CG_ENTRIES" not in src.split("#line 1")[0]
+
+
+def test_prelude_constants_name_the_config():
+    """The plain-constant configurations write every knob that is set as a constexpr of the
+    name the source reads (and nothing that is unset), and a stage's block agrees with them."""
+    from cute_gemm.registry import ladder_cute, ladder_handwritten
+    v9 = registry.get("v9_warptile").config.cpp("v9_warptile")
+    assert "constexpr int THREADS = 256;\n" in v9 and "constexpr int MIN_BLOCKS = 2;\n" in v9
+    assert "BLOCK_X" not in v9 and "#define" not in v9
+    naive = registry.get("naive").config.cpp("naive")
+    assert "constexpr int BLOCK_X = 16;" in naive and "BM" not in naive
+    c3 = registry.get("cute_multistage").config.cpp("cute_multistage")
+    assert re.findall(r"constexpr int (\w+) = (\d+);", c3) == [
+        ("BLK_M", "128"), ("BLK_N", "128"), ("BLK_K", "8"), ("STAGES", "4")]
+    assert registry.get("v1_strip").tile is None and registry.get("v1_strip").config.tile is None
+    assert isinstance(registry.get("v2_tiled16").config, ladder_handwritten.LadderConfig)
+    assert isinstance(registry.get("cute_wgmma").config, ladder_cute.TileConfig)
+    ws = registry.get("cute_wgmma_ws_promote").config.cpp("x")
+    assert "#define CG_WS_ONLY 1\n" in ws and "#define CG_WS_TAIL_SPLIT 1\n" in ws
+    assert "#define CG_WS_ONLY 0\n#define CG_WS_TAIL_SPLIT 1\n" in registry.get("cute_wgmma_ws").config.cpp("x")

@@ -210,7 +210,7 @@ class Builder:
 
     def __init__(self, kernel, problem=PROBLEM, thread: int = THREAD):
         # what the kernel is compiled with: its typed config (blk_m, ...) or its -D defines
-        self.kernel, self.d, self.config = kernel, dict(kernel.defines), kernel.config
+        self.kernel, self.d, self.config = kernel, {f.upper(): v for f, v in vars(kernel.config).items()}, kernel.config
         cfg, d = self.config, self.d
         # BLK_K: the config's or the define, else the registry's tile (c5: 128 bytes of k,
         # the kernel's own kBlkK; the tf32 entries' is half of it, their recipe says so)
