@@ -17,7 +17,7 @@ import warnings
 import pytest
 
 from cute_gemm import registry
-from cute_gemm.build import cache
+from cute_gemm.build import cache, compile as comp
 from cute_gemm.cli import main as cli_main
 
 NAIVE = registry.get("naive")   # compiles in ~0.1 s: cheap to recompile on purpose
@@ -39,7 +39,11 @@ def test_key_changes_with_options_arch_and_source(tmp_cache):
     base = cache.get(NAIVE, "sm_90")
     other_arch = cache.get(NAIVE, "sm_80")
     assert other_arch.key != base.key and other_arch.origin == "compiled"
-    tweaked = dataclasses.replace(NAIVE, defines=(("BLOCK_X", 32), ("BLOCK_Y", 8)))
+    # the key hashes the text NVRTC compiles, the configuration's prelude with it
+    assert base.key == cache.cache_key(NAIVE, "sm_90", comp.read_source(NAIVE),
+                                       comp.options(NAIVE, "sm_90"))
+    tweaked = dataclasses.replace(NAIVE, config=dataclasses.replace(NAIVE.config, block=(32, 8, 1)),
+                                  block=(32, 8, 1))
     t = cache.get(tweaked, "sm_90")
     assert t.key != base.key and t.origin == "compiled"
     extra = cache.get(NAIVE, "sm_90", extra_options=("-DCG_UNUSED=1",))
