@@ -99,15 +99,13 @@ def test_missing_recipe_fails_loudly():
 
 
 def _twice_blk_m(k):
-    """k compiled with BLK_M doubled: in its typed config, or its -D defines."""
+    """k compiled with BLK_M doubled in its typed config."""
     if hasattr(k.config, "consumers"):   # WgmmaWsConfig: 64 rows per consumer warpgroup
         c = k.config
         return dataclasses.replace(k, config=dataclasses.replace(
             c, blk_m=2 * c.blk_m, consumers=2 * c.consumers,
             consumer_regs=(512 - c.producer_regs) // (2 * c.consumers) // 8 * 8))
-    if k.config is not None:
-        return dataclasses.replace(k, config=dataclasses.replace(k.config, blk_m=2 * k.config.blk_m))
-    return dataclasses.replace(k, defines=tuple((n, v * 2 if n == "BLK_M" else v) for n, v in k.defines))
+    return dataclasses.replace(k, config=dataclasses.replace(k.config, blk_m=2 * k.config.blk_m))
 
 
 def test_recipes_read_tile_sizes_from_the_registry(recipes):
