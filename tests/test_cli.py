@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -359,7 +360,7 @@ def fake_compiles(monkeypatch, tmp_cache):
     runs: list[tuple[str, tuple[str, ...]]] = []
 
     def run_nvrtc(kernel, source, opts, want_ptx):
-        wanted = tuple(o[len("-DCG_WANT_"):-2] for o in opts if o.startswith("-DCG_WANT_"))
+        wanted = tuple(re.findall(r"^#define CG_WANT_(\w+) 1$", source.split("#line 1")[0], re.M))
         runs.append((kernel.name, wanted))
         log = "".join(f"ptxas info    : Compiling entry function '{e}' for 'sm_90'\n"
                       "ptxas info    : Used 32 registers\n" for e in wanted or kernel.entries)

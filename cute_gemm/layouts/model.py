@@ -5,7 +5,7 @@ A recipe (recipes.py) describes a kernel's layouts once, in these terms. Two int
 read that one description: this module evaluates it in Python (algebra.py, on pycute) for
 the dumps and pictures, and cppcheck.py turns it into C++ calls on the kernel's own
 definitions (each `Def.cpp` is a name the kernel source or its headers define), compiled
-with the kernel's source as NVRTC sees it (its typed Config, or its -D defines) by nvcc,
+with the kernel's source as NVRTC sees it (after its typed config's prelude) by nvcc,
 whose output must equal the dump (tests/test_layouts.py).
 """
 from __future__ import annotations
@@ -27,7 +27,7 @@ class Def:
     it includes) defines by name: `cpp` is the C++ expression that gives it at namespace
     scope (`smem_layout_a()`, `VecMN<BLK_N>{}`, `cg::PipeGeometry<Config>::TiledMma{}`:
     template arguments spelled with the kernel's -D macros or its `Config` members), `value`
-    the same thing computed here from the registry entry's defines or config.
+    the same thing computed here from the registry entry's config.
     local: the kernel builds it only inside its device function; `cpp` is then that
     expression verbatim, over the function's local names (Recipe.locals), so that nvcc
     still evaluates the kernel's own text (tests/test_layouts.py checks it is there)."""
@@ -209,13 +209,12 @@ class Builder:
     """Makes the items of one kernel's recipe: CTA (0,0) of `problem`, thread `thread`."""
 
     def __init__(self, kernel, problem=PROBLEM, thread: int = THREAD):
-        # what the kernel is compiled with: its typed config (blk_m, ...) or its -D defines
-        self.kernel, self.d, self.config = kernel, {f.upper(): v for f, v in vars(kernel.config).items()}, kernel.config
-        cfg, d = self.config, self.d
-        # BLK_K: the config's or the define, else the registry's tile (c5: 128 bytes of k,
-        # the kernel's own kBlkK; the tf32 entries' is half of it, their recipe says so)
-        self.tiler = ((cfg.blk_m, cfg.blk_n, cfg.blk_k) if cfg is not None else
-                      (d["BLK_M"], d["BLK_N"], d.get("BLK_K", kernel.tile[2])))
+        # what the kernel is compiled with: its typed config (blk_m, ...; d: by the C++ name)
+        self.kernel, self.config = kernel, kernel.config
+        self.d = {f.upper(): v for f, v in vars(kernel.config).items()}
+        # (BLK_M, BLK_N, BLK_K): c5's BLK_K is 128 bytes of 16-bit k; the tf32 entries' is
+        # half of it, their recipe says so
+        self.tiler = self.config.tile
         self.problem, self.thread, self.nthreads = tuple(problem), thread, kernel.threads
         self.sections: list[Section] = []
         self.locals: list[str] = []

@@ -1,8 +1,8 @@
 """The layouts of each CuTe kernel, described once, from the registry entry it is built from.
 
-A recipe takes what the kernel is compiled with, its `defines` (the -D values NVRTC
-compiles it with) or its typed `config` (ladder_cute.PipelinedConfig, compiled as the
-kernel's `struct Config`), and reads which copy and stride each entry point uses from the
+A recipe takes what the kernel is compiled with, its typed `config` (ladder_cute.TileConfig,
+compiled as constexprs BLK_M, ..., or ladder_cute.PipelinedConfig, compiled as the kernel's
+`struct Config`), and reads which copy and stride each entry point uses from the
 kernel's own instantiation lines (`CG_TILED_ENTRY(cute_tiled_ak_bn, CG_DA_k, CG_DB_n, VecK,
 VecMN<BLK_N>)`). Every layout it shows is a `Def`: the name the kernel source or a project
 header it includes gives it (or, where the kernel builds it inside its function only, its

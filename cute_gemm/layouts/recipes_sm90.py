@@ -2,7 +2,7 @@
 kernels (c5_wgmma, c6_wgmma_ws), from the swizzled atoms they share with c4_mma_sm80
 (atoms.swizzle_atom).
 
-Everything comes from the registry entry: the tile and stages from its -D defines (c5) or
+Everything comes from the registry entry: the tile and stages from its TileConfig (c5) or
 its WgmmaWsConfig (c6), the element types and majors from its variants, and each operand's
 swizzle row (128 or 64 bytes) and TMA box from the variants' records.TmaBoxes. The names are
 the headers' own (include/cute_gemm/sm90_operand.cuh's OperandTile<...>::Atom / ::Layout)
