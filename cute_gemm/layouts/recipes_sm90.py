@@ -96,7 +96,7 @@ def _gmma(b: Builder, consumers: int, parts: int, cpp) -> None:
                                      f"their TMA boxes {sorted(boxes)} / swizzle rows {sorted(rows)}")
                 box, row = boxes.pop(), rows.pop()
                 bk = row // nb                          # a k-tile: one swizzle row of k
-                stages = b.config.stages if b.config is not None else b.d["STAGES"]
+                stages = b.config.stages
                 tile = cpp.stage(prec, op, "K" if kmajor else "MN", bk)
                 atom = swizzle_atom(nb, kmajor, row)
                 order = (1, 2, 3) if kmajor else (2, 1, 3)   # sm90_operand.cuh: mn-major slabs k first
