@@ -391,7 +391,7 @@ def test_cli_text(capsys):
 
 # The GMMA kernels' recipes (recipes_sm90.py) have no nvcc program yet: their check program
 # would need GMMA's smem_ptr-flagged atoms made into swizzled smem tensors, and a CTA tiler
-# from their own names (c5 has no BLK_K define, c6's Config no blk_k). Their layouts are
+# from their own names (c6's Config has no blk_k). Their layouts are
 # checked in Python only (self-checks, bank maps, boxes, accumulator coverage above).
 NVCC_CHECKED = tuple(k for k in CUTE if not k.arch_specific)
 

@@ -26,7 +26,7 @@ class Def:
     """A layout, thread layout, TiledCopy or TiledMMA the kernel source (or a project header
     it includes) defines by name: `cpp` is the C++ expression that gives it at namespace
     scope (`smem_layout_a()`, `VecMN<BLK_N>{}`, `cg::PipeGeometry<Config>::TiledMma{}`:
-    template arguments spelled with the kernel's -D macros or its `Config` members), `value`
+    template arguments spelled with its prelude's constexprs or its `Config` members), `value`
     the same thing computed here from the registry entry's config.
     local: the kernel builds it only inside its device function; `cpp` is then that
     expression verbatim, over the function's local names (Recipe.locals), so that nvcc

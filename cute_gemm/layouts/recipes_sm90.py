@@ -155,7 +155,7 @@ def _gmma(b: Builder, consumers: int, parts: int, cpp) -> None:
 
 
 class _C5:
-    """c5_wgmma.cu's names: -D BLK_M, BLK_N, STAGES; kBlkK = 128 / sizeof(T)."""
+    """c5_wgmma.cu's names: BLK_M, BLK_N, BLK_K, STAGES (its prelude); kBlkK = BLK_K * 2 / sizeof(T)."""
     mma = "make_tiled_mma(GMMA::ss_op_selector<T, T, float, Shape<_64, Int<BLK_N>, Int<kBlkK>>, MajA, MajB>())"
 
     @staticmethod
