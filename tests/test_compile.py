@@ -141,7 +141,8 @@ def test_the_config_reaches_nvrtc_in_the_prelude_only():
     assert "-default-device" in opts and "-arch=sm_80" in opts
     assert not any(o.startswith("-D") for o in opts)
     assert comp.read_source(k).startswith(
-        "// cute_smem: cute_gemm/registry/ladder_cute.py, TileConfig\nconstexpr int BLK_M = 128;\n")
+        "// cute_smem: cute_gemm/registry/ladder_cute.py, TileConfig\n"
+        "constexpr int THREADS = 256;\nconstexpr int BLK_M = 128;\n")
 
 
 def test_a_source_without_its_config_does_not_compile(tmp_cache):

@@ -238,7 +238,7 @@ def test_prelude_constants_name_the_config():
     assert "constexpr int BLOCK_X = 16;" in naive and "BM" not in naive
     c3 = registry.get("cute_multistage").config.cpp("cute_multistage")
     assert re.findall(r"constexpr int (\w+) = (\d+);", c3) == [
-        ("BLK_M", "128"), ("BLK_N", "128"), ("BLK_K", "8"), ("STAGES", "4")]
+        ("THREADS", "256"), ("BLK_M", "128"), ("BLK_N", "128"), ("BLK_K", "8"), ("STAGES", "4")]
     assert registry.get("v1_strip").tile is None and registry.get("v1_strip").config.tile is None
     assert isinstance(registry.get("v2_tiled16").config, ladder_handwritten.LadderConfig)
     assert isinstance(registry.get("cute_wgmma").config, ladder_cute.TileConfig)

@@ -14,7 +14,8 @@ _MAJORS = tuple((a, b) for a in ("k", "m") for b in ("n", "k"))
 @dataclass(frozen=True)
 class TileConfig:
     """One configuration of a CuTe stage written in plain constants (c0-c5; records.KernelConfig):
-    cpp() writes each knob that is set as the `constexpr int` the source reads, BLK_M, BLK_N,
+    cpp() writes THREADS (the block, which the source static_asserts against its thread
+    layouts) and each knob that is set as the `constexpr int` the source reads, BLK_M, BLK_N,
     BLK_K, STAGES, WARPS_M, WARPS_N. BLK_K of the tensor-core stages (c4, c5) is 128 bytes of
     k in 16-bit elements (64; the tf32 entries take half as many)."""
     threads: int
@@ -36,7 +37,7 @@ class TileConfig:
     def cpp(self, name: str) -> str:
         knobs = ("blk_m", "blk_n", "blk_k", "stages", "warps_m", "warps_n")
         return constexprs(f"{name}: cute_gemm/registry/ladder_cute.py, TileConfig",
-                          **{f.upper(): getattr(self, f) for f in knobs})
+                          THREADS=self.threads, **{f.upper(): getattr(self, f) for f in knobs})
 
 
 def _tiled_stage(cfg: TileConfig, **kw) -> Kernel:

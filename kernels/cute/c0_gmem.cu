@@ -28,7 +28,8 @@
 
 using namespace cute;
 
-// BLK_M, BLK_N, BLK_K: emitted by the registry's config (ladder_cute.py, TileConfig)
+// BLK_M, BLK_N, BLK_K, THREADS: emitted by the registry's config (ladder_cute.py, TileConfig)
+static_assert(THREADS == 256, "the registry's block: the 16x16 thread layouts below");
 
 // The layouts, by name: the layout dumps show what these return (cute_gemm/layouts/recipes.py),
 // and tests/test_layouts.py prints them from this file with CuTe to check that. Function

@@ -42,7 +42,8 @@
 
 using namespace cute;
 
-// BLK_M, BLK_N, BLK_K: emitted by the registry's config (ladder_cute.py, TileConfig)
+// BLK_M, BLK_N, BLK_K, THREADS: emitted by the registry's config (ladder_cute.py, TileConfig)
+static_assert(THREADS == 256, "the registry's block: the 16x16 thread layouts below");
 #define SMEM_PAD 4
 #define NUM_THREADS 256
 

@@ -58,9 +58,10 @@
 using namespace cute;
 
 // BLK_M, BLK_N, BLK_K (16-bit elements: 128 bytes; tf32 tiles take the same bytes, BLK_K / 2),
-// STAGES, WARPS_M, WARPS_N (each warp computes BLK_M/WARPS_M x BLK_N/WARPS_N): emitted by the
+// STAGES, WARPS_M, WARPS_N, THREADS (each warp computes BLK_M/WARPS_M x BLK_N/WARPS_N): emitted by the
 // registry's config (cute_gemm/registry/ladder_cute.py, TileConfig), the one source of these numbers.
 #define NUM_THREADS (32 * WARPS_M * WARPS_N)
+static_assert(THREADS == NUM_THREADS, "the registry's block: a warp per MMA warp");
 
 // What each operand type computes with: the MMA atom and the register type it reads.
 template <class TAB> struct MmaFor;

@@ -44,9 +44,10 @@
 
 using namespace cute;
 
-// BLK_M, BLK_N, BLK_K (64: 128 bytes of 16-bit k), STAGES: emitted by the registry's config
-// (ladder_hopper.py, _wgmma and TileConfig)
+// BLK_M, BLK_N, BLK_K (64: 128 bytes of 16-bit k), STAGES, THREADS: emitted by the registry's
+// config (ladder_hopper.py, _wgmma and TileConfig)
 constexpr int kThreads = 128;   // one warpgroup
+static_assert(THREADS == kThreads, "the registry's block");
 
 template <class TAB, class TC, GMMA::Major MajA, GMMA::Major MajB>
 __device__ void gemm_wgmma(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tma_a,
