@@ -575,7 +575,7 @@ def test_threads_racing_on_a_cold_launch_begin_one_background_compile(tmp_cache,
 def test_the_key_names_nvrtcs_own_version_without_loading_it(monkeypatch, tmp_path):
     """A cache key's NVRTC version is NVRTC's own answer; read from pip's wheel (no NVRTC
     load, no cuda.pathfinder import) only where no other NVRTC can be the one loaded."""
-    from cute_gemm.build import compile as comp, paths
+    from cute_gemm.build import paths
     code = ("import sys; from cute_gemm.build import compile as c; v = c.nvrtc_key_version(); "
             "print(v, 'cuda.bindings.nvrtc' in sys.modules, v == c.nvrtc_version())")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))

@@ -294,7 +294,7 @@ def _pipe(name: str, cfg: PipelinedConfig, tags: tuple[str, ...] = ("fast",),
         # the vector entries' split-K shares (Variant.split) go with their twins
         return dict(stream_k=f"cute_pipelined_a{a}_b{b}{s}_sk", stream_k_fill=fills[a, b],
                     **({} if s else dict(split=f"cute_pipelined_a{a}_b{b}_part")))
-    bm, bn, bk = cfg.blk_m, cfg.blk_n, cfg.blk_k
+    bm, bn = cfg.blk_m, cfg.blk_n
     through_smem = any(e != "scalar" for e in (cfg.epi_ak_bk, cfg.epi_ak_bn))
     return Kernel(
         name=name,
