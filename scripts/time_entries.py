@@ -64,9 +64,9 @@ def time_one(k, arch: str, entries) -> dict:
     fd, tpath = tempfile.mkstemp(suffix=".csv")
     os.close(fd)
     try:
-        opts = comp.options(k, arch, (f"--time={tpath}",), sel)
+        opts = comp.options(k, arch, (f"--time={tpath}",))
         w0, c0 = time.perf_counter(), _cpu()
-        comp.run_nvrtc(k, comp.read_source(k), opts, want_ptx=False)
+        comp.run_nvrtc(k, comp.read_source(k, sel), opts, want_ptx=False)
         wall, cpu = time.perf_counter() - w0, _cpu() - c0
         phases = _phases(tpath)
     finally:
