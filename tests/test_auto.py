@@ -16,7 +16,7 @@ import cute_gemm
 import stub_driver
 from cute_gemm import api, driver, registry
 from cute_gemm.driver import launch
-from cute_gemm.plan import resolve, streamk
+from cute_gemm.plan import modes, resolve, streamk
 from cute_gemm.select import auto, autotable, contract
 from cute_gemm.select.autotable import Measured, Table
 from cute_gemm.base.errors import AutoTableWarning
@@ -171,7 +171,7 @@ def test_a_nearest_rows_times_are_scaled_by_the_waves_each_candidate_runs(monkey
         (128, 128), 2, (64, 128), 3)
     tabs = [table([row(4096, 4096, 4096, {"cute_pipelined_128x128x8": 2.6,
                                           "cute_pipelined_64x128x8": 3.0})])]
-    kt = 4096 // 8 + auto.TILE_OVERHEAD
+    kt = 4096 // 8 + modes.TILE_OVERHEAD
     assert auto.busiest_work(wide, 4096, 4096, 4096, "fp32", 132) == 4 * kt
     assert auto.busiest_work(narrow, 4096, 4096, 4096, "fp32", 132) == 6 * kt
     c = auto.choose(1024, 1024, 4096, device=H100, tables=tabs)

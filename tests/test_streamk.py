@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from cute_gemm import registry
-from cute_gemm.plan import streamk
+from cute_gemm.plan import modes, streamk
 from cute_gemm.registry.records import cdiv
 
 from streamk_model import stream_k_begins, stream_k_schedule, tail_split_schedule
@@ -71,10 +71,10 @@ def test_plan_takes_split_k_only_where_it_fits():
     k = registry.get("cute_pipelined_32x64x16_sk")
     v = next(v for v in k.variants if v.stream_k and not v.stream_k_swap)
     # 512^3: 128 tiles of 32x64; 660 slots: 3 per tile fit, 8 do not (the own plan then)
-    assert streamk.plan(k, v, 512, 512, 512, 660, 660, split_k=3) == (
+    assert modes.StreamK.plan(k, v, 512, 512, 512, 660, 660, split_k=3) == (
         (384, 1, 1), streamk.stream_k_workspace_bytes(384, 32, 64), 0, 3)
-    own = streamk.plan(k, v, 512, 512, 512, 660, 660)
-    assert own[3] == 0 and streamk.plan(k, v, 512, 512, 512, 660, 660, split_k=8) == own
+    own = modes.StreamK.plan(k, v, 512, 512, 512, 660, 660)
+    assert own[3] == 0 and modes.StreamK.plan(k, v, 512, 512, 512, 660, 660, split_k=8) == own
 
 
 def test_stream_k_twins_have_data_parallel_siblings():
@@ -177,20 +177,20 @@ def test_split_reduce_plan():
     counters; on the transposed problem where the variant's twin is."""
     k = registry.get("cute_pipelined_64x128x16_sk")
     v = {(x.a_major, x.b_major): x for x in k.variants if not x.entry.endswith("_s")}
-    grid, ws = streamk.split_reduce_plan(k, v["k", "n"], 128, 4096, 4096, 396, 6)
+    grid, ws = modes.SplitReduce.plan(k, v["k", "n"], 128, 4096, 4096, 396, 6)
     assert grid == (2, 32, 6)
     assert ws == streamk.SPLIT_SLICES_AT + 4 * 6 * 128 * 4096 == streamk.split_reduce_workspace_bytes(6, 128, 4096)
     assert streamk.SPLIT_SLICES_AT == 4 * streamk.STREAM_K_COUNTERS     # counters left alone
     assert streamk.split_reduce_workspace_bytes(2, 3, 5) == streamk.SPLIT_SLICES_AT + 4 * 2 * 3 * 8
-    assert streamk.split_reduce_plan(k, v["k", "n"], 128, 4096, 4096, 383, 6) is None   # 384 CTAs
-    assert streamk.split_reduce_plan(k, v["k", "n"], 128, 4096, 176, 396, 6) is None    # 11 k-tiles
-    assert streamk.split_reduce_plan(k, v["k", "n"], 128, 4096, 192, 396, 6) is not None
-    assert streamk.split_reduce_plan(k, v["k", "n"], 128, 4096, 4096, 396, 1) is None
-    assert streamk.split_reduce_plan(k, v["k", "n"], 128, 4096, 2**31, 10**9, 16) is None  # 32 bits
+    assert modes.SplitReduce.plan(k, v["k", "n"], 128, 4096, 4096, 383, 6) is None   # 384 CTAs
+    assert modes.SplitReduce.plan(k, v["k", "n"], 128, 4096, 176, 396, 6) is None    # 11 k-tiles
+    assert modes.SplitReduce.plan(k, v["k", "n"], 128, 4096, 192, 396, 6) is not None
+    assert modes.SplitReduce.plan(k, v["k", "n"], 128, 4096, 4096, 396, 1) is None
+    assert modes.SplitReduce.plan(k, v["k", "n"], 128, 4096, 2**31, 10**9, 16) is None  # 32 bits
     if v["m", "k"].stream_k_swap:        # the split entry sees C^T = B^T A^T, N x M
-        assert streamk.split_reduce_plan(k, v["m", "k"], 128, 4096, 4096, 396, 6)[0] == (64, 2, 6)
-    assert streamk.split_reduce_plan(k, next(x for x in k.variants if not x.split), 128, 4096,
-                                     4096, 396, 6) is None
+        assert modes.SplitReduce.plan(k, v["m", "k"], 128, 4096, 4096, 396, 6)[0] == (64, 2, 6)
+    assert modes.SplitReduce.plan(k, next(x for x in k.variants if not x.split), 128, 4096,
+                                  4096, 396, 6) is None
 
 
 def test_pdl_launch_config():

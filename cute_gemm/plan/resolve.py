@@ -9,12 +9,11 @@ readable through resolved_launches().
 """
 from __future__ import annotations
 
-import os
 import threading
 import time
 from dataclasses import dataclass, field
 
-from . import streamk
+from . import modes
 from .. import registry
 from ..base import memo
 from ..build import cache
@@ -38,14 +37,6 @@ UTIL = registry.Kernel(
     variants=tuple(registry.Variant(e) for e in UTIL_ENTRY.values()), block=(32, 8, 1),
     grid=registry.TileGridMN(32, 32), summary="dst = s * src, any strides, through 32x32 smem "
     "tiles (relayout, K = 0, the stand-in's widening)", seed="-")
-
-# the second launch of a split-K launch with a reduction launch (records.Pick.reduce)
-REDUCE = registry.Kernel(
-    name="split_reduce", family="util", source="util/split_reduce.cu",
-    variants=(registry.Variant("split_reduce"),), block=(256, 1, 1),
-    grid=registry.FlatGrid(1024), summary="C = alpha * (the sum of a split-K launch's "
-    "slices, in order) + beta * C", seed="-")
-
 
 @dataclass
 class _Cache:
@@ -79,21 +70,11 @@ def resolved_launches() -> tuple[LaunchPlan, ...]:
 # ---- per (kernel, device): the cubins and their functions ---------------------------------
 def launch_entries(k: registry.Kernel, variant: registry.Variant,
                    stream_k: bool | None = None, reduce: bool = False) -> tuple[str, ...]:
-    """The entry points one launch of `variant` may need, compiled at once: its own, and
-    where it has a stream-K twin the twin and the data-parallel head, whose occupancies
-    resolve() weighs before choosing, or a cut twin (taken where the walk's plan cuts).
-    stream_k None: unless CUTE_GEMM_STREAM_K=0 (which turns the cut off too). reduce: a
-    split-K launch with a reduction launch (Pick.reduce), its split entry alone (where the
-    GPU cannot take the split, resolve() compiles the kernel's own plan's then)."""
-    if stream_k is None:
-        stream_k = _stream_k_on()
-    if stream_k and reduce and variant.split:
-        return (variant.split,)
-    if stream_k and variant.cut:
-        return (variant.entry, variant.cut)
-    if not (stream_k and variant.stream_k and k.tile is not None):
-        return (variant.entry,)
-    return tuple(dict.fromkeys((variant.entry, streamk.stream_k_dp_entry(variant), variant.stream_k)))
+    """The entry points one launch of `variant` may need, compiled at once: those of the
+    first launch mode that has any (modes.entries: a stream-K twin and its head, whose
+    occupancies resolve() weighs before choosing; a cut twin; with `reduce`, a split
+    entry), else its own. stream_k None: unless CUTE_GEMM_STREAM_K=0."""
+    return modes.entries(k, variant, stream_k, reduce)
 
 
 @dataclass
@@ -489,99 +470,18 @@ def layout_launches(k: registry.Kernel, layout: str, precisions: tuple[str, ...]
 def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies, m: int, n: int,
             kk: int, strides, swap: bool = False, split_k: int = 0,
             reduce: bool = False) -> Launcher:
-    """The Launcher of `variant` at M x N x K with operands of these strides (after copies):
-    its stream-K twin where the shape leaves a partial last wave (or, split_k > 0, with
-    that many CTAs per tile where streamk.split_k_ctas allows; with reduce, its split entry
-    and a reduction launch), else the plain grid.
-    swap: the launch computes the transposed problem C^T = B^T A^T (swapped; `variant` was
-    chosen for it); the Launcher is still called with the caller's A, B and C."""
+    """The Launcher of `variant` at M x N x K with operands of these strides (after copies),
+    in the first launch mode (modes.MODES) that takes it: a split-K launch with a reduction
+    (split_k > 0 and reduce), a stream-K twin where the shape leaves a partial last wave or
+    with split_k CTAs per tile, a persistent walk with its last wave cut, else the plain
+    grid. swap: the launch computes the transposed problem C^T = B^T A^T (swapped; `variant`
+    was chosen for it); the Launcher is still called with the caller's A, B and C."""
     lk = loaded(k, ordinal)
-    smem = k.smem_bytes(m, n, kk)
-    base = dict(kernel=k.name, ordinal=ordinal, shape=(m, n, kk), block=k.block,
-                copies=tuple(copies), precision=variant.precision, out_dtype=variant.out_dtype)
     km, kn = (n, m) if swap else (m, n)          # the problem the entry sees
-    if split_k and reduce and variant.split and _stream_k_on():
-        f = lk.function(variant.split, launch_entries(k, variant, reduce=True))
-        info = launch.device_info(ordinal)
-        sr = streamk.split_reduce_plan(k, variant, km, kn, kk,
-                                       info.sm_count * launch.occupancy(f, k.threads, smem), split_k)
-        if sr is not None:
-            grid, ws_bytes = sr
-            if variant.stream_k_swap:
-                km, kn, swap = kn, km, not swap
-            plan = LaunchPlan(entry=variant.split, grid=grid, smem=smem, workspace_bytes=ws_bytes,
-                              swap=swap, split_k=split_k,
-                              reduce_grid=REDUCE.grid(km, kn, 1), reduce_block=REDUCE.block,
-                              reduce_pdl=_pdl(k, info), **base)
-            return Launcher(plan, f, strides, split_k,
-                            reduce=loaded(REDUCE, ordinal).function(REDUCE.entries[0]))
-    group = launch_entries(k, variant)
-    sk = _stream_k(k, lk, variant, group, km, kn, kk, smem, k.stream_k_smem_bytes(m, n, kk),
-                   split_k)
-    if sk is None:
-        cut, ws_bytes = None, 0
-        if isinstance(k.grid, registry.PersistentGrid) and k.grid.tail_split:
-            # the last wave cut along K (sm90_tail_split.cuh): stream-K's switch turns it off
-            g = k.grid
-            wm, wn = (kn, km) if variant.walks_transposed else (km, kn)   # the tiles it walks
-            cut, grid = g.walk(wm, wn, kk, lk.sm_count, _stream_k_on(),
-                               registry.ITEMSIZE[variant.dtype])
-            if cut[1] > 1:
-                ws_bytes = streamk.tail_split_workspace_bytes(g.units(wm, wn) - cut[0], g.cluster,
-                                                              cut[1], g.bm, g.bn, g.partials)
-        else:
-            grid = k.grid(km, kn, kk, lk.sm_count)
-        # a cut walk runs on the twin that takes (ws, dp, pieces); an uncut one without its code
-        entry = variant.cut if cut is not None and cut[1] > 1 else variant.entry
-        plan = LaunchPlan(entry=entry, grid=grid, smem=smem,
-                          tma=variant.tma is not None, swap=swap, tail_split=cut,
-                          workspace_bytes=ws_bytes, **base)
-        return Launcher(plan, lk.function(entry, group), strides, variant=variant)
-    grid, ws_bytes, tile0, pdl, split_k = sk
-    swap = swap != variant.stream_k_swap         # the twin may turn the problem (back)
-    head = None
-    if tile0:
-        dp = streamk.stream_k_dp_entry(variant)
-        head = Launcher(LaunchPlan(entry=dp, grid=(tile0, 1, 1), smem=smem, swap=swap, **base),
-                        lk.function(dp, group), strides)
-    plan = LaunchPlan(entry=variant.stream_k, grid=grid, smem=k.stream_k_smem_bytes(m, n, kk),
-                      workspace_bytes=ws_bytes, head_entry=head.plan.entry if head else "",
-                      head_grid=head.plan.grid if head else (0, 0, 0), pdl=pdl, swap=swap,
-                      split_k=split_k, **base)
-    return Launcher(plan, lk.function(variant.stream_k, group), strides, tile0, head)
-
-
-def _stream_k_on() -> bool:
-    """CUTE_GEMM_STREAM_K=0 turns off every launch beyond the plain grid: stream-K twins,
-    split-K (both kinds) and the cut of a persistent walk's last wave."""
-    return os.environ.get("CUTE_GEMM_STREAM_K") != "0"
-
-
-def _pdl(k: registry.Kernel, info) -> bool:
-    """Whether k's second launch of a pair (a split launch's stream-K twin, a split entry's
-    reduction) starts by programmatic dependent launch: k's source is built for it, sm_90+,
-    and CUTE_GEMM_PDL=0 does not turn it off."""
-    return k.pdl and info.arch_int >= 90 and os.environ.get("CUTE_GEMM_PDL") != "0"
-
-
-def _stream_k(k: registry.Kernel, lk: Loaded, variant: registry.Variant, group, m: int,
-              n: int, kk: int, smem: int, sk_smem: int, split_k: int = 0):
-    """(grid, workspace bytes, tile0, pdl, split_k) of the stream-K launch of `variant` where
-    the shape leaves a partial last wave, or with split_k CTAs per tile where asked and
-    possible (streamk.plan; split_k 0 in the answer where the kernel's own plan was taken),
-    else None. pdl: the twin of a split launch starts by programmatic dependent launch
-    (Kernel.pdl, sm_90+; CUTE_GEMM_PDL=0 turns it off). smem / sk_smem: dynamic smem of the
-    data-parallel entry and the twin."""
-    if not variant.stream_k or variant.stream_k not in group:   # no twin, or stream-K off
-        return None
-    info = launch.device_info(lk.ordinal)
-    f_dp = lk.function(streamk.stream_k_dp_entry(variant), group)
-    f = lk.function(variant.stream_k, group)
-    sk = streamk.plan(k, variant, m, n, kk, info.sm_count * launch.occupancy(f_dp, k.threads, smem),
-                      info.sm_count * launch.occupancy(f, k.threads, sk_smem), split_k)
-    if sk is None:
-        return None
-    grid, ws_bytes, tile0, taken = sk
-    pdl = tile0 > 0 and _pdl(k, info)
-    return grid, ws_bytes, tile0, pdl, taken
-
+    return modes.launcher(modes.At(
+        k=k, lk=lk, load=loaded, variant=variant, m=m, n=n, kk=kk, km=km, kn=kn, swap=swap,
+        split_k=split_k, reduce=reduce, strides=strides, smem=k.smem_bytes(m, n, kk),
+        group=launch_entries(k, variant),
+        base=dict(kernel=k.name, ordinal=ordinal, shape=(m, n, kk), block=k.block,
+                  copies=tuple(copies), precision=variant.precision,
+                  out_dtype=variant.out_dtype)))

@@ -1,36 +1,13 @@
-"""Stream-K on the host: the decision when a persistent launch shares the k-tile
-iterations of the last, partly empty wave of tiles out over its CTAs, its grid and its
-workspace. The split itself is computed on the device (include/cute_gemm/streamk.cuh);
-the tests keep a model of it (tests/streamk_model.py). Pure arithmetic: the runtime
-(resolve.py) supplies the occupancy it reads off the driver.
+"""The arithmetic of the launch modes (modes.py) beyond one data-parallel grid: when a
+stream-K launch shares the k-tiles of the last, partly empty wave out over its CTAs, a
+split-K launch's CTAs, the cut of a persistent walk, and their workspaces. The split itself
+is computed on the device (include/cute_gemm/streamk.cuh); the tests keep a model of it
+(tests/streamk_model.py). Pure arithmetic: the modes supply the occupancy.
 """
 from __future__ import annotations
 
 # tail_split_plan lives beside records.CutModel, which prices it; the docs name it streamk.tail_split_plan
-from ..registry.records import STREAM_K_COUNTERS, Kernel, Variant, cdiv, tail_split_plan  # noqa: F401
-
-
-def plan(k: Kernel, variant: Variant, m: int, n: int, kk: int, slots_dp: int,
-         slots_sk: int, split_k: int = 0) -> tuple[tuple[int, int, int], int, int, int] | None:
-    """(grid, workspace bytes, tile0, split_k taken) of the stream-K launch of `variant` at
-    M x N x K, or None for the plain data-parallel grid. slots_dp / slots_sk: CTAs of the
-    data-parallel entry and of its twin resident at once. tile0 > 0: a split launch (the
-    data-parallel sibling runs tiles [0, tile0) first). split_k > 0 (records.Pick): the
-    twin alone with split_k CTAs per tile where split_k_ctas allows it (then the last item
-    is split_k), else the kernel's own plan (0)."""
-    if variant.stream_k_swap:     # the twin sees the transposed problem: N x M
-        m, n = n, m
-    bm, bn, bk = k.tile
-    tiles, k_tiles = cdiv(m, bm) * cdiv(n, bn), cdiv(kk, bk)
-    if tiles * k_tiles >= 2**31:        # the kernel counts iterations in 32 bits
-        return None
-    ctas = split_k_ctas(tiles, k_tiles, split_k, slots_sk)
-    if ctas:
-        return (ctas, 1, 1), stream_k_workspace_bytes(ctas, bm, bn), 0, split_k
-    tile0, ctas = stream_k_plan(tiles, k_tiles, slots_dp, slots_sk, max_fill=variant.stream_k_fill)
-    if not ctas:
-        return None
-    return (ctas, 1, 1), stream_k_workspace_bytes(ctas, bm, bn), tile0, 0
+from ..registry.records import STREAM_K_COUNTERS, Variant, cdiv, tail_split_plan  # noqa: F401
 
 
 def stream_k_dp_tiles(tiles: int, ctas: int) -> int:
@@ -77,24 +54,6 @@ def split_k_ctas(tiles: int, k_tiles: int, split_k: int, slots: int) -> int:
             or k_tiles < SPLIT_K_MIN_ITERS * split_k):
         return 0
     return ctas
-
-
-def split_reduce_plan(k: Kernel, variant: Variant, m: int, n: int, kk: int, slots: int,
-                      split_k: int) -> tuple[tuple[int, int, int], int] | None:
-    """(grid, workspace bytes) of a split-K launch with a reduction launch (records.Pick.
-    reduce): the split entry (Variant.split) on a grid of tiles x split_k CTAs, each storing
-    its tile's share of K into a slice of the workspace, which resolve.REDUCE sums into C.
-    Under the conditions of split_k_ctas (`slots`: CTAs of the split entry resident at once),
-    so that the slices are one wave's; else None, the kernel's own plan."""
-    if not variant.split:
-        return None
-    if variant.stream_k_swap:     # the split entry sees the transposed problem, as the twin
-        m, n = n, m
-    bm, bn, bk = k.tile
-    tiles, k_tiles = cdiv(m, bm) * cdiv(n, bn), cdiv(kk, bk)
-    if k_tiles * split_k >= 2**31 or not split_k_ctas(tiles, k_tiles, split_k, slots):
-        return None
-    return (cdiv(m, bm), cdiv(n, bn), split_k), split_reduce_workspace_bytes(split_k, m, n)
 
 
 def split_reduce_workspace_bytes(split_k: int, m: int, n: int) -> int:

@@ -27,7 +27,7 @@ from . import autotable
 from .. import registry
 from ..base import memo
 from ..driver import launch
-from ..plan import resolve, streamk
+from ..plan import modes, resolve
 from .contract import answering, runs_at
 from ..base.errors import CuteGemmError, DTypeError, ShapeLimitError
 from ..base.precisions import PRECISION
@@ -38,20 +38,12 @@ AUTO = registry.AUTO
 TAG = "auto"                       # Kernel.tags: a candidate of the selector
 # heuristic: C covered by at most this many tiles of the largest-tile candidate is "tiny"
 TINY_TILES = 4
-# walk_cost: filling smem with one 128-byte row of a k-tile costs about what this many
-# outputs' tensor-core work on that k-tile costs (fitted to the H200's narrow-tile figures;
-# of the order of 2048 bf16 FMA a clock an SM against ~100 bytes a clock of operand fill)
-LOAD_ROW = 32
-# ... and a cut item's fixup (the last piece's reads of the others' partials), in k-tiles:
-# twice the cut plan's (fitted to the same figures: 5 or 6 pick alike, 3 too many cuts)
-CUT_FIXUP = 6
 # from_tables, a shape without a row: the rows whose times are scaled to it, weighted by
-# 1 / (distance + NEAR_WEIGHT); a tile's fill and store cost TILE_OVERHEAD k-tiles
-# (busiest_work). Chosen leave-one-out over the shipped tables and on the held-out shapes'
-# measured candidates: docs/design/auto.md#scaled-rows
+# 1 / (distance + NEAR_WEIGHT) (and the launch modes' cost model, modes.TILE_OVERHEAD).
+# Chosen leave-one-out over the shipped tables and on the held-out shapes' measured
+# candidates: docs/design/auto.md#scaled-rows
 NEAREST_ROWS = 3
 NEAR_WEIGHT = 0.5
-TILE_OVERHEAD = 2
 BUCKET = 8          # (from_tables: shapes rounded up to a multiple of it price alike)
 
 
@@ -332,43 +324,30 @@ def _scaled(rows, near, ranked, shape, precision: str, sm_count: int, where: str
                 r = rows[j][3]
                 ms = r.times.get(key)
                 there = kept[key, sms] = False if ms is None else math.log(
-                    ms / busiest_work(x, *r.shape, precision, sms, transposed, split_k))
+                    ms / busiest_work(x, *r.shape, precision, sms, transposed, split_k, reduce))
             if there is not False:
                 total += w * there
                 weight += w
         predicted = total / weight + math.log(
-            busiest_work(x, *shape, precision, sms, transposed, split_k))
+            busiest_work(x, *shape, precision, sms, transposed, split_k, reduce))
         if best is None or predicted < best[0]:
             best = (predicted, key, ms0, kernel, x, transposed, split_k, reduce)
     predicted, key, ms0, kernel, x, transposed, split_k, reduce = best
     why = (f"{where} and the {len(near) - 1} next: {key} {ms0:.4g} ms there, "
            f"{math.exp(predicted):.4g} ms here by its work on the SMs")
-    if split_k and x is not None and not _split_fits(x, *shape, transposed, split_k):
+    if split_k and x is not None and not modes.split_fits(x, *shape, transposed, split_k):
         split_k, reduce = 0, False
         why += "; the split does not fit here: the kernel's own plan"
     return Choice(kernel, transposed, "nearest", why, split_k, reduce, ms=math.exp(predicted))
 
 
-def _split_fits(x: registry.Kernel, m: int, n: int, k: int, transposed: bool,
-                split_k: int) -> bool:
-    """False where the shape rules out a launch of x with split_k CTAs per tile whatever the
-    GPU's occupancy (streamk.split_k_ctas with room for them all: too few k-tiles, too many
-    tiles); where only occupancy can, the launch decides."""
-    if transposed:
-        m, n = n, m
-    bm, bn, bk = x.tile
-    tiles = cdiv(m, bm) * cdiv(n, bn)
-    return bool(streamk.split_k_ctas(tiles, cdiv(k, bk), split_k, tiles * split_k))
-
-
 def busiest_work(x: registry.Kernel | None, m: int, n: int, k: int, precision: str, sm_count: int,
-                 transposed: bool = False, split_k: int = 0) -> float:
+                 transposed: bool = False, split_k: int = 0, reduce: bool = False) -> float:
     """A model of what a launch of `x` on M x N x K (the transposed problem where
-    `transposed`) costs its busiest SM, for scaling a time measured at a nearby shape: a
-    persistent kernel's walk_cost; else, for a tiled kernel, k-tiles run by one of its
-    sm_count x min_blocks CTA slots, each tile TILE_OVERHEAD more (its fill and store):
-    whole waves of tiles, the stream-K plan's (streamk.plan) share of the last wave, or
-    one wave of split_k runs per tile where the launch takes the split (split_k_ctas)."""
+    `transposed`) costs its busiest SM, for scaling a time measured at a nearby shape: the
+    cost of the launch mode it takes (modes.cost: a persistent walk's rounds; else whole
+    waves of tiles, the stream-K plan's share of the last wave, or one wave of split_k
+    runs per tile where the launch takes the split), a composed kernel its GEMM's."""
     if transposed:
         m, n = n, m
     if x is None:
@@ -376,21 +355,7 @@ def busiest_work(x: registry.Kernel | None, m: int, n: int, k: int, precision: s
     if x.gemm_of is not None:   # a composed kernel: its GEMM's work on K' (its passes scale alike)
         g = x.gemm_of
         return busiest_work(g.kernel, m, n, g.k_prime(k), g.precision, sm_count)
-    if isinstance(x.grid, registry.PersistentGrid):
-        return walk_cost(x, m, n, k, precision, sm_count)
-    if not x.tile or sm_count < 1:
-        return 1.0
-    bm, bn, bk = x.tile
-    tiles, k_tiles, slots = cdiv(m, bm) * cdiv(n, bn), cdiv(k, bk), sm_count * x.min_blocks
-    if split_k and streamk.split_k_ctas(tiles, k_tiles, split_k, slots):
-        return cdiv(k_tiles, split_k) + 2 * TILE_OVERHEAD       # the fixup: another store
-    v = x.variants[0]
-    if v.stream_k:
-        tile0, ctas = streamk.stream_k_plan(tiles, k_tiles, slots, slots, v.stream_k_fill)
-        if ctas:
-            return (tile0 // slots * (k_tiles + TILE_OVERHEAD)
-                    + (tiles - tile0) * k_tiles / ctas + 2 * TILE_OVERHEAD)
-    return cdiv(tiles, slots) * (k_tiles + TILE_OVERHEAD)
+    return modes.cost(x, m, n, k, precision, sm_count, split_k, reduce)
 
 
 def _area(x: registry.Kernel) -> int:
@@ -408,38 +373,12 @@ def transposed_layout(layout: str) -> str:
     return flip[layout[1]] + flip[layout[0]]
 
 
-def walk_cost(x: registry.Kernel, m: int, n: int, k: int, precision: str, sm_count: int,
-              variant=None) -> float:
-    """What a persistent kernel's walk of an M x N x K problem costs its busiest SM: rounds
-    of items on the clusters, each item its k-tiles plus the cut model's overhead (fill,
-    partial store), the cut ones' fixup (CUT_FIXUP) added, a k-tile costing the tile's area (its
-    tensor-core work) plus LOAD_ROW per row of A and of this CTA's part of B loaded (A's
-    twice where it goes on from smem to registers, Variant.register_a). The
-    narrower tile wins where the wider one's items leave SMs idle (fewer units than
-    clusters, a ragged last round), the wider one where both fill the GPU: it loads fewer
-    rows per output (docs/design/cute_wgmma_ws.md#narrow-tiles). `variant`: the entry (its
-    walks_transposed and register_a), None for an entry not known yet."""
-    g = x.grid
-    itemsize = ITEMSIZE[PRECISION_DTYPE[precision]]
-    wm, wn = (n, m) if variant is not None and variant.walks_transposed else (m, n)
-    dp, pieces = g.split(wm, wn, k, sm_count, True, itemsize)
-    units, clusters = g.units(wm, wn), g.clusters(sm_count)
-    windows = cdiv(k * itemsize, g.window_bytes)
-    full = cdiv(dp, clusters) * (windows + g.cut.overhead)
-    cut = 0.0
-    if pieces > 1:
-        cut = (cdiv((units - dp) * pieces, clusters) * (cdiv(windows, pieces) + g.cut.overhead)
-               + CUT_FIXUP * (pieces - 1))
-    rows_a = g.bm * (2 if variant is not None and variant.register_a else 1)
-    return (g.bm * g.bn + LOAD_ROW * (rows_a + g.bn // g.cluster)) * (full + cut)
-
-
 def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
               sm_count: int = 0, out_dtype: str = "float32") -> Choice:
     """The rules for a problem no table covers, in order (their basis: docs/design/auto.md):
     one candidate: it. Tensor cores: the kernels built for the newest instructions the GPU
     has (arch-specific, then the highest min_arch: wgmma on sm_90, mma.sync elsewhere); among
-    persistent ones, the walk of least walk_cost on `sm_count` SMs (each kernel on the
+    persistent ones, the walk of least cost (modes.Walk.cost) on `sm_count` SMs (each kernel on the
     problem, and on its transpose where M != N, wherever an entry takes contiguous operands
     so laid out as they are: resolve.choose, which sees majors, alignment and extents; where
     none does, on the problem as given, with the entry its copies go to), the wider tiles
@@ -465,11 +404,11 @@ def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
                 if not turned:
                     given.append((x, v))
                 if not copies and (not turned or m != n):
-                    walks.append((walk_cost(x, pm, pn, k, precision, sm_count, v),
+                    walks.append((modes.WALK.cost(x, pm, pn, k, precision, sm_count, variant=v),
                                   -_area(x), turned, x.name))
         # no entry takes the operands either way: the problem as given, after a relayout
-        walks = walks or [(walk_cost(x, m, n, k, precision, sm_count, v), -_area(x), False,
-                           x.name) for x, v in given]
+        walks = walks or [(modes.WALK.cost(x, m, n, k, precision, sm_count, variant=v),
+                           -_area(x), False, x.name) for x, v in given]
         if not walks:
             return Choice(ks[0].name, why=built)
         cost, _, turned, name = min(walks)
