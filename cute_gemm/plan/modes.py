@@ -1,11 +1,10 @@
-"""Launch modes: the ways one resolved launch runs a kernel's entry points on a problem, one
-class each. A mode answers the entry points a launch of a variant compiles (`entries`), the
-Launcher of a launch it takes (`launcher`: its grid, workspace and plan; None where it does
-not take this one) and what that launch costs the busiest SM (`cost`: the selector's model;
-None where another mode prices it). resolve(), auto.busiest_work and launch_entries walk
-MODES in order and take the first answer, so the choice is made in one place; a new mode
-is one class in MODES (docs/howto/launch-mode.md). The arithmetic behind them: streamk.py.
-"""
+"""Launch modes: the ways one resolved launch runs a kernel's entry points, a class each.
+A mode answers the entry points a launch of a variant compiles at once (`entries`), the
+Launcher of a launch it takes, with its grid, workspace and plan (`launcher`), and what
+that launch costs the busiest SM (`cost`, the selector's model), each None where the mode
+does not take the launch. resolve(), launch_entries and auto.busiest_work ask MODES in
+order and keep the first answer, so a launch is priced as it is run; a new mode is one
+class in MODES (docs/howto/launch-mode.md). Their arithmetic: streamk.py."""
 from __future__ import annotations
 
 import os
@@ -23,34 +22,28 @@ REDUCE = registry.Kernel(
     variants=(registry.Variant("split_reduce"),), block=(256, 1, 1),
     grid=registry.FlatGrid(1024), summary="C = alpha * (the sum of a split-K launch's "
     "slices, in order) + beta * C", seed="-")
-# the cost model (auto.busiest_work; fitted: docs/design/auto.md#scaled-rows): a tile's
-# fill and store cost TILE_OVERHEAD k-tiles; in a persistent walk, filling smem with one
-# 128-byte row of a k-tile costs about LOAD_ROW outputs' tensor-core work on it, and a cut
-# item's fixup CUT_FIXUP k-tiles (twice the cut plan's: 5 or 6 pick alike, 3 too many cuts)
-TILE_OVERHEAD = 2
-LOAD_ROW = 32
-CUT_FIXUP = 6
+# the cost model (fitted: docs/design/auto.md#scaled-rows): a tile's fill and store cost
+# TILE_OVERHEAD k-tiles; in a walk, filling smem with one 128-byte row of a k-tile costs
+# about LOAD_ROW outputs' tensor-core work on it, and a cut item's fixup CUT_FIXUP k-tiles
+TILE_OVERHEAD, LOAD_ROW, CUT_FIXUP = 2, 32, 6
 
 
 def stream_k_on() -> bool:
-    """CUTE_GEMM_STREAM_K=0 turns off every mode beyond the plain grid: stream-K twins,
-    split-K (both kinds) and the cut of a persistent walk's last wave."""
+    """CUTE_GEMM_STREAM_K=0 turns off every mode but the plain grid (and a walk's cut)."""
     return os.environ.get("CUTE_GEMM_STREAM_K") != "0"
 
 
 def pdl(k: registry.Kernel, info) -> bool:
-    """Whether k's second launch of a pair (a split launch's stream-K twin, a split entry's
-    reduction) starts by programmatic dependent launch: k's source is built for it, sm_90+,
-    and CUTE_GEMM_PDL=0 does not turn it off."""
+    """Whether k's second launch of a pair (a stream-K head's twin, a split's reduction)
+    starts by programmatic dependent launch: k is built for it, sm_90+, CUTE_GEMM_PDL != 0."""
     return k.pdl and info.arch_int >= 90 and os.environ.get("CUTE_GEMM_PDL") != "0"
 
 
 class At:
-    """One launch being resolved (resolve()): kernel k (its resolve.Loaded lk; `load`,
-    resolve.loaded, for other kernels), the variant, the caller's M x N x K, the problem
-    the entry sees (km x kn: N x M where swap), the Pick's split_k and reduce, the operand
-    strides, the entry's dynamic smem, `group` (launch_entries of a launch without reduce)
-    and `base`, the LaunchPlan fields every mode fills alike."""
+    """One launch resolve() asks about: kernel k (its resolve.Loaded lk; `load`: loaded()
+    for others), the variant, the caller's M x N x K, km x kn as the entry sees it (N x M
+    where swap), the Pick's split_k and reduce, strides, the entry's dynamic smem, `group`
+    (launch_entries without reduce) and `base`, the LaunchPlan fields of every mode."""
     __slots__ = ("k", "lk", "load", "variant", "m", "n", "kk", "km", "kn", "swap", "split_k",
                  "reduce", "strides", "smem", "group", "base")
 
@@ -60,27 +53,23 @@ class At:
 
 
 class Plain:
-    """The kernel's own grid (Kernel.grid), its own entry point; and the protocol every
-    mode follows."""
+    """The kernel's own grid (Kernel.grid) on its own entry point, and the protocol."""
 
     def entries(self, k: registry.Kernel, v: registry.Variant, reduce: bool) -> tuple | None:
-        """The entry points a launch of `v` in this mode needs, compiled at once; None where
-        the mode has none for it (switch on: stream_k_on; the plain grid answers with it off)."""
         return (v.entry,)
 
     def launcher(self, at: At) -> Launcher | None:
-        v = at.variant
-        return self.plain(at, v.entry, at.k.grid(at.km, at.kn, at.kk, at.lk.sm_count))
+        return self.plain(at, at.variant.entry, at.k.grid(at.km, at.kn, at.kk, at.lk.sm_count))
 
     def cost(self, x: registry.Kernel, m: int, n: int, k: int, precision: str, sm_count: int,
              split_k: int = 0, reduce: bool = False, variant=None) -> float | None:
-        """What the launch costs its busiest SM in k-tiles: whole waves of tiles on its
-        sm_count x min_blocks CTA slots, each TILE_OVERHEAD more (1.0: no tile to count)."""
+        """k-tiles of whole waves of tiles on sm_count x min_blocks CTA slots, a tile's
+        TILE_OVERHEAD more (1.0: no tile to count)."""
         if not x.tile or sm_count < 1:
             return 1.0
         bm, bn, bk = x.tile
-        return -(-(-(-m // bm) * -(-n // bn)) // (sm_count * x.min_blocks)) * (
-            -(-k // bk) + TILE_OVERHEAD)
+        waves = -(-(-(-m // bm) * -(-n // bn)) // (sm_count * x.min_blocks))
+        return waves * (-(-k // bk) + TILE_OVERHEAD)
 
     @staticmethod
     def plain(at: At, entry: str, grid, **fields) -> Launcher:
@@ -90,23 +79,9 @@ class Plain:
         return Launcher(plan, at.lk.function(entry, at.group), at.strides, variant=v)
 
 
-def _split_cost(x: registry.Kernel, m: int, n: int, k: int, sm_count: int, split_k: int):
-    """One wave of split_k runs per tile, where the launch takes the split (split_k_ctas
-    with sm_count x min_blocks slots): a run's k-tiles, its fill and two stores (the
-    fixup's); else None."""
-    if not split_k or not x.tile or sm_count < 1 or isinstance(x.grid, PersistentGrid):
-        return None
-    bm, bn, bk = x.tile
-    k_tiles = -(-k // bk)
-    if split_k_ctas(-(-m // bm) * -(-n // bn), k_tiles, split_k, sm_count * x.min_blocks):
-        return -(-k_tiles // split_k) + 2 * TILE_OVERHEAD
-    return None
-
-
 def split_fits(x: registry.Kernel, m: int, n: int, k: int, transposed: bool, split_k: int) -> bool:
-    """False where the shape rules out a launch of x with split_k CTAs per tile whatever the
-    GPU's occupancy (split_k_ctas with room for them all: too few k-tiles, too many tiles);
-    where only occupancy can, the launch decides."""
+    """False where the shape rules out split_k CTAs per tile whatever the GPU's occupancy
+    (split_k_ctas with room for all: too few k-tiles, too many tiles)."""
     if transposed:
         m, n = n, m
     bm, bn, bk = x.tile
@@ -114,64 +89,17 @@ def split_fits(x: registry.Kernel, m: int, n: int, k: int, transposed: bool, spl
     return bool(split_k_ctas(tiles, -(-k // bk), split_k, tiles * split_k))
 
 
-class SplitReduce(Plain):
-    """Split-K with a reduction launch (Pick.reduce): the split entry (Variant.split) on a
-    grid of tiles x split_k CTAs, each storing its share of K into a workspace slice, then
-    REDUCE summing the slices into C."""
-
-    def entries(self, k, v, reduce):
-        return (v.split,) if reduce and v.split else None
-
-    def launcher(self, at: At) -> Launcher | None:
-        v, k, lk = at.variant, at.k, at.lk
-        if not (at.split_k and at.reduce and v.split and stream_k_on()):
-            return None
-        f = lk.function(v.split, (v.split,))
-        info = launch.device_info(lk.ordinal)
-        planned = self.plan(k, v, at.km, at.kn, at.kk,
-                            info.sm_count * launch.occupancy(f, k.threads, at.smem), at.split_k)
-        if planned is None:
-            return None
-        km, kn, swap = (at.kn, at.km, not at.swap) if v.stream_k_swap else (at.km, at.kn, at.swap)
-        plan = LaunchPlan(entry=v.split, grid=planned[0], smem=at.smem,
-                          workspace_bytes=planned[1], swap=swap, split_k=at.split_k,
-                          reduce_grid=REDUCE.grid(km, kn, 1), reduce_block=REDUCE.block,
-                          reduce_pdl=pdl(k, info), **at.base)
-        return Launcher(plan, f, at.strides, at.split_k,
-                        reduce=at.load(REDUCE, lk.ordinal).function(REDUCE.entries[0]))
-
-    def cost(self, x, m, n, k, precision, sm_count, split_k=0, reduce=False, variant=None):
-        return _split_cost(x, m, n, k, sm_count, split_k) if reduce else None
-
-    @staticmethod
-    def plan(k: registry.Kernel, variant: registry.Variant, m: int, n: int, kk: int, slots: int,
-             split_k: int) -> tuple[tuple[int, int, int], int] | None:
-        """(grid, workspace bytes) at M x N x K (the transposed problem where stream_k_swap,
-        as the twin), under the conditions of split_k_ctas (`slots`: CTAs of the split
-        entry resident at once, so that the slices are one wave's); else None."""
-        if not variant.split:
-            return None
-        if variant.stream_k_swap:
-            m, n = n, m
-        bm, bn, bk = k.tile
-        tiles, k_tiles = -(-m // bm) * -(-n // bn), -(-kk // bk)
-        if k_tiles * split_k >= 2**31 or not split_k_ctas(tiles, k_tiles, split_k, slots):
-            return None
-        return (-(-m // bm), -(-n // bn), split_k), streamk.split_reduce_workspace_bytes(split_k, m, n)
-
-
 class StreamK(Plain):
     """A persistent stream-K twin (Variant.stream_k) sharing the k-tiles of the last, partly
-    empty wave out over its CTAs, after a data-parallel head launch of its sibling running
-    the whole waves (streamk.stream_k_plan); or with split_k CTAs per tile (Pick.split_k,
-    split_k_ctas), the twin alone reducing the shares."""
+    empty wave over its CTAs, after a head launch of its data-parallel sibling running the
+    whole waves (stream_k_plan); or, Pick.split_k, the twin alone with split_k CTAs a tile."""
 
     def entries(self, k, v, reduce):
         if not (v.stream_k and k.tile is not None):
             return None
         return tuple(dict.fromkeys((v.entry, streamk.stream_k_dp_entry(v), v.stream_k)))
 
-    def launcher(self, at: At) -> Launcher | None:
+    def launcher(self, at):
         v, k, lk = at.variant, at.k, at.lk
         if not v.stream_k or v.stream_k not in at.group:   # no twin, or stream-K off
             return None
@@ -194,14 +122,18 @@ class StreamK(Plain):
         return Launcher(plan, f, at.strides, tile0, head)
 
     def cost(self, x, m, n, k, precision, sm_count, split_k=0, reduce=False, variant=None):
-        """The split's wave (_split_cost), or the head's whole waves and the last wave's
-        share on the twin's CTAs (its fixup: a second store), where the plan takes one."""
-        split = _split_cost(x, m, n, k, sm_count, split_k)
-        if split is not None or not x.tile or sm_count < 1 or not x.variants[0].stream_k:
-            return split
+        """With split_k, where it fits (either kind): one wave of runs, each its k-tiles, a
+        fill and two stores (the fixup's). Else with a twin where the plan takes it: the
+        head's whole waves, and the last wave's k-tiles shared over the twin's CTAs."""
+        if not x.tile or sm_count < 1 or isinstance(x.grid, PersistentGrid):
+            return None
         bm, bn, bk = x.tile
         tiles, k_tiles, slots = -(-m // bm) * -(-n // bn), -(-k // bk), sm_count * x.min_blocks
-        tile0, ctas = stream_k_plan(tiles, k_tiles, slots, slots, x.variants[0].stream_k_fill)
+        if split_k and split_k_ctas(tiles, k_tiles, split_k, slots):
+            return -(-k_tiles // split_k) + 2 * TILE_OVERHEAD
+        v = x.variants[0]
+        tile0, ctas = stream_k_plan(tiles, k_tiles, slots, slots, v.stream_k_fill) \
+            if v.stream_k else (0, 0)
         if not ctas:
             return None
         return (tile0 // slots * (k_tiles + TILE_OVERHEAD) + (tiles - tile0) * k_tiles / ctas
@@ -211,11 +143,10 @@ class StreamK(Plain):
     def plan(k: registry.Kernel, variant: registry.Variant, m: int, n: int, kk: int,
              slots_dp: int, slots_sk: int, split_k: int = 0
              ) -> tuple[tuple[int, int, int], int, int, int] | None:
-        """(grid, workspace bytes, tile0, split_k taken) at M x N x K, or None for the plain
-        grid. slots_dp / slots_sk: CTAs of the data-parallel entry and of its twin resident
-        at once. tile0 > 0: a split launch (the head runs tiles [0, tile0) first). split_k
-        > 0: the twin alone with split_k CTAs per tile where split_k_ctas allows it (then
-        the last item is split_k), else the kernel's own plan (0)."""
+        """(grid, workspace bytes, tile0, split_k taken) at M x N x K, or None: the plain
+        grid. slots_dp / slots_sk: CTAs of the sibling and of the twin resident at once.
+        tile0 > 0: a head runs tiles [0, tile0) first. split_k > 0: the twin alone with
+        split_k CTAs per tile where split_k_ctas allows, else the own plan (taken: 0)."""
         if variant.stream_k_swap:     # the twin sees the transposed problem: N x M
             m, n = n, m
         bm, bn, bk = k.tile
@@ -226,20 +157,62 @@ class StreamK(Plain):
         if ctas:
             return (ctas, 1, 1), stream_k_workspace_bytes(ctas, bm, bn), 0, split_k
         tile0, ctas = stream_k_plan(tiles, k_tiles, slots_dp, slots_sk, variant.stream_k_fill)
-        if not ctas:
+        return ((ctas, 1, 1), stream_k_workspace_bytes(ctas, bm, bn), tile0, 0) if ctas else None
+
+
+class SplitReduce(Plain):
+    """Split-K with a reduction launch (Pick.reduce): the split entry (Variant.split) on
+    tiles x split_k CTAs, each storing its share of K into a workspace slice, then REDUCE
+    summing the slices into C."""
+
+    def entries(self, k, v, reduce):
+        return (v.split,) if reduce and v.split else None
+
+    def cost(self, x, m, n, k, precision, sm_count, split_k=0, reduce=False, variant=None):
+        return None     # one wave of runs, as the twin's split: StreamK.cost prices both
+
+    def launcher(self, at):
+        v, k, lk = at.variant, at.k, at.lk
+        if not (at.split_k and at.reduce and v.split and stream_k_on()):
             return None
-        return (ctas, 1, 1), stream_k_workspace_bytes(ctas, bm, bn), tile0, 0
+        f = lk.function(v.split, (v.split,))
+        info = launch.device_info(lk.ordinal)
+        planned = self.plan(k, v, at.km, at.kn, at.kk,
+                            info.sm_count * launch.occupancy(f, k.threads, at.smem), at.split_k)
+        if planned is None:
+            return None
+        km, kn, swap = (at.kn, at.km, not at.swap) if v.stream_k_swap else (at.km, at.kn, at.swap)
+        plan = LaunchPlan(entry=v.split, grid=planned[0], smem=at.smem,
+                          workspace_bytes=planned[1], swap=swap, split_k=at.split_k,
+                          reduce_grid=REDUCE.grid(km, kn, 1), reduce_block=REDUCE.block,
+                          reduce_pdl=pdl(k, info), **at.base)
+        return Launcher(plan, f, at.strides, at.split_k,
+                        reduce=at.load(REDUCE, lk.ordinal).function(REDUCE.entries[0]))
+
+    @staticmethod
+    def plan(k, variant, m, n, kk, slots, split_k):
+        """(grid (tiles_m, tiles_n, split_k), workspace bytes) at M x N x K (N x M where
+        stream_k_swap, as the twin) where split_k_ctas takes the split (`slots`: CTAs of
+        the split entry resident at once: the slices are one wave's); else None."""
+        if not variant.split:
+            return None
+        if variant.stream_k_swap:
+            m, n = n, m
+        bm, bn, bk = k.tile
+        tiles, k_tiles = -(-m // bm) * -(-n // bn), -(-kk // bk)
+        if k_tiles * split_k >= 2**31 or not split_k_ctas(tiles, k_tiles, split_k, slots):
+            return None
+        return (-(-m // bm), -(-n // bn), split_k), streamk.split_reduce_workspace_bytes(split_k, m, n)
 
 
 class Walk(Plain):
     """A persistent kernel's walk (PersistentGrid) whose last wave may be cut along K
-    (tail_split, sm90_tail_split.cuh): the cut twin (Variant.cut) where the plan cuts,
-    the entry itself where it does not (or stream-K is off)."""
+    (tail_split, sm90_tail_split.cuh): the cut twin (Variant.cut) where the plan cuts."""
 
     def entries(self, k, v, reduce):
         return (v.entry, v.cut) if v.cut else None
 
-    def launcher(self, at: At) -> Launcher | None:
+    def launcher(self, at):
         g, v = at.k.grid, at.variant
         if not (isinstance(g, PersistentGrid) and g.tail_split):
             return None
@@ -252,58 +225,25 @@ class Walk(Plain):
         return self.plain(at, v.cut, grid, tail_split=cut, workspace_bytes=ws)
 
     def cost(self, x, m, n, k, precision, sm_count, split_k=0, reduce=False, variant=None):
-        """The busiest SM's rounds of items on the clusters, each its k-tiles plus the cut
-        model's overhead (fill, partial store), the cut ones' fixup added, a k-tile costing
-        the tile's area (its tensor-core work) plus LOAD_ROW per row of A and of this CTA's
-        part of B loaded (A's twice where it goes on from smem to registers, register_a).
-        The narrower tile wins where the wider one's items leave SMs idle, the wider one
-        where both fill the GPU (docs/design/cute_wgmma_ws.md#narrow-tiles). `variant`:
-        the entry (walks_transposed, register_a), None where not known yet."""
+        """The busiest SM's rounds of items, each its windows plus the cut model's overhead,
+        cut ones' fixup added; a window costs the tile's area plus LOAD_ROW per row of A (twice
+        where register_a) and of this CTA's part of B: the narrower tile wins where the wider
+        one leaves SMs idle (docs/design/cute_wgmma_ws.md#narrow-tiles). `variant`: the entry
+        (walks_transposed, register_a) where known."""
         g = x.grid
         if not isinstance(g, PersistentGrid):
             return None
         itemsize = ITEMSIZE[PRECISION_DTYPE[precision]]
         wm, wn = (n, m) if variant is not None and variant.walks_transposed else (m, n)
         dp, pieces = g.split(wm, wn, k, sm_count, True, itemsize)
-        units, clusters = g.units(wm, wn), g.clusters(sm_count)
-        windows = -(-k * itemsize // g.window_bytes)
+        clusters, windows = g.clusters(sm_count), -(-k * itemsize // g.window_bytes)
         rounds = -(-dp // clusters) * (windows + g.cut.overhead)
         if pieces > 1:
-            rounds += (-(-(units - dp) * pieces // clusters) * (-(-windows // pieces) + g.cut.overhead)
-                       + CUT_FIXUP * (pieces - 1))
+            rounds += (-(-(g.units(wm, wn) - dp) * pieces // clusters)
+                       * (-(-windows // pieces) + g.cut.overhead) + CUT_FIXUP * (pieces - 1))
         rows_a = g.bm * (2 if variant is not None and variant.register_a else 1)
         return (g.bm * g.bn + LOAD_ROW * (rows_a + g.bn // g.cluster)) * rounds
 
 
 PLAIN, WALK = Plain(), Walk()
-# the order asked: the first mode whose answer is not None is the launch's
-MODES = (SplitReduce(), StreamK(), WALK, PLAIN)
-
-
-def entries(k: registry.Kernel, variant: registry.Variant, stream_k: bool | None = None,
-            reduce: bool = False) -> tuple[str, ...]:
-    """resolve.launch_entries: the first mode's entry points (the plain grid's alone where
-    stream-K is off, `stream_k` False, or None and CUTE_GEMM_STREAM_K=0)."""
-    if stream_k is None:
-        stream_k = stream_k_on()
-    for mode in MODES if stream_k else (PLAIN,):
-        found = mode.entries(k, variant, reduce)
-        if found:
-            return found
-
-
-def launcher(at: At) -> Launcher:
-    """The Launcher of the first mode that takes the launch."""
-    for mode in MODES:
-        found = mode.launcher(at)
-        if found is not None:
-            return found
-
-
-def cost(x: registry.Kernel, m: int, n: int, k: int, precision: str, sm_count: int,
-         split_k: int = 0, reduce: bool = False) -> float:
-    """auto.busiest_work of a kernel launched as such: the first mode's cost."""
-    for mode in MODES:
-        found = mode.cost(x, m, n, k, precision, sm_count, split_k, reduce)
-        if found is not None:
-            return found
+MODES = (SplitReduce(), StreamK(), WALK, PLAIN)     # asked in order: the first answer is taken

@@ -71,10 +71,15 @@ def resolved_launches() -> tuple[LaunchPlan, ...]:
 def launch_entries(k: registry.Kernel, variant: registry.Variant,
                    stream_k: bool | None = None, reduce: bool = False) -> tuple[str, ...]:
     """The entry points one launch of `variant` may need, compiled at once: those of the
-    first launch mode that has any (modes.entries: a stream-K twin and its head, whose
-    occupancies resolve() weighs before choosing; a cut twin; with `reduce`, a split
-    entry), else its own. stream_k None: unless CUTE_GEMM_STREAM_K=0."""
-    return modes.entries(k, variant, stream_k, reduce)
+    first launch mode that has any (modes.MODES: a split entry where `reduce`; a stream-K
+    twin and its head, whose occupancies resolve() weighs before choosing; a cut twin),
+    the plain grid's alone where stream_k is False (None: CUTE_GEMM_STREAM_K=0)."""
+    if stream_k is None:
+        stream_k = modes.stream_k_on()
+    for mode in modes.MODES if stream_k else (modes.PLAIN,):
+        found = mode.entries(k, variant, reduce)
+        if found:
+            return found
 
 
 @dataclass
@@ -476,12 +481,14 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
     with split_k CTAs per tile, a persistent walk with its last wave cut, else the plain
     grid. swap: the launch computes the transposed problem C^T = B^T A^T (swapped; `variant`
     was chosen for it); the Launcher is still called with the caller's A, B and C."""
-    lk = loaded(k, ordinal)
     km, kn = (n, m) if swap else (m, n)          # the problem the entry sees
-    return modes.launcher(modes.At(
-        k=k, lk=lk, load=loaded, variant=variant, m=m, n=n, kk=kk, km=km, kn=kn, swap=swap,
-        split_k=split_k, reduce=reduce, strides=strides, smem=k.smem_bytes(m, n, kk),
-        group=launch_entries(k, variant),
-        base=dict(kernel=k.name, ordinal=ordinal, shape=(m, n, kk), block=k.block,
-                  copies=tuple(copies), precision=variant.precision,
-                  out_dtype=variant.out_dtype)))
+    at = modes.At(k=k, lk=loaded(k, ordinal), load=loaded, variant=variant, m=m, n=n, kk=kk,
+                  km=km, kn=kn, swap=swap, split_k=split_k, reduce=reduce, strides=strides,
+                  smem=k.smem_bytes(m, n, kk), group=launch_entries(k, variant),
+                  base=dict(kernel=k.name, ordinal=ordinal, shape=(m, n, kk), block=k.block,
+                            copies=tuple(copies), precision=variant.precision,
+                            out_dtype=variant.out_dtype))
+    for mode in modes.MODES:
+        found = mode.launcher(at)
+        if found is not None:
+            return found

@@ -324,12 +324,12 @@ def _scaled(rows, near, ranked, shape, precision: str, sm_count: int, where: str
                 r = rows[j][3]
                 ms = r.times.get(key)
                 there = kept[key, sms] = False if ms is None else math.log(
-                    ms / busiest_work(x, *r.shape, precision, sms, transposed, split_k, reduce))
+                    ms / busiest_work(x, *r.shape, precision, sms, transposed, split_k))
             if there is not False:
                 total += w * there
                 weight += w
         predicted = total / weight + math.log(
-            busiest_work(x, *shape, precision, sms, transposed, split_k, reduce))
+            busiest_work(x, *shape, precision, sms, transposed, split_k))
         if best is None or predicted < best[0]:
             best = (predicted, key, ms0, kernel, x, transposed, split_k, reduce)
     predicted, key, ms0, kernel, x, transposed, split_k, reduce = best
@@ -342,12 +342,11 @@ def _scaled(rows, near, ranked, shape, precision: str, sm_count: int, where: str
 
 
 def busiest_work(x: registry.Kernel | None, m: int, n: int, k: int, precision: str, sm_count: int,
-                 transposed: bool = False, split_k: int = 0, reduce: bool = False) -> float:
+                 transposed: bool = False, split_k: int = 0) -> float:
     """A model of what a launch of `x` on M x N x K (the transposed problem where
     `transposed`) costs its busiest SM, for scaling a time measured at a nearby shape: the
-    cost of the launch mode it takes (modes.cost: a persistent walk's rounds; else whole
-    waves of tiles, the stream-K plan's share of the last wave, or one wave of split_k
-    runs per tile where the launch takes the split), a composed kernel its GEMM's."""
+    cost of the first launch mode that prices it (modes.MODES, as resolve() launches), a
+    composed kernel its GEMM's."""
     if transposed:
         m, n = n, m
     if x is None:
@@ -355,7 +354,10 @@ def busiest_work(x: registry.Kernel | None, m: int, n: int, k: int, precision: s
     if x.gemm_of is not None:   # a composed kernel: its GEMM's work on K' (its passes scale alike)
         g = x.gemm_of
         return busiest_work(g.kernel, m, n, g.k_prime(k), g.precision, sm_count)
-    return modes.cost(x, m, n, k, precision, sm_count, split_k, reduce)
+    for mode in modes.MODES:
+        cost = mode.cost(x, m, n, k, precision, sm_count, split_k)
+        if cost is not None:
+            return cost
 
 
 def _area(x: registry.Kernel) -> int:
