@@ -34,7 +34,8 @@ import numpy as np
 from .. import api, registry
 from ..build import cache
 from ..driver import launch
-from ..plan import streamk
+from ..plan.modes import SPLIT_REDUCE, STREAM_K, offers
+from ..plan.streamk import split_k_ctas
 from ..select import auto, autotable
 from ..select.autotable import Measured, Table
 from ..check import as_given
@@ -91,7 +92,7 @@ def plan(shapes, layouts, precisions, arch_int: int, smem_optin: int,
                     base = auto.Choice(x.name, turned)
                     keys += [base.key] + [auto.Choice(x.name, turned, split_k=s, reduce=r).key
                                           for s in split_ks(x, m, n, k, sm_count)
-                                          for r in (False, True)[:1 + _reduces(x)]]
+                                          for r in (False, True)[:1 + offers(x, SPLIT_REDUCE)]]
             if keys:
                 out += [Problem(m, n, k, lay, prec, tuple(keys)) for lay in layouts]
     return out
@@ -104,20 +105,14 @@ Measure = Callable[[Problem, float], tuple[dict, dict]]
 
 def split_ks(x, m: int, n: int, k: int, sm_count: int) -> list[int]:
     """The split_k values worth timing for kernel x on an M x N x K problem (SPLIT_KS): a
-    kernel with stream-K twins, where streamk.split_k_ctas would take S with 2 x sm_count x
-    its min_blocks CTAs resident (an estimate: resolve reads the real occupancy)."""
-    if not sm_count or x.tile is None or not any(v.stream_k for v in x.variants):
+    kernel with stream-K twins (modes.StreamK), where split_k_ctas would take S with 2 x
+    sm_count x its min_blocks CTAs resident (an estimate: resolve reads the real occupancy)."""
+    if not sm_count or not offers(x, STREAM_K):
         return []
     bm, bn, bk = x.tile
     tiles = min(cdiv(m, bm) * cdiv(n, bn), cdiv(n, bm) * cdiv(m, bn))   # either way round
     return [s for s in SPLIT_KS
-            if streamk.split_k_ctas(tiles, cdiv(k, bk), s, 2 * sm_count * x.min_blocks)]
-
-
-def _reduces(x) -> bool:
-    """Whether kernel x's split_k candidates come in both kinds: reduced by the twin, and by
-    a reduction launch (its variants have split entries)."""
-    return any(v.split for v in x.variants)
+            if split_k_ctas(tiles, cdiv(k, bk), s, 2 * sm_count * x.min_blocks)]
 
 
 def run_plan(problems: list[Problem], measure: Measure, table: Table, *, budget_s: float,

@@ -16,7 +16,7 @@ from ..driver import launch, pool, workspace
 @dataclass(frozen=True)
 class LaunchPlan:
     """What run() launches for one kernel, device, shape, stride pattern and pointer
-    alignment class."""
+    alignment class, as its launch mode (modes.py) planned it."""
     kernel: str
     ordinal: int
     shape: tuple[int, int, int]          # (M, N, K)
@@ -25,23 +25,18 @@ class LaunchPlan:
     block: tuple[int, int, int]
     smem: int
     copies: tuple[str, ...] = ()         # operands copied first into a layout the entry takes
-    workspace_bytes: int = 0             # > 0: a persistent stream-K launch
-    head_entry: str = ""                 # a split launch: the data-parallel launch before it
+    workspace_bytes: int = 0             # > 0: stream-K, a split or a cut walk (modes.py)
+    head_entry: str = ""                 # stream-K: the data-parallel launch before the twin
     head_grid: tuple[int, int, int] = (0, 0, 0)
     pdl: bool = False                    # ... whose successor starts by programmatic launch
-    swap: bool = False                   # the entry computes C^T = B^T A^T (swapped, then a
-                                         # stream-K twin's own turn); shape, strides and the
-                                         # pointers of A and B are turned by the Launcher
+    swap: bool = False                   # the entry computes C^T = B^T A^T (the Launcher turns
+                                         # shape, strides and the pointers of A and B)
     precision: str = "fp32"              # records.PRECISIONS
     out_dtype: str = "float32"
     tma: bool = False                    # the entry takes TMA tensor maps of A and B
-    tail_split: tuple[int, int] | None = None   # (dp, pieces) of a walk that may be cut
-                                         # (sm90_tail_split.cuh); where pieces > 1 the entry
-                                         # is the cut twin, taking (ws, dp, pieces) after its
-                                         # maps, and workspace_bytes > 0
-    split_k: int = 0                     # a stream-K launch of split_k CTAs per tile (Pick),
-                                         # or with reduce_grid, a split entry's shares
-    reduce_grid: tuple[int, int, int] = (0, 0, 0)   # > 0: REDUCE sums the shares after it
+    tail_split: tuple[int, int] | None = None   # a walk's (dp, pieces); pieces > 1: its cut twin
+    split_k: int = 0                     # CTAs per tile of a split (Pick)
+    reduce_grid: tuple[int, int, int] = (0, 0, 0)   # > 0: REDUCE sums the split's shares after it
     reduce_block: tuple[int, int, int] = (0, 0, 0)
     reduce_pdl: bool = False             # ... starting by programmatic dependent launch
 

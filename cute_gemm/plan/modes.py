@@ -245,5 +245,10 @@ class Walk(Plain):
         return (g.bm * g.bn + LOAD_ROW * (rows_a + g.bn // g.cluster)) * rounds
 
 
-PLAIN, WALK = Plain(), Walk()
-MODES = (SplitReduce(), StreamK(), WALK, PLAIN)     # asked in order: the first answer is taken
+PLAIN, WALK, STREAM_K, SPLIT_REDUCE = Plain(), Walk(), StreamK(), SplitReduce()
+MODES = (SPLIT_REDUCE, STREAM_K, WALK, PLAIN)     # asked in order: the first answer is taken
+
+
+def offers(x: registry.Kernel, mode: Plain) -> bool:
+    """Whether some variant of kernel x has entry points for `mode` (tune's candidates)."""
+    return any(mode.entries(x, v, True) for v in x.variants)

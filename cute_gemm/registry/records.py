@@ -137,23 +137,16 @@ class Variant:
                            # (cp.async with a src-size zero-fills smem past the end, but the
                            # sanitizer counts all 16 bytes read): such an operand is taken only
                            # as run()'s copy, whose pad is zeroed and inside its allocation
-    stream_k: str = ""     # entry point of the same operands as a persistent stream-K launch
-                           # (signature + float* ws, int tile0; include/cute_gemm/streamk.cuh),
-                           # named NAME_sk after its data-parallel sibling NAME, or ""
-    stream_k_fill: float = 1.0  # ... taken when the last wave of the data-parallel grid is
-                                # filled to less than this (streamk.stream_k_plan); < 1 where the
-                                # stream-K twin is slower per tile than its sibling
-    stream_k_swap: bool = False # the twin computes the transposed problem C^T = B^T A^T (an
-                                # A m-major / B k-major call is A k-major / B n-major there)
-    split: str = ""             # entry point of the same operands computing one even share of K
-                                # per CTA into a workspace slice (+ float* ws, int split; grid
-                                # (tiles, split)), summed into C by a second launch
-                                # (resolve.REDUCE), named NAME_part; on the transposed problem
-                                # as the twin where stream_k_swap; or ""
-    cut: str = ""               # entry point of the same operands whose persistent walk's last
-                                # wave may be cut along K (+ float* ws, int dp, int pieces;
-                                # sm90_tail_split.cuh), named NAME_cut, launched where the plan
-                                # cuts (PersistentGrid.walk); NAME runs the uncut walks; or ""
+    # the twins of the launch modes (plan/modes.py), entry points of the same operands, or "":
+    stream_k: str = ""     # NAME_sk, a persistent stream-K launch after its sibling NAME
+                           # (+ float* ws, int tile0; include/cute_gemm/streamk.cuh)
+    stream_k_fill: float = 1.0  # ... taken below this fill of the last wave (< 1: the twin is
+                                # slower per tile than its sibling)
+    stream_k_swap: bool = False # ... computing C^T = B^T A^T (A m-major / B k-major turned)
+    split: str = ""             # NAME_part, one even share of K per CTA into a workspace slice
+                                # (+ float* ws, int split), summed by a reduction launch
+    cut: str = ""               # NAME_cut, a persistent walk with its last wave cut along K
+                                # (+ float* ws, int dp, int pieces; sm90_tail_split.cuh)
     precision: str = "fp32"     # PRECISIONS: the arithmetic, and so the type of A and B
     out_dtype: str = "float32"  # the type of C and the result: one of the precision's outs
     tma: TmaBoxes | None = None # the entry also takes TMA tensor maps of A and B

@@ -364,10 +364,6 @@ def _area(x: registry.Kernel) -> int:
     return x.tile[0] * x.tile[1] if x.tile else 0
 
 
-def _stream_k(x: registry.Kernel) -> bool:
-    return any(v.stream_k for v in x.variants)
-
-
 def transposed_layout(layout: str) -> str:
     """The operand layout of the transposed problem C^T = B^T A^T: A' = B^T is m-major where
     B is n-major, B' = A^T k-major where A is k-major."""
@@ -416,15 +412,15 @@ def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
         cost, _, turned, name = min(walks)
         return Choice(name, turned, why=f"{built}; the walk of least cost on {sm_count} SMs "
                       f"(cost {cost / 2 ** 20:.3g} M)")
-    big = max(ks, key=lambda x: (_area(x), _stream_k(x)))
+    big = max(ks, key=lambda x: (_area(x), modes.offers(x, modes.STREAM_K)))
     tiles = cdiv(m, big.tile[0]) * cdiv(n, big.tile[1]) if big.tile else 0
     tiled = [x for x in ks if _area(x)]
     small = min(tiled, key=_area) if tiled else big
     if big.tile and tiles <= TINY_TILES and _area(small) < _area(big):
         return Choice(small.name, why=f"C is {tiles} tile{'s' if tiles != 1 else ''} of "
                       f"{big.name}: smaller tiles put it on more SMs")
-    return Choice(big.name, why="the largest tiles" + (", stream-K for a partial last wave"
-                                                      if _stream_k(big) else ""))
+    return Choice(big.name, why="the largest tiles" + (
+        ", stream-K for a partial last wave" if modes.offers(big, modes.STREAM_K) else ""))
 
 
 # ---- for api and users -------------------------------------------------------------------------
