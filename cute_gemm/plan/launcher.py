@@ -110,11 +110,12 @@ class Launcher:
     see another's pointers."""
     __slots__ = ("plan", "site", "pack", "local", "head", "maps", "plain", "tail")
 
-    def __init__(self, plan: LaunchPlan, f: launch.Function, strides, tile0: int = 0,
+    def __init__(self, plan: LaunchPlan, f: launch.Function, strides, extra: tuple = (),
                  head: "Launcher | None" = None, variant: registry.Variant | None = None,
                  reduce: launch.Function | None = None):
-        """tile0: a stream-K twin's first tile, or a split entry's split_k (its int argument);
-        reduce: the reduction's function, launched after a split entry (plan.reduce_grid)."""
+        """extra: the arguments after the GEMM's own of an entry taking a workspace (its
+        pointer, then a stream-K twin's tile0, a split's split_k or a cut walk's dp and
+        pieces: modes.py); reduce: the reduction launched after a split (plan.reduce_grid)."""
         self.plan, self.head = plan, head
         m, n, kk = plan.shape
         sa, sb, sc = strides
@@ -124,14 +125,9 @@ class Launcher:
         self.maps = None
         if plan.tma:
             self.maps = TensorMaps(variant, m, n, kk, sa, sb)
-            if plan.tail_split is None or plan.tail_split[1] == 1:     # an uncut walk
-                self.pack = functools.partial(launch.pack_gemm_args_tma, *args)
-            else:
-                self.pack = functools.partial(launch.pack_gemm_args_tma_ws, *args, 0, *plan.tail_split)
-        elif plan.workspace_bytes:
-            self.pack = functools.partial(launch.pack_gemm_args_ws, *args, 0, tile0)
-        else:
-            self.pack = functools.partial(launch.pack_gemm_args, *args)
+        self.pack = functools.partial(
+            (launch.pack_gemm_args_tma_ws if extra else launch.pack_gemm_args_tma) if plan.tma
+            else launch.pack_gemm_args_ws if extra else launch.pack_gemm_args, *args, *extra)
         self.local = threading.local()
         self.tail = None if reduce is None else Reduction(
             reduce, plan.reduce_grid, plan.reduce_block, m, n, plan.split_k, sc, plan.reduce_pdl)

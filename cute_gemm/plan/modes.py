@@ -72,11 +72,11 @@ class Plain:
         return waves * (-(-k // bk) + TILE_OVERHEAD)
 
     @staticmethod
-    def plain(at: At, entry: str, grid, **fields) -> Launcher:
+    def plain(at: At, entry: str, grid, extra: tuple = (), **fields) -> Launcher:
         v = at.variant
         plan = LaunchPlan(entry=entry, grid=grid, smem=at.smem, tma=v.tma is not None,
                           swap=at.swap, **fields, **at.base)
-        return Launcher(plan, at.lk.function(entry, at.group), at.strides, variant=v)
+        return Launcher(plan, at.lk.function(entry, at.group), at.strides, extra, variant=v)
 
 
 def split_fits(x: registry.Kernel, m: int, n: int, k: int, transposed: bool, split_k: int) -> bool:
@@ -119,7 +119,7 @@ class StreamK(Plain):
                           head_entry=dp if tile0 else "", head_grid=(tile0, 1, 1) if tile0
                           else (0, 0, 0), pdl=tile0 > 0 and pdl(k, info), swap=swap,
                           split_k=split_k, **at.base)
-        return Launcher(plan, f, at.strides, tile0, head)
+        return Launcher(plan, f, at.strides, (0, tile0), head)
 
     def cost(self, x, m, n, k, precision, sm_count, split_k=0, reduce=False, variant=None):
         """With split_k, where it fits (either kind): one wave of runs, each its k-tiles, a
@@ -186,7 +186,7 @@ class SplitReduce(Plain):
                           workspace_bytes=planned[1], swap=swap, split_k=at.split_k,
                           reduce_grid=REDUCE.grid(km, kn, 1), reduce_block=REDUCE.block,
                           reduce_pdl=pdl(k, info), **at.base)
-        return Launcher(plan, f, at.strides, at.split_k,
+        return Launcher(plan, f, at.strides, (0, at.split_k),
                         reduce=at.load(REDUCE, lk.ordinal).function(REDUCE.entries[0]))
 
     @staticmethod
@@ -222,7 +222,7 @@ class Walk(Plain):
             return self.plain(at, v.entry, grid, tail_split=cut)
         ws = streamk.tail_split_workspace_bytes(g.units(wm, wn) - cut[0], g.cluster, cut[1],
                                                 g.bm, g.bn, g.partials)
-        return self.plain(at, v.cut, grid, tail_split=cut, workspace_bytes=ws)
+        return self.plain(at, v.cut, grid, (0, *cut), tail_split=cut, workspace_bytes=ws)
 
     def cost(self, x, m, n, k, precision, sm_count, split_k=0, reduce=False, variant=None):
         """The busiest SM's rounds of items, each its windows plus the cut model's overhead,
