@@ -7,7 +7,7 @@ is computed on the device (include/cute_gemm/streamk.cuh); the tests keep a mode
 from __future__ import annotations
 
 # tail_split_plan lives beside records.CutModel, which prices it; the docs name it streamk.tail_split_plan
-from ..registry.records import STREAM_K_COUNTERS, Variant, cdiv, tail_split_plan  # noqa: F401
+from ..registry.records import STREAM_K_COUNTERS, Variant, tail_split_plan  # noqa: F401
 
 
 def stream_k_dp_tiles(tiles: int, ctas: int) -> int:
@@ -15,21 +15,16 @@ def stream_k_dp_tiles(tiles: int, ctas: int) -> int:
     include/cute_gemm/streamk.cuh): all when they fill whole waves, else all but the last
     two waves' worth, so that the stream-K share is at most 2 tiles per CTA (and at least
     1 once the grid spans two waves)."""
-    waves = cdiv(tiles, ctas)
+    waves = -(-tiles // ctas)
     return tiles if tiles % ctas == 0 else (waves - 2) * ctas if waves >= 2 else 0
 
 
 def stream_k_ctas(tiles: int, k_tiles: int, slots: int, min_iters: int = 8) -> int:
-    """CTAs of a persistent stream-K launch for `tiles` output tiles of `k_tiles` k-tiles
-    each, with `slots` CTAs resident at once (SMs x CTAs per SM); 0: launch the plain
-    data-parallel grid instead.
-
-    Stream-K pays where tiles % slots leaves a partly empty last wave (or a grid smaller
-    than the GPU): it shares the k-tile iterations out evenly (streamk.cuh). Each CTA gets
-    at least `min_iters` iterations, so a tile is never cut into slivers whose partial
-    sums cost more to reduce than to compute; with fewer than 2 * min_iters k-tiles per
-    tile there is nothing worth cutting. (When a last wave is empty enough to take it:
-    stream_k_plan.)"""
+    """CTAs of a persistent stream-K launch for `tiles` tiles of `k_tiles` k-tiles, with
+    `slots` CTAs resident at once; 0: the plain grid. It pays where tiles % slots leaves a
+    partly empty last wave: the k-tiles are shared out evenly (streamk.cuh), at least
+    `min_iters` a CTA, so that no tile is cut into slivers whose partial sums cost more to
+    reduce than to compute."""
     if tiles < 1 or k_tiles < 2 * min_iters or slots < 1 or tiles % slots == 0:
         return 0
     sk_tiles = tiles - stream_k_dp_tiles(tiles, slots)
@@ -43,12 +38,10 @@ SPLIT_K_MIN_ITERS = 2    # k-tiles a run of split_k_ctas takes at least
 
 
 def split_k_ctas(tiles: int, k_tiles: int, split_k: int, slots: int) -> int:
-    """CTAs of a stream-K launch that cuts every one of `tiles` tiles of `k_tiles` k-tiles
-    into `split_k` even runs (split-K, reduced by the twin's deterministic fixup): tiles x
-    split_k when those CTAs are all resident at once (`slots`: the workspace stays one
-    wave's partials, as stream-K's) and every run has SPLIT_K_MIN_ITERS k-tiles; else 0,
-    the kernel's own plan. With G = tiles x split_k > tiles the walk has no whole tiles and
-    each tile's S = k_tiles iterations go to split_k consecutive CTAs (streamk.cuh)."""
+    """CTAs of a launch cutting each of `tiles` tiles of `k_tiles` k-tiles into `split_k`
+    even runs: tiles x split_k where those CTAs are all resident at once (`slots`: the
+    workspace stays one wave's partials) and every run has SPLIT_K_MIN_ITERS k-tiles; else
+    0, the kernel's own plan. (The twin then walks no whole tiles: streamk.cuh.)"""
     ctas = tiles * split_k
     if (split_k < 2 or ctas > slots or ctas > STREAM_K_COUNTERS // 2
             or k_tiles < SPLIT_K_MIN_ITERS * split_k):
@@ -60,7 +53,7 @@ def split_reduce_workspace_bytes(split_k: int, m: int, n: int) -> int:
     """Workspace of a split-K launch with a reduction launch: STREAM_K_COUNTERS int32 left
     alone (the pool's stream-K counters stay zero), then split_k fp32 slices of (M, N
     rounded up to 4), row-major (SPLIT_SLICES_AT bytes in)."""
-    return SPLIT_SLICES_AT + 4 * split_k * m * (cdiv(n, 4) * 4)
+    return SPLIT_SLICES_AT + 4 * split_k * m * (-(-n // 4) * 4)
 
 
 def stream_k_dp_entry(variant: Variant) -> str:
@@ -75,14 +68,10 @@ def stream_k_dp_entry(variant: Variant) -> str:
 def stream_k_plan(tiles: int, k_tiles: int, slots_dp: int, slots_sk: int,
                   max_fill: float = 1.0) -> tuple[int, int]:
     """(tile0, ctas) of a stream-K launch for `tiles` tiles of `k_tiles` k-tiles; ctas 0:
-    the plain data-parallel grid. slots_dp / slots_sk: CTAs resident at once of the data-
-    parallel entry and of its stream-K twin.
-
-    The whole waves (tiles [0, tile0), none when the grid is smaller than a wave) run in a
-    data-parallel launch of the sibling entry, at its own speed; then the twin cuts the
-    last wave's tiles [tile0, tiles) along K over `ctas` CTAs. Taken when that last wave
-    is filled below max_fill (Variant.stream_k_fill): the twins are 1-3 % slower per tile,
-    and a split costs a second launch."""
+    the plain grid. slots_dp / slots_sk: CTAs of the sibling entry and of its twin resident
+    at once. The whole waves (tiles [0, tile0)) run data-parallel on the sibling, then the
+    twin cuts the last wave's tiles along K over `ctas` CTAs: taken where that wave is
+    filled below max_fill (Variant.stream_k_fill: a twin is slower per tile)."""
     tail = tiles % slots_dp if slots_dp > 0 else 0
     if tail == 0 or tail / slots_dp >= max_fill:
         return 0, 0
