@@ -27,7 +27,6 @@ class LaunchPlan:
     copies: tuple[str, ...] = ()         # operands copied first into a layout the entry takes
     workspace_bytes: int = 0             # > 0: stream-K, a split or a cut walk (modes.py)
     head_entry: str = ""                 # stream-K: the data-parallel launch before the twin
-    head_grid: tuple[int, int, int] = (0, 0, 0)
     pdl: bool = False                    # ... whose successor starts by programmatic launch
     swap: bool = False                   # the entry computes C^T = B^T A^T (the Launcher turns
                                          # shape, strides and the pointers of A and B)

@@ -8,6 +8,7 @@ class in MODES (docs/howto/launch-mode.md). Their arithmetic: streamk.py."""
 from __future__ import annotations
 
 import os
+from types import SimpleNamespace
 
 from . import streamk
 from .. import registry
@@ -39,17 +40,11 @@ def pdl(k: registry.Kernel, info) -> bool:
     return k.pdl and info.arch_int >= 90 and os.environ.get("CUTE_GEMM_PDL") != "0"
 
 
-class At:
+class At(SimpleNamespace):
     """One launch resolve() asks about: kernel k (its resolve.Loaded lk; `load`: loaded()
     for others), the variant, the caller's M x N x K, km x kn as the entry sees it (N x M
     where swap), the Pick's split_k and reduce, strides, the entry's dynamic smem, `group`
     (launch_entries without reduce) and `base`, the LaunchPlan fields of every mode."""
-    __slots__ = ("k", "lk", "load", "variant", "m", "n", "kk", "km", "kn", "swap", "split_k",
-                 "reduce", "strides", "smem", "group", "base")
-
-    def __init__(self, **kw):
-        for name, value in kw.items():
-            setattr(self, name, value)
 
 
 class Plain:
@@ -116,9 +111,8 @@ class StreamK(Plain):
         head = Launcher(LaunchPlan(entry=dp, grid=(tile0, 1, 1), smem=at.smem, swap=swap,
                                    **at.base), f_dp, at.strides) if tile0 else None
         plan = LaunchPlan(entry=v.stream_k, grid=grid, smem=sk_smem, workspace_bytes=ws_bytes,
-                          head_entry=dp if tile0 else "", head_grid=(tile0, 1, 1) if tile0
-                          else (0, 0, 0), pdl=tile0 > 0 and pdl(k, info), swap=swap,
-                          split_k=split_k, **at.base)
+                          head_entry=dp if tile0 else "", pdl=tile0 > 0 and pdl(k, info),
+                          swap=swap, split_k=split_k, **at.base)
         return Launcher(plan, f, at.strides, (0, tile0), head)
 
     def cost(self, x, m, n, k, precision, sm_count, split_k=0, reduce=False, variant=None):

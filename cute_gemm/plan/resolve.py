@@ -1,6 +1,6 @@
 """The resolver: for one kernel, device, shape, stride pattern and pointer-alignment class,
-which entry point runs, which operands are copied first, with which grid, shared memory
-and stream-K split. It is decided once (resolve), kept as a frozen LaunchPlan beside the
+which entry point runs, which operands are copied first, in which launch mode (modes.py:
+its grid, shared memory and workspace). It is decided once (resolve), kept as a frozen LaunchPlan beside the
 Launcher that carries it out, in one cache (CACHE); a repeat call only writes its pointers
 and scalars into the Launcher's packed arguments (launcher.py).
 
@@ -476,11 +476,9 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
             kk: int, strides, swap: bool = False, split_k: int = 0,
             reduce: bool = False) -> Launcher:
     """The Launcher of `variant` at M x N x K with operands of these strides (after copies),
-    in the first launch mode (modes.MODES) that takes it: a split-K launch with a reduction
-    (split_k > 0 and reduce), a stream-K twin where the shape leaves a partial last wave or
-    with split_k CTAs per tile, a persistent walk with its last wave cut, else the plain
-    grid. swap: the launch computes the transposed problem C^T = B^T A^T (swapped; `variant`
-    was chosen for it); the Launcher is still called with the caller's A, B and C."""
+    of the first launch mode (modes.MODES) that takes it. swap: the launch computes C^T =
+    B^T A^T (swapped; `variant` was chosen for it); the Launcher is still called with the
+    caller's A, B and C. split_k, reduce: the Pick's."""
     km, kn = (n, m) if swap else (m, n)          # the problem the entry sees
     at = modes.At(k=k, lk=loaded(k, ordinal), load=loaded, variant=variant, m=m, n=n, kk=kk,
                   km=km, kn=kn, swap=swap, split_k=split_k, reduce=reduce, strides=strides,

@@ -93,12 +93,10 @@ def cdiv(a: int, b: int) -> int:
 @dataclass(frozen=True)
 class Pick:
     """How a call asks for its kernel's launch, beyond the kernel's own plan: gemm()'s
-    table pick (auto.Choice). transposed: on the transposed problem C^T = B^T A^T
-    (resolve.swapped). split_k > 0: a kernel with stream-K twins launches the twin with
-    split_k CTAs per output tile, every tile cut along K into that many even runs
-    (streamk.split_k_ctas; where the shape or the GPU cannot take it, the kernel's own plan).
-    reduce: the split_k shares are not reduced by the twin's last CTA of each tile but stored
-    whole by the kernel's split entries (Variant.split) and summed by a second launch."""
+    table pick (auto.Choice). transposed: on C^T = B^T A^T (resolve.swapped). split_k > 0:
+    that many CTAs per tile, each tile's K cut into even runs, reduced by the stream-K
+    twin, or with reduce by a reduction launch after the split entries (plan/modes.py:
+    StreamK, SplitReduce; where the shape or the GPU cannot take it, the own plan)."""
     transposed: bool = False
     split_k: int = 0
     reduce: bool = False
