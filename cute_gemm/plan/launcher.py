@@ -134,10 +134,6 @@ class Launcher:
         # (most launches: one kernel, its arguments as they come, nothing else to do)
         self.plain = not (plan.workspace_bytes or head or plan.swap or plan.tma or plan.pdl)
 
-    @property
-    def f(self) -> launch.Function:
-        return self.site.f
-
     def __call__(self, a, b, c, alpha, beta, stream):
         if self.plain:
             try:

@@ -1,10 +1,8 @@
-"""Launch modes: the ways one resolved launch runs a kernel's entry points, a class each.
-A mode answers the entry points a launch of a variant compiles at once (`entries`), the
-Launcher of a launch it takes, with its grid, workspace and plan (`launcher`), and what
-that launch costs the busiest SM (`cost`, the selector's model), each None where the mode
-does not take the launch. resolve(), launch_entries and auto.busiest_work ask MODES in
-order and keep the first answer, so a launch is priced as it is run; a new mode is one
-class in MODES (docs/howto/launch-mode.md). Their arithmetic: streamk.py."""
+"""Launch modes, a class each: the entry points a launch compiles at once (`entries`), its
+Launcher with grid, workspace and plan (`launcher`), and what it costs the busiest SM
+(`cost`), each None where the mode does not take the launch. resolve(), launch_entries and
+auto.busiest_work ask MODES in order and keep the first answer, so a launch is priced as it
+runs; a new mode is one class (docs/howto/launch-mode.md). Their arithmetic: streamk.py."""
 from __future__ import annotations
 
 import os
@@ -41,10 +39,9 @@ def pdl(k: registry.Kernel, info) -> bool:
 
 
 class At(SimpleNamespace):
-    """One launch resolve() asks about: kernel k (its resolve.Loaded lk; `load`: loaded()
-    for others), the variant, the caller's M x N x K, km x kn as the entry sees it (N x M
-    where swap), the Pick's split_k and reduce, strides, the entry's dynamic smem, `group`
-    (launch_entries without reduce) and `base`, the LaunchPlan fields of every mode."""
+    """A launch resolve() asks about: k, lk (its resolve.Loaded), load (loaded()), variant,
+    m, n, kk, km x kn as the entry sees it, swap, the Pick's split_k and reduce, strides,
+    smem, group (launch_entries without reduce), base (LaunchPlan fields of every mode)."""
 
 
 class Plain:
@@ -137,10 +134,9 @@ class StreamK(Plain):
     def plan(k: registry.Kernel, variant: registry.Variant, m: int, n: int, kk: int,
              slots_dp: int, slots_sk: int, split_k: int = 0
              ) -> tuple[tuple[int, int, int], int, int, int] | None:
-        """(grid, workspace bytes, tile0, split_k taken) at M x N x K, or None: the plain
-        grid. slots_dp / slots_sk: CTAs of the sibling and of the twin resident at once.
-        tile0 > 0: a head runs tiles [0, tile0) first. split_k > 0: the twin alone with
-        split_k CTAs per tile where split_k_ctas allows, else the own plan (taken: 0)."""
+        """(grid, workspace bytes, tile0 (> 0: a head runs tiles [0, tile0)), split_k taken
+        (0: the own plan)), or None: the plain grid. slots_dp / slots_sk: CTAs of the sibling
+        and of the twin resident at once."""
         if variant.stream_k_swap:     # the twin sees the transposed problem: N x M
             m, n = n, m
         bm, bn, bk = k.tile
@@ -196,7 +192,8 @@ class SplitReduce(Plain):
         tiles, k_tiles = -(-m // bm) * -(-n // bn), -(-kk // bk)
         if k_tiles * split_k >= 2**31 or not split_k_ctas(tiles, k_tiles, split_k, slots):
             return None
-        return (-(-m // bm), -(-n // bn), split_k), streamk.split_reduce_workspace_bytes(split_k, m, n)
+        grid = (-(-m // bm), -(-n // bn), split_k)
+        return grid, streamk.split_reduce_workspace_bytes(split_k, m, n)
 
 
 class Walk(Plain):
@@ -219,11 +216,10 @@ class Walk(Plain):
         return self.plain(at, v.cut, grid, (0, *cut), tail_split=cut, workspace_bytes=ws)
 
     def cost(self, x, m, n, k, precision, sm_count, split_k=0, reduce=False, variant=None):
-        """The busiest SM's rounds of items, each its windows plus the cut model's overhead,
-        cut ones' fixup added; a window costs the tile's area plus LOAD_ROW per row of A (twice
-        where register_a) and of this CTA's part of B: the narrower tile wins where the wider
-        one leaves SMs idle (docs/design/cute_wgmma_ws.md#narrow-tiles). `variant`: the entry
-        (walks_transposed, register_a) where known."""
+        """The busiest SM's rounds of items (windows, the cut model's overhead, a cut's fixup),
+        a window costing the tile's area plus LOAD_ROW per row of A (twice where register_a)
+        and of this CTA's B (docs/design/cute_wgmma_ws.md#narrow-tiles). `variant`: the
+        entry (walks_transposed, register_a) where known."""
         g = x.grid
         if not isinstance(g, PersistentGrid):
             return None

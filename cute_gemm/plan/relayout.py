@@ -12,6 +12,7 @@ from .. import registry
 from ..driver import launch, pool
 from ..driver.arrays import Operand
 from ..driver.kernel_args import F, I, L, P, arg_block, packed
+from ..registry.records import AS_PLANNED, Pick
 from .resolve import UTIL, UTIL_ENTRY, choose, copy_target, loaded, oriented, resolve, swapped
 
 
@@ -90,7 +91,7 @@ class Relaid:
 
     def __init__(self, k: registry.Kernel, ordinal: int, variant: registry.Variant,
                  copies: list[str], swap: bool, A: Operand, B: Operand, T: Operand,
-                 split_k: int = 0, reduce: bool = False):
+                 pick: Pick = AS_PLANNED):
         m, kk = A.shape
         n = B.shape[1]
         self.ordinal = ordinal
@@ -115,8 +116,7 @@ class Relaid:
         self.back = Scale2d(ordinal, W, T) if copied_c else None
         self.load_c = Scale2d(ordinal, T, W) if copied_c else None
         self.launcher = resolve(k, ordinal, variant, copies, m, n, kk,
-                                (ops["a"].strides, ops["b"].strides, W.strides), swap, split_k,
-                                reduce)
+                                (ops["a"].strides, ops["b"].strides, W.strides), swap, pick)
 
     @property
     def plan(self):
@@ -159,6 +159,6 @@ def prepared(k: registry.Kernel, ordinal: int, A: Operand, B: Operand, T: Operan
     """That launch made ready to call with pointers: on copies (Relaid) where the entry needs
     them, else a resolved Launcher."""
     if copies:
-        return Relaid(k, ordinal, variant, copies, swap, A, B, T, pick.split_k, pick.reduce)
+        return Relaid(k, ordinal, variant, copies, swap, A, B, T, pick)
     return resolve(k, ordinal, variant, copies, A.shape[0], B.shape[1], A.shape[1],
-                   (A.strides, B.strides, T.strides), swap, pick.split_k, pick.reduce)
+                   (A.strides, B.strides, T.strides), swap, pick)

@@ -1,8 +1,8 @@
 """The resolver: for one kernel, device, shape, stride pattern and pointer-alignment class,
-which entry point runs, which operands are copied first, in which launch mode (modes.py:
-its grid, shared memory and workspace). It is decided once (resolve), kept as a frozen LaunchPlan beside the
-Launcher that carries it out, in one cache (CACHE); a repeat call only writes its pointers
-and scalars into the Launcher's packed arguments (launcher.py).
+which entry point runs, which operands are copied first, in which launch mode (modes.py).
+It is decided once (resolve), kept as a frozen LaunchPlan beside the Launcher that carries
+it out, in one cache (CACHE); a repeat call only writes its pointers and scalars into the
+Launcher's packed arguments (launcher.py).
 
 The cache has one owner and one public reset, cute_gemm.clear_caches(); what it holds is
 readable through resolved_launches().
@@ -22,7 +22,7 @@ from ..driver.arrays import Operand
 from ..base.errors import CuteGemmError, DTypeError
 from .launcher import Launcher, LaunchPlan
 from ..base.precisions import ACCUMULATOR, DTYPE
-from ..registry.records import ITEMSIZE, PRECISION_DTYPE
+from ..registry.records import AS_PLANNED, ITEMSIZE, PRECISION_DTYPE, Pick
 
 # the utility kernel of the runtime itself, (source type, destination type) -> its entry
 # (kernels/util/scale2d.cu: scale2d_<suffix> within one type, scale2d_<from>_<to> across):
@@ -70,10 +70,9 @@ def resolved_launches() -> tuple[LaunchPlan, ...]:
 # ---- per (kernel, device): the cubins and their functions ---------------------------------
 def launch_entries(k: registry.Kernel, variant: registry.Variant,
                    stream_k: bool | None = None, reduce: bool = False) -> tuple[str, ...]:
-    """The entry points one launch of `variant` may need, compiled at once: those of the
-    first launch mode that has any (modes.MODES: a split entry where `reduce`; a stream-K
-    twin and its head, whose occupancies resolve() weighs before choosing; a cut twin),
-    the plain grid's alone where stream_k is False (None: CUTE_GEMM_STREAM_K=0)."""
+    """The entry points one launch of `variant` may need, compiled at once: the first launch
+    mode's that has any (modes.MODES), the plain grid's where stream_k is False (None:
+    CUTE_GEMM_STREAM_K=0)."""
     if stream_k is None:
         stream_k = modes.stream_k_on()
     for mode in modes.MODES if stream_k else (modes.PLAIN,):
@@ -473,16 +472,15 @@ def layout_launches(k: registry.Kernel, layout: str, precisions: tuple[str, ...]
 
 
 def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies, m: int, n: int,
-            kk: int, strides, swap: bool = False, split_k: int = 0,
-            reduce: bool = False) -> Launcher:
+            kk: int, strides, swap: bool = False, pick: Pick = AS_PLANNED) -> Launcher:
     """The Launcher of `variant` at M x N x K with operands of these strides (after copies),
     of the first launch mode (modes.MODES) that takes it. swap: the launch computes C^T =
     B^T A^T (swapped; `variant` was chosen for it); the Launcher is still called with the
-    caller's A, B and C. split_k, reduce: the Pick's."""
+    caller's A, B and C. pick: its split_k and reduce ask for a split."""
     km, kn = (n, m) if swap else (m, n)          # the problem the entry sees
     at = modes.At(k=k, lk=loaded(k, ordinal), load=loaded, variant=variant, m=m, n=n, kk=kk,
-                  km=km, kn=kn, swap=swap, split_k=split_k, reduce=reduce, strides=strides,
-                  smem=k.smem_bytes(m, n, kk), group=launch_entries(k, variant),
+                  km=km, kn=kn, swap=swap, split_k=pick.split_k, reduce=pick.reduce,
+                  strides=strides, smem=k.smem_bytes(m, n, kk), group=launch_entries(k, variant),
                   base=dict(kernel=k.name, ordinal=ordinal, shape=(m, n, kk), block=k.block,
                             copies=tuple(copies), precision=variant.precision,
                             out_dtype=variant.out_dtype))
