@@ -13,6 +13,14 @@ from ..base import memo
 from ..driver import launch, pool, workspace
 
 
+# the second launch of a split with a reduction launch (modes.SplitReduce)
+REDUCE = registry.Kernel(
+    name="split_reduce", family="util", source="util/split_reduce.cu",
+    variants=(registry.Variant("split_reduce"),), block=(256, 1, 1),
+    grid=registry.FlatGrid(1024), summary="C = alpha * (the sum of a split-K launch's "
+    "slices, in order) + beta * C", seed="-")
+
+
 @dataclass(frozen=True)
 class LaunchPlan:
     """What run() launches for one kernel, device, shape, stride pattern and pointer
@@ -36,17 +44,16 @@ class LaunchPlan:
     tail_split: tuple[int, int] | None = None   # a walk's (dp, pieces); pieces > 1: its cut twin
     split_k: int = 0                     # CTAs per tile of a split (Pick)
     reduce_grid: tuple[int, int, int] = (0, 0, 0)   # > 0: REDUCE sums the split's shares after it
-    reduce_block: tuple[int, int, int] = (0, 0, 0)
     reduce_pdl: bool = False             # ... starting by programmatic dependent launch
 
     @property
     def stream_k(self) -> bool:
-        """A launch that shares a tile's K between CTAs through a workspace (stream-K, or a
-        cut last wave)."""
+        """A launch sharing tiles' K between CTAs through a workspace (stream-K, split, cut)."""
         return self.workspace_bytes > 0
 
     @property
     def split(self) -> bool:
+        """A stream-K launch after a data-parallel head."""
         return bool(self.head_entry)
 
     @property
@@ -79,15 +86,12 @@ class TensorMaps:
 
 
 class Reduction:
-    """The second launch of a split-K launch with a reduction launch (records.Pick.reduce):
-    resolve.REDUCE summing the split entry's slices into C (as the entry sees C: C^T for a
-    launch on the transposed problem). Its argument block is packed once per thread, as
-    Launcher's."""
+    """The second launch of a split with a reduction (modes.SplitReduce): REDUCE summing
+    the split entry's slices into C as the entry sees it, packed once per thread."""
     __slots__ = ("site", "pack", "local")
 
-    def __init__(self, f: launch.Function, grid, block, m: int, n: int, split: int, sc,
-                 pdl: bool):
-        self.site = launch.Site(f, grid, block, 0, pdl)
+    def __init__(self, f: launch.Function, grid, m: int, n: int, split: int, sc, pdl: bool):
+        self.site = launch.Site(f, grid, REDUCE.block, 0, pdl)
         self.pack = functools.partial(launch.pack_reduce_args, m, n, split, sc[0], sc[1])
         self.local = threading.local()
 
@@ -129,7 +133,7 @@ class Launcher:
             else launch.pack_gemm_args_ws if extra else launch.pack_gemm_args, *args, *extra)
         self.local = threading.local()
         self.tail = None if reduce is None else Reduction(
-            reduce, plan.reduce_grid, plan.reduce_block, m, n, plan.split_k, sc, plan.reduce_pdl)
+            reduce, plan.reduce_grid, m, n, plan.split_k, sc, plan.reduce_pdl)
         self.site = launch.Site(f, plan.grid, plan.block, plan.smem, plan.pdl)
         # (most launches: one kernel, its arguments as they come, nothing else to do)
         self.plain = not (plan.workspace_bytes or head or plan.swap or plan.tma or plan.pdl)

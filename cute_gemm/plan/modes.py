@@ -12,15 +12,9 @@ from . import streamk
 from .. import registry
 from ..driver import launch
 from ..registry.records import ITEMSIZE, PRECISION_DTYPE, PersistentGrid
-from .launcher import Launcher, LaunchPlan
+from .launcher import REDUCE, Launcher, LaunchPlan
 from .streamk import split_k_ctas, stream_k_plan, stream_k_workspace_bytes
 
-# the second launch of a split-K launch with a reduction launch (records.Pick.reduce)
-REDUCE = registry.Kernel(
-    name="split_reduce", family="util", source="util/split_reduce.cu",
-    variants=(registry.Variant("split_reduce"),), block=(256, 1, 1),
-    grid=registry.FlatGrid(1024), summary="C = alpha * (the sum of a split-K launch's "
-    "slices, in order) + beta * C", seed="-")
 # the cost model (fitted: docs/design/auto.md#scaled-rows): a tile's fill and store cost
 # TILE_OVERHEAD k-tiles; in a walk, filling smem with one 128-byte row of a k-tile costs
 # about LOAD_ROW outputs' tensor-core work on it, and a cut item's fixup CUT_FIXUP k-tiles
@@ -174,8 +168,7 @@ class SplitReduce(Plain):
         km, kn, swap = (at.kn, at.km, not at.swap) if v.stream_k_swap else (at.km, at.kn, at.swap)
         plan = LaunchPlan(entry=v.split, grid=planned[0], smem=at.smem,
                           workspace_bytes=planned[1], swap=swap, split_k=at.split_k,
-                          reduce_grid=REDUCE.grid(km, kn, 1), reduce_block=REDUCE.block,
-                          reduce_pdl=pdl(k, info), **at.base)
+                          reduce_grid=REDUCE.grid(km, kn, 1), reduce_pdl=pdl(k, info), **at.base)
         return Launcher(plan, f, at.strides, (0, at.split_k),
                         reduce=at.load(REDUCE, lk.ordinal).function(REDUCE.entries[0]))
 

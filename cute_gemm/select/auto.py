@@ -8,7 +8,7 @@ precision into its result type, run on the device and fit its shared memory. Amo
      candidate that is still a candidate here; else the NEAREST_ROWS nearest measured
      shapes over all of them (log-space distance over M, N, K, the same alignment class
      first), each candidate's times there scaled to this shape by a model of its busiest
-     SM's work (busiest_work: tiles, waves, k-tiles, stream-K and split plans), the least
+     SM's work (busiest_work: the launch modes' costs, plan/modes.py), the least
      predicted time;
   2. else the heuristic below (rules from measurements: docs/design/auto.md).
 A precision that names an accuracy contract (contract.py: fp32_3xtf32) is answered by the
@@ -39,11 +39,9 @@ TAG = "auto"                       # Kernel.tags: a candidate of the selector
 # heuristic: C covered by at most this many tiles of the largest-tile candidate is "tiny"
 TINY_TILES = 4
 # from_tables, a shape without a row: the rows whose times are scaled to it, weighted by
-# 1 / (distance + NEAR_WEIGHT) (and the launch modes' cost model, modes.TILE_OVERHEAD).
-# Chosen leave-one-out over the shipped tables and on the held-out shapes' measured
-# candidates: docs/design/auto.md#scaled-rows
-NEAREST_ROWS = 3
-NEAR_WEIGHT = 0.5
+# 1 / (distance + NEAR_WEIGHT); chosen leave-one-out over the shipped tables and on the
+# held-out shapes' measured candidates (docs/design/auto.md#scaled-rows)
+NEAREST_ROWS, NEAR_WEIGHT = 3, 0.5
 BUCKET = 8          # (from_tables: shapes rounded up to a multiple of it price alike)
 
 
