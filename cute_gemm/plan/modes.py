@@ -48,7 +48,7 @@ class Plain:
         return self.plain(at, at.variant.entry, at.k.grid(at.km, at.kn, at.kk, at.lk.sm_count))
 
     def cost(self, x: registry.Kernel, m: int, n: int, k: int, precision: str, sm_count: int,
-             split_k: int = 0, reduce: bool = False, variant=None) -> float | None:
+             split_k: int = 0, variant=None) -> float | None:
         """k-tiles of whole waves of tiles on sm_count x min_blocks CTA slots, a tile's
         TILE_OVERHEAD more (1.0: no tile to count)."""
         if not x.tile or sm_count < 1:
@@ -106,7 +106,7 @@ class StreamK(Plain):
                           swap=swap, split_k=split_k, **at.base)
         return Launcher(plan, f, at.strides, (0, tile0), head)
 
-    def cost(self, x, m, n, k, precision, sm_count, split_k=0, reduce=False, variant=None):
+    def cost(self, x, m, n, k, precision, sm_count, split_k=0, variant=None):
         """With split_k, where it fits (either kind): one wave of runs, each its k-tiles, a
         fill and two stores (the fixup's). Else with a twin where the plan takes it: the
         head's whole waves, and the last wave's k-tiles shared over the twin's CTAs."""
@@ -152,8 +152,7 @@ class SplitReduce(Plain):
     def entries(self, k, v, reduce):
         return (v.split,) if reduce and v.split else None
 
-    def cost(self, x, m, n, k, precision, sm_count, split_k=0, reduce=False, variant=None):
-        return None     # one wave of runs, as the twin's split: StreamK.cost prices both
+    cost = None     # one wave of runs, as the twin's split: StreamK.cost prices both
 
     def launcher(self, at):
         v, k, lk = at.variant, at.k, at.lk
@@ -208,7 +207,7 @@ class Walk(Plain):
                                                 g.bm, g.bn, g.partials)
         return self.plain(at, v.cut, grid, (0, *cut), tail_split=cut, workspace_bytes=ws)
 
-    def cost(self, x, m, n, k, precision, sm_count, split_k=0, reduce=False, variant=None):
+    def cost(self, x, m, n, k, precision, sm_count, split_k=0, variant=None):
         """The busiest SM's rounds of items (windows, the cut model's overhead, a cut's fixup),
         a window costing the tile's area plus LOAD_ROW per row of A (twice where register_a)
         and of this CTA's B (docs/design/cute_wgmma_ws.md#narrow-tiles). `variant`: the
@@ -230,6 +229,7 @@ class Walk(Plain):
 
 PLAIN, WALK, STREAM_K, SPLIT_REDUCE = Plain(), Walk(), StreamK(), SplitReduce()
 MODES = (SPLIT_REDUCE, STREAM_K, WALK, PLAIN)     # asked in order: the first answer is taken
+PRICED = tuple(mode for mode in MODES if mode.cost)     # (cost None: priced by another)
 
 
 def offers(x: registry.Kernel, mode: Plain) -> bool:

@@ -343,7 +343,7 @@ def busiest_work(x: registry.Kernel | None, m: int, n: int, k: int, precision: s
                  transposed: bool = False, split_k: int = 0) -> float:
     """A model of what a launch of `x` on M x N x K (the transposed problem where
     `transposed`) costs its busiest SM, for scaling a time measured at a nearby shape: the
-    cost of the first launch mode that prices it (modes.MODES, as resolve() launches), a
+    cost of the first launch mode that prices it (modes.PRICED, in resolve()'s order), a
     composed kernel its GEMM's."""
     if transposed:
         m, n = n, m
@@ -352,7 +352,7 @@ def busiest_work(x: registry.Kernel | None, m: int, n: int, k: int, precision: s
     if x.gemm_of is not None:   # a composed kernel: its GEMM's work on K' (its passes scale alike)
         g = x.gemm_of
         return busiest_work(g.kernel, m, n, g.k_prime(k), g.precision, sm_count)
-    for mode in modes.MODES:
+    for mode in modes.PRICED:
         cost = mode.cost(x, m, n, k, precision, sm_count, split_k)
         if cost is not None:
             return cost
