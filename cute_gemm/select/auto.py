@@ -132,7 +132,7 @@ def runnable(precision: str, out_dtype: str, device, m: int, n: int, k: int,
     launch.DeviceInfo, or any object with name, arch_int, smem_optin); a named error, before
     any launch, when none can."""
     named, arch = _named(precision, out_dtype, exactly), device.arch_int
-    here = [x for x in named if x.runs_on(arch)]
+    here = candidates(precision, out_dtype, arch, exactly)       # (kept per device class)
     if not here:
         need = ", ".join(f"{x.name} needs sm_{x.min_arch}" + ("" if x.arch_specific else "+")
                          for x in named)
