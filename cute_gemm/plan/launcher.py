@@ -116,9 +116,8 @@ class Launcher:
     def __init__(self, plan: LaunchPlan, f: launch.Function, strides, extra: tuple = (),
                  head: "Launcher | None" = None, variant: registry.Variant | None = None,
                  reduce: launch.Function | None = None):
-        """extra: the arguments after the GEMM's own of an entry taking a workspace (its
-        pointer, then a stream-K twin's tile0, a split's split_k or a cut walk's dp and
-        pieces: modes.py); reduce: the reduction launched after a split (plan.reduce_grid)."""
+        """extra: what a mode's entry takes after the GEMM's arguments (the workspace, then
+        tile0, split_k, or dp and pieces); reduce: REDUCE's function, run after a split."""
         self.plan, self.head = plan, head
         m, n, kk = plan.shape
         sa, sb, sc = strides
