@@ -1,10 +1,7 @@
-"""run(): alpha * A @ B + beta * C with any registered kernel.
+"""run() and gemm(): alpha * A @ B + beta * C with a registered kernel or the selector's pick.
 
-numpy in -> numpy out (upload, launch, download). Device arrays in -> result on the
-device, no host round trip. Operands whose layout a kernel cannot take as they are
-(say, a transposed B for a row-major-only stage) are copied on the device into a
-layout it can take — only those operands, and only for kernels that need it.
-"""
+numpy in, numpy out (upload, launch, download); device arrays in, the result on the device.
+An operand in a layout the kernel cannot take is copied on the device into one it can."""
 from __future__ import annotations
 
 import operator
@@ -17,8 +14,8 @@ from .build import cache
 from .driver import launch
 from .plan import hotpath
 from .select import auto, autotable, standin
-from .driver.arrays import (SUPPORTED_DTYPES, ArrayLike, DTypeName, Operand, StreamLike,
-                            framework_stream, narrow, parse, widen)
+from .driver.arrays import (SUPPORTED_DTYPES, ArrayLike, DeviceArray, DTypeName, Operand,
+                            StreamLike, framework_stream, narrow, parse, widen)
 from .base.errors import AliasError, CaptureError, DTypeError, InputError, ShapeError
 from .plan.execute import gemm_device
 from .base.precisions import DEFAULT_PRECISION, DTYPE, PRECISION, as_accurate
@@ -27,18 +24,17 @@ from .registry.records import (AS_PLANNED, LAYOUTS, PRECISION_DTYPE, PRECISIONS,
 from .plan.resolve import CACHE, check_precision, resolved_launches, wait_for_compiles
 
 def compile_kernel(name: str | registry.Kernel, arch: str | int | None = None) -> cache.Compiled:
-    """Compile a registered kernel with NVRTC, or fetch it from the cache.
-
-    No GPU is needed when `arch` is given.
+    """Compile a registered kernel with NVRTC, or fetch it from the cache (no GPU needed
+    when `arch` is given).
 
     Args:
         name: A registered kernel's name (cute_gemm.kernels()) or its Kernel record.
-        arch: The target, "sm_80", "sm_90", ... or 80, 90. Default None: the current
-            GPU's (the kernel's own arch-specific target where it has one, sm_90a).
+        arch: The target, "sm_80", "sm_90", ... or 80, 90. Default None: the current GPU's
+            (the kernel's arch-specific target where it has one, sm_90a).
 
     Returns:
-        cache.Compiled: the CUBIN (host bytes), its cache key and origin ("compiled",
-        "disk" or "memory") and ptxas's resources per entry point (registers, spills).
+        cache.Compiled: the CUBIN bytes, its cache key, its origin ("compiled", "disk" or
+        "memory") and ptxas's resources per entry point (registers, spills).
 
     Raises:
         UnknownKernelError: `name` is not registered; the message lists the names.
@@ -53,8 +49,6 @@ def compile_kernel(name: str | registry.Kernel, arch: str | int | None = None) -
     return cache.get(k, arch)
 
 
-
-# ---- validation --------------------------------------------------------------------------
 def _validate(a, b, c, out, alpha, beta, stream: int | None = None):
     A, B = parse("a", a, stream), parse("b", b, stream)
     (m, k1), (k2, n) = A.shape, B.shape
@@ -84,17 +78,16 @@ def _validate(a, b, c, out, alpha, beta, stream: int | None = None):
 
 def _precision(A: Operand, B: Operand, C: Operand | None, O: Operand | None,
                precision: str | None, kernel: registry.Kernel | None = None) -> tuple[str, str]:
-    """(precision, result dtype) of a call: the precision its operands' type implies unless
-    one is asked for; the result in out's type, else C's, else float32. DTypeError for a
-    mix no kernel computes."""
+    """(precision, result dtype): the precision asked for, else the one the operands' type
+    implies; the result in out's type, else C's, else float32. DTypeError for a mix no
+    kernel computes."""
     if A.dtype != B.dtype:
         raise DTypeError(f"a is {A.dtype} and b is {B.dtype}: both must have one type")
     if precision is None:
         precision = DEFAULT_PRECISION[A.dtype]
         if kernel is not None and precision not in kernel.precisions:
-            # a kernel without that arithmetic answers unasked only in one held to no larger
-            # a unit (fp32_3xtf32 for fp32: an fp32 answer, by other means); tf32 (10-bit
-            # products) stays by name only
+            # unasked, only a precision held to no larger a unit stands in (fp32_3xtf32 for
+            # fp32); tf32 is taken by name only
             precision = next((p for p in as_accurate(precision) if p in kernel.precisions),
                              precision)
     elif precision not in PRECISIONS:
@@ -113,8 +106,7 @@ def _precision(A: Operand, B: Operand, C: Operand | None, O: Operand | None,
 
 
 def _empty_like_lib(proto, shape, ordinal, dtype: str = "float32"):
-    """A row-major result of `dtype` allocated by the library of `proto` (CuPy, PyTorch),
-    else a cute_gemm DeviceArray."""
+    """A row-major result allocated by `proto`'s library (CuPy, PyTorch), else a DeviceArray."""
     mod = type(proto).__module__.split(".")[0]
     if mod == "cupy" and "cupy" in sys.modules and DTYPE[dtype].cupy:
         cp = sys.modules["cupy"]
@@ -123,7 +115,6 @@ def _empty_like_lib(proto, shape, ordinal, dtype: str = "float32"):
     if mod == "torch" and "torch" in sys.modules:
         torch = sys.modules["torch"]
         return torch.empty(shape, dtype=getattr(torch, DTYPE[dtype].torch), device=proto.device)
-    from .driver.arrays import DeviceArray
     return DeviceArray(shape, ordinal=ordinal, dtype=dtype)
 
 
@@ -134,7 +125,7 @@ def _device_ordinal(A: Operand) -> int:
     return launch.pointer_device(A.ptr) if A.ptr else driver.current_ordinal()
 
 
-_count: list[int] = []
+_count: list[int] = []     # the device count, once known
 
 
 def _device_count() -> int:
@@ -152,14 +143,11 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
         stream: StreamLike = None, precision: PrecisionName | None = None) -> ArrayLike:
     """alpha * a @ b + beta * c with one named kernel, accumulated in float32.
 
-    numpy in, numpy out (upload, launch, download); device arrays in, the result on the
-    device with no host round trip. Asynchronous on the stream for device arrays: without
-    `stream`, the current stream of the operands' library (PyTorch's, CuPy's; the default
-    stream for numpy, DeviceArray, JAX and other arrays), so the call is ordered with, and
-    captured in a CUDA graph with, the caller's other work. Operands that name their
-    producer's stream (CAI v3 `stream`, DLPack) are waited for on it. A PyTorch operand
-    that requires grad in grad mode makes the result carry autograd's graph (the op of
-    cute_gemm.torch, which must be imported).
+    Asynchronous for device arrays, on `stream` or else the operands' library's current
+    stream (PyTorch's, CuPy's; the default stream otherwise), so the call is ordered with and
+    captured in a CUDA graph with the caller's work; producer streams an operand names (CAI
+    v3, DLPack) are waited for. A PyTorch operand requiring grad in grad mode makes the
+    result carry autograd's graph (cute_gemm.torch's op, which must be imported).
 
     Args:
         name: A registered kernel (cute_gemm.kernels()), or "auto": gemm()'s pick.
@@ -170,21 +158,20 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
         c: C, (M, N), read when beta != 0; float32 or a's type. Default None (beta is then 0).
         alpha: Scale of a @ b (a Python int or float). Default 1.0.
         beta: Scale of c. Default 0.0.
-        out: Where the result goes, (M, N), float32 or a's type. It may be `c` (an update
-            in place); one that overlaps a, b or c otherwise is computed apart and copied.
+        out: Where the result goes, (M, N), float32 or a's type. It may be `c` (an update in
+            place); one overlapping a, b or c otherwise is computed apart and copied.
             Default None: a new array.
         stream: A CUDA stream (an int handle, or a cuda.core, CuPy or PyTorch stream).
             Default None: the operands' library's current stream.
-        precision: The arithmetic, "fp32", "tf32", "bf16", "fp16" or "fp32_3xtf32".
-            Default None: the one the operands' type implies ("fp32" for float32, except
-            on a kernel that computes only "fp32_3xtf32", fp32's accuracy from three tf32
-            products). "tf32" (10-bit mantissas on tensor cores) only when asked for.
+        precision: The arithmetic, "fp32", "tf32", "bf16", "fp16" or "fp32_3xtf32" (fp32's
+            accuracy from three tf32 products). Default None: the one the operands' type
+            implies ("fp32" for float32, or "fp32_3xtf32" on a kernel that computes only
+            that); "tf32" (10-bit mantissas on tensor cores) only when asked for.
 
     Returns:
-        The (M, N) result: `out` when given; else a new array where the operands live, a
-        numpy array for host operands, an array of their library for device ones
-        (cute_gemm.DeviceArray where the library cannot allocate). float32, or out's
-        type (float32 or a's type; rounded to nearest even from the float32 sum).
+        The (M, N) result: `out` when given; else a new array where the operands live (numpy
+        for host operands, their library's array for device ones, else a DeviceArray), of
+        out's type (rounded to nearest even from the float32 sum), else float32.
 
     Raises:
         UnknownKernelError: `name` is not registered; the message lists the names.
@@ -195,23 +182,21 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
         ShapeLimitError: the shape is beyond what the kernel's design allows.
         AliasError: `out` has elements that share one address.
         StreamError: `stream` is not a CUDA stream.
-        InputError: anything else wrong with the arguments (alpha or beta not a real
-            number, a read-only `out`, host and device operands mixed; `out` or `stream`
-            on a call autograd records). The base of every error above, all raised
-            before anything is allocated or launched.
+        InputError: anything else wrong with the arguments (alpha or beta not a real number,
+            a read-only `out`, host and device operands mixed, `out` or `stream` on a call
+            autograd records); the base of the errors above, all raised before anything
+            is allocated or launched.
         CaptureError: the call cannot be captured into the CUDA graph being recorded.
         CompileError, HeadersNotFound, NvrtcNotFound: the kernel cannot be compiled.
         CudaError: a CUDA driver call failed (NoDeviceError: no GPU or driver).
     """
     hot = new = None
-    # the signature hot path (hotpath.py); one device known from an earlier call, so
-    # multi-GPU hosts do no signature work. c, if given, is out itself (an update in place:
-    # the launch is the same, beta an argument; without c beta is 0, as below)
+    # the signature hot path (hotpath.py), on a host known to have one GPU; c, if given, is
+    # out itself (an update in place: the same launch, beta an argument)
     if ((c is None or c is out) and _count == _ONE and type(alpha) in _SCALAR
             and type(beta) in _SCALAR and alpha != 0):
         if out is None and c is None:
-            # a result allocated as the full path allocated it for these a and b, written
-            # by the launch that path resolved
+            # a result allocated as the full path did, written by the launch it resolved
             result, new = hotpath.launch_new(name, precision, a, b, alpha, stream)
             if result is not None:
                 return result
@@ -226,7 +211,7 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
     return _run(k, AS_PLANNED, a, b, c, alpha, beta, out, stream, precision, hot, new)
 
 
-# ---- autograd: a call whose result must carry the graph goes to cute_gemm.torch's op ------
+# a call whose result must carry autograd's graph goes to cute_gemm.torch's op
 _autograd: list = []      # [route(name, a, b, c, alpha, beta, precision)], set by cute_gemm.torch
 
 
@@ -238,11 +223,8 @@ def set_autograd(route) -> None:
 def _recorded(a, b, c) -> bool:
     """Whether autograd records this call: a PyTorch operand requires grad in grad mode."""
     torch = sys.modules.get("torch")
-    if torch is None:
-        return False
-    tensor = torch.Tensor
-    return (any(isinstance(x, tensor) and x.requires_grad for x in (a, b, c))
-            and torch.is_grad_enabled())
+    return (torch is not None and any(isinstance(x, torch.Tensor) and x.requires_grad
+                                      for x in (a, b, c)) and torch.is_grad_enabled())
 
 
 def _through_autograd(name, a, b, c, alpha, beta, out, stream, precision):
@@ -264,9 +246,8 @@ def _through_autograd(name, a, b, c, alpha, beta, out, stream, precision):
 
 def run_choice(choice, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None,
                precision=None):
-    """run() with a selector's choice (auto.Choice: its kernel, on the transposed problem or
-    split along K as its pick says), exactly as gemm() runs it when it picks that choice:
-    how `cute-gemm tune` times the candidates."""
+    """run() with a selector's choice (auto.Choice: its kernel, transposed or split along K
+    as its pick says) exactly as gemm() runs it: how `cute-gemm tune` times candidates."""
     return _run(registry.get(choice.kernel), choice.pick, a, b, c, alpha, beta, out, stream,
                 choice.precision or precision)
 
@@ -277,43 +258,38 @@ def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
                 device: str | launch.DeviceInfo | None = None) -> auto.Choice:
     """What gemm() would run for an M x N x K problem, and why, without running it.
 
-    The same selector gemm() calls (this GPU's tune tables, then the heuristic), for fresh
-    operands of the given layout and precision. With `device` it needs no GPU: the answer
-    for that GPU as gemm() would give it there.
+    The selector gemm() calls (this GPU's tune tables, then the heuristic), for fresh
+    operands of the given layout and precision; with `device`, no GPU is needed.
 
     Args:
         m: Rows of A and of the result (int >= 0).
         n: Columns of B and of the result (int >= 0).
         k: Columns of A, rows of B (int >= 0).
-        layout: The operand layout, "nn", "tn", "nt" or "tt": "n" the array as it is
-            (row-major), "t" the transposed view of a row-major array (BLAS's transa,
-            transb). Default "nn".
-        precision: The arithmetic: "fp32", "tf32", "bf16", "fp16" or "fp32_3xtf32"
-            (run() says what each is). Default "fp32".
-        out_dtype: The result type, "float32", "float16" or "bfloat16" (the latter two
-            only with the precision of that type). Default float32.
+        layout: "nn", "tn", "nt" or "tt": "n" a row-major array, "t" the transposed view of
+            one (BLAS's transa, transb). Default "nn".
+        precision: "fp32", "tf32", "bf16", "fp16" or "fp32_3xtf32" (run() says what each
+            is). Default "fp32".
+        out_dtype: The result type, "float32", "float16" or "bfloat16" (the latter two only
+            with the precision of that type). Default float32.
         aligned: Whether every operand's pointer and leading dimension is 16-byte aligned
-            (the class of the vector and TMA paths). Default: as for fresh contiguous
-            arrays of this shape.
+            (the vector and TMA paths' class). Default: as fresh contiguous arrays are.
         ordinal: The GPU asked about, by device ordinal. Default: the current device.
-        device: Instead of a present GPU: a GPU name known to the shipped tune tables
-            (autotable.shipped_gpus(): "NVIDIA H100 80GB HBM3", "NVIDIA H200"), or a
-            launch.DeviceInfo. A tuned table of that GPU in the cache counts as on the
-            GPU itself. Default None: the GPU at `ordinal`.
+        device: Instead of a present GPU, a launch.DeviceInfo or the name of a GPU a shipped
+            tune table knows (autotable.shipped_gpus(): "NVIDIA H100 80GB HBM3", "NVIDIA
+            H200"); its tuned table in the cache counts as on the GPU. Default None.
 
     Returns:
-        Choice: the kernel (a registry name), whether it runs on the transposed problem,
-        its split along K, the arithmetic it runs in where that is not `precision` (an
-        accuracy contract kept by another: fp32_3xtf32 by SIMT fp32), and why: "table" (this shape was measured), "nearest" (scaled
-        from the nearest measured shapes) or "heuristic", with the row or the rule.
-        A host-side value; nothing is compiled or launched.
+        Choice (host-side; nothing compiled or launched): the kernel, whether it runs on the
+        transposed problem, its split along K, the arithmetic it runs in where that is not
+        `precision` (a contract kept by another: fp32_3xtf32 by SIMT fp32), and why:
+        "table" (this shape measured), "nearest" (scaled from the nearest measured shapes)
+        or "heuristic", with the row or the rule.
 
     Raises:
-        InputError: a precision or layout the package does not know; M, N or K not an
-            integer or negative; both `ordinal` and `device`; a `device` name no shipped
-            table knows (the message lists those it knows).
-        DTypeError: an out_dtype the package does not know, or no kernel computes this
-            precision into it (a subclass of InputError).
+        InputError: an unknown precision or layout; M, N or K not an integer or negative;
+            both `ordinal` and `device`; a `device` name no shipped table knows (the
+            message lists those it knows).
+        DTypeError: an unknown out_dtype, or no kernel computes this precision into it.
         ShapeLimitError: every candidate needs more shared memory than the GPU allows.
         CuteGemmError: no kernel computes this precision on the GPU's architecture.
         NoDeviceError: no `device` given and no GPU (or CUDA driver) present.
@@ -341,7 +317,7 @@ def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
     if aligned is None:
         aligned = auto.contiguous_aligned(m, n, k, layout, precision, out_dtype)
     return auto.choose(m, n, k, device=device, layout=layout, precision=precision,
-                  out_dtype=out_dtype, aligned=aligned)
+                       out_dtype=out_dtype, aligned=aligned)
 
 
 def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=None):
@@ -356,8 +332,8 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
         ordinal = (None if not products else
                    _device_ordinal(A) if A.device else driver.current_ordinal())
         choice = auto.pick(A, B, O, prec, out_dtype, ordinal)
-        # (how it runs, transposed or split along K, is an input of the launch plan; in which
-        # arithmetic, where another keeps the promise of the precision asked for)
+        # the pick: how it runs (transposed, split along K) and, where another arithmetic
+        # keeps the precision's promise, in which
         k, pick, prec = registry.get(choice.kernel), choice.pick, choice.precision or prec
         if ordinal is not None:     # what runs while the pick compiles, if it must
             stand_in = standin.stand_in(k, prec, out_dtype, launch.device_info(ordinal).arch_int)
@@ -376,33 +352,27 @@ def gemm(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: float
          precision: PrecisionName | None = None) -> ArrayLike:
     """alpha * a @ b + beta * c with the kernel the selector picks, accumulated in float32.
 
-    The pick is for this GPU, shape, operand layout, alignment and precision
-    (cute_gemm.auto; gemm_choice() says which and why): run("auto", ...), with run()'s
-    arguments, validation, errors and guarantees. Where the pick's entry points are
-    neither compiled nor cached, a call does not wait for them (CUTE_GEMM_FIRST_CALL=wait
-    does): they compile in the background while a kernel that compiles in about a second
-    answers in fp32 (16-bit operands widened), within the error bound of the precision
-    asked for but not bit for bit the pick's; wait_for_compiles() blocks until done.
+    run("auto", ...): the pick for this GPU, shape, layout, alignment and precision
+    (gemm_choice() says which and why), with run()'s validation and guarantees. A pick
+    neither compiled nor cached compiles in the background while a kernel that compiles in
+    about a second answers in fp32 (16-bit operands widened: within the precision's error
+    bound, not bit for bit the pick's); CUTE_GEMM_FIRST_CALL=wait waits instead, and
+    wait_for_compiles() blocks until the compiles are done.
 
     Args:
-        a: A, (M, K): a numpy array, or a device array exposing `__cuda_array_interface__`
-            or DLPack (CuPy, PyTorch, JAX, cute_gemm.DeviceArray); float32, float16 or
-            bfloat16, any strides (a transposed view included).
+        a: A, (M, K): a numpy or device array (as run() takes); float32, float16 or bfloat16.
         b: B, (K, N), of a's type and on a's device (or both on the host).
         c: C, (M, N), read when beta != 0; float32 or a's type. Default None.
         alpha: Scale of a @ b. Default 1.0.
         beta: Scale of c. Default 0.0.
-        out: Where the result goes, (M, N), float32 or a's type; may be `c`. Default
-            None: a new array.
-        stream: A CUDA stream (an int handle, or a cuda.core, CuPy or PyTorch stream).
-            Default None: the operands' library's current stream.
-        precision: "fp32", "tf32", "bf16", "fp16" or "fp32_3xtf32". Default None: the
-            one the operands' type implies ("fp32" for float32).
+        out: Where the result goes, (M, N), float32 or a's type; may be `c`. Default None.
+        stream: A CUDA stream. Default None: the operands' library's current stream.
+        precision: "fp32", "tf32", "bf16", "fp16" or "fp32_3xtf32". Default None: the one
+            the operands' type implies ("fp32" for float32).
 
     Returns:
-        The (M, N) result: `out` when given; else a new array where the operands live
-        (numpy for host operands, their library's array for device ones). float32, or
-        out's type (float32 or a's type).
+        The (M, N) result: `out` when given, else a new array where the operands live;
+        float32, or out's type.
 
     Raises:
         NotAnArrayError: an operand is not an array.
@@ -412,8 +382,8 @@ def gemm(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: float
         ShapeLimitError: no candidate kernel fits the GPU's shared memory at this shape.
         AliasError: `out` has elements that share one address.
         StreamError: `stream` is not a CUDA stream.
-        InputError: anything else wrong with the arguments (the base of every error
-            above, all raised before anything is allocated or launched).
+        InputError: anything else wrong with the arguments (the base of the errors above,
+            all raised before anything is allocated or launched).
         CaptureError: the call cannot be captured into the CUDA graph being recorded.
         CompileError, HeadersNotFound, NvrtcNotFound: the pick cannot be compiled.
         CudaError: a CUDA driver call failed (NoDeviceError: no GPU or driver).
@@ -424,19 +394,14 @@ def gemm(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: float
 
 
 def _wait_producers(s: int, producers: set, ordinal: int) -> None:
-    """Order the call after the work its operands' producer streams have queued (CAI v3).
-    Inside a graph capture only a producer captured with it can be waited for; work
-    outside the graph must be done before the graph is launched, as for any graph (a
-    wait on it would invalidate the capture)."""
+    """Order the call after the work its operands' producer streams queued (CAI v3). In a
+    graph capture only a producer captured with it is waited for: work outside the graph
+    must be done before the graph launches (a wait on it would invalidate the capture)."""
     cs = launch.canonical_stream(s)
     others = [p for p in producers if launch.canonical_stream(p) != cs]
-    if not others:
-        return
-    in_capture = launch.capturing(s)
-    for p in others:
-        if not in_capture:
-            launch.wait_stream(s, p, ordinal)
-        elif p not in (0, 1) and launch.capturing(p):   # the legacy stream is never captured
+    in_capture = bool(others) and launch.capturing(s)
+    for p in others:         # (the legacy stream, 0 or 1, is never captured)
+        if not in_capture or (p not in (0, 1) and launch.capturing(p)):
             launch.wait_stream(s, p, ordinal)
 
 
@@ -444,10 +409,9 @@ def _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot=None,
                 pick=AS_PLANNED, stand_in=None, new=None):
     ordinal = _device_ordinal(A)
     driver.ensure_context(ordinal)
-    ops = (A, B, C, O)
-    if any(op is not None and op.stream is not None for op in ops):
-        _wait_producers(s, {op.stream for op in ops if op is not None and op.stream is not None},
-                        ordinal)
+    producers = {op.stream for op in (A, B, C, O) if op is not None and op.stream is not None}
+    if producers:
+        _wait_producers(s, producers, ordinal)
     if O is None:
         if not hotpath.allocates_in_capture(A.obj) and launch.capturing(s):
             raise CaptureError("a new result array cannot be allocated while the stream "
@@ -468,13 +432,8 @@ def _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot=None,
 def _upload(op: Operand, ordinal: int, stream: int, owned: list) -> Operand:
     """Copy a host operand to the device keeping its order when it is C- or F-contiguous."""
     h = op.host
-    if h.flags.c_contiguous:
-        src, strides = h, (h.shape[1], 1)
-    elif h.flags.f_contiguous:
-        src, strides = h, (1, h.shape[0])
-    else:
-        src = np.ascontiguousarray(h)
-        strides = (h.shape[1], 1)
+    src = h if h.flags.c_contiguous or h.flags.f_contiguous else np.ascontiguousarray(h)
+    strides = (1, h.shape[0]) if src is h and not h.flags.c_contiguous else (h.shape[1], 1)
     buf = launch.DeviceBuffer(max(src.nbytes, 4), ordinal)
     owned.append(buf)
     if src.nbytes:
@@ -497,8 +456,8 @@ def _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec="fp32", out_dtype="f
     if m == 0 or n == 0:
         return result
     if kk == 0 or alpha == 0.0:
-        # no products, nothing to launch: result = beta * C (BLAS: A and B are not read,
-        # and C is not read when beta == 0), computed in float32 and rounded once
+        # no products, no launch: beta * C in float32, rounded once (BLAS: A and B unread,
+        # C unread when beta == 0)
         v = np.zeros((m, n), np.float32) if beta == 0.0 else np.float32(beta) * widen(C.host, C.dtype)
         stored = narrow(v, out_dtype)
         result.view(stored.dtype)[...] = stored
@@ -512,10 +471,9 @@ def _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec="fp32", out_dtype="f
     try:
         dA = _upload(A, ordinal, s, owned)
         dB = _upload(B, ordinal, s, owned)
-        dT = Operand("tmp", None, True, 0, (m, n), (n, 1), out_dtype)
-        buf = launch.DeviceBuffer(dT.itemsize * m * n, ordinal)
+        buf = launch.DeviceBuffer(DTYPE[out_dtype].itemsize * m * n, ordinal)
         owned.append(buf)
-        dT.ptr = buf.ptr
+        dT = Operand("tmp", None, True, buf.ptr, (m, n), (n, 1), out_dtype)
         if beta != 0.0:   # C goes straight into the result buffer, updated in place
             hc = np.ascontiguousarray(C.host)
             launch.memcpy_htod(dT.ptr, hc.ctypes.data, hc.nbytes, s)

@@ -1,22 +1,18 @@
 """cross_check(): every kernel against a float64 reference and against each other.
 
-Judged by the reference-BLAS gauge (sblat3's SMMCH): per element
-    ratio = |C - C_ref| / (eps * G),   G = |alpha| |A| |B| + |beta| |C0|
-with eps = 2**-23 (float32 machine epsilon); a kernel passes when max ratio <= 16.
-The gauge scales with K and with the magnitudes involved, so one threshold holds for
-every shape; a plain recursive fp32 dot product lands around 0.3 on random data.
-Tensor-core precisions are judged with their own unit roundoff (UNIT: tf32 and fp16
-2**-11, bf16 2**-8, from rounding the inputs or the result; fp32_3xtf32, fp32-accurate by
-design, with fp32's), against the reference of
-the values the kernel was given (16-bit inputs are drawn in float32 and rounded first).
-Exact mode draws small integers in [-8, 8], exact in every input type, for which fp32
-accumulation is exact up to K ~ 2**18: every correct kernel must then equal the
-reference (rounded to nearest even into a 16-bit result) bit for bit.
-Kernels are checked, and diffed against each other, one precision at a time.
-Outputs are poisoned with NaN before each launch, so an unwritten element fails.
+Judged by the reference BLAS's gauge (sblat3's SMMCH), per element
+    ratio = |C - C_ref| / (u * G),   G = |alpha| |A| |B| + |beta| |C0|
+with u the unit roundoff of the kernel's precision (or of its result type, where larger):
+a kernel passes at max ratio <= 16 on any shape, as G scales with K and the magnitudes.
+The reference is of the values the kernel was given (16-bit inputs drawn in float32, then
+rounded). Exact mode draws integers in [-8, 8], summed exactly in float32 up to K ~ 2**18:
+every correct kernel then equals the reference (rounded once into a 16-bit result) bit for
+bit. Kernels are checked and diffed one precision at a time, into outputs poisoned with
+NaN, so an unwritten element fails.
 """
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -24,9 +20,11 @@ from typing import Literal
 
 import numpy as np
 
-from . import registry
+from . import api, registry          # api.run looked up per call: tests stand in for it
+from .api import _precision, _validate
+from .driver import launch
 from .select import auto, standin
-from .driver.arrays import ArrayLike, narrow, widen
+from .driver.arrays import ArrayLike, DeviceArray, narrow, to_numpy, widen
 from .base.errors import CuteGemmError, ShapeLimitError
 from .base.precisions import DTYPE, EPS, PRECISION, as_accurate  # EPS: float32's machine epsilon
 from .registry.records import PRECISION_DTYPE, PRECISIONS, LayoutName, PrecisionName
@@ -93,24 +91,20 @@ class CheckReport:
                 ff = f"({r.first_fail[0]}, {r.first_fail[1]})" if r.first_fail else ""
                 note = (ff + " " + r.message).strip()
                 lines.append(f"  {r.name:<{kw}}{r.status:<8}{r.gauge_ratio:>12.3g}{r.rel_frobenius:>11.2e}  {note}")
-            if len(s.names) > 1:
-                w = max(len(x) for x in s.names)
-                if len(s.names) <= 8:
-                    lines.append("  pairwise max |C_i - C_j|:")
-                    lines.append(f"    {'':<{w}} " + " ".join(f"{x[:9]:>9}" for x in s.names))
-                    for i, a in enumerate(s.names):
-                        row = " ".join(f"{v:9.2e}" for v in s.pairwise[i])
-                        lines.append(f"    {a:<{w}} {row}")
-                else:   # too many columns for a terminal: each kernel's largest difference
-                    lines.append("  pairwise max |C_i - C_j| (largest per kernel; "
-                                 "CheckReport.shapes[i].pairwise has the matrix):")
-                    for i, a in enumerate(s.names):
-                        row = np.where(np.arange(len(s.names)) == i, np.nan, s.pairwise[i])
-                        if np.all(np.isnan(row)):
-                            lines.append(f"    {a:<{w}} -")
-                            continue
-                        j = int(np.nanargmax(row))
-                        lines.append(f"    {a:<{w}} {row[j]:9.2e}  (vs {s.names[j]})")
+            w = max(len(x) for x in s.names) if len(s.names) > 1 else 0
+            if 1 < len(s.names) <= 8:
+                lines.append("  pairwise max |C_i - C_j|:")
+                lines.append(f"    {'':<{w}} " + " ".join(f"{x[:9]:>9}" for x in s.names))
+                lines += [f"    {a:<{w}} " + " ".join(f"{v:9.2e}" for v in s.pairwise[i])
+                          for i, a in enumerate(s.names)]
+            elif len(s.names) > 8:   # too many columns for a terminal: each one's largest
+                lines.append("  pairwise max |C_i - C_j| (largest per kernel; "
+                             "CheckReport.shapes[i].pairwise has the matrix):")
+                for i, a in enumerate(s.names):
+                    row = np.where(np.arange(len(s.names)) == i, np.nan, s.pairwise[i])
+                    j = None if np.all(np.isnan(row)) else int(np.nanargmax(row))
+                    lines.append(f"    {a:<{w}} -" if j is None
+                                 else f"    {a:<{w}} {row[j]:9.2e}  (vs {s.names[j]})")
         verdict = "PASS" if self.ok else f"FAIL ({len(self.failures)} failing)"
         lines.append(f"cross_check: {verdict}")
         return "\n".join(lines)
@@ -131,12 +125,10 @@ def gauge_ratio(c: np.ndarray, ref: np.ndarray, gauge: np.ndarray, eps: float = 
 def reference(a, b, c, alpha, beta):
     """float64 reference and the gauge G."""
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    ref = alpha * (a64 @ b64)
-    gauge = abs(alpha) * (np.abs(a64) @ np.abs(b64))
+    ref, gauge = alpha * (a64 @ b64), abs(alpha) * (np.abs(a64) @ np.abs(b64))
     if c is not None and beta != 0.0:
         c64 = c.astype(np.float64)
-        ref = ref + beta * c64
-        gauge = gauge + abs(beta) * np.abs(c64)
+        ref, gauge = ref + beta * c64, gauge + abs(beta) * np.abs(c64)
     return ref, gauge
 
 
@@ -156,6 +148,8 @@ def rounded(ref: np.ndarray, out_dtype: str) -> np.ndarray:
 
 def judge(name: str, c: np.ndarray, ref: np.ndarray, gauge: np.ndarray, exact: bool,
           eps: float = EPS, out_dtype: str = "float32") -> KernelResult:
+    """A kernel's result c against the reference: within THRESHOLD gauge ratios, or when
+    exact, equal to the reference rounded into out_dtype."""
     if exact:
         ref = rounded(ref, out_dtype)
     tiny = DTYPE[out_dtype].tiny     # below its normal range a result's rounding error is
@@ -163,126 +157,86 @@ def judge(name: str, c: np.ndarray, ref: np.ndarray, gauge: np.ndarray, exact: b
         gauge = gauge + tiny / eps
     ratio = gauge_ratio(c, ref, gauge, eps)
     worst = float(ratio.max()) if ratio.size else 0.0
+    c64, finite = c.astype(np.float64), np.isfinite(ref)
     with np.errstate(invalid="ignore", over="ignore"):
-        nref = float(np.linalg.norm(ref[np.isfinite(ref)]))
-        diff = c.astype(np.float64) - ref
-        nd = float(np.linalg.norm(np.where(np.isfinite(ref), diff, 0.0)))
+        nref = float(np.linalg.norm(ref[finite]))
+        nd = float(np.linalg.norm(np.where(finite, c64 - ref, 0.0)))
     rel = nd / nref if nref > 0 else (0.0 if nd == 0 else float("inf"))
-    if exact:
-        bad = ~((c.astype(np.float64) == ref) | (np.isnan(c) & np.isnan(ref)))
-    else:
-        bad = ratio > THRESHOLD
-    first = None
-    if bad.any():
-        i = int(np.argmax(bad.ravel()))
-        first = (i // c.shape[1], i % c.shape[1])
-    status = "FAIL" if first is not None else "pass"
-    msg = ""
-    if first is not None:
-        msg = f"got {c[first]:.6g}, want {ref[first]:.6g}"
-        nan_count = int(np.isnan(c).sum() - np.isnan(ref).sum())
-        if nan_count > 0:
-            msg += f"; {nan_count} NaN (unwritten?)"
-    return KernelResult(name, status, worst, rel, first, msg)
+    bad = ~((c64 == ref) | (np.isnan(c) & np.isnan(ref))) if exact else ratio > THRESHOLD
+    if not bad.any():
+        return KernelResult(name, "pass", worst, rel)
+    first = divmod(int(np.argmax(bad.ravel())), c.shape[1])
+    msg = f"got {c[first]:.6g}, want {ref[first]:.6g}"
+    nan_count = int(np.isnan(c).sum() - np.isnan(ref).sum())
+    if nan_count > 0:
+        msg += f"; {nan_count} NaN (unwritten?)"
+    return KernelResult(name, "FAIL", worst, rel, first, msg)
 
 
 def make_inputs(rng, m, n, k, exact: bool, with_c: bool):
-    if exact:
-        a = rng.integers(-8, 9, size=(m, k)).astype(np.float32)
-        b = rng.integers(-8, 9, size=(k, n)).astype(np.float32)
-        c = rng.integers(-8, 9, size=(m, n)).astype(np.float32) if with_c else None
-    else:
-        a = rng.standard_normal((m, k), dtype=np.float32)
-        b = rng.standard_normal((k, n), dtype=np.float32)
-        c = rng.standard_normal((m, n), dtype=np.float32) if with_c else None
-    return a, b, c
-
-
-def launch_arch() -> int:
-    """The current device's compute capability (x10)."""
-    from .driver import launch
-    return launch.device_info().arch_int
+    """Fresh float32 A, B and (with_c) C: integers in [-8, 8] when exact, else normal."""
+    def draw(shape):
+        return (rng.integers(-8, 9, size=shape).astype(np.float32) if exact
+                else rng.standard_normal(shape, dtype=np.float32))
+    return draw((m, k)), draw((k, n)), draw((m, n)) if with_c else None
 
 
 def supported_kernels() -> list[registry.Kernel]:
-    arch = launch_arch()
+    """The registered kernels the current GPU runs."""
+    arch = launch.device_info().arch_int
     return [k for k in registry.kernels() if k.runs_on(arch)]
 
 
 def as_given(x: np.ndarray | None, dtype: str) -> np.ndarray | None:
     """The float32 values of x once stored as `dtype` (what a kernel of that type reads)."""
-    return None if x is None or dtype == "float32" else widen(narrow(x, dtype), dtype)
+    return x if x is None or dtype == "float32" else widen(narrow(x, dtype), dtype)
 
 
 def _check_one_shape(names, a, b, c, alpha, beta, exact, layout="nn", precision="fp32",
                      out_dtype="float32") -> ShapeReport:
-    from .api import run
-    from .driver.arrays import DeviceArray
-    from .driver import launch
-
-    m, k = a.shape
-    n = b.shape[1]
+    (m, k), n = a.shape, b.shape[1]
     in_dtype = PRECISION_DTYPE[precision]
-    if in_dtype != "float32":
-        a, b = as_given(a, in_dtype), as_given(b, in_dtype)
-    if c is not None and out_dtype != "float32":
-        c = as_given(c, out_dtype)
+    a, b, c = as_given(a, in_dtype), as_given(b, in_dtype), as_given(c, out_dtype)
     ref, gauge = reference(a, b, c, alpha, beta)
     eps = unit(precision, out_dtype)
-    results, outs = [], []
-    # a "t" layout passes the operand as the transposed view of its row-major transpose
-    def upload(x, t, dtype):
-        if t == "t":
-            return DeviceArray.from_host(np.ascontiguousarray(x.T), dtype=dtype).T
-        return DeviceArray.from_host(x, dtype=dtype)
-
-    dev = []
+    in_place = c is not None and beta != 0.0      # out holds C: read, then overwritten
+    results, outs, dev = [], [], []
     try:
-        dA = upload(a, layout[0], in_dtype)
-        dev.append(dA)
-        dB = upload(b, layout[1], in_dtype)
-        dev.append(dB)
-        dC = None
-        if c is not None:
-            dC = DeviceArray.from_host(c, dtype=out_dtype)
-            dev.append(dC)
+        for x, t in zip((a, b), layout):   # "t": the transposed view of x's row-major transpose
+            dev.append(DeviceArray.from_host(np.ascontiguousarray(x.T), dtype=in_dtype).T
+                       if t == "t" else DeviceArray.from_host(x, dtype=in_dtype))
+        dA, dB = dev
         for name in names:
             out = None
             try:
-                if dC is not None and beta != 0.0:   # in place: C is read, then overwritten
-                    out = DeviceArray.from_host(c, dtype=out_dtype)
-                else:
-                    out = DeviceArray.full((m, n), float("nan"), dtype=out_dtype)
+                out = (DeviceArray.from_host(c, dtype=out_dtype) if in_place
+                       else DeviceArray.full((m, n), float("nan"), dtype=out_dtype))
                 t0 = time.perf_counter()
-                run(name, dA, dB, out if (dC is not None and beta != 0.0) else None,
-                    alpha=alpha, beta=beta, out=out, precision=precision)
+                api.run(name, dA, dB, out if in_place else None, alpha=alpha, beta=beta,
+                        out=out, precision=precision)
                 launch.check_last(name)
                 secs = time.perf_counter() - t0
                 got = out.to_host()
                 r = judge(name, got, ref, gauge, exact, eps, out_dtype)
                 r.seconds = secs
-                outs.append(got)
             except ShapeLimitError as e:
-                r = KernelResult(name, "skip", message=str(e).split(" (")[0])
-                outs.append(None)
+                r, got = KernelResult(name, "skip", message=str(e).split(" (")[0]), None
             except CuteGemmError as e:
-                r = KernelResult(name, "error", message=str(e).splitlines()[0])
-                outs.append(None)
+                r, got = KernelResult(name, "error", message=str(e).splitlines()[0]), None
             finally:
                 if out is not None:
                     out.close()
             results.append(r)
+            outs.append(got)
     finally:
         for d in dev:
             d.close()
-    nk = len(names)
-    pw = np.full((nk, nk), np.nan)
-    for i in range(nk):
-        for j in range(nk):
-            if outs[i] is not None and outs[j] is not None:
-                with np.errstate(invalid="ignore"):
-                    d = np.abs(outs[i].astype(np.float64) - outs[j])
-                pw[i, j] = float(np.nanmax(d)) if d.size and not np.all(np.isnan(d)) else 0.0
+    pw = np.full((len(names), len(names)), np.nan)
+    for i, j in itertools.product(range(len(names)), repeat=2):
+        if outs[i] is not None and outs[j] is not None:
+            with np.errstate(invalid="ignore"):
+                d = np.abs(outs[i].astype(np.float64) - outs[j])
+            pw[i, j] = float(np.nanmax(d)) if d.size and not np.all(np.isnan(d)) else 0.0
     return ShapeReport((m, n, k), alpha, beta, exact, results, list(names), pw, precision,
                        out_dtype)
 
@@ -340,7 +294,7 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
     # gemm()'s choice ("auto") is checked like a kernel, named or by default, in the
     # precisions it has a candidate for on the device
     with_auto = asked is None or registry.AUTO in asked
-    auto_arch = launch_arch() if with_auto else None
+    auto_arch = launch.device_info().arch_int if with_auto else None
 
     def named(p: str, od: str | None) -> list[str]:
         return [k.name for k in chosen if od is None and p in k.precisions or k.computes(p, od)] + (
@@ -355,16 +309,13 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
     if a is not None or b is not None:
         if a is None or b is None:
             raise CuteGemmError("cross_check needs both a and b (or neither)")
-        from .api import _precision, _validate
-        from .driver.arrays import to_numpy
-        A, B, C, _, *_ = _validate(a, b, c, None, alpha, beta)
-        prec, _ = _precision(A, B, None, None, precision)
+        A, B = _validate(a, b, c, None, alpha, beta)[:2]
+        prec = _precision(A, B, None, None, precision)[0]
         od = A.dtype if out_dtype == "same" else "float32"
         a32, b32 = to_numpy("a", a), to_numpy("b", b)
         c32 = to_numpy("c", c) if c is not None else None
-        # operands unasked: the precision their type implies, and those held to its gauge
-        # (run()'s default on a kernel that computes only one of those: fp32_3xtf32 for
-        # float32), each on its own
+        # unasked: the precision the operands' type implies, then each held to its gauge
+        # (what run() takes on a kernel that computes only that: fp32_3xtf32 for float32)
         precs = [prec] + ([p for p in as_accurate(prec)[1:] if p in precisions]
                           if precision is None else [])
         for p in precs:
