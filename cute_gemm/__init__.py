@@ -19,23 +19,23 @@ from .registry import Kernel, Variant, get as get_kernel, kernels
 from . import torch  # noqa: F401  (run()'s autograd route; imports no torch until used)
 from .base.version import __version__
 
+import importlib
 
 # imported when first used: a program that only calls run() does not pay for them
 _LAZY = {"cross_check": "check", "CheckReport": "check", "bench": "perf.runner"}
 
 
 def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    return value
 
 
-__all__: list[str] = ["gemm", "gemm_choice", "Choice", "run", "clear_caches", "resolved_launches", "wait_for_compiles", "cross_check", "bench", "kernels", "get_kernel", "compile_kernel", "flops",
-           "gpu_available", "DeviceArray", "CheckReport", "Kernel", "Variant",
-           "SUPPORTED_DTYPES", "CuteGemmError", "CompileError", "HeadersNotFound", "NvrtcNotFound",
-           "CudaError", "NoDeviceError",
-           "InputError", "NotAnArrayError", "ShapeError", "DTypeError", "ShapeLimitError",
-           "UnknownKernelError", "AutoTableWarning"]
+__all__: list[str] = [
+    "gemm", "gemm_choice", "Choice", "run", "clear_caches", "resolved_launches",
+    "wait_for_compiles", "cross_check", "bench", "kernels", "get_kernel", "compile_kernel",
+    "flops", "gpu_available", "DeviceArray", "CheckReport", "Kernel", "Variant",
+    "SUPPORTED_DTYPES", "CuteGemmError", "CompileError", "HeadersNotFound", "NvrtcNotFound",
+    "CudaError", "NoDeviceError", "InputError", "NotAnArrayError", "ShapeError", "DTypeError",
+    "ShapeLimitError", "UnknownKernelError", "AutoTableWarning"]

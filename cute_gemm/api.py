@@ -120,20 +120,14 @@ def _empty_like_lib(proto, shape, ordinal, dtype: str = "float32"):
 
 def _device_ordinal(A: Operand) -> int:
     driver.init()
-    if _device_count() == 1:
+    if not _count:
+        _count.append(int(driver.check(driver.bindings().cuDeviceGetCount(), "cuDeviceGetCount")))
+    if _count == _ONE:
         return 0
     return launch.pointer_device(A.ptr) if A.ptr else driver.current_ordinal()
 
 
-_count: list[int] = []     # the device count, once known
-
-
-def _device_count() -> int:
-    if not _count:
-        _count.append(int(driver.check(driver.bindings().cuDeviceGetCount(), "cuDeviceGetCount")))
-    return _count[0]
-
-
+_count: list[int] = []     # the device count, once known (run()'s hot path: one GPU only)
 _ONE = [1]
 _SCALAR = (float, int)    # not bool: type(True) is bool
 

@@ -7,12 +7,11 @@ torch.compile traces without a graph break, and torch-shaped functions built on 
     y = cgt.linear(x, w, bias)                # x @ w.T + bias, x of any number of dims
     layer = cgt.Linear(1024, 4096)            # a torch.nn.Linear whose forward runs here
 
-Result type: `out_dtype`, else a's type, as torch answers (bf16 @ bf16 -> bf16); plain
-cute_gemm.gemm() answers float32 unless out or c gives a type. out_dtype is float32 or a's
-type, and c is converted to it where it has another. Gradients: dA = alpha dC B^T and
-dB = alpha A^T dC by gemm() in the forward's precision, each in its operand's type;
-dc = beta dC in c's type. Work goes on torch's current stream (run()'s choice for torch
-tensors). Importing this module does not import torch: the op is defined at first use.
+The result is of `out_dtype` (float32 or a's type; c converted to it), else a's type as
+torch answers (plain gemm() answers float32). Gradients: dA = alpha dC B^T, dB = alpha A^T dC
+by gemm() in the forward's precision, each in its operand's type; dc = beta dC in c's type.
+Work goes on torch's current stream. Importing this module imports no torch: the op is
+defined at first use.
 """
 from __future__ import annotations
 
@@ -35,9 +34,8 @@ def op():
     """The custom op cute_gemm::gemm(a, b, c, alpha, beta, precision, out_dtype, kernel) ->
     alpha * a @ b + beta * c by run(kernel, ...) into a new (m, n) tensor on a's device;
     defined, with its fake and autograd, at the first call (which imports torch)."""
-    # an attribute of the module, not a global: torch.compile reads a module's attribute
-    # with a real getattr, so a first use inside a compiled function defines the op (under
-    # a lock, which it could not trace) before the trace goes on
+    # a module attribute, not a global: torch.compile reads it with a real getattr, so a
+    # first use in a compiled function defines the op (under a lock) before tracing on
     return _THIS.gemm_op
 
 
@@ -98,8 +96,8 @@ def _define():
         a, b = ctx.saved_tensors
         need_a, need_b, need_c = ctx.needs_input_grad[:3]
         da = db = dc = None
-        # by gemm()'s pick, not the forward's kernel: a kernel named for a x b may not take
-        # the transposed shapes (a whole-K kernel's limit on K); A and B of one type
+        # by gemm()'s pick, not the forward's kernel, which may not take the transposed
+        # shapes (a whole-K kernel's limit on K)
         g = grad.to(a.dtype) if need_a or need_b else None
         if need_a:
             da = gemm_op(g, b.mT, None, ctx.alpha, 0.0, ctx.precision, a.dtype, registry.AUTO)
@@ -176,8 +174,7 @@ _LAZY = {"gemm_op": _define, "Linear": _define_linear}
 
 
 def __getattr__(name: str):
-    # gemm_op (op()) and Linear (a torch.nn.Linear) need torch: made when first asked for,
-    # once, then found in the module's namespace
+    # gemm_op and Linear need torch: made once, when first asked for
     make = _LAZY.get(name)
     if make is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -189,10 +186,9 @@ def __getattr__(name: str):
 
 # ---- run()'s autograd route --------------------------------------------------------------
 def route(name, a, b, c, alpha, beta, precision):
-    """What run(name, a, b, c, ...) answers when autograd must see the product (a torch
-    operand requires grad, grad mode is on, no out): the op's result, in plain gemm()'s
-    result type (c's, else float32), with a grad_fn. Operands of other array libraries are
-    read as torch tensors (torch.as_tensor: no copy for device arrays)."""
+    """run(name, a, b, c, ...) when autograd must see the product (a torch operand requires
+    grad in grad mode): the op's result with a grad_fn, in run()'s result type (c's, else
+    float32). Other libraries' operands are read by torch.as_tensor (no device copy)."""
     import torch
 
     def tensor(role, x):

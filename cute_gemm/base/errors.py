@@ -18,8 +18,7 @@ class UnknownEntryError(CuteGemmError, KeyError):
     """An entry point to compile that the kernel does not have (cache.get(..., entries=...));
     the message lists the kernel's entry points."""
 
-    def __str__(self) -> str:  # KeyError would repr() the message
-        return str(self.args[0]) if self.args else ""
+    __str__ = UnknownKernelError.__str__
 
 
 class InputError(CuteGemmError, ValueError):
@@ -53,9 +52,8 @@ class StreamError(InputError):
 
 
 class CaptureError(CuteGemmError):
-    """The call cannot be recorded into the CUDA graph being captured on its stream (host
-    operands need synchronous copies); raised before anything is enqueued, so the
-    capture stays valid."""
+    """The call cannot be recorded into the CUDA graph its stream captures (host operands
+    need synchronous copies); raised before anything is enqueued: the capture stays valid."""
 
 
 class CompileError(CuteGemmError):
@@ -70,9 +68,8 @@ class CompileError(CuteGemmError):
 
 
 class HeadersNotFound(CuteGemmError, RuntimeError):
-    """A header wheel CuTe kernels compile against (nvidia-cutlass, nvidia-cuda-cccl,
-    nvidia-cuda-runtime) is not installed, or its CUTE_GEMM_*_INCLUDE override is not a
-    folder; raised before any compile, naming the wheel and the variable."""
+    """A header wheel the CuTe kernels need (nvidia-cutlass, -cuda-cccl, -cuda-runtime) is not
+    installed, or its CUTE_GEMM_*_INCLUDE override is no folder; names wheel and variable."""
 
 
 class NvrtcNotFound(CuteGemmError, RuntimeError):

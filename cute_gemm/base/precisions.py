@@ -1,19 +1,12 @@
 """The precisions and element types: one table, one row each, that every layer reads.
 
-A precision is the arithmetic of a call (Precision: the type of A and B it reads, the unit
-its results are judged with, the result types it may write, how TMA loads its operands,
-...); an element type is what A, B or C hold (DType: its size, how numpy, PyTorch, CuPy,
-the CUDA Array Interface and the kernels name it, how it rounds). Every precision
-accumulates in float32 (ACCUMULATOR) and can write its result in it.
-
-Entry points spell a precision by its name and a result type by DType.suffix
-(cute_wgmma_ws_bf16_f32_ak_bk, cute_mma_sm80_fp16_ak_bk_ofp16, scale2d_fp16_f32).
-
-Adding a precision is a row here (its name in PrecisionName too, a new type a DType row and
-its name in DTypeName), the kernels that compute it (ladder entries, sources, a scale2d.cu
-instance for a new type) and their tests: docs/howto/precision.md.
-The names below the table (PRECISIONS, PRECISION_DTYPE, UNIT, ITEMSIZE, ...) are views of
-it, for callers that need one column; records, registry and arrays hand them on.
+A precision (Precision) is the arithmetic of a call: the type of A and B it reads, the unit
+its results are judged with, the result types it may write, ...; an element type (DType) is
+what A, B or C hold: its size, its names in numpy, PyTorch, CuPy, CAI and the kernels, how
+it rounds. Every precision accumulates in float32 (ACCUMULATOR) and can write it. Entry
+points spell a precision by name and a result type by DType.suffix (scale2d_fp16_f32).
+Adding a precision: docs/howto/precision.md. The names below the table (PRECISIONS, UNIT,
+...) are views of one column each.
 """
 from __future__ import annotations
 
@@ -117,28 +110,17 @@ class Precision:
         """Bytes per element of A and B."""
         return DTYPE[self.dtype].itemsize
 
-    @property
-    def fp32_gauge(self) -> bool:
-        """Held to the fp32 gauge (float32's machine epsilon)."""
-        return self.unit <= EPS
-
     def peak_over_fp32(self, arch_int: int) -> float | None:
         """Its dense peak over the FP32 peak on compute capability `arch_int` (x10); None
         where it has none there."""
         return next((r for a, r in reversed(self.peak) if arch_int >= a), None)
 
 
-# The arithmetic of a call and the element type of A and B it reads. "fp32" is the SIMT
-# ladder's; "tf32" reads float32 operands and multiplies them on tensor cores with 10
-# mantissa bits (asked for by name, never the default): TMA loads them as TFLOAT32, which
-# rounds each element to nearest on its way to shared memory (wgmma fed raw float32 bits
-# would truncate: u = 2^-10; rounded, u = 2^-11, as cuBLAS's TF32 path and the gauge have
-# it); "bf16"/"fp16" read 16-bit operands; "fp32_3xtf32" reads float32 operands, splits each
-# into two tf32 parts and sums three tf32 products (big·big + big·small + small·big), run in
-# fp16 (kernels/cute/c7_3xtf32.cu: a third of fp16's peak): held to fp32's gauge, so it
-# stands in for fp32 on a kernel that offers nothing else (api._precision), and its
-# benchmark peer is cuBLAS fp32. Peaks: A100 1024 tf32 / 2048 bf16 flop/clk/SM over 128
-# FP32; H100 2048 / 4096 over 256.
+# "fp32": SIMT FMAs. "tf32": float32 operands on tensor cores, 10 mantissa bits, by name
+# only; TMA rounds each to nearest (u = 2^-11; raw bits fed to wgmma would truncate). "bf16",
+# "fp16": 16-bit operands. "fp32_3xtf32": three tf32 products of split float32 operands,
+# held to fp32's gauge, so it answers for fp32 where a kernel has nothing else. The units
+# and peaks: docs/howto/precision.md.
 PrecisionName = Literal["fp32", "tf32", "bf16", "fp16", "fp32_3xtf32"]
 _F32 = ("float32",)
 PRECISION = MappingProxyType({p.name: p for p in (
@@ -165,10 +147,10 @@ UNIT = MappingProxyType({p.name: p.unit for p in PRECISION.values()})
 ITEMSIZE = MappingProxyType({d.name: d.itemsize for d in DTYPE.values()})
 # the precision a call that names none gets: the one its operands' type implies
 DEFAULT_PRECISION = MappingProxyType({p.dtype: p.name for p in PRECISION.values() if p.implied})
-# precisions held to the fp32 gauge besides fp32 itself: taken for float32 operands without
-# being named when the kernel offers no fp32 (tf32, at 2^-11, is never taken unnamed)
+# held to the fp32 gauge besides fp32: taken unnamed for float32 operands on a kernel without
+# fp32 (tf32, at 2^-11, never is)
 FP32_ACCURATE: tuple[str, ...] = tuple(p.name for p in PRECISION.values()
-                                       if p.fp32_gauge and not p.implied and p.dtype == "float32")
+                                       if p.unit <= EPS and not p.implied and p.dtype == "float32")
 # the types A and B may hold
 OPERAND_DTYPES: tuple[str, ...] = tuple(d for d in DTYPE if d in PRECISION_DTYPE.values())
 

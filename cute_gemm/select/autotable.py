@@ -1,21 +1,17 @@
-"""The tables gemm()'s selector reads (cute_gemm/select/auto.py): which candidate was fastest on
-which shape, measured on one GPU by `cute-gemm tune` (perf/tune.py).
+"""The tables gemm()'s selector reads (select/auto.py): which candidate was fastest on which
+shape, measured on one GPU by `cute-gemm tune` (perf/tune.py).
 
-A table is JSON: the GPU's name, its arch and SM count, the cute_gemm version, when, the
-tune settings and the measured rows (shape, operand layout, alignment class, precision,
-each candidate's median time, the winner). Two places hold tables, both keyed by the GPU's
-name:
-  * tuned:   cache.cache_dir()/tune/<gpu>-<version>.json, written by `cute-gemm tune` on
-             that GPU (atomically: a temporary file renamed into place), for this version
-             of the package only (a new version brings new kernels: tune again);
-  * shipped: cute_gemm/tables/<gpu>.json, package data made the same way on the lent
-             H100/H200 machines.
-Each is read at most once per process (reset() forgets them); a table that cannot be read
-or belongs to another GPU or version is ignored with an AutoTableWarning, and the selector
-goes on as if it were absent.
+A table is JSON: the GPU's name, arch and SM count, the cute_gemm version, the date, the tune
+settings and the measured rows (shape, layout, alignment class, precision, each candidate's
+median time). Two kinds, keyed by the GPU's name: tuned, cache_dir()/tune/<gpu>-<version>.json
+(written atomically on that GPU, for this package version only: a new version brings new
+kernels), and shipped, cute_gemm/tables/<gpu>.json (package data, from the lent H100/H200).
+Each is read at most once per process (reset() forgets them); one that cannot be read or
+belongs to another GPU or version is ignored with an AutoTableWarning.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -57,8 +53,7 @@ class Measured:
 
     def ranked(self) -> list[tuple[str, float]]:
         """(candidate, ms) of the candidates that ran, fastest first (ties: as listed)."""
-        ok = [(c, t) for c, t in self.times.items() if t is not None]
-        return sorted(ok, key=lambda ct: ct[1])
+        return sorted(((c, t) for c, t in self.times.items() if t is not None), key=lambda ct: ct[1])
 
     @property
     def winner(self) -> str | None:
@@ -135,10 +130,8 @@ def write(table: Table, path) -> Path:
             f.write("\n")
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
     return path
 
@@ -164,19 +157,16 @@ def load(path, gpu: str, version: str | None = None) -> Table | None:
     except (OSError, ValueError) as e:
         warnings.warn(f"ignoring tune table {path}: {e}", AutoTableWarning, stacklevel=2)
         return None
-    if t.gpu != gpu:
-        warnings.warn(f"ignoring tune table {path}: measured on {t.gpu!r}, this is {gpu!r}",
-                      AutoTableWarning, stacklevel=2)
-        return None
-    if version is not None and t.cute_gemm != version:
-        warnings.warn(f"ignoring tune table {path}: made by cute_gemm {t.cute_gemm}, this is "
-                      f"{version} (run `cute-gemm tune` again)", AutoTableWarning, stacklevel=2)
+    why = (f"measured on {t.gpu!r}, this is {gpu!r}" if t.gpu != gpu else
+           f"made by cute_gemm {t.cute_gemm}, this is {version} (run `cute-gemm tune` again)"
+           if version is not None and t.cute_gemm != version else "")
+    if why:
+        warnings.warn(f"ignoring tune table {path}: {why}", AutoTableWarning, stacklevel=2)
         return None
     return t
 
 
-# the tables of each GPU read so far, in the order the selector consults them: one owner
-# (this module), reset() for tune and clear_caches()
+# each GPU's tables read so far, in the order the selector consults them (reset(): forgotten)
 _lock = threading.Lock()
 _loaded: dict[str, tuple[Table, ...]] = {}
 _generation = [0]       # bumped by reset(): what was derived from the tables before is stale
@@ -209,20 +199,13 @@ def generation() -> int:
 
 
 def described_device(name: str) -> launch.DeviceInfo:
-    """A GPU that gemm_choice() answers for without it being present: one a shipped tune
-    table was measured on (cute_gemm/tables/*.json), by its exact name ("NVIDIA H200").
-    Its architecture and SM count come from the table, the shared memory a block may opt
-    in to from its architecture (launch.SMEM_OPTIN); ordinal -1 and clock, L2 and driver 0
-    say that it was described, not queried.
-
-    Raises:
-        InputError: no shipped table was measured on a GPU of that name, or its
-            architecture is not one the package knows the shared memory of; the message
-            lists the names it knows.
-    """
+    """The GPU a shipped tune table was measured on, by its exact name ("NVIDIA H200"), for
+    gemm_choice() without it: arch and SM count from the table, shared memory from the arch
+    (launch.SMEM_OPTIN); ordinal -1 and clock, L2 and driver 0 (described, not queried).
+    InputError where no shipped table knows the name (the message lists those known) or
+    the package does not know its arch's shared memory."""
     known = shipped_gpus()
-    path = shipped_path(name) if name in known else None
-    table = load(path, name) if path is not None else None
+    table = load(shipped_path(name), name) if name in known else None
     cc = None
     if table is not None and table.arch.startswith("sm_") and table.arch[3:].isdigit():
         cc = divmod(int(table.arch[3:]), 10)
@@ -239,8 +222,6 @@ def shipped_gpus() -> tuple[str, ...]:
     """The names of the GPUs the shipped tune tables were measured on, sorted."""
     names = set()
     for path in sorted(SHIPPED_DIR.glob("*.json")):
-        try:
+        with contextlib.suppress(OSError, ValueError):
             names.add(read(path).gpu)
-        except (OSError, ValueError):
-            continue
     return tuple(sorted(names))

@@ -25,9 +25,8 @@ _mode: contextvars.ContextVar[str | None] = contextvars.ContextVar("cute_gemm_fi
 
 
 def first_call() -> str:
-    """How gemm() meets a pick whose entry points are neither compiled nor cached
-    (CUTE_GEMM_FIRST_CALL): "quick" (the default) runs a stand-in that compiles in about a
-    second while the pick compiles in the background, "wait" compiles the pick first."""
+    """How gemm() meets a pick neither compiled nor cached (CUTE_GEMM_FIRST_CALL): "quick"
+    (the default) runs a stand-in meanwhile, "wait" compiles the pick first."""
     mode = _mode.get()
     if mode is not None:
         return mode
@@ -51,14 +50,12 @@ def waiting():
 
 def stand_in(pick: registry.Kernel, precision: str, out_dtype: str,
              arch_int: int) -> tuple[registry.Kernel, str] | None:
-    """(kernel, the precision it runs) that gemm() runs in place of `pick` while pick's
-    entry points compile in the background (first_call() "quick"): the first kernel tagged
-    "quick" that runs on this compute capability and computes `precision` itself or one
-    judged by no larger a unit roundoff (fp32 for tf32, bf16 and fp16: within their
-    bounds, and more; fp32 for fp32_3xtf32, held to the same gauge), from operands of that
-    precision's type, which holds the call's exactly (16-bit operands widened to float32),
-    into `out_dtype` or float32 (rounded into it once, as the pick rounds its float32
-    sums). None where the mode is "wait" or there is no such kernel."""
+    """(kernel, the precision it runs) that gemm() runs for `pick` while pick's entry points
+    compile in the background (first_call() "quick"): the first kernel tagged "quick" that
+    runs on `arch_int` and computes `precision` or one judged by no larger a unit roundoff
+    (fp32 for tf32, bf16, fp16 and fp32_3xtf32), from operands of that precision's type or
+    float32 (16-bit operands widened exactly), into `out_dtype` or float32 (then rounded
+    once, as the pick rounds its sums). None in "wait" mode or where there is none."""
     if first_call() != "quick":
         return None
     ks = registry.KERNELS
@@ -66,16 +63,11 @@ def stand_in(pick: registry.Kernel, precision: str, out_dtype: str,
     hit = _stand_ins.get(key)
     if hit is not None and hit[0] is ks and hit[1] is pick:   # (the same registry and pick)
         return hit[2]
-    found = None
     dtype, unit = PRECISION_DTYPE[precision], UNIT[precision]
-    for x in ks:
-        if QUICK not in x.tags or x is pick or not x.runs_on(arch_int):
-            continue
-        found = next(((x, p) for p in (precision, *PRECISIONS)
-                      if PRECISION_DTYPE[p] in (dtype, "float32") and UNIT[p] <= unit
-                      and (x.computes(p, out_dtype) or x.computes(p, "float32"))), None)
-        if found is not None:
-            break
+    found = next(((x, p) for x in ks if QUICK in x.tags and x is not pick and x.runs_on(arch_int)
+                  for p in (precision, *PRECISIONS)
+                  if PRECISION_DTYPE[p] in (dtype, "float32") and UNIT[p] <= unit
+                  and (x.computes(p, out_dtype) or x.computes(p, "float32"))), None)
     _stand_ins[key] = (ks, pick, found)
     return found
 
