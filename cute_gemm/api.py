@@ -23,6 +23,7 @@ from .registry.records import (AS_PLANNED, LAYOUTS, PRECISION_DTYPE, PRECISIONS,
                                PrecisionName, layout_majors)
 from .plan.resolve import CACHE, check_precision, resolved_launches, wait_for_compiles
 
+
 def compile_kernel(name: str | registry.Kernel, arch: str | int | None = None) -> cache.Compiled:
     """Compile a registered kernel with NVRTC, or fetch it from the cache (no GPU needed
     when `arch` is given).
@@ -68,9 +69,8 @@ def _validate(a, b, c, out, alpha, beta, stream: int | None = None):
         if type(v) is not float and (not isinstance(v, (int, float, np.floating, np.integer))
                                      or isinstance(v, bool)):
             raise InputError(f"{nm} must be a real number, got {type(v).__name__}")
-    if (B.device != A.device or (C is not None and C.device != A.device)
-            or (O is not None and O.device != A.device)):
-        ops = [x for x in (A, B, C, O) if x is not None]
+    ops = [x for x in (A, B, C, O) if x is not None]
+    if any(x.device != A.device for x in ops):
         where = ", ".join(f"{x.name}={'device' if x.device else 'host'}" for x in ops)
         raise InputError(f"mixing host and device arrays is not supported ({where})")
     return A, B, C, O, m, n, k1
@@ -141,7 +141,7 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
     stream (PyTorch's, CuPy's; the default stream otherwise), so the call is ordered with and
     captured in a CUDA graph with the caller's work; producer streams an operand names (CAI
     v3, DLPack) are waited for. A PyTorch operand requiring grad in grad mode makes the
-    result carry autograd's graph (cute_gemm.torch's op, which must be imported).
+    result carry autograd's graph (cute_gemm.torch's op).
 
     Args:
         name: A registered kernel (cute_gemm.kernels()), or "auto": gemm()'s pick.
@@ -205,7 +205,8 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
     return _run(k, AS_PLANNED, a, b, c, alpha, beta, out, stream, precision, hot, new)
 
 
-# a call whose result must carry autograd's graph goes to cute_gemm.torch's op
+# a call whose result must carry autograd's graph goes to cute_gemm.torch's op (which the
+# package imports: set before any call)
 _autograd: list = []      # [route(name, a, b, c, alpha, beta, precision)], set by cute_gemm.torch
 
 
@@ -232,9 +233,6 @@ def _through_autograd(name, a, b, c, alpha, beta, out, stream, precision):
         raise InputError(f"stream= with {which} requiring grad: autograd runs the backward on "
                          "torch's current stream, so the forward runs there too: leave stream "
                          "out and use `with torch.cuda.stream(s):`")
-    if not _autograd:
-        raise InputError(f"{which} requires grad: import cute_gemm.torch, or pass detached "
-                         "tensors")
     return _autograd[0](name, a, b, c, alpha, beta, precision)
 
 
@@ -349,9 +347,8 @@ def gemm(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: float
     run("auto", ...): the pick for this GPU, shape, layout, alignment and precision
     (gemm_choice() says which and why), with run()'s validation and guarantees. A pick
     neither compiled nor cached compiles in the background while a kernel that compiles in
-    about a second answers in fp32 (16-bit operands widened: within the precision's error
-    bound, not bit for bit the pick's); CUTE_GEMM_FIRST_CALL=wait waits instead, and
-    wait_for_compiles() blocks until the compiles are done.
+    about a second answers in fp32 (within the precision's error bound, not bit for bit the
+    pick's); CUTE_GEMM_FIRST_CALL=wait waits instead; wait_for_compiles() blocks until done.
 
     Args:
         a: A, (M, K): a numpy or device array (as run() takes); float32, float16 or bfloat16.
@@ -369,15 +366,10 @@ def gemm(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: float
         float32, or out's type.
 
     Raises:
-        NotAnArrayError: an operand is not an array.
-        ShapeError: an operand is not 2-D, or the shapes do not agree.
-        DTypeError: an unsupported or mixed operand type, or no kernel computes
-            `precision` into the result's type.
-        ShapeLimitError: no candidate kernel fits the GPU's shared memory at this shape.
-        AliasError: `out` has elements that share one address.
-        StreamError: `stream` is not a CUDA stream.
-        InputError: anything else wrong with the arguments (the base of the errors above,
-            all raised before anything is allocated or launched).
+        InputError: bad arguments, before anything is allocated or launched (run() lists
+            them); its subclasses NotAnArrayError, ShapeError, AliasError, StreamError,
+            DTypeError (also: no kernel computes `precision` into the result's type) and
+            ShapeLimitError (no candidate fits the GPU's shared memory at this shape).
         CaptureError: the call cannot be captured into the CUDA graph being recorded.
         CompileError, HeadersNotFound, NvrtcNotFound: the pick cannot be compiled.
         CudaError: a CUDA driver call failed (NoDeviceError: no GPU or driver).
@@ -418,7 +410,7 @@ def _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot=None,
         fast = gemm_device(k, A, B, C, O, alpha, beta, s, ordinal, prec, pick, stand_in)
         if fast is not None and hot is not None:     # hot: one device, so ordinal 0
             hotpath.remember(hot, fast, A, B, O)
-        if fast is not None and new is not None:
+        elif fast is not None and new is not None:
             hotpath.remember_new(new, fast, A, B, result)
     return result
 

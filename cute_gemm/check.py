@@ -1,14 +1,11 @@
 """cross_check(): every kernel against a float64 reference and against each other.
 
-Judged by the reference BLAS's gauge (sblat3's SMMCH), per element
-    ratio = |C - C_ref| / (u * G),   G = |alpha| |A| |B| + |beta| |C0|
-with u the unit roundoff of the kernel's precision (or of its result type, where larger):
-a kernel passes at max ratio <= 16 on any shape, as G scales with K and the magnitudes.
-The reference is of the values the kernel was given (16-bit inputs drawn in float32, then
-rounded). Exact mode draws integers in [-8, 8], summed exactly in float32 up to K ~ 2**18:
-every correct kernel then equals the reference (rounded once into a 16-bit result) bit for
-bit. Kernels are checked and diffed one precision at a time, into outputs poisoned with
-NaN, so an unwritten element fails.
+Judged by the reference BLAS's gauge (sblat3's SMMCH): ratio = |C - C_ref| / (u * G), G =
+|alpha| |A| |B| + |beta| |C0|, u the unit roundoff of the precision (or the result type's,
+where larger), against float64 of the values the kernel was given; a pass is max ratio <= 16
+on any shape. Exact mode draws integers in [-8, 8], summed exactly in float32 (K < ~2**18):
+a correct kernel then equals the reference bit for bit. Outputs are poisoned with NaN, so an
+unwritten element fails; kernels are diffed one precision at a time.
 """
 from __future__ import annotations
 
@@ -81,16 +78,15 @@ class CheckReport:
     def table(self) -> str:
         lines = []
         for s in self.shapes:
-            m, n, k = s.shape
             mode = "exact integers" if s.exact else "random normal"
-            lines.append(f"M={m} N={n} K={k}  alpha={s.alpha:g} beta={s.beta:g}  ({mode}; "
-                         f"{s.precision} -> {s.out_dtype})")
+            lines.append("M={} N={} K={}".format(*s.shape) + f"  alpha={s.alpha:g} beta="
+                         f"{s.beta:g}  ({mode}; {s.precision} -> {s.out_dtype})")
             kw = max([22] + [len(r.name) + 2 for r in s.results])
             lines.append(f"  {'kernel':<{kw}}{'status':<8}{'gauge ratio':>12}{'rel frob':>11}  first fail / note")
             for r in s.results:
-                ff = f"({r.first_fail[0]}, {r.first_fail[1]})" if r.first_fail else ""
-                note = (ff + " " + r.message).strip()
-                lines.append(f"  {r.name:<{kw}}{r.status:<8}{r.gauge_ratio:>12.3g}{r.rel_frobenius:>11.2e}  {note}")
+                note = (f"({r.first_fail[0]}, {r.first_fail[1]}) " if r.first_fail else "") + r.message
+                lines.append(f"  {r.name:<{kw}}{r.status:<8}{r.gauge_ratio:>12.3g}"
+                             f"{r.rel_frobenius:>11.2e}  {note.strip()}")
             w = max(len(x) for x in s.names) if len(s.names) > 1 else 0
             if 1 < len(s.names) <= 8:
                 lines.append("  pairwise max |C_i - C_j|:")
@@ -105,8 +101,7 @@ class CheckReport:
                     j = None if np.all(np.isnan(row)) else int(np.nanargmax(row))
                     lines.append(f"    {a:<{w}} -" if j is None
                                  else f"    {a:<{w}} {row[j]:9.2e}  (vs {s.names[j]})")
-        verdict = "PASS" if self.ok else f"FAIL ({len(self.failures)} failing)"
-        lines.append(f"cross_check: {verdict}")
+        lines.append("cross_check: " + ("PASS" if self.ok else f"FAIL ({len(self.failures)} failing)"))
         return "\n".join(lines)
 
 

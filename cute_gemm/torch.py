@@ -95,16 +95,14 @@ def _define():
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
         need_a, need_b, need_c = ctx.needs_input_grad[:3]
-        da = db = dc = None
         # by gemm()'s pick, not the forward's kernel, which may not take the transposed
         # shapes (a whole-K kernel's limit on K)
         g = grad.to(a.dtype) if need_a or need_b else None
-        if need_a:
-            da = gemm_op(g, b.mT, None, ctx.alpha, 0.0, ctx.precision, a.dtype, registry.AUTO)
-        if need_b:
-            db = gemm_op(a.mT, g, None, ctx.alpha, 0.0, ctx.precision, b.dtype, registry.AUTO)
-        if need_c:
-            dc = (ctx.beta * grad).to(ctx.c_dtype)
+        da = (gemm_op(g, b.mT, None, ctx.alpha, 0.0, ctx.precision, a.dtype, registry.AUTO)
+              if need_a else None)
+        db = (gemm_op(a.mT, g, None, ctx.alpha, 0.0, ctx.precision, b.dtype, registry.AUTO)
+              if need_b else None)
+        dc = (ctx.beta * grad).to(ctx.c_dtype) if need_c else None
         return da, db, dc, None, None, None, None, None
 
     gemm_op.register_autograd(backward, setup_context=setup_context)

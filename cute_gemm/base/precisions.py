@@ -171,11 +171,9 @@ def results(dtype: str) -> tuple[str, ...]:
 
 def _consistent() -> None:
     """The table's own rules, checked once at import: a row that breaks one fails there."""
-    problems = []
-    if get_args(PrecisionName) != PRECISIONS:
-        problems.append(f"PrecisionName {get_args(PrecisionName)} != the rows {PRECISIONS}")
-    if get_args(DTypeName) != DTYPES:
-        problems.append(f"DTypeName {get_args(DTypeName)} != the rows {DTYPES}")
+    problems = [f"{n} {get_args(lit)} != the rows {rows}" for n, lit, rows in
+                (("PrecisionName", PrecisionName, PRECISIONS), ("DTypeName", DTypeName, DTYPES))
+                if get_args(lit) != rows]
     for p in PRECISION.values():
         if p.dtype not in DTYPE or any(o not in DTYPE for o in p.outs):
             problems.append(f"{p.name}: an element type with no DType row")
@@ -183,9 +181,8 @@ def _consistent() -> None:
             problems.append(f"{p.name}: outs must start with {ACCUMULATOR} and not repeat")
         if p.peer not in PRECISION:
             problems.append(f"{p.name}: its benchmark peer {p.peer!r} is no precision")
-    for d in OPERAND_DTYPES:
-        if sum(p.implied for p in PRECISION.values() if p.dtype == d) != 1:
-            problems.append(f"{d} operands must imply exactly one precision")
+    problems += [f"{d} operands must imply exactly one precision" for d in OPERAND_DTYPES
+                 if sum(p.implied for p in PRECISION.values() if p.dtype == d) != 1]
     if problems:
         raise AssertionError("precisions table: " + "; ".join(problems))
 

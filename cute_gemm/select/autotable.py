@@ -73,14 +73,11 @@ class Table:
     source: str = ""                # where it was read from (not stored)
 
     def to_dict(self) -> dict:
-        d = {"schema": SCHEMA, "tool": "cute-gemm tune", "gpu": self.gpu, "arch": self.arch,
-             "sm_count": self.sm_count, "cute_gemm": self.cute_gemm, "date": self.date,
-             "settings": self.settings, "rows": []}
-        for r in self.rows:
-            row = asdict(r)
-            row["winner"] = r.winner    # for people reading the file; recomputed on load
-            d["rows"].append(row)
-        return d
+        # each row's winner is for people reading the file; recomputed on load
+        return {"schema": SCHEMA, "tool": "cute-gemm tune", "gpu": self.gpu, "arch": self.arch,
+                "sm_count": self.sm_count, "cute_gemm": self.cute_gemm, "date": self.date,
+                "settings": self.settings,
+                "rows": [dict(asdict(r), winner=r.winner) for r in self.rows]}
 
     @classmethod
     def from_dict(cls, d: dict, source: str = "") -> "Table":
