@@ -313,16 +313,15 @@ def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
 
 
 def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=None):
-    """run() past the hot path: kernel k (None: gemm()'s pick) launched as `pick` says.
-    hot, new: the call's keys for hotpath.remember and (no out) hotpath.remember_new."""
+    """run() past the hot path: validate, pick (k None: gemm()'s), launch kernel k as `pick`
+    says. hot, new: the call's keys for hotpath.remember and (no out) remember_new."""
     s = framework_stream(a) if stream is None else launch.stream_handle(stream)
     A, B, C, O, m, n, kk = _validate(a, b, c, out, alpha, beta, s)
     prec, out_dtype = _precision(A, B, C, O, precision, k)
-    stand_in = None
+    stand_in = ordinal = None
     if k is None:     # "auto": the selector's pick, a function of what the signature holds
-        products = m and n and kk and alpha != 0
-        ordinal = (None if not products else
-                   _device_ordinal(A) if A.device else driver.current_ordinal())
+        if m and n and kk and alpha != 0:       # (products: a device to pick for)
+            ordinal = _device_ordinal(A) if A.device else driver.current_ordinal()
         choice = auto.pick(A, B, O, prec, out_dtype, ordinal)
         # the pick: how it runs (transposed, split along K) and, where another arithmetic
         # keeps the precision's promise, in which
@@ -333,10 +332,29 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
     alpha, beta = float(alpha), float(beta)
     if C is None:
         beta = 0.0
-    if A.device:
-        return _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot, pick,
-                           stand_in, new)
-    return _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec, out_dtype, pick, stand_in)
+    if not A.device:
+        return _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec, out_dtype, pick,
+                         stand_in)
+    ordinal = _device_ordinal(A) if ordinal is None else ordinal
+    driver.ensure_context(ordinal)
+    producers = {op.stream for op in (A, B, C, O) if op is not None and op.stream is not None}
+    if producers:
+        _wait_producers(s, producers, ordinal)
+    if O is None:
+        if not hotpath.allocates_in_capture(A.obj) and launch.capturing(s):
+            raise CaptureError("a new result array cannot be allocated while the stream "
+                               "captures a CUDA graph: pass out=")
+        result = _empty_like_lib(A.obj, (m, n), ordinal, out_dtype)
+        O = parse("out", result)
+    else:
+        new, result = None, O.obj
+    if m and n:
+        fast = gemm_device(k, A, B, C, O, alpha, beta, s, ordinal, prec, pick, stand_in)
+        if fast is not None and hot is not None:     # hot: one device, so ordinal 0
+            hotpath.remember(hot, fast, A, B, O)
+        elif fast is not None and new is not None:
+            hotpath.remember_new(new, fast, A, B, result)
+    return result
 
 
 def gemm(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: float = 1.0,
@@ -391,30 +409,6 @@ def _wait_producers(s: int, producers: set, ordinal: int) -> None:
             launch.wait_stream(s, p, ordinal)
 
 
-def _run_device(k, A, B, C, O, m, n, alpha, beta, s, prec, out_dtype, hot=None,
-                pick=AS_PLANNED, stand_in=None, new=None):
-    ordinal = _device_ordinal(A)
-    driver.ensure_context(ordinal)
-    producers = {op.stream for op in (A, B, C, O) if op is not None and op.stream is not None}
-    if producers:
-        _wait_producers(s, producers, ordinal)
-    if O is None:
-        if not hotpath.allocates_in_capture(A.obj) and launch.capturing(s):
-            raise CaptureError("a new result array cannot be allocated while the stream "
-                               "captures a CUDA graph: pass out=")
-        result = _empty_like_lib(A.obj, (m, n), ordinal, out_dtype)
-        O = parse("out", result)
-    else:
-        new, result = None, O.obj
-    if m and n:
-        fast = gemm_device(k, A, B, C, O, alpha, beta, s, ordinal, prec, pick, stand_in)
-        if fast is not None and hot is not None:     # hot: one device, so ordinal 0
-            hotpath.remember(hot, fast, A, B, O)
-        elif fast is not None and new is not None:
-            hotpath.remember_new(new, fast, A, B, result)
-    return result
-
-
 def _upload(op: Operand, ordinal: int, stream: int, owned: list) -> Operand:
     """Copy a host operand to the device keeping its order when it is C- or F-contiguous."""
     h = op.host
@@ -427,18 +421,13 @@ def _upload(op: Operand, ordinal: int, stream: int, owned: list) -> Operand:
     return Operand(op.name, buf, True, buf.ptr, op.shape, strides, op.dtype)
 
 
-def _host_result(m: int, n: int, out_dtype: str, like: Operand) -> np.ndarray:
-    """A new host result of `out_dtype`; of a type numpy lacks (bfloat16), ml_dtypes' (the
-    dtype object `like` came with where it is of that type)."""
-    d = DTYPE[out_dtype]
-    dt = (np.dtype(d.storage) if d.numpy else like.host.dtype if like.dtype == out_dtype
-          else np.dtype(getattr(sys.modules["ml_dtypes"], d.name)))
-    return np.empty((m, n), dtype=dt)
-
-
 def _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec="fp32", out_dtype="float32",
               pick=AS_PLANNED, stand_in=None):
-    result = O.host if O is not None else _host_result(m, n, out_dtype, A)
+    # a new result of a type numpy lacks (bfloat16) is ml_dtypes' (a's dtype object, if one)
+    d = DTYPE[out_dtype]
+    result = O.host if O is not None else np.empty((m, n), dtype=(
+        np.dtype(d.storage) if d.numpy else A.host.dtype if A.dtype == out_dtype
+        else np.dtype(getattr(sys.modules["ml_dtypes"], d.name))))
     if m == 0 or n == 0:
         return result
     if kk == 0 or alpha == 0.0:
