@@ -19,8 +19,8 @@ from .driver.arrays import (SUPPORTED_DTYPES, ArrayLike, DeviceArray, DTypeName,
 from .base.errors import AliasError, CaptureError, DTypeError, InputError, ShapeError
 from .plan.execute import gemm_device
 from .base.precisions import DEFAULT_PRECISION, DTYPE, PRECISION, as_accurate
-from .registry.records import (AS_PLANNED, LAYOUTS, PRECISION_DTYPE, PRECISIONS, LayoutName,
-                               PrecisionName, layout_majors)
+from .registry.records import (AS_PLANNED, PRECISION_DTYPE, PRECISIONS, LayoutName, PrecisionName,
+                               layout_majors)
 from .plan.resolve import CACHE, check_precision, resolved_launches, wait_for_compiles
 
 
@@ -290,8 +290,7 @@ def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
         raise InputError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     if out_dtype is not None and out_dtype not in SUPPORTED_DTYPES:
         raise DTypeError(f"out_dtype must be one of {', '.join(SUPPORTED_DTYPES)}, got {out_dtype!r}")
-    if layout not in LAYOUTS:
-        layout_majors(layout)                                   # its named error
+    layout_majors(layout)                                       # a named error if unknown
     try:
         m, n, k = (operator.index(x) for x in (m, n, k))
     except TypeError:

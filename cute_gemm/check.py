@@ -133,20 +133,13 @@ def unit(precision: str, out_dtype: str = "float32") -> float:
     return max(PRECISION[precision].unit, DTYPE[out_dtype].unit)
 
 
-def rounded(ref: np.ndarray, out_dtype: str) -> np.ndarray:
-    """The float64 reference as a correct kernel stores it: rounded once into out_dtype."""
-    if out_dtype == "float32":
-        return ref
-    with np.errstate(over="ignore", invalid="ignore"):
-        return widen(narrow(ref.astype(np.float32), out_dtype), out_dtype).astype(np.float64)
-
-
 def judge(name: str, c: np.ndarray, ref: np.ndarray, gauge: np.ndarray, exact: bool,
           eps: float = EPS, out_dtype: str = "float32") -> KernelResult:
     """A kernel's result c against the reference: within THRESHOLD gauge ratios, or when
     exact, equal to the reference rounded into out_dtype."""
-    if exact:
-        ref = rounded(ref, out_dtype)
+    if exact and out_dtype != "float32":   # the reference as a correct kernel stores it
+        with np.errstate(over="ignore", invalid="ignore"):
+            ref = widen(narrow(ref.astype(np.float32), out_dtype), out_dtype).astype(np.float64)
     tiny = DTYPE[out_dtype].tiny     # below its normal range a result's rounding error is
     if tiny:                         # absolute (float16: below 2^-14, up to half of 2^-24)
         gauge = gauge + tiny / eps
@@ -166,14 +159,6 @@ def judge(name: str, c: np.ndarray, ref: np.ndarray, gauge: np.ndarray, exact: b
     if nan_count > 0:
         msg += f"; {nan_count} NaN (unwritten?)"
     return KernelResult(name, "FAIL", worst, rel, first, msg)
-
-
-def make_inputs(rng, m, n, k, exact: bool, with_c: bool):
-    """Fresh float32 A, B and (with_c) C: integers in [-8, 8] when exact, else normal."""
-    def draw(shape):
-        return (rng.integers(-8, 9, size=shape).astype(np.float32) if exact
-                else rng.standard_normal(shape, dtype=np.float32))
-    return draw((m, k)), draw((k, n)), draw((m, n)) if with_c else None
 
 
 def supported_kernels() -> list[registry.Kernel]:
@@ -300,7 +285,6 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
         raise CuteGemmError(f"out_dtype must be 'float32' or 'same', got {out_dtype!r}")
     precisions = [p for p in PRECISIONS if named(p, None) and (precision is None or p == precision)]
     report = CheckReport()
-    rng = np.random.default_rng(seed)
     if a is not None or b is not None:
         if a is None or b is None:
             raise CuteGemmError("cross_check needs both a and b (or neither)")
@@ -320,9 +304,13 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
                                                       float(beta) if c is not None else 0.0,
                                                       exact, layout, p, od))
         return report
+    rng = np.random.default_rng(seed)
+
+    def draw(shape):    # fresh inputs: integers in [-8, 8] when exact, else standard normal
+        return (rng.integers(-8, 9, size=shape).astype(np.float32) if exact
+                else rng.standard_normal(shape, dtype=np.float32))
     for (m, n, k) in (shapes or DEFAULT_SHAPES):
-        with_c = beta != 0.0
-        a_, b_, c_ = make_inputs(rng, m, n, k, exact, with_c)
+        a_, b_, c_ = draw((m, k)), draw((k, n)), draw((m, n)) if beta != 0.0 else None
         for p in precisions:
             od = PRECISION_DTYPE[p] if out_dtype == "same" else "float32"
             names = named(p, od)
