@@ -25,8 +25,7 @@ from .plan.resolve import CACHE, check_precision, resolved_launches, wait_for_co
 
 
 def compile_kernel(name: str | registry.Kernel, arch: str | int | None = None) -> cache.Compiled:
-    """Compile a registered kernel with NVRTC, or fetch it from the cache (no GPU needed
-    when `arch` is given).
+    """Compile a registered kernel with NVRTC, or fetch it from the cache (no GPU needed with `arch`).
 
     Args:
         name: A registered kernel's name (cute_gemm.kernels()) or its Kernel record.
@@ -137,11 +136,10 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
         stream: StreamLike = None, precision: PrecisionName | None = None) -> ArrayLike:
     """alpha * a @ b + beta * c with one named kernel, accumulated in float32.
 
-    Asynchronous for device arrays, on `stream` or else the operands' library's current
-    stream (PyTorch's, CuPy's; the default stream otherwise), so the call is ordered with and
-    captured in a CUDA graph with the caller's work; producer streams an operand names (CAI
-    v3, DLPack) are waited for. A PyTorch operand requiring grad in grad mode makes the
-    result carry autograd's graph (cute_gemm.torch's op).
+    Asynchronous for device arrays, on `stream`, else the operands' library's current stream
+    (the default one for numpy, DeviceArray, JAX): ordered with, and captured in a CUDA graph
+    with, the caller's work; an operand's producer stream (CAI v3, DLPack) is waited for. A
+    PyTorch operand requiring grad in grad mode gives a result carrying autograd's graph.
 
     Args:
         name: A registered kernel (cute_gemm.kernels()), or "auto": gemm()'s pick.
@@ -152,20 +150,17 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
         c: C, (M, N), read when beta != 0; float32 or a's type. Default None (beta is then 0).
         alpha: Scale of a @ b (a Python int or float). Default 1.0.
         beta: Scale of c. Default 0.0.
-        out: Where the result goes, (M, N), float32 or a's type. It may be `c` (an update in
-            place); one overlapping a, b or c otherwise is computed apart and copied.
-            Default None: a new array.
+        out: Where the result goes, (M, N), float32 or a's type; may be `c` (in place); one
+            overlapping a, b or c otherwise is computed apart and copied. Default None.
         stream: A CUDA stream (an int handle, or a cuda.core, CuPy or PyTorch stream).
             Default None: the operands' library's current stream.
-        precision: The arithmetic, "fp32", "tf32", "bf16", "fp16" or "fp32_3xtf32" (fp32's
-            accuracy from three tf32 products). Default None: the one the operands' type
-            implies ("fp32" for float32, or "fp32_3xtf32" on a kernel that computes only
-            that); "tf32" (10-bit mantissas on tensor cores) only when asked for.
+        precision: "fp32", "tf32" (10-bit mantissas; only when asked for), "bf16", "fp16" or
+            "fp32_3xtf32" (fp32's accuracy from three tf32 products). Default None: the one
+            a's type implies ("fp32" for float32; "fp32_3xtf32" on a kernel with only that).
 
     Returns:
-        The (M, N) result: `out` when given; else a new array where the operands live (numpy
-        for host operands, their library's array for device ones, else a DeviceArray), of
-        out's type (rounded to nearest even from the float32 sum), else float32.
+        The (M, N) result: `out`, else a new array where the operands live (numpy, their
+        library's, or a DeviceArray); of out's type (rounded to nearest even), else float32.
 
     Raises:
         UnknownKernelError: `name` is not registered; the message lists the names.
@@ -176,10 +171,9 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
         ShapeLimitError: the shape is beyond what the kernel's design allows.
         AliasError: `out` has elements that share one address.
         StreamError: `stream` is not a CUDA stream.
-        InputError: anything else wrong with the arguments (alpha or beta not a real number,
-            a read-only `out`, host and device operands mixed, `out` or `stream` on a call
-            autograd records); the base of the errors above, all raised before anything
-            is allocated or launched.
+        InputError: alpha or beta not a real number, a read-only `out`, host and device
+            operands mixed, `out` or `stream` on a call autograd records; the base of the
+            errors above, all raised before anything is allocated or launched.
         CaptureError: the call cannot be captured into the CUDA graph being recorded.
         CompileError, HeadersNotFound, NvrtcNotFound: the kernel cannot be compiled.
         CudaError: a CUDA driver call failed (NoDeviceError: no GPU or driver).
@@ -250,8 +244,7 @@ def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
                 device: str | launch.DeviceInfo | None = None) -> auto.Choice:
     """What gemm() would run for an M x N x K problem, and why, without running it.
 
-    The selector gemm() calls (this GPU's tune tables, then the heuristic), for fresh
-    operands of the given layout and precision; with `device`, no GPU is needed.
+    gemm()'s selector (tune tables, then the heuristic) for fresh operands; with `device`, no GPU.
 
     Args:
         m: Rows of A and of the result (int >= 0).
@@ -271,11 +264,10 @@ def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
             H200"); its tuned table in the cache counts as on the GPU. Default None.
 
     Returns:
-        Choice (host-side; nothing compiled or launched): the kernel, whether it runs on the
-        transposed problem, its split along K, the arithmetic it runs in where that is not
-        `precision` (a contract kept by another: fp32_3xtf32 by SIMT fp32), and why:
-        "table" (this shape measured), "nearest" (scaled from the nearest measured shapes)
-        or "heuristic", with the row or the rule.
+        Choice (nothing compiled or launched): the kernel, whether it runs transposed, its
+        split along K, the arithmetic it runs in where not `precision` (fp32_3xtf32 by SIMT
+        fp32), and why: "table" (shape measured), "nearest" (scaled from the nearest
+        measured shapes) or "heuristic", with the row or the rule.
 
     Raises:
         InputError: an unknown precision or layout; M, N or K not an integer or negative;
@@ -469,8 +461,8 @@ def flops(m: int, n: int, k: int) -> float:
 
 
 def clear_caches() -> None:
-    """Forget every resolved launch and loaded kernel (the next call resolves and loads
-    again) and the in-memory cubins; the disk cache stays (`cute-gemm cache clear`)."""
+    """Forget resolved launches, loaded kernels, in-memory cubins and read tune tables; the
+    disk cache stays (`cute-gemm cache clear`)."""
     CACHE.clear()
     cache.clear_memory()
     autotable.reset()

@@ -231,14 +231,12 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
                 out_dtype: Literal["float32", "same"] = "float32") -> CheckReport:
     """Run kernels on the same inputs and compare them with float64 and with each other.
 
-    Each result is judged against a float64 product by the error bound of its precision
-    (the gauge ratio: 1 is the bound), and every pair of results is compared. A kernel that
-    cannot run a shape is reported, not raised: "skip" (beyond its design's limits) or
-    "error" (any other CuteGemmError, its first line kept).
+    Each result is judged against float64 by its precision's gauge, and every pair compared.
+    A kernel that cannot run a shape is reported, not raised: "skip" (beyond its design's
+    limits) or "error" (any other CuteGemmError, its first line kept).
 
     Args:
-        a: A, (M, K), to check on (any array run() takes), with `b`. Default None: fresh
-            inputs for each of `shapes`.
+        a: A, (M, K) (any array run() takes), with `b`. Default None: fresh inputs per shape.
         b: B, (K, N), with `a`.
         kernels: A kernel name or names; "auto" is gemm()'s pick, checked like a kernel.
             Default None: every kernel this GPU runs, and "auto".
@@ -248,17 +246,16 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
         beta: Scale of C; fresh inputs include a C when beta != 0. Default 0.0.
         c: C, (M, N), with `a` and `b`. Default None.
         exact: Fresh inputs of small integers, whose float32 sums are exact. Default False.
-        layout: "nn", "tn", "nt" or "tt": fresh A and/or B passed as transposed views of
-            row-major arrays where it says "t". Default "nn".
+        layout: "nn", "tn", "nt" or "tt": "t" passes fresh A or B as the transposed view of
+            a row-major array. Default "nn".
         precision: Only this arithmetic ("fp32", "tf32", "bf16", "fp16", "fp32_3xtf32").
             Default None: every precision the kernels offer, each kernel in each of its.
         out_dtype: "float32", or "same": results of the input type. Default "float32".
 
     Returns:
-        CheckReport: host-side; one ShapeReport per shape and precision checked, each
-        with a KernelResult per kernel (status "pass", "FAIL", "skip" or "error", gauge
-        ratio, relative Frobenius error, first failing element) and the pairwise maximum
-        differences. `.ok` is True when nothing failed; `.table()` prints it.
+        CheckReport: a ShapeReport per shape and precision, each with a KernelResult per
+        kernel (status "pass", "FAIL", "skip" or "error", gauge ratio, relative Frobenius
+        error, first failing element) and the pairwise maximum differences; `.ok`, `.table()`.
 
     Raises:
         InputError: a layout the package does not know; or a, b, c that run() rejects

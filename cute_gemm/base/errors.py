@@ -1,5 +1,4 @@
-"""Named exceptions (and the named warnings). Everything cute_gemm raises on purpose
-derives from CuteGemmError."""
+"""Named exceptions and warnings; everything cute_gemm raises on purpose derives from CuteGemmError."""
 from __future__ import annotations
 
 
@@ -42,9 +41,8 @@ class ShapeLimitError(InputError):
 
 
 class AliasError(InputError):
-    """`out` cannot hold the result: several of its elements share one address (a zero or
-    overlapping stride). Overlap of `out` with a, b or c is no error: run() then computes
-    into a temporary and copies."""
+    """`out` cannot hold the result: elements share one address (a zero or overlapping stride).
+    Overlap of `out` with a, b or c is no error: run() computes into a temporary and copies."""
 
 
 class StreamError(InputError):
@@ -73,8 +71,7 @@ class HeadersNotFound(CuteGemmError, RuntimeError):
 
 
 class NvrtcNotFound(CuteGemmError, RuntimeError):
-    """NVRTC's library (libnvrtc, from the nvidia-cuda-nvrtc wheel) cannot be loaded; raised
-    by the first compile, naming the wheel."""
+    """libnvrtc (the nvidia-cuda-nvrtc wheel) cannot be loaded; raised by the first compile."""
 
 
 class CudaError(CuteGemmError, RuntimeError):
@@ -86,5 +83,5 @@ class NoDeviceError(CudaError):
 
 
 class AutoTableWarning(UserWarning):
-    """A `cute-gemm tune` table was ignored (unreadable, damaged, or made for another GPU or
-    package version): gemm() chooses as if it were absent (cute_gemm/select/autotable.py)."""
+    """A `cute-gemm tune` table was ignored (unreadable, damaged, or of another GPU or package
+    version): gemm() chooses as if it were absent (select/autotable.py)."""

@@ -39,12 +39,9 @@ class DType:
     suffix: str        # how entry points spell it: scale2d_fp16_f32, cute_wgmma_bf16_f32_ak_bk
     cpp: str           # its C++ type in the kernels (include/cute_gemm/common.cuh: TAB, TC)
     unit: float        # unit roundoff of rounding a value into it (a result's, check.unit)
-    tiny: float        # absolute error of rounding below its normal range, beyond what float32
-                       # sums carry (0: it has float32's exponent range): check.judge
-    storage: type      # the numpy type its elements are held in on the host: itself, or where
-                       # numpy has no such type, unsigned integers of its bits
-    typestr: str       # its __cuda_array_interface__ typestr; "": none is standard (arrays:
-                       # an opaque "<V<itemsize>" whose array names the type)
+    tiny: float        # absolute rounding error below its normal range (0: float32's range)
+    storage: type      # the numpy type holding it on the host: itself, or its bits as uints
+    typestr: str       # its __cuda_array_interface__ typestr; "": none standard (an opaque "<V2")
     torch: str         # torch.<torch>
     cupy: bool         # CuPy has it (a result for CuPy operands is made by CuPy)
     # float32 values <-> storage bits, where numpy has no such type (None: numpy's astype)
@@ -81,8 +78,8 @@ DTYPE = MappingProxyType({d.name: d for d in (
           torch="bfloat16", cupy=False, from_bits=_bf16_from_bits, to_bits=_bf16_to_bits),
 )})
 
-# every precision sums its products in float32 and can write them so: the result of a call
-# that gives no out or c, and the scratch a composed or stand-in launch sums into
+# every precision sums in float32 and can write that: a call's result without out or c, and
+# the scratch of a composed or stand-in launch
 ACCUMULATOR = "float32"
 
 
@@ -95,10 +92,8 @@ class Precision:
     """The arithmetic of a call. Entry points name it by `name`."""
     name: str
     dtype: str               # the element type of A and B (DTYPE)
-    unit: float              # the unit roundoff its results are judged with (check.unit); a
-                             # precision of no larger unit can answer for it (standin.stand_in)
-    outs: tuple[str, ...]    # the result types its entries may write: ACCUMULATOR first (a
-                             # result made for the call), then those they round into
+    unit: float              # unit roundoff its results are judged with (check.unit, stand_in)
+    outs: tuple[str, ...]    # result types its entries write: ACCUMULATOR, then those rounded into
     tma: str                 # how TMA loads its operands: CU_TENSOR_MAP_DATA_TYPE_<tma>
     implied: bool            # what a call on `dtype` operands that names no precision gets
     tensor_cores: bool       # multiplies on tensor cores (auto.heuristic's tensor-core rules)

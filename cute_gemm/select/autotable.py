@@ -177,9 +177,8 @@ def tables_for(gpu: str) -> tuple[Table, ...]:
             t = _loaded.get(gpu)
             if t is None:
                 v = __version__
-                t = tuple(x for x in (load(tuned_path(gpu, v), gpu, v), load(shipped_path(gpu), gpu))
-                          if x is not None)
-                _loaded[gpu] = t
+                t = _loaded[gpu] = tuple(x for x in (load(tuned_path(gpu, v), gpu, v),
+                                                     load(shipped_path(gpu), gpu)) if x is not None)
     return t
 
 
@@ -203,9 +202,8 @@ def described_device(name: str) -> launch.DeviceInfo:
     the package does not know its arch's shared memory."""
     known = shipped_gpus()
     table = load(shipped_path(name), name) if name in known else None
-    cc = None
-    if table is not None and table.arch.startswith("sm_") and table.arch[3:].isdigit():
-        cc = divmod(int(table.arch[3:]), 10)
+    cc = (divmod(int(table.arch[3:]), 10) if table is not None and table.arch.startswith("sm_")
+          and table.arch[3:].isdigit() else None)
     if table is None or cc not in launch.SMEM_OPTIN or table.sm_count < 1:
         raise InputError(f"device={name!r}: gemm_choice() knows the GPUs of the shipped tune "
                          f"tables by name: {', '.join(map(repr, known)) or 'none'}; on another "

@@ -1,9 +1,8 @@
-"""gemm()'s stand-in: what answers a call while its pick's entry points compile.
+"""gemm()'s stand-in: what answers a call while its pick's entry points compile (seconds of NVRTC).
 
-A pick neither compiled nor cached would make a first call wait seconds for NVRTC. In the
-"quick" mode (CUTE_GEMM_FIRST_CALL, the default) a kernel tagged "quick", which compiles in
-about a second, answers in a precision held to no larger a unit roundoff while the pick
-compiles in the background; "wait" compiles the pick first (docs/design/first_call.md).
+In "quick" mode (CUTE_GEMM_FIRST_CALL, the default) a kernel tagged "quick", compiled in about a
+second, answers in a precision held to no larger a unit roundoff while the pick compiles in the
+background; "wait" compiles the pick first (docs/design/first_call.md).
 """
 from __future__ import annotations
 
