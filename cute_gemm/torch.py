@@ -106,7 +106,25 @@ def _define():
         return da, db, dc, None, None, None, None, None
 
     gemm_op.register_autograd(backward, setup_context=setup_context)
-    return gemm_op
+
+    class Linear(torch.nn.Linear):
+        """torch.nn.Linear (same arguments, parameters and state dict) whose forward is
+        cute_gemm.torch.linear in `precision` (None: the one the input's type implies)."""
+
+        def __init__(self, in_features, out_features, bias=True, device=None, dtype=None, *,
+                     precision=None):
+            super().__init__(in_features, out_features, bias, device, dtype)
+            self.precision = precision
+
+        def forward(self, input):
+            return linear(input, self.weight, self.bias, precision=self.precision)
+
+        def extra_repr(self):
+            return f"{super().extra_repr()}, precision={self.precision!r}"
+
+    # pickled by name: found again through the module's __getattr__
+    Linear.__module__, Linear.__qualname__ = __name__, "Linear"
+    return {"gemm_op": gemm_op, "Linear": Linear}
 
 
 def _scalar(name: str, v) -> float:
@@ -145,40 +163,13 @@ def linear(x, weight, bias=None, *, precision=None):
     return y.reshape(*x.shape[:-1], n)
 
 
-def _define_linear():
-    import torch
-
-    class Linear(torch.nn.Linear):
-        """torch.nn.Linear (same arguments, parameters and state dict) whose forward is
-        cute_gemm.torch.linear in `precision` (None: the one the input's type implies)."""
-
-        def __init__(self, in_features, out_features, bias=True, device=None, dtype=None, *,
-                     precision=None):
-            super().__init__(in_features, out_features, bias, device, dtype)
-            self.precision = precision
-
-        def forward(self, input):
-            return linear(input, self.weight, self.bias, precision=self.precision)
-
-        def extra_repr(self):
-            return f"{super().extra_repr()}, precision={self.precision!r}"
-
-    # pickled by name: found again through the module's __getattr__
-    Linear.__module__, Linear.__qualname__ = __name__, "Linear"
-    return Linear
-
-
-_LAZY = {"gemm_op": _define, "Linear": _define_linear}
-
-
 def __getattr__(name: str):
-    # gemm_op and Linear need torch: made once, when first asked for
-    make = _LAZY.get(name)
-    if make is None:
+    # gemm_op (op()) and Linear need torch: made once, when either is first asked for
+    if name not in ("gemm_op", "Linear"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     with _LOCK:
         if name not in globals():
-            globals()[name] = make()
+            globals().update(_define())
     return globals()[name]
 
 
