@@ -50,6 +50,20 @@ def test_literals_and_views_are_the_rows():
         PRECISION["fp32"] = PRECISION["tf32"]                           # read-only
 
 
+def test_the_table_keeps_its_rules():
+    """What a new row must satisfy: every type a DType row, outs starting with the accumulator
+    and not repeating, a benchmark peer that is a precision, one implied precision per operand
+    type, the Literals equal to the rows."""
+    assert typing.get_args(precisions.PrecisionName) == precisions.PRECISIONS
+    assert typing.get_args(precisions.DTypeName) == precisions.DTYPES
+    for p in PRECISION.values():
+        assert p.dtype in DTYPE and all(o in DTYPE for o in p.outs), p.name
+        assert p.outs[0] == ACCUMULATOR and len(set(p.outs)) == len(p.outs), p.name
+        assert p.peer in PRECISION, p.name
+    for d in precisions.OPERAND_DTYPES:
+        assert sum(p.implied for p in PRECISION.values() if p.dtype == d) == 1, d
+
+
 def test_every_entry_point_computes_a_row_into_one_of_its_results():
     for k in registry.compiled():
         for v in k.variants:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Callable, Literal, get_args
+from typing import Callable, Literal
 
 import numpy as np
 
@@ -163,23 +163,3 @@ def results(dtype: str) -> tuple[str, ...]:
     """The result types of a call on `dtype` operands, in any precision that reads them."""
     return tuple(dict.fromkeys(o for p in PRECISION.values() if p.dtype == dtype for o in p.outs))
 
-
-def _consistent() -> None:
-    """The table's own rules, checked once at import: a row that breaks one fails there."""
-    problems = [f"{n} {get_args(lit)} != the rows {rows}" for n, lit, rows in
-                (("PrecisionName", PrecisionName, PRECISIONS), ("DTypeName", DTypeName, DTYPES))
-                if get_args(lit) != rows]
-    for p in PRECISION.values():
-        if p.dtype not in DTYPE or any(o not in DTYPE for o in p.outs):
-            problems.append(f"{p.name}: an element type with no DType row")
-        if p.outs[0] != ACCUMULATOR or len(set(p.outs)) != len(p.outs):
-            problems.append(f"{p.name}: outs must start with {ACCUMULATOR} and not repeat")
-        if p.peer not in PRECISION:
-            problems.append(f"{p.name}: its benchmark peer {p.peer!r} is no precision")
-    problems += [f"{d} operands must imply exactly one precision" for d in OPERAND_DTYPES
-                 if sum(p.implied for p in PRECISION.values() if p.dtype == d) != 1]
-    if problems:
-        raise AssertionError("precisions table: " + "; ".join(problems))
-
-
-_consistent()
