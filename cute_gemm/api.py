@@ -435,8 +435,7 @@ def _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec="fp32", out_dtype="f
                            "them, which a CUDA graph capture cannot hold: pass device arrays")
     owned: list = []
     try:
-        dA = _upload(A, ordinal, s, owned)
-        dB = _upload(B, ordinal, s, owned)
+        dA, dB = _upload(A, ordinal, s, owned), _upload(B, ordinal, s, owned)
         buf = launch.DeviceBuffer(DTYPE[out_dtype].itemsize * m * n, ordinal)
         owned.append(buf)
         dT = Operand("tmp", None, True, buf.ptr, (m, n), (n, 1), out_dtype)
