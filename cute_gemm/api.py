@@ -261,7 +261,7 @@ def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
         ordinal: The GPU asked about, by device ordinal. Default: the current device.
         device: Instead of a present GPU, a launch.DeviceInfo or the name of a GPU a shipped
             tune table knows (autotable.shipped_gpus(): "NVIDIA H100 80GB HBM3", "NVIDIA
-            H200"); its tuned table in the cache counts as on the GPU. Default None.
+            H200"); its tuned table in the cache counts. Default None: the GPU at `ordinal`.
 
     Returns:
         Choice (nothing compiled or launched): the kernel, whether it runs transposed, its

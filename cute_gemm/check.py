@@ -78,9 +78,9 @@ class CheckReport:
     def table(self) -> str:
         lines = []
         for s in self.shapes:
-            mode = "exact integers" if s.exact else "random normal"
-            lines.append("M={} N={} K={}".format(*s.shape) + f"  alpha={s.alpha:g} beta="
-                         f"{s.beta:g}  ({mode}; {s.precision} -> {s.out_dtype})")
+            (m, n, k), mode = s.shape, "exact integers" if s.exact else "random normal"
+            lines.append(f"M={m} N={n} K={k}  alpha={s.alpha:g} beta={s.beta:g}  ({mode}; "
+                         f"{s.precision} -> {s.out_dtype})")
             kw = max([22] + [len(r.name) + 2 for r in s.results])
             lines.append(f"  {'kernel':<{kw}}{'status':<8}{'gauge ratio':>12}{'rel frob':>11}  first fail / note")
             for r in s.results:
