@@ -133,7 +133,6 @@ def _scalar(name: str, v) -> float:
     return float(v)
 
 
-# ---- torch-shaped functions --------------------------------------------------------------
 def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, precision=None, out_dtype=None):
     """alpha * a @ b + beta * c by cute_gemm.gemm()'s pick, differentiable and traceable;
     the result in out_dtype, else a's type (c converted to it)."""
@@ -173,7 +172,6 @@ def __getattr__(name: str):
     return globals()[name]
 
 
-# ---- run()'s autograd route --------------------------------------------------------------
 def route(name, a, b, c, alpha, beta, precision):
     """run(name, a, b, c, ...) when autograd must see the product (a torch operand requires
     grad in grad mode): the op's result with a grad_fn, in run()'s result type (c's, else

@@ -17,7 +17,6 @@ from typing import Callable, Literal
 import numpy as np
 
 
-# ---- element types ---------------------------------------------------------------------
 def _bf16_from_bits(raw: np.ndarray) -> np.ndarray:
     # a bfloat16 is the upper half of a float32: widening is exact
     return (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
@@ -83,7 +82,6 @@ DTYPE = MappingProxyType({d.name: d for d in (
 ACCUMULATOR = "float32"
 
 
-# ---- precisions ------------------------------------------------------------------------
 EPS = 2.0**-23          # float32's machine epsilon: fp32's gauge unit (the reference BLAS's)
 
 
@@ -134,7 +132,6 @@ PRECISION = MappingProxyType({p.name: p for p in (
 )})
 
 
-# ---- views: one column each ------------------------------------------------------------
 PRECISIONS: tuple[str, ...] = tuple(PRECISION)
 DTYPES: tuple[str, ...] = tuple(DTYPE)
 PRECISION_DTYPE = MappingProxyType({p.name: p.dtype for p in PRECISION.values()})

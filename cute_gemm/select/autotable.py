@@ -98,7 +98,6 @@ class Table:
                    int(d.get("sm_count", 0)), dict(d.get("settings", {})), rows, source)
 
 
-# ---- where tables live ---------------------------------------------------------------------
 def slug(gpu: str) -> str:
     """A file name for a GPU's name: "NVIDIA H100 80GB HBM3" -> "nvidia-h100-80gb-hbm3"."""
     return re.sub(r"[^a-z0-9]+", "-", gpu.lower()).strip("-") or "gpu"
@@ -115,7 +114,6 @@ def shipped_path(gpu: str) -> Path:
     return SHIPPED_DIR / f"{slug(gpu)}.json"
 
 
-# ---- reading and writing -------------------------------------------------------------------
 def write(table: Table, path) -> Path:
     """Write atomically: a reader sees the old table or the new one, never a part."""
     path = Path(path)
