@@ -154,10 +154,8 @@ def judge(name: str, c: np.ndarray, ref: np.ndarray, gauge: np.ndarray, exact: b
     if not bad.any():
         return KernelResult(name, "pass", worst, rel)
     first = divmod(int(np.argmax(bad.ravel())), c.shape[1])
-    msg = f"got {c[first]:.6g}, want {ref[first]:.6g}"
-    nan_count = int(np.isnan(c).sum() - np.isnan(ref).sum())
-    if nan_count > 0:
-        msg += f"; {nan_count} NaN (unwritten?)"
+    nans = int(np.isnan(c).sum() - np.isnan(ref).sum())
+    msg = f"got {c[first]:.6g}, want {ref[first]:.6g}" + (f"; {nans} NaN (unwritten?)" if nans > 0 else "")
     return KernelResult(name, "FAIL", worst, rel, first, msg)
 
 
