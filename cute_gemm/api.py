@@ -199,8 +199,7 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
     return _run(k, AS_PLANNED, a, b, c, alpha, beta, out, stream, precision, hot, new)
 
 
-# a call whose result must carry autograd's graph goes to cute_gemm.torch's op (which the
-# package imports: set before any call)
+# a call whose result must carry autograd's graph goes to cute_gemm.torch's op
 _autograd: list = []      # [route(name, a, b, c, alpha, beta, precision)], set by cute_gemm.torch
 
 

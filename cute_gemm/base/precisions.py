@@ -109,11 +109,8 @@ class Precision:
         return next((r for a, r in reversed(self.peak) if arch_int >= a), None)
 
 
-# "fp32": SIMT FMAs. "tf32": float32 operands on tensor cores, 10 mantissa bits, by name
-# only; TMA rounds each to nearest (u = 2^-11; raw bits fed to wgmma would truncate). "bf16",
-# "fp16": 16-bit operands. "fp32_3xtf32": three tf32 products of split float32 operands,
-# held to fp32's gauge, so it answers for fp32 where a kernel has nothing else. The units
-# and peaks: docs/howto/precision.md.
+# tf32 only by name; fp32_3xtf32 (three tf32 products) is held to fp32's gauge, so it answers
+# for fp32 where a kernel has nothing else. Each row's figures and why: docs/howto/precision.md
 PrecisionName = Literal["fp32", "tf32", "bf16", "fp16", "fp32_3xtf32"]
 _F32 = ("float32",)
 PRECISION = MappingProxyType({p.name: p for p in (
