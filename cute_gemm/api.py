@@ -199,8 +199,9 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
     return _run(k, AS_PLANNED, a, b, c, alpha, beta, out, stream, precision, hot, new)
 
 
-# a call whose result must carry autograd's graph goes to cute_gemm.torch's op
-_autograd: list = []      # [route(name, a, b, c, alpha, beta, precision)], set by cute_gemm.torch
+# a call whose result must carry autograd's graph goes to cute_gemm.torch's op; the package
+# imports that module, so _autograd is set before any call
+_autograd: list = []      # [route(name, a, b, c, alpha, beta, precision)]
 
 
 def set_autograd(route) -> None:
