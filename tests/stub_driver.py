@@ -211,8 +211,7 @@ def install(monkeypatch):
     monkeypatch.setattr(launch, "encode_tensor_map", encode_tensor_map)
     monkeypatch.setattr(launch, "_events", threading.local())
     monkeypatch.setattr(launch, "_zero_is", [])
-    monkeypatch.setitem(driver._contexts, 0, 1)
-    monkeypatch.setitem(driver._context_ids, 0, 1)
+    monkeypatch.setitem(driver._contexts, 0, (1, 1))
     monkeypatch.setattr(api, "_count", [1])
     for part in dataclasses.fields(resolve.CACHE):      # every cache the resolver keeps
         monkeypatch.setattr(resolve.CACHE, part.name, {})

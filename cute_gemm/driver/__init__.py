@@ -1,12 +1,6 @@
-"""The driver layer: cuda.bindings' driver module, checked calls, cuInit, the primary
-contexts and the relaxed capture mode. launch.py (modules, launches, memory), pool.py
-(stream-ordered scratch) and workspace.py (stream-K workspaces) are its users.
-
-Only this module imports cuda.bindings' driver (compile.py imports NVRTC's, launch.py
-cuda.core's array view); every call is checked, and a failure raises CudaError naming the
-call, the kernel and the CUDA error. Users call driver.bindings() through this module, so a
-stub driver put in its place (tests/stub_driver.py) serves them all.
-"""
+"""The driver layer: cuda.bindings' driver module, checked calls, cuInit, the primary contexts
+and the relaxed capture mode. Every driver call in the package goes through bindings(), so
+the tests' stub driver (tests/stub_driver.py) stands in for all of them."""
 from __future__ import annotations
 
 import contextlib
@@ -16,11 +10,13 @@ import threading
 from ..base.errors import CudaError, NoDeviceError
 
 lock = threading.RLock()     # guards the contexts, loaded modules and scratch pools
+_COMPILE_ONLY = ("; compile-only use still works, e.g. cute_gemm.compile_kernel(name, arch='sm_90') "
+                 "or `cute-gemm compile --arch sm_90`")
 
 
 @functools.lru_cache(maxsize=None)
 def bindings():
-    """The cuda.bindings.driver module (imported on first use)."""
+    """The cuda.bindings.driver module, imported on first use (`import cute_gemm` stays light)."""
     try:
         from cuda.bindings import driver
     except ImportError as e:  # pragma: no cover
@@ -28,17 +24,19 @@ def bindings():
     return driver
 
 
+def _error_name(err) -> str:
+    _, name = bindings().cuGetErrorName(err)
+    return name.decode() if name else str(err)
+
+
 def check(result, what: str, kernel: str | None = None):
-    """cuda.bindings returns (err, *values); raise CudaError unless err is CUDA_SUCCESS."""
-    drv = bindings()
+    """Unpack cuda.bindings' (err, *values): None, the one value or a tuple; CudaError naming
+    the call (and kernel) unless err is CUDA_SUCCESS."""
     err, *values = result if isinstance(result, tuple) else (result,)
-    if err != drv.CUresult.CUDA_SUCCESS:
-        _, name = drv.cuGetErrorName(err)
-        _, msg = drv.cuGetErrorString(err)
-        name = name.decode() if name else str(err)
-        msg = msg.decode() if msg else ""
+    if err != bindings().CUresult.CUDA_SUCCESS:
+        _, msg = bindings().cuGetErrorString(err)
         where = f" (kernel {kernel!r})" if kernel else ""
-        raise CudaError(f"{what}{where} failed: {name}: {msg}")
+        raise CudaError(f"{what}{where} failed: {_error_name(err)}: {msg.decode() if msg else ''}")
     if not values:
         return None
     return values[0] if len(values) == 1 else tuple(values)
@@ -48,7 +46,7 @@ _init_done = False
 
 
 def init() -> None:
-    """cuInit once; NoDeviceError, saying what still works, when there is no driver or device."""
+    """cuInit once; NoDeviceError, saying what still works, without a driver or a device."""
     global _init_done
     if _init_done:
         return
@@ -56,18 +54,11 @@ def init() -> None:
     try:
         (err,) = drv.cuInit(0)
     except Exception as e:  # libcuda.so missing: cuda.bindings raises on first use
-        raise NoDeviceError(
-            f"no CUDA driver ({e}); compile-only use still works, e.g. "
-            "cute_gemm.compile_kernel(name, arch='sm_90') or `cute-gemm compile --arch sm_90`") from None
+        raise NoDeviceError(f"no CUDA driver ({e}){_COMPILE_ONLY}") from None
     if err != drv.CUresult.CUDA_SUCCESS:
-        _, name = drv.cuGetErrorName(err)
-        raise NoDeviceError(
-            f"no usable CUDA driver or device (cuInit: {name.decode() if name else err}); "
-            "compile-only use still works, e.g. `cute-gemm compile --arch sm_90`")
-    count = check(drv.cuDeviceGetCount(), "cuDeviceGetCount")
-    if count == 0:
-        raise NoDeviceError("the CUDA driver reports no device; compile-only use still works "
-                            "(`cute-gemm compile --arch sm_90`)")
+        raise NoDeviceError(f"no usable CUDA driver or device (cuInit: {_error_name(err)}){_COMPILE_ONLY}")
+    if check(drv.cuDeviceGetCount(), "cuDeviceGetCount") == 0:
+        raise NoDeviceError(f"the CUDA driver reports no device{_COMPILE_ONLY}")
     _init_done = True
 
 
@@ -80,29 +71,26 @@ def available() -> bool:
         return False
 
 
-_contexts: dict[int, object] = {}
-_context_ids: dict[int, int] = {}     # the same contexts' handles as integers
+_contexts: dict[int, tuple[object, int]] = {}    # ordinal -> (primary context, its handle)
 
 
 def ensure_context(ordinal: int):
-    """Make the primary context of `ordinal` current (shared with CuPy/PyTorch) and return it."""
+    """Make the primary context of `ordinal` (the one CuPy and PyTorch share) current and
+    return it; on every call: one query when it already is."""
     drv = bindings()
-    ctx = _contexts.get(ordinal)
-    if ctx is not None:                 # every hot call: one query, no check
+    known = _contexts.get(ordinal)
+    if known is not None:
         err, cur = drv.cuCtxGetCurrent()
-        if not err and int(cur) == _context_ids[ordinal]:
-            return ctx
+        if not err and int(cur) == known[1]:
+            return known[0]
     init()
-    if ctx is None:
-        with lock:
-            ctx = _contexts.get(ordinal)
-            if ctx is None:
-                dev = check(drv.cuDeviceGet(ordinal), "cuDeviceGet")
-                ctx = check(drv.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
-                _context_ids[ordinal] = int(ctx)
-                _contexts[ordinal] = ctx
-    cur = check(drv.cuCtxGetCurrent(), "cuCtxGetCurrent")
-    if int(cur) != int(ctx):
+    with lock:
+        if ordinal not in _contexts:
+            dev = check(drv.cuDeviceGet(ordinal), "cuDeviceGet")
+            ctx = check(drv.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+            _contexts[ordinal] = (ctx, int(ctx))
+        ctx, handle = _contexts[ordinal]
+    if int(check(drv.cuCtxGetCurrent(), "cuCtxGetCurrent")) != handle:
         check(drv.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
     return ctx
 
@@ -111,18 +99,17 @@ def current_ordinal() -> int:
     """The device of the current context if one is current, else 0."""
     drv = bindings()
     init()
-    cur = check(drv.cuCtxGetCurrent(), "cuCtxGetCurrent")
-    if int(cur) == 0:
+    if int(check(drv.cuCtxGetCurrent(), "cuCtxGetCurrent")) == 0:
         return 0
     return int(check(drv.cuCtxGetDevice(), "cuCtxGetDevice"))
 
 
 @contextlib.contextmanager
 def relaxed():
-    """This thread's driver calls in the block run in the relaxed capture mode: a call that
-    the global or thread-local mode refuses while a stream captures (a module load, a
-    synchronous allocation, an event query) neither fails nor invalidates the capture. For
-    calls that touch no captured stream, as cuBLAS does around its own."""
+    """Run this thread's driver calls in the block in the relaxed capture mode: a call the
+    global or thread-local mode refuses during a capture (module load, synchronous
+    allocation, event query) neither fails nor invalidates it. Only for calls that touch no
+    captured stream, as cuBLAS does around its own."""
     drv = bindings()
     prev = check(drv.cuThreadExchangeStreamCaptureMode(
         drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED), "cuThreadExchangeStreamCaptureMode")

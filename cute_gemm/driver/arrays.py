@@ -1,10 +1,8 @@
-"""Operands: what an array is, where it lives, its strides — and a minimal device array.
+"""Operands: what an array is, where it lives, its strides; and a minimal device array.
 
-Accepted: numpy arrays (host), anything with __cuda_array_interface__ (CuPy, PyTorch,
-Numba, our DeviceArray) and anything with __dlpack__ (JAX, PyTorch, CuPy...). Parsing
-allocates nothing and touches no device; validation errors are raised from here,
-before any launch.
-"""
+numpy arrays (host), __cuda_array_interface__ (CuPy, PyTorch, Numba, DeviceArray) and
+__dlpack__ (JAX, PyTorch, CuPy...) are read without allocating or touching a device, so
+validation errors are raised here, before any launch."""
 from __future__ import annotations
 
 import sys
@@ -19,17 +17,14 @@ from ..base import precisions
 from ..base.errors import DTypeError, InputError, NotAnArrayError, ShapeError
 from ..base.precisions import DTYPE, ITEMSIZE
 
-# The element types of operands and results, by numpy's names (bfloat16: ml_dtypes'): the
-# precision table's (precisions.DTYPE), whose rows say how each is parsed and held
+# element types by numpy's names (bfloat16: ml_dtypes'), the rows of precisions.DTYPE
 DTypeName = precisions.DTypeName
 SUPPORTED_DTYPES: tuple[str, ...] = precisions.DTYPES
-# What an operand may be: a numpy array (host), or a device array that exposes
-# __cuda_array_interface__ or DLPack (CuPy, PyTorch, JAX, Numba, cute_gemm.DeviceArray), of a
-# SUPPORTED_DTYPES type, 2-D with any strides. Any, because the protocols are duck-typed.
+# a 2-D numpy array (host) or device array (__cuda_array_interface__ or DLPack) of a
+# SUPPORTED_DTYPES type, any strides; Any, as the protocols are duck-typed
 ArrayLike = Any
-# A CUDA stream: None (the operands' library's current stream), a handle (int, 0 the legacy
-# default stream), or an object that exposes one (cuda.core, CuPy or PyTorch streams,
-# anything with __cuda_stream__, cuda_stream, ptr or handle: launch.stream_handle).
+# None (the operands' library's current stream), an int handle (0: the default stream) or a
+# stream object (cuda.core, CuPy, PyTorch, __cuda_stream__...: launch.stream_handle)
 StreamLike = Any
 _TYPESTR = {"<f4": "float32", "<f8": "float64", "<f2": "float16", "<i4": "int32",
             "<i8": "int64", "|u1": "uint8", "|i1": "int8", "<u4": "uint32", "<c8": "complex64"}
@@ -62,7 +57,7 @@ class Operand:
                        host=None if self.host is None else self.host.T)
 
     def span(self) -> tuple[int, int]:
-        """[first, last + 1) byte addresses the operand's elements occupy ((0, 0) if empty)."""
+        """[first, last + 1) byte addresses of its elements ((0, 0) if empty)."""
         (r, c), (sr, sc) = self.shape, self.strides
         if r == 0 or c == 0:
             return 0, 0
@@ -72,8 +67,7 @@ class Operand:
         return self.ptr + e * lo, self.ptr + e * hi
 
     def overlaps(self, other: "Operand") -> bool:
-        """True if the byte ranges of the two operands intersect (conservative: interleaved
-        views that share no element count as overlapping)."""
+        """True if their byte ranges intersect (interleaved views sharing no element too)."""
         a0, a1 = self.span()
         b0, b1 = other.span()
         return a0 < b1 and b0 < a1
@@ -96,8 +90,8 @@ class Operand:
         return (r > 1 and sr == 0) or (c > 1 and sc == 0)
 
     def major(self, row: str, col: str) -> str | None:
-        """row if the rows are contiguous, col if the columns are, None otherwise.
-        Size-1 dimensions impose nothing (their stride is never used)."""
+        """row if the rows are contiguous, col if the columns are, else None (a size-1
+        dimension's stride is never used)."""
         (r, c), (sr, sc) = self.shape, self.strides
         if (sc == 1 or c <= 1) and (sr >= c or r <= 1) and sr > 0:
             return row
@@ -138,7 +132,7 @@ def parse(name: str, obj, stream: int | None = None) -> Operand:
             raise ShapeError(f"{name} has strides {obj.strides} that are not a multiple of its itemsize")
         return Operand(name, obj, False, 0, shape, tuple(s // isz for s in obj.strides), dtype,
                        not obj.flags.writeable, obj)
-    if isinstance(obj, DeviceArray):   # ours: its bfloat16 has no __cuda_array_interface__
+    if isinstance(obj, DeviceArray):   # its bfloat16 has no __cuda_array_interface__
         return _nonnull(Operand(name, obj, True, obj.ptr, _check_2d(name, obj.shape), obj.strides,
                                 obj.dtype_name))
     if getattr(obj, "requires_grad", False) and callable(getattr(obj, "detach", None)):
@@ -180,8 +174,8 @@ def parse(name: str, obj, stream: int | None = None) -> Operand:
 
 # ---- the stream of a call that names none ------------------------------------------------
 def _torch_current(torch):
-    # torch's raw accessor, as Triton's launcher reads it: the public current_stream(d)
-    # builds a Stream object, 1.9 us a call on the H200 host (a fifth of a launch)
+    # torch's raw accessor, as Triton's launcher reads it: current_stream(d) builds a Stream
+    # object, 1.9 us a call on the H200 host (a fifth of a launch)
     raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
     if raw is None:
         current = torch.cuda.current_stream
@@ -208,12 +202,10 @@ _CURRENT: dict = {}      # array type -> its library's current stream, as a hand
 
 
 def framework_stream(obj) -> int:
-    """The stream a call on `obj` runs on when it names none: the current stream of the
-    library the array comes from (PyTorch's for its tensors, CuPy's for its arrays), where
-    that library's own ops and every library used beside it run (inside
-    torch.cuda.graph(), the capturing stream); else the default stream (0): numpy,
-    DeviceArray, JAX and other DLPack or CUDA Array Interface producers, whose pending
-    writes their own stream protocol orders before the call."""
+    """The stream of a call on `obj` that names none: the current stream of PyTorch for its
+    tensors, of CuPy for its arrays (where their own ops run; in torch.cuda.graph(), the
+    capturing one), else the default stream (0), other producers' pending writes being
+    ordered by their stream protocol."""
     tp = type(obj)
     f = _CURRENT.get(tp)
     if f is None:
@@ -227,9 +219,8 @@ def framework_stream(obj) -> int:
 
 
 def _opaque_as_named(dtype: str, obj) -> str:
-    """The name of a type with no standard typestr (bfloat16) for an opaque void of its size
-    in an array whose own dtype names it (PyTorch 2.11's __cuda_array_interface__ typestr
-    "<V2" for bfloat16; cuda.core's DLPack view without ml_dtypes), else `dtype` as it is."""
+    """A type with no standard typestr (bfloat16) for an opaque void of its size ("<V2": PyTorch
+    2.11's CAI, cuda.core's DLPack view without ml_dtypes) in an array whose dtype names it."""
     named = str(getattr(obj, "dtype", ""))
     return next((d.name for d in _OPAQUE if dtype.lstrip("<|=") == f"V{d.itemsize}"
                  and d.name in named), dtype)
@@ -270,20 +261,18 @@ def _nonnull(op: Operand) -> Operand:
 
 
 def widen(raw: np.ndarray, dtype: str) -> np.ndarray:
-    """float32 values of raw elements of `dtype` held as its storage (float32, float16; for
-    bfloat16 uint16 or ml_dtypes.bfloat16): precisions.DType.widen."""
+    """float32 values of elements of `dtype` held as its storage (precisions.DType.widen)."""
     return DTYPE[dtype].widen(raw)
 
 
 def narrow(x: np.ndarray, dtype: str) -> np.ndarray:
-    """`x` rounded to nearest-even in `dtype`, as a numpy array of that dtype's storage
-    (float32, float16, or uint16 bits for bfloat16): precisions.DType.narrow."""
+    """`x` rounded to nearest-even in `dtype`'s storage (precisions.DType.narrow)."""
     return DTYPE[dtype].narrow(x)
 
 
 def to_numpy(name: str, obj) -> np.ndarray:
-    """A float32 host copy of any accepted operand (the exact values of 16-bit elements;
-    float32 numpy arrays are returned as they are)."""
+    """A float32 host copy of any accepted operand (16-bit elements exactly; a float32 numpy
+    array as it is)."""
     op = parse(name, obj)
     if not op.device:
         h = op.host
@@ -303,11 +292,9 @@ def to_numpy(name: str, obj) -> np.ndarray:
 
 
 class DeviceArray:
-    """A minimal 2-D device array (row-major unless strides say otherwise) of float32,
-    float16 or bfloat16, for users and tests without CuPy or PyTorch. float32 and float16
-    speak __cuda_array_interface__; bfloat16, which has no typestr there, is read by
-    cute_gemm directly. Host data for it comes as float32 (rounded to nearest even) or as
-    ml_dtypes.bfloat16."""
+    """A minimal 2-D device array (row-major unless strides say otherwise) of float32, float16
+    or bfloat16, for users and tests without CuPy or PyTorch. bfloat16 has no
+    __cuda_array_interface__ typestr: cute_gemm reads it directly."""
 
     def __init__(self, shape, *, strides=None, ordinal: int = 0, dtype: str = "float32",
                  _buffer=None):
@@ -358,14 +345,10 @@ class DeviceArray:
         return DeviceArray(self.shape[::-1], strides=self.strides[::-1], ordinal=self.ordinal,
                            dtype=self.dtype_name, _buffer=self._buf)
 
-    def is_contiguous(self) -> bool:
-        return self.strides == (self.shape[1], 1) or self.shape[0] * self.shape[1] <= 1
-
     @classmethod
     def from_host(cls, host: np.ndarray, ordinal: int = 0, stream: int = 0,
                   dtype: str | None = None) -> "DeviceArray":
-        """A copy of `host` (float32, float16 or ml_dtypes bfloat16), converted to `dtype`
-        (round to nearest even) when one is given."""
+        """A copy of `host`, rounded to nearest even in `dtype` when one is given."""
         op = parse("array", host)
         dtype = dtype or op.dtype
         h = np.ascontiguousarray(host)
@@ -387,7 +370,7 @@ class DeviceArray:
 
     def to_host(self, stream: int = 0) -> np.ndarray:
         """A float32 host copy (16-bit elements widened exactly)."""
-        if not self.is_contiguous():
+        if self.strides != (self.shape[1], 1) and self.size > 1:
             raise ShapeError("to_host() needs a contiguous DeviceArray (transpose on the host)")
         raw = np.empty(self.shape, dtype=DTYPE[self.dtype_name].storage)
         if raw.size:

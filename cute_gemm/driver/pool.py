@@ -1,16 +1,12 @@
-"""Stream-ordered scratch memory: one pool per device.
+"""Stream-ordered scratch memory (cuMemAllocFromPoolAsync / cuMemFreeAsync), one pool per
+device, for relayout temporaries and the stream-K workspaces of a graph capture (the graph
+then owns the allocation). No buffer is shared between streams or threads, so no stream
+handle's identity and no host wait is involved: the driver orders reuse.
 
-Stream-K workspaces and relayout temporaries are allocated and freed in stream order
-(cuMemAllocFromPoolAsync / cuMemFreeAsync) from one pool per device: no buffer is ever
-shared between streams or threads, so no handle identity (the per-thread default
-stream has one handle in every thread) and no host synchronization is involved; the
-driver orders reuse across streams, a destroyed stream leaves nothing behind, and
-under CUDA graph capture the allocation becomes a node owned by the graph.
 A pool keeps the freed memory of its busiest moment so far (at least POOL_KEEP_BYTES, at
-most 1 / POOL_KEEP_SHARE of the device): a call whose scratch is larger (cute_3xtf32's A'
-and B': 268 MB at 4096^3) would otherwise hand it back at every synchronize and map it
-again on the next call. trim_pools gives it all back and starts over.
-"""
+most 1 / POOL_KEEP_SHARE of the device), so a large call's scratch (cute_3xtf32's A' and
+B': 268 MB at 4096^3) is not unmapped at every synchronize and mapped again at the next
+call; trim_pools gives it all back."""
 from __future__ import annotations
 
 from . import workspace
@@ -21,6 +17,16 @@ POOL_KEEP_SHARE = 4
 _pools: dict[int, object] = {}
 _pool_keep: dict[int, int] = {}          # ordinal -> the pool's release threshold now
 _pool_cap: dict[int, int] = {}           # ordinal -> the most it may keep
+
+
+def _attr(pool, name: str, value: int | None = None) -> int | None:
+    """Read the pool's attribute CU_MEMPOOL_ATTR_<name>, or set it to `value`."""
+    drv = driver.bindings()
+    a = getattr(drv.CUmemPool_attribute, f"CU_MEMPOOL_ATTR_{name}")
+    if value is None:
+        return int(driver.check(drv.cuMemPoolGetAttribute(pool, a), f"cuMemPoolGetAttribute({name})"))
+    driver.check(drv.cuMemPoolSetAttribute(pool, a, drv.cuuint64_t(value)), f"cuMemPoolSetAttribute({name})")
+    return None
 
 
 def _pool(ordinal: int):
@@ -36,7 +42,7 @@ def _pool(ordinal: int):
                 props.location.id = ordinal
                 with driver.relaxed():      # (a first call may come inside a capture)
                     pool = driver.check(drv.cuMemPoolCreate(props), "cuMemPoolCreate")
-                    _set_release_threshold(pool, POOL_KEEP_BYTES)
+                    _attr(pool, "RELEASE_THRESHOLD", POOL_KEEP_BYTES)
                 _pools[ordinal] = pool
     return pool
 
@@ -45,9 +51,8 @@ def alloc_async(nbytes: int, ordinal: int, stream: int) -> int:
     """Device memory usable by work queued on `stream` after this call; free_async it on
     the same stream once that work is queued."""
     pool = _pool(ordinal)
-    ptr = int(driver.check(driver.bindings().cuMemAllocFromPoolAsync(max(int(nbytes), 4), pool,
-                                                                  stream),
-                            f"cuMemAllocFromPoolAsync({nbytes})"))
+    ptr = int(driver.check(driver.bindings().cuMemAllocFromPoolAsync(max(int(nbytes), 4), pool, stream),
+                           f"cuMemAllocFromPoolAsync({nbytes})"))
     if nbytes >= POOL_KEEP_BYTES // 4:       # (small ones cannot move the high-water mark far)
         _keep_high_water(ordinal, pool)
     return ptr
@@ -55,32 +60,16 @@ def alloc_async(nbytes: int, ordinal: int, stream: int) -> int:
 
 def _keep_high_water(ordinal: int, pool) -> None:
     """Raise the pool's release threshold to the most it has had in use at once (capped)."""
-    drv = driver.bindings()
-    attr = drv.CUmemPool_attribute
-    high = int(driver.check(drv.cuMemPoolGetAttribute(pool, attr.CU_MEMPOOL_ATTR_USED_MEM_HIGH),
-                             "cuMemPoolGetAttribute(USED_MEM_HIGH)"))
+    high = _attr(pool, "USED_MEM_HIGH")
     with driver.lock:
         if ordinal not in _pool_cap:
-            _pool_cap[ordinal] = _device_bytes(ordinal) // POOL_KEEP_SHARE
+            drv = driver.bindings()
+            dev = driver.check(drv.cuDeviceGet(ordinal), "cuDeviceGet")
+            _pool_cap[ordinal] = int(driver.check(drv.cuDeviceTotalMem(dev), "cuDeviceTotalMem")) // POOL_KEEP_SHARE
         keep = min(high, _pool_cap[ordinal])
-        if keep <= _pool_keep.get(ordinal, POOL_KEEP_BYTES):
-            return
-        _pool_keep[ordinal] = keep
-        _set_release_threshold(pool, keep)
-
-
-def _set_release_threshold(pool, nbytes: int) -> None:
-    """Freed memory `pool` keeps for reuse at a synchronize (the rest goes back to the device)."""
-    drv = driver.bindings()
-    attr = drv.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
-    driver.check(drv.cuMemPoolSetAttribute(pool, attr, drv.cuuint64_t(nbytes)),
-                  "cuMemPoolSetAttribute(RELEASE_THRESHOLD)")
-
-
-def _device_bytes(ordinal: int) -> int:
-    drv = driver.bindings()
-    dev = driver.check(drv.cuDeviceGet(ordinal), "cuDeviceGet")
-    return int(driver.check(drv.cuDeviceTotalMem(dev), "cuDeviceTotalMem"))
+        if keep > _pool_keep.get(ordinal, POOL_KEEP_BYTES):
+            _pool_keep[ordinal] = keep
+            _attr(pool, "RELEASE_THRESHOLD", keep)
 
 
 def free_async(ptr: int, stream: int) -> None:
@@ -88,38 +77,27 @@ def free_async(ptr: int, stream: int) -> None:
 
 
 def pool_bytes(ordinal: int | None = None) -> int:
-    """Device memory the scratch pool of a device holds now: in use by queued work, or kept
-    for reuse (see POOL_KEEP_BYTES); 0 before its first allocation."""
-    ordinal = driver.current_ordinal() if ordinal is None else ordinal
-    pool = _pools.get(ordinal)
-    if pool is None:
-        return 0
-    drv = driver.bindings()
-    return int(driver.check(drv.cuMemPoolGetAttribute(
-        pool, drv.CUmemPool_attribute.CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT),
-        "cuMemPoolGetAttribute(RESERVED_MEM_CURRENT)"))
+    """Device memory a device's scratch pool holds now, in use or kept for reuse (0 before
+    its first allocation)."""
+    pool = _pools.get(driver.current_ordinal() if ordinal is None else ordinal)
+    return 0 if pool is None else _attr(pool, "RESERVED_MEM_CURRENT")
 
 
 def trim_pools() -> int:
-    """Give the memory the scratch pools keep for reuse back to the device (memory still
-    in use by queued work stays); safe at any time, from any thread. Returns the number
-    of pools trimmed."""
-    drv = driver.bindings()
-    attr = drv.CUmemPool_attribute
+    """Give the memory the scratch pools keep for reuse back to the device (memory in use by
+    queued work stays); safe at any time, from any thread. Returns how many pools there are."""
     with driver.relaxed(), driver.lock:
         for ordinal, pool in _pools.items():
-            _set_release_threshold(pool, POOL_KEEP_BYTES)
-            driver.check(drv.cuMemPoolSetAttribute(pool, attr.CU_MEMPOOL_ATTR_USED_MEM_HIGH,
-                                                    drv.cuuint64_t(0)),
-                          "cuMemPoolSetAttribute(USED_MEM_HIGH)")
+            _attr(pool, "RELEASE_THRESHOLD", POOL_KEEP_BYTES)
+            _attr(pool, "USED_MEM_HIGH", 0)
             _pool_keep.pop(ordinal, None)
-            driver.check(drv.cuMemPoolTrimTo(pool, 0), "cuMemPoolTrimTo")
+            driver.check(driver.bindings().cuMemPoolTrimTo(pool, 0), "cuMemPoolTrimTo")
         return len(_pools)
 
 
 def free_workspaces() -> int:
-    """Free the stream-K workspaces no queued work uses and trim the scratch pools; safe
-    at any time, from any thread. Returns the number of workspaces freed."""
+    """Free the stream-K workspaces no queued work uses and trim the scratch pools; safe at
+    any time, from any thread. Returns the number of workspaces freed."""
     n = workspace.trim()
     trim_pools()
     return n

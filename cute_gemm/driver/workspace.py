@@ -1,16 +1,12 @@
 """Stream-K workspaces, recycled without a memset or a host wait.
 
 A workspace's arrival counters are zeroed once, when it is made, and every stream-K launch
-leaves them zero again (include/cute_gemm/streamk.cuh), so a workspace can serve launch
-after launch. Each use ends with an event recorded on the stream that used it, and the
-next user's stream waits for that event (cuStreamWaitEvent: an ordering on the device, no
-host wait) before it launches: correct on any stream and in any thread, whatever the
-stream handles (the per-thread default stream has one handle in every thread). Which
-free workspace a launch takes only decides how much it waits: one last used on the same
-handle, or whose event has completed, else a new one, so launches on busy streams do not
-queue behind each other. In a CUDA graph capture the runtime uses stream-ordered scratch
-instead (the graph must own its memory; launcher.Launcher).
-"""
+leaves them zero again (include/cute_gemm/streamk.cuh). Each use ends with an event recorded
+on its stream, and the next user's stream waits for that event (on the device) before it
+launches: correct on any stream, in any thread, whatever the handles (the per-thread
+default stream has one handle in every thread). A launch takes one last used on its own
+handle, else one whose event has completed, else a new one, so busy streams do not queue
+behind each other. A graph capture uses stream-ordered scratch instead (pool.py)."""
 from __future__ import annotations
 
 import threading
@@ -32,6 +28,10 @@ _free: list[Workspace] = []
 _lock = threading.Lock()
 
 
+def _done(drv, w: Workspace) -> bool:
+    return drv.cuEventQuery(w.event)[0] == drv.CUresult.CUDA_SUCCESS
+
+
 def take(ordinal: int, nbytes: int, stream: int, counters: int) -> Workspace:
     """A workspace of at least nbytes whose first `counters` int32 are zero for work queued
     on `stream` from now on; hand it back with give() once that work is queued."""
@@ -44,29 +44,27 @@ def take(ordinal: int, nbytes: int, stream: int, counters: int) -> Workspace:
     if w is None:
         # event queries and an allocation, which must not end another thread's global capture
         with driver.relaxed():
-            w = _another(drv, ordinal, nbytes, stream, counters)
-            if w.stream == -1:
-                return w            # new: its counters zeroed on `stream`
+            with _lock:
+                w = next((x for x in _free if x.ordinal == ordinal and x.nbytes >= nbytes
+                          and _done(drv, x)), None)
+                if w is not None:
+                    _free.remove(w)
+            if w is None:
+                return _new(drv, ordinal, nbytes, stream, counters)   # zeroed on `stream`
     try:
         driver.check(drv.cuStreamWaitEvent(stream, w.event, 0), "cuStreamWaitEvent")
     except BaseException:
-        give_back_unused(w)
+        with _lock:     # not used: its event still marks its last use
+            _free.append(w)
         raise
     return w
 
 
-def _another(drv, ordinal: int, nbytes: int, stream: int, counters: int) -> Workspace:
-    """A free workspace whose last use has completed, else a new one."""
-    with _lock:
-        for i, w in enumerate(_free):
-            if (w.ordinal == ordinal and w.nbytes >= nbytes
-                    and drv.cuEventQuery(w.event)[0] == drv.CUresult.CUDA_SUCCESS):
-                return _free.pop(i)
+def _new(drv, ordinal: int, nbytes: int, stream: int, counters: int) -> Workspace:
     driver.ensure_context(ordinal)
     ptr = int(driver.check(drv.cuMemAlloc(nbytes), f"cuMemAlloc({nbytes})"))
     try:
-        ev = driver.check(drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING),
-                           "cuEventCreate")
+        ev = driver.check(drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
     except BaseException:
         drv.cuMemFree(ptr)
         raise
@@ -74,7 +72,7 @@ def _another(drv, ordinal: int, nbytes: int, stream: int, counters: int) -> Work
     try:
         driver.check(drv.cuMemsetD32Async(ptr, 0, counters, stream), "cuMemsetD32Async")
     except BaseException:
-        _release(w)
+        _release(drv, w)
         raise
     return w
 
@@ -93,14 +91,7 @@ def give(w: Workspace, stream: int) -> None:
             _free.append(w)
 
 
-def give_back_unused(w: Workspace) -> None:
-    """A workspace taken but not used: its event still marks its last use."""
-    with _lock:
-        _free.append(w)
-
-
-def _release(w: Workspace) -> None:
-    drv = driver.bindings()
+def _release(drv, w: Workspace) -> None:
     drv.cuEventDestroy(w.event)
     drv.cuMemFree(w.ptr)
 
@@ -111,10 +102,10 @@ def trim() -> int:
     drv = driver.bindings()
     with driver.relaxed():
         with _lock:
-            done = [w for w in _free if drv.cuEventQuery(w.event)[0] == drv.CUresult.CUDA_SUCCESS]
+            done = [w for w in _free if _done(drv, w)]
             for w in done:
                 _free.remove(w)
         for w in done:
             driver.ensure_context(w.ordinal)
-            _release(w)
+            _release(drv, w)
     return len(done)
