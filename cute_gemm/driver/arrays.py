@@ -161,12 +161,16 @@ def parse(name: str, obj, stream: int | None = None) -> Operand:
         if int(dev_type) not in (_KDLCUDA, _KDLCUDAHOST, _KDLCUDAMANAGED):
             raise NotAnArrayError(f"{name} lives on DLPack device type {int(dev_type)}; "
                                   "only CPU and CUDA arrays are supported")
-        ptr, shp, strides, dtype, _, ro = launch.dlpack_view(obj, stream)
-        shape = _check_2d(name, shp)
-        dtype = _opaque_as_named(dtype, obj)
+        # cuda.core's view; the producer orders its pending writes before `stream`'s later work
+        from cuda.core.utils import StridedMemoryView
+        v = StridedMemoryView.from_dlpack(obj, stream_ptr=-1 if stream is None else launch.canonical_stream(stream))
+        shape = _check_2d(name, v.shape)
+        dtype = _opaque_as_named(str(v.dtype), obj)
         if dtype not in SUPPORTED_DTYPES:
             raise _unsupported(name, dtype)
-        return _nonnull(Operand(name, obj, True, ptr, shape, strides, dtype, ro))
+        st = (shape[1], 1) if v.strides is None else v.strides      # (None: C-contiguous)
+        return _nonnull(Operand(name, obj, True, int(v.ptr), shape, (int(st[0]), int(st[1])), dtype,
+                                bool(v.readonly)))
     raise NotAnArrayError(
         f"{name} is a {type(obj).__name__}, not an array: pass a numpy array or a device array "
         "(DLPack or __cuda_array_interface__: CuPy, PyTorch, JAX)")
@@ -270,9 +274,9 @@ def narrow(x: np.ndarray, dtype: str) -> np.ndarray:
     return DTYPE[dtype].narrow(x)
 
 
-def to_numpy(name: str, obj) -> np.ndarray:
-    """A float32 host copy of any accepted operand (16-bit elements exactly; a float32 numpy
-    array as it is)."""
+def to_numpy(name: str, obj, stream: int = 0) -> np.ndarray:
+    """A float32 host copy of any accepted operand, any strides (16-bit elements exactly; a
+    float32 numpy array as it is), copied on `stream`."""
     op = parse(name, obj)
     if not op.device:
         h = op.host
@@ -282,9 +286,9 @@ def to_numpy(name: str, obj) -> np.ndarray:
     out = np.empty(op.shape, dtype=np.float32)
     if hi > lo:
         raw = np.empty((hi - lo) // e, dtype=DTYPE[op.dtype].storage)
-        launch.synchronize(0)       # the producer's work, on any blocking stream, is done
-        launch.memcpy_dtoh(raw.ctypes.data, lo, hi - lo, 0)
-        launch.synchronize(0)
+        launch.synchronize(stream)      # (0: the producer's work, on any blocking stream, is done)
+        launch.memcpy_dtoh(raw.ctypes.data, lo, hi - lo, stream)
+        launch.synchronize(stream)
         first = (op.ptr - lo) // e
         out[...] = widen(np.lib.stride_tricks.as_strided(
             raw[first:], shape=op.shape, strides=(e * op.strides[0], e * op.strides[1])), op.dtype)
@@ -369,14 +373,8 @@ class DeviceArray:
         return d
 
     def to_host(self, stream: int = 0) -> np.ndarray:
-        """A float32 host copy (16-bit elements widened exactly)."""
-        if self.strides != (self.shape[1], 1) and self.size > 1:
-            raise ShapeError("to_host() needs a contiguous DeviceArray (transpose on the host)")
-        raw = np.empty(self.shape, dtype=DTYPE[self.dtype_name].storage)
-        if raw.size:
-            launch.memcpy_dtoh(raw.ctypes.data, self.ptr, raw.nbytes, stream)
-            launch.synchronize(stream)
-        return raw if raw.dtype == np.float32 else widen(raw, self.dtype_name)
+        """A float32 host copy (16-bit elements widened exactly), copied on `stream`."""
+        return to_numpy("array", self, stream)
 
     def close(self) -> None:
         self._buf.close()

@@ -1,9 +1,8 @@
-"""Device info, modules, launches, streams, memory, events, TMA maps and DLPack views.
+"""Device info, modules, launches, streams, memory, events and TMA maps.
 
 Driver calls go through driver.bindings() (cuda.bindings: the 1:1 C API, every call
-checked) with argument blocks packed once through ctypes (kernel_args), the cheapest launch
-path measured on the H200 machine; DLPack-only arrays are read with cuda.core's
-StridedMemoryView."""
+checked), argument blocks packed once through ctypes (kernel_args): the cheapest launch
+path measured on the H200 machine."""
 from __future__ import annotations
 
 import ctypes
@@ -103,9 +102,6 @@ class Function:
     entry: str
     handle: object      # CUfunction
     smem_set: int = 0   # dynamic smem limit already raised to this many bytes
-    registers: int = 0
-    static_smem: int = 0
-    local_bytes: int = 0
 
 
 _modules: dict[tuple[int, str], object] = {}
@@ -125,17 +121,8 @@ def get_function(ordinal: int, kernel_name: str, key: str, cubin: bytes, entry: 
             with relaxed():     # a module load allocates: refused in a global capture
                 mod = check(drv.cuModuleLoadData(cubin), "cuModuleLoadData", kernel_name)
             _modules[(ordinal, key)] = mod
-        h = check(drv.cuModuleGetFunction(mod, entry.encode()), f"cuModuleGetFunction({entry})",
-                  kernel_name)
-
-        def fattr(name):
-            return int(check(drv.cuFuncGetAttribute(
-                getattr(drv.CUfunction_attribute, f"CU_FUNC_ATTRIBUTE_{name}"), h),
-                f"cuFuncGetAttribute({name})", kernel_name))
-
-        f = Function(kernel_name, entry, h, registers=fattr("NUM_REGS"),
-                     static_smem=fattr("SHARED_SIZE_BYTES"), local_bytes=fattr("LOCAL_SIZE_BYTES"))
-        _functions[(ordinal, key, entry)] = f
+        f = _functions[(ordinal, key, entry)] = Function(kernel_name, entry, check(
+            drv.cuModuleGetFunction(mod, entry.encode()), f"cuModuleGetFunction({entry})", kernel_name))
         return f
 
 
@@ -406,20 +393,3 @@ class Event:
             driver.bindings().cuEventDestroy(self.h)
         except Exception:
             pass
-
-
-# ---- DLPack-only arrays ---------------------------------------------------------------
-def dlpack_view(obj, consumer: int | None = None):
-    """(ptr, shape, strides in elements, dtype str, device ordinal or None, readonly) of a
-    DLPack array, through cuda.core's StridedMemoryView. consumer: the stream that will use
-    it, before whose later work the producer orders its pending writes (None: no ordering)."""
-    from cuda.core.utils import StridedMemoryView
-    v = StridedMemoryView.from_dlpack(obj, stream_ptr=-1 if consumer is None else canonical_stream(consumer))
-    shape = tuple(int(s) for s in v.shape)
-    strides = v.strides
-    if strides is None:  # C-contiguous
-        strides = [1] * len(shape)
-        for i in range(len(shape) - 2, -1, -1):
-            strides[i] = strides[i + 1] * shape[i + 1]
-    dev = v.device_id if v.is_device_accessible else None
-    return int(v.ptr), shape, tuple(int(s) for s in strides), str(v.dtype), dev, bool(v.readonly)
