@@ -202,8 +202,8 @@ def test_pdl_launch_config():
     from cute_gemm import driver
     from cute_gemm.driver import launch
     drv = driver.bindings()
-    cfg = launch._pdl_config(drv)
-    assert cfg.numAttrs == 1
+    cfg = launch._pdl_config(drv, (3, 2, 1), (128, 1, 1), 1024)
+    assert cfg.numAttrs == 1 and (cfg.gridDimX, cfg.gridDimY, cfg.blockDimX, cfg.sharedMemBytes) == (3, 2, 128, 1024)
     attr = cfg.attrs[0]
     assert attr.id == drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
     assert attr.value.programmaticStreamSerializationAllowed == 1

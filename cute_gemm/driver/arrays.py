@@ -180,12 +180,8 @@ def parse(name: str, obj, stream: int | None = None) -> Operand:
 def _torch_current(torch):
     # torch's raw accessor, as Triton's launcher reads it: current_stream(d) builds a Stream
     # object, 1.9 us a call on the H200 host (a fifth of a launch)
-    raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
-    if raw is None:
-        current = torch.cuda.current_stream
-
-        def raw(d: int) -> int:
-            return current(d).cuda_stream
+    raw = (getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
+           or (lambda d: torch.cuda.current_stream(d).cuda_stream))
 
     def of(t) -> int:
         d = t.get_device()      # (-1: a CPU tensor, which runs on the host path)
@@ -196,10 +192,6 @@ def _torch_current(torch):
 def _cupy_current(cupy):
     current = cupy.cuda.get_current_stream
     return lambda x: current(x.device.id).ptr
-
-
-def _no_current(_) -> int:
-    return 0
 
 
 _CURRENT: dict = {}      # array type -> its library's current stream, as a handle
@@ -217,7 +209,7 @@ def framework_stream(obj) -> int:
         name = getattr(lib, "__name__", "")
         f = (_torch_current(lib) if name == "torch" and isinstance(obj, lib.Tensor) else
              _cupy_current(lib) if name == "cupy" and isinstance(obj, lib.ndarray) else
-             _no_current)
+             (lambda _: 0))
         _CURRENT[tp] = f
     return f(obj)
 

@@ -61,13 +61,11 @@ def set_tensor_maps(args, tma_a: bytes, tma_b: bytes) -> None:
     ctypes.memmove(ctypes.addressof(args.tma_b), tma_b, TMA_MAP_BYTES)
 
 
-def pack_gemm_args_tma(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn,
-                       tma_a: bytes = bytes(TMA_MAP_BYTES), tma_b: bytes = bytes(TMA_MAP_BYTES)):
+def pack_gemm_args_tma(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn):
     """pack_gemm_args with the tensor maps of A and B appended (zeros until set_tensor_maps
     writes them per call)."""
-    s = GemmArgsTma(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn)
-    set_tensor_maps(s, tma_a, tma_b)
-    return packed(s, GEMM_TMA_OFFSETS)
+    return packed(GemmArgsTma(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn),
+                  GEMM_TMA_OFFSETS)
 
 
 def pack_gemm_args_tma_ws(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn,

@@ -5,6 +5,7 @@ checked), argument blocks packed once through ctypes (kernel_args): the cheapest
 path measured on the H200 machine."""
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import os
@@ -175,27 +176,20 @@ def encode_tensor_map(ptr: int, precision: str, dims: tuple[int, int], ld_bytes:
 # ---- launches -------------------------------------------------------------------------
 def launch(f: Function, grid, block, smem: int, stream: int, packed) -> None:
     """Launch f once with a packed argument block (kernel_args), binding nothing: the floor
-    of any launch (perf.overhead). Site launches one configuration repeatedly, PDL included."""
+    of any launch (perf.overhead); Site binds one configuration, PDL included."""
     if smem:
         _raise_smem_limit(f, smem)
     (err,) = driver.bindings().cuLaunchKernel(f.handle, *grid, *block, smem, stream, packed[1], 0)
     if err:                             # (CUresult is an int: CUDA_SUCCESS is 0)
-        _launch_failed(err, f, grid, block, smem, False)
-
-
-def _launch_failed(err, f: Function, grid, block, smem: int, pdl: bool):
-    what = "cuLaunchKernelEx(programmatic stream serialization, " if pdl else "cuLaunchKernel("
-    check((err,), f"{what}grid={tuple(grid)}, block={tuple(block)}, smem={smem})", f.name)
+        Site(f, grid, block, smem).failed(err)
 
 
 class Site:
-    """One launch configuration (function, grid, block, dynamic smem) made ready once: calling
-    it launches on a stream with a packed argument block. `go(stream, args, 0) -> (CUresult,)`
-    is the plain launch with the rest bound (failed(err) raises its CudaError); None with
-    pdl, programmatic dependent launch (sm_90+): the kernel may start while the previous one
-    in the stream runs, once every CTA of that one has executed
-    griddepcontrol.launch_dependents (or exited); it must then not read what that kernel
-    writes, and waits for it (griddepcontrol.wait) before it ends."""
+    """One launch configuration bound once; calling it launches on a stream with a packed
+    argument block. go(stream, args, 0) -> (CUresult,): the plain launch, for callers that
+    inline it (failed(err) raises its CudaError); None with pdl, a programmatic dependent
+    launch (sm_90+): the kernel may start once every CTA of the previous one has executed
+    griddepcontrol.launch_dependents, and waits for it (griddepcontrol.wait) before it ends."""
     __slots__ = ("f", "grid", "block", "smem", "pdl", "go", "local")
 
     def __init__(self, f: Function, grid, block, smem: int, pdl: bool = False):
@@ -212,28 +206,27 @@ class Site:
         else:
             cfg = getattr(self.local, "cfg", None)
             if cfg is None:     # built once per thread: building one costs more than the launch
-                cfg = self.local.cfg = _pdl_config(driver.bindings())
-                cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = self.grid
-                cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = self.block
-                cfg.sharedMemBytes = self.smem
+                cfg = self.local.cfg = _pdl_config(driver.bindings(), self.grid, self.block, self.smem)
             cfg.hStream = stream
             (err,) = driver.bindings().cuLaunchKernelEx(cfg, self.f.handle, packed[1], 0)
         if err:
             self.failed(err)
 
     def failed(self, err) -> None:
-        _launch_failed(err, self.f, self.grid, self.block, self.smem, self.pdl)
+        what = "cuLaunchKernelEx(programmatic stream serialization, " if self.pdl else "cuLaunchKernel("
+        check((err,), f"{what}grid={self.grid}, block={self.block}, smem={self.smem})", self.f.name)
 
 
-def _pdl_config(drv):
-    """A CUlaunchConfig carrying the programmatic-dependent-launch attribute; grid, block,
-    smem and stream are the caller's to fill in."""
+def _pdl_config(drv, grid, block, smem: int):
+    """The CUlaunchConfig of a programmatic dependent launch; the stream is the caller's."""
     attr = drv.CUlaunchAttribute()
     attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
     attr.value.programmaticStreamSerializationAllowed = 1
     cfg = drv.CUlaunchConfig()
-    cfg.attrs = [attr]
-    cfg.numAttrs = 1
+    cfg.attrs, cfg.numAttrs = [attr], 1
+    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
+    cfg.sharedMemBytes = smem
     return cfg
 
 
@@ -265,10 +258,9 @@ _zero_is: list[int] = []
 
 
 def canonical_stream(h: int) -> int:
-    """The handle that names the same stream as `h`, so that one stream's handles compare
-    equal (CuPy's CAI names its default stream 1): 0 becomes CU_STREAM_LEGACY (1), or
-    CU_STREAM_PER_THREAD (2) where the bindings' documented switch makes 0 that (read once,
-    as the bindings read it when they load)."""
+    """The handle of `h`'s stream that compares equal with its other handles (CuPy's CAI names
+    the default stream 1): 0 becomes 1 (CU_STREAM_LEGACY), or 2 (CU_STREAM_PER_THREAD) under
+    the bindings' switch, read once as the bindings read it when they load."""
     if h != 0:
         return h
     if not _zero_is:
@@ -284,9 +276,7 @@ def wait_stream(consumer: int, producer: int, ordinal: int) -> None:
     """Make work queued on `consumer` from now on wait for what `producer` has queued so far
     (by event, no host wait): the consumer side of the CUDA Array Interface v3 `stream` key."""
     drv = driver.bindings()
-    evs = getattr(_events, "by_device", None)
-    if evs is None:
-        evs = _events.by_device = {}
+    evs = vars(_events).setdefault("by_device", {})     # (this thread's)
     ev = evs.get(ordinal)
     if ev is None:   # one per thread and device: recording it races with no other thread
         ev = evs[ordinal] = check(drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING),
@@ -331,10 +321,8 @@ class DeviceBuffer:
             check(driver.bindings().cuMemFree(ptr), "cuMemFree")
 
     def __del__(self):
-        try:
+        with contextlib.suppress(Exception):
             self.close()
-        except Exception:
-            pass
 
 
 def _copy(call: str):
@@ -389,7 +377,5 @@ class Event:
         return float(check(driver.bindings().cuEventElapsedTime(start.h, self.h), "cuEventElapsedTime"))
 
     def __del__(self):
-        try:
+        with contextlib.suppress(Exception):
             driver.bindings().cuEventDestroy(self.h)
-        except Exception:
-            pass

@@ -1,12 +1,9 @@
-"""Stream-ordered scratch memory (cuMemAllocFromPoolAsync / cuMemFreeAsync), one pool per
-device, for relayout temporaries and the stream-K workspaces of a graph capture (the graph
-then owns the allocation). No buffer is shared between streams or threads, so no stream
-handle's identity and no host wait is involved: the driver orders reuse.
-
-A pool keeps the freed memory of its busiest moment so far (at least POOL_KEEP_BYTES, at
-most 1 / POOL_KEEP_SHARE of the device), so a large call's scratch (cute_3xtf32's A' and
-B': 268 MB at 4096^3) is not unmapped at every synchronize and mapped again at the next
-call; trim_pools gives it all back."""
+"""Stream-ordered scratch memory, one pool per device: relayout temporaries, and stream-K
+workspaces in a graph capture (the graph then owns them). No buffer is shared between
+streams or threads, so neither a host wait nor a stream handle's identity is involved. A
+pool keeps the freed memory of its busiest moment (at least POOL_KEEP_BYTES, at most
+1 / POOL_KEEP_SHARE of the device), so a large call's scratch (cute_3xtf32's: 268 MB at
+4096^3) is not unmapped at each synchronize and mapped again; trim_pools gives it back."""
 from __future__ import annotations
 
 from . import workspace

@@ -1,12 +1,9 @@
-"""Stream-K workspaces, recycled without a memset or a host wait.
-
-A workspace's arrival counters are zeroed once, when it is made, and every stream-K launch
-leaves them zero again (include/cute_gemm/streamk.cuh). Each use ends with an event recorded
-on its stream, and the next user's stream waits for that event (on the device) before it
-launches: correct on any stream, in any thread, whatever the handles (the per-thread
-default stream has one handle in every thread). A launch takes one last used on its own
-handle, else one whose event has completed, else a new one, so busy streams do not queue
-behind each other. A graph capture uses stream-ordered scratch instead (pool.py)."""
+"""Stream-K workspaces, recycled without a memset or a host wait: their arrival counters are
+zeroed once, and every stream-K launch leaves them zero (include/cute_gemm/streamk.cuh). A
+use ends with an event recorded on its stream, which the next user's stream waits for on the
+device: right on any stream and in any thread (the per-thread default stream has one handle
+in all). A launch takes one last used on its own handle, else one whose event has completed,
+else a new one, so busy streams do not queue behind each other. Captures use pool.py."""
 from __future__ import annotations
 
 import threading
