@@ -37,9 +37,7 @@ def check(result, what: str, kernel: str | None = None):
         _, msg = bindings().cuGetErrorString(err)
         where = f" (kernel {kernel!r})" if kernel else ""
         raise CudaError(f"{what}{where} failed: {_error_name(err)}: {msg.decode() if msg else ''}")
-    if not values:
-        return None
-    return values[0] if len(values) == 1 else tuple(values)
+    return values[0] if len(values) == 1 else (tuple(values) or None)
 
 
 _init_done = False
@@ -64,11 +62,10 @@ def init() -> None:
 
 def available() -> bool:
     """True when a CUDA driver and at least one device are present."""
-    try:
+    with contextlib.suppress(NoDeviceError):
         init()
         return True
-    except NoDeviceError:
-        return False
+    return False
 
 
 _contexts: dict[int, tuple[object, int]] = {}    # ordinal -> (primary context, its handle)

@@ -73,13 +73,6 @@ def free_async(ptr: int, stream: int) -> None:
     driver.check(driver.bindings().cuMemFreeAsync(ptr, stream), "cuMemFreeAsync")
 
 
-def pool_bytes(ordinal: int | None = None) -> int:
-    """Device memory a device's scratch pool holds now, in use or kept for reuse (0 before
-    its first allocation)."""
-    pool = _pools.get(driver.current_ordinal() if ordinal is None else ordinal)
-    return 0 if pool is None else _attr(pool, "RESERVED_MEM_CURRENT")
-
-
 def trim_pools() -> int:
     """Give the memory the scratch pools keep for reuse back to the device (memory in use by
     queued work stays); safe at any time, from any thread. Returns how many pools there are."""
