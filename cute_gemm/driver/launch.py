@@ -1,8 +1,6 @@
-"""Device info, modules, launches, streams, memory, events and TMA maps.
-
-Driver calls go through driver.bindings() (cuda.bindings: the 1:1 C API, every call
-checked), argument blocks packed once through ctypes (kernel_args): the cheapest launch
-path measured on the H200 machine."""
+"""Device info, modules, launches, streams, memory, events and TMA maps, through
+driver.bindings() (cuda.bindings' 1:1 C API, every call checked), argument blocks packed
+once with ctypes (kernel_args): the cheapest launch path measured on the H200 machine."""
 from __future__ import annotations
 
 import contextlib
@@ -16,13 +14,17 @@ from .. import driver
 from . import check, lock, relaxed
 from ..base.errors import CaptureError, StreamError
 from ..base.precisions import PRECISION
-# the argument blocks (kernel_args) and the scratch pools' user calls, reachable here too
+# the argument blocks and the scratch pools' user calls, reachable here too
 from .kernel_args import (TMA_MAP_BYTES, pack_gemm_args, pack_gemm_args_tma,  # noqa: F401
                           pack_gemm_args_tma_ws, pack_gemm_args_ws, pack_reduce_args, set_tensor_maps)
 from .pool import free_workspaces, trim_pools  # noqa: F401
 
+# Dynamic shared memory a block may opt in to, per compute capability (CUDA C Programming
+# Guide): what a GPU described by name (autotable.described_device) is taken to allow.
+SMEM_OPTIN = {(8, 0): 163 << 10, (8, 6): 99 << 10, (8, 7): 163 << 10, (8, 9): 99 << 10,
+              (9, 0): 227 << 10}
 
-# ---- device ---------------------------------------------------------------------------
+
 @dataclass(frozen=True)
 class DeviceInfo:
     ordinal: int
@@ -50,12 +52,6 @@ class DeviceInfo:
         return 128 if self.cc >= (8, 6) else 64
 
 
-# Dynamic shared memory a block may opt in to, per compute capability (CUDA C Programming
-# Guide): what a GPU described by name (autotable.described_device) is taken to allow.
-SMEM_OPTIN = {(8, 0): 163 << 10, (8, 6): 99 << 10, (8, 7): 163 << 10, (8, 9): 99 << 10,
-              (9, 0): 227 << 10}
-
-
 def _device(ordinal: int):
     drv = driver.bindings()
     driver.init()
@@ -65,14 +61,12 @@ def _device(ordinal: int):
 @functools.lru_cache(maxsize=None)
 def device_info(ordinal: int | None = None) -> DeviceInfo:
     """The device's properties (that of the current context when ordinal is None), read once."""
-    if ordinal is None:
-        ordinal = driver.current_ordinal()
+    ordinal = driver.current_ordinal() if ordinal is None else ordinal
     drv, dev = _device(ordinal)
-    A = drv.CUdevice_attribute
 
     def attr(name):
-        return int(check(drv.cuDeviceGetAttribute(getattr(A, f"CU_DEVICE_ATTRIBUTE_{name}"), dev),
-                         f"cuDeviceGetAttribute({name})"))
+        return int(check(drv.cuDeviceGetAttribute(
+            getattr(drv.CUdevice_attribute, f"CU_DEVICE_ATTRIBUTE_{name}"), dev), f"cuDeviceGetAttribute({name})"))
 
     name = check(drv.cuDeviceGetName(256, dev), "cuDeviceGetName")
     return DeviceInfo(
@@ -91,7 +85,6 @@ def pci_bus_id(ordinal: int) -> str:
     return (raw if isinstance(raw, str) else raw.split(b"\0", 1)[0].decode()).strip("\0")
 
 
-# ---- modules and functions ------------------------------------------------------------
 @dataclass
 class Function:
     name: str           # registry kernel name, for errors
@@ -124,13 +117,12 @@ def get_function(ordinal: int, kernel_name: str, key: str, cubin: bytes, entry: 
 
 def _raise_smem_limit(f: Function, nbytes: int) -> None:
     """Kernels that need > 48 KB of dynamic smem must opt in per function."""
-    if nbytes <= f.smem_set or nbytes <= 48 * 1024:
-        return
-    drv = driver.bindings()
-    check(drv.cuFuncSetAttribute(
-        f.handle, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes),
-        "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", f.name)
-    f.smem_set = nbytes
+    if nbytes > f.smem_set and nbytes > 48 * 1024:
+        drv = driver.bindings()
+        check(drv.cuFuncSetAttribute(
+            f.handle, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes),
+            "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", f.name)
+        f.smem_set = nbytes
 
 
 def occupancy(f: Function, threads: int, smem: int) -> int:
@@ -168,7 +160,6 @@ def encode_tensor_map(ptr: int, precision: str, dims: tuple[int, int], ld_bytes:
     return ctypes.string_at(tmap.getPtr(), TMA_MAP_BYTES)
 
 
-# ---- launches -------------------------------------------------------------------------
 def launch(f: Function, grid, block, smem: int, stream: int, packed) -> None:
     """Launch f once with a packed argument block (kernel_args), binding nothing: the floor
     of any launch (perf.overhead); Site binds one configuration, PDL included."""
@@ -225,7 +216,6 @@ def _pdl_config(drv, grid, block, smem: int):
     return cfg
 
 
-# ---- streams --------------------------------------------------------------------------
 def stream_handle(stream) -> int:
     """The handle of None (the default stream, 0), an int, or a stream object of cuda.core,
     CuPy, PyTorch or anything with __cuda_stream__, cuda_stream, ptr or handle."""
@@ -297,11 +287,10 @@ def synchronize(stream: int = 0) -> None:
 
 
 def check_last(kernel: str, stream: int = 0) -> None:
-    """Synchronize and surface asynchronous launch errors (illegal address etc.)."""
+    """synchronize, an asynchronous error (illegal address...) naming `kernel`."""
     check(driver.bindings().cuStreamSynchronize(stream), "kernel execution (cuStreamSynchronize)", kernel)
 
 
-# ---- memory and events ----------------------------------------------------------------
 class DeviceBuffer:
     """An owned device allocation (at least 4 bytes), freed by close() or garbage collection."""
 

@@ -50,13 +50,9 @@ def alloc_async(nbytes: int, ordinal: int, stream: int) -> int:
     pool = _pool(ordinal)
     ptr = int(driver.check(driver.bindings().cuMemAllocFromPoolAsync(max(int(nbytes), 4), pool, stream),
                            f"cuMemAllocFromPoolAsync({nbytes})"))
-    if nbytes >= POOL_KEEP_BYTES // 4:       # (small ones cannot move the high-water mark far)
-        _keep_high_water(ordinal, pool)
-    return ptr
-
-
-def _keep_high_water(ordinal: int, pool) -> None:
-    """Raise the pool's release threshold to the most it has had in use at once (capped)."""
+    if nbytes < POOL_KEEP_BYTES // 4:        # (small ones cannot move the high-water mark far)
+        return ptr
+    # keep what the pool has had in use at once (capped) at its next synchronize
     high = _attr(pool, "USED_MEM_HIGH")
     with driver.lock:
         if ordinal not in _pool_cap:
@@ -67,6 +63,7 @@ def _keep_high_water(ordinal: int, pool) -> None:
         if keep > _pool_keep.get(ordinal, POOL_KEEP_BYTES):
             _pool_keep[ordinal] = keep
             _attr(pool, "RELEASE_THRESHOLD", keep)
+    return ptr
 
 
 def free_async(ptr: int, stream: int) -> None:
