@@ -328,8 +328,7 @@ def memset_f32(ptr: int, value_bits: int, count: int, stream: int = 0) -> None:
 def memset(ptr: int, value_bits: int, count: int, itemsize: int, stream: int = 0) -> None:
     """`count` elements of `itemsize` bytes set to `value_bits` (precisions.DType.bits)."""
     if itemsize == 4:
-        memset_f32(ptr, value_bits, count, stream)
-        return
+        return memset_f32(ptr, value_bits, count, stream)
     call = {2: "cuMemsetD16Async", 1: "cuMemsetD8Async"}[itemsize]
     check(getattr(driver.bindings(), call)(ptr, value_bits, count, stream), call)
 

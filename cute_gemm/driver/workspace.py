@@ -69,7 +69,8 @@ def _new(drv, ordinal: int, nbytes: int, stream: int, counters: int) -> Workspac
     try:
         driver.check(drv.cuMemsetD32Async(ptr, 0, counters, stream), "cuMemsetD32Async")
     except BaseException:
-        _release(drv, w)
+        drv.cuEventDestroy(ev)
+        drv.cuMemFree(ptr)
         raise
     return w
 
@@ -88,11 +89,6 @@ def give(w: Workspace, stream: int) -> None:
             _free.append(w)
 
 
-def _release(drv, w: Workspace) -> None:
-    drv.cuEventDestroy(w.event)
-    drv.cuMemFree(w.ptr)
-
-
 def trim() -> int:
     """Free the workspaces no queued work uses any more; safe at any time, from any thread
     (a capture elsewhere included). Returns how many were freed."""
@@ -104,5 +100,6 @@ def trim() -> int:
                 _free.remove(w)
         for w in done:
             driver.ensure_context(w.ordinal)
-            _release(drv, w)
+            drv.cuEventDestroy(w.event)
+            drv.cuMemFree(w.ptr)
     return len(done)
