@@ -25,9 +25,7 @@ for d in ("cuda-bindings", "cuda-core", "nvidia-cuda-nvrtc", "nvidia-cutlass", "
     except Exception: print(f"{d:22}-")
 from cute_gemm.driver import launch
 from cute_gemm.build import compile as c
-from cute_gemm.perf.stats import peak_tflops
-i = launch.device_info()
-print(i, "nvrtc", c.nvrtc_version(), f"fp32 peak {peak_tflops(i.sm_count, i.fp32_lanes_per_sm, i.clock_khz):.1f} TFLOP/s")
+i = launch.device_info(); print(i, "nvrtc", c.nvrtc_version(), f"fp32 peak {i.fp32_peak_tflops:.1f} TFLOP/s")
 PY
 
 STAGE="${STAGE:-all}"

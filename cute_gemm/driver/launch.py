@@ -51,6 +51,11 @@ class DeviceInfo:
         64 on sm_60/70/75/80, 128 on sm_86/87/89/90 and later."""
         return 128 if self.cc >= (8, 6) else 64
 
+    @property
+    def fp32_peak_tflops(self) -> float:
+        """SMs x FP32 lanes per SM x 2 flop per FMA x clock (the reported max clock)."""
+        return self.sm_count * self.fp32_lanes_per_sm * 2 * self.clock_khz * 1e3 / 1e12
+
 
 def _device(ordinal: int):
     drv = driver.bindings()
