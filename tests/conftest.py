@@ -71,7 +71,7 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: item.get_closest_marker("compiles") is not None)
     if GPU_SKIP_REASON is None:
         return
-    if os.environ.get("PYTEST_XDIST_WORKER"):
+    if hasattr(config, "workerinput"):      # an xdist worker (its env var comes later)
         # free memory is the device's: the other workers' allocations move it by 100s of MiB
         alone = pytest.mark.skip(reason="measures the whole GPU's free memory: run without -n")
         for item in items:

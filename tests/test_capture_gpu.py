@@ -212,9 +212,10 @@ def test_cupy_stream_capture_several_calls(precision):
         finally:
             g = s.end_capture()
     for _ in range(3):
-        a[...] = cp.random.standard_normal((m, k), dtype=cp.float32).astype(dt)
-        o1[...] = cp.nan
-        o2[...] = cp.nan
+        with s:     # fresh values on the replay's stream: on CuPy's default one they race it
+            a[...] = cp.random.standard_normal((m, k), dtype=cp.float32).astype(dt)
+            o1[...] = cp.nan
+            o2[...] = cp.nan
         g.launch(s)
         s.synchronize()
         A, B = cp.asnumpy(a).astype(np.float64), cp.asnumpy(b).astype(np.float64)
