@@ -12,7 +12,7 @@ Two kinds of test:
     holds the kernel's own source as NVRTC sees it (compile.read_source: after its Config
     where it has one), is compiled with the registry's -D defines, and prints
     with CuTe's `print` / `print_layout` every layout the recipe shows, every thread's
-    partition and the TV layouts, from the kernel's own definitions (layouts/cppcheck.py).
+    partition and the TV layouts, from the kernel's own definitions (layout_cppcheck.py).
     Its output must equal the dump byte for byte: a kernel and its dump cannot drift apart.
     Programs are cached under the system temp dir by a hash of everything they depend on,
     so a rerun with nothing changed skips the compile (~10-35 CPU-s per kernel, host code only).
@@ -30,9 +30,10 @@ from cute_gemm import layouts as L
 from cute_gemm.build import compile as cg_compile
 from cute_gemm import registry
 from cute_gemm.build import paths
-from cute_gemm.layouts import analysis, cppcheck
+from cute_gemm.layouts import analysis
 from cute_gemm.layouts.algebra import Dyn, Layout, TiledCopy, CopyAtom, Swizzled, tile_to_shape
 
+import layout_cppcheck as cppcheck
 import matrix
 
 # (a composed kernel, Kernel.gemm_of, has the layouts of the GEMM it runs and no recipe)
@@ -389,7 +390,7 @@ def test_cli_text(capsys):
 
 # ---- against the kernels, compiled with nvcc ----------------------------------------------------
 
-# The GMMA kernels' recipes (recipes_sm90.py) have no nvcc program yet: their check program
+# The GMMA kernels' recipes (recipes.py, c5/c6) have no nvcc program yet: their check program
 # would need GMMA's smem_ptr-flagged atoms made into swizzled smem tensors, and a CTA tiler
 # from their own names (c6's Config has no blk_k). Their layouts are
 # checked in Python only (self-checks, bank maps, boxes, accumulator coverage above).
@@ -409,7 +410,7 @@ def cute_output(recipes):
     # the module's recipes: their partitions' owners are computed once, for the self-checks
     recs = [recipes[k.name] for k in NVCC_CHECKED]
     cache = os.path.join(tempfile.gettempdir(), f"cute_gemm_layout_check_{os.getuid()}")
-    return L.split_dump(cppcheck.run(recs, cache, nvcc)), L.split_dump(L.expected_output(recs))
+    return cppcheck.split_dump(cppcheck.run(recs, cache, nvcc)), cppcheck.split_dump(cppcheck.expected_output(recs))
 
 
 @pytest.mark.parametrize("kernel", CUTE, ids=lambda k: k.name)
@@ -446,10 +447,10 @@ def test_svg_pictures_are_well_formed(recipes, name):
 
 
 def test_ldmatrix_address_maps_fill_the_mma_registers_they_name():
-    """The ldmatrix.x4 address maps of an A atom (atoms.ldsm_x4_a, from PTX: lanes 8j..8j+7
+    """The ldmatrix.x4 address maps of an A atom (algebra.ldsm_x4_a, from PTX: lanes 8j..8j+7
     address matrix j): every element is addressed once, by a lane of the matrix that the
     TiledMMA's A layout (SM80_16x8x16, CuTe's) puts in the receiving lane's register j."""
-    from cute_gemm.layouts.atoms import SM80_16x8x16, ldsm_x4_a
+    from cute_gemm.layouts.algebra import SM80_16x8x16, ldsm_x4_a
     a_tv = SM80_16x8x16.a_tv
     reg = {L.value(a_tv, t, v): v // 2 for t in range(32) for v in range(8)}
     assert sorted(reg) == list(range(256))

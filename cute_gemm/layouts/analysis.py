@@ -1,9 +1,5 @@
-"""Analyses no library has: who owns which element of a partitioned tile, whether the
-partitions cover it, the bank map of a swizzled layout and the TMA boxes that fill a stage.
-
-`cute-gemm check` runs `check` for every CuTe kernel; tests/test_layouts.py asserts the same
-properties, and counts the bank conflicts the kernels' comments promise with its own helpers.
-"""
+"""Who owns which element of a partitioned tile, the bank map of a swizzled layout, the TMA
+boxes that fill a stage, and `check`: the self-check `cute-gemm check` runs per CuTe kernel."""
 from __future__ import annotations
 
 from .algebra import (Layout, View, cosize, fmt, get, make_layout, product_each, rank, size, value,
@@ -11,16 +7,14 @@ from .algebra import (Layout, View, cosize, fmt, get, make_layout, product_each,
 
 
 def owners(part, tile: tuple, nthreads: int, step: int = 1) -> list[list[int]]:
-    """For each element of a (rows, cols) tile (column-major index), the threads (among
-    0, step, 2 step, ... < nthreads) whose partition `part(view, t)` holds it."""
-    rows, cols = tile
-    src = View(make_layout((rows, cols)))
-    own: list[list[int]] = [[] for _ in range(rows * cols)]
+    """Per element of a (rows, cols) tile (column-major), the threads (0, step, ... <
+    nthreads) whose partition `part(view, t)` holds it."""
+    src = View(make_layout(tuple(tile)))
+    own: list[list[int]] = [[] for _ in range(tile[0] * tile[1])]
     for t in range(0, nthreads, step):
         p = part(src, t)
-        base = int(p.offset)
         for v in values(p.layout):
-            own[base + v].append(t)
+            own[int(p.offset) + v].append(t)
     return own
 
 
@@ -53,17 +47,15 @@ def _grid0(layout):
 
 
 def banks(layout, elem_bytes: int) -> list[list[int]]:
-    """The 4-byte bank (of 32) each element (row, col) of a shared-memory layout lands in
-    (stage 0 of a rank-3 one), elements `elem_bytes` wide, the layout's offset 0 at a
-    1024-byte boundary (the kernels trap otherwise)."""
+    """The 4-byte bank (of 32) of each element (row, col) of stage 0 of a shared-memory
+    layout, elements `elem_bytes` wide, offset 0 at a 1024-byte boundary."""
     rows, cols, g = _grid0(layout)
     return [[value(g, r, c) * elem_bytes // 4 % 32 for c in range(cols)] for r in range(rows)]
 
 
 def box_map(stage, box: tuple[int, int], kmajor: bool) -> list[list[int]]:
-    """Which TMA box brings in element (row, col) of one (EXT, BLK_K) stage: boxes are
-    (contiguous extent, other extent) (records.TmaBoxes), k contiguous in a k-major stage,
-    EXT in an mn-major one, stacked along EXT (sm90_operand.cuh). -1: no box."""
+    """Which TMA box (contiguous extent first) brings element (row, col) of one (EXT, BLK_K)
+    stage in, boxes stacked along EXT (sm90_operand.cuh); -1: none."""
     rows, cols, _ = _grid0(stage)
     br, bc = (box[1], box[0]) if kmajor else box
     return [[r // br if c < bc and r // br < -(-rows // br) else -1 for c in range(cols)]
@@ -71,9 +63,8 @@ def box_map(stage, box: tuple[int, int], kmajor: bool) -> list[list[int]]:
 
 
 def box_problems(name: str, stage, box: tuple[int, int], kmajor: bool) -> list[str]:
-    """A stage's boxes must be its tile exactly, each landing as one dense block of smem
-    (TMA writes a box at one address): box i at offsets [i size, (i+1) size) of the layout
-    before the swizzle."""
+    """A stage's boxes must tile it exactly, box i landing at offsets [i size, (i+1) size)
+    of the layout before the swizzle (TMA writes a box at one address)."""
     rows, cols, g = _grid0(stage)
     br, bc = (box[1], box[0]) if kmajor else box
     if bc != cols or rows % br:
@@ -88,9 +79,8 @@ def box_problems(name: str, stage, box: tuple[int, int], kmajor: bool) -> list[s
 
 
 def check(rec) -> list[str]:
-    """The problems of one recipe (empty: all good): partitions cover their tile (exactly
-    once where exact) with equal shares, TV layouts cover theirs (a copy's exactly once),
-    thread layouts are bijections, tiles and shared-memory tiles have the registry's sizes."""
+    """The problems of one recipe (empty: all good): partitions cover their tile evenly, TV
+    layouts theirs, thread layouts are bijections, tiles have the registry's sizes."""
     bM, bN, bK = rec.kernel.tile                  # the registry's tile
     bad = []
     for it in rec.items():

@@ -1,25 +1,23 @@
 """The layouts of each CuTe kernel, described once, from the registry entry it is built from.
 
-A recipe takes what the kernel is compiled with, its typed `config` (ladder_cute.TileConfig,
-compiled as constexprs BLK_M, ..., or ladder_cute.PipelinedConfig, compiled as the kernel's
-`struct Config`), and reads which copy and stride each entry point uses from the
-kernel's own instantiation lines (`CG_TILED_ENTRY(cute_tiled_ak_bn, CG_DA_k, CG_DB_n, VecK,
-VecMN<BLK_N>)`). Every layout it shows is a `Def`: the name the kernel source or a project
-header it includes gives it (or, where the kernel builds it inside its function only, its
-expression there), and its value computed here. tests/test_layouts.py compiles the kernel
-source as NVRTC sees it with nvcc and checks that CuTe prints, for those very names, what
-the dump says (cppcheck.py); rename or change one in the kernel and the test says which.
+A recipe reads what the kernel is compiled with (its -D `defines` or typed `config`) and
+which copy and stride each entry point uses (the kernel's own instantiation lines,
+`CG_TILED_ENTRY(cute_tiled_ak_bn, CG_DA_k, CG_DB_n, VecK, VecMN<BLK_N>)`). Every layout is a
+`Def`: the name the kernel or a header it includes gives it, and its value computed here;
+tests/test_layouts.py checks that CuTe prints, for those names, what the dump says. The
+SM90 GMMA kernels' swizzled smem, TMA boxes and wgmma fragments come from their variants'
+records.TmaBoxes.
 """
 from __future__ import annotations
 
 import re
 from typing import Callable
 
+from ..base.precisions import DTYPE, PRECISION
 from ..build import paths
 from ..registry.ladder_cute import SMEM_PAD, WARP_M, kquad_stage
-from .algebra import (UNIVERSAL_FMA, CopyAtom, Layout, TiledCopy, TiledMMA, fmt, make_layout,
-                      tile_to_shape)
-from .atoms import SM80_16x8x16, ldsm_x4_a, swizzle_atom
+from .algebra import (SM80_16x8x16, UNIVERSAL_FMA, CopyAtom, Layout, TiledCopy, TiledMMA, fmt,
+                      gmma_ss, ldsm_x4_a, make_layout, product_each, swizzle_atom, tile_to_shape)
 from .model import PROBLEM, THREAD, Builder, Def, Global, Part, Recipe, Smem
 
 RECIPES: dict[str, Callable] = {}         # kernel source (registry `source`) -> recipe
@@ -49,8 +47,7 @@ def build(kernel, problem=PROBLEM, thread: int = THREAD) -> Recipe:
 
 
 def entries(kernel, macro: str) -> dict[str, tuple[str, ...]]:
-    """The arguments of each `MACRO(entry, ARG, ...)` instantiation line of the kernel source
-    (stream-K twins, other macros, share their plain entry point's layouts)."""
+    """The arguments of each `MACRO(entry, ARG, ...)` line of the kernel source."""
     text = (paths.kernels_dir() / kernel.source).read_text()
     out = {m.group(1): tuple(a.strip() for a in m.group(2).split(","))
            for m in re.finditer(rf"^{macro}\((\w+),\s*([^)]*)\)", text, re.M)}
@@ -163,9 +160,7 @@ def _copy_mma(b: Builder, macro: str, copies: dict[str, Def], smem: dict[str, De
               smem_note: str, stage_of: Callable[[str, str], tuple[Def, str]] | None = None) -> None:
     """Per (operand, stride macro, copy) a section: the global tile, the copy's TV layout and
     both sides of the copy; then shared memory, the TiledMMA and its partitions.
-    stage_of(op, copy name): (the shared layout those entries store the operand into, what
-    it is), where it is not smem[op] (shown, with what the TiledMMA reads of it, in the
-    operand's section)."""
+    stage_of(op, copy): (the smem layout those entries store into, what it is) where not smem[op]."""
     ents, t = entries(b.kernel, macro), b.thread
     for op, di, ci in (("A", 0, 2), ("B", 1, 3)):
         ext = _EXT[op][0]
@@ -233,7 +228,7 @@ def _c2(b: Builder) -> None:
 
 
 def _padded(ext: int, bk: int, bufs: int, pad: int) -> Layout:
-    """A padded smem stage ring: (EXT,BLK_K,BUF):(1,EXT+PAD,BLK_K*(EXT+PAD))."""
+    """(EXT,BLK_K,BUF):(1,EXT+PAD,BLK_K*(EXT+PAD))."""
     return Layout((ext, bk, bufs), (1, ext + pad, bk * (ext + pad)))
 
 
@@ -261,9 +256,8 @@ def _c3_multistage(b: Builder) -> None:
 
 @recipe("cute/c3_pipelined.cu")
 def _c3(b: Builder) -> None:
-    """From the kernel's Config (ladder_cute.PipelinedConfig); the names are the kernel's
-    copy aliases (c3_pipelined.cu) and its headers' types over Config: PipeGeometry
-    (pipelined_config.cuh), StageLayout and the k-quad choices (kquad_stages.cuh)."""
+    """From its Config; the names are its copy aliases and its headers' types over Config
+    (PipeGeometry, StageLayout, the k-quad choices)."""
     cfg = b.config
     bM, bN, bK = b.tiler
     P, tm, tn, wm = cfg.stages, cfg.thr_m, cfg.thr_n, WARP_M
@@ -283,9 +277,7 @@ def _c3(b: Builder) -> None:
     copies["VecK1"] = copies[k1]
 
     def stage(op: str, buf: str, quad: str) -> Def:
-        """cg::StageLayout<Config, EXT, BUF, kQuad>: padded (EXT,BLK_K,BUF), or k-quads
-        (EXT,(4,BLK_K/4),BUF):(1,(EXT,4*EXT+32/(BLK_K/4)),BLK_K*EXT+32); kQuad the C++
-        expression, its value here from kq_layout."""
+        """cg::StageLayout<Config, EXT, BUF, kQuad>: padded (EXT,BLK_K,BUF), or k-quads."""
         ext, n = (bM, bN)[op == "B"], (2 if buf == "2" else P)
         is_quad = {"false": False, "cg::kQuadRaw<Config>": bool(kq & 1),
                    "cg::kQuadStaged<Config, false>": bool(kq & 2)}[quad]
@@ -321,12 +313,9 @@ def _c3(b: Builder) -> None:
 
 @recipe("cute/c4_mma_sm80.cu")
 def _c4(b: Builder) -> None:
-    """The bf16 entries' global tiles and 16-byte cp.async partitions (fp16: the same; tf32:
-    4-element vectors, BLK_K / 2), their swizzled smem atoms with bank maps and stage
-    layouts, and the TiledMMA of SM80_16x8x16 atoms (thread-value layouts of A, B, C; C's
-    partition), and ldmatrix.x4's address side for one A atom (which lane names each row, from
-    PTX's definition; its register side is the TiledMMA's A layout). Not shown: B's ldmatrix
-    (two 8-wide atoms 16 apart per x4: its matrix order is CuTe's retiling of the B layout)."""
+    """The bf16 entries (fp16: the same): global tiles, 16-byte cp.async partitions, swizzled
+    smem atoms with bank maps and stages, the SM80_16x8x16 TiledMMA, and ldmatrix.x4's
+    address side for one A atom (not B's: CuTe retiles its matrix order)."""
     bM, bN, bK = b.tiler
     nt, v = b.nthreads, 8                                  # 16-byte vectors of 16-bit values
     ents = entries(b.kernel, "CG_MMA_ENTRY")
@@ -402,3 +391,173 @@ def _c4(b: Builder) -> None:
         sec.items.append(b.ldsm(f"ldsm_A_{'k' if kmajor else 'm'}", f"{atom}, "
                                 f"{'k' if kmajor else 'm'}-major A: (lane, value) -> (M,K) of the "
                                 "atom; the 8 values of a lane are the row it addresses", d, (16, 16)))
+
+
+# ---- c5_wgmma, c6_wgmma_ws: SM90 GMMA, swizzled smem filled by TMA -------------------------------
+
+def _cpp(prec: str) -> str:
+    """The C++ type of A and B in `prec`'s entries (tf32: float)."""
+    return DTYPE[PRECISION[prec].dtype].cpp
+
+
+def _groups(kernel) -> list[tuple[str, list]]:
+    """The kernel's precisions by element width (bf16 and fp16 share every layout)."""
+    out: dict[int, tuple[str, list]] = {}
+    for p in kernel.precisions:
+        nb = PRECISION[p].itemsize
+        label, ps = out.setdefault(nb, ("", []))
+        ps.append(p)
+        out[nb] = ("/".join(ps), ps)
+    return list(out.values())
+
+
+def _register_a(v) -> bool:
+    """A tf32 entry with an m-major A or n-major B: RS wgmma, that operand from registers."""
+    return v.precision == "tf32" and (v.a_major, v.b_major) != ("k", "k")
+
+
+def _register_operand(b: Builder) -> None:
+    """c6's RS entries: the register operand's stage in GMMA's m-major 128-byte swizzle,
+    filled by (32, BLK_K) TMA boxes (their k-major operand is the SS one above)."""
+    users = [v for v in b.kernel.variants if _register_a(v)]
+    if not users:
+        return
+    boxes = {v.tma.a if v.a_major == "m" else v.tma.b for v in users}
+    if len(boxes) != 1:
+        raise ValueError(f"{b.kernel.name}: register-operand entries disagree on their TMA boxes "
+                         f"{sorted(boxes)}")
+    box = boxes.pop()
+    bm, bk, stages = b.config.blk_m, box[1], b.config.stages
+    tile = "cg::sm90::RegisterOperand<Config::blk_m, kBlkK, Config::stages>"
+    atom = swizzle_atom(4, False)
+    sdef = Def(f"{tile}::Layout{{}}", tile_to_shape(atom, (bm, bk, stages), (2, 1, 3)))
+    names = ", ".join(f"`{v.entry}`" for v in users)
+    sec = b.section(f"register operand, tf32 ({names}): m-major swizzled smem read into RS "
+                    f"wgmma's A fragments, TMA box {box}")
+    adef = Def(f"{tile}::Atom{{}}", atom)
+    sec.items += [
+        b.layout("Areg/atom", "register-operand smem atom (GMMA::Layout_MN_SW128_Atom<tfloat32_t>): "
+                 "128 bytes of rows x 8 k-lines", adef),
+        b.banks("Areg/atom_banks", "bank of each element of that atom: a 128-byte k-line covers "
+                "all 32 banks, and the same chunk of 8 k-lines 8 bank groups", adef, 4),
+        b.layout("Areg/sA_tf32", f"sA_tf32: (BLK_M,BLK_K,STAGES) = tile_to_shape(atom, ({bm},{bk},{stages}), "
+                 "Step<_2,_1,_3>: k first), stage 0", sdef),
+        b.boxes("Areg/tma_box", f"TMA boxes {box} of one stage (records.TmaBoxes, contiguous "
+                "extent first)", sdef, box, False),
+    ]
+
+
+def _gmma(b: Builder, consumers: int, parts: int, cpp) -> None:
+    """cpp: the kernel's C++ names: stage(prec, op, major, bk) -> its OperandTile type, mma ->
+    its TiledMMA expression (no nvcc program evaluates these yet: tests/test_layouts.py)."""
+    bm, bn, _ = b.tiler
+    t = b.thread
+    nthr = 128 * consumers                           # the TiledMMA's threads (the consumers)
+    mma_stage: dict[str, Def] = {}
+    mma_k: dict[str, int] = {}
+    for label, precs in _groups(b.kernel):
+        prec = precs[0]
+        nb = PRECISION[prec].itemsize
+        suffix = "" if nb == 2 else f"_{prec}"
+        vs = [v for v in b.kernel.variants if v.precision in precs and not _register_a(v)]
+        for op, ext, ext_name in (("A", bm, "M"), ("B", bn, "N")):
+            for major in sorted({v.a_major if op == "A" else v.b_major for v in vs}):
+                kmajor = major == "k"
+                users = [v for v in vs if (v.a_major if op == "A" else v.b_major) == major]
+                boxes = {v.tma.a if op == "A" else v.tma.b for v in users}
+                rows = {v.tma.swizzle for v in users}
+                if len(boxes) != 1 or len(rows) != 1:
+                    raise ValueError(f"{b.kernel.name}: {op} {major}-major entries disagree on "
+                                     f"their TMA boxes {sorted(boxes)} / swizzle rows {sorted(rows)}")
+                box, row = boxes.pop(), rows.pop()
+                bk = row // nb                          # a k-tile: one swizzle row of k
+                stages = b.config.stages if b.config is not None else b.d["STAGES"]
+                tile = cpp.stage(prec, op, "K" if kmajor else "MN", bk)
+                atom = swizzle_atom(nb, kmajor, row)
+                order = (1, 2, 3) if kmajor else (2, 1, 3)   # sm90_operand.cuh: mn-major slabs k first
+                sdef = Def(f"{tile}::Layout{{}}", tile_to_shape(atom, (ext, bk, stages), order))
+                adef = Def(f"{tile}::Atom{{}}", atom)
+                what = (f"8 rows ({ext_name}) x {row} bytes of k" if kmajor else
+                        f"{row} bytes of {ext_name} x 8 columns of k")
+                n = len(users)
+                sec = b.section(f"{op} {major}-major, {label} ({n} entr{'y' if n == 1 else 'ies'}): swizzled smem, "
+                                f"TMA box {box}")
+                pre = f"{op}{major}{suffix}/"
+                s_leaf = f"s{op}{suffix}"
+                sec.items += [
+                    b.layout(f"{pre}atom", f"{op} {major}-major smem atom (GMMA::Layout_"
+                             f"{'K' if kmajor else 'MN'}_SW{row}_Atom, {label}): {what}", adef),
+                    b.banks(f"{pre}atom_banks", f"bank of each element of that atom: a {row}-byte "
+                            "line covers all 32 banks, and the same chunk of 8 lines 8 bank groups",
+                            adef, nb),
+                    b.layout(f"{pre}{s_leaf}", f"{s_leaf}: (BLK_{ext_name},BLK_K,STAGES) = "
+                             f"tile_to_shape(atom, ({ext},{bk},{stages})"
+                             + ("" if kmajor else ", Step<_2,_1,_3>: k first") + "), stage 0", sdef),
+                    b.boxes(f"{pre}tma_box", f"TMA boxes {box} of one stage of {s_leaf} "
+                            f"(records.TmaBoxes, contiguous extent first)"
+                            + (f"; cluster of {parts}: each CTA loads 1/{parts} of them and "
+                               "multicasts" if parts > 1 and op == "B" else ""), sdef, box, kmajor),
+                ]
+                if kmajor and (nb == 2 or op not in mma_stage):
+                    mma_stage[op] = sdef
+                    mma_k[op] = 32 // nb               # a GMMA atom's K: 16 (16-bit), 8 (tf32)
+    # the TiledMMA of the 16-bit k-major entries, else of the tf32 one (the C fragment is the
+    # same for every entry)
+    atom_n = bn                                       # ss_op_selector: one wgmma of N = BLK_N
+    mma = Def(cpp.mma, TiledMMA(gmma_ss(atom_n, mma_k["A"]), make_layout((consumers, 1, 1))),
+              local=True)
+    gC, sA, sB = Global("C"), Smem("A", mma_stage["A"]), Smem("B", mma_stage["B"])
+    wg = "a warpgroup" if consumers == 1 else f"each of {consumers} consumer warpgroups"
+    which = "every 16-bit k-major entry" if mma_k["A"] == 16 else "the tf32 entry"
+    sec = b.section(f"TiledMMA and C: 64x{atom_n}x{mma_k['A']} GMMA SS atom, {wg} ({which}; "
+                    "the accumulators of every entry)")
+    kt = product_each(mma_stage["A"].value.shape)[1]     # BLK_K
+    sec.items += [
+        b.tv("mma_C_TV", f"TiledMMA C: (thread, value) -> (M,N) coordinate (get_layoutC_TV): "
+             f"the accumulator fragment, {consumers}x64 x {atom_n} over {nthr} threads", mma, "C"),
+        b.tile("gC", gC, "the CTA's (BLK_M,BLK_N) tile of C"),
+        b.partition("tCgC", f"tCgC = mma.get_slice({t}).partition_C(gC): (MMA,MMA_M,MMA_N), the "
+                    f"accumulators thread {t} holds (consumer thread index)", gC, Part(mma, "C"),
+                    nthreads=nthr),
+        b.partition("tCsA", f"tCsA = mma.get_slice({t}).partition_A(sA): (MMA,MMA_M,MMA_K,PIPE), "
+                    f"the smem a warpgroup's wgmma reads through descriptors (owners: warpgroups, "
+                    f"as thread 128 w)", sA, Part(mma, "A"), tile=(bm, kt), owner_step=128,
+                    nthreads=nthr),
+        b.partition("tCsB", f"tCsB = mma.get_slice({t}).partition_B(sB): (MMA,MMA_N,MMA_K,PIPE), "
+                    "what each warpgroup reads of sB (all of it)", sB, Part(mma, "B"),
+                    exact=consumers == 1, tile=(bn, kt), owner_step=128, nthreads=nthr),
+    ]
+
+
+class _C5:
+    """c5_wgmma.cu's names: -D BLK_M, BLK_N, STAGES; kBlkK = 128 / sizeof(T)."""
+    mma = "make_tiled_mma(GMMA::ss_op_selector<T, T, float, Shape<_64, Int<BLK_N>, Int<kBlkK>>, MajA, MajB>())"
+
+    @staticmethod
+    def stage(prec: str, op: str, major: str, bk: int) -> str:
+        ext = "BLK_M" if op == "A" else "BLK_N"
+        return f"cg::sm90::OperandTile<{_cpp(prec)}, GMMA::Major::{major}, {ext}, {bk}, STAGES>"
+
+
+class _C6:
+    """c6_wgmma_ws.cu's names: its struct Config (ladder_hopper.WgmmaWsConfig)."""
+    mma = ("make_tiled_mma(GMMA::ss_op_selector<T, T, float, Shape<_64, Int<kBlkN>, Int<kBlkK>>, "
+           "MajA, MajB>(), Layout<Shape<Int<Config::consumers>, _1, _1>>{})")
+
+    @staticmethod
+    def stage(prec: str, op: str, major: str, bk: int) -> str:
+        ext, parts = ("Config::blk_m", "1") if op == "A" else ("Config::blk_n", "Config::cluster_m")
+        return (f"cg::sm90::OperandTile<{_cpp(prec)}, GMMA::Major::{major}, {ext}, {bk}, "
+                f"Config::stages, {parts}, Config::k_bytes>")
+
+
+@recipe("cute/c5_wgmma.cu")
+def _c5(b: Builder) -> None:
+    _gmma(b, consumers=b.nthreads // 128, parts=1, cpp=_C5)
+
+
+@recipe("cute/c6_wgmma_ws.cu")
+def _c6(b: Builder) -> None:
+    cfg = b.config
+    _gmma(b, consumers=cfg.consumers, parts=cfg.cluster_m, cpp=_C6)
+    _register_operand(b)
