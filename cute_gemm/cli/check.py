@@ -13,9 +13,8 @@ from ..build import compile as comp
 from . import compile as compile_cli
 from ..driver import launch
 from .base import (DEFAULT_ARCH, add_jobs_progress, arch_name, error, finite_float, kernel_or_auto,
-                   nonneg_int, print_json, shape_mnk)
-from .compile import (compile_table, format_table, kernel_of, report_failures, resource_problems,
-                      rows)
+                   nonneg_int, shape_mnk, show)
+from .compile import compile_table, format_table, kernel_of, report_failures, resource_problems, rows
 from .layouts import self_check_all
 
 
@@ -78,20 +77,15 @@ def cmd_check(args) -> int:
                              as_json=args.json, everything=args.all, gpu_arch=gpu_arch)
     rep = check.cross_check(kernels=names, shapes=args.shape, seed=args.seed, alpha=args.alpha,
                             beta=args.beta, exact=args.exact, layout=args.layout)
-    if args.json:
-        print_json(report_json(rep))
-    else:
-        print(rep.table())
+    show(args.json, report_json(rep), rep.table())
     return 0 if rep.ok else 1
 
 
 def representatives(kernels: list[registry.Kernel], arch_int: int,
                     per_source: bool = True) -> list[registry.Kernel]:
-    """The kernels a quick check compiles one entry point of: per kernel source (per_source),
-    the first in registry order that runs on `arch_int` (else the first, reported skipped);
-    otherwise every kernel given. A source's kernels differ in tile sizes and knobs, not in
-    code paths NVRTC could reject, and the cost of a compile is per entry point (3-60 s for
-    a CuTe one): one each keeps `check` to a couple of minutes on two cores."""
+    """The kernels a quick check compiles one entry point of: per source (a source's kernels
+    differ in tiles and knobs, not in code NVRTC could reject) the first that runs on
+    `arch_int` (else the first, reported skipped); without per_source every kernel given."""
     if not per_source:
         return list(kernels)
     by_source: dict[str, registry.Kernel] = {}
@@ -104,15 +98,13 @@ def representatives(kernels: list[registry.Kernel], arch_int: int,
 
 def quick_plan(kernels: list[registry.Kernel], arch_int: int, per_source: bool
                ) -> dict[str, list[tuple[str, ...] | None]]:
-    """kernel name -> [its representative entry point]: the first variant's (the fp32 or
-    leading precision, a row-major layout), as compile.select_entries names the set."""
+    """kernel name -> [its first variant's entry point (leading precision, row-major)]."""
     return {k.name: [comp.select_entries(k, (k.variants[0].entry,))]
             for k in representatives(kernels, arch_int, per_source)}
 
 
 def picks_plan(arch_int: int) -> dict[str, list[tuple[str, ...] | None]]:
-    """The entry-point sets gemm()'s candidates on a device of `arch_int` launch for
-    contiguous row-major operands, in every precision (compile_cli.layout_plan)."""
+    """The entry-point sets gemm()'s candidates on `arch_int` launch for row-major operands."""
     cands = list(dict.fromkeys(k.name for p in registry.PRECISIONS
                                for k in auto.candidates(p, arch_int=arch_int)))
     return compile_cli.layout_plan(cands, ["nn"], None)
@@ -120,22 +112,17 @@ def picks_plan(arch_int: int) -> dict[str, list[tuple[str, ...] | None]]:
 
 def merge(*plans: dict) -> dict[str, list]:
     out: dict[str, dict] = {}
-    for plan in plans:
-        for n, sets in plan.items():
-            d = out.setdefault(n, {})
-            for x in sets:
-                d[x] = 1
-    # a whole kernel includes every selection of it
-    return {n: ([None] if None in d else list(d)) for n, d in out.items()}
+    for n, sets in ((n, sets) for plan in plans for n, sets in plan.items()):
+        out.setdefault(n, {}).update(dict.fromkeys(sets))
+    return {n: ([None] if None in d else list(d)) for n, d in out.items()}   # None: the whole kernel
 
 
 def offline_check(names: list[str] | None, arch: str, why: str, *, jobs: int | None = None,
                   progress: bool | None = None, as_json: bool = False, everything: bool = False,
                   gpu_arch: int | None = None) -> int:
-    """`cute-gemm check` without a GPU: compile, check registers/spills, check the layouts,
-    and say plainly what did not run. By default one entry point per kernel source (and,
-    with `gpu_arch`, what gemm()'s picks launch on that GPU) and the layouts of those
-    kernels; `everything` (--all): every entry point of every kernel and every layout."""
+    """`cute-gemm check` without a GPU: compile, check registers, spills and layouts, and say
+    what did not run. One entry point per kernel source (with `gpu_arch`, also what gemm()'s
+    picks launch there); `everything` (--all): every entry point and every layout."""
     if names and registry.AUTO in names:     # gemm()'s choice: the candidates it may run
         names = list(dict.fromkeys([n for n in names if n != registry.AUTO] + [
             k.name for p in registry.PRECISIONS for k in auto.candidates(p)]))
@@ -145,16 +132,12 @@ def offline_check(names: list[str] | None, arch: str, why: str, *, jobs: int | N
     chosen = [kernel_of(n) for n in names] if named else list(registry.compiled())
     registered = [k for k in chosen if k.name in registry.names()]
     internal = [k for k in chosen if k.name not in registry.names()]
-    bad_arch = compile_cli.unsupported_arch(arch)
-    if bad_arch:
+    if bad_arch := compile_cli.unsupported_arch(arch):
         return error(f"NVRTC cannot compile for {arch}: {bad_arch}", "cute-gemm check")
     num = compile_cli.arch_number(arch)
-    if everything:
-        plan = {k.name: [None] for k in chosen}
-    else:
-        plan = quick_plan(chosen, num, per_source=not named)
-        if gpu_arch is not None and gpu_arch == num:
-            plan = merge(plan, picks_plan(gpu_arch))
+    plan = {k.name: [None] for k in chosen} if everything else quick_plan(chosen, num, not named)
+    if gpu_arch == num and not everything:
+        plan = merge(plan, picks_plan(gpu_arch))
     if not as_json:
         print(f"no GPU: compiling for {arch} and checking what needs no GPU (the GPU "
               "cross-check is not run)", flush=True)
@@ -188,29 +171,20 @@ def offline_check(names: list[str] | None, arch: str, why: str, *, jobs: int | N
     scope = ("every entry point" if everything else
              "one entry point per kernel" if named else
              f"one entry point per kernel source ({len({k.source for k in chosen})} sources)")
-    more = []
-    if not everything:
-        if n_all > n_entries:
-            more.append(f"{n_all - n_entries} more entry points (all {n_all} of the "
-                        f"{len(runnable)} kernels that run on {arch})")
-        if len(cute) > len(cute_now):
-            more.append(f"the layout self-checks of {len(cute) - len(cute_now)} more CuTe kernels")
-    not_run = [f"the GPU cross-check (each kernel against float64 and the others) needs a CUDA "
-               f"GPU: {why}"]
-    if more:
-        not_run.append("`cute-gemm check --all` adds " + " and ".join(more)
-                       + " (tens of CPU-minutes of NVRTC)")
-    if as_json:
-        print_json({"gpu": False, "reason": why, "arch": arch, "ok": ok, "all": everything,
-                    "kernels": {"registered": [k.name for k in registered],
-                                "internal": [k.name for k in internal]},
-                    "entries": {"compiled": n_entries, "all": n_all},
-                    "compile": rows(outcomes, verdicts=True), "layouts": layouts,
-                    "not_run": not_run})
-        report_failures(outcomes, "cute-gemm check")
-        return 0 if ok else 1
-    print(format_table(outcomes, verdicts=True))
+    more = [] if everything else (
+        [f"{n_all - n_entries} more entry points (all {n_all} of the {len(runnable)} kernels that "
+         f"run on {arch})"] * (n_all > n_entries)
+        + [f"the layout self-checks of {len(cute) - len(cute_now)} more CuTe kernels"] * (len(cute) > len(cute_now)))
+    not_run = [f"the GPU cross-check (each kernel against float64 and the others) needs a CUDA GPU: {why}"]
+    not_run += ["`cute-gemm check --all` adds " + " and ".join(more) + " (tens of CPU-minutes of NVRTC)"] * bool(more)
+    show(as_json, {"gpu": False, "reason": why, "arch": arch, "ok": ok, "all": everything,
+                   "kernels": {"registered": [k.name for k in registered], "internal": [k.name for k in internal]},
+                   "entries": {"compiled": n_entries, "all": n_all},
+                   "compile": rows(outcomes, verdicts=True), "layouts": layouts, "not_run": not_run},
+         format_table(outcomes, verdicts=True))
     report_failures(outcomes, "cute-gemm check")
+    if as_json:
+        return 0 if ok else 1
     print(f"\nkernels: {what}")
     print(f"compile: {scope}: {n_entries} entry points of {len(compiled)} kernels for {arch}"
           + (" (with what gemm()'s picks launch on this GPU)" if gpu_arch == num and not everything
