@@ -133,9 +133,9 @@ def print_json(obj: Any) -> None:
     print(json.dumps(json_safe(obj), indent=2))
 
 
-def show(as_json: bool, obj: Any, text: str) -> None:
-    """`obj` as JSON on stdout (--json), else `text`."""
-    print(json.dumps(json_safe(obj), indent=2) if as_json else text)
+def show(as_json: bool, obj: Any, text: Callable[[], str]) -> None:
+    """`obj` as JSON on stdout (--json), else the table text() makes."""
+    print(json.dumps(json_safe(obj), indent=2) if as_json else text())
 
 
 def cpu_cores() -> int:

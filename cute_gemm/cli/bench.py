@@ -5,8 +5,8 @@ import argparse
 import sys
 
 from . import base
-from .base import (error, kernel_name, kernel_or_auto, nonneg_int, positive_float, positive_int,
-                   print_json)
+from .base import (checked, error, kernel_name, kernel_or_auto, nonneg_int, positive_float,
+                   positive_int, show)
 from ..perf.cublas import find_cublas
 from ..perf.overhead import measure_overhead
 from ..perf.report import format_overhead, format_table, readme_markdown
@@ -92,23 +92,25 @@ def register(sub) -> None:
     s.set_defaults(fn=_cmd_bench)
 
 
-def parse_size_arg(s: str) -> str:
-    """Checked here so that a typo is reported before the GPU is looked for."""
-    try:
-        if random_count(s) is None:
-            parse_sizes([s])
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+def _size(s: str) -> str:
+    if random_count(s) is None:
+        parse_sizes([s])
     return s
 
 
-def parse_layouts_arg(s: str) -> str:
-    try:
-        if not parse_layouts(s):
-            raise ValueError("no layout given: use nn, tn, nt, tt or all")
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+def _layouts(s: str) -> str:
+    if not parse_layouts(s):
+        raise ValueError("no layout given: use nn, tn, nt, tt or all")
     return s
+
+
+def _precisions(s: str) -> str:
+    parse_precisions(s)
+    return s
+
+
+# checked here, so that a typo is reported before the GPU is looked for
+parse_size_arg, parse_layouts_arg, parse_precisions_arg = map(checked, (_size, _layouts, _precisions))
 
 
 def parse_flops_arg(s: str) -> tuple[float, float]:
@@ -116,14 +118,6 @@ def parse_flops_arg(s: str) -> tuple[float, float]:
         return parse_flops(s)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e).removeprefix(f"--flops {s}: ")) from None
-
-
-def parse_precisions_arg(s: str) -> str:
-    try:
-        parse_precisions(s)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    return s
 
 
 def _cmd_bench(args) -> int:
@@ -151,10 +145,7 @@ def _cmd_bench(args) -> int:
         print(note, file=sys.stderr if args.json else sys.stdout)
         o = measure_overhead(args.overhead_kernel or (args.kernels[0] if args.kernels else None),
                              backend=backend)
-        if args.json:
-            print_json(o)
-        else:
-            print(format_overhead(o))
+        show(args.json, o, lambda: format_overhead(o))
         return 0 if o["meets_target"] else 1
     try:
         res = bench(args.kernels or None, args.size, layouts=args.layouts, repeats=args.repeats,
@@ -166,10 +157,7 @@ def _cmd_bench(args) -> int:
                     precisions=args.precision, flops=args.flops)
     except ValueError as e:
         return error(str(e), "cute-gemm bench")
-    if args.json:
-        print_json(res.to_dict())
-    else:
-        print(format_table(res))
+    show(args.json, res.to_dict(), lambda: format_table(res))
     if args.out:      # (with --json, stdout holds the JSON alone)
         print(f"{'' if args.json else chr(10)}wrote {args.out}/bench.json, bench.csv, "
               "bench_readme.md" + ("" if args.no_plots else " and PNG plots (if matplotlib is "

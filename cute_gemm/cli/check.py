@@ -77,7 +77,7 @@ def cmd_check(args) -> int:
                              as_json=args.json, everything=args.all, gpu_arch=gpu_arch)
     rep = check.cross_check(kernels=names, shapes=args.shape, seed=args.seed, alpha=args.alpha,
                             beta=args.beta, exact=args.exact, layout=args.layout)
-    show(args.json, report_json(rep), rep.table())
+    show(args.json, report_json(rep), rep.table)
     return 0 if rep.ok else 1
 
 
@@ -181,7 +181,7 @@ def offline_check(names: list[str] | None, arch: str, why: str, *, jobs: int | N
                    "kernels": {"registered": [k.name for k in registered], "internal": [k.name for k in internal]},
                    "entries": {"compiled": n_entries, "all": n_all},
                    "compile": rows(outcomes, verdicts=True), "layouts": layouts, "not_run": not_run},
-         format_table(outcomes, verdicts=True))
+         lambda: format_table(outcomes, verdicts=True))
     report_failures(outcomes, "cute-gemm check")
     if as_json:
         return 0 if ok else 1

@@ -268,7 +268,7 @@ def cmd_compile(args) -> int:
         if why := unsupported_arch(a):
             return error(f"NVRTC cannot compile for {a}: {why}", "cute-gemm compile")
     outcomes = compile_table(names, archs, args.jobs, args.progress, layouts, args.precision or None)
-    show(args.json, rows(outcomes), format_table(outcomes))
+    show(args.json, rows(outcomes), lambda: format_table(outcomes))
     report_failures(outcomes, "cute-gemm compile")
     if outcomes and all(o.origin == "skipped" for o in outcomes):
         why = "; ".join(dict.fromkeys(f"{o.kernel} {o.error}" for o in outcomes))

@@ -1,6 +1,7 @@
 """`cute-gemm tune`: the command line of perf/tune.py (registered by cli.py)."""
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 from ..build import cache
@@ -8,7 +9,7 @@ from ..driver import launch
 from ..select import autotable
 from .bench import parse_layouts_arg, parse_precisions_arg, parse_size_arg
 from . import base
-from .base import error, nonneg_int, positive_float, print_json
+from .base import error, nonneg_int, positive_float, print_json, show
 from ..perf.tune import format_table, tune
 
 _DESCRIPTION = """\
@@ -46,7 +47,7 @@ def register(sub) -> None:
 def _cmd_tune(args) -> int:
     why = base.gpu_unavailable()
     if args.show:
-        return _show(None if why else _gpu_name(), args.json)
+        return _show(None if why else launch.device_info().name, args.json)
     if why:
         return error(f"tune times kernels on a CUDA GPU and none can be used here ({why})",
                      "cute-gemm tune")
@@ -57,23 +58,13 @@ def _cmd_tune(args) -> int:
                                  progress=not args.no_progress)
     except ValueError as e:
         return error(str(e), "cute-gemm tune")
-    if args.json:
-        print_json(table.to_dict())
-    else:
-        print(format_table(table, path))
-        wins: dict[str, int] = {}
-        for r in table.rows:
-            if r.winner:
-                wins[r.winner] = wins.get(r.winner, 0) + 1
+    show(args.json, table.to_dict(), lambda: format_table(table, path))
+    if not args.json:
+        wins = Counter(r.winner for r in table.rows if r.winner)
         print(f"\nwrote {path}: {len(table.rows)} problems; wins: "
-              + (", ".join(f"{c} {n}" for c, n in sorted(wins.items(), key=lambda x: -x[1])) or "none")
+              + (", ".join(f"{c} {n}" for c, n in wins.most_common()) or "none")
               + (f"; {len(left)} not measured within --max-seconds" if left else ""))
-    failed = [(r, c) for r in table.rows for c, x in r.notes.items() if x.startswith("FAIL")]
-    return 1 if failed else 0
-
-
-def _gpu_name() -> str:
-    return launch.device_info().name
+    return 1 if any(x.startswith("FAIL") for r in table.rows for x in r.notes.values()) else 0
 
 
 def _show(gpu: str | None, as_json: bool) -> int:
