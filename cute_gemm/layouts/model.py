@@ -199,7 +199,9 @@ class Builder:
         return self.sections[-1]
 
     def _item(self, name: str, *args, **kw) -> Item:
-        return Item(f"{self.kernel.name}/{name}", *args, **kw)
+        """An item of the kernel, added to the last section."""
+        self.sections[-1].items.append(it := Item(f"{self.kernel.name}/{name}", *args, **kw))
+        return it
 
     def layout(self, name: str, title: str, d: Def, kind: str = "layout") -> Item:
         return self._item(name, title, kind, d, d.value)

@@ -80,25 +80,21 @@ def _c0(b: Builder) -> None:
     ents = entries(b.kernel, "CG_GMEM_ENTRY")
     tC = Def("thr_layout_c()", make_layout((16, 16), "row"))   # (THR_M,THR_N), n fastest
     gC, t = Global("C"), b.thread
-    sec = b.section("C and the thread layout (every entry)")
-    sec.items += [
-        b.layout("tC", "tC: (THR_M,THR_N) -> thread index", tC, "thread"),
-        b.tile("gC", gC, "the CTA's (BLK_M,BLK_N) tile of C"),
-        b.partition("tCgC", f"tCgC = local_partition(gC, tC, {t}, Step<_1, _1>): the outputs "
-                    f"thread {t} computes", gC, Part(tC, step=(1, 1))),
-    ]
+    b.section("C and the thread layout (every entry)")
+    b.layout("tC", "tC: (THR_M,THR_N) -> thread index", tC, "thread")
+    b.tile("gC", gC, "the CTA's (BLK_M,BLK_N) tile of C")
+    b.partition("tCgC", f"tCgC = local_partition(gC, tC, {t}, Step<_1, _1>): the outputs "
+                f"thread {t} computes", gC, Part(tC, step=(1, 1)))
     for op, i, step, rows in (("A", 0, (1, None), "rows of A"), ("B", 1, (None, 1), "columns of B")):
         for macro in sorted({a[i] for a in ents.values()}):
             g = Global(op, macro)
-            sec = b.section(f"{op} strides {macro} = {fmt(g.strides(b.problem))} "
-                            f"({_users(ents, lambda a: a[i] == macro)})")
+            b.section(f"{op} strides {macro} = {fmt(g.strides(b.problem))} "
+                      f"({_users(ents, lambda a: a[i] == macro)})")
             ext = _EXT[op][0]
-            sec.items += [
-                b.tile(f"{macro}/g{op}", g, f"the CTA's (BLK_{ext},BLK_K,k) strip of {op}"),
-                b.partition(f"{macro}/tCg{op}", f"tCg{op} = local_partition(g{op}, tC, {t}, "
-                            f"{_step(step)}): the {rows} thread {t} reads", g,
-                            Part(tC, step=step), exact=False),
-            ]
+            b.tile(f"{macro}/g{op}", g, f"the CTA's (BLK_{ext},BLK_K,k) strip of {op}")
+            b.partition(f"{macro}/tCg{op}", f"tCg{op} = local_partition(g{op}, tC, {t}, "
+                        f"{_step(step)}): the {rows} thread {t} reads", g,
+                        Part(tC, step=step), exact=False)
 
 
 def _step(step) -> str:
@@ -127,31 +123,27 @@ def _c1(b: Builder) -> None:
                                  f"{sorted(names)}; the recipe shows one per operand major")
             thr = _lookup(defs, names.pop(), b.kernel)
             g = Global(op, major=major)          # c1: make_stride(sAm, sAk), run-time strides
-            sec = b.section(f"{op} {major}-major: copy thread layout {thr.name} ({', '.join(users)})")
+            b.section(f"{op} {major}-major: copy thread layout {thr.name} ({', '.join(users)})")
             pre = f"{op}{major}/"
-            sec.items += [
-                b.tile(f"{pre}g{op}", g, f"the CTA's (BLK_{ext},BLK_K,k) strip of {op}, {major}-major"),
-                b.layout(f"{pre}t{op}", f"t{op} ({thr.name}): (THR_{ext},THR_K) -> thread index, "
-                         "copy global -> shared", thr, "thread"),
-                b.partition(f"{pre}t{op}g{op}", f"t{op}g{op} = local_partition(g{op}, t{op}, {t}): "
-                            f"what thread {t} loads from global", g, Part(thr)),
-                b.partition(f"{pre}t{op}s{op}", f"t{op}s{op} = local_partition(s{op}, t{op}, {t}): "
-                            f"where thread {t} stores it in shared memory", Smem(op, sm[op]), Part(thr)),
-            ]
+            b.tile(f"{pre}g{op}", g, f"the CTA's (BLK_{ext},BLK_K,k) strip of {op}, {major}-major")
+            b.layout(f"{pre}t{op}", f"t{op} ({thr.name}): (THR_{ext},THR_K) -> thread index, "
+                     "copy global -> shared", thr, "thread")
+            b.partition(f"{pre}t{op}g{op}", f"t{op}g{op} = local_partition(g{op}, t{op}, {t}): "
+                        f"what thread {t} loads from global", g, Part(thr))
+            b.partition(f"{pre}t{op}s{op}", f"t{op}s{op} = local_partition(s{op}, t{op}, {t}): "
+                        f"where thread {t} stores it in shared memory", Smem(op, sm[op]), Part(thr))
     sA, sB, gC = Smem("A", sm["A"]), Smem("B", sm["B"]), Global("C")
-    sec = b.section("shared memory and the compute partitions (every entry)")
-    sec.items += [
-        b.layout("sA", "sA: (BLK_M,BLK_K) shared-memory tile of A, m-major", sm["A"]),
-        b.layout("sB", "sB: (BLK_N,BLK_K) shared-memory tile of B, n-major", sm["B"]),
-        b.layout("tC", "tC: (THR_M,THR_N) -> thread index, compute", tC, "thread"),
-        b.tile("gC", gC, "the CTA's (BLK_M,BLK_N) tile of C"),
-        b.partition("tCsA", f"tCsA = local_partition(sA, tC, {t}, Step<_1, X>): rows of sA "
-                    f"thread {t} reads", sA, Part(tC, step=(1, None)), exact=False),
-        b.partition("tCsB", f"tCsB = local_partition(sB, tC, {t}, Step<X, _1>): columns of B "
-                    f"(rows of sB) thread {t} reads", sB, Part(tC, step=(None, 1)), exact=False),
-        b.partition("tCgC", f"tCgC = local_partition(gC, tC, {t}, Step<_1, _1>): the outputs "
-                    f"thread {t} computes", gC, Part(tC, step=(1, 1))),
-    ]
+    b.section("shared memory and the compute partitions (every entry)")
+    b.layout("sA", "sA: (BLK_M,BLK_K) shared-memory tile of A, m-major", sm["A"])
+    b.layout("sB", "sB: (BLK_N,BLK_K) shared-memory tile of B, n-major", sm["B"])
+    b.layout("tC", "tC: (THR_M,THR_N) -> thread index, compute", tC, "thread")
+    b.tile("gC", gC, "the CTA's (BLK_M,BLK_N) tile of C")
+    b.partition("tCsA", f"tCsA = local_partition(sA, tC, {t}, Step<_1, X>): rows of sA "
+                f"thread {t} reads", sA, Part(tC, step=(1, None)), exact=False)
+    b.partition("tCsB", f"tCsB = local_partition(sB, tC, {t}, Step<X, _1>): columns of B "
+                f"(rows of sB) thread {t} reads", sB, Part(tC, step=(None, 1)), exact=False)
+    b.partition("tCgC", f"tCgC = local_partition(gC, tC, {t}, Step<_1, _1>): the outputs "
+                f"thread {t} computes", gC, Part(tC, step=(1, 1)))
 
 
 # ---- c2_tiled, c3_multistage, c3_pipelined: TiledCopy + TiledMMA ---------------------------
@@ -170,42 +162,37 @@ def _copy_mma(b: Builder, macro: str, copies: dict[str, Def], smem: dict[str, De
             own, note = stage_of(op, cname) if stage_of else (smem[op], "")
             s = Smem(op, own)
             users = _users(ents, lambda a: (a[di], a[ci]) == (smacro, cname))
-            sec = b.section(f"{op}: strides {smacro} = {fmt(g.strides(b.problem))}, copy {cname} "
-                            f"({users})")
+            b.section(f"{op}: strides {smacro} = {fmt(g.strides(b.problem))}, copy {cname} "
+                      f"({users})")
             pre, lo = f"{op}_{smacro}_{cname}/", op.lower()
-            sec.items.append(b.tile(f"{pre}g{op}", g, f"the CTA's (BLK_{ext},BLK_K,k) strip of {op}"))
+            b.tile(f"{pre}g{op}", g, f"the CTA's (BLK_{ext},BLK_K,k) strip of {op}")
             if own != smem[op]:
-                sec.items.append(b.layout(f"{pre}s{op}", f"s{op}: shared tile of {op} for these "
-                                          f"entries ({own.name}), {note}", own))
-            sec.items += [
-                b.tv(f"{pre}copy_TV", f"{cname}: TiledCopy (thread, value) -> ({ext},K) coordinate "
-                     f"in its {fmt(cp.value.tiler)} tile (get_layoutS_TV; D is the same)", cp, "S"),
-                b.partition(f"{pre}t{op}g{op}", f"t{op}g{op} = copy_{lo}.get_slice({t}).partition_S"
-                            f"(g{op}): (CPY,CPY_{ext},CPY_K,k), what thread {t} loads", g, Part(cp, "S")),
-                b.partition(f"{pre}t{op}s{op}", f"t{op}s{op} = copy_{lo}.get_slice({t}).partition_D"
-                            f"(s{op}): where thread {t} stores it in shared memory", s, Part(cp, "D")),
-            ]
+                b.layout(f"{pre}s{op}", f"s{op}: shared tile of {op} for these "
+                         f"entries ({own.name}), {note}", own)
+            b.tv(f"{pre}copy_TV", f"{cname}: TiledCopy (thread, value) -> ({ext},K) coordinate "
+                 f"in its {fmt(cp.value.tiler)} tile (get_layoutS_TV; D is the same)", cp, "S")
+            b.partition(f"{pre}t{op}g{op}", f"t{op}g{op} = copy_{lo}.get_slice({t}).partition_S"
+                        f"(g{op}): (CPY,CPY_{ext},CPY_K,k), what thread {t} loads", g, Part(cp, "S"))
+            b.partition(f"{pre}t{op}s{op}", f"t{op}s{op} = copy_{lo}.get_slice({t}).partition_D"
+                        f"(s{op}): where thread {t} stores it in shared memory", s, Part(cp, "D"))
             if own != smem[op]:
-                sec.items.append(b.partition(
-                    f"{pre}tCs{op}", f"tCs{op} = mma.get_slice({t}).partition_{op}(s{op}): "
-                    f"(MMA,MMA_{ext},MMA_K,BUF), what thread {t} reads of it", s, Part(mma, op),
-                    exact=False))
+                b.partition(f"{pre}tCs{op}", f"tCs{op} = mma.get_slice({t}).partition_{op}(s{op}): "
+                            f"(MMA,MMA_{ext},MMA_K,BUF), what thread {t} reads of it", s, Part(mma, op),
+                            exact=False)
     sA, sB, gC = Smem("A", smem["A"]), Smem("B", smem["B"]), Global("C")
-    sec = b.section("shared memory, TiledMMA and the compute partitions (every entry)")
-    sec.items += [
-        b.layout("sA", f"sA: shared tile of A, m-major, {smem_note}", smem["A"]),
-        b.layout("sB", f"sB: shared tile of B, n-major, {smem_note}", smem["B"]),
-        b.tv("mma_A_TV", "TiledMMA A: (thread, value) -> (M,K) coordinate (get_layoutA_TV)", mma, "A"),
-        b.tv("mma_B_TV", "TiledMMA B: (thread, value) -> (N,K) coordinate (get_layoutB_TV)", mma, "B"),
-        b.tv("mma_C_TV", "TiledMMA C: (thread, value) -> (M,N) coordinate (get_layoutC_TV)", mma, "C"),
-        b.tile("gC", gC, "the CTA's (BLK_M,BLK_N) tile of C"),
-        b.partition("tCsA", f"tCsA = mma.get_slice({t}).partition_A(sA): (MMA,MMA_M,MMA_K[,PIPE]), "
-                    f"what thread {t} reads of sA", sA, Part(mma, "A"), exact=False),
-        b.partition("tCsB", f"tCsB = mma.get_slice({t}).partition_B(sB): (MMA,MMA_N,MMA_K[,PIPE]), "
-                    f"what thread {t} reads of sB", sB, Part(mma, "B"), exact=False),
-        b.partition("tCgC", f"tCgC = mma.get_slice({t}).partition_C(gC): (MMA,MMA_M,MMA_N), the "
-                    f"outputs thread {t} computes", gC, Part(mma, "C")),
-    ]
+    b.section("shared memory, TiledMMA and the compute partitions (every entry)")
+    b.layout("sA", f"sA: shared tile of A, m-major, {smem_note}", smem["A"])
+    b.layout("sB", f"sB: shared tile of B, n-major, {smem_note}", smem["B"])
+    b.tv("mma_A_TV", "TiledMMA A: (thread, value) -> (M,K) coordinate (get_layoutA_TV)", mma, "A")
+    b.tv("mma_B_TV", "TiledMMA B: (thread, value) -> (N,K) coordinate (get_layoutB_TV)", mma, "B")
+    b.tv("mma_C_TV", "TiledMMA C: (thread, value) -> (M,N) coordinate (get_layoutC_TV)", mma, "C")
+    b.tile("gC", gC, "the CTA's (BLK_M,BLK_N) tile of C")
+    b.partition("tCsA", f"tCsA = mma.get_slice({t}).partition_A(sA): (MMA,MMA_M,MMA_K[,PIPE]), "
+                f"what thread {t} reads of sA", sA, Part(mma, "A"), exact=False)
+    b.partition("tCsB", f"tCsB = mma.get_slice({t}).partition_B(sB): (MMA,MMA_N,MMA_K[,PIPE]), "
+                f"what thread {t} reads of sB", sB, Part(mma, "B"), exact=False)
+    b.partition("tCgC", f"tCgC = mma.get_slice({t}).partition_C(gC): (MMA,MMA_M,MMA_N), the "
+                f"outputs thread {t} computes", gC, Part(mma, "C"))
 
 
 VEC, SCALAR = CopyAtom(4), CopyAtom(1)     # 16-byte (uint128_t) and 4-byte copies of float
@@ -335,17 +322,15 @@ def _c4(b: Builder) -> None:
                      copies[kmajor](ext))
             g = Global(op, macro)
             users = _users(ents, lambda a: a[0] == "bfloat16_t" and a[di] == macro)
-            sec = b.section(f"{op}: strides {macro} = {fmt(g.strides(b.problem))}, 16-byte cp.async "
-                            f"{cp.name} ({users})")
+            b.section(f"{op}: strides {macro} = {fmt(g.strides(b.problem))}, 16-byte cp.async "
+                      f"{cp.name} ({users})")
             pre, x = f"{op}_{macro}/", _EXT[op][0]
-            sec.items += [
-                b.tile(f"{pre}g{op}", g, f"the CTA's (BLK_{x},BLK_K,k) strip of {op}"),
-                b.tv(f"{pre}copy_TV", f"{cp.name}: TiledCopy (thread, value) -> ({x},K) coordinate "
-                     f"in its {fmt(cp.value.tiler)} tile (get_layoutS_TV)", cp, "S"),
-                b.partition(f"{pre}t{op}g{op}", f"t{op}g{op} = g2s_{op.lower()}.get_slice({t})"
-                            f".partition_S(g{op}): (CPY,CPY_{x},CPY_K,k), the vectors thread {t} "
-                            "copies", g, Part(cp, "S")),
-            ]
+            b.tile(f"{pre}g{op}", g, f"the CTA's (BLK_{x},BLK_K,k) strip of {op}")
+            b.tv(f"{pre}copy_TV", f"{cp.name}: TiledCopy (thread, value) -> ({x},K) coordinate "
+                 f"in its {fmt(cp.value.tiler)} tile (get_layoutS_TV)", cp, "S")
+            b.partition(f"{pre}t{op}g{op}", f"t{op}g{op} = g2s_{op.lower()}.get_slice({t})"
+                        f".partition_S(g{op}): (CPY,CPY_{x},CPY_K,k), the vectors thread {t} "
+                        "copies", g, Part(cp, "S"))
     # smem: 128-byte rows swizzled (Swizzle<3,log2 V,3> on element offsets), tiled to the ring
     nb, stages = 2, b.d["STAGES"]
     b.locals += ["using T = bfloat16_t;", "auto bM = Int<BLK_M>{};", "auto bN = Int<BLK_N>{};",
@@ -353,44 +338,40 @@ def _c4(b: Builder) -> None:
     for major, fn in (("k", "smem_atom_k"), ("mn", "smem_atom_mn")):
         kmajor = major == "k"
         atom = Def(f"{fn}<bfloat16_t>()", swizzle_atom(nb, kmajor, ptr=False))
-        sec = b.section(f"shared memory, {major}-major operands (16-bit entries): {fn}, "
-                        f"{stages}-stage ring")
-        sec.items += [
-            b.layout(f"{major}/atom", f"{fn}<bfloat16_t>(): 8 lines of 128 bytes, the 16-byte chunk "
-                     "index XORed with the line index", atom),
-            b.banks(f"{major}/atom_banks", "bank of each element of that atom: a line covers all 32 "
-                    "banks; the same chunk of 8 lines (an ldmatrix phase) 8 bank groups", atom, nb),
-        ]
+        b.section(f"shared memory, {major}-major operands (16-bit entries): {fn}, "
+                  f"{stages}-stage ring")
+        b.layout(f"{major}/atom", f"{fn}<bfloat16_t>(): 8 lines of 128 bytes, the 16-byte chunk "
+                 "index XORed with the line index", atom)
+        b.banks(f"{major}/atom_banks", "bank of each element of that atom: a line covers all 32 "
+                "banks; the same chunk of 8 lines (an ldmatrix phase) 8 bank groups", atom, nb)
         for op, v, ext in (("A", "bM", bM), ("B", "bN", bN)):
             st = Def(f"tile_to_shape({fn}<T>(), make_shape({v}, bK, bP))",
                      tile_to_shape(atom.value, (ext, bK, stages)), local=True)
-            sec.items.append(b.layout(f"{major}/s{op}", f"s{op} ({major}-major {op}): "
-                                      f"(BLK_{_EXT[op][0]},BLK_K,STAGES), stage 0", st))
+            b.layout(f"{major}/s{op}", f"s{op} ({major}-major {op}): "
+                     f"(BLK_{_EXT[op][0]},BLK_K,STAGES), stage 0", st)
     wm, wn = b.d["WARPS_M"], b.d["WARPS_N"]
     ak = SM80_16x8x16.shape_mnk[2]
     mma = Def("tiled_mma<bfloat16_t>()", TiledMMA(
         SM80_16x8x16, make_layout((wm, wn, 1)),
         (make_layout(16 * wm), make_layout(16 * wn), make_layout(ak))))
     gC = Global("C")
-    sec = b.section(f"TiledMMA (SM80_16x8x16 atoms, {wm}x{wn} warps) and C (every entry)")
-    sec.items += [
-        b.tv("mma_A_TV", "TiledMMA A: (thread, value) -> (M,K) coordinate (get_layoutA_TV): "
-             "what ldmatrix fills", mma, "A"),
-        b.tv("mma_B_TV", "TiledMMA B: (thread, value) -> (N,K) coordinate (get_layoutB_TV)", mma, "B"),
-        b.tv("mma_C_TV", "TiledMMA C: (thread, value) -> (M,N) coordinate (get_layoutC_TV)", mma, "C"),
-        b.tile("gC", gC, "the CTA's (BLK_M,BLK_N) tile of C"),
-        b.partition("tCgC", f"tCgC = mma.get_slice({t}).partition_C(gC): (MMA,MMA_M,MMA_N), the "
-                    f"accumulators thread {t} holds", gC, Part(mma, "C")),
-    ]
+    b.section(f"TiledMMA (SM80_16x8x16 atoms, {wm}x{wn} warps) and C (every entry)")
+    b.tv("mma_A_TV", "TiledMMA A: (thread, value) -> (M,K) coordinate (get_layoutA_TV): "
+         "what ldmatrix fills", mma, "A")
+    b.tv("mma_B_TV", "TiledMMA B: (thread, value) -> (N,K) coordinate (get_layoutB_TV)", mma, "B")
+    b.tv("mma_C_TV", "TiledMMA C: (thread, value) -> (M,N) coordinate (get_layoutC_TV)", mma, "C")
+    b.tile("gC", gC, "the CTA's (BLK_M,BLK_N) tile of C")
+    b.partition("tCgC", f"tCgC = mma.get_slice({t}).partition_C(gC): (MMA,MMA_M,MMA_N), the "
+                f"accumulators thread {t} holds", gC, Part(mma, "C"))
     # ldmatrix's shared-memory side: which lane addresses each row (its register side is the
     # TiledMMA's A layout above); from PTX's definition, so not part of the nvcc check
-    sec = b.section("ldmatrix.x4 into one 16x16 A atom: the lane that supplies each element's "
-                    "16-byte row address (PTX: lanes 8j..8j+7 address matrix j = A's register j)")
+    b.section("ldmatrix.x4 into one 16x16 A atom: the lane that supplies each element's "
+              "16-byte row address (PTX: lanes 8j..8j+7 address matrix j = A's register j)")
     for kmajor, atom in ((True, "SM75_U32x4_LDSM_N"), (False, "SM75_U16x8_LDSM_T")):
         d = Def(atom, ldsm_x4_a(kmajor), local=True)     # the copy atom the mainloop names
-        sec.items.append(b.ldsm(f"ldsm_A_{'k' if kmajor else 'm'}", f"{atom}, "
-                                f"{'k' if kmajor else 'm'}-major A: (lane, value) -> (M,K) of the "
-                                "atom; the 8 values of a lane are the row it addresses", d, (16, 16)))
+        b.ldsm(f"ldsm_A_{'k' if kmajor else 'm'}", f"{atom}, "
+               f"{'k' if kmajor else 'm'}-major A: (lane, value) -> (M,K) of the "
+               "atom; the 8 values of a lane are the row it addresses", d, (16, 16))
 
 
 # ---- c5_wgmma, c6_wgmma_ws: SM90 GMMA, swizzled smem filled by TMA -------------------------------
@@ -432,19 +413,17 @@ def _register_operand(b: Builder) -> None:
     atom = swizzle_atom(4, False)
     sdef = Def(f"{tile}::Layout{{}}", tile_to_shape(atom, (bm, bk, stages), (2, 1, 3)))
     names = ", ".join(f"`{v.entry}`" for v in users)
-    sec = b.section(f"register operand, tf32 ({names}): m-major swizzled smem read into RS "
-                    f"wgmma's A fragments, TMA box {box}")
+    b.section(f"register operand, tf32 ({names}): m-major swizzled smem read into RS "
+              f"wgmma's A fragments, TMA box {box}")
     adef = Def(f"{tile}::Atom{{}}", atom)
-    sec.items += [
-        b.layout("Areg/atom", "register-operand smem atom (GMMA::Layout_MN_SW128_Atom<tfloat32_t>): "
-                 "128 bytes of rows x 8 k-lines", adef),
-        b.banks("Areg/atom_banks", "bank of each element of that atom: a 128-byte k-line covers "
-                "all 32 banks, and the same chunk of 8 k-lines 8 bank groups", adef, 4),
-        b.layout("Areg/sA_tf32", f"sA_tf32: (BLK_M,BLK_K,STAGES) = tile_to_shape(atom, ({bm},{bk},{stages}), "
-                 "Step<_2,_1,_3>: k first), stage 0", sdef),
-        b.boxes("Areg/tma_box", f"TMA boxes {box} of one stage (records.TmaBoxes, contiguous "
-                "extent first)", sdef, box, False),
-    ]
+    b.layout("Areg/atom", "register-operand smem atom (GMMA::Layout_MN_SW128_Atom<tfloat32_t>): "
+             "128 bytes of rows x 8 k-lines", adef)
+    b.banks("Areg/atom_banks", "bank of each element of that atom: a 128-byte k-line covers "
+            "all 32 banks, and the same chunk of 8 k-lines 8 bank groups", adef, 4)
+    b.layout("Areg/sA_tf32", f"sA_tf32: (BLK_M,BLK_K,STAGES) = tile_to_shape(atom, ({bm},{bk},{stages}), "
+             "Step<_2,_1,_3>: k first), stage 0", sdef)
+    b.boxes("Areg/tma_box", f"TMA boxes {box} of one stage (records.TmaBoxes, contiguous "
+            "extent first)", sdef, box, False)
 
 
 def _gmma(b: Builder, consumers: int, parts: int, cpp) -> None:
@@ -480,24 +459,22 @@ def _gmma(b: Builder, consumers: int, parts: int, cpp) -> None:
                 what = (f"8 rows ({ext_name}) x {row} bytes of k" if kmajor else
                         f"{row} bytes of {ext_name} x 8 columns of k")
                 n = len(users)
-                sec = b.section(f"{op} {major}-major, {label} ({n} entr{'y' if n == 1 else 'ies'}): swizzled smem, "
-                                f"TMA box {box}")
+                b.section(f"{op} {major}-major, {label} ({n} entr{'y' if n == 1 else 'ies'}): swizzled smem, "
+                          f"TMA box {box}")
                 pre = f"{op}{major}{suffix}/"
                 s_leaf = f"s{op}{suffix}"
-                sec.items += [
-                    b.layout(f"{pre}atom", f"{op} {major}-major smem atom (GMMA::Layout_"
-                             f"{'K' if kmajor else 'MN'}_SW{row}_Atom, {label}): {what}", adef),
-                    b.banks(f"{pre}atom_banks", f"bank of each element of that atom: a {row}-byte "
-                            "line covers all 32 banks, and the same chunk of 8 lines 8 bank groups",
-                            adef, nb),
-                    b.layout(f"{pre}{s_leaf}", f"{s_leaf}: (BLK_{ext_name},BLK_K,STAGES) = "
-                             f"tile_to_shape(atom, ({ext},{bk},{stages})"
-                             + ("" if kmajor else ", Step<_2,_1,_3>: k first") + "), stage 0", sdef),
-                    b.boxes(f"{pre}tma_box", f"TMA boxes {box} of one stage of {s_leaf} "
-                            f"(records.TmaBoxes, contiguous extent first)"
-                            + (f"; cluster of {parts}: each CTA loads 1/{parts} of them and "
-                               "multicasts" if parts > 1 and op == "B" else ""), sdef, box, kmajor),
-                ]
+                b.layout(f"{pre}atom", f"{op} {major}-major smem atom (GMMA::Layout_"
+                         f"{'K' if kmajor else 'MN'}_SW{row}_Atom, {label}): {what}", adef)
+                b.banks(f"{pre}atom_banks", f"bank of each element of that atom: a {row}-byte "
+                        "line covers all 32 banks, and the same chunk of 8 lines 8 bank groups",
+                        adef, nb)
+                b.layout(f"{pre}{s_leaf}", f"{s_leaf}: (BLK_{ext_name},BLK_K,STAGES) = "
+                         f"tile_to_shape(atom, ({ext},{bk},{stages})"
+                         + ("" if kmajor else ", Step<_2,_1,_3>: k first") + "), stage 0", sdef)
+                b.boxes(f"{pre}tma_box", f"TMA boxes {box} of one stage of {s_leaf} "
+                        f"(records.TmaBoxes, contiguous extent first)"
+                        + (f"; cluster of {parts}: each CTA loads 1/{parts} of them and "
+                           "multicasts" if parts > 1 and op == "B" else ""), sdef, box, kmajor)
                 if kmajor and (nb == 2 or op not in mma_stage):
                     mma_stage[op] = sdef
                     mma_k[op] = 32 // nb               # a GMMA atom's K: 16 (16-bit), 8 (tf32)
@@ -509,24 +486,22 @@ def _gmma(b: Builder, consumers: int, parts: int, cpp) -> None:
     gC, sA, sB = Global("C"), Smem("A", mma_stage["A"]), Smem("B", mma_stage["B"])
     wg = "a warpgroup" if consumers == 1 else f"each of {consumers} consumer warpgroups"
     which = "every 16-bit k-major entry" if mma_k["A"] == 16 else "the tf32 entry"
-    sec = b.section(f"TiledMMA and C: 64x{atom_n}x{mma_k['A']} GMMA SS atom, {wg} ({which}; "
-                    "the accumulators of every entry)")
+    b.section(f"TiledMMA and C: 64x{atom_n}x{mma_k['A']} GMMA SS atom, {wg} ({which}; "
+              "the accumulators of every entry)")
     kt = product_each(mma_stage["A"].value.shape)[1]     # BLK_K
-    sec.items += [
-        b.tv("mma_C_TV", f"TiledMMA C: (thread, value) -> (M,N) coordinate (get_layoutC_TV): "
-             f"the accumulator fragment, {consumers}x64 x {atom_n} over {nthr} threads", mma, "C"),
-        b.tile("gC", gC, "the CTA's (BLK_M,BLK_N) tile of C"),
-        b.partition("tCgC", f"tCgC = mma.get_slice({t}).partition_C(gC): (MMA,MMA_M,MMA_N), the "
-                    f"accumulators thread {t} holds (consumer thread index)", gC, Part(mma, "C"),
-                    nthreads=nthr),
-        b.partition("tCsA", f"tCsA = mma.get_slice({t}).partition_A(sA): (MMA,MMA_M,MMA_K,PIPE), "
-                    f"the smem a warpgroup's wgmma reads through descriptors (owners: warpgroups, "
-                    f"as thread 128 w)", sA, Part(mma, "A"), tile=(bm, kt), owner_step=128,
-                    nthreads=nthr),
-        b.partition("tCsB", f"tCsB = mma.get_slice({t}).partition_B(sB): (MMA,MMA_N,MMA_K,PIPE), "
-                    "what each warpgroup reads of sB (all of it)", sB, Part(mma, "B"),
-                    exact=consumers == 1, tile=(bn, kt), owner_step=128, nthreads=nthr),
-    ]
+    b.tv("mma_C_TV", f"TiledMMA C: (thread, value) -> (M,N) coordinate (get_layoutC_TV): "
+         f"the accumulator fragment, {consumers}x64 x {atom_n} over {nthr} threads", mma, "C")
+    b.tile("gC", gC, "the CTA's (BLK_M,BLK_N) tile of C")
+    b.partition("tCgC", f"tCgC = mma.get_slice({t}).partition_C(gC): (MMA,MMA_M,MMA_N), the "
+                f"accumulators thread {t} holds (consumer thread index)", gC, Part(mma, "C"),
+                nthreads=nthr)
+    b.partition("tCsA", f"tCsA = mma.get_slice({t}).partition_A(sA): (MMA,MMA_M,MMA_K,PIPE), "
+                f"the smem a warpgroup's wgmma reads through descriptors (owners: warpgroups, "
+                f"as thread 128 w)", sA, Part(mma, "A"), tile=(bm, kt), owner_step=128,
+                nthreads=nthr)
+    b.partition("tCsB", f"tCsB = mma.get_slice({t}).partition_B(sB): (MMA,MMA_N,MMA_K,PIPE), "
+                "what each warpgroup reads of sB (all of it)", sB, Part(mma, "B"),
+                exact=consumers == 1, tile=(bn, kt), owner_step=128, nthreads=nthr)
 
 
 class _C5:
