@@ -33,25 +33,22 @@ def _static(x) -> bool:
     return not isinstance(x, Dyn)
 
 
-def _binop(name: str, zero: bool = False, one_mod: bool = False):
-    op = getattr(int, name)
-    reflected = name.startswith("__r")
+def _binop(name: str):
+    op, zero = getattr(int, f"__{name}__"), name.strip("r") not in ("add", "sub")
 
     def f(self, other):
         if not isinstance(other, int) or isinstance(other, bool):
             return NotImplemented
-        a, b = (other, self) if reflected else (self, other)          # a op b, as written
-        if zero and ((_static(a) and a == 0) or ("mul" in name and _static(b) and b == 0)):
-            return 0
-        if one_mod and _static(b) and abs(int(b)) == 1:
+        a, b = (other, self) if name.startswith("r") else (self, other)          # a op b, as written
+        if zero and ((_static(a) and a == 0) or ("mul" in name and _static(b) and b == 0)
+                     or ("mod" in name and _static(b) and abs(int(b)) == 1)):
             return 0
         return Dyn(op(int(self), int(other)))
     return f
 
 
 for _n in ("add", "radd", "sub", "rsub", "mul", "rmul", "floordiv", "rfloordiv", "mod", "rmod"):
-    setattr(Dyn, f"__{_n}__", _binop(f"__{_n}__", zero=_n.strip("r") not in ("add", "sub"),
-                                     one_mod="mod" in _n))
+    setattr(Dyn, f"__{_n}__", _binop(_n))
 
 
 # ---- int tuples and CuTe's print formats ----------------------------------------------------
@@ -166,26 +163,19 @@ def raked_product(block: Layout, tiler: Layout) -> Layout:
     return _zip_modes(pycute.logical_product(_append(block, r), _append(tiler, r)), 1)
 
 
-def make_ordered_layout(shape, order) -> Layout:
-    """make_ordered_layout(shape, Step<...>): compact, the mode of the lowest order fastest."""
-    stride, cur = [0] * len(shape), 1
-    for i in sorted(range(len(shape)), key=lambda i: order[i]):
-        stride[i], cur = (0 if shape[i] == 1 else cur), cur * shape[i]
-    return Layout(tuple(shape), tuple(stride))
-
-
 def tile_to_shape(block, trg_shape, order=None):
     """tile_to_shape(block, shape[, Step<...>]): ((block, repeats), ...) per mode, as CuTe
-    prints it (uncoalesced)."""
+    prints it (uncoalesced); the repeats of the mode of the lowest order fastest."""
     if isinstance(block, Swizzled):
-        return Swizzled(block.sw, tile_to_shape(block.layout, trg_shape, order), block.offset,
-                        block.ptr_bits)
+        return Swizzled(block.sw, tile_to_shape(block.layout, trg_shape, order), block.offset, block.ptr_bits)
     blk = _append(block, len(trg_shape))
     bs = product_each(blk.shape)
     assert all(t % b == 0 for t, b in zip(trg_shape, bs)), f"{fmt(block)} does not tile {trg_shape}"
-    tiler = make_ordered_layout(tuple(t // b for t, b in zip(trg_shape, bs)),
-                                order or tuple(range(1, len(trg_shape) + 1)))
-    return _zip_modes(pycute.logical_product(blk, tiler), 0)
+    reps = [t // b for t, b in zip(trg_shape, bs)]
+    stride, cur = [0] * len(reps), 1               # make_ordered_layout(reps, order)
+    for i in sorted(range(len(reps)), key=lambda i: (order or range(len(reps)))[i]):
+        stride[i], cur = (0 if reps[i] == 1 else cur), cur * reps[i]
+    return _zip_modes(pycute.logical_product(blk, Layout(tuple(reps), tuple(stride))), 0)
 
 
 class Swizzled:
@@ -237,16 +227,6 @@ def _coalesce(layout, profile=None):
 pycute.layout.coalesce = pycute.coalesce = _coalesce      # composition() calls it by its module's name
 
 
-def _colex(crd, shape):
-    """A hierarchical coordinate -> its colexicographic index within shape."""
-    if not is_tuple(shape):
-        return crd
-    r, m = 0, 1
-    for c, s in zip(crd, shape):
-        r, m = r + _colex(c, s) * m, m * product(s)
-    return r
-
-
 def _idx2crd(idx: int, shape, stride):
     """(idx / d) % s per mode, 0 where d is 0 (pycute's idx2crd divides by the 0)."""
     if is_tuple(shape):
@@ -258,8 +238,8 @@ def flat_coord(layout: Layout, idx: int):
     """Layout::get_flat_coord: idx -> one (colexicographic) coordinate per mode."""
     hier = _idx2crd(idx, layout.shape, layout.stride)
     if is_tuple(layout.shape):
-        return tuple(_colex(c, s) for c, s in zip(hier, layout.shape))
-    return _colex(hier, layout.shape)
+        return tuple(pycute.crd2idx(c, s) for c, s in zip(hier, layout.shape))
+    return hier
 
 
 # ---- tensors without data: local_tile, local_partition -----------------------------------------

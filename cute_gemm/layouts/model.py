@@ -52,14 +52,11 @@ class Global:
         M, N, K = (Dyn(x) for x in problem)
         if self.op == "C":
             return (N, Dyn(1))
-        op, major, static_unit = self.op, {"A": "k", "B": "n"}[self.op], False
-        if self.macro:
-            if self.macro not in STRIDE_MACROS:
-                raise ValueError(f"unknown stride macro {self.macro!r}; teach layouts.model.STRIDE_MACROS")
-            op, major, static_unit = STRIDE_MACROS[self.macro]
-            assert op == self.op, (self.op, self.macro)
-        unit = 1 if static_unit else Dyn(1)
-        major = self.major or major
+        if self.macro and self.macro not in STRIDE_MACROS:
+            raise ValueError(f"unknown stride macro {self.macro!r}; teach layouts.model.STRIDE_MACROS")
+        op, major, static_unit = STRIDE_MACROS.get(self.macro, (self.op, {"A": "k", "B": "n"}[self.op], False))
+        assert op == self.op, (self.op, self.macro)
+        unit, major = 1 if static_unit else Dyn(1), self.major or major
         if op == "A":
             return (K, unit) if major == "k" else (unit, M)
         return (unit, N) if major == "n" else (K, unit)
@@ -203,8 +200,9 @@ class Builder:
         self.sections[-1].items.append(it := Item(f"{self.kernel.name}/{name}", *args, **kw))
         return it
 
-    def layout(self, name: str, title: str, d: Def, kind: str = "layout") -> Item:
-        return self._item(name, title, kind, d, d.value)
+    def layout(self, name: str, title: str, d: Def, kind: str = "layout", tile: tuple | None = None) -> Item:
+        """A Def's layout (kind "ldsm", a (lane, value) -> index layout from PTX: with its tile)."""
+        return self._item(name, title, kind, d, d.value, tile=tile)
 
     def tile(self, name: str, g: Global, what: str) -> Item:
         M, N, K = self.problem
@@ -214,10 +212,6 @@ class Builder:
     def tv(self, name: str, title: str, by: Def, which: str) -> Item:
         tv = TV(by, which)
         return self._item(name, title, "tv", tv, tv.layout(), tile=tv.tile())
-
-    def ldsm(self, name: str, title: str, d: Def, tile: tuple[int, int]) -> Item:
-        """A (lane, value) -> index-in-tile layout computed from PTX's ldmatrix definition."""
-        return self._item(name, title, "ldsm", d, d.value, tile=tile)
 
     def partition(self, name: str, title: str, src, part: Part, exact: bool = True,
                   tile: tuple | None = None, owner_step: int = 1, nthreads: int = 0) -> Item:

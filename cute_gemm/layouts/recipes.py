@@ -162,8 +162,7 @@ def _copy_mma(b: Builder, macro: str, copies: dict[str, Def], smem: dict[str, De
             own, note = stage_of(op, cname) if stage_of else (smem[op], "")
             s = Smem(op, own)
             users = _users(ents, lambda a: (a[di], a[ci]) == (smacro, cname))
-            b.section(f"{op}: strides {smacro} = {fmt(g.strides(b.problem))}, copy {cname} "
-                      f"({users})")
+            b.section(f"{op}: strides {smacro} = {fmt(g.strides(b.problem))}, copy {cname} ({users})")
             pre, lo = f"{op}_{smacro}_{cname}/", op.lower()
             b.tile(f"{pre}g{op}", g, f"the CTA's (BLK_{ext},BLK_K,k) strip of {op}")
             if own != smem[op]:
@@ -195,18 +194,23 @@ def _copy_mma(b: Builder, macro: str, copies: dict[str, Def], smem: dict[str, De
                 f"outputs thread {t} computes", gC, Part(mma, "C"))
 
 
-VEC, SCALAR = CopyAtom(4), CopyAtom(1)     # 16-byte (uint128_t) and 4-byte copies of float
+def _copies(b: Builder, mn: dict[str, int], k: tuple[str, ...], scl: str, cap: int = 1 << 30) -> dict:
+    """The float TiledCopies of c2 / c3: 16-byte vectors along m or n (mn: name -> extent, at
+    most `cap` threads along it) and along k (names k), 4-byte ones ({scl}MN, {scl}K)."""
+    nt, q, vec, one = b.nthreads, b.tiler[2] // 4, CopyAtom(4), CopyAtom(1)
+    out = {n: TiledCopy(vec, make_layout((min(e // 4, cap), nt // min(e // 4, cap))), make_layout((4, 1)))
+           for n, e in mn.items()}
+    out.update(dict.fromkeys(k, TiledCopy(vec, Layout((nt // q, q), (q, 1)), make_layout((1, 4)))))
+    out[f"{scl}MN"] = TiledCopy(one, make_layout((32, nt // 32)))
+    out[f"{scl}K"] = TiledCopy(one, Layout((nt // 8, 8), (8, 1)))
+    return out
 
 
 @recipe("cute/c2_tiled.cu")
 def _c2(b: Builder) -> None:
     bM, bN, bK = b.tiler
-    nt, pad = b.nthreads, 4                                # c2_tiled.cu: SMEM_PAD 4
-    copies = {f"VecMN<{m}>": TiledCopy(VEC, make_layout((e // 4, nt // (e // 4))), make_layout((4, 1)))
-              for m, e in (("BLK_M", bM), ("BLK_N", bN))}
-    copies["VecK"] = TiledCopy(VEC, Layout((nt // (bK // 4), bK // 4), (bK // 4, 1)), make_layout((1, 4)))
-    copies["SclMN"] = TiledCopy(SCALAR, make_layout((32, nt // 32)))
-    copies["SclK"] = TiledCopy(SCALAR, Layout((nt // 8, 8), (8, 1)))
+    pad = 4                                                # c2_tiled.cu: SMEM_PAD 4
+    copies = _copies(b, {"VecMN<BLK_M>": bM, "VecMN<BLK_N>": bN}, ("VecK",), "Scl")
     smem = {"A": Def("smem_layout_a()", Layout((bM, bK), (1, bM + pad))),
             "B": Def("smem_layout_b()", Layout((bN, bK), (1, bN + pad)))}
     mma = Def("tiled_mma()", TiledMMA(UNIVERSAL_FMA, make_layout((16, 16, 1))))
@@ -222,11 +226,8 @@ def _padded(ext: int, bk: int, bufs: int, pad: int) -> Layout:
 @recipe("cute/c3_multistage.cu")
 def _c3_multistage(b: Builder) -> None:
     bM, bN, bK = b.tiler
-    nt, P, pad = b.nthreads, b.d["STAGES"], 4                 # c3_multistage.cu: SMEM_PAD 4
-    copies = {f"CpVecMN<{m}>": TiledCopy(VEC, make_layout((e // 4, nt // (e // 4))), make_layout((4, 1)))
-              for m, e in (("BLK_M", bM), ("BLK_N", bN))}
-    copies["CpSclMN"] = TiledCopy(SCALAR, make_layout((32, nt // 32)))
-    copies["CpSclK"] = TiledCopy(SCALAR, Layout((nt // 8, 8), (8, 1)))
+    P, pad = b.d["STAGES"], 4                                 # c3_multistage.cu: SMEM_PAD 4
+    copies = _copies(b, {"CpVecMN<BLK_M>": bM, "CpVecMN<BLK_N>": bN}, (), "CpScl")
     # gemm_multistage builds its smem ring and TiledMMA in its body: the recipe gives those
     # expressions verbatim, over its local tile sizes
     b.locals += ["auto bM = Int<BLK_M>{};", "auto bN = Int<BLK_N>{};", "auto bK = Int<BLK_K>{};",
@@ -237,8 +238,7 @@ def _c3_multistage(b: Builder) -> None:
     mma = Def("make_tiled_mma(UniversalFMA<float, float, float, float>{}, Layout<Shape<_16, _16, _1>>{})",
               TiledMMA(UNIVERSAL_FMA, make_layout((16, 16, 1))), local=True)
     _copy_mma(b, "CG_MULTISTAGE_ENTRY", {k: Def(k + "{}", v) for k, v in copies.items()}, smem, mma,
-              f"(BLK,BLK_K,STAGES):(1,BLK+{pad},(BLK+{pad})*BLK_K), {P} stages of a ring "
-              "(grid: stage 0)")
+              f"(BLK,BLK_K,STAGES):(1,BLK+{pad},(BLK+{pad})*BLK_K), {P} stages of a ring (grid: stage 0)")
 
 
 @recipe("cute/c3_pipelined.cu")
@@ -248,20 +248,14 @@ def _c3(b: Builder) -> None:
     cfg = b.config
     bM, bN, bK = b.tiler
     P, tm, tn, wm = cfg.stages, cfg.thr_m, cfg.thr_n, WARP_M
-    nt, q, wn, kq = b.nthreads, bK // 4, 32 // wm, cfg.kq_layout
+    q, wn, kq = bK // 4, 32 // wm, cfg.kq_layout
     atom = Layout(((wm, tm // wm), (wn, tn // wn), 1), ((1, 32), (wm, 32 * (tm // wm)), 0))
     perm = [Layout((th, 4, e // (4 * th)), (4, 1, 4 * th)) for th, e in ((tm, bM), (tn, bN))]
     mma = Def("cg::PipeGeometry<Config>::TiledMma{}", TiledMMA(UNIVERSAL_FMA, atom, (*perm, None)))
-    copies = {name: TiledCopy(VEC, make_layout((min(e // 4, nt), nt // min(e // 4, nt))),
-                              make_layout((4, 1)))
-              for name, e in (("CpVecM", bM), ("CpVecN", bN))}
-    copies["CpSclMN"] = TiledCopy(SCALAR, make_layout((32, nt // 32)))
-    copies["CpSclK"] = TiledCopy(SCALAR, Layout((nt // 8, 8), (8, 1)))
-    for name in ("LdVecK", "CpVecK"):     # registers, or cp.async into k-major raw stages
-        copies[name] = TiledCopy(VEC, Layout((nt // q, q), (q, 1)), make_layout((1, 4)))
-    # VecK1, a single k-major operand's copy: CpVecK with Config::raw_k, else LdVecK
+    # k-major: LdVecK into registers, CpVecK (cp.async) into raw stages; VecK1, a single
+    # k-major operand's copy: CpVecK with Config::raw_k, else LdVecK
     k1 = "CpVecK" if cfg.raw_k else "LdVecK"
-    copies["VecK1"] = copies[k1]
+    copies = _copies(b, {"CpVecM": bM, "CpVecN": bN}, ("LdVecK", "CpVecK", "VecK1"), "CpScl", cap=b.nthreads)
 
     def stage(op: str, buf: str, quad: str) -> Def:
         """cg::StageLayout<Config, EXT, BUF, kQuad>: padded (EXT,BLK_K,BUF), or k-quads."""
@@ -338,8 +332,7 @@ def _c4(b: Builder) -> None:
     for major, fn in (("k", "smem_atom_k"), ("mn", "smem_atom_mn")):
         kmajor = major == "k"
         atom = Def(f"{fn}<bfloat16_t>()", swizzle_atom(nb, kmajor, ptr=False))
-        b.section(f"shared memory, {major}-major operands (16-bit entries): {fn}, "
-                  f"{stages}-stage ring")
+        b.section(f"shared memory, {major}-major operands (16-bit entries): {fn}, {stages}-stage ring")
         b.layout(f"{major}/atom", f"{fn}<bfloat16_t>(): 8 lines of 128 bytes, the 16-byte chunk "
                  "index XORed with the line index", atom)
         b.banks(f"{major}/atom_banks", "bank of each element of that atom: a line covers all 32 "
@@ -369,9 +362,8 @@ def _c4(b: Builder) -> None:
               "16-byte row address (PTX: lanes 8j..8j+7 address matrix j = A's register j)")
     for kmajor, atom in ((True, "SM75_U32x4_LDSM_N"), (False, "SM75_U16x8_LDSM_T")):
         d = Def(atom, ldsm_x4_a(kmajor), local=True)     # the copy atom the mainloop names
-        b.ldsm(f"ldsm_A_{'k' if kmajor else 'm'}", f"{atom}, "
-               f"{'k' if kmajor else 'm'}-major A: (lane, value) -> (M,K) of the "
-               "atom; the 8 values of a lane are the row it addresses", d, (16, 16))
+        b.layout(f"ldsm_A_{'k' if kmajor else 'm'}", f"{atom}, {'k' if kmajor else 'm'}-major A: (lane, value) -> "
+                 "(M,K) of the atom; the 8 values of a lane are the row it addresses", d, "ldsm", (16, 16))
 
 
 # ---- c5_wgmma, c6_wgmma_ws: SM90 GMMA, swizzled smem filled by TMA -------------------------------
