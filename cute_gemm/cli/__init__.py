@@ -20,7 +20,7 @@ from . import base, bench, check, compile, layouts, tune
 from .. import __version__, registry
 from ..build import cache
 from .base import (error, device_reason, kernel_or_auto, nonneg_int, one_line, positive_int,
-                   print_json, reset_warnings, save_log, show_warning)
+                   print_json, reset_warnings, save_log, show, show_warning)
 from ..base.errors import CompileError, CuteGemmError, NoDeviceError
 from ..perf.runner import time_kernel
 
@@ -84,11 +84,11 @@ def _cmd_run(args) -> int:
 def _cmd_cache(args) -> int:
     if args.action == "clear":
         n = cache.clear()
-        print_json({"removed": n, "dir": str(cache.cache_dir())}) if args.json else print(
-            f"removed {n} cached cubins from {cache.cache_dir()}")
-        return 0
-    info = cache.info()
-    print_json(info) if args.json else print("\n".join(f"{k:<16}{v}" for k, v in info.items()))
+        show(args.json, {"removed": n, "dir": str(cache.cache_dir())},
+             lambda: f"removed {n} cached cubins from {cache.cache_dir()}")
+    else:
+        info = cache.info()
+        show(args.json, info, lambda: "\n".join(f"{k:<16}{v}" for k, v in info.items()))
     return 0
 
 
@@ -186,6 +186,3 @@ def main(argv: Sequence[str] | None = None) -> int:
               "CUTE_GEMM_DEBUG=1 shows the traceback: please report it)", file=sys.stderr)
         return 1
 
-
-if __name__ == "__main__":
-    sys.exit(main())

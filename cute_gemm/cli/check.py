@@ -148,13 +148,13 @@ def offline_check(names: list[str] | None, arch: str, why: str, *, jobs: int | N
     # process while the workers compile: they fill a core whenever a compile is waited on
     found: list = []
     checker = threading.Thread(target=lambda: found.append(
-        self_check_all([k.name for k in cute_now], progress=False)), daemon=True)
+        self_check_all([k.name for k in cute_now])), daemon=True)
     checker.start()
     try:
         outcomes = compile_table(list(plan), [arch], jobs, progress, plan=plan)
     finally:
         checker.join()
-    layouts = found[0] if found else self_check_all([k.name for k in cute_now], progress=False)
+    layouts = found[0] if found else self_check_all([k.name for k in cute_now])
     failed = [o for o in outcomes if o.origin == "failed"]
     compiled = [o for o in outcomes if o.origin not in ("failed", "skipped")]
     probs = {(o.kernel, e): p for o in compiled

@@ -14,33 +14,23 @@ from typing import Sequence
 
 from .. import layouts as L
 from .. import registry
-from .base import Progress, error, kernel_name, nonneg_int, print_json, shape_mnk
+from .base import error, kernel_name, nonneg_int, print_json, shape_mnk
 from ..layouts import analysis, draw
 
 FORMATS = ("text", "svg", "png")
 
 
-def self_check(kernel, problem=None, thread=None) -> tuple[int, list[str]]:
+def self_check(kernel) -> tuple[int, list[str]]:
     """(layouts checked, problems) of one CuTe kernel: layouts.analysis.check."""
     try:
-        rec = L.build(kernel, problem or L.PROBLEM, L.THREAD if thread is None else thread)
+        rec = L.build(kernel)
     except KeyError as e:
         return 0, [str(e).strip("'\"")]
     return len(list(rec.items())), analysis.check(rec)
 
 
-def self_check_all(names: Sequence[str], progress: bool | None = None) -> list[dict]:
-    bar = Progress(len(names), progress, verb="checking layouts of")
-    out = []
-    try:
-        for n in names:
-            bar.start(n)
-            count, problems = self_check(registry.get(n))
-            out.append({"kernel": n, "layouts": count, "problems": problems})
-            bar.finish(n, "ok" if not problems else f"{len(problems)} problems")
-    finally:
-        bar.close()
-    return out
+def self_check_all(names: Sequence[str]) -> list[dict]:
+    return [dict(zip(("kernel", "layouts", "problems"), (n, *self_check(registry.get(n))))) for n in names]
 
 
 def summary(kernel, rec) -> str:

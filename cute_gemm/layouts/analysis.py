@@ -1,43 +1,8 @@
-"""Who owns which element of a partitioned tile, the bank map of a swizzled layout, the TMA
-boxes that fill a stage, and `check`: the self-check `cute-gemm check` runs per CuTe kernel."""
+"""The bank map of a swizzled layout, the TMA boxes that fill a stage, and `check`: the
+self-check `cute-gemm check` runs per CuTe kernel."""
 from __future__ import annotations
 
-from .algebra import (Layout, View, cosize, fmt, get, make_layout, product_each, rank, size, value,
-                      values)
-
-
-def owners(part, tile: tuple, nthreads: int, step: int = 1) -> list[list[int]]:
-    """Per element of a (rows, cols) tile (column-major), the threads (0, step, ... <
-    nthreads) whose partition `part(view, t)` holds it."""
-    src = View(make_layout(tuple(tile)))
-    own: list[list[int]] = [[] for _ in range(tile[0] * tile[1])]
-    for t in range(0, nthreads, step):
-        p = part(src, t)
-        for v in values(p.layout):
-            own[int(p.offset) + v].append(t)
-    return own
-
-
-def values_of(part, tile: tuple, t: int) -> dict[tuple[int, int], int]:
-    """Thread t's partition of a (rows, cols) tile: (row, col) -> its value index."""
-    rows, cols = tile
-    p = part(View(make_layout((rows, cols))), t)
-    base = int(p.offset)
-    return {((base + v) % rows, (base + v) // rows): i for i, v in enumerate(values(p.layout))}
-
-
-def tv_cells(tv: Layout, tile: tuple) -> dict[tuple[int, int], list[tuple[int, int]]]:
-    """A TV layout over a (rows, cols) tile: (row, col) -> the (thread, value) pairs there."""
-    rows, _ = tile
-    nt, nv = (int(x) for x in product_each(tv.shape)[:2])
-    # a (thread, value) layout: tv(t, v) is its linear index t + nt * v (colexicographic)
-    flat = values(tv) if rank(tv) == 2 else None
-    out: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    for t in range(nt):
-        for v in range(nv):
-            idx = flat[t + nt * v] if flat is not None else value(tv, t, v)
-            out.setdefault((idx % rows, idx // rows), []).append((t, v))
-    return out
+from .algebra import cosize, fmt, get, product_each, rank, size, value
 
 
 def _grid0(layout):

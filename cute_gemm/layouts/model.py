@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from . import analysis
-from .algebra import Dyn, Layout, Swizzled, TiledCopy, TiledMMA, View, local_partition, local_tile, rank
+from .algebra import (Dyn, Layout, Swizzled, TiledCopy, TiledMMA, View, local_partition, local_tile,
+                      make_layout, product_each, rank, value, values)
 
 PROBLEM = (256, 256, 256)     # representative (M, N, K), all operands row-major
 THREAD = 37                   # the thread whose partitions are shown (not 0: nonzero coords)
@@ -144,15 +145,31 @@ class Item:
         return self.layout if r == 2 else self.layout(None, None, 0) if r == 3 else None
 
     def owners(self) -> list[list[int]]:
+        """Per element of the tile (column-major), the threads (0, owner_step, ... <
+        nthreads) whose partition holds it."""
         if self._owners is None:
-            self._owners = analysis.owners(self.part, self.tile, self.nthreads, self.owner_step)
+            src, self._owners = View(make_layout(tuple(self.tile))), [[] for _ in range(self.tile[0] * self.tile[1])]
+            for t in range(0, self.nthreads, self.owner_step):
+                p = self.part(src, t)
+                for v in values(p.layout):
+                    self._owners[int(p.offset) + v].append(t)
         return self._owners
 
     def values_of(self, t: int) -> dict[tuple[int, int], int]:
-        return analysis.values_of(self.part, self.tile, t)
+        """Thread t's partition of the tile: (row, col) -> its value index."""
+        p, rows = self.part(View(make_layout(tuple(self.tile))), t), self.tile[0]
+        return {divmod(int(p.offset) + v, rows)[::-1]: i for i, v in enumerate(values(p.layout))}
 
     def tv_cells(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
-        return analysis.tv_cells(self.layout, self.tile)
+        """A TV layout over the tile: (row, col) -> the (thread, value) pairs there."""
+        nt, nv = (int(x) for x in product_each(self.layout.shape)[:2])
+        # a (thread, value) layout: tv(t, v) is its linear index t + nt * v (colexicographic)
+        flat = values(self.layout) if rank(self.layout) == 2 else None
+        out: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        for t, v in ((t, v) for t in range(nt) for v in range(nv)):
+            idx = flat[t + nt * v] if flat is not None else value(self.layout, t, v)
+            out.setdefault(divmod(idx, self.tile[0])[::-1], []).append((t, v))
+        return out
 
 
 @dataclass
