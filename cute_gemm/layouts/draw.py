@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
-from .algebra import fmt, get, rank, size, value, values
+from .algebra import fmt, get, rank, size, values
 from .model import Item
 
 GREY = "#eeeeee"
@@ -48,12 +48,10 @@ def grid_of(it: Item) -> Grid:
     if it.kind in ("layout", "thread"):
         g = it.grid_layout()
         rows, cols = int(size(get(g.shape, 0))), int(size(get(g.shape, 1)))
-        flat = values(g) if rank(g) == 2 else None       # g(r, c) at index r + rows * c
-        for r in range(rows):
-            for c in range(cols):
-                v = flat[r + rows * c] if flat is not None else value(g, r, c)
-                cells[(r, c)] = (Cell(thread_colour(v), f"T{v}") if it.kind == "thread" else
-                                 Cell(thread_colour(v % 32), str(v)))
+        flat = values(g)                                 # g(r, c) at index r + rows * c
+        for r, c in ((r, c) for r in range(rows) for c in range(cols)):
+            v = flat[r + rows * c]
+            cells[(r, c)] = Cell(thread_colour(v), f"T{v}") if it.kind == "thread" else Cell(thread_colour(v % 32), str(v))
         legend = ("cell = thread index; colour = thread" if it.kind == "thread" else
                   "cell = offset; colour = offset mod 32 (shared-memory bank of a 4-byte word)")
         if rank(it.layout) == 3:

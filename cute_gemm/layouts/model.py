@@ -11,7 +11,7 @@ from typing import Iterable
 
 from . import analysis
 from .algebra import (Dyn, Layout, Swizzled, TiledCopy, TiledMMA, View, local_partition, local_tile,
-                      make_layout, product_each, rank, value, values)
+                      make_layout, product_each, rank, values)
 
 PROBLEM = (256, 256, 256)     # representative (M, N, K), all operands row-major
 THREAD = 37                   # the thread whose partitions are shown (not 0: nonzero coords)
@@ -163,12 +163,10 @@ class Item:
     def tv_cells(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
         """A TV layout over the tile: (row, col) -> the (thread, value) pairs there."""
         nt, nv = (int(x) for x in product_each(self.layout.shape)[:2])
-        # a (thread, value) layout: tv(t, v) is its linear index t + nt * v (colexicographic)
-        flat = values(self.layout) if rank(self.layout) == 2 else None
+        flat = values(self.layout)          # tv(t, v) at linear index t + nt * v (colexicographic)
         out: dict[tuple[int, int], list[tuple[int, int]]] = {}
         for t, v in ((t, v) for t in range(nt) for v in range(nv)):
-            idx = flat[t + nt * v] if flat is not None else value(self.layout, t, v)
-            out.setdefault(divmod(idx, self.tile[0])[::-1], []).append((t, v))
+            out.setdefault(divmod(flat[t + nt * v], self.tile[0])[::-1], []).append((t, v))
         return out
 
 
