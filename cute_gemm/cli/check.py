@@ -81,40 +81,26 @@ def cmd_check(args) -> int:
     return 0 if rep.ok else 1
 
 
-def representatives(kernels: list[registry.Kernel], arch_int: int,
-                    per_source: bool = True) -> list[registry.Kernel]:
-    """The kernels a quick check compiles one entry point of: per source (a source's kernels
-    differ in tiles and knobs, not in code NVRTC could reject) the first that runs on
-    `arch_int` (else the first, reported skipped); without per_source every kernel given."""
-    if not per_source:
-        return list(kernels)
+def representatives(kernels: list[registry.Kernel], arch_int: int) -> list[registry.Kernel]:
+    """Per kernel source, the first kernel that runs on `arch_int` (else the first, reported
+    skipped): a source's kernels differ in tiles and knobs, not in code NVRTC could reject."""
     by_source: dict[str, registry.Kernel] = {}
     for k in kernels:
-        have = by_source.get(k.source)
-        if have is None or (not have.runs_on(arch_int) and k.runs_on(arch_int)):
+        if k.source not in by_source or (not by_source[k.source].runs_on(arch_int) and k.runs_on(arch_int)):
             by_source[k.source] = k
     return [k for k in kernels if by_source.get(k.source) is k]
 
 
-def quick_plan(kernels: list[registry.Kernel], arch_int: int, per_source: bool
-               ) -> dict[str, list[tuple[str, ...] | None]]:
-    """kernel name -> [its first variant's entry point (leading precision, row-major)]."""
-    return {k.name: [comp.select_entries(k, (k.variants[0].entry,))]
-            for k in representatives(kernels, arch_int, per_source)}
-
-
-def picks_plan(arch_int: int) -> dict[str, list[tuple[str, ...] | None]]:
-    """The entry-point sets gemm()'s candidates on `arch_int` launch for row-major operands."""
-    cands = list(dict.fromkeys(k.name for p in registry.PRECISIONS
-                               for k in auto.candidates(p, arch_int=arch_int)))
-    return compile_cli.layout_plan(cands, ["nn"], None)
-
-
-def merge(*plans: dict) -> dict[str, list]:
-    out: dict[str, dict] = {}
-    for n, sets in ((n, sets) for plan in plans for n, sets in plan.items()):
-        out.setdefault(n, {}).update(dict.fromkeys(sets))
-    return {n: ([None] if None in d else list(d)) for n, d in out.items()}   # None: the whole kernel
+def quick_plan(kernels: list[registry.Kernel], gpu_arch: int | None) -> dict[str, list]:
+    """kernel name -> [its first variant's entry point (leading precision, row-major)], and
+    with `gpu_arch` the entry points gemm()'s candidates there launch for row-major operands
+    (a whole kernel, None, includes every selection of it)."""
+    out = {k.name: {comp.select_entries(k, (k.variants[0].entry,)): 1} for k in kernels}
+    if gpu_arch is not None:
+        cands = dict.fromkeys(k.name for p in registry.PRECISIONS for k in auto.candidates(p, arch_int=gpu_arch))
+        for n, sets in compile_cli.layout_plan(list(cands), ["nn"], None).items():
+            out.setdefault(n, {}).update(dict.fromkeys(sets))
+    return {n: ([None] if None in d else list(d)) for n, d in out.items()}
 
 
 def offline_check(names: list[str] | None, arch: str, why: str, *, jobs: int | None = None,
@@ -135,20 +121,18 @@ def offline_check(names: list[str] | None, arch: str, why: str, *, jobs: int | N
     if bad_arch := compile_cli.unsupported_arch(arch):
         return error(f"NVRTC cannot compile for {arch}: {bad_arch}", "cute-gemm check")
     num = compile_cli.arch_number(arch)
-    plan = {k.name: [None] for k in chosen} if everything else quick_plan(chosen, num, not named)
-    if gpu_arch == num and not everything:
-        plan = merge(plan, picks_plan(gpu_arch))
+    plan = ({k.name: [None] for k in chosen} if everything else
+            quick_plan(chosen if named else representatives(chosen, num), gpu_arch if gpu_arch == num else None))
     if not as_json:
-        print(f"no GPU: compiling for {arch} and checking what needs no GPU (the GPU "
-              "cross-check is not run)", flush=True)
+        print(f"no GPU: compiling for {arch} and checking what needs no GPU (the GPU cross-check is not run)",
+              flush=True)
     # (a composed kernel's layouts are those of the GEMM it runs: Kernel.gemm_of)
     cute = [k for k in registered if k.family == "cute" and k.gemm_of is None]
     cute_now = cute if everything or named else representatives(cute, num)
     # the layout self-checks (pure Python, ~20 s for one kernel per source) run in this
     # process while the workers compile: they fill a core whenever a compile is waited on
     found: list = []
-    checker = threading.Thread(target=lambda: found.append(
-        self_check_all([k.name for k in cute_now])), daemon=True)
+    checker = threading.Thread(target=lambda: found.append(self_check_all([k.name for k in cute_now])), daemon=True)
     checker.start()
     try:
         outcomes = compile_table(list(plan), [arch], jobs, progress, plan=plan)
@@ -157,26 +141,27 @@ def offline_check(names: list[str] | None, arch: str, why: str, *, jobs: int | N
     layouts = found[0] if found else self_check_all([k.name for k in cute_now])
     failed = [o for o in outcomes if o.origin == "failed"]
     compiled = [o for o in outcomes if o.origin not in ("failed", "skipped")]
-    probs = {(o.kernel, e): p for o in compiled
-             for e, p in resource_problems(kernel_of(o.kernel), o.resources, o.entries).items()}
+    probs = {(o.kernel, e): p for o in compiled for e, p in resource_problems(kernel_of(o.kernel), o.resources,
+                                                                               o.entries).items()}
     layout_probs = [p for r in layouts for p in r["problems"]]
     ok = not failed and not probs and not layout_probs
     n_entries = sum(len(o.entries or kernel_of(o.kernel).entries) for o in compiled)
     runnable = [k for k in chosen if k.runs_on(num)]
     n_all = sum(len(k.entries) for k in runnable)
-    what = (f"{len(registered)} registered kernel{'s' if len(registered) != 1 else ''} "
-            "(`cute-gemm list`)" + (f" and {len(internal)} GEMM{'s' if len(internal) > 1 else ''} "
-                                    "run inside composed kernels (" + ", ".join(k.name for k in internal)
-                                    + ")" if internal else ""))
+    what = (f"{len(registered)} registered kernel{'s' if len(registered) != 1 else ''} (`cute-gemm list`)"
+            + (f" and {len(internal)} GEMM{'s' if len(internal) > 1 else ''} run inside composed kernels ("
+               + ", ".join(k.name for k in internal) + ")" if internal else ""))
     scope = ("every entry point" if everything else
              "one entry point per kernel" if named else
              f"one entry point per kernel source ({len({k.source for k in chosen})} sources)")
-    more = [] if everything else (
-        [f"{n_all - n_entries} more entry points (all {n_all} of the {len(runnable)} kernels that "
-         f"run on {arch})"] * (n_all > n_entries)
-        + [f"the layout self-checks of {len(cute) - len(cute_now)} more CuTe kernels"] * (len(cute) > len(cute_now)))
+    more = [] if everything else [m for yes, m in (
+        (n_all > n_entries, f"{n_all - n_entries} more entry points (all {n_all} of the {len(runnable)} kernels "
+                            f"that run on {arch})"),
+        (len(cute) > len(cute_now), f"the layout self-checks of {len(cute) - len(cute_now)} more CuTe kernels"))
+        if yes]
     not_run = [f"the GPU cross-check (each kernel against float64 and the others) needs a CUDA GPU: {why}"]
-    not_run += ["`cute-gemm check --all` adds " + " and ".join(more) + " (tens of CPU-minutes of NVRTC)"] * bool(more)
+    if more:
+        not_run.append("`cute-gemm check --all` adds " + " and ".join(more) + " (tens of CPU-minutes of NVRTC)")
     show(as_json, {"gpu": False, "reason": why, "arch": arch, "ok": ok, "all": everything,
                    "kernels": {"registered": [k.name for k in registered], "internal": [k.name for k in internal]},
                    "entries": {"compiled": n_entries, "all": n_all},
@@ -185,25 +170,18 @@ def offline_check(names: list[str] | None, arch: str, why: str, *, jobs: int | N
     report_failures(outcomes, "cute-gemm check")
     if as_json:
         return 0 if ok else 1
-    print(f"\nkernels: {what}")
-    print(f"compile: {scope}: {n_entries} entry points of {len(compiled)} kernels for {arch}"
-          + (" (with what gemm()'s picks launch on this GPU)" if gpu_arch == num and not everything
-             else "") + (f", {len(failed)} FAILED" if failed else ""))
-    print(f"registers and spills: {n_entries} entry points, "
-          + ("all within limits" if not probs else f"{len(probs)} over a limit (see the check column)"))
-    if layouts:
-        n = sum(r["layouts"] for r in layouts)
-        print(f"layout self-checks: {len(layouts)} CuTe kernel{'s' if len(layouts) > 1 else ''}, "
-              f"{n} layouts: "
-              + ("all pass (partitions cover their tiles, TV layouts land in their tiles, thread "
-                 "layouts are bijections, tiles match the registry)" if not layout_probs else
-                 f"{len(layout_probs)} problems"))
-        for p in layout_probs:
-            print(f"  {p}")
-    else:
-        print("layout self-checks: none (no CuTe kernel chosen)")
-    for line in not_run:
-        print(f"NOT RUN: {line}")
-    print(f"check without a GPU: {'PASS' if ok else 'FAIL'} (compile, resources, layouts; "
-          "nothing was run on a GPU)")
+    n = sum(r["layouts"] for r in layouts)
+    print("\n".join([
+        f"\nkernels: {what}",
+        f"compile: {scope}: {n_entries} entry points of {len(compiled)} kernels for {arch}"
+        + (" (with what gemm()'s picks launch on this GPU)" if gpu_arch == num and not everything else "")
+        + (f", {len(failed)} FAILED" if failed else ""),
+        f"registers and spills: {n_entries} entry points, "
+        + ("all within limits" if not probs else f"{len(probs)} over a limit (see the check column)"),
+        f"layout self-checks: {len(layouts)} CuTe kernel{'s' if len(layouts) > 1 else ''}, {n} layouts: "
+        + ("all pass (partitions cover their tiles, TV layouts land in their tiles, thread layouts are "
+           "bijections, tiles match the registry)" if not layout_probs else f"{len(layout_probs)} problems")
+        if layouts else "layout self-checks: none (no CuTe kernel chosen)",
+        *(f"  {p}" for p in layout_probs), *(f"NOT RUN: {line}" for line in not_run),
+        f"check without a GPU: {'PASS' if ok else 'FAIL'} (compile, resources, layouts; nothing was run on a GPU)"]))
     return 0 if ok else 1

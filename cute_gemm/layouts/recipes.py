@@ -418,9 +418,9 @@ def _register_operand(b: Builder) -> None:
             "extent first)", sdef, box, False)
 
 
-def _gmma(b: Builder, consumers: int, parts: int, cpp) -> None:
-    """cpp: the kernel's C++ names: stage(prec, op, major, bk) -> its OperandTile type, mma ->
-    its TiledMMA expression (no nvcc program evaluates these yet: tests/test_layouts.py)."""
+def _gmma(b: Builder, consumers: int, parts: int, stage_cpp: Callable[..., str], mma_cpp: str) -> None:
+    """The kernel's C++ names: stage_cpp(prec, op, major, bk), its OperandTile type; mma_cpp, its
+    TiledMMA expression (no nvcc program evaluates these yet: tests/test_layouts.py)."""
     bm, bn, _ = b.tiler
     t = b.thread
     nthr = 128 * consumers                           # the TiledMMA's threads (the consumers)
@@ -443,7 +443,7 @@ def _gmma(b: Builder, consumers: int, parts: int, cpp) -> None:
                 box, row = boxes.pop(), rows.pop()
                 bk = row // nb                          # a k-tile: one swizzle row of k
                 stages = b.config.stages if b.config is not None else b.d["STAGES"]
-                tile = cpp.stage(prec, op, "K" if kmajor else "MN", bk)
+                tile = stage_cpp(prec, op, "K" if kmajor else "MN", bk)
                 atom = swizzle_atom(nb, kmajor, row)
                 order = (1, 2, 3) if kmajor else (2, 1, 3)   # sm90_operand.cuh: mn-major slabs k first
                 sdef = Def(f"{tile}::Layout{{}}", tile_to_shape(atom, (ext, bk, stages), order))
@@ -473,7 +473,7 @@ def _gmma(b: Builder, consumers: int, parts: int, cpp) -> None:
     # the TiledMMA of the 16-bit k-major entries, else of the tf32 one (the C fragment is the
     # same for every entry)
     atom_n = bn                                       # ss_op_selector: one wgmma of N = BLK_N
-    mma = Def(cpp.mma, TiledMMA(gmma_ss(atom_n, mma_k["A"]), make_layout((consumers, 1, 1))),
+    mma = Def(mma_cpp, TiledMMA(gmma_ss(atom_n, mma_k["A"]), make_layout((consumers, 1, 1))),
               local=True)
     gC, sA, sB = Global("C"), Smem("A", mma_stage["A"]), Smem("B", mma_stage["B"])
     wg = "a warpgroup" if consumers == 1 else f"each of {consumers} consumer warpgroups"
@@ -496,35 +496,21 @@ def _gmma(b: Builder, consumers: int, parts: int, cpp) -> None:
                 exact=consumers == 1, tile=(bn, kt), owner_step=128, nthreads=nthr)
 
 
-class _C5:
-    """c5_wgmma.cu's names: -D BLK_M, BLK_N, STAGES; kBlkK = 128 / sizeof(T)."""
-    mma = "make_tiled_mma(GMMA::ss_op_selector<T, T, float, Shape<_64, Int<BLK_N>, Int<kBlkK>>, MajA, MajB>())"
-
-    @staticmethod
-    def stage(prec: str, op: str, major: str, bk: int) -> str:
-        ext = "BLK_M" if op == "A" else "BLK_N"
-        return f"cg::sm90::OperandTile<{_cpp(prec)}, GMMA::Major::{major}, {ext}, {bk}, STAGES>"
-
-
-class _C6:
-    """c6_wgmma_ws.cu's names: its struct Config (ladder_hopper.WgmmaWsConfig)."""
-    mma = ("make_tiled_mma(GMMA::ss_op_selector<T, T, float, Shape<_64, Int<kBlkN>, Int<kBlkK>>, "
-           "MajA, MajB>(), Layout<Shape<Int<Config::consumers>, _1, _1>>{})")
-
-    @staticmethod
-    def stage(prec: str, op: str, major: str, bk: int) -> str:
-        ext, parts = ("Config::blk_m", "1") if op == "A" else ("Config::blk_n", "Config::cluster_m")
-        return (f"cg::sm90::OperandTile<{_cpp(prec)}, GMMA::Major::{major}, {ext}, {bk}, "
-                f"Config::stages, {parts}, Config::k_bytes>")
-
-
 @recipe("cute/c5_wgmma.cu")
 def _c5(b: Builder) -> None:
-    _gmma(b, consumers=b.nthreads // 128, parts=1, cpp=_C5)
+    """c5_wgmma.cu's names: -D BLK_M, BLK_N, STAGES; kBlkK = 128 / sizeof(T)."""
+    _gmma(b, b.nthreads // 128, 1, lambda prec, op, major, bk: f"cg::sm90::OperandTile<{_cpp(prec)}, "
+          f"GMMA::Major::{major}, BLK_{'M' if op == 'A' else 'N'}, {bk}, STAGES>",
+          "make_tiled_mma(GMMA::ss_op_selector<T, T, float, Shape<_64, Int<BLK_N>, Int<kBlkK>>, MajA, MajB>())")
 
 
 @recipe("cute/c6_wgmma_ws.cu")
 def _c6(b: Builder) -> None:
-    cfg = b.config
-    _gmma(b, consumers=cfg.consumers, parts=cfg.cluster_m, cpp=_C6)
+    """c6_wgmma_ws.cu's names: its struct Config (ladder_hopper.WgmmaWsConfig)."""
+    _gmma(b, b.config.consumers, b.config.cluster_m, lambda prec, op, major, bk: (
+          f"cg::sm90::OperandTile<{_cpp(prec)}, GMMA::Major::{major}, "
+          + ("Config::blk_m, " if op == "A" else "Config::blk_n, ") + f"{bk}, Config::stages, "
+          + ("1" if op == "A" else "Config::cluster_m") + ", Config::k_bytes>"),
+          "make_tiled_mma(GMMA::ss_op_selector<T, T, float, Shape<_64, Int<kBlkN>, Int<kBlkK>>, "
+          "MajA, MajB>(), Layout<Shape<Int<Config::consumers>, _1, _1>>{})")
     _register_operand(b)
