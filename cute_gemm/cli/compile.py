@@ -43,12 +43,6 @@ def kernel_of(name: str) -> registry.Kernel:
     return UTIL if name == UTIL.name else registry.find(name)
 
 
-def composed_gemm(name: str) -> tuple[str, ...]:
-    """The GEMM kernel `name` runs after its pre-pass, if it is a composed kernel."""
-    g = registry.get(name).gemm_of if name in registry.names() else None
-    return (g.kernel.name,) if g is not None else ()
-
-
 # (kernel name, arch, the entry points to compile or None for all of them)
 Job = tuple[str, str, "tuple[str, ...] | None"]
 
@@ -248,12 +242,12 @@ def report_failures(outcomes: list[Outcome], prog: str) -> None:
 
 
 def cmd_compile(args) -> int:
-    names = ([k.name for k in registry.compiled()] if args.all or not args.kernels
-             else list(dict.fromkeys(args.kernels)))
-    layouts = (None if args.layout is None else
-               list(registry.LAYOUTS) if args.layout == "all" else [args.layout])
+    names = [k.name for k in registry.compiled()] if args.all or not args.kernels else args.kernels
+    layouts = None if args.layout is None else list(registry.LAYOUTS) if args.layout == "all" else [args.layout]
     if layouts is None:   # a composed kernel whole: its GEMM too (--layout: what its calls launch)
-        names = list(dict.fromkeys(x for n in names for x in (n, *composed_gemm(n))))
+        gemm = {k.name: (k.gemm_of.kernel.name,) for k in registry.kernels() if k.gemm_of is not None}
+        names = [x for n in names for x in (n, *gemm.get(n, ()))]
+    names = list(dict.fromkeys(names))
     if args.precision and not layouts:
         return error("--precision chooses among the entry points of --layout: give --layout too",
                      "cute-gemm compile")

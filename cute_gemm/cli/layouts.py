@@ -70,8 +70,10 @@ def run(kernels: list[str] | None = None, fmt: str | None = None, out: str | Non
     chosen = [registry.get(n) for n in kernels] if kernels else cute
     composed = [k for k in chosen if k.gemm_of is not None]
     if composed:     # a pre-pass and another kernel's GEMM: the layouts are that GEMM's
-        return fail("; ".join(f"{k.name} runs {k.gemm_of.kernel}'s GEMM after a pre-pass: "
-                              f"see `cute-gemm layouts {k.gemm_of.kernel}`" for k in composed))
+        return fail("; ".join(f"{k.name} runs {k.gemm_of.kernel.name}'s GEMM after a pre-pass, a "
+                              f"{k.gemm_of.kernel.source} kernel: see `cute-gemm layouts "
+                              f"{next(x.name for x in cute if x.source == k.gemm_of.kernel.source)}`"
+                              for k in composed))
     bad = [k.name for k in chosen if k.family != "cute"]
     if bad:
         return fail(f"{', '.join(bad)} {'is not a CuTe kernel' if len(bad) == 1 else 'are not CuTe kernels'} "
