@@ -20,34 +20,30 @@ from .layouts import self_check_all
 
 def register(sub) -> None:
     s = sub.add_parser(
-        "check", help="cross-check kernels on the GPU; without one, compile them and check "
-                      "their resources and layouts",
-        description="With a GPU: every kernel against a float64 reference and against each "
-                    "other. Without one (or with --no-gpu): compile for --arch one entry point "
-                    "per kernel source (one per kernel named; with a GPU, also what gemm()'s "
-                    "picks launch on it), check registers and spills, run the layout "
-                    "self-checks, and say what was not run and what --all adds.")
+        "check", help="cross-check kernels on the GPU; without one, compile them and check their resources and "
+                      "layouts",
+        description="With a GPU: every kernel against a float64 reference and against each other. Without one (or "
+                    "with --no-gpu): compile for --arch one entry point per kernel source (one per kernel named; "
+                    "with a GPU, also what gemm()'s picks launch on it), check registers and spills, run the "
+                    "layout self-checks, and say what was not run and what --all adds.")
     s.add_argument("kernels", nargs="*", type=kernel_or_auto, metavar="KERNEL",
                    help="kernels to check, auto for gemm()'s choice (default: all, and auto)")
     s.add_argument("--kernels", dest="kernel_list", nargs="+", type=kernel_or_auto, metavar="KERNEL",
                    help="the same as naming them positionally")
-    s.add_argument("--shape", action="append", type=shape_mnk, metavar="MxNxK",
-                   help="problem shape, repeatable (default: " + ", ".join(
-                       "x".join(map(str, d)) for d in check.DEFAULT_SHAPES) + ")")
+    s.add_argument("--shape", action="append", type=shape_mnk, metavar="MxNxK", help="problem shape, "
+                   f"repeatable (default: {', '.join('x'.join(map(str, d)) for d in check.DEFAULT_SHAPES)})")
     s.add_argument("--alpha", type=finite_float, default=1.0, help="C = alpha A B + beta C (default 1)")
     s.add_argument("--beta", type=finite_float, default=0.0, help="(default 0: C is not read)")
     s.add_argument("--exact", action="store_true", help="small-integer inputs, bitwise agreement")
     s.add_argument("--layout", default="nn", choices=registry.LAYOUTS,
                    help="op(A) op(B): t passes that operand as a transposed view (default nn)")
     s.add_argument("--seed", type=nonneg_int, help="seed of the random inputs (default: fresh)")
-    s.add_argument("--arch", type=arch_name,
-                   help=f"without a GPU: the arch to compile for (default {DEFAULT_ARCH})")
-    s.add_argument("--no-gpu", action="store_true",
-                   help="do only the checks that need no GPU, even where there is one")
+    s.add_argument("--arch", type=arch_name, help=f"without a GPU: the arch to compile for (default {DEFAULT_ARCH})")
+    s.add_argument("--no-gpu", action="store_true", help="do only the checks that need no GPU, even where there is one")
     s.add_argument("--all", action="store_true",
-                   help="without a GPU: compile every entry point of every kernel (~25 "
-                        "CPU-minutes of NVRTC cold) and check every CuTe kernel's layouts "
-                        "(default: one entry point per kernel source, ~2 minutes on 2 cores)")
+                   help="without a GPU: compile every entry point of every kernel (~25 CPU-minutes of NVRTC cold) "
+                        "and check every CuTe kernel's layouts (default: one entry point per kernel source, ~2 "
+                        "minutes on 2 cores)")
     add_jobs_progress(s)
     s.add_argument("--json", action="store_true", help="JSON on stdout instead of tables")
     s.set_defaults(fn=cmd_check)

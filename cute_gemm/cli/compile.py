@@ -272,21 +272,18 @@ def cmd_compile(args) -> int:
 
 
 def register(sub) -> None:
-    s = sub.add_parser("compile", help="compile kernels with NVRTC and show registers, smem and "
-                                       "spills (no GPU needed)")
-    s.add_argument("kernels", nargs="*", type=kernel_name, metavar="KERNEL",
-                   help="kernels to compile (default: all)")
+    s = sub.add_parser("compile", help="compile kernels with NVRTC and show registers, smem and spills (no GPU "
+                                       "needed)")
+    s.add_argument("kernels", nargs="*", type=kernel_name, metavar="KERNEL", help="kernels to compile (default: all)")
     s.add_argument("--all", action="store_true", help="every registered kernel (the default)")
     s.add_argument("--arch", action="append", type=arch_name,
-                   help=f"sm_80, sm_90 ..., repeatable (default: the GPU's, or {DEFAULT_ARCH} "
-                        "without one)")
+                   help=f"sm_80, sm_90 ..., repeatable (default: the GPU's, or {DEFAULT_ARCH} without one)")
     s.add_argument("--layout", choices=registry.LAYOUTS + ("all",),
-                   help="only the entry points a call with A and B in this operand layout "
-                        "(contiguous, aligned) needs, with their stream-K twins and the kernels "
-                        "the call runs besides (default: every entry point)")
-    s.add_argument("--precision", type=precision_list, metavar="P[,P...]",
-                   help="with --layout: only these precisions (" + ", ".join(registry.PRECISIONS)
-                        + "; default: all the kernel computes)")
+                   help="only the entry points a call with A and B in this operand layout (contiguous, aligned) "
+                        "needs, with their stream-K twins and the kernels the call runs besides (default: every "
+                        "entry point)")
+    s.add_argument("--precision", type=precision_list, metavar="P[,P...]", help="with --layout: only these "
+                   f"precisions ({', '.join(registry.PRECISIONS)}; default: all the kernel computes)")
     add_jobs_progress(s)
     s.add_argument("--json", action="store_true", help="JSON on stdout instead of a table")
     s.set_defaults(fn=cmd_compile)

@@ -13,33 +13,31 @@ from .base import error, nonneg_int, positive_float, print_json, show
 from ..perf.tune import format_table, tune
 
 _DESCRIPTION = """\
-Time gemm()'s candidates (the kernels tagged "auto", and each on the transposed problem
-where M != N) on this GPU, each checked against float64 first, and write the table gemm()
-reads: by default the tuned table of this GPU and cute_gemm version in the cache folder,
-merged with the one there (rows of the same problem replaced). Everything, compiles
-included, fits --max-seconds; problems past it are listed as not measured. --show prints
+Time gemm()'s candidates (the kernels tagged "auto", and each on the transposed problem where M != N) on this
+GPU, each checked against float64 first, and write the table gemm() reads: by default the tuned table of this
+GPU and cute_gemm version in the cache folder, merged with the one there (rows of the same problem replaced).
+Everything, compiles included, fits --max-seconds; problems past it are listed as not measured. --show prints
 the tables gemm() consults on this GPU (without a GPU: every table found)."""
 
 
 def register(sub) -> None:
-    s = sub.add_parser("tune", help="measure gemm()'s candidates on this GPU and write its table "
-                                    "(needs a GPU; --show does not)", description=_DESCRIPTION)
+    s = sub.add_parser("tune", help="measure gemm()'s candidates on this GPU and write its table (needs a GPU; "
+                                    "--show does not)", description=_DESCRIPTION)
     s.add_argument("--size", action="append", type=parse_size_arg, metavar="N|MxNxK|sweep|grid|squares|odd",
-                   help="repeatable; default: sweep (the bench's sweep of shapes); the shipped "
-                        "tables hold sweep and grid")
+                   help="repeatable; default: sweep (the bench's sweep of shapes); the shipped tables hold sweep "
+                        "and grid")
     s.add_argument("--precision", default="fp32", type=parse_precisions_arg, metavar="P[,P...]|all",
                    help="fp32 (default), tf32, bf16, fp16, fp32_3xtf32, a comma list, or all")
     s.add_argument("--layouts", default="nn", type=parse_layouts_arg,
                    help="comma list of nn, tn, nt, tt or all (default nn)")
     s.add_argument("--max-seconds", type=positive_float, default=480.0,
                    help="time budget of the whole run, compiles included (default 480)")
-    s.add_argument("--out", metavar="FILE|DIR", help="write the table here (a folder: "
-                   "<gpu>.json in it, as the shipped tables in cute_gemm/tables/ are named)")
+    s.add_argument("--out", metavar="FILE|DIR", help="write the table here (a folder: <gpu>.json in it, as the "
+                   "shipped tables in cute_gemm/tables/ are named)")
     s.add_argument("--fresh", action="store_true", help="start a new table (default: merge)")
     s.add_argument("--seed", type=nonneg_int, default=0, help="seed of the random inputs")
     s.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
-    s.add_argument("--show", action="store_true",
-                   help="print the tables gemm() consults here, in order, and exit")
+    s.add_argument("--show", action="store_true", help="print the tables gemm() consults here, in order, and exit")
     s.add_argument("--json", action="store_true", help="with --show: JSON on stdout")
     s.set_defaults(fn=_cmd_tune)
 
