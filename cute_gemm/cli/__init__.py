@@ -76,8 +76,7 @@ def _cmd_run(args) -> int:
               f"{r['tflops']:.2f} TFLOP/s  gauge ratio {r['gauge_ratio']:.3g} ({r['status']})"
               + (f"; {r['message']}" if args.name == registry.AUTO else ""))
     else:   # checked before timing: a wrong kernel gets no speed figure
-        print(f"{args.name}: M={args.m} N={args.n} K={args.k}  {r['status']}: {r['message']} "
-              "(not timed)")
+        print(f"{args.name}: M={args.m} N={args.n} K={args.k}  {r['status']}: {r['message']} (not timed)")
     return 0 if r["status"] == "pass" else 1
 
 
@@ -164,8 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         str(e))
         return error(one_line(e) + (f"; full log: {path}" if path else ""))
     except NoDeviceError as e:
-        return error(device_reason(e) + "; `cute-gemm check` and `cute-gemm compile` work "
-                     "without a GPU")
+        return error(device_reason(e) + "; `cute-gemm check` and `cute-gemm compile` work without a GPU")
     except CuteGemmError as e:
         return error(one_line(e))
     except BrokenPipeError:       # `cute-gemm list | head`: the reader left; not an error

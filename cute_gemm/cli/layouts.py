@@ -147,9 +147,8 @@ def add_arguments(p) -> None:
                    help="text: every layout with CuTe's print_layout grid and the thread maps "
                         "(default: a short summary per kernel)")
     p.add_argument("--out", metavar="DIR",
-                   help="output folder: SVG pictures unless --format says otherwise (with "
-                        "--format text: one full dump per kernel; default: stdout, or ./layouts "
-                        "for --format svg/png)")
+                   help="output folder: SVG pictures unless --format says otherwise (with --format text: one full "
+                        "dump per kernel; default: stdout, or ./layouts for --format svg/png)")
     p.add_argument("--thread", type=nonneg_int, help="the thread whose partitions are shown (default 37)")
     p.add_argument("--shape", type=shape_mnk, metavar="MxNxK",
                    help="representative problem for the global tiles (default 256x256x256)")

@@ -53,12 +53,6 @@ for _n in ("add", "radd", "sub", "rsub", "mul", "rmul", "floordiv", "rfloordiv",
 
 # ---- int tuples and CuTe's print formats ----------------------------------------------------
 
-def get(t, *idx):
-    for i in idx:
-        t = t[i] if is_tuple(t) else t
-    return t
-
-
 def _is_layout(x) -> bool:
     return isinstance(x, (Layout, Swizzled))
 
@@ -113,7 +107,7 @@ def print_layout(layout) -> str:
     c = int(cosize(layout))
     w = (len(str(c)) if c >= 10 else 1) + 2
     seg = "+-----------------------"[:w + 1]
-    rows, cols = int(size(get(layout.shape, 0))), int(size(get(layout.shape, 1)))
+    rows, cols = (int(e) for e in product_each(layout.shape))
     out = [fmt(layout) + "\n", "    "] + [f"  {n:>{w - 2}} " for n in range(cols)] + ["\n"]
     for m in range(rows):
         out += ["    " + seg * cols + "+\n", f"{m:>2}  "]
@@ -404,7 +398,7 @@ class TiledMMA:
         c = flat_coord(self.vmnk, t)
         a, b = {"A": (1, 3), "B": (2, 3), "C": (1, 2)}[which]
         thr = View(self.thrfrg(which, view.layout), view.offset)
-        return thr((c[0], (c[a], c[b])), (None, _all(rank(get(thr.layout.shape, 1, 1)))))
+        return thr((c[0], (c[a], c[b])), (None, _all(len(thr.layout[1][1]))))
 
 
 class TiledCopy:

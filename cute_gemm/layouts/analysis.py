@@ -2,13 +2,13 @@
 self-check `cute-gemm check` runs per CuTe kernel."""
 from __future__ import annotations
 
-from .algebra import cosize, fmt, get, product_each, rank, size, value
+from .algebra import cosize, fmt, product_each, rank, size, value
 
 
 def _grid0(layout):
     """The (rows, cols) of a layout's first two modes and the layout at stage 0."""
     g = layout(None, None, 0) if rank(layout) == 3 else layout
-    return int(size(get(g.shape, 0))), int(size(get(g.shape, 1))), g
+    return (*(int(e) for e in product_each(g.shape)[:2]), g)
 
 
 def banks(layout, elem_bytes: int) -> list[list[int]]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
-from .algebra import fmt, get, rank, size, values
+from .algebra import fmt, product_each, rank, values
 from .model import Item
 
 GREY = "#eeeeee"
@@ -47,7 +47,7 @@ def grid_of(it: Item) -> Grid:
     cells: dict[tuple[int, int], Cell] = {}
     if it.kind in ("layout", "thread"):
         g = it.grid_layout()
-        rows, cols = int(size(get(g.shape, 0))), int(size(get(g.shape, 1)))
+        rows, cols = (int(e) for e in product_each(g.shape))
         flat = values(g)                                 # g(r, c) at index r + rows * c
         for r, c in ((r, c) for r in range(rows) for c in range(cols)):
             v = flat[r + rows * c]
@@ -181,9 +181,8 @@ def gallery(out: Path, fmt_: str, pages: list, problem, thread: int) -> Path:
     h = ["<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
          "<title>cute_gemm: CuTe layouts</title>", f"<style>{_CSS}</style></head><body>",
          "<h1>CuTe layouts of the cute_gemm kernels</h1>",
-         f"<p>Problem (M,N,K) = {escape(str(tuple(problem)))}, thread {thread}'s partitions "
-         f"outlined. Written by <code>cute-gemm layouts --format {fmt_}</code>; click a picture "
-         "for full size.</p>",
+         f"<p>Problem (M,N,K) = {escape(str(tuple(problem)))}, thread {thread}'s partitions outlined. Written by "
+         f"<code>cute-gemm layouts --format {fmt_}</code>; click a picture for full size.</p>",
          "<nav>" + "".join(f'<a href="#{escape(k.name)}">{escape(k.name)}</a>' for k, _, _ in pages)
          + "</nav>"]
     for kernel, rec, pics in pages:

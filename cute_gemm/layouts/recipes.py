@@ -166,8 +166,7 @@ def _copy_mma(b: Builder, macro: str, copies: dict[str, Def], smem: dict[str, De
             pre, lo = f"{op}_{smacro}_{cname}/", op.lower()
             b.tile(f"{pre}g{op}", g, f"the CTA's (BLK_{ext},BLK_K,k) strip of {op}")
             if own != smem[op]:
-                b.layout(f"{pre}s{op}", f"s{op}: shared tile of {op} for these "
-                         f"entries ({own.name}), {note}", own)
+                b.layout(f"{pre}s{op}", f"s{op}: shared tile of {op} for these entries ({own.name}), {note}", own)
             b.tv(f"{pre}copy_TV", f"{cname}: TiledCopy (thread, value) -> ({ext},K) coordinate "
                  f"in its {fmt(cp.value.tiler)} tile (get_layoutS_TV; D is the same)", cp, "S")
             b.partition(f"{pre}t{op}g{op}", f"t{op}g{op} = copy_{lo}.get_slice({t}).partition_S"
@@ -279,9 +278,8 @@ def _c3(b: Builder) -> None:
         what = (f"2 buffers fed from k-major raw stages (BLK,BLK_K,{P}):(BLK_K,1,BLK*BLK_K)" if raw
                 else f"{P} stages")
         if kq & (1 if raw else 2):
-            return d, (f"k-quads (kq_layout): (BLK,(4,BLK_K/4),BUF):(1,(BLK,4*BLK+{32 // q}),"
-                       f"BLK_K*BLK+32), {what} (grid: the first); a warp's transposed k-major "
-                       "stores land in 32 banks")
+            return d, (f"k-quads (kq_layout): (BLK,(4,BLK_K/4),BUF):(1,(BLK,4*BLK+{32 // q}),BLK_K*BLK+32), "
+                       f"{what} (grid: the first); a warp's transposed k-major stores land in 32 banks")
         return d, f"padded like sA/sB, {what} (grid: the first)"
 
     shared = {op: stage(op, "Config::stages", "false") for op in "AB"}
@@ -316,15 +314,13 @@ def _c4(b: Builder) -> None:
                      copies[kmajor](ext))
             g = Global(op, macro)
             users = _users(ents, lambda a: a[0] == "bfloat16_t" and a[di] == macro)
-            b.section(f"{op}: strides {macro} = {fmt(g.strides(b.problem))}, 16-byte cp.async "
-                      f"{cp.name} ({users})")
+            b.section(f"{op}: strides {macro} = {fmt(g.strides(b.problem))}, 16-byte cp.async {cp.name} ({users})")
             pre, x = f"{op}_{macro}/", _EXT[op][0]
             b.tile(f"{pre}g{op}", g, f"the CTA's (BLK_{x},BLK_K,k) strip of {op}")
             b.tv(f"{pre}copy_TV", f"{cp.name}: TiledCopy (thread, value) -> ({x},K) coordinate "
                  f"in its {fmt(cp.value.tiler)} tile (get_layoutS_TV)", cp, "S")
-            b.partition(f"{pre}t{op}g{op}", f"t{op}g{op} = g2s_{op.lower()}.get_slice({t})"
-                        f".partition_S(g{op}): (CPY,CPY_{x},CPY_K,k), the vectors thread {t} "
-                        "copies", g, Part(cp, "S"))
+            b.partition(f"{pre}t{op}g{op}", f"t{op}g{op} = g2s_{op.lower()}.get_slice({t}).partition_S(g{op}): "
+                        f"(CPY,CPY_{x},CPY_K,k), the vectors thread {t} copies", g, Part(cp, "S"))
     # smem: 128-byte rows swizzled (Swizzle<3,log2 V,3> on element offsets), tiled to the ring
     nb, stages = 2, b.d["STAGES"]
     b.locals += ["using T = bfloat16_t;", "auto bM = Int<BLK_M>{};", "auto bN = Int<BLK_N>{};",
@@ -397,8 +393,7 @@ def _register_operand(b: Builder) -> None:
         return
     boxes = {v.tma.a if v.a_major == "m" else v.tma.b for v in users}
     if len(boxes) != 1:
-        raise ValueError(f"{b.kernel.name}: register-operand entries disagree on their TMA boxes "
-                         f"{sorted(boxes)}")
+        raise ValueError(f"{b.kernel.name}: register-operand entries disagree on their TMA boxes {sorted(boxes)}")
     box = boxes.pop()
     bm, bk, stages = b.config.blk_m, box[1], b.config.stages
     tile = "cg::sm90::RegisterOperand<Config::blk_m, kBlkK, Config::stages>"
