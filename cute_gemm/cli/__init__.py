@@ -55,28 +55,21 @@ def _cmd_list(args) -> int:
 
 
 def _cmd_run(args) -> int:
+    shape = f"{args.name}: M={args.m} N={args.n} K={args.k}  "
     if 0 in (args.m, args.n, args.k):    # what gemm() does with it, no kernel launched
-        what = ("C is empty" if 0 in (args.m, args.n) else "C = beta C (no product to add)")
+        what = "C is empty" if 0 in (args.m, args.n) else "C = beta C (no product to add)"
         msg = f"an empty problem: {what}; gemm() launches no kernel, so there is nothing to time"
-        if args.json:
-            print_json({"kernel": args.name, "m": args.m, "n": args.n, "k": args.k, "ms": None,
-                        "status": "empty", "message": msg})
-        else:
-            print(f"{args.name}: M={args.m} N={args.n} K={args.k}  {msg}")
+        show(args.json, {"kernel": args.name, "m": args.m, "n": args.n, "k": args.k, "ms": None,
+                         "status": "empty", "message": msg}, lambda: shape + msg)
         return 0
-    why = base.gpu_unavailable()
-    if why:
+    if why := base.gpu_unavailable():
         return error(f"run times a kernel on a CUDA GPU and none can be used here ({why}); "
                      "`cute-gemm check` does what can be done without one", "cute-gemm run")
     r = time_kernel(args.name, args.m, args.n, args.k, repeats=args.repeats, seed=args.seed)
-    if args.json:
-        print_json(r)
-    elif r["status"] == "pass":
-        print(f"{args.name}: M={args.m} N={args.n} K={args.k}  median {r['ms']:.3f} ms  "
-              f"{r['tflops']:.2f} TFLOP/s  gauge ratio {r['gauge_ratio']:.3g} ({r['status']})"
-              + (f"; {r['message']}" if args.name == registry.AUTO else ""))
-    else:   # checked before timing: a wrong kernel gets no speed figure
-        print(f"{args.name}: M={args.m} N={args.n} K={args.k}  {r['status']}: {r['message']} (not timed)")
+    show(args.json, r, lambda: shape + (   # checked before timing: a wrong kernel gets no speed figure
+        f"median {r['ms']:.3f} ms  {r['tflops']:.2f} TFLOP/s  gauge ratio {r['gauge_ratio']:.3g} ({r['status']})"
+        + (f"; {r['message']}" if args.name == registry.AUTO else "") if r["status"] == "pass"
+        else f"{r['status']}: {r['message']} (not timed)"))
     return 0 if r["status"] == "pass" else 1
 
 
