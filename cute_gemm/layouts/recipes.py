@@ -97,6 +97,13 @@ def _c0(b: Builder) -> None:
                         Part(tC, step=step), exact=False)
 
 
+def _mma_tvs(b: Builder, mma: Def, a_note: str = "") -> None:
+    """The TiledMMA's thread-value layouts of A, B and C."""
+    for op, mode in (("A", "M,K"), ("B", "N,K"), ("C", "M,N")):
+        b.tv(f"mma_{op}_TV", f"TiledMMA {op}: (thread, value) -> ({mode}) coordinate (get_layout{op}_TV)"
+             + (a_note if op == "A" else ""), mma, op)
+
+
 def _step(step) -> str:
     return "Step<" + ", ".join("_1" if s else "X" for s in step) + ">"
 
@@ -181,9 +188,7 @@ def _copy_mma(b: Builder, macro: str, copies: dict[str, Def], smem: dict[str, De
     b.section("shared memory, TiledMMA and the compute partitions (every entry)")
     b.layout("sA", f"sA: shared tile of A, m-major, {smem_note}", smem["A"])
     b.layout("sB", f"sB: shared tile of B, n-major, {smem_note}", smem["B"])
-    b.tv("mma_A_TV", "TiledMMA A: (thread, value) -> (M,K) coordinate (get_layoutA_TV)", mma, "A")
-    b.tv("mma_B_TV", "TiledMMA B: (thread, value) -> (N,K) coordinate (get_layoutB_TV)", mma, "B")
-    b.tv("mma_C_TV", "TiledMMA C: (thread, value) -> (M,N) coordinate (get_layoutC_TV)", mma, "C")
+    _mma_tvs(b, mma)
     b.tile("gC", gC, "the CTA's (BLK_M,BLK_N) tile of C")
     b.partition("tCsA", f"tCsA = mma.get_slice({t}).partition_A(sA): (MMA,MMA_M,MMA_K[,PIPE]), "
                 f"what thread {t} reads of sA", sA, Part(mma, "A"), exact=False)
@@ -296,22 +301,14 @@ def _c4(b: Builder) -> None:
     smem atoms with bank maps and stages, the SM80_16x8x16 TiledMMA, and ldmatrix.x4's
     address side for one A atom (not B's: CuTe retiles its matrix order)."""
     bM, bN, bK = b.tiler
-    nt, v = b.nthreads, 8                                  # 16-byte vectors of 16-bit values
+    nt, v, t = b.nthreads, 8, b.thread                     # 16-byte vectors of 16-bit values
     ents = entries(b.kernel, "CG_MMA_ENTRY")
-    vec = CopyAtom(v)
-    copies = {
-        True: lambda ext: TiledCopy(vec, Layout((nt // (bK // v), bK // v), (bK // v, 1)),
-                                    make_layout((1, v))),
-        False: lambda ext: TiledCopy(vec, make_layout((ext // v, nt // (ext // v))),
-                                     make_layout((v, 1))),
-    }
-    t = b.thread
-    for op, di, ext_name in (("A", 2, "BLK_M"), ("B", 3, "BLK_N")):
-        ext = {"BLK_M": bM, "BLK_N": bN}[ext_name]
+    for op, di, ext_name, ext in (("A", 2, "BLK_M", bM), ("B", 3, "BLK_N", bN)):
         for macro in sorted({a[di] for e, a in ents.items() if a[0] == "bfloat16_t"}):
             kmajor = macro.endswith("_k")
-            cp = Def(f"g2s_copy<bfloat16_t, {ext_name}, {'true' if kmajor else 'false'}>()",
-                     copies[kmajor](ext))
+            cp = Def(f"g2s_copy<bfloat16_t, {ext_name}, {'true' if kmajor else 'false'}>()", TiledCopy(
+                CopyAtom(v), *((Layout((nt // (bK // v), bK // v), (bK // v, 1)), make_layout((1, v))) if kmajor
+                               else (make_layout((ext // v, nt // (ext // v))), make_layout((v, 1))))))
             g = Global(op, macro)
             users = _users(ents, lambda a: a[0] == "bfloat16_t" and a[di] == macro)
             b.section(f"{op}: strides {macro} = {fmt(g.strides(b.problem))}, 16-byte cp.async {cp.name} ({users})")
@@ -339,16 +336,11 @@ def _c4(b: Builder) -> None:
             b.layout(f"{major}/s{op}", f"s{op} ({major}-major {op}): "
                      f"(BLK_{_EXT[op][0]},BLK_K,STAGES), stage 0", st)
     wm, wn = b.d["WARPS_M"], b.d["WARPS_N"]
-    ak = SM80_16x8x16.shape_mnk[2]
-    mma = Def("tiled_mma<bfloat16_t>()", TiledMMA(
-        SM80_16x8x16, make_layout((wm, wn, 1)),
-        (make_layout(16 * wm), make_layout(16 * wn), make_layout(ak))))
+    mma = Def("tiled_mma<bfloat16_t>()", TiledMMA(SM80_16x8x16, make_layout((wm, wn, 1)), (
+        make_layout(16 * wm), make_layout(16 * wn), make_layout(SM80_16x8x16.shape_mnk[2]))))
     gC = Global("C")
     b.section(f"TiledMMA (SM80_16x8x16 atoms, {wm}x{wn} warps) and C (every entry)")
-    b.tv("mma_A_TV", "TiledMMA A: (thread, value) -> (M,K) coordinate (get_layoutA_TV): "
-         "what ldmatrix fills", mma, "A")
-    b.tv("mma_B_TV", "TiledMMA B: (thread, value) -> (N,K) coordinate (get_layoutB_TV)", mma, "B")
-    b.tv("mma_C_TV", "TiledMMA C: (thread, value) -> (M,N) coordinate (get_layoutC_TV)", mma, "C")
+    _mma_tvs(b, mma, ": what ldmatrix fills")
     b.tile("gC", gC, "the CTA's (BLK_M,BLK_N) tile of C")
     b.partition("tCgC", f"tCgC = mma.get_slice({t}).partition_C(gC): (MMA,MMA_M,MMA_N), the "
                 f"accumulators thread {t} holds", gC, Part(mma, "C"))
