@@ -51,7 +51,8 @@ def grid_of(it: Item) -> Grid:
         flat = values(g)                                 # g(r, c) at index r + rows * c
         for r, c in ((r, c) for r in range(rows) for c in range(cols)):
             v = flat[r + rows * c]
-            cells[(r, c)] = Cell(thread_colour(v), f"T{v}") if it.kind == "thread" else Cell(thread_colour(v % 32), str(v))
+            cells[(r, c)] = (Cell(thread_colour(v), f"T{v}") if it.kind == "thread" else
+                             Cell(thread_colour(v % 32), str(v)))
         legend = ("cell = thread index; colour = thread" if it.kind == "thread" else
                   "cell = offset; colour = offset mod 32 (shared-memory bank of a 4-byte word)")
         if rank(it.layout) == 3:

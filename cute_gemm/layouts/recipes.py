@@ -363,13 +363,10 @@ def _cpp(prec: str) -> str:
 
 def _groups(kernel) -> list[tuple[str, list]]:
     """The kernel's precisions by element width (bf16 and fp16 share every layout)."""
-    out: dict[int, tuple[str, list]] = {}
+    out: dict[int, list] = {}
     for p in kernel.precisions:
-        nb = PRECISION[p].itemsize
-        label, ps = out.setdefault(nb, ("", []))
-        ps.append(p)
-        out[nb] = ("/".join(ps), ps)
-    return list(out.values())
+        out.setdefault(PRECISION[p].itemsize, []).append(p)
+    return [("/".join(ps), ps) for ps in out.values()]
 
 
 def _register_a(v) -> bool:
@@ -386,15 +383,12 @@ def _register_operand(b: Builder) -> None:
     boxes = {v.tma.a if v.a_major == "m" else v.tma.b for v in users}
     if len(boxes) != 1:
         raise ValueError(f"{b.kernel.name}: register-operand entries disagree on their TMA boxes {sorted(boxes)}")
-    box = boxes.pop()
-    bm, bk, stages = b.config.blk_m, box[1], b.config.stages
-    tile = "cg::sm90::RegisterOperand<Config::blk_m, kBlkK, Config::stages>"
-    atom = swizzle_atom(4, False)
+    box, atom = boxes.pop(), swizzle_atom(4, False)
+    bm, bk, stages, tile = b.config.blk_m, box[1], b.config.stages, "cg::sm90::RegisterOperand<Config::blk_m, kBlkK, Config::stages>"
     sdef = Def(f"{tile}::Layout{{}}", tile_to_shape(atom, (bm, bk, stages), (2, 1, 3)))
-    names = ", ".join(f"`{v.entry}`" for v in users)
-    b.section(f"register operand, tf32 ({names}): m-major swizzled smem read into RS "
-              f"wgmma's A fragments, TMA box {box}")
     adef = Def(f"{tile}::Atom{{}}", atom)
+    b.section(f"register operand, tf32 ({', '.join(f'`{v.entry}`' for v in users)}): m-major swizzled smem read "
+              f"into RS wgmma's A fragments, TMA box {box}")
     b.layout("Areg/atom", "register-operand smem atom (GMMA::Layout_MN_SW128_Atom<tfloat32_t>): "
              "128 bytes of rows x 8 k-lines", adef)
     b.banks("Areg/atom_banks", "bank of each element of that atom: a 128-byte k-line covers "
@@ -408,14 +402,12 @@ def _register_operand(b: Builder) -> None:
 def _gmma(b: Builder, consumers: int, parts: int, stage_cpp: Callable[..., str], mma_cpp: str) -> None:
     """The kernel's C++ names: stage_cpp(prec, op, major, bk), its OperandTile type; mma_cpp, its
     TiledMMA expression (no nvcc program evaluates these yet: tests/test_layouts.py)."""
-    bm, bn, _ = b.tiler
-    t = b.thread
-    nthr = 128 * consumers                           # the TiledMMA's threads (the consumers)
+    (bm, bn, _), t, nthr = b.tiler, b.thread, 128 * consumers     # the TiledMMA's threads: the consumers
+    stages = b.config.stages if b.config is not None else b.d["STAGES"]
     mma_stage: dict[str, Def] = {}
     mma_k: dict[str, int] = {}
     for label, precs in _groups(b.kernel):
-        prec = precs[0]
-        nb = PRECISION[prec].itemsize
+        prec, nb = precs[0], PRECISION[precs[0]].itemsize
         suffix = "" if nb == 2 else f"_{prec}"
         vs = [v for v in b.kernel.variants if v.precision in precs and not _register_a(v)]
         for op, ext, ext_name in (("A", bm, "M"), ("B", bn, "N")):
@@ -429,19 +421,15 @@ def _gmma(b: Builder, consumers: int, parts: int, stage_cpp: Callable[..., str],
                                      f"their TMA boxes {sorted(boxes)} / swizzle rows {sorted(rows)}")
                 box, row = boxes.pop(), rows.pop()
                 bk = row // nb                          # a k-tile: one swizzle row of k
-                stages = b.config.stages if b.config is not None else b.d["STAGES"]
-                tile = stage_cpp(prec, op, "K" if kmajor else "MN", bk)
-                atom = swizzle_atom(nb, kmajor, row)
+                tile, atom = stage_cpp(prec, op, "K" if kmajor else "MN", bk), swizzle_atom(nb, kmajor, row)
                 order = (1, 2, 3) if kmajor else (2, 1, 3)   # sm90_operand.cuh: mn-major slabs k first
                 sdef = Def(f"{tile}::Layout{{}}", tile_to_shape(atom, (ext, bk, stages), order))
                 adef = Def(f"{tile}::Atom{{}}", atom)
                 what = (f"8 rows ({ext_name}) x {row} bytes of k" if kmajor else
                         f"{row} bytes of {ext_name} x 8 columns of k")
-                n = len(users)
+                n, pre, s_leaf = len(users), f"{op}{major}{suffix}/", f"s{op}{suffix}"
                 b.section(f"{op} {major}-major, {label} ({n} entr{'y' if n == 1 else 'ies'}): swizzled smem, "
                           f"TMA box {box}")
-                pre = f"{op}{major}{suffix}/"
-                s_leaf = f"s{op}{suffix}"
                 b.layout(f"{pre}atom", f"{op} {major}-major smem atom (GMMA::Layout_"
                          f"{'K' if kmajor else 'MN'}_SW{row}_Atom, {label}): {what}", adef)
                 b.banks(f"{pre}atom_banks", f"bank of each element of that atom: a {row}-byte "
@@ -460,8 +448,7 @@ def _gmma(b: Builder, consumers: int, parts: int, stage_cpp: Callable[..., str],
     # the TiledMMA of the 16-bit k-major entries, else of the tf32 one (the C fragment is the
     # same for every entry)
     atom_n = bn                                       # ss_op_selector: one wgmma of N = BLK_N
-    mma = Def(mma_cpp, TiledMMA(gmma_ss(atom_n, mma_k["A"]), make_layout((consumers, 1, 1))),
-              local=True)
+    mma = Def(mma_cpp, TiledMMA(gmma_ss(atom_n, mma_k["A"]), make_layout((consumers, 1, 1))), local=True)
     gC, sA, sB = Global("C"), Smem("A", mma_stage["A"]), Smem("B", mma_stage["B"])
     wg = "a warpgroup" if consumers == 1 else f"each of {consumers} consumer warpgroups"
     which = "every 16-bit k-major entry" if mma_k["A"] == 16 else "the tf32 entry"
