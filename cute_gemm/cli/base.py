@@ -175,20 +175,17 @@ def reset_warnings() -> None:
 # ---- progress ------------------------------------------------------------------------------------
 
 class Progress:
-    """Progress of a batch of jobs on stderr: on a terminal a tqdm bar (n/N, elapsed, time
-    left, what is running) refreshed twice a second, so a 30 s compile still shows time
-    passing; elsewhere (when asked for) a line per finished job, `[n/N] seconds  label: note`."""
+    """Progress of a batch of jobs on stderr: on a terminal a tqdm bar (n/N, elapsed, time left,
+    what is running) redrawn twice a second, so a 30 s compile still shows time passing;
+    elsewhere (when asked for) a line per finished job, `[n/N] seconds  label: note`."""
 
-    def __init__(self, total: int, enabled: bool | None, verb: str = "compiling", stream=None):
-        self.stream = stream or sys.stderr
-        tty = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.enabled = tty if enabled is None else enabled
-        self.total, self.done, self.verb, self.running = total, 0, verb, []
-        self.t0 = time.perf_counter()
-        self._lock, self._stop, self._bar = threading.Lock(), threading.Event(), None
+    def __init__(self, total: int, enabled: bool | None, verb: str = "compiling"):
+        tty = bool(getattr(sys.stderr, "isatty", lambda: False)())
+        self.enabled, self.total, self.done, self.verb = tty if enabled is None else enabled, total, 0, verb
+        self.running: list[str] = []
+        self.t0, self._lock, self._stop, self._bar = time.perf_counter(), threading.Lock(), threading.Event(), None
         if self.enabled and tty:
-            self._bar = tqdm(total=total, file=self.stream, leave=False, dynamic_ncols=False,
-                             ncols=shutil.get_terminal_size((100, 20)).columns - 1,
+            self._bar = tqdm(total=total, leave=False, ncols=shutil.get_terminal_size((100, 20)).columns - 1,
                              bar_format="[{n_fmt}/{total_fmt}] {bar:20} {elapsed}<{remaining}{postfix}")
             threading.Thread(target=self._tick, daemon=True).start()
 
@@ -197,23 +194,22 @@ class Progress:
             with self._lock:
                 self._bar.refresh()
 
-    def _update(self, label: str, start: bool, n: int = 0) -> None:
+    def _update(self, label: str, start: bool) -> None:
         with self._lock:
             (self.running.append if start else self.running.remove)(label)
-            self.done += n
+            self.done += not start
             if self._bar is not None:
-                self._bar.update(n)
-                self._bar.set_postfix_str(f"{self.verb} " + ", ".join(self.running) if self.running
-                                          else "", refresh=True)
+                self._bar.update(not start)
+                self._bar.set_postfix_str(f"{self.verb} " + ", ".join(self.running) if self.running else "")
 
     def start(self, label: str) -> None:
         self._update(label, True)
 
     def finish(self, label: str, note: str) -> None:
-        self._update(label, False, 1)
+        self._update(label, False)
         if self.enabled and self._bar is None:
             print(f"[{self.done}/{self.total}] {time.perf_counter() - self.t0:6.1f} s  {label}: {note}",
-                  file=self.stream, flush=True)
+                  file=sys.stderr, flush=True)
 
     def close(self) -> None:
         self._stop.set()

@@ -1,9 +1,5 @@
-"""`cute-gemm layouts`: the CuTe layouts of registered kernels, as a summary, full text grids,
-or SVG/PNG pictures with an index.html gallery; and the layout self-checks `check` runs.
-
-The full dump of every kernel is ~70,000 lines, so the default is a few lines per kernel (the
-layouts every entry point shares); --full gives CuTe's print_layout grids and the thread maps.
-"""
+"""`cute-gemm layouts`: the CuTe kernels' layouts as a summary (the full dump is ~70,000 lines),
+full text grids (--full) or SVG/PNG pictures with an index.html gallery; and the self-checks."""
 from __future__ import annotations
 
 import re

@@ -1,12 +1,8 @@
-"""What the layout dumps need on top of pycute (the CuTe algebra in Python, nvidia-cutlass).
-
-pycute does the algebra (composition, complement, divides, products, right_inverse,
-slicing); this adds what it lacks: run-time integers (`Dyn`, printed `8` where CuTe's
-compile-time ones print `_8`), CuTe's print formats, make_layout's compact strides,
-raked_product, tile_to_shape, swizzled layouts with a shape, tensors without data
-(local_tile, local_partition), TiledCopy / TiledMMA and the MMA atoms the kernels use.
-tests/test_layouts.py compares their text with CuTe C++'s printers, byte for byte.
-"""
+"""What the layout dumps need on top of pycute (CuTe's algebra in Python, from nvidia-cutlass):
+run-time integers (`Dyn`: `8` where a compile-time one prints `_8`), CuTe's print formats,
+compact make_layout, raked_product, tile_to_shape, swizzled layouts with a shape, local_tile /
+local_partition, TiledCopy / TiledMMA and the kernels' MMA atoms. tests/test_layouts.py
+compares their text with CuTe C++'s, byte for byte."""
 from __future__ import annotations
 
 from dataclasses import dataclass

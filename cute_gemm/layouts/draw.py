@@ -1,11 +1,6 @@
-"""Pictures of layout dump items (model.Item), SVG written here or PNG via matplotlib, and the
-index.html gallery of a folder of them.
-
-Every picture is a grid of the item's tile with row and column indices, its title and CuTe's
-`shape:stride`; cells show the offset (colour: offset mod 32, the bank), the bank, the TMA
-box B#, the thread T#, a TV layout's T#/V#, or a partition's owner thread (the chosen
-thread's cells outlined, with V#). Grids over 64 columns keep the colours, not the labels.
-"""
+"""Pictures of layout dump items (SVG, or PNG via matplotlib) and their index.html gallery: a
+grid of the item's tile whose cells show the offset (coloured by bank), bank, TMA box, thread,
+T#/V#, or owner thread (the chosen thread's cells outlined); past 64 columns, colours only."""
 from __future__ import annotations
 
 import colorsys

@@ -1,9 +1,6 @@
-"""What a layout dump is made of: the kernel's named layouts (`Def`), tensors (`Global`,
-`Smem`), thread partitions (`Part`), and the items, sections and recipes built from them.
-
-A recipe (recipes.py) describes a kernel's layouts once; this module evaluates it in Python,
-and tests/layout_cppcheck.py turns the same description into C++ on the kernel's own names.
-"""
+"""What a layout dump is made of: the kernel's named layouts (`Def`), tensors (`Global`, `Smem`),
+thread partitions (`Part`), and the items, sections and recipes built from them (evaluated here;
+tests/layout_cppcheck.py turns the same description into C++)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -1,13 +1,7 @@
-"""The layouts of each CuTe kernel, described once, from the registry entry it is built from.
-
-A recipe reads what the kernel is compiled with (its -D `defines` or typed `config`) and
-which copy and stride each entry point uses (the kernel's own instantiation lines,
-`CG_TILED_ENTRY(cute_tiled_ak_bn, CG_DA_k, CG_DB_n, VecK, VecMN<BLK_N>)`). Every layout is a
-`Def`: the name the kernel or a header it includes gives it, and its value computed here;
-tests/test_layouts.py checks that CuTe prints, for those names, what the dump says. The
-SM90 GMMA kernels' swizzled smem, TMA boxes and wgmma fragments come from their variants'
-records.TmaBoxes.
-"""
+"""The layouts of each CuTe kernel, described once from its registry entry (its -D `defines` or
+typed `config`) and its instantiation lines (`CG_TILED_ENTRY(cute_tiled_ak_bn, CG_DA_k, ...)`).
+Every layout is a `Def`: the kernel's own C++ name for it and its value computed here, so that
+tests/test_layouts.py can have CuTe print the same names and compare."""
 from __future__ import annotations
 
 import re
@@ -384,7 +378,8 @@ def _register_operand(b: Builder) -> None:
     if len(boxes) != 1:
         raise ValueError(f"{b.kernel.name}: register-operand entries disagree on their TMA boxes {sorted(boxes)}")
     box, atom = boxes.pop(), swizzle_atom(4, False)
-    bm, bk, stages, tile = b.config.blk_m, box[1], b.config.stages, "cg::sm90::RegisterOperand<Config::blk_m, kBlkK, Config::stages>"
+    bm, bk, stages = b.config.blk_m, box[1], b.config.stages
+    tile = "cg::sm90::RegisterOperand<Config::blk_m, kBlkK, Config::stages>"
     sdef = Def(f"{tile}::Layout{{}}", tile_to_shape(atom, (bm, bk, stages), (2, 1, 3)))
     adef = Def(f"{tile}::Atom{{}}", atom)
     b.section(f"register operand, tf32 ({', '.join(f'`{v.entry}`' for v in users)}): m-major swizzled smem read "
