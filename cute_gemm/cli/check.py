@@ -131,7 +131,7 @@ def offline_check(names: list[str] | None, arch: str, why: str, *, jobs: int | N
     checker = threading.Thread(target=lambda: found.append(self_check_all([k.name for k in cute_now])), daemon=True)
     checker.start()
     try:
-        outcomes = compile_table(list(plan), [arch], jobs, progress, plan=plan)
+        outcomes = compile_table(plan, [arch], jobs, progress)
     finally:
         checker.join()
     layouts = found[0] if found else self_check_all([k.name for k in cute_now])

@@ -131,37 +131,29 @@ def layout_plan(kernels: list[str], layouts: list[str], precisions: tuple[str, .
     return {n: list(sets) for n, sets in plan.items()}
 
 
-def compile_table(kernels: list[str], archs: list[str], workers: int | None,
-                  progress: bool | None, layouts: list[str] | None = None,
-                  precisions: tuple[str, ...] | None = None,
-                  plan: dict[str, list[tuple[str, ...] | None]] | None = None) -> list[Outcome]:
-    """Compile kernels x archs, those above an arch skipped, an arch-specific kernel for its
-    target (sm_90 -> sm_90a). `layouts`: only what calls in them launch (layout_plan);
-    `plan` (kernel name -> entry-point sets, None for the whole kernel): exactly those."""
-    if plan is None:
-        plan = (layout_plan(kernels, layouts, precisions) if layouts else
-                {n: [None] for n in kernels})
+def compile_table(plan: dict[str, list[tuple[str, ...] | None]], archs: list[str], workers: int | None,
+                  progress: bool | None, precisions: tuple[str, ...] | None = None) -> list[Outcome]:
+    """Compile the plan (kernel name -> entry-point sets, None: the whole kernel; [] where it
+    computes none of `precisions`) for each arch, kernels above an arch skipped, an
+    arch-specific one compiled for its target (sm_90 -> sm_90a)."""
     jobs, per_kernel = [], {}
-    for a in archs:
-        for n, sets in plan.items():
-            k, num = kernel_of(n), arch_number(a)
-            if not sets:
-                per_kernel[(n, a)] = Outcome(n, a, "skipped", error=f"computes {', '.join(k.precisions)}"
-                                             f", none of {', '.join(precisions or ())}")
-            elif not k.runs_on(num):
-                need = f"sm_{k.min_arch}" + ("a" if k.arch_specific else " or newer")
-                per_kernel[(n, a)] = Outcome(n, a, "skipped", error=f"needs {need}")
-            else:
-                per_kernel[(n, a)] = [(n, k.target(num) if k.arch_specific else a, s) for s in sets]
-                jobs += per_kernel[(n, a)]
+    for n, a in ((n, a) for a in archs for n in plan):
+        k, num, sets = kernel_of(n), arch_number(a), plan[n]
+        if not sets:
+            per_kernel[(n, a)] = Outcome(n, a, "skipped", error=f"computes {', '.join(k.precisions)}"
+                                         f", none of {', '.join(precisions or ())}")
+        elif not k.runs_on(num):
+            need = f"sm_{k.min_arch}" + ("a" if k.arch_specific else " or newer")
+            per_kernel[(n, a)] = Outcome(n, a, "skipped", error=f"needs {need}")
+        else:
+            per_kernel[(n, a)] = [(n, k.target(num) if k.arch_specific else a, s) for s in sets]
+            jobs += per_kernel[(n, a)]
     jobs = list(dict.fromkeys(jobs))
     done = dict(zip(jobs, run_jobs(jobs, workers or cpu_cores(), Progress(len(jobs), progress))))
     out: dict[int, Outcome] = {}       # (an arch-specific target may stand for several archs)
-    for a in archs:
-        for n in plan:
-            got = per_kernel[(n, a)]
-            for o in ([got] if isinstance(got, Outcome) else [done[j] for j in got]):
-                out.setdefault(id(o), o)
+    for got in per_kernel.values():
+        for o in ([got] if isinstance(got, Outcome) else [done[j] for j in got]):
+            out.setdefault(id(o), o)
     return list(out.values())
 
 
@@ -261,7 +253,8 @@ def cmd_compile(args) -> int:
     for a in archs:
         if why := unsupported_arch(a):
             return error(f"NVRTC cannot compile for {a}: {why}", "cute-gemm compile")
-    outcomes = compile_table(names, archs, args.jobs, args.progress, layouts, args.precision or None)
+    plan = layout_plan(names, layouts, args.precision or None) if layouts else {n: [None] for n in names}
+    outcomes = compile_table(plan, archs, args.jobs, args.progress, args.precision or None)
     show(args.json, rows(outcomes), lambda: format_table(outcomes))
     report_failures(outcomes, "cute-gemm compile")
     if outcomes and all(o.origin == "skipped" for o in outcomes):
