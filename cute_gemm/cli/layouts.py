@@ -2,6 +2,7 @@
 full text grids (--full) or SVG/PNG pictures with an index.html gallery; and the self-checks."""
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from collections import Counter
@@ -10,7 +11,7 @@ from typing import Sequence
 
 from .. import layouts as L
 from .. import registry
-from .base import error, kernel_name, nonneg_int, print_json, shape_mnk
+from .base import error, kernel_name, nonneg_int, print_json, shape_mnk, show
 from ..layouts import analysis, draw
 
 FORMATS = ("text", "svg", "png")
@@ -59,8 +60,7 @@ def run(kernels: list[str] | None = None, fmt: str | None = None, out: str | Non
         full: bool = False, as_json: bool = False) -> int:
     """Everything is checked, and every recipe built, before the first file is written.
     `fmt` None: a text summary on stdout, or with `out` SVG pictures (PNG: minutes per kernel)."""
-    def fail(msg: str) -> int:
-        return error(msg, "cute-gemm layouts")
+    fail = functools.partial(error, prog="cute-gemm layouts")
     fmt = fmt or ("svg" if out else "text")
     cute = [k for k in registry.kernels("cute") if L.has_recipe(k)]
     chosen = [registry.get(n) for n in kernels] if kernels else cute
@@ -101,10 +101,7 @@ def run(kernels: list[str] | None = None, fmt: str | None = None, out: str | Non
         written = [root / f"{k.name}.txt" for k, _ in recs]
         for p, (_, rec) in zip(written, recs):
             p.write_text(L.dump_text(rec))
-        if as_json:
-            print_json({"format": "text", "files": [str(p) for p in written]})
-        else:
-            print("\n".join(map(str, written)))
+        show(as_json, {"format": "text", "files": [str(p) for p in written]}, lambda: "\n".join(map(str, written)))
         return 0
     pages = []
     for k, rec in recs:
@@ -113,22 +110,15 @@ def run(kernels: list[str] | None = None, fmt: str | None = None, out: str | Non
         pics = []
         for i, it in enumerate(rec.items()):
             p = d / f"{i:02d}_{re.sub(r'[^A-Za-z0-9_.-]+', '_', it.name.split('/', 1)[1]).strip('_')}.{fmt}"
-            g = draw.grid_of(it)
-            if fmt == "svg":
-                p.write_text(draw.to_svg(g))
-            else:
-                draw.write_png(g, p)
+            draw.write_png(draw.grid_of(it), p) if fmt == "png" else p.write_text(draw.to_svg(draw.grid_of(it)))
             pics.append((it.name, p.relative_to(root).as_posix()))
         pages.append((k, rec, pics))
         if not as_json:
             print(f"{d}/ ({len(pics)} {fmt} files)")
     index = draw.gallery(root, fmt, pages, problem, thr)
-    if as_json:
-        print_json({"format": fmt, "index": str(index), "kernels": [
-            {"kernel": k.name, "files": [str(root / rel) for _, rel in pics]} for k, _, pics in pages]})
-    else:
-        print(f"{index}: {sum(len(p) for _, _, p in pages)} pictures of {len(pages)} kernels; "
-              "open it in a browser")
+    show(as_json, {"format": fmt, "index": str(index), "kernels": [
+        {"kernel": k.name, "files": [str(root / rel) for _, rel in pics]} for k, _, pics in pages]},
+        lambda: f"{index}: {sum(len(p) for _, _, p in pages)} pictures of {len(pages)} kernels; open it in a browser")
     return 0
 
 
