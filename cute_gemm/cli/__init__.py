@@ -94,8 +94,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="cute-gemm", description=__doc__,
-                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _Parser(prog="cute-gemm", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"cute-gemm {__version__}")
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
 
@@ -152,8 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             reset_warnings()
             return args.fn(args)
     except CompileError as e:
-        path = save_log(e.kernel, next((o[6:] for o in e.options if o.startswith("-arch=")), "arch"),
-                        str(e))
+        path = save_log(e.kernel, next((o[6:] for o in e.options if o.startswith("-arch=")), "arch"), str(e))
         return error(one_line(e) + (f"; full log: {path}" if path else ""))
     except NoDeviceError as e:
         return error(device_reason(e) + "; `cute-gemm check` and `cute-gemm compile` work without a GPU")

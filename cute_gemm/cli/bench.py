@@ -5,8 +5,7 @@ import argparse
 import sys
 
 from . import base
-from .base import (checked, error, kernel_name, kernel_or_auto, nonneg_int, positive_float,
-                   positive_int, show)
+from .base import checked, error, kernel_name, kernel_or_auto, nonneg_int, positive_float, positive_int, show
 from ..perf.cublas import find_cublas
 from ..perf.overhead import measure_overhead
 from ..perf.report import format_overhead, format_table, readme_markdown
@@ -139,8 +138,7 @@ def _cmd_bench(args) -> int:
         res = bench(args.kernels or None, args.size, layouts=args.layouts, repeats=args.repeats,
                     warmup=args.warmup, min_repeats=args.min_repeats, max_seconds=args.max_seconds,
                     cublas=args.cublas, overhead=args.overhead, overhead_kernel=args.overhead_kernel,
-                    seed=todo.seed, first_call=args.first_call, out_dir=args.out,
-                    plots=not args.no_plots,
+                    seed=todo.seed, first_call=args.first_call, out_dir=args.out, plots=not args.no_plots,
                     ladder_size=args.ladder_size, progress=not args.no_progress,
                     precisions=args.precision, flops=args.flops)
     except ValueError as e:

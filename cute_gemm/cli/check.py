@@ -56,8 +56,7 @@ def report_json(rep) -> dict:
                       "rel_frobenius": r.rel_frobenius,
                       "first_fail": list(r.first_fail) if r.first_fail else None,
                       "message": r.message, "seconds": r.seconds} for r in s.results],
-         "pairwise_max_abs": {"kernels": s.names, "matrix": s.pairwise.tolist()}}
-        for s in rep.shapes]}
+         "pairwise_max_abs": {"kernels": s.names, "matrix": s.pairwise.tolist()}} for s in rep.shapes]}
 
 
 def cmd_check(args) -> int:
@@ -65,8 +64,7 @@ def cmd_check(args) -> int:
     why = "--no-gpu given" if args.no_gpu else base.gpu_unavailable()
     if why:
         # --no-gpu on a GPU host: also what gemm()'s picks launch on that GPU
-        gpu_arch = (launch.device_info().arch_int
-                    if args.no_gpu and base.gpu_unavailable() is None else None)
+        gpu_arch = (launch.device_info().arch_int if args.no_gpu and base.gpu_unavailable() is None else None)
         arch = args.arch or (f"sm_{gpu_arch}" if gpu_arch else DEFAULT_ARCH)
         progress = args.progress if args.progress is not None or not args.all else True
         return offline_check(names, arch, why, jobs=args.jobs, progress=progress,
@@ -147,8 +145,7 @@ def offline_check(names: list[str] | None, arch: str, why: str, *, jobs: int | N
     what = (f"{len(registered)} registered kernel{'s' if len(registered) != 1 else ''} (`cute-gemm list`)"
             + (f" and {len(internal)} GEMM{'s' if len(internal) > 1 else ''} run inside composed kernels ("
                + ", ".join(k.name for k in internal) + ")" if internal else ""))
-    scope = ("every entry point" if everything else
-             "one entry point per kernel" if named else
+    scope = ("every entry point" if everything else "one entry point per kernel" if named else
              f"one entry point per kernel source ({len({k.source for k in chosen})} sources)")
     more = [] if everything else [m for yes, m in (
         (n_all > n_entries, f"{n_all - n_entries} more entry points (all {n_all} of the {len(runnable)} kernels "

@@ -157,8 +157,7 @@ def compile_table(plan: dict[str, list[tuple[str, ...] | None]], archs: list[str
     return list(out.values())
 
 
-def resource_problems(k: registry.Kernel, res: dict,
-                      entries: tuple[str, ...] = ()) -> dict[str, str]:
+def resource_problems(k: registry.Kernel, res: dict, entries: tuple[str, ...] = ()) -> dict[str, str]:
     """entry -> what is wrong with its registers or local memory (the limits
     tests/test_compile.py asserts); `entries`: those compiled, () for all."""
     cap = min(255, 65536 // (k.threads * k.min_blocks))   # MIN_BLOCKS CTAs must stay resident

@@ -47,13 +47,11 @@ def _cmd_tune(args) -> int:
     if args.show:
         return _show(None if why else launch.device_info().name, args.json)
     if why:
-        return error(f"tune times kernels on a CUDA GPU and none can be used here ({why})",
-                     "cute-gemm tune")
+        return error(f"tune times kernels on a CUDA GPU and none can be used here ({why})", "cute-gemm tune")
     try:
         table, path, left = tune(args.size or "sweep", precisions=args.precision,
                                  layouts=args.layouts, max_seconds=args.max_seconds,
-                                 out=args.out, fresh=args.fresh, seed=args.seed,
-                                 progress=not args.no_progress)
+                                 out=args.out, fresh=args.fresh, seed=args.seed, progress=not args.no_progress)
     except ValueError as e:
         return error(str(e), "cute-gemm tune")
     show(args.json, table.to_dict(), lambda: format_table(table, path))

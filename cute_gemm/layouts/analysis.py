@@ -23,8 +23,7 @@ def box_map(stage, box: tuple[int, int], kmajor: bool) -> list[list[int]]:
     stage in, boxes stacked along EXT (sm90_operand.cuh); -1: none."""
     rows, cols, _ = _grid0(stage)
     br, bc = (box[1], box[0]) if kmajor else box
-    return [[r // br if c < bc and r // br < -(-rows // br) else -1 for c in range(cols)]
-            for r in range(rows)]
+    return [[r // br if c < bc and r // br < -(-rows // br) else -1 for c in range(cols)] for r in range(rows)]
 
 
 def box_problems(name: str, stage, box: tuple[int, int], kmajor: bool) -> list[str]:

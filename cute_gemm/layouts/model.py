@@ -31,10 +31,8 @@ class Def:
 
 # include/cute_gemm/cute_util.cuh: stride macro -> (operand, major mode, unit stride static);
 # the _any macros keep both strides run-time (their dumps take the row-major ones)
-STRIDE_MACROS = {
-    "CG_DA_k": ("A", "k", True), "CG_DA_m": ("A", "m", True), "CG_DA_any": ("A", "k", False),
-    "CG_DB_n": ("B", "n", True), "CG_DB_k": ("B", "k", True), "CG_DB_any": ("B", "n", False),
-}
+STRIDE_MACROS = {"CG_DA_k": ("A", "k", True), "CG_DA_m": ("A", "m", True), "CG_DA_any": ("A", "k", False),
+                 "CG_DB_n": ("B", "n", True), "CG_DB_k": ("B", "k", True), "CG_DB_any": ("B", "n", False)}
 STEPS = {"A": (1, None, 1), "B": (None, 1, 1), "C": (1, 1, None)}               # local_tile
 
 

@@ -87,8 +87,7 @@ def _c0(b: Builder) -> None:
             ext = _EXT[op][0]
             b.tile(f"{macro}/g{op}", g, f"the CTA's (BLK_{ext},BLK_K,k) strip of {op}")
             b.partition(f"{macro}/tCg{op}", f"tCg{op} = local_partition(g{op}, tC, {t}, "
-                        f"{_step(step)}): the {rows} thread {t} reads", g,
-                        Part(tC, step=step), exact=False)
+                        f"{_step(step)}): the {rows} thread {t} reads", g, Part(tC, step=step), exact=False)
 
 
 def _mma_tvs(b: Builder, mma: Def, a_note: str = "") -> None:
@@ -428,8 +427,7 @@ def _gmma(b: Builder, consumers: int, parts: int, stage_cpp: Callable[..., str],
                 b.layout(f"{pre}atom", f"{op} {major}-major smem atom (GMMA::Layout_"
                          f"{'K' if kmajor else 'MN'}_SW{row}_Atom, {label}): {what}", adef)
                 b.banks(f"{pre}atom_banks", f"bank of each element of that atom: a {row}-byte "
-                        "line covers all 32 banks, and the same chunk of 8 lines 8 bank groups",
-                        adef, nb)
+                        "line covers all 32 banks, and the same chunk of 8 lines 8 bank groups", adef, nb)
                 b.layout(f"{pre}{s_leaf}", f"{s_leaf}: (BLK_{ext_name},BLK_K,STAGES) = "
                          f"tile_to_shape(atom, ({ext},{bk},{stages})"
                          + ("" if kmajor else ", Step<_2,_1,_3>: k first") + "), stage 0", sdef)
@@ -454,12 +452,10 @@ def _gmma(b: Builder, consumers: int, parts: int, stage_cpp: Callable[..., str],
          f"the accumulator fragment, {consumers}x64 x {atom_n} over {nthr} threads", mma, "C")
     b.tile("gC", gC, "the CTA's (BLK_M,BLK_N) tile of C")
     b.partition("tCgC", f"tCgC = mma.get_slice({t}).partition_C(gC): (MMA,MMA_M,MMA_N), the "
-                f"accumulators thread {t} holds (consumer thread index)", gC, Part(mma, "C"),
-                nthreads=nthr)
+                f"accumulators thread {t} holds (consumer thread index)", gC, Part(mma, "C"), nthreads=nthr)
     b.partition("tCsA", f"tCsA = mma.get_slice({t}).partition_A(sA): (MMA,MMA_M,MMA_K,PIPE), "
                 f"the smem a warpgroup's wgmma reads through descriptors (owners: warpgroups, "
-                f"as thread 128 w)", sA, Part(mma, "A"), tile=(bm, kt), owner_step=128,
-                nthreads=nthr)
+                f"as thread 128 w)", sA, Part(mma, "A"), tile=(bm, kt), owner_step=128, nthreads=nthr)
     b.partition("tCsB", f"tCsB = mma.get_slice({t}).partition_B(sB): (MMA,MMA_N,MMA_K,PIPE), "
                 "what each warpgroup reads of sB (all of it)", sB, Part(mma, "B"),
                 exact=consumers == 1, tile=(bn, kt), owner_step=128, nthreads=nthr)
