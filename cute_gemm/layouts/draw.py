@@ -39,54 +39,43 @@ class Grid:
 
 def grid_of(it: Item) -> Grid:
     sub = fmt(it.layout) + (f"   offset {int(it.offset)}" if it.offset is not None else "")
-    cells: dict[tuple[int, int], Cell] = {}
+    rows, cols = it.tile or (int(e) for e in product_each(it.grid_layout().shape))
     if it.kind in ("layout", "thread"):
-        g = it.grid_layout()
-        rows, cols = (int(e) for e in product_each(g.shape))
-        flat = values(g)                                 # g(r, c) at index r + rows * c
-        for r, c in ((r, c) for r in range(rows) for c in range(cols)):
+        flat = values(it.grid_layout())                  # g(r, c) at index r + rows * c
+
+        def cell(r, c):
             v = flat[r + rows * c]
-            cells[(r, c)] = (Cell(thread_colour(v), f"T{v}") if it.kind == "thread" else
-                             Cell(thread_colour(v % 32), str(v)))
+            return Cell(thread_colour(v), f"T{v}") if it.kind == "thread" else Cell(thread_colour(v % 32), str(v))
         legend = ("cell = thread index; colour = thread" if it.kind == "thread" else
                   "cell = offset; colour = offset mod 32 (shared-memory bank of a 4-byte word)")
-        if rank(it.layout) == 3:
-            legend += "; showing index 0 of the third mode"
-        return Grid(it.title, sub, rows, cols, cells, legend)
-    rows, cols = it.tile
-    if it.kind in ("banks", "boxes"):
-        for r in range(rows):
-            for c in range(cols):
-                v = it.table[r][c]
-                cells[(r, c)] = (Cell(thread_colour(v), str(v) if it.kind == "banks" else f"B{v}")
-                                 if v >= 0 else Cell(GREY))
+        legend += "; showing index 0 of the third mode" if rank(it.layout) == 3 else ""
+    elif it.kind in ("banks", "boxes"):
+        def cell(r, c):
+            v = it.table[r][c]
+            return Cell(thread_colour(v), str(v) if it.kind == "banks" else f"B{v}") if v >= 0 else Cell(GREY)
         legend = (f"cell = bank of a {it.elem_bytes}-byte element (4-byte word mod 32); colour = bank"
                   if it.kind == "banks" else
                   f"cell = TMA box {it.box[:2]} (contiguous extent first) bringing it in; grey: none")
-        return Grid(it.title, sub, rows, cols, cells, legend)
-    if it.kind in ("tv", "ldsm"):
-        for (r, c), tvs in it.tv_cells().items():
-            t, v = tvs[0]
-            cells[(r, c)] = Cell(thread_colour(t), f"T{t}\nV{v}" + (f"+{len(tvs) - 1}" if len(tvs) > 1 else ""))
-        return Grid(it.title, sub, rows, cols, cells,
-                    "cell = T#/V# (thread, value) that maps there; colour = thread")
-    vals = it.values_of(it.thread)                       # a partition
-    own = it.owners() if it.exact else None
-    for r in range(rows):
-        for c in range(cols):
+    elif it.kind in ("tv", "ldsm"):
+        tvs = it.tv_cells()
+
+        def cell(r, c):
+            (t, v), *more = tvs.get((r, c)) or [(None, None)]
+            return None if t is None else Cell(thread_colour(t), f"T{t}\nV{v}" + (f"+{len(more)}" if more else ""))
+        legend = "cell = T#/V# (thread, value) that maps there; colour = thread"
+    else:                                                # a partition
+        vals, own = it.values_of(it.thread), it.owners() if it.exact else None
+
+        def cell(r, c):
             if (r, c) in vals:
-                cells[(r, c)] = Cell(thread_colour(it.thread), f"V{vals[(r, c)]}", bold=True)
-            elif own is not None:
-                t = own[r + c * rows][0]
-                cells[(r, c)] = Cell(thread_colour(t), f"T{t}")
-            else:
-                cells[(r, c)] = Cell(GREY)
-    legend = (f"outlined: thread {it.thread}'s elements, V# = index in its partition"
-              + ("; other cells: owner thread T#, coloured by thread" if it.exact else
-                 f"; grey: elements thread {it.thread} does not read"))
-    if it.src_rank == 3:
-        legend += "; k-tile / stage 0"
-    return Grid(it.title, sub, rows, cols, cells, legend)
+                return Cell(thread_colour(it.thread), f"V{vals[(r, c)]}", bold=True)
+            return Cell(GREY) if own is None else Cell(thread_colour(own[r + c * rows][0]), f"T{own[r + c * rows][0]}")
+        legend = (f"outlined: thread {it.thread}'s elements, V# = index in its partition"
+                  + ("; other cells: owner thread T#, coloured by thread" if it.exact else
+                     f"; grey: elements thread {it.thread} does not read")
+                  + ("; k-tile / stage 0" if it.src_rank == 3 else ""))
+    cells = {(r, c): cell(r, c) for r in range(rows) for c in range(cols)}
+    return Grid(it.title, sub, rows, cols, {k: v for k, v in cells.items() if v is not None}, legend)
 
 
 # ---- one list of shapes, drawn as SVG or with matplotlib ----------------------------------------
