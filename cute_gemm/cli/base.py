@@ -28,7 +28,6 @@ DEFAULT_ARCH = "sm_90"   # what `check`/`compile` build for without a GPU: the H
 
 
 # ---- argument types ---------------------------------------------------------------------------
-
 def checked(parse: Callable[[str], Any], bad: str = "") -> Callable[[str], Any]:
     """An argparse type from parse(s): a ValueError or UnknownKernelError it raises becomes
     the error line, `bad` (with {s}, the value) or else the error's own message."""
@@ -78,7 +77,6 @@ precision_list = checked(_precisions, f"expected precisions from {', '.join(regi
 
 
 # ---- errors, JSON, the GPU -----------------------------------------------------------------------
-
 def one_line(e: BaseException | str) -> str:
     """The message of an error as one line (the first, whitespace collapsed)."""
     text = str(e).strip()
@@ -153,7 +151,6 @@ def add_jobs_progress(s) -> None:
 
 
 # ---- warnings ------------------------------------------------------------------------------------
-
 _shown: set = set()
 
 
@@ -173,7 +170,6 @@ def reset_warnings() -> None:
 
 
 # ---- progress ------------------------------------------------------------------------------------
-
 class Progress:
     """Progress of a batch of jobs on stderr: on a terminal a tqdm bar (n/N, elapsed, time left,
     what is running) redrawn twice a second, so a 30 s compile still shows time passing;

@@ -12,7 +12,6 @@ from pycute import Layout, flatten, is_tuple, product
 
 
 # ---- run-time integers ------------------------------------------------------------------------
-
 class Dyn(int):
     """A run-time integer; arithmetic keeps it one, except CuTe's static-zero short cuts
     (`_0 * x == _0`, `_0 / x == _0`, `x % _1 == _0`)."""
@@ -48,7 +47,6 @@ for _n in ("add", "radd", "sub", "rsub", "mul", "rmul", "floordiv", "rfloordiv",
 
 
 # ---- int tuples and CuTe's print formats ----------------------------------------------------
-
 def _is_layout(x) -> bool:
     return isinstance(x, (Layout, Swizzled))
 
@@ -113,7 +111,6 @@ def print_layout(layout) -> str:
 
 
 # ---- constructors and products pycute lacks ----------------------------------------------------
-
 def _compact(shape, current, right: bool):
     if is_tuple(shape):
         out = []
@@ -233,7 +230,6 @@ def flat_coord(layout: Layout, idx: int):
 
 
 # ---- tensors without data: local_tile, local_partition -----------------------------------------
-
 @dataclass(frozen=True)
 class View:
     """What a CuTe Tensor over a plain pointer is to the dumps: offset + layout(coord)."""
@@ -275,7 +271,6 @@ def local_partition(v: View, thr: Layout, index: int, step=None) -> View:
 
 
 # ---- atoms, TiledMMA, TiledCopy (cute/atom/mma_atom.hpp, copy_atom.hpp) -------------------------
-
 @dataclass(frozen=True)
 class MMAAtom:
     shape_mnk: tuple

@@ -33,13 +33,10 @@ def box_problems(name: str, stage, box: tuple[int, int], kmajor: bool) -> list[s
     br, bc = (box[1], box[0]) if kmajor else box
     if bc != cols or rows % br:
         return [f"{name}: box {box} does not tile the ({rows}, {cols}) stage"]
-    inner = g.layout if hasattr(g, "layout") else g
-    bad = []
-    for i in range(rows // br):
-        offs = sorted(value(inner, r, c) for r in range(i * br, (i + 1) * br) for c in range(cols))
-        if offs != list(range(i * br * bc, (i + 1) * br * bc)):
-            bad.append(f"{name}: box {i} does not land in one dense block of smem")
-    return bad
+    inner = getattr(g, "layout", g)                     # before the swizzle
+    return [f"{name}: box {i} does not land in one dense block of smem" for i in range(rows // br)
+            if sorted(value(inner, r, c) for r in range(i * br, (i + 1) * br) for c in range(cols))
+            != list(range(i * br * bc, (i + 1) * br * bc))]
 
 
 def check(rec) -> list[str]:

@@ -79,7 +79,6 @@ def grid_of(it: Item) -> Grid:
 
 
 # ---- one list of shapes, drawn as SVG or with matplotlib ----------------------------------------
-
 def _marks(g: Grid):
     """(width, height, rects, texts): rects (x, y, w, h, fill, stroke, line width), texts
     (x, y, text, size, anchor, centred vertically, bold, colour); outlines after the cells."""

@@ -68,7 +68,6 @@ _EXT = {"A": ("M", "BLK_M"), "B": ("N", "BLK_N")}
 
 
 # ---- c0_gmem: local_tile / local_partition straight from global memory ----------------------
-
 @recipe("cute/c0_gmem.cu")
 def _c0(b: Builder) -> None:
     ents = entries(b.kernel, "CG_GMEM_ENTRY")
@@ -102,7 +101,6 @@ def _step(step) -> str:
 
 
 # ---- c1_smem: k-tiles staged through shared memory -------------------------------------------
-
 @recipe("cute/c1_smem.cu")
 def _c1(b: Builder) -> None:
     bM, bN, bK = b.tiler
@@ -147,7 +145,6 @@ def _c1(b: Builder) -> None:
 
 
 # ---- c2_tiled, c3_multistage, c3_pipelined: TiledCopy + TiledMMA ---------------------------
-
 def _copy_mma(b: Builder, macro: str, copies: dict[str, Def], smem: dict[str, Def], mma: Def,
               smem_note: str, stage_of: Callable[[str, str], tuple[Def, str]] | None = None) -> None:
     """Per (operand, stride macro, copy) a section: the global tile, the copy's TV layout and
@@ -287,7 +284,6 @@ def _c3(b: Builder) -> None:
 
 
 # ---- c4_mma_sm80: tensor-core TiledMMA (mma.sync), 16-byte cp.async copies --------------------
-
 @recipe("cute/c4_mma_sm80.cu")
 def _c4(b: Builder) -> None:
     """The bf16 entries (fp16: the same): global tiles, 16-byte cp.async partitions, swizzled
@@ -348,7 +344,6 @@ def _c4(b: Builder) -> None:
 
 
 # ---- c5_wgmma, c6_wgmma_ws: SM90 GMMA, swizzled smem filled by TMA -------------------------------
-
 def _cpp(prec: str) -> str:
     """The C++ type of A and B in `prec`'s entries (tf32: float)."""
     return DTYPE[PRECISION[prec].dtype].cpp
