@@ -30,7 +30,7 @@ from cute_gemm import layouts as L
 from cute_gemm.build import compile as cg_compile
 from cute_gemm import registry
 from cute_gemm.build import paths
-from cute_gemm.layouts import analysis
+from cute_gemm.layouts import algebra as A, analysis, model
 from cute_gemm.layouts.algebra import Dyn, Layout, TiledCopy, CopyAtom, Swizzled, tile_to_shape
 
 import layout_cppcheck as cppcheck
@@ -45,13 +45,13 @@ def bank_ways(tv: Layout, stage: Layout, rows: int, banks: int = 32) -> int:
     """Worst bank multiplicity of a warp's 4-byte stores: thread t's value v of a TiledCopy
     (TV layout -> index in its (rows, k) tile) stored at stage(m, k), one STS.32 per value
     index, `banks` banks of 4 bytes. 1 = conflict-free. stage: (m, k[, buffer 0])."""
-    nthreads, nvals = (int(x) for x in L.product_each(tv.shape)[:2])
+    nthreads, nvals = (int(x) for x in A.product_each(tv.shape)[:2])
     buf = (0,) * (len(stage) - 2)
     worst = 0
     for w in range(nthreads // 32):
         for v in range(nvals):
             hit = [stage((idx % rows, idx // rows) + buf) % banks
-                   for idx in (L.value(tv, t, v) for t in range(32 * w, 32 * w + 32))]
+                   for idx in (A.value(tv, t, v) for t in range(32 * w, 32 * w + 32))]
             worst = max(worst, max(hit.count(b) for b in hit))
     return worst
 
@@ -63,7 +63,7 @@ def chunk_groups(atom, elem_bytes: int, kmajor: bool) -> list[list[int]]:
     writes 16 bytes per thread: every line's chunks in 8 groups (a whole line at once: TMA,
     cp.async), and every chunk's 8 lines in 8 groups (ldmatrix: 8 lines, one chunk each)."""
     e = 16 // elem_bytes
-    at = (lambda ln, c: L.value(atom, ln, c * e)) if kmajor else (lambda ln, c: L.value(atom, c * e, ln))
+    at = (lambda ln, c: A.value(atom, ln, c * e)) if kmajor else (lambda ln, c: A.value(atom, c * e, ln))
     return [[at(ln, c) * elem_bytes // 16 % 8 for c in range(8)] for ln in range(8)]
 
 
@@ -113,9 +113,9 @@ def test_recipes_read_tile_sizes_from_the_registry(recipes):
     for k in CUTE:
         bm, bn, _ = k.tile
         items = {it.name.rsplit("/", 1)[-1]: it for it in recipes[k.name].items()}
-        assert L.product_each(items["gC"].layout.shape) == (bm, bn), k.name
+        assert A.product_each(items["gC"].layout.shape) == (bm, bn), k.name
         gC = next(it for it in L.build(_twice_blk_m(k)).items() if it.name.endswith("/gC"))
-        assert L.product_each(gC.layout.shape) == (2 * bm, bn), k.name
+        assert A.product_each(gC.layout.shape) == (2 * bm, bn), k.name
 
 
 def _identifiers(cpp: str) -> set[str]:
@@ -159,7 +159,7 @@ def test_recipes_name_only_what_the_kernel_defines(recipes, kernel):
     for it in rec.items():
         for d in (it.source, getattr(it.source, "layout", None), getattr(it.source, "by", None),
                   it.part.by if it.part else None):
-            if isinstance(d, L.Def):
+            if isinstance(d, model.Def):
                 (local.add(d.cpp) if d.local else names.update(_identifiers(d.cpp)))
     assert names
     for name in sorted(names):
@@ -207,7 +207,7 @@ def test_partitions_cover_their_tile(recipes):
 def test_check_reports_a_broken_partition(recipes):
     rec = recipes["cute_smem"]
     it = next(i for i in rec.items() if i.name.endswith("/tCgC"))
-    broken = dataclasses.replace(it, part=lambda v, t: L.local_partition(v, Layout((16, 16)), t % 128),
+    broken = dataclasses.replace(it, part=lambda v, t: A.local_partition(v, Layout((16, 16)), t % 128),
                                  _owners=None)
     sec = dataclasses.replace(rec.sections[-1], items=[broken])
     problems = analysis.check(dataclasses.replace(rec, sections=[sec]))
@@ -249,7 +249,7 @@ def test_padded_stages_take_4_byte_k_stores_without_bank_conflicts(recipes):
     items = {it.name: it for it in recipes["cute_tiled"].items()}
     tv, sA = items["cute_tiled/A_CG_DA_k_SclK/copy_TV"], items["cute_tiled/sA"]
     assert bank_ways(tv.layout, sA.layout, tv.tile[0]) == 1
-    unpadded = L.make_layout(L.product_each(sA.layout.shape))
+    unpadded = A.make_layout(A.product_each(sA.layout.shape))
     assert bank_ways(tv.layout, unpadded, tv.tile[0]) == 8
 
 
@@ -284,8 +284,8 @@ def test_wgmma_accumulators_cover_the_tile_once(recipes, name):
     items = {it.name.rsplit("/", 1)[-1]: it for it in recipes[name].items()}
     tv, part = items["mma_C_TV"], items["tCgC"]
     cells = tv.tv_cells()
-    nthreads = L.product_each(tv.layout.shape)[0]
-    assert nthreads == part.nthreads == 128 * getattr(k.config, "consumers", 1)
+    nthreads = A.product_each(tv.layout.shape)[0]
+    assert nthreads == part.nthreads == 128 * (k.config.consumers if k.config else 1)
     assert all(len(v) == 1 for v in cells.values()) and len(cells) == tv.tile[0] * tv.tile[1]
     assert {len(o) for o in part.owners()} == {1} and part.tile == k.tile[:2]
     assert len(part.values_of(part.thread)) * nthreads == k.tile[0] * k.tile[1]
@@ -321,7 +321,7 @@ def test_register_operand_reads_the_rows_the_epilogue_stores_without_bank_confli
     import pycute
     items = {it.name.rsplit("/", 1)[-1]: it for it in recipes["cute_wgmma_ws"].items()}
     stage = items["sA_tf32"].layout                  # (BLK_M, BLK_K, STAGES) -> element offset
-    bm, bk = L.product_each(stage.shape)[:2]
+    bm, bk = A.product_each(stage.shape)[:2]
     assert (bm, bk) == (registry.get("cute_wgmma_ws").config.blk_m, 32)
     row_map = pycute.Layout(((2, 2, 2), 2, (2, 2), bm // 64), ((2, 16, 4), 1, (8, 32), 64))
     assert sorted(row_map(f) for f in range(bm)) == list(range(bm))
@@ -351,12 +351,12 @@ def test_register_operand_reads_the_rows_the_epilogue_stores_without_bank_confli
 # ---- what algebra.py adds to pycute -------------------------------------------------------------
 
 def test_print_formats():
-    assert L.fmt(L.make_layout((4, 8))) == "(_4,_8):(_1,_4)"
+    assert L.fmt(A.make_layout((4, 8))) == "(_4,_8):(_1,_4)"
     assert L.fmt(Layout((Dyn(128), 8), (Dyn(256), 1))) == "(128,_8):(256,_1)"
-    assert L.fmt(L.make_layout((2, (1, 4)))) == "(_2,(_1,_4)):(_1,(_0,_2))"
-    assert L.fmt(L.make_layout((4, 8), "row")) == "(_4,_8):(_8,_1)"
+    assert L.fmt(A.make_layout((2, (1, 4)))) == "(_2,(_1,_4)):(_1,(_0,_2))"
+    assert L.fmt(A.make_layout((4, 8), "row")) == "(_4,_8):(_8,_1)"
     # captured from CuTe C++ (nvcc 13.0, cutlass 4.2): print_layout(make_layout(make_shape(_4{}, _8{})))
-    assert L.print_layout(L.make_layout((4, 8))) == (
+    assert A.print_layout(A.make_layout((4, 8))) == (
         "(_4,_8):(_1,_4)\n"
         "       0    1    2    3    4    5    6    7 \n"
         "    +----+----+----+----+----+----+----+----+\n"
@@ -372,11 +372,11 @@ def test_print_formats():
 
 def test_run_time_integers_survive_pycute():
     # the global tile of a 256x256 row-major A after local_tile: run-time strides print bare
-    gA = L.local_tile(L.View(Layout((Dyn(256), Dyn(256)), (Dyn(256), Dyn(1)))),
+    gA = A.local_tile(A.View(Layout((Dyn(256), Dyn(256)), (Dyn(256), Dyn(1)))),
                       (128, 128, 8), (0, 0, None), (1, None, 1))
     assert L.fmt(gA.layout) == "(_128,_8,32):(256,1,8)"
     # a 16-byte copy along k: CuTe's TV layout (captured from get_layoutS_TV)
-    cp = TiledCopy(CopyAtom(4), Layout((128, 2), (2, 1)), L.make_layout((1, 4)))
+    cp = TiledCopy(CopyAtom(4), Layout((128, 2), (2, 1)), A.make_layout((1, 4)))
     assert L.fmt(cp.layout_S_TV()) == "((_2,_128),(_4,_1)):((_512,_1),(_128,_0))"
 
 
@@ -442,7 +442,7 @@ def test_svg_pictures_are_well_formed(recipes, name):
         root = ET.fromstring(D.to_svg(D.grid_of(it)))
         texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
         assert it.title in texts, it.name
-        if it.kind == "tv" and L.size(it.layout) <= 64 * 64:
+        if it.kind == "tv" and A.size(it.layout) <= 64 * 64:
             assert any(t and t.startswith("T") for t in texts), it.name
 
 
@@ -452,13 +452,13 @@ def test_ldmatrix_address_maps_fill_the_mma_registers_they_name():
     TiledMMA's A layout (SM80_16x8x16, CuTe's) puts in the receiving lane's register j."""
     from cute_gemm.layouts.algebra import SM80_16x8x16, ldsm_x4_a
     a_tv = SM80_16x8x16.a_tv
-    reg = {L.value(a_tv, t, v): v // 2 for t in range(32) for v in range(8)}
+    reg = {A.value(a_tv, t, v): v // 2 for t in range(32) for v in range(8)}
     assert sorted(reg) == list(range(256))
     for kmajor in (True, False):
         lay = ldsm_x4_a(kmajor)
-        lane = {L.value(lay, t, v): t for t in range(32) for v in range(8)}
+        lane = {A.value(lay, t, v): t for t in range(32) for v in range(8)}
         assert sorted(lane) == list(range(256)), kmajor
         assert all(reg[e] == lane[e] // 8 for e in range(256)), kmajor
         # a lane's 8 values are one 16-byte row: contiguous along k (k-major) or m (m-major)
         step = 16 if kmajor else 1
-        assert all(L.value(lay, t, v) == L.value(lay, t, 0) + step * v for t in range(32) for v in range(8))
+        assert all(A.value(lay, t, v) == A.value(lay, t, 0) + step * v for t in range(32) for v in range(8))
