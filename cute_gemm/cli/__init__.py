@@ -28,11 +28,9 @@ from ..perf.runner import time_kernel
 def _cmd_list(args) -> int:
     ks = registry.kernels(args.family)
     if args.json:
-        print_json([{"name": k.name, "family": k.family, "source": k.source,
-                     "tile": list(k.tile) if k.tile else None, "block": list(k.block),
-                     "threads": k.threads, "min_arch": f"sm_{k.min_arch}", "dtypes": list(k.dtypes),
-                     "precisions": list(k.precisions), "constraints": k.constraints, "seed": k.seed,
-                     "summary": k.summary, "entries": list(k.entries)} for k in ks])
+        keys = ("name", "family", "source", "tile", "block", "threads", "min_arch", "dtypes", "precisions",
+                "constraints", "seed", "summary", "entries")
+        print_json([{a: f"sm_{k.min_arch}" if a == "min_arch" else getattr(k, a) for a in keys} for k in ks])
         return 0
     cols = shutil.get_terminal_size((100, 24)).columns
     tiles = ["x".join(map(str, k.tile)) if k.tile else "-" for k in ks]

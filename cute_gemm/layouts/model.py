@@ -235,17 +235,16 @@ class Builder:
                           tile=tile or default, nthreads=nthreads or self.nthreads, exact=exact,
                           thread=self.thread, src_rank=rank(view.layout), owner_step=owner_step)
 
+    def _table(self, name: str, title: str, kind: str, d: Def, table: list, **kw) -> Item:
+        return self._item(name, title, kind, d, d.value, tile=(len(table), len(table[0])), table=table, **kw)
+
     def banks(self, name: str, title: str, d: Def, elem_bytes: int) -> Item:
         """The bank map of shared-memory layout d (its first two modes, stage 0)."""
-        table = analysis.banks(d.value, elem_bytes)
-        return self._item(name, title, "banks", d, d.value, tile=(len(table), len(table[0])),
-                          elem_bytes=elem_bytes, table=table)
+        return self._table(name, title, "banks", d, analysis.banks(d.value, elem_bytes), elem_bytes=elem_bytes)
 
     def boxes(self, name: str, title: str, stage: Def, box: tuple[int, int], kmajor: bool) -> Item:
         """Which TMA box (contiguous extent first) of one stage brings each element in; -1: none."""
-        table = analysis.box_map(stage.value, box, kmajor)
-        return self._item(name, title, "boxes", stage, stage.value, tile=(len(table), len(table[0])),
-                          table=table, box=(*box, kmajor))
+        return self._table(name, title, "boxes", stage, analysis.box_map(stage.value, box, kmajor), box=(*box, kmajor))
 
     def recipe(self) -> Recipe:
         return Recipe(self.kernel, self.sections, self.problem, tuple(self.locals))
