@@ -89,8 +89,7 @@ def error(msg: str, prog: str = "cute-gemm") -> int:
 
 
 def gpu_unavailable() -> str | None:
-    """None when a CUDA device can be used, else one line saying why not.
-    CUTE_GEMM_FORCE_NO_GPU=1 takes the no-GPU paths on a GPU host (as tests/conftest.py does)."""
+    """None when a CUDA device can be used, else why not (CUTE_GEMM_FORCE_NO_GPU=1: as if none)."""
     if os.environ.get("CUTE_GEMM_FORCE_NO_GPU"):
         return "CUTE_GEMM_FORCE_NO_GPU is set"
     try:

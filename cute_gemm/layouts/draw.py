@@ -133,13 +133,10 @@ def write_png(g: Grid, path) -> None:
     except ImportError as e:
         raise RuntimeError("PNG output needs matplotlib: pip install 'cute_gemm[plot]' "
                            "(or use --format svg)") from e
-    width, height, rects, texts = _marks(g)
-    dpi = 100
+    (width, height, rects, texts), dpi = _marks(g), 100
     pt = 72 / dpi           # points per pixel
     fig = plt.figure(figsize=(width / dpi, height / dpi), dpi=dpi)
-    ax = fig.add_axes((0, 0, 1, 1))
-    ax.set_xlim(0, width)
-    ax.set_ylim(height, 0)
+    ax = fig.add_axes((0, 0, 1, 1), xlim=(0, width), ylim=(height, 0))
     ax.axis("off")
     ax.add_collection(PatchCollection([Rectangle((x, y), w, h) for x, y, w, h, *_ in rects],
                                       facecolor=[r[4] for r in rects], edgecolor=[r[5] for r in rects],

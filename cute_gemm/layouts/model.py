@@ -140,8 +140,7 @@ class Item:
         return self.layout if r == 2 else self.layout(None, None, 0) if r == 3 else None
 
     def owners(self) -> list[list[int]]:
-        """Per element of the tile (column-major), the threads (0, owner_step, ... <
-        nthreads) whose partition holds it."""
+        """Per element of the tile (column-major), the threads (0, owner_step, ...) holding it."""
         if self._owners is None:
             src, self._owners = View(make_layout(tuple(self.tile))), [[] for _ in range(self.tile[0] * self.tile[1])]
             for t in range(0, self.nthreads, self.owner_step):
@@ -225,8 +224,8 @@ class Builder:
 
     def partition(self, name: str, title: str, src, part: Part, exact: bool = True,
                   tile: tuple | None = None, owner_step: int = 1, nthreads: int = 0) -> Item:
-        """tile: the (rows, cols) split (default: the operand's CTA tile); owners among
-        threads 0, owner_step, ... < nthreads (default: the kernel's threads)."""
+        """tile: the (rows, cols) split (default: the operand's CTA tile); owners: threads 0,
+        owner_step, ... < nthreads (default: the kernel's)."""
         view = src.view(self.tiler, self.problem)
         p = part(view, self.thread)
         bm, bn, bk = self.tiler

@@ -237,8 +237,7 @@ def _c3_multistage(b: Builder) -> None:
 
 @recipe("cute/c3_pipelined.cu")
 def _c3(b: Builder) -> None:
-    """From its Config; the names are its copy aliases and its headers' types over Config
-    (PipeGeometry, StageLayout, the k-quad choices)."""
+    """From its Config; the names: its copy aliases, PipeGeometry, StageLayout, the k-quads."""
     cfg = b.config
     bM, bN, bK = b.tiler
     P, tm, tn, wm = cfg.stages, cfg.thr_m, cfg.thr_n, WARP_M

@@ -33,23 +33,22 @@ def describe(it: Item) -> str:
     rows, cols = it.tile or (0, 0)
     if it.kind == "partition":
         vals = it.values_of(it.thread)
-        out.append(f"thread {it.thread} owns (V# = its value index; . = another thread's):\n")
-        out.append(_grid(rows, cols, lambda r, c: f"V{vals[(r, c)]}" if (r, c) in vals else "."))
+        out += [f"thread {it.thread} owns (V# = its value index; . = another thread's):\n",
+                _grid(rows, cols, lambda r, c: f"V{vals[(r, c)]}" if (r, c) in vals else ".")]
         if it.exact:
             own = it.owners()
-            out.append("owner thread of every element of the tile:\n")
-            out.append(_grid(rows, cols, lambda r, c: f"T{own[r + c * rows][0]}"))
+            out += ["owner thread of every element of the tile:\n",
+                    _grid(rows, cols, lambda r, c: f"T{own[r + c * rows][0]}")]
     elif it.kind == "banks":
-        out.append(f"bank (4-byte word mod 32) of each element ({it.elem_bytes} bytes), stage 0:\n")
-        out.append(_grid(rows, cols, lambda r, c: str(it.table[r][c])))
+        out += [f"bank (4-byte word mod 32) of each element ({it.elem_bytes} bytes), stage 0:\n",
+                _grid(rows, cols, lambda r, c: str(it.table[r][c]))]
     elif it.kind == "boxes":
-        out.append(f"TMA box {it.box[:2]} (contiguous extent first) bringing each element in:\n")
-        out.append(_grid(rows, cols, lambda r, c: f"B{it.table[r][c]}" if it.table[r][c] >= 0 else "."))
+        out += [f"TMA box {it.box[:2]} (contiguous extent first) bringing each element in:\n",
+                _grid(rows, cols, lambda r, c: f"B{it.table[r][c]}" if it.table[r][c] >= 0 else ".")]
     elif it.kind in ("tv", "ldsm"):
         cells = it.tv_cells()
-        out.append("tile (row, col) -> T#V# (first owner):\n")
-        out.append(_grid(rows, cols, lambda r, c: "T{}V{}".format(*cells[(r, c)][0])
-                         if (r, c) in cells else "."))
+        out += ["tile (row, col) -> T#V# (first owner):\n",
+                _grid(rows, cols, lambda r, c: "T{}V{}".format(*cells[(r, c)][0]) if (r, c) in cells else ".")]
     return "".join(out) + "\n"
 
 
