@@ -9,7 +9,7 @@ from ..driver import launch
 from ..select import autotable
 from .bench import parse_layouts_arg, parse_precisions_arg, parse_size_arg
 from . import base
-from .base import error, nonneg_int, positive_float, print_json, show
+from .base import error, nonneg_int, positive_float, show
 from ..perf.tune import format_table, tune
 
 _DESCRIPTION = """\
@@ -66,12 +66,10 @@ def _cmd_tune(args) -> int:
 def _show(gpu: str | None, as_json: bool) -> int:
     """The tables gemm() consults on GPU `gpu`, in order; without one, every table found."""
     if gpu is not None:
-        paths = [autotable.tuned_path(gpu), autotable.shipped_path(gpu)]
-        tables = autotable.tables_for(gpu)
+        paths, tables = [autotable.tuned_path(gpu), autotable.shipped_path(gpu)], autotable.tables_for(gpu)
         head = f"gemm() on {gpu} consults, in order:"
     else:
-        paths = sorted((cache.cache_dir() / "tune").glob("*.json")) + sorted(
-            autotable.SHIPPED_DIR.glob("*.json"))
+        paths = sorted((cache.cache_dir() / "tune").glob("*.json")) + sorted(autotable.SHIPPED_DIR.glob("*.json"))
         tables = []
         for p in paths:
             try:
@@ -79,16 +77,9 @@ def _show(gpu: str | None, as_json: bool) -> int:
             except (OSError, ValueError) as e:
                 print(f"{p}: unreadable ({e})")
         head = "no GPU here: every tune table found (tuned in the cache folder, then shipped):"
-    if as_json:
-        print_json({"gpu": gpu, "paths": [str(p) for p in paths],
-                    "tables": [dict(t.to_dict(), source=t.source) for t in tables]})
-        return 0
-    print(head)
-    for p in paths:
-        print(f"  {p}{'' if Path(p).exists() else '  (none)'}")
-    for t in tables:
-        print()
-        print(format_table(t))
-    if not tables:
-        print("no table: gemm() follows its heuristic (cute_gemm/select/auto.py, docs/design/auto.md)")
+    show(as_json, {"gpu": gpu, "paths": [str(p) for p in paths],
+                   "tables": [dict(t.to_dict(), source=t.source) for t in tables]},
+         lambda: "\n".join([head, *(f"  {p}{'' if Path(p).exists() else '  (none)'}" for p in paths),
+                            *(f"\n{format_table(t)}" for t in tables)] + ([] if tables else [
+             "no table: gemm() follows its heuristic (cute_gemm/select/auto.py, docs/design/auto.md)"])))
     return 0
