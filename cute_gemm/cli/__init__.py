@@ -38,14 +38,12 @@ def _cmd_list(args) -> int:
     sw = max([6] + [len(k.seed) + 2 for k in ks]) if args.wide else 0   # --wide: the seeds too
     print(f"{'name':<{w}}{'family':<13}{'tile':<{tw}}{'threads':>7}  {'seed' if sw else '':<{sw}}summary")
     for k, tile in zip(ks, tiles):
-        summ = k.summary if args.wide else textwrap.shorten(k.summary, max(cols - w - tw - 23, 10),
-                                                            placeholder="…")
+        summ = k.summary if args.wide else textwrap.shorten(k.summary, max(cols - w - tw - 23, 10), placeholder="…")
         print(f"{k.name:<{w}}{k.family:<13}{tile:<{tw}}{k.threads:>7}  {k.seed if sw else '':<{sw}}{summ}")
     # the count `check` gives too: the registry's kernels, and apart the GEMMs that composed
     # kernels run (registry.compiled(): built and checked, never called by name)
     internal = [k.name for k in registry.compiled(args.family) if k.name not in registry.names()]
-    foot = f"{len(ks)} registered kernels" + (
-        f"; `check` and `compile` also build {', '.join(internal)}, the GEMM "
+    foot = f"{len(ks)} registered kernels" + (f"; `check` and `compile` also build {', '.join(internal)}, the GEMM "
         f"{'a composed kernel runs' if len(internal) == 1 else 'composed kernels run'}"
         if internal else "") + ("" if args.wide else "; --wide for the seeds and whole summaries")
     print("\n" + (foot if args.wide else textwrap.fill(foot, cols - 1)))
@@ -121,8 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     compile.register(sub)
 
     s = sub.add_parser("cache", help="show or clear the cubin cache")
-    s.add_argument("action", choices=("info", "clear"), nargs="?", default="info",
-                   help="info (default) or clear")
+    s.add_argument("action", choices=("info", "clear"), nargs="?", default="info", help="info (default) or clear")
     s.add_argument("--json", action="store_true", help="JSON on stdout")
     s.set_defaults(fn=_cmd_cache)
 

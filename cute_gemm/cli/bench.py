@@ -113,8 +113,7 @@ def _cmd_bench(args) -> int:
             saved = load_json(args.readme)
         except (OSError, ValueError) as e:   # missing, not JSON, or another schema
             msg = getattr(e, "strerror", None) or str(e)
-            return error(f"--readme: {msg if args.readme in msg else f'{args.readme}: {msg}'}",
-                         "cute-gemm bench")
+            return error(f"--readme: {msg if args.readme in msg else f'{args.readme}: {msg}'}", "cute-gemm bench")
         print(readme_markdown(saved, size=args.ladder_size, source=args.readme), end="")
         return 0
     try:        # before the GPU is looked for: a bad combination, and the seed of a draw
@@ -130,8 +129,7 @@ def _cmd_bench(args) -> int:
     if args.overhead_only:
         backend, note = find_cublas(args.cublas)
         print(note, file=sys.stderr if args.json else sys.stdout)
-        o = measure_overhead(args.overhead_kernel or (args.kernels[0] if args.kernels else None),
-                             backend=backend)
+        o = measure_overhead(args.overhead_kernel or (args.kernels[0] if args.kernels else None), backend=backend)
         show(args.json, o, lambda: format_overhead(o))
         return 0 if o["meets_target"] else 1
     try:

@@ -53,8 +53,7 @@ def report_json(rep) -> dict:
     return {"gpu": True, "ok": rep.ok, "shapes": [
         {"shape": list(s.shape), "alpha": s.alpha, "beta": s.beta, "exact": s.exact, "ok": s.ok,
          "results": [{"kernel": r.name, "status": r.status, "gauge_ratio": r.gauge_ratio,
-                      "rel_frobenius": r.rel_frobenius,
-                      "first_fail": list(r.first_fail) if r.first_fail else None,
+                      "rel_frobenius": r.rel_frobenius, "first_fail": list(r.first_fail) if r.first_fail else None,
                       "message": r.message, "seconds": r.seconds} for r in s.results],
          "pairwise_max_abs": {"kernels": s.names, "matrix": s.pairwise.tolist()}} for s in rep.shapes]}
 

@@ -247,8 +247,7 @@ def cmd_compile(args) -> int:
         archs = [launch.device_info().arch]
     elif not archs:
         archs = [DEFAULT_ARCH]
-        print(f"cute-gemm compile: no GPU here, compiling for {DEFAULT_ARCH} (--arch to choose)",
-              file=sys.stderr)
+        print(f"cute-gemm compile: no GPU here, compiling for {DEFAULT_ARCH} (--arch to choose)", file=sys.stderr)
     for a in archs:
         if why := unsupported_arch(a):
             return error(f"NVRTC cannot compile for {a}: {why}", "cute-gemm compile")

@@ -47,12 +47,10 @@ def summary(kernel, rec) -> str:
 
 def record_json(kernel, rec, full: bool = False) -> dict:
     """One kernel's layouts as data, each as CuTe prints it (`full`: with the text grids)."""
-    return {"kernel": kernel.name, "source": rec.source,
-            "tile": list(kernel.tile) if kernel.tile else None, "threads": kernel.threads,
-            "sections": [{"title": sec.title, "items": [
-                dict({"name": it.name, "kind": it.kind, "title": it.title,
-                      "layout": L.fmt(it.layout)}, **({"text": L.describe(it)} if full else {}))
-                for it in sec.items]} for sec in rec.sections]}
+    return {"kernel": kernel.name, "source": rec.source, "tile": list(kernel.tile) if kernel.tile else None,
+            "threads": kernel.threads, "sections": [{"title": sec.title, "items": [
+                {"name": it.name, "kind": it.kind, "title": it.title, "layout": L.fmt(it.layout),
+                 **({"text": L.describe(it)} if full else {})} for it in sec.items]} for sec in rec.sections]}
 
 
 def run(kernels: list[str] | None = None, fmt: str | None = None, out: str | None = None,
@@ -138,8 +136,7 @@ def add_arguments(p) -> None:
     p.add_argument("--thread", type=nonneg_int, help="the thread whose partitions are shown (default 37)")
     p.add_argument("--shape", type=shape_mnk, metavar="MxNxK",
                    help="representative problem for the global tiles (default 256x256x256)")
-    p.add_argument("--json", action="store_true",
-                   help="JSON on stdout: the layouts (text), or the files written")
+    p.add_argument("--json", action="store_true", help="JSON on stdout: the layouts (text), or the files written")
 
 
 def register(subparsers) -> None:

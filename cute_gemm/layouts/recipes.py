@@ -108,8 +108,7 @@ def _c1(b: Builder) -> None:
     defs = {"ThrMajor0": Def("ThrMajor0{}", make_layout((32, 8))),        # m/n contiguous
             "ThrMajor1": Def("ThrMajor1{}", Layout((32, 8), (8, 1)))}     # k contiguous
     tC = Def("thr_layout_c()", make_layout((16, 16)))                       # m fastest
-    sm = {"A": Def("smem_layout_a()", make_layout((bM, bK))),
-          "B": Def("smem_layout_b()", make_layout((bN, bK)))}
+    sm = {"A": Def("smem_layout_a()", make_layout((bM, bK))), "B": Def("smem_layout_b()", make_layout((bN, bK)))}
     t = b.thread
     for op, i, attr in (("A", 0, "a_major"), ("B", 1, "b_major")):
         ext = _EXT[op][0]
@@ -321,8 +320,7 @@ def _c4(b: Builder) -> None:
         for op, v, ext in (("A", "bM", bM), ("B", "bN", bN)):
             st = Def(f"tile_to_shape({fn}<T>(), make_shape({v}, bK, bP))",
                      tile_to_shape(atom.value, (ext, bK, stages)), local=True)
-            b.layout(f"{major}/s{op}", f"s{op} ({major}-major {op}): "
-                     f"(BLK_{_EXT[op][0]},BLK_K,STAGES), stage 0", st)
+            b.layout(f"{major}/s{op}", f"s{op} ({major}-major {op}): (BLK_{_EXT[op][0]},BLK_K,STAGES), stage 0", st)
     wm, wn = b.d["WARPS_M"], b.d["WARPS_N"]
     mma = Def("tiled_mma<bfloat16_t>()", TiledMMA(SM80_16x8x16, make_layout((wm, wn, 1)), (
         make_layout(16 * wm), make_layout(16 * wn), make_layout(SM80_16x8x16.shape_mnk[2]))))
