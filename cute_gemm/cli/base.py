@@ -20,8 +20,8 @@ from tqdm import tqdm
 
 from .. import registry
 from ..driver import launch
-from ..build.compile import normalize_arch
 from ..build.cache import CacheWarning
+from ..build.compile import normalize_arch
 from ..base.errors import CudaError, UnknownKernelError
 
 DEFAULT_ARCH = "sm_90"   # what `check`/`compile` build for without a GPU: the H100/H200 hosts'
@@ -170,9 +170,8 @@ def reset_warnings() -> None:
 
 # ---- progress ------------------------------------------------------------------------------------
 class Progress:
-    """Progress of a batch of jobs on stderr: on a terminal a tqdm bar (n/N, elapsed, time left,
-    what is running) redrawn twice a second, so a 30 s compile still shows time passing;
-    elsewhere (when asked for) a line per finished job, `[n/N] seconds  label: note`."""
+    """Progress on stderr: on a terminal a tqdm bar redrawn twice a second (a 30 s compile still shows
+    time passing); elsewhere, when asked for, a line per finished job, `[n/N] seconds  label: note`."""
 
     def __init__(self, total: int, enabled: bool | None, verb: str = "compiling"):
         tty = bool(getattr(sys.stderr, "isatty", lambda: False)())

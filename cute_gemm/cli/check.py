@@ -8,9 +8,8 @@ import threading
 
 from .. import check, registry
 from ..select import auto
-from . import base
+from . import base, compile as compile_cli
 from ..build import compile as comp
-from . import compile as compile_cli
 from ..driver import launch
 from .base import (DEFAULT_ARCH, add_jobs_progress, arch_name, error, finite_float, kernel_or_auto,
                    nonneg_int, shape_mnk, show)
@@ -39,7 +38,7 @@ def register(sub) -> None:
                    help="op(A) op(B): t passes that operand as a transposed view (default nn)")
     s.add_argument("--seed", type=nonneg_int, help="seed of the random inputs (default: fresh)")
     s.add_argument("--arch", type=arch_name, help=f"without a GPU: the arch to compile for (default {DEFAULT_ARCH})")
-    s.add_argument("--no-gpu", action="store_true", help="do only the checks that need no GPU, even where there is one")
+    s.add_argument("--no-gpu", action="store_true", help="only the checks that need no GPU, even with one")
     s.add_argument("--all", action="store_true",
                    help="without a GPU: compile every entry point of every kernel (~25 CPU-minutes of NVRTC cold) "
                         "and check every CuTe kernel's layouts (default: one entry point per kernel source, ~2 "
@@ -85,9 +84,8 @@ def representatives(kernels: list[registry.Kernel], arch_int: int) -> list[regis
 
 
 def quick_plan(kernels: list[registry.Kernel], gpu_arch: int | None) -> dict[str, list]:
-    """kernel name -> [its first variant's entry point (leading precision, row-major)], and
-    with `gpu_arch` the entry points gemm()'s candidates there launch for row-major operands
-    (a whole kernel, None, includes every selection of it)."""
+    """kernel name -> [its first variant's entry point (leading precision, row-major)]; with `gpu_arch`
+    also what gemm()'s candidates there launch for row-major operands (None: the whole kernel)."""
     out = {k.name: {comp.select_entries(k, (k.variants[0].entry,)): 1} for k in kernels}
     if gpu_arch is not None:
         cands = dict.fromkeys(k.name for p in registry.PRECISIONS for k in auto.candidates(p, arch_int=gpu_arch))
@@ -99,9 +97,8 @@ def quick_plan(kernels: list[registry.Kernel], gpu_arch: int | None) -> dict[str
 def offline_check(names: list[str] | None, arch: str, why: str, *, jobs: int | None = None,
                   progress: bool | None = None, as_json: bool = False, everything: bool = False,
                   gpu_arch: int | None = None) -> int:
-    """`cute-gemm check` without a GPU: compile, check registers, spills and layouts, and say
-    what did not run. One entry point per kernel source (with `gpu_arch`, also what gemm()'s
-    picks launch there); `everything` (--all): every entry point and every layout."""
+    """`cute-gemm check` without a GPU: compile one entry point per kernel source (with `gpu_arch`, also
+    gemm()'s picks there; `everything`: all), check registers, spills and layouts, say what did not run."""
     if names and registry.AUTO in names:     # gemm()'s choice: the candidates it may run
         names = list(dict.fromkeys([n for n in names if n != registry.AUTO] + [
             k.name for p in registry.PRECISIONS for k in auto.candidates(p)]))

@@ -14,10 +14,9 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolE
 from dataclasses import dataclass, field
 
 from .. import registry
-from ..build import cache
+from ..build import cache, compile as comp
 from ..driver import launch
 from . import base
-from ..build import compile as comp
 from .base import (DEFAULT_ARCH, Progress, add_jobs_progress, arch_name, cpu_cores, error,
                    kernel_name, one_line, precision_list, save_log, show)
 from ..base.errors import CompileError, CuteGemmError
@@ -43,8 +42,7 @@ def kernel_of(name: str) -> registry.Kernel:
     return UTIL if name == UTIL.name else registry.find(name)
 
 
-# (kernel name, arch, the entry points to compile or None for all of them)
-Job = tuple[str, str, "tuple[str, ...] | None"]
+Job = tuple[str, str, "tuple[str, ...] | None"]        # kernel name, arch, entry points (None: all)
 
 
 def compile_one(job: Job) -> Outcome:
@@ -121,9 +119,8 @@ def unsupported_arch(arch: str) -> str | None:
 
 def layout_plan(kernels: list[str], layouts: list[str], precisions: tuple[str, ...] | None
                 ) -> dict[str, list[tuple[str, ...] | None]]:
-    """kernel name -> the entry-point sets (None: the whole kernel) that calls in `layouts`
-    launch, as run() compiles them, the kernels those calls run besides included; [] where
-    a kernel computes none of `precisions`."""
+    """kernel name -> the entry-point sets (None: the whole kernel) that calls in `layouts` launch, as
+    run() compiles them, the kernels they run besides included; [] if it computes none of `precisions`."""
     plan: dict[str, dict] = {n: {} for n in kernels}
     for n, lay in ((n, lay) for n in kernels for lay in layouts):
         for name, sets in layout_launches(kernel_of(n), lay, precisions).items():
@@ -133,8 +130,7 @@ def layout_plan(kernels: list[str], layouts: list[str], precisions: tuple[str, .
 
 def compile_table(plan: dict[str, list[tuple[str, ...] | None]], archs: list[str], workers: int | None,
                   progress: bool | None, precisions: tuple[str, ...] | None = None) -> list[Outcome]:
-    """Compile the plan (kernel name -> entry-point sets, None: the whole kernel; [] where it
-    computes none of `precisions`) for each arch, kernels above an arch skipped, an
+    """Compile the plan (layout_plan's form) for each arch, kernels above an arch skipped, an
     arch-specific one compiled for its target (sm_90 -> sm_90a)."""
     jobs, per_kernel = [], {}
     for n, a in ((n, a) for a in archs for n in plan):

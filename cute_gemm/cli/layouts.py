@@ -9,8 +9,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Sequence
 
-from .. import layouts as L
-from .. import registry
+from .. import layouts as L, registry
 from .base import error, kernel_name, nonneg_int, print_json, shape_mnk, show
 from ..layouts import analysis, draw
 
@@ -32,11 +31,9 @@ def self_check_all(names: Sequence[str]) -> list[dict]:
 
 def summary(kernel, rec) -> str:
     """A few lines: what the kernel is, how many layouts it has, and those every entry shares."""
-    items = list(rec.items())
-    kinds = Counter(it.kind for it in items)
-    tile = "x".join(map(str, kernel.tile)) if kernel.tile else "-"
+    kinds, tile = Counter(it.kind for it in rec.items()), "x".join(map(str, kernel.tile)) if kernel.tile else "-"
     out = [f"{kernel.name}  ({rec.source}): tile {tile}, {kernel.threads} threads; "
-           f"{len(items)} layouts in {len(rec.sections)} sections ("
+           f"{sum(kinds.values())} layouts in {len(rec.sections)} sections ("
            + ", ".join(f"{v} {k}" for k, v in sorted(kinds.items())) + ")"]
     shared = [s for s in rec.sections if "every entry" in s.title] or rec.sections[-1:]
     picked = [it for s in shared for it in s.items if it.kind not in ("tv", "ldsm")]   # long: --full

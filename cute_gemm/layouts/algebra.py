@@ -47,12 +47,8 @@ for _n in ("add", "radd", "sub", "rsub", "mul", "rmul", "floordiv", "rfloordiv",
 
 
 # ---- int tuples and CuTe's print formats ----------------------------------------------------
-def _is_layout(x) -> bool:
-    return isinstance(x, (Layout, Swizzled))
-
-
 def rank(x) -> int:
-    return len(x) if _is_layout(x) else len(x) if is_tuple(x) else 1
+    return len(x) if isinstance(x, (Layout, Swizzled)) or is_tuple(x) else 1
 
 
 def product_each(t) -> tuple:
@@ -60,7 +56,7 @@ def product_each(t) -> tuple:
 
 
 def size(x) -> int:
-    return product(x.shape if _is_layout(x) else x)
+    return product(getattr(x, "shape", x))           # a layout's, or an IntTuple's
 
 
 def cosize(layout) -> int:
@@ -166,9 +162,8 @@ def tile_to_shape(block, trg_shape, order=None):
 
 
 class Swizzled:
-    """CuTe's ComposedLayout<Swizzle, offset, layout> with a shape: coord -> sw(offset +
-    layout(coord)). ptr_bits W (GMMA's atoms, offset `smem_ptr[Wb](unset)`): the swizzle acts
-    on byte addresses, element at sw(offset * W/8) / (W/8); 0: on element offsets (c4)."""
+    """CuTe's ComposedLayout<Swizzle, offset, layout> with a shape: sw(offset + layout(coord)); with
+    ptr_bits W (GMMA's atoms, `smem_ptr[Wb](unset)`) on byte addresses: sw(offset * W/8) / (W/8)."""
 
     def __init__(self, sw: pycute.Swizzle, layout: Layout, offset: int = 0, ptr_bits: int = 0):
         self.sw, self.layout, self.offset, self.ptr_bits = sw, layout, offset, ptr_bits
@@ -304,16 +299,14 @@ def gmma_ss(n: int, k: int) -> MMAAtom:
 
 
 def ldsm_x4_a(kmajor: bool) -> Layout:
-    """The lane that supplies the shared-memory row address of each element of a 16x16 A atom
-    in ldmatrix.x4 (PTX: lanes 8j..8j+7 address matrix j, A's register j): (lane, value) ->
-    m + 16 k; a k-major A's rows run along k (LDSM_N), an m-major A's along m (LDSM_T)."""
+    """ldmatrix.x4 of a 16x16 A atom (PTX: lanes 8j..8j+7 address matrix j, A's register j): (lane,
+    value) -> m + 16 k of the row it addresses; rows along k (k-major, LDSM_N) or m (LDSM_T)."""
     return Layout(((8, 2, 2), 8), ((1, 8, 128), 16) if kmajor else ((16, 8, 128), 1))
 
 
 def swizzle_atom(elem_bytes: int, kmajor: bool, row_bytes: int = 128, ptr: bool = True) -> Swizzled:
-    """8 lines of `row_bytes`, 16-byte chunk c of line r at chunk c ^ (r % 8); k-major: lines
-    along k. ptr: GMMA's Layout_{K,MN}_SW*_Atom (swizzle on bytes); else c4's
-    composition(Swizzle<3,log2 V,3>, layout), the same on element offsets."""
+    """8 lines of `row_bytes` (along k if k-major), 16-byte chunk c of line r at c ^ (r % 8): GMMA's
+    Layout_{K,MN}_SW*_Atom (ptr: on bytes), or c4's composition(Swizzle<3,log2 V,3>, layout)."""
     e = row_bytes // elem_bytes
     lay = Layout((8, e), (e, 1)) if kmajor else Layout((e, 8), (1, e))
     bits = (row_bytes // 16).bit_length() - 1

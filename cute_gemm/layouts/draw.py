@@ -69,7 +69,8 @@ def grid_of(it: Item) -> Grid:
         def cell(r, c):
             if (r, c) in vals:
                 return Cell(thread_colour(it.thread), f"V{vals[(r, c)]}", bold=True)
-            return Cell(GREY) if own is None else Cell(thread_colour(own[r + c * rows][0]), f"T{own[r + c * rows][0]}")
+            t = None if own is None else own[r + c * rows][0]
+            return Cell(GREY) if t is None else Cell(thread_colour(t), f"T{t}")
         legend = (f"outlined: thread {it.thread}'s elements, V# = index in its partition"
                   + ("; other cells: owner thread T#, coloured by thread" if it.exact else
                      f"; grey: elements thread {it.thread} does not read")

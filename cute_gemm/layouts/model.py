@@ -16,10 +16,9 @@ THREAD = 37                   # the thread whose partitions are shown (not 0: no
 
 @dataclass(frozen=True)
 class Def:
-    """A layout, thread layout, TiledCopy or TiledMMA the kernel source (or a header it
-    includes) defines: `cpp` the C++ expression that names it, `value` the same computed
-    here. local: built only inside the kernel's function; `cpp` is that expression verbatim,
-    over the function's names (Recipe.locals)."""
+    """A layout, thread layout, TiledCopy or TiledMMA the kernel (or a header it includes) defines:
+    `cpp` the C++ expression naming it, `value` the same computed here; local: built inside the
+    kernel's function, `cpp` that expression verbatim over the function's names (Recipe.locals)."""
     cpp: str
     value: object
     local: bool = False
@@ -112,10 +111,9 @@ class Part:
 
 @dataclass
 class Item:
-    """One dumped layout. kind: "layout" (coord -> offset), "thread" (coord -> thread), "tv"
-    ((thread, value) -> index in a tile; "ldsm": from PTX's ldmatrix, not printed by CuTe),
-    "partition" (what one thread holds: layout and offset), and two maps of a shared-memory
-    layout computed here (`table`): "banks" and "boxes" (the TMA box bringing each element)."""
+    """One dumped layout. kind: "layout" (coord -> offset), "thread" (coord -> thread), "tv" ((thread,
+    value) -> index in a tile; "ldsm": from PTX), "partition" (what one thread holds), and two maps of
+    a shared-memory layout computed here (`table`): "banks" and "boxes" (each element's TMA box)."""
     name: str
     title: str
     kind: str
@@ -243,7 +241,8 @@ class Builder:
 
     def boxes(self, name: str, title: str, stage: Def, box: tuple[int, int], kmajor: bool) -> Item:
         """Which TMA box (contiguous extent first) of one stage brings each element in; -1: none."""
-        return self._table(name, title, "boxes", stage, analysis.box_map(stage.value, box, kmajor), box=(*box, kmajor))
+        table = analysis.box_map(stage.value, box, kmajor)
+        return self._table(name, title, "boxes", stage, table, box=(*box, kmajor))
 
     def recipe(self) -> Recipe:
         return Recipe(self.kernel, self.sections, self.problem, tuple(self.locals))

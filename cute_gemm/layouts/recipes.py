@@ -146,9 +146,8 @@ def _c1(b: Builder) -> None:
 # ---- c2_tiled, c3_multistage, c3_pipelined: TiledCopy + TiledMMA ---------------------------
 def _copy_mma(b: Builder, macro: str, copies: dict[str, Def], smem: dict[str, Def], mma: Def,
               smem_note: str, stage_of: Callable[[str, str], tuple[Def, str]] | None = None) -> None:
-    """Per (operand, stride macro, copy) a section: the global tile, the copy's TV layout and
-    both sides of the copy; then shared memory, the TiledMMA and its partitions.
-    stage_of(op, copy): (the smem layout those entries store into, what it is) where not smem[op]."""
+    """Per (operand, stride macro, copy) a section: global tile, the copy's TV layout and both sides;
+    then smem, the TiledMMA and its partitions. stage_of(op, copy): (smem layout, what) if not smem[op]."""
     ents, t = entries(b.kernel, macro), b.thread
     for op, di, ci in (("A", 0, 2), ("B", 1, 3)):
         ext = _EXT[op][0]
@@ -284,9 +283,8 @@ def _c3(b: Builder) -> None:
 # ---- c4_mma_sm80: tensor-core TiledMMA (mma.sync), 16-byte cp.async copies --------------------
 @recipe("cute/c4_mma_sm80.cu")
 def _c4(b: Builder) -> None:
-    """The bf16 entries (fp16: the same): global tiles, 16-byte cp.async partitions, swizzled
-    smem atoms with bank maps and stages, the SM80_16x8x16 TiledMMA, and ldmatrix.x4's
-    address side for one A atom (not B's: CuTe retiles its matrix order)."""
+    """The bf16 entries (fp16: the same): 16-byte cp.async copies, swizzled smem atoms with banks and
+    stages, the SM80_16x8x16 TiledMMA, and ldmatrix.x4's address side for one A atom (not B's)."""
     bM, bN, bK = b.tiler
     nt, v, t = b.nthreads, 8, b.thread                     # 16-byte vectors of 16-bit values
     ents = entries(b.kernel, "CG_MMA_ENTRY")
