@@ -43,9 +43,10 @@ def _cmd_list(args) -> int:
     # the count `check` gives too: the registry's kernels, and apart the GEMMs that composed
     # kernels run (registry.compiled(): built and checked, never called by name)
     internal = [k.name for k in registry.compiled(args.family) if k.name not in registry.names()]
-    foot = f"{len(ks)} registered kernels" + (f"; `check` and `compile` also build {', '.join(internal)}, the GEMM "
-        f"{'a composed kernel runs' if len(internal) == 1 else 'composed kernels run'}"
-        if internal else "") + ("" if args.wide else "; --wide for the seeds and whole summaries")
+    foot = f"{len(ks)} registered kernels" + (
+        f"; `check` and `compile` also build {', '.join(internal)}, the GEMM "
+        f"{'a composed kernel runs' if len(internal) == 1 else 'composed kernels run'}" if internal else "") + (
+        "" if args.wide else "; --wide for the seeds and whole summaries")
     print("\n" + (foot if args.wide else textwrap.fill(foot, cols - 1)))
     return 0
 

@@ -191,9 +191,9 @@ class Progress:
     def _update(self, label: str, start: bool) -> None:
         with self._lock:
             (self.running.append if start else self.running.remove)(label)
-            self.done += not start
+            self.done += 0 if start else 1
             if self._bar is not None:
-                self._bar.update(not start)
+                self._bar.update(0 if start else 1)
                 self._bar.set_postfix_str(f"{self.verb} " + ", ".join(self.running) if self.running else "")
 
     def start(self, label: str) -> None:

@@ -221,11 +221,9 @@ def format_table(outcomes: list[Outcome], verdicts: bool = False) -> str:
 
 
 def report_failures(outcomes: list[Outcome], prog: str) -> None:
-    for o in outcomes:
-        if o.origin == "failed":
-            path = save_log(o.kernel, o.arch, o.log) if o.log else None
-            print(f"{prog}: {o.kernel} ({o.arch}): {o.error}"
-                  + (f"; full log: {path}" if path else ""), file=sys.stderr)
+    for o in (o for o in outcomes if o.origin == "failed"):
+        path = save_log(o.kernel, o.arch, o.log) if o.log else None
+        print(f"{prog}: {o.kernel} ({o.arch}): {o.error}" + (f"; full log: {path}" if path else ""), file=sys.stderr)
 
 
 def cmd_compile(args) -> int:

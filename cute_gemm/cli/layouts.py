@@ -105,7 +105,7 @@ def run(kernels: list[str] | None = None, fmt: str | None = None, out: str | Non
         pics = []
         for i, it in enumerate(rec.items()):
             p = d / f"{i:02d}_{re.sub(r'[^A-Za-z0-9_.-]+', '_', it.name.split('/', 1)[1]).strip('_')}.{fmt}"
-            draw.write_png(draw.grid_of(it), p) if fmt == "png" else p.write_text(draw.to_svg(draw.grid_of(it)))
+            (draw.write_png if fmt == "png" else draw.write_svg)(draw.grid_of(it), p)
             pics.append((it.name, p.relative_to(root).as_posix()))
         pages.append((k, rec, pics))
         if not as_json:

@@ -123,6 +123,10 @@ def to_svg(g: Grid) -> str:
     return "\n".join(o + ["</svg>\n"])
 
 
+def write_svg(g: Grid, path: Path) -> None:
+    path.write_text(to_svg(g))
+
+
 def write_png(g: Grid, path) -> None:
     """The same picture through matplotlib (the optional `plot` extra)."""
     try:

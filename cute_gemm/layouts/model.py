@@ -198,9 +198,8 @@ class Builder:
         self.sections: list[Section] = []
         self.locals: list[str] = []
 
-    def section(self, title: str) -> Section:
+    def section(self, title: str) -> None:
         self.sections.append(Section(title))
-        return self.sections[-1]
 
     def _item(self, name: str, *args, **kw) -> Item:
         """An item of the kernel, added to the last section."""

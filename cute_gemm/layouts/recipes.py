@@ -53,11 +53,9 @@ def entries(kernel, macro: str) -> dict[str, tuple[str, ...]]:
 
 
 def _lookup(defs: dict[str, Def], name: str, kernel) -> Def:
-    try:
-        return defs[name]
-    except KeyError:
-        raise ValueError(f"{kernel.source} uses {name!r}, which its layout recipe does not "
-                         f"know (cute_gemm/layouts/recipes.py)") from None
+    if name not in defs:
+        raise ValueError(f"{kernel.source} uses {name!r}, which its layout recipe does not know (recipes.py)")
+    return defs[name]
 
 
 def _users(ents: dict, pick) -> str:
@@ -78,7 +76,8 @@ def _c0(b: Builder) -> None:
     b.tile("gC", gC, "the CTA's (BLK_M,BLK_N) tile of C")
     b.partition("tCgC", f"tCgC = local_partition(gC, tC, {t}, Step<_1, _1>): the outputs "
                 f"thread {t} computes", gC, Part(tC, step=(1, 1)))
-    for op, i, step, rows in (("A", 0, (1, None), "rows of A"), ("B", 1, (None, 1), "columns of B")):
+    for op, i, step, cpp, rows in (("A", 0, (1, None), "Step<_1, X>", "rows of A"),
+                                   ("B", 1, (None, 1), "Step<X, _1>", "columns of B")):
         for macro in sorted({a[i] for a in ents.values()}):
             g = Global(op, macro)
             b.section(f"{op} strides {macro} = {fmt(g.strides(b.problem))} "
@@ -86,7 +85,7 @@ def _c0(b: Builder) -> None:
             ext = _EXT[op][0]
             b.tile(f"{macro}/g{op}", g, f"the CTA's (BLK_{ext},BLK_K,k) strip of {op}")
             b.partition(f"{macro}/tCg{op}", f"tCg{op} = local_partition(g{op}, tC, {t}, "
-                        f"{_step(step)}): the {rows} thread {t} reads", g, Part(tC, step=step), exact=False)
+                        f"{cpp}): the {rows} thread {t} reads", g, Part(tC, step=step), exact=False)
 
 
 def _mma_tvs(b: Builder, mma: Def, a_note: str = "") -> None:
@@ -94,10 +93,6 @@ def _mma_tvs(b: Builder, mma: Def, a_note: str = "") -> None:
     for op, mode in (("A", "M,K"), ("B", "N,K"), ("C", "M,N")):
         b.tv(f"mma_{op}_TV", f"TiledMMA {op}: (thread, value) -> ({mode}) coordinate (get_layout{op}_TV)"
              + (a_note if op == "A" else ""), mma, op)
-
-
-def _step(step) -> str:
-    return "Step<" + ", ".join("_1" if s else "X" for s in step) + ">"
 
 
 # ---- c1_smem: k-tiles staged through shared memory -------------------------------------------
