@@ -46,7 +46,7 @@ Job = tuple[str, str, "tuple[str, ...] | None"]        # kernel name, arch, entr
 
 
 def compile_one(job: Job) -> Outcome:
-    """Runs in a worker process: everything it returns pickles (the cache holds the cubin).
+    """Runs in a worker process (or thread): what it returns pickles (the cache holds the cubin).
     Warnings (an unwritable cache) come back in the outcome, for the parent to show once."""
     name, arch, entries = job
     t0 = time.perf_counter()
