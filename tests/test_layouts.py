@@ -285,7 +285,7 @@ def test_wgmma_accumulators_cover_the_tile_once(recipes, name):
     tv, part = items["mma_C_TV"], items["tCgC"]
     cells = tv.tv_cells()
     nthreads = A.product_each(tv.layout.shape)[0]
-    assert nthreads == part.nthreads == 128 * (k.config.consumers if k.config else 1)
+    assert nthreads == part.nthreads == 128 * getattr(k.config, "consumers", 1)
     assert all(len(v) == 1 for v in cells.values()) and len(cells) == tv.tile[0] * tv.tile[1]
     assert {len(o) for o in part.owners()} == {1} and part.tile == k.tile[:2]
     assert len(part.values_of(part.thread)) * nthreads == k.tile[0] * k.tile[1]

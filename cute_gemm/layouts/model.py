@@ -188,12 +188,10 @@ class Builder:
     """Makes the items of one kernel's recipe: CTA (0,0) of `problem`, thread `thread`."""
 
     def __init__(self, kernel, problem=PROBLEM, thread: int = THREAD):
-        # what the kernel is compiled with: its typed config (blk_m, ...) or its -D defines
-        self.kernel, self.d, self.config = kernel, dict(kernel.defines), kernel.config
-        cfg, d = self.config, self.d
-        # BLK_K: the config's or the define, else the registry's tile (c5: 128 bytes of k)
-        self.tiler = ((cfg.blk_m, cfg.blk_n, cfg.blk_k) if cfg is not None else
-                      (d["BLK_M"], d["BLK_N"], d.get("BLK_K", kernel.tile[2])))
+        # what the kernel is compiled with: its typed config (blk_m, ...; d: by the C++ name); c5's
+        # BLK_K is 128 bytes of 16-bit k (the tf32 entries' half of it: their recipe says so)
+        self.kernel, self.config, self.tiler = kernel, kernel.config, kernel.config.tile
+        self.d = {f.upper(): v for f, v in vars(kernel.config).items()}
         self.problem, self.thread, self.nthreads = tuple(problem), thread, kernel.threads
         self.sections: list[Section] = []
         self.locals: list[str] = []

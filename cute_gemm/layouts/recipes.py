@@ -1,5 +1,5 @@
-"""The layouts of each CuTe kernel, described once from its registry entry (its -D `defines` or
-typed `config`) and its instantiation lines (`CG_TILED_ENTRY(cute_tiled_ak_bn, CG_DA_k, ...)`).
+"""The layouts of each CuTe kernel, described once from its registry entry (its typed `config`,
+compiled as the source's prelude) and its instantiation lines (`CG_TILED_ENTRY(cute_tiled_ak_bn, CG_DA_k, ...)`).
 Every layout is a `Def`: the kernel's own C++ name for it and its value computed here, so that
 tests/test_layouts.py can have CuTe print the same names and compare."""
 from __future__ import annotations
@@ -382,7 +382,7 @@ def _gmma(b: Builder, consumers: int, parts: int, stage_cpp: Callable[..., str],
     """The kernel's C++ names: stage_cpp(prec, op, major, bk), its OperandTile type; mma_cpp, its
     TiledMMA expression (no nvcc program evaluates these yet: tests/test_layouts.py)."""
     (bm, bn, _), t, nthr = b.tiler, b.thread, 128 * consumers     # the TiledMMA's threads: the consumers
-    stages = b.config.stages if b.config is not None else b.d["STAGES"]
+    stages = b.config.stages
     mma_stage: dict[str, Def] = {}
     mma_k: dict[str, int] = {}
     for label, precs in _groups(b.kernel):
@@ -448,7 +448,7 @@ def _gmma(b: Builder, consumers: int, parts: int, stage_cpp: Callable[..., str],
 
 @recipe("cute/c5_wgmma.cu")
 def _c5(b: Builder) -> None:
-    """c5_wgmma.cu's names: -D BLK_M, BLK_N, STAGES; kBlkK = 128 / sizeof(T)."""
+    """c5_wgmma.cu's names: BLK_M, BLK_N, BLK_K, STAGES (its prelude); kBlkK = BLK_K * 2 / sizeof(T)."""
     _gmma(b, b.nthreads // 128, 1, lambda prec, op, major, bk: f"cg::sm90::OperandTile<{_cpp(prec)}, "
           f"GMMA::Major::{major}, BLK_{'M' if op == 'A' else 'N'}, {bk}, STAGES>",
           "make_tiled_mma(GMMA::ss_op_selector<T, T, float, Shape<_64, Int<BLK_N>, Int<kBlkK>>, MajA, MajB>())")
