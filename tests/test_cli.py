@@ -369,7 +369,7 @@ def fake_compiles(monkeypatch, tmp_cache):
     monkeypatch.setattr("cute_gemm.cli.compile.unsupported_arch", lambda arch: None)
     checked: list[str] = []
 
-    def self_check_all(names, progress=None):
+    def self_check_all(names):
         checked.extend(names)
         return [{"kernel": n, "layouts": 1, "problems": []} for n in names]
     monkeypatch.setattr("cute_gemm.cli.check.self_check_all", self_check_all)

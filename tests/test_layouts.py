@@ -12,7 +12,7 @@ Two kinds of test:
     holds the kernel's own source as NVRTC sees it (compile.read_source: after its Config
     where it has one), is compiled with the registry's -D defines, and prints
     with CuTe's `print` / `print_layout` every layout the recipe shows, every thread's
-    partition and the TV layouts, from the kernel's own definitions (layouts/cppcheck.py).
+    partition and the TV layouts, from the kernel's own definitions (layout_cppcheck.py).
     Its output must equal the dump byte for byte: a kernel and its dump cannot drift apart.
     Programs are cached under the system temp dir by a hash of everything they depend on,
     so a rerun with nothing changed skips the compile (~10-35 CPU-s per kernel, host code only).
@@ -30,9 +30,10 @@ from cute_gemm import layouts as L
 from cute_gemm.build import compile as cg_compile
 from cute_gemm import registry
 from cute_gemm.build import paths
-from cute_gemm.layouts import analysis, cppcheck
+from cute_gemm.layouts import algebra as A, analysis, model
 from cute_gemm.layouts.algebra import Dyn, Layout, TiledCopy, CopyAtom, Swizzled, tile_to_shape
 
+import layout_cppcheck as cppcheck
 import matrix
 
 # (a composed kernel, Kernel.gemm_of, has the layouts of the GEMM it runs and no recipe)
@@ -44,13 +45,13 @@ def bank_ways(tv: Layout, stage: Layout, rows: int, banks: int = 32) -> int:
     """Worst bank multiplicity of a warp's 4-byte stores: thread t's value v of a TiledCopy
     (TV layout -> index in its (rows, k) tile) stored at stage(m, k), one STS.32 per value
     index, `banks` banks of 4 bytes. 1 = conflict-free. stage: (m, k[, buffer 0])."""
-    nthreads, nvals = (int(x) for x in L.product_each(tv.shape)[:2])
+    nthreads, nvals = (int(x) for x in A.product_each(tv.shape)[:2])
     buf = (0,) * (len(stage) - 2)
     worst = 0
     for w in range(nthreads // 32):
         for v in range(nvals):
             hit = [stage((idx % rows, idx // rows) + buf) % banks
-                   for idx in (L.value(tv, t, v) for t in range(32 * w, 32 * w + 32))]
+                   for idx in (A.value(tv, t, v) for t in range(32 * w, 32 * w + 32))]
             worst = max(worst, max(hit.count(b) for b in hit))
     return worst
 
@@ -62,7 +63,7 @@ def chunk_groups(atom, elem_bytes: int, kmajor: bool) -> list[list[int]]:
     writes 16 bytes per thread: every line's chunks in 8 groups (a whole line at once: TMA,
     cp.async), and every chunk's 8 lines in 8 groups (ldmatrix: 8 lines, one chunk each)."""
     e = 16 // elem_bytes
-    at = (lambda ln, c: L.value(atom, ln, c * e)) if kmajor else (lambda ln, c: L.value(atom, c * e, ln))
+    at = (lambda ln, c: A.value(atom, ln, c * e)) if kmajor else (lambda ln, c: A.value(atom, c * e, ln))
     return [[at(ln, c) * elem_bytes // 16 % 8 for c in range(8)] for ln in range(8)]
 
 
@@ -112,9 +113,9 @@ def test_recipes_read_tile_sizes_from_the_registry(recipes):
     for k in CUTE:
         bm, bn, _ = k.tile
         items = {it.name.rsplit("/", 1)[-1]: it for it in recipes[k.name].items()}
-        assert L.product_each(items["gC"].layout.shape) == (bm, bn), k.name
+        assert A.product_each(items["gC"].layout.shape) == (bm, bn), k.name
         gC = next(it for it in L.build(_twice_blk_m(k)).items() if it.name.endswith("/gC"))
-        assert L.product_each(gC.layout.shape) == (2 * bm, bn), k.name
+        assert A.product_each(gC.layout.shape) == (2 * bm, bn), k.name
 
 
 def _identifiers(cpp: str) -> set[str]:
@@ -158,7 +159,7 @@ def test_recipes_name_only_what_the_kernel_defines(recipes, kernel):
     for it in rec.items():
         for d in (it.source, getattr(it.source, "layout", None), getattr(it.source, "by", None),
                   it.part.by if it.part else None):
-            if isinstance(d, L.Def):
+            if isinstance(d, model.Def):
                 (local.add(d.cpp) if d.local else names.update(_identifiers(d.cpp)))
     assert names
     for name in sorted(names):
@@ -206,7 +207,7 @@ def test_partitions_cover_their_tile(recipes):
 def test_check_reports_a_broken_partition(recipes):
     rec = recipes["cute_smem"]
     it = next(i for i in rec.items() if i.name.endswith("/tCgC"))
-    broken = dataclasses.replace(it, part=lambda v, t: L.local_partition(v, Layout((16, 16)), t % 128),
+    broken = dataclasses.replace(it, part=lambda v, t: A.local_partition(v, Layout((16, 16)), t % 128),
                                  _owners=None)
     sec = dataclasses.replace(rec.sections[-1], items=[broken])
     problems = analysis.check(dataclasses.replace(rec, sections=[sec]))
@@ -248,7 +249,7 @@ def test_padded_stages_take_4_byte_k_stores_without_bank_conflicts(recipes):
     items = {it.name: it for it in recipes["cute_tiled"].items()}
     tv, sA = items["cute_tiled/A_CG_DA_k_SclK/copy_TV"], items["cute_tiled/sA"]
     assert bank_ways(tv.layout, sA.layout, tv.tile[0]) == 1
-    unpadded = L.make_layout(L.product_each(sA.layout.shape))
+    unpadded = A.make_layout(A.product_each(sA.layout.shape))
     assert bank_ways(tv.layout, unpadded, tv.tile[0]) == 8
 
 
@@ -283,7 +284,7 @@ def test_wgmma_accumulators_cover_the_tile_once(recipes, name):
     items = {it.name.rsplit("/", 1)[-1]: it for it in recipes[name].items()}
     tv, part = items["mma_C_TV"], items["tCgC"]
     cells = tv.tv_cells()
-    nthreads = L.product_each(tv.layout.shape)[0]
+    nthreads = A.product_each(tv.layout.shape)[0]
     assert nthreads == part.nthreads == 128 * getattr(k.config, "consumers", 1)
     assert all(len(v) == 1 for v in cells.values()) and len(cells) == tv.tile[0] * tv.tile[1]
     assert {len(o) for o in part.owners()} == {1} and part.tile == k.tile[:2]
@@ -320,7 +321,7 @@ def test_register_operand_reads_the_rows_the_epilogue_stores_without_bank_confli
     import pycute
     items = {it.name.rsplit("/", 1)[-1]: it for it in recipes["cute_wgmma_ws"].items()}
     stage = items["sA_tf32"].layout                  # (BLK_M, BLK_K, STAGES) -> element offset
-    bm, bk = L.product_each(stage.shape)[:2]
+    bm, bk = A.product_each(stage.shape)[:2]
     assert (bm, bk) == (registry.get("cute_wgmma_ws").config.blk_m, 32)
     row_map = pycute.Layout(((2, 2, 2), 2, (2, 2), bm // 64), ((2, 16, 4), 1, (8, 32), 64))
     assert sorted(row_map(f) for f in range(bm)) == list(range(bm))
@@ -350,12 +351,12 @@ def test_register_operand_reads_the_rows_the_epilogue_stores_without_bank_confli
 # ---- what algebra.py adds to pycute -------------------------------------------------------------
 
 def test_print_formats():
-    assert L.fmt(L.make_layout((4, 8))) == "(_4,_8):(_1,_4)"
+    assert L.fmt(A.make_layout((4, 8))) == "(_4,_8):(_1,_4)"
     assert L.fmt(Layout((Dyn(128), 8), (Dyn(256), 1))) == "(128,_8):(256,_1)"
-    assert L.fmt(L.make_layout((2, (1, 4)))) == "(_2,(_1,_4)):(_1,(_0,_2))"
-    assert L.fmt(L.make_layout((4, 8), "row")) == "(_4,_8):(_8,_1)"
+    assert L.fmt(A.make_layout((2, (1, 4)))) == "(_2,(_1,_4)):(_1,(_0,_2))"
+    assert L.fmt(A.make_layout((4, 8), "row")) == "(_4,_8):(_8,_1)"
     # captured from CuTe C++ (nvcc 13.0, cutlass 4.2): print_layout(make_layout(make_shape(_4{}, _8{})))
-    assert L.print_layout(L.make_layout((4, 8))) == (
+    assert A.print_layout(A.make_layout((4, 8))) == (
         "(_4,_8):(_1,_4)\n"
         "       0    1    2    3    4    5    6    7 \n"
         "    +----+----+----+----+----+----+----+----+\n"
@@ -371,11 +372,11 @@ def test_print_formats():
 
 def test_run_time_integers_survive_pycute():
     # the global tile of a 256x256 row-major A after local_tile: run-time strides print bare
-    gA = L.local_tile(L.View(Layout((Dyn(256), Dyn(256)), (Dyn(256), Dyn(1)))),
+    gA = A.local_tile(A.View(Layout((Dyn(256), Dyn(256)), (Dyn(256), Dyn(1)))),
                       (128, 128, 8), (0, 0, None), (1, None, 1))
     assert L.fmt(gA.layout) == "(_128,_8,32):(256,1,8)"
     # a 16-byte copy along k: CuTe's TV layout (captured from get_layoutS_TV)
-    cp = TiledCopy(CopyAtom(4), Layout((128, 2), (2, 1)), L.make_layout((1, 4)))
+    cp = TiledCopy(CopyAtom(4), Layout((128, 2), (2, 1)), A.make_layout((1, 4)))
     assert L.fmt(cp.layout_S_TV()) == "((_2,_128),(_4,_1)):((_512,_1),(_128,_0))"
 
 
@@ -389,7 +390,7 @@ def test_cli_text(capsys):
 
 # ---- against the kernels, compiled with nvcc ----------------------------------------------------
 
-# The GMMA kernels' recipes (recipes_sm90.py) have no nvcc program yet: their check program
+# The GMMA kernels' recipes (recipes.py, c5/c6) have no nvcc program yet: their check program
 # would need GMMA's smem_ptr-flagged atoms made into swizzled smem tensors, and a CTA tiler
 # from their own names (c6's Config has no blk_k). Their layouts are
 # checked in Python only (self-checks, bank maps, boxes, accumulator coverage above).
@@ -409,7 +410,7 @@ def cute_output(recipes):
     # the module's recipes: their partitions' owners are computed once, for the self-checks
     recs = [recipes[k.name] for k in NVCC_CHECKED]
     cache = os.path.join(tempfile.gettempdir(), f"cute_gemm_layout_check_{os.getuid()}")
-    return L.split_dump(cppcheck.run(recs, cache, nvcc)), L.split_dump(L.expected_output(recs))
+    return cppcheck.split_dump(cppcheck.run(recs, cache, nvcc)), cppcheck.split_dump(cppcheck.expected_output(recs))
 
 
 @pytest.mark.parametrize("kernel", CUTE, ids=lambda k: k.name)
@@ -441,23 +442,23 @@ def test_svg_pictures_are_well_formed(recipes, name):
         root = ET.fromstring(D.to_svg(D.grid_of(it)))
         texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
         assert it.title in texts, it.name
-        if it.kind == "tv" and L.size(it.layout) <= 64 * 64:
+        if it.kind == "tv" and A.size(it.layout) <= 64 * 64:
             assert any(t and t.startswith("T") for t in texts), it.name
 
 
 def test_ldmatrix_address_maps_fill_the_mma_registers_they_name():
-    """The ldmatrix.x4 address maps of an A atom (atoms.ldsm_x4_a, from PTX: lanes 8j..8j+7
+    """The ldmatrix.x4 address maps of an A atom (algebra.ldsm_x4_a, from PTX: lanes 8j..8j+7
     address matrix j): every element is addressed once, by a lane of the matrix that the
     TiledMMA's A layout (SM80_16x8x16, CuTe's) puts in the receiving lane's register j."""
-    from cute_gemm.layouts.atoms import SM80_16x8x16, ldsm_x4_a
+    from cute_gemm.layouts.algebra import SM80_16x8x16, ldsm_x4_a
     a_tv = SM80_16x8x16.a_tv
-    reg = {L.value(a_tv, t, v): v // 2 for t in range(32) for v in range(8)}
+    reg = {A.value(a_tv, t, v): v // 2 for t in range(32) for v in range(8)}
     assert sorted(reg) == list(range(256))
     for kmajor in (True, False):
         lay = ldsm_x4_a(kmajor)
-        lane = {L.value(lay, t, v): t for t in range(32) for v in range(8)}
+        lane = {A.value(lay, t, v): t for t in range(32) for v in range(8)}
         assert sorted(lane) == list(range(256)), kmajor
         assert all(reg[e] == lane[e] // 8 for e in range(256)), kmajor
         # a lane's 8 values are one 16-byte row: contiguous along k (k-major) or m (m-major)
         step = 16 if kmajor else 1
-        assert all(L.value(lay, t, v) == L.value(lay, t, 0) + step * v for t in range(32) for v in range(8))
+        assert all(A.value(lay, t, v) == A.value(lay, t, 0) + step * v for t in range(32) for v in range(8))

@@ -16,112 +16,69 @@ import textwrap
 import warnings
 from typing import Sequence
 
-from . import (bench as bench_cli, check as check_cli, compile as compile_cli,
-               layouts as layouts_cli, tune as tune_cli)
-from .. import __version__
-from .. import registry
+from . import base, bench, check, compile, layouts, tune
+from .. import __version__, registry
 from ..build import cache
-from . import base
 from .base import (error, device_reason, kernel_or_auto, nonneg_int, one_line, positive_int,
-                   print_json, reset_warnings, save_log, show_warning)
+                   print_json, reset_warnings, save_log, show, show_warning)
 from ..base.errors import CompileError, CuteGemmError, NoDeviceError
 from ..perf.runner import time_kernel
-
-
-# ---- commands -------------------------------------------------------------------------------------
-
-
-def _kernel_record(k: registry.Kernel) -> dict:
-    return {"name": k.name, "family": k.family, "source": k.source,
-            "tile": list(k.tile) if k.tile else None, "block": list(k.block),
-            "threads": k.threads, "min_arch": f"sm_{k.min_arch}", "dtypes": list(k.dtypes), "precisions": list(k.precisions),
-            "constraints": k.constraints, "seed": k.seed, "summary": k.summary,
-            "entries": list(k.entries)}
-
-
-def _fit(text: str, width: int) -> str:
-    """`text` cut to `width` characters, an ellipsis marking the cut."""
-    return text if len(text) <= width else text[:max(width - 1, 0)].rstrip() + "…"
 
 
 def _cmd_list(args) -> int:
     ks = registry.kernels(args.family)
     if args.json:
-        print_json([_kernel_record(k) for k in ks])
+        keys = ("name", "family", "source", "tile", "block", "threads", "min_arch", "dtypes", "precisions",
+                "constraints", "seed", "summary", "entries")
+        print_json([{a: f"sm_{k.min_arch}" if a == "min_arch" else getattr(k, a) for a in keys} for k in ks])
         return 0
-    w = max([6] + [len(k.name) + 2 for k in ks])
-    tiles = {k.name: "x".join(map(str, k.tile)) if k.tile else "-" for k in ks}
-    tw = max([6] + [len(t) + 2 for t in tiles.values()])
-    if args.wide:              # everything, one line per kernel however long
-        sw = max([6] + [len(k.seed) + 2 for k in ks])
-        print(f"{'name':<{w}}{'family':<13}{'tile':<{tw}}{'threads':>7}  {'seed':<{sw}}summary")
-        for k in ks:
-            print(f"{k.name:<{w}}{k.family:<13}{tiles[k.name]:<{tw}}{k.threads:>7}  "
-                  f"{k.seed:<{sw}}{k.summary}")
-    else:                      # the summary cut to the terminal: --wide or --json for all of it
-        cols = shutil.get_terminal_size((100, 24)).columns
-        lead = w + 13 + tw + 7 + 2
-        print(f"{'name':<{w}}{'family':<13}{'tile':<{tw}}{'threads':>7}  summary")
-        for k in ks:
-            print(f"{k.name:<{w}}{k.family:<13}{tiles[k.name]:<{tw}}{k.threads:>7}  "
-                  + _fit(k.summary, max(cols - lead - 1, 10)))
+    cols = shutil.get_terminal_size((100, 24)).columns
+    tiles = ["x".join(map(str, k.tile)) if k.tile else "-" for k in ks]
+    w, tw = (max([6] + [len(x) + 2 for x in xs]) for xs in ([k.name for k in ks], tiles))
+    sw = max([6] + [len(k.seed) + 2 for k in ks]) if args.wide else 0   # --wide: the seeds too
+    print(f"{'name':<{w}}{'family':<13}{'tile':<{tw}}{'threads':>7}  {'seed' if sw else '':<{sw}}summary")
+    for k, tile in zip(ks, tiles):
+        summ = k.summary if args.wide else textwrap.shorten(k.summary, max(cols - w - tw - 23, 10), placeholder="…")
+        print(f"{k.name:<{w}}{k.family:<13}{tile:<{tw}}{k.threads:>7}  {k.seed if sw else '':<{sw}}{summ}")
     # the count `check` gives too: the registry's kernels, and apart the GEMMs that composed
     # kernels run (registry.compiled(): built and checked, never called by name)
-    internal = [k for k in registry.compiled(args.family) if k.name not in registry.names()]
+    internal = [k.name for k in registry.compiled(args.family) if k.name not in registry.names()]
     foot = f"{len(ks)} registered kernels" + (
-        f"; `check` and `compile` also build {', '.join(k.name for k in internal)}, the GEMM "
-        f"{'a composed kernel runs' if len(internal) == 1 else 'composed kernels run'}"
-        if internal else "") + ("" if args.wide else "; --wide for the seeds and whole summaries")
-    print("\n" + (foot if args.wide else textwrap.fill(
-        foot, shutil.get_terminal_size((100, 24)).columns - 1)))
+        f"; `check` and `compile` also build {', '.join(internal)}, the GEMM "
+        f"{'a composed kernel runs' if len(internal) == 1 else 'composed kernels run'}" if internal else "") + (
+        "" if args.wide else "; --wide for the seeds and whole summaries")
+    print("\n" + (foot if args.wide else textwrap.fill(foot, cols - 1)))
     return 0
 
 
 def _cmd_run(args) -> int:
+    shape = f"{args.name}: M={args.m} N={args.n} K={args.k}  "
     if 0 in (args.m, args.n, args.k):    # what gemm() does with it, no kernel launched
-        what = ("C is empty" if 0 in (args.m, args.n) else "C = beta C (no product to add)")
+        what = "C is empty" if 0 in (args.m, args.n) else "C = beta C (no product to add)"
         msg = f"an empty problem: {what}; gemm() launches no kernel, so there is nothing to time"
-        if args.json:
-            print_json({"kernel": args.name, "m": args.m, "n": args.n, "k": args.k, "ms": None,
-                        "status": "empty", "message": msg})
-        else:
-            print(f"{args.name}: M={args.m} N={args.n} K={args.k}  {msg}")
+        show(args.json, {"kernel": args.name, "m": args.m, "n": args.n, "k": args.k, "ms": None,
+                         "status": "empty", "message": msg}, lambda: shape + msg)
         return 0
-    why = base.gpu_unavailable()
-    if why:
+    if why := base.gpu_unavailable():
         return error(f"run times a kernel on a CUDA GPU and none can be used here ({why}); "
                      "`cute-gemm check` does what can be done without one", "cute-gemm run")
     r = time_kernel(args.name, args.m, args.n, args.k, repeats=args.repeats, seed=args.seed)
-    if args.json:
-        print_json(r)
-    elif r["status"] == "pass":
-        print(f"{args.name}: M={args.m} N={args.n} K={args.k}  median {r['ms']:.3f} ms  "
-              f"{r['tflops']:.2f} TFLOP/s  gauge ratio {r['gauge_ratio']:.3g} ({r['status']})"
-              + (f"; {r['message']}" if args.name == registry.AUTO else ""))
-    else:   # checked before timing: a wrong kernel gets no speed figure
-        print(f"{args.name}: M={args.m} N={args.n} K={args.k}  {r['status']}: {r['message']} "
-              "(not timed)")
+    show(args.json, r, lambda: shape + (   # checked before timing: a wrong kernel gets no speed figure
+        f"median {r['ms']:.3f} ms  {r['tflops']:.2f} TFLOP/s  gauge ratio {r['gauge_ratio']:.3g} ({r['status']})"
+        + (f"; {r['message']}" if args.name == registry.AUTO else "") if r["status"] == "pass"
+        else f"{r['status']}: {r['message']} (not timed)"))
     return 0 if r["status"] == "pass" else 1
 
 
 def _cmd_cache(args) -> int:
     if args.action == "clear":
         n = cache.clear()
-        if args.json:
-            print_json({"removed": n, "dir": str(cache.cache_dir())})
-        else:
-            print(f"removed {n} cached cubins from {cache.cache_dir()}")
-        return 0
-    info = cache.info()
-    if args.json:
-        print_json(info)
-        return 0
-    for k, v in info.items():
-        print(f"{k:<16}{v}")
+        show(args.json, {"removed": n, "dir": str(cache.cache_dir())},
+             lambda: f"removed {n} cached cubins from {cache.cache_dir()}")
+    else:
+        info = cache.info()
+        show(args.json, info, lambda: "\n".join(f"{k:<16}{v}" for k, v in info.items()))
     return 0
-
-
-# ---- the parser ------------------------------------------------------------------------------------
 
 
 class UsageError(Exception):
@@ -134,8 +91,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="cute-gemm", description=__doc__,
-                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _Parser(prog="cute-gemm", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"cute-gemm {__version__}")
     sub = p.add_subparsers(dest="cmd", metavar="COMMAND")
 
@@ -160,16 +116,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="JSON on stdout")
     s.set_defaults(fn=_cmd_run)
 
-    check_cli.register(sub)
-    compile_cli.register(sub)
+    check.register(sub)
+    compile.register(sub)
 
     s = sub.add_parser("cache", help="show or clear the cubin cache")
-    s.add_argument("action", choices=("info", "clear"), nargs="?", default="info",
-                   help="info (default) or clear")
+    s.add_argument("action", choices=("info", "clear"), nargs="?", default="info", help="info (default) or clear")
     s.add_argument("--json", action="store_true", help="JSON on stdout")
     s.set_defaults(fn=_cmd_cache)
 
-    for mod in (bench_cli, layouts_cli, tune_cli):
+    for mod in (bench, layouts, tune):
         mod.register(sub)
     return p
 
@@ -192,12 +147,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             reset_warnings()
             return args.fn(args)
     except CompileError as e:
-        path = save_log(e.kernel, next((o[6:] for o in e.options if o.startswith("-arch=")), "arch"),
-                        str(e))
+        path = save_log(e.kernel, next((o[6:] for o in e.options if o.startswith("-arch=")), "arch"), str(e))
         return error(one_line(e) + (f"; full log: {path}" if path else ""))
     except NoDeviceError as e:
-        return error(device_reason(e) + "; `cute-gemm check` and `cute-gemm compile` work "
-                     "without a GPU")
+        return error(device_reason(e) + "; `cute-gemm check` and `cute-gemm compile` work without a GPU")
     except CuteGemmError as e:
         return error(one_line(e))
     except BrokenPipeError:       # `cute-gemm list | head`: the reader left; not an error
@@ -218,6 +171,3 @@ def main(argv: Sequence[str] | None = None) -> int:
               "CUTE_GEMM_DEBUG=1 shows the traceback: please report it)", file=sys.stderr)
         return 1
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -5,8 +5,7 @@ import argparse
 import sys
 
 from . import base
-from .base import (error, kernel_name, kernel_or_auto, nonneg_int, positive_float, positive_int,
-                   print_json)
+from .base import checked, error, kernel_name, kernel_or_auto, nonneg_int, positive_float, positive_int, show
 from ..perf.cublas import find_cublas
 from ..perf.overhead import measure_overhead
 from ..perf.report import format_overhead, format_table, readme_markdown
@@ -16,55 +15,46 @@ from ..perf.shapes import describe, parse_flops, random_count
 from ..perf.shapes import parse_layouts, parse_sizes, plan
 
 _DESCRIPTION = """\
-Check, then time, every registered kernel next to cuBLAS at the same precision (CuPy or
-PyTorch): fp32 next to cuBLAS fp32 with TF32 off, bf16 next to cuBLAS bf16, and so on;
-fp32_3xtf32 next to cuBLAS fp32.
-Prints a table (--json: the same results as JSON on stdout); with --out DIR writes
-bench.json, bench.csv, bench_readme.md and PNG plots.
-A kernel that fails its float64 check is reported as failing, with no speed figure.
-Sizes: N (N^3), MxNxK, 'squares' (256..8192), 'odd' (non-square, non-multiple shapes),
-'all' (default: both), 'sweep' (28 shapes: squares 128..16384, odd, skinny, long and short K,
-model layers; the summary gives each kernel's geometric mean and minimum ratio to cuBLAS),
-'held-out' (24 shapes of the same classes in no shipped table: gemm() between its rows),
-'grid' (the 144 shapes, 72 aligned and 72 not, that fill the shipped tables between the
-sweep's), 'random[:N]' (N shapes, default 40, drawn from --seed: 2*M*N*K log-uniform in the
---flops band, M, N, K in [8, 12288], each shape in one layout drawn from --layouts, default
-all four; kernels default to auto; besides the GPU time of one launch, each shape is timed as
-one call on an idle GPU, host time included, and as 20 calls back to back; the summary gives,
-per precision and timing, the geometric mean and minimum of cuBLAS time / time and the share
-below 0.9x, with the seed that draws the shapes again). 'auto' names gemm()'s choice, timed
-like a kernel."""
+Check, then time, every registered kernel next to cuBLAS at the same precision (CuPy or PyTorch): fp32 next
+to cuBLAS fp32 with TF32 off, bf16 next to cuBLAS bf16, and so on; fp32_3xtf32 next to cuBLAS fp32.
+Prints a table (--json: the same results as JSON on stdout); with --out DIR writes bench.json, bench.csv,
+bench_readme.md and PNG plots. A kernel that fails its float64 check is reported as failing, with no speed figure.
+Sizes: N (N^3), MxNxK, 'squares' (256..8192), 'odd' (non-square, non-multiple shapes), 'all' (default: both),
+'sweep' (28 shapes: squares 128..16384, odd, skinny, long and short K, model layers; the summary gives each
+kernel's geometric mean and minimum ratio to cuBLAS), 'held-out' (24 shapes of the same classes in no shipped
+table: gemm() between its rows), 'grid' (the 144 shapes, 72 aligned and 72 not, that fill the shipped tables
+between the sweep's), 'random[:N]' (N shapes, default 40, drawn from --seed: 2*M*N*K log-uniform in the --flops
+band, M, N, K in [8, 12288], each shape in one layout drawn from --layouts, default all four; kernels default
+to auto; besides the GPU time of one launch, each shape is timed as one call on an idle GPU, host time
+included, and as 20 calls back to back; the summary gives, per precision and timing, the geometric mean and
+minimum of cuBLAS time / time and the share below 0.9x, with the seed that draws the shapes again). 'auto'
+names gemm()'s choice, timed like a kernel."""
 
 
 def register(sub) -> None:
-    s = sub.add_parser("bench", help="benchmark kernels against cuBLAS at the same precision "
-                                     "(checked first; needs a GPU)",
-                       description=_DESCRIPTION)
+    s = sub.add_parser("bench", help="benchmark kernels against cuBLAS at the same precision (checked first; "
+                                     "needs a GPU)", description=_DESCRIPTION)
     s.add_argument("kernels", nargs="*", type=kernel_or_auto, metavar="KERNEL",
-                   help="kernel names, or auto for gemm()'s choice (default: every kernel the "
-                        "device supports; with --size random: auto)")
+                   help="kernel names, or auto for gemm()'s choice (default: every kernel the device supports; "
+                        "with --size random: auto)")
     s.add_argument("--size", action="append", type=parse_size_arg,
-                   metavar="N|MxNxK|squares|odd|sweep|held-out|grid|random[:N]|all",
-                   help="repeatable; default: all")
+                   metavar="N|MxNxK|squares|odd|sweep|held-out|grid|random[:N]|all", help="repeatable; default: all")
     s.add_argument("--layouts", type=parse_layouts_arg,
-                   help="comma list of nn, tn, nt, tt (t = transposed view) or all; default nn; "
-                        "with --size random, each random shape gets one of these at random "
-                        "(default: all four)")
+                   help="comma list of nn, tn, nt, tt (t = transposed view) or all; default nn; with --size "
+                        "random, each random shape gets one of these at random (default: all four)")
     s.add_argument("--flops", type=parse_flops_arg, metavar="LO:HI",
-                   help="with --size random: log2 bounds of 2*M*N*K (default 18:36), clipped to "
-                        "what M, N, K in [8, 12288] reach (10:41.75)")
+                   help="with --size random: log2 bounds of 2*M*N*K (default 18:36), clipped to what M, N, K "
+                        "in [8, 12288] reach (10:41.75)")
     s.add_argument("--precision", default="fp32", type=parse_precisions_arg, metavar="P[,P...]|all",
-                   help="fp32 (default), tf32, bf16, fp16, fp32_3xtf32, a comma list, or all: each "
-                        "kernel in the precisions it offers, next to cuBLAS at the same precision "
-                        "(fp32_3xtf32: cuBLAS fp32, TF32 off)")
+                   help="fp32 (default), tf32, bf16, fp16, fp32_3xtf32, a comma list, or all: each kernel in the "
+                        "precisions it offers, next to cuBLAS at the same precision (fp32_3xtf32: cuBLAS fp32, "
+                        "TF32 off)")
     s.add_argument("--repeats", type=positive_int, default=30, help="timed launches per kernel and shape")
     s.add_argument("--min-repeats", type=positive_int, default=5,
                    help="the fewest timed launches, whatever --max-seconds says (default 5)")
-    s.add_argument("--warmup", type=nonneg_int, default=3,
-                   help="untimed launches before timing (default 3)")
-    s.add_argument("--max-seconds", type=positive_float, default=2.0,
-                   help="GPU time budget per kernel and shape; slow kernels get fewer repeats "
-                        "(never below --min-repeats)")
+    s.add_argument("--warmup", type=nonneg_int, default=3, help="untimed launches before timing (default 3)")
+    s.add_argument("--max-seconds", type=positive_float, default=2.0, help="GPU time budget per kernel and "
+                   "shape; slow kernels get fewer repeats (never below --min-repeats)")
     s.add_argument("--cublas", choices=("auto", "cupy", "torch", "none"), default="auto",
                    help="the cuBLAS route to compare with (default auto: CuPy, then PyTorch)")
     s.add_argument("--overhead", action="store_true",
@@ -72,43 +62,42 @@ def register(sub) -> None:
     s.add_argument("--overhead-only", action="store_true", help="only the overhead measurement")
     s.add_argument("--overhead-kernel", type=kernel_name, metavar="KERNEL",
                    help="kernel for the overhead measurement (default: the first named, else naive)")
-    s.add_argument("--first-call", action="store_true",
-                   help="also time gemm()'s first call of a fresh process on an empty cubin "
-                        "cache (quick and wait), and with the cache filled (4096^3)")
+    s.add_argument("--first-call", action="store_true", help="also time gemm()'s first call of a fresh process "
+                   "on an empty cubin cache (quick and wait), and with the cache filled (4096^3)")
     s.add_argument("--out", metavar="DIR", help="write JSON, CSV, README section and plots here")
     s.add_argument("--no-plots", action="store_true", help="with --out: no PNG plots")
-    s.add_argument("--ladder-size", type=positive_int,
-                   help="square size of the ladder chart (default 4096)")
+    s.add_argument("--ladder-size", type=positive_int, help="square size of the ladder chart (default 4096)")
     s.add_argument("--seed", type=nonneg_int,
-                   help="the run's seed: it draws the input values and, with --size random, the "
-                        "shapes and their layouts (default 0; with --size random a fresh seed, "
-                        "printed and stored in the JSON: give it again to repeat the draw)")
+                   help="the run's seed: it draws the input values and, with --size random, the shapes and their "
+                        "layouts (default 0; with --size random a fresh seed, printed and stored in the JSON: give "
+                        "it again to repeat the draw)")
     s.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     s.add_argument("--json", action="store_true",
-                   help="the results as JSON on stdout (what --out writes to bench.json) instead "
-                        "of the table")
+                   help="the results as JSON on stdout (what --out writes to bench.json) instead of the table")
     s.add_argument("--readme", metavar="BENCH_JSON",
                    help="print the README section (markdown) for a saved bench JSON and exit; no GPU")
     s.set_defaults(fn=_cmd_bench)
 
 
-def parse_size_arg(s: str) -> str:
-    """Checked here so that a typo is reported before the GPU is looked for."""
-    try:
-        if random_count(s) is None:
-            parse_sizes([s])
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+def _size(s: str) -> str:
+    if random_count(s) is None:
+        parse_sizes([s])
     return s
 
 
-def parse_layouts_arg(s: str) -> str:
-    try:
-        if not parse_layouts(s):
-            raise ValueError("no layout given: use nn, tn, nt, tt or all")
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
+def _layouts(s: str) -> str:
+    if not parse_layouts(s):
+        raise ValueError("no layout given: use nn, tn, nt, tt or all")
     return s
+
+
+def _precisions(s: str) -> str:
+    parse_precisions(s)
+    return s
+
+
+# checked here, so that a typo is reported before the GPU is looked for
+parse_size_arg, parse_layouts_arg, parse_precisions_arg = map(checked, (_size, _layouts, _precisions))
 
 
 def parse_flops_arg(s: str) -> tuple[float, float]:
@@ -118,22 +107,13 @@ def parse_flops_arg(s: str) -> tuple[float, float]:
         raise argparse.ArgumentTypeError(str(e).removeprefix(f"--flops {s}: ")) from None
 
 
-def parse_precisions_arg(s: str) -> str:
-    try:
-        parse_precisions(s)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-    return s
-
-
 def _cmd_bench(args) -> int:
     if args.readme:
         try:
             saved = load_json(args.readme)
         except (OSError, ValueError) as e:   # missing, not JSON, or another schema
             msg = getattr(e, "strerror", None) or str(e)
-            return error(f"--readme: {msg if args.readme in msg else f'{args.readme}: {msg}'}",
-                         "cute-gemm bench")
+            return error(f"--readme: {msg if args.readme in msg else f'{args.readme}: {msg}'}", "cute-gemm bench")
         print(readme_markdown(saved, size=args.ladder_size, source=args.readme), end="")
         return 0
     try:        # before the GPU is looked for: a bad combination, and the seed of a draw
@@ -149,27 +129,19 @@ def _cmd_bench(args) -> int:
     if args.overhead_only:
         backend, note = find_cublas(args.cublas)
         print(note, file=sys.stderr if args.json else sys.stdout)
-        o = measure_overhead(args.overhead_kernel or (args.kernels[0] if args.kernels else None),
-                             backend=backend)
-        if args.json:
-            print_json(o)
-        else:
-            print(format_overhead(o))
+        o = measure_overhead(args.overhead_kernel or (args.kernels[0] if args.kernels else None), backend=backend)
+        show(args.json, o, lambda: format_overhead(o))
         return 0 if o["meets_target"] else 1
     try:
         res = bench(args.kernels or None, args.size, layouts=args.layouts, repeats=args.repeats,
                     warmup=args.warmup, min_repeats=args.min_repeats, max_seconds=args.max_seconds,
                     cublas=args.cublas, overhead=args.overhead, overhead_kernel=args.overhead_kernel,
-                    seed=todo.seed, first_call=args.first_call, out_dir=args.out,
-                    plots=not args.no_plots,
+                    seed=todo.seed, first_call=args.first_call, out_dir=args.out, plots=not args.no_plots,
                     ladder_size=args.ladder_size, progress=not args.no_progress,
                     precisions=args.precision, flops=args.flops)
     except ValueError as e:
         return error(str(e), "cute-gemm bench")
-    if args.json:
-        print_json(res.to_dict())
-    else:
-        print(format_table(res))
+    show(args.json, res.to_dict(), lambda: format_table(res))
     if args.out:      # (with --json, stdout holds the JSON alone)
         print(f"{'' if args.json else chr(10)}wrote {args.out}/bench.json, bench.csv, "
               "bench_readme.md" + ("" if args.no_plots else " and PNG plots (if matplotlib is "

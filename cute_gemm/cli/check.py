@@ -8,47 +8,41 @@ import threading
 
 from .. import check, registry
 from ..select import auto
-from . import base
+from . import base, compile as compile_cli
 from ..build import compile as comp
-from . import compile as compile_cli
 from ..driver import launch
 from .base import (DEFAULT_ARCH, add_jobs_progress, arch_name, error, finite_float, kernel_or_auto,
-                   nonneg_int, print_json, shape_mnk)
-from .compile import (compile_table, format_table, kernel_of, report_failures, resource_problems,
-                      rows)
+                   nonneg_int, shape_mnk, show)
+from .compile import compile_table, format_table, kernel_of, report_failures, resource_problems, rows
 from .layouts import self_check_all
 
 
 def register(sub) -> None:
     s = sub.add_parser(
-        "check", help="cross-check kernels on the GPU; without one, compile them and check "
-                      "their resources and layouts",
-        description="With a GPU: every kernel against a float64 reference and against each "
-                    "other. Without one (or with --no-gpu): compile for --arch one entry point "
-                    "per kernel source (one per kernel named; with a GPU, also what gemm()'s "
-                    "picks launch on it), check registers and spills, run the layout "
-                    "self-checks, and say what was not run and what --all adds.")
+        "check", help="cross-check kernels on the GPU; without one, compile them and check their resources and "
+                      "layouts",
+        description="With a GPU: every kernel against a float64 reference and against each other. Without one (or "
+                    "with --no-gpu): compile for --arch one entry point per kernel source (one per kernel named; "
+                    "with a GPU, also what gemm()'s picks launch on it), check registers and spills, run the "
+                    "layout self-checks, and say what was not run and what --all adds.")
     s.add_argument("kernels", nargs="*", type=kernel_or_auto, metavar="KERNEL",
                    help="kernels to check, auto for gemm()'s choice (default: all, and auto)")
     s.add_argument("--kernels", dest="kernel_list", nargs="+", type=kernel_or_auto, metavar="KERNEL",
                    help="the same as naming them positionally")
-    s.add_argument("--shape", action="append", type=shape_mnk, metavar="MxNxK",
-                   help="problem shape, repeatable (default: " + ", ".join(
-                       "x".join(map(str, d)) for d in check.DEFAULT_SHAPES) + ")")
+    s.add_argument("--shape", action="append", type=shape_mnk, metavar="MxNxK", help="problem shape, "
+                   f"repeatable (default: {', '.join('x'.join(map(str, d)) for d in check.DEFAULT_SHAPES)})")
     s.add_argument("--alpha", type=finite_float, default=1.0, help="C = alpha A B + beta C (default 1)")
     s.add_argument("--beta", type=finite_float, default=0.0, help="(default 0: C is not read)")
     s.add_argument("--exact", action="store_true", help="small-integer inputs, bitwise agreement")
     s.add_argument("--layout", default="nn", choices=registry.LAYOUTS,
                    help="op(A) op(B): t passes that operand as a transposed view (default nn)")
     s.add_argument("--seed", type=nonneg_int, help="seed of the random inputs (default: fresh)")
-    s.add_argument("--arch", type=arch_name,
-                   help=f"without a GPU: the arch to compile for (default {DEFAULT_ARCH})")
-    s.add_argument("--no-gpu", action="store_true",
-                   help="do only the checks that need no GPU, even where there is one")
+    s.add_argument("--arch", type=arch_name, help=f"without a GPU: the arch to compile for (default {DEFAULT_ARCH})")
+    s.add_argument("--no-gpu", action="store_true", help="only the checks that need no GPU, even with one")
     s.add_argument("--all", action="store_true",
-                   help="without a GPU: compile every entry point of every kernel (~25 "
-                        "CPU-minutes of NVRTC cold) and check every CuTe kernel's layouts "
-                        "(default: one entry point per kernel source, ~2 minutes on 2 cores)")
+                   help="without a GPU: compile every entry point of every kernel (~25 CPU-minutes of NVRTC cold) "
+                        "and check every CuTe kernel's layouts (default: one entry point per kernel source, ~2 "
+                        "minutes on 2 cores)")
     add_jobs_progress(s)
     s.add_argument("--json", action="store_true", help="JSON on stdout instead of tables")
     s.set_defaults(fn=cmd_check)
@@ -58,11 +52,9 @@ def report_json(rep) -> dict:
     return {"gpu": True, "ok": rep.ok, "shapes": [
         {"shape": list(s.shape), "alpha": s.alpha, "beta": s.beta, "exact": s.exact, "ok": s.ok,
          "results": [{"kernel": r.name, "status": r.status, "gauge_ratio": r.gauge_ratio,
-                      "rel_frobenius": r.rel_frobenius,
-                      "first_fail": list(r.first_fail) if r.first_fail else None,
+                      "rel_frobenius": r.rel_frobenius, "first_fail": list(r.first_fail) if r.first_fail else None,
                       "message": r.message, "seconds": r.seconds} for r in s.results],
-         "pairwise_max_abs": {"kernels": s.names, "matrix": s.pairwise.tolist()}}
-        for s in rep.shapes]}
+         "pairwise_max_abs": {"kernels": s.names, "matrix": s.pairwise.tolist()}} for s in rep.shapes]}
 
 
 def cmd_check(args) -> int:
@@ -70,72 +62,43 @@ def cmd_check(args) -> int:
     why = "--no-gpu given" if args.no_gpu else base.gpu_unavailable()
     if why:
         # --no-gpu on a GPU host: also what gemm()'s picks launch on that GPU
-        gpu_arch = (launch.device_info().arch_int
-                    if args.no_gpu and base.gpu_unavailable() is None else None)
+        gpu_arch = (launch.device_info().arch_int if args.no_gpu and base.gpu_unavailable() is None else None)
         arch = args.arch or (f"sm_{gpu_arch}" if gpu_arch else DEFAULT_ARCH)
         progress = args.progress if args.progress is not None or not args.all else True
         return offline_check(names, arch, why, jobs=args.jobs, progress=progress,
                              as_json=args.json, everything=args.all, gpu_arch=gpu_arch)
     rep = check.cross_check(kernels=names, shapes=args.shape, seed=args.seed, alpha=args.alpha,
                             beta=args.beta, exact=args.exact, layout=args.layout)
-    if args.json:
-        print_json(report_json(rep))
-    else:
-        print(rep.table())
+    show(args.json, report_json(rep), rep.table)
     return 0 if rep.ok else 1
 
 
-def representatives(kernels: list[registry.Kernel], arch_int: int,
-                    per_source: bool = True) -> list[registry.Kernel]:
-    """The kernels a quick check compiles one entry point of: per kernel source (per_source),
-    the first in registry order that runs on `arch_int` (else the first, reported skipped);
-    otherwise every kernel given. A source's kernels differ in tile sizes and knobs, not in
-    code paths NVRTC could reject, and the cost of a compile is per entry point (3-60 s for
-    a CuTe one): one each keeps `check` to a couple of minutes on two cores."""
-    if not per_source:
-        return list(kernels)
+def representatives(kernels: list[registry.Kernel], arch_int: int) -> list[registry.Kernel]:
+    """Per kernel source, the first kernel that runs on `arch_int` (else the first, reported
+    skipped): a source's kernels differ in tiles and knobs, not in code NVRTC could reject."""
     by_source: dict[str, registry.Kernel] = {}
     for k in kernels:
-        have = by_source.get(k.source)
-        if have is None or (not have.runs_on(arch_int) and k.runs_on(arch_int)):
+        if k.source not in by_source or (not by_source[k.source].runs_on(arch_int) and k.runs_on(arch_int)):
             by_source[k.source] = k
     return [k for k in kernels if by_source.get(k.source) is k]
 
 
-def quick_plan(kernels: list[registry.Kernel], arch_int: int, per_source: bool
-               ) -> dict[str, list[tuple[str, ...] | None]]:
-    """kernel name -> [its representative entry point]: the first variant's (the fp32 or
-    leading precision, a row-major layout), as compile.select_entries names the set."""
-    return {k.name: [comp.select_entries(k, (k.variants[0].entry,))]
-            for k in representatives(kernels, arch_int, per_source)}
-
-
-def picks_plan(arch_int: int) -> dict[str, list[tuple[str, ...] | None]]:
-    """The entry-point sets gemm()'s candidates on a device of `arch_int` launch for
-    contiguous row-major operands, in every precision (compile_cli.layout_plan)."""
-    cands = list(dict.fromkeys(k.name for p in registry.PRECISIONS
-                               for k in auto.candidates(p, arch_int=arch_int)))
-    return compile_cli.layout_plan(cands, ["nn"], None)
-
-
-def merge(*plans: dict) -> dict[str, list]:
-    out: dict[str, dict] = {}
-    for plan in plans:
-        for n, sets in plan.items():
-            d = out.setdefault(n, {})
-            for x in sets:
-                d[x] = 1
-    # a whole kernel includes every selection of it
+def quick_plan(kernels: list[registry.Kernel], gpu_arch: int | None) -> dict[str, list]:
+    """kernel name -> [its first variant's entry point (leading precision, row-major)]; with `gpu_arch`
+    also what gemm()'s candidates there launch for row-major operands (None: the whole kernel)."""
+    out = {k.name: {comp.select_entries(k, (k.variants[0].entry,)): 1} for k in kernels}
+    if gpu_arch is not None:
+        cands = dict.fromkeys(k.name for p in registry.PRECISIONS for k in auto.candidates(p, arch_int=gpu_arch))
+        for n, sets in compile_cli.layout_plan(list(cands), ["nn"], None).items():
+            out.setdefault(n, {}).update(dict.fromkeys(sets))
     return {n: ([None] if None in d else list(d)) for n, d in out.items()}
 
 
 def offline_check(names: list[str] | None, arch: str, why: str, *, jobs: int | None = None,
                   progress: bool | None = None, as_json: bool = False, everything: bool = False,
                   gpu_arch: int | None = None) -> int:
-    """`cute-gemm check` without a GPU: compile, check registers/spills, check the layouts,
-    and say plainly what did not run. By default one entry point per kernel source (and,
-    with `gpu_arch`, what gemm()'s picks launch on that GPU) and the layouts of those
-    kernels; `everything` (--all): every entry point of every kernel and every layout."""
+    """`cute-gemm check` without a GPU: compile one entry point per kernel source (with `gpu_arch`, also
+    gemm()'s picks there; `everything`: all), check registers, spills and layouts, say what did not run."""
     if names and registry.AUTO in names:     # gemm()'s choice: the candidates it may run
         names = list(dict.fromkeys([n for n in names if n != registry.AUTO] + [
             k.name for p in registry.PRECISIONS for k in auto.candidates(p)]))
@@ -145,91 +108,69 @@ def offline_check(names: list[str] | None, arch: str, why: str, *, jobs: int | N
     chosen = [kernel_of(n) for n in names] if named else list(registry.compiled())
     registered = [k for k in chosen if k.name in registry.names()]
     internal = [k for k in chosen if k.name not in registry.names()]
-    bad_arch = compile_cli.unsupported_arch(arch)
-    if bad_arch:
+    if bad_arch := compile_cli.unsupported_arch(arch):
         return error(f"NVRTC cannot compile for {arch}: {bad_arch}", "cute-gemm check")
     num = compile_cli.arch_number(arch)
-    if everything:
-        plan = {k.name: [None] for k in chosen}
-    else:
-        plan = quick_plan(chosen, num, per_source=not named)
-        if gpu_arch is not None and gpu_arch == num:
-            plan = merge(plan, picks_plan(gpu_arch))
+    plan = ({k.name: [None] for k in chosen} if everything else
+            quick_plan(chosen if named else representatives(chosen, num), gpu_arch if gpu_arch == num else None))
     if not as_json:
-        print(f"no GPU: compiling for {arch} and checking what needs no GPU (the GPU "
-              "cross-check is not run)", flush=True)
+        print(f"no GPU: compiling for {arch} and checking what needs no GPU (the GPU cross-check is not run)",
+              flush=True)
     # (a composed kernel's layouts are those of the GEMM it runs: Kernel.gemm_of)
     cute = [k for k in registered if k.family == "cute" and k.gemm_of is None]
     cute_now = cute if everything or named else representatives(cute, num)
     # the layout self-checks (pure Python, ~20 s for one kernel per source) run in this
     # process while the workers compile: they fill a core whenever a compile is waited on
     found: list = []
-    checker = threading.Thread(target=lambda: found.append(
-        self_check_all([k.name for k in cute_now], progress=False)), daemon=True)
+    checker = threading.Thread(target=lambda: found.append(self_check_all([k.name for k in cute_now])), daemon=True)
     checker.start()
     try:
-        outcomes = compile_table(list(plan), [arch], jobs, progress, plan=plan)
+        outcomes = compile_table(plan, [arch], jobs, progress)
     finally:
         checker.join()
-    layouts = found[0] if found else self_check_all([k.name for k in cute_now], progress=False)
+    layouts = found[0] if found else self_check_all([k.name for k in cute_now])
     failed = [o for o in outcomes if o.origin == "failed"]
     compiled = [o for o in outcomes if o.origin not in ("failed", "skipped")]
-    probs = {(o.kernel, e): p for o in compiled
-             for e, p in resource_problems(kernel_of(o.kernel), o.resources, o.entries).items()}
+    probs = {(o.kernel, e): p for o in compiled for e, p in resource_problems(kernel_of(o.kernel), o.resources,
+                                                                               o.entries).items()}
     layout_probs = [p for r in layouts for p in r["problems"]]
     ok = not failed and not probs and not layout_probs
     n_entries = sum(len(o.entries or kernel_of(o.kernel).entries) for o in compiled)
     runnable = [k for k in chosen if k.runs_on(num)]
     n_all = sum(len(k.entries) for k in runnable)
-    what = (f"{len(registered)} registered kernel{'s' if len(registered) != 1 else ''} "
-            "(`cute-gemm list`)" + (f" and {len(internal)} GEMM{'s' if len(internal) > 1 else ''} "
-                                    "run inside composed kernels (" + ", ".join(k.name for k in internal)
-                                    + ")" if internal else ""))
-    scope = ("every entry point" if everything else
-             "one entry point per kernel" if named else
+    what = (f"{len(registered)} registered kernel{'s' if len(registered) != 1 else ''} (`cute-gemm list`)"
+            + (f" and {len(internal)} GEMM{'s' if len(internal) > 1 else ''} run inside composed kernels ("
+               + ", ".join(k.name for k in internal) + ")" if internal else ""))
+    scope = ("every entry point" if everything else "one entry point per kernel" if named else
              f"one entry point per kernel source ({len({k.source for k in chosen})} sources)")
-    more = []
-    if not everything:
-        if n_all > n_entries:
-            more.append(f"{n_all - n_entries} more entry points (all {n_all} of the "
-                        f"{len(runnable)} kernels that run on {arch})")
-        if len(cute) > len(cute_now):
-            more.append(f"the layout self-checks of {len(cute) - len(cute_now)} more CuTe kernels")
-    not_run = [f"the GPU cross-check (each kernel against float64 and the others) needs a CUDA "
-               f"GPU: {why}"]
+    more = [] if everything else [m for yes, m in (
+        (n_all > n_entries, f"{n_all - n_entries} more entry points (all {n_all} of the {len(runnable)} kernels "
+                            f"that run on {arch})"),
+        (len(cute) > len(cute_now), f"the layout self-checks of {len(cute) - len(cute_now)} more CuTe kernels"))
+        if yes]
+    not_run = [f"the GPU cross-check (each kernel against float64 and the others) needs a CUDA GPU: {why}"]
     if more:
-        not_run.append("`cute-gemm check --all` adds " + " and ".join(more)
-                       + " (tens of CPU-minutes of NVRTC)")
-    if as_json:
-        print_json({"gpu": False, "reason": why, "arch": arch, "ok": ok, "all": everything,
-                    "kernels": {"registered": [k.name for k in registered],
-                                "internal": [k.name for k in internal]},
-                    "entries": {"compiled": n_entries, "all": n_all},
-                    "compile": rows(outcomes, verdicts=True), "layouts": layouts,
-                    "not_run": not_run})
-        report_failures(outcomes, "cute-gemm check")
-        return 0 if ok else 1
-    print(format_table(outcomes, verdicts=True))
+        not_run.append("`cute-gemm check --all` adds " + " and ".join(more) + " (tens of CPU-minutes of NVRTC)")
+    show(as_json, {"gpu": False, "reason": why, "arch": arch, "ok": ok, "all": everything,
+                   "kernels": {"registered": [k.name for k in registered], "internal": [k.name for k in internal]},
+                   "entries": {"compiled": n_entries, "all": n_all},
+                   "compile": rows(outcomes, verdicts=True), "layouts": layouts, "not_run": not_run},
+         lambda: format_table(outcomes, verdicts=True))
     report_failures(outcomes, "cute-gemm check")
-    print(f"\nkernels: {what}")
-    print(f"compile: {scope}: {n_entries} entry points of {len(compiled)} kernels for {arch}"
-          + (" (with what gemm()'s picks launch on this GPU)" if gpu_arch == num and not everything
-             else "") + (f", {len(failed)} FAILED" if failed else ""))
-    print(f"registers and spills: {n_entries} entry points, "
-          + ("all within limits" if not probs else f"{len(probs)} over a limit (see the check column)"))
-    if layouts:
-        n = sum(r["layouts"] for r in layouts)
-        print(f"layout self-checks: {len(layouts)} CuTe kernel{'s' if len(layouts) > 1 else ''}, "
-              f"{n} layouts: "
-              + ("all pass (partitions cover their tiles, TV layouts land in their tiles, thread "
-                 "layouts are bijections, tiles match the registry)" if not layout_probs else
-                 f"{len(layout_probs)} problems"))
-        for p in layout_probs:
-            print(f"  {p}")
-    else:
-        print("layout self-checks: none (no CuTe kernel chosen)")
-    for line in not_run:
-        print(f"NOT RUN: {line}")
-    print(f"check without a GPU: {'PASS' if ok else 'FAIL'} (compile, resources, layouts; "
-          "nothing was run on a GPU)")
+    if as_json:
+        return 0 if ok else 1
+    n = sum(r["layouts"] for r in layouts)
+    print("\n".join([
+        f"\nkernels: {what}",
+        f"compile: {scope}: {n_entries} entry points of {len(compiled)} kernels for {arch}"
+        + (" (with what gemm()'s picks launch on this GPU)" if gpu_arch == num and not everything else "")
+        + (f", {len(failed)} FAILED" if failed else ""),
+        f"registers and spills: {n_entries} entry points, "
+        + ("all within limits" if not probs else f"{len(probs)} over a limit (see the check column)"),
+        f"layout self-checks: {len(layouts)} CuTe kernel{'s' if len(layouts) > 1 else ''}, {n} layouts: "
+        + ("all pass (partitions cover their tiles, TV layouts land in their tiles, thread layouts are "
+           "bijections, tiles match the registry)" if not layout_probs else f"{len(layout_probs)} problems")
+        if layouts else "layout self-checks: none (no CuTe kernel chosen)",
+        *(f"  {p}" for p in layout_probs), *(f"NOT RUN: {line}" for line in not_run),
+        f"check without a GPU: {'PASS' if ok else 'FAIL'} (compile, resources, layouts; nothing was run on a GPU)"]))
     return 0 if ok else 1

@@ -1,10 +1,7 @@
-"""`cute-gemm compile`: kernels x archs compiled in worker processes (check_cli reuses it).
-
-Compiles run in worker processes, at most --jobs at once (NVRTC is CPU-bound, and cache.get
-compiles one key at a time per process). Each worker reports what this run did: compiled (NVRTC's
-seconds) or found it in the cache (the seconds the lookup took) — never the seconds recorded when
-the cached cubin was first built. Progress (n/N, elapsed, what is compiling) goes to stderr, so
-stdout stays a table (or JSON with --json).
+"""`cute-gemm compile`: kernels x archs compiled in worker processes, at most --jobs at once
+(cli/check.py reuses it). Each reports what this run did: compiled (NVRTC's seconds) or found
+in the cache (the lookup's seconds, never those recorded when the cubin was built). Progress
+goes to stderr, so stdout stays a table (or JSON with --json).
 """
 from __future__ import annotations
 
@@ -13,16 +10,15 @@ import re
 import sys
 import time
 import warnings
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from .. import registry
-from ..build import cache
+from ..build import cache, compile as comp
 from ..driver import launch
 from . import base
-from ..build import compile as comp
 from .base import (DEFAULT_ARCH, Progress, add_jobs_progress, arch_name, cpu_cores, error,
-                   kernel_name, one_line, precision_list, print_json, save_log)
+                   kernel_name, one_line, precision_list, save_log, show)
 from ..base.errors import CompileError, CuteGemmError
 from ..plan.resolve import UTIL, layout_launches
 
@@ -40,120 +36,71 @@ class Outcome:
     entries: tuple[str, ...] = ()     # the entry points compiled (--layout), () for all of them
     warned: tuple[tuple[str, str], ...] = ()   # (category, text) of the warnings the compile gave
 
-    @property
-    def shown_origin(self) -> str:
-        return "cached" if self.origin in ("disk", "memory") else self.origin
-
 
 def kernel_of(name: str) -> registry.Kernel:
-    """A compiled kernel (registry.compiled), or the runtime's copy kernel (resolve.UTIL)
-    that --layout may add."""
+    """A compiled kernel (registry.compiled), or the copy kernel --layout may add."""
     return UTIL if name == UTIL.name else registry.find(name)
 
 
-def composed_gemm(name: str) -> tuple[str, ...]:
-    """The GEMM kernel `name` runs after its pre-pass, if it is a composed kernel (a name
-    nothing knows is left to the compile table to report)."""
-    g = registry.get(name).gemm_of if name in registry.names() else None
-    return (g.kernel.name,) if g is not None else ()
-
-
-# (kernel name, arch, the entry points to compile or None for all of them)
-Job = tuple[str, str, "tuple[str, ...] | None"]
+Job = tuple[str, str, "tuple[str, ...] | None"]        # kernel name, arch, entry points (None: all)
 
 
 def compile_one(job: Job) -> Outcome:
-    """Runs in a worker process: everything it returns pickles (no cubin: the cache holds it).
+    """Runs in a worker process (or thread): what it returns pickles (the cache holds the cubin).
     Warnings (an unwritable cache) come back in the outcome, for the parent to show once."""
+    name, arch, entries = job
+    t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        o = _compile_one(job)
+        try:
+            c = cache.get(kernel_of(name), arch, entries=entries)
+            o = Outcome(name, arch, c.origin, time.perf_counter() - t0, c.resources,
+                        entries=() if c.whole else c.entries)
+        except CuteGemmError as e:
+            o = Outcome(name, arch, "failed", time.perf_counter() - t0, error=one_line(e),
+                        log=str(e) if isinstance(e, CompileError) else "", entries=tuple(entries or ()))
     o.warned = tuple((w.category.__name__, str(w.message)) for w in caught)
     return o
 
 
-def _compile_one(job: Job) -> Outcome:
-    name, arch, entries = job
-    t0 = time.perf_counter()
-    sel = tuple(entries or ())
-    try:
-        c = cache.get(kernel_of(name), arch, entries=entries)
-    except CompileError as e:
-        return Outcome(name, arch, "failed", time.perf_counter() - t0, error=one_line(e), log=str(e),
-                       entries=sel)
-    except CuteGemmError as e:
-        return Outcome(name, arch, "failed", time.perf_counter() - t0, error=one_line(e), entries=sel)
-    return Outcome(name, arch, c.origin, time.perf_counter() - t0, c.resources,
-                   entries=() if c.whole else c.entries)
-
-
-def _rewarn(o: Outcome) -> None:
-    """A worker's warnings, given again in this process (where the CLI shows them once)."""
-    for category, text in o.warned:
-        warnings.warn(text, cache.CacheWarning if category == "CacheWarning" else UserWarning,
-                      stacklevel=2)
-
-
-def _note(o: Outcome) -> str:
-    if o.origin == "compiled":
-        return f"compiled in {o.seconds:.1f} s"
-    if o.origin == "failed":
-        return "FAILED"
-    return o.shown_origin
-
-
 def run_jobs(jobs: list[Job], workers: int, progress: Progress) -> list[Outcome]:
-    """Compile every (kernel, arch, entries); outcomes in the order of `jobs`."""
+    """Compile every (kernel, arch, entries), at most `workers` at once in spawned processes
+    (one: in this process, where NVRTC drops the GIL); outcomes in the order of `jobs`."""
     multi_arch = len({j[1] for j in jobs}) > 1
-
-    def label(j: Job) -> str:
-        # a selection by its entry points (named after their kernel), a whole kernel by name
-        return (",".join(j[2]) if j[2] else j[0]) + (f" {j[1]}" if multi_arch else "")
+    # a selection by its entry points (named after their kernel), a whole kernel by name
+    labels = [(",".join(j[2]) if j[2] else j[0]) + (f" {j[1]}" if multi_arch else "") for j in jobs]
     # later ladder stages (and the CuTe family, registered last) take longest: start them
     # first so that no 30 s compile begins when everything else is already done
-    order = list(reversed(range(len(jobs))))
-    out: dict[int, Outcome] = {}
-    try:
-        if workers <= 1 or len(jobs) <= 1:
-            for i in order:                  # in-process: NVRTC drops the GIL, the ticker runs
-                progress.start(label(jobs[i]))
-                out[i] = compile_one(jobs[i])
-                _rewarn(out[i])
-                progress.finish(label(jobs[i]), _note(out[i]))
-        else:
-            _run_pool(jobs, order, min(workers, len(jobs)), progress, label, out)
-    finally:
-        progress.close()
-    return [out[i] for i in range(len(jobs))]
-
-
-def _run_pool(jobs, order, workers, progress, label, out) -> None:
+    todo, out, pending = iter(reversed(range(len(jobs)))), {}, {}
+    n = 1 if workers <= 1 or len(jobs) <= 1 else min(workers, len(jobs))
     # spawn, not fork: the parent may hold a CUDA context and runs the progress thread
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
-    todo = iter(order)
-    pending = {}
+    pool = ThreadPoolExecutor(1) if n == 1 else ProcessPoolExecutor(
+        n, mp_context=multiprocessing.get_context("spawn"))
 
-    def submit() -> None:
-        # never more jobs submitted than workers: what is pending is what is compiling
+    def submit() -> None:       # never more submitted than workers: pending is what compiles
         i = next(todo, None)
         if i is not None:
-            progress.start(label(jobs[i]))
+            progress.start(labels[i])
             pending[pool.submit(compile_one, jobs[i])] = i
     try:
-        for _ in range(workers):
+        for _ in range(n):
             submit()
         while pending:
-            done, _ = wait(pending, return_when=FIRST_COMPLETED)
-            for f in done:
+            for f in wait(pending, return_when=FIRST_COMPLETED)[0]:
                 i = pending.pop(f)
-                out[i] = f.result()
-                _rewarn(out[i])
-                progress.finish(label(jobs[i]), _note(out[i]))
+                out[i] = o = f.result()
+                for category, text in o.warned:      # shown once, by this process
+                    warnings.warn(text, cache.CacheWarning if category == "CacheWarning" else UserWarning)
+                progress.finish(labels[i], f"compiled in {o.seconds:.1f} s" if o.origin == "compiled"
+                                else "FAILED" if o.origin == "failed" else "cached")
                 submit()
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
+    finally:
+        progress.close()
     pool.shutdown()
+    return [out[i] for i in range(len(jobs))]
 
 
 def arch_number(arch: str) -> int:
@@ -161,8 +108,8 @@ def arch_number(arch: str) -> int:
 
 
 def unsupported_arch(arch: str) -> str | None:
-    """None if this NVRTC compiles for `arch`, else its complaint. An empty program is enough
-    to ask (~0.1 s); without asking, every kernel would fail with the same error."""
+    """None if this NVRTC compiles for `arch` (asked with an empty program, ~0.1 s), else its
+    complaint: without asking, every kernel would fail with the same error."""
     try:
         comp.compile_source(registry.kernels()[0], arch, "", [f"-arch={arch}"])
     except CompileError as e:
@@ -172,65 +119,44 @@ def unsupported_arch(arch: str) -> str | None:
 
 def layout_plan(kernels: list[str], layouts: list[str], precisions: tuple[str, ...] | None
                 ) -> dict[str, list[tuple[str, ...] | None]]:
-    """kernel name -> the entry-point sets (None: the whole kernel) that calls in `layouts`
-    launch (resolve.layout_launches), the kernels those calls run besides (a composed
-    kernel's GEMM, the copy kernel) included; [] where a kernel computes none of
-    `precisions`. Each set is compiled as run() compiles it: the cubins it looks for."""
+    """kernel name -> the entry-point sets (None: the whole kernel) that calls in `layouts` launch, as
+    run() compiles them, the kernels they run besides included; [] if it computes none of `precisions`."""
     plan: dict[str, dict] = {n: {} for n in kernels}
-    for n in kernels:
-        for lay in layouts:
-            for name, sets in layout_launches(kernel_of(n), lay, precisions).items():
-                for s in sets:
-                    plan.setdefault(name, {})[comp.select_entries(kernel_of(name), s)] = 1
+    for n, lay in ((n, lay) for n in kernels for lay in layouts):
+        for name, sets in layout_launches(kernel_of(n), lay, precisions).items():
+            plan.setdefault(name, {}).update(dict.fromkeys(comp.select_entries(kernel_of(name), s) for s in sets))
     return {n: list(sets) for n, sets in plan.items()}
 
 
-def compile_table(kernels: list[str], archs: list[str], workers: int | None,
-                  progress: bool | None, layouts: list[str] | None = None,
-                  precisions: tuple[str, ...] | None = None,
-                  plan: dict[str, list[tuple[str, ...] | None]] | None = None) -> list[Outcome]:
-    """Compile kernels x archs; kernels whose min_arch is above an arch are skipped, and
-    an arch-specific kernel is compiled for its target of that arch (sm_90 -> sm_90a).
-    With `layouts`, only the entry points calls in those operand layouts launch, in the
-    sets run() compiles (layout_plan); with `plan` (kernel name -> entry-point sets, None
-    for the whole kernel, as compile.select_entries gives them), exactly those."""
-    if plan is None:
-        plan = (layout_plan(kernels, layouts, precisions) if layouts else
-                {n: [None] for n in kernels})
+def compile_table(plan: dict[str, list[tuple[str, ...] | None]], archs: list[str], workers: int | None,
+                  progress: bool | None, precisions: tuple[str, ...] | None = None) -> list[Outcome]:
+    """Compile the plan (layout_plan's form) for each arch, kernels above an arch skipped, an
+    arch-specific one compiled for its target (sm_90 -> sm_90a)."""
     jobs, per_kernel = [], {}
-    for a in archs:
-        for n, sets in plan.items():
-            k = kernel_of(n)
-            num = arch_number(a)
-            if not sets:
-                per_kernel[(n, a)] = Outcome(n, a, "skipped", error=f"computes {', '.join(k.precisions)}"
-                                             f", none of {', '.join(precisions or ())}")
-            elif not k.runs_on(num):
-                need = f"sm_{k.min_arch}" + ("a" if k.arch_specific else " or newer")
-                per_kernel[(n, a)] = Outcome(n, a, "skipped", error=f"needs {need}")
-            else:
-                t = k.target(num) if k.arch_specific else a
-                mine = [(n, t, s) for s in sets]
-                per_kernel[(n, a)] = mine
-                jobs += mine
+    for n, a in ((n, a) for a in archs for n in plan):
+        k, num, sets = kernel_of(n), arch_number(a), plan[n]
+        if not sets:
+            per_kernel[(n, a)] = Outcome(n, a, "skipped", error=f"computes {', '.join(k.precisions)}"
+                                         f", none of {', '.join(precisions or ())}")
+        elif not k.runs_on(num):
+            need = f"sm_{k.min_arch}" + ("a" if k.arch_specific else " or newer")
+            per_kernel[(n, a)] = Outcome(n, a, "skipped", error=f"needs {need}")
+        else:
+            per_kernel[(n, a)] = [(n, k.target(num) if k.arch_specific else a, s) for s in sets]
+            jobs += per_kernel[(n, a)]
     jobs = list(dict.fromkeys(jobs))
     done = dict(zip(jobs, run_jobs(jobs, workers or cpu_cores(), Progress(len(jobs), progress))))
     out: dict[int, Outcome] = {}       # (an arch-specific target may stand for several archs)
-    for a in archs:
-        for n in plan:
-            got = per_kernel[(n, a)]
-            for o in ([got] if isinstance(got, Outcome) else [done[j] for j in got]):
-                out.setdefault(id(o), o)
+    for got in per_kernel.values():
+        for o in ([got] if isinstance(got, Outcome) else [done[j] for j in got]):
+            out.setdefault(id(o), o)
     return list(out.values())
 
 
-def resource_problems(k: registry.Kernel, res: dict,
-                      entries: tuple[str, ...] = ()) -> dict[str, str]:
-    """entry -> what is wrong with its registers or local memory: the limits that
-    tests/test_compile.py asserts, so they can be seen without pytest. `entries`: those
-    compiled, () for all of the kernel's."""
-    min_blocks = k.min_blocks
-    cap = min(255, 65536 // (k.threads * min_blocks))   # MIN_BLOCKS CTAs must stay resident
+def resource_problems(k: registry.Kernel, res: dict, entries: tuple[str, ...] = ()) -> dict[str, str]:
+    """entry -> what is wrong with its registers or local memory (the limits
+    tests/test_compile.py asserts); `entries`: those compiled, () for all."""
+    cap = min(255, 65536 // (k.threads * k.min_blocks))   # MIN_BLOCKS CTAs must stay resident
     out = {}
     for entry in entries or k.entries:
         r = res.get(entry)
@@ -251,24 +177,20 @@ def rows(outcomes: list[Outcome], verdicts: bool = False) -> list[dict]:
     """One record per entry point (per job where there is none): the JSON form of the table."""
     recs = []
     for o in outcomes:
-        base = {"kernel": o.kernel, "arch": o.arch, "origin": o.origin,
-                "seconds": round(o.seconds, 3)}
+        base = {"kernel": o.kernel, "arch": o.arch, "origin": o.origin, "seconds": round(o.seconds, 3)}
         if o.origin in ("failed", "skipped"):
             recs.append({**base, "error": o.error})
             continue
         k = kernel_of(o.kernel)
         probs = resource_problems(k, o.resources, o.entries) if verdicts else {}
         for entry in o.entries or k.entries:
-            r = o.resources.get(entry)
-            rec = {**base, "entry": entry}
-            if r is not None:
-                rec.update(registers=r.registers, smem_bytes=r.smem_bytes,
-                           stack_bytes=r.stack_bytes,
+            recs.append(rec := {**base, "entry": entry})
+            if (r := o.resources.get(entry)) is not None:
+                rec.update(registers=r.registers, smem_bytes=r.smem_bytes, stack_bytes=r.stack_bytes,
                            spill_stores=r.spill_stores if r.spill_stores >= 0 else None,
                            spill_loads=r.spill_loads if r.spill_loads >= 0 else None)
             if verdicts:
                 rec["problem"] = probs.get(entry)
-            recs.append(rec)
     return recs
 
 
@@ -279,67 +201,53 @@ def format_table(outcomes: list[Outcome], verdicts: bool = False) -> str:
     ew = max([7] + [len(r.get("entry", "")) for r in recs]) + 2
     head = (f"{'kernel':<{kw}}{'arch':<8}{'origin':<10}{'secs':>6}  {'entry':<{ew}}"
             f"{'regs':>5}{'smem':>7}{'stack':>6}{'spill st/ld':>12}" + ("  check" if verdicts else ""))
-    lines, last = [head], None
-    for r in recs:
-        first = r["job"] != last
-        last = r["job"]
+    lines = [head]
+    for i, r in enumerate(recs):
         origin = "cached" if r["origin"] in ("disk", "memory") else r["origin"]
-        secs = (f"{'-':>6}" if r["origin"] == "skipped" else
-                f"{r['seconds']:>6.1f}" if first else " " * 6)
-        lead = f"{r['kernel']:<{kw}}{r['arch']:<8}{origin:<10}{secs}  "
+        secs = (f"{'-':>6}" if origin == "skipped" else " " * 6 if i and recs[i - 1]["job"] == r["job"]
+                else f"{r['seconds']:>6.1f}")
+        line = f"{r['kernel']:<{kw}}{r['arch']:<8}{origin:<10}{secs}  "
         if "error" in r:
-            lines.append(lead + r["error"])
-            continue
-        if "registers" not in r:
-            lines.append(lead + f"{r['entry']:<{ew}}{'?':>5}")
-            continue
-        spill = (f"{r['spill_stores']:>6}/{r['spill_loads']:<5}" if r["spill_stores"] is not None
-                 else f"{'n/a (ELF)':>12}")
-        line = (lead + f"{r['entry']:<{ew}}{r['registers']:>5}{r['smem_bytes']:>7}"
-                f"{r['stack_bytes']:>6}{spill}")
-        if verdicts:
-            line += "  " + (r["problem"] or "ok")
-        lines.append(line)
-    return "\n".join(line.rstrip() for line in lines)
+            line += r["error"]
+        elif "registers" not in r:
+            line += f"{r['entry']:<{ew}}{'?':>5}"
+        else:
+            spill = (f"{r['spill_stores']:>6}/{r['spill_loads']:<5}" if r["spill_stores"] is not None
+                     else f"{'n/a (ELF)':>12}")
+            line += (f"{r['entry']:<{ew}}{r['registers']:>5}{r['smem_bytes']:>7}{r['stack_bytes']:>6}"
+                     f"{spill}" + (f"  {r['problem'] or 'ok'}" if verdicts else ""))
+        lines.append(line.rstrip())
+    return "\n".join(lines)
 
 
 def report_failures(outcomes: list[Outcome], prog: str) -> None:
-    for o in outcomes:
-        if o.origin == "failed":
-            path = save_log(o.kernel, o.arch, o.log) if o.log else None
-            print(f"{prog}: {o.kernel} ({o.arch}): {o.error}"
-                  + (f"; full log: {path}" if path else ""), file=sys.stderr)
+    for o in (o for o in outcomes if o.origin == "failed"):
+        path = save_log(o.kernel, o.arch, o.log) if o.log else None
+        print(f"{prog}: {o.kernel} ({o.arch}): {o.error}" + (f"; full log: {path}" if path else ""), file=sys.stderr)
 
 
 def cmd_compile(args) -> int:
-    names = ([k.name for k in registry.compiled()] if args.all or not args.kernels
-             else list(dict.fromkeys(args.kernels)))
-    layouts = (None if args.layout is None else
-               list(registry.LAYOUTS) if args.layout == "all" else [args.layout])
+    names = [k.name for k in registry.compiled()] if args.all or not args.kernels else args.kernels
+    layouts = None if args.layout is None else list(registry.LAYOUTS) if args.layout == "all" else [args.layout]
     if layouts is None:   # a composed kernel whole: its GEMM too (--layout: what its calls launch)
-        names = list(dict.fromkeys(x for n in names for x in (n, *composed_gemm(n))))
+        gemm = {k.name: (k.gemm_of.kernel.name,) for k in registry.kernels() if k.gemm_of is not None}
+        names = [x for n in names for x in (n, *gemm.get(n, ()))]
+    names = list(dict.fromkeys(names))
     if args.precision and not layouts:
         return error("--precision chooses among the entry points of --layout: give --layout too",
                      "cute-gemm compile")
     archs = list(dict.fromkeys(args.arch or []))
-    if not archs:
-        why = base.gpu_unavailable()
-        if why is None:
-            archs = [launch.device_info().arch]
-        else:
-            archs = [DEFAULT_ARCH]
-            print(f"cute-gemm compile: no GPU here, compiling for {DEFAULT_ARCH} "
-                  "(--arch to choose)", file=sys.stderr)
+    if not archs and base.gpu_unavailable() is None:
+        archs = [launch.device_info().arch]
+    elif not archs:
+        archs = [DEFAULT_ARCH]
+        print(f"cute-gemm compile: no GPU here, compiling for {DEFAULT_ARCH} (--arch to choose)", file=sys.stderr)
     for a in archs:
-        why = unsupported_arch(a)
-        if why:
+        if why := unsupported_arch(a):
             return error(f"NVRTC cannot compile for {a}: {why}", "cute-gemm compile")
-    outcomes = compile_table(names, archs, args.jobs, args.progress, layouts,
-                             args.precision or None)
-    if args.json:
-        print_json(rows(outcomes))
-    else:
-        print(format_table(outcomes))
+    plan = layout_plan(names, layouts, args.precision or None) if layouts else {n: [None] for n in names}
+    outcomes = compile_table(plan, archs, args.jobs, args.progress, args.precision or None)
+    show(args.json, rows(outcomes), lambda: format_table(outcomes))
     report_failures(outcomes, "cute-gemm compile")
     if outcomes and all(o.origin == "skipped" for o in outcomes):
         why = "; ".join(dict.fromkeys(f"{o.kernel} {o.error}" for o in outcomes))
@@ -349,21 +257,18 @@ def cmd_compile(args) -> int:
 
 
 def register(sub) -> None:
-    s = sub.add_parser("compile", help="compile kernels with NVRTC and show registers, smem and "
-                                       "spills (no GPU needed)")
-    s.add_argument("kernels", nargs="*", type=kernel_name, metavar="KERNEL",
-                   help="kernels to compile (default: all)")
+    s = sub.add_parser("compile", help="compile kernels with NVRTC and show registers, smem and spills (no GPU "
+                                       "needed)")
+    s.add_argument("kernels", nargs="*", type=kernel_name, metavar="KERNEL", help="kernels to compile (default: all)")
     s.add_argument("--all", action="store_true", help="every registered kernel (the default)")
     s.add_argument("--arch", action="append", type=arch_name,
-                   help=f"sm_80, sm_90 ..., repeatable (default: the GPU's, or {DEFAULT_ARCH} "
-                        "without one)")
+                   help=f"sm_80, sm_90 ..., repeatable (default: the GPU's, or {DEFAULT_ARCH} without one)")
     s.add_argument("--layout", choices=registry.LAYOUTS + ("all",),
-                   help="only the entry points a call with A and B in this operand layout "
-                        "(contiguous, aligned) needs, with their stream-K twins and the kernels "
-                        "the call runs besides (default: every entry point)")
-    s.add_argument("--precision", type=precision_list, metavar="P[,P...]",
-                   help="with --layout: only these precisions (" + ", ".join(registry.PRECISIONS)
-                        + "; default: all the kernel computes)")
+                   help="only the entry points a call with A and B in this operand layout (contiguous, aligned) "
+                        "needs, with their stream-K twins and the kernels the call runs besides (default: every "
+                        "entry point)")
+    s.add_argument("--precision", type=precision_list, metavar="P[,P...]", help="with --layout: only these "
+                   f"precisions ({', '.join(registry.PRECISIONS)}; default: all the kernel computes)")
     add_jobs_progress(s)
     s.add_argument("--json", action="store_true", help="JSON on stdout instead of a table")
     s.set_defaults(fn=cmd_compile)

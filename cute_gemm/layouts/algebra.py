@@ -1,40 +1,19 @@
-"""What the layout dumps need on top of pycute (the CuTe algebra in Python, nvidia-cutlass wheel).
-
-pycute does the algebra: Layout, composition, complement, coalesce, logical/zipped divide,
-logical product, right_inverse, crd2idx, slicing. This module adds only what it lacks:
-
-* `Dyn`: a run-time integer. CuTe C++ prints compile-time integers `_8` and run-time ones
-  `8`; pycute has plain ints only. A Dyn goes through pycute's arithmetic and stays a Dyn
-  (except CuTe's static-zero short cuts), so the text of a layout says which is which.
-* CuTe's print formats: `print(layout)` (`fmt`) and the `print_layout` grid.
-* make_layout with CuTe's compact strides (a static 1 gets stride _0), raked_product.
-* Tensors without data (`View`: layout + offset), local_tile and local_partition.
-* TiledCopy and TiledMMA: their TV layouts and per-thread partitions (cute/atom/*.hpp),
-  for one-thread atoms and warp / warpgroup-wide ones (atoms.py: SM80 mma.sync, SM90 GMMA).
-* Swizzled layouts with a shape (`Swizzled`: CuTe's ComposedLayout of a Swizzle, an offset
-  and a layout; pycute's ComposedLayout has no shape, slicing or print) and tile_to_shape.
-
-tests/test_layouts.py compares the text of every dumped layout with CuTe C++'s own printers
-(the kernels' sources compiled with nvcc), byte for byte.
-"""
+"""What the layout dumps need on top of pycute (CuTe's algebra in Python, from nvidia-cutlass):
+run-time integers (`Dyn`: `8` where a compile-time one prints `_8`), CuTe's print formats,
+compact make_layout, raked_product, tile_to_shape, swizzled layouts with a shape, local_tile /
+local_partition, TiledCopy / TiledMMA and the kernels' MMA atoms. tests/test_layouts.py
+compares their text with CuTe C++'s, byte for byte."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import pycute
-from pycute import Layout
-
-__all__ = ["Dyn", "Layout", "fmt", "print_layout", "make_layout", "size", "cosize", "value", "values",
-           "rank", "get", "product_each", "View", "local_tile", "local_partition",
-           "TiledCopy", "TiledMMA", "CopyAtom", "MMAAtom", "UNIVERSAL_FMA", "Swizzled",
-           "tile_to_shape", "make_ordered_layout"]
+from pycute import Layout, flatten, is_tuple, product
 
 
 # ---- run-time integers ------------------------------------------------------------------------
-
 class Dyn(int):
-    """A run-time integer (CuTe `int`); plain ints are compile-time (`Int<N>`, printed `_N`).
-    Arithmetic with a Dyn gives a Dyn, except CuTe's static-zero short cuts
+    """A run-time integer; arithmetic keeps it one, except CuTe's static-zero short cuts
     (`_0 * x == _0`, `_0 / x == _0`, `x % _1 == _0`)."""
     __slots__ = ()
 
@@ -49,55 +28,27 @@ def _static(x) -> bool:
     return not isinstance(x, Dyn)
 
 
-def _binop(name: str, zero: bool = False, one_mod: bool = False):
-    op = getattr(int, name)
-    reflected = name.startswith("__r") and name != "__rshift__"
+def _binop(name: str):
+    op, zero = getattr(int, f"__{name}__"), name.strip("r") not in ("add", "sub")
 
     def f(self, other):
         if not isinstance(other, int) or isinstance(other, bool):
             return NotImplemented
-        a, b = (other, self) if reflected else (self, other)          # a op b, as written
-        if zero and _static(a) and int(a) == 0:
-            return 0
-        if zero and name in ("__mul__", "__rmul__") and _static(b) and int(b) == 0:
-            return 0
-        if one_mod and _static(b) and abs(int(b)) == 1:
+        a, b = (other, self) if name.startswith("r") else (self, other)          # a op b, as written
+        if zero and ((_static(a) and a == 0) or ("mul" in name and _static(b) and b == 0)
+                     or ("mod" in name and _static(b) and abs(int(b)) == 1)):
             return 0
         return Dyn(op(int(self), int(other)))
     return f
 
 
-for _n in ("__add__", "__radd__", "__sub__", "__rsub__"):
-    setattr(Dyn, _n, _binop(_n))
-for _n in ("__mul__", "__rmul__", "__floordiv__", "__rfloordiv__"):
-    setattr(Dyn, _n, _binop(_n, zero=True))
-for _n in ("__mod__", "__rmod__"):
-    setattr(Dyn, _n, _binop(_n, zero=True, one_mod=True))
+for _n in ("add", "radd", "sub", "rsub", "mul", "rmul", "floordiv", "rfloordiv", "mod", "rmod"):
+    setattr(Dyn, f"__{_n}__", _binop(_n))
 
 
 # ---- int tuples and CuTe's print formats ----------------------------------------------------
-
-is_tuple = pycute.is_tuple
-flatten = pycute.flatten
-product = pycute.product
-
-
-def get(t, *idx):
-    for i in idx:
-        if is_tuple(t):
-            t = t[i]
-        else:
-            assert i == 0, "get<i> of an integer needs i == 0"
-    return t
-
-
-def _is_layout(x) -> bool:
-    return isinstance(x, (Layout, Swizzled))
-
-
 def rank(x) -> int:
-    s = x.shape if _is_layout(x) else x
-    return len(s) if is_tuple(s) else 1
+    return len(x) if isinstance(x, (Layout, Swizzled)) or is_tuple(x) else 1
 
 
 def product_each(t) -> tuple:
@@ -105,31 +56,27 @@ def product_each(t) -> tuple:
 
 
 def size(x) -> int:
-    return product(x.shape if _is_layout(x) else x)
+    return product(getattr(x, "shape", x))           # a layout's, or an IntTuple's
 
 
-def cosize(layout: Layout) -> int:
+def cosize(layout) -> int:
     if isinstance(layout, Swizzled):         # a swizzle permutes within its own span
-        return cosize(layout.layout)
-    last = tuple(s - 1 for s in flatten(layout.shape))
-    return sum(int(c) * int(d) for c, d in zip(last, flatten(layout.stride))) + 1
+        layout = layout.layout
+    return sum((int(s) - 1) * int(d) for s, d in zip(flatten(layout.shape), flatten(layout.stride))) + 1
 
 
-def value(layout: Layout, *crd) -> int:
+def value(layout, *crd) -> int:
     """layout(crd...) as a plain int."""
     return int(layout(crd[0] if len(crd) == 1 else tuple(crd)))
 
 
 def values(layout) -> list[int]:
-    """[layout(i) for i in range(size(layout))], for a plain Layout in one pass over its
-    flattened modes (coordinate k of index i is i // (the extents before k) % extent k, as
-    CuTe's colexicographic order has it); a Swizzled one element by element."""
+    """[layout(i) for i in range(size(layout))], a plain Layout in one pass over its modes."""
     if isinstance(layout, Swizzled):
         return [value(layout, i) for i in range(int(size(layout)))]
     out = [0]
     for extent, stride in zip(flatten(layout.shape), flatten(layout.stride)):
-        d = int(stride)
-        out = [o + c * d for c in range(int(extent)) for o in out]
+        out = [o + c * int(stride) for c in range(int(extent)) for o in out]
     return out
 
 
@@ -144,13 +91,13 @@ def fmt(x) -> str:
     return f"_{int(x)}" if _static(x) else f"{int(x)}"
 
 
-def print_layout(layout: Layout) -> str:
+def print_layout(layout) -> str:
     """The text of CuTe C++ `print_layout(layout)` (rank-2 layouts), byte for byte."""
     assert rank(layout) == 2, f"print_layout needs a rank-2 layout, got {fmt(layout)}"
     c = int(cosize(layout))
     w = (len(str(c)) if c >= 10 else 1) + 2
     seg = "+-----------------------"[:w + 1]
-    rows, cols = int(size(get(layout.shape, 0))), int(size(get(layout.shape, 1)))
+    rows, cols = (int(e) for e in product_each(layout.shape))
     out = [fmt(layout) + "\n", "    "] + [f"  {n:>{w - 2}} " for n in range(cols)] + ["\n"]
     for m in range(rows):
         out += ["    " + seg * cols + "+\n", f"{m:>2}  "]
@@ -160,7 +107,6 @@ def print_layout(layout: Layout) -> str:
 
 
 # ---- constructors and products pycute lacks ----------------------------------------------------
-
 def _compact(shape, current, right: bool):
     if is_tuple(shape):
         out = []
@@ -174,16 +120,14 @@ def _compact(shape, current, right: bool):
 
 
 def make_layout(shape, stride=None) -> Layout:
-    """CuTe's make_layout(shape[, stride]): column-major (LayoutLeft) by default,
-    stride="row" for LayoutRight."""
+    """CuTe's make_layout(shape[, stride]): LayoutLeft by default, stride="row": LayoutRight."""
     if stride is None or stride == "row":
         stride = _compact(shape, 1, stride == "row")[0]
     return Layout(shape, stride)
 
 
 def _append(layout: Layout, n: int) -> Layout:
-    modes = [layout[i] for i in range(len(layout))] + [Layout(1, 0)] * (n - len(layout))
-    return pycute.make_layout(modes)
+    return pycute.make_layout([layout[i] for i in range(len(layout))] + [Layout(1, 0)] * (n - len(layout)))
 
 
 def _zip(t) -> tuple:
@@ -191,54 +135,39 @@ def _zip(t) -> tuple:
     return tuple(zip(*(e if is_tuple(e) else (e,) for e in t)))
 
 
+def _zip_modes(res: Layout, first: int) -> Layout:
+    """((a,b),(c,d)) modes of a product regrouped per mode, mode `first` of each first."""
+    a, b = res[first], res[1 - first]
+    return Layout(_zip((a.shape, b.shape)), _zip((a.stride, b.stride)))
+
+
 def raked_product(block: Layout, tiler: Layout) -> Layout:
     r = max(rank(block), rank(tiler))
-    res = pycute.logical_product(_append(block, r), _append(tiler, r))
-    return Layout(_zip((res[1].shape, res[0].shape)), _zip((res[1].stride, res[0].stride)))
-
-
-def make_ordered_layout(shape, order) -> Layout:
-    """make_ordered_layout(shape, Step<...>): compact, the mode of the lowest order fastest."""
-    stride, cur = [0] * len(shape), 1
-    for i in sorted(range(len(shape)), key=lambda i: order[i]):
-        stride[i], cur = (0 if shape[i] == 1 else cur), cur * shape[i]
-    return Layout(tuple(shape), tuple(stride))
+    return _zip_modes(pycute.logical_product(_append(block, r), _append(tiler, r)), 1)
 
 
 def tile_to_shape(block, trg_shape, order=None):
-    """tile_to_shape(block, shape[, Step<...>]): block repeated (blocked_product) to the
-    target shape, the modes of the lowest order first: ((block, repeats), ...) per mode, as
-    CuTe prints it (uncoalesced)."""
+    """tile_to_shape(block, shape[, Step<...>]): ((block, repeats), ...) per mode, as CuTe
+    prints it (uncoalesced); the repeats of the mode of the lowest order fastest."""
     if isinstance(block, Swizzled):
-        return Swizzled(block.sw, tile_to_shape(block.layout, trg_shape, order), block.offset,
-                        block.ptr_bits)
-    r = len(trg_shape)
-    blk = _append(block, r)
+        return Swizzled(block.sw, tile_to_shape(block.layout, trg_shape, order), block.offset, block.ptr_bits)
+    blk = _append(block, len(trg_shape))
     bs = product_each(blk.shape)
     assert all(t % b == 0 for t, b in zip(trg_shape, bs)), f"{fmt(block)} does not tile {trg_shape}"
-    tiler = make_ordered_layout(tuple(t // b for t, b in zip(trg_shape, bs)),
-                                order or tuple(range(1, r + 1)))
-    res = pycute.logical_product(blk, tiler)
-    return Layout(_zip((res[0].shape, res[1].shape)), _zip((res[0].stride, res[1].stride)))
+    reps = [t // b for t, b in zip(trg_shape, bs)]
+    stride, cur = [0] * len(reps), 1               # make_ordered_layout(reps, order)
+    for i in sorted(range(len(reps)), key=lambda i: (order or range(len(reps)))[i]):
+        stride[i], cur = (0 if reps[i] == 1 else cur), cur * reps[i]
+    return _zip_modes(pycute.logical_product(blk, Layout(tuple(reps), tuple(stride))), 0)
 
 
 class Swizzled:
-    """CuTe's ComposedLayout<Swizzle<B,M,S>, offset, layout>: coord -> sw(offset + layout(coord)).
-    ptr_bits 0: the offset is a number and the swizzle acts on element offsets
-    (`composition(Swizzle<3,3,3>{}, layout)`, c4). ptr_bits W: GMMA's atoms, whose offset is
-    smem_ptr_flag_bits<W> (printed `smem_ptr[Wb](unset)`): the swizzle acts on byte addresses
-    (the smem pointer applies it), so an element lands at sw(offset * W/8) / (W/8)."""
+    """CuTe's ComposedLayout<Swizzle, offset, layout> with a shape: sw(offset + layout(coord)); with
+    ptr_bits W (GMMA's atoms, `smem_ptr[Wb](unset)`) on byte addresses: sw(offset * W/8) / (W/8)."""
 
     def __init__(self, sw: pycute.Swizzle, layout: Layout, offset: int = 0, ptr_bits: int = 0):
         self.sw, self.layout, self.offset, self.ptr_bits = sw, layout, offset, ptr_bits
-
-    @property
-    def shape(self):
-        return self.layout.shape
-
-    @property
-    def stride(self):
-        return self.layout.stride
+        self.shape, self.stride = layout.shape, layout.stride
 
     def __len__(self) -> int:
         return len(self.layout)
@@ -246,13 +175,10 @@ class Swizzled:
     def __call__(self, *args):
         crd = args[0] if len(args) == 1 else tuple(args)
         if pycute.has_none(crd):               # a slice keeps the swizzle, moves the offset
-            lay, off = _slice(crd, self.layout)
+            lay, off = pycute.slice_and_offset(crd, self.layout)
             return Swizzled(self.sw, lay, self.offset + off, self.ptr_bits)
-        off = self.offset + self.layout(crd)
-        if not self.ptr_bits:
-            return self.sw(off)
-        nbytes = self.ptr_bits // 8
-        return self.sw(off * nbytes) // nbytes
+        nbytes = max(self.ptr_bits // 8, 1)
+        return self.sw((self.offset + self.layout(crd)) * nbytes) // nbytes
 
     def __str__(self) -> str:
         s = self.sw
@@ -261,9 +187,8 @@ class Swizzled:
 
 
 def _coalesce(layout, profile=None):
-    """pycute's coalesce, merging two modes only where CuTe can: both strides compile-time
-    (a run-time stride's `shape * stride == next stride` is no static fact, so CuTe keeps
-    the modes apart; pycute's composition coalesces its left side with this)."""
+    """pycute's coalesce, merging two modes only where CuTe can: all compile-time (pycute's
+    composition coalesces its left side with this)."""
     if is_tuple(profile):
         return pycute.make_layout([_coalesce(layout[i], profile[i]) for i in range(len(profile))]
                                   + [layout[i] for i in range(len(profile), len(layout))])
@@ -281,18 +206,7 @@ def _coalesce(layout, profile=None):
     return Layout(shp[0], std[0]) if len(shp) == 1 else Layout(tuple(shp), tuple(std))
 
 
-pycute.layout.coalesce = _coalesce      # composition() calls it by its module's name
-pycute.coalesce = _coalesce
-
-
-def _colex(crd, shape):
-    """A hierarchical coordinate -> its colexicographic index within shape."""
-    if is_tuple(shape):
-        r, m = 0, 1
-        for c, s in zip(crd, shape):
-            r, m = r + _colex(c, s) * m, m * product(s)
-        return r
-    return crd
+pycute.layout.coalesce = pycute.coalesce = _coalesce      # composition() calls it by its module's name
 
 
 def _idx2crd(idx: int, shape, stride):
@@ -306,23 +220,11 @@ def flat_coord(layout: Layout, idx: int):
     """Layout::get_flat_coord: idx -> one (colexicographic) coordinate per mode."""
     hier = _idx2crd(idx, layout.shape, layout.stride)
     if is_tuple(layout.shape):
-        return tuple(_colex(c, s) for c, s in zip(hier, layout.shape))
-    return _colex(hier, layout.shape)
-
-
-def _slice(crd, layout: Layout) -> tuple[Layout, int]:
-    """layout(crd) with underscores (None): the sliced layout and the offset it starts at."""
-    if not pycute.has_none(crd):
-        return Layout(1, 0), layout(crd)
-    shape = pycute.slice_(crd, layout.shape)
-    stride = pycute.slice_(crd, layout.stride)
-    if crd is None:                            # the whole layout: unchanged, like CuTe
-        shape, stride = layout.shape, layout.stride
-    return Layout(shape, stride), pycute.crd2idx(crd, layout.shape, layout.stride)
+        return tuple(pycute.crd2idx(c, s) for c, s in zip(hier, layout.shape))
+    return hier
 
 
 # ---- tensors without data: local_tile, local_partition -----------------------------------------
-
 @dataclass(frozen=True)
 class View:
     """What a CuTe Tensor over a plain pointer is to the dumps: offset + layout(coord)."""
@@ -331,7 +233,7 @@ class View:
 
     def __call__(self, *coord) -> "View":
         """Slice like Tensor::operator() with underscores (None)."""
-        lay, off = _slice(coord[0] if len(coord) == 1 else tuple(coord), self.layout)
+        lay, off = pycute.slice_and_offset(coord[0] if len(coord) == 1 else coord, self.layout)
         return View(lay, self.offset + off)
 
 
@@ -343,37 +245,27 @@ def _all(n: int):
     return (None,) * n if n > 1 else None
 
 
-def inner_partition(v: View, tiler, coord) -> View:
-    t = pycute.zipped_divide(v.layout, tiler)
-    return View(t, v.offset)(_all(rank(t[0])), _pad(coord, rank(t[1])))
-
-
-def outer_partition(v: View, tiler, coord) -> View:
-    t = pycute.zipped_divide(v.layout, tiler)
-    return View(t, v.offset)(_pad(coord, rank(t[0])), _all(rank(t[1])))
-
-
 def _dice(step, t):
     """cute::dice: keep the parts of t where the Step is not X (None)."""
-    return tuple(x for s, x in zip(step, t) if s is not None)
+    return t if step is None else tuple(x for s, x in zip(step, t) if s is not None)
 
 
 def local_tile(v: View, tiler, coord, step=None) -> View:
     """local_tile(tensor, tiler, coord[, Step<...>]); X in a Step is None here."""
-    if step is not None:
-        tiler, coord = _dice(step, tiler), _dice(step, coord)
-    return inner_partition(v, tiler, coord)
+    tiler, coord = _dice(step, tiler), _dice(step, coord)
+    t = pycute.zipped_divide(v.layout, tiler)
+    return View(t, v.offset)(_all(rank(t[0])), _pad(coord, rank(t[1])))
 
 
 def local_partition(v: View, thr: Layout, index: int, step=None) -> View:
     """local_partition(tensor, thread_layout, thread_index[, Step<...>])."""
     if step is not None:
         thr = Layout(_dice(step, thr.shape), _dice(step, thr.stride))
-    return outer_partition(v, product_each(thr.shape), flat_coord(thr, index))
+    t = pycute.zipped_divide(v.layout, product_each(thr.shape))
+    return View(t, v.offset)(_pad(flat_coord(thr, index), rank(t[0])), _all(rank(t[1])))
 
 
 # ---- atoms, TiledMMA, TiledCopy (cute/atom/mma_atom.hpp, copy_atom.hpp) -------------------------
-
 @dataclass(frozen=True)
 class MMAAtom:
     shape_mnk: tuple
@@ -383,16 +275,49 @@ class MMAAtom:
     c_tv: Layout
 
 
-# UniversalFMA: one thread, one value. C++ writes its TV layouts (_1,_1):(_0,_0); the same
-# function written _1:_0 keeps pycute's results in CuTe's printed nesting (pycute's
-# composition keeps a trivial (_1,_1) mode that CuTe's drops).
+# UniversalFMA: one thread, one value. C++ writes its TV layouts (_1,_1):(_0,_0); _1:_0 is the
+# same function and keeps pycute's results in CuTe's printed nesting.
 UNIVERSAL_FMA = MMAAtom((1, 1, 1), Layout(1, 0), Layout(1, 0), Layout(1, 0), Layout(1, 0))
+
+# The tensor-core atoms as CuTe's MMA_Traits define them (mma_traits_sm80.hpp,
+# mma_traits_sm90_gmma.hpp); the nvcc check of tests/test_layouts.py prints them with CuTe.
+# SM80_16x8x16_F32{BF16BF16,F16F16}F32_TN; C (SM80_16x8_Row): lane 4 g + q holds rows g, g + 8,
+# columns 2q, 2q + 1
+SM80_16x8x16 = MMAAtom((16, 8, 16), Layout(32),
+                       Layout(((4, 8), (2, 2, 2)), ((32, 1), (16, 8, 128))),
+                       Layout(((4, 8), (2, 2)), ((16, 1), (8, 64))),
+                       Layout(((4, 8), (2, 2)), ((32, 1), (16, 8))))
+
+
+def gmma_ss(n: int, k: int) -> MMAAtom:
+    """SM90 GMMA 64xNxK, A and B from shared memory: descriptors, every thread of the
+    warpgroup names the whole tile (thread stride 0); C is CLayout_64xN. K: 32 bytes."""
+    assert n % 8 == 0 and 8 <= n <= 256, f"a GMMA's N is a multiple of 8 up to 256, not {n}"
+    return MMAAtom((64, n, k), Layout(128), Layout((128, (64, k)), (0, (1, 64))),
+                   Layout((128, (n, k)), (0, (1, n))),
+                   Layout(((4, 8, 4), (2, 2, n // 8)), ((128, 1, 16), (64, 8, 512))))
+
+
+def ldsm_x4_a(kmajor: bool) -> Layout:
+    """ldmatrix.x4 of a 16x16 A atom (PTX: lanes 8j..8j+7 address matrix j, A's register j): (lane,
+    value) -> m + 16 k of the row it addresses; rows along k (k-major, LDSM_N) or m (LDSM_T)."""
+    return Layout(((8, 2, 2), 8), ((1, 8, 128), 16) if kmajor else ((16, 8, 128), 1))
+
+
+def swizzle_atom(elem_bytes: int, kmajor: bool, row_bytes: int = 128, ptr: bool = True) -> Swizzled:
+    """8 lines of `row_bytes` (along k if k-major), 16-byte chunk c of line r at c ^ (r % 8): GMMA's
+    Layout_{K,MN}_SW*_Atom (ptr: on bytes), or c4's composition(Swizzle<3,log2 V,3>, layout)."""
+    e = row_bytes // elem_bytes
+    lay = Layout((8, e), (e, 1)) if kmajor else Layout((e, 8), (1, e))
+    bits = (row_bytes // 16).bit_length() - 1
+    if ptr:
+        return Swizzled(pycute.Swizzle(bits, 4, 3), lay, 0, 8 * elem_bytes)
+    return Swizzled(pycute.Swizzle(bits, (16 // elem_bytes).bit_length() - 1, 3), lay)
 
 
 @dataclass(frozen=True)
 class CopyAtom:
-    """A Copy_Atom over float moving `num_val` values per thread and instruction (every atom
-    used here is one thread wide: UniversalCopy, SM80 cp.async)."""
+    """A one-thread Copy_Atom over float moving `num_val` values per instruction."""
     num_val: int
 
     @property
@@ -403,6 +328,9 @@ class CopyAtom:
 def _compose_first(layout: Layout, tv: Layout) -> Layout:
     """composition(layout, (tv, _)): compose the first mode only."""
     return pycute.composition(layout, (tv, None))
+
+
+_MODES = {"A": (0, 2), "B": (1, 2), "C": (0, 1)}
 
 
 class TiledMMA:
@@ -421,51 +349,40 @@ class TiledMMA:
     def tile_size(self, i: int) -> int:
         return size(self._perm(i))
 
-    @property
-    def size(self) -> int:
-        return size(self.vmnk)
-
-    def _thrfrg(self, layout: Layout, a: int, b: int, tv: Layout) -> Layout:
-        t = pycute.logical_divide(layout, (self._perm(a), self._perm(b)))
-        atile = (make_layout(self.atom.shape_mnk[a]), make_layout(self.atom.shape_mnk[b]))
-        tvt = _compose_first(pycute.zipped_divide(t, atile), tv)
-        thr = (make_layout(size(self.vmnk[a + 1])), make_layout(size(self.vmnk[b + 1])))
-        if rank(tv) == 1:                      # one-thread atom (_1:_0): pycute's `_` split
-            return pycute.zipped_divide(tvt, (None, thr))
-        # a warp / warpgroup atom: CuTe's zipped_divide by (_, thr) splits the (ThrV,FrgV)
-        # mode in two, where pycute's keeps it whole: ((ThrV,(ThrM,ThrN)),(FrgV,(RestM,RestN)))
-        rest = pycute.zipped_divide(tvt[1], thr)
-        return pycute.make_layout(pycute.make_layout(tvt[0][0], rest[0]),
-                                  pycute.make_layout(tvt[0][1], rest[1]))
-
     def thrfrg(self, which: str, layout: Layout) -> Layout:
         key = (which, repr(layout))            # every thread's partition divides the same tensor
         if key not in self._frg:
-            a, b = {"A": (0, 2), "B": (1, 2), "C": (0, 1)}[which]
-            self._frg[key] = self._thrfrg(layout, a, b, getattr(self.atom, f"{which.lower()}_tv"))
+            a, b = _MODES[which]
+            tv = getattr(self.atom, f"{which.lower()}_tv")
+            t = pycute.logical_divide(layout, (self._perm(a), self._perm(b)))
+            atile = (make_layout(self.atom.shape_mnk[a]), make_layout(self.atom.shape_mnk[b]))
+            tvt = _compose_first(pycute.zipped_divide(t, atile), tv)
+            thr = (make_layout(size(self.vmnk[a + 1])), make_layout(size(self.vmnk[b + 1])))
+            if rank(tv) == 1:                  # one-thread atom (_1:_0): pycute's `_` split
+                self._frg[key] = pycute.zipped_divide(tvt, (None, thr))
+            else:   # CuTe splits a warp atom's (ThrV,FrgV) mode in two where pycute keeps it whole
+                rest = pycute.zipped_divide(tvt[1], thr)
+                self._frg[key] = pycute.make_layout(pycute.make_layout(tvt[0][0], rest[0]),
+                                                    pycute.make_layout(tvt[0][1], rest[1]))
         return self._frg[key]
-
-    def _thridx_2_thrid(self) -> Layout:
-        v = self.vmnk
-        inv = pycute.right_inverse(pycute.make_layout(v, pycute.complement(v)))
-        return pycute.composition(Layout((size(v), 1), (1, 0)), inv)
 
     def layout_tv(self, which: str) -> Layout:
         """get_layoutA_TV / B / C: (thread, value) -> column-major index in the MMA tile."""
-        a, b = {"A": (0, 2), "B": (1, 2), "C": (0, 1)}[which]
+        a, b = _MODES[which]
         t = self.thrfrg(which, make_layout((self.tile_size(a), self.tile_size(b))))
+        v = self.vmnk
         if which != "C":                    # broadcast over the threads along the other mode
-            v = self.vmnk
             stride = (1, 0) if which == "A" else (0, 1)
             t = _compose_first(t, (None, (Layout((size(v[1]), size(v[2])), stride), None)))
-        return _compose_first(t, self._thridx_2_thrid())
+        inv = pycute.right_inverse(pycute.make_layout(v, pycute.complement(v)))
+        return _compose_first(t, pycute.composition(Layout((size(v), 1), (1, 0)), inv))
 
     def partition(self, which: str, view: View, t: int) -> View:
         """get_slice(t).partition_A / B / C(view)."""
         c = flat_coord(self.vmnk, t)
         a, b = {"A": (1, 3), "B": (2, 3), "C": (1, 2)}[which]
         thr = View(self.thrfrg(which, view.layout), view.offset)
-        return thr((c[0], (c[a], c[b])), (None, _all(rank(get(thr.layout.shape, 1, 1)))))
+        return thr((c[0], (c[a], c[b])), (None, _all(len(thr.layout[1][1]))))
 
 
 class TiledCopy:
@@ -480,21 +397,16 @@ class TiledCopy:
         self.tiler = product_each(layout_mn.shape)
         self._frg: dict = {}
 
-    @property
-    def size(self) -> int:
-        return size(self.layout_tv[0])
-
     def _tile2thrfrg(self, layout: Layout) -> Layout:
         atom_tv = pycute.zipped_divide(self.layout_tv, (1, self.atom.num_val))
         ref2trg = pycute.composition(pycute.right_inverse(self.atom.tv), self.atom.tv)
         trg = _compose_first(atom_tv, ref2trg)
         thrval2mn = pycute.coalesce(Layout(_zip(trg.shape), _zip(trg.stride)), (1, (1, 1)))
-        tv = _compose_first(layout, thrval2mn)
-        return _slice(((None, None), None), tv)[0]
+        return _compose_first(layout, thrval2mn)((None, None), None)
 
     def layout_S_TV(self) -> Layout:
         """get_layoutS_TV (the same as D for every atom here)."""
-        return _slice((None, None, 0), self._tile2thrfrg(make_layout((self.tiler, 1))))[0]
+        return self._tile2thrfrg(make_layout((self.tiler, 1)))(None, None, 0)
 
     def partition(self, view: View, t: int) -> View:
         """get_slice(t).partition_S(view) (partition_D is the same for these atoms)."""

@@ -1,96 +1,47 @@
-"""Analyses no library has: who owns which element of a partitioned tile, whether the
-partitions cover it, the bank map of a swizzled layout and the TMA boxes that fill a stage.
-
-`cute-gemm check` runs `check` for every CuTe kernel; tests/test_layouts.py asserts the same
-properties, and counts the bank conflicts the kernels' comments promise with its own helpers.
-"""
+"""The bank map of a swizzled layout, the TMA boxes that fill a stage, and `check`: the
+self-check `cute-gemm check` runs per CuTe kernel."""
 from __future__ import annotations
 
-from .algebra import (Layout, View, cosize, fmt, get, make_layout, product_each, rank, size, value,
-                      values)
-
-
-def owners(part, tile: tuple, nthreads: int, step: int = 1) -> list[list[int]]:
-    """For each element of a (rows, cols) tile (column-major index), the threads (among
-    0, step, 2 step, ... < nthreads) whose partition `part(view, t)` holds it."""
-    rows, cols = tile
-    src = View(make_layout((rows, cols)))
-    own: list[list[int]] = [[] for _ in range(rows * cols)]
-    for t in range(0, nthreads, step):
-        p = part(src, t)
-        base = int(p.offset)
-        for v in values(p.layout):
-            own[base + v].append(t)
-    return own
-
-
-def values_of(part, tile: tuple, t: int) -> dict[tuple[int, int], int]:
-    """Thread t's partition of a (rows, cols) tile: (row, col) -> its value index."""
-    rows, cols = tile
-    p = part(View(make_layout((rows, cols))), t)
-    base = int(p.offset)
-    return {((base + v) % rows, (base + v) // rows): i for i, v in enumerate(values(p.layout))}
-
-
-def tv_cells(tv: Layout, tile: tuple) -> dict[tuple[int, int], list[tuple[int, int]]]:
-    """A TV layout over a (rows, cols) tile: (row, col) -> the (thread, value) pairs there."""
-    rows, _ = tile
-    nt, nv = (int(x) for x in product_each(tv.shape)[:2])
-    # a (thread, value) layout: tv(t, v) is its linear index t + nt * v (colexicographic)
-    flat = values(tv) if rank(tv) == 2 else None
-    out: dict[tuple[int, int], list[tuple[int, int]]] = {}
-    for t in range(nt):
-        for v in range(nv):
-            idx = flat[t + nt * v] if flat is not None else value(tv, t, v)
-            out.setdefault((idx % rows, idx // rows), []).append((t, v))
-    return out
+from .algebra import cosize, fmt, product_each, rank, size, value
 
 
 def _grid0(layout):
     """The (rows, cols) of a layout's first two modes and the layout at stage 0."""
     g = layout(None, None, 0) if rank(layout) == 3 else layout
-    return int(size(get(g.shape, 0))), int(size(get(g.shape, 1))), g
+    return (*(int(e) for e in product_each(g.shape)[:2]), g)
 
 
 def banks(layout, elem_bytes: int) -> list[list[int]]:
-    """The 4-byte bank (of 32) each element (row, col) of a shared-memory layout lands in
-    (stage 0 of a rank-3 one), elements `elem_bytes` wide, the layout's offset 0 at a
-    1024-byte boundary (the kernels trap otherwise)."""
+    """The 4-byte bank (of 32) of each element (row, col) of stage 0 of a shared-memory
+    layout, elements `elem_bytes` wide, offset 0 at a 1024-byte boundary."""
     rows, cols, g = _grid0(layout)
     return [[value(g, r, c) * elem_bytes // 4 % 32 for c in range(cols)] for r in range(rows)]
 
 
 def box_map(stage, box: tuple[int, int], kmajor: bool) -> list[list[int]]:
-    """Which TMA box brings in element (row, col) of one (EXT, BLK_K) stage: boxes are
-    (contiguous extent, other extent) (records.TmaBoxes), k contiguous in a k-major stage,
-    EXT in an mn-major one, stacked along EXT (sm90_operand.cuh). -1: no box."""
+    """Which TMA box (contiguous extent first) brings element (row, col) of one (EXT, BLK_K)
+    stage in, boxes stacked along EXT (sm90_operand.cuh); -1: none."""
     rows, cols, _ = _grid0(stage)
     br, bc = (box[1], box[0]) if kmajor else box
-    return [[r // br if c < bc and r // br < -(-rows // br) else -1 for c in range(cols)]
-            for r in range(rows)]
+    return [[r // br if c < bc and r // br < -(-rows // br) else -1 for c in range(cols)] for r in range(rows)]
 
 
 def box_problems(name: str, stage, box: tuple[int, int], kmajor: bool) -> list[str]:
-    """A stage's boxes must be its tile exactly, each landing as one dense block of smem
-    (TMA writes a box at one address): box i at offsets [i size, (i+1) size) of the layout
-    before the swizzle."""
+    """A stage's boxes must tile it exactly, box i landing at offsets [i size, (i+1) size)
+    of the layout before the swizzle (TMA writes a box at one address)."""
     rows, cols, g = _grid0(stage)
     br, bc = (box[1], box[0]) if kmajor else box
     if bc != cols or rows % br:
         return [f"{name}: box {box} does not tile the ({rows}, {cols}) stage"]
-    inner = g.layout if hasattr(g, "layout") else g
-    bad = []
-    for i in range(rows // br):
-        offs = sorted(value(inner, r, c) for r in range(i * br, (i + 1) * br) for c in range(cols))
-        if offs != list(range(i * br * bc, (i + 1) * br * bc)):
-            bad.append(f"{name}: box {i} does not land in one dense block of smem")
-    return bad
+    inner = getattr(g, "layout", g)                     # before the swizzle
+    return [f"{name}: box {i} does not land in one dense block of smem" for i in range(rows // br)
+            if sorted(value(inner, r, c) for r in range(i * br, (i + 1) * br) for c in range(cols))
+            != list(range(i * br * bc, (i + 1) * br * bc))]
 
 
 def check(rec) -> list[str]:
-    """The problems of one recipe (empty: all good): partitions cover their tile (exactly
-    once where exact) with equal shares, TV layouts cover theirs (a copy's exactly once),
-    thread layouts are bijections, tiles and shared-memory tiles have the registry's sizes."""
+    """The problems of one recipe (empty: all good): partitions cover their tile evenly, TV
+    layouts theirs, thread layouts are bijections, tiles have the registry's sizes."""
     bM, bN, bK = rec.kernel.tile                  # the registry's tile
     bad = []
     for it in rec.items():

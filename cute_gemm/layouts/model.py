@@ -1,21 +1,14 @@
-"""What a layout dump is made of: the kernel's named layouts (`Def`), tensors (`Global`,
-`Smem`), thread partitions (`Part`), and the items, sections and recipes built from them.
-
-A recipe (recipes.py) describes a kernel's layouts once, in these terms. Two interpreters
-read that one description: this module evaluates it in Python (algebra.py, on pycute) for
-the dumps and pictures, and cppcheck.py turns it into C++ calls on the kernel's own
-definitions (each `Def.cpp` is a name the kernel source or its headers define), compiled
-with the kernel's source as NVRTC sees it (after its typed config's prelude) by nvcc,
-whose output must equal the dump (tests/test_layouts.py).
-"""
+"""What a layout dump is made of: the kernel's named layouts (`Def`), tensors (`Global`, `Smem`),
+thread partitions (`Part`), and the items, sections and recipes built from them (evaluated here;
+tests/layout_cppcheck.py turns the same description into C++)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Iterable
 
 from . import analysis
-from .algebra import (Dyn, Layout, Swizzled, TiledCopy, TiledMMA, View, local_partition,
-                      local_tile, rank)
+from .algebra import (Dyn, Layout, Swizzled, TiledCopy, TiledMMA, View, local_partition, local_tile,
+                      make_layout, product_each, rank, values)
 
 PROBLEM = (256, 256, 256)     # representative (M, N, K), all operands row-major
 THREAD = 37                   # the thread whose partitions are shown (not 0: nonzero coords)
@@ -23,14 +16,9 @@ THREAD = 37                   # the thread whose partitions are shown (not 0: no
 
 @dataclass(frozen=True)
 class Def:
-    """A layout, thread layout, TiledCopy or TiledMMA the kernel source (or a project header
-    it includes) defines by name: `cpp` is the C++ expression that gives it at namespace
-    scope (`smem_layout_a()`, `VecMN<BLK_N>{}`, `cg::PipeGeometry<Config>::TiledMma{}`:
-    template arguments spelled with its prelude's constexprs or its `Config` members), `value`
-    the same thing computed here from the registry entry's config.
-    local: the kernel builds it only inside its device function; `cpp` is then that
-    expression verbatim, over the function's local names (Recipe.locals), so that nvcc
-    still evaluates the kernel's own text (tests/test_layouts.py checks it is there)."""
+    """A layout, thread layout, TiledCopy or TiledMMA the kernel (or a header it includes) defines:
+    `cpp` the C++ expression naming it, `value` the same computed here; local: built inside the
+    kernel's function, `cpp` that expression verbatim over the function's names (Recipe.locals)."""
     cpp: str
     value: object
     local: bool = False
@@ -40,22 +28,17 @@ class Def:
         return self.cpp.removesuffix("{}")
 
 
-# include/cute_gemm/cute_util.cuh: stride macro -> (operand, major mode, unit stride static).
-# The _any macros keep both strides run-time; their dumps take the row-major ones.
-STRIDE_MACROS = {
-    "CG_DA_k": ("A", "k", True), "CG_DA_m": ("A", "m", True), "CG_DA_any": ("A", "k", False),
-    "CG_DB_n": ("B", "n", True), "CG_DB_k": ("B", "k", True), "CG_DB_any": ("B", "n", False),
-}
-STRIDE_VARS = {"A": ("sAm", "sAk"), "B": ("sBn", "sBk"), "C": ("sCm", "sCn")}   # CG_GEMM_PARAMS
-_STEPS = {"A": (1, None, 1), "B": (None, 1, 1), "C": (1, 1, None)}               # local_tile
+# include/cute_gemm/cute_util.cuh: stride macro -> (operand, major mode, unit stride static);
+# the _any macros keep both strides run-time (their dumps take the row-major ones)
+STRIDE_MACROS = {"CG_DA_k": ("A", "k", True), "CG_DA_m": ("A", "m", True), "CG_DA_any": ("A", "k", False),
+                 "CG_DB_n": ("B", "n", True), "CG_DB_k": ("B", "k", True), "CG_DB_any": ("B", "n", False)}
+STEPS = {"A": (1, None, 1), "B": (None, 1, 1), "C": (1, 1, None)}               # local_tile
 
 
 @dataclass(frozen=True)
 class Global:
-    """gA / gB / gC: CTA (0,0)'s tile of the whole operand, local_tile(m, cta_tiler, coord,
-    Step). `macro`: the operand's strides as a cute_util.cuh macro; none: make_stride of the
-    two run-time strides (c1's A and B, every kernel's C) of major `major` (default:
-    row-major)."""
+    """gA / gB / gC: CTA (0,0)'s tile of the whole operand. `macro`: its strides as a
+    cute_util.cuh macro; none: the two run-time strides of major `major` (default row-major)."""
     op: str
     macro: str = ""
     major: str = ""
@@ -64,28 +47,19 @@ class Global:
         M, N, K = (Dyn(x) for x in problem)
         if self.op == "C":
             return (N, Dyn(1))
-        op, major, static_unit = self.op, {"A": "k", "B": "n"}[self.op], False
-        if self.macro:
-            try:
-                op, major, static_unit = STRIDE_MACROS[self.macro]
-            except KeyError:
-                raise ValueError(f"unknown stride macro {self.macro!r}; "
-                                 "teach layouts.model.STRIDE_MACROS") from None
-            assert op == self.op, (self.op, self.macro)
-        unit = 1 if static_unit else Dyn(1)
-        major = self.major or major
+        if self.macro and self.macro not in STRIDE_MACROS:
+            raise ValueError(f"unknown stride macro {self.macro!r}; teach layouts.model.STRIDE_MACROS")
+        op, major, static_unit = STRIDE_MACROS.get(self.macro, (self.op, {"A": "k", "B": "n"}[self.op], False))
+        assert op == self.op, (self.op, self.macro)
+        unit, major = 1 if static_unit else Dyn(1), self.major or major
         if op == "A":
             return (K, unit) if major == "k" else (unit, M)
         return (unit, N) if major == "n" else (K, unit)
 
-    @property
-    def step(self) -> tuple:
-        return _STEPS[self.op]
-
     def view(self, tiler, problem) -> View:
         M, N, K = (Dyn(x) for x in problem)
         shape = {"A": (M, K), "B": (N, K), "C": (M, N)}[self.op]
-        return local_tile(View(Layout(shape, self.strides(problem))), tiler, (0, 0, None), self.step)
+        return local_tile(View(Layout(shape, self.strides(problem))), tiler, (0, 0, None), STEPS[self.op])
 
 
 @dataclass(frozen=True)
@@ -115,15 +89,13 @@ class TV:
         v = self.by.value
         if isinstance(v, TiledCopy):
             return tuple(int(x) for x in v.tiler)
-        a, b = {"A": (0, 2), "B": (1, 2), "C": (0, 1)}[self.which]
-        return (int(v.tile_size(a)), int(v.tile_size(b)))
+        return tuple(int(v.tile_size(i)) for i in {"A": (0, 2), "B": (1, 2), "C": (0, 1)}[self.which])
 
 
 @dataclass(frozen=True)
 class Part:
-    """How thread t takes its share of a tensor: local_partition(tensor, by, t[, Step]) for a
-    thread layout (`step`: None for X), or by.get_slice(t).partition_<which>(tensor) for a
-    TiledCopy (which "S" or "D") or TiledMMA ("A", "B", "C")."""
+    """Thread t's share of a tensor: local_partition(tensor, by, t[, step]) for a thread
+    layout, by.get_slice(t).partition_<which>(tensor) for a TiledCopy / TiledMMA."""
     by: Def
     which: str = ""
     step: tuple | None = None
@@ -139,12 +111,9 @@ class Part:
 
 @dataclass
 class Item:
-    """One dumped layout. kind: "layout" (coord -> offset), "thread" (coord -> thread),
-    "tv" ((thread, value) -> index in a tile; "ldsm": one computed here from PTX's ldmatrix
-    definition, not printed by CuTe), "partition" (the part of a tensor one thread
-    holds: a layout and an offset); and two maps computed here, of a shared-memory layout
-    (`table`, a grid of ints): "banks" (the 4-byte bank each element lands in) and "boxes"
-    (the TMA box of a stage that brings each element in)."""
+    """One dumped layout. kind: "layout" (coord -> offset), "thread" (coord -> thread), "tv" ((thread,
+    value) -> index in a tile; "ldsm": from PTX), "partition" (what one thread holds), and two maps of
+    a shared-memory layout computed here (`table`): "banks" and "boxes" (each element's TMA box)."""
     name: str
     title: str
     kind: str
@@ -157,8 +126,7 @@ class Item:
     exact: bool = True                   # partition: every element owned by exactly one thread
     thread: int = THREAD
     src_rank: int = 2                    # partition: rank of the tensor split (3: a k or stage mode)
-    owner_step: int = 1                  # partition: owners among threads 0, step, 2 step, ...
-                                         # (128: one per warpgroup, whose threads all read the same)
+    owner_step: int = 1                  # partition: owners among threads 0, step, ... (128: warpgroups)
     elem_bytes: int = 4                  # banks: bytes per element of the layout
     table: list | None = None            # banks, boxes: rows of ints
     box: tuple | None = None             # boxes: (contiguous extent, other extent, k-major)
@@ -167,20 +135,31 @@ class Item:
     def grid_layout(self):
         """The rank-2 layout shown as a grid (index 0 of the third mode of a rank-3 one)."""
         r = rank(self.layout)
-        if r == 2:
-            return self.layout
-        return self.layout(None, None, 0) if r == 3 else None
+        return self.layout if r == 2 else self.layout(None, None, 0) if r == 3 else None
 
     def owners(self) -> list[list[int]]:
+        """Per element of the tile (column-major), the threads (0, owner_step, ...) holding it."""
         if self._owners is None:
-            self._owners = analysis.owners(self.part, self.tile, self.nthreads, self.owner_step)
+            src, self._owners = View(make_layout(tuple(self.tile))), [[] for _ in range(self.tile[0] * self.tile[1])]
+            for t in range(0, self.nthreads, self.owner_step):
+                p = self.part(src, t)
+                for v in values(p.layout):
+                    self._owners[int(p.offset) + v].append(t)
         return self._owners
 
     def values_of(self, t: int) -> dict[tuple[int, int], int]:
-        return analysis.values_of(self.part, self.tile, t)
+        """Thread t's partition of the tile: (row, col) -> its value index."""
+        p, rows = self.part(View(make_layout(tuple(self.tile))), t), self.tile[0]
+        return {divmod(int(p.offset) + v, rows)[::-1]: i for i, v in enumerate(values(p.layout))}
 
     def tv_cells(self) -> dict[tuple[int, int], list[tuple[int, int]]]:
-        return analysis.tv_cells(self.layout, self.tile)
+        """A TV layout over the tile: (row, col) -> the (thread, value) pairs there."""
+        nt, nv = (int(x) for x in product_each(self.layout.shape)[:2])
+        flat = values(self.layout)          # tv(t, v) at linear index t + nt * v (colexicographic)
+        out: dict[tuple[int, int], list[tuple[int, int]]] = {}
+        for t, v in ((t, v) for t in range(nt) for v in range(nv)):
+            out.setdefault(divmod(flat[t + nt * v], self.tile[0])[::-1], []).append((t, v))
+        return out
 
 
 @dataclass
@@ -209,65 +188,58 @@ class Builder:
     """Makes the items of one kernel's recipe: CTA (0,0) of `problem`, thread `thread`."""
 
     def __init__(self, kernel, problem=PROBLEM, thread: int = THREAD):
-        # what the kernel is compiled with: its typed config (blk_m, ...; d: by the C++ name)
-        self.kernel, self.config = kernel, kernel.config
+        # what the kernel is compiled with: its typed config (blk_m, ...; d: by the C++ name); c5's
+        # BLK_K is 128 bytes of 16-bit k (the tf32 entries' half of it: their recipe says so)
+        self.kernel, self.config, self.tiler = kernel, kernel.config, kernel.config.tile
         self.d = {f.upper(): v for f, v in vars(kernel.config).items()}
-        # (BLK_M, BLK_N, BLK_K): c5's BLK_K is 128 bytes of 16-bit k; the tf32 entries' is
-        # half of it, their recipe says so
-        self.tiler = self.config.tile
         self.problem, self.thread, self.nthreads = tuple(problem), thread, kernel.threads
         self.sections: list[Section] = []
         self.locals: list[str] = []
 
-    def section(self, title: str) -> Section:
+    def section(self, title: str) -> None:
         self.sections.append(Section(title))
-        return self.sections[-1]
 
-    def _name(self, name: str) -> str:
-        return f"{self.kernel.name}/{name}"
+    def _item(self, name: str, *args, **kw) -> Item:
+        """An item of the kernel, added to the last section."""
+        self.sections[-1].items.append(it := Item(f"{self.kernel.name}/{name}", *args, **kw))
+        return it
 
-    def layout(self, name: str, title: str, d: Def, kind: str = "layout") -> Item:
-        return Item(self._name(name), title, kind, d, d.value)
+    def layout(self, name: str, title: str, d: Def, kind: str = "layout", tile: tuple | None = None) -> Item:
+        """A Def's layout (kind "ldsm", a (lane, value) -> index layout from PTX: with its tile)."""
+        return self._item(name, title, kind, d, d.value, tile=tile)
 
     def tile(self, name: str, g: Global, what: str) -> Item:
         M, N, K = self.problem
-        return Item(self._name(name), f"{name.rsplit('/', 1)[-1]}: {what} after local_tile, "
-                    f"(M,N,K) = ({M},{N},{K}), CTA (0,0)", "layout", g,
-                    g.view(self.tiler, self.problem).layout)
+        return self._item(name, f"{name.rsplit('/', 1)[-1]}: {what} after local_tile, (M,N,K) = "
+                          f"({M},{N},{K}), CTA (0,0)", "layout", g, g.view(self.tiler, self.problem).layout)
 
     def tv(self, name: str, title: str, by: Def, which: str) -> Item:
         tv = TV(by, which)
-        return Item(self._name(name), title, "tv", tv, tv.layout(), tile=tv.tile())
-
-    def ldsm(self, name: str, title: str, d: Def, tile: tuple[int, int]) -> Item:
-        """A (lane, value) -> index-in-tile layout computed from PTX's ldmatrix definition."""
-        return Item(self._name(name), title, "ldsm", d, d.value, tile=tile)
+        return self._item(name, title, "tv", tv, tv.layout(), tile=tv.tile())
 
     def partition(self, name: str, title: str, src, part: Part, exact: bool = True,
                   tile: tuple | None = None, owner_step: int = 1, nthreads: int = 0) -> Item:
-        """tile: the (rows, cols) split (default: the CTA tile of the operand); owners among
-        threads 0, owner_step, ... < nthreads (default: the kernel's threads)."""
+        """tile: the (rows, cols) split (default: the operand's CTA tile); owners: threads 0,
+        owner_step, ... < nthreads (default: the kernel's)."""
         view = src.view(self.tiler, self.problem)
         p = part(view, self.thread)
-        rows = self.tiler[0] if src.op in "AC" else self.tiler[1]
-        cols = self.tiler[1] if src.op == "C" else self.tiler[2]
-        return Item(self._name(name), title, "partition", src, p.layout, part=part,
-                    offset=p.offset, tile=tile or (rows, cols), nthreads=nthreads or self.nthreads,
-                    exact=exact, thread=self.thread, src_rank=rank(view.layout),
-                    owner_step=owner_step)
+        bm, bn, bk = self.tiler
+        default = (bm if src.op in "AC" else bn, bn if src.op == "C" else bk)
+        return self._item(name, title, "partition", src, p.layout, part=part, offset=p.offset,
+                          tile=tile or default, nthreads=nthreads or self.nthreads, exact=exact,
+                          thread=self.thread, src_rank=rank(view.layout), owner_step=owner_step)
+
+    def _table(self, name: str, title: str, kind: str, d: Def, table: list, **kw) -> Item:
+        return self._item(name, title, kind, d, d.value, tile=(len(table), len(table[0])), table=table, **kw)
 
     def banks(self, name: str, title: str, d: Def, elem_bytes: int) -> Item:
         """The bank map of shared-memory layout d (its first two modes, stage 0)."""
-        table = analysis.banks(d.value, elem_bytes)
-        return Item(self._name(name), title, "banks", d, d.value, tile=(len(table), len(table[0])),
-                    elem_bytes=elem_bytes, table=table)
+        return self._table(name, title, "banks", d, analysis.banks(d.value, elem_bytes), elem_bytes=elem_bytes)
 
     def boxes(self, name: str, title: str, stage: Def, box: tuple[int, int], kmajor: bool) -> Item:
-        """Which TMA box (records.TmaBoxes: contiguous extent first) of one stage of `stage`
-        brings each (EXT, BLK_K) element in; -1: none."""
+        """Which TMA box (contiguous extent first) of one stage brings each element in; -1: none."""
         table = analysis.box_map(stage.value, box, kmajor)
-        return Item(self._name(name), title, "boxes", stage, stage.value,
-                    tile=(len(table), len(table[0])), table=table, box=(*box, kmajor))
+        return self._table(name, title, "boxes", stage, table, box=(*box, kmajor))
 
     def recipe(self) -> Recipe:
         return Recipe(self.kernel, self.sections, self.problem, tuple(self.locals))
