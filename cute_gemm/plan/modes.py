@@ -1,8 +1,8 @@
-"""Launch modes, a class each: the entry points a launch compiles at once (`entries`), its
-Launcher with grid, workspace and plan (`launcher`), and what it costs the busiest SM
-(`cost`), each None where the mode does not take the launch. resolve(), launch_entries and
-auto.busiest_work ask MODES in order and keep the first answer, so a launch is priced as it
-runs; a new mode is one class (docs/howto/launch-mode.md). Their arithmetic: streamk.py."""
+"""Launch modes, a class each: the entry points a launch compiles at once (`entries`) and its
+Launcher with grid, workspace and plan (`launcher`), None where the mode does not take the
+launch; resolve() and launch_entries ask MODES in order and keep the first answer, and
+Pricer prices a launch as the mode that runs it (what auto scales tune tables' times by);
+a new mode is one class (docs/howto/launch-mode.md). Their arithmetic: streamk.py."""
 from __future__ import annotations
 
 import os
@@ -46,16 +46,6 @@ class Plain:
 
     def launcher(self, at: At) -> Launcher | None:
         return self.plain(at, at.variant.entry, at.k.grid(at.km, at.kn, at.kk, at.lk.sm_count))
-
-    def cost(self, x: registry.Kernel, m: int, n: int, k: int, precision: str, sm_count: int,
-             split_k: int = 0, variant=None) -> float | None:
-        """k-tiles of whole waves of tiles on sm_count x min_blocks CTA slots, a tile's
-        TILE_OVERHEAD more (1.0: no tile to count)."""
-        if not x.tile or sm_count < 1:
-            return 1.0
-        bm, bn, bk = x.tile
-        waves = -(-(-(-m // bm) * -(-n // bn)) // (sm_count * x.min_blocks))
-        return waves * (-(-k // bk) + TILE_OVERHEAD)
 
     @staticmethod
     def plain(at: At, entry: str, grid, extra: tuple = (), **fields) -> Launcher:
@@ -106,24 +96,6 @@ class StreamK(Plain):
                           swap=swap, split_k=split_k, **at.base)
         return Launcher(plan, f, at.strides, (0, tile0), head)
 
-    def cost(self, x, m, n, k, precision, sm_count, split_k=0, variant=None):
-        """With split_k, where it fits (either kind): one wave of runs, each its k-tiles, a
-        fill and two stores (the fixup's). Else with a twin where the plan takes it: the
-        head's whole waves, and the last wave's k-tiles shared over the twin's CTAs."""
-        if not x.tile or sm_count < 1 or isinstance(x.grid, PersistentGrid):
-            return None
-        bm, bn, bk = x.tile
-        tiles, k_tiles, slots = -(-m // bm) * -(-n // bn), -(-k // bk), sm_count * x.min_blocks
-        if split_k and split_k_ctas(tiles, k_tiles, split_k, slots):
-            return -(-k_tiles // split_k) + 2 * TILE_OVERHEAD
-        v = x.variants[0]
-        tile0, ctas = stream_k_plan(tiles, k_tiles, slots, slots, v.stream_k_fill) \
-            if v.stream_k else (0, 0)
-        if not ctas:
-            return None
-        return (tile0 // slots * (k_tiles + TILE_OVERHEAD) + (tiles - tile0) * k_tiles / ctas
-                + 2 * TILE_OVERHEAD)
-
     @staticmethod
     def plan(k: registry.Kernel, variant: registry.Variant, m: int, n: int, kk: int,
              slots_dp: int, slots_sk: int, split_k: int = 0
@@ -151,8 +123,6 @@ class SplitReduce(Plain):
 
     def entries(self, k, v, reduce):
         return (v.split,) if reduce and v.split else None
-
-    cost = None     # one wave of runs, as the twin's split: StreamK.cost prices both
 
     def launcher(self, at):
         v, k, lk = at.variant, at.k, at.lk
@@ -229,7 +199,66 @@ class Walk(Plain):
 
 PLAIN, WALK, STREAM_K, SPLIT_REDUCE = Plain(), Walk(), StreamK(), SplitReduce()
 MODES = (SPLIT_REDUCE, STREAM_K, WALK, PLAIN)     # asked in order: the first answer is taken
-PRICED = tuple(mode for mode in MODES if mode.cost)     # (cost None: priced by another)
+
+
+class Pricer:
+    """What a launch of each of `cands` ((kernel or None, transposed, split_k), a tune
+    table's candidates) costs its busiest SM on `sm_count` SMs, at any shape: the cost of
+    the launch mode that runs it, as resolve() asks MODES. A persistent kernel: its walk
+    (Walk.cost). A tiled one: with split_k, where split_k_ctas takes it (either kind of
+    split: SplitReduce's and the twin's), one wave of runs, each its k-tiles, a fill and
+    two stores (the fixup's); else with a stream-K twin where stream_k_plan takes it, the
+    head's whole waves and the last wave's k-tiles shared over the twin's CTAs; else the
+    plain grid's whole waves of tiles on sm_count x min_blocks CTA slots, each tile its
+    k-tiles and TILE_OVERHEAD more. 1.0: no tile to count (or no kernel). A composed
+    kernel: its GEMM's on K' (its passes scale alike). Each kernel's constants are read
+    once, here; at() prices them all in one loop (auto prices every candidate of a new
+    shape with one call)."""
+
+    def __init__(self, cands, precision: str, sm_count: int):
+        self.precision, self.sm_count, self.specs = precision, sm_count, []
+        for x, transposed, split_k in cands:
+            if x is None:
+                spec = ("one",)
+            elif x.gemm_of is not None:
+                g = x.gemm_of
+                spec = ("of", transposed, Pricer(((g.kernel, False, 0),), g.precision, sm_count),
+                        g.k_prime)
+            elif isinstance(x.grid, PersistentGrid):
+                spec = ("walk", transposed, x, split_k)
+            elif x.tile and sm_count >= 1:
+                v = x.variants[0]
+                spec = ("tile", transposed, *x.tile, sm_count * x.min_blocks, split_k,
+                        v.stream_k_fill if v.stream_k else None)
+            else:
+                spec = ("one",)
+            self.specs.append(spec)
+
+    def at(self, m: int, n: int, k: int) -> list[float]:
+        """Each candidate's cost at M x N x K (the transposed problem where it says so)."""
+        out = []
+        for spec in self.specs:
+            kind = spec[0]
+            if kind == "one":
+                out.append(1.0)
+                continue
+            pm, pn = (n, m) if spec[1] else (m, n)
+            if kind == "of":
+                out.append(spec[2].at(pm, pn, spec[3](k))[0])
+            elif kind == "walk":
+                out.append(WALK.cost(spec[2], pm, pn, k, self.precision, self.sm_count, spec[3]))
+            else:
+                _, _, bm, bn, bk, slots, split_k, fill = spec
+                tiles, k_tiles = -(-pm // bm) * -(-pn // bn), -(-k // bk)
+                if split_k and split_k_ctas(tiles, k_tiles, split_k, slots):
+                    out.append(-(-k_tiles // split_k) + 2 * TILE_OVERHEAD)
+                    continue
+                tile0, ctas = (0, 0) if fill is None else stream_k_plan(
+                    tiles, k_tiles, slots, slots, fill)
+                out.append(tile0 // slots * (k_tiles + TILE_OVERHEAD) + (tiles - tile0) * k_tiles
+                           / ctas + 2 * TILE_OVERHEAD if ctas
+                           else -(-tiles // slots) * (k_tiles + TILE_OVERHEAD))
+        return out
 
 
 def offers(x: registry.Kernel, mode: Plain) -> bool:

@@ -256,15 +256,19 @@ PAD = 16    # no entry point asks for more alignment (elements) than this
 
 
 def fit(op: Operand, role: str) -> tuple[str, int]:
-    """(major, alignment in elements) of an operand in the role it plays."""
+    """(major, alignment in elements) of an operand in the role it plays: pow2_align of its
+    pointer and leading stride (inlined: every new call signature asks it of each operand)."""
     row, col = _MAJORS[role]
     major = op.major(row, col)
+    (r, c), (sr, sc), e = op.shape, op.strides, ITEMSIZE[op.dtype]
     if major is None:   # no unit stride (e.g. every other column): only "any" entries take it
-        return "strided", pow2_align(op.ptr, abs(op.strides[0]) | abs(op.strides[1]), op.itemsize)
-    ld = op.strides[0] if major == row else op.strides[1]
-    if (op.shape[0] if major == row else op.shape[1]) <= 1:
-        ld = 0  # a single row/column: the leading stride is never used
-    return major, pow2_align(op.ptr, ld, op.itemsize)
+        major, ld = "strided", abs(sr) | abs(sc)
+    else:               # (a single row/column: the leading stride is never used)
+        ld = (sr if r > 1 else 0) if major == row else (sc if c > 1 else 0)
+    if op.ptr % e:
+        return major, 0
+    v = (op.ptr // e) | (ld if ld > 0 else 0) | 16
+    return major, v & -v
 
 
 LINE = 128   # bytes: an L2 line, what a TMA box row or a warp's vector load fetches whole

@@ -507,6 +507,14 @@ class Kernel:
     def smem_bytes(self, m: int, n: int, k: int) -> int:
         return self.dyn_smem(m, n, k) if self.dyn_smem is not None else 0
 
+    def fits_k(self, smem_limit: int) -> float | None:
+        """The largest K at which this kernel's dynamic smem fits `smem_limit` bytes, at any M
+        and N (inf: every K; -1: none); None where it depends on M or N (ask smem_bytes)."""
+        s = self.dyn_smem
+        if s is None or isinstance(s, FixedSmem):
+            return float("inf") if s is None or s.nbytes <= smem_limit else -1
+        return s.max_k(smem_limit) if isinstance(s, StripSmem) else None
+
     def stream_k_smem_bytes(self, m: int, n: int, k: int) -> int:
         if self.stream_k_smem is not None:
             return self.stream_k_smem(m, n, k)
