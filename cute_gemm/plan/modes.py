@@ -11,9 +11,11 @@ from types import SimpleNamespace
 from . import streamk
 from .. import registry
 from ..driver import launch
-from ..registry.records import ITEMSIZE, PRECISION_DTYPE, PersistentGrid
+from ..registry.records import (ITEMSIZE, PRECISION_DTYPE, STREAM_K_COUNTERS, PersistentGrid,
+                               tail_split_plan)
 from .launcher import REDUCE, Launcher, LaunchPlan
-from .streamk import split_k_ctas, stream_k_plan, stream_k_workspace_bytes
+from .streamk import (SPLIT_K_MIN_ITERS, STREAM_K_MIN_ITERS, split_k_ctas, stream_k_plan,
+                      stream_k_workspace_bytes)
 
 # the cost model (fitted: docs/design/auto.md#scaled-rows): a tile's fill and store cost
 # TILE_OVERHEAD k-tiles; in a walk, filling smem with one 128-byte row of a k-tile costs
@@ -187,11 +189,14 @@ class Walk(Plain):
             return None
         itemsize = ITEMSIZE[PRECISION_DTYPE[precision]]
         wm, wn = (n, m) if variant is not None and variant.walks_transposed else (m, n)
-        dp, pieces = g.split(wm, wn, k, sm_count, True, itemsize)
+        # (g.split, with its units, clusters and windows at hand)
+        units = -(-(-(-wm // g.bm)) // g.cluster) * -(-wn // g.bn)
         clusters, windows = g.clusters(sm_count), -(-k * itemsize // g.window_bytes)
+        dp, pieces = (tail_split_plan(units, clusters, windows, g.tail_split, g.cut)
+                      if g.tail_split else (units, 1))
         rounds = -(-dp // clusters) * (windows + g.cut.overhead)
         if pieces > 1:
-            rounds += (-(-(g.units(wm, wn) - dp) * pieces // clusters)
+            rounds += (-(-(units - dp) * pieces // clusters)
                        * (-(-windows // pieces) + g.cut.overhead) + CUT_FIXUP * (pieces - 1))
         rows_a = g.bm * (2 if variant is not None and variant.register_a else 1)
         return (g.bm * g.bn + LOAD_ROW * (rows_a + g.bn // g.cluster)) * rounds
@@ -250,12 +255,20 @@ class Pricer:
             else:
                 _, _, bm, bn, bk, slots, split_k, fill = spec
                 tiles, k_tiles = -(-pm // bm) * -(-pn // bn), -(-k // bk)
-                if split_k and split_k_ctas(tiles, k_tiles, split_k, slots):
+                # split_k_ctas, inlined: every run SPLIT_K_MIN_ITERS k-tiles, one wave of CTAs
+                if (split_k >= 2 and 0 < tiles * split_k <= min(slots, STREAM_K_COUNTERS // 2)
+                        and k_tiles >= SPLIT_K_MIN_ITERS * split_k):
                     out.append(-(-k_tiles // split_k) + 2 * TILE_OVERHEAD)
                     continue
-                tile0, ctas = (0, 0) if fill is None else stream_k_plan(
-                    tiles, k_tiles, slots, slots, fill)
-                out.append(tile0 // slots * (k_tiles + TILE_OVERHEAD) + (tiles - tile0) * k_tiles
+                # stream_k_plan with the sibling's and the twin's slots alike, inlined: the
+                # last wave's `tail` tiles, below `fill`, over min(slots, its k-tiles /
+                # STREAM_K_MIN_ITERS) CTAs (none whole: it is less than a wave)
+                tail, ctas = tiles % slots, 0
+                if fill is not None and tail and tail / slots < fill and (
+                        k_tiles >= 2 * STREAM_K_MIN_ITERS):
+                    ctas = min(slots, tail * k_tiles // STREAM_K_MIN_ITERS, STREAM_K_COUNTERS // 2)
+                    ctas = 0 if ctas < 2 or tail % ctas == 0 else ctas
+                out.append((tiles - tail) // slots * (k_tiles + TILE_OVERHEAD) + tail * k_tiles
                            / ctas + 2 * TILE_OVERHEAD if ctas
                            else -(-tiles // slots) * (k_tiles + TILE_OVERHEAD))
         return out

@@ -326,39 +326,29 @@ def choose(k: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
            out_dtype: str = "float32") -> tuple[registry.Variant, list[str]]:
     """The variant of this precision and output type needing the fewest relayout copies,
     and the roles to copy (each into its copy_target); kept per class of calls that
-    choose alike (`_shape_class`)."""
+    choose alike (`shape_class`)."""
     fits = tuple((r, fit(op, r)) for r, op in ops.items())
     (m, kk), n = ops["a"].shape, ops["b"].shape[1]
-    key = (k.name, fits, _shape_class(m), _shape_class(n), _shape_class(kk), precision,
-           out_dtype)
-    return _kept(_chosen, key, k, lambda: choose_exactly(k, ops, precision, out_dtype, dict(fits)))
-
-
-def _kept(kept: dict, key, k: registry.Kernel, compute) -> tuple[registry.Variant, list[str]]:
-    """(variant, copies) kept in `kept` under `key` for kernel k, compute() where not yet
-    (or kept for another kernel of that name: tests may register one)."""
-    hit = kept.get(key)
-    if hit is None or hit[0] is not k:
-        hit = memo.keep(kept, key, (k, *compute()))
+    key = (k.name, fits, shape_class(m, n, kk), precision, out_dtype)
+    hit = _chosen.get(key)
+    if hit is None or hit[0] is not k:      # (or kept for another kernel of that name: tests
+        hit = memo.keep(_chosen, key,      # may register one)
+                        (k, *choose_exactly(k, ops, precision, out_dtype, dict(fits))))
     return hit[1], list(hit[2])
 
 
-def _shape_class(x: int) -> int:
-    """An extent standing for all that choose_exactly tells apart from it by none of what
-    it reads of an extent: whether it is <= 1; its residues modulo alignments and
+def shape_class(*extents: int) -> tuple[int, ...]:
+    """Extents standing each for all that choose_exactly tells apart from it by none of
+    what it reads of an extent: whether it is <= 1; its residues modulo alignments and
     extent_aligns, which divide PAD; and whether a row of it reaches 8 lines
     (copy_strides), at 1024 / itemsize elements (itemsizes 1 to 8). So: its residue mod
     PAD between the same two of those thresholds."""
-    if x <= 1:
-        return x
-    for b in _CLASS_BASES:
-        if x >= b:
-            return b + x % PAD
-    return PAD + x % PAD
+    return tuple(x if x <= 1 else (8 * LINE if x >= 8 * LINE else 4 * LINE if x >= 4 * LINE
+                                   else 2 * LINE if x >= 2 * LINE else LINE if x >= LINE
+                                   else PAD) + x % PAD for x in extents)
 
 
 _chosen: dict = {}     # choose's answers: key -> (kernel, variant, copies)
-_CLASS_BASES = (8 * LINE, 4 * LINE, 2 * LINE, LINE)   # _shape_class's bases (below: PAD)
 
 
 def choose_exactly(k: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
@@ -399,11 +389,13 @@ def choose_contiguous(k: registry.Kernel, m: int, n: int, kk: int, layout: str,
                       ) -> tuple[registry.Variant, list[str]]:
     """choose(k, contiguous(m, n, kk, layout, ...)) without building the operands where
     their class was seen: fresh contiguous operands' majors and alignments follow from
-    their extents' classes (_shape_class), as everything else choose reads does."""
-    key = (k.name, _shape_class(m), _shape_class(n), _shape_class(kk), layout, precision,
-           out_dtype)
-    return _kept(_chosen_contiguous, key, k, lambda: choose(
-        k, contiguous(m, n, kk, layout, precision, out_dtype), precision, out_dtype))
+    their extents' classes (shape_class), as everything else choose reads does."""
+    key = (k.name, shape_class(m, n, kk), layout, precision, out_dtype)
+    hit = _chosen_contiguous.get(key)
+    if hit is None or hit[0] is not k:
+        hit = memo.keep(_chosen_contiguous, key, (k, *choose(
+            k, contiguous(m, n, kk, layout, precision, out_dtype), precision, out_dtype)))
+    return hit[1], list(hit[2])
 
 
 _chosen_contiguous: dict = {}   # choose_contiguous's answers: key -> (kernel, variant, copies)

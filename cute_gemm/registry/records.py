@@ -194,7 +194,8 @@ class Variant:
         whose unit stride runs along `major` (None or "strided": none) with its pointer
         and leading stride aligned to `align` elements (0: not even to one float)."""
         want = self.a_major if role == "a" else self.b_major if role == "b" else self.c_major
-        return align > 0 and (want == "any" or want == major) and align % self.align_for(role) == 0
+        return align > 0 and (want == "any" or want == major) and (
+            role not in self.align_roles or align % self.align == 0)
 
 
 # ---- grid policies: (M, N, K) -> grid (x, y, z) -------------------------------------
@@ -213,7 +214,7 @@ class TileGrid:
     bn: int
 
     def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
-        return (cdiv(n, self.bn), cdiv(m, self.bm), 1)
+        return (-(-n // self.bn), -(-m // self.bm), 1)
 
     def span(self, n: int) -> tuple[int, int]:
         return GRID_YZ_MAX * self.bm, GRID_X_MAX * self.bn
@@ -226,7 +227,7 @@ class TileGridMN:
     bn: int
 
     def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
-        return (cdiv(m, self.bm), cdiv(n, self.bn), 1)
+        return (-(-m // self.bm), -(-n // self.bn), 1)
 
     def span(self, n: int) -> tuple[int, int]:
         return GRID_X_MAX * self.bm, GRID_YZ_MAX * self.bn
@@ -284,15 +285,14 @@ def tail_split_plan(units: int, clusters: int, windows: int, max_pieces: int,
     tail = units % clusters if units >= clusters else units
     if tail == 0 or max_pieces < 2:
         return units, 1
-    dp = units - tail
-
-    def cost(s: int) -> float:
-        if s == 1:
-            return windows
-        return cdiv(tail * s, clusters) * (cdiv(windows, s) + model.overhead) + model.fixup * (s - 1)
     most = min(max_pieces, windows // model.min_windows, model.rounds * clusters // tail)
-    best = min(range(1, max(most, 1) + 1), key=lambda s: (cost(s), s))
-    return (units, 1) if best == 1 else (dp, best)
+    best, least = 1, windows        # (s pieces: rounds of them, each its windows and more)
+    for s in range(2, most + 1):
+        cost = (-(-tail * s // clusters) * (-(-windows // s) + model.overhead)
+                + model.fixup * (s - 1))
+        if cost < least:
+            best, least = s, cost
+    return (units, 1) if best == 1 else (units - tail, best)
 
 
 @dataclass(frozen=True)
@@ -547,15 +547,14 @@ class Kernel:
             cols_t, rows_t = self.grid.span(m)
             rows, cols = min(rows, rows_t), min(cols, cols_t)
 
-        def cut(x: int, limit: int) -> int:
-            limit = min(limit, EXTENT_MAX)
-            return x if x <= limit else max(limit // 256 * 256, 1)
         # a composed kernel's GEMM runs over K' = k_prime(K), reading k_reads k-tiles a chunk:
         # what it reads must fit one launch
         g = self.gemm_of
         reads = 0 if g is None else max(g.k_parts, g.k_reads)
         kmax = EXTENT_MAX if g is None else EXTENT_MAX // (reads * g.k_chunk) * g.k_chunk
-        return cut(m, rows), cut(n, cols), cut(k, kmax)
+        return tuple(x if x <= limit else max(limit // 256 * 256, 1)   # (cut to a multiple)
+                     for x, limit in ((m, min(rows, EXTENT_MAX)), (n, min(cols, EXTENT_MAX)),
+                                      (k, min(kmax, EXTENT_MAX))))
 
     def check_limits(self, m: int, n: int, k: int, smem_limit: int) -> None:
         """Raise ShapeLimitError if this shape needs more dynamic smem than the device has."""

@@ -293,6 +293,8 @@ def from_tables(tables, m: int, n: int, k: int, layout: str, precision: str, ali
     extent is a multiple of it, so every candidate's tile counts are the shape's own)."""
     if rows is None:
         rows = searched_rows(tables, layout, precision, aligned)
+    if not rows:
+        return None
     for j in rows.exact.get(((m, n, k), aligned), ()):
         _, _, t, r, cands = rows[j]
         ranked = [c for c in cands if c[2][0] in allowed]
