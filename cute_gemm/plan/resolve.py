@@ -286,10 +286,10 @@ def copy_strides(role: str, major: str, shape: tuple[int, int], align: int = 1,
     rows, cols = shape
     turned = major == _MAJORS[role][1]
     extent = max(rows if turned else cols, 1)
-    ld = registry.cdiv(extent, align) * align
+    ld = -(-extent // align) * align
     if extent * itemsize >= 8 * LINE:
         per_line = LINE // itemsize
-        ld = registry.cdiv(ld, per_line) * per_line
+        ld = -(-ld // per_line) * per_line
     return (1, ld) if turned else (ld, 1)
 
 
@@ -298,8 +298,9 @@ def copy_target(v: registry.Variant, role: str, shape: tuple[int, int]) -> tuple
     the major it wants (row-major where it takes any), padded to its alignment and lines."""
     want = getattr(v, f"{role}_major")
     want = _ROW[role] if want == "any" else want
-    dtype = v.out_dtype if role == "c" else v.dtype
-    return want, copy_strides(role, want, shape, v.align_for(role), ITEMSIZE[dtype])
+    dtype = v.out_dtype if role == "c" else PRECISION_DTYPE[v.precision]
+    return want, copy_strides(role, want, shape, v.align if role in v.align_roles else 1,
+                              ITEMSIZE[dtype])
 
 
 def offers(k: registry.Kernel) -> str:
@@ -369,7 +370,7 @@ def choose_exactly(k: registry.Kernel, ops: dict[str, Operand], precision: str =
                 continue
             want, st = copy_target(v, r, op.shape)
             ld = st[0] if st[1] == 1 else st[1]
-            if v.takes(r, want, pow2_align(256, ld, op.itemsize)):
+            if v.takes(r, want, pow2_align(256, ld, ITEMSIZE[op.dtype])):
                 copies.append(r)
             else:
                 feasible = False

@@ -169,16 +169,13 @@ class Variant:
         """The alignment (elements) this entry point needs of operand `role` ("a", "b", "c")."""
         return self.align if role in self.align_roles else 1
 
-    def _contiguous_extent(self, role: str, m: int, n: int, k: int) -> int | None:
-        """The extent along the unit-stride mode this entry wants of `role` (None: any)."""
-        major = self.a_major if role == "a" else self.b_major if role == "b" else self.c_major
-        return {"m": m, "n": n, "k": k}.get(major)
-
     def fits_extents(self, m: int, n: int, k: int) -> bool:
-        """True if every vector operand's contiguous extent is a multiple of extent_align."""
+        """True if every vector operand's contiguous extent (the extent along the unit-stride
+        mode this entry wants of it; none where it takes any) is a multiple of extent_align."""
         if self.extent_align == 1:
             return True
-        return all((e := self._contiguous_extent(r, m, n, k)) is None or e % self.extent_align == 0
+        extents = {"m": m, "n": n, "k": k}
+        return all(extents.get(getattr(self, f"{r}_major"), 0) % self.extent_align == 0
                    for r in self.align_roles)
 
     def straddles(self, role: str, m: int, n: int, k: int) -> bool:
@@ -186,8 +183,7 @@ class Variant:
         rows (whole_vectors, and its contiguous extent not a multiple of the vector)."""
         if not self.whole_vectors or role not in self.align_roles:
             return False
-        e = self._contiguous_extent(role, m, n, k)
-        return e is not None and e % self.align != 0
+        return {"m": m, "n": n, "k": k}.get(getattr(self, f"{role}_major"), 0) % self.align != 0
 
     def takes(self, role: str, major: str | None, align: int) -> bool:
         """The one acceptance rule: this entry point takes operand `role` ("a", "b", "c")

@@ -303,7 +303,7 @@ def from_tables(tables, m: int, n: int, k: int, layout: str, precision: str, ali
             return Choice(kernel, transposed, "table", f"{_where(t, r, layout)}: {key} "
                           f"{ms:.4g} ms" + (f", then {rest[0][0]} {rest[0][1]:.4g} ms"
                                             if rest else ""), split_k, reduce, ms=ms)
-    shape = tuple(cdiv(x, BUCKET) * BUCKET for x in (m, n, k))
+    shape = tuple(-(-x // BUCKET) * BUCKET for x in (m, n, k))
     bkey = (shape, frozenset(allowed), sm_count)
     hit = scaled.get(bkey) if scaled is not None else None
     if hit is None:
@@ -346,12 +346,11 @@ class _Priced:
                                    precision, sms)
 
     def at_row(self, rows, j: int) -> list:
-        there = self.there.get(j)
-        if there is None:
-            r = rows[j][3]
-            there = self.there[j] = [
-                False if r.times.get(c[0]) is None else math.log(r.times[c[0]] / w)
-                for c, w in zip(self.ranked, self.pricer.at(*r.shape))]
+        """`there` of row j, computed (and kept) now."""
+        r = rows[j][3]
+        there = self.there[j] = [
+            False if r.times.get(c[0]) is None else math.log(r.times[c[0]] / w)
+            for c, w in zip(self.ranked, self.pricer.at(*r.shape))]
         return there
 
 
@@ -359,7 +358,7 @@ def _scaled(rows, near, priced: _Priced, shape, where: str) -> Choice:
     """from_tables for a shape without a row: the nearest row's allowed candidates
     (`priced`), each priced from the `near` rows that measured it."""
     weights = [1.0 / (d + NEAR_WEIGHT) for d, _, _ in near]
-    there = [priced.at_row(rows, j) for _, _, j in near]
+    there = [priced.there.get(j) or priced.at_row(rows, j) for _, _, j in near]
     best = None
     for i, work in enumerate(priced.pricer.at(*shape)):
         total = weight = 0.0
