@@ -357,19 +357,17 @@ class _Priced:
 def _scaled(rows, near, priced: _Priced, shape, where: str) -> Choice:
     """from_tables for a shape without a row: the nearest row's allowed candidates
     (`priced`), each priced from the `near` rows that measured it."""
-    weights = [1.0 / (d + NEAR_WEIGHT) for d, _, _ in near]
-    there = [priced.there.get(j) or priced.at_row(rows, j) for _, _, j in near]
-    best = None
-    for i, work in enumerate(priced.pricer.at(*shape)):
-        total = weight = 0.0
-        for w, t in zip(weights, there):
-            if t[i] is not False:
-                total += w * t[i]
-                weight += w
-        predicted = total / weight + math.log(work)
-        if best is None or predicted < best[0]:
-            best = (predicted, i)
-    predicted, i = best
+    # each candidate's log(ms / work) there, weighted over the rows that timed it, plus
+    # its log(work) here: summed row by row, all candidates at once
+    total = weight = [0.0] * len(priced.ranked)
+    for (d, _, j) in near:
+        w, there = 1.0 / (d + NEAR_WEIGHT), priced.there.get(j) or priced.at_row(rows, j)
+        total = [a if t is False else a + w * t for a, t in zip(total, there)]
+        weight = [b if t is False else b + w for b, t in zip(weight, there)]
+    scores = [a / b + math.log(work)
+              for a, b, work in zip(total, weight, priced.pricer.at(*shape))]
+    predicted = min(scores)
+    i = scores.index(predicted)         # (the first of equals: the faster there)
     key, ms0, (kernel, transposed, split_k, reduce) = priced.ranked[i]
     x = priced.kernels[i]
     why = (f"{where} and the {len(near) - 1} next: {key} {ms0:.4g} ms there, "
