@@ -386,12 +386,13 @@ def choose_exactly(k: registry.Kernel, ops: dict[str, Operand], precision: str =
 
 
 def choose_contiguous(k: registry.Kernel, m: int, n: int, kk: int, layout: str,
-                      precision: str = "fp32", out_dtype: str = "float32"
+                      precision: str = "fp32", out_dtype: str = "float32", classes=None
                       ) -> tuple[registry.Variant, list[str]]:
     """choose(k, contiguous(m, n, kk, layout, ...)) without building the operands where
     their class was seen: fresh contiguous operands' majors and alignments follow from
-    their extents' classes (shape_class), as everything else choose reads does."""
-    key = (k.name, shape_class(m, n, kk), layout, precision, out_dtype)
+    their extents' classes (shape_class; `classes`: it, where known), as everything else
+    choose reads does."""
+    key = (k.name, classes or shape_class(m, n, kk), layout, precision, out_dtype)
     hit = _chosen_contiguous.get(key)
     if hit is None or hit[0] is not k:
         hit = memo.keep(_chosen_contiguous, key, (k, *choose(

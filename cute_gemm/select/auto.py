@@ -410,7 +410,7 @@ def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
     tiles of the largest-tile candidate, the smallest-tile one (more CTAs, more SMs busy);
     else the largest tiles, a stream-K one first (it fills the partial last wave: skinny,
     long-K and odd shapes)."""
-    ks = list(ks)
+    ks = list(ks)       # (a list: _simt compares it with the kept one)
     if len(ks) == 1:
         return Choice(ks[0].name, why="the only candidate")
     if PRECISION[precision].tensor_cores:
@@ -419,17 +419,20 @@ def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
         built = (f"tensor cores: built for sm_{newest[1]}" + ("a" if newest[0] else "+")
                  + ", the newest instructions here")
         walks, given = [], []
+        cm, cn, ck = resolve.shape_class(m, n, k)
+        ways = ((False, layout, m, n, (cm, cn, ck)),
+                (True, transposed_layout(layout), n, m, (cn, cm, ck)))
         for x in ks:
             if not isinstance(x.grid, registry.PersistentGrid) or not sm_count:
                 continue
-            for turned, lay, (pm, pn) in ((False, layout, (m, n)),
-                                          (True, transposed_layout(layout), (n, m))):
-                v, copies = resolve.choose_contiguous(x, pm, pn, k, lay, precision, out_dtype)
+            for turned, lay, pm, pn, classes in ways:
+                v, copies = resolve.choose_contiguous(x, pm, pn, k, lay, precision, out_dtype,
+                                                      classes)
                 if not turned:
                     given.append((x, v))
                 if not copies and (not turned or m != n):
                     walks.append((modes.WALK.cost(x, pm, pn, k, precision, sm_count, variant=v),
-                                  -_area(x), turned, x.name))
+                                  -x.tile[0] * x.tile[1] if x.tile else 0, turned, x.name))
         # no entry takes the operands either way: the problem as given, after a relayout
         walks = walks or [(modes.WALK.cost(x, m, n, k, precision, sm_count, variant=v),
                            -_area(x), False, x.name) for x, v in given]
@@ -438,15 +441,23 @@ def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
         cost, _, turned, name = min(walks)
         return Choice(name, turned, why=f"{built}; the walk of least cost on {sm_count} SMs "
                       f"(cost {cost / 2 ** 20:.3g} M)")
-    big = max(ks, key=lambda x: (_area(x), modes.offers(x, modes.STREAM_K)))
-    tiles = cdiv(m, big.tile[0]) * cdiv(n, big.tile[1]) if big.tile else 0
-    tiled = [x for x in ks if _area(x)]
-    small = min(tiled, key=_area) if tiled else big
-    if big.tile and tiles <= TINY_TILES and _area(small) < _area(big):
+    hit = _simt.get(tuple(x.name for x in ks))
+    if hit is None or hit[0] != ks:     # (the same kernels: tests may register others)
+        big = max(ks, key=lambda x: (_area(x), modes.offers(x, modes.STREAM_K)))
+        tiled = [x for x in ks if _area(x)]
+        small = min(tiled, key=_area) if tiled else big
+        hit = memo.keep(_simt, tuple(x.name for x in ks), (
+            ks, big, small, _area(small) < _area(big), "the largest tiles" + (
+                ", stream-K for a partial last wave" if modes.offers(big, modes.STREAM_K) else "")))
+    _, big, small, smaller, why = hit
+    tiles = -(-m // big.tile[0]) * -(-n // big.tile[1]) if big.tile else 0
+    if big.tile and tiles <= TINY_TILES and smaller:
         return Choice(small.name, why=f"C is {tiles} tile{'s' if tiles != 1 else ''} of "
                       f"{big.name}: smaller tiles put it on more SMs")
-    return Choice(big.name, why="the largest tiles" + (
-        ", stream-K for a partial last wave" if modes.offers(big, modes.STREAM_K) else ""))
+    return Choice(big.name, why=why)
+
+
+_simt: dict = {}    # heuristic's SIMT candidates -> (them, the largest, the smallest tiles, ...)
 
 
 # ---- for api and users -------------------------------------------------------------------------
