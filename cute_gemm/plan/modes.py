@@ -232,46 +232,42 @@ class Pricer:
                         g.k_prime)
             elif isinstance(x.grid, PersistentGrid):
                 spec = ("walk", transposed, x, split_k)
-            elif x.tile and sm_count >= 1:
-                v = x.variants[0]
-                spec = ("tile", transposed, *x.tile, sm_count * x.min_blocks, split_k,
-                        v.stream_k_fill if v.stream_k else None)
+            elif x.tile and sm_count >= 1:     # (a split's CTAs: one wave, within the counters)
+                v, slots = x.variants[0], sm_count * x.min_blocks
+                spec = ("tile", transposed, *x.tile, slots, split_k if split_k >= 2 else 0,
+                        min(slots, STREAM_K_COUNTERS // 2), v.stream_k_fill if v.stream_k else -1)
             else:
                 spec = ("one",)
             self.specs.append(spec)
 
     def at(self, m: int, n: int, k: int) -> list[float]:
         """Each candidate's cost at M x N x K (the transposed problem where it says so)."""
-        out = []
+        out, fix, most = [], TILE_OVERHEAD, STREAM_K_COUNTERS // 2
         for spec in self.specs:
             kind = spec[0]
-            if kind == "one":
-                out.append(1.0)
-                continue
-            pm, pn = (n, m) if spec[1] else (m, n)
-            if kind == "of":
-                out.append(spec[2].at(pm, pn, spec[3](k))[0])
-            elif kind == "walk":
-                out.append(WALK.cost(spec[2], pm, pn, k, self.precision, self.sm_count, spec[3]))
-            else:
-                _, _, bm, bn, bk, slots, split_k, fill = spec
-                tiles, k_tiles = -(-pm // bm) * -(-pn // bn), -(-k // bk)
+            if kind == "tile":
+                _, turned, bm, bn, bk, slots, split_k, cap, fill = spec
+                tiles = -(-m // bm) * -(-n // bn) if not turned else -(-n // bm) * -(-m // bn)
+                k_tiles = -(-k // bk)
                 # split_k_ctas, inlined: every run SPLIT_K_MIN_ITERS k-tiles, one wave of CTAs
-                if (split_k >= 2 and 0 < tiles * split_k <= min(slots, STREAM_K_COUNTERS // 2)
-                        and k_tiles >= SPLIT_K_MIN_ITERS * split_k):
-                    out.append(-(-k_tiles // split_k) + 2 * TILE_OVERHEAD)
+                if split_k and 0 < tiles * split_k <= cap and k_tiles >= SPLIT_K_MIN_ITERS * split_k:
+                    out.append(-(-k_tiles // split_k) + 2 * fix)
                     continue
                 # stream_k_plan with the sibling's and the twin's slots alike, inlined: the
                 # last wave's `tail` tiles, below `fill`, over min(slots, its k-tiles /
                 # STREAM_K_MIN_ITERS) CTAs (none whole: it is less than a wave)
                 tail, ctas = tiles % slots, 0
-                if fill is not None and tail and tail / slots < fill and (
-                        k_tiles >= 2 * STREAM_K_MIN_ITERS):
-                    ctas = min(slots, tail * k_tiles // STREAM_K_MIN_ITERS, STREAM_K_COUNTERS // 2)
+                if tail and k_tiles >= 2 * STREAM_K_MIN_ITERS and tail / slots < fill:
+                    ctas = min(slots, tail * k_tiles // STREAM_K_MIN_ITERS, most)
                     ctas = 0 if ctas < 2 or tail % ctas == 0 else ctas
-                out.append((tiles - tail) // slots * (k_tiles + TILE_OVERHEAD) + tail * k_tiles
-                           / ctas + 2 * TILE_OVERHEAD if ctas
-                           else -(-tiles // slots) * (k_tiles + TILE_OVERHEAD))
+                out.append((tiles - tail) // slots * (k_tiles + fix) + tail * k_tiles / ctas
+                           + 2 * fix if ctas else -(-tiles // slots) * (k_tiles + fix))
+            elif kind == "one":
+                out.append(1.0)
+            else:
+                pm, pn = (n, m) if spec[1] else (m, n)
+                out.append(spec[2].at(pm, pn, spec[3](k))[0] if kind == "of" else
+                           WALK.cost(spec[2], pm, pn, k, self.precision, self.sm_count, spec[3]))
         return out
 
 

@@ -202,6 +202,7 @@ class _Class:
         if self.contract:
             return
         self.bounds = on_device(precision, out_dtype, device, exactly)
+        self.allowed = frozenset(x.name for x, _ in self.bounds)
         kept = tables is None      # (the rows searched: kept for this generation)
         self.tables = autotable.tables_for(device.name) if kept else tables
         self.rows = searched_rows(self.tables, layout, precision, aligned)
@@ -237,7 +238,8 @@ def choose(m: int, n: int, k: int, *, device, layout: str = "nn", precision: str
     else:
         ks = fitting(cls.bounds, precision, device, m, n, k)
         found = from_tables(cls.tables, m, n, k, layout, precision, aligned,
-                            {x.name for x in ks}, cls.rows, device.sm_count, cls.scaled)
+                            cls.allowed if len(ks) == len(cls.bounds) else {x.name for x in ks},
+                            cls.rows, device.sm_count, cls.scaled)
         choice = found if found is not None else heuristic(ks, m, n, k, precision, layout,
                                                             device.sm_count, out_dtype)
     if key is not None:
@@ -319,10 +321,10 @@ def from_tables(tables, m: int, n: int, k: int, layout: str, precision: str, ali
             priced = rows.priced.get(pkey)
             if priced is None:
                 ranked = [c for c in rows[j][4] if c[2][0] in allowed]
-                priced = memo.keep(rows.priced, pkey, _Priced(ranked, precision, sms))
+                priced = memo.keep(rows.priced, pkey, _Priced(
+                    ranked, precision, sms, _where(rows[j][2], rows[j][3], layout)))
             if priced.ranked:
-                hit = _scaled(rows, near[a:a + NEAREST_ROWS], priced, shape,
-                              _where(rows[j][2], rows[j][3], layout))
+                hit = _scaled(rows, near[a:a + NEAREST_ROWS], priced, shape)
                 break
         if scaled is not None:
             memo.keep(scaled, bkey, hit)
@@ -336,11 +338,11 @@ def _where(t, r, layout: str) -> str:
 
 class _Priced:
     """A row's allowed candidates (`ranked`, as searched_rows holds them), their kernels'
-    modes.Pricer on `sms` SMs, and `there`, row index -> each one's log(ms / its work) at
-    that row's shape (False: not timed there)."""
+    modes.Pricer on `sms` SMs, `there`, row index -> each one's log(ms / its work) at that
+    row's shape (False: not timed there), and `where`, the row (_where)."""
 
-    def __init__(self, ranked: list, precision: str, sms: int):
-        self.ranked, self.there = ranked, {}
+    def __init__(self, ranked: list, precision: str, sms: int, where: str):
+        self.ranked, self.there, self.where = ranked, {}, where
         self.kernels = [registry.lookup(c[2][0]) for c in ranked]   # (None: not a kernel)
         self.pricer = modes.Pricer([(x, c[2][1], c[2][2]) for x, c in zip(self.kernels, ranked)],
                                    precision, sms)
@@ -354,7 +356,7 @@ class _Priced:
         return there
 
 
-def _scaled(rows, near, priced: _Priced, shape, where: str) -> Choice:
+def _scaled(rows, near, priced: _Priced, shape) -> Choice:
     """from_tables for a shape without a row: the nearest row's allowed candidates
     (`priced`), each priced from the `near` rows that measured it."""
     # each candidate's log(ms / work) there, weighted over the rows that timed it, plus
@@ -370,7 +372,7 @@ def _scaled(rows, near, priced: _Priced, shape, where: str) -> Choice:
     i = scores.index(predicted)         # (the first of equals: the faster there)
     key, ms0, (kernel, transposed, split_k, reduce) = priced.ranked[i]
     x = priced.kernels[i]
-    why = (f"{where} and the {len(near) - 1} next: {key} {ms0:.4g} ms there, "
+    why = (f"{priced.where} and the {len(near) - 1} next: {key} {ms0:.4g} ms there, "
            f"{math.exp(predicted):.4g} ms here by its work on the SMs")
     if split_k and x is not None and not modes.split_fits(x, *shape, transposed, split_k):
         split_k, reduce = 0, False
