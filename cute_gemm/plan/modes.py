@@ -208,18 +208,15 @@ MODES = (SPLIT_REDUCE, STREAM_K, WALK, PLAIN)     # asked in order: the first an
 
 
 class Pricer:
-    """What a launch of each of `cands` ((kernel or None, transposed, split_k), a tune
-    table's candidates) costs its busiest SM on `sm_count` SMs, at any shape: the cost of
-    the launch mode that runs it, as resolve() asks MODES. A persistent kernel: its walk
-    (Walk.cost). A tiled one: with split_k, where split_k_ctas takes it (either kind of
-    split: SplitReduce's and the twin's), one wave of runs, each its k-tiles, a fill and
-    two stores (the fixup's); else with a stream-K twin where stream_k_plan takes it, the
-    head's whole waves and the last wave's k-tiles shared over the twin's CTAs; else the
-    plain grid's whole waves of tiles on sm_count x min_blocks CTA slots, each tile its
-    k-tiles and TILE_OVERHEAD more. 1.0: no tile to count (or no kernel). A composed
-    kernel: its GEMM's on K' (its passes scale alike). Each kernel's constants are read
-    once, here; at() prices them all in one loop (auto prices every candidate of a new
-    shape with one call)."""
+    """What a launch of each of `cands` ((kernel or None, transposed, split_k): tune table
+    candidates) costs its busiest SM on `sm_count` SMs, as the mode that runs it (MODES'
+    order). A persistent kernel: its walk (Walk.cost). A tiled one: with split_k where
+    split_k_ctas takes it (SplitReduce's or the twin's), one wave of runs, each its k-tiles,
+    a fill and two stores (the fixup's); else with a stream-K twin where stream_k_plan
+    takes it, the head's whole waves and the last wave's k-tiles over the twin's CTAs; else
+    whole waves of tiles on sm_count x min_blocks slots, each its k-tiles + TILE_OVERHEAD.
+    1.0: no tile (or no kernel). A composed kernel: its GEMM's on K'. Each kernel's
+    constants are read once, here; at() prices them all in one loop."""
 
     def __init__(self, cands, precision: str, sm_count: int):
         self.precision, self.sm_count, self.specs = precision, sm_count, []

@@ -126,17 +126,10 @@ def _named(precision: str, out_dtype: str, exactly: bool = False) -> tuple[regis
     return named
 
 
-def runnable(precision: str, out_dtype: str, device, m: int, n: int, k: int,
-             exactly: bool = False) -> tuple[registry.Kernel, ...]:
-    """The candidates (`exactly`: candidates' own) that can run this problem on `device` (a
-    launch.DeviceInfo, or any object with name, arch_int, smem_optin); a named error, before
-    any launch, when none can."""
-    return fitting(on_device(precision, out_dtype, device, exactly), precision, device, m, n, k)
-
-
 def on_device(precision: str, out_dtype: str, device, exactly: bool = False) -> tuple:
-    """runnable's candidates on `device` whatever the shape, each with the largest K its
-    shared memory fits there (Kernel.fits_k); a named error where there are none."""
+    """The candidates (`exactly`: candidates' own) that run on `device` (a launch.DeviceInfo,
+    or any object with name, arch_int, smem_optin), each with the largest K its shared
+    memory fits there (Kernel.fits_k); a named error, before any launch, where none does."""
     named, arch = _named(precision, out_dtype, exactly), device.arch_int
     here = candidates(precision, out_dtype, arch, exactly)       # (kept per device class)
     if not here:
@@ -148,7 +141,8 @@ def on_device(precision: str, out_dtype: str, device, exactly: bool = False) -> 
 
 
 def fitting(bounds: tuple, precision: str, device, m: int, n: int, k: int) -> tuple:
-    """The kernels of on_device's `bounds` whose shared memory fits M x N x K on `device`."""
+    """The kernels of on_device's `bounds` whose shared memory fits M x N x K on `device`; a
+    named error where none does."""
     fits = tuple(x for x, kmax in bounds if (k <= kmax if kmax is not None
                                             else x.smem_bytes(m, n, k) <= device.smem_optin))
     if not fits:
@@ -247,13 +241,6 @@ def choose(m: int, n: int, k: int, *, device, layout: str = "nn", precision: str
     return choice
 
 
-def distance(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
-    """Squared distance of two shapes in log2 space. Logarithms, because what decides a
-    GEMM's speed (tile and wave quantisation, being memory- or compute-bound) changes with
-    the ratios of sizes: 64 rows against 128 is as far apart as 4096 against 8192."""
-    return sum((math.log2(max(x, 1)) - math.log2(max(y, 1))) ** 2 for x, y in zip(a, b))
-
-
 class SearchedRows(list):
     """searched_rows' answer: the rows; `exact`, (shape, aligned) -> the indices of the rows
     of that shape and class, in table order (from_tables' lookup of a shape's own row); and
@@ -310,7 +297,9 @@ def from_tables(tables, m: int, n: int, k: int, layout: str, precision: str, ali
     hit = scaled.get(bkey) if scaled is not None else None
     if hit is None:
         lm, ln, lk = (math.log2(x) for x in shape)
-        # (distance() with the rows' logarithms taken once)
+        # squared distances in log2 space, the rows' logarithms taken once: what decides a
+        # GEMM's speed (tile and wave quantisation, being memory- or compute-bound) changes
+        # with the ratios of sizes (64 rows against 128 as far apart as 4096 against 8192)
         dist = [((x[0][0] - lm) ** 2 + (x[0][1] - ln) ** 2 + (x[0][2] - lk) ** 2, x[1], j)
                 for j, x in enumerate(rows)]
         near = sorted(dist)
@@ -513,7 +502,7 @@ def _kept(m: int, n: int, k: int, device, layout: str, precision: str, out_dtype
     if not options:
         if failed is not None:
             raise failed
-        runnable(precision, out_dtype, device, m, n, k)        # its named error
+        fitting(on_device(precision, out_dtype, device), precision, device, m, n, k)  # its error
     priced = [(max(c.ms, host_floor(registry.lookup(c.kernel), c)), c) for c in options
               if c.ms is not None]
     if len(priced) == len(options):
