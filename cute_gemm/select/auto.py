@@ -241,6 +241,13 @@ def choose(m: int, n: int, k: int, *, device, layout: str = "nn", precision: str
     return choice
 
 
+def distance(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
+    """Squared distance of two shapes in log2 space. Logarithms, because what decides a
+    GEMM's speed (tile and wave quantisation, being memory- or compute-bound) changes with
+    the ratios of sizes: 64 rows against 128 is as far apart as 4096 against 8192."""
+    return sum((math.log2(max(x, 1)) - math.log2(max(y, 1))) ** 2 for x, y in zip(a, b))
+
+
 class SearchedRows(list):
     """searched_rows' answer: the rows; `exact`, (shape, aligned) -> the indices of the rows
     of that shape and class, in table order (from_tables' lookup of a shape's own row); and
@@ -297,9 +304,7 @@ def from_tables(tables, m: int, n: int, k: int, layout: str, precision: str, ali
     hit = scaled.get(bkey) if scaled is not None else None
     if hit is None:
         lm, ln, lk = (math.log2(x) for x in shape)
-        # squared distances in log2 space, the rows' logarithms taken once: what decides a
-        # GEMM's speed (tile and wave quantisation, being memory- or compute-bound) changes
-        # with the ratios of sizes (64 rows against 128 as far apart as 4096 against 8192)
+        # (distance() with the rows' logarithms taken once)
         dist = [((x[0][0] - lm) ** 2 + (x[0][1] - ln) ** 2 + (x[0][2] - lk) ** 2, x[1], j)
                 for j, x in enumerate(rows)]
         near = sorted(dist)
