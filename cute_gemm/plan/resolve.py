@@ -362,11 +362,12 @@ def choose_exactly(k: registry.Kernel, ops: dict[str, Operand], precision: str =
     for v in k.variants:
         if v.precision != precision or v.out_dtype != out_dtype:
             continue
-        if not v.fits_extents(m, n, kk):   # a vector would straddle a row/column end
-            continue
+        # (extent_align and whole_vectors asked first: most entries have neither)
+        if v.extent_align != 1 and not v.fits_extents(m, n, kk):   # a vector would straddle
+            continue                                                # a row/column end
         copies, feasible = [], True
         for r, op in ops.items():
-            if v.takes(r, *fits[r]) and not v.straddles(r, m, n, kk):
+            if v.takes(r, *fits[r]) and not (v.whole_vectors and v.straddles(r, m, n, kk)):
                 continue
             want, st = copy_target(v, r, op.shape)
             ld = st[0] if st[1] == 1 else st[1]
