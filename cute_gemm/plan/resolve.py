@@ -358,10 +358,17 @@ def choose_exactly(k: registry.Kernel, ops: dict[str, Operand], precision: str =
     """choose() computed for these operands (fits: fit() of each, where known)."""
     fits = fits or {r: fit(op, r) for r, op in ops.items()}
     (m, kk), n = ops["a"].shape, ops["b"].shape[1]
+    ours = [v for v in k.variants if v.precision == precision and v.out_dtype == out_dtype]
+    # the first entry taking every operand as it is wins: looked for first among those whose
+    # majors could (no other can), then the fewest copies among all
+    majors = [(f"{r}_major", fits[r][0]) for r in ops]
+    for v in [v for v in ours if all(getattr(v, a) in ("any", f) for a, f in majors)]:
+        if ((v.extent_align == 1 or v.fits_extents(m, n, kk))
+                and all(v.takes(r, *fits[r]) and not (v.whole_vectors and v.straddles(r, m, n, kk))
+                        for r in ops)):
+            return v, []
     best = None
-    for v in k.variants:
-        if v.precision != precision or v.out_dtype != out_dtype:
-            continue
+    for v in ours:
         # (extent_align and whole_vectors asked first: most entries have neither)
         if v.extent_align != 1 and not v.fits_extents(m, n, kk):   # a vector would straddle
             continue                                                # a row/column end
