@@ -322,3 +322,37 @@ def test_a_skinny_tensor_core_call_launches_its_cut_with_a_workspace(monkeypatch
             assert plan.workspace_bytes == 0
         entry = "cute_wgmma_ws_fp16_fp16_ak_bn" + ("_cut" if cut[1] > 1 else "")
         assert plan.entry == entry and [e[1] for e in stub_driver.launches(events)] == [entry]
+
+
+def test_pricer_prices_splits_and_stream_k_as_their_plans():
+    """modes.Pricer inlines split_k_ctas and stream_k_plan (the sibling's and the twin's slots
+    alike): its costs are those the plans give, over tiles, K, SM counts and splits."""
+    tiled = [x for x in registry.kernels() if x.tile and x.gemm_of is None
+             and not isinstance(x.grid, registry.PersistentGrid)]
+    twins = [x for x in tiled if x.variants[0].stream_k][:3] + [x for x in tiled
+                                                              if not x.variants[0].stream_k][:1]
+    assert len(twins) == 4
+    seen, overhead = set(), modes.TILE_OVERHEAD
+    for x in twins:
+        bm, bn, bk = x.tile
+        v = x.variants[0]
+        for sms in (1, 7, 108, 132):
+            for split_k in (0, 2, 3, 8):
+                pricer = modes.Pricer([(x, False, split_k), (x, True, split_k)], "fp32", sms)
+                for m, n, k in ((1, 1, 1), (128, 256, 4096), (1000, 1300, 700), (64, 8192, 33),
+                                (4096, 4096, 16384), (520, 136, 2048), (7, 9000, 300)):
+                    for (pm, pn), got in zip(((m, n), (n, m)), pricer.at(m, n, k)):
+                        tiles, k_tiles = -(-pm // bm) * -(-pn // bn), -(-k // bk)
+                        slots = sms * x.min_blocks
+                        if split_k and streamk.split_k_ctas(tiles, k_tiles, split_k, slots):
+                            want, ctas = -(-k_tiles // split_k) + 2 * overhead, -1
+                        else:
+                            tile0, ctas = (streamk.stream_k_plan(tiles, k_tiles, slots, slots,
+                                                                 v.stream_k_fill)
+                                           if v.stream_k else (0, 0))
+                            want = (tile0 // slots * (k_tiles + overhead)
+                                    + (tiles - tile0) * k_tiles / ctas + 2 * overhead
+                                    if ctas else -(-tiles // slots) * (k_tiles + overhead))
+                        seen.add(min(ctas, 1))      # -1 split, 0 plain grid, 1 stream-K
+                        assert got == want, (x.name, sms, split_k, pm, pn, k)
+    assert seen == {-1, 0, 1}

@@ -1,8 +1,8 @@
-"""Launch modes, a class each: the entry points a launch compiles at once (`entries`), its
-Launcher with grid, workspace and plan (`launcher`), and what it costs the busiest SM
-(`cost`), each None where the mode does not take the launch. resolve(), launch_entries and
-auto.busiest_work ask MODES in order and keep the first answer, so a launch is priced as it
-runs; a new mode is one class (docs/howto/launch-mode.md). Their arithmetic: streamk.py."""
+"""Launch modes, a class each: the entry points a launch compiles at once (`entries`) and its
+Launcher with grid, workspace and plan (`launcher`), None where the mode does not take the
+launch; resolve() and launch_entries ask MODES in order and keep the first answer, and
+Pricer prices a launch as the mode that runs it (what auto scales tune tables' times by);
+a new mode is one class (docs/howto/launch-mode.md). Their arithmetic: streamk.py."""
 from __future__ import annotations
 
 import os
@@ -11,9 +11,11 @@ from types import SimpleNamespace
 from . import streamk
 from .. import registry
 from ..driver import launch
-from ..registry.records import ITEMSIZE, PRECISION_DTYPE, PersistentGrid
+from ..registry.records import (ITEMSIZE, PRECISION_DTYPE, STREAM_K_COUNTERS, PersistentGrid,
+                               tail_split_plan)
 from .launcher import REDUCE, Launcher, LaunchPlan
-from .streamk import split_k_ctas, stream_k_plan, stream_k_workspace_bytes
+from .streamk import (SPLIT_K_MIN_ITERS, STREAM_K_MIN_ITERS, split_k_ctas, stream_k_plan,
+                      stream_k_workspace_bytes)
 
 # the cost model (fitted: docs/design/auto.md#scaled-rows): a tile's fill and store cost
 # TILE_OVERHEAD k-tiles; in a walk, filling smem with one 128-byte row of a k-tile costs
@@ -46,16 +48,6 @@ class Plain:
 
     def launcher(self, at: At) -> Launcher | None:
         return self.plain(at, at.variant.entry, at.k.grid(at.km, at.kn, at.kk, at.lk.sm_count))
-
-    def cost(self, x: registry.Kernel, m: int, n: int, k: int, precision: str, sm_count: int,
-             split_k: int = 0, variant=None) -> float | None:
-        """k-tiles of whole waves of tiles on sm_count x min_blocks CTA slots, a tile's
-        TILE_OVERHEAD more (1.0: no tile to count)."""
-        if not x.tile or sm_count < 1:
-            return 1.0
-        bm, bn, bk = x.tile
-        waves = -(-(-(-m // bm) * -(-n // bn)) // (sm_count * x.min_blocks))
-        return waves * (-(-k // bk) + TILE_OVERHEAD)
 
     @staticmethod
     def plain(at: At, entry: str, grid, extra: tuple = (), **fields) -> Launcher:
@@ -106,24 +98,6 @@ class StreamK(Plain):
                           swap=swap, split_k=split_k, **at.base)
         return Launcher(plan, f, at.strides, (0, tile0), head)
 
-    def cost(self, x, m, n, k, precision, sm_count, split_k=0, variant=None):
-        """With split_k, where it fits (either kind): one wave of runs, each its k-tiles, a
-        fill and two stores (the fixup's). Else with a twin where the plan takes it: the
-        head's whole waves, and the last wave's k-tiles shared over the twin's CTAs."""
-        if not x.tile or sm_count < 1 or isinstance(x.grid, PersistentGrid):
-            return None
-        bm, bn, bk = x.tile
-        tiles, k_tiles, slots = -(-m // bm) * -(-n // bn), -(-k // bk), sm_count * x.min_blocks
-        if split_k and split_k_ctas(tiles, k_tiles, split_k, slots):
-            return -(-k_tiles // split_k) + 2 * TILE_OVERHEAD
-        v = x.variants[0]
-        tile0, ctas = stream_k_plan(tiles, k_tiles, slots, slots, v.stream_k_fill) \
-            if v.stream_k else (0, 0)
-        if not ctas:
-            return None
-        return (tile0 // slots * (k_tiles + TILE_OVERHEAD) + (tiles - tile0) * k_tiles / ctas
-                + 2 * TILE_OVERHEAD)
-
     @staticmethod
     def plan(k: registry.Kernel, variant: registry.Variant, m: int, n: int, kk: int,
              slots_dp: int, slots_sk: int, split_k: int = 0
@@ -151,8 +125,6 @@ class SplitReduce(Plain):
 
     def entries(self, k, v, reduce):
         return (v.split,) if reduce and v.split else None
-
-    cost = None     # one wave of runs, as the twin's split: StreamK.cost prices both
 
     def launcher(self, at):
         v, k, lk = at.variant, at.k, at.lk
@@ -217,11 +189,15 @@ class Walk(Plain):
             return None
         itemsize = ITEMSIZE[PRECISION_DTYPE[precision]]
         wm, wn = (n, m) if variant is not None and variant.walks_transposed else (m, n)
-        dp, pieces = g.split(wm, wn, k, sm_count, True, itemsize)
-        clusters, windows = g.clusters(sm_count), -(-k * itemsize // g.window_bytes)
+        # (g.split, with its units, clusters and windows at hand)
+        units = -(-(-(-wm // g.bm)) // g.cluster) * -(-wn // g.bn)
+        clusters = max(1, (sm_count or 1) * g.ctas_per_sm // g.cluster)   # (g.clusters)
+        windows = -(-k * itemsize // g.window_bytes)
+        dp, pieces = (tail_split_plan(units, clusters, windows, g.tail_split, g.cut)
+                      if g.tail_split else (units, 1))
         rounds = -(-dp // clusters) * (windows + g.cut.overhead)
         if pieces > 1:
-            rounds += (-(-(g.units(wm, wn) - dp) * pieces // clusters)
+            rounds += (-(-(units - dp) * pieces // clusters)
                        * (-(-windows // pieces) + g.cut.overhead) + CUT_FIXUP * (pieces - 1))
         rows_a = g.bm * (2 if variant is not None and variant.register_a else 1)
         return (g.bm * g.bn + LOAD_ROW * (rows_a + g.bn // g.cluster)) * rounds
@@ -229,7 +205,67 @@ class Walk(Plain):
 
 PLAIN, WALK, STREAM_K, SPLIT_REDUCE = Plain(), Walk(), StreamK(), SplitReduce()
 MODES = (SPLIT_REDUCE, STREAM_K, WALK, PLAIN)     # asked in order: the first answer is taken
-PRICED = tuple(mode for mode in MODES if mode.cost)     # (cost None: priced by another)
+
+
+class Pricer:
+    """What a launch of each of `cands` ((kernel or None, transposed, split_k): tune table
+    candidates) costs its busiest SM on `sm_count` SMs, as the mode that runs it (MODES'
+    order). A persistent kernel: its walk (Walk.cost). A tiled one: with split_k where
+    split_k_ctas takes it (SplitReduce's or the twin's), one wave of runs, each its k-tiles,
+    a fill and two stores (the fixup's); else with a stream-K twin where stream_k_plan
+    takes it, the head's whole waves and the last wave's k-tiles over the twin's CTAs; else
+    whole waves of tiles on sm_count x min_blocks slots, each its k-tiles + TILE_OVERHEAD.
+    1.0: no tile (or no kernel). A composed kernel: its GEMM's on K'. Each kernel's
+    constants are read once, here; at() prices them all in one loop."""
+
+    def __init__(self, cands, precision: str, sm_count: int):
+        self.precision, self.sm_count, self.specs = precision, sm_count, []
+        for x, transposed, split_k in cands:
+            if x is None:
+                spec = ("one",)
+            elif x.gemm_of is not None:
+                g = x.gemm_of
+                spec = ("of", transposed, Pricer(((g.kernel, False, 0),), g.precision, sm_count),
+                        g.k_prime)
+            elif isinstance(x.grid, PersistentGrid):
+                spec = ("walk", transposed, x, split_k)
+            elif x.tile and sm_count >= 1:     # (a split's CTAs: one wave, within the counters)
+                v, slots = x.variants[0], sm_count * x.min_blocks
+                spec = ("tile", transposed, *x.tile, slots, split_k if split_k >= 2 else 0,
+                        min(slots, STREAM_K_COUNTERS // 2), v.stream_k_fill if v.stream_k else -1)
+            else:
+                spec = ("one",)
+            self.specs.append(spec)
+
+    def at(self, m: int, n: int, k: int) -> list[float]:
+        """Each candidate's cost at M x N x K (the transposed problem where it says so)."""
+        out, fix, most = [], TILE_OVERHEAD, STREAM_K_COUNTERS // 2
+        for spec in self.specs:
+            kind = spec[0]
+            if kind == "tile":
+                _, turned, bm, bn, bk, slots, split_k, cap, fill = spec
+                tiles = -(-m // bm) * -(-n // bn) if not turned else -(-n // bm) * -(-m // bn)
+                k_tiles = -(-k // bk)
+                # split_k_ctas, inlined: every run SPLIT_K_MIN_ITERS k-tiles, one wave of CTAs
+                if split_k and 0 < tiles * split_k <= cap and k_tiles >= SPLIT_K_MIN_ITERS * split_k:
+                    out.append(-(-k_tiles // split_k) + 2 * fix)
+                    continue
+                # stream_k_plan with the sibling's and the twin's slots alike, inlined: the
+                # last wave's `tail` tiles, below `fill`, over min(slots, its k-tiles /
+                # STREAM_K_MIN_ITERS) CTAs (none whole: it is less than a wave)
+                tail, ctas = tiles % slots, 0
+                if tail and k_tiles >= 2 * STREAM_K_MIN_ITERS and tail / slots < fill:
+                    ctas = min(slots, tail * k_tiles // STREAM_K_MIN_ITERS, most)
+                    ctas = 0 if ctas < 2 or tail % ctas == 0 else ctas
+                out.append((tiles - tail) // slots * (k_tiles + fix) + tail * k_tiles / ctas
+                           + 2 * fix if ctas else -(-tiles // slots) * (k_tiles + fix))
+            elif kind == "one":
+                out.append(1.0)
+            else:
+                pm, pn = (n, m) if spec[1] else (m, n)
+                out.append(spec[2].at(pm, pn, spec[3](k))[0] if kind == "of" else
+                           WALK.cost(spec[2], pm, pn, k, self.precision, self.sm_count, spec[3]))
+        return out
 
 
 def offers(x: registry.Kernel, mode: Plain) -> bool:

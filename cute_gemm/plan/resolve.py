@@ -256,15 +256,19 @@ PAD = 16    # no entry point asks for more alignment (elements) than this
 
 
 def fit(op: Operand, role: str) -> tuple[str, int]:
-    """(major, alignment in elements) of an operand in the role it plays."""
+    """(major, alignment in elements) of an operand in the role it plays: pow2_align of its
+    pointer and leading stride (inlined: every new call signature asks it of each operand)."""
     row, col = _MAJORS[role]
     major = op.major(row, col)
+    (r, c), (sr, sc), e = op.shape, op.strides, ITEMSIZE[op.dtype]
     if major is None:   # no unit stride (e.g. every other column): only "any" entries take it
-        return "strided", pow2_align(op.ptr, abs(op.strides[0]) | abs(op.strides[1]), op.itemsize)
-    ld = op.strides[0] if major == row else op.strides[1]
-    if (op.shape[0] if major == row else op.shape[1]) <= 1:
-        ld = 0  # a single row/column: the leading stride is never used
-    return major, pow2_align(op.ptr, ld, op.itemsize)
+        major, ld = "strided", abs(sr) | abs(sc)
+    else:               # (a single row/column: the leading stride is never used)
+        ld = (sr if r > 1 else 0) if major == row else (sc if c > 1 else 0)
+    if op.ptr % e:
+        return major, 0
+    v = (op.ptr // e) | (ld if ld > 0 else 0) | 16
+    return major, v & -v
 
 
 LINE = 128   # bytes: an L2 line, what a TMA box row or a warp's vector load fetches whole
@@ -282,10 +286,10 @@ def copy_strides(role: str, major: str, shape: tuple[int, int], align: int = 1,
     rows, cols = shape
     turned = major == _MAJORS[role][1]
     extent = max(rows if turned else cols, 1)
-    ld = registry.cdiv(extent, align) * align
+    ld = -(-extent // align) * align
     if extent * itemsize >= 8 * LINE:
         per_line = LINE // itemsize
-        ld = registry.cdiv(ld, per_line) * per_line
+        ld = -(-ld // per_line) * per_line
     return (1, ld) if turned else (ld, 1)
 
 
@@ -294,8 +298,9 @@ def copy_target(v: registry.Variant, role: str, shape: tuple[int, int]) -> tuple
     the major it wants (row-major where it takes any), padded to its alignment and lines."""
     want = getattr(v, f"{role}_major")
     want = _ROW[role] if want == "any" else want
-    dtype = v.out_dtype if role == "c" else v.dtype
-    return want, copy_strides(role, want, shape, v.align_for(role), ITEMSIZE[dtype])
+    dtype = v.out_dtype if role == "c" else PRECISION_DTYPE[v.precision]
+    return want, copy_strides(role, want, shape, v.align if role in v.align_roles else 1,
+                              ITEMSIZE[dtype])
 
 
 def offers(k: registry.Kernel) -> str:
@@ -322,39 +327,29 @@ def choose(k: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
            out_dtype: str = "float32") -> tuple[registry.Variant, list[str]]:
     """The variant of this precision and output type needing the fewest relayout copies,
     and the roles to copy (each into its copy_target); kept per class of calls that
-    choose alike (`_shape_class`)."""
+    choose alike (`shape_class`)."""
     fits = tuple((r, fit(op, r)) for r, op in ops.items())
     (m, kk), n = ops["a"].shape, ops["b"].shape[1]
-    key = (k.name, fits, _shape_class(m), _shape_class(n), _shape_class(kk), precision,
-           out_dtype)
-    return _kept(_chosen, key, k, lambda: choose_exactly(k, ops, precision, out_dtype, dict(fits)))
-
-
-def _kept(kept: dict, key, k: registry.Kernel, compute) -> tuple[registry.Variant, list[str]]:
-    """(variant, copies) kept in `kept` under `key` for kernel k, compute() where not yet
-    (or kept for another kernel of that name: tests may register one)."""
-    hit = kept.get(key)
-    if hit is None or hit[0] is not k:
-        hit = memo.keep(kept, key, (k, *compute()))
+    key = (k.name, fits, shape_class(m, n, kk), precision, out_dtype)
+    hit = _chosen.get(key)
+    if hit is None or hit[0] is not k:      # (or kept for another kernel of that name: tests
+        hit = memo.keep(_chosen, key,      # may register one)
+                        (k, *choose_exactly(k, ops, precision, out_dtype, dict(fits))))
     return hit[1], list(hit[2])
 
 
-def _shape_class(x: int) -> int:
-    """An extent standing for all that choose_exactly tells apart from it by none of what
-    it reads of an extent: whether it is <= 1; its residues modulo alignments and
+def shape_class(*extents: int) -> tuple[int, ...]:
+    """Extents standing each for all that choose_exactly tells apart from it by none of
+    what it reads of an extent: whether it is <= 1; its residues modulo alignments and
     extent_aligns, which divide PAD; and whether a row of it reaches 8 lines
     (copy_strides), at 1024 / itemsize elements (itemsizes 1 to 8). So: its residue mod
     PAD between the same two of those thresholds."""
-    if x <= 1:
-        return x
-    for b in _CLASS_BASES:
-        if x >= b:
-            return b + x % PAD
-    return PAD + x % PAD
+    return tuple(x if x <= 1 else (8 * LINE if x >= 8 * LINE else 4 * LINE if x >= 4 * LINE
+                                   else 2 * LINE if x >= 2 * LINE else LINE if x >= LINE
+                                   else PAD) + x % PAD for x in extents)
 
 
 _chosen: dict = {}     # choose's answers: key -> (kernel, variant, copies)
-_CLASS_BASES = (8 * LINE, 4 * LINE, 2 * LINE, LINE)   # _shape_class's bases (below: PAD)
 
 
 def choose_exactly(k: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
@@ -363,19 +358,27 @@ def choose_exactly(k: registry.Kernel, ops: dict[str, Operand], precision: str =
     """choose() computed for these operands (fits: fit() of each, where known)."""
     fits = fits or {r: fit(op, r) for r, op in ops.items()}
     (m, kk), n = ops["a"].shape, ops["b"].shape[1]
+    ours = [v for v in k.variants if v.precision == precision and v.out_dtype == out_dtype]
+    # the first entry taking every operand as it is wins: looked for first among those whose
+    # majors could (no other can), then the fewest copies among all
+    majors = [(f"{r}_major", fits[r][0]) for r in ops]
+    for v in [v for v in ours if all(getattr(v, a) in ("any", f) for a, f in majors)]:
+        if ((v.extent_align == 1 or v.fits_extents(m, n, kk))
+                and all(v.takes(r, *fits[r]) and not (v.whole_vectors and v.straddles(r, m, n, kk))
+                        for r in ops)):
+            return v, []
     best = None
-    for v in k.variants:
-        if v.precision != precision or v.out_dtype != out_dtype:
-            continue
-        if not v.fits_extents(m, n, kk):   # a vector would straddle a row/column end
-            continue
+    for v in ours:
+        # (extent_align and whole_vectors asked first: most entries have neither)
+        if v.extent_align != 1 and not v.fits_extents(m, n, kk):   # a vector would straddle
+            continue                                                # a row/column end
         copies, feasible = [], True
         for r, op in ops.items():
-            if v.takes(r, *fits[r]) and not v.straddles(r, m, n, kk):
+            if v.takes(r, *fits[r]) and not (v.whole_vectors and v.straddles(r, m, n, kk)):
                 continue
             want, st = copy_target(v, r, op.shape)
             ld = st[0] if st[1] == 1 else st[1]
-            if v.takes(r, want, pow2_align(256, ld, op.itemsize)):
+            if v.takes(r, want, pow2_align(256, ld, ITEMSIZE[op.dtype])):
                 copies.append(r)
             else:
                 feasible = False
@@ -391,15 +394,18 @@ def choose_exactly(k: registry.Kernel, ops: dict[str, Operand], precision: str =
 
 
 def choose_contiguous(k: registry.Kernel, m: int, n: int, kk: int, layout: str,
-                      precision: str = "fp32", out_dtype: str = "float32"
+                      precision: str = "fp32", out_dtype: str = "float32", classes=None
                       ) -> tuple[registry.Variant, list[str]]:
     """choose(k, contiguous(m, n, kk, layout, ...)) without building the operands where
     their class was seen: fresh contiguous operands' majors and alignments follow from
-    their extents' classes (_shape_class), as everything else choose reads does."""
-    key = (k.name, _shape_class(m), _shape_class(n), _shape_class(kk), layout, precision,
-           out_dtype)
-    return _kept(_chosen_contiguous, key, k, lambda: choose(
-        k, contiguous(m, n, kk, layout, precision, out_dtype), precision, out_dtype))
+    their extents' classes (shape_class; `classes`: it, where known), as everything else
+    choose reads does."""
+    key = (k.name, classes or shape_class(m, n, kk), layout, precision, out_dtype)
+    hit = _chosen_contiguous.get(key)
+    if hit is None or hit[0] is not k:
+        hit = memo.keep(_chosen_contiguous, key, (k, *choose(
+            k, contiguous(m, n, kk, layout, precision, out_dtype), precision, out_dtype)))
+    return hit[1], list(hit[2])
 
 
 _chosen_contiguous: dict = {}   # choose_contiguous's answers: key -> (kernel, variant, copies)

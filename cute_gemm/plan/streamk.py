@@ -19,7 +19,10 @@ def stream_k_dp_tiles(tiles: int, ctas: int) -> int:
     return tiles if tiles % ctas == 0 else (waves - 2) * ctas if waves >= 2 else 0
 
 
-def stream_k_ctas(tiles: int, k_tiles: int, slots: int, min_iters: int = 8) -> int:
+STREAM_K_MIN_ITERS = 8   # k-tiles a stream-K CTA takes at least (stream_k_ctas)
+
+
+def stream_k_ctas(tiles: int, k_tiles: int, slots: int, min_iters: int = STREAM_K_MIN_ITERS) -> int:
     """CTAs of a persistent stream-K launch for `tiles` tiles of `k_tiles` k-tiles, with
     `slots` CTAs resident at once; 0: the plain grid. It pays where tiles % slots leaves a
     partly empty last wave: the k-tiles are shared out evenly (streamk.cuh), at least

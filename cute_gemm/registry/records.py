@@ -169,16 +169,13 @@ class Variant:
         """The alignment (elements) this entry point needs of operand `role` ("a", "b", "c")."""
         return self.align if role in self.align_roles else 1
 
-    def _contiguous_extent(self, role: str, m: int, n: int, k: int) -> int | None:
-        """The extent along the unit-stride mode this entry wants of `role` (None: any)."""
-        major = self.a_major if role == "a" else self.b_major if role == "b" else self.c_major
-        return {"m": m, "n": n, "k": k}.get(major)
-
     def fits_extents(self, m: int, n: int, k: int) -> bool:
-        """True if every vector operand's contiguous extent is a multiple of extent_align."""
+        """True if every vector operand's contiguous extent (the extent along the unit-stride
+        mode this entry wants of it; none where it takes any) is a multiple of extent_align."""
         if self.extent_align == 1:
             return True
-        return all((e := self._contiguous_extent(r, m, n, k)) is None or e % self.extent_align == 0
+        extents = {"m": m, "n": n, "k": k}
+        return all(extents.get(getattr(self, f"{r}_major"), 0) % self.extent_align == 0
                    for r in self.align_roles)
 
     def straddles(self, role: str, m: int, n: int, k: int) -> bool:
@@ -186,15 +183,15 @@ class Variant:
         rows (whole_vectors, and its contiguous extent not a multiple of the vector)."""
         if not self.whole_vectors or role not in self.align_roles:
             return False
-        e = self._contiguous_extent(role, m, n, k)
-        return e is not None and e % self.align != 0
+        return {"m": m, "n": n, "k": k}.get(getattr(self, f"{role}_major"), 0) % self.align != 0
 
     def takes(self, role: str, major: str | None, align: int) -> bool:
         """The one acceptance rule: this entry point takes operand `role` ("a", "b", "c")
         whose unit stride runs along `major` (None or "strided": none) with its pointer
         and leading stride aligned to `align` elements (0: not even to one float)."""
         want = self.a_major if role == "a" else self.b_major if role == "b" else self.c_major
-        return align > 0 and (want == "any" or want == major) and align % self.align_for(role) == 0
+        return align > 0 and (want == "any" or want == major) and (
+            role not in self.align_roles or align % self.align == 0)
 
 
 # ---- grid policies: (M, N, K) -> grid (x, y, z) -------------------------------------
@@ -213,7 +210,7 @@ class TileGrid:
     bn: int
 
     def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
-        return (cdiv(n, self.bn), cdiv(m, self.bm), 1)
+        return (-(-n // self.bn), -(-m // self.bm), 1)
 
     def span(self, n: int) -> tuple[int, int]:
         return GRID_YZ_MAX * self.bm, GRID_X_MAX * self.bn
@@ -226,7 +223,7 @@ class TileGridMN:
     bn: int
 
     def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
-        return (cdiv(m, self.bm), cdiv(n, self.bn), 1)
+        return (-(-m // self.bm), -(-n // self.bn), 1)
 
     def span(self, n: int) -> tuple[int, int]:
         return GRID_X_MAX * self.bm, GRID_YZ_MAX * self.bn
@@ -284,15 +281,14 @@ def tail_split_plan(units: int, clusters: int, windows: int, max_pieces: int,
     tail = units % clusters if units >= clusters else units
     if tail == 0 or max_pieces < 2:
         return units, 1
-    dp = units - tail
-
-    def cost(s: int) -> float:
-        if s == 1:
-            return windows
-        return cdiv(tail * s, clusters) * (cdiv(windows, s) + model.overhead) + model.fixup * (s - 1)
     most = min(max_pieces, windows // model.min_windows, model.rounds * clusters // tail)
-    best = min(range(1, max(most, 1) + 1), key=lambda s: (cost(s), s))
-    return (units, 1) if best == 1 else (dp, best)
+    best, least = 1, windows        # (s pieces: rounds of them, each its windows and more)
+    for s in range(2, most + 1):
+        cost = (-(-tail * s // clusters) * (-(-windows // s) + model.overhead)
+                + model.fixup * (s - 1))
+        if cost < least:
+            best, least = s, cost
+    return (units, 1) if best == 1 else (units - tail, best)
 
 
 @dataclass(frozen=True)
@@ -507,6 +503,14 @@ class Kernel:
     def smem_bytes(self, m: int, n: int, k: int) -> int:
         return self.dyn_smem(m, n, k) if self.dyn_smem is not None else 0
 
+    def fits_k(self, smem_limit: int) -> float | None:
+        """The largest K at which this kernel's dynamic smem fits `smem_limit` bytes, at any M
+        and N (inf: every K; -1: none); None where it depends on M or N (ask smem_bytes)."""
+        s = self.dyn_smem
+        if s is None or isinstance(s, FixedSmem):
+            return float("inf") if s is None or s.nbytes <= smem_limit else -1
+        return s.max_k(smem_limit) if isinstance(s, StripSmem) else None
+
     def stream_k_smem_bytes(self, m: int, n: int, k: int) -> int:
         if self.stream_k_smem is not None:
             return self.stream_k_smem(m, n, k)
@@ -539,15 +543,14 @@ class Kernel:
             cols_t, rows_t = self.grid.span(m)
             rows, cols = min(rows, rows_t), min(cols, cols_t)
 
-        def cut(x: int, limit: int) -> int:
-            limit = min(limit, EXTENT_MAX)
-            return x if x <= limit else max(limit // 256 * 256, 1)
         # a composed kernel's GEMM runs over K' = k_prime(K), reading k_reads k-tiles a chunk:
         # what it reads must fit one launch
         g = self.gemm_of
         reads = 0 if g is None else max(g.k_parts, g.k_reads)
         kmax = EXTENT_MAX if g is None else EXTENT_MAX // (reads * g.k_chunk) * g.k_chunk
-        return cut(m, rows), cut(n, cols), cut(k, kmax)
+        return tuple(x if x <= limit else max(limit // 256 * 256, 1)   # (cut to a multiple)
+                     for x, limit in ((m, min(rows, EXTENT_MAX)), (n, min(cols, EXTENT_MAX)),
+                                      (k, min(kmax, EXTENT_MAX))))
 
     def check_limits(self, m: int, n: int, k: int, smem_limit: int) -> None:
         """Raise ShapeLimitError if this shape needs more dynamic smem than the device has."""
