@@ -40,18 +40,20 @@ _TMP_CACHE = pytest.StashKey[str]()
 _PREFETCH = pytest.StashKey[object]()
 
 
-def _gpu_reason() -> str | None:
+def _gpu_state() -> tuple[str | None, str]:
+    """(why the GPU tests skip, None with a GPU; the driver's words for it, said once in the
+    report's header rather than on every skipped line)."""
     if os.environ.get("CUTE_GEMM_FORCE_NO_GPU"):
-        return "CUTE_GEMM_FORCE_NO_GPU is set"
+        return "CUTE_GEMM_FORCE_NO_GPU is set", ""
     try:
         from cute_gemm import driver
         driver.init()
     except cute_gemm.NoDeviceError as e:
-        return f"no CUDA GPU on this machine ({str(e).splitlines()[0]})"
-    return None
+        return "no CUDA GPU on this machine", str(e).splitlines()[0]
+    return None, ""
 
 
-GPU_SKIP_REASON = _gpu_reason()
+GPU_SKIP_REASON, _NO_GPU_WHY = _gpu_state()
 
 
 def pytest_configure(config):
@@ -63,7 +65,10 @@ def pytest_configure(config):
 
 def pytest_report_header(config):
     where = "temporary, removed after the run" if _TMP_CACHE in config.stash else "from CUTE_GEMM_CACHE_DIR"
-    return f"cute_gemm cubin cache: {os.environ.get('CUTE_GEMM_CACHE_DIR')} ({where})"
+    lines = [f"cute_gemm cubin cache: {os.environ.get('CUTE_GEMM_CACHE_DIR')} ({where})"]
+    if GPU_SKIP_REASON:
+        lines.append(f"GPU tests skip: {GPU_SKIP_REASON}" + (f" ({_NO_GPU_WHY})" if _NO_GPU_WHY else ""))
+    return lines
 
 
 def pytest_collection_modifyitems(config, items):

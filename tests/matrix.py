@@ -3,8 +3,8 @@
 Default: each kernel source compiled once, in the configuration registered first (the
 ladder's own stage; the other tile configurations of a source differ only in their typed
 config), for its newest target (sm_90, or sm_90a for the arch-specific ones: what an H100 or
-H200 runs), and of it only the entry points a call with row-major operands launches in each
-precision (`entries`), so that a cold run stays under 3 minutes on 2 CPUs.
+H200 runs), and of it only the entry points a call with row-major operands launches in its
+first precision (`entries`), so that a cold run stays under 3 minutes on 2 CPUs.
 CUTE_GEMM_TEST_FULL=1 (.ci/run sets it): every registered kernel for every target (sm_80
 too), and the CuTe kernels' layouts printed by their sources compiled with nvcc
 (test_layouts).
@@ -41,18 +41,22 @@ def per_configuration(kernels) -> list:
 
 def entries(k) -> tuple[str, ...] | None:
     """The entry points the compile test builds of kernel `k` (None: all of them). FULL: all.
-    By default those of the launches an nn call makes in each precision it computes
-    (resolve.layout_launches, as `cute-gemm compile NAME --layout nn`), as one program: NVRTC's
-    time is per entry point, and the other operand majors, alignments and split entries are
-    instances of the same templates (FULL builds them)."""
+    By default those of the launches an nn call makes in its first precision (resolve.
+    layout_launches, as `cute-gemm compile NAME --layout nn --precision P`), as one program:
+    NVRTC's time is per entry point, and the other precisions, operand majors, alignments and
+    split entries are instances of the same templates (FULL builds them)."""
     if FULL:
         return None
     from cute_gemm.plan import resolve
-    sets = resolve.layout_launches(k, "nn").get(k.name, ())
+    sets = resolve.layout_launches(k, "nn", k.precisions[:1]).get(k.name, ())
     chosen = {e for s in sets for e in s}
     return tuple(e for e in k.entries if e in chosen) or None
 
 
-def ptx_archs(archs) -> tuple[str, ...]:
-    """The targets of a per-arch PTX check: all with FULL, else the newest."""
-    return tuple(archs) if FULL else tuple(archs)[-1:]
+def ptx_params(kernel: str, archs) -> list:
+    """Parameters of a test that reads `kernel`'s PTX, whole, for each of `archs`: compiled
+    with FULL (every entry point's PTX, 80 CPU-seconds for cute_pipelined), else skipped."""
+    import pytest
+    return [pytest.param(a, marks=pytest.mark.compiles(kernel, a, ptx=True) if FULL else
+                         pytest.mark.skip(reason=f"the whole kernel's PTX: {WHY}"))
+            for a in archs]

@@ -216,8 +216,7 @@ def _ptx_entries(ptx: str) -> dict[str, str]:
     return {p.split("(", 1)[0].strip(): p for p in parts}
 
 
-@pytest.mark.parametrize("arch", [pytest.param(a, marks=pytest.mark.compiles("cute_pipelined", a, ptx=True))
-                                  for a in matrix.ptx_archs(registry.ARCHS)])
+@pytest.mark.parametrize("arch", matrix.ptx_params("cute_pipelined", registry.ARCHS))
 def test_pipelined_smem_epilogues_where_registered(arch):
     k = registry.get("cute_pipelined")
     # the entries with a policy of their own: ak_bk, ak_bn (and their split entries)
@@ -236,8 +235,7 @@ def test_pipelined_smem_epilogues_where_registered(arch):
         assert has_v4 == (name in smem16 and not name.endswith("_part")), (arch, name, has_v4)
 
 
-@pytest.mark.parametrize("arch", [pytest.param(a, marks=pytest.mark.compiles("cute_pipelined", a, ptx=True))
-                                  for a in matrix.ptx_archs(registry.ARCHS)])
+@pytest.mark.parametrize("arch", matrix.ptx_params("cute_pipelined", registry.ARCHS))
 def test_pdl_flag_matches_the_compiled_kernel(arch):
     """Kernel.pdl tells the host to start a split launch's stream-K twin by programmatic
     dependent launch: then, on sm_90, every twin waits for its head (griddepcontrol.wait)
