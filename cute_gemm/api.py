@@ -49,7 +49,9 @@ def compile_kernel(name: str | registry.Kernel, arch: str | int | None = None) -
     return cache.get(k, arch)
 
 
-def _validate(a, b, c, out, alpha, beta, stream: int | None = None):
+def validate(a, b, c, out, alpha, beta, stream: int | None = None):
+    """The parsed operands of a call and its extents (A, B, C, O, M, N, K): a CuteGemmError for
+    anything the kernels cannot take, before any launch (run() and cross_check() share it)."""
     A, B = parse("a", a, stream), parse("b", b, stream)
     (m, k1), (k2, n) = A.shape, B.shape
     if k1 != k2:
@@ -75,8 +77,8 @@ def _validate(a, b, c, out, alpha, beta, stream: int | None = None):
     return A, B, C, O, m, n, k1
 
 
-def _precision(A: Operand, B: Operand, C: Operand | None, O: Operand | None,
-               precision: str | None, kernel: registry.Kernel | None = None) -> tuple[str, str]:
+def call_precision(A: Operand, B: Operand, C: Operand | None, O: Operand | None,
+                   precision: str | None, kernel: registry.Kernel | None = None) -> tuple[str, str]:
     """(precision, result dtype): the precision asked for, else the one the operands' type
     implies; the result in out's type, else C's, else float32. DTypeError for a mix no
     kernel computes."""
@@ -307,8 +309,8 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
     """run() past the hot path: validate, pick (k None: gemm()'s), launch kernel k as `pick`
     says. hot, new: the call's keys for hotpath.remember and (no out) remember_new."""
     s = framework_stream(a) if stream is None else launch.stream_handle(stream)
-    A, B, C, O, m, n, kk = _validate(a, b, c, out, alpha, beta, s)
-    prec, out_dtype = _precision(A, B, C, O, precision, k)
+    A, B, C, O, m, n, kk = validate(a, b, c, out, alpha, beta, s)
+    prec, out_dtype = call_precision(A, B, C, O, precision, k)
     stand_in = ordinal = None
     if k is None:     # "auto": the selector's pick, a function of what the signature holds
         if m and n and kk and alpha != 0:       # (products: a device to pick for)

@@ -18,7 +18,7 @@ from typing import Literal
 import numpy as np
 
 from . import api, registry          # api.run looked up per call: tests stand in for it
-from .api import _precision, _validate
+from .api import call_precision, validate
 from .driver import launch
 from .select import auto, standin
 from .driver.arrays import ArrayLike, DeviceArray, narrow, to_numpy, widen
@@ -283,8 +283,8 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
     if a is not None or b is not None:
         if a is None or b is None:
             raise CuteGemmError("cross_check needs both a and b (or neither)")
-        A, B = _validate(a, b, c, None, alpha, beta)[:2]
-        prec = _precision(A, B, None, None, precision)[0]
+        A, B = validate(a, b, c, None, alpha, beta)[:2]
+        prec = call_precision(A, B, None, None, precision)[0]
         od = A.dtype if out_dtype == "same" else "float32"
         a32, b32 = to_numpy("a", a), to_numpy("b", b)
         c32 = to_numpy("c", c) if c is not None else None

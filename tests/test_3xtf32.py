@@ -288,10 +288,10 @@ def test_float32_operands_default_to_it_and_tf32_stays_by_name():
     from cute_gemm.driver.arrays import parse
     from test_validation import FakeCAI
     a, b = parse("a", FakeCAI((3, 4))), parse("b", FakeCAI((4, 5)))
-    assert api._precision(a, b, None, None, None, K3) == ("fp32_3xtf32", "float32")
-    assert api._precision(a, b, None, None, None, registry.get("cute_pipelined"))[0] == "fp32"
-    assert api._precision(a, b, None, None, None, registry.get("cute_wgmma_ws"))[0] == "fp32"
-    assert api._precision(a, b, None, None, "fp32_3xtf32")[0] == "fp32_3xtf32"
+    assert api.call_precision(a, b, None, None, None, K3) == ("fp32_3xtf32", "float32")
+    assert api.call_precision(a, b, None, None, None, registry.get("cute_pipelined"))[0] == "fp32"
+    assert api.call_precision(a, b, None, None, None, registry.get("cute_wgmma_ws"))[0] == "fp32"
+    assert api.call_precision(a, b, None, None, "fp32_3xtf32")[0] == "fp32_3xtf32"
 
 
 def test_bench_times_it_beside_sgemm():

@@ -399,8 +399,8 @@ def test_auto_launches_the_pick_and_takes_the_hot_path(monkeypatch):
     (first,) = stub_driver.launches(events, "gemm")
     assert first[1] in registry.get("cute_pipelined").entries
     validated = []
-    real = api._validate
-    monkeypatch.setattr(api, "_validate", lambda *x: validated.append(1) or real(*x))
+    real = api.validate
+    monkeypatch.setattr(api, "validate", lambda *x: validated.append(1) or real(*x))
     cute_gemm.run("auto", a, b, out=c, alpha=2.0)              # seen before: the hot path
     assert not validated
     second = stub_driver.launches(events, "gemm")[1]
@@ -420,8 +420,8 @@ def test_a_transposed_pick_launches_the_transposed_problem(monkeypatch):
                stub_driver.Dev((m, n), 0x30000000))
     cute_gemm.gemm(a, b, out=c, alpha=1.0)
     validated = []
-    real = api._validate
-    monkeypatch.setattr(api, "_validate", lambda *x: validated.append(1) or real(*x))
+    real = api.validate
+    monkeypatch.setattr(api, "validate", lambda *x: validated.append(1) or real(*x))
     cute_gemm.gemm(a, b, out=c, alpha=3.0)      # the hot path: the plan turns a, b and out
     assert not validated and any(sig[0] == "auto" for sig in resolve.CACHE.hot)
     g = stub_driver.launches(events, "gemm")

@@ -540,7 +540,7 @@ def test_cached_hot_path_launches_exactly_what_the_first_call_resolved(monkeypat
 def test_signature_hot_path_skips_validation_only_for_a_call_seen_before(monkeypatch):
     """run(name, a, b, out=c) on __cuda_array_interface__ operands: a call whose kernel,
     shapes, strides, dtypes, read-only flags and pointer alignment classes were seen before
-    launches without parse/_validate, with its own pointers and alpha; any change in those
+    launches without parse/validate, with its own pointers and alpha; any change in those
     goes through validation again (the named errors), and clearing _fast ends the shortcut."""
     from cute_gemm import api
     from cute_gemm.base.errors import DTypeError, InputError
@@ -550,8 +550,8 @@ def test_signature_hot_path_skips_validation_only_for_a_call_seen_before(monkeyp
     assert api.run("cute_smem", a, b, out=c) is c
     assert len(resolve.CACHE.hot) == 1
     validated = []
-    real_validate = api._validate
-    monkeypatch.setattr(api, "_validate", lambda *x: validated.append(1) or real_validate(*x))
+    real_validate = api.validate
+    monkeypatch.setattr(api, "validate", lambda *x: validated.append(1) or real_validate(*x))
     a.ptr, c.ptr = 0x40000, 0x50000                     # same alignment class (& 255)
     assert api.run("cute_smem", a, b, out=c, alpha=3) is c
     assert not validated and len(launches) == 2 and launches[1][:5] == launches[0][:5]

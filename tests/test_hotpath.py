@@ -29,8 +29,8 @@ def _gemm_launches(events):
 
 def _count_validations(monkeypatch):
     seen = []
-    real = api._validate
-    monkeypatch.setattr(api, "_validate", lambda *x: seen.append(1) or real(*x))
+    real = api.validate
+    monkeypatch.setattr(api, "validate", lambda *x: seen.append(1) or real(*x))
     return seen
 
 
@@ -610,9 +610,9 @@ def _hot_equals_full(name, make, to_numpy, sync, precision=None, unit=2.0 ** -24
     plans = resolve.resolved_launches()
     cute_gemm.run(name, a, b, precision=precision)    # without out: its allocation remembered
     before = len(resolve.CACHE.hot), len(resolve.CACHE.results)
-    real = api._validate
+    real = api.validate
     seen = []
-    api._validate = lambda *x: seen.append(1) or real(*x)
+    api.validate = lambda *x: seen.append(1) or real(*x)
     try:
         cute_gemm.run(name, a, b, out=outs[1], precision=precision)   # the signature hot path
         cute_gemm.run(name, a, b, out=outs[2], alpha=-0.5, precision=precision)
@@ -621,7 +621,7 @@ def _hot_equals_full(name, make, to_numpy, sync, precision=None, unit=2.0 ** -24
         cute_gemm.run(name, a, b, c=outs[3], out=outs[3], beta=1.0, precision=precision)
         fresh = cute_gemm.run(name, a, b, precision=precision)
     finally:
-        api._validate = real
+        api.validate = real
     sync()
     # (a DeviceArray result is never remembered: cuMemAlloc, which a graph capture refuses)
     kept = type(a).__module__.split(".")[0] in ("cupy", "torch")

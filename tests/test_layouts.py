@@ -2,15 +2,15 @@
 
 Two kinds of test:
   * pure Python (always run): every registered CuTe kernel has a recipe, built from what
-    it is compiled with (its -D defines or its typed config); every name a recipe shows is
+    it is compiled with (its typed config's prelude); every name a recipe shows is
     one the kernel source or a project header it includes defines; the
     partition and bank-conflict analyses (partitions cover their tile, TV layouts land in
     theirs, the k-quad stages take a warp's transposed stores without bank conflicts);
     the print formats on top of pycute.
   * nvcc (with CUTE_GEMM_TEST_FULL=1, as CI runs it; skipped without nvcc or the CuTe
     headers): for each kernel, a generated program
-    holds the kernel's own source as NVRTC sees it (compile.read_source: after its Config
-    where it has one), is compiled with the registry's -D defines, and prints
+    holds the kernel's own source as NVRTC sees it (compile.read_source: after its config's
+    prelude), and prints
     with CuTe's `print` / `print_layout` every layout the recipe shows, every thread's
     partition and the TV layouts, from the kernel's own definitions (layout_cppcheck.py).
     Its output must equal the dump byte for byte: a kernel and its dump cannot drift apart.

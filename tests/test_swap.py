@@ -161,8 +161,8 @@ def test_device_arrays_launch_the_plan_and_the_hot_path_launches_it_again(monkey
     np.testing.assert_array_equal(c, a.astype(np.float64) @ b)
     c[...] = np.nan
     validated = []
-    real = api._validate
-    monkeypatch.setattr(api, "_validate", lambda *x: validated.append(1) or real(*x))
+    real = api.validate
+    monkeypatch.setattr(api, "validate", lambda *x: validated.append(1) or real(*x))
     cute_gemm.gemm(da, db, out=dc, alpha=2.0)        # the hot path: the same Launcher
     assert not validated and any(sig[0] == "auto" for sig in resolve.CACHE.hot)
     np.testing.assert_array_equal(c, 2.0 * (a.astype(np.float64) @ b))

@@ -31,7 +31,7 @@ from .first_call import measure_first_call
 from .overhead import measure_overhead
 from .report import write_outputs
 from .runtime import compile_ahead, make_current
-from .schema import BURST, CUBLAS, CUBLAS_PEER, BenchResult, Row, first_line as _first_line
+from .schema import BURST, CUBLAS, CUBLAS_PEER, BenchResult, Row, first_line
 from .shapes import native_layout, out_dtype_of, plan
 from .stats import (fill_ratios, peak_formula, precision_peaks, random_summary, sample_indices,
                     summarize, tflops)
@@ -77,7 +77,7 @@ def measure_row(row: Row, check_fn, time_fn, catch=Exception) -> Row:
     try:
         verdict = check_fn()
     except catch as e:
-        row.status, row.message = "error", _first_line(e)
+        row.status, row.message = "error", first_line(e)
         return row
     g = verdict.gauge_ratio          # JSON has no inf/NaN: a non-finite ratio is None
     row.gauge_ratio = float(g) if g is not None and math.isfinite(g) else None
@@ -89,7 +89,7 @@ def measure_row(row: Row, check_fn, time_fn, catch=Exception) -> Row:
     try:
         s = summarize(time_fn())
     except catch as e:
-        row.status, row.message = "error", "timing: " + _first_line(e)
+        row.status, row.message = "error", "timing: " + first_line(e)
         return row
     row.repeats, row.median_ms, row.min_ms, row.max_ms = s["n"], s["median"], s["min"], s["max"]
     row.q1_ms, row.q3_ms, row.iqr_ms = s["q1"], s["q3"], s["iqr"]
@@ -98,7 +98,7 @@ def measure_row(row: Row, check_fn, time_fn, catch=Exception) -> Row:
 
 
 # ---- inputs on the device -----------------------------------------------------------------
-class _Inputs:
+class Inputs:
     """n_sets copies of A, B (in `layout`, of the precision's type) and C (of its result
     type) on the device; set 0 is the checked one, the others dtod copies of it."""
 
@@ -142,7 +142,7 @@ class _Inputs:
         self._owned = []
 
 
-def _gpu_check(name, fn, inputs: _Inputs, ref: Reference):
+def gpu_check(name, fn, inputs: Inputs, ref: Reference):
     """Poison C0 with NaN, run once on set 0, judge on the host."""
     c0 = inputs.C[0]
     d = DTYPE[c0.dtype_name]
@@ -179,12 +179,12 @@ def time_kernel(name: str, m: int, n: int, k: int, *, repeats: int = 20, warmup:
     row = Row(name, family(name), m, n, k, check=ref.mode)
     if name == registry.AUTO:
         row.message = _auto_message(m, n, k, "nn", "fp32", info)
-    inputs = _Inputs(a, b, "nn", 1)
+    inputs = Inputs(a, b, "nn", 1)
     try:       # errors (compile, shape limits, launch) go to the caller, as run()'s would
         with Flush(info.l2_bytes) as flush:
             def fn(i):
                 api.run(name, inputs.A[i], inputs.B[i], out=inputs.C[i])
-            measure_row(row, lambda: _gpu_check(name, fn, inputs, ref), lambda: event_times(
+            measure_row(row, lambda: gpu_check(name, fn, inputs, ref), lambda: event_times(
                 fn, 1, flush, repeats=repeats, warmup=warmup, min_repeats=repeats), catch=())
     finally:
         inputs.close()
@@ -256,7 +256,7 @@ def bench(kernels: str | Sequence[str] | None = None,
             result.overhead = measure_overhead(overhead_kernel or (names[0] if names else None),
                                                backend=backend)
         except Exception as e:
-            result.overhead = {"error": _first_line(e)}
+            result.overhead = {"error": first_line(e)}
     if first_call:
         result.first_call = measure_first_call()
     if out_dir is not None:
@@ -339,7 +339,7 @@ def _compile_all(names, info, record: dict, precisions=PRECISIONS
                 c = cache.get(k, k.target(info.arch_int))
                 compiled[k.name] = (c.compile_seconds, c.origin, "")
             except Exception as e:
-                compiled[k.name] = (None, "", "compile: " + _first_line(e))
+                compiled[k.name] = (None, "", "compile: " + first_line(e))
             cs, origin, err = compiled[k.name]
             record[k.name] = {"nvrtc_seconds": cs, "origin": origin, "error": err or None}
     finally:
@@ -386,11 +386,11 @@ def _pci_bus_id(ordinal: int) -> str | None:
         return None
 
 
-def _time_row(row: Row, fn, name, inputs: _Inputs, ref, flush, tkw: dict, clocks, callers) -> None:
+def _time_row(row: Row, fn, name, inputs: Inputs, ref, flush, tkw: dict, clocks, callers) -> None:
     """measure_row of fn with the clock and power NVML saw meanwhile; with callers, a timed
     row's call_ms and burst_ms too, repeats fitted to --max-seconds (bursts: BURST calls each)."""
     t0 = time.monotonic()
-    measure_row(row, lambda: _gpu_check(name, fn, inputs, ref),
+    measure_row(row, lambda: gpu_check(name, fn, inputs, ref),
                 lambda: event_times(fn, len(inputs), flush, **tkw))
     t1 = time.monotonic()
     clocks.timed.append((t0, t1))
@@ -406,7 +406,7 @@ def _time_row(row: Row, fn, name, inputs: _Inputs, ref, flush, tkw: dict, clocks
         row.burst_ms = float(np.median(burst_times(fn, len(inputs), flush, repeats=fit(
             max(1, tkw["repeats"] // 3), BURST * row.median_ms))))
     except Exception as e:
-        row.message = (row.message + "; " if row.message else "") + "call/burst: " + _first_line(e)
+        row.message = (row.message + "; " if row.message else "") + "call/burst: " + first_line(e)
 
 
 def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush, bar,
@@ -415,11 +415,11 @@ def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush
     (m, kk), n = a.shape, b.shape[1]
     label = f"{m}x{n}x{kk} {lay}" + ("" if prec == "fp32" else f" {prec}")
     try:
-        inputs = _Inputs(a, b, lay, n_sets, prec)
+        inputs = Inputs(a, b, lay, n_sets, prec)
     except Exception as e:   # out of memory, typically: every row of this shape says so
         for name in ([CUBLAS] if backend else []) + names:
             result.rows.append(Row(name, "reference" if name == CUBLAS else family(name), m, n, kk,
-                                   lay, "error", ref.mode, message="inputs: " + _first_line(e),
+                                   lay, "error", ref.mode, message="inputs: " + first_line(e),
                                    precision=prec))
             bar.step(f"{name} {label}")
         return
@@ -438,7 +438,7 @@ def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush
                     extra = () if peer == "fp32" else (peer,)
                     _time_row(row, lambda i: backend.matmul(wa[i], wb[i], wc[i], *extra), CUBLAS, *timing)
                 except Exception as e:
-                    row.status, row.message = "error", _first_line(e)
+                    row.status, row.message = "error", first_line(e)
             result.rows.append(row)
             bar.step(f"{CUBLAS} {label}")
         for name in names:
@@ -475,5 +475,5 @@ def _auto_message(m: int, n: int, kk: int, lay: str, prec: str, info) -> str:
         c = auto.choose(m, n, kk, device=info, layout=lay, precision=prec, out_dtype=od,
                         aligned=auto.contiguous_aligned(m, n, kk, lay, prec, od))
     except Exception as e:      # run() raises the same error, and the row says so
-        return _first_line(e)
+        return first_line(e)
     return f"picked {c}"

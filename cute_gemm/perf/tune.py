@@ -42,7 +42,8 @@ from ..check import as_given
 from ..base.errors import CuteGemmError
 from ..registry.records import ITEMSIZE, PRECISION_DTYPE, cdiv
 from ..base.version import __version__
-from .runner import Reference, _first_line, _gpu_check, _Inputs, parse_precisions
+from .runner import Reference, gpu_check, Inputs, parse_precisions
+from .schema import first_line
 from .runtime import compile_ahead, make_current
 from .shapes import out_dtype_of, parse_layouts, parse_sizes
 from .timing import Flush, event_times, rotation_sets, warm_up
@@ -162,9 +163,9 @@ class GpuMeasure:
         times: dict = {}
         notes: dict = {}
         try:
-            inputs = _Inputs(a, b, p.layout, n_sets, p.precision)
+            inputs = Inputs(a, b, p.layout, n_sets, p.precision)
         except Exception as e:          # out of memory, typically
-            return times, {c: "inputs: " + _first_line(e) for c in p.candidates}
+            return times, {c: "inputs: " + first_line(e) for c in p.candidates}
         try:
             for key in p.candidates:
                 kernel, turned, s, r = auto.split_key(key)
@@ -175,7 +176,7 @@ class GpuMeasure:
                                    precision=p.precision)
                 try:
                     before = set(api.resolved_launches()) if choice.split_k else set()
-                    verdict = _gpu_check(key, fn, inputs, ref)
+                    verdict = gpu_check(key, fn, inputs, ref)
                     if verdict.status != "pass":
                         notes[key] = f"{verdict.status}: {verdict.message}"
                         continue
@@ -185,7 +186,7 @@ class GpuMeasure:
                                      min_repeats=MIN_REPEATS, max_seconds=seconds)
                     times[key] = float(np.median(ms))
                 except (CuteGemmError, RuntimeError, ValueError) as e:
-                    notes[key] = _first_line(e)
+                    notes[key] = first_line(e)
         finally:
             inputs.close()
         return times, notes

@@ -40,14 +40,14 @@ class TileConfig:
                           THREADS=self.threads, **{f.upper(): getattr(self, f) for f in knobs})
 
 
-def _tiled_stage(cfg: TileConfig, **kw) -> Kernel:
+def tiled_stage(cfg: TileConfig, **kw) -> Kernel:
     """A CuTe stage configured by a TileConfig: block, tile and dynamic smem from it."""
     return Kernel(family="cute", config=cfg, block=(cfg.threads, 1, 1), tile=cfg.tile,
                   dyn_smem=FixedSmem(cfg.dyn_smem) if cfg.dyn_smem else None, **kw)
 
 
 def _gmem(name: str, bm: int, bn: int, bk: int) -> Kernel:
-    return _tiled_stage(
+    return tiled_stage(
         TileConfig(256, bm, bn, bk),
         name=name,
         source="cute/c0_gmem.cu",
@@ -61,7 +61,7 @@ def _gmem(name: str, bm: int, bn: int, bk: int) -> Kernel:
 
 
 def _smem(name: str, bm: int, bn: int, bk: int) -> Kernel:
-    return _tiled_stage(
+    return tiled_stage(
         TileConfig(256, bm, bn, bk),
         name=name,
         source="cute/c1_smem.cu",
@@ -85,7 +85,7 @@ def _vec_then_scalar(prefix: str) -> tuple[Variant, ...]:
 
 
 def _tiled(name: str, bm: int, bn: int, bk: int) -> Kernel:
-    return _tiled_stage(
+    return tiled_stage(
         TileConfig(256, bm, bn, bk),
         name=name,
         source="cute/c2_tiled.cu",
@@ -106,7 +106,7 @@ def _multistage(name: str, bm: int, bn: int, bk: int, stages: int) -> Kernel:
     scalar = tuple(Variant(f"cute_multistage_a{a}_b{b}{'' if (a, b) == ('k', 'k') else '_s'}",
                            a_major=a, b_major=b, c_major="any")
                    for a, b in (("k", "k"), ("m", "n"), ("m", "k"), ("k", "n")))
-    return _tiled_stage(
+    return tiled_stage(
         TileConfig(256, bm, bn, bk, stages),
         name=name,
         source="cute/c3_multistage.cu",
@@ -261,7 +261,7 @@ def _small(name: str, bm: int, bn: int, bk: int, stages: int, kq_layout: int = 7
     k-major operand through raw stages (the whole ring as its prefetch distance: 2-17 %
     faster where they win, docs/design/cute_pipelined.md#raw-k), and twins for every entry,
     the 4-byte ones too."""
-    return _auto(_pipe(name, PipelinedConfig(
+    return gemm_candidate(_pipe(name, PipelinedConfig(
         bm, bn, bk, stages, fma_order=6, fma_order_raw=2, load1_k=1, stash0_k=10, stash_k=13,
         trans_k=13, kq_layout=kq_layout, stream_k=True, twins_scalar=True, raw_k=raw_k, **cfg),
         tags=("fast",), min_arch=90))
@@ -347,7 +347,7 @@ def _mma_sm80(name: str, bm: int, bn: int, bk: int, stages: int, warps: tuple[in
                     for a, b in _MAJORS)
     # 128 bytes of k per smem row: bk 16-bit elements, bk/2 for tf32; STAGES stages of A and B
     smem = stages * (bm + bn) * bk * 2
-    return _tiled_stage(
+    return tiled_stage(
         TileConfig(32 * warps[0] * warps[1], bm, bn, bk, stages, *warps, dyn_smem=smem),
         name=name,
         source="cute/c4_mma_sm80.cu",
@@ -361,7 +361,7 @@ def _mma_sm80(name: str, bm: int, bn: int, bk: int, stages: int, warps: tuple[in
     )
 
 
-def _auto(k: Kernel) -> Kernel:
+def gemm_candidate(k: Kernel) -> Kernel:
     """k as a candidate of gemm()'s selector (cute_gemm/select/auto.py; `cute-gemm tune` times them)."""
     return dataclasses.replace(k, tags=k.tags + ("auto",))
 
@@ -382,7 +382,7 @@ CUTE: list[Kernel] = [
     # kq_layout=7 (k-quad compute stages): see docs/design/cute_pipelined.md#k-quad-stages
     # kt_unroll=2 (both-k-major entry): see docs/design/cute_pipelined.md#kt-unroll
     # epi_ak_bk="smem16", epi_ak_bn="bulk" (C through smem; bulk copies): see docs/design/cute_pipelined.md#epilogue
-    _auto(_pipe("cute_pipelined", PipelinedConfig(
+    gemm_candidate(_pipe("cute_pipelined", PipelinedConfig(
         128, 128, 16, 4, min_blocks_mn=1, fma_order=6, fma_order_raw=2, load1_k=1, stash0_k=10,
         stash_k=13, trans_k=13, kq_layout=7, kt_unroll=2, epi_ak_bk="smem16", epi_ak_bn="bulk",
         stream_k=True))),
@@ -392,19 +392,19 @@ CUTE: list[Kernel] = [
     # (64-row tiles, C^T where N is skinny), residues (the 4-byte entries' twins), 512^3-1024^3.
     # sm_90 only: on sm_80 ptxas spills the 4-byte entries' twins at 170 registers
     # raw_k: a single k-major operand through raw stages (docs/design/cute_pipelined.md#raw-k)
-    _auto(_pipe("cute_pipelined_64x128x16_sk", PipelinedConfig(
+    gemm_candidate(_pipe("cute_pipelined_64x128x16_sk", PipelinedConfig(
         64, 128, 16, 3, thr_m=8, min_blocks=3, fma_order=6, fma_order_raw=2, load1_k=1,
         stash0_k=10, stash_k=13, trans_k=13, kq_layout=7, stream_k=True, twin_am_bk=True,
         twins_scalar=True, raw_k=True), tags=("fast",), transpose_skinny=True, min_arch=90)),
     # ... and M or N of 32 or less (C^T where N is), where 64-row tiles compute half padding:
     # 32x128 tiles, 64 threads of 8x8 (8192x32x4096: 0.80x cuBLAS against 0.68x; slower from
     # 64 rows on, where gemm() takes the others: docs/design/cute_pipelined.md#skinny)
-    _auto(_pipe("cute_pipelined_32x128x16_sk", PipelinedConfig(
+    gemm_candidate(_pipe("cute_pipelined_32x128x16_sk", PipelinedConfig(
         32, 128, 16, 4, thr_m=4, min_blocks=4, fma_order=6, fma_order_raw=2, load1_k=1,
         stash0_k=10, stash_k=13, trans_k=13, kq_layout=7, stream_k=True, twin_am_bk=True,
         twins_scalar=True), tags=("fast",), transpose_skinny=True, min_arch=90)),
     # ... and small products (128^3, 256^3): 64 threads a CTA, 6 CTAs an SM
-    _auto(_pipe("cute_pipelined_64x64x8_sk", PipelinedConfig(
+    gemm_candidate(_pipe("cute_pipelined_64x64x8_sk", PipelinedConfig(
         64, 64, 8, 4, thr_m=8, thr_n=8, min_blocks=6, fma_order=6, fma_order_raw=2,
         stream_k=True, twins_scalar=True), tags=("fast",), min_arch=90)),
     # ... and the smallest (128^3: 10.1 us against 14.7): 4x4 accumulators a thread, so each
@@ -432,5 +432,5 @@ CUTE: list[Kernel] = [
     # tensor cores (Ampere mma.sync), after the SIMT stages. 128x256 with 2x4 warps (1 CTA per
     # SM, 144 KB smem): 0.51-0.54x cuBLAS bf16 against 0.44-0.51x for 128x128 with 2x2 warps
     # (docs/design/cute_mma_sm80.md#tile-shape)
-    _auto(_mma_sm80("cute_mma_sm80", 128, 256, 64, 3, (2, 4))),
+    gemm_candidate(_mma_sm80("cute_mma_sm80", 128, 256, 64, 3, (2, 4))),
 ]

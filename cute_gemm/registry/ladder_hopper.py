@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from .ladder_cute import TileConfig, _auto, _tiled_stage
+from .ladder_cute import TileConfig, gemm_candidate, tiled_stage
 from ..base.precisions import DTYPE, PRECISION
 from .records import (STREAM_K_COUNTERS, CutModel, FixedSmem, GemmOf, Kernel, PersistentGrid,
                       SplitGrid, TileGridMN, TmaBoxes, Variant, device_constants)
@@ -71,7 +71,7 @@ def _tc_variants(prefix: str, bm: int, bn: int, b_parts: int = 1,
 def _wgmma(name: str, bm: int, bn: int, stages: int) -> Kernel:
     # BLK_K: 128 bytes of k (64 bf16/fp16, 32 tf32); dynamic smem: stages of A and B (128
     # bytes of k each row), then a full and an empty mbarrier each
-    return _tiled_stage(
+    return tiled_stage(
         TileConfig(128, bm, bn, 64, stages, dyn_smem=stages * (bm + bn) * 128 + stages * 16),
         name=name,
         source="cute/c5_wgmma.cu",
@@ -219,14 +219,14 @@ HOPPER += [
     # cluster_m=2 (B multicast): #how-cute_wgmma_ws-got-there (cluster 4 lost: 120 CTAs fit)
     # group_m=16: same section (8 and 32 lost); k_bytes=128 (64-byte rows, 8 stages lost)
     # tail_split=32: #split-k (skinny and long-K products: fewer units than clusters)
-    _auto(_wgmma_ws("cute_wgmma_ws", WgmmaWsConfig(tail_split=32))),
+    gemm_candidate(_wgmma_ws("cute_wgmma_ws", WgmmaWsConfig(tail_split=32))),
     # ... and for products whose 128x256 tiles leave SMs idle (small, skinny, long-K): 128x64
     # and 128x128 tiles, the smem they leave turned into stages (8 and 6), no cluster (an
     # n-major B 64 wide has no two parts of whole 64-element slabs; at 128 wide a cluster of
     # 2 was slower); gemm()'s heuristic picks among the three: docs/design/cute_wgmma_ws.md#narrow-tiles
-    _auto(_wgmma_ws("cute_wgmma_ws_128x64", WgmmaWsConfig(blk_n=64, stages=8, cluster_m=1,
+    gemm_candidate(_wgmma_ws("cute_wgmma_ws_128x64", WgmmaWsConfig(blk_n=64, stages=8, cluster_m=1,
                                                           tail_split=32))),
-    _auto(_wgmma_ws("cute_wgmma_ws_128x128", WgmmaWsConfig(blk_n=128, stages=6, cluster_m=1,
+    gemm_candidate(_wgmma_ws("cute_wgmma_ws_128x128", WgmmaWsConfig(blk_n=128, stages=6, cluster_m=1,
                                                            tail_split=32))),
     # fp32-accurate sums (cute_3xtf32's GEMM, with split_parts = 2): 64x192 per warpgroup holds two sets of
     # accumulators in 232 registers; windows of 3 k-tiles, one 3xTF32 chunk ending with its
@@ -280,5 +280,5 @@ _3XTF32_GEMM = _wgmma_ws("cute_3xtf32_gemm", WgmmaWsConfig(blk_n=192, promote=3,
 
 HOPPER += [
     # why a pre-pass and not a split inside the GEMM: docs/design/cute_3xtf32.md
-    _auto(_three_tf32("cute_3xtf32", _3XTF32_GEMM)),
+    gemm_candidate(_three_tf32("cute_3xtf32", _3XTF32_GEMM)),
 ]

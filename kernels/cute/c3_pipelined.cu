@@ -120,7 +120,7 @@ __device__ __forceinline__ void dispatch_part(int M, int N, int K, const float* 
   if constexpr (kOn) {
     int tile_m, tile_n;
     cg::cta_tile<Config::blk_m, Config::blk_n>(M, N, tile_m, tile_n);
-    // k_tiles * split < 2^31: the host splits only then (streamk.split_reduce_plan)
+    // k_tiles * split < 2^31: the host splits only then (modes.SplitReduce.plan)
     const int k_tiles = cg::ceil_div(K, Config::blk_k), s = blockIdx.z;
     const int k_lo = s * k_tiles / split * Config::blk_k;
     const int k_len = min(K, (s + 1) * k_tiles / split * Config::blk_k) - k_lo;
