@@ -53,8 +53,13 @@ class DeviceInfo:
 
     @property
     def fp32_peak_tflops(self) -> float:
-        """SMs x FP32 lanes per SM x 2 flop per FMA x clock (the reported max clock)."""
-        return self.sm_count * self.fp32_lanes_per_sm * 2 * self.clock_khz * 1e3 / 1e12
+        """peak_tflops at the reported max clock."""
+        return peak_tflops(self.sm_count, self.fp32_lanes_per_sm, self.clock_khz)
+
+
+def peak_tflops(sm_count: int, lanes_per_sm: int, clock_khz: float) -> float:
+    """FP32 peak: SMs x FP32 lanes per SM x 2 flop per FMA x clock."""
+    return sm_count * lanes_per_sm * 2 * clock_khz * 1e3 / 1e12
 
 
 def _device(ordinal: int):

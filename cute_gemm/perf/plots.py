@@ -7,8 +7,9 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+from ..api import flops
 from .schema import CUBLAS, LAYOUT_TEXT, TIMINGS, BenchResult, pick_ladder_size
-from .stats import SLOW, gemm_flops, ratio_stats, ratio_summary, tflops, timing_ratios
+from .stats import SLOW, ratio_stats, ratio_summary, tflops, timing_ratios
 from .sweep import sweep_class
 
 RANDOM_PNG = "random_ratios.png"
@@ -193,7 +194,7 @@ def random_chart(result: BenchResult, path) -> Path:
     from matplotlib.ticker import FuncFormatter
     for ax, timing in zip(axes, TIMINGS):
         for i, key in enumerate(keys):
-            pairs = sorted((gemm_flops(*r.shape), x) for r, x in series[timing].get(key, []))
+            pairs = sorted((flops(*r.shape), x) for r, x in series[timing].get(key, []))
             if not pairs:
                 continue
             geo = ratio_stats([x for _, x in pairs])["geomean"]

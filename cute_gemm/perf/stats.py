@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..api import flops
 from ..base.precisions import PRECISION
+from ..driver.launch import peak_tflops
 from .schema import CUBLAS, TIMINGS, Row
 
 SLOW = 0.9      # a ratio below this is a shape where cuBLAS is clearly faster
@@ -20,18 +22,9 @@ def summarize(times_ms) -> dict:
             "iqr": q3 - q1, "n": int(t.size)}
 
 
-def gemm_flops(m: int, n: int, k: int) -> float:
-    return 2.0 * m * n * k
-
-
 def tflops(m: int, n: int, k: int, ms: float | None) -> float | None:
     """2 M N K / time, in TFLOP/s (None for a missing or non-positive time)."""
-    return gemm_flops(m, n, k) / (ms * 1e-3) / 1e12 if ms is not None and ms > 0 else None
-
-
-def peak_tflops(sm_count: int, lanes_per_sm: int, clock_khz: float) -> float:
-    """FP32 peak: SMs x FP32 lanes per SM x 2 flop per FMA x clock."""
-    return sm_count * lanes_per_sm * 2 * clock_khz * 1e3 / 1e12
+    return flops(m, n, k) / (ms * 1e-3) / 1e12 if ms is not None and ms > 0 else None
 
 
 def peak_formula(sm_count: int, lanes_per_sm: int, clock_khz: float) -> str:
