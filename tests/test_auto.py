@@ -257,6 +257,25 @@ def test_heuristic_rules_on_the_registered_candidates():
                for p in registry.PRECISIONS)
 
 
+def test_heuristic_small_problems_with_unaligned_operands_take_the_small_kernel():
+    """A problem of at most two k-tiles within two waves of 64x64 tiles, whose operands every
+    TMA kernel would copy first (a leading dimension not 16-byte aligned), runs on the kernel
+    tagged small (cute_mma_sm80_64x64), which reads them as they are in one launch; aligned
+    operands, a longer K or more tiles keep the walk."""
+    def h(m, n, k, prec="bf16", layout="nn"):
+        return auto.choose(m, n, k, device=H100, precision=prec, layout=layout, tables=[]).kernel
+    small = "cute_mma_sm80_64x64"
+    assert auto.SMALL in registry.get(small).tags
+    for prec in ("bf16", "fp16"):
+        assert h(12, 1989, 12, prec) == h(623, 9, 66, prec) == h(1058, 16, 13, prec, "tn") == small
+        assert h(16, 1992, 16, prec) != small          # aligned: the TMA kernels take them
+        assert h(181, 1010, 333, prec) != small        # 6 k-tiles
+        assert h(8191, 8191, 13, prec) != small        # 16,384 tiles
+    assert h(623, 9, 66, "tf32") != small              # tf32 mma.sync would copy an n-major B too
+    assert h(1058, 16, 13, "tf32", "nt") == small
+    assert "one launch" in auto.choose(12, 1989, 12, device=H100, precision="bf16", tables=[]).why
+
+
 def test_heuristic_tensor_cores_take_the_walk_of_least_cost():
     """Among cute_wgmma_ws's tile widths (128x256 in clusters of 2, 128x128, 128x64) and the
     problem or its transpose, the H200 measurements' winners (docs/design/cute_wgmma_ws.md,

@@ -141,26 +141,31 @@ def test_a_copy_goes_into_the_major_the_entry_point_wants_padded_and_aligned():
     assert resolve.choose(TC, ops, "tf32", "float32") == (TC.variants[0], [])
 
 
-def test_a_vector_straddling_a_row_end_is_read_from_a_zero_padded_copy():
-    """cute_mma_sm80 fetches the 16-byte vector at a row end whole (whole_vectors): an
-    operand whose contiguous extent is not a multiple of 8 halves is copied even where its
-    leading dimension is aligned, into rows padded to 16 (the pad zeroed by the copy and
-    inside its allocation); one whose extent divides is taken as it is."""
-    k = registry.get("cute_mma_sm80")
+def test_cute_mma_sm80_reads_row_ends_and_its_small_configuration_any_alignment():
+    """cute_mma_sm80 reads a row end element by element: an operand whose leading dimension
+    is 16-byte aligned is taken as it is whatever its extents; one that is not is copied
+    first. cute_mma_sm80_64x64 also has an entry for any alignment (_al1), taken where the
+    16-byte one is not: no operand of its majors is copied."""
     half = dict(typestr="<f2")
-    ops = {"a": parse("a", FakeCAI((37, 13), strides=(32, 2), **half)),     # ld 16, K = 13
-           "b": parse("b", FakeCAI((13, 24), strides=(48, 2), **half)),
+
+    def chosen(name, lda, k_, ptr=0):
+        ops = {"a": parse("a", FakeCAI((37, k_), strides=(2 * lda, 2), ptr=0x7F0000000000 + ptr, **half)),
+               "b": parse("b", FakeCAI((k_, 24), strides=(48, 2), **half)),
+               "c": parse("c", FakeCAI((37, 24)))}
+        v, copies = resolve.choose(registry.get(name), ops, "fp16", "float32")
+        assert (v.a_major, v.b_major) == ("k", "n")
+        return v.entry, copies
+    assert chosen("cute_mma_sm80", 16, 13) == ("cute_mma_sm80_fp16_f32_ak_bn", [])  # K = 13, ld 16
+    assert chosen("cute_mma_sm80", 14, 13) == ("cute_mma_sm80_fp16_f32_ak_bn", ["a"])
+    small = "cute_mma_sm80_64x64"
+    assert chosen(small, 16, 13) == ("cute_mma_sm80_fp16_f32_ak_bn", [])
+    assert chosen(small, 14, 13) == chosen(small, 13, 13) == ("cute_mma_sm80_fp16_f32_ak_bn_al1", [])
+    assert chosen(small, 16, 13, ptr=2) == ("cute_mma_sm80_fp16_f32_ak_bn_al1", [])   # odd pointer
+    # tf32 (k-major operands): 4-byte copies take any float pointer and leading dimension
+    ops = {"a": parse("a", FakeCAI((37, 13))), "b": parse("b", FakeCAI((13, 24), strides=(4, 52))),
            "c": parse("c", FakeCAI((37, 24)))}
-    v, copies = resolve.choose(k, ops, "fp16", "float32")
-    assert (v.a_major, v.b_major, copies) == ("k", "n", ["a"])
-    assert resolve.copy_target(v, "a", (37, 13)) == ("k", (16, 1))
-    ops["a"] = parse("a", FakeCAI((37, 16), strides=(32, 2), **half))
-    ops["b"] = parse("b", FakeCAI((16, 24), strides=(48, 2), **half))
-    assert resolve.choose(k, ops, "fp16", "float32")[1] == []
-    row = parse("a", FakeCAI((1, 5), strides=(10, 2), **half))          # one row: ld unused
-    ops = {"a": row, "b": parse("b", FakeCAI((5, 8), strides=(16, 2), **half)),
-           "c": parse("c", FakeCAI((1, 8)))}
-    assert resolve.choose(k, ops, "fp16", "float32")[1] == ["a"]
+    v, copies = resolve.choose(registry.get(small), ops, "tf32", "float32")
+    assert (v.entry, copies) == ("cute_mma_sm80_tf32_f32_ak_bk_al1", [])
 
 
 def test_each_precision_and_result_type_has_its_own_entry_points():

@@ -116,24 +116,24 @@ def test_scale2d_instantiates_every_util_entry():
 
 
 def test_kernel_sources_use_the_tables_types_and_suffixes():
-    """c5/c6 instantiate (precision, A/B type, result suffix, C type); c4 names its entries
-    <precision>_a?_b?[_o<result suffix>] with (A/B type, C type)."""
+    """c4/c5/c6 instantiate (precision, A/B type, result suffix, C type) by the table's names:
+    c4's 16-bit ones in each alignment class, its tf32 ones one by one."""
     by_suffix = {d.suffix: d for d in DTYPE.values()}
     seen = 0
-    for path in ("cute/c5_wgmma.cu", "cute/c6_wgmma_ws.cu"):
-        for prec, tab, out, tc in re.findall(
-                r"^CG_WGMMA(?:_WS)?_16BIT\((\w+), ([\w:]+), (\w+), ([\w:]+)\)", _source(path), re.M):
-            assert tab == DTYPE[PRECISION[prec].dtype].cpp, (path, prec)
-            assert tc == by_suffix[out].cpp and by_suffix[out].name in PRECISION[prec].outs
+    for path, macro in (("cute/c4_mma_sm80.cu", "CG_MMA_16BIT"), ("cute/c5_wgmma.cu", "CG_WGMMA_16BIT"),
+                        ("cute/c6_wgmma_ws.cu", "CG_WGMMA_WS_16BIT")):
+        for prec, tab, out, tc in re.findall(rf"^{macro}\((\w+), ([\w:]+), (\w+), ([\w:]+)[,)]",
+                                             _source(path), re.M):
+            assert _cpp(tab) == _cpp(DTYPE[PRECISION[prec].dtype].cpp), (path, prec)
+            assert _cpp(tc) == _cpp(by_suffix[out].cpp) and by_suffix[out].name in PRECISION[prec].outs
             seen += 1
-    for entry, tab, tc in re.findall(r"^CG_MMA_ENTRY\((\w+),\s+([\w:]+),\s+([\w:]+),",
+    for entry, tab, tc in re.findall(r"^CG_MMA_ENTRY\((\w+), ([\w:]+), ([\w:]+),",
                                      _source("cute/c4_mma_sm80.cu"), re.M):
-        prec, own = re.fullmatch(r"cute_mma_sm80_(\w+?)_a[km]_b[kn](?:_o(\w+))?", entry).groups()
-        out = by_suffix[own] if own else DTYPE[ACCUMULATOR]
+        prec, out = re.fullmatch(r"cute_mma_sm80_(\w+?)_(\w+?)_ak_bk(?:_al1)?", entry).groups()
         assert _cpp(tab) == _cpp(DTYPE[PRECISION[prec].dtype].cpp), entry
-        assert _cpp(tc) == _cpp(out.cpp) and out.name in PRECISION[prec].outs, entry
+        assert _cpp(tc) == _cpp(by_suffix[out].cpp) and by_suffix[out].name in PRECISION[prec].outs
         seen += 1
-    assert seen == 8 + 17
+    assert seen == 8 + 8 + 2
 
 
 def test_tma_data_types_exist_in_the_bindings():

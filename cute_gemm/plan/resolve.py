@@ -364,17 +364,16 @@ def choose_exactly(k: registry.Kernel, ops: dict[str, Operand], precision: str =
     majors = [(f"{r}_major", fits[r][0]) for r in ops]
     for v in [v for v in ours if all(getattr(v, a) in ("any", f) for a, f in majors)]:
         if ((v.extent_align == 1 or v.fits_extents(m, n, kk))
-                and all(v.takes(r, *fits[r]) and not (v.whole_vectors and v.straddles(r, m, n, kk))
-                        for r in ops)):
+                and all(v.takes(r, *fits[r]) for r in ops)):
             return v, []
     best = None
     for v in ours:
-        # (extent_align and whole_vectors asked first: most entries have neither)
+        # (extent_align asked first: most entries have none)
         if v.extent_align != 1 and not v.fits_extents(m, n, kk):   # a vector would straddle
             continue                                                # a row/column end
         copies, feasible = [], True
         for r, op in ops.items():
-            if v.takes(r, *fits[r]) and not (v.whole_vectors and v.straddles(r, m, n, kk)):
+            if v.takes(r, *fits[r]):
                 continue
             want, st = copy_target(v, r, op.shape)
             ld = st[0] if st[1] == 1 else st[1]

@@ -333,30 +333,36 @@ def _pipe(name: str, cfg: PipelinedConfig, tags: tuple[str, ...] = ("fast",),
     )
 
 
-def _mma_sm80(name: str, bm: int, bn: int, bk: int, stages: int, warps: tuple[int, int] = (2, 2)) -> Kernel:
-    # 16-byte vectors of A and B (cp.async, ldmatrix): align 8 (16-bit) / 4 (tf32) on A and B;
-    # residues at element granularity (cp.async src-size), so no extent_align, but a vector at
-    # a row end is fetched whole (whole_vectors); C any strides
-    def entry(prec: str, a: str, b: str, out: str) -> Variant:
-        # a result other than the accumulator's float32: _o<its suffix> (_obf16, _ofp16)
-        suffix = "" if out == ACCUMULATOR else f"_o{DTYPE[out].suffix}"
-        return Variant(f"cute_mma_sm80_{prec}_a{a}_b{b}{suffix}", a_major=a, b_major=b,
-                       c_major="any", align=16 // PRECISION[prec].itemsize, align_roles="ab",
-                       whole_vectors=True, precision=prec, out_dtype=out)
-    sixteen = tuple(entry(p, a, b, out) for p in ("bf16", "fp16") for out in PRECISION[p].outs
-                    for a, b in _MAJORS)
+def _mma_sm80(name: str, bm: int, bn: int, bk: int, stages: int, warps: tuple[int, int] = (2, 2),
+              summary: str = "", any_align: bool = False) -> Kernel:
+    # Each (precision, result, majors): 16-byte copies (align 8 / 4 elements on A and B; a row
+    # end read element by element, so no extent_align); C any strides. any_align: then an _al1
+    # twin (16-bit loads; tf32 4-byte cp.async) for operands of any alignment, which resolve
+    # takes as they are where the first does not (for small problems, where copying them
+    # first costs two launches; a long K is faster on aligned copies)
+    def entry(prec: str, a: str, b: str, out: str, copy_bytes: int) -> Variant:
+        align = max(copy_bytes // PRECISION[prec].itemsize, 1)
+        suffix = "" if copy_bytes == 16 else f"_al{align}"
+        return Variant(f"cute_mma_sm80_{prec}_{DTYPE[out].suffix}_a{a}_b{b}{suffix}", a_major=a,
+                       b_major=b, c_major="any", align=align, align_roles="ab", precision=prec,
+                       out_dtype=out)
+    sizes = (16, 2) if any_align else (16,)
+    sixteen = tuple(entry(p, a, b, out, g) for p in ("bf16", "fp16") for out in PRECISION[p].outs
+                    for g in sizes for a, b in _MAJORS)
+    tf32 = tuple(entry("tf32", "k", "k", "float32", g) for g in (16, 4)[:len(sizes)])
     # 128 bytes of k per smem row: bk 16-bit elements, bk/2 for tf32; STAGES stages of A and B
     smem = stages * (bm + bn) * bk * 2
     return tiled_stage(
         TileConfig(32 * warps[0] * warps[1], bm, bn, bk, stages, *warps, dyn_smem=smem),
         name=name,
         source="cute/c4_mma_sm80.cu",
-        variants=sixteen + (entry("tf32", "k", "k", "float32"),),
+        variants=sixteen + tf32,
         grid=TileGridMN(bm, bn),
         min_arch=80,
-        summary=f"tensor cores (mma.sync bf16/fp16/tf32, {warps[0]}x{warps[1]} warps of "
-                f"{bm // warps[0]}x{bn // warps[1]}), ldmatrix from swizzled smem, "
-                f"{stages}-stage cp.async ring with element-granular zero-filled residues",
+        summary=summary or (
+            f"tensor cores (mma.sync bf16/fp16/tf32, {warps[0]}x{warps[1]} warps of "
+            f"{bm // warps[0]}x{bn // warps[1]}), ldmatrix from swizzled smem, "
+            f"{stages}-stage cp.async ring, element-granular residues"),
         seed="CuTe sgemm_sm80 tutorial (half)",
     )
 
@@ -433,4 +439,11 @@ CUTE: list[Kernel] = [
     # SM, 144 KB smem): 0.51-0.54x cuBLAS bf16 against 0.44-0.51x for 128x128 with 2x2 warps
     # (docs/design/cute_mma_sm80.md#tile-shape)
     gemm_candidate(_mma_sm80("cute_mma_sm80", 128, 256, 64, 3, (2, 4))),
+    # ... and small problems, where a launch's fixed costs are most of the time: 64x64 tiles
+    # of 2x2 warps (more CTAs on few tiles), 48 KB of smem, no persistent walk
+    gemm_candidate(dataclasses.replace(_mma_sm80(
+        "cute_mma_sm80_64x64", 64, 64, 64, 3, (2, 2), summary=(
+            "cute_mma_sm80 in 64x64 tiles of 2x2 warps for small problems: more CTAs, less "
+            "to set up, operands of any alignment read as they are"), any_align=True),
+        tags=("small",))),
 ]

@@ -131,10 +131,6 @@ class Variant:
     extent_align: int = 1  # those operands' contiguous extent (K for k-major A, M for m-major A,
                            # N or K for B, N or M for C) is a multiple of this: a 128-bit vector
                            # must never straddle the end of a row/column (it would read past it)
-    whole_vectors: bool = False  # the entry fetches the vector that straddles a row end whole
-                           # (cp.async with a src-size zero-fills smem past the end, but the
-                           # sanitizer counts all 16 bytes read): such an operand is taken only
-                           # as run()'s copy, whose pad is zeroed and inside its allocation
     # the twins of the launch modes (plan/modes.py), entry points of the same operands, or "":
     stream_k: str = ""     # NAME_sk, a persistent stream-K launch after its sibling NAME
                            # (+ float* ws, int tile0; include/cute_gemm/streamk.cuh)
@@ -177,13 +173,6 @@ class Variant:
         extents = {"m": m, "n": n, "k": k}
         return all(extents.get(getattr(self, f"{r}_major"), 0) % self.extent_align == 0
                    for r in self.align_roles)
-
-    def straddles(self, role: str, m: int, n: int, k: int) -> bool:
-        """True if this entry would fetch a whole vector past the end of operand `role`'s
-        rows (whole_vectors, and its contiguous extent not a multiple of the vector)."""
-        if not self.whole_vectors or role not in self.align_roles:
-            return False
-        return {"m": m, "n": n, "k": k}.get(getattr(self, f"{role}_major"), 0) % self.align != 0
 
     def takes(self, role: str, major: str | None, align: int) -> bool:
         """The one acceptance rule: this entry point takes operand `role` ("a", "b", "c")

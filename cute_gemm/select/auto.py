@@ -38,6 +38,9 @@ AUTO = registry.AUTO
 TAG = "auto"                       # Kernel.tags: a candidate of the selector
 # heuristic: C covered by at most this many tiles of the largest-tile candidate is "tiny"
 TINY_TILES = 4
+# heuristic, tensor cores: a kernel tagged SMALL takes unaligned operands of a problem of at
+# most SMALL_K_TILES k-tiles whose C is at most SMALL_WAVES tiles per SM (_small_problem)
+SMALL, SMALL_K_TILES, SMALL_WAVES = "small", 2, 2
 # from_tables, a shape without a row: the rows whose times are scaled to it, weighted by
 # 1 / (distance + NEAR_WEIGHT); chosen leave-one-out over the shipped tables and on the
 # held-out shapes' measured candidates (docs/design/auto.md#scaled-rows)
@@ -410,6 +413,9 @@ def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
     if len(ks) == 1:
         return Choice(ks[0].name, why="the only candidate")
     if PRECISION[precision].tensor_cores:
+        small = _small_problem(ks, m, n, k, precision, layout, sm_count, out_dtype)
+        if small:
+            return small
         newest = max((x.arch_specific, x.min_arch) for x in ks)
         ks = [x for x in ks if (x.arch_specific, x.min_arch) == newest]
         built = (f"tensor cores: built for sm_{newest[1]}" + ("a" if newest[0] else "+")
@@ -451,6 +457,32 @@ def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
         return Choice(small.name, why=f"C is {tiles} tile{'s' if tiles != 1 else ''} of "
                       f"{big.name}: smaller tiles put it on more SMs")
     return Choice(big.name, why=why)
+
+
+def _small_problem(ks, m: int, n: int, k: int, precision: str, layout: str, sm_count: int,
+                   out_dtype: str) -> Choice | None:
+    """A small problem (SMALL_K_TILES k-tiles at most, C within SMALL_WAVES waves of tiles)
+    whose operands every TMA kernel would copy first (a leading dimension or pointer not 16-byte
+    aligned): the kernel tagged SMALL that reads them as they are, one launch instead of
+    three; None where the rule does not apply (docs/design/auto.md#small-unaligned)."""
+    tma = [x for x in ks if x.arch_specific]
+    smalls = [x for x in ks if SMALL in x.tags and x.tile]
+    if not tma or not smalls or not sm_count:
+        return None
+    cm, cn, ck = resolve.shape_class(m, n, k)
+    if any(not resolve.choose_contiguous(x, m, n, k, layout, precision, out_dtype,
+                                         (cm, cn, ck))[1] for x in tma):
+        return None
+    for x in smalls:
+        bk = x.tile[2] * 2 // PRECISION[precision].itemsize       # 128 bytes of k (c4's BLK_K)
+        tiles = cdiv(m, x.tile[0]) * cdiv(n, x.tile[1])
+        if (cdiv(k, bk) <= SMALL_K_TILES and tiles <= SMALL_WAVES * sm_count
+                and not resolve.choose_contiguous(x, m, n, k, layout, precision, out_dtype,
+                                                  (cm, cn, ck))[1]):
+            return Choice(x.name, why=f"a small problem ({cdiv(k, bk)} k-tile"
+                          f"{'s' if cdiv(k, bk) != 1 else ''}, {tiles} tiles) with operands "
+                          "the TMA kernels would copy: read as they are, one launch")
+    return None
 
 
 _simt: dict = {}    # heuristic's SIMT candidates -> (them, the largest, the smallest tiles, ...)

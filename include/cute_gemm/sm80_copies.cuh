@@ -1,6 +1,6 @@
-// Ampere copy helpers of the tensor-core kernels (kernels/cute/c4_mma_sm80.cu): 16-byte
-// cp.async with element-granular zero-fill, the bytes of a vector inside its operand, and
-// tf32 rounding of float operands in shared memory.
+// Ampere copy helpers of the tensor-core kernels (kernels/cute/c4_mma_sm80.cu): 16-byte smem
+// vectors from operands of any alignment with element-granular zero-fill, the bytes of a
+// vector inside its operand, and tf32 rounding of float operands in shared memory.
 #pragma once
 
 #include <cute_gemm/cute.cuh>
@@ -13,6 +13,50 @@ template <class T>
 __device__ __forceinline__ void cp_async_16_zfill(T* smem, T const* gmem, int src_bytes) {
   uint32_t s = cute::cast_smem_ptr_to_uint(smem);
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(src_bytes));
+}
+
+// One 4-byte cp.async (.ca: .cg takes only 16 bytes).
+__device__ __forceinline__ void cp_async_4(void* smem, void const* gmem) {
+  uint32_t s = cute::cast_smem_ptr_to_uint(smem);
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(s), "l"(gmem));
+}
+
+// One 16-byte smem vector of an operand whose pointer and leading stride are G-byte aligned
+// (G = 16, 4 or 2): the first `bytes` (a multiple of the element size) from `gmem`, the rest
+// zero. Nothing past `bytes` is read, so no copy of the operand is needed for a row end that
+// cuts a vector: whole vectors by one 16-byte cp.async, none by a zero-filling one that
+// reads nothing, the others in 4-byte cp.asyncs where G allows, the rest element by element
+// (synchronous loads; the stage is published by the same barrier).
+template <int G, class T>
+__device__ __forceinline__ void copy_vec(T* smem, T const* gmem, int bytes) {
+  static_assert(G == 16 || G == 4 || (G == 2 && sizeof(T) == 2), "cp.async granules, or 16-bit loads");
+  if ((G == 16 && bytes == 16) || bytes == 0) {
+    cp_async_16_zfill(smem, gmem, bytes);
+    return;
+  }
+  char* s = reinterpret_cast<char*>(smem);
+  char const* g = reinterpret_cast<char const*>(gmem);
+  if constexpr (G >= 4) {
+    CUTE_UNROLL
+    for (int j = 0; j < 4; ++j) {
+      const int b = bytes - 4 * j;               // 16-bit elements: 2 at the end of an odd row
+      if (b >= 4) {
+        cp_async_4(s + 4 * j, g + 4 * j);
+      } else {
+        const uint32_t v = b > 0 ? uint32_t(*reinterpret_cast<uint16_t const*>(g + 4 * j)) : 0u;
+        *reinterpret_cast<uint32_t*>(s + 4 * j) = v;
+      }
+    }
+  } else {
+    uint32_t v[4];
+    CUTE_UNROLL
+    for (int j = 0; j < 4; ++j) {
+      const uint32_t lo = 4 * j < bytes ? *reinterpret_cast<uint16_t const*>(g + 4 * j) : 0u;
+      const uint32_t hi = 4 * j + 2 < bytes ? *reinterpret_cast<uint16_t const*>(g + 4 * j + 2) : 0u;
+      v[j] = lo | hi << 16;
+    }
+    *reinterpret_cast<uint4*>(s) = make_uint4(v[0], v[1], v[2], v[3]);
+  }
 }
 
 // Bytes of the V-element vector at coordinate c of a `shape` operand whose unit stride runs

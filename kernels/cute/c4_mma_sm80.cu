@@ -13,12 +13,14 @@
 //    the row index (Swizzle<3,M,3>, M = log2 of the elements in 16 bytes). ldmatrix reads 8
 //    rows x 16 bytes per phase and a warp's cp.async writes whole 128-byte rows: both touch 8
 //    distinct chunks = all 32 banks, with no padding words.
-//  * Residues at element granularity: every 16-byte cp.async carries a src-size (0..16 bytes
-//    inside the matrix, the rest zero-filled; 0 reads nothing), computed from identity-tensor
-//    coordinates. CuTe's ZFILL atom is all-or-nothing per vector, which would need extents that
-//    are multiples of 8 (or 4); here any M, N, K >= 1 run with 16-byte vectors. k-tiles inside
-//    K take the byte counts of k-tile 0 (the m/n bound only, out of the mainloop); only the
-//    last, partial one tests K per element.
+//  * Residues at element granularity, and any alignment, without copies of the operands:
+//    each 16-byte smem vector gets the bytes of it inside the matrix (computed from identity-
+//    tensor coordinates), the rest zero-filled, and nothing past them is read
+//    (sm80_copies.cuh copy_vec): one 16-byte cp.async where the vector is whole and aligned,
+//    else 4-byte cp.asyncs, else 16-bit loads. CuTe's ZFILL atom is all-or-nothing per
+//    vector, which would need extents that are multiples of 8 (or 4). k-tiles inside K take
+//    the byte counts of k-tile 0 (the m/n bound only, out of the mainloop); only the last,
+//    partial one tests K per element.
 //  * tf32: operands arrive as float bits and are rounded to nearest (cvt.rna.tf32.f32, ties
 //    away from zero), once per element, in smem: each thread rounds the vectors it copied when
 //    they have landed, before the barrier that publishes the stage (rounding the fragments
@@ -26,14 +28,15 @@
 //    bits): a bias of up to 1 ulp of tf32 per operand; rounded, the error is u = 2^-11.
 //  * Epilogue alpha*acc + beta*C converted to TC with round-to-nearest(-even) (cvt.rn), C read
 //    only when beta != 0: a row-major C in column pairs, any other strides scalar; predicated.
-// Geometry: BLK_M x BLK_N = 128 x 128 (the registry's config), BLK_K = 128 bytes of k (64 16-bit, 32
-//           tf32 elements), STAGES = 3 (96 KB dynamic smem: 2 CTAs per SM), 128 threads =
-//           WARPS_M x WARPS_N = 2x2 warps, each warp 64x64 of C: 4 (m) x 8 (n) MMA atoms, 128
-//           float accumulators per thread (224-254 registers, no spills, sm_80 and sm_90).
-// Strides:  one entry per (precision, A major, B major, C type); the unit stride is static.
-//           16-bit: all four majors (k-major operands via LDSM_N, m-/n-major via LDSM_T);
-//           tf32: A and B k-major only (ldmatrix has no 32-bit transpose; the runtime copies
-//           other majors). A, B: 16-byte aligned pointers and leading strides (align 8 / 4).
+// Geometry: the registry's TileConfig. cute_mma_sm80: 128 x 256 tiles, 2x4 warps of 64x64 of
+//           C (4 (m) x 8 (n) MMA atoms, 128 float accumulators a thread), 3 stages (144 KB
+//           smem, 1 CTA per SM). cute_mma_sm80_64x64, for small problems: 2x2 warps of 32x32,
+//           3 stages (48 KB). BLK_K = 128 bytes of k (64 16-bit, 32 tf32 elements).
+// Strides:  one entry per (precision, result type, A major, B major, alignment class); the
+//           unit stride is static. 16-bit: all four majors (k-major operands via LDSM_N, m-/
+//           n-major via LDSM_T); tf32: A and B k-major only (ldmatrix has no 32-bit transpose;
+//           the runtime copies other majors). A, B pointers and leading strides: 16-byte
+//           aligned, or (_al1 entries, registered for the small-problem configuration) any.
 //           C: any strides.
 // Bottleneck: mma.sync itself on Hopper (cuBLAS uses wgmma): H100, 4096^3, bf16 333-366
 //           TFLOP/s against cuBLAS bf16 734-786 in the same runs (0.43-0.47x), about the CuTe
@@ -112,7 +115,7 @@ CUTE_HOST_DEVICE constexpr auto g2s_copy() {
 // The mainloop: this CTA's (BLK_M,BLK_N) tile of A*B into the accumulators tCrC (the
 // TiledMMA's C partition of this thread). Templated on the operands only, so the entries of
 // one (precision, majors) that differ in the type of C share its instantiation.
-template <class TAB, class StrideA, class StrideB, class Acc>
+template <int G, class TAB, class StrideA, class StrideB, class Acc>
 __device__ __forceinline__ void mainloop_mma_sm80(int M, int N, int K, const TAB* A_, StrideA dA,
                                                   const TAB* B_, StrideB dB, Acc& tCrC) {
   using T = typename MmaFor<TAB>::T;                           // A, B as the MMA reads them
@@ -211,14 +214,14 @@ __device__ __forceinline__ void mainloop_mma_sm80(int M, int N, int K, const TAB
       CUTE_UNROLL
       for (int k = 0; k < size<2>(tAsA); ++k) {
         const int bytes = cg::inside_bytes<a_k ? 1 : 0, V, sizeof(T)>(tAcA(0, m, k, full ? 0 : k_tile), shapeA);
-        cg::cp_async_16_zfill(&tAsA(0, m, k, stage), bytes ? &tAgA(0, m, k, k_tile) : A, bytes);
+        cg::copy_vec<G>(&tAsA(0, m, k, stage), bytes ? &tAgA(0, m, k, k_tile) : A, bytes);
       }
     CUTE_UNROLL
     for (int n = 0; n < size<1>(tBsB); ++n)
       CUTE_UNROLL
       for (int k = 0; k < size<2>(tBsB); ++k) {
         const int bytes = cg::inside_bytes<b_k ? 1 : 0, V, sizeof(T)>(tBcB(0, n, k, full ? 0 : k_tile), shapeB);
-        cg::cp_async_16_zfill(&tBsB(0, n, k, stage), bytes ? &tBgB(0, n, k, k_tile) : B, bytes);
+        cg::copy_vec<G>(&tBsB(0, n, k, stage), bytes ? &tBgB(0, n, k, k_tile) : B, bytes);
       }
   };
   const int k_tiles = ceil_div(K, int(bK));
@@ -282,7 +285,7 @@ __device__ __forceinline__ void mainloop_mma_sm80(int M, int N, int K, const TAB
 
 }
 
-template <class TAB, class TC, class StrideA, class StrideB>
+template <int G, class TAB, class TC, class StrideA, class StrideB>
 __device__ void gemm_mma_sm80(int M, int N, int K, float alpha,
                               const TAB* A, StrideA dA, const TAB* B, StrideB dB,
                               float beta, TC* C, long long sCm, long long sCn) {
@@ -296,7 +299,7 @@ __device__ void gemm_mma_sm80(int M, int N, int K, float alpha,
   Tensor tCcC = thr_mma.partition_C(gcC);                                             // (MMA,MMA_M,MMA_N)
   Tensor tCrC = thr_mma.partition_fragment_C(gcC);                                    // (MMA,MMA_M,MMA_N) float
 
-  mainloop_mma_sm80(M, N, K, A, dA, B, dB, tCrC);
+  mainloop_mma_sm80<G>(M, N, K, A, dA, B, dB, tCrC);
 
   // Epilogue: C = alpha * acc + beta * C in TC (round to nearest), C read only if beta != 0.
   // Row-major C (unit column stride, even row stride, pair-aligned base): values 2j, 2j+1 of
@@ -338,27 +341,29 @@ __device__ void gemm_mma_sm80(int M, int N, int K, float alpha,
     }
 }
 
-#define CG_MMA_ENTRY(NAME, TAB, TC, DA, DB)                                                 \
-  CG_ENTRY(NAME, __launch_bounds__(NUM_THREADS), (CG_GEMM_PARAMS_T(TAB, TC)), {             \
-    gemm_mma_sm80(M, N, K, alpha, A, DA, B, DB, beta, C, sCm, sCn);                         \
+// G: the bytes each copy moves at most (16: A, B 16-byte aligned; 4: 4-byte; 2: 16-bit any).
+// Launch bounds of 1 CTA an SM: without them ptxas held the 64x64 tf32 entry to 128 registers
+// and spilled.
+#define CG_MMA_ENTRY(NAME, TAB, TC, DA, DB, G)                                              \
+  CG_ENTRY(NAME, __launch_bounds__(NUM_THREADS, 1), (CG_GEMM_PARAMS_T(TAB, TC)), {          \
+    gemm_mma_sm80<G>(M, N, K, alpha, A, DA, B, DB, beta, C, sCm, sCn);                      \
   })
+// One precision and result type in every (A major, B major), one alignment class (AL: the
+// entries' suffix, _al1 for any alignment; none for 16 bytes)
+#define CG_MMA_16BIT(PREC, TAB, OUT, TC, AL, G)                                             \
+  CG_MMA_ENTRY(cute_mma_sm80_##PREC##_##OUT##_ak_bn##AL, TAB, TC, CG_DA_k, CG_DB_n, G)      \
+  CG_MMA_ENTRY(cute_mma_sm80_##PREC##_##OUT##_ak_bk##AL, TAB, TC, CG_DA_k, CG_DB_k, G)      \
+  CG_MMA_ENTRY(cute_mma_sm80_##PREC##_##OUT##_am_bn##AL, TAB, TC, CG_DA_m, CG_DB_n, G)      \
+  CG_MMA_ENTRY(cute_mma_sm80_##PREC##_##OUT##_am_bk##AL, TAB, TC, CG_DA_m, CG_DB_k, G)
 
-// 16-bit operands, every (A major, B major), float and 16-bit C
-CG_MMA_ENTRY(cute_mma_sm80_bf16_ak_bn,              bfloat16_t, float,      CG_DA_k, CG_DB_n)
-CG_MMA_ENTRY(cute_mma_sm80_bf16_ak_bk,              bfloat16_t, float,      CG_DA_k, CG_DB_k)
-CG_MMA_ENTRY(cute_mma_sm80_bf16_am_bn,              bfloat16_t, float,      CG_DA_m, CG_DB_n)
-CG_MMA_ENTRY(cute_mma_sm80_bf16_am_bk,              bfloat16_t, float,      CG_DA_m, CG_DB_k)
-CG_MMA_ENTRY(cute_mma_sm80_bf16_ak_bn_obf16,        bfloat16_t, bfloat16_t, CG_DA_k, CG_DB_n)
-CG_MMA_ENTRY(cute_mma_sm80_bf16_ak_bk_obf16,        bfloat16_t, bfloat16_t, CG_DA_k, CG_DB_k)
-CG_MMA_ENTRY(cute_mma_sm80_bf16_am_bn_obf16,        bfloat16_t, bfloat16_t, CG_DA_m, CG_DB_n)
-CG_MMA_ENTRY(cute_mma_sm80_bf16_am_bk_obf16,        bfloat16_t, bfloat16_t, CG_DA_m, CG_DB_k)
-CG_MMA_ENTRY(cute_mma_sm80_fp16_ak_bn,              half_t,     float,      CG_DA_k, CG_DB_n)
-CG_MMA_ENTRY(cute_mma_sm80_fp16_ak_bk,              half_t,     float,      CG_DA_k, CG_DB_k)
-CG_MMA_ENTRY(cute_mma_sm80_fp16_am_bn,              half_t,     float,      CG_DA_m, CG_DB_n)
-CG_MMA_ENTRY(cute_mma_sm80_fp16_am_bk,              half_t,     float,      CG_DA_m, CG_DB_k)
-CG_MMA_ENTRY(cute_mma_sm80_fp16_ak_bn_ofp16,        half_t,     half_t,     CG_DA_k, CG_DB_n)
-CG_MMA_ENTRY(cute_mma_sm80_fp16_ak_bk_ofp16,        half_t,     half_t,     CG_DA_k, CG_DB_k)
-CG_MMA_ENTRY(cute_mma_sm80_fp16_am_bn_ofp16,        half_t,     half_t,     CG_DA_m, CG_DB_n)
-CG_MMA_ENTRY(cute_mma_sm80_fp16_am_bk_ofp16,        half_t,     half_t,     CG_DA_m, CG_DB_k)
-// tf32: float operands, both k-major, float C
-CG_MMA_ENTRY(cute_mma_sm80_tf32_ak_bk,              float,      float,      CG_DA_k, CG_DB_k)
+CG_MMA_16BIT(bf16, bfloat16_t, f32, float, , 16)
+CG_MMA_16BIT(bf16, bfloat16_t, f32, float, _al1, 2)
+CG_MMA_16BIT(bf16, bfloat16_t, bf16, bfloat16_t, , 16)
+CG_MMA_16BIT(bf16, bfloat16_t, bf16, bfloat16_t, _al1, 2)
+CG_MMA_16BIT(fp16, half_t, f32, float, , 16)
+CG_MMA_16BIT(fp16, half_t, f32, float, _al1, 2)
+CG_MMA_16BIT(fp16, half_t, fp16, half_t, , 16)
+CG_MMA_16BIT(fp16, half_t, fp16, half_t, _al1, 2)
+// tf32: float operands, both k-major, float C; 4-byte copies take any float pointer
+CG_MMA_ENTRY(cute_mma_sm80_tf32_f32_ak_bk, float, float, CG_DA_k, CG_DB_k, 16)
+CG_MMA_ENTRY(cute_mma_sm80_tf32_f32_ak_bk_al1, float, float, CG_DA_k, CG_DB_k, 4)
