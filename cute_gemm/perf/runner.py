@@ -255,9 +255,9 @@ def bench(kernels: str | Sequence[str] | None = None,
     info = launch.device_info()
     driver.ensure_context(info.ordinal)
     todo = plan(sizes, layouts, seed=seed, flops=flops)
-    kernels = kernels if kernels or todo.random is None else [registry.AUTO]
-    names = [registry.check_name(x) for x in ([kernels] if isinstance(kernels, str) else kernels)
-             ] if kernels else list(registry.names())
+    if not kernels:
+        kernels = list(registry.names()) if todo.random is None else [registry.AUTO]
+    names = [registry.check_name(x) for x in ([kernels] if isinstance(kernels, str) else kernels)]
     precs = parse_precisions(precisions)
     backend, cublas_note = find_cublas(cublas, precisions=precs)
     result = BenchResult(_meta(info, backend, cublas_note, todo, repeats=repeats,
@@ -266,8 +266,9 @@ def bench(kernels: str | Sequence[str] | None = None,
     settings["precisions"] = list(precs)
     if todo.random is not None:
         meta["random"] = todo.record()
-    ks = [registry.get(x) for x in names if x != registry.AUTO]     # "auto": its candidates
-    ks += [k for p in precs for k in auto.candidates(p, arch_int=info.arch_int)] * (registry.AUTO in names)
+    ks = [registry.get(x) for x in names if x != registry.AUTO]
+    if registry.AUTO in names:      # gemm(): its candidates
+        ks += [k for p in precs for k in auto.candidates(p, arch_int=info.arch_int)]
     compiled = compile_all(list({k.name: k for k in ks}.values()), info)
     meta["compile"] = {x: {"nvrtc_seconds": cs, "origin": origin, "error": err or None}
                        for x, (cs, origin, err) in compiled.items() if not err.startswith("needs")}
