@@ -10,7 +10,7 @@ from cute_gemm import registry
 from cute_gemm.driver import launch
 from cute_gemm.registry import records
 from cute_gemm.select import auto, autotable
-from cute_gemm.perf import sweep, tune
+from cute_gemm.perf import runner, sweep, tune
 from test_auto import A100, H100, fake_candidates, row, table
 
 pytestmark = pytest.mark.usefixtures("private_tables")   # tests/conftest.py
@@ -77,7 +77,6 @@ def test_cli_tune_show_without_a_gpu(monkeypatch, capsys):
 # ---- cross_check, bench and the README section cover gemm() like a kernel ---------------------------
 def test_cross_check_and_bench_cover_auto_on_a_simulated_device(monkeypatch, tmp_path):
     from test_bench_simulated import _HostBuffer, _simulated_device
-    from cute_gemm.perf import runner
     blas = _simulated_device(monkeypatch)
     monkeypatch.setattr(runner, "find_cublas", lambda prefer, **kw: (blas, "cuBLAS via fakeblas"))
     rep = cute_gemm.cross_check(kernels=["naive", "auto"], shapes=[(20, 30, 10)], precision="fp32")
@@ -154,7 +153,7 @@ def test_tune_warms_the_gpu_up_before_its_first_timing(monkeypatch, tmp_path):
     from test_bench_simulated import _simulated_device
     _simulated_device(monkeypatch)
     from cute_gemm.build import cache
-    monkeypatch.setattr(tune, "compile_ahead", lambda kernels, arch: cache.Prefetch([]))
+    monkeypatch.setattr(runner, "compile_ahead", lambda kernels, arch: cache.Prefetch([]))
     tune.tune([(40, 30, 20)], out=tmp_path, max_seconds=5, progress=False)
     assert order == ["warm", "measure"]
 
@@ -207,7 +206,7 @@ def test_tune_end_to_end_on_a_simulated_device(monkeypatch, tmp_path, capsys):
     from cute_gemm import cli
     from cute_gemm.build import cache
     _simulated_device(monkeypatch)
-    monkeypatch.setattr(tune, "compile_ahead", lambda kernels, arch: cache.Prefetch([]))
+    monkeypatch.setattr(runner, "compile_ahead", lambda kernels, arch: cache.Prefetch([]))
     _HostBuffer.live = 0
     out = tmp_path / "tables"
     out.mkdir()

@@ -34,8 +34,7 @@ class _CuPyBLAS(_BLAS):
         os.environ["CUPY_TF32"] = "0"      # CuPy's compute type for float32 matmuls, per call
         cp = importlib.import_module("cupy")
         cp.cuda.runtime.getDeviceCount()
-        self.cp, self.version, self.L = cp, cp.__version__, None
-        self.mm = lambda a, b, out: cp.matmul(a, b, out=out)
+        self.cp, self.version, self.L, self.mm = cp, cp.__version__, None, cp.matmul
         self.tf32 = "off: CUPY_TF32=0"
         try:
             L = importlib.import_module("cupy._core._routines_linalg")
@@ -78,7 +77,7 @@ class _TorchBLAS(_BLAS):
         if not torch.cuda.is_available():
             raise RuntimeError("torch.cuda.is_available() is False")
         self.torch, self.version, self.cublas_version = torch, torch.__version__, ""
-        self.mm = lambda a, b, out: torch.matmul(a, b, out=out)
+        self.mm = lambda a, b, out: torch.matmul(a, b, out=out)      # looked up at each call
         self.new_api = hasattr(torch.backends.cuda.matmul, "fp32_precision")    # torch >= 2.9
         self._tf32(False)
         self.tf32 = ("off: torch.backends.cuda.matmul." +

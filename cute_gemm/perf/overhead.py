@@ -15,7 +15,7 @@ import numpy as np
 from .. import api, driver, registry
 from ..driver import launch
 from ..driver.arrays import DeviceArray, parse
-from .runtime import resolve
+from .shapes import resolve
 from .schema import first_line
 from .timing import host_us, wall_us
 

@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 from tqdm import tqdm
 
-from .. import api, registry
+from .. import api, driver, registry
 from ..build import cache
 from ..build.compile import nvrtc_version
 from ..driver import launch
@@ -30,7 +30,6 @@ from .cublas import find_cublas
 from .first_call import measure_first_call
 from .overhead import measure_overhead
 from .report import write_outputs
-from .runtime import compile_ahead, make_current
 from .schema import BURST, CUBLAS, CUBLAS_PEER, BenchResult, Row, first_line
 from .shapes import native_layout, out_dtype_of, plan
 from .stats import (fill_ratios, peak_formula, precision_peaks, random_summary, sample_indices,
@@ -59,10 +58,11 @@ class Reference:
         self.ref, self.gauge = reference(a, b, None, 1.0, 0.0)
 
     def judge(self, name: str, c: np.ndarray):
-        if self.rows is None:
-            return judge(name, c, self.ref, self.gauge, False, self.eps, self.out_dtype)
-        r = judge(name, c[np.ix_(self.rows, self.cols)], self.ref, self.gauge, False, self.eps,
-                  self.out_dtype)
+        whole = self.rows is None
+        r = judge(name, c if whole else c[np.ix_(self.rows, self.cols)], self.ref, self.gauge, False,
+                  self.eps, self.out_dtype)
+        if whole:
+            return r
         if r.first_fail is not None:
             r.first_fail = (int(self.rows[r.first_fail[0]]), int(self.cols[r.first_fail[1]]))
         elif r.status == "pass" and (bad := int(c.size - np.count_nonzero(np.isfinite(c)))):
@@ -98,23 +98,35 @@ def measure_row(row: Row, check_fn, time_fn, catch=Exception) -> Row:
 
 
 # ---- inputs on the device -----------------------------------------------------------------
+def operands(a32: np.ndarray, b32: np.ndarray, precision: str, rng, info, full_max=None):
+    """(a, b) in the precision's input type, their Reference, and how many input sets to
+    rotate through on device `info` (timing.rotation_sets)."""
+    dt = PRECISION_DTYPE[precision]
+    a, b = (a32, b32) if dt == "float32" else (as_given(a32, dt), as_given(b32, dt))
+    (m, k), n = a.shape, b.shape[1]
+    per_set = ITEMSIZE[dt] * (m * k + k * n) + ITEMSIZE[out_dtype_of(precision)] * m * n
+    return (a, b, Reference(a, b, rng, precision=precision, full_max=full_max),
+            rotation_sets(per_set, info.l2_bytes, launch.mem_get_info(info.ordinal)[0]))
+
+
 class Inputs:
     """n_sets copies of A, B (in `layout`, of the precision's type) and C (of its result
-    type) on the device; set 0 is the checked one, the others dtod copies of it."""
+    type) on the device; set 0 is the checked one, the others dtod copies of it (same values
+    at new addresses, no host traffic)."""
 
     def __init__(self, a: np.ndarray, b: np.ndarray, layout: str, n_sets: int,
                  precision: str = "fp32"):
         self.A, self.B, self.C, self._owned = [], [], [], []
-        self.dtype, self.out_dtype = PRECISION_DTYPE[precision], out_dtype_of(precision)
+        dtype, out_dtype = PRECISION_DTYPE[precision], out_dtype_of(precision)
         ta, tb = layout[0] == "t", layout[1] == "t"     # stored as x.T row-major, used as its .T
         try:
-            first = [self._own(DeviceArray.from_host(np.ascontiguousarray(x.T if t else x),
-                                                     dtype=self.dtype)) for x, t in ((a, ta), (b, tb))]
+            first = [self._own(DeviceArray.from_host(np.ascontiguousarray(x.T if t else x), dtype=dtype))
+                     for x, t in ((a, ta), (b, tb))]
             for i in range(n_sets):
                 ai, bi = first if i == 0 else [self._copy(d) for d in first]
                 self.A.append(ai.T if ta else ai)
                 self.B.append(bi.T if tb else bi)
-                self.C.append(self._own(DeviceArray((a.shape[0], b.shape[1]), dtype=self.out_dtype)))
+                self.C.append(self._own(DeviceArray((a.shape[0], b.shape[1]), dtype=out_dtype)))
             launch.synchronize()
         except BaseException:
             self.close()
@@ -125,8 +137,7 @@ class Inputs:
         return d
 
     def _copy(self, d: DeviceArray) -> DeviceArray:
-        """Same values at a new address: a dtod copy, no host traffic."""
-        c = self._own(DeviceArray(d.shape, dtype=self.dtype))
+        c = self._own(DeviceArray(d.shape, dtype=d.dtype_name))
         launch.memcpy_dtod(c.ptr, d.ptr, d.buffer_bytes)
         return c
 
@@ -150,6 +161,38 @@ def gpu_check(name, fn, inputs: Inputs, ref: Reference):
     fn(0)
     launch.check_last(name)
     return ref.judge(name, c0.to_host())
+
+
+def compile_ahead(kernels, arch_int: int):
+    """Start compiling `kernels` (and the kernels a composed one runs) for compute capability
+    `arch_int` into the disk cache in a pool of processes: a cache.Prefetch, to be closed."""
+    todo = list(kernels)
+    todo += [k.gemm_of.kernel for k in todo if k.gemm_of is not None]
+    jobs = list(dict.fromkeys((k.name, k.target(arch_int), False) for k in todo
+                              if k.runs_on(arch_int)))
+    # one compile: in this process (a spawned worker would cost more than it saves)
+    return cache.Prefetch(jobs if len(jobs) > 1 else [])
+
+
+def compile_all(kernels, info, catch=Exception) -> dict[str, tuple[float | None, str, str]]:
+    """Compile every kernel before anything is timed, in parallel (compile_ahead): name ->
+    (NVRTC seconds, cache origin, error or skip reason). `catch`: the exceptions that become
+    an error (tune catches none)."""
+    out: dict[str, tuple[float | None, str, str]] = {}
+    ahead = compile_ahead(kernels, info.arch_int)
+    try:
+        for k in kernels:
+            if not k.runs_on(info.arch_int):
+                out[k.name] = (None, "", f"needs sm_{k.min_arch}, device is {info.arch}")
+                continue
+            try:
+                c = cache.get(k, k.target(info.arch_int))
+                out[k.name] = (c.compile_seconds, c.origin, "")
+            except catch as e:
+                out[k.name] = (None, "", "compile: " + first_line(e))
+    finally:
+        ahead.close()
+    return out
 
 
 class Progress(tqdm):
@@ -210,9 +253,11 @@ def bench(kernels: str | Sequence[str] | None = None,
     With random sizes, kernels default to "auto" and timed rows get call_ms and burst_ms too.
     overhead, first_call: also those measurements; out_dir: report.write_outputs there."""
     info = launch.device_info()
-    make_current(info.ordinal)
+    driver.ensure_context(info.ordinal)
     todo = plan(sizes, layouts, seed=seed, flops=flops)
-    names = _kernel_names(kernels if kernels or todo.random is None else [registry.AUTO])
+    if not kernels:
+        kernels = list(registry.names()) if todo.random is None else [registry.AUTO]
+    names = [registry.check_name(x) for x in ([kernels] if isinstance(kernels, str) else kernels)]
     precs = parse_precisions(precisions)
     backend, cublas_note = find_cublas(cublas, precisions=precs)
     result = BenchResult(_meta(info, backend, cublas_note, todo, repeats=repeats,
@@ -221,14 +266,23 @@ def bench(kernels: str | Sequence[str] | None = None,
     settings["precisions"] = list(precs)
     if todo.random is not None:
         meta["random"] = todo.record()
-    compiled = _compile_all(names, info, meta["compile"], precs)
+    ks = [registry.get(x) for x in names if x != registry.AUTO]
+    if registry.AUTO in names:      # gemm(): its candidates
+        ks += [k for p in precs for k in auto.candidates(p, arch_int=info.arch_int)]
+    compiled = compile_all(list({k.name: k for k in ks}.values()), info)
+    meta["compile"] = {x: {"nvrtc_seconds": cs, "origin": origin, "error": err or None}
+                       for x, (cs, origin, err) in compiled.items() if not err.startswith("needs")}
+    compiled[registry.AUTO] = (None, "", "")
     by_prec = {p: [x for x in names if offers(x, p, info.arch_int)] for p in precs}
     by_prec = {p: xs for p, xs in by_prec.items() if xs or p != "fp32" or not names}
     bar = Progress(sum(len(lays) for _, lays in todo.cases)
                    * sum(len(xs) + (backend is not None) for xs in by_prec.values()), progress)
     rng = np.random.default_rng(todo.seed)
     tkw = dict(repeats=repeats, warmup=warmup, min_repeats=min_repeats, max_seconds=max_seconds)
-    clocks = ClockLog(_pci_bus_id(info.ordinal))
+    try:
+        clocks = ClockLog(launch.pci_bus_id(info.ordinal))
+    except Exception:     # NVML then samples its first GPU
+        clocks = ClockLog(None)
     with bar, clocks, Flush(info.l2_bytes) as flush:
         warm_up(flush)
         settings.update(flush_bytes=flush.nbytes, flush_hold_us=flush.hold_us, rotation={})
@@ -236,16 +290,11 @@ def bench(kernels: str | Sequence[str] | None = None,
             a32 = rng.standard_normal((m, kk), dtype=np.float32)
             b32 = rng.standard_normal((kk, n), dtype=np.float32)
             for prec, pnames in by_prec.items():
-                dt = PRECISION_DTYPE[prec]
-                a, b = (as_given(a32, dt), as_given(b32, dt)) if dt != "float32" else (a32, b32)
-                ref = Reference(a, b, rng, precision=prec)
-                per_set = ITEMSIZE[dt] * (m * kk + kk * n) + ITEMSIZE[out_dtype_of(prec)] * m * n
-                n_sets = rotation_sets(per_set, info.l2_bytes, launch.mem_get_info(info.ordinal)[0])
+                a, b, ref, n_sets = operands(a32, b32, prec, rng, info)
                 settings["rotation"][f"{m}x{n}x{kk}" + ("" if prec == "fp32" else f" {prec}")] = n_sets
                 for lay in lays:
-                    _bench_shape(result, pnames, compiled, backend, a, b, ref, lay, n_sets,
-                                 flush, bar, tkw, info, prec, clocks,
-                                 callers=todo.random is not None)
+                    _bench_shape(result, pnames, compiled, backend, a, b, ref, lay, n_sets, flush, bar,
+                                 tkw, info, prec, clocks, callers=todo.random is not None)
                 del a, b, ref
     meta["clocks"] = clocks.summary(clocks.timed)
     fill_ratios(result.rows, precision_peaks(meta["device"]["fp32_peak_tflops"], info.arch_int))
@@ -320,38 +369,9 @@ def _meta(info, backend, cublas_note, todo, **settings) -> dict:
     }
 
 
-def _compile_all(names, info, record: dict, precisions=PRECISIONS
-                 ) -> dict[str, tuple[float | None, str, str]]:
-    """Compile everything first, in parallel: name -> (NVRTC seconds, cache origin, error or
-    skip reason), each also in `record`; "auto" compiles its candidates in `precisions`."""
-    kernels = [registry.get(x) for x in names if x != registry.AUTO]
-    if registry.AUTO in names:
-        kernels += [k for p in precisions for k in auto.candidates(p, arch_int=info.arch_int)]
-    kernels = list({k.name: k for k in kernels}.values())
-    compiled: dict[str, tuple[float | None, str, str]] = {}
-    ahead = compile_ahead(kernels, info.arch_int)
-    try:
-        for k in kernels:
-            if not k.runs_on(info.arch_int):
-                compiled[k.name] = (None, "", f"needs sm_{k.min_arch}, device is {info.arch}")
-                continue
-            try:
-                c = cache.get(k, k.target(info.arch_int))
-                compiled[k.name] = (c.compile_seconds, c.origin, "")
-            except Exception as e:
-                compiled[k.name] = (None, "", "compile: " + first_line(e))
-            cs, origin, err = compiled[k.name]
-            record[k.name] = {"nvrtc_seconds": cs, "origin": origin, "error": err or None}
-    finally:
-        ahead.close()
-    if registry.AUTO in names:
-        compiled[registry.AUTO] = (None, "", "")
-    return compiled
-
-
 def family(name: str) -> str:
-    """A row's family: the kernel's, or "auto" for gemm()'s choice."""
-    return registry.AUTO if name == registry.AUTO else registry.get(name).family
+    """A row's family: the kernel's, "auto" for gemm()'s choice, "reference" for cuBLAS."""
+    return {registry.AUTO: registry.AUTO, CUBLAS: "reference"}.get(name) or registry.get(name).family
 
 
 def offers(name: str, precision: str, arch_int: int | None = None) -> bool:
@@ -371,19 +391,6 @@ def parse_precisions(precisions) -> tuple[str, ...]:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)} or all, got "
                          f"{', '.join(bad) or 'nothing'}")
     return tuple(p for p in PRECISIONS if p in precisions)
-
-
-def _kernel_names(kernels) -> list[str]:
-    if not kernels:
-        return list(registry.names())
-    return [registry.check_name(x) for x in ([kernels] if isinstance(kernels, str) else kernels)]
-
-
-def _pci_bus_id(ordinal: int) -> str | None:
-    try:
-        return launch.pci_bus_id(ordinal)
-    except Exception:     # NVML then samples its first GPU
-        return None
 
 
 def _time_row(row: Row, fn, name, inputs: Inputs, ref, flush, tkw: dict, clocks, callers) -> None:
@@ -418,16 +425,15 @@ def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush
         inputs = Inputs(a, b, lay, n_sets, prec)
     except Exception as e:   # out of memory, typically: every row of this shape says so
         for name in ([CUBLAS] if backend else []) + names:
-            result.rows.append(Row(name, "reference" if name == CUBLAS else family(name), m, n, kk,
-                                   lay, "error", ref.mode, message="inputs: " + first_line(e),
-                                   precision=prec))
+            result.rows.append(Row(name, family(name), m, n, kk, lay, "error", ref.mode,
+                                   message="inputs: " + first_line(e), precision=prec))
             bar.step(f"{name} {label}")
         return
     timing = (inputs, ref, flush, tkw, clocks, callers)
     try:
         if backend is not None:
             peer = CUBLAS_PEER[prec]     # fp32_3xtf32 is timed beside SGEMM (TF32 off)
-            row = Row(CUBLAS, "reference", m, n, kk, lay, check=ref.mode, precision=prec,
+            row = Row(CUBLAS, family(CUBLAS), m, n, kk, lay, check=ref.mode, precision=prec,
                       message=f"{backend.library} {backend.version}"
                               + ("" if peer == prec else f", {peer} (TF32 off)"))
             if peer not in getattr(backend, "precisions", ("fp32",)):

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from .. import registry
 from ..base.precisions import PRECISION
-from ..plan.resolve import contiguous
-from .runtime import resolve
+from ..driver.arrays import Operand
+from ..plan import resolve as _resolve
 from .schema import LAYOUTS, TIMINGS
 from .sweep import GRID, HELD_OUT, SWEEP
 
@@ -76,11 +76,21 @@ def out_dtype_of(precision: str) -> str:
     return p.dtype if p.dtype in p.outs else p.outs[0]
 
 
+def resolve(kernel: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
+            out_dtype: str = "float32", ordinal: int | None = None):
+    """(variant, roles run() would copy first, function) for operands a, b, c; with no
+    ordinal nothing is compiled or loaded (pure CPU) and the function is None."""
+    swap = _resolve.swapped(kernel, ops["a"].shape[0], ops["b"].shape[1])
+    variant, copies = _resolve.choose(kernel, _resolve.oriented(swap, ops), precision, out_dtype)
+    fn = None if ordinal is None else _resolve.loaded(kernel, ordinal).function(variant.entry)
+    return variant, copies, fn
+
+
 def native_layout(kernel: registry.Kernel, m: int, n: int, k: int, layout: str,
                   precision: str = "fp32") -> bool:
     """True when run() hands fresh operands in `layout` to the kernel without a relayout copy."""
     od = out_dtype_of(precision)
-    return not resolve(kernel, contiguous(m, n, k, layout, precision, od), precision, od)[1]
+    return not resolve(kernel, _resolve.contiguous(m, n, k, layout, precision, od), precision, od)[1]
 
 
 # ---- random shapes ----------------------------------------------------------------------------

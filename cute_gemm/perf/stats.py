@@ -34,9 +34,8 @@ def peak_formula(sm_count: int, lanes_per_sm: int, clock_khz: float) -> str:
 
 def precision_peaks(fp32_peak: float | None, arch_int: int) -> dict[str, float | None]:
     """Dense peak TFLOP/s per precision at the clock of the FP32 peak (Precision.peak_over_fp32)."""
-    ratios = {name: p.peak_over_fp32(arch_int) for name, p in PRECISION.items()}
-    return {name: None if fp32_peak is None or r is None else fp32_peak * r
-            for name, r in ratios.items()}
+    return {name: None if fp32_peak is None or (r := p.peak_over_fp32(arch_int)) is None
+            else fp32_peak * r for name, p in PRECISION.items()}
 
 
 def sample_indices(size: int, count: int, rng) -> np.ndarray:

@@ -120,16 +120,8 @@ def call_times(fn: Callable[[int], None], n_sets: int, flush: Flush, *,
                repeats: int) -> list[float]:
     """Per-call ms of fn(i) as a caller waits: L2 flushed (no hold) and the GPU drained before
     each call, so the host's time before the launch is inside the events."""
-    e0, e1 = launch.Event(), launch.Event()
-    out = []
-    for j in range(repeats):
-        flush.evict()
-        launch.synchronize()
-        e0.record()
-        fn(j % n_sets)
-        e1.record()
-        out.append(e1.elapsed_ms(e0))
-    return out
+    return burst_times(fn, n_sets, lambda: (flush.evict(), launch.synchronize()), repeats=repeats,
+                       calls=1)
 
 
 def burst_times(fn: Callable[[int], None], n_sets: int, flush: Callable[[], None], *,

@@ -1,24 +1,13 @@
 """`cute-gemm tune`: time gemm()'s candidates on this GPU and write the table its selector
 reads (autotable.py, auto.py).
 
-For each problem (shape x operand layout x precision), every candidate (auto.candidates:
-the kernels tagged "auto" that compute the precision and run here; where M != N each also
-on the transposed problem, C^T = B^T A^T; a kernel with stream-K twins also split along K,
-SPLIT_KS CTAs per tile, where those CTAs fit in a wave, each split reduced by the twin and,
-where the kernel has split entries, by a reduction launch: records.Pick) runs once on the
-tune's inputs into a NaN-poisoned output and is checked against float64 (a row x column
-sample above 512^3, as bench does); only a candidate that passes is timed
-(timing.event_times: CUDA events, L2 flush and hold, inputs rotated beyond twice the L2,
-through api.run_choice, as gemm() runs it). A failing candidate, or a split one that this
-GPU launches by the kernel's own plan instead, gets no time and is never a winner.
-
-Time: everything (the compiles first, in parallel processes) counts against --max-seconds.
-Before each problem, the timing budget of each of its candidates is a share of what is
-left over the candidates still to time (at most MAX_TIMING_S, never fewer than MIN_REPEATS
-launches); problems past the budget are listed as not measured. The table is written after
-every problem, atomically, merged into the table already there for this GPU and version
-(rows of the same problem replaced): a run cut short keeps what it measured, and tuning
-one precision keeps the others.
+Per problem (shape x layout x precision), each candidate (auto.candidates; where M != N also
+on the transposed problem; a kernel with stream-K twins also split along K, records.Pick) is
+checked against float64 on NaN-poisoned output, as bench does, and only a passing one is
+timed through api.run_choice (timing.event_times). Everything, compiles first, fits
+--max-seconds: a candidate's budget is a share of what is left (at most MAX_TIMING_S). The
+table is written atomically after every problem, merged into this GPU and version's table:
+a run cut short keeps what it measured, tuning one precision keeps the others.
 """
 from __future__ import annotations
 
@@ -31,22 +20,19 @@ from typing import Callable
 
 import numpy as np
 
-from .. import api, registry
-from ..build import cache
+from .. import api, driver, registry
 from ..driver import launch
 from ..plan.modes import SPLIT_REDUCE, STREAM_K, offers
 from ..plan.streamk import split_k_ctas
 from ..select import auto, autotable
 from ..select.autotable import Measured, Table
-from ..check import as_given
 from ..base.errors import CuteGemmError
-from ..registry.records import ITEMSIZE, PRECISION_DTYPE, cdiv
+from ..registry.records import cdiv
 from ..base.version import __version__
-from .runner import Reference, gpu_check, Inputs, parse_precisions
+from .runner import Inputs, compile_all, gpu_check, operands, parse_precisions
 from .schema import first_line
-from .runtime import compile_ahead, make_current
 from .shapes import out_dtype_of, parse_layouts, parse_sizes
-from .timing import Flush, event_times, rotation_sets, warm_up
+from .timing import Flush, event_times, warm_up
 
 MAX_TIMING_S = 0.25     # GPU time to time one candidate on one problem, at most
 SHARE = 0.5             # of the time left per candidate still to time: the rest is checks,
@@ -87,13 +73,10 @@ def plan(shapes, layouts, precisions, arch_int: int, smem_optin: int,
         for (m, n, k) in shapes:
             ks = [x for x in auto.candidates(prec, out_dtype_of(prec), arch_int, exactly=True)
                   if x.smem_bytes(m, n, k) <= smem_optin]
-            keys = []
-            for turned in ((False, True) if m != n else (False,)):
-                for x in ks:
-                    base = auto.Choice(x.name, turned)
-                    keys += [base.key] + [auto.Choice(x.name, turned, split_k=s, reduce=r).key
-                                          for s in split_ks(x, m, n, k, sm_count)
-                                          for r in (False, True)[:1 + offers(x, SPLIT_REDUCE)]]
+            keys = [auto.Choice(x.name, turned, split_k=s, reduce=r).key
+                    for turned in (False, True)[:1 + (m != n)] for x in ks
+                    for s, r in [(0, False)] + [(s, r) for s in split_ks(x, m, n, k, sm_count)
+                                                for r in (False, True)[:1 + offers(x, SPLIT_REDUCE)]]]
             if keys:
                 out += [Problem(m, n, k, lay, prec, tuple(keys)) for lay in layouts]
     return out
@@ -144,22 +127,15 @@ def _key(r: Measured) -> tuple:
 
 # ---- on the GPU ------------------------------------------------------------------------------
 class GpuMeasure:
-    """measure() on the current device: inputs per problem, then each candidate checked and
-    timed through run(), as gemm() would call it."""
+    """measure() on the current device: each candidate checked, then timed as gemm() runs it."""
 
     def __init__(self, info, flush: Flush, seed: int = 0):
         self.info, self.flush = info, flush
         self.rng = np.random.default_rng(seed)
 
     def __call__(self, p: Problem, seconds: float) -> tuple[dict, dict]:
-        dt = PRECISION_DTYPE[p.precision]
-        a = self.rng.standard_normal((p.m, p.k), dtype=np.float32)
-        b = self.rng.standard_normal((p.k, p.n), dtype=np.float32)
-        if dt != "float32":
-            a, b = as_given(a, dt), as_given(b, dt)
-        ref = Reference(a, b, self.rng, precision=p.precision, full_max=CHECK_FULL_MAX)
-        per_set = ITEMSIZE[dt] * (p.m * p.k + p.k * p.n) + ITEMSIZE[out_dtype_of(p.precision)] * p.m * p.n
-        n_sets = rotation_sets(per_set, self.info.l2_bytes, launch.mem_get_info(self.info.ordinal)[0])
+        a, b = (self.rng.standard_normal(s, dtype=np.float32) for s in ((p.m, p.k), (p.k, p.n)))
+        a, b, ref, n_sets = operands(a, b, p.precision, self.rng, self.info, CHECK_FULL_MAX)
         times: dict = {}
         notes: dict = {}
         try:
@@ -212,27 +188,22 @@ def tune(sizes="sweep", *, precisions="fp32", layouts="nn", max_seconds: float =
     t0 = time.monotonic()
     stream = stream if stream is not None else sys.stderr
     info = launch.device_info()
-    make_current(info.ordinal)
+    driver.ensure_context(info.ordinal)
     precs = parse_precisions(precisions)
     lays = parse_layouts(layouts)
     shapes = parse_sizes(sizes)
     problems = plan(shapes, lays, precs, info.arch_int, info.smem_optin, info.sm_count)
     if not problems:
         raise ValueError(f"gemm() has no candidate for {', '.join(precs)} on {info.name} ({info.arch})")
-    path = _out_path(out, info.name)
-    table = _start(path, info, fresh)
-    earlier = _earlier_runs(table)
-    table.settings = {"sizes": [list(x) for x in shapes],
-                      "layouts": list(lays), "precisions": list(precs), "max_seconds": max_seconds,
-                      "repeats": REPEATS, "min_repeats": MIN_REPEATS, "max_timing_s": MAX_TIMING_S,
-                      "check": f"float64, whole up to M*N*K = {CHECK_FULL_MAX}, else sampled"}
-    if earlier:
-        table.settings["earlier_runs"] = earlier
+    path, table = _start(out, info, fresh, {
+        "sizes": [list(x) for x in shapes], "layouts": list(lays), "precisions": list(precs),
+        "max_seconds": max_seconds, "repeats": REPEATS, "min_repeats": MIN_REPEATS,
+        "max_timing_s": MAX_TIMING_S, "check": f"float64, whole up to M*N*K = {CHECK_FULL_MAX}, else sampled"})
     kernels = {auto.split_key(c)[0] for p in problems for c in p.candidates}
     say = (lambda s: print(s, file=stream, flush=True)) if progress else (lambda s: None)
     say(f"tune: {len(problems)} problems on {info.name} ({info.arch}); compiling "
         f"{', '.join(sorted(kernels)) or 'nothing'} ...")
-    _compile(kernels, info)
+    compile_all([registry.get(x) for x in sorted(kernels)], info, catch=())    # none timed
     say(f"tune: compiled in {time.monotonic() - t0:.1f} s; measuring (budget {max_seconds:g} s "
         f"in all), writing {path}")
 
@@ -256,42 +227,21 @@ def tune(sizes="sweep", *, precisions="fp32", layouts="nn", max_seconds: float =
     return table, path, left
 
 
-def _out_path(out, gpu: str) -> Path:
-    if out is None:
-        return autotable.tuned_path(gpu)
-    out = Path(out)
-    return out / f"{autotable.slug(gpu)}.json" if out.is_dir() else out
-
-
-def _start(path: Path, info, fresh: bool) -> Table:
-    """The table to add rows to: the one at `path` when it is of this GPU and version."""
-    old = None if fresh or not path.exists() else autotable.load(path, info.name, __version__)
-    t = old or Table(info.name, info.arch, __version__)
-    t.arch, t.sm_count = info.arch, info.sm_count
-    return t
-
-
-def _earlier_runs(table: Table) -> list[dict]:
-    """What the runs merged into `table` before this one measured, oldest first (date,
-    sizes, layouts, precisions): settings are this run's, and the rows of a merged table are
-    not all of its sizes."""
-    s = table.settings
-    if not table.rows or not s:
-        return []
-    last = {"date": table.date, **{x: s[x] for x in ("sizes", "layouts", "precisions") if x in s}}
-    return [*s.get("earlier_runs", []), last]
-
-
-def _compile(kernels, info) -> None:
-    """Every candidate compiled (in parallel processes), so no compile is timed or counted
-    into a problem's share."""
-    ks = [registry.get(x) for x in sorted(kernels)]
-    ahead = compile_ahead(ks, info.arch_int)
-    try:
-        for k in ks:
-            cache.get(k, k.target(info.arch_int))
-    finally:
-        ahead.close()
+def _start(out, info, fresh: bool, settings: dict) -> tuple[Path, Table]:
+    """Where to write (`out`: a file, or a folder for <gpu>.json; default the tuned table's
+    path) and the table to add rows to, with this run's settings: the one there when it is
+    of this GPU and version, with what the runs merged into it measured, oldest first (date,
+    sizes, layouts, precisions: a merged table's rows are not all of this run's sizes)."""
+    path = autotable.tuned_path(info.name) if out is None else Path(out)
+    path = path / f"{autotable.slug(info.name)}.json" if path.is_dir() else path
+    t = None if fresh or not path.exists() else autotable.load(path, info.name, __version__)
+    s = t.settings if t is not None and t.rows else {}
+    if s:
+        last = {"date": t.date, **{x: s[x] for x in ("sizes", "layouts", "precisions") if x in s}}
+        settings["earlier_runs"] = [*s.get("earlier_runs", []), last]
+    t = t or Table(info.name, info.arch, __version__)
+    t.arch, t.sm_count, t.settings = info.arch, info.sm_count, settings
+    return path, t
 
 
 def _now() -> str:
