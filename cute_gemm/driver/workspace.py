@@ -59,20 +59,16 @@ def take(ordinal: int, nbytes: int, stream: int, counters: int) -> Workspace:
 
 def _new(drv, ordinal: int, nbytes: int, stream: int, counters: int) -> Workspace:
     driver.ensure_context(ordinal)
-    ptr = int(driver.check(drv.cuMemAlloc(nbytes), f"cuMemAlloc({nbytes})"))
+    ptr, ev = int(driver.check(drv.cuMemAlloc(nbytes), f"cuMemAlloc({nbytes})")), None
     try:
         ev = driver.check(drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
-    except BaseException:
-        drv.cuMemFree(ptr)
-        raise
-    w = Workspace(ordinal, ptr, nbytes, ev)
-    try:
         driver.check(drv.cuMemsetD32Async(ptr, 0, counters, stream), "cuMemsetD32Async")
     except BaseException:
-        drv.cuEventDestroy(ev)
+        if ev is not None:
+            drv.cuEventDestroy(ev)
         drv.cuMemFree(ptr)
         raise
-    return w
+    return Workspace(ordinal, ptr, nbytes, ev)
 
 
 def give(w: Workspace, stream: int) -> None:
