@@ -43,19 +43,19 @@ ReduceArgs, REDUCE_OFFSETS = arg_block("ReduceArgs", [
     ("C", P), ("sCm", L), ("sCn", L)])
 
 
-def _packer(cls, offsets):
-    """pack(*values): packed() of a new `cls` holding `values` in its fields' order, the
-    tensor maps left out (zeros until set_tensor_maps writes them per call)."""
-    names = [f for f, _ in cls._fields_ if not f.startswith("tma_")]
+def _packer(cls, offsets, tail: tuple[str, ...] = ()):
+    """pack(*values): packed() of a new `cls` holding `values` in the order of GEMM_PARAMS and
+    `tail`, its tensor maps (if any) zeros until set_tensor_maps writes them per call."""
+    names = [f for f, _ in GEMM_PARAMS] + list(tail)
     return lambda *values: packed(cls(**dict(zip(names, values))), offsets)
 
 
 # the plain signature; with a stream-K entry's (ws, tile0) or a split's (ws, split_k) after
 # it; with the tensor maps of A and B; with the maps and the tail's (ws, dp, pieces)
 pack_gemm_args = _packer(GemmArgs, GEMM_OFFSETS)
-pack_gemm_args_ws = _packer(GemmArgsWs, GEMM_WS_OFFSETS)
+pack_gemm_args_ws = _packer(GemmArgsWs, GEMM_WS_OFFSETS, ("ws", "tile0"))
 pack_gemm_args_tma = _packer(GemmArgsTma, GEMM_TMA_OFFSETS)
-pack_gemm_args_tma_ws = _packer(GemmArgsTmaWs, GEMM_TMA_WS_OFFSETS)
+pack_gemm_args_tma_ws = _packer(GemmArgsTmaWs, GEMM_TMA_WS_OFFSETS, ("ws", "dp", "pieces"))
 
 
 def set_tensor_maps(args, tma_a: bytes, tma_b: bytes) -> None:

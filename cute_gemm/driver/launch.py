@@ -316,28 +316,23 @@ class DeviceBuffer:
             self.close()
 
 
-def _copy(call: str):
-    def copy(dst: int, src: int, nbytes: int, stream: int = 0) -> None:
-        check(getattr(driver.bindings(), call)(dst, src, nbytes, stream), call)
-    copy.__name__ = copy.__qualname__ = call
-    return copy
+def _async(call: str):
+    def run(x: int, y: int, n: int, stream: int = 0) -> None:
+        check(getattr(driver.bindings(), call)(x, y, n, stream), call)
+    run.__name__ = run.__qualname__ = call
+    return run
 
 
-# stream-ordered copies: (dst, src, nbytes, stream=0), host sides as addresses
-memcpy_htod, memcpy_dtoh, memcpy_dtod = map(_copy, ("cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync",
-                                                    "cuMemcpyDtoDAsync"))
-
-
-def memset_f32(ptr: int, value_bits: int, count: int, stream: int = 0) -> None:
-    check(driver.bindings().cuMemsetD32Async(ptr, value_bits, count, stream), "cuMemsetD32Async")
+# stream-ordered copies (dst, src, nbytes, stream=0), host sides as addresses; a 32-bit memset
+memcpy_htod, memcpy_dtoh, memcpy_dtod, memset_f32 = map(_async, (
+    "cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync", "cuMemcpyDtoDAsync", "cuMemsetD32Async"))
 
 
 def memset(ptr: int, value_bits: int, count: int, itemsize: int, stream: int = 0) -> None:
     """`count` elements of `itemsize` bytes set to `value_bits` (precisions.DType.bits)."""
-    if itemsize == 4:       # (through memset_f32, which a simulated device replaces)
-        return memset_f32(ptr, value_bits, count, stream)
-    call = f"cuMemsetD{8 * itemsize}Async"
-    check(getattr(driver.bindings(), call)(ptr, value_bits, count, stream), call)
+    # (memset_f32 read here per call: a simulated device replaces it)
+    f = memset_f32 if itemsize == 4 else _async(f"cuMemsetD{8 * itemsize}Async")
+    f(ptr, value_bits, count, stream)
 
 
 def mem_get_info(ordinal: int = 0) -> tuple[int, int]:

@@ -28,20 +28,19 @@ def _attr(pool, name: str, value: int | None = None) -> int | None:
 
 def _pool(ordinal: int):
     pool = _pools.get(ordinal)
-    if pool is None:
-        drv = driver.bindings()
-        with driver.lock:
-            pool = _pools.get(ordinal)
-            if pool is None:
-                props = drv.CUmemPoolProps()
-                props.allocType = drv.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
-                props.location.type = drv.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
-                props.location.id = ordinal
-                with driver.relaxed():      # (a first call may come inside a capture)
-                    pool = driver.check(drv.cuMemPoolCreate(props), "cuMemPoolCreate")
-                    _attr(pool, "RELEASE_THRESHOLD", POOL_KEEP_BYTES)
-                _pools[ordinal] = pool
-    return pool
+    if pool is not None:
+        return pool
+    drv = driver.bindings()
+    with driver.lock, driver.relaxed():     # (a first call may come inside a capture)
+        if ordinal not in _pools:
+            props = drv.CUmemPoolProps()
+            props.allocType = drv.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
+            props.location.type = drv.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+            props.location.id = ordinal
+            pool = driver.check(drv.cuMemPoolCreate(props), "cuMemPoolCreate")
+            _attr(pool, "RELEASE_THRESHOLD", POOL_KEEP_BYTES)
+            _pools[ordinal] = pool
+        return _pools[ordinal]
 
 
 def alloc_async(nbytes: int, ordinal: int, stream: int) -> int:
