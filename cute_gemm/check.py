@@ -8,6 +8,7 @@ a correct kernel then equals the reference bit for bit. Outputs are poisoned wit
 unwritten element fails; kernels are diffed one precision at a time."""
 from __future__ import annotations
 
+import contextlib
 import itertools
 import time
 from collections.abc import Iterable
@@ -177,37 +178,30 @@ def _check_one_shape(names, a, b, c, alpha, beta, exact, layout="nn", precision=
     ref, gauge = reference(a, b, c, alpha, beta)
     eps = unit(precision, out_dtype)
     in_place = c is not None and beta != 0.0      # out holds C: read, then overwritten
-    results, outs, dev = [], [], []
-    try:
-        for x, t in zip((a, b), layout):   # "t": the transposed view of x's row-major transpose
-            dev.append(DeviceArray.from_host(np.ascontiguousarray(x.T), dtype=in_dtype).T
-                       if t == "t" else DeviceArray.from_host(x, dtype=in_dtype))
-        dA, dB = dev
+    results, outs = [], []
+    with contextlib.ExitStack() as held:       # (the arrays closed on the way out)
+        # "t": the transposed view of x's row-major transpose
+        dA, dB = (held.enter_context(contextlib.closing(
+            DeviceArray.from_host(np.ascontiguousarray(x.T), dtype=in_dtype).T if t == "t"
+            else DeviceArray.from_host(x, dtype=in_dtype))) for x, t in zip((a, b), layout))
         for name in names:
-            out = None
             try:
-                out = (DeviceArray.from_host(c, dtype=out_dtype) if in_place
-                       else DeviceArray.full((m, n), float("nan"), dtype=out_dtype))
-                t0 = time.perf_counter()
-                api.run(name, dA, dB, out if in_place else None, alpha=alpha, beta=beta,
-                        out=out, precision=precision)
-                launch.check_last(name)
-                secs = time.perf_counter() - t0
-                got = out.to_host()
+                with contextlib.closing(DeviceArray.from_host(c, dtype=out_dtype) if in_place else
+                                        DeviceArray.full((m, n), float("nan"), dtype=out_dtype)) as out:
+                    t0 = time.perf_counter()
+                    api.run(name, dA, dB, out if in_place else None, alpha=alpha, beta=beta,
+                            out=out, precision=precision)
+                    launch.check_last(name)
+                    secs = time.perf_counter() - t0
+                    got = out.to_host()
                 r = judge(name, got, ref, gauge, exact, eps, out_dtype)
                 r.seconds = secs
             except ShapeLimitError as e:
                 r, got = KernelResult(name, "skip", message=str(e).split(" (")[0]), None
             except CuteGemmError as e:
                 r, got = KernelResult(name, "error", message=str(e).splitlines()[0]), None
-            finally:
-                if out is not None:
-                    out.close()
             results.append(r)
             outs.append(got)
-    finally:
-        for d in dev:
-            d.close()
     pw = np.full((len(names), len(names)), np.nan)
     for i, j in itertools.product(range(len(names)), repeat=2):
         if outs[i] is not None and outs[j] is not None:
