@@ -181,8 +181,8 @@ class Site:
     """One launch configuration bound once; calling it launches on a stream with a packed
     argument block. go(stream, args, 0) -> (CUresult,): the plain launch, for callers that
     inline it (failed(err) raises its CudaError); None with pdl, a programmatic dependent
-    launch (sm_90+): the kernel may start once every CTA of the previous one has executed
-    griddepcontrol.launch_dependents, and waits for it (griddepcontrol.wait) before it ends."""
+    launch (sm_90+), which may start once every CTA of the previous kernel has executed
+    griddepcontrol.launch_dependents and waits for it (griddepcontrol.wait)."""
     __slots__ = ("f", "grid", "block", "smem", "pdl", "go", "local")
 
     def __init__(self, f: Function, grid, block, smem: int, pdl: bool = False):
@@ -323,9 +323,13 @@ def _async(call: str):
     return run
 
 
-# stream-ordered copies (dst, src, nbytes, stream=0), host sides as addresses; a 32-bit memset
-memcpy_htod, memcpy_dtoh, memcpy_dtod, memset_f32 = map(_async, (
-    "cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync", "cuMemcpyDtoDAsync", "cuMemsetD32Async"))
+# stream-ordered copies (dst, src, nbytes, stream=0), host sides as addresses
+memcpy_htod, memcpy_dtoh, memcpy_dtod = map(_async, ("cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync",
+                                                     "cuMemcpyDtoDAsync"))
+
+
+def memset_f32(ptr: int, value_bits: int, count: int, stream: int = 0) -> None:
+    check(driver.bindings().cuMemsetD32Async(ptr, value_bits, count, stream), "cuMemsetD32Async")
 
 
 def memset(ptr: int, value_bits: int, count: int, itemsize: int, stream: int = 0) -> None:

@@ -1,9 +1,8 @@
 """Stream-ordered scratch memory, one pool per device: relayout temporaries, and stream-K
-workspaces in a graph capture (the graph then owns them). No buffer is shared between
-streams or threads, so neither a host wait nor a stream handle's identity is involved. A
-pool keeps the freed memory of its busiest moment (at least POOL_KEEP_BYTES, at most
-1 / POOL_KEEP_SHARE of the device), so a large call's scratch (cute_3xtf32's: 268 MB at
-4096^3) is not unmapped at each synchronize and mapped again; trim_pools gives it back."""
+workspaces in a graph capture (the graph then owns them); no buffer is shared between streams
+or threads. A pool keeps the freed memory of its busiest moment (at least POOL_KEEP_BYTES, at
+most 1 / POOL_KEEP_SHARE of the device), so a large call's scratch is not unmapped at each
+synchronize and mapped again; trim_pools gives it back."""
 from __future__ import annotations
 
 from . import workspace
