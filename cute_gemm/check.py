@@ -5,10 +5,10 @@ Judged by the reference BLAS's gauge (sblat3's SMMCH): ratio = |C - C_ref| / (u 
 where larger), against float64 of the values the kernel was given; a pass is max ratio <= 16
 on any shape. Exact mode draws integers in [-8, 8], summed exactly in float32 (K < ~2**18):
 a correct kernel then equals the reference bit for bit. Outputs are poisoned with NaN, so an
-unwritten element fails; kernels are diffed one precision at a time.
-"""
+unwritten element fails; kernels are diffed one precision at a time."""
 from __future__ import annotations
 
+import contextlib
 import itertools
 import time
 from collections.abc import Iterable
@@ -178,37 +178,30 @@ def _check_one_shape(names, a, b, c, alpha, beta, exact, layout="nn", precision=
     ref, gauge = reference(a, b, c, alpha, beta)
     eps = unit(precision, out_dtype)
     in_place = c is not None and beta != 0.0      # out holds C: read, then overwritten
-    results, outs, dev = [], [], []
-    try:
-        for x, t in zip((a, b), layout):   # "t": the transposed view of x's row-major transpose
-            dev.append(DeviceArray.from_host(np.ascontiguousarray(x.T), dtype=in_dtype).T
-                       if t == "t" else DeviceArray.from_host(x, dtype=in_dtype))
-        dA, dB = dev
+    results, outs = [], []
+    with contextlib.ExitStack() as held:       # (the arrays closed on the way out)
+        # "t": the transposed view of x's row-major transpose
+        dA, dB = (held.enter_context(contextlib.closing(
+            DeviceArray.from_host(np.ascontiguousarray(x.T), dtype=in_dtype).T if t == "t"
+            else DeviceArray.from_host(x, dtype=in_dtype))) for x, t in zip((a, b), layout))
         for name in names:
-            out = None
             try:
-                out = (DeviceArray.from_host(c, dtype=out_dtype) if in_place
-                       else DeviceArray.full((m, n), float("nan"), dtype=out_dtype))
-                t0 = time.perf_counter()
-                api.run(name, dA, dB, out if in_place else None, alpha=alpha, beta=beta,
-                        out=out, precision=precision)
-                launch.check_last(name)
-                secs = time.perf_counter() - t0
-                got = out.to_host()
+                with contextlib.closing(DeviceArray.from_host(c, dtype=out_dtype) if in_place else
+                                        DeviceArray.full((m, n), float("nan"), dtype=out_dtype)) as out:
+                    t0 = time.perf_counter()
+                    api.run(name, dA, dB, out if in_place else None, alpha=alpha, beta=beta,
+                            out=out, precision=precision)
+                    launch.check_last(name)
+                    secs = time.perf_counter() - t0
+                    got = out.to_host()
                 r = judge(name, got, ref, gauge, exact, eps, out_dtype)
                 r.seconds = secs
             except ShapeLimitError as e:
                 r, got = KernelResult(name, "skip", message=str(e).split(" (")[0]), None
             except CuteGemmError as e:
                 r, got = KernelResult(name, "error", message=str(e).splitlines()[0]), None
-            finally:
-                if out is not None:
-                    out.close()
             results.append(r)
             outs.append(got)
-    finally:
-        for d in dev:
-            d.close()
     pw = np.full((len(names), len(names)), np.nan)
     for i, j in itertools.product(range(len(names)), repeat=2):
         if outs[i] is not None and outs[j] is not None:
@@ -227,11 +220,9 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
                 exact: bool = False, layout: LayoutName = "nn",
                 precision: PrecisionName | None = None,
                 out_dtype: Literal["float32", "same"] = "float32") -> CheckReport:
-    """Run kernels on the same inputs and compare them with float64 and with each other.
-
-    Each result is judged against float64 by its precision's gauge, and every pair compared.
-    A kernel that cannot run a shape is reported, not raised: "skip" (beyond its design's
-    limits) or "error" (any other CuteGemmError, its first line kept).
+    """Run kernels on the same inputs; judge each against float64 by its precision's gauge
+    and compare every pair. A kernel that cannot run a shape is reported, not raised: "skip"
+    (beyond its design's limits) or "error" (any other CuteGemmError, its first line kept).
 
     Args:
         a: A, (M, K) (any array run() takes), with `b`. Default None: fresh inputs per shape.
@@ -279,37 +270,32 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
     if out_dtype not in ("float32", "same"):
         raise CuteGemmError(f"out_dtype must be 'float32' or 'same', got {out_dtype!r}")
     precisions = [p for p in PRECISIONS if named(p, None) and (precision is None or p == precision)]
-    report = CheckReport()
     if a is not None or b is not None:
         if a is None or b is None:
             raise CuteGemmError("cross_check needs both a and b (or neither)")
         A, B = validate(a, b, c, None, alpha, beta)[:2]
         prec = call_precision(A, B, None, None, precision)[0]
-        od = A.dtype if out_dtype == "same" else "float32"
-        a32, b32 = to_numpy("a", a), to_numpy("b", b)
-        c32 = to_numpy("c", c) if c is not None else None
         # unasked: the precision the operands' type implies, then each held to its gauge
-        # (what run() takes on a kernel that computes only that: fp32_3xtf32 for float32)
+        # (what run() takes on a kernel that computes only that: fp32_3xtf32 for float32);
+        # the first is reported even where no kernel computes it
         precs = [prec] + ([p for p in as_accurate(prec)[1:] if p in precisions]
                           if precision is None else [])
-        for p in precs:
-            names = named(p, od)
-            if names or p == prec:
-                report.shapes.append(_check_one_shape(names, a32, b32, c32, float(alpha),
-                                                      float(beta) if c is not None else 0.0,
-                                                      exact, layout, p, od))
-        return report
-    rng = np.random.default_rng(seed)
+        runs = [(to_numpy("a", a), to_numpy("b", b), None if c is None else to_numpy("c", c),
+                 0.0 if c is None else float(beta), precs, prec)]
+    else:
+        rng = np.random.default_rng(seed)
 
-    def draw(shape):    # fresh inputs: integers in [-8, 8] when exact, else standard normal
-        return (rng.integers(-8, 9, size=shape).astype(np.float32) if exact
-                else rng.standard_normal(shape, dtype=np.float32))
-    for (m, n, k) in (shapes or DEFAULT_SHAPES):
-        a_, b_, c_ = draw((m, k)), draw((k, n)), draw((m, n)) if beta != 0.0 else None
-        for p in precisions:
+        def draw(shape):    # fresh inputs: integers in [-8, 8] when exact, else standard normal
+            return (rng.integers(-8, 9, size=shape).astype(np.float32) if exact
+                    else rng.standard_normal(shape, dtype=np.float32))
+        runs = ((draw((m, k)), draw((k, n)), draw((m, n)) if beta != 0.0 else None, float(beta),
+                 precisions, None) for (m, n, k) in (shapes or DEFAULT_SHAPES))
+    report = CheckReport()
+    for a_, b_, c_, beta_, precs, always in runs:
+        for p in precs:
             od = PRECISION_DTYPE[p] if out_dtype == "same" else "float32"
             names = named(p, od)
-            if names:
-                report.shapes.append(_check_one_shape(names, a_, b_, c_, float(alpha),
-                                                      float(beta), exact, layout, p, od))
+            if names or p == always:
+                report.shapes.append(_check_one_shape(names, a_, b_, c_, float(alpha), beta_, exact,
+                                                      layout, p, od))
     return report

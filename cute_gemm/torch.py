@@ -34,8 +34,7 @@ def op():
     """The custom op cute_gemm::gemm(a, b, c, alpha, beta, precision, out_dtype, kernel) ->
     alpha * a @ b + beta * c by run(kernel, ...) into a new (m, n) tensor on a's device;
     defined, with its fake and autograd, at the first call (which imports torch)."""
-    # a module attribute, not a global: torch.compile reads it with a real getattr, so a
-    # first use in a compiled function defines the op (under a lock) before tracing on
+    # a module attribute, not a global: torch.compile reads it with a real getattr
     return _THIS.gemm_op
 
 
@@ -93,10 +92,8 @@ def _define():
         ctx.c_dtype = None if c is None else c.dtype
 
     def backward(ctx, grad):
-        a, b = ctx.saved_tensors
-        need_a, need_b, need_c = ctx.needs_input_grad[:3]
-        # by gemm()'s pick, not the forward's kernel, which may not take the transposed
-        # shapes (a whole-K kernel's limit on K)
+        (a, b), (need_a, need_b, need_c) = ctx.saved_tensors, ctx.needs_input_grad[:3]
+        # by gemm()'s pick, not the forward's kernel, which may not take the transposed shapes
         g = grad.to(a.dtype) if need_a or need_b else None
         da = (gemm_op(g, b.mT, None, ctx.alpha, 0.0, ctx.precision, a.dtype, registry.AUTO)
               if need_a else None)
@@ -155,8 +152,7 @@ def addmm(c, a, b, *, beta=1.0, alpha=1.0, precision=None, out_dtype=None):
 def linear(x, weight, bias=None, *, precision=None):
     """x @ weight^T + bias (torch.nn.functional.linear) in x's type; x's leading dimensions
     are flattened into m and restored, bias is broadcast as a view (c of stride 0)."""
-    x2 = x.reshape(-1, x.shape[-1])
-    n = weight.shape[0]
+    x2, n = x.reshape(-1, x.shape[-1]), weight.shape[0]
     c = None if bias is None else bias.expand(x2.shape[0], n)
     y = op()(x2, weight.mT, c, 1.0, 1.0, precision, None, registry.AUTO)
     return y.reshape(*x.shape[:-1], n)

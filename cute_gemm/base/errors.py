@@ -14,8 +14,7 @@ class UnknownKernelError(CuteGemmError, KeyError):
 
 
 class UnknownEntryError(CuteGemmError, KeyError):
-    """An entry point to compile that the kernel does not have (cache.get(..., entries=...));
-    the message lists the kernel's entry points."""
+    """An entry point to compile that the kernel lacks; the message lists the kernel's."""
 
     __str__ = UnknownKernelError.__str__
 
@@ -41,8 +40,8 @@ class ShapeLimitError(InputError):
 
 
 class AliasError(InputError):
-    """`out` cannot hold the result: elements share one address (a zero or overlapping stride).
-    Overlap of `out` with a, b or c is no error: run() computes into a temporary and copies."""
+    """`out` cannot hold the result: elements share one address (a zero or overlapping stride);
+    out overlapping a, b or c is no error (run() computes into a temporary and copies)."""
 
 
 class StreamError(InputError):

@@ -1,13 +1,9 @@
-"""The precisions and element types: one table, one row each, that every layer reads.
-
-A precision (Precision) is the arithmetic of a call: the type of A and B it reads, the unit
-its results are judged with, the result types it may write, ...; an element type (DType) is
-what A, B or C hold: its size, its names in numpy, PyTorch, CuPy, CAI and the kernels, how
-it rounds. Every precision accumulates in float32 (ACCUMULATOR) and can write it. Entry
-points spell a precision by name and a result type by DType.suffix (scale2d_fp16_f32).
-Adding a precision: docs/howto/precision.md. The names below the table (PRECISIONS, UNIT,
-...) are views of one column each.
-"""
+"""The precisions and element types: one table each, one row each, that every layer reads.
+A precision is the arithmetic of a call (operand type, the unit its results are judged with,
+the result types it may write, ...); an element type what A, B or C hold (its size, its names
+in numpy, PyTorch, CuPy, CAI and the kernels, how it rounds). Entry points spell a precision
+by name and a result type by DType.suffix (scale2d_fp16_f32). The names below the tables
+(PRECISIONS, UNIT, ...) are views of one column each. Adding one: docs/howto/precision.md."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -80,8 +76,6 @@ DTYPE = MappingProxyType({d.name: d for d in (
 # every precision sums in float32 and can write that: a call's result without out or c, and
 # the scratch of a composed or stand-in launch
 ACCUMULATOR = "float32"
-
-
 EPS = 2.0**-23          # float32's machine epsilon: fp32's gauge unit (the reference BLAS's)
 
 
@@ -128,7 +122,6 @@ PRECISION = MappingProxyType({p.name: p for p in (
               False,  True,        "fp32", ((80, 16.0 / 3),)),
 )})
 
-
 PRECISIONS: tuple[str, ...] = tuple(PRECISION)
 DTYPES: tuple[str, ...] = tuple(DTYPE)
 PRECISION_DTYPE = MappingProxyType({p.name: p.dtype for p in PRECISION.values()})
@@ -156,4 +149,3 @@ def as_accurate(name: str) -> tuple[str, ...]:
 def results(dtype: str) -> tuple[str, ...]:
     """The result types of a call on `dtype` operands, in any precision that reads them."""
     return tuple(dict.fromkeys(o for p in PRECISION.values() if p.dtype == dtype for o in p.outs))
-

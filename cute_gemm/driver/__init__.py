@@ -96,17 +96,15 @@ def current_ordinal() -> int:
     """The device of the current context if one is current, else 0."""
     drv = bindings()
     init()
-    if int(check(drv.cuCtxGetCurrent(), "cuCtxGetCurrent")) == 0:
-        return 0
-    return int(check(drv.cuCtxGetDevice(), "cuCtxGetDevice"))
+    current = int(check(drv.cuCtxGetCurrent(), "cuCtxGetCurrent"))
+    return int(check(drv.cuCtxGetDevice(), "cuCtxGetDevice")) if current else 0
 
 
 @contextlib.contextmanager
 def relaxed():
-    """Run this thread's driver calls in the block in the relaxed capture mode: a call the
-    global or thread-local mode refuses during a capture (module load, synchronous
-    allocation, event query) neither fails nor invalidates it. Only for calls that touch no
-    captured stream, as cuBLAS does around its own."""
+    """This thread's driver calls in the block in the relaxed capture mode: a call a capture
+    refuses (module load, synchronous allocation, event query) neither fails nor invalidates
+    it. Only for calls that touch no captured stream, as cuBLAS does around its own."""
     drv = bindings()
     prev = check(drv.cuThreadExchangeStreamCaptureMode(
         drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED), "cuThreadExchangeStreamCaptureMode")

@@ -1,8 +1,6 @@
-"""Operands: what an array is, where it lives, its strides; and a minimal device array.
-
-numpy arrays (host), __cuda_array_interface__ (CuPy, PyTorch, Numba, DeviceArray) and
-__dlpack__ (JAX, PyTorch, CuPy...) are read without allocating or touching a device, so
-validation errors are raised here, before any launch."""
+"""Operands: what an array is, where it lives, its strides; and a minimal device array. numpy
+arrays, __cuda_array_interface__ and __dlpack__ are read without allocating or touching a
+device, so validation errors are raised here, before any launch."""
 from __future__ import annotations
 
 import sys
@@ -17,14 +15,11 @@ from ..base import precisions
 from ..base.errors import DTypeError, InputError, NotAnArrayError, ShapeError
 from ..base.precisions import DTYPE, ITEMSIZE
 
-# element types by numpy's names (bfloat16: ml_dtypes'), the rows of precisions.DTYPE
-DTypeName = precisions.DTypeName
+DTypeName = precisions.DTypeName        # element types by numpy's names (bfloat16: ml_dtypes')
 SUPPORTED_DTYPES: tuple[str, ...] = precisions.DTYPES
-# a 2-D numpy array (host) or device array (__cuda_array_interface__ or DLPack) of a
-# SUPPORTED_DTYPES type, any strides; Any, as the protocols are duck-typed
+# a 2-D numpy or device array (CAI or DLPack) of a SUPPORTED_DTYPES type, any strides
 ArrayLike = Any
-# None (the operands' library's current stream), an int handle (0: the default stream) or a
-# stream object (cuda.core, CuPy, PyTorch, __cuda_stream__...: launch.stream_handle)
+# None (the operands' library's current stream), an int handle or a stream object (stream_handle)
 StreamLike = Any
 _TYPESTR = {"<f4": "float32", "<f8": "float64", "<f2": "float16", "<i4": "int32",
             "<i8": "int64", "|u1": "uint8", "|i1": "int8", "<u4": "uint32", "<c8": "complex64"}
@@ -68,8 +63,7 @@ class Operand:
 
     def overlaps(self, other: "Operand") -> bool:
         """True if their byte ranges intersect (interleaved views sharing no element too)."""
-        a0, a1 = self.span()
-        b0, b1 = other.span()
+        (a0, a1), (b0, b1) = self.span(), other.span()
         return a0 < b1 and b0 < a1
 
     def same_view(self, other: "Operand") -> bool:
@@ -90,8 +84,7 @@ class Operand:
         return (r > 1 and sr == 0) or (c > 1 and sc == 0)
 
     def major(self, row: str, col: str) -> str | None:
-        """row if the rows are contiguous, col if the columns are, else None (a size-1
-        dimension's stride is never used)."""
+        """row if the rows are contiguous, col if the columns are, else None."""
         (r, c), (sr, sc) = self.shape, self.strides
         if (sc == 1 or c <= 1) and (sr >= c or r <= 1) and sr > 0:
             return row
@@ -176,47 +169,37 @@ def parse(name: str, obj, stream: int | None = None) -> Operand:
         "(DLPack or __cuda_array_interface__: CuPy, PyTorch, JAX)")
 
 
-# ---- the stream of a call that names none ------------------------------------------------
-def _torch_current(torch):
-    # torch's raw accessor, as Triton's launcher reads it: current_stream(d) builds a Stream
-    # object, 1.9 us a call on the H200 host (a fifth of a launch)
-    raw = (getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
-           or (lambda d: torch.cuda.current_stream(d).cuda_stream))
-
-    def of(t) -> int:
-        d = t.get_device()      # (-1: a CPU tensor, which runs on the host path)
-        return raw(d) if d >= 0 else 0
-    return of
-
-
-def _cupy_current(cupy):
-    current = cupy.cuda.get_current_stream
-    return lambda x: current(x.device.id).ptr
-
-
 _CURRENT: dict = {}      # array type -> its library's current stream, as a handle
 
 
 def framework_stream(obj) -> int:
     """The stream of a call on `obj` that names none: the current stream of PyTorch for its
-    tensors, of CuPy for its arrays (where their own ops run; in torch.cuda.graph(), the
-    capturing one), else the default stream (0), other producers' pending writes being
-    ordered by their stream protocol."""
-    tp = type(obj)
-    f = _CURRENT.get(tp)
+    tensors, of CuPy for its arrays (in torch.cuda.graph(), the capturing one), else the
+    default stream (0), other producers' pending writes being ordered by their protocol."""
+    f = _CURRENT.get(type(obj))
     if f is None:
-        lib = sys.modules.get(tp.__module__.split(".")[0])
-        name = getattr(lib, "__name__", "")
-        f = (_torch_current(lib) if name == "torch" and isinstance(obj, lib.Tensor) else
-             _cupy_current(lib) if name == "cupy" and isinstance(obj, lib.ndarray) else
-             (lambda _: 0))
-        _CURRENT[tp] = f
+        f = _CURRENT[type(obj)] = _current_stream_reader(obj)
     return f(obj)
 
 
+def _current_stream_reader(obj):
+    lib = sys.modules.get(type(obj).__module__.split(".")[0])
+    name = getattr(lib, "__name__", "")
+    if name == "cupy" and isinstance(obj, lib.ndarray):
+        current = lib.cuda.get_current_stream
+        return lambda x: current(x.device.id).ptr
+    if name != "torch" or not isinstance(obj, lib.Tensor):
+        return lambda _: 0
+    # torch's raw accessor, as Triton's launcher reads it: current_stream(d) builds a Stream
+    # object, a fifth of a launch; get_device() is -1 for a CPU tensor (the host path)
+    raw = (getattr(getattr(lib, "_C", None), "_cuda_getCurrentRawStream", None)
+           or (lambda d: lib.cuda.current_stream(d).cuda_stream))
+    return lambda t: raw(d) if (d := t.get_device()) >= 0 else 0
+
+
 def _opaque_as_named(dtype: str, obj) -> str:
-    """A type with no standard typestr (bfloat16) for an opaque void of its size ("<V2": PyTorch
-    2.11's CAI, cuda.core's DLPack view without ml_dtypes) in an array whose dtype names it."""
+    """bfloat16 (no standard typestr) for an opaque void of its size ("<V2": PyTorch 2.11's
+    CAI, cuda.core's DLPack view without ml_dtypes) in an array whose dtype names it."""
     named = str(getattr(obj, "dtype", ""))
     return next((d.name for d in _OPAQUE if dtype.lstrip("<|=") == f"V{d.itemsize}"
                  and d.name in named), dtype)
@@ -273,8 +256,7 @@ def to_numpy(name: str, obj, stream: int = 0) -> np.ndarray:
     if not op.device:
         h = op.host
         return h if h.dtype == np.float32 else widen(h, op.dtype)
-    lo, hi = op.span()
-    e = op.itemsize
+    (lo, hi), e = op.span(), op.itemsize
     out = np.empty(op.shape, dtype=np.float32)
     if hi > lo:
         raw = np.empty((hi - lo) // e, dtype=DTYPE[op.dtype].storage)
@@ -288,9 +270,9 @@ def to_numpy(name: str, obj, stream: int = 0) -> np.ndarray:
 
 
 class DeviceArray:
-    """A minimal 2-D device array (row-major unless strides say otherwise) of float32, float16
-    or bfloat16, for users and tests without CuPy or PyTorch. bfloat16 has no
-    __cuda_array_interface__ typestr: cute_gemm reads it directly."""
+    """A minimal 2-D device array (row-major unless strides say otherwise) of a SUPPORTED_DTYPES
+    type, for users and tests without CuPy or PyTorch (bfloat16 has no CAI typestr: cute_gemm
+    reads it directly)."""
 
     def __init__(self, shape, *, strides=None, ordinal: int = 0, dtype: str = "float32",
                  _buffer=None):
@@ -302,8 +284,7 @@ class DeviceArray:
         self.dtype_name = dtype
         self.strides = tuple(strides) if strides is not None else (self.shape[1], 1)
         span = 1 + sum((n - 1) * s for n, s in zip(self.shape, self.strides) if n > 0)
-        e = ITEMSIZE[dtype]
-        self._buf = _buffer if _buffer is not None else launch.DeviceBuffer(max(e * span, 4), ordinal)
+        self._buf = _buffer if _buffer is not None else launch.DeviceBuffer(ITEMSIZE[dtype] * span, ordinal)
         self.ordinal = ordinal
 
     @property
@@ -330,10 +311,8 @@ class DeviceArray:
         d = DTYPE[self.dtype_name]
         if not d.typestr:
             raise TypeError(f"{d.name} has no __cuda_array_interface__ typestr")
-        e = d.itemsize
-        return {"shape": self.shape, "typestr": d.typestr,
-                "data": (self.ptr, False), "strides": (e * self.strides[0], e * self.strides[1]),
-                "version": 3}
+        return {"shape": self.shape, "typestr": d.typestr, "data": (self.ptr, False),
+                "strides": (d.itemsize * self.strides[0], d.itemsize * self.strides[1]), "version": 3}
 
     @property
     def T(self) -> "DeviceArray":

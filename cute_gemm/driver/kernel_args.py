@@ -43,37 +43,25 @@ ReduceArgs, REDUCE_OFFSETS = arg_block("ReduceArgs", [
     ("C", P), ("sCm", L), ("sCn", L)])
 
 
-def pack_gemm_args(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn):
-    """(keepalive, address of the void*[] the driver wants) of the plain signature."""
-    return packed(GemmArgs(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn),
-                  GEMM_OFFSETS)
+def _packer(cls, offsets, tail: tuple[str, ...] = ()):
+    """pack(*values): packed() of a new `cls` holding `values` in the order of GEMM_PARAMS and
+    `tail`, its tensor maps (if any) zeros until set_tensor_maps writes them per call."""
+    names = [f for f, _ in GEMM_PARAMS] + list(tail)
+    return lambda *values: packed(cls(**dict(zip(names, values))), offsets)
 
 
-def pack_gemm_args_ws(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn, ws, tile0=0):
-    """pack_gemm_args with a stream-K entry point's workspace pointer and first tile appended."""
-    return packed(GemmArgsWs(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn,
-                             ws, tile0), GEMM_WS_OFFSETS)
+# the plain signature; with a stream-K entry's (ws, tile0) or a split's (ws, split_k) after
+# it; with the tensor maps of A and B; with the maps and the tail's (ws, dp, pieces)
+pack_gemm_args = _packer(GemmArgs, GEMM_OFFSETS)
+pack_gemm_args_ws = _packer(GemmArgsWs, GEMM_WS_OFFSETS, ("ws", "tile0"))
+pack_gemm_args_tma = _packer(GemmArgsTma, GEMM_TMA_OFFSETS)
+pack_gemm_args_tma_ws = _packer(GemmArgsTmaWs, GEMM_TMA_WS_OFFSETS, ("ws", "dp", "pieces"))
 
 
 def set_tensor_maps(args, tma_a: bytes, tma_b: bytes) -> None:
     """Overwrite the tensor maps of a packed argument block (pack_gemm_args_tma's struct)."""
     ctypes.memmove(ctypes.addressof(args.tma_a), tma_a, TMA_MAP_BYTES)
     ctypes.memmove(ctypes.addressof(args.tma_b), tma_b, TMA_MAP_BYTES)
-
-
-def pack_gemm_args_tma(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn):
-    """pack_gemm_args with the tensor maps of A and B appended (zeros until set_tensor_maps
-    writes them per call)."""
-    return packed(GemmArgsTma(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn),
-                  GEMM_TMA_OFFSETS)
-
-
-def pack_gemm_args_tma_ws(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn,
-                          ws=0, dp=0, pieces=1):
-    """pack_gemm_args_tma with the tail's workspace pointer and cut (dp, pieces) appended."""
-    s = GemmArgsTmaWs(m, n, k, alpha, a, sam, sak, b, sbk, sbn, beta, c, scm, scn)
-    s.ws, s.dp, s.pieces = ws, dp, pieces
-    return packed(s, GEMM_TMA_WS_OFFSETS)
 
 
 def pack_reduce_args(m, n, split, scm, scn):

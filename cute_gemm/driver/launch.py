@@ -63,16 +63,15 @@ def peak_tflops(sm_count: int, lanes_per_sm: int, clock_khz: float) -> float:
 
 
 def _device(ordinal: int):
-    drv = driver.bindings()
     driver.init()
-    return drv, check(drv.cuDeviceGet(ordinal), "cuDeviceGet")
+    return check(driver.bindings().cuDeviceGet(ordinal), "cuDeviceGet")
 
 
 @functools.lru_cache(maxsize=None)
 def device_info(ordinal: int | None = None) -> DeviceInfo:
     """The device's properties (that of the current context when ordinal is None), read once."""
     ordinal = driver.current_ordinal() if ordinal is None else ordinal
-    drv, dev = _device(ordinal)
+    drv, dev = driver.bindings(), _device(ordinal)
 
     def attr(name):
         return int(check(drv.cuDeviceGetAttribute(
@@ -90,8 +89,7 @@ def device_info(ordinal: int | None = None) -> DeviceInfo:
 def pci_bus_id(ordinal: int) -> str:
     """The device's PCI bus id ("0000:19:00.0"), by which NVML finds the same GPU (its own
     indices need not follow CUDA's ordinals)."""
-    drv, dev = _device(ordinal)
-    raw = check(drv.cuDeviceGetPCIBusId(64, dev), "cuDeviceGetPCIBusId")
+    raw = check(driver.bindings().cuDeviceGetPCIBusId(64, _device(ordinal)), "cuDeviceGetPCIBusId")
     return (raw if isinstance(raw, str) else raw.split(b"\0", 1)[0].decode()).strip("\0")
 
 
@@ -146,17 +144,16 @@ def occupancy(f: Function, threads: int, smem: int) -> int:
 def encode_tensor_map(ptr: int, precision: str, dims: tuple[int, int], ld_bytes: int,
                       box: tuple[int, int], swizzle: int = 128) -> bytes:
     """The 128-byte CUtensorMap (sm_90+) of a 2-D tensor at `ptr` of `precision`'s operands
-    (element type: the precision table's `tma`; tf32 rounds to nearest on the way to smem).
-    dims = (contiguous extent, other extent) in elements, ld_bytes the stride of the other,
-    box one TMA load's extents (records.TmaBoxes), zero-filled past the tensor. ptr and
-    ld_bytes are multiples of 16; with dims[1] == 1 the stride is unused but must be valid."""
-    p = PRECISION[precision]
-    drv = driver.bindings()
+    (element type: the precision table's `tma`). dims = (contiguous extent, other extent) in
+    elements, ld_bytes the stride of the other, box one TMA load's extents (records.TmaBoxes),
+    zero-filled past the tensor. ptr and ld_bytes are multiples of 16; with dims[1] == 1 the
+    stride is unused but must be valid."""
+    p, drv = PRECISION[precision], driver.bindings()
     driver.init()
     ld = int(ld_bytes)
     if int(dims[1]) == 1:
         ld = -(-max(ld, int(dims[0]) * p.itemsize) // 16) * 16
-    sw = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}[swizzle]
+    sw = f"{swizzle}B" if swizzle else "NONE"
     u64, u32 = drv.cuuint64_t, drv.cuuint32_t
     tmap = check(drv.cuTensorMapEncodeTiled(
         getattr(drv.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{p.tma}"), 2, int(ptr),
@@ -184,8 +181,8 @@ class Site:
     """One launch configuration bound once; calling it launches on a stream with a packed
     argument block. go(stream, args, 0) -> (CUresult,): the plain launch, for callers that
     inline it (failed(err) raises its CudaError); None with pdl, a programmatic dependent
-    launch (sm_90+): the kernel may start once every CTA of the previous one has executed
-    griddepcontrol.launch_dependents, and waits for it (griddepcontrol.wait) before it ends."""
+    launch (sm_90+), which may start once every CTA of the previous kernel has executed
+    griddepcontrol.launch_dependents and waits for it (griddepcontrol.wait)."""
     __slots__ = ("f", "grid", "block", "smem", "pdl", "go", "local")
 
     def __init__(self, f: Function, grid, block, smem: int, pdl: bool = False):
@@ -319,16 +316,16 @@ class DeviceBuffer:
             self.close()
 
 
-def _copy(call: str):
-    def copy(dst: int, src: int, nbytes: int, stream: int = 0) -> None:
-        check(getattr(driver.bindings(), call)(dst, src, nbytes, stream), call)
-    copy.__name__ = copy.__qualname__ = call
-    return copy
+def _async(call: str):
+    def run(x: int, y: int, n: int, stream: int = 0) -> None:
+        check(getattr(driver.bindings(), call)(x, y, n, stream), call)
+    run.__name__ = run.__qualname__ = call
+    return run
 
 
-# stream-ordered copies: (dst, src, nbytes, stream=0), host sides as addresses
-memcpy_htod, memcpy_dtoh, memcpy_dtod = map(_copy, ("cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync",
-                                                    "cuMemcpyDtoDAsync"))
+# stream-ordered copies (dst, src, nbytes, stream=0), host sides as addresses
+memcpy_htod, memcpy_dtoh, memcpy_dtod = map(_async, ("cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync",
+                                                     "cuMemcpyDtoDAsync"))
 
 
 def memset_f32(ptr: int, value_bits: int, count: int, stream: int = 0) -> None:
@@ -337,10 +334,9 @@ def memset_f32(ptr: int, value_bits: int, count: int, stream: int = 0) -> None:
 
 def memset(ptr: int, value_bits: int, count: int, itemsize: int, stream: int = 0) -> None:
     """`count` elements of `itemsize` bytes set to `value_bits` (precisions.DType.bits)."""
-    if itemsize == 4:
-        return memset_f32(ptr, value_bits, count, stream)
-    call = {2: "cuMemsetD16Async", 1: "cuMemsetD8Async"}[itemsize]
-    check(getattr(driver.bindings(), call)(ptr, value_bits, count, stream), call)
+    # (memset_f32 read here per call: a simulated device replaces it)
+    f = memset_f32 if itemsize == 4 else _async(f"cuMemsetD{8 * itemsize}Async")
+    f(ptr, value_bits, count, stream)
 
 
 def mem_get_info(ordinal: int = 0) -> tuple[int, int]:

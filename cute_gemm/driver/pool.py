@@ -1,9 +1,8 @@
 """Stream-ordered scratch memory, one pool per device: relayout temporaries, and stream-K
-workspaces in a graph capture (the graph then owns them). No buffer is shared between
-streams or threads, so neither a host wait nor a stream handle's identity is involved. A
-pool keeps the freed memory of its busiest moment (at least POOL_KEEP_BYTES, at most
-1 / POOL_KEEP_SHARE of the device), so a large call's scratch (cute_3xtf32's: 268 MB at
-4096^3) is not unmapped at each synchronize and mapped again; trim_pools gives it back."""
+workspaces in a graph capture (the graph then owns them); no buffer is shared between streams
+or threads. A pool keeps the freed memory of its busiest moment (at least POOL_KEEP_BYTES, at
+most 1 / POOL_KEEP_SHARE of the device), so a large call's scratch is not unmapped at each
+synchronize and mapped again; trim_pools gives it back."""
 from __future__ import annotations
 
 from . import workspace
@@ -28,20 +27,19 @@ def _attr(pool, name: str, value: int | None = None) -> int | None:
 
 def _pool(ordinal: int):
     pool = _pools.get(ordinal)
-    if pool is None:
-        drv = driver.bindings()
-        with driver.lock:
-            pool = _pools.get(ordinal)
-            if pool is None:
-                props = drv.CUmemPoolProps()
-                props.allocType = drv.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
-                props.location.type = drv.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
-                props.location.id = ordinal
-                with driver.relaxed():      # (a first call may come inside a capture)
-                    pool = driver.check(drv.cuMemPoolCreate(props), "cuMemPoolCreate")
-                    _attr(pool, "RELEASE_THRESHOLD", POOL_KEEP_BYTES)
-                _pools[ordinal] = pool
-    return pool
+    if pool is not None:
+        return pool
+    drv = driver.bindings()
+    with driver.lock, driver.relaxed():     # (a first call may come inside a capture)
+        if ordinal not in _pools:
+            props = drv.CUmemPoolProps()
+            props.allocType = drv.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
+            props.location.type = drv.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+            props.location.id = ordinal
+            pool = driver.check(drv.cuMemPoolCreate(props), "cuMemPoolCreate")
+            _attr(pool, "RELEASE_THRESHOLD", POOL_KEEP_BYTES)
+            _pools[ordinal] = pool
+        return _pools[ordinal]
 
 
 def alloc_async(nbytes: int, ordinal: int, stream: int) -> int:

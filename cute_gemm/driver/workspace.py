@@ -1,9 +1,9 @@
 """Stream-K workspaces, recycled without a memset or a host wait: their arrival counters are
-zeroed once, and every stream-K launch leaves them zero (include/cute_gemm/streamk.cuh). A
-use ends with an event recorded on its stream, which the next user's stream waits for on the
-device: right on any stream and in any thread (the per-thread default stream has one handle
-in all). A launch takes one last used on its own handle, else one whose event has completed,
-else a new one, so busy streams do not queue behind each other. Captures use pool.py."""
+zeroed once, and every stream-K launch leaves them zero (include/cute_gemm/streamk.cuh). A use
+ends with an event recorded on its stream, which the next user's stream waits for on the
+device: right on any stream and in any thread. A launch takes one last used on its own stream
+handle, else one whose event has completed, else a new one, so busy streams do not queue
+behind each other. Captures use pool.py."""
 from __future__ import annotations
 
 import threading
@@ -59,20 +59,16 @@ def take(ordinal: int, nbytes: int, stream: int, counters: int) -> Workspace:
 
 def _new(drv, ordinal: int, nbytes: int, stream: int, counters: int) -> Workspace:
     driver.ensure_context(ordinal)
-    ptr = int(driver.check(drv.cuMemAlloc(nbytes), f"cuMemAlloc({nbytes})"))
+    ptr, ev = int(driver.check(drv.cuMemAlloc(nbytes), f"cuMemAlloc({nbytes})")), None
     try:
         ev = driver.check(drv.cuEventCreate(drv.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
-    except BaseException:
-        drv.cuMemFree(ptr)
-        raise
-    w = Workspace(ordinal, ptr, nbytes, ev)
-    try:
         driver.check(drv.cuMemsetD32Async(ptr, 0, counters, stream), "cuMemsetD32Async")
     except BaseException:
-        drv.cuEventDestroy(ev)
+        if ev is not None:
+            drv.cuEventDestroy(ev)
         drv.cuMemFree(ptr)
         raise
-    return w
+    return Workspace(ordinal, ptr, nbytes, ev)
 
 
 def give(w: Workspace, stream: int) -> None:
