@@ -5,14 +5,14 @@ import dataclasses
 from dataclasses import dataclass
 
 from ..base.precisions import ACCUMULATOR, DTYPE, PRECISION
-from .records import (STREAM_K_COUNTERS, FixedSmem, Kernel, TileGridMN, Variant, constexprs,
-                      device_constants)
+from .records import (STREAM_K_COUNTERS, FixedSmem, FixedTile, Kernel, TileGridMN, Variant,
+                      constexprs, device_constants)
 
 _MAJORS = tuple((a, b) for a in ("k", "m") for b in ("n", "k"))
 
 
 @dataclass(frozen=True)
-class TileConfig:
+class TileConfig(FixedTile):
     """One configuration of a CuTe stage written in plain constants (c0-c5; records.KernelConfig):
     cpp() writes THREADS (the block, which the source static_asserts against its thread
     layouts) and each knob that is set as the `constexpr int` the source reads, BLK_M, BLK_N,
@@ -26,13 +26,6 @@ class TileConfig:
     warps_m: int | None = None       # the TiledMMA's warps (c4)
     warps_n: int | None = None
     dyn_smem: int = 0                # dynamic smem bytes (c4, c5: the ring; its formula at the stage)
-
-    @property
-    def tile(self) -> tuple[int, int, int]:
-        return self.blk_m, self.blk_n, self.blk_k
-
-    def smem(self, m: int, n: int, k: int) -> int:
-        return self.dyn_smem
 
     def cpp(self, name: str) -> str:
         knobs = ("blk_m", "blk_n", "blk_k", "stages", "warps_m", "warps_n")
@@ -94,7 +87,7 @@ def kquad_stage(ext: int, bk: int) -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
-class PipelinedConfig:
+class PipelinedConfig(FixedTile):
     """One configuration of the tuned kernel (kernels/cute/c3_pipelined.cu), compiled as its
     `struct Config` (cpp()): every field a static constexpr member of the same name. What each
     knob does: include/cute_gemm/pipelined_config.cuh; why each value: the anchors in
@@ -142,13 +135,6 @@ class PipelinedConfig:
     @property
     def threads(self) -> int:
         return self.thr_m * self.thr_n
-
-    @property
-    def tile(self) -> tuple[int, int, int]:
-        return self.blk_m, self.blk_n, self.blk_k
-
-    def smem(self, m: int, n: int, k: int) -> int:
-        return self.dyn_smem
 
     @property
     def pdl(self) -> bool:
@@ -244,9 +230,7 @@ def _pipe(name: str, cfg: PipelinedConfig, tags: tuple[str, ...] = ("fast",),
     bm, bn = cfg.blk_m, cfg.blk_n
     through_smem = any(e != "scalar" for e in (cfg.epi_ak_bk, cfg.epi_ak_bn))
     return Kernel(
-        name=name,
-        family="cute",
-        source="cute/c3_pipelined.cu",
+        name=name, family="cute", source="cute/c3_pipelined.cu",
         # 16-byte entries first (any majorness; m/n-major operands by cp.async, one k-major
         # operand register-staged, two k-major by cp.async into raw stages), then the
         # 4-byte cp.async fallbacks, ending on row-major align 1
@@ -256,11 +240,8 @@ def _pipe(name: str, cfg: PipelinedConfig, tags: tuple[str, ...] = ("fast",),
                  + tuple(Variant(f"cute_pipelined_a{a}_b{b}_s", a_major=a, b_major=b, c_major="any",
                                  **sk(a, b, "_s"))
                          for a, b in (("k", "k"), ("m", "k"), ("m", "n"), ("k", "n"))),
-        block=(cfg.threads, 1, 1),
         grid=TileGridMN(bm, bn),     # the kernel remaps block ids (grouped CTA order)
-        config=cfg,
-        tile=cfg.tile,
-        dyn_smem=FixedSmem(cfg.dyn_smem),
+        config=cfg, block=(cfg.threads, 1, 1), tile=cfg.tile, dyn_smem=FixedSmem(cfg.dyn_smem),
         stream_k_smem=FixedSmem(cfg.sk_smem) if cfg.stream_k else None,
         summary=(f"{cfg.stages}-stage smem pipeline (cp.async 16 B along m/n; along k "
                  + ("via k-major raw smem stages), LDS.128 register " if cfg.raw_k else
@@ -274,10 +255,7 @@ def _pipe(name: str, cfg: PipelinedConfig, tags: tuple[str, ...] = ("fast",),
                  + (" (4-byte entries too)" if cfg.stream_k and cfg.twins_scalar else "")
                  + (", C^T = B^T A^T where N is skinny" if transpose_skinny else "")),
         seed="CuTe sgemm_sm80 (cp.async pipeline)",
-        tags=tags,
-        transpose_skinny=transpose_skinny,
-        min_arch=min_arch,
-    )
+        tags=tags, transpose_skinny=transpose_skinny, min_arch=min_arch)
 
 
 def _mma_sm80(name: str, bm: int, bn: int, bk: int, stages: int, warps: tuple[int, int] = (2, 2)) -> Kernel:
