@@ -89,10 +89,9 @@ def kquad_stage(ext: int, bk: int) -> tuple[int, int]:
 @dataclass(frozen=True)
 class PipelinedConfig(FixedTile):
     """One configuration of the tuned kernel (kernels/cute/c3_pipelined.cu), compiled as its
-    `struct Config` (cpp()): every field a static constexpr member of the same name. What each
+    `struct Config` (cpp()), every field a static constexpr member of the same name. What each
     knob does: include/cute_gemm/pipelined_config.cuh; why each value: the anchors in
-    docs/design/cute_pipelined.md. The defaults here are the only ones; None means "derived
-    from the tile" (resolved below). What never varies is a constant of the C++ code."""
+    docs/design/cute_pipelined.md. None: derived from the tile (__post_init__)."""
     blk_m: int
     blk_n: int
     blk_k: int
@@ -156,13 +155,12 @@ class PipelinedConfig(FixedTile):
     @property
     def sk_smem(self) -> int:
         """Dynamic smem of the stream-K twins (0 without them): A's region of the full
-        layout, then B's stages — STAGES padded compute stages (am_bn_sk, ak_bn_sk), or 2
+        layout, then B's stages: STAGES padded compute stages (am_bn_sk, ak_bn_sk), or 2
         compute buffers (k-quad ones with kq_layout bit 0) and STAGES raw stages (ak_bk_sk).
-        Less than dyn_smem by the k-quad buffers' savings: with the twins' static smem (128
-        bytes with the alignment of the dynamic smem) 2 twin CTAs then fit the same smem
-        carveout as 2 data-parallel ones, so a twin CTA can take an SM slot while the other
-        holds a data-parallel CTA (a programmatic dependent launch; the carveout of an SM
-        changes only when empty). The kernel checks it against what it addresses."""
+        Less than dyn_smem by the k-quad buffers' savings, so that with their static smem
+        (TWIN_STATIC_SMEM) 2 twin CTAs fit the smem carveout of 2 data-parallel ones: a twin
+        CTA (launched by PDL) can take an SM slot while the other holds a data-parallel CTA
+        (an SM's carveout changes only when empty). The kernel checks it."""
         if not self.stream_k:
             return 0
         bm, bn, bk, stages = self.blk_m, self.blk_n, self.blk_k, self.stages
@@ -316,8 +314,6 @@ CUTE: list[Kernel] = [
     # kq_layout=7 (k-quad compute stages): see docs/design/cute_pipelined.md#k-quad-stages
     # kt_unroll=2 (both-k-major entry): see docs/design/cute_pipelined.md#kt-unroll
     # epi_ak_bk="smem16", epi_ak_bn="bulk" (C through smem; bulk copies): see docs/design/cute_pipelined.md#epilogue
-    # cute_pipelined: why each value, at the anchors of docs/design/cute_pipelined.md that
-    # PipelinedConfig's fields name (128x128x16, 4 stages: #tile-and-stages)
     gemm_candidate(_pipe("cute_pipelined", PipelinedConfig(
         128, 128, 16, 4, min_blocks_mn=1, kq_layout=7, kt_unroll=2, epi_ak_bk="smem16",
         epi_ak_bn="bulk", stream_k=True, **_TUNED))),

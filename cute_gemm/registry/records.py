@@ -10,6 +10,7 @@ Operand conventions (see include/cute_gemm/common.cuh for the kernel signature):
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar, Literal, Protocol, get_args, runtime_checkable
 
@@ -490,8 +491,7 @@ class Kernel:
 
     @property
     def threads(self) -> int:
-        b = self.block
-        return b[0] * b[1] * b[2]
+        return math.prod(self.block)
 
     @property
     def entries(self) -> tuple[str, ...]:
@@ -512,17 +512,15 @@ class Kernel:
         return s.max_k(smem_limit) if isinstance(s, StripSmem) else None
 
     def stream_k_smem_bytes(self, m: int, n: int, k: int) -> int:
-        if self.stream_k_smem is not None:
-            return self.stream_k_smem(m, n, k)
-        return self.smem_bytes(m, n, k)
+        sk = self.stream_k_smem
+        return sk(m, n, k) if sk is not None else self.smem_bytes(m, n, k)
 
     def transposes(self, m: int, n: int) -> bool:
-        """This kernel's rule (one input of resolve.swapped, which decides): True if its
-        M x N product runs as its transpose, C^T = B^T A^T (an N x M product;
-        transpose_skinny), where that covers C with at most 7/8 of the tile area. A 64 x 128
-        tile covers an 8192 x 64 C twice over, its transpose once. Not for a sliver less:
-        the transpose also runs another entry point (nn operands become an m-major A and a
-        k-major B)."""
+        """This kernel's rule (one input of resolve.swapped, which decides): True if its M x N
+        product runs as its transpose, C^T = B^T A^T (transpose_skinny), where that covers C
+        with at most 7/8 of the tile area (a 64 x 128 tile covers an 8192 x 64 C twice over,
+        its transpose once). Not for a sliver less: the transpose also runs another entry
+        point (nn operands become an m-major A and a k-major B)."""
         if not self.transpose_skinny or self.tile is None:
             return False
         bm, bn, _ = self.tile
