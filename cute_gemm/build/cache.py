@@ -1,28 +1,21 @@
 """Two-level cubin cache: in memory (per process) and on disk (per user).
 
-Disk key = sha256 over everything that changes the binary: the text NVRTC compiles (the
-kernel source after its prelude: configuration and entry selection, compile.read_source), the
-contents of every file under include/ (ours), the exact versions of the header wheels
-(or a fingerprint of an overriding folder), the NVRTC options (include paths replaced
-by those fingerprints), the arch and the NVRTC version.
+Disk key = sha256 over everything that changes the binary: the text NVRTC compiles
+(compile.read_source: the source after its configuration and entry selection), every file
+under include/ (ours), the header wheels' versions (or an overriding folder's fingerprint),
+the NVRTC options (include paths replaced by those fingerprints), the arch and the NVRTC
+version. An entry holds the CUBIN, the NVRTC log and, where asked for (get(..., ptx=True)),
+the zlib-compressed PTX of the same run.
 
-An entry holds the CUBIN, the NVRTC log and, when a caller asked for it
-(get(..., ptx=True)), the PTX of the same NVRTC run, zlib-compressed.
-
-Entries are written to a temporary file and renamed into place (atomic on POSIX);
-each carries a sha256 of its payload that is checked on every read, so a truncated or
-corrupt entry is recompiled, never loaded. Concurrent processes take a per-key
-file lock (filelock: flock on POSIX) while compiling, so a key is compiled once and
-readers never see half a file.
-
-A cache dir that cannot be created, locked or written (read-only home, another user's
-shared dir, a file in its place) never breaks compiling: the result stays in memory and
-one warning names the dir. Entries get the umask's permissions (readable by a team that
-shares the dir), not mkstemp's 0600.
+Entries are written to a temporary file and renamed into place (atomic on POSIX), with a
+sha256 of the payload checked on every read: a truncated or corrupt entry is recompiled,
+never loaded. Processes compiling a key hold a per-key file lock (filelock), so a key is
+compiled once. A cache dir that cannot be created, locked or written never breaks
+compiling: the result stays in memory and one warning names the dir. Entries get the
+umask's permissions (a team can share the dir), not mkstemp's 0600.
 
 Environment: CUTE_GEMM_CACHE_DIR moves the disk cache (default: platformdirs' user cache
-dir, ~/.cache/cute_gemm on Linux or $XDG_CACHE_HOME/cute_gemm); CUTE_GEMM_DISABLE_CACHE=1
-turns the disk level off (the in-memory level stays).
+dir, ~/.cache/cute_gemm on Linux); CUTE_GEMM_DISABLE_CACHE=1 turns the disk level off.
 """
 from __future__ import annotations
 
@@ -51,10 +44,8 @@ _HEADER = len(MAGIC) + 32
 
 
 def cache_dir() -> Path:
-    env = os.environ.get("CUTE_GEMM_CACHE_DIR")
-    if env:
-        return Path(env)
-    return Path(platformdirs.user_cache_dir("cute_gemm", appauthor=False))
+    return Path(os.environ.get("CUTE_GEMM_CACHE_DIR")
+                or platformdirs.user_cache_dir("cute_gemm", appauthor=False))
 
 
 def disk_enabled() -> bool:
@@ -81,16 +72,10 @@ def _include_digest() -> str:
 
 
 def cache_key(kernel, arch: str, source: str, opts: list[str]) -> str:
-    keyed_opts = [o for o in opts if not o.startswith("-I")]
-    material = {
-        "format": FORMAT,
-        "source": source,
-        "include": _include_digest(),
-        "headers": [h.fingerprint for h in paths.header_dirs()],
-        "options": keyed_opts,
-        "arch": arch,
-        "nvrtc": list(_compile.nvrtc_key_version()),
-    }
+    material = {"format": FORMAT, "source": source, "include": _include_digest(),
+                "headers": [h.fingerprint for h in paths.header_dirs()],
+                "options": [o for o in opts if not o.startswith("-I")], "arch": arch,
+                "nvrtc": list(_compile.nvrtc_key_version())}
     return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()
 
 
@@ -179,15 +164,8 @@ def _write(key: str, meta: dict, cubin: bytes, ptx: str | None) -> None:
     d.mkdir(parents=True, exist_ok=True)
     # os.open with 0o666 lets the kernel apply the umask (and a default ACL), as for any
     # file the user creates; mkstemp's 0600 would hide a shared cache dir's entries
-    for _ in range(100):
-        tmp = d / f".{key[:16]}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-        try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
-            break
-        except FileExistsError:
-            continue
-    else:  # pragma: no cover - 100 collisions of 32 random bits
-        raise FileExistsError(f"no free temporary name in {d}")
+    tmp = d / f".{key[:16]}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(_pack(meta, cubin, ptx))
@@ -205,10 +183,8 @@ def _key_lock(key: str):
     """A lock across processes while `key` compiles (filelock.FileLock on <key>.lock); none
     (and a warning) where the dir cannot be created or the lock file opened: then two
     processes may both compile the key, which costs time but is safe (atomic rename)."""
-    # imported here, where a compile is about to take a second or more: filelock costs
-    # ~20 ms of CPU at import (logging, decimal, here), which `import cute_gemm` (a fresh
-    # process's first call, docs/design/first_call.md) and a process that only reads
-    # cached cubins need not pay
+    # imported here, where a compile is about to take seconds: its import costs ~20 ms
+    # that `import cute_gemm` and a process that only reads cached cubins need not pay
     import filelock
     d = cache_dir()
     try:
@@ -261,6 +237,10 @@ class _Job:
         return Compiled(self.kernel.name, self.arch, self.key, cubin, log, seconds, origin, ptx,
                         self.entries or self.kernel.entries, self.entries is None)
 
+    def from_disk(self, found: tuple[dict, bytes, str | None]) -> Compiled:
+        meta, cubin, ptx = found
+        return self.compiled(cubin, meta.get("log", ""), meta.get("seconds", 0.0), "disk", ptx)
+
 
 def get(kernel, arch: str | int, extra_options: tuple[str, ...] = (), *, ptx: bool = False,
         entries: tuple[str, ...] | None = None) -> Compiled:
@@ -297,8 +277,7 @@ def lookup(kernel, arch: str | int, extra_options: tuple[str, ...] = (), *,
     found = _read(job.key)
     if found is None:
         return None
-    meta, cubin, ptx_text = found
-    result = job.compiled(cubin, meta.get("log", ""), meta.get("seconds", 0.0), "disk", ptx_text)
+    result = job.from_disk(found)
     with _mem_lock:
         _memory.setdefault(job.key, result)
     return result
@@ -326,8 +305,7 @@ def _get_uncached(job: _Job, ptx: bool) -> Compiled:
                 except OSError as e:         # read-only, foreign or misplaced cache dir
                     _unwritable(cache_dir(), e)
                 return c
-    meta, cubin, ptx_text = found
-    return job.compiled(cubin, meta.get("log", ""), meta.get("seconds", 0.0), "disk", ptx_text)
+    return job.from_disk(found)
 
 
 def _prefetch_one(name: str, arch: str, ptx: bool, directory: str,
@@ -361,19 +339,16 @@ _APART = ("import json, os, sys\n"
 
 def compile_apart(kernel, arch: str, entries: tuple[str, ...], least: int = 2) -> None:
     """Compile each of `entries` alone into the disk cache, in fresh interpreters side by
-    side: NVRTC spends its time per entry point, on one thread, so a launch's two or three
-    entry points take the time of the longest instead of their sum
-    (docs/design/first_call.md). The caller reads them back with lookup(..., entries=(e,));
-    a child that failed leaves nothing there, and the caller's own get() compiles it (and
-    raises its CompileError). Starts nothing where it cannot help: fewer than `least` entry
-    points missing, more than there are workers (a second round costs more than one
-    program of them all saves) unless least is 1, no disk level, no python executable.
-    least=1 is a background compile (resolve.Loaded.ready): a child process even for one
-    entry point, in rounds of default_workers(), so that this process's NVRTC stays free
-    for the calls it serves meanwhile. Fresh interpreters, not multiprocessing: a spawned
-    worker would run the caller's unguarded __main__ again. Threads asking for the same
-    entry points wait for the first one's children and then find them on disk: one set of
-    processes, not one per thread."""
+    side: NVRTC's time is per entry point, on one thread, so a launch's entry points take
+    the time of the longest instead of their sum (docs/design/first_call.md). The caller
+    reads them back with lookup(..., entries=(e,)); a child that failed leaves nothing
+    there, and the caller's own get() compiles it (and raises its CompileError). Starts
+    nothing where it cannot help: fewer than `least` missing, more than default_workers()
+    (unless least is 1), no disk level, no python executable. least=1 is a background
+    compile (resolve.Loaded.ready): children even for one entry point, in rounds of
+    default_workers(), so that this process's NVRTC stays free. Fresh interpreters, not
+    multiprocessing: a spawned worker would run the caller's unguarded __main__ again.
+    Threads asking for the same entry points share one set of children."""
     if not _can_start():
         return
     with _mem_lock:
@@ -452,10 +427,9 @@ class Prefetch:
             return
         todo = []
         for (name, arch, sel), ptx in want.items():
-            k = registry.find(name)
-            sel = _compile.select_entries(k, sel)
-            key = cache_key(k, arch, _compile.read_source(k, sel), _compile.options(k, arch))
-            if _read(key, ptx) is None:
+            job = _Job.of(registry.find(name), arch, (), sel)
+            if _read(job.key, ptx) is None:
+                sel, k = job.entries, job.kernel
                 todo.append((k.family != "cute", -len(sel or k.entries), name, arch, ptx, sel or ()))
         if not todo:
             return
@@ -496,13 +470,8 @@ def clear_memory() -> None:
 def info() -> dict:
     d = cache_dir()
     entries = sorted(d.glob("*.cubin")) if d.is_dir() else []
-    return {
-        "dir": str(d),
-        "disk_enabled": disk_enabled(),
-        "entries": len(entries),
-        "bytes": sum(p.stat().st_size for p in entries),
-        "memory_entries": len(_memory),
-    }
+    return {"dir": str(d), "disk_enabled": disk_enabled(), "entries": len(entries),
+            "bytes": sum(p.stat().st_size for p in entries), "memory_entries": len(_memory)}
 
 
 def clear() -> int:

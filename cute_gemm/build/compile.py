@@ -1,9 +1,8 @@
 """NVRTC through cuda-python: kernel source -> CUBIN for one exact arch.
 
-Only this module, driver.py and launch.py import cuda-python. We call cuda.bindings.nvrtc (the
-1:1 C API) rather than cuda.core's Program because we need the exact option list in
-the cache key and in errors, the log on success (ptxas -v resource report), and
-nothing that depends on a current device when an explicit arch is given.
+Only this module, driver.py and launch.py import cuda-python: cuda.bindings.nvrtc (the 1:1 C
+API), not cuda.core's Program, for the exact option list in the cache key and in errors, the
+log on success (ptxas -v) and no dependence on a current device when the arch is given.
 """
 from __future__ import annotations
 
@@ -184,34 +183,27 @@ def parse_resources(log: str) -> dict[str, Resources]:
 
 def resources_from_cubin(cubin: bytes) -> dict[str, Resources]:
     """Registers, static shared memory and stack frame per entry, read from the CUBIN's ELF
-    sections (EIATTR_REGCOUNT and EIATTR_FRAME_SIZE in .nv.info, the size of
-    .nv.shared.<f> less the 1 KB that sm_80+ reserve for the system, counted there when a
-    .nv.shared.reserved section is present). Used when the NVRTC
-    log carries no ptxas report (seen on the GPU host's NVRTC); spills are not in the ELF
-    and come back as -1."""
+    sections (EIATTR_REGCOUNT and EIATTR_FRAME_SIZE in .nv.info, the size of .nv.shared.<f>
+    less the 1 KB that sm_80+ reserve for the system, counted there when a
+    .nv.shared.reserved section is present). Used when the NVRTC log carries no ptxas report
+    (seen on the GPU host's NVRTC); spills are not in the ELF and come back as -1."""
     import struct
     if cubin[:4] != b"\x7fELF" or cubin[4] != 2:     # ELF64 only
         return {}
     shoff, = struct.unpack_from("<Q", cubin, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
     secs = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
-    names_off = secs[shstrndx][4]
 
-    def name(sec):
-        start = names_off + sec[0]
+    def cstr(start: int) -> str:
         return cubin[start:cubin.index(b"\0", start)].decode()
-
+    names = [cstr(secs[shstrndx][4] + sec[0]) for sec in secs]
     symtab = next((s for s in secs if s[1] == 2), None)           # SHT_SYMTAB
-    syms: dict[int, str] = {}
-    if symtab is not None:
-        str_off = secs[symtab[6]][4]
-        for i in range(symtab[5] // 24):
-            st_name, = struct.unpack_from("<I", cubin, symtab[4] + 24 * i)
-            syms[i] = cubin[str_off + st_name:cubin.index(b"\0", str_off + st_name)].decode()
+    syms = {} if symtab is None else {
+        i: cstr(secs[symtab[6]][4] + struct.unpack_from("<I", cubin, symtab[4] + 24 * i)[0])
+        for i in range(symtab[5] // 24)}
     regs, smem, frame, entries = {}, {}, {}, []
-    reserved = 1024 if any(name(sec).startswith(".nv.shared.reserved") for sec in secs) else 0
-    for sec in secs:
-        n = name(sec)
+    reserved = 1024 if any(n.startswith(".nv.shared.reserved") for n in names) else 0
+    for n, sec in zip(names, secs):
         if n.startswith(".text."):
             entries.append(n[6:])
         elif n.startswith(".nv.shared.") and not n.startswith(".nv.shared.reserved"):
@@ -281,26 +273,22 @@ def run_nvrtc(kernel, source: str, opts: list[str], want_ptx: bool):
     """One NVRTC compile: (cubin, ptx or None, log, seconds). Raises CompileError with the
     whole log."""
     with IN_FLIGHT.compiling():
-        return _run_nvrtc(kernel, source, opts, want_ptx)
-
-
-def _run_nvrtc(kernel, source: str, opts: list[str], want_ptx: bool):
-    nvrtc = _nvrtc()
-    t0 = time.perf_counter()
-    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), kernel.source.encode(), 0, [], [])
-    _check(nvrtc, err, f"nvrtcCreateProgram({kernel.name})")
-    try:
-        enc = [o.encode() for o in opts]
-        (result,) = nvrtc.nvrtcCompileProgram(prog, len(enc), enc)
-        log = _output(nvrtc, prog, nvrtc.nvrtcGetProgramLogSize, nvrtc.nvrtcGetProgramLog,
-                      "nvrtcGetProgramLog").rstrip(b"\0").decode(errors="replace")
-        if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            raise CompileError(kernel.name, opts, log, result.name)
-        cubin = _output(nvrtc, prog, nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN, "nvrtcGetCUBIN")
-        ptx = (_output(nvrtc, prog, nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX, "nvrtcGetPTX")
-               if want_ptx else None)
-    finally:
-        nvrtc.nvrtcDestroyProgram(prog)
+        nvrtc = _nvrtc()
+        t0 = time.perf_counter()
+        err, prog = nvrtc.nvrtcCreateProgram(source.encode(), kernel.source.encode(), 0, [], [])
+        _check(nvrtc, err, f"nvrtcCreateProgram({kernel.name})")
+        try:
+            enc = [o.encode() for o in opts]
+            (result,) = nvrtc.nvrtcCompileProgram(prog, len(enc), enc)
+            log = _output(nvrtc, prog, nvrtc.nvrtcGetProgramLogSize, nvrtc.nvrtcGetProgramLog,
+                          "nvrtcGetProgramLog").rstrip(b"\0").decode(errors="replace")
+            if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+                raise CompileError(kernel.name, opts, log, result.name)
+            cubin = _output(nvrtc, prog, nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN, "nvrtcGetCUBIN")
+            ptx = (_output(nvrtc, prog, nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX, "nvrtcGetPTX")
+                   if want_ptx else None)
+        finally:
+            nvrtc.nvrtcDestroyProgram(prog)
     return cubin, ptx, log, time.perf_counter() - t0
 
 

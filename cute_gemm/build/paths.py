@@ -44,7 +44,7 @@ class HeaderDir:
 
 
 _SPECS = {
-    # role: (env var, distribution, how to find it)
+    # role: (env var, distribution)
     "cutlass": ("CUTE_GEMM_CUTLASS_INCLUDE", "nvidia-cutlass"),
     "cccl": ("CUTE_GEMM_CCCL_INCLUDE", "nvidia-cuda-cccl"),
     "cuda": ("CUTE_GEMM_CUDA_INCLUDE", "nvidia-cuda-runtime"),
@@ -102,27 +102,23 @@ def walk_files(top: Path):
 def _dir_fingerprint(path: Path) -> str:
     h = hashlib.sha256()
     for rel, full in walk_files(path):
-        if os.path.isdir(full):
-            target = os.readlink(full) if os.path.islink(full) else ""
-            h.update(f"{rel}\0->{target}\n".encode())
-            continue
-        st = os.stat(full)
-        h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        if os.path.isdir(full):               # a second name for a folder met already
+            h.update(f"{rel}\0->{os.readlink(full) if os.path.islink(full) else ''}\n".encode())
+        else:
+            st = os.stat(full)
+            h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return "dir:" + h.hexdigest()
 
 
 def _wheel_version(dist: str, found: Path) -> str:
     """The version of wheel `dist`, which installed `found`: from its NAME-VERSION.dist-info
-    folder beside the package (a glob: importing importlib.metadata costs ~25 ms, a quarter
-    of a cache hit in a fresh process); importlib.metadata's answer where there is no one
-    such folder within 4 levels above `found`."""
-    stem = re.sub(r"[-_.]+", "_", dist).lower()
-    for d in list(found.parents)[:4]:
-        infos = list(d.glob(f"{stem}-*.dist-info"))
-        if len(infos) == 1:
-            return infos[0].name[len(stem) + 1:-len(".dist-info")]
-        if infos:
-            break
+    in the sys.path folder above `found` (a glob: importing importlib.metadata costs ~25 ms,
+    a quarter of a cache hit in a fresh process); importlib.metadata's answer where there
+    is not exactly one such folder."""
+    above = {os.path.realpath(p) for p in found.parents}
+    mine = [v for d, v in _dist_versions(re.sub(r"[-_.]+", "_", dist).lower()) if str(d) in above]
+    if len(mine) == 1:
+        return mine[0]
     import importlib.metadata
     return importlib.metadata.version(dist)
 
@@ -154,16 +150,16 @@ _NVRTC_WHEELS = {13: ("nvidia_cuda_nvrtc", "nvidia/cu13/lib/libnvrtc.so.13"),
 
 
 def _dist_versions(stem: str) -> list[tuple[Path, str]]:
-    """(folder, version) of each STEM-VERSION.dist-info in the sys.path folders, in order;
-    a folder named twice on sys.path (PYTHONPATH repeating site-packages) counts once."""
+    """(real folder, version) of each STEM-VERSION.dist-info in the sys.path folders, in
+    order; a folder named twice on sys.path (PYTHONPATH repeating site-packages) counts once."""
     out, seen = [], set()
     for entry in sys.path:
-        d = Path(entry or ".")
-        if not d.is_dir() or (real := os.path.realpath(d)) in seen:
+        d = Path(os.path.realpath(entry or "."))
+        if not d.is_dir() or d in seen:
             continue
-        seen.add(real)
-        for info in d.glob(f"{stem}-*.dist-info"):
-            out.append((d, info.name[len(stem) + 1:-len(".dist-info")]))
+        seen.add(d)
+        out += [(d, info.name[len(stem) + 1:-len(".dist-info")])
+                for info in d.glob(f"{stem}-*.dist-info")]
     return out
 
 
@@ -178,11 +174,10 @@ def _maps_libnvrtc() -> bool | None:
 
 def nvrtc_wheel_version() -> tuple[int, int] | None:
     """(major, minor) of the NVRTC that cuda.bindings will load, from pip's wheel of it,
-    without loading it (which also imports cuda.pathfinder: ~80 ms of a warm first call on
-    the GPU host). Only where that is certain: no libnvrtc mapped into this process yet
-    (cuda.pathfinder would take that one), and exactly one nvidia-cuda-nvrtc wheel of
-    cuda-bindings' major version, with its libnvrtc beside it on sys.path (pathfinder's
-    next place to look). Else None, and the caller loads NVRTC to ask it."""
+    without loading it (which also imports cuda.pathfinder: ~80 ms of a first call). Only
+    where that is certain: no libnvrtc mapped into this process yet (pathfinder would take
+    that one), and exactly one nvidia-cuda-nvrtc wheel of cuda-bindings' major version, its
+    libnvrtc beside it on sys.path (pathfinder's next place to look). Else None."""
     if _maps_libnvrtc() is not False:
         return None
     bindings = _dist_versions("cuda_bindings")
@@ -191,9 +186,5 @@ def nvrtc_wheel_version() -> tuple[int, int] | None:
     major = int(bindings[0][1].split(".")[0])
     stem, lib = _NVRTC_WHEELS.get(major, (None, None))
     found = _dist_versions(stem) if stem else []
-    if len(found) != 1 or not (found[0][0] / lib).is_file():
-        return None
-    parts = found[0][1].split(".")
-    if int(parts[0]) != major:
-        return None
-    return major, int(parts[1])
+    version = found[0][1].split(".") if len(found) == 1 and (found[0][0] / lib).is_file() else []
+    return (major, int(version[1])) if version and int(version[0]) == major else None

@@ -1,9 +1,7 @@
-"""The kernel registry: every kernel cute_gemm knows, in ladder order.
-
-CLI, tests, bench, README table and layout dumps all loop over KERNELS; nothing else
-lists kernels by hand. The ladders live in ladder_handwritten.py and ladder_cute.py (one
-table per family; the CuTe family's Hopper stages in ladder_hopper.py, after the rest), the
-record types in records.py (re-exported here).
+"""The kernel registry: every kernel cute_gemm knows, in ladder order. CLI, tests, bench,
+README table and layout dumps all loop over KERNELS; nothing else lists kernels by hand.
+The ladders: ladder_handwritten.py, ladder_cute.py and its Hopper stages, ladder_hopper.py;
+the record types: records.py (re-exported here).
 """
 from __future__ import annotations
 
@@ -13,9 +11,8 @@ from .ladder_handwritten import HANDWRITTEN
 from .ladder_hopper import HOPPER
 from .records import (ARCHS, EXTENT_MAX, FP32_ACCURATE, GRID_X_MAX, GRID_YZ_MAX, ITEMSIZE, LAYOUTS,  # noqa: F401
                       PRECISION_DTYPE, PRECISIONS, CutModel, FixedSmem, FlatGrid, GemmOf, Kernel,
-                      KernelConfig,
-                      PersistentGrid, RowGrid, SplitGrid, StripSmem, TileGrid, TileGridMN,
-                      TmaBoxes, Variant, cdiv, layout_majors)
+                      KernelConfig, PersistentGrid, RowGrid, SplitGrid, StripSmem, TileGrid,
+                      TileGridMN, TmaBoxes, Variant, cdiv, layout_majors)
 
 KERNELS: tuple[Kernel, ...] = tuple(HANDWRITTEN) + tuple(CUTE) + tuple(HOPPER)
 _BY_NAME = {k.name: k for k in KERNELS}

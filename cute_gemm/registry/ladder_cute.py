@@ -1,18 +1,18 @@
-"""The CuTe ladder, as registry data (see registry.py for the fields)."""
+"""The CuTe ladder, as registry data (records.py has the fields)."""
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
 
 from ..base.precisions import ACCUMULATOR, DTYPE, PRECISION
-from .records import (STREAM_K_COUNTERS, FixedSmem, Kernel, TileGridMN, Variant, constexprs,
-                      device_constants)
+from .records import (STREAM_K_COUNTERS, FixedSmem, FixedTile, Kernel, TileGridMN, Variant,
+                      constexprs, device_constants)
 
 _MAJORS = tuple((a, b) for a in ("k", "m") for b in ("n", "k"))
 
 
 @dataclass(frozen=True)
-class TileConfig:
+class TileConfig(FixedTile):
     """One configuration of a CuTe stage written in plain constants (c0-c5; records.KernelConfig):
     cpp() writes THREADS (the block, which the source static_asserts against its thread
     layouts) and each knob that is set as the `constexpr int` the source reads, BLK_M, BLK_N,
@@ -27,13 +27,6 @@ class TileConfig:
     warps_n: int | None = None
     dyn_smem: int = 0                # dynamic smem bytes (c4, c5: the ring; its formula at the stage)
 
-    @property
-    def tile(self) -> tuple[int, int, int]:
-        return self.blk_m, self.blk_n, self.blk_k
-
-    def smem(self, m: int, n: int, k: int) -> int:
-        return self.dyn_smem
-
     def cpp(self, name: str) -> str:
         knobs = ("blk_m", "blk_n", "blk_k", "stages", "warps_m", "warps_n")
         return constexprs(f"{name}: cute_gemm/registry/ladder_cute.py, TileConfig",
@@ -46,76 +39,31 @@ def tiled_stage(cfg: TileConfig, **kw) -> Kernel:
                   dyn_smem=FixedSmem(cfg.dyn_smem) if cfg.dyn_smem else None, **kw)
 
 
-def _gmem(name: str, bm: int, bn: int, bk: int) -> Kernel:
-    return tiled_stage(
-        TileConfig(256, bm, bn, bk),
-        name=name,
-        source="cute/c0_gmem.cu",
-        variants=tuple(Variant(f"cute_gmem_a{a}_b{b}", a_major=a, b_major=b, c_major="any")
-                       for a, b in _MAJORS)
-                 + (Variant("cute_gmem_any", a_major="any", b_major="any", c_major="any"),),
-        grid=TileGridMN(bm, bn),
-        summary="local_tile/local_partition straight from global memory, predicated residues",
-        seed="naive (v0), in CuTe",
-    )
+def _majors(prefix: str, majors=_MAJORS, suffix: str = "", **kw) -> tuple[Variant, ...]:
+    """An entry point <prefix>_a<A major>_b<B major><suffix> per (A, B) majors, C of any strides."""
+    return tuple(Variant(f"{prefix}_a{a}_b{b}{suffix}", a_major=a, b_major=b, c_major="any", **kw)
+                 for a, b in majors)
 
 
-def _smem(name: str, bm: int, bn: int, bk: int) -> Kernel:
-    return tiled_stage(
-        TileConfig(256, bm, bn, bk),
-        name=name,
-        source="cute/c1_smem.cu",
-        variants=tuple(Variant(f"cute_smem_a{a}_b{b}", a_major=a, b_major=b, c_major="any")
-                       for a in ("k", "m") for b in ("n", "k")),
-        grid=TileGridMN(bm, bn),
-        summary="local_tile/local_partition, k-tiles staged in shared memory, predicated residues",
-        seed="CuTe sgemm_1 gemm_device",
-    )
+def _simt(name: str, file: str, tile: tuple[int, int, int], variants: tuple[Variant, ...],
+          summary: str, seed: str, stages: int | None = None) -> Kernel:
+    """A SIMT stage (c0-c3) of 256 threads."""
+    return tiled_stage(TileConfig(256, *tile, stages), name=name, source=f"cute/{file}.cu",
+                       variants=variants, grid=TileGridMN(*tile[:2]), summary=summary, seed=seed)
 
 
-def _vec_then_scalar(prefix: str) -> tuple[Variant, ...]:
-    """128-bit entry points (16-byte aligned A and B, contiguous extents multiples of 4)
-    for every (A major, B major), then the scalar (any alignment) ones, ending on the
-    row-major fallback."""
-    vec = tuple(Variant(f"{prefix}_a{a}_b{b}", a_major=a, b_major=b, c_major="any",
-                        align=4, align_roles="ab", extent_align=4) for a, b in _MAJORS)
-    scalar = tuple(Variant(f"{prefix}_a{a}_b{b}_s", a_major=a, b_major=b, c_major="any")
-                   for a, b in reversed(_MAJORS))
-    return vec + scalar
-
-
-def _tiled(name: str, bm: int, bn: int, bk: int) -> Kernel:
-    return tiled_stage(
-        TileConfig(256, bm, bn, bk),
-        name=name,
-        source="cute/c2_tiled.cu",
-        variants=_vec_then_scalar("cute_tiled"),
-        grid=TileGridMN(bm, bn),
-        summary="TiledCopy 128-bit loads + TiledMMA, padded smem, next k-tile prefetched to registers",
-        seed="CuTe sgemm_2 (TiledCopy/TiledMMA)",
-    )
-
-
-def _multistage(name: str, bm: int, bn: int, bk: int, stages: int) -> Kernel:
-    # cp.async cannot transpose: only the m-/n-major operands of an entry go in 16-byte
-    # vectors, so only they need the alignment (align_roles); k-major ones go 4 bytes at a time
-    vec = tuple(Variant(f"cute_multistage_a{a}_b{b}", a_major=a, b_major=b, c_major="any", align=4,
-                        align_roles=("a" if a == "m" else "") + ("b" if b == "n" else ""),
-                        extent_align=4)
-                for a, b in (("m", "n"), ("m", "k"), ("k", "n")))
-    scalar = tuple(Variant(f"cute_multistage_a{a}_b{b}{'' if (a, b) == ('k', 'k') else '_s'}",
-                           a_major=a, b_major=b, c_major="any")
-                   for a, b in (("k", "k"), ("m", "n"), ("m", "k"), ("k", "n")))
-    return tiled_stage(
-        TileConfig(256, bm, bn, bk, stages),
-        name=name,
-        source="cute/c3_multistage.cu",
-        variants=vec + scalar,
-        grid=TileGridMN(bm, bn),
-        summary=f"cp.async straight into a {stages}-stage smem ring (zero-filled residues), one barrier "
-                "per k-tile, TiledMMA from smem",
-        seed="CuTe sgemm_sm80 (cp.async multistage pipeline)",
-    )
+_SMEM_SUMMARY = "local_tile/local_partition, k-tiles staged in shared memory, predicated residues"
+# c2: 128-bit entry points (16-byte aligned A and B, contiguous extents multiples of 4) for
+# every (A major, B major), then the scalar (any alignment) ones, ending on the row-major fallback
+_TILED = (_majors("cute_tiled", align=4, align_roles="ab", extent_align=4)
+          + _majors("cute_tiled", tuple(reversed(_MAJORS)), "_s"))
+# c3: cp.async cannot transpose: only an entry's m-/n-major operands go in 16-byte vectors,
+# so only they need the alignment (align_roles); k-major ones go 4 bytes at a time
+_MULTISTAGE = (tuple(Variant(f"cute_multistage_a{a}_b{b}", a_major=a, b_major=b, c_major="any",
+                             align=4, align_roles=("a" if a == "m" else "") + ("b" if b == "n" else ""),
+                             extent_align=4) for a, b in (("m", "n"), ("m", "k"), ("k", "n")))
+               + _majors("cute_multistage", (("k", "k"),))
+               + _majors("cute_multistage", (("m", "n"), ("m", "k"), ("k", "n")), "_s"))
 
 
 # Constants of the tuned kernel that the registry also needs, handed to it as cg::kSmemPad
@@ -139,12 +87,11 @@ def kquad_stage(ext: int, bk: int) -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
-class PipelinedConfig:
+class PipelinedConfig(FixedTile):
     """One configuration of the tuned kernel (kernels/cute/c3_pipelined.cu), compiled as its
-    `struct Config` (cpp()): every field a static constexpr member of the same name. What each
+    `struct Config` (cpp()), every field a static constexpr member of the same name. What each
     knob does: include/cute_gemm/pipelined_config.cuh; why each value: the anchors in
-    docs/design/cute_pipelined.md. The defaults here are the only ones; None means "derived
-    from the tile" (resolved below). What never varies is a constant of the C++ code."""
+    docs/design/cute_pipelined.md. None: derived from the tile (__post_init__)."""
     blk_m: int
     blk_n: int
     blk_k: int
@@ -189,13 +136,6 @@ class PipelinedConfig:
         return self.thr_m * self.thr_n
 
     @property
-    def tile(self) -> tuple[int, int, int]:
-        return self.blk_m, self.blk_n, self.blk_k
-
-    def smem(self, m: int, n: int, k: int) -> int:
-        return self.dyn_smem
-
-    @property
     def pdl(self) -> bool:
         """Split stream-K launches start the twin by programmatic dependent launch (sm_90+):
         the kernel's griddepcontrol comes with the twins (Kernel.pdl)."""
@@ -215,13 +155,12 @@ class PipelinedConfig:
     @property
     def sk_smem(self) -> int:
         """Dynamic smem of the stream-K twins (0 without them): A's region of the full
-        layout, then B's stages — STAGES padded compute stages (am_bn_sk, ak_bn_sk), or 2
+        layout, then B's stages: STAGES padded compute stages (am_bn_sk, ak_bn_sk), or 2
         compute buffers (k-quad ones with kq_layout bit 0) and STAGES raw stages (ak_bk_sk).
-        Less than dyn_smem by the k-quad buffers' savings: with the twins' static smem (128
-        bytes with the alignment of the dynamic smem) 2 twin CTAs then fit the same smem
-        carveout as 2 data-parallel ones, so a twin CTA can take an SM slot while the other
-        holds a data-parallel CTA (a programmatic dependent launch; the carveout of an SM
-        changes only when empty). The kernel checks it against what it addresses."""
+        Less than dyn_smem by the k-quad buffers' savings, so that with their static smem
+        (TWIN_STATIC_SMEM) 2 twin CTAs fit the smem carveout of 2 data-parallel ones: a twin
+        CTA (launched by PDL) can take an SM slot while the other holds a data-parallel CTA
+        (an SM's carveout changes only when empty). The kernel checks it."""
         if not self.stream_k:
             return 0
         bm, bn, bk, stages = self.blk_m, self.blk_n, self.blk_k, self.stages
@@ -235,36 +174,35 @@ class PipelinedConfig:
         """The C++ `struct Config`, after the constants the headers read (records.device_constants).
         The derived sizes go in too (sk_smem, dyn_smem): the kernel static_asserts that what it
         addresses fits the dynamic smem the registry launches it with."""
-        def value(f: str) -> str:
+        def member(f: str) -> str:
             v = getattr(self, f)
-            if f.startswith("epi_"):
-                return f"cg::Epi::{v}"
-            return ("true" if v else "false") if isinstance(v, bool) else str(v)
-
-        def ctype(f: str) -> str:
-            v = getattr(self, f)
-            return "cg::Epi" if f.startswith("epi_") else "bool" if isinstance(v, bool) else "int"
+            t, v = (("cg::Epi", f"cg::Epi::{v}") if f.startswith("epi_") else
+                    ("bool", str(v).lower()) if isinstance(v, bool) else ("int", v))
+            return f"  static constexpr {t} {f} = {v};\n"
         fields = [f.name for f in dataclasses.fields(self)] + ["sk_smem", "dyn_smem"]
-        body = "".join(f"  static constexpr {ctype(f)} {f} = {value(f)};\n" for f in fields)
+        body = "".join(map(member, fields))
         return (device_constants(STREAM_K_COUNTERS=STREAM_K_COUNTERS, SMEM_PAD=SMEM_PAD, WARP_M=WARP_M)
                 + "#include <cute_gemm/pipelined_config.cuh>\n"
                 f"struct Config {{   // {name or 'a configuration'}: cute_gemm/registry/ladder_cute.py, PipelinedConfig\n"
                 f"{body}}};\n")
 
 
+# cute_pipelined's FFMA orders and staged-group positions (BLK_K 16), which its stream-K
+# configurations for other shapes share
+_TUNED = dict(fma_order=6, fma_order_raw=2, load1_k=1, stash0_k=10, stash_k=13, trans_k=13)
+
+
 def _small(name: str, bm: int, bn: int, bk: int, stages: int, kq_layout: int = 7,
-           raw_k: bool = True, **cfg) -> Kernel:
+           raw_k: bool = True, transpose_skinny: bool = False, **cfg) -> Kernel:
     """A small-tile stream-K configuration for the shapes cute_pipelined loses (sm_90 only: on
-    sm_80 ptxas spills the 4-byte entries' twins): BLK_K 16 with cute_pipelined's FFMA orders
-    and staged-group positions, k-quad stages for k-major operands (twins included: 0-9 %
-    faster where these configurations win, docs/design/auto.md#k-quads-small), a single
-    k-major operand through raw stages (the whole ring as its prefetch distance: 2-17 %
-    faster where they win, docs/design/cute_pipelined.md#raw-k), and twins for every entry,
-    the 4-byte ones too."""
+    sm_80 ptxas spills the 4-byte entries' twins), a candidate of gemm(): BLK_K 16 with
+    _TUNED, k-quad stages for k-major operands, twins included
+    (docs/design/auto.md#k-quads-small), a single k-major operand through raw stages (the
+    whole ring as its prefetch distance: docs/design/cute_pipelined.md#raw-k), and twins for
+    every entry, the 4-byte ones too."""
     return gemm_candidate(_pipe(name, PipelinedConfig(
-        bm, bn, bk, stages, fma_order=6, fma_order_raw=2, load1_k=1, stash0_k=10, stash_k=13,
-        trans_k=13, kq_layout=kq_layout, stream_k=True, twins_scalar=True, raw_k=raw_k, **cfg),
-        tags=("fast",), min_arch=90))
+        bm, bn, bk, stages, kq_layout=kq_layout, stream_k=True, twins_scalar=True, raw_k=raw_k,
+        **_TUNED, **cfg), transpose_skinny=transpose_skinny, min_arch=90))
 
 
 def _pipe(name: str, cfg: PipelinedConfig, tags: tuple[str, ...] = ("fast",),
@@ -272,34 +210,25 @@ def _pipe(name: str, cfg: PipelinedConfig, tags: tuple[str, ...] = ("fast",),
     """A configuration of the tuned kernel as a Kernel (transpose_skinny, min_arch: Kernel's)."""
     vec = dict(c_major="any", align=4, align_roles="ab", extent_align=4)
 
-    # The persistent stream-K twins of the vector entries (cfg.stream_k), and the fill of
-    # the last wave below which each is taken (streamk.stream_k_plan: the whole waves run
-    # data-parallel in a first launch, the twin cuts the last one along K; on sm_90+ the
-    # twin starts by programmatic dependent launch, PDL).
-    # The twins are slower per tile than their data-parallel siblings, so each is taken only
-    # below a fill of 0.93 (see docs/design/cute_pipelined.md#stream-k). am_bk has no twin of
-    # its own (it spilled on sm_80): it takes ak_bn's on the transposed problem,
-    # C^T = B^T A^T, where B^T is k-major and A^T n-major (the whole waves by ak_bn as well).
-    # With twin_am_bk it has its own (a configuration that runs nn products transposed,
-    # Kernel.transpose_skinny, runs them on am_bk); with twins_scalar the 4-byte entries
-    # have theirs (extents not multiples of 4).
-    fills = {("m", "n"): 0.93, ("k", "k"): 0.93, ("k", "n"): 0.93, ("m", "k"): 0.93}
-
+    # The persistent stream-K twins of the vector entries (cfg.stream_k), taken below a fill
+    # of the last wave of 0.93: slower per tile than their data-parallel siblings
+    # (streamk.stream_k_plan; docs/design/cute_pipelined.md#stream-k). am_bk has no twin of
+    # its own (it spilled on sm_80): it takes ak_bn's on C^T = B^T A^T, where B^T is k-major
+    # and A^T n-major, unless twin_am_bk (a configuration that runs nn products transposed,
+    # transpose_skinny, runs them on am_bk); with twins_scalar the 4-byte entries have twins.
+    # The vector entries' split-K shares (Variant.split) go with their twins.
     def sk(a, b, s=""):
         if not cfg.stream_k or (s and not cfg.twins_scalar):
             return {}
         if (a, b) == ("m", "k") and not s and not cfg.twin_am_bk:
-            return dict(stream_k="cute_pipelined_ak_bn_sk", stream_k_fill=fills["k", "n"],
+            return dict(stream_k="cute_pipelined_ak_bn_sk", stream_k_fill=0.93,
                         stream_k_swap=True, split="cute_pipelined_ak_bn_part")
-        # the vector entries' split-K shares (Variant.split) go with their twins
-        return dict(stream_k=f"cute_pipelined_a{a}_b{b}{s}_sk", stream_k_fill=fills[a, b],
+        return dict(stream_k=f"cute_pipelined_a{a}_b{b}{s}_sk", stream_k_fill=0.93,
                     **({} if s else dict(split=f"cute_pipelined_a{a}_b{b}_part")))
     bm, bn = cfg.blk_m, cfg.blk_n
     through_smem = any(e != "scalar" for e in (cfg.epi_ak_bk, cfg.epi_ak_bn))
     return Kernel(
-        name=name,
-        family="cute",
-        source="cute/c3_pipelined.cu",
+        name=name, family="cute", source="cute/c3_pipelined.cu",
         # 16-byte entries first (any majorness; m/n-major operands by cp.async, one k-major
         # operand register-staged, two k-major by cp.async into raw stages), then the
         # 4-byte cp.async fallbacks, ending on row-major align 1
@@ -309,11 +238,8 @@ def _pipe(name: str, cfg: PipelinedConfig, tags: tuple[str, ...] = ("fast",),
                  + tuple(Variant(f"cute_pipelined_a{a}_b{b}_s", a_major=a, b_major=b, c_major="any",
                                  **sk(a, b, "_s"))
                          for a, b in (("k", "k"), ("m", "k"), ("m", "n"), ("k", "n"))),
-        block=(cfg.threads, 1, 1),
         grid=TileGridMN(bm, bn),     # the kernel remaps block ids (grouped CTA order)
-        config=cfg,
-        tile=cfg.tile,
-        dyn_smem=FixedSmem(cfg.dyn_smem),
+        config=cfg, block=(cfg.threads, 1, 1), tile=cfg.tile, dyn_smem=FixedSmem(cfg.dyn_smem),
         stream_k_smem=FixedSmem(cfg.sk_smem) if cfg.stream_k else None,
         summary=(f"{cfg.stages}-stage smem pipeline (cp.async 16 B along m/n; along k "
                  + ("via k-major raw smem stages), LDS.128 register " if cfg.raw_k else
@@ -327,10 +253,7 @@ def _pipe(name: str, cfg: PipelinedConfig, tags: tuple[str, ...] = ("fast",),
                  + (" (4-byte entries too)" if cfg.stream_k and cfg.twins_scalar else "")
                  + (", C^T = B^T A^T where N is skinny" if transpose_skinny else "")),
         seed="CuTe sgemm_sm80 (cp.async pipeline)",
-        tags=tags,
-        transpose_skinny=transpose_skinny,
-        min_arch=min_arch,
-    )
+        tags=tags, transpose_skinny=transpose_skinny, min_arch=min_arch)
 
 
 def _mma_sm80(name: str, bm: int, bn: int, bk: int, stages: int, warps: tuple[int, int] = (2, 2),
@@ -373,11 +296,20 @@ def gemm_candidate(k: Kernel) -> Kernel:
 
 
 CUTE: list[Kernel] = [
-    _gmem("cute_gmem", 16, 16, 8),
-    _smem("cute_smem", 128, 128, 8),
-    _smem("cute_smem_64x128", 64, 128, 8),
-    _tiled("cute_tiled", 128, 128, 8),
-    _multistage("cute_multistage", 128, 128, 8, 4),
+    _simt("cute_gmem", "c0_gmem", (16, 16, 8),
+          _majors("cute_gmem") + (Variant("cute_gmem_any", a_major="any", b_major="any", c_major="any"),),
+          "local_tile/local_partition straight from global memory, predicated residues",
+          "naive (v0), in CuTe"),
+    _simt("cute_smem", "c1_smem", (128, 128, 8), _majors("cute_smem"), _SMEM_SUMMARY,
+          "CuTe sgemm_1 gemm_device"),
+    _simt("cute_smem_64x128", "c1_smem", (64, 128, 8), _majors("cute_smem"), _SMEM_SUMMARY,
+          "CuTe sgemm_1 gemm_device"),
+    _simt("cute_tiled", "c2_tiled", (128, 128, 8), _TILED,
+          "TiledCopy 128-bit loads + TiledMMA, padded smem, next k-tile prefetched to registers",
+          "CuTe sgemm_2 (TiledCopy/TiledMMA)"),
+    _simt("cute_multistage", "c3_multistage", (128, 128, 8), _MULTISTAGE,
+          "cp.async straight into a 4-stage smem ring (zero-filled residues), one barrier per k-tile, "
+          "TiledMMA from smem", "CuTe sgemm_sm80 (cp.async multistage pipeline)", stages=4),
     # cute_pipelined: each kept decision, its measurements and what lost, in docs/design/:
     # 128x128x16, 4 stages: see docs/design/cute_pipelined.md#tile-and-stages
     # trans_k=13 (late raw -> compute transpose): see docs/design/cute_pipelined.md#trans-k
@@ -389,50 +321,38 @@ CUTE: list[Kernel] = [
     # kt_unroll=2 (both-k-major entry): see docs/design/cute_pipelined.md#kt-unroll
     # epi_ak_bk="smem16", epi_ak_bn="bulk" (C through smem; bulk copies): see docs/design/cute_pipelined.md#epilogue
     gemm_candidate(_pipe("cute_pipelined", PipelinedConfig(
-        128, 128, 16, 4, min_blocks_mn=1, fma_order=6, fma_order_raw=2, load1_k=1, stash0_k=10,
-        stash_k=13, trans_k=13, kq_layout=7, kt_unroll=2, epi_ak_bk="smem16", epi_ak_bn="bulk",
-        stream_k=True))),
+        128, 128, 16, 4, min_blocks_mn=1, kq_layout=7, kt_unroll=2, epi_ak_bk="smem16",
+        epi_ak_bn="bulk", stream_k=True, **_TUNED))),
     _pipe("cute_pipelined_128x128x8", PipelinedConfig(128, 128, 8, 4)),
     _pipe("cute_pipelined_64x128x8", PipelinedConfig(64, 128, 8, 4, thr_m=8, min_blocks=3)),
     # the shapes cute_pipelined loses (docs/design/cute_pipelined.md#skinny): skinny M or N
-    # (64-row tiles, C^T where N is skinny), residues (the 4-byte entries' twins), 512^3-1024^3.
-    # sm_90 only: on sm_80 ptxas spills the 4-byte entries' twins at 170 registers
-    # raw_k: a single k-major operand through raw stages (docs/design/cute_pipelined.md#raw-k)
-    gemm_candidate(_pipe("cute_pipelined_64x128x16_sk", PipelinedConfig(
-        64, 128, 16, 3, thr_m=8, min_blocks=3, fma_order=6, fma_order_raw=2, load1_k=1,
-        stash0_k=10, stash_k=13, trans_k=13, kq_layout=7, stream_k=True, twin_am_bk=True,
-        twins_scalar=True, raw_k=True), tags=("fast",), transpose_skinny=True, min_arch=90)),
+    # (64-row tiles, C^T where N is skinny), residues (the 4-byte entries' twins), 512^3-1024^3
+    _small("cute_pipelined_64x128x16_sk", 64, 128, 16, 3, thr_m=8, min_blocks=3, twin_am_bk=True,
+           transpose_skinny=True),
     # ... and M or N of 32 or less (C^T where N is), where 64-row tiles compute half padding:
-    # 32x128 tiles, 64 threads of 8x8 (8192x32x4096: 0.80x cuBLAS against 0.68x; slower from
-    # 64 rows on, where gemm() takes the others: docs/design/cute_pipelined.md#skinny)
-    gemm_candidate(_pipe("cute_pipelined_32x128x16_sk", PipelinedConfig(
-        32, 128, 16, 4, thr_m=4, min_blocks=4, fma_order=6, fma_order_raw=2, load1_k=1,
-        stash0_k=10, stash_k=13, trans_k=13, kq_layout=7, stream_k=True, twin_am_bk=True,
-        twins_scalar=True), tags=("fast",), transpose_skinny=True, min_arch=90)),
+    # 32x128 tiles, 64 threads of 8x8 (from 64 rows on gemm() takes the others)
+    _small("cute_pipelined_32x128x16_sk", 32, 128, 16, 4, raw_k=False, thr_m=4, min_blocks=4,
+           twin_am_bk=True, transpose_skinny=True),
     # ... and small products (128^3, 256^3): 64 threads a CTA, 6 CTAs an SM
     gemm_candidate(_pipe("cute_pipelined_64x64x8_sk", PipelinedConfig(
         64, 64, 8, 4, thr_m=8, thr_n=8, min_blocks=6, fma_order=6, fma_order_raw=2,
-        stream_k=True, twins_scalar=True), tags=("fast",), min_arch=90)),
-    # ... and the smallest (128^3: 10.1 us against 14.7): 4x4 accumulators a thread, so each
-    # thread's chain of FFMAs is a quarter as long; BLK_K 16 so that the k-major copies'
-    # 128 threads (32 rows of 4 vectors) fit the 32-row tile; 72-96 registers (at 8 CTAs an
-    # SM, 64 registers, ptxas spilled), 5 CTAs an SM by smem (3 stages, 6 an SM: 2 % slower on
-    # 16x4096x4096, its main use). docs/design/cute_pipelined.md#small-products
+        stream_k=True, twins_scalar=True), min_arch=90)),
+    # ... and the smallest (128^3): 4x4 accumulators a thread, so each thread's chain of FFMAs
+    # is a quarter as long; BLK_K 16 so that the k-major copies' 128 threads (32 rows of 4
+    # vectors) fit the 32-row tile; 5 CTAs an SM by smem (docs/design/cute_pipelined.md#small-products)
     _small("cute_pipelined_32x64x16_sk", 32, 64, 16, 4, thr_m=8, thr_n=16, min_blocks=5),
-    # ... and tall-skinny products with N of 32 or less (8192x32x4096: 98 us against 111 for
-    # the 32x128 tiles on C^T): 64x32 tiles of 4x4 accumulators, 3 stages so that 6 CTAs an
-    # SM fit (4 % faster there than 4 stages at 5 an SM).
-    # docs/design/cute_pipelined.md#skinny-n-and-1000, also for the next one
+    # ... and tall-skinny products with N of 32 or less: 64x32 tiles of 4x4 accumulators, 3
+    # stages so that 6 CTAs an SM fit (docs/design/cute_pipelined.md#skinny-n-and-1000, also
+    # for the next one)
     _small("cute_pipelined_64x32x16_sk", 64, 32, 16, 3, thr_m=16, thr_n=8, min_blocks=6),
-    # ... and 1000^3-1024^3, N of 128 (2-3 % ahead of 64x128 there): 128x64 tiles of 8x8
+    # ... and 1000^3-1024^3, N of 128: 128x64 tiles of 8x8
     _small("cute_pipelined_128x64x16_sk", 128, 64, 16, 4, thr_m=16, thr_n=8, min_blocks=3),
     # ... and tall-skinny N <= 32 with split_k (cuBLAS's shape there): 128x32 tiles of 8x4,
     # 128 threads, so a tile's K is read by a quarter as many CTAs as with 64x32 tiles
     # (docs/design/auto.md#more-tiles)
     _small("cute_pipelined_128x32x16_sk", 128, 32, 16, 4, thr_m=16, thr_n=8, min_blocks=4),
-    # ... and 768^3-1024^3 with split_k: 64x64 tiles of 8x8, 64 threads; padded stages (k-quad
-    # ones, at 168 registers, were 1-3 % slower where it wins) and register-staged k-major
-    # operands (raw stages: 2-8 % slower, docs/design/cute_pipelined.md#raw-k)
+    # ... and 768^3-1024^3 with split_k: 64x64 tiles of 8x8, 64 threads; padded stages and
+    # register-staged k-major operands (k-quad and raw stages lost: docs/design/cute_pipelined.md#raw-k)
     _small("cute_pipelined_64x64x16_sk", 64, 64, 16, 4, kq_layout=0, raw_k=False, thr_m=8,
            thr_n=8, min_blocks=6),
     # tensor cores (Ampere mma.sync), after the SIMT stages. 128x256 with 2x4 warps (1 CTA per

@@ -1,4 +1,4 @@
-"""The handwritten SGEMM ladder, as registry data (see registry.py for the fields).
+"""The handwritten SGEMM ladder, as registry data (records.py has the fields).
 
 fp32, SIMT FFMA only. Stages after `naive` take row-major A, B, C (the Variant defaults);
 the wrapper copies other layouts. Where a stage has a 128-bit path it has two variants:
@@ -51,15 +51,18 @@ class LadderConfig:
                           **{f.upper(): getattr(self, f) for f in knobs})
 
 
-def _stage(cfg: LadderConfig, **kw) -> Kernel:
-    """A handwritten stage: block, tile and dynamic smem from its configuration."""
-    return Kernel(family="handwritten", config=cfg, block=cfg.block, tile=cfg.tile,
+def _stage(name: str, entry: str, cfg: LadderConfig, seed: str, summary: str, *, file: str = "",
+           vec: bool = False, **kw) -> Kernel:
+    """A handwritten stage: block, tile and dynamic smem from its configuration; source
+    handwritten/<file or entry>.cu; one entry point, or with `vec` two: the 128-bit one for
+    16-byte aligned operands, then the any-alignment fallback <entry>_a1; a TileGrid unless
+    `grid` says otherwise."""
+    kw.setdefault("variants", (Variant(entry, align=4), Variant(f"{entry}_a1")) if vec
+                  else (Variant(entry),))
+    kw.setdefault("grid", TileGrid(cfg.bm, cfg.bn))
+    return Kernel(name=name, family="handwritten", source=f"handwritten/{file or entry}.cu",
+                  seed=seed, summary=summary, config=cfg, block=cfg.block, tile=cfg.tile,
                   dyn_smem=cfg.strip, **kw)
-
-
-def _vec_pair(entry: str) -> tuple[Variant, ...]:
-    """128-bit entry for 16-byte aligned operands, then the any-alignment fallback."""
-    return (Variant(entry, align=4), Variant(f"{entry}_a1"))
 
 
 def _v9(name: str, bm: int, bn: int, bk: int, wm: int, wn: int, tm: int, tn: int,
@@ -67,18 +70,11 @@ def _v9(name: str, bm: int, bn: int, bk: int, wm: int, wn: int, tm: int, tn: int
     threads = (bm // wm) * (bn // wn) * 32
     regs = "2 blocks/SM (<=128 regs)" if min_blocks == 2 else f"{min_blocks} block(s)/SM"
     return _stage(
-        LadderConfig((threads, 1, 1), bm, bn, bk, wm, wn, tm, tn, group_m=8,
-                     min_blocks=min_blocks, frag_db=frag_db),
-        name=name,
-        source="handwritten/v9_warptile.cu",
-        variants=_vec_pair("v9_warptile"),
-        grid=TileGrid(bm, bn),
-        summary=(f"warp tile {wm}x{wn}, {tm}x{tn} per thread, {threads} threads, {regs}, "
-                 f"smem double-buffered{', register fragments too' if frag_db else ''}, "
-                 "Z lane map, grouped block order"),
-        seed="v9",
-        tags=tags,
-    )
+        name, "v9_warptile", LadderConfig((threads, 1, 1), bm, bn, bk, wm, wn, tm, tn, group_m=8,
+                                          min_blocks=min_blocks, frag_db=frag_db), "v9",
+        f"warp tile {wm}x{wn}, {tm}x{tn} per thread, {threads} threads, {regs}, "
+        f"smem double-buffered{', register fragments too' if frag_db else ''}, "
+        "Z lane map, grouped block order", vec=True, tags=tags)
 
 
 # One source, several tile configurations, so a small search on the GPU can pick the
@@ -98,126 +94,42 @@ _V9_CONFIGS = (
 )
 
 
+_ROW = LadderConfig((256, 1, 1))
+_OUTER = LadderConfig((256, 1, 1), 128, 128, 8)
+
 HANDWRITTEN: list[Kernel] = [
-    _stage(
-        LadderConfig((16, 16, 1)),
-        name="naive",
-        source="handwritten/v0_naive.cu",
-        variants=(Variant("naive", a_major="any", b_major="any", c_major="any"),),
-        grid=TileGrid(16, 16),
-        summary="one thread per C element, operands straight from global memory",
-        seed="v0",
-    ),
-    _stage(
-        LadderConfig((256, 1, 1)),
-        name="flat1d",
-        source="handwritten/v0a_flat1d.cu",
-        variants=(Variant("flat1d"),),
-        grid=FlatGrid(256),
-        summary="1D grid, one thread per C element, (m, n) from a flat index (n fastest)",
-        seed="v0",
-    ),
-    _stage(
-        LadderConfig((256, 1, 1)),
-        name="row_block",
-        source="handwritten/v0b_row_block.cu",
-        variants=(Variant("row_block"),),
-        grid=RowGrid(),
-        summary="one block per C row, threads stride over the columns",
-        seed="v0",
-    ),
-    _stage(
-        LadderConfig((256, 1, 1), strip=StripSmem(1, 0)),
-        name="row_smem",
-        source="handwritten/v0c_row_smem.cu",
-        variants=(Variant("row_smem"),),
-        grid=RowGrid(),
-        constraints="K <= (shared memory per block) / 4 bytes; any M, N >= 1",
-        summary="one block per C row, that row of A in dynamic shared memory",
-        seed="v0",
-    ),
-    _stage(
-        LadderConfig((16, 16, 1), bm=16, bn=16, strip=StripSmem(16, 16)),
-        name="v1_strip",
-        source="handwritten/v1_strip.cu",
-        variants=(Variant("v1_strip"),),
-        grid=TileGrid(16, 16),
-        constraints="K <= (shared memory per block) / 128 bytes; any M, N >= 1",
-        summary="16x16 C tile, whole-K strips of A and B in dynamic shared memory",
-        seed="v1",
-    ),
-    _stage(
-        LadderConfig((16, 16, 1), bm=16, bn=16, bk=16),
-        name="v2_tiled16",
-        source="handwritten/v2_tiled.cu",
-        variants=(Variant("v2_tiled"),),
-        grid=TileGrid(16, 16),
-        summary="shared-memory sliding window, 16x16 tiles, one output per thread",
-        seed="v2",
-    ),
-    _stage(
-        LadderConfig((32, 32, 1), bm=32, bn=32, bk=32),
-        name="v2_tiled32",
-        source="handwritten/v2_tiled.cu",
-        variants=(Variant("v2_tiled"),),
-        grid=TileGrid(32, 32),
-        summary="shared-memory sliding window, 32x32 tiles, one output per thread",
-        seed="v2",
-    ),
-    _stage(
-        LadderConfig((16, 16, 1), bm=32, bn=32, bk=32),
-        name="v3_patch2x2",
-        source="handwritten/v3_patch2x2.cu",
-        variants=(Variant("v3_patch2x2"),),
-        grid=TileGrid(32, 32),
-        summary="32x32x32 tiles, each thread a 2x2 patch of C (strided by 16)",
-        seed="v3",
-    ),
-    _stage(
-        LadderConfig((16, 16, 1), bm=32, bn=32, bk=32),
-        name="v4_float4",
-        source="handwritten/v4_float4.cu",
-        variants=_vec_pair("v4_float4"),
-        grid=TileGrid(32, 32),
-        summary="v3 with float4 global loads; guarded scalar path at edges / misalignment",
-        seed="v4",
-    ),
-    _stage(
-        LadderConfig((256, 1, 1), bm=128, bn=128, bk=8),
-        name="v5_outer",
-        source="handwritten/v5_outer.cu",
-        variants=(Variant("v5_outer"),),
-        grid=TileGrid(128, 128),
-        summary="128x128x8 block tile, 8x8 outputs per thread as a register outer product",
-        seed="v5",
-    ),
-    _stage(
-        LadderConfig((256, 1, 1), bm=128, bn=128, bk=8),
-        name="v6_vec",
-        source="handwritten/v6_vec.cu",
-        variants=_vec_pair("v6_vec"),
-        grid=TileGrid(128, 128),
-        summary="v5 with 128-bit global and shared loads; guarded path at edges",
-        seed="v6",
-    ),
-    _stage(
-        LadderConfig((256, 1, 1), bm=128, bn=128, bk=8),
-        name="v7_atrans",
-        source="handwritten/v7_atrans.cu",
-        variants=_vec_pair("v7_atrans"),
-        grid=TileGrid(128, 128),
-        summary="v6 with A transposed in shared memory, padded against bank conflicts",
-        seed="v7",
-    ),
-    _stage(
-        LadderConfig((256, 1, 1), bm=128, bn=128, bk=8),
-        name="v8_double",
-        source="handwritten/v8_double.cu",
-        variants=_vec_pair("v8_double"),
-        grid=TileGrid(128, 128),
-        summary="v7 with double-buffered shared memory and register fragments",
-        seed="v8",
-    ),
+    _stage("naive", "naive", LadderConfig((16, 16, 1)), "v0",
+           "one thread per C element, operands straight from global memory", file="v0_naive",
+           variants=(Variant("naive", a_major="any", b_major="any", c_major="any"),),
+           grid=TileGrid(16, 16)),
+    _stage("flat1d", "flat1d", _ROW, "v0",
+           "1D grid, one thread per C element, (m, n) from a flat index (n fastest)",
+           file="v0a_flat1d", grid=FlatGrid(256)),
+    _stage("row_block", "row_block", _ROW, "v0",
+           "one block per C row, threads stride over the columns", file="v0b_row_block",
+           grid=RowGrid()),
+    _stage("row_smem", "row_smem", LadderConfig((256, 1, 1), strip=StripSmem(1, 0)), "v0",
+           "one block per C row, that row of A in dynamic shared memory", file="v0c_row_smem",
+           grid=RowGrid(), constraints="K <= (shared memory per block) / 4 bytes; any M, N >= 1"),
+    _stage("v1_strip", "v1_strip", LadderConfig((16, 16, 1), 16, 16, strip=StripSmem(16, 16)), "v1",
+           "16x16 C tile, whole-K strips of A and B in dynamic shared memory",
+           constraints="K <= (shared memory per block) / 128 bytes; any M, N >= 1"),
+    _stage("v2_tiled16", "v2_tiled", LadderConfig((16, 16, 1), 16, 16, 16), "v2",
+           "shared-memory sliding window, 16x16 tiles, one output per thread"),
+    _stage("v2_tiled32", "v2_tiled", LadderConfig((32, 32, 1), 32, 32, 32), "v2",
+           "shared-memory sliding window, 32x32 tiles, one output per thread"),
+    _stage("v3_patch2x2", "v3_patch2x2", LadderConfig((16, 16, 1), 32, 32, 32), "v3",
+           "32x32x32 tiles, each thread a 2x2 patch of C (strided by 16)"),
+    _stage("v4_float4", "v4_float4", LadderConfig((16, 16, 1), 32, 32, 32), "v4",
+           "v3 with float4 global loads; guarded scalar path at edges / misalignment", vec=True),
+    _stage("v5_outer", "v5_outer", _OUTER, "v5",
+           "128x128x8 block tile, 8x8 outputs per thread as a register outer product"),
+    _stage("v6_vec", "v6_vec", _OUTER, "v6",
+           "v5 with 128-bit global and shared loads; guarded path at edges", vec=True),
+    _stage("v7_atrans", "v7_atrans", _OUTER, "v7",
+           "v6 with A transposed in shared memory, padded against bank conflicts", vec=True),
+    _stage("v8_double", "v8_double", _OUTER, "v8",
+           "v7 with double-buffered shared memory and register fragments", vec=True),
     # v9: the fast design, in several tile configurations; `cute-gemm bench` (or any
     # timing loop over these names) picks the best on the GPU at hand.
     *[_v9(*cfg) for cfg in _V9_CONFIGS],

@@ -1,6 +1,6 @@
-"""The CuTe ladder's Hopper stages, as registry data (see registry.py for the fields): wgmma
+"""The CuTe ladder's Hopper stages, after ladder_cute.CUTE (records.py has the fields): wgmma
 on TMA loads (c5), the warp-specialized persistent kernel in its configurations (c6), and
-3xTF32 on it (c7). They follow ladder_cute.CUTE in the registry."""
+3xTF32 on it (c7)."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,33 +8,27 @@ from dataclasses import dataclass
 
 from .ladder_cute import TileConfig, gemm_candidate, tiled_stage
 from ..base.precisions import DTYPE, PRECISION
-from .records import (STREAM_K_COUNTERS, CutModel, FixedSmem, GemmOf, Kernel, PersistentGrid,
-                      SplitGrid, TileGridMN, TmaBoxes, Variant, device_constants)
+from .records import (STREAM_K_COUNTERS, CutModel, FixedSmem, FixedTile, GemmOf, Kernel,
+                      PersistentGrid, SplitGrid, TileGridMN, TmaBoxes, Variant, device_constants)
 
 
-# ---- Hopper tensor-core stages (sm_90a) -----------------------------------------------
-# The precisions these stages compute, each into every result type the table allows it
-# (records.Variant.precision / out_dtype), with the suffix the entry names use for the result
-# (precisions.DType.suffix). bf16/fp16 take either major of A and B (GMMA reads mn-major
-# 16-bit operands through the smem descriptor); tf32 only k-major ones (the runtime copies
-# the others).
+# The precisions these stages compute, each into every result type the table allows it,
+# with the suffix the entry names use for the result (precisions.DType.suffix).
 _TC_OUTS = tuple((p, out, DTYPE[out].suffix) for p in ("bf16", "fp16", "tf32")
                  for out in PRECISION[p].outs)
 
 
 def tma_boxes(precision: str, a_major: str, b_major: str, bm: int, bn: int,
               b_parts: int = 1, row_bytes: int = 128) -> TmaBoxes:
-    """The TMA boxes (include/cute_gemm/sm90_operand.cuh, OperandTile::kBox0/kBox1) of one
-    stage: a k-tile is 128 bytes of k; a k-major operand comes in one (BLK_K, EXT) box, an
-    mn-major one in EXT/64 boxes (64, BLK_K) (64 16-bit elements: one 128-byte swizzle row).
-    b_parts: the CTAs of a cluster that share B tiles, each loading (and multicasting) 1/b_parts
-    of them: a k-major B box is then (BLK_K, BLK_N / b_parts). row_bytes: the swizzle width
-    (128, or 64: k-tiles of 64 bytes, 32-element slabs).
+    """The TMA boxes (sm90_operand.cuh, OperandTile::kBox0/kBox1) of one stage: a k-tile is
+    row_bytes of k (the swizzle width: 128, or 64: 32-element slabs); a k-major operand
+    comes in one (BLK_K, EXT) box, an mn-major one in EXT/64 boxes (64, BLK_K) (one swizzle
+    row of 16-bit elements). b_parts: the CTAs of a cluster that share B tiles, each loading
+    (and multicasting) 1/b_parts of them: a k-major B box is (BLK_K, BLK_N / b_parts).
 
-    tf32 takes an mn-major operand only as RS wgmma's register A (sm90_register_operand.cuh,
-    RegisterOperand::kBox0/kBox1): (32, BLK_K) boxes of 128-byte k-lines. An m-major A is that
-    operand; an n-major B becomes it in the transposed problem C^T = B^T A^T, whose BLK_M rows
-    are B's columns and whose shared BLK_N-row k-major operand is A."""
+    tf32 takes an mn-major operand only as RS wgmma's register A (sm90_register_operand.cuh):
+    (32, BLK_K) boxes of 128-byte k-lines. An m-major A is that operand; an n-major B becomes
+    it on C^T = B^T A^T, whose BLK_M rows are B's columns and whose k-major operand is A."""
     bk = row = row_bytes // PRECISION[precision].itemsize
     if precision == "tf32" and (a_major, b_major) != ("k", "k"):
         if (a_major, b_major) == ("m", "k"):
@@ -49,9 +43,10 @@ def tma_boxes(precision: str, a_major: str, b_major: str, bm: int, bn: int,
 def _tc_variants(prefix: str, bm: int, bn: int, b_parts: int = 1,
                  row_bytes: int = 128, tf32_majors: tuple[tuple[str, str], ...] = (("k", "k"),),
                  cut: bool = False) -> tuple[Variant, ...]:
-    """tf32_majors: the (A, B) majors of the tf32 entries: k-major only for SS wgmma; c6 also
-    reads an m-major A (or, transposed, an n-major B) into registers. cut: each entry has a
-    NAME_cut twin for walks whose last wave is cut along K (c6 with a tail split)."""
+    """Every precision and result type's entries: bf16/fp16 of either major of A and B (GMMA
+    reads mn-major 16-bit operands through the smem descriptor), tf32 of tf32_majors
+    (k-major only for SS wgmma; c6 also reads an m-major A, or transposed an n-major B, into
+    registers). cut: each entry has a NAME_cut twin (c6 with a tail split)."""
     out = []
     for prec, dtype, suffix in _TC_OUTS:
         majors = tf32_majors if prec == "tf32" else (("k", "k"), ("k", "n"), ("m", "k"), ("m", "n"))
@@ -73,12 +68,8 @@ def _wgmma(name: str, bm: int, bn: int, stages: int) -> Kernel:
     # bytes of k each row), then a full and an empty mbarrier each
     return tiled_stage(
         TileConfig(128, bm, bn, 64, stages, dyn_smem=stages * (bm + bn) * 128 + stages * 16),
-        name=name,
-        source="cute/c5_wgmma.cu",
-        variants=_tc_variants("cute_wgmma", bm, bn),
-        grid=TileGridMN(bm, bn),
-        min_arch=90,
-        arch_specific=True,
+        name=name, source="cute/c5_wgmma.cu", variants=_tc_variants("cute_wgmma", bm, bn),
+        grid=TileGridMN(bm, bn), min_arch=90, arch_specific=True,
         summary=f"wgmma (one warpgroup, SS) on 128-byte swizzled smem, TMA loads into a "
                 f"{stages}-stage ring of transaction barriers, zero-filled residues",
         seed="CuTe tutorial wgmma_tma_sm90",
@@ -97,7 +88,7 @@ _WS_ONLY = {"": (0, None), "tf32": (1, "cute_wgmma_ws_tf32_f32_ak_bk"),
 
 
 @dataclass(frozen=True)
-class WgmmaWsConfig:
+class WgmmaWsConfig(FixedTile):
     """One configuration of the warp-specialized Hopper kernel (kernels/cute/c6_wgmma_ws.cu),
     compiled as its `struct Config` (cpp()), every field a static constexpr int of the same
     name. BLK_K is not a knob: a k-tile is one 128-byte swizzle row (64 bf16/fp16, 32 tf32)."""
@@ -140,13 +131,6 @@ class WgmmaWsConfig:
         return self.k_bytes // 2
 
     @property
-    def tile(self) -> tuple[int, int, int]:
-        return self.blk_m, self.blk_n, self.blk_k
-
-    def smem(self, m: int, n: int, k: int) -> int:
-        return self.dyn_smem
-
-    @property
     def window_bytes(self) -> int:
         """The k of A's rows a window covers, in bytes: one k-tile, or promote k-tiles, or
         with split_parts one chunk, stored as split_parts k-tiles."""
@@ -175,6 +159,7 @@ class WgmmaWsConfig:
 # the cut of a plain (unpromoted) walk, in k-tiles: docs/design/cute_wgmma_ws.md#split-k
 _PLAIN_CUT = CutModel(min_windows=16, overhead=2, fixup=3, rounds=1)
 
+
 def _wgmma_ws(name: str, cfg: WgmmaWsConfig) -> Kernel:
     bm, bn = cfg.blk_m, cfg.blk_n
     entry = _WS_ONLY[cfg.only][1]
@@ -183,20 +168,13 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig) -> Kernel:
     variants = _tc_variants("cute_wgmma_ws", bm, bn, cfg.cluster_m, cfg.k_bytes, tf32,
                             cut=cfg.tail_split > 0)
     return Kernel(
-        name=name,
-        family="cute",
-        source="cute/c6_wgmma_ws.cu",
+        name=name, family="cute", source="cute/c6_wgmma_ws.cu",
         variants=tuple(v for v in variants if entry is None or v.entry == entry),
-        block=(cfg.threads, 1, 1),
         grid=PersistentGrid(bm, bn, cluster=cfg.cluster_m, tail_split=cfg.tail_split,
-                            window_bytes=cfg.window_bytes,
-                            partials=2 if cfg.promote else 1,
+                            window_bytes=cfg.window_bytes, partials=2 if cfg.promote else 1,
                             cut=CutModel() if cfg.promote else _PLAIN_CUT),
-        config=cfg,
-        tile=cfg.tile,
-        dyn_smem=FixedSmem(cfg.dyn_smem),
-        min_arch=90,
-        arch_specific=True,
+        config=cfg, block=(cfg.threads, 1, 1), tile=cfg.tile, dyn_smem=FixedSmem(cfg.dyn_smem),
+        min_arch=90, arch_specific=True,
         summary=f"warp-specialized wgmma: a TMA producer warp, {cfg.consumers} consumer warpgroups "
                 f"(setmaxnreg {cfg.producer_regs}/{cfg.consumer_regs}), {cfg.stages}-stage ring, "
                 f"one batch in flight, persistent CTAs over grouped tiles"
@@ -242,20 +220,13 @@ HOPPER += [
 def _three_tf32(name: str, gemm: Kernel) -> Kernel:
     # the passes read any strides (so every layout costs the same: no relayout copy) and
     # write the k-major A' and B' that the GEMM's fp16 k-major entry takes as they are
-    passes = tuple(Variant(f"{name}_{p}", a_major="any", b_major="any", c_major="any",
-                           precision="fp32_3xtf32") for p in ("range_a", "range_b", "split_a",
-                                                              "split_b", "norms_b", "finish",
-                                                              "fix", "refine"))
+    passes = ("range_a", "range_b", "split_a", "split_b", "norms_b", "finish", "fix", "refine")
     cfg = gemm.config
     return Kernel(
-        name=name,
-        family="cute",
-        source="cute/c7_3xtf32.cu",
-        variants=passes,
-        block=(32, 8, 1),
-        grid=SplitGrid(32),
-        min_arch=90,
-        arch_specific=True,
+        name=name, family="cute", source="cute/c7_3xtf32.cu",
+        variants=tuple(Variant(f"{name}_{p}", a_major="any", b_major="any", c_major="any",
+                               precision="fp32_3xtf32") for p in passes),
+        block=(32, 8, 1), grid=SplitGrid(32), min_arch=90, arch_specific=True,
         summary="3xTF32 in fp16: each fp32 operand split into big + small (11 significant bits "
                 "each, as tf32 keeps), scaled per row of A / column of B into fp16's range, "
                 "k-major per chunk of 64 k; c6's promoted fp16 GEMM reads three products a "

@@ -1,7 +1,6 @@
-"""The records a kernel is described by: its entry points (Variant) and the operands each
-takes, its grid and shared-memory policies with the launch limits, the Kernel record
-itself, and the operand-layout vocabulary. Data only: the ladders (ladder_*.py) build
-their tables from these, and registry.py lists them.
+"""The records a kernel is described by (data only; the ladders build their tables from
+them): its entry points (Variant), grid and shared-memory policies with the launch limits,
+the Kernel record, and the operand-layout vocabulary.
 
 Operand conventions (see include/cute_gemm/common.cuh for the kernel signature):
   A is (M,K): "k"-major = row-major (stride along K is 1), "m"-major = column-major.
@@ -11,8 +10,9 @@ Operand conventions (see include/cute_gemm/common.cuh for the kernel signature):
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Callable, Literal, Protocol, get_args, runtime_checkable
+from typing import Callable, ClassVar, Literal, Protocol, get_args, runtime_checkable
 
 from ..base import precisions
 from ..base.errors import InputError, ShapeLimitError
@@ -40,12 +40,10 @@ def device_constants(**values: int) -> str:
 
 @runtime_checkable
 class KernelConfig(Protocol):
-    """What every registered kernel is configured by (Kernel.config): a frozen dataclass
-    of its family (ladder_handwritten.LadderConfig, ladder_cute.TileConfig and
-    PipelinedConfig, ladder_hopper.WgmmaWsConfig) whose values reach the compiler only
-    through cpp(): no -D options, no defaults in the kernel sources (a source compiled
-    without its prelude fails on an undefined name). The Kernel built from it takes its
-    block, tile and dynamic smem from the same object (tests/test_registry.py checks)."""
+    """What every registered kernel is configured by (Kernel.config): a frozen dataclass of
+    its family (LadderConfig, TileConfig, PipelinedConfig, WgmmaWsConfig) whose values reach
+    the compiler only through cpp(): no -D options, no defaults in the kernel sources. The
+    Kernel takes its block, tile and dynamic smem from the same object."""
 
     @property
     def tile(self) -> tuple[int, int, int] | None:
@@ -59,9 +57,20 @@ class KernelConfig(Protocol):
         """Dynamic smem bytes of the data-parallel entries at M x N x K."""
 
     def cpp(self, name: str) -> str:
-        """The C++ prelude compiled in front of the source of kernel `name`: its constants
-        (constexprs or a `struct Config`; macros only where a directive reads them).
-        compile.read_source adds the entry selection and the #line after it."""
+        """The C++ prelude (constexprs or a `struct Config`; macros only where a directive
+        reads them) that compile.read_source puts in front of the source of kernel `name`."""
+
+
+class FixedTile:
+    """KernelConfig's tile and smem for a configuration of blk_m, blk_n, blk_k whose dynamic
+    smem (dyn_smem) is the same at every shape."""
+
+    @property
+    def tile(self) -> tuple[int, int, int]:
+        return self.blk_m, self.blk_n, self.blk_k
+
+    def smem(self, m: int, n: int, k: int) -> int:
+        return self.dyn_smem
 
 
 def constexprs(owner: str, **values: int | None) -> str:
@@ -107,12 +116,11 @@ AS_PLANNED = Pick()
 
 @dataclass(frozen=True)
 class TmaBoxes:
-    """The two TMA tensor maps an entry point takes after its plain arguments (A's, then
-    B's; include/cute_gemm/common.cuh CG_TMA_PARAMS), encoded per call by the launcher.
-    Each operand is described as a 2-D tensor (contiguous extent, other extent) with its
-    leading stride; `a` and `b` are the boxes one TMA load brings in, in elements, in that
-    order. A k-major A is (K, M), an m-major A (M, K); a k-major B (K, N), an n-major B
-    (N, K). Out-of-bounds elements of a box arrive as zeros."""
+    """The TMA tensor maps of A and B an entry point takes after its plain arguments
+    (common.cuh CG_TMA_PARAMS), encoded per call by the launcher: `a` and `b` are the boxes
+    one TMA load brings in, in elements, of each operand seen as a 2-D tensor (contiguous
+    extent, other extent): a k-major A is (K, M), an m-major A (M, K); a k-major B (K, N),
+    an n-major B (N, K). Out-of-bounds elements of a box arrive as zeros."""
     a: tuple[int, int]
     b: tuple[int, int]
     swizzle: int = 128     # bytes: 0 (none), 32, 64 or 128
@@ -165,20 +173,20 @@ class Variant:
         """The alignment (elements) this entry point needs of operand `role` ("a", "b", "c")."""
         return self.align if role in self.align_roles else 1
 
+    def _extent(self, role: str, m: int, n: int, k: int) -> int:
+        """Operand `role`'s contiguous extent: along the unit-stride mode this entry wants
+        of it (0 where it takes any)."""
+        return {"m": m, "n": n, "k": k}.get(getattr(self, f"{role}_major"), 0)
+
     def fits_extents(self, m: int, n: int, k: int) -> bool:
-        """True if every vector operand's contiguous extent (the extent along the unit-stride
-        mode this entry wants of it; none where it takes any) is a multiple of extent_align."""
-        if self.extent_align == 1:
-            return True
-        extents = {"m": m, "n": n, "k": k}
-        return all(extents.get(getattr(self, f"{r}_major"), 0) % self.extent_align == 0
-                   for r in self.align_roles)
+        """True if every vector operand's contiguous extent is a multiple of extent_align."""
+        return all(self._extent(r, m, n, k) % self.extent_align == 0 for r in self.align_roles)
 
     def takes(self, role: str, major: str | None, align: int) -> bool:
         """The one acceptance rule: this entry point takes operand `role` ("a", "b", "c")
         whose unit stride runs along `major` (None or "strided": none) with its pointer
         and leading stride aligned to `align` elements (0: not even to one float)."""
-        want = self.a_major if role == "a" else self.b_major if role == "b" else self.c_major
+        want = getattr(self, f"{role}_major")
         return align > 0 and (want == "any" or want == major) and (
             role not in self.align_roles or align % self.align == 0)
 
@@ -197,25 +205,21 @@ class TileGrid:
     """One block per (BM, BN) tile of C: x walks N, y walks M."""
     bm: int
     bn: int
+    x_walks_m: ClassVar[bool] = False
 
     def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
-        return (-(-n // self.bn), -(-m // self.bm), 1)
+        rows, cols = cdiv(m, self.bm), cdiv(n, self.bn)
+        return (rows, cols, 1) if self.x_walks_m else (cols, rows, 1)
 
     def span(self, n: int) -> tuple[int, int]:
-        return GRID_YZ_MAX * self.bm, GRID_X_MAX * self.bn
+        rows, cols = (GRID_X_MAX, GRID_YZ_MAX) if self.x_walks_m else (GRID_YZ_MAX, GRID_X_MAX)
+        return rows * self.bm, cols * self.bn
 
 
 @dataclass(frozen=True)
-class TileGridMN:
+class TileGridMN(TileGrid):
     """One block per (BM, BN) tile of C: x walks M, y walks N (CuTe's (m,n) order)."""
-    bm: int
-    bn: int
-
-    def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
-        return (-(-m // self.bm), -(-n // self.bn), 1)
-
-    def span(self, n: int) -> tuple[int, int]:
-        return GRID_X_MAX * self.bm, GRID_YZ_MAX * self.bn
+    x_walks_m: ClassVar[bool] = True
 
 
 @dataclass(frozen=True)
@@ -245,11 +249,11 @@ class RowGrid:
 
 @dataclass(frozen=True)
 class CutModel:
-    """How tail_split_plan prices the cut of a unit along K, in windows: each piece
-    runs at least `min_windows` and costs `overhead` more (its pipeline fill, its partial's
-    store), the last piece reads every other piece's partial at `fixup` each, and the cut
-    round holds at most `rounds` items a cluster. The defaults are the promoted kernels' (3
-    k-tiles a window); the plain ones': docs/design/cute_wgmma_ws.md#split-k."""
+    """How tail_split_plan prices the cut of a unit along K, in windows: each piece runs at
+    least `min_windows` and costs `overhead` more (pipeline fill, partial's store), the last
+    piece reads every other piece's partial at `fixup` each, and the cut round holds at most
+    `rounds` items a cluster. Defaults: the promoted kernels' (3 k-tiles a window); the
+    plain ones': docs/design/cute_wgmma_ws.md#split-k."""
     min_windows: int = 8
     overhead: float = 2
     fixup: float = 0
@@ -259,14 +263,13 @@ class CutModel:
 def tail_split_plan(units: int, clusters: int, windows: int, max_pieces: int,
                     model: CutModel = CutModel()) -> tuple[int, int]:
     """(dp, pieces): how a persistent walk of `units` units of `windows` windows each on
-    `clusters` clusters cuts its last round. Units [dp, units) (the last round's, or all of
-    them when they are fewer than the clusters) are cut along K into `pieces` runs of whole
-    windows, the count (up to max_pieces, each run at least model.min_windows, at most
-    model.rounds pieces per cluster: the workspace and the fixup's traffic stay a wave's
-    partials)
-    that finishes the last round soonest by a simple model: rounds of pieces, each piece its
-    windows plus model.overhead, then the last piece's reads of the others' partials
-    (model.fixup each); (units, 1) where no cut gains."""
+    `clusters` clusters cuts its last round. Units [dp, units) (the last round's, or all
+    when fewer than the clusters) are cut along K into `pieces` runs of whole windows: the
+    count (up to max_pieces, each run at least model.min_windows, at most model.rounds per
+    cluster, so the workspace and fixup traffic stay a wave's partials) that finishes the
+    last round soonest by the model: rounds of pieces, each its windows plus
+    model.overhead, then the last piece's reads of the others' partials (model.fixup
+    each); (units, 1) where no cut gains."""
     tail = units % clusters if units >= clusters else units
     if tail == 0 or max_pieces < 2:
         return units, 1
@@ -479,15 +482,14 @@ class Kernel:
 
     @property
     def threads(self) -> int:
-        b = self.block
-        return b[0] * b[1] * b[2]
+        return math.prod(self.block)
 
     @property
     def entries(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys([v.entry for v in self.variants]
-                                   + [v.stream_k for v in self.variants if v.stream_k]
-                                   + [v.split for v in self.variants if v.split]
-                                   + [v.cut for v in self.variants if v.cut]))
+        """Every entry point of the source: the variants', then their twins' (stream-K,
+        split, cut)."""
+        return tuple(dict.fromkeys(e for f in ("entry", "stream_k", "split", "cut")
+                                   for v in self.variants if (e := getattr(v, f))))
 
     def smem_bytes(self, m: int, n: int, k: int) -> int:
         return self.dyn_smem(m, n, k) if self.dyn_smem is not None else 0
@@ -501,17 +503,15 @@ class Kernel:
         return s.max_k(smem_limit) if isinstance(s, StripSmem) else None
 
     def stream_k_smem_bytes(self, m: int, n: int, k: int) -> int:
-        if self.stream_k_smem is not None:
-            return self.stream_k_smem(m, n, k)
-        return self.smem_bytes(m, n, k)
+        sk = self.stream_k_smem
+        return sk(m, n, k) if sk is not None else self.smem_bytes(m, n, k)
 
     def transposes(self, m: int, n: int) -> bool:
-        """This kernel's rule (one input of resolve.swapped, which decides): True if its
-        M x N product runs as its transpose, C^T = B^T A^T (an N x M product;
-        transpose_skinny), where that covers C with at most 7/8 of the tile area. A 64 x 128
-        tile covers an 8192 x 64 C twice over, its transpose once. Not for a sliver less:
-        the transpose also runs another entry point (nn operands become an m-major A and a
-        k-major B)."""
+        """This kernel's rule (one input of resolve.swapped, which decides): True if its M x N
+        product runs as its transpose, C^T = B^T A^T (transpose_skinny), where that covers C
+        with at most 7/8 of the tile area (a 64 x 128 tile covers an 8192 x 64 C twice over,
+        its transpose once). Not for a sliver less: the transpose also runs another entry
+        point (nn operands become an m-major A and a k-major B)."""
         if not self.transpose_skinny or self.tile is None:
             return False
         bm, bn, _ = self.tile
