@@ -11,18 +11,18 @@ from typing import Sequence
 
 from .. import layouts as L, registry
 from .base import error, kernel_name, nonneg_int, print_json, shape_mnk, show
-from ..layouts import analysis, draw
+from ..layouts import draw, model
 
 FORMATS = ("text", "svg", "png")
 
 
 def self_check(kernel) -> tuple[int, list[str]]:
-    """(layouts checked, problems) of one CuTe kernel: layouts.analysis.check."""
+    """(layouts checked, problems) of one CuTe kernel: layouts.model.check."""
     try:
         rec = L.build(kernel)
     except KeyError as e:
         return 0, [str(e).strip("'\"")]
-    return len(list(rec.items())), analysis.check(rec)
+    return len(list(rec.items())), model.check(rec)
 
 
 def self_check_all(names: Sequence[str]) -> list[dict]:
@@ -105,7 +105,7 @@ def run(kernels: list[str] | None = None, fmt: str | None = None, out: str | Non
         pics = []
         for i, it in enumerate(rec.items()):
             p = d / f"{i:02d}_{re.sub(r'[^A-Za-z0-9_.-]+', '_', it.name.split('/', 1)[1]).strip('_')}.{fmt}"
-            (draw.write_png if fmt == "png" else draw.write_svg)(draw.grid_of(it), p)
+            draw.write(draw.grid_of(it), p)
             pics.append((it.name, p.relative_to(root).as_posix()))
         pages.append((k, rec, pics))
         if not as_json:
