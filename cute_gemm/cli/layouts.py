@@ -13,8 +13,6 @@ from .. import layouts as L, registry
 from .base import error, kernel_name, nonneg_int, print_json, shape_mnk, show
 from ..layouts import draw, model
 
-FORMATS = ("text", "svg", "png")
-
 
 def self_check(kernel) -> tuple[int, list[str]]:
     """(layouts checked, problems) of one CuTe kernel: layouts.model.check."""
@@ -120,7 +118,7 @@ def run(kernels: list[str] | None = None, fmt: str | None = None, out: str | Non
 def add_arguments(p) -> None:
     p.add_argument("kernels", nargs="*", metavar="KERNEL", type=kernel_name,
                    help="registered CuTe kernels (default: all of them)")
-    p.add_argument("--format", choices=FORMATS, default=None,
+    p.add_argument("--format", choices=("text", "svg", "png"), default=None,
                    help="text (the default without --out: a summary on stdout), svg (the "
                         "default with --out: pictures in ~2 s), or png (needs matplotlib and is "
                         "slow: minutes per kernel); pictures come with an index.html gallery")

@@ -273,10 +273,8 @@ class MMAAtom:
 # same function and keeps pycute's results in CuTe's printed nesting.
 UNIVERSAL_FMA = MMAAtom((1, 1, 1), Layout(1, 0), Layout(1, 0), Layout(1, 0), Layout(1, 0))
 
-# The tensor-core atoms as CuTe's MMA_Traits define them (mma_traits_sm80.hpp,
-# mma_traits_sm90_gmma.hpp); the nvcc check of tests/test_layouts.py prints them with CuTe.
-# SM80_16x8x16_F32{BF16BF16,F16F16}F32_TN; C (SM80_16x8_Row): lane 4 g + q holds rows g, g + 8,
-# columns 2q, 2q + 1
+# The tensor-core atoms as CuTe's MMA_Traits define them (mma_traits_sm80.hpp, mma_traits_sm90_gmma.hpp).
+# SM80_16x8x16_F32{BF16BF16,F16F16}F32_TN; C (SM80_16x8_Row): lane 4 g + q: rows g, g + 8, cols 2q, 2q + 1
 SM80_16x8x16 = MMAAtom((16, 8, 16), Layout(32),
                        Layout(((4, 8), (2, 2, 2)), ((32, 1), (16, 8, 128))),
                        Layout(((4, 8), (2, 2)), ((16, 1), (8, 64))),

@@ -134,8 +134,8 @@ def _c1(b: Builder) -> None:
 # ---- c2_tiled, c3_multistage, c3_pipelined: TiledCopy + TiledMMA ---------------------------
 def _copy_mma(b: Builder, macro: str, copies: dict[str, Def], smem: dict[str, Def], mma: Def,
               smem_note: str, stage_of: Callable[[str, str], tuple[Def, str]] | None = None) -> None:
-    """Per (operand, stride macro, copy) a section: global tile, the copy's TV layout and both sides;
-    then smem, the TiledMMA and its partitions. stage_of(op, copy): (smem layout, what) if not smem[op]."""
+    """A section per (operand, stride macro, copy): tile, copy TV layout, both sides; then smem, the
+    TiledMMA and its partitions. stage_of(op, copy): (smem layout, what) if not smem[op]."""
     ents, t = entries(b.kernel, macro), b.thread
     for op, di, ci in (("A", 0, 2), ("B", 1, 3)):
         ext = _EXT[op]
@@ -208,8 +208,7 @@ def _padded(ext: int, bk: int, bufs: int, pad: int) -> Layout:
 def _c3_multistage(b: Builder) -> None:
     bM, bN, bK = b.tiler
     P, pad = b.config.stages, 4                                 # c3_multistage.cu: SMEM_PAD 4
-    # gemm_multistage builds its smem ring and TiledMMA in its body: the recipe gives those
-    # expressions verbatim, over its local tile sizes
+    # gemm_multistage builds its smem ring and TiledMMA in its body: those expressions, verbatim
     b.locals += ["auto bM = Int<BLK_M>{};", "auto bN = Int<BLK_N>{};", "auto bK = Int<BLK_K>{};",
                  "auto bP = Int<STAGES>{};"]
     smem = {op: Def(f"make_layout(make_shape({v}, bK, bP), make_stride(_1{{}}, {v} + Int<SMEM_PAD>{{}}, "
@@ -418,8 +417,7 @@ def _gmma(b: Builder, consumers: int, parts: int, stage_cpp: Callable[..., str],
                 if kmajor and (nb == 2 or op not in mma_stage):
                     mma_stage[op] = sdef
                     mma_k[op] = 32 // nb               # a GMMA atom's K: 16 (16-bit), 8 (tf32)
-    # the TiledMMA of the 16-bit k-major entries, else of the tf32 one (the C fragment is the
-    # same for every entry)
+    # the TiledMMA of the 16-bit k-major entries, else the tf32 one (every entry's C fragment is the same)
     atom_n = bn                                       # ss_op_selector: one wgmma of N = BLK_N
     mma = Def(mma_cpp, TiledMMA(gmma_ss(atom_n, mma_k["A"]), make_layout((consumers, 1, 1))), local=True)
     gC, sA, sB = Global("C"), Smem("A", mma_stage["A"]), Smem("B", mma_stage["B"])
