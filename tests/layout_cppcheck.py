@@ -26,7 +26,7 @@ from typing import Iterable
 from cute_gemm.build import compile as _compile
 from cute_gemm.build import paths
 from cute_gemm.layouts.model import STEPS, TV, Def, Item, Part, Recipe, Smem
-from cute_gemm.layouts.text import COMPUTED, item_text
+from cute_gemm.layouts.draw import COMPUTED, item_text
 
 STRIDE_VARS = {"A": ("sAm", "sAk"), "B": ("sBn", "sBk"), "C": ("sCm", "sCn")}   # CG_GEMM_PARAMS
 

@@ -30,7 +30,7 @@ from cute_gemm import layouts as L
 from cute_gemm.build import compile as cg_compile
 from cute_gemm import registry
 from cute_gemm.build import paths
-from cute_gemm.layouts import algebra as A, analysis, model
+from cute_gemm.layouts import algebra as A, model
 from cute_gemm.layouts.algebra import Dyn, Layout, TiledCopy, CopyAtom, Swizzled, tile_to_shape
 
 import layout_cppcheck as cppcheck
@@ -184,7 +184,7 @@ def test_check_program_holds_the_source_nvrtc_compiles(recipes, kernel):
 
 @pytest.mark.parametrize("kernel", matrix.per_configuration(CUTE))
 def test_self_check_passes(recipes, kernel):
-    assert analysis.check(recipes[kernel.name]) == []
+    assert model.check(recipes[kernel.name]) == []
 
 
 def test_partitions_cover_their_tile(recipes):
@@ -210,7 +210,7 @@ def test_check_reports_a_broken_partition(recipes):
     broken = dataclasses.replace(it, part=lambda v, t: A.local_partition(v, Layout((16, 16)), t % 128),
                                  _owners=None)
     sec = dataclasses.replace(rec.sections[-1], items=[broken])
-    problems = analysis.check(dataclasses.replace(rec, sections=[sec]))
+    problems = model.check(dataclasses.replace(rec, sections=[sec]))
     assert problems and "owned [0, 2] times" in problems[0]
 
 
@@ -301,14 +301,14 @@ def test_tma_boxes_fill_one_stage_exactly(recipes, name):
     for it in boxes:
         rows, cols = it.tile
         assert all(v >= 0 for row in it.table for v in row), it.name
-        assert analysis.box_problems(it.name, it.layout, it.box[:2], it.box[2]) == []
+        assert model.box_problems(it.name, it.layout, it.box[:2], it.box[2]) == []
         b0, b1, kmajor = it.box
         nbox = len({v for row in it.table for v in row})
         assert nbox * b0 * b1 == rows * cols, it.name
-        assert analysis.box_problems(it.name, it.layout, (b0, b1 + 8), kmajor), it.name
+        assert model.box_problems(it.name, it.layout, (b0, b1 + 8), kmajor), it.name
         if not kmajor:           # the atoms stacked along m first: a box would be strided
             atom = Swizzled(it.layout.sw, Layout((b0, 8), (1, b0)), 0, it.layout.ptr_bits)
-            assert analysis.box_problems(it.name, tile_to_shape(atom, (rows, cols, 1)), (b0, b1),
+            assert model.box_problems(it.name, tile_to_shape(atom, (rows, cols, 1)), (b0, b1),
                                          kmajor), it.name
 
 
@@ -377,7 +377,7 @@ def test_run_time_integers_survive_pycute():
     assert L.fmt(gA.layout) == "(_128,_8,32):(256,1,8)"
     # a 16-byte copy along k: CuTe's TV layout (captured from get_layoutS_TV)
     cp = TiledCopy(CopyAtom(4), Layout((128, 2), (2, 1)), A.make_layout((1, 4)))
-    assert L.fmt(cp.layout_S_TV()) == "((_2,_128),(_4,_1)):((_512,_1),(_128,_0))"
+    assert L.fmt(cp.layout_tv("S")) == "((_2,_128),(_4,_1)):((_512,_1),(_128,_0))"
 
 
 def test_cli_text(capsys):

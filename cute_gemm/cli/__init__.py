@@ -40,8 +40,7 @@ def _cmd_list(args) -> int:
     for k, tile in zip(ks, tiles):
         summ = k.summary if args.wide else textwrap.shorten(k.summary, max(cols - w - tw - 23, 10), placeholder="…")
         print(f"{k.name:<{w}}{k.family:<13}{tile:<{tw}}{k.threads:>7}  {k.seed if sw else '':<{sw}}{summ}")
-    # the count `check` gives too: the registry's kernels, and apart the GEMMs that composed
-    # kernels run (registry.compiled(): built and checked, never called by name)
+    # the count `check` gives too: apart, the GEMMs composed kernels run (built, never called by name)
     internal = [k.name for k in registry.compiled(args.family) if k.name not in registry.names()]
     foot = f"{len(ks)} registered kernels" + (
         f"; `check` and `compile` also build {', '.join(internal)}, the GEMM "
@@ -107,9 +106,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("run", help="check, then time, one kernel on one shape (needs a GPU)")
     s.add_argument("name", type=kernel_or_auto, metavar="KERNEL",
                    help="a name from `cute-gemm list`, or auto (gemm()'s choice)")
-    s.add_argument("--m", type=nonneg_int, default=4096, help="rows of A and C (default 4096)")
-    s.add_argument("--n", type=nonneg_int, default=4096, help="columns of B and C (default 4096)")
-    s.add_argument("--k", type=nonneg_int, default=4096, help="inner dimension (default 4096)")
+    for dim, what in (("m", "rows of A and C"), ("n", "columns of B and C"), ("k", "inner dimension")):
+        s.add_argument(f"--{dim}", type=nonneg_int, default=4096, help=f"{what} (default 4096)")
     s.add_argument("--repeats", type=positive_int, default=20,
                    help="timed launches; the median is reported (default 20)")
     s.add_argument("--seed", type=nonneg_int, help="seed of the random inputs (default: fresh)")

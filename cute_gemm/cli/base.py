@@ -1,7 +1,5 @@
-"""What every subcommand module shares: argument types (a bad value is one argparse error
-line), one-line errors, JSON output, the GPU probe, warnings once, and the progress display.
-cli/__init__.py imports the subcommand modules; they import this one, never the reverse.
-"""
+"""What every subcommand module shares (they import it, never the reverse): argument types (a bad
+value is one argparse error line), one-line errors, JSON output, the GPU probe, warnings once, progress."""
 from __future__ import annotations
 
 import argparse
@@ -29,8 +27,8 @@ DEFAULT_ARCH = "sm_90"   # what `check`/`compile` build for without a GPU: the H
 
 # ---- argument types ---------------------------------------------------------------------------
 def checked(parse: Callable[[str], Any], bad: str = "") -> Callable[[str], Any]:
-    """An argparse type from parse(s): a ValueError or UnknownKernelError it raises becomes
-    the error line, `bad` (with {s}, the value) or else the error's own message."""
+    """An argparse type from parse(s): its ValueError or UnknownKernelError becomes the error line,
+    `bad` (with {s}, the value) or else the error's own message."""
     def f(s: str):
         try:
             return parse(s)
@@ -105,7 +103,7 @@ def device_reason(e: CudaError) -> str:
 
 
 def save_log(kernel: str, arch: str, log: str) -> Path | None:
-    """Write an NVRTC log where a person can read it; its path goes into a one-line error."""
+    """Write an NVRTC log where a person can read it (its path goes into a one-line error)."""
     p = Path(tempfile.gettempdir()) / "cute_gemm-logs" / f"{kernel}-{arch}.log"
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
@@ -154,8 +152,8 @@ _shown: set = set()
 
 
 def show_warning(message, category, filename=None, lineno=None, file=None, line=None) -> None:
-    """warnings.showwarning for the command line: `cute-gemm: warning: TEXT`, one line; each
-    kind once per run (an unwritable cache warns in every worker and every compile)."""
+    """warnings.showwarning for the command line: `cute-gemm: warning: TEXT`, one line, each kind
+    once per run (an unwritable cache warns in every worker and every compile)."""
     text = " ".join(str(message).split()).removeprefix("cute_gemm: ")
     key = category if issubclass(category, CacheWarning) else (category, text)
     if key not in _shown:

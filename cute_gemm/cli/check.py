@@ -1,10 +1,8 @@
-"""`cute-gemm check`: with a GPU, every kernel against a float64 reference and against each
-other (check.cross_check); without one, what can be checked on a CPU: compiles (registers,
-shared memory, spills) and the CuTe layout self-checks, saying plainly what was not run.
-"""
+"""`cute-gemm check`: with a GPU, every kernel against a float64 reference and each other; without
+one, what a CPU can check (compiles, registers, spills, layout self-checks) and what was not run."""
 from __future__ import annotations
 
-import threading
+from concurrent.futures import ThreadPoolExecutor
 
 from .. import check, registry
 from ..select import auto
@@ -74,8 +72,8 @@ def cmd_check(args) -> int:
 
 
 def representatives(kernels: list[registry.Kernel], arch_int: int) -> list[registry.Kernel]:
-    """Per kernel source, the first kernel that runs on `arch_int` (else the first, reported
-    skipped): a source's kernels differ in tiles and knobs, not in code NVRTC could reject."""
+    """Per kernel source, the first kernel that runs on `arch_int` (else the first, reported skipped):
+    a source's kernels differ in tiles and knobs, not in code NVRTC could reject."""
     by_source: dict[str, registry.Kernel] = {}
     for k in kernels:
         if k.source not in by_source or (not by_source[k.source].runs_on(arch_int) and k.runs_on(arch_int)):
@@ -103,8 +101,7 @@ def offline_check(names: list[str] | None, arch: str, why: str, *, jobs: int | N
         names = list(dict.fromkeys([n for n in names if n != registry.AUTO] + [
             k.name for p in registry.PRECISIONS for k in auto.candidates(p)]))
     named = bool(names)
-    # `cute-gemm list` shows registry.kernels(); a composed kernel's GEMM (Kernel.gemm_of) is
-    # compiled besides, not registered: counted apart so that the two commands agree
+    # a composed kernel's GEMM (Kernel.gemm_of) is compiled, not registered: counted apart, as `list` does
     chosen = [kernel_of(n) for n in names] if named else list(registry.compiled())
     registered = [k for k in chosen if k.name in registry.names()]
     internal = [k for k in chosen if k.name not in registry.names()]
@@ -116,19 +113,12 @@ def offline_check(names: list[str] | None, arch: str, why: str, *, jobs: int | N
     if not as_json:
         print(f"no GPU: compiling for {arch} and checking what needs no GPU (the GPU cross-check is not run)",
               flush=True)
-    # (a composed kernel's layouts are those of the GEMM it runs: Kernel.gemm_of)
     cute = [k for k in registered if k.family == "cute" and k.gemm_of is None]
     cute_now = cute if everything or named else representatives(cute, num)
-    # the layout self-checks (pure Python, ~20 s for one kernel per source) run in this
-    # process while the workers compile: they fill a core whenever a compile is waited on
-    found: list = []
-    checker = threading.Thread(target=lambda: found.append(self_check_all([k.name for k in cute_now])), daemon=True)
-    checker.start()
-    try:
+    with ThreadPoolExecutor(1) as pool:      # the layout self-checks (pure Python) while workers compile
+        checked = pool.submit(self_check_all, [k.name for k in cute_now])
         outcomes = compile_table(plan, [arch], jobs, progress)
-    finally:
-        checker.join()
-    layouts = found[0] if found else self_check_all([k.name for k in cute_now])
+    layouts = checked.result()
     failed = [o for o in outcomes if o.origin == "failed"]
     compiled = [o for o in outcomes if o.origin not in ("failed", "skipped")]
     probs = {(o.kernel, e): p for o in compiled for e, p in resource_problems(kernel_of(o.kernel), o.resources,

@@ -1,12 +1,9 @@
-"""`cute-gemm compile`: kernels x archs compiled in worker processes, at most --jobs at once
-(cli/check.py reuses it). Each reports what this run did: compiled (NVRTC's seconds) or found
-in the cache (the lookup's seconds, never those recorded when the cubin was built). Progress
-goes to stderr, so stdout stays a table (or JSON with --json).
-"""
+"""`cute-gemm compile` (and `check`'s compiles): kernels x archs in worker processes, at most --jobs at
+once, each reporting what this run did: compiled (NVRTC's seconds) or found in the cache (the lookup's
+seconds, not those recorded at the build). Progress on stderr; stdout a table (or JSON)."""
 from __future__ import annotations
 
 import multiprocessing
-import re
 import sys
 import time
 import warnings
@@ -46,8 +43,7 @@ Job = tuple[str, str, "tuple[str, ...] | None"]        # kernel name, arch, entr
 
 
 def compile_one(job: Job) -> Outcome:
-    """Runs in a worker process (or thread): what it returns pickles (the cache holds the cubin).
-    Warnings (an unwritable cache) come back in the outcome, for the parent to show once."""
+    """In a worker: an outcome that pickles (the cache holds the cubin), with the warnings given."""
     name, arch, entries = job
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -64,8 +60,8 @@ def compile_one(job: Job) -> Outcome:
 
 
 def run_jobs(jobs: list[Job], workers: int, progress: Progress) -> list[Outcome]:
-    """Compile every (kernel, arch, entries), at most `workers` at once in spawned processes
-    (one: in this process, where NVRTC drops the GIL); outcomes in the order of `jobs`."""
+    """Compile every job, at most `workers` at once in spawned processes (one: in this process, where
+    NVRTC drops the GIL); outcomes in the order of `jobs`."""
     multi_arch = len({j[1] for j in jobs}) > 1
     # a selection by its entry points (named after their kernel), a whole kernel by name
     labels = [(",".join(j[2]) if j[2] else j[0]) + (f" {j[1]}" if multi_arch else "") for j in jobs]
@@ -104,12 +100,11 @@ def run_jobs(jobs: list[Job], workers: int, progress: Progress) -> list[Outcome]
 
 
 def arch_number(arch: str) -> int:
-    return int(re.match(r"sm_(\d+)", arch).group(1))
+    return int("".join(filter(str.isdigit, arch)))          # sm_90a -> 90
 
 
 def unsupported_arch(arch: str) -> str | None:
-    """None if this NVRTC compiles for `arch` (asked with an empty program, ~0.1 s), else its
-    complaint: without asking, every kernel would fail with the same error."""
+    """None if this NVRTC compiles for `arch` (an empty program, ~0.1 s), else its complaint."""
     try:
         comp.compile_source(registry.kernels()[0], arch, "", [f"-arch={arch}"])
     except CompileError as e:
@@ -130,8 +125,8 @@ def layout_plan(kernels: list[str], layouts: list[str], precisions: tuple[str, .
 
 def compile_table(plan: dict[str, list[tuple[str, ...] | None]], archs: list[str], workers: int | None,
                   progress: bool | None, precisions: tuple[str, ...] | None = None) -> list[Outcome]:
-    """Compile the plan (layout_plan's form) for each arch, kernels above an arch skipped, an
-    arch-specific one compiled for its target (sm_90 -> sm_90a)."""
+    """Compile the plan (layout_plan's form) for each arch: kernels above it skipped, an arch-specific
+    one compiled for its target (sm_90 -> sm_90a)."""
     jobs, per_kernel = [], {}
     for n, a in ((n, a) for a in archs for n in plan):
         k, num, sets = kernel_of(n), arch_number(a), plan[n]
@@ -154,8 +149,7 @@ def compile_table(plan: dict[str, list[tuple[str, ...] | None]], archs: list[str
 
 
 def resource_problems(k: registry.Kernel, res: dict, entries: tuple[str, ...] = ()) -> dict[str, str]:
-    """entry -> what is wrong with its registers or local memory (the limits
-    tests/test_compile.py asserts); `entries`: those compiled, () for all."""
+    """entry -> what is wrong with its registers or local memory; `entries`: those compiled, () all."""
     cap = min(255, 65536 // (k.threads * k.min_blocks))   # MIN_BLOCKS CTAs must stay resident
     out = {}
     for entry in entries or k.entries:

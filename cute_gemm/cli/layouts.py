@@ -11,18 +11,16 @@ from typing import Sequence
 
 from .. import layouts as L, registry
 from .base import error, kernel_name, nonneg_int, print_json, shape_mnk, show
-from ..layouts import analysis, draw
-
-FORMATS = ("text", "svg", "png")
+from ..layouts import draw, model
 
 
 def self_check(kernel) -> tuple[int, list[str]]:
-    """(layouts checked, problems) of one CuTe kernel: layouts.analysis.check."""
+    """(layouts checked, problems) of one CuTe kernel: layouts.model.check."""
     try:
         rec = L.build(kernel)
     except KeyError as e:
         return 0, [str(e).strip("'\"")]
-    return len(list(rec.items())), analysis.check(rec)
+    return len(list(rec.items())), model.check(rec)
 
 
 def self_check_all(names: Sequence[str]) -> list[dict]:
@@ -105,7 +103,7 @@ def run(kernels: list[str] | None = None, fmt: str | None = None, out: str | Non
         pics = []
         for i, it in enumerate(rec.items()):
             p = d / f"{i:02d}_{re.sub(r'[^A-Za-z0-9_.-]+', '_', it.name.split('/', 1)[1]).strip('_')}.{fmt}"
-            (draw.write_png if fmt == "png" else draw.write_svg)(draw.grid_of(it), p)
+            draw.write(draw.grid_of(it), p)
             pics.append((it.name, p.relative_to(root).as_posix()))
         pages.append((k, rec, pics))
         if not as_json:
@@ -120,7 +118,7 @@ def run(kernels: list[str] | None = None, fmt: str | None = None, out: str | Non
 def add_arguments(p) -> None:
     p.add_argument("kernels", nargs="*", metavar="KERNEL", type=kernel_name,
                    help="registered CuTe kernels (default: all of them)")
-    p.add_argument("--format", choices=FORMATS, default=None,
+    p.add_argument("--format", choices=("text", "svg", "png"), default=None,
                    help="text (the default without --out: a summary on stdout), svg (the "
                         "default with --out: pictures in ~2 s), or png (needs matplotlib and is "
                         "slow: minutes per kernel); pictures come with an index.html gallery")

@@ -1,8 +1,6 @@
-"""What the layout dumps need on top of pycute (CuTe's algebra in Python, from nvidia-cutlass):
-run-time integers (`Dyn`: `8` where a compile-time one prints `_8`), CuTe's print formats,
-compact make_layout, raked_product, tile_to_shape, swizzled layouts with a shape, local_tile /
-local_partition, TiledCopy / TiledMMA and the kernels' MMA atoms. tests/test_layouts.py
-compares their text with CuTe C++'s, byte for byte."""
+"""What the layout dumps need on top of pycute (CuTe's algebra in Python): run-time integers (`Dyn`
+prints `8` where a compile-time one prints `_8`), CuTe's print formats, the products, swizzles,
+tensors, atoms, TiledCopy and TiledMMA the kernels use; their text is CuTe C++'s, byte for byte."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -108,15 +106,13 @@ def print_layout(layout) -> str:
 
 # ---- constructors and products pycute lacks ----------------------------------------------------
 def _compact(shape, current, right: bool):
-    if is_tuple(shape):
-        out = []
-        for s in (reversed(shape) if right else shape):
-            d, current = _compact(s, current, right)
-            out.append(d)
-        return tuple(reversed(out) if right else out), current
-    if _static(shape) and shape == 1:
-        return 0, current                      # CuTe: a static _1 mode gets stride _0
-    return current, current * shape
+    if not is_tuple(shape):                    # CuTe: a static _1 mode gets stride _0
+        return (0 if _static(shape) and shape == 1 else current), current * shape
+    out = []
+    for s in (reversed(shape) if right else shape):
+        d, current = _compact(s, current, right)
+        out.append(d)
+    return tuple(reversed(out) if right else out), current
 
 
 def make_layout(shape, stride=None) -> Layout:
@@ -219,9 +215,7 @@ def _idx2crd(idx: int, shape, stride):
 def flat_coord(layout: Layout, idx: int):
     """Layout::get_flat_coord: idx -> one (colexicographic) coordinate per mode."""
     hier = _idx2crd(idx, layout.shape, layout.stride)
-    if is_tuple(layout.shape):
-        return tuple(pycute.crd2idx(c, s) for c, s in zip(hier, layout.shape))
-    return hier
+    return tuple(pycute.crd2idx(c, s) for c, s in zip(hier, layout.shape)) if is_tuple(layout.shape) else hier
 
 
 # ---- tensors without data: local_tile, local_partition -----------------------------------------
@@ -279,10 +273,8 @@ class MMAAtom:
 # same function and keeps pycute's results in CuTe's printed nesting.
 UNIVERSAL_FMA = MMAAtom((1, 1, 1), Layout(1, 0), Layout(1, 0), Layout(1, 0), Layout(1, 0))
 
-# The tensor-core atoms as CuTe's MMA_Traits define them (mma_traits_sm80.hpp,
-# mma_traits_sm90_gmma.hpp); the nvcc check of tests/test_layouts.py prints them with CuTe.
-# SM80_16x8x16_F32{BF16BF16,F16F16}F32_TN; C (SM80_16x8_Row): lane 4 g + q holds rows g, g + 8,
-# columns 2q, 2q + 1
+# The tensor-core atoms as CuTe's MMA_Traits define them (mma_traits_sm80.hpp, mma_traits_sm90_gmma.hpp).
+# SM80_16x8x16_F32{BF16BF16,F16F16}F32_TN; C (SM80_16x8_Row): lane 4 g + q: rows g, g + 8, cols 2q, 2q + 1
 SM80_16x8x16 = MMAAtom((16, 8, 16), Layout(32),
                        Layout(((4, 8), (2, 2, 2)), ((32, 1), (16, 8, 128))),
                        Layout(((4, 8), (2, 2)), ((16, 1), (8, 64))),
@@ -349,6 +341,10 @@ class TiledMMA:
     def tile_size(self, i: int) -> int:
         return size(self._perm(i))
 
+    def tile(self, which: str) -> tuple:
+        """The (rows, cols) of operand `which`'s MMA tile."""
+        return tuple(int(self.tile_size(i)) for i in _MODES[which])
+
     def thrfrg(self, which: str, layout: Layout) -> Layout:
         key = (which, repr(layout))            # every thread's partition divides the same tensor
         if key not in self._frg:
@@ -392,24 +388,27 @@ class TiledCopy:
         self.atom = atom
         val_layout = val_layout if val_layout is not None else Layout(1, 0)
         layout_mn = raked_product(thr_layout, val_layout)
-        self.layout_tv = pycute.composition(pycute.right_inverse(layout_mn),
-                                            make_layout((size(thr_layout), size(val_layout))))
+        self.tv = pycute.composition(pycute.right_inverse(layout_mn),
+                                     make_layout((size(thr_layout), size(val_layout))))
         self.tiler = product_each(layout_mn.shape)
         self._frg: dict = {}
 
     def _tile2thrfrg(self, layout: Layout) -> Layout:
-        atom_tv = pycute.zipped_divide(self.layout_tv, (1, self.atom.num_val))
+        atom_tv = pycute.zipped_divide(self.tv, (1, self.atom.num_val))
         ref2trg = pycute.composition(pycute.right_inverse(self.atom.tv), self.atom.tv)
         trg = _compose_first(atom_tv, ref2trg)
         thrval2mn = pycute.coalesce(Layout(_zip(trg.shape), _zip(trg.stride)), (1, (1, 1)))
         return _compose_first(layout, thrval2mn)((None, None), None)
 
-    def layout_S_TV(self) -> Layout:
+    def layout_tv(self, which: str = "S") -> Layout:
         """get_layoutS_TV (the same as D for every atom here)."""
         return self._tile2thrfrg(make_layout((self.tiler, 1)))(None, None, 0)
 
-    def partition(self, view: View, t: int) -> View:
-        """get_slice(t).partition_S(view) (partition_D is the same for these atoms)."""
+    def tile(self, which: str = "S") -> tuple:
+        return tuple(int(x) for x in self.tiler)
+
+    def partition(self, which: str, view: View, t: int) -> View:
+        """get_slice(t).partition_S(view) (partition_D, `which` "D", is the same for these atoms)."""
         key = repr(view.layout)                # every thread's partition divides the same tensor
         if key not in self._frg:
             self._frg[key] = self._tile2thrfrg(pycute.zipped_divide(view.layout, self.tiler))

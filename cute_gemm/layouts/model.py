@@ -1,14 +1,14 @@
 """What a layout dump is made of: the kernel's named layouts (`Def`), tensors (`Global`, `Smem`),
-thread partitions (`Part`), and the items, sections and recipes built from them (evaluated here;
-tests/layout_cppcheck.py turns the same description into C++)."""
+thread partitions (`Part`), the items, sections and recipes built from them (evaluated here;
+tests/layout_cppcheck.py turns the same description into C++), and their analyses: bank maps,
+TMA boxes and `check`, the self-check `cute-gemm check` runs per CuTe kernel."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from . import analysis
-from .algebra import (Dyn, Layout, Swizzled, TiledCopy, TiledMMA, View, local_partition, local_tile,
-                      make_layout, product_each, rank, values)
+from .algebra import (Dyn, Layout, Swizzled, View, cosize, fmt, local_partition, local_tile, make_layout,
+                      product_each, rank, size, value, values)
 
 PROBLEM = (256, 256, 256)     # representative (M, N, K), all operands row-major
 THREAD = 37                   # the thread whose partitions are shown (not 0: nonzero coords)
@@ -81,16 +81,6 @@ class TV:
     by: Def
     which: str
 
-    def layout(self) -> Layout:
-        v = self.by.value
-        return v.layout_S_TV() if isinstance(v, TiledCopy) else v.layout_tv(self.which)
-
-    def tile(self) -> tuple:
-        v = self.by.value
-        if isinstance(v, TiledCopy):
-            return tuple(int(x) for x in v.tiler)
-        return tuple(int(v.tile_size(i)) for i in {"A": (0, 2), "B": (1, 2), "C": (0, 1)}[self.which])
-
 
 @dataclass(frozen=True)
 class Part:
@@ -101,12 +91,9 @@ class Part:
     step: tuple | None = None
 
     def __call__(self, view: View, t: int) -> View:
-        v = self.by.value
-        if isinstance(v, TiledCopy):
-            return v.partition(view, t)
-        if isinstance(v, TiledMMA):
-            return v.partition(self.which, view, t)
-        return local_partition(view, v, t, self.step)
+        if self.which:
+            return self.by.value.partition(self.which, view, t)
+        return local_partition(view, self.by.value, t, self.step)
 
 
 @dataclass
@@ -185,13 +172,11 @@ class Recipe:
 
 
 class Builder:
-    """Makes the items of one kernel's recipe: CTA (0,0) of `problem`, thread `thread`."""
+    """Makes the items of one kernel's recipe: CTA (0,0) of `problem`, thread `thread`, the tile
+    and knobs of the kernel's typed config (what it is compiled with)."""
 
     def __init__(self, kernel, problem=PROBLEM, thread: int = THREAD):
-        # what the kernel is compiled with: its typed config (blk_m, ...; d: by the C++ name); c5's
-        # BLK_K is 128 bytes of 16-bit k (the tf32 entries' half of it: their recipe says so)
         self.kernel, self.config, self.tiler = kernel, kernel.config, kernel.config.tile
-        self.d = {f.upper(): v for f, v in vars(kernel.config).items()}
         self.problem, self.thread, self.nthreads = tuple(problem), thread, kernel.threads
         self.sections: list[Section] = []
         self.locals: list[str] = []
@@ -208,14 +193,17 @@ class Builder:
         """A Def's layout (kind "ldsm", a (lane, value) -> index layout from PTX: with its tile)."""
         return self._item(name, title, kind, d, d.value, tile=tile)
 
-    def tile(self, name: str, g: Global, what: str) -> Item:
+    def tile(self, name: str, g: Global, note: str = "") -> Item:
+        """g's CTA tile: C's (BLK_M,BLK_N), A's or B's (BLK_M|N,BLK_K,k) strip."""
         M, N, K = self.problem
+        what = ("the CTA's (BLK_M,BLK_N) tile of C" if g.op == "C" else
+                f"the CTA's (BLK_{'MN'[g.op == 'B']},BLK_K,k) strip of {g.op}{note}")
         return self._item(name, f"{name.rsplit('/', 1)[-1]}: {what} after local_tile, (M,N,K) = "
                           f"({M},{N},{K}), CTA (0,0)", "layout", g, g.view(self.tiler, self.problem).layout)
 
     def tv(self, name: str, title: str, by: Def, which: str) -> Item:
-        tv = TV(by, which)
-        return self._item(name, title, "tv", tv, tv.layout(), tile=tv.tile())
+        v = by.value                          # a TiledCopy (which "S") or TiledMMA ("A", "B", "C")
+        return self._item(name, title, "tv", TV(by, which), v.layout_tv(which), tile=v.tile(which))
 
     def partition(self, name: str, title: str, src, part: Part, exact: bool = True,
                   tile: tuple | None = None, owner_step: int = 1, nthreads: int = 0) -> Item:
@@ -229,17 +217,94 @@ class Builder:
                           tile=tile or default, nthreads=nthreads or self.nthreads, exact=exact,
                           thread=self.thread, src_rank=rank(view.layout), owner_step=owner_step)
 
-    def _table(self, name: str, title: str, kind: str, d: Def, table: list, **kw) -> Item:
-        return self._item(name, title, kind, d, d.value, tile=(len(table), len(table[0])), table=table, **kw)
-
-    def banks(self, name: str, title: str, d: Def, elem_bytes: int) -> Item:
-        """The bank map of shared-memory layout d (its first two modes, stage 0)."""
-        return self._table(name, title, "banks", d, analysis.banks(d.value, elem_bytes), elem_bytes=elem_bytes)
-
-    def boxes(self, name: str, title: str, stage: Def, box: tuple[int, int], kmajor: bool) -> Item:
-        """Which TMA box (contiguous extent first) of one stage brings each element in; -1: none."""
-        table = analysis.box_map(stage.value, box, kmajor)
-        return self._table(name, title, "boxes", stage, table, box=(*box, kmajor))
+    def table(self, name: str, title: str, d: Def, elem_bytes: int = 0, box=None, kmajor=False) -> Item:
+        """The bank map of shared-memory layout d (elem_bytes given: kind "banks"), or which TMA
+        box (contiguous extent first) of one stage brings each element in (kind "boxes")."""
+        table = banks(d.value, elem_bytes) if elem_bytes else box_map(d.value, box, kmajor)
+        return self._item(name, title, "banks" if elem_bytes else "boxes", d, d.value,
+                          tile=(len(table), len(table[0])), table=table, elem_bytes=elem_bytes or 4,
+                          box=None if elem_bytes else (*box, kmajor))
 
     def recipe(self) -> Recipe:
         return Recipe(self.kernel, self.sections, self.problem, tuple(self.locals))
+
+
+# ---- analyses: bank maps, TMA boxes, the self-check ---------------------------------------------
+def _grid0(layout):
+    """The (rows, cols) of a layout's first two modes and the layout at stage 0."""
+    g = layout(None, None, 0) if rank(layout) == 3 else layout
+    return (*(int(e) for e in product_each(g.shape)[:2]), g)
+
+
+def banks(layout, elem_bytes: int) -> list[list[int]]:
+    """The 4-byte bank (of 32) of each element (row, col) of stage 0 of a shared-memory
+    layout, elements `elem_bytes` wide, offset 0 at a 1024-byte boundary."""
+    rows, cols, g = _grid0(layout)
+    return [[value(g, r, c) * elem_bytes // 4 % 32 for c in range(cols)] for r in range(rows)]
+
+
+def box_map(stage, box: tuple[int, int], kmajor: bool) -> list[list[int]]:
+    """Which TMA box (contiguous extent first) brings element (row, col) of one (EXT, BLK_K)
+    stage in, boxes stacked along EXT (sm90_operand.cuh); -1: none."""
+    rows, cols, _ = _grid0(stage)
+    br, bc = (box[1], box[0]) if kmajor else box
+    return [[r // br if c < bc and r // br < -(-rows // br) else -1 for c in range(cols)] for r in range(rows)]
+
+
+def box_problems(name: str, stage, box: tuple[int, int], kmajor: bool) -> list[str]:
+    """A stage's boxes must tile it exactly, box i landing at offsets [i size, (i+1) size)
+    of the layout before the swizzle (TMA writes a box at one address)."""
+    rows, cols, g = _grid0(stage)
+    br, bc = (box[1], box[0]) if kmajor else box
+    if bc != cols or rows % br:
+        return [f"{name}: box {box} does not tile the ({rows}, {cols}) stage"]
+    inner = getattr(g, "layout", g)                     # before the swizzle
+    return [f"{name}: box {i} does not land in one dense block of smem" for i in range(rows // br)
+            if sorted(value(inner, r, c) for r in range(i * br, (i + 1) * br) for c in range(cols))
+            != list(range(i * br * bc, (i + 1) * br * bc))]
+
+
+def check(rec: Recipe) -> list[str]:
+    """The problems of one recipe (empty: all good): partitions cover their tile evenly, TV
+    layouts theirs, thread layouts are bijections, tiles have the registry's sizes."""
+    bM, bN, bK = rec.kernel.tile                  # the registry's tile
+    bad = []
+    for it in rec.items():
+        leaf = it.name.rsplit("/", 1)[-1]
+        if it.kind == "partition":
+            rows, cols = it.tile
+            own = it.owners()
+            counts = {len(o) for o in own}
+            if len(counts) != 1 or 0 in counts or (it.exact and counts != {1}):
+                bad.append(f"{it.name}: tile elements owned {sorted(counts)} times")
+                continue
+            vals = it.values_of(it.thread)
+            if len(vals) * -(-it.nthreads // it.owner_step) != rows * cols * counts.pop():
+                bad.append(f"{it.name}: threads hold unequal shares of the tile")
+            rep = it.thread - it.thread % it.owner_step     # owners: one thread per step
+            if rep != it.thread and it.values_of(rep) != vals:
+                bad.append(f"{it.name}: threads {rep} and {it.thread} of one owner group differ")
+            if any(rep not in own[r + c * rows] for (r, c) in vals):
+                bad.append(f"{it.name}: thread {it.thread}'s values disagree with the owner map")
+        elif it.kind in ("tv", "ldsm"):
+            rows, cols = it.tile
+            cells = it.tv_cells()
+            if set(cells) != {(i, j) for i in range(rows) for j in range(cols)}:
+                bad.append(f"{it.name}: TV layout does not cover its {rows}x{cols} tile")
+            elif ("copy" in it.name or it.kind == "ldsm") and any(len(v) != 1 for v in cells.values()):
+                bad.append(f"{it.name}: a copy touches some element more than once")
+        elif it.kind == "boxes":
+            bad += box_problems(it.name, it.layout, it.box[:2], it.box[2])
+        elif it.kind == "thread":
+            n = size(it.layout)
+            if sorted(values(it.layout)) != list(range(n)):
+                bad.append(f"{it.name}: thread layout is not a bijection onto 0..{n - 1}")
+        if leaf in ("sA", "sB"):
+            ext = bM if leaf == "sA" else bN
+            if product_each(it.layout.shape)[:2] != (ext, bK):
+                bad.append(f"{it.name}: shape {fmt(it.layout)} is not ({ext}, {bK}) as registered")
+            elif cosize(it.layout) < size(it.layout):
+                bad.append(f"{it.name}: cosize below size (elements would overlap)")
+        if leaf == "gC" and product_each(it.layout.shape) != (bM, bN):
+            bad.append(f"{it.name}: tile {fmt(it.layout)} is not BLK_M x BLK_N as registered")
+    return bad

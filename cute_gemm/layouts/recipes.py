@@ -1,7 +1,6 @@
 """The layouts of each CuTe kernel, described once from its registry entry (its typed `config`,
-compiled as the source's prelude) and its instantiation lines (`CG_TILED_ENTRY(cute_tiled_ak_bn, CG_DA_k, ...)`).
-Every layout is a `Def`: the kernel's own C++ name for it and its value computed here, so that
-tests/test_layouts.py can have CuTe print the same names and compare."""
+the source's prelude) and its `CG_*_ENTRY(entry, ARG, ...)` lines. Every layout is a `Def`: the
+kernel's own C++ name for it and its value computed here, so that CuTe can print the same names."""
 from __future__ import annotations
 
 import re
@@ -18,10 +17,8 @@ RECIPES: dict[str, Callable] = {}         # kernel source (registry `source`) ->
 
 
 def recipe(source: str):
-    def deco(fn):
-        RECIPES[source] = fn
-        return fn
-    return deco
+    """Registers a function of a Builder as the recipe of the kernels compiled from `source`."""
+    return lambda fn: RECIPES.setdefault(source, fn)
 
 
 def has_recipe(kernel) -> bool:
@@ -30,13 +27,10 @@ def has_recipe(kernel) -> bool:
 
 def build(kernel, problem=PROBLEM, thread: int = THREAD) -> Recipe:
     """The recipe of one registered CuTe kernel (KeyError naming it if there is none)."""
-    try:
-        fn = RECIPES[kernel.source]
-    except KeyError:
+    if not has_recipe(kernel):
         raise KeyError(f"no layout recipe for kernel {kernel.name!r} ({kernel.source}); "
-                       f"add one to cute_gemm/layouts/recipes.py") from None
-    b = Builder(kernel, problem, thread)
-    fn(b)
+                       f"add one to cute_gemm/layouts/recipes.py")
+    RECIPES[kernel.source](b := Builder(kernel, problem, thread))
     return b.recipe()
 
 
@@ -62,7 +56,7 @@ def _users(ents: dict, pick) -> str:
     return ", ".join(e for e, a in ents.items() if pick(a))
 
 
-_EXT = {"A": ("M", "BLK_M"), "B": ("N", "BLK_N")}
+_EXT = {"A": "M", "B": "N"}
 
 
 # ---- c0_gmem: local_tile / local_partition straight from global memory ----------------------
@@ -73,7 +67,7 @@ def _c0(b: Builder) -> None:
     gC, t = Global("C"), b.thread
     b.section("C and the thread layout (every entry)")
     b.layout("tC", "tC: (THR_M,THR_N) -> thread index", tC, "thread")
-    b.tile("gC", gC, "the CTA's (BLK_M,BLK_N) tile of C")
+    b.tile("gC", gC)
     b.partition("tCgC", f"tCgC = local_partition(gC, tC, {t}, Step<_1, _1>): the outputs "
                 f"thread {t} computes", gC, Part(tC, step=(1, 1)))
     for op, i, step, cpp, rows in (("A", 0, (1, None), "Step<_1, X>", "rows of A"),
@@ -82,8 +76,7 @@ def _c0(b: Builder) -> None:
             g = Global(op, macro)
             b.section(f"{op} strides {macro} = {fmt(g.strides(b.problem))} "
                       f"({_users(ents, lambda a: a[i] == macro)})")
-            ext = _EXT[op][0]
-            b.tile(f"{macro}/g{op}", g, f"the CTA's (BLK_{ext},BLK_K,k) strip of {op}")
+            b.tile(f"{macro}/g{op}", g)
             b.partition(f"{macro}/tCg{op}", f"tCg{op} = local_partition(g{op}, tC, {t}, "
                         f"{cpp}): the {rows} thread {t} reads", g, Part(tC, step=step), exact=False)
 
@@ -106,7 +99,7 @@ def _c1(b: Builder) -> None:
     sm = {"A": Def("smem_layout_a()", make_layout((bM, bK))), "B": Def("smem_layout_b()", make_layout((bN, bK)))}
     t = b.thread
     for op, i, attr in (("A", 0, "a_major"), ("B", 1, "b_major")):
-        ext = _EXT[op][0]
+        ext = _EXT[op]
         for major in sorted({getattr(v, attr) for v in b.kernel.variants}):
             users = [v.entry for v in b.kernel.variants if getattr(v, attr) == major]
             names = {ents[e][i] for e in users}
@@ -117,7 +110,7 @@ def _c1(b: Builder) -> None:
             g = Global(op, major=major)          # c1: make_stride(sAm, sAk), run-time strides
             b.section(f"{op} {major}-major: copy thread layout {thr.name} ({', '.join(users)})")
             pre = f"{op}{major}/"
-            b.tile(f"{pre}g{op}", g, f"the CTA's (BLK_{ext},BLK_K,k) strip of {op}, {major}-major")
+            b.tile(f"{pre}g{op}", g, f", {major}-major")
             b.layout(f"{pre}t{op}", f"t{op} ({thr.name}): (THR_{ext},THR_K) -> thread index, "
                      "copy global -> shared", thr, "thread")
             b.partition(f"{pre}t{op}g{op}", f"t{op}g{op} = local_partition(g{op}, t{op}, {t}): "
@@ -129,7 +122,7 @@ def _c1(b: Builder) -> None:
     b.layout("sA", "sA: (BLK_M,BLK_K) shared-memory tile of A, m-major", sm["A"])
     b.layout("sB", "sB: (BLK_N,BLK_K) shared-memory tile of B, n-major", sm["B"])
     b.layout("tC", "tC: (THR_M,THR_N) -> thread index, compute", tC, "thread")
-    b.tile("gC", gC, "the CTA's (BLK_M,BLK_N) tile of C")
+    b.tile("gC", gC)
     b.partition("tCsA", f"tCsA = local_partition(sA, tC, {t}, Step<_1, X>): rows of sA "
                 f"thread {t} reads", sA, Part(tC, step=(1, None)), exact=False)
     b.partition("tCsB", f"tCsB = local_partition(sB, tC, {t}, Step<X, _1>): columns of B "
@@ -141,11 +134,11 @@ def _c1(b: Builder) -> None:
 # ---- c2_tiled, c3_multistage, c3_pipelined: TiledCopy + TiledMMA ---------------------------
 def _copy_mma(b: Builder, macro: str, copies: dict[str, Def], smem: dict[str, Def], mma: Def,
               smem_note: str, stage_of: Callable[[str, str], tuple[Def, str]] | None = None) -> None:
-    """Per (operand, stride macro, copy) a section: global tile, the copy's TV layout and both sides;
-    then smem, the TiledMMA and its partitions. stage_of(op, copy): (smem layout, what) if not smem[op]."""
+    """A section per (operand, stride macro, copy): tile, copy TV layout, both sides; then smem, the
+    TiledMMA and its partitions. stage_of(op, copy): (smem layout, what) if not smem[op]."""
     ents, t = entries(b.kernel, macro), b.thread
     for op, di, ci in (("A", 0, 2), ("B", 1, 3)):
-        ext = _EXT[op][0]
+        ext = _EXT[op]
         for smacro, cname in sorted({(a[di], a[ci]) for a in ents.values()}):
             cp = _lookup(copies, cname, b.kernel)
             g = Global(op, smacro)
@@ -154,7 +147,7 @@ def _copy_mma(b: Builder, macro: str, copies: dict[str, Def], smem: dict[str, De
             users = _users(ents, lambda a: (a[di], a[ci]) == (smacro, cname))
             b.section(f"{op}: strides {smacro} = {fmt(g.strides(b.problem))}, copy {cname} ({users})")
             pre, lo = f"{op}_{smacro}_{cname}/", op.lower()
-            b.tile(f"{pre}g{op}", g, f"the CTA's (BLK_{ext},BLK_K,k) strip of {op}")
+            b.tile(f"{pre}g{op}", g)
             if own != smem[op]:
                 b.layout(f"{pre}s{op}", f"s{op}: shared tile of {op} for these entries ({own.name}), {note}", own)
             b.tv(f"{pre}copy_TV", f"{cname}: TiledCopy (thread, value) -> ({ext},K) coordinate "
@@ -172,7 +165,7 @@ def _copy_mma(b: Builder, macro: str, copies: dict[str, Def], smem: dict[str, De
     b.layout("sA", f"sA: shared tile of A, m-major, {smem_note}", smem["A"])
     b.layout("sB", f"sB: shared tile of B, n-major, {smem_note}", smem["B"])
     _mma_tvs(b, mma)
-    b.tile("gC", gC, "the CTA's (BLK_M,BLK_N) tile of C")
+    b.tile("gC", gC)
     b.partition("tCsA", f"tCsA = mma.get_slice({t}).partition_A(sA): (MMA,MMA_M,MMA_K[,PIPE]), "
                 f"what thread {t} reads of sA", sA, Part(mma, "A"), exact=False)
     b.partition("tCsB", f"tCsB = mma.get_slice({t}).partition_B(sB): (MMA,MMA_N,MMA_K[,PIPE]), "
@@ -181,27 +174,28 @@ def _copy_mma(b: Builder, macro: str, copies: dict[str, Def], smem: dict[str, De
                 f"outputs thread {t} computes", gC, Part(mma, "C"))
 
 
-def _copies(b: Builder, mn: dict[str, int], k: tuple[str, ...], scl: str, cap: int = 1 << 30) -> dict:
-    """The float TiledCopies of c2 / c3: 16-byte vectors along m or n (mn: name -> extent, at
-    most `cap` threads along it) and along k (names k), 4-byte ones ({scl}MN, {scl}K)."""
+def _copies(b: Builder, mn: dict[str, int], k: tuple[str, ...], scl: str, cap: int = 1 << 30,
+            cpp: str = "{}") -> dict[str, Def]:
+    """The float TiledCopies of c2 / c3, as Defs named NAME + cpp: 16-byte vectors along m or n (mn:
+    name -> extent, at most `cap` threads along it) and along k (names k), 4-byte ones ({scl}MN, {scl}K)."""
     nt, q, vec, one = b.nthreads, b.tiler[2] // 4, CopyAtom(4), CopyAtom(1)
     out = {n: TiledCopy(vec, make_layout((min(e // 4, cap), nt // min(e // 4, cap))), make_layout((4, 1)))
            for n, e in mn.items()}
     out.update(dict.fromkeys(k, TiledCopy(vec, Layout((nt // q, q), (q, 1)), make_layout((1, 4)))))
     out[f"{scl}MN"] = TiledCopy(one, make_layout((32, nt // 32)))
     out[f"{scl}K"] = TiledCopy(one, Layout((nt // 8, 8), (8, 1)))
-    return out
+    return {n: Def(n + cpp, v) for n, v in out.items()}
 
 
 @recipe("cute/c2_tiled.cu")
 def _c2(b: Builder) -> None:
     bM, bN, bK = b.tiler
     pad = 4                                                # c2_tiled.cu: SMEM_PAD 4
-    copies = _copies(b, {"VecMN<BLK_M>": bM, "VecMN<BLK_N>": bN}, ("VecK",), "Scl")
     smem = {"A": Def("smem_layout_a()", Layout((bM, bK), (1, bM + pad))),
             "B": Def("smem_layout_b()", Layout((bN, bK), (1, bN + pad)))}
     mma = Def("tiled_mma()", TiledMMA(UNIVERSAL_FMA, make_layout((16, 16, 1))))
-    _copy_mma(b, "CG_TILED_ENTRY", {k: Def(k + "{}", v) for k, v in copies.items()}, smem, mma,
+    copies = _copies(b, {"VecMN<BLK_M>": bM, "VecMN<BLK_N>": bN}, ("VecK",), "Scl")
+    _copy_mma(b, "CG_TILED_ENTRY", copies, smem, mma,
               f"(BLK,BLK_K):(1,BLK+{pad}), k columns padded by {pad} words")
 
 
@@ -213,10 +207,8 @@ def _padded(ext: int, bk: int, bufs: int, pad: int) -> Layout:
 @recipe("cute/c3_multistage.cu")
 def _c3_multistage(b: Builder) -> None:
     bM, bN, bK = b.tiler
-    P, pad = b.d["STAGES"], 4                                 # c3_multistage.cu: SMEM_PAD 4
-    copies = _copies(b, {"CpVecMN<BLK_M>": bM, "CpVecMN<BLK_N>": bN}, (), "CpScl")
-    # gemm_multistage builds its smem ring and TiledMMA in its body: the recipe gives those
-    # expressions verbatim, over its local tile sizes
+    P, pad = b.config.stages, 4                                 # c3_multistage.cu: SMEM_PAD 4
+    # gemm_multistage builds its smem ring and TiledMMA in its body: those expressions, verbatim
     b.locals += ["auto bM = Int<BLK_M>{};", "auto bN = Int<BLK_N>{};", "auto bK = Int<BLK_K>{};",
                  "auto bP = Int<STAGES>{};"]
     smem = {op: Def(f"make_layout(make_shape({v}, bK, bP), make_stride(_1{{}}, {v} + Int<SMEM_PAD>{{}}, "
@@ -224,7 +216,8 @@ def _c3_multistage(b: Builder) -> None:
             for op, v, e in (("A", "bM", bM), ("B", "bN", bN))}
     mma = Def("make_tiled_mma(UniversalFMA<float, float, float, float>{}, Layout<Shape<_16, _16, _1>>{})",
               TiledMMA(UNIVERSAL_FMA, make_layout((16, 16, 1))), local=True)
-    _copy_mma(b, "CG_MULTISTAGE_ENTRY", {k: Def(k + "{}", v) for k, v in copies.items()}, smem, mma,
+    copies = _copies(b, {"CpVecMN<BLK_M>": bM, "CpVecMN<BLK_N>": bN}, (), "CpScl")
+    _copy_mma(b, "CG_MULTISTAGE_ENTRY", copies, smem, mma,
               f"(BLK,BLK_K,STAGES):(1,BLK+{pad},(BLK+{pad})*BLK_K), {P} stages of a ring (grid: stage 0)")
 
 
@@ -241,7 +234,8 @@ def _c3(b: Builder) -> None:
     # k-major: LdVecK into registers, CpVecK (cp.async) into raw stages; VecK1, a single
     # k-major operand's copy: CpVecK with Config::raw_k, else LdVecK
     k1 = "CpVecK" if cfg.raw_k else "LdVecK"
-    copies = _copies(b, {"CpVecM": bM, "CpVecN": bN}, ("LdVecK", "CpVecK", "VecK1"), "CpScl", cap=b.nthreads)
+    copies = _copies(b, {"CpVecM": bM, "CpVecN": bN}, ("LdVecK", "CpVecK", "VecK1"), "CpScl", b.nthreads,
+                     "::Tiled{}")
 
     def stage(op: str, buf: str, quad: str) -> Def:
         """cg::StageLayout<Config, EXT, BUF, kQuad>: padded (EXT,BLK_K,BUF), or k-quads."""
@@ -270,7 +264,7 @@ def _c3(b: Builder) -> None:
         return d, f"padded like sA/sB, {what} (grid: the first)"
 
     shared = {op: stage(op, "Config::stages", "false") for op in "AB"}
-    _copy_mma(b, "CG_PIPE_ENTRY", {k: Def(k + "::Tiled{}", v) for k, v in copies.items()}, shared, mma,
+    _copy_mma(b, "CG_PIPE_ENTRY", copies, shared, mma,
               f"(BLK,BLK_K,STAGES):(1,BLK+{SMEM_PAD},(BLK+{SMEM_PAD})*BLK_K), {P} pipeline stages "
               "(grid: stage 0); k-major operands' own stages in their copy sections", stage_of)
 
@@ -292,14 +286,14 @@ def _c4(b: Builder) -> None:
             g = Global(op, macro)
             users = _users(ents, lambda a: a[0] == "bfloat16_t" and a[di] == macro)
             b.section(f"{op}: strides {macro} = {fmt(g.strides(b.problem))}, 16-byte cp.async {cp.name} ({users})")
-            pre, x = f"{op}_{macro}/", _EXT[op][0]
-            b.tile(f"{pre}g{op}", g, f"the CTA's (BLK_{x},BLK_K,k) strip of {op}")
+            pre, x = f"{op}_{macro}/", _EXT[op]
+            b.tile(f"{pre}g{op}", g)
             b.tv(f"{pre}copy_TV", f"{cp.name}: TiledCopy (thread, value) -> ({x},K) coordinate "
                  f"in its {fmt(cp.value.tiler)} tile (get_layoutS_TV)", cp, "S")
             b.partition(f"{pre}t{op}g{op}", f"t{op}g{op} = g2s_{op.lower()}.get_slice({t}).partition_S(g{op}): "
                         f"(CPY,CPY_{x},CPY_K,k), the vectors thread {t} copies", g, Part(cp, "S"))
     # smem: 128-byte rows swizzled (Swizzle<3,log2 V,3> on element offsets), tiled to the ring
-    nb, stages = 2, b.d["STAGES"]
+    nb, stages = 2, b.config.stages
     b.locals += ["using T = bfloat16_t;", "auto bM = Int<BLK_M>{};", "auto bN = Int<BLK_N>{};",
                  "auto bK = Int<kBlkK<T>>{};", "auto bP = Int<STAGES>{};"]
     for major, fn in (("k", "smem_atom_k"), ("mn", "smem_atom_mn")):
@@ -308,19 +302,19 @@ def _c4(b: Builder) -> None:
         b.section(f"shared memory, {major}-major operands (16-bit entries): {fn}, {stages}-stage ring")
         b.layout(f"{major}/atom", f"{fn}<bfloat16_t>(): 8 lines of 128 bytes, the 16-byte chunk "
                  "index XORed with the line index", atom)
-        b.banks(f"{major}/atom_banks", "bank of each element of that atom: a line covers all 32 "
+        b.table(f"{major}/atom_banks", "bank of each element of that atom: a line covers all 32 "
                 "banks; the same chunk of 8 lines (an ldmatrix phase) 8 bank groups", atom, nb)
         for op, v, ext in (("A", "bM", bM), ("B", "bN", bN)):
             st = Def(f"tile_to_shape({fn}<T>(), make_shape({v}, bK, bP))",
                      tile_to_shape(atom.value, (ext, bK, stages)), local=True)
-            b.layout(f"{major}/s{op}", f"s{op} ({major}-major {op}): (BLK_{_EXT[op][0]},BLK_K,STAGES), stage 0", st)
-    wm, wn = b.d["WARPS_M"], b.d["WARPS_N"]
+            b.layout(f"{major}/s{op}", f"s{op} ({major}-major {op}): (BLK_{_EXT[op]},BLK_K,STAGES), stage 0", st)
+    wm, wn = b.config.warps_m, b.config.warps_n
     mma = Def("tiled_mma<bfloat16_t>()", TiledMMA(SM80_16x8x16, make_layout((wm, wn, 1)), (
         make_layout(16 * wm), make_layout(16 * wn), make_layout(SM80_16x8x16.shape_mnk[2]))))
     gC = Global("C")
     b.section(f"TiledMMA (SM80_16x8x16 atoms, {wm}x{wn} warps) and C (every entry)")
     _mma_tvs(b, mma, ": what ldmatrix fills")
-    b.tile("gC", gC, "the CTA's (BLK_M,BLK_N) tile of C")
+    b.tile("gC", gC)
     b.partition("tCgC", f"tCgC = mma.get_slice({t}).partition_C(gC): (MMA,MMA_M,MMA_N), the "
                 f"accumulators thread {t} holds", gC, Part(mma, "C"))
     # ldmatrix's shared-memory side: which lane addresses each row (its register side is the
@@ -370,12 +364,12 @@ def _register_operand(b: Builder) -> None:
               f"into RS wgmma's A fragments, TMA box {box}")
     b.layout("Areg/atom", "register-operand smem atom (GMMA::Layout_MN_SW128_Atom<tfloat32_t>): "
              "128 bytes of rows x 8 k-lines", adef)
-    b.banks("Areg/atom_banks", "bank of each element of that atom: a 128-byte k-line covers "
+    b.table("Areg/atom_banks", "bank of each element of that atom: a 128-byte k-line covers "
             "all 32 banks, and the same chunk of 8 k-lines 8 bank groups", adef, 4)
     b.layout("Areg/sA_tf32", f"sA_tf32: (BLK_M,BLK_K,STAGES) = tile_to_shape(atom, ({bm},{bk},{stages}), "
              "Step<_2,_1,_3>: k first), stage 0", sdef)
-    b.boxes("Areg/tma_box", f"TMA boxes {box} of one stage (records.TmaBoxes, contiguous "
-            "extent first)", sdef, box, False)
+    b.table("Areg/tma_box", f"TMA boxes {box} of one stage (records.TmaBoxes, contiguous "
+            "extent first)", sdef, box=box)
 
 
 def _gmma(b: Builder, consumers: int, parts: int, stage_cpp: Callable[..., str], mma_cpp: str) -> None:
@@ -411,20 +405,19 @@ def _gmma(b: Builder, consumers: int, parts: int, stage_cpp: Callable[..., str],
                           f"TMA box {box}")
                 b.layout(f"{pre}atom", f"{op} {major}-major smem atom (GMMA::Layout_"
                          f"{'K' if kmajor else 'MN'}_SW{row}_Atom, {label}): {what}", adef)
-                b.banks(f"{pre}atom_banks", f"bank of each element of that atom: a {row}-byte "
+                b.table(f"{pre}atom_banks", f"bank of each element of that atom: a {row}-byte "
                         "line covers all 32 banks, and the same chunk of 8 lines 8 bank groups", adef, nb)
                 b.layout(f"{pre}{s_leaf}", f"{s_leaf}: (BLK_{ext_name},BLK_K,STAGES) = "
                          f"tile_to_shape(atom, ({ext},{bk},{stages})"
                          + ("" if kmajor else ", Step<_2,_1,_3>: k first") + "), stage 0", sdef)
-                b.boxes(f"{pre}tma_box", f"TMA boxes {box} of one stage of {s_leaf} "
+                b.table(f"{pre}tma_box", f"TMA boxes {box} of one stage of {s_leaf} "
                         f"(records.TmaBoxes, contiguous extent first)"
                         + (f"; cluster of {parts}: each CTA loads 1/{parts} of them and "
-                           "multicasts" if parts > 1 and op == "B" else ""), sdef, box, kmajor)
+                           "multicasts" if parts > 1 and op == "B" else ""), sdef, box=box, kmajor=kmajor)
                 if kmajor and (nb == 2 or op not in mma_stage):
                     mma_stage[op] = sdef
                     mma_k[op] = 32 // nb               # a GMMA atom's K: 16 (16-bit), 8 (tf32)
-    # the TiledMMA of the 16-bit k-major entries, else of the tf32 one (the C fragment is the
-    # same for every entry)
+    # the TiledMMA of the 16-bit k-major entries, else the tf32 one (every entry's C fragment is the same)
     atom_n = bn                                       # ss_op_selector: one wgmma of N = BLK_N
     mma = Def(mma_cpp, TiledMMA(gmma_ss(atom_n, mma_k["A"]), make_layout((consumers, 1, 1))), local=True)
     gC, sA, sB = Global("C"), Smem("A", mma_stage["A"]), Smem("B", mma_stage["B"])
@@ -435,7 +428,7 @@ def _gmma(b: Builder, consumers: int, parts: int, stage_cpp: Callable[..., str],
     kt = product_each(mma_stage["A"].value.shape)[1]     # BLK_K
     b.tv("mma_C_TV", f"TiledMMA C: (thread, value) -> (M,N) coordinate (get_layoutC_TV): "
          f"the accumulator fragment, {consumers}x64 x {atom_n} over {nthr} threads", mma, "C")
-    b.tile("gC", gC, "the CTA's (BLK_M,BLK_N) tile of C")
+    b.tile("gC", gC)
     b.partition("tCgC", f"tCgC = mma.get_slice({t}).partition_C(gC): (MMA,MMA_M,MMA_N), the "
                 f"accumulators thread {t} holds (consumer thread index)", gC, Part(mma, "C"), nthreads=nthr)
     b.partition("tCsA", f"tCsA = mma.get_slice({t}).partition_A(sA): (MMA,MMA_M,MMA_K,PIPE), "
