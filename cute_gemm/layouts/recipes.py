@@ -35,15 +35,34 @@ def build(kernel, problem=PROBLEM, thread: int = THREAD) -> Recipe:
 
 
 def entries(kernel, macro: str) -> dict[str, tuple[str, ...]]:
-    """The arguments of each `MACRO(entry, ARG, ...)` line of the kernel source."""
-    text = (paths.kernels_dir() / kernel.source).read_text()
+    """The arguments of each `MACRO(entry, ARG, ...)` line of the kernel source, lines written
+    by a macro of such lines (c4's CG_MMA_16BIT) included."""
+    text = _expanded((paths.kernels_dir() / kernel.source).read_text(), macro)
     out = {m.group(1): tuple(a.strip() for a in m.group(2).split(","))
            for m in re.finditer(rf"^{macro}\((\w+),\s*([^)]*)\)", text, re.M)}
     missing = [v.entry for v in kernel.variants if v.entry not in out]
     if missing:
         raise ValueError(f"{kernel.source}: no {macro}(...) line for entries {missing}; "
                          f"the layout recipe reads each entry's configuration from those lines")
-    return out
+    return {v.entry: out[v.entry] for v in kernel.variants}
+
+
+def _expanded(text: str, macro: str) -> str:
+    """text with each line calling a #define whose body is `macro(...)` lines replaced by
+    them, its parameters substituted and ## pasted, one line each."""
+    for d in re.finditer(r"^#define (\w+)\(([^)]*)\)((?:.*\\\n)*.*)$", text, re.M):
+        name, params, body = d.group(1), [x.strip() for x in d.group(2).split(",")], d.group(3)
+        if name == macro or f"{macro}(" not in body:
+            continue
+
+        def expand(call, params=params, body=body):
+            out = body
+            for x, arg in zip(params, (a.strip() for a in call.group(1).split(","))):
+                out = re.sub(rf"\b{x}\b", arg, out)
+            return "\n".join(ln.strip().rstrip("\\").strip() for ln in out.replace("##", "").splitlines()
+                             if ln.strip().rstrip("\\").strip())
+        text = re.sub(rf"^{name}\((.*)\)\s*$", expand, text, flags=re.M)
+    return text
 
 
 def _lookup(defs: dict[str, Def], name: str, kernel) -> Def:
