@@ -231,9 +231,13 @@ def test_never_a_kernel_the_device_cannot_run():
     with pytest.raises(cute_gemm.CuteGemmError, match="no kernel computes fp32_3xtf32 on "
                                                       "NVIDIA A100.*cute_3xtf32 needs sm_90"):
         auto.choose(64, 64, 64, device=A100, precision="fp32_3xtf32", tables=[], exactly=True)
+    # a GPU with 8 KB of smem to opt into: only cute_tiny_k (static smem, which every GPU has
+    # 48 KB of) fits; without it, a ShapeLimitError
     small = types.SimpleNamespace(name="tiny", arch_int=90, smem_optin=8 << 10, sm_count=1)
+    assert auto.choose(64, 64, 64, device=small, precision="fp32", tables=[]).kernel == "cute_tiny_k"
+    bounds = tuple((x, None) for x in auto.candidates("fp32") if auto.TINY not in x.tags)
     with pytest.raises(cute_gemm.ShapeLimitError, match="shared memory"):
-        auto.choose(64, 64, 64, device=small, precision="fp32", tables=[])
+        auto.fitting(bounds, "fp32", small, 64, 64, 64)
 
 
 # ---- the heuristic --------------------------------------------------------------------------------
@@ -257,6 +261,18 @@ def test_heuristic_rules_on_the_registered_candidates():
                for p in registry.PRECISIONS)
 
 
+def test_a_k_of_at_most_32_runs_on_the_tiny_k_kernel_ahead_of_the_tables():
+    """K <= TINY_K: cute_tiny_k in every precision (fp32_3xtf32 by its fp32 entry), even where
+    a table row of the shape names another kernel; a longer K never gets it."""
+    tabs = [table([row(4096, 4096, 16, {"cute_pipelined": 0.1})])]
+    for prec in registry.PRECISIONS:
+        for m, n, k in ((10302, 5265, 23), (4096, 4096, 16), (7, 3, 1)):
+            c = auto.choose(m, n, k, device=H100, precision=prec, tables=tabs)
+            assert c.kernel == "cute_tiny_k" and f"K = {k} <= 32" in c.why, (prec, m, n, k, c)
+        assert auto.choose(4096, 4096, 33, device=H100, precision=prec, tables=tabs).kernel != "cute_tiny_k"
+    assert auto.choose(64, 64, 8, device=H100, precision="fp32_3xtf32", tables=[]).precision == "fp32"
+
+
 def test_heuristic_small_problems_with_unaligned_operands_take_the_small_kernel():
     """A problem of at most two k-tiles within two waves of 64x64 tiles, whose operands every
     TMA kernel would copy first (a leading dimension not 16-byte aligned), runs on the kernel
@@ -267,13 +283,13 @@ def test_heuristic_small_problems_with_unaligned_operands_take_the_small_kernel(
     small = "cute_mma_sm80_64x64"
     assert auto.SMALL in registry.get(small).tags
     for prec in ("bf16", "fp16"):
-        assert h(12, 1989, 12, prec) == h(623, 9, 66, prec) == h(1058, 16, 13, prec, "tn") == small
+        assert h(12, 1989, 40, prec) == h(623, 9, 66, prec) == h(1058, 16, 45, prec, "tn") == small
         assert h(16, 1992, 16, prec) != small          # aligned: the TMA kernels take them
         assert h(181, 1010, 333, prec) != small        # 6 k-tiles
         assert h(8191, 8191, 13, prec) != small        # 16,384 tiles
     assert h(623, 9, 66, "tf32") != small              # tf32 mma.sync would copy an n-major B too
-    assert h(1058, 16, 13, "tf32", "nt") == small
-    assert "one launch" in auto.choose(12, 1989, 12, device=H100, precision="bf16", tables=[]).why
+    assert h(1058, 16, 45, "tf32", "nt") == small
+    assert "one launch" in auto.choose(12, 1989, 40, device=H100, precision="bf16", tables=[]).why
 
 
 def test_heuristic_tensor_cores_take_the_walk_of_least_cost():

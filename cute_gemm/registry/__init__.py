@@ -6,7 +6,7 @@ the record types: records.py (re-exported here).
 from __future__ import annotations
 
 from ..base.errors import UnknownKernelError
-from .ladder_cute import CUTE
+from .ladder_cute import CUTE, SHAPES
 from .ladder_handwritten import HANDWRITTEN
 from .ladder_hopper import HOPPER
 from .records import (ARCHS, EXTENT_MAX, FP32_ACCURATE, GRID_X_MAX, GRID_YZ_MAX, ITEMSIZE, LAYOUTS,  # noqa: F401
@@ -14,7 +14,7 @@ from .records import (ARCHS, EXTENT_MAX, FP32_ACCURATE, GRID_X_MAX, GRID_YZ_MAX,
                       KernelConfig, PersistentGrid, RowGrid, SplitGrid, StripSmem, TileGrid,
                       TileGridMN, TmaBoxes, Variant, cdiv, layout_majors)
 
-KERNELS: tuple[Kernel, ...] = tuple(HANDWRITTEN) + tuple(CUTE) + tuple(HOPPER)
+KERNELS: tuple[Kernel, ...] = tuple(HANDWRITTEN) + tuple(CUTE) + tuple(HOPPER) + tuple(SHAPES)
 _BY_NAME = {k.name: k for k in KERNELS}
 # the GEMMs composed kernels run that are not registered themselves (GemmOf.kernel): never
 # called by name, but compiled, cached and checked like every kernel

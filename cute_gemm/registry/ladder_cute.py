@@ -367,3 +367,29 @@ CUTE: list[Kernel] = [
             "to set up, operands of any alignment read as they are"), any_align=True),
         tags=("small",))),
 ]
+
+
+def _tiny_k(name: str, bm: int, bn: int, bk: int) -> Kernel:
+    # one entry per (precision, result), every stride dynamic: any majors and alignment
+    return tiled_stage(
+        TileConfig(256, bm, bn, bk),
+        name=name,
+        source="cute/c8_tiny_k.cu",
+        variants=tuple(Variant(f"{name}_{p}_{DTYPE[out].suffix}", a_major="any", b_major="any",
+                               c_major="any", precision=p, out_dtype=out)
+                       for p in ("fp32", "tf32", "bf16", "fp16") for out in PRECISION[p].outs),
+        grid=TileGridMN(bm, bn),
+        min_arch=80,
+        summary=f"a small K in one pass: {bm}x{bn} tiles, strips of A and B staged in smem as "
+                "float, 8x4 FFMA outputs a thread, 4-element stores; any strides and alignment, "
+                "every precision",
+        seed="an outer-product sum (rank-K update)",
+        tags=("tiny_k",),
+    )
+
+
+# Kernels for the shapes the ladder's stages lose, after the ladder (registry.KERNELS):
+# a K of a k-tile or two (docs/design/auto.md#tiny-k)
+SHAPES: list[Kernel] = [
+    gemm_candidate(_tiny_k("cute_tiny_k", 128, 64, 32)),
+]
