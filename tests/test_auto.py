@@ -261,15 +261,18 @@ def test_heuristic_rules_on_the_registered_candidates():
                for p in registry.PRECISIONS)
 
 
-def test_a_k_of_at_most_32_runs_on_the_tiny_k_kernel_ahead_of_the_tables():
-    """K <= TINY_K: cute_tiny_k in every precision (fp32_3xtf32 by its fp32 entry), even where
-    a table row of the shape names another kernel; a longer K never gets it."""
-    tabs = [table([row(4096, 4096, 16, {"cute_pipelined": 0.1})])]
+def test_a_k_of_at_most_32_runs_on_the_tiny_k_kernel_unless_its_own_row_says():
+    """K <= TINY_K: cute_tiny_k in every precision (fp32_3xtf32 by its fp32 entry), ahead of
+    rows measured at other shapes; a row of this very shape (tune times cute_tiny_k too) wins;
+    a longer K never gets it."""
+    tabs = [table([row(4096, 4096, 64, {"cute_pipelined": 0.1}), row(512, 512, 16, {"cute_pipelined": 0.1})])]
     for prec in registry.PRECISIONS:
         for m, n, k in ((10302, 5265, 23), (4096, 4096, 16), (7, 3, 1)):
             c = auto.choose(m, n, k, device=H100, precision=prec, tables=tabs)
             assert c.kernel == "cute_tiny_k" and f"K = {k} <= 32" in c.why, (prec, m, n, k, c)
         assert auto.choose(4096, 4096, 33, device=H100, precision=prec, tables=tabs).kernel != "cute_tiny_k"
+    c = auto.choose(512, 512, 16, device=H100, precision="fp32", tables=tabs)
+    assert (c.kernel, c.source) == ("cute_pipelined", "table")
     assert auto.choose(64, 64, 8, device=H100, precision="fp32_3xtf32", tables=[]).precision == "fp32"
 
 

@@ -91,7 +91,7 @@ def test_cross_check_and_bench_cover_auto_on_a_simulated_device(monkeypatch, tmp
     assert _HostBuffer.live == 0
     rows = [r for r in res.rows if r.kernel == "auto"]
     assert len(rows) == 2 and all(r.family == "auto" and r.status == "pass" for r in rows)
-    assert rows[0].message.startswith("picked cute_pipelined") and "(heuristic" in rows[0].message
+    assert rows[0].message.startswith("picked cute_tiny_k") and "(heuristic" in rows[0].message
     assert "picked cute_pipelined" in format_table_text(res)
     md = (tmp_path / "bench_readme.md").read_text()
     assert "#### Over 2 shapes" in md and "| `auto` | fp32 | nn | 2 |" in md
@@ -244,7 +244,7 @@ def test_cli_run_auto_says_what_it_picked(monkeypatch, capsys):
     monkeypatch.setattr(cli.base, "gpu_unavailable", lambda: None)
     assert cli.main(["run", "auto", "--m", "40", "--n", "30", "--k", "20", "--repeats", "3"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("auto: M=40 N=30 K=20  median") and "picked cute_pipelined" in out and "(heuristic" in out
+    assert out.startswith("auto: M=40 N=30 K=20  median") and "picked cute_tiny_k" in out and "(heuristic" in out
 
 
 def test_table_loo_scores_the_lookup_on_rows_left_out(script):

@@ -41,7 +41,7 @@ TINY_TILES = 4
 # heuristic, tensor cores: a kernel tagged SMALL takes unaligned operands of a problem of at
 # most SMALL_K_TILES k-tiles whose C is at most SMALL_WAVES tiles per SM (_small_problem)
 SMALL, SMALL_K_TILES, SMALL_WAVES = "small", 2, 2
-# choose: a K of at most TINY_K runs on the kernel tagged TINY, whatever the tables say (tiny_k)
+# choose: a K of at most TINY_K runs on the kernel tagged TINY unless a row of the shape says (tiny_k)
 TINY, TINY_K = "tiny_k", 32
 # from_tables, a shape without a row: the rows whose times are scaled to it, weighted by
 # 1 / (distance + NEAR_WEIGHT); chosen leave-one-out over the shipped tables and on the
@@ -236,14 +236,14 @@ def choose(m: int, n: int, k: int, *, device, layout: str = "nn", precision: str
         choice = _kept(m, n, k, device, layout, precision, out_dtype, aligned, tables)
     else:
         ks = fitting(cls.bounds, precision, device, m, n, k)
-        choice = tiny_k(ks, k)
+        choice = from_tables(cls.tables, m, n, k, layout, precision, aligned,
+                             cls.allowed if len(ks) == len(cls.bounds) else {x.name for x in ks},
+                             cls.rows, device.sm_count, cls.scaled)
+        if choice is None or choice.source != "table":      # (a row of this shape wins)
+            choice = tiny_k(ks, k) or choice
         if choice is None:
             ks = [x for x in ks if TINY not in x.tags] or ks     # (it runs any K: a last resort)
-            found = from_tables(cls.tables, m, n, k, layout, precision, aligned,
-                                cls.allowed if len(ks) == len(cls.bounds) else {x.name for x in ks},
-                                cls.rows, device.sm_count, cls.scaled)
-            choice = found if found is not None else heuristic(ks, m, n, k, precision, layout,
-                                                                device.sm_count, out_dtype)
+            choice = heuristic(ks, m, n, k, precision, layout, device.sm_count, out_dtype)
     if key is not None:
         memo.keep(_memo, key, choice)
     return choice
@@ -251,8 +251,9 @@ def choose(m: int, n: int, k: int, *, device, layout: str = "nn", precision: str
 
 def tiny_k(ks, k: int) -> Choice | None:
     """A K of at most TINY_K: the candidate tagged TINY (C in one pass, no k-loop to fill,
-    operands of any layout read as they are), ahead of the tables and the heuristic; None
-    where K is longer or no such candidate computes the call (docs/design/auto.md#tiny-k)."""
+    operands of any layout read as they are), ahead of the nearest rows and the heuristic (a
+    table row of this very shape still wins: tune times it too); None where K is longer or no
+    such candidate computes the call (docs/design/auto.md#tiny-k)."""
     if k > TINY_K:
         return None
     x = next((x for x in ks if TINY in x.tags), None)
