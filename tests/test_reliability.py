@@ -185,10 +185,11 @@ def test_hot_path_rechecks_overlap(monkeypatch):
 
 
 def test_the_padded_copy_zeroes_its_pad_and_allocates_it(monkeypatch):
-    """A copy into rows padded for an entry that fetches whole vectors at a row end
-    (test_dtypes: which operands are copied) writes its pad too, inside its allocation."""
+    """A copy into rows padded to an entry's 16-byte alignment (A's leading dimension 14
+    halves; test_dtypes: which operands are copied) writes its pad too, inside its
+    allocation."""
     events = stub_driver.install(monkeypatch)
-    a = Dev((37, 13), 0x10000, strides=(32, 2), typestr="<f2")
+    a = Dev((37, 13), 0x10000, strides=(28, 2), typestr="<f2")
     b = Dev((13, 24), 0x20000, strides=(48, 2), typestr="<f2")
     out = Dev((37, 24), 0x30000)
     api.run("cute_mma_sm80", a, b, out=out)
@@ -222,12 +223,12 @@ def test_a_repeat_call_on_copies_reuses_its_launch_with_fresh_temporaries(monkey
         assert cp.dst == g.A == alloc[1] and (cp.src, g.B, g.C) == (a.ptr, b.ptr, out.ptr)
         assert [e[1] for e in events if e[0] == "free"] == [alloc[1]]
         return alloc[1]
-    a = Dev((37, 13), 0x10000, strides=(32, 2), typestr="<f2")
+    a = Dev((37, 13), 0x10000, strides=(28, 2), typestr="<f2")       # ld 14: not 16-byte rows
     first = call(a)
     (relaid,) = resolve.CACHE.launches.values()
     assert len(seen) == 1 and isinstance(relaid, relayout.Relaid) and relaid.plan.copies == ("a",)
     assert call(a) != first and len(seen) == 1          # new temporaries, the same launch
-    call(Dev((37, 13), 0x10000, strides=(64, 2), typestr="<f2"))
+    call(Dev((37, 13), 0x10000, strides=(60, 2), typestr="<f2"))
     assert len(seen) == 2 and len(resolve.CACHE.launches) == 2
     cute_gemm.clear_caches()
     assert not resolve.CACHE.launches
