@@ -261,19 +261,26 @@ def test_heuristic_rules_on_the_registered_candidates():
                for p in registry.PRECISIONS)
 
 
-def test_a_k_of_at_most_32_runs_on_the_tiny_k_kernel_unless_its_own_row_says():
-    """K <= TINY_K: cute_tiny_k in every precision (fp32_3xtf32 by its fp32 entry), ahead of
-    rows measured at other shapes; a row of this very shape (tune times cute_tiny_k too) wins;
-    a longer K never gets it."""
+def test_a_small_k_runs_on_the_tiny_k_kernel_where_it_measured_faster():
+    """SIMT fp32 (and fp32_3xtf32 by it): K <= 24, ahead of rows measured at other shapes,
+    though a row of this very shape (tune times cute_tiny_k too) wins. Tensor cores: K <= 32
+    where every TMA kernel would copy an operand first and C has at most 2^24 elements."""
     tabs = [table([row(4096, 4096, 64, {"cute_pipelined": 0.1}), row(512, 512, 16, {"cute_pipelined": 0.1})])]
-    for prec in registry.PRECISIONS:
-        for m, n, k in ((10302, 5265, 23), (4096, 4096, 16), (7, 3, 1)):
-            c = auto.choose(m, n, k, device=H100, precision=prec, tables=tabs)
-            assert c.kernel == "cute_tiny_k" and f"K = {k} <= 32" in c.why, (prec, m, n, k, c)
-        assert auto.choose(4096, 4096, 33, device=H100, precision=prec, tables=tabs).kernel != "cute_tiny_k"
-    c = auto.choose(512, 512, 16, device=H100, precision="fp32", tables=tabs)
-    assert (c.kernel, c.source) == ("cute_pipelined", "table")
-    assert auto.choose(64, 64, 8, device=H100, precision="fp32_3xtf32", tables=[]).precision == "fp32"
+
+    def h(m, n, k, prec, layout="nn"):
+        return auto.choose(m, n, k, device=H100, precision=prec, layout=layout, tables=tabs)
+    for m, n, k in ((8192, 8192, 17), (4096, 4096, 16), (7, 3, 1), (4096, 4096, 24)):
+        c = h(m, n, k, "fp32")
+        assert c.kernel == "cute_tiny_k" and f"K = {k} <= 24" in c.why, (m, n, k, c)
+        assert h(m, n, k, "fp32_3xtf32").kernel == "cute_tiny_k"
+    assert h(4096, 4096, 25, "fp32").kernel != "cute_tiny_k"
+    assert (h(512, 512, 16, "fp32").kernel, h(512, 512, 16, "fp32").source) == ("cute_pipelined", "table")
+    for prec in ("tf32", "bf16", "fp16"):
+        assert h(2987, 2817, 11, prec).kernel == h(1058, 16, 13, prec).kernel == "cute_tiny_k"
+        assert h(5170, 618, 16, prec, "tt").kernel == "cute_tiny_k"
+        assert h(4096, 4096, 32, prec).kernel != "cute_tiny_k"          # aligned: no copies
+        assert h(8192, 8192, 17, prec).kernel != "cute_tiny_k"          # 2^26 elements of C
+        assert h(2987, 2817, 33, prec).kernel != "cute_tiny_k"
 
 
 def test_heuristic_small_problems_with_unaligned_operands_take_the_small_kernel():

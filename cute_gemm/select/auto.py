@@ -41,8 +41,10 @@ TINY_TILES = 4
 # heuristic, tensor cores: a kernel tagged SMALL takes unaligned operands of a problem of at
 # most SMALL_K_TILES k-tiles whose C is at most SMALL_WAVES tiles per SM (_small_problem)
 SMALL, SMALL_K_TILES, SMALL_WAVES = "small", 2, 2
-# choose: a K of at most TINY_K runs on the kernel tagged TINY unless a row of the shape says (tiny_k)
-TINY, TINY_K = "tiny_k", 32
+# choose: a small K runs on the kernel tagged TINY unless a row of the shape says otherwise
+# (tiny_k): SIMT fp32 K <= TINY_K_SIMT; tensor cores K <= TINY_K, operands the TMA kernels
+# would copy, C of at most TINY_TC_MN elements (H200: docs/design/auto.md#tiny-k)
+TINY, TINY_K, TINY_K_SIMT, TINY_TC_MN = "tiny_k", 32, 24, 1 << 24
 # from_tables, a shape without a row: the rows whose times are scaled to it, weighted by
 # 1 / (distance + NEAR_WEIGHT); chosen leave-one-out over the shipped tables and on the
 # held-out shapes' measured candidates (docs/design/auto.md#scaled-rows)
@@ -240,7 +242,7 @@ def choose(m: int, n: int, k: int, *, device, layout: str = "nn", precision: str
                              cls.allowed if len(ks) == len(cls.bounds) else {x.name for x in ks},
                              cls.rows, device.sm_count, cls.scaled)
         if choice is None or choice.source != "table":      # (a row of this shape wins)
-            choice = tiny_k(ks, k) or choice
+            choice = tiny_k(ks, m, n, k, precision, layout, out_dtype) or choice
         if choice is None:
             ks = [x for x in ks if TINY not in x.tags] or ks     # (it runs any K: a last resort)
             choice = heuristic(ks, m, n, k, precision, layout, device.sm_count, out_dtype)
@@ -249,16 +251,34 @@ def choose(m: int, n: int, k: int, *, device, layout: str = "nn", precision: str
     return choice
 
 
-def tiny_k(ks, k: int) -> Choice | None:
-    """A K of at most TINY_K: the candidate tagged TINY (C in one pass, no k-loop to fill,
-    operands of any layout read as they are), ahead of the nearest rows and the heuristic (a
-    table row of this very shape still wins: tune times it too); None where K is longer or no
-    such candidate computes the call (docs/design/auto.md#tiny-k)."""
-    if k > TINY_K:
-        return None
+def tiny_k(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
+           out_dtype: str = "float32") -> Choice | None:
+    """A small K: the candidate tagged TINY (C in one pass, no k-loop to fill, operands of any
+    layout read as they are) where it measured faster, ahead of the nearest rows and the
+    heuristic (a table row of this very shape still wins: tune times it too). SIMT fp32: K <=
+    TINY_K_SIMT. Tensor cores: K <= TINY_K with operands every TMA kernel would copy first and
+    C of at most TINY_TC_MN elements (past that the copies and the walk win). None where the
+    rule does not apply (docs/design/auto.md#tiny-k)."""
     x = next((x for x in ks if TINY in x.tags), None)
-    return None if x is None else Choice(x.name, why=f"K = {k} <= {TINY_K}: one pass over "
-                                         "a k-tile, operands read as they are")
+    if x is None:
+        return None
+    if not PRECISION[precision].tensor_cores:
+        if k > TINY_K_SIMT:
+            return None
+        return Choice(x.name, why=f"K = {k} <= {TINY_K_SIMT}: one pass over a k-tile")
+    if k > TINY_K or m * n > TINY_TC_MN or not _tma_copies(ks, m, n, k, precision, layout, out_dtype):
+        return None
+    return Choice(x.name, why=f"K = {k} <= {TINY_K} with operands the TMA kernels would copy: "
+                  "one pass over a k-tile, operands read as they are")
+
+
+def _tma_copies(ks, m: int, n: int, k: int, precision: str, layout: str, out_dtype: str) -> bool:
+    """Whether every TMA (arch-specific) candidate would copy an operand of fresh contiguous
+    arrays of this class first (a leading dimension not 16-byte aligned); False without one."""
+    tma = [x for x in ks if x.arch_specific]
+    classes = resolve.shape_class(m, n, k)
+    return bool(tma) and all(resolve.choose_contiguous(x, m, n, k, layout, precision, out_dtype,
+                                                       classes)[1] for x in tma)
 
 
 def distance(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
@@ -482,14 +502,10 @@ def _small_problem(ks, m: int, n: int, k: int, precision: str, layout: str, sm_c
     whose operands every TMA kernel would copy first (a leading dimension or pointer not 16-byte
     aligned): the kernel tagged SMALL that reads them as they are, one launch instead of
     three; None where the rule does not apply (docs/design/auto.md#small-unaligned)."""
-    tma = [x for x in ks if x.arch_specific]
     smalls = [x for x in ks if SMALL in x.tags and x.tile]
-    if not tma or not smalls or not sm_count:
+    if not smalls or not sm_count or not _tma_copies(ks, m, n, k, precision, layout, out_dtype):
         return None
     cm, cn, ck = resolve.shape_class(m, n, k)
-    if any(not resolve.choose_contiguous(x, m, n, k, layout, precision, out_dtype,
-                                         (cm, cn, ck))[1] for x in tma):
-        return None
     for x in smalls:
         bk = x.tile[2] * 2 // PRECISION[precision].itemsize       # 128 bytes of k (c4's BLK_K)
         tiles = cdiv(m, x.tile[0]) * cdiv(n, x.tile[1])
