@@ -110,19 +110,14 @@ def _c8(b: Builder) -> None:
     tC = Def("thr_layout_c()", make_layout((16, 16), "row"))    # (THR_M,THR_N), n fastest
     sm = {op: Def(f"smem_layout<{x}>()", Layout((ext, bK), (1, ext + 1)))
           for op, x, ext in (("A", "BLK_M", bM), ("B", "BLK_N", bN))}
-    sA, sB, gC, t = Smem("A", sm["A"]), Smem("B", sm["B"]), Global("C"), b.thread
+    sA, sB, gC = Smem("A", sm["A"]), Smem("B", sm["B"]), Global("C")
     b.section("shared memory, C and the thread layout (every entry)")
     b.layout("sA", "sA: (BLK_M,BLK_K) strip of A as float, rows of BLK_M + 1: stores along m or k "
              "hit 32 banks", sm["A"])
     b.layout("sB", "sB: (BLK_N,BLK_K) strip of B as float, rows of BLK_N + 1", sm["B"])
     b.layout("tC", "tC: (THR_M,THR_N) -> thread index", tC, "thread")
     b.tile("gC", gC)
-    b.partition("tCsA", f"tCsA = local_partition(sA, tC, {t}, Step<_1, X>): rows of sA "
-                f"thread {t} reads", sA, Part(tC, step=(1, None)), exact=False)
-    b.partition("tCsB", f"tCsB = local_partition(sB, tC, {t}, Step<X, _1>): columns of B "
-                f"(rows of sB) thread {t} reads", sB, Part(tC, step=(None, 1)), exact=False)
-    b.partition("tCgC", f"tCgC = local_partition(gC, tC, {t}, Step<_1, _1>): the outputs "
-                f"thread {t} computes", gC, Part(tC, step=(1, 1)))
+    _compute_partitions(b, sA, sB, gC, tC)
 
 def _mma_tvs(b: Builder, mma: Def, a_note: str = "") -> None:
     """The TiledMMA's thread-value layouts of A, B and C."""
@@ -166,13 +161,18 @@ def _c1(b: Builder) -> None:
     b.layout("sB", "sB: (BLK_N,BLK_K) shared-memory tile of B, n-major", sm["B"])
     b.layout("tC", "tC: (THR_M,THR_N) -> thread index, compute", tC, "thread")
     b.tile("gC", gC)
+    _compute_partitions(b, sA, sB, gC, tC)
+
+
+def _compute_partitions(b: Builder, sA, sB, gC, tC: Def) -> None:
+    """c1's and c8's partitions of smem A and B and of C by one thread layout."""
+    t = b.thread
     b.partition("tCsA", f"tCsA = local_partition(sA, tC, {t}, Step<_1, X>): rows of sA "
                 f"thread {t} reads", sA, Part(tC, step=(1, None)), exact=False)
     b.partition("tCsB", f"tCsB = local_partition(sB, tC, {t}, Step<X, _1>): columns of B "
                 f"(rows of sB) thread {t} reads", sB, Part(tC, step=(None, 1)), exact=False)
     b.partition("tCgC", f"tCgC = local_partition(gC, tC, {t}, Step<_1, _1>): the outputs "
                 f"thread {t} computes", gC, Part(tC, step=(1, 1)))
-
 
 # ---- c2_tiled, c3_multistage, c3_pipelined: TiledCopy + TiledMMA ---------------------------
 def _copy_mma(b: Builder, macro: str, copies: dict[str, Def], smem: dict[str, Def], mma: Def,

@@ -56,4 +56,10 @@ __device__ __forceinline__ void store_axpby(float alpha, float acc, float beta, 
   *c = axpby(alpha, acc, beta, c);
 }
 
+// ... into a 16-bit C (cute::half_t, cute::bfloat16_t: converted to nearest even)
+template <class TC>
+__device__ __forceinline__ void store_axpby(float alpha, float acc, float beta, TC* c) {
+  *c = TC(beta == 0.0f ? alpha * acc : alpha * acc + beta * float(*c));
+}
+
 }  // namespace cg

@@ -23,8 +23,8 @@ namespace cg {
 
 // Predicated epilogue: C = alpha * acc + beta * C for every accumulator whose
 // coordinate (carried by tCcC, the identity tensor partitioned exactly like tCgC) lies
-// inside the (M,N) shape. Scalar stores: C may have any strides. C is never read when
-// beta == 0 (see axpby).
+// inside the (M,N) shape. Scalar stores: C may have any strides, of float or a 16-bit type.
+// C is never read when beta == 0 (see axpby).
 template <class TensorAcc, class TensorC, class TensorCoord, class ShapeC>
 __device__ __forceinline__ void epilogue_axpby(TensorAcc const& tCrC, TensorC&& tCgC,
                                                TensorCoord const& tCcC, ShapeC const& shapeC,

@@ -130,14 +130,7 @@ __device__ void gemm_tiny_k(int M, int N, int K, float alpha,
   }
 
   // Epilogue: alpha * acc + beta * C in TC (round to nearest even), C read only if beta != 0.
-  auto shapeC = shape(mC);
-  CUTE_UNROLL
-  for (int i = 0; i < size(tCrC); ++i)
-    if (elem_less(tCcC(i), shapeC)) {
-      float v = alpha * tCrC(i);
-      if (beta != 0.0f) v += beta * float(tCgC(i));
-      tCgC(i) = TC(v);
-    }
+  cg::epilogue_axpby(tCrC, tCgC, tCcC, shape(mC), alpha, beta);
 }
 
 // 2 CTAs an SM (<= 128 registers): twice the stores in flight of a CTA alone
