@@ -5,9 +5,9 @@ ladder's own stage; the other tile configurations of a source differ only in the
 config), for its newest target (sm_90, or sm_90a for the arch-specific ones: what an H100 or
 H200 runs), and of it only the entry points a call with row-major operands launches in its
 first precision (`entries`), so that a cold run stays under 3 minutes on 2 CPUs.
-CUTE_GEMM_TEST_FULL=1 (.ci/run sets it): every registered kernel for every target (sm_80
-too), and the CuTe kernels' layouts printed by their sources compiled with nvcc
-(test_layouts).
+CUTE_GEMM_TEST_FULL=1 (.ci/run sets it): every registered kernel, every entry point, for its
+newest target, and the first configuration of each source for every target (sm_80 too); and
+the CuTe kernels' layouts printed by their sources compiled with nvcc (test_layouts).
 """
 from __future__ import annotations
 
@@ -24,9 +24,11 @@ def first_of_source(k) -> bool:
 
 
 def targets(k) -> tuple[str, ...]:
-    """The targets the compile test builds kernel `k` for."""
+    """The targets the compile test builds kernel `k` for. FULL: every target of the first
+    configuration of each source, the newest of the others (a configuration changes the typed
+    constants, not what an older target's compiler is asked to take)."""
     if FULL:
-        return k.archs
+        return k.archs if first_of_source(k) else k.archs[-1:]
     return k.archs[-1:] if first_of_source(k) else ()
 
 
