@@ -5,9 +5,10 @@ ladder's own stage; the other tile configurations of a source differ only in the
 config), for its newest target (sm_90, or sm_90a for the arch-specific ones: what an H100 or
 H200 runs), and of it only the entry points a call with row-major operands launches in its
 first precision (`entries`), so that a cold run stays under 3 minutes on 2 CPUs.
-CUTE_GEMM_TEST_FULL=1 (.ci/run sets it): every registered kernel, every entry point, for its
-newest target, and the first configuration of each source for every target (sm_80 too); and
-the CuTe kernels' layouts printed by their sources compiled with nvcc (test_layouts).
+CUTE_GEMM_TEST_FULL=1 (.ci/run sets it): every registered kernel for every target (sm_80
+too), every entry point of it for its newest target and of each source's first configuration
+for every target; and the CuTe kernels' layouts printed by their sources compiled with nvcc
+(test_layouts).
 """
 from __future__ import annotations
 
@@ -24,11 +25,9 @@ def first_of_source(k) -> bool:
 
 
 def targets(k) -> tuple[str, ...]:
-    """The targets the compile test builds kernel `k` for. FULL: every target of the first
-    configuration of each source, the newest of the others (a configuration changes the typed
-    constants, not what an older target's compiler is asked to take)."""
+    """The targets the compile test builds kernel `k` for."""
     if FULL:
-        return k.archs if first_of_source(k) else k.archs[-1:]
+        return k.archs
     return k.archs[-1:] if first_of_source(k) else ()
 
 
@@ -41,13 +40,15 @@ def per_configuration(kernels) -> list:
             for k in kernels]
 
 
-def entries(k) -> tuple[str, ...] | None:
-    """The entry points the compile test builds of kernel `k` (None: all of them). FULL: all.
+def entries(k, arch: str | None = None) -> tuple[str, ...] | None:
+    """The entry points the compile test builds of kernel `k` for `arch` (None: all of them).
+    FULL: all, but for an older target of a configuration other than its source's first (its
+    typed constants are all that differs from the first's, which builds every entry there).
     By default those of the launches an nn call makes in its first precision (resolve.
     layout_launches, as `cute-gemm compile NAME --layout nn --precision P`), as one program:
     NVRTC's time is per entry point, and the other precisions, operand majors, alignments and
     split entries are instances of the same templates (FULL builds them)."""
-    if FULL:
+    if FULL and (arch is None or arch == k.archs[-1] or first_of_source(k)):
         return None
     from cute_gemm.plan import resolve
     sets = resolve.layout_launches(k, "nn", k.precisions[:1]).get(k.name, ())

@@ -17,13 +17,13 @@ KERNELS = registry.compiled()   # the GEMMs composed kernels run, registered or 
 
 @pytest.mark.parametrize("k, arch", [
     pytest.param(k, arch, id=f"{k.name}-{arch}",
-                 marks=pytest.mark.compiles(k.name, arch, entries=matrix.entries(k))
+                 marks=pytest.mark.compiles(k.name, arch, entries=matrix.entries(k, arch))
                  if arch in matrix.targets(k)
                  else pytest.mark.skip(reason=f"one configuration per source, its newest target: "
                                               f"{matrix.WHY}"))
     for arch in registry.ARCHS + ("sm_90a",) for k in KERNELS if arch in k.archs])
 def test_every_kernel_compiles(k, arch):
-    want = matrix.entries(k)
+    want = matrix.entries(k, arch)
     c = cache.get(k, arch, entries=want)
     assert c.cubin[:4] == b"\x7fELF", "NVRTC must hand back a CUBIN (ELF), not PTX"
     res = c.resources
