@@ -6,9 +6,11 @@ config), for its newest target (sm_90, or sm_90a for the arch-specific ones: wha
 H200 runs), and of it only the entry points a call with row-major operands launches in its
 first precision (`entries`), so that a cold run stays under 3 minutes on 2 CPUs.
 CUTE_GEMM_TEST_FULL=1 (.ci/run sets it): every registered kernel for every target (sm_80
-too), every entry point of it for its newest target and of each source's first configuration
-for every target; and the CuTe kernels' layouts printed by their sources compiled with nvcc
-(test_layouts).
+too); every entry point of each source's first configuration, and of the other
+configurations those of an nn call in every precision they compute (their other entry
+points are the same templates at the same typed constants: `cute-gemm compile` on the GPU
+host builds and resource-checks all of them); and the CuTe kernels' layouts printed by their
+sources compiled with nvcc (test_layouts).
 """
 from __future__ import annotations
 
@@ -42,16 +44,18 @@ def per_configuration(kernels) -> list:
 
 def entries(k, arch: str | None = None) -> tuple[str, ...] | None:
     """The entry points the compile test builds of kernel `k` for `arch` (None: all of them).
-    FULL: all, but for an older target of a configuration other than its source's first (its
-    typed constants are all that differs from the first's, which builds every entry there).
-    By default those of the launches an nn call makes in its first precision (resolve.
-    layout_launches, as `cute-gemm compile NAME --layout nn --precision P`), as one program:
-    NVRTC's time is per entry point, and the other precisions, operand majors, alignments and
-    split entries are instances of the same templates (FULL builds them)."""
-    if FULL and (arch is None or arch == k.archs[-1] or first_of_source(k)):
+    FULL: all for a source's first configuration; for the others those of the launches an
+    nn call makes in each precision the kernel computes (the typed constants are what
+    differs from the first's, which builds every entry point). By default those of an nn
+    call in its first precision (resolve.layout_launches, as `cute-gemm compile NAME --layout
+    nn --precision P`), as one program: NVRTC's time is per entry point, and the other
+    precisions, operand majors, alignments and split entries are instances of the same
+    templates (FULL builds them)."""
+    if FULL and first_of_source(k):
         return None
     from cute_gemm.plan import resolve
-    sets = resolve.layout_launches(k, "nn", k.precisions[:1]).get(k.name, ())
+    precisions = k.precisions if FULL else k.precisions[:1]
+    sets = resolve.layout_launches(k, "nn", precisions).get(k.name, ())
     chosen = {e for s in sets for e in s}
     return tuple(e for e in k.entries if e in chosen) or None
 
