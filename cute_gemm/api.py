@@ -13,7 +13,7 @@ from . import driver, registry
 from .build import cache
 from .driver import launch
 from .plan import hotpath
-from .select import auto, autotable, standin
+from .select import auto, autotable, firstuse, standin
 from .driver.arrays import (SUPPORTED_DTYPES, ArrayLike, DeviceArray, DTypeName, Operand,
                             StreamLike, framework_stream, narrow, parse, widen)
 from .base.errors import AliasError, CaptureError, DTypeError, InputError, ShapeError
@@ -316,6 +316,9 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
         if m and n and kk and alpha != 0:       # (products: a device to pick for)
             ordinal = _device_ordinal(A) if A.device else driver.current_ordinal()
         choice = auto.pick(A, B, O, prec, out_dtype, ordinal)
+        if ordinal is not None and A.device:    # a problem no table measured: timed once
+            driver.ensure_context(ordinal)
+            choice = firstuse.tuned(choice, A, B, O, prec, out_dtype, ordinal, s)
         # the pick: how it runs (transposed, split along K) and, where another arithmetic
         # keeps the precision's promise, in which
         k, pick, prec = registry.get(choice.kernel), choice.pick, choice.precision or prec
@@ -360,6 +363,9 @@ def gemm(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: float
     neither compiled nor cached compiles in the background while a kernel that compiles in
     about a second answers in fp32 (within the precision's error bound, not bit for bit the
     pick's); CUTE_GEMM_FIRST_CALL=wait waits instead; wait_for_compiles() blocks until done.
+    A device call whose problem no tune table measured times its compiled candidates once
+    on its own operands (up to a second of host time; not inside a graph capture) and keeps
+    the fastest in this GPU's tuned table; CUTE_GEMM_TUNE=off leaves the model's pick.
 
     Args:
         a: A, (M, K): a numpy or device array (as run() takes); float32, float16 or bfloat16.

@@ -57,6 +57,9 @@ GPU_SKIP_REASON, _NO_GPU_WHY = _gpu_state()
 
 
 def pytest_configure(config):
+    # gemm()'s tuning on first use times every candidate of each new problem: the tests
+    # check the kernels and the model's picks; tests/test_firstuse*.py turn it on
+    os.environ.setdefault("CUTE_GEMM_TUNE", "off")
     if not os.environ.get("CUTE_GEMM_CACHE_DIR"):
         tmp = tempfile.mkdtemp(prefix="cute_gemm_tests_")
         config.stash[_TMP_CACHE] = tmp

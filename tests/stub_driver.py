@@ -12,7 +12,7 @@ import types
 
 from cute_gemm import api, driver
 from cute_gemm.driver import kernel_args, launch, pool, workspace
-from cute_gemm.plan import composed, execute, relayout, resolve
+from cute_gemm.plan import composed, execute, relayout, resolve, trial
 
 # the device the stub stands for, where a test needs its limits (tables, selector, smem)
 H100 = launch.DeviceInfo(0, "NVIDIA H100 80GB HBM3", (9, 0), 132, 1_980_000, 232448, 233472,
@@ -74,11 +74,13 @@ class Events(list):
     `yield_in_launch`: a launch lets other threads run before it reads its arguments, as
     the driver does (it runs without the GIL); `compiling`: kernels whose launches are not
     compiled yet (Loaded.ready says False and records ("behind", kernel, entries) where it
-    would begin their compile); `capturing`: every stream records a CUDA graph."""
+    would begin their compile); `capturing`: every stream records a CUDA graph; `cost`:
+    entry point -> ms, what cuEventElapsedTime says the launches between two events took."""
     launch_result = 0
     yield_in_launch = False
     compiling: frozenset = frozenset()
     capturing = False               # every stream captures a graph
+    cost = staticmethod(lambda entry: 1.0)
 
     def host_waits(self) -> list:
         """The events where the host waits for the device or copies from it."""
@@ -170,6 +172,10 @@ def install(monkeypatch):
             events.append(("event_sync", ev))
             return (0,)
 
+        def cuEventElapsedTime(self, start, end):
+            at = {e[1]: i for i, e in enumerate(events) if e[0] == "record"}   # the last records
+            return (0, sum(events.cost(e[1]) for e in events[at[start]:at[end]] if e[0] == "launch"))
+
         def cuEventQuery(self, ev):
             return (0,)
 
@@ -239,7 +245,7 @@ def install(monkeypatch):
             if start:
                 events.append(("behind", self.k.name, tuple(group)))
             return False
-    for mod in (resolve, execute, relayout, composed):
+    for mod in (resolve, execute, relayout, composed, trial):
         monkeypatch.setattr(mod, "loaded", lambda k, ordinal: Plan(k))
     return events
 

@@ -173,11 +173,11 @@ def test_split_k_candidates_keys_and_picks():
     # tune offers split_k where tiles x S CTAs fit twice the launch bounds' CTAs an SM and
     # every run keeps 2 k-tiles: small and skinny shapes, not large ones
     sk = registry.get("cute_pipelined_32x64x16_sk")        # min_blocks 5
-    assert tune.split_ks(sk, 512, 512, 512, 132) == [2, 3, 4, 6, 8]     # 128 tiles, 1320 CTAs
-    assert tune.split_ks(sk, 256, 256, 16, 132) == []       # one k-tile
-    assert tune.split_ks(sk, 4096, 4096, 4096, 132) == []
-    assert tune.split_ks(sk, 512, 512, 512, 0) == []        # no SM count: none
-    assert tune.split_ks(registry.get("cute_pipelined_64x128x8"), 512, 512, 512, 132) == []
+    assert auto.split_ks(sk, 512, 512, 512, 132) == [2, 3, 4, 6, 8]     # 128 tiles, 1320 CTAs
+    assert auto.split_ks(sk, 256, 256, 16, 132) == []       # one k-tile
+    assert auto.split_ks(sk, 4096, 4096, 4096, 132) == []
+    assert auto.split_ks(sk, 512, 512, 512, 0) == []        # no SM count: none
+    assert auto.split_ks(registry.get("cute_pipelined_64x128x8"), 512, 512, 512, 132) == []
     problems = tune.plan([(512, 512, 512), (8192, 64, 4096)], ("nn",), ("fp32",), 90,
                          H100.smem_optin, 132)
     keys = problems[0].candidates

@@ -97,6 +97,12 @@ class Precision:
         """Bytes per element of A and B."""
         return DTYPE[self.dtype].itemsize
 
+    @property
+    def timed_out(self) -> str:
+        """The result type its tables and benchmarks time: its operands' type where it may
+        write it (bf16, fp16, as cuBLAS's half-precision GEMMs do), else its accumulator's."""
+        return self.dtype if self.dtype in self.outs else self.outs[0]
+
     def peak_over_fp32(self, arch_int: int) -> float | None:
         """Its dense peak over the FP32 peak on compute capability `arch_int` (x10); None
         where it has none there."""

@@ -455,8 +455,8 @@ def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush
             native = None if err or k is None else native_layout(k, m, n, kk, lay, prec)
             if err:
                 row.status, row.message = "skip" if err.startswith("needs") else "error", err
-            elif k is None:     # gemm(): say what it picked (the check and times are of that)
-                row.message = _auto_message(m, n, kk, lay, prec, info)
+            elif k is None:     # gemm(): said below, after its first call (tuning on first use)
+                pass
             elif lay != "nn" and not native and prec == "fp32":
                 row.status, row.message = "skip", f"no variant takes layout {lay} as is (run() would copy)"
             elif k.smem_bytes(m, n, kk) > info.smem_optin:
@@ -468,6 +468,8 @@ def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush
                 _time_row(row, lambda i, name=name: api.run(name, inputs.A[i], inputs.B[i],
                                                              out=inputs.C[i], precision=prec),
                           name, *timing)
+            if k is None and not err:   # what gemm() ran (the check and times are of that)
+                row.message = _auto_message(m, n, kk, lay, prec, info)
             result.rows.append(row)
             bar.step(f"{name} {label}")
     finally:

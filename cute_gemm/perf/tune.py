@@ -22,8 +22,6 @@ import numpy as np
 
 from .. import api, driver, registry
 from ..driver import launch
-from ..plan.modes import SPLIT_REDUCE, STREAM_K, offers
-from ..plan.streamk import split_k_ctas
 from ..select import auto, autotable
 from ..select.autotable import Measured, Table
 from ..base.errors import CuteGemmError
@@ -39,9 +37,6 @@ SHARE = 0.5             # of the time left per candidate still to time: the rest
                         # inputs and host work
 REPEATS, WARMUP, MIN_REPEATS = 20, 2, 3
 CHECK_FULL_MAX = 512 ** 3   # above this M*N*K the check is a row x column sample
-# split_k candidates (CTAs per tile) of a kernel with stream-K twins: those of tiles x S CTAs
-# within twice its __launch_bounds__ CTAs an SM (resolve takes only what is resident at once)
-SPLIT_KS = (2, 3, 4, 6, 8, 12, 16, 24, 32)
 
 
 @dataclass(frozen=True)
@@ -67,36 +62,19 @@ def plan(shapes, layouts, precisions, arch_int: int, smem_optin: int,
          sm_count: int = 0) -> list[Problem]:
     """The problems to measure, each with its candidates on a device of compute capability
     `arch_int` (x10), `smem_optin` bytes of shared memory per block and `sm_count` SMs (0:
-    no split_k candidates); precisions without a candidate there are left out."""
+    no split_k candidates; auto.keys); precisions without a candidate there are left out."""
     out = []
     for prec in precisions:
         for (m, n, k) in shapes:
-            ks = [x for x in auto.candidates(prec, out_dtype_of(prec), arch_int, exactly=True)
-                  if x.smem_bytes(m, n, k) <= smem_optin]
-            keys = [auto.Choice(x.name, turned, split_k=s, reduce=r).key
-                    for turned in (False, True)[:1 + (m != n)] for x in ks
-                    for s, r in [(0, False)] + [(s, r) for s in split_ks(x, m, n, k, sm_count)
-                                                for r in (False, True)[:1 + offers(x, SPLIT_REDUCE)]]]
+            keys = auto.keys(m, n, k, prec, out_dtype_of(prec), arch_int, smem_optin, sm_count)
             if keys:
-                out += [Problem(m, n, k, lay, prec, tuple(keys)) for lay in layouts]
+                out += [Problem(m, n, k, lay, prec, keys) for lay in layouts]
     return out
 
 
 # measure(problem, seconds per candidate) -> ({key: median ms or None}, {key: note}); a
 # candidate in neither (a split_k one this GPU does not split) is left out of the row
 Measure = Callable[[Problem, float], tuple[dict, dict]]
-
-
-def split_ks(x, m: int, n: int, k: int, sm_count: int) -> list[int]:
-    """The split_k values worth timing for kernel x on an M x N x K problem (SPLIT_KS): a
-    kernel with stream-K twins (modes.StreamK), where split_k_ctas would take S with 2 x
-    sm_count x its min_blocks CTAs resident (an estimate: resolve reads the real occupancy)."""
-    if not sm_count or not offers(x, STREAM_K):
-        return []
-    bm, bn, bk = x.tile
-    tiles = min(cdiv(m, bm) * cdiv(n, bn), cdiv(n, bm) * cdiv(m, bn))   # either way round
-    return [s for s in SPLIT_KS
-            if split_k_ctas(tiles, cdiv(k, bk), s, 2 * sm_count * x.min_blocks)]
 
 
 def run_plan(problems: list[Problem], measure: Measure, table: Table, *, budget_s: float,

@@ -28,6 +28,7 @@ from .. import registry
 from ..base import memo
 from ..driver import launch
 from ..plan import modes, resolve
+from ..plan.streamk import split_k_ctas
 from .contract import answering, runs_at
 from ..base.errors import CuteGemmError, DTypeError, ShapeLimitError
 from ..base.precisions import PRECISION
@@ -156,6 +157,38 @@ def fitting(bounds: tuple, precision: str, device, m: int, n: int, k: int) -> tu
         raise ShapeLimitError(f"gemm(): every {precision} kernel needs more shared memory for "
                               f"M={m}, N={n}, K={k} than {device.name} allows ({device.smem_optin} B)")
     return fits
+
+
+# split_k candidates (CTAs per tile) of a kernel with stream-K twins: those of tiles x S CTAs
+# within twice its __launch_bounds__ CTAs an SM (resolve takes only what is resident at once)
+SPLIT_KS = (2, 3, 4, 6, 8, 12, 16, 24, 32)
+
+
+def split_ks(x: registry.Kernel, m: int, n: int, k: int, sm_count: int) -> list[int]:
+    """The split_k values worth timing for kernel x on an M x N x K problem (SPLIT_KS): a
+    kernel with stream-K twins (modes.StreamK), where split_k_ctas would take S with 2 x
+    sm_count x its min_blocks CTAs resident (an estimate: resolve reads the real occupancy)."""
+    if not sm_count or not modes.offers(x, modes.STREAM_K):
+        return []
+    bm, bn, bk = x.tile
+    tiles = min(cdiv(m, bm) * cdiv(n, bn), cdiv(n, bm) * cdiv(m, bn))   # either way round
+    return [s for s in SPLIT_KS
+            if split_k_ctas(tiles, cdiv(k, bk), s, 2 * sm_count * x.min_blocks)]
+
+
+def keys(m: int, n: int, k: int, precision: str, out_dtype: str, arch_int: int,
+         smem_optin: int, sm_count: int = 0) -> tuple[str, ...]:
+    """Every way gemm() may run a problem of `precision` itself (candidates, exactly) on a
+    device (compute capability x10, shared memory per block, SMs; 0: no split_k), as tune
+    table keys (Choice.key): each candidate whose shared memory fits, as given and, where
+    M != N, transposed, with each split count worth timing (split_ks), by its stream-K twin
+    and, where the kernel offers it, by a reduction launch."""
+    ks = [x for x in candidates(precision, out_dtype, arch_int, exactly=True)
+          if x.smem_bytes(m, n, k) <= smem_optin]
+    return tuple(Choice(x.name, turned, split_k=s, reduce=r).key
+                 for turned in (False, True)[:1 + (m != n)] for x in ks
+                 for s, r in [(0, False)] + [(s, r) for s in split_ks(x, m, n, k, sm_count)
+                                             for r in (False, True)[:1 + modes.offers(x, modes.SPLIT_REDUCE)]])
 
 
 # ---- the call's class: layout and alignment --------------------------------------------------

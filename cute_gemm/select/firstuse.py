@@ -1,0 +1,157 @@
+"""gemm()'s tuning on first use: a call whose problem no tune table measured times its
+candidates on its own operands once, takes the fastest, and keeps the row in this GPU's tuned
+table, so later calls and processes read it as `cute-gemm tune` would have written it (as
+Triton's autotuner and PyTorch's TunableOp do). The model's pick (auto.choose) is timed first
+and stays the answer where tuning does not run or finds nothing faster.
+
+CUTE_GEMM_TUNE: "first_use" (the default) or "off". Tuning does not run inside a CUDA graph
+capture, on host arrays, or where off; its candidates are those compiled or cached already
+(in "wait" mode, standin.first_call, it compiles them all first); a row is kept on disk only
+when every candidate was timed within BUDGET_S and the result type is the one `tune` times
+(docs/design/auto.md#first-use).
+"""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import threading
+
+from . import auto, autotable, standin
+from .. import driver, registry
+from ..base.errors import InputError
+from ..base.precisions import PRECISION
+from ..base.version import __version__
+from ..driver import launch
+from ..driver.arrays import Operand
+from ..plan import resolve, trial
+from .autotable import Measured, Table
+from .contract import answering
+
+TUNE = "CUTE_GEMM_TUNE"
+MODES = ("first_use", "off")
+BUDGET_S = 1.0      # host time to time one problem's candidates, at most
+
+_mode: contextvars.ContextVar[str | None] = contextvars.ContextVar("cute_gemm_tune", default=None)
+
+
+def mode() -> str:
+    """CUTE_GEMM_TUNE (default "first_use"), or what off() set for this context."""
+    m = _mode.get()
+    if m is not None:
+        return m
+    m = os.environ.get(TUNE, "").strip().lower() or MODES[0]
+    if m not in MODES:
+        raise InputError(f"{TUNE} must be one of {', '.join(MODES)}, got {os.environ[TUNE]!r}")
+    return m
+
+
+@contextlib.contextmanager
+def off():
+    """No tuning on first use for gemm() calls in this block (this thread)."""
+    token = _mode.set("off")
+    try:
+        yield
+    finally:
+        _mode.reset(token)
+
+
+def tuned(choice: auto.Choice, A, B, O, precision: str, out_dtype: str, ordinal: int,
+          stream: int) -> auto.Choice:
+    """The choice for a device call (arrays.Operand A, B, out O or None) after tuning on first
+    use where it applies: `choice` itself where a table row of the problem made it, tuning is
+    off, or the stream captures a graph."""
+    if choice.source == "table" or mode() == "off" or launch.capturing(stream):
+        return choice
+    device = launch.device_info(ordinal)
+    layout, aligned = auto.call_class(A, B, O)
+    m, k = A.shape
+    n = B.shape[1]
+    mine = [p for p in answering(precision)
+            if auto.candidates(p, out_dtype, device.arch_int, exactly=True)]
+    for p in mine:
+        key = (device.name, m, n, k, layout, aligned, p, out_dtype)
+        with _lock:
+            lock = _locks.setdefault(key, threading.Lock())
+        with lock:
+            if key not in _done:
+                first = choice if (choice.precision or precision) == p else None
+                _done[key] = _tune(key, first, A, B, out_dtype, device, stream)
+    if len(mine) == 1 and _done[key] is not None and not _done[key].kept:
+        return _done[key].choice
+    # rows kept on disk (or a contract's several): the selector reads them as a table's
+    return auto.choose(m, n, k, device=device, layout=layout, precision=precision,
+                       out_dtype=out_dtype, aligned=aligned)
+
+
+class _Tuned:
+    def __init__(self, choice: auto.Choice, kept: bool):
+        self.choice, self.kept = choice, kept
+
+
+_lock = threading.Lock()
+_locks: dict = {}
+_done: dict = {}       # (gpu, m, n, k, layout, aligned, precision, out_dtype) -> _Tuned or None
+
+
+def _tune(key, first: auto.Choice | None, A, B, out_dtype: str, device, stream: int):
+    """Time the problem's candidates (auto.keys; `first`, the model's pick, leading) and keep
+    the row; None where none ran."""
+    _, m, n, k, layout, aligned, precision, _ = key
+    keys = auto.keys(m, n, k, precision, out_dtype, device.arch_int, device.smem_optin,
+                     device.sm_count)
+    # the model's pick first (it wins a tie), then each kernel's own plan, then the splits:
+    # where the budget cuts the list short, what is left out is the least likely to win
+    lead = first.key if first is not None and first.key in keys else None
+    keys = sorted(keys, key=lambda c: (c != lead, auto.split_key(c)[2] > 0))
+    runs = [(registry.get(kn), precision, auto.Choice(kn, t, split_k=s, reduce=r).pick)
+            for kn, t, s, r in map(auto.split_key, keys)]
+    wait = standin.first_call() == "wait"
+    with driver.relaxed():      # (event waits: legal while another thread captures)
+        ready = [trial.ready(x, A, B, _as_out(A, B, out_dtype), p, pick, device.ordinal, start=True)
+                 for x, p, pick in runs]
+        if wait and not all(ready):
+            resolve.wait_for_compiles()
+            ready = [trial.ready(x, A, B, _as_out(A, B, out_dtype), p, pick, device.ordinal,
+                                 start=False) for x, p, pick in runs]
+        order = [i for i, r in enumerate(ready) if r]
+        times, failed = trial.time_launches([runs[i] for i in order], A, B, out_dtype,
+                                            device.ordinal, stream, BUDGET_S)
+    times = {keys[order[j]]: ms for j, ms in times.items()}
+    notes = {keys[order[j]]: why for j, why in failed.items()}
+    if not times:
+        return None
+    row = Measured(m, n, k, layout, aligned, precision,
+                   {c: times.get(c) for c in keys if c in times or c in notes}, notes)
+    kept = len(row.times) == len(keys) and out_dtype == PRECISION[precision].timed_out and _keep(row, device)
+    best, ms = row.ranked()[0]
+    kn, t, s, r = auto.split_key(best)
+    rest = row.ranked()[1:2]
+    why = (f"timed on first use: {best} {ms:.4g} ms of {len(times)} candidates"
+           + (f", then {rest[0][0]} {rest[0][1]:.4g} ms" if rest else ""))
+    return _Tuned(auto.Choice(kn, t, "tuned", why, s, r, ms=ms), kept)
+
+
+def _as_out(A, B, out_dtype: str) -> Operand:
+    """A result operand of the call's shape, row-major (what time_launches writes): for the
+    entry point a candidate would take."""
+    return Operand("tmp", None, True, 0, (A.shape[0], B.shape[1]), (B.shape[1], 1), out_dtype)
+
+
+def _keep(row: Measured, device) -> bool:
+    """Merge `row` into this GPU's tuned table on disk (under a file lock: processes tune
+    alike), then forget the tables read: False where the cache folder cannot be written."""
+    import filelock         # (not at import: `import cute_gemm` stays lean, test_imports)
+    path = autotable.tuned_path(device.name)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with filelock.FileLock(str(path) + ".lock"):
+            t = autotable.load(path, device.name, __version__) or Table(
+                device.name, device.arch, __version__, sm_count=device.sm_count)
+            t.rows[:] = [r for r in t.rows if (r.shape, r.layout, r.aligned, r.precision)
+                         != (row.shape, row.layout, row.aligned, row.precision)] + [row]
+            autotable.write(t, path)
+    except OSError:
+        return False
+    autotable.reset()
+    return True

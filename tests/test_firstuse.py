@@ -1,0 +1,105 @@
+"""gemm()'s tuning on first use (select/firstuse.py, plan/trial.py) on the CPU, behind the stub
+driver (tests/stub_driver.py): its event times are what a per-entry cost says, so which
+candidate wins, what the tuned table keeps and when tuning stays off are all checked."""
+from __future__ import annotations
+
+import pytest
+
+import cute_gemm
+import stub_driver
+from cute_gemm import api
+from cute_gemm.driver import launch
+from cute_gemm.plan import trial
+from cute_gemm.select import auto, autotable, firstuse
+from stub_driver import Dev
+
+H100 = stub_driver.H100
+M, N, K = 300, 700, 200
+
+pytestmark = pytest.mark.usefixtures("private_tables")   # tests/conftest.py
+
+
+@pytest.fixture
+def events(monkeypatch):
+    ev = stub_driver.install(monkeypatch)
+    monkeypatch.setattr(launch, "device_info", lambda ordinal=None: H100)
+    monkeypatch.setenv("CUTE_GEMM_TUNE", "first_use")
+    monkeypatch.setenv("CUTE_GEMM_FIRST_CALL", "wait")
+    monkeypatch.setattr(firstuse, "_done", {})
+    return ev
+
+
+def _operands(m=M, n=N, k=K):
+    return Dev((m, k), 0x1000_0000), Dev((k, n), 0x2000_0000), Dev((m, n), 0x3000_0000)
+
+
+def _row(precision="fp32"):
+    rows = [r for t in autotable.tables_for(H100.name) for r in t.rows
+            if r.shape == (M, N, K) and r.precision == precision]
+    return rows[0] if rows else None
+
+
+def _gemm_entries(events):
+    return [e[1] for e in stub_driver.launches(events, "gemm")]
+
+
+def test_the_fastest_candidate_runs_and_its_row_is_kept(events, monkeypatch):
+    fast = "cute_pipelined_64x64x8_sk"
+    model = auto.choose(M, N, K, device=H100, layout="nn", precision="fp32")
+    assert model.kernel != fast
+    # the stub's event times: a launch of `fast` (whatever its entry point) 0.25 ms, others 1
+    running = [""]
+    real = trial.gemm_device
+
+    def gemm_device(k, *args, **kw):
+        running[0] = k.name
+        return real(k, *args, **kw)
+    monkeypatch.setattr(trial, "gemm_device", gemm_device)
+    events.cost = lambda entry: 0.25 if running[0] == fast else 1.0
+    ran = []
+    real_api = api.gemm_device
+    monkeypatch.setattr(api, "gemm_device", lambda k, *a, **kw: ran.append(k.name) or real_api(k, *a, **kw))
+    a, b, o = _operands()
+    cute_gemm.gemm(a, b, out=o)
+    row = _row()
+    assert row is not None and auto.split_key(row.winner)[0] == fast, row
+    assert set(row.times) == set(auto.keys(M, N, K, "fp32", "float32", 90, H100.smem_optin, 132))
+    choice = auto.choose(M, N, K, device=H100, layout="nn", precision="fp32")
+    assert choice.source == "table" and choice.kernel == fast
+    assert ran == [fast]            # the call itself ran the winner, after the timed launches
+
+
+def test_off_and_capture_leave_the_models_pick(events, monkeypatch):
+    timed = []
+    monkeypatch.setattr(trial, "time_launches", lambda *a, **k: timed.append(1) or ({}, {}))
+    a, b, o = _operands()
+    monkeypatch.setenv("CUTE_GEMM_TUNE", "off")
+    cute_gemm.gemm(a, b, out=o)
+    with firstuse.off():
+        monkeypatch.setenv("CUTE_GEMM_TUNE", "first_use")
+        cute_gemm.gemm(a, Dev((K, N + 1), 0x4000_0000), out=Dev((M, N + 1), 0x5000_0000))
+    assert not timed and _row() is None
+
+
+def test_inside_a_capture_nothing_is_timed(events, monkeypatch):
+    timed = []
+    monkeypatch.setattr(trial, "time_launches", lambda *a, **k: timed.append(1) or ({}, {}))
+    events.capturing = True
+    a, b, o = _operands()
+    cute_gemm.gemm(a, b, out=o)
+    assert not timed and not [e for e in events if e[0] == "event_sync"]
+
+
+def test_a_row_cut_by_the_budget_is_used_but_not_kept(events, monkeypatch):
+    monkeypatch.setattr(firstuse, "BUDGET_S", 0.0)      # the first candidate only: the model's
+    a, b, o = _operands()
+    cute_gemm.gemm(a, b, out=o)
+    assert _row() is None
+    (done,) = firstuse._done.values()
+    assert done is not None and not done.kept and done.choice.source == "tuned"
+
+
+def test_a_bad_mode_is_a_named_error(monkeypatch):
+    monkeypatch.setenv("CUTE_GEMM_TUNE", "sometimes")
+    with pytest.raises(cute_gemm.InputError, match="CUTE_GEMM_TUNE"):
+        firstuse.mode()
