@@ -141,16 +141,20 @@ class Relaid:
 
 # ---- a launch of kernel k for operands shaped and strided as A, B and T ----------------------
 def entry_for(k: registry.Kernel, lk, A: Operand, B: Operand, T: Operand, precision: str,
-              pick) -> tuple:
+              pick, fits: dict | None = None) -> tuple:
     """(swap, variant, copies) of a launch of `k` (its Loaded `lk`) on A, B into T as `pick`
     asks: its shared memory checked against the device's limit, the problem or its
     transpose (resolve.swapped), and the entry point with the operands it needs copied, in
-    the roles the entry sees (A, B, C, or B^T, A^T, C^T: copies are made in those roles)."""
+    the roles the entry sees (A, B, C, or B^T, A^T, C^T: copies are made in those roles).
+    fits: arrays.fits() of A, B and T as "c", where known (the call's Signature)."""
     (m, kk), n = A.shape, B.shape[1]
-    if k.smem_bytes(m, n, kk):
-        k.check_limits(m, n, kk, lk.smem_limit)
+    if k.smem_bytes(m, n, kk) > lk.smem_limit:
+        k.check_limits(m, n, kk, lk.smem_limit)     # its error
     swap = swapped(k, m, n, pick.transposed)
-    variant, copies = choose(k, oriented(swap, {"a": A, "b": B, "c": T}), precision, T.dtype)
+    ops = {"a": A, "b": B, "c": T}
+    if swap:        # (the fits known are of the operands as given)
+        ops, fits = oriented(swap, ops), None
+    variant, copies = choose(k, ops, precision, T.dtype, fits)
     return swap, variant, copies
 
 
