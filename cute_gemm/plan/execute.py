@@ -187,16 +187,17 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
             return None
         fast = memo.keep(CACHE.launches, key, Composed(k, ordinal, A, B, T, pick))
     elif fast is None:
+        smem = k.smem_bytes(m, n, kk)       # (read once: the device's limit, the launch)
         lk = loaded(k, ordinal)
         swap, variant, copies = entry_for(k, lk, A, B, T, precision, pick,
-                                          call.fits if call is not None else None)
+                                          call.fits if call is not None else None, smem)
         if stand_in is not None:
             group = launch_entries(k, variant, reduce=pick.reduce and pick.split_k > 0)
             if not _pick_ready(lk, group, stream):
                 if _stand_in(stand_in, A, B, C, T, alpha, beta, stream, ordinal):
                     lk.ready(group)             # begins the compile, after the stand-in's own
                     return None
-        fast = prepared(k, ordinal, A, B, T, swap, variant, copies, pick)
+        fast = prepared(k, ordinal, A, B, T, swap, variant, copies, pick, smem)
         memo.keep(CACHE.launches, key, fast)
     if C is not None and not C.same_view(T):
         _scale2d(ordinal, stream, 1.0, C, T)       # the launch updates T in place
