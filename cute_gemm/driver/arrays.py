@@ -85,25 +85,17 @@ class Operand:
         return (r > 1 and sr == 0) or (c > 1 and sc == 0)
 
     def major(self, row: str, col: str) -> str | None:
-        """row if the rows are contiguous, col if the columns are, else None."""
-        (r, c), (sr, sc) = self.shape, self.strides
-        if (sc == 1 or c <= 1) and (sr >= c or r <= 1) and sr > 0:
-            return row
-        if (sr == 1 or r <= 1) and (sc >= r or c <= 1) and sc > 0:
-            return col
-        return None
+        """row if the rows are contiguous, col if the columns are, else None (fits())."""
+        return {"k": row, "m": col}.get(fits({"a": self})["a"][0])
 
 
 MAJORS = {"a": ("k", "m"), "b": ("n", "k"), "c": ("n", "m")}   # role -> (row-, column-major)
 
 
 def fits(ops: dict) -> dict:
-    """role -> (major, alignment in elements) of each operand of `ops` (role "a", "b" or "c"
-    -> Operand) in the role it plays: the mode its unit stride runs along, by the role's
-    names (MAJORS; "strided": none), and the largest power of two (<= 16) dividing its
-    pointer (in elements) and leading stride (0: the pointer is not element-aligned). What
-    the selector's call class and the resolver's entry choice read (Operand.major, inlined:
-    every new call signature asks it of each operand)."""
+    """role -> (major, alignment in elements) of each Operand of `ops` (role "a", "b", "c") in
+    its role: its unit stride's mode (MAJORS; "strided": none) and the largest power of two
+    (<= 16) dividing its pointer (in elements) and leading stride (0: pointer unaligned)."""
     out = {}
     for role, op in ops.items():
         (r, c), (sr, sc), e = op.shape, op.strides, ITEMSIZE[op.dtype]
@@ -122,8 +114,8 @@ def fits(ops: dict) -> dict:
 def call_precision(A: Operand, B: Operand, C: Operand | None, O: Operand | None,
                    precision: str | None, kernel=None) -> tuple[str, str]:
     """(precision, result dtype): the precision asked for, else the one the operands' type
-    implies; the result in out's type, else C's, else float32. DTypeError for a mix no
-    kernel computes. kernel: the registry.Kernel named, if one (its precisions)."""
+    implies (for `kernel`, a registry.Kernel, if named); the result in out's type, else C's,
+    else float32. DTypeError for a mix no kernel computes."""
     if A.dtype != B.dtype:
         raise DTypeError(f"a is {A.dtype} and b is {B.dtype}: both must have one type")
     if precision is None:
@@ -149,16 +141,12 @@ def call_precision(A: Operand, B: Operand, C: Operand | None, O: Operand | None,
 
 
 class Signature:
-    """A call's operands read once (api.validate) and what every step after validation asks
-    of them: A, B, C, O (out; C and O may be None), M, N, K, the call's stream, `fits`
-    (fits() of A, B and out as "c": the selector's call class, the resolver's entry
-    choice), `spans` (role "a", "b", "c", "out" -> Operand.span(), inlined: the alias
-    test, the hot path's overlap test) and `producers`, the operands' producer streams (CAI
-    v3) the call waits for."""
+    """A call's operands parsed once (api.validate), and what the steps after it read of them:
+    A, B, C, O (out; C, O may be None), M, N, K, the stream, `fits` (of A, B, out as "c"),
+    `spans` (role "a", "b", "c", "out" -> Operand.span(), inlined), `producers` (CAI v3)."""
     __slots__ = ("A", "B", "C", "O", "m", "n", "k", "stream", "fits", "spans", "producers")
 
-    def __init__(self, A: Operand, B: Operand, C: Operand | None, O: Operand | None,
-                 stream: int):
+    def __init__(self, A: Operand, B: Operand, C: Operand | None, O: Operand | None, stream: int):
         self.A, self.B, self.C, self.O, self.stream = A, B, C, O, stream
         (self.m, self.k), self.n = A.shape, B.shape[1]
         self.fits = fits({"a": A, "b": B} if O is None else {"a": A, "b": B, "c": O})
@@ -168,13 +156,10 @@ class Signature:
                 continue
             if op.stream is not None:
                 self.producers.add(op.stream)
-            (r, c), (sr, sc) = op.shape, op.strides
-            if r == 0 or c == 0:
-                self.spans[role] = (0, 0)
-                continue
-            e = ITEMSIZE[op.dtype]
-            self.spans[role] = (op.ptr + e * (min(0, (r - 1) * sr) + min(0, (c - 1) * sc)),
-                                op.ptr + e * (max(0, (r - 1) * sr) + max(0, (c - 1) * sc) + 1))
+            (r, c), (sr, sc), e = op.shape, op.strides, ITEMSIZE[op.dtype]
+            self.spans[role] = (0, 0) if r == 0 or c == 0 else (
+                op.ptr + e * (min(0, (r - 1) * sr) + min(0, (c - 1) * sc)),
+                op.ptr + e * (max(0, (r - 1) * sr) + max(0, (c - 1) * sc) + 1))
 
 
 def _unsupported(name: str, dtype) -> DTypeError:
@@ -225,9 +210,8 @@ def parse(name: str, obj, stream: int | None = None) -> Operand:
             raise NotAnArrayError(f"{name}: reading its __cuda_array_interface__ failed: {e}") from None
         cai = None
     if cai is not None:
-        # run()'s path for device arrays: plain comparisons, no generators; the checks'
-        # helpers are called only to raise their errors
-        try:
+        try:    # run()'s path for device arrays: helpers only to raise their errors
+            
             shape = cai["shape"]
             r, c = (int(shape[0]), int(shape[1])) if len(shape) == 2 else (-1, -1)
             if r < 0 or c < 0:
@@ -237,21 +221,17 @@ def parse(name: str, obj, stream: int | None = None) -> Operand:
             if dtype not in SUPPORTED_DTYPES:
                 raise _unsupported(name, _TYPESTR.get(typestr, typestr))
             if cai.get("mask") is not None:
-                raise InputError(f"{name} is a masked array (__cuda_array_interface__ mask): "
-                                 "not supported")
+                raise InputError(f"{name} is a masked array (__cuda_array_interface__ mask): not supported")
             ptr, ro = cai["data"]
             st, e = cai.get("strides"), ITEMSIZE[dtype]
-            if st is None:
-                strides = (c, 1)
-            else:
+            strides = (c, 1)
+            if st is not None:
                 s0, s1 = int(st[0]), int(st[1])
                 if s0 % e or s1 % e or (len(st) > 2 and any(s % e for s in st[2:])):
-                    raise ShapeError(f"{name} has strides {tuple(st)} (bytes) that are not a "
-                                     f"multiple of {e}")
+                    raise ShapeError(f"{name} has strides {tuple(st)} (bytes) that are not a multiple of {e}")
                 strides = (s0 // e, s1 // e)
             sv = cai.get("stream")   # v3: 1 legacy default, 2 per-thread default, else a handle
-            op = Operand(name, obj, True, int(ptr or 0), (r, c), strides, dtype, bool(ro),
-                         stream=None if sv is None else int(sv))
+            op = Operand(name, obj, True, int(ptr or 0), (r, c), strides, dtype, bool(ro), stream=None if sv is None else int(sv))
             return _nonnull(op) if r * c > 0 and (op.ptr == 0 or op.ptr % e) else op
         except (KeyError, TypeError, ValueError, IndexError) as e:
             if isinstance(e, InputError):
@@ -286,27 +266,23 @@ def framework_stream(obj) -> int:
     """The stream of a call on `obj` that names none: the current stream of PyTorch for its
     tensors, of CuPy for its arrays (in torch.cuda.graph(), the capturing one), else the
     default stream (0), other producers' pending writes being ordered by their protocol."""
-    f = _CURRENT.get(type(obj), False)
-    if f is False:
-        f = stream_reader(type(obj))
+    f = _CURRENT[type(obj)] if type(obj) in _CURRENT else stream_reader(type(obj))
     return 0 if f is None else f(obj)
 
 
 def stream_reader(tp):
     """framework_stream of arrays of type `tp`, as a function of the array; None where it is
     the default stream (0) whatever the array (kept per type: the hot path calls it)."""
-    f = _CURRENT.get(tp, False)
-    if f is not False:
-        return f
+    if tp in _CURRENT:
+        return _CURRENT[tp]
     f, lib = None, sys.modules.get(tp.__module__.split(".")[0])
     name = getattr(lib, "__name__", "")
     if name == "cupy" and issubclass(tp, lib.ndarray):
         current = lib.cuda.get_current_stream
         f = lambda x: current(x.device.id).ptr          # noqa: E731
     elif name == "torch" and issubclass(tp, lib.Tensor):
-        # torch's raw accessor, as Triton's launcher reads it: current_stream(d) builds a
-        # Stream object, a fifth of a launch; get_device() is -1 for a CPU tensor (the host
-        # path)
+        # torch's raw accessor, as Triton's launcher reads it: current_stream(d) builds a Stream
+        # object, a fifth of a launch; get_device() is -1 for a CPU tensor (the host path)
         raw = (getattr(getattr(lib, "_C", None), "_cuda_getCurrentRawStream", None)
                or (lambda d: lib.cuda.current_stream(d).cuda_stream))
         f = lambda t: raw(d) if (d := t.get_device()) >= 0 else 0     # noqa: E731

@@ -74,13 +74,9 @@ def _cupy_reader(cupy):
 
 # ---- three operands of one kind: one function, one flat signature -------------------------
 def _read3_cai(a, b, o):
-    ca, cb, co = a.__cuda_array_interface__, b.__cuda_array_interface__, o.__cuda_array_interface__
-    pa, pb, po = ca["data"][0], cb["data"][0], co["data"][0]
-    return (("cai", ca["shape"], ca.get("strides"), ca["typestr"], ca["data"][1], ca.get("mask"),
-             ca.get("stream"), pa & 255, cb["shape"], cb.get("strides"), cb["typestr"],
-             cb["data"][1], cb.get("mask"), cb.get("stream"), pb & 255, co["shape"],
-             co.get("strides"), co["typestr"], co["data"][1], co.get("mask"), co.get("stream"),
-             po & 255), pa, pb, po)
+    cs = (a.__cuda_array_interface__, b.__cuda_array_interface__, o.__cuda_array_interface__)
+    return (("cai", *[(c["shape"], c.get("strides"), c["typestr"], c["data"][1], c.get("mask"),
+                       c.get("stream"), c["data"][0] & 255) for c in cs]), *[c["data"][0] for c in cs])
 
 
 def _read3_device_arrays(a, b, o):

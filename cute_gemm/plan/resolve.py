@@ -242,14 +242,6 @@ def loaded(k: registry.Kernel, ordinal: int) -> Loaded:
 
 
 # ---- layout matching -------------------------------------------------------------------
-def pow2_align(ptr: int, ld: int, itemsize: int = 4) -> int:
-    """Largest power of two (elements, <= 16) dividing the pointer (in elements) and ld."""
-    if ptr % itemsize:
-        return 0
-    v = (ptr // itemsize) | (ld if ld > 0 else 0) | 16
-    return v & -v
-
-
 _ROW = {"a": "k", "b": "n", "c": "n"}       # the major of a row-major operand of each role
 PAD = 16    # no entry point asks for more alignment (elements) than this
 
@@ -352,15 +344,16 @@ def choose_exactly(k: registry.Kernel, ops: dict[str, Operand], precision: str =
     best = None
     for v in ours:
         # (extent_align asked first: most entries have none)
-        if v.extent_align != 1 and not v.fits_extents(m, n, kk):   # a vector would straddle
-            continue                                                # a row/column end
+        if not v.takes_all({}, (m, n, kk)):     # a vector would straddle a row/column end
+            continue
         copies, feasible = [], True
         for r, op in ops.items():
             if v.takes(r, *fits[r]):
                 continue
             want, st = copy_target(v, r, op.shape)
-            ld = st[0] if st[1] == 1 else st[1]
-            if v.takes(r, want, pow2_align(256, ld, ITEMSIZE[op.dtype])):
+            ld = st[0] if st[1] == 1 else st[1]      # (the copy's at a 256-byte pointer)
+            align = (256 // ITEMSIZE[op.dtype]) | (ld if ld > 0 else 0) | 16
+            if v.takes(r, want, align & -align):
                 copies.append(r)
             else:
                 feasible = False

@@ -173,13 +173,6 @@ class Variant:
         """The alignment (elements) this entry point needs of operand `role` ("a", "b", "c")."""
         return self.align if role in self.align_roles else 1
 
-    def fits_extents(self, m: int, n: int, k: int) -> bool:
-        """True if every vector operand's contiguous extent (along the unit-stride mode this
-        entry wants of it; 0 where it takes any) is a multiple of extent_align."""
-        extent = {"m": m, "n": n, "k": k}
-        return all(extent.get(getattr(self, f"{r}_major"), 0) % self.extent_align == 0
-                   for r in self.align_roles)
-
     def takes(self, role: str, major: str | None, align: int) -> bool:
         """This entry point takes operand `role` ("a", "b", "c") whose unit stride runs along
         `major` (None or "strided": none) with its pointer and leading stride aligned to
@@ -188,10 +181,14 @@ class Variant:
 
     def takes_all(self, fits: dict, extents: tuple[int, int, int] | None = None) -> bool:
         """The one acceptance rule: this entry point takes every operand of `fits` (role ->
-        (major, align), as takes() reads them) as it is, and at `extents` (M, N, K), where
-        given, its vector operands' contiguous extents (fits_extents)."""
-        if extents is not None and self.extent_align != 1 and not self.fits_extents(*extents):
-            return False
+        (major, align), as takes() reads them) as it is; at `extents` (M, N, K), where given,
+        each vector operand's contiguous extent (along the mode it wants of it; 0 where it
+        takes any) is a multiple of extent_align."""
+        if extents is not None and self.extent_align != 1:
+            extent = dict(zip("mnk", extents))
+            if any(extent.get(getattr(self, f"{r}_major"), 0) % self.extent_align
+                   for r in self.align_roles):
+                return False
         for role, (major, align) in fits.items():
             want = getattr(self, f"{role}_major")
             if not (align > 0 and (want == "any" or want == major)
