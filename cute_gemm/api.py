@@ -15,11 +15,12 @@ from .driver import launch
 from .plan import hotpath
 from .select import auto, autotable, firstuse, standin
 from .driver.arrays import (SUPPORTED_DTYPES, ArrayLike, DeviceArray, DTypeName, Operand,
-                            StreamLike, framework_stream, narrow, parse, widen)
+                            Signature, StreamLike, call_precision, framework_stream, narrow, parse,
+                            widen)
 from .base.errors import AliasError, CaptureError, DTypeError, InputError, ShapeError
 from .plan.execute import gemm_device
-from .base.precisions import DEFAULT_PRECISION, DTYPE, PRECISION, as_accurate
-from .registry.records import (AS_PLANNED, PRECISION_DTYPE, PRECISIONS, LayoutName, PrecisionName,
+from .base.precisions import DTYPE
+from .registry.records import (AS_PLANNED, PRECISIONS, LayoutName, PrecisionName,
                                layout_majors)
 from .plan.resolve import CACHE, check_precision, resolved_launches, wait_for_compiles
 
@@ -49,9 +50,9 @@ def compile_kernel(name: str | registry.Kernel, arch: str | int | None = None) -
     return cache.get(k, arch)
 
 
-def validate(a, b, c, out, alpha, beta, stream: int | None = None):
-    """The parsed operands of a call and its extents (A, B, C, O, M, N, K): a CuteGemmError for
-    anything the kernels cannot take, before any launch (run() and cross_check() share it)."""
+def validate(a, b, c, out, alpha, beta, stream: int | None = None) -> Signature:
+    """The call's Signature, its operands parsed once: a CuteGemmError for anything the
+    kernels cannot take, before any launch (run() and cross_check() share it)."""
     A, B = parse("a", a, stream), parse("b", b, stream)
     (m, k1), (k2, n) = A.shape, B.shape
     if k1 != k2:
@@ -74,36 +75,7 @@ def validate(a, b, c, out, alpha, beta, stream: int | None = None):
     if any(x.device != A.device for x in ops):
         where = ", ".join(f"{x.name}={'device' if x.device else 'host'}" for x in ops)
         raise InputError(f"mixing host and device arrays is not supported ({where})")
-    return A, B, C, O, m, n, k1
-
-
-def call_precision(A: Operand, B: Operand, C: Operand | None, O: Operand | None,
-                   precision: str | None, kernel: registry.Kernel | None = None) -> tuple[str, str]:
-    """(precision, result dtype): the precision asked for, else the one the operands' type
-    implies; the result in out's type, else C's, else float32. DTypeError for a mix no
-    kernel computes."""
-    if A.dtype != B.dtype:
-        raise DTypeError(f"a is {A.dtype} and b is {B.dtype}: both must have one type")
-    if precision is None:
-        precision = DEFAULT_PRECISION[A.dtype]
-        if kernel is not None and precision not in kernel.precisions:
-            # unasked, only a precision held to no larger a unit stands in (fp32_3xtf32 for
-            # fp32); tf32 is taken by name only
-            precision = next((p for p in as_accurate(precision) if p in kernel.precisions),
-                             precision)
-    elif precision not in PRECISIONS:
-        raise InputError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
-    if PRECISION_DTYPE[precision] != A.dtype:
-        raise DTypeError(f"precision {precision!r} reads {PRECISION_DTYPE[precision]} operands; "
-                         f"a and b are {A.dtype}")
-    outs = PRECISION[precision].outs
-    out_dtype = O.dtype if O is not None else C.dtype if C is not None else outs[0]
-    if C is not None and C.dtype != out_dtype:
-        raise DTypeError(f"c is {C.dtype} and out is {out_dtype}: both must have one type")
-    if out_dtype not in outs:
-        raise DTypeError(f"the result of {precision} on {A.dtype} operands is "
-                         f"{' or '.join(outs)}, not {out_dtype}")
-    return precision, out_dtype
+    return Signature(A, B, C, O, stream)
 
 
 def _empty_like_lib(proto, shape, ordinal, dtype: str = "float32"):
@@ -307,35 +279,47 @@ def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
 
 def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=None):
     """run() past the hot path: validate, pick (k None: gemm()'s), launch kernel k as `pick`
-    says. hot, new: the call's keys for hotpath.remember and (no out) remember_new."""
-    s = framework_stream(a) if stream is None else launch.stream_handle(stream)
-    A, B, C, O, m, n, kk = validate(a, b, c, out, alpha, beta, s)
+    says. hot, new: the call's keys for hotpath.remember and (no out) remember_new, which
+    hold the call's stream."""
+    key = hot if hot is not None else new
+    s = (key[2] if key is not None else framework_stream(a) if stream is None
+         else launch.stream_handle(stream))
+    sig = validate(a, b, c, out, alpha, beta, s)
+    A, B, C, O, m, n, kk = sig.A, sig.B, sig.C, sig.O, sig.m, sig.n, sig.k
     prec, out_dtype = call_precision(A, B, C, O, precision, k)
     stand_in = ordinal = None
+    waited = False
     if k is None:     # "auto": the selector's pick, a function of what the signature holds
-        if m and n and kk and alpha != 0:       # (products: a device to pick for)
-            ordinal = _device_ordinal(A) if A.device else driver.current_ordinal()
-        choice = auto.pick(A, B, O, prec, out_dtype, ordinal)
-        if ordinal is not None and A.device:    # a problem no table measured: timed once
+        if m and n and kk and alpha != 0:       # (products: a device to pick for; one GPU: 0)
+            ordinal = (0 if _count == _ONE else _device_ordinal(A) if A.device
+                       else driver.current_ordinal())
+        choice = auto.pick(sig, prec, out_dtype, ordinal)
+        if ordinal is not None and A.device and choice.source != "table":
+            # a problem no table measured: its candidates timed once on these operands,
+            # after the work that produces them
             driver.ensure_context(ordinal)
-            choice = firstuse.tuned(choice, A, B, O, prec, out_dtype, ordinal, s)
+            if sig.producers:
+                _wait_producers(s, sig.producers, ordinal)
+            waited = True
+            choice = firstuse.tuned(choice, sig, prec, out_dtype, ordinal, s)
         # the pick: how it runs (transposed, split along K) and, where another arithmetic
-        # keeps the precision's promise, in which
+        # keeps the precision's promise, in which; the pick computes it (auto.candidates)
         k, pick, prec = registry.get(choice.kernel), choice.pick, choice.precision or prec
         if ordinal is not None:     # what runs while the pick compiles, if it must
             stand_in = standin.stand_in(k, prec, out_dtype, launch.device_info(ordinal).arch_int)
-    check_precision(k, prec, out_dtype)
+    else:
+        check_precision(k, prec, out_dtype)
     alpha, beta = float(alpha), float(beta)
     if C is None:
         beta = 0.0
     if not A.device:
         return _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec, out_dtype, pick,
                          stand_in)
-    ordinal = _device_ordinal(A) if ordinal is None else ordinal
+    if ordinal is None:
+        ordinal = 0 if _count == _ONE else _device_ordinal(A)
     driver.ensure_context(ordinal)
-    producers = {op.stream for op in (A, B, C, O) if op is not None and op.stream is not None}
-    if producers:
-        _wait_producers(s, producers, ordinal)
+    if sig.producers and not waited:
+        _wait_producers(s, sig.producers, ordinal)
     if O is None:
         if not hotpath.allocates_in_capture(A.obj) and launch.capturing(s):
             raise CaptureError("a new result array cannot be allocated while the stream "
@@ -345,9 +329,10 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
     else:
         new, result = None, O.obj
     if m and n:
-        fast = gemm_device(k, A, B, C, O, alpha, beta, s, ordinal, prec, pick, stand_in)
+        fast = gemm_device(k, A, B, C, O, alpha, beta, s, ordinal, prec, pick, stand_in,
+                           sig if O is sig.O else None)
         if fast is not None and hot is not None:     # hot: one device, so ordinal 0
-            hotpath.remember(hot, fast, A, B, O)
+            hotpath.remember(hot, fast, sig)
         elif fast is not None and new is not None:
             hotpath.remember_new(new, fast, A, B, result)
     return result

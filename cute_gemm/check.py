@@ -273,8 +273,8 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
     if a is not None or b is not None:
         if a is None or b is None:
             raise CuteGemmError("cross_check needs both a and b (or neither)")
-        A, B = validate(a, b, c, None, alpha, beta)[:2]
-        prec = call_precision(A, B, None, None, precision)[0]
+        sig = validate(a, b, c, None, alpha, beta)
+        prec = call_precision(sig.A, sig.B, None, None, precision)[0]
         # unasked: the precision the operands' type implies, then each held to its gauge
         # (what run() takes on a kernel that computes only that: fp32_3xtf32 for float32);
         # the first is reported even where no kernel computes it

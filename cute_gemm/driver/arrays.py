@@ -13,7 +13,8 @@ import numpy as np
 from . import launch
 from ..base import precisions
 from ..base.errors import DTypeError, InputError, NotAnArrayError, ShapeError
-from ..base.precisions import DTYPE, ITEMSIZE
+from ..base.precisions import (DEFAULT_PRECISION, DTYPE, ITEMSIZE, PRECISION, PRECISION_DTYPE,
+                               PRECISIONS, as_accurate)
 
 DTypeName = precisions.DTypeName        # element types by numpy's names (bfloat16: ml_dtypes')
 SUPPORTED_DTYPES: tuple[str, ...] = precisions.DTYPES
@@ -84,13 +85,81 @@ class Operand:
         return (r > 1 and sr == 0) or (c > 1 and sc == 0)
 
     def major(self, row: str, col: str) -> str | None:
-        """row if the rows are contiguous, col if the columns are, else None."""
-        (r, c), (sr, sc) = self.shape, self.strides
+        """row if the rows are contiguous, col if the columns are, else None (fits())."""
+        return {"k": row, "m": col}.get(fits({"a": self})["a"][0])
+
+
+MAJORS = {"a": ("k", "m"), "b": ("n", "k"), "c": ("n", "m")}   # role -> (row-, column-major)
+
+
+def fits(ops: dict) -> dict:
+    """role -> (major, alignment in elements) of each Operand of `ops` (role "a", "b", "c") in
+    its role: its unit stride's mode (MAJORS; "strided": none) and the largest power of two
+    (<= 16) dividing its pointer (in elements) and leading stride (0: pointer unaligned)."""
+    out = {}
+    for role, op in ops.items():
+        (r, c), (sr, sc), e = op.shape, op.strides, ITEMSIZE[op.dtype]
+        row, col = MAJORS[role]
         if (sc == 1 or c <= 1) and (sr >= c or r <= 1) and sr > 0:
-            return row
-        if (sr == 1 or r <= 1) and (sc >= r or c <= 1) and sc > 0:
-            return col
-        return None
+            major, ld = row, (sr if r > 1 else 0)  # (a single row/column: ld is never used)
+        elif (sr == 1 or r <= 1) and (sc >= r or c <= 1) and sc > 0:
+            major, ld = col, (sc if c > 1 else 0)
+        else:       # no unit stride (e.g. every other column): only "any" entries take it
+            major, ld = "strided", abs(sr) | abs(sc)
+        v = (op.ptr // e) | (ld if ld > 0 else 0) | 16
+        out[role] = (major, 0 if op.ptr % e else v & -v)
+    return out
+
+
+def call_precision(A: Operand, B: Operand, C: Operand | None, O: Operand | None,
+                   precision: str | None, kernel=None) -> tuple[str, str]:
+    """(precision, result dtype): the precision asked for, else the one the operands' type
+    implies (for `kernel`, a registry.Kernel, if named); the result in out's type, else C's,
+    else float32. DTypeError for a mix no kernel computes."""
+    if A.dtype != B.dtype:
+        raise DTypeError(f"a is {A.dtype} and b is {B.dtype}: both must have one type")
+    if precision is None:
+        precision = DEFAULT_PRECISION[A.dtype]
+        if kernel is not None and precision not in kernel.precisions:
+            # unasked, only a precision held to no larger a unit stands in (fp32_3xtf32 for
+            # fp32); tf32 is taken by name only
+            precision = next((p for p in as_accurate(precision) if p in kernel.precisions),
+                             precision)
+    elif precision not in PRECISIONS:
+        raise InputError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
+    if PRECISION_DTYPE[precision] != A.dtype:
+        raise DTypeError(f"precision {precision!r} reads {PRECISION_DTYPE[precision]} operands; "
+                         f"a and b are {A.dtype}")
+    outs = PRECISION[precision].outs
+    out_dtype = O.dtype if O is not None else C.dtype if C is not None else outs[0]
+    if C is not None and C.dtype != out_dtype:
+        raise DTypeError(f"c is {C.dtype} and out is {out_dtype}: both must have one type")
+    if out_dtype not in outs:
+        raise DTypeError(f"the result of {precision} on {A.dtype} operands is "
+                         f"{' or '.join(outs)}, not {out_dtype}")
+    return precision, out_dtype
+
+
+class Signature:
+    """A call's operands parsed once (api.validate), and what the steps after it read of them:
+    A, B, C, O (out; C, O may be None), M, N, K, the stream, `fits` (of A, B, out as "c"),
+    `spans` (role "a", "b", "c", "out" -> Operand.span(), inlined), `producers` (CAI v3)."""
+    __slots__ = ("A", "B", "C", "O", "m", "n", "k", "stream", "fits", "spans", "producers")
+
+    def __init__(self, A: Operand, B: Operand, C: Operand | None, O: Operand | None, stream: int):
+        self.A, self.B, self.C, self.O, self.stream = A, B, C, O, stream
+        (self.m, self.k), self.n = A.shape, B.shape[1]
+        self.fits = fits({"a": A, "b": B} if O is None else {"a": A, "b": B, "c": O})
+        self.spans, self.producers = {}, set()
+        for role, op in (("a", A), ("b", B), ("c", C), ("out", O)):
+            if op is None:
+                continue
+            if op.stream is not None:
+                self.producers.add(op.stream)
+            (r, c), (sr, sc), e = op.shape, op.strides, ITEMSIZE[op.dtype]
+            self.spans[role] = (0, 0) if r == 0 or c == 0 else (
+                op.ptr + e * (min(0, (r - 1) * sr) + min(0, (c - 1) * sc)),
+                op.ptr + e * (max(0, (r - 1) * sr) + max(0, (c - 1) * sc) + 1))
 
 
 def _unsupported(name: str, dtype) -> DTypeError:
@@ -141,8 +210,29 @@ def parse(name: str, obj, stream: int | None = None) -> Operand:
             raise NotAnArrayError(f"{name}: reading its __cuda_array_interface__ failed: {e}") from None
         cai = None
     if cai is not None:
-        try:
-            return _parse_cai(name, obj, cai)
+        try:    # run()'s path for device arrays: helpers only to raise their errors
+            
+            shape = cai["shape"]
+            r, c = (int(shape[0]), int(shape[1])) if len(shape) == 2 else (-1, -1)
+            if r < 0 or c < 0:
+                _check_2d(name, shape)
+            typestr = cai["typestr"]
+            dtype = _CAI_DTYPE.get(typestr) or _opaque_as_named(typestr, obj)
+            if dtype not in SUPPORTED_DTYPES:
+                raise _unsupported(name, _TYPESTR.get(typestr, typestr))
+            if cai.get("mask") is not None:
+                raise InputError(f"{name} is a masked array (__cuda_array_interface__ mask): not supported")
+            ptr, ro = cai["data"]
+            st, e = cai.get("strides"), ITEMSIZE[dtype]
+            strides = (c, 1)
+            if st is not None:
+                s0, s1 = int(st[0]), int(st[1])
+                if s0 % e or s1 % e or (len(st) > 2 and any(s % e for s in st[2:])):
+                    raise ShapeError(f"{name} has strides {tuple(st)} (bytes) that are not a multiple of {e}")
+                strides = (s0 // e, s1 // e)
+            sv = cai.get("stream")   # v3: 1 legacy default, 2 per-thread default, else a handle
+            op = Operand(name, obj, True, int(ptr or 0), (r, c), strides, dtype, bool(ro), stream=None if sv is None else int(sv))
+            return _nonnull(op) if r * c > 0 and (op.ptr == 0 or op.ptr % e) else op
         except (KeyError, TypeError, ValueError, IndexError) as e:
             if isinstance(e, InputError):
                 raise
@@ -169,32 +259,35 @@ def parse(name: str, obj, stream: int | None = None) -> Operand:
         "(DLPack or __cuda_array_interface__: CuPy, PyTorch, JAX)")
 
 
-_CURRENT: dict = {}      # array type -> its library's current stream, as a handle
+_CURRENT: dict = {}      # array type -> reader of its library's current stream (None: 0)
 
 
 def framework_stream(obj) -> int:
     """The stream of a call on `obj` that names none: the current stream of PyTorch for its
     tensors, of CuPy for its arrays (in torch.cuda.graph(), the capturing one), else the
     default stream (0), other producers' pending writes being ordered by their protocol."""
-    f = _CURRENT.get(type(obj))
-    if f is None:
-        f = _CURRENT[type(obj)] = _current_stream_reader(obj)
-    return f(obj)
+    f = _CURRENT[type(obj)] if type(obj) in _CURRENT else stream_reader(type(obj))
+    return 0 if f is None else f(obj)
 
 
-def _current_stream_reader(obj):
-    lib = sys.modules.get(type(obj).__module__.split(".")[0])
+def stream_reader(tp):
+    """framework_stream of arrays of type `tp`, as a function of the array; None where it is
+    the default stream (0) whatever the array (kept per type: the hot path calls it)."""
+    if tp in _CURRENT:
+        return _CURRENT[tp]
+    f, lib = None, sys.modules.get(tp.__module__.split(".")[0])
     name = getattr(lib, "__name__", "")
-    if name == "cupy" and isinstance(obj, lib.ndarray):
+    if name == "cupy" and issubclass(tp, lib.ndarray):
         current = lib.cuda.get_current_stream
-        return lambda x: current(x.device.id).ptr
-    if name != "torch" or not isinstance(obj, lib.Tensor):
-        return lambda _: 0
-    # torch's raw accessor, as Triton's launcher reads it: current_stream(d) builds a Stream
-    # object, a fifth of a launch; get_device() is -1 for a CPU tensor (the host path)
-    raw = (getattr(getattr(lib, "_C", None), "_cuda_getCurrentRawStream", None)
-           or (lambda d: lib.cuda.current_stream(d).cuda_stream))
-    return lambda t: raw(d) if (d := t.get_device()) >= 0 else 0
+        f = lambda x: current(x.device.id).ptr          # noqa: E731
+    elif name == "torch" and issubclass(tp, lib.Tensor):
+        # torch's raw accessor, as Triton's launcher reads it: current_stream(d) builds a Stream
+        # object, a fifth of a launch; get_device() is -1 for a CPU tensor (the host path)
+        raw = (getattr(getattr(lib, "_C", None), "_cuda_getCurrentRawStream", None)
+               or (lambda d: lib.cuda.current_stream(d).cuda_stream))
+        f = lambda t: raw(d) if (d := t.get_device()) >= 0 else 0     # noqa: E731
+    _CURRENT[tp] = f
+    return f
 
 
 def _opaque_as_named(dtype: str, obj) -> str:
@@ -203,30 +296,6 @@ def _opaque_as_named(dtype: str, obj) -> str:
     named = str(getattr(obj, "dtype", ""))
     return next((d.name for d in _OPAQUE if dtype.lstrip("<|=") == f"V{d.itemsize}"
                  and d.name in named), dtype)
-
-
-def _parse_cai(name: str, obj, cai: dict) -> Operand:
-    # run()'s path for device arrays: plain comparisons, no generators
-    shape = _check_2d(name, cai["shape"])
-    typestr = cai["typestr"]
-    dtype = _CAI_DTYPE.get(typestr) or _opaque_as_named(typestr, obj)
-    if dtype not in SUPPORTED_DTYPES:
-        raise _unsupported(name, _TYPESTR.get(typestr, typestr))
-    if cai.get("mask") is not None:
-        raise InputError(f"{name} is a masked array (__cuda_array_interface__ mask): not supported")
-    ptr, ro = cai["data"]
-    st = cai.get("strides")
-    if st is None:
-        strides = (shape[1], 1)
-    else:
-        e = ITEMSIZE[dtype]
-        s0, s1 = int(st[0]), int(st[1])
-        if s0 % e or s1 % e or (len(st) > 2 and any(s % e for s in st[2:])):
-            raise ShapeError(f"{name} has strides {tuple(st)} (bytes) that are not a multiple of {e}")
-        strides = (s0 // e, s1 // e)
-    sv = cai.get("stream")   # v3: 1 legacy default, 2 per-thread default, else a handle
-    return _nonnull(Operand(name, obj, True, int(ptr or 0), shape, strides, dtype, bool(ro),
-                            stream=None if sv is None else int(sv)))
 
 
 def _nonnull(op: Operand) -> Operand:

@@ -8,7 +8,7 @@ import ctypes
 import functools
 import os
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .. import driver
 from . import check, lock, relaxed
@@ -36,14 +36,15 @@ class DeviceInfo:
     smem_per_sm: int
     l2_bytes: int
     driver_version: int
+    # the compute capability x 10 (90 for sm_90), derived from cc once: every pick reads it
+    arch_int: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "arch_int", self.cc[0] * 10 + self.cc[1])
 
     @property
     def arch(self) -> str:
         return f"sm_{self.cc[0]}{self.cc[1]}"
-
-    @property
-    def arch_int(self) -> int:
-        return self.cc[0] * 10 + self.cc[1]
 
     @property
     def fp32_lanes_per_sm(self) -> int:
@@ -187,7 +188,7 @@ class Site:
 
     def __init__(self, f: Function, grid, block, smem: int, pdl: bool = False):
         self.f, self.grid, self.block, self.smem, self.pdl = f, tuple(grid), tuple(block), smem, pdl
-        if smem:
+        if smem > 48 * 1024:        # (the default limit: no opt-in below it)
             _raise_smem_limit(f, smem)
         self.go = None if pdl else functools.partial(driver.bindings().cuLaunchKernel, f.handle,
                                                      *self.grid, *self.block, smem)

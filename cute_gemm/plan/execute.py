@@ -122,15 +122,16 @@ def _stand_in(stand_in, A: Operand, B: Operand, C: Operand | None, T: Operand, a
 
 def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
                 alpha: float, beta: float, stream: int, ordinal: int, precision: str = "fp32",
-                pick: Pick = AS_PLANNED, stand_in=None):
+                pick: Pick = AS_PLANNED, stand_in=None, call=None):
     """T = alpha * A @ B + beta * C on the device (C may be T itself, or None) in
     `precision` (A and B of its type; C of T's). pick: gemm()'s table pick (records.Pick):
     on the transposed problem C^T = B^T A^T (resolve.swapped decides what each launch
     computes), with split_k CTAs per tile (resolve). stand_in: (kernel, precision) that runs
     the call instead (as planned) while k's entry points for it compile in the background
-    (standin.stand_in; Loaded.ready). Returns (key, launcher) of the CACHE.launches entry the
-    call went through, or None (always None from a stand-in: run()'s signature hot path
-    must not keep it)."""
+    (standin.stand_in; Loaded.ready). call: run()'s arrays.Signature, where T is its out:
+    the spans and fits of the operands, read once. Returns (key, launcher) of the
+    CACHE.launches entry the call went through, or None (always None from a stand-in:
+    run()'s signature hot path must not keep it)."""
     m, kk = A.shape
     n = B.shape[1]
     if C is None or beta == 0.0:
@@ -138,8 +139,11 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     if m == 0 or n == 0:
         return None
     products = kk > 0 and alpha != 0.0     # BLAS: with alpha == 0, A and B are not read
-    read = ((A, B) if products else ()) + ((C,) if C is not None else ())
-    if any(T.overlaps(x) and not (x is C and C.same_view(T)) for x in read):
+    read = (((A, "a"), (B, "b")) if products else ()) + (((C, "c"),) if C is not None else ())
+    spans = call.spans if call is not None else {"out": T.span(), **{r: x.span() for x, r in read}}
+    (tlo, thi) = spans["out"]
+    if any(tlo < spans[r][1] and spans[r][0] < thi and not (x is C and C.same_view(T))
+           for x, r in read):
         # T aliases an input other than as C in place: compute apart, then copy into T
         owned: list = []
         try:
@@ -183,15 +187,17 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
             return None
         fast = memo.keep(CACHE.launches, key, Composed(k, ordinal, A, B, T, pick))
     elif fast is None:
+        smem = k.smem_bytes(m, n, kk)       # (read once: the device's limit, the launch)
         lk = loaded(k, ordinal)
-        swap, variant, copies = entry_for(k, lk, A, B, T, precision, pick)
+        swap, variant, copies = entry_for(k, lk, A, B, T, precision, pick,
+                                          call.fits if call is not None else None, smem)
         if stand_in is not None:
             group = launch_entries(k, variant, reduce=pick.reduce and pick.split_k > 0)
             if not _pick_ready(lk, group, stream):
                 if _stand_in(stand_in, A, B, C, T, alpha, beta, stream, ordinal):
                     lk.ready(group)             # begins the compile, after the stand-in's own
                     return None
-        fast = prepared(k, ordinal, A, B, T, swap, variant, copies, pick)
+        fast = prepared(k, ordinal, A, B, T, swap, variant, copies, pick, smem)
         memo.keep(CACHE.launches, key, fast)
     if C is not None and not C.same_view(T):
         _scale2d(ordinal, stream, 1.0, C, T)       # the launch updates T in place

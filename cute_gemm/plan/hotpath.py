@@ -31,7 +31,7 @@ import sys
 from .. import driver
 from ..base import memo
 from ..driver import launch
-from ..driver.arrays import DeviceArray, Operand, framework_stream
+from ..driver.arrays import DeviceArray, Operand, framework_stream, stream_reader
 from .resolve import CACHE
 
 HOT_ENTRIES = 4096     # remembered signatures (all forgotten at once past this)
@@ -73,6 +73,12 @@ def _cupy_reader(cupy):
 
 
 # ---- three operands of one kind: one function, one flat signature -------------------------
+def _read3_cai(a, b, o):
+    cs = (a.__cuda_array_interface__, b.__cuda_array_interface__, o.__cuda_array_interface__)
+    return (("cai", *[(c["shape"], c.get("strides"), c["typestr"], c["data"][1], c.get("mask"),
+                       c.get("stream"), c["data"][0] & 255) for c in cs]), *[c["data"][0] for c in cs])
+
+
 def _read3_device_arrays(a, b, o):
     pa, pb, po = a.ptr, b.ptr, o.ptr
     return (("da", a.shape, a.strides, a.dtype_name, pa & 255, b.shape, b.strides, b.dtype_name,
@@ -113,8 +119,9 @@ def _mixed(ra, rb, ro):
     return read3
 
 
-# (type(a), type(b), type(out)) -> read3(a, b, out): (signature, pa, pb, po) or None;
-# type -> whether its signature holds the producer stream the full path reads
+# (type(a), type(b), type(out)) -> (read3(a, b, out): (signature, pa, pb, po) or None, a's
+# arrays.stream_reader); type -> whether its signature holds the producer stream the full
+# path reads
 _READ3: dict = {}
 _HOLDS_STREAM: dict = {}
 
@@ -129,7 +136,7 @@ def _kind(tp):
         return _torch_reader(torch), _torch_read3(torch), False   # (subclasses: their CAI)
     if cupy is not None and tp is getattr(cupy, "ndarray", None):
         return _cupy_reader(cupy), _cupy_read3(cupy), True
-    return _read_cai, None, True
+    return _read_cai, _read3_cai, True
 
 
 def _read3_for(types):
@@ -138,8 +145,8 @@ def _read3_for(types):
         _HOLDS_STREAM[tp] = k[2]
     r = kinds[0][1] if types[0] is types[1] is types[2] and kinds[0][1] else \
         _mixed(*(k[0] for k in kinds))
-    _READ3[types] = r
-    return r
+    _READ3[types] = r, stream_reader(types[0])
+    return _READ3[types]
 
 
 # ---- a call without out: a result allocated as the full path did, then the launch ----------
@@ -222,10 +229,12 @@ def launch_or_sign(name, precision, a, b, out, alpha, beta, stream):
     needs once the full path has run (None: this call has no signature)."""
     try:
         types = (type(a), type(b), type(out))
-        r = (_READ3.get(types) or _read3_for(types))(a, b, out)
+        read3, current = _READ3.get(types) or _read3_for(types)
+        r = read3(a, b, out)
         if r is None:
             return None
-        s = framework_stream(a) if stream is None else launch.stream_handle(stream)
+        s = (0 if current is None else current(a)) if stream is None else \
+            launch.stream_handle(stream)
         key = (name, precision, s, r[0])
         entry = CACHE.hot.get(key)      # (TypeError for an unhashable field: no signature)
     except Exception:    # the full path reads the operands and says what is wrong
@@ -251,14 +260,16 @@ def _streams_held(stream, ops) -> bool:
                for op in ops)
 
 
-def remember(key, fast, A: Operand, B: Operand, O: Operand) -> None:
-    """Keep the signature of a call the full path has just launched through `fast`
-    (gemm_device's (key, Launcher or Relaid)), if nothing it did depends on more than the
-    signature: no producer stream was waited for, and an operand whose signature does not
-    hold its producer stream had none."""
-    if not _streams_held(key[2], (A, B, O)):
+def remember(key, fast, sig) -> None:
+    """Keep the signature of a call (arrays.Signature `sig`) the full path has just launched
+    through `fast` (gemm_device's (key, Launcher or Relaid)), if nothing it did depends on
+    more than the signature: no producer stream was waited for, and an operand whose
+    signature does not hold its producer stream had none."""
+    A, B, O = sig.A, sig.B, sig.O
+    if sig.producers and not _streams_held(key[2], (A, B, O)):
         return
     # each operand's byte span relative to its pointer (fixed by the signature), for the
     # overlap test
-    memo.keep(CACHE.hot, key, (fast[1], tuple(x - op.ptr for op in (A, B, O) for x in op.span())),
-              HOT_ENTRIES)
+    (alo, ahi), (blo, bhi), (olo, ohi) = sig.spans["a"], sig.spans["b"], sig.spans["out"]
+    memo.keep(CACHE.hot, key, (fast[1], (alo - A.ptr, ahi - A.ptr, blo - B.ptr, bhi - B.ptr,
+                                         olo - O.ptr, ohi - O.ptr)), HOT_ENTRIES)

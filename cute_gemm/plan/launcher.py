@@ -131,6 +131,7 @@ class Launcher:
             (launch.pack_gemm_args_tma_ws if extra else launch.pack_gemm_args_tma) if plan.tma
             else launch.pack_gemm_args_ws if extra else launch.pack_gemm_args, *args, *extra)
         self.local = threading.local()
+        self.local.packed = self.pack()     # (this thread's; another's packs at its first call)
         self.tail = None if reduce is None else Reduction(
             reduce, plan.reduce_grid, m, n, plan.split_k, sc, plan.reduce_pdl)
         self.site = launch.Site(f, plan.grid, plan.block, plan.smem, plan.pdl)

@@ -141,24 +141,29 @@ class Relaid:
 
 # ---- a launch of kernel k for operands shaped and strided as A, B and T ----------------------
 def entry_for(k: registry.Kernel, lk, A: Operand, B: Operand, T: Operand, precision: str,
-              pick) -> tuple:
+              pick, fits: dict | None = None, smem: int | None = None) -> tuple:
     """(swap, variant, copies) of a launch of `k` (its Loaded `lk`) on A, B into T as `pick`
     asks: its shared memory checked against the device's limit, the problem or its
     transpose (resolve.swapped), and the entry point with the operands it needs copied, in
-    the roles the entry sees (A, B, C, or B^T, A^T, C^T: copies are made in those roles)."""
+    the roles the entry sees (A, B, C, or B^T, A^T, C^T: copies are made in those roles).
+    fits: arrays.fits() of A, B and T as "c", where known (the call's Signature); smem:
+    k.smem_bytes at this shape, where known."""
     (m, kk), n = A.shape, B.shape[1]
-    if k.smem_bytes(m, n, kk):
-        k.check_limits(m, n, kk, lk.smem_limit)
+    if (k.smem_bytes(m, n, kk) if smem is None else smem) > lk.smem_limit:
+        k.check_limits(m, n, kk, lk.smem_limit)     # its error
     swap = swapped(k, m, n, pick.transposed)
-    variant, copies = choose(k, oriented(swap, {"a": A, "b": B, "c": T}), precision, T.dtype)
+    ops = {"a": A, "b": B, "c": T}
+    if swap:        # (the fits known are of the operands as given)
+        ops, fits = oriented(swap, ops), None
+    variant, copies = choose(k, ops, precision, T.dtype, fits)
     return swap, variant, copies
 
 
 def prepared(k: registry.Kernel, ordinal: int, A: Operand, B: Operand, T: Operand, swap,
-             variant, copies, pick):
+             variant, copies, pick, smem: int | None = None):
     """That launch made ready to call with pointers: on copies (Relaid) where the entry needs
-    them, else a resolved Launcher."""
+    them, else a resolved Launcher (smem: k.smem_bytes at this shape, where known)."""
     if copies:
         return Relaid(k, ordinal, variant, copies, swap, A, B, T, pick)
     return resolve(k, ordinal, variant, copies, A.shape[0], B.shape[1], A.shape[1],
-                   (A.strides, B.strides, T.strides), swap, pick)
+                   (A.strides, B.strides, T.strides), swap, pick, smem)

@@ -18,7 +18,7 @@ from .. import registry
 from ..base import memo
 from ..build import cache
 from ..driver import launch
-from ..driver.arrays import Operand
+from ..driver.arrays import MAJORS, Operand, fits as fits_of
 from ..base.errors import CuteGemmError, DTypeError
 from .launcher import Launcher, LaunchPlan
 from ..base.precisions import ACCUMULATOR, DTYPE
@@ -242,33 +242,8 @@ def loaded(k: registry.Kernel, ordinal: int) -> Loaded:
 
 
 # ---- layout matching -------------------------------------------------------------------
-def pow2_align(ptr: int, ld: int, itemsize: int = 4) -> int:
-    """Largest power of two (elements, <= 16) dividing the pointer (in elements) and ld."""
-    if ptr % itemsize:
-        return 0
-    v = (ptr // itemsize) | (ld if ld > 0 else 0) | 16
-    return v & -v
-
-
 _ROW = {"a": "k", "b": "n", "c": "n"}       # the major of a row-major operand of each role
-_MAJORS = {"a": ("k", "m"), "b": ("n", "k"), "c": ("n", "m")}   # (row-major, column-major)
 PAD = 16    # no entry point asks for more alignment (elements) than this
-
-
-def fit(op: Operand, role: str) -> tuple[str, int]:
-    """(major, alignment in elements) of an operand in the role it plays: pow2_align of its
-    pointer and leading stride (inlined: every new call signature asks it of each operand)."""
-    row, col = _MAJORS[role]
-    major = op.major(row, col)
-    (r, c), (sr, sc), e = op.shape, op.strides, ITEMSIZE[op.dtype]
-    if major is None:   # no unit stride (e.g. every other column): only "any" entries take it
-        major, ld = "strided", abs(sr) | abs(sc)
-    else:               # (a single row/column: the leading stride is never used)
-        ld = (sr if r > 1 else 0) if major == row else (sc if c > 1 else 0)
-    if op.ptr % e:
-        return major, 0
-    v = (op.ptr // e) | (ld if ld > 0 else 0) | 16
-    return major, v & -v
 
 
 LINE = 128   # bytes: an L2 line, what a TMA box row or a warp's vector load fetches whole
@@ -284,7 +259,7 @@ def copy_strides(role: str, major: str, shape: tuple[int, int], align: int = 1,
     up to half again (docs/design/cute_wgmma_ws.md#row-pitch). At a 256-byte pointer the
     copy has the entry's vector and TMA alignment."""
     rows, cols = shape
-    turned = major == _MAJORS[role][1]
+    turned = major == MAJORS[role][1]
     extent = max(rows if turned else cols, 1)
     ld = -(-extent // align) * align
     if extent * itemsize >= 8 * LINE:
@@ -324,17 +299,18 @@ def check_precision(k: registry.Kernel, precision: str, out_dtype: str) -> None:
 
 
 def choose(k: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
-           out_dtype: str = "float32") -> tuple[registry.Variant, list[str]]:
+           out_dtype: str = "float32", fits: dict | None = None
+           ) -> tuple[registry.Variant, list[str]]:
     """The variant of this precision and output type needing the fewest relayout copies,
     and the roles to copy (each into its copy_target); kept per class of calls that
-    choose alike (`shape_class`)."""
-    fits = tuple((r, fit(op, r)) for r, op in ops.items())
+    choose alike (`shape_class`). fits: arrays.fits(ops), where known."""
+    fits = fits or fits_of(ops)
     (m, kk), n = ops["a"].shape, ops["b"].shape[1]
-    key = (k.name, fits, shape_class(m, n, kk), precision, out_dtype)
+    key = (k.name, tuple(fits.items()), shape_class(m, n, kk), precision, out_dtype)
     hit = _chosen.get(key)
     if hit is None or hit[0] is not k:      # (or kept for another kernel of that name: tests
         hit = memo.keep(_chosen, key,      # may register one)
-                        (k, *choose_exactly(k, ops, precision, out_dtype, dict(fits))))
+                        (k, *choose_exactly(k, ops, precision, out_dtype, fits)))
     return hit[1], list(hit[2])
 
 
@@ -355,29 +331,29 @@ _chosen: dict = {}     # choose's answers: key -> (kernel, variant, copies)
 def choose_exactly(k: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
                    out_dtype: str = "float32", fits: dict | None = None
                    ) -> tuple[registry.Variant, list[str]]:
-    """choose() computed for these operands (fits: fit() of each, where known)."""
-    fits = fits or {r: fit(op, r) for r, op in ops.items()}
+    """choose() computed for these operands (fits: arrays.fits(ops), where known)."""
+    fits = fits or fits_of(ops)
     (m, kk), n = ops["a"].shape, ops["b"].shape[1]
     ours = [v for v in k.variants if v.precision == precision and v.out_dtype == out_dtype]
     # the first entry taking every operand as it is wins: looked for first among those whose
     # majors could (no other can), then the fewest copies among all
     majors = [(f"{r}_major", fits[r][0]) for r in ops]
     for v in [v for v in ours if all(getattr(v, a) in ("any", f) for a, f in majors)]:
-        if ((v.extent_align == 1 or v.fits_extents(m, n, kk))
-                and all(v.takes(r, *fits[r]) for r in ops)):
+        if v.takes_all(fits, (m, n, kk)):
             return v, []
     best = None
     for v in ours:
         # (extent_align asked first: most entries have none)
-        if v.extent_align != 1 and not v.fits_extents(m, n, kk):   # a vector would straddle
-            continue                                                # a row/column end
+        if not v.takes_all({}, (m, n, kk)):     # a vector would straddle a row/column end
+            continue
         copies, feasible = [], True
         for r, op in ops.items():
             if v.takes(r, *fits[r]):
                 continue
             want, st = copy_target(v, r, op.shape)
-            ld = st[0] if st[1] == 1 else st[1]
-            if v.takes(r, want, pow2_align(256, ld, ITEMSIZE[op.dtype])):
+            ld = st[0] if st[1] == 1 else st[1]      # (the copy's at a 256-byte pointer)
+            align = (256 // ITEMSIZE[op.dtype]) | (ld if ld > 0 else 0) | 16
+            if v.takes(r, want, align & -align):
                 copies.append(r)
             else:
                 feasible = False
@@ -430,6 +406,8 @@ def swapped(k: registry.Kernel, m: int, n: int, transposed: bool = False) -> boo
     (gemm()'s table pick, auto.Choice.transposed). The kernel's own rule (Kernel.transposes:
     a skinny N on a transpose_skinny kernel) then applies to the problem so asked for, and
     may turn it back: what `cute-gemm tune` timed, as run(k, B^T, A^T, out=C^T)."""
+    if not k.transpose_skinny:      # (no rule of its own: the problem as asked for)
+        return transposed
     if transposed:
         return not k.transposes(n, m)
     return k.transposes(m, n)
@@ -477,15 +455,18 @@ def layout_launches(k: registry.Kernel, layout: str, precisions: tuple[str, ...]
 
 
 def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies, m: int, n: int,
-            kk: int, strides, swap: bool = False, pick: Pick = AS_PLANNED) -> Launcher:
+            kk: int, strides, swap: bool = False, pick: Pick = AS_PLANNED,
+            smem: int | None = None) -> Launcher:
     """The Launcher of `variant` at M x N x K with operands of these strides (after copies),
     of the first launch mode (modes.MODES) that takes it. swap: the launch computes C^T =
     B^T A^T (swapped; `variant` was chosen for it); the Launcher is still called with the
-    caller's A, B and C. pick: its split_k and reduce ask for a split."""
+    caller's A, B and C. pick: its split_k and reduce ask for a split. smem: k.smem_bytes
+    at this shape, where known."""
     km, kn = (n, m) if swap else (m, n)          # the problem the entry sees
     at = modes.At(k=k, lk=loaded(k, ordinal), load=loaded, variant=variant, m=m, n=n, kk=kk,
                   km=km, kn=kn, swap=swap, split_k=pick.split_k, reduce=pick.reduce,
-                  strides=strides, smem=k.smem_bytes(m, n, kk), group=launch_entries(k, variant),
+                  strides=strides, smem=k.smem_bytes(m, n, kk) if smem is None else smem,
+                  group=launch_entries(k, variant),
                   base=dict(kernel=k.name, ordinal=ordinal, shape=(m, n, kk), block=k.block,
                             copies=tuple(copies), precision=variant.precision,
                             out_dtype=variant.out_dtype))

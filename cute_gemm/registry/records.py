@@ -173,22 +173,28 @@ class Variant:
         """The alignment (elements) this entry point needs of operand `role` ("a", "b", "c")."""
         return self.align if role in self.align_roles else 1
 
-    def _extent(self, role: str, m: int, n: int, k: int) -> int:
-        """Operand `role`'s contiguous extent: along the unit-stride mode this entry wants
-        of it (0 where it takes any)."""
-        return {"m": m, "n": n, "k": k}.get(getattr(self, f"{role}_major"), 0)
-
-    def fits_extents(self, m: int, n: int, k: int) -> bool:
-        """True if every vector operand's contiguous extent is a multiple of extent_align."""
-        return all(self._extent(r, m, n, k) % self.extent_align == 0 for r in self.align_roles)
-
     def takes(self, role: str, major: str | None, align: int) -> bool:
-        """The one acceptance rule: this entry point takes operand `role` ("a", "b", "c")
-        whose unit stride runs along `major` (None or "strided": none) with its pointer
-        and leading stride aligned to `align` elements (0: not even to one float)."""
-        want = getattr(self, f"{role}_major")
-        return align > 0 and (want == "any" or want == major) and (
-            role not in self.align_roles or align % self.align == 0)
+        """This entry point takes operand `role` ("a", "b", "c") whose unit stride runs along
+        `major` (None or "strided": none) with its pointer and leading stride aligned to
+        `align` elements (0: not even to one float): takes_all of that one operand."""
+        return self.takes_all({role: (major, align)})
+
+    def takes_all(self, fits: dict, extents: tuple[int, int, int] | None = None) -> bool:
+        """The one acceptance rule: this entry point takes every operand of `fits` (role ->
+        (major, align), as takes() reads them) as it is; at `extents` (M, N, K), where given,
+        each vector operand's contiguous extent (along the mode it wants of it; 0 where it
+        takes any) is a multiple of extent_align."""
+        if extents is not None and self.extent_align != 1:
+            extent = dict(zip("mnk", extents))
+            if any(extent.get(getattr(self, f"{r}_major"), 0) % self.extent_align
+                   for r in self.align_roles):
+                return False
+        for role, (major, align) in fits.items():
+            want = getattr(self, f"{role}_major")
+            if not (align > 0 and (want == "any" or want == major)
+                    and (role not in self.align_roles or align % self.align == 0)):
+                return False
+        return True
 
 
 # ---- grid policies: (M, N, K) -> grid (x, y, z) -------------------------------------
@@ -208,7 +214,7 @@ class TileGrid:
     x_walks_m: ClassVar[bool] = False
 
     def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
-        rows, cols = cdiv(m, self.bm), cdiv(n, self.bn)
+        rows, cols = -(-m // self.bm), -(-n // self.bn)          # (cdiv)
         return (rows, cols, 1) if self.x_walks_m else (cols, rows, 1)
 
     def span(self, n: int) -> tuple[int, int]:

@@ -192,18 +192,17 @@ def keys(m: int, n: int, k: int, precision: str, out_dtype: str, arch_int: int,
 
 
 # ---- the call's class: layout and alignment --------------------------------------------------
-def call_class(A, B, O=None) -> tuple[str, bool]:
-    """(layout, aligned) of operands A, B and result O (arrays.Operand; None: a new row-major
-    array): the operand layout (records.LAYOUTS), "t" where an operand's unit stride runs
-    the other way (one without one counts as "n"); whether the pointers and leading
-    dimensions are all 16-byte aligned: the vector and TMA paths' class."""
-    fit = resolve.fit
-    (a_major, a_align), (b_major, b_align) = fit(A, "a"), fit(B, "b")
+def call_class(sig) -> tuple[str, bool]:
+    """(layout, aligned) of a call (arrays.Signature: its operands A, B and result O, None for
+    a new row-major array, with their fits): the operand layout (records.LAYOUTS), "t" where
+    an operand's unit stride runs the other way (one without one counts as "n"); whether the
+    pointers and leading dimensions are all 16-byte aligned: the vector and TMA paths' class."""
+    (a_major, a_align), (b_major, b_align) = sig.fits["a"], sig.fits["b"]
     layout = ("t" if a_major == "m" else "n") + ("t" if b_major == "k" else "n")
-    e = ITEMSIZE[A.dtype]
-    out = (B.shape[1] * e % 16 == 0 if O is None
-           else fit(O, "c")[1] * ITEMSIZE[O.dtype] >= 16)
-    return layout, out and a_align * e >= 16 and b_align * ITEMSIZE[B.dtype] >= 16
+    e = ITEMSIZE[sig.A.dtype]
+    out = (sig.n * e % 16 == 0 if sig.O is None
+           else sig.fits["c"][1] * ITEMSIZE[sig.O.dtype] >= 16)
+    return layout, out and a_align * e >= 16 and b_align * ITEMSIZE[sig.B.dtype] >= 16
 
 
 def contiguous_aligned(m: int, n: int, k: int, layout: str = "nn", precision: str = "fp32",
@@ -555,17 +554,16 @@ _simt: dict = {}    # heuristic's SIMT candidates -> (them, the largest, the sma
 
 
 # ---- for api and users -------------------------------------------------------------------------
-def pick(A, B, O, precision: str, out_dtype: str, ordinal: int | None) -> Choice:
-    """The choice for a validated call (arrays.Operand A, B and out O or None) on device
-    `ordinal`; None: a call with no products to compute (an empty C, K = 0 or alpha = 0),
-    which any candidate of its precision answers without a GEMM launch or a device query."""
-    m, k = A.shape
+def pick(sig, precision: str, out_dtype: str, ordinal: int | None) -> Choice:
+    """The choice for a validated call (arrays.Signature) on device `ordinal`; None: a call
+    with no products to compute (an empty C, K = 0 or alpha = 0), which any candidate of
+    its precision answers without a GEMM launch or a device query."""
     if ordinal is None:
         x = _named(precision, out_dtype)[0]
         p = runs_at(x, precision, out_dtype)      # (a contract's first answer may be another's)
         return Choice(x.name, why="no products to compute", precision=None if p == precision else p)
-    layout, aligned = call_class(A, B, O)
-    return choose(m, B.shape[1], k, device=launch.device_info(ordinal), layout=layout,
+    layout, aligned = call_class(sig)
+    return choose(sig.m, sig.n, sig.k, device=launch.device_info(ordinal), layout=layout,
                   precision=precision, out_dtype=out_dtype, aligned=aligned)
 
 

@@ -56,17 +56,16 @@ def off():
         _mode.reset(token)
 
 
-def tuned(choice: auto.Choice, A, B, O, precision: str, out_dtype: str, ordinal: int,
+def tuned(choice: auto.Choice, sig, precision: str, out_dtype: str, ordinal: int,
           stream: int) -> auto.Choice:
-    """The choice for a device call (arrays.Operand A, B, out O or None) after tuning on first
-    use where it applies: `choice` itself where a table row of the problem made it, tuning is
-    off, or the stream captures a graph."""
+    """The choice for a device call (arrays.Signature) after tuning on first use where it
+    applies: `choice` itself where a table row of the problem made it, tuning is off, or the
+    stream captures a graph."""
     if choice.source == "table" or mode() == "off" or launch.capturing(stream):
         return choice
     device = launch.device_info(ordinal)
-    layout, aligned = auto.call_class(A, B, O)
-    m, k = A.shape
-    n = B.shape[1]
+    layout, aligned = auto.call_class(sig)
+    A, B, m, n, k = sig.A, sig.B, sig.m, sig.n, sig.k
     mine = [p for p in answering(precision)
             if auto.candidates(p, out_dtype, device.arch_int, exactly=True)]
     for p in mine:
