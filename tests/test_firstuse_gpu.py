@@ -1,0 +1,105 @@
+"""gemm()'s tuning on first use on the GPU (select/firstuse.py): a call of a problem no table
+measured times its candidates on its own operands, answers right (judged against float64 with
+the gauge), keeps the row, and later calls and gemm_choice() read it; inside a CUDA graph
+capture nothing is timed and the replays are right; operands written on another stream are
+read after the work queued before the call. Skipped without a GPU (and without torch)."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import cute_gemm
+from cute_gemm.driver import launch
+from cute_gemm.select import autotable, firstuse
+from cute_gemm.check import THRESHOLD, unit
+
+pytestmark = pytest.mark.gpu
+torch = pytest.importorskip("torch")
+
+SEED = int.from_bytes(os.urandom(4), "little")
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "tf32": torch.float32}
+
+
+@pytest.fixture
+def tuning(tmp_path, monkeypatch):
+    """Tuning on, its tuned table in a private folder, no shipped table; picks compiled first."""
+    monkeypatch.setenv("CUTE_GEMM_TUNE", "first_use")
+    monkeypatch.setenv("CUTE_GEMM_FIRST_CALL", "wait")
+    monkeypatch.setenv("CUTE_GEMM_CACHE_DIR", str(tmp_path / "cache"))   # (a new tuned table)
+    monkeypatch.setattr(autotable, "SHIPPED_DIR", tmp_path / "shipped")
+    monkeypatch.setattr(firstuse, "_done", {})
+    cute_gemm.clear_caches()
+    yield tmp_path
+    cute_gemm.clear_caches()
+
+
+def _judge(what, got, a, b, precision, out_dtype=torch.float32):
+    A, B = a.double(), b.double()
+    ref, gauge = A @ B, A.abs() @ B.abs()
+    od = {torch.float32: "float32", torch.bfloat16: "bfloat16"}[out_dtype]
+    ratio = (got.double() - ref).abs() / (unit(precision, od) * gauge)
+    worst = float(torch.nan_to_num(ratio, nan=float("inf")).max())
+    assert worst <= THRESHOLD, f"{what}: gauge ratio {worst:.3g} (seed {SEED})"
+
+
+def _rows(shape, precision):
+    info = launch.device_info()
+    return [r for t in autotable.tables_for(info.name) for r in t.rows
+            if r.shape == shape and r.precision == precision]
+
+
+@pytest.mark.parametrize("precision", list(DTYPES))
+@pytest.mark.parametrize("shape", [(37, 1500, 211), (31, 40, 4988), (1401, 1868, 393)])
+def test_a_tuned_call_is_right_and_its_row_is_kept(tuning, precision, shape):
+    torch.manual_seed(SEED)
+    m, n, k = shape
+    dt = DTYPES[precision]
+    a, b = torch.randn(m, k, device="cuda").to(dt), torch.randn(k, n, device="cuda").to(dt)
+    out = torch.full((m, n), float("nan"), device="cuda")
+    cute_gemm.gemm(a, b, out=out, precision=precision)
+    torch.cuda.synchronize()
+    _judge(f"{shape} {precision} first call", out, a, b, precision)
+    (row,) = _rows(shape, precision)
+    assert len([t for t in row.times.values() if t is not None]) >= 2, row
+    choice = cute_gemm.gemm_choice(m, n, k, precision=precision, aligned=row.aligned)
+    assert choice.source == "table" and choice.key == row.winner, (choice, row.winner)
+    out.fill_(float("nan"))
+    cute_gemm.gemm(a, b, out=out, precision=precision)     # the hot path: the winner again
+    torch.cuda.synchronize()
+    _judge(f"{shape} {precision} second call", out, a, b, precision)
+
+
+def test_the_timed_launches_follow_the_work_queued_before_the_call(tuning):
+    """A's values come from work queued on the call's stream (torch's current one, not the
+    default) just before the call, behind a 10 ms sleep: the timed candidates run in that
+    stream's order, and the answer is of the new A."""
+    torch.manual_seed(SEED)
+    m, n, k = 515, 777, 301
+    side = torch.cuda.Stream()
+    b = torch.randn(k, n, device="cuda")
+    a = torch.empty(m, k, device="cuda")
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(20_000_000)           # ~10 ms on the side stream, then A
+        a.copy_(torch.randn(m, k, device="cuda"))
+        out = cute_gemm.gemm(a, b)              # on side: torch's current stream there
+    torch.cuda.synchronize()
+    _judge("producer stream", out, a, b, "fp32")
+
+
+def test_inside_a_capture_nothing_is_timed_and_replays_are_right(tuning):
+    torch.manual_seed(SEED)
+    m, n, k = 333, 517, 1001
+    a, b = torch.randn(m, k, device="cuda"), torch.randn(k, n, device="cuda")
+    out = torch.empty(m, n, device="cuda")
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        cute_gemm.gemm(a, b, out=out)
+    assert not _rows((m, n, k), "fp32") and not firstuse._done
+    for _ in range(3):
+        a.copy_(torch.randn(m, k, device="cuda"))
+        out.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        _judge("replay", out, a, b, "fp32")
