@@ -103,3 +103,18 @@ def test_a_bad_mode_is_a_named_error(monkeypatch):
     monkeypatch.setenv("CUTE_GEMM_TUNE", "sometimes")
     with pytest.raises(cute_gemm.InputError, match="CUTE_GEMM_TUNE"):
         firstuse.mode()
+
+
+def test_quick_mode_times_what_is_compiled_and_compiles_nothing(events, monkeypatch):
+    """CUTE_GEMM_FIRST_CALL=quick: candidates not compiled are left out (and not begun in the
+    background); the row, cut short, answers this process but is not kept."""
+    monkeypatch.setenv("CUTE_GEMM_FIRST_CALL", "quick")
+    model = auto.choose(M, N, K, device=H100, layout="nn", precision="fp32")
+    events.compiling = frozenset(x.name for x in auto.candidates("fp32", "float32", 90)
+                                 if x.name != model.kernel)
+    a, b, o = _operands()
+    cute_gemm.gemm(a, b, out=o)
+    assert not [e for e in events if e[0] == "behind" and e[1] != model.kernel]
+    assert _row() is None
+    (done,) = firstuse._done.values()
+    assert done.choice.kernel == model.kernel and not done.kept

@@ -6,7 +6,8 @@ and stays the answer where tuning does not run or finds nothing faster.
 
 CUTE_GEMM_TUNE: "first_use" (the default) or "off". Tuning does not run inside a CUDA graph
 capture, on host arrays, or where off; its candidates are those compiled or cached already
-(in "wait" mode, standin.first_call, it compiles them all first); a row is kept on disk only
+(`cute-gemm compile` compiles them all; in "wait" mode, standin.first_call, it compiles them
+first); a row is kept on disk only
 when every candidate was timed within BUDGET_S and the result type is the one `tune` times
 (docs/design/auto.md#first-use).
 """
@@ -106,13 +107,15 @@ def _tune(key, first: auto.Choice | None, A, B, out_dtype: str, device, stream: 
     runs = [(registry.get(kn), precision, auto.Choice(kn, t, split_k=s, reduce=r).pick)
             for kn, t, s, r in map(auto.split_key, keys)]
     wait = standin.first_call() == "wait"
+    T = _as_out(A, B, out_dtype)
     with driver.relaxed():      # (event waits: legal while another thread captures)
-        ready = [trial.ready(x, A, B, _as_out(A, B, out_dtype), p, pick, device.ordinal, start=True)
-                 for x, p, pick in runs]
+        # "wait" compiles every candidate first; "quick" times those at hand and compiles
+        # none (a cold first call must not set every core compiling dozens of kernels)
+        ready = [trial.ready(x, A, B, T, p, pick, device.ordinal, start=wait) for x, p, pick in runs]
         if wait and not all(ready):
             resolve.wait_for_compiles()
-            ready = [trial.ready(x, A, B, _as_out(A, B, out_dtype), p, pick, device.ordinal,
-                                 start=False) for x, p, pick in runs]
+            ready = [trial.ready(x, A, B, T, p, pick, device.ordinal, start=False)
+                     for x, p, pick in runs]
         order = [i for i, r in enumerate(ready) if r]
         times, failed = trial.time_launches([runs[i] for i in order], A, B, out_dtype,
                                             device.ordinal, stream, BUDGET_S)
