@@ -23,10 +23,11 @@ DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "tf32": torch.float32}
 
 @pytest.fixture
 def tuning(tmp_path, monkeypatch):
-    """Tuning on, its tuned table in a private folder, no shipped table; picks compiled first."""
+    """Tuning on, its tuned table a private file, no shipped table; candidates compiled first
+    (the cubin cache stays the run's)."""
     monkeypatch.setenv("CUTE_GEMM_TUNE", "first_use")
     monkeypatch.setenv("CUTE_GEMM_FIRST_CALL", "wait")
-    monkeypatch.setenv("CUTE_GEMM_CACHE_DIR", str(tmp_path / "cache"))   # (a new tuned table)
+    monkeypatch.setattr(autotable, "tuned_path", lambda gpu, version=None: tmp_path / "tuned.json")
     monkeypatch.setattr(autotable, "SHIPPED_DIR", tmp_path / "shipped")
     monkeypatch.setattr(firstuse, "_done", {})
     cute_gemm.clear_caches()

@@ -5,25 +5,18 @@ host_us (host time per call), with Flush (L2 evicted, the GPU held) and warm_up.
 The figures behind the choices: docs/design/auto.md#host-time-in-event-times."""
 from __future__ import annotations
 
-import ctypes
 import math
 import time
 import warnings
 from typing import Callable
 
-from .. import driver, registry
-from ..driver import kernel_args, launch
-from ..plan import resolve
+from .. import driver
+from ..driver import launch
+from ..plan.trial import Spin
 from .schema import BURST
 
 HOLD_US = 150.0     # Flush's spin: longer than the host takes to enqueue a timed call
 WARM_UP_S = 0.5     # GPU work before the first timing of a run (warm_up)
-SPIN = registry.Kernel(
-    name="spin", family="util", source="util/spin.cu", variants=(registry.Variant("spin"),),
-    block=(128, 1, 1), grid=lambda m, n, k, sms=1: (2 * sms, 1, 1),
-    summary="every thread waits a number of SM cycles (Flush's hold)", seed="-")
-
-
 def rotation_sets(bytes_per_set: int, l2_bytes: int, free_bytes: int | None = None, *,
                   max_sets: int = 256) -> int:
     """How many A/B/C sets to cycle through so that together they exceed twice the L2 (at
@@ -31,20 +24,6 @@ def rotation_sets(bytes_per_set: int, l2_bytes: int, free_bytes: int | None = No
     per = max(bytes_per_set, 1)
     n = min(max(2, math.ceil(2 * l2_bytes / per)), max_sets)
     return max(1, n if free_bytes is None else min(n, free_bytes // 2 // per))
-
-
-class Spin:
-    """A launch in which every thread of 2 CTAs an SM waits `us` µs of the device's highest
-    SM clock (longer at a lower one) on the default stream."""
-
-    def __init__(self, ordinal: int, us: float):
-        info = launch.device_info(ordinal)
-        self.fn = resolve.loaded(SPIN, ordinal).function("spin")
-        self.grid = (2 * info.sm_count, 1, 1)
-        self.args = kernel_args.packed(ctypes.c_longlong(int(us * info.clock_khz / 1e3)), (0,))
-
-    def __call__(self) -> None:
-        launch.launch(self.fn, self.grid, SPIN.block, 0, 0, self.args)
 
 
 class Flush:

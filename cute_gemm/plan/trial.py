@@ -1,15 +1,18 @@
 """One call's candidate launches timed on its own operands: what gemm()'s tuning on first use
-measures (select/firstuse.py). Each candidate runs as gemm() would run it (execute.gemm_device:
-relayout copies, split reductions and composed passes included) into one scratch result, on
-the call's stream, so it waits for the work that produces A and B; the time of a launch is
-the mean of back-to-back repeats between two events (a fast candidate's repeats queue ahead
-of the GPU: a launch costs the host ~5 µs)."""
+measures (select/firstuse.py), and the spin that holds the GPU while a timing is enqueued
+(perf/timing.py's Flush uses it too). Each candidate runs as gemm() would run it
+(execute.gemm_device: relayout copies, split reductions and composed passes included) into
+one scratch result, on the call's stream, so it waits for the work queued before the call.
+Its cost is what a caller of one call waits for: the GPU time of its launches on operands
+the L2 does not hold (measured behind a spin, so the host's enqueueing is not in it) plus
+the host time of enqueueing them (three launches of a relayout cost the host three times one)."""
 from __future__ import annotations
 
+import ctypes
 import time
 
 from .. import registry
-from ..driver import launch, pool
+from ..driver import kernel_args, launch, pool
 from ..driver.arrays import Operand
 from ..base.errors import CuteGemmError
 from ..registry.records import Pick
@@ -17,8 +20,27 @@ from .execute import gemm_device
 from .relayout import entry_for, scratch_bytes
 from .resolve import UTIL, launch_entries, layout_launches, loaded
 
-REPEATS = 5         # launches timed per candidate, at most (fewer where one is slow)
-CUT = 1.5           # a candidate whose first timed launch is this much over the best stops there
+SPIN = registry.Kernel(
+    name="spin", family="util", source="util/spin.cu", variants=(registry.Variant("spin"),),
+    block=(128, 1, 1), grid=lambda m, n, k, sms=1: (2 * sms, 1, 1),
+    summary="every thread waits a number of SM cycles (the hold behind a timing)", seed="-")
+HOLD_US = 150.0     # the spin before a candidate's first timing: longer than one call's enqueue
+REPEATS = 5         # launches per timing, at most (about a millisecond of GPU time)
+CUT = 1.5           # a candidate whose first timing is this much over the best stops there
+
+
+class Spin:
+    """A launch in which every thread of 2 CTAs an SM waits `us` µs of the device's highest
+    SM clock (longer at a lower one)."""
+
+    def __init__(self, ordinal: int, us: float):
+        info = launch.device_info(ordinal)
+        self.fn = loaded(SPIN, ordinal).function("spin")
+        self.grid = (2 * info.sm_count, 1, 1)
+        self.args = kernel_args.packed(ctypes.c_longlong(int(us * info.clock_khz / 1e3)), (0,))
+
+    def __call__(self, stream: int = 0) -> None:
+        launch.launch(self.fn, self.grid, SPIN.block, 0, stream, self.args)
 
 
 def ready(k: registry.Kernel, A: Operand, B: Operand, T: Operand, precision: str, pick: Pick,
@@ -42,17 +64,39 @@ def ready(k: registry.Kernel, A: Operand, B: Operand, T: Operand, precision: str
 
 def time_launches(candidates, A: Operand, B: Operand, out_dtype: str, ordinal: int,
                   stream: int, budget_s: float, clock=time.monotonic) -> tuple[dict, dict]:
-    """({index: ms per launch}, {index: why it did not run}) of `candidates`, a sequence of
+    """({index: ms a call costs}, {index: why it did not run}) of `candidates`, a sequence of
     (kernel, precision, pick), each run on A and B into a scratch (M, N) result of
-    `out_dtype`, in order until `budget_s` seconds of host time have passed (the first
-    always; the rest stay out of both). The scratch is freed in stream order."""
+    `out_dtype`, in order until `budget_s` seconds have passed (the first always; the rest
+    stay out of both). A call's cost: its launches' GPU time on a cold L2 plus the host's
+    time to enqueue them. The scratch (the result, and L2-sized for the evictions) is freed
+    in stream order."""
     m, n = A.shape[0], B.shape[1]
     T = Operand("tmp", None, True, 0, (m, n), (n, 1), out_dtype)
     T.ptr = pool.alloc_async(scratch_bytes(T), ordinal, stream)
+    l2 = launch.device_info(ordinal).l2_bytes
+    evict = pool.alloc_async(l2, ordinal, stream)
     times: dict[int, float] = {}
     failed: dict[int, str] = {}
     end = clock() + budget_s
-    e0, e1 = launch.Event(), launch.Event()
+    events = [(launch.Event(), launch.Event()) for _ in range(REPEATS)]
+    spins: dict[int, Spin] = {}
+
+    def held(once, reps: int, hold_us: float) -> tuple[float, float]:
+        """(GPU ms, host ms) of the fastest of `reps` calls, each on an L2 emptied of the
+        operands (as a caller's first touch of them finds it) and enqueued behind a spin."""
+        us = int(hold_us // 50 + 1) * 50
+        spin = spins.get(us) or spins.setdefault(us, Spin(ordinal, us))
+        host = []
+        for e0, e1 in events[:reps]:
+            launch.memset_f32(evict, 0, l2 // 4, stream)
+            spin(stream)
+            e0.record(stream)
+            t = time.perf_counter()
+            once()
+            host.append(time.perf_counter() - t)
+            e1.record(stream)
+        return min(e1.elapsed_ms(e0) for e0, e1 in events[:reps]), min(host) * 1e3
+
     try:
         for i, (k, precision, pick) in enumerate(candidates):
             if i and clock() > end:
@@ -67,20 +111,16 @@ def time_launches(candidates, A: Operand, B: Operand, out_dtype: str, ordinal: i
                     else:
                         fast[1](A.ptr, B.ptr, T.ptr, 1.0, 0.0, stream)
                 best = min(times.values(), default=None)
-                e0.record(stream)
-                once()
-                e1.record(stream)
-                ms = e1.elapsed_ms(e0)
-                reps = 1 if best is not None and ms > CUT * best else REPEATS
-                if reps > 1:
-                    e0.record(stream)
-                    for _ in range(reps):
-                        once()
-                    e1.record(stream)
-                    ms = min(ms, e1.elapsed_ms(e0) / reps)
+                gpu, host = held(once, 1, HOLD_US)
+                ms = gpu + host
+                if best is None or ms <= CUT * best:    # a contender: timed again
+                    reps = max(1, min(REPEATS, int(1.0 / max(gpu, 1e-3))))
+                    gpu2, host2 = held(once, reps, 50.0 + 3e3 * host)
+                    ms = min(ms, min(gpu, gpu2) + min(host, host2))
                 times[i] = ms
             except CuteGemmError as e:
                 failed[i] = str(e).splitlines()[0]
     finally:
         pool.free_async(T.ptr, stream)
+        pool.free_async(evict, stream)
     return times, failed
