@@ -57,18 +57,37 @@ def test_a_tuned_call_is_right_and_its_row_is_kept(tuning, precision, shape):
     m, n, k = shape
     dt = DTYPES[precision]
     a, b = torch.randn(m, k, device="cuda").to(dt), torch.randn(k, n, device="cuda").to(dt)
-    out = torch.full((m, n), float("nan"), device="cuda")
+    # the result type `tune` times (its rows': a bf16 result for bf16), so the row is kept
+    od = dt if precision == "bf16" else torch.float32
+    out = torch.full((m, n), float("nan"), device="cuda", dtype=od)
     cute_gemm.gemm(a, b, out=out, precision=precision)
     torch.cuda.synchronize()
-    _judge(f"{shape} {precision} first call", out, a, b, precision)
+    _judge(f"{shape} {precision} first call", out, a, b, precision, od)
     (row,) = _rows(shape, precision)
     assert len([t for t in row.times.values() if t is not None]) >= 2, row
-    choice = cute_gemm.gemm_choice(m, n, k, precision=precision, aligned=row.aligned)
+    choice = cute_gemm.gemm_choice(m, n, k, precision=precision, aligned=row.aligned,
+                                   out_dtype=str(od).split(".")[-1])
     assert choice.source == "table" and choice.key == row.winner, (choice, row.winner)
     out.fill_(float("nan"))
     cute_gemm.gemm(a, b, out=out, precision=precision)     # the hot path: the winner again
     torch.cuda.synchronize()
-    _judge(f"{shape} {precision} second call", out, a, b, precision)
+    _judge(f"{shape} {precision} second call", out, a, b, precision, od)
+
+
+def test_a_result_type_tune_does_not_time_is_tuned_but_not_kept(tuning):
+    """bf16 operands into a float32 result: tuned for this process (the rows of a table are
+    of bf16 results), right, and no row written."""
+    torch.manual_seed(SEED)
+    m, n, k = 211, 333, 517
+    a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
+    b = torch.randn(k, n, device="cuda").to(torch.bfloat16)
+    out = torch.full((m, n), float("nan"), device="cuda")
+    cute_gemm.gemm(a, b, out=out)
+    torch.cuda.synchronize()
+    _judge("bf16 into float32", out, a, b, "bf16")
+    assert not _rows((m, n, k), "bf16")
+    (done,) = firstuse._done.values()
+    assert done is not None and done.choice.source == "tuned" and not done.kept
 
 
 def test_the_timed_launches_follow_the_work_queued_before_the_call(tuning):
