@@ -118,3 +118,15 @@ def test_quick_mode_times_what_is_compiled_and_compiles_nothing(events, monkeypa
     assert _row() is None
     (done,) = firstuse._done.values()
     assert done.choice.kernel == model.kernel and not done.kept
+
+
+def test_quick_mode_with_nothing_compiled_times_nothing(events, monkeypatch):
+    """A cold first call in quick mode: no candidate at hand, so no scratch, no spin, no
+    event wait; the model's pick (its stand-in meanwhile) answers."""
+    monkeypatch.setenv("CUTE_GEMM_FIRST_CALL", "quick")
+    timed = []
+    monkeypatch.setattr(trial, "time_launches", lambda *a, **k: timed.append(1) or ({}, {}))
+    events.compiling = frozenset(x.name for x in auto.candidates("fp32", "float32", 90))
+    a, b, o = _operands()
+    cute_gemm.gemm(a, b, out=o)
+    assert not timed and list(firstuse._done.values()) == [None] and _row() is None

@@ -117,6 +117,8 @@ def _tune(key, first: auto.Choice | None, A, B, out_dtype: str, device, stream: 
             ready = [trial.ready(x, A, B, T, p, pick, device.ordinal, start=False)
                      for x, p, pick in runs]
         order = [i for i, r in enumerate(ready) if r]
+        if not order:
+            return None
         times, failed = trial.time_launches([runs[i] for i in order], A, B, out_dtype,
                                             device.ordinal, stream, BUDGET_S)
     times = {keys[order[j]]: ms for j, ms in times.items()}
