@@ -13,6 +13,7 @@ import cute_gemm
 from cute_gemm import cli
 from cute_gemm.perf import shapes as R
 from cute_gemm.perf import runner
+from cute_gemm.perf import report
 from cute_gemm.perf.report import format_table, write_outputs
 from cute_gemm.perf.schema import CUBLAS, TIMINGS, BenchResult, Row, load_json
 from cute_gemm.perf.shapes import plan
@@ -284,6 +285,8 @@ def test_random_bench_on_a_simulated_device(monkeypatch, tmp_path):
     for r in res.rows:
         assert r.status == "pass", (r.kernel, r.message)
         assert r.call_ms > 0 and r.burst_ms > 0 and r.median_ms > 0
+        assert r.first_ms > 0       # the check's call: the problem's first (gemm() tunes there)
+    assert "gemm()'s first call of each problem" in report.format_random(res)
     rnd = res.meta["random"]
     assert rnd["seed"] == res.meta["settings"]["seed"] == 5 and rnd["shapes"] == [list(s) for s in drawn]
     assert [x["timing"] for x in rnd["summary"]] == list(TIMINGS)

@@ -159,7 +159,26 @@ def format_random(result: BenchResult) -> str:
     return "\n".join([about, "ratio cuBLAS time / time at the same precision (> 1: faster than "
                       "cuBLAS); timings: " + timings]
                      + ["  " + "".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
-                        for r in [_RANDOM_HEAD] + cells])
+                        for r in [_RANDOM_HEAD] + cells] + _first_calls(result))
+
+
+def _first_calls(result: BenchResult) -> list[str]:
+    """A line on gemm()'s first call of each problem (its tuning on first use in it): per
+    precision, the median and the most; none where no row has one."""
+    by: dict[str, list] = {}
+    for r in result.random_rows():
+        if r.kernel == "auto" and r.first_ms is not None:
+            by.setdefault(r.precision, []).append(r)
+    if not by:
+        return []
+    parts = []
+    for p, rows in by.items():
+        ms = sorted(r.first_ms for r in rows)
+        top = max(rows, key=lambda r: r.first_ms)
+        parts.append(f"{p} median {ms[len(ms) // 2]:.3g} ms, most {top.first_ms:.3g} ms "
+                     f"({_shape(top.shape)} {top.layout})")
+    return ["gemm()'s first call of each problem, its tuning on first use included (host time "
+            "until the GPU is done): " + "; ".join(parts)]
 
 
 def random_markdown(result: BenchResult, plot: str | None = None) -> list[str]:

@@ -75,6 +75,8 @@ class Row:
     power_w: float | None = None     # ... and median power draw (perf/clocks.py; NVML)
     call_ms: float | None = None     # median of timing.call_times (random runs): host included
     burst_ms: float | None = None    # median per call of timing.burst_times (random runs)
+    first_ms: float | None = None    # the check's call, the problem's first (gemm(): its tuning
+                                     # on first use in it), host time until the GPU is done
 
     @property
     def shape(self) -> tuple[int, int, int]:
