@@ -90,13 +90,39 @@ def test_inside_a_capture_nothing_is_timed(events, monkeypatch):
     assert not timed and not [e for e in events if e[0] == "event_sync"]
 
 
-def test_a_row_cut_by_the_budget_is_used_but_not_kept(events, monkeypatch):
-    monkeypatch.setattr(firstuse, "BUDGET_S", 0.0)      # the first candidate only: the model's
+def test_a_row_cut_by_the_budget_is_kept_with_what_was_timed(events, monkeypatch):
+    """The budget spent after the first candidate, the model's pick: the row holds it alone
+    and is kept (a large problem is not timed again in every process)."""
+    monkeypatch.setattr(firstuse, "BUDGET_S", 0.0)
+    model = auto.choose(M, N, K, device=H100, layout="nn", precision="fp32")
     a, b, o = _operands()
     cute_gemm.gemm(a, b, out=o)
-    assert _row() is None
-    (done,) = firstuse._done.values()
-    assert done is not None and not done.kept and done.choice.source == "tuned"
+    row = _row()
+    assert row is not None and list(row.times) == [model.key]
+    assert auto.choose(M, N, K, device=H100, layout="nn", precision="fp32").source == "table"
+
+
+def test_no_room_for_the_scratch_times_nothing_and_the_call_goes_on(events, monkeypatch):
+    """An allocation the device refuses (out of memory): no candidate is timed, nothing is
+    kept, the call runs the model's pick."""
+    from cute_gemm.base.errors import CudaError
+    from cute_gemm.driver import pool
+    real = pool.alloc_async
+    big = []
+
+    def alloc_async(nbytes, ordinal, stream):
+        if nbytes >= H100.l2_bytes:                     # the eviction buffer
+            big.append(nbytes)
+            raise CudaError("cuMemAllocFromPoolAsync: out of memory")
+        return real(nbytes, ordinal, stream)
+    monkeypatch.setattr(pool, "alloc_async", alloc_async)
+    a, b, o = _operands()
+    cute_gemm.gemm(a, b, out=o)
+    allocs = [e[1] for e in events if e[0] == "alloc"]
+    frees = [e[1] for e in events if e[0] == "free"]
+    assert big and sorted(allocs) == sorted(frees)          # the result's scratch freed too
+    assert _row() is None and list(firstuse._done.values()) == [None]
+    assert stub_driver.launches(events, "gemm")             # the call itself ran
 
 
 def test_a_bad_mode_is_a_named_error(monkeypatch):

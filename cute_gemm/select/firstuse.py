@@ -7,9 +7,8 @@ and stays the answer where tuning does not run or finds nothing faster.
 CUTE_GEMM_TUNE: "first_use" (the default) or "off". Tuning does not run inside a CUDA graph
 capture, on host arrays, or where off; its candidates are those compiled or cached already
 (`cute-gemm compile` compiles them all; in "wait" mode, standin.first_call, it compiles them
-first); a row is kept on disk only
-when every candidate was timed within BUDGET_S and the result type is the one `tune` times
-(docs/design/auto.md#first-use).
+first), in order until BUDGET_S; a row is kept on disk where every candidate was at hand and
+the result type is the one `tune` times (docs/design/auto.md#first-use).
 """
 from __future__ import annotations
 
@@ -127,7 +126,10 @@ def _tune(key, first: auto.Choice | None, A, B, out_dtype: str, device, stream: 
         return None
     row = Measured(m, n, k, layout, aligned, precision,
                    {c: times.get(c) for c in keys if c in times or c in notes}, notes)
-    kept = len(row.times) == len(keys) and out_dtype == PRECISION[precision].timed_out and _keep(row, device)
+    # kept where every candidate could run (a row cut by the budget is kept: its winner is
+    # the best of the likeliest, and a large problem would otherwise be timed in every
+    # process), not where some were not compiled yet (they may win once they are)
+    kept = all(ready) and out_dtype == PRECISION[precision].timed_out and _keep(row, device)
     best, ms = row.ranked()[0]
     kn, t, s, r = auto.split_key(best)
     rest = row.ranked()[1:2]
