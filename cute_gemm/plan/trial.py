@@ -14,7 +14,7 @@ import time
 from .. import registry
 from ..driver import kernel_args, launch, pool
 from ..driver.arrays import Operand
-from ..base.errors import CudaError, CuteGemmError
+from ..base.errors import CuteGemmError
 from ..registry.records import Pick
 from .execute import gemm_device
 from .relayout import entry_for, scratch_bytes
@@ -69,7 +69,7 @@ def time_launches(candidates, A: Operand, B: Operand, out_dtype: str, ordinal: i
     `out_dtype`, in order until `budget_s` seconds have passed (the first always; the rest
     stay out of both). A call's cost: its launches' GPU time on a cold L2 plus the host's
     time to enqueue them. The scratch (the result, and L2-sized for the evictions) is freed
-    in stream order; where it cannot be had, nothing is timed."""
+    in stream order; where it (or the spin) cannot be had, nothing is timed."""
     m, n = A.shape[0], B.shape[1]
     T = Operand("tmp", None, True, 0, (m, n), (n, 1), out_dtype)
     l2 = launch.device_info(ordinal).l2_bytes
@@ -79,14 +79,14 @@ def time_launches(candidates, A: Operand, B: Operand, out_dtype: str, ordinal: i
         owned.append(T.ptr)
         evict = pool.alloc_async(l2, ordinal, stream)
         owned.append(evict)
-    except CudaError:           # no room for the scratch: nothing timed, the call goes on
+        spins = {int(HOLD_US): Spin(ordinal, HOLD_US)}    # (compiled, if need be, before the clock)
+    except CuteGemmError:       # no room for the scratch, no spin: nothing timed, the call goes on
         for ptr in owned:
             pool.free_async(ptr, stream)
         return {}, {}
     times: dict[int, float] = {}
     failed: dict[int, str] = {}
     events = [(launch.Event(), launch.Event()) for _ in range(REPEATS)]
-    spins = {int(HOLD_US): Spin(ordinal, HOLD_US)}    # (compiled, if need be, before the clock)
     end = clock() + budget_s
 
     def held(once, reps: int, hold_us: float) -> tuple[float, float]:
