@@ -219,6 +219,8 @@ def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
     """What gemm() would run for an M x N x K problem, and why, without running it.
 
     gemm()'s selector (tune tables, then the heuristic) for fresh operands; with `device`, no GPU.
+    A problem gemm() has tuned on first use answers from the row it kept; before that, this is
+    the model's pick, the first candidate that tuning times.
 
     Args:
         m: Rows of A and of the result (int >= 0).
