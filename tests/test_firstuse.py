@@ -156,3 +156,20 @@ def test_quick_mode_with_nothing_compiled_times_nothing(events, monkeypatch):
     a, b, o = _operands()
     cute_gemm.gemm(a, b, out=o)
     assert not timed and list(firstuse._done.values()) == [None] and _row() is None
+
+
+def test_a_contract_answered_by_one_other_arithmetic_runs_in_it(events, monkeypatch):
+    """fp32_3xtf32 on an sm_80 GPU (no 3xTF32 kernel there): only fp32 answers; its tuned
+    choice, not kept (quick mode, a candidate missing), runs the fp32 entry points."""
+    a100 = launch.DeviceInfo(0, "NVIDIA A100-SXM4-80GB", (8, 0), 108, 1_410_000, 166912,
+                             167936, 40 << 20, 13000)
+    monkeypatch.setattr(launch, "device_info", lambda ordinal=None: a100)
+    monkeypatch.setenv("CUTE_GEMM_FIRST_CALL", "quick")
+    fp32 = auto.candidates("fp32", "float32", 80, exactly=True)
+    events.compiling = frozenset({fp32[-1].name})       # one not at hand: the row is not kept
+    a, b, o = _operands()
+    cute_gemm.gemm(a, b, out=o, precision="fp32_3xtf32")
+    (done,) = firstuse._done.values()
+    assert done is not None and not done.kept and done.choice.kernel in {x.name for x in fp32}
+    entries = _gemm_entries(events)
+    assert entries and all("3xtf32" not in e for e in entries), entries

@@ -16,6 +16,7 @@ import contextlib
 import contextvars
 import os
 import threading
+from dataclasses import replace
 
 from . import auto, autotable, standin
 from .. import driver, registry
@@ -77,7 +78,8 @@ def tuned(choice: auto.Choice, sig, precision: str, out_dtype: str, ordinal: int
                 first = choice if (choice.precision or precision) == p else None
                 _done[key] = _tune(key, first, A, B, out_dtype, device, stream)
     if len(mine) == 1 and _done[key] is not None and not _done[key].kept:
-        return _done[key].choice
+        c = _done[key].choice           # (in another arithmetic that keeps the contract: say so)
+        return c if mine[0] == precision else replace(c, precision=mine[0])
     # rows kept on disk (or a contract's several): the selector reads them as a table's
     return auto.choose(m, n, k, device=device, layout=layout, precision=precision,
                        out_dtype=out_dtype, aligned=aligned)
