@@ -289,39 +289,36 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
     sig = validate(a, b, c, out, alpha, beta, s)
     A, B, C, O, m, n, kk = sig.A, sig.B, sig.C, sig.O, sig.m, sig.n, sig.k
     prec, out_dtype = call_precision(A, B, C, O, precision, k)
-    stand_in = ordinal = None
-    waited = False
+    stand_in = ordinal = choice = None
     if k is None:     # "auto": the selector's pick, a function of what the signature holds
         if m and n and kk and alpha != 0:       # (products: a device to pick for; one GPU: 0)
             ordinal = (0 if _count == _ONE else _device_ordinal(A) if A.device
                        else driver.current_ordinal())
         choice = auto.pick(sig, prec, out_dtype, ordinal)
-        if ordinal is not None and A.device and choice.source != "table":
+    else:
+        check_precision(k, prec, out_dtype)
+    picked_on = ordinal                 # (None: no products, nothing to tune or stand in for)
+    if A.device:
+        ordinal = (0 if _count == _ONE else _device_ordinal(A)) if ordinal is None else ordinal
+        driver.ensure_context(ordinal)
+        if sig.producers:
+            _wait_producers(s, sig.producers, ordinal)
+        if picked_on is not None and choice.source != "table":
             # a problem no table measured: its candidates timed once on these operands,
             # after the work that produces them
-            driver.ensure_context(ordinal)
-            if sig.producers:
-                _wait_producers(s, sig.producers, ordinal)
-            waited = True
             choice = firstuse.tuned(choice, sig, prec, out_dtype, ordinal, s)
+    if choice is not None:
         # the pick: how it runs (transposed, split along K) and, where another arithmetic
         # keeps the precision's promise, in which; the pick computes it (auto.candidates)
         k, pick, prec = registry.get(choice.kernel), choice.pick, choice.precision or prec
-        if ordinal is not None:     # what runs while the pick compiles, if it must
+        if picked_on is not None:   # what runs while the pick compiles, if it must
             stand_in = standin.stand_in(k, prec, out_dtype, launch.device_info(ordinal).arch_int)
-    else:
-        check_precision(k, prec, out_dtype)
     alpha, beta = float(alpha), float(beta)
     if C is None:
         beta = 0.0
     if not A.device:
         return _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec, out_dtype, pick,
                          stand_in)
-    if ordinal is None:
-        ordinal = 0 if _count == _ONE else _device_ordinal(A)
-    driver.ensure_context(ordinal)
-    if sig.producers and not waited:
-        _wait_producers(s, sig.producers, ordinal)
     if O is None:
         if not hotpath.allocates_in_capture(A.obj) and launch.capturing(s):
             raise CaptureError("a new result array cannot be allocated while the stream "

@@ -77,6 +77,19 @@ def _composed_start(k, ordinal: int) -> None:
         loaded(x, ordinal).ready(group)
 
 
+def at_hand(k, A: Operand, B: Operand, T: Operand, precision: str, pick: Pick, ordinal: int,
+            start: bool) -> bool:
+    """Whether `k`'s launches of this call as `pick` run without compiling (their entry
+    points held, or cached in memory or on disk: Loaded.ready; a composed kernel's passes and
+    GEMM alike); with `start`, those that are not begin compiling in the background."""
+    if k.gemm_of is not None:
+        launches = _composed_launches(k.name)
+    else:
+        _, variant, _ = entry_for(k, loaded(k, ordinal), A, B, T, precision, pick)
+        launches = ((k, launch_entries(k, variant, reduce=pick.reduce and pick.split_k > 0)),)
+    return all([loaded(x, ordinal).ready(group, start=start) for x, group in launches])
+
+
 @functools.lru_cache(maxsize=None)
 def _composed_launches(name: str) -> tuple:
     """(kernel, entry set) of each launch a call of composed kernel `name` makes, as

@@ -16,9 +16,9 @@ from ..driver import kernel_args, launch, pool
 from ..driver.arrays import Operand
 from ..base.errors import CuteGemmError
 from ..registry.records import Pick
-from .execute import gemm_device
-from .relayout import entry_for, scratch_bytes
-from .resolve import UTIL, launch_entries, layout_launches, loaded
+from .execute import at_hand, gemm_device
+from .relayout import scratch_bytes
+from .resolve import loaded
 
 SPIN = registry.Kernel(
     name="spin", family="util", source="util/spin.cu", variants=(registry.Variant("spin"),),
@@ -45,21 +45,16 @@ class Spin:
 
 def ready(k: registry.Kernel, A: Operand, B: Operand, T: Operand, precision: str, pick: Pick,
           ordinal: int, start: bool) -> bool:
-    """Whether `k`'s launches of this call as `pick` run without compiling (their entry
-    points held, or cached in memory or on disk); with `start`, those that are not begin
-    compiling in the background (resolve.Loaded.ready). False where it cannot run it."""
+    """execute.at_hand, False where the call cannot run on `k` at all (its named error)."""
     try:
-        if k.gemm_of is not None:      # a composed kernel: its passes' and its GEMM's launches
-            named = {x.name: x for x in (k, k.gemm_of.kernel, UTIL)}
-            launches = [(named[n], g) for n, groups in layout_launches(k, "nn").items()
-                        for g in groups]
-        else:
-            lk = loaded(k, ordinal)
-            _, variant, _ = entry_for(k, lk, A, B, T, precision, pick)
-            launches = [(k, launch_entries(k, variant, reduce=pick.reduce and pick.split_k > 0))]
-        return all([loaded(x, ordinal).ready(g, start=start) for x, g in launches])
+        return at_hand(k, A, B, T, precision, pick, ordinal, start)
     except CuteGemmError:
         return False
+
+
+def result_operand(A: Operand, B: Operand, out_dtype: str) -> Operand:
+    """A row-major (M, N) result of `out_dtype`, not yet allocated: what the candidates write."""
+    return Operand("tmp", None, True, 0, (A.shape[0], B.shape[1]), (B.shape[1], 1), out_dtype)
 
 
 def time_launches(candidates, A: Operand, B: Operand, out_dtype: str, ordinal: int,
@@ -70,8 +65,7 @@ def time_launches(candidates, A: Operand, B: Operand, out_dtype: str, ordinal: i
     stay out of both). A call's cost: its launches' GPU time on a cold L2 plus the host's
     time to enqueue them. The scratch (the result, and L2-sized for the evictions) is freed
     in stream order; where it (or the spin) cannot be had, nothing is timed."""
-    m, n = A.shape[0], B.shape[1]
-    T = Operand("tmp", None, True, 0, (m, n), (n, 1), out_dtype)
+    T = result_operand(A, B, out_dtype)
     l2 = launch.device_info(ordinal).l2_bytes
     owned: list[int] = []
     try:

@@ -24,7 +24,6 @@ from ..base.errors import InputError
 from ..base.precisions import PRECISION
 from ..base.version import __version__
 from ..driver import launch
-from ..driver.arrays import Operand
 from ..plan import resolve, trial
 from .autotable import Measured, Table
 from .contract import answering
@@ -108,7 +107,7 @@ def _tune(key, first: auto.Choice | None, A, B, out_dtype: str, device, stream: 
     runs = [(registry.get(kn), precision, auto.Choice(kn, t, split_k=s, reduce=r).pick)
             for kn, t, s, r in map(auto.split_key, keys)]
     wait = standin.first_call() == "wait"
-    T = _as_out(A, B, out_dtype)
+    T = trial.result_operand(A, B, out_dtype)
     with driver.relaxed():      # (event waits: legal while another thread captures)
         # "wait" compiles every candidate first; "quick" times those at hand and compiles
         # none (a cold first call must not set every core compiling dozens of kernels)
@@ -138,12 +137,6 @@ def _tune(key, first: auto.Choice | None, A, B, out_dtype: str, device, stream: 
     why = (f"timed on first use: {best} {ms:.4g} ms of {len(times)} candidates"
            + (f", then {rest[0][0]} {rest[0][1]:.4g} ms" if rest else ""))
     return _Tuned(auto.Choice(kn, t, "tuned", why, s, r, ms=ms), kept)
-
-
-def _as_out(A, B, out_dtype: str) -> Operand:
-    """A result operand of the call's shape, row-major (what time_launches writes): for the
-    entry point a candidate would take."""
-    return Operand("tmp", None, True, 0, (A.shape[0], B.shape[1]), (B.shape[1], 1), out_dtype)
 
 
 def _keep(row: Measured, device) -> bool:
