@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import operator
 import sys
+from dataclasses import replace
 
 import numpy as np
 
 from . import driver, registry
 from .build import cache
-from .driver import launch
+from .driver import batching, launch
 from .plan import hotpath
-from .select import auto, autotable, firstuse, standin
+from .select import auto, autotable, batched, firstuse, standin
 from .driver.arrays import (SUPPORTED_DTYPES, ArrayLike, DeviceArray, DTypeName, Operand,
                             Signature, StreamLike, call_precision, framework_stream, narrow, parse,
                             widen)
@@ -56,12 +57,16 @@ def validate(a, b, c, out, alpha, beta, stream: int | None = None) -> Signature:
     A, B = parse("a", a, stream), parse("b", b, stream)
     (m, k1), (k2, n) = A.shape, B.shape
     if k1 != k2:
-        raise ShapeError(f"inner dimensions differ: a is {A.shape}, b is {B.shape} ({k1} != {k2})")
+        raise ShapeError(f"inner dimensions differ: a is {A.lead + A.shape}, b is "
+                         f"{B.lead + B.shape} ({k1} != {k2})")
     C = parse("c", c, stream) if c is not None else None
     O = parse("out", out, stream) if out is not None else None
     for op in (C, O):
         if op is not None and op.shape != (m, n):
             raise ShapeError(f"{op.name} must have shape {(m, n)} (a @ b), got {op.shape}")
+    shape = made = None
+    if any(x is not None and x.lead for x in (A, B, C, O)):
+        A, B, C, O, shape, made = batching.plan(A, B, C, O)
     if O is not None and O.readonly:
         raise InputError("out is read-only")
     if O is not None and O.self_overlapping():
@@ -75,7 +80,7 @@ def validate(a, b, c, out, alpha, beta, stream: int | None = None) -> Signature:
     if any(x.device != A.device for x in ops):
         where = ", ".join(f"{x.name}={'device' if x.device else 'host'}" for x in ops)
         raise InputError(f"mixing host and device arrays is not supported ({where})")
-    return Signature(A, B, C, O, stream)
+    return Signature(A, B, C, O, stream, shape, made)
 
 
 def _empty_like_lib(proto, shape, ordinal, dtype: str = "float32"):
@@ -289,21 +294,27 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
     sig = validate(a, b, c, out, alpha, beta, s)
     A, B, C, O, m, n, kk = sig.A, sig.B, sig.C, sig.O, sig.m, sig.n, sig.k
     prec, out_dtype = call_precision(A, B, C, O, precision, k)
+    batch = sig.batch != (1, 1)
     stand_in = ordinal = choice = None
     if k is None:     # "auto": the selector's pick, a function of what the signature holds
         if m and n and kk and alpha != 0:       # (products: a device to pick for; one GPU: 0)
             ordinal = (0 if _count == _ONE else _device_ordinal(A) if A.device
                        else driver.current_ordinal())
-        choice = auto.pick(sig, prec, out_dtype, ordinal)
+        choice = (batched.pick if batch else auto.pick)(sig, prec, out_dtype, ordinal)
     else:
         check_precision(k, prec, out_dtype)
+        if batch and not k.batched:
+            raise ShapeError(f"kernel {k.name!r} computes one 2-D product; a batch of "
+                             f"{sig.shape[:-2]} runs on {', '.join(batched_kernels())}")
+    if sig.shape is not None and not A.device:
+        return _run_host_batch(k, pick, sig, alpha, beta, s, precision, out_dtype)
     picked_on = ordinal                 # (None: no products, nothing to tune or stand in for)
     if A.device:
         ordinal = (0 if _count == _ONE else _device_ordinal(A)) if ordinal is None else ordinal
         driver.ensure_context(ordinal)
         if sig.producers:
             _wait_producers(s, sig.producers, ordinal)
-        if picked_on is not None and choice.source != "table":
+        if picked_on is not None and choice.source != "table" and not batch:
             # a problem no table measured: its candidates timed once on these operands,
             # after the work that produces them
             choice = firstuse.tuned(choice, sig, prec, out_dtype, ordinal, s)
@@ -323,17 +334,56 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
         if not hotpath.allocates_in_capture(A.obj) and launch.capturing(s):
             raise CaptureError("a new result array cannot be allocated while the stream "
                                "captures a CUDA graph: pass out=")
-        result = _empty_like_lib(A.obj, (m, n), ordinal, out_dtype)
-        O = parse("out", result)
+        if sig.shape is None:
+            result = _empty_like_lib(A.obj, (m, n), ordinal, out_dtype)
+            O = parse("out", result)
+        else:       # N-D: the layout batching.plan gave the result
+            result = _empty_like_lib(A.obj, sig.shape, ordinal, out_dtype)
+            shape, strides, bcount, bstrides = sig.made
+            O = replace(parse("out", result), shape=shape, strides=strides, lead=(),
+                        lead_strides=(), bcount=bcount, bstrides=bstrides)
     else:
         new, result = None, O.obj
-    if m and n:
+    if m and n and 0 not in O.bcount:
         fast = gemm_device(k, A, B, C, O, alpha, beta, s, ordinal, prec, pick, stand_in,
                            sig if O is sig.O else None)
         if fast is not None and hot is not None:     # hot: one device, so ordinal 0
             hotpath.remember(hot, fast, sig)
         elif fast is not None and new is not None:
             hotpath.remember_new(new, fast, A, B, result)
+    return result
+
+
+def batched_kernels() -> list[str]:
+    """The registered kernels that walk a batch of problems in one launch (Kernel.batched)."""
+    return [x.name for x in registry.kernels() if x.batched]
+
+
+def _run_host_batch(k, pick, sig, alpha, beta, s, precision, out_dtype):
+    """A call on N-D numpy operands: each copied to the device as it is (broadcast modes
+    stay of extent 1), run there, the result copied back into out or a new array."""
+    A, B, C, O = sig.A, sig.B, sig.C, sig.O
+    d = DTYPE[out_dtype]
+    result = O.obj if O is not None else np.empty(sig.shape, dtype=(
+        np.dtype(d.storage) if d.numpy else A.host.dtype if A.dtype == out_dtype
+        else np.dtype(getattr(sys.modules["ml_dtypes"], d.name))))
+    if result.size == 0:
+        return result
+    ordinal = driver.current_ordinal()
+    driver.ensure_context(ordinal)
+    if launch.capturing(s):
+        raise CaptureError("numpy operands need copies to and from the host and a wait for "
+                           "them, which a CUDA graph capture cannot hold: pass device arrays")
+    owned = [DeviceArray.from_host(x.obj, ordinal, s) for x in (A, B, C) if x is not None]
+    try:
+        dev = _run(k, pick, owned[0], owned[1], owned[2] if C is not None else None, alpha,
+                   beta if C is not None else 0.0, None, s, precision)
+        owned.append(dev)
+        got = dev.to_host(s)
+        result.view(np.dtype(d.storage))[...] = narrow(got, out_dtype)
+    finally:
+        for x in owned:
+            x.close()
     return result
 
 

@@ -210,7 +210,7 @@ def test_a_repeat_call_on_copies_reuses_its_launch_with_fresh_temporaries(monkey
     events = stub_driver.install(monkeypatch)
     seen = []
     real = relayout.resolve
-    monkeypatch.setattr(relayout, "resolve", lambda *x: seen.append(1) or real(*x))
+    monkeypatch.setattr(relayout, "resolve", lambda *x, **kw: seen.append(1) or real(*x, **kw))
     b = Dev((13, 24), 0x20000, strides=(48, 2), typestr="<f2")
     out = Dev((37, 24), 0x30000)
 

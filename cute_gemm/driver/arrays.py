@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from . import launch
+from .batching import matrix_shape
 from ..base import precisions
 from ..base.errors import DTypeError, InputError, NotAnArrayError, ShapeError
 from ..base.precisions import (DEFAULT_PRECISION, DTYPE, ITEMSIZE, PRECISION, PRECISION_DTYPE,
@@ -41,6 +42,10 @@ class Operand:
     readonly: bool = False
     host: np.ndarray | None = None
     stream: int | None = None      # CUDA Array Interface v3: the producer's stream, if any
+    lead: tuple[int, ...] = ()     # an N-D operand's leading extents (batching.py) ...
+    lead_strides: tuple[int, ...] = ()   # ... and their strides, in elements
+    bcount: tuple[int, int] = (1, 1)     # one operand of a batch of (outer, inner) problems ...
+    bstrides: tuple[int, int] = (0, 0)   # ... stepping by these strides (batching.flatten)
 
     @property
     def itemsize(self) -> int:
@@ -50,17 +55,20 @@ class Operand:
     def T(self) -> "Operand":
         """The transposed view of the same elements."""
         return replace(self, shape=self.shape[::-1], strides=self.strides[::-1],
-                       host=None if self.host is None else self.host.T)
+                       host=None if self.host is None else np.swapaxes(self.host, -1, -2))
 
     def span(self) -> tuple[int, int]:
-        """[first, last + 1) byte addresses of its elements ((0, 0) if empty)."""
-        (r, c), (sr, sc) = self.shape, self.strides
-        if r == 0 or c == 0:
+        """[first, last + 1) byte addresses of its elements, every problem of its batch
+        ((0, 0) if empty)."""
+        lo, hi = extent(self.modes())
+        if hi == 0:
             return 0, 0
-        lo = min(0, (r - 1) * sr) + min(0, (c - 1) * sc)
-        hi = max(0, (r - 1) * sr) + max(0, (c - 1) * sc) + 1
         e = ITEMSIZE[self.dtype]
         return self.ptr + e * lo, self.ptr + e * hi
+
+    def modes(self) -> tuple[tuple[int, int], ...]:
+        """(extent, stride) of each of its modes: the matrix's, then the batch's."""
+        return tuple(zip(self.shape + self.bcount, self.strides + self.bstrides))
 
     def overlaps(self, other: "Operand") -> bool:
         """True if their byte ranges intersect (interleaved views sharing no element too)."""
@@ -70,12 +78,24 @@ class Operand:
     def same_view(self, other: "Operand") -> bool:
         """Every element at the same address in both: an exact in-place alias."""
         return (self.ptr == other.ptr and self.shape == other.shape
+                and self.bcount == other.bcount and (self.bstrides == other.bstrides
+                                                     or self.bcount == (1, 1))
                 and (self.strides == other.strides or self.shape[0] * self.shape[1] <= 1
                      or all(s1 == s2 for n, s1, s2 in zip(self.shape, self.strides, other.strides) if n > 1)))
 
     def self_overlapping(self) -> bool:
         """True if two elements share an address: i*s0 + j*s1 == 0 has a solution with
         0 < |i| < rows or 0 < |j| < cols; its smallest is (s1/g, s0/g), g = gcd."""
+        if self.bcount != (1, 1) and self.shape[0] * self.shape[1]:
+            # a batch: distinct addresses where the modes nest (each stride past the span
+            # of the smaller ones); any other batch counts as overlapping
+            ms = sorted((abs(s), x) for x, s in self.modes() if x > 1)
+            reach = 0
+            for s, x in ms:
+                if s <= reach:
+                    return True
+                reach += (x - 1) * s
+            return False
         (r, c), (sr, sc) = self.shape, (abs(self.strides[0]), abs(self.strides[1]))
         if r > 1 and c > 1:
             if sr == 0 or sc == 0:
@@ -87,6 +107,15 @@ class Operand:
     def major(self, row: str, col: str) -> str | None:
         """row if the rows are contiguous, col if the columns are, else None (fits())."""
         return {"k": row, "m": col}.get(fits({"a": self})["a"][0])
+
+
+def extent(modes) -> tuple[int, int]:
+    """[lowest, highest + 1) element offsets of a strided layout of (extent, stride) modes;
+    (0, 0) where an extent is 0."""
+    if any(x == 0 for x, _ in modes):
+        return 0, 0
+    return (sum(min(0, (x - 1) * s) for x, s in modes),
+            sum(max(0, (x - 1) * s) for x, s in modes) + 1)
 
 
 MAJORS = {"a": ("k", "m"), "b": ("n", "k"), "c": ("n", "m")}   # role -> (row-, column-major)
@@ -143,11 +172,18 @@ def call_precision(A: Operand, B: Operand, C: Operand | None, O: Operand | None,
 class Signature:
     """A call's operands parsed once (api.validate), and what the steps after it read of them:
     A, B, C, O (out; C, O may be None), M, N, K, the stream, `fits` (of A, B, out as "c"),
-    `spans` (role "a", "b", "c", "out" -> Operand.span(), inlined), `producers` (CAI v3)."""
-    __slots__ = ("A", "B", "C", "O", "m", "n", "k", "stream", "fits", "spans", "producers")
+    `spans` (role "a", "b", "c", "out" -> Operand.span(), inlined), `producers` (CAI v3);
+    for N-D operands, `shape`, the result's (the batch's extents, M, N; None: 2-D), and
+    `batch`, the (outer, inner) problems its launches walk ((1, 1): one, or a batch folded
+    into one taller problem, batching.fold)."""
+    __slots__ = ("A", "B", "C", "O", "m", "n", "k", "stream", "fits", "spans", "producers",
+                 "shape", "batch", "made")
 
-    def __init__(self, A: Operand, B: Operand, C: Operand | None, O: Operand | None, stream: int):
+    def __init__(self, A: Operand, B: Operand, C: Operand | None, O: Operand | None, stream: int,
+                 shape: tuple[int, ...] | None = None, made: tuple | None = None):
         self.A, self.B, self.C, self.O, self.stream = A, B, C, O, stream
+        # made: the layout of the result run() allocates for N-D operands (batching.plan)
+        self.shape, self.batch, self.made = shape, A.bcount, made
         (self.m, self.k), self.n = A.shape, B.shape[1]
         self.fits = fits({"a": A, "b": B} if O is None else {"a": A, "b": B, "c": O})
         self.spans, self.producers = {}, set()
@@ -156,6 +192,9 @@ class Signature:
                 continue
             if op.stream is not None:
                 self.producers.add(op.stream)
+            if op.bcount != (1, 1):
+                self.spans[role] = op.span()
+                continue
             (r, c), (sr, sc), e = op.shape, op.strides, ITEMSIZE[op.dtype]
             self.spans[role] = (0, 0) if r == 0 or c == 0 else (
                 op.ptr + e * (min(0, (r - 1) * sr) + min(0, (c - 1) * sc)),
@@ -172,31 +211,39 @@ def host_dtype(dt: np.dtype) -> str | None:
     return d.name if d is not None and dt.itemsize == d.itemsize and dt.isnative else None
 
 
-def _check_2d(name: str, shape) -> tuple[int, int]:
-    if len(shape) != 2:
-        raise ShapeError(f"{name} must be 2-D (got ndim={len(shape)}, shape={tuple(shape)})")
-    r, c = int(shape[0]), int(shape[1])
-    if r < 0 or c < 0:
-        raise ShapeError(f"{name} has a negative extent (shape={tuple(shape)})")
-    return r, c
+def _operand(name, obj, device, ptr, shape, strides, dtype, readonly=False, host=None,
+             stream=None) -> Operand:
+    """An Operand of any number of modes (>= 2; batching.matrix_shape): the last two are the
+    matrix, those before it the operand's batch."""
+    lead, r, c = matrix_shape(name, shape)
+    strides = tuple(int(x) for x in strides)
+    return Operand(name, obj, device, ptr, (r, c), strides[-2:], dtype, readonly, host, stream,
+                   lead, strides[:-2])
+
+
+def _row_major(shape) -> tuple[int, ...]:
+    out, step = [], 1
+    for x in reversed(tuple(shape)):
+        out.append(step)
+        step *= max(int(x), 1)
+    return tuple(reversed(out))
 
 
 def parse(name: str, obj, stream: int | None = None) -> Operand:
     """Describe one operand; raise NotAnArrayError / ShapeError / DTypeError / InputError on
     bad input. stream: the consumer stream, handed to DLPack producers (__dlpack__(stream=))."""
     if isinstance(obj, np.ndarray):
-        shape = _check_2d(name, obj.shape)
+        matrix_shape(name, obj.shape)
         dtype = host_dtype(obj.dtype)
         if dtype is None:
             raise _unsupported(name, obj.dtype)
         isz = obj.itemsize
         if any(s % isz for s in obj.strides):
             raise ShapeError(f"{name} has strides {obj.strides} that are not a multiple of its itemsize")
-        return Operand(name, obj, False, 0, shape, tuple(s // isz for s in obj.strides), dtype,
-                       not obj.flags.writeable, obj)
+        return _operand(name, obj, False, 0, obj.shape, tuple(s // isz for s in obj.strides),
+                        dtype, not obj.flags.writeable, obj)
     if isinstance(obj, DeviceArray):   # its bfloat16 has no __cuda_array_interface__
-        return _nonnull(Operand(name, obj, True, obj.ptr, _check_2d(name, obj.shape), obj.strides,
-                                obj.dtype_name))
+        return _nonnull(_operand(name, obj, True, obj.ptr, obj.shape, obj.strides, obj.dtype_name))
     if getattr(obj, "requires_grad", False) and callable(getattr(obj, "detach", None)):
         # an autograd tensor is read as its data, as torch.mm reads it; writing into one
         # behind autograd's back is refused, as torch refuses out= that requires grad
@@ -213,9 +260,8 @@ def parse(name: str, obj, stream: int | None = None) -> Operand:
         try:    # run()'s path for device arrays: helpers only to raise their errors
             
             shape = cai["shape"]
-            r, c = (int(shape[0]), int(shape[1])) if len(shape) == 2 else (-1, -1)
-            if r < 0 or c < 0:
-                _check_2d(name, shape)
+            if len(shape) != 2 or shape[0] < 0 or shape[1] < 0:
+                matrix_shape(name, shape)
             typestr = cai["typestr"]
             dtype = _CAI_DTYPE.get(typestr) or _opaque_as_named(typestr, obj)
             if dtype not in SUPPORTED_DTYPES:
@@ -224,15 +270,16 @@ def parse(name: str, obj, stream: int | None = None) -> Operand:
                 raise InputError(f"{name} is a masked array (__cuda_array_interface__ mask): not supported")
             ptr, ro = cai["data"]
             st, e = cai.get("strides"), ITEMSIZE[dtype]
-            strides = (c, 1)
+            strides = _row_major(shape)
             if st is not None:
-                s0, s1 = int(st[0]), int(st[1])
-                if s0 % e or s1 % e or (len(st) > 2 and any(s % e for s in st[2:])):
+                if len(st) != len(shape) or any(int(x) % e for x in st):
                     raise ShapeError(f"{name} has strides {tuple(st)} (bytes) that are not a multiple of {e}")
-                strides = (s0 // e, s1 // e)
+                strides = tuple(int(x) // e for x in st)
             sv = cai.get("stream")   # v3: 1 legacy default, 2 per-thread default, else a handle
-            op = Operand(name, obj, True, int(ptr or 0), (r, c), strides, dtype, bool(ro), stream=None if sv is None else int(sv))
-            return _nonnull(op) if r * c > 0 and (op.ptr == 0 or op.ptr % e) else op
+            op = _operand(name, obj, True, int(ptr or 0), shape, strides, dtype, bool(ro),
+                          stream=None if sv is None else int(sv))
+            empty = 0 in op.shape or 0 in op.lead
+            return _nonnull(op) if not empty and (op.ptr == 0 or op.ptr % e) else op
         except (KeyError, TypeError, ValueError, IndexError) as e:
             if isinstance(e, InputError):
                 raise
@@ -247,13 +294,13 @@ def parse(name: str, obj, stream: int | None = None) -> Operand:
         # cuda.core's view; the producer orders its pending writes before `stream`'s later work
         from cuda.core.utils import StridedMemoryView
         v = StridedMemoryView.from_dlpack(obj, stream_ptr=-1 if stream is None else launch.canonical_stream(stream))
-        shape = _check_2d(name, v.shape)
+        matrix_shape(name, v.shape)
         dtype = _opaque_as_named(str(v.dtype), obj)
         if dtype not in SUPPORTED_DTYPES:
             raise _unsupported(name, dtype)
-        st = (shape[1], 1) if v.strides is None else v.strides      # (None: C-contiguous)
-        return _nonnull(Operand(name, obj, True, int(v.ptr), shape, (int(st[0]), int(st[1])), dtype,
-                                bool(v.readonly)))
+        st = _row_major(v.shape) if v.strides is None else v.strides    # (None: C-contiguous)
+        return _nonnull(_operand(name, obj, True, int(v.ptr), v.shape, st, dtype,
+                                 bool(v.readonly)))
     raise NotAnArrayError(
         f"{name} is a {type(obj).__name__}, not an array: pass a numpy array or a device array "
         "(DLPack or __cuda_array_interface__: CuPy, PyTorch, JAX)")
@@ -299,7 +346,7 @@ def _opaque_as_named(dtype: str, obj) -> str:
 
 
 def _nonnull(op: Operand) -> Operand:
-    if op.shape[0] * op.shape[1] > 0:
+    if op.shape[0] * op.shape[1] > 0 and 0 not in op.lead:
         if op.ptr == 0:
             raise InputError(f"{op.name} has a null data pointer (a closed or freed array?)")
         if op.ptr % op.itemsize:   # a load there faults and takes the CUDA context with it
@@ -325,33 +372,33 @@ def to_numpy(name: str, obj, stream: int = 0) -> np.ndarray:
     if not op.device:
         h = op.host
         return h if h.dtype == np.float32 else widen(h, op.dtype)
-    (lo, hi), e = op.span(), op.itemsize
-    out = np.empty(op.shape, dtype=np.float32)
+    shape, strides, e = op.lead + op.shape, op.lead_strides + op.strides, op.itemsize
+    lo, hi = extent(tuple(zip(shape, strides)))
+    out = np.empty(shape, dtype=np.float32)
     if hi > lo:
-        raw = np.empty((hi - lo) // e, dtype=DTYPE[op.dtype].storage)
+        raw = np.empty(hi - lo, dtype=DTYPE[op.dtype].storage)
         launch.synchronize(stream)      # (0: the producer's work, on any blocking stream, is done)
-        launch.memcpy_dtoh(raw.ctypes.data, lo, hi - lo, stream)
+        launch.memcpy_dtoh(raw.ctypes.data, op.ptr + e * lo, e * (hi - lo), stream)
         launch.synchronize(stream)
-        first = (op.ptr - lo) // e
         out[...] = widen(np.lib.stride_tricks.as_strided(
-            raw[first:], shape=op.shape, strides=(e * op.strides[0], e * op.strides[1])), op.dtype)
+            raw[-lo:], shape=shape, strides=tuple(e * x for x in strides)), op.dtype)
     return out
 
 
 class DeviceArray:
-    """A minimal 2-D device array (row-major unless strides say otherwise) of a SUPPORTED_DTYPES
-    type, for users and tests without CuPy or PyTorch (bfloat16 has no CAI typestr: cute_gemm
-    reads it directly)."""
+    """A minimal device array of 2 modes or more (row-major unless strides say otherwise) of a
+    SUPPORTED_DTYPES type, for users and tests without CuPy or PyTorch (bfloat16 has no CAI
+    typestr: cute_gemm reads it directly)."""
 
     def __init__(self, shape, *, strides=None, ordinal: int = 0, dtype: str = "float32",
                  _buffer=None):
         self.shape = tuple(int(s) for s in shape)
-        if len(self.shape) != 2:
-            raise ShapeError(f"DeviceArray must be 2-D (got shape {self.shape})")
+        if len(self.shape) < 2:
+            raise ShapeError(f"DeviceArray has 2 modes or more (got shape {self.shape})")
         if dtype not in SUPPORTED_DTYPES:
             raise _unsupported("DeviceArray", dtype)
         self.dtype_name = dtype
-        self.strides = tuple(strides) if strides is not None else (self.shape[1], 1)
+        self.strides = tuple(strides) if strides is not None else _row_major(self.shape)
         span = 1 + sum((n - 1) * s for n, s in zip(self.shape, self.strides) if n > 0)
         self._buf = _buffer if _buffer is not None else launch.DeviceBuffer(ITEMSIZE[dtype] * span, ordinal)
         self.ordinal = ordinal
@@ -373,7 +420,7 @@ class DeviceArray:
 
     @property
     def size(self) -> int:
-        return self.shape[0] * self.shape[1]
+        return int(np.prod(self.shape))
 
     @property
     def __cuda_array_interface__(self):
@@ -381,13 +428,14 @@ class DeviceArray:
         if not d.typestr:
             raise TypeError(f"{d.name} has no __cuda_array_interface__ typestr")
         return {"shape": self.shape, "typestr": d.typestr, "data": (self.ptr, False),
-                "strides": (d.itemsize * self.strides[0], d.itemsize * self.strides[1]), "version": 3}
+                "strides": tuple(d.itemsize * x for x in self.strides), "version": 3}
 
     @property
     def T(self) -> "DeviceArray":
-        """A transposed view sharing memory."""
-        return DeviceArray(self.shape[::-1], strides=self.strides[::-1], ordinal=self.ordinal,
-                           dtype=self.dtype_name, _buffer=self._buf)
+        """A view sharing memory with the last two modes swapped (each matrix transposed)."""
+        return DeviceArray(self.shape[:-2] + self.shape[-2:][::-1],
+                           strides=self.strides[:-2] + self.strides[-2:][::-1],
+                           ordinal=self.ordinal, dtype=self.dtype_name, _buffer=self._buf)
 
     @classmethod
     def from_host(cls, host: np.ndarray, ordinal: int = 0, stream: int = 0,
@@ -398,7 +446,7 @@ class DeviceArray:
         h = np.ascontiguousarray(host)
         if dtype != op.dtype:
             h = np.ascontiguousarray(narrow(widen(h, op.dtype), dtype))
-        d = cls(op.shape, ordinal=ordinal, dtype=dtype)
+        d = cls(op.lead + op.shape, ordinal=ordinal, dtype=dtype)
         if h.size:
             launch.memcpy_htod(d.ptr, h.ctypes.data, h.nbytes, stream)
             launch.synchronize(stream)

@@ -31,8 +31,12 @@ def packed(args, offsets: tuple[int, ...]):
 GEMM_PARAMS = [("M", I), ("N", I), ("K", I), ("alpha", F),
                ("A", P), ("sAm", L), ("sAk", L), ("B", P), ("sBk", L), ("sBn", L),
                ("beta", F), ("C", P), ("sCm", L), ("sCn", L)]
+# a batched kernel's entries on their own grid take CG_BATCH_PARAMS after them (common.cuh)
+BATCH_PARAMS = [("Lin", I32), ("z0", I32), ("bA0", L), ("bA1", L), ("bB0", L), ("bB1", L),
+                ("bC0", L), ("bC1", L)]
 TMA_PARAMS = [("tma_a", ctypes.c_ubyte * TMA_MAP_BYTES), ("tma_b", ctypes.c_ubyte * TMA_MAP_BYTES)]
 GemmArgs, GEMM_OFFSETS = arg_block("GemmArgs", GEMM_PARAMS)
+GemmArgsBatch, GEMM_BATCH_OFFSETS = arg_block("GemmArgsBatch", GEMM_PARAMS + BATCH_PARAMS)
 GemmArgsWs, GEMM_WS_OFFSETS = arg_block("GemmArgsWs", GEMM_PARAMS + [("ws", P), ("tile0", I32)])
 GemmArgsTma, GEMM_TMA_OFFSETS = arg_block("GemmArgsTma", GEMM_PARAMS + TMA_PARAMS)
 GemmArgsTmaWs, GEMM_TMA_WS_OFFSETS = arg_block(
@@ -50,9 +54,10 @@ def _packer(cls, offsets, tail: tuple[str, ...] = ()):
     return lambda *values: packed(cls(**dict(zip(names, values))), offsets)
 
 
-# the plain signature; with a stream-K entry's (ws, tile0) or a split's (ws, split_k) after
+# the plain signature; with a batch (a batched kernel's plain entries); with a stream-K entry's (ws, tile0) or a split's (ws, split_k) after
 # it; with the tensor maps of A and B; with the maps and the tail's (ws, dp, pieces)
 pack_gemm_args = _packer(GemmArgs, GEMM_OFFSETS)
+pack_gemm_args_batch = _packer(GemmArgsBatch, GEMM_BATCH_OFFSETS, tuple(f for f, _ in BATCH_PARAMS))
 pack_gemm_args_ws = _packer(GemmArgsWs, GEMM_WS_OFFSETS, ("ws", "tile0"))
 pack_gemm_args_tma = _packer(GemmArgsTma, GEMM_TMA_OFFSETS)
 pack_gemm_args_tma_ws = _packer(GemmArgsTmaWs, GEMM_TMA_WS_OFFSETS, ("ws", "dp", "pieces"))

@@ -9,12 +9,13 @@ the call.
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
 from .. import registry
 from ..base import memo
 from ..driver import launch, pool
 from .composed import Composed
-from .relayout import Scale2d, entry_for, pieces, prepared, scratch_bytes
+from .relayout import Scale2d, batch_scratch, entry_for, pieces, prepared
 from ..driver.arrays import Operand
 from ..base.errors import CudaError
 from ..base.precisions import ACCUMULATOR
@@ -27,8 +28,7 @@ def _sub(op: Operand | None, i0: int, j0: int, rows: int, cols: int) -> Operand 
     if op is None:
         return None
     off = op.itemsize * (i0 * op.strides[0] + j0 * op.strides[1])
-    return Operand(op.name, op.obj, True, op.ptr + off, (rows, cols), op.strides, op.dtype,
-                   op.readonly)
+    return replace(op, ptr=op.ptr + off, shape=(rows, cols), host=None)
 
 
 def _scale2d(ordinal: int, stream: int, s: float, src: Operand | None, dst: Operand,
@@ -38,12 +38,13 @@ def _scale2d(ordinal: int, stream: int, s: float, src: Operand | None, dst: Oper
 
 
 def _temp(shape, dtype: str, ordinal: int, stream: int, owned: list,
-          strides: tuple[int, int] | None = None) -> Operand:
-    """A scratch matrix in stream order (freed by _release on the same stream), row-major
-    unless `strides` say otherwise."""
+          strides: tuple[int, int] | None = None, bcount: tuple[int, int] = (1, 1)) -> Operand:
+    """A scratch matrix (one per problem of a batch of `bcount`) in stream order (freed by
+    _release on the same stream), row-major unless `strides` say otherwise."""
     strides = strides or (shape[1], 1)
-    op = Operand("tmp", None, True, 0, tuple(shape), strides, dtype)
-    op.ptr = pool.alloc_async(scratch_bytes(op), ordinal, stream)
+    op = Operand("tmp", None, True, 0, tuple(shape), strides, dtype, bcount=bcount)
+    nbytes, bstrides = batch_scratch(op)
+    op = replace(op, bstrides=bstrides, ptr=pool.alloc_async(nbytes, ordinal, stream))
     owned.append(op.ptr)
     return op
 
@@ -108,14 +109,17 @@ def _stand_in(stand_in, A: Operand, B: Operand, C: Operand | None, T: Operand, a
     rounded into T once. False where that scratch cannot be had: the call then waits for
     its pick, as it would without a stand-in."""
     quick, precision = stand_in
+    if T.bcount != (1, 1) and not quick.batched:
+        return False
     dtype = PRECISION_DTYPE[precision]
     owned: list = []
     try:
         try:
-            A2, B2 = (X if X.dtype == dtype else _temp(X.shape, dtype, ordinal, stream, owned)
+            A2, B2 = (X if X.dtype == dtype else
+                      _temp(X.shape, dtype, ordinal, stream, owned, bcount=X.bcount)
                       for X in (A, B))
             W = (T if quick.computes(precision, T.dtype) else
-                 _temp(T.shape, ACCUMULATOR, ordinal, stream, owned))
+                 _temp(T.shape, ACCUMULATOR, ordinal, stream, owned, bcount=T.bcount))
         except CudaError:
             return False
         for X, X2 in ((A, A2), (B, B2)):
@@ -149,7 +153,7 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     n = B.shape[1]
     if C is None or beta == 0.0:
         C, beta = None, 0.0     # BLAS: with beta == 0, C is not read
-    if m == 0 or n == 0:
+    if m == 0 or n == 0 or 0 in T.bcount:
         return None
     products = kk > 0 and alpha != 0.0     # BLAS: with alpha == 0, A and B are not read
     read = (((A, "a"), (B, "b")) if products else ()) + (((C, "c"),) if C is not None else ())
@@ -163,7 +167,7 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
             # row-major in the problem asked for (C^T's, for a pick of the transposed
             # problem): written as the launch would write a fresh result of that problem
             W = _temp(T.shape, T.dtype, ordinal, stream, owned,
-                      (1, T.shape[0]) if pick.transposed else None)
+                      (1, T.shape[0]) if pick.transposed else None, T.bcount)
             gemm_device(k, A, B, C, W, alpha, beta, stream, ordinal, precision, pick, stand_in)
             _scale2d(ordinal, stream, 1.0, W, T)
         finally:
@@ -192,6 +196,8 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     # a composed kernel's passes and GEMM (composed.Composed, alike)
     key = (k.name, precision, T.dtype, ordinal, m, n, kk, A.strides, B.strides, T.strides,
            A.ptr & 255, B.ptr & 255, T.ptr & 255, pick)
+    if T.bcount != (1, 1):
+        key += (T.bcount, A.bstrides, B.bstrides, T.bstrides)
     fast = CACHE.launches.get(key)
     if fast is None and k.gemm_of is not None:
         if (stand_in is not None and not _composed_ready(k, ordinal, stream)

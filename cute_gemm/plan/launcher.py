@@ -7,10 +7,16 @@ import functools
 import threading
 from dataclasses import dataclass
 
+
+def pieces(extent: int, step: int):
+    """(start, size) of the launches that cover `extent` in pieces of at most `step`."""
+    return [(i, min(step, extent - i)) for i in range(0, extent, step)]
+
 from . import streamk
 from .. import registry
 from ..base import memo
 from ..driver import launch, pool, workspace
+from ..driver.batching import Z_MAX
 
 
 # the second launch of a split with a reduction launch (modes.SplitReduce)
@@ -45,6 +51,9 @@ class LaunchPlan:
     split_k: int = 0                     # CTAs per tile of a split (Pick)
     reduce_grid: tuple[int, int, int] = (0, 0, 0)   # > 0: REDUCE sums the split's shares after it
     reduce_pdl: bool = False             # ... starting by programmatic dependent launch
+    # a batched kernel's (Kernel.batched): the (outer, inner) problems its plain entries walk
+    # along the grid's z (CG_BATCH_PARAMS; (1, 1): one); None: no entry of it takes a batch
+    batch: tuple[int, int] | None = None
 
     @property
     def stream_k(self) -> bool:
@@ -111,32 +120,44 @@ class Launcher:
     and launches its own copy of the argument block (the driver copies the arguments inside
     cuLaunchKernel, which runs without the GIL), so no lock is taken and no thread can
     see another's pointers."""
-    __slots__ = ("plan", "site", "pack", "local", "head", "maps", "plain", "tail")
+    __slots__ = ("plan", "site", "pack", "local", "head", "maps", "plain", "tail", "zs")
 
     def __init__(self, plan: LaunchPlan, f: launch.Function, strides, extra: tuple = (),
                  head: "Launcher | None" = None, variant: registry.Variant | None = None,
-                 reduce: launch.Function | None = None):
+                 reduce: launch.Function | None = None, bstrides=((0, 0),) * 3):
         """extra: what a mode's entry takes after the GEMM's arguments (the workspace, then
-        tile0, split_k, or dp and pieces); reduce: REDUCE's function, run after a split."""
+        tile0, split_k, or dp and pieces); reduce: REDUCE's function, run after a split;
+        bstrides: the batch strides of A, B and C, for an entry taking plan.batch."""
         self.plan, self.head = plan, head
         m, n, kk = plan.shape
         sa, sb, sc = strides
+        ba, bb, bc = bstrides
         if plan.swap:
-            m, n, sa, sb, sc = n, m, sb[::-1], sa[::-1], sc[::-1]
+            m, n, sa, sb, sc, ba, bb = n, m, sb[::-1], sa[::-1], sc[::-1], bb, ba
         args = (m, n, kk, 0.0, 0, sa[0], sa[1], 0, sb[0], sb[1], 0.0, 0, sc[0], sc[1])
         self.maps = None
         if plan.tma:
             self.maps = TensorMaps(variant, m, n, kk, sa, sb)
+        # a batch, walked along z in pieces of at most Z_MAX problems (z0, grid z)
+        batched = plan.batch is not None and not extra
+        self.zs = pieces(plan.batch[0] * plan.batch[1], Z_MAX) if batched else [(0, 1)]
+        if batched:
+            args += (plan.batch[1], 0, *ba, *bb, *bc)
         self.pack = functools.partial(
             (launch.pack_gemm_args_tma_ws if extra else launch.pack_gemm_args_tma) if plan.tma
-            else launch.pack_gemm_args_ws if extra else launch.pack_gemm_args, *args, *extra)
+            else launch.pack_gemm_args_ws if extra else launch.pack_gemm_args_batch if batched
+            else launch.pack_gemm_args, *args, *extra)
         self.local = threading.local()
         self.local.packed = self.pack()     # (this thread's; another's packs at its first call)
         self.tail = None if reduce is None else Reduction(
             reduce, plan.reduce_grid, m, n, plan.split_k, sc, plan.reduce_pdl)
-        self.site = launch.Site(f, plan.grid, plan.block, plan.smem, plan.pdl)
+        gx, gy, _ = plan.grid
+        self.site = [launch.Site(f, (gx, gy, z), plan.block, plan.smem, plan.pdl)
+                     for _, z in self.zs]
+        self.site = self.site[0] if len(self.zs) == 1 else self.site
         # (most launches: one kernel, its arguments as they come, nothing else to do)
-        self.plain = not (plan.workspace_bytes or head or plan.swap or plan.tma or plan.pdl)
+        self.plain = not (plan.workspace_bytes or head or plan.swap or plan.tma or plan.pdl
+                          or len(self.zs) > 1)
 
     def __call__(self, a, b, c, alpha, beta, stream):
         if self.plain:
@@ -192,6 +213,12 @@ class Launcher:
             s.ws = ws
         if self.maps is not None:
             launch.set_tensor_maps(s, *self.maps(a, b))
-        self.site(stream, packed)
+        if len(self.zs) > 1:        # (z0 rewritten per piece: this thread's block only)
+            for (z0, _), site in zip(self.zs, self.site):
+                s.z0 = z0
+                site(stream, packed)
+            s.z0 = 0
+        else:
+            self.site(stream, packed)
         if self.tail is not None:
             self.tail(ws, c, alpha, beta, stream)

@@ -54,7 +54,8 @@ class Plain:
         v = at.variant
         plan = LaunchPlan(entry=entry, grid=grid, smem=at.smem, tma=v.tma is not None,
                           swap=at.swap, **fields, **at.base)
-        return Launcher(plan, at.lk.function(entry, at.group), at.strides, extra, variant=v)
+        return Launcher(plan, at.lk.function(entry, at.group), at.strides, extra, variant=v,
+                        bstrides=at.bstrides)
 
 
 def split_fits(x: registry.Kernel, m: int, n: int, k: int, transposed: bool, split_k: int) -> bool:

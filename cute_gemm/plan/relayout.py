@@ -7,18 +7,16 @@ launches, not a fresh resolve."""
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 from .. import registry
 from ..driver import launch, pool
+from ..driver.batching import Z_MAX
 from ..driver.arrays import Operand
 from ..driver.kernel_args import F, I, L, P, arg_block, packed
 from ..registry.records import AS_PLANNED, Pick
+from .launcher import pieces
 from .resolve import UTIL, UTIL_ENTRY, choose, copy_target, loaded, oriented, resolve, swapped
-
-
-def pieces(extent: int, step: int):
-    """(start, size) of the launches that cover `extent` in pieces of at most `step`."""
-    return [(i, min(step, extent - i)) for i in range(0, extent, step)]
 
 
 def padded(op: Operand) -> tuple[int, int]:
@@ -36,7 +34,21 @@ def scratch_bytes(op: Operand) -> int:
 
 ScaleArgs, SCALE_OFFSETS = arg_block("ScaleArgs", [   # kernels/util/scale2d.cu's parameters
     ("M", I), ("N", I), ("MS", I), ("NS", I), ("s", F),
-    ("src", P), ("ss0", L), ("ss1", L), ("dst", P), ("ds0", L), ("ds1", L)])
+    ("src", P), ("ss0", L), ("ss1", L), ("dst", P), ("ds0", L), ("ds1", L),
+    ("Lin", I), ("z0", I), ("bs0", L), ("bs1", L), ("bd0", L), ("bd1", L)])
+
+
+def z_pieces(bcount: tuple[int, int]) -> list[tuple[int, int]]:
+    """(z0, grid z) of the launches that walk a batch of (outer, inner) problems."""
+    return pieces(bcount[0] * bcount[1], Z_MAX)
+
+
+def batch_scratch(op: Operand) -> tuple[int, tuple[int, int]]:
+    """(bytes, batch strides) of scratch shaped as `op` for each problem of its batch, each
+    problem's matrix starting on a 256-byte boundary."""
+    one = -(-scratch_bytes(op) // 256) * 256
+    l0, l1 = op.bcount
+    return one * l0 * l1, (l1 * one // op.itemsize, one // op.itemsize)
 
 
 class Scale2d:
@@ -52,8 +64,10 @@ class Scale2d:
         self.parts: list = []
         self.strides = (src.strides if src is not None else (0, 0)) + tuple(dst.strides)
         self.local = threading.local()
-        if m * n == 0:
+        if m * n * dst.bcount[0] * dst.bcount[1] == 0:
             return
+        # the batch (dst's problems; src's steps, 0 where it is one matrix for all)
+        batch = (dst.bcount[1], *(src.bstrides if src is not None else (0, 0)), *dst.bstrides)
         wm, wn = padded(dst) if pad else (m, n)
         f = loaded(UTIL, ordinal).function(
             UTIL_ENTRY[src.dtype if src is not None else dst.dtype, dst.dtype])
@@ -64,16 +78,20 @@ class Scale2d:
                 # (rows, cols) launched, of which (in-range rows, cols) hold dst's elements
                 dims = (r, c, max(0, min(r, m - i0)), max(0, min(c, n - j0)))
                 src_off = None if src is None else src.itemsize * (i0 * ss0 + j0 * ss1)
-                self.parts.append((launch.Site(f, UTIL.grid(r, c, 1), UTIL.block, 0), dims,
-                                   src_off, dst.itemsize * (i0 * ds0 + j0 * ds1)))
+                for z0, z in z_pieces(dst.bcount):
+                    gx, gy, _ = UTIL.grid(r, c, 1)
+                    self.parts.append((launch.Site(f, (gx, gy, z), UTIL.block, 0),
+                                       (dims, z0, batch), src_off,
+                                       dst.itemsize * (i0 * ds0 + j0 * ds1)))
 
     def __call__(self, s: float, src: int | None, dst: int, stream: int) -> None:
         try:
             blocks = self.local.blocks
         except AttributeError:          # this thread's first call
             blocks = self.local.blocks = [
-                packed(ScaleArgs(*dims, 0.0, None, *self.strides[:2], None, *self.strides[2:]),
-                       SCALE_OFFSETS) for _, dims, _, _ in self.parts]
+                packed(ScaleArgs(*dims, 0.0, None, *self.strides[:2], None, *self.strides[2:],
+                                 batch[0], z0, *batch[1:]), SCALE_OFFSETS)
+                for _, (dims, z0, batch), _, _ in self.parts]
         for (site, _, src_off, dst_off), blk in zip(self.parts, blocks):
             a = blk[0][0]                # the struct the pointer array points into
             a.s, a.dst = s, dst + dst_off
@@ -97,8 +115,9 @@ class Relaid:
         self.ordinal = ordinal
         ops = oriented(swap, {"a": A, "b": B, "c": T})
         for r in copies:
-            ops[r] = Operand("tmp", None, True, 0, ops[r].shape,
-                             copy_target(variant, r, ops[r].shape)[1], ops[r].dtype)
+            W = Operand("tmp", None, True, 0, ops[r].shape, copy_target(variant, r, ops[r].shape)[1],
+                        ops[r].dtype, bcount=ops[r].bcount)
+            ops[r] = replace(W, bstrides=batch_scratch(W)[1])
         ops = oriented(swap, ops)                  # back in the caller's roles
         # per copied operand: (role, its offset in the one scratch allocation, copy in); each
         # temporary starts on a 256-byte boundary, as an allocation of its own would
@@ -110,13 +129,14 @@ class Relaid:
             W = ops[r]
             self.temps.append((r, self.nbytes,
                                Scale2d(ordinal, X, W, pad=True) if r != "c" else None))
-            self.nbytes += -(-scratch_bytes(W) // 256) * 256
+            self.nbytes += batch_scratch(W)[0]
         W = ops["c"] if "c" in copies else T
         copied_c = "c" in copies
         self.back = Scale2d(ordinal, W, T) if copied_c else None
         self.load_c = Scale2d(ordinal, T, W) if copied_c else None
         self.launcher = resolve(k, ordinal, variant, copies, m, n, kk,
-                                (ops["a"].strides, ops["b"].strides, W.strides), swap, pick)
+                                (ops["a"].strides, ops["b"].strides, W.strides), swap, pick,
+                                batch=batch_of(ops["a"], ops["b"], W))
 
     @property
     def plan(self):
@@ -159,6 +179,14 @@ def entry_for(k: registry.Kernel, lk, A: Operand, B: Operand, T: Operand, precis
     return swap, variant, copies
 
 
+def batch_of(A: Operand, B: Operand, T: Operand):
+    """A launch's batch, as resolve takes it: None for one problem, else ((outer, inner)
+    problems, the batch strides of A, B and T)."""
+    if T.bcount == (1, 1):
+        return None
+    return T.bcount, (A.bstrides, B.bstrides, T.bstrides)
+
+
 def prepared(k: registry.Kernel, ordinal: int, A: Operand, B: Operand, T: Operand, swap,
              variant, copies, pick, smem: int | None = None):
     """That launch made ready to call with pointers: on copies (Relaid) where the entry needs
@@ -166,4 +194,4 @@ def prepared(k: registry.Kernel, ordinal: int, A: Operand, B: Operand, T: Operan
     if copies:
         return Relaid(k, ordinal, variant, copies, swap, A, B, T, pick)
     return resolve(k, ordinal, variant, copies, A.shape[0], B.shape[1], A.shape[1],
-                   (A.strides, B.strides, T.strides), swap, pick, smem)
+                   (A.strides, B.strides, T.strides), swap, pick, smem, batch_of(A, B, T))

@@ -456,21 +456,24 @@ def layout_launches(k: registry.Kernel, layout: str, precisions: tuple[str, ...]
 
 def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies, m: int, n: int,
             kk: int, strides, swap: bool = False, pick: Pick = AS_PLANNED,
-            smem: int | None = None) -> Launcher:
+            smem: int | None = None, batch=None) -> Launcher:
     """The Launcher of `variant` at M x N x K with operands of these strides (after copies),
     of the first launch mode (modes.MODES) that takes it. swap: the launch computes C^T =
     B^T A^T (swapped; `variant` was chosen for it); the Launcher is still called with the
     caller's A, B and C. pick: its split_k and reduce ask for a split. smem: k.smem_bytes
-    at this shape, where known."""
+    at this shape, where known. batch: ((outer, inner) problems, the batch strides of A, B
+    and C) of a batched call (relayout.batch_of), which only the plain mode launches."""
     km, kn = (n, m) if swap else (m, n)          # the problem the entry sees
     at = modes.At(k=k, lk=loaded(k, ordinal), load=loaded, variant=variant, m=m, n=n, kk=kk,
                   km=km, kn=kn, swap=swap, split_k=pick.split_k, reduce=pick.reduce,
                   strides=strides, smem=k.smem_bytes(m, n, kk) if smem is None else smem,
                   group=launch_entries(k, variant),
+                  bstrides=batch[1] if batch else ((0, 0),) * 3,
                   base=dict(kernel=k.name, ordinal=ordinal, shape=(m, n, kk), block=k.block,
                             copies=tuple(copies), precision=variant.precision,
-                            out_dtype=variant.out_dtype))
-    for mode in modes.MODES:
+                            out_dtype=variant.out_dtype,
+                            batch=(batch[0] if batch else (1, 1)) if k.batched else None))
+    for mode in modes.MODES if batch is None else (modes.PLAIN,):
         found = mode.launcher(at)
         if found is not None:
             return found

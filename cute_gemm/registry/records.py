@@ -408,6 +408,11 @@ class GemmOf:
         return self.k_parts * -(-k // self.k_chunk) * self.k_chunk
 
 
+# the sources whose plain entry points take CG_BATCH_PARAMS (tests/test_entries.py checks it)
+BATCHED_SOURCES = frozenset({"cute/c3_pipelined.cu", "cute/c4_mma_sm80.cu", "cute/c8_tiny_k.cu",
+                             "handwritten/v9_warptile.cu", "util/scale2d.cu"})
+
+
 @dataclass(frozen=True)
 class Kernel:
     name: str
@@ -443,6 +448,12 @@ class Kernel:
         tile = "x".join(map(str, self.tile)) if self.tile else "-"
         return (f"<Kernel {self.name} ({self.family}, {self.source}): tile {tile}, "
                 f"{self.threads} threads, {len(self.entries)} entr{'y' if len(self.entries) == 1 else 'ies'}>")
+
+    @property
+    def batched(self) -> bool:
+        """Whether its entry points that run on its own grid take a batch of problems
+        (CG_BATCH_PARAMS after the GEMM's, common.cuh): the grid's z walks the batch."""
+        return self.source in BATCHED_SOURCES
 
     @property
     def pdl(self) -> bool:

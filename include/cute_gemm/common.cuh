@@ -30,6 +30,24 @@
   const TAB* __restrict__ B, long long sBk, long long sBn,                          \
   float beta, TC* __restrict__ C, long long sCm, long long sCn
 
+// A batch of problems (gemm() on (..., M, K) @ (..., K, N) operands): the entry points of a
+// kernel the registry marks batched (Kernel.batched) that run on their own grid take this
+// after CG_GEMM_PARAMS. Problem l = z0 + blockIdx.z of the launch is (l / Lin, l % Lin) in a
+// batch of two modes, and each operand steps by its two batch strides (elements; 0: the
+// operand is broadcast along that mode). A 2-D call is a batch of one: Lin 1, strides 0.
+#define CG_BATCH_PARAMS                                                             \
+  int Lin, int z0, long long bA0, long long bA1, long long bB0, long long bB1,     \
+  long long bC0, long long bC1
+
+// Moves A, B and C to this CTA's problem of the batch (the entry's first statement).
+#define CG_BATCH_STEP()                                                             \
+  do {                                                                              \
+    const int l_ = z0 + static_cast<int>(blockIdx.z), l0_ = l_ / Lin, l1_ = l_ - l0_ * Lin; \
+    A += l0_ * bA0 + l1_ * bA1;                                                     \
+    B += l0_ * bB0 + l1_ * bB1;                                                     \
+    C += l0_ * bC0 + l1_ * bC1;                                                     \
+  } while (0)
+
 #define CG_TMA_PARAMS                                                               \
   const __grid_constant__ cute::TmaDescriptor tma_a,                                \
   const __grid_constant__ cute::TmaDescriptor tma_b

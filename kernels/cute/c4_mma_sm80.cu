@@ -345,7 +345,8 @@ __device__ void gemm_mma_sm80(int M, int N, int K, float alpha,
 // Launch bounds of 1 CTA an SM: without them ptxas held the 64x64 tf32 entry to 128 registers
 // and spilled.
 #define CG_MMA_ENTRY(NAME, TAB, TC, DA, DB, G)                                              \
-  CG_ENTRY(NAME, __launch_bounds__(NUM_THREADS, 1), (CG_GEMM_PARAMS_T(TAB, TC)), {          \
+  CG_ENTRY(NAME, __launch_bounds__(NUM_THREADS, 1), (CG_GEMM_PARAMS_T(TAB, TC), CG_BATCH_PARAMS), { \
+    CG_BATCH_STEP();                                                                        \
     gemm_mma_sm80<G>(M, N, K, alpha, A, DA, B, DB, beta, C, sCm, sCn);                      \
   })
 // One precision and result type in every (A major, B major), one alignment class (AL: the

@@ -71,7 +71,9 @@ template <bool TF32, class TAB, class TC>
 __device__ void gemm_tiny_k(int M, int N, int K, float alpha,
                             const TAB* A, long long sAm, long long sAk,
                             const TAB* B, long long sBk, long long sBn,
-                            float beta, TC* C, long long sCm, long long sCn) {
+                            float beta, TC* C, long long sCm, long long sCn, int Lin, int z0,
+                            long long bA0, long long bA1, long long bB0, long long bB1,
+                            long long bC0, long long bC1) {
   auto bM = Int<BLK_M>{};
   auto bN = Int<BLK_N>{};
   auto bK = Int<BLK_K>{};
@@ -108,11 +110,18 @@ __device__ void gemm_tiny_k(int M, int N, int K, float alpha,
   clear(tCrC);
 
   const int m_left = M - int(blockIdx.x) * BLK_M, n_left = N - int(blockIdx.y) * BLK_N;
+  const int l = z0 + int(blockIdx.z), l0 = l / Lin, l1 = l - l0 * Lin;     // (CG_BATCH_PARAMS)
   const int k_tiles = ceil_div(K, BLK_K);
   for (int kt = 0; kt < k_tiles; ++kt) {
     const int k_left = min(BLK_K, K - kt * BLK_K);
-    stage<TF32>(gA(_, _, kt), sA, m_left, k_left, sAm == 1 && sAk != 1);
-    stage<TF32>(gB(_, _, kt), sB, n_left, k_left, sBn == 1 && sBk != 1);
+    // this CTA's problem of a batch, offset where used: three pointers held from the start
+    // (CG_BATCH_STEP) took more than the 128 registers of 2 CTAs an SM
+    Tensor gAk = make_tensor(gA(_, _, kt).data() + (l0 * bA0 + l1 * bA1),
+                             gA(_, _, kt).layout());                                  // (BLK_M,BLK_K)
+    Tensor gBk = make_tensor(gB(_, _, kt).data() + (l0 * bB0 + l1 * bB1),
+                             gB(_, _, kt).layout());                                  // (BLK_N,BLK_K)
+    stage<TF32>(gAk, sA, m_left, k_left, sAm == 1 && sAk != 1);
+    stage<TF32>(gBk, sB, n_left, k_left, sBn == 1 && sBk != 1);
     __syncthreads();
 #pragma unroll 4
     for (int k = 0; k < k_left; ++k) {               // only the k-tile's K: no zero products
@@ -130,13 +139,15 @@ __device__ void gemm_tiny_k(int M, int N, int K, float alpha,
   }
 
   // Epilogue: alpha * acc + beta * C in TC (round to nearest even), C read only if beta != 0.
-  cg::epilogue_axpby(tCrC, tCgC, tCcC, shape(mC), alpha, beta);
+  cg::epilogue_axpby(tCrC, make_tensor(tCgC.data() + (l0 * bC0 + l1 * bC1),
+                                      tCgC.layout()), tCcC, shape(mC), alpha, beta);
 }
 
 // 2 CTAs an SM (<= 128 registers): twice the stores in flight of a CTA alone
 #define CG_TINY_K_ENTRY(NAME, TF32, TAB, TC)                                                \
-  CG_ENTRY(NAME, __launch_bounds__(THREADS, 2), (CG_GEMM_PARAMS_T(TAB, TC)), {              \
-    gemm_tiny_k<TF32>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn);        \
+  CG_ENTRY(NAME, __launch_bounds__(THREADS, 2), (CG_GEMM_PARAMS_T(TAB, TC), CG_BATCH_PARAMS), { \
+    gemm_tiny_k<TF32>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, Lin, z0, \
+                      bA0, bA1, bB0, bB1, bC0, bC1);                                       \
   })
 
 CG_TINY_K_ENTRY(cute_tiny_k_fp32_f32, false, float, float)

@@ -198,9 +198,11 @@ __device__ __forceinline__ void dispatch(CG_GEMM_PARAMS) {
     gemm<VEC, true>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, m0, n0, sAT, sB);
 }
 
-CG_ENTRY(v9_warptile, __launch_bounds__(THREADS, MIN_BLOCKS), (CG_GEMM_PARAMS), {
+CG_ENTRY(v9_warptile, __launch_bounds__(THREADS, MIN_BLOCKS), (CG_GEMM_PARAMS, CG_BATCH_PARAMS), {
+  CG_BATCH_STEP();
   dispatch<true>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn);
 })
-CG_ENTRY(v9_warptile_a1, __launch_bounds__(THREADS, MIN_BLOCKS), (CG_GEMM_PARAMS), {
+CG_ENTRY(v9_warptile_a1, __launch_bounds__(THREADS, MIN_BLOCKS), (CG_GEMM_PARAMS, CG_BATCH_PARAMS), {
+  CG_BATCH_STEP();
   dispatch<false>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn);
 })

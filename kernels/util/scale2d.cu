@@ -10,7 +10,8 @@
 // A 32x32 tile goes through shared memory, so a transposing copy (row-major src into a
 // column-major dst, as a TF32 entry's k-major B needs) reads and writes whole 128-byte
 // lines on both sides: each side walks the tile along its own unit-stride mode.
-// Geometry: 32x8 threads per 32x32 tile of dst, grid (M/32, N/32) (records.TileGridMN).
+// Geometry: 32x8 threads per 32x32 tile of dst, grid (M/32, N/32) (records.TileGridMN), and
+// along z the matrices of a batch (Lin, z0 and the batch strides, as CG_BATCH_PARAMS has them).
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #include <cute_gemm/entries.cuh>
@@ -48,7 +49,11 @@ __device__ void scale2d_body(int M, int N, int MS, int NS, float s, const S* __r
 #define CG_SCALE2D(NAME, S, D)                                                              \
   CG_ENTRY(NAME, __launch_bounds__(TILE * ROWS),                                            \
            (int M, int N, int MS, int NS, float s, const S* __restrict__ src, long long ss0, \
-            long long ss1, D* __restrict__ dst, long long ds0, long long ds1), {            \
+            long long ss1, D* __restrict__ dst, long long ds0, long long ds1, int Lin, int z0, \
+            long long bs0, long long bs1, long long bd0, long long bd1), {                  \
+    const int l = z0 + static_cast<int>(blockIdx.z), l0 = l / Lin, l1 = l - l0 * Lin;      \
+    if (src != nullptr) src += l0 * bs0 + l1 * bs1;                                         \
+    dst += l0 * bd0 + l1 * bd1;                                                             \
     scale2d_body<S, D>(M, N, MS, NS, s, src, ss0, ss1, dst, ds0, ds1);                      \
   })
 // One entry per (source, destination) type that resolve.UTIL_ENTRY names from the precision

@@ -1,0 +1,63 @@
+"""gemm()'s pick for a batch of problems (operands of shape (..., M, K) @ (..., K, N) that
+batching.plan could not fold into one 2-D problem): the candidates (auto.candidates) whose
+kernels walk a batch along the grid's z (Kernel.batched), in the precision the call asks
+for, else in one that keeps its contract (fp32_3xtf32 by SIMT fp32). The tables price 2-D
+problems only, so the rules are the heuristic's: a small K on the kernel tagged TINY; else
+the largest tiles whose CTAs, over the whole batch, fill the GPU once, or the smallest."""
+from __future__ import annotations
+
+from .. import registry
+from ..base.errors import CuteGemmError, ShapeLimitError
+from ..base.precisions import PRECISION
+from ..driver import launch
+from ..registry.records import cdiv
+from .auto import TINY, TINY_K, TINY_K_SIMT, Choice, candidates
+from .contract import answering, runs_at
+
+
+def choose(count: int, m: int, n: int, k: int, *, device, precision: str = "fp32",
+           out_dtype: str = "float32") -> Choice:
+    """What gemm() runs for `count` problems of M x N x K on `device` (a launch.DeviceInfo)."""
+    ks = [x for x in candidates(precision, out_dtype, device.arch_int) if x.batched]
+    if not ks:
+        have = ", ".join(x.name for x in registry.kernels() if x.batched)
+        raise CuteGemmError(f"gemm(): no kernel computes a batch of {precision} into {out_dtype} "
+                            f"on {device.name} (sm_{device.arch_int}); kernels that batch: {have}")
+    fit = [x for x in ks if x.smem_bytes(m, n, k) <= device.smem_optin]
+    if not fit:
+        raise ShapeLimitError(f"gemm(): every batched {precision} kernel needs more shared "
+                              f"memory for M={m}, N={n}, K={k} than {device.name} allows")
+    for p in answering(precision):          # the precision itself first, then its contract's
+        own = [x for x in fit if runs_at(x, precision, out_dtype) == p]
+        if own:
+            break
+    runs = None if p == precision else p
+    tiny = [x for x in own if TINY in x.tags]
+    limit = TINY_K if PRECISION[p].tensor_cores else TINY_K_SIMT
+    if tiny and k <= limit:
+        return Choice(tiny[0].name, why=f"a batch of {count}; K = {k} <= {limit}: one pass",
+                      precision=runs)
+    tiled = sorted((x for x in own if TINY not in x.tags and x.tile),
+                   key=lambda x: -x.tile[0] * x.tile[1]) or own
+    wave = device.sm_count
+    for x in tiled:
+        ctas = count * cdiv(m, x.tile[0]) * cdiv(n, x.tile[1]) if x.tile else wave
+        if ctas >= wave * x.min_blocks:
+            return Choice(x.name, why=f"a batch of {count}: the largest tiles that fill "
+                          f"{wave} SMs ({ctas} CTAs)", precision=runs)
+    return Choice(tiled[-1].name, why=f"a batch of {count}: too few tiles to fill {wave} SMs, "
+                  "the smallest", precision=runs)
+
+
+def pick(sig, precision: str, out_dtype: str, ordinal: int | None) -> Choice:
+    """choose() for a validated batched call (arrays.Signature); ordinal None: no products to
+    compute, so any batched candidate answers."""
+    l0, l1 = sig.batch
+    if ordinal is None:
+        x = next((x for x in candidates(precision, out_dtype) if x.batched), None)
+        if x is None:
+            raise CuteGemmError(f"gemm(): no kernel computes a batch of {precision} into {out_dtype}")
+        p = runs_at(x, precision, out_dtype)
+        return Choice(x.name, why="no products to compute", precision=None if p == precision else p)
+    return choose(l0 * l1, sig.m, sig.n, sig.k, device=launch.device_info(ordinal),
+                  precision=precision, out_dtype=out_dtype)

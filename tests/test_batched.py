@@ -1,0 +1,125 @@
+"""Batches without a GPU: numpy.matmul's broadcasting of the leading modes, their merge into
+the two a launch walks, the fold of a shared B into one taller problem, the named errors,
+the byte spans and overlap tests of batched operands, and the kernels that take a batch."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import cute_gemm
+from cute_gemm import registry
+from cute_gemm.api import validate
+from cute_gemm.base.errors import AliasError, ShapeError
+from cute_gemm.driver import batching
+from cute_gemm.driver.arrays import Operand
+from cute_gemm.driver.kernel_args import BATCH_PARAMS, GemmArgsBatch, pack_gemm_args_batch
+
+KERNELS = Path(cute_gemm.__file__).parent.parent / "kernels"
+
+
+def _f32(*shape):
+    return np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("a,b,want", [
+    ((), (), ()), ((4,), (), (4,)), ((), (3, 2), (3, 2)), ((4, 1), (3,), (4, 3)),
+    ((1, 5), (7, 1), (7, 5)), ((0,), (1,), (0,))])
+def test_broadcast_as_numpy(a, b, want):
+    assert batching.broadcast(a, b) == want
+    assert np.broadcast_shapes(a, b) == want
+
+
+def test_broadcast_clash_is_named():
+    with pytest.raises(ShapeError, match=r"do not broadcast \(4 against 3\)"):
+        batching.broadcast((4,), (3,))
+
+
+def test_flatten_merges_even_steps_and_keeps_two():
+    # (4, 3) contiguous in a, broadcast over the first mode in b: two modes
+    count, st = batching.flatten((4, 3), {"a": (90, 30), "b": (0, 42)})
+    assert count == (4, 3) and st == {"a": (90, 30), "b": (0, 42)}
+    # all contiguous: one mode
+    count, st = batching.flatten((4, 3), {"a": (90, 30), "b": (126, 42)})
+    assert count == (1, 12) and st == {"a": (0, 30), "b": (0, 42)}
+    # extent-1 modes dropped; no batch at all: (1, 1)
+    assert batching.flatten((1, 1), {"a": (5, 5)})[0] == (1, 1)
+
+
+def test_three_modes_that_do_not_merge_are_named():
+    with pytest.raises(ShapeError, match="3 modes that do not merge"):
+        batching.flatten((2, 3, 4), {"a": (4, 0, 1), "b": (0, 4, 1)})
+
+
+def test_validate_batches_and_folds():
+    sig = validate(_f32(4, 3, 5, 6), _f32(3, 6, 7), None, None, 1.0, 0.0, 0)
+    assert sig.shape == (4, 3, 5, 7) and sig.batch == (4, 3)
+    assert sig.A.bstrides == (90, 30) and sig.B.bstrides == (0, 42)
+    assert sig.made == ((5, 7), (7, 1), (4, 3), (105, 35))
+    # a B shared by every problem: one (L * M, K) @ (K, N) problem
+    sig = validate(_f32(4, 3, 5, 6), _f32(6, 7), None, None, 1.0, 0.0, 0)
+    assert sig.batch == (1, 1) and sig.A.shape == (60, 6) and sig.m == 60
+    assert sig.made == ((60, 7), (7, 1), (1, 1), (0, 0))
+    # ... but not where a's problems do not lie one after another down its rows
+    a = np.swapaxes(_f32(5, 4, 6), 0, 1)            # (4, 5, 6), problems 6 apart
+    sig = validate(a, _f32(6, 7), None, None, 1.0, 0.0, 0)
+    assert sig.batch == (1, 4) and sig.A.bstrides == (0, 6)
+
+
+@pytest.mark.parametrize("a,b,c,out,match", [
+    ((4, 5, 6), (3, 6, 7), None, None, "do not broadcast"),
+    ((4, 5, 6), (4, 6, 7), None, (3, 5, 7), r"out must have shape \(4, 5, 7\)"),
+    ((4, 5, 6), (4, 6, 7), (2, 5, 7), None, "does not broadcast"),
+    ((6,), (6, 7), None, None, r"2 or more dimensions.*x\[None, :\]"),
+    ((4, 5, 6), (4, 5, 7), None, None, "inner dimensions differ"),
+])
+def test_shape_errors_are_named(a, b, c, out, match):
+    arr = lambda s: None if s is None else _f32(*s)     # noqa: E731
+    with pytest.raises(ShapeError, match=match):
+        validate(arr(a), arr(b), arr(c), arr(out), 1.0, 1.0, 0)
+
+
+def test_a_kernel_that_does_not_batch_says_which_do():
+    with pytest.raises(ShapeError, match="cute_smem.*computes one 2-D product.*cute_pipelined"):
+        cute_gemm.run("cute_smem", _f32(2, 5, 6), _f32(2, 6, 7))
+
+
+def test_span_and_overlap_cover_the_whole_batch():
+    op = Operand("out", None, True, 1 << 20, (5, 7), (7, 1), "float32", bcount=(2, 3),
+                 bstrides=(105, 35))
+    assert op.span() == (1 << 20, (1 << 20) + 4 * 210)
+    assert not op.self_overlapping()
+    # problems of (M, L, N) storage: distinct elements, though each matrix spans the others
+    inter = Operand("out", None, True, 0, (5, 7), (21, 1), "float32", bcount=(1, 3),
+                    bstrides=(0, 7))
+    assert not inter.self_overlapping()
+    assert Operand("out", None, True, 0, (5, 7), (7, 1), "float32", bcount=(1, 3),
+                   bstrides=(0, 0)).self_overlapping()
+
+
+def test_broadcast_out_is_an_alias_error():
+    out = np.broadcast_to(_f32(5, 7), (3, 5, 7))
+    with pytest.raises((AliasError, Exception)):
+        validate(_f32(3, 5, 6), _f32(3, 6, 7), None, out, 1.0, 0.0, 0)
+
+
+def test_batched_sources_take_the_batch_in_their_plain_entries():
+    """Kernel.batched is a fact of the source: its plain entries (no workspace) take
+    CG_BATCH_PARAMS and step by it; no other source names it."""
+    for path in sorted(KERNELS.rglob("*.cu")):
+        src, rel = path.read_text(), path.relative_to(KERNELS).as_posix()
+        takes = "CG_BATCH_PARAMS" in src or "int Lin, int z0" in src
+        assert takes == (rel in registry.records.BATCHED_SOURCES), rel
+    assert any(k.batched for k in registry.kernels())
+
+
+def test_the_batch_block_follows_the_gemm_arguments():
+    names = [f for f, _ in GemmArgsBatch._fields_]
+    assert names[-len(BATCH_PARAMS):] == [f for f, _ in BATCH_PARAMS]
+    assert re.search(r"int Lin, int z0, long long bA0, long long bA1, long long bB0, long long "
+                     r"bB1,\s*\\\s*long long bC0, long long bC1",
+                     (KERNELS.parent / "include/cute_gemm/common.cuh").read_text())
+    blk = pack_gemm_args_batch(*range(14), 3, 0, 1, 2, 3, 4, 5, 6)[0][0]
+    assert (blk.Lin, blk.bA0, blk.bC1) == (3, 1, 6)
