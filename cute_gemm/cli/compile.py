@@ -106,7 +106,7 @@ def arch_number(arch: str) -> int:
 def unsupported_arch(arch: str) -> str | None:
     """None if this NVRTC compiles for `arch` (an empty program, ~0.1 s), else its complaint."""
     try:
-        comp.compile_source(registry.kernels()[0], arch, "", [f"-arch={arch}"])
+        comp.run_nvrtc(registry.kernels()[0], "", [f"-arch={arch}"], want_ptx=False)
     except CompileError as e:
         return one_line(e.log) if e.log.strip() else e.result
     return None
