@@ -317,10 +317,15 @@ def _prefetch_one(name: str, arch: str, ptx: bool, directory: str,
     return c.origin, c.compile_seconds
 
 
+def cpu_count() -> int:
+    """The CPUs this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def default_workers() -> int:
     """One worker per usable CPU, but no more than free memory / 3 GiB: NVRTC peaks at
     ~2.7 GB resident on cute_pipelined (11 entry points)."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cpus = cpu_count()
     try:
         with open("/proc/meminfo") as f:
             avail_kb = next(int(ln.split()[1]) for ln in f if ln.startswith("MemAvailable:"))
