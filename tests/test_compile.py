@@ -96,7 +96,7 @@ def test_compile_error_carries_kernel_options_and_log(tmp_cache):
     opts = comp.options(k, "sm_90")
     bad = '#include <cute_gemm/common.cuh>\nextern "C" __global__ void naive(CG_GEMM_PARAMS) { this_is_not_cpp; }\n'
     with pytest.raises(cute_gemm.CompileError) as e:
-        comp.compile_source(k, "sm_90", bad, opts)
+        comp.run_nvrtc(k, bad, opts, want_ptx=False)
     err = e.value
     assert err.kernel == "naive"
     assert "-arch=sm_90" in err.options and "--std=c++17" in err.options
@@ -131,7 +131,7 @@ static_assert(cuda::std::is_same_v<tuple_element_t<1, const T4>, const I3>);
 static_assert(size(make_layout(make_shape(I3{}, 4), LayoutRight{})) == 12);
 extern "C" __global__ void probe(int* p) { *p = get<1>(T4{}); }
 """
-    comp.compile_source(k, "sm_90", src, comp.options(k, "sm_90"))
+    comp.run_nvrtc(k, src, comp.options(k, "sm_90"), want_ptx=False)
 
 
 def test_the_config_reaches_nvrtc_in_the_prelude_only():
@@ -150,7 +150,7 @@ def test_a_source_without_its_config_does_not_compile(tmp_cache):
     k = registry.get("v2_tiled16")
     bare = comp.read_source(k)[len(k.config.cpp(k.name)):]
     with pytest.raises(cute_gemm.CompileError, match="BM"):
-        comp.compile_source(k, "sm_80", bare, comp.options(k, "sm_80"))
+        comp.run_nvrtc(k, bare, comp.options(k, "sm_80"), want_ptx=False)
 
 
 def test_parse_resources():

@@ -52,23 +52,9 @@ def disk_enabled() -> bool:
     return os.environ.get("CUTE_GEMM_DISABLE_CACHE", "").strip().lower() not in ("1", "true", "yes", "on")
 
 
-def tree_digest(root: Path) -> str:
-    """sha256 over the relative path and content of every file under `root`, symlinked
-    folders included (an #include resolves through them, so must the key)."""
-    h = hashlib.sha256()
-    for rel, full in paths.walk_files(root):
-        h.update(rel.encode() + b"\0")
-        if os.path.isdir(full):               # a second name for a folder hashed already
-            h.update(b"->" + (os.readlink(full).encode() if os.path.islink(full) else b"") + b"\0")
-            continue
-        with open(full, "rb") as f:
-            h.update(f.read() + b"\0")
-    return h.hexdigest()
-
-
 def _include_digest() -> str:
     # not memoised: include/ is a few KB, and an edit during a long session must change the key
-    return tree_digest(paths.project_include_dir())
+    return paths.tree_digest(paths.project_include_dir())
 
 
 def cache_key(kernel, arch: str, source: str, opts: list[str]) -> str:
@@ -317,10 +303,15 @@ def _prefetch_one(name: str, arch: str, ptx: bool, directory: str,
     return c.origin, c.compile_seconds
 
 
+def cpu_count() -> int:
+    """The CPUs this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def default_workers() -> int:
     """One worker per usable CPU, but no more than free memory / 3 GiB: NVRTC peaks at
     ~2.7 GB resident on cute_pipelined (11 entry points)."""
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cpus = cpu_count()
     try:
         with open("/proc/meminfo") as f:
             avail_kb = next(int(ln.split()[1]) for ln in f if ln.startswith("MemAvailable:"))

@@ -290,9 +290,3 @@ def run_nvrtc(kernel, source: str, opts: list[str], want_ptx: bool):
         finally:
             nvrtc.nvrtcDestroyProgram(prog)
     return cubin, ptx, log, time.perf_counter() - t0
-
-
-def compile_source(kernel, arch: str, source: str, opts: list[str]) -> tuple[bytes, str, float]:
-    """Run NVRTC; return (cubin, log, seconds). Raises CompileError with the whole log."""
-    cubin, _, log, seconds = run_nvrtc(kernel, source, opts, want_ptx=False)
-    return cubin, log, seconds

@@ -99,15 +99,20 @@ def walk_files(top: Path):
                 yield os.path.relpath(full, top), full
 
 
-def _dir_fingerprint(path: Path) -> str:
+def tree_digest(top: Path, contents: bool = True) -> str:
+    """sha256 over the relative path and the content (else size and mtime) of every file
+    under `top`, symlinked folders included (an #include resolves through them)."""
     h = hashlib.sha256()
-    for rel, full in walk_files(path):
+    for rel, full in walk_files(top):
         if os.path.isdir(full):               # a second name for a folder met already
             h.update(f"{rel}\0->{os.readlink(full) if os.path.islink(full) else ''}\n".encode())
+        elif contents:
+            with open(full, "rb") as f:
+                h.update(rel.encode() + b"\0" + f.read() + b"\0")
         else:
             st = os.stat(full)
             h.update(f"{rel}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
-    return "dir:" + h.hexdigest()
+    return h.hexdigest()
 
 
 def _wheel_version(dist: str, found: Path) -> str:
@@ -133,7 +138,7 @@ def header_dirs() -> tuple[HeaderDir, ...]:
             p = Path(override)
             if not p.is_dir():
                 raise HeadersNotFound(f"{env}={override!r} is not a directory")
-            out.append(HeaderDir(role, p, _dir_fingerprint(p)))
+            out.append(HeaderDir(role, p, "dir:" + tree_digest(p, contents=False)))
             continue
         p = _discover(role)
         if p is None:

@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from .. import registry
 from ..driver import launch
-from ..build.cache import CacheWarning
+from ..build.cache import CacheWarning, cpu_count
 from ..build.compile import normalize_arch
 from ..base.errors import CudaError, UnknownKernelError
 
@@ -133,13 +133,9 @@ def show(as_json: bool, obj: Any, text: Callable[[], str]) -> None:
     print(json.dumps(json_safe(obj), indent=2) if as_json else text())
 
 
-def cpu_cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def add_jobs_progress(s) -> None:
     s.add_argument("--jobs", "-j", type=positive_int, default=None, metavar="N",
-                   help=f"NVRTC compiles in parallel processes (default: the CPU cores, {cpu_cores()} here)")
+                   help=f"NVRTC compiles in parallel processes (default: the CPU cores, {cpu_count()} here)")
     g = s.add_mutually_exclusive_group()
     g.add_argument("--progress", dest="progress", action="store_const", const=True, default=None,
                    help="show progress on stderr even when it is not a terminal")

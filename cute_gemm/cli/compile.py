@@ -14,7 +14,7 @@ from .. import registry
 from ..build import cache, compile as comp
 from ..driver import launch
 from . import base
-from .base import (DEFAULT_ARCH, Progress, add_jobs_progress, arch_name, cpu_cores, error,
+from .base import (DEFAULT_ARCH, Progress, add_jobs_progress, arch_name, error,
                    kernel_name, one_line, precision_list, save_log, show)
 from ..base.errors import CompileError, CuteGemmError
 from ..plan.resolve import UTIL, layout_launches
@@ -106,7 +106,7 @@ def arch_number(arch: str) -> int:
 def unsupported_arch(arch: str) -> str | None:
     """None if this NVRTC compiles for `arch` (an empty program, ~0.1 s), else its complaint."""
     try:
-        comp.compile_source(registry.kernels()[0], arch, "", [f"-arch={arch}"])
+        comp.run_nvrtc(registry.kernels()[0], "", [f"-arch={arch}"], want_ptx=False)
     except CompileError as e:
         return one_line(e.log) if e.log.strip() else e.result
     return None
@@ -140,7 +140,7 @@ def compile_table(plan: dict[str, list[tuple[str, ...] | None]], archs: list[str
             per_kernel[(n, a)] = [(n, k.target(num) if k.arch_specific else a, s) for s in sets]
             jobs += per_kernel[(n, a)]
     jobs = list(dict.fromkeys(jobs))
-    done = dict(zip(jobs, run_jobs(jobs, workers or cpu_cores(), Progress(len(jobs), progress))))
+    done = dict(zip(jobs, run_jobs(jobs, workers or cache.cpu_count(), Progress(len(jobs), progress))))
     out: dict[int, Outcome] = {}       # (an arch-specific target may stand for several archs)
     for got in per_kernel.values():
         for o in ([got] if isinstance(got, Outcome) else [done[j] for j in got]):

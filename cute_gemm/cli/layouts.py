@@ -12,6 +12,7 @@ from typing import Sequence
 from .. import layouts as L, registry
 from .base import error, kernel_name, nonneg_int, print_json, shape_mnk, show
 from ..layouts import draw, model
+from ..perf import plots
 
 
 def self_check(kernel) -> tuple[int, list[str]]:
@@ -71,11 +72,8 @@ def run(kernels: list[str] | None = None, fmt: str | None = None, out: str | Non
     for k in chosen:
         if not 0 <= thr < k.threads:
             return fail(f"--thread {thr} outside 0..{k.threads - 1} for {k.name}")
-    if fmt == "png":
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            return fail("--format png needs matplotlib: pip install 'cute_gemm[plot]' (or use --format svg)")
+    if fmt == "png" and not plots.available():
+        return fail("--format png needs matplotlib: pip install 'cute_gemm[plot]' (or use --format svg)")
     recs = [(k, L.build(k, problem, thr)) for k in chosen]
     if fmt == "text" and out is None:
         if as_json:
