@@ -61,10 +61,12 @@ def _define():
 
     @torch.library.custom_op("cute_gemm::gemm", mutates_args=(), schema=SCHEMA)
     def gemm_op(a, b, c, alpha, beta, precision, out_dtype, kernel):
-        if a.dim() != 2 or b.dim() != 2:
-            raise ShapeError(f"a and b must be 2-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+        if a.dim() < 2 or b.dim() < 2:
+            raise ShapeError(f"a and b must have 2 dimensions or more, got shapes "
+                             f"{tuple(a.shape)} and {tuple(b.shape)}")
         dtype = result_dtype(a, b, out_dtype)
-        result = torch.empty((a.shape[0], b.shape[1]), dtype=dtype, device=a.device)
+        result = torch.empty(torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+                             + (a.shape[-2], b.shape[-1]), dtype=dtype, device=a.device)
         if c is not None and c.dtype != dtype:
             c = c.to(dtype)             # run() reads c in the result's type
         api.run(kernel, a, b, c, alpha=alpha, beta=beta, out=result, precision=precision)
@@ -74,32 +76,33 @@ def _define():
 
     @gemm_op.register_fake
     def _(a, b, c, alpha, beta, precision, out_dtype, kernel):
-        check(a.dim() == 2 and b.dim() == 2,
-              lambda: f"a and b must be 2-D, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
-        m, n = a.shape[0], b.shape[1]
-        check(a.shape[1] == b.shape[0], lambda: f"inner dimensions differ: a is "
+        check(a.dim() >= 2 and b.dim() >= 2, lambda: f"a and b must have 2 dimensions or "
+              f"more, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
+        m, n = a.shape[-2], b.shape[-1]
+        check(a.shape[-1] == b.shape[-2], lambda: f"inner dimensions differ: a is "
               f"{tuple(a.shape)}, b is {tuple(b.shape)}")
+        shape = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (m, n)
         if c is not None:
-            check(c.dim() == 2, lambda: f"c must have shape ({m}, {n}), got {tuple(c.shape)}")
-            check(c.shape[0] == m, lambda: f"c must have shape ({m}, {n}), got {tuple(c.shape)}")
-            check(c.shape[1] == n, lambda: f"c must have shape ({m}, {n}), got {tuple(c.shape)}")
-        return a.new_empty((m, n), dtype=result_dtype(a, b, out_dtype))
+            check(c.dim() >= 2 and c.shape[-2] == m and c.shape[-1] == n,
+                  lambda: f"c must have shape (..., {m}, {n}), got {tuple(c.shape)}")
+        return a.new_empty(shape, dtype=result_dtype(a, b, out_dtype))
 
     def setup_context(ctx, inputs, output):
         a, b, c, alpha, beta, precision, _, _ = inputs
         ctx.save_for_backward(a, b)
         ctx.alpha, ctx.beta, ctx.precision = alpha, beta, precision
-        ctx.c_dtype = None if c is None else c.dtype
+        ctx.c_dtype, ctx.c_shape = (None, None) if c is None else (c.dtype, c.shape)
 
     def backward(ctx, grad):
         (a, b), (need_a, need_b, need_c) = ctx.saved_tensors, ctx.needs_input_grad[:3]
         # by gemm()'s pick, not the forward's kernel, which may not take the transposed shapes
         g = grad.to(a.dtype) if need_a or need_b else None
+        # summed over the batch modes each operand was broadcast along (a no-op for 2-D)
         da = (gemm_op(g, b.mT, None, ctx.alpha, 0.0, ctx.precision, a.dtype, registry.AUTO)
-              if need_a else None)
+              .sum_to_size(a.shape) if need_a else None)
         db = (gemm_op(a.mT, g, None, ctx.alpha, 0.0, ctx.precision, b.dtype, registry.AUTO)
-              if need_b else None)
-        dc = (ctx.beta * grad).to(ctx.c_dtype) if need_c else None
+              .sum_to_size(b.shape) if need_b else None)
+        dc = (ctx.beta * grad).sum_to_size(ctx.c_shape).to(ctx.c_dtype) if need_c else None
         return da, db, dc, None, None, None, None, None
 
     gemm_op.register_autograd(backward, setup_context=setup_context)

@@ -163,3 +163,19 @@ def test_batched_capture_in_a_cuda_graph():
     g.replay()
     torch.cuda.synchronize()
     _check(out, a, b, precision="bf16")
+
+
+def test_gradients_sum_over_broadcast_modes():
+    """Autograd through a batched product: each operand's gradient summed over the modes it
+    was broadcast along, as torch.matmul's."""
+    gen = torch.Generator(device="cuda").manual_seed(15)
+    a = _rand((2, 1, 20, 30), "float32", gen).requires_grad_()
+    b = _rand((3, 30, 10), "float32", gen).requires_grad_()
+    g = _rand((2, 3, 20, 10), "float32", gen)
+    (cute_gemm.gemm(a, b) * g).sum().backward()
+    da, db = a.grad.clone(), b.grad.clone()
+    a.grad = b.grad = None
+    (torch.matmul(a.double(), b.double()) * g.double()).sum().backward()
+    assert da.shape == a.shape and db.shape == b.shape
+    torch.testing.assert_close(da, a.grad.float(), rtol=1e-5, atol=1e-4)
+    torch.testing.assert_close(db, b.grad.float(), rtol=1e-5, atol=1e-4)

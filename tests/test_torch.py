@@ -95,8 +95,10 @@ def test_fake_refuses_what_run_refuses_when_traced():
             cgt.mm(a, b)
         with pytest.raises(RuntimeError, match="c must have shape"):
             cgt.gemm(a, torch.empty(3, 5), torch.empty(5, 7), beta=1.0)
-        with pytest.raises(RuntimeError, match="2-D"):
+        with pytest.raises(RuntimeError, match="2 dimensions or more"):
             cgt.mm(torch.empty(7), torch.empty(7, 2))
+        # a batch broadcast as torch.matmul broadcasts it
+        assert cgt.mm(torch.empty(4, 1, 7, 3), torch.empty(6, 3, 5)).shape == (4, 6, 7, 5)
         bf = torch.empty(3, 5, dtype=torch.bfloat16)
         with pytest.raises(DTypeError):
             cgt.mm(a[:, :3], bf)

@@ -124,7 +124,8 @@ MAJORS = {"a": ("k", "m"), "b": ("n", "k"), "c": ("n", "m")}   # role -> (row-, 
 def fits(ops: dict) -> dict:
     """role -> (major, alignment in elements) of each Operand of `ops` (role "a", "b", "c") in
     its role: its unit stride's mode (MAJORS; "strided": none) and the largest power of two
-    (<= 16) dividing its pointer (in elements) and leading stride (0: pointer unaligned)."""
+    (<= 16) dividing its pointer (in elements), leading stride and batch strides (0: pointer
+    unaligned)."""
     out = {}
     for role, op in ops.items():
         (r, c), (sr, sc), e = op.shape, op.strides, ITEMSIZE[op.dtype]
@@ -135,7 +136,8 @@ def fits(ops: dict) -> dict:
             major, ld = col, (sc if c > 1 else 0)
         else:       # no unit stride (e.g. every other column): only "any" entries take it
             major, ld = "strided", abs(sr) | abs(sc)
-        v = (op.ptr // e) | (ld if ld > 0 else 0) | 16
+        # (every problem of a batch: its pointer steps by the batch strides)
+        v = (op.ptr // e) | (ld if ld > 0 else 0) | abs(op.bstrides[0]) | abs(op.bstrides[1]) | 16
         out[role] = (major, 0 if op.ptr % e else v & -v)
     return out
 

@@ -151,8 +151,8 @@ class Launcher:
         self.local.packed = self.pack()     # (this thread's; another's packs at its first call)
         self.tail = None if reduce is None else Reduction(
             reduce, plan.reduce_grid, m, n, plan.split_k, sc, plan.reduce_pdl)
-        gx, gy, _ = plan.grid
-        self.site = [launch.Site(f, (gx, gy, z), plan.block, plan.smem, plan.pdl)
+        gx, gy, gz = plan.grid
+        self.site = [launch.Site(f, (gx, gy, z if batched else gz), plan.block, plan.smem, plan.pdl)
                      for _, z in self.zs]
         self.site = self.site[0] if len(self.zs) == 1 else self.site
         # (most launches: one kernel, its arguments as they come, nothing else to do)

@@ -2,8 +2,8 @@
 batching.plan could not fold into one 2-D problem): the candidates (auto.candidates) whose
 kernels walk a batch along the grid's z (Kernel.batched), in the precision the call asks
 for, else in one that keeps its contract (fp32_3xtf32 by SIMT fp32). The tables price 2-D
-problems only, so the rules are the heuristic's: a small K on the kernel tagged TINY; else
-the largest tiles whose CTAs, over the whole batch, fill the GPU once, or the smallest."""
+problems only, so it is a rule and a model: a small K on the kernel tagged TINY; else the
+tiles of least `cost` over the whole batch (waves of CTAs, padding, loads per FMA)."""
 from __future__ import annotations
 
 from .. import registry
@@ -37,16 +37,33 @@ def choose(count: int, m: int, n: int, k: int, *, device, precision: str = "fp32
     if tiny and k <= limit:
         return Choice(tiny[0].name, why=f"a batch of {count}; K = {k} <= {limit}: one pass",
                       precision=runs)
-    tiled = sorted((x for x in own if TINY not in x.tags and x.tile),
-                   key=lambda x: -x.tile[0] * x.tile[1]) or own
+    tiled = [x for x in own if TINY not in x.tags and x.tile] or own
     wave = device.sm_count
-    for x in tiled:
-        ctas = count * cdiv(m, x.tile[0]) * cdiv(n, x.tile[1]) if x.tile else wave
-        if ctas >= wave * x.min_blocks:
-            return Choice(x.name, why=f"a batch of {count}: the largest tiles that fill "
-                          f"{wave} SMs ({ctas} CTAs)", precision=runs)
-    return Choice(tiled[-1].name, why=f"a batch of {count}: too few tiles to fill {wave} SMs, "
-                  "the smallest", precision=runs)
+    best = min(tiled, key=lambda x: (cost(x, count, m, n, wave), -_area(x)))
+    ctas = count * cdiv(m, best.tile[0]) * cdiv(n, best.tile[1]) if best.tile else 0
+    return Choice(best.name, why=f"a batch of {count}: the tiles of least cost on {wave} SMs "
+                  f"({ctas} CTAs)", precision=runs)
+
+
+# a tile's loads per multiply-add, (BM + BN) / (BM * BN), weighed against its arithmetic:
+# narrow tiles waste less of a small M or N but feed each FMA with more loads
+LOAD_WEIGHT = 16
+
+
+def cost(x: registry.Kernel, count: int, m: int, n: int, sm_count: int) -> float:
+    """The busiest SM's work for `count` problems on kernel x, in tile-area units: its waves
+    of CTAs (tiles of every problem, min_blocks CTAs an SM), each CTA's whole tile computed
+    (a partial one too), dearer per output for narrow tiles."""
+    if not x.tile:
+        return float("inf")
+    bm, bn, _ = x.tile
+    slots = sm_count * x.min_blocks
+    waves = cdiv(count * cdiv(m, bm) * cdiv(n, bn), slots)
+    return waves * x.min_blocks * bm * bn * (1 + LOAD_WEIGHT * (bm + bn) / (bm * bn))
+
+
+def _area(x: registry.Kernel) -> int:
+    return x.tile[0] * x.tile[1] if x.tile else 0
 
 
 def pick(sig, precision: str, out_dtype: str, ordinal: int | None) -> Choice:
