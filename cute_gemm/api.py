@@ -122,15 +122,19 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
 
     Args:
         name: A registered kernel (cute_gemm.kernels()), or "auto": gemm()'s pick.
-        a: A, (M, K): a numpy array, or a device array exposing `__cuda_array_interface__`
-            or DLPack (CuPy, PyTorch, JAX, cute_gemm.DeviceArray); float32, float16 or
-            bfloat16, any strides (a transposed view included).
-        b: B, (K, N), of a's type and on a's device (or both on the host).
-        c: C, (M, N), read when beta != 0; float32 or a's type. Default None (beta is then 0).
+        a: A, (M, K), or a batch (..., M, K): a numpy array, or a device array exposing
+            `__cuda_array_interface__` or DLPack (CuPy, PyTorch, JAX, cute_gemm.DeviceArray);
+            float32, float16 or bfloat16, any strides (a transposed view included).
+        b: B, (K, N) or (..., K, N), of a's type and on a's device (or both on the host).
+            The leading modes of a and b broadcast as numpy.matmul's do; the batch runs in
+            one launch (kernels with Kernel.batched; a B shared by the batch as one taller
+            product).
+        c: C, (M, N) or broadcasting to the result's batch, read when beta != 0; float32 or
+            a's type. Default None (beta is then 0).
         alpha: Scale of a @ b (a Python int or float). Default 1.0.
         beta: Scale of c. Default 0.0.
-        out: Where the result goes, (M, N), float32 or a's type; may be `c` (in place); one
-            overlapping a, b or c otherwise is computed apart and copied. Default None.
+        out: Where the result goes, (..., M, N), float32 or a's type; may be `c` (in place);
+            one overlapping a, b or c otherwise is computed apart and copied. Default None.
         stream: A CUDA stream (an int handle, or a cuda.core, CuPy or PyTorch stream).
             Default None: the operands' library's current stream.
         precision: "fp32", "tf32" (10-bit mantissas; only when asked for), "bf16", "fp16" or
@@ -138,13 +142,15 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
             a's type implies ("fp32" for float32; "fp32_3xtf32" on a kernel with only that).
 
     Returns:
-        The (M, N) result: `out`, else a new array where the operands live (numpy, their
+        The (..., M, N) result: `out`, else a new array where the operands live (numpy, their
         library's, or a DeviceArray); of out's type (rounded to nearest even), else float32.
 
     Raises:
         UnknownKernelError: `name` is not registered; the message lists the names.
         NotAnArrayError: an operand is not an array.
-        ShapeError: an operand is not 2-D, or the shapes do not agree.
+        ShapeError: an operand has fewer than 2 modes, the shapes do not agree or broadcast,
+            a batch on a kernel that computes one product (the message names those that
+            batch), or batch modes that do not merge into two (batching.flatten).
         DTypeError: an operand's type is not supported, a and b differ in type, or the
             kernel does not compute `precision` into the result's type.
         ShapeLimitError: the shape is beyond what the kernel's design allows.
@@ -220,7 +226,7 @@ def run_choice(choice, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=No
 def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
                 precision: PrecisionName = "fp32", out_dtype: DTypeName | None = None,
                 aligned: bool | None = None, ordinal: int | None = None,
-                device: str | launch.DeviceInfo | None = None) -> auto.Choice:
+                device: str | launch.DeviceInfo | None = None, batch: int = 1) -> auto.Choice:
     """What gemm() would run for an M x N x K problem, and why, without running it.
 
     gemm()'s selector (tune tables, then the heuristic) for fresh operands; with `device`, no GPU.
@@ -243,6 +249,9 @@ def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
         device: Instead of a present GPU, a launch.DeviceInfo or the name of a GPU a shipped
             tune table knows (autotable.shipped_gpus(): "NVIDIA H100 80GB HBM3", "NVIDIA
             H200"); its tuned table in the cache counts. Default None: the GPU at `ordinal`.
+        batch: Problems in a batch that gemm() walks in one launch (operands (batch, M, K)
+            @ (batch, K, N)); one whose B is shared folds into an M * batch problem instead.
+            Default 1.
 
     Returns:
         Choice (nothing compiled or launched): the kernel, whether it runs transposed, its
@@ -270,6 +279,8 @@ def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
         raise InputError(f"M, N and K are integers, got {(m, n, k)}") from None
     if min(m, n, k) < 0:
         raise InputError(f"M, N and K are >= 0, got {(m, n, k)}")
+    if type(batch) is not int or batch < 1:
+        raise InputError(f"batch is an integer >= 1, got {batch!r}")
     if device is not None and ordinal is not None:
         raise InputError("gemm_choice(): give ordinal (a present GPU) or device (a described "
                          "one), not both")
@@ -278,6 +289,9 @@ def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
     elif device is None:
         device = launch.device_info(ordinal)
     out_dtype = out_dtype or "float32"
+    if batch > 1:
+        return batched.choose(batch, m, n, k, device=device, precision=precision,
+                              out_dtype=out_dtype)
     if aligned is None:
         aligned = auto.contiguous_aligned(m, n, k, layout, precision, out_dtype)
     return auto.choose(m, n, k, device=device, layout=layout, precision=precision,
@@ -402,18 +416,21 @@ def gemm(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: float
     the fastest in this GPU's tuned table; CUTE_GEMM_TUNE=off leaves the model's pick.
 
     Args:
-        a: A, (M, K): a numpy or device array (as run() takes); float32, float16 or bfloat16.
-        b: B, (K, N), of a's type and on a's device (or both on the host).
-        c: C, (M, N), read when beta != 0; float32 or a's type. Default None.
+        a: A, (M, K) or a batch (..., M, K): a numpy or device array (as run() takes);
+            float32, float16 or bfloat16.
+        b: B, (K, N) or (..., K, N), of a's type and on a's device (or both on the host);
+            the batch modes broadcast as numpy.matmul's (run() says how they run).
+        c: C, read when beta != 0, broadcasting to the result; float32 or a's type.
+            Default None.
         alpha: Scale of a @ b. Default 1.0.
         beta: Scale of c. Default 0.0.
-        out: Where the result goes, (M, N), float32 or a's type; may be `c`. Default None.
+        out: Where the result goes, (..., M, N), float32 or a's type; may be `c`. Default None.
         stream: A CUDA stream. Default None: the operands' library's current stream.
         precision: "fp32", "tf32", "bf16", "fp16" or "fp32_3xtf32". Default None: the one
             the operands' type implies ("fp32" for float32).
 
     Returns:
-        The (M, N) result: `out` when given, else a new array where the operands live;
+        The (..., M, N) result: `out` when given, else a new array where the operands live;
         float32, or out's type.
 
     Raises:

@@ -123,3 +123,15 @@ def test_the_batch_block_follows_the_gemm_arguments():
                      (KERNELS.parent / "include/cute_gemm/common.cuh").read_text())
     blk = pack_gemm_args_batch(*range(14), 3, 0, 1, 2, 3, 4, 5, 6)[0][0]
     assert (blk.Lin, blk.bA0, blk.bC1) == (3, 1, 6)
+
+
+def test_the_batched_bench_draw_is_its_seed_and_within_its_bounds():
+    from cute_gemm.perf.batched import BATCH, DIM, FLOP_MAX, PATTERNS, batched_count, draw
+    assert draw(12, 5) == draw(12, 5) and draw(12, 5) != draw(12, 6)
+    for p in draw(50, 7):
+        assert BATCH[0] <= p.batch <= BATCH[1] and p.flop <= FLOP_MAX and p.pattern in PATTERNS
+        assert all(DIM[0] <= x <= DIM[1] for x in (p.m, p.n, p.k))
+    assert batched_count("batched") == 24 and batched_count("batched:7") == 7
+    assert batched_count("random:7") is None
+    with pytest.raises(ValueError, match="batched:N"):
+        batched_count("batched:x")

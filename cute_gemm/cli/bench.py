@@ -6,6 +6,7 @@ import sys
 
 from . import base
 from .base import checked, error, kernel_name, kernel_or_auto, nonneg_int, positive_float, positive_int, show
+from ..perf.batched import PRECISIONS as BATCHED_PRECISIONS, batched_count, main as batched_main
 from ..perf.cublas import find_cublas
 from ..perf.overhead import measure_overhead
 from ..perf.report import format_overhead, format_table, readme_markdown
@@ -28,7 +29,9 @@ band, M, N, K in [8, 12288], each shape in one layout drawn from --layouts, defa
 to auto; besides the GPU time of one launch, each shape is timed as one call on an idle GPU, host time
 included, and as 20 calls back to back; the summary gives, per precision and timing, the geometric mean and
 minimum of cuBLAS time / time and the share below 0.9x, with the seed that draws the shapes again). 'auto'
-names gemm()'s choice, timed like a kernel."""
+names gemm()'s choice, timed like a kernel. 'batched[:N]' (alone; needs PyTorch): N random batched products
+(batch 2..1024, M, N, K 16..4096, broadcast and strided batches) by gemm() next to torch.matmul, checked, then
+timed as one call and as a burst; --out writes batched.json."""
 
 
 def register(sub) -> None:
@@ -38,7 +41,7 @@ def register(sub) -> None:
                    help="kernel names, or auto for gemm()'s choice (default: every kernel the device supports; "
                         "with --size random: auto)")
     s.add_argument("--size", action="append", type=parse_size_arg,
-                   metavar="N|MxNxK|squares|odd|sweep|held-out|grid|random[:N]|all", help="repeatable; default: all")
+                   metavar="N|MxNxK|squares|odd|sweep|held-out|grid|random[:N]|batched[:N]|all", help="repeatable; default: all")
     s.add_argument("--layouts", type=parse_layouts_arg,
                    help="comma list of nn, tn, nt, tt (t = transposed view) or all; default nn; with --size "
                         "random, each random shape gets one of these at random (default: all four)")
@@ -80,7 +83,7 @@ def register(sub) -> None:
 
 
 def _size(s: str) -> str:
-    if random_count(s) is None:
+    if random_count(s) is None and batched_count(s) is None:
         parse_sizes([s])
     return s
 
@@ -116,6 +119,17 @@ def _cmd_bench(args) -> int:
             return error(f"--readme: {msg if args.readme in msg else f'{args.readme}: {msg}'}", "cute-gemm bench")
         print(readme_markdown(saved, size=args.ladder_size, source=args.readme), end="")
         return 0
+    batched = [n for n in map(batched_count, args.size or []) if n is not None]
+    if batched:
+        if len(batched) != len(args.size) or args.kernels:
+            return error("--size batched[:N] times gemm() against torch.matmul alone: no other "
+                         "size, no kernel names", "cute-gemm bench")
+        why = base.gpu_unavailable()
+        if why:
+            return error(f"bench times kernels on a CUDA GPU and none can be used here ({why})",
+                         "cute-gemm bench")
+        precisions = [p for p in parse_precisions(args.precision) if p in BATCHED_PRECISIONS]
+        return batched_main(sum(batched), args.seed, precisions or ["fp32"], args.out)
     try:        # before the GPU is looked for: a bad combination, and the seed of a draw
         todo = plan(args.size, args.layouts, seed=args.seed, flops=args.flops)
     except ValueError as e:
