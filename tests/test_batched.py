@@ -135,3 +135,49 @@ def test_the_batched_bench_draw_is_its_seed_and_within_its_bounds():
     assert batched_count("random:7") is None
     with pytest.raises(ValueError, match="batched:N"):
         batched_count("batched:x")
+
+
+class _Site:
+    """launch.Site's stand-in: records each launch's grid and the batch fields it packed."""
+    launched: list = []
+
+    block = None         # the argument block of the Launcher under test (its thread's)
+
+    def __init__(self, f, grid, block, smem, pdl=False):
+        self.grid = tuple(grid)
+        self.go = self._go
+
+    def _go(self, stream, ptrs, extra):      # (the plain path's inlined launch)
+        self.__call__(stream, _Site.block)
+        return (0,)
+
+    def __call__(self, stream, packed):
+        s = packed[0][0]
+        _Site.launched.append((self.grid, s.Lin, s.z0, s.bA1, s.bB1, s.bC1, s.A, s.B, s.C))
+
+
+@pytest.mark.parametrize("count,want", [((1, 5), [(5, 0)]), ((2, 40000), [(65535, 0), (14465, 65535)])])
+def test_a_batch_launches_along_z_in_pieces(monkeypatch, count, want):
+    from cute_gemm.plan import launcher as lm
+    monkeypatch.setattr(lm.launch, "Site", _Site)
+    _Site.launched = []
+    plan = lm.LaunchPlan(kernel="k", ordinal=0, shape=(8, 8, 8), entry="e", grid=(3, 2, 1),
+                         block=(256, 1, 1), smem=0, batch=count)
+    run = lm.Launcher(plan, None, ((8, 1), (8, 1), (8, 1)),
+                      bstrides=((0, 64), (0, 0), (count[1] * 64, 64)))
+    _Site.block = run.local.packed
+    run(0x1000, 0x2000, 0x3000, 1.0, 0.0, 0)
+    got = [(g[2], z0) for g, _, z0, *_ in _Site.launched]
+    assert got == want
+    for grid, lin, _, ba1, bb1, bc1, a, b, c in _Site.launched:
+        assert grid[:2] == (3, 2) and lin == count[1] and (ba1, bb1, bc1) == (64, 0, 64)
+        assert (a, b, c) == (0x1000, 0x2000, 0x3000)
+
+
+def test_a_split_keeps_its_grid_z(monkeypatch):
+    from cute_gemm.plan import launcher as lm
+    monkeypatch.setattr(lm.launch, "Site", _Site)
+    plan = lm.LaunchPlan(kernel="k", ordinal=0, shape=(8, 8, 8), entry="e", grid=(3, 2, 4),
+                         block=(256, 1, 1), smem=0, batch=(1, 1))
+    run = lm.Launcher(plan, None, ((8, 1), (8, 1), (8, 1)), extra=(0, 4))
+    assert run.site.grid == (3, 2, 4)
