@@ -179,3 +179,21 @@ def test_gradients_sum_over_broadcast_modes():
     assert da.shape == a.shape and db.shape == b.shape
     torch.testing.assert_close(da, a.grad.float(), rtol=1e-5, atol=1e-4)
     torch.testing.assert_close(db, b.grad.float(), rtol=1e-5, atol=1e-4)
+
+
+def test_copies_and_aliases_of_a_whole_batch():
+    """A batch whose operands the entry cannot take (tf32 wants both k-major: A m-major is
+    copied, every problem of it), and an out that is a of a batched product (computed apart,
+    every problem, then copied)."""
+    _runs_here("cute_mma_sm80")
+    gen = torch.Generator(device="cuda").manual_seed(16)
+    a = _rand((5, 48, 40), "float32", gen).mT               # (5, 40, 48), m-major
+    b = _rand((5, 48, 24), "float32", gen).mT.contiguous().mT     # k-major
+    got = cute_gemm.run("cute_mma_sm80", a, b, precision="tf32")
+    torch.cuda.synchronize()
+    _check(got, a, b, precision="tf32")
+    c, w = _rand((3, 40, 40), "float32", gen), _rand((3, 40, 40), "float32", gen)
+    c0 = c.clone()
+    cute_gemm.run("cute_pipelined", c, w, out=c)           # out is a, batch of 3 (no fold)
+    torch.cuda.synchronize()
+    _check(c, c0, w)
