@@ -373,28 +373,41 @@ def batched_kernels() -> list[str]:
     return [x.name for x in registry.kernels() if x.batched]
 
 
-def _run_host_batch(k, pick, sig, alpha, beta, s, precision, out_dtype):
-    """A call on N-D numpy operands: each copied to the device as it is (broadcast modes
-    stay of extent 1), run there, the result copied back into out or a new array."""
-    A, B, C, O = sig.A, sig.B, sig.C, sig.O
+def _host_result(shape, A: Operand, out_dtype: str) -> np.ndarray:
+    """A new numpy result; of a type numpy lacks (bfloat16), ml_dtypes' (a's dtype object,
+    if one)."""
     d = DTYPE[out_dtype]
-    result = O.obj if O is not None else np.empty(sig.shape, dtype=(
-        np.dtype(d.storage) if d.numpy else A.host.dtype if A.dtype == out_dtype
-        else np.dtype(getattr(sys.modules["ml_dtypes"], d.name))))
-    if result.size == 0:
-        return result
+    return np.empty(shape, dtype=(np.dtype(d.storage) if d.numpy else A.host.dtype
+                                  if A.dtype == out_dtype
+                                  else np.dtype(getattr(sys.modules["ml_dtypes"], d.name))))
+
+
+def _host_context(s: int) -> int:
+    """The current device, its context current, for a call on numpy operands: CaptureError
+    in a capture (copies to and from the host and a wait cannot be captured)."""
     ordinal = driver.current_ordinal()
     driver.ensure_context(ordinal)
     if launch.capturing(s):
         raise CaptureError("numpy operands need copies to and from the host and a wait for "
                            "them, which a CUDA graph capture cannot hold: pass device arrays")
+    return ordinal
+
+
+def _run_host_batch(k, pick, sig, alpha, beta, s, precision, out_dtype):
+    """A call on N-D numpy operands: each copied to the device as it is (broadcast modes
+    stay of extent 1), run there, the result copied back into out or a new array."""
+    A, B, C, O = sig.A, sig.B, sig.C, sig.O
+    result = O.obj if O is not None else _host_result(sig.shape, A, out_dtype)
+    if result.size == 0:
+        return result
+    ordinal = _host_context(s)
     owned = [DeviceArray.from_host(x.obj, ordinal, s) for x in (A, B, C) if x is not None]
     try:
         dev = _run(k, pick, owned[0], owned[1], owned[2] if C is not None else None, alpha,
                    beta if C is not None else 0.0, None, s, precision)
         owned.append(dev)
         got = dev.to_host(s)
-        result.view(np.dtype(d.storage))[...] = narrow(got, out_dtype)
+        result.view(np.dtype(DTYPE[out_dtype].storage))[...] = narrow(got, out_dtype)
     finally:
         for x in owned:
             x.close()
@@ -473,11 +486,7 @@ def _upload(op: Operand, ordinal: int, stream: int, owned: list) -> Operand:
 
 def _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec="fp32", out_dtype="float32",
               pick=AS_PLANNED, stand_in=None):
-    # a new result of a type numpy lacks (bfloat16) is ml_dtypes' (a's dtype object, if one)
-    d = DTYPE[out_dtype]
-    result = O.host if O is not None else np.empty((m, n), dtype=(
-        np.dtype(d.storage) if d.numpy else A.host.dtype if A.dtype == out_dtype
-        else np.dtype(getattr(sys.modules["ml_dtypes"], d.name))))
+    result = O.host if O is not None else _host_result((m, n), A, out_dtype)
     if m == 0 or n == 0:
         return result
     if kk == 0 or alpha == 0.0:
@@ -487,11 +496,7 @@ def _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec="fp32", out_dtype="f
         stored = narrow(v, out_dtype)
         result.view(stored.dtype)[...] = stored
         return result
-    ordinal = driver.current_ordinal()
-    driver.ensure_context(ordinal)
-    if launch.capturing(s):
-        raise CaptureError("numpy operands need copies to and from the host and a wait for "
-                           "them, which a CUDA graph capture cannot hold: pass device arrays")
+    ordinal = _host_context(s)
     owned: list = []
     try:
         dA, dB = _upload(A, ordinal, s, owned), _upload(B, ordinal, s, owned)
