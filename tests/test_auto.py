@@ -368,7 +368,7 @@ class FakeCAI:
 def _bad_calls():
     ro = rnd(2, 2)
     ro.flags.writeable = False
-    return [((rnd(2, 2, 2), rnd(2, 2)), {}), ((rnd(3, 4), rnd(5, 6)), {}),
+    return [((rnd(2, 2, 2), rnd(3, 2, 2)), {}), ((rnd(3, 4), rnd(5, 6)), {}),
             ((rnd(3, 4), rnd(4, 6), rnd(6, 3)), {"beta": 1.0}), ((rnd(3, 4), rnd(4, 6)), {"out": rnd(3, 5)}),
             ((rnd(3, 4).astype(np.float64), rnd(4, 5)), {}), ((FakeCAI((3, 4), typestr="<f8"), FakeCAI((4, 5))), {}),
             (([[1.0]], rnd(1, 1)), {}), ((rnd(2, 2), rnd(2, 2)), {"out": ro}),

@@ -4,7 +4,6 @@ the byte spans and overlap tests of batched operands, and the kernels that take 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,11 +12,12 @@ import cute_gemm
 from cute_gemm import registry
 from cute_gemm.api import validate
 from cute_gemm.base.errors import AliasError, ShapeError
+from cute_gemm.build import paths
 from cute_gemm.driver import batching
 from cute_gemm.driver.arrays import Operand
 from cute_gemm.driver.kernel_args import BATCH_PARAMS, GemmArgsBatch, pack_gemm_args_batch
 
-KERNELS = Path(cute_gemm.__file__).parent.parent / "kernels"
+KERNELS = paths.kernels_dir()
 
 
 def _f32(*shape):
@@ -82,7 +82,7 @@ def test_shape_errors_are_named(a, b, c, out, match):
 
 
 def test_a_kernel_that_does_not_batch_says_which_do():
-    with pytest.raises(ShapeError, match="cute_smem.*computes one 2-D product.*cute_pipelined"):
+    with pytest.raises(ShapeError, match="cute_smem.*computes one 2-D product.*v9_warptile"):
         cute_gemm.run("cute_smem", _f32(2, 5, 6), _f32(2, 6, 7))
 
 
@@ -120,7 +120,7 @@ def test_the_batch_block_follows_the_gemm_arguments():
     assert names[-len(BATCH_PARAMS):] == [f for f, _ in BATCH_PARAMS]
     assert re.search(r"int Lin, int z0, long long bA0, long long bA1, long long bB0, long long "
                      r"bB1,\s*\\\s*long long bC0, long long bC1",
-                     (KERNELS.parent / "include/cute_gemm/common.cuh").read_text())
+                     (paths.project_include_dir() / "cute_gemm/common.cuh").read_text())
     blk = pack_gemm_args_batch(*range(14), 3, 0, 1, 2, 3, 4, 5, 6)[0][0]
     assert (blk.Lin, blk.bA0, blk.bC1) == (3, 1, 6)
 

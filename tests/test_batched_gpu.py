@@ -112,7 +112,7 @@ def test_a_shared_b_folds_into_one_problem():
 def test_a_batch_past_one_launch_grid():
     gen = torch.Generator(device="cuda").manual_seed(11)
     a, b = _rand((70000, 3, 5), "float32", gen), _rand((70000, 5, 2), "float32", gen)
-    got = cute_gemm.run("cute_pipelined", a, b)
+    got = cute_gemm.run("v9_warptile", a, b)
     torch.cuda.synchronize()
     _check(got, a, b)
 
@@ -194,6 +194,6 @@ def test_copies_and_aliases_of_a_whole_batch():
     _check(got, a, b, precision="tf32")
     c, w = _rand((3, 40, 40), "float32", gen), _rand((3, 40, 40), "float32", gen)
     c0 = c.clone()
-    cute_gemm.run("cute_pipelined", c, w, out=c)           # out is a, batch of 3 (no fold)
+    cute_gemm.run("v9_warptile", c, w, out=c)              # out is a, batch of 3 (no fold)
     torch.cuda.synchronize()
     _check(c, c0, w)

@@ -136,8 +136,7 @@ __device__ __forceinline__ void dispatch_part(int M, int N, int K, const float* 
 
 #define CG_PIPE_ENTRY(NAME, DA, DB, CA, CB, FAST, EPI)                                   \
   CG_ENTRY(NAME, __launch_bounds__(kThreads, (cg::kMinBlocks<Config, CA, CB>)),          \
-           (CG_GEMM_PARAMS, CG_BATCH_PARAMS), {                                           \
-    CG_BATCH_STEP();                                                                      \
+           (CG_GEMM_PARAMS), {                                                            \
     cg::pdl_launch_dependents<Config::stream_k>();                                        \
     dispatch<FAST, EPI, decltype(DA), decltype(DB), CA, CB>(M, N, K, alpha, A, DA, B, DB,   \
                                                              beta, C, sCm, sCn);          \
