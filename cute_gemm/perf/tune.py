@@ -26,7 +26,6 @@ from ..select import auto, autotable
 from ..select.autotable import Measured, Table
 from ..select.choice import split_key
 from ..base.errors import CuteGemmError
-from ..registry.records import cdiv
 from ..base.version import __version__
 from .runner import Inputs, compile_all, gpu_check, operands, parse_precisions
 from .schema import first_line

@@ -33,7 +33,6 @@ from ..base.precisions import PRECISION
 from ..registry.records import (ITEMSIZE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, cdiv,
                                 layout_majors)
 
-AUTO = registry.AUTO
 TAG = "auto"                       # Kernel.tags: a candidate of the selector
 # heuristic: C covered by at most this many tiles of the largest-tile candidate is "tiny"
 TINY_TILES = 4
