@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .api import (clear_caches, compile_kernel, flops, gemm, gemm_choice, resolved_launches, run,
                   wait_for_compiles)
-from .select.auto import Choice
+from .select.choice import Choice
 from .driver.arrays import SUPPORTED_DTYPES, DeviceArray
 from .base.errors import (AutoTableWarning, CompileError, CudaError, CuteGemmError, DTypeError,
                           HeadersNotFound, InputError, NoDeviceError, NotAnArrayError,

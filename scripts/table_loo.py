@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """How well gemm()'s table lookup does on shapes it has no row for, measured from the
-table itself: each row in turn is left out and its shape given to `auto.from_tables` over
+table itself: each row in turn is left out and its shape given to `nearest.from_tables` over
 the rest; the row's own measured times then say how far that pick is from its fastest
 candidate. No GPU needed. The figures in docs/design/auto.md#nearest-split.
 
@@ -13,14 +13,15 @@ import dataclasses
 import math
 import sys
 
-from cute_gemm.select import auto, autotable
+from cute_gemm.select import autotable, nearest
+from cute_gemm.select.choice import split_key
 
 
 def loss(table: autotable.Table, layout: str | None = None):
     """(shape, layout, pick key, time of the pick / time of the row's fastest) per row that
     another row can stand in for and whose own times include the pick."""
     out = []
-    allowed = {auto.split_key(c)[0] for r in table.rows for c in r.times}
+    allowed = {split_key(c)[0] for r in table.rows for c in r.times}
     for i, q in enumerate(table.rows):
         if layout and q.layout != layout:
             continue
@@ -28,7 +29,7 @@ def loss(table: autotable.Table, layout: str | None = None):
         if not ranked:
             continue
         rest = dataclasses.replace(table, rows=table.rows[:i] + table.rows[i + 1:])
-        c = auto.from_tables([rest], q.m, q.n, q.k, q.layout, q.precision, q.aligned, allowed)
+        c = nearest.from_tables([rest], q.m, q.n, q.k, q.layout, q.precision, q.aligned, allowed)
         if c is None:
             continue
         # a split count the tune did not time here is one the launch does not take: its own plan

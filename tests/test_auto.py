@@ -17,7 +17,8 @@ import stub_driver
 from cute_gemm import api, driver, registry
 from cute_gemm.driver import launch
 from cute_gemm.plan import modes, resolve, streamk
-from cute_gemm.select import auto, autotable, contract
+from cute_gemm.select import auto, autotable, contract, nearest
+from cute_gemm.select.choice import split_key
 from cute_gemm.select.autotable import Measured, Table
 from cute_gemm.base.errors import AutoTableWarning
 from cute_gemm.perf import sweep
@@ -155,7 +156,7 @@ def test_nearest_measured_shape_in_log_space(monkeypatch):
     assert (c.kernel, c.transposed, c.key) == ("cute_pipelined", True, "cute_pipelined.T")
     # another layout or precision has no rows: the heuristic
     assert pick(4096, 4096, 4096, layout="tn").source == "heuristic"
-    assert auto.distance((128, 128, 128), (256, 256, 256)) == pytest.approx(3.0)
+    assert nearest.distance((128, 128, 128), (256, 256, 256)) == pytest.approx(3.0)
 
 
 def test_a_nearest_rows_times_are_scaled_by_the_waves_each_candidate_runs(monkeypatch):
@@ -172,16 +173,16 @@ def test_a_nearest_rows_times_are_scaled_by_the_waves_each_candidate_runs(monkey
     tabs = [table([row(4096, 4096, 4096, {"cute_pipelined_128x128x8": 2.6,
                                           "cute_pipelined_64x128x8": 3.0})])]
     kt = 4096 // 8 + modes.TILE_OVERHEAD
-    assert auto.busiest_work(wide, 4096, 4096, 4096, "fp32", 132) == 4 * kt
-    assert auto.busiest_work(narrow, 4096, 4096, 4096, "fp32", 132) == 6 * kt
+    assert nearest.busiest_work(wide, 4096, 4096, 4096, "fp32", 132) == 4 * kt
+    assert nearest.busiest_work(narrow, 4096, 4096, 4096, "fp32", 132) == 6 * kt
     c = auto.choose(1024, 1024, 4096, device=H100, tables=tabs)
     assert (c.kernel, c.source) == ("cute_pipelined_64x128x8", "nearest")
     assert "0.5 ms here" in c.why and "row 4096x4096x4096" in c.why
     # half the K, the same waves: the row's order stands
     assert auto.choose(4096, 4096, 2048, device=H100, tables=tabs).kernel == "cute_pipelined_128x128x8"
     # the transposed problem is walked as the kernel sees it
-    assert auto.busiest_work(narrow, 128, 4096, 64, "fp32", 132, transposed=True) == (
-        auto.busiest_work(narrow, 4096, 128, 64, "fp32", 132))
+    assert nearest.busiest_work(narrow, 128, 4096, 64, "fp32", 132, transposed=True) == (
+        nearest.busiest_work(narrow, 4096, 128, 64, "fp32", 132))
 
 
 def test_lookup_prefers_the_same_alignment_class(monkeypatch):
@@ -509,22 +510,22 @@ def test_shapes_without_a_row_are_priced_per_bucket_with_their_own_tile_counts()
     import random
     for x in registry.KERNELS:
         if "auto" in x.tags and x.tile:
-            assert all(t % auto.BUCKET == 0 for t in x.tile), x.name
+            assert all(t % nearest.BUCKET == 0 for t in x.tile), x.name
     t = autotable.read(Path(cute_gemm.__file__).parent / "tables" / "nvidia-h200.json")
-    allowed = {auto.split_key(c)[0] for r in t.rows for c in r.times}
-    rows = auto.searched_rows([t], "nn", "fp32", True)
+    allowed = {split_key(c)[0] for r in t.rows for c in r.times}
+    rows = nearest.searched_rows([t], "nn", "fp32", True)
     memo: dict = {}
     rng = random.Random(5)
     for _ in range(300):
         m, n, k = (rng.choice((rng.randint(1, 64), rng.randint(1, 20000))) for _ in range(3))
         for m2 in (m, (m + 7) // 8 * 8):
-            kept = auto.from_tables([t], m2, n, k, "nn", "fp32", True, allowed, rows, 132, memo)
-            fresh = auto.from_tables([t], m2, n, k, "nn", "fp32", True, allowed, rows, 132)
+            kept = nearest.from_tables([t], m2, n, k, "nn", "fp32", True, allowed, rows, 132, memo)
+            fresh = nearest.from_tables([t], m2, n, k, "nn", "fp32", True, allowed, rows, 132)
             assert kept == fresh
     assert any(v for v in memo.values())
-    assert auto.from_tables([t], 4096, 4096, 4096, "nn", "fp32", True, allowed, rows, 132,
+    assert nearest.from_tables([t], 4096, 4096, 4096, "nn", "fp32", True, allowed, rows, 132,
                             memo).source == "table"
-    assert auto.from_tables([t], 4095, 4096, 4096, "nn", "fp32", True, allowed, rows, 132,
+    assert nearest.from_tables([t], 4095, 4096, 4096, "nn", "fp32", True, allowed, rows, 132,
                             memo).source == "nearest"
 
 

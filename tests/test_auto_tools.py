@@ -10,6 +10,7 @@ from cute_gemm import registry
 from cute_gemm.driver import launch
 from cute_gemm.registry import records
 from cute_gemm.select import auto, autotable
+from cute_gemm.select.choice import split_key
 from cute_gemm.perf import runner, sweep, tune
 from test_auto import A100, H100, fake_candidates, row, table
 
@@ -165,7 +166,7 @@ def test_split_k_candidates_keys_and_picks():
               auto.Choice("cute_pipelined_32x64x16_sk", False, split_k=3),
               auto.Choice("cute_pipelined_32x64x16_sk", True, split_k=12),
               auto.Choice("cute_pipelined_32x64x16_sk", True, split_k=6, reduce=True)):
-        assert auto.split_key(c.key) == (c.kernel, c.transposed, c.split_k, c.reduce)
+        assert split_key(c.key) == (c.kernel, c.transposed, c.split_k, c.reduce)
         assert c.pick == records.Pick(c.transposed, c.split_k, c.reduce)
     assert auto.Choice("x", True, split_k=4).key == "x.T/splitk4"
     assert auto.Choice("x", True, split_k=4, reduce=True).key == "x.T/splitr4"

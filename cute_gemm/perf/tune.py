@@ -24,8 +24,8 @@ from .. import api, driver, registry
 from ..driver import launch
 from ..select import auto, autotable
 from ..select.autotable import Measured, Table
+from ..select.choice import split_key
 from ..base.errors import CuteGemmError
-from ..registry.records import cdiv
 from ..base.version import __version__
 from .runner import Inputs, compile_all, gpu_check, operands, parse_precisions
 from .schema import first_line
@@ -122,7 +122,7 @@ class GpuMeasure:
             return times, {c: "inputs: " + first_line(e) for c in p.candidates}
         try:
             for key in p.candidates:
-                kernel, turned, s, r = auto.split_key(key)
+                kernel, turned, s, r = split_key(key)
                 choice = auto.Choice(kernel, turned, split_k=s, reduce=r)
 
                 def fn(i, choice=choice):
@@ -177,7 +177,7 @@ def tune(sizes="sweep", *, precisions="fp32", layouts="nn", max_seconds: float =
         "sizes": [list(x) for x in shapes], "layouts": list(lays), "precisions": list(precs),
         "max_seconds": max_seconds, "repeats": REPEATS, "min_repeats": MIN_REPEATS,
         "max_timing_s": MAX_TIMING_S, "check": f"float64, whole up to M*N*K = {CHECK_FULL_MAX}, else sampled"})
-    kernels = {auto.split_key(c)[0] for p in problems for c in p.candidates}
+    kernels = {split_key(c)[0] for p in problems for c in p.candidates}
     say = (lambda s: print(s, file=stream, flush=True)) if progress else (lambda s: None)
     say(f"tune: {len(problems)} problems on {info.name} ({info.arch}); compiling "
         f"{', '.join(sorted(kernels)) or 'nothing'} ...")

@@ -12,7 +12,7 @@ from .ladder_hopper import HOPPER
 from .records import (ARCHS, EXTENT_MAX, FP32_ACCURATE, GRID_X_MAX, GRID_YZ_MAX, ITEMSIZE, LAYOUTS,  # noqa: F401
                       PRECISION_DTYPE, PRECISIONS, CutModel, FixedSmem, FlatGrid, GemmOf, Kernel,
                       KernelConfig, PersistentGrid, RowGrid, SplitGrid, StripSmem, TileGrid,
-                      TileGridMN, TmaBoxes, Variant, cdiv, layout_majors)
+                      TileGridMN, TmaBoxes, Variant, layout_majors)
 
 KERNELS: tuple[Kernel, ...] = tuple(HANDWRITTEN) + tuple(CUTE) + tuple(HOPPER) + tuple(SHAPES)
 _BY_NAME = {k.name: k for k in KERNELS}

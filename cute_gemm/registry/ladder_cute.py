@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from ..base.precisions import ACCUMULATOR, DTYPE, PRECISION
+from ..base.precisions import DTYPE, PRECISION
 from .records import (STREAM_K_COUNTERS, FixedSmem, FixedTile, Kernel, TileGridMN, Variant,
                       constexprs, device_constants)
 

@@ -26,6 +26,7 @@ from ..base.version import __version__
 from ..driver import launch
 from ..plan import resolve, trial
 from .autotable import Measured, Table
+from .choice import split_key
 from .contract import answering
 
 TUNE = "CUTE_GEMM_TUNE"
@@ -103,9 +104,9 @@ def _tune(key, first: auto.Choice | None, A, B, out_dtype: str, device, stream: 
     # the model's pick first (it wins a tie), then each kernel's own plan, then the splits:
     # where the budget cuts the list short, what is left out is the least likely to win
     lead = first.key if first is not None and first.key in keys else None
-    keys = sorted(keys, key=lambda c: (c != lead, auto.split_key(c)[2] > 0))
+    keys = sorted(keys, key=lambda c: (c != lead, split_key(c)[2] > 0))
     runs = [(registry.get(kn), precision, auto.Choice(kn, t, split_k=s, reduce=r).pick)
-            for kn, t, s, r in map(auto.split_key, keys)]
+            for kn, t, s, r in map(split_key, keys)]
     wait = standin.first_call() == "wait"
     T = trial.result_operand(A, B, out_dtype)
     with driver.relaxed():      # (event waits: legal while another thread captures)
@@ -132,7 +133,7 @@ def _tune(key, first: auto.Choice | None, A, B, out_dtype: str, device, stream: 
     # process), not where some were not compiled yet (they may win once they are)
     kept = all(ready) and out_dtype == PRECISION[precision].timed_out and _keep(row, device)
     best, ms = row.ranked()[0]
-    kn, t, s, r = auto.split_key(best)
+    kn, t, s, r = split_key(best)
     rest = row.ranked()[1:2]
     why = (f"timed on first use: {best} {ms:.4g} ms of {len(times)} candidates"
            + (f", then {rest[0][0]} {rest[0][1]:.4g} ms" if rest else ""))
