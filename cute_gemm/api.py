@@ -67,11 +67,12 @@ def validate(a, b, c, out, alpha, beta, stream: int | None = None) -> Signature:
     shape = made = None
     if any(x is not None and x.lead for x in (A, B, C, O)):
         A, B, C, O, shape, made = batching.plan(A, B, C, O)
+    if O is not None and O.self_overlapping():      # (every problem of a batch)
+        raise AliasError(f"out has strides {O.lead_strides + O.strides} (elements) for shape "
+                         f"{shape or O.shape}: several of its elements share one address, so "
+                         "it cannot hold a result")
     if O is not None and O.readonly:
         raise InputError("out is read-only")
-    if O is not None and O.self_overlapping():
-        raise AliasError(f"out has strides {O.strides} (elements) for shape {O.shape}: several "
-                         "of its elements share one address, so it cannot hold a result")
     for nm, v in (("alpha", alpha), ("beta", beta)):
         if type(v) is not float and (not isinstance(v, (int, float, np.floating, np.integer))
                                      or isinstance(v, bool)):

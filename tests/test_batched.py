@@ -99,10 +99,17 @@ def test_span_and_overlap_cover_the_whole_batch():
                    bstrides=(0, 0)).self_overlapping()
 
 
-def test_broadcast_out_is_an_alias_error():
-    out = np.broadcast_to(_f32(5, 7), (3, 5, 7))
-    with pytest.raises((AliasError, Exception)):
-        validate(_f32(3, 5, 6), _f32(3, 6, 7), None, out, 1.0, 0.0, 0)
+@pytest.mark.parametrize("strides", [(0, 28, 4), (4, 28, 4)], ids=["broadcast", "overlapping"])
+def test_an_out_whose_problems_share_elements_is_an_alias_error(strides):
+    """Out's batch is judged with its problems: a batch stride of 0, or problems one column
+    apart in a column-major layout (which a B shared by the batch would fold)."""
+    base = _f32(64, 64)
+    shape = (3, 5, 7) if strides[0] == 0 else (3, 7, 5)
+    out = np.lib.stride_tricks.as_strided(base, shape, strides, writeable=True)
+    if strides[0]:
+        out = np.swapaxes(out, 1, 2)            # (3, 5, 7), column-major problems 1 apart
+    with pytest.raises(AliasError, match="share one address"):
+        validate(_f32(3, 5, 6), _f32(6, 7), None, out, 1.0, 0.0, 0)
 
 
 def test_batched_sources_take_the_batch_in_their_plain_entries():
