@@ -86,12 +86,12 @@ def test_extreme_bands_are_clipped_or_refused_and_the_draw_ends():
 
 
 def test_random_count_of_a_size_spec():
-    assert R.random_count("random") == R.DEFAULT_COUNT
-    assert R.random_count("random:7") == 7
-    assert R.random_count("4096") is None and R.random_count(64) is None
+    assert R.count_of("random") == R.DEFAULT_COUNT
+    assert R.count_of("random:7") == 7
+    assert R.count_of("4096") is None and R.count_of(64) is None
     for bad, why in (("random:0", "N >= 1"), ("random:x", "whole number"), ("random:-3", "N >= 1")):
         with pytest.raises(ValueError, match=why):
-            R.random_count(bad)
+            R.count_of(bad)
 
 
 def test_plan_joins_fixed_and_random_sizes_with_one_seed():

@@ -12,7 +12,7 @@ from ..perf.overhead import measure_overhead
 from ..perf.report import format_overhead, format_table, readme_markdown
 from ..perf.runner import bench, parse_precisions
 from ..perf.schema import load_json
-from ..perf.shapes import describe, parse_flops, random_count
+from ..perf.shapes import count_of, describe, parse_flops
 from ..perf.shapes import parse_layouts, parse_sizes, plan
 
 _DESCRIPTION = """\
@@ -83,7 +83,7 @@ def register(sub) -> None:
 
 
 def _size(s: str) -> str:
-    if random_count(s) is None and batched_count(s) is None:
+    if count_of(s) is None and batched_count(s) is None:
         parse_sizes([s])
     return s
 

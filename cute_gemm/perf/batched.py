@@ -16,11 +16,13 @@ import random
 import sys
 import time
 from dataclasses import asdict, dataclass
+from functools import partial
 
 from .. import api, driver
 from ..check import THRESHOLD, unit
 from ..driver import launch
 from .clocks import ClockLog
+from .shapes import count_of
 from .timing import Flush, burst_times, call_times, warm_up
 
 DEFAULT_COUNT = 24
@@ -43,16 +45,7 @@ class Problem:
         return 2.0 * self.batch * self.m * self.n * self.k
 
 
-def batched_count(spec) -> int | None:
-    """The problem count of a size spec "batched" or "batched:N"; None for any other spec."""
-    if not isinstance(spec, str) or spec.split(":")[0].strip().lower() != "batched":
-        return None
-    _, _, n = spec.partition(":")
-    if not n:
-        return DEFAULT_COUNT
-    if not n.strip().isdigit() or int(n) < 1:
-        raise ValueError(f"bad size {spec!r}: batched:N takes a whole number N >= 1")
-    return int(n)
+batched_count = partial(count_of, name="batched", default=DEFAULT_COUNT)   # "batched[:N]" -> N
 
 
 def draw(count: int, seed: int) -> list[Problem]:

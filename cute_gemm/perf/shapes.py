@@ -104,21 +104,16 @@ class RandomShapes:
         return clip_band(self.flops, self.dims)
 
 
-def random_count(spec) -> int | None:
-    """The shape count of a size spec "random" or "random:N"; None for any other spec."""
-    if not isinstance(spec, str) or spec.split(":")[0].strip().lower() != "random":
+def count_of(spec, name: str = "random", default: int = DEFAULT_COUNT) -> int | None:
+    """The count N of a size spec "name" or "name:N" (`default` for a bare name); None for any other spec."""
+    if not isinstance(spec, str) or spec.split(":")[0].strip().lower() != name:
         return None
     _, sep, tail = spec.partition(":")
     if not sep:
-        return DEFAULT_COUNT
-    try:
-        n = int(tail)
-    except ValueError:
-        raise ValueError(f"bad size {spec!r}: random:N takes a whole number of shapes, "
-                         f"e.g. random:{DEFAULT_COUNT}") from None
-    if n < 1:
-        raise ValueError(f"bad size {spec!r}: random:N needs N >= 1")
-    return n
+        return default
+    if not tail.strip().isdigit() or int(tail) < 1:
+        raise ValueError(f"bad size {spec!r}: {name}:N takes a whole number N >= 1, e.g. {name}:{default}")
+    return int(tail)
 
 
 def parse_flops(spec: str) -> tuple[float, float]:
@@ -232,7 +227,7 @@ def plan(sizes=None, layouts=None, *, seed: int | None = None, flops=None) -> Pl
     each in one layout drawn from `layouts` (default all four). seed: draws the random shapes
     (None: a fresh one with random sizes, else 0); flops: their log2 band of 2·M·N·K."""
     specs = [sizes] if isinstance(sizes, (str, int)) else sizes
-    counts = [c for c in map(random_count, specs or []) if c is not None]
+    counts = [c for c in map(count_of, specs or []) if c is not None]
     if len(counts) > 1:
         raise ValueError("give --size random[:N] once")
     if flops is not None and not counts:
@@ -240,7 +235,7 @@ def plan(sizes=None, layouts=None, *, seed: int | None = None, flops=None) -> Pl
     lays = parse_layouts(layouts)
     if not counts:
         return Plan(tuple((s, lays) for s in parse_sizes(sizes)), 0 if seed is None else seed)
-    fixed = parse_sizes([s for s in specs if random_count(s) is None])
+    fixed = parse_sizes([s for s in specs if count_of(s) is None])
     spec = RandomShapes(counts[0], DEFAULT_FLOPS if flops is None else tuple(flops))
     seed = secrets.randbelow(1 << 32) if seed is None else seed    # printed with the results
     drawn = draw(spec, seed, LAYOUTS if layouts is None else lays)
