@@ -1,7 +1,5 @@
-"""The cuBLAS peer at each precision, through CuPy or PyTorch (optional, imported lazily):
-fp32 with TF32 off (the bench's fp32 check would catch a TF32 result), TF32 switched on for
-its own calls only, bf16 and fp16 (result in the input type, float32 accumulation). A
-backend wraps device arrays zero-copy and calls matmul; without one the ratios stay empty."""
+"""The cuBLAS peer at each precision through CuPy or PyTorch (optional, imported lazily): fp32
+with TF32 off (the fp32 check would catch a TF32 result), TF32 on for its own calls only."""
 from __future__ import annotations
 
 import importlib

@@ -1,9 +1,6 @@
-"""The first gemm() call of a fresh process (`cute-gemm bench --first-call`), fp32 operands
-already on the device, each case a new interpreter on caches of its own (the cubin cache and
-the driver's compute cache, CUDA_CACHE_PATH): quick (empty caches, the default stand-in
-while the pick compiles), wait (empty caches, CUTE_GEMM_FIRST_CALL=wait) and warm (wait's
-caches, in another process). docs/design/first_call.md#quick-first-call has the figures.
-"""
+"""The first gemm() call of a fresh process (`bench --first-call`), each case a new interpreter
+on caches of its own: quick (empty, the default stand-in), wait (empty, CUTE_GEMM_FIRST_CALL=wait),
+warm (wait's caches). docs/design/first_call.md#quick-first-call."""
 from __future__ import annotations
 
 import json

@@ -1,11 +1,6 @@
-"""Host cost of a call: cute_gemm.run() on a GEMM small enough that the GPU time is
-negligible, beside a raw driver launch of the same cubin with pre-packed arguments (the floor
-of any launch), the bench's cuBLAS peer, and (where they import) torch.mm, torch.addmm and
-cupy.matmul on the same arrays with run() on those arrays (with out=, without it, in place).
-Rounds interleave the methods; `{method}_us` is the median of timing.wall_us, `{method}_host_us`
-of timing.host_us. Ratios < 1: run() costs less than the library's own call.
-The figures: docs/design/host_overhead.md.
-"""
+"""Host cost of a call: run() on a tiny GEMM beside a raw launch of the same cubin (the floor),
+the cuBLAS peer, and torch/cupy calls on the same arrays. `{method}_us`: median of
+timing.wall_us, `{method}_host_us`: of timing.host_us. docs/design/host_overhead.md."""
 from __future__ import annotations
 
 import importlib

@@ -1,7 +1,5 @@
-"""PNG charts of a bench result (matplotlib, the optional `plot` extra), on matplotlib's object
-API (Figure + Agg canvas: no pyplot state, headless): the ladder at one size, TFLOP/s against
-size, the ratio to cuBLAS per shape, and a random run's ratios against the flop count. Each
-names the device and date in its title and the units on its axes."""
+"""PNG charts of a bench result (the optional `plot` extra), on matplotlib's object API (Figure +
+Agg canvas: no pyplot state, headless); each names the device, date and units."""
 from __future__ import annotations
 
 import textwrap

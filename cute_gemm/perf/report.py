@@ -1,7 +1,5 @@
-"""A bench result for people: the text table (with the method, the summaries, the host
-overhead and the first call), the README section (markdown, generated, never typed), and
-write_outputs(), which writes bench.json, bench.csv, bench_readme.md and the plots of one
-run. Reads schema records only."""
+"""A bench result for people: the text table, the README section (markdown, generated, never
+typed) and write_outputs() (bench.json, bench.csv, bench_readme.md, plots). Reads schema records only."""
 from __future__ import annotations
 
 import re
@@ -140,8 +138,7 @@ _RANDOM_HEAD = ["kernel", "precision", "timing", "shapes", "geomean", "min (shap
 
 
 def _random_lines(result: BenchResult) -> tuple[str, list[list[str]]]:
-    """The draw (seed included) in a line, and a row of cells per kernel, precision and
-    timing of the random summary."""
+    """The draw (seed included) in a line, and the random summary's cells."""
     rnd = result.meta["random"]
     cells = [[x["kernel"], x["precision"], x["timing"], str(x["count"]), _x(x["geomean"]),
               f"{_x(x['min'])} ({_shape(x['min_shape'][:3])} {x['min_shape'][3]})",
@@ -151,8 +148,7 @@ def _random_lines(result: BenchResult) -> tuple[str, list[list[str]]]:
 
 
 def format_random(result: BenchResult) -> str:
-    """The random run's summary: per kernel, precision and timing, the ratio cuBLAS time /
-    our time (> 1: faster than cuBLAS) over the shapes, and the seed that draws them again."""
+    """The random run's summary: per kernel, precision and timing, cuBLAS time / our time."""
     about, cells = _random_lines(result)
     widths = [max(len(r[i]) for r in cells + [_RANDOM_HEAD]) + 2 for i in range(len(_RANDOM_HEAD))]
     timings = "; ".join(f"{t}: {w}" for t, w in result.meta["random"].get("timings", {}).items())
@@ -163,8 +159,7 @@ def format_random(result: BenchResult) -> str:
 
 
 def _first_calls(result: BenchResult) -> list[str]:
-    """A line on gemm()'s first call of each problem (its tuning on first use in it): per
-    precision, the median and the most; none where no row has one."""
+    """gemm()'s first call of each problem (tuning included): per precision, median and most."""
     by: dict[str, list] = {}
     for r in result.random_rows():
         if r.kernel == "auto" and r.first_ms is not None:
@@ -201,9 +196,8 @@ def _picked(message: str) -> str:
 
 def sweep_markdown(result: BenchResult, source: str | None = None, *, plot: str | None = None,
                    per_shape: bool = True) -> list[str]:
-    """The summary of a run over many shapes (per kernel: geometric mean and minimum of the
-    ratio to cuBLAS, the minimum per group of shapes), the plot, and with per_shape every
-    shape's ratios and what gemm() picked. Empty without kernels timed on two shapes."""
+    """The summary of a run over many shapes (as format_summary), the plot, and with per_shape
+    every shape's ratios and what gemm() picked. Empty without kernels timed on two shapes."""
     summ = _summaries(result)
     if not summ:
         return []
@@ -304,8 +298,7 @@ def format_overhead(o: dict) -> str:
 
 
 def _ladder_stage(name: str) -> bool:
-    """True for the first registered configuration of a kernel source (the ladder's own
-    stage) and for any name the registry does not know (an older record's)."""
+    """True for a kernel source's first configuration (its ladder stage), and unknown names."""
     ks = registry.kernels()
     k = next((x for x in ks if x.name == name), None)
     return k is None or next(x for x in ks if x.source == k.source).name == name
@@ -371,8 +364,7 @@ def readme_markdown(result: BenchResult, *, size: int | None = None, layout: str
 
 
 def _provenance(md: dict, source: str) -> str:
-    """When, where and with what versions a result was measured (with the clocks, where the
-    run sampled them), and the file it came from."""
+    """When, where and with what versions (and clocks) a result was measured, and its file."""
     v, lib = md.get("versions", {}), md.get("cublas", {}).get("library")
     clocks = f" Clocks {describe_clocks(md['clocks'])}." if md.get("clocks", {}).get("samples") else ""
     return (f"Measured {md.get('date', '?')} on {_where(md)}; {_versions(v)}"
@@ -386,10 +378,8 @@ def _range(xs, fmt: str) -> str:
 
 
 def _tensor_core_markdown(result: BenchResult, source: str | None = None) -> list[str]:
-    """The rows of precisions other than fp32 in short: per kernel and precision, TFLOP/s and
-    the ratio to cuBLAS at the same precision over the layouts of each square size, and the
-    best fraction of that precision's dense peak; with `source`, where and when they were
-    measured. Empty without such rows."""
+    """Per kernel and precision other than fp32: TFLOP/s and × cuBLAS (ranges over the layouts)
+    per square size, and the best fraction of the dense peak. Empty without such rows."""
     rows = [r for r in result.rows if r.precision != "fp32" and r.m == r.n == r.k]
     sizes = sorted({r.m for r in rows if r.timed})
     if not sizes:
@@ -425,8 +415,7 @@ def _tensor_core_markdown(result: BenchResult, source: str | None = None) -> lis
 
 
 def _all_shapes_markdown(result: BenchResult) -> list[str]:
-    """Every (shape, layout) of the run side by side: TFLOP/s and the ratio to cuBLAS at the
-    same precision on the same shape and layout. Empty when the run has a single column."""
+    """Every (shape, layout) of the run side by side: TFLOP/s and × cuBLAS; empty for one."""
     cols = list(dict.fromkeys((r.shape, r.layout) for r in result.rows))
     if len(cols) < 2:
         return []

@@ -1,7 +1,5 @@
-"""bench(): every kernel next to cuBLAS at the same precision, and time_kernel(): one kernel on
-one shape (`cute-gemm run`). Each first runs once into a NaN-poisoned output, judged against
-float64 (Reference); only one that passes is timed (timing.event_times). Everything compiles
-before anything is timed. The method travels in every result's meta."""
+"""bench(): every kernel next to cuBLAS at the same precision; time_kernel(): one kernel, one
+shape (`cute-gemm run`). Each is checked on a NaN-poisoned output first; only a pass is timed."""
 from __future__ import annotations
 
 import datetime as _dt

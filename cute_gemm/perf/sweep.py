@@ -1,7 +1,5 @@
-"""The shapes gemm() is compared with cuBLAS on (data only): the sweep (`--size sweep`, what
-`cute-gemm tune` measures by default) with the class each shape stands for, the grid that
-fills the shipped tables between the sweep's shapes, the held-out shapes in no table, and
-the groups of shapes a summary gives the minimum ratio over."""
+"""The shapes gemm() is compared with cuBLAS on (data only): the sweep (tune's default), the
+grid between its shapes, the held-out shapes in no table, and the groups a summary covers."""
 from __future__ import annotations
 
 # (class, (M, N, K)). Model layers: a 7B-class transformer (hidden 4096, MLP 11008, fused QKV

@@ -1,8 +1,5 @@
-"""The timing loops, one per kind of time; every figure perf reports (and `cute-gemm run`,
-tune, scripts/run_timings.py) comes from here: event_times (GPU time of one launch),
-call_times (what a caller waits for), burst_times (a loop's throughput), wall_us and
-host_us (host time per call), with Flush (L2 evicted, the GPU held) and warm_up.
-The figures behind the choices: docs/design/auto.md#host-time-in-event-times."""
+"""The timing loops every figure perf reports comes from, one per kind of time, with Flush (L2
+evicted, the GPU held) and warm_up. Why: docs/design/auto.md#host-time-in-event-times."""
 from __future__ import annotations
 
 import math

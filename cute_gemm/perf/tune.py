@@ -1,14 +1,6 @@
-"""`cute-gemm tune`: time gemm()'s candidates on this GPU and write the table its selector
-reads (autotable.py, auto.py).
-
-Per problem (shape x layout x precision), each candidate (auto.candidates; where M != N also
-on the transposed problem; a kernel with stream-K twins also split along K, records.Pick) is
-checked against float64 on NaN-poisoned output, as bench does, and only a passing one is
-timed through api.run_choice (timing.event_times). Everything, compiles first, fits
---max-seconds: a candidate's budget is a share of what is left (at most MAX_TIMING_S). The
-table is written atomically after every problem, merged into this GPU and version's table:
-a run cut short keeps what it measured, tuning one precision keeps the others.
-"""
+"""`cute-gemm tune`: check, then time, gemm()'s candidates per problem on this GPU within
+--max-seconds, writing the table its selector reads after every problem (merged into this GPU
+and version's table, so a run cut short keeps what it measured). docs/design/auto.md."""
 from __future__ import annotations
 
 import datetime as _dt
