@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from statistics import median_high
 
 from .. import registry
 from ..registry import AUTO
@@ -164,16 +165,13 @@ def _first_calls(result: BenchResult) -> list[str]:
     for r in result.random_rows():
         if r.kernel == "auto" and r.first_ms is not None:
             by.setdefault(r.precision, []).append(r)
-    if not by:
-        return []
     parts = []
     for p, rows in by.items():
-        ms = sorted(r.first_ms for r in rows)
         top = max(rows, key=lambda r: r.first_ms)
-        parts.append(f"{p} median {ms[len(ms) // 2]:.3g} ms, most {top.first_ms:.3g} ms "
+        parts.append(f"{p} median {median_high(r.first_ms for r in rows):.3g} ms, most {top.first_ms:.3g} ms "
                      f"({_shape(top.shape)} {top.layout})")
     return ["gemm()'s first call of each problem, its tuning on first use included (host time "
-            "until the GPU is done): " + "; ".join(parts)]
+            "until the GPU is done): " + "; ".join(parts)] if parts else []
 
 
 def random_markdown(result: BenchResult, plot: str | None = None) -> list[str]:

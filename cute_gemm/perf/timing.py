@@ -133,14 +133,12 @@ def wall_us(fn: Callable[[], object], calls: int = 1, repeats: int = 1) -> list[
 def host_us(fn: Callable[[], object], calls: int = 1, burst: int = 128) -> float:
     """The host's own µs per call: bursts shorter than the driver's launch queue, each begun
     on an idle device and timed without waiting for the GPU."""
-    total, done = 0.0, 0
-    while done < calls:
-        n = min(burst, calls - done)
+    total = 0.0
+    for start in range(0, calls, burst):
         launch.synchronize()
         t0 = time.perf_counter()
-        for _ in range(n):
+        for _ in range(min(burst, calls - start)):
             fn()
         total += time.perf_counter() - t0
-        done += n
     launch.synchronize()
     return total / max(calls, 1) * 1e6
