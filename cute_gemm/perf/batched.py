@@ -8,7 +8,6 @@ side is timed as one call on a flushed L2 (what a caller waits for, host time in
 as 20 calls back to back. The seed is drawn at run time unless given, and printed."""
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import math
 import os
@@ -22,6 +21,7 @@ from .. import api, driver
 from ..check import THRESHOLD, unit
 from ..driver import launch
 from .clocks import ClockLog
+from .schema import utc_now
 from .shapes import count_of
 from .timing import Flush, burst_times, call_times, warm_up
 
@@ -142,7 +142,7 @@ def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("fp32",
             summary[prec]["failed"] = sum(1 for r in rows if r["precision"] == prec and not r["ok"])
         window = clocks.summary([(t0, time.monotonic())])
     res = {"tool": "cute-gemm bench --size batched", "seed": seed, "count": count,
-           "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+           "date": utc_now(),
            "device": info.name, "torch": torch.__version__, "clocks": window,
            "method": __doc__.split("\n\n")[0].replace("\n", " "), "rows": rows, "summary": summary}
     for prec, s in summary.items():

@@ -87,8 +87,7 @@ def ladder_chart(result: BenchResult, path, *, size: int | None = None, layout: 
                    label=f"FP32 peak: {peak:.1f} TFLOP/s")
     ax.set_xlim(0, max(top, cub_t or 0.0, peak if show_peak else 0.0) * 1.25)
     ax.set_ylim(len(rows) - 0.5, -0.5)                     # first rung at the top
-    ax.set_yticks(ys)
-    ax.set_yticklabels([r.kernel for r in rows], fontsize=8.5)
+    ax.set_yticks(ys, [r.kernel for r in rows], fontsize=8.5)
     ax.set_xlabel("TFLOP/s (fp32, higher is better)\nbars: median of per-launch CUDA-event times; "
                   "whiskers: interquartile range", fontsize=9)
     ax.grid(axis="x", alpha=0.3, zorder=0)
@@ -168,9 +167,8 @@ def ratio_chart(result: BenchResult, path, *, precision: str = "fp32", layout: s
                 color=f"C{i % 10}", linewidth=0.8, linestyle=":", markersize=5,
                 label=f"{name} (geometric mean {geo[name]:.3f}×)" if name in geo else name)
     ax.axhline(1.0, color="black", linestyle="--", linewidth=1.2, label="cuBLAS (same run)")
-    ax.set_xticks(list(xs))
-    ax.set_xticklabels([f"{'×'.join(map(str, sh))}\n{sweep_class(*sh)}" for sh in shapes],
-                       rotation=60, ha="right", fontsize=7)
+    ax.set_xticks(list(xs), [f"{'×'.join(map(str, sh))}\n{sweep_class(*sh)}" for sh in shapes],
+                  rotation=60, ha="right", fontsize=7)
     ax.set(ylabel=f"TFLOP/s ÷ cuBLAS {precision} TFLOP/s (higher is better)", ylim=(0, None))
     ax.grid(alpha=0.3)
     ax.set_title(_title(result, f"Ratio to cuBLAS per shape ({precision}, "

@@ -2,7 +2,6 @@
 shape (`cute-gemm run`). Each is checked on a NaN-poisoned output first; only a pass is timed."""
 from __future__ import annotations
 
-import datetime as _dt
 import importlib.metadata
 import math
 import os
@@ -28,7 +27,7 @@ from .cublas import find_cublas
 from .first_call import measure_first_call
 from .overhead import measure_overhead
 from .report import write_outputs
-from .schema import BURST, CUBLAS, CUBLAS_PEER, BenchResult, Row, first_line
+from .schema import BURST, CUBLAS, CUBLAS_PEER, BenchResult, Row, first_line, utc_now
 from .shapes import native_layout, out_dtype_of, plan
 from .stats import (fill_ratios, peak_formula, precision_peaks, random_summary, sample_indices,
                     summarize, tflops)
@@ -347,7 +346,7 @@ def device_meta(info) -> dict:
 def _meta(info, backend, cublas_note, todo, **settings) -> dict:
     return {
         "tool": "cute-gemm bench",
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "date": utc_now(),
         "device": device_meta(info), "driver": driver_text(info.driver_version),
         "versions": versions(backend),
         "cublas": {"available": backend is not None, "note": cublas_note,

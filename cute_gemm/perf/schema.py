@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import csv
+import datetime
 import json
 from dataclasses import asdict, astuple, dataclass, field, fields
 from pathlib import Path
@@ -36,6 +37,11 @@ def cublas_label(precision: str) -> str:
     """"cuBLAS bf16", "cuBLAS fp32 (peer of fp32_3xtf32)": the cuBLAS rows of `precision`."""
     peer = CUBLAS_PEER.get(precision, precision)
     return f"{CUBLAS} {peer}" + ("" if peer == precision else f" (peer of {precision})")
+
+
+def utc_now() -> str:
+    """The time a record is stamped with: UTC, ISO 8601, to the second."""
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
 def first_line(e: BaseException) -> str:

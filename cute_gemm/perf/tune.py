@@ -3,7 +3,6 @@
 and version's table, so a run cut short keeps what it measured). docs/design/auto.md."""
 from __future__ import annotations
 
-import datetime as _dt
 import sys
 import time
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from ..select.choice import split_key
 from ..base.errors import CuteGemmError
 from ..base.version import __version__
 from .runner import Inputs, compile_all, gpu_check, operands, parse_precisions
-from .schema import first_line
+from .schema import first_line, utc_now
 from .shapes import out_dtype_of, parse_layouts, parse_sizes
 from .timing import Flush, event_times, warm_up
 
@@ -178,7 +177,7 @@ def tune(sizes="sweep", *, precisions="fp32", layouts="nn", max_seconds: float =
         f"in all), writing {path}")
 
     def on_row(i, p, row, elapsed):
-        table.date = _now()
+        table.date = utc_now()
         autotable.write(table, path)
         ranked = row.ranked()
         shown = ", ".join(f"{c} {ms:.4g} ms" for c, ms in ranked[:4]) or "nothing passed"
@@ -191,7 +190,7 @@ def tune(sizes="sweep", *, precisions="fp32", layouts="nn", max_seconds: float =
         left = run_plan(problems, GpuMeasure(info, flush, seed), table, budget_s=max_seconds,
                         t0=t0, on_row=on_row)
     table.settings["not_measured"] = [p.label for p in left]
-    table.date = _now()
+    table.date = utc_now()
     autotable.write(table, path)
     api.clear_caches()          # this process's gemm() reads the new table
     return table, path, left
@@ -212,10 +211,6 @@ def _start(out, info, fresh: bool, settings: dict) -> tuple[Path, Table]:
     t = t or Table(info.name, info.arch, __version__)
     t.arch, t.sm_count, t.settings = info.arch, info.sm_count, settings
     return path, t
-
-
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
 # ---- reading a table back ------------------------------------------------------------------------
