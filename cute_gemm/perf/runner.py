@@ -2,6 +2,7 @@
 shape (`cute-gemm run`). Each is checked on a NaN-poisoned output first; only a pass is timed."""
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import math
 import os
@@ -143,10 +144,8 @@ class Inputs:
 
     def close(self) -> None:
         for d in self._owned:
-            try:
+            with contextlib.suppress(Exception):
                 d.close()
-            except Exception:
-                pass
         self._owned = []
 
 
@@ -172,9 +171,8 @@ def compile_ahead(kernels, arch_int: int):
 
 
 def compile_all(kernels, info, catch=Exception) -> dict[str, tuple[float | None, str, str]]:
-    """Compile every kernel before anything is timed, in parallel (compile_ahead): name ->
-    (NVRTC seconds, cache origin, error or skip reason). `catch`: the exceptions that become
-    an error (tune catches none)."""
+    """Compile every kernel before anything is timed: name -> (NVRTC seconds, cache origin, error
+    or skip reason). `catch`: the exceptions that become an error (tune catches none)."""
     out: dict[str, tuple[float | None, str, str]] = {}
     ahead = compile_ahead(kernels, info.arch_int)
     try:

@@ -51,9 +51,8 @@ class Problem:
 
 def plan(shapes, layouts, precisions, arch_int: int, smem_optin: int,
          sm_count: int = 0) -> list[Problem]:
-    """The problems to measure, each with its candidates on a device of compute capability
-    `arch_int` (x10), `smem_optin` bytes of shared memory per block and `sm_count` SMs (0:
-    no split_k candidates; auto.keys); precisions without a candidate there are left out."""
+    """The problems to measure, each with its candidates on such a device (auto.keys; sm_count 0:
+    no split_k ones); precisions without a candidate there are left out."""
     out = []
     for prec in precisions:
         for (m, n, k) in shapes:
@@ -197,10 +196,8 @@ def tune(sizes="sweep", *, precisions="fp32", layouts="nn", max_seconds: float =
 
 
 def _start(out, info, fresh: bool, settings: dict) -> tuple[Path, Table]:
-    """Where to write (`out`: a file, or a folder for <gpu>.json; default the tuned table's
-    path) and the table to add rows to, with this run's settings: the one there when it is
-    of this GPU and version, with what the runs merged into it measured, oldest first (date,
-    sizes, layouts, precisions: a merged table's rows are not all of this run's sizes)."""
+    """Where to write, and the table to add rows to with this run's settings: the one there when
+    it is of this GPU and version, its earlier runs listed (its rows are not all of this run's)."""
     path = autotable.tuned_path(info.name) if out is None else Path(out)
     path = path / f"{autotable.slug(info.name)}.json" if path.is_dir() else path
     t = None if fresh or not path.exists() else autotable.load(path, info.name, __version__)
