@@ -111,10 +111,9 @@ def entry_path(key: str) -> Path:
 def _read(key: str, ptx: bool = False) -> tuple[dict, bytes, str | None] | None:
     """The intact entry for `key`; None also where `ptx` is asked for and it has none."""
     try:
-        blob = entry_path(key).read_bytes()
+        found = _unpack(entry_path(key).read_bytes())
     except OSError:
         return None
-    found = _unpack(blob)
     return None if found is None or (ptx and found[2] is None) else found
 
 
