@@ -1,11 +1,10 @@
 """cross_check(): every kernel against a float64 reference and against each other.
 
-Judged by the reference BLAS's gauge (sblat3's SMMCH): ratio = |C - C_ref| / (u * G), G =
-|alpha| |A| |B| + |beta| |C0|, u the unit roundoff of the precision (or the result type's,
-where larger), against float64 of the values the kernel was given; a pass is max ratio <= 16
-on any shape. Exact mode draws integers in [-8, 8], summed exactly in float32 (K < ~2**18):
-a correct kernel then equals the reference bit for bit. Outputs are poisoned with NaN, so an
-unwritten element fails; kernels are diffed one precision at a time."""
+Judged by the reference BLAS's gauge (sblat3's SMMCH): ratio = |C - C_ref| / (u * G), G = |alpha|
+|A| |B| + |beta| |C0|, u the unit roundoff of the precision (or the result type's, where larger);
+a pass is max ratio <= 16. Exact mode draws integers in [-8, 8], summed exactly in float32: a
+correct kernel equals the reference bit for bit. Outputs are poisoned with NaN (an unwritten
+element fails); kernels are diffed one precision at a time."""
 from __future__ import annotations
 
 import contextlib
@@ -220,35 +219,32 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
                 exact: bool = False, layout: LayoutName = "nn",
                 precision: PrecisionName | None = None,
                 out_dtype: Literal["float32", "same"] = "float32") -> CheckReport:
-    """Run kernels on the same inputs; judge each against float64 by its precision's gauge
-    and compare every pair. A kernel that cannot run a shape is reported, not raised: "skip"
-    (beyond its design's limits) or "error" (any other CuteGemmError, its first line kept).
+    """Run kernels on the same inputs; judge each against float64 by its precision's gauge and
+    compare every pair. A kernel that cannot run a shape is reported, not raised: "skip" (beyond
+    its design's limits) or "error" (any other CuteGemmError, its first line kept).
 
     Args:
         a: A, (M, K) (any array run() takes), with `b`. Default None: fresh inputs per shape.
         b: B, (K, N), with `a`.
-        kernels: A kernel name or names; "auto" is gemm()'s pick, checked like a kernel.
-            Default None: every kernel this GPU runs, and "auto".
+        kernels: Kernel names; "auto" is gemm()'s pick. Default None: all this GPU runs, and "auto".
         shapes: (M, N, K) triples for fresh inputs. Default None: check.DEFAULT_SHAPES.
         seed: Seed of the random inputs. Default None: fresh entropy.
         alpha: Scale of a @ b. Default 1.0.
         beta: Scale of C; fresh inputs include a C when beta != 0. Default 0.0.
         c: C, (M, N), with `a` and `b`. Default None.
         exact: Fresh inputs of small integers, whose float32 sums are exact. Default False.
-        layout: "nn", "tn", "nt" or "tt": "t" passes fresh A or B as the transposed view of
-            a row-major array. Default "nn".
+        layout: "nn", "tn", "nt" or "tt": "t" passes fresh A or B as a transposed view. Default "nn".
         precision: Only this arithmetic ("fp32", "tf32", "bf16", "fp16", "fp32_3xtf32").
-            Default None: every precision the kernels offer, each kernel in each of its.
+            Default None: each kernel in each precision it offers.
         out_dtype: "float32", or "same": results of the input type. Default "float32".
 
     Returns:
-        CheckReport: a ShapeReport per shape and precision, each with a KernelResult per
-        kernel (status "pass", "FAIL", "skip" or "error", gauge ratio, relative Frobenius
-        error, first failing element) and the pairwise maximum differences; `.ok`, `.table()`.
+        CheckReport: a ShapeReport per shape and precision, with a KernelResult per kernel (status
+        "pass", "FAIL", "skip" or "error", gauge ratio, relative Frobenius error, first failing
+        element) and the pairwise maximum differences; `.ok`, `.table()`.
 
     Raises:
-        InputError: a layout the package does not know; or a, b, c that run() rejects
-            (its subclasses: NotAnArrayError, ShapeError, DTypeError, ...).
+        InputError: an unknown layout; or a, b, c that run() rejects (ShapeError, DTypeError, ...).
         UnknownKernelError: a name in `kernels` is not registered.
         CuteGemmError: an unknown precision or out_dtype, or only one of a and b.
         NoDeviceError: no GPU or CUDA driver.

@@ -1,21 +1,13 @@
 """Two-level cubin cache: in memory (per process) and on disk (per user).
 
-Disk key = sha256 over everything that changes the binary: the text NVRTC compiles
-(compile.read_source: the source after its configuration and entry selection), every file
-under include/ (ours), the header wheels' versions (or an overriding folder's fingerprint),
-the NVRTC options (include paths replaced by those fingerprints), the arch and the NVRTC
-version. An entry holds the CUBIN, the NVRTC log and, where asked for (get(..., ptx=True)),
-the zlib-compressed PTX of the same run.
-
-Entries are written to a temporary file and renamed into place (atomic on POSIX), with a
-sha256 of the payload checked on every read: a truncated or corrupt entry is recompiled,
-never loaded. Processes compiling a key hold a per-key file lock (filelock), so a key is
-compiled once. A cache dir that cannot be created, locked or written never breaks
-compiling: the result stays in memory and one warning names the dir. Entries get the
-umask's permissions (a team can share the dir), not mkstemp's 0600.
-
-Environment: CUTE_GEMM_CACHE_DIR moves the disk cache (default: platformdirs' user cache
-dir, ~/.cache/cute_gemm on Linux); CUTE_GEMM_DISABLE_CACHE=1 turns the disk level off.
+The disk key is a sha256 over everything that changes the binary: the text NVRTC compiles
+(compile.read_source), every file under include/, the header wheels' versions (or an override
+folder's fingerprint), the options, the arch and the NVRTC version. An entry (CUBIN, NVRTC log,
+optionally zlib'd PTX) is written to a temp file and renamed into place, with a sha256 checked on
+every read: a damaged entry is recompiled, never loaded. A per-key file lock (filelock) makes a
+key compile once across processes. An unwritable cache dir never breaks compiling: one warning,
+results kept in memory. CUTE_GEMM_CACHE_DIR moves the disk level (default: platformdirs' user
+cache dir), CUTE_GEMM_DISABLE_CACHE=1 turns it off.
 """
 from __future__ import annotations
 
@@ -119,10 +111,9 @@ def entry_path(key: str) -> Path:
 def _read(key: str, ptx: bool = False) -> tuple[dict, bytes, str | None] | None:
     """The intact entry for `key`; None also where `ptx` is asked for and it has none."""
     try:
-        blob = entry_path(key).read_bytes()
+        found = _unpack(entry_path(key).read_bytes())
     except OSError:
         return None
-    found = _unpack(blob)
     return None if found is None or (ptx and found[2] is None) else found
 
 
@@ -164,27 +155,17 @@ def _write(key: str, meta: dict, cubin: bytes, ptx: str | None) -> None:
         raise
 
 
-@contextlib.contextmanager
 def _key_lock(key: str):
-    """A lock across processes while `key` compiles (filelock.FileLock on <key>.lock); none
-    (and a warning) where the dir cannot be created or the lock file opened: then two
-    processes may both compile the key, which costs time but is safe (atomic rename)."""
-    # imported here, where a compile is about to take seconds: its import costs ~20 ms
-    # that `import cute_gemm` and a process that only reads cached cubins need not pay
-    import filelock
+    """A lock across processes while `key` compiles, held by a `with`; none (and a warning) where
+    the dir cannot hold one: two processes may then both compile the key, safely (atomic rename)."""
+    import filelock     # here: ~20 ms that a process reading only cached cubins need not pay
     d = cache_dir()
     try:
         d.mkdir(parents=True, exist_ok=True)
-        lock = filelock.FileLock(d / f"{key}.lock")
-        lock.acquire()                      # waits as long as the other compile takes
+        return filelock.FileLock(d / f"{key}.lock").acquire()   # waits for the other compile
     except OSError as e:                    # read-only, foreign or misplaced cache dir
         _unwritable(d, e)
-        yield
-        return
-    try:
-        yield
-    finally:
-        lock.release()
+        return contextlib.nullcontext()
 
 
 _memory: dict[str, Compiled] = {}
@@ -309,8 +290,7 @@ def cpu_count() -> int:
 
 
 def default_workers() -> int:
-    """One worker per usable CPU, but no more than free memory / 3 GiB: NVRTC peaks at
-    ~2.7 GB resident on cute_pipelined (11 entry points)."""
+    """One worker per usable CPU, at most one per 3 GiB free: NVRTC peaks at ~2.7 GB (cute_pipelined)."""
     cpus = cpu_count()
     try:
         with open("/proc/meminfo") as f:
@@ -329,17 +309,14 @@ _APART = ("import json, os, sys\n"
 
 
 def compile_apart(kernel, arch: str, entries: tuple[str, ...], least: int = 2) -> None:
-    """Compile each of `entries` alone into the disk cache, in fresh interpreters side by
-    side: NVRTC's time is per entry point, on one thread, so a launch's entry points take
-    the time of the longest instead of their sum (docs/design/first_call.md). The caller
-    reads them back with lookup(..., entries=(e,)); a child that failed leaves nothing
-    there, and the caller's own get() compiles it (and raises its CompileError). Starts
-    nothing where it cannot help: fewer than `least` missing, more than default_workers()
-    (unless least is 1), no disk level, no python executable. least=1 is a background
-    compile (resolve.Loaded.ready): children even for one entry point, in rounds of
-    default_workers(), so that this process's NVRTC stays free. Fresh interpreters, not
-    multiprocessing: a spawned worker would run the caller's unguarded __main__ again.
-    Threads asking for the same entry points share one set of children."""
+    """Compile each of `entries` alone into the disk cache, in fresh interpreters side by side:
+    a launch's entry points then take the longest one's time, not their sum
+    (docs/design/first_call.md). The caller reads them with lookup(..., entries=(e,)); a failed
+    child leaves nothing, and the caller's get() raises its CompileError. Starts nothing where it
+    cannot help: fewer than `least` missing, more than default_workers() (unless least is 1: a
+    background compile, in rounds), no disk level, no python executable. Not multiprocessing: a
+    spawned worker would run the caller's unguarded __main__ again. Threads asking for the same
+    entry points share one set of children."""
     if not _can_start():
         return
     with _mem_lock:
@@ -360,10 +337,8 @@ def compile_apart(kernel, arch: str, entries: tuple[str, ...], least: int = 2) -
 
 
 def spawn_apart(kernel, arch: str, entries: tuple[str, ...]) -> list:
-    """compile_apart's first round started, not waited for: the children (subprocess.Popen)
-    compiling those of `entries` not on disk, at most default_workers() of them; none where
-    compile_apart would start none. A background compile (resolve.Loaded.ready) starts them
-    in the calling thread, so that they run to the end even if this process exits first."""
+    """compile_apart's first round started, not waited for (its subprocess.Popen children): started
+    from the calling thread, they finish even if this process exits first (resolve.Loaded.ready)."""
     if not _can_start():
         return []
     return _spawn(kernel, arch, _not_on_disk(kernel, arch, entries)[:default_workers()])
@@ -398,11 +373,9 @@ def _spawn(kernel, arch: str, entries) -> list:
 
 
 class Prefetch:
-    """Registered kernels compiled into the disk cache by a pool of spawned processes, so
-    that a later get() in this process is a disk read. Costliest first (CuTe kernels
-    before handwritten ones, more entry points first: cute_pipelined's 11 take ~50 s per
-    arch on 2 cores, a handwritten kernel ~1 s), which keeps the pool's tail short.
-    Entries already on disk are not submitted; without the disk level nothing is."""
+    """Registered kernels compiled into the disk cache by a pool of spawned processes, so that a
+    later get() here is a disk read. Costliest first (CuTe kernels, then more entry points), which
+    keeps the pool's tail short; nothing already on disk, nothing without the disk level."""
 
     def __init__(self, jobs, workers: int | None = None):
         from concurrent.futures import ProcessPoolExecutor
@@ -433,16 +406,14 @@ class Prefetch:
                 _prefetch_one, name, arch, ptx, directory, sel or None)
 
     def wait(self, name: str, arch: str, entries: tuple[str, ...] | None = None) -> None:
-        """Block until (name, arch, entries) is done. A failed job raises nothing here: the
-        caller's own get() compiles again and raises the CompileError where the test sees it."""
+        """Block until (name, arch, entries) is done; a failure raises in the caller's own get()."""
         sel = _compile.select_entries(registry.find(name), entries)
         f = self.futures.get((name, _compile.normalize_arch(arch), sel))
         if f is not None:
             f.exception()
 
     def close(self) -> None:
-        """Stop the pool. A compile still running now is one nobody waits for (an
-        interrupted or -x run): its worker is killed rather than waited on for a minute."""
+        """Stop the pool; a compile still running (nobody waits for it) is killed, not waited on."""
         if self._pool is None:
             return
         if not all(f.done() for f in self.futures.values()):

@@ -1,8 +1,7 @@
 """NVRTC through cuda-python: kernel source -> CUBIN for one exact arch.
 
-Only this module, driver.py and launch.py import cuda-python: cuda.bindings.nvrtc (the 1:1 C
-API), not cuda.core's Program, for the exact option list in the cache key and in errors, the
-log on success (ptxas -v) and no dependence on a current device when the arch is given.
+cuda.bindings.nvrtc (the 1:1 C API), not cuda.core's Program: the exact option list in the cache
+key and in errors, the log on success (ptxas -v), no current device needed when the arch is given.
 """
 from __future__ import annotations
 
@@ -84,10 +83,8 @@ def normalize_arch(arch: str | int | tuple[int, int]) -> str:
 
 
 def select_entries(kernel, entries) -> tuple[str, ...] | None:
-    """The entry points a compile of `kernel` is limited to, in the kernel's own order;
-    None for the whole kernel (no selection, or one naming every entry point, which is
-    the whole kernel's cubin and cache entry). UnknownEntryError for a name that is not
-    an entry point of the kernel, or an empty selection."""
+    """The entry points a compile of `kernel` is limited to, in the kernel's order; None for the
+    whole kernel (no selection, or all of them). UnknownEntryError for a foreign name or none."""
     if entries is None:
         return None
     if isinstance(entries, str):
@@ -103,9 +100,8 @@ def select_entries(kernel, entries) -> tuple[str, ...] | None:
 
 
 def options(kernel, arch: str, extra: tuple[str, ...] = ()) -> list[str]:
-    """The full NVRTC option list for one kernel and arch (also part of the cache key): the
-    same flags for every kernel, and its own `options`. No -D: what configures a kernel is
-    in its source's prelude (read_source)."""
+    """The NVRTC options for one kernel and arch (in the cache key): the common flags, then the
+    kernel's own. No -D: what configures a kernel is in its prelude (read_source)."""
     opts = [STD, f"-arch={arch}", "-default-device", "-lineinfo", "--ptxas-options=-v",
             f"-I{paths.project_include_dir()}"]
     opts += [f"-I{h.path}" for h in paths.header_dirs()]
@@ -113,11 +109,9 @@ def options(kernel, arch: str, extra: tuple[str, ...] = ()) -> list[str]:
 
 
 def prelude(kernel, entries: tuple[str, ...] | None = None) -> str:
-    """What NVRTC compiles in front of the kernel's source file: its configuration's C++
-    (Kernel.config.cpp: records.KernelConfig), then the entry selection (entries, as
-    select_entries gives it: include/cute_gemm/entries.cuh's CG_ENTRIES and one
-    CG_WANT_<entry> each), then a #line, so that compiler messages name the source's own
-    lines."""
+    """What NVRTC compiles in front of the kernel's source: its config's C++ (KernelConfig.cpp),
+    the entry selection (include/cute_gemm/entries.cuh's CG_ENTRIES, a CG_WANT_<entry> each),
+    then a #line, so that compiler messages name the source's own lines."""
     cfg = kernel.config.cpp(kernel.name) if kernel.config is not None else ""
     sel = ("#define CG_ENTRIES\n" + "".join(f"#define CG_WANT_{e} 1\n" for e in entries)
            if entries is not None else "")
@@ -125,8 +119,7 @@ def prelude(kernel, entries: tuple[str, ...] | None = None) -> str:
 
 
 def read_source(kernel, entries: tuple[str, ...] | None = None) -> str:
-    """The text NVRTC compiles: prelude(kernel, entries), then the kernel's source file.
-    Also the text the cache key hashes."""
+    """The text NVRTC compiles (and the cache key hashes): the prelude, then the kernel's source."""
     path = paths.kernels_dir() / kernel.source
     try:
         text = path.read_text()
@@ -148,45 +141,29 @@ class Resources:
     wgmma_serialized: bool = False
 
 
-_RE_FUNC = re.compile(r"Compiling entry function '(\w+)'")
-_RE_REGS = re.compile(r"Used (\d+) registers")
-_RE_SMEM = re.compile(r"(\d+) bytes smem")
+# an entry's report: its name, what precedes its "Used" line (the stack frame), that line's tail
+_RE_ENTRY = re.compile(r"Compiling entry function '(\w+)'((?:(?!Compiling entry)[\s\S])*?)"
+                       r"Used (\d+) registers(.*)")
 _RE_STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _RE_SERIAL = re.compile(r"wgmma\.mma_async instructions are serialized.*function '(\w+)'")
 
 
 def parse_resources(log: str) -> dict[str, Resources]:
     """Parse ptxas -v output (in the NVRTC log) into per-entry resources."""
-    out: dict[str, Resources] = {}
-    current = None
-    stack = (0, 0, 0)
     serialized = set(_RE_SERIAL.findall(log))
-    for line in log.splitlines():
-        m = _RE_FUNC.search(line)
-        if m:
-            current, stack = m.group(1), (0, 0, 0)
-            continue
-        if current is None:
-            continue
-        m = _RE_STACK.search(line)
-        if m:
-            stack = tuple(int(x) for x in m.groups())
-            continue
-        m = _RE_REGS.search(line)
-        if m:
-            s = _RE_SMEM.search(line)
-            out[current] = Resources(int(m.group(1)), int(s.group(1)) if s else 0, *stack,
-                                     current in serialized)
-            current = None
+    out = {}
+    for name, before, regs, tail in _RE_ENTRY.findall(log):
+        stack = _RE_STACK.search(before)
+        smem = re.search(r"(\d+) bytes smem", tail)
+        out[name] = Resources(int(regs), int(smem.group(1)) if smem else 0,
+                              *(map(int, stack.groups()) if stack else (0, 0, 0)), name in serialized)
     return out
 
 
 def resources_from_cubin(cubin: bytes) -> dict[str, Resources]:
-    """Registers, static shared memory and stack frame per entry, read from the CUBIN's ELF
-    sections (EIATTR_REGCOUNT and EIATTR_FRAME_SIZE in .nv.info, the size of .nv.shared.<f>
-    less the 1 KB that sm_80+ reserve for the system, counted there when a
-    .nv.shared.reserved section is present). Used when the NVRTC log carries no ptxas report
-    (seen on the GPU host's NVRTC); spills are not in the ELF and come back as -1."""
+    """Registers, static smem and stack frame per entry from the CUBIN's ELF (.nv.info's REGCOUNT and
+    FRAME_SIZE; .nv.shared.<f> less sm_80+'s 1 KB system reserve where .nv.shared.reserved exists),
+    for an NVRTC log without a ptxas report (the GPU host's); spills are not in the ELF: -1."""
     import struct
     if cubin[:4] != b"\x7fELF" or cubin[4] != 2:     # ELF64 only
         return {}
@@ -231,9 +208,8 @@ def _output(nvrtc, prog, size_fn, get_fn, what: str) -> bytes:
 
 
 class _InFlight:
-    """NVRTC compiles running in threads other than the main one, which interpreter exit
-    waits for: exit runs NVRTC's static destructors, and a daemon thread (gemm()'s
-    background compile, or a caller's) still inside NVRTC then crashes the process (glibc's
+    """NVRTC compiles in threads other than the main one, which interpreter exit waits for: exit
+    runs NVRTC's static destructors, which crash a daemon thread still inside NVRTC (glibc's
     "free(): invalid size", or SIGSEGV). Once exit has begun such a thread starts none."""
 
     def __init__(self):

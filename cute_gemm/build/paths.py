@@ -52,8 +52,7 @@ _SPECS = {
 
 
 def _nvidia_include_dirs() -> list[Path]:
-    """Every nvidia/cu13/include (or cu12) on the path: the 'nvidia' namespace package can
-    span several site folders (e.g. carried wheels in front of the system's own)."""
+    """Every nvidia/cu13/include (or cu12): the 'nvidia' namespace can span several site folders."""
     spec = importlib.util.find_spec("nvidia")
     if spec is None or not spec.submodule_search_locations:
         return []
@@ -77,11 +76,9 @@ def _discover(role: str) -> Path | None:
 
 
 def walk_files(top: Path):
-    """(relative path, full path) of every file under `top`, in a fixed order, descending
-    into symlinked folders (the compiler's -I lookups go through them; os.walk and rglob
-    skip them by default). A folder reached a second time (a link loop, or two names for
-    one folder) is not descended again: it comes back once as (relative path, link path)
-    with a folder as the full path, for the caller to record by name."""
+    """(relative path, full path) of every file under `top`, in a fixed order, through symlinked
+    folders (as -I lookups go). A folder met again (a link loop, a second name) is not descended:
+    it comes back once, a folder as its full path, for the caller to record by name."""
     seen: set[str] = set()
     for root, dirs, files in os.walk(top, followlinks=True):
         seen.add(os.path.realpath(root))
@@ -116,10 +113,8 @@ def tree_digest(top: Path, contents: bool = True) -> str:
 
 
 def _wheel_version(dist: str, found: Path) -> str:
-    """The version of wheel `dist`, which installed `found`: from its NAME-VERSION.dist-info
-    in the sys.path folder above `found` (a glob: importing importlib.metadata costs ~25 ms,
-    a quarter of a cache hit in a fresh process); importlib.metadata's answer where there
-    is not exactly one such folder."""
+    """The version of wheel `dist`, which installed `found`: from its dist-info folder above
+    `found` (a glob: importlib.metadata costs ~25 ms), else importlib.metadata's answer."""
     above = {os.path.realpath(p) for p in found.parents}
     mine = [v for d, v in _dist_versions(re.sub(r"[-_.]+", "_", dist).lower()) if str(d) in above]
     if len(mine) == 1:
@@ -155,8 +150,7 @@ _NVRTC_WHEELS = {13: ("nvidia_cuda_nvrtc", "nvidia/cu13/lib/libnvrtc.so.13"),
 
 
 def _dist_versions(stem: str) -> list[tuple[Path, str]]:
-    """(real folder, version) of each STEM-VERSION.dist-info in the sys.path folders, in
-    order; a folder named twice on sys.path (PYTHONPATH repeating site-packages) counts once."""
+    """(real folder, version) of each STEM-VERSION.dist-info on sys.path, each folder once."""
     out, seen = [], set()
     for entry in sys.path:
         d = Path(os.path.realpath(entry or "."))
@@ -178,11 +172,9 @@ def _maps_libnvrtc() -> bool | None:
 
 
 def nvrtc_wheel_version() -> tuple[int, int] | None:
-    """(major, minor) of the NVRTC that cuda.bindings will load, from pip's wheel of it,
-    without loading it (which also imports cuda.pathfinder: ~80 ms of a first call). Only
-    where that is certain: no libnvrtc mapped into this process yet (pathfinder would take
-    that one), and exactly one nvidia-cuda-nvrtc wheel of cuda-bindings' major version, its
-    libnvrtc beside it on sys.path (pathfinder's next place to look). Else None."""
+    """(major, minor) of the NVRTC cuda.bindings will load, from pip's wheel, without loading it
+    (~80 ms). Only where certain: no libnvrtc mapped yet, and exactly one nvidia-cuda-nvrtc wheel
+    of cuda-bindings' major version with its libnvrtc beside it on sys.path. Else None."""
     if _maps_libnvrtc() is not False:
         return None
     bindings = _dist_versions("cuda_bindings")

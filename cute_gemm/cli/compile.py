@@ -61,12 +61,11 @@ def compile_one(job: Job) -> Outcome:
 
 def run_jobs(jobs: list[Job], workers: int, progress: Progress) -> list[Outcome]:
     """Compile every job, at most `workers` at once in spawned processes (one: in this process, where
-    NVRTC drops the GIL); outcomes in the order of `jobs`."""
+    NVRTC drops the GIL); outcomes in the order of `jobs`. The last jobs (later ladder stages, the CuTe
+    family) take longest: they start first, so that no 30 s compile begins when the rest is done."""
     multi_arch = len({j[1] for j in jobs}) > 1
     # a selection by its entry points (named after their kernel), a whole kernel by name
     labels = [(",".join(j[2]) if j[2] else j[0]) + (f" {j[1]}" if multi_arch else "") for j in jobs]
-    # later ladder stages (and the CuTe family, registered last) take longest: start them
-    # first so that no 30 s compile begins when everything else is already done
     todo, out, pending = iter(reversed(range(len(jobs)))), {}, {}
     n = 1 if workers <= 1 or len(jobs) <= 1 else min(workers, len(jobs))
     # spawn, not fork: the parent may hold a CUDA context and runs the progress thread
