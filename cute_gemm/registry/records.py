@@ -6,6 +6,7 @@ row-major, "m"-major column-major; B (K,N) "n"-major row-major, "k"-major column
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar, Literal, Protocol, get_args, runtime_checkable
@@ -71,6 +72,19 @@ def constexprs(owner: str, **values: int | None) -> str:
     """`constexpr int NAME = value;` per value that is not None, after a comment naming `owner`."""
     body = "".join(f"constexpr int {n} = {int(v)};\n" for n, v in values.items() if v is not None)
     return f"// {owner}\n{body}"
+
+
+def config_struct(config, name: str, owner: str, derived: tuple[str, ...] = (), skip: str = "") -> str:
+    """`struct Config` of a configuration's fields but `skip`, then its `derived` values, each a
+    `static constexpr` member of its name (bool; cg::Epi for epi_*; else int), after a comment
+    naming kernel `name` and `owner`."""
+    def member(f: str) -> str:
+        v = getattr(config, f)
+        t, v = (("cg::Epi", f"cg::Epi::{v}") if f.startswith("epi_") else
+                ("bool", str(v).lower()) if isinstance(v, bool) else ("int", v))
+        return f"  static constexpr {t} {f} = {v};\n"
+    fields = [f.name for f in dataclasses.fields(config) if f.name != skip] + list(derived)
+    return f"struct Config {{   // {name or 'a configuration'}: {owner}\n{''.join(map(member, fields))}}};\n"
 
 
 # Operand layouts as users name them, op(A) op(B) as BLAS's transa/transb: "n" the array as it
