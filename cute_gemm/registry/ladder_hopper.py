@@ -68,10 +68,6 @@ def _wgmma(name: str, bm: int, bn: int, stages: int) -> Kernel:
     )
 
 
-HOPPER: list[Kernel] = [
-    _wgmma("cute_wgmma", 128, 128, 4),
-]
-
 # WgmmaWsConfig.only -> (CG_WS_ONLY, the one entry compiled): cute_3xtf32's GEMMs
 _WS_ONLY = {"": (0, None), "tf32": (1, "cute_wgmma_ws_tf32_f32_ak_bk"),
             "fp16": (2, "cute_wgmma_ws_fp16_f32_ak_bk")}
@@ -170,21 +166,6 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig) -> Kernel:
     )
 
 
-HOPPER += [
-    # why each value (128x256x4, clusters of 2, group_m 16, tail_split): docs/design/cute_wgmma_ws.md
-    gemm_candidate(_wgmma_ws("cute_wgmma_ws", WgmmaWsConfig(tail_split=32))),
-    # ... products whose 128x256 tiles leave SMs idle: narrower tiles, the smem left as stages (#narrow-tiles)
-    gemm_candidate(_wgmma_ws("cute_wgmma_ws_128x64", WgmmaWsConfig(blk_n=64, stages=8, cluster_m=1,
-                                                          tail_split=32))),
-    gemm_candidate(_wgmma_ws("cute_wgmma_ws_128x128", WgmmaWsConfig(blk_n=128, stages=6, cluster_m=1,
-                                                           tail_split=32))),
-    # fp32-accurate sums (cute_3xtf32's GEMM with split_parts): 64x192 a warpgroup holds two sets of
-    # accumulators; windows of 3 k-tiles (cute_3xtf32.md#the-accumulation, #the-last-wave)
-    _wgmma_ws("cute_wgmma_ws_promote", WgmmaWsConfig(blk_n=192, promote=3, tail_split=8,
-                                                     only="tf32")),
-]
-
-
 # ---- fp32 accuracy on tensor cores (3xTF32, its products in fp16) -------------------------------
 def _three_tf32(name: str, gemm: Kernel) -> Kernel:
     # the passes read any strides (no relayout copy) and write the k-major A' and B' the GEMM takes
@@ -216,7 +197,16 @@ def _three_tf32(name: str, gemm: Kernel) -> Kernel:
 _3XTF32_GEMM = _wgmma_ws("cute_3xtf32_gemm", WgmmaWsConfig(blk_n=192, promote=3, tail_split=8,
                                                           split_parts=2, only="fp16"))
 
-HOPPER += [
+HOPPER: list[Kernel] = [
+    _wgmma("cute_wgmma", 128, 128, 4),
+    # cute_wgmma_ws: why each value (128x256x4, clusters of 2, group_m 16): docs/design/cute_wgmma_ws.md
+    gemm_candidate(_wgmma_ws("cute_wgmma_ws", WgmmaWsConfig(tail_split=32))),
+    # ... products whose 128x256 tiles leave SMs idle: narrower tiles, the smem left as stages (#narrow-tiles)
+    gemm_candidate(_wgmma_ws("cute_wgmma_ws_128x64", WgmmaWsConfig(blk_n=64, stages=8, cluster_m=1, tail_split=32))),
+    gemm_candidate(_wgmma_ws("cute_wgmma_ws_128x128", WgmmaWsConfig(blk_n=128, stages=6, cluster_m=1, tail_split=32))),
+    # fp32-accurate sums (cute_3xtf32's GEMM with split_parts): 64x192 a warpgroup holds two sets of
+    # accumulators; windows of 3 k-tiles (cute_3xtf32.md#the-accumulation, #the-last-wave)
+    _wgmma_ws("cute_wgmma_ws_promote", WgmmaWsConfig(blk_n=192, promote=3, tail_split=8, only="tf32")),
     # why a pre-pass and not a split inside the GEMM: docs/design/cute_3xtf32.md
     gemm_candidate(_three_tf32("cute_3xtf32", _3XTF32_GEMM)),
 ]
