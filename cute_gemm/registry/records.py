@@ -28,8 +28,7 @@ STREAM_K_COUNTERS = 8192
 
 
 def device_constants(**values: int) -> str:
-    """Constants host and device code share, as `#define CUTE_GEMM_<NAME> <value>` lines for a
-    configuration's cpp(): each value has one home, here in Python."""
+    """Constants host and device code share, as `#define CUTE_GEMM_<NAME> <value>` for a cpp()."""
     return "".join(f"#define CUTE_GEMM_{name} {int(v)}\n" for name, v in values.items())
 
 
@@ -57,8 +56,7 @@ class KernelConfig(Protocol):
 
 
 class FixedTile:
-    """KernelConfig's tile and smem for a configuration of blk_m, blk_n, blk_k whose dynamic
-    smem (dyn_smem) is the same at every shape."""
+    """KernelConfig's tile and smem for a configuration of blk_m, blk_n, blk_k and a fixed dyn_smem."""
 
     @property
     def tile(self) -> tuple[int, int, int]:
@@ -94,8 +92,7 @@ LAYOUTS: tuple[str, ...] = get_args(LayoutName)
 
 
 def layout_majors(layout: str) -> tuple[str, str]:
-    """(A major, B major) of an operand layout: "n" A is k-major, "t" A m-major; "n" B is
-    n-major, "t" B k-major."""
+    """(A major, B major) of an operand layout: "n" A k-major, "t" m-major; "n" B n-major, "t" k-major."""
     if layout not in LAYOUTS:
         raise InputError(f"operand layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
     return ("k" if layout[0] == "n" else "m"), ("n" if layout[1] == "n" else "k")
@@ -121,10 +118,8 @@ AS_PLANNED = Pick()
 
 @dataclass(frozen=True)
 class TmaBoxes:
-    """The TMA tensor maps of A and B an entry takes after its plain arguments (common.cuh
-    CG_TMA_PARAMS), encoded per call by the launcher: `a` and `b` are the boxes one load brings
-    in, in elements of the operand as a 2-D tensor (contiguous extent, other): k-major A is
-    (K, M), m-major A (M, K), k-major B (K, N), n-major B (N, K). Out-of-bounds arrive as 0."""
+    """The TMA maps of A and B an entry takes after its plain arguments (CG_TMA_PARAMS): the box
+    one load brings in, in elements of the operand as 2-D (contiguous extent, other extent)."""
     a: tuple[int, int]
     b: tuple[int, int]
     swizzle: int = 128     # bytes: 0 (none), 32, 64 or 128
@@ -177,17 +172,13 @@ class Variant:
         """The one acceptance rule: this entry takes every operand of `fits` (role -> (major,
         align), align 0: not even one element) as it is, and at `extents` (M, N, K), where given,
         each vector operand's contiguous extent is a multiple of extent_align."""
-        if extents is not None and self.extent_align != 1:
+        if extents is not None:
             extent = dict(zip("mnk", extents))
-            if any(extent.get(getattr(self, f"{r}_major"), 0) % self.extent_align
-                   for r in self.align_roles):
+            if any(extent.get(getattr(self, f"{r}_major"), 0) % self.extent_align for r in self.align_roles):
                 return False
-        for role, (major, align) in fits.items():
-            want = getattr(self, f"{role}_major")
-            if not (align > 0 and (want == "any" or want == major)
-                    and (role not in self.align_roles or align % self.align == 0)):
-                return False
-        return True
+        return all(align > 0 and getattr(self, f"{role}_major") in ("any", major)
+                   and (role not in self.align_roles or align % self.align == 0)
+                   for role, (major, align) in fits.items())
 
 
 # ---- grid policies: (M, N, K) -> grid (x, y, z) -------------------------------------
