@@ -118,9 +118,8 @@ class PipelinedConfig(FixedTile):
                 raise ValueError(f"{name}={getattr(self, name)!r}: one of {EPILOGUES}")
         # kquad_stages.cuh asserts it too: at BLK_K 24 the 16-byte fragment loads were misaligned
         if self.kq_layout and (bk < 4 or bk % 4 or 8 % (bk // 4)):
-            raise ValueError(f"kq_layout={self.kq_layout} with blk_k={bk}: k-quad stages take "
-                             "BLK_K 4, 8, 16 or 32 (quads 32/(BLK_K/4) words apart, whole "
-                             "16-byte columns)")
+            raise ValueError(f"kq_layout={self.kq_layout} with blk_k={bk}: k-quad stages take BLK_K 4, "
+                             "8, 16 or 32 (quads 32/(BLK_K/4) words apart, whole 16-byte columns)")
 
     @property
     def threads(self) -> int:
@@ -242,7 +241,6 @@ def _mma_sm80(name: str, bm: int, bn: int, bk: int, stages: int, warps: tuple[in
         source="cute/c4_mma_sm80.cu",
         variants=sixteen + tf32,
         grid=TileGridMN(bm, bn),
-        min_arch=80,
         summary=summary or (
             f"tensor cores (mma.sync bf16/fp16/tf32, {warps[0]}x{warps[1]} warps of "
             f"{bm // warps[0]}x{bn // warps[1]}), ldmatrix from swizzled smem, "
@@ -319,7 +317,6 @@ def _tiny_k(name: str, bm: int, bn: int, bk: int) -> Kernel:
                                c_major="any", precision=p, out_dtype=out)
                        for p in ("fp32", "tf32", "bf16", "fp16") for out in PRECISION[p].outs),
         grid=TileGridMN(bm, bn),
-        min_arch=80,
         summary=f"a small K in one pass: {bm}x{bn} tiles, strips of A and B staged in smem as "
                 "float, 8x4 FFMA outputs a thread, 4-element stores; any strides and alignment, "
                 "every precision",
