@@ -1,8 +1,6 @@
-"""The kernel registry: every kernel cute_gemm knows, in ladder order. CLI, tests, bench,
-README table and layout dumps all loop over KERNELS; nothing else lists kernels by hand.
-The ladders: ladder_handwritten.py, ladder_cute.py and its Hopper stages, ladder_hopper.py;
-the record types: records.py (re-exported here).
-"""
+"""The kernel registry: every kernel cute_gemm knows, in ladder order (ladder_handwritten.py,
+ladder_cute.py, ladder_hopper.py; the record types, re-exported here: records.py). CLI, tests,
+bench, README table and layout dumps all loop over KERNELS; nothing else lists kernels."""
 from __future__ import annotations
 
 from ..base.errors import UnknownKernelError
@@ -16,13 +14,12 @@ from .records import (ARCHS, EXTENT_MAX, FP32_ACCURATE, GRID_X_MAX, GRID_YZ_MAX,
 
 KERNELS: tuple[Kernel, ...] = tuple(HANDWRITTEN) + tuple(CUTE) + tuple(HOPPER) + tuple(SHAPES)
 _BY_NAME = {k.name: k for k in KERNELS}
-# the GEMMs composed kernels run that are not registered themselves (GemmOf.kernel): never
-# called by name, but compiled, cached and checked like every kernel
+# the GEMMs composed kernels run that are not registered (GemmOf.kernel): compiled, cached and
+# checked like every kernel, never called by name
 _INTERNAL = tuple(dict.fromkeys(k.gemm_of.kernel for k in KERNELS
                                 if k.gemm_of is not None and k.gemm_of.kernel.name not in _BY_NAME))
 
-# not a kernel: the name under which run(), cross_check(), bench and the CLI take gemm()'s
-# choice among the kernels tagged "auto" (cute_gemm/select/auto.py picks one per call)
+# not a kernel: the name under which run(), cross_check(), bench and the CLI take gemm()'s pick
 AUTO = "auto"
 
 
@@ -32,12 +29,12 @@ def kernels(family: str | None = None) -> tuple[Kernel, ...]:
 
 
 def names() -> tuple[str, ...]:
+    """The registered kernels' names, in ladder order."""
     return tuple(k.name for k in KERNELS)
 
 
 def compiled(family: str | None = None) -> tuple[Kernel, ...]:
-    """Every kernel that is compiled: the registered ones, then the GEMMs composed kernels
-    run that are not registered (GemmOf.kernel)."""
+    """Every kernel that is compiled: the registered ones, then composed kernels' unregistered GEMMs."""
     return kernels(family) + tuple(k for k in _INTERNAL if family is None or k.family == family)
 
 
@@ -52,6 +49,7 @@ def lookup(name: str) -> Kernel | None:
 
 
 def get(name: str) -> Kernel:
+    """The registered kernel of that name, else UnknownKernelError listing the valid ones."""
     try:
         return _BY_NAME[name]
     except KeyError:

@@ -6,18 +6,17 @@ from dataclasses import dataclass
 
 from ..base.precisions import DTYPE, PRECISION
 from .records import (STREAM_K_COUNTERS, FixedSmem, FixedTile, Kernel, TileGridMN, Variant,
-                      constexprs, device_constants)
+                      config_struct, constexprs, device_constants)
 
 _MAJORS = tuple((a, b) for a in ("k", "m") for b in ("n", "k"))
 
 
 @dataclass(frozen=True)
 class TileConfig(FixedTile):
-    """One configuration of a CuTe stage written in plain constants (c0-c5; records.KernelConfig):
-    cpp() writes THREADS (the block, which the source static_asserts against its thread
-    layouts) and each knob that is set as the `constexpr int` the source reads, BLK_M, BLK_N,
-    BLK_K, STAGES, WARPS_M, WARPS_N. BLK_K of the tensor-core stages (c4, c5) is 128 bytes of
-    k in 16-bit elements (64; the tf32 entries take half as many)."""
+    """A CuTe stage's configuration in plain constants (c0-c5, c8; records.KernelConfig): cpp()
+    writes THREADS (the source static_asserts its thread layouts against it) and each knob that
+    is set, as `constexpr int` BLK_M, BLK_N, BLK_K, STAGES, WARPS_M, WARPS_N. The tensor-core
+    stages' BLK_K is 128 bytes of k in 16-bit elements (the tf32 entries take half)."""
     threads: int
     blk_m: int
     blk_n: int
@@ -39,10 +38,11 @@ def tiled_stage(cfg: TileConfig, **kw) -> Kernel:
                   dyn_smem=FixedSmem(cfg.dyn_smem) if cfg.dyn_smem else None, **kw)
 
 
-def _majors(prefix: str, majors=_MAJORS, suffix: str = "", **kw) -> tuple[Variant, ...]:
-    """An entry point <prefix>_a<A major>_b<B major><suffix> per (A, B) majors, C of any strides."""
-    return tuple(Variant(f"{prefix}_a{a}_b{b}{suffix}", a_major=a, b_major=b, c_major="any", **kw)
-                 for a, b in majors)
+def _majors(prefix: str, majors=_MAJORS, suffix: str = "", per=lambda a, b: {}, **kw) -> tuple[Variant, ...]:
+    """An entry point <prefix>_a<A major>_b<B major><suffix> per (A, B) majors, C of any strides;
+    `per(a, b)`: that entry's own fields."""
+    return tuple(Variant(f"{prefix}_a{a}_b{b}{suffix}", a_major=a, b_major=b, c_major="any", **kw,
+                         **per(a, b)) for a, b in majors)
 
 
 def _simt(name: str, file: str, tile: tuple[int, int, int], variants: tuple[Variant, ...],
@@ -53,44 +53,36 @@ def _simt(name: str, file: str, tile: tuple[int, int, int], variants: tuple[Vari
 
 
 _SMEM_SUMMARY = "local_tile/local_partition, k-tiles staged in shared memory, predicated residues"
-# c2: 128-bit entry points (16-byte aligned A and B, contiguous extents multiples of 4) for
-# every (A major, B major), then the scalar (any alignment) ones, ending on the row-major fallback
+# c2: 128-bit entry points for every (A major, B major), then the scalar ones, ending on row-major
 _TILED = (_majors("cute_tiled", align=4, align_roles="ab", extent_align=4)
           + _majors("cute_tiled", tuple(reversed(_MAJORS)), "_s"))
-# c3: cp.async cannot transpose: only an entry's m-/n-major operands go in 16-byte vectors,
-# so only they need the alignment (align_roles); k-major ones go 4 bytes at a time
-_MULTISTAGE = (tuple(Variant(f"cute_multistage_a{a}_b{b}", a_major=a, b_major=b, c_major="any",
-                             align=4, align_roles=("a" if a == "m" else "") + ("b" if b == "n" else ""),
-                             extent_align=4) for a, b in (("m", "n"), ("m", "k"), ("k", "n")))
+# c3: cp.async cannot transpose: only m-/n-major operands go in 16-byte vectors and need the alignment
+_MULTISTAGE = (_majors("cute_multistage", (("m", "n"), ("m", "k"), ("k", "n")), align=4, extent_align=4,
+                       per=lambda a, b: dict(align_roles=("a" if a == "m" else "") + ("b" if b == "n" else "")))
                + _majors("cute_multistage", (("k", "k"),))
                + _majors("cute_multistage", (("m", "n"), ("m", "k"), ("k", "n")), "_s"))
 
 
-# Constants of the tuned kernel that the registry also needs, handed to it as cg::kSmemPad
-# and cg::kWarpM (pipelined_config.cuh; PipelinedConfig.cpp writes them): words of padding
-# per k column of a padded smem stage, and the rows of a warp's thread patch in the TiledMMA.
+# the tuned kernel's cg::kSmemPad and cg::kWarpM (pipelined_config.cuh; PipelinedConfig.cpp writes
+# them): words of padding per k column of a padded stage, rows of a warp's thread patch
 SMEM_PAD = 4
 WARP_M = 4
 
 EPILOGUES = ("scalar", "smem16", "bulk")    # cg::Epi (smem_epilogue.cuh)
-# static smem of a stream-K twin (its schedule and positions, 48 bytes), as the 128-byte
-# alignment of the dynamic smem behind it rounds it (tile_scheduler.cuh, c3_pipelined.cu)
+# static smem of a stream-K twin (48 bytes) as the dynamic smem's 128-byte alignment rounds it
 TWIN_STATIC_SMEM = 128
 
 
 def kquad_stage(ext: int, bk: int) -> tuple[int, int]:
-    """(quad stride, stage size) in words of a k-quad compute stage of extent `ext` along
-    m/n (include/cute_gemm/kquad_stages.cuh, StageLayout and kStage): the 4 columns of a
-    k-quad unpadded, quads 4*EXT + 32/(BLK_K/4) words apart, stages BLK_K*EXT + 32. Also
-    what the layout dumps draw (layouts.py)."""
+    """(quad stride, stage size) in words of a k-quad compute stage of extent `ext` along m/n
+    (kquad_stages.cuh): quads 4*EXT + 32/(BLK_K/4) words apart, stages BLK_K*EXT + 32."""
     return 4 * ext + 32 // (bk // 4), bk * ext + 32
 
 
 @dataclass(frozen=True)
 class PipelinedConfig(FixedTile):
-    """One configuration of the tuned kernel (kernels/cute/c3_pipelined.cu), compiled as its
-    `struct Config` (cpp()), every field a static constexpr member of the same name. What each
-    knob does: include/cute_gemm/pipelined_config.cuh; why each value: the anchors in
+    """A configuration of the tuned kernel (c3_pipelined.cu), compiled as its `struct Config`
+    (cpp()). What each knob does: pipelined_config.cuh; why each value: the anchors of
     docs/design/cute_pipelined.md. None: derived from the tile (__post_init__)."""
     blk_m: int
     blk_n: int
@@ -124,12 +116,10 @@ class PipelinedConfig(FixedTile):
         for name in ("epi_ak_bk", "epi_ak_bn"):
             if getattr(self, name) not in EPILOGUES:
                 raise ValueError(f"{name}={getattr(self, name)!r}: one of {EPILOGUES}")
-        # kquad_stages.cuh (PipeGeometry asserts it too): at BLK_K 24 the quads sat 5 words
-        # apart and the 16-byte fragment loads faulted (misaligned address)
+        # kquad_stages.cuh asserts it too: at BLK_K 24 the 16-byte fragment loads were misaligned
         if self.kq_layout and (bk < 4 or bk % 4 or 8 % (bk // 4)):
-            raise ValueError(f"kq_layout={self.kq_layout} with blk_k={bk}: k-quad stages take "
-                             "BLK_K 4, 8, 16 or 32 (quads 32/(BLK_K/4) words apart, whole "
-                             "16-byte columns)")
+            raise ValueError(f"kq_layout={self.kq_layout} with blk_k={bk}: k-quad stages take BLK_K 4, "
+                             "8, 16 or 32 (quads 32/(BLK_K/4) words apart, whole 16-byte columns)")
 
     @property
     def threads(self) -> int:
@@ -137,30 +127,24 @@ class PipelinedConfig(FixedTile):
 
     @property
     def pdl(self) -> bool:
-        """Split stream-K launches start the twin by programmatic dependent launch (sm_90+):
-        the kernel's griddepcontrol comes with the twins (Kernel.pdl)."""
+        """The twins are started by programmatic dependent launch on sm_90+ (Kernel.pdl)."""
         return self.stream_k
 
     @property
     def dyn_smem(self) -> int:
-        """Dynamic smem of the data-parallel entries: per operand 2 compute buffers + STAGES
-        raw (k-major) stages; an m/n-major operand's STAGES compute stages fit in the same
-        region (pipelined_mainloop.cuh)."""
+        """Dynamic smem of the data-parallel entries: per operand 2 compute buffers + STAGES raw
+        stages, where STAGES compute stages of an m/n-major operand fit too."""
         bm, bn, bk = self.blk_m, self.blk_n, self.blk_k
         own = 4 * bk * (2 * (bm + bn + 2 * SMEM_PAD) + self.stages * (bm + bn))
-        # with twins, at least what a twin CTA takes (sk_smem and its static smem), so that
-        # twin CTAs fit the smem carveout the data-parallel CTAs left (sk_smem's doc)
+        # with twins, at least a twin CTA's smem: twin CTAs fit the carveout data-parallel ones left
         return max(own, self.sk_smem + TWIN_STATIC_SMEM) if self.stream_k else own
 
     @property
     def sk_smem(self) -> int:
-        """Dynamic smem of the stream-K twins (0 without them): A's region of the full
-        layout, then B's stages: STAGES padded compute stages (am_bn_sk, ak_bn_sk), or 2
-        compute buffers (k-quad ones with kq_layout bit 0) and STAGES raw stages (ak_bk_sk).
-        Less than dyn_smem by the k-quad buffers' savings, so that with their static smem
-        (TWIN_STATIC_SMEM) 2 twin CTAs fit the smem carveout of 2 data-parallel ones: a twin
-        CTA (launched by PDL) can take an SM slot while the other holds a data-parallel CTA
-        (an SM's carveout changes only when empty). The kernel checks it."""
+        """Dynamic smem of the stream-K twins (0 without): A's region, then B's STAGES padded
+        compute stages, or 2 compute buffers and STAGES raw stages (ak_bk_sk). Small enough that
+        with TWIN_STATIC_SMEM a twin fits the carveout a data-parallel CTA left (an SM's changes
+        only when empty), so a PDL-launched twin takes its slot; the kernel checks it."""
         if not self.stream_k:
             return 0
         bm, bn, bk, stages = self.blk_m, self.blk_n, self.blk_k, self.stages
@@ -171,35 +155,23 @@ class PipelinedConfig(FixedTile):
         return 4 * (region_a + max(mn_b, kk_b))
 
     def cpp(self, name: str = "") -> str:
-        """The C++ `struct Config`, after the constants the headers read (records.device_constants).
-        The derived sizes go in too (sk_smem, dyn_smem): the kernel static_asserts that what it
-        addresses fits the dynamic smem the registry launches it with."""
-        def member(f: str) -> str:
-            v = getattr(self, f)
-            t, v = (("cg::Epi", f"cg::Epi::{v}") if f.startswith("epi_") else
-                    ("bool", str(v).lower()) if isinstance(v, bool) else ("int", v))
-            return f"  static constexpr {t} {f} = {v};\n"
-        fields = [f.name for f in dataclasses.fields(self)] + ["sk_smem", "dyn_smem"]
-        body = "".join(map(member, fields))
+        """The C++ `struct Config` after the headers' constants (records.device_constants), with
+        sk_smem and dyn_smem: the kernel static_asserts that what it addresses fits them."""
         return (device_constants(STREAM_K_COUNTERS=STREAM_K_COUNTERS, SMEM_PAD=SMEM_PAD, WARP_M=WARP_M)
                 + "#include <cute_gemm/pipelined_config.cuh>\n"
-                f"struct Config {{   // {name or 'a configuration'}: cute_gemm/registry/ladder_cute.py, PipelinedConfig\n"
-                f"{body}}};\n")
+                + config_struct(self, name, "cute_gemm/registry/ladder_cute.py, PipelinedConfig",
+                                derived=("sk_smem", "dyn_smem")))
 
 
-# cute_pipelined's FFMA orders and staged-group positions (BLK_K 16), which its stream-K
-# configurations for other shapes share
+# cute_pipelined's FFMA orders and staged-group positions (BLK_K 16), shared by its small configurations
 _TUNED = dict(fma_order=6, fma_order_raw=2, load1_k=1, stash0_k=10, stash_k=13, trans_k=13)
 
 
 def _small(name: str, bm: int, bn: int, bk: int, stages: int, kq_layout: int = 7,
            raw_k: bool = True, transpose_skinny: bool = False, **cfg) -> Kernel:
-    """A small-tile stream-K configuration for the shapes cute_pipelined loses (sm_90 only: on
-    sm_80 ptxas spills the 4-byte entries' twins), a candidate of gemm(): BLK_K 16 with
-    _TUNED, k-quad stages for k-major operands, twins included
-    (docs/design/auto.md#k-quads-small), a single k-major operand through raw stages (the
-    whole ring as its prefetch distance: docs/design/cute_pipelined.md#raw-k), and twins for
-    every entry, the 4-byte ones too."""
+    """A small-tile stream-K candidate of gemm() for the shapes cute_pipelined loses: _TUNED,
+    k-quad stages, raw stages for a single k-major operand, twins of every entry (sm_90 only:
+    on sm_80 the 4-byte entries' twins spill). docs/design/auto.md#k-quads-small, #raw-k."""
     return gemm_candidate(_pipe(name, PipelinedConfig(
         bm, bn, bk, stages, kq_layout=kq_layout, stream_k=True, twins_scalar=True, raw_k=raw_k,
         **_TUNED, **cfg), transpose_skinny=transpose_skinny, min_arch=90))
@@ -208,15 +180,9 @@ def _small(name: str, bm: int, bn: int, bk: int, stages: int, kq_layout: int = 7
 def _pipe(name: str, cfg: PipelinedConfig, tags: tuple[str, ...] = ("fast",),
           transpose_skinny: bool = False, min_arch: int = 80) -> Kernel:
     """A configuration of the tuned kernel as a Kernel (transpose_skinny, min_arch: Kernel's)."""
-    vec = dict(c_major="any", align=4, align_roles="ab", extent_align=4)
-
-    # The persistent stream-K twins of the vector entries (cfg.stream_k), taken below a fill
-    # of the last wave of 0.93: slower per tile than their data-parallel siblings
-    # (streamk.stream_k_plan; docs/design/cute_pipelined.md#stream-k). am_bk has no twin of
-    # its own (it spilled on sm_80): it takes ak_bn's on C^T = B^T A^T, where B^T is k-major
-    # and A^T n-major, unless twin_am_bk (a configuration that runs nn products transposed,
-    # transpose_skinny, runs them on am_bk); with twins_scalar the 4-byte entries have twins.
-    # The vector entries' split-K shares (Variant.split) go with their twins.
+    # Stream-K twins of the vector entries (cfg.stream_k), taken below a last-wave fill of 0.93
+    # (#stream-k), with their split-K shares; am_bk takes ak_bn's on C^T (its own spilled on sm_80)
+    # unless twin_am_bk; with twins_scalar the 4-byte entries have twins too.
     def sk(a, b, s=""):
         if not cfg.stream_k or (s and not cfg.twins_scalar):
             return {}
@@ -226,18 +192,20 @@ def _pipe(name: str, cfg: PipelinedConfig, tags: tuple[str, ...] = ("fast",),
         return dict(stream_k=f"cute_pipelined_a{a}_b{b}{s}_sk", stream_k_fill=0.93,
                     **({} if s else dict(split=f"cute_pipelined_a{a}_b{b}_part")))
     bm, bn = cfg.blk_m, cfg.blk_n
-    through_smem = any(e != "scalar" for e in (cfg.epi_ak_bk, cfg.epi_ak_bn))
+    extras = ((cfg.kq_layout, ", k-quad smem stages for k-major operands (conflict-free transposes)"),
+              (cfg.kt_unroll > 1, f", {cfg.kt_unroll} k-tiles per mainloop iteration when both are k-major"),
+              (any(e != "scalar" for e in (cfg.epi_ak_bk, cfg.epi_ak_bn)),
+               ", C through smem (16-byte stores or bulk copies) in some entries"),
+              (cfg.stream_k, ", stream-K persistent launch when the tiles leave a partial last wave"),
+              (cfg.stream_k and cfg.twins_scalar, " (4-byte entries too)"),
+              (transpose_skinny, ", C^T = B^T A^T where N is skinny"))
     return Kernel(
         name=name, family="cute", source="cute/c3_pipelined.cu",
-        # 16-byte entries first (any majorness; m/n-major operands by cp.async, one k-major
-        # operand register-staged, two k-major by cp.async into raw stages), then the
-        # 4-byte cp.async fallbacks, ending on row-major align 1
-        variants=tuple(Variant(f"cute_pipelined_a{a}_b{b}", a_major=a, b_major=b,
-                               **sk(a, b), **vec)
-                       for a, b in (("m", "n"), ("m", "k"), ("k", "n"), ("k", "k")))
-                 + tuple(Variant(f"cute_pipelined_a{a}_b{b}_s", a_major=a, b_major=b, c_major="any",
-                                 **sk(a, b, "_s"))
-                         for a, b in (("k", "k"), ("m", "k"), ("m", "n"), ("k", "n"))),
+        # 16-byte entries of any majors first, then the 4-byte fallbacks, ending on row-major
+        variants=(_majors("cute_pipelined", (("m", "n"), ("m", "k"), ("k", "n"), ("k", "k")), per=sk,
+                          align=4, align_roles="ab", extent_align=4)
+                  + _majors("cute_pipelined", (("k", "k"), ("m", "k"), ("m", "n"), ("k", "n")), "_s",
+                            per=lambda a, b: sk(a, b, "_s"))),
         grid=TileGridMN(bm, bn),     # the kernel remaps block ids (grouped CTA order)
         config=cfg, block=(cfg.threads, 1, 1), tile=cfg.tile, dyn_smem=FixedSmem(cfg.dyn_smem),
         stream_k_smem=FixedSmem(cfg.sk_smem) if cfg.stream_k else None,
@@ -245,24 +213,16 @@ def _pipe(name: str, cfg: PipelinedConfig, tags: tuple[str, ...] = ("fast",),
                  + ("via k-major raw smem stages), LDS.128 register " if cfg.raw_k else
                     "register-staged, or via k-major raw smem stages when both are k-major), "
                     "LDS.128 register ")
-                 + f"double buffer, {bm // cfg.thr_m}x{bn // cfg.thr_n} FFMA per thread, unchecked interior CTAs, grouped CTA order"
-                 + (", k-quad smem stages for k-major operands (conflict-free transposes)" if cfg.kq_layout else "")
-                 + (f", {cfg.kt_unroll} k-tiles per mainloop iteration when both are k-major" if cfg.kt_unroll > 1 else "")
-                 + (", C through smem (16-byte stores or bulk copies) in some entries" if through_smem else "")
-                 + (", stream-K persistent launch when the tiles leave a partial last wave" if cfg.stream_k else "")
-                 + (" (4-byte entries too)" if cfg.stream_k and cfg.twins_scalar else "")
-                 + (", C^T = B^T A^T where N is skinny" if transpose_skinny else "")),
+                 + f"double buffer, {bm // cfg.thr_m}x{bn // cfg.thr_n} FFMA per thread, unchecked interior "
+                 "CTAs, grouped CTA order" + "".join(text for on, text in extras if on)),
         seed="CuTe sgemm_sm80 (cp.async pipeline)",
         tags=tags, transpose_skinny=transpose_skinny, min_arch=min_arch)
 
 
 def _mma_sm80(name: str, bm: int, bn: int, bk: int, stages: int, warps: tuple[int, int] = (2, 2),
               summary: str = "", any_align: bool = False) -> Kernel:
-    # Each (precision, result, majors): 16-byte copies (align 8 / 4 elements on A and B; a row
-    # end read element by element, so no extent_align); C any strides. any_align: then an _al1
-    # twin (16-bit loads; tf32 4-byte cp.async) for operands of any alignment, which resolve
-    # takes as they are where the first does not (for small problems, where copying them
-    # first costs two launches; a long K is faster on aligned copies)
+    # Each (precision, result, majors): 16-byte copies (a row end read element by element: no
+    # extent_align). any_align: then twins for operands of any alignment, read as they are
     def entry(prec: str, a: str, b: str, out: str, copy_bytes: int) -> Variant:
         align = max(copy_bytes // PRECISION[prec].itemsize, 1)
         suffix = "" if copy_bytes == 16 else f"_al{align}"
@@ -281,7 +241,6 @@ def _mma_sm80(name: str, bm: int, bn: int, bk: int, stages: int, warps: tuple[in
         source="cute/c4_mma_sm80.cu",
         variants=sixteen + tf32,
         grid=TileGridMN(bm, bn),
-        min_arch=80,
         summary=summary or (
             f"tensor cores (mma.sync bf16/fp16/tf32, {warps[0]}x{warps[1]} warps of "
             f"{bm // warps[0]}x{bn // warps[1]}), ldmatrix from swizzled smem, "
@@ -310,57 +269,36 @@ CUTE: list[Kernel] = [
     _simt("cute_multistage", "c3_multistage", (128, 128, 8), _MULTISTAGE,
           "cp.async straight into a 4-stage smem ring (zero-filled residues), one barrier per k-tile, "
           "TiledMMA from smem", "CuTe sgemm_sm80 (cp.async multistage pipeline)", stages=4),
-    # cute_pipelined: each kept decision, its measurements and what lost, in docs/design/:
-    # 128x128x16, 4 stages: see docs/design/cute_pipelined.md#tile-and-stages
-    # trans_k=13 (late raw -> compute transpose): see docs/design/cute_pipelined.md#trans-k
-    # stream_k=True (split launch, stream-K twin for the last wave): see docs/design/cute_pipelined.md#stream-k
-    # fma_order=6, fma_order_raw=2: see docs/design/cute_pipelined.md#ffma-order
-    # min_blocks_mn=1 (am_bn without the 128-register cap): see docs/design/cute_pipelined.md#register-cap
-    # stash_k=13, stash0_k=10, load1_k=1: see docs/design/cute_pipelined.md#staged-groups
-    # kq_layout=7 (k-quad compute stages): see docs/design/cute_pipelined.md#k-quad-stages
-    # kt_unroll=2 (both-k-major entry): see docs/design/cute_pipelined.md#kt-unroll
-    # epi_ak_bk="smem16", epi_ak_bn="bulk" (C through smem; bulk copies): see docs/design/cute_pipelined.md#epilogue
+    # cute_pipelined: why each value, and what lost: docs/design/cute_pipelined.md (the field's anchor)
     gemm_candidate(_pipe("cute_pipelined", PipelinedConfig(
         128, 128, 16, 4, min_blocks_mn=1, kq_layout=7, kt_unroll=2, epi_ak_bk="smem16",
         epi_ak_bn="bulk", stream_k=True, **_TUNED))),
     _pipe("cute_pipelined_128x128x8", PipelinedConfig(128, 128, 8, 4)),
     _pipe("cute_pipelined_64x128x8", PipelinedConfig(64, 128, 8, 4, thr_m=8, min_blocks=3)),
-    # the shapes cute_pipelined loses (docs/design/cute_pipelined.md#skinny): skinny M or N
-    # (64-row tiles, C^T where N is skinny), residues (the 4-byte entries' twins), 512^3-1024^3
+    # the shapes cute_pipelined loses (docs/design/cute_pipelined.md#skinny): skinny M or N, residues
     _small("cute_pipelined_64x128x16_sk", 64, 128, 16, 3, thr_m=8, min_blocks=3, twin_am_bk=True,
            transpose_skinny=True),
-    # ... and M or N of 32 or less (C^T where N is), where 64-row tiles compute half padding:
-    # 32x128 tiles, 64 threads of 8x8 (from 64 rows on gemm() takes the others)
+    # ... M or N of 32 or less, where 64-row tiles compute half padding
     _small("cute_pipelined_32x128x16_sk", 32, 128, 16, 4, raw_k=False, thr_m=4, min_blocks=4,
            twin_am_bk=True, transpose_skinny=True),
-    # ... and small products (128^3, 256^3): 64 threads a CTA, 6 CTAs an SM
+    # ... small products (128^3, 256^3): 64 threads a CTA, 6 CTAs an SM
     gemm_candidate(_pipe("cute_pipelined_64x64x8_sk", PipelinedConfig(
         64, 64, 8, 4, thr_m=8, thr_n=8, min_blocks=6, fma_order=6, fma_order_raw=2,
         stream_k=True, twins_scalar=True), min_arch=90)),
-    # ... and the smallest (128^3): 4x4 accumulators a thread, so each thread's chain of FFMAs
-    # is a quarter as long; BLK_K 16 so that the k-major copies' 128 threads (32 rows of 4
-    # vectors) fit the 32-row tile; 5 CTAs an SM by smem (docs/design/cute_pipelined.md#small-products)
+    # ... the smallest (128^3): 4x4 accumulators, a quarter the FFMA chain (cute_pipelined.md#small-products)
     _small("cute_pipelined_32x64x16_sk", 32, 64, 16, 4, thr_m=8, thr_n=16, min_blocks=5),
-    # ... and tall-skinny products with N of 32 or less: 64x32 tiles of 4x4 accumulators, 3
-    # stages so that 6 CTAs an SM fit (docs/design/cute_pipelined.md#skinny-n-and-1000, also
-    # for the next one)
+    # ... tall-skinny N <= 32: 3 stages so 6 CTAs an SM fit (cute_pipelined.md#skinny-n-and-1000)
     _small("cute_pipelined_64x32x16_sk", 64, 32, 16, 3, thr_m=16, thr_n=8, min_blocks=6),
-    # ... and 1000^3-1024^3, N of 128: 128x64 tiles of 8x8
+    # ... 1000^3-1024^3, N of 128
     _small("cute_pipelined_128x64x16_sk", 128, 64, 16, 4, thr_m=16, thr_n=8, min_blocks=3),
-    # ... and tall-skinny N <= 32 with split_k (cuBLAS's shape there): 128x32 tiles of 8x4,
-    # 128 threads, so a tile's K is read by a quarter as many CTAs as with 64x32 tiles
-    # (docs/design/auto.md#more-tiles)
+    # ... tall-skinny N <= 32 with split_k: a tile's K read by 1/4 the CTAs of 64x32 (auto.md#more-tiles)
     _small("cute_pipelined_128x32x16_sk", 128, 32, 16, 4, thr_m=16, thr_n=8, min_blocks=4),
-    # ... and 768^3-1024^3 with split_k: 64x64 tiles of 8x8, 64 threads; padded stages and
-    # register-staged k-major operands (k-quad and raw stages lost: docs/design/cute_pipelined.md#raw-k)
+    # ... 768^3-1024^3 with split_k: k-quad and raw stages lost here (cute_pipelined.md#raw-k)
     _small("cute_pipelined_64x64x16_sk", 64, 64, 16, 4, kq_layout=0, raw_k=False, thr_m=8,
            thr_n=8, min_blocks=6),
-    # tensor cores (Ampere mma.sync), after the SIMT stages. 128x256 with 2x4 warps (1 CTA per
-    # SM, 144 KB smem): 0.51-0.54x cuBLAS bf16 against 0.44-0.51x for 128x128 with 2x2 warps
-    # (docs/design/cute_mma_sm80.md#tile-shape)
+    # tensor cores (Ampere mma.sync): 128x256 with 2x4 warps beat 128x128 (cute_mma_sm80.md#tile-shape)
     gemm_candidate(_mma_sm80("cute_mma_sm80", 128, 256, 64, 3, (2, 4))),
-    # ... and small problems, where a launch's fixed costs are most of the time: 64x64 tiles
-    # of 2x2 warps (more CTAs on few tiles), 48 KB of smem, no persistent walk
+    # ... and small problems, where a launch's fixed costs are most of the time: more CTAs on few tiles
     gemm_candidate(dataclasses.replace(_mma_sm80(
         "cute_mma_sm80_64x64", 64, 64, 64, 3, (2, 2), summary=(
             "cute_mma_sm80 in 64x64 tiles of 2x2 warps for small problems: more CTAs, less "
@@ -379,7 +317,6 @@ def _tiny_k(name: str, bm: int, bn: int, bk: int) -> Kernel:
                                c_major="any", precision=p, out_dtype=out)
                        for p in ("fp32", "tf32", "bf16", "fp16") for out in PRECISION[p].outs),
         grid=TileGridMN(bm, bn),
-        min_arch=80,
         summary=f"a small K in one pass: {bm}x{bn} tiles, strips of A and B staged in smem as "
                 "float, 8x4 FFMA outputs a thread, 4-element stores; any strides and alignment, "
                 "every precision",
@@ -388,8 +325,7 @@ def _tiny_k(name: str, bm: int, bn: int, bk: int) -> Kernel:
     )
 
 
-# Kernels for the shapes the ladder's stages lose, after the ladder (registry.KERNELS):
-# a K of a k-tile or two (docs/design/auto.md#tiny-k)
+# Kernels for the shapes the ladder's stages lose, after the ladder: a K of a k-tile or two (auto.md#tiny-k)
 SHAPES: list[Kernel] = [
     gemm_candidate(_tiny_k("cute_tiny_k", 128, 64, 32)),
 ]

@@ -1,10 +1,6 @@
-"""The handwritten SGEMM ladder, as registry data (records.py has the fields).
-
-fp32, SIMT FFMA only. Stages after `naive` take row-major A, B, C (the Variant defaults);
-the wrapper copies other layouts. Where a stage has a 128-bit path it has two variants:
-the aligned one first (align=4: pointers and leading strides multiples of 4 floats), the
-scalar fallback last (align=1), and the wrapper picks by the actual operands.
-"""
+"""The handwritten SGEMM ladder, as registry data: fp32 SIMT. Stages after `naive` take row-major
+A, B, C (the Variant defaults; other layouts are copied); a stage with a 128-bit path has the
+aligned entry first (align=4) and the scalar fallback last, picked by the actual operands."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,18 +10,16 @@ from .records import FlatGrid, Kernel, RowGrid, StripSmem, TileGrid, Variant, co
 
 @dataclass(frozen=True)
 class LadderConfig:
-    """One handwritten stage's compile-time values (records.KernelConfig), written by cpp()
-    as the `constexpr int`s the sources read: THREADS (the block's threads), BLOCK_X and
-    BLOCK_Y for a 2-D block, then BM, BN, BK and v9's warp-tile knobs where set (None: not a
-    knob of the stage). What a stage fixes in its own code (v5's TM, TN) stays there, and
-    the source static_asserts that it agrees with THREADS."""
+    """A handwritten stage's compile-time values (records.KernelConfig), written by cpp() as
+    `constexpr int` THREADS, BLOCK_X and BLOCK_Y of a 2-D block, then each knob that is set
+    (None: not the stage's). What a stage fixes in its own code stays there, static_asserted."""
     block: tuple[int, int, int]
     bm: int | None = None
     bn: int | None = None
     bk: int | None = None            # None with a BM: the k-extent is all of K (v1)
-    wm: int | None = None            # v9: warp tile WM x WN, thread tile TM x TN, grouped
-    wn: int | None = None            # block order of GROUP_M rows, __launch_bounds__
-    tm: int | None = None            # MIN_BLOCKS, register fragments double-buffered (FRAG_DB)
+    wm: int | None = None            # v9: warp tile WM x WN, thread tile TM x TN, GROUP_M rows of
+    wn: int | None = None            # grouped block order, __launch_bounds__ MIN_BLOCKS, register
+    tm: int | None = None            # fragments double-buffered (FRAG_DB)
     tn: int | None = None
     group_m: int | None = None
     min_blocks: int | None = None
@@ -53,10 +47,8 @@ class LadderConfig:
 
 def _stage(name: str, entry: str, cfg: LadderConfig, seed: str, summary: str, *, file: str = "",
            vec: bool = False, **kw) -> Kernel:
-    """A handwritten stage: block, tile and dynamic smem from its configuration; source
-    handwritten/<file or entry>.cu; one entry point, or with `vec` two: the 128-bit one for
-    16-byte aligned operands, then the any-alignment fallback <entry>_a1; a TileGrid unless
-    `grid` says otherwise."""
+    """A handwritten stage of handwritten/<file or entry>.cu: block, tile and smem from `cfg`; one
+    entry point, or with `vec` the 128-bit one then the fallback <entry>_a1; a TileGrid by default."""
     kw.setdefault("variants", (Variant(entry, align=4), Variant(f"{entry}_a1")) if vec
                   else (Variant(entry),))
     kw.setdefault("grid", TileGrid(cfg.bm, cfg.bn))
@@ -77,19 +69,16 @@ def _v9(name: str, bm: int, bn: int, bk: int, wm: int, wn: int, tm: int, tn: int
         "Z lane map, grouped block order", vec=True, tags=tags)
 
 
-# One source, several tile configurations, so a small search on the GPU can pick the
-# best. All keep 128-bit fragment reads at one wavefront and A stores conflict-free
-# (see the kernel header); the register figures are ptxas's for sm_80 / sm_90.
-# Tag "quick": gemm()'s stand-in while its pick compiles (standin.stand_in): one entry point
-# compiles in ~1 s and runs at ~85 % of cuBLAS on large squares.
+# One source in several tile configurations, timed side by side (docs/ladder/handwritten.md).
+# "quick": gemm()'s stand-in while its pick compiles (standin.stand_in): one entry compiles in ~1 s.
 #  name                   BM   BN   BK  WM   WN  TM  TN  minBlk fragDB tags
 _V9_CONFIGS = (
-    ("v9_warptile",         128, 128, 8,  32,  64, 8,  8,  2, 0, ("quick",)),   # 128 regs, 16 warps/SM
-    ("v9_warptile_db",      128, 128, 8,  32,  64, 8,  8,  1, 1),   # ~140-150 regs, 8 warps/SM
+    ("v9_warptile",         128, 128, 8,  32,  64, 8,  8,  2, 0, ("quick",)),
+    ("v9_warptile_db",      128, 128, 8,  32,  64, 8,  8,  1, 1),
     ("v9_warptile_w64x32",  128, 128, 8,  64,  32, 8,  8,  2, 0),   # 8 x 4 lanes per warp
     ("v9_warptile_k16",     128, 128, 16, 32,  64, 8,  8,  1, 1),   # half the barriers
     ("v9_warptile_128x256", 128, 256, 8,  32, 128, 8,  16, 1, 0),   # 128 FFMA per 6 LDS.128
-    ("v9_warptile_256x128", 256, 128, 8,  64,  64, 16, 8,  1, 0),   # ~210-220 regs
+    ("v9_warptile_256x128", 256, 128, 8,  64,  64, 16, 8,  1, 0),
     ("v9_warptile_64x128",  64,  128, 8,  32,  64, 8,  8,  3, 0),   # 128 threads: small shapes
 )
 
@@ -130,7 +119,6 @@ HANDWRITTEN: list[Kernel] = [
            "v6 with A transposed in shared memory, padded against bank conflicts", vec=True),
     _stage("v8_double", "v8_double", _OUTER, "v8",
            "v7 with double-buffered shared memory and register fragments", vec=True),
-    # v9: the fast design, in several tile configurations; `cute-gemm bench` (or any
-    # timing loop over these names) picks the best on the GPU at hand.
+    # v9: the fast design in several tile configurations; `cute-gemm bench` times them
     *[_v9(*cfg) for cfg in _V9_CONFIGS],
 ]

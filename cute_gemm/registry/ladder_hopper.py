@@ -1,34 +1,28 @@
-"""The CuTe ladder's Hopper stages, after ladder_cute.CUTE (records.py has the fields): wgmma
-on TMA loads (c5), the warp-specialized persistent kernel in its configurations (c6), and
-3xTF32 on it (c7)."""
+"""The CuTe ladder's Hopper stages, after ladder_cute.CUTE: wgmma on TMA loads (c5), the
+warp-specialized persistent kernel in its configurations (c6), and 3xTF32 on it (c7)."""
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 from .ladder_cute import TileConfig, gemm_candidate, tiled_stage
 from ..base.precisions import DTYPE, PRECISION
 from .records import (STREAM_K_COUNTERS, CutModel, FixedSmem, FixedTile, GemmOf, Kernel,
-                      PersistentGrid, SplitGrid, TileGridMN, TmaBoxes, Variant, device_constants)
+                      PersistentGrid, SplitGrid, TileGridMN, TmaBoxes, Variant, config_struct,
+                      device_constants)
 
 
-# The precisions these stages compute, each into every result type the table allows it,
-# with the suffix the entry names use for the result (precisions.DType.suffix).
+# (precision, result type, its suffix in entry names) of every result type each precision allows
 _TC_OUTS = tuple((p, out, DTYPE[out].suffix) for p in ("bf16", "fp16", "tf32")
                  for out in PRECISION[p].outs)
 
 
 def tma_boxes(precision: str, a_major: str, b_major: str, bm: int, bn: int,
               b_parts: int = 1, row_bytes: int = 128) -> TmaBoxes:
-    """The TMA boxes (sm90_operand.cuh, OperandTile::kBox0/kBox1) of one stage: a k-tile is
-    row_bytes of k (the swizzle width: 128, or 64: 32-element slabs); a k-major operand
-    comes in one (BLK_K, EXT) box, an mn-major one in EXT/64 boxes (64, BLK_K) (one swizzle
-    row of 16-bit elements). b_parts: the CTAs of a cluster that share B tiles, each loading
-    (and multicasting) 1/b_parts of them: a k-major B box is (BLK_K, BLK_N / b_parts).
-
-    tf32 takes an mn-major operand only as RS wgmma's register A (sm90_register_operand.cuh):
-    (32, BLK_K) boxes of 128-byte k-lines. An m-major A is that operand; an n-major B becomes
-    it on C^T = B^T A^T, whose BLK_M rows are B's columns and whose k-major operand is A."""
+    """The TMA boxes (sm90_operand.cuh, kBox0/kBox1) of one stage: a k-tile is row_bytes of k
+    (the swizzle width); a k-major operand comes in one (BLK_K, EXT) box, an mn-major one in
+    (64, BLK_K) boxes. b_parts: CTAs of a cluster each loading (and multicasting) 1/b_parts of
+    B's tile. tf32 takes an mn-major operand only as RS wgmma's register A, in (32, BLK_K)
+    boxes: an m-major A, or an n-major B on C^T = B^T A^T (whose k-major operand is A)."""
     bk = row = row_bytes // PRECISION[precision].itemsize
     if precision == "tf32" and (a_major, b_major) != ("k", "k"):
         if (a_major, b_major) == ("m", "k"):
@@ -43,10 +37,8 @@ def tma_boxes(precision: str, a_major: str, b_major: str, bm: int, bn: int,
 def _tc_variants(prefix: str, bm: int, bn: int, b_parts: int = 1,
                  row_bytes: int = 128, tf32_majors: tuple[tuple[str, str], ...] = (("k", "k"),),
                  cut: bool = False) -> tuple[Variant, ...]:
-    """Every precision and result type's entries: bf16/fp16 of either major of A and B (GMMA
-    reads mn-major 16-bit operands through the smem descriptor), tf32 of tf32_majors
-    (k-major only for SS wgmma; c6 also reads an m-major A, or transposed an n-major B, into
-    registers). cut: each entry has a NAME_cut twin (c6 with a tail split)."""
+    """Every precision and result type's entries: bf16/fp16 of either major of A and B, tf32 of
+    tf32_majors (SS wgmma: k-major only). cut: each entry has a NAME_cut twin (c6's tail split)."""
     out = []
     for prec, dtype, suffix in _TC_OUTS:
         majors = tf32_majors if prec == "tf32" else (("k", "k"), ("k", "n"), ("m", "k"), ("m", "n"))
@@ -64,8 +56,7 @@ def _tc_variants(prefix: str, bm: int, bn: int, b_parts: int = 1,
 
 
 def _wgmma(name: str, bm: int, bn: int, stages: int) -> Kernel:
-    # BLK_K: 128 bytes of k (64 bf16/fp16, 32 tf32); dynamic smem: stages of A and B (128
-    # bytes of k each row), then a full and an empty mbarrier each
+    # BLK_K: 128 bytes of k; dynamic smem: the stages of A and B, then a full and an empty mbarrier each
     return tiled_stage(
         TileConfig(128, bm, bn, 64, stages, dyn_smem=stages * (bm + bn) * 128 + stages * 16),
         name=name, source="cute/c5_wgmma.cu", variants=_tc_variants("cute_wgmma", bm, bn),
@@ -77,21 +68,15 @@ def _wgmma(name: str, bm: int, bn: int, stages: int) -> Kernel:
     )
 
 
-HOPPER: list[Kernel] = [
-    _wgmma("cute_wgmma", 128, 128, 4),
-]
-
-# c6's entries of a configuration compiled for one (WgmmaWsConfig.only: CG_WS_ONLY, entry):
-# cute_3xtf32's GEMMs
+# WgmmaWsConfig.only -> (CG_WS_ONLY, the one entry compiled): cute_3xtf32's GEMMs
 _WS_ONLY = {"": (0, None), "tf32": (1, "cute_wgmma_ws_tf32_f32_ak_bk"),
             "fp16": (2, "cute_wgmma_ws_fp16_f32_ak_bk")}
 
 
 @dataclass(frozen=True)
 class WgmmaWsConfig(FixedTile):
-    """One configuration of the warp-specialized Hopper kernel (kernels/cute/c6_wgmma_ws.cu),
-    compiled as its `struct Config` (cpp()), every field a static constexpr int of the same
-    name. BLK_K is not a knob: a k-tile is one 128-byte swizzle row (64 bf16/fp16, 32 tf32)."""
+    """A configuration of the warp-specialized Hopper kernel (c6_wgmma_ws.cu), compiled as its
+    `struct Config` (cpp()). BLK_K is no knob: a k-tile is one swizzle row of k_bytes."""
     blk_m: int = 128                 # 64 rows per consumer warpgroup
     blk_n: int = 256                 # one wgmma's N (at most 256)
     stages: int = 4                  # smem ring: (blk_m + blk_n) * k_bytes a stage
@@ -101,15 +86,10 @@ class WgmmaWsConfig(FixedTile):
     cluster_m: int = 2               # CTAs along m of a cluster, sharing (multicasting) B tiles
     producer_regs: int = 40          # setmaxnreg of the producer warpgroup ...
     consumer_regs: int = 232         # ... and of each consumer warpgroup
-    promote: int = 0                 # k-tiles per tensor-core sum, then added into a float32
-                                     # register sum (0: never; twice the accumulators)
-    tail_split: int = 0              # the last wave's units cut along K into up to this many
-                                     # pieces (0: never; sm90_tail_split.cuh): split-K where
-                                     # the units are fewer than the clusters
-    split_parts: int = 0             # 2: A and B are cute_3xtf32's split, [small | big] per
-                                     # chunk, read as its three products (sm90_split_parts.cuh)
-    only: str = ""                   # "tf32" or "fp16": its k-major entry of that precision
-                                     # (float out) alone, as cute_3xtf32's GEMMs run them
+    promote: int = 0                 # k-tiles per tensor-core sum, added into a float32 sum (0: never)
+    tail_split: int = 0              # the last wave's units cut along K into up to this many pieces
+    split_parts: int = 0             # 2: A and B are cute_3xtf32's split, read as three products
+    only: str = ""                   # "tf32" or "fp16": only that k-major entry (cute_3xtf32's GEMMs)
 
     def __post_init__(self):
         if self.blk_m != 64 * self.consumers:
@@ -132,8 +112,7 @@ class WgmmaWsConfig(FixedTile):
 
     @property
     def window_bytes(self) -> int:
-        """The k of A's rows a window covers, in bytes: one k-tile, or promote k-tiles, or
-        with split_parts one chunk, stored as split_parts k-tiles."""
+        """Bytes of A's rows' k a window covers: a k-tile, promote k-tiles, or a split chunk."""
         return (self.split_parts or max(self.promote, 1)) * self.k_bytes
 
     @property
@@ -142,18 +121,14 @@ class WgmmaWsConfig(FixedTile):
         return self.stages * (self.blk_m + self.blk_n) * self.k_bytes + self.stages * 16
 
     def cpp(self, name: str = "") -> str:
-        """The C++ `struct Config`, after the constants the headers read
-        (records.device_constants: sm90_tail_split.cuh's workspace counters), with the derived
-        dyn_smem: the kernel static_asserts that its stages and ring fit in it. Which entry
-        points the source defines is a directive's choice, so `only` and whether there are
-        NAME_cut twins (tail_split) go in as the macros CG_WS_ONLY and CG_WS_TAIL_SPLIT."""
-        fields = [f.name for f in dataclasses.fields(self) if f.name != "only"] + ["dyn_smem"]
-        body = "".join(f"  static constexpr int {f} = {getattr(self, f)};\n" for f in fields)
+        """The C++ `struct Config` after the headers' constants (records.device_constants), with
+        dyn_smem (the kernel static_asserts its ring fits). Which entries the source defines is
+        a directive's choice: `only` and the _cut twins go in as CG_WS_ONLY, CG_WS_TAIL_SPLIT."""
         return (device_constants(STREAM_K_COUNTERS=STREAM_K_COUNTERS)
                 + f"#define CG_WS_ONLY {_WS_ONLY[self.only][0]}\n"
                 f"#define CG_WS_TAIL_SPLIT {int(self.tail_split > 0)}\n"
-                f"struct Config {{   // {name or 'a configuration'}: cute_gemm/registry/ladder_hopper.py, WgmmaWsConfig\n"
-                f"{body}}};\n")
+                + config_struct(self, name, "cute_gemm/registry/ladder_hopper.py, WgmmaWsConfig",
+                                derived=("dyn_smem",), skip="only"))
 
 
 # the cut of a plain (unpromoted) walk, in k-tiles: docs/design/cute_wgmma_ws.md#split-k
@@ -191,35 +166,9 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig) -> Kernel:
     )
 
 
-HOPPER += [
-    # cute_wgmma_ws: why each value, in docs/design/cute_wgmma_ws.md:
-    # 128x256 tiles, 4 stages, 2 consumers: #how-cute_wgmma_ws-got-there (128x192x5 lost)
-    # cluster_m=2 (B multicast): #how-cute_wgmma_ws-got-there (cluster 4 lost: 120 CTAs fit)
-    # group_m=16: same section (8 and 32 lost); k_bytes=128 (64-byte rows, 8 stages lost)
-    # tail_split=32: #split-k (skinny and long-K products: fewer units than clusters)
-    gemm_candidate(_wgmma_ws("cute_wgmma_ws", WgmmaWsConfig(tail_split=32))),
-    # ... and for products whose 128x256 tiles leave SMs idle (small, skinny, long-K): 128x64
-    # and 128x128 tiles, the smem they leave turned into stages (8 and 6), no cluster (an
-    # n-major B 64 wide has no two parts of whole 64-element slabs; at 128 wide a cluster of
-    # 2 was slower); gemm()'s heuristic picks among the three: docs/design/cute_wgmma_ws.md#narrow-tiles
-    gemm_candidate(_wgmma_ws("cute_wgmma_ws_128x64", WgmmaWsConfig(blk_n=64, stages=8, cluster_m=1,
-                                                          tail_split=32))),
-    gemm_candidate(_wgmma_ws("cute_wgmma_ws_128x128", WgmmaWsConfig(blk_n=128, stages=6, cluster_m=1,
-                                                           tail_split=32))),
-    # fp32-accurate sums (cute_3xtf32's GEMM, with split_parts = 2): 64x192 per warpgroup holds two sets of
-    # accumulators in 232 registers; windows of 3 k-tiles, one 3xTF32 chunk ending with its
-    # big·big k-tile (128x128, 2 consumers: as accurate, slower at 8192^3; a warpgroup
-    # stagger: slower): docs/design/cute_3xtf32.md#the-accumulation; the last wave cut along
-    # K (4096^3: 5.33 waves): #the-last-wave
-    _wgmma_ws("cute_wgmma_ws_promote", WgmmaWsConfig(blk_n=192, promote=3, tail_split=8,
-                                                     only="tf32")),
-]
-
-
 # ---- fp32 accuracy on tensor cores (3xTF32, its products in fp16) -------------------------------
 def _three_tf32(name: str, gemm: Kernel) -> Kernel:
-    # the passes read any strides (so every layout costs the same: no relayout copy) and
-    # write the k-major A' and B' that the GEMM's fp16 k-major entry takes as they are
+    # the passes read any strides (no relayout copy) and write the k-major A' and B' the GEMM takes
     passes = ("range_a", "range_b", "split_a", "split_b", "norms_b", "finish", "fix", "refine")
     cfg = gemm.config
     return Kernel(
@@ -243,13 +192,21 @@ def _three_tf32(name: str, gemm: Kernel) -> Kernel:
     )
 
 
-# cute_3xtf32's GEMM: cute_wgmma_ws_promote's configuration in fp16, reading the split's two
-# parts a chunk as its three products (sm90_split_parts.cuh) into a scratch C that c7's finish
-# pass unscales. Not registered: it is no GEMM of A and B.
+# cute_3xtf32's GEMM: cute_wgmma_ws_promote's in fp16, reading the split's parts as three products
+# into a scratch C that c7's finish pass unscales. Not registered: it is no GEMM of A and B.
 _3XTF32_GEMM = _wgmma_ws("cute_3xtf32_gemm", WgmmaWsConfig(blk_n=192, promote=3, tail_split=8,
                                                           split_parts=2, only="fp16"))
 
-HOPPER += [
+HOPPER: list[Kernel] = [
+    _wgmma("cute_wgmma", 128, 128, 4),
+    # cute_wgmma_ws: why each value (128x256x4, clusters of 2, group_m 16): docs/design/cute_wgmma_ws.md
+    gemm_candidate(_wgmma_ws("cute_wgmma_ws", WgmmaWsConfig(tail_split=32))),
+    # ... products whose 128x256 tiles leave SMs idle: narrower tiles, the smem left as stages (#narrow-tiles)
+    gemm_candidate(_wgmma_ws("cute_wgmma_ws_128x64", WgmmaWsConfig(blk_n=64, stages=8, cluster_m=1, tail_split=32))),
+    gemm_candidate(_wgmma_ws("cute_wgmma_ws_128x128", WgmmaWsConfig(blk_n=128, stages=6, cluster_m=1, tail_split=32))),
+    # fp32-accurate sums (cute_3xtf32's GEMM with split_parts): 64x192 a warpgroup holds two sets of
+    # accumulators; windows of 3 k-tiles (cute_3xtf32.md#the-accumulation, #the-last-wave)
+    _wgmma_ws("cute_wgmma_ws_promote", WgmmaWsConfig(blk_n=192, promote=3, tail_split=8, only="tf32")),
     # why a pre-pass and not a split inside the GEMM: docs/design/cute_3xtf32.md
     gemm_candidate(_three_tf32("cute_3xtf32", _3XTF32_GEMM)),
 ]

@@ -1,15 +1,12 @@
-"""The records a kernel is described by (data only; the ladders build their tables from
-them): its entry points (Variant), grid and shared-memory policies with the launch limits,
-the Kernel record, and the operand-layout vocabulary.
-
-Operand conventions (see include/cute_gemm/common.cuh for the kernel signature):
-  A is (M,K): "k"-major = row-major (stride along K is 1), "m"-major = column-major.
-  B is (K,N): "n"-major = row-major, "k"-major = column-major.
-  C is (M,N): "n"-major = row-major, "m"-major = column-major.
-  "any" accepts every stride pattern, unit or not.
+"""The records a kernel is described by (data only; the ladders build their tables from them):
+entry points (Variant), grid and shared-memory policies with the launch limits, Kernel, and
+the operand-layout vocabulary. Majors (include/cute_gemm/common.cuh): A (M,K) "k"-major is
+row-major, "m"-major column-major; B (K,N) "n"-major row-major, "k"-major column-major; C (M,N)
+"n"-major row-major, "m"-major column-major; "any" takes every stride pattern.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Callable, ClassVar, Literal, Protocol, get_args, runtime_checkable
@@ -17,33 +14,30 @@ from typing import Callable, ClassVar, Literal, Protocol, get_args, runtime_chec
 from ..base import precisions
 from ..base.errors import InputError, ShapeLimitError
 
-# the precision table's views (precisions.py), here where the kernels' records always had them
+# the precision table's views (precisions.py), where the kernels' records import them
 PrecisionName = precisions.PrecisionName
 PRECISIONS, PRECISION_DTYPE, UNIT = precisions.PRECISIONS, precisions.PRECISION_DTYPE, precisions.UNIT
 ITEMSIZE, FP32_ACCURATE = precisions.ITEMSIZE, precisions.FP32_ACCURATE
 
 ARCHS = ("sm_80", "sm_90")          # every kernel is compiled for these in CI
 
-# int32 arrival counters at the start of every stream-K and cut-walk workspace, at a fixed
-# place so that launches of any size share one workspace and find theirs zero (>= 2 per CTA
-# of any launch: streamk.stream_k_ctas keeps to it). The device code reads this value, as
-# CUTE_GEMM_STREAM_K_COUNTERS (device_constants), not one of its own.
+# int32 arrival counters at the start of every stream-K and cut-walk workspace, at a fixed place
+# so launches of any size share one workspace (>= 2 per CTA: streamk.stream_k_ctas keeps to it);
+# the device code reads it as CUTE_GEMM_STREAM_K_COUNTERS (device_constants)
 STREAM_K_COUNTERS = 8192
 
 
 def device_constants(**values: int) -> str:
-    """Constants the host and the device code share, as the macros the headers read
-    (`#define CUTE_GEMM_<NAME> <value>`): written by a typed configuration's cpp() in front
-    of the kernel source, so each value has one home, here in Python."""
+    """Constants host and device code share, as `#define CUTE_GEMM_<NAME> <value>` for a cpp()."""
     return "".join(f"#define CUTE_GEMM_{name} {int(v)}\n" for name, v in values.items())
 
 
 @runtime_checkable
 class KernelConfig(Protocol):
-    """What every registered kernel is configured by (Kernel.config): a frozen dataclass of
-    its family (LadderConfig, TileConfig, PipelinedConfig, WgmmaWsConfig) whose values reach
-    the compiler only through cpp(): no -D options, no defaults in the kernel sources. The
-    Kernel takes its block, tile and dynamic smem from the same object."""
+    """What every registered kernel is configured by (Kernel.config): a frozen dataclass of its
+    family (LadderConfig, TileConfig, PipelinedConfig, WgmmaWsConfig) whose values reach the
+    compiler only through cpp() (no -D options, no defaults in the sources); the Kernel takes
+    its block, tile and dynamic smem from the same object."""
 
     @property
     def tile(self) -> tuple[int, int, int] | None:
@@ -57,13 +51,12 @@ class KernelConfig(Protocol):
         """Dynamic smem bytes of the data-parallel entries at M x N x K."""
 
     def cpp(self, name: str) -> str:
-        """The C++ prelude (constexprs or a `struct Config`; macros only where a directive
-        reads them) that compile.read_source puts in front of the source of kernel `name`."""
+        """The C++ prelude (constexprs or a `struct Config`; macros only where a directive reads
+        them) that compile.read_source puts in front of the source of kernel `name`."""
 
 
 class FixedTile:
-    """KernelConfig's tile and smem for a configuration of blk_m, blk_n, blk_k whose dynamic
-    smem (dyn_smem) is the same at every shape."""
+    """KernelConfig's tile and smem for a configuration of blk_m, blk_n, blk_k and a fixed dyn_smem."""
 
     @property
     def tile(self) -> tuple[int, int, int]:
@@ -74,22 +67,32 @@ class FixedTile:
 
 
 def constexprs(owner: str, **values: int | None) -> str:
-    """A prelude of namespace-scope `constexpr int NAME = value;`, one per value that is not
-    None, after a comment naming where they come from (`owner`)."""
+    """`constexpr int NAME = value;` per value that is not None, after a comment naming `owner`."""
     body = "".join(f"constexpr int {n} = {int(v)};\n" for n, v in values.items() if v is not None)
     return f"// {owner}\n{body}"
 
 
-# Operand layouts, as users name them: op(A) op(B), "n" the array as it is (row-major),
-# "t" the transposed view of a row-major array (BLAS's transa/transb). Kernels name the
-# same thing by majors (below); layout_majors is the one translation.
+def config_struct(config, name: str, owner: str, derived: tuple[str, ...] = (), skip: str = "") -> str:
+    """`struct Config` of a configuration's fields but `skip`, then its `derived` values, each a
+    `static constexpr` member of its name (bool; cg::Epi for epi_*; else int), after a comment
+    naming kernel `name` and `owner`."""
+    def member(f: str) -> str:
+        v = getattr(config, f)
+        t, v = (("cg::Epi", f"cg::Epi::{v}") if f.startswith("epi_") else
+                ("bool", str(v).lower()) if isinstance(v, bool) else ("int", v))
+        return f"  static constexpr {t} {f} = {v};\n"
+    fields = [f.name for f in dataclasses.fields(config) if f.name != skip] + list(derived)
+    return f"struct Config {{   // {name or 'a configuration'}: {owner}\n{''.join(map(member, fields))}}};\n"
+
+
+# Operand layouts as users name them, op(A) op(B) as BLAS's transa/transb: "n" the array as it
+# is (row-major), "t" its transposed view. Kernels say majors; layout_majors translates.
 LayoutName = Literal["nn", "tn", "nt", "tt"]
 LAYOUTS: tuple[str, ...] = get_args(LayoutName)
 
 
 def layout_majors(layout: str) -> tuple[str, str]:
-    """(A major, B major) of an operand layout: "n" A is k-major, "t" A m-major; "n" B is
-    n-major, "t" B k-major."""
+    """(A major, B major) of an operand layout: "n" A k-major, "t" m-major; "n" B n-major, "t" k-major."""
     if layout not in LAYOUTS:
         raise InputError(f"operand layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
     return ("k" if layout[0] == "n" else "m"), ("n" if layout[1] == "n" else "k")
@@ -101,11 +104,10 @@ def cdiv(a: int, b: int) -> int:
 
 @dataclass(frozen=True)
 class Pick:
-    """How a call asks for its kernel's launch, beyond the kernel's own plan: gemm()'s
-    table pick (auto.Choice). transposed: on C^T = B^T A^T (resolve.swapped). split_k > 0:
-    that many CTAs per tile, each tile's K cut into even runs, reduced by the stream-K
-    twin, or with reduce by a reduction launch after the split entries (plan/modes.py:
-    StreamK, SplitReduce; where the shape or the GPU cannot take it, the own plan)."""
+    """How a call asks for its kernel's launch beyond the kernel's own plan (gemm()'s table
+    pick, auto.Choice). transposed: on C^T = B^T A^T (resolve.swapped). split_k > 0: that many
+    CTAs per tile on even runs of K, reduced by the stream-K twin, or with `reduce` by a
+    reduction launch after the split entries (plan/modes.py; the own plan where it cannot)."""
     transposed: bool = False
     split_k: int = 0
     reduce: bool = False
@@ -116,11 +118,8 @@ AS_PLANNED = Pick()
 
 @dataclass(frozen=True)
 class TmaBoxes:
-    """The TMA tensor maps of A and B an entry point takes after its plain arguments
-    (common.cuh CG_TMA_PARAMS), encoded per call by the launcher: `a` and `b` are the boxes
-    one TMA load brings in, in elements, of each operand seen as a 2-D tensor (contiguous
-    extent, other extent): a k-major A is (K, M), an m-major A (M, K); a k-major B (K, N),
-    an n-major B (N, K). Out-of-bounds elements of a box arrive as zeros."""
+    """The TMA maps of A and B an entry takes after its plain arguments (CG_TMA_PARAMS): the box
+    one load brings in, in elements of the operand as 2-D (contiguous extent, other extent)."""
     a: tuple[int, int]
     b: tuple[int, int]
     swizzle: int = 128     # bytes: 0 (none), 32, 64 or 128
@@ -130,32 +129,23 @@ class TmaBoxes:
 class Variant:
     """One extern "C" entry point of a kernel source and the operands it accepts."""
     entry: str
-    a_major: str = "k"     # "k" | "m" | "any"
-    b_major: str = "n"     # "n" | "k" | "any"
-    c_major: str = "n"     # "n" | "m" | "any"
-    align: int = 1         # elements: leading strides and base pointers are multiples of this
-    align_roles: str = "abc"   # the operands `align` (and extent_align) apply to: those read or
-                               # written with vectors ("ab": C is free, e.g. scalar epilogue)
-    extent_align: int = 1  # those operands' contiguous extent (K for k-major A, M for m-major A,
-                           # N or K for B, N or M for C) is a multiple of this: a 128-bit vector
-                           # must never straddle the end of a row/column (it would read past it)
+    a_major: str = "k"          # "k" | "m" | "any"
+    b_major: str = "n"          # "n" | "k" | "any"
+    c_major: str = "n"          # "n" | "m" | "any"
+    align: int = 1              # elements: leading strides and base pointers are multiples of this
+    align_roles: str = "abc"    # the operands align and extent_align apply to: those moved in vectors
+    extent_align: int = 1       # ... their contiguous extent's multiple (no vector straddles a row's end)
     # the twins of the launch modes (plan/modes.py), entry points of the same operands, or "":
-    stream_k: str = ""     # NAME_sk, a persistent stream-K launch after its sibling NAME
-                           # (+ float* ws, int tile0; include/cute_gemm/streamk.cuh)
-    stream_k_fill: float = 1.0  # ... taken below this fill of the last wave (< 1: the twin is
-                                # slower per tile than its sibling)
-    stream_k_swap: bool = False # ... computing C^T = B^T A^T (A m-major / B k-major turned)
-    split: str = ""             # NAME_part, one even share of K per CTA into a workspace slice
-                                # (+ float* ws, int split), summed by a reduction launch
-    cut: str = ""               # NAME_cut, a persistent walk with its last wave cut along K
-                                # (+ float* ws, int dp, int pieces; sm90_tail_split.cuh)
+    stream_k: str = ""          # NAME_sk: persistent stream-K after NAME (+ float* ws, int tile0; streamk.cuh)
+    stream_k_fill: float = 1.0  # ... taken below this fill of the last wave (< 1: slower per tile than NAME)
+    stream_k_swap: bool = False  # ... computing C^T = B^T A^T (A m-major / B k-major turned)
+    split: str = ""             # NAME_part: an even share of K per CTA into a workspace (+ float* ws, int split)
+    cut: str = ""               # NAME_cut: a persistent walk, last wave cut along K (+ float* ws, int dp, pieces)
     precision: str = "fp32"     # PRECISIONS: the arithmetic, and so the type of A and B
     out_dtype: str = "float32"  # the type of C and the result: one of the precision's outs
-    tma: TmaBoxes | None = None # the entry also takes TMA tensor maps of A and B
-    walks_transposed: bool = False  # the entry itself computes C^T = B^T A^T: a persistent
-                                # walk's tiles (and the plan of its cut) are C^T's
-    register_a: bool = False    # the (walked) A reaches the tensor cores from registers (RS
-                                # wgmma): each k-tile of it is read from smem once more
+    tma: TmaBoxes | None = None  # the entry also takes TMA tensor maps of A and B
+    walks_transposed: bool = False  # the entry computes C^T = B^T A^T itself: its walk's tiles are C^T's
+    register_a: bool = False    # the (walked) A reaches the tensor cores from registers (RS wgmma)
 
     @property
     def dtype(self) -> str:
@@ -174,34 +164,27 @@ class Variant:
         return self.align if role in self.align_roles else 1
 
     def takes(self, role: str, major: str | None, align: int) -> bool:
-        """This entry point takes operand `role` ("a", "b", "c") whose unit stride runs along
-        `major` (None or "strided": none) with its pointer and leading stride aligned to
-        `align` elements (0: not even to one float): takes_all of that one operand."""
+        """takes_all of one operand `role` ("a", "b", "c") whose unit stride runs along `major`
+        (None or "strided": none), pointer and leading stride aligned to `align` elements."""
         return self.takes_all({role: (major, align)})
 
     def takes_all(self, fits: dict, extents: tuple[int, int, int] | None = None) -> bool:
-        """The one acceptance rule: this entry point takes every operand of `fits` (role ->
-        (major, align), as takes() reads them) as it is; at `extents` (M, N, K), where given,
-        each vector operand's contiguous extent (along the mode it wants of it; 0 where it
-        takes any) is a multiple of extent_align."""
-        if extents is not None and self.extent_align != 1:
+        """The one acceptance rule: this entry takes every operand of `fits` (role -> (major,
+        align), align 0: not even one element) as it is, and at `extents` (M, N, K), where given,
+        each vector operand's contiguous extent is a multiple of extent_align."""
+        if extents is not None:
             extent = dict(zip("mnk", extents))
-            if any(extent.get(getattr(self, f"{r}_major"), 0) % self.extent_align
-                   for r in self.align_roles):
+            if any(extent.get(getattr(self, f"{r}_major"), 0) % self.extent_align for r in self.align_roles):
                 return False
-        for role, (major, align) in fits.items():
-            want = getattr(self, f"{role}_major")
-            if not (align > 0 and (want == "any" or want == major)
-                    and (role not in self.align_roles or align % self.align == 0)):
-                return False
-        return True
+        return all(align > 0 and getattr(self, f"{role}_major") in ("any", major)
+                   and (role not in self.align_roles or align % self.align == 0)
+                   for role, (major, align) in fits.items())
 
 
 # ---- grid policies: (M, N, K) -> grid (x, y, z) -------------------------------------
-# Each policy also says how many rows and columns of C one launch can cover (`span`):
-# the grid limits of CUDA, and EXTENT_MAX, below which a kernel's 32-bit row, column and
-# k indices (plus a tile) never wrap. run() cuts larger problems into launches of at
-# most that size (Kernel.launch_extents), so every M, N, K >= 1 runs.
+# Each also says how many rows and columns of C one launch covers (`span`): CUDA's grid limits
+# and EXTENT_MAX, below which 32-bit row, column and k indices (plus a tile) never wrap; run()
+# cuts larger problems into launches of at most that (Kernel.launch_extents).
 GRID_X_MAX, GRID_YZ_MAX = 2**31 - 1, 65535
 EXTENT_MAX = 2**30
 
@@ -214,7 +197,7 @@ class TileGrid:
     x_walks_m: ClassVar[bool] = False
 
     def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
-        rows, cols = -(-m // self.bm), -(-n // self.bn)          # (cdiv)
+        rows, cols = cdiv(m, self.bm), cdiv(n, self.bn)
         return (rows, cols, 1) if self.x_walks_m else (cols, rows, 1)
 
     def span(self, n: int) -> tuple[int, int]:
@@ -255,11 +238,10 @@ class RowGrid:
 
 @dataclass(frozen=True)
 class CutModel:
-    """How tail_split_plan prices the cut of a unit along K, in windows: each piece runs at
-    least `min_windows` and costs `overhead` more (pipeline fill, partial's store), the last
-    piece reads every other piece's partial at `fixup` each, and the cut round holds at most
-    `rounds` items a cluster. Defaults: the promoted kernels' (3 k-tiles a window); the
-    plain ones': docs/design/cute_wgmma_ws.md#split-k."""
+    """How tail_split_plan prices the cut of a unit along K, in windows: each piece runs at least
+    `min_windows` and costs `overhead` more (fill, partial's store), the last reads each other
+    piece's partial at `fixup`, a cluster holds at most `rounds` items of the cut round.
+    Defaults: the promoted kernels'; the plain ones': docs/design/cute_wgmma_ws.md (split-K)."""
     min_windows: int = 8
     overhead: float = 2
     fixup: float = 0
@@ -268,14 +250,11 @@ class CutModel:
 
 def tail_split_plan(units: int, clusters: int, windows: int, max_pieces: int,
                     model: CutModel = CutModel()) -> tuple[int, int]:
-    """(dp, pieces): how a persistent walk of `units` units of `windows` windows each on
-    `clusters` clusters cuts its last round. Units [dp, units) (the last round's, or all
-    when fewer than the clusters) are cut along K into `pieces` runs of whole windows: the
-    count (up to max_pieces, each run at least model.min_windows, at most model.rounds per
-    cluster, so the workspace and fixup traffic stay a wave's partials) that finishes the
-    last round soonest by the model: rounds of pieces, each its windows plus
-    model.overhead, then the last piece's reads of the others' partials (model.fixup
-    each); (units, 1) where no cut gains."""
+    """(dp, pieces): how a persistent walk of `units` units of `windows` windows on `clusters`
+    clusters cuts its last round. Units [dp, units) (the last round's, or all when fewer than
+    the clusters) are cut along K into `pieces` runs of whole windows: the count (up to
+    max_pieces, within the model's bounds, so workspace and fixup stay a wave's partials) that
+    finishes the last round soonest by the model; (units, 1) where no cut gains."""
     tail = units % clusters if units >= clusters else units
     if tail == 0 or max_pieces < 2:
         return units, 1
@@ -291,18 +270,15 @@ def tail_split_plan(units: int, clusters: int, windows: int, max_pieces: int,
 
 @dataclass(frozen=True)
 class PersistentGrid:
-    """A persistent kernel: min(tiles, SMs x ctas_per_sm) CTAs along x, each walking the
-    (BM, BN) tiles of C its tile scheduler hands it (tile indices are 32-bit). With clusters
-    of `cluster` CTAs along x (compile-time __cluster_dims__, along m), the grid is a whole
-    number of clusters, each walking units of `cluster` tiles along m. It assumes every SM can
-    hold a cluster's CTA: true for clusters of 2 on the H100 (cuOccupancyMaxActiveClusters: 66
-    for cute_wgmma_ws), not for clusters of 4 (30 clusters, 120 CTAs)."""
+    """A persistent kernel: min(tiles, SMs x ctas_per_sm) CTAs along x, each walking the (BM, BN)
+    tiles of C its scheduler hands it (32-bit tile indices). With clusters of `cluster` CTAs
+    (__cluster_dims__, along m) the grid is whole clusters, each walking units of `cluster` tiles
+    along m; it assumes every SM holds a cluster's CTA (true for 2 on the H100, not for 4)."""
     bm: int
     bn: int
     ctas_per_sm: int = 1
     cluster: int = 1
-    tail_split: int = 0     # > 0: the last wave's units may be cut along K into up to this
-                            # many pieces of whole windows (the entry takes ws, dp, pieces)
+    tail_split: int = 0     # > 0: the last wave's units cut along K into up to this many pieces
     window_bytes: int = 4   # ... a window, the k a piece is counted in: bytes of A's rows
     partials: int = 2       # ... the fp32 tiles a piece stores (promoted: sum and error; else 1)
     cut: CutModel = CutModel()   # ... how tail_split_plan prices a cut
@@ -316,8 +292,8 @@ class PersistentGrid:
     def split(self, m: int, n: int, k: int, sm_count: int = 0, cut: bool = True,
               itemsize: int = 4) -> tuple[int, int]:
         """(dp, pieces) of the walk at M x N x K (A and B of `itemsize` bytes): units [0, dp)
-        whole, the others cut into `pieces` along K (tail_split_plan); (units, 1)
-        where none is cut (or not `cut`: stream-K turned off)."""
+        whole, the others cut into `pieces` along K (tail_split_plan); (units, 1) where none is
+        (or not `cut`: stream-K turned off)."""
         units = self.units(m, n)
         if not (self.tail_split and cut):
             return units, 1
@@ -326,8 +302,7 @@ class PersistentGrid:
 
     def walk(self, m: int, n: int, k: int, sm_count: int = 0, cut: bool = True,
              itemsize: int = 4) -> tuple[tuple[int, int], tuple[int, int, int]]:
-        """((dp, pieces), grid): the split, and as many clusters as its items (at most one
-        per `clusters`)."""
+        """((dp, pieces), grid): the split, and a cluster per item (at most `clusters`)."""
         dp, pieces = self.split(m, n, k, sm_count, cut, itemsize)
         items = dp + (self.units(m, n) - dp) * pieces
         return (dp, pieces), (min(items, self.clusters(sm_count)) * self.cluster, 1, 1)
@@ -343,10 +318,9 @@ class PersistentGrid:
 
 @dataclass(frozen=True)
 class SplitGrid:
-    """A composed kernel's pre-pass (Kernel.gemm_of), one launch per operand, each seen as a
-    (rows, K) matrix (rows = M for A, N for B): one (tile x tile) block per tile, x walking
-    rows, y walking K, each capped at the grid limits (the kernel loops over the tiles past
-    them, in 64-bit indices: one launch takes any extent). Called with (M, N, K): A's grid."""
+    """A composed kernel's pre-pass (Kernel.gemm_of), a launch per operand as a (rows, K) matrix
+    (rows: M for A, N for B): a (tile x tile) block per tile, x over rows, y over K, capped at
+    the grid limits (the kernel loops past them, 64-bit: any extent). (M, N, K) -> A's grid."""
     tile: int = 32
 
     def of(self, rows: int, k: int) -> tuple[int, int, int]:
@@ -363,10 +337,9 @@ class SplitGrid:
 # ---- dynamic shared memory policies: (M, N, K) -> bytes ----------------------------
 @dataclass(frozen=True)
 class StripSmem:
-    """Whole-K strips: rows_a rows of A and cols_b columns of B, K floats each, the total
-    rounded up to whole 16-byte words: ptxas widens a strip's last reads to LDS.128 of
-    the aligned 16 bytes around them (row_smem with K % 4 != 0), which must lie inside
-    the allocation (compute-sanitizer memcheck, scripts/sanitize.sh)."""
+    """Whole-K strips: rows_a rows of A and cols_b columns of B, K floats each, rounded up to
+    16 bytes: ptxas widens a strip's last reads to LDS.128 of the aligned 16 bytes around them
+    (row_smem with K % 4 != 0), which must lie inside the allocation (scripts/sanitize.sh)."""
     rows_a: int
     cols_b: int
 
@@ -387,36 +360,32 @@ class FixedSmem:
 
 @dataclass(frozen=True)
 class GemmOf:
-    """A composed kernel (Kernel.gemm_of): its own entry points (its variants: A's, then B's)
-    are a pre-pass that writes A' (M x K', k-major) and B' (K' x N, k-major) from A and B,
-    the k_parts parts of each chunk of k_chunk columns side by side (K' = k_prime(K)), and the
-    product is the GEMM of `kernel`, in `precision` on A' and B' (through run()'s own path:
-    variant choice, launch cutting, TMA maps). That kernel is not registered where it reads
-    A' and B' as more than a plain GEMM does (cute_3xtf32's reads a chunk's parts as its
-    three products): nobody can call it by name, and registry.compiled() lists it. Where the
-    pre-pass flags inputs outside the range it is exact in, the composed kernel's own passes
-    compute every row in float64 on the device instead (composed.Composed)."""
+    """A composed kernel (Kernel.gemm_of): its variants are a pre-pass that writes k-major A'
+    (M x K') and B' (K' x N), the k_parts parts of each chunk of k_chunk columns side by side,
+    then the GEMM of `kernel` runs in `precision` on A' and B' through run()'s own path. That
+    kernel is unregistered where it reads A' and B' as more than a plain GEMM (cute_3xtf32's:
+    three products a chunk); registry.compiled() lists it. Inputs the pre-pass flags as outside
+    its exact range are computed in float64 on the device instead (composed.Composed)."""
     kernel: "Kernel"            # the GEMM that runs on A', B'
     precision: str              # ... in this precision (PRECISIONS)
     k_parts: int                # parts stored per element: K' = k_parts * K rounded up to chunks
     k_chunk: int = 1            # columns of k per chunk (the GEMM's k-tile: it promotes per chunk)
-    k_reads: int = 0            # k-tiles the GEMM reads per chunk (0: k_parts): what one
-                                # launch's K is bounded by
+    k_reads: int = 0            # k-tiles the GEMM reads per chunk (0: k_parts): bounds a launch's K
 
     def k_prime(self, k: int) -> int:
         """K' of A' and B': k_parts columns per column of K, K rounded up to whole chunks."""
-        return self.k_parts * -(-k // self.k_chunk) * self.k_chunk
+        return self.k_parts * cdiv(k, self.k_chunk) * self.k_chunk
 
 
-# the sources whose plain entry points take CG_BATCH_PARAMS (tests/test_entries.py checks it)
-# (cute_pipelined is not one: the batch step at its entries cost 40 registers, half its CTAs
-# an SM, and a spill on sm_80: docs/design/batched.md)
+# the sources whose plain entry points take CG_BATCH_PARAMS (tests/test_entries.py checks it);
+# not c3_pipelined: the batch step costs it registers and occupancy (docs/design/batched.md)
 BATCHED_SOURCES = frozenset({"cute/c4_mma_sm80.cu", "cute/c8_tiny_k.cu",
                              "handwritten/v9_warptile.cu", "util/scale2d.cu"})
 
 
 @dataclass(frozen=True)
 class Kernel:
+    """One registered kernel: its source, entry points (variants), launch policies and config."""
     name: str
     family: str                          # "handwritten" | "cute"
     source: str                          # path under kernels/
@@ -425,8 +394,8 @@ class Kernel:
     grid: Callable[..., tuple[int, int, int]]   # (M, N, K, SM count) -> grid
     summary: str
     seed: str                            # seed stage it reproduces
-    # its typed configuration (KernelConfig): config.cpp(name) is compiled in front of the
-    # source, the one way values reach it; None only for the runtime's own helper kernels
+    # KernelConfig: config.cpp(name), compiled in front of the source, is the one way values reach
+    # it; None only for the runtime's own helper kernels
     config: KernelConfig | None = None
     options: tuple[str, ...] = ()        # extra NVRTC options (e.g. --ptxas-options=...)
     tile: tuple[int, int, int] | None = None    # (BM, BN, BK) for docs and tests
@@ -434,16 +403,11 @@ class Kernel:
     # dynamic smem of the stream-K twins (Variant.stream_k), where less than dyn_smem
     stream_k_smem: Callable[[int, int, int], int] | None = None
     min_arch: int = 80                   # compute capability * 10
-    # compiled for the arch-specific target (sm_90a: wgmma, setmaxnreg), which runs on
-    # that compute capability only
-    arch_specific: bool = False
+    arch_specific: bool = False          # compiled for sm_90a (wgmma, setmaxnreg): runs there only
     constraints: str = "any M, N, K >= 1"
     tags: tuple[str, ...] = field(default=())
-    # a composed kernel: its variants are the pre-pass's entry points, the GEMM is another
-    # kernel's (GemmOf; execute.gemm_device runs the two)
-    gemm_of: GemmOf | None = None
-    # run() may compute C^T = B^T A^T instead, where that covers C with less tile area
-    # (a BM < BN tile on a product with a skinny N; Kernel.transposes, resolve.swapped)
+    gemm_of: GemmOf | None = None        # a composed kernel: its variants are the pre-pass's
+    # run() may compute C^T = B^T A^T where that covers C with less tile area (transposes)
     transpose_skinny: bool = False
 
     def __repr__(self) -> str:   # the generated one prints every variant and policy: pages
@@ -453,20 +417,18 @@ class Kernel:
 
     @property
     def batched(self) -> bool:
-        """Whether its entry points that run on its own grid take a batch of problems
-        (CG_BATCH_PARAMS after the GEMM's, common.cuh): the grid's z walks the batch."""
+        """Its own-grid entry points take a batch (CG_BATCH_PARAMS, common.cuh; grid z walks it)."""
         return self.source in BATCHED_SOURCES
 
     @property
     def pdl(self) -> bool:
-        """Split stream-K launches (streamk.stream_k_plan) start the twin by programmatic dependent
-        launch on sm_90+: the source is built for it (its config's `pdl`)."""
+        """Split stream-K launches start the twin by programmatic dependent launch on sm_90+
+        (the config's `pdl`: the source is built for it)."""
         return bool(getattr(self.config, "pdl", False))
 
     @property
     def min_blocks(self) -> int:
-        """CTAs per SM that every entry point must keep resident (its __launch_bounds__
-        minimum: the config's min_blocks; 1 where it names none)."""
+        """CTAs per SM every entry point keeps resident (__launch_bounds__: the config's, else 1)."""
         return getattr(self.config, "min_blocks", None) or 1
 
     @property
@@ -491,8 +453,8 @@ class Kernel:
         return tuple(a for a in ARCHS if int(a[3:]) >= self.min_arch)
 
     def runs_on(self, arch_int: int) -> bool:
-        """True if it runs on a device of compute capability `arch_int` (x10): min_arch or
-        newer, or exactly min_arch for an arch-specific kernel."""
+        """True if it runs on compute capability `arch_int` (x10): min_arch or newer (exactly
+        min_arch if arch-specific)."""
         return arch_int == self.min_arch if self.arch_specific else arch_int >= self.min_arch
 
     def target(self, arch_int: int) -> str:
@@ -505,8 +467,7 @@ class Kernel:
 
     @property
     def entries(self) -> tuple[str, ...]:
-        """Every entry point of the source: the variants', then their twins' (stream-K,
-        split, cut)."""
+        """Every entry point of the source: the variants', then their twins' (stream-K, split, cut)."""
         return tuple(dict.fromkeys(e for f in ("entry", "stream_k", "split", "cut")
                                    for v in self.variants if (e := getattr(v, f))))
 
@@ -526,11 +487,10 @@ class Kernel:
         return sk(m, n, k) if sk is not None else self.smem_bytes(m, n, k)
 
     def transposes(self, m: int, n: int) -> bool:
-        """This kernel's rule (one input of resolve.swapped, which decides): True if its M x N
-        product runs as its transpose, C^T = B^T A^T (transpose_skinny), where that covers C
-        with at most 7/8 of the tile area (a 64 x 128 tile covers an 8192 x 64 C twice over,
-        its transpose once). Not for a sliver less: the transpose also runs another entry
-        point (nn operands become an m-major A and a k-major B)."""
+        """This kernel's rule (an input of resolve.swapped): True if its M x N product runs as
+        C^T = B^T A^T (transpose_skinny) where that covers C with at most 7/8 of the tile area
+        (a 64 x 128 tile covers 8192 x 64 twice over, its transpose once): not for a sliver less,
+        as the transpose also runs another entry point."""
         if not self.transpose_skinny or self.tile is None:
             return False
         bm, bn, _ = self.tile
@@ -538,11 +498,9 @@ class Kernel:
 
     def launch_extents(self, m: int, n: int, k: int,
                        transposed: bool = False) -> tuple[int, int, int]:
-        """The largest (M, N, K) one launch of this kernel takes, at most (m, n, k): the
-        grid's span and EXTENT_MAX; for a kernel that may run C^T (transpose_skinny), the
-        span of both grids, so that a piece fits whichever it takes. Cut sizes are multiples
-        of 256, so every piece keeps the alignment class of its operands' pointers.
-        transposed: asked for on the transposed problem (resolve.swapped): its extents."""
+        """The largest (M, N, K) one launch takes, at most (m, n, k): the grid's span (of both
+        grids where it may run C^T) and EXTENT_MAX, cut to multiples of 256 so every piece keeps
+        its pointers' alignment. transposed: the extents of the transposed problem."""
         if transposed:
             nc, mc, kc = self.launch_extents(n, m, k)
             return mc, nc, kc
@@ -550,9 +508,7 @@ class Kernel:
         if self.transpose_skinny:
             cols_t, rows_t = self.grid.span(m)
             rows, cols = min(rows, rows_t), min(cols, cols_t)
-
-        # a composed kernel's GEMM runs over K' = k_prime(K), reading k_reads k-tiles a chunk:
-        # what it reads must fit one launch
+        # a composed kernel's GEMM runs over K' = k_prime(K): what it reads must fit one launch
         g = self.gemm_of
         reads = 0 if g is None else max(g.k_parts, g.k_reads)
         kmax = EXTENT_MAX if g is None else EXTENT_MAX // (reads * g.k_chunk) * g.k_chunk
