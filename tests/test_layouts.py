@@ -31,7 +31,7 @@ from cute_gemm.build import compile as cg_compile
 from cute_gemm import registry
 from cute_gemm.build import paths
 from cute_gemm.layouts import algebra as A, model
-from cute_gemm.layouts.algebra import Dyn, Layout, TiledCopy, CopyAtom, Swizzled, tile_to_shape
+from cute_gemm.layouts.algebra import Dyn, Layout, TiledCopy, Swizzled, tile_to_shape
 
 import layout_cppcheck as cppcheck
 import matrix
@@ -376,7 +376,7 @@ def test_run_time_integers_survive_pycute():
                       (128, 128, 8), (0, 0, None), (1, None, 1))
     assert L.fmt(gA.layout) == "(_128,_8,32):(256,1,8)"
     # a 16-byte copy along k: CuTe's TV layout (captured from get_layoutS_TV)
-    cp = TiledCopy(CopyAtom(4), Layout((128, 2), (2, 1)), A.make_layout((1, 4)))
+    cp = TiledCopy(4, Layout((128, 2), (2, 1)), A.make_layout((1, 4)))
     assert L.fmt(cp.layout_tv("S")) == "((_2,_128),(_4,_1)):((_512,_1),(_128,_0))"
 
 

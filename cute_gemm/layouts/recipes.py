@@ -9,7 +9,7 @@ from typing import Callable
 from ..base.precisions import DTYPE, PRECISION
 from ..build import paths
 from ..registry.ladder_cute import SMEM_PAD, WARP_M, kquad_stage
-from .algebra import (SM80_16x8x16, UNIVERSAL_FMA, CopyAtom, Layout, TiledCopy, TiledMMA, fmt,
+from .algebra import (SM80_16x8x16, UNIVERSAL_FMA, Layout, TiledCopy, TiledMMA, fmt,
                       gmma_ss, ldsm_x4_a, make_layout, product_each, swizzle_atom, tile_to_shape)
 from .model import PROBLEM, THREAD, Builder, Def, Global, Part, Recipe, Smem
 
@@ -221,12 +221,12 @@ def _copies(b: Builder, mn: dict[str, int], k: tuple[str, ...], scl: str, cap: i
             cpp: str = "{}") -> dict[str, Def]:
     """The float TiledCopies of c2 / c3, as Defs named NAME + cpp: 16-byte vectors along m or n (mn:
     name -> extent, at most `cap` threads along it) and along k (names k), 4-byte ones ({scl}MN, {scl}K)."""
-    nt, q, vec, one = b.nthreads, b.tiler[2] // 4, CopyAtom(4), CopyAtom(1)
-    out = {n: TiledCopy(vec, make_layout((min(e // 4, cap), nt // min(e // 4, cap))), make_layout((4, 1)))
+    nt, q = b.nthreads, b.tiler[2] // 4
+    out = {n: TiledCopy(4, make_layout((min(e // 4, cap), nt // min(e // 4, cap))), make_layout((4, 1)))
            for n, e in mn.items()}
-    out.update(dict.fromkeys(k, TiledCopy(vec, Layout((nt // q, q), (q, 1)), make_layout((1, 4)))))
-    out[f"{scl}MN"] = TiledCopy(one, make_layout((32, nt // 32)))
-    out[f"{scl}K"] = TiledCopy(one, Layout((nt // 8, 8), (8, 1)))
+    out.update(dict.fromkeys(k, TiledCopy(4, Layout((nt // q, q), (q, 1)), make_layout((1, 4)))))
+    out[f"{scl}MN"] = TiledCopy(1, make_layout((32, nt // 32)))
+    out[f"{scl}K"] = TiledCopy(1, Layout((nt // 8, 8), (8, 1)))
     return {n: Def(n + cpp, v) for n, v in out.items()}
 
 
@@ -324,7 +324,7 @@ def _c4(b: Builder) -> None:
         for macro in sorted({a[di] for e, a in ents.items() if a[0] == "bfloat16_t"}):
             kmajor = macro.endswith("_k")
             cp = Def(f"g2s_copy<bfloat16_t, {ext_name}, {'true' if kmajor else 'false'}>()", TiledCopy(
-                CopyAtom(v), *((Layout((nt // (bK // v), bK // v), (bK // v, 1)), make_layout((1, v))) if kmajor
+                v, *((Layout((nt // (bK // v), bK // v), (bK // v, 1)), make_layout((1, v))) if kmajor
                                else (make_layout((ext // v, nt // (ext // v))), make_layout((v, 1))))))
             g = Global(op, macro)
             users = _users(ents, lambda a: a[0] == "bfloat16_t" and a[di] == macro)
