@@ -32,7 +32,7 @@ STRIDE_VARS = {"A": ("sAm", "sAk"), "B": ("sBn", "sBk"), "C": ("sCm", "sCn")}   
 
 
 def owners_text(it: Item) -> str:
-    return "owners " + " ".join("/".join(map(str, o)) for o in it.owners()) + "\n"
+    return "owners " + " ".join("/".join(map(str, o)) for o in it.owners) + "\n"
 
 
 def expected_output(recipes: Iterable[Recipe]) -> str:

@@ -42,7 +42,7 @@ def describe(it: Item, once: bool = False) -> str:
         out += [f"thread {it.thread} owns (V# = its value index; . = another thread's):\n",
                 _grid(rows, cols, lambda r, c: f"V{vals[(r, c)]}" if (r, c) in vals else ".")]
         if it.exact:
-            own = it.owners()
+            own = it.owners
             out += ["owner thread of every element of the tile:\n",
                     _grid(rows, cols, lambda r, c: f"T{own[r + c * rows][0]}")]
     elif it.kind == "banks":
@@ -121,7 +121,7 @@ def grid_of(it: Item) -> Grid:
             return None if t is None else Cell(thread_colour(t), f"T{t}\nV{v}" + (f"+{len(more)}" if more else ""))
         legend = "cell = T#/V# (thread, value) that maps there; colour = thread"
     else:                                                # a partition
-        vals, own = it.values_of(it.thread), it.owners() if it.exact else None
+        vals, own = it.values_of(it.thread), it.owners if it.exact else None
 
         def cell(r, c):
             if (r, c) in vals:
