@@ -60,7 +60,7 @@ def describe(it: Item, once: bool = False) -> str:
 
 def dump_text(rec: Recipe) -> str:
     """Every item of a recipe, by section (`cute-gemm layouts --full`)."""
-    out = [f"# {rec.kernel.name}  ({rec.source})\n\n"]
+    out = [f"# {rec.kernel.name}  ({rec.kernel.source})\n\n"]
     for s in rec.sections:
         out.append(f"## {s.title}\n\n")
         out += [describe(it, once=True) for it in s.items]
@@ -225,7 +225,7 @@ def gallery(out: Path, fmt_: str, pages: list, problem, thread: int) -> Path:
          "<nav>" + "".join(f'<a href="#{escape(k.name)}">{escape(k.name)}</a>' for k, _, _ in pages)
          + "</nav>"]
     for kernel, rec, pics in pages:
-        h.append(f'<h2 id="{escape(kernel.name)}">{escape(kernel.name)} <small>({escape(rec.source)})</small></h2>')
+        h.append(f'<h2 id="{escape(kernel.name)}">{escape(kernel.name)} <small>({escape(kernel.source)})</small></h2>')
         by_item = dict(pics)
         for s in rec.sections:
             h += [f"<h3>{escape(s.title)}</h3>", '<div class="g">']

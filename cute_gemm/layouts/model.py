@@ -158,10 +158,6 @@ class Recipe:
     problem: tuple = PROBLEM
     locals: tuple[str, ...] = ()          # the kernel function's declarations local Defs use
 
-    @property
-    def source(self) -> str:
-        return self.kernel.source
-
     def items(self) -> Iterable[Item]:
         for s in self.sections:
             yield from s.items
