@@ -314,7 +314,7 @@ class TiledMMA:
 
     def __init__(self, atom: MMAAtom, thr_layout: Layout, permutations=(None, None, None)):
         self.atom = atom
-        self.perm = tuple(permutations) + (None,) * (3 - len(permutations))
+        self.perm = permutations
         self.vmnk = pycute.tiled_product(atom.thr_id, _append(thr_layout, 3))
         self._frg: dict = {}
 
@@ -322,12 +322,9 @@ class TiledMMA:
         p = self.perm[i]       # none: the atoms side by side, as make_layout (a static 1: _1:_0)
         return make_layout(self.atom.shape_mnk[i] * size(self.vmnk[i + 1])) if p is None else p
 
-    def tile_size(self, i: int) -> int:
-        return size(self._perm(i))
-
     def tile(self, which: str) -> tuple:
         """The (rows, cols) of operand `which`'s MMA tile."""
-        return tuple(int(self.tile_size(i)) for i in _MODES[which])
+        return tuple(int(size(self._perm(i))) for i in _MODES[which])
 
     def thrfrg(self, which: str, layout: Layout) -> Layout:
         key = (which, repr(layout))            # every thread's partition divides the same tensor
@@ -348,8 +345,7 @@ class TiledMMA:
 
     def layout_tv(self, which: str) -> Layout:
         """get_layoutA_TV / B / C: (thread, value) -> column-major index in the MMA tile."""
-        a, b = _MODES[which]
-        t = self.thrfrg(which, make_layout((self.tile_size(a), self.tile_size(b))))
+        t = self.thrfrg(which, make_layout(self.tile(which)))
         v = self.vmnk
         if which != "C":                    # broadcast over the threads along the other mode
             stride = (1, 0) if which == "A" else (0, 1)
