@@ -32,7 +32,7 @@ STRIDE_VARS = {"A": ("sAm", "sAk"), "B": ("sBn", "sBk"), "C": ("sCm", "sCn")}   
 
 
 def owners_text(it: Item) -> str:
-    return "owners " + " ".join("/".join(map(str, o)) for o in it.owners()) + "\n"
+    return "owners " + " ".join("/".join(map(str, o)) for o in it.owners) + "\n"
 
 
 def expected_output(recipes: Iterable[Recipe]) -> str:
@@ -213,7 +213,7 @@ def build(recipes: list[Recipe], workdir, nvcc: str | None = None) -> list[Path]
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         if p.returncode != 0:
             errors = [ln for ln in p.stdout.splitlines() if "error" in ln][:8] or p.stdout.splitlines()[-20:]
-            return f"{rec.kernel.name} ({rec.source}):\n  " + "\n  ".join(errors)
+            return f"{rec.kernel.name} ({rec.kernel.source}):\n  " + "\n  ".join(errors)
         os.replace(tmp, exe)
         return None
 

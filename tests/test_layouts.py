@@ -31,7 +31,7 @@ from cute_gemm.build import compile as cg_compile
 from cute_gemm import registry
 from cute_gemm.build import paths
 from cute_gemm.layouts import algebra as A, model
-from cute_gemm.layouts.algebra import Dyn, Layout, TiledCopy, CopyAtom, Swizzled, tile_to_shape
+from cute_gemm.layouts.algebra import Dyn, Layout, TiledCopy, Swizzled, tile_to_shape
 
 import layout_cppcheck as cppcheck
 import matrix
@@ -193,22 +193,21 @@ def test_partitions_cover_their_tile(recipes):
             if it.kind != "partition":
                 continue
             rows, cols = it.tile
-            counts = {len(o) for o in it.owners()}
+            counts = {len(o) for o in it.owners}
             assert len(counts) == 1 and 0 not in counts, f"{it.name}: uneven owners {counts}"
             if it.exact:
                 assert counts == {1}, f"{it.name}: elements owned {counts} times"
             n = len(it.values_of(it.thread))
             owners = len(range(0, it.nthreads, it.owner_step))   # wgmma SS: one per warpgroup
             assert n * owners == rows * cols * counts.pop(), it.name
-            own, rep = it.owners(), it.thread - it.thread % it.owner_step
+            own, rep = it.owners, it.thread - it.thread % it.owner_step
             assert all(rep in own[r_ + c * rows] for (r_, c) in it.values_of(it.thread))
 
 
 def test_check_reports_a_broken_partition(recipes):
     rec = recipes["cute_smem"]
     it = next(i for i in rec.items() if i.name.endswith("/tCgC"))
-    broken = dataclasses.replace(it, part=lambda v, t: A.local_partition(v, Layout((16, 16)), t % 128),
-                                 _owners=None)
+    broken = dataclasses.replace(it, part=lambda v, t: A.local_partition(v, Layout((16, 16)), t % 128))
     sec = dataclasses.replace(rec.sections[-1], items=[broken])
     problems = model.check(dataclasses.replace(rec, sections=[sec]))
     assert problems and "owned [0, 2] times" in problems[0]
@@ -287,7 +286,7 @@ def test_wgmma_accumulators_cover_the_tile_once(recipes, name):
     nthreads = A.product_each(tv.layout.shape)[0]
     assert nthreads == part.nthreads == 128 * getattr(k.config, "consumers", 1)
     assert all(len(v) == 1 for v in cells.values()) and len(cells) == tv.tile[0] * tv.tile[1]
-    assert {len(o) for o in part.owners()} == {1} and part.tile == k.tile[:2]
+    assert {len(o) for o in part.owners} == {1} and part.tile == k.tile[:2]
     assert len(part.values_of(part.thread)) * nthreads == k.tile[0] * k.tile[1]
 
 
@@ -376,7 +375,7 @@ def test_run_time_integers_survive_pycute():
                       (128, 128, 8), (0, 0, None), (1, None, 1))
     assert L.fmt(gA.layout) == "(_128,_8,32):(256,1,8)"
     # a 16-byte copy along k: CuTe's TV layout (captured from get_layoutS_TV)
-    cp = TiledCopy(CopyAtom(4), Layout((128, 2), (2, 1)), A.make_layout((1, 4)))
+    cp = TiledCopy(4, Layout((128, 2), (2, 1)), A.make_layout((1, 4)))
     assert L.fmt(cp.layout_tv("S")) == "((_2,_128),(_4,_1)):((_512,_1),(_128,_0))"
 
 

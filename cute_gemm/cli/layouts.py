@@ -31,7 +31,7 @@ def self_check_all(names: Sequence[str]) -> list[dict]:
 def summary(kernel, rec) -> str:
     """A few lines: what the kernel is, how many layouts it has, and those every entry shares."""
     kinds, tile = Counter(it.kind for it in rec.items()), "x".join(map(str, kernel.tile)) if kernel.tile else "-"
-    out = [f"{kernel.name}  ({rec.source}): tile {tile}, {kernel.threads} threads; "
+    out = [f"{kernel.name}  ({kernel.source}): tile {tile}, {kernel.threads} threads; "
            f"{sum(kinds.values())} layouts in {len(rec.sections)} sections ("
            + ", ".join(f"{v} {k}" for k, v in sorted(kinds.items())) + ")"]
     shared = [s for s in rec.sections if "every entry" in s.title] or rec.sections[-1:]
@@ -43,7 +43,7 @@ def summary(kernel, rec) -> str:
 
 def record_json(kernel, rec, full: bool = False) -> dict:
     """One kernel's layouts as data, each as CuTe prints it (`full`: with the text grids)."""
-    return {"kernel": kernel.name, "source": rec.source, "tile": list(kernel.tile) if kernel.tile else None,
+    return {"kernel": kernel.name, "source": kernel.source, "tile": list(kernel.tile) if kernel.tile else None,
             "threads": kernel.threads, "sections": [{"title": sec.title, "items": [
                 {"name": it.name, "kind": it.kind, "title": it.title, "layout": L.fmt(it.layout),
                  **({"text": L.describe(it)} if full else {})} for it in sec.items]} for sec in rec.sections]}

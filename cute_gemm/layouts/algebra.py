@@ -1,6 +1,5 @@
-"""What the layout dumps need on top of pycute (CuTe's algebra in Python): run-time integers (`Dyn`
-prints `8` where a compile-time one prints `_8`), CuTe's print formats, the products, swizzles,
-tensors, atoms, TiledCopy and TiledMMA the kernels use; their text is CuTe C++'s, byte for byte."""
+"""What the dumps need on top of pycute: run-time integers (`Dyn` prints `8`, a static one `_8`), CuTe's
+print formats, and the products, swizzles, tensors, atoms, TiledCopy and TiledMMA the kernels use."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,9 +16,6 @@ class Dyn(int):
 
     def __repr__(self) -> str:
         return f"Dyn({int(self)})"
-
-    def __neg__(self):
-        return Dyn(-int(self))
 
 
 def _static(x) -> bool:
@@ -58,9 +54,7 @@ def size(x) -> int:
 
 
 def cosize(layout) -> int:
-    if isinstance(layout, Swizzled):         # a swizzle permutes within its own span
-        layout = layout.layout
-    return sum((int(s) - 1) * int(d) for s, d in zip(flatten(layout.shape), flatten(layout.stride))) + 1
+    return pycute.cosize(getattr(layout, "layout", layout))      # a swizzle permutes within its span
 
 
 def value(layout, *crd) -> int:
@@ -307,16 +301,6 @@ def swizzle_atom(elem_bytes: int, kmajor: bool, row_bytes: int = 128, ptr: bool 
     return Swizzled(pycute.Swizzle(bits, (16 // elem_bytes).bit_length() - 1, 3), lay)
 
 
-@dataclass(frozen=True)
-class CopyAtom:
-    """A one-thread Copy_Atom over float moving `num_val` values per instruction."""
-    num_val: int
-
-    @property
-    def tv(self) -> Layout:
-        return Layout((1, self.num_val), (0, 1))
-
-
 def _compose_first(layout: Layout, tv: Layout) -> Layout:
     """composition(layout, (tv, _)): compose the first mode only."""
     return pycute.composition(layout, (tv, None))
@@ -330,7 +314,7 @@ class TiledMMA:
 
     def __init__(self, atom: MMAAtom, thr_layout: Layout, permutations=(None, None, None)):
         self.atom = atom
-        self.perm = tuple(permutations) + (None,) * (3 - len(permutations))
+        self.perm = permutations
         self.vmnk = pycute.tiled_product(atom.thr_id, _append(thr_layout, 3))
         self._frg: dict = {}
 
@@ -338,12 +322,9 @@ class TiledMMA:
         p = self.perm[i]       # none: the atoms side by side, as make_layout (a static 1: _1:_0)
         return make_layout(self.atom.shape_mnk[i] * size(self.vmnk[i + 1])) if p is None else p
 
-    def tile_size(self, i: int) -> int:
-        return size(self._perm(i))
-
     def tile(self, which: str) -> tuple:
         """The (rows, cols) of operand `which`'s MMA tile."""
-        return tuple(int(self.tile_size(i)) for i in _MODES[which])
+        return tuple(int(size(self._perm(i))) for i in _MODES[which])
 
     def thrfrg(self, which: str, layout: Layout) -> Layout:
         key = (which, repr(layout))            # every thread's partition divides the same tensor
@@ -364,8 +345,7 @@ class TiledMMA:
 
     def layout_tv(self, which: str) -> Layout:
         """get_layoutA_TV / B / C: (thread, value) -> column-major index in the MMA tile."""
-        a, b = _MODES[which]
-        t = self.thrfrg(which, make_layout((self.tile_size(a), self.tile_size(b))))
+        t = self.thrfrg(which, make_layout(self.tile(which)))
         v = self.vmnk
         if which != "C":                    # broadcast over the threads along the other mode
             stride = (1, 0) if which == "A" else (0, 1)
@@ -382,11 +362,11 @@ class TiledMMA:
 
 
 class TiledCopy:
-    """make_tiled_copy(atom, thr_layout, val_layout): TV layouts and partitions."""
+    """make_tiled_copy(atom, thr_layout, val_layout) of a one-thread Copy_Atom over float moving
+    `num_val` values per instruction: TV layouts and partitions."""
 
-    def __init__(self, atom: CopyAtom, thr_layout: Layout, val_layout: Layout | None = None):
-        self.atom = atom
-        val_layout = val_layout if val_layout is not None else Layout(1, 0)
+    def __init__(self, num_val: int, thr_layout: Layout, val_layout: Layout = Layout(1, 0)):
+        self.num_val = num_val
         layout_mn = raked_product(thr_layout, val_layout)
         self.tv = pycute.composition(pycute.right_inverse(layout_mn),
                                      make_layout((size(thr_layout), size(val_layout))))
@@ -394,9 +374,9 @@ class TiledCopy:
         self._frg: dict = {}
 
     def _tile2thrfrg(self, layout: Layout) -> Layout:
-        atom_tv = pycute.zipped_divide(self.tv, (1, self.atom.num_val))
-        ref2trg = pycute.composition(pycute.right_inverse(self.atom.tv), self.atom.tv)
-        trg = _compose_first(atom_tv, ref2trg)
+        atom = Layout((1, self.num_val), (0, 1))          # the atom's (thread, value) layout
+        ref2trg = pycute.composition(pycute.right_inverse(atom), atom)
+        trg = _compose_first(pycute.zipped_divide(self.tv, (1, self.num_val)), ref2trg)
         thrval2mn = pycute.coalesce(Layout(_zip(trg.shape), _zip(trg.stride)), (1, (1, 1)))
         return _compose_first(layout, thrval2mn)((None, None), None)
 

@@ -1,8 +1,5 @@
-"""The dumps drawn: as text (CuTe's own `print(layout)`, the `print_layout` grid, a partition's
-offset, and the maps CuTe has no text for: T#/V# thread maps, bank maps, TMA boxes), and as
-pictures (SVG, or PNG via matplotlib) with an index.html gallery: a grid of the item's tile whose
-cells show the offset (coloured by bank), bank, TMA box, thread, T#/V#, or owner thread (the
-chosen thread's cells outlined); past 64 columns, colours only."""
+"""The dumps drawn: as text (CuTe's `print` and `print_layout`, and the maps CuTe has no text for: T#/V#
+thread maps, bank maps, TMA boxes), and as SVG or PNG pictures of the item's tile with an index.html."""
 from __future__ import annotations
 
 import colorsys
@@ -16,14 +13,15 @@ from .model import Item, Recipe
 COMPUTED = ("banks", "boxes", "ldsm")   # maps computed here, not printed by CuTe
 
 
-def item_text(it: Item) -> str:
-    """What CuTe C++ prints for the item too: `print(layout)`, offset, `print_layout` grid."""
+def item_text(it: Item, once: bool = False) -> str:
+    """What CuTe C++ prints for the item too: `print(layout)`, offset, `print_layout` grid (`once`:
+    without the grid's first line where it restates the layout)."""
     out = [f"@@ {it.name}\n", fmt(it.layout), "\n"]
     if it.kind == "partition":
         out.append(f"offset {int(it.offset)}\n")
     g = it.grid_layout()
     if g is not None:
-        out.append(print_layout(g))
+        out.append(print_layout(g).split("\n", 1)[1] if once and g is it.layout else print_layout(g))
     return "".join(out)
 
 
@@ -34,9 +32,9 @@ def _grid(rows: int, cols: int, cell) -> str:
     return "\n".join(lines) + "\n"
 
 
-def describe(it: Item) -> str:
-    """One item for people: title, CuTe's text, and the thread/value maps."""
-    body = f"{fmt(it.layout)}\n" if it.kind in COMPUTED else item_text(it).split("\n", 1)[1]
+def describe(it: Item, once: bool = False) -> str:
+    """One item for people: title, CuTe's text (`once`: see item_text), and the thread/value maps."""
+    body = f"{fmt(it.layout)}\n" if it.kind in COMPUTED else item_text(it, once).split("\n", 1)[1]
     out = [f"== {it.title}\n", body]
     rows, cols = it.tile or (0, 0)
     if it.kind == "partition":
@@ -44,7 +42,7 @@ def describe(it: Item) -> str:
         out += [f"thread {it.thread} owns (V# = its value index; . = another thread's):\n",
                 _grid(rows, cols, lambda r, c: f"V{vals[(r, c)]}" if (r, c) in vals else ".")]
         if it.exact:
-            own = it.owners()
+            own = it.owners
             out += ["owner thread of every element of the tile:\n",
                     _grid(rows, cols, lambda r, c: f"T{own[r + c * rows][0]}")]
     elif it.kind == "banks":
@@ -60,19 +58,12 @@ def describe(it: Item) -> str:
     return "".join(out) + "\n"
 
 
-def _once(text: str) -> str:
-    """describe()'s text without print_layout's first line, which restates the layout."""
-    lines = text.split("\n")
-    j = next((j for j in (2, 3) if j < len(lines) and lines[j] == lines[1]), None)
-    return "\n".join(lines if j is None else lines[:j] + lines[j + 1:])
-
-
 def dump_text(rec: Recipe) -> str:
     """Every item of a recipe, by section (`cute-gemm layouts --full`)."""
-    out = [f"# {rec.kernel.name}  ({rec.source})\n\n"]
+    out = [f"# {rec.kernel.name}  ({rec.kernel.source})\n\n"]
     for s in rec.sections:
         out.append(f"## {s.title}\n\n")
-        out += [_once(describe(it)) for it in s.items]
+        out += [describe(it, once=True) for it in s.items]
     return "".join(out)
 
 
@@ -130,7 +121,7 @@ def grid_of(it: Item) -> Grid:
             return None if t is None else Cell(thread_colour(t), f"T{t}\nV{v}" + (f"+{len(more)}" if more else ""))
         legend = "cell = T#/V# (thread, value) that maps there; colour = thread"
     else:                                                # a partition
-        vals, own = it.values_of(it.thread), it.owners() if it.exact else None
+        vals, own = it.values_of(it.thread), it.owners if it.exact else None
 
         def cell(r, c):
             if (r, c) in vals:
@@ -234,7 +225,7 @@ def gallery(out: Path, fmt_: str, pages: list, problem, thread: int) -> Path:
          "<nav>" + "".join(f'<a href="#{escape(k.name)}">{escape(k.name)}</a>' for k, _, _ in pages)
          + "</nav>"]
     for kernel, rec, pics in pages:
-        h.append(f'<h2 id="{escape(kernel.name)}">{escape(kernel.name)} <small>({escape(rec.source)})</small></h2>')
+        h.append(f'<h2 id="{escape(kernel.name)}">{escape(kernel.name)} <small>({escape(kernel.source)})</small></h2>')
         by_item = dict(pics)
         for s in rec.sections:
             h += [f"<h3>{escape(s.title)}</h3>", '<div class="g">']

@@ -1,10 +1,10 @@
-"""What a layout dump is made of: the kernel's named layouts (`Def`), tensors (`Global`, `Smem`),
-thread partitions (`Part`), the items, sections and recipes built from them (evaluated here;
-tests/layout_cppcheck.py turns the same description into C++), and their analyses: bank maps,
-TMA boxes and `check`, the self-check `cute-gemm check` runs per CuTe kernel."""
+"""A dump's vocabulary: named layouts (`Def`), tensors (`Global`, `Smem`), partitions (`Part`), the items,
+sections and recipes built from them (tests/layout_cppcheck.py turns them into C++), and their analyses:
+bank maps, TMA boxes and `check`, the self-check `cute-gemm check` runs per CuTe kernel."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Iterable
 
 from .algebra import (Dyn, Layout, Swizzled, View, cosize, fmt, local_partition, local_tile, make_layout,
@@ -16,9 +16,8 @@ THREAD = 37                   # the thread whose partitions are shown (not 0: no
 
 @dataclass(frozen=True)
 class Def:
-    """A layout, thread layout, TiledCopy or TiledMMA the kernel (or a header it includes) defines:
-    `cpp` the C++ expression naming it, `value` the same computed here; local: built inside the
-    kernel's function, `cpp` that expression verbatim over the function's names (Recipe.locals)."""
+    """A layout, TiledCopy or TiledMMA the kernel defines: `cpp` the C++ naming it, `value` the same computed
+    here; local: built in the kernel's function, `cpp` that expression verbatim (over Recipe.locals)."""
     cpp: str
     value: object
     local: bool = False
@@ -51,10 +50,8 @@ class Global:
             raise ValueError(f"unknown stride macro {self.macro!r}; teach layouts.model.STRIDE_MACROS")
         op, major, static_unit = STRIDE_MACROS.get(self.macro, (self.op, {"A": "k", "B": "n"}[self.op], False))
         assert op == self.op, (self.op, self.macro)
-        unit, major = 1 if static_unit else Dyn(1), self.major or major
-        if op == "A":
-            return (K, unit) if major == "k" else (unit, M)
-        return (unit, N) if major == "n" else (K, unit)
+        unit = 1 if static_unit else Dyn(1)
+        return {"k": (K, unit), "m": (unit, M), "n": (unit, N)}[self.major or major]
 
     def view(self, tiler, problem) -> View:
         M, N, K = (Dyn(x) for x in problem)
@@ -117,22 +114,21 @@ class Item:
     elem_bytes: int = 4                  # banks: bytes per element of the layout
     table: list | None = None            # banks, boxes: rows of ints
     box: tuple | None = None             # boxes: (contiguous extent, other extent, k-major)
-    _owners: list | None = field(default=None, repr=False, compare=False)
 
     def grid_layout(self):
         """The rank-2 layout shown as a grid (index 0 of the third mode of a rank-3 one)."""
         r = rank(self.layout)
         return self.layout if r == 2 else self.layout(None, None, 0) if r == 3 else None
 
+    @cached_property
     def owners(self) -> list[list[int]]:
         """Per element of the tile (column-major), the threads (0, owner_step, ...) holding it."""
-        if self._owners is None:
-            src, self._owners = View(make_layout(tuple(self.tile))), [[] for _ in range(self.tile[0] * self.tile[1])]
-            for t in range(0, self.nthreads, self.owner_step):
-                p = self.part(src, t)
-                for v in values(p.layout):
-                    self._owners[int(p.offset) + v].append(t)
-        return self._owners
+        src, out = View(make_layout(tuple(self.tile))), [[] for _ in range(self.tile[0] * self.tile[1])]
+        for t in range(0, self.nthreads, self.owner_step):
+            p = self.part(src, t)
+            for v in values(p.layout):
+                out[int(p.offset) + v].append(t)
+        return out
 
     def values_of(self, t: int) -> dict[tuple[int, int], int]:
         """Thread t's partition of the tile: (row, col) -> its value index."""
@@ -161,10 +157,6 @@ class Recipe:
     sections: list[Section]
     problem: tuple = PROBLEM
     locals: tuple[str, ...] = ()          # the kernel function's declarations local Defs use
-
-    @property
-    def source(self) -> str:
-        return self.kernel.source
 
     def items(self) -> Iterable[Item]:
         for s in self.sections:
@@ -248,7 +240,7 @@ def box_map(stage, box: tuple[int, int], kmajor: bool) -> list[list[int]]:
     stage in, boxes stacked along EXT (sm90_operand.cuh); -1: none."""
     rows, cols, _ = _grid0(stage)
     br, bc = (box[1], box[0]) if kmajor else box
-    return [[r // br if c < bc and r // br < -(-rows // br) else -1 for c in range(cols)] for r in range(rows)]
+    return [[r // br if c < bc else -1 for c in range(cols)] for r in range(rows)]
 
 
 def box_problems(name: str, stage, box: tuple[int, int], kmajor: bool) -> list[str]:
@@ -273,7 +265,7 @@ def check(rec: Recipe) -> list[str]:
         leaf = it.name.rsplit("/", 1)[-1]
         if it.kind == "partition":
             rows, cols = it.tile
-            own = it.owners()
+            own = it.owners
             counts = {len(o) for o in own}
             if len(counts) != 1 or 0 in counts or (it.exact and counts != {1}):
                 bad.append(f"{it.name}: tile elements owned {sorted(counts)} times")

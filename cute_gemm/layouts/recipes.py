@@ -9,7 +9,7 @@ from typing import Callable
 from ..base.precisions import DTYPE, PRECISION
 from ..build import paths
 from ..registry.ladder_cute import SMEM_PAD, WARP_M, kquad_stage
-from .algebra import (SM80_16x8x16, UNIVERSAL_FMA, CopyAtom, Layout, TiledCopy, TiledMMA, fmt,
+from .algebra import (SM80_16x8x16, UNIVERSAL_FMA, Layout, TiledCopy, TiledMMA, fmt,
                       gmma_ss, ldsm_x4_a, make_layout, product_each, swizzle_atom, tile_to_shape)
 from .model import PROBLEM, THREAD, Builder, Def, Global, Part, Recipe, Smem
 
@@ -59,8 +59,7 @@ def _expanded(text: str, macro: str) -> str:
             out = body
             for x, arg in zip(params, (a.strip() for a in call.group(1).split(","))):
                 out = re.sub(rf"\b{x}\b", arg, out)
-            return "\n".join(ln.strip().rstrip("\\").strip() for ln in out.replace("##", "").splitlines()
-                             if ln.strip().rstrip("\\").strip())
+            return re.sub(r"\s*\\\n\s*", "\n", out.replace("##", "")).strip()
         text = re.sub(rf"^{name}\((.*)\)\s*$", expand, text, flags=re.M)
     return text
 
@@ -76,14 +75,13 @@ def _users(ents: dict, pick) -> str:
 
 
 _EXT = {"A": "M", "B": "N"}
+THR_C = Def("thr_layout_c()", make_layout((16, 16), "row"))     # c0, c8: (THR_M,THR_N), n fastest
 
 
 # ---- c0_gmem: local_tile / local_partition straight from global memory ----------------------
 @recipe("cute/c0_gmem.cu")
 def _c0(b: Builder) -> None:
-    ents = entries(b.kernel, "CG_GMEM_ENTRY")
-    tC = Def("thr_layout_c()", make_layout((16, 16), "row"))   # (THR_M,THR_N), n fastest
-    gC, t = Global("C"), b.thread
+    ents, tC, gC, t = entries(b.kernel, "CG_GMEM_ENTRY"), THR_C, Global("C"), b.thread
     b.section("C and the thread layout (every entry)")
     b.layout("tC", "tC: (THR_M,THR_N) -> thread index", tC, "thread")
     b.tile("gC", gC)
@@ -100,24 +98,17 @@ def _c0(b: Builder) -> None:
                         f"{cpp}): the {rows} thread {t} reads", g, Part(tC, step=step), exact=False)
 
 
-
 # ---- c8_tiny_k: strips of A and B staged as float, c0's partition of C from shared memory -------
 @recipe("cute/c8_tiny_k.cu")
 def _c8(b: Builder) -> None:
-    """Every entry alike (all strides dynamic): the padded smem strips, the thread layout of C
-    and the partitions each thread reads and writes."""
-    bM, bN, bK = b.tiler
-    tC = Def("thr_layout_c()", make_layout((16, 16), "row"))    # (THR_M,THR_N), n fastest
+    """Every entry alike (all strides dynamic): padded smem strips, c0's thread layout of C, partitions."""
+    (bM, bN, bK), tC = b.tiler, THR_C
     sm = {op: Def(f"smem_layout<{x}>()", Layout((ext, bK), (1, ext + 1)))
           for op, x, ext in (("A", "BLK_M", bM), ("B", "BLK_N", bN))}
-    sA, sB, gC = Smem("A", sm["A"]), Smem("B", sm["B"]), Global("C")
-    b.section("shared memory, C and the thread layout (every entry)")
-    b.layout("sA", "sA: (BLK_M,BLK_K) strip of A as float, rows of BLK_M + 1: stores along m or k "
-             "hit 32 banks", sm["A"])
-    b.layout("sB", "sB: (BLK_N,BLK_K) strip of B as float, rows of BLK_N + 1", sm["B"])
-    b.layout("tC", "tC: (THR_M,THR_N) -> thread index", tC, "thread")
-    b.tile("gC", gC)
-    _compute_partitions(b, sA, sB, gC, tC)
+    _compute_partitions(b, "shared memory, C and the thread layout (every entry)", sm, tC, "", (
+        "sA: (BLK_M,BLK_K) strip of A as float, rows of BLK_M + 1: stores along m or k hit 32 banks",
+        "sB: (BLK_N,BLK_K) strip of B as float, rows of BLK_N + 1"))
+
 
 def _mma_tvs(b: Builder, mma: Def, a_note: str = "") -> None:
     """The TiledMMA's thread-value layouts of A, B and C."""
@@ -155,24 +146,26 @@ def _c1(b: Builder) -> None:
                         f"what thread {t} loads from global", g, Part(thr))
             b.partition(f"{pre}t{op}s{op}", f"t{op}s{op} = local_partition(s{op}, t{op}, {t}): "
                         f"where thread {t} stores it in shared memory", Smem(op, sm[op]), Part(thr))
-    sA, sB, gC = Smem("A", sm["A"]), Smem("B", sm["B"]), Global("C")
-    b.section("shared memory and the compute partitions (every entry)")
-    b.layout("sA", "sA: (BLK_M,BLK_K) shared-memory tile of A, m-major", sm["A"])
-    b.layout("sB", "sB: (BLK_N,BLK_K) shared-memory tile of B, n-major", sm["B"])
-    b.layout("tC", "tC: (THR_M,THR_N) -> thread index, compute", tC, "thread")
+    _compute_partitions(b, "shared memory and the compute partitions (every entry)", sm, tC, ", compute", (
+        "sA: (BLK_M,BLK_K) shared-memory tile of A, m-major", "sB: (BLK_N,BLK_K) shared-memory tile of B, n-major"))
+
+
+def _compute_partitions(b: Builder, section: str, sm: dict[str, Def], tC: Def, tc_note: str, titles) -> None:
+    """c1's and c8's last section: smem tiles A and B (titles), the thread layout of C, and the
+    partitions of smem A and B and of C by it."""
+    sA, sB, gC, t = Smem("A", sm["A"]), Smem("B", sm["B"]), Global("C"), b.thread
+    b.section(section)
+    b.layout("sA", titles[0], sm["A"])
+    b.layout("sB", titles[1], sm["B"])
+    b.layout("tC", f"tC: (THR_M,THR_N) -> thread index{tc_note}", tC, "thread")
     b.tile("gC", gC)
-    _compute_partitions(b, sA, sB, gC, tC)
-
-
-def _compute_partitions(b: Builder, sA, sB, gC, tC: Def) -> None:
-    """c1's and c8's partitions of smem A and B and of C by one thread layout."""
-    t = b.thread
     b.partition("tCsA", f"tCsA = local_partition(sA, tC, {t}, Step<_1, X>): rows of sA "
                 f"thread {t} reads", sA, Part(tC, step=(1, None)), exact=False)
     b.partition("tCsB", f"tCsB = local_partition(sB, tC, {t}, Step<X, _1>): columns of B "
                 f"(rows of sB) thread {t} reads", sB, Part(tC, step=(None, 1)), exact=False)
     b.partition("tCgC", f"tCgC = local_partition(gC, tC, {t}, Step<_1, _1>): the outputs "
                 f"thread {t} computes", gC, Part(tC, step=(1, 1)))
+
 
 # ---- c2_tiled, c3_multistage, c3_pipelined: TiledCopy + TiledMMA ---------------------------
 def _copy_mma(b: Builder, macro: str, copies: dict[str, Def], smem: dict[str, Def], mma: Def,
@@ -221,12 +214,12 @@ def _copies(b: Builder, mn: dict[str, int], k: tuple[str, ...], scl: str, cap: i
             cpp: str = "{}") -> dict[str, Def]:
     """The float TiledCopies of c2 / c3, as Defs named NAME + cpp: 16-byte vectors along m or n (mn:
     name -> extent, at most `cap` threads along it) and along k (names k), 4-byte ones ({scl}MN, {scl}K)."""
-    nt, q, vec, one = b.nthreads, b.tiler[2] // 4, CopyAtom(4), CopyAtom(1)
-    out = {n: TiledCopy(vec, make_layout((min(e // 4, cap), nt // min(e // 4, cap))), make_layout((4, 1)))
+    nt, q = b.nthreads, b.tiler[2] // 4
+    out = {n: TiledCopy(4, make_layout((min(e // 4, cap), nt // min(e // 4, cap))), make_layout((4, 1)))
            for n, e in mn.items()}
-    out.update(dict.fromkeys(k, TiledCopy(vec, Layout((nt // q, q), (q, 1)), make_layout((1, 4)))))
-    out[f"{scl}MN"] = TiledCopy(one, make_layout((32, nt // 32)))
-    out[f"{scl}K"] = TiledCopy(one, Layout((nt // 8, 8), (8, 1)))
+    out.update(dict.fromkeys(k, TiledCopy(4, Layout((nt // q, q), (q, 1)), make_layout((1, 4)))))
+    out[f"{scl}MN"] = TiledCopy(1, make_layout((32, nt // 32)))
+    out[f"{scl}K"] = TiledCopy(1, Layout((nt // 8, 8), (8, 1)))
     return {n: Def(n + cpp, v) for n, v in out.items()}
 
 
@@ -324,7 +317,7 @@ def _c4(b: Builder) -> None:
         for macro in sorted({a[di] for e, a in ents.items() if a[0] == "bfloat16_t"}):
             kmajor = macro.endswith("_k")
             cp = Def(f"g2s_copy<bfloat16_t, {ext_name}, {'true' if kmajor else 'false'}>()", TiledCopy(
-                CopyAtom(v), *((Layout((nt // (bK // v), bK // v), (bK // v, 1)), make_layout((1, v))) if kmajor
+                v, *((Layout((nt // (bK // v), bK // v), (bK // v, 1)), make_layout((1, v))) if kmajor
                                else (make_layout((ext // v, nt // (ext // v))), make_layout((v, 1))))))
             g = Global(op, macro)
             users = _users(ents, lambda a: a[0] == "bfloat16_t" and a[di] == macro)
