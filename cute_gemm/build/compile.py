@@ -113,6 +113,8 @@ def prelude(kernel, entries: tuple[str, ...] | None = None) -> str:
     the entry selection (include/cute_gemm/entries.cuh's CG_ENTRIES, a CG_WANT_<entry> each),
     then a #line, so that compiler messages name the source's own lines."""
     cfg = kernel.config.cpp(kernel.name) if kernel.config is not None else ""
+    if kernel.epilogue is not None:
+        cfg += kernel.epilogue.cpp()
     sel = ("#define CG_ENTRIES\n" + "".join(f"#define CG_WANT_{e} 1\n" for e in entries)
            if entries is not None else "")
     return f'{cfg}{sel}#line 1 "{kernel.source}"\n'

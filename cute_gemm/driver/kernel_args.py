@@ -34,9 +34,16 @@ GEMM_PARAMS = [("M", I), ("N", I), ("K", I), ("alpha", F),
 # a batched kernel's entries on their own grid take CG_BATCH_PARAMS after them (common.cuh)
 BATCH_PARAMS = [("Lin", I32), ("z0", I32), ("bA0", L), ("bA1", L), ("bB0", L), ("bB1", L),
                 ("bC0", L), ("bC1", L)]
+# a fused kernel's entries (Kernel.fused) take cg::EpiArgs (epilogue.cuh) after those: the
+# vectors of a fused epilogue, their element strides, the clamp's bounds; zeros for none
+EpiArgs, _ = arg_block("EpiArgs", [("bias", P), ("bias_sm", L), ("bias_sn", L), ("srow", P),
+                                   ("srow_s", L), ("scol", P), ("scol_s", L), ("lo", F), ("hi", F)])
+EPI_PARAMS = [("epi", EpiArgs)]
 TMA_PARAMS = [("tma_a", ctypes.c_ubyte * TMA_MAP_BYTES), ("tma_b", ctypes.c_ubyte * TMA_MAP_BYTES)]
 GemmArgs, GEMM_OFFSETS = arg_block("GemmArgs", GEMM_PARAMS)
 GemmArgsBatch, GEMM_BATCH_OFFSETS = arg_block("GemmArgsBatch", GEMM_PARAMS + BATCH_PARAMS)
+GemmArgsBatchEpi, GEMM_BATCH_EPI_OFFSETS = arg_block("GemmArgsBatchEpi",
+                                                    GEMM_PARAMS + BATCH_PARAMS + EPI_PARAMS)
 GemmArgsWs, GEMM_WS_OFFSETS = arg_block("GemmArgsWs", GEMM_PARAMS + [("ws", P), ("tile0", I32)])
 GemmArgsTma, GEMM_TMA_OFFSETS = arg_block("GemmArgsTma", GEMM_PARAMS + TMA_PARAMS)
 GemmArgsTmaWs, GEMM_TMA_WS_OFFSETS = arg_block(
@@ -58,6 +65,8 @@ def _packer(cls, offsets, tail: tuple[str, ...] = ()):
 # it; with the tensor maps of A and B; with the maps and the tail's (ws, dp, pieces)
 pack_gemm_args = _packer(GemmArgs, GEMM_OFFSETS)
 pack_gemm_args_batch = _packer(GemmArgsBatch, GEMM_BATCH_OFFSETS, tuple(f for f, _ in BATCH_PARAMS))
+pack_gemm_args_batch_epi = _packer(GemmArgsBatchEpi, GEMM_BATCH_EPI_OFFSETS,
+                                   tuple(f for f, _ in BATCH_PARAMS))
 pack_gemm_args_ws = _packer(GemmArgsWs, GEMM_WS_OFFSETS, ("ws", "tile0"))
 pack_gemm_args_tma = _packer(GemmArgsTma, GEMM_TMA_OFFSETS)
 pack_gemm_args_tma_ws = _packer(GemmArgsTmaWs, GEMM_TMA_WS_OFFSETS, ("ws", "dp", "pieces"))
@@ -72,3 +81,9 @@ def set_tensor_maps(args, tma_a: bytes, tma_b: bytes) -> None:
 def pack_reduce_args(m, n, split, scm, scn):
     """The argument block of split_reduce with the pointers and alpha/beta still zero."""
     return packed(ReduceArgs(m, n, split, 0, 0.0, 0.0, 0, scm, scn), REDUCE_OFFSETS)
+
+
+def set_epilogue(args, values: tuple | None) -> None:
+    """Write a fused epilogue's run-time half (EpiArgs' fields, in order) into a packed
+    argument block (pack_gemm_args_batch_epi's struct); None: no epilogue (zeros)."""
+    args.epi = EpiArgs(*values) if values is not None else EpiArgs()

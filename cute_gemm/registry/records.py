@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, ClassVar, Literal, Protocol, get_args, runtime_checkable
 
 from ..base import precisions
 from ..base.errors import InputError, ShapeLimitError
+from .epilogue import FUSED_SOURCES, EpilogueSpec
 
 # the precision table's views (precisions.py), where the kernels' records import them
 PrecisionName = precisions.PrecisionName
@@ -409,6 +410,8 @@ class Kernel:
     gemm_of: GemmOf | None = None        # a composed kernel: its variants are the pre-pass's
     # run() may compute C^T = B^T A^T where that covers C with less tile area (transposes)
     transpose_skinny: bool = False
+    # the fused epilogue this compile of the kernel has (with_epilogue); None: none
+    epilogue: EpilogueSpec | None = None
 
     def __repr__(self) -> str:   # the generated one prints every variant and policy: pages
         tile = "x".join(map(str, self.tile)) if self.tile else "-"
@@ -419,6 +422,17 @@ class Kernel:
     def batched(self) -> bool:
         """Its own-grid entry points take a batch (CG_BATCH_PARAMS, common.cuh; grid z walks it)."""
         return self.source in BATCHED_SOURCES
+
+    @property
+    def fused(self) -> bool:
+        """Whether its entry points take a fused epilogue (CG_EPI_PARAMS, epilogue.cuh)."""
+        return self.source in FUSED_SOURCES
+
+    def with_epilogue(self, spec: EpilogueSpec) -> "Kernel":
+        """This kernel compiled with a fused epilogue: a kernel of its own, named
+        <name>:<spec.tag> (registry.get takes such names), whose prelude defines it."""
+        base = self.name.split(":")[0]
+        return replace(self, name=f"{base}:{spec.tag}", epilogue=spec)
 
     @property
     def pdl(self) -> bool:

@@ -16,9 +16,10 @@ from .contract import answering, runs_at
 
 
 def choose(count: int, m: int, n: int, k: int, *, device, precision: str = "fp32",
-           out_dtype: str = "float32") -> Choice:
-    """What gemm() runs for `count` problems of M x N x K on `device` (a launch.DeviceInfo)."""
-    ks = [x for x in _batched(precision, out_dtype) if x.runs_on(device.arch_int)]
+           out_dtype: str = "float32", fused: bool = False) -> Choice:
+    """What gemm() runs for `count` problems of M x N x K on `device` (a launch.DeviceInfo);
+    fused: among the kernels that take a fused epilogue (Kernel.fused)."""
+    ks = [x for x in _batched(precision, out_dtype, fused) if x.runs_on(device.arch_int)]
     if not ks:
         have = ", ".join(x.name for x in registry.kernels() if x.batched)
         raise CuteGemmError(f"gemm(): no kernel computes a batch of {precision} into {out_dtype} "
@@ -66,25 +67,25 @@ def _area(x: registry.Kernel) -> int:
     return x.tile[0] * x.tile[1] if x.tile else 0
 
 
-def _batched(precision: str, out_dtype: str) -> list:
+def _batched(precision: str, out_dtype: str, fused: bool = False) -> list:
     """The kernels that batch (Kernel.batched) and answer `precision` into `out_dtype`, the
     selector's candidates first: a batch has kernels of its own among the ladder's stages
     (v9_warptile, the SIMT fp32 one)."""
     ks = [x for x in registry.kernels() if x.batched and x.family != "util"
-          and runs_at(x, precision, out_dtype) is not None]
+          and (x.fused or not fused) and runs_at(x, precision, out_dtype) is not None]
     auto = {x.name for x in candidates(precision, out_dtype)}
     return sorted(ks, key=lambda x: x.name not in auto)
 
 
-def pick(sig, precision: str, out_dtype: str, ordinal: int | None) -> Choice:
+def pick(sig, precision: str, out_dtype: str, ordinal: int | None, fused: bool = False) -> Choice:
     """choose() for a validated batched call (arrays.Signature); ordinal None: no products to
     compute, so any batched candidate answers."""
     l0, l1 = sig.batch
     if ordinal is None:
-        x = next(iter(_batched(precision, out_dtype)), None)
+        x = next(iter(_batched(precision, out_dtype, fused)), None)
         if x is None:
             raise CuteGemmError(f"gemm(): no kernel computes a batch of {precision} into {out_dtype}")
         p = runs_at(x, precision, out_dtype)
         return Choice(x.name, why="no products to compute", precision=None if p == precision else p)
     return choose(l0 * l1, sig.m, sig.n, sig.k, device=launch.device_info(ordinal),
-                  precision=precision, out_dtype=out_dtype)
+                  precision=precision, out_dtype=out_dtype, fused=fused)

@@ -1,0 +1,67 @@
+// The fused epilogue (gemm(..., epilogue=)): what becomes of element (i, j) of the result
+// between the accumulator and the store,
+//
+//   D[i,j] = clamp(act(alpha * srow[i] * scol[j] * acc[i,j] + beta * C[i,j] + bias[i,j]), lo, hi)
+//
+// bias[i,j] = bias[i * bias_sm + j * bias_sn]: a per-column bias (a linear layer's) has
+// bias_sm 0, a per-row one bias_sn 0. A kernel calls E.scale(alpha, i, j) where it
+// multiplies the accumulator by alpha and E.finish(v, i, j) on the value it stores.
+//
+// The pieces a call uses are compiled in (the type cg::Epilogue<...>, which the source's
+// prelude names as CG_EPILOGUE: registry/epilogue.py); the run-time half is EpiArgs, the
+// entry's last parameter (CG_EPI_PARAMS). The default, Epilogue<>, leaves the store as it
+// was: E.scale returns alpha and E.finish its argument, and the coordinates fold away.
+// NaN and Inf propagate: every piece keeps a NaN (the clamp and ReLU compare so that a NaN
+// fails the comparison and passes through).
+#pragma once
+
+#include <cute_gemm/activations.cuh>
+
+namespace cg {
+
+// The epilogue's vectors and bounds, one kernel parameter. A null srow or scol is a scale
+// of 1 (a call with only one of them). The host swaps rows and columns for an entry that
+// computes C^T (LaunchPlan.swap).
+struct EpiArgs {
+  const void* bias;
+  long long bias_sm, bias_sn;      // element strides of bias along i and j (0: broadcast)
+  const void* srow;
+  long long srow_s;
+  const void* scol;
+  long long scol_s;
+  float lo, hi;                    // the clamp's bounds
+};
+
+template <bool kBias = false, bool kScale = false, Act kAct = Act::none, bool kClamp = false,
+          class TV = float>
+struct Epilogue {
+  static constexpr bool kNone = !kBias && !kScale && kAct == Act::none && !kClamp;
+  EpiArgs p;
+
+  // alpha * srow[i] * scol[j]: what multiplies the accumulator of (i, j)
+  __device__ __forceinline__ float scale(float alpha, int i, int j) const {
+    if constexpr (kScale) {
+      if (p.srow != nullptr) alpha *= float(static_cast<const TV*>(p.srow)[i * p.srow_s]);
+      if (p.scol != nullptr) alpha *= float(static_cast<const TV*>(p.scol)[j * p.scol_s]);
+    }
+    return alpha;
+  }
+
+  // bias, activation and clamp on the value alpha' * acc + beta * C of (i, j)
+  __device__ __forceinline__ float finish(float v, int i, int j) const {
+    if constexpr (kBias)
+      v += float(static_cast<const TV*>(p.bias)[i * p.bias_sm + j * p.bias_sn]);
+    v = activate<kAct>(v);
+    if constexpr (kClamp) v = v < p.lo ? p.lo : (v > p.hi ? p.hi : v);
+    return v;
+  }
+};
+
+}  // namespace cg
+
+// The call's epilogue type (the prelude defines it for a fused compile) and the parameter
+// every fused kernel's entry takes last
+#ifndef CG_EPILOGUE
+#define CG_EPILOGUE cg::Epilogue<>
+#endif
+#define CG_EPI_PARAMS const cg::EpiArgs epi
