@@ -9,8 +9,11 @@
 //
 // The pieces a call uses are compiled in (the type cg::Epilogue<...>, which the source's
 // prelude names as CG_EPILOGUE: registry/epilogue.py); the run-time half is EpiArgs, the
-// entry's last parameter (CG_EPI_PARAMS). The default, Epilogue<>, leaves the store as it
-// was: E.scale returns alpha and E.finish its argument, and the coordinates fold away.
+// entry's last parameter (CG_EPI_PARAMS), which the Epilogue reads where it lies: a
+// __grid_constant__ parameter has an address without a copy (a copy of its 64 bytes went to
+// the stack, local memory, of cute_mma_sm80's tf32 entries). The default, Epilogue<>, leaves
+// the store as it was: E.scale returns alpha and E.finish its argument, and the coordinates
+// fold away.
 // NaN and Inf propagate: every piece keeps a NaN (the clamp and ReLU compare so that a NaN
 // fails the comparison and passes through).
 #pragma once
@@ -36,13 +39,13 @@ template <bool kBias = false, bool kScale = false, Act kAct = Act::none, bool kC
           class TV = float>
 struct Epilogue {
   static constexpr bool kNone = !kBias && !kScale && kAct == Act::none && !kClamp;
-  EpiArgs p;
+  EpiArgs const* p;                // the kernel's parameter
 
   // alpha * srow[i] * scol[j]: what multiplies the accumulator of (i, j)
   __device__ __forceinline__ float scale(float alpha, int i, int j) const {
     if constexpr (kScale) {
-      if (p.srow != nullptr) alpha *= float(static_cast<const TV*>(p.srow)[i * p.srow_s]);
-      if (p.scol != nullptr) alpha *= float(static_cast<const TV*>(p.scol)[j * p.scol_s]);
+      if (p->srow != nullptr) alpha *= float(static_cast<const TV*>(p->srow)[i * p->srow_s]);
+      if (p->scol != nullptr) alpha *= float(static_cast<const TV*>(p->scol)[j * p->scol_s]);
     }
     return alpha;
   }
@@ -50,9 +53,9 @@ struct Epilogue {
   // bias, activation and clamp on the value alpha' * acc + beta * C of (i, j)
   __device__ __forceinline__ float finish(float v, int i, int j) const {
     if constexpr (kBias)
-      v += float(static_cast<const TV*>(p.bias)[i * p.bias_sm + j * p.bias_sn]);
+      v += float(static_cast<const TV*>(p->bias)[i * p->bias_sm + j * p->bias_sn]);
     v = activate<kAct>(v);
-    if constexpr (kClamp) v = v < p.lo ? p.lo : (v > p.hi ? p.hi : v);
+    if constexpr (kClamp) v = v < p->lo ? p->lo : (v > p->hi ? p->hi : v);
     return v;
   }
 };
@@ -64,4 +67,4 @@ struct Epilogue {
 #ifndef CG_EPILOGUE
 #define CG_EPILOGUE cg::Epilogue<>
 #endif
-#define CG_EPI_PARAMS const cg::EpiArgs epi
+#define CG_EPI_PARAMS const __grid_constant__ cg::EpiArgs epi

@@ -288,7 +288,7 @@ __device__ __forceinline__ void mainloop_mma_sm80(int M, int N, int K, const TAB
 template <int G, class TAB, class TC, class StrideA, class StrideB, class Epi>
 __device__ void gemm_mma_sm80(int M, int N, int K, float alpha,
                               const TAB* A, StrideA dA, const TAB* B, StrideB dB,
-                              float beta, TC* C, long long sCm, long long sCn, Epi const& epi) {
+                              float beta, TC* C, long long sCm, long long sCn, Epi epi) {
   auto cta_tiler = make_shape(Int<BLK_M>{}, Int<BLK_N>{});                            // (BLK_M,BLK_N)
   Tensor mC  = make_tensor(make_gmem_ptr(C), make_shape(M, N), make_stride(sCm, sCn)); // (M,N)
   Tensor cC  = make_identity_tensor(shape(mC));                                       // (M,N) -> (m,n)
@@ -349,7 +349,7 @@ __device__ void gemm_mma_sm80(int M, int N, int K, float alpha,
   CG_ENTRY(NAME, __launch_bounds__(NUM_THREADS, 1),                                         \
            (CG_GEMM_PARAMS_T(TAB, TC), CG_BATCH_PARAMS, CG_EPI_PARAMS), {                    \
     CG_BATCH_STEP();                                                                        \
-    gemm_mma_sm80<G>(M, N, K, alpha, A, DA, B, DB, beta, C, sCm, sCn, CG_EPILOGUE{epi});    \
+    gemm_mma_sm80<G>(M, N, K, alpha, A, DA, B, DB, beta, C, sCm, sCn, CG_EPILOGUE{&epi});    \
   })
 // One precision and result type in every (A major, B major), one alignment class (AL: the
 // entries' suffix, _al1 for any alignment; none for 16 bytes)

@@ -73,7 +73,7 @@ __device__ void gemm_tiny_k(int M, int N, int K, float alpha,
                             const TAB* B, long long sBk, long long sBn,
                             float beta, TC* C, long long sCm, long long sCn, int Lin, int z0,
                             long long bA0, long long bA1, long long bB0, long long bB1,
-                            long long bC0, long long bC1, Epi const& epi) {
+                            long long bC0, long long bC1, Epi epi) {
   auto bM = Int<BLK_M>{};
   auto bN = Int<BLK_N>{};
   auto bK = Int<BLK_K>{};
@@ -149,7 +149,7 @@ __device__ void gemm_tiny_k(int M, int N, int K, float alpha,
   CG_ENTRY(NAME, __launch_bounds__(THREADS, 2),                                            \
            (CG_GEMM_PARAMS_T(TAB, TC), CG_BATCH_PARAMS, CG_EPI_PARAMS), {                    \
     gemm_tiny_k<TF32>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, Lin, z0, \
-                      bA0, bA1, bB0, bB1, bC0, bC1, CG_EPILOGUE{epi});                      \
+                      bA0, bA1, bB0, bB1, bC0, bC1, CG_EPILOGUE{&epi});                      \
   })
 
 CG_TINY_K_ENTRY(cute_tiny_k_fp32_f32, false, float, float)

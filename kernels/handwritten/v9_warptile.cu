@@ -62,7 +62,7 @@ static_assert(2 * 4 * BK * (BM + APAD + BN) <= 48 * 1024, "static shared memory"
 template <bool VEC, bool EDGE, class Epi>
 __device__ __forceinline__ void gemm(CG_GEMM_PARAMS, int m0, int n0,
                                      float (&sAT)[2][BK][BM + APAD], float (&sB)[2][BK][BN],
-                                     Epi const& epi) {
+                                     Epi epi) {
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   int lm, ln;
   cg::zorder_lane<LM, LN>(lane, lm, ln);
@@ -184,7 +184,7 @@ __device__ __forceinline__ void gemm(CG_GEMM_PARAMS, int m0, int n0,
 }
 
 template <bool VEC, class Epi>
-__device__ __forceinline__ void dispatch(CG_GEMM_PARAMS, Epi const& epi) {
+__device__ __forceinline__ void dispatch(CG_GEMM_PARAMS, Epi epi) {
   // Declared here, not in gemm<>: each instantiation would get its own copy.
   __shared__ __align__(16) float sAT[2][BK][BM + APAD];   // [stage][k][m]
   __shared__ __align__(16) float sB[2][BK][BN];           // [stage][k][n]
@@ -202,10 +202,10 @@ __device__ __forceinline__ void dispatch(CG_GEMM_PARAMS, Epi const& epi) {
 CG_ENTRY(v9_warptile, __launch_bounds__(THREADS, MIN_BLOCKS),
          (CG_GEMM_PARAMS, CG_BATCH_PARAMS, CG_EPI_PARAMS), {
   CG_BATCH_STEP();
-  dispatch<true>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, CG_EPILOGUE{epi});
+  dispatch<true>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, CG_EPILOGUE{&epi});
 })
 CG_ENTRY(v9_warptile_a1, __launch_bounds__(THREADS, MIN_BLOCKS),
          (CG_GEMM_PARAMS, CG_BATCH_PARAMS, CG_EPI_PARAMS), {
   CG_BATCH_STEP();
-  dispatch<false>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, CG_EPILOGUE{epi});
+  dispatch<false>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, CG_EPILOGUE{&epi});
 })
