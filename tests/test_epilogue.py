@@ -209,3 +209,11 @@ def test_the_reference_adds_the_bias_on_its_axis_and_clamps():
     s = reference_scale(Epilogue(scale_rows=np.array([2.0, 3.0]), scale_cols=np.ones(3)), 2, 3)
     assert s.tolist() == [[2, 2, 2], [3, 3, 3]]
     assert np.isnan(reference(Epilogue(activation="relu", clamp=(0, 1)), np.array([np.nan])))[0]
+
+
+def test_the_linear_bench_draws_token_counts_from_its_seed():
+    from cute_gemm.perf.linear import TOKENS, draw, linear_count
+    a, b = draw(12, 5), draw(12, 5)
+    assert a == b == sorted(a) and all(TOKENS[0] <= m <= TOKENS[1] for m in a)
+    assert draw(12, 6) != a
+    assert (linear_count("linear"), linear_count("linear:3"), linear_count("batched")) == (8, 3, None)
