@@ -217,3 +217,32 @@ def test_the_linear_bench_draws_token_counts_from_its_seed():
     assert a == b == sorted(a) and all(TOKENS[0] <= m <= TOKENS[1] for m in a)
     assert draw(12, 6) != a
     assert (linear_count("linear"), linear_count("linear:3"), linear_count("batched")) == (8, 3, None)
+
+
+# ---- the fused compiles: registers and spills (NVRTC, no GPU) ---------------------------------
+import matrix  # noqa: E402
+
+FULLEST = "bias+scale+gelu_erf+clamp"
+COMPILES = [("cute_mma_sm80", "cute_mma_sm80_bf16_bf16_ak_bk", f"{FULLEST}+bfloat16"),
+            ("cute_mma_sm80", "cute_mma_sm80_tf32_f32_ak_bk", f"{FULLEST}+float32"),
+            ("cute_mma_sm80_64x64", "cute_mma_sm80_fp16_f32_am_bn_al1", f"{FULLEST}+float16"),
+            ("cute_tiny_k", "cute_tiny_k_bf16_bf16", f"{FULLEST}+bfloat16"),
+            ("cute_tiny_k", "cute_tiny_k_fp32_f32", f"{FULLEST}+float32"),
+            ("v9_warptile", "v9_warptile", "bias+gelu_erf+float32"),
+            ("v9_warptile", "v9_warptile_a1", "bias+relu+float32")]
+
+
+@pytest.mark.skipif(not matrix.FULL, reason=matrix.WHY)
+@pytest.mark.parametrize("name, entry, tag", [
+    pytest.param(*c, marks=pytest.mark.compiles(f"{c[0]}:{c[2]}", "sm_90", entries=(c[1],)))
+    for c in COMPILES], ids=lambda x: str(x))
+def test_fused_compiles_keep_their_registers(name, entry, tag):
+    """The fused epilogue fits beside the accumulators: no spills, and the entry's own
+    launch bounds (v9_warptile: 128 registers, 2 CTAs an SM) hold. v9_warptile's heavier
+    combinations (a bias with both scales and a clamp) spill in its epilogue
+    (docs/guide/epilogues.md)."""
+    from cute_gemm.build import cache
+    k = registry.get(f"{name}:{tag}")
+    r = cache.get(k, "sm_90", entries=(entry,)).resources[entry]
+    assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), r
+    assert r.registers <= 65536 // (k.threads * k.min_blocks)

@@ -9,7 +9,7 @@ from typing import Literal
 
 import numpy as np
 
-from ..base.errors import DTypeError, InputError, ShapeError
+from ..base.errors import DTypeError, InputError, ShapeError, ShapeLimitError
 from ..base.precisions import DTYPE
 from ..registry.epilogue import ACTIVATIONS, EpilogueSpec
 from .arrays import ArrayLike, Operand, parse
@@ -112,6 +112,10 @@ def prepare(ep: Epilogue, m: int, n: int, dtype: str, device: bool,
              ("scale_rows", ep.scale_rows, m), ("scale_cols", ep.scale_cols, n)]
     ops = {nm: vector(f"epilogue.{nm}", x, length, stream) for nm, x, length in named
            if x is not None}
+    for nm, op in ops.items():       # (the kernels' element offsets are 32-bit)
+        if abs(op.strides[1]) * (max(op.shape[1], 1) - 1) >= 2 ** 31:
+            raise ShapeLimitError(f"epilogue.{nm} spans 2^31 elements or more (stride "
+                                  f"{op.strides[1]})")
     kinds = {op.dtype for op in ops.values()}
     allowed = {"float32", dtype}
     if len(kinds) > 1 or not kinds <= allowed:

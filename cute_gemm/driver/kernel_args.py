@@ -36,8 +36,8 @@ BATCH_PARAMS = [("Lin", I32), ("z0", I32), ("bA0", L), ("bA1", L), ("bB0", L), (
                 ("bC0", L), ("bC1", L)]
 # a fused kernel's entries (Kernel.fused) take cg::EpiArgs (epilogue.cuh) after those: the
 # vectors of a fused epilogue, their element strides, the clamp's bounds; zeros for none
-EpiArgs, _ = arg_block("EpiArgs", [("bias", P), ("bias_sm", L), ("bias_sn", L), ("srow", P),
-                                   ("srow_s", L), ("scol", P), ("scol_s", L), ("lo", F), ("hi", F)])
+EpiArgs, _ = arg_block("EpiArgs", [("bias", P), ("bias_sm", I32), ("bias_sn", I32), ("srow", P),
+                                   ("scol", P), ("srow_s", I32), ("scol_s", I32), ("lo", F), ("hi", F)])
 EPI_PARAMS = [("epi", EpiArgs)]
 TMA_PARAMS = [("tma_a", ctypes.c_ubyte * TMA_MAP_BYTES), ("tma_b", ctypes.c_ubyte * TMA_MAP_BYTES)]
 GemmArgs, GEMM_OFFSETS = arg_block("GemmArgs", GEMM_PARAMS)
@@ -86,4 +86,8 @@ def pack_reduce_args(m, n, split, scm, scn):
 def set_epilogue(args, values: tuple | None) -> None:
     """Write a fused epilogue's run-time half (EpiArgs' fields, in order) into a packed
     argument block (pack_gemm_args_batch_epi's struct); None: no epilogue (zeros)."""
-    args.epi = EpiArgs(*values) if values is not None else EpiArgs()
+    if values is None:
+        args.epi = EpiArgs()
+        return
+    bias, bias_sm, bias_sn, srow, srow_s, scol, scol_s, lo, hi = values
+    args.epi = EpiArgs(bias, bias_sm, bias_sn, srow, scol, srow_s, scol_s, lo, hi)

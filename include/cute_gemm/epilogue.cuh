@@ -25,15 +25,36 @@ namespace cg {
 // The epilogue's vectors and bounds, one kernel parameter. A null srow or scol is a scale
 // of 1 (a call with only one of them). The host swaps rows and columns for an entry that
 // computes C^T (LaunchPlan.swap).
+// Element offsets are 32-bit (the host keeps every vector's within 2^31 elements): 64-bit
+// index math for each element of the tile spilled v9_warptile's registers.
 struct EpiArgs {
   const void* bias;
-  long long bias_sm, bias_sn;      // element strides of bias along i and j (0: broadcast)
+  int bias_sm, bias_sn;            // element strides of bias along i and j (0: broadcast)
   const void* srow;
-  long long srow_s;
   const void* scol;
-  long long scol_s;
+  int srow_s, scol_s;
   float lo, hi;                    // the clamp's bounds
 };
+
+// One element of a vector, loaded where it is used: a volatile load is neither hoisted out of
+// a kernel's unrolled store loops nor merged with its neighbours, so the vector's values are
+// not all held in registers at once beside the accumulators (v9_warptile, at its 128-register
+// budget, spilled).
+template <class TV>
+__device__ __forceinline__ float vector_at(const void* base, int i) {
+  const TV* p = static_cast<const TV*>(base) + i;
+  if constexpr (sizeof(TV) == 4) {
+    float v;
+    asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(p));
+    return v;
+  } else {
+    unsigned short h;
+    asm volatile("ld.global.nc.u16 %0, [%1];" : "=h"(h) : "l"(p));
+    TV x;
+    x = TV::bitcast(h);
+    return float(x);
+  }
+}
 
 template <bool kBias = false, bool kScale = false, Act kAct = Act::none, bool kClamp = false,
           class TV = float>
@@ -44,8 +65,8 @@ struct Epilogue {
   // alpha * srow[i] * scol[j]: what multiplies the accumulator of (i, j)
   __device__ __forceinline__ float scale(float alpha, int i, int j) const {
     if constexpr (kScale) {
-      if (p->srow != nullptr) alpha *= float(static_cast<const TV*>(p->srow)[i * p->srow_s]);
-      if (p->scol != nullptr) alpha *= float(static_cast<const TV*>(p->scol)[j * p->scol_s]);
+      if (p->srow != nullptr) alpha *= vector_at<TV>(p->srow, i * p->srow_s);
+      if (p->scol != nullptr) alpha *= vector_at<TV>(p->scol, j * p->scol_s);
     }
     return alpha;
   }
@@ -53,7 +74,7 @@ struct Epilogue {
   // bias, activation and clamp on the value alpha' * acc + beta * C of (i, j)
   __device__ __forceinline__ float finish(float v, int i, int j) const {
     if constexpr (kBias)
-      v += float(static_cast<const TV*>(p->bias)[i * p->bias_sm + j * p->bias_sn]);
+      v += vector_at<TV>(p->bias, i * p->bias_sm + j * p->bias_sn);
     v = activate<kAct>(v);
     if constexpr (kClamp) v = v < p->lo ? p->lo : (v > p->hi ? p->hi : v);
     return v;
