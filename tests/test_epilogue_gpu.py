@@ -4,21 +4,20 @@ type, batches, no products (K = 0, alpha = 0), NaN and Inf, a NaN-poisoned resul
 beta = 0 never reads, a vector inside the result, numpy operands, torch's linear layer
 and a CUDA graph capture. Skipped without a GPU.
 
-How a result is judged: the float64 reference of the value before the activation,
-t = alpha * srow * scol * (A @ B) + beta * C + bias, has the gauge
-G = |alpha * srow * scol| (|A| @ |B|) + |beta| |C| + |bias| (what its rounding errors scale
-with); an activation moves an error at most by its largest slope (ReLU 1, GELU 1.13, SiLU
-1.10; the clamp 1) and adds its own few ulp of |D|; so D is held to the gauge
-1.13 G + 4 |D| with the kernel's unit roundoff (check.unit, the result's rounding included)."""
+How a result is judged: check.reference with the same epilogue (the gauge of the value
+before the activation, grown by the activation's largest slope, plus a few ulp of the
+result) with the kernel's unit roundoff (check.unit, the result's rounding included)."""
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 import cute_gemm
 from cute_gemm import Epilogue, registry
-from cute_gemm.check import THRESHOLD, gauge_ratio, unit
-from cute_gemm.driver.epilogue import reference, reference_scale
+from cute_gemm.check import THRESHOLD, gauge_ratio, reference, unit
+from cute_gemm.driver.epilogue import host_vector
 from cute_gemm.registry.epilogue import ACTIVATIONS
 
 pytestmark = pytest.mark.gpu
@@ -26,7 +25,6 @@ torch = pytest.importorskip("torch")
 
 TORCH = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 OPERAND = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
-SLOPE = 1.13
 
 
 def _combos():
@@ -54,17 +52,10 @@ def _np(x):
 
 def _check(got, a, b, ep: Epilogue, c=None, alpha=1.0, beta=0.0, precision="fp32",
            out_dtype="float32"):
-    a64, b64 = _np(a), _np(b)
-    m, n = a64.shape[-2], b64.shape[-1]
-    s = reference_scale(ep, m, n)
-    t, g = alpha * s * (a64 @ b64), np.abs(alpha * s) * (np.abs(a64) @ np.abs(b64))
-    if c is not None and beta != 0.0:
-        t, g = t + beta * _np(c), g + abs(beta) * np.abs(_np(c))
-    if ep.bias is not None:
-        g = g + np.abs(reference(Epilogue(bias=ep.bias, bias_axis=ep.bias_axis), np.zeros_like(t)))
-    ref = reference(Epilogue(bias=ep.bias, bias_axis=ep.bias_axis, activation=ep.activation,
-                             clamp=ep.clamp), t)
-    gauge = SLOPE * g + 4 * np.abs(ref)
+    """got against check.reference's float64 result and gauge of the same epilogue."""
+    host = replace(ep, **{f: host_vector(getattr(ep, f)) for f in ("bias", "scale_rows", "scale_cols")
+                          if getattr(ep, f) is not None})
+    ref, gauge = reference(_np(a), _np(b), _np(c), alpha, beta if c is not None else 0.0, host)
     out = got.float().cpu().numpy()
     assert out.shape == ref.shape
     assert np.array_equal(np.isnan(out), np.isnan(ref)), "NaN where the reference has none, or none where it has"

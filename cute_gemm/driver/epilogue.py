@@ -15,6 +15,9 @@ from ..registry.epilogue import ACTIVATIONS, EpilogueSpec
 from .arrays import ArrayLike, Operand, parse
 
 ActivationName = Literal["relu", "gelu_erf", "gelu_tanh", "silu"]
+# the activations' largest slope (GELU 1.13, SiLU 1.10, ReLU and the clamp 1): how much an
+# error before the activation can grow through it (check.reference's gauge)
+SLOPE = 1.13
 
 
 @dataclass(frozen=True, eq=False)

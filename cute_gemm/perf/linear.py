@@ -18,7 +18,7 @@ from functools import partial
 from .. import api, driver
 from ..check import THRESHOLD, unit
 from ..driver import launch
-from ..driver.epilogue import Epilogue
+from ..driver.epilogue import SLOPE, Epilogue
 from .batched import PRECISIONS
 from .clocks import ClockLog
 from .schema import utc_now
@@ -28,7 +28,6 @@ from .timing import Flush, burst_times, call_times, warm_up
 DEFAULT_COUNT = 8
 TOKENS = (8, 16384)
 LAYERS = ((4096, 11008), (11008, 4096))      # (in, out) features
-SLOPE = 1.13                                 # GELU's largest slope (tests/test_epilogue_gpu.py)
 
 linear_count = partial(count_of, name="linear", default=DEFAULT_COUNT)   # "linear[:N]" -> N
 
