@@ -146,7 +146,7 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
             "fp32_3xtf32" (fp32's accuracy from three tf32 products). Default None: the one
             a's type implies ("fp32" for float32; "fp32_3xtf32" on a kernel with only that).
         epilogue: An Epilogue (bias, activation, scales, clamp, the result's type) applied
-            to each element in the kernel before it is stored; kernels with Kernel.fused
+            to each element in the kernel before it is stored; kernels with Kernel.takes_epilogue
             take one. Default None.
 
     Returns:
@@ -334,16 +334,20 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
         if m and n and kk and alpha != 0:       # (products: a device to pick for; one GPU: 0)
             ordinal = (0 if _count == _ONE else _device_ordinal(A) if A.device
                        else driver.current_ordinal())
-        choice = (batched.pick(sig, prec, out_dtype, ordinal, fused=epi is not None)
-                  if batch or epi is not None else auto.pick(sig, prec, out_dtype, ordinal))
+        if batch:
+            choice = batched.pick(sig, prec, out_dtype, ordinal, fused=epi is not None)
+        else:
+            choice = auto.pick(sig, prec, out_dtype, ordinal)
+            if epi is not None and not _takes_epilogue(choice):
+                choice = batched.pick(sig, prec, out_dtype, ordinal, fused=True)
     else:
         check_precision(k, prec, out_dtype)
         if batch and not k.batched:
             raise ShapeError(f"kernel {k.name!r} computes one 2-D product; a batch of "
                              f"{sig.shape[:-2]} runs on {', '.join(batched_kernels())}")
-        if epi is not None and not k.fused:
+        if epi is not None and not k.takes_epilogue:
             raise InputError(f"kernel {k.name!r} has no fused epilogue; kernels that take one: "
-                             f"{', '.join(x.name for x in registry.kernels() if x.fused)}")
+                             f"{', '.join(x.name for x in registry.kernels() if x.takes_epilogue)}")
     if (sig.shape is not None or epi is not None) and not A.device:
         return _run_host_batch(k, pick, sig, alpha, beta, s, precision, out_dtype, epilogue)
     picked_on = ordinal                 # (None: no products, nothing to tune or stand in for)
@@ -392,6 +396,12 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
         elif fast is not None and new is not None:
             hotpath.remember_new(new, fast, A, B, result)
     return result
+
+
+def _takes_epilogue(choice) -> bool:
+    """Whether gemm()'s pick runs a fused epilogue as it is: a fused kernel whose last launch
+    stores the result (not a split's reduction launch)."""
+    return registry.get(choice.kernel).takes_epilogue and not (choice.split_k and choice.reduce)
 
 
 def _epilogue_out(ep: Epilogue, precision: str, out_dtype: str, fresh: bool) -> str:
@@ -493,7 +503,7 @@ def gemm(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: float
             the operands' type implies ("fp32" for float32).
         epilogue: An Epilogue (bias, activation, row/column scales, clamp, the result's
             type) applied in the kernel before the store: gemm() picks among the kernels
-            that take one (Kernel.fused). Default None.
+            that take one (Kernel.takes_epilogue). Default None.
 
     Returns:
         The (..., M, N) result: `out` when given, else a new array where the operands live;

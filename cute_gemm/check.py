@@ -257,7 +257,7 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
         precision: Only this arithmetic ("fp32", "tf32", "bf16", "fp16", "fp32_3xtf32").
             Default None: each kernel in each precision it offers.
         out_dtype: "float32", or "same": results of the input type. Default "float32".
-        epilogue: A fused Epilogue, applied by the kernels that take one (Kernel.fused) and
+        epilogue: A fused Epilogue, applied by the kernels that take one (Kernel.takes_epilogue) and
             by the reference. Its vectors are host arrays; with fresh inputs, each present
             vector is drawn anew for each shape. Default None.
 
@@ -283,7 +283,7 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
 
     def named(p: str, od: str | None) -> list[str]:
         return [k.name for k in chosen if (od is None and p in k.precisions or k.computes(p, od))
-                and (epilogue is None or k.fused)] + (
+                and (epilogue is None or k.takes_epilogue)] + (
             [registry.AUTO] if with_auto and auto.offers(p, od, auto_arch) else [])
     if precision is not None and precision not in PRECISIONS:
         raise CuteGemmError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")

@@ -58,6 +58,11 @@ def test_fused_kernels_compile_under_their_tagged_name():
         registry.get("cute_pipelined:bias+float32")
     with pytest.raises(UnknownKernelError, match="takes no epilogue"):
         registry.get("cute_tiny_k:bias+gelu+float32")
+    # a promoted configuration's entries take EpiArgs (its source's), but no call's epilogue
+    promoted = registry.get("cute_wgmma_ws_promote")
+    assert promoted.fused and not promoted.takes_epilogue
+    with pytest.raises(UnknownKernelError, match="takes no epilogue"):
+        registry.get("cute_wgmma_ws_promote:bias+float32")
 
 
 def test_every_fused_source_declares_the_parameter():
@@ -128,8 +133,12 @@ def events(monkeypatch):
 
 def _epi_launches(events):
     """(entry, argument block) of each launch of a fused kernel."""
-    return [(e[1], kernel_args.GemmArgsBatchEpi.from_buffer_copy(e[4]))
-            for e in stub_driver.launches(events) if e[1] in stub_driver.FUSED_ENTRIES]
+    def block(e):
+        if e[1] in stub_driver.FUSED_TMA_ENTRIES:
+            cut = e[1].endswith("_cut")
+            return (kernel_args.GemmArgsTmaWsEpi if cut else kernel_args.GemmArgsTmaEpi).from_buffer_copy(e[4])
+        return kernel_args.GemmArgsBatchEpi.from_buffer_copy(e[4])
+    return [(e[1], block(e)) for e in stub_driver.launches(events) if e[1] in stub_driver.FUSED_ENTRIES]
 
 
 @pytest.mark.parametrize("precision, typestr", [("fp32", "<f4"), ("fp16", "<f2")])
@@ -149,6 +158,23 @@ def test_a_fused_call_launches_its_compile_with_the_vectors(events, precision, t
     assert (g.epi.srow, g.epi.srow_s, g.epi.scol) == (0x5000_0000, 2, None)
     (plan,) = resolve.resolved_launches()
     assert plan.kernel.endswith(":bias+scale+gelu_tanh+float32") and plan.fused
+
+
+def test_a_large_16_bit_layer_runs_the_warp_specialized_kernel_fused(events):
+    """gemm()'s own pick where it takes an epilogue: cute_wgmma_ws's TMA launch, EpiArgs
+    after the tensor maps."""
+    m, n, k = 4096, 4096, 2048
+    a = Dev((m, k), 0x1000_0000, strides=(2 * k, 2), typestr="<f2")
+    b = Dev((k, n), 0x2000_0000, strides=(2, 2 * k), typestr="<f2")      # W^T of an (N, K) weight
+    o = Dev((m, n), 0x3000_0000, strides=(2 * n, 2), typestr="<f2")
+    bias = Dev((1, n), 0x4000_0000, strides=(2 * n, 2), typestr="<f2")
+    cute_gemm.gemm(a, b, out=o, epilogue=Epilogue(bias=bias, activation="gelu_tanh"))
+    launched = _epi_launches(events)
+    assert launched and all(e.startswith("cute_wgmma_ws") for e, _ in launched), launched
+    for _, g in launched:
+        assert (g.epi.bias, g.epi.bias_sm, g.epi.bias_sn) == (0x4000_0000, 0, 1)
+    (plan,) = resolve.resolved_launches()
+    assert plan.kernel.endswith(":bias+gelu_tanh+float16") and plan.tma and plan.fused
 
 
 def test_no_products_run_the_epilogue_alone_on_k_0(events):
@@ -229,20 +255,26 @@ COMPILES = [("cute_mma_sm80", "cute_mma_sm80_bf16_bf16_ak_bk", f"{FULLEST}+bfloa
             ("cute_tiny_k", "cute_tiny_k_bf16_bf16", f"{FULLEST}+bfloat16"),
             ("cute_tiny_k", "cute_tiny_k_fp32_f32", f"{FULLEST}+float32"),
             ("v9_warptile", "v9_warptile", "bias+gelu_erf+float32"),
-            ("v9_warptile", "v9_warptile_a1", "bias+relu+float32")]
+            ("v9_warptile", "v9_warptile_a1", "bias+relu+float32"),
+            ("cute_wgmma_ws", "cute_wgmma_ws_bf16_bf16_ak_bk", f"{FULLEST}+bfloat16"),
+            ("cute_wgmma_ws", "cute_wgmma_ws_tf32_f32_ak_bn", f"{FULLEST}+float32"),   # C^T inside
+            ("cute_wgmma_ws_128x64", "cute_wgmma_ws_fp16_fp16_am_bn_cut", "bias+gelu_tanh+float16")]
+ARCH = {"cute_wgmma_ws": "sm_90a", "cute_wgmma_ws_128x64": "sm_90a"}
 
 
 @pytest.mark.skipif(not matrix.FULL, reason=matrix.WHY)
 @pytest.mark.parametrize("name, entry, tag", [
-    pytest.param(*c, marks=pytest.mark.compiles(f"{c[0]}:{c[2]}", "sm_90", entries=(c[1],)))
+    pytest.param(*c, marks=pytest.mark.compiles(f"{c[0]}:{c[2]}", ARCH.get(c[0], "sm_90"), entries=(c[1],)))
     for c in COMPILES], ids=lambda x: str(x))
 def test_fused_compiles_keep_their_registers(name, entry, tag):
-    """The fused epilogue fits beside the accumulators: no spills, and the entry's own
-    launch bounds (v9_warptile: 128 registers, 2 CTAs an SM) hold. v9_warptile's heavier
+    """The fused epilogue fits beside the accumulators: no spills, no stack (the accumulators
+    stay in registers), the entry's own launch bounds (v9_warptile: 128 registers, 2 CTAs an
+    SM) hold, and a Hopper entry's wgmmas stay pipelined. v9_warptile's heavier
     combinations (a bias with both scales and a clamp) spill in its epilogue
     (docs/guide/epilogues.md)."""
     from cute_gemm.build import cache
     k = registry.get(f"{name}:{tag}")
-    r = cache.get(k, "sm_90", entries=(entry,)).resources[entry]
+    r = cache.get(k, ARCH.get(name, "sm_90"), entries=(entry,)).resources[entry]
     assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), r
     assert r.registers <= 65536 // (k.threads * k.min_blocks)
+    assert not r.wgmma_serialized, f"{entry}: ptxas serialized its wgmmas"

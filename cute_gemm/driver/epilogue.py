@@ -145,7 +145,11 @@ def prepare(ep: Epilogue, m: int, n: int, dtype: str, device: bool,
 def reference(ep: Epilogue, t: np.ndarray) -> np.ndarray:
     """The epilogue's bias, activation and clamp applied in float64 to `t`, alpha'·A@B + β·C
     with the scales already in (reference_scale), as the kernels define them."""
-    t = np.asarray(t, np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):    # (inf * 0 is NaN, as in the kernels)
+        return _reference(ep, np.asarray(t, np.float64))
+
+
+def _reference(ep: Epilogue, t: np.ndarray) -> np.ndarray:
     if ep.bias is not None:
         b = host_vector(ep.bias)
         t = t + (b[..., :, None] if ep.bias_axis == "row" else b)
@@ -157,8 +161,7 @@ def reference(ep: Epilogue, t: np.ndarray) -> np.ndarray:
     elif ep.activation == "gelu_tanh":
         t = 0.5 * t * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (t + 0.044715 * t ** 3)))
     elif ep.activation == "silu":
-        with np.errstate(over="ignore", invalid="ignore"):
-            t = t / (1.0 + np.exp(-t))
+        t = t / (1.0 + np.exp(-t))
     if ep.clamp is not None:
         lo, hi = ep.clamp
         t = np.where(t < lo, lo, np.where(t > hi, hi, t))

@@ -48,6 +48,9 @@ GemmArgsWs, GEMM_WS_OFFSETS = arg_block("GemmArgsWs", GEMM_PARAMS + [("ws", P), 
 GemmArgsTma, GEMM_TMA_OFFSETS = arg_block("GemmArgsTma", GEMM_PARAMS + TMA_PARAMS)
 GemmArgsTmaWs, GEMM_TMA_WS_OFFSETS = arg_block(
     "GemmArgsTmaWs", GEMM_PARAMS + TMA_PARAMS + [("ws", P), ("dp", I32), ("pieces", I32)])
+GemmArgsTmaEpi, GEMM_TMA_EPI_OFFSETS = arg_block("GemmArgsTmaEpi", GEMM_PARAMS + TMA_PARAMS + EPI_PARAMS)
+GemmArgsTmaWsEpi, GEMM_TMA_WS_EPI_OFFSETS = arg_block(
+    "GemmArgsTmaWsEpi", GEMM_PARAMS + TMA_PARAMS + [("ws", P), ("dp", I32), ("pieces", I32)] + EPI_PARAMS)
 # util/split_reduce.cu's split_reduce
 ReduceArgs, REDUCE_OFFSETS = arg_block("ReduceArgs", [
     ("M", I), ("N", I), ("split", I), ("ws", P), ("alpha", F), ("beta", F),
@@ -70,6 +73,8 @@ pack_gemm_args_batch_epi = _packer(GemmArgsBatchEpi, GEMM_BATCH_EPI_OFFSETS,
 pack_gemm_args_ws = _packer(GemmArgsWs, GEMM_WS_OFFSETS, ("ws", "tile0"))
 pack_gemm_args_tma = _packer(GemmArgsTma, GEMM_TMA_OFFSETS)
 pack_gemm_args_tma_ws = _packer(GemmArgsTmaWs, GEMM_TMA_WS_OFFSETS, ("ws", "dp", "pieces"))
+pack_gemm_args_tma_epi = _packer(GemmArgsTmaEpi, GEMM_TMA_EPI_OFFSETS)
+pack_gemm_args_tma_ws_epi = _packer(GemmArgsTmaWsEpi, GEMM_TMA_WS_EPI_OFFSETS, ("ws", "dp", "pieces"))
 
 
 def set_tensor_maps(args, tma_a: bytes, tma_b: bytes) -> None:

@@ -16,7 +16,8 @@ from ..base.errors import CaptureError, StreamError
 from ..base.precisions import PRECISION
 # the argument blocks and the scratch pools' user calls, reachable here too
 from .kernel_args import (TMA_MAP_BYTES, pack_gemm_args, pack_gemm_args_batch, pack_gemm_args_tma,  # noqa: F401
-                          pack_gemm_args_batch_epi, pack_gemm_args_tma_ws, pack_gemm_args_ws,
+                          pack_gemm_args_batch_epi, pack_gemm_args_tma_epi, pack_gemm_args_tma_ws,
+                          pack_gemm_args_tma_ws_epi, pack_gemm_args_ws,
                           pack_reduce_args, set_epilogue, set_tensor_maps)
 from .pool import free_workspaces, trim_pools  # noqa: F401
 

@@ -151,11 +151,15 @@ class Launcher:
         self.zs = pieces(plan.batch[0] * plan.batch[1], Z_MAX) if batched else [(0, 1)]
         if batched:
             args += (plan.batch[1], 0, *ba, *bb, *bc)
-        self.pack = functools.partial(
-            (launch.pack_gemm_args_tma_ws if extra else launch.pack_gemm_args_tma) if plan.tma
-            else launch.pack_gemm_args_ws if extra
-            else (launch.pack_gemm_args_batch_epi if plan.fused else launch.pack_gemm_args_batch)
-            if batched else launch.pack_gemm_args, *args, *extra)
+        if plan.tma:        # (a fused kernel's entries take EpiArgs last)
+            pack = ((launch.pack_gemm_args_tma_ws_epi if plan.fused else launch.pack_gemm_args_tma_ws)
+                    if extra else
+                    launch.pack_gemm_args_tma_epi if plan.fused else launch.pack_gemm_args_tma)
+        elif batched:
+            pack = launch.pack_gemm_args_batch_epi if plan.fused else launch.pack_gemm_args_batch
+        else:
+            pack = launch.pack_gemm_args_ws if extra else launch.pack_gemm_args
+        self.pack = functools.partial(pack, *args, *extra)
         self.local = threading.local()
         self.local.packed = self.pack()     # (this thread's; another's packs at its first call)
         self.tail = None if reduce is None else Reduction(

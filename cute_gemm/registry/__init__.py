@@ -77,10 +77,10 @@ def _fused(name: str) -> Kernel:
             spec = EpilogueSpec.parse(tag)
         except ValueError:
             spec = None
-        if spec is None or not kernel.fused:
+        if spec is None or not kernel.takes_epilogue:
             raise UnknownKernelError(f"unknown kernel {name!r}: {base!r} takes no epilogue "
                                      f"{tag!r}; kernels with fused epilogues: "
-                                     f"{', '.join(x.name for x in KERNELS if x.fused)}")
+                                     f"{', '.join(x.name for x in KERNELS if x.takes_epilogue)}")
         k = _FUSED.setdefault(name, kernel.with_epilogue(spec))
     return k
 

@@ -428,6 +428,13 @@ class Kernel:
         """Whether its entry points take a fused epilogue (CG_EPI_PARAMS, epilogue.cuh)."""
         return self.source in FUSED_SOURCES
 
+    @property
+    def takes_epilogue(self) -> bool:
+        """Whether a call with a fused epilogue may run on it: fused, and not a promoted
+        configuration (whose two accumulators leave an epilogue no registers: it spilled
+        and serialized its wgmmas)."""
+        return self.fused and not getattr(self.config, "promote", 0)
+
     def with_epilogue(self, spec: EpilogueSpec) -> "Kernel":
         """This kernel compiled with a fused epilogue: a kernel of its own, named
         <name>:<spec.tag> (registry.get takes such names), whose prelude defines it."""

@@ -18,7 +18,7 @@ from .contract import answering, runs_at
 def choose(count: int, m: int, n: int, k: int, *, device, precision: str = "fp32",
            out_dtype: str = "float32", fused: bool = False) -> Choice:
     """What gemm() runs for `count` problems of M x N x K on `device` (a launch.DeviceInfo);
-    fused: among the kernels that take a fused epilogue (Kernel.fused)."""
+    fused: among the kernels that take a fused epilogue (Kernel.takes_epilogue)."""
     ks = [x for x in _batched(precision, out_dtype, fused) if x.runs_on(device.arch_int)]
     if not ks:
         have = ", ".join(x.name for x in registry.kernels() if x.batched)
@@ -72,7 +72,7 @@ def _batched(precision: str, out_dtype: str, fused: bool = False) -> list:
     selector's candidates first: a batch has kernels of its own among the ladder's stages
     (v9_warptile, the SIMT fp32 one)."""
     ks = [x for x in registry.kernels() if x.batched and x.family != "util"
-          and (x.fused or not fused) and runs_at(x, precision, out_dtype) is not None]
+          and (x.takes_epilogue or not fused) and runs_at(x, precision, out_dtype) is not None]
     auto = {x.name for x in candidates(precision, out_dtype)}
     return sorted(ks, key=lambda x: x.name not in auto)
 

@@ -81,6 +81,17 @@ struct Epilogue {
   }
 };
 
+// An epilogue seen from an entry that computes C^T itself (its tile's rows are C's columns)
+template <class E>
+struct Transposed {
+  static constexpr bool kNone = E::kNone;
+  E e;
+  __device__ __forceinline__ float scale(float alpha, int i, int j) const { return e.scale(alpha, j, i); }
+  __device__ __forceinline__ float finish(float v, int i, int j) const { return e.finish(v, j, i); }
+};
+template <class E>
+__device__ __forceinline__ Transposed<E> transposed(E e) { return {e}; }
+
 }  // namespace cg
 
 // The call's epilogue type (the prelude defines it for a fused compile) and the parameter
