@@ -177,6 +177,20 @@ def test_a_large_16_bit_layer_runs_the_warp_specialized_kernel_fused(events):
     assert plan.kernel.endswith(":bias+gelu_tanh+float16") and plan.tma and plan.fused
 
 
+def test_an_epilogue_never_runs_on_an_entry_with_a_in_registers():
+    """tf32 with A m-major runs cute_wgmma_ws's RS entry (A from registers) without an
+    epilogue; with one, on A copied k-major."""
+    from cute_gemm.driver.arrays import Operand
+    k = registry.get("cute_wgmma_ws")
+    ops = {"a": Operand("a", None, True, 1 << 20, (512, 256), (1, 512), "float32"),
+           "b": Operand("b", None, True, 2 << 20, (256, 384), (1, 256), "float32"),
+           "c": Operand("c", None, True, 3 << 20, (512, 384), (384, 1), "float32")}
+    plain, _ = resolve.choose_exactly(k, ops, "tf32", "float32")
+    assert plain.register_a
+    fused, copies = resolve.choose_exactly(k.with_epilogue(EpilogueSpec(bias=True)), ops, "tf32", "float32")
+    assert not fused.register_a and copies
+
+
 def test_no_products_run_the_epilogue_alone_on_k_0(events):
     m, n = 33, 65
     a, b = Dev((m, 0), 0x1000_0000, strides=(4, 4)), Dev((0, n), 0x2000_0000, strides=(4 * n, 4))
@@ -257,7 +271,6 @@ COMPILES = [("cute_mma_sm80", "cute_mma_sm80_bf16_bf16_ak_bk", f"{FULLEST}+bfloa
             ("v9_warptile", "v9_warptile", "bias+gelu_erf+float32"),
             ("v9_warptile", "v9_warptile_a1", "bias+relu+float32"),
             ("cute_wgmma_ws", "cute_wgmma_ws_bf16_bf16_ak_bk", f"{FULLEST}+bfloat16"),
-            ("cute_wgmma_ws", "cute_wgmma_ws_tf32_f32_ak_bn", f"{FULLEST}+float32"),   # C^T inside
             ("cute_wgmma_ws_128x64", "cute_wgmma_ws_fp16_fp16_am_bn_cut", "bias+gelu_tanh+float16")]
 ARCH = {"cute_wgmma_ws": "sm_90a", "cute_wgmma_ws_128x64": "sm_90a"}
 

@@ -334,7 +334,10 @@ def choose_exactly(k: registry.Kernel, ops: dict[str, Operand], precision: str =
     """choose() computed for these operands (fits: arrays.fits(ops), where known)."""
     fits = fits or fits_of(ops)
     (m, kk), n = ops["a"].shape, ops["b"].shape[1]
-    ours = [v for v in k.variants if v.precision == precision and v.out_dtype == out_dtype]
+    # (with a fused epilogue, no entry with A in registers: beside its accumulators and A's
+    # fragments the epilogue spilled 1.5 KB in cute_wgmma_ws_tf32_f32_am_bk; A is copied instead)
+    ours = [v for v in k.variants if v.precision == precision and v.out_dtype == out_dtype
+            and not (k.epilogue is not None and v.register_a)]
     # the first entry taking every operand as it is wins: looked for first among those whose
     # majors could (no other can), then the fewest copies among all
     majors = [(f"{r}_major", fits[r][0]) for r in ops]
