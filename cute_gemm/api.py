@@ -174,16 +174,16 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
     hot = new = None
     # the signature hot path (hotpath.py), on a host known to have one GPU; c, if given, is
     # out itself (an update in place: the same launch, beta an argument)
-    if ((c is None or c is out) and epilogue is None and _count == _ONE and type(alpha) in _SCALAR
+    if ((c is None or c is out) and _count == _ONE and type(alpha) in _SCALAR
             and type(beta) in _SCALAR and alpha != 0):
         if out is None and c is None:
             # a result allocated as the full path did, written by the launch it resolved
-            result, new = hotpath.launch_new(name, precision, a, b, alpha, stream)
+            result, new = hotpath.launch_new(name, precision, a, b, alpha, stream, epilogue)
             if result is not None:
                 return result
         else:
             hot = hotpath.launch_or_sign(name, precision, a, b, out, alpha,
-                                         0.0 if c is None else beta, stream)
+                                         0.0 if c is None else beta, stream, epilogue)
             if hot is True:
                 return out
     if _recorded(a, b, c):
@@ -392,9 +392,9 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
         fast = gemm_device(k, A, B, C, O, alpha, beta, s, ordinal, prec, pick, stand_in,
                            sig if O is sig.O else None, epi)
         if fast is not None and hot is not None:     # hot: one device, so ordinal 0
-            hotpath.remember(hot, fast, sig)
+            hotpath.remember(hot, fast, sig, epi)
         elif fast is not None and new is not None:
-            hotpath.remember_new(new, fast, A, B, result)
+            hotpath.remember_new(new, fast, A, B, result, epi)
     return result
 
 

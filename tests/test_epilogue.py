@@ -291,3 +291,22 @@ def test_fused_compiles_keep_their_registers(name, entry, tag):
     assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), r
     assert r.registers <= 65536 // (k.threads * k.min_blocks)
     assert not r.wgmma_serialized, f"{entry}: ptxas serialized its wgmmas"
+
+
+def test_a_repeat_call_takes_the_hot_path_with_its_own_vectors(events, monkeypatch):
+    """The second call of a signature skips validation and launches with this call's vector
+    pointers; a vector that overlaps out sends the call back to the full path."""
+    from cute_gemm import api
+    validated = []
+    real = api.validate
+    monkeypatch.setattr(api, "validate", lambda *a, **k: validated.append(1) or real(*a, **k))
+    monkeypatch.setattr(api, "_count", [1])            # one GPU: the hot path's condition
+    m, n, k = 64, 96, 48
+    a, b, o = Dev((m, k), 0x1000_0000), Dev((k, n), 0x2000_0000), Dev((m, n), 0x3000_0000)
+    for i, bias_at in enumerate((0x4000_0000, 0x5000_0000)):
+        cute_gemm.gemm(a, b, out=o, epilogue=Epilogue(bias=Dev((1, n), bias_at), activation="relu"))
+        ((_, g),) = _epi_launches(events)[-1:]
+        assert g.epi.bias == bias_at and len(validated) == 1       # validated once only
+    inside = Dev((1, n), 0x3000_0000 + 4 * n)            # row 1 of out: the full path
+    cute_gemm.gemm(a, b, out=o, epilogue=Epilogue(bias=inside, activation="relu"))
+    assert len(validated) == 2

@@ -235,6 +235,6 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
         _scale2d(ordinal, stream, 1.0, C, T)       # the launch updates T in place
     if epi is not None:
         fast(A.ptr, B.ptr, T.ptr, alpha, beta, stream, epi.values)
-        return None     # (run()'s hot path holds no epilogue)
-    fast(A.ptr, B.ptr, T.ptr, alpha, beta, stream)
+    else:
+        fast(A.ptr, B.ptr, T.ptr, alpha, beta, stream)
     return key, fast
