@@ -23,22 +23,14 @@ from cute_gemm.registry.epilogue import ACTIVATIONS
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
 
-TORCH = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-OPERAND = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+from test_batched_gpu import OPERAND, TORCH, _runs_here  # noqa: E402
 
 
 def _combos():
     for k in registry.kernels():
-        if k.fused:
+        if k.takes_epilogue:
             for p in k.precisions:
                 yield k.name, p
-
-
-def _runs_here(name):
-    k = registry.get(name)
-    major, minor = torch.cuda.get_device_capability()
-    if not k.runs_on(10 * major + minor):
-        pytest.skip(f"{name} needs sm_{k.min_arch}")
 
 
 def _rand(shape, dtype, gen, scale=1.0):

@@ -122,28 +122,22 @@ def _cmd_bench(args) -> int:
             return error(f"--readme: {msg if args.readme in msg else f'{args.readme}: {msg}'}", "cute-gemm bench")
         print(readme_markdown(saved, size=args.ladder_size, source=args.readme), end="")
         return 0
-    linear = [n for n in map(linear_count, args.size or []) if n is not None]
-    if linear:
-        if len(linear) != len(args.size) or args.kernels:
-            return error("--size linear[:N] times gemm(epilogue=) against torch alone: no other "
-                         "size, no kernel names", "cute-gemm bench")
+    # the benches against PyTorch: (size word, its count reader, main, against what, precision)
+    for word, count, run_main, peer, default in (
+            ("linear", linear_count, linear_main, "gemm(epilogue=) against torch", "bf16"),
+            ("batched", batched_count, batched_main, "gemm() against torch.matmul", "fp32")):
+        counts = [n for n in map(count, args.size or []) if n is not None]
+        if not counts:
+            continue
+        if len(counts) != len(args.size) or args.kernels:
+            return error(f"--size {word}[:N] times {peer} alone: no other size, no kernel names",
+                         "cute-gemm bench")
         why = base.gpu_unavailable()
         if why:
             return error(f"bench times kernels on a CUDA GPU and none can be used here ({why})",
                          "cute-gemm bench")
         precisions = [p for p in parse_precisions(args.precision) if p in BATCHED_PRECISIONS]
-        return linear_main(sum(linear), args.seed, precisions or ["bf16"], args.out)
-    batched = [n for n in map(batched_count, args.size or []) if n is not None]
-    if batched:
-        if len(batched) != len(args.size) or args.kernels:
-            return error("--size batched[:N] times gemm() against torch.matmul alone: no other "
-                         "size, no kernel names", "cute-gemm bench")
-        why = base.gpu_unavailable()
-        if why:
-            return error(f"bench times kernels on a CUDA GPU and none can be used here ({why})",
-                         "cute-gemm bench")
-        precisions = [p for p in parse_precisions(args.precision) if p in BATCHED_PRECISIONS]
-        return batched_main(sum(batched), args.seed, precisions or ["fp32"], args.out)
+        return run_main(sum(counts), args.seed, precisions or [default], args.out)
     try:        # before the GPU is looked for: a bad combination, and the seed of a draw
         todo = plan(args.size, args.layouts, seed=args.seed, flops=args.flops)
     except ValueError as e:

@@ -7,11 +7,9 @@ log-uniform in [8, 16384] from the seed, each run through both of a transformer 
 timed; each side is timed as one call on a flushed L2 and as 20 calls back to back."""
 from __future__ import annotations
 
-import json
 import math
 import os
 import random
-import sys
 import time
 from functools import partial
 
@@ -19,9 +17,9 @@ from .. import api, driver
 from ..check import THRESHOLD, unit
 from ..driver import launch
 from ..driver.epilogue import SLOPE, Epilogue
-from .batched import PRECISIONS
+from .batched import PRECISIONS, main as batched_main, summarize
 from .clocks import ClockLog
-from .schema import utc_now
+from .schema import peer_record
 from .shapes import count_of
 from .timing import Flush, burst_times, call_times, warm_up
 
@@ -49,10 +47,6 @@ def _gauge_ratio(torch, y, x, w, b, precision: str, out_dtype: str) -> float:
     err = (y.double() - ref).abs()
     r = torch.where(gauge > 0, err / (unit(precision, out_dtype) * gauge), err * math.inf)
     return float(r.nan_to_num(nan=math.inf).max())
-
-
-def _geo(xs):
-    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
 def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("bf16",), *,
@@ -104,27 +98,14 @@ def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("bf16",
                     del x, ours
             torch.backends.cuda.matmul.allow_tf32 = False
         window = clocks.summary([(t0, time.monotonic())])
-    summary = {}
-    for prec in precisions:
-        done = [r for r in rows if r["precision"] == prec and r["ok"]]
-        summary[prec] = {key: {"geomean": _geo([r[key] for r in done]),
-                               "min": min((r[key] for r in done), default=float("nan"))}
-                         for key in ("call_vs_eager", "burst_vs_eager", "call_vs_fused", "burst_vs_fused")}
-        summary[prec]["failed"] = sum(1 for r in rows if r["precision"] == prec and not r["ok"])
-    res = {"tool": "cute-gemm bench --size linear", "seed": seed, "count": count, "date": utc_now(),
-           "device": info.name, "torch": torch.__version__, "clocks": window,
-           "method": __doc__.split("\n\n")[0].replace("\n", " "), "rows": rows, "summary": summary}
+    summary = summarize(rows, precisions, ("call_vs_eager", "burst_vs_eager", "call_vs_fused",
+                                           "burst_vs_fused"))
     for prec, s in summary.items():
         log(f"{prec}: one call {s['call_vs_eager']['geomean']:.3f}x eager, "
             f"{s['call_vs_fused']['geomean']:.3f}x fused (geomean; min "
             f"{s['call_vs_eager']['min']:.2f}, {s['call_vs_fused']['min']:.2f}); {s['failed']} failed")
-    if out_dir:
-        os.makedirs(out_dir, exist_ok=True)
-        with open(os.path.join(out_dir, "linear.json"), "w") as f:
-            json.dump(res, f, indent=1, default=str)
-    return res
+    return peer_record("cute-gemm bench --size linear", seed, count, info, torch, window, __doc__,
+                       rows, summary, out_dir, "linear.json")
 
 
-def main(count: int, seed: int | None, precisions, out_dir: str | None) -> int:
-    res = run(count, seed, precisions, out_dir=out_dir, log=lambda s: print(s, file=sys.stdout))
-    return 0 if all(s["failed"] == 0 for s in res["summary"].values()) else 1
+main = partial(batched_main, run=run)        # the command: 0 unless a result failed its check
