@@ -238,7 +238,8 @@ def run_choice(choice, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=No
 def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
                 precision: PrecisionName = "fp32", out_dtype: DTypeName | None = None,
                 aligned: bool | None = None, ordinal: int | None = None,
-                device: str | launch.DeviceInfo | None = None, batch: int = 1) -> auto.Choice:
+                device: str | launch.DeviceInfo | None = None, batch: int = 1,
+                epilogue: bool = False) -> auto.Choice:
     """What gemm() would run for an M x N x K problem, and why, without running it.
 
     gemm()'s selector (tune tables, then the heuristic) for fresh operands; with `device`, no GPU.
@@ -264,6 +265,9 @@ def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
         batch: Problems in a batch that gemm() walks in one launch (operands (batch, M, K)
             @ (batch, K, N)); one whose B is shared folds into an M * batch problem instead.
             Default 1.
+        epilogue: The choice for a call with a fused epilogue (gemm(epilogue=)): the pick
+            where its kernel takes one, else the batched cost model's among those that do.
+            Default False.
 
     Returns:
         Choice (nothing compiled or launched): the kernel, whether it runs transposed, its
@@ -303,11 +307,15 @@ def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
     out_dtype = out_dtype or "float32"
     if batch > 1:
         return batched.choose(batch, m, n, k, device=device, precision=precision,
-                              out_dtype=out_dtype)
+                              out_dtype=out_dtype, fused=epilogue)
     if aligned is None:
         aligned = auto.contiguous_aligned(m, n, k, layout, precision, out_dtype)
-    return auto.choose(m, n, k, device=device, layout=layout, precision=precision,
-                       out_dtype=out_dtype, aligned=aligned)
+    choice = auto.choose(m, n, k, device=device, layout=layout, precision=precision,
+                         out_dtype=out_dtype, aligned=aligned)
+    if epilogue and not _takes_epilogue(choice):
+        return batched.choose(1, m, n, k, device=device, precision=precision,
+                              out_dtype=out_dtype, fused=True)
+    return choice
 
 
 def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=None,

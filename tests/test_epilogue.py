@@ -310,3 +310,16 @@ def test_a_repeat_call_takes_the_hot_path_with_its_own_vectors(events, monkeypat
     inside = Dev((1, n), 0x3000_0000 + 4 * n)            # row 1 of out: the full path
     cute_gemm.gemm(a, b, out=o, epilogue=Epilogue(bias=inside, activation="relu"))
     assert len(validated) == 2
+
+
+def test_gemm_choice_says_what_a_fused_call_runs():
+    """Without a GPU (a described device): a large 16-bit layer keeps gemm()'s own pick,
+    which takes an epilogue; fp32's pick (cute_pipelined) takes none, so a kernel that does."""
+    bf16 = cute_gemm.gemm_choice(4096, 11008, 4096, precision="bf16", device="NVIDIA H200",
+                                 epilogue=True)
+    assert registry.get(bf16.kernel).takes_epilogue
+    plain = cute_gemm.gemm_choice(2000, 3000, 1000, precision="fp32", device="NVIDIA H200")
+    fused = cute_gemm.gemm_choice(2000, 3000, 1000, precision="fp32", device="NVIDIA H200",
+                                  epilogue=True)
+    assert registry.get(fused.kernel).takes_epilogue
+    assert registry.get(plain.kernel).takes_epilogue or fused.kernel != plain.kernel
