@@ -98,5 +98,9 @@ __device__ __forceinline__ Transposed<E> transposed(E e) { return {e}; }
 // every fused kernel's entry takes last
 #ifndef CG_EPILOGUE
 #define CG_EPILOGUE cg::Epilogue<>
+#define CG_INLINE_IF_FUSED
+#else
+// a fused epilogue can make a kernel's body too large for ptxas to inline on its own
+#define CG_INLINE_IF_FUSED __forceinline__
 #endif
 #define CG_EPI_PARAMS const __grid_constant__ cg::EpiArgs epi

@@ -116,10 +116,10 @@ __device__ __forceinline__ void consume(Mma const& mma, Ring* ring, T* smemA, T*
   }
 }
 
-// (inlined into its entry: a call between them serialized the wgmmas, ptxas C7510, once a
-// fused epilogue made it too large for ptxas to inline on its own)
+// (inlined into a fused entry: a call between them serialized the wgmmas, ptxas C7510; forced
+// inlining without one serialized the promoted configurations' instead)
 template <class TAB, class TC, GMMA::Major MajA, GMMA::Major MajB, class Epi>
-__device__ __forceinline__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tma_a,
+__device__ CG_INLINE_IF_FUSED void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tma_a,
                               const TmaDescriptor* tma_b, float* ws, cg::sm90::TailSplit split,
                               Epi epi) {
   using T = cg::sm90::mma_t<TAB>;
