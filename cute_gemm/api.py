@@ -318,9 +318,12 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
         choice = (batched.pick if batch else auto.pick)(sig, prec, out_dtype, ordinal)
     else:
         check_precision(k, prec, out_dtype)
-        if batch and not k.batched:
-            raise ShapeError(f"kernel {k.name!r} computes one 2-D product; a batch of "
-                             f"{sig.shape[:-2]} runs on {', '.join(batched_kernels())}")
+        if batch and k.batch_modes < (2 if sig.batch[0] > 1 else 1):
+            raise ShapeError(
+                f"kernel {k.name!r} computes one 2-D product; a batch of {sig.shape[:-2]} runs "
+                f"on {', '.join(batched_kernels())}" if not k.batched else
+                f"kernel {k.name!r} walks a batch of one mode; this batch of {sig.shape[:-2]} "
+                f"has two that do not merge: {', '.join(batched_kernels(2))} walk two")
     if sig.shape is not None and not A.device:
         return _run_host_batch(k, pick, sig, alpha, beta, s, precision, out_dtype)
     picked_on = ordinal                 # (None: no products, nothing to tune or stand in for)
@@ -369,9 +372,10 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
     return result
 
 
-def batched_kernels() -> list[str]:
-    """The registered kernels that walk a batch of problems in one launch (Kernel.batched)."""
-    return [x.name for x in registry.kernels() if x.batched]
+def batched_kernels(modes: int = 1) -> list[str]:
+    """The registered kernels that walk a batch of problems of `modes` modes in one launch
+    (Kernel.batch_modes)."""
+    return [x.name for x in registry.kernels() if x.batch_modes >= modes]
 
 
 def _host_result(shape, A: Operand, out_dtype: str) -> np.ndarray:
