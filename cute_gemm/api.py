@@ -350,9 +350,12 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
                 choice = batched.pick(sig, prec, out_dtype, ordinal, fused=True)
     else:
         check_precision(k, prec, out_dtype)
-        if batch and not k.batched:
-            raise ShapeError(f"kernel {k.name!r} computes one 2-D product; a batch of "
-                             f"{sig.shape[:-2]} runs on {', '.join(batched_kernels())}")
+        if batch and k.batch_modes < (2 if sig.batch[0] > 1 else 1):
+            raise ShapeError(
+                f"kernel {k.name!r} computes one 2-D product; a batch of {sig.shape[:-2]} runs "
+                f"on {', '.join(batched_kernels())}" if not k.batched else
+                f"kernel {k.name!r} walks a batch of one mode; this batch of {sig.shape[:-2]} "
+                f"has two that do not merge: {', '.join(batched_kernels(2))} walk two")
         if epi is not None and not k.takes_epilogue:
             raise InputError(f"kernel {k.name!r} has no fused epilogue; kernels that take one: "
                              f"{', '.join(x.name for x in registry.kernels() if x.takes_epilogue)}")
@@ -427,9 +430,10 @@ def _epilogue_out(ep: Epilogue, precision: str, out_dtype: str, fresh: bool) -> 
     return want
 
 
-def batched_kernels() -> list[str]:
-    """The registered kernels that walk a batch of problems in one launch (Kernel.batched)."""
-    return [x.name for x in registry.kernels() if x.batched]
+def batched_kernels(modes: int = 1) -> list[str]:
+    """The registered kernels that walk a batch of problems of `modes` modes in one launch
+    (Kernel.batch_modes)."""
+    return [x.name for x in registry.kernels() if x.batch_modes >= modes]
 
 
 def _host_result(shape, A: Operand, out_dtype: str) -> np.ndarray:

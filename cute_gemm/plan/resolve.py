@@ -470,12 +470,12 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
     at = modes.At(k=k, lk=loaded(k, ordinal), load=loaded, variant=variant, m=m, n=n, kk=kk,
                   km=km, kn=kn, swap=swap, split_k=pick.split_k, reduce=pick.reduce,
                   strides=strides, smem=k.smem_bytes(m, n, kk) if smem is None else smem,
-                  group=launch_entries(k, variant),
-                  bstrides=batch[1] if batch else ((0, 0),) * 3,
+                  group=(k.batch_entry(variant),) if batch else launch_entries(k, variant),
+                  batched=batch is not None, bstrides=batch[1] if batch else ((0, 0),) * 3,
                   base=dict(kernel=k.name, ordinal=ordinal, shape=(m, n, kk), block=k.block,
                             copies=tuple(copies), precision=variant.precision,
                             out_dtype=variant.out_dtype,
-                            batch=(batch[0] if batch else (1, 1)) if k.batched else None,
+                            batch=(batch[0] if batch else (1, 1)) if k.plain_takes_batch else None,
                             fused=k.fused))
     for mode in modes.MODES if batch is None else (modes.PLAIN,):
         found = mode.launcher(at)
