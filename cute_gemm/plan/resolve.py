@@ -475,7 +475,7 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
                   base=dict(kernel=k.name, ordinal=ordinal, shape=(m, n, kk), block=k.block,
                             copies=tuple(copies), precision=variant.precision,
                             out_dtype=variant.out_dtype,
-                            batch=(batch[0] if batch else (1, 1)) if k.plain_takes_batch else None,
+                            batch=batch[0] if batch else (1, 1) if k.plain_takes_batch else None,
                             fused=k.fused))
     for mode in modes.MODES if batch is None else (modes.PLAIN,):
         found = mode.launcher(at)
