@@ -19,6 +19,8 @@ FUSED_ENTRIES = frozenset(e for k in registry.compiled() if k.fused for e in k.e
 FUSED_TMA_ENTRIES = frozenset(v.entry for k in registry.compiled() if k.fused for v in k.variants
                               if v.tma) | frozenset(v.cut for k in registry.compiled() if k.fused
                                                     for v in k.variants if v.tma and v.cut)
+# the batched twins of kernels whose own entries take no batch (Variant.batch)
+BATCH_TWINS = frozenset(v.batch for k in registry.compiled() for v in k.variants if v.batch)
 
 # the device the stub stands for, where a test needs its limits (tables, selector, smem)
 H100 = launch.DeviceInfo(0, "NVIDIA H100 80GB HBM3", (9, 0), 132, 1_980_000, 232448, 233472,
@@ -115,6 +117,8 @@ def install(monkeypatch):
                            if entry in FUSED_TMA_ENTRIES
                            else (kernel_args.GemmArgsBatchEpi, kernel_args.GEMM_BATCH_EPI_OFFSETS)
                            if entry in FUSED_ENTRIES
+                           else (kernel_args.GemmArgsBatch, kernel_args.GEMM_BATCH_OFFSETS)
+                           if entry in BATCH_TWINS
                            else (kernel_args.GemmArgs, kernel_args.GEMM_WS_OFFSETS))
         ptrs = (ctypes.c_void_p * len(offsets)).from_address(addr)
         size = ctypes.sizeof(struct)

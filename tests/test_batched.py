@@ -209,3 +209,22 @@ def test_a_batch_of_two_modes_runs_on_kernels_that_walk_two():
     assert registry.get(batched.choose(64, 1024, 1024, 1024, device=h200, modes=2).kernel).batch_modes == 2
     with pytest.raises(ShapeError, match="walks a batch of one mode.*v9_warptile"):
         cute_gemm.run("cute_pipelined", _f32(2, 1, 5, 6), _f32(1, 3, 6, 7))
+
+
+def test_a_batch_on_cute_pipelined_launches_its_twin_with_the_batch(monkeypatch):
+    """The batch reaches a kernel whose batch runs on twins (Variant.batch): the twin's
+    entry, the batch's count and strides in its arguments, grid z over the problems."""
+    import stub_driver
+    from cute_gemm.driver import kernel_args, launch
+    events = stub_driver.install(monkeypatch)
+    monkeypatch.setattr(launch, "device_info", lambda ordinal=None: stub_driver.H100)
+    m, n, k, count = 64, 96, 48, 5
+    a = stub_driver.Dev((count, m, k), 0x1000_0000, strides=(4 * m * k, 4 * k, 4))
+    b = stub_driver.Dev((count, k, n), 0x2000_0000, strides=(4 * k * n, 4 * n, 4))
+    out = stub_driver.Dev((count, m, n), 0x3000_0000, strides=(4 * m * n, 4 * n, 4))
+    cute_gemm.run("cute_pipelined", a, b, out=out)
+    ((_, entry, grid, _, blob),) = [e for e in events if e[0] == "launch"]
+    assert entry in stub_driver.BATCH_TWINS and entry.startswith("cute_pipelined")
+    args = kernel_args.GemmArgsBatch.from_buffer_copy(blob)
+    assert grid[2] == count and args.Lin * grid[2] >= count
+    assert (args.bA1, args.bB1, args.bC1) == (m * k, k * n, m * n)
