@@ -11,7 +11,10 @@ I, I32, L, P, F = ctypes.c_int, ctypes.c_int32, ctypes.c_longlong, ctypes.c_void
 
 def arg_block(name: str, fields: list, doc: str = ""):
     """(a ctypes struct of a kernel's parameters, in order; their offsets in it)."""
-    cls = type(name, (ctypes.Structure,), {"__doc__": doc, "_fields_": fields})
+    # param_sizes: each parameter's bytes, in order, as the kernel's ELF gives its own
+    # (launch.Function.params, checked against each other before a launch)
+    cls = type(name, (ctypes.Structure,), {"__doc__": doc, "_fields_": fields,
+                                           "param_sizes": tuple(ctypes.sizeof(t) for _, t in fields)})
     return cls, tuple(getattr(cls, f).offset for f, _ in fields)
 
 
@@ -61,7 +64,11 @@ def _packer(cls, offsets, tail: tuple[str, ...] = ()):
     """pack(*values): packed() of a new `cls` holding `values` in the order of GEMM_PARAMS and
     `tail`, its tensor maps (if any) zeros until set_tensor_maps writes them per call."""
     names = [f for f, _ in GEMM_PARAMS] + list(tail)
-    return lambda *values: packed(cls(**dict(zip(names, values))), offsets)
+
+    def pack(*values):
+        return packed(cls(**dict(zip(names, values))), offsets)
+    pack.sizes = cls.param_sizes
+    return pack
 
 
 # the plain signature; with a batch (a batched kernel's plain entries); with a stream-K entry's (ws, tile0) or a split's (ws, split_k) after

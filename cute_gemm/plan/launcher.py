@@ -159,6 +159,7 @@ class Launcher:
             pack = launch.pack_gemm_args_batch_epi if plan.fused else launch.pack_gemm_args_batch
         else:
             pack = launch.pack_gemm_args_ws if extra else launch.pack_gemm_args
+        launch.check_params(f, pack.sizes)
         self.pack = functools.partial(pack, *args, *extra)
         self.local = threading.local()
         self.local.packed = self.pack()     # (this thread's; another's packs at its first call)
