@@ -177,6 +177,23 @@ def test_a_large_16_bit_layer_runs_the_warp_specialized_kernel_fused(events):
     assert plan.kernel.endswith(":bias+gelu_tanh+float16") and plan.tma and plan.fused
 
 
+def test_a_walk_cut_along_k_carries_the_epilogue(events, monkeypatch):
+    """A launch with a workspace (a persistent walk whose last wave is cut along K: few
+    rows, long K) writes the epilogue's vectors too: without them the kernel read
+    a bias at address 0 (an illegal address on the H200)."""
+    monkeypatch.setenv("CUTE_GEMM_STREAM_K", "1")
+    m, n, k = 27, 4096, 11008
+    a = Dev((m, k), 0x1000_0000, strides=(2 * k, 2), typestr="<f2")
+    b = Dev((k, n), 0x2000_0000, strides=(2, 2 * k), typestr="<f2")      # W^T of an (N, K) weight
+    o = Dev((m, n), 0x3000_0000, strides=(2 * n, 2), typestr="<f2")
+    bias = Dev((1, n), 0x4000_0000, strides=(2 * n, 2), typestr="<f2")
+    cute_gemm.run("cute_wgmma_ws_128x64", a, b, out=o, epilogue=Epilogue(bias=bias, activation="gelu_tanh"))
+    launched = _epi_launches(events)
+    assert any(e.endswith("_cut") for e, _ in launched), launched
+    for _, g in launched:
+        assert (g.epi.bias, g.epi.bias_sm, g.epi.bias_sn) == (0x4000_0000, 0, 1)
+
+
 def test_an_epilogue_never_runs_on_an_entry_with_a_in_registers():
     """tf32 with A m-major runs cute_wgmma_ws's RS entry (A from registers) without an
     epilogue; with one, on A copied k-major."""

@@ -200,13 +200,13 @@ class Launcher:
             ws = pool.alloc_async(p.workspace_bytes, p.ordinal, stream)
             try:
                 launch.memset_f32(ws, 0, streamk.STREAM_K_COUNTERS, stream)
-                self._launch(a, b, c, alpha, beta, stream, ws)
+                self._launch(a, b, c, alpha, beta, stream, ws, epi)
             finally:
                 pool.free_async(ws, stream)
         else:
             w = workspace.take(p.ordinal, p.workspace_bytes, stream, streamk.STREAM_K_COUNTERS)
             try:
-                self._launch(a, b, c, alpha, beta, stream, w.ptr)
+                self._launch(a, b, c, alpha, beta, stream, w.ptr, epi)
             finally:
                 workspace.give(w, stream)
 
@@ -218,8 +218,8 @@ class Launcher:
             return packed
 
     def _launch(self, a, b, c, alpha, beta, stream, ws, epi=None):
-        if self.head is not None:
-            self.head(a, b, c, alpha, beta, stream)
+        if self.head is not None:       # (the same kernel's data-parallel entry: its epilogue too)
+            self.head(a, b, c, alpha, beta, stream, epi)
         packed = self._packed()
         s = packed[0][0]
         if epi is not None:
