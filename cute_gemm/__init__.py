@@ -11,6 +11,7 @@ from .api import (clear_caches, compile_kernel, flops, gemm, gemm_choice, resolv
                   wait_for_compiles)
 from .select.choice import Choice
 from .driver.arrays import SUPPORTED_DTYPES, DeviceArray
+from .driver.epilogue import Epilogue
 from .base.errors import (AutoTableWarning, CompileError, CudaError, CuteGemmError, DTypeError,
                           HeadersNotFound, InputError, NoDeviceError, NotAnArrayError,
                           NvrtcNotFound, ShapeError, ShapeLimitError, UnknownKernelError)
@@ -35,7 +36,7 @@ def __getattr__(name: str):
 __all__: list[str] = [
     "gemm", "gemm_choice", "Choice", "run", "clear_caches", "resolved_launches",
     "wait_for_compiles", "cross_check", "bench", "kernels", "get_kernel", "compile_kernel",
-    "flops", "gpu_available", "DeviceArray", "CheckReport", "Kernel", "Variant",
+    "flops", "gpu_available", "DeviceArray", "Epilogue", "CheckReport", "Kernel", "Variant",
     "SUPPORTED_DTYPES", "CuteGemmError", "CompileError", "HeadersNotFound", "NvrtcNotFound",
     "CudaError", "NoDeviceError", "InputError", "NotAnArrayError", "ShapeError", "DTypeError",
     "ShapeLimitError", "UnknownKernelError", "AutoTableWarning"]

@@ -15,12 +15,13 @@ from .build import cache
 from .driver import batching, launch
 from .plan import hotpath
 from .select import auto, autotable, batched, firstuse, standin
+from .driver.epilogue import Epilogue, prepare as epilogue_prep
 from .driver.arrays import (SUPPORTED_DTYPES, ArrayLike, DeviceArray, DTypeName, Operand,
                             Signature, StreamLike, call_precision, framework_stream, narrow, parse,
                             widen)
 from .base.errors import AliasError, CaptureError, DTypeError, InputError, ShapeError
 from .plan.execute import gemm_device
-from .base.precisions import DTYPE
+from .base.precisions import DTYPE, PRECISION
 from .registry.records import (AS_PLANNED, PRECISIONS, LayoutName, PrecisionName,
                                layout_majors)
 from .plan.resolve import CACHE, check_precision, resolved_launches, wait_for_compiles
@@ -51,9 +52,11 @@ def compile_kernel(name: str | registry.Kernel, arch: str | int | None = None) -
     return cache.get(k, arch)
 
 
-def validate(a, b, c, out, alpha, beta, stream: int | None = None) -> Signature:
+def validate(a, b, c, out, alpha, beta, stream: int | None = None,
+             can_fold: bool = True) -> Signature:
     """The call's Signature, its operands parsed once: a CuteGemmError for anything the
-    kernels cannot take, before any launch (run() and cross_check() share it)."""
+    kernels cannot take, before any launch (run() and cross_check() share it). can_fold:
+    whether a batch with a shared B may run as one taller problem (batching.plan)."""
     A, B = parse("a", a, stream), parse("b", b, stream)
     (m, k1), (k2, n) = A.shape, B.shape
     if k1 != k2:
@@ -66,7 +69,7 @@ def validate(a, b, c, out, alpha, beta, stream: int | None = None) -> Signature:
             raise ShapeError(f"{op.name} must have shape {(m, n)} (a @ b), got {op.shape}")
     shape = made = None
     if any(x is not None and x.lead for x in (A, B, C, O)):
-        A, B, C, O, shape, made = batching.plan(A, B, C, O)
+        A, B, C, O, shape, made = batching.plan(A, B, C, O, can_fold)
     if O is not None and O.self_overlapping():      # (every problem of a batch)
         raise AliasError(f"out has strides {O.lead_strides + O.strides} (elements) for shape "
                          f"{shape or O.shape}: several of its elements share one address, so "
@@ -113,7 +116,8 @@ _SCALAR = (float, int)    # not bool: type(True) is bool
 
 def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
         alpha: float = 1.0, beta: float = 0.0, out: ArrayLike | None = None,
-        stream: StreamLike = None, precision: PrecisionName | None = None) -> ArrayLike:
+        stream: StreamLike = None, precision: PrecisionName | None = None,
+        epilogue: Epilogue | None = None) -> ArrayLike:
     """alpha * a @ b + beta * c with one named kernel, accumulated in float32.
 
     Asynchronous for device arrays, on `stream`, else the operands' library's current stream
@@ -141,6 +145,9 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
         precision: "fp32", "tf32" (10-bit mantissas; only when asked for), "bf16", "fp16" or
             "fp32_3xtf32" (fp32's accuracy from three tf32 products). Default None: the one
             a's type implies ("fp32" for float32; "fp32_3xtf32" on a kernel with only that).
+        epilogue: An Epilogue (bias, activation, scales, clamp, the result's type) applied
+            to each element in the kernel before it is stored; kernels with Kernel.takes_epilogue
+            take one. Default None.
 
     Returns:
         The (..., M, N) result: `out`, else a new array where the operands live (numpy, their
@@ -171,18 +178,22 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
             and type(beta) in _SCALAR and alpha != 0):
         if out is None and c is None:
             # a result allocated as the full path did, written by the launch it resolved
-            result, new = hotpath.launch_new(name, precision, a, b, alpha, stream)
+            result, new = hotpath.launch_new(name, precision, a, b, alpha, stream, epilogue)
             if result is not None:
                 return result
         else:
             hot = hotpath.launch_or_sign(name, precision, a, b, out, alpha,
-                                         0.0 if c is None else beta, stream)
+                                         0.0 if c is None else beta, stream, epilogue)
             if hot is True:
                 return out
     if _recorded(a, b, c):
+        if epilogue is not None:
+            raise InputError("epilogue= does not support automatic differentiation: pass "
+                             "detached tensors")
         return _through_autograd(name, a, b, c, alpha, beta, out, stream, precision)
     k = None if name == registry.AUTO else registry.get(name)
-    return _run(k, AS_PLANNED, a, b, c, alpha, beta, out, stream, precision, hot, new)
+    return _run(k, AS_PLANNED, a, b, c, alpha, beta, out, stream, precision, hot, new,
+                epilogue)
 
 
 # a call whose result must carry autograd's graph goes to cute_gemm.torch's op; the package
@@ -227,7 +238,8 @@ def run_choice(choice, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=No
 def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
                 precision: PrecisionName = "fp32", out_dtype: DTypeName | None = None,
                 aligned: bool | None = None, ordinal: int | None = None,
-                device: str | launch.DeviceInfo | None = None, batch: int = 1) -> auto.Choice:
+                device: str | launch.DeviceInfo | None = None, batch: int = 1,
+                epilogue: bool = False) -> auto.Choice:
     """What gemm() would run for an M x N x K problem, and why, without running it.
 
     gemm()'s selector (tune tables, then the heuristic) for fresh operands; with `device`, no GPU.
@@ -253,6 +265,9 @@ def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
         batch: Problems in a batch that gemm() walks in one launch (operands (batch, M, K)
             @ (batch, K, N)); one whose B is shared folds into an M * batch problem instead.
             Default 1.
+        epilogue: The choice for a call with a fused epilogue (gemm(epilogue=)): the pick
+            where its kernel takes one, else the batched cost model's among those that do.
+            Default False.
 
     Returns:
         Choice (nothing compiled or launched): the kernel, whether it runs transposed, its
@@ -292,44 +307,67 @@ def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
     out_dtype = out_dtype or "float32"
     if batch > 1:
         return batched.choose(batch, m, n, k, device=device, precision=precision,
-                              out_dtype=out_dtype)
+                              out_dtype=out_dtype, fused=epilogue)
     if aligned is None:
         aligned = auto.contiguous_aligned(m, n, k, layout, precision, out_dtype)
-    return auto.choose(m, n, k, device=device, layout=layout, precision=precision,
-                       out_dtype=out_dtype, aligned=aligned)
+    choice = auto.choose(m, n, k, device=device, layout=layout, precision=precision,
+                         out_dtype=out_dtype, aligned=aligned)
+    if epilogue and not _takes_epilogue(choice):
+        return batched.choose(1, m, n, k, device=device, precision=precision,
+                              out_dtype=out_dtype, fused=True)
+    return choice
 
 
-def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=None):
+def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=None,
+         epilogue=None):
     """run() past the hot path: validate, pick (k None: gemm()'s), launch kernel k as `pick`
     says. hot, new: the call's keys for hotpath.remember and (no out) remember_new, which
-    hold the call's stream."""
+    hold the call's stream. epilogue: a fused epilogue (Epilogue), on a kernel that takes
+    one, compiled with its pieces (Kernel.with_epilogue)."""
     key = hot if hot is not None else new
     s = (key[2] if key is not None else framework_stream(a) if stream is None
          else launch.stream_handle(stream))
-    sig = validate(a, b, c, out, alpha, beta, s)
+    if epilogue is not None and not isinstance(epilogue, Epilogue):
+        raise InputError(f"epilogue must be a cute_gemm.Epilogue, got {type(epilogue).__name__}")
+    sig = validate(a, b, c, out, alpha, beta, s, epilogue is None or not epilogue.rows)
     A, B, C, O, m, n, kk = sig.A, sig.B, sig.C, sig.O, sig.m, sig.n, sig.k
     prec, out_dtype = call_precision(A, B, C, O, precision, k)
+    epi = None
+    if epilogue is not None:
+        out_dtype = _epilogue_out(epilogue, prec, out_dtype, C is None and O is None)
+        epi = epilogue_prep(epilogue, m, n, A.dtype, A.device, s)
     batch = sig.batch != (1, 1)
     stand_in = ordinal = choice = None
     if k is None:     # "auto": the selector's pick, a function of what the signature holds
         if m and n and kk and alpha != 0:       # (products: a device to pick for; one GPU: 0)
             ordinal = (0 if _count == _ONE else _device_ordinal(A) if A.device
                        else driver.current_ordinal())
-        choice = (batched.pick if batch else auto.pick)(sig, prec, out_dtype, ordinal)
+        if batch:
+            choice = batched.pick(sig, prec, out_dtype, ordinal, fused=epi is not None)
+        else:
+            choice = auto.pick(sig, prec, out_dtype, ordinal)
+            if epi is not None and not _takes_epilogue(choice):
+                choice = batched.pick(sig, prec, out_dtype, ordinal, fused=True)
     else:
         check_precision(k, prec, out_dtype)
-        if batch and not k.batched:
-            raise ShapeError(f"kernel {k.name!r} computes one 2-D product; a batch of "
-                             f"{sig.shape[:-2]} runs on {', '.join(batched_kernels())}")
-    if sig.shape is not None and not A.device:
-        return _run_host_batch(k, pick, sig, alpha, beta, s, precision, out_dtype)
+        if batch and k.batch_modes < (2 if sig.batch[0] > 1 else 1):
+            raise ShapeError(
+                f"kernel {k.name!r} computes one 2-D product; a batch of {sig.shape[:-2]} runs "
+                f"on {', '.join(batched_kernels())}" if not k.batched else
+                f"kernel {k.name!r} walks a batch of one mode; this batch of {sig.shape[:-2]} "
+                f"has two that do not merge: {', '.join(batched_kernels(2))} walk two")
+        if epi is not None and not k.takes_epilogue:
+            raise InputError(f"kernel {k.name!r} has no fused epilogue; kernels that take one: "
+                             f"{', '.join(x.name for x in registry.kernels() if x.takes_epilogue)}")
+    if (sig.shape is not None or epi is not None) and not A.device:
+        return _run_host_batch(k, pick, sig, alpha, beta, s, precision, out_dtype, epilogue)
     picked_on = ordinal                 # (None: no products, nothing to tune or stand in for)
     if A.device:
         ordinal = (0 if _count == _ONE else _device_ordinal(A)) if ordinal is None else ordinal
         driver.ensure_context(ordinal)
         if sig.producers:
             _wait_producers(s, sig.producers, ordinal)
-        if picked_on is not None and choice.source != "table" and not batch:
+        if picked_on is not None and choice.source != "table" and not batch and epi is None:
             # a problem no table measured: its candidates timed once on these operands,
             # after the work that produces them
             choice = firstuse.tuned(choice, sig, prec, out_dtype, ordinal, s)
@@ -337,7 +375,7 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
         # the pick: how it runs (transposed, split along K) and, where another arithmetic
         # keeps the precision's promise, in which; the pick computes it (auto.candidates)
         k, pick, prec = registry.get(choice.kernel), choice.pick, choice.precision or prec
-        if picked_on is not None:   # what runs while the pick compiles, if it must
+        if picked_on is not None and epi is None:   # what runs while the pick compiles, if it must
             stand_in = standin.stand_in(k, prec, out_dtype, launch.device_info(ordinal).arch_int)
     alpha, beta = float(alpha), float(beta)
     if C is None:
@@ -359,19 +397,43 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
                         lead_strides=(), bcount=bcount, bstrides=bstrides)
     else:
         new, result = None, O.obj
+    if epi is not None:
+        k = registry.get(f"{k.name}:{epi.spec.tag}")
     if m and n and 0 not in O.bcount:
         fast = gemm_device(k, A, B, C, O, alpha, beta, s, ordinal, prec, pick, stand_in,
-                           sig if O is sig.O else None)
+                           sig if O is sig.O else None, epi)
         if fast is not None and hot is not None:     # hot: one device, so ordinal 0
-            hotpath.remember(hot, fast, sig)
+            hotpath.remember(hot, fast, sig, epi)
         elif fast is not None and new is not None:
-            hotpath.remember_new(new, fast, A, B, result)
+            hotpath.remember_new(new, fast, A, B, result, epi)
     return result
 
 
-def batched_kernels() -> list[str]:
-    """The registered kernels that walk a batch of problems in one launch (Kernel.batched)."""
-    return [x.name for x in registry.kernels() if x.batched]
+def _takes_epilogue(choice) -> bool:
+    """Whether gemm()'s pick runs a fused epilogue as it is: a fused kernel whose last launch
+    stores the result (not a split's reduction launch)."""
+    return registry.get(choice.kernel).takes_epilogue and not (choice.split_k and choice.reduce)
+
+
+def _epilogue_out(ep: Epilogue, precision: str, out_dtype: str, fresh: bool) -> str:
+    """The result's type of a call with epilogue `ep`: its out_dtype where the call allocates
+    the result (fresh), else out's or c's (`out_dtype`), which it must then agree with."""
+    want = ep.out_dtype
+    if want is None or want == out_dtype:
+        return out_dtype
+    if not fresh:
+        raise DTypeError(f"the epilogue's out_dtype is {want}, but the result is {out_dtype} "
+                         "(out's or c's type)")
+    outs = PRECISION[precision].outs
+    if want not in outs:
+        raise DTypeError(f"the result of {precision} is {' or '.join(outs)}, not {want}")
+    return want
+
+
+def batched_kernels(modes: int = 1) -> list[str]:
+    """The registered kernels that walk a batch of problems of `modes` modes in one launch
+    (Kernel.batch_modes)."""
+    return [x.name for x in registry.kernels() if x.batch_modes >= modes]
 
 
 def _host_result(shape, A: Operand, out_dtype: str) -> np.ndarray:
@@ -394,18 +456,27 @@ def _host_context(s: int) -> int:
     return ordinal
 
 
-def _run_host_batch(k, pick, sig, alpha, beta, s, precision, out_dtype):
-    """A call on N-D numpy operands: each copied to the device as it is (broadcast modes
-    stay of extent 1), run there, the result copied back into out or a new array."""
+def _run_host_batch(k, pick, sig, alpha, beta, s, precision, out_dtype, epilogue=None):
+    """A call on N-D numpy operands, or with a fused epilogue: each operand (and vector)
+    copied to the device as it is (broadcast modes stay of extent 1), run there, the result
+    copied back into out or a new array."""
     A, B, C, O = sig.A, sig.B, sig.C, sig.O
-    result = O.obj if O is not None else _host_result(sig.shape, A, out_dtype)
+    result = O.obj if O is not None else _host_result(sig.shape or (sig.m, sig.n), A, out_dtype)
     if result.size == 0:
         return result
     ordinal = _host_context(s)
     owned = [DeviceArray.from_host(x.obj, ordinal, s) for x in (A, B, C) if x is not None]
     try:
+        if epilogue is not None:
+            ups = {}
+            for f in ("bias", "scale_rows", "scale_cols"):
+                x = getattr(epilogue, f)
+                if x is not None:
+                    ups[f] = DeviceArray.from_host(np.asarray(x).reshape(1, -1), ordinal, s)
+                    owned.append(ups[f])
+            epilogue = replace(epilogue, out_dtype=out_dtype, **ups)
         dev = _run(k, pick, owned[0], owned[1], owned[2] if C is not None else None, alpha,
-                   beta if C is not None else 0.0, None, s, precision)
+                   beta if C is not None else 0.0, None, s, precision, epilogue=epilogue)
         owned.append(dev)
         got = dev.to_host(s)
         result.view(np.dtype(DTYPE[out_dtype].storage))[...] = narrow(got, out_dtype)
@@ -417,7 +488,7 @@ def _run_host_batch(k, pick, sig, alpha, beta, s, precision, out_dtype):
 
 def gemm(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: float = 1.0,
          beta: float = 0.0, out: ArrayLike | None = None, stream: StreamLike = None,
-         precision: PrecisionName | None = None) -> ArrayLike:
+         precision: PrecisionName | None = None, epilogue: Epilogue | None = None) -> ArrayLike:
     """alpha * a @ b + beta * c with the kernel the selector picks, accumulated in float32.
 
     run("auto", ...): the pick for this GPU, shape, layout, alignment and precision
@@ -442,10 +513,13 @@ def gemm(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: float
         stream: A CUDA stream. Default None: the operands' library's current stream.
         precision: "fp32", "tf32", "bf16", "fp16" or "fp32_3xtf32". Default None: the one
             the operands' type implies ("fp32" for float32).
+        epilogue: An Epilogue (bias, activation, row/column scales, clamp, the result's
+            type) applied in the kernel before the store: gemm() picks among the kernels
+            that take one (Kernel.takes_epilogue). Default None.
 
     Returns:
         The (..., M, N) result: `out` when given, else a new array where the operands live;
-        float32, or out's type.
+        float32, or out's type (or the epilogue's out_dtype).
 
     Raises:
         InputError: bad arguments, before anything is allocated or launched (run() lists
@@ -458,7 +532,7 @@ def gemm(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: float
         CuteGemmError: no kernel computes `precision` on this GPU's architecture.
     """
     return run(registry.AUTO, a, b, c, alpha=alpha, beta=beta, out=out, stream=stream,
-               precision=precision)
+               precision=precision, epilogue=epilogue)
 
 
 def _wait_producers(s: int, producers: set, ordinal: int) -> None:

@@ -11,7 +11,7 @@ import contextlib
 import itertools
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -21,6 +21,7 @@ from .api import call_precision, validate
 from .driver import launch
 from .select import auto, standin
 from .driver.arrays import ArrayLike, DeviceArray, narrow, to_numpy, widen
+from .driver.epilogue import SLOPE, Epilogue, reference as epilogue_reference, reference_scale as epilogue_scale
 from .base.errors import CuteGemmError, ShapeLimitError
 from .base.precisions import DTYPE, EPS, PRECISION, as_accurate  # EPS: float32's machine epsilon
 from .registry.records import PRECISION_DTYPE, PRECISIONS, LayoutName, PrecisionName
@@ -116,13 +117,24 @@ def gauge_ratio(c: np.ndarray, ref: np.ndarray, gauge: np.ndarray, eps: float = 
     return np.where(np.isnan(r), np.inf, r)
 
 
-def reference(a, b, c, alpha, beta):
-    """float64 reference and the gauge G."""
+def reference(a, b, c, alpha, beta, epilogue: Epilogue | None = None):
+    """float64 reference and the gauge G. With a fused epilogue: the value before its
+    activation, t, has the gauge G_t = |alpha * srow * scol| (|A| @ |B|) + |beta| |C| + |bias|;
+    the activation moves an error by at most its largest slope and adds a few ulp of its
+    own, so the result's gauge is SLOPE * G_t + 4 |D| (docs/guide/epilogues.md)."""
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    ref, gauge = alpha * (a64 @ b64), abs(alpha) * (np.abs(a64) @ np.abs(b64))
+    s = 1.0 if epilogue is None else epilogue_scale(epilogue, a.shape[-2], b.shape[-1])
+    ref, gauge = alpha * s * (a64 @ b64), np.abs(alpha * s) * (np.abs(a64) @ np.abs(b64))
     if c is not None and beta != 0.0:
         c64 = c.astype(np.float64)
         ref, gauge = ref + beta * c64, gauge + abs(beta) * np.abs(c64)
+    if epilogue is not None:
+        if epilogue.bias is not None:
+            gauge = gauge + np.abs(epilogue_reference(replace(epilogue, activation=None, clamp=None,
+                                                              scale_rows=None, scale_cols=None),
+                                                      np.zeros_like(ref)))
+        ref = epilogue_reference(epilogue, ref)
+        gauge = SLOPE * gauge + 4 * np.abs(ref)
     return ref, gauge
 
 
@@ -170,11 +182,13 @@ def as_given(x: np.ndarray | None, dtype: str) -> np.ndarray | None:
 
 
 def _check_one_shape(names, a, b, c, alpha, beta, exact, layout="nn", precision="fp32",
-                     out_dtype="float32") -> ShapeReport:
+                     out_dtype="float32", epilogue: Epilogue | None = None) -> ShapeReport:
     (m, k), n = a.shape, b.shape[1]
     in_dtype = PRECISION_DTYPE[precision]
     a, b, c = as_given(a, in_dtype), as_given(b, in_dtype), as_given(c, out_dtype)
-    ref, gauge = reference(a, b, c, alpha, beta)
+    ref, gauge = reference(a, b, c, alpha, beta, epilogue)
+    # (exact only where the epilogue keeps sums of integers exact: no GELU, no SiLU)
+    exact = exact and (epilogue is None or epilogue.activation in (None, "relu"))
     eps = unit(precision, out_dtype)
     in_place = c is not None and beta != 0.0      # out holds C: read, then overwritten
     results, outs = [], []
@@ -183,13 +197,18 @@ def _check_one_shape(names, a, b, c, alpha, beta, exact, layout="nn", precision=
         dA, dB = (held.enter_context(contextlib.closing(
             DeviceArray.from_host(np.ascontiguousarray(x.T), dtype=in_dtype).T if t == "t"
             else DeviceArray.from_host(x, dtype=in_dtype))) for x, t in zip((a, b), layout))
+        if epilogue is not None:        # its vectors on the device, float32, (1, L)
+            epilogue = replace(epilogue, **{
+                f: held.enter_context(contextlib.closing(DeviceArray.from_host(
+                    np.asarray(getattr(epilogue, f), np.float32).reshape(1, -1))))
+                for f in ("bias", "scale_rows", "scale_cols") if getattr(epilogue, f) is not None})
         for name in names:
             try:
                 with contextlib.closing(DeviceArray.from_host(c, dtype=out_dtype) if in_place else
                                         DeviceArray.full((m, n), float("nan"), dtype=out_dtype)) as out:
                     t0 = time.perf_counter()
                     api.run(name, dA, dB, out if in_place else None, alpha=alpha, beta=beta,
-                            out=out, precision=precision)
+                            out=out, precision=precision, epilogue=epilogue)
                     launch.check_last(name)
                     secs = time.perf_counter() - t0
                     got = out.to_host()
@@ -218,7 +237,8 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
                 alpha: float = 1.0, beta: float = 0.0, c: ArrayLike | None = None,
                 exact: bool = False, layout: LayoutName = "nn",
                 precision: PrecisionName | None = None,
-                out_dtype: Literal["float32", "same"] = "float32") -> CheckReport:
+                out_dtype: Literal["float32", "same"] = "float32",
+                epilogue: Epilogue | None = None) -> CheckReport:
     """Run kernels on the same inputs; judge each against float64 by its precision's gauge and
     compare every pair. A kernel that cannot run a shape is reported, not raised: "skip" (beyond
     its design's limits) or "error" (any other CuteGemmError, its first line kept).
@@ -237,6 +257,9 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
         precision: Only this arithmetic ("fp32", "tf32", "bf16", "fp16", "fp32_3xtf32").
             Default None: each kernel in each precision it offers.
         out_dtype: "float32", or "same": results of the input type. Default "float32".
+        epilogue: A fused Epilogue, applied by the kernels that take one (Kernel.takes_epilogue) and
+            by the reference. Its vectors are host arrays; with fresh inputs, each present
+            vector is drawn anew for each shape. Default None.
 
     Returns:
         CheckReport: a ShapeReport per shape and precision, with a KernelResult per kernel (status
@@ -259,7 +282,8 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
     auto_arch = launch.device_info().arch_int if with_auto else None
 
     def named(p: str, od: str | None) -> list[str]:
-        return [k.name for k in chosen if od is None and p in k.precisions or k.computes(p, od)] + (
+        return [k.name for k in chosen if (od is None and p in k.precisions or k.computes(p, od))
+                and (epilogue is None or k.takes_epilogue)] + (
             [registry.AUTO] if with_auto and auto.offers(p, od, auto_arch) else [])
     if precision is not None and precision not in PRECISIONS:
         raise CuteGemmError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
@@ -277,21 +301,27 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
         precs = [prec] + ([p for p in as_accurate(prec)[1:] if p in precisions]
                           if precision is None else [])
         runs = [(to_numpy("a", a), to_numpy("b", b), None if c is None else to_numpy("c", c),
-                 0.0 if c is None else float(beta), precs, prec)]
+                 0.0 if c is None else float(beta), precs, prec, epilogue)]
     else:
         rng = np.random.default_rng(seed)
 
         def draw(shape):    # fresh inputs: integers in [-8, 8] when exact, else standard normal
             return (rng.integers(-8, 9, size=shape).astype(np.float32) if exact
                     else rng.standard_normal(shape, dtype=np.float32))
+        def vectors(m, n):  # the epilogue's vectors drawn anew for an M x N result
+            if epilogue is None:
+                return None
+            length = {"bias": m if epilogue.bias_axis == "row" else n, "scale_rows": m, "scale_cols": n}
+            return replace(epilogue, **{f: draw((length[f],)) for f in length
+                                        if getattr(epilogue, f) is not None})
         runs = ((draw((m, k)), draw((k, n)), draw((m, n)) if beta != 0.0 else None, float(beta),
-                 precisions, None) for (m, n, k) in (shapes or DEFAULT_SHAPES))
+                 precisions, None, vectors(m, n)) for (m, n, k) in (shapes or DEFAULT_SHAPES))
     report = CheckReport()
-    for a_, b_, c_, beta_, precs, always in runs:
+    for a_, b_, c_, beta_, precs, always, ep in runs:
         for p in precs:
             od = PRECISION_DTYPE[p] if out_dtype == "same" else "float32"
             names = named(p, od)
             if names or p == always:
                 report.shapes.append(_check_one_shape(names, a_, b_, c_, float(alpha), beta_, exact,
-                                                      layout, p, od))
+                                                      layout, p, od, ep))
     return report

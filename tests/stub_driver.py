@@ -10,9 +10,17 @@ import threading
 import time
 import types
 
-from cute_gemm import api, driver
+from cute_gemm import api, driver, registry
 from cute_gemm.driver import kernel_args, launch, pool, workspace
 from cute_gemm.plan import composed, execute, relayout, resolve, trial
+
+# the entry points that take a fused epilogue's EpiArgs (recorded with the whole block)
+FUSED_ENTRIES = frozenset(e for k in registry.compiled() if k.fused for e in k.entries)
+FUSED_TMA_ENTRIES = frozenset(v.entry for k in registry.compiled() if k.fused for v in k.variants
+                              if v.tma) | frozenset(v.cut for k in registry.compiled() if k.fused
+                                                    for v in k.variants if v.tma and v.cut)
+# the batched twins of kernels whose own entries take no batch (Variant.batch)
+BATCH_TWINS = frozenset(v.batch for k in registry.compiled() for v in k.variants if v.batch)
 
 # the device the stub stands for, where a test needs its limits (tables, selector, smem)
 H100 = launch.DeviceInfo(0, "NVIDIA H100 80GB HBM3", (9, 0), 132, 1_980_000, 232448, 233472,
@@ -103,6 +111,14 @@ def install(monkeypatch):
         p = pass_of(entry)                      # a composed kernel's pass
         struct, offsets = ((relayout.ScaleArgs, relayout.SCALE_OFFSETS) if util else PASSES[p] if p
                            else (ctypes.c_longlong, (0,)) if entry == "spin"   # perf.timing.Spin
+                           else (kernel_args.GemmArgsTmaWsEpi, kernel_args.GEMM_TMA_WS_EPI_OFFSETS)
+                           if entry in FUSED_TMA_ENTRIES and entry.endswith("_cut")
+                           else (kernel_args.GemmArgsTmaEpi, kernel_args.GEMM_TMA_EPI_OFFSETS)
+                           if entry in FUSED_TMA_ENTRIES
+                           else (kernel_args.GemmArgsBatchEpi, kernel_args.GEMM_BATCH_EPI_OFFSETS)
+                           if entry in FUSED_ENTRIES
+                           else (kernel_args.GemmArgsBatch, kernel_args.GEMM_BATCH_OFFSETS)
+                           if entry in BATCH_TWINS
                            else (kernel_args.GemmArgs, kernel_args.GEMM_WS_OFFSETS))
         ptrs = (ctypes.c_void_p * len(offsets)).from_address(addr)
         size = ctypes.sizeof(struct)

@@ -114,12 +114,21 @@ def test_an_out_whose_problems_share_elements_is_an_alias_error(strides):
 
 def test_batched_sources_take_the_batch_in_their_plain_entries():
     """Kernel.batched is a fact of the source: its plain entries (no workspace) take
-    CG_BATCH_PARAMS and step by it; no other source names it."""
+    CG_BATCH_PARAMS (BATCHED_SOURCES), or each has a batched twin (Variant.batch) defined
+    in it; no other source names the batch."""
+    kinds = {}
+    for k in registry.kernels():
+        kinds.setdefault(k.source, set()).add(
+            "plain" if k.plain_takes_batch else "twins" if k.batched else "none")
     for path in sorted(KERNELS.rglob("*.cu")):
         src, rel = path.read_text(), path.relative_to(KERNELS).as_posix()
         takes = "CG_BATCH_PARAMS" in src or "int Lin, int z0" in src
-        assert takes == (rel in registry.records.BATCHED_SOURCES), rel
-    assert any(k.batched for k in registry.kernels())
+        assert takes == (rel in registry.records.BATCHED_SOURCES or kinds.get(rel) == {"twins"}), rel
+    for k in registry.kernels():
+        for v in k.variants:
+            if v.batch:
+                assert v.batch in k.entries and v.batch.removesuffix("_b") == v.entry
+    assert registry.get("cute_pipelined").batched and not registry.get("cute_smem").batched
 
 
 def test_the_batch_block_follows_the_gemm_arguments():
@@ -188,3 +197,34 @@ def test_a_split_keeps_its_grid_z(monkeypatch):
                          block=(256, 1, 1), smem=0, batch=(1, 1))
     run = lm.Launcher(plan, None, ((8, 1), (8, 1), (8, 1)), extra=(0, 4))
     assert run.site.grid == (3, 2, 4)
+
+
+def test_a_batch_of_two_modes_runs_on_kernels_that_walk_two():
+    from cute_gemm.select import batched
+    from cute_gemm.select.autotable import described_device
+    k = registry.get("cute_pipelined")
+    assert k.batch_modes == 1 and registry.get("v9_warptile").batch_modes == 2
+    h200 = described_device("NVIDIA H200")
+    assert batched.choose(64, 1024, 1024, 1024, device=h200).kernel.startswith("cute_pipelined")
+    assert registry.get(batched.choose(64, 1024, 1024, 1024, device=h200, modes=2).kernel).batch_modes == 2
+    with pytest.raises(ShapeError, match="walks a batch of one mode.*v9_warptile"):
+        cute_gemm.run("cute_pipelined", _f32(2, 1, 5, 6), _f32(1, 3, 6, 7))
+
+
+def test_a_batch_on_cute_pipelined_launches_its_twin_with_the_batch(monkeypatch):
+    """The batch reaches a kernel whose batch runs on twins (Variant.batch): the twin's
+    entry, the batch's count and strides in its arguments, grid z over the problems."""
+    import stub_driver
+    from cute_gemm.driver import kernel_args, launch
+    events = stub_driver.install(monkeypatch)
+    monkeypatch.setattr(launch, "device_info", lambda ordinal=None: stub_driver.H100)
+    m, n, k, count = 64, 96, 48, 5
+    a = stub_driver.Dev((count, m, k), 0x1000_0000, strides=(4 * m * k, 4 * k, 4))
+    b = stub_driver.Dev((count, k, n), 0x2000_0000, strides=(4 * k * n, 4 * n, 4))
+    out = stub_driver.Dev((count, m, n), 0x3000_0000, strides=(4 * m * n, 4 * n, 4))
+    cute_gemm.run("cute_pipelined", a, b, out=out)
+    ((_, entry, grid, _, blob),) = [e for e in events if e[0] == "launch"]
+    assert entry in stub_driver.BATCH_TWINS and entry.startswith("cute_pipelined")
+    args = kernel_args.GemmArgsBatch.from_buffer_copy(blob)
+    assert grid[2] == count and args.Lin * grid[2] >= count
+    assert (args.bA1, args.bB1, args.bC1) == (m * k, k * n, m * n)

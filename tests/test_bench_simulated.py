@@ -81,7 +81,8 @@ def _simulated_device(monkeypatch, wrong: str | None = None):
                                                                             origin="disk"))
     monkeypatch.setattr(runner, "compile_ahead", lambda kernels, arch: cache.Prefetch([]))
 
-    def gemm(name, a, b, c=None, *, out=None, alpha=1.0, beta=0.0, stream=None, precision=None):
+    def gemm(name, a, b, c=None, *, out=None, alpha=1.0, beta=0.0, stream=None, precision=None,
+             epilogue=None):
         if out is None:
             out = DeviceArray((a.shape[0], b.shape[1]))
         o = _host_view(out)

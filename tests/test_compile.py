@@ -331,3 +331,22 @@ def test_no_compile_starts_in_a_thread_once_exit_began():
     t.start()
     t.join()
     assert raised and "exiting" in raised[0] and guard.count == 0
+
+
+@pytest.mark.parametrize("name, entry, block", [
+    ("v2_tiled16", None, "GemmArgs"), ("cute_tiny_k", "cute_tiny_k_fp32_f32", "GemmArgsBatchEpi"),
+    ("cute_pipelined", "cute_pipelined_ak_bn_b", "GemmArgsBatch")])
+def test_entry_parameters_are_those_its_launch_packs(name, entry, block):
+    """The parameters the cubin's ELF gives an entry (.nv.info's KPARAM_INFO) are those of
+    the argument block its launches pack; launch.check_params refuses any other before a
+    launch (one past the block's end crashes the process)."""
+    from cute_gemm.driver import kernel_args, launch
+    k = registry.get(name)
+    entry = entry or k.entries[0]
+    c = cache.get(k, "sm_90", entries=(entry,))
+    sizes = comp.param_sizes_from_cubin(c.cubin, entry)
+    assert sizes == getattr(kernel_args, block).param_sizes
+    f = launch.Function(name, entry, None, params=sizes)
+    launch.check_params(f, sizes)
+    with pytest.raises(cute_gemm.CudaError, match="internal error"):
+        launch.check_params(f, kernel_args.GemmArgsWs.param_sizes)

@@ -161,8 +161,9 @@ def test_stream_k_entries_registered():
     sk = {(v.a_major, v.b_major): v for v in k.variants if v.stream_k}
     assert set(sk) == {("m", "n"), ("k", "k"), ("k", "n"), ("m", "k")}   # every vector entry
     assert all(v.stream_k in k.entries for v in sk.values())
-    # 8 + 3 twins + 3 split entries (am_bk borrows ak_bn's of each)
-    assert len(k.entries) == len(set(k.entries)) == 14
+    # 8 + 3 twins + 3 split entries (am_bk borrows ak_bn's of each) + 8 batched twins
+    assert len(k.entries) == len(set(k.entries)) == 22
+    assert sum(e.endswith("_b") for e in k.entries) == 8
     # A m-major x B k-major is A k-major x B n-major for C^T = B^T A^T
     assert sk["m", "k"].stream_k == sk["k", "n"].stream_k and sk["m", "k"].stream_k_swap
     assert sk["m", "k"].split == sk["k", "n"].split == "cute_pipelined_ak_bn_part"
@@ -224,7 +225,8 @@ def test_configuration_twins_registered():
         assert len(scalar) == 4 and all(v.stream_k == (v.entry + "_sk" if flags else "") for v in scalar)
         assert all(streamk.stream_k_dp_entry(v) in k.entries for v in k.variants if v.stream_k)
         assert am_bk.split == ("cute_pipelined_am_bk_part" if flags else "cute_pipelined_ak_bn_part")
-        assert len(k.entries) == (16 if flags else 11) + (4 if flags else 3)   # + split entries
+        # + split entries + 8 batched twins
+        assert len(k.entries) == (16 if flags else 11) + (4 if flags else 3) + 8
         assert k.config.sk_smem + ladder_cute.TWIN_STATIC_SMEM <= k.config.dyn_smem
 
 

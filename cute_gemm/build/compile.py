@@ -113,6 +113,8 @@ def prelude(kernel, entries: tuple[str, ...] | None = None) -> str:
     the entry selection (include/cute_gemm/entries.cuh's CG_ENTRIES, a CG_WANT_<entry> each),
     then a #line, so that compiler messages name the source's own lines."""
     cfg = kernel.config.cpp(kernel.name) if kernel.config is not None else ""
+    if kernel.epilogue is not None:
+        cfg += kernel.epilogue.cpp()
     sel = ("#define CG_ENTRIES\n" + "".join(f"#define CG_WANT_{e} 1\n" for e in entries)
            if entries is not None else "")
     return f'{cfg}{sel}#line 1 "{kernel.source}"\n'
@@ -160,13 +162,12 @@ def parse_resources(log: str) -> dict[str, Resources]:
     return out
 
 
-def resources_from_cubin(cubin: bytes) -> dict[str, Resources]:
-    """Registers, static smem and stack frame per entry from the CUBIN's ELF (.nv.info's REGCOUNT and
-    FRAME_SIZE; .nv.shared.<f> less sm_80+'s 1 KB system reserve where .nv.shared.reserved exists),
-    for an NVRTC log without a ptxas report (the GPU host's); spills are not in the ELF: -1."""
+def _elf(cubin: bytes):
+    """(section names, section headers, a function giving the symbol names by index) of a
+    CUBIN's ELF64; None for anything else."""
     import struct
     if cubin[:4] != b"\x7fELF" or cubin[4] != 2:     # ELF64 only
-        return {}
+        return None
     shoff, = struct.unpack_from("<Q", cubin, 0x28)
     shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
     secs = [struct.unpack_from("<IIQQQQIIQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
@@ -174,10 +175,38 @@ def resources_from_cubin(cubin: bytes) -> dict[str, Resources]:
     def cstr(start: int) -> str:
         return cubin[start:cubin.index(b"\0", start)].decode()
     names = [cstr(secs[shstrndx][4] + sec[0]) for sec in secs]
-    symtab = next((s for s in secs if s[1] == 2), None)           # SHT_SYMTAB
-    syms = {} if symtab is None else {
-        i: cstr(secs[symtab[6]][4] + struct.unpack_from("<I", cubin, symtab[4] + 24 * i)[0])
-        for i in range(symtab[5] // 24)}
+
+    def syms() -> dict[int, str]:
+        symtab = next((s for s in secs if s[1] == 2), None)       # SHT_SYMTAB
+        return {} if symtab is None else {
+            i: cstr(secs[symtab[6]][4] + struct.unpack_from("<I", cubin, symtab[4] + 24 * i)[0])
+            for i in range(symtab[5] // 24)}
+    return names, secs, syms
+
+
+def _info(cubin: bytes, sec):
+    """The (attribute, offset of its value, size) of each EIFMT_SVAL record of a .nv.info
+    section (the other formats carry no value that is read here)."""
+    import struct
+    off, end = sec[4], sec[4] + sec[5]
+    while off + 4 <= end:
+        fmt, attr, size = struct.unpack_from("<BBH", cubin, off)
+        off += 4
+        if fmt == 0x04:                                            # EIFMT_SVAL: size bytes follow
+            yield attr, off, size
+            off += size
+
+
+def resources_from_cubin(cubin: bytes) -> dict[str, Resources]:
+    """Registers, static smem and stack frame per entry from the CUBIN's ELF (.nv.info's REGCOUNT and
+    FRAME_SIZE; .nv.shared.<f> less sm_80+'s 1 KB system reserve where .nv.shared.reserved exists),
+    for an NVRTC log without a ptxas report (the GPU host's); spills are not in the ELF: -1."""
+    import struct
+    elf = _elf(cubin)
+    if elf is None:
+        return {}
+    names, secs, symbols = elf
+    syms = symbols()
     regs, smem, frame, entries = {}, {}, {}, []
     reserved = 1024 if any(n.startswith(".nv.shared.reserved") for n in names) else 0
     for n, sec in zip(names, secs):
@@ -186,16 +215,31 @@ def resources_from_cubin(cubin: bytes) -> dict[str, Resources]:
         elif n.startswith(".nv.shared.") and not n.startswith(".nv.shared.reserved"):
             smem[n[11:]] = max(sec[5] - reserved, 0)
         elif n == ".nv.info":
-            off, end = sec[4], sec[4] + sec[5]
-            while off + 4 <= end:
-                fmt, attr, size = struct.unpack_from("<BBH", cubin, off)
-                off += 4
-                if fmt == 0x04:                                    # EIFMT_SVAL: size bytes follow
-                    if attr in (0x11, 0x2F) and size >= 8:         # EIATTR_FRAME_SIZE, _REGCOUNT
-                        idx, val = struct.unpack_from("<II", cubin, off)
-                        (frame if attr == 0x11 else regs)[syms.get(idx, "")] = val
-                    off += size
+            for attr, off, size in _info(cubin, sec):
+                if attr in (0x11, 0x2F) and size >= 8:             # EIATTR_FRAME_SIZE, _REGCOUNT
+                    idx, val = struct.unpack_from("<II", cubin, off)
+                    (frame if attr == 0x11 else regs)[syms.get(idx, "")] = val
     return {f: Resources(regs.get(f, 0), smem.get(f, 0), frame.get(f, 0), -1, -1) for f in entries}
+
+
+def param_sizes_from_cubin(cubin: bytes, entry: str) -> tuple[int, ...] | None:
+    """The sizes in bytes of `entry`'s kernel parameters, in order (its .nv.info.<entry>
+    section's EIATTR_KPARAM_INFO records: ordinal, offset, size in bits 18-31 of the flags);
+    None where the ELF has no such section."""
+    import struct
+    elf = _elf(cubin)
+    if elf is None:
+        return None
+    names, secs, _ = elf
+    sec = next((s for n, s in zip(names, secs) if n == ".nv.info." + entry), None)
+    if sec is None:
+        return None
+    params = {}
+    for attr, off, size in _info(cubin, sec):
+        if attr == 0x17 and size >= 12:                            # EIATTR_KPARAM_INFO
+            _, ordinal, _, flags = struct.unpack_from("<IHHI", cubin, off)
+            params[ordinal] = flags >> 18
+    return tuple(params[i] for i in range(len(params))) if sorted(params) == list(range(len(params))) else None
 
 
 def _output(nvrtc, prog, size_fn, get_fn, what: str) -> bytes:

@@ -8,6 +8,7 @@ from . import base
 from .base import checked, error, kernel_name, kernel_or_auto, nonneg_int, positive_float, positive_int, show
 from ..perf.batched import PRECISIONS as BATCHED_PRECISIONS, batched_count, main as batched_main
 from ..perf.cublas import find_cublas
+from ..perf.linear import linear_count, main as linear_main
 from ..perf.overhead import measure_overhead
 from ..perf.report import format_overhead, format_table, readme_markdown
 from ..perf.runner import bench, parse_precisions
@@ -31,7 +32,9 @@ included, and as 20 calls back to back; the summary gives, per precision and tim
 minimum of cuBLAS time / time and the share below 0.9x, with the seed that draws the shapes again). 'auto'
 names gemm()'s choice, timed like a kernel. 'batched[:N]' (alone; needs PyTorch): N random batched products
 (batch 2..1024, M, N, K 16..4096, broadcast and strided batches) by gemm() next to torch.matmul, checked, then
-timed as one call and as a burst; --out writes batched.json."""
+timed as one call and as a burst; --out writes batched.json. 'linear[:N]' (alone; needs PyTorch): a linear
+layer with bias and GELU (tanh) at N random token counts (8..16384) through 4096->11008 and 11008->4096, by
+gemm(epilogue=) next to torch eager (linear, gelu) and fused (_addmm_activation); --out writes linear.json."""
 
 
 def register(sub) -> None:
@@ -41,7 +44,7 @@ def register(sub) -> None:
                    help="kernel names, or auto for gemm()'s choice (default: every kernel the device supports; "
                         "with --size random: auto)")
     s.add_argument("--size", action="append", type=parse_size_arg,
-                   metavar="N|MxNxK|squares|odd|sweep|held-out|grid|random[:N]|batched[:N]|all", help="repeatable; default: all")
+                   metavar="N|MxNxK|squares|odd|sweep|held-out|grid|random[:N]|batched[:N]|linear[:N]|all", help="repeatable; default: all")
     s.add_argument("--layouts", type=parse_layouts_arg,
                    help="comma list of nn, tn, nt, tt (t = transposed view) or all; default nn; with --size "
                         "random, each random shape gets one of these at random (default: all four)")
@@ -83,7 +86,7 @@ def register(sub) -> None:
 
 
 def _size(s: str) -> str:
-    if count_of(s) is None and batched_count(s) is None:
+    if count_of(s) is None and batched_count(s) is None and linear_count(s) is None:
         parse_sizes([s])
     return s
 
@@ -119,17 +122,22 @@ def _cmd_bench(args) -> int:
             return error(f"--readme: {msg if args.readme in msg else f'{args.readme}: {msg}'}", "cute-gemm bench")
         print(readme_markdown(saved, size=args.ladder_size, source=args.readme), end="")
         return 0
-    batched = [n for n in map(batched_count, args.size or []) if n is not None]
-    if batched:
-        if len(batched) != len(args.size) or args.kernels:
-            return error("--size batched[:N] times gemm() against torch.matmul alone: no other "
-                         "size, no kernel names", "cute-gemm bench")
+    # the benches against PyTorch: (size word, its count reader, main, against what, precision)
+    for word, count, run_main, peer, default in (
+            ("linear", linear_count, linear_main, "gemm(epilogue=) against torch", "bf16"),
+            ("batched", batched_count, batched_main, "gemm() against torch.matmul", "fp32")):
+        counts = [n for n in map(count, args.size or []) if n is not None]
+        if not counts:
+            continue
+        if len(counts) != len(args.size) or args.kernels:
+            return error(f"--size {word}[:N] times {peer} alone: no other size, no kernel names",
+                         "cute-gemm bench")
         why = base.gpu_unavailable()
         if why:
             return error(f"bench times kernels on a CUDA GPU and none can be used here ({why})",
                          "cute-gemm bench")
         precisions = [p for p in parse_precisions(args.precision) if p in BATCHED_PRECISIONS]
-        return batched_main(sum(batched), args.seed, precisions or ["fp32"], args.out)
+        return run_main(sum(counts), args.seed, precisions or [default], args.out)
     try:        # before the GPU is looked for: a bad combination, and the seed of a draw
         todo = plan(args.size, args.layouts, seed=args.seed, flops=args.flops)
     except ValueError as e:

@@ -92,12 +92,13 @@ def fold(count: tuple[int, int], ops: dict) -> dict | None:
     return out
 
 
-def plan(A, B, C, O):
+def plan(A, B, C, O, can_fold: bool = True):
     """(A, B, C, O, result shape, new result) of a call with N-D operands (arrays.Operand,
     their leading modes in .lead): the batch broadcast, flattened into at most two modes
     and, where it can be, folded into one taller problem. C broadcasts to the batch; out
     has the result's shape. new result: the layout of a result run() allocates (row-major,
-    out None) as (shape, strides, batch, batch strides) of one problem; else None."""
+    out None) as (shape, strides, batch, batch strides) of one problem; else None.
+    can_fold False: never folded (a fused epilogue's vector along M stays per problem)."""
     batch = broadcast(A.lead, B.lead)
     m, n = A.shape[0], B.shape[1]
     if O is not None and O.lead != batch:
@@ -119,7 +120,7 @@ def plan(A, B, C, O):
     ops = {r: replace(op, bcount=count, bstrides=st[r], lead=(), lead_strides=())
            for r, op in ops.items() if op is not None}
     ops["new"] = replace(made, bcount=count, bstrides=st["new"])
-    folded = fold(count, ops)
+    folded = fold(count, ops) if can_fold else None
     ops = folded or ops
     new = ops.pop("new")
     return (ops["a"], ops["b"], ops.get("c"), ops.get("out"), batch + (m, n),

@@ -11,7 +11,10 @@ I, I32, L, P, F = ctypes.c_int, ctypes.c_int32, ctypes.c_longlong, ctypes.c_void
 
 def arg_block(name: str, fields: list, doc: str = ""):
     """(a ctypes struct of a kernel's parameters, in order; their offsets in it)."""
-    cls = type(name, (ctypes.Structure,), {"__doc__": doc, "_fields_": fields})
+    # param_sizes: each parameter's bytes, in order, as the kernel's ELF gives its own
+    # (launch.Function.params, checked against each other before a launch)
+    cls = type(name, (ctypes.Structure,), {"__doc__": doc, "_fields_": fields,
+                                           "param_sizes": tuple(ctypes.sizeof(t) for _, t in fields)})
     return cls, tuple(getattr(cls, f).offset for f, _ in fields)
 
 
@@ -34,13 +37,23 @@ GEMM_PARAMS = [("M", I), ("N", I), ("K", I), ("alpha", F),
 # a batched kernel's entries on their own grid take CG_BATCH_PARAMS after them (common.cuh)
 BATCH_PARAMS = [("Lin", I32), ("z0", I32), ("bA0", L), ("bA1", L), ("bB0", L), ("bB1", L),
                 ("bC0", L), ("bC1", L)]
+# a fused kernel's entries (Kernel.fused) take cg::EpiArgs (epilogue.cuh) after those: the
+# vectors of a fused epilogue, their element strides, the clamp's bounds; zeros for none
+EpiArgs, _ = arg_block("EpiArgs", [("bias", P), ("bias_sm", I32), ("bias_sn", I32), ("srow", P),
+                                   ("scol", P), ("srow_s", I32), ("scol_s", I32), ("lo", F), ("hi", F)])
+EPI_PARAMS = [("epi", EpiArgs)]
 TMA_PARAMS = [("tma_a", ctypes.c_ubyte * TMA_MAP_BYTES), ("tma_b", ctypes.c_ubyte * TMA_MAP_BYTES)]
 GemmArgs, GEMM_OFFSETS = arg_block("GemmArgs", GEMM_PARAMS)
 GemmArgsBatch, GEMM_BATCH_OFFSETS = arg_block("GemmArgsBatch", GEMM_PARAMS + BATCH_PARAMS)
+GemmArgsBatchEpi, GEMM_BATCH_EPI_OFFSETS = arg_block("GemmArgsBatchEpi",
+                                                    GEMM_PARAMS + BATCH_PARAMS + EPI_PARAMS)
 GemmArgsWs, GEMM_WS_OFFSETS = arg_block("GemmArgsWs", GEMM_PARAMS + [("ws", P), ("tile0", I32)])
 GemmArgsTma, GEMM_TMA_OFFSETS = arg_block("GemmArgsTma", GEMM_PARAMS + TMA_PARAMS)
 GemmArgsTmaWs, GEMM_TMA_WS_OFFSETS = arg_block(
     "GemmArgsTmaWs", GEMM_PARAMS + TMA_PARAMS + [("ws", P), ("dp", I32), ("pieces", I32)])
+GemmArgsTmaEpi, GEMM_TMA_EPI_OFFSETS = arg_block("GemmArgsTmaEpi", GEMM_PARAMS + TMA_PARAMS + EPI_PARAMS)
+GemmArgsTmaWsEpi, GEMM_TMA_WS_EPI_OFFSETS = arg_block(
+    "GemmArgsTmaWsEpi", GEMM_PARAMS + TMA_PARAMS + [("ws", P), ("dp", I32), ("pieces", I32)] + EPI_PARAMS)
 # util/split_reduce.cu's split_reduce
 ReduceArgs, REDUCE_OFFSETS = arg_block("ReduceArgs", [
     ("M", I), ("N", I), ("split", I), ("ws", P), ("alpha", F), ("beta", F),
@@ -51,16 +64,24 @@ def _packer(cls, offsets, tail: tuple[str, ...] = ()):
     """pack(*values): packed() of a new `cls` holding `values` in the order of GEMM_PARAMS and
     `tail`, its tensor maps (if any) zeros until set_tensor_maps writes them per call."""
     names = [f for f, _ in GEMM_PARAMS] + list(tail)
-    return lambda *values: packed(cls(**dict(zip(names, values))), offsets)
+
+    def pack(*values):
+        return packed(cls(**dict(zip(names, values))), offsets)
+    pack.sizes = cls.param_sizes
+    return pack
 
 
 # the plain signature; with a batch (a batched kernel's plain entries); with a stream-K entry's (ws, tile0) or a split's (ws, split_k) after
 # it; with the tensor maps of A and B; with the maps and the tail's (ws, dp, pieces)
 pack_gemm_args = _packer(GemmArgs, GEMM_OFFSETS)
 pack_gemm_args_batch = _packer(GemmArgsBatch, GEMM_BATCH_OFFSETS, tuple(f for f, _ in BATCH_PARAMS))
+pack_gemm_args_batch_epi = _packer(GemmArgsBatchEpi, GEMM_BATCH_EPI_OFFSETS,
+                                   tuple(f for f, _ in BATCH_PARAMS))
 pack_gemm_args_ws = _packer(GemmArgsWs, GEMM_WS_OFFSETS, ("ws", "tile0"))
 pack_gemm_args_tma = _packer(GemmArgsTma, GEMM_TMA_OFFSETS)
 pack_gemm_args_tma_ws = _packer(GemmArgsTmaWs, GEMM_TMA_WS_OFFSETS, ("ws", "dp", "pieces"))
+pack_gemm_args_tma_epi = _packer(GemmArgsTmaEpi, GEMM_TMA_EPI_OFFSETS)
+pack_gemm_args_tma_ws_epi = _packer(GemmArgsTmaWsEpi, GEMM_TMA_WS_EPI_OFFSETS, ("ws", "dp", "pieces"))
 
 
 def set_tensor_maps(args, tma_a: bytes, tma_b: bytes) -> None:
@@ -72,3 +93,13 @@ def set_tensor_maps(args, tma_a: bytes, tma_b: bytes) -> None:
 def pack_reduce_args(m, n, split, scm, scn):
     """The argument block of split_reduce with the pointers and alpha/beta still zero."""
     return packed(ReduceArgs(m, n, split, 0, 0.0, 0.0, 0, scm, scn), REDUCE_OFFSETS)
+
+
+def set_epilogue(args, values: tuple | None) -> None:
+    """Write a fused epilogue's run-time half (EpiArgs' fields, in order) into a packed
+    argument block (pack_gemm_args_batch_epi's struct); None: no epilogue (zeros)."""
+    if values is None:
+        args.epi = EpiArgs()
+        return
+    bias, bias_sm, bias_sn, srow, srow_s, scol, scol_s, lo, hi = values
+    args.epi = EpiArgs(bias, bias_sm, bias_sn, srow, scol, srow_s, scol_s, lo, hi)

@@ -12,11 +12,14 @@ from dataclasses import dataclass, field
 
 from .. import driver
 from . import check, lock, relaxed
-from ..base.errors import CaptureError, StreamError
+from ..base.errors import CaptureError, CudaError, StreamError
 from ..base.precisions import PRECISION
+from ..build.compile import param_sizes_from_cubin
 # the argument blocks and the scratch pools' user calls, reachable here too
 from .kernel_args import (TMA_MAP_BYTES, pack_gemm_args, pack_gemm_args_batch, pack_gemm_args_tma,  # noqa: F401
-                          pack_gemm_args_tma_ws, pack_gemm_args_ws, pack_reduce_args, set_tensor_maps)
+                          pack_gemm_args_batch_epi, pack_gemm_args_tma_epi, pack_gemm_args_tma_ws,
+                          pack_gemm_args_tma_ws_epi, pack_gemm_args_ws,
+                          pack_reduce_args, set_epilogue, set_tensor_maps)
 from .pool import free_workspaces, trim_pools  # noqa: F401
 
 # Dynamic shared memory a block may opt in to, per compute capability (CUDA C Programming
@@ -100,6 +103,16 @@ class Function:
     entry: str
     handle: object      # CUfunction
     smem_set: int = 0   # dynamic smem limit already raised to this many bytes
+    params: tuple[int, ...] | None = None   # its parameters' sizes, from the cubin's ELF
+
+
+def check_params(f: Function | None, sizes: tuple[int, ...]) -> None:
+    """Refuse to launch `f` with an argument block of other parameters than its own (a
+    launch reading past the block crashes the process, one of other sizes computes garbage):
+    once per resolved launch, never per call."""
+    if f is not None and f.params is not None and f.params != sizes:
+        raise CudaError(f"internal error: {f.entry} ({f.name}) takes parameters of "
+                        f"{list(f.params)} bytes, the launch would pass {list(sizes)}")
 
 
 _modules: dict[tuple[int, str], object] = {}
@@ -120,7 +133,8 @@ def get_function(ordinal: int, kernel_name: str, key: str, cubin: bytes, entry: 
                 mod = check(drv.cuModuleLoadData(cubin), "cuModuleLoadData", kernel_name)
             _modules[(ordinal, key)] = mod
         f = _functions[(ordinal, key, entry)] = Function(kernel_name, entry, check(
-            drv.cuModuleGetFunction(mod, entry.encode()), f"cuModuleGetFunction({entry})", kernel_name))
+            drv.cuModuleGetFunction(mod, entry.encode()), f"cuModuleGetFunction({entry})", kernel_name),
+            params=param_sizes_from_cubin(cubin, entry))
         return f
 
 

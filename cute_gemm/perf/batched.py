@@ -8,7 +8,6 @@ side is timed as one call on a flushed L2 (what a caller waits for, host time in
 as 20 calls back to back. The seed is drawn at run time unless given, and printed."""
 from __future__ import annotations
 
-import json
 import math
 import os
 import random
@@ -21,7 +20,7 @@ from .. import api, driver
 from ..check import THRESHOLD, unit
 from ..driver import launch
 from .clocks import ClockLog
-from .schema import utc_now
+from .schema import peer_record
 from .shapes import count_of
 from .timing import Flush, burst_times, call_times, warm_up
 
@@ -133,29 +132,31 @@ def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("fp32",
                        else f"FAIL gauge ratio {ratio:.3g}"))
                 del a, b, ours, theirs
         summary = {}
-        for prec in precisions:
-            done = [r for r in rows if r["precision"] == prec and r["ok"]]
-            summary[prec] = {t: {"geomean": _geo([r[t] for r in done]),
-                                 "min": min((r[t] for r in done), default=float("nan")),
-                                 "below_0.9": sum(r[t] < 0.9 for r in done) / max(len(done), 1)}
-                             for t in ("call", "burst")}
-            summary[prec]["failed"] = sum(1 for r in rows if r["precision"] == prec and not r["ok"])
+        summary = summarize(rows, precisions, ("call", "burst"))
         window = clocks.summary([(t0, time.monotonic())])
-    res = {"tool": "cute-gemm bench --size batched", "seed": seed, "count": count,
-           "date": utc_now(),
-           "device": info.name, "torch": torch.__version__, "clocks": window,
-           "method": __doc__.split("\n\n")[0].replace("\n", " "), "rows": rows, "summary": summary}
     for prec, s in summary.items():
         log(f"{prec}: call {s['call']['geomean']:.3f}x geomean (min {s['call']['min']:.2f}), "
             f"burst {s['burst']['geomean']:.3f}x (min {s['burst']['min']:.2f}); "
             f"{s['failed']} failed")
-    if out_dir:
-        os.makedirs(out_dir, exist_ok=True)
-        with open(os.path.join(out_dir, "batched.json"), "w") as f:
-            json.dump(res, f, indent=1, default=str)
-    return res
+    return peer_record("cute-gemm bench --size batched", seed, count, info, torch, window, __doc__,
+                       rows, summary, out_dir, "batched.json")
 
 
-def main(count: int, seed: int | None, precisions, out_dir: str | None) -> int:
+def summarize(rows, precisions, ratios) -> dict:
+    """Per precision, each of `ratios` (row keys: peer time / ours) over the rows that passed
+    their check: geometric mean, minimum, share below 0.9; and how many failed it."""
+    summary = {}
+    for prec in precisions:
+        done = [r for r in rows if r["precision"] == prec and r["ok"]]
+        summary[prec] = {t: {"geomean": _geo([r[t] for r in done]),
+                             "min": min((r[t] for r in done), default=float("nan")),
+                             "below_0.9": sum(r[t] < 0.9 for r in done) / max(len(done), 1)}
+                         for t in ratios}
+        summary[prec]["failed"] = sum(1 for r in rows if r["precision"] == prec and not r["ok"])
+    return summary
+
+
+def main(count: int, seed: int | None, precisions, out_dir: str | None, run=run) -> int:
+    """The command: `run` printing as it goes; 0 unless a result failed its check."""
     res = run(count, seed, precisions, out_dir=out_dir, log=lambda s: print(s, file=sys.stdout))
     return 0 if all(s["failed"] == 0 for s in res["summary"].values()) else 1

@@ -17,8 +17,9 @@ from ..driver import launch, pool
 from .composed import Composed
 from .relayout import Scale2d, batch_scratch, entry_for, pieces, prepared
 from ..driver.arrays import Operand
-from ..base.errors import CudaError
+from ..base.errors import CudaError, ShapeLimitError
 from ..base.precisions import ACCUMULATOR
+from ..registry.epilogue import EPILOGUE_ONLY
 from ..registry.records import AS_PLANNED, PRECISION_DTYPE, Pick
 from .resolve import CACHE, UTIL, launch_entries, layout_launches, loaded
 
@@ -139,7 +140,7 @@ def _stand_in(stand_in, A: Operand, B: Operand, C: Operand | None, T: Operand, a
 
 def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
                 alpha: float, beta: float, stream: int, ordinal: int, precision: str = "fp32",
-                pick: Pick = AS_PLANNED, stand_in=None, call=None):
+                pick: Pick = AS_PLANNED, stand_in=None, call=None, epi=None):
     """T = alpha * A @ B + beta * C on the device (C may be T itself, or None) in
     `precision` (A and B of its type; C of T's). pick: gemm()'s table pick (records.Pick):
     on the transposed problem C^T = B^T A^T (resolve.swapped decides what each launch
@@ -148,7 +149,8 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     (standin.stand_in; Loaded.ready). call: run()'s arrays.Signature, where T is its out:
     the spans and fits of the operands, read once. Returns (key, launcher) of the
     CACHE.launches entry the call went through, or None (always None from a stand-in:
-    run()'s signature hot path must not keep it)."""
+    run()'s signature hot path must not keep it). epi: a fused epilogue (driver.epilogue.
+    Prepared) that k, compiled with its spec (Kernel.with_epilogue), applies."""
     m, kk = A.shape
     n = B.shape[1]
     if C is None or beta == 0.0:
@@ -158,6 +160,9 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     products = kk > 0 and alpha != 0.0     # BLAS: with alpha == 0, A and B are not read
     read = (((A, "a"), (B, "b")) if products else ()) + (((C, "c"),) if C is not None else ())
     spans = call.spans if call is not None else {"out": T.span(), **{r: x.span() for x, r in read}}
+    if epi is not None:         # the epilogue's vectors are read too
+        read += tuple((v, f"v{i}") for i, v in enumerate(epi.vectors))
+        spans = {**spans, **{f"v{i}": v.span() for i, v in enumerate(epi.vectors)}}
     (tlo, thi) = spans["out"]
     if any(tlo < spans[r][1] and spans[r][0] < thi and not (x is C and C.same_view(T))
            for x, r in read):
@@ -168,18 +173,26 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
             # problem): written as the launch would write a fresh result of that problem
             W = _temp(T.shape, T.dtype, ordinal, stream, owned,
                       (1, T.shape[0]) if pick.transposed else None, T.bcount)
-            gemm_device(k, A, B, C, W, alpha, beta, stream, ordinal, precision, pick, stand_in)
+            gemm_device(k, A, B, C, W, alpha, beta, stream, ordinal, precision, pick, stand_in,
+                        epi=epi)
             _scale2d(ordinal, stream, 1.0, W, T)
         finally:
             _release(owned, stream)
         return None
-    if not products:
+    if not products and epi is None:
         _scale2d(ordinal, stream, beta, C, T)
         return None
+    if not products:
+        # the epilogue of beta * C alone: its kernel of no k-tile, on K = 0 (A, B unread)
+        k, pick = registry.get(f"{EPILOGUE_ONLY}:{epi.spec.tag}"), AS_PLANNED
+        A, B, kk = replace(A, shape=(m, 0)), replace(B, shape=(0, n)), 0
     mc, nc, kc = k.launch_extents(m, n, kk, pick.transposed)
     if (mc, nc, kc) != (m, n, kk):
         # beyond one launch (grid limits, 32-bit indices): launches on blocks of C, and
         # along K each piece adds to what the one before left in T
+        if epi is not None and kc < kk:
+            raise ShapeLimitError(f"a fused epilogue on K = {kk}: {k.name} covers K in "
+                                  f"launches of {kc}, and the epilogue runs after the last")
         for i0, r in pieces(m, mc):
             for j0, c in pieces(n, nc):
                 Tb = _sub(T, i0, j0, r, c)
@@ -187,7 +200,7 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
                     gemm_device(k, _sub(A, i0, p0, r, q), _sub(B, p0, j0, q, c),
                                 _sub(C, i0, j0, r, c) if p0 == 0 else Tb, Tb, alpha,
                                 beta if p0 == 0 else 1.0, stream, ordinal, precision, pick,
-                                stand_in)
+                                stand_in, epi=None if epi is None else epi.block(i0, j0))
         return None
     # the hot path: a launch already resolved for this kernel, shape, strides, pointer
     # alignment class and pick (everything swapped(), choose() and the grid depend on)
@@ -220,5 +233,8 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
         memo.keep(CACHE.launches, key, fast)
     if C is not None and not C.same_view(T):
         _scale2d(ordinal, stream, 1.0, C, T)       # the launch updates T in place
-    fast(A.ptr, B.ptr, T.ptr, alpha, beta, stream)
+    if epi is not None:
+        fast(A.ptr, B.ptr, T.ptr, alpha, beta, stream, epi.values)
+    else:
+        fast(A.ptr, B.ptr, T.ptr, alpha, beta, stream)
     return key, fast

@@ -159,28 +159,74 @@ def _read1_for(tp):
 _READ1: dict = {}     # type -> reader of one operand of it
 
 
-def launch_new(name, precision, a, b, alpha, stream):
+def launch_new(name, precision, a, b, alpha, stream, ep=None):
     """(result, None) if a call without `out` was launched through a remembered signature
-    of its a and b: a new result allocated as the full path allocated it, written by the
-    launch that path resolved; else (None, what `remember_new` needs once the full path has
-    run; None: this call has no signature)."""
+    of its a and b (and its fused epilogue `ep`): a new result allocated as the full path
+    allocated it, written by the launch that path resolved; else (None, what `remember_new`
+    needs once the full path has run; None: this call has no signature)."""
     try:
         ra = _READ1.get(type(a)) or _read1_for(type(a))
         rb = _READ1.get(type(b)) or _read1_for(type(b))
         (sa, pa), (sb, pb) = ra(a), rb(b)      # (None for a CPU tensor: TypeError, caught)
+        es, eptrs = read_epilogue(ep)
         s = framework_stream(a) if stream is None else launch.stream_handle(stream)
         # (a's type: the library the result is allocated by, which not every signature holds)
-        key = (name, precision, s, type(a), sa, sb)
+        key = (name, precision, s, type(a), sa, sb) + es
         entry = CACHE.results.get(key)
     except Exception:    # the full path reads the operands and says what is wrong
         return None, None
     if entry is None or not (pa and pb):     # null pointers: the full path names them
         return None, key
-    launcher, alloc, ptr_of = entry
+    launcher, alloc, ptr_of, epi = entry
     out = alloc(a)      # (a new allocation of the library's: it overlaps neither a nor b)
     driver.ensure_context(0)
-    launcher(pa, pb, ptr_of(out), alpha, 0.0, s)
+    if epi is None:
+        launcher(pa, pb, ptr_of(out), alpha, 0.0, s)
+    else:
+        launcher(pa, pb, ptr_of(out), alpha, 0.0, s, epi.values_at(eptrs))
     return out, None
+
+
+# ---- a fused epilogue: its vectors read per call ----------------------------------------------
+def read_epilogue(ep) -> tuple[tuple, tuple]:
+    """(signature, vector pointers) of a call's fused epilogue (driver.epilogue.Epilogue):
+    its pieces and each vector's signature as its reader sees it; ((), ()) for none."""
+    if ep is None:
+        return (), ()
+    sigs, ptrs = [], []
+    for x in (ep.bias, ep.scale_rows, ep.scale_cols):
+        if x is None:
+            sigs.append(None)
+            ptrs.append(0)
+            continue
+        sx, px = (_READ1.get(type(x)) or _read1_for(type(x)))(x)
+        sigs.append(sx)
+        ptrs.append(px)
+    return ("epilogue", ep.bias_axis, ep.activation, ep.clamp, ep.out_dtype, *sigs), tuple(ptrs)
+
+
+class EpilogueAt:
+    """A remembered fused epilogue: its run-time half with the vectors' pointers left out
+    (their strides and the clamp are the signature's) and each vector's byte span from its
+    pointer, for the overlap test with out."""
+    __slots__ = ("strides", "spans")
+
+    def __init__(self, prepared):
+        _, sm, sn, _, sr, _, sc, lo, hi = prepared.values
+        self.strides = (sm, sn, sr, sc, lo, hi)
+        self.spans = tuple((lo_ - v.ptr, hi_ - v.ptr) for v in prepared.vectors
+                           for lo_, hi_ in (v.span(),))
+
+    def values_at(self, ptrs) -> tuple:
+        """EpiArgs' fields with this call's vector pointers (bias, scale_rows, scale_cols)."""
+        sm, sn, sr, sc, lo, hi = self.strides
+        return ptrs[0], sm, sn, ptrs[1], sr, ptrs[2], sc, lo, hi
+
+    def overlaps(self, ptrs, olo: int, ohi: int) -> bool:
+        """Whether a vector at these pointers overlaps out's bytes [olo, ohi)."""
+        present = [p for p in ptrs if p]
+        return len(present) != len(self.spans) or any(
+            p + lo < ohi and olo < p + hi for p, (lo, hi) in zip(present, self.spans))
 
 
 def allocates_in_capture(obj) -> bool:
@@ -215,39 +261,48 @@ def _allocator(result, a):
 _UNITS: dict = {}    # (dtype, device) -> a one-element tensor, the allocator's views' base
 
 
-def remember_new(key, fast, A: Operand, B: Operand, result) -> None:
+def remember_new(key, fast, A: Operand, B: Operand, result, epi=None) -> None:
     """Keep the signature of a call without `out` the full path has just launched through
-    `fast` into `result`, which it allocated, under the conditions of `remember`."""
+    `fast` into `result`, which it allocated, under the conditions of `remember` (epi: its
+    fused epilogue, driver.epilogue.Prepared)."""
     alloc = _allocator(result, A.obj)
     if alloc is None or not _streams_held(key[2], (A, B)):
         return
-    memo.keep(CACHE.results, key, (fast[1], *alloc), HOT_ENTRIES)
+    memo.keep(CACHE.results, key, (fast[1], *alloc, None if epi is None else EpilogueAt(epi)),
+              HOT_ENTRIES)
 
 
-def launch_or_sign(name, precision, a, b, out, alpha, beta, stream):
-    """True if the call was launched through a remembered signature; else what `remember`
-    needs once the full path has run (None: this call has no signature)."""
+def launch_or_sign(name, precision, a, b, out, alpha, beta, stream, ep=None):
+    """True if the call was launched through a remembered signature (with its fused
+    epilogue `ep`); else what `remember` needs once the full path has run (None: this call
+    has no signature)."""
     try:
         types = (type(a), type(b), type(out))
         read3, current = _READ3.get(types) or _read3_for(types)
         r = read3(a, b, out)
         if r is None:
             return None
+        es, eptrs = read_epilogue(ep)
         s = (0 if current is None else current(a)) if stream is None else \
             launch.stream_handle(stream)
-        key = (name, precision, s, r[0])
+        key = (name, precision, s, r[0]) + es
         entry = CACHE.hot.get(key)      # (TypeError for an unhashable field: no signature)
     except Exception:    # the full path reads the operands and says what is wrong
         return None
     if entry is None:
         return key
-    launcher, (alo, ahi, blo, bhi, olo, ohi) = entry
+    launcher, (alo, ahi, blo, bhi, olo, ohi), epi = entry
     _, pa, pb, po = r
     if (pa and pb and po and not (pa + alo < po + ohi and po + olo < pa + ahi)
             and not (pb + blo < po + ohi and po + olo < pb + bhi)):
-        driver.ensure_context(0)
-        launcher(pa, pb, po, alpha, beta, s)
-        return True
+        if epi is None:
+            driver.ensure_context(0)
+            launcher(pa, pb, po, alpha, beta, s)
+            return True
+        if not epi.overlaps(eptrs, po + olo, po + ohi):
+            driver.ensure_context(0)
+            launcher(pa, pb, po, alpha, beta, s, epi.values_at(eptrs))
+            return True
     return None      # null pointers or an overlapping out: the full path names or handles it
 
 
@@ -260,7 +315,7 @@ def _streams_held(stream, ops) -> bool:
                for op in ops)
 
 
-def remember(key, fast, sig) -> None:
+def remember(key, fast, sig, epi=None) -> None:
     """Keep the signature of a call (arrays.Signature `sig`) the full path has just launched
     through `fast` (gemm_device's (key, Launcher or Relaid)), if nothing it did depends on
     more than the signature: no producer stream was waited for, and an operand whose
@@ -272,4 +327,5 @@ def remember(key, fast, sig) -> None:
     # overlap test
     (alo, ahi), (blo, bhi), (olo, ohi) = sig.spans["a"], sig.spans["b"], sig.spans["out"]
     memo.keep(CACHE.hot, key, (fast[1], (alo - A.ptr, ahi - A.ptr, blo - B.ptr, bhi - B.ptr,
-                                         olo - O.ptr, ohi - O.ptr)), HOT_ENTRIES)
+                                         olo - O.ptr, ohi - O.ptr),
+                               None if epi is None else EpilogueAt(epi)), HOT_ENTRIES)

@@ -54,6 +54,7 @@ class LaunchPlan:
     # a batched kernel's (Kernel.batched): the (outer, inner) problems its plain entries walk
     # along the grid's z (CG_BATCH_PARAMS; (1, 1): one); None: no entry of it takes a batch
     batch: tuple[int, int] | None = None
+    fused: bool = False                  # the entry takes a fused epilogue's EpiArgs last
 
     @property
     def stream_k(self) -> bool:
@@ -69,6 +70,13 @@ class LaunchPlan:
     def reduced(self) -> bool:
         """A split entry's launch, whose shares REDUCE sums after it (Pick.reduce)."""
         return self.reduce_grid[0] > 0
+
+
+def transposed_epilogue(epi: tuple) -> tuple:
+    """A fused epilogue's run-time half (EpiArgs' fields) for the entry that computes C^T:
+    the bias's strides along i and j exchanged, the row and column scales too."""
+    bias, sm, sn, srow, srow_s, scol, scol_s, lo, hi = epi
+    return bias, sn, sm, scol, scol_s, srow, srow_s, lo, hi
 
 
 class TensorMaps:
@@ -143,10 +151,16 @@ class Launcher:
         self.zs = pieces(plan.batch[0] * plan.batch[1], Z_MAX) if batched else [(0, 1)]
         if batched:
             args += (plan.batch[1], 0, *ba, *bb, *bc)
-        self.pack = functools.partial(
-            (launch.pack_gemm_args_tma_ws if extra else launch.pack_gemm_args_tma) if plan.tma
-            else launch.pack_gemm_args_ws if extra else launch.pack_gemm_args_batch if batched
-            else launch.pack_gemm_args, *args, *extra)
+        if plan.tma:        # (a fused kernel's entries take EpiArgs last)
+            pack = ((launch.pack_gemm_args_tma_ws_epi if plan.fused else launch.pack_gemm_args_tma_ws)
+                    if extra else
+                    launch.pack_gemm_args_tma_epi if plan.fused else launch.pack_gemm_args_tma)
+        elif batched:
+            pack = launch.pack_gemm_args_batch_epi if plan.fused else launch.pack_gemm_args_batch
+        else:
+            pack = launch.pack_gemm_args_ws if extra else launch.pack_gemm_args
+        launch.check_params(f, pack.sizes)
+        self.pack = functools.partial(pack, *args, *extra)
         self.local = threading.local()
         self.local.packed = self.pack()     # (this thread's; another's packs at its first call)
         self.tail = None if reduce is None else Reduction(
@@ -159,7 +173,9 @@ class Launcher:
         self.plain = not (plan.workspace_bytes or head or plan.swap or plan.tma or plan.pdl
                           or len(self.zs) > 1)
 
-    def __call__(self, a, b, c, alpha, beta, stream):
+    def __call__(self, a, b, c, alpha, beta, stream, epi=None):
+        """epi: a fused epilogue's run-time half (EpiArgs' fields) for a Launcher of a kernel
+        compiled with one (Kernel.with_epilogue), in the caller's rows and columns."""
         if self.plain:
             try:
                 packed = self.local.packed
@@ -167,13 +183,15 @@ class Launcher:
                 packed = self._packed()
             s = packed[0][0]             # the argument struct the pointer array points into
             s.A, s.B, s.C, s.alpha, s.beta = a, b, c, alpha, beta
+            if epi is not None:
+                launch.set_epilogue(s, epi)
             (err,) = self.site.go(stream, packed[1], 0)     # (Site.__call__, inlined)
             if err:
                 self.site.failed(err)
             return
         p = self.plan
         if not p.workspace_bytes:
-            self._launch(a, b, c, alpha, beta, stream, 0)
+            self._launch(a, b, c, alpha, beta, stream, 0, epi)
             return
         if launch.capturing(stream):
             # a graph owns its workspace: stream-ordered scratch, zeroed inside the graph,
@@ -182,13 +200,13 @@ class Launcher:
             ws = pool.alloc_async(p.workspace_bytes, p.ordinal, stream)
             try:
                 launch.memset_f32(ws, 0, streamk.STREAM_K_COUNTERS, stream)
-                self._launch(a, b, c, alpha, beta, stream, ws)
+                self._launch(a, b, c, alpha, beta, stream, ws, epi)
             finally:
                 pool.free_async(ws, stream)
         else:
             w = workspace.take(p.ordinal, p.workspace_bytes, stream, streamk.STREAM_K_COUNTERS)
             try:
-                self._launch(a, b, c, alpha, beta, stream, w.ptr)
+                self._launch(a, b, c, alpha, beta, stream, w.ptr, epi)
             finally:
                 workspace.give(w, stream)
 
@@ -199,11 +217,13 @@ class Launcher:
             packed = self.local.packed = self.pack()
             return packed
 
-    def _launch(self, a, b, c, alpha, beta, stream, ws):
-        if self.head is not None:
-            self.head(a, b, c, alpha, beta, stream)
+    def _launch(self, a, b, c, alpha, beta, stream, ws, epi=None):
+        if self.head is not None:       # (the same kernel's data-parallel entry: its epilogue too)
+            self.head(a, b, c, alpha, beta, stream, epi)
         packed = self._packed()
         s = packed[0][0]
+        if epi is not None:
+            launch.set_epilogue(s, transposed_epilogue(epi) if self.plan.swap else epi)
         if self.plan.swap:
             a, b = b, a
         s.A, s.B, s.C, s.alpha, s.beta = a, b, c, alpha, beta

@@ -37,7 +37,8 @@ def pdl(k: registry.Kernel, info) -> bool:
 class At(SimpleNamespace):
     """A launch resolve() asks about: k, lk (its resolve.Loaded), load (loaded()), variant,
     m, n, kk, km x kn as the entry sees it, swap, the Pick's split_k and reduce, strides,
-    smem, group (launch_entries without reduce), base (LaunchPlan fields of every mode)."""
+    smem, group (launch_entries without reduce), batched and bstrides (a batch: its
+    strides of A, B and C), base (LaunchPlan fields of every mode)."""
 
 
 class Plain:
@@ -47,7 +48,9 @@ class Plain:
         return (v.entry,)
 
     def launcher(self, at: At) -> Launcher | None:
-        return self.plain(at, at.variant.entry, at.k.grid(at.km, at.kn, at.kk, at.lk.sm_count))
+        # a batch: the entry that takes one (its own, or its twin: Kernel.batch_entry)
+        entry = at.k.batch_entry(at.variant) if at.batched else at.variant.entry
+        return self.plain(at, entry, at.k.grid(at.km, at.kn, at.kk, at.lk.sm_count))
 
     @staticmethod
     def plain(at: At, entry: str, grid, extra: tuple = (), **fields) -> Launcher:

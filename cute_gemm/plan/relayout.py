@@ -142,7 +142,8 @@ class Relaid:
     def plan(self):
         return self.launcher.plan
 
-    def __call__(self, a: int, b: int, c: int, alpha: float, beta: float, stream: int) -> None:
+    def __call__(self, a: int, b: int, c: int, alpha: float, beta: float, stream: int,
+                 epi=None) -> None:
         ptrs = {"a": a, "b": b, "c": c}
         scratch = pool.alloc_async(self.nbytes, self.ordinal, stream)
         try:
@@ -152,7 +153,7 @@ class Relaid:
                 ptrs[r] = scratch + offset
             if self.load_c is not None and beta != 0.0:
                 self.load_c(1.0, c, ptrs["c"], stream)     # the kernel updates its copy
-            self.launcher(ptrs["a"], ptrs["b"], ptrs["c"], alpha, beta, stream)
+            self.launcher(ptrs["a"], ptrs["b"], ptrs["c"], alpha, beta, stream, epi)
             if self.back is not None:
                 self.back(1.0, ptrs["c"], c, stream)
         finally:

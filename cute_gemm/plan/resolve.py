@@ -334,7 +334,10 @@ def choose_exactly(k: registry.Kernel, ops: dict[str, Operand], precision: str =
     """choose() computed for these operands (fits: arrays.fits(ops), where known)."""
     fits = fits or fits_of(ops)
     (m, kk), n = ops["a"].shape, ops["b"].shape[1]
-    ours = [v for v in k.variants if v.precision == precision and v.out_dtype == out_dtype]
+    # (with a fused epilogue, no entry with A in registers: beside its accumulators and A's
+    # fragments the epilogue spilled 1.5 KB in cute_wgmma_ws_tf32_f32_am_bk; A is copied instead)
+    ours = [v for v in k.variants if v.precision == precision and v.out_dtype == out_dtype
+            and not (k.epilogue is not None and v.register_a)]
     # the first entry taking every operand as it is wins: looked for first among those whose
     # majors could (no other can), then the fewest copies among all
     majors = [(f"{r}_major", fits[r][0]) for r in ops]
@@ -467,12 +470,13 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
     at = modes.At(k=k, lk=loaded(k, ordinal), load=loaded, variant=variant, m=m, n=n, kk=kk,
                   km=km, kn=kn, swap=swap, split_k=pick.split_k, reduce=pick.reduce,
                   strides=strides, smem=k.smem_bytes(m, n, kk) if smem is None else smem,
-                  group=launch_entries(k, variant),
-                  bstrides=batch[1] if batch else ((0, 0),) * 3,
+                  group=(k.batch_entry(variant),) if batch else launch_entries(k, variant),
+                  batched=batch is not None, bstrides=batch[1] if batch else ((0, 0),) * 3,
                   base=dict(kernel=k.name, ordinal=ordinal, shape=(m, n, kk), block=k.block,
                             copies=tuple(copies), precision=variant.precision,
                             out_dtype=variant.out_dtype,
-                            batch=(batch[0] if batch else (1, 1)) if k.batched else None))
+                            batch=batch[0] if batch else (1, 1) if k.plain_takes_batch else None,
+                            fused=k.fused))
     for mode in modes.MODES if batch is None else (modes.PLAIN,):
         found = mode.launcher(at)
         if found is not None:

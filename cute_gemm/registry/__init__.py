@@ -4,6 +4,7 @@ bench, README table and layout dumps all loop over KERNELS; nothing else lists k
 from __future__ import annotations
 
 from ..base.errors import UnknownKernelError
+from .epilogue import ACTIVATIONS, EpilogueSpec  # noqa: F401
 from .ladder_cute import CUTE, SHAPES
 from .ladder_handwritten import HANDWRITTEN
 from .ladder_hopper import HOPPER
@@ -49,10 +50,13 @@ def lookup(name: str) -> Kernel | None:
 
 
 def get(name: str) -> Kernel:
-    """The registered kernel of that name, else UnknownKernelError listing the valid ones."""
+    """The registered kernel `name`, or a fused compile of one, <kernel>:<epilogue tag>
+    (Kernel.with_epilogue); UnknownKernelError for anything else."""
     try:
         return _BY_NAME[name]
     except KeyError:
+        if ":" in name:
+            return _fused(name)
         also = "" if name == AUTO else f" (run, check and bench also take {AUTO!r}: gemm()'s pick)"
         raise UnknownKernelError(
             f"unknown kernel {name!r}; valid kernels: {', '.join(names())}{also}") from None
@@ -61,3 +65,24 @@ def get(name: str) -> Kernel:
 def check_name(name: str) -> str:
     """`name` if it is a registered kernel or AUTO, else UnknownKernelError."""
     return name if name == AUTO else get(name).name
+
+
+def _fused(name: str) -> Kernel:
+    """A kernel compiled with a fused epilogue, by its name (once per name)."""
+    k = _FUSED.get(name)
+    if k is None:
+        base, tag = name.split(":", 1)
+        kernel = get(base)
+        try:
+            spec = EpilogueSpec.parse(tag)
+        except ValueError:
+            spec = None
+        if spec is None or not kernel.takes_epilogue:
+            raise UnknownKernelError(f"unknown kernel {name!r}: {base!r} takes no epilogue "
+                                     f"{tag!r}; kernels with fused epilogues: "
+                                     f"{', '.join(x.name for x in KERNELS if x.takes_epilogue)}")
+        k = _FUSED.setdefault(name, kernel.with_epilogue(spec))
+    return k
+
+
+_FUSED: dict[str, Kernel] = {}

@@ -202,10 +202,11 @@ def _pipe(name: str, cfg: PipelinedConfig, tags: tuple[str, ...] = ("fast",),
     return Kernel(
         name=name, family="cute", source="cute/c3_pipelined.cu",
         # 16-byte entries of any majors first, then the 4-byte fallbacks, ending on row-major
-        variants=(_majors("cute_pipelined", (("m", "n"), ("m", "k"), ("k", "n"), ("k", "k")), per=sk,
+        variants=(_majors("cute_pipelined", (("m", "n"), ("m", "k"), ("k", "n"), ("k", "k")),
+                          per=lambda a, b: {**sk(a, b), "batch": f"cute_pipelined_a{a}_b{b}_b"},
                           align=4, align_roles="ab", extent_align=4)
                   + _majors("cute_pipelined", (("k", "k"), ("m", "k"), ("m", "n"), ("k", "n")), "_s",
-                            per=lambda a, b: sk(a, b, "_s"))),
+                            per=lambda a, b: {**sk(a, b, "_s"), "batch": f"cute_pipelined_a{a}_b{b}_s_b"})),
         grid=TileGridMN(bm, bn),     # the kernel remaps block ids (grouped CTA order)
         config=cfg, block=(cfg.threads, 1, 1), tile=cfg.tile, dyn_smem=FixedSmem(cfg.dyn_smem),
         stream_k_smem=FixedSmem(cfg.sk_smem) if cfg.stream_k else None,

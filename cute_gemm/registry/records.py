@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, ClassVar, Literal, Protocol, get_args, runtime_checkable
 
 from ..base import precisions
 from ..base.errors import InputError, ShapeLimitError
+from .epilogue import FUSED_SOURCES, EpilogueSpec
 
 # the precision table's views (precisions.py), where the kernels' records import them
 PrecisionName = precisions.PrecisionName
@@ -141,6 +142,7 @@ class Variant:
     stream_k_swap: bool = False  # ... computing C^T = B^T A^T (A m-major / B k-major turned)
     split: str = ""             # NAME_part: an even share of K per CTA into a workspace (+ float* ws, int split)
     cut: str = ""               # NAME_cut: a persistent walk, last wave cut along K (+ float* ws, int dp, pieces)
+    batch: str = ""             # NAME_b: the entry on a batch (+ CG_BATCH_PARAMS) where it takes none itself
     precision: str = "fp32"     # PRECISIONS: the arithmetic, and so the type of A and B
     out_dtype: str = "float32"  # the type of C and the result: one of the precision's outs
     tma: TmaBoxes | None = None  # the entry also takes TMA tensor maps of A and B
@@ -378,7 +380,8 @@ class GemmOf:
 
 
 # the sources whose plain entry points take CG_BATCH_PARAMS (tests/test_entries.py checks it);
-# not c3_pipelined: the batch step costs it registers and occupancy (docs/design/batched.md)
+# cute_pipelined's have batched twins instead (Variant.batch): the batch step at its entries
+# cost am_bn 40 registers, half its CTAs an SM (docs/design/batched.md)
 BATCHED_SOURCES = frozenset({"cute/c4_mma_sm80.cu", "cute/c8_tiny_k.cu",
                              "handwritten/v9_warptile.cu", "util/scale2d.cu"})
 
@@ -409,6 +412,8 @@ class Kernel:
     gemm_of: GemmOf | None = None        # a composed kernel: its variants are the pre-pass's
     # run() may compute C^T = B^T A^T where that covers C with less tile area (transposes)
     transpose_skinny: bool = False
+    # the fused epilogue this compile of the kernel has (with_epilogue); None: none
+    epilogue: EpilogueSpec | None = None
 
     def __repr__(self) -> str:   # the generated one prints every variant and policy: pages
         tile = "x".join(map(str, self.tile)) if self.tile else "-"
@@ -417,8 +422,44 @@ class Kernel:
 
     @property
     def batched(self) -> bool:
-        """Its own-grid entry points take a batch (CG_BATCH_PARAMS, common.cuh; grid z walks it)."""
+        """Whether it runs a batch of problems in one launch (its grid's z walks the batch,
+        CG_BATCH_PARAMS after the GEMM's arguments, common.cuh): its entries on its own grid
+        take one (BATCHED_SOURCES), or each has a twin that does (Variant.batch)."""
+        return self.source in BATCHED_SOURCES or all(v.batch for v in self.variants)
+
+    @property
+    def plain_takes_batch(self) -> bool:
+        """Whether its entries on its own grid take CG_BATCH_PARAMS (a 2-D call passes a
+        batch of one)."""
         return self.source in BATCHED_SOURCES
+
+    @property
+    def fused(self) -> bool:
+        """Whether its entry points take a fused epilogue (CG_EPI_PARAMS, epilogue.cuh)."""
+        return self.source in FUSED_SOURCES
+
+    @property
+    def takes_epilogue(self) -> bool:
+        """Whether a call with a fused epilogue may run on it: fused, and not a promoted
+        configuration (whose two accumulators leave an epilogue no registers: it spilled
+        and serialized its wgmmas)."""
+        return self.fused and not getattr(self.config, "promote", 0)
+
+    def with_epilogue(self, spec: EpilogueSpec) -> "Kernel":
+        """This kernel compiled with a fused epilogue: a kernel of its own, named
+        <name>:<spec.tag> (registry.get takes such names), whose prelude defines it."""
+        base = self.name.split(":")[0]
+        return replace(self, name=f"{base}:{spec.tag}", epilogue=spec)
+
+    @property
+    def batch_modes(self) -> int:
+        """The batch modes its launches walk: 2 (CG_BATCH_STEP), 1 (twins that step by the
+        inner mode alone: cute_pipelined's, whose registers had no room for two), 0."""
+        return 2 if self.plain_takes_batch else 1 if self.batched else 0
+
+    def batch_entry(self, v: Variant) -> str:
+        """The entry point that runs variant v's launch on a batch ("" where none does)."""
+        return v.batch or (v.entry if self.plain_takes_batch else "")
 
     @property
     def pdl(self) -> bool:
@@ -467,8 +508,8 @@ class Kernel:
 
     @property
     def entries(self) -> tuple[str, ...]:
-        """Every entry point of the source: the variants', then their twins' (stream-K, split, cut)."""
-        return tuple(dict.fromkeys(e for f in ("entry", "stream_k", "split", "cut")
+        """Every entry point of the source: the variants', then their twins' (stream-K, split, cut, batch)."""
+        return tuple(dict.fromkeys(e for f in ("entry", "stream_k", "split", "cut", "batch")
                                    for v in self.variants if (e := getattr(v, f))))
 
     def smem_bytes(self, m: int, n: int, k: int) -> int:

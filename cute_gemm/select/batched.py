@@ -1,7 +1,6 @@
 """gemm()'s pick for a batch of problems (operands of shape (..., M, K) @ (..., K, N) that
-batching.plan could not fold into one 2-D problem): the kernels that walk a batch along the
-grid's z (Kernel.batched), the selector's candidates among them first, in the precision the
-call asks for, else in one that keeps its contract (fp32_3xtf32 by SIMT fp32). The tables price 2-D
+batching.plan could not fold into one 2-D problem): the selector's candidates that walk a
+batch along the grid's z (Kernel.batched), in the precision the call asks for, else in one that keeps its contract (fp32_3xtf32 by SIMT fp32). The tables price 2-D
 problems only, so it is a rule and a model: a small K on the kernel tagged TINY; else the
 tiles of least `cost` over the whole batch (waves of CTAs, padding, loads per FMA)."""
 from __future__ import annotations
@@ -16,9 +15,11 @@ from .contract import answering, runs_at
 
 
 def choose(count: int, m: int, n: int, k: int, *, device, precision: str = "fp32",
-           out_dtype: str = "float32") -> Choice:
-    """What gemm() runs for `count` problems of M x N x K on `device` (a launch.DeviceInfo)."""
-    ks = [x for x in _batched(precision, out_dtype) if x.runs_on(device.arch_int)]
+           out_dtype: str = "float32", modes: int = 1, fused: bool = False) -> Choice:
+    """What gemm() runs for `count` problems of M x N x K on `device` (a launch.DeviceInfo),
+    in a batch of `modes` modes that do not merge (Kernel.batch_modes); fused: among the
+    kernels that take a fused epilogue (Kernel.takes_epilogue)."""
+    ks = [x for x in _batched(precision, out_dtype, modes, fused) if x.runs_on(device.arch_int)]
     if not ks:
         have = ", ".join(x.name for x in registry.kernels() if x.batched)
         raise CuteGemmError(f"gemm(): no kernel computes a batch of {precision} into {out_dtype} "
@@ -66,25 +67,26 @@ def _area(x: registry.Kernel) -> int:
     return x.tile[0] * x.tile[1] if x.tile else 0
 
 
-def _batched(precision: str, out_dtype: str) -> list:
-    """The kernels that batch (Kernel.batched) and answer `precision` into `out_dtype`, the
-    selector's candidates first: a batch has kernels of its own among the ladder's stages
-    (v9_warptile, the SIMT fp32 one)."""
-    ks = [x for x in registry.kernels() if x.batched and x.family != "util"
-          and runs_at(x, precision, out_dtype) is not None]
+def _batched(precision: str, out_dtype: str, modes: int = 1, fused: bool = False) -> list:
+    """The selector's candidates that walk a batch of `modes` modes (Kernel.batch_modes) and
+    answer `precision` into `out_dtype` (fused: and take an epilogue); where none does, the
+    ladder's stages that do (v9_warptile, SIMT fp32)."""
+    ks = [x for x in registry.kernels() if x.batch_modes >= modes and x.family != "util"
+          and (x.takes_epilogue or not fused) and runs_at(x, precision, out_dtype) is not None]
     auto = {x.name for x in candidates(precision, out_dtype)}
-    return sorted(ks, key=lambda x: x.name not in auto)
+    return [x for x in ks if x.name in auto] or ks
 
 
-def pick(sig, precision: str, out_dtype: str, ordinal: int | None) -> Choice:
+def pick(sig, precision: str, out_dtype: str, ordinal: int | None, fused: bool = False) -> Choice:
     """choose() for a validated batched call (arrays.Signature); ordinal None: no products to
     compute, so any batched candidate answers."""
     l0, l1 = sig.batch
     if ordinal is None:
-        x = next(iter(_batched(precision, out_dtype)), None)
+        x = next(iter(_batched(precision, out_dtype, 2 if l0 > 1 else 1, fused)), None)
         if x is None:
             raise CuteGemmError(f"gemm(): no kernel computes a batch of {precision} into {out_dtype}")
         p = runs_at(x, precision, out_dtype)
         return Choice(x.name, why="no products to compute", precision=None if p == precision else p)
     return choose(l0 * l1, sig.m, sig.n, sig.k, device=launch.device_info(ordinal),
-                  precision=precision, out_dtype=out_dtype)
+                  precision=precision, out_dtype=out_dtype, modes=2 if l0 > 1 else 1,
+                  fused=fused)

@@ -80,4 +80,12 @@ __device__ __forceinline__ void store_axpby(float alpha, float acc, float beta, 
   *c = TC(beta == 0.0f ? alpha * acc : alpha * acc + beta * float(*c));
 }
 
+// ... through a fused epilogue's finish (epilogue.cuh) on element (m, n), alpha already
+// its scale there
+template <class TC, class E>
+__device__ __forceinline__ void store_axpby(float alpha, float acc, float beta, TC* c,
+                                            E const& e, int m, int n) {
+  *c = TC(e.finish(beta == 0.0f ? alpha * acc : alpha * acc + beta * float(*c), m, n));
+}
+
 }  // namespace cg

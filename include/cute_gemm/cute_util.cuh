@@ -11,6 +11,7 @@
 
 #include <cute_gemm/cute.cuh>
 #include <cute_gemm/common.cuh>
+#include <cute_gemm/epilogue.cuh>
 
 #define CG_DA_k    cute::make_stride(sAm, cute::Int<1>{})
 #define CG_DA_m    cute::make_stride(cute::Int<1>{}, sAk)
@@ -23,15 +24,23 @@ namespace cg {
 
 // Predicated epilogue: C = alpha * acc + beta * C for every accumulator whose
 // coordinate (carried by tCcC, the identity tensor partitioned exactly like tCgC) lies
-// inside the (M,N) shape. Scalar stores: C may have any strides, of float or a 16-bit type.
-// C is never read when beta == 0 (see axpby).
-template <class TensorAcc, class TensorC, class TensorCoord, class ShapeC>
+// inside the (M,N) shape, through a fused epilogue E (epilogue.cuh; the default: none).
+// Scalar stores: C may have any strides, of float or a 16-bit type. C is never read when
+// beta == 0 (see axpby).
+template <class TensorAcc, class TensorC, class TensorCoord, class ShapeC, class E = Epilogue<>>
 __device__ __forceinline__ void epilogue_axpby(TensorAcc const& tCrC, TensorC&& tCgC,
                                                TensorCoord const& tCcC, ShapeC const& shapeC,
-                                               float alpha, float beta) {
+                                               float alpha, float beta, E const& e = E{}) {
   CUTE_UNROLL
   for (int i = 0; i < cute::size(tCrC); ++i)
-    if (cute::elem_less(tCcC(i), shapeC)) store_axpby(alpha, tCrC(i), beta, &tCgC(i));
+    if (cute::elem_less(tCcC(i), shapeC)) {
+      if constexpr (E::kNone) {
+        store_axpby(alpha, tCrC(i), beta, &tCgC(i));
+      } else {
+        const int m = cute::get<0>(tCcC(i)), n = cute::get<1>(tCcC(i));
+        store_axpby(e.scale(alpha, m, n), tCrC(i), beta, &tCgC(i), e, m, n);
+      }
+    }
 }
 
 }  // namespace cg

@@ -63,13 +63,13 @@ __device__ __forceinline__ void promote_compensated(Sum& sum, Acc& acc, unsigned
 // wgmma accumulator's columns go 8 per 4 registers, in order). split: the walk's items
 // (sm90_tail_split.cuh), a cut one's partials in ws.
 template <class WsConfig, class TC, int kCluster, class OpA, class OpB, class Mma, class Half,
-          class Ring, class Tiles>
+          class Ring, class Tiles, class E = Epilogue<>>
 __device__ __forceinline__ void consume_promoted(Mma const& mma, Half const& half, Ring* ring,
                                                  typename OpA::Elem* smemA,
                                                  typename OpB::Elem* smemB, Tiles const& tiles,
                                                  TailSplit split, float* ws, int stride, int rank, int K,
                                                  TC* C, long long sCm, long long sCn, int M,
-                                                 int N, float alpha, float beta) {
+                                                 int N, float alpha, float beta, E e = E{}) {
   using namespace cute;
   constexpr int kBlkM = WsConfig::blk_m, kBlkN = WsConfig::blk_n, kStages = WsConfig::stages;
   constexpr int kPromote = WsConfig::promote;
@@ -180,7 +180,7 @@ __device__ __forceinline__ void consume_promoted(Mma const& mma, Half const& hal
     tiles.coord(split.unit(item), m_unit, n_blk);
     const int m_blk = m_unit * kCluster + rank;
     store_axpby<kBlkM, kBlkN>(mma, thread, acc, C, sCm, sCn, M, N, m_blk * kBlkM, n_blk * kBlkN,
-                              alpha, beta);
+                              alpha, beta, e);
   }
 }
 

@@ -22,13 +22,13 @@ namespace cg::sm90 {
 // WsConfig: the kernel's struct Config (ladder_cute.WgmmaWsConfig); OpA: RegisterOperand;
 // OpB: a k-major OperandTile.
 template <class WsConfig, class TC, int kCluster, class OpA, class OpB, class Mma, class Ring,
-          class Tiles>
+          class Tiles, class E = Epilogue<>>
 __device__ __forceinline__ void consume_rs(Mma const& mma, Ring* ring,
                                            typename OpA::Elem* smemA, typename OpB::Elem* smemB,
                                            Tiles const& tiles, TailSplit split, float* ws,
                                            int stride, int rank, int k_tiles,
                                            TC* C, long long sCm, long long sCn,
-                                           int M, int N, float alpha, float beta) {
+                                           int M, int N, float alpha, float beta, E e = E{}) {
   using namespace cute;
   constexpr int kBlkM = WsConfig::blk_m, kBlkN = WsConfig::blk_n, kStages = WsConfig::stages;
   static_assert(OpB::kKMajor, "TF32 wgmma reads a k-major B from smem");
@@ -89,7 +89,7 @@ __device__ __forceinline__ void consume_rs(Mma const& mma, Ring* ring,
       continue;                                            // another piece adds this one's
     store_axpby_rows<kBlkM, kBlkN, typename OpA::RowMap>(mma, thread, acc, C, sCm, sCn, M, N,
                                                          m_blk * kBlkM, n_blk * kBlkN, alpha,
-                                                         beta);
+                                                         beta, e);
   }
 }
 

@@ -7,9 +7,12 @@
 // transpose, another row-major C each pair in one store, any other strides one value at a
 // time. With beta == 0 C is not read (BLAS: an uninitialised or NaN-poisoned C stays out of
 // the result). The float result is converted to
-// TC by round-to-nearest (cute::bfloat16_t / half_t constructors).
+// TC by round-to-nearest (cute::bfloat16_t / half_t constructors). A fused epilogue e
+// (epilogue.cuh; the default: none) scales each accumulator and finishes each value at its
+// (m, n) of C before it is converted.
 #pragma once
 #include <cute_gemm/cute.cuh>
+#include <cute_gemm/epilogue.cuh>
 
 namespace cg::sm90 {
 
@@ -38,10 +41,10 @@ __device__ __forceinline__ void quad_transpose(uint32_t (&w)[4]) {
 // gives lane q all 8 columns of j = 4J + q: one 16-byte store instead of four 4-byte ones, and
 // a warp's store covers 64 contiguous bytes of each of 8 rows (whole sectors, a quarter of the
 // store instructions: docs/design/cute_wgmma_ws.md).
-template <int TileM, int TileN, class TC, class Thr, class Acc>
+template <int TileM, int TileN, class TC, class Thr, class Acc, class E>
 __device__ __forceinline__ void store_rows_16B(Thr const& thr, Acc const& acc, TC* C,
                                                long long sCm, int m0, int n0, int rows,
-                                               int cols, float alpha) {
+                                               int cols, float alpha, E const& e) {
   using namespace cute;
   static_assert(sizeof(TC) == 2, "16-bit results: 8 columns in 16 bytes");
   constexpr int kVals = decltype(size<0>(acc))::value;   // an atom's (2,2,N/8) values
@@ -64,8 +67,15 @@ __device__ __forceinline__ void store_rows_16B(Thr const& thr, Acc const& acc, T
           const int i0 = 16 * g + 2 * h;           // value (0, h, 4g): lane q's column 32g + 2q
           uint32_t w[4];
           CUTE_UNROLL
-          for (int s = 0; s < 4; ++s)
-            w[s] = pack_pair<TC>(alpha * acc(i0 + 4 * s, mm, nn), alpha * acc(i0 + 4 * s + 1, mm, nn));
+          for (int s = 0; s < 4; ++s) {
+            if constexpr (E::kNone) {
+              w[s] = pack_pair<TC>(alpha * acc(i0 + 4 * s, mm, nn), alpha * acc(i0 + 4 * s + 1, mm, nn));
+            } else {
+              const int r = m0 + get<0>(tCcC(i0 + 4 * s, mm, nn)), c = n0 + get<1>(tCcC(i0 + 4 * s, mm, nn));
+              w[s] = pack_pair<TC>(e.finish(e.scale(alpha, r, c) * acc(i0 + 4 * s, mm, nn), r, c),
+                                   e.finish(e.scale(alpha, r, c + 1) * acc(i0 + 4 * s + 1, mm, nn), r, c + 1));
+            }
+          }
           quad_transpose(w);
           TC* p = &tCgR(i0, mm, nn) + 6 * q;       // column 32g + 8q of the same row
           if (interior) {
@@ -87,10 +97,12 @@ __device__ __forceinline__ void store_rows_16B(Thr const& thr, Acc const& acc, T
   }
 }
 
-template <int TileM, int TileN, class TC, class TiledMma, class Acc>
-__device__ void store_axpby(TiledMma const& mma, int thread, Acc const& acc,
+// (inlined: called with the accumulators by reference, which would otherwise go to local
+// memory, the wgmma's operands with them, when a fused epilogue makes it too large to inline)
+template <int TileM, int TileN, class TC, class TiledMma, class Acc, class E = Epilogue<>>
+__device__ __forceinline__ void store_axpby(TiledMma const& mma, int thread, Acc const& acc,
                             TC* C, long long sCm, long long sCn, int M, int N, int m0, int n0,
-                            float alpha, float beta) {
+                            float alpha, float beta, E const& e = E{}) {
   using namespace cute;
   Tensor gC = make_tensor(make_gmem_ptr(C + m0 * sCm + n0 * sCn),
                           make_shape(Int<TileM>{}, Int<TileN>{}), make_stride(sCm, sCn));  // (TileM,TileN)
@@ -103,7 +115,7 @@ __device__ void store_axpby(TiledMma const& mma, int thread, Acc const& acc,
   // Row-major 16-bit C, rows 16-byte aligned, nothing to read: 16-byte stores (above).
   if constexpr (sizeof(TC) == 2) {
     if (beta == 0.0f && sCn == 1 && sCm % 8 == 0 && reinterpret_cast<unsigned long long>(C) % 16 == 0) {
-      store_rows_16B<TileM, TileN>(thr, acc, C, sCm, m0, n0, rows, cols, alpha);
+      store_rows_16B<TileM, TileN>(thr, acc, C, sCm, m0, n0, rows, cols, alpha, e);
       return;
     }
   }
@@ -119,13 +131,14 @@ __device__ void store_axpby(TiledMma const& mma, int thread, Acc const& acc,
     Tensor tCgR = thr.partition_C(gR);                                                     // (MMA,MMA_M,MMA_N)
     auto put = [&](int i) {
       TC* p = &tCgR(i);
-      float v0 = alpha * acc(i), v1 = alpha * acc(i + 1);
+      const int r = m0 + get<0>(tCcC(i)), c = n0 + get<1>(tCcC(i));   // (folds away without e)
+      float v0 = e.scale(alpha, r, c) * acc(i), v1 = e.scale(alpha, r, c + 1) * acc(i + 1);
       if (beta != 0.0f) {
         const Pair old = *reinterpret_cast<const Pair*>(p);
         v0 += beta * float(old.x);
         v1 += beta * float(old.y);
       }
-      *reinterpret_cast<Pair*>(p) = Pair{TC(v0), TC(v1)};
+      *reinterpret_cast<Pair*>(p) = Pair{TC(e.finish(v0, r, c)), TC(e.finish(v1, r, c + 1))};
     };
     if (rows >= TileM && cols >= TileN) {
       CUTE_UNROLL
@@ -140,20 +153,27 @@ __device__ void store_axpby(TiledMma const& mma, int thread, Acc const& acc,
         put(i);
       } else {
         TC* p = &tCgR(i);
-        *p = TC(beta == 0.0f ? alpha * acc(i) : alpha * acc(i) + beta * float(*p));
+        const float a = e.scale(alpha, m0 + r, n0 + c);
+        *p = TC(e.finish(beta == 0.0f ? a * acc(i) : a * acc(i) + beta * float(*p), m0 + r, n0 + c));
       }
     }
     return;
   }
   if (beta == 0.0f) {
     CUTE_UNROLL
-    for (int i = 0; i < size(acc); ++i)
-      if (get<0>(tCcC(i)) < rows && get<1>(tCcC(i)) < cols) tCgC(i) = TC(alpha * acc(i));
+    for (int i = 0; i < size(acc); ++i) {
+      const int r = get<0>(tCcC(i)), c = get<1>(tCcC(i));
+      if (r < rows && c < cols)
+        tCgC(i) = TC(e.finish(e.scale(alpha, m0 + r, n0 + c) * acc(i), m0 + r, n0 + c));
+    }
   } else {
     CUTE_UNROLL
-    for (int i = 0; i < size(acc); ++i)
-      if (get<0>(tCcC(i)) < rows && get<1>(tCcC(i)) < cols)
-        tCgC(i) = TC(alpha * acc(i) + beta * float(tCgC(i)));
+    for (int i = 0; i < size(acc); ++i) {
+      const int r = get<0>(tCcC(i)), c = get<1>(tCcC(i));
+      if (r < rows && c < cols)
+        tCgC(i) = TC(e.finish(e.scale(alpha, m0 + r, n0 + c) * acc(i) + beta * float(tCgC(i)),
+                              m0 + r, n0 + c));
+    }
   }
 }
 

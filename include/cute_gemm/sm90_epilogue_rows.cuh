@@ -7,15 +7,18 @@
 // So whichever of C's strides is 1, a thread's values go out in pairs: column pairs of a
 // row-major C, row pairs of a column-major one (the transposed problem's C^T of a row-major C,
 // which is how a row-major B reaches the register operand). With beta == 0 C is not read.
+// A fused epilogue e (epilogue.cuh; the default: none) as in sm90_epilogue.cuh.
 #pragma once
 #include <cute_gemm/cute.cuh>
+#include <cute_gemm/epilogue.cuh>
 
 namespace cg::sm90 {
 
-template <int TileM, int TileN, class RowMap, class TC, class TiledMma, class Acc>
-__device__ void store_axpby_rows(TiledMma const& mma, int thread, Acc const& acc, TC* C,
+template <int TileM, int TileN, class RowMap, class TC, class TiledMma, class Acc,
+          class E = Epilogue<>>   // (inlined, as sm90_epilogue.cuh's store_axpby)
+__device__ __forceinline__ void store_axpby_rows(TiledMma const& mma, int thread, Acc const& acc, TC* C,
                                  long long sCm, long long sCn, int M, int N, int m0, int n0,
-                                 float alpha, float beta) {
+                                 float alpha, float beta, E const& e = E{}) {
   using namespace cute;
   static_assert(size(RowMap{}) == TileM, "a permutation of the tile's rows");
   static_assert(size<0>(RowMap{}) == 8 && size<1>(RowMap{}) == 2 && stride<1>(RowMap{}) == 1,
@@ -36,15 +39,20 @@ __device__ void store_axpby_rows(TiledMma const& mma, int thread, Acc const& acc
   const bool interior = rows >= TileM && cols >= TileN;
   const auto base = reinterpret_cast<unsigned long long>(C);
   struct alignas(2 * sizeof(TC)) Pair { TC x, y; };
-  auto put = [&](TC* p, float v0, float v1) {
+  // values (r0, c0) and (r1, c1) of the tile, each alpha * acc scaled by the epilogue
+  auto put = [&](TC* p, float a0, float a1, int r0, int c0, int r1, int c1) {
+    float v0 = e.scale(alpha, m0 + r0, n0 + c0) * a0, v1 = e.scale(alpha, m0 + r1, n0 + c1) * a1;
     if (beta != 0.0f) {
       const Pair old = *reinterpret_cast<const Pair*>(p);
       v0 += beta * float(old.x);
       v1 += beta * float(old.y);
     }
-    *reinterpret_cast<Pair*>(p) = Pair{TC(v0), TC(v1)};
+    *reinterpret_cast<Pair*>(p) = Pair{TC(e.finish(v0, m0 + r0, n0 + c0)), TC(e.finish(v1, m0 + r1, n0 + c1))};
   };
-  auto put1 = [&](TC* p, float v) { *p = TC(beta == 0.0f ? v : v + beta * float(*p)); };
+  auto put1 = [&](TC* p, float a, int r, int c) {
+    const float v = e.scale(alpha, m0 + r, n0 + c) * a;
+    *p = TC(e.finish(beta == 0.0f ? v : v + beta * float(*p), m0 + r, n0 + c));
+  };
 
   if (sCn == 1 && sCm % 2 == 0 && base % (2 * sizeof(TC)) == 0) {
     // row-major: values i, i + 1 are columns c, c + 1 of one row
@@ -53,8 +61,8 @@ __device__ void store_axpby_rows(TiledMma const& mma, int thread, Acc const& acc
     for (int i = 0; i < size(acc); i += 2) {
       const int r = get<0>(tCcR(i)), c = get<1>(tCcR(i));
       if (!interior && (r >= rows || c >= cols)) continue;
-      if (interior || c + 1 < cols) put(&tCgR(i), alpha * acc(i), alpha * acc(i + 1));
-      else put1(&tCgR(i), alpha * acc(i));
+      if (interior || c + 1 < cols) put(&tCgR(i), acc(i), acc(i + 1), r, c, r, c + 1);
+      else put1(&tCgR(i), acc(i), r, c);
     }
     return;
   }
@@ -66,15 +74,16 @@ __device__ void store_axpby_rows(TiledMma const& mma, int thread, Acc const& acc
       if (i % 4 >= 2) continue;
       const int r = get<0>(tCcR(i)), c = get<1>(tCcR(i));
       if (!interior && (r >= rows || c >= cols)) continue;
-      if (interior || r + 1 < rows) put(&tCgR(i), alpha * acc(i), alpha * acc(i + 2));
-      else put1(&tCgR(i), alpha * acc(i));
+      if (interior || r + 1 < rows) put(&tCgR(i), acc(i), acc(i + 2), r, c, r + 1, c);
+      else put1(&tCgR(i), acc(i), r, c);
     }
     return;
   }
   Tensor tCgC = thr.partition_C(by_rows(sCm, sCn));                             // (MMA,MMA_M,MMA_N)
   CUTE_UNROLL
   for (int i = 0; i < size(acc); ++i)
-    if (get<0>(tCcR(i)) < rows && get<1>(tCcR(i)) < cols) put1(&tCgC(i), alpha * acc(i));
+    if (get<0>(tCcR(i)) < rows && get<1>(tCcR(i)) < cols)
+      put1(&tCgC(i), acc(i), get<0>(tCcR(i)), get<1>(tCcR(i)));
 }
 
 }  // namespace cg::sm90

@@ -8,6 +8,7 @@
 // bounds and out-of-range elements read as 0 (they then add nothing to a dot product).
 #pragma once
 #include <cute_gemm/common.cuh>
+#include <cute_gemm/epilogue.cuh>
 
 namespace cg {
 
@@ -31,26 +32,33 @@ __device__ __forceinline__ float4 load4(const float* p, bool row_ok, int left) {
 }
 
 // C[p..p+3] = alpha * acc + beta * C[p..p+3]; C is read only when beta != 0. GUARD:
-// only the first `left` elements exist (row_ok false: none).
-template <bool VEC, bool GUARD>
+// only the first `left` elements exist (row_ok false: none). Through a fused epilogue e
+// (epilogue.cuh; the default: none), p being element (m, n) of C.
+template <bool VEC, bool GUARD, class E = Epilogue<>>
 __device__ __forceinline__ void store4_axpby(float alpha, float4 acc, float beta, float* p,
-                                             bool row_ok, int left) {
+                                             bool row_ok, int left, E const& e = E{},
+                                             int m = 0, int n = 0) {
   if (GUARD && !row_ok) return;
+  if constexpr (!E::kNone) {        // each element's own scale, then alpha' = 1 (exact)
+    acc = make_float4(e.scale(alpha, m, n) * acc.x, e.scale(alpha, m, n + 1) * acc.y,
+                      e.scale(alpha, m, n + 2) * acc.z, e.scale(alpha, m, n + 3) * acc.w);
+    alpha = 1.0f;
+  }
   if (VEC && (!GUARD || left >= 4)) {
     float4 c = make_float4(0.f, 0.f, 0.f, 0.f);
     if (beta != 0.0f) c = *reinterpret_cast<const float4*>(p);   // one 128-bit read, only if needed
     float4 r;
-    r.x = axpby(alpha, acc.x, beta, &c.x);
-    r.y = axpby(alpha, acc.y, beta, &c.y);
-    r.z = axpby(alpha, acc.z, beta, &c.z);
-    r.w = axpby(alpha, acc.w, beta, &c.w);
+    r.x = e.finish(axpby(alpha, acc.x, beta, &c.x), m, n);
+    r.y = e.finish(axpby(alpha, acc.y, beta, &c.y), m, n + 1);
+    r.z = e.finish(axpby(alpha, acc.z, beta, &c.z), m, n + 2);
+    r.w = e.finish(axpby(alpha, acc.w, beta, &c.w), m, n + 3);
     *reinterpret_cast<float4*>(p) = r;
     return;
   }
-  if (!GUARD || left > 0) store_axpby(alpha, acc.x, beta, p + 0);
-  if (!GUARD || left > 1) store_axpby(alpha, acc.y, beta, p + 1);
-  if (!GUARD || left > 2) store_axpby(alpha, acc.z, beta, p + 2);
-  if (!GUARD || left > 3) store_axpby(alpha, acc.w, beta, p + 3);
+  if (!GUARD || left > 0) store_axpby(alpha, acc.x, beta, p + 0, e, m, n);
+  if (!GUARD || left > 1) store_axpby(alpha, acc.y, beta, p + 1, e, m, n + 1);
+  if (!GUARD || left > 2) store_axpby(alpha, acc.z, beta, p + 2, e, m, n + 2);
+  if (!GUARD || left > 3) store_axpby(alpha, acc.w, beta, p + 3, e, m, n + 3);
 }
 
 // Block order for L2 reuse. The grid is (tiles along N, tiles along M); launched in

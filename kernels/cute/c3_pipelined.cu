@@ -141,6 +141,19 @@ __device__ __forceinline__ void dispatch_part(int M, int N, int K, const float* 
     dispatch<FAST, EPI, decltype(DA), decltype(DB), CA, CB>(M, N, K, alpha, A, DA, B, DB,   \
                                                              beta, C, sCm, sCn);          \
   })
+// A batch (CG_BATCH_PARAMS, one mode: Kernel.batch_modes): the entry again, moved to its
+// problem first. Twins, not the entries themselves: moved pointers cost am_bn 40 registers,
+// which 2-D calls would pay for; two modes spilled ak_bn and am_bk (docs/design/batched.md).
+#define CG_PIPE_BATCH_ENTRY(NAME, DA, DB, CA, CB, FAST, EPI)                             \
+  CG_ENTRY(NAME##_b, __launch_bounds__(kThreads, Config::min_blocks),                    \
+           (CG_GEMM_PARAMS, CG_BATCH_PARAMS), {                                           \
+    const long long l_ = z0 + blockIdx.z;                                                 \
+    A += l_ * bA1;                                                                        \
+    B += l_ * bB1;                                                                        \
+    C += l_ * bC1;                                                                        \
+    dispatch<FAST, EPI, decltype(DA), decltype(DB), CA, CB>(M, N, K, alpha, A, DA, B, DB,   \
+                                                             beta, C, sCm, sCn);          \
+  })
 #define CG_PIPE_SK_ENTRY(NAME, DA, DB, CA, CB, FAST, ON)                                 \
   CG_ENTRY(NAME, __launch_bounds__(kThreads, Config::min_blocks),                        \
            (CG_GEMM_PARAMS, float* __restrict__ ws, int tile0), {                         \
@@ -169,6 +182,15 @@ CG_PIPE_ENTRY(cute_pipelined_ak_bk_s, CG_DA_k, CG_DB_k, CpSclK, CpSclK, false, c
 CG_PIPE_ENTRY(cute_pipelined_am_bk_s, CG_DA_m, CG_DB_k, CpSclMN, CpSclK, false, cg::Epi::scalar)
 CG_PIPE_ENTRY(cute_pipelined_am_bn_s, CG_DA_m, CG_DB_n, CpSclMN, CpSclMN, false, cg::Epi::scalar)
 CG_PIPE_ENTRY(cute_pipelined_ak_bn_s, CG_DA_k, CG_DB_n, CpSclK, CpSclMN, false, cg::Epi::scalar)
+// Every entry above again on a batch
+CG_PIPE_BATCH_ENTRY(cute_pipelined_am_bn, CG_DA_m, CG_DB_n, CpVecM, CpVecN, true, cg::Epi::scalar)
+CG_PIPE_BATCH_ENTRY(cute_pipelined_am_bk, CG_DA_m, CG_DB_k, CpVecM, VecK1, true, cg::Epi::scalar)
+CG_PIPE_BATCH_ENTRY(cute_pipelined_ak_bn, CG_DA_k, CG_DB_n, VecK1, CpVecN, true, Config::epi_ak_bn)
+CG_PIPE_BATCH_ENTRY(cute_pipelined_ak_bk, CG_DA_k, CG_DB_k, CpVecK, CpVecK, true, Config::epi_ak_bk)
+CG_PIPE_BATCH_ENTRY(cute_pipelined_ak_bk_s, CG_DA_k, CG_DB_k, CpSclK, CpSclK, false, cg::Epi::scalar)
+CG_PIPE_BATCH_ENTRY(cute_pipelined_am_bk_s, CG_DA_m, CG_DB_k, CpSclMN, CpSclK, false, cg::Epi::scalar)
+CG_PIPE_BATCH_ENTRY(cute_pipelined_am_bn_s, CG_DA_m, CG_DB_n, CpSclMN, CpSclMN, false, cg::Epi::scalar)
+CG_PIPE_BATCH_ENTRY(cute_pipelined_ak_bn_s, CG_DA_k, CG_DB_n, CpSclK, CpSclMN, false, cg::Epi::scalar)
 // The vector entry points again as persistent stream-K launches (Config::stream_k; extra
 // arguments ws, tile0). ak_bn with a register-staged operand: interior tiles unchecked but
 // with in-place fragment loads (kDB): with a run's bounds live, double-buffered fragments

@@ -285,10 +285,10 @@ __device__ __forceinline__ void mainloop_mma_sm80(int M, int N, int K, const TAB
 
 }
 
-template <int G, class TAB, class TC, class StrideA, class StrideB>
+template <int G, class TAB, class TC, class StrideA, class StrideB, class Epi>
 __device__ void gemm_mma_sm80(int M, int N, int K, float alpha,
                               const TAB* A, StrideA dA, const TAB* B, StrideB dB,
-                              float beta, TC* C, long long sCm, long long sCn) {
+                              float beta, TC* C, long long sCm, long long sCn, Epi epi) {
   auto cta_tiler = make_shape(Int<BLK_M>{}, Int<BLK_N>{});                            // (BLK_M,BLK_N)
   Tensor mC  = make_tensor(make_gmem_ptr(C), make_shape(M, N), make_stride(sCm, sCn)); // (M,N)
   Tensor cC  = make_identity_tensor(shape(mC));                                       // (M,N) -> (m,n)
@@ -314,19 +314,19 @@ __device__ void gemm_mma_sm80(int M, int N, int K, float alpha,
     const bool interior = (int(blockIdx.x) + 1) * BLK_M <= M && (int(blockIdx.y) + 1) * BLK_N <= N;
     CUTE_UNROLL
     for (int i = 0; i < size(tCrC); i += 2) {
-      const int c = get<1>(tCcC(i));                  // (m,n) of the MMA's first value
-      if (!interior && (get<0>(tCcC(i)) >= M || c >= N)) continue;
+      const int r = get<0>(tCcC(i)), c = get<1>(tCcC(i));   // (m,n) of the MMA's first value
+      if (!interior && (r >= M || c >= N)) continue;
       TC* p = &tCgR(i);
-      float v0 = alpha * tCrC(i), v1 = alpha * tCrC(i + 1);
+      float v0 = epi.scale(alpha, r, c) * tCrC(i), v1 = epi.scale(alpha, r, c + 1) * tCrC(i + 1);
       if (interior || c + 1 < N) {
         if (beta != 0.0f) {
           const Pair old = *reinterpret_cast<const Pair*>(p);
           v0 += beta * float(old.x);
           v1 += beta * float(old.y);
         }
-        *reinterpret_cast<Pair*>(p) = Pair{TC(v0), TC(v1)};
+        *reinterpret_cast<Pair*>(p) = Pair{TC(epi.finish(v0, r, c)), TC(epi.finish(v1, r, c + 1))};
       } else {
-        *p = TC(beta == 0.0f ? v0 : v0 + beta * float(*p));
+        *p = TC(epi.finish(beta == 0.0f ? v0 : v0 + beta * float(*p), r, c));
       }
     }
     return;
@@ -335,9 +335,10 @@ __device__ void gemm_mma_sm80(int M, int N, int K, float alpha,
   CUTE_UNROLL
   for (int i = 0; i < size(tCrC); ++i)
     if (elem_less(tCcC(i), shapeC)) {
-      float v = alpha * tCrC(i);
+      const int r = get<0>(tCcC(i)), c = get<1>(tCcC(i));
+      float v = epi.scale(alpha, r, c) * tCrC(i);
       if (beta != 0.0f) v += beta * float(tCgC(i));
-      tCgC(i) = TC(v);
+      tCgC(i) = TC(epi.finish(v, r, c));
     }
 }
 
@@ -345,9 +346,10 @@ __device__ void gemm_mma_sm80(int M, int N, int K, float alpha,
 // Launch bounds of 1 CTA an SM: without them ptxas held the 64x64 tf32 entry to 128 registers
 // and spilled.
 #define CG_MMA_ENTRY(NAME, TAB, TC, DA, DB, G)                                              \
-  CG_ENTRY(NAME, __launch_bounds__(NUM_THREADS, 1), (CG_GEMM_PARAMS_T(TAB, TC), CG_BATCH_PARAMS), { \
+  CG_ENTRY(NAME, __launch_bounds__(NUM_THREADS, 1),                                         \
+           (CG_GEMM_PARAMS_T(TAB, TC), CG_BATCH_PARAMS, CG_EPI_PARAMS), {                    \
     CG_BATCH_STEP();                                                                        \
-    gemm_mma_sm80<G>(M, N, K, alpha, A, DA, B, DB, beta, C, sCm, sCn);                      \
+    gemm_mma_sm80<G>(M, N, K, alpha, A, DA, B, DB, beta, C, sCm, sCn, CG_EPILOGUE{&epi});    \
   })
 // One precision and result type in every (A major, B major), one alignment class (AL: the
 // entries' suffix, _al1 for any alignment; none for 16 bytes)

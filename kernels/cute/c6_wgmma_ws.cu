@@ -65,12 +65,13 @@ constexpr int kThreads = 128 * (1 + Config::consumers);
 // The consumer warpgroups: wgmma over the ring's stages, one batch in flight, then the
 // epilogue of each tile straight from the accumulators. (With Config::promote > 0:
 // consume_promoted, sm90_consumer_promote.cuh.)
-template <class TC, int kCluster, class OpA, class OpB, class Mma, class Ring, class T, class Tiles>
+template <class TC, int kCluster, class OpA, class OpB, class Mma, class Ring, class T, class Tiles,
+          class Epi>
 __device__ __forceinline__ void consume(Mma const& mma, Ring* ring, T* smemA, T* smemB,
                                         Tiles const& tiles, cg::sm90::TailSplit split, float* ws,
                                         int stride, int rank, int k_tiles,
                                         TC* C, long long sCm, long long sCn,
-                                        int M, int N, float alpha, float beta) {
+                                        int M, int N, float alpha, float beta, Epi epi) {
   constexpr int kBlkM = Config::blk_m, kBlkN = Config::blk_n, kStages = Config::stages;
   using State = cg::sm90::RingState<kStages>;
   cg::sm90::setmaxnreg_inc<Config::consumer_regs>();
@@ -111,13 +112,16 @@ __device__ __forceinline__ void consume(Mma const& mma, Ring* ring, T* smemA, T*
                                                                rank))
       continue;                                            // another piece adds this one's
     cg::sm90::store_axpby<kBlkM, kBlkN>(mma, thread, acc, C, sCm, sCn, M, N, m_blk * kBlkM,
-                                        n_blk * kBlkN, alpha, beta);
+                                        n_blk * kBlkN, alpha, beta, epi);
   }
 }
 
-template <class TAB, class TC, GMMA::Major MajA, GMMA::Major MajB>
-__device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tma_a,
-                              const TmaDescriptor* tma_b, float* ws, cg::sm90::TailSplit split) {
+// (inlined into a fused entry: a call between them serialized the wgmmas, ptxas C7510; forced
+// inlining without one serialized the promoted configurations' instead)
+template <class TAB, class TC, GMMA::Major MajA, GMMA::Major MajB, class Epi>
+__device__ CG_INLINE_IF_FUSED void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tma_a,
+                              const TmaDescriptor* tma_b, float* ws, cg::sm90::TailSplit split,
+                              Epi epi) {
   using T = cg::sm90::mma_t<TAB>;
   constexpr int kBlkM = Config::blk_m, kBlkN = Config::blk_n, kStages = Config::stages;
   constexpr int kBlkK = Config::k_bytes / int(sizeof(T));   // a k-tile: one swizzle row
@@ -223,7 +227,7 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
   } else if constexpr (kRegA) {
     cg::sm90::consume_rs<Config, TC, kCluster, OpA, OpB>(mma, ring, smemA, smemB, tiles, split,
                                                          ws, stride, rank, k_tiles, C, sCm,
-                                                         sCn, M, N, alpha, beta);
+                                                         sCn, M, N, alpha, beta, epi);
   } else if constexpr (Config::promote > 0) {
     // the same atom over half the tile's columns: the k-tiles consume_promoted splits
     TiledMMA half = make_tiled_mma(
@@ -231,10 +235,10 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
         Layout<Shape<Int<Config::consumers>, _1, _1>>{});
     cg::sm90::consume_promoted<Config, TC, kCluster, OpA, OpB>(
         mma, half, ring, smemA, smemB, tiles, split, ws, stride, rank, k_read, C, sCm, sCn, M, N,
-        alpha, beta);
+        alpha, beta, epi);
   } else {
     consume<TC, kCluster, OpA, OpB>(mma, ring, smemA, smemB, tiles, split, ws, stride, rank,
-                                    k_tiles, C, sCm, sCn, M, N, alpha, beta);
+                                    k_tiles, C, sCm, sCn, M, N, alpha, beta, epi);
   }
   if constexpr (kCluster > 1) cg::sm90::cluster_sync();    // no peer writes our smem any more
 }
@@ -245,23 +249,27 @@ __device__ void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tm
 // also has a twin NAME_cut that takes the tail's workspace and cut after the maps
 // (streamk.tail_split_plan). Twins, not one entry: with the cut's code compiled in, walks it
 // does not cut ran 3-10 % slower (docs/design/cute_wgmma_ws.md#tail-code).
-#define CG_WS_PARAMS(TAB, TC) (CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS)
+// (a fused epilogue's EpiArgs last, epilogue.cuh)
+#define CG_WS_PARAMS(TAB, TC) (CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS, CG_EPI_PARAMS)
 #define CG_WS_CUT_PARAMS(TAB, TC) \
-  (CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS, float* __restrict__ ws, int split_dp, int split_pieces)
+  (CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS, float* __restrict__ ws, int split_dp, int split_pieces, \
+   CG_EPI_PARAMS)
 #define CG_WS_WHOLE nullptr, cg::sm90::TailSplit{0, 1}
 #define CG_WS_CUT ws, cg::sm90::TailSplit{split_dp, split_pieces}
 #define CG_WGMMA_WS_AS(NAME, PARAMS, SPLIT, TAB, TC, MA, MB)                                \
   CG_ENTRY(NAME, __launch_bounds__(kThreads, 1)                                            \
                  __cluster_dims__(Config::cluster_m, 1, 1), PARAMS, {                      \
     gemm_wgmma_ws<TAB, TC, GMMA::Major::MA, GMMA::Major::MB>(                               \
-        M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, &tma_a, &tma_b, SPLIT); \
+        M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, &tma_a, &tma_b, SPLIT, \
+        CG_EPILOGUE{&epi});                                                                 \
   })
 // A k-major, B n-major (tf32): C^T = B^T A^T, B^T the m-major register operand, A^T k-major.
 #define CG_WGMMA_WS_SWAPPED_AS(NAME, PARAMS, SPLIT, TAB, TC)                                \
   CG_ENTRY(NAME, __launch_bounds__(kThreads, 1)                                            \
                  __cluster_dims__(Config::cluster_m, 1, 1), PARAMS, {                      \
     gemm_wgmma_ws<TAB, TC, GMMA::Major::MN, GMMA::Major::K>(                                \
-        N, M, K, alpha, B, sBn, sBk, A, sAk, sAm, beta, C, sCn, sCm, &tma_b, &tma_a, SPLIT); \
+        N, M, K, alpha, B, sBn, sBk, A, sAk, sAm, beta, C, sCn, sCm, &tma_b, &tma_a, SPLIT, \
+        cg::transposed(CG_EPILOGUE{&epi}));     /* its tile's rows are C's columns */         \
   })
 #if CG_WS_TAIL_SPLIT
 #define CG_WGMMA_WS_ENTRY(NAME, TAB, TC, MA, MB)                                            \

@@ -67,13 +67,13 @@ __device__ __forceinline__ void stage(Strip const& g, Smem& s, int x_left, int k
   }
 }
 
-template <bool TF32, class TAB, class TC>
+template <bool TF32, class TAB, class TC, class Epi>
 __device__ void gemm_tiny_k(int M, int N, int K, float alpha,
                             const TAB* A, long long sAm, long long sAk,
                             const TAB* B, long long sBk, long long sBn,
                             float beta, TC* C, long long sCm, long long sCn, int Lin, int z0,
                             long long bA0, long long bA1, long long bB0, long long bB1,
-                            long long bC0, long long bC1) {
+                            long long bC0, long long bC1, Epi epi) {
   auto bM = Int<BLK_M>{};
   auto bN = Int<BLK_N>{};
   auto bK = Int<BLK_K>{};
@@ -138,16 +138,18 @@ __device__ void gemm_tiny_k(int M, int N, int K, float alpha,
     __syncthreads();                                 // before the next k-tile overwrites
   }
 
-  // Epilogue: alpha * acc + beta * C in TC (round to nearest even), C read only if beta != 0.
+  // Epilogue: alpha * acc + beta * C in TC (round to nearest even), C read only if beta != 0,
+  // through the fused epilogue
   cg::epilogue_axpby(tCrC, make_tensor(tCgC.data() + (l0 * bC0 + l1 * bC1),
-                                      tCgC.layout()), tCcC, shape(mC), alpha, beta);
+                                      tCgC.layout()), tCcC, shape(mC), alpha, beta, epi);
 }
 
 // 2 CTAs an SM (<= 128 registers): twice the stores in flight of a CTA alone
 #define CG_TINY_K_ENTRY(NAME, TF32, TAB, TC)                                                \
-  CG_ENTRY(NAME, __launch_bounds__(THREADS, 2), (CG_GEMM_PARAMS_T(TAB, TC), CG_BATCH_PARAMS), { \
+  CG_ENTRY(NAME, __launch_bounds__(THREADS, 2),                                            \
+           (CG_GEMM_PARAMS_T(TAB, TC), CG_BATCH_PARAMS, CG_EPI_PARAMS), {                    \
     gemm_tiny_k<TF32>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, Lin, z0, \
-                      bA0, bA1, bB0, bB1, bC0, bC1);                                       \
+                      bA0, bA1, bB0, bB1, bC0, bC1, CG_EPILOGUE{&epi});                      \
   })
 
 CG_TINY_K_ENTRY(cute_tiny_k_fp32_f32, false, float, float)

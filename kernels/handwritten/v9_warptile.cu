@@ -59,9 +59,10 @@ static_assert(2 * 4 * BK * (BM + APAD + BN) <= 48 * 1024, "static shared memory"
 // masked in every k-tile and C is stored element-wise. Interior blocks (the hot path)
 // check nothing but the last k-tile when K % BK != 0. The kernel picks one of the two
 // instantiations per block; they never coexist in registers.
-template <bool VEC, bool EDGE>
+template <bool VEC, bool EDGE, class Epi>
 __device__ __forceinline__ void gemm(CG_GEMM_PARAMS, int m0, int n0,
-                                     float (&sAT)[2][BK][BM + APAD], float (&sB)[2][BK][BN]) {
+                                     float (&sAT)[2][BK][BM + APAD], float (&sB)[2][BK][BN],
+                                     Epi epi) {
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   int lm, ln;
   cg::zorder_lane<LM, LN>(lane, lm, ln);
@@ -177,13 +178,13 @@ __device__ __forceinline__ void gemm(CG_GEMM_PARAMS, int m0, int n0,
         const float* x = &acc[4 * i + r][4 * j];
         const float4 v = make_float4(x[0], x[1], x[2], x[3]);
         cg::store4_axpby<VEC, EDGE>(alpha, v, beta, c + j * LN * 4, m < M,
-                                    N - (n0 + wn0 + j * LN * 4));
+                                    N - (n0 + wn0 + j * LN * 4), epi, m, n0 + wn0 + j * LN * 4);
       }
     }
 }
 
-template <bool VEC>
-__device__ __forceinline__ void dispatch(CG_GEMM_PARAMS) {
+template <bool VEC, class Epi>
+__device__ __forceinline__ void dispatch(CG_GEMM_PARAMS, Epi epi) {
   // Declared here, not in gemm<>: each instantiation would get its own copy.
   __shared__ __align__(16) float sAT[2][BK][BM + APAD];   // [stage][k][m]
   __shared__ __align__(16) float sB[2][BK][BN];           // [stage][k][n]
@@ -193,16 +194,18 @@ __device__ __forceinline__ void dispatch(CG_GEMM_PARAMS) {
   // Interior: the block tile lies inside C and no k-tile is partial. Everything else
   // (M/N edges, K % BK != 0) takes the guarded instantiation.
   if (m0 + BM <= M && n0 + BN <= N && K % BK == 0)     // block-uniform
-    gemm<VEC, false>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, m0, n0, sAT, sB);
+    gemm<VEC, false>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, m0, n0, sAT, sB, epi);
   else
-    gemm<VEC, true>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, m0, n0, sAT, sB);
+    gemm<VEC, true>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, m0, n0, sAT, sB, epi);
 }
 
-CG_ENTRY(v9_warptile, __launch_bounds__(THREADS, MIN_BLOCKS), (CG_GEMM_PARAMS, CG_BATCH_PARAMS), {
+CG_ENTRY(v9_warptile, __launch_bounds__(THREADS, MIN_BLOCKS),
+         (CG_GEMM_PARAMS, CG_BATCH_PARAMS, CG_EPI_PARAMS), {
   CG_BATCH_STEP();
-  dispatch<true>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn);
+  dispatch<true>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, CG_EPILOGUE{&epi});
 })
-CG_ENTRY(v9_warptile_a1, __launch_bounds__(THREADS, MIN_BLOCKS), (CG_GEMM_PARAMS, CG_BATCH_PARAMS), {
+CG_ENTRY(v9_warptile_a1, __launch_bounds__(THREADS, MIN_BLOCKS),
+         (CG_GEMM_PARAMS, CG_BATCH_PARAMS, CG_EPI_PARAMS), {
   CG_BATCH_STEP();
-  dispatch<false>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn);
+  dispatch<false>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, CG_EPILOGUE{&epi});
 })

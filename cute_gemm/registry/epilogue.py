@@ -1,0 +1,63 @@
+"""A fused epilogue's compile-time half: which pieces it has (bias, scales, activation,
+clamp) and the type of its vectors, as the C++ type a kernel is compiled with
+(include/cute_gemm/epilogue.cuh) and the tag that names that compile. The arrays and bounds
+of a call are the run-time half (api.Epilogue, driver.kernel_args.EpiArgs)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ACTIVATIONS = ("relu", "gelu_erf", "gelu_tanh", "silu")
+# the C++ element type of the vectors, per dtype name (16-bit ones only in CuTe sources)
+VECTOR_TYPES = {"float32": "float", "bfloat16": "cute::bfloat16_t", "float16": "cute::half_t"}
+# the kernel sources whose entry points take CG_EPI_PARAMS (an epilogue compiles into them)
+FUSED_SOURCES = frozenset({"cute/c4_mma_sm80.cu", "cute/c6_wgmma_ws.cu", "cute/c8_tiny_k.cu",
+                           "handwritten/v9_warptile.cu"})
+# the fused kernel that runs an epilogue with no products (K = 0 or alpha = 0): it has no
+# k-tile to load, so A and B are never read (every precision, every result type)
+EPILOGUE_ONLY = "cute_tiny_k"
+
+
+@dataclass(frozen=True)
+class EpilogueSpec:
+    """The pieces of a fused epilogue a kernel is compiled with; every combination is one
+    C++ type, Epilogue<bias, scale, act, clamp, TV>. Row and column (a bias per row or per
+    column, a row or a column scale) are run-time strides, so one compile serves a launch
+    and its transposed twin."""
+    bias: bool = False
+    scale: bool = False
+    activation: str | None = None
+    clamp: bool = False
+    vector_dtype: str = "float32"
+
+    def __post_init__(self):
+        if self.activation is not None and self.activation not in ACTIVATIONS:
+            raise ValueError(f"unknown activation {self.activation!r}")
+        if self.vector_dtype not in VECTOR_TYPES:
+            raise ValueError(f"unknown vector dtype {self.vector_dtype!r}")
+
+    @property
+    def tag(self) -> str:
+        """The pieces, '+'-joined ("bias+gelu_tanh+bfloat16"): the suffix of the kernel name
+        the epilogue compiles under (Kernel.with_epilogue)."""
+        parts = [p for p, on in (("bias", self.bias), ("scale", self.scale)) if on]
+        parts += [self.activation] if self.activation else []
+        parts += ["clamp"] if self.clamp else []
+        return "+".join(parts + [self.vector_dtype])
+
+    @classmethod
+    def parse(cls, tag: str) -> "EpilogueSpec":
+        """The spec of a tag; ValueError for one that names unknown pieces."""
+        *parts, vdtype = tag.split("+")
+        acts = [p for p in parts if p in ACTIVATIONS]
+        rest = set(parts) - set(acts)
+        if len(acts) > 1 or rest - {"bias", "scale", "clamp"}:
+            raise ValueError(f"not an epilogue tag: {tag!r}")
+        return cls("bias" in rest, "scale" in rest, acts[0] if acts else None, "clamp" in rest,
+                   vdtype)
+
+    def cpp(self) -> str:
+        """The line of the prelude that compiles it in (epilogue.cuh reads CG_EPILOGUE)."""
+        b = lambda x: str(x).lower()  # noqa: E731
+        act = self.activation or "none"
+        return (f"#define CG_EPILOGUE cg::Epilogue<{b(self.bias)}, {b(self.scale)}, "
+                f"cg::Act::{act}, {b(self.clamp)}, {VECTOR_TYPES[self.vector_dtype]}>\n")

@@ -1,0 +1,106 @@
+// The fused epilogue (gemm(..., epilogue=)): what becomes of element (i, j) of the result
+// between the accumulator and the store,
+//
+//   D[i,j] = clamp(act(alpha * srow[i] * scol[j] * acc[i,j] + beta * C[i,j] + bias[i,j]), lo, hi)
+//
+// bias[i,j] = bias[i * bias_sm + j * bias_sn]: a per-column bias (a linear layer's) has
+// bias_sm 0, a per-row one bias_sn 0. A kernel calls E.scale(alpha, i, j) where it
+// multiplies the accumulator by alpha and E.finish(v, i, j) on the value it stores.
+//
+// The pieces a call uses are compiled in (the type cg::Epilogue<...>, which the source's
+// prelude names as CG_EPILOGUE: registry/epilogue.py); the run-time half is EpiArgs, the
+// entry's last parameter (CG_EPI_PARAMS), which the Epilogue reads where it lies: a
+// __grid_constant__ parameter has an address without a copy (a copy of its 64 bytes went to
+// the stack, local memory, of cute_mma_sm80's tf32 entries). The default, Epilogue<>, leaves
+// the store as it was: E.scale returns alpha and E.finish its argument, and the coordinates
+// fold away.
+// NaN and Inf propagate: every piece keeps a NaN (the clamp and ReLU compare so that a NaN
+// fails the comparison and passes through).
+#pragma once
+
+#include <cute_gemm/activations.cuh>
+
+namespace cg {
+
+// The epilogue's vectors and bounds, one kernel parameter. A null srow or scol is a scale
+// of 1 (a call with only one of them). The host swaps rows and columns for an entry that
+// computes C^T (LaunchPlan.swap).
+// Element offsets are 32-bit (the host keeps every vector's within 2^31 elements): 64-bit
+// index math for each element of the tile spilled v9_warptile's registers.
+struct EpiArgs {
+  const void* bias;
+  int bias_sm, bias_sn;            // element strides of bias along i and j (0: broadcast)
+  const void* srow;
+  const void* scol;
+  int srow_s, scol_s;
+  float lo, hi;                    // the clamp's bounds
+};
+
+// One element of a vector, loaded where it is used: a volatile load is neither hoisted out of
+// a kernel's unrolled store loops nor merged with its neighbours, so the vector's values are
+// not all held in registers at once beside the accumulators (v9_warptile, at its 128-register
+// budget, spilled).
+template <class TV>
+__device__ __forceinline__ float vector_at(const void* base, int i) {
+  const TV* p = static_cast<const TV*>(base) + i;
+  if constexpr (sizeof(TV) == 4) {
+    float v;
+    asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(p));
+    return v;
+  } else {
+    unsigned short h;
+    asm volatile("ld.global.nc.u16 %0, [%1];" : "=h"(h) : "l"(p));
+    TV x;
+    x = TV::bitcast(h);
+    return float(x);
+  }
+}
+
+template <bool kBias = false, bool kScale = false, Act kAct = Act::none, bool kClamp = false,
+          class TV = float>
+struct Epilogue {
+  static constexpr bool kNone = !kBias && !kScale && kAct == Act::none && !kClamp;
+  EpiArgs const* p;                // the kernel's parameter
+
+  // alpha * srow[i] * scol[j]: what multiplies the accumulator of (i, j)
+  __device__ __forceinline__ float scale(float alpha, int i, int j) const {
+    if constexpr (kScale) {
+      if (p->srow != nullptr) alpha *= vector_at<TV>(p->srow, i * p->srow_s);
+      if (p->scol != nullptr) alpha *= vector_at<TV>(p->scol, j * p->scol_s);
+    }
+    return alpha;
+  }
+
+  // bias, activation and clamp on the value alpha' * acc + beta * C of (i, j)
+  __device__ __forceinline__ float finish(float v, int i, int j) const {
+    if constexpr (kBias)
+      v += vector_at<TV>(p->bias, i * p->bias_sm + j * p->bias_sn);
+    v = activate<kAct>(v);
+    if constexpr (kClamp) v = v < p->lo ? p->lo : (v > p->hi ? p->hi : v);
+    return v;
+  }
+};
+
+// An epilogue seen from an entry that computes C^T itself (its tile's rows are C's columns)
+template <class E>
+struct Transposed {
+  static constexpr bool kNone = E::kNone;
+  E e;
+  __device__ __forceinline__ float scale(float alpha, int i, int j) const { return e.scale(alpha, j, i); }
+  __device__ __forceinline__ float finish(float v, int i, int j) const { return e.finish(v, j, i); }
+};
+template <class E>
+__device__ __forceinline__ Transposed<E> transposed(E e) { return {e}; }
+
+}  // namespace cg
+
+// The call's epilogue type (the prelude defines it for a fused compile) and the parameter
+// every fused kernel's entry takes last
+#ifndef CG_EPILOGUE
+#define CG_EPILOGUE cg::Epilogue<>
+#define CG_INLINE_IF_FUSED
+#else
+// a fused epilogue can make a kernel's body too large for ptxas to inline on its own
+#define CG_INLINE_IF_FUSED __forceinline__
+#endif
+#define CG_EPI_PARAMS const __grid_constant__ cg::EpiArgs epi

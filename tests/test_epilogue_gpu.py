@@ -1,0 +1,212 @@
+"""Fused epilogues on the GPU: every fused kernel in each precision it computes, every
+activation, a bias per column and per row, row and column scales, the clamp, every result
+type, batches, no products (K = 0, alpha = 0), NaN and Inf, a NaN-poisoned result that
+beta = 0 never reads, a vector inside the result, numpy operands, torch's linear layer
+and a CUDA graph capture. Skipped without a GPU.
+
+How a result is judged: check.reference with the same epilogue (the gauge of the value
+before the activation, grown by the activation's largest slope, plus a few ulp of the
+result) with the kernel's unit roundoff (check.unit, the result's rounding included)."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import cute_gemm
+from cute_gemm import Epilogue, registry
+from cute_gemm.check import THRESHOLD, gauge_ratio, reference, unit
+from cute_gemm.driver.epilogue import host_vector
+from cute_gemm.registry.epilogue import ACTIVATIONS
+
+pytestmark = pytest.mark.gpu
+torch = pytest.importorskip("torch")
+
+from test_batched_gpu import OPERAND, TORCH, _runs_here  # noqa: E402
+
+
+def _combos():
+    for k in registry.kernels():
+        if k.takes_epilogue:
+            for p in k.precisions:
+                yield k.name, p
+
+
+def _rand(shape, dtype, gen, scale=1.0):
+    x = scale * torch.randn(shape, generator=gen, device="cuda", dtype=torch.float32)
+    return x.to(TORCH[dtype])
+
+
+def _np(x):
+    return None if x is None else x.double().cpu().numpy()
+
+
+def _check(got, a, b, ep: Epilogue, c=None, alpha=1.0, beta=0.0, precision="fp32",
+           out_dtype="float32"):
+    """got against check.reference's float64 result and gauge of the same epilogue."""
+    host = replace(ep, **{f: host_vector(getattr(ep, f)) for f in ("bias", "scale_rows", "scale_cols")
+                          if getattr(ep, f) is not None})
+    ref, gauge = reference(_np(a), _np(b), _np(c), alpha, beta if c is not None else 0.0, host)
+    out = got.float().cpu().numpy()
+    assert out.shape == ref.shape
+    assert np.array_equal(np.isnan(out), np.isnan(ref)), "NaN where the reference has none, or none where it has"
+    ok = ~np.isnan(ref)
+    r = gauge_ratio(out[ok], ref[ok], gauge[ok], unit(precision, out_dtype))
+    assert r.max(initial=0.0) <= THRESHOLD, f"gauge ratio {r.max():.3g}"
+
+
+EPILOGUES = [dict(activation=act) for act in ACTIVATIONS] + [
+    dict(bias=True, activation="gelu_tanh"), dict(bias="row", activation="relu"),
+    dict(scale_rows=True, scale_cols=True, activation="silu"),
+    dict(bias=True, scale_cols=True, clamp=(-0.5, 0.75)), dict(bias=True, activation="gelu_erf",
+                                                                clamp=(0.0, 6.0))]
+
+
+def _epilogue(spec: dict, m: int, n: int, vdtype: str, gen) -> Epilogue:
+    kw = {k: v for k, v in spec.items() if k in ("activation", "clamp")}
+    if spec.get("bias"):
+        kw["bias_axis"] = "row" if spec["bias"] == "row" else "col"
+        kw["bias"] = _rand(m if spec["bias"] == "row" else n, vdtype, gen)
+    if spec.get("scale_rows"):
+        kw["scale_rows"] = _rand(m, vdtype, gen)
+    if spec.get("scale_cols"):
+        kw["scale_cols"] = _rand(2 * n, vdtype, gen)[::2]       # a strided vector
+    return Epilogue(**kw)
+
+
+# each kernel and precision with the fullest epilogue; every piece on two kernels (each
+# combination is a compile of its own: the whole product would be hundreds of them)
+FULLEST = dict(bias=True, scale_rows=True, scale_cols=True, activation="gelu_erf", clamp=(-1.5, 2.5))
+CASES = ([(name, prec, FULLEST) for name, prec in _combos()]
+         + [(name, prec, spec) for spec in EPILOGUES
+            for name, prec in (("cute_tiny_k", "fp32"), ("cute_wgmma_ws", "bf16"))])
+
+
+@pytest.mark.parametrize("name,precision,spec", CASES, ids=str)
+def test_fused_kernels_apply_their_epilogues(name, precision, spec):
+    _runs_here(name)
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    dt = OPERAND[precision]
+    m, n, k = 77, 45, 129 if "tiny" not in name else 19
+    a, b, c = _rand((m, k), dt, gen), _rand((k, n), dt, gen), _rand((m, n), "float32", gen)
+    ep = _epilogue(spec, m, n, "float32", gen)
+    out = torch.full((m, n), float("nan"), device="cuda")
+    got = cute_gemm.run(name, a, b, out=out, precision=precision, epilogue=ep)
+    torch.cuda.synchronize()
+    assert got is out
+    _check(got, a, b, ep, precision=precision)
+    out2 = c.clone()             # in place, beta != 0
+    cute_gemm.run(name, a, b, out2, out=out2, alpha=-0.5, beta=2.0, precision=precision, epilogue=ep)
+    torch.cuda.synchronize()
+    _check(out2, a, b, ep, c=c, alpha=-0.5, beta=2.0, precision=precision)
+
+
+@pytest.mark.parametrize("name,precision", [c for c in _combos() if c[1] in ("bf16", "fp16")])
+def test_16_bit_results_and_vectors(name, precision):
+    _runs_here(name)
+    gen = torch.Generator(device="cuda").manual_seed(12)
+    dt = OPERAND[precision]
+    m, n, k = 130, 72, 64
+    a, b = _rand((m, k), dt, gen), _rand((k, n), dt, gen)
+    ep = Epilogue(bias=_rand(n, dt, gen), scale_rows=_rand(m, dt, gen), activation="gelu_tanh",
+                  out_dtype=dt)
+    got = cute_gemm.run(name, a, b, precision=precision, epilogue=ep)
+    torch.cuda.synchronize()
+    assert got.dtype == TORCH[dt] and got.shape == (m, n)
+    _check(got, a, b, ep, precision=precision, out_dtype=dt)
+
+
+def test_nan_and_inf_propagate_and_the_clamp_keeps_nan():
+    gen = torch.Generator(device="cuda").manual_seed(13)
+    m, n, k = 40, 50, 24
+    a, b = _rand((m, k), "float32", gen), _rand((k, n), "float32", gen)
+    a[3, 5], a[7, 0] = float("nan"), float("inf")
+    for ep in (Epilogue(activation="relu", clamp=(-1.0, 1.0)), Epilogue(activation="gelu_erf"),
+               Epilogue(bias=_rand(n, "float32", gen), activation="silu")):
+        got = cute_gemm.gemm(a, b, epilogue=ep)
+        torch.cuda.synchronize()
+        _check(got, a, b, ep)
+        assert torch.isnan(got[3]).all()
+
+
+@pytest.mark.parametrize("k", [0, 16])
+def test_no_products_run_the_epilogue_of_beta_c(k):
+    gen = torch.Generator(device="cuda").manual_seed(14)
+    m, n = 33, 65
+    a, b, c = _rand((m, k), "float32", gen), _rand((k, n), "float32", gen), _rand((m, n), "float32", gen)
+    ep = Epilogue(bias=_rand(n, "float32", gen), activation="gelu_tanh", clamp=(-2.0, 2.0))
+    alpha = 0.0 if k else 1.0
+    got = cute_gemm.gemm(a, b, c, alpha=alpha, beta=1.5, epilogue=ep)
+    torch.cuda.synchronize()
+    _check(got, a, b, ep, c=c, alpha=alpha, beta=1.5)
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_batches_share_the_vectors(precision):
+    gen = torch.Generator(device="cuda").manual_seed(15)
+    dt = OPERAND[precision]
+    a, b = _rand((4, 37, 45), dt, gen), _rand((45, 29), dt, gen)       # a shared B: folded
+    for ep in (Epilogue(bias=_rand(29, "float32", gen), activation="relu"),
+               Epilogue(scale_rows=_rand(37, "float32", gen), bias=_rand(37, "float32", gen),
+                        bias_axis="row")):                             # rows: per problem
+        got = cute_gemm.gemm(a, b, precision=precision, epilogue=ep)
+        torch.cuda.synchronize()
+        _check(got, a, b, ep, precision=precision)
+    b2 = _rand((4, 45, 29), dt, gen)
+    ep = Epilogue(bias=_rand(29, "float32", gen), activation="gelu_erf")
+    got = cute_gemm.gemm(a, b2, precision=precision, epilogue=ep)
+    torch.cuda.synchronize()
+    _check(got, a, b2, ep, precision=precision)
+
+
+def test_a_bias_inside_the_result_is_read_before_it_is_written():
+    gen = torch.Generator(device="cuda").manual_seed(16)
+    m, n, k = 64, 64, 40
+    a, b = _rand((m, k), "float32", gen), _rand((k, n), "float32", gen)
+    out = _rand((m, n), "float32", gen)
+    bias = out[5]                     # a row of out itself
+    ep = Epilogue(bias=bias.clone(), activation="silu")
+    cute_gemm.gemm(a, b, out=out, epilogue=Epilogue(bias=bias, activation="silu"))
+    torch.cuda.synchronize()
+    _check(out, a, b, ep)
+
+
+def test_numpy_operands_and_vectors():
+    rng = np.random.default_rng(17)
+    a = rng.standard_normal((50, 31), dtype=np.float32)
+    b = rng.standard_normal((31, 70), dtype=np.float32)
+    ep = Epilogue(bias=rng.standard_normal(70, dtype=np.float32), activation="gelu_tanh")
+    got = cute_gemm.gemm(a, b, epilogue=ep)
+    assert isinstance(got, np.ndarray)
+    _check(torch.from_numpy(got), torch.from_numpy(a), torch.from_numpy(b), ep)
+
+
+@pytest.mark.parametrize("tokens", [8, 100, 1000])
+@pytest.mark.parametrize("act, approx", [("gelu_tanh", "tanh"), ("gelu_erf", "none")])
+def test_a_linear_layer_as_torch_computes_it(tokens, act, approx):
+    """y = gelu(x @ W^T + b) in bf16, as torch.nn.Linear and F.gelu compute it."""
+    gen = torch.Generator(device="cuda").manual_seed(18)
+    x = _rand((tokens, 512), "bfloat16", gen)
+    w, bias = _rand((1376, 512), "bfloat16", gen, 0.05), _rand(1376, "bfloat16", gen)
+    got = cute_gemm.gemm(x, w.T, epilogue=Epilogue(bias=bias, activation=act, out_dtype="bfloat16"))
+    want = torch.nn.functional.gelu(torch.nn.functional.linear(x, w, bias), approximate=approx)
+    torch.cuda.synchronize()
+    assert got.dtype == torch.bfloat16 and got.shape == want.shape
+    _check(got, x, w.T, Epilogue(bias=bias, activation=act), precision="bf16", out_dtype="bfloat16")
+
+
+def test_a_fused_call_is_captured_in_a_graph():
+    gen = torch.Generator(device="cuda").manual_seed(19)
+    a, b = _rand((96, 64), "float32", gen), _rand((64, 80), "float32", gen)
+    ep = Epilogue(bias=_rand(80, "float32", gen), activation="relu")
+    out = torch.empty((96, 80), device="cuda")
+    cute_gemm.gemm(a, b, out=out, epilogue=ep)         # compiled and resolved outside
+    s = torch.cuda.Stream()
+    g = torch.cuda.CUDAGraph()
+    out.fill_(float("nan"))
+    with torch.cuda.graph(g, stream=s):
+        cute_gemm.gemm(a, b, out=out, epilogue=ep)
+    g.replay()
+    torch.cuda.synchronize()
+    _check(out, a, b, ep)
