@@ -102,6 +102,33 @@ def test_fused_kernels_apply_their_epilogues(name, precision, spec):
     _check(out2, a, b, ep, c=c, alpha=-0.5, beta=2.0, precision=precision)
 
 
+@pytest.mark.parametrize("b_major", ["k", "n"])
+@pytest.mark.parametrize("precision", ["bf16", "tf32"])
+@pytest.mark.parametrize("name", ["cute_wgmma_ws", "cute_wgmma_ws_128x64", "cute_wgmma_ws_128x128"])
+def test_a_walk_cut_along_k_applies_the_epilogue(name, precision, b_major):
+    """Few rows and a long K: the persistent walk's last wave is cut along K, its pieces
+    summed in a workspace before the epilogue runs once (a B n-major in tf32: on C^T). The
+    launch with a workspace once dropped the epilogue's vectors (a bias read at address 0)."""
+    from cute_gemm.plan import resolve
+    _runs_here(name)
+    gen = torch.Generator(device="cuda").manual_seed(20)
+    dt = OPERAND[precision]
+    m, n, k = 27, 1000, 8200
+    a, c = _rand((m, k), dt, gen), _rand((m, n), "float32", gen)
+    b = _rand((k, n), dt, gen) if b_major == "n" else _rand((n, k), dt, gen).T
+    ep = _epilogue(FULLEST, m, n, "float32", gen)
+    out = torch.full((m, n), float("nan"), device="cuda")
+    cute_gemm.run(name, a, b, out=out, precision=precision, epilogue=ep)
+    out2 = c.clone()
+    cute_gemm.run(name, a, b, out2, out=out2, alpha=0.5, beta=-1.0, precision=precision, epilogue=ep)
+    torch.cuda.synchronize()
+    _check(out, a, b, ep, precision=precision)
+    _check(out2, a, b, ep, c=c, alpha=0.5, beta=-1.0, precision=precision)
+    cut = [p for p in resolve.resolved_launches()
+           if p.kernel.startswith(name + ":") and p.shape[2] == k and p.workspace_bytes]
+    assert cut, "the walk was not cut: the test no longer covers the workspace path"
+
+
 @pytest.mark.parametrize("name,precision", [c for c in _combos() if c[1] in ("bf16", "fp16")])
 def test_16_bit_results_and_vectors(name, precision):
     _runs_here(name)
