@@ -350,7 +350,7 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
                 choice = batched.pick(sig, prec, out_dtype, ordinal, fused=True)
     else:
         check_precision(k, prec, out_dtype)
-        if batch and k.batch_modes < (2 if sig.batch[0] > 1 else 1):
+        if batch and k.batch_modes < sig.modes:
             raise ShapeError(
                 f"kernel {k.name!r} computes one 2-D product; a batch of {sig.shape[:-2]} runs "
                 f"on {', '.join(batched_kernels())}" if not k.batched else

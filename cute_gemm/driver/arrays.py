@@ -181,6 +181,12 @@ class Signature:
     __slots__ = ("A", "B", "C", "O", "m", "n", "k", "stream", "fits", "spans", "producers",
                  "shape", "batch", "made")
 
+    @property
+    def modes(self) -> int:
+        """The batch modes its launches walk (Kernel.batch_modes): 2 where the outer one
+        holds more than one problem, else 1."""
+        return 2 if self.batch[0] > 1 else 1
+
     def __init__(self, A: Operand, B: Operand, C: Operand | None, O: Operand | None, stream: int,
                  shape: tuple[int, ...] | None = None, made: tuple | None = None):
         self.A, self.B, self.C, self.O, self.stream = A, B, C, O, stream

@@ -1,8 +1,9 @@
 """gemm()'s pick for a batch of problems (operands of shape (..., M, K) @ (..., K, N) that
 batching.plan could not fold into one 2-D problem): the selector's candidates that walk a
-batch along the grid's z (Kernel.batched), in the precision the call asks for, else in one that keeps its contract (fp32_3xtf32 by SIMT fp32). The tables price 2-D
-problems only, so it is a rule and a model: a small K on the kernel tagged TINY; else the
-tiles of least `cost` over the whole batch (waves of CTAs, padding, loads per FMA)."""
+batch along the grid's z (Kernel.batched), in the precision the call asks for, else in one
+that keeps its contract (fp32_3xtf32 by SIMT fp32). The tables price 2-D problems only, so
+it is a rule and a model: a small K on the kernel tagged TINY; else the tiles of least `cost`
+over the whole batch (waves of CTAs, padding, loads per FMA)."""
 from __future__ import annotations
 
 from .. import registry
@@ -82,11 +83,10 @@ def pick(sig, precision: str, out_dtype: str, ordinal: int | None, fused: bool =
     compute, so any batched candidate answers."""
     l0, l1 = sig.batch
     if ordinal is None:
-        x = next(iter(_batched(precision, out_dtype, 2 if l0 > 1 else 1, fused)), None)
+        x = next(iter(_batched(precision, out_dtype, sig.modes, fused)), None)
         if x is None:
             raise CuteGemmError(f"gemm(): no kernel computes a batch of {precision} into {out_dtype}")
         p = runs_at(x, precision, out_dtype)
         return Choice(x.name, why="no products to compute", precision=None if p == precision else p)
     return choose(l0 * l1, sig.m, sig.n, sig.k, device=launch.device_info(ordinal),
-                  precision=precision, out_dtype=out_dtype, modes=2 if l0 > 1 else 1,
-                  fused=fused)
+                  precision=precision, out_dtype=out_dtype, modes=sig.modes, fused=fused)
