@@ -38,14 +38,16 @@ def test_literals_and_views_are_the_rows():
     assert typing.get_args(precisions.DTypeName) == tuple(DTYPE) == SUPPORTED_DTYPES
     assert dict(records.PRECISION_DTYPE) == {n: p.dtype for n, p in PRECISION.items()}
     assert dict(records.UNIT) == {n: p.unit for n, p in PRECISION.items()}
-    assert dict(registry.ITEMSIZE) == {"float32": 4, "float16": 2, "bfloat16": 2}
+    assert dict(registry.ITEMSIZE) == {"float32": 4, "float16": 2, "bfloat16": 2,
+                                       "float8_e4m3fn": 1, "float8_e5m2": 1}
     assert dict(precisions.DEFAULT_PRECISION) == {"float32": "fp32", "float16": "fp16",
-                                                  "bfloat16": "bf16"}
+                                                  "bfloat16": "bf16", "float8_e4m3fn": "fp8_e4m3",
+                                                  "float8_e5m2": "fp8_e5m2"}
     assert registry.FP32_ACCURATE == ("fp32_3xtf32",)
     assert precisions.as_accurate("fp32") == ("fp32", "fp32_3xtf32")    # never tf32 unasked
     assert precisions.as_accurate("bf16") == ("bf16",)
     assert CUBLAS_PEER == {"fp32": "fp32", "tf32": "tf32", "bf16": "bf16", "fp16": "fp16",
-                           "fp32_3xtf32": "fp32"}
+                           "fp32_3xtf32": "fp32", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2"}
     with pytest.raises(TypeError):
         PRECISION["fp32"] = PRECISION["tf32"]                           # read-only
 
@@ -71,7 +73,7 @@ def test_every_entry_point_computes_a_row_into_one_of_its_results():
             assert v.out_dtype in p.outs, (k.name, v.entry)
             assert v.dtype == p.dtype
             if v.tma is not None:           # TMA only where the table names how it loads
-                assert p.tma in ("TFLOAT32", "BFLOAT16", "FLOAT16"), v.entry
+                assert p.tma in ("TFLOAT32", "BFLOAT16", "FLOAT16", "UINT8"), v.entry
 
 
 def test_native_types_agree_with_numpy():
@@ -84,13 +86,16 @@ def test_native_types_agree_with_numpy():
         assert np.dtype(d.storage).itemsize == d.itemsize
     assert DTYPE["float16"].tiny == np.finfo(np.float16).smallest_subnormal
     assert host_dtype(np.dtype(">f4")) is None and host_dtype(np.dtype(np.int32)) is None
-    assert all(p.unit >= DTYPE[p.dtype].unit for p in PRECISION.values())
+    # a precision's unit covers rounding its operands into their type, except 8-bit operands,
+    # taken as they are (nothing is rounded into them: the sum is what errs)
+    assert all(p.unit >= DTYPE[p.dtype].unit for p in PRECISION.values() if p.itemsize > 1)
 
 
 def test_fill_bits_of_every_type():
     nan = {n: d.bits(float("nan")) for n, d in DTYPE.items()}
-    assert nan == {"float32": 0x7FC00000, "float16": 0x7E00, "bfloat16": 0x7FC0}
-    assert [d.bits(1.0) for d in DTYPE.values()] == [0x3F800000, 0x3C00, 0x3F80]
+    assert nan == {"float32": 0x7FC00000, "float16": 0x7E00, "bfloat16": 0x7FC0,
+                   "float8_e4m3fn": 0x7F, "float8_e5m2": 0x7F}
+    assert [d.bits(1.0) for d in DTYPE.values()] == [0x3F800000, 0x3C00, 0x3F80, 0x38, 0x3C]
 
 
 def test_the_gauge_and_the_peaks_read_the_table():
@@ -100,11 +105,13 @@ def test_the_gauge_and_the_peaks_read_the_table():
                       2.0**-8 if out == "bfloat16" else 0.0)
             assert check.unit(name, out) == old
     assert precision_peaks(60.0, 90) == {"fp32": 60.0, "tf32": 480.0, "bf16": 960.0,
-                                         "fp16": 960.0, "fp32_3xtf32": 320.0}
+                                         "fp16": 960.0, "fp32_3xtf32": 320.0,
+                                         "fp8_e4m3": 1920.0, "fp8_e5m2": 1920.0}
     assert precision_peaks(60.0, 75) == {"fp32": 60.0, "tf32": None, "bf16": None,
-                                         "fp16": None, "fp32_3xtf32": None}
+                                         "fp16": None, "fp32_3xtf32": None,
+                                         "fp8_e4m3": None, "fp8_e5m2": None}
     assert [out_dtype_of(p) for p in PRECISION] == ["float32", "float32", "bfloat16",
-                                                     "float16", "float32"]
+                                                     "float16", "float32", "float32", "float32"]
 
 
 def test_scale2d_instantiates_every_util_entry():

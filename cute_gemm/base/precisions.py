@@ -25,6 +25,47 @@ def _bf16_to_bits(x: np.ndarray) -> np.ndarray:
     return r.astype(np.uint16)
 
 
+class _Fp8:
+    """An 8-bit float's bits <-> float32 values (numpy has no such type), as PyTorch's
+    `.to(torch.float8_*)` converts: round to nearest even; past the largest finite value
+    e4m3fn (no infinities) saturates to ±448 (±Inf too), e5m2 rounds to ±Inf from 61440 (its
+    largest finite plus half an ulp) on; NaN stays NaN."""
+
+    def __init__(self, man: int, bias: int, finite: bool):
+        bits = np.arange(256, dtype=np.uint32)
+        e, m = (bits & 0x7F) >> man, bits & ((1 << man) - 1)
+        mag = np.where(e == 0, m * 2.0 ** (1 - bias - man),
+                       (1 + m / 2.0 ** man) * 2.0 ** (e.astype(np.int64) - bias))
+        top = 0x7F >> man                                   # the largest exponent field
+        if finite:                                          # e4m3fn: only S.1111.111 is NaN
+            mag = np.where((bits & 0x7F) == 0x7F, np.nan, mag)
+        else:                                               # e5m2: IEEE-like Inf and NaNs
+            mag = np.where(e == top, np.where(m == 0, np.inf, np.nan), mag)
+        self.values = np.where(bits & 0x80, -mag, mag).astype(np.float32)
+        ok = np.isfinite(self.values[:128])
+        self.finite = self.values[:128][ok]                 # the non-negative finite values, ascending
+        self.codes = bits[:128][ok].astype(np.uint8)
+        self.nan = np.uint8(0x7F)
+        self.over = self.codes[-1] if finite else np.uint8(0x7C)   # past the range: 448, or Inf
+        self.limit = self.finite[-1] + (self.finite[-1] - self.finite[-2]) / 2   # half an ulp past
+
+    def from_bits(self, raw: np.ndarray) -> np.ndarray:
+        return self.values[raw.view(np.uint8)]
+
+    def to_bits(self, x: np.ndarray) -> np.ndarray:
+        a = np.abs(x)
+        i = np.clip(np.searchsorted(self.finite, a), 1, len(self.finite) - 1)
+        lo, hi = self.finite[i - 1], self.finite[i]
+        up = (a - lo > hi - a) | ((a - lo == hi - a) & (self.codes[i - 1] & 1 == 1))
+        code = np.where(up, self.codes[i], self.codes[i - 1])
+        code = np.where(a >= self.limit if self.over == 0x7C else a > self.finite[-1], self.over, code)
+        code = np.where(np.isnan(x), self.nan, code)
+        return (code | np.where(np.signbit(x), 0x80, 0).astype(np.uint8)).astype(np.uint8)
+
+
+_E4M3, _E5M2 = _Fp8(3, 7, finite=True), _Fp8(2, 15, finite=False)
+
+
 @dataclass(frozen=True)
 class DType:
     """An element type of A, B or C: how the host, the array libraries and the kernels name
@@ -62,7 +103,7 @@ class DType:
         return int(self.narrow(np.array([value], np.float32)).view(f"u{self.itemsize}")[0])
 
 
-DTypeName = Literal["float32", "float16", "bfloat16"]
+DTypeName = Literal["float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"]
 DTYPE = MappingProxyType({d.name: d for d in (
     #     name        size suffix  cpp                 unit      tiny      storage     typestr
     DType("float32",  4,   "f32",  "float",            2.0**-24, 0.0,      np.float32, "<f4",
@@ -71,6 +112,11 @@ DTYPE = MappingProxyType({d.name: d for d in (
           torch="float16", cupy=True),
     DType("bfloat16", 2,   "bf16", "cute::bfloat16_t", 2.0**-8,  0.0,      np.uint16,  "",
           torch="bfloat16", cupy=False, from_bits=_bf16_from_bits, to_bits=_bf16_to_bits),
+    # 8-bit floats: 3 and 2 mantissa bits; tiny, half the subnormal spacing (2^-9, 2^-16)
+    DType("float8_e4m3fn", 1, "e4m3", "cute::float_e4m3_t", 2.0**-4, 2.0**-10, np.uint8, "",
+          torch="float8_e4m3fn", cupy=False, from_bits=_E4M3.from_bits, to_bits=_E4M3.to_bits),
+    DType("float8_e5m2",   1, "e5m2", "cute::float_e5m2_t", 2.0**-3, 2.0**-17, np.uint8, "",
+          torch="float8_e5m2", cupy=False, from_bits=_E5M2.from_bits, to_bits=_E5M2.to_bits),
 )})
 
 # every precision sums in float32 and can write that: a call's result without out or c, and
@@ -111,8 +157,9 @@ class Precision:
 
 # tf32 only by name; fp32_3xtf32 (three tf32 products) is held to fp32's gauge, so it answers
 # for fp32 where a kernel has nothing else. Each row's figures and why: docs/howto/precision.md
-PrecisionName = Literal["fp32", "tf32", "bf16", "fp16", "fp32_3xtf32"]
+PrecisionName = Literal["fp32", "tf32", "bf16", "fp16", "fp32_3xtf32", "fp8_e4m3", "fp8_e5m2"]
 _F32 = ("float32",)
+_OUT16 = ("float32", "bfloat16", "float16")
 PRECISION = MappingProxyType({p.name: p for p in (
     #         name           dtype       unit      outs                     tma
     #         implied tensor_cores peer    peak
@@ -126,6 +173,12 @@ PRECISION = MappingProxyType({p.name: p for p in (
               True,   True,        "fp16", ((80, 16.0),)),
     Precision("fp32_3xtf32", "float32",  EPS,      _F32,                    "FLOAT32",
               False,  True,        "fp32", ((80, 16.0 / 3),)),
+    # the products of 8-bit operands are exact; the tensor core's sum of a window of 128 k
+    # keeps ~14 bits (DeepSeek-V3 §3.3.2), promoted into float32 at its end (WgmmaWsConfig.promote)
+    Precision("fp8_e4m3",    "float8_e4m3fn", 2.0**-13, _OUT16, "UINT8",
+              True,   True,        "fp8_e4m3", ((89, 32.0),)),
+    Precision("fp8_e5m2",    "float8_e5m2",   2.0**-13, _OUT16, "UINT8",
+              True,   True,        "fp8_e5m2", ((89, 32.0),)),
 )})
 
 PRECISIONS: tuple[str, ...] = tuple(PRECISION)

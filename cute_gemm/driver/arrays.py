@@ -346,11 +346,12 @@ def stream_reader(tp):
 
 
 def _opaque_as_named(dtype: str, obj) -> str:
-    """bfloat16 (no standard typestr) for an opaque void of its size ("<V2": PyTorch 2.11's
-    CAI, cuda.core's DLPack view without ml_dtypes) in an array whose dtype names it."""
-    named = str(getattr(obj, "dtype", ""))
+    """bfloat16 or an 8-bit float (no standard typestr) for an opaque void of its size ("<V2":
+    PyTorch 2.11's CAI, cuda.core's DLPack view without ml_dtypes) in an array whose dtype names
+    it (exactly: float8_e4m3fnuz is another type than float8_e4m3fn)."""
+    named = str(getattr(obj, "dtype", "")).rsplit(".", 1)[-1]     # torch.float8_e4m3fn: exactly
     return next((d.name for d in _OPAQUE if dtype.lstrip("<|=") == f"V{d.itemsize}"
-                 and d.name in named), dtype)
+                 and d.name == named), dtype)
 
 
 def _nonnull(op: Operand) -> Operand:

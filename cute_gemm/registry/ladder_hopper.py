@@ -11,9 +11,9 @@ from .records import (STREAM_K_COUNTERS, CutModel, FixedSmem, FixedTile, GemmOf,
                       device_constants)
 
 
-# (precision, result type, its suffix in entry names) of every result type each precision allows
-_TC_OUTS = tuple((p, out, DTYPE[out].suffix) for p in ("bf16", "fp16", "tf32")
-                 for out in PRECISION[p].outs)
+# the tensor-core precisions of the 16- and 32-bit kernels; 8-bit: promoted configurations only
+_TC_PRECISIONS = ("bf16", "fp16", "tf32")
+_FP8 = ("fp8_e4m3", "fp8_e5m2")
 
 
 def tma_boxes(precision: str, a_major: str, b_major: str, bm: int, bn: int,
@@ -36,12 +36,14 @@ def tma_boxes(precision: str, a_major: str, b_major: str, bm: int, bn: int,
 
 def _tc_variants(prefix: str, bm: int, bn: int, b_parts: int = 1,
                  row_bytes: int = 128, tf32_majors: tuple[tuple[str, str], ...] = (("k", "k"),),
-                 cut: bool = False) -> tuple[Variant, ...]:
-    """Every precision and result type's entries: bf16/fp16 of either major of A and B, tf32 of
-    tf32_majors (SS wgmma: k-major only). cut: each entry has a NAME_cut twin (c6's tail split)."""
+                 cut: bool = False, precisions: tuple[str, ...] = _TC_PRECISIONS) -> tuple[Variant, ...]:
+    """Every result type's entries of each of `precisions`: bf16/fp16 of either major of A and
+    B, tf32 of tf32_majors (SS wgmma: k-major only), 8-bit k-major only (wgmma reads 8-bit
+    operands k-major alone). cut: each entry has a NAME_cut twin (c6's tail split)."""
     out = []
-    for prec, dtype, suffix in _TC_OUTS:
-        majors = tf32_majors if prec == "tf32" else (("k", "k"), ("k", "n"), ("m", "k"), ("m", "n"))
+    for prec, dtype, suffix in ((p, o, DTYPE[o].suffix) for p in precisions for o in PRECISION[p].outs):
+        majors = (tf32_majors if prec == "tf32" else (("k", "k"),) if prec in _FP8
+                  else (("k", "k"), ("k", "n"), ("m", "k"), ("m", "n")))
         for a, b in majors:
             entry = f"{prefix}_{prec}_{suffix}_a{a}_b{b}"
             out.append(Variant(entry, a_major=a, b_major=b, cut=f"{entry}_cut" if cut else "",
@@ -68,9 +70,10 @@ def _wgmma(name: str, bm: int, bn: int, stages: int) -> Kernel:
     )
 
 
-# WgmmaWsConfig.only -> (CG_WS_ONLY, the one entry compiled): cute_3xtf32's GEMMs
-_WS_ONLY = {"": (0, None), "tf32": (1, "cute_wgmma_ws_tf32_f32_ak_bk"),
-            "fp16": (2, "cute_wgmma_ws_fp16_f32_ak_bk")}
+# WgmmaWsConfig.only -> (CG_WS_ONLY, the precisions compiled, the one entry compiled where
+# one): cute_3xtf32's GEMMs; "fp8": the 8-bit entries, which need promoted sums
+_WS_ONLY = {"": (0, _TC_PRECISIONS, None), "tf32": (1, ("tf32",), "cute_wgmma_ws_tf32_f32_ak_bk"),
+            "fp16": (2, ("fp16",), "cute_wgmma_ws_fp16_f32_ak_bk"), "fp8": (3, _FP8, None)}
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,7 @@ class WgmmaWsConfig(FixedTile):
     promote: int = 0                 # k-tiles per tensor-core sum, added into a float32 sum (0: never)
     tail_split: int = 0              # the last wave's units cut along K into up to this many pieces
     split_parts: int = 0             # 2: A and B are cute_3xtf32's split, read as three products
-    only: str = ""                   # "tf32" or "fp16": only that k-major entry (cute_3xtf32's GEMMs)
+    only: str = ""                   # "tf32"/"fp16": only that k-major entry (cute_3xtf32's GEMMs); "fp8"
 
     def __post_init__(self):
         if self.blk_m != 64 * self.consumers:
@@ -100,6 +103,8 @@ class WgmmaWsConfig(FixedTile):
             raise ValueError("setmaxnreg: more registers than one CTA has (65536 / 128 per warpgroup)")
         if self.only not in _WS_ONLY:
             raise ValueError(f"only: one of {tuple(_WS_ONLY)}")
+        if self.only == "fp8" and self.promote < 2:
+            raise ValueError("8-bit wgmma sums need promoting: promote >= 2 (a window's two halves)")
 
     @property
     def threads(self) -> int:
@@ -137,11 +142,11 @@ _PLAIN_CUT = CutModel(min_windows=16, overhead=2, fixup=3, rounds=1)
 
 def _wgmma_ws(name: str, cfg: WgmmaWsConfig) -> Kernel:
     bm, bn = cfg.blk_m, cfg.blk_n
-    entry = _WS_ONLY[cfg.only][1]
+    _, precisions, entry = _WS_ONLY[cfg.only]
     # tf32: k-major SS entry, and RS entries for an m-major A / n-major B
     tf32 = (("k", "k"), ("k", "n"), ("m", "k"))
     variants = _tc_variants("cute_wgmma_ws", bm, bn, cfg.cluster_m, cfg.k_bytes, tf32,
-                            cut=cfg.tail_split > 0)
+                            cut=cfg.tail_split > 0, precisions=precisions)
     return Kernel(
         name=name, family="cute", source="cute/c6_wgmma_ws.cu",
         variants=tuple(v for v in variants if entry is None or v.entry == entry),
@@ -207,6 +212,11 @@ HOPPER: list[Kernel] = [
     # fp32-accurate sums (cute_3xtf32's GEMM with split_parts): 64x192 a warpgroup holds two sets of
     # accumulators; windows of 3 k-tiles (cute_3xtf32.md#the-accumulation, #the-last-wave)
     _wgmma_ws("cute_wgmma_ws_promote", WgmmaWsConfig(blk_n=192, promote=3, tail_split=8, only="tf32")),
+    # 8-bit operands: the tensor cores' sum of a window of 128 k (two 64-byte k-tiles, four
+    # wgmma k-groups) promoted into float32 at its end, as DeepGEMM does; 64x128 a warpgroup
+    # leaves the epilogue registers
+    gemm_candidate(_wgmma_ws("cute_wgmma_ws_fp8", WgmmaWsConfig(blk_n=128, stages=8, k_bytes=64, cluster_m=1,
+                                                 promote=2, tail_split=8, only="fp8"))),
     # why a pre-pass and not a split inside the GEMM: docs/design/cute_3xtf32.md
     gemm_candidate(_three_tf32("cute_3xtf32", _3XTF32_GEMM)),
 ]

@@ -290,10 +290,19 @@ __device__ CG_INLINE_IF_FUSED void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), cons
   CG_WGMMA_WS_ENTRY(cute_wgmma_ws_##PREC##_##OUT##_am_bk, TAB, TC, MN, K)                   \
   CG_WGMMA_WS_ENTRY(cute_wgmma_ws_##PREC##_##OUT##_am_bn, TAB, TC, MN, MN)
 
+// 8-bit operands: k-major only (wgmma reads them so), every result type
+#define CG_WGMMA_WS_8BIT(PREC, TAB)                                                         \
+  CG_WGMMA_WS_ENTRY(cute_wgmma_ws_##PREC##_f32_ak_bk, TAB, float, K, K)                     \
+  CG_WGMMA_WS_ENTRY(cute_wgmma_ws_##PREC##_bf16_ak_bk, TAB, cute::bfloat16_t, K, K)         \
+  CG_WGMMA_WS_ENTRY(cute_wgmma_ws_##PREC##_fp16_ak_bk, TAB, cute::half_t, K, K)
+
 // CG_WS_ONLY (WgmmaWsConfig.only, written by its cpp()): a configuration compiled for one
 // k-major entry alone, 1 the tf32 one, 2 the fp16 one with float out (cute_3xtf32's GEMMs
-// over its split operands); 0 every entry
-#if CG_WS_ONLY == 2
+// over its split operands); 3 the 8-bit entries (a promoted configuration); 0 every other entry
+#if CG_WS_ONLY == 3
+CG_WGMMA_WS_8BIT(fp8_e4m3, cute::float_e4m3_t)
+CG_WGMMA_WS_8BIT(fp8_e5m2, cute::float_e5m2_t)
+#elif CG_WS_ONLY == 2
 CG_WGMMA_WS_ENTRY(cute_wgmma_ws_fp16_f32_ak_bk, cute::half_t, float, K, K)
 #elif CG_WS_ONLY == 0
 CG_WGMMA_WS_16BIT(bf16, cute::bfloat16_t, f32, float)
@@ -303,6 +312,6 @@ CG_WGMMA_WS_16BIT(fp16, cute::half_t, fp16, cute::half_t)
 CG_WGMMA_WS_SWAPPED_ENTRY(cute_wgmma_ws_tf32_f32_ak_bn, float, float)
 CG_WGMMA_WS_ENTRY(cute_wgmma_ws_tf32_f32_am_bk, float, float, MN, K)
 #endif
-#if CG_WS_ONLY != 2
+#if CG_WS_ONLY == 0 || CG_WS_ONLY == 1
 CG_WGMMA_WS_ENTRY(cute_wgmma_ws_tf32_f32_ak_bk, float, float, K, K)
 #endif

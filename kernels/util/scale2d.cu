@@ -1,6 +1,7 @@
 // Utility (not a GEMM stage): dst = s * src over an (M,N) matrix with any strides, for
-// float32, float16 and bfloat16 (the product in float32, rounded to nearest even), and from
-// a 16-bit type to float32 or back (gemm()'s fp32 stand-in for 16-bit calls). src is
+// float32, float16, bfloat16 and the 8-bit floats (the product in float32, rounded to nearest
+// even), and from a narrower type to float32 or back (gemm()'s fp32 stand-in for 16-bit calls;
+// into 8 bits as PyTorch converts: e4m3 saturates at ±448, e5m2 goes ±Inf). src is
 // (MS,NS) <= (M,N): dst's elements outside it are zeroed (the pad of a relayout copy, which
 // an entry fetching whole vectors at a row end reads).
 //
@@ -14,12 +15,23 @@
 // along z the matrices of a batch (Lin, z0 and the batch strides, as CG_BATCH_PARAMS has them).
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 #include <cute_gemm/entries.cuh>
 template <class T> __device__ __forceinline__ float to_f32(T x) { return float(x); }
 template <class T> __device__ __forceinline__ T from_f32(float x) { return T(x); }
 template <> __device__ __forceinline__ __half from_f32<__half>(float x) { return __float2half_rn(x); }
 template <> __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float x) {
   return __float2bfloat16_rn(x);
+}
+template <> __device__ __forceinline__ __nv_fp8_e4m3 from_f32<__nv_fp8_e4m3>(float x) {
+  __nv_fp8_e4m3 r;
+  r.__x = __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
+  return r;
+}
+template <> __device__ __forceinline__ __nv_fp8_e5m2 from_f32<__nv_fp8_e5m2>(float x) {
+  __nv_fp8_e5m2 r;
+  r.__x = __nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E5M2);
+  return r;
 }
 
 constexpr int TILE = 32, ROWS = 8;
@@ -66,3 +78,9 @@ CG_SCALE2D(scale2d_fp16_f32, __half, float)
 CG_SCALE2D(scale2d_bf16_f32, __nv_bfloat16, float)
 CG_SCALE2D(scale2d_f32_fp16, float, __half)
 CG_SCALE2D(scale2d_f32_bf16, float, __nv_bfloat16)
+CG_SCALE2D(scale2d_e4m3, __nv_fp8_e4m3, __nv_fp8_e4m3)
+CG_SCALE2D(scale2d_e5m2, __nv_fp8_e5m2, __nv_fp8_e5m2)
+CG_SCALE2D(scale2d_e4m3_f32, __nv_fp8_e4m3, float)
+CG_SCALE2D(scale2d_e5m2_f32, __nv_fp8_e5m2, float)
+CG_SCALE2D(scale2d_f32_e4m3, float, __nv_fp8_e4m3)
+CG_SCALE2D(scale2d_f32_e5m2, float, __nv_fp8_e5m2)

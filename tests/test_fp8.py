@@ -1,0 +1,88 @@
+"""8-bit float operands (fp8_e4m3, fp8_e5m2) without a GPU: the host conversions agree with
+PyTorch's bit for bit, operands are read as the types they name (float8_e4m3fnuz is not
+float8_e4m3fn), the kernel's entries are k-major only and promoted, and a call copies a
+non-k-major operand k-major before the wgmma launch (on the stub driver)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import cute_gemm
+import stub_driver
+from cute_gemm import registry
+from cute_gemm.base.precisions import DTYPE, PRECISION
+from cute_gemm.driver import launch
+from cute_gemm.driver.arrays import parse
+from stub_driver import Dev
+
+FP8 = {"float8_e4m3fn": "fp8_e4m3", "float8_e5m2": "fp8_e5m2"}
+
+
+@pytest.mark.parametrize("name", FP8)
+def test_conversions_are_pytorchs(name):
+    torch = pytest.importorskip("torch")
+    td, d = getattr(torch, name), DTYPE[name]
+    codes = np.arange(256, dtype=np.uint8)
+    ref = torch.from_numpy(codes.copy()).view(td).float().numpy()
+    got = d.widen(codes)
+    assert np.array_equal(np.isnan(got), np.isnan(ref))
+    assert np.array_equal(got[~np.isnan(ref)], ref[~np.isnan(ref)])
+    rng = np.random.default_rng(1)
+    finite = got[np.isfinite(got)]
+    x = np.concatenate([rng.standard_normal(50_000).astype(np.float32) * s
+                        for s in (1e-5, 1e-2, 1.0, 100.0, 3e4)]
+                       + [finite, (np.sort(finite)[:-1] + np.sort(finite)[1:]) / 2,   # ties
+                          np.array([np.inf, -np.inf, np.nan, 447.9, 464, 480, 57344, 61439,
+                                    61440, 1e30, -0.0, 1e-40], np.float32)]).astype(np.float32)
+    mine, theirs = d.narrow(x), torch.from_numpy(x).to(td).view(torch.uint8).numpy()
+    same = (mine == theirs) | (np.isnan(d.widen(mine)) & np.isnan(d.widen(theirs)))
+    assert same.all(), (x[~same][:5], mine[~same][:5], theirs[~same][:5])
+
+
+class _Cai:
+    def __init__(self, dtype, typestr="|V1"):
+        self.dtype = dtype
+        self.__cuda_array_interface__ = {"shape": (3, 4), "typestr": typestr, "strides": None,
+                                         "data": (0x1000, False), "version": 3}
+
+
+def test_an_opaque_byte_is_the_8_bit_type_its_array_names():
+    assert parse("a", _Cai("torch.float8_e4m3fn")).dtype == "float8_e4m3fn"
+    assert parse("a", _Cai("torch.float8_e5m2")).dtype == "float8_e5m2"
+    for other in ("torch.float8_e4m3fnuz", "torch.float8_e5m2fnuz", "torch.uint8"):
+        with pytest.raises(cute_gemm.DTypeError):
+            parse("a", _Cai(other))
+
+
+def test_the_8_bit_kernel_is_k_major_and_promoted():
+    k = registry.get("cute_wgmma_ws_fp8")
+    assert {v.precision for v in k.variants} == set(FP8.values())
+    assert all((v.a_major, v.b_major) == ("k", "k") for v in k.variants)
+    assert {v.out_dtype for v in k.variants} == {"float32", "bfloat16", "float16"}
+    # windows of 128 k (two 64-byte k-tiles of 8-bit elements), as DeepGEMM promotes
+    assert k.config.promote * k.config.k_bytes == 128 and not k.takes_epilogue
+    for p in FP8.values():
+        assert PRECISION[p].implied and PRECISION[p].tma == "UINT8"
+
+
+class _Fp8(Dev):
+    """A device operand of an 8-bit float type, exported as an opaque byte (as PyTorch does)."""
+
+    def __init__(self, shape, ptr, strides, name="float8_e4m3fn"):
+        super().__init__(shape, ptr, strides=strides, typestr="|V1")
+        self.dtype = f"torch.{name}"
+
+
+def test_a_call_copies_an_n_major_b_k_major_then_runs_the_8_bit_entry(monkeypatch):
+    events = stub_driver.install(monkeypatch)
+    monkeypatch.setattr(launch, "device_info", lambda ordinal=None: stub_driver.H100)
+    m, n, k = 256, 384, 512
+    a = _Fp8((m, k), 0x1000_0000, (k, 1))
+    b = _Fp8((k, n), 0x2000_0000, (n, 1))                   # row-major: n-major
+    out = Dev((m, n), 0x3000_0000, strides=(2 * n, 2), typestr="<f2")
+    cute_gemm.gemm(a, b, out=out, alpha=0.25)
+    entries = [e[1] for e in stub_driver.launches(events)]
+    assert entries[0] == "scale2d_e4m3", entries          # B copied k-major
+    assert entries[-1].startswith("cute_wgmma_ws_fp8_e4m3_fp16_ak_bk"), entries
+    with pytest.raises(cute_gemm.DTypeError):              # e4m3 x e5m2: not (yet) an entry
+        cute_gemm.gemm(a, _Fp8((k, n), 0x2000_0000, (1, k), "float8_e5m2"), out=out)
