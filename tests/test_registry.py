@@ -5,6 +5,8 @@ import re
 
 import pytest
 
+from cute_gemm.base.precisions import PRECISION
+
 import cute_gemm
 from cute_gemm import registry
 from cute_gemm.build import paths
@@ -36,7 +38,9 @@ def test_kernel_record_is_sane(k):
     assert 1 <= k.threads <= 1024
     assert k.min_arch >= 50
     assert set(k.precisions) <= set(registry.PRECISIONS) and k.precisions
-    assert all(v.out_dtype in ("float32", v.dtype) for v in k.variants)
+    # a result in float32 or the operands' type; 8-bit operands' results in a 16-bit type too
+    assert all(v.out_dtype in PRECISION[v.precision].outs and v.out_dtype in ("float32", v.dtype)
+               or PRECISION[v.precision].itemsize == 1 for v in k.variants)
     assert not k.arch_specific or k.archs == (f"sm_{k.min_arch}a",)
     # run()'s fallback, per precision and result type: some entry point takes any operand
     # once copied (into the major it wants, leading dimension rounded to its alignment)
