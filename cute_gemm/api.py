@@ -15,12 +15,12 @@ from .build import cache
 from .driver import batching, launch
 from .plan import hotpath
 from .select import auto, autotable, batched, firstuse, standin
-from .driver.epilogue import Epilogue, prepare as epilogue_prep
+from .driver.epilogue import Epilogue, prepare as epilogue_prep, scaled
 from .driver.arrays import (SUPPORTED_DTYPES, ArrayLike, DeviceArray, DTypeName, Operand,
-                            Signature, StreamLike, call_precision, framework_stream, narrow, parse,
-                            widen)
+                            Signature, StreamLike, call_precision, framework_stream, narrow, parse)
 from .base.errors import AliasError, CaptureError, DTypeError, InputError, ShapeError
 from .plan.execute import gemm_device
+from .plan.host import host_context, host_result, run_host
 from .base.precisions import DTYPE, PRECISION
 from .registry.records import (AS_PLANNED, PRECISIONS, LayoutName, PrecisionName,
                                layout_majors)
@@ -117,7 +117,8 @@ _SCALAR = (float, int)    # not bool: type(True) is bool
 def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
         alpha: float = 1.0, beta: float = 0.0, out: ArrayLike | None = None,
         stream: StreamLike = None, precision: PrecisionName | None = None,
-        epilogue: Epilogue | None = None) -> ArrayLike:
+        epilogue: Epilogue | None = None, scale_a: ArrayLike | None = None,
+        scale_b: ArrayLike | None = None) -> ArrayLike:
     """alpha * a @ b + beta * c with one named kernel, accumulated in float32.
 
     Asynchronous for device arrays, on `stream`, else the operands' library's current stream
@@ -129,7 +130,8 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
         name: A registered kernel (cute_gemm.kernels()), or "auto": gemm()'s pick.
         a: A, (M, K), or a batch (..., M, K): a numpy array, or a device array exposing
             `__cuda_array_interface__` or DLPack (CuPy, PyTorch, JAX, cute_gemm.DeviceArray);
-            float32, float16 or bfloat16, any strides (a transposed view included).
+            float32, float16, bfloat16, float8_e4m3fn or float8_e5m2, any strides (a
+            transposed view included).
         b: B, (K, N) or (..., K, N), of a's type and on a's device (or both on the host).
             The leading modes of a and b broadcast as numpy.matmul's do; the batch runs in
             one launch (kernels with Kernel.batched; a B shared by the batch as one taller
@@ -142,12 +144,19 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
             one overlapping a, b or c otherwise is computed apart and copied. Default None.
         stream: A CUDA stream (an int handle, or a cuda.core, CuPy or PyTorch stream).
             Default None: the operands' library's current stream.
-        precision: "fp32", "tf32" (10-bit mantissas; only when asked for), "bf16", "fp16" or
-            "fp32_3xtf32" (fp32's accuracy from three tf32 products). Default None: the one
-            a's type implies ("fp32" for float32; "fp32_3xtf32" on a kernel with only that).
+        precision: "fp32", "tf32" (10-bit mantissas; only when asked for), "bf16", "fp16",
+            "fp32_3xtf32" (fp32's accuracy from three tf32 products), "fp8_e4m3" or
+            "fp8_e5m2". Default None: the one a's type implies ("fp32" for float32;
+            "fp32_3xtf32" on a kernel with only that).
         epilogue: An Epilogue (bias, activation, scales, clamp, the result's type) applied
             to each element in the kernel before it is stored; kernels with Kernel.takes_epilogue
             take one. Default None.
+        scale_a: A's scale (8-bit operands' dequantization, as torch._scaled_mm takes
+            it), float32 on the operands' device, read by the kernel: one element (per
+            tensor), M ((M, 1): per row; the epilogue's scale_rows), or (M, ceil(K / 128))
+            (per row and 128 k: the epilogue's blocks_a). Default None.
+        scale_b: B's: one element, N ((1, N): per column; scale_cols), or
+            (ceil(K / 128), ceil(N / 128)) (per 128 x 128 block: blocks_b). Default None.
 
     Returns:
         The (..., M, N) result: `out`, else a new array where the operands live (numpy, their
@@ -171,6 +180,8 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
         CompileError, HeadersNotFound, NvrtcNotFound: the kernel cannot be compiled.
         CudaError: a CUDA driver call failed (NoDeviceError: no GPU or driver).
     """
+    if scale_a is not None or scale_b is not None:
+        epilogue = scaled(epilogue, scale_a, scale_b, a, b)
     hot = new = None
     # the signature hot path (hotpath.py), on a host known to have one GPU; c, if given, is
     # out itself (an update in place: the same launch, beta an argument)
@@ -335,7 +346,7 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
     epi = None
     if epilogue is not None:
         out_dtype = _epilogue_out(epilogue, prec, out_dtype, C is None and O is None)
-        epi = epilogue_prep(epilogue, m, n, A.dtype, A.device, s)
+        epi = epilogue_prep(epilogue, m, n, kk, A.dtype, A.device, s)
     batch = sig.batch != (1, 1)
     stand_in = ordinal = choice = None
     if k is None:     # "auto": the selector's pick, a function of what the signature holds
@@ -377,12 +388,15 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
         k, pick, prec = registry.get(choice.kernel), choice.pick, choice.precision or prec
         if picked_on is not None and epi is None:   # what runs while the pick compiles, if it must
             stand_in = standin.stand_in(k, prec, out_dtype, launch.device_info(ordinal).arch_int)
+    if epi is not None and epi.spec.blocks and not k.takes_block_scales:
+        raise InputError(f"kernel {k.name!r} takes no block scales; kernels that do: "
+                         f"{', '.join(x.name for x in registry.kernels() if x.takes_block_scales)}")
     alpha, beta = float(alpha), float(beta)
     if C is None:
         beta = 0.0
     if not A.device:
-        return _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec, out_dtype, pick,
-                         stand_in)
+        return run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec, out_dtype, pick,
+                        stand_in)
     if O is None:
         if not hotpath.allocates_in_capture(A.obj) and launch.capturing(s):
             raise CaptureError("a new result array cannot be allocated while the stream "
@@ -436,43 +450,25 @@ def batched_kernels(modes: int = 1) -> list[str]:
     return [x.name for x in registry.kernels() if x.batch_modes >= modes]
 
 
-def _host_result(shape, A: Operand, out_dtype: str) -> np.ndarray:
-    """A new numpy result; of a type numpy lacks (bfloat16), ml_dtypes' (a's dtype object,
-    if one)."""
-    d = DTYPE[out_dtype]
-    return np.empty(shape, dtype=(np.dtype(d.storage) if d.numpy else A.host.dtype
-                                  if A.dtype == out_dtype
-                                  else np.dtype(getattr(sys.modules["ml_dtypes"], d.name))))
-
-
-def _host_context(s: int) -> int:
-    """The current device, its context current, for a call on numpy operands: CaptureError
-    in a capture (copies to and from the host and a wait cannot be captured)."""
-    ordinal = driver.current_ordinal()
-    driver.ensure_context(ordinal)
-    if launch.capturing(s):
-        raise CaptureError("numpy operands need copies to and from the host and a wait for "
-                           "them, which a CUDA graph capture cannot hold: pass device arrays")
-    return ordinal
-
-
 def _run_host_batch(k, pick, sig, alpha, beta, s, precision, out_dtype, epilogue=None):
     """A call on N-D numpy operands, or with a fused epilogue: each operand (and vector)
     copied to the device as it is (broadcast modes stay of extent 1), run there, the result
     copied back into out or a new array."""
     A, B, C, O = sig.A, sig.B, sig.C, sig.O
-    result = O.obj if O is not None else _host_result(sig.shape or (sig.m, sig.n), A, out_dtype)
+    result = O.obj if O is not None else host_result(sig.shape or (sig.m, sig.n), A, out_dtype)
     if result.size == 0:
         return result
-    ordinal = _host_context(s)
+    ordinal = host_context(s)
     owned = [DeviceArray.from_host(x.obj, ordinal, s) for x in (A, B, C) if x is not None]
     try:
         if epilogue is not None:
             ups = {}
-            for f in ("bias", "scale_rows", "scale_cols"):
+            for f in ("bias", "scale_rows", "scale_cols", "blocks_a", "blocks_b"):
                 x = getattr(epilogue, f)
                 if x is not None:
-                    ups[f] = DeviceArray.from_host(np.asarray(x).reshape(1, -1), ordinal, s)
+                    x = np.asarray(x)
+                    ups[f] = DeviceArray.from_host(x if f.startswith("blocks") else x.reshape(1, -1),
+                                                   ordinal, s)
                     owned.append(ups[f])
             epilogue = replace(epilogue, out_dtype=out_dtype, **ups)
         dev = _run(k, pick, owned[0], owned[1], owned[2] if C is not None else None, alpha,
@@ -488,7 +484,8 @@ def _run_host_batch(k, pick, sig, alpha, beta, s, precision, out_dtype, epilogue
 
 def gemm(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: float = 1.0,
          beta: float = 0.0, out: ArrayLike | None = None, stream: StreamLike = None,
-         precision: PrecisionName | None = None, epilogue: Epilogue | None = None) -> ArrayLike:
+         precision: PrecisionName | None = None, epilogue: Epilogue | None = None,
+         scale_a: ArrayLike | None = None, scale_b: ArrayLike | None = None) -> ArrayLike:
     """alpha * a @ b + beta * c with the kernel the selector picks, accumulated in float32.
 
     run("auto", ...): the pick for this GPU, shape, layout, alignment and precision
@@ -502,7 +499,7 @@ def gemm(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: float
 
     Args:
         a: A, (M, K) or a batch (..., M, K): a numpy or device array (as run() takes);
-            float32, float16 or bfloat16.
+            float32, float16, bfloat16 or an 8-bit float (fp8_e4m3, fp8_e5m2).
         b: B, (K, N) or (..., K, N), of a's type and on a's device (or both on the host);
             the batch modes broadcast as numpy.matmul's (run() says how they run).
         c: C, read when beta != 0, broadcasting to the result; float32 or a's type.
@@ -511,11 +508,13 @@ def gemm(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: float
         beta: Scale of c. Default 0.0.
         out: Where the result goes, (..., M, N), float32 or a's type; may be `c`. Default None.
         stream: A CUDA stream. Default None: the operands' library's current stream.
-        precision: "fp32", "tf32", "bf16", "fp16" or "fp32_3xtf32". Default None: the one
-            the operands' type implies ("fp32" for float32).
+        precision: "fp32", "tf32", "bf16", "fp16", "fp32_3xtf32", "fp8_e4m3" or "fp8_e5m2".
+            Default None: the one the operands' type implies ("fp32" for float32).
         epilogue: An Epilogue (bias, activation, row/column scales, clamp, the result's
             type) applied in the kernel before the store: gemm() picks among the kernels
             that take one (Kernel.takes_epilogue). Default None.
+        scale_a: A's scale per tensor, row, or row and 128 k (run() says how). Default None.
+        scale_b: B's per tensor, column, or 128 x 128 block. Default None.
 
     Returns:
         The (..., M, N) result: `out` when given, else a new array where the operands live;
@@ -532,7 +531,7 @@ def gemm(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: float
         CuteGemmError: no kernel computes `precision` on this GPU's architecture.
     """
     return run(registry.AUTO, a, b, c, alpha=alpha, beta=beta, out=out, stream=stream,
-               precision=precision, epilogue=epilogue)
+               precision=precision, epilogue=epilogue, scale_a=scale_a, scale_b=scale_b)
 
 
 def _wait_producers(s: int, producers: set, ordinal: int) -> None:
@@ -545,53 +544,6 @@ def _wait_producers(s: int, producers: set, ordinal: int) -> None:
     for p in others:         # (the legacy stream, 0 or 1, is never captured)
         if not in_capture or (p not in (0, 1) and launch.capturing(p)):
             launch.wait_stream(s, p, ordinal)
-
-
-def _upload(op: Operand, ordinal: int, stream: int, owned: list) -> Operand:
-    """Copy a host operand to the device keeping its order when it is C- or F-contiguous."""
-    h = op.host
-    src = h if h.flags.c_contiguous or h.flags.f_contiguous else np.ascontiguousarray(h)
-    strides = (1, h.shape[0]) if src is h and not h.flags.c_contiguous else (h.shape[1], 1)
-    buf = launch.DeviceBuffer(max(src.nbytes, 4), ordinal)
-    owned.append(buf)
-    if src.nbytes:
-        launch.memcpy_htod(buf.ptr, src.ctypes.data, src.nbytes, stream)
-    return Operand(op.name, buf, True, buf.ptr, op.shape, strides, op.dtype)
-
-
-def _run_host(k, A, B, C, O, m, n, kk, alpha, beta, s, prec="fp32", out_dtype="float32",
-              pick=AS_PLANNED, stand_in=None):
-    result = O.host if O is not None else _host_result((m, n), A, out_dtype)
-    if m == 0 or n == 0:
-        return result
-    if kk == 0 or alpha == 0.0:
-        # no products, no launch: beta * C in float32, rounded once (BLAS: A and B unread,
-        # C unread when beta == 0)
-        v = np.zeros((m, n), np.float32) if beta == 0.0 else np.float32(beta) * widen(C.host, C.dtype)
-        stored = narrow(v, out_dtype)
-        result.view(stored.dtype)[...] = stored
-        return result
-    ordinal = _host_context(s)
-    owned: list = []
-    try:
-        dA, dB = _upload(A, ordinal, s, owned), _upload(B, ordinal, s, owned)
-        buf = launch.DeviceBuffer(DTYPE[out_dtype].itemsize * m * n, ordinal)
-        owned.append(buf)
-        dT = Operand("tmp", None, True, buf.ptr, (m, n), (n, 1), out_dtype)
-        if beta != 0.0:   # C goes straight into the result buffer, updated in place
-            hc = np.ascontiguousarray(C.host)
-            launch.memcpy_htod(dT.ptr, hc.ctypes.data, hc.nbytes, s)
-        gemm_device(k, dA, dB, dT if beta != 0.0 else None, dT, alpha, beta, s, ordinal, prec,
-                    pick, stand_in)
-        host = result if result.flags.c_contiguous else np.empty((m, n), dtype=result.dtype)
-        launch.memcpy_dtoh(host.ctypes.data, dT.ptr, host.nbytes, s)
-        launch.check_last(k.name, s)
-        if host is not result:
-            result[...] = host
-    finally:
-        for b in owned:
-            b.close()
-    return result
 
 
 def flops(m: int, n: int, k: int) -> float:

@@ -21,7 +21,8 @@ from .api import call_precision, validate
 from .driver import launch
 from .select import auto, standin
 from .driver.arrays import ArrayLike, DeviceArray, narrow, to_numpy, widen
-from .driver.epilogue import SLOPE, Epilogue, reference as epilogue_reference, reference_scale as epilogue_scale
+from .driver.epilogue import (SLOPE, Epilogue, reference as epilogue_reference, reference_blocks,
+                              reference_scale as epilogue_scale)
 from .base.errors import CuteGemmError, ShapeLimitError
 from .base.precisions import DTYPE, EPS, PRECISION, as_accurate  # EPS: float32's machine epsilon
 from .registry.records import PRECISION_DTYPE, PRECISIONS, LayoutName, PrecisionName
@@ -123,6 +124,8 @@ def reference(a, b, c, alpha, beta, epilogue: Epilogue | None = None):
     the activation moves an error by at most its largest slope and adds a few ulp of its
     own, so the result's gauge is SLOPE * G_t + 4 |D| (docs/guide/epilogues.md)."""
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    if epilogue is not None:
+        a64, b64 = reference_blocks(epilogue, a64, b64)
     s = 1.0 if epilogue is None else epilogue_scale(epilogue, a.shape[-2], b.shape[-1])
     ref, gauge = alpha * s * (a64 @ b64), np.abs(alpha * s) * (np.abs(a64) @ np.abs(b64))
     if c is not None and beta != 0.0:

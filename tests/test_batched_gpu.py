@@ -16,8 +16,10 @@ from cute_gemm.check import THRESHOLD, gauge_ratio, unit
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
 
-TORCH = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-OPERAND = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+TORCH = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16,
+         "float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
+OPERAND = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16",
+           "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2"}
 
 
 def _combos():

@@ -15,6 +15,7 @@ from cute_gemm import Epilogue, registry
 from cute_gemm.base.errors import DTypeError, InputError, ShapeError, UnknownKernelError
 from cute_gemm.build import compile as nvrtc
 from cute_gemm.driver import kernel_args, launch
+from cute_gemm.driver.kernel_args import EpiValues
 from cute_gemm.driver.epilogue import prepare, reference, reference_scale
 from cute_gemm.plan import resolve
 from cute_gemm.plan.launcher import transposed_epilogue
@@ -52,7 +53,7 @@ def test_fused_kernels_compile_under_their_tagged_name():
     assert k.epilogue == EpilogueSpec(bias=True, activation="relu", vector_dtype="bfloat16")
     assert k.entries == registry.get("cute_mma_sm80").entries
     pre = nvrtc.prelude(k)
-    assert "#define CG_EPILOGUE cg::Epilogue<true, false, cg::Act::relu, false, cute::bfloat16_t>" in pre
+    assert "#define CG_EPILOGUE cg::Epilogue<true, false, cg::Act::relu, false, cute::bfloat16_t, false>" in pre
     assert "CG_EPILOGUE" not in nvrtc.prelude(registry.get("cute_mma_sm80"))
     with pytest.raises(UnknownKernelError, match="takes no epilogue"):
         registry.get("cute_pipelined:bias+float32")
@@ -108,19 +109,27 @@ def test_a_bad_epilogue_is_named(kw, match):
 def test_vectors_of_any_orientation_and_stride():
     v = _f32(20)
     for x in (v[::2], v[::2].reshape(1, 10), v[::2].reshape(10, 1)):
-        p = prepare(Epilogue(bias=x, activation="silu"), 4, 10, "float32", False, None)
+        p = prepare(Epilogue(bias=x, activation="silu"), 4, 10, 3, "float32", False, None)
         assert p.spec == EpilogueSpec(bias=True, activation="silu")
         assert p.vectors[0].shape == (1, 10)
     p = prepare(Epilogue(bias=v[:4], bias_axis="row", scale_cols=v[:10], clamp=(-1, 1)),
-                4, 10, "float32", False, None)
-    assert p.values[1:3] == (1, 0) and p.values[-2:] == (-1.0, 1.0)
+                4, 10, 3, "float32", False, None)
+    assert (p.values.bias_sm, p.values.bias_sn, p.values.lo, p.values.hi) == (1, 0, -1.0, 1.0)
     assert p.spec == EpilogueSpec(bias=True, scale=True, clamp=True)
+    # one element broadcasts: a per-tensor scale read by the kernel (stride 0)
+    p = prepare(Epilogue(scale_rows=v[:1], scale_cols=v[3:4].reshape(())), 4, 10, 3, "float32",
+                False, None)
+    assert (p.values.srow_s, p.values.scol_s) == (0, 0) and p.spec.scale
+    with pytest.raises(ShapeError, match="of 10 elements"):
+        prepare(Epilogue(scale_cols=v[:2]), 4, 10, 3, "float32", False, None)
 
 
 def test_the_transposed_entry_reads_rows_as_columns():
-    epi = (100, 0, 3, 200, 5, 300, 7, -1.0, 2.0)     # a per-column bias, both scales
-    assert transposed_epilogue(epi) == (100, 3, 0, 300, 7, 200, 5, -1.0, 2.0)
+    epi = EpiValues(100, 0, 3, 200, 300, 5, 7, -1.0, 2.0)     # a per-column bias, both scales
+    assert transposed_epilogue(epi) == EpiValues(100, 3, 0, 300, 200, 7, 5, -1.0, 2.0)
     assert transposed_epilogue(transposed_epilogue(epi)) == epi
+    with pytest.raises(cute_gemm.CuteGemmError, match="block scales"):
+        transposed_epilogue(epi._replace(blk_a=400))
 
 
 # ---- the launch, on the stub driver ---------------------------------------------------------

@@ -60,7 +60,7 @@ def test_the_8_bit_kernel_is_k_major_and_promoted():
     assert all((v.a_major, v.b_major) == ("k", "k") for v in k.variants)
     assert {v.out_dtype for v in k.variants} == {"float32", "bfloat16", "float16"}
     # windows of 128 k (two 64-byte k-tiles of 8-bit elements), as DeepGEMM promotes
-    assert k.config.promote * k.config.k_bytes == 128 and not k.takes_epilogue
+    assert k.config.promote * k.config.k_bytes == 128 and k.takes_epilogue
     for p in FP8.values():
         assert PRECISION[p].implied and PRECISION[p].tma == "UINT8"
 
@@ -86,3 +86,79 @@ def test_a_call_copies_an_n_major_b_k_major_then_runs_the_8_bit_entry(monkeypatc
     assert entries[-1].startswith("cute_wgmma_ws_fp8_e4m3_fp16_ak_bk"), entries
     with pytest.raises(cute_gemm.DTypeError):              # e4m3 x e5m2: not (yet) an entry
         cute_gemm.gemm(a, _Fp8((k, n), 0x2000_0000, (1, k), "float8_e5m2"), out=out)
+
+
+def _f32(*shape):
+    return np.arange(1, 1 + int(np.prod(shape)), dtype=np.float32).reshape(shape)
+
+
+def test_scale_shapes_are_told_apart_as_scaled_mm_tells_them():
+    from cute_gemm.driver.epilogue import scaled
+    m, n, k = 300, 260, 1000                      # 8 windows of 128 k, 3 column blocks
+    a, b = np.empty((m, k)), np.empty((k, n))
+    one, rows, cols = _f32(), _f32(m, 1), _f32(1, n)
+    ep = scaled(None, one, one, a, b)
+    assert ep.scale_rows is one and ep.scale_cols is one and ep.blocks_a is None
+    ep = scaled(None, rows, cols, a, b)
+    assert ep.scale_rows is rows and ep.scale_cols is cols and ep.blocks_b is None
+    ba, bb = _f32(m, 8), _f32(8, 3)
+    ep = scaled(None, ba, bb, a, b)
+    assert (ep.blocks_a, ep.blocks_b, ep.scale_rows, ep.scale_cols) == (ba, bb, None, None)
+    ep = scaled(None, rows, bb, a, b)                # one side per row, the other in blocks
+    assert ep.scale_rows is rows and ep.blocks_b is bb and ep.blocks_a is None
+    # K <= 128: one window, A's blocks are its rows; B's (1, 3) blocks are not its columns
+    ep = scaled(None, rows, _f32(1, 3), a[:, :100], b[:100])
+    assert ep.scale_rows is rows and ep.blocks_b.shape == (1, 3)
+    with pytest.raises(cute_gemm.InputError, match="one way"):
+        scaled(cute_gemm.Epilogue(scale_rows=rows), one, None, a, b)
+
+
+def test_block_scales_are_checked_and_laid_out_for_the_kernel():
+    from cute_gemm.driver.epilogue import Epilogue, prepare
+    m, n, k = 300, 260, 1000
+    ba = np.asfortranarray(_f32(m, 8))             # column-major, as cuBLASLt takes them
+    p = prepare(Epilogue(blocks_a=ba, blocks_b=_f32(8, 3)), m, n, k, "float8_e4m3fn", False, None)
+    v = p.values
+    assert p.spec.blocks and not p.spec.scale and p.spec.tag == "blocks+float32"
+    assert (v.blk_a_sm, v.blk_a_sk, v.blk_b_sk, v.blk_b_sn) == (1, m, 3, 1)
+    assert p.vectors[0].shape == (m, 8)
+    with pytest.raises(cute_gemm.ShapeError, match=r"\(8, 3\)"):
+        prepare(Epilogue(blocks_b=_f32(8, 2)), m, n, k, "float8_e4m3fn", False, None)
+    with pytest.raises(cute_gemm.DTypeError, match="float32"):
+        prepare(Epilogue(blocks_a=_f32(m, 8).astype(np.float16)), m, n, k, "float8_e4m3fn", False, None)
+    with pytest.raises(cute_gemm.DTypeError, match="8-bit operands"):
+        prepare(Epilogue(blocks_a=_f32(m, 8)), m, n, k, "bfloat16", False, None)
+    # a block of the result past one launch: its rows' and column blocks' scales
+    p = p.__class__(p.spec, v._replace(blk_a=0x1000, blk_b=0x2000), p.vectors)
+    b = p.block(4, 128)
+    assert (b.values.blk_a, b.values.blk_b) == (0x1000 + 4 * 4, 0x2000 + 4 * 1)
+    with pytest.raises(cute_gemm.ShapeLimitError, match="128 columns"):
+        p.block(0, 64)
+
+
+def test_a_block_scaled_call_compiles_them_in_and_passes_them(monkeypatch):
+    from cute_gemm.driver import kernel_args
+    from cute_gemm.plan import resolve
+    events = stub_driver.install(monkeypatch)
+    monkeypatch.setattr(launch, "device_info", lambda ordinal=None: stub_driver.H100)
+    m, n, k = 256, 384, 1024
+    a = _Fp8((m, k), 0x1000_0000, (k, 1))
+    b = _Fp8((k, n), 0x2000_0000, (1, k))                   # W^T of an (N, K) weight: k-major
+    out = Dev((m, n), 0x3000_0000, strides=(2 * n, 2), typestr="<f2")
+    sa = Dev((m, 8), 0x4000_0000, strides=(4, 4 * m))       # column-major
+    sb = Dev((8, 3), 0x5000_0000, strides=(12, 4))
+    cute_gemm.gemm(a, b, out=out, scale_a=sa, scale_b=sb)
+    ((_, entry, _, _, raw),) = stub_driver.launches(events)
+    assert entry.startswith("cute_wgmma_ws_fp8_e4m3_fp16_ak_bk"), entry
+    g = (kernel_args.GemmArgsTmaWsEpi if entry.endswith("_cut") else kernel_args.GemmArgsTmaEpi
+         ).from_buffer_copy(raw)
+    e = g.epi
+    assert (e.blk_a, e.blk_a_sm, e.blk_a_sk, e.blk_b, e.blk_b_sk, e.blk_b_sn) == (
+        0x4000_0000, 1, m, 0x5000_0000, 3, 1)
+    assert not e.srow and not e.scol
+    (plan,) = resolve.resolved_launches()
+    assert plan.kernel == "cute_wgmma_ws_fp8:blocks+float32"
+    with pytest.raises(cute_gemm.DTypeError, match="8-bit operands"):
+        cute_gemm.run("cute_wgmma_ws", Dev((m, k), 0x1000_0000, strides=(2 * k, 2), typestr="<f2"),
+                      Dev((k, n), 0x2000_0000, strides=(2, 2 * k), typestr="<f2"),
+                      epilogue=cute_gemm.Epilogue(blocks_a=sa), out=out)

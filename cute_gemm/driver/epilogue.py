@@ -13,6 +13,7 @@ from ..base.errors import DTypeError, InputError, ShapeError, ShapeLimitError
 from ..base.precisions import DTYPE
 from ..registry.epilogue import ACTIVATIONS, EpilogueSpec
 from .arrays import ArrayLike, Operand, parse
+from .kernel_args import EpiValues
 
 ActivationName = Literal["relu", "gelu_erf", "gelu_tanh", "silu"]
 # the activations' largest slope (GELU 1.13, SiLU 1.10, ReLU and the clamp 1): how much an
@@ -28,7 +29,9 @@ class Epilogue:
         D[i,j] = clamp(act(alpha * scale_rows[i] * scale_cols[j] * (A @ B)[i,j]
                            + beta * C[i,j] + bias), lo, hi)
 
-    then rounded once into the result's type.
+    then rounded once into the result's type. With block scales (8-bit operands, as
+    DeepSeek-V3 quantizes them), (A @ B)[i,j] is the sum over windows w of 128 k of
+    blocks_a[i, w] * blocks_b[w, j // 128] * (the window's products).
 
     Args:
         bias: A vector added to every row (bias_axis "col": one value per column, length N,
@@ -41,9 +44,15 @@ class Epilogue:
         clamp: (lo, hi): the result limited to [lo, hi] (a NaN stays NaN). Default None.
         out_dtype: The result's type where the call allocates it (no `out`, no `c`):
             "float32", or the operands' 16-bit type. Default None: as without an epilogue.
+        blocks_a: A's block scales, (M, ceil(K / 128)) float32, any strides: one per row
+            and 128 k (1 x 128 blocks). Default None. 8-bit operands only
+            (Kernel.takes_block_scales); gemm(scale_a=, scale_b=) of these shapes sets them.
+        blocks_b: B's, (ceil(K / 128), ceil(N / 128)): one per 128 x 128 block. Default None.
 
     The vectors are 1-D arrays (or (1, L) / (L, 1) ones) on the operands' device, any stride,
-    float32 or the operands' 16-bit type, all of one type; a batch shares them.
+    float32 or the operands' 16-bit type, all of one type; a batch shares them. A vector of
+    one element (or a 0-d array) broadcasts: one value for every row or column, read by the
+    kernel (a per-tensor scale that lives on the device).
     """
     bias: ArrayLike | None = None
     bias_axis: Literal["col", "row"] = "col"
@@ -52,6 +61,8 @@ class Epilogue:
     scale_cols: ArrayLike | None = None
     clamp: tuple[float, float] | None = None
     out_dtype: str | None = None
+    blocks_a: ArrayLike | None = None
+    blocks_b: ArrayLike | None = None
 
     def __post_init__(self):
         if self.bias_axis not in ("col", "row"):
@@ -79,36 +90,76 @@ class Prepared:
     run-time half (values: EpiArgs' fields, in the caller's rows and columns) and the
     vectors as operands (what the launch reads, for the alias checks)."""
     spec: EpilogueSpec
-    values: tuple
+    values: EpiValues
     vectors: tuple[Operand, ...]
 
     def block(self, i0: int, j0: int) -> "Prepared":
         """The epilogue of the block of the result that starts at (i0, j0): its vectors'
         pointers moved there (a call past one launch runs on blocks of the result)."""
-        e = DTYPE[self.spec.vector_dtype].itemsize
-        bias, bsm, bsn, srow, sr, scol, sc, lo, hi = self.values
-        return replace(self, values=(bias and bias + e * (i0 * bsm + j0 * bsn), bsm, bsn,
-                                     srow and srow + e * i0 * sr, sr,
-                                     scol and scol + e * j0 * sc, sc, lo, hi))
+        e, v = DTYPE[self.spec.vector_dtype].itemsize, self.values
+        if v.blk_b and j0 % 128:
+            raise ShapeLimitError(f"block scales on a launch of columns {j0}..: B's blocks "
+                                  "are 128 columns wide")
+        return replace(self, values=v._replace(
+            bias=v.bias and v.bias + e * (i0 * v.bias_sm + j0 * v.bias_sn),
+            srow=v.srow and v.srow + e * i0 * v.srow_s, scol=v.scol and v.scol + e * j0 * v.scol_s,
+            blk_a=v.blk_a and v.blk_a + 4 * i0 * v.blk_a_sm,
+            blk_b=v.blk_b and v.blk_b + 4 * (j0 // 128) * v.blk_b_sn))
+
+
+def scaled(ep: Epilogue | None, scale_a, scale_b, a, b) -> Epilogue | None:
+    """A call's epilogue with gemm()'s scale_a and scale_b in it, told apart by their shapes
+    as torch._scaled_mm tells them: A's per tensor (one element) or per row (M, or (M, 1))
+    is the epilogue's scale_rows, B's per tensor or per column (N, or (1, N)) its
+    scale_cols; A's (M, ceil(K / 128)) and B's (ceil(K / 128), ceil(N / 128)) are block
+    scales (blocks_a, blocks_b)."""
+    if scale_a is None and scale_b is None:
+        return ep
+    ep = Epilogue() if ep is None else ep
+    (m, k), n = a.shape[-2:], b.shape[-1]
+    kw = -(-k // 128)
+    block_a = scale_a is not None and tuple(getattr(scale_a, "shape", ())) == (m, kw) and kw > 1
+    block_b = (scale_b is not None and tuple(getattr(scale_b, "shape", ())) == (kw, -(-n // 128))
+               and kw * -(-n // 128) > 1 and tuple(scale_b.shape) != (1, n))
+    if any(x is not None for x in (ep.scale_rows, ep.scale_cols, ep.blocks_a, ep.blocks_b)):
+        raise InputError("scale_a and scale_b are the epilogue's scales: give them one way")
+    return replace(ep, scale_rows=None if block_a else scale_a, blocks_a=scale_a if block_a else None,
+                   scale_cols=None if block_b else scale_b, blocks_b=scale_b if block_b else None)
 
 
 def vector(name: str, obj, length: int, stream: int | None) -> Operand:
-    """One of the epilogue's vectors as a (1, L) Operand, stride in strides[1]; ShapeError
-    unless it has `length` elements along one mode."""
-    if len(getattr(obj, "shape", ())) == 1 and hasattr(obj, "__getitem__"):
-        obj = obj[None]
+    """One of the epilogue's vectors as a (1, L) Operand, stride in strides[1] (0 for one
+    element, which broadcasts); ShapeError unless it has `length` elements, or one, along
+    one mode."""
+    nd = len(getattr(obj, "shape", ()))
+    if nd < 2:
+        obj = obj.reshape(1, -1) if hasattr(obj, "reshape") else obj[None]
     op = parse(name, obj, stream)
-    if op.lead or length not in op.shape or op.shape[0] * op.shape[1] != length:
-        raise ShapeError(f"{name} must be a vector of {length} elements, got shape "
-                         f"{op.lead + op.shape}")
-    return op.T if op.shape[0] != 1 else op
+    size = op.shape[0] * op.shape[1]
+    if op.lead or size not in (1, length) or (size == length and length not in op.shape):
+        raise ShapeError(f"{name} must be a vector of {length} elements (or of one), got "
+                         f"shape {op.lead + op.shape}")
+    op = op.T if op.shape[0] != 1 else op
+    return replace(op, strides=(op.strides[0], 0)) if size == 1 else op
 
 
-def prepare(ep: Epilogue, m: int, n: int, dtype: str, device: bool,
+def blocks(name: str, obj, rows: int, cols: int, stream: int | None) -> Operand:
+    """Block scales as an Operand: ShapeError unless (rows, cols), DTypeError unless float32."""
+    op = parse(name, obj, stream)
+    if op.lead or op.shape != (rows, cols):
+        raise ShapeError(f"{name} must be ({rows}, {cols}), got {op.lead + op.shape}")
+    if op.dtype != "float32":
+        raise DTypeError(f"{name} must be float32, got {op.dtype}")
+    if any(abs(st) * (x - 1) >= 2 ** 31 for x, st in zip(op.shape, op.strides)):
+        raise ShapeLimitError(f"{name} spans 2^31 elements or more (strides {op.strides})")
+    return op
+
+
+def prepare(ep: Epilogue, m: int, n: int, k: int, dtype: str, device: bool,
             stream: int | None) -> Prepared:
-    """`ep` on an M x N result of a product of `dtype` operands (device: whether they live
-    on the device): each vector's length, type and place checked (InputError and its
-    subclasses), the spec and run-time half made."""
+    """`ep` on an M x N x K product of `dtype` operands (device: whether they live on the
+    device): each vector's length, type and place checked (InputError and its subclasses),
+    the spec and run-time half made."""
     if not isinstance(ep, Epilogue):
         raise InputError(f"epilogue must be a cute_gemm.Epilogue, got {type(ep).__name__}")
     named = [("bias", ep.bias, m if ep.bias_axis == "row" else n),
@@ -120,13 +171,22 @@ def prepare(ep: Epilogue, m: int, n: int, dtype: str, device: bool,
             raise ShapeLimitError(f"epilogue.{nm} spans 2^31 elements or more (stride "
                                   f"{op.strides[1]})")
     kinds = {op.dtype for op in ops.values()}
-    allowed = {"float32", dtype}
+    allowed = {"float32", dtype} if DTYPE[dtype].itemsize == 2 else {"float32"}
     if len(kinds) > 1 or not kinds <= allowed:
         raise DTypeError(f"the epilogue's vectors are all of one type, float32 or the operands' "
-                         f"({dtype}), got {', '.join(sorted(kinds))}")
+                         f"16-bit one ({dtype} here), got {', '.join(sorted(kinds))}")
     if any(op.device != device for op in ops.values()):
         raise InputError("the epilogue's vectors must live where the operands do ("
                          f"{'device' if device else 'host'})")
+
+    kw = -(-k // 128)
+    blk = {nm: blocks(f"epilogue.{nm}", x, *extents, stream)
+           for nm, x, extents in (("blocks_a", ep.blocks_a, (m, kw)),
+                                  ("blocks_b", ep.blocks_b, (kw, -(-n // 128)))) if x is not None}
+    if blk and DTYPE[dtype].itemsize != 1:
+        raise DTypeError(f"block scales are for 8-bit operands, not {dtype}")
+    if any(op.device != device for op in blk.values()):
+        raise InputError("the block scales must live where the operands do")
 
     def at(nm):
         op = ops.get(nm)
@@ -134,12 +194,18 @@ def prepare(ep: Epilogue, m: int, n: int, dtype: str, device: bool,
 
     (bias, sb), (srow, sr), (scol, sc) = at("bias"), at("scale_rows"), at("scale_cols")
     lo, hi = (float(x) for x in ep.clamp) if ep.clamp is not None else (0.0, 0.0)
-    values = (bias, sb if ep.bias_axis == "row" else 0, 0 if ep.bias_axis == "row" else sb,
-              srow, sr, scol, sc, lo, hi)
+    values = EpiValues(bias, sb if ep.bias_axis == "row" else 0, 0 if ep.bias_axis == "row" else sb,
+                       srow, scol, sr, sc, lo, hi)
+    if "blocks_a" in blk:
+        op = blk["blocks_a"]
+        values = values._replace(blk_a=op.ptr, blk_a_sm=op.strides[0], blk_a_sk=op.strides[1])
+    if "blocks_b" in blk:
+        op = blk["blocks_b"]
+        values = values._replace(blk_b=op.ptr, blk_b_sk=op.strides[0], blk_b_sn=op.strides[1])
     spec = EpilogueSpec(bias="bias" in ops, scale=bool({"scale_rows", "scale_cols"} & set(ops)),
                         activation=ep.activation, clamp=ep.clamp is not None,
-                        vector_dtype=kinds.pop() if kinds else "float32")
-    return Prepared(spec, values, tuple(ops.values()))
+                        vector_dtype=kinds.pop() if kinds else "float32", blocks=bool(blk))
+    return Prepared(spec, values, tuple(ops.values()) + tuple(blk.values()))
 
 
 def reference(ep: Epilogue, t: np.ndarray) -> np.ndarray:
@@ -178,9 +244,21 @@ def reference_scale(ep: Epilogue, m: int, n: int) -> np.ndarray | float:
     return s
 
 
-def host_vector(x) -> np.ndarray:
-    """A vector's values in float64 on the host (numpy, or a device array with .get(),
-    .cpu() or __array__)."""
+def reference_blocks(ep: Epilogue, a64: np.ndarray, b64: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A and B (float64, (.., M, K) and (.., K, N)) with the block scales multiplied in:
+    A[i, k] by blocks_a[i, k // 128], B[k, j] by blocks_b[k // 128, j // 128]; as given
+    without."""
+    k = a64.shape[-1]
+    if ep.blocks_a is not None:
+        a64 = a64 * np.repeat(host_array(ep.blocks_a), 128, axis=1)[:, :k]
+    if ep.blocks_b is not None:
+        sb = np.repeat(np.repeat(host_array(ep.blocks_b), 128, axis=0), 128, axis=1)
+        b64 = b64 * sb[:k, :b64.shape[-1]]
+    return a64, b64
+
+
+def host_array(x) -> np.ndarray:
+    """An array's values in float64 on the host, its shape kept (host_vector's reader)."""
     for attr in ("get", "cpu", "to_host"):
         f = getattr(x, attr, None)
         if callable(f) and not isinstance(x, np.ndarray):
@@ -188,4 +266,10 @@ def host_vector(x) -> np.ndarray:
             break
     if hasattr(x, "float") and not isinstance(x, np.ndarray):   # torch bfloat16
         x = x.float().numpy()
-    return np.asarray(x, dtype=np.float64).reshape(-1)
+    return np.asarray(x, dtype=np.float64)
+
+
+def host_vector(x) -> np.ndarray:
+    """A vector's values in float64 on the host (numpy, or a device array with .get(),
+    .cpu() or __array__)."""
+    return host_array(x).reshape(-1)

@@ -4,6 +4,7 @@ rewrites. Every block is an arg_block; no driver calls here (launch.py launches 
 from __future__ import annotations
 
 import ctypes
+from typing import NamedTuple
 
 TMA_MAP_BYTES = 128     # sizeof(CUtensorMap): the kernel parameter CG_TMA_PARAMS passes
 I, I32, L, P, F = ctypes.c_int, ctypes.c_int32, ctypes.c_longlong, ctypes.c_void_p, ctypes.c_float
@@ -38,9 +39,32 @@ GEMM_PARAMS = [("M", I), ("N", I), ("K", I), ("alpha", F),
 BATCH_PARAMS = [("Lin", I32), ("z0", I32), ("bA0", L), ("bA1", L), ("bB0", L), ("bB1", L),
                 ("bC0", L), ("bC1", L)]
 # a fused kernel's entries (Kernel.fused) take cg::EpiArgs (epilogue.cuh) after those: the
-# vectors of a fused epilogue, their element strides, the clamp's bounds; zeros for none
+# vectors of a fused epilogue, their element strides, the clamp's bounds, 8-bit operands'
+# block scales; zeros for none
 EpiArgs, _ = arg_block("EpiArgs", [("bias", P), ("bias_sm", I32), ("bias_sn", I32), ("srow", P),
-                                   ("scol", P), ("srow_s", I32), ("scol_s", I32), ("lo", F), ("hi", F)])
+                                   ("scol", P), ("srow_s", I32), ("scol_s", I32), ("lo", F), ("hi", F),
+                                   ("blk_a", P), ("blk_b", P), ("blk_a_sm", I32), ("blk_a_sk", I32),
+                                   ("blk_b_sk", I32), ("blk_b_sn", I32)])
+
+
+class EpiValues(NamedTuple):
+    """EpiArgs' fields in its order (pointers and element strides; the clamp's bounds), in
+    the caller's rows and columns: a fused epilogue's run-time half."""
+    bias: int = 0
+    bias_sm: int = 0
+    bias_sn: int = 0
+    srow: int = 0
+    scol: int = 0
+    srow_s: int = 0
+    scol_s: int = 0
+    lo: float = 0.0
+    hi: float = 0.0
+    blk_a: int = 0
+    blk_b: int = 0
+    blk_a_sm: int = 0
+    blk_a_sk: int = 0
+    blk_b_sk: int = 0
+    blk_b_sn: int = 0
 EPI_PARAMS = [("epi", EpiArgs)]
 TMA_PARAMS = [("tma_a", ctypes.c_ubyte * TMA_MAP_BYTES), ("tma_b", ctypes.c_ubyte * TMA_MAP_BYTES)]
 GemmArgs, GEMM_OFFSETS = arg_block("GemmArgs", GEMM_PARAMS)
@@ -95,11 +119,7 @@ def pack_reduce_args(m, n, split, scm, scn):
     return packed(ReduceArgs(m, n, split, 0, 0.0, 0.0, 0, scm, scn), REDUCE_OFFSETS)
 
 
-def set_epilogue(args, values: tuple | None) -> None:
-    """Write a fused epilogue's run-time half (EpiArgs' fields, in order) into a packed
-    argument block (pack_gemm_args_batch_epi's struct); None: no epilogue (zeros)."""
-    if values is None:
-        args.epi = EpiArgs()
-        return
-    bias, bias_sm, bias_sn, srow, srow_s, scol, scol_s, lo, hi = values
-    args.epi = EpiArgs(bias, bias_sm, bias_sn, srow, scol, srow_s, scol_s, lo, hi)
+def set_epilogue(args, values: EpiValues | None) -> None:
+    """Write a fused epilogue's run-time half into a packed argument block (an *_epi
+    packer's struct); None: no epilogue (zeros)."""
+    args.epi = EpiArgs() if values is None else EpiArgs(*values)

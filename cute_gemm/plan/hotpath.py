@@ -194,7 +194,7 @@ def read_epilogue(ep) -> tuple[tuple, tuple]:
     if ep is None:
         return (), ()
     sigs, ptrs = [], []
-    for x in (ep.bias, ep.scale_rows, ep.scale_cols):
+    for x in (ep.bias, ep.scale_rows, ep.scale_cols, ep.blocks_a, ep.blocks_b):
         if x is None:
             sigs.append(None)
             ptrs.append(0)
@@ -209,18 +209,18 @@ class EpilogueAt:
     """A remembered fused epilogue: its run-time half with the vectors' pointers left out
     (their strides and the clamp are the signature's) and each vector's byte span from its
     pointer, for the overlap test with out."""
-    __slots__ = ("strides", "spans")
+    __slots__ = ("values", "spans")
 
     def __init__(self, prepared):
-        _, sm, sn, _, sr, _, sc, lo, hi = prepared.values
-        self.strides = (sm, sn, sr, sc, lo, hi)
+        self.values = prepared.values
         self.spans = tuple((lo_ - v.ptr, hi_ - v.ptr) for v in prepared.vectors
                            for lo_, hi_ in (v.span(),))
 
     def values_at(self, ptrs) -> tuple:
-        """EpiArgs' fields with this call's vector pointers (bias, scale_rows, scale_cols)."""
-        sm, sn, sr, sc, lo, hi = self.strides
-        return ptrs[0], sm, sn, ptrs[1], sr, ptrs[2], sc, lo, hi
+        """EpiArgs' fields with this call's vector pointers (bias, scale_rows, scale_cols,
+        blocks_a, blocks_b: read_epilogue's order)."""
+        return self.values._replace(bias=ptrs[0], srow=ptrs[1], scol=ptrs[2], blk_a=ptrs[3],
+                                     blk_b=ptrs[4])
 
     def overlaps(self, ptrs, olo: int, ohi: int) -> bool:
         """Whether a vector at these pointers overlaps out's bytes [olo, ohi)."""

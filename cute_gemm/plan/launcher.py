@@ -16,7 +16,9 @@ from . import streamk
 from .. import registry
 from ..base import memo
 from ..driver import launch, pool, workspace
+from ..base.errors import CuteGemmError
 from ..driver.batching import Z_MAX
+from ..driver.kernel_args import EpiValues
 
 
 # the second launch of a split with a reduction launch (modes.SplitReduce)
@@ -72,11 +74,15 @@ class LaunchPlan:
         return self.reduce_grid[0] > 0
 
 
-def transposed_epilogue(epi: tuple) -> tuple:
-    """A fused epilogue's run-time half (EpiArgs' fields) for the entry that computes C^T:
-    the bias's strides along i and j exchanged, the row and column scales too."""
-    bias, sm, sn, srow, srow_s, scol, scol_s, lo, hi = epi
-    return bias, sn, sm, scol, scol_s, srow, srow_s, lo, hi
+def transposed_epilogue(epi: EpiValues) -> EpiValues:
+    """A fused epilogue's run-time half for the entry that computes C^T: the bias's strides
+    along i and j exchanged, the row and column scales too. (Block scales are per row of A
+    and per 128 columns of B: no entry computes them on C^T, epilogue.cuh's Transposed.)"""
+    if epi.blk_a or epi.blk_b:
+        raise CuteGemmError("block scales on a launch that computes C^T (a kernel that "
+                            "transposes cannot take them: Kernel.takes_block_scales)")
+    return epi._replace(bias_sm=epi.bias_sn, bias_sn=epi.bias_sm, srow=epi.scol,
+                        srow_s=epi.scol_s, scol=epi.srow, scol_s=epi.srow_s)
 
 
 class TensorMaps:

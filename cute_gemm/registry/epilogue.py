@@ -20,7 +20,7 @@ EPILOGUE_ONLY = "cute_tiny_k"
 @dataclass(frozen=True)
 class EpilogueSpec:
     """The pieces of a fused epilogue a kernel is compiled with; every combination is one
-    C++ type, Epilogue<bias, scale, act, clamp, TV>. Row and column (a bias per row or per
+    C++ type, Epilogue<bias, scale, act, clamp, TV, blocks>. Row and column (a bias per row or per
     column, a row or a column scale) are run-time strides, so one compile serves a launch
     and its transposed twin."""
     bias: bool = False
@@ -28,6 +28,7 @@ class EpilogueSpec:
     activation: str | None = None
     clamp: bool = False
     vector_dtype: str = "float32"
+    blocks: bool = False            # 8-bit operands' block scales (Kernel.takes_block_scales)
 
     def __post_init__(self):
         if self.activation is not None and self.activation not in ACTIVATIONS:
@@ -42,6 +43,7 @@ class EpilogueSpec:
         parts = [p for p, on in (("bias", self.bias), ("scale", self.scale)) if on]
         parts += [self.activation] if self.activation else []
         parts += ["clamp"] if self.clamp else []
+        parts += ["blocks"] if self.blocks else []
         return "+".join(parts + [self.vector_dtype])
 
     @classmethod
@@ -50,14 +52,15 @@ class EpilogueSpec:
         *parts, vdtype = tag.split("+")
         acts = [p for p in parts if p in ACTIVATIONS]
         rest = set(parts) - set(acts)
-        if len(acts) > 1 or rest - {"bias", "scale", "clamp"}:
+        if len(acts) > 1 or rest - {"bias", "scale", "clamp", "blocks"}:
             raise ValueError(f"not an epilogue tag: {tag!r}")
         return cls("bias" in rest, "scale" in rest, acts[0] if acts else None, "clamp" in rest,
-                   vdtype)
+                   vdtype, "blocks" in rest)
 
     def cpp(self) -> str:
         """The line of the prelude that compiles it in (epilogue.cuh reads CG_EPILOGUE)."""
         b = lambda x: str(x).lower()  # noqa: E731
         act = self.activation or "none"
         return (f"#define CG_EPILOGUE cg::Epilogue<{b(self.bias)}, {b(self.scale)}, "
-                f"cg::Act::{act}, {b(self.clamp)}, {VECTOR_TYPES[self.vector_dtype]}>\n")
+                f"cg::Act::{act}, {b(self.clamp)}, {VECTOR_TYPES[self.vector_dtype]}, "
+                f"{b(self.blocks)}>\n")

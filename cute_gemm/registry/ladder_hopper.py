@@ -107,6 +107,19 @@ class WgmmaWsConfig(FixedTile):
             raise ValueError("8-bit wgmma sums need promoting: promote >= 2 (a window's two halves)")
 
     @property
+    def takes_epilogue(self) -> bool:
+        """Whether a fused epilogue fits: not beside the two accumulators of a promoted tile
+        wider than 128 columns (cute_wgmma_ws_promote's 2 x 96 registers: the epilogue
+        spilled and serialized its wgmmas)."""
+        return self.promote == 0 or self.blk_n <= 128
+
+    @property
+    def block_scales(self) -> bool:
+        """Whether its 8-bit entries apply block scales (1 x 128 of A, 128 x 128 of B) where
+        they promote: windows of 128 k, tiles 128 columns wide (sm90_consumer_promote.cuh)."""
+        return self.only == "fp8" and self.promote * self.k_bytes == 128 and self.blk_n == 128
+
+    @property
     def threads(self) -> int:
         return 128 * (1 + self.consumers)
 

@@ -440,10 +440,15 @@ class Kernel:
 
     @property
     def takes_epilogue(self) -> bool:
-        """Whether a call with a fused epilogue may run on it: fused, and not a promoted
-        configuration (whose two accumulators leave an epilogue no registers: it spilled
-        and serialized its wgmmas)."""
-        return self.fused and not getattr(self.config, "promote", 0)
+        """Whether a call with a fused epilogue may run on it: fused, and its configuration
+        leaves the epilogue registers (WgmmaWsConfig.takes_epilogue)."""
+        return self.fused and getattr(self.config, "takes_epilogue", True)
+
+    @property
+    def takes_block_scales(self) -> bool:
+        """Whether a call with 8-bit operands' block scales may run on it: it adds windows of
+        128 k into float32 sums (WgmmaWsConfig.block_scales)."""
+        return self.takes_epilogue and getattr(self.config, "block_scales", False)
 
     def with_epilogue(self, spec: EpilogueSpec) -> "Kernel":
         """This kernel compiled with a fused epilogue: a kernel of its own, named

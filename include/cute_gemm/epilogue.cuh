@@ -34,6 +34,12 @@ struct EpiArgs {
   const void* scol;
   int srow_s, scol_s;
   float lo, hi;                    // the clamp's bounds
+  // block scales of 8-bit operands (float32; null: none), applied where a promoted kernel
+  // adds a window of 128 k into its float32 sum: A's per row and window, B's per window and
+  // 128 columns
+  const float* blk_a;
+  const float* blk_b;
+  int blk_a_sm, blk_a_sk, blk_b_sk, blk_b_sn;
 };
 
 // One element of a vector, loaded where it is used: a volatile load is neither hoisted out of
@@ -57,10 +63,20 @@ __device__ __forceinline__ float vector_at(const void* base, int i) {
 }
 
 template <bool kBias = false, bool kScale = false, Act kAct = Act::none, bool kClamp = false,
-          class TV = float>
+          class TV = float, bool kBlockScales = false>
 struct Epilogue {
   static constexpr bool kNone = !kBias && !kScale && kAct == Act::none && !kClamp;
+  static constexpr bool kBlocks = kBlockScales;   // (read by the promoted consumer alone)
   EpiArgs const* p;                // the kernel's parameter
+
+  // the block scales of window w: A's of row i, B's of column block jb (128 columns); 1
+  // for an operand without (null)
+  __device__ __forceinline__ float block_a(int i, int w) const {
+    return p->blk_a == nullptr ? 1.0f : vector_at<float>(p->blk_a, i * p->blk_a_sm + w * p->blk_a_sk);
+  }
+  __device__ __forceinline__ float block_b(int jb, int w) const {
+    return p->blk_b == nullptr ? 1.0f : vector_at<float>(p->blk_b, w * p->blk_b_sk + jb * p->blk_b_sn);
+  }
 
   // alpha * srow[i] * scol[j]: what multiplies the accumulator of (i, j)
   __device__ __forceinline__ float scale(float alpha, int i, int j) const {
@@ -84,7 +100,8 @@ struct Epilogue {
 // An epilogue seen from an entry that computes C^T itself (its tile's rows are C's columns)
 template <class E>
 struct Transposed {
-  static constexpr bool kNone = E::kNone;
+  static_assert(!E::kBlocks, "block scales: rows per row, columns per 128 (never a C^T entry)");
+  static constexpr bool kNone = E::kNone, kBlocks = false;
   E e;
   __device__ __forceinline__ float scale(float alpha, int i, int j) const { return e.scale(alpha, j, i); }
   __device__ __forceinline__ float finish(float v, int i, int j) const { return e.finish(v, j, i); }

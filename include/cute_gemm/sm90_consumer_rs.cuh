@@ -34,6 +34,7 @@ __device__ __forceinline__ void consume_rs(Mma const& mma, Ring* ring,
   static_assert(OpB::kKMajor, "TF32 wgmma reads a k-major B from smem");
   constexpr int kBlkK = OpB::kBox0;                        // a k-major stage: BlkK along k
   static_assert(WsConfig::promote == 0, "no promoted sums on the register-A path");
+  static_assert(!E::kBlocks, "block scales: on promoted sums only (consume_promoted)");
   using State = RingState<kStages>;
   setmaxnreg_inc<WsConfig::consumer_regs>();
   const int thread = threadIdx.x - 128;                    // within the consumer warpgroups

@@ -73,6 +73,7 @@ __device__ __forceinline__ void consume(Mma const& mma, Ring* ring, T* smemA, T*
                                         TC* C, long long sCm, long long sCn,
                                         int M, int N, float alpha, float beta, Epi epi) {
   constexpr int kBlkM = Config::blk_m, kBlkN = Config::blk_n, kStages = Config::stages;
+  static_assert(!Epi::kBlocks, "block scales: on promoted sums only (consume_promoted)");
   using State = cg::sm90::RingState<kStages>;
   cg::sm90::setmaxnreg_inc<Config::consumer_regs>();
   const int thread = threadIdx.x - 128;                    // within the consumer warpgroups
