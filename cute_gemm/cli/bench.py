@@ -8,6 +8,7 @@ from . import base
 from .base import checked, error, kernel_name, kernel_or_auto, nonneg_int, positive_float, positive_int, show
 from ..perf.batched import PRECISIONS as BATCHED_PRECISIONS, batched_count, main as batched_main
 from ..perf.cublas import find_cublas
+from ..perf.fp8 import fp8_count, main as fp8_main
 from ..perf.linear import linear_count, main as linear_main
 from ..perf.overhead import measure_overhead
 from ..perf.report import format_overhead, format_table, readme_markdown
@@ -34,7 +35,10 @@ names gemm()'s choice, timed like a kernel. 'batched[:N]' (alone; needs PyTorch)
 (batch 2..1024, M, N, K 16..4096, broadcast and strided batches) by gemm() next to torch.matmul, checked, then
 timed as one call and as a burst; --out writes batched.json. 'linear[:N]' (alone; needs PyTorch): a linear
 layer with bias and GELU (tanh) at N random token counts (8..16384) through 4096->11008 and 11008->4096, by
-gemm(epilogue=) next to torch eager (linear, gelu) and fused (_addmm_activation); --out writes linear.json."""
+gemm(epilogue=) next to torch eager (linear, gelu) and fused (_addmm_activation); --out writes linear.json.
+'fp8[:N]' (alone; needs PyTorch): e4m3 products into bf16 on 4096^3, 8192^3 and N random shapes of 2^33-2^37
+flop, per-tensor scaled next to torch._scaled_mm and block scaled (1x128, 128x128), then the error against
+float64 for K = 256..65536; --out writes fp8.json."""
 
 
 def register(sub) -> None:
@@ -44,7 +48,8 @@ def register(sub) -> None:
                    help="kernel names, or auto for gemm()'s choice (default: every kernel the device supports; "
                         "with --size random: auto)")
     s.add_argument("--size", action="append", type=parse_size_arg,
-                   metavar="N|MxNxK|squares|odd|sweep|held-out|grid|random[:N]|batched[:N]|linear[:N]|all", help="repeatable; default: all")
+                   metavar="N|MxNxK|squares|odd|sweep|held-out|grid|random[:N]|batched[:N]|linear[:N]|fp8[:N]|all",
+                   help="repeatable; default: all")
     s.add_argument("--layouts", type=parse_layouts_arg,
                    help="comma list of nn, tn, nt, tt (t = transposed view) or all; default nn; with --size "
                         "random, each random shape gets one of these at random (default: all four)")
@@ -86,7 +91,8 @@ def register(sub) -> None:
 
 
 def _size(s: str) -> str:
-    if count_of(s) is None and batched_count(s) is None and linear_count(s) is None:
+    if (count_of(s) is None and batched_count(s) is None and linear_count(s) is None
+            and fp8_count(s) is None):
         parse_sizes([s])
     return s
 
@@ -125,6 +131,7 @@ def _cmd_bench(args) -> int:
     # the benches against PyTorch: (size word, its count reader, main, against what, precision)
     for word, count, run_main, peer, default in (
             ("linear", linear_count, linear_main, "gemm(epilogue=) against torch", "bf16"),
+            ("fp8", fp8_count, fp8_main, "8-bit gemm() against torch._scaled_mm", "fp8_e4m3"),
             ("batched", batched_count, batched_main, "gemm() against torch.matmul", "fp32")):
         counts = [n for n in map(count, args.size or []) if n is not None]
         if not counts:

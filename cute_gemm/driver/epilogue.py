@@ -100,7 +100,7 @@ class Prepared:
         if v.blk_b and j0 % 128:
             raise ShapeLimitError(f"block scales on a launch of columns {j0}..: B's blocks "
                                   "are 128 columns wide")
-        return replace(self, values=v._replace(
+        return replace(self, values=v.but(
             bias=v.bias and v.bias + e * (i0 * v.bias_sm + j0 * v.bias_sn),
             srow=v.srow and v.srow + e * i0 * v.srow_s, scol=v.scol and v.scol + e * j0 * v.scol_s,
             blk_a=v.blk_a and v.blk_a + 4 * i0 * v.blk_a_sm,
@@ -198,10 +198,10 @@ def prepare(ep: Epilogue, m: int, n: int, k: int, dtype: str, device: bool,
                        srow, scol, sr, sc, lo, hi)
     if "blocks_a" in blk:
         op = blk["blocks_a"]
-        values = values._replace(blk_a=op.ptr, blk_a_sm=op.strides[0], blk_a_sk=op.strides[1])
+        values = values.but(blk_a=op.ptr, blk_a_sm=op.strides[0], blk_a_sk=op.strides[1])
     if "blocks_b" in blk:
         op = blk["blocks_b"]
-        values = values._replace(blk_b=op.ptr, blk_b_sk=op.strides[0], blk_b_sn=op.strides[1])
+        values = values.but(blk_b=op.ptr, blk_b_sk=op.strides[0], blk_b_sn=op.strides[1])
     spec = EpilogueSpec(bias="bias" in ops, scale=bool({"scale_rows", "scale_cols"} & set(ops)),
                         activation=ep.activation, clamp=ep.clamp is not None,
                         vector_dtype=kinds.pop() if kinds else "float32", blocks=bool(blk))

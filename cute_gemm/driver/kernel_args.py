@@ -65,6 +65,17 @@ class EpiValues(NamedTuple):
     blk_a_sk: int = 0
     blk_b_sk: int = 0
     blk_b_sn: int = 0
+
+    def but(self, **fields) -> "EpiValues":
+        """These values with `fields` changed."""
+        return self._replace(**fields)
+
+    def pointing(self, ptrs) -> tuple:
+        """EpiArgs' fields with another call's vector pointers (bias, srow, scol, blk_a,
+        blk_b): the hot path's, positional (a fresh tuple, no keyword handling)."""
+        (bias, srow, scol, blk_a, blk_b), v = ptrs, self
+        return (bias, v.bias_sm, v.bias_sn, srow, scol, v.srow_s, v.scol_s, v.lo, v.hi, blk_a, blk_b,
+                v.blk_a_sm, v.blk_a_sk, v.blk_b_sk, v.blk_b_sn)
 EPI_PARAMS = [("epi", EpiArgs)]
 TMA_PARAMS = [("tma_a", ctypes.c_ubyte * TMA_MAP_BYTES), ("tma_b", ctypes.c_ubyte * TMA_MAP_BYTES)]
 GemmArgs, GEMM_OFFSETS = arg_block("GemmArgs", GEMM_PARAMS)

@@ -219,8 +219,7 @@ class EpilogueAt:
     def values_at(self, ptrs) -> tuple:
         """EpiArgs' fields with this call's vector pointers (bias, scale_rows, scale_cols,
         blocks_a, blocks_b: read_epilogue's order)."""
-        return self.values._replace(bias=ptrs[0], srow=ptrs[1], scol=ptrs[2], blk_a=ptrs[3],
-                                     blk_b=ptrs[4])
+        return self.values.pointing(ptrs)
 
     def overlaps(self, ptrs, olo: int, ohi: int) -> bool:
         """Whether a vector at these pointers overlaps out's bytes [olo, ohi)."""

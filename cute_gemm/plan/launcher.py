@@ -81,7 +81,7 @@ def transposed_epilogue(epi: EpiValues) -> EpiValues:
     if epi.blk_a or epi.blk_b:
         raise CuteGemmError("block scales on a launch that computes C^T (a kernel that "
                             "transposes cannot take them: Kernel.takes_block_scales)")
-    return epi._replace(bias_sm=epi.bias_sn, bias_sn=epi.bias_sm, srow=epi.scol,
+    return epi.but(bias_sm=epi.bias_sn, bias_sn=epi.bias_sm, srow=epi.scol,
                         srow_s=epi.scol_s, scol=epi.srow, scol_s=epi.srow_s)
 
 
