@@ -295,13 +295,18 @@ def parse(name: str, obj, stream: int | None = None) -> Operand:
     if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
         dev_type, _ = obj.__dlpack_device__()
         if int(dev_type) == _KDLCPU:
+            if str(getattr(obj, "dtype", "")).startswith("torch.float8"):
+                return parse(name, _torch_8_bit_host(name, obj))
             return parse(name, np.from_dlpack(obj))
         if int(dev_type) not in (_KDLCUDA, _KDLCUDAHOST, _KDLCUDAMANAGED):
             raise NotAnArrayError(f"{name} lives on DLPack device type {int(dev_type)}; "
                                   "only CPU and CUDA arrays are supported")
+        sp = -1 if stream is None else launch.canonical_stream(stream)
+        if str(getattr(obj, "dtype", "")).startswith("torch.float8"):
+            return _torch_8_bit(name, obj, sp)
         # cuda.core's view; the producer orders its pending writes before `stream`'s later work
         from cuda.core.utils import StridedMemoryView
-        v = StridedMemoryView.from_dlpack(obj, stream_ptr=-1 if stream is None else launch.canonical_stream(stream))
+        v = StridedMemoryView.from_dlpack(obj, stream_ptr=sp)
         matrix_shape(name, v.shape)
         dtype = _opaque_as_named(str(v.dtype), obj)
         if dtype not in SUPPORTED_DTYPES:
@@ -343,6 +348,36 @@ def stream_reader(tp):
         f = lambda t: raw(d) if (d := t.get_device()) >= 0 else 0     # noqa: E731
     _CURRENT[tp] = f
     return f
+
+
+def _torch_8_bit(name: str, obj, stream_ptr: int) -> Operand:
+    """A PyTorch tensor of an 8-bit float type, read through its own accessors (cuda.core
+    1.2's bridge to PyTorch rejects these types); its producer's writes ordered before
+    `stream_ptr`'s work as DLPack orders them (the capsule itself unused)."""
+    matrix_shape(name, tuple(obj.shape))
+    dtype = _opaque_as_named("V1", obj)
+    if dtype not in SUPPORTED_DTYPES:
+        raise _unsupported(name, str(obj.dtype))
+    if stream_ptr != -1:
+        obj.__dlpack__(stream=stream_ptr)
+    return _nonnull(_operand(name, obj, True, int(obj.data_ptr()), tuple(obj.shape), obj.stride(),
+                             dtype))
+
+
+def _torch_8_bit_host(name: str, obj) -> np.ndarray:
+    """A CPU tensor of an 8-bit float type as numpy's array of ml_dtypes' type of that name
+    (DLPack carries no 8-bit floats to numpy)."""
+    named = str(obj.dtype).rsplit(".", 1)[-1]
+    ml = sys.modules.get("ml_dtypes")
+    if ml is None:
+        try:
+            import ml_dtypes as ml        # (optional: numpy's names for the 8-bit floats)
+        except ImportError:
+            raise DTypeError(f"{name} is a CPU tensor of {named}: move it to the GPU, or install "
+                             "ml_dtypes for numpy to hold it") from None
+    if not hasattr(ml, named):
+        raise _unsupported(name, named)
+    return obj.view(sys.modules["torch"].uint8).numpy().view(getattr(ml, named))
 
 
 def _opaque_as_named(dtype: str, obj) -> str:
