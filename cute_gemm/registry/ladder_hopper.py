@@ -103,8 +103,8 @@ class WgmmaWsConfig(FixedTile):
             raise ValueError("setmaxnreg: more registers than one CTA has (65536 / 128 per warpgroup)")
         if self.only not in _WS_ONLY:
             raise ValueError(f"only: one of {tuple(_WS_ONLY)}")
-        if self.only == "fp8" and self.promote < 2:
-            raise ValueError("8-bit wgmma sums need promoting: promote >= 2 (a window's two halves)")
+        if (self.only == "fp8") != (self.promote == 1):
+            raise ValueError("8-bit wgmma sums are promoted every k-tile (promote 1), and only they")
 
     @property
     def takes_epilogue(self) -> bool:
@@ -164,7 +164,7 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig) -> Kernel:
         name=name, family="cute", source="cute/c6_wgmma_ws.cu",
         variants=tuple(v for v in variants if entry is None or v.entry == entry),
         grid=PersistentGrid(bm, bn, cluster=cfg.cluster_m, tail_split=cfg.tail_split,
-                            window_bytes=cfg.window_bytes, partials=2 if cfg.promote else 1,
+                            window_bytes=cfg.window_bytes, partials=2 if cfg.promote > 1 else 1,
                             cut=CutModel() if cfg.promote else _PLAIN_CUT),
         config=cfg, block=(cfg.threads, 1, 1), tile=cfg.tile, dyn_smem=FixedSmem(cfg.dyn_smem),
         min_arch=90, arch_specific=True,
@@ -228,8 +228,10 @@ HOPPER: list[Kernel] = [
     # 8-bit operands: the tensor cores' sum of a window of 128 k (two 64-byte k-tiles, four
     # wgmma k-groups) promoted into float32 at its end, as DeepGEMM does; 64x128 a warpgroup
     # leaves the epilogue registers
-    gemm_candidate(_wgmma_ws("cute_wgmma_ws_fp8", WgmmaWsConfig(blk_n=128, stages=8, k_bytes=64, cluster_m=1,
-                                                 promote=2, tail_split=8, only="fp8"))),
+    gemm_candidate(_wgmma_ws("cute_wgmma_ws_fp8", WgmmaWsConfig(blk_n=128, stages=6, k_bytes=128, cluster_m=2,
+                                                 promote=1, tail_split=8, only="fp8"))),
+    _wgmma_ws("cute_wgmma_ws_fp8_c1", WgmmaWsConfig(blk_n=128, stages=6, k_bytes=128, cluster_m=1,
+                                                     promote=1, tail_split=8, only="fp8")),
     # why a pre-pass and not a split inside the GEMM: docs/design/cute_3xtf32.md
     gemm_candidate(_three_tf32("cute_3xtf32", _3XTF32_GEMM)),
 ]
