@@ -202,3 +202,13 @@ def test_block_scales_match_scaled_mm_dequantized():
     da = a.double() * sa.double().repeat_interleave(128, 1)
     dw = w.double() * sb.double().T.repeat_interleave(128, 0).repeat_interleave(128, 1)
     torch.testing.assert_close(got.double(), da @ dw.T, rtol=2e-3, atol=2e-3 * (da.abs() @ dw.abs().T).max().item())
+
+
+@pytest.mark.parametrize("precision", list(FP8))
+def test_cross_check_covers_the_8_bit_kernel_and_the_pick(precision):
+    report = cute_gemm.cross_check(precision=precision, shapes=[(130, 70, 300), (64, 256, 1024)],
+                                   layout="tn", seed=3)
+    names = {r.name for s in report.shapes for r in s.results}
+    assert {"cute_wgmma_ws_fp8", "auto"} <= names and report.ok, report.table()
+    exact = cute_gemm.cross_check(precision=precision, shapes=[(96, 80, 200)], exact=True, seed=4)
+    assert exact.ok, exact.table()
