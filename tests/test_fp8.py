@@ -162,3 +162,16 @@ def test_a_block_scaled_call_compiles_them_in_and_passes_them(monkeypatch):
         cute_gemm.run("cute_wgmma_ws", Dev((m, k), 0x1000_0000, strides=(2 * k, 2), typestr="<f2"),
                       Dev((k, n), 0x2000_0000, strides=(2, 2 * k), typestr="<f2"),
                       epilogue=cute_gemm.Epilogue(blocks_a=sa), out=out)
+
+
+def test_no_products_run_the_epilogue_in_a_precision_of_its_own(monkeypatch):
+    """K = 0 with scales: the epilogue of beta * C alone, on cute_tiny_k (which computes no
+    8-bit products, and reads neither operand)."""
+    events = stub_driver.install(monkeypatch)
+    monkeypatch.setattr(launch, "device_info", lambda ordinal=None: stub_driver.H100)
+    m, n = 64, 96
+    out = Dev((m, n), 0x3000_0000)
+    cute_gemm.gemm(_Fp8((m, 0), 0x1000_0000, (1, 1)), _Fp8((0, n), 0x2000_0000, (1, 1)), out,
+                   out=out, beta=0.5, scale_a=Dev((1, 1), 0x5000_0000))
+    (launched,) = stub_driver.launches(events)
+    assert launched[1].startswith("cute_tiny_k"), launched[1]

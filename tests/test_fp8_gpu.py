@@ -212,3 +212,13 @@ def test_cross_check_covers_the_8_bit_kernel_and_the_pick(precision):
     assert {"cute_wgmma_ws_fp8", "auto"} <= names and report.ok, report.table()
     exact = cute_gemm.cross_check(precision=precision, shapes=[(96, 80, 200)], exact=True, seed=4)
     assert exact.ok, exact.table()
+
+
+def test_no_products_leave_beta_c_through_the_epilogue():
+    gen = torch.Generator(device="cuda").manual_seed(10)
+    a, w = _fp8((40, 0), "float8_e4m3fn", gen), _fp8((50, 0), "float8_e4m3fn", gen)
+    c = torch.randn((40, 50), generator=gen, device="cuda")
+    out = c.clone()
+    cute_gemm.gemm(a, w.T, out, out=out, beta=0.5, scale_a=torch.full((), 3.0, device="cuda"))
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, 0.5 * c)

@@ -183,9 +183,13 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
         _scale2d(ordinal, stream, beta, C, T)
         return None
     if not products:
-        # the epilogue of beta * C alone: its kernel of no k-tile, on K = 0 (A, B unread)
+        # the epilogue of beta * C alone: its kernel of no k-tile, on K = 0 (A, B unread),
+        # in a precision of its own that writes T's type where it computes none of A's
         k, pick = registry.get(f"{EPILOGUE_ONLY}:{epi.spec.tag}"), AS_PLANNED
-        A, B, kk = replace(A, shape=(m, 0)), replace(B, shape=(0, n)), 0
+        if not k.computes(precision, T.dtype):
+            precision = next(p for p in k.precisions if k.computes(p, T.dtype))
+        dt = PRECISION_DTYPE[precision]
+        A, B, kk = replace(A, shape=(m, 0), dtype=dt), replace(B, shape=(0, n), dtype=dt), 0
     mc, nc, kc = k.launch_extents(m, n, kk, pick.transposed)
     if (mc, nc, kc) != (m, n, kk):
         # beyond one launch (grid limits, 32-bit indices): launches on blocks of C, and
