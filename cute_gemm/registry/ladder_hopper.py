@@ -125,8 +125,9 @@ class WgmmaWsConfig(FixedTile):
 
     @property
     def blk_k(self) -> int:
-        """k per stage of the 16-bit entries (k_bytes / 2; the tf32 ones: k_bytes / 4)."""
-        return self.k_bytes // 2
+        """k per stage of the 16-bit entries (k_bytes / 2; the tf32 ones: k_bytes / 4), of the
+        8-bit ones of an "fp8" configuration (k_bytes)."""
+        return self.k_bytes if self.only == "fp8" else self.k_bytes // 2
 
     @property
     def window_bytes(self) -> int:
@@ -174,7 +175,9 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig) -> Kernel:
                 + (f", clusters of {cfg.cluster_m} along m multicasting B" if cfg.cluster_m > 1 else "")
                 + (f", accumulators promoted to a compensated float32 sum every {cfg.promote} "
                    "k-tiles, half of it under the next k-tile's wgmmas (an operand's ±Inf comes out NaN "
-                   "there: cute_3xtf32 computes those calls in float64)" if cfg.promote else "")
+                   "there: cute_3xtf32 computes those calls in float64)" if cfg.promote > 1 else "")
+                + (", 8-bit operands: each k-tile's tensor-core sum added into a float32 sum, scaled "
+                   "by its 1x128 / 128x128 block scales" if cfg.only == "fp8" else "")
                 + (", the last wave's tiles cut along K (a deterministic fixup)" if cfg.tail_split else "")
                 + ("" if cfg.only else ", tf32 m-major A (or n-major B, on C^T = B^T A^T) from "
                    "registers (RS wgmma)")
@@ -225,13 +228,11 @@ HOPPER: list[Kernel] = [
     # fp32-accurate sums (cute_3xtf32's GEMM with split_parts): 64x192 a warpgroup holds two sets of
     # accumulators; windows of 3 k-tiles (cute_3xtf32.md#the-accumulation, #the-last-wave)
     _wgmma_ws("cute_wgmma_ws_promote", WgmmaWsConfig(blk_n=192, promote=3, tail_split=8, only="tf32")),
-    # 8-bit operands: the tensor cores' sum of a window of 128 k (two 64-byte k-tiles, four
-    # wgmma k-groups) promoted into float32 at its end, as DeepGEMM does; 64x128 a warpgroup
-    # leaves the epilogue registers
+    # 8-bit operands: the tensor cores' sum of each 128-k k-tile promoted into float32 (as
+    # DeepGEMM does; sm90_consumer_scaled.cuh); 64x128 a warpgroup leaves the epilogue
+    # registers; clusters of 2 halve B's traffic
     gemm_candidate(_wgmma_ws("cute_wgmma_ws_fp8", WgmmaWsConfig(blk_n=128, stages=6, k_bytes=128, cluster_m=2,
                                                  promote=1, tail_split=8, only="fp8"))),
-    _wgmma_ws("cute_wgmma_ws_fp8_c1", WgmmaWsConfig(blk_n=128, stages=6, k_bytes=128, cluster_m=1,
-                                                     promote=1, tail_split=8, only="fp8")),
     # why a pre-pass and not a split inside the GEMM: docs/design/cute_3xtf32.md
     gemm_candidate(_three_tf32("cute_3xtf32", _3XTF32_GEMM)),
 ]
