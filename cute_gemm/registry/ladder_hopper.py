@@ -116,8 +116,8 @@ class WgmmaWsConfig(FixedTile):
     @property
     def block_scales(self) -> bool:
         """Whether its 8-bit entries apply block scales (1 x 128 of A, 128 x 128 of B) where
-        they promote: windows of 128 k, tiles 128 columns wide (sm90_consumer_promote.cuh)."""
-        return self.only == "fp8" and self.promote * self.k_bytes == 128 and self.blk_n == 128
+        they promote: k-tiles of 128 k, tiles 128 columns wide (sm90_consumer_scaled.cuh)."""
+        return self.only == "fp8" and self.k_bytes == 128 and self.blk_n == 128
 
     @property
     def threads(self) -> int:
