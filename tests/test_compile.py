@@ -337,17 +337,22 @@ def test_no_compile_starts_in_a_thread_once_exit_began():
 
 @pytest.mark.parametrize("name, entry, block", [
     ("v2_tiled16", None, "GemmArgs"), ("cute_tiny_k", "cute_tiny_k_fp32_f32", "GemmArgsBatchEpi"),
-    ("cute_pipelined", "cute_pipelined_ak_bn_b", "GemmArgsBatch")])
+    ("cute_pipelined", "cute_pipelined_ak_bn_b", "GemmArgsBatch"),
+    ("scale2d", "scale2d_bf16_f32", "relayout.ScaleArgs"), ("split_reduce", None, "ReduceArgs"),
+    ("cute_3xtf32", "cute_3xtf32_split_a", "composed.SplitArgs")])
 def test_entry_parameters_are_those_its_launch_packs(name, entry, block):
     """The parameters the cubin's ELF gives an entry (.nv.info's KPARAM_INFO) are those of
-    the argument block its launches pack; launch.check_params refuses any other before a
-    launch (one past the block's end crashes the process)."""
+    the argument block its launches pack (the GEMMs', the copies', the split's reduction,
+    a composed kernel's passes); launch.check_params refuses any other before a launch (one
+    past the block's end crashes the process)."""
     from cute_gemm.driver import kernel_args, launch
-    k = registry.get(name)
+    from cute_gemm.plan import composed, launcher, relayout, resolve
+    k = {"split_reduce": launcher.REDUCE, "scale2d": resolve.UTIL}.get(name) or registry.get(name)
     entry = entry or k.entries[0]
-    c = cache.get(k, "sm_90", entries=(entry,))
+    c = cache.get(k, "sm_90a" if k.arch_specific else "sm_90", entries=(entry,))
     sizes = comp.param_sizes_from_cubin(c.cubin, entry)
-    assert sizes == getattr(kernel_args, block).param_sizes
+    where, _, cls = block.rpartition(".")
+    assert sizes == getattr({"": kernel_args, "relayout": relayout, "composed": composed}[where], cls).param_sizes
     f = launch.Function(name, entry, None, params=sizes)
     launch.check_params(f, sizes)
     with pytest.raises(cute_gemm.CudaError, match="internal error"):

@@ -130,6 +130,9 @@ def pack_reduce_args(m, n, split, scm, scn):
     return packed(ReduceArgs(m, n, split, 0, 0.0, 0.0, 0, scm, scn), REDUCE_OFFSETS)
 
 
+pack_reduce_args.sizes = ReduceArgs.param_sizes
+
+
 def set_epilogue(args, values: EpiValues | None) -> None:
     """Write a fused epilogue's run-time half into a packed argument block (an *_epi
     packer's struct); None: no epilogue (zeros)."""

@@ -59,6 +59,7 @@ class _Pass:
     __slots__ = ("site", "cls", "offsets", "fixed", "patch")
 
     def __init__(self, site, cls, offsets, fixed: dict, patch: tuple):
+        launch.check_params(site.f, cls.param_sizes)
         self.site, self.cls, self.offsets, self.fixed, self.patch = site, cls, offsets, fixed, patch
 
     def pack(self):

@@ -114,6 +114,7 @@ class Reduction:
     __slots__ = ("site", "pack", "local")
 
     def __init__(self, f: launch.Function, grid, m: int, n: int, split: int, sc, pdl: bool):
+        launch.check_params(f, launch.pack_reduce_args.sizes)
         self.site = launch.Site(f, grid, REDUCE.block, 0, pdl)
         self.pack = functools.partial(launch.pack_reduce_args, m, n, split, sc[0], sc[1])
         self.local = threading.local()

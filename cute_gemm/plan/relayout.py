@@ -71,6 +71,7 @@ class Scale2d:
         wm, wn = padded(dst) if pad else (m, n)
         f = loaded(UTIL, ordinal).function(
             UTIL_ENTRY[src.dtype if src is not None else dst.dtype, dst.dtype])
+        launch.check_params(f, ScaleArgs.param_sizes)
         mc, nc, _ = UTIL.launch_extents(wm, wn, 1)
         (ss0, ss1), (ds0, ds1) = self.strides[:2], dst.strides
         for i0, r in pieces(wm, mc):
