@@ -8,6 +8,7 @@ side is timed as one call on a flushed L2 (what a caller waits for, host time in
 as 20 calls back to back. The seed is drawn at run time unless given, and printed."""
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import random
@@ -85,21 +86,35 @@ def _geo(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
 
-def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("fp32", "bf16"), *,
-        repeats: int = 10, out_dir: str | None = None, log=print) -> dict:
-    """Draw, check and time; the result as a dict (written to out_dir/batched.json)."""
-    import torch         # the peer: torch.matmul (an optional dependency of the package)
-    seed = random.SystemRandom().randrange(2 ** 31) if seed is None else seed
-    problems = draw(count, seed)
-    log(f"cute-gemm bench: {count} random batched problems, seed {seed} (--seed {seed} draws "
-        f"them again); gemm() / torch.matmul {torch.__version__}, same run")
+def fresh_seed(seed: int | None) -> int:
+    """`seed`, or one drawn from the system's entropy (printed with the results)."""
+    return random.SystemRandom().randrange(2 ** 31) if seed is None else seed
+
+
+@contextlib.contextmanager
+def peer_session():
+    """The set-up of a bench against PyTorch: device 0's context, gemm() waiting for its
+    picks' compiles (a stand-in is never timed), the L2 flush warmed up, the clocks logged.
+    Yields (device info, flush, window): window() is the clock log's summary since entry."""
     driver.ensure_context(0)
     info = launch.device_info(0)
-    rows, gen = [], torch.Generator(device="cuda").manual_seed(seed)
     os.environ.setdefault("CUTE_GEMM_FIRST_CALL", "wait")
     with Flush(info.l2_bytes) as flush, ClockLog(launch.pci_bus_id(info.ordinal)) as clocks:
         warm_up(flush)
         t0 = time.monotonic()
+        yield info, flush, lambda: clocks.summary([(t0, time.monotonic())])
+
+
+def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("fp32", "bf16"), *,
+        repeats: int = 10, out_dir: str | None = None, log=print) -> dict:
+    """Draw, check and time; the result as a dict (written to out_dir/batched.json)."""
+    import torch         # the peer: torch.matmul (an optional dependency of the package)
+    seed = fresh_seed(seed)
+    problems = draw(count, seed)
+    log(f"cute-gemm bench: {count} random batched problems, seed {seed} (--seed {seed} draws "
+        f"them again); gemm() / torch.matmul {torch.__version__}, same run")
+    rows, gen = [], torch.Generator(device="cuda").manual_seed(seed)
+    with peer_session() as (info, flush, window):
         for p in problems:
             for prec in precisions:
                 dt, odt = PRECISIONS[prec]
@@ -133,12 +148,12 @@ def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("fp32",
                 del a, b, ours, theirs
         summary = {}
         summary = summarize(rows, precisions, ("call", "burst"))
-        window = clocks.summary([(t0, time.monotonic())])
+        clocks = window()
     for prec, s in summary.items():
         log(f"{prec}: call {s['call']['geomean']:.3f}x geomean (min {s['call']['min']:.2f}), "
             f"burst {s['burst']['geomean']:.3f}x (min {s['burst']['min']:.2f}); "
             f"{s['failed']} failed")
-    return peer_record("cute-gemm bench --size batched", seed, count, info, torch, window, __doc__,
+    return peer_record("cute-gemm bench --size batched", seed, count, info, torch, clocks, __doc__,
                        rows, summary, out_dir, "batched.json")
 
 

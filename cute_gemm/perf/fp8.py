@@ -10,19 +10,15 @@ dequantized operands, float32 results."""
 from __future__ import annotations
 
 import math
-import os
 import random
-import time
 from functools import partial
 
-from .. import api, driver
+from .. import api
 from ..check import THRESHOLD, gauge_ratio, unit
-from ..driver import launch
-from .batched import main as batched_main, summarize
-from .clocks import ClockLog
+from .batched import fresh_seed, main as batched_main, peer_session, summarize
 from .schema import peer_record
 from .shapes import count_of
-from .timing import Flush, burst_times, call_times, warm_up
+from .timing import burst_times, call_times
 
 DEFAULT_COUNT = 8
 FLOPS = (2.0 ** 33, 2.0 ** 37)
@@ -86,19 +82,14 @@ def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("fp8_e4
     precisions = ("fp8_e4m3",)       # (e4m3 x e4m3, whatever the command's default)
     import torch         # the peer (an optional dependency of the package)
     scaled_mm = torch._scaled_mm     # (cuBLASLt's scaled 8-bit GEMM: no public name)
-    seed = random.SystemRandom().randrange(2 ** 31) if seed is None else seed
+    seed = fresh_seed(seed)
     shapes = list(SQUARES) + draw(count, seed)
     log(f"cute-gemm bench: e4m3 x e4m3 -> bf16 on the squares and {count} random shapes, seed "
         f"{seed} (--seed {seed} draws them again); gemm() / torch {torch.__version__} "
         "_scaled_mm, same run")
-    driver.ensure_context(0)
-    info = launch.device_info(0)
     rows, gen = [], torch.Generator(device="cuda").manual_seed(seed)
-    os.environ.setdefault("CUTE_GEMM_FIRST_CALL", "wait")
     one, bf16 = torch.ones((), device="cuda"), torch.bfloat16
-    with Flush(info.l2_bytes) as flush, ClockLog(launch.pci_bus_id(info.ordinal)) as clocks:
-        warm_up(flush)
-        t0 = time.monotonic()
+    with peer_session() as (info, flush, window):
         for m, n, k in shapes:
             a, w = _operands(torch, gen, m, n, k)
             sa = torch.rand((m, -(-k // 128)), generator=gen, device="cuda") + 0.5
@@ -127,7 +118,7 @@ def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("fp8_e4
                 f"the per-tensor speed" if row["ok"] else f"FAIL gauge ratio {ratio:.3g}"))
 
         accuracy = _accuracy(torch, scaled_mm, gen, log)
-        window = clocks.summary([(t0, time.monotonic())])
+        clocks = window()
     summary = summarize(rows, precisions, ("call_vs_scaled_mm", "burst_vs_scaled_mm",
                                            "call_blocks_vs_tensor", "burst_blocks_vs_tensor"))
     s = summary["fp8_e4m3"]
@@ -136,7 +127,7 @@ def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("fp8_e4
         f"{s['burst_vs_scaled_mm']['geomean']:.3f}x (geomean; min {s['call_vs_scaled_mm']['min']:.2f}); "
         f"block scales {s['burst_blocks_vs_tensor']['geomean']:.3f}x the per-tensor speed; "
         f"{s['failed']} failed")
-    return peer_record("cute-gemm bench --size fp8", seed, count, info, torch, window, __doc__,
+    return peer_record("cute-gemm bench --size fp8", seed, count, info, torch, clocks, __doc__,
                        rows, summary, out_dir, "fp8.json")
 
 

@@ -8,20 +8,16 @@ timed; each side is timed as one call on a flushed L2 and as 20 calls back to ba
 from __future__ import annotations
 
 import math
-import os
 import random
-import time
 from functools import partial
 
-from .. import api, driver
+from .. import api
 from ..check import THRESHOLD, unit
-from ..driver import launch
 from ..driver.epilogue import SLOPE, Epilogue
-from .batched import PRECISIONS, main as batched_main, summarize
-from .clocks import ClockLog
+from .batched import PRECISIONS, fresh_seed, main as batched_main, peer_session, summarize
 from .schema import peer_record
 from .shapes import count_of
-from .timing import Flush, burst_times, call_times, warm_up
+from .timing import burst_times, call_times
 
 DEFAULT_COUNT = 8
 TOKENS = (8, 16384)
@@ -54,18 +50,13 @@ def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("bf16",
     """Draw, check and time; the result as a dict (written to out_dir/linear.json)."""
     import torch         # the peers (an optional dependency of the package)
     F = torch.nn.functional
-    seed = random.SystemRandom().randrange(2 ** 31) if seed is None else seed
+    seed = fresh_seed(seed)
     tokens = draw(count, seed)
     log(f"cute-gemm bench: a linear layer with bias and GELU(tanh) at {count} token counts, "
         f"seed {seed} (--seed {seed} draws them again); gemm(epilogue=) / torch "
         f"{torch.__version__} eager and fused (_addmm_activation), same run")
-    driver.ensure_context(0)
-    info = launch.device_info(0)
     rows, gen = [], torch.Generator(device="cuda").manual_seed(seed)
-    os.environ.setdefault("CUTE_GEMM_FIRST_CALL", "wait")
-    with Flush(info.l2_bytes) as flush, ClockLog(launch.pci_bus_id(info.ordinal)) as clocks:
-        warm_up(flush)
-        t0 = time.monotonic()
+    with peer_session() as (info, flush, window):
         for prec in precisions:
             dt = getattr(torch, PRECISIONS[prec][0])
             torch.backends.cuda.matmul.allow_tf32 = prec == "tf32"
@@ -97,14 +88,14 @@ def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("bf16",
                            if row["ok"] else f"FAIL gauge ratio {ratio:.3g}"))
                     del x, ours
             torch.backends.cuda.matmul.allow_tf32 = False
-        window = clocks.summary([(t0, time.monotonic())])
+        clocks = window()
     summary = summarize(rows, precisions, ("call_vs_eager", "burst_vs_eager", "call_vs_fused",
                                            "burst_vs_fused"))
     for prec, s in summary.items():
         log(f"{prec}: one call {s['call_vs_eager']['geomean']:.3f}x eager, "
             f"{s['call_vs_fused']['geomean']:.3f}x fused (geomean; min "
             f"{s['call_vs_eager']['min']:.2f}, {s['call_vs_fused']['min']:.2f}); {s['failed']} failed")
-    return peer_record("cute-gemm bench --size linear", seed, count, info, torch, window, __doc__,
+    return peer_record("cute-gemm bench --size linear", seed, count, info, torch, clocks, __doc__,
                        rows, summary, out_dir, "linear.json")
 
 
