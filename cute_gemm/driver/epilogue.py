@@ -132,8 +132,10 @@ def vector(name: str, obj, length: int, stream: int | None) -> Operand:
     element, which broadcasts); ShapeError unless it has `length` elements, or one, along
     one mode."""
     nd = len(getattr(obj, "shape", ()))
-    if nd < 2:
-        obj = obj.reshape(1, -1) if hasattr(obj, "reshape") else obj[None]
+    if nd == 1 and hasattr(obj, "__getitem__"):
+        obj = obj[None]               # (a view in every library; a reshape may copy)
+    elif nd == 0:
+        obj = obj.reshape(1, 1)
     op = parse(name, obj, stream)
     size = op.shape[0] * op.shape[1]
     if op.lead or size not in (1, length) or (size == length and length not in op.shape):
