@@ -116,7 +116,10 @@ def scaled(ep: Epilogue | None, scale_a, scale_b, a, b) -> Epilogue | None:
     if scale_a is None and scale_b is None:
         return ep
     ep = Epilogue() if ep is None else ep
-    (m, k), n = a.shape[-2:], b.shape[-1]
+    shape_a, shape_b = tuple(getattr(a, "shape", ())), tuple(getattr(b, "shape", ()))
+    if len(shape_a) < 2 or not shape_b:      # (not arrays: run() names what is wrong)
+        shape_a, shape_b = (0, 0), (0,)
+    (m, k), n = shape_a[-2:], shape_b[-1]
     kw = -(-k // 128)
     block_a = scale_a is not None and tuple(getattr(scale_a, "shape", ())) == (m, kw) and kw > 1
     block_b = (scale_b is not None and tuple(getattr(scale_b, "shape", ())) == (kw, -(-n // 128))
