@@ -294,15 +294,16 @@ def parse(name: str, obj, stream: int | None = None) -> Operand:
             raise NotAnArrayError(f"{name} has a malformed __cuda_array_interface__ ({type(e).__name__}: {e})") from None
     if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
         dev_type, _ = obj.__dlpack_device__()
+        torch_8_bit = str(getattr(obj, "dtype", "")).startswith("torch.float8")
         if int(dev_type) == _KDLCPU:
-            if str(getattr(obj, "dtype", "")).startswith("torch.float8"):
+            if torch_8_bit:
                 return parse(name, _torch_8_bit_host(name, obj))
             return parse(name, np.from_dlpack(obj))
         if int(dev_type) not in (_KDLCUDA, _KDLCUDAHOST, _KDLCUDAMANAGED):
             raise NotAnArrayError(f"{name} lives on DLPack device type {int(dev_type)}; "
                                   "only CPU and CUDA arrays are supported")
         sp = -1 if stream is None else launch.canonical_stream(stream)
-        if str(getattr(obj, "dtype", "")).startswith("torch.float8"):
+        if torch_8_bit:
             return _torch_8_bit(name, obj, sp)
         # cuda.core's view; the producer orders its pending writes before `stream`'s later work
         from cuda.core.utils import StridedMemoryView

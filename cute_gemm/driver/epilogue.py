@@ -120,10 +120,10 @@ def scaled(ep: Epilogue | None, scale_a, scale_b, a, b) -> Epilogue | None:
     if len(shape_a) < 2 or not shape_b:      # (not arrays: run() names what is wrong)
         shape_a, shape_b = (0, 0), (0,)
     (m, k), n = shape_a[-2:], shape_b[-1]
-    kw = -(-k // 128)
+    kw, nw = -(-k // 128), -(-n // 128)
     block_a = scale_a is not None and tuple(getattr(scale_a, "shape", ())) == (m, kw) and kw > 1
-    block_b = (scale_b is not None and tuple(getattr(scale_b, "shape", ())) == (kw, -(-n // 128))
-               and kw * -(-n // 128) > 1 and tuple(scale_b.shape) != (1, n))
+    block_b = (scale_b is not None and tuple(getattr(scale_b, "shape", ())) == (kw, nw)
+               and kw * nw > 1 and (kw, nw) != (1, n))
     if any(x is not None for x in (ep.scale_rows, ep.scale_cols, ep.blocks_a, ep.blocks_b)):
         raise InputError("scale_a and scale_b are the epilogue's scales: give them one way")
     return replace(ep, scale_rows=None if block_a else scale_a, blocks_a=scale_a if block_a else None,
