@@ -103,8 +103,8 @@ class WgmmaWsConfig(FixedTile):
             raise ValueError("setmaxnreg: more registers than one CTA has (65536 / 128 per warpgroup)")
         if self.only not in _WS_ONLY:
             raise ValueError(f"only: one of {tuple(_WS_ONLY)}")
-        if self.only == "fp8" and self.promote < 2:
-            raise ValueError("8-bit wgmma sums need promoting: promote >= 2 (a window's two halves)")
+        if (self.only == "fp8") != (self.promote == 1):
+            raise ValueError("8-bit wgmma sums are promoted every k-tile (promote 1), and only they")
 
     @property
     def takes_epilogue(self) -> bool:
@@ -116,8 +116,8 @@ class WgmmaWsConfig(FixedTile):
     @property
     def block_scales(self) -> bool:
         """Whether its 8-bit entries apply block scales (1 x 128 of A, 128 x 128 of B) where
-        they promote: windows of 128 k, tiles 128 columns wide (sm90_consumer_promote.cuh)."""
-        return self.only == "fp8" and self.promote * self.k_bytes == 128 and self.blk_n == 128
+        they promote: k-tiles of 128 k, tiles 128 columns wide (sm90_consumer_scaled.cuh)."""
+        return self.only == "fp8" and self.k_bytes == 128 and self.blk_n == 128
 
     @property
     def threads(self) -> int:
@@ -175,9 +175,9 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig) -> Kernel:
                 + (f", clusters of {cfg.cluster_m} along m multicasting B" if cfg.cluster_m > 1 else "")
                 + (f", accumulators promoted to a compensated float32 sum every {cfg.promote} "
                    "k-tiles, half of it under the next k-tile's wgmmas (an operand's ±Inf comes out NaN "
-                   "there: cute_3xtf32 computes those calls in float64)" if cfg.promote > 1 and cfg.only != "fp8" else "")
-                + (", 8-bit operands: each window of 128 k summed by the tensor cores, then added into "
-                   "a float32 sum scaled by its 1x128 / 128x128 block scales" if cfg.only == "fp8" else "")
+                   "there: cute_3xtf32 computes those calls in float64)" if cfg.promote > 1 else "")
+                + (", 8-bit operands: each k-tile's tensor-core sum added into a float32 sum, scaled "
+                   "by its 1x128 / 128x128 block scales" if cfg.only == "fp8" else "")
                 + (", the last wave's tiles cut along K (a deterministic fixup)" if cfg.tail_split else "")
                 + ("" if cfg.only else ", tf32 m-major A (or n-major B, on C^T = B^T A^T) from "
                    "registers (RS wgmma)")
@@ -228,11 +228,11 @@ HOPPER: list[Kernel] = [
     # fp32-accurate sums (cute_3xtf32's GEMM with split_parts): 64x192 a warpgroup holds two sets of
     # accumulators; windows of 3 k-tiles (cute_3xtf32.md#the-accumulation, #the-last-wave)
     _wgmma_ws("cute_wgmma_ws_promote", WgmmaWsConfig(blk_n=192, promote=3, tail_split=8, only="tf32")),
-    # 8-bit operands: the tensor cores' sum of a window of 128 k (two 64-byte k-tiles, four
-    # wgmma k-groups) promoted into float32 at its end, as DeepGEMM does; 64x128 a warpgroup
-    # leaves the epilogue registers
-    gemm_candidate(_wgmma_ws("cute_wgmma_ws_fp8", WgmmaWsConfig(blk_n=128, stages=8, k_bytes=64, cluster_m=1,
-                                                 promote=2, tail_split=8, only="fp8"))),
+    # 8-bit operands: the tensor cores' sum of each 128-k k-tile promoted into float32 (as
+    # DeepGEMM does; sm90_consumer_scaled.cuh); 64x128 a warpgroup leaves the epilogue
+    # registers; clusters of 2 halve B's traffic
+    gemm_candidate(_wgmma_ws("cute_wgmma_ws_fp8", WgmmaWsConfig(blk_n=128, stages=6, k_bytes=128, cluster_m=2,
+                                                 promote=1, tail_split=8, only="fp8"))),
     # why a pre-pass and not a split inside the GEMM: docs/design/cute_3xtf32.md
     gemm_candidate(_three_tf32("cute_3xtf32", _3XTF32_GEMM)),
 ]

@@ -57,24 +57,6 @@ __device__ __forceinline__ void promote_compensated(Sum& sum, Acc& acc, unsigned
   }
 }
 
-// 8-bit operands (DeepGEMM's promotion): sum += f * acc, acc cleared for the next window,
-// f the window's block scales (1 without). Plain adds: the window sums are far coarser than
-// float32's rounding, and an Inf survives (a compensated add's error term turns it to NaN).
-// f: the factor of the thread's first row (f0) and of that row + 8 (f1): the wgmma
-// accumulator gives each thread rows r and r + 8 of its warp's 16 (dr: an element's row - r).
-// (acc is cleared by the next window's first wgmma, scale-d 0: a 0 written into the
-// accumulator registers made ptxas serialize every wgmma)
-template <class Sum, class Acc, class Rows>
-__device__ __forceinline__ void promote_scaled(Sum& sum, Acc const& acc, Rows const& rows, float f0,
-                                               float f1) {
-  using namespace cute;
-  CUTE_UNROLL
-  for (int i = 0; i < size(acc); ++i) {
-    const int dr = get<0>(rows(i)) - get<0>(rows(0));     // 0 or 8, known when unrolled
-    sum(i) = fmaf(dr == 0 ? f0 : f1, acc(i), sum(i));
-  }
-}
-
 // The consumer warpgroups with promoted sums. mma: the TiledMMA of the whole BLK_M x BLK_N
 // tile (its accumulator layout is the epilogue's); half: the same atom over BLK_N / 2 columns,
 // whose accumulator is the first (or the second) half of the whole one's registers (the
@@ -120,42 +102,16 @@ __device__ __forceinline__ void consume_promoted(Mma const& mma, Half const& hal
 
   // Preconditions
   static_assert(kPromote >= 2, "a window's start and end: two k-tiles");
+  static_assert(!E::kBlocks, "block scales: 8-bit operands' (sm90_consumer_scaled.cuh)");
   static_assert(kHalfN % 8 == 0, "a wgmma's N: a multiple of 8 (and of the 8-row swizzle atom)");
   CUTE_STATIC_ASSERT_V(size(acc) == Int<2 * kHalfSize>{});                 // two halves
 
   const unsigned zero = unsigned(M) >> 31;                 // 0 (M >= 1), opaque to the compiler
-  // 8-bit operands: scaled plain promotion (promote_scaled), the block scales of E if any
-  constexpr bool kScaled = sizeof(typename OpA::Elem) == 1;
-  static_assert(!E::kBlocks || (kScaled && kBlkK * kPromote == 128 && kBlkN == 128),
-                "block scales: 8-bit windows of 128 k, tiles 128 columns wide");
-  Tensor rows = thr_half.partition_C(make_identity_tensor(Shape<Int<kBlkM>, Int<kHalfN>>{}));
-  Half half_zero = half;                                   // (scale-d 0: D = A B)
-  if constexpr (kScaled) half_zero.accumulate_ = GMMA::ScaleOut::Zero;
-  const int windows = cg::ceil_div(K, kBlkK * kPromote);   // the producer's k_tiles / kPromote
   State st;
   for (int item = first_unit<kCluster>(); item < split.items(tiles.count()); item += stride) {
     clear(acc);
     clear(sum);
     int prev = -1;                                         // the stage last read by a batch in flight
-    // the block scales: this piece's first window, the rows of this thread's first factor
-    // (clamped into A: rows past M compute zeros), B's column block; f0, f1 the factors of
-    // the window being summed (0 for window -1, all zeros), loaded a window ahead
-    int w0 = 0, row0 = 0, col_blk = 0;
-    float f0 = kScaled && !E::kBlocks ? 1.0f : 0.0f, f1 = f0;
-    if constexpr (E::kBlocks) {
-      int m_unit;
-      tiles.coord(split.unit(item), m_unit, col_blk);
-      w0 = split.piece(item) * split.run(item, windows);
-      row0 = (m_unit * kCluster + rank) * kBlkM + get<0>(rows(0));
-    }
-    auto load_factors = [&](int w) {                       // window w of this piece
-      if constexpr (E::kBlocks) {
-        const int g = min(w0 + w, windows - 1);        // (windows past K: zeros)
-        const float fb = e.block_b(col_blk, g);
-        f0 = fb * e.block_a(min(row0, M - 1), g);
-        f1 = fb * e.block_a(min(row0 + 8, M - 1), g);
-      }
-    };
     // a whole k-tile: one batch in flight, the one before retires
     auto whole = [&] {
       ring->wait(st);
@@ -170,17 +126,6 @@ __device__ __forceinline__ void consume_promoted(Mma const& mma, Half const& hal
       prev = s;
       st.advance();
     };
-    // a window's first k-tile on half of the columns; scaled promotion: its first k-block
-    // overwrites the half's accumulator (promoted just before), the others add to it
-    auto start = [&](auto const& tHrB, auto& accH, int s) {
-      if constexpr (kScaled) {
-        gemm(half_zero, tCrA(_, _, 0, s), tHrB(_, _, 0, s), accH);
-        CUTE_UNROLL
-        for (int kb = 1; kb < size<2>(tCrA); ++kb) gemm(half, tCrA(_, _, kb, s), tHrB(_, _, kb, s), accH);
-      } else {
-        gemm(half, tCrA(_, _, _, s), tHrB(_, _, _, s), accH);
-      }
-    };
     // A window's end and the next one's start. The end's k-tile goes out whole and retires
     // before its left half is promoted; the right half is promoted while the start's left
     // half runs, then the start's right half goes out. (Overlapping the left half with the
@@ -191,21 +136,19 @@ __device__ __forceinline__ void consume_promoted(Mma const& mma, Half const& hal
       warpgroup_wait<0>();
       warpgroup_fence_operand(acc);
       if (releaser) ring->template release<kCluster>(prev);
-      if constexpr (kScaled) promote_scaled(sum0, acc0, rows, f0, f1);
-      else promote_compensated<4>(sum0, acc0, zero);
+      promote_compensated<4>(sum0, acc0, zero);
       warpgroup_fence_operand(acc0);
       ring->wait(st);                                      // the start: left, then right
       const int s = st.index;
       warpgroup_arrive();
-      start(tHrB0, acc0, s);
+      gemm(half, tCrA(_, _, _, s), tHrB0(_, _, _, s), acc0);
       warpgroup_commit_batch();
       warpgroup_wait<1>();                                 // (nothing else in flight)
       warpgroup_fence_operand(acc1);
-      if constexpr (kScaled) promote_scaled(sum1, acc1, rows, f0, f1);
-      else promote_compensated<4>(sum1, acc1, zero);
+      promote_compensated<4>(sum1, acc1, zero);
       warpgroup_fence_operand(acc1);
       warpgroup_arrive();
-      start(tHrB1, acc1, s);
+      gemm(half, tCrA(_, _, _, s), tHrB1(_, _, _, s), acc1);
       warpgroup_commit_batch();
       warpgroup_wait<1>();                                 // the start's left half
       warpgroup_fence_operand(acc0);
@@ -217,9 +160,9 @@ __device__ __forceinline__ void consume_promoted(Mma const& mma, Half const& hal
     // share an iteration with no wgmma outside the loop: iteration w takes window w-1's end
     // (zeros for w = 0), then window w's start and middle (zeros for the last w).
     // (a cut unit's piece: its own windows, the producer's stream shifted to their start)
+    const int windows = cg::ceil_div(K, kBlkK * kPromote); // the producer's k_tiles / kPromote
     for (int w = 0; w <= split.run(item, windows); ++w) {
       end_start();
-      load_factors(w);                                     // for window w, promoted at w + 1
       CUTE_UNROLL
       for (int j = 2; j < kPromote; ++j) whole();          // the middle
     }

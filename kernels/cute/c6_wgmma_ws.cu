@@ -29,10 +29,11 @@
 //           from TMA's m-major stages, accumulator rows permuted for conflict-free loads. A
 //           row-major B is the same case on the transposed problem C^T = B^T A^T: the _ak_bn
 //           entry swaps the operands (and C's strides) and runs the _am_bk instance.
-// Promote:  Config::promote > 0 moves the wgmma accumulator into a compensated float32
+// Promote:  Config::promote > 1 moves the wgmma accumulator into a compensated float32
 //           register sum every `promote` k-tiles (sm90_consumer_promote.cuh; cute_3xtf32's
 //           GEMM), at 2x the accumulator registers; the right half's adds run under the
-//           next window's first wgmmas (on the left half).
+//           next window's first wgmmas (on the left half). 8-bit operands (promote 1): every
+//           k-tile into a float32 sum, scaled by its block scales (sm90_consumer_scaled.cuh).
 // Tail:     Config::tail_split > 0: the last wave's units are cut along K into runs of whole
 //           windows (k-tiles where not promoted), their partials added by the last piece
 //           (sm90_tail_split.cuh): split-K where the units are fewer than the clusters. Its
@@ -54,6 +55,7 @@
 #include <cute_gemm/sm90_register_operand.cuh>
 #include <cute_gemm/sm90_consumer_rs.cuh>
 #include <cute_gemm/sm90_consumer_promote.cuh>
+#include <cute_gemm/sm90_consumer_scaled.cuh>
 #include <cute_gemm/sm90_tail_split.cuh>
 #include <cute_gemm/sm90_split_parts.cuh>
 
@@ -194,10 +196,10 @@ __device__ CG_INLINE_IF_FUSED void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), cons
     // ---- producer ----------------------------------------------------------------
     cg::sm90::setmaxnreg_dec<Config::producer_regs>();   // all 4 warps; one thread works
     if (threadIdx.x == 0) {
-      // promoted sums: the stream starts one k-tile early and runs a window long
+      // compensated sums: the stream starts one k-tile early and runs a window long
       // (consume_promoted); TMA zero-fills the k-tiles outside K: they add zeros
-      const int k_first = Config::promote > 0 ? -1 : 0;
-      const int k_last = Config::promote > 0 ? k_tiles + kWindow - 1 : k_tiles;
+      const int k_first = Config::promote > 1 ? -1 : 0;
+      const int k_last = Config::promote > 1 ? k_tiles + kWindow - 1 : k_tiles;
       // a stage's bytes: its A, and all of its B (this CTA's part and the peers' multicasts)
       constexpr uint32_t kTxBytes = OpA::kStageBytes + OpB::kStageBytes;
       constexpr uint16_t kPeers = (1u << kCluster) - 1;
@@ -229,6 +231,10 @@ __device__ CG_INLINE_IF_FUSED void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), cons
     cg::sm90::consume_rs<Config, TC, kCluster, OpA, OpB>(mma, ring, smemA, smemB, tiles, split,
                                                          ws, stride, rank, k_tiles, C, sCm,
                                                          sCn, M, N, alpha, beta, epi);
+  } else if constexpr (sizeof(T) == 1) {
+    cg::sm90::consume_scaled<Config, TC, kCluster, OpA, OpB>(mma, ring, smemA, smemB, tiles, split,
+                                                             ws, stride, rank, k_tiles, C, sCm,
+                                                             sCn, M, N, alpha, beta, epi);
   } else if constexpr (Config::promote > 0) {
     // the same atom over half the tile's columns: the k-tiles consume_promoted splits
     TiledMMA half = make_tiled_mma(
