@@ -11,7 +11,6 @@ from typing import Any
 import numpy as np
 
 from . import launch
-from .batching import matrix_shape
 from ..base import precisions
 from ..base.errors import DTypeError, InputError, NotAnArrayError, ShapeError
 from ..base.precisions import (DEFAULT_PRECISION, DTYPE, ITEMSIZE, PRECISION, PRECISION_DTYPE,
@@ -219,14 +218,28 @@ def host_dtype(dt: np.dtype) -> str | None:
     return d.name if d is not None and dt.itemsize == d.itemsize and dt.isnative else None
 
 
+def matrix_shape(name: str, shape) -> tuple[int, ...]:
+    """`shape` as ints: ShapeError unless it has two modes or more, none negative."""
+    shape = tuple(int(x) for x in shape)
+    if len(shape) < 2:
+        raise ShapeError(f"{name} must have 2 or more dimensions, (..., rows, cols) (got "
+                         f"ndim={len(shape)}, shape={shape}); a vector x is x[None, :] or x[:, None]")
+    if min(shape) < 0:
+        raise ShapeError(f"{name} has a negative extent (shape={shape})")
+    return shape
+
+
 def _operand(name, obj, device, ptr, shape, strides, dtype, readonly=False, host=None,
              stream=None) -> Operand:
-    """An Operand of any number of modes (>= 2; batching.matrix_shape): the last two are the
-    matrix, those before it the operand's batch."""
-    lead, r, c = matrix_shape(name, shape)
-    strides = tuple(int(x) for x in strides)
-    return Operand(name, obj, device, ptr, (r, c), strides[-2:], dtype, readonly, host, stream,
-                   lead, strides[:-2])
+    """An Operand of `shape` (two modes or more: the last two the matrix, those before it
+    the operand's batch); strides in elements, None: row-major."""
+    if len(shape) != 2 or shape[0] < 0 or shape[1] < 0:
+        shape = matrix_shape(name, shape)
+    if strides is None:
+        strides = (max(int(shape[1]), 1), 1) if len(shape) == 2 else _row_major(shape)
+    return Operand(name, obj, device, ptr, (int(shape[-2]), int(shape[-1])),
+                   (int(strides[-2]), int(strides[-1])), dtype, readonly, host, stream,
+                   tuple(int(x) for x in shape[:-2]), tuple(int(x) for x in strides[:-2]))
 
 
 def _row_major(shape) -> tuple[int, ...]:
@@ -266,7 +279,6 @@ def parse(name: str, obj, stream: int | None = None) -> Operand:
         cai = None
     if cai is not None:
         try:    # run()'s path for device arrays: helpers only to raise their errors
-            
             shape = cai["shape"]
             if len(shape) != 2 or shape[0] < 0 or shape[1] < 0:
                 matrix_shape(name, shape)
@@ -277,8 +289,7 @@ def parse(name: str, obj, stream: int | None = None) -> Operand:
             if cai.get("mask") is not None:
                 raise InputError(f"{name} is a masked array (__cuda_array_interface__ mask): not supported")
             ptr, ro = cai["data"]
-            st, e = cai.get("strides"), ITEMSIZE[dtype]
-            strides = _row_major(shape)
+            st, e, strides = cai.get("strides"), ITEMSIZE[dtype], None
             if st is not None:
                 if len(st) != len(shape) or any(int(x) % e for x in st):
                     raise ShapeError(f"{name} has strides {tuple(st)} (bytes) that are not a multiple of {e}")
@@ -312,8 +323,7 @@ def parse(name: str, obj, stream: int | None = None) -> Operand:
         dtype = _opaque_as_named(str(v.dtype), obj)
         if dtype not in SUPPORTED_DTYPES:
             raise _unsupported(name, dtype)
-        st = _row_major(v.shape) if v.strides is None else v.strides    # (None: C-contiguous)
-        return _nonnull(_operand(name, obj, True, int(v.ptr), v.shape, st, dtype,
+        return _nonnull(_operand(name, obj, True, int(v.ptr), v.shape, v.strides, dtype,
                                  bool(v.readonly)))
     raise NotAnArrayError(
         f"{name} is a {type(obj).__name__}, not an array: pass a numpy array or a device array "

@@ -14,18 +14,6 @@ from ..base.errors import ShapeError
 Z_MAX = 65535     # a launch's grid z: a larger batch is launched in pieces (z0)
 
 
-def matrix_shape(name: str, shape) -> tuple[tuple[int, ...], int, int]:
-    """(leading extents, rows, columns) of an operand of `shape`: ShapeError unless it has
-    two modes or more, none negative."""
-    shape = tuple(int(x) for x in shape)
-    if len(shape) < 2:
-        raise ShapeError(f"{name} must have 2 or more dimensions, (..., rows, cols) (got "
-                         f"ndim={len(shape)}, shape={shape}); a vector x is x[None, :] or x[:, None]")
-    if min(shape) < 0:
-        raise ShapeError(f"{name} has a negative extent (shape={shape})")
-    return shape[:-2], shape[-2], shape[-1]
-
-
 def broadcast(lead_a: tuple[int, ...], lead_b: tuple[int, ...]) -> tuple[int, ...]:
     """The batch of a (..., M, K) @ (..., K, N) product: the leading extents broadcast (numpy's
     rule: aligned from the right, an extent of 1 stretches); ShapeError where they clash."""
