@@ -44,19 +44,6 @@ def utc_now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
-def peer_record(tool: str, seed: int, count: int, info, torch, window, doc: str, rows, summary,
-                out_dir: str | None, name: str) -> dict:
-    """The record of a bench against PyTorch (the batched and linear-layer ones): what ran,
-    where, with which clocks, its rows and summary; written to out_dir/name when given."""
-    res = {"tool": tool, "seed": seed, "count": count, "date": utc_now(), "device": info.name,
-           "torch": torch.__version__, "clocks": window,
-           "method": doc.split("\n\n")[0].replace("\n", " "), "rows": rows, "summary": summary}
-    if out_dir:
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-        (Path(out_dir) / name).write_text(json.dumps(res, indent=1, default=str))
-    return res
-
-
 def first_line(e: BaseException) -> str:
     """An exception as a row's message or a record's error: its type and first line."""
     text = str(e).strip()
