@@ -33,14 +33,12 @@ LAYOUT_TEXT = {"nn": "A, B row-major", "tn": "A transposed view (CuTe NT: A M-ma
 FIRST_CALL_MODES = ("quick", "wait", "warm")    # perf.first_call's cases, in order
 
 
-def cublas_label(precision: str) -> str:
-    """"cuBLAS bf16", "cuBLAS fp32 (peer of fp32_3xtf32)": the cuBLAS rows of `precision`."""
+def cublas_label(precision: str) -> str:       # "cuBLAS bf16", "cuBLAS fp32 (peer of fp32_3xtf32)"
     peer = CUBLAS_PEER.get(precision, precision)
     return f"{CUBLAS} {peer}" + ("" if peer == precision else f" (peer of {precision})")
 
 
 def utc_now() -> str:
-    """The time a record is stamped with: UTC, ISO 8601, to the second."""
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
 
 
@@ -104,8 +102,7 @@ class BenchResult:
     first_call: dict | None = None       # perf.first_call.measure_first_call's
 
     @property
-    def ok(self) -> bool:
-        """No kernel failed its check or errored (skips are fine)."""
+    def ok(self) -> bool:       # no kernel failed its check or errored (skips are fine)
         return all(r.status in ("pass", "skip") for r in self.rows)
 
     def to_dict(self) -> dict:
