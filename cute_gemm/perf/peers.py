@@ -56,7 +56,8 @@ class Session(contextlib.ExitStack):
     def worst(self, got, ref, gauge, precision: str, out_dtype: str) -> float:
         """The largest gauge ratio (check.gauge_ratio) of got against float64 ref, on the device."""
         err = (got.double() - ref).abs()
-        r = self.torch.where(gauge > 0, err / (unit(precision, out_dtype) * gauge), err * math.inf)
+        inf = err.masked_fill(err != 0, math.inf)        # where the gauge is 0: 0 only if exact
+        r = self.torch.where(gauge > 0, err / (unit(precision, out_dtype) * gauge), inf)
         return float(r.nan_to_num(nan=math.inf).max())
 
     def add(self, row: dict, ratio: float, sides: dict) -> dict:
