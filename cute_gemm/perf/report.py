@@ -113,26 +113,27 @@ def format_table(result: BenchResult) -> str:
     return "\n".join(lines)
 
 
-def _summaries(result: BenchResult) -> list[dict]:
-    """stats.ratio_summary of the kernels measured on at least two shapes."""
-    return [x for x in ratio_summary(result.rows, GROUPS) if x["shapes"] >= 2]
+def _columns(head, rows) -> list[str]:
+    """Text columns, each as wide as its widest cell, two spaces apart."""
+    widths = [max(len(r[i]) for r in [head, *rows]) + 2 for i in range(len(head))]
+    return ["  " + "".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [head, *rows]]
+
+
+def _summary(result: BenchResult, code=str) -> tuple[list[str], list[dict], list[list[str]]]:
+    """Per kernel, precision and layout measured on two shapes or more (stats.ratio_summary):
+    the head, the summaries and the cells of the table of its ratios to cuBLAS."""
+    summ = [x for x in ratio_summary(result.rows, GROUPS) if x["shapes"] >= 2]
+    head = (["kernel", "precision", "layout", "shapes", "geometric mean", "minimum (shape)"]
+            + [f"min: {g}" for g, _ in GROUPS])
+    return head, summ, [[code(x["kernel"]), x["precision"], x["layout"], str(x["shapes"]), _x(x["geomean"]),
+                         f"{_x(x['min'])} ({_shape(x['min_shape'])})"]
+                        + [_x(x["groups"][g]) for g, _ in GROUPS] for x in summ]
 
 
 def format_summary(result: BenchResult) -> str:
-    """Per kernel, precision and layout measured on several shapes: the geometric mean and
-    the minimum of its ratio to cuBLAS, and the minimum over each group of shapes."""
-    summ = _summaries(result)
-    if not summ:
-        return ""
-    kw = max(len(f"{x['kernel']} {x['precision']}") for x in summ) + 2
-    lines = ["ratio to cuBLAS at the same precision over the shapes of this run "
-             "(geometric mean, minimum; minimum per group of shapes):"]
-    for x in summ:
-        groups = "  ".join(f"{g}: {_x(v)}" for g, v in x["groups"].items() if v is not None)
-        lines.append(f"  {x['kernel'] + ' ' + x['precision']:<{kw}}{x['layout']:<4}"
-                     f"{x['shapes']:>3} shapes  geomean {_x(x['geomean'])}  min {_x(x['min'])} at "
-                     f"{_shape(x['min_shape'], 'x')}  {groups}".rstrip())
-    return "\n".join(lines)
+    head, _, cells = _summary(result)
+    return "\n".join(["ratio to cuBLAS at the same precision over the shapes of this run:"]
+                     + _columns(head, cells)) if cells else ""
 
 
 _RANDOM_HEAD = ["kernel", "precision", "timing", "shapes", "geomean", "min (shape)", "< 0.9×"]
@@ -151,12 +152,9 @@ def _random_lines(result: BenchResult) -> tuple[str, list[list[str]]]:
 def format_random(result: BenchResult) -> str:
     """The random run's summary: per kernel, precision and timing, cuBLAS time / our time."""
     about, cells = _random_lines(result)
-    widths = [max(len(r[i]) for r in cells + [_RANDOM_HEAD]) + 2 for i in range(len(_RANDOM_HEAD))]
     timings = "; ".join(f"{t}: {w}" for t, w in result.meta["random"].get("timings", {}).items())
     return "\n".join([about, "ratio cuBLAS time / time at the same precision (> 1: faster than "
-                      "cuBLAS); timings: " + timings]
-                     + ["  " + "".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
-                        for r in [_RANDOM_HEAD] + cells] + _first_calls(result))
+                      "cuBLAS); timings: " + timings] + _columns(_RANDOM_HEAD, cells) + _first_calls(result))
 
 
 def _first_calls(result: BenchResult) -> list[str]:
@@ -196,17 +194,12 @@ def sweep_markdown(result: BenchResult, source: str | None = None, *, plot: str 
                    per_shape: bool = True) -> list[str]:
     """The summary of a run over many shapes (as format_summary), the plot, and with per_shape
     every shape's ratios and what gemm() picked. Empty without kernels timed on two shapes."""
-    summ = _summaries(result)
+    head, summ, cells = _summary(result, lambda k: f"`{k}`")
     if not summ:
         return []
     shapes = list(dict.fromkeys(r.shape for r in result.rows))
-    gnames = [g for g, _ in GROUPS]
     out = [f"#### Over {len(shapes)} shapes: ratio to cuBLAS at the same precision, same run", ""]
-    out += _table(["kernel", "precision", "layout", "shapes", "geometric mean", "minimum (shape)"]
-                  + [f"min: {g}" for g in gnames], "lllrrr" + "r" * len(gnames),
-                  [[f"`{x['kernel']}`", x["precision"], x["layout"], str(x["shapes"]), _x(x["geomean"]),
-                    f"{_x(x['min'])} ({_shape(x['min_shape'])})"] + [_x(x["groups"][g]) for g in gnames]
-                   for x in summ]) + [""]
+    out += _table(head, "lllrrr" + "r" * len(GROUPS), cells) + [""]
     if result.first_call:
         out += ["```", format_first_call(result.first_call), "```", ""]
     if plot:

@@ -118,26 +118,25 @@ class Inputs:
         dtype, out_dtype = PRECISION_DTYPE[precision], out_dtype_of(precision)
         ta, tb = layout[0] == "t", layout[1] == "t"     # stored as x.T row-major, used as its .T
         try:
-            first = [self._own(DeviceArray.from_host(np.ascontiguousarray(x.T if t else x), dtype=dtype))
+            first = [DeviceArray.from_host(np.ascontiguousarray(x.T if t else x), dtype=dtype)
                      for x, t in ((a, ta), (b, tb))]
+            self._owned += first
             for i in range(n_sets):
-                ai, bi = first if i == 0 else [self._copy(d) for d in first]
+                ai, bi = first if i == 0 else [self._new(d.shape, d.dtype_name, d) for d in first]
                 self.A.append(ai.T if ta else ai)
                 self.B.append(bi.T if tb else bi)
-                self.C.append(self._own(DeviceArray((a.shape[0], b.shape[1]), dtype=out_dtype)))
+                self.C.append(self._new((a.shape[0], b.shape[1]), out_dtype))
             launch.synchronize()
         except BaseException:
             self.close()
             raise
 
-    def _own(self, d: DeviceArray) -> DeviceArray:
-        self._owned.append(d)
+    def _new(self, shape, dtype: str, like: DeviceArray | None = None) -> DeviceArray:
+        """An array owned by these inputs; a copy of `like`'s values when given."""
+        self._owned.append(d := DeviceArray(shape, dtype=dtype))
+        if like is not None:
+            launch.memcpy_dtod(d.ptr, like.ptr, like.buffer_bytes)
         return d
-
-    def _copy(self, d: DeviceArray) -> DeviceArray:
-        c = self._own(DeviceArray(d.shape, dtype=d.dtype_name))
-        launch.memcpy_dtod(c.ptr, d.ptr, d.buffer_bytes)
-        return c
 
     def __len__(self):
         return len(self.A)
@@ -329,12 +328,11 @@ def versions(backend=None) -> dict:
 
 
 def driver_text(v: int) -> str:
-    """CUDA driver version as the driver API reports it (13000) -> "13.0"."""
+    """13000 (the driver API's) -> "13.0"."""
     return f"{v // 1000}.{(v % 1000) // 10}"
 
 
 def device_meta(info) -> dict:
-    """The device, with its FP32 peak and the formula that gives it."""
     return {"name": info.name, "arch": info.arch, "ordinal": info.ordinal, "sm_count": info.sm_count,
             "fp32_lanes_per_sm": info.fp32_lanes_per_sm, "clock_khz": info.clock_khz,
             "l2_bytes": info.l2_bytes, "fp32_peak_tflops": info.fp32_peak_tflops,

@@ -33,28 +33,13 @@ LAYOUT_TEXT = {"nn": "A, B row-major", "tn": "A transposed view (CuTe NT: A M-ma
 FIRST_CALL_MODES = ("quick", "wait", "warm")    # perf.first_call's cases, in order
 
 
-def cublas_label(precision: str) -> str:
-    """"cuBLAS bf16", "cuBLAS fp32 (peer of fp32_3xtf32)": the cuBLAS rows of `precision`."""
+def cublas_label(precision: str) -> str:       # "cuBLAS bf16", "cuBLAS fp32 (peer of fp32_3xtf32)"
     peer = CUBLAS_PEER.get(precision, precision)
     return f"{CUBLAS} {peer}" + ("" if peer == precision else f" (peer of {precision})")
 
 
 def utc_now() -> str:
-    """The time a record is stamped with: UTC, ISO 8601, to the second."""
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-
-
-def peer_record(tool: str, seed: int, count: int, info, torch, window, doc: str, rows, summary,
-                out_dir: str | None, name: str) -> dict:
-    """The record of a bench against PyTorch (the batched and linear-layer ones): what ran,
-    where, with which clocks, its rows and summary; written to out_dir/name when given."""
-    res = {"tool": tool, "seed": seed, "count": count, "date": utc_now(), "device": info.name,
-           "torch": torch.__version__, "clocks": window,
-           "method": doc.split("\n\n")[0].replace("\n", " "), "rows": rows, "summary": summary}
-    if out_dir:
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-        (Path(out_dir) / name).write_text(json.dumps(res, indent=1, default=str))
-    return res
 
 
 def first_line(e: BaseException) -> str:
@@ -117,8 +102,7 @@ class BenchResult:
     first_call: dict | None = None       # perf.first_call.measure_first_call's
 
     @property
-    def ok(self) -> bool:
-        """No kernel failed its check or errored (skips are fine)."""
+    def ok(self) -> bool:       # no kernel failed its check or errored (skips are fine)
         return all(r.status in ("pass", "skip") for r in self.rows)
 
     def to_dict(self) -> dict:

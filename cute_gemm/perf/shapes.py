@@ -70,7 +70,6 @@ def parse_layouts(spec) -> tuple[str, ...]:
 
 
 def out_dtype_of(precision: str) -> str:
-    """The result type a precision is timed with (Precision.timed_out)."""
     return PRECISION[precision].timed_out
 
 
@@ -100,7 +99,6 @@ class RandomShapes:
     dims: tuple[int, int] = (DIM_MIN, DIM_MAX)
 
     def band(self) -> tuple[float, float]:
-        """The flop band clipped to what the dimension bounds reach (ValueError: none of it)."""
         return clip_band(self.flops, self.dims)
 
 
@@ -133,7 +131,7 @@ def parse_flops(spec: str) -> tuple[float, float]:
 
 
 def reachable(dims: tuple[int, int] = (DIM_MIN, DIM_MAX)) -> tuple[float, float]:
-    """The log2 of the least and the most 2·M·N·K with every dimension within `dims`."""
+    """log2 of the least and the most 2·M·N·K with every dimension within `dims`."""
     return 1 + 3 * math.log2(dims[0]), 1 + 3 * math.log2(dims[1])
 
 
@@ -187,7 +185,6 @@ def _nearest_k(m: int, n: int, t: float, band, dims) -> int | None:
 
 
 def describe(spec: RandomShapes, seed: int) -> str:
-    """One line: how many shapes, from which seed and band (with the run's results)."""
     lo, hi = spec.band()
     clipped = "" if (lo, hi) == tuple(spec.flops) else " (--flops {:g}:{:g} clipped)".format(*spec.flops)
     return (f"{spec.count} random shapes, seed {seed} (--seed {seed} draws them again): 2·M·N·K "

@@ -13,7 +13,6 @@ SLOW = 0.9      # a ratio below this is a shape where cuBLAS is clearly faster
 
 
 def summarize(times_ms) -> dict:
-    """median, min, max, quartiles (numpy's linear interpolation) and IQR."""
     t = np.asarray(list(times_ms), dtype=np.float64)
     if t.size == 0:
         raise ValueError("no timings to summarize")
@@ -23,7 +22,6 @@ def summarize(times_ms) -> dict:
 
 
 def tflops(m: int, n: int, k: int, ms: float | None) -> float | None:
-    """2 M N K / time, in TFLOP/s (None for a missing or non-positive time)."""
     return flops(m, n, k) / (ms * 1e-3) / 1e12 if ms is not None and ms > 0 else None
 
 
@@ -39,7 +37,7 @@ def precision_peaks(fp32_peak: float | None, arch_int: int) -> dict[str, float |
 
 
 def sample_indices(size: int, count: int, rng) -> np.ndarray:
-    """`count` random indices in [0, size) plus the first and the last, sorted."""
+    """`count` random indices in [0, size), the first and the last: the rows a check samples."""
     if size <= count + 2:
         return np.arange(size)
     pick = rng.choice(np.arange(1, size - 1), size=count, replace=False)

@@ -16,8 +16,7 @@ HOLD_US = 150.0     # Flush's spin: longer than the host takes to enqueue a time
 WARM_UP_S = 0.5     # GPU work before the first timing of a run (warm_up)
 def rotation_sets(bytes_per_set: int, l2_bytes: int, free_bytes: int | None = None, *,
                   max_sets: int = 256) -> int:
-    """How many A/B/C sets to cycle through so that together they exceed twice the L2 (at
-    least 2, at most max_sets), within half the free device memory."""
+    """A/B/C sets to cycle through: together over twice the L2, within half the free memory."""
     per = max(bytes_per_set, 1)
     n = min(max(2, math.ceil(2 * l2_bytes / per)), max_sets)
     return max(1, n if free_bytes is None else min(n, free_bytes // 2 // per))
@@ -37,8 +36,7 @@ class Flush:
         self.evict()
         self.spin()
 
-    def evict(self) -> None:
-        """The memset alone: L2 flushed, no hold (call_times counts the host's time)."""
+    def evict(self) -> None:      # the memset alone: call_times counts the host's time
         launch.memset_f32(self.buf.ptr, 0, self.nbytes // 4)
 
     def __enter__(self):

@@ -1,0 +1,108 @@
+"""What the benches against PyTorch (batched, linear, fp8) share: the session (seed, device,
+flushed L2, clocks), checking then timing each side of a problem, the summary and the record."""
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+from .. import driver
+from ..check import THRESHOLD, unit
+from ..driver import launch
+from .clocks import ClockLog
+from .schema import utc_now
+from .stats import ratio_stats
+from .timing import Flush, burst_times, call_times, warm_up
+
+
+def log_uniform(rnd: random.Random, lo: float, hi: float) -> float:
+    return math.exp(rnd.uniform(math.log(lo), math.log(hi)))
+
+
+class Session(contextlib.ExitStack):
+    """One bench against PyTorch: a seed (drawn from the system's entropy unless given, and
+    printed), device 0 with gemm() waiting for its picks' compiles (a stand-in is never
+    timed), the L2 flush warmed up and the clocks logged while it lasts. `ratios`: row key
+    suffix -> (side, side), each timing's ratio of the first's time to the second's."""
+
+    def __init__(self, tool: str, count: int, seed: int | None, ratios: dict, repeats: int, log):
+        super().__init__()
+        import torch         # the peer (an optional dependency of the package)
+        self.torch, self.tool, self.count, self.ratios = torch, tool, count, ratios
+        self.seed = random.SystemRandom().randrange(2 ** 31) if seed is None else seed
+        self.repeats, self.log, self.rows = repeats, log, []
+        self.gen = torch.Generator(device="cuda").manual_seed(self.seed)
+
+    def __enter__(self) -> "Session":
+        driver.ensure_context(0)
+        self.info = launch.device_info(0)
+        os.environ.setdefault("CUTE_GEMM_FIRST_CALL", "wait")
+        self.flush = self.enter_context(Flush(self.info.l2_bytes))
+        clocks = self.enter_context(ClockLog(launch.pci_bus_id(self.info.ordinal)))
+        warm_up(self.flush)
+        t0 = time.monotonic()
+        self.callback(lambda: setattr(self, "clocks", clocks.summary([(t0, time.monotonic())])))
+        return self
+
+    def randn(self, *shape, dtype=None):
+        t = self.torch.randn(shape, generator=self.gen, device="cuda")
+        return t if dtype is None else t.to(dtype)
+
+    def worst(self, got, ref, gauge, precision: str, out_dtype: str) -> float:
+        """The largest gauge ratio (check.gauge_ratio) of got against float64 ref, on the device."""
+        err = (got.double() - ref).abs()
+        inf = err.masked_fill(err != 0, math.inf)        # where the gauge is 0: 0 only if exact
+        r = self.torch.where(gauge > 0, err / (unit(precision, out_dtype) * gauge), inf)
+        return float(r.nan_to_num(nan=math.inf).max())
+
+    def add(self, row: dict, ratio: float, sides: dict) -> dict:
+        """Record `row` checked (its gauge ratio); if it passed, time each side (name -> fn) as one
+        call on a flushed L2 and as a burst, and the ratios of their times."""
+        row.update(gauge_ratio=ratio, ok=ratio <= THRESHOLD)
+        if row["ok"]:
+            for name, fn in sides.items():
+                fn(0)
+                calls = call_times(fn, 1, self.flush, repeats=self.repeats)
+                row[f"{name}_call_ms"] = sorted(calls)[self.repeats // 2]
+                row[f"{name}_burst_ms"] = sorted(burst_times(fn, 1, self.flush, repeats=3))[1]
+            for suffix, (num, den) in self.ratios.items():
+                for t in ("call", "burst"):
+                    row[t + suffix] = row[f"{num}_{t}_ms"] / row[f"{den}_{t}_ms"]
+        self.rows.append(row)
+        return row
+
+    def summary(self, precisions) -> dict:
+        """Per precision, each ratio over the rows that passed their check: geometric mean,
+        minimum, share below 0.9 (NaN where none passed); and how many failed it."""
+        out = {}
+        for prec in precisions:
+            done = [r for r in self.rows if r["precision"] == prec and r["ok"]]
+            out[prec] = {}
+            for key in (t + s for s in self.ratios for t in ("call", "burst")):
+                s = ratio_stats(r[key] for r in done)
+                out[prec][key] = {"geomean": s["geomean"] or math.nan, "min": s["min"] or math.nan,
+                                  "below_0.9": s["below_0_9"] or 0.0}
+            out[prec]["failed"] = sum(r["precision"] == prec and not r["ok"] for r in self.rows)
+        return out
+
+    def record(self, summary: dict, doc: str, out_dir: str | None, name: str) -> dict:
+        """What ran, where, with which clocks, the rows and summary; written to out_dir/name."""
+        res = {"tool": self.tool, "seed": self.seed, "count": self.count, "date": utc_now(),
+               "device": self.info.name, "torch": self.torch.__version__, "clocks": self.clocks,
+               "method": doc.split("\n\n")[0].replace("\n", " "), "rows": self.rows,
+               "summary": summary}
+        if out_dir:
+            Path(out_dir).mkdir(parents=True, exist_ok=True)
+            (Path(out_dir) / name).write_text(json.dumps(res, indent=1, default=str))
+        return res
+
+
+def main(run, count: int, seed: int | None, precisions, out_dir: str | None) -> int:
+    """The command: `run` printing as it goes; 0 unless a result failed its check."""
+    res = run(count, seed, precisions, out_dir=out_dir, log=lambda s: print(s, file=sys.stdout))
+    return 0 if all(s["failed"] == 0 for s in res["summary"].values()) else 1
