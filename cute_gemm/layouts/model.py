@@ -153,25 +153,22 @@ class Section:
 
 @dataclass
 class Recipe:
+    """One kernel's layouts, CTA (0,0) of `problem` and thread `thread`, with the tile and knobs of its
+    typed config (what it is compiled with). Its recipe function (recipes.py) adds the sections and items;
+    `locals`: the kernel function's declarations that local Defs use."""
     kernel: object                        # the registry Kernel
-    sections: list[Section]
     problem: tuple = PROBLEM
-    locals: tuple[str, ...] = ()          # the kernel function's declarations local Defs use
+    thread: int = THREAD
+    sections: list[Section] = field(default_factory=list)
+    locals: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        self.problem = tuple(self.problem)
+        self.config, self.tiler, self.nthreads = self.kernel.config, self.kernel.config.tile, self.kernel.threads
 
     def items(self) -> Iterable[Item]:
         for s in self.sections:
             yield from s.items
-
-
-class Builder:
-    """Makes the items of one kernel's recipe: CTA (0,0) of `problem`, thread `thread`, the tile
-    and knobs of the kernel's typed config (what it is compiled with)."""
-
-    def __init__(self, kernel, problem=PROBLEM, thread: int = THREAD):
-        self.kernel, self.config, self.tiler = kernel, kernel.config, kernel.config.tile
-        self.problem, self.thread, self.nthreads = tuple(problem), thread, kernel.threads
-        self.sections: list[Section] = []
-        self.locals: list[str] = []
 
     def section(self, title: str) -> None:
         self.sections.append(Section(title))
@@ -216,9 +213,6 @@ class Builder:
         return self._item(name, title, "banks" if elem_bytes else "boxes", d, d.value,
                           tile=(len(table), len(table[0])), table=table, elem_bytes=elem_bytes or 4,
                           box=None if elem_bytes else (*box, kmajor))
-
-    def recipe(self) -> Recipe:
-        return Recipe(self.kernel, self.sections, self.problem, tuple(self.locals))
 
 
 # ---- analyses: bank maps, TMA boxes, the self-check ---------------------------------------------
