@@ -115,11 +115,6 @@ class Item:
     table: list | None = None            # banks, boxes: rows of ints
     box: tuple | None = None             # boxes: (contiguous extent, other extent, k-major)
 
-    def grid_layout(self):
-        """The rank-2 layout shown as a grid (index 0 of the third mode of a rank-3 one)."""
-        r = rank(self.layout)
-        return self.layout if r == 2 else self.layout(None, None, 0) if r == 3 else None
-
     @cached_property
     def owners(self) -> list[list[int]]:
         """Per element of the tile (column-major), the threads (0, owner_step, ...) holding it."""
@@ -174,7 +169,6 @@ class Recipe:
         self.sections.append(Section(title))
 
     def _item(self, name: str, *args, **kw) -> Item:
-        """An item of the kernel, added to the last section."""
         self.sections[-1].items.append(it := Item(f"{self.kernel.name}/{name}", *args, **kw))
         return it
 
@@ -216,10 +210,15 @@ class Recipe:
 
 
 # ---- analyses: bank maps, TMA boxes, the self-check ---------------------------------------------
+def stage0(layout):
+    """The rank-2 layout shown as a grid: the layout, or index 0 of a rank-3 one's third mode (None: no grid)."""
+    r = rank(layout)
+    return layout if r == 2 else layout(None, None, 0) if r == 3 else None
+
+
 def _grid0(layout):
-    """The (rows, cols) of a layout's first two modes and the layout at stage 0."""
-    g = layout(None, None, 0) if rank(layout) == 3 else layout
-    return (*(int(e) for e in product_each(g.shape)[:2]), g)
+    g = stage0(layout)
+    return (*(int(e) for e in product_each(g.shape)), g)
 
 
 def banks(layout, elem_bytes: int) -> list[list[int]]:
