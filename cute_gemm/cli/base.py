@@ -138,7 +138,7 @@ def print_json(obj: Any) -> None:
 
 def show(as_json: bool, obj: Any, text: Callable[[], str]) -> None:
     """`obj` as JSON on stdout (--json), else the table text() makes."""
-    print(json.dumps(json_safe(obj), indent=2) if as_json else text())
+    print_json(obj) if as_json else print(text())
 
 
 def add_jobs_progress(s) -> None:

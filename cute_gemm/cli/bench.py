@@ -91,8 +91,7 @@ def register(sub) -> None:
 
 
 def _size(s: str) -> str:
-    if (count_of(s) is None and batched_count(s) is None and linear_count(s) is None
-            and fp8_count(s) is None):
+    if all(count(s) is None for count in (count_of, batched_count, linear_count, fp8_count)):
         parse_sizes([s])
     return s
 
