@@ -58,9 +58,8 @@ def _cmd_run(args) -> int:
         show(args.json, {"kernel": args.name, "m": args.m, "n": args.n, "k": args.k, "ms": None,
                          "status": "empty", "message": msg}, lambda: shape + msg)
         return 0
-    if why := base.gpu_unavailable():
-        return error(f"run times a kernel on a CUDA GPU and none can be used here ({why}); "
-                     "`cute-gemm check` does what can be done without one", "cute-gemm run")
+    if (rc := base.no_gpu("run", "a kernel", hint=True)) is not None:
+        return rc
     r = time_kernel(args.name, args.m, args.n, args.k, repeats=args.repeats, seed=args.seed)
     show(args.json, r, lambda: shape + (   # checked before timing: a wrong kernel gets no speed figure
         f"median {r['ms']:.3f} ms  {r['tflops']:.2f} TFLOP/s  gauge ratio {r['gauge_ratio']:.3g} ({r['status']})"

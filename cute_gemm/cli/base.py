@@ -97,6 +97,14 @@ def gpu_unavailable() -> str | None:
     return None
 
 
+def no_gpu(cmd: str, what: str = "kernels", hint: bool = False) -> int | None:
+    """`cute-gemm cmd`'s error (2) when no CUDA GPU can time `what`, else None."""
+    if why := gpu_unavailable():
+        return error(f"{cmd} times {what} on a CUDA GPU and none can be used here ({why})" + (
+            "; `cute-gemm check` does what can be done without one" if hint else ""), f"cute-gemm {cmd}")
+    return None
+
+
 def device_reason(e: CudaError) -> str:
     """The first line of a device error, without launch.py's advice to library users."""
     return one_line(e).split("; compile-only use")[0]
@@ -130,7 +138,7 @@ def print_json(obj: Any) -> None:
 
 def show(as_json: bool, obj: Any, text: Callable[[], str]) -> None:
     """`obj` as JSON on stdout (--json), else the table text() makes."""
-    print(json.dumps(json_safe(obj), indent=2) if as_json else text())
+    print_json(obj) if as_json else print(text())
 
 
 def add_jobs_progress(s) -> None:

@@ -91,8 +91,7 @@ def register(sub) -> None:
 
 
 def _size(s: str) -> str:
-    if (count_of(s) is None and batched_count(s) is None and linear_count(s) is None
-            and fp8_count(s) is None):
+    if all(count(s) is None for count in (count_of, batched_count, linear_count, fp8_count)):
         parse_sizes([s])
     return s
 
@@ -139,20 +138,16 @@ def _cmd_bench(args) -> int:
         if len(counts) != len(args.size) or args.kernels:
             return error(f"--size {word}[:N] times {peer} alone: no other size, no kernel names",
                          "cute-gemm bench")
-        why = base.gpu_unavailable()
-        if why:
-            return error(f"bench times kernels on a CUDA GPU and none can be used here ({why})",
-                         "cute-gemm bench")
+        if (rc := base.no_gpu("bench")) is not None:
+            return rc
         precisions = [p for p in parse_precisions(args.precision) if p in BATCHED_PRECISIONS]
         return run_main(sum(counts), args.seed, precisions or [default], args.out)
     try:        # before the GPU is looked for: a bad combination, and the seed of a draw
         todo = plan(args.size, args.layouts, seed=args.seed, flops=args.flops)
     except ValueError as e:
         return error(str(e), "cute-gemm bench")
-    why = base.gpu_unavailable()
-    if why:
-        return error(f"bench times kernels on a CUDA GPU and none can be used here ({why}); "
-                     "`cute-gemm check` does what can be done without one", "cute-gemm bench")
+    if (rc := base.no_gpu("bench", hint=True)) is not None:
+        return rc
     if todo.random is not None and not args.overhead_only:     # (the table says it again)
         print(f"cute-gemm bench: {describe(todo.random, todo.seed)}", file=sys.stderr)
     if args.overhead_only:

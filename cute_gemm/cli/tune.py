@@ -43,11 +43,10 @@ def register(sub) -> None:
 
 
 def _cmd_tune(args) -> int:
-    why = base.gpu_unavailable()
     if args.show:
-        return _show(None if why else launch.device_info().name, args.json)
-    if why:
-        return error(f"tune times kernels on a CUDA GPU and none can be used here ({why})", "cute-gemm tune")
+        return _show(None if base.gpu_unavailable() else launch.device_info().name, args.json)
+    if (rc := base.no_gpu("tune")) is not None:
+        return rc
     try:
         table, path, left = tune(args.size or "sweep", precisions=args.precision,
                                  layouts=args.layouts, max_seconds=args.max_seconds,

@@ -8,7 +8,7 @@ from html import escape
 from pathlib import Path
 
 from .algebra import fmt, print_layout, product_each, rank, values
-from .model import Item, Recipe
+from .model import Item, Recipe, stage0
 
 COMPUTED = ("banks", "boxes", "ldsm")   # maps computed here, not printed by CuTe
 
@@ -19,7 +19,7 @@ def item_text(it: Item, once: bool = False) -> str:
     out = [f"@@ {it.name}\n", fmt(it.layout), "\n"]
     if it.kind == "partition":
         out.append(f"offset {int(it.offset)}\n")
-    g = it.grid_layout()
+    g = stage0(it.layout)
     if g is not None:
         out.append(print_layout(g).split("\n", 1)[1] if once and g is it.layout else print_layout(g))
     return "".join(out)
@@ -96,9 +96,9 @@ class Grid:
 
 def grid_of(it: Item) -> Grid:
     sub = fmt(it.layout) + (f"   offset {int(it.offset)}" if it.offset is not None else "")
-    rows, cols = it.tile or (int(e) for e in product_each(it.grid_layout().shape))
+    rows, cols = it.tile or (int(e) for e in product_each(stage0(it.layout).shape))
     if it.kind in ("layout", "thread"):
-        flat = values(it.grid_layout())                  # g(r, c) at index r + rows * c
+        flat = values(stage0(it.layout))                  # g(r, c) at index r + rows * c
 
         def cell(r, c):
             v = flat[r + rows * c]

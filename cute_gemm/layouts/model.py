@@ -115,11 +115,6 @@ class Item:
     table: list | None = None            # banks, boxes: rows of ints
     box: tuple | None = None             # boxes: (contiguous extent, other extent, k-major)
 
-    def grid_layout(self):
-        """The rank-2 layout shown as a grid (index 0 of the third mode of a rank-3 one)."""
-        r = rank(self.layout)
-        return self.layout if r == 2 else self.layout(None, None, 0) if r == 3 else None
-
     @cached_property
     def owners(self) -> list[list[int]]:
         """Per element of the tile (column-major), the threads (0, owner_step, ...) holding it."""
@@ -153,31 +148,27 @@ class Section:
 
 @dataclass
 class Recipe:
+    """One kernel's layouts, CTA (0,0) of `problem` and thread `thread`, with the tile and knobs of its
+    typed config (what it is compiled with). Its recipe function (recipes.py) adds the sections and items;
+    `locals`: the kernel function's declarations that local Defs use."""
     kernel: object                        # the registry Kernel
-    sections: list[Section]
     problem: tuple = PROBLEM
-    locals: tuple[str, ...] = ()          # the kernel function's declarations local Defs use
+    thread: int = THREAD
+    sections: list[Section] = field(default_factory=list)
+    locals: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        self.problem = tuple(self.problem)
+        self.config, self.tiler, self.nthreads = self.kernel.config, self.kernel.config.tile, self.kernel.threads
 
     def items(self) -> Iterable[Item]:
         for s in self.sections:
             yield from s.items
 
-
-class Builder:
-    """Makes the items of one kernel's recipe: CTA (0,0) of `problem`, thread `thread`, the tile
-    and knobs of the kernel's typed config (what it is compiled with)."""
-
-    def __init__(self, kernel, problem=PROBLEM, thread: int = THREAD):
-        self.kernel, self.config, self.tiler = kernel, kernel.config, kernel.config.tile
-        self.problem, self.thread, self.nthreads = tuple(problem), thread, kernel.threads
-        self.sections: list[Section] = []
-        self.locals: list[str] = []
-
     def section(self, title: str) -> None:
         self.sections.append(Section(title))
 
     def _item(self, name: str, *args, **kw) -> Item:
-        """An item of the kernel, added to the last section."""
         self.sections[-1].items.append(it := Item(f"{self.kernel.name}/{name}", *args, **kw))
         return it
 
@@ -217,15 +208,17 @@ class Builder:
                           tile=(len(table), len(table[0])), table=table, elem_bytes=elem_bytes or 4,
                           box=None if elem_bytes else (*box, kmajor))
 
-    def recipe(self) -> Recipe:
-        return Recipe(self.kernel, self.sections, self.problem, tuple(self.locals))
-
 
 # ---- analyses: bank maps, TMA boxes, the self-check ---------------------------------------------
+def stage0(layout):
+    """The rank-2 layout shown as a grid: the layout, or index 0 of a rank-3 one's third mode (None: no grid)."""
+    r = rank(layout)
+    return layout if r == 2 else layout(None, None, 0) if r == 3 else None
+
+
 def _grid0(layout):
-    """The (rows, cols) of a layout's first two modes and the layout at stage 0."""
-    g = layout(None, None, 0) if rank(layout) == 3 else layout
-    return (*(int(e) for e in product_each(g.shape)[:2]), g)
+    g = stage0(layout)
+    return (*(int(e) for e in product_each(g.shape)), g)
 
 
 def banks(layout, elem_bytes: int) -> list[list[int]]:

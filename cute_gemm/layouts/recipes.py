@@ -11,13 +11,13 @@ from ..build import paths
 from ..registry.ladder_cute import SMEM_PAD, WARP_M, kquad_stage
 from .algebra import (SM80_16x8x16, UNIVERSAL_FMA, Layout, TiledCopy, TiledMMA, fmt,
                       gmma_ss, ldsm_x4_a, make_layout, product_each, swizzle_atom, tile_to_shape)
-from .model import PROBLEM, THREAD, Builder, Def, Global, Part, Recipe, Smem
+from .model import PROBLEM, THREAD, Def, Global, Part, Recipe, Smem
 
 RECIPES: dict[str, Callable] = {}         # kernel source (registry `source`) -> recipe
 
 
 def recipe(source: str):
-    """Registers a function of a Builder as the recipe of the kernels compiled from `source`."""
+    """Registers a function filling a Recipe as the recipe of the kernels compiled from `source`."""
     return lambda fn: RECIPES.setdefault(source, fn)
 
 
@@ -30,8 +30,8 @@ def build(kernel, problem=PROBLEM, thread: int = THREAD) -> Recipe:
     if not has_recipe(kernel):
         raise KeyError(f"no layout recipe for kernel {kernel.name!r} ({kernel.source}); "
                        f"add one to cute_gemm/layouts/recipes.py")
-    RECIPES[kernel.source](b := Builder(kernel, problem, thread))
-    return b.recipe()
+    RECIPES[kernel.source](rec := Recipe(kernel, problem, thread))
+    return rec
 
 
 def entries(kernel, macro: str) -> dict[str, tuple[str, ...]]:
@@ -70,8 +70,14 @@ def _lookup(defs: dict[str, Def], name: str, kernel) -> Def:
     return defs[name]
 
 
-def _users(ents: dict, pick) -> str:
-    return ", ".join(e for e, a in ents.items() if pick(a))
+def _by(users: dict, key) -> list[tuple]:
+    """(key, [user, ...]) per distinct key(value) of `users` (entry -> its arguments or variant), keys
+    sorted; a key of None leaves the user out."""
+    out: dict = {}
+    for e, a in users.items():
+        if (k := key(a)) is not None:
+            out.setdefault(k, []).append(e)
+    return sorted(out.items())
 
 
 _EXT = {"A": "M", "B": "N"}
@@ -80,7 +86,7 @@ THR_C = Def("thr_layout_c()", make_layout((16, 16), "row"))     # c0, c8: (THR_M
 
 # ---- c0_gmem: local_tile / local_partition straight from global memory ----------------------
 @recipe("cute/c0_gmem.cu")
-def _c0(b: Builder) -> None:
+def _c0(b: Recipe) -> None:
     ents, tC, gC, t = entries(b.kernel, "CG_GMEM_ENTRY"), THR_C, Global("C"), b.thread
     b.section("C and the thread layout (every entry)")
     b.layout("tC", "tC: (THR_M,THR_N) -> thread index", tC, "thread")
@@ -89,10 +95,9 @@ def _c0(b: Builder) -> None:
                 f"thread {t} computes", gC, Part(tC, step=(1, 1)))
     for op, i, step, cpp, rows in (("A", 0, (1, None), "Step<_1, X>", "rows of A"),
                                    ("B", 1, (None, 1), "Step<X, _1>", "columns of B")):
-        for macro in sorted({a[i] for a in ents.values()}):
+        for macro, users in _by(ents, lambda a: a[i]):
             g = Global(op, macro)
-            b.section(f"{op} strides {macro} = {fmt(g.strides(b.problem))} "
-                      f"({_users(ents, lambda a: a[i] == macro)})")
+            b.section(f"{op} strides {macro} = {fmt(g.strides(b.problem))} ({', '.join(users)})")
             b.tile(f"{macro}/g{op}", g)
             b.partition(f"{macro}/tCg{op}", f"tCg{op} = local_partition(g{op}, tC, {t}, "
                         f"{cpp}): the {rows} thread {t} reads", g, Part(tC, step=step), exact=False)
@@ -100,7 +105,7 @@ def _c0(b: Builder) -> None:
 
 # ---- c8_tiny_k: strips of A and B staged as float, c0's partition of C from shared memory -------
 @recipe("cute/c8_tiny_k.cu")
-def _c8(b: Builder) -> None:
+def _c8(b: Recipe) -> None:
     """Every entry alike (all strides dynamic): padded smem strips, c0's thread layout of C, partitions."""
     (bM, bN, bK), tC = b.tiler, THR_C
     sm = {op: Def(f"smem_layout<{x}>()", Layout((ext, bK), (1, ext + 1)))
@@ -110,7 +115,7 @@ def _c8(b: Builder) -> None:
         "sB: (BLK_N,BLK_K) strip of B as float, rows of BLK_N + 1"))
 
 
-def _mma_tvs(b: Builder, mma: Def, a_note: str = "") -> None:
+def _mma_tvs(b: Recipe, mma: Def, a_note: str = "") -> None:
     """The TiledMMA's thread-value layouts of A, B and C."""
     for op, mode in (("A", "M,K"), ("B", "N,K"), ("C", "M,N")):
         b.tv(f"mma_{op}_TV", f"TiledMMA {op}: (thread, value) -> ({mode}) coordinate (get_layout{op}_TV)"
@@ -119,7 +124,7 @@ def _mma_tvs(b: Builder, mma: Def, a_note: str = "") -> None:
 
 # ---- c1_smem: k-tiles staged through shared memory -------------------------------------------
 @recipe("cute/c1_smem.cu")
-def _c1(b: Builder) -> None:
+def _c1(b: Recipe) -> None:
     bM, bN, bK = b.tiler
     ents = entries(b.kernel, "CG_SMEM_ENTRY")
     defs = {"ThrMajor0": Def("ThrMajor0{}", make_layout((32, 8))),        # m/n contiguous
@@ -129,8 +134,7 @@ def _c1(b: Builder) -> None:
     t = b.thread
     for op, i, attr in (("A", 0, "a_major"), ("B", 1, "b_major")):
         ext = _EXT[op]
-        for major in sorted({getattr(v, attr) for v in b.kernel.variants}):
-            users = [v.entry for v in b.kernel.variants if getattr(v, attr) == major]
+        for major, users in _by({v.entry: v for v in b.kernel.variants}, lambda v: getattr(v, attr)):
             names = {ents[e][i] for e in users}
             if len(names) != 1:
                 raise ValueError(f"{b.kernel.source}: entries {users} use copy thread layouts "
@@ -150,7 +154,7 @@ def _c1(b: Builder) -> None:
         "sA: (BLK_M,BLK_K) shared-memory tile of A, m-major", "sB: (BLK_N,BLK_K) shared-memory tile of B, n-major"))
 
 
-def _compute_partitions(b: Builder, section: str, sm: dict[str, Def], tC: Def, tc_note: str, titles) -> None:
+def _compute_partitions(b: Recipe, section: str, sm: dict[str, Def], tC: Def, tc_note: str, titles) -> None:
     """c1's and c8's last section: smem tiles A and B (titles), the thread layout of C, and the
     partitions of smem A and B and of C by it."""
     sA, sB, gC, t = Smem("A", sm["A"]), Smem("B", sm["B"]), Global("C"), b.thread
@@ -168,20 +172,20 @@ def _compute_partitions(b: Builder, section: str, sm: dict[str, Def], tC: Def, t
 
 
 # ---- c2_tiled, c3_multistage, c3_pipelined: TiledCopy + TiledMMA ---------------------------
-def _copy_mma(b: Builder, macro: str, copies: dict[str, Def], smem: dict[str, Def], mma: Def,
+def _copy_mma(b: Recipe, macro: str, copies: dict[str, Def], smem: dict[str, Def], mma: Def,
               smem_note: str, stage_of: Callable[[str, str], tuple[Def, str]] | None = None) -> None:
     """A section per (operand, stride macro, copy): tile, copy TV layout, both sides; then smem, the
     TiledMMA and its partitions. stage_of(op, copy): (smem layout, what) if not smem[op]."""
     ents, t = entries(b.kernel, macro), b.thread
     for op, di, ci in (("A", 0, 2), ("B", 1, 3)):
         ext = _EXT[op]
-        for smacro, cname in sorted({(a[di], a[ci]) for a in ents.values()}):
+        for (smacro, cname), users in _by(ents, lambda a: (a[di], a[ci])):
             cp = _lookup(copies, cname, b.kernel)
             g = Global(op, smacro)
             own, note = stage_of(op, cname) if stage_of else (smem[op], "")
             s = Smem(op, own)
-            users = _users(ents, lambda a: (a[di], a[ci]) == (smacro, cname))
-            b.section(f"{op}: strides {smacro} = {fmt(g.strides(b.problem))}, copy {cname} ({users})")
+            b.section(f"{op}: strides {smacro} = {fmt(g.strides(b.problem))}, copy {cname} "
+                      f"({', '.join(users)})")
             pre, lo = f"{op}_{smacro}_{cname}/", op.lower()
             b.tile(f"{pre}g{op}", g)
             if own != smem[op]:
@@ -210,7 +214,7 @@ def _copy_mma(b: Builder, macro: str, copies: dict[str, Def], smem: dict[str, De
                 f"outputs thread {t} computes", gC, Part(mma, "C"))
 
 
-def _copies(b: Builder, mn: dict[str, int], k: tuple[str, ...], scl: str, cap: int = 1 << 30,
+def _copies(b: Recipe, mn: dict[str, int], k: tuple[str, ...], scl: str, cap: int = 1 << 30,
             cpp: str = "{}") -> dict[str, Def]:
     """The float TiledCopies of c2 / c3, as Defs named NAME + cpp: 16-byte vectors along m or n (mn:
     name -> extent, at most `cap` threads along it) and along k (names k), 4-byte ones ({scl}MN, {scl}K)."""
@@ -224,7 +228,7 @@ def _copies(b: Builder, mn: dict[str, int], k: tuple[str, ...], scl: str, cap: i
 
 
 @recipe("cute/c2_tiled.cu")
-def _c2(b: Builder) -> None:
+def _c2(b: Recipe) -> None:
     bM, bN, bK = b.tiler
     pad = 4                                                # c2_tiled.cu: SMEM_PAD 4
     smem = {"A": Def("smem_layout_a()", Layout((bM, bK), (1, bM + pad))),
@@ -241,7 +245,7 @@ def _padded(ext: int, bk: int, bufs: int, pad: int) -> Layout:
 
 
 @recipe("cute/c3_multistage.cu")
-def _c3_multistage(b: Builder) -> None:
+def _c3_multistage(b: Recipe) -> None:
     bM, bN, bK = b.tiler
     P, pad = b.config.stages, 4                                 # c3_multistage.cu: SMEM_PAD 4
     # gemm_multistage builds its smem ring and TiledMMA in its body: those expressions, verbatim
@@ -258,7 +262,7 @@ def _c3_multistage(b: Builder) -> None:
 
 
 @recipe("cute/c3_pipelined.cu")
-def _c3(b: Builder) -> None:
+def _c3(b: Recipe) -> None:
     """From its Config; the names: its copy aliases, PipeGeometry, StageLayout, the k-quads."""
     cfg = b.config
     bM, bN, bK = b.tiler
@@ -307,21 +311,21 @@ def _c3(b: Builder) -> None:
 
 # ---- c4_mma_sm80: tensor-core TiledMMA (mma.sync), 16-byte cp.async copies --------------------
 @recipe("cute/c4_mma_sm80.cu")
-def _c4(b: Builder) -> None:
+def _c4(b: Recipe) -> None:
     """The bf16 entries (fp16: the same): 16-byte cp.async copies, swizzled smem atoms with banks and
     stages, the SM80_16x8x16 TiledMMA, and ldmatrix.x4's address side for one A atom (not B's)."""
     bM, bN, bK = b.tiler
     nt, v, t = b.nthreads, 8, b.thread                     # 16-byte vectors of 16-bit values
     ents = entries(b.kernel, "CG_MMA_ENTRY")
     for op, di, ext_name, ext in (("A", 2, "BLK_M", bM), ("B", 3, "BLK_N", bN)):
-        for macro in sorted({a[di] for e, a in ents.items() if a[0] == "bfloat16_t"}):
+        for macro, users in _by(ents, lambda a: a[di] if a[0] == "bfloat16_t" else None):
             kmajor = macro.endswith("_k")
             cp = Def(f"g2s_copy<bfloat16_t, {ext_name}, {'true' if kmajor else 'false'}>()", TiledCopy(
                 v, *((Layout((nt // (bK // v), bK // v), (bK // v, 1)), make_layout((1, v))) if kmajor
                                else (make_layout((ext // v, nt // (ext // v))), make_layout((v, 1))))))
             g = Global(op, macro)
-            users = _users(ents, lambda a: a[0] == "bfloat16_t" and a[di] == macro)
-            b.section(f"{op}: strides {macro} = {fmt(g.strides(b.problem))}, 16-byte cp.async {cp.name} ({users})")
+            b.section(f"{op}: strides {macro} = {fmt(g.strides(b.problem))}, 16-byte cp.async {cp.name} "
+                      f"({', '.join(users)})")
             pre, x = f"{op}_{macro}/", _EXT[op]
             b.tile(f"{pre}g{op}", g)
             b.tv(f"{pre}copy_TV", f"{cp.name}: TiledCopy (thread, value) -> ({x},K) coordinate "
@@ -382,7 +386,7 @@ def _register_a(v) -> bool:
     return v.precision == "tf32" and (v.a_major, v.b_major) != ("k", "k")
 
 
-def _register_operand(b: Builder) -> None:
+def _register_operand(b: Recipe) -> None:
     """c6's RS entries: the register operand's stage in GMMA's m-major 128-byte swizzle,
     filled by (32, BLK_K) TMA boxes (their k-major operand is the SS one above)."""
     users = [v for v in b.kernel.variants if _register_a(v)]
@@ -408,7 +412,7 @@ def _register_operand(b: Builder) -> None:
             "extent first)", sdef, box=box)
 
 
-def _gmma(b: Builder, consumers: int, parts: int, stage_cpp: Callable[..., str], mma_cpp: str) -> None:
+def _gmma(b: Recipe, consumers: int, parts: int, stage_cpp: Callable[..., str], mma_cpp: str) -> None:
     """The kernel's C++ names: stage_cpp(prec, op, major, bk), its OperandTile type; mma_cpp, its
     TiledMMA expression (no nvcc program evaluates these yet: tests/test_layouts.py)."""
     (bm, bn, _), t, nthr = b.tiler, b.thread, 128 * consumers     # the TiledMMA's threads: the consumers
@@ -420,9 +424,8 @@ def _gmma(b: Builder, consumers: int, parts: int, stage_cpp: Callable[..., str],
         suffix = "" if nb == 2 else f"_{prec}"
         vs = [v for v in b.kernel.variants if v.precision in precs and not _register_a(v)]
         for op, ext, ext_name in (("A", bm, "M"), ("B", bn, "N")):
-            for major in sorted({v.a_major if op == "A" else v.b_major for v in vs}):
+            for major, users in _by({v: v for v in vs}, lambda v: v.a_major if op == "A" else v.b_major):
                 kmajor = major == "k"
-                users = [v for v in vs if (v.a_major if op == "A" else v.b_major) == major]
                 boxes = {v.tma.a if op == "A" else v.tma.b for v in users}
                 rows = {v.tma.swizzle for v in users}
                 if len(boxes) != 1 or len(rows) != 1:
@@ -476,7 +479,7 @@ def _gmma(b: Builder, consumers: int, parts: int, stage_cpp: Callable[..., str],
 
 
 @recipe("cute/c5_wgmma.cu")
-def _c5(b: Builder) -> None:
+def _c5(b: Recipe) -> None:
     """c5_wgmma.cu's names: BLK_M, BLK_N, BLK_K, STAGES (its prelude); kBlkK = BLK_K * 2 / sizeof(T)."""
     _gmma(b, b.nthreads // 128, 1, lambda prec, op, major, bk: f"cg::sm90::OperandTile<{_cpp(prec)}, "
           f"GMMA::Major::{major}, BLK_{'M' if op == 'A' else 'N'}, {bk}, STAGES>",
@@ -484,7 +487,7 @@ def _c5(b: Builder) -> None:
 
 
 @recipe("cute/c6_wgmma_ws.cu")
-def _c6(b: Builder) -> None:
+def _c6(b: Recipe) -> None:
     """c6_wgmma_ws.cu's names: its struct Config (ladder_hopper.WgmmaWsConfig)."""
     _gmma(b, b.config.consumers, b.config.cluster_m, lambda prec, op, major, bk: (
           f"cg::sm90::OperandTile<{_cpp(prec)}, GMMA::Major::{major}, "
