@@ -175,3 +175,18 @@ def test_no_products_run_the_epilogue_in_a_precision_of_its_own(monkeypatch):
                    out=out, beta=0.5, scale_a=Dev((1, 1), 0x5000_0000))
     (launched,) = stub_driver.launches(events)
     assert launched[1].startswith("cute_tiny_k"), launched[1]
+
+
+def test_fp8_accuracy_chart(tmp_path):
+    """The accuracy plot of `bench --size fp8` renders from its JSON's rows, a series per
+    error column present (an older fp8.json without fast accumulation too)."""
+    pytest.importorskip("matplotlib", reason="matplotlib not installed (the `plot` extra)")
+    from cute_gemm.perf import plots
+    rows = [{"k": 2 ** e, "ours_rel_err": 1.26e-4, "scaled_mm_rel_err": 1.25e-4,
+             "fast_accum_rel_err": 1e-4 * 2 ** (e - 8)} for e in range(8, 17)]
+    res = {"device": "NVIDIA H200", "date": "2026-12-03T10:00:00", "torch": "2.11",
+           "summary": {"fp8_e4m3": {"accuracy": rows}}}
+    for name, r in (("new.png", res), ("old.png", {**res, "summary": {"fp8_e4m3": {"accuracy": [
+            {k: v for k, v in x.items() if k != "fast_accum_rel_err"} for x in rows]}}})):
+        path = plots.fp8_accuracy_chart(r, tmp_path / name)
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 10_000

@@ -6,14 +6,17 @@ both sides, and gemm() with 1 x 128 / 128 x 128 block scales against its own per
 time. Every result is checked against float64 before it is timed; each side is timed as
 one call on a flushed L2 and as 20 calls back to back. Then the accuracy at K = 256 ..
 65,536: each side's relative error (Frobenius) against the float64 product of the
-dequantized operands, float32 results."""
+dequantized operands, float32 results, and _scaled_mm's with fast accumulation (the tensor
+cores' own sum over all of K, no promotion: what promotion buys), plotted where matplotlib
+is installed (fp8_accuracy.png beside fp8.json)."""
 from __future__ import annotations
 
 import random
 from functools import partial
+from pathlib import Path
 
 from .. import api
-from . import peers
+from . import peers, plots
 from .shapes import count_of
 
 DEFAULT_COUNT = 8
@@ -46,16 +49,19 @@ def _checked(s: peers.Session, got, a, w, sa=None, sb=None) -> float:
 
 
 def _accuracy(s: peers.Session, scaled_mm) -> list[dict]:
-    """Relative error of gemm() and torch._scaled_mm against float64, float32 results."""
+    """Relative error of gemm(), torch._scaled_mm and _scaled_mm with fast accumulation
+    against float64, float32 results."""
     rows, one, e4m3 = [], s.torch.ones((), device="cuda"), s.torch.float8_e4m3fn
     for k in ACCURACY_K:
         a, w = s.randn(256, k, dtype=e4m3), s.randn(256, k, dtype=e4m3)
         ref = a.double() @ w.double().T
-        ours, peer = (float((x.double() - ref).norm() / ref.norm()) for x in (
-            api.gemm(a, w.T), scaled_mm(a, w.T, one, one, out_dtype=s.torch.float32)))
-        rows.append({"k": k, "ours_rel_err": ours, "scaled_mm_rel_err": peer})
+        ours, peer, fast = (float((x.double() - ref).norm() / ref.norm()) for x in (
+            api.gemm(a, w.T), scaled_mm(a, w.T, one, one, out_dtype=s.torch.float32),
+            scaled_mm(a, w.T, one, one, out_dtype=s.torch.float32, use_fast_accum=True)))
+        rows.append({"k": k, "ours_rel_err": ours, "scaled_mm_rel_err": peer,
+                     "fast_accum_rel_err": fast})
         s.log(f"  K={k:6d} relative error: ours {ours:.3e}, torch._scaled_mm {peer:.3e} "
-              f"({ours / peer:.2f}x)")
+              f"({ours / peer:.2f}x), with fast accumulation {fast:.3e}")
     return rows
 
 
@@ -97,7 +103,10 @@ def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("fp8_e4
         f"{x['burst_vs_scaled_mm']['geomean']:.3f}x (geomean; min {x['call_vs_scaled_mm']['min']:.2f}); "
         f"block scales {x['burst_blocks_vs_tensor']['geomean']:.3f}x the per-tensor speed; "
         f"{x['failed']} failed")
-    return s.record(summary, __doc__, out_dir, "fp8.json")
+    res = s.record(summary, __doc__, out_dir, "fp8.json")
+    if out_dir and plots.available():
+        log(f"wrote {plots.fp8_accuracy_chart(res, Path(out_dir) / plots.FP8_ACCURACY_PNG)}")
+    return res
 
 
 main = partial(peers.main, run)        # the command: 0 unless a result failed its check

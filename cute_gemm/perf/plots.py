@@ -11,6 +11,7 @@ from .stats import SLOW, ratio_stats, ratio_summary, tflops, timing_ratios
 from .sweep import sweep_class
 
 RANDOM_PNG = "random_ratios.png"
+FP8_ACCURACY_PNG = "fp8_accuracy.png"
 FAMILY_COLORS = {"handwritten": "#4C72B0", "cute": "#DD8452"}
 OTHER_COLOR = "#55A868"
 
@@ -212,6 +213,29 @@ def random_chart(result: BenchResult, path) -> Path:
     who = ("gemm()" if keys[0][0] == "auto" else keys[0][0]) if one_kernel else "kernels"
     fig.suptitle(_title(result, f"{who} against cuBLAS on {rnd.get('count', '?')} random shapes, "
                                 f"seed {rnd.get('seed', '?')} (dashed: 1, dotted: {SLOW})"), fontsize=11)
+    return _save(fig, path)
+
+
+def fp8_accuracy_chart(res: dict, path) -> Path:
+    """Relative error against float64 over K (both axes log2) of `cute-gemm bench --size fp8`'s
+    result `res` (fp8.json): gemm(), torch._scaled_mm, and _scaled_mm with fast accumulation
+    (no promotion)."""
+    rows = res["summary"]["fp8_e4m3"]["accuracy"]
+    fig, ax = _figure(6.4, 4.6, layout="constrained")
+    ks = [r["k"] for r in rows]
+    for key, label, style in (("ours_rel_err", "gemm(): promoted every 128 k", "o-"),
+                              ("scaled_mm_rel_err", "torch._scaled_mm", "s--"),
+                              ("fast_accum_rel_err", "torch._scaled_mm, use_fast_accum", "^:")):
+        if all(key in r for r in rows):
+            ax.plot(ks, [r[key] for r in rows], style, markersize=5, label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("K")
+    ax.set_ylabel("relative error (Frobenius) vs float64, float32 result")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(loc="best", fontsize=8)
+    ax.set_title(f"e4m3 x e4m3, 256 x 256 x K, N(0, 1) operands\n{res.get('device', '?')} · "
+                 f"{str(res.get('date', '?'))[:10]} · torch {res.get('torch', '?')}", fontsize=10)
     return _save(fig, path)
 
 
