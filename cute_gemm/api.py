@@ -132,8 +132,8 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
             `__cuda_array_interface__` or DLPack (CuPy, PyTorch, JAX, cute_gemm.DeviceArray);
             float32, float16, bfloat16, float8_e4m3fn or float8_e5m2, any strides (a
             transposed view included).
-        b: B, (K, N) or (..., K, N), of a's type and on a's device (or both on the host).
-            The leading modes of a and b broadcast as numpy.matmul's do; the batch runs in
+        b: B, (K, N) or (..., K, N), of a's type (an 8-bit a: either 8-bit type) and on
+            a's device (or both on the host). The leading modes of a and b broadcast as numpy.matmul's do; the batch runs in
             one launch (kernels with Kernel.batched; a B shared by the batch as one taller
             product).
         c: C, (M, N) or broadcasting to the result's batch, read when beta != 0; float32 or
@@ -145,8 +145,9 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
         stream: A CUDA stream (an int handle, or a cuda.core, CuPy or PyTorch stream).
             Default None: the operands' library's current stream.
         precision: "fp32", "tf32" (10-bit mantissas; only when asked for), "bf16", "fp16",
-            "fp32_3xtf32" (fp32's accuracy from three tf32 products), "fp8_e4m3" or
-            "fp8_e5m2". Default None: the one a's type implies ("fp32" for float32;
+            "fp32_3xtf32" (fp32's accuracy from three tf32 products), "fp8_e4m3",
+            "fp8_e5m2", "fp8_e4m3_e5m2" or "fp8_e5m2_e4m3" (A of the first 8-bit type, B of
+            the second). Default None: the one a's and b's types imply ("fp32" for float32;
             "fp32_3xtf32" on a kernel with only that).
         epilogue: An Epilogue (bias, activation, scales, clamp, the result's type) applied
             to each element in the kernel before it is stored; kernels with Kernel.takes_epilogue
@@ -168,8 +169,9 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
         ShapeError: an operand has fewer than 2 modes, the shapes do not agree or broadcast,
             a batch on a kernel that computes one product (the message names those that
             batch), or batch modes that do not merge into two (batching.flatten).
-        DTypeError: an operand's type is not supported, a and b differ in type, or the
-            kernel does not compute `precision` into the result's type.
+        DTypeError: an operand's type is not supported, a and b are a pair of types no
+            precision reads, or the kernel does not compute `precision` into the result's
+            type.
         ShapeLimitError: the shape is beyond what the kernel's design allows.
         AliasError: `out` has elements that share one address.
         StreamError: `stream` is not a CUDA stream.
@@ -500,16 +502,18 @@ def gemm(a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *, alpha: float
     Args:
         a: A, (M, K) or a batch (..., M, K): a numpy or device array (as run() takes);
             float32, float16, bfloat16 or an 8-bit float (fp8_e4m3, fp8_e5m2).
-        b: B, (K, N) or (..., K, N), of a's type and on a's device (or both on the host);
-            the batch modes broadcast as numpy.matmul's (run() says how they run).
+        b: B, (K, N) or (..., K, N), of a's type (or, 8-bit, the other 8-bit type) and on
+            a's device (or both on the host); the batch modes broadcast as numpy.matmul's
+            (run() says how they run).
         c: C, read when beta != 0, broadcasting to the result; float32 or a's type.
             Default None.
         alpha: Scale of a @ b. Default 1.0.
         beta: Scale of c. Default 0.0.
         out: Where the result goes, (..., M, N), float32 or a's type; may be `c`. Default None.
         stream: A CUDA stream. Default None: the operands' library's current stream.
-        precision: "fp32", "tf32", "bf16", "fp16", "fp32_3xtf32", "fp8_e4m3" or "fp8_e5m2".
-            Default None: the one the operands' type implies ("fp32" for float32).
+        precision: "fp32", "tf32", "bf16", "fp16", "fp32_3xtf32", "fp8_e4m3", "fp8_e5m2",
+            "fp8_e4m3_e5m2" or "fp8_e5m2_e4m3". Default None: the one the operands' types
+            imply ("fp32" for float32).
         epilogue: An Epilogue (bias, activation, row/column scales, clamp, the result's
             type) applied in the kernel before the store: gemm() picks among the kernels
             that take one (Kernel.takes_epilogue). Default None.

@@ -187,8 +187,8 @@ def as_given(x: np.ndarray | None, dtype: str) -> np.ndarray | None:
 def _check_one_shape(names, a, b, c, alpha, beta, exact, layout="nn", precision="fp32",
                      out_dtype="float32", epilogue: Epilogue | None = None) -> ShapeReport:
     (m, k), n = a.shape, b.shape[1]
-    in_dtype = PRECISION_DTYPE[precision]
-    a, b, c = as_given(a, in_dtype), as_given(b, in_dtype), as_given(c, out_dtype)
+    dt_a, dt_b = PRECISION[precision].dtype, PRECISION[precision].b_dtype
+    a, b, c = as_given(a, dt_a), as_given(b, dt_b), as_given(c, out_dtype)
     ref, gauge = reference(a, b, c, alpha, beta, epilogue)
     # (exact only where the epilogue keeps sums of integers exact: no GELU, no SiLU)
     exact = exact and (epilogue is None or epilogue.activation in (None, "relu"))
@@ -198,8 +198,8 @@ def _check_one_shape(names, a, b, c, alpha, beta, exact, layout="nn", precision=
     with contextlib.ExitStack() as held:       # (the arrays closed on the way out)
         # "t": the transposed view of x's row-major transpose
         dA, dB = (held.enter_context(contextlib.closing(
-            DeviceArray.from_host(np.ascontiguousarray(x.T), dtype=in_dtype).T if t == "t"
-            else DeviceArray.from_host(x, dtype=in_dtype))) for x, t in zip((a, b), layout))
+            DeviceArray.from_host(np.ascontiguousarray(x.T), dtype=dt).T if t == "t"
+            else DeviceArray.from_host(x, dtype=dt))) for x, t, dt in zip((a, b), layout, (dt_a, dt_b)))
         if epilogue is not None:        # its vectors on the device, float32, (1, L)
             epilogue = replace(epilogue, **{
                 f: held.enter_context(contextlib.closing(DeviceArray.from_host(

@@ -21,7 +21,7 @@ import threading
 
 from . import api, registry
 from .base.errors import DTypeError, InputError, ShapeError
-from .base.precisions import DTYPE, OPERAND_DTYPES, results
+from .base.precisions import DTYPE, PRECISION
 
 SCHEMA = ("(Tensor a, Tensor b, Tensor? c, float alpha, float beta, str? precision, "
           "ScalarType? out_dtype, str kernel) -> Tensor")
@@ -43,20 +43,24 @@ def _define():
 
     def of(name: str):
         return getattr(torch, DTYPE[name].torch)
-    # the precision table's operand types, each with the result types it may give
-    operand_types = {of(d): tuple(of(o) for o in results(d)) for d in OPERAND_DTYPES}
+    # the precision table's (A, B) operand types, each pair with the result types it may give
+    operand_types: dict = {}
+    for p in PRECISION.values():
+        outs = operand_types.setdefault((of(p.dtype), of(p.b_dtype)), {})
+        outs.update(dict.fromkeys(of(o) for o in p.outs))
 
     def result_dtype(a, b, out_dtype):
         # checked in the fake too, so that a compiled call fails where it is traced
-        if a.dtype not in operand_types or b.dtype != a.dtype:
-            raise DTypeError(f"a is {a.dtype} and b is {b.dtype}: both must be one of "
-                             f"{', '.join(map(str, operand_types))}")
+        outs = tuple(operand_types.get((a.dtype, b.dtype), ()))
+        if not outs:
+            raise DTypeError(f"a is {a.dtype} and b is {b.dtype}: no precision reads that pair; "
+                             f"operand types: {', '.join(str(x) for x, y in operand_types if x == y)}"
+                             ", or one 8-bit float type each")
         if out_dtype is None:        # a's type, as torch answers, where it can hold one
-            outs = operand_types[a.dtype]
             return a.dtype if a.dtype in outs else outs[0]
-        if out_dtype not in operand_types[a.dtype]:
-            raise DTypeError(f"the result of {a.dtype} operands is "
-                             f"{' or '.join(map(str, operand_types[a.dtype]))}, not {out_dtype}")
+        if out_dtype not in outs:
+            raise DTypeError(f"the result of {a.dtype} x {b.dtype} operands is "
+                             f"{' or '.join(map(str, outs))}, not {out_dtype}")
         return out_dtype
 
     @torch.library.custom_op("cute_gemm::gemm", mutates_args=(), schema=SCHEMA)

@@ -58,7 +58,8 @@ def test_fp32_3xtf32_is_named_in_the_errors_and_reads_float32_only():
                                                    "is float32, not float16"):
         cute_gemm.run("cute_3xtf32", a, b, out=rnd(3, 5, dtype=np.float16))
     with pytest.raises(cute_gemm.InputError, match="precision must be one of fp32, tf32, bf16, "
-                                                   "fp16, fp32_3xtf32, fp8_e4m3, fp8_e5m2, got '3xtf32'"):
+                                                   "fp16, fp32_3xtf32, fp8_e4m3, fp8_e5m2, "
+                                                   "fp8_e4m3_e5m2, fp8_e5m2_e4m3, got '3xtf32'"):
         cute_gemm.run("cute_3xtf32", a, b, precision="3xtf32")
     assert check.unit("fp32_3xtf32") == check.unit("fp32") == check.EPS
 

@@ -16,6 +16,8 @@ from cute_gemm.driver.arrays import parse
 from stub_driver import Dev
 
 FP8 = {"float8_e4m3fn": "fp8_e4m3", "float8_e5m2": "fp8_e5m2"}
+MIXED = {"fp8_e4m3_e5m2": ("float8_e4m3fn", "float8_e5m2"),
+         "fp8_e5m2_e4m3": ("float8_e5m2", "float8_e4m3fn")}
 
 
 @pytest.mark.parametrize("name", FP8)
@@ -56,13 +58,16 @@ def test_an_opaque_byte_is_the_8_bit_type_its_array_names():
 
 def test_the_8_bit_kernel_is_k_major_and_promoted():
     k = registry.get("cute_wgmma_ws_fp8")
-    assert {v.precision for v in k.variants} == set(FP8.values())
+    # one type each side, or one of each (e4m3 x e5m2, e5m2 x e4m3)
+    assert {v.precision for v in k.variants} == set(FP8.values()) | set(MIXED)
     assert all((v.a_major, v.b_major) == ("k", "k") for v in k.variants)
     assert {v.out_dtype for v in k.variants} == {"float32", "bfloat16", "float16"}
-    # windows of 128 k (two 64-byte k-tiles of 8-bit elements), as DeepGEMM promotes
+    # each 128-k k-tile promoted (128 bytes of 8-bit elements), as DeepGEMM promotes
     assert k.config.promote * k.config.k_bytes == 128 and k.takes_epilogue
-    for p in FP8.values():
+    for p in (*FP8.values(), *MIXED):
         assert PRECISION[p].implied and PRECISION[p].tma == "UINT8"
+    for p, (a, b) in MIXED.items():
+        assert (PRECISION[p].dtype, PRECISION[p].b_dtype) == (a, b)
 
 
 class _Fp8(Dev):
@@ -84,8 +89,31 @@ def test_a_call_copies_an_n_major_b_k_major_then_runs_the_8_bit_entry(monkeypatc
     entries = [e[1] for e in stub_driver.launches(events)]
     assert entries[0] == "scale2d_e4m3", entries          # B copied k-major
     assert entries[-1].startswith("cute_wgmma_ws_fp8_e4m3_fp16_ak_bk"), entries
-    with pytest.raises(cute_gemm.DTypeError):              # e4m3 x e5m2: not (yet) an entry
-        cute_gemm.gemm(a, _Fp8((k, n), 0x2000_0000, (1, k), "float8_e5m2"), out=out)
+
+def test_a_call_of_one_8_bit_type_each_side_runs_the_mixed_entry(monkeypatch):
+    """e4m3 A x e5m2 B implies fp8_e4m3_e5m2 (and the reverse), as torch._scaled_mm takes
+    them; an n-major e5m2 B is copied k-major in its own type. A precision of other types,
+    or a pair no precision reads, is a DTypeError before any launch."""
+    events = stub_driver.install(monkeypatch)
+    monkeypatch.setattr(launch, "device_info", lambda ordinal=None: stub_driver.H100)
+    m, n, k = 256, 384, 512
+    out = Dev((m, n), 0x3000_0000, strides=(4 * n, 4))
+    a = _Fp8((m, k), 0x1000_0000, (k, 1))
+    b = _Fp8((k, n), 0x2000_0000, (n, 1), "float8_e5m2")   # row-major: n-major
+    cute_gemm.gemm(a, b, out=out)
+    entries = [e[1] for e in stub_driver.launches(events)]
+    assert entries[0] == "scale2d_e5m2", entries
+    assert entries[-1].startswith("cute_wgmma_ws_fp8_e4m3_e5m2_f32_ak_bk"), entries
+    a2 = _Fp8((m, k), 0x1000_0000, (k, 1), "float8_e5m2")
+    b2 = _Fp8((k, n), 0x2000_0000, (1, k))                  # k-major e4m3: as it is
+    events.clear()
+    cute_gemm.gemm(a2, b2, out=out)
+    entries = [e[1] for e in stub_driver.launches(events)]
+    assert len(entries) == 1 and entries[0].startswith("cute_wgmma_ws_fp8_e5m2_e4m3_f32_ak_bk")
+    with pytest.raises(cute_gemm.DTypeError, match="reads float8_e4m3fn operands; a is float8_e4m3fn and b is float8_e5m2"):
+        cute_gemm.gemm(a, b, out=out, precision="fp8_e4m3")
+    with pytest.raises(cute_gemm.DTypeError, match="no precision reads that pair"):
+        cute_gemm.gemm(a, Dev((k, n), 0x2000_0000, strides=(4 * n, 4)), out=out)
 
 
 def _f32(*shape):

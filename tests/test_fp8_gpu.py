@@ -1,4 +1,5 @@
-"""8-bit float operands on the GPU (fp8_e4m3, fp8_e5m2; sm_90a): random shapes from one
+"""8-bit float operands on the GPU (fp8_e4m3, fp8_e5m2, and one of each: fp8_e4m3_e5m2,
+fp8_e5m2_e4m3; sm_90a): random shapes from one
 element up, every result type, B k-major (as a linear layer's weight) and n-major (copied),
 alpha, beta and C, scales per tensor, row and column read from the device (also inside a
 CUDA graph whose scales change between replays), 1 x 128 and 128 x 128 block scales (on
@@ -23,7 +24,10 @@ torch = pytest.importorskip("torch")
 from test_batched_gpu import TORCH, _runs_here  # noqa: E402
 
 KERNEL = "cute_wgmma_ws_fp8"
-FP8 = {"fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2"}
+# precision -> (A's type, B's type)
+FP8 = {"fp8_e4m3": ("float8_e4m3fn",) * 2, "fp8_e5m2": ("float8_e5m2",) * 2,
+       "fp8_e4m3_e5m2": ("float8_e4m3fn", "float8_e5m2"),
+       "fp8_e5m2_e4m3": ("float8_e5m2", "float8_e4m3fn")}
 
 
 @pytest.fixture(autouse=True)
@@ -63,8 +67,8 @@ SHAPES = [(1, 1, 1), (7, 13, 5), (64, 128, 128), (131, 257, 300), (333, 96, 1029
 @pytest.mark.parametrize("m,n,k", SHAPES, ids=str)
 def test_random_shapes_and_results(m, n, k, precision, out_dtype):
     gen = torch.Generator(device="cuda").manual_seed(m * 7919 + n * 31 + k)
-    dt = FP8[precision]
-    a, w = _fp8((m, k), dt, gen), _fp8((n, k), dt, gen)        # w: a linear layer's (N, K)
+    da, db = FP8[precision]
+    a, w = _fp8((m, k), da, gen), _fp8((n, k), db, gen)        # w: a linear layer's (N, K)
     out = torch.full((m, n), float("nan"), device="cuda", dtype=TORCH[out_dtype])
     got = cute_gemm.gemm(a, w.T, out=out)
     torch.cuda.synchronize()
@@ -75,9 +79,9 @@ def test_random_shapes_and_results(m, n, k, precision, out_dtype):
 @pytest.mark.parametrize("precision", list(FP8))
 def test_an_n_major_b_alpha_beta_and_c(precision):
     gen = torch.Generator(device="cuda").manual_seed(3)
-    dt = FP8[precision]
+    da, db = FP8[precision]
     m, n, k = 200, 300, 520
-    a, b = _fp8((m, k), dt, gen), _fp8((k, n), dt, gen)        # b row-major: n-major, copied
+    a, b = _fp8((m, k), da, gen), _fp8((k, n), db, gen)        # b row-major: n-major, copied
     c = torch.randn((m, n), generator=gen, device="cuda").to(torch.bfloat16)
     out = c.clone()
     cute_gemm.gemm(a, b, out, alpha=-0.75, beta=0.5, out=out)
@@ -142,8 +146,8 @@ def test_small_integers_are_exact(precision):
     m, n, k = 96, 200, 1000
     ai = torch.randint(-3, 4, (m, k), generator=gen, device="cuda")
     wi = torch.randint(-3, 4, (n, k), generator=gen, device="cuda")
-    dt = TORCH[FP8[precision]]
-    got = cute_gemm.gemm(ai.to(dt), wi.to(dt).T)
+    da, db = (TORCH[d] for d in FP8[precision])
+    got = cute_gemm.gemm(ai.to(da), wi.to(db).T)
     torch.cuda.synchronize()
     assert torch.equal(got, (ai.double() @ wi.double().T).float())
 
@@ -151,11 +155,13 @@ def test_small_integers_are_exact(precision):
 def test_nan_and_inf_propagate():
     gen = torch.Generator(device="cuda").manual_seed(8)
     m, n, k = 70, 90, 400
-    for dt, precision in (("float8_e4m3fn", "fp8_e4m3"), ("float8_e5m2", "fp8_e5m2")):
-        a, w = _fp8((m, k), dt, gen), _fp8((n, k), dt, gen)
+    for precision, (da, db) in FP8.items():
+        a, w = _fp8((m, k), da, gen), _fp8((n, k), db, gen)
         a[3, 17] = float("nan")
-        if dt == "float8_e5m2":          # (e4m3fn has no Inf: torch saturates it to 448)
+        if da == "float8_e5m2":          # (e4m3fn has no Inf: torch saturates it to 448)
             a[9, 200] = float("inf")
+        if db == "float8_e5m2":
+            w[11, 300] = float("-inf")
         got = cute_gemm.gemm(a, w.T)
         torch.cuda.synchronize()
         assert torch.isnan(got[3]).all()
@@ -190,12 +196,13 @@ def test_block_scales(m, n, k, sides):
             "the walk was not cut: the test no longer covers block scales on pieces"
 
 
-def test_block_scales_match_scaled_mm_dequantized():
+@pytest.mark.parametrize("precision", list(FP8))
+def test_block_scales_match_scaled_mm_dequantized(precision):
     """The same operands dequantized block by block in float32 and multiplied by torch:
     what the block scales mean."""
     gen = torch.Generator(device="cuda").manual_seed(9)
     m, n, k = 256, 512, 1024
-    a, w = _fp8((m, k), "float8_e4m3fn", gen), _fp8((n, k), "float8_e4m3fn", gen)
+    a, w = (_fp8(s, d, gen) for s, d in zip(((m, k), (n, k)), FP8[precision]))
     sa = torch.rand((m, k // 128), generator=gen, device="cuda") + 0.5
     sb = torch.rand((k // 128, n // 128), generator=gen, device="cuda") + 0.5
     got = cute_gemm.gemm(a, w.T, scale_a=sa, scale_b=sb)

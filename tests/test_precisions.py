@@ -40,14 +40,17 @@ def test_literals_and_views_are_the_rows():
     assert dict(records.UNIT) == {n: p.unit for n, p in PRECISION.items()}
     assert dict(registry.ITEMSIZE) == {"float32": 4, "float16": 2, "bfloat16": 2,
                                        "float8_e4m3fn": 1, "float8_e5m2": 1}
-    assert dict(precisions.DEFAULT_PRECISION) == {"float32": "fp32", "float16": "fp16",
-                                                  "bfloat16": "bf16", "float8_e4m3fn": "fp8_e4m3",
-                                                  "float8_e5m2": "fp8_e5m2"}
+    e4, e5 = "float8_e4m3fn", "float8_e5m2"
+    assert dict(precisions.DEFAULT_PRECISION) == {
+        ("float32", "float32"): "fp32", ("float16", "float16"): "fp16",
+        ("bfloat16", "bfloat16"): "bf16", (e4, e4): "fp8_e4m3", (e5, e5): "fp8_e5m2",
+        (e4, e5): "fp8_e4m3_e5m2", (e5, e4): "fp8_e5m2_e4m3"}
     assert registry.FP32_ACCURATE == ("fp32_3xtf32",)
     assert precisions.as_accurate("fp32") == ("fp32", "fp32_3xtf32")    # never tf32 unasked
     assert precisions.as_accurate("bf16") == ("bf16",)
     assert CUBLAS_PEER == {"fp32": "fp32", "tf32": "tf32", "bf16": "bf16", "fp16": "fp16",
-                           "fp32_3xtf32": "fp32", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2"}
+                           "fp32_3xtf32": "fp32", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2",
+                           "fp8_e4m3_e5m2": "fp8_e4m3_e5m2", "fp8_e5m2_e4m3": "fp8_e5m2_e4m3"}
     with pytest.raises(TypeError):
         PRECISION["fp32"] = PRECISION["tf32"]                           # read-only
 
@@ -62,8 +65,8 @@ def test_the_table_keeps_its_rules():
         assert p.dtype in DTYPE and all(o in DTYPE for o in p.outs), p.name
         assert p.outs[0] == ACCUMULATOR and len(set(p.outs)) == len(p.outs), p.name
         assert p.peer in PRECISION, p.name
-    for d in precisions.OPERAND_DTYPES:
-        assert sum(p.implied for p in PRECISION.values() if p.dtype == d) == 1, d
+    for pair in {(p.dtype, p.b_dtype) for p in PRECISION.values()}:    # one implied per (A, B)
+        assert sum(p.implied for p in PRECISION.values() if (p.dtype, p.b_dtype) == pair) == 1, pair
 
 
 def test_every_entry_point_computes_a_row_into_one_of_its_results():
@@ -106,12 +109,15 @@ def test_the_gauge_and_the_peaks_read_the_table():
             assert check.unit(name, out) == old
     assert precision_peaks(60.0, 90) == {"fp32": 60.0, "tf32": 480.0, "bf16": 960.0,
                                          "fp16": 960.0, "fp32_3xtf32": 320.0,
-                                         "fp8_e4m3": 1920.0, "fp8_e5m2": 1920.0}
+                                         "fp8_e4m3": 1920.0, "fp8_e5m2": 1920.0,
+                                         "fp8_e4m3_e5m2": 1920.0, "fp8_e5m2_e4m3": 1920.0}
     assert precision_peaks(60.0, 75) == {"fp32": 60.0, "tf32": None, "bf16": None,
                                          "fp16": None, "fp32_3xtf32": None,
-                                         "fp8_e4m3": None, "fp8_e5m2": None}
+                                         "fp8_e4m3": None, "fp8_e5m2": None,
+                                         "fp8_e4m3_e5m2": None, "fp8_e5m2_e4m3": None}
     assert [out_dtype_of(p) for p in PRECISION] == ["float32", "float32", "bfloat16",
-                                                     "float16", "float32", "float32", "float32"]
+                                                     "float16", "float32", "float32", "float32",
+                                                     "float32", "float32"]
 
 
 def test_scale2d_instantiates_every_util_entry():

@@ -129,7 +129,7 @@ EPS = 2.0**-23          # float32's machine epsilon: fp32's gauge unit (the refe
 class Precision:
     """The arithmetic of a call. Entry points name it by `name`."""
     name: str
-    dtype: str               # the element type of A and B (DTYPE)
+    dtype: str               # the element type of A (DTYPE), and of B unless dtype_b says
     unit: float              # unit roundoff its results are judged with (check.unit, stand_in)
     outs: tuple[str, ...]    # result types its entries write: ACCUMULATOR, then those rounded into
     tma: str                 # how TMA loads its operands: CU_TENSOR_MAP_DATA_TYPE_<tma>
@@ -137,6 +137,12 @@ class Precision:
     tensor_cores: bool       # multiplies on tensor cores (auto.heuristic's tensor-core rules)
     peer: str                # the cuBLAS GEMM its benchmark rows stand beside (perf)
     peak: tuple[tuple[int, float], ...]   # (from arch, dense peak over the FP32 peak)
+    dtype_b: str = ""        # B's element type where it differs from A's (mixed 8-bit)
+
+    @property
+    def b_dtype(self) -> str:
+        """The element type of B."""
+        return self.dtype_b or self.dtype
 
     @property
     def itemsize(self) -> int:
@@ -157,7 +163,8 @@ class Precision:
 
 # tf32 only by name; fp32_3xtf32 (three tf32 products) is held to fp32's gauge, so it answers
 # for fp32 where a kernel has nothing else. Each row's figures and why: docs/howto/precision.md
-PrecisionName = Literal["fp32", "tf32", "bf16", "fp16", "fp32_3xtf32", "fp8_e4m3", "fp8_e5m2"]
+PrecisionName = Literal["fp32", "tf32", "bf16", "fp16", "fp32_3xtf32", "fp8_e4m3", "fp8_e5m2",
+                        "fp8_e4m3_e5m2", "fp8_e5m2_e4m3"]
 _F32 = ("float32",)
 _OUT16 = ("float32", "bfloat16", "float16")
 PRECISION = MappingProxyType({p.name: p for p in (
@@ -179,21 +186,27 @@ PRECISION = MappingProxyType({p.name: p for p in (
               True,   True,        "fp8_e4m3", ((89, 32.0),)),
     Precision("fp8_e5m2",    "float8_e5m2",   2.0**-13, _OUT16, "UINT8",
               True,   True,        "fp8_e5m2", ((89, 32.0),)),
+    # one operand of each (a training step's gradients in e5m2 against e4m3 weights or
+    # activations), as torch._scaled_mm takes them
+    Precision("fp8_e4m3_e5m2", "float8_e4m3fn", 2.0**-13, _OUT16, "UINT8",
+              True,   True,        "fp8_e4m3_e5m2", ((89, 32.0),), dtype_b="float8_e5m2"),
+    Precision("fp8_e5m2_e4m3", "float8_e5m2",   2.0**-13, _OUT16, "UINT8",
+              True,   True,        "fp8_e5m2_e4m3", ((89, 32.0),), dtype_b="float8_e4m3fn"),
 )})
 
 PRECISIONS: tuple[str, ...] = tuple(PRECISION)
 DTYPES: tuple[str, ...] = tuple(DTYPE)
-PRECISION_DTYPE = MappingProxyType({p.name: p.dtype for p in PRECISION.values()})
+PRECISION_DTYPE = MappingProxyType({p.name: p.dtype for p in PRECISION.values()})     # A's
+PRECISION_DTYPE_B = MappingProxyType({p.name: p.b_dtype for p in PRECISION.values()})
 UNIT = MappingProxyType({p.name: p.unit for p in PRECISION.values()})
 ITEMSIZE = MappingProxyType({d.name: d.itemsize for d in DTYPE.values()})
-# the precision a call that names none gets: the one its operands' type implies
-DEFAULT_PRECISION = MappingProxyType({p.dtype: p.name for p in PRECISION.values() if p.implied})
+# the precision a call that names none gets: the one its operands' types (A's, B's) imply
+DEFAULT_PRECISION = MappingProxyType({(p.dtype, p.b_dtype): p.name for p in PRECISION.values()
+                                      if p.implied})
 # held to the fp32 gauge besides fp32: taken unnamed for float32 operands on a kernel without
 # fp32 (tf32, at 2^-11, never is)
 FP32_ACCURATE: tuple[str, ...] = tuple(p.name for p in PRECISION.values()
                                        if p.unit <= EPS and not p.implied and p.dtype == "float32")
-# the types A and B may hold
-OPERAND_DTYPES: tuple[str, ...] = tuple(d for d in DTYPE if d in PRECISION_DTYPE.values())
 
 
 def as_accurate(name: str) -> tuple[str, ...]:
@@ -202,9 +215,5 @@ def as_accurate(name: str) -> tuple[str, ...]:
     kernel that does not compute `name` itself."""
     p = PRECISION[name]
     return (name,) + tuple(q.name for q in PRECISION.values()
-                           if q.name != name and q.dtype == p.dtype and q.unit <= p.unit)
-
-
-def results(dtype: str) -> tuple[str, ...]:
-    """The result types of a call on `dtype` operands, in any precision that reads them."""
-    return tuple(dict.fromkeys(o for p in PRECISION.values() if p.dtype == dtype for o in p.outs))
+                           if q.name != name and (q.dtype, q.b_dtype) == (p.dtype, p.b_dtype)
+                           and q.unit <= p.unit)

@@ -13,7 +13,7 @@ import numpy as np
 from . import launch
 from ..base import precisions
 from ..base.errors import DTypeError, InputError, NotAnArrayError, ShapeError
-from ..base.precisions import (DEFAULT_PRECISION, DTYPE, ITEMSIZE, PRECISION, PRECISION_DTYPE,
+from ..base.precisions import (DEFAULT_PRECISION, DTYPE, ITEMSIZE, PRECISION,
                                PRECISIONS, as_accurate)
 
 DTypeName = precisions.DTypeName        # element types by numpy's names (bfloat16: ml_dtypes')
@@ -146,10 +146,12 @@ def call_precision(A: Operand, B: Operand, C: Operand | None, O: Operand | None,
     """(precision, result dtype): the precision asked for, else the one the operands' type
     implies (for `kernel`, a registry.Kernel, if named); the result in out's type, else C's,
     else float32. DTypeError for a mix no kernel computes."""
-    if A.dtype != B.dtype:
-        raise DTypeError(f"a is {A.dtype} and b is {B.dtype}: both must have one type")
+    pair = (A.dtype, B.dtype)
     if precision is None:
-        precision = DEFAULT_PRECISION[A.dtype]
+        precision = DEFAULT_PRECISION.get(pair)
+        if precision is None:
+            raise DTypeError(f"a is {A.dtype} and b is {B.dtype}: no precision reads that pair "
+                             "(a and b of one type, or one 8-bit float of each kind)")
         if kernel is not None and precision not in kernel.precisions:
             # unasked, only a precision held to no larger a unit stands in (fp32_3xtf32 for
             # fp32); tf32 is taken by name only
@@ -157,9 +159,11 @@ def call_precision(A: Operand, B: Operand, C: Operand | None, O: Operand | None,
                              precision)
     elif precision not in PRECISIONS:
         raise InputError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
-    if PRECISION_DTYPE[precision] != A.dtype:
-        raise DTypeError(f"precision {precision!r} reads {PRECISION_DTYPE[precision]} operands; "
-                         f"a and b are {A.dtype}")
+    want = (PRECISION[precision].dtype, PRECISION[precision].b_dtype)
+    if want != pair:
+        reads = f"{want[0]} operands" if want[0] == want[1] else f"a of {want[0]} and b of {want[1]}"
+        are = f"a and b are {A.dtype}" if A.dtype == B.dtype else f"a is {A.dtype} and b is {B.dtype}"
+        raise DTypeError(f"precision {precision!r} reads {reads}; {are}")
     outs = PRECISION[precision].outs
     out_dtype = O.dtype if O is not None else C.dtype if C is not None else outs[0]
     if C is not None and C.dtype != out_dtype:

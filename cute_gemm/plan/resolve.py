@@ -21,7 +21,7 @@ from ..driver import launch
 from ..driver.arrays import MAJORS, Operand, fits as fits_of
 from ..base.errors import CuteGemmError, DTypeError
 from .launcher import Launcher, LaunchPlan
-from ..base.precisions import ACCUMULATOR, DTYPE
+from ..base.precisions import ACCUMULATOR, DTYPE, PRECISION_DTYPE_B
 from ..registry.records import AS_PLANNED, ITEMSIZE, PRECISION_DTYPE, Pick
 
 # the utility kernel of the runtime itself, (source type, destination type) -> its entry
@@ -273,7 +273,8 @@ def copy_target(v: registry.Variant, role: str, shape: tuple[int, int]) -> tuple
     the major it wants (row-major where it takes any), padded to its alignment and lines."""
     want = getattr(v, f"{role}_major")
     want = _ROW[role] if want == "any" else want
-    dtype = v.out_dtype if role == "c" else PRECISION_DTYPE[v.precision]
+    dtype = (v.out_dtype if role == "c" else PRECISION_DTYPE_B[v.precision] if role == "b"
+             else PRECISION_DTYPE[v.precision])
     return want, copy_strides(role, want, shape, v.align if role in v.align_roles else 1,
                               ITEMSIZE[dtype])
 
@@ -285,7 +286,9 @@ def offers(k: registry.Kernel) -> str:
         outs.setdefault(v.precision, [])
         if v.out_dtype not in outs[v.precision]:
             outs[v.precision].append(v.out_dtype)
-    return ", ".join(f"{p} ({PRECISION_DTYPE[p]} in, {'|'.join(o)} out)" for p, o in outs.items())
+    return ", ".join(f"{p} ({PRECISION_DTYPE[p]}"
+                     + (f" x {PRECISION_DTYPE_B[p]}" if PRECISION_DTYPE_B[p] != PRECISION_DTYPE[p] else "")
+                     + f" in, {'|'.join(o)} out)" for p, o in outs.items())
 
 
 def check_precision(k: registry.Kernel, precision: str, out_dtype: str) -> None:
@@ -394,12 +397,11 @@ def contiguous(m: int, n: int, kk: int, layout: str, precision: str = "fp32",
     """Descriptors (no data; a 1 MiB-aligned pointer) of fresh contiguous operands a, b, c of
     an M x N x K problem with A and B in operand layout `layout` ("nt": A row-major, B
     column-major) and C row-major: what a pure-CPU question about a launch asks choose()."""
-    dt = PRECISION_DTYPE[precision]
-
     def op(name, rows, cols, transposed, dtype):
         return Operand(name, None, True, 1 << 20, (rows, cols),
                        (1, rows) if transposed else (cols, 1), dtype)
-    return {"a": op("a", m, kk, layout[0] == "t", dt), "b": op("b", kk, n, layout[1] == "t", dt),
+    return {"a": op("a", m, kk, layout[0] == "t", PRECISION_DTYPE[precision]),
+            "b": op("b", kk, n, layout[1] == "t", PRECISION_DTYPE_B[precision]),
             "c": op("c", m, n, False, out_dtype)}
 
 

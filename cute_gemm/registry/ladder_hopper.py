@@ -13,7 +13,7 @@ from .records import (STREAM_K_COUNTERS, CutModel, FixedSmem, FixedTile, GemmOf,
 
 # the tensor-core precisions of the 16- and 32-bit kernels; 8-bit: promoted configurations only
 _TC_PRECISIONS = ("bf16", "fp16", "tf32")
-_FP8 = ("fp8_e4m3", "fp8_e5m2")
+_FP8 = tuple(p.name for p in PRECISION.values() if p.itemsize == 1)   # e4m3, e5m2 and mixed
 
 
 def tma_boxes(precision: str, a_major: str, b_major: str, bm: int, bn: int,

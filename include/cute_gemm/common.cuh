@@ -21,14 +21,24 @@
   float beta, float* __restrict__ C, long long sCm, long long sCn
 
 // The same arguments for the tensor-core kernels, whose A and B hold TAB (float for tf32,
-// cute::half_t, cute::bfloat16_t) and C holds TC (float, or TAB itself): the launcher packs
-// them alike (pointers are pointers). An entry point with TMA loads (records.TmaBoxes) takes
-// CG_TMA_PARAMS after them: the tensor maps of A and B, encoded per call by the launcher.
+// cute::half_t, cute::bfloat16_t, an 8-bit float, or cg::Mixed<TA, TB>: A of one type, B of
+// another) and C holds TC (float, or TAB itself): the launcher packs them alike (pointers
+// are pointers). An entry point with TMA loads (records.TmaBoxes) takes CG_TMA_PARAMS after
+// them: the tensor maps of A and B, encoded per call by the launcher.
 #define CG_GEMM_PARAMS_T(TAB, TC)                                                   \
   int M, int N, int K, float alpha,                                                 \
-  const TAB* __restrict__ A, long long sAm, long long sAk,                          \
-  const TAB* __restrict__ B, long long sBk, long long sBn,                          \
+  const cg::a_t<TAB>* __restrict__ A, long long sAm, long long sAk,                 \
+  const cg::b_t<TAB>* __restrict__ B, long long sBk, long long sBn,                 \
   float beta, TC* __restrict__ C, long long sCm, long long sCn
+
+namespace cg {
+// Operands of two types (e4m3 A, e5m2 B): TAB of the kernels that compute such a pair
+template <class TA, class TB> struct Mixed {};
+template <class T> struct OperandTypes { using A = T; using B = T; };
+template <class TA, class TB> struct OperandTypes<Mixed<TA, TB>> { using A = TA; using B = TB; };
+template <class T> using a_t = typename OperandTypes<T>::A;
+template <class T> using b_t = typename OperandTypes<T>::B;
+}  // namespace cg
 
 // A batch of problems (gemm() on (..., M, K) @ (..., K, N) operands): the entry points of a
 // kernel the registry marks batched (Kernel.batched) that run on their own grid take this

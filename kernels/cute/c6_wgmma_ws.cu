@@ -67,9 +67,10 @@ constexpr int kThreads = 128 * (1 + Config::consumers);
 // The consumer warpgroups: wgmma over the ring's stages, one batch in flight, then the
 // epilogue of each tile straight from the accumulators. (With Config::promote > 0:
 // consume_promoted, sm90_consumer_promote.cuh.)
-template <class TC, int kCluster, class OpA, class OpB, class Mma, class Ring, class T, class Tiles,
+template <class TC, int kCluster, class OpA, class OpB, class Mma, class Ring, class Tiles,
           class Epi>
-__device__ __forceinline__ void consume(Mma const& mma, Ring* ring, T* smemA, T* smemB,
+__device__ __forceinline__ void consume(Mma const& mma, Ring* ring, typename OpA::Elem* smemA,
+                                        typename OpB::Elem* smemB,
                                         Tiles const& tiles, cg::sm90::TailSplit split, float* ws,
                                         int stride, int rank, int k_tiles,
                                         TC* C, long long sCm, long long sCn,
@@ -125,7 +126,9 @@ template <class TAB, class TC, GMMA::Major MajA, GMMA::Major MajB, class Epi>
 __device__ CG_INLINE_IF_FUSED void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tma_a,
                               const TmaDescriptor* tma_b, float* ws, cg::sm90::TailSplit split,
                               Epi epi) {
-  using T = cg::sm90::mma_t<TAB>;
+  using T = cg::sm90::mma_t<cg::a_t<TAB>>;                  // A's (B's has its size)
+  using TB = cg::sm90::mma_t<cg::b_t<TAB>>;
+  static_assert(sizeof(T) == sizeof(TB), "A and B of one width");
   constexpr int kBlkM = Config::blk_m, kBlkN = Config::blk_n, kStages = Config::stages;
   constexpr int kBlkK = Config::k_bytes / int(sizeof(T));   // a k-tile: one swizzle row
   constexpr int kCluster = Config::cluster_m;              // CTAs along m sharing B tiles
@@ -133,19 +136,19 @@ __device__ CG_INLINE_IF_FUSED void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), cons
   constexpr bool kRegA = sizeof(T) == 4 && MajA == GMMA::Major::MN;
   using OpA = cute::conditional_t<
       kRegA, cg::sm90::RegisterOperand<kBlkM, kBlkK, kStages>,
-      cg::sm90::OperandTile<TAB, MajA, kBlkM, kBlkK, kStages, 1, Config::k_bytes>>;
-  using OpB = cg::sm90::OperandTile<TAB, MajB, kBlkN, kBlkK, kStages, kCluster, Config::k_bytes>;
+      cg::sm90::OperandTile<cg::a_t<TAB>, MajA, kBlkM, kBlkK, kStages, 1, Config::k_bytes>>;
+  using OpB = cg::sm90::OperandTile<cg::b_t<TAB>, MajB, kBlkN, kBlkK, kStages, kCluster, Config::k_bytes>;
   using Ring = cg::sm90::StageRing<kStages>;
   using State = cg::sm90::RingState<kStages>;
   // a warpgroup per 64 rows; RS: the registers hold A as a k-major wgmma operand
   auto make_mma = [] {
     if constexpr (kRegA)
       return make_tiled_mma(
-          GMMA::rs_op_selector<T, T, float, Shape<_64, Int<kBlkN>, Int<kBlkK>>, GMMA::Major::K, MajB>(),
+          GMMA::rs_op_selector<T, TB, float, Shape<_64, Int<kBlkN>, Int<kBlkK>>, GMMA::Major::K, MajB>(),
           Layout<Shape<Int<Config::consumers>, _1, _1>>{});
     else
       return make_tiled_mma(
-          GMMA::ss_op_selector<T, T, float, Shape<_64, Int<kBlkN>, Int<kBlkK>>, MajA, MajB>(),
+          GMMA::ss_op_selector<T, TB, float, Shape<_64, Int<kBlkN>, Int<kBlkK>>, MajA, MajB>(),
           Layout<Shape<Int<Config::consumers>, _1, _1>>{});
   };
   TiledMMA mma = make_mma();
@@ -165,7 +168,7 @@ __device__ CG_INLINE_IF_FUSED void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), cons
   if (cg::sm90::smem_addr(smem) % 1024 != 0) __trap();    // the swizzle atoms' alignment
   static_assert(Config::k_bytes == 128 || Config::k_bytes == 64, "a k-tile: 128 or 64 bytes");
   T* smemA = reinterpret_cast<T*>(smem);
-  T* smemB = smemA + cosize_v<typename OpA::Layout>;
+  TB* smemB = reinterpret_cast<TB*>(smemA + cosize_v<typename OpA::Layout>);
   Ring* ring = reinterpret_cast<Ring*>(smemB + cosize_v<typename OpB::Layout>);
   static_assert(sizeof(T) * (cosize_v<typename OpA::Layout> + cosize_v<typename OpB::Layout>) + sizeof(Ring)
                 <= Config::dyn_smem, "more dynamic smem than the registry gives it (dyn_smem)");
@@ -238,7 +241,7 @@ __device__ CG_INLINE_IF_FUSED void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), cons
   } else if constexpr (Config::promote > 0) {
     // the same atom over half the tile's columns: the k-tiles consume_promoted splits
     TiledMMA half = make_tiled_mma(
-        GMMA::ss_op_selector<T, T, float, Shape<_64, Int<kBlkN / 2>, Int<kBlkK>>, MajA, MajB>(),
+        GMMA::ss_op_selector<T, TB, float, Shape<_64, Int<kBlkN / 2>, Int<kBlkK>>, MajA, MajB>(),
         Layout<Shape<Int<Config::consumers>, _1, _1>>{});
     cg::sm90::consume_promoted<Config, TC, kCluster, OpA, OpB>(
         mma, half, ring, smemA, smemB, tiles, split, ws, stride, rank, k_read, C, sCm, sCn, M, N,
@@ -309,6 +312,10 @@ __device__ CG_INLINE_IF_FUSED void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), cons
 #if CG_WS_ONLY == 3
 CG_WGMMA_WS_8BIT(fp8_e4m3, cute::float_e4m3_t)
 CG_WGMMA_WS_8BIT(fp8_e5m2, cute::float_e5m2_t)
+using E4m3E5m2 = cg::Mixed<cute::float_e4m3_t, cute::float_e5m2_t>;     // (one macro argument)
+using E5m2E4m3 = cg::Mixed<cute::float_e5m2_t, cute::float_e4m3_t>;
+CG_WGMMA_WS_8BIT(fp8_e4m3_e5m2, E4m3E5m2)
+CG_WGMMA_WS_8BIT(fp8_e5m2_e4m3, E5m2E4m3)
 #elif CG_WS_ONLY == 2
 CG_WGMMA_WS_ENTRY(cute_wgmma_ws_fp16_f32_ak_bk, cute::half_t, float, K, K)
 #elif CG_WS_ONLY == 0
