@@ -493,6 +493,6 @@ def _c6(b: Recipe) -> None:
           f"cg::sm90::OperandTile<{_cpp(prec)}, GMMA::Major::{major}, "
           + ("Config::blk_m, " if op == "A" else "Config::blk_n, ") + f"{bk}, Config::stages, "
           + ("1" if op == "A" else "Config::cluster_m") + ", Config::k_bytes>"),
-          "make_tiled_mma(GMMA::ss_op_selector<T, T, float, Shape<_64, Int<kBlkN>, Int<kBlkK>>, "
+          "make_tiled_mma(GMMA::ss_op_selector<T, TB, float, Shape<_64, Int<kBlkN>, Int<kBlkK>>, "
           "MajA, MajB>(), Layout<Shape<Int<Config::consumers>, _1, _1>>{})")
     _register_operand(b)
