@@ -31,7 +31,7 @@ EPI_MNK = (77, 45, 129)
 EPI_TINY_MNK = (77, 45, 45)          # cute_tiny_k: its K is short (two k-tiles of 32, a residue)
 # the walk of the 8-bit kernel cut along K (tests/test_fp8_gpu.py's shape: 8 units, 65 k-tiles)
 FP8_CUT = (27, 1000, 8200)
-FP8 = ("fp8_e4m3", "fp8_e5m2")
+FP8 = tuple(p.name for p in PRECISION.values() if p.itemsize == 1)    # one type, or one of each
 FP8_KERNEL = "cute_wgmma_ws_fp8"
 # the fullest epilogue: a bias (per column, then per row), row and column scales, GELU's tanh
 # form and the clamp; one compile per kernel and vector type (Kernel.with_epilogue)
@@ -327,7 +327,7 @@ def epilogue_paths(names: list[str], with_gemm: bool, quick: bool) -> list[bool]
 
 
 def _epilogue_kernel(group: Group, held: Held, k, prec: str, rng, quick: bool) -> None:
-    dt = PRECISION_DTYPE[prec]
+    dt, dt_b = PRECISION[prec].dtype, PRECISION[prec].b_dtype
 
     def rnd(*shape):
         return rng.standard_normal(shape, dtype=np.float32)
@@ -338,7 +338,7 @@ def _epilogue_kernel(group: Group, held: Held, k, prec: str, rng, quick: bool) -
         a = held.put(rnd(m, kk), dt)
         # B row-major (n-major) with the column bias, k-major (an (N, K) weight's
         # transpose) with the row bias: both of B's majors under an epilogue
-        b = held.put(rnd(n, kk), dt, lambda v: v.T) if axis == "row" else held.put(rnd(kk, n), dt)
+        b = held.put(rnd(n, kk), dt_b, lambda v: v.T) if axis == "row" else held.put(rnd(kk, n), dt_b)
         host, dev = _full_epilogue(held, rng, m, n, "float32", axis)
         c = held.put(rnd(m, n), od) if beta else None
         out = c if c is not None else held.nan((m, n), od)
@@ -412,7 +412,7 @@ def _scale(held: Held, rng, kind, side: str, m: int, n: int, kk: int):
 
 
 def fp8_paths(quick: bool) -> list[bool]:
-    """cute_wgmma_ws_fp8 in fp8_e4m3 and fp8_e5m2 through run()'s scale_a / scale_b (FP8_CASES:
+    """cute_wgmma_ws_fp8 in every 8-bit precision (FP8) through run()'s scale_a / scale_b (FP8_CASES:
     per tensor, per row and column, 1 x 128 and 128 x 128 block scales and mixes, float32,
     bfloat16 and float16 results, odd shapes with K not a multiple of 128, a walk cut along K
     (checked taken), alpha and beta with C, a B copied k-major), each against check.reference
@@ -423,12 +423,12 @@ def fp8_paths(quick: bool) -> list[bool]:
         group, held = Group("fp8", f"{label} {m}x{n}x{kk} ->{od}"), Held()
         try:
             for prec in FP8:
-                dt = PRECISION_DTYPE[prec]
+                dt, dt_b = PRECISION[prec].dtype, PRECISION[prec].b_dtype
                 a = held.put(rng.standard_normal((m, kk), dtype=np.float32), dt)
                 if major == "k":            # the transpose of an (N, K) weight
-                    b = held.put(rng.standard_normal((n, kk), dtype=np.float32), dt, lambda v: v.T)
+                    b = held.put(rng.standard_normal((n, kk), dtype=np.float32), dt_b, lambda v: v.T)
                 else:
-                    b = held.put(rng.standard_normal((kk, n), dtype=np.float32), dt)
+                    b = held.put(rng.standard_normal((kk, n), dtype=np.float32), dt_b)
                 sa, sb = _scale(held, rng, ka, "a", m, n, kk), _scale(held, rng, kb, "b", m, n, kk)
                 c = held.put(rng.standard_normal((m, n), dtype=np.float32), od) if beta else None
                 out = c if c is not None else held.nan((m, n), od)
