@@ -4,7 +4,7 @@
 # included), `cute-gemm check`, and a short benchmark against cuBLAS.
 #
 #   device run:  bash scripts/gpu_check.sh            (carry: .whl, and .cgpack if present)
-#   env: STAGE=test | tensor | gpu | bench | all | sanitize (default all. A device call is limited
+#   env: STAGE=test | tensor | gpu | fp8 | bench | all | sanitize (default all. A device call is limited
 #        to 10 minutes: test, tensor and bench go in three back-to-back calls, test in two
 #        (PART=1, 2) on a freshly started machine. test: compile,
 #        the suite but the tensor-core GPU files, `cute-gemm check`; tensor: those files
@@ -40,6 +40,19 @@ if [ "$STAGE" = gpu ]; then
       tests/test_streamk.py -n "${JOBS:-14}" -q -ra -p no:cacheprovider --timeout 300 ${PYTEST_ARGS:-} \
       2>&1 | grep -v "PytestBenchmarkWarning\|warner(" | tee "$OUT/pytest_gpu.txt" | grep -v "^SKIPPED" | tail -40
   pack_cache
+  exit 0
+fi
+# STAGE=fp8: the 8-bit kernel alone — its GPU tests (ids streamed: -v), the fp8 bench (JSON
+# and the accuracy plot into $OUT), and the configuration probe where .probe/fp8_probe.py is
+# carried
+if [ "$STAGE" = fp8 ]; then
+  echo "== pytest, the 8-bit GPU tests"
+  python3 -m pytest tests/test_fp8_gpu.py tests/test_epilogue_gpu.py -k "fp8 or Fp8" -n "${JOBS:-14}" -v \
+      -p no:cacheprovider --timeout 300 ${PYTEST_ARGS:-} 2>&1 | tee "$OUT/pytest_fp8.txt" \
+      | grep -E "PASSED|FAILED|ERROR|passed|failed" | grep -v "PASSED" | tail -40
+  echo "== bench --size fp8"
+  python3 -m cute_gemm.cli bench --size "fp8:${FP8_COUNT:-6}" --out "$OUT" 2>&1 | tee "$OUT/bench_fp8.txt" | tail -25
+  [ -f .probe/fp8_probe.py ] && { echo "== probe"; python3 .probe/fp8_probe.py 2>&1 | tail -30; }
   exit 0
 fi
 # the tensor-core GPU tests, a call of their own: with them the suite ran past ten minutes on the H200
