@@ -19,6 +19,7 @@ from cute_gemm import Epilogue, registry
 from cute_gemm.check import THRESHOLD, gauge_ratio, reference, unit
 from cute_gemm.driver.epilogue import host_vector
 from cute_gemm.registry.epilogue import ACTIVATIONS
+from cute_gemm.base.precisions import PRECISION_DTYPE, PRECISION_DTYPE_B
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
@@ -87,9 +88,10 @@ CASES = ([(name, prec, FULLEST) for name, prec in _combos()]
 def test_fused_kernels_apply_their_epilogues(name, precision, spec):
     _runs_here(name)
     gen = torch.Generator(device="cuda").manual_seed(11)
-    dt = OPERAND[precision]
     m, n, k = 77, 45, 129 if "tiny" not in name else 19
-    a, b, c = _rand((m, k), dt, gen), _rand((k, n), dt, gen), _rand((m, n), "float32", gen)
+    a = _rand((m, k), PRECISION_DTYPE[precision], gen)
+    b = _rand((k, n), PRECISION_DTYPE_B[precision], gen)
+    c = _rand((m, n), "float32", gen)
     ep = _epilogue(spec, m, n, "float32", gen)
     out = torch.full((m, n), float("nan"), device="cuda")
     got = cute_gemm.run(name, a, b, out=out, precision=precision, epilogue=ep)
