@@ -92,7 +92,6 @@ class WgmmaWsConfig(FixedTile):
     promote: int = 0                 # k-tiles per tensor-core sum, added into a float32 sum (0: never)
     tail_split: int = 0              # the last wave's units cut along K into up to this many pieces
     split_parts: int = 0             # 2: A and B are cute_3xtf32's split, read as three products
-    in_flight: int = 1               # k-tiles a warpgroup has in the tensor cores (2: promoted sums)
     only: str = ""                   # "tf32"/"fp16": only that k-major entry (cute_3xtf32's GEMMs); "fp8"
 
     def __post_init__(self):
@@ -104,8 +103,6 @@ class WgmmaWsConfig(FixedTile):
             raise ValueError("setmaxnreg: more registers than one CTA has (65536 / 128 per warpgroup)")
         if self.only not in _WS_ONLY:
             raise ValueError(f"only: one of {tuple(_WS_ONLY)}")
-        if self.in_flight not in (1, 2) or (self.in_flight == 2 and self.only != "fp8"):
-            raise ValueError("in_flight: 1, or 2 (two accumulators in turn) for 8-bit operands")
         if (self.only == "fp8") != (self.promote == 1):
             raise ValueError("8-bit wgmma sums are promoted every k-tile (promote 1), and only they")
 

@@ -44,7 +44,6 @@ __device__ __forceinline__ void consume_scaled(Mma const& mma, Ring* ring,
   Tensor tCrB = thr_mma.make_fragment_B(thr_mma.partition_B(sB));         // (MMA,MMA_N,MMA_K,PIPE)
   Tensor acc = partition_fragment_C(thr_mma, Shape<Int<kBlkM>, Int<kBlkN>>{});  // (MMA,MMA_M,MMA_N)
   Tensor sum = make_fragment_like(acc);                                     // (MMA,MMA_M,MMA_N)
-  Tensor acc2 = make_fragment_like(acc);                                    // (in_flight 2)
   Tensor rows = thr_mma.partition_C(make_identity_tensor(Shape<Int<kBlkM>, Int<kBlkN>>{}));
   Mma mma_first = mma;                                     // (scale-d 0: D = A B)
   mma_first.accumulate_ = GMMA::ScaleOut::Zero;
@@ -75,69 +74,25 @@ __device__ __forceinline__ void consume_scaled(Mma const& mma, Ring* ring,
         f1 = fb * e.block_a(min(row0 + 8, M - 1), g);
       }
     };
-    // a k-tile's wgmmas into accumulator a (the first one overwrites it), committed as a batch
-    auto issue = [&](auto& a, int s) {
-      warpgroup_fence_operand(a);
-      warpgroup_arrive();
-      gemm(mma_first, tCrA(_, _, 0, s), tCrB(_, _, 0, s), a);
-      CUTE_UNROLL
-      for (int kb = 1; kb < size<2>(tCrA); ++kb) gemm(mma, tCrA(_, _, kb, s), tCrB(_, _, kb, s), a);
-      warpgroup_commit_batch();
-    };
-    // a finished k-tile's sum in a, scaled, into the float32 sum
-    auto promote = [&](auto& a) {
-      warpgroup_fence_operand(a);
-      CUTE_UNROLL
-      for (int i = 0; i < size(a); ++i) {
-        const int dr = get<0>(rows(i)) - get<0>(rows(0));   // 0 or 8, known when unrolled
-        sum(i) = fmaf(dr == 0 ? f0 : f1, a(i), sum(i));
-      }
-    };
     factors(0);
-    if constexpr (WsConfig::in_flight == 1) {
-      for (int t = 0; t < run; ++t, st.advance()) {
-        ring->wait(st);
-        issue(acc, st.index);
-        warpgroup_wait<0>();
-        if (releaser) ring->template release<kCluster>(st.index);
-        promote(acc);
-        factors(t + 1);                                    // (loaded under the next k-tile)
+    for (int t = 0; t < run; ++t, st.advance()) {
+      ring->wait(st);
+      const int s = st.index;
+      warpgroup_fence_operand(acc);
+      warpgroup_arrive();
+      gemm(mma_first, tCrA(_, _, 0, s), tCrB(_, _, 0, s), acc);
+      CUTE_UNROLL
+      for (int kb = 1; kb < size<2>(tCrA); ++kb) gemm(mma, tCrA(_, _, kb, s), tCrB(_, _, kb, s), acc);
+      warpgroup_commit_batch();
+      warpgroup_wait<0>();
+      warpgroup_fence_operand(acc);
+      if (releaser) ring->template release<kCluster>(s);
+      CUTE_UNROLL
+      for (int i = 0; i < size(acc); ++i) {
+        const int dr = get<0>(rows(i)) - get<0>(rows(0));   // 0 or 8, known when unrolled
+        sum(i) = fmaf(dr == 0 ? f0 : f1, acc(i), sum(i));
       }
-    } else {
-      // two accumulators taken in turn: k-tile t's wgmmas are issued before k-tile t - 1's
-      // sum is promoted, so the promotion runs under them; nothing is in flight across the
-      // loop's back edge (ptxas serializes a pipeline stage it cannot follow through one)
-      auto load = [&](auto& a) {                           // the next k-tile into a
-        ring->wait(st);
-        issue(a, st.index);
-      };
-      auto land = [&]() {                                  // its wgmmas done: free the stage
-        warpgroup_wait<0>();
-        if (releaser) ring->template release<kCluster>(st.index);
-        st.advance();
-      };
-      load(acc);
-      land();
-      int t = 1;
-      for (; t + 1 < run; t += 2) {
-        load(acc2);
-        promote(acc);
-        factors(t);
-        land();
-        load(acc);
-        promote(acc2);
-        factors(t + 1);
-        land();
-      }
-      if (t < run) {
-        load(acc2);
-        promote(acc);
-        factors(t);
-        land();
-        promote(acc2);
-      } else {
-        promote(acc);
-      }
+      factors(t + 1);                                      // (loaded under the next k-tile)
     }
     if (m_blk * kBlkM >= M) continue;                      // a cluster's tile past M: no partial
     if (!piece_done<128 * WsConfig::consumers, kCluster, false>(sum, sum, split, item, ws, thread,
