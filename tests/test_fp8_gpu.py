@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import cute_gemm
-from cute_gemm import Epilogue
+from cute_gemm import Epilogue, registry
 from cute_gemm.check import THRESHOLD, gauge_ratio, reference, unit
 
 pytestmark = pytest.mark.gpu
@@ -24,6 +24,7 @@ torch = pytest.importorskip("torch")
 from test_batched_gpu import TORCH, _runs_here  # noqa: E402
 
 KERNEL = "cute_wgmma_ws_fp8"
+KERNELS = [k.name for k in registry.kernels() if "fp8_e4m3" in k.precisions]     # every 8-bit one
 # precision -> (A's type, B's type)
 FP8 = {"fp8_e4m3": ("float8_e4m3fn",) * 2, "fp8_e5m2": ("float8_e5m2",) * 2,
        "fp8_e4m3_e5m2": ("float8_e4m3fn", "float8_e5m2"),
@@ -65,12 +66,13 @@ SHAPES = [(1, 1, 1), (7, 13, 5), (64, 128, 128), (131, 257, 300), (333, 96, 1029
 @pytest.mark.parametrize("out_dtype", ["float32", "bfloat16", "float16"])
 @pytest.mark.parametrize("precision", list(FP8))
 @pytest.mark.parametrize("m,n,k", SHAPES, ids=str)
-def test_random_shapes_and_results(m, n, k, precision, out_dtype):
+@pytest.mark.parametrize("name", KERNELS + ["auto"])
+def test_random_shapes_and_results(name, m, n, k, precision, out_dtype):
     gen = torch.Generator(device="cuda").manual_seed(m * 7919 + n * 31 + k)
     da, db = FP8[precision]
     a, w = _fp8((m, k), da, gen), _fp8((n, k), db, gen)        # w: a linear layer's (N, K)
     out = torch.full((m, n), float("nan"), device="cuda", dtype=TORCH[out_dtype])
-    got = cute_gemm.gemm(a, w.T, out=out)
+    got = cute_gemm.run(name, a, w.T, out=out)
     torch.cuda.synchronize()
     assert got is out
     assert _ratio(got, a, w.T, precision=precision, out_dtype=out_dtype) <= THRESHOLD
@@ -173,7 +175,8 @@ BLOCKS = [(77, 300, 1000), (256, 384, 4096), (27, 1000, 8200), (1, 129, 129)]
 
 @pytest.mark.parametrize("m,n,k", BLOCKS, ids=str)
 @pytest.mark.parametrize("sides", ["both", "a", "b"])
-def test_block_scales(m, n, k, sides):
+@pytest.mark.parametrize("name", KERNELS)
+def test_block_scales(name, m, n, k, sides):
     """DeepSeek-V3's layout: A's scales per row and 128 k, B's per 128 x 128 block (applied
     where the kernel adds a window of 128 k into its float32 sums); the other operand's per
     row / column where only one side has blocks. A's scales column-major, as cuBLASLt wants
@@ -186,7 +189,7 @@ def test_block_scales(m, n, k, sides):
     sa = pos(kw, m).T if sides in ("both", "a") else pos(m, 1)
     sb = pos(kw, nw) if sides in ("both", "b") else pos(1, n)
     out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-    cute_gemm.gemm(a, w.T, out=out, scale_a=sa, scale_b=sb)
+    cute_gemm.run(name, a, w.T, out=out, scale_a=sa, scale_b=sb)
     torch.cuda.synchronize()
     blocks = dict(blocks_a=sa if sides != "b" else None, blocks_b=sb if sides != "a" else None,
                   scale_rows=sa if sides == "b" else None, scale_cols=sb if sides == "a" else None)

@@ -110,14 +110,15 @@ class WgmmaWsConfig(FixedTile):
     def takes_epilogue(self) -> bool:
         """Whether a fused epilogue fits: not beside the two accumulators of a promoted tile
         wider than 128 columns (cute_wgmma_ws_promote's 2 x 96 registers: the epilogue
-        spilled and serialized its wgmmas)."""
-        return self.promote == 0 or self.blk_n <= 128
+        spilled and serialized its wgmmas); the 8-bit consumer computes such a tile in parts."""
+        return self.promote == 0 or self.blk_n <= 128 or self.only == "fp8"
 
     @property
     def block_scales(self) -> bool:
         """Whether its 8-bit entries apply block scales (1 x 128 of A, 128 x 128 of B) where
-        they promote: k-tiles of 128 k, tiles 128 columns wide (sm90_consumer_scaled.cuh)."""
-        return self.only == "fp8" and self.k_bytes == 128 and self.blk_n == 128
+        they promote: k-tiles of 128 k, each part of a tile's columns within one of B's
+        blocks (sm90_consumer_scaled.cuh)."""
+        return self.only == "fp8" and self.k_bytes == 128 and self.blk_n in (64, 128, 256)
 
     @property
     def threads(self) -> int:
@@ -229,10 +230,13 @@ HOPPER: list[Kernel] = [
     # accumulators; windows of 3 k-tiles (cute_3xtf32.md#the-accumulation, #the-last-wave)
     _wgmma_ws("cute_wgmma_ws_promote", WgmmaWsConfig(blk_n=192, promote=3, tail_split=8, only="tf32")),
     # 8-bit operands: the tensor cores' sum of each 128-k k-tile promoted into float32 (as
-    # DeepGEMM does; sm90_consumer_scaled.cuh); 64x128 a warpgroup leaves the epilogue
-    # registers; clusters of 2 halve B's traffic
-    gemm_candidate(_wgmma_ws("cute_wgmma_ws_fp8", WgmmaWsConfig(blk_n=128, stages=6, k_bytes=128, cluster_m=2,
+    # DeepGEMM does; sm90_consumer_scaled.cuh), 128x256 tiles computed in two parts of 128
+    # columns (the sum and one part's accumulator fit beside the epilogue); clusters of 2
+    # halve B's traffic. 128x128: more tiles for the problems whose 128x256 ones leave SMs idle
+    gemm_candidate(_wgmma_ws("cute_wgmma_ws_fp8", WgmmaWsConfig(blk_n=256, stages=4, k_bytes=128, cluster_m=2,
                                                  promote=1, tail_split=8, only="fp8"))),
+    gemm_candidate(_wgmma_ws("cute_wgmma_ws_fp8_128x128", WgmmaWsConfig(blk_n=128, stages=6, k_bytes=128,
+                                                         cluster_m=2, promote=1, tail_split=8, only="fp8"))),
     # why a pre-pass and not a split inside the GEMM: docs/design/cute_3xtf32.md
     gemm_candidate(_three_tf32("cute_3xtf32", _3XTF32_GEMM)),
 ]

@@ -86,6 +86,22 @@ struct Epilogue {
     }
     return alpha;
   }
+  // the same in two steps, for a kernel with registers to spare (the sm90 stores): a vector
+  // of stride 0 (a per-tensor scale) once a tile, into alpha; per element only the others
+  __device__ __forceinline__ float tile_scale(float alpha) const {
+    if constexpr (kScale) {
+      if (p->srow != nullptr && p->srow_s == 0) alpha *= vector_at<TV>(p->srow, 0);
+      if (p->scol != nullptr && p->scol_s == 0) alpha *= vector_at<TV>(p->scol, 0);
+    }
+    return alpha;
+  }
+  __device__ __forceinline__ float element_scale(float alpha, int i, int j) const {
+    if constexpr (kScale) {
+      if (p->srow != nullptr && p->srow_s != 0) alpha *= vector_at<TV>(p->srow, i * p->srow_s);
+      if (p->scol != nullptr && p->scol_s != 0) alpha *= vector_at<TV>(p->scol, j * p->scol_s);
+    }
+    return alpha;
+  }
 
   // bias, activation and clamp on the value alpha' * acc + beta * C of (i, j)
   __device__ __forceinline__ float finish(float v, int i, int j) const {
@@ -104,6 +120,10 @@ struct Transposed {
   static constexpr bool kNone = E::kNone, kBlocks = false;
   E e;
   __device__ __forceinline__ float scale(float alpha, int i, int j) const { return e.scale(alpha, j, i); }
+  __device__ __forceinline__ float tile_scale(float alpha) const { return e.tile_scale(alpha); }
+  __device__ __forceinline__ float element_scale(float alpha, int i, int j) const {
+    return e.element_scale(alpha, j, i);
+  }
   __device__ __forceinline__ float finish(float v, int i, int j) const { return e.finish(v, j, i); }
 };
 template <class E>

@@ -20,12 +20,17 @@
 
 namespace cg::sm90 {
 
-// mma: the TiledMMA of the whole BLK_M x BLK_N tile; split: the walk's items
+// mma: the TiledMMA of the whole BLK_M x BLK_N tile (its accumulator layout is the float32
+// sum's and the epilogue's); part: the same atom over a part of the tile's columns (at most
+// 128: the whole tile when it is no wider), computed and promoted one part after the other,
+// so a tile 256 wide needs the sum and one part's accumulator (2 x 64 + 64 registers), not
+// two whole ones. A part's accumulator maps onto its stretch of the sum's registers (the
+// wgmma accumulator's columns go 8 per 4 registers, in order). split: the walk's items
 // (sm90_tail_split.cuh), a cut one's partial sums in ws; E: the epilogue, whose block scales
 // (E::kBlocks: A's per row and k-tile, B's per k-tile and 128 columns) scale each k-tile.
-template <class WsConfig, class TC, int kCluster, class OpA, class OpB, class Mma, class Ring,
-          class Tiles, class E>
-__device__ __forceinline__ void consume_scaled(Mma const& mma, Ring* ring,
+template <class WsConfig, class TC, int kCluster, class OpA, class OpB, class Mma, class Part,
+          class Ring, class Tiles, class E>
+__device__ __forceinline__ void consume_scaled(Mma const& mma, Part const& part, Ring* ring,
                                                typename OpA::Elem* smemA,
                                                typename OpB::Elem* smemB, Tiles const& tiles,
                                                TailSplit split, float* ws, int stride, int rank,
@@ -33,25 +38,37 @@ __device__ __forceinline__ void consume_scaled(Mma const& mma, Ring* ring,
                                                int M, int N, float alpha, float beta, E e) {
   using namespace cute;
   constexpr int kBlkM = WsConfig::blk_m, kBlkN = WsConfig::blk_n, kStages = WsConfig::stages;
+  constexpr int kPartN = decltype(size<1>(typename Part::AtomShape_MNK{}))::value;
+  constexpr int kParts = kBlkN / kPartN;
   using State = RingState<kStages>;
   setmaxnreg_inc<WsConfig::consumer_regs>();
   const int thread = threadIdx.x - 128;                    // within the consumer warpgroups
   const bool releaser = threadIdx.x % 32 == 0;             // one arrival per warp
   Tensor sA = make_tensor(make_smem_ptr(smemA), typename OpA::Layout{});   // (BLK_M,BLK_K,PIPE)
   Tensor sB = make_tensor(make_smem_ptr(smemB), typename OpB::Layout{});   // (BLK_N,BLK_K,PIPE)
+  constexpr int kBlkK = decltype(size<1>(sB))::value;
+  Tensor sBp = flat_divide(sB, Shape<Int<kPartN>, Int<kBlkK>>{});         // (PART_N,BLK_K,PARTS,1,PIPE)
   ThrMMA thr_mma = mma.get_slice(thread);
+  ThrMMA thr_part = part.get_slice(thread);
+  // (the part atom splits N only: its A descriptors are the whole one's)
   Tensor tCrA = thr_mma.make_fragment_A(thr_mma.partition_A(sA));         // (MMA,MMA_M,MMA_K,PIPE)
-  Tensor tCrB = thr_mma.make_fragment_B(thr_mma.partition_B(sB));         // (MMA,MMA_N,MMA_K,PIPE)
-  Tensor acc = partition_fragment_C(thr_mma, Shape<Int<kBlkM>, Int<kBlkN>>{});  // (MMA,MMA_M,MMA_N)
-  Tensor sum = make_fragment_like(acc);                                     // (MMA,MMA_M,MMA_N)
-  Tensor rows = thr_mma.partition_C(make_identity_tensor(Shape<Int<kBlkM>, Int<kBlkN>>{}));
-  Mma mma_first = mma;                                     // (scale-d 0: D = A B)
-  mma_first.accumulate_ = GMMA::ScaleOut::Zero;
+  Tensor tPrB0 = thr_part.make_fragment_B(thr_part.partition_B(sBp(_, _, 0, 0, _)));  // (MMA,MMA_N,MMA_K,PIPE)
+  Tensor tPrB1 = thr_part.make_fragment_B(thr_part.partition_B(sBp(_, _, kParts - 1, 0, _)));
+  Tensor sum = partition_fragment_C(thr_mma, Shape<Int<kBlkM>, Int<kBlkN>>{});  // (MMA,MMA_M,MMA_N)
+  Tensor acc = partition_fragment_C(thr_part, Shape<Int<kBlkM>, Int<kPartN>>{});  // (MMA,MMA_M,MMA_N)
+  constexpr int kPartSize = decltype(size(acc))::value;
+  Tensor sum0 = make_tensor(sum.data(), acc.layout());                     // a part's stretch of sum
+  Tensor sum1 = make_tensor(sum.data() + (kParts - 1) * kPartSize, acc.layout());
+  Tensor rows = thr_part.partition_C(make_identity_tensor(Shape<Int<kBlkM>, Int<kPartN>>{}));
+  Part part_first = part;                                  // (scale-d 0: D = A B)
+  part_first.accumulate_ = GMMA::ScaleOut::Zero;
 
   // Preconditions
   static_assert(sizeof(typename OpA::Elem) == 1, "8-bit operands");
-  static_assert(!E::kBlocks || (kBlkN == 128 && decltype(size<1>(sA))::value == 128),
-                "block scales: k-tiles of 128 k, tiles 128 columns wide");
+  static_assert(kParts == 1 || kParts == 2, "a tile: one part, or two");
+  CUTE_STATIC_ASSERT_V(size(sum) == Int<kParts * kPartSize>{});
+  static_assert(!E::kBlocks || (128 % kPartN == 0 && kBlkK == 128),
+                "block scales: k-tiles of 128 k, each part within one of B's 128-column blocks");
 
   State st;
   for (int item = first_unit<kCluster>(); item < split.items(tiles.count()); item += stride) {
@@ -61,37 +78,47 @@ __device__ __forceinline__ void consume_scaled(Mma const& mma, Ring* ring,
     const int m_blk = m_unit * kCluster + rank;
     // a cut unit's piece: its own k-tiles, from k-tile t0 (the producer's stream)
     const int run = split.run(item, k_tiles), t0 = split.piece(item) * run;
-    // the block scales of k-tile t: f0 for this thread's first row r, f1 for r + 8 (the
-    // wgmma accumulator gives each thread rows r and r + 8 of its warp's 16), rows past M
-    // clamped (they compute zeros), k-tiles past K too (zero-filled)
+    // the block scales of k-tile t: fa0 for this thread's first row r, fa1 for r + 8 (the
+    // wgmma accumulator gives each thread rows r and r + 8 of its warp's 16), fb[p] for part
+    // p's columns; rows, blocks and k-tiles past the end clamped (they compute zeros)
     const int row0 = m_blk * kBlkM + get<0>(rows(0));
-    float f0 = 1.0f, f1 = 1.0f;
+    const int col0 = n_blk * kBlkN;
+    float fa0 = 1.0f, fa1 = 1.0f, fb[kParts];
+    CUTE_UNROLL
+    for (int p = 0; p < kParts; ++p) fb[p] = 1.0f;
     auto factors = [&](int t) {
       if constexpr (E::kBlocks) {
         const int g = min(t0 + t, k_tiles - 1);
-        const float fb = e.block_b(n_blk, g);
-        f0 = fb * e.block_a(min(row0, M - 1), g);
-        f1 = fb * e.block_a(min(row0 + 8, M - 1), g);
+        fa0 = e.block_a(min(row0, M - 1), g);
+        fa1 = e.block_a(min(row0 + 8, M - 1), g);
+        CUTE_UNROLL
+        for (int p = 0; p < kParts; ++p) fb[p] = e.block_b(min(col0 + p * kPartN, N - 1) / 128, g);
+      }
+    };
+    // part p of k-tile stage s: its wgmmas (the first overwrites acc), waited for; then
+    // acc, times the k-tile's block scales, added into the sum's part
+    auto compute = [&](auto const& tPrB, auto& sum_p, float fb_p, int s, bool last) {
+      warpgroup_fence_operand(acc);
+      warpgroup_arrive();
+      gemm(part_first, tCrA(_, _, 0, s), tPrB(_, _, 0, s), acc);
+      CUTE_UNROLL
+      for (int kb = 1; kb < size<2>(tCrA); ++kb) gemm(part, tCrA(_, _, kb, s), tPrB(_, _, kb, s), acc);
+      warpgroup_commit_batch();
+      warpgroup_wait<0>();
+      warpgroup_fence_operand(acc);
+      if (last && releaser) ring->template release<kCluster>(s);
+      const float f0 = fa0 * fb_p, f1 = fa1 * fb_p;
+      CUTE_UNROLL
+      for (int i = 0; i < size(acc); ++i) {
+        const int dr = get<0>(rows(i)) - get<0>(rows(0));   // 0 or 8, known when unrolled
+        sum_p(i) = fmaf(dr == 0 ? f0 : f1, acc(i), sum_p(i));
       }
     };
     factors(0);
     for (int t = 0; t < run; ++t, st.advance()) {
       ring->wait(st);
-      const int s = st.index;
-      warpgroup_fence_operand(acc);
-      warpgroup_arrive();
-      gemm(mma_first, tCrA(_, _, 0, s), tCrB(_, _, 0, s), acc);
-      CUTE_UNROLL
-      for (int kb = 1; kb < size<2>(tCrA); ++kb) gemm(mma, tCrA(_, _, kb, s), tCrB(_, _, kb, s), acc);
-      warpgroup_commit_batch();
-      warpgroup_wait<0>();
-      warpgroup_fence_operand(acc);
-      if (releaser) ring->template release<kCluster>(s);
-      CUTE_UNROLL
-      for (int i = 0; i < size(acc); ++i) {
-        const int dr = get<0>(rows(i)) - get<0>(rows(0));   // 0 or 8, known when unrolled
-        sum(i) = fmaf(dr == 0 ? f0 : f1, acc(i), sum(i));
-      }
+      compute(tPrB0, sum0, fb[0], st.index, kParts == 1);
+      if constexpr (kParts == 2) compute(tPrB1, sum1, fb[1], st.index, true);
       factors(t + 1);                                      // (loaded under the next k-tile)
     }
     if (m_blk * kBlkM >= M) continue;                      // a cluster's tile past M: no partial

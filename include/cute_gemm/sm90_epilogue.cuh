@@ -72,8 +72,8 @@ __device__ __forceinline__ void store_rows_16B(Thr const& thr, Acc const& acc, T
               w[s] = pack_pair<TC>(alpha * acc(i0 + 4 * s, mm, nn), alpha * acc(i0 + 4 * s + 1, mm, nn));
             } else {
               const int r = m0 + get<0>(tCcC(i0 + 4 * s, mm, nn)), c = n0 + get<1>(tCcC(i0 + 4 * s, mm, nn));
-              w[s] = pack_pair<TC>(e.finish(e.scale(alpha, r, c) * acc(i0 + 4 * s, mm, nn), r, c),
-                                   e.finish(e.scale(alpha, r, c + 1) * acc(i0 + 4 * s + 1, mm, nn), r, c + 1));
+              w[s] = pack_pair<TC>(e.finish(e.element_scale(alpha, r, c) * acc(i0 + 4 * s, mm, nn), r, c),
+                                   e.finish(e.element_scale(alpha, r, c + 1) * acc(i0 + 4 * s + 1, mm, nn), r, c + 1));
             }
           }
           quad_transpose(w);
@@ -112,6 +112,7 @@ __device__ __forceinline__ void store_axpby(TiledMma const& mma, int thread, Acc
   Tensor tCcC = thr.partition_C(cC);                                                       // (MMA,MMA_M,MMA_N)
   CUTE_STATIC_ASSERT_V(size(tCgC) == size(acc));                                          // one value each
   const int rows = M - m0, cols = N - n0;
+  alpha = e.tile_scale(alpha);                             // (per element: e.element_scale)
   // Row-major 16-bit C, rows 16-byte aligned, nothing to read: 16-byte stores (above).
   if constexpr (sizeof(TC) == 2) {
     if (beta == 0.0f && sCn == 1 && sCm % 8 == 0 && reinterpret_cast<unsigned long long>(C) % 16 == 0) {
@@ -132,7 +133,7 @@ __device__ __forceinline__ void store_axpby(TiledMma const& mma, int thread, Acc
     auto put = [&](int i) {
       TC* p = &tCgR(i);
       const int r = m0 + get<0>(tCcC(i)), c = n0 + get<1>(tCcC(i));   // (folds away without e)
-      float v0 = e.scale(alpha, r, c) * acc(i), v1 = e.scale(alpha, r, c + 1) * acc(i + 1);
+      float v0 = e.element_scale(alpha, r, c) * acc(i), v1 = e.element_scale(alpha, r, c + 1) * acc(i + 1);
       if (beta != 0.0f) {
         const Pair old = *reinterpret_cast<const Pair*>(p);
         v0 += beta * float(old.x);
@@ -153,7 +154,7 @@ __device__ __forceinline__ void store_axpby(TiledMma const& mma, int thread, Acc
         put(i);
       } else {
         TC* p = &tCgR(i);
-        const float a = e.scale(alpha, m0 + r, n0 + c);
+        const float a = e.element_scale(alpha, m0 + r, n0 + c);
         *p = TC(e.finish(beta == 0.0f ? a * acc(i) : a * acc(i) + beta * float(*p), m0 + r, n0 + c));
       }
     }
@@ -164,14 +165,14 @@ __device__ __forceinline__ void store_axpby(TiledMma const& mma, int thread, Acc
     for (int i = 0; i < size(acc); ++i) {
       const int r = get<0>(tCcC(i)), c = get<1>(tCcC(i));
       if (r < rows && c < cols)
-        tCgC(i) = TC(e.finish(e.scale(alpha, m0 + r, n0 + c) * acc(i), m0 + r, n0 + c));
+        tCgC(i) = TC(e.finish(e.element_scale(alpha, m0 + r, n0 + c) * acc(i), m0 + r, n0 + c));
     }
   } else {
     CUTE_UNROLL
     for (int i = 0; i < size(acc); ++i) {
       const int r = get<0>(tCcC(i)), c = get<1>(tCcC(i));
       if (r < rows && c < cols)
-        tCgC(i) = TC(e.finish(e.scale(alpha, m0 + r, n0 + c) * acc(i) + beta * float(tCgC(i)),
+        tCgC(i) = TC(e.finish(e.element_scale(alpha, m0 + r, n0 + c) * acc(i) + beta * float(tCgC(i)),
                               m0 + r, n0 + c));
     }
   }

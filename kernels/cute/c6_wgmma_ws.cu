@@ -235,9 +235,14 @@ __device__ CG_INLINE_IF_FUSED void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), cons
                                                          ws, stride, rank, k_tiles, C, sCm,
                                                          sCn, M, N, alpha, beta, epi);
   } else if constexpr (sizeof(T) == 1) {
-    cg::sm90::consume_scaled<Config, TC, kCluster, OpA, OpB>(mma, ring, smemA, smemB, tiles, split,
-                                                             ws, stride, rank, k_tiles, C, sCm,
-                                                             sCn, M, N, alpha, beta, epi);
+    // the same atom over parts of at most 128 columns, computed one after the other
+    TiledMMA part = make_tiled_mma(
+        GMMA::ss_op_selector<T, TB, float, Shape<_64, Int<(kBlkN > 128 ? kBlkN / 2 : kBlkN)>, Int<kBlkK>>,
+                             MajA, MajB>(),
+        Layout<Shape<Int<Config::consumers>, _1, _1>>{});
+    cg::sm90::consume_scaled<Config, TC, kCluster, OpA, OpB>(mma, part, ring, smemA, smemB, tiles,
+                                                             split, ws, stride, rank, k_tiles, C,
+                                                             sCm, sCn, M, N, alpha, beta, epi);
   } else if constexpr (Config::promote > 0) {
     // the same atom over half the tile's columns: the k-tiles consume_promoted splits
     TiledMMA half = make_tiled_mma(
