@@ -387,6 +387,9 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
     if choice is not None:
         # the pick: how it runs (transposed, split along K) and, where another arithmetic
         # keeps the precision's promise, in which; the pick computes it (auto.candidates)
+        if choice.transposed and epi is not None and epi.spec.blocks:
+            # block scales are per row of A and per 128 columns of B: no entry reads them on C^T
+            choice = replace(choice, transposed=False, why=f"{choice.why}; block scales: as given")
         k, pick, prec = registry.get(choice.kernel), choice.pick, choice.precision or prec
         if picked_on is not None and epi is None:   # what runs while the pick compiles, if it must
             stand_in = standin.stand_in(k, prec, out_dtype, launch.device_info(ordinal).arch_int)

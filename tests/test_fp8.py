@@ -11,7 +11,7 @@ import cute_gemm
 import stub_driver
 from cute_gemm import registry
 from cute_gemm.base.precisions import DTYPE, PRECISION
-from cute_gemm.driver import launch
+from cute_gemm.driver import kernel_args, launch
 from cute_gemm.driver.arrays import parse
 from stub_driver import Dev
 
@@ -191,6 +191,30 @@ def test_a_block_scaled_call_compiles_them_in_and_passes_them(monkeypatch):
         cute_gemm.run("cute_wgmma_ws", Dev((m, k), 0x1000_0000, strides=(2 * k, 2), typestr="<f2"),
                       Dev((k, n), 0x2000_0000, strides=(2, 2 * k), typestr="<f2"),
                       epilogue=cute_gemm.Epilogue(blocks_a=sa), out=out)
+
+
+def test_a_block_scaled_call_runs_a_transposed_pick_as_given(monkeypatch):
+    """The pick may run a problem transposed (C^T = B^T A^T); block scales are per row of A
+    and per 128 columns of B, which no entry reads on C^T: the call runs the picked kernel
+    on the problem as given."""
+    from cute_gemm.select import auto
+    from cute_gemm.select.choice import Choice
+    events = stub_driver.install(monkeypatch)
+    monkeypatch.setattr(launch, "device_info", lambda ordinal=None: stub_driver.H100)
+    monkeypatch.setattr(auto, "choose", lambda *a, **k: Choice("cute_wgmma_ws_fp8", True, why="test"))
+    m, n, k = 672, 1176, 512
+    a = _Fp8((m, k), 0x1000_0000, (k, 1))
+    b = _Fp8((k, n), 0x2000_0000, (1, k))
+    out = Dev((m, n), 0x3000_0000, strides=(2 * n, 2), typestr="<f2")
+    sa = Dev((m, 4), 0x4000_0000, strides=(4, 4 * m))
+    sb = Dev((4, 10), 0x5000_0000, strides=(40, 4))
+    cute_gemm.gemm(a, b, out=out, scale_a=sa, scale_b=sb)
+    ((_, entry, _, _, raw),) = stub_driver.launches(events)
+    assert entry.startswith("cute_wgmma_ws_fp8_e4m3_fp16_ak_bk"), entry
+    g = (kernel_args.GemmArgsTmaWsEpi if entry.endswith("_cut") else kernel_args.GemmArgsTmaEpi
+         ).from_buffer_copy(raw)
+    assert (g.epi.blk_a, g.epi.blk_b) == (0x4000_0000, 0x5000_0000)
+    assert (g.M, g.N) == (m, n)                                   # not C^T's (n, m)
 
 
 def test_no_products_run_the_epilogue_in_a_precision_of_its_own(monkeypatch):
