@@ -339,6 +339,25 @@ def test_a_repeat_call_takes_the_hot_path_with_its_own_vectors(events, monkeypat
     assert len(validated) == 2
 
 
+def test_a_repeat_call_of_a_transposed_pick_swaps_its_vectors_on_the_hot_path(events, monkeypatch):
+    """A pick that runs C^T = B^T A^T swaps the row and column vectors; the hot path's
+    repeat call (its epilogue values a positional tuple) swaps them the same way."""
+    from cute_gemm import api
+    from cute_gemm.select import auto
+    from cute_gemm.select.choice import Choice
+    monkeypatch.setattr(api, "_count", [1])            # one GPU: the hot path's condition
+    monkeypatch.setattr(auto, "choose", lambda *a, **k: Choice("cute_wgmma_ws", True, why="test"))
+    m, n, k = 64, 96, 48
+    a = Dev((m, k), 0x1000_0000, strides=(2 * k, 2), typestr="<f2")
+    b = Dev((k, n), 0x2000_0000, strides=(2, 2 * k), typestr="<f2")
+    o = Dev((m, n), 0x3000_0000)
+    for rows_at in (0x4000_0000, 0x5000_0000):
+        ep = Epilogue(scale_rows=Dev((1, m), rows_at), scale_cols=Dev((1, n), 0x6000_0000))
+        cute_gemm.gemm(a, b, out=o, epilogue=ep)
+        ((_, g),) = _epi_launches(events)[-1:]
+        assert (g.epi.srow, g.epi.scol) == (0x6000_0000, rows_at)   # C^T's rows: C's columns
+
+
 def test_gemm_choice_says_what_a_fused_call_runs():
     """Without a GPU (a described device): a large 16-bit layer keeps gemm()'s own pick,
     which takes an epilogue; fp32's pick (cute_pipelined) takes none, so a kernel that does."""

@@ -74,10 +74,12 @@ class LaunchPlan:
         return self.reduce_grid[0] > 0
 
 
-def transposed_epilogue(epi: EpiValues) -> EpiValues:
-    """A fused epilogue's run-time half for the entry that computes C^T: the bias's strides
-    along i and j exchanged, the row and column scales too. (Block scales are per row of A
-    and per 128 columns of B: no entry computes them on C^T, epilogue.cuh's Transposed.)"""
+def transposed_epilogue(epi: EpiValues | tuple) -> EpiValues:
+    """A fused epilogue's run-time half (EpiValues, or the hot path's positional tuple of its
+    fields: EpiValues.pointing) for the entry that computes C^T: the bias's strides along i
+    and j exchanged, the row and column scales too. (Block scales are per row of A and per
+    128 columns of B: no entry computes them on C^T, epilogue.cuh's Transposed.)"""
+    epi = EpiValues(*epi)
     if epi.blk_a or epi.blk_b:
         raise CuteGemmError("block scales on a launch that computes C^T (a kernel that "
                             "transposes cannot take them: Kernel.takes_block_scales)")
