@@ -32,7 +32,6 @@ EPI_TINY_MNK = (77, 45, 45)          # cute_tiny_k: its K is short (two k-tiles 
 # the walk of the 8-bit kernel cut along K (tests/test_fp8_gpu.py's shape: 8 units, 65 k-tiles)
 FP8_CUT = (27, 1000, 8200)
 FP8 = tuple(p.name for p in PRECISION.values() if p.itemsize == 1)    # one type, or one of each
-FP8_KERNEL = "cute_wgmma_ws_fp8"
 # the fullest epilogue: a bias (per column, then per row), row and column scales, GELU's tanh
 # form and the clamp; one compile per kernel and vector type (Kernel.with_epilogue)
 ACT, CLAMP = "gelu_tanh", (-1.5, 2.5)
@@ -411,16 +410,17 @@ def _scale(held: Held, rng, kind, side: str, m: int, n: int, kk: int):
     return held.put(x, "float32")
 
 
-def fp8_paths(quick: bool) -> list[bool]:
-    """cute_wgmma_ws_fp8 in every 8-bit precision (FP8) through run()'s scale_a / scale_b (FP8_CASES:
-    per tensor, per row and column, 1 x 128 and 128 x 128 block scales and mixes, float32,
+def fp8_paths(names: list[str], quick: bool) -> list[bool]:
+    """Each 8-bit kernel of `names` in every 8-bit precision (FP8) through run()'s scale_a /
+    scale_b (FP8_CASES: per tensor, per row and column, 1 x 128 and 128 x 128 block scales and mixes, float32,
     bfloat16 and float16 results, odd shapes with K not a multiple of 128, a walk cut along K
     (checked taken), alpha and beta with C, a B copied k-major), each against check.reference
     of the 8-bit values with the scales as the Epilogue's scale_rows / scale_cols / blocks."""
     rng = np.random.default_rng(23)
     oks = []
-    for label, (m, n, kk), ka, kb, od, alpha, beta, major in FP8_CASES:
-        group, held = Group("fp8", f"{label} {m}x{n}x{kk} ->{od}"), Held()
+    for name, (label, (m, n, kk), ka, kb, od, alpha, beta, major) in (
+            (x, case) for x in names for case in FP8_CASES):
+        group, held = Group("fp8", f"{name} {label} {m}x{n}x{kk} ->{od}"), Held()
         try:
             for prec in FP8:
                 dt, dt_b = PRECISION[prec].dtype, PRECISION[prec].b_dtype
@@ -433,7 +433,7 @@ def fp8_paths(quick: bool) -> list[bool]:
                 c = held.put(rng.standard_normal((m, n), dtype=np.float32), od) if beta else None
                 out = c if c is not None else held.nan((m, n), od)
                 got = _launch(group, prec, lambda: api.run(
-                    FP8_KERNEL, a[1], b[1], None if c is None else c[1], alpha=alpha, beta=beta,
+                    name, a[1], b[1], None if c is None else c[1], alpha=alpha, beta=beta,
                     out=out[1], precision=prec, scale_a=None if sa is None else sa[1],
                     scale_b=None if sb is None else sb[1]), lambda r: out[1].to_host())
                 if got is None:
@@ -446,7 +446,7 @@ def fp8_paths(quick: bool) -> list[bool]:
                 group.judge(prec, got, *check.reference(a[0], b[0], None if c is None else c[0],
                                                         alpha, beta, host), prec, od)
                 if (m, n, kk) == FP8_CUT and not any(_cut(p) or p.workspace_bytes
-                                                     for p in _plans(FP8_KERNEL, FP8_CUT, prec)):
+                                                     for p in _plans(name, FP8_CUT, prec)):
                     group.note(f"{prec}: the walk cut along K")
         finally:
             held.close()
@@ -462,7 +462,7 @@ def section_kernels(section: str, kernels: list[str]) -> list[str]:
         return [k.name for k in ks if k.batched and k.family != "util" and k.runs_on(arch)]
     if section == "epilogue":
         return [k.name for k in ks if k.takes_epilogue and k.runs_on(arch)]
-    return [k.name for k in ks if k.name == FP8_KERNEL and k.runs_on(arch)]
+    return [k.name for k in ks if set(FP8) & set(k.precisions) and k.runs_on(arch)]
 
 
 _DEVICE: list = []
@@ -503,8 +503,7 @@ def compile_list(sections: list[str], kernels: list[str], all_kernels: bool) -> 
                 c = api.gemm_choice(m, n, kk, precision=prec, out_dtype=od, device=_device(),
                                     epilogue=True)
                 names.append(registry.get(c.kernel).with_epilogue(full_spec()).name)
-    if "fp8" in sections and section_kernels("fp8", kernels):
-        k = registry.get(FP8_KERNEL)
-        names += [FP8_KERNEL] + [k.with_epilogue(EpilogueSpec(scale=s, blocks=bl)).name
-                                 for s, bl in ((True, False), (False, True), (True, True))]
+    for k in map(registry.get, section_kernels("fp8", kernels) if "fp8" in sections else ()):
+        names += [k.name] + [k.with_epilogue(EpilogueSpec(scale=s, blocks=bl)).name
+                             for s, bl in ((True, False), (False, True), (True, True))]
     return list(dict.fromkeys(names))

@@ -14,7 +14,7 @@ that do not merge, a batch of one, 16-bit results (batched_paths);
 epilogue: every kernel with a fused epilogue, each precision and result type, the fullest
 epilogue (bias per column and per row, row and column scales, gelu_tanh, clamp), on walks
 cut along K too, 16-bit vectors, and gemm()'s fused pick (epilogue_paths);
-fp8: cute_wgmma_ws_fp8 in fp8_e4m3 and fp8_e5m2 with per-tensor, per-row/column and
+fp8: each 8-bit kernel in every 8-bit precision with per-tensor, per-row/column and
 1x128 / 128x128 block scales, every result type, K not a multiple of 128, a walk cut along
 K, beta != 0 with C (fp8_paths).
 Every result is checked against float64 (check.reference and the gauge); the batched,
@@ -346,7 +346,7 @@ def main(argv=None) -> int:
                          lambda: epilogue_paths(names, not a.kernels, a.quick)) and ok
     if "fp8" in sections:
         names = section_kernels("fp8", kernels)
-        ok = new_section("fp8", names, lambda: fp8_paths(a.quick)) and ok
+        ok = new_section("fp8", names, lambda: fp8_paths(names, a.quick)) and ok
     print("sanitize workload:", "PASS" if ok else "FAIL")
     return 0 if ok else 1
 
