@@ -40,7 +40,7 @@ def row(m, n, k, times, layout="nn", precision="fp32", aligned=True, notes=None)
 
 
 def table(rows, gpu=H100.name, version=None, source="t.json"):
-    return Table(gpu, "sm_90", version or cute_gemm.__version__, "2026-11-25", 132, {}, list(rows),
+    return Table(gpu, "sm_90", version or autotable.tune_version(), "2026-11-25", 132, {}, list(rows),
                  source)
 
 
@@ -51,14 +51,15 @@ def test_table_round_trip_and_keying(tmp_path):
                    notes={"cute_pipelined": "FAIL: at (0, 0)"})])
     p = autotable.write(t, tmp_path / "x" / "t.json")
     d = json.loads(p.read_text())
-    assert d["gpu"] == H100.name and d["cute_gemm"] == cute_gemm.__version__
+    assert d["gpu"] == H100.name and d["cute_gemm"] == autotable.tune_version()
     assert [r["winner"] for r in d["rows"]] == ["cute_pipelined.T", None]
     back = autotable.read(p)
     assert back.rows == t.rows and back.source == str(p)
     assert autotable.slug(H100.name) == "nvidia-h100-80gb-hbm3"
     tuned = autotable.tuned_path(H100.name)
     assert tuned.parent == tmp_path / "cache" / "tune"
-    assert tuned.name == f"nvidia-h100-80gb-hbm3-{cute_gemm.__version__}.json"
+    assert tuned.name == f"nvidia-h100-80gb-hbm3-{autotable.tune_version()}.json"
+    assert autotable.tune_version().startswith(f"{cute_gemm.__version__}+")
     assert autotable.tuned_path(H100.name, "9.9") != tuned
     assert autotable.shipped_path("NVIDIA H200").name == "nvidia-h200.json"
 
@@ -107,6 +108,26 @@ def test_tables_of_another_gpu_or_version_are_ignored():
                     autotable.shipped_path(H100.name))
     (t,) = autotable.tables_for(H100.name)
     assert t.cute_gemm == "0.0.1"
+
+
+def test_a_candidate_changed_under_its_name_retires_the_tuned_table(monkeypatch):
+    """The tuned table's times are of the kernels as they were: a gemm() candidate configured
+    otherwise (or a source edited) within one package version gives another tune_version, so
+    the table made before is not read."""
+    from dataclasses import replace
+    before = autotable.tune_version()
+    autotable.write(table([row(8, 8, 8, {"cute_pipelined": 1.0})]), autotable.tuned_path(H100.name))
+    assert len(autotable.tables_for(H100.name)) == 1
+    k = registry.get("cute_pipelined")
+    changed = replace(k, config=replace(k.config, stages=k.config.stages + 1))
+    monkeypatch.setattr(registry, "KERNELS", tuple(changed if x is k else x for x in registry.KERNELS))
+    autotable.tune_version.cache_clear()
+    autotable.reset()
+    try:
+        assert autotable.tune_version() != before
+        assert autotable.tables_for(H100.name) == ()          # (another file name: not found)
+    finally:
+        autotable.tune_version.cache_clear()
 
 
 def test_tables_are_read_once_per_process_until_reset():

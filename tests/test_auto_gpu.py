@@ -35,7 +35,7 @@ def tables(tmp_path, monkeypatch):
 
     def write(rows):
         info = launch.device_info()
-        autotable.write(Table(info.name, info.arch, cute_gemm.__version__, rows=rows),
+        autotable.write(Table(info.name, info.arch, autotable.tune_version(), rows=rows),
                         tmp_path / "tuned.json")
         cute_gemm.clear_caches()
     yield write

@@ -17,7 +17,6 @@ from ..select import auto, autotable
 from ..select.autotable import Measured, Table
 from ..select.choice import split_key
 from ..base.errors import CuteGemmError
-from ..base.version import __version__
 from .runner import Inputs, compile_all, gpu_check, operands, parse_precisions
 from .schema import first_line, utc_now
 from .shapes import out_dtype_of, parse_layouts, parse_sizes
@@ -200,12 +199,13 @@ def _start(out, info, fresh: bool, settings: dict) -> tuple[Path, Table]:
     it is of this GPU and version, its earlier runs listed (its rows are not all of this run's)."""
     path = autotable.tuned_path(info.name) if out is None else Path(out)
     path = path / f"{autotable.slug(info.name)}.json" if path.is_dir() else path
-    t = None if fresh or not path.exists() else autotable.load(path, info.name, __version__)
+    v = autotable.tune_version()
+    t = None if fresh or not path.exists() else autotable.load(path, info.name, v)
     s = t.settings if t is not None and t.rows else {}
     if s:
         last = {"date": t.date, **{x: s[x] for x in ("sizes", "layouts", "precisions") if x in s}}
         settings["earlier_runs"] = [*s.get("earlier_runs", []), last]
-    t = t or Table(info.name, info.arch, __version__)
+    t = t or Table(info.name, info.arch, v)
     t.arch, t.sm_count, t.settings = info.arch, info.sm_count, settings
     return path, t
 

@@ -4,14 +4,16 @@ shape, measured on one GPU by `cute-gemm tune` (perf/tune.py).
 A table is JSON: the GPU's name, arch and SM count, the cute_gemm version, the date, the tune
 settings and the measured rows (shape, layout, alignment class, precision, each candidate's
 median time). Two kinds, keyed by the GPU's name: tuned, cache_dir()/tune/<gpu>-<version>.json
-(written atomically on that GPU, for this package version only: a new version brings new
-kernels), and shipped, cute_gemm/tables/<gpu>.json (package data, from the lent H100/H200).
+(written atomically on that GPU, for this package version and these kernels only:
+tune_version()), and shipped, cute_gemm/tables/<gpu>.json (package data, from the lent H100/H200).
 Each is read at most once per process (reset() forgets them); one that cannot be read or
 belongs to another GPU or version is ignored with an AutoTableWarning.
 """
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import json
 import math
 import os
@@ -22,7 +24,8 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..build import cache
+from .. import registry
+from ..build import cache, paths
 from ..driver import launch
 from ..base.errors import AutoTableWarning, InputError
 from ..registry.records import LAYOUTS, PRECISIONS
@@ -103,8 +106,22 @@ def slug(gpu: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", gpu.lower()).strip("-") or "gpu"
 
 
+@functools.cache
+def tune_version() -> str:
+    """What a tuned table's times are of: the package version and a digest of the kernels'
+    sources, headers and gemm() candidates' configurations (a kernel changed under its name,
+    within a version, makes a table's times another kernel's)."""
+    h = hashlib.sha256()
+    for top in (paths.kernels_dir(), paths.project_include_dir()):
+        h.update(paths.tree_digest(top).encode())
+    for k in registry.KERNELS:
+        if "auto" in k.tags:
+            h.update(repr((k.name, k.config, k.tile)).encode())
+    return f"{__version__}+{h.hexdigest()[:12]}"
+
+
 def tuned_path(gpu: str, version: str | None = None) -> Path:
-    return cache.cache_dir() / "tune" / f"{slug(gpu)}-{version or __version__}.json"
+    return cache.cache_dir() / "tune" / f"{slug(gpu)}-{version or tune_version()}.json"
 
 
 SHIPPED_DIR = Path(__file__).parent.parent / "tables"
@@ -168,13 +185,14 @@ _generation = [0]       # bumped by reset(): what was derived from the tables be
 
 
 def tables_for(gpu: str) -> tuple[Table, ...]:
-    """The tuned table (this version) then the shipped one, those that exist; read once."""
+    """The tuned table (this version and these kernels) then the shipped one, those that
+    exist; read once."""
     t = _loaded.get(gpu)
     if t is None:
         with _lock:
             t = _loaded.get(gpu)
             if t is None:
-                v = __version__
+                v = tune_version()
                 t = _loaded[gpu] = tuple(x for x in (load(tuned_path(gpu, v), gpu, v),
                                                      load(shipped_path(gpu), gpu)) if x is not None)
     return t

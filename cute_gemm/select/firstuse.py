@@ -22,7 +22,6 @@ from . import auto, autotable, standin
 from .. import driver, registry
 from ..base.errors import InputError
 from ..base.precisions import PRECISION
-from ..base.version import __version__
 from ..driver import launch
 from ..plan import resolve, trial
 from .autotable import Measured, Table
@@ -148,8 +147,9 @@ def _keep(row: Measured, device) -> bool:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with filelock.FileLock(str(path) + ".lock"):
-            t = autotable.load(path, device.name, __version__) or Table(
-                device.name, device.arch, __version__, sm_count=device.sm_count)
+            v = autotable.tune_version()
+            t = autotable.load(path, device.name, v) or Table(device.name, device.arch, v,
+                                                              sm_count=device.sm_count)
             t.rows[:] = [r for r in t.rows if (r.shape, r.layout, r.aligned, r.precision)
                          != (row.shape, row.layout, row.aligned, row.precision)] + [row]
             autotable.write(t, path)
