@@ -115,7 +115,6 @@ def scaled(ep: Epilogue | None, scale_a, scale_b, a, b) -> Epilogue | None:
     scales (blocks_a, blocks_b)."""
     if scale_a is None and scale_b is None:
         return ep
-    ep = Epilogue() if ep is None else ep
     shape_a, shape_b = tuple(getattr(a, "shape", ())), tuple(getattr(b, "shape", ()))
     if len(shape_a) < 2 or not shape_b:      # (not arrays: run() names what is wrong)
         shape_a, shape_b = (0, 0), (0,)
@@ -124,10 +123,13 @@ def scaled(ep: Epilogue | None, scale_a, scale_b, a, b) -> Epilogue | None:
     block_a = scale_a is not None and tuple(getattr(scale_a, "shape", ())) == (m, kw) and kw > 1
     block_b = (scale_b is not None and tuple(getattr(scale_b, "shape", ())) == (kw, nw)
                and kw * nw > 1 and (kw, nw) != (1, n))
+    scales = dict(scale_rows=None if block_a else scale_a, blocks_a=scale_a if block_a else None,
+                  scale_cols=None if block_b else scale_b, blocks_b=scale_b if block_b else None)
+    if ep is None:                  # (one construction: this runs on every scaled call)
+        return Epilogue(**scales)
     if any(x is not None for x in (ep.scale_rows, ep.scale_cols, ep.blocks_a, ep.blocks_b)):
         raise InputError("scale_a and scale_b are the epilogue's scales: give them one way")
-    return replace(ep, scale_rows=None if block_a else scale_a, blocks_a=scale_a if block_a else None,
-                   scale_cols=None if block_b else scale_b, blocks_b=scale_b if block_b else None)
+    return replace(ep, **scales)
 
 
 def vector(name: str, obj, length: int, stream: int | None) -> Operand:

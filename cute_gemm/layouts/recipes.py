@@ -476,6 +476,15 @@ def _gmma(b: Recipe, consumers: int, parts: int, stage_cpp: Callable[..., str], 
     b.partition("tCsB", f"tCsB = mma.get_slice({t}).partition_B(sB): (MMA,MMA_N,MMA_K,PIPE), "
                 "what each warpgroup reads of sB (all of it)", sB, Part(mma, "B"),
                 exact=consumers == 1, tile=(bn, kt), owner_step=128, nthreads=nthr)
+    if mma_k["A"] == 32 and bn > 128:       # 8-bit tiles wider than 128: computed in two parts
+        part = Def("make_tiled_mma(GMMA::ss_op_selector<T, TB, float, Shape<_64, Int<kBlkN / 2>, "
+                   "Int<kBlkK>>, MajA, MajB>(), Layout<Shape<Int<Config::consumers>, _1, _1>>{})",
+                   TiledMMA(gmma_ss(bn // 2, 32), make_layout((consumers, 1, 1))), local=True)
+        b.partition("tPsB", f"part.get_slice({t}).partition_B(sB): (MMA,PARTS,MMA_K,PIPE), sB in "
+                    f"parts of {bn // 2} columns, part p what the kernel's tPrB<p> reads "
+                    "(sm90_consumer_scaled.cuh: part 0's wgmmas, then part 1's)", sB,
+                    Part(part, "B"), exact=consumers == 1, tile=(bn, kt), owner_step=128,
+                    nthreads=nthr)
 
 
 @recipe("cute/c5_wgmma.cu")
