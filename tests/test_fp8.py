@@ -164,22 +164,29 @@ def test_block_scales_are_checked_and_laid_out_for_the_kernel():
         p.block(0, 64)
 
 
-def test_a_block_scaled_call_compiles_them_in_and_passes_them(monkeypatch):
-    from cute_gemm.driver import kernel_args
-    from cute_gemm.plan import resolve
+def _block_scaled_launch(monkeypatch, m, n, k):
+    """gemm() of e4m3 A (M, K) and the transpose of an (N, K) weight into fp16, with A's
+    block scales column-major (as cuBLASLt wants them) and B's row-major, on the stub
+    driver: (the launch's argument block, A's scales, out)."""
     events = stub_driver.install(monkeypatch)
     monkeypatch.setattr(launch, "device_info", lambda ordinal=None: stub_driver.H100)
-    m, n, k = 256, 384, 1024
+    kw, nw = -(-k // 128), -(-n // 128)
     a = _Fp8((m, k), 0x1000_0000, (k, 1))
     b = _Fp8((k, n), 0x2000_0000, (1, k))                   # W^T of an (N, K) weight: k-major
     out = Dev((m, n), 0x3000_0000, strides=(2 * n, 2), typestr="<f2")
-    sa = Dev((m, 8), 0x4000_0000, strides=(4, 4 * m))       # column-major
-    sb = Dev((8, 3), 0x5000_0000, strides=(12, 4))
+    sa = Dev((m, kw), 0x4000_0000, strides=(4, 4 * m))      # column-major
+    sb = Dev((kw, nw), 0x5000_0000, strides=(4 * nw, 4))
     cute_gemm.gemm(a, b, out=out, scale_a=sa, scale_b=sb)
     ((_, entry, _, _, raw),) = stub_driver.launches(events)
     assert entry.startswith("cute_wgmma_ws_fp8_e4m3_fp16_ak_bk"), entry
-    g = (kernel_args.GemmArgsTmaWsEpi if entry.endswith("_cut") else kernel_args.GemmArgsTmaEpi
-         ).from_buffer_copy(raw)
+    return (kernel_args.GemmArgsTmaWsEpi if entry.endswith("_cut") else kernel_args.GemmArgsTmaEpi
+            ).from_buffer_copy(raw), sa, out
+
+
+def test_a_block_scaled_call_compiles_them_in_and_passes_them(monkeypatch):
+    from cute_gemm.plan import resolve
+    m, n, k = 256, 384, 1024
+    g, sa, out = _block_scaled_launch(monkeypatch, m, n, k)
     e = g.epi
     assert (e.blk_a, e.blk_a_sm, e.blk_a_sk, e.blk_b, e.blk_b_sk, e.blk_b_sn) == (
         0x4000_0000, 1, m, 0x5000_0000, 3, 1)
@@ -199,20 +206,9 @@ def test_a_block_scaled_call_runs_a_transposed_pick_as_given(monkeypatch):
     on the problem as given."""
     from cute_gemm.select import auto
     from cute_gemm.select.choice import Choice
-    events = stub_driver.install(monkeypatch)
-    monkeypatch.setattr(launch, "device_info", lambda ordinal=None: stub_driver.H100)
     monkeypatch.setattr(auto, "choose", lambda *a, **k: Choice("cute_wgmma_ws_fp8", True, why="test"))
     m, n, k = 672, 1176, 512
-    a = _Fp8((m, k), 0x1000_0000, (k, 1))
-    b = _Fp8((k, n), 0x2000_0000, (1, k))
-    out = Dev((m, n), 0x3000_0000, strides=(2 * n, 2), typestr="<f2")
-    sa = Dev((m, 4), 0x4000_0000, strides=(4, 4 * m))
-    sb = Dev((4, 10), 0x5000_0000, strides=(40, 4))
-    cute_gemm.gemm(a, b, out=out, scale_a=sa, scale_b=sb)
-    ((_, entry, _, _, raw),) = stub_driver.launches(events)
-    assert entry.startswith("cute_wgmma_ws_fp8_e4m3_fp16_ak_bk"), entry
-    g = (kernel_args.GemmArgsTmaWsEpi if entry.endswith("_cut") else kernel_args.GemmArgsTmaEpi
-         ).from_buffer_copy(raw)
+    g, _, _ = _block_scaled_launch(monkeypatch, m, n, k)
     assert (g.epi.blk_a, g.epi.blk_b) == (0x4000_0000, 0x5000_0000)
     assert (g.M, g.N) == (m, n)                                   # not C^T's (n, m)
 
