@@ -253,3 +253,20 @@ def test_cli_run_on_a_simulated_device(monkeypatch, capsys):
     assert cli.main(["run", names[1], "--m", "40", "--n", "30", "--k", "20"]) == 1
     out = capsys.readouterr().out
     assert "FAIL: at (39, 29)" in out and "(not timed)" in out and "TFLOP/s" not in out
+
+
+def test_a_problem_that_raises_is_a_failed_row_and_the_bench_goes_on():
+    """perf.peers.case: an error in one problem of a bench against PyTorch is recorded in its
+    row (and logged), once, and the next problem still runs; main() then fails the command."""
+    from cute_gemm.perf import peers
+    rows, lines = [], []
+    with peers.case(rows, {"m": 1}, lines.append):
+        raise cute_gemm.CuteGemmError("no kernel")
+    with peers.case(rows, {"m": 2}, lines.append) as row:
+        rows.append(row)                       # (Session.add appended it, then the log line failed)
+        raise KeyError("call_vs_peer")
+    with peers.case(rows, {"m": 3}, lines.append) as row:
+        rows.append(dict(row, ok=True))
+    assert [(r["m"], r["ok"]) for r in rows] == [(1, False), (2, False), (3, True)]
+    assert rows[0]["error"] == "CuteGemmError: no kernel" and rows[0]["gauge_ratio"] == float("inf")
+    assert len(lines) == 2 and "m=2" in lines[1] and "KeyError" in lines[1]

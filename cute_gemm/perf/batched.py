@@ -69,22 +69,23 @@ def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("fp32",
     with s:
         for p in draw(count, s.seed):
             for prec in precisions:
-                dt = getattr(torch, PRECISIONS[prec][0])
-                a, b = _operands(s, p, dt)
-                shape = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (p.m, p.n)
-                ours, theirs = (torch.empty(shape, dtype=dt, device="cuda") for _ in range(2))
-                torch.backends.cuda.matmul.allow_tf32 = prec == "tf32"
-                api.gemm(a, b, out=ours, precision=prec)
-                ratio = s.worst(ours, a.double() @ b.double(), a.double().abs() @ b.double().abs(),
-                                prec, PRECISIONS[prec][1])
-                row = s.add({**asdict(p), "precision": prec}, ratio, {
-                    "ours": lambda _: api.gemm(a, b, out=ours, precision=prec),
-                    "torch": lambda _: torch.matmul(a, b, out=theirs)})
+                with s.case({**asdict(p), "precision": prec}) as row:
+                    dt = getattr(torch, PRECISIONS[prec][0])
+                    a, b = _operands(s, p, dt)
+                    shape = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (p.m, p.n)
+                    ours, theirs = (torch.empty(shape, dtype=dt, device="cuda") for _ in range(2))
+                    torch.backends.cuda.matmul.allow_tf32 = prec == "tf32"
+                    api.gemm(a, b, out=ours, precision=prec)
+                    ratio = s.worst(ours, a.double() @ b.double(), a.double().abs() @ b.double().abs(),
+                                    prec, PRECISIONS[prec][1])
+                    s.add(row, ratio, {
+                        "ours": lambda _: api.gemm(a, b, out=ours, precision=prec),
+                        "torch": lambda _: torch.matmul(a, b, out=theirs)})
+                    log(f"  {prec:5s} B={p.batch:5d} M={p.m:5d} N={p.n:5d} K={p.k:5d} {p.pattern:11s} "
+                        + (f"call {row['call']:5.2f}x  burst {row['burst']:5.2f}x" if row["ok"]
+                           else f"FAIL gauge ratio {ratio:.3g}"))
+                    del a, b, ours, theirs
                 torch.backends.cuda.matmul.allow_tf32 = False
-                log(f"  {prec:5s} B={p.batch:5d} M={p.m:5d} N={p.n:5d} K={p.k:5d} {p.pattern:11s} "
-                    + (f"call {row['call']:5.2f}x  burst {row['burst']:5.2f}x" if row["ok"]
-                       else f"FAIL gauge ratio {ratio:.3g}"))
-                del a, b, ours, theirs
     summary = s.summary(precisions)
     for prec, x in summary.items():
         log(f"{prec}: call {x['call']['geomean']:.3f}x geomean (min {x['call']['min']:.2f}), "

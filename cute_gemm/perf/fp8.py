@@ -79,22 +79,23 @@ def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("fp8_e4
     one, bf16, e4m3 = torch.ones((), device="cuda"), torch.bfloat16, torch.float8_e4m3fn
     with s:
         for m, n, k in list(SQUARES) + draw(count, s.seed):
-            a, w = s.randn(m, k, dtype=e4m3), s.randn(n, k, dtype=e4m3)
-            sa = torch.rand((m, -(-k // 128)), generator=s.gen, device="cuda") + 0.5
-            sb = torch.rand((-(-k // 128), -(-n // 128)), generator=s.gen, device="cuda") + 0.5
-            out = torch.empty((m, n), device="cuda", dtype=bf16)
-            ratio = max(_checked(s, api.gemm(a, w.T, out=out, scale_a=one, scale_b=one), a, w),
-                        _checked(s, api.gemm(a, w.T, out=out, scale_a=sa, scale_b=sb), a, w, sa, sb))
-            row = s.add({"precision": "fp8_e4m3", "m": m, "n": n, "k": k}, ratio, {
-                "ours": lambda _: api.gemm(a, w.T, out=out, scale_a=one, scale_b=one),
-                "blocks": lambda _: api.gemm(a, w.T, out=out, scale_a=sa, scale_b=sb),
-                "scaled_mm": lambda _: scaled_mm(a, w.T, one, one, out_dtype=bf16)})
-            if row["ok"]:
-                row["tflops"] = 2e-9 * m * n * k / row["ours_burst_ms"]
-            log(f"  {m:5d}x{n:5d}x{k:5d} " + (
-                f"{row['tflops']:6.0f} TFLOP/s, vs _scaled_mm {row['call_vs_scaled_mm']:5.2f}x "
-                f"(burst {row['burst_vs_scaled_mm']:5.2f}x), blocks {row['burst_blocks_vs_tensor']:5.2f}x "
-                f"the per-tensor speed" if row["ok"] else f"FAIL gauge ratio {ratio:.3g}"))
+            with s.case({"precision": "fp8_e4m3", "m": m, "n": n, "k": k}) as row:
+                a, w = s.randn(m, k, dtype=e4m3), s.randn(n, k, dtype=e4m3)
+                sa = torch.rand((m, -(-k // 128)), generator=s.gen, device="cuda") + 0.5
+                sb = torch.rand((-(-k // 128), -(-n // 128)), generator=s.gen, device="cuda") + 0.5
+                out = torch.empty((m, n), device="cuda", dtype=bf16)
+                ratio = max(_checked(s, api.gemm(a, w.T, out=out, scale_a=one, scale_b=one), a, w),
+                            _checked(s, api.gemm(a, w.T, out=out, scale_a=sa, scale_b=sb), a, w, sa, sb))
+                s.add(row, ratio, {
+                    "ours": lambda _: api.gemm(a, w.T, out=out, scale_a=one, scale_b=one),
+                    "blocks": lambda _: api.gemm(a, w.T, out=out, scale_a=sa, scale_b=sb),
+                    "scaled_mm": lambda _: scaled_mm(a, w.T, one, one, out_dtype=bf16)})
+                if row["ok"]:
+                    row["tflops"] = 2e-9 * m * n * k / row["ours_burst_ms"]
+                log(f"  {m:5d}x{n:5d}x{k:5d} " + (
+                    f"{row['tflops']:6.0f} TFLOP/s, vs _scaled_mm {row['call_vs_scaled_mm']:5.2f}x "
+                    f"(burst {row['burst_vs_scaled_mm']:5.2f}x), blocks {row['burst_blocks_vs_tensor']:5.2f}x "
+                    f"the per-tensor speed" if row["ok"] else f"FAIL gauge ratio {ratio:.3g}"))
         accuracy = _accuracy(s, scaled_mm)
     summary = s.summary(("fp8_e4m3",))
     x = summary["fp8_e4m3"]

@@ -50,22 +50,23 @@ def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("bf16",
                 ep = Epilogue(bias=b, activation="gelu_tanh", out_dtype=odt)
                 w64, b64 = w.double(), b.double()
                 for m in tokens:
-                    x = s.randn(m, k_in, dtype=dt)
-                    # the error of gelu_tanh(x @ w^T + b) in units of SLOPE (|x| @ |w^T| + |b|) + 4 |ref|
-                    x64 = x.double()
-                    ref = F.gelu(x64 @ w64.T + b64, approximate="tanh")
-                    gauge = SLOPE * (x64.abs() @ w64.abs().T + b64.abs()) + 4 * ref.abs()
-                    ratio = s.worst(api.gemm(x, w.T, precision=prec, epilogue=ep), ref, gauge, prec, odt)
-                    del x64, ref, gauge
-                    row = s.add({"precision": prec, "tokens": m, "in": k_in, "out": n_out}, ratio, {
-                        "ours": lambda _: api.gemm(x, w.T, precision=prec, epilogue=ep),
-                        "eager": lambda _: F.gelu(F.linear(x, w, b), approximate="tanh"),
-                        "fused": lambda _: torch._addmm_activation(b, x, w.T, use_gelu=True)})
-                    log(f"  {prec:5s} M={m:6d} {k_in:5d}->{n_out:5d} "
-                        + (f"vs eager {row['call_vs_eager']:5.2f}x (burst {row['burst_vs_eager']:5.2f}x)"
-                           f"  vs fused {row['call_vs_fused']:5.2f}x (burst {row['burst_vs_fused']:5.2f}x)"
-                           if row["ok"] else f"FAIL gauge ratio {ratio:.3g}"))
-                    del x
+                    with s.case({"precision": prec, "tokens": m, "in": k_in, "out": n_out}) as row:
+                        x = s.randn(m, k_in, dtype=dt)
+                        # the error of gelu_tanh(x @ w^T + b) in units of SLOPE (|x| @ |w^T| + |b|) + 4 |ref|
+                        x64 = x.double()
+                        ref = F.gelu(x64 @ w64.T + b64, approximate="tanh")
+                        gauge = SLOPE * (x64.abs() @ w64.abs().T + b64.abs()) + 4 * ref.abs()
+                        ratio = s.worst(api.gemm(x, w.T, precision=prec, epilogue=ep), ref, gauge, prec, odt)
+                        del x64, ref, gauge
+                        s.add(row, ratio, {
+                            "ours": lambda _: api.gemm(x, w.T, precision=prec, epilogue=ep),
+                            "eager": lambda _: F.gelu(F.linear(x, w, b), approximate="tanh"),
+                            "fused": lambda _: torch._addmm_activation(b, x, w.T, use_gelu=True)})
+                        log(f"  {prec:5s} M={m:6d} {k_in:5d}->{n_out:5d} "
+                            + (f"vs eager {row['call_vs_eager']:5.2f}x (burst {row['burst_vs_eager']:5.2f}x)"
+                               f"  vs fused {row['call_vs_fused']:5.2f}x (burst {row['burst_vs_fused']:5.2f}x)"
+                               if row["ok"] else f"FAIL gauge ratio {ratio:.3g}"))
+                        del x
             torch.backends.cuda.matmul.allow_tf32 = False
     summary = s.summary(precisions)
     for prec, x in summary.items():

@@ -24,6 +24,22 @@ def log_uniform(rnd: random.Random, lo: float, hi: float) -> float:
     return math.exp(rnd.uniform(math.log(lo), math.log(hi)))
 
 
+@contextlib.contextmanager
+def case(rows: list, row: dict, log):
+    """One problem of a bench, its `row` appended to `rows` by Session.add: what it raises is
+    the row's failure (recorded with the error, logged), and the bench goes on to the next
+    problem; the command fails at the end (main: a row not ok)."""
+    try:
+        yield row
+    except Exception as e:       # (a bug in one problem: the others are still measured)
+        row.update(ok=False, error=f"{type(e).__name__}: {e}")
+        row.setdefault("gauge_ratio", math.inf)
+        if not any(r is row for r in rows):
+            rows.append(row)
+        log(f"  ERROR {' '.join(f'{k}={v}' for k, v in row.items() if k not in ('ok', 'error'))}: "
+            f"{row['error']}")
+
+
 class Session(contextlib.ExitStack):
     """One bench against PyTorch: a seed (drawn from the system's entropy unless given, and
     printed), device 0 with gemm() waiting for its picks' compiles (a stand-in is never
@@ -59,6 +75,10 @@ class Session(contextlib.ExitStack):
         inf = err.masked_fill(err != 0, math.inf)        # where the gauge is 0: 0 only if exact
         r = self.torch.where(gauge > 0, err / (unit(precision, out_dtype) * gauge), inf)
         return float(r.nan_to_num(nan=math.inf).max())
+
+    def case(self, row: dict):
+        """`with s.case(row):` one problem (the module's case())."""
+        return case(self.rows, row, self.log)
 
     def add(self, row: dict, ratio: float, sides: dict) -> dict:
         """Record `row` checked (its gauge ratio); if it passed, time each side (name -> fn) as one
