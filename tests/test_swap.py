@@ -121,7 +121,7 @@ def _pick(name: str, transposed: bool, m: int, n: int, precision: str = "fp32") 
     rows = [Measured(m, n, K, "nn", True, precision, {PLAIN: 0.3, name: 0.2} | {key: 0.1})]
     if precision != "fp32":     # a contract: its fp32 answer slower here (auto._kept)
         rows.append(Measured(m, n, K, "nn", True, "fp32", {PLAIN: 1.0}))
-    autotable.write(Table(H100.name, "sm_90", cute_gemm.__version__, "", 132, {}, rows),
+    autotable.write(Table(H100.name, "sm_90", autotable.tune_version(), "", 132, {}, rows),
                     autotable.tuned_path(H100.name))
     c = cute_gemm.gemm_choice(m, n, K, precision=precision)
     assert (c.kernel, c.transposed, c.source) == (name, transposed, "table")
