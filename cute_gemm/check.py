@@ -24,10 +24,13 @@ from .driver.arrays import ArrayLike, DeviceArray, narrow, to_numpy, widen
 from .driver.epilogue import (SLOPE, Epilogue, reference as epilogue_reference, reference_blocks,
                               reference_scale as epilogue_scale)
 from .base.errors import CuteGemmError, ShapeLimitError
-from .base.precisions import DTYPE, EPS, PRECISION, as_accurate  # EPS: float32's machine epsilon
+from .base.precisions import (DTYPE, EPS, PRECISION, DTypeName,  # EPS: float32's machine epsilon
+                              as_accurate)
 from .registry.records import PRECISION_DTYPE, PRECISIONS, LayoutName, PrecisionName
 
 THRESHOLD = 16.0
+# the types some precision writes its results in
+RESULT_DTYPES = tuple(d for d in DTYPE if any(d in p.outs for p in PRECISION.values()))
 DEFAULT_SHAPES = ((1, 1, 1), (129, 67, 33), (257, 383, 129), (1000, 1300, 700))
 
 
@@ -240,7 +243,7 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
                 alpha: float = 1.0, beta: float = 0.0, c: ArrayLike | None = None,
                 exact: bool = False, layout: LayoutName = "nn",
                 precision: PrecisionName | None = None,
-                out_dtype: Literal["float32", "same"] = "float32",
+                out_dtype: Literal["float32", "same"] | DTypeName = "float32",
                 epilogue: Epilogue | None = None) -> CheckReport:
     """Run kernels on the same inputs; judge each against float64 by its precision's gauge and
     compare every pair. A kernel that cannot run a shape is reported, not raised: "skip" (beyond
@@ -259,7 +262,9 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
         layout: "nn", "tn", "nt" or "tt": "t" passes fresh A or B as a transposed view. Default "nn".
         precision: Only this arithmetic ("fp32", "tf32", "bf16", "fp16", "fp32_3xtf32").
             Default None: each kernel in each precision it offers.
-        out_dtype: "float32", or "same": results of the input type. Default "float32".
+        out_dtype: The result type: "float32", "same" (the input type's), or a type's name
+            ("bfloat16", "float16": an 8-bit precision's rounded results). Each precision is
+            checked where a kernel writes that type. Default "float32".
         epilogue: A fused Epilogue, applied by the kernels that take one (Kernel.takes_epilogue) and
             by the reference. Its vectors are host arrays; with fresh inputs, each present
             vector is drawn anew for each shape. Default None.
@@ -290,8 +295,9 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
             [registry.AUTO] if with_auto and auto.offers(p, od, auto_arch) else [])
     if precision is not None and precision not in PRECISIONS:
         raise CuteGemmError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
-    if out_dtype not in ("float32", "same"):
-        raise CuteGemmError(f"out_dtype must be 'float32' or 'same', got {out_dtype!r}")
+    if out_dtype != "same" and out_dtype not in RESULT_DTYPES:
+        raise CuteGemmError(f"out_dtype must be 'same' or one of {', '.join(RESULT_DTYPES)}, "
+                            f"got {out_dtype!r}")
     precisions = [p for p in PRECISIONS if named(p, None) and (precision is None or p == precision)]
     if a is not None or b is not None:
         if a is None or b is None:
@@ -322,7 +328,7 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
     report = CheckReport()
     for a_, b_, c_, beta_, precs, always, ep in runs:
         for p in precs:
-            od = PRECISION_DTYPE[p] if out_dtype == "same" else "float32"
+            od = PRECISION_DTYPE[p] if out_dtype == "same" else out_dtype
             names = named(p, od)
             if names or p == always:
                 report.shapes.append(_check_one_shape(names, a_, b_, c_, float(alpha), beta_, exact,

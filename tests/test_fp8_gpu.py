@@ -170,6 +170,34 @@ def test_nan_and_inf_propagate():
         assert _ratio(got, a, w.T, precision=precision) <= THRESHOLD
 
 
+@pytest.mark.parametrize("name", KERNELS)
+def test_alpha_zero_n_past_the_grid_and_out_over_c(name):
+    """test_reliability_gpu's rows for float32 operands, on 8-bit ones: alpha = 0 reads
+    neither A nor B (all NaN here); N past a launch grid's y limit (8,388,609 = 65,536 tiles
+    of 128 + 1); the result written over C as its transposed view and as a shifted one."""
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    c = torch.randn((37, 45), generator=gen, device="cuda")
+    nan_a = torch.full((37, 29), float("nan"), device="cuda").to(torch.float8_e4m3fn)
+    nan_w = torch.full((45, 29), float("nan"), device="cuda").to(torch.float8_e4m3fn)
+    got = cute_gemm.run(name, nan_a, nan_w.T, c, alpha=0.0, beta=-2.0)
+    torch.cuda.synchronize()
+    assert torch.equal(got, -2.0 * c)
+    n = 8_388_609
+    a, w = _fp8((2, 32), "float8_e4m3fn", gen), _fp8((n, 32), "float8_e4m3fn", gen)
+    got = cute_gemm.run(name, a, w.T)
+    torch.cuda.synchronize()
+    assert _ratio(got, a, w.T) <= THRESHOLD
+    m = 96
+    a, w = _fp8((m, 64), "float8_e4m3fn", gen), _fp8((m, 64), "float8_e4m3fn", gen)
+    for case in ("c_t", "c_shift"):
+        store = torch.randn((m + 1, m), generator=gen, device="cuda")
+        c0 = store[:m].clone()
+        out = store[:m].T if case == "c_t" else store.view(-1)[1:1 + m * m].view(m, m)
+        cute_gemm.run(name, a, w.T, store[:m], out=out, alpha=0.5, beta=2.0)
+        torch.cuda.synchronize()
+        assert _ratio(out, a, w.T, c0, 0.5, 2.0) <= THRESHOLD
+
+
 BLOCKS = [(77, 300, 1000), (256, 384, 4096), (27, 1000, 8200), (1, 129, 129)]
 
 

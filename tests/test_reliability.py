@@ -449,6 +449,15 @@ def test_one_layout_vocabulary():
         cute_gemm.cross_check(kernels=["naive"], layout=("n", "t"))
 
 
+def test_cross_check_result_types():
+    """out_dtype: "same", or a type some precision writes (an 8-bit precision's bfloat16);
+    a precision is checked where a kernel writes that type, and nothing else is taken."""
+    with pytest.raises(CuteGemmError, match="out_dtype must be 'same' or one of float32"):
+        cute_gemm.cross_check(kernels=["naive"], out_dtype="float64")
+    assert cute_gemm.cross_check(kernels=["naive"], shapes=[(20, 30, 10)],
+                                 out_dtype="bfloat16").shapes == []
+
+
 # ---- stream-K workspaces: handed on by event, zeroed once ----------------------------------
 def test_workspaces_are_zeroed_once_and_handed_on_by_event(monkeypatch):
     import types
