@@ -19,6 +19,8 @@ FUSED_ENTRIES = frozenset(e for k in registry.compiled() if k.fused for e in k.e
 FUSED_TMA_ENTRIES = frozenset(v.entry for k in registry.compiled() if k.fused for v in k.variants
                               if v.tma) | frozenset(v.cut for k in registry.compiled() if k.fused
                                                     for v in k.variants if v.tma and v.cut)
+# the batched twins of persistent TMA kernels (c6's NAME_b): the walk's batch after the maps
+WALK_TWINS = frozenset(v.batch for k in registry.compiled() for v in k.variants if v.batch and v.tma)
 # the batched twins of kernels whose own entries take no batch (Variant.batch)
 BATCH_TWINS = frozenset(v.batch for k in registry.compiled() for v in k.variants if v.batch)
 
@@ -100,7 +102,7 @@ def install(monkeypatch):
     stream, argument bytes), ("alloc", ptr, nbytes, stream), ("free", ptr, stream),
     ("memset", ptr, count, stream), ("record", event, stream), ("wait", stream, event),
     ("dtoh", src, nbytes, stream), ("sync", stream), ("event_sync", event),
-    ("tmap", ptr, dims, ld_bytes, box), ("set_context", ctx)."""
+    ("tmap", ptr, dims, ld_bytes, box[, batch modes]), ("set_context", ctx)."""
     events = Events()
     addrs = itertools.count(0x7000_0000_0000, 1 << 36)
 
@@ -111,6 +113,8 @@ def install(monkeypatch):
         p = pass_of(entry)                      # a composed kernel's pass
         struct, offsets = ((relayout.ScaleArgs, relayout.SCALE_OFFSETS) if util else PASSES[p] if p
                            else (ctypes.c_longlong, (0,)) if entry == "spin"   # perf.timing.Spin
+                           else (kernel_args.GemmArgsTmaBatchEpi, kernel_args.GEMM_TMA_BATCH_EPI_OFFSETS)
+                           if entry in WALK_TWINS
                            else (kernel_args.GemmArgsTmaWsEpi, kernel_args.GEMM_TMA_WS_EPI_OFFSETS)
                            if entry in FUSED_TMA_ENTRIES and entry.endswith("_cut")
                            else (kernel_args.GemmArgsTmaEpi, kernel_args.GEMM_TMA_EPI_OFFSETS)
@@ -221,8 +225,8 @@ def install(monkeypatch):
     def free_async(ptr, stream):
         events.append(("free", ptr, stream))
 
-    def encode_tensor_map(ptr, precision, dims, ld_bytes, box, swizzle=128):
-        events.append(("tmap", ptr, tuple(dims), ld_bytes, tuple(box)))
+    def encode_tensor_map(ptr, precision, dims, ld_bytes, box, swizzle=128, batch=()):
+        events.append(("tmap", ptr, tuple(dims), ld_bytes, tuple(box)) + ((tuple(batch),) if batch else ()))
         return bytes(launch.TMA_MAP_BYTES)
 
     drv = Drv()

@@ -228,3 +228,55 @@ def test_a_batch_on_cute_pipelined_launches_its_twin_with_the_batch(monkeypatch)
     args = kernel_args.GemmArgsBatch.from_buffer_copy(blob)
     assert grid[2] == count and args.Lin * grid[2] >= count
     assert (args.bA1, args.bB1, args.bC1) == (m * k, k * n, m * n)
+
+
+def test_a_persistent_kernel_walks_its_batch_in_one_launch(monkeypatch):
+    """cute_wgmma_ws's batched twin: one launch of a cluster per unit of every problem (no
+    grid z), the problems and batch strides packed after the tensor maps, A's and B's batch
+    modes in their 4-D maps (extent 1 and no stride where broadcast)."""
+    from cute_gemm.driver import launch
+    from cute_gemm.plan import launcher
+    grids = []
+    monkeypatch.setattr(launch, "Site", lambda f, grid, *a, **kw: grids.append(grid))
+    monkeypatch.setattr(launch, "check_params", lambda f, sizes: None)
+    k = registry.get("cute_wgmma_ws_batched")
+    assert k.batched and k.batch_modes == 2 and "auto" not in k.tags
+    v = next(v for v in k.variants if (v.precision, v.out_dtype, v.a_major, v.b_major)
+             == ("bf16", "float32", "k", "n"))
+    m, n, kk = 300, 96, 64
+    grid = k.grid.batch_walk(m, n, 6, 132)
+    assert grid == (2 * 6 * 2, 1, 1)       # 2 units (3 tiles along m, clusters of 2) x 6 problems
+    plan = launcher.LaunchPlan(kernel=k.name, ordinal=0, shape=(m, n, kk), entry=v.batch, grid=grid,
+                               block=k.block, smem=k.config.dyn_smem, tma=True, precision="bf16",
+                               batch=(2, 3), fused=k.fused)
+    bstrides = ((0, m * kk), (3 * kk * n, kk * n), (3 * m * n, m * n))     # A broadcast over mode 0
+    run = launcher.Launcher(plan, None, ((kk, 1), (n, 1), (n, 1)), variant=v, bstrides=bstrides)
+    assert run.zs == [(0, 1)] and grids == [grid] and not run.plain
+    s = run.local.packed[0][0]
+    assert (s.problems, s.Lin, s.bA0, s.bA1, s.bB0, s.bB1, s.bC0, s.bC1) == (6, 3, *sum(bstrides, ()))
+    assert run.maps.a[3] == ((1, 0), (3, m * kk * 2)) and run.maps.b[3] == ((2, 3 * kk * n * 2), (3, kk * n * 2))
+
+
+def test_a_batch_on_the_persistent_kernel_runs_its_twin_on_4d_maps(monkeypatch):
+    """run() on cute_wgmma_ws_batched with a batch: one launch of the twin on the walk's grid,
+    the batch after the maps; tf32 with B n-major is the entry that computes C^T inside (A and
+    B exchanged, their batch strides too), each map 4-D with B's broadcast mode of extent 1."""
+    import stub_driver
+    from cute_gemm.driver import kernel_args, launch
+    events = stub_driver.install(monkeypatch)
+    monkeypatch.setattr(launch, "device_info", lambda ordinal=None: stub_driver.H100)
+    m, n, k, count = 256, 96, 64, 5
+    a = stub_driver.Dev((1, m, k), 0x1000_0000, strides=(0, 4 * k, 4))       # one A for all
+    b = stub_driver.Dev((count, k, n), 0x2000_0000, strides=(4 * k * n, 4 * n, 4))
+    out = stub_driver.Dev((count, m, n), 0x3000_0000, strides=(4 * m * n, 4 * n, 4))
+    cute_gemm.run("cute_wgmma_ws_batched", a, b, out=out, precision="tf32")
+    ((_, entry, grid, _, blob),) = [e for e in events if e[0] == "launch"]
+    assert entry == "cute_wgmma_ws_tf32_f32_ak_bn_b" and entry in stub_driver.WALK_TWINS
+    assert grid == (registry.get("cute_wgmma_ws_batched").grid.batch_walk(m, n, count, 132))
+    args = kernel_args.GemmArgsTmaBatchEpi.from_buffer_copy(blob)
+    assert args.problems == count and args.problems == args.Lin * max(1, count // args.Lin)
+    # (the entry exchanges A and B itself: the arguments are the caller's)
+    assert (args.bA0, args.bA1, args.bB0, args.bB1, args.bC1) == (0, 0, 0, k * n, m * n)
+    maps = {e[1]: e for e in events if e[0] == "tmap"}
+    assert set(maps) == {a.ptr, b.ptr} and all(len(e) == 6 for e in maps.values())
+    assert maps[a.ptr][5] == ((1, 0), (1, 0)) and maps[b.ptr][5] == ((1, 0), (count, 4 * k * n))

@@ -112,6 +112,26 @@ def test_gemm_picks_batched_kernels_in_every_precision():
     _check(got, a, b, precision="fp32")
 
 
+def test_the_persistent_twin_walks_batches_in_its_tensor_maps():
+    """cute_wgmma_ws's batched twins: every problem's tiles in one persistent walk, A and B
+    found in 4-D tensor maps, a broadcast operand's mode of extent 1 (no copy made): two
+    modes broadcast on either side, a batch of 300 small problems (more units than the
+    grid), a shared A."""
+    name = "cute_wgmma_ws_batched"
+    _runs_here(name)
+    gen = torch.Generator(device="cuda").manual_seed(12)
+    for sa, sb in (((2, 1, 64, 128), (1, 3, 128, 96)), ((300, 64, 64), (300, 64, 64)),
+                   ((1, 200, 64), (7, 64, 520)), ((3, 130, 72), (3, 72, 264))):
+        for precision in ("bf16", "fp16"):
+            a, b = _rand(sa, OPERAND[precision], gen), _rand(sb, OPERAND[precision], gen)
+            cute_gemm.clear_caches()
+            got = cute_gemm.run(name, a, b, precision=precision)
+            torch.cuda.synchronize()
+            _check(got, a, b, precision=precision)
+            plans = [p for p in cute_gemm.resolved_launches() if p.kernel == name]
+            assert plans and all(p.entry.endswith("_b") and not p.copies for p in plans), plans
+
+
 def test_a_shared_b_folds_into_one_problem():
     gen = torch.Generator(device="cuda").manual_seed(10)
     x, w = _rand((4, 3, 50, 64), "bfloat16", gen), _rand((64, 96), "bfloat16", gen)

@@ -38,6 +38,9 @@ GEMM_PARAMS = [("M", I), ("N", I), ("K", I), ("alpha", F),
 # a batched kernel's entries on their own grid take CG_BATCH_PARAMS after them (common.cuh)
 BATCH_PARAMS = [("Lin", I32), ("z0", I32), ("bA0", L), ("bA1", L), ("bB0", L), ("bB1", L),
                 ("bC0", L), ("bC1", L)]
+# a persistent kernel's batched twins (c6's NAME_b) take, after the tensor maps, the problems
+# they walk and the batch strides (A's and B's also in their 4-D maps)
+WALK_BATCH_PARAMS = [("problems", I32)] + [p for p in BATCH_PARAMS if p[0] != "z0"]
 # a fused kernel's entries (Kernel.fused) take cg::EpiArgs (epilogue.cuh) after those: the
 # vectors of a fused epilogue, their element strides, the clamp's bounds, 8-bit operands'
 # block scales; zeros for none
@@ -89,6 +92,10 @@ GemmArgsTmaWs, GEMM_TMA_WS_OFFSETS = arg_block(
 GemmArgsTmaEpi, GEMM_TMA_EPI_OFFSETS = arg_block("GemmArgsTmaEpi", GEMM_PARAMS + TMA_PARAMS + EPI_PARAMS)
 GemmArgsTmaWsEpi, GEMM_TMA_WS_EPI_OFFSETS = arg_block(
     "GemmArgsTmaWsEpi", GEMM_PARAMS + TMA_PARAMS + [("ws", P), ("dp", I32), ("pieces", I32)] + EPI_PARAMS)
+GemmArgsTmaBatch, GEMM_TMA_BATCH_OFFSETS = arg_block("GemmArgsTmaBatch",
+                                                    GEMM_PARAMS + TMA_PARAMS + WALK_BATCH_PARAMS)
+GemmArgsTmaBatchEpi, GEMM_TMA_BATCH_EPI_OFFSETS = arg_block(
+    "GemmArgsTmaBatchEpi", GEMM_PARAMS + TMA_PARAMS + WALK_BATCH_PARAMS + EPI_PARAMS)
 # util/split_reduce.cu's split_reduce
 ReduceArgs, REDUCE_OFFSETS = arg_block("ReduceArgs", [
     ("M", I), ("N", I), ("split", I), ("ws", P), ("alpha", F), ("beta", F),
@@ -117,6 +124,10 @@ pack_gemm_args_tma = _packer(GemmArgsTma, GEMM_TMA_OFFSETS)
 pack_gemm_args_tma_ws = _packer(GemmArgsTmaWs, GEMM_TMA_WS_OFFSETS, ("ws", "dp", "pieces"))
 pack_gemm_args_tma_epi = _packer(GemmArgsTmaEpi, GEMM_TMA_EPI_OFFSETS)
 pack_gemm_args_tma_ws_epi = _packer(GemmArgsTmaWsEpi, GEMM_TMA_WS_EPI_OFFSETS, ("ws", "dp", "pieces"))
+pack_gemm_args_tma_batch = _packer(GemmArgsTmaBatch, GEMM_TMA_BATCH_OFFSETS,
+                                   tuple(f for f, _ in WALK_BATCH_PARAMS))
+pack_gemm_args_tma_batch_epi = _packer(GemmArgsTmaBatchEpi, GEMM_TMA_BATCH_EPI_OFFSETS,
+                                       tuple(f for f, _ in WALK_BATCH_PARAMS))
 
 
 def set_tensor_maps(args, tma_a: bytes, tma_b: bytes) -> None:

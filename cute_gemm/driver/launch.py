@@ -18,6 +18,7 @@ from ..build.compile import param_sizes_from_cubin
 # the argument blocks and the scratch pools' user calls, reachable here too
 from .kernel_args import (TMA_MAP_BYTES, pack_gemm_args, pack_gemm_args_batch, pack_gemm_args_tma,  # noqa: F401
                           pack_gemm_args_batch_epi, pack_gemm_args_tma_epi, pack_gemm_args_tma_ws,
+                          pack_gemm_args_tma_batch, pack_gemm_args_tma_batch_epi,
                           pack_gemm_args_tma_ws_epi, pack_gemm_args_ws,
                           pack_reduce_args, set_epilogue, set_tensor_maps)
 from .pool import free_workspaces, trim_pools  # noqa: F401
@@ -157,28 +158,36 @@ def occupancy(f: Function, threads: int, smem: int) -> int:
 
 
 def encode_tensor_map(ptr: int, precision: str, dims: tuple[int, int], ld_bytes: int,
-                      box: tuple[int, int], swizzle: int = 128) -> bytes:
+                      box: tuple[int, int], swizzle: int = 128,
+                      batch: tuple[tuple[int, int], ...] = ()) -> bytes:
     """The 128-byte CUtensorMap (sm_90+) of a 2-D tensor at `ptr` of `precision`'s operands
     (element type: the precision table's `tma`). dims = (contiguous extent, other extent) in
     elements, ld_bytes the stride of the other, box one TMA load's extents (records.TmaBoxes),
     zero-filled past the tensor. ptr and ld_bytes are multiples of 16; with dims[1] == 1 the
-    stride is unused but must be valid."""
+    stride is unused but must be valid. batch: a batch's modes after the matrix's, (extent,
+    stride in bytes) each (a 4-D map, box extent 1 along them; extent 1 where the operand is
+    broadcast: its stride unused, made valid)."""
     p, drv = PRECISION[precision], driver.bindings()
     driver.init()
     ld = int(ld_bytes)
     if int(dims[1]) == 1:
         ld = -(-max(ld, int(dims[0]) * p.itemsize) // 16) * 16
+    strides = [ld]
+    for extent, stride in batch:
+        strides.append(int(stride) if int(extent) > 1 else strides[-1])
+    extents = [int(dims[0]), int(dims[1]), *(int(e) for e, _ in batch)]
+    boxes = [int(box[0]), int(box[1]), *(1 for _ in batch)]
     sw = f"{swizzle}B" if swizzle else "NONE"
     u64, u32 = drv.cuuint64_t, drv.cuuint32_t
     tmap = check(drv.cuTensorMapEncodeTiled(
-        getattr(drv.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{p.tma}"), 2, int(ptr),
-        [u64(int(dims[0])), u64(int(dims[1]))], [u64(ld)],
-        [u32(int(box[0])), u32(int(box[1]))], [u32(1), u32(1)],
+        getattr(drv.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{p.tma}"), len(extents),
+        int(ptr), [u64(e) for e in extents], [u64(x) for x in strides],
+        [u32(b) for b in boxes], [u32(1)] * len(extents),
         drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         getattr(drv.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{sw}"),
         drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
         drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-        f"cuTensorMapEncodeTiled(dims={tuple(dims)}, ld={ld_bytes} B, box={tuple(box)})")
+        f"cuTensorMapEncodeTiled(dims={tuple(extents)}, strides={tuple(strides)} B, box={tuple(box)})")
     return ctypes.string_at(tmap.getPtr(), TMA_MAP_BYTES)
 
 

@@ -92,20 +92,28 @@ class TensorMaps:
     TmaBoxes), encoded per pointer: a repeat call on the same arrays reuses its maps."""
     __slots__ = ("a", "b", "precision", "swizzle", "memo")
 
-    def __init__(self, variant: registry.Variant, m: int, n: int, kk: int, sa, sb):
+    def __init__(self, variant: registry.Variant, m: int, n: int, kk: int, sa, sb,
+                 batch: tuple | None = None):
+        """batch: ((outer, inner) problems, A's and B's batch strides) of a batched twin's
+        4-D maps (a mode an operand is broadcast over: extent 1)."""
         e = registry.ITEMSIZE[variant.dtype]
-        # (dims (contiguous, other), leading stride in bytes, box) per operand
+        modes = [()] * 2
+        if batch is not None:
+            count, *steps = batch
+            modes = [tuple((c if s else 1, s * e) for c, s in zip(count, st)) for st in steps]
+        # (dims (contiguous, other), leading stride in bytes, box, batch modes) per operand
         self.a = (((kk, m), sa[0] * e) if variant.a_major == "k" else ((m, kk), sa[1] * e)) \
-            + (variant.tma.a,)
+            + (variant.tma.a, modes[0])
         self.b = (((kk, n), sb[1] * e) if variant.b_major == "k" else ((n, kk), sb[0] * e)) \
-            + (variant.tma.b,)
+            + (variant.tma.b, modes[1])
         self.precision, self.swizzle, self.memo = variant.precision, variant.tma.swizzle, {}
 
     def __call__(self, pa: int, pb: int) -> tuple[bytes, bytes]:
         maps = self.memo.get((pa, pb))
         if maps is None:
-            maps = tuple(launch.encode_tensor_map(p, self.precision, dims, ld, box, self.swizzle)
-                         for p, (dims, ld, box) in ((pa, self.a), (pb, self.b)))
+            maps = tuple(launch.encode_tensor_map(p, self.precision, dims, ld, box, self.swizzle,
+                                                  modes)
+                         for p, (dims, ld, box, modes) in ((pa, self.a), (pb, self.b)))
             memo.keep(self.memo, (pa, pb), maps, 64)
         return maps
 
@@ -152,15 +160,21 @@ class Launcher:
         if plan.swap:
             m, n, sa, sb, sc, ba, bb = n, m, sb[::-1], sa[::-1], sc[::-1], bb, ba
         args = (m, n, kk, 0.0, 0, sa[0], sa[1], 0, sb[0], sb[1], 0.0, 0, sc[0], sc[1])
+        # a batch, walked along z in pieces of at most Z_MAX problems (z0, grid z); by a
+        # persistent (TMA) kernel's twin itself, A and B in 4-D maps
+        batched = plan.batch is not None and not extra
+        walked = batched and plan.tma
+        self.zs = pieces(plan.batch[0] * plan.batch[1], Z_MAX) if batched and not walked else [(0, 1)]
+        if walked:
+            args += (plan.batch[0] * plan.batch[1], plan.batch[1], *ba, *bb, *bc)
+        elif batched:
+            args += (plan.batch[1], 0, *ba, *bb, *bc)
         self.maps = None
         if plan.tma:
-            self.maps = TensorMaps(variant, m, n, kk, sa, sb)
-        # a batch, walked along z in pieces of at most Z_MAX problems (z0, grid z)
-        batched = plan.batch is not None and not extra
-        self.zs = pieces(plan.batch[0] * plan.batch[1], Z_MAX) if batched else [(0, 1)]
-        if batched:
-            args += (plan.batch[1], 0, *ba, *bb, *bc)
-        if plan.tma:        # (a fused kernel's entries take EpiArgs last)
+            self.maps = TensorMaps(variant, m, n, kk, sa, sb, (plan.batch, ba, bb) if walked else None)
+        if walked:
+            pack = launch.pack_gemm_args_tma_batch_epi if plan.fused else launch.pack_gemm_args_tma_batch
+        elif plan.tma:        # (a fused kernel's entries take EpiArgs last)
             pack = ((launch.pack_gemm_args_tma_ws_epi if plan.fused else launch.pack_gemm_args_tma_ws)
                     if extra else
                     launch.pack_gemm_args_tma_epi if plan.fused else launch.pack_gemm_args_tma)
@@ -175,7 +189,8 @@ class Launcher:
         self.tail = None if reduce is None else Reduction(
             reduce, plan.reduce_grid, m, n, plan.split_k, sc, plan.reduce_pdl)
         gx, gy, gz = plan.grid
-        self.site = [launch.Site(f, (gx, gy, z if batched else gz), plan.block, plan.smem, plan.pdl)
+        self.site = [launch.Site(f, (gx, gy, z if batched and not walked else gz), plan.block,
+                                 plan.smem, plan.pdl)
                      for _, z in self.zs]
         self.site = self.site[0] if len(self.zs) == 1 else self.site
         # (most launches: one kernel, its arguments as they come, nothing else to do)

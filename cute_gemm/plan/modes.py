@@ -50,6 +50,10 @@ class Plain:
     def launcher(self, at: At) -> Launcher | None:
         # a batch: the entry that takes one (its own, or its twin: Kernel.batch_entry)
         entry = at.k.batch_entry(at.variant) if at.batched else at.variant.entry
+        walk = getattr(at.k.grid, "batch_walk", None)     # a persistent grid walks it itself
+        if at.batched and walk is not None:
+            outer, inner = at.base["batch"]
+            return self.plain(at, entry, walk(at.km, at.kn, outer * inner, at.lk.sm_count))
         return self.plain(at, entry, at.k.grid(at.km, at.kn, at.kk, at.lk.sm_count))
 
     @staticmethod

@@ -2,7 +2,7 @@
 warp-specialized persistent kernel in its configurations (c6), and 3xTF32 on it (c7)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .ladder_cute import TileConfig, gemm_candidate, tiled_stage
 from ..base.precisions import DTYPE, PRECISION
@@ -93,6 +93,7 @@ class WgmmaWsConfig(FixedTile):
     tail_split: int = 0              # the last wave's units cut along K into up to this many pieces
     split_parts: int = 0             # 2: A and B are cute_3xtf32's split, read as three products
     only: str = ""                   # "tf32"/"fp16": only that k-major entry (cute_3xtf32's GEMMs); "fp8"
+    batched: bool = False            # each entry has a twin NAME_b walking a batch (unpromoted only)
 
     def __post_init__(self):
         if self.blk_m != 64 * self.consumers:
@@ -105,6 +106,8 @@ class WgmmaWsConfig(FixedTile):
             raise ValueError(f"only: one of {tuple(_WS_ONLY)}")
         if (self.only == "fp8") != (self.promote == 1):
             raise ValueError("8-bit wgmma sums are promoted every k-tile (promote 1), and only they")
+        if self.batched and self.promote:
+            raise ValueError("batched: the unpromoted consumers walk a batch, not the promoted ones")
 
     @property
     def takes_epilogue(self) -> bool:
@@ -143,10 +146,12 @@ class WgmmaWsConfig(FixedTile):
     def cpp(self, name: str = "") -> str:
         """The C++ `struct Config` after the headers' constants (records.device_constants), with
         dyn_smem (the kernel static_asserts its ring fits). Which entries the source defines is
-        a directive's choice: `only` and the _cut twins go in as CG_WS_ONLY, CG_WS_TAIL_SPLIT."""
+        a directive's choice: `only`, the _cut and _b twins go in as CG_WS_ONLY, CG_WS_TAIL_SPLIT,
+        CG_WS_BATCHED."""
         return (device_constants(STREAM_K_COUNTERS=STREAM_K_COUNTERS)
                 + f"#define CG_WS_ONLY {_WS_ONLY[self.only][0]}\n"
                 f"#define CG_WS_TAIL_SPLIT {int(self.tail_split > 0)}\n"
+                f"#define CG_WS_BATCHED {int(self.batched)}\n"
                 + config_struct(self, name, "cute_gemm/registry/ladder_hopper.py, WgmmaWsConfig",
                                 derived=("dyn_smem",), skip="only"))
 
@@ -162,6 +167,8 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig) -> Kernel:
     tf32 = (("k", "k"), ("k", "n"), ("m", "k"))
     variants = _tc_variants("cute_wgmma_ws", bm, bn, cfg.cluster_m, cfg.k_bytes, tf32,
                             cut=cfg.tail_split > 0, precisions=precisions)
+    if cfg.batched:
+        variants = tuple(replace(v, batch=f"{v.entry}_b") for v in variants)
     return Kernel(
         name=name, family="cute", source="cute/c6_wgmma_ws.cu",
         variants=tuple(v for v in variants if entry is None or v.entry == entry),
@@ -226,6 +233,10 @@ HOPPER: list[Kernel] = [
     # ... products whose 128x256 tiles leave SMs idle: narrower tiles, the smem left as stages (#narrow-tiles)
     gemm_candidate(_wgmma_ws("cute_wgmma_ws_128x64", WgmmaWsConfig(blk_n=64, stages=8, cluster_m=1, tail_split=32))),
     gemm_candidate(_wgmma_ws("cute_wgmma_ws_128x128", WgmmaWsConfig(blk_n=128, stages=6, cluster_m=1, tail_split=32))),
+    # cute_wgmma_ws with batched twins (the persistent walk over every problem's tiles, A and B
+    # in 4-D tensor maps): run by name until the GPU suite has passed it, then the candidates' way.
+    # Producer 48 registers: the problem's coordinates in its loads spilled one of 40
+    _wgmma_ws("cute_wgmma_ws_batched", WgmmaWsConfig(tail_split=32, batched=True, producer_regs=48)),
     # fp32-accurate sums (cute_3xtf32's GEMM with split_parts): 64x192 a warpgroup holds two sets of
     # accumulators; windows of 3 k-tiles (cute_3xtf32.md#the-accumulation, #the-last-wave)
     _wgmma_ws("cute_wgmma_ws_promote", WgmmaWsConfig(blk_n=192, promote=3, tail_split=8, only="tf32")),

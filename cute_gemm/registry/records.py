@@ -313,6 +313,11 @@ class PersistentGrid:
                  itemsize: int = 4) -> tuple[int, int, int]:
         return self.walk(m, n, k, sm_count, cut, itemsize)[1]
 
+    def batch_walk(self, m: int, n: int, problems: int, sm_count: int = 0) -> tuple[int, int, int]:
+        """The grid of a batched twin (Variant.batch): a cluster per unit of every problem, at
+        most `clusters`; its walk is never cut."""
+        return min(self.units(m, n) * problems, self.clusters(sm_count)) * self.cluster, 1, 1
+
     def span(self, n: int) -> tuple[int, int]:
         cols = min(n, EXTENT_MAX)
         return max(self.bm, GRID_X_MAX // cdiv(cols, self.bn) * self.bm), cols
@@ -458,9 +463,12 @@ class Kernel:
 
     @property
     def batch_modes(self) -> int:
-        """The batch modes its launches walk: 2 (CG_BATCH_STEP), 1 (twins that step by the
-        inner mode alone: cute_pipelined's, whose registers had no room for two), 0."""
-        return 2 if self.plain_takes_batch else 1 if self.batched else 0
+        """The batch modes its launches walk: 2 (CG_BATCH_STEP, or a persistent kernel's twins:
+        4-D tensor maps), 1 (twins that step by the inner mode alone: cute_pipelined's, whose
+        registers had no room for two), 0."""
+        if self.plain_takes_batch or (self.batched and hasattr(self.grid, "batch_walk")):
+            return 2
+        return 1 if self.batched else 0
 
     def batch_entry(self, v: Variant) -> str:
         """The entry point that runs variant v's launch on a batch ("" where none does)."""

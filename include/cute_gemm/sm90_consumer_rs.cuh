@@ -88,7 +88,8 @@ __device__ __forceinline__ void consume_rs(Mma const& mma, Ring* ring,
     if (!piece_done<128 * WsConfig::consumers, kCluster, false>(acc, acc, split, item, ws,
                                                                 thread, rank))
       continue;                                            // another piece adds this one's
-    store_axpby_rows<kBlkM, kBlkN, typename OpA::RowMap>(mma, thread, acc, C, sCm, sCn, M, N,
+    store_axpby_rows<kBlkM, kBlkN, typename OpA::RowMap>(mma, thread, acc,
+                                                         tiles.at(C, split.unit(item)), sCm, sCn, M, N,
                                                          m_blk * kBlkM, n_blk * kBlkN, alpha,
                                                          beta, e);
   }

@@ -73,32 +73,36 @@ struct OperandTile {
 
   // Part `part` of k-tile `k_tile` of the slab starting at row/column `mn0` into `stage` of
   // every CTA in `cta_mask`, completing on their barriers at `bar`'s offset (Parts > 1).
+  // `l`: a batch's problem (cg::sm90::Problem, a 4-D map), or NoProblem (a 2-D map).
+  template <class P = NoProblem>
   __device__ static void load_part(const cute::TmaDescriptor* map, uint64_t* bar, Elem* stage,
-                                   int mn0, int k_tile, int part, uint16_t cta_mask) {
+                                   int mn0, int k_tile, int part, uint16_t cta_mask, P l = {}) {
     if constexpr (kKMajor) {
       constexpr int rows = Ext / Parts;   // k-major rows are contiguous 128-byte lines
       tma_load_2d_multicast(map, bar, stage + part * rows * BlkK, cta_mask, k_tile * BlkK,
-                            mn0 + part * rows);
+                            mn0 + part * rows, l);
     } else {
       CUTE_UNROLL
       for (int i = 0; i < kBoxes; ++i) {
         const int s = part * kBoxes + i;
         tma_load_2d_multicast(map, bar, stage + s * kRowElems * BlkK, cta_mask,
-                              mn0 + s * kRowElems, k_tile * BlkK);
+                              mn0 + s * kRowElems, k_tile * BlkK, l);
       }
     }
   }
 
   // Issue the loads of k-tile `k_tile` of the slab starting at row/column `mn0` into
   // `stage` (the stage's first element), completing on `bar`. One thread calls this.
+  template <class P = NoProblem>
   __device__ static void load(const cute::TmaDescriptor* map, uint64_t* bar, Elem* stage,
-                              int mn0, int k_tile) {
+                              int mn0, int k_tile, P l = {}) {
     if constexpr (kKMajor) {
-      tma_load_2d(map, bar, stage, k_tile * BlkK, mn0);
+      tma_load_2d(map, bar, stage, k_tile * BlkK, mn0, l);
     } else {
       CUTE_UNROLL
       for (int s = 0; s < kBoxes; ++s)
-        tma_load_2d(map, bar, stage + s * kRowElems * BlkK, mn0 + s * kRowElems, k_tile * BlkK);
+        tma_load_2d(map, bar, stage + s * kRowElems * BlkK, mn0 + s * kRowElems, k_tile * BlkK,
+                    l);
     }
   }
 };

@@ -60,11 +60,13 @@ struct RegisterOperand {
 
   // Issue the TMA loads of k-tile `k_tile` of rows mn0 .. mn0 + Ext - 1 into `stage`, completing
   // on `bar`: one box per 32 rows. One thread calls this.
+  // (`l`: a batch's problem in a 4-D map, as OperandTile::load)
+  template <class P = NoProblem>
   __device__ static void load(const cute::TmaDescriptor* map, uint64_t* bar, Elem* stage,
-                              int mn0, int k_tile) {
+                              int mn0, int k_tile, P l = {}) {
     CUTE_UNROLL
     for (int s = 0; s < kBoxes; ++s)
-      tma_load_2d(map, bar, stage + s * kBoxElems, mn0 + s * kLine, k_tile * BlkK);
+      tma_load_2d(map, bar, stage + s * kBoxElems, mn0 + s * kLine, k_tile * BlkK, l);
   }
 
   // One consumer thread's view of every stage: the byte offsets of its loads for the k-lines

@@ -105,6 +105,37 @@ __device__ __forceinline__ void tma_load_2d_multicast(const cute::TmaDescriptor*
   cute::SM90_TMA_LOAD_MULTICAST_2D::copy(map, bar, cta_mask, kEvictNormal, smem, crd0, crd1);
 }
 
+// A batch's problem in 4-D tensor maps (the matrix's two extents, then the batch's two
+// modes; sm90_tile_scheduler.cuh BatchedTiles): its coordinates along the two modes.
+// NoProblem: a 2-D map. The loads above and OperandTile's take either.
+struct NoProblem {};
+struct Problem { int l0, l1; };
+
+__device__ __forceinline__ void tma_load_2d(const cute::TmaDescriptor* map, uint64_t* bar,
+                                            void* smem, int crd0, int crd1, NoProblem) {
+  tma_load_2d(map, bar, smem, crd0, crd1);
+}
+
+__device__ __forceinline__ void tma_load_2d(const cute::TmaDescriptor* map, uint64_t* bar,
+                                            void* smem, int crd0, int crd1, Problem l) {
+  constexpr uint64_t kEvictNormal = 0x1000000000000000ull;
+  cute::SM90_TMA_LOAD_4D::copy(map, bar, kEvictNormal, smem, crd0, crd1, l.l0, l.l1);
+}
+
+__device__ __forceinline__ void tma_load_2d_multicast(const cute::TmaDescriptor* map, uint64_t* bar,
+                                                      void* smem, uint16_t cta_mask, int crd0,
+                                                      int crd1, NoProblem) {
+  tma_load_2d_multicast(map, bar, smem, cta_mask, crd0, crd1);
+}
+
+__device__ __forceinline__ void tma_load_2d_multicast(const cute::TmaDescriptor* map, uint64_t* bar,
+                                                      void* smem, uint16_t cta_mask, int crd0,
+                                                      int crd1, Problem l) {
+  constexpr uint64_t kEvictNormal = 0x1000000000000000ull;
+  cute::SM90_TMA_LOAD_MULTICAST_4D::copy(map, bar, cta_mask, kEvictNormal, smem, crd0, crd1,
+                                         l.l0, l.l1);
+}
+
 // Bring the tensor map's 128 bytes into the TMA unit's cache ahead of the first load.
 __device__ __forceinline__ void tma_prefetch_map(const cute::TmaDescriptor* map) {
   asm volatile("prefetch.tensormap [%0];" :: "l"(reinterpret_cast<uint64_t>(map)) : "memory");

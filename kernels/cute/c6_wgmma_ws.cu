@@ -40,6 +40,9 @@
 //           twin entry NAME_cut takes (ws, dp, pieces) after the maps, planned on the problem
 //           it walks (C^T for the swapped tf32 entry: Variant.walks_transposed), and runs the
 //           walks that plan cuts; NAME, without the cut's code, the others.
+// Batch:    Config::batched: twins NAME_b walk a batch of problems as one sequence of units
+//           (sm90_tile_scheduler.cuh BatchedTiles), A and B in 4-D tensor maps (a broadcast
+//           operand's mode: extent 1, coordinate 0), C moved per problem; never cut.
 // Bottleneck: the epilogue stalls both consumer warpgroups once per tile (only the producer's
 //           loads overlap it); at 4096^3, 512 tiles on 132 SMs leave a partial last wave.
 //           Measurements: docs/design/cute_wgmma_ws.md.
@@ -115,17 +118,19 @@ __device__ __forceinline__ void consume(Mma const& mma, Ring* ring, typename OpA
     if (!cg::sm90::piece_done<kThreads - 128, kCluster, false>(acc, acc, split, item, ws, thread,
                                                                rank))
       continue;                                            // another piece adds this one's
-    cg::sm90::store_axpby<kBlkM, kBlkN>(mma, thread, acc, C, sCm, sCn, M, N, m_blk * kBlkM,
+    cg::sm90::store_axpby<kBlkM, kBlkN>(mma, thread, acc, tiles.at(C, split.unit(item)), sCm, sCn, M, N, m_blk * kBlkM,
                                         n_blk * kBlkN, alpha, beta, epi);
   }
 }
 
 // (inlined into a fused entry: a call between them serialized the wgmmas, ptxas C7510; forced
 // inlining without one serialized the promoted configurations' instead)
-template <class TAB, class TC, GMMA::Major MajA, GMMA::Major MajB, class Epi>
+// (Batch: cg::sm90::NoBatch, or a batched entry's cg::sm90::Batch)
+template <class TAB, class TC, GMMA::Major MajA, GMMA::Major MajB, class Epi,
+          class Batch = cg::sm90::NoBatch>
 __device__ CG_INLINE_IF_FUSED void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tma_a,
                               const TmaDescriptor* tma_b, float* ws, cg::sm90::TailSplit split,
-                              Epi epi) {
+                              Epi epi, Batch batch = {}) {
   using T = cg::sm90::mma_t<cg::a_t<TAB>>;                  // A's (B's has its size)
   using TB = cg::sm90::mma_t<cg::b_t<TAB>>;
   static_assert(sizeof(T) == sizeof(TB), "A and B of one width");
@@ -176,8 +181,14 @@ __device__ CG_INLINE_IF_FUSED void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), cons
   // the scheduler walks units of kCluster tiles along m (one per CTA of a cluster, the same
   // n block: they share its B tiles); a CTA whose tile lies past M still loads its part of
   // B and computes zeros that it does not store
-  const cg::sm90::GroupedTiles tiles{cg::ceil_div(cg::ceil_div(M, kBlkM), kCluster),
-                                     cg::ceil_div(N, kBlkN), cute::max(Config::group_m / kCluster, 1)};
+  // (a batch: its problems one after the other, sm90_tile_scheduler.cuh BatchedTiles)
+  const auto tiles = cg::sm90::walk(
+      cg::sm90::GroupedTiles{cg::ceil_div(cg::ceil_div(M, kBlkM), kCluster), cg::ceil_div(N, kBlkN),
+                             cute::max(Config::group_m / kCluster, 1)},
+      batch);
+  using Tiles = cute::remove_cvref_t<decltype(tiles)>;
+  static_assert(cute::is_same_v<Tiles, cg::sm90::GroupedTiles> || Config::promote == 0,
+                "a batch: on the unpromoted consumers (consume, consume_rs)");
   const int rank = kCluster == 1 ? 0 : int(cg::sm90::cluster_rank());
   const int stride = gridDim.x / kCluster;
   // k-tiles a tile takes: whole windows when promoted (consume_promoted counts its windows
@@ -212,6 +223,8 @@ __device__ CG_INLINE_IF_FUSED void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), cons
         int m_unit, n_blk;
         tiles.coord(split.unit(item), m_unit, n_blk);
         const int m_blk = m_unit * kCluster + rank;
+        typename Tiles::Operand la, lb;                    // the problem's, in A's and B's maps
+        tiles.operands(split.unit(item), la, lb);
         // a cut unit's piece: its own k-tiles [k0, k1); the stream around them zero-filled
         const int run = split.run(item, k_tiles / kWindow) * kWindow;
         const int k0 = split.piece(item) * run, k1 = min(k0 + run, k_tiles);
@@ -219,13 +232,13 @@ __device__ CG_INLINE_IF_FUSED void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), cons
           const int k_tile = t < k0 || t >= k1 ? -1 : t;  // outside: out of bounds, zeros
           uint64_t* full = ring->acquire(st, kTxBytes);
           OpA::load(tma_a, full, smemA + st.index * OpA::kStageElems, m_blk * kBlkM,
-                    Parts::a(k_tile));
+                    Parts::a(k_tile), la);
           if constexpr (kCluster == 1)
             OpB::load(tma_b, full, smemB + st.index * OpB::kStageElems, n_blk * kBlkN,
-                      Parts::b(k_tile));
+                      Parts::b(k_tile), lb);
           else
             OpB::load_part(tma_b, full, smemB + st.index * OpB::kStageElems, n_blk * kBlkN,
-                           Parts::b(k_tile), rank, kPeers);
+                           Parts::b(k_tile), rank, kPeers, lb);
         }
       }
     }
@@ -263,42 +276,65 @@ __device__ CG_INLINE_IF_FUSED void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), cons
 // WgmmaWsConfig.cpp, a macro because it picks definitions) each
 // also has a twin NAME_cut that takes the tail's workspace and cut after the maps
 // (streamk.tail_split_plan). Twins, not one entry: with the cut's code compiled in, walks it
-// does not cut ran 3-10 % slower (docs/design/cute_wgmma_ws.md#tail-code).
+// does not cut ran 3-10 % slower (docs/design/cute_wgmma_ws.md#tail-code). With
+// CG_WS_BATCHED, a twin NAME_b walks a batch of problems (never cut).
 // (a fused epilogue's EpiArgs last, epilogue.cuh)
 #define CG_WS_PARAMS(TAB, TC) (CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS, CG_EPI_PARAMS)
 #define CG_WS_CUT_PARAMS(TAB, TC) \
   (CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS, float* __restrict__ ws, int split_dp, int split_pieces, \
    CG_EPI_PARAMS)
+// A batched twin NAME_b (CG_WS_BATCHED, WgmmaWsConfig.batched): the problems and their batch
+// strides after the maps (A's and B's are in its 4-D maps too; their zeros say broadcast)
+#define CG_WS_BATCH_PARAMS(TAB, TC) \
+  (CG_GEMM_PARAMS_T(TAB, TC), CG_TMA_PARAMS, int problems, int Lin, long long bA0, long long bA1, \
+   long long bB0, long long bB1, long long bC0, long long bC1, CG_EPI_PARAMS)
 #define CG_WS_WHOLE nullptr, cg::sm90::TailSplit{0, 1}
 #define CG_WS_CUT ws, cg::sm90::TailSplit{split_dp, split_pieces}
-#define CG_WGMMA_WS_AS(NAME, PARAMS, SPLIT, TAB, TC, MA, MB)                                \
+#define CG_WS_ONE cg::sm90::NoBatch{}
+#define CG_WS_BATCH cg::sm90::Batch{problems, Lin, bA0, bA1, bB0, bB1, bC0, bC1}
+#define CG_WS_BATCH_SWAPPED cg::sm90::Batch{problems, Lin, bB0, bB1, bA0, bA1, bC0, bC1}
+#define CG_WGMMA_WS_AS(NAME, PARAMS, SPLIT, BATCH, TAB, TC, MA, MB)                         \
   CG_ENTRY(NAME, __launch_bounds__(kThreads, 1)                                            \
                  __cluster_dims__(Config::cluster_m, 1, 1), PARAMS, {                      \
     gemm_wgmma_ws<TAB, TC, GMMA::Major::MA, GMMA::Major::MB>(                               \
         M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, &tma_a, &tma_b, SPLIT, \
-        CG_EPILOGUE{&epi});                                                                 \
+        CG_EPILOGUE{&epi}, BATCH);                                                          \
   })
 // A k-major, B n-major (tf32): C^T = B^T A^T, B^T the m-major register operand, A^T k-major.
-#define CG_WGMMA_WS_SWAPPED_AS(NAME, PARAMS, SPLIT, TAB, TC)                                \
+#define CG_WGMMA_WS_SWAPPED_AS(NAME, PARAMS, SPLIT, BATCH, TAB, TC)                         \
   CG_ENTRY(NAME, __launch_bounds__(kThreads, 1)                                            \
                  __cluster_dims__(Config::cluster_m, 1, 1), PARAMS, {                      \
     gemm_wgmma_ws<TAB, TC, GMMA::Major::MN, GMMA::Major::K>(                                \
         N, M, K, alpha, B, sBn, sBk, A, sAk, sAm, beta, C, sCn, sCm, &tma_b, &tma_a, SPLIT, \
-        cg::transposed(CG_EPILOGUE{&epi}));     /* its tile's rows are C's columns */         \
+        cg::transposed(CG_EPILOGUE{&epi}), BATCH);  /* its tile's rows are C's columns */    \
   })
 #if CG_WS_TAIL_SPLIT
-#define CG_WGMMA_WS_ENTRY(NAME, TAB, TC, MA, MB)                                            \
-  CG_WGMMA_WS_AS(NAME, CG_WS_PARAMS(TAB, TC), CG_WS_WHOLE, TAB, TC, MA, MB)                 \
-  CG_WGMMA_WS_AS(NAME##_cut, CG_WS_CUT_PARAMS(TAB, TC), CG_WS_CUT, TAB, TC, MA, MB)
-#define CG_WGMMA_WS_SWAPPED_ENTRY(NAME, TAB, TC)                                            \
-  CG_WGMMA_WS_SWAPPED_AS(NAME, CG_WS_PARAMS(TAB, TC), CG_WS_WHOLE, TAB, TC)                 \
-  CG_WGMMA_WS_SWAPPED_AS(NAME##_cut, CG_WS_CUT_PARAMS(TAB, TC), CG_WS_CUT, TAB, TC)
+#define CG_WS_CUT_TWIN(NAME, TAB, TC, MA, MB) \
+  CG_WGMMA_WS_AS(NAME##_cut, CG_WS_CUT_PARAMS(TAB, TC), CG_WS_CUT, CG_WS_ONE, TAB, TC, MA, MB)
+#define CG_WS_CUT_TWIN_SWAPPED(NAME, TAB, TC) \
+  CG_WGMMA_WS_SWAPPED_AS(NAME##_cut, CG_WS_CUT_PARAMS(TAB, TC), CG_WS_CUT, CG_WS_ONE, TAB, TC)
 #else
-#define CG_WGMMA_WS_ENTRY(NAME, TAB, TC, MA, MB)                                            \
-  CG_WGMMA_WS_AS(NAME, CG_WS_PARAMS(TAB, TC), CG_WS_WHOLE, TAB, TC, MA, MB)
-#define CG_WGMMA_WS_SWAPPED_ENTRY(NAME, TAB, TC)                                            \
-  CG_WGMMA_WS_SWAPPED_AS(NAME, CG_WS_PARAMS(TAB, TC), CG_WS_WHOLE, TAB, TC)
+#define CG_WS_CUT_TWIN(NAME, TAB, TC, MA, MB)
+#define CG_WS_CUT_TWIN_SWAPPED(NAME, TAB, TC)
 #endif
+#if CG_WS_BATCHED
+#define CG_WS_BATCH_TWIN(NAME, TAB, TC, MA, MB) \
+  CG_WGMMA_WS_AS(NAME##_b, CG_WS_BATCH_PARAMS(TAB, TC), CG_WS_WHOLE, CG_WS_BATCH, TAB, TC, MA, MB)
+#define CG_WS_BATCH_TWIN_SWAPPED(NAME, TAB, TC)                                             \
+  CG_WGMMA_WS_SWAPPED_AS(NAME##_b, CG_WS_BATCH_PARAMS(TAB, TC), CG_WS_WHOLE,               \
+                         CG_WS_BATCH_SWAPPED, TAB, TC)
+#else
+#define CG_WS_BATCH_TWIN(NAME, TAB, TC, MA, MB)
+#define CG_WS_BATCH_TWIN_SWAPPED(NAME, TAB, TC)
+#endif
+#define CG_WGMMA_WS_ENTRY(NAME, TAB, TC, MA, MB)                                            \
+  CG_WGMMA_WS_AS(NAME, CG_WS_PARAMS(TAB, TC), CG_WS_WHOLE, CG_WS_ONE, TAB, TC, MA, MB)      \
+  CG_WS_CUT_TWIN(NAME, TAB, TC, MA, MB)                                                     \
+  CG_WS_BATCH_TWIN(NAME, TAB, TC, MA, MB)
+#define CG_WGMMA_WS_SWAPPED_ENTRY(NAME, TAB, TC)                                            \
+  CG_WGMMA_WS_SWAPPED_AS(NAME, CG_WS_PARAMS(TAB, TC), CG_WS_WHOLE, CG_WS_ONE, TAB, TC)      \
+  CG_WS_CUT_TWIN_SWAPPED(NAME, TAB, TC)                                                     \
+  CG_WS_BATCH_TWIN_SWAPPED(NAME, TAB, TC)
 #define CG_WGMMA_WS_16BIT(PREC, TAB, OUT, TC)                                               \
   CG_WGMMA_WS_ENTRY(cute_wgmma_ws_##PREC##_##OUT##_ak_bk, TAB, TC, K, K)                    \
   CG_WGMMA_WS_ENTRY(cute_wgmma_ws_##PREC##_##OUT##_ak_bn, TAB, TC, K, MN)                   \
