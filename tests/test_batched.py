@@ -280,3 +280,13 @@ def test_a_batch_on_the_persistent_kernel_runs_its_twin_on_4d_maps(monkeypatch):
     maps = {e[1]: e for e in events if e[0] == "tmap"}
     assert set(maps) == {a.ptr, b.ptr} and all(len(e) == 6 for e in maps.values())
     assert maps[a.ptr][5] == ((1, 0), (1, 0)) and maps[b.ptr][5] == ((1, 0), (count, 4 * k * n))
+
+
+def test_a_negative_batch_stride_counts_as_unaligned():
+    """A TMA map holds no negative stride: an operand whose batch steps backwards is unaligned
+    to the entries that read it through one (they copy it first), as its pointer would be."""
+    from cute_gemm.driver.arrays import Operand, fits
+    op = lambda b: Operand("a", None, True, 1 << 20, (64, 64), (64, 1), "bfloat16",  # noqa: E731
+                           bcount=(1, 4), bstrides=b)
+    assert fits({"a": op((0, 4096))})["a"] == ("k", 16)
+    assert fits({"a": op((0, -4096))})["a"] == ("k", 1)

@@ -135,8 +135,11 @@ def fits(ops: dict) -> dict:
             major, ld = col, (sc if c > 1 else 0)
         else:       # no unit stride (e.g. every other column): only "any" entries take it
             major, ld = "strided", abs(sr) | abs(sc)
-        # (every problem of a batch: its pointer steps by the batch strides)
+        # (every problem of a batch: its pointer steps by the batch strides; a negative one
+        # counts as unaligned: a TMA map holds no negative stride, so those entries copy)
         v = (op.ptr // e) | (ld if ld > 0 else 0) | abs(op.bstrides[0]) | abs(op.bstrides[1]) | 16
+        if min(op.bstrides) < 0:
+            v = 1
         out[role] = (major, 0 if op.ptr % e else v & -v)
     return out
 
