@@ -290,3 +290,16 @@ def test_a_negative_batch_stride_counts_as_unaligned():
                            bcount=(1, 4), bstrides=b)
     assert fits({"a": op((0, 4096))})["a"] == ("k", 16)
     assert fits({"a": op((0, -4096))})["a"] == ("k", 1)
+
+
+def test_the_batched_bench_takes_one_kernel_that_batches(monkeypatch, capsys):
+    """`bench --size batched` times gemm(), or one named kernel that batches in its stead;
+    any other name is refused before the GPU is looked for."""
+    from cute_gemm import cli
+    monkeypatch.setenv("CUTE_GEMM_FORCE_NO_GPU", "1")
+    assert cli.main(["bench", "--size", "batched:3", "naive"]) == 2
+    assert "one kernel that batches" in capsys.readouterr().err
+    assert cli.main(["bench", "--size", "batched:3", "cute_wgmma_ws_batched", "cute_pipelined"]) == 2
+    assert "one kernel that batches" in capsys.readouterr().err
+    assert cli.main(["bench", "--size", "batched:3", "cute_wgmma_ws_batched"]) == 2
+    assert "one kernel that batches" not in capsys.readouterr().err     # (no GPU: refused later)

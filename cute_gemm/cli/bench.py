@@ -3,10 +3,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 
 from . import base
+from .. import registry
 from .base import checked, error, kernel_name, kernel_or_auto, nonneg_int, positive_float, positive_int, show
-from ..perf.batched import PRECISIONS as BATCHED_PRECISIONS, batched_count, main as batched_main
+from ..perf.batched import PRECISIONS as BATCHED_PRECISIONS, batched_count, main as batched_main, \
+    run as batched_run
+from ..perf.peers import main as peers_main
 from ..perf.cublas import find_cublas
 from ..perf.fp8 import fp8_count, main as fp8_main
 from ..perf.linear import linear_count, main as linear_main
@@ -31,7 +35,8 @@ band, M, N, K in [8, 12288], each shape in one layout drawn from --layouts, defa
 to auto; besides the GPU time of one launch, each shape is timed as one call on an idle GPU, host time
 included, and as 20 calls back to back; the summary gives, per precision and timing, the geometric mean and
 minimum of cuBLAS time / time and the share below 0.9x, with the seed that draws the shapes again). 'auto'
-names gemm()'s choice, timed like a kernel. 'batched[:N]' (alone; needs PyTorch): N random batched products
+names gemm()'s choice, timed like a kernel. 'batched[:N]' (alone, or with one kernel that batches in gemm()'s
+stead; needs PyTorch): N random batched products
 (batch 2..1024, M, N, K 16..4096, broadcast and strided batches) by gemm() next to torch.matmul, checked, then
 timed as one call and as a burst; --out writes batched.json. 'linear[:N]' (alone; needs PyTorch): a linear
 layer with bias and GELU (tanh) at N random token counts (8..16384) through 4096->11008 and 11008->4096, by
@@ -135,12 +140,21 @@ def _cmd_bench(args) -> int:
         counts = [n for n in map(count, args.size or []) if n is not None]
         if not counts:
             continue
-        if len(counts) != len(args.size) or args.kernels:
-            return error(f"--size {word}[:N] times {peer} alone: no other size, no kernel names",
+        # (a batch: one batched kernel may stand in for gemm(), in the precisions it computes)
+        named = (word == "batched" and len(args.kernels) == 1
+                 and (args.kernels[0] == registry.AUTO or registry.get(args.kernels[0]).batched))
+        if len(counts) != len(args.size) or (args.kernels and not named):
+            return error(f"--size {word}[:N] times {peer} alone: no other size, no kernel names"
+                         + (" (batched: one kernel that batches)" if word == "batched" else ""),
                          "cute-gemm bench")
         if (rc := base.no_gpu("bench")) is not None:
             return rc
         precisions = [p for p in parse_precisions(args.precision) if p in BATCHED_PRECISIONS]
+        if named and args.kernels[0] != registry.AUTO:
+            k = registry.get(args.kernels[0])
+            run_main = partial(peers_main, partial(batched_run, kernel=k.name))
+            precisions = [p for p in precisions if p in k.precisions] or \
+                [p for p in BATCHED_PRECISIONS if p in k.precisions][:1]
         return run_main(sum(counts), args.seed, precisions or [default], args.out)
     try:        # before the GPU is looked for: a bad combination, and the seed of a draw
         todo = plan(args.size, args.layouts, seed=args.seed, flops=args.flops)

@@ -59,13 +59,16 @@ def _operands(s: peers.Session, p: Problem, dtype):
 
 
 def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("fp32", "bf16"), *,
-        repeats: int = 10, out_dir: str | None = None, log=print) -> dict:
-    """Draw, check and time; the result as a dict (written to out_dir/batched.json)."""
-    s = peers.Session("cute-gemm bench --size batched", count, seed, {"": ("torch", "ours")},
-                      repeats, log)
+        kernel: str | None = None, repeats: int = 10, out_dir: str | None = None,
+        log=print) -> dict:
+    """Draw, check and time; the result as a dict (written to out_dir/batched.json). kernel:
+    time run() of that kernel instead of gemm() (a batched one, in the precisions it computes)."""
+    s = peers.Session("cute-gemm bench --size batched" + (f" {kernel}" if kernel else ""), count,
+                      seed, {"": ("torch", "ours")}, repeats, log)
     torch = s.torch
+    ours_fn = api.gemm if kernel is None else partial(api.run, kernel)
     log(f"cute-gemm bench: {count} random batched problems, seed {s.seed} (--seed {s.seed} draws "
-        f"them again); gemm() / torch.matmul {torch.__version__}, same run")
+        f"them again); {kernel or 'gemm()'} / torch.matmul {torch.__version__}, same run")
     with s:
         for p in draw(count, s.seed):
             for prec in precisions:
@@ -75,11 +78,11 @@ def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("fp32",
                     shape = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (p.m, p.n)
                     ours, theirs = (torch.empty(shape, dtype=dt, device="cuda") for _ in range(2))
                     torch.backends.cuda.matmul.allow_tf32 = prec == "tf32"
-                    api.gemm(a, b, out=ours, precision=prec)
+                    ours_fn(a, b, out=ours, precision=prec)
                     ratio = s.worst(ours, a.double() @ b.double(), a.double().abs() @ b.double().abs(),
                                     prec, PRECISIONS[prec][1])
                     s.add(row, ratio, {
-                        "ours": lambda _: api.gemm(a, b, out=ours, precision=prec),
+                        "ours": lambda _: ours_fn(a, b, out=ours, precision=prec),
                         "torch": lambda _: torch.matmul(a, b, out=theirs)})
                     log(f"  {prec:5s} B={p.batch:5d} M={p.m:5d} N={p.n:5d} K={p.k:5d} {p.pattern:11s} "
                         + (f"call {row['call']:5.2f}x  burst {row['burst']:5.2f}x" if row["ok"]
