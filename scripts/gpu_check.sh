@@ -4,7 +4,7 @@
 # included), `cute-gemm check`, and a short benchmark against cuBLAS.
 #
 #   device run:  bash scripts/gpu_check.sh            (carry: .whl, and .cgpack if present)
-#   env: STAGE=test | tensor | gpu | fp8 | bench | all | sanitize (default all. A device call is limited
+#   env: STAGE=test | tensor | gpu | batched | fp8 | bench | all | sanitize (default all. A device call is limited
 #        to 10 minutes: test, tensor and bench go in three back-to-back calls, test in two
 #        (PART=1, 2) on a freshly started machine. test: compile,
 #        the suite but the tensor-core GPU files, `cute-gemm check`; tensor: those files
@@ -50,6 +50,23 @@ if [ "$STAGE" = gpu ]; then
   grep -E "FAILED|ERROR|^[0-9]+ (passed|failed)|=====.*(passed|failed)" "$OUT/pytest_gpu.txt" \
       | grep -v "^tests/" | sort -u | tail -60
   pack_cache
+  exit 0
+fi
+# STAGE=batched: the batched GPU tests (cute_wgmma_ws_batched's twins among them), then the
+# twins against torch.matmul and gemm()'s pick on one draw (BATCHED_COUNT problems, a seed
+# drawn here and printed), bf16 and fp16; JSON into $OUT/batched_{twin,gemm}
+if [ "$STAGE" = batched ]; then
+  echo "== pytest, the batched GPU tests"
+  python3 -m pytest tests/test_batched_gpu.py -n "${JOBS:-14}" -v --tb=short -p no:cacheprovider \
+      --timeout 300 ${PYTEST_ARGS:-} 2>&1 | tee "$OUT/pytest_batched.txt" \
+      | grep -E "FAILED|ERROR|[0-9]+ (passed|failed)" | tail -40
+  seed=$(python3 -c "import secrets; print(secrets.randbelow(2**31))")
+  for who in twin gemm; do
+    echo "== bench --size batched ($who), seed $seed"
+    python3 -m cute_gemm.cli bench --size "batched:${BATCHED_COUNT:-16}" --seed "$seed" \
+        --precision bf16,fp16 --out "$OUT/batched_$who" \
+        $([ "$who" = twin ] && echo cute_wgmma_ws_batched) 2>&1 | tail -8
+  done
   exit 0
 fi
 # STAGE=fp8: the 8-bit kernel alone — its GPU tests (ids streamed: -v), the fp8 bench (JSON
