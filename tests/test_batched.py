@@ -272,7 +272,8 @@ def test_a_batch_on_the_persistent_kernel_runs_its_twin_on_4d_maps(monkeypatch):
     cute_gemm.run("cute_wgmma_ws_batched", a, b, out=out, precision="tf32")
     ((_, entry, grid, _, blob),) = [e for e in events if e[0] == "launch"]
     assert entry == "cute_wgmma_ws_tf32_f32_ak_bn_b" and entry in stub_driver.WALK_TWINS
-    assert grid == (registry.get("cute_wgmma_ws_batched").grid.batch_walk(m, n, count, 132))
+    # (the tiles of C^T: the entry walks the transposed problem)
+    assert grid == (registry.get("cute_wgmma_ws_batched").grid.batch_walk(n, m, count, 132))
     args = kernel_args.GemmArgsTmaBatchEpi.from_buffer_copy(blob)
     assert args.problems == count and args.problems == args.Lin * max(1, count // args.Lin)
     # (the entry exchanges A and B itself: the arguments are the caller's)

@@ -53,7 +53,8 @@ class Plain:
         walk = getattr(at.k.grid, "batch_walk", None)     # a persistent grid walks it itself
         if at.batched and walk is not None:
             outer, inner = at.base["batch"]
-            return self.plain(at, entry, walk(at.km, at.kn, outer * inner, at.lk.sm_count))
+            wm, wn = (at.kn, at.km) if at.variant.walks_transposed else (at.km, at.kn)   # its tiles'
+            return self.plain(at, entry, walk(wm, wn, outer * inner, at.lk.sm_count))
         return self.plain(at, entry, at.k.grid(at.km, at.kn, at.kk, at.lk.sm_count))
 
     @staticmethod
