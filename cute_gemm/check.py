@@ -23,7 +23,7 @@ from .select import auto, standin
 from .driver.arrays import ArrayLike, DeviceArray, narrow, to_numpy, widen
 from .driver.epilogue import (SLOPE, Epilogue, reference as epilogue_reference, reference_blocks,
                               reference_scale as epilogue_scale)
-from .base.errors import CuteGemmError, ShapeLimitError
+from .base.errors import CuteGemmError, InputError, ShapeLimitError
 from .base.precisions import (DTYPE, EPS, PRECISION, DTypeName,  # EPS: float32's machine epsilon
                               as_accurate)
 from .registry.records import PRECISION_DTYPE, PRECISIONS, LayoutName, PrecisionName
@@ -40,7 +40,7 @@ class KernelResult:
     status: str                        # "pass" | "FAIL" | "skip" | "error"
     gauge_ratio: float = float("nan")
     rel_frobenius: float = float("nan")
-    first_fail: tuple[int, int] | None = None
+    first_fail: tuple[int, ...] | None = None      # (row, column), a batch's index first
     message: str = ""
     seconds: float = 0.0
 
@@ -60,6 +60,7 @@ class ShapeReport:
     pairwise: np.ndarray               # max |C_i - C_j|, NaN where a kernel produced nothing
     precision: str = "fp32"
     out_dtype: str = "float32"
+    batch: tuple[int, ...] = ()        # the result's batch extents (a batch of products)
 
     @property
     def ok(self) -> bool:
@@ -83,12 +84,13 @@ class CheckReport:
         lines = []
         for s in self.shapes:
             (m, n, k), mode = s.shape, "exact integers" if s.exact else "random normal"
-            lines.append(f"M={m} N={n} K={k}  alpha={s.alpha:g} beta={s.beta:g}  ({mode}; "
+            lines.append((f"batch {s.batch} of " if s.batch else "")
+                         + f"M={m} N={n} K={k}  alpha={s.alpha:g} beta={s.beta:g}  ({mode}; "
                          f"{s.precision} -> {s.out_dtype})")
             kw = max([22] + [len(r.name) + 2 for r in s.results])
             lines.append(f"  {'kernel':<{kw}}{'status':<8}{'gauge ratio':>12}{'rel frob':>11}  first fail / note")
             for r in s.results:
-                note = (f"({r.first_fail[0]}, {r.first_fail[1]}) " if r.first_fail else "") + r.message
+                note = (f"({', '.join(map(str, r.first_fail))}) " if r.first_fail else "") + r.message
                 lines.append(f"  {r.name:<{kw}}{r.status:<8}{r.gauge_ratio:>12.3g}"
                              f"{r.rel_frobenius:>11.2e}  {note.strip()}")
             w = max(len(x) for x in s.names) if len(s.names) > 1 else 0
@@ -170,7 +172,7 @@ def judge(name: str, c: np.ndarray, ref: np.ndarray, gauge: np.ndarray, exact: b
     bad = ~((c64 == ref) | (np.isnan(c) & np.isnan(ref))) if exact else ratio > THRESHOLD
     if not bad.any():
         return KernelResult(name, "pass", worst, rel)
-    first = divmod(int(np.argmax(bad.ravel())), c.shape[1])
+    first = tuple(int(i) for i in np.unravel_index(int(np.argmax(bad.ravel())), c.shape))
     nans = int(np.isnan(c).sum() - np.isnan(ref).sum())
     msg = f"got {c[first]:.6g}, want {ref[first]:.6g}" + (f"; {nans} NaN (unwritten?)" if nans > 0 else "")
     return KernelResult(name, "FAIL", worst, rel, first, msg)
@@ -189,9 +191,12 @@ def as_given(x: np.ndarray | None, dtype: str) -> np.ndarray | None:
 
 def _check_one_shape(names, a, b, c, alpha, beta, exact, layout="nn", precision="fp32",
                      out_dtype="float32", epilogue: Epilogue | None = None) -> ShapeReport:
-    (m, k), n = a.shape, b.shape[1]
+    (m, k), n = a.shape[-2:], b.shape[-1]
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])      # () for one product
     dt_a, dt_b = PRECISION[precision].dtype, PRECISION[precision].b_dtype
     a, b, c = as_given(a, dt_a), as_given(b, dt_b), as_given(c, out_dtype)
+    if c is not None and c.shape != batch + (m, n):       # out holds C: every problem's
+        c = np.ascontiguousarray(np.broadcast_to(c, batch + (m, n)))
     ref, gauge = reference(a, b, c, alpha, beta, epilogue)
     # (exact only where the epilogue keeps sums of integers exact: no GELU, no SiLU)
     exact = exact and (epilogue is None or epilogue.activation in (None, "relu"))
@@ -199,9 +204,9 @@ def _check_one_shape(names, a, b, c, alpha, beta, exact, layout="nn", precision=
     in_place = c is not None and beta != 0.0      # out holds C: read, then overwritten
     results, outs = [], []
     with contextlib.ExitStack() as held:       # (the arrays closed on the way out)
-        # "t": the transposed view of x's row-major transpose
+        # "t": the transposed view of x's row-major transpose (each matrix of a batch)
         dA, dB = (held.enter_context(contextlib.closing(
-            DeviceArray.from_host(np.ascontiguousarray(x.T), dtype=dt).T if t == "t"
+            DeviceArray.from_host(np.ascontiguousarray(np.swapaxes(x, -1, -2)), dtype=dt).T if t == "t"
             else DeviceArray.from_host(x, dtype=dt))) for x, t, dt in zip((a, b), layout, (dt_a, dt_b)))
         if epilogue is not None:        # its vectors on the device, float32, (1, L)
             epilogue = replace(epilogue, **{
@@ -211,7 +216,7 @@ def _check_one_shape(names, a, b, c, alpha, beta, exact, layout="nn", precision=
         for name in names:
             try:
                 with contextlib.closing(DeviceArray.from_host(c, dtype=out_dtype) if in_place else
-                                        DeviceArray.full((m, n), float("nan"), dtype=out_dtype)) as out:
+                                        DeviceArray.full(batch + (m, n), float("nan"), dtype=out_dtype)) as out:
                     t0 = time.perf_counter()
                     api.run(name, dA, dB, out if in_place else None, alpha=alpha, beta=beta,
                             out=out, precision=precision, epilogue=epilogue)
@@ -233,7 +238,7 @@ def _check_one_shape(names, a, b, c, alpha, beta, exact, layout="nn", precision=
                 d = np.abs(outs[i].astype(np.float64) - outs[j])
             pw[i, j] = float(np.nanmax(d)) if d.size and not np.all(np.isnan(d)) else 0.0
     return ShapeReport((m, n, k), alpha, beta, exact, results, list(names), pw, precision,
-                       out_dtype)
+                       out_dtype, tuple(batch))
 
 
 @standin.waiting()       # the pick itself, never its stand-in (standin.stand_in)
@@ -244,14 +249,15 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
                 exact: bool = False, layout: LayoutName = "nn",
                 precision: PrecisionName | None = None,
                 out_dtype: Literal["float32", "same"] | DTypeName = "float32",
-                epilogue: Epilogue | None = None) -> CheckReport:
+                epilogue: Epilogue | None = None, batch: tuple[int, ...] = ()) -> CheckReport:
     """Run kernels on the same inputs; judge each against float64 by its precision's gauge and
     compare every pair. A kernel that cannot run a shape is reported, not raised: "skip" (beyond
     its design's limits) or "error" (any other CuteGemmError, its first line kept).
 
     Args:
-        a: A, (M, K) (any array run() takes), with `b`. Default None: fresh inputs per shape.
-        b: B, (K, N), with `a`.
+        a: A, (M, K) or a batch (..., M, K) (any array run() takes), with `b`. Default None:
+            fresh inputs per shape.
+        b: B, (K, N) or a batch (..., K, N), broadcasting against a's as numpy.matmul's.
         kernels: Kernel names; "auto" is gemm()'s pick. Default None: all this GPU runs, and "auto".
         shapes: (M, N, K) triples for fresh inputs. Default None: check.DEFAULT_SHAPES.
         seed: Seed of the random inputs. Default None: fresh entropy.
@@ -268,6 +274,8 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
         epilogue: A fused Epilogue, applied by the kernels that take one (Kernel.takes_epilogue) and
             by the reference. Its vectors are host arrays; with fresh inputs, each present
             vector is drawn anew for each shape. Default None.
+        batch: Leading extents of fresh inputs (A, B and C each a batch of them): only the
+            kernels that batch are run. Default (): one product per shape.
 
     Returns:
         CheckReport: a ShapeReport per shape and precision, with a KernelResult per kernel (status
@@ -288,10 +296,19 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
     # precisions it has a candidate for on the device
     with_auto = asked is None or registry.AUTO in asked
     auto_arch = launch.device_info().arch_int if with_auto else None
+    sig = None
+    if a is not None and b is not None:
+        sig = validate(a, b, c, None, alpha, beta)
+        modes = sig.modes
+    else:
+        batch = tuple(int(x) for x in batch)
+        if any(x < 0 for x in batch):
+            raise InputError(f"batch: extents >= 0, got {batch}")
+        modes = 1 if batch else 0            # (A and B alike: their modes merge into one)
 
     def named(p: str, od: str | None) -> list[str]:
         return [k.name for k in chosen if (od is None and p in k.precisions or k.computes(p, od))
-                and (epilogue is None or k.takes_epilogue)] + (
+                and (epilogue is None or k.takes_epilogue) and k.batch_modes >= modes] + (
             [registry.AUTO] if with_auto and auto.offers(p, od, auto_arch) else [])
     if precision is not None and precision not in PRECISIONS:
         raise CuteGemmError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
@@ -302,7 +319,6 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
     if a is not None or b is not None:
         if a is None or b is None:
             raise CuteGemmError("cross_check needs both a and b (or neither)")
-        sig = validate(a, b, c, None, alpha, beta)
         prec = call_precision(sig.A, sig.B, None, None, precision)[0]
         # unasked: the precision the operands' type implies, then each held to its gauge
         # (what run() takes on a kernel that computes only that: fp32_3xtf32 for float32);
@@ -323,7 +339,8 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
             length = {"bias": m if epilogue.bias_axis == "row" else n, "scale_rows": m, "scale_cols": n}
             return replace(epilogue, **{f: draw((length[f],)) for f in length
                                         if getattr(epilogue, f) is not None})
-        runs = ((draw((m, k)), draw((k, n)), draw((m, n)) if beta != 0.0 else None, float(beta),
+        runs = ((draw((*batch, m, k)), draw((*batch, k, n)),
+                 draw((*batch, m, n)) if beta != 0.0 else None, float(beta),
                  precisions, None, vectors(m, n)) for (m, n, k) in (shapes or DEFAULT_SHAPES))
     report = CheckReport()
     for a_, b_, c_, beta_, precs, always, ep in runs:

@@ -3,6 +3,9 @@ a simulated device, and cross_check, bench and the README section covering gemm(
 any kernel. Split from test_auto.py, whose helpers it uses."""
 from __future__ import annotations
 
+import ctypes
+
+import numpy as np
 import pytest
 
 import cute_gemm
@@ -258,3 +261,45 @@ def test_table_loo_scores_the_lookup_on_rows_left_out(script):
                row(4096, 4096, 4096, {"b": 1.0})])
     got = {shape: (key, ratio) for shape, _, key, ratio in mod.loss(t)}
     assert got == {(256, 256, 256): ("a", 2.0), (512, 512, 512): ("b", 1.5)}
+
+
+def test_cross_check_takes_batches_on_a_simulated_device(monkeypatch):
+    """A batch of fresh inputs (batch=) or N-D arrays broadcasting as numpy.matmul's: each
+    kernel that walks such a batch is run and judged element by element against float64,
+    a wrong element named by its batch index first; the kernels that do not batch are left
+    out, as are those walking fewer modes than the batch has."""
+    from test_bench_simulated import _simulated_device
+    from cute_gemm import api
+    _simulated_device(monkeypatch)
+
+    def view(x):
+        cai = x.__cuda_array_interface__
+        shape, strides = cai["shape"], cai["strides"]
+        span = 1 + sum((n - 1) * s // 4 for n, s in zip(shape, strides))
+        base = np.frombuffer((ctypes.c_float * span).from_address(cai["data"][0]), np.float32)
+        return np.lib.stride_tricks.as_strided(base, shape, strides)
+    calls = []
+
+    def run(name, a, b, c=None, *, out=None, alpha=1.0, beta=0.0, stream=None, precision=None,
+            epilogue=None):
+        calls.append((name, a.shape, b.shape))
+        o = view(out)
+        o[...] = alpha * (view(a).astype(np.float64) @ view(b)) + (beta * view(c) if beta else 0.0)
+        if name == "v9_warptile":
+            o[(1,) * (o.ndim - 2) + (2, 3)] += 1.0      # one wrong element, in problem 1
+        return out
+    monkeypatch.setattr(api, "run", run)
+    rep = cute_gemm.cross_check(kernels=["cute_pipelined", "v9_warptile", "naive"], shapes=[(20, 30, 10)],
+                                batch=(3,), precision="fp32", beta=0.5, seed=1)
+    (s,) = rep.shapes
+    assert s.batch == (3,) and s.names == ["cute_pipelined", "v9_warptile"]      # naive: 2-D only
+    res = {r.name: r for r in s.results}
+    assert res["cute_pipelined"].status == "pass" and res["v9_warptile"].status == "FAIL"
+    assert res["v9_warptile"].first_fail == (1, 2, 3) and "batch (3,) of M=20" in rep.table()
+    assert {sa for _, sa, _ in calls} == {(3, 20, 10)}
+    rng = np.random.default_rng(2)     # two modes that do not merge: cute_pipelined walks one
+    a, b = rng.standard_normal((2, 1, 20, 10), dtype=np.float32), rng.standard_normal((3, 10, 30), dtype=np.float32)
+    rep = cute_gemm.cross_check(a, b, kernels=["v9_warptile", "cute_pipelined"], precision="fp32")
+    (s,) = rep.shapes
+    assert s.batch == (2, 3) and s.names == ["v9_warptile"]
+    assert s.results[0].first_fail == (1, 1, 2, 3)
