@@ -132,6 +132,22 @@ def test_the_persistent_twin_walks_batches_in_its_tensor_maps():
             assert plans and all(p.entry.endswith("_b") and not p.copies for p in plans), plans
 
 
+@pytest.mark.parametrize("precision", ["bf16", "tf32"])
+def test_cross_check_takes_a_batch(precision):
+    """cross_check on fresh batches and on N-D arrays: every kernel that batches in the
+    precision, and gemm()'s pick, judged against float64 problem by problem."""
+    _runs_here("cute_wgmma_ws_batched")
+    names = [k for k, p in _combos() if p == precision] + ["auto"]
+    rep = cute_gemm.cross_check(kernels=names, shapes=[(70, 50, 40), (129, 260, 72)], batch=(3,),
+                                precision=precision, beta=0.5, seed=13)
+    assert rep.ok and all(s.batch == (3,) for s in rep.shapes), rep.table()
+    assert {r.name for s in rep.shapes for r in s.results} >= {"cute_wgmma_ws_batched", "auto"}
+    gen = torch.Generator(device="cuda").manual_seed(14)
+    a, b = _rand((2, 1, 33, 64), OPERAND[precision], gen), _rand((3, 64, 48), OPERAND[precision], gen)
+    rep = cute_gemm.cross_check(a, b, kernels=names, precision=precision)
+    assert rep.ok and rep.shapes[0].batch == (2, 3), rep.table()
+
+
 def test_a_shared_b_folds_into_one_problem():
     gen = torch.Generator(device="cuda").manual_seed(10)
     x, w = _rand((4, 3, 50, 64), "bfloat16", gen), _rand((64, 96), "bfloat16", gen)
