@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -299,12 +300,12 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
     sig = None
     if a is not None and b is not None:
         sig = validate(a, b, c, None, alpha, beta)
-        modes = sig.modes
+        modes = 0 if sig.batch == (1, 1) else sig.modes      # (a shared B folds: one problem)
     else:
         batch = tuple(int(x) for x in batch)
         if any(x < 0 for x in batch):
             raise InputError(f"batch: extents >= 0, got {batch}")
-        modes = 1 if batch else 0            # (A and B alike: their modes merge into one)
+        modes = 1 if math.prod(batch) > 1 else 0     # (A and B alike: their modes merge into one)
 
     def named(p: str, od: str | None) -> list[str]:
         return [k.name for k in chosen if (od is None and p in k.precisions or k.computes(p, od))

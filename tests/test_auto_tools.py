@@ -303,3 +303,5 @@ def test_cross_check_takes_batches_on_a_simulated_device(monkeypatch):
     (s,) = rep.shapes
     assert s.batch == (2, 3) and s.names == ["v9_warptile"]
     assert s.results[0].first_fail == (1, 1, 2, 3)
+    rep = cute_gemm.cross_check(a[0, 0], b[0], kernels=["naive", "cute_pipelined"], precision="fp32")
+    assert rep.ok and rep.shapes[0].batch == () and rep.shapes[0].names == ["naive", "cute_pipelined"]
