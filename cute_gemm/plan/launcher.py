@@ -164,10 +164,11 @@ class Launcher:
         # persistent (TMA) kernel's twin itself, A and B in 4-D maps
         batched = plan.batch is not None and not extra
         walked = batched and plan.tma
-        self.zs = pieces(plan.batch[0] * plan.batch[1], Z_MAX) if batched and not walked else [(0, 1)]
+        along_z = batched and not walked
+        self.zs = pieces(plan.batch[0] * plan.batch[1], Z_MAX) if along_z else [(0, 1)]
         if walked:
             args += (plan.batch[0] * plan.batch[1], plan.batch[1], *ba, *bb, *bc)
-        elif batched:
+        elif along_z:
             args += (plan.batch[1], 0, *ba, *bb, *bc)
         self.maps = None
         if plan.tma:
@@ -178,7 +179,7 @@ class Launcher:
             pack = ((launch.pack_gemm_args_tma_ws_epi if plan.fused else launch.pack_gemm_args_tma_ws)
                     if extra else
                     launch.pack_gemm_args_tma_epi if plan.fused else launch.pack_gemm_args_tma)
-        elif batched:
+        elif along_z:
             pack = launch.pack_gemm_args_batch_epi if plan.fused else launch.pack_gemm_args_batch
         else:
             pack = launch.pack_gemm_args_ws if extra else launch.pack_gemm_args
@@ -189,8 +190,7 @@ class Launcher:
         self.tail = None if reduce is None else Reduction(
             reduce, plan.reduce_grid, m, n, plan.split_k, sc, plan.reduce_pdl)
         gx, gy, gz = plan.grid
-        self.site = [launch.Site(f, (gx, gy, z if batched and not walked else gz), plan.block,
-                                 plan.smem, plan.pdl)
+        self.site = [launch.Site(f, (gx, gy, z if along_z else gz), plan.block, plan.smem, plan.pdl)
                      for _, z in self.zs]
         self.site = self.site[0] if len(self.zs) == 1 else self.site
         # (most launches: one kernel, its arguments as they come, nothing else to do)
