@@ -35,7 +35,8 @@ STAGE="${STAGE:-all}"
 # next call (device_env.sh). From a cold cache the ~1,900 tests outrun one call (55 % in 500 s
 # on the H200, the compiles): PART=1, 2 or 3 runs a third of them (carry the previous part's
 # cgpack); a failure is named as it happens (-v into $OUT/pytest_gpu.txt), so a run cut short
-# still says what failed.
+# still says what failed; --timeout-method=thread names a test whose kernel hangs (a signal
+# waits behind the synchronize it hangs in).
 GPU_PARTS=("tests/test_tensor_cores_gpu.py tests/test_3xtf32_gpu.py"
 "tests/test_fp8_gpu.py tests/test_epilogue_gpu.py tests/test_capture_gpu.py tests/test_streamk.py"
 "tests/test_batched_gpu.py tests/test_gpu.py tests/test_reliability_gpu.py tests/test_auto_gpu.py
@@ -46,7 +47,7 @@ if [ "$STAGE" = gpu ]; then
   echo "== pytest, the GPU test files${PART:+ (part $PART)} over ${JOBS:-14} workers"
   # shellcheck disable=SC2086
   timeout "${PYTEST_SECONDS:-480}" python3 -m pytest $files -n "${JOBS:-14}" -v --tb=short -ra \
-      -p no:cacheprovider --timeout 300 ${PYTEST_ARGS:-} 2>&1 \
+      -p no:cacheprovider --timeout 300 --timeout-method=thread ${PYTEST_ARGS:-} 2>&1 \
       | grep -v "PytestBenchmarkWarning\|warner(" > "$OUT/pytest_gpu.txt"
   grep -E "FAILED|ERROR|^[0-9]+ (passed|failed)|=====.*(passed|failed)" "$OUT/pytest_gpu.txt" \
       | grep -v "^tests/" | sort -u | tail -60

@@ -143,6 +143,24 @@ def test_kquad_stages_refuse_a_blk_k_they_cannot_align(bk):
                if isinstance(k.config, ladder_cute.PipelinedConfig) and k.config.kq_layout)
 
 
+@pytest.mark.parametrize("consumers, producer, consumer, ok", [
+    (2, 40, 232, True), (2, 24, 240, True), (2, 48, 224, True),
+    (2, 48, 232, False),   # 512 of a 504-register pool: every consumer waited in setmaxnreg.inc
+    (1, 40, 256, True), (3, 32, 160, True), (3, 32, 168, False)])
+def test_setmaxnreg_stays_inside_the_launch_allocation(consumers, producer, consumer, ok):
+    """setmaxnreg.inc waits until the CTA's pool holds the registers; the pool is the launch
+    allocation (3 x 168 per thread for 384 threads), not the register file: 48 + 2 x 232 hung
+    every launch of the batched twin on the H200. Such a configuration is refused."""
+    from cute_gemm.registry import ladder_hopper
+    make = lambda: ladder_hopper.WgmmaWsConfig(blk_m=64 * consumers, consumers=consumers,
+                                               producer_regs=producer, consumer_regs=consumer)
+    if ok:
+        make()
+    else:
+        with pytest.raises(ValueError, match="launch allocation"):
+            make()
+
+
 def test_pipelined_config_one_name_per_knob():
     """The tuned kernel's knobs have one name, the same in Python and C++: every Config /
     Cfg member its sources read is a PipelinedConfig field (or the derived sk_smem), every

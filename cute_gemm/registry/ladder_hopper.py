@@ -100,14 +100,22 @@ class WgmmaWsConfig(FixedTile):
             raise ValueError("blk_m: 64 rows per consumer warpgroup")
         if self.split_parts not in (0, 2) or (self.split_parts and self.promote != 3):
             raise ValueError("split_parts: 0, or 2 with promote = 3 (a window: a chunk's three products)")
-        if self.producer_regs + self.consumers * self.consumer_regs > 512:
-            raise ValueError("setmaxnreg: more registers than one CTA has (65536 / 128 per warpgroup)")
+        if self.producer_regs + self.consumers * self.consumer_regs > self.launch_regs * (1 + self.consumers):
+            # setmaxnreg.inc waits for the pool, which is the CTA's launch allocation: past it, a hang
+            raise ValueError(f"setmaxnreg: producer + consumers' registers past {1 + self.consumers} x "
+                             f"{self.launch_regs}, the CTA's launch allocation (setmaxnreg.inc would wait forever)")
         if self.only not in _WS_ONLY:
             raise ValueError(f"only: one of {tuple(_WS_ONLY)}")
         if (self.only == "fp8") != (self.promote == 1):
             raise ValueError("8-bit wgmma sums are promoted every k-tile (promote 1), and only they")
         if self.batched and self.promote:
             raise ValueError("batched: the unpromoted consumers walk a batch, not the promoted ones")
+
+    @property
+    def launch_regs(self) -> int:
+        """Registers per thread a CTA of 128 * (1 + consumers) threads starts with: the register
+        file's share under __launch_bounds__(threads, 1), in the allocation's steps of 8."""
+        return min(65536 // (128 * (1 + self.consumers)) // 8 * 8, 256)
 
     @property
     def takes_epilogue(self) -> bool:
@@ -236,7 +244,7 @@ HOPPER: list[Kernel] = [
     # cute_wgmma_ws with batched twins (the persistent walk over every problem's tiles, A and B
     # in 4-D tensor maps): run by name until the GPU suite has passed it, then the candidates' way.
     # Producer 48 registers: the problem's coordinates in its loads spilled one of 40
-    _wgmma_ws("cute_wgmma_ws_batched", WgmmaWsConfig(tail_split=32, batched=True, producer_regs=48)),
+    _wgmma_ws("cute_wgmma_ws_batched", WgmmaWsConfig(tail_split=32, batched=True, producer_regs=48, consumer_regs=224)),
     # fp32-accurate sums (cute_3xtf32's GEMM with split_parts): 64x192 a warpgroup holds two sets of
     # accumulators; windows of 3 k-tiles (cute_3xtf32.md#the-accumulation, #the-last-wave)
     _wgmma_ws("cute_wgmma_ws_promote", WgmmaWsConfig(blk_n=192, promote=3, tail_split=8, only="tf32")),
