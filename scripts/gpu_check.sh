@@ -54,7 +54,7 @@ if [ "$STAGE" = gpu ]; then
   pack_cache
   exit 0
 fi
-# STAGE=batched: the batched GPU tests (cute_wgmma_ws_batched's twins among them), then the
+# STAGE=batched: the batched GPU tests (the wgmma candidates' twins among them), then the
 # twins against torch.matmul and gemm()'s pick on one draw (BATCHED_COUNT problems, a seed
 # drawn here and printed), bf16 and fp16; JSON into $OUT/batched_{twin,gemm}
 if [ "$STAGE" = batched ]; then
@@ -67,7 +67,7 @@ if [ "$STAGE" = batched ]; then
     echo "== bench --size batched ($who), seed $seed"
     python3 -m cute_gemm.cli bench --size "batched:${BATCHED_COUNT:-16}" --seed "$seed" \
         --precision bf16,fp16 --out "$OUT/batched_$who" \
-        $([ "$who" = twin ] && echo cute_wgmma_ws_batched) 2>&1 | tail -8
+        $([ "$who" = twin ] && echo cute_wgmma_ws) 2>&1 | tail -8
   done
   exit 0
 fi

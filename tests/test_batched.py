@@ -239,8 +239,8 @@ def test_a_persistent_kernel_walks_its_batch_in_one_launch(monkeypatch):
     grids = []
     monkeypatch.setattr(launch, "Site", lambda f, grid, *a, **kw: grids.append(grid))
     monkeypatch.setattr(launch, "check_params", lambda f, sizes: None)
-    k = registry.get("cute_wgmma_ws_batched")
-    assert k.batched and k.batch_modes == 2 and "auto" not in k.tags
+    k = registry.get("cute_wgmma_ws")
+    assert k.batched and k.batch_modes == 2 and "auto" in k.tags
     v = next(v for v in k.variants if (v.precision, v.out_dtype, v.a_major, v.b_major)
              == ("bf16", "float32", "k", "n"))
     m, n, kk = 300, 96, 64
@@ -258,7 +258,7 @@ def test_a_persistent_kernel_walks_its_batch_in_one_launch(monkeypatch):
 
 
 def test_a_batch_on_the_persistent_kernel_runs_its_twin_on_4d_maps(monkeypatch):
-    """run() on cute_wgmma_ws_batched with a batch: one launch of the twin on the walk's grid,
+    """run() on cute_wgmma_ws with a batch: one launch of the twin on the walk's grid,
     the batch after the maps; tf32 with B n-major is the entry that computes C^T inside (A and
     B exchanged, their batch strides too), each map 4-D with B's broadcast mode of extent 1."""
     import stub_driver
@@ -269,11 +269,11 @@ def test_a_batch_on_the_persistent_kernel_runs_its_twin_on_4d_maps(monkeypatch):
     a = stub_driver.Dev((1, m, k), 0x1000_0000, strides=(0, 4 * k, 4))       # one A for all
     b = stub_driver.Dev((count, k, n), 0x2000_0000, strides=(4 * k * n, 4 * n, 4))
     out = stub_driver.Dev((count, m, n), 0x3000_0000, strides=(4 * m * n, 4 * n, 4))
-    cute_gemm.run("cute_wgmma_ws_batched", a, b, out=out, precision="tf32")
+    cute_gemm.run("cute_wgmma_ws", a, b, out=out, precision="tf32")
     ((_, entry, grid, _, blob),) = [e for e in events if e[0] == "launch"]
     assert entry == "cute_wgmma_ws_tf32_f32_ak_bn_b" and entry in stub_driver.WALK_TWINS
     # (the tiles of C^T: the entry walks the transposed problem)
-    assert grid == (registry.get("cute_wgmma_ws_batched").grid.batch_walk(n, m, count, 132))
+    assert grid == (registry.get("cute_wgmma_ws").grid.batch_walk(n, m, count, 132))
     args = kernel_args.GemmArgsTmaBatchEpi.from_buffer_copy(blob)
     assert args.problems == count and args.problems == args.Lin * max(1, count // args.Lin)
     # (the entry exchanges A and B itself: the arguments are the caller's)
@@ -300,7 +300,7 @@ def test_the_batched_bench_takes_one_kernel_that_batches(monkeypatch, capsys):
     monkeypatch.setenv("CUTE_GEMM_FORCE_NO_GPU", "1")
     assert cli.main(["bench", "--size", "batched:3", "naive"]) == 2
     assert "one kernel that batches" in capsys.readouterr().err
-    assert cli.main(["bench", "--size", "batched:3", "cute_wgmma_ws_batched", "cute_pipelined"]) == 2
+    assert cli.main(["bench", "--size", "batched:3", "cute_wgmma_ws", "cute_pipelined"]) == 2
     assert "one kernel that batches" in capsys.readouterr().err
-    assert cli.main(["bench", "--size", "batched:3", "cute_wgmma_ws_batched"]) == 2
+    assert cli.main(["bench", "--size", "batched:3", "cute_wgmma_ws"]) == 2
     assert "one kernel that batches" not in capsys.readouterr().err     # (no GPU: refused later)

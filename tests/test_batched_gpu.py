@@ -112,12 +112,12 @@ def test_gemm_picks_batched_kernels_in_every_precision():
     _check(got, a, b, precision="fp32")
 
 
-def test_the_persistent_twin_walks_batches_in_its_tensor_maps():
+@pytest.mark.parametrize("name", ["cute_wgmma_ws", "cute_wgmma_ws_128x64", "cute_wgmma_ws_128x128"])
+def test_the_persistent_twin_walks_batches_in_its_tensor_maps(name):
     """cute_wgmma_ws's batched twins: every problem's tiles in one persistent walk, A and B
-    found in 4-D tensor maps, a broadcast operand's mode of extent 1 (no copy made): two
-    modes broadcast on either side, a batch of 300 small problems (more units than the
-    grid), a shared A."""
-    name = "cute_wgmma_ws_batched"
+    found in 4-D tensor maps (multicast across a cluster of 2, and not), a broadcast
+    operand's mode of extent 1 (no copy made): two modes broadcast on either side, a batch
+    of 300 small problems (more units than the grid), a shared A."""
     _runs_here(name)
     gen = torch.Generator(device="cuda").manual_seed(12)
     for sa, sb in (((2, 1, 64, 128), (1, 3, 128, 96)), ((300, 64, 64), (300, 64, 64)),
@@ -136,12 +136,12 @@ def test_the_persistent_twin_walks_batches_in_its_tensor_maps():
 def test_cross_check_takes_a_batch(precision):
     """cross_check on fresh batches and on N-D arrays: every kernel that batches in the
     precision, and gemm()'s pick, judged against float64 problem by problem."""
-    _runs_here("cute_wgmma_ws_batched")
+    _runs_here("cute_wgmma_ws")
     names = [k for k, p in _combos() if p == precision] + ["auto"]
     rep = cute_gemm.cross_check(kernels=names, shapes=[(70, 50, 40), (129, 260, 72)], batch=(3,),
                                 precision=precision, beta=0.5, seed=13)
     assert rep.ok and all(s.batch == (3,) for s in rep.shapes), rep.table()
-    assert {r.name for s in rep.shapes for r in s.results} >= {"cute_wgmma_ws_batched", "auto"}
+    assert {r.name for s in rep.shapes for r in s.results} >= {"cute_wgmma_ws", "auto"}
     gen = torch.Generator(device="cuda").manual_seed(14)
     a, b = _rand((2, 1, 33, 64), OPERAND[precision], gen), _rand((3, 64, 48), OPERAND[precision], gen)
     rep = cute_gemm.cross_check(a, b, kernels=names, precision=precision)

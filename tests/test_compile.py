@@ -338,7 +338,7 @@ def test_no_compile_starts_in_a_thread_once_exit_began():
 @pytest.mark.parametrize("name, entry, block", [
     ("v2_tiled16", None, "GemmArgs"), ("cute_tiny_k", "cute_tiny_k_fp32_f32", "GemmArgsBatchEpi"),
     ("cute_pipelined", "cute_pipelined_ak_bn_b", "GemmArgsBatch"),
-    ("cute_wgmma_ws_batched", "cute_wgmma_ws_bf16_bf16_ak_bk_b", "GemmArgsTmaBatchEpi"),
+    ("cute_wgmma_ws_128x128", "cute_wgmma_ws_bf16_bf16_ak_bk_b", "GemmArgsTmaBatchEpi"),
     ("scale2d", "scale2d_bf16_f32", "relayout.ScaleArgs"), ("split_reduce", None, "ReduceArgs"),
     ("cute_3xtf32", "cute_3xtf32_split_a", "composed.SplitArgs")])
 def test_entry_parameters_are_those_its_launch_packs(name, entry, block):
