@@ -97,11 +97,18 @@ def pytest_collection_finish(session):
     # an xdist worker collects every test: one pool per worker would oversubscribe the CPUs
     if config.option.collectonly or n == "0" or hasattr(config, "workerinput"):
         return
+    # (not for a test that will be skipped: its compile would only hold the pool at the end)
     jobs = [(m.args[0], m.args[1], m.kwargs.get("ptx", False), m.kwargs.get("entries"))
-            for item in session.items for m in item.iter_markers("compiles")]
+            for item in session.items if not _skipped(item) for m in item.iter_markers("compiles")]
     if len(jobs) >= 2:      # for a single compile, spawning a worker costs more than it saves
         from cute_gemm.build import cache
         config.stash[_PREFETCH] = cache.Prefetch(jobs, int(n) if n else None)
+
+
+def _skipped(item) -> bool:
+    """Whether a skip or a true skipif condition (a bool) marks the test."""
+    return (item.get_closest_marker("skip") is not None
+            or any(m.args and m.args[0] is True for m in item.iter_markers("skipif")))
 
 
 def pytest_sessionfinish(session):

@@ -416,12 +416,26 @@ class Prefetch:
         """Stop the pool; a compile still running (nobody waits for it) is killed, not waited on."""
         if self._pool is None:
             return
-        if not all(f.done() for f in self.futures.values()):
-            # ProcessPoolExecutor has no public terminate before Python 3.14
-            for proc in list(getattr(self._pool, "_processes", {}).values()):
+        pool, self._pool = self._pool, None
+        if all(f.done() for f in self.futures.values()):
+            pool.shutdown(wait=True)
+            return
+        # ProcessPoolExecutor has no public terminate before Python 3.14; a worker it spawned
+        # late, or one that outlives SIGTERM, is killed: a wait on it here once never ended
+        running = dict(getattr(pool, "_processes", None) or {})
+        pool.shutdown(wait=False, cancel_futures=True)
+        for _ in range(3):
+            running.update(getattr(pool, "_processes", None) or {})
+            procs = [p for p in running.values() if p.is_alive()]
+            for proc in procs:
                 proc.terminate()
-        self._pool.shutdown(wait=True, cancel_futures=True)
-        self._pool = None
+            for proc in procs:
+                proc.join(timeout=5)
+                if proc.is_alive():
+                    proc.kill()
+                    proc.join(timeout=5)
+            if not procs:
+                break
 
 
 def clear_memory() -> None:
