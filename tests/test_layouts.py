@@ -102,10 +102,11 @@ def test_missing_recipe_fails_loudly():
 def _twice_blk_m(k):
     """k compiled with BLK_M doubled in its typed config."""
     if hasattr(k.config, "consumers"):   # WgmmaWsConfig: 64 rows per consumer warpgroup
-        c = k.config
+        c, wgs = k.config, 1 + 2 * k.config.consumers
+        pool = wgs * (65536 // (128 * wgs) // 8 * 8)      # setmaxnreg's pool: the launch allocation
         return dataclasses.replace(k, config=dataclasses.replace(
             c, blk_m=2 * c.blk_m, consumers=2 * c.consumers,
-            consumer_regs=(512 - c.producer_regs) // (2 * c.consumers) // 8 * 8))
+            consumer_regs=(pool - c.producer_regs) // (2 * c.consumers) // 8 * 8))
     return dataclasses.replace(k, config=dataclasses.replace(k.config, blk_m=2 * k.config.blk_m))
 
 
@@ -461,3 +462,21 @@ def test_ldmatrix_address_maps_fill_the_mma_registers_they_name():
         # a lane's 8 values are one 16-byte row: contiguous along k (k-major) or m (m-major)
         step = 16 if kmajor else 1
         assert all(A.value(lay, t, v) == A.value(lay, t, 0) + step * v for t in range(32) for v in range(8))
+
+
+@pytest.mark.parametrize("name", [k.name for k in CUTE if getattr(k.config, "batched", False)])
+def test_a_batched_kernel_shows_its_l_modes(recipes, name):
+    """The `_b` twins' dumps: each operand's tile with the batch's two modes after the matrix
+    (CuTe's L modes), A broadcast over L0 (stride 0: every problem of a row reads one A), B
+    and C packed problem after problem; element (i, j) of problem (l0, l1) where the tensor
+    maps put it."""
+    M, N, K = L.PROBLEM
+    l0, l1 = L.recipes.BATCH
+    items = {it.name.rsplit("/", 1)[-1]: it for it in recipes[name].items()}
+    for op, strides in (("A", [0, M * K]), ("B", [l1 * N * K, N * K]), ("C", [l1 * M * N, M * N])):
+        lay = items[f"g{op}_batch"].layout
+        assert A.product_each(lay.shape)[-2:] == (l0, l1), (op, lay)
+        assert [int(s) for s in lay.stride[-2:]] == strides, (op, lay)
+        at = lambda *c: int(A.value(lay, *c))          # noqa: E731
+        z = (0,) * (A.rank(lay) - 4)                  # the k-tile mode of A and B
+        assert at(3, 5, *z, 1, 2) - at(3, 5, *z, 0, 0) == strides[0] + 2 * strides[1]

@@ -37,10 +37,23 @@ STEPS = {"A": (1, None, 1), "B": (None, 1, 1), "C": (1, 1, None)}               
 @dataclass(frozen=True)
 class Global:
     """gA / gB / gC: CTA (0,0)'s tile of the whole operand. `macro`: its strides as a
-    cute_util.cuh macro; none: the two run-time strides of major `major` (default row-major)."""
+    cute_util.cuh macro; none: the two run-time strides of major `major` (default row-major).
+    batch: the extents of its batch modes (CuTe's L modes, after the matrix's), the problems
+    packed one after another; a mode in `broadcast` has stride 0 (one matrix for all)."""
     op: str
     macro: str = ""
     major: str = ""
+    batch: tuple = ()
+    broadcast: tuple = ()
+
+    def batch_strides(self, problem) -> tuple:
+        """The batch modes' strides: packed, the last mode fastest; 0 for a broadcast mode."""
+        M, N, K = problem
+        step, out = {"A": M * K, "B": N * K, "C": M * N}[self.op], []
+        for i in reversed(range(len(self.batch))):
+            out.append(0 if i in self.broadcast else step)
+            step *= 1 if i in self.broadcast else self.batch[i]
+        return tuple(reversed(out))
 
     def strides(self, problem) -> tuple:
         M, N, K = (Dyn(x) for x in problem)
@@ -55,8 +68,9 @@ class Global:
 
     def view(self, tiler, problem) -> View:
         M, N, K = (Dyn(x) for x in problem)
-        shape = {"A": (M, K), "B": (N, K), "C": (M, N)}[self.op]
-        return local_tile(View(Layout(shape, self.strides(problem))), tiler, (0, 0, None), STEPS[self.op])
+        shape = {"A": (M, K), "B": (N, K), "C": (M, N)}[self.op] + tuple(Dyn(x) for x in self.batch)
+        strides = self.strides(problem) + tuple(Dyn(x) for x in self.batch_strides(problem))
+        return local_tile(View(Layout(shape, strides)), tiler, (0, 0, None), STEPS[self.op])
 
 
 @dataclass(frozen=True)
@@ -179,8 +193,9 @@ class Recipe:
     def tile(self, name: str, g: Global, note: str = "") -> Item:
         """g's CTA tile: C's (BLK_M,BLK_N), A's or B's (BLK_M|N,BLK_K,k) strip."""
         M, N, K = self.problem
-        what = ("the CTA's (BLK_M,BLK_N) tile of C" if g.op == "C" else
-                f"the CTA's (BLK_{'MN'[g.op == 'B']},BLK_K,k) strip of {g.op}{note}")
+        ls = "".join(f",L{i}" for i in range(len(g.batch)))
+        what = (f"the CTA's (BLK_M,BLK_N{ls}) tile of C" if g.op == "C" else
+                f"the CTA's (BLK_{'MN'[g.op == 'B']},BLK_K,k{ls}) strip of {g.op}{note}")
         return self._item(name, f"{name.rsplit('/', 1)[-1]}: {what} after local_tile, (M,N,K) = "
                           f"({M},{N},{K}), CTA (0,0)", "layout", g, g.view(self.tiler, self.problem).layout)
 
@@ -211,9 +226,10 @@ class Recipe:
 
 # ---- analyses: bank maps, TMA boxes, the self-check ---------------------------------------------
 def stage0(layout):
-    """The rank-2 layout shown as a grid: the layout, or index 0 of a rank-3 one's third mode (None: no grid)."""
+    """The rank-2 layout shown as a grid: the layout, or index 0 of every mode after the second
+    (a stage, a k-tile, a batch's problem; None: no grid)."""
     r = rank(layout)
-    return layout if r == 2 else layout(None, None, 0) if r == 3 else None
+    return layout if r == 2 else layout(None, None, *(0,) * (r - 2)) if r > 2 else None
 
 
 def _grid0(layout):

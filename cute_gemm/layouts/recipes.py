@@ -505,3 +505,19 @@ def _c6(b: Recipe) -> None:
           "make_tiled_mma(GMMA::ss_op_selector<T, TB, float, Shape<_64, Int<kBlkN>, Int<kBlkK>>, "
           "MajA, MajB>(), Layout<Shape<Int<Config::consumers>, _1, _1>>{})")
     _register_operand(b)
+    if b.config.batched:
+        _batch(b)
+
+
+BATCH = (2, 3)          # the batch the dumps show: two modes, A broadcast over the first
+
+
+def _batch(b: Recipe) -> None:
+    """The `_b` twins' operands with their batch modes after the matrix (CuTe's L modes; the
+    4-D tensor maps hold the same extents and strides): CTA (0,0)'s tile of every problem."""
+    twins = [v.batch for v in b.kernel.variants if v.batch]
+    b.section(f"a batch of {BATCH[0]}x{BATCH[1]} problems (the _b twins: {twins[0]}, ...): "
+              "the L modes after each operand's matrix, A broadcast over L0 (stride 0)")
+    for op, g in (("A", Global("A", batch=BATCH, broadcast=(0,))), ("B", Global("B", batch=BATCH)),
+                  ("C", Global("C", batch=BATCH))):
+        b.tile(f"batch/g{op}_batch", g, " (one A for every L0: stride 0)" if op == "A" else "")
