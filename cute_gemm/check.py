@@ -20,6 +20,7 @@ import numpy as np
 from . import api, registry          # api.run looked up per call: tests stand in for it
 from .api import call_precision, validate
 from .driver import launch
+from .plan import resolve
 from .select import auto, standin
 from .driver.arrays import ArrayLike, DeviceArray, narrow, to_numpy, widen
 from .driver.epilogue import (SLOPE, Epilogue, reference as epilogue_reference, reference_blocks,
@@ -183,6 +184,28 @@ def supported_kernels() -> list[registry.Kernel]:
     """The registered kernels the current GPU runs."""
     arch = launch.device_info().arch_int
     return [k for k in registry.kernels() if k.runs_on(arch)]
+
+
+def launch_jobs(kernels: Iterable[str] | None, shapes: Iterable[tuple[int, int, int]],
+                layout: LayoutName = "nn", out_dtype: DTypeName = "float32") -> list[tuple]:
+    """cache.Prefetch's jobs for what cross_check(kernels=, shapes=, layout=) launches on this
+    GPU on fresh operands: each kernel's entry points in each precision it computes into
+    `out_dtype` (resolve.choose_contiguous, launch_entries), each entry alone, the unit a
+    launch compiles (resolve.Loaded.cubin_of), so that a cold check waits for its slowest
+    compile rather than the sum of them all. "auto" adds nothing: its picks are kernels."""
+    arch = launch.device_info().arch_int
+    ks = (supported_kernels() if kernels is None else
+          [registry.get(x) for x in kernels if x != registry.AUTO])
+    jobs = set()
+    for k in (k for k in ks if k.runs_on(arch)):
+        for p in (p for p in k.precisions if k.computes(p, out_dtype)):
+            for m, n, kk in shapes:
+                try:
+                    v = resolve.choose_contiguous(k, m, n, kk, layout, p, out_dtype)[0]
+                except CuteGemmError:        # (cross_check reports it; nothing to compile)
+                    continue
+                jobs.update((k.name, k.target(arch), False, (e,)) for e in resolve.launch_entries(k, v))
+    return sorted(jobs)
 
 
 def as_given(x: np.ndarray | None, dtype: str) -> np.ndarray | None:

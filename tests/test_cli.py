@@ -245,6 +245,29 @@ def test_check_without_gpu_json_and_layout_self_checks(capsys):
     assert any("cross-check" in s for s in rep["not_run"])
 
 
+def test_a_check_on_a_gpu_plans_every_launch_to_compile_first(monkeypatch):
+    """`cute-gemm check` on a GPU compiles what its checks launch side by side first: each
+    kernel's entry points for fresh operands, in each precision it computes into float32, one
+    job per entry point (the unit a launch compiles), the target the device runs; a shape a
+    kernel cannot take plans nothing (the check reports it)."""
+    import stub_driver
+    from cute_gemm import check
+    from cute_gemm.driver import launch
+    stub_driver.install(monkeypatch)
+    monkeypatch.setattr(launch, "device_info", lambda ordinal=None: stub_driver.H100)
+    jobs = check.launch_jobs(None, check.DEFAULT_SHAPES + ((0, 5, 7), (0, 5, 0), (3, 0, 2)), "tn")
+    assert len(jobs) > 50 and len(set(jobs)) == len(jobs)
+    for name, arch, ptx, (entry,) in jobs:
+        k = registry.get(name)
+        assert entry in k.entries and arch == k.target(90) and not ptx
+    names = {j[0] for j in jobs}
+    assert {"cute_pipelined", "cute_mma_sm80", "cute_wgmma_ws", "cute_wgmma_ws_fp8"} <= names
+    one = check.launch_jobs(["cute_mma_sm80", "auto"], [(129, 67, 33)], "nn")
+    assert {j[0] for j in one} == {"cute_mma_sm80"}
+    assert {p for p in ("tf32", "bf16", "fp16")
+            if any(f"_{p}_" in j[3][0] for j in one)} == {"tf32", "bf16", "fp16"}
+
+
 def test_layout_self_checks_pass_and_can_fail():
     import dataclasses
     from cute_gemm.cli.layouts import self_check
@@ -278,11 +301,23 @@ def test_check_json_with_a_gpu_is_strict_json(capsys, monkeypatch):
     def fake_cross_check(**kw):
         seen.update(kw)
         return rep
+    from cute_gemm.build import cache
+    ahead = []
+
+    class Prefetch:                    # what the check compiles first, and that it closes it
+        def __init__(self, jobs):
+            ahead.append(jobs)
+
+        def close(self):
+            ahead.append("closed")
     monkeypatch.setattr(cli_base, "gpu_unavailable", lambda: None)
     monkeypatch.setattr(check, "cross_check", fake_cross_check)
+    monkeypatch.setattr(check, "launch_jobs", lambda names, shapes, layout: [(names, shapes, layout)])
+    monkeypatch.setattr(cache, "Prefetch", Prefetch)
     rc, out, _ = _run(capsys, "check", "naive", "cute_gmem", "--shape", "3x2x1", "--json")
     assert rc == 1                                         # an error result fails the check
     assert seen["kernels"] == ["naive", "cute_gmem"] and seen["shapes"] == [(3, 2, 1)]
+    assert ahead == [[(["naive", "cute_gmem"], [(3, 2, 1)], "nn")], "closed"]
     doc = json.loads(out, parse_constant=lambda c: pytest.fail(f"{c} is not JSON"))
     res = doc["shapes"][0]["results"]
     assert doc["gpu"] is True and res[1]["status"] == "error" and res[1]["gauge_ratio"] is None
@@ -488,6 +523,7 @@ def test_zero_sized_problems_are_accepted(capsys, monkeypatch):
     monkeypatch.setattr(cli_base, "gpu_unavailable", lambda: None)
     monkeypatch.setattr("cute_gemm.check.cross_check",
                         lambda **kw: seen.update(kw) or __import__("cute_gemm.check").check.CheckReport())
+    monkeypatch.setattr("cute_gemm.check.launch_jobs", lambda *a: [])      # (no device to plan on)
     rc, _, _ = _run(capsys, "check", "naive", "--shape", "0x5x0")
     assert rc == 0 and seen["shapes"] == [(0, 5, 0)]
 

@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from .. import check, registry
 from ..select import auto
 from . import base, compile as compile_cli
-from ..build import compile as comp
+from ..build import cache, compile as comp
 from ..driver import launch
 from .base import (DEFAULT_ARCH, add_jobs_progress, arch_name, error, finite_float, kernel_or_auto,
                    nonneg_int, shape_mnk, show)
@@ -65,8 +65,14 @@ def cmd_check(args) -> int:
         progress = args.progress if args.progress is not None or not args.all else True
         return offline_check(names, arch, why, jobs=args.jobs, progress=progress,
                              as_json=args.json, everything=args.all, gpu_arch=gpu_arch)
-    rep = check.cross_check(kernels=names, shapes=args.shape, seed=args.seed, alpha=args.alpha,
-                            beta=args.beta, exact=args.exact, layout=args.layout)
+    # every launch's entry points compiled side by side first (the CLI's own process: a pool
+    # of spawned workers is safe here), then the checks read them from disk
+    ahead = cache.Prefetch(check.launch_jobs(names, args.shape or check.DEFAULT_SHAPES, args.layout))
+    try:
+        rep = check.cross_check(kernels=names, shapes=args.shape, seed=args.seed, alpha=args.alpha,
+                                beta=args.beta, exact=args.exact, layout=args.layout)
+    finally:
+        ahead.close()
     show(args.json, report_json(rep), rep.table)
     return 0 if rep.ok else 1
 
