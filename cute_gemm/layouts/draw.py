@@ -94,18 +94,26 @@ class Grid:
     legend: str = ""
 
 
+def _first(layout):
+    """A picture's grid: index 0 of every mode past the second (a stage, a k-tile, a problem of
+    a batch); CuTe's own text (item_text) prints grids of rank 2 and 3 only."""
+    r = rank(layout)
+    return layout if r == 2 else layout(None, None, *(0,) * (r - 2))
+
+
 def grid_of(it: Item) -> Grid:
     sub = fmt(it.layout) + (f"   offset {int(it.offset)}" if it.offset is not None else "")
-    rows, cols = it.tile or (int(e) for e in product_each(stage0(it.layout).shape))
+    rows, cols = it.tile or (int(e) for e in product_each(_first(it.layout).shape))
     if it.kind in ("layout", "thread"):
-        flat = values(stage0(it.layout))                  # g(r, c) at index r + rows * c
+        flat = values(_first(it.layout))                  # g(r, c) at index r + rows * c
 
         def cell(r, c):
             v = flat[r + rows * c]
             return Cell(thread_colour(v), f"T{v}") if it.kind == "thread" else Cell(thread_colour(v % 32), str(v))
         legend = ("cell = thread index; colour = thread" if it.kind == "thread" else
                   "cell = offset; colour = offset mod 32 (shared-memory bank of a 4-byte word)")
-        legend += "; showing index 0 of the third mode" if rank(it.layout) == 3 else ""
+        legend += ("; showing index 0 of the third mode" if rank(it.layout) == 3 else
+                   "; showing index 0 of every mode past the second" if rank(it.layout) > 3 else "")
     elif it.kind in ("banks", "boxes"):
         def cell(r, c):
             v = it.table[r][c]

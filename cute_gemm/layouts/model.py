@@ -226,10 +226,9 @@ class Recipe:
 
 # ---- analyses: bank maps, TMA boxes, the self-check ---------------------------------------------
 def stage0(layout):
-    """The rank-2 layout shown as a grid: the layout, or index 0 of every mode after the second
-    (a stage, a k-tile, a batch's problem; None: no grid)."""
+    """The rank-2 layout shown as a grid: the layout, or index 0 of a rank-3 one's third mode (None: no grid)."""
     r = rank(layout)
-    return layout if r == 2 else layout(None, None, *(0,) * (r - 2)) if r > 2 else None
+    return layout if r == 2 else layout(None, None, 0) if r == 3 else None
 
 
 def _grid0(layout):
