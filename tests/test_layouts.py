@@ -102,11 +102,11 @@ def test_missing_recipe_fails_loudly():
 def _twice_blk_m(k):
     """k compiled with BLK_M doubled in its typed config."""
     if hasattr(k.config, "consumers"):   # WgmmaWsConfig: 64 rows per consumer warpgroup
-        c, wgs = k.config, 1 + 2 * k.config.consumers
-        pool = wgs * (65536 // (128 * wgs) // 8 * 8)      # setmaxnreg's pool: the launch allocation
+        c = k.config
+        wide = dataclasses.replace(c, blk_m=2 * c.blk_m, consumers=2 * c.consumers, consumer_regs=24)
+        pool = (1 + wide.consumers) * wide.launch_regs        # setmaxnreg's pool
         return dataclasses.replace(k, config=dataclasses.replace(
-            c, blk_m=2 * c.blk_m, consumers=2 * c.consumers,
-            consumer_regs=(pool - c.producer_regs) // (2 * c.consumers) // 8 * 8))
+            wide, consumer_regs=(pool - c.producer_regs) // wide.consumers // 8 * 8))
     return dataclasses.replace(k, config=dataclasses.replace(k.config, blk_m=2 * k.config.blk_m))
 
 
