@@ -99,11 +99,6 @@ def _tensor(src, problem) -> tuple[str, str, str]:
     decl = "long long " + ", ".join(f"{n} = {int(s)}" for n, s in zip(names, src.strides(problem))) + ";"
     stride = src.macro or f"make_stride({', '.join(names)})"
     shape = {"A": "M, K", "B": "N, K", "C": "M, N"}[src.op]
-    if src.batch:       # the L modes: extents and strides after the matrix's (run-time values)
-        ls = [f"b{src.op}{i}" for i in range(len(src.batch))]
-        decl += " long long " + ", ".join(f"{n} = {s}" for n, s in zip(ls, src.batch_strides(problem))) + ";"
-        shape += "".join(f", {x}" for x in src.batch)
-        stride = f"append(append({stride}, {ls[0]}), {ls[1]})" if len(ls) == 2 else f"append({stride}, {ls[0]})"
     return (f"local_tile(make_tensor({src.op}, make_shape({shape}), {stride}), cta_tiler, "
             f"cta_coord, {_step(STEPS[src.op])})", decl, src.op)
 
