@@ -47,15 +47,7 @@ if [ "$STAGE" = gpu ]; then
   if [ "${PART:-3}" = 3 ]; then
     # the cross-checks of every kernel (test_gpu.py) compile what they launch one after another
     # (~130 entry points a layout, cold): side by side first, as `cute-gemm check` does
-    python3 - <<'PY'
-from cute_gemm import check
-from cute_gemm.build import cache
-jobs = sorted({j for lay in ("nn", "tn", "nt", "tt") for j in check.launch_jobs(None, check.DEFAULT_SHAPES, lay)})
-ahead = cache.Prefetch(jobs)
-failed = sum(f.exception() is not None for f in ahead.futures.values())
-ahead.close()
-print(f"== compiled ahead: {len(ahead.futures)} of {len(jobs)} entry points missing, {failed} failed")
-PY
+    python3 scripts/compile_ahead.py
   fi
   echo "== pytest, the GPU test files${PART:+ (part $PART)} over ${JOBS:-14} workers"
   # shellcheck disable=SC2086
