@@ -199,7 +199,9 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
                                          0.0 if c is None else beta, stream, epilogue)
             if hot is True:
                 return out
-    if _recorded(a, b, c):
+    torch = sys.modules.get("torch")      # autograd records the call: an operand requires grad
+    if (torch is not None and torch.is_grad_enabled()
+            and any(isinstance(x, torch.Tensor) and x.requires_grad for x in (a, b, c))):
         if epilogue is not None:
             raise InputError("epilogue= does not support automatic differentiation: pass "
                              "detached tensors")
@@ -217,13 +219,6 @@ _autograd: list = []      # [route(name, a, b, c, alpha, beta, precision)]
 def set_autograd(route) -> None:
     """The function run() hands a call that autograd records (cute_gemm.torch.route)."""
     _autograd[:] = [route]
-
-
-def _recorded(a, b, c) -> bool:
-    """Whether autograd records this call: a PyTorch operand requires grad in grad mode."""
-    torch = sys.modules.get("torch")
-    return (torch is not None and any(isinstance(x, torch.Tensor) and x.requires_grad
-                                      for x in (a, b, c)) and torch.is_grad_enabled())
 
 
 def _through_autograd(name, a, b, c, alpha, beta, out, stream, precision):

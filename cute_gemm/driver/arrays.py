@@ -14,7 +14,7 @@ from . import launch
 from ..base import precisions
 from ..base.errors import DTypeError, InputError, NotAnArrayError, ShapeError
 from ..base.precisions import (DEFAULT_PRECISION, DTYPE, ITEMSIZE, PRECISION,
-                               PRECISIONS, as_accurate)
+                               PRECISION_DTYPE, PRECISION_DTYPE_B, PRECISIONS, as_accurate)
 
 DTypeName = precisions.DTypeName        # element types by numpy's names (bfloat16: ml_dtypes')
 SUPPORTED_DTYPES: tuple[str, ...] = precisions.DTYPES
@@ -162,7 +162,7 @@ def call_precision(A: Operand, B: Operand, C: Operand | None, O: Operand | None,
                              precision)
     elif precision not in PRECISIONS:
         raise InputError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
-    want = (PRECISION[precision].dtype, PRECISION[precision].b_dtype)
+    want = (PRECISION_DTYPE[precision], PRECISION_DTYPE_B[precision])
     if want != pair:
         reads = f"{want[0]} operands" if want[0] == want[1] else f"a of {want[0]} and b of {want[1]}"
         are = f"a and b are {A.dtype}" if A.dtype == B.dtype else f"a is {A.dtype} and b is {B.dtype}"

@@ -168,7 +168,7 @@ def launch_new(name, precision, a, b, alpha, stream, ep=None):
         ra = _READ1.get(type(a)) or _read1_for(type(a))
         rb = _READ1.get(type(b)) or _read1_for(type(b))
         (sa, pa), (sb, pb) = ra(a), rb(b)      # (None for a CPU tensor: TypeError, caught)
-        es, eptrs = read_epilogue(ep)
+        es, eptrs = NO_EPILOGUE if ep is None else read_epilogue(ep)
         s = framework_stream(a) if stream is None else launch.stream_handle(stream)
         # (a's type: the library the result is allocated by, which not every signature holds)
         key = (name, precision, s, type(a), sa, sb) + es
@@ -188,11 +188,12 @@ def launch_new(name, precision, a, b, alpha, stream, ep=None):
 
 
 # ---- a fused epilogue: its vectors read per call ----------------------------------------------
+NO_EPILOGUE: tuple[tuple, tuple] = ((), ())     # read_epilogue's answer for a call without one
+
+
 def read_epilogue(ep) -> tuple[tuple, tuple]:
     """(signature, vector pointers) of a call's fused epilogue (driver.epilogue.Epilogue):
-    its pieces and each vector's signature as its reader sees it; ((), ()) for none."""
-    if ep is None:
-        return (), ()
+    its pieces and each vector's signature as its reader sees it."""
     sigs, ptrs = [], []
     for x in (ep.bias, ep.scale_rows, ep.scale_cols, ep.blocks_a, ep.blocks_b):
         if x is None:
@@ -281,7 +282,7 @@ def launch_or_sign(name, precision, a, b, out, alpha, beta, stream, ep=None):
         r = read3(a, b, out)
         if r is None:
             return None
-        es, eptrs = read_epilogue(ep)
+        es, eptrs = NO_EPILOGUE if ep is None else read_epilogue(ep)
         s = (0 if current is None else current(a)) if stream is None else \
             launch.stream_handle(stream)
         key = (name, precision, s, r[0]) + es

@@ -7,6 +7,7 @@ row-major, "m"-major column-major; B (K,N) "n"-major row-major, "k"-major column
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass, field, replace
 from typing import Callable, ClassVar, Literal, Protocol, get_args, runtime_checkable
@@ -199,7 +200,7 @@ class TileGrid:
     x_walks_m: ClassVar[bool] = False
 
     def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
-        rows, cols = cdiv(m, self.bm), cdiv(n, self.bn)
+        rows, cols = -(-m // self.bm), -(-n // self.bn)
         return (rows, cols, 1) if self.x_walks_m else (cols, rows, 1)
 
     def span(self, n: int) -> tuple[int, int]:
@@ -432,13 +433,13 @@ class Kernel:
         take one (BATCHED_SOURCES), or each has a twin that does (Variant.batch)."""
         return self.source in BATCHED_SOURCES or all(v.batch for v in self.variants)
 
-    @property
+    @functools.cached_property
     def plain_takes_batch(self) -> bool:
         """Whether its entries on its own grid take CG_BATCH_PARAMS (a 2-D call passes a
         batch of one)."""
         return self.source in BATCHED_SOURCES
 
-    @property
+    @functools.cached_property
     def fused(self) -> bool:
         """Whether its entry points take a fused epilogue (CG_EPI_PARAMS, epilogue.cuh)."""
         return self.source in FUSED_SOURCES

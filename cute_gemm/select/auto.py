@@ -196,7 +196,7 @@ def choose(m: int, n: int, k: int, *, device, layout: str = "nn", precision: str
     that compute `precision` itself, not those that keep its contract (contract.answering)."""
     key = cls = None
     if tables is None:
-        gen = autotable.generation()
+        gen = autotable.GENERATION
         key = (m, n, k, layout, precision, out_dtype, aligned, device.name, device.arch_int,
                device.smem_optin, gen, exactly)
         hit = _memo.get(key)

@@ -181,7 +181,8 @@ def load(path, gpu: str, version: str | None = None) -> Table | None:
 # each GPU's tables read so far, in the order the selector consults them (reset(): forgotten)
 _lock = threading.Lock()
 _loaded: dict[str, tuple[Table, ...]] = {}
-_generation = [0]       # bumped by reset(): what was derived from the tables before is stale
+# bumped by reset(): what was derived from the tables before it is stale (auto's memos key on it)
+GENERATION = 0
 
 
 def tables_for(gpu: str) -> tuple[Table, ...]:
@@ -200,14 +201,10 @@ def tables_for(gpu: str) -> tuple[Table, ...]:
 
 def reset() -> None:
     """Forget the tables read so far: the next lookup reads them again."""
+    global GENERATION
     with _lock:
         _loaded.clear()
-        _generation[0] += 1
-
-
-def generation() -> int:
-    """A number that changes whenever reset() forgets the tables."""
-    return _generation[0]
+        GENERATION += 1
 
 
 def described_device(name: str) -> launch.DeviceInfo:
