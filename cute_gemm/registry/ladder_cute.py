@@ -25,9 +25,10 @@ class TileConfig(FixedTile):
     warps_m: int | None = None       # the TiledMMA's warps (c4)
     warps_n: int | None = None
     dyn_smem: int = 0                # dynamic smem bytes (c4, c5: the ring; its formula at the stage)
+    min_blocks: int | None = None    # __launch_bounds__ CTAs an SM, where the source takes it (c8)
 
     def cpp(self, name: str) -> str:
-        knobs = ("blk_m", "blk_n", "blk_k", "stages", "warps_m", "warps_n")
+        knobs = ("blk_m", "blk_n", "blk_k", "stages", "warps_m", "warps_n", "min_blocks")
         return constexprs(f"{name}: cute_gemm/registry/ladder_cute.py, TileConfig",
                           THREADS=self.threads, **{f.upper(): getattr(self, f) for f in knobs})
 
@@ -308,10 +309,10 @@ CUTE: list[Kernel] = [
 ]
 
 
-def _tiny_k(name: str, bm: int, bn: int, bk: int) -> Kernel:
+def _tiny_k(name: str, bm: int, bn: int, bk: int, min_blocks: int) -> Kernel:
     # one entry per (precision, result), every stride dynamic: any majors and alignment
     return tiled_stage(
-        TileConfig(256, bm, bn, bk),
+        TileConfig(256, bm, bn, bk, min_blocks=min_blocks),
         name=name,
         source="cute/c8_tiny_k.cu",
         variants=tuple(Variant(f"{name}_{p}_{DTYPE[out].suffix}", a_major="any", b_major="any",
@@ -319,7 +320,7 @@ def _tiny_k(name: str, bm: int, bn: int, bk: int) -> Kernel:
                        for p in ("fp32", "tf32", "bf16", "fp16") for out in PRECISION[p].outs),
         grid=TileGridMN(bm, bn),
         summary=f"a small K in one pass: {bm}x{bn} tiles, strips of A and B staged in smem as "
-                "float, 8x4 FFMA outputs a thread, 4-element stores; any strides and alignment, "
+                f"float, {bm // 16}x{bn // 16} FFMA outputs a thread; any strides and alignment, "
                 "every precision",
         seed="an outer-product sum (rank-K update)",
         tags=("tiny_k",),
@@ -328,5 +329,6 @@ def _tiny_k(name: str, bm: int, bn: int, bk: int) -> Kernel:
 
 # Kernels for the shapes the ladder's stages lose, after the ladder: a K of a k-tile or two (auto.md#tiny-k)
 SHAPES: list[Kernel] = [
-    gemm_candidate(_tiny_k("cute_tiny_k", 128, 64, 32)),
+    # 4x4 outputs a thread in 80 registers, 3 CTAs an SM (cute_tiny_k.md)
+    gemm_candidate(_tiny_k("cute_tiny_k", 64, 64, 32, 3)),
 ]

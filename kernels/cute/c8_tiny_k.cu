@@ -9,10 +9,10 @@
 // tensor cores' exactly), and every thread sums its outputs over the k-tile's K with FFMA
 // (c0's partition of C, from shared memory). Any K runs, k-tile by k-tile, but a long K is
 // what the other stages are for: gemm() sends this kernel K <= 32 (select/auto.py tiny_k).
-// Geometry: BLK_M x BLK_N x BLK_K = 128 x 64 x 32 (the registry's TileConfig); 256 threads,
+// Geometry: BLK_M x BLK_N x BLK_K = 64 x 64 x 32 (the registry's TileConfig); 256 threads,
 //           tC = (16,16) n fastest, thread (ty, tx) owning rows ty + 16 i and columns
-//           tx + 16 j of the tile (8 x 4): a half-warp stores 16 consecutive elements of a
-//           row. 32 accumulators keep a thread under 128 registers, 2 CTAs an SM.
+//           tx + 16 j of the tile (4 x 4): a half-warp stores 16 consecutive elements of a
+//           row. 16 accumulators fit 80 registers: 3 CTAs an SM (MIN_BLOCKS).
 // Residues: predicated element loads (zeros outside A and B); elem_less on C's identity
 //           tensor predicates the stores.
 // Strides:  any, all dynamic: a strip is loaded along the operand's unit-stride mode where
@@ -21,7 +21,7 @@
 //
 // Layouts:
 //   tC   = (16,16):(16,1)                      thread -> (m,n) of its first C element
-//   sA   = (BLK_M,BLK_K):(1,BLK_M+1)           rows of 129 floats: loads along m or k, 32 banks
+//   sA   = (BLK_M,BLK_K):(1,BLK_M+1)           rows of BLK_M+1 floats: loads along m or k, 32 banks
 //   sB   = (BLK_N,BLK_K):(1,BLK_N+1)
 //   tCsA = local_partition(sA, tC, tid, Step<_1,X>)   rows ty + 16 i of the strip
 //   tCsB = local_partition(sB, tC, tid, Step<X,_1>)   columns tx + 16 j
@@ -31,7 +31,8 @@
 
 using namespace cute;
 
-// BLK_M, BLK_N, BLK_K, THREADS: emitted by the registry's config (ladder_cute.py, TileConfig)
+// BLK_M, BLK_N, BLK_K, THREADS, MIN_BLOCKS: emitted by the registry's config (ladder_cute.py,
+// TileConfig); MIN_BLOCKS CTAs an SM: the more warps, the more of each CTA's load latency hidden
 static_assert(THREADS == 256, "the registry's block: the 16x16 thread layout below");
 constexpr int kTM = BLK_M / 16, kTN = BLK_N / 16;   // a thread's rows and columns of C
 
@@ -144,9 +145,8 @@ __device__ void gemm_tiny_k(int M, int N, int K, float alpha,
                                       tCgC.layout()), tCcC, shape(mC), alpha, beta, epi);
 }
 
-// 2 CTAs an SM (<= 128 registers): twice the stores in flight of a CTA alone
 #define CG_TINY_K_ENTRY(NAME, TF32, TAB, TC)                                                \
-  CG_ENTRY(NAME, __launch_bounds__(THREADS, 2),                                            \
+  CG_ENTRY(NAME, __launch_bounds__(THREADS, MIN_BLOCKS),                                   \
            (CG_GEMM_PARAMS_T(TAB, TC), CG_BATCH_PARAMS, CG_EPI_PARAMS), {                    \
     gemm_tiny_k<TF32>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, Lin, z0, \
                       bA0, bA1, bB0, bB1, bC0, bC1, CG_EPILOGUE{&epi});                      \
