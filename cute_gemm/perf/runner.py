@@ -70,8 +70,7 @@ class Reference:
 
 def measure_row(row: Row, check_fn, time_fn, catch=Exception) -> Row:
     """Check first (check_fn() -> check.KernelResult), then time (time_fn() -> per-launch ms)
-    only a passing kernel. `catch`: the exceptions that become status 'error' (time_kernel
-    catches none: they go to its caller)."""
+    only a passing kernel. `catch`: the exceptions that become status 'error'."""
     try:
         verdict = check_fn()
     except catch as e:
@@ -159,8 +158,7 @@ def gpu_check(name, fn, inputs: Inputs, ref: Reference):
 
 
 def compile_ahead(kernels, arch_int: int):
-    """Start compiling `kernels` (and the kernels a composed one runs) for compute capability
-    `arch_int` into the disk cache in a pool of processes: a cache.Prefetch, to be closed."""
+    """A cache.Prefetch (to be closed) compiling `kernels` and those a composed one runs."""
     todo = list(kernels)
     todo += [k.gemm_of.kernel for k in todo if k.gemm_of is not None]
     jobs = list(dict.fromkeys((k.name, k.target(arch_int), False) for k in todo
@@ -241,11 +239,10 @@ def bench(kernels: str | Sequence[str] | None = None,
           ladder_size: int | None = None, progress: bool = True,
           precisions: str | Sequence[str] = ("fp32",),
           flops: tuple[float, float] | None = None) -> BenchResult:
-    """Check, then time, every kernel (default: all the device runs) on every size and layout
-    (shapes.plan) in each of `precisions` (or "all") it offers, next to cuBLAS at the same
-    precision (schema.CUBLAS_PEER); a transposed layout only where it takes no relayout copy.
-    With random sizes, kernels default to "auto" and timed rows get call_ms and burst_ms too.
-    overhead, first_call: also those measurements; out_dir: report.write_outputs there."""
+    """Check, then time, every kernel (default: all the device runs) on every shapes.plan case
+    in each of `precisions` it offers, next to cuBLAS at the same precision; with random
+    sizes, kernels default to "auto" and timed rows get call_ms and burst_ms too. out_dir:
+    report.write_outputs there."""
     info = launch.device_info()
     driver.ensure_context(info.ordinal)
     todo = plan(sizes, layouts, seed=seed, flops=flops)
