@@ -20,7 +20,7 @@ from ..driver import launch
 from ..select import auto, standin
 from ..driver.arrays import DeviceArray
 from ..check import as_given, judge, reference, unit
-from ..base.precisions import DTYPE
+from ..base.precisions import DTYPE, PRECISION
 from ..base.version import __version__
 from ..registry.records import ITEMSIZE, PRECISION_DTYPE, PRECISIONS
 from .clocks import ClockLog
@@ -29,7 +29,7 @@ from .first_call import measure_first_call
 from .overhead import measure_overhead
 from .report import write_outputs
 from .schema import BURST, CUBLAS, CUBLAS_PEER, BenchResult, Row, first_line, utc_now
-from .shapes import native_layout, out_dtype_of, plan
+from .shapes import native_layout, plan
 from .stats import (fill_ratios, peak_formula, precision_peaks, random_summary, sample_indices,
                     summarize, tflops)
 from .timing import Flush, burst_times, call_times, event_times, rotation_sets, warm_up
@@ -45,7 +45,7 @@ class Reference:
 
     def __init__(self, a: np.ndarray, b: np.ndarray, rng, *, full_max: int | None = None,
                  sample: int = SAMPLE, precision: str = "fp32"):
-        self.out_dtype = out_dtype_of(precision)
+        self.out_dtype = PRECISION[precision].timed_out
         self.eps = unit(precision, self.out_dtype)
         (m, k), n = a.shape, b.shape[1]
         self.rows, self.cols, self.mode = None, None, "full"
@@ -101,7 +101,7 @@ def operands(a32: np.ndarray, b32: np.ndarray, precision: str, rng, info, full_m
     dt = PRECISION_DTYPE[precision]
     a, b = (a32, b32) if dt == "float32" else (as_given(a32, dt), as_given(b32, dt))
     (m, k), n = a.shape, b.shape[1]
-    per_set = ITEMSIZE[dt] * (m * k + k * n) + ITEMSIZE[out_dtype_of(precision)] * m * n
+    per_set = ITEMSIZE[dt] * (m * k + k * n) + ITEMSIZE[PRECISION[precision].timed_out] * m * n
     return (a, b, Reference(a, b, rng, precision=precision, full_max=full_max),
             rotation_sets(per_set, info.l2_bytes, launch.mem_get_info(info.ordinal)[0]))
 
@@ -114,7 +114,7 @@ class Inputs:
     def __init__(self, a: np.ndarray, b: np.ndarray, layout: str, n_sets: int,
                  precision: str = "fp32"):
         self.A, self.B, self.C, self._owned = [], [], [], []
-        dtype, out_dtype = PRECISION_DTYPE[precision], out_dtype_of(precision)
+        dtype, out_dtype = PRECISION_DTYPE[precision], PRECISION[precision].timed_out
         ta, tb = layout[0] == "t", layout[1] == "t"     # stored as x.T row-major, used as its .T
         try:
             first = [DeviceArray.from_host(np.ascontiguousarray(x.T if t else x), dtype=dtype)
@@ -474,7 +474,7 @@ def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush
 
 def _auto_message(m: int, n: int, kk: int, lay: str, prec: str, info) -> str:
     """What gemm() runs on the bench's operands (fresh contiguous arrays in `lay`)."""
-    od = out_dtype_of(prec)
+    od = PRECISION[prec].timed_out
     try:
         c = auto.choose(m, n, kk, device=info, layout=lay, precision=prec, out_dtype=od,
                         aligned=auto.contiguous_aligned(m, n, kk, lay, prec, od))
