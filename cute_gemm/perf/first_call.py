@@ -75,11 +75,8 @@ def _child(shape: tuple[int, int, int], mode: str, cache_dir: str, timeout: floa
 
 def measure_first_call(shape: tuple[int, int, int] = FIRST_CALL_SHAPE,
                        timeout: float = 300.0) -> dict:
-    """{"shape": [M, N, K], "quick": {...}, "wait": {...}, "warm": {...}} for an fp32 gemm()
-    (A, B row-major): each case's import_s, first_s (the first call, synchronized),
-    first_kernels, pick (gemm_choice's key), pick_s (from the first call until a call ran
-    the pick) and calls (made by then); a failed case {"error": its last line}. The caches
-    it makes are removed after; the machine's are not touched."""
+    """{"shape": [M, N, K], mode: the child's JSON or {"error": its last line}} for each of
+    MODES, an fp32 gemm() on caches of its own (removed after; the machine's not touched)."""
     result: dict = {"shape": list(shape)}
     cold = tempfile.mkdtemp(prefix="cute_gemm_first_call_")
     try:

@@ -139,20 +139,21 @@ def format_summary(result: BenchResult) -> str:
 _RANDOM_HEAD = ["kernel", "precision", "timing", "shapes", "geomean", "min (shape)", "< 0.9×"]
 
 
-def _random_lines(result: BenchResult) -> tuple[str, list[list[str]]]:
-    """The draw (seed included) in a line, and the random summary's cells."""
+def _random_lines(result: BenchResult, bold: str = "") -> tuple[str, str, list[list[str]]]:
+    """The draw (seed included) in a line, the timings (names wrapped in `bold`) in a line,
+    and the random summary's cells."""
     rnd = result.meta["random"]
     cells = [[x["kernel"], x["precision"], x["timing"], str(x["count"]), _x(x["geomean"]),
               f"{_x(x['min'])} ({_shape(x['min_shape'][:3])} {x['min_shape'][3]})",
               "—" if x["below_0_9"] is None else f"{100 * x['below_0_9']:.0f} %"]
              for x in random_summary(result.random_rows())]
-    return rnd.get("about", f"random shapes, seed {rnd.get('seed')}"), cells
+    timings = "; ".join(f"{bold}{t}{bold}: {w}" for t, w in rnd.get("timings", {}).items())
+    return rnd.get("about", f"random shapes, seed {rnd.get('seed')}"), timings, cells
 
 
 def format_random(result: BenchResult) -> str:
     """The random run's summary: per kernel, precision and timing, cuBLAS time / our time."""
-    about, cells = _random_lines(result)
-    timings = "; ".join(f"{t}: {w}" for t, w in result.meta["random"].get("timings", {}).items())
+    about, timings, cells = _random_lines(result)
     return "\n".join([about, "ratio cuBLAS time / time at the same precision (> 1: faster than "
                       "cuBLAS); timings: " + timings] + _columns(_RANDOM_HEAD, cells) + _first_calls(result))
 
@@ -176,8 +177,7 @@ def random_markdown(result: BenchResult, plot: str | None = None) -> list[str]:
     """format_random as a markdown table, with its plot; empty without random shapes."""
     if not (rnd := result.meta.get("random")):
         return []
-    about, cells = _random_lines(result)
-    timings = "; ".join(f"**{t}**: {w}" for t, w in rnd.get("timings", {}).items())
+    about, timings, cells = _random_lines(result, "**")
     return (["#### Random shapes: ratio cuBLAS time / time, same precision, same run", "",
              f"{about}. Timings: {timings}.", ""] + _table(_RANDOM_HEAD, "lllrrrr", cells)
             + [""]
@@ -300,13 +300,10 @@ def readme_markdown(result: BenchResult, *, size: int | None = None, layout: str
                     tensor_cores: tuple[BenchResult, str] | None = None,
                     sweep: tuple[BenchResult, str, str | None] | None = None,
                     random_plot: str | None = None) -> str:
-    """The ladder table at one square size with date, device and versions, generated from a
-    bench result; then the tensor-core table, the summary over many shapes, the random
-    summary, every shape and layout, the host overhead and the method. With `details` (a
-    link to a page holding the rest) only the ladder (one row per stage), its plot, the
-    tensor-core table and the summary: the README's short form. tensor_cores: (result,
-    source) of a run of its own for that table; sweep: (result, source, plot) of a run over
-    many shapes for the summary (else `result`'s own, in the long form)."""
+    """The ladder table at one square size, then the tensor-core table, the summary over many
+    shapes, the random summary, every shape and layout, the overhead and the method; with
+    `details` (a link to the rest) the README's short form. tensor_cores: (result, source),
+    sweep: (result, source, plot) of runs of their own for those tables."""
     tc = _tensor_core_markdown(*(tensor_cores or (result,)))
     sw = (sweep_markdown(sweep[0], sweep[1], plot=sweep[2], per_shape=details is None) if sweep
           else [] if details is not None else sweep_markdown(result))
@@ -375,8 +372,8 @@ def _tensor_core_markdown(result: BenchResult, source: str | None = None) -> lis
     sizes = sorted({r.m for r in rows if r.timed})
     if not sizes:
         return []
-    labels = list(dict.fromkeys((r.kernel, r.precision) for r in rows if r.kernel != CUBLAS))
-    labels += list(dict.fromkeys((r.kernel, r.precision) for r in rows if r.kernel == CUBLAS))
+    labels = sorted(dict.fromkeys((r.kernel, r.precision) for r in rows),
+                    key=lambda x: x[0] == CUBLAS)     # (stable: cuBLAS last, else as run)
     lays = sorted({r.layout for r in rows}, key=list(LAYOUT_TEXT).index)
     head = ["kernel", "precision"] + [x for sz in sizes for x in (f"{sz}³ TFLOP/s", "× cuBLAS")] \
         + ["best % of dense peak"]
@@ -410,8 +407,8 @@ def _all_shapes_markdown(result: BenchResult) -> list[str]:
     cols = list(dict.fromkeys((r.shape, r.layout) for r in result.rows))
     if len(cols) < 2:
         return []
-    names = list(dict.fromkeys((r.kernel, r.precision) for r in result.rows))
-    names = [n for n in names if n[0] != CUBLAS] + [n for n in names if n[0] == CUBLAS]
+    names = sorted(dict.fromkeys((r.kernel, r.precision) for r in result.rows),
+                   key=lambda x: x[0] == CUBLAS)      # (stable: cuBLAS last, else as run)
     cell = {(r.kernel, r.precision, r.shape, r.layout): r for r in result.rows}
     def text(r) -> str:
         if r is None or not r.timed:

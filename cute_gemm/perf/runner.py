@@ -20,7 +20,7 @@ from ..driver import launch
 from ..select import auto, standin
 from ..driver.arrays import DeviceArray
 from ..check import as_given, judge, reference, unit
-from ..base.precisions import DTYPE
+from ..base.precisions import DTYPE, PRECISION
 from ..base.version import __version__
 from ..registry.records import ITEMSIZE, PRECISION_DTYPE, PRECISIONS
 from .clocks import ClockLog
@@ -29,7 +29,7 @@ from .first_call import measure_first_call
 from .overhead import measure_overhead
 from .report import write_outputs
 from .schema import BURST, CUBLAS, CUBLAS_PEER, BenchResult, Row, first_line, utc_now
-from .shapes import native_layout, out_dtype_of, plan
+from .shapes import native_layout, plan
 from .stats import (fill_ratios, peak_formula, precision_peaks, random_summary, sample_indices,
                     summarize, tflops)
 from .timing import Flush, burst_times, call_times, event_times, rotation_sets, warm_up
@@ -45,7 +45,7 @@ class Reference:
 
     def __init__(self, a: np.ndarray, b: np.ndarray, rng, *, full_max: int | None = None,
                  sample: int = SAMPLE, precision: str = "fp32"):
-        self.out_dtype = out_dtype_of(precision)
+        self.out_dtype = PRECISION[precision].timed_out
         self.eps = unit(precision, self.out_dtype)
         (m, k), n = a.shape, b.shape[1]
         self.rows, self.cols, self.mode = None, None, "full"
@@ -70,8 +70,7 @@ class Reference:
 
 def measure_row(row: Row, check_fn, time_fn, catch=Exception) -> Row:
     """Check first (check_fn() -> check.KernelResult), then time (time_fn() -> per-launch ms)
-    only a passing kernel. `catch`: the exceptions that become status 'error' (time_kernel
-    catches none: they go to its caller)."""
+    only a passing kernel. `catch`: the exceptions that become status 'error'."""
     try:
         verdict = check_fn()
     except catch as e:
@@ -102,7 +101,7 @@ def operands(a32: np.ndarray, b32: np.ndarray, precision: str, rng, info, full_m
     dt = PRECISION_DTYPE[precision]
     a, b = (a32, b32) if dt == "float32" else (as_given(a32, dt), as_given(b32, dt))
     (m, k), n = a.shape, b.shape[1]
-    per_set = ITEMSIZE[dt] * (m * k + k * n) + ITEMSIZE[out_dtype_of(precision)] * m * n
+    per_set = ITEMSIZE[dt] * (m * k + k * n) + ITEMSIZE[PRECISION[precision].timed_out] * m * n
     return (a, b, Reference(a, b, rng, precision=precision, full_max=full_max),
             rotation_sets(per_set, info.l2_bytes, launch.mem_get_info(info.ordinal)[0]))
 
@@ -115,7 +114,7 @@ class Inputs:
     def __init__(self, a: np.ndarray, b: np.ndarray, layout: str, n_sets: int,
                  precision: str = "fp32"):
         self.A, self.B, self.C, self._owned = [], [], [], []
-        dtype, out_dtype = PRECISION_DTYPE[precision], out_dtype_of(precision)
+        dtype, out_dtype = PRECISION_DTYPE[precision], PRECISION[precision].timed_out
         ta, tb = layout[0] == "t", layout[1] == "t"     # stored as x.T row-major, used as its .T
         try:
             first = [DeviceArray.from_host(np.ascontiguousarray(x.T if t else x), dtype=dtype)
@@ -159,8 +158,7 @@ def gpu_check(name, fn, inputs: Inputs, ref: Reference):
 
 
 def compile_ahead(kernels, arch_int: int):
-    """Start compiling `kernels` (and the kernels a composed one runs) for compute capability
-    `arch_int` into the disk cache in a pool of processes: a cache.Prefetch, to be closed."""
+    """A cache.Prefetch (to be closed) compiling `kernels` and those a composed one runs."""
     todo = list(kernels)
     todo += [k.gemm_of.kernel for k in todo if k.gemm_of is not None]
     jobs = list(dict.fromkeys((k.name, k.target(arch_int), False) for k in todo
@@ -241,11 +239,10 @@ def bench(kernels: str | Sequence[str] | None = None,
           ladder_size: int | None = None, progress: bool = True,
           precisions: str | Sequence[str] = ("fp32",),
           flops: tuple[float, float] | None = None) -> BenchResult:
-    """Check, then time, every kernel (default: all the device runs) on every size and layout
-    (shapes.plan) in each of `precisions` (or "all") it offers, next to cuBLAS at the same
-    precision (schema.CUBLAS_PEER); a transposed layout only where it takes no relayout copy.
-    With random sizes, kernels default to "auto" and timed rows get call_ms and burst_ms too.
-    overhead, first_call: also those measurements; out_dir: report.write_outputs there."""
+    """Check, then time, every kernel (default: all the device runs) on every shapes.plan case
+    in each of `precisions` it offers, next to cuBLAS at the same precision; with random
+    sizes, kernels default to "auto" and timed rows get call_ms and burst_ms too. out_dir:
+    report.write_outputs there."""
     info = launch.device_info()
     driver.ensure_context(info.ordinal)
     todo = plan(sizes, layouts, seed=seed, flops=flops)
@@ -477,7 +474,7 @@ def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush
 
 def _auto_message(m: int, n: int, kk: int, lay: str, prec: str, info) -> str:
     """What gemm() runs on the bench's operands (fresh contiguous arrays in `lay`)."""
-    od = out_dtype_of(prec)
+    od = PRECISION[prec].timed_out
     try:
         c = auto.choose(m, n, kk, device=info, layout=lay, precision=prec, out_dtype=od,
                         aligned=auto.contiguous_aligned(m, n, kk, lay, prec, od))

@@ -69,10 +69,6 @@ def parse_layouts(spec) -> tuple[str, ...]:
     return tuple(dict.fromkeys(items))
 
 
-def out_dtype_of(precision: str) -> str:
-    return PRECISION[precision].timed_out
-
-
 def resolve(kernel: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
             out_dtype: str = "float32", ordinal: int | None = None):
     """(variant, roles run() would copy first, function) for operands a, b, c; with no
@@ -86,7 +82,7 @@ def resolve(kernel: registry.Kernel, ops: dict[str, Operand], precision: str = "
 def native_layout(kernel: registry.Kernel, m: int, n: int, k: int, layout: str,
                   precision: str = "fp32") -> bool:
     """True when run() hands fresh operands in `layout` to the kernel without a relayout copy."""
-    od = out_dtype_of(precision)
+    od = PRECISION[precision].timed_out
     return not resolve(kernel, _resolve.contiguous(m, n, k, layout, precision, od), precision, od)[1]
 
 

@@ -17,9 +17,10 @@ from ..select import auto, autotable
 from ..select.autotable import Measured, Table
 from ..select.choice import split_key
 from ..base.errors import CuteGemmError
+from ..base.precisions import PRECISION
 from .runner import Inputs, compile_all, gpu_check, operands, parse_precisions
 from .schema import first_line, utc_now
-from .shapes import out_dtype_of, parse_layouts, parse_sizes
+from .shapes import parse_layouts, parse_sizes
 from .timing import Flush, event_times, warm_up
 
 MAX_TIMING_S = 0.25     # GPU time to time one candidate on one problem, at most
@@ -45,7 +46,7 @@ class Problem:
     @property
     def aligned(self) -> bool:
         return auto.contiguous_aligned(self.m, self.n, self.k, self.layout, self.precision,
-                                       out_dtype_of(self.precision))
+                                       PRECISION[self.precision].timed_out)
 
 
 def plan(shapes, layouts, precisions, arch_int: int, smem_optin: int,
@@ -55,7 +56,8 @@ def plan(shapes, layouts, precisions, arch_int: int, smem_optin: int,
     out = []
     for prec in precisions:
         for (m, n, k) in shapes:
-            keys = auto.keys(m, n, k, prec, out_dtype_of(prec), arch_int, smem_optin, sm_count)
+            keys = auto.keys(m, n, k, prec, PRECISION[prec].timed_out, arch_int, smem_optin,
+                             sm_count)
             if keys:
                 out += [Problem(m, n, k, lay, prec, keys) for lay in layouts]
     return out
