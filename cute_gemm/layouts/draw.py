@@ -8,7 +8,7 @@ from html import escape
 from pathlib import Path
 
 from .algebra import fmt, print_layout, product_each, rank, values
-from .model import Item, Recipe, stage0
+from .model import Item, Recipe, first
 
 COMPUTED = ("banks", "boxes", "ldsm")   # maps computed here, not printed by CuTe
 
@@ -19,8 +19,8 @@ def item_text(it: Item, once: bool = False) -> str:
     out = [f"@@ {it.name}\n", fmt(it.layout), "\n"]
     if it.kind == "partition":
         out.append(f"offset {int(it.offset)}\n")
-    g = stage0(it.layout)
-    if g is not None:
+    if rank(it.layout) in (2, 3):
+        g = first(it.layout)
         out.append(print_layout(g).split("\n", 1)[1] if once and g is it.layout else print_layout(g))
     return "".join(out)
 
@@ -94,18 +94,11 @@ class Grid:
     legend: str = ""
 
 
-def _first(layout):
-    """A picture's grid: index 0 of every mode past the second (a stage, a k-tile, a problem of
-    a batch); CuTe's own text (item_text) prints grids of rank 2 and 3 only."""
-    r = rank(layout)
-    return layout if r == 2 else layout(None, None, *(0,) * (r - 2))
-
-
 def grid_of(it: Item) -> Grid:
     sub = fmt(it.layout) + (f"   offset {int(it.offset)}" if it.offset is not None else "")
-    rows, cols = it.tile or (int(e) for e in product_each(_first(it.layout).shape))
+    rows, cols = it.tile or (int(e) for e in product_each(first(it.layout).shape))
     if it.kind in ("layout", "thread"):
-        flat = values(_first(it.layout))                  # g(r, c) at index r + rows * c
+        flat = values(first(it.layout))                  # g(r, c) at index r + rows * c
 
         def cell(r, c):
             v = flat[r + rows * c]

@@ -225,14 +225,15 @@ class Recipe:
 
 
 # ---- analyses: bank maps, TMA boxes, the self-check ---------------------------------------------
-def stage0(layout):
-    """The rank-2 layout shown as a grid: the layout, or index 0 of a rank-3 one's third mode (None: no grid)."""
+def first(layout):
+    """The rank-2 grid of a layout: index 0 of every mode past the second (a stage, a k-tile,
+    a problem of a batch); CuTe's own text (draw.item_text) prints grids of rank 2 and 3 only."""
     r = rank(layout)
-    return layout if r == 2 else layout(None, None, 0) if r == 3 else None
+    return layout if r == 2 else layout(None, None, *(0,) * (r - 2))
 
 
 def _grid0(layout):
-    g = stage0(layout)
+    g = first(layout)
     return (*(int(e) for e in product_each(g.shape)), g)
 
 
