@@ -4,10 +4,9 @@ The disk key is a sha256 over everything that changes the binary: the text NVRTC
 (compile.read_source), every file under include/, the header wheels' versions (or an override
 folder's fingerprint), the options, the arch and the NVRTC version. An entry (CUBIN, NVRTC log,
 optionally zlib'd PTX) is written to a temp file and renamed into place, with a sha256 checked on
-every read: a damaged entry is recompiled, never loaded. A per-key file lock (filelock) makes a
-key compile once across processes. An unwritable cache dir never breaks compiling: one warning,
-results kept in memory. CUTE_GEMM_CACHE_DIR moves the disk level (default: platformdirs' user
-cache dir), CUTE_GEMM_DISABLE_CACHE=1 turns it off.
+every read: a damaged entry is recompiled, never loaded. A per-key file lock makes a key compile
+once across processes. An unwritable cache dir never breaks compiling: one warning, results kept
+in memory. CUTE_GEMM_CACHE_DIR moves the disk level, CUTE_GEMM_DISABLE_CACHE=1 turns it off.
 """
 from __future__ import annotations
 
@@ -212,9 +211,8 @@ class _Job:
 def get(kernel, arch: str | int, extra_options: tuple[str, ...] = (), *, ptx: bool = False,
         entries: tuple[str, ...] | None = None) -> Compiled:
     """The cubin of `kernel` for `arch`, from memory, disk, or a fresh NVRTC compile; with
-    ptx=True also the PTX of that compile (an entry cached without it is compiled again).
-    `entries`: only these entry points of the kernel (compile.select_entries; naming all of
-    them is the whole kernel), a cubin and a cache entry of their own.
+    ptx=True also its PTX (an entry cached without it is compiled again). `entries`: only these
+    entry points (compile.select_entries), a cubin and a cache entry of their own.
     Thread-safe: one compile per key per process, different keys compile concurrently."""
     job = _Job.of(kernel, arch, extra_options, entries)
     hit = _memory_hit(job.key, ptx)

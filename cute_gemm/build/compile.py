@@ -71,15 +71,11 @@ def normalize_arch(arch: str | int | tuple[int, int]) -> str:
     if isinstance(arch, tuple):
         if len(arch) == 2 and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in arch):
             return f"sm_{arch[0]}{arch[1]}"
-    elif isinstance(arch, (str, int)) and not isinstance(arch, bool):
-        m = re.fullmatch(r"(?:sm_|compute_)?(\d{2,3}[a-z]?)", str(arch).strip().lower())
-        if m:
-            return f"sm_{m.group(1)}"
-    hint = ""
-    if isinstance(arch, str):
-        m = re.fullmatch(r"(?:sm|compute)[-]?(\d{2,3}[a-z]?)", arch.strip().lower())
-        if m:
-            hint = f" (did you mean 'sm_{m.group(1)}'?)"
+    m = (re.fullmatch(r"(sm_|compute_|sm-?|compute-?)?(\d{2,3}[a-z]?)", str(arch).strip().lower())
+         if isinstance(arch, (str, int)) and not isinstance(arch, bool) else None)
+    if m and m.group(1) in (None, "sm_", "compute_"):
+        return f"sm_{m.group(2)}"
+    hint = f" (did you mean 'sm_{m.group(2)}'?)" if m else ""    # sm90, sm-90, compute90
     raise InputError(f"unknown arch {arch!r}{hint}: use one of the forms {_ARCH_FORMS}")
 
 
