@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from .ladder_cute import TileConfig, gemm_candidate, tiled_stage
 from ..base.precisions import DTYPE, PRECISION
 from .records import (STREAM_K_COUNTERS, CutModel, FixedSmem, FixedTile, GemmOf, Kernel,
-                      PersistentGrid, SplitGrid, TileGridMN, TmaBoxes, Variant, config_struct,
+                      PersistentGrid, SplitGrid, TmaBoxes, Variant, config_struct,
                       device_constants)
 
 
@@ -62,7 +62,7 @@ def _wgmma(name: str, bm: int, bn: int, stages: int) -> Kernel:
     return tiled_stage(
         TileConfig(128, bm, bn, 64, stages, dyn_smem=stages * (bm + bn) * 128 + stages * 16),
         name=name, source="cute/c5_wgmma.cu", variants=_tc_variants("cute_wgmma", bm, bn),
-        grid=TileGridMN(bm, bn), min_arch=90, arch_specific=True,
+        min_arch=90, arch_specific=True,
         summary=f"wgmma (one warpgroup, SS) on 128-byte swizzled smem, TMA loads into a "
                 f"{stages}-stage ring of transaction barriers, zero-filled residues",
         seed="CuTe tutorial wgmma_tma_sm90",
