@@ -1,9 +1,7 @@
-"""The precisions and element types: one table each, one row each, that every layer reads.
-A precision is the arithmetic of a call (operand type, the unit its results are judged with,
-the result types it may write, ...); an element type what A, B or C hold (its size, its names
-in numpy, PyTorch, CuPy, CAI and the kernels, how it rounds). Entry points spell a precision
-by name and a result type by DType.suffix (scale2d_fp16_f32). The names below the tables
-(PRECISIONS, UNIT, ...) are views of one column each. Adding one: docs/howto/precision.md."""
+"""The precisions (a call's arithmetic) and element types (what A, B or C hold): one table
+each, one row each, that every layer reads; the names below the tables (PRECISIONS, UNIT, ...)
+are views of one column. Entry points spell a precision by name and a result type by
+DType.suffix (scale2d_fp16_f32). Adding one: docs/howto/precision.md."""
 from __future__ import annotations
 
 from dataclasses import dataclass

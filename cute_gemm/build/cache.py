@@ -4,10 +4,9 @@ The disk key is a sha256 over everything that changes the binary: the text NVRTC
 (compile.read_source), every file under include/, the header wheels' versions (or an override
 folder's fingerprint), the options, the arch and the NVRTC version. An entry (CUBIN, NVRTC log,
 optionally zlib'd PTX) is written to a temp file and renamed into place, with a sha256 checked on
-every read: a damaged entry is recompiled, never loaded. A per-key file lock (filelock) makes a
-key compile once across processes. An unwritable cache dir never breaks compiling: one warning,
-results kept in memory. CUTE_GEMM_CACHE_DIR moves the disk level (default: platformdirs' user
-cache dir), CUTE_GEMM_DISABLE_CACHE=1 turns it off.
+every read: a damaged entry is recompiled, never loaded. A per-key file lock makes a key compile
+once across processes. An unwritable cache dir never breaks compiling: one warning, results kept
+in memory. CUTE_GEMM_CACHE_DIR moves the disk level, CUTE_GEMM_DISABLE_CACHE=1 turns it off.
 """
 from __future__ import annotations
 
@@ -212,9 +211,8 @@ class _Job:
 def get(kernel, arch: str | int, extra_options: tuple[str, ...] = (), *, ptx: bool = False,
         entries: tuple[str, ...] | None = None) -> Compiled:
     """The cubin of `kernel` for `arch`, from memory, disk, or a fresh NVRTC compile; with
-    ptx=True also the PTX of that compile (an entry cached without it is compiled again).
-    `entries`: only these entry points of the kernel (compile.select_entries; naming all of
-    them is the whole kernel), a cubin and a cache entry of their own.
+    ptx=True also its PTX (an entry cached without it is compiled again). `entries`: only these
+    entry points (compile.select_entries), a cubin and a cache entry of their own.
     Thread-safe: one compile per key per process, different keys compile concurrently."""
     job = _Job.of(kernel, arch, extra_options, entries)
     hit = _memory_hit(job.key, ptx)
@@ -309,14 +307,11 @@ _APART = ("import json, os, sys\n"
 
 
 def compile_apart(kernel, arch: str, entries: tuple[str, ...], least: int = 2) -> None:
-    """Compile each of `entries` alone into the disk cache, in fresh interpreters side by side:
-    a launch's entry points then take the longest one's time, not their sum
-    (docs/design/first_call.md). The caller reads them with lookup(..., entries=(e,)); a failed
-    child leaves nothing, and the caller's get() raises its CompileError. Starts nothing where it
-    cannot help: fewer than `least` missing, more than default_workers() (unless least is 1: a
-    background compile, in rounds), no disk level, no python executable. Not multiprocessing: a
-    spawned worker would run the caller's unguarded __main__ again. Threads asking for the same
-    entry points share one set of children."""
+    """Compile each of `entries` alone into the disk cache, in fresh interpreters side by side
+    (docs/design/first_call.md); the caller reads them with lookup(..., entries=(e,)), and a
+    failed child's CompileError comes from the caller's own get(). Starts nothing with fewer
+    than `least` missing or, unless least is 1 (rounds), more than default_workers().
+    Not multiprocessing: a spawned worker would run the caller's unguarded __main__ again."""
     if not _can_start():
         return
     with _mem_lock:
@@ -445,7 +440,7 @@ def clear_memory() -> None:
 
 def info() -> dict:
     d = cache_dir()
-    entries = sorted(d.glob("*.cubin")) if d.is_dir() else []
+    entries = list(d.glob("*.cubin"))
     return {"dir": str(d), "disk_enabled": disk_enabled(), "entries": len(entries),
             "bytes": sum(p.stat().st_size for p in entries), "memory_entries": len(_memory)}
 
@@ -453,11 +448,9 @@ def info() -> dict:
 def clear() -> int:
     """Delete every disk entry (and the in-memory level); return how many files went."""
     clear_memory()
-    d = cache_dir()
-    n = 0
-    if d.is_dir():
-        for p in list(d.glob("*.cubin")) + list(d.glob("*.lock")) + list(d.glob(".*.tmp")):
-            with contextlib.suppress(OSError):
-                p.unlink()
-                n += p.suffix == ".cubin"
+    d, n = cache_dir(), 0
+    for p in [*d.glob("*.cubin"), *d.glob("*.lock"), *d.glob(".*.tmp")]:
+        with contextlib.suppress(OSError):
+            p.unlink()
+            n += p.suffix == ".cubin"
     return n

@@ -10,6 +10,7 @@ import contextlib
 import functools
 import os
 import re
+import struct
 import sys
 import threading
 import time
@@ -70,15 +71,11 @@ def normalize_arch(arch: str | int | tuple[int, int]) -> str:
     if isinstance(arch, tuple):
         if len(arch) == 2 and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in arch):
             return f"sm_{arch[0]}{arch[1]}"
-    elif isinstance(arch, (str, int)) and not isinstance(arch, bool):
-        m = re.fullmatch(r"(?:sm_|compute_)?(\d{2,3}[a-z]?)", str(arch).strip().lower())
-        if m:
-            return f"sm_{m.group(1)}"
-    hint = ""
-    if isinstance(arch, str):
-        m = re.fullmatch(r"(?:sm|compute)[-]?(\d{2,3}[a-z]?)", arch.strip().lower())
-        if m:
-            hint = f" (did you mean 'sm_{m.group(1)}'?)"
+    m = (re.fullmatch(r"(sm_|compute_|sm-?|compute-?)?(\d{2,3}[a-z]?)", str(arch).strip().lower())
+         if isinstance(arch, (str, int)) and not isinstance(arch, bool) else None)
+    if m and m.group(1) in (None, "sm_", "compute_"):
+        return f"sm_{m.group(2)}"
+    hint = f" (did you mean 'sm_{m.group(2)}'?)" if m else ""    # sm90, sm-90, compute90
     raise InputError(f"unknown arch {arch!r}{hint}: use one of the forms {_ARCH_FORMS}")
 
 
@@ -165,7 +162,6 @@ def parse_resources(log: str) -> dict[str, Resources]:
 def _elf(cubin: bytes):
     """(section names, section headers, a function giving the symbol names by index) of a
     CUBIN's ELF64; None for anything else."""
-    import struct
     if cubin[:4] != b"\x7fELF" or cubin[4] != 2:     # ELF64 only
         return None
     shoff, = struct.unpack_from("<Q", cubin, 0x28)
@@ -187,7 +183,6 @@ def _elf(cubin: bytes):
 def _info(cubin: bytes, sec):
     """The (attribute, offset of its value, size) of each EIFMT_SVAL record of a .nv.info
     section (the other formats carry no value that is read here)."""
-    import struct
     off, end = sec[4], sec[4] + sec[5]
     while off + 4 <= end:
         fmt, attr, size = struct.unpack_from("<BBH", cubin, off)
@@ -201,7 +196,6 @@ def resources_from_cubin(cubin: bytes) -> dict[str, Resources]:
     """Registers, static smem and stack frame per entry from the CUBIN's ELF (.nv.info's REGCOUNT and
     FRAME_SIZE; .nv.shared.<f> less sm_80+'s 1 KB system reserve where .nv.shared.reserved exists),
     for an NVRTC log without a ptxas report (the GPU host's); spills are not in the ELF: -1."""
-    import struct
     elf = _elf(cubin)
     if elf is None:
         return {}
@@ -226,7 +220,6 @@ def param_sizes_from_cubin(cubin: bytes, entry: str) -> tuple[int, ...] | None:
     """The sizes in bytes of `entry`'s kernel parameters, in order (its .nv.info.<entry>
     section's EIATTR_KPARAM_INFO records: ordinal, offset, size in bits 18-31 of the flags);
     None where the ELF has no such section."""
-    import struct
     elf = _elf(cubin)
     if elf is None:
         return None

@@ -1,10 +1,7 @@
-"""Where the kernel sources and the headers they include live.
-
-Headers come from installed wheels, found with importlib.util.find_spec (nothing is
-imported): CuTe/CUTLASS from nvidia-cutlass, libcu++/CCCL from nvidia-cuda-cccl, and
-cuda_runtime_api.h (needed by cute/util/debug.hpp) from nvidia-cuda-runtime. Each can
-be overridden by an environment variable; the cache key then fingerprints the folder.
-"""
+"""Where the kernel sources and the headers they include live. Headers come from installed
+wheels, found by importlib.util.find_spec without importing them (nvidia-cutlass, -cuda-cccl,
+-cuda-runtime), each overridable by an environment variable (the cache key then fingerprints
+the folder)."""
 from __future__ import annotations
 
 import functools

@@ -1,10 +1,7 @@
-"""Batches: operands of shape (..., M, K) @ (..., K, N), read as numpy.matmul and torch.matmul
-read them: the leading extents broadcast against each other, and each problem of the batch
-is a 2-D GEMM. A kernel walks the batch along its grid's z in two modes (CG_BATCH_PARAMS),
-each operand stepping by its own strides there (0 where it is broadcast), so the leading
-modes of the operands are merged into at most two first (`flatten`). Where B is the same
-matrix for every problem and A and the result stack their rows evenly, the batch is one
-taller GEMM instead (`fold`), as torch.matmul does."""
+"""Batches: (..., M, K) @ (..., K, N) read as numpy.matmul reads them (leading extents
+broadcast). A kernel walks at most two batch modes along its grid's z (CG_BATCH_PARAMS), each
+operand with its own strides (0 where broadcast): `flatten` merges the modes into two; where B
+is shared and A and the result stack their rows evenly, `fold` makes one taller GEMM."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -81,12 +78,10 @@ def fold(count: tuple[int, int], ops: dict) -> dict | None:
 
 
 def plan(A, B, C, O, can_fold: bool = True):
-    """(A, B, C, O, result shape, new result) of a call with N-D operands (arrays.Operand,
-    their leading modes in .lead): the batch broadcast, flattened into at most two modes
-    and, where it can be, folded into one taller problem. C broadcasts to the batch; out
-    has the result's shape. new result: the layout of a result run() allocates (row-major,
-    out None) as (shape, strides, batch, batch strides) of one problem; else None.
-    can_fold False: never folded (a fused epilogue's vector along M stays per problem)."""
+    """(A, B, C, O, result shape, new result) of a call with N-D operands (leading modes in
+    .lead): the batch broadcast, flattened and where it can be folded. new result: the
+    (shape, strides, batch, batch strides) of a row-major result run() allocates (out None),
+    else None. can_fold False: never folded (an epilogue's vector along M stays per problem)."""
     batch = broadcast(A.lead, B.lead)
     m, n = A.shape[0], B.shape[1]
     if O is not None and O.lead != batch:

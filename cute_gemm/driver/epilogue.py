@@ -203,11 +203,9 @@ def prepare(ep: Epilogue, m: int, n: int, k: int, dtype: str, device: bool,
     lo, hi = (float(x) for x in ep.clamp) if ep.clamp is not None else (0.0, 0.0)
     values = EpiValues(bias, sb if ep.bias_axis == "row" else 0, 0 if ep.bias_axis == "row" else sb,
                        srow, scol, sr, sc, lo, hi)
-    if "blocks_a" in blk:
-        op = blk["blocks_a"]
+    if (op := blk.get("blocks_a")) is not None:
         values = values.but(blk_a=op.ptr, blk_a_sm=op.strides[0], blk_a_sk=op.strides[1])
-    if "blocks_b" in blk:
-        op = blk["blocks_b"]
+    if (op := blk.get("blocks_b")) is not None:
         values = values.but(blk_b=op.ptr, blk_b_sk=op.strides[0], blk_b_sn=op.strides[1])
     spec = EpilogueSpec(bias="bias" in ops, scale=bool({"scale_rows", "scale_cols"} & set(ops)),
                         activation=ep.activation, clamp=ep.clamp is not None,
@@ -218,37 +216,30 @@ def prepare(ep: Epilogue, m: int, n: int, k: int, dtype: str, device: bool,
 def reference(ep: Epilogue, t: np.ndarray) -> np.ndarray:
     """The epilogue's bias, activation and clamp applied in float64 to `t`, alpha'·A@B + β·C
     with the scales already in (reference_scale), as the kernels define them."""
+    t = np.asarray(t, np.float64)
     with np.errstate(invalid="ignore", over="ignore"):    # (inf * 0 is NaN, as in the kernels)
-        return _reference(ep, np.asarray(t, np.float64))
-
-
-def _reference(ep: Epilogue, t: np.ndarray) -> np.ndarray:
-    if ep.bias is not None:
-        b = host_vector(ep.bias)
-        t = t + (b[..., :, None] if ep.bias_axis == "row" else b)
-    if ep.activation == "relu":
-        t = np.where(t < 0, 0.0, t)
-    elif ep.activation == "gelu_erf":
-        erf = np.vectorize(math.erf, otypes=[np.float64])     # (numpy has none)
-        t = 0.5 * t * (1.0 + erf(t / np.sqrt(2.0)))
-    elif ep.activation == "gelu_tanh":
-        t = 0.5 * t * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (t + 0.044715 * t ** 3)))
-    elif ep.activation == "silu":
-        t = t / (1.0 + np.exp(-t))
-    if ep.clamp is not None:
-        lo, hi = ep.clamp
-        t = np.where(t < lo, lo, np.where(t > hi, hi, t))
+        if ep.bias is not None:
+            b = host_vector(ep.bias)
+            t = t + (b[..., :, None] if ep.bias_axis == "row" else b)
+        if ep.activation == "relu":
+            t = np.where(t < 0, 0.0, t)
+        elif ep.activation == "gelu_erf":
+            erf = np.vectorize(math.erf, otypes=[np.float64])     # (numpy has none)
+            t = 0.5 * t * (1.0 + erf(t / np.sqrt(2.0)))
+        elif ep.activation == "gelu_tanh":
+            t = 0.5 * t * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (t + 0.044715 * t ** 3)))
+        elif ep.activation == "silu":
+            t = t / (1.0 + np.exp(-t))
+        if ep.clamp is not None:
+            lo, hi = ep.clamp
+            t = np.where(t < lo, lo, np.where(t > hi, hi, t))
     return t
 
 
 def reference_scale(ep: Epilogue, m: int, n: int) -> np.ndarray | float:
     """The (M, N) factor scale_rows[i] * scale_cols[j] of A @ B in float64 (1.0: none)."""
-    s = 1.0
-    if ep.scale_rows is not None:
-        s = s * host_vector(ep.scale_rows)[:, None]
-    if ep.scale_cols is not None:
-        s = s * host_vector(ep.scale_cols)[None, :]
-    return s
+    rows = 1.0 if ep.scale_rows is None else host_vector(ep.scale_rows)[:, None]
+    return rows * (1.0 if ep.scale_cols is None else host_vector(ep.scale_cols)[None, :])
 
 
 def reference_blocks(ep: Epilogue, a64: np.ndarray, b64: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

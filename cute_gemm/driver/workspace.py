@@ -1,9 +1,7 @@
-"""Stream-K workspaces, recycled without a memset or a host wait: their arrival counters are
-zeroed once, and every stream-K launch leaves them zero (include/cute_gemm/streamk.cuh). A use
-ends with an event recorded on its stream, which the next user's stream waits for on the
-device: right on any stream and in any thread. A launch takes one last used on its own stream
-handle, else one whose event has completed, else a new one, so busy streams do not queue
-behind each other. Captures use pool.py."""
+"""Stream-K workspaces, recycled without a memset or a host wait: their counters are zeroed
+once and every stream-K launch leaves them zero (streamk.cuh). A use ends with an event that
+the next user's stream waits for on the device. A launch takes one last used on its own
+stream, else one whose event completed, else a new one. Captures use pool.py."""
 from __future__ import annotations
 
 import threading

@@ -40,11 +40,9 @@ class EpilogueSpec:
     def tag(self) -> str:
         """The pieces, '+'-joined ("bias+gelu_tanh+bfloat16"): the suffix of the kernel name
         the epilogue compiles under (Kernel.with_epilogue)."""
-        parts = [p for p, on in (("bias", self.bias), ("scale", self.scale)) if on]
-        parts += [self.activation] if self.activation else []
-        parts += ["clamp"] if self.clamp else []
-        parts += ["blocks"] if self.blocks else []
-        return "+".join(parts + [self.vector_dtype])
+        parts = (("bias", self.bias), ("scale", self.scale), (self.activation, self.activation),
+                 ("clamp", self.clamp), ("blocks", self.blocks), (self.vector_dtype, True))
+        return "+".join(p for p, on in parts if on)
 
     @classmethod
     def parse(cls, tag: str) -> "EpilogueSpec":

@@ -34,8 +34,9 @@ class TileConfig(FixedTile):
 
 
 def tiled_stage(cfg: TileConfig, **kw) -> Kernel:
-    """A CuTe stage configured by a TileConfig: block, tile and dynamic smem from it."""
+    """A CuTe stage configured by a TileConfig: block, tile, grid and dynamic smem from it."""
     return Kernel(family="cute", config=cfg, block=(cfg.threads, 1, 1), tile=cfg.tile,
+                  grid=TileGridMN(cfg.blk_m, cfg.blk_n),
                   dyn_smem=FixedSmem(cfg.dyn_smem) if cfg.dyn_smem else None, **kw)
 
 
@@ -50,7 +51,7 @@ def _simt(name: str, file: str, tile: tuple[int, int, int], variants: tuple[Vari
           summary: str, seed: str, stages: int | None = None) -> Kernel:
     """A SIMT stage (c0-c3) of 256 threads."""
     return tiled_stage(TileConfig(256, *tile, stages), name=name, source=f"cute/{file}.cu",
-                       variants=variants, grid=TileGridMN(*tile[:2]), summary=summary, seed=seed)
+                       variants=variants, summary=summary, seed=seed)
 
 
 _SMEM_SUMMARY = "local_tile/local_partition, k-tiles staged in shared memory, predicated residues"
@@ -239,10 +240,7 @@ def _mma_sm80(name: str, bm: int, bn: int, bk: int, stages: int, warps: tuple[in
     smem = stages * (bm + bn) * bk * 2
     return tiled_stage(
         TileConfig(32 * warps[0] * warps[1], bm, bn, bk, stages, *warps, dyn_smem=smem),
-        name=name,
-        source="cute/c4_mma_sm80.cu",
-        variants=sixteen + tf32,
-        grid=TileGridMN(bm, bn),
+        name=name, source="cute/c4_mma_sm80.cu", variants=sixteen + tf32,
         summary=summary or (
             f"tensor cores (mma.sync bf16/fp16/tf32, {warps[0]}x{warps[1]} warps of "
             f"{bm // warps[0]}x{bn // warps[1]}), ldmatrix from swizzled smem, "
@@ -312,13 +310,10 @@ CUTE: list[Kernel] = [
 def _tiny_k(name: str, bm: int, bn: int, bk: int, min_blocks: int) -> Kernel:
     # one entry per (precision, result), every stride dynamic: any majors and alignment
     return tiled_stage(
-        TileConfig(256, bm, bn, bk, min_blocks=min_blocks),
-        name=name,
-        source="cute/c8_tiny_k.cu",
+        TileConfig(256, bm, bn, bk, min_blocks=min_blocks), name=name, source="cute/c8_tiny_k.cu",
         variants=tuple(Variant(f"{name}_{p}_{DTYPE[out].suffix}", a_major="any", b_major="any",
                                c_major="any", precision=p, out_dtype=out)
                        for p in ("fp32", "tf32", "bf16", "fp16") for out in PRECISION[p].outs),
-        grid=TileGridMN(bm, bn),
         summary=f"a small K in one pass: {bm}x{bn} tiles, strips of A and B staged in smem as "
                 f"float, {bm // 16}x{bn // 16} FFMA outputs a thread; any strides and alignment, "
                 "every precision",

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 from .ladder_cute import TileConfig, gemm_candidate, tiled_stage
 from ..base.precisions import DTYPE, PRECISION
 from .records import (STREAM_K_COUNTERS, CutModel, FixedSmem, FixedTile, GemmOf, Kernel,
-                      PersistentGrid, SplitGrid, TileGridMN, TmaBoxes, Variant, config_struct,
+                      PersistentGrid, SplitGrid, TmaBoxes, Variant, config_struct,
                       device_constants)
 
 
@@ -62,7 +62,7 @@ def _wgmma(name: str, bm: int, bn: int, stages: int) -> Kernel:
     return tiled_stage(
         TileConfig(128, bm, bn, 64, stages, dyn_smem=stages * (bm + bn) * 128 + stages * 16),
         name=name, source="cute/c5_wgmma.cu", variants=_tc_variants("cute_wgmma", bm, bn),
-        grid=TileGridMN(bm, bn), min_arch=90, arch_specific=True,
+        min_arch=90, arch_specific=True,
         summary=f"wgmma (one warpgroup, SS) on 128-byte swizzled smem, TMA loads into a "
                 f"{stages}-stage ring of transaction barriers, zero-filled residues",
         seed="CuTe tutorial wgmma_tma_sm90",
@@ -236,17 +236,17 @@ _3XTF32_GEMM = _wgmma_ws("cute_3xtf32_gemm", WgmmaWsConfig(blk_n=192, promote=3,
 
 # the candidates' batched twins (the persistent walk over every problem's tiles, A and B in 4-D
 # tensor maps); the producer at 48 registers: the problem's coordinates in its loads spilled one of 40
-_BATCHED = dict(batched=True, producer_regs=48, consumer_regs=224)
+_BATCHED = dict(batched=True, producer_regs=48, consumer_regs=224, tail_split=32)
 
 HOPPER: list[Kernel] = [
     _wgmma("cute_wgmma", 128, 128, 4),
     # cute_wgmma_ws: why each value (128x256x4, clusters of 2, group_m 16): docs/design/cute_wgmma_ws.md
-    gemm_candidate(_wgmma_ws("cute_wgmma_ws", WgmmaWsConfig(tail_split=32, **_BATCHED))),
+    gemm_candidate(_wgmma_ws("cute_wgmma_ws", WgmmaWsConfig(**_BATCHED))),
     # ... products whose 128x256 tiles leave SMs idle: narrower tiles, the smem left as stages (#narrow-tiles)
-    gemm_candidate(_wgmma_ws("cute_wgmma_ws_128x64", WgmmaWsConfig(blk_n=64, stages=8, cluster_m=1, tail_split=32,
-                                                                    **_BATCHED))),
-    gemm_candidate(_wgmma_ws("cute_wgmma_ws_128x128", WgmmaWsConfig(blk_n=128, stages=6, cluster_m=1, tail_split=32,
-                                                                     **_BATCHED))),
+    gemm_candidate(_wgmma_ws("cute_wgmma_ws_128x64",
+                             WgmmaWsConfig(blk_n=64, stages=8, cluster_m=1, **_BATCHED))),
+    gemm_candidate(_wgmma_ws("cute_wgmma_ws_128x128",
+                             WgmmaWsConfig(blk_n=128, stages=6, cluster_m=1, **_BATCHED))),
     # fp32-accurate sums (cute_3xtf32's GEMM with split_parts): 64x192 a warpgroup holds two sets of
     # accumulators; windows of 3 k-tiles (cute_3xtf32.md#the-accumulation, #the-last-wave)
     _wgmma_ws("cute_wgmma_ws_promote", WgmmaWsConfig(blk_n=192, promote=3, tail_split=8, only="tf32")),
