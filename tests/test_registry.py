@@ -47,7 +47,7 @@ def test_kernel_record_is_sane(k):
     # and any extents (no vector straddling a row's end)
     for p, o in {(v.precision, v.out_dtype) for v in k.variants}:
         assert any(v.precision == p and v.out_dtype == o and v.extent_align == 1
-                   and all(v.align_for(r) <= resolve.PAD for r in "abc")
+                   and all((v.align if r in v.align_roles else 1) <= resolve.PAD for r in "abc")
                    for v in k.variants), f"no fallback entry for {p} -> {o}"
     # the SIMT ladder's own fallback: plain row-major operands at any alignment
     if "fp32" in k.precisions:

@@ -162,10 +162,6 @@ class Variant:
         return (f"<Variant {self.entry}{prec}: A {self.a_major}-major, B {self.b_major}-major, "
                 f"C {self.c_major}-major, align {self.align}{twin}>")
 
-    def align_for(self, role: str) -> int:
-        """The alignment (elements) this entry point needs of operand `role` ("a", "b", "c")."""
-        return self.align if role in self.align_roles else 1
-
     def takes(self, role: str, major: str | None, align: int) -> bool:
         """takes_all of one operand `role` ("a", "b", "c") whose unit stride runs along `major`
         (None or "strided": none), pointer and leading stride aligned to `align` elements."""
