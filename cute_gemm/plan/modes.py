@@ -66,16 +66,6 @@ class Plain:
                         bstrides=at.bstrides)
 
 
-def split_fits(x: registry.Kernel, m: int, n: int, k: int, transposed: bool, split_k: int) -> bool:
-    """False where the shape rules out split_k CTAs per tile whatever the GPU's occupancy
-    (split_k_ctas with room for all: too few k-tiles, too many tiles)."""
-    if transposed:
-        m, n = n, m
-    bm, bn, bk = x.tile
-    tiles = -(-m // bm) * -(-n // bn)
-    return bool(split_k_ctas(tiles, -(-k // bk), split_k, tiles * split_k))
-
-
 class StreamK(Plain):
     """A persistent stream-K twin (Variant.stream_k) sharing the k-tiles of the last, partly
     empty wave over its CTAs, after a head launch of its data-parallel sibling running the

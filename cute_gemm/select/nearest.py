@@ -11,6 +11,7 @@ import os
 from .. import registry
 from ..base import memo
 from ..plan import modes
+from ..plan.streamk import split_k_ctas
 from .choice import Choice, split_key
 
 # from_tables, a shape without a row: the rows whose times are scaled to it, weighted by
@@ -147,9 +148,14 @@ def _scaled(rows, near, priced: _Priced, shape) -> Choice:
     x = priced.kernels[i]
     why = (f"{priced.where} and the {len(near) - 1} next: {key} {ms0:.4g} ms there, "
            f"{math.exp(predicted):.4g} ms here by its work on the SMs")
-    if split_k and x is not None and not modes.split_fits(x, *shape, transposed, split_k):
-        split_k, reduce = 0, False
-        why += "; the split does not fit here: the kernel's own plan"
+    if split_k and x is not None:
+        # whether the shape rules out split_k CTAs per tile whatever the GPU's occupancy
+        # (split_k_ctas with room for all: too few k-tiles, too many tiles)
+        (m, n, k), (bm, bn, bk) = shape, x.tile
+        tiles = -(-m // bm) * -(-n // bn) if not transposed else -(-n // bm) * -(-m // bn)
+        if not split_k_ctas(tiles, -(-k // bk), split_k, tiles * split_k):
+            split_k, reduce = 0, False
+            why += "; the split does not fit here: the kernel's own plan"
     return Choice(kernel, transposed, "nearest", why, split_k, reduce, ms=math.exp(predicted))
 
 
