@@ -236,11 +236,11 @@ def _through_autograd(name, a, b, c, alpha, beta, out, stream, precision):
 
 
 def run_choice(choice, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None,
-               precision=None):
+               precision=None, epilogue=None):
     """run() with a selector's choice (auto.Choice: its kernel, transposed or split along K
     as its pick says) exactly as gemm() runs it: how `cute-gemm tune` times candidates."""
     return _run(registry.get(choice.kernel), choice.pick, a, b, c, alpha, beta, out, stream,
-                choice.precision or precision)
+                choice.precision or precision, epilogue=epilogue)
 
 
 def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",

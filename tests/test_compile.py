@@ -44,8 +44,8 @@ def test_every_kernel_compiles(k, arch):
         assert not r.wgmma_serialized, f"{entry}: ptxas serialized its wgmmas on {arch}"
     # a stream-K twin's static + dynamic smem stays within a data-parallel entry's, so the
     # twin's CTAs fit the smem carveout the data-parallel CTAs left on an SM (split
-    # launches overlap the two by programmatic dependent launch)
-    twins = {v.stream_k for v in k.variants if v.stream_k} & set(res)
+    # launches overlap the two by programmatic dependent launch, where the kernel does)
+    twins = {v.stream_k for v in k.variants if v.stream_k and k.pdl} & set(res)
     for entry in twins:
         if res[entry].smem_bytes >= 0:
             sk = res[entry].smem_bytes + k.stream_k_smem_bytes(4096, 4096, 4096)
@@ -338,6 +338,7 @@ def test_no_compile_starts_in_a_thread_once_exit_began():
 @pytest.mark.parametrize("name, entry, block", [
     ("v2_tiled16", None, "GemmArgs"), ("cute_tiny_k", "cute_tiny_k_fp32_f32", "GemmArgsBatchEpi"),
     ("cute_pipelined", "cute_pipelined_ak_bn_b", "GemmArgsBatch"),
+    ("cute_mma_sm80_64x64", "cute_mma_sm80_bf16_bf16_ak_bn_sk", "GemmArgsWsEpi"),
     ("cute_wgmma_ws_128x128", "cute_wgmma_ws_bf16_bf16_ak_bk_b", "GemmArgsTmaBatchEpi"),
     ("scale2d", "scale2d_bf16_f32", "relayout.ScaleArgs"), ("split_reduce", None, "ReduceArgs"),
     ("cute_3xtf32", "cute_3xtf32_split_a", "composed.SplitArgs")])

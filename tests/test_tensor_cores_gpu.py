@@ -260,3 +260,80 @@ def test_wgmma_ws_split_k_exact_and_deterministic(name, precision, out):
         for d in (dA, dB, *outs):
             d.close()
     assert all(np.array_equal(bits[0], x) for x in bits[1:])
+
+
+# gemm()'s split picks on the small tensor-core kernel (its stream-K twins: split_k CTAs a
+# tile, the last to arrive adding the partial sums in order and storing): a skinny and a
+# long-K product with residues, K odd (rows not 16-byte aligned: the _al1 twins) or not
+SPLIT_TC = "cute_mma_sm80_64x64"
+SPLIT_TC_SHAPES = [(65, 13, 621), (130, 70, 1024)]
+
+
+def _on_device(x: np.ndarray, dtype: str, stored_transposed: bool) -> DeviceArray:
+    """x on the device in `dtype`, row-major or (stored_transposed) the transposed view of
+    a row-major copy of x^T."""
+    if stored_transposed:
+        return DeviceArray.from_host(np.ascontiguousarray(x.T), dtype=dtype).T
+    return DeviceArray.from_host(x, dtype=dtype)
+
+
+@pytest.mark.parametrize("layout", ["nn", "tt"])
+@pytest.mark.parametrize("precision,out", [(p, o) for n, p, o in COMBOS if n == SPLIT_TC])
+def test_small_tensor_core_split_picks(precision, out, layout):
+    """A split pick (S = 2, 3, 4; as given and on C^T): small integers give the exact sum
+    with beta C, rounded once into the result type; random floats stay within the gauge,
+    give the same bits twice, and leave a NaN-poisoned C unread at beta 0; a fused bias +
+    ReLU is applied once, after the partial sums are added. Every launch really split."""
+    from cute_gemm import api
+    from cute_gemm.check import judge, reference, unit
+    from cute_gemm.driver.arrays import narrow, widen
+    from cute_gemm.select import auto
+    _runnable(SPLIT_TC)
+    ta, tb = PRECISION_DTYPE[precision], PRECISION_DTYPE_B[precision]
+    rng = np.random.default_rng()
+    for m, n, k in SPLIT_TC_SHAPES:
+        for exact in (True, False):
+            if exact:
+                a, b, c = (rng.integers(-4, 5, s).astype(np.float32) for s in ((m, k), (k, n), (m, n)))
+            else:
+                a, b, c = (rng.standard_normal(s, dtype=np.float32) for s in ((m, k), (k, n), (m, n)))
+            a64, b64, c_used = (widen(narrow(x, t), t) for x, t in ((a, ta), (b, tb), (c, out)))
+            ref, gauge = reference(a64, b64, c_used, 1.5, -0.5)
+            bias = rng.standard_normal(n, dtype=np.float32)
+            eref, egauge = reference(a64, b64, c_used, 1.5, -0.5, cute_gemm.Epilogue(bias=bias, activation="relu"))
+            dA, dB = _on_device(a, ta, layout[0] == "t"), _on_device(b, tb, layout[1] == "t")
+            dC, dBias = DeviceArray.from_host(c, dtype=out), DeviceArray.from_host(bias)
+            dNan = DeviceArray.full((m, n), np.nan, dtype=out)
+            try:
+                for transposed in (False, True):
+                    for s in (2, 3, 4):
+                        choice = auto.Choice(SPLIT_TC, transposed, split_k=s)
+                        cute_gemm.clear_caches()
+                        runs = []
+                        for _ in range(2):
+                            o = DeviceArray.full((m, n), np.nan, dtype=out)
+                            api.run_choice(choice, dA, dB, dC, alpha=1.5, beta=-0.5, out=o,
+                                           precision=precision)
+                            runs.append(o.to_host())
+                            o.close()
+                        why = (m, n, k, transposed, s, exact)
+                        assert np.array_equal(runs[0].view(np.uint32), runs[1].view(np.uint32)), why
+                        r = judge(SPLIT_TC, runs[0], ref, gauge, exact, unit(precision, out), out)
+                        assert r.status == "pass", (why, r)
+                        plans = [p for p in cute_gemm.resolved_launches() if p.kernel == SPLIT_TC]
+                        assert plans and all(p.split_k == s and p.stream_k for p in plans), plans
+                        if exact:
+                            continue
+                        o = DeviceArray.full((m, n), np.nan, dtype=out)
+                        api.run_choice(choice, dA, dB, dNan, alpha=1.0, beta=0.0, out=o,
+                                       precision=precision)
+                        assert np.all(np.isfinite(o.to_host())), why
+                        api.run_choice(choice, dA, dB, dC, alpha=1.5, beta=-0.5, out=o,
+                                       precision=precision,
+                                       epilogue=cute_gemm.Epilogue(bias=dBias, activation="relu"))
+                        r = judge(SPLIT_TC, o.to_host(), eref, egauge, False, unit(precision, out), out)
+                        o.close()
+                        assert r.status == "pass", (why, "epilogue", r)
+            finally:
+                for d in (dA, dB, dC, dBias, dNan):
+                    d.close()

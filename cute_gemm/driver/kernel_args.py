@@ -86,6 +86,8 @@ GemmArgsBatch, GEMM_BATCH_OFFSETS = arg_block("GemmArgsBatch", GEMM_PARAMS + BAT
 GemmArgsBatchEpi, GEMM_BATCH_EPI_OFFSETS = arg_block("GemmArgsBatchEpi",
                                                     GEMM_PARAMS + BATCH_PARAMS + EPI_PARAMS)
 GemmArgsWs, GEMM_WS_OFFSETS = arg_block("GemmArgsWs", GEMM_PARAMS + [("ws", P), ("tile0", I32)])
+GemmArgsWsEpi, GEMM_WS_EPI_OFFSETS = arg_block("GemmArgsWsEpi",
+                                              GEMM_PARAMS + [("ws", P), ("tile0", I32)] + EPI_PARAMS)
 GemmArgsTma, GEMM_TMA_OFFSETS = arg_block("GemmArgsTma", GEMM_PARAMS + TMA_PARAMS)
 GemmArgsTmaWs, GEMM_TMA_WS_OFFSETS = arg_block(
     "GemmArgsTmaWs", GEMM_PARAMS + TMA_PARAMS + [("ws", P), ("dp", I32), ("pieces", I32)])
@@ -120,6 +122,7 @@ pack_gemm_args_batch = _packer(GemmArgsBatch, GEMM_BATCH_OFFSETS, tuple(f for f,
 pack_gemm_args_batch_epi = _packer(GemmArgsBatchEpi, GEMM_BATCH_EPI_OFFSETS,
                                    tuple(f for f, _ in BATCH_PARAMS))
 pack_gemm_args_ws = _packer(GemmArgsWs, GEMM_WS_OFFSETS, ("ws", "tile0"))
+pack_gemm_args_ws_epi = _packer(GemmArgsWsEpi, GEMM_WS_EPI_OFFSETS, ("ws", "tile0"))
 pack_gemm_args_tma = _packer(GemmArgsTma, GEMM_TMA_OFFSETS)
 pack_gemm_args_tma_ws = _packer(GemmArgsTmaWs, GEMM_TMA_WS_OFFSETS, ("ws", "dp", "pieces"))
 pack_gemm_args_tma_epi = _packer(GemmArgsTmaEpi, GEMM_TMA_EPI_OFFSETS)

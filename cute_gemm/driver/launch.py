@@ -19,7 +19,7 @@ from ..build.compile import param_sizes_from_cubin
 from .kernel_args import (TMA_MAP_BYTES, pack_gemm_args, pack_gemm_args_batch, pack_gemm_args_tma,  # noqa: F401
                           pack_gemm_args_batch_epi, pack_gemm_args_tma_epi, pack_gemm_args_tma_ws,
                           pack_gemm_args_tma_batch, pack_gemm_args_tma_batch_epi,
-                          pack_gemm_args_tma_ws_epi, pack_gemm_args_ws,
+                          pack_gemm_args_tma_ws_epi, pack_gemm_args_ws, pack_gemm_args_ws_epi,
                           pack_reduce_args, set_epilogue, set_tensor_maps)
 from .pool import free_workspaces, trim_pools  # noqa: F401
 

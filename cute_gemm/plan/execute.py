@@ -88,7 +88,8 @@ def at_hand(k, A: Operand, B: Operand, T: Operand, precision: str, pick: Pick, o
         launches = _composed_launches(k.name)
     else:
         _, variant, _ = entry_for(k, loaded(k, ordinal), A, B, T, precision, pick)
-        launches = ((k, launch_entries(k, variant, reduce=pick.reduce and pick.split_k > 0)),)
+        launches = ((k, launch_entries(k, variant, reduce=pick.reduce and pick.split_k > 0,
+                                       split=pick.split_k > 0)),)
     return all([loaded(x, ordinal).ready(group, start=start) for x, group in launches])
 
 
@@ -228,7 +229,8 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
         swap, variant, copies = entry_for(k, lk, A, B, T, precision, pick,
                                           call.fits if call is not None else None, smem)
         if stand_in is not None:
-            group = launch_entries(k, variant, reduce=pick.reduce and pick.split_k > 0)
+            group = launch_entries(k, variant, reduce=pick.reduce and pick.split_k > 0,
+                                   split=pick.split_k > 0)
             if not _pick_ready(lk, group, stream):
                 if _stand_in(stand_in, A, B, C, T, alpha, beta, stream, ordinal):
                     lk.ready(group)             # begins the compile, after the stand-in's own

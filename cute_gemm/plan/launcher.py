@@ -182,7 +182,8 @@ class Launcher:
         elif along_z:
             pack = launch.pack_gemm_args_batch_epi if plan.fused else launch.pack_gemm_args_batch
         else:
-            pack = launch.pack_gemm_args_ws if extra else launch.pack_gemm_args
+            pack = ((launch.pack_gemm_args_ws_epi if plan.fused else launch.pack_gemm_args_ws)
+                    if extra else launch.pack_gemm_args)
         launch.check_params(f, pack.sizes)
         self.pack = functools.partial(pack, *args, *extra)
         self.local = threading.local()

@@ -44,7 +44,10 @@ class At(SimpleNamespace):
 class Plain:
     """The kernel's own grid (Kernel.grid) on its own entry point, and the protocol."""
 
-    def entries(self, k: registry.Kernel, v: registry.Variant, reduce: bool) -> tuple | None:
+    def entries(self, k: registry.Kernel, v: registry.Variant, reduce: bool,
+                split: bool = True) -> tuple | None:
+        """reduce: the pick asks for a reduction launch; split: for a split (False: a pick
+        without one, so a twin that serves splits alone is left out)."""
         return (v.entry,)
 
     def launcher(self, at: At) -> Launcher | None:
@@ -71,8 +74,8 @@ class StreamK(Plain):
     empty wave over its CTAs, after a head launch of its data-parallel sibling running the
     whole waves (stream_k_plan); or, Pick.split_k, the twin alone with split_k CTAs a tile."""
 
-    def entries(self, k, v, reduce):
-        if not (v.stream_k and k.tile is not None):
+    def entries(self, k, v, reduce, split=True):
+        if not (v.stream_k and k.tile is not None) or not (split or v.stream_k_fill > 0):
             return None
         return tuple(dict.fromkeys((v.entry, streamk.stream_k_dp_entry(v), v.stream_k)))
 
@@ -122,7 +125,7 @@ class SplitReduce(Plain):
     tiles x split_k CTAs, each storing its share of K into a workspace slice, then REDUCE
     summing the slices into C."""
 
-    def entries(self, k, v, reduce):
+    def entries(self, k, v, reduce, split=True):
         return (v.split,) if reduce and v.split else None
 
     def launcher(self, at):
@@ -163,7 +166,7 @@ class Walk(Plain):
     """A persistent kernel's walk (PersistentGrid) whose last wave may be cut along K
     (tail_split, sm90_tail_split.cuh): the cut twin (Variant.cut) where the plan cuts."""
 
-    def entries(self, k, v, reduce):
+    def entries(self, k, v, reduce, split=True):
         return (v.entry, v.cut) if v.cut else None
 
     def launcher(self, at):

@@ -68,15 +68,16 @@ def resolved_launches() -> tuple[LaunchPlan, ...]:
 
 
 # ---- per (kernel, device): the cubins and their functions ---------------------------------
-def launch_entries(k: registry.Kernel, variant: registry.Variant,
-                   stream_k: bool | None = None, reduce: bool = False) -> tuple[str, ...]:
+def launch_entries(k: registry.Kernel, variant: registry.Variant, stream_k: bool | None = None,
+                   reduce: bool = False, split: bool = True) -> tuple[str, ...]:
     """The entry points one launch of `variant` may need, compiled at once: the first launch
     mode's that has any (modes.MODES), the plain grid's where stream_k is False (None:
-    CUTE_GEMM_STREAM_K=0)."""
+    CUTE_GEMM_STREAM_K=0). reduce, split: what the pick asks for (Pick; split False: no
+    split, so a twin that serves splits alone is not compiled for it)."""
     if stream_k is None:
         stream_k = modes.stream_k_on()
     for mode in modes.MODES if stream_k else (modes.PLAIN,):
-        found = mode.entries(k, variant, reduce)
+        found = mode.entries(k, variant, reduce, split)
         if found:
             return found
 
@@ -472,7 +473,8 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
     at = modes.At(k=k, lk=loaded(k, ordinal), load=loaded, variant=variant, m=m, n=n, kk=kk,
                   km=km, kn=kn, swap=swap, split_k=pick.split_k, reduce=pick.reduce,
                   strides=strides, smem=k.smem_bytes(m, n, kk) if smem is None else smem,
-                  group=(k.batch_entry(variant),) if batch else launch_entries(k, variant),
+                  group=((k.batch_entry(variant),) if batch else
+                         launch_entries(k, variant, split=pick.split_k > 0)),
                   batched=batch is not None, bstrides=batch[1] if batch else ((0, 0),) * 3,
                   base=dict(kernel=k.name, ordinal=ordinal, shape=(m, n, kk), block=k.block,
                             copies=tuple(copies), precision=variant.precision,

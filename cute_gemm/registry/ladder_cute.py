@@ -26,11 +26,13 @@ class TileConfig(FixedTile):
     warps_n: int | None = None
     dyn_smem: int = 0                # dynamic smem bytes (c4, c5: the ring; its formula at the stage)
     min_blocks: int | None = None    # __launch_bounds__ CTAs an SM, where the source takes it (c8)
+    stream_k_counters: bool = False  # the source has stream-K twins (c4): streamk.cuh's counters
 
     def cpp(self, name: str) -> str:
         knobs = ("blk_m", "blk_n", "blk_k", "stages", "warps_m", "warps_n", "min_blocks")
-        return constexprs(f"{name}: cute_gemm/registry/ladder_cute.py, TileConfig",
-                          THREADS=self.threads, **{f.upper(): getattr(self, f) for f in knobs})
+        shared = device_constants(STREAM_K_COUNTERS=STREAM_K_COUNTERS) if self.stream_k_counters else ""
+        return shared + constexprs(f"{name}: cute_gemm/registry/ladder_cute.py, TileConfig",
+                                   THREADS=self.threads, **{f.upper(): getattr(self, f) for f in knobs})
 
 
 def tiled_stage(cfg: TileConfig, **kw) -> Kernel:
@@ -223,15 +225,17 @@ def _pipe(name: str, cfg: PipelinedConfig, tags: tuple[str, ...] = ("fast",),
 
 
 def _mma_sm80(name: str, bm: int, bn: int, bk: int, stages: int, warps: tuple[int, int] = (2, 2),
-              summary: str = "", any_align: bool = False) -> Kernel:
+              summary: str = "", any_align: bool = False, split: bool = False) -> Kernel:
     # Each (precision, result, majors): 16-byte copies (a row end read element by element: no
-    # extent_align). any_align: then twins for operands of any alignment, read as they are
+    # extent_align). any_align: then twins for operands of any alignment, read as they are.
+    # split: each entry's stream-K twin, for split picks only (fill 0: no stream-K of a last
+    # wave, whose data-parallel head would need the walk's tile order: c4_mma_sm80.cu)
     def entry(prec: str, a: str, b: str, out: str, copy_bytes: int) -> Variant:
         align = max(copy_bytes // PRECISION[prec].itemsize, 1)
-        suffix = "" if copy_bytes == 16 else f"_al{align}"
-        return Variant(f"cute_mma_sm80_{prec}_{DTYPE[out].suffix}_a{a}_b{b}{suffix}", a_major=a,
-                       b_major=b, c_major="any", align=align, align_roles="ab", precision=prec,
-                       out_dtype=out)
+        e = f"cute_mma_sm80_{prec}_{DTYPE[out].suffix}_a{a}_b{b}" + ("" if copy_bytes == 16 else f"_al{align}")
+        return Variant(e, a_major=a, b_major=b, c_major="any", align=align, align_roles="ab",
+                       precision=prec, out_dtype=out, stream_k=f"{e}_sk" if split else "",
+                       stream_k_fill=0.0)
     sizes = (16, 2) if any_align else (16,)
     sixteen = tuple(entry(p, a, b, out, g) for p in ("bf16", "fp16") for out in PRECISION[p].outs
                     for g in sizes for a, b in _MAJORS)
@@ -239,7 +243,8 @@ def _mma_sm80(name: str, bm: int, bn: int, bk: int, stages: int, warps: tuple[in
     # 128 bytes of k per smem row: bk 16-bit elements, bk/2 for tf32; STAGES stages of A and B
     smem = stages * (bm + bn) * bk * 2
     return tiled_stage(
-        TileConfig(32 * warps[0] * warps[1], bm, bn, bk, stages, *warps, dyn_smem=smem),
+        TileConfig(32 * warps[0] * warps[1], bm, bn, bk, stages, *warps, dyn_smem=smem,
+                   stream_k_counters=True),
         name=name, source="cute/c4_mma_sm80.cu", variants=sixteen + tf32,
         summary=summary or (
             f"tensor cores (mma.sync bf16/fp16/tf32, {warps[0]}x{warps[1]} warps of "
@@ -302,7 +307,8 @@ CUTE: list[Kernel] = [
     gemm_candidate(dataclasses.replace(_mma_sm80(
         "cute_mma_sm80_64x64", 64, 64, 64, 3, (2, 2), summary=(
             "cute_mma_sm80 in 64x64 tiles of 2x2 warps for small problems: more CTAs, less "
-            "to set up, operands of any alignment read as they are"), any_align=True),
+            "to set up, operands of any alignment read as they are; split-K by its stream-K "
+            "twins"), any_align=True, split=True),
         tags=("small",))),
 ]
 

@@ -139,7 +139,8 @@ class Variant:
     extent_align: int = 1       # ... their contiguous extent's multiple (no vector straddles a row's end)
     # the twins of the launch modes (plan/modes.py), entry points of the same operands, or "":
     stream_k: str = ""          # NAME_sk: persistent stream-K after NAME (+ float* ws, int tile0; streamk.cuh)
-    stream_k_fill: float = 1.0  # ... taken below this fill of the last wave (< 1: slower per tile than NAME)
+    stream_k_fill: float = 1.0  # ... taken below this fill of the last wave (< 1: slower per tile
+                                # than NAME; 0: for split picks only)
     stream_k_swap: bool = False  # ... computing C^T = B^T A^T (A m-major / B k-major turned)
     split: str = ""             # NAME_part: an even share of K per CTA into a workspace (+ float* ws, int split)
     cut: str = ""               # NAME_cut: a persistent walk, last wave cut along K (+ float* ws, int dp, pieces)

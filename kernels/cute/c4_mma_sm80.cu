@@ -57,6 +57,7 @@
 #include <cute_gemm/common.cuh>
 #include <cute_gemm/cute_util.cuh>
 #include <cute_gemm/sm80_copies.cuh>
+#include <cute_gemm/streamk_walk.cuh>
 
 using namespace cute;
 
@@ -112,11 +113,12 @@ CUTE_HOST_DEVICE constexpr auto g2s_copy() {
   }
 }
 
-// The mainloop: this CTA's (BLK_M,BLK_N) tile of A*B into the accumulators tCrC (the
-// TiledMMA's C partition of this thread). Templated on the operands only, so the entries of
-// one (precision, majors) that differ in the type of C share its instantiation.
+// The mainloop: tile (tile_m, tile_n) of A*B into the accumulators tCrC (the TiledMMA's C
+// partition of this thread). Templated on the operands only, so the entries of one
+// (precision, majors) that differ in the type of C share its instantiation.
 template <int G, class TAB, class StrideA, class StrideB, class Acc>
-__device__ __forceinline__ void mainloop_mma_sm80(int M, int N, int K, const TAB* A_, StrideA dA,
+__device__ __forceinline__ void mainloop_mma_sm80(int tile_m, int tile_n, int M, int N, int K,
+                                                  const TAB* A_, StrideA dA,
                                                   const TAB* B_, StrideB dB, Acc& tCrC) {
   using T = typename MmaFor<TAB>::T;                           // A, B as the MMA reads them
   constexpr bool a_k = is_static<decltype(get<1>(dA))>::value;  // A k-major (else m-major)
@@ -165,7 +167,7 @@ __device__ __forceinline__ void mainloop_mma_sm80(int M, int N, int K, const TAB
   Tensor cA = make_identity_tensor(shape(mA));                                        // (M,K) -> (m,k)
   Tensor cB = make_identity_tensor(shape(mB));                                        // (N,K) -> (n,k)
 
-  auto cta_coord = make_coord(blockIdx.x, blockIdx.y, _);                            // (m,n,:)
+  auto cta_coord = make_coord(tile_m, tile_n, _);                                    // (m,n,:)
   Tensor gA  = local_tile(mA, cta_tiler, cta_coord, Step<_1, X, _1>{});               // (BLK_M,BLK_K,k)
   Tensor gB  = local_tile(mB, cta_tiler, cta_coord, Step< X, _1, _1>{});              // (BLK_N,BLK_K,k)
   Tensor gcA = local_tile(cA, cta_tiler, cta_coord, Step<_1, X, _1>{});               // (BLK_M,BLK_K,k)
@@ -285,22 +287,20 @@ __device__ __forceinline__ void mainloop_mma_sm80(int M, int N, int K, const TAB
 
 }
 
-template <int G, class TAB, class TC, class StrideA, class StrideB, class Epi>
-__device__ void gemm_mma_sm80(int M, int N, int K, float alpha,
-                              const TAB* A, StrideA dA, const TAB* B, StrideB dB,
-                              float beta, TC* C, long long sCm, long long sCn, Epi epi) {
+// Tile (tile_m, tile_n) of C = alpha * acc + beta * C in TC (round to nearest), C read only if
+// beta != 0, through the fused epilogue.
+template <class TAB, class TC, class Acc, class Epi>
+__device__ __forceinline__ void epilogue_mma_sm80(int tile_m, int tile_n, int M, int N, float alpha,
+                                                  float beta, TC* C, long long sCm, long long sCn,
+                                                  Acc const& tCrC, Epi epi) {
   auto cta_tiler = make_shape(Int<BLK_M>{}, Int<BLK_N>{});                            // (BLK_M,BLK_N)
   Tensor mC  = make_tensor(make_gmem_ptr(C), make_shape(M, N), make_stride(sCm, sCn)); // (M,N)
   Tensor cC  = make_identity_tensor(shape(mC));                                       // (M,N) -> (m,n)
-  Tensor gC  = local_tile(mC, cta_tiler, make_coord(blockIdx.x, blockIdx.y));         // (BLK_M,BLK_N)
-  Tensor gcC = local_tile(cC, cta_tiler, make_coord(blockIdx.x, blockIdx.y));         // (BLK_M,BLK_N)
+  Tensor gC  = local_tile(mC, cta_tiler, make_coord(tile_m, tile_n));                 // (BLK_M,BLK_N)
+  Tensor gcC = local_tile(cC, cta_tiler, make_coord(tile_m, tile_n));                 // (BLK_M,BLK_N)
   ThrMMA thr_mma = tiled_mma<TAB>().get_slice(threadIdx.x);
   Tensor tCgC = thr_mma.partition_C(gC);                                              // (MMA,MMA_M,MMA_N)
   Tensor tCcC = thr_mma.partition_C(gcC);                                             // (MMA,MMA_M,MMA_N)
-  Tensor tCrC = thr_mma.partition_fragment_C(gcC);                                    // (MMA,MMA_M,MMA_N) float
-
-  mainloop_mma_sm80<G>(M, N, K, A, dA, B, dB, tCrC);
-
   // Epilogue: C = alpha * acc + beta * C in TC (round to nearest), C read only if beta != 0.
   // Row-major C (unit column stride, even row stride, pair-aligned base): values 2j, 2j+1 of
   // an MMA atom are neighbouring columns of one row, so each pair is one 8- or 4-byte store
@@ -308,10 +308,10 @@ __device__ void gemm_mma_sm80(int M, int N, int K, float alpha,
   // Not for tf32: at 254 registers its mainloop has none to spare for it (it spilled).
   if (!is_same_v<TAB, float> && sCn == 1 && sCm % 2 == 0 && reinterpret_cast<unsigned long long>(C) % (2 * sizeof(TC)) == 0) {
     struct alignas(2 * sizeof(TC)) Pair { TC x, y; };
-    Tensor gR   = make_tensor(make_gmem_ptr(C + blockIdx.x * BLK_M * sCm + blockIdx.y * BLK_N),
+    Tensor gR   = make_tensor(make_gmem_ptr(C + tile_m * BLK_M * sCm + tile_n * BLK_N),
                               cta_tiler, make_stride(sCm, _1{}));                      // (BLK_M,BLK_N)
     Tensor tCgR = thr_mma.partition_C(gR);                                             // (MMA,MMA_M,MMA_N)
-    const bool interior = (int(blockIdx.x) + 1) * BLK_M <= M && (int(blockIdx.y) + 1) * BLK_N <= N;
+    const bool interior = (tile_m + 1) * BLK_M <= M && (tile_n + 1) * BLK_N <= N;
     CUTE_UNROLL
     for (int i = 0; i < size(tCrC); i += 2) {
       const int r = get<0>(tCcC(i)), c = get<1>(tCcC(i));   // (m,n) of the MMA's first value
@@ -342,6 +342,45 @@ __device__ void gemm_mma_sm80(int M, int N, int K, float alpha,
     }
 }
 
+// One CTA a tile: (blockIdx.x, blockIdx.y), all of K.
+template <int G, class TAB, class TC, class StrideA, class StrideB, class Epi>
+__device__ void gemm_mma_sm80(int M, int N, int K, float alpha, const TAB* A, StrideA dA,
+                              const TAB* B, StrideB dB, float beta, TC* C, long long sCm,
+                              long long sCn, Epi epi) {
+  ThrMMA thr_mma = tiled_mma<TAB>().get_slice(threadIdx.x);
+  Tensor tCrC = partition_fragment_C(thr_mma, Shape<Int<BLK_M>, Int<BLK_N>>{});       // (MMA,MMA_M,MMA_N) float
+  mainloop_mma_sm80<G>(blockIdx.x, blockIdx.y, M, N, K, A, dA, B, dB, tCrC);
+  epilogue_mma_sm80<TAB>(blockIdx.x, blockIdx.y, M, N, alpha, beta, C, sCm, sCn, tCrC, epi);
+}
+
+// The stream-K twin (streamk_walk.cuh): runs of a tile's k-tiles, A and B offset to the run's
+// first k (a 16-byte aligned step: whole k-tiles of 128 bytes), the run's K the rest; the CTA
+// that completes a tile stores it. Tiles in column order, as the plain grid's. The registry
+// takes it for split picks (split_k CTAs a tile: one run each) only: the plain entry's order
+// is not the walk's, so no data-parallel head runs before it.
+template <int G, class TAB, class TC, class StrideA, class StrideB, class Epi>
+__device__ void gemm_mma_sm80_sk(int M, int N, int K, float alpha, const TAB* A, StrideA dA,
+                                 const TAB* B, StrideB dB, float beta, TC* C, long long sCm,
+                                 long long sCn, Epi epi, float* ws, int tile0) {
+  constexpr int bk = kBlkK<typename MmaFor<TAB>::T>;
+  cg::streamk_walk<NUM_THREADS, BLK_M, BLK_N, bk>(
+      M, N, K, ws, tile0,
+      [](int t, int tiles_m, int, int& tile_m, int& tile_n) {
+        tile_m = t % tiles_m;
+        tile_n = t / tiles_m;
+      },
+      [](auto&) { return true; },
+      [&](int tile_m, int tile_n, int k0, int k1, auto&& store) {
+        ThrMMA thr_mma = tiled_mma<TAB>().get_slice(threadIdx.x);
+        Tensor tCrC = partition_fragment_C(thr_mma, Shape<Int<BLK_M>, Int<BLK_N>>{});  // (MMA,MMA_M,MMA_N) float
+        const int k_lo = k0 * bk;
+        mainloop_mma_sm80<G>(tile_m, tile_n, M, N, min(K, k1 * bk) - k_lo, A + k_lo * get<1>(dA), dA,
+                             B + k_lo * get<1>(dB), dB, tCrC);
+        if (store(tCrC))
+          epilogue_mma_sm80<TAB>(tile_m, tile_n, M, N, alpha, beta, C, sCm, sCn, tCrC, epi);
+      });
+}
+
 // G: the bytes each copy moves at most (16: A, B 16-byte aligned; 4: 4-byte; 2: 16-bit any).
 // Launch bounds of 1 CTA an SM: without them ptxas held the 64x64 tf32 entry to 128 registers
 // and spilled.
@@ -350,6 +389,11 @@ __device__ void gemm_mma_sm80(int M, int N, int K, float alpha,
            (CG_GEMM_PARAMS_T(TAB, TC), CG_BATCH_PARAMS, CG_EPI_PARAMS), {                    \
     CG_BATCH_STEP();                                                                        \
     gemm_mma_sm80<G>(M, N, K, alpha, A, DA, B, DB, beta, C, sCm, sCn, CG_EPILOGUE{&epi});    \
+  })                                                                                        \
+  CG_ENTRY(NAME##_sk, __launch_bounds__(NUM_THREADS, 1),                                    \
+           (CG_GEMM_PARAMS_T(TAB, TC), float* __restrict__ ws, int tile0, CG_EPI_PARAMS), {  \
+    gemm_mma_sm80_sk<G>(M, N, K, alpha, A, DA, B, DB, beta, C, sCm, sCn, CG_EPILOGUE{&epi},  \
+                        ws, tile0);                                                         \
   })
 // One precision and result type in every (A major, B major), one alignment class (AL: the
 // entries' suffix, _al1 for any alignment; none for 16 bytes)
