@@ -302,7 +302,7 @@ def test_small_tensor_core_split_picks(precision, out, layout):
             bias = rng.standard_normal(n, dtype=np.float32)
             eref, egauge = reference(a64, b64, c_used, 1.5, -0.5, cute_gemm.Epilogue(bias=bias, activation="relu"))
             dA, dB = _on_device(a, ta, layout[0] == "t"), _on_device(b, tb, layout[1] == "t")
-            dC, dBias = DeviceArray.from_host(c, dtype=out), DeviceArray.from_host(bias)
+            dC, dBias = DeviceArray.from_host(c, dtype=out), DeviceArray.from_host(bias[None, :])
             dNan = DeviceArray.full((m, n), np.nan, dtype=out)
             try:
                 for transposed in (False, True):

@@ -105,6 +105,7 @@ class Function:
     handle: object      # CUfunction
     smem_set: int = 0   # dynamic smem limit already raised to this many bytes
     params: tuple[int, ...] | None = None   # its parameters' sizes, from the cubin's ELF
+    static_smem: int = 0    # bytes of its __shared__ variables
 
 
 def check_params(f: Function | None, sizes: tuple[int, ...]) -> None:
@@ -133,15 +134,20 @@ def get_function(ordinal: int, kernel_name: str, key: str, cubin: bytes, entry: 
             with relaxed():     # a module load allocates: refused in a global capture
                 mod = check(drv.cuModuleLoadData(cubin), "cuModuleLoadData", kernel_name)
             _modules[(ordinal, key)] = mod
-        f = _functions[(ordinal, key, entry)] = Function(kernel_name, entry, check(
-            drv.cuModuleGetFunction(mod, entry.encode()), f"cuModuleGetFunction({entry})", kernel_name),
-            params=param_sizes_from_cubin(cubin, entry))
+        h = check(drv.cuModuleGetFunction(mod, entry.encode()), f"cuModuleGetFunction({entry})",
+                  kernel_name)
+        static = check(drv.cuFuncGetAttribute(
+            drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, h),
+            "cuFuncGetAttribute(SHARED_SIZE_BYTES)", kernel_name)
+        f = _functions[(ordinal, key, entry)] = Function(
+            kernel_name, entry, h, params=param_sizes_from_cubin(cubin, entry), static_smem=int(static))
         return f
 
 
 def _raise_smem_limit(f: Function, nbytes: int) -> None:
-    """Kernels that need > 48 KB of dynamic smem must opt in per function."""
-    if nbytes > f.smem_set and nbytes > 48 * 1024:
+    """A function whose static and dynamic smem together pass 48 KB must opt in (else it
+    neither launches nor has any occupancy)."""
+    if nbytes > f.smem_set and nbytes + f.static_smem > 48 * 1024:
         drv = driver.bindings()
         check(drv.cuFuncSetAttribute(
             f.handle, drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes),
