@@ -28,6 +28,9 @@
 //    bits): a bias of up to 1 ulp of tf32 per operand; rounded, the error is u = 2^-11.
 //  * Epilogue alpha*acc + beta*C converted to TC with round-to-nearest(-even) (cvt.rn), C read
 //    only when beta != 0: a row-major C in column pairs, any other strides scalar; predicated.
+//  * Split picks (cute_mma_sm80_64x64): each entry's stream-K twin (*_sk, streamk_walk.cuh)
+//    runs split_k CTAs a tile on even runs of its k-tiles; the last to arrive adds the partial
+//    sums in order and stores (docs/design/cute_mma_sm80.md#split-picks-on-the-small-configuration).
 // Geometry: the registry's TileConfig. cute_mma_sm80: 128 x 256 tiles, 2x4 warps of 64x64 of
 //           C (4 (m) x 8 (n) MMA atoms, 128 float accumulators a thread), 3 stages (144 KB
 //           smem, 1 CTA per SM). cute_mma_sm80_64x64, for small problems: 2x2 warps of 32x32,
