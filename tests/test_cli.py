@@ -359,6 +359,22 @@ def test_compile_in_parallel_processes_reports_each_job(capsys):
     assert [line.split()[0] for line in out.splitlines()[1:]] == ["naive", "flat1d"]
 
 
+def test_compile_spreads_a_kernel_that_would_bound_the_run(monkeypatch):
+    """A whole kernel holding more entry points than a worker's share runs as one job per
+    entry point (the cubins a launch compiles alone), unless it is cached whole; with every
+    kernel and 2 workers none does."""
+    from cute_gemm.cli import compile as cc
+    every = [(k.name, "sm_90", None) for k in registry.compiled()]
+    assert all(got == [j] for j, got in cc.spread(every, 2).items())
+    big = ("cute_mma_sm80_64x64", "sm_90", None)
+    monkeypatch.setattr(cc.cache, "lookup", lambda k, arch: None)
+    got = cc.spread([big, ("naive", "sm_90", None)], 16)
+    assert got[big] == [(big[0], "sm_90", (e,)) for e in registry.get(big[0]).entries]
+    assert got[("naive", "sm_90", None)] == [("naive", "sm_90", None)]
+    monkeypatch.setattr(cc.cache, "lookup", lambda k, arch: object())     # cached whole
+    assert cc.spread([big], 16)[big] == [big]
+
+
 # ---- layouts --------------------------------------------------------------------------------------
 
 def test_layouts_text_is_a_short_summary_and_full_has_no_repeated_lines(capsys):

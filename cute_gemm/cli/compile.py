@@ -122,6 +122,18 @@ def layout_plan(kernels: list[str], layouts: list[str], precisions: tuple[str, .
     return {n: list(sets) for n, sets in plan.items()}
 
 
+def spread(jobs: list[Job], workers: int) -> dict[Job, list[Job]]:
+    """Each job -> the jobs it runs as: a whole kernel that holds more of the run's entry points
+    than a worker's share, and is not cached whole, as one job per entry point. NVRTC's time is
+    per entry point, so the longest job bounds the run (one 68-entry kernel: 335 s in one
+    process on a 16-core host); a launch finds such one-entry cubins as it finds its own."""
+    size = {j: len(j[2]) if j[2] else len(kernel_of(j[0]).entries) for j in jobs}
+    share = sum(size.values()) / max(1, workers)
+    return {j: [(j[0], j[1], (e,)) for e in kernel_of(j[0]).entries]
+            if j[2] is None and workers > 1 and size[j] > max(share, 1)
+            and cache.lookup(kernel_of(j[0]), j[1]) is None else [j] for j in jobs}
+
+
 def compile_table(plan: dict[str, list[tuple[str, ...] | None]], archs: list[str], workers: int | None,
                   progress: bool | None, precisions: tuple[str, ...] | None = None) -> list[Outcome]:
     """Compile the plan (layout_plan's form) for each arch: kernels above it skipped, an arch-specific
@@ -138,8 +150,12 @@ def compile_table(plan: dict[str, list[tuple[str, ...] | None]], archs: list[str
         else:
             per_kernel[(n, a)] = [(n, k.target(num) if k.arch_specific else a, s) for s in sets]
             jobs += per_kernel[(n, a)]
-    jobs = list(dict.fromkeys(jobs))
-    done = dict(zip(jobs, run_jobs(jobs, workers or cache.cpu_count(), Progress(len(jobs), progress))))
+    workers = workers or cache.cpu_count()
+    cut = spread(list(dict.fromkeys(jobs)), workers)
+    per_kernel = {x: got if isinstance(got, Outcome) else [j for w in got for j in cut[w]]
+                  for x, got in per_kernel.items()}
+    jobs = list(dict.fromkeys(j for w in cut for j in cut[w]))
+    done = dict(zip(jobs, run_jobs(jobs, workers, Progress(len(jobs), progress))))
     out: dict[int, Outcome] = {}       # (an arch-specific target may stand for several archs)
     for got in per_kernel.values():
         for o in ([got] if isinstance(got, Outcome) else [done[j] for j in got]):
