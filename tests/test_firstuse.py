@@ -156,7 +156,28 @@ def test_quick_mode_with_nothing_compiled_times_nothing(events, monkeypatch):
     events.compiling = frozenset(x.name for x in auto.candidates("fp32", "float32", 90))
     a, b, o = _operands()
     cute_gemm.gemm(a, b, out=o)
-    assert not timed and list(firstuse._done.values()) == [None] and _row() is None
+    (later,) = firstuse._done.values()
+    assert not timed and isinstance(later, firstuse._Later) and _row() is None
+
+
+def test_quick_mode_puts_tuning_off_until_the_models_pick_is_at_hand(events, monkeypatch):
+    """Quick mode, the model's pick still compiling and other candidates at hand: none of
+    them is timed in its place (a compiled candidate 10x slower would win for the process);
+    the pick's stand-in answers, and the first call once the pick is at hand tunes."""
+    monkeypatch.setenv("CUTE_GEMM_FIRST_CALL", "quick")
+    model = auto.choose(M, N, K, device=H100, layout="nn", precision="fp32")
+    events.compiling = frozenset({model.kernel})
+    timed = []
+    real = trial.time_launches
+    monkeypatch.setattr(trial, "time_launches", lambda *a, **k: timed.append(1) or real(*a, **k))
+    a, b, o = _operands()
+    cute_gemm.gemm(a, b, out=o)
+    (later,) = firstuse._done.values()
+    assert not timed and isinstance(later, firstuse._Later) and not later.ready()
+    events.compiling = frozenset()
+    cute_gemm.gemm(a, b, out=o)
+    (done,) = firstuse._done.values()
+    assert timed and isinstance(done, firstuse._Tuned)
 
 
 def test_a_contract_answered_by_one_other_arithmetic_runs_in_it(events, monkeypatch):
