@@ -528,6 +528,32 @@ def test_workspaces_are_zeroed_once_and_handed_on_by_event(monkeypatch):
     assert workspace.trim() == 2 and ("free", 1) in log and ("free", 2) in log
 
 
+def test_a_function_opts_into_dynamic_smem_where_static_and_dynamic_pass_48_kb(monkeypatch):
+    """The opt-in follows the sum: 48 KB of dynamic smem beside 128 static bytes (the
+    64x64 tensor-core twins) opts in, once; 48 KB alone, or less beside static smem, does not."""
+    from cute_gemm import driver
+    from cute_gemm.driver import launch
+    raised = []
+
+    class Drv:
+        CUresult = types.SimpleNamespace(CUDA_SUCCESS=0)
+        CUfunction_attribute = types.SimpleNamespace(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES=8)
+
+        def cuFuncSetAttribute(self, h, attr, value):
+            raised.append((h, value))
+            return (0,)
+
+        def cuOccupancyMaxActiveBlocksPerMultiprocessor(self, h, threads, smem):
+            return (0, 2)
+    monkeypatch.setattr(driver, "bindings", lambda: Drv())
+    twin = launch.Function("k", "k_sk", "twin", static_smem=128)
+    plain = launch.Function("k", "k", "plain")
+    for f in (twin, twin, plain):
+        assert launch.occupancy(f, 128, 48 * 1024) == 2
+    launch.occupancy(launch.Function("k", "k2", "small", static_smem=1024), 128, 40 * 1024)
+    assert raised == [("twin", 48 * 1024)]
+
+
 # ---- kernels that compute C^T = B^T A^T where N is skinny (Kernel.transposes) ---------------
 def _transposing_kernel():
     ks = [k for k in registry.kernels() if k.transpose_skinny]
