@@ -204,7 +204,8 @@ def launch_jobs(kernels: Iterable[str] | None, shapes: Iterable[tuple[int, int, 
                     v = resolve.choose_contiguous(k, m, n, kk, layout, p, out_dtype)[0]
                 except CuteGemmError:        # (cross_check reports it; nothing to compile)
                     continue
-                jobs.update((k.name, k.target(arch), False, (e,)) for e in resolve.launch_entries(k, v))
+                jobs.update((k.name, k.target(arch), False, (e,))
+                            for e in resolve.launch_entries(k, v, split=False))
     return sorted(jobs)
 
 
