@@ -12,6 +12,7 @@ import types
 
 from cute_gemm import api, driver, registry
 from cute_gemm.driver import kernel_args, launch, pool, workspace
+from cute_gemm.driver.arrays import DeviceArray
 from cute_gemm.plan import composed, execute, relayout, resolve, trial
 
 # the entry points that take a fused epilogue's EpiArgs (recorded with the whole block)
@@ -277,3 +278,20 @@ def launches(events, kind=None):
     def kind_of(entry):
         return "scale2d" if entry.startswith("scale2d") else pass_of(entry) or "gemm"
     return [e for e in events if e[0] == "launch" and (kind is None or kind_of(e[1]) == kind)]
+
+
+def gemm_launches(events):
+    """The argument blocks (gemm_args) of the GEMM launches recorded, in order."""
+    return [gemm_args(e[4]) for e in launches(events, "gemm")]
+
+
+class Buffer:
+    """A DeviceArray's memory at a made-up address: nothing is allocated or freed."""
+
+    def __init__(self, ptr):
+        self.ptr = ptr
+
+
+def device_array(shape, ptr, dtype="float32", strides=None) -> DeviceArray:
+    """A DeviceArray (bfloat16 too: it has no CAI) at a made-up address."""
+    return DeviceArray(shape, strides=strides, dtype=dtype, _buffer=Buffer(ptr))

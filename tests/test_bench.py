@@ -1,18 +1,16 @@
 """cute_gemm.perf (bench, plots, report, ...) / bench_cli.py / scripts/readme_bench.py.
 
 CPU tests (always run): statistics, TFLOP/s and peak arithmetic, ratios, input rotation,
-sampled reference, CSV/JSON round trips, the no-cuBLAS path, README markdown, plots from
-synthetic results, run()'s cached hot path against its first (resolving) call with a
-stub driver, and gemm()'s first call in fresh processes. GPU tests (marked gpu): a tiny real
-bench and the overhead measurement. The bench loop on a simulated device:
-test_bench_simulated.py.
+sampled reference, CSV/JSON round trips, the no-cuBLAS path, plots from synthetic results,
+run()'s cached hot path against its first (resolving) call with a stub driver. GPU tests
+(marked gpu): a tiny real bench and the overhead measurement. Elsewhere: the bench loop on a
+simulated device (test_bench_simulated.py), README markdown (test_bench_readme.py), the clock
+log (test_clocks.py), gemm()'s first call in fresh processes (test_first_call.py).
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
-import subprocess
 import sys
 import types
 from pathlib import Path
@@ -28,13 +26,12 @@ from cute_gemm.driver import kernel_args
 from cute_gemm.plan import resolve
 from cute_gemm.perf import overhead, runner, shapes, timing
 from cute_gemm.perf.cublas import find_cublas
-from cute_gemm.perf.report import format_table, readme_markdown, write_outputs
+from cute_gemm.perf.report import format_table, write_outputs
 from cute_gemm.perf.runner import Reference, measure_row
-from cute_gemm.perf.schema import (CUBLAS, SCHEMA, BenchResult, Row, load_json, pick_ladder_size,
-                                   write_csv, write_json)
+from cute_gemm.perf.schema import CUBLAS, SCHEMA, BenchResult, Row, load_json, write_csv, write_json
 from cute_gemm.perf.shapes import native_layout, parse_layouts, parse_sizes
-from cute_gemm.perf.stats import (fill_ratios, peak_formula, peak_tflops, sample_indices,
-                                  summarize, tflops)
+from cute_gemm.perf.stats import (fill_ratios, peak_formula, peak_tflops, sample_indices, summarize,
+                                  tflops)
 from cute_gemm.perf.timing import rotation_sets
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,7 +39,7 @@ PEAK = peak_tflops(132, 128, 1_980_000)
 
 
 # ---- synthetic results -------------------------------------------------------------------
-def _row(kernel, family, s, tf, layout="nn", status="pass", iqr_frac=0.04):
+def bench_row(kernel, family, s, tf, layout="nn", status="pass", iqr_frac=0.04):
     if status != "pass":
         return Row(kernel, family, s, s, s, layout, status, "full", None, message="got nan, want 1")
     ms = 2 * s ** 3 / (tf * 1e12) * 1e3
@@ -66,10 +63,10 @@ def synthetic(cublas=True) -> BenchResult:
     rows = []
     for s in (1024, 2048, 4096):
         if cublas:
-            rows.append(_row(CUBLAS, "reference", s, 50.0))
-        rows.append(_row("naive", "handwritten", s, 1.0))
-        rows.append(_row("v2_tiled", "handwritten", s, 10.0, status="FAIL" if s == 4096 else "pass"))
-        rows.append(_row("cute_smem", "cute", s, 25.0))
+            rows.append(bench_row(CUBLAS, "reference", s, 50.0))
+        rows.append(bench_row("naive", "handwritten", s, 1.0))
+        rows.append(bench_row("v2_tiled", "handwritten", s, 10.0, status="FAIL" if s == 4096 else "pass"))
+        rows.append(bench_row("cute_smem", "cute", s, 25.0))
     r = BenchResult(meta, rows)
     fill_ratios(r.rows, PEAK)
     return r
@@ -366,91 +363,6 @@ def test_torch_route_turns_tf32_off(monkeypatch):
     assert backend is None and "is_available() is False" in note
 
 
-# ---- README section ------------------------------------------------------------------------------
-def test_readme_markdown_from_result(tmp_path):
-    r = synthetic()
-    assert pick_ladder_size(r) == 4096 and pick_ladder_size(r, 2048) == 2048
-    md = readme_markdown(r, plot="docs/ladder_4096.png")
-    assert "SGEMM ladder at 4096×4096×4096" in md and "NVIDIA H200, 2026-11-22" in md
-    assert "| `cute_smem` | cute | 25.00 | 50.0 % | 37.4 % |" in md
-    assert "| `v2_tiled` | handwritten | — | — | — | — | **FAIL**" in md
-    assert "| cuBLAS fp32 (cupy 13.6.0) | reference | 50.00 | 100 % |" in md
-    assert "![TFLOP/s per kernel at 4096³ on NVIDIA H200](docs/ladder_4096.png)" in md
-    assert "cuda-bindings 13.3.0, NVRTC 13.0, nvidia-cutlass 4.2.0.0" in md
-    assert "66.9 TFLOP/s" in md
-    md = readme_markdown(synthetic(cublas=False))
-    assert "_cuBLAS NOT MEASURED" in md and "| n/a |" in md
-
-
-def test_readme_markdown_lists_every_shape_side_by_side():
-    md = readme_markdown(synthetic())
-    assert "| kernel | 1024×1024×1024 A, B row-major | 2048×2048×2048 A, B row-major | 4096×4096×4096 A, B row-major |" in md
-    assert "| `cute_smem` | 25.0 (0.50×) | 25.0 (0.50×) | 25.0 (0.50×) |" in md
-    assert "| `v2_tiled` | 10.0 (0.20×) | 10.0 (0.20×) | FAIL |" in md
-    assert "| cuBLAS fp32 | 50.0 | 50.0 | 50.0 |" in md
-
-
-def test_tensor_core_rows_have_their_own_table_against_cublas_at_their_precision():
-    """bf16 rows are judged against cuBLAS bf16 of the same shape and layout (never the
-    fp32 peer), stay out of the SGEMM ladder, and get a short table of ranges over layouts."""
-    r = synthetic()
-    for lay, tf in (("nn", 600.0), ("tt", 660.0)):
-        for s in (4096,):
-            for kernel, t in ((CUBLAS, 750.0), ("cute_wgmma_ws", tf)):
-                row = _row(kernel, "cute" if kernel != CUBLAS else "reference", s, t, layout=lay)
-                r.rows.append(dataclasses.replace(row, precision="bf16"))
-    fill_ratios(r.rows, {"fp32": PEAK, "bf16": 989.4})
-    assert r.cublas_row(4096, 4096, 4096, "nn", "bf16").tflops == pytest.approx(750.0)
-    assert r.cublas_row(4096, 4096, 4096, "nn").tflops == pytest.approx(50.0)
-    md = readme_markdown(r)
-    ladder = md.split("#### Tensor cores")[0]
-    assert "cute_wgmma_ws" not in ladder.split("All shapes")[0]
-    assert "| `cute_wgmma_ws` | bf16 | 600–660 | 0.80–0.88× | 67 % |" in md
-    assert "| cuBLAS | bf16 | 750 | 1 | 76 % |" in md
-    assert "| `cute_wgmma_ws` bf16 |" in md and "| cuBLAS bf16 |" in md
-
-
-def test_readme_script_updates_between_markers(tmp_path):
-    j = write_json(synthetic(), tmp_path / "bench.json")
-    readme = tmp_path / "README.md"
-    readme.write_text("# title\nintro\n<!-- bench:begin -->\nold table\n<!-- bench:end -->\ntail\n")
-    script = REPO / "scripts" / "readme_bench.py"
-    if not script.exists():
-        pytest.skip("scripts/ is not shipped with the installed package")
-    out = subprocess.run([sys.executable, str(script), str(j), "--update", str(readme),
-                          "--plot", "ladder.png"], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    text = readme.read_text()
-    assert text.startswith("# title\nintro\n<!-- bench:begin -->\n<!-- generated by")
-    assert "old table" not in text and text.endswith("<!-- bench:end -->\ntail\n")
-    assert "| `naive` | handwritten | 1.00 |" in text
-
-
-def test_readme_script_details_page_holds_the_rest(tmp_path, script):
-    """--details: the section keeps the ladder table and plot and links a page holding every
-    shape and layout; links are relative to the file that holds them."""
-    mod = script("readme_bench")
-    j = write_json(synthetic(), tmp_path / "bench.json")
-    (tmp_path / "docs" / "bench").mkdir(parents=True)
-    readme, page = tmp_path / "README.md", tmp_path / "docs" / "bench" / "README.md"
-    readme.write_text("# title\n<!-- bench:begin -->\nold\n<!-- bench:end -->\n")
-    assert mod.main([str(j), "--update", str(readme), "--details", str(page), "--plot", "docs/ladder.png"]) == 0
-    section, full = readme.read_text(), page.read_text()
-    for text in (section, full):
-        assert "| `cute_smem` | cute | 25.00 | 50.0 % | 37.4 % |" in text and "cuda-bindings 13.3.0" in text
-    assert "All shapes and layouts" not in section and "All shapes and layouts" in full
-    assert "](docs/ladder.png)" in section and "](../ladder.png)" in full
-    assert "(docs/bench/README.md)" in section
-
-
-def test_cli_readme_option_prints_markdown(tmp_path, capsys):
-    from cute_gemm.cli import main
-    j = write_json(synthetic(), tmp_path / "bench.json")
-    assert main(["bench", "--readme", str(j), "--ladder-size", "2048"]) == 0
-    out = capsys.readouterr().out
-    assert "SGEMM ladder at 2048×2048×2048" in out and "| `v2_tiled` | handwritten | 10.00 |" in out
-
-
 # ---- plots ------------------------------------------------------------------------------------
 def _png_size(path: Path) -> tuple[int, int]:
     head = path.read_bytes()[:24]
@@ -476,7 +388,7 @@ def test_plots_written_from_synthetic_results(tmp_path, cublas):
 def test_plots_need_timed_squares(tmp_path):
     pytest.importorskip("matplotlib", reason="matplotlib not installed (the `plot` extra)")
     from cute_gemm.perf import plots
-    r = BenchResult(synthetic().meta, [_row("naive", "handwritten", 64, 1.0, status="FAIL")])
+    r = BenchResult(synthetic().meta, [bench_row("naive", "handwritten", 64, 1.0, status="FAIL")])
     with pytest.raises(ValueError):
         plots.ladder_chart(r, tmp_path / "x.png")
     assert plots.write_all(r, tmp_path) == []
@@ -624,176 +536,3 @@ def test_gpu_overhead_measurement():
         assert not measured or o[f"{mine}_us"] > 0 < o[f"{peer}_us"]
 
 
-class FakeNVML(types.ModuleType):
-    """A stand-in for pynvml: two alternating readings, or an nvmlInit that fails as it
-    does without a driver; records the bus id asked for and balances init/shutdown."""
-    NVML_CLOCK_SM, NVML_TEMPERATURE_GPU = 1, 0
-
-    class NVMLError(Exception):
-        pass
-
-    def __init__(self, loads=True, readings=((1980, 650500, 61), (1755, 700000, 63))):
-        super().__init__("pynvml")
-        self.loads, self.readings, self.calls, self.asked, self.open = loads, readings, 0, [], 0
-
-    def nvmlInit(self):
-        if not self.loads:
-            raise self.NVMLError("NVML Shared Library Not Found")
-        self.open += 1
-
-    def nvmlShutdown(self):
-        self.open -= 1
-
-    def nvmlDeviceGetHandleByPciBusId(self, bus_id):
-        self.asked.append(bus_id)
-        if bus_id != "0000:19:00.0":
-            raise self.NVMLError("Not Found")
-        return "gpu"
-
-    def nvmlDeviceGetHandleByIndex(self, i):
-        self.asked.append(i)
-        return "gpu"
-
-    def _reading(self, handle):
-        assert handle == "gpu"
-        self.calls += 1
-        if self.calls == 1:
-            raise self.NVMLError("Not Supported")      # like nvidia-smi's [N/A]: skipped
-        return self.readings[self.calls % len(self.readings)]
-
-    def nvmlDeviceGetClockInfo(self, handle, kind):
-        assert kind == self.NVML_CLOCK_SM
-        return self._reading(handle)[0]
-
-    def nvmlDeviceGetPowerUsage(self, handle):       # mW
-        return self.readings[self.calls % len(self.readings)][1]
-
-    def nvmlDeviceGetTemperature(self, handle, sensor):
-        assert sensor == self.NVML_TEMPERATURE_GPU
-        return self.readings[self.calls % len(self.readings)][2]
-
-
-def _fake_nvml(monkeypatch, fake):
-    from cute_gemm.perf import clocks
-    monkeypatch.setitem(sys.modules, "pynvml", fake)
-    monkeypatch.setattr(clocks, "pynvml", fake)        # clocks imported pynvml at its top
-    return clocks
-
-
-def test_clock_log_samples_nvml_in_the_background(monkeypatch):
-    """perf/clocks.py samples NVML (the device found by PCI bus id) while something is
-    timed: per-window medians for the rows, a summary over the timed windows."""
-    import time
-    from cute_gemm.perf.report import describe_clocks as describe
-    fake = FakeNVML()
-    clocks = _fake_nvml(monkeypatch, fake)
-    with clocks.ClockLog("0000:19:00.0", period_ms=20) as log:
-        t0 = time.monotonic()
-        time.sleep(0.3)
-        t1 = time.monotonic()
-        log.timed.append((t0, t1))
-    assert fake.asked == ["0000:19:00.0"] and fake.open == 0 and log.thread is None
-    mhz, watts = log.window(t0, t1)
-    assert 1755 <= mhz <= 1980 and 650.5 <= watts <= 700.0
-    s = log.summary(log.timed)
-    assert s["samples"] >= 4 and s["clock_mhz"]["min"] == 1755 and s["power_w"]["max"] == 700.0
-    assert s["temperature_c_max"] == 63 and s["tool"] == "NVML"
-    assert "(NVML, " in describe(s) and "SM clock median" in describe(s)
-    assert log.window(t1 + 10, t1 + 11) is None
-    n = len(log.samples)
-    time.sleep(0.05)
-    assert len(log.samples) == n                        # the sampler stopped with the block
-    with clocks.ClockLog(None, period_ms=20):
-        pass
-    assert fake.asked[-1] == 0 and fake.open == 0       # no bus id: NVML's first GPU
-
-
-def test_clock_log_without_nvml_says_why(monkeypatch):
-    """No driver (NVML does not load), no GPU at that bus id, or no pynvml at all: nothing
-    is sampled, and the summary's note says why in one line."""
-    from cute_gemm.perf.report import describe_clocks as describe
-    clocks = _fake_nvml(monkeypatch, FakeNVML(loads=False))
-    with clocks.ClockLog("0000:19:00.0") as missing:
-        pass
-    s = missing.summary([(0, 1e12)])
-    assert s["samples"] == 0 and s["note"] == ("NVML not loaded (NVML Shared Library Not Found): "
-                                               "clocks and power not sampled")
-    assert "not sampled" in describe(missing.summary([]))
-    fake = FakeNVML()
-    clocks = _fake_nvml(monkeypatch, fake)
-    with clocks.ClockLog("0000:01:00.0") as other:
-        pass
-    assert "NVML has no GPU at 0000:01:00.0" in other.summary([])["note"] and fake.open == 0
-    monkeypatch.setattr(clocks, "pynvml", None)
-    with clocks.ClockLog("0000:19:00.0") as absent:
-        pass
-    assert absent.summary([])["note"].startswith("nvidia-ml-py (pynvml) not installed")
-
-
-def test_clock_log_on_this_machine_without_a_driver():
-    """The real pynvml here (no driver, no GPU): entering and leaving is quiet, and the note
-    says NVML did not load; on a GPU host it samples instead."""
-    from cute_gemm.perf.clocks import ClockLog
-    with ClockLog(None, period_ms=10) as log:
-        pass
-    assert log.note == "" or "not sampled" in log.note
-
-
-# ---- gemm()'s first call in fresh processes -------------------------------------------------------
-FIRST = {"shape": [4096, 4096, 4096],
-         "quick": {"import_s": 0.21, "first_s": 1.31, "first_kernels": ["v9_warptile"],
-                   "pick": "cute_pipelined", "pick_s": 9.4, "calls": 2000},
-         "wait": {"import_s": 0.2, "first_s": 9.9, "first_kernels": ["cute_pipelined"],
-                  "pick": "cute_pipelined", "pick_s": 0.0, "calls": 1},
-         "warm": {"error": "NoDeviceError: no GPU"}}
-
-
-def test_first_call_figures_reach_the_json_the_table_and_the_sweep_summary(tmp_path):
-    from cute_gemm.perf.report import format_first_call, sweep_markdown
-    text = format_first_call(FIRST)
-    assert "answered in 1.31 by v9_warptile; the pick (cute_pipelined) ran from 9.4" in text
-    assert "answered in 9.90 by cute_pipelined" in text and "warm   not measured (NoDeviceError" in text
-    rows = [Row(name, "cute", m, m, m, median_ms=1.0, tflops=10.0, vs_cublas=v, status="pass")
-            for m in (256, 512) for name, v in ((CUBLAS, 1.0), ("auto", 0.9))]
-    res = BenchResult({"device": {"name": "GPU"}}, rows, first_call=FIRST)
-    write_json(res, tmp_path / "b.json")
-    back = load_json(tmp_path / "b.json")
-    assert back.first_call == FIRST
-    assert text in format_table(back)
-    assert text in "\n".join(sweep_markdown(back))
-
-
-def test_first_call_children_report_why_without_a_gpu(monkeypatch, tmp_path):
-    """On this machine each fresh process fails to find a GPU: every case says why, in one
-    line, and the empty caches made for them are gone."""
-    from cute_gemm.perf import first_call
-    monkeypatch.setattr(first_call.tempfile, "mkdtemp", lambda prefix: str(tmp_path / "fc"))
-    if cute_gemm.gpu_available():
-        pytest.skip("a GPU is usable here: the children would measure")
-    fc = first_call.measure_first_call((8, 8, 8), timeout=60)
-    assert fc["shape"] == [8, 8, 8] and set(fc) == {"shape", *first_call.MODES}
-    assert all("error" in fc[m] and "\n" not in fc[m]["error"] for m in first_call.MODES)
-    assert not (tmp_path / "fc").exists()
-
-
-def test_first_call_children_compile_on_empty_driver_caches(monkeypatch, tmp_path):
-    """NVRTC 13 keeps its optimizer's and ptxas's output in the driver's compute cache: a
-    cold case that shared the machine's would time half a compile. Each cold case gets an
-    empty one of its own (warm: wait's, as a second process of that user would)."""
-    from cute_gemm.perf import first_call
-    monkeypatch.setattr(first_call.tempfile, "mkdtemp", lambda prefix: str(tmp_path / "fc"))
-    monkeypatch.setenv("CUDA_CACHE_PATH", str(tmp_path / "user_cache"))
-    seen = {}
-
-    def run(argv, env, **kw):
-        mode = "quick" if "CUTE_GEMM_FIRST_CALL" not in env else (
-            "warm" if "wait" in seen else "wait")
-        seen[mode] = (env["CUDA_CACHE_PATH"], env["CUTE_GEMM_CACHE_DIR"])
-        return subprocess.CompletedProcess(argv, 0, stdout='{"first_s": 1.0}\n', stderr="")
-
-    monkeypatch.setattr(first_call.subprocess, "run", run)
-    fc = first_call.measure_first_call((8, 8, 8), timeout=60)
-    assert all(fc[m] == {"first_s": 1.0} for m in first_call.MODES)
-    nv = {m: seen[m][0] for m in seen}
-    assert set(seen) == {"quick", "wait", "warm"} and nv["quick"] != nv["wait"] == nv["warm"]
-    assert all(p.startswith(str(tmp_path / "fc")) and p.startswith(seen[m][1]) for m, p in nv.items())

@@ -1,12 +1,11 @@
 """run()'s signature hot path (hotpath.py) with a stub driver: which calls take it, what it
 reads of each kind of array, and what still goes through validation — a changed signature,
-an overlapping out, a CPU or grad-requiring tensor, a producer stream to wait for. The
-Launcher's per-thread argument blocks under racing threads. GPU (skipped without one): the
-hot path gives the same bits as the full path on PyTorch and CuPy arrays."""
+an overlapping out, a CPU or grad-requiring tensor, a producer stream to wait for. GPU
+(skipped without one): the hot path gives the same bits as the full path on PyTorch and CuPy
+arrays. The Launcher under racing threads: test_launcher.py."""
 from __future__ import annotations
 
 import sys
-import threading
 import types
 
 import numpy as np
@@ -14,17 +13,13 @@ import pytest
 
 import cute_gemm
 import stub_driver
-from cute_gemm import api, driver
+from cute_gemm import api
 from cute_gemm.driver import launch
 from cute_gemm.plan import hotpath, resolve
 from cute_gemm.driver.arrays import DeviceArray
 from cute_gemm.check import supported_kernels
-from cute_gemm.base.errors import CudaError, DTypeError, InputError, NotAnArrayError, ShapeError
-from stub_driver import Dev, gemm_args
-
-
-def _gemm_launches(events):
-    return [gemm_args(e[4]) for e in stub_driver.launches(events, "gemm")]
+from cute_gemm.base.errors import DTypeError, InputError, NotAnArrayError, ShapeError
+from stub_driver import Dev, device_array, gemm_launches
 
 
 def _count_validations(monkeypatch):
@@ -121,13 +116,13 @@ def test_torch_tensors_take_the_path_by_their_attributes(monkeypatch):
     for _ in range(3):
         api.run("cute_smem", a2, b, out=out2, alpha=2)
     assert not validated and len(cai_reads) == 3
-    first, *rest = _gemm_launches(events)
+    first, *rest = gemm_launches(events)
     assert [(g.A, g.B, g.C, g.alpha) for g in rest] == [(0x50000, 0x20000, 0x60000, 2.0)] * 3
     assert (first.A, first.C, first.alpha) == (0x10000, 0x30000, 1.0)
     # a grad-requiring a or b outside grad mode is read as its data: the same launch
     torch.grad[0] = False
     api.run("cute_smem", T((40, 16), 0x50000, requires_grad=True), b, out=out2)
-    assert len(_gemm_launches(events)) == 5 and not validated
+    assert len(gemm_launches(events)) == 5 and not validated
 
 
 def test_a_call_autograd_records_goes_to_the_autograd_route_and_refuses_out(monkeypatch):
@@ -143,17 +138,17 @@ def test_a_call_autograd_records_goes_to_the_autograd_route_and_refuses_out(monk
     for _ in range(2):
         api.run("cute_smem", a, b, out=out)                     # remembered
     ga = T((40, 16), 0x10000, requires_grad=True)
-    n = len(_gemm_launches(events))
+    n = len(gemm_launches(events))
     assert api.run("auto", ga, b) == "graph" and api.run("cute_smem", ga, b, alpha=2.0) == "graph"
     assert [(r[0], r[4]) for r in routed] == [("auto", 1.0), ("cute_smem", 2.0)]
     with pytest.raises(InputError, match="out= does not support automatic differentiation"):
         api.run("cute_smem", ga, b, out=out)
     with pytest.raises(InputError, match="stream="):
         api.run("cute_smem", a, T((16, 24), 0x20000, requires_grad=True), stream=7)
-    assert len(_gemm_launches(events)) == n and len(routed) == 2
+    assert len(gemm_launches(events)) == n and len(routed) == 2
     torch.grad[0] = False
     api.run("cute_smem", ga, b, out=out)
-    assert len(_gemm_launches(events)) == n + 1
+    assert len(gemm_launches(events)) == n + 1
 
 
 def test_a_call_without_stream_runs_on_torchs_current_stream(monkeypatch):
@@ -183,18 +178,18 @@ def test_torch_tensors_that_are_not_what_the_path_assumes_are_validated(monkeypa
     a, b, out = T((40, 16), 0x10000), T((16, 24), 0x20000), T((40, 24), 0x30000)
     for _ in range(2):
         api.run("cute_smem", a, b, out=out)
-    n = len(_gemm_launches(events))
+    n = len(gemm_launches(events))
     with pytest.raises(NotAnArrayError):                        # a CPU tensor (no CAI, no DLPack)
         api.run("cute_smem", T((40, 16), 0x10000, is_cuda=False), b, out=out)
     with pytest.raises(DTypeError):
         api.run("cute_smem", T((40, 16), 0x10000, dtype=torch.float64), b, out=out)
     with pytest.raises(InputError, match="requires grad"):
         api.run("cute_smem", a, b, out=T((40, 24), 0x30000, requires_grad=True))
-    assert len(_gemm_launches(events)) == n and len(resolve.CACHE.hot) == 1
+    assert len(gemm_launches(events)) == n and len(resolve.CACHE.hot) == 1
     validated = _count_validations(monkeypatch)
     api.run("cute_smem", a, b, out=T((40, 24), 0x30000, strides=(32, 1)))   # another ld
     api.run("cute_smem", T((40, 16), 0x10004), b, out=out)                   # another class
-    g = _gemm_launches(events)[-2:]
+    g = gemm_launches(events)[-2:]
     assert len(validated) == 2 and (g[0].sCm, g[1].A) == (32, 0x10004)
 
 
@@ -302,32 +297,23 @@ def test_operands_of_different_kinds_are_read_one_by_one(monkeypatch):
 
 
 # ---- DeviceArray (bfloat16 included: it has no CAI) ------------------------------------------------
-class _Buf:
-    def __init__(self, ptr):
-        self.ptr = ptr
-
-
-def _dev(shape, ptr, dtype="float32", strides=None):
-    return DeviceArray(shape, strides=strides, dtype=dtype, _buffer=_Buf(ptr))
-
-
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_device_arrays_take_the_path_and_overlap_is_still_tested(monkeypatch, dtype):
     events = stub_driver.install(monkeypatch)
     name = "naive" if dtype == "float32" else "cute_mma_sm80"
-    a, b, out = _dev((64, 64), 0x100000, dtype), _dev((64, 64), 0x200000, dtype), _dev((64, 64), 0x300000)
+    a, b, out = device_array((64, 64), 0x100000, dtype), device_array((64, 64), 0x200000, dtype), device_array((64, 64), 0x300000)
     api.run(name, a, b, out=out)
     validated = _count_validations(monkeypatch)
     api.run(name, a, b, out=out)
     assert not validated and len(resolve.CACHE.hot) == 1
     assert not [e for e in events if e[0] == "alloc"]
     # out moved onto a's memory (a float32 view of it): computed apart, then copied
-    api.run(name, a, b, out=_dev((64, 64), 0x100000))
+    api.run(name, a, b, out=device_array((64, 64), 0x100000))
     assert len(validated) == 1 and [e for e in events if e[0] == "alloc"]
     with pytest.raises(InputError, match="null"):                # a closed array as out
-        api.run(name, a, b, out=_dev((64, 64), 0))
+        api.run(name, a, b, out=device_array((64, 64), 0))
     with pytest.raises(ShapeError):                              # another shape: validated
-        api.run(name, a, _dev((64, 63), 0x200000, dtype), out=out)
+        api.run(name, a, device_array((64, 63), 0x200000, dtype), out=out)
 
 
 def test_a_call_on_copies_takes_the_path_with_fresh_temporaries_each_time(monkeypatch):
@@ -336,24 +322,24 @@ def test_a_call_on_copies_takes_the_path_with_fresh_temporaries_each_time(monkey
     validation, copies A (with its pad) into a new stream-ordered temporary, launches on it
     with B and out as they are, and frees it; an overlapping out still goes the full path."""
     events = stub_driver.install(monkeypatch)
-    a = _dev((37, 13), 0x100000, "bfloat16", strides=(13, 1))
-    b, out = _dev((13, 24), 0x200000, "bfloat16"), _dev((37, 24), 0x300000)
+    a = device_array((37, 13), 0x100000, "bfloat16", strides=(13, 1))
+    b, out = device_array((13, 24), 0x200000, "bfloat16"), device_array((37, 24), 0x300000)
     api.run("cute_mma_sm80", a, b, out=out)
     validated = _count_validations(monkeypatch)
     temps = []
     for pa in (0x100000, 0x180000):
         del events[:]
-        a = _dev((37, 13), pa, "bfloat16", strides=(13, 1))
+        a = device_array((37, 13), pa, "bfloat16", strides=(13, 1))
         api.run("cute_mma_sm80", a, b, out=out, alpha=0.5)
         (alloc,) = [e for e in events if e[0] == "alloc"]
         (cp,) = [stub_driver.scale_args(e[4]) for e in stub_driver.launches(events, "scale2d")]
-        (g,) = _gemm_launches(events)
+        (g,) = gemm_launches(events)
         assert (cp.src, cp.dst, cp.s) == (pa, alloc[1], 1.0) and cp.ds0 % 8 == 0
         assert (g.A, g.B, g.C, g.alpha) == (alloc[1], 0x200000, 0x300000, 0.5)
         assert [e[1] for e in events if e[0] == "free"] == [alloc[1]]
         temps.append(alloc[1])
     assert not validated and len(resolve.CACHE.hot) == 1 and temps[0] != temps[1]
-    api.run("cute_mma_sm80", a, b, out=_dev((37, 24), 0x180000 + 64))  # out over a: apart
+    api.run("cute_mma_sm80", a, b, out=device_array((37, 24), 0x180000 + 64))  # out over a: apart
     assert len(validated) == 1
 
 
@@ -363,7 +349,7 @@ def test_an_update_in_place_takes_the_path_with_its_beta(monkeypatch):
     out; without c beta is 0 there too; a c that is another object (even a view of the same
     memory) goes the full path."""
     events = stub_driver.install(monkeypatch)
-    a, b, out = _dev((37, 29), 0x10000), _dev((29, 45), 0x20000), _dev((37, 45), 0x30000)
+    a, b, out = device_array((37, 29), 0x10000), device_array((29, 45), 0x20000), device_array((37, 45), 0x30000)
     api.run("cute_smem", a, b, c=out, out=out, beta=2.0)
     validated = _count_validations(monkeypatch)
     api.run("cute_smem", a, b, c=out, out=out, alpha=3.0, beta=-0.5)
@@ -371,11 +357,11 @@ def test_an_update_in_place_takes_the_path_with_its_beta(monkeypatch):
     api.run("cute_smem", a, b, out=out, beta=2.0)                # beta without c: as beta = 0
     api.run("cute_smem", a, b, c=out, out=out, beta=0)
     assert not validated
-    got = [(g.alpha, g.beta, g.C) for g in _gemm_launches(events)[-4:]]
+    got = [(g.alpha, g.beta, g.C) for g in gemm_launches(events)[-4:]]
     assert got == [(3.0, -0.5, 0x30000), (1.0, 0.0, 0x30000), (1.0, 0.0, 0x30000),
                    (1.0, 0.0, 0x30000)]
-    api.run("cute_smem", a, b, c=_dev((37, 45), 0x30000), out=out, beta=2.0)
-    assert len(validated) == 1 and _gemm_launches(events)[-1].beta == 2.0
+    api.run("cute_smem", a, b, c=device_array((37, 45), 0x30000), out=out, beta=2.0)
+    assert len(validated) == 1 and gemm_launches(events)[-1].beta == 2.0
     with pytest.raises(InputError):                              # beta's type is still checked
         api.run("cute_smem", a, b, c=out, out=out, beta="2")
 
@@ -396,13 +382,13 @@ def test_a_call_without_out_allocates_its_result_as_the_full_path_did(monkeypatc
     assert all(type(r) is torch.Tensor and (r.shape, r.stride(), r.dtype)
                == ((37, 45), (45, 1), torch.float32) for r in [first] + results)
     assert len({r.data_ptr() for r in results}) == 3
-    gs = _gemm_launches(events)[-3:]
+    gs = gemm_launches(events)[-3:]
     assert [(g.C, g.alpha) for g in gs] == [(r.data_ptr(), 0.5) for r in results]
     api.run("cute_smem", a, torch.Tensor((29, 46), 0x20000))
     api.run("cute_smem", a, b, precision="fp32")
     assert len(validated) == 2
     resolve.CACHE.results.clear()
-    da, db = _dev((37, 29), 0x10000), _dev((29, 45), 0x20000)
+    da, db = device_array((37, 29), 0x10000), device_array((29, 45), 0x20000)
     for _ in range(3):
         assert type(api.run("cute_smem", da, db)) is DeviceArray
     assert len(validated) == 5 and not resolve.CACHE.results
@@ -441,16 +427,16 @@ def test_a_call_without_out_allocates_by_its_own_arrays_library(monkeypatch):
 
 def test_changed_signature_validates_again_and_clear_caches_ends_the_path(monkeypatch):
     events = stub_driver.install(monkeypatch)
-    a, b, out = _dev((37, 29), 0x10000), _dev((29, 45), 0x20000), _dev((37, 45), 0x30000)
+    a, b, out = device_array((37, 29), 0x10000), device_array((29, 45), 0x20000), device_array((37, 45), 0x30000)
     api.run("cute_smem", a, b, out=out)
     validated = _count_validations(monkeypatch)
     api.run("cute_smem", a, b, out=out)
     api.run("cute_smem", a, b, out=out, precision="fp32")      # another precision asked for
     api.run("cute_smem", a.T.T, b, out=out, stream=7)           # another stream
-    api.run("cute_smem", a, _dev((29, 45), 0x20000, strides=(64, 1)), out=out)
+    api.run("cute_smem", a, device_array((29, 45), 0x20000, strides=(64, 1)), out=out)
     api.run("cute_smem", a, b, out=out, alpha=0.5, beta=2.0)     # beta without c: as beta = 0
     assert len(validated) == 3
-    g = _gemm_launches(events)[-1]
+    g = gemm_launches(events)[-1]
     assert (g.alpha, g.beta) == (0.5, 0.0)
     with pytest.raises(InputError):                              # beta's type is still checked
         api.run("cute_smem", a, b, out=out, beta="2")
@@ -477,123 +463,6 @@ def test_an_unhashable_or_raising_operand_goes_the_full_path(monkeypatch):
         lambda x: dict(cai(x), mask=getattr(x, "mask", None))))
     with pytest.raises(InputError, match="mask"):
         api.run("naive", a, Dev((3, 4), 0x2000), out=Dev((4, 4), 0x3000))
-
-
-# ---- the launcher: per-thread argument blocks, errors, the context ----------------------------------
-def _race(events, calls: int, call) -> None:
-    """8 threads, thread t making `calls` calls call(p, float(t)) with pointers p = (t << 32)
-    + (i << 20), switching threads as often as the interpreter can, and inside launches."""
-    events.yield_in_launch = True
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        def work(t):
-            for i in range(calls):
-                call((t << 32) + (i << 20), float(t))
-        threads = [threading.Thread(target=work, args=(t,)) for t in range(1, 9)]
-        for th in threads:
-            th.start()
-        for th in threads:
-            th.join()
-    finally:
-        sys.setswitchinterval(interval)
-
-
-def test_threads_racing_on_one_launcher_each_launch_their_own_pointers(monkeypatch):
-    """Threads share the remembered Launcher; each writes its own argument block, so no
-    launch mixes one thread's pointers with another's (the driver copies them at launch)."""
-    events = stub_driver.install(monkeypatch)
-    base = [_dev((32, 32), 0x100000), _dev((32, 32), 0x200000), _dev((32, 32), 0x300000)]
-    api.run("naive", *base[:2], out=base[2])
-    _race(events, 200, lambda p, alpha: api.run(
-        "naive", _dev((32, 32), p), _dev((32, 32), p + 0x10000), out=_dev((32, 32), p + 0x20000),
-        alpha=alpha))
-    got = _gemm_launches(events)[1:]
-    assert sorted(g.A for g in got) == sorted((t << 32) + (i << 20) for t in range(1, 9)
-                                              for i in range(200))      # each call once
-    for g in got:
-        assert (g.B - g.A, g.C - g.A, g.alpha) == (0x10000, 0x20000, float(g.A >> 32)), hex(g.A)
-
-
-def test_threads_racing_on_one_launch_on_copies_each_copy_and_launch_their_own(monkeypatch):
-    """Threads share one remembered launch on copies (relayout.Relaid): each call's copy
-    reads that call's A into that call's own scratch, and the GEMM reads that scratch with
-    that call's B and out (the copies' argument blocks are per thread, as the Launcher's)."""
-    events = stub_driver.install(monkeypatch)
-
-    def call(p, alpha=1.0):
-        api.run("cute_mma_sm80", _dev((37, 13), p, "bfloat16", strides=(13, 1)),
-                _dev((13, 24), p + 0x10000, "bfloat16"), out=_dev((37, 24), p + 0x20000),
-                alpha=alpha)
-    call(0x100000)
-    _race(events, 100, call)
-    src_of = {}                       # scratch -> the A copied into it
-    for e in stub_driver.launches(events, "scale2d")[1:]:
-        cp = stub_driver.scale_args(e[4])
-        assert cp.dst not in src_of
-        src_of[cp.dst] = cp.src
-    got = _gemm_launches(events)[1:]
-    assert len(got) == len(src_of) == 800
-    for g in got:
-        p = src_of[g.A]
-        assert (g.B - p, g.C - p, g.alpha) == (0x10000, 0x20000, float(p >> 32)), hex(p)
-    assert sorted(src_of.values()) == sorted((t << 32) + (i << 20) for t in range(1, 9)
-                                             for i in range(100))
-
-
-def test_a_launch_error_on_the_path_is_a_cuda_error(monkeypatch):
-    events = stub_driver.install(monkeypatch)
-    a, b, out = _dev((16, 16), 0x1000), _dev((16, 16), 0x2000), _dev((16, 16), 0x3000)
-    api.run("naive", a, b, out=out)
-    events.launch_result = 700           # e.g. a sticky illegal address from earlier work
-    with pytest.raises(CudaError, match="kernel 'naive'.*CUDA_ERROR_700"):
-        api.run("naive", a, b, out=out)
-
-
-def test_a_failing_launch_on_copies_raises_and_frees_its_scratch(monkeypatch):
-    """A repeat call on copies whose copy or GEMM launch fails raises the CudaError and
-    frees the scratch it took, in stream order; the next call takes new scratch."""
-    events = stub_driver.install(monkeypatch)
-    a = _dev((37, 13), 0x100000, "bfloat16", strides=(13, 1))
-    b, out = _dev((13, 24), 0x200000, "bfloat16"), _dev((37, 24), 0x300000)
-    api.run("cute_mma_sm80", a, b, out=out)
-    (relaid,) = resolve.CACHE.launches.values()
-
-    def gemm_fails(*args):
-        raise CudaError("cuLaunchKernel (kernel 'cute_mma_sm80') failed: CUDA_ERROR_700")
-    real = relaid.launcher
-    for fail in ("copy", "gemm", None):
-        del events[:]
-        events.launch_result = 700 if fail == "copy" else 0
-        relaid.launcher = gemm_fails if fail == "gemm" else real
-        if fail:
-            with pytest.raises(CudaError, match="CUDA_ERROR_700"):
-                api.run("cute_mma_sm80", a, b, out=out)
-        else:
-            api.run("cute_mma_sm80", a, b, out=out)
-            assert len(_gemm_launches(events)) == 1
-        allocs, frees = ([e[1] for e in events if e[0] == kind] for kind in ("alloc", "free"))
-        assert len(allocs) == 1 and frees == allocs, (fail, events)
-
-
-def test_the_path_makes_our_context_current_in_a_thread_with_another(monkeypatch):
-    events = stub_driver.install(monkeypatch)
-    a, b, out = _dev((16, 16), 0x1000), _dev((16, 16), 0x2000), _dev((16, 16), 0x3000)
-    api.run("naive", a, b, out=out)
-    driver.bindings().current = 0x999        # a library made its own context current
-    api.run("naive", a, b, out=out)
-    i = events.index(("set_context", 1))
-    assert stub_driver.launches(events)[-1] is events[-1] and i < len(events) - 1
-    api.run("naive", a, b, out=out)
-    assert events.count(("set_context", 1)) == 1
-
-
-def test_remembered_signatures_are_bounded(monkeypatch):
-    stub_driver.install(monkeypatch)
-    monkeypatch.setattr(hotpath, "HOT_ENTRIES", 4)
-    for i in range(1, 7):
-        api.run("naive", _dev((i, 8), 0x1000), _dev((8, 8), 0x2000), out=_dev((i, 8), 0x3000))
-    assert 1 <= len(resolve.CACHE.hot) <= 4
 
 
 # ---- GPU: the hot path gives the bits of the full path ----------------------------------------------

@@ -5,7 +5,6 @@ against brute force. The same guarantees on a GPU: test_reliability_gpu.py."""
 from __future__ import annotations
 
 import itertools
-import types
 import math
 
 import numpy as np
@@ -15,9 +14,10 @@ from hypothesis import given, settings, strategies as st
 import cute_gemm
 import stub_driver
 from cute_gemm import api, registry
-from cute_gemm.plan import execute, relayout, resolve
+from cute_gemm.plan import relayout, resolve
 from cute_gemm.driver.arrays import DeviceArray, Operand, parse
-from cute_gemm.base.errors import AliasError, CuteGemmError, InputError, NotAnArrayError, StreamError
+from cute_gemm.base.errors import (AliasError, CuteGemmError, InputError, NotAnArrayError,
+                                   StreamError)
 from stub_driver import Dev, gemm_args, scale_args
 
 U32 = 2**32
@@ -456,102 +456,6 @@ def test_cross_check_result_types():
         cute_gemm.cross_check(kernels=["naive"], out_dtype="float64")
     assert cute_gemm.cross_check(kernels=["naive"], shapes=[(20, 30, 10)],
                                  out_dtype="bfloat16").shapes == []
-
-
-# ---- stream-K workspaces: handed on by event, zeroed once ----------------------------------
-def test_workspaces_are_zeroed_once_and_handed_on_by_event(monkeypatch):
-    import types
-    from cute_gemm import driver
-    from cute_gemm.driver import workspace
-    log, done = [], set()
-
-    class Drv:
-        CUresult = types.SimpleNamespace(CUDA_SUCCESS=0, CUDA_ERROR_NOT_READY=600)
-        CUevent_flags = types.SimpleNamespace(CU_EVENT_DISABLE_TIMING=2)
-
-        def __init__(self):
-            self.n = 0
-
-        def cuMemAlloc(self, nbytes):
-            self.n += 1
-            log.append(("alloc", self.n))
-            return (0, self.n << 20)
-
-        def cuEventCreate(self, flags):
-            return (0, f"ev{self.n}")
-
-        def cuMemsetD32Async(self, ptr, v, count, stream):
-            log.append(("zero", ptr >> 20, count, stream))
-            return (0,)
-
-        def cuStreamWaitEvent(self, stream, ev, flags):
-            log.append(("wait", stream, ev))
-            return (0,)
-
-        def cuEventRecord(self, ev, stream):
-            done.discard(ev)
-            return (0,)
-
-        def cuEventQuery(self, ev):
-            return (0,) if ev in done else (600,)
-
-        def cuEventDestroy(self, ev):
-            return (0,)
-
-        def cuMemFree(self, ptr):
-            log.append(("free", ptr >> 20))
-            return (0,)
-
-        CUstreamCaptureMode = types.SimpleNamespace(CU_STREAM_CAPTURE_MODE_RELAXED=2)
-
-        def cuThreadExchangeStreamCaptureMode(self, mode):
-            return (0, mode)
-    drv = Drv()
-    monkeypatch.setattr(driver, "bindings", lambda: drv)
-    monkeypatch.setattr(driver, "ensure_context", lambda ordinal: None)
-    monkeypatch.setattr(workspace, "_free", [])
-    w1 = workspace.take(0, 1000, 7, 64)                 # new: counters zeroed on its stream
-    assert log == [("alloc", 1), ("zero", 1, 64, 7)]
-    workspace.give(w1, 7)
-    w = workspace.take(0, 1000, 7, 64)                  # same stream: the same one, ordered by event
-    assert w is w1 and log[-1] == ("wait", 7, "ev1")
-    workspace.give(w, 7)
-    w2 = workspace.take(0, 1000, 9, 64)                 # busy elsewhere: a new one, no waiting
-    assert w2 is not w1 and log[-2:] == [("alloc", 2), ("zero", 2, 64, 9)]
-    workspace.give(w2, 9)
-    done.add("ev1")                                     # stream 7's launch has finished
-    w = workspace.take(0, 1000, 5, 64)                  # another stream takes it, after its event
-    assert w is w1 and log[-1] == ("wait", 5, "ev1")
-    assert workspace.take(0, 5000, 5, 64).ptr == 3 << 20   # too small ones are not taken
-    workspace.give(w, 5)
-    done.update({"ev1", "ev2"})
-    assert workspace.trim() == 2 and ("free", 1) in log and ("free", 2) in log
-
-
-def test_a_function_opts_into_dynamic_smem_where_static_and_dynamic_pass_48_kb(monkeypatch):
-    """The opt-in follows the sum: 48 KB of dynamic smem beside 128 static bytes (the
-    64x64 tensor-core twins) opts in, once; 48 KB alone, or less beside static smem, does not."""
-    from cute_gemm import driver
-    from cute_gemm.driver import launch
-    raised = []
-
-    class Drv:
-        CUresult = types.SimpleNamespace(CUDA_SUCCESS=0)
-        CUfunction_attribute = types.SimpleNamespace(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES=8)
-
-        def cuFuncSetAttribute(self, h, attr, value):
-            raised.append((h, value))
-            return (0,)
-
-        def cuOccupancyMaxActiveBlocksPerMultiprocessor(self, h, threads, smem):
-            return (0, 2)
-    monkeypatch.setattr(driver, "bindings", lambda: Drv())
-    twin = launch.Function("k", "k_sk", "twin", static_smem=128)
-    plain = launch.Function("k", "k", "plain")
-    for f in (twin, twin, plain):
-        assert launch.occupancy(f, 128, 48 * 1024) == 2
-    launch.occupancy(launch.Function("k", "k2", "small", static_smem=1024), 128, 40 * 1024)
-    assert raised == [("twin", 48 * 1024)]
 
 
 # ---- kernels that compute C^T = B^T A^T where N is skinny (Kernel.transposes) ---------------
