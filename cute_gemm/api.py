@@ -375,10 +375,11 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
         driver.ensure_context(ordinal)
         if sig.producers:
             _wait_producers(s, sig.producers, ordinal)
-        if picked_on is not None and choice.source != "table" and not batch and epi is None:
-            # a problem no table measured: its candidates timed once on these operands,
-            # after the work that produces them
-            choice = firstuse.tuned(choice, sig, prec, out_dtype, ordinal, s)
+        if picked_on is not None and epi is None and (batch or choice.source != "table"):
+            # a problem no table measured (no table measures a batch): its candidates timed
+            # once on these operands, after the work that produces them
+            choice = (firstuse.tuned_batch if batch else firstuse.tuned)(
+                choice, sig, prec, out_dtype, ordinal, s)
     if choice is not None:
         # the pick: how it runs (transposed, split along K) and, where another arithmetic
         # keeps the precision's promise, in which; the pick computes it (auto.candidates)

@@ -10,7 +10,7 @@ import stub_driver
 from cute_gemm import api
 from cute_gemm.driver import launch
 from cute_gemm.plan import trial
-from cute_gemm.select import auto, autotable, firstuse
+from cute_gemm.select import auto, autotable, batched, firstuse
 from cute_gemm.select.choice import split_key
 from stub_driver import Dev
 
@@ -195,3 +195,57 @@ def test_a_contract_answered_by_one_other_arithmetic_runs_in_it(events, monkeypa
     assert done is not None and not done.kept and done.choice.kernel in {x.name for x in fp32}
     entries = _gemm_entries(events)
     assert entries and all("3xtf32" not in e for e in entries), entries
+
+
+def _batch(count=6, m=96, n=160, k=64):
+    return (Dev((count, m, k), 0x1000_0000, strides=(4 * m * k, 4 * k, 4)),
+            Dev((count, k, n), 0x2000_0000, strides=(4 * k * n, 4 * n, 4)),
+            Dev((count, m, n), 0x3000_0000, strides=(4 * m * n, 4 * n, 4)))
+
+
+def test_a_batch_times_the_batched_candidates_and_runs_the_fastest(events, monkeypatch):
+    """A batched call (no table prices one): every batched candidate, the model's pick
+    first, timed on the call's own batch into a scratch batch; the fastest runs the call, and
+    later calls of the problem without timing again; nothing is written to the tables."""
+    count, m, n, k = 6, 96, 160, 64
+    ranked = batched.ranked(count, m, n, k, device=H100)
+    assert len(ranked) > 1
+    fast = ranked[-1].kernel                   # the model's last choice wins the timing
+    running, timed = [""], []
+    real = trial.gemm_device
+
+    def gemm_device(k, *args, **kw):
+        running[0] = k.name
+        if args[3] is not None and args[3].bcount == (1, count):    # (T: the scratch batch)
+            timed.append(k.name)
+        return real(k, *args, **kw)
+    monkeypatch.setattr(trial, "gemm_device", gemm_device)
+    events.cost = lambda entry: 0.25 if running[0] == fast else 1.0
+    ran = []
+    real_api = api.gemm_device
+    monkeypatch.setattr(api, "gemm_device", lambda k, *a, **kw: ran.append(k.name) or real_api(k, *a, **kw))
+    a, b, o = _batch(count, m, n, k)
+    cute_gemm.gemm(a, b, out=o)
+    assert timed[0] == ranked[0].kernel and set(timed) == {c.kernel for c in ranked}
+    assert ran == [fast]
+    (done,) = firstuse._done.values()
+    assert done.choice.kernel == fast and done.choice.source == "tuned" and not done.kept
+    assert _row() is None and not [r for t in autotable.tables_for(H100.name) for r in t.rows]
+    a2, b2, o2 = _batch(count, m, n, k)        # another call of the problem: no timing
+    timed.clear()
+    cute_gemm.gemm(a2, b2, out=o2)
+    assert not timed and ran[-1] == fast
+
+
+def test_a_batch_in_quick_mode_waits_for_the_models_pick(events, monkeypatch):
+    """Quick mode, the model's batched pick still compiling: nothing is timed in its place."""
+    monkeypatch.setenv("CUTE_GEMM_FIRST_CALL", "quick")
+    count, m, n, k = 6, 96, 160, 64
+    model = batched.choose(count, m, n, k, device=H100)
+    events.compiling = frozenset({model.kernel})
+    timed = []
+    monkeypatch.setattr(trial, "time_launches", lambda *a, **kw: timed.append(1) or ({}, {}))
+    a, b, o = _batch(count, m, n, k)
+    cute_gemm.gemm(a, b, out=o)
+    (later,) = firstuse._done.values()
+    assert not timed and isinstance(later, firstuse._Later) and not later.ready()

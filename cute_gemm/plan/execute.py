@@ -21,7 +21,7 @@ from ..base.errors import CudaError, ShapeLimitError
 from ..base.precisions import ACCUMULATOR
 from ..registry.epilogue import EPILOGUE_ONLY
 from ..registry.records import AS_PLANNED, PRECISION_DTYPE, Pick
-from .resolve import CACHE, UTIL, launch_entries, layout_launches, loaded
+from .resolve import CACHE, UTIL, launch_group, layout_launches, loaded
 
 
 def _sub(op: Operand | None, i0: int, j0: int, rows: int, cols: int) -> Operand | None:
@@ -88,8 +88,7 @@ def at_hand(k, A: Operand, B: Operand, T: Operand, precision: str, pick: Pick, o
         launches = _composed_launches(k.name)
     else:
         _, variant, _ = entry_for(k, loaded(k, ordinal), A, B, T, precision, pick)
-        launches = ((k, launch_entries(k, variant, reduce=pick.reduce and pick.split_k > 0,
-                                       split=pick.split_k > 0)),)
+        launches = ((k, launch_group(k, variant, pick, T.bcount != (1, 1))),)
     return all([loaded(x, ordinal).ready(group, start=start) for x, group in launches])
 
 
@@ -229,8 +228,7 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
         swap, variant, copies = entry_for(k, lk, A, B, T, precision, pick,
                                           call.fits if call is not None else None, smem)
         if stand_in is not None:
-            group = launch_entries(k, variant, reduce=pick.reduce and pick.split_k > 0,
-                                   split=pick.split_k > 0)
+            group = launch_group(k, variant, pick, T.bcount != (1, 1))
             if not _pick_ready(lk, group, stream):
                 if _stand_in(stand_in, A, B, C, T, alpha, beta, stream, ordinal):
                     lk.ready(group)             # begins the compile, after the stand-in's own

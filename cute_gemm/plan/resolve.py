@@ -82,6 +82,17 @@ def launch_entries(k: registry.Kernel, variant: registry.Variant, stream_k: bool
             return found
 
 
+def launch_group(k: registry.Kernel, variant: registry.Variant, pick: Pick,
+                 batched: bool = False) -> tuple[str, ...]:
+    """The entry points a call of `variant` as `pick` compiles at once (what the stand-in
+    waits for, what tuning finds at hand): a batch's entry alone (Kernel.batch_entry: only
+    the plain mode launches a batch), else launch_entries' for what the pick asks."""
+    if batched:
+        return (k.batch_entry(variant),)
+    return launch_entries(k, variant, reduce=pick.reduce and pick.split_k > 0,
+                          split=pick.split_k > 0)
+
+
 @dataclass
 class Loaded:
     """A kernel on one device: its target, the device's limits, and the functions loaded so

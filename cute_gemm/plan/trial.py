@@ -52,24 +52,30 @@ def ready(k: registry.Kernel, A: Operand, B: Operand, T: Operand, precision: str
         return False
 
 
-def result_operand(A: Operand, B: Operand, out_dtype: str) -> Operand:
-    """A row-major (M, N) result of `out_dtype`, not yet allocated: what the candidates write."""
-    return Operand("tmp", None, True, 0, (A.shape[0], B.shape[1]), (B.shape[1], 1), out_dtype)
+def result_operand(A: Operand, B: Operand, out_dtype: str, batch: tuple[int, int] = (1, 1)
+                   ) -> Operand:
+    """A row-major (M, N) result of `out_dtype`, not yet allocated: what the candidates write;
+    of a batch of (outer, inner) problems, one after another."""
+    m, n = A.shape[0], B.shape[1]
+    return Operand("tmp", None, True, 0, (m, n), (n, 1), out_dtype, bcount=batch,
+                   bstrides=(batch[1] * m * n, m * n))
 
 
 def time_launches(candidates, A: Operand, B: Operand, out_dtype: str, ordinal: int,
-                  stream: int, budget_s: float, clock=time.monotonic) -> tuple[dict, dict]:
+                  stream: int, budget_s: float, clock=time.monotonic,
+                  batch: tuple[int, int] = (1, 1)) -> tuple[dict, dict]:
     """({index: ms a call costs}, {index: why it did not run}) of `candidates`, a sequence of
     (kernel, precision, pick), each run on A and B into a scratch (M, N) result of
-    `out_dtype`, in order until `budget_s` seconds have passed (the first always; the rest
-    stay out of both). A call's cost: its launches' GPU time on a cold L2 plus the host's
-    time to enqueue them. The scratch (the result, and L2-sized for the evictions) is freed
-    in stream order; where it (or the spin) cannot be had, nothing is timed."""
-    T = result_operand(A, B, out_dtype)
+    `out_dtype` (a batch's: result_operand), in order until `budget_s` seconds have passed
+    (the first always; the rest stay out of both). A call's cost: its launches' GPU time on
+    a cold L2 plus the host's time to enqueue them. The scratch (the result, and L2-sized
+    for the evictions) is freed in stream order; where it (or the spin) cannot be had,
+    nothing is timed."""
+    T = result_operand(A, B, out_dtype, batch)
     l2 = launch.device_info(ordinal).l2_bytes
     owned: list[int] = []
     try:
-        T.ptr = pool.alloc_async(scratch_bytes(T), ordinal, stream)
+        T.ptr = pool.alloc_async(scratch_bytes(T) * batch[0] * batch[1], ordinal, stream)
         owned.append(T.ptr)
         evict = pool.alloc_async(l2, ordinal, stream)
         owned.append(evict)

@@ -19,7 +19,15 @@ def choose(count: int, m: int, n: int, k: int, *, device, precision: str = "fp32
            out_dtype: str = "float32", modes: int = 1, fused: bool = False) -> Choice:
     """What gemm() runs for `count` problems of M x N x K on `device` (a launch.DeviceInfo),
     in a batch of `modes` modes that do not merge (Kernel.batch_modes); fused: among the
-    kernels that take a fused epilogue (Kernel.takes_epilogue)."""
+    kernels that take a fused epilogue (Kernel.takes_epilogue). The first of ranked()."""
+    return ranked(count, m, n, k, device=device, precision=precision, out_dtype=out_dtype,
+                  modes=modes, fused=fused)[0]
+
+
+def ranked(count: int, m: int, n: int, k: int, *, device, precision: str = "fp32",
+           out_dtype: str = "float32", modes: int = 1, fused: bool = False) -> list[Choice]:
+    """choose()'s candidates, its pick first: the kernel tagged TINY for a small K, then the
+    tiles by least cost (what tuning on first use times, firstuse.tuned_batch)."""
     ks = [x for x in _batched(precision, out_dtype, modes, fused) if x.runs_on(device.arch_int)]
     if not ks:
         have = ", ".join(x.name for x in registry.kernels() if x.batched)
@@ -36,15 +44,17 @@ def choose(count: int, m: int, n: int, k: int, *, device, precision: str = "fp32
     runs = None if p == precision else p
     tiny = [x for x in own if TINY in x.tags]
     limit = TINY_K if PRECISION[p].tensor_cores else TINY_K_SIMT
-    if tiny and k <= limit:
-        return Choice(tiny[0].name, why=f"a batch of {count}; K = {k} <= {limit}: one pass",
-                      precision=runs)
-    tiled = [x for x in own if TINY not in x.tags and x.tile] or own
     wave = device.sm_count
-    best = min(tiled, key=lambda x: (cost(x, count, m, n, wave), -_area(x)))
-    ctas = count * cdiv(m, best.tile[0]) * cdiv(n, best.tile[1]) if best.tile else 0
-    return Choice(best.name, why=f"a batch of {count}: the tiles of least cost on {wave} SMs "
-                  f"({ctas} CTAs)", precision=runs)
+    tiled = sorted([x for x in own if TINY not in x.tags and x.tile] or own,
+                   key=lambda x: (cost(x, count, m, n, wave), -_area(x)))
+
+    def why(x) -> str:
+        if TINY in x.tags and k <= limit:
+            return f"a batch of {count}; K = {k} <= {limit}: one pass"
+        ctas = count * cdiv(m, x.tile[0]) * cdiv(n, x.tile[1]) if x.tile else 0
+        return f"a batch of {count}: the tiles of least cost on {wave} SMs ({ctas} CTAs)"
+    order = (tiny[:1] + tiled if tiny and k <= limit else tiled + tiny[:1])
+    return [Choice(x.name, why=why(x), precision=runs) for x in dict.fromkeys(order)]
 
 
 # a tile's loads per multiply-add, (BM + BN) / (BM * BN), weighed against its arithmetic:

@@ -18,7 +18,7 @@ import os
 import threading
 from dataclasses import replace
 
-from . import auto, autotable, standin
+from . import auto, autotable, batched, standin
 from .. import driver, registry
 from ..base.errors import InputError
 from ..base.precisions import PRECISION
@@ -85,6 +85,39 @@ def tuned(choice: auto.Choice, sig, precision: str, out_dtype: str, ordinal: int
                        out_dtype=out_dtype, aligned=aligned)
 
 
+def tuned_batch(choice: auto.Choice, sig, precision: str, out_dtype: str, ordinal: int,
+                stream: int) -> auto.Choice:
+    """tuned() for a batched call, which no tune table prices: the batched candidates
+    (batched.ranked, the model's pick `choice` first) timed on the call's own operands once
+    a process; the fastest runs this call and the later ones of the problem (not kept on
+    disk). `choice` itself where tuning is off or the stream captures a graph."""
+    if mode() == "off" or launch.capturing(stream):
+        return choice
+    device = launch.device_info(ordinal)
+    layout, aligned = auto.call_class(sig)
+    m, n, k = sig.m, sig.n, sig.k
+    key = (device.name, sig.batch, sig.modes, m, n, k, layout, aligned, precision, out_dtype)
+    with _lock:
+        lock = _locks.setdefault(key, threading.Lock())
+    with lock:
+        done = _done.get(key, _UNTUNED)
+        if done is _UNTUNED or isinstance(done, _Later) and done.ready():
+            cands = [choice] + [c for c in batched.ranked(
+                sig.batch[0] * sig.batch[1], m, n, k, device=device, precision=precision,
+                out_dtype=out_dtype, modes=sig.modes) if c.kernel != choice.kernel]
+            runs = [(registry.get(c.kernel), c.precision or precision, c.pick) for c in cands]
+            timed = _timed(runs, True, sig.A, sig.B, out_dtype, device, stream, sig.batch)
+            if isinstance(timed, tuple):
+                times = timed[0]
+                best = min(times, key=lambda i: (times[i], i))
+                why = (f"timed on first use: {cands[best].kernel} {times[best]:.4g} ms of "
+                       f"{len(times)} batched candidates")
+                timed = _Tuned(replace(cands[best], source="tuned", why=why, ms=times[best]), False)
+            _done[key] = timed
+    done = _done[key]
+    return done.choice if isinstance(done, _Tuned) else choice
+
+
 class _Tuned:
     def __init__(self, choice: auto.Choice, kept: bool):
         self.choice, self.kept = choice, kept
@@ -95,7 +128,7 @@ class _Later:
     timed may stand in for it (a compiled candidate 10x slower would win); the model's pick
     answers (its stand-in while it compiles), and a later call of the problem tunes once
     ready() says it is at hand."""
-    def __init__(self, lead, A, B, T, precision: str, ordinal: int):
+    def __init__(self, lead, A, B, T, ordinal: int):
         # the operands' shapes and strides only: no reference to the caller's arrays
         self.args = (lead[0], *(replace(op, obj=None, host=None) for op in (A, B, T)),
                      lead[1], lead[2], ordinal)
@@ -110,7 +143,37 @@ _UNTUNED = object()
 
 _lock = threading.Lock()
 _locks: dict = {}
-_done: dict = {}       # (gpu, m, n, k, layout, aligned, precision, out_dtype) -> _Tuned, _Later or None
+# (gpu, m, n, k, layout, aligned, precision, out_dtype), a batch's with its (outer, inner)
+# problems and modes -> _Tuned, _Later or None
+_done: dict = {}
+
+
+def _timed(runs, lead: bool, A, B, out_dtype: str, device, stream: int, batch=(1, 1)):
+    """Each of `runs` ((kernel, precision, pick); lead: the first is the model's pick) timed
+    on A and B (a batch of (outer, inner) problems: trial.result_operand) as
+    (times {i: ms}, notes {i: why it did not run}, whether every one was at hand); _Later
+    where the model's pick is not at hand in "quick" mode; None where nothing ran."""
+    wait = standin.first_call() == "wait"
+    T = trial.result_operand(A, B, out_dtype, batch)
+    with driver.relaxed():      # (event waits: legal while another thread captures)
+        # "wait" compiles every candidate first; "quick" times those at hand and compiles
+        # none (a cold first call must not set every core compiling dozens of kernels)
+        ready = [trial.ready(x, A, B, T, p, pick, device.ordinal, start=wait) for x, p, pick in runs]
+        if wait and not all(ready):
+            resolve.wait_for_compiles()
+            ready = [trial.ready(x, A, B, T, p, pick, device.ordinal, start=False)
+                     for x, p, pick in runs]
+        if lead and not ready[0] and not wait:
+            return _Later(runs[0], A, B, T, device.ordinal)
+        order = [i for i, r in enumerate(ready) if r]
+        if not order:
+            return None
+        times, failed = trial.time_launches([runs[i] for i in order], A, B, out_dtype,
+                                            device.ordinal, stream, BUDGET_S, batch=batch)
+    if not times:
+        return None
+    return ({order[j]: ms for j, ms in times.items()},
+            {order[j]: why for j, why in failed.items()}, all(ready))
 
 
 def _tune(key, first: auto.Choice | None, A, B, out_dtype: str, device, stream: int):
@@ -125,33 +188,18 @@ def _tune(key, first: auto.Choice | None, A, B, out_dtype: str, device, stream: 
     keys = sorted(keys, key=lambda c: (c != lead, split_key(c)[2] > 0))
     runs = [(registry.get(kn), precision, auto.Choice(kn, t, split_k=s, reduce=r).pick)
             for kn, t, s, r in map(split_key, keys)]
-    wait = standin.first_call() == "wait"
-    T = trial.result_operand(A, B, out_dtype)
-    with driver.relaxed():      # (event waits: legal while another thread captures)
-        # "wait" compiles every candidate first; "quick" times those at hand and compiles
-        # none (a cold first call must not set every core compiling dozens of kernels)
-        ready = [trial.ready(x, A, B, T, p, pick, device.ordinal, start=wait) for x, p, pick in runs]
-        if wait and not all(ready):
-            resolve.wait_for_compiles()
-            ready = [trial.ready(x, A, B, T, p, pick, device.ordinal, start=False)
-                     for x, p, pick in runs]
-        if lead is not None and not ready[0] and not wait:
-            return _Later(runs[0], A, B, T, precision, device.ordinal)
-        order = [i for i, r in enumerate(ready) if r]
-        if not order:
-            return None
-        times, failed = trial.time_launches([runs[i] for i in order], A, B, out_dtype,
-                                            device.ordinal, stream, BUDGET_S)
-    times = {keys[order[j]]: ms for j, ms in times.items()}
-    notes = {keys[order[j]]: why for j, why in failed.items()}
-    if not times:
-        return None
+    timed = _timed(runs, lead is not None, A, B, out_dtype, device, stream)
+    if not isinstance(timed, tuple):
+        return timed
+    times, notes, at_hand = timed
+    times = {keys[i]: ms for i, ms in times.items()}
+    notes = {keys[i]: why for i, why in notes.items()}
     row = Measured(m, n, k, layout, aligned, precision,
                    {c: times.get(c) for c in keys if c in times or c in notes}, notes)
     # kept where every candidate could run (a row cut by the budget is kept: its winner is
     # the best of the likeliest, and a large problem would otherwise be timed in every
     # process), not where some were not compiled yet (they may win once they are)
-    kept = all(ready) and out_dtype == PRECISION[precision].timed_out and _keep(row, device)
+    kept = at_hand and out_dtype == PRECISION[precision].timed_out and _keep(row, device)
     best, ms = row.ranked()[0]
     kn, t, s, r = split_key(best)
     rest = row.ranked()[1:2]
