@@ -126,3 +126,28 @@ def test_inside_a_capture_nothing_is_timed_and_replays_are_right(tuning):
         g.replay()
         torch.cuda.synchronize()
         _judge("replay", out, a, b, "fp32")
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+@pytest.mark.parametrize("shapes", [((24, 96, 40), (24, 40, 130)), ((1, 70, 300), (9, 300, 33)),
+                                    ((5, 200, 17), (5, 17, 600))])
+def test_a_batch_is_tuned_right_and_kept_for_the_process(tuning, precision, shapes):
+    """A batch (strided, broadcast A, a small K): its batched candidates timed on its own
+    operands, the fastest right within the gauge, a later call of the problem on other
+    tensors right without timing again, and no table row written."""
+    torch.manual_seed(SEED)
+    dt = DTYPES[precision]
+    a = torch.randn(*shapes[0], device="cuda").to(dt)
+    b = torch.randn(*shapes[1], device="cuda").to(dt)
+    count, m, n, k = shapes[1][0], shapes[0][1], shapes[1][2], shapes[0][2]
+    for _ in range(2):
+        out = torch.full((count, m, n), float("nan"), device="cuda", dtype=dt)
+        cute_gemm.gemm(a, b, out=out, precision=precision)
+        torch.cuda.synchronize()
+        for i in range(count):
+            _judge(f"problem {i}", out[i], a[min(i, a.shape[0] - 1)], b[i], precision, dt)
+        # (key[1]: a batch's (outer, inner) problems, where a 2-D problem's key has M)
+        (done,) = [d for key, d in firstuse._done.items() if isinstance(key[1], tuple)]
+        assert done.choice.source == "tuned" and not done.kept, done.choice
+        a, b = torch.randn_like(a, dtype=torch.float32).to(dt), torch.randn_like(b, dtype=torch.float32).to(dt)
+    assert not _rows((m, n, k), precision)
