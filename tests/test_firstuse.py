@@ -44,22 +44,29 @@ def _gemm_entries(events):
     return [e[1] for e in stub_driver.launches(events, "gemm")]
 
 
+def _fastest(monkeypatch, events, fast: str, batch=None) -> tuple[list, list]:
+    """The stub's event times: a launch of kernel `fast` (any entry point) 0.25 ms, others 1.
+    (ran, timed): the kernels the calls themselves launched, and those timed into a scratch
+    batch of `batch` (outer, inner) problems."""
+    running, ran, timed = [""], [], []
+    real, real_api = trial.gemm_device, api.gemm_device
+
+    def gemm_device(k, *args, **kw):
+        running[0] = k.name
+        if batch is not None and args[3] is not None and args[3].bcount == batch:   # (T)
+            timed.append(k.name)
+        return real(k, *args, **kw)
+    monkeypatch.setattr(trial, "gemm_device", gemm_device)
+    monkeypatch.setattr(api, "gemm_device", lambda k, *a, **kw: ran.append(k.name) or real_api(k, *a, **kw))
+    events.cost = lambda entry: 0.25 if running[0] == fast else 1.0
+    return ran, timed
+
+
 def test_the_fastest_candidate_runs_and_its_row_is_kept(events, monkeypatch):
     fast = "cute_pipelined_64x64x8_sk"
     model = auto.choose(M, N, K, device=H100, layout="nn", precision="fp32")
     assert model.kernel != fast
-    # the stub's event times: a launch of `fast` (whatever its entry point) 0.25 ms, others 1
-    running = [""]
-    real = trial.gemm_device
-
-    def gemm_device(k, *args, **kw):
-        running[0] = k.name
-        return real(k, *args, **kw)
-    monkeypatch.setattr(trial, "gemm_device", gemm_device)
-    events.cost = lambda entry: 0.25 if running[0] == fast else 1.0
-    ran = []
-    real_api = api.gemm_device
-    monkeypatch.setattr(api, "gemm_device", lambda k, *a, **kw: ran.append(k.name) or real_api(k, *a, **kw))
+    ran, _ = _fastest(monkeypatch, events, fast)
     a, b, o = _operands()
     cute_gemm.gemm(a, b, out=o)
     row = _row()
@@ -211,19 +218,7 @@ def test_a_batch_times_the_batched_candidates_and_runs_the_fastest(events, monke
     ranked = batched.ranked(count, m, n, k, device=H100)
     assert len(ranked) > 1
     fast = ranked[-1].kernel                   # the model's last choice wins the timing
-    running, timed = [""], []
-    real = trial.gemm_device
-
-    def gemm_device(k, *args, **kw):
-        running[0] = k.name
-        if args[3] is not None and args[3].bcount == (1, count):    # (T: the scratch batch)
-            timed.append(k.name)
-        return real(k, *args, **kw)
-    monkeypatch.setattr(trial, "gemm_device", gemm_device)
-    events.cost = lambda entry: 0.25 if running[0] == fast else 1.0
-    ran = []
-    real_api = api.gemm_device
-    monkeypatch.setattr(api, "gemm_device", lambda k, *a, **kw: ran.append(k.name) or real_api(k, *a, **kw))
+    ran, timed = _fastest(monkeypatch, events, fast, (1, count))
     a, b, o = _batch(count, m, n, k)
     cute_gemm.gemm(a, b, out=o)
     assert timed[0] == ranked[0].kernel and set(timed) == {c.kernel for c in ranked}
