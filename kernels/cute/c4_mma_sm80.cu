@@ -360,7 +360,7 @@ __device__ void gemm_mma_sm80(int M, int N, int K, float alpha, const TAB* A, St
 // first k (a 16-byte aligned step: whole k-tiles of 128 bytes), the run's K the rest; the CTA
 // that completes a tile stores it. Tiles in column order, as the plain grid's. The registry
 // takes it for split picks (split_k CTAs a tile: one run each) only: the plain entry's order
-// is not the walk's, so no data-parallel head runs before it.
+// is not the walk's, so no data-parallel head launch precedes it.
 template <int G, class TAB, class TC, class StrideA, class StrideB, class Epi>
 __device__ void gemm_mma_sm80_sk(int M, int N, int K, float alpha, const TAB* A, StrideA dA,
                                  const TAB* B, StrideB dB, float beta, TC* C, long long sCm,
