@@ -229,7 +229,7 @@ def _mma_sm80(name: str, bm: int, bn: int, bk: int, stages: int, warps: tuple[in
     # Each (precision, result, majors): 16-byte copies (a row end read element by element: no
     # extent_align). any_align: then twins for operands of any alignment, read as they are.
     # split: each entry's stream-K twin, for split picks only (fill 0: no stream-K of a last
-    # wave, whose data-parallel head would need the walk's tile order: c4_mma_sm80.cu)
+    # wave, whose head, a 1-D grid, the plain entry cannot run: c4_mma_sm80.cu)
     def entry(prec: str, a: str, b: str, out: str, copy_bytes: int) -> Variant:
         align = max(copy_bytes // PRECISION[prec].itemsize, 1)
         e = f"cute_mma_sm80_{prec}_{DTYPE[out].suffix}_a{a}_b{b}" + ("" if copy_bytes == 16 else f"_al{align}")

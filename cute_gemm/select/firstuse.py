@@ -70,13 +70,8 @@ def tuned(choice: auto.Choice, sig, precision: str, out_dtype: str, ordinal: int
             if auto.candidates(p, out_dtype, device.arch_int, exactly=True)]
     for p in mine:
         key = (device.name, m, n, k, layout, aligned, p, out_dtype)
-        with _lock:
-            lock = _locks.setdefault(key, threading.Lock())
-        with lock:
-            done = _done.get(key, _UNTUNED)
-            if done is _UNTUNED or isinstance(done, _Later) and done.ready():
-                first = choice if (choice.precision or precision) == p else None
-                _done[key] = _tune(key, first, A, B, out_dtype, device, stream)
+        first = choice if (choice.precision or precision) == p else None
+        _once(key, lambda: _tune(key, first, A, B, out_dtype, device, stream))
     if len(mine) == 1 and isinstance(_done[key], _Tuned) and not _done[key].kept:
         c = _done[key].choice           # (in another arithmetic that keeps the contract: say so)
         return c if mine[0] == precision else replace(c, precision=mine[0])
@@ -97,25 +92,34 @@ def tuned_batch(choice: auto.Choice, sig, precision: str, out_dtype: str, ordina
     layout, aligned = auto.call_class(sig)
     m, n, k = sig.m, sig.n, sig.k
     key = (device.name, sig.batch, sig.modes, m, n, k, layout, aligned, precision, out_dtype)
+
+    def tune():
+        cands = [choice] + [c for c in batched.ranked(
+            sig.batch[0] * sig.batch[1], m, n, k, device=device, precision=precision,
+            out_dtype=out_dtype, modes=sig.modes) if c.kernel != choice.kernel]
+        runs = [(registry.get(c.kernel), c.precision or precision, c.pick) for c in cands]
+        timed = _timed(runs, True, sig.A, sig.B, out_dtype, device, stream, sig.batch)
+        if not isinstance(timed, tuple):
+            return timed
+        times = timed[0]
+        best = min(times, key=lambda i: (times[i], i))
+        why = (f"timed on first use: {cands[best].kernel} {times[best]:.4g} ms of "
+               f"{len(times)} batched candidates")
+        return _Tuned(replace(cands[best], source="tuned", why=why, ms=times[best]), False)
+    done = _once(key, tune)
+    return done.choice if isinstance(done, _Tuned) else choice
+
+
+def _once(key, tune):
+    """_done[key]: tune() run for it once (a lock per key: threads of one problem wait for
+    the first), and again where it was put off (_Later) and the model's pick is now at hand."""
     with _lock:
         lock = _locks.setdefault(key, threading.Lock())
     with lock:
         done = _done.get(key, _UNTUNED)
         if done is _UNTUNED or isinstance(done, _Later) and done.ready():
-            cands = [choice] + [c for c in batched.ranked(
-                sig.batch[0] * sig.batch[1], m, n, k, device=device, precision=precision,
-                out_dtype=out_dtype, modes=sig.modes) if c.kernel != choice.kernel]
-            runs = [(registry.get(c.kernel), c.precision or precision, c.pick) for c in cands]
-            timed = _timed(runs, True, sig.A, sig.B, out_dtype, device, stream, sig.batch)
-            if isinstance(timed, tuple):
-                times = timed[0]
-                best = min(times, key=lambda i: (times[i], i))
-                why = (f"timed on first use: {cands[best].kernel} {times[best]:.4g} ms of "
-                       f"{len(times)} batched candidates")
-                timed = _Tuned(replace(cands[best], source="tuned", why=why, ms=times[best]), False)
-            _done[key] = timed
-    done = _done[key]
-    return done.choice if isinstance(done, _Tuned) else choice
+            done = _done[key] = tune()
+    return done
 
 
 class _Tuned:

@@ -358,9 +358,9 @@ __device__ void gemm_mma_sm80(int M, int N, int K, float alpha, const TAB* A, St
 
 // The stream-K twin (streamk_walk.cuh): runs of a tile's k-tiles, A and B offset to the run's
 // first k (a 16-byte aligned step: whole k-tiles of 128 bytes), the run's K the rest; the CTA
-// that completes a tile stores it. Tiles in column order, as the plain grid's. The registry
-// takes it for split picks (split_k CTAs a tile: one run each) only: the plain entry's order
-// is not the walk's, so no data-parallel head launch precedes it.
+// that completes a tile stores it. Tiles in column order. The registry takes it for split
+// picks (split_k CTAs a tile: one run each) only: a stream-K head would be the plain entry on
+// a 1-D grid of the walk's first tiles, and the plain entry reads its tile from a 2-D grid.
 template <int G, class TAB, class TC, class StrideA, class StrideB, class Epi>
 __device__ void gemm_mma_sm80_sk(int M, int N, int K, float alpha, const TAB* A, StrideA dA,
                                  const TAB* B, StrideB dB, float beta, TC* C, long long sCm,
