@@ -10,12 +10,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
 
 import cute_gemm
 from cute_gemm.check import THRESHOLD, unit
+from cute_gemm.driver import launch, pool
 
 pytestmark = pytest.mark.gpu
 torch = pytest.importorskip("torch")
@@ -140,6 +142,50 @@ print("OK" if ok else "WRONG")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
                        env={**os.environ, "CUTE_GEMM_FIRST_CALL": "wait"})
     assert r.returncode == 0 and r.stdout.strip().endswith("OK"), r.stdout + r.stderr
+
+
+def test_large_relayout_copies_inside_and_beside_a_global_capture():
+    """Scratch copies over a quarter of POOL_KEEP_BYTES (where the pool reads its high-water
+    mark, a call a capture refuses): a batched bf16 call on rows not 16-byte aligned, run by a
+    TMA kernel, captured in global mode and replayed on fresh values; and the same call made
+    uncaptured on another thread's stream while this thread's global capture is open, which
+    must neither fail nor end that capture."""
+    if launch.device_info().arch_int < 90:
+        pytest.skip("the TMA kernels need sm_90")
+    name = "cute_wgmma_ws_128x64"
+    bsz, m, n, k = 80, 512, 520, 1001
+    assert bsz * m * k * 2 > pool.POOL_KEEP_BYTES // 4          # A's copy alone
+    torch.manual_seed(SEED)
+    a = torch.randn(bsz, m, k, device="cuda").to(torch.bfloat16)
+    b = torch.randn(bsz, k, n, device="cuda").to(torch.bfloat16)
+    o, o_side = (torch.empty(bsz, m, n, device="cuda") for _ in range(2))
+    cute_gemm.run(name, a, b, out=o)                # compiled and loaded before the capture
+    torch.cuda.synchronize()
+    side, errors = torch.cuda.Stream(), []
+
+    def beside():
+        try:
+            with torch.cuda.stream(side):
+                cute_gemm.run(name, a, b, out=o_side)
+            side.synchronize()
+        except Exception as e:      # noqa: BLE001  (reported below)
+            errors.append(e)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, capture_error_mode="global"):
+        cute_gemm.run(name, a, b, out=o)
+        t = threading.Thread(target=beside)
+        t.start()
+        t.join()
+    assert not errors, errors
+    A, B = a.double(), b.double()
+    _judge("beside the capture", o_side, A @ B, A.abs() @ B.abs(), "bf16", torch.float32)
+    for replay in range(3):
+        _fresh(a)
+        o.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        A = a.double()
+        _judge(f"captured, replay {replay}", o, A @ B, A.abs() @ B.abs(), "bf16", torch.float32)
 
 
 # ---- the caller's stream ---------------------------------------------------------------------

@@ -7,7 +7,7 @@ import pytest
 
 import cute_gemm
 import stub_driver
-from cute_gemm import api
+from cute_gemm import api, registry
 from cute_gemm.driver import launch
 from cute_gemm.plan import trial
 from cute_gemm.select import auto, autotable, batched, firstuse
@@ -244,3 +244,22 @@ def test_a_batch_in_quick_mode_waits_for_the_models_pick(events, monkeypatch):
     cute_gemm.gemm(a, b, out=o)
     (later,) = firstuse._done.values()
     assert not timed and isinstance(later, firstuse._Later) and not later.ready()
+
+
+def test_a_capture_takes_what_the_process_tuned(events, monkeypatch):
+    """A graph captured after the process tuned a problem (a batch, and a 2-D problem whose
+    row could not be kept) records the tuned kernel, not the model's pick, and times nothing."""
+    count, m, n, k = 6, 96, 160, 64
+    fast = batched.ranked(count, m, n, k, device=H100)[-1].kernel
+    _, timed = _fastest(monkeypatch, events, fast, (1, count))
+    monkeypatch.setattr(firstuse, "_keep", lambda row, device: False)
+    fast2 = "cute_pipelined_64x64x8_sk"
+    for kernel, ops in ((fast, _batch(count, m, n, k)), (fast2, _operands())):
+        if kernel == fast2:
+            _fastest(monkeypatch, events, fast2)
+        cute_gemm.gemm(*ops[:2], out=ops[2])
+        events.capturing, timed[:], before = True, [], len(_gemm_entries(events))
+        cute_gemm.gemm(*ops[:2], out=ops[2], stream=0x77)    # (a capture's own stream)
+        events.capturing = False
+        (entry,) = _gemm_entries(events)[before:]
+        assert not timed and entry in registry.get(kernel).entries, (kernel, entry)

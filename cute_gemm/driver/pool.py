@@ -50,17 +50,21 @@ def alloc_async(nbytes: int, ordinal: int, stream: int) -> int:
                            f"cuMemAllocFromPoolAsync({nbytes})"))
     if nbytes < POOL_KEEP_BYTES // 4:        # (small ones cannot move the high-water mark far)
         return ptr
-    # keep what the pool has had in use at once (capped) at its next synchronize
-    high = _attr(pool, "USED_MEM_HIGH")
-    with driver.lock:
-        if ordinal not in _pool_cap:
-            drv = driver.bindings()
-            dev = driver.check(drv.cuDeviceGet(ordinal), "cuDeviceGet")
-            _pool_cap[ordinal] = int(driver.check(drv.cuDeviceTotalMem(dev), "cuDeviceTotalMem")) // POOL_KEEP_SHARE
-        keep = min(high, _pool_cap[ordinal])
-        if keep > _pool_keep.get(ordinal, POOL_KEEP_BYTES):
-            _pool_keep[ordinal] = keep
-            _attr(pool, "RELEASE_THRESHOLD", keep)
+    drv = driver.bindings()
+    if drv.cuStreamIsCapturing(stream)[1] != drv.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE:
+        return ptr                           # a graph's allocation node: the graph owns its memory
+    # keep what the pool has had in use at once (capped) at its next synchronize; the pool's
+    # attributes are "unsafe" calls that would end another thread's global capture
+    with driver.relaxed():
+        high = _attr(pool, "USED_MEM_HIGH")
+        with driver.lock:
+            if ordinal not in _pool_cap:
+                dev = driver.check(drv.cuDeviceGet(ordinal), "cuDeviceGet")
+                _pool_cap[ordinal] = int(driver.check(drv.cuDeviceTotalMem(dev), "cuDeviceTotalMem")) // POOL_KEEP_SHARE
+            keep = min(high, _pool_cap[ordinal])
+            if keep > _pool_keep.get(ordinal, POOL_KEEP_BYTES):
+                _pool_keep[ordinal] = keep
+                _attr(pool, "RELEASE_THRESHOLD", keep)
     return ptr
 
 

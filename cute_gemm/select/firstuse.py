@@ -59,21 +59,27 @@ def off():
 def tuned(choice: auto.Choice, sig, precision: str, out_dtype: str, ordinal: int,
           stream: int) -> auto.Choice:
     """The choice for a device call (arrays.Signature) after tuning on first use where it
-    applies: `choice` itself where a table row of the problem made it, tuning is off, or the
-    stream captures a graph."""
-    if choice.source == "table" or mode() == "off" or launch.capturing(stream):
+    applies: `choice` itself where a table row of the problem made it or tuning is off. A
+    stream that captures a graph times nothing but takes what this process tuned already."""
+    if choice.source == "table" or mode() == "off":
         return choice
+    capturing = launch.capturing(stream)
     device = launch.device_info(ordinal)
     layout, aligned = auto.call_class(sig)
     A, B, m, n, k = sig.A, sig.B, sig.m, sig.n, sig.k
     mine = [p for p in answering(precision)
             if auto.candidates(p, out_dtype, device.arch_int, exactly=True)]
-    for p in mine:
-        key = (device.name, m, n, k, layout, aligned, p, out_dtype)
-        first = choice if (choice.precision or precision) == p else None
-        _once(key, lambda: _tune(key, first, A, B, out_dtype, device, stream))
-    if len(mine) == 1 and isinstance(_done[key], _Tuned) and not _done[key].kept:
-        c = _done[key].choice           # (in another arithmetic that keeps the contract: say so)
+    keys = {p: (device.name, m, n, k, layout, aligned, p, out_dtype) for p in mine}
+    if capturing:
+        if not any(isinstance(_done.get(key), _Tuned) for key in keys.values()):
+            return choice
+    else:
+        for p, key in keys.items():
+            first = choice if (choice.precision or precision) == p else None
+            _once(key, lambda key=key, first=first: _tune(key, first, A, B, out_dtype, device, stream))
+    done = _done.get(keys[mine[0]]) if len(mine) == 1 else None
+    if isinstance(done, _Tuned) and not done.kept:
+        c = done.choice                 # (in another arithmetic that keeps the contract: say so)
         return c if mine[0] == precision else replace(c, precision=mine[0])
     # rows kept on disk (or a contract's several): the selector reads them as a table's
     return auto.choose(m, n, k, device=device, layout=layout, precision=precision,
@@ -85,8 +91,9 @@ def tuned_batch(choice: auto.Choice, sig, precision: str, out_dtype: str, ordina
     """tuned() for a batched call, which no tune table prices: the batched candidates
     (batched.ranked, the model's pick `choice` first) timed on the call's own operands once
     a process; the fastest runs this call and the later ones of the problem (not kept on
-    disk). `choice` itself where tuning is off or the stream captures a graph."""
-    if mode() == "off" or launch.capturing(stream):
+    disk). `choice` itself where tuning is off; a stream that captures a graph takes what
+    this process tuned already, else `choice`."""
+    if mode() == "off":
         return choice
     device = launch.device_info(ordinal)
     layout, aligned = auto.call_class(sig)
@@ -106,7 +113,7 @@ def tuned_batch(choice: auto.Choice, sig, precision: str, out_dtype: str, ordina
         why = (f"timed on first use: {cands[best].kernel} {times[best]:.4g} ms of "
                f"{len(times)} batched candidates")
         return _Tuned(replace(cands[best], source="tuned", why=why, ms=times[best]), False)
-    done = _once(key, tune)
+    done = _done.get(key) if launch.capturing(stream) else _once(key, tune)
     return done.choice if isinstance(done, _Tuned) else choice
 
 
