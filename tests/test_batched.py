@@ -283,6 +283,28 @@ def test_a_batch_on_the_persistent_kernel_runs_its_twin_on_4d_maps(monkeypatch):
     assert maps[a.ptr][5] == ((1, 0), (1, 0)) and maps[b.ptr][5] == ((1, 0), (count, 4 * k * n))
 
 
+def test_a_broadcast_operand_that_needs_a_copy_is_copied_once(monkeypatch):
+    """bf16 rows of 1001 elements (not 16-byte aligned for TMA), A broadcast over a batch of 6:
+    its copy is one matrix: one scratch matrix, a copy launch with grid z 1, batch stride 0
+    in the GEMM's arguments."""
+    import stub_driver
+    from cute_gemm.driver import kernel_args, launch
+    events = stub_driver.install(monkeypatch)
+    monkeypatch.setattr(launch, "device_info", lambda ordinal=None: stub_driver.H100)
+    m, n, k, count = 96, 64, 1001, 6
+    a = stub_driver.Dev((1, m, k), 0x1000_0000, strides=(0, 2 * k, 2), typestr="<f2")
+    b = stub_driver.Dev((count, k, n), 0x2000_0000, strides=(2 * k * n, 2 * n, 2), typestr="<f2")
+    out = stub_driver.Dev((count, m, n), 0x3000_0000, strides=(4 * m * n, 4 * n, 4))
+    cute_gemm.run("cute_wgmma_ws", a, b, out=out)
+    (alloc,) = [e for e in events if e[0] == "alloc"]
+    copies = {stub_driver.scale_args(e[4]).src: e for e in stub_driver.launches(events, "scale2d")}
+    assert set(copies) == {a.ptr} and copies[a.ptr][2][2] == 1     # (B's rows are aligned)
+    assert 2 * m * k <= alloc[2] < 2 * (2 * m * k)        # one A (its rows padded), not six
+    (g,) = [e for e in events if e[0] == "launch" and not e[1].startswith("scale2d")]
+    args = kernel_args.GemmArgsTmaBatchEpi.from_buffer_copy(g[4])
+    assert (args.bA0, args.bA1) == (0, 0) and args.problems == count
+
+
 def test_a_negative_batch_stride_counts_as_unaligned():
     """A TMA map holds no negative stride: an operand whose batch steps backwards is unaligned
     to the entries that read it through one (they copy it first), as its pointer would be."""

@@ -43,12 +43,22 @@ def z_pieces(bcount: tuple[int, int]) -> list[tuple[int, int]]:
     return pieces(bcount[0] * bcount[1], Z_MAX)
 
 
-def batch_scratch(op: Operand) -> tuple[int, tuple[int, int]]:
+def batch_scratch(op: Operand, like: Operand | None = None) -> tuple[int, tuple[int, int]]:
     """(bytes, batch strides) of scratch shaped as `op` for each problem of its batch, each
-    problem's matrix starting on a 256-byte boundary."""
+    problem's matrix starting on a 256-byte boundary; a batch mode that `like` (the operand
+    copied into it) broadcasts (steps by 0) holds one matrix, stepped by 0 as well."""
     one = -(-scratch_bytes(op) // 256) * 256
-    l0, l1 = op.bcount
-    return one * l0 * l1, (l1 * one // op.itemsize, one // op.itemsize)
+    (l0, l1), (s0, s1) = op.bcount, like.bstrides if like is not None else (1, 1)
+    n0, n1 = l0 if s0 else 1, l1 if s1 else 1
+    return one * n0 * n1, (n1 * one // op.itemsize if s0 else 0, one // op.itemsize if s1 else 0)
+
+
+def stepping(src: Operand, dst: Operand) -> tuple[Operand, Operand]:
+    """src and dst over only the batch modes src steps along: a copy of an operand the batch
+    broadcasts copies its one matrix once (into scratch from batch_scratch(dst, src))."""
+    (l0, l1), (s0, s1) = src.bcount, src.bstrides
+    count = (l0 if s0 else 1, l1 if s1 else 1)
+    return replace(src, bcount=count), replace(dst, bcount=count)
 
 
 class Scale2d:
@@ -116,9 +126,10 @@ class Relaid:
         self.ordinal = ordinal
         ops = oriented(swap, {"a": A, "b": B, "c": T})
         for r in copies:
-            W = Operand("tmp", None, True, 0, ops[r].shape, copy_target(variant, r, ops[r].shape)[1],
-                        ops[r].dtype, bcount=ops[r].bcount)
-            ops[r] = replace(W, bstrides=batch_scratch(W)[1])
+            X = ops[r]
+            W = Operand("tmp", None, True, 0, X.shape, copy_target(variant, r, X.shape)[1],
+                        X.dtype, bcount=X.bcount)
+            ops[r] = replace(W, bstrides=batch_scratch(W, X)[1])
         ops = oriented(swap, ops)                  # back in the caller's roles
         # per copied operand: (role, its offset in the one scratch allocation, copy in); each
         # temporary starts on a 256-byte boundary, as an allocation of its own would
@@ -129,8 +140,8 @@ class Relaid:
                 continue
             W = ops[r]
             self.temps.append((r, self.nbytes,
-                               Scale2d(ordinal, X, W, pad=True) if r != "c" else None))
-            self.nbytes += batch_scratch(W)[0]
+                               Scale2d(ordinal, *stepping(X, W), pad=True) if r != "c" else None))
+            self.nbytes += batch_scratch(W, X)[0]
         W = ops["c"] if "c" in copies else T
         copied_c = "c" in copies
         self.back = Scale2d(ordinal, W, T) if copied_c else None
