@@ -165,18 +165,20 @@ def test_large_relayout_copies_inside_and_beside_a_global_capture():
 
     def beside():
         try:
-            with torch.cuda.stream(side):
+            with torch.cuda.stream(side):   # (no synchronize: the caller's own would end the capture)
                 cute_gemm.run(name, a, b, out=o_side)
-            side.synchronize()
         except Exception as e:      # noqa: BLE001  (reported below)
             errors.append(e)
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, capture_error_mode="global"):
-        cute_gemm.run(name, a, b, out=o)
-        t = threading.Thread(target=beside)
-        t.start()
-        t.join()
-    assert not errors, errors
+    try:
+        with torch.cuda.graph(g, capture_error_mode="global"):
+            cute_gemm.run(name, a, b, out=o)
+            t = threading.Thread(target=beside)
+            t.start()
+            t.join()
+    finally:
+        assert not errors, errors       # (the thread's error first, where it ended the capture)
+    side.synchronize()
     A, B = a.double(), b.double()
     _judge("beside the capture", o_side, A @ B, A.abs() @ B.abs(), "bf16", torch.float32)
     for replay in range(3):
