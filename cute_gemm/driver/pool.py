@@ -46,8 +46,11 @@ def alloc_async(nbytes: int, ordinal: int, stream: int) -> int:
     """Device memory usable by work queued on `stream` after this call; free_async it on
     the same stream once that work is queued."""
     pool = _pool(ordinal)
-    ptr = int(driver.check(driver.bindings().cuMemAllocFromPoolAsync(max(int(nbytes), 4), pool, stream),
-                           f"cuMemAllocFromPoolAsync({nbytes})"))
+    # (relaxed: growing the pool is an "unsafe" call while another thread captures in global
+    # mode, refused and ending that capture; on a capturing stream it is recorded all the same)
+    with driver.relaxed():
+        ptr = int(driver.check(driver.bindings().cuMemAllocFromPoolAsync(max(int(nbytes), 4), pool, stream),
+                               f"cuMemAllocFromPoolAsync({nbytes})"))
     if nbytes < POOL_KEEP_BYTES // 4:        # (small ones cannot move the high-water mark far)
         return ptr
     drv = driver.bindings()
@@ -69,7 +72,8 @@ def alloc_async(nbytes: int, ordinal: int, stream: int) -> int:
 
 
 def free_async(ptr: int, stream: int) -> None:
-    driver.check(driver.bindings().cuMemFreeAsync(ptr, stream), "cuMemFreeAsync")
+    with driver.relaxed():
+        driver.check(driver.bindings().cuMemFreeAsync(ptr, stream), "cuMemFreeAsync")
 
 
 def trim_pools() -> int:
