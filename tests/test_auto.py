@@ -21,6 +21,7 @@ from cute_gemm.select import auto, autotable, contract, nearest
 from cute_gemm.select.autotable import Measured, Table
 from cute_gemm.base.errors import AutoTableWarning
 from cute_gemm.perf import sweep
+from cute_gemm.perf.tune import format_table
 
 H100 = stub_driver.H100
 A100 = launch.DeviceInfo(0, "NVIDIA A100-SXM4-80GB", (8, 0), 108, 1_410_000, 166912, 167936,
@@ -53,7 +54,18 @@ def test_table_round_trip_and_keying(tmp_path):
     assert d["gpu"] == H100.name and d["cute_gemm"] == autotable.tune_version()
     assert [r["winner"] for r in d["rows"]] == ["cute_pipelined.T", None]
     back = autotable.read(p)
-    assert back.rows == t.rows and back.source == str(p)
+    assert back.rows == t.rows and back.source == str(p) and not back.batches
+    assert "batches" not in d                   # (a table without them reads as before)
+    key = autotable.batch_key((1, 6), 1, 96, 160, 64, "nn", True, "bf16", "bfloat16")
+    t.batches.append(autotable.Batched(key, "", {"cute_wgmma_ws": 0.5, "cute_tiny_k": 0.25}))
+    back = autotable.read(autotable.write(t, p))
+    assert back.batches == t.batches and back.batches[0].winner == "cute_tiny_k"
+    assert "batches timed on first use" in format_table(back) and key in format_table(back)
+    d = json.loads(p.read_text())
+    d["batches"][0]["times"]["cute_tiny_k"] = -1.0
+    p.write_text(json.dumps(d))
+    with pytest.raises(ValueError, match="batch row"):
+        autotable.read(p)
     assert autotable.slug(H100.name) == "nvidia-h100-80gb-hbm3"
     tuned = autotable.tuned_path(H100.name)
     assert tuned.parent == tmp_path / "cache" / "tune"

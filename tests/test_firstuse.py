@@ -211,9 +211,10 @@ def _batch(count=6, m=96, n=160, k=64):
 
 
 def test_a_batch_times_the_batched_candidates_and_runs_the_fastest(events, monkeypatch):
-    """A batched call (no table prices one): every batched candidate, the model's pick
-    first, timed on the call's own batch into a scratch batch; the fastest runs the call, and
-    later calls of the problem without timing again; nothing is written to the tables."""
+    """A batched call: every batched candidate, the model's pick first, timed on the call's
+    own batch into a scratch batch; the fastest runs the call and later calls of the problem
+    without timing again, and is kept in the tuned table's batch rows (no 2-D row), which a
+    new process reads instead of timing."""
     count, m, n, k = 6, 96, 160, 64
     ranked = batched.ranked(count, m, n, k, device=H100)
     assert len(ranked) > 1
@@ -224,12 +225,22 @@ def test_a_batch_times_the_batched_candidates_and_runs_the_fastest(events, monke
     assert timed[0] == ranked[0].kernel and set(timed) == {c.kernel for c in ranked}
     assert ran == [fast]
     (done,) = firstuse._done.values()
-    assert done.choice.kernel == fast and done.choice.source == "tuned" and not done.kept
+    assert done.choice.kernel == fast and done.choice.source == "tuned" and done.kept
     assert _row() is None and not [r for t in autotable.tables_for(H100.name) for r in t.rows]
+    (row,) = [b for t in autotable.tables_for(H100.name) for b in t.batches]
+    assert row.winner == fast and set(row.times) == {c.kernel for c in ranked}
     a2, b2, o2 = _batch(count, m, n, k)        # another call of the problem: no timing
     timed.clear()
     cute_gemm.gemm(a2, b2, out=o2)
     assert not timed and ran[-1] == fast
+    for capturing in (False, True):             # a new process: the kept row answers, in a
+        cute_gemm.clear_caches()                 # capture too (where nothing is timed)
+        monkeypatch.setattr(firstuse, "_done", {})
+        events.capturing, before = capturing, len(_gemm_entries(events))
+        cute_gemm.gemm(a2, b2, out=o2)
+        events.capturing = False
+        launched = _gemm_entries(events)[before:]
+        assert not timed and launched and all(e in registry.get(fast).entries for e in launched)
 
 
 def test_a_batch_in_quick_mode_waits_for_the_models_pick(events, monkeypatch):
@@ -252,7 +263,7 @@ def test_a_capture_takes_what_the_process_tuned(events, monkeypatch):
     count, m, n, k = 6, 96, 160, 64
     fast = batched.ranked(count, m, n, k, device=H100)[-1].kernel
     _, timed = _fastest(monkeypatch, events, fast, (1, count))
-    monkeypatch.setattr(firstuse, "_keep", lambda row, device: False)
+    monkeypatch.setattr(firstuse, "_keep", lambda device, merge: False)
     fast2 = "cute_pipelined_64x64x8_sk"
     for kernel, ops in ((fast, _batch(count, m, n, k)), (fast2, _operands())):
         if kernel == fast2:

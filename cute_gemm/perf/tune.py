@@ -223,7 +223,8 @@ def format_table(table: Table, path=None) -> str:
     how far ahead of the runner-up, how many candidates ran, which failed); every
     candidate's time is in the JSON (`cute-gemm tune --show --json`, or the file)."""
     lines = [f"tune table {path or table.source}: {table.gpu} ({table.arch}, {table.sm_count} SMs), "
-             f"cute_gemm {table.cute_gemm}, {table.date}, {len(table.rows)} problems"]
+             f"cute_gemm {table.cute_gemm}, {table.date}, {len(table.rows)} problems"
+             + (f", {len(table.batches)} batches timed on first use" if table.batches else "")]
     for r in sorted(table.rows, key=lambda r: (r.precision, r.layout, r.m * r.n * r.k)):
         ranked = r.ranked()
         shape = f"{r.m}x{r.n}x{r.k}" + ("" if r.aligned else "~")
@@ -239,6 +240,10 @@ def format_table(table: Table, path=None) -> str:
             cell += "; failed: " + ", ".join(f"{c} ({_cut(x, 40)})" for c, x in failed[:3]) + (
                 f" and {len(failed) - 3} more" if len(failed) > 3 else "")
         lines.append(f"  {r.precision:<12}{r.layout:<3} {shape:<20}{cell}")
+    for b in sorted(table.batches, key=lambda b: b.key):
+        ms = b.times[b.winner]
+        lines.append(f"  batch {_cut(b.key, 44):<45}{b.winner} {ms:.4g} ms ({len(b.times)} timed"
+                     + (f", in {b.runs}" if b.runs else "") + ")")
     missing = table.settings.get("not_measured") or []
     if missing:
         lines.append(f"  not measured (budget): {len(missing)} problems: "

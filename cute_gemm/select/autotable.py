@@ -65,6 +65,27 @@ class Measured:
 
 
 @dataclass
+class Batched:
+    """One measured batch (gemm() times a batch on first use: firstuse.tuned_batch): its
+    problem's key (batch_key) and each batched candidate's median ms, by kernel name; the
+    candidates run in `runs` (the precision asked for where empty)."""
+    key: str
+    runs: str
+    times: dict[str, float]
+
+    @property
+    def winner(self) -> str:
+        return min(self.times, key=lambda c: self.times[c])
+
+
+def batch_key(batch: tuple[int, int], modes: int, m: int, n: int, k: int, layout: str,
+              aligned: bool, precision: str, out_dtype: str) -> str:
+    """A batched problem as a table keys it: "B0xB1/modes/MxNxK/layout/aligned/precision/out"."""
+    return (f"{batch[0]}x{batch[1]}/{modes}/{m}x{n}x{k}/{layout}/{int(aligned)}/{precision}/"
+            f"{out_dtype}")
+
+
+@dataclass
 class Table:
     gpu: str
     arch: str
@@ -74,13 +95,15 @@ class Table:
     settings: dict = field(default_factory=dict)
     rows: list[Measured] = field(default_factory=list)
     source: str = ""                # where it was read from (not stored)
+    batches: list[Batched] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         # each row's winner is for people reading the file; recomputed on load
         return {"schema": SCHEMA, "tool": "cute-gemm tune", "gpu": self.gpu, "arch": self.arch,
                 "sm_count": self.sm_count, "cute_gemm": self.cute_gemm, "date": self.date,
                 "settings": self.settings,
-                "rows": [dict(asdict(r), winner=r.winner) for r in self.rows]}
+                "rows": [dict(asdict(r), winner=r.winner) for r in self.rows],
+                **({"batches": [asdict(b) for b in self.batches]} if self.batches else {})}
 
     @classmethod
     def from_dict(cls, d: dict, source: str = "") -> "Table":
@@ -97,8 +120,14 @@ class Table:
                     or any(t is not None and not (math.isfinite(t) and t > 0) for t in times.values())):
                 raise ValueError(f"a row is not a measurement: {r!r}"[:200])
             rows.append(row)
+        batches = [Batched(str(b["key"]), str(b["runs"]),
+                           {str(c): float(t) for c, t in dict(b["times"]).items()})
+                   for b in d.get("batches", [])]
+        if any(not b.times or not all(math.isfinite(t) and t > 0 for t in b.times.values())
+               for b in batches):
+            raise ValueError("a batch row is not a measurement")
         return cls(str(d["gpu"]), str(d["arch"]), str(d["cute_gemm"]), str(d.get("date", "")),
-                   int(d.get("sm_count", 0)), dict(d.get("settings", {})), rows, source)
+                   int(d.get("sm_count", 0)), dict(d.get("settings", {})), rows, source, batches)
 
 
 def slug(gpu: str) -> str:
@@ -197,6 +226,11 @@ def tables_for(gpu: str) -> tuple[Table, ...]:
                 t = _loaded[gpu] = tuple(x for x in (load(tuned_path(gpu, v), gpu, v),
                                                      load(shipped_path(gpu), gpu)) if x is not None)
     return t
+
+
+def batch_row(gpu: str, key: str) -> Batched | None:
+    """The first of the GPU's tables' measurements of the batch `key` (batch_key), or None."""
+    return next((b for t in tables_for(gpu) for b in t.batches if b.key == key), None)
 
 
 def reset() -> None:

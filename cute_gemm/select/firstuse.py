@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import os
 import threading
 from dataclasses import replace
@@ -24,7 +25,7 @@ from ..base.errors import InputError
 from ..base.precisions import PRECISION
 from ..driver import launch
 from ..plan import resolve, trial
-from .autotable import Measured, Table
+from .autotable import Batched, Measured, Table
 from .choice import split_key
 from .contract import answering
 
@@ -88,32 +89,50 @@ def tuned(choice: auto.Choice, sig, precision: str, out_dtype: str, ordinal: int
 
 def tuned_batch(choice: auto.Choice, sig, precision: str, out_dtype: str, ordinal: int,
                 stream: int) -> auto.Choice:
-    """tuned() for a batched call, which no tune table prices: the batched candidates
-    (batched.ranked, the model's pick `choice` first) timed on the call's own operands once
-    a process; the fastest runs this call and the later ones of the problem (not kept on
-    disk). `choice` itself where tuning is off; a stream that captures a graph takes what
-    this process tuned already, else `choice`."""
+    """tuned() for a batched call: the batched candidates (batched.ranked, the model's pick
+    `choice` first) timed on the call's own operands once; the fastest runs this call and
+    the later ones of the problem, and is kept in the tuned table's batch rows (autotable.
+    Batched) where every candidate was at hand, which later processes read instead of
+    timing. `choice` itself where tuning is off; a stream that captures a graph times
+    nothing: it takes what was tuned already (this process, or a kept row), else `choice`."""
     if mode() == "off":
         return choice
     device = launch.device_info(ordinal)
     layout, aligned = auto.call_class(sig)
     m, n, k = sig.m, sig.n, sig.k
     key = (device.name, sig.batch, sig.modes, m, n, k, layout, aligned, precision, out_dtype)
+    bkey = autotable.batch_key(sig.batch, sig.modes, m, n, k, layout, aligned, precision, out_dtype)
 
-    def tune():
-        cands = [choice] + [c for c in batched.ranked(
+    @functools.cache
+    def candidates() -> list[auto.Choice]:
+        return [choice] + [c for c in batched.ranked(
             sig.batch[0] * sig.batch[1], m, n, k, device=device, precision=precision,
             out_dtype=out_dtype, modes=sig.modes) if c.kernel != choice.kernel]
+
+    def kept():
+        row = autotable.batch_row(device.name, bkey)
+        c = None if row is None else next((c for c in candidates() if c.kernel == row.winner), None)
+        return None if c is None else _Tuned(replace(
+            c, source="table", why=f"timed on first use, kept: {c.kernel} {row.times[c.kernel]:.4g} "
+            f"ms of {len(row.times)} batched candidates", ms=row.times[c.kernel]), True)
+
+    def tune():
+        done = kept()
+        if done is not None:
+            return done
+        cands = candidates()
         runs = [(registry.get(c.kernel), c.precision or precision, c.pick) for c in cands]
         timed = _timed(runs, True, sig.A, sig.B, out_dtype, device, stream, sig.batch)
         if not isinstance(timed, tuple):
             return timed
-        times = timed[0]
+        times, _, at_hand = timed
         best = min(times, key=lambda i: (times[i], i))
         why = (f"timed on first use: {cands[best].kernel} {times[best]:.4g} ms of "
                f"{len(times)} batched candidates")
-        return _Tuned(replace(cands[best], source="tuned", why=why, ms=times[best]), False)
-    done = _done.get(key) if launch.capturing(stream) else _once(key, tune)
+        row = Batched(bkey, cands[0].precision or "", {cands[i].kernel: ms for i, ms in times.items()})
+        return _Tuned(replace(cands[best], source="tuned", why=why, ms=times[best]),
+                      at_hand and _keep(device, lambda t: _merge(t.batches, row, lambda b: b.key)))
+    done = (_done.get(key) or kept()) if launch.capturing(stream) else _once(key, tune)
     return done.choice if isinstance(done, _Tuned) else choice
 
 
@@ -210,7 +229,9 @@ def _tune(key, first: auto.Choice | None, A, B, out_dtype: str, device, stream: 
     # kept where every candidate could run (a row cut by the budget is kept: its winner is
     # the best of the likeliest, and a large problem would otherwise be timed in every
     # process), not where some were not compiled yet (they may win once they are)
-    kept = at_hand and out_dtype == PRECISION[precision].timed_out and _keep(row, device)
+    kept = (at_hand and out_dtype == PRECISION[precision].timed_out
+            and _keep(device, lambda t: _merge(t.rows, row, lambda r: (r.shape, r.layout,
+                                                                        r.aligned, r.precision))))
     best, ms = row.ranked()[0]
     kn, t, s, r = split_key(best)
     rest = row.ranked()[1:2]
@@ -219,8 +240,13 @@ def _tune(key, first: auto.Choice | None, A, B, out_dtype: str, device, stream: 
     return _Tuned(auto.Choice(kn, t, "tuned", why, s, r, ms=ms), kept)
 
 
-def _keep(row: Measured, device) -> bool:
-    """Merge `row` into this GPU's tuned table on disk (under a file lock: processes tune
+def _merge(rows: list, row, key) -> None:
+    """rows with `row` in place of any of the same key(row)."""
+    rows[:] = [r for r in rows if key(r) != key(row)] + [row]
+
+
+def _keep(device, merge) -> bool:
+    """merge(table) into this GPU's tuned table on disk (under a file lock: processes tune
     alike), then forget the tables read: False where the cache folder cannot be written."""
     import filelock         # (not at import: `import cute_gemm` stays lean, test_imports)
     path = autotable.tuned_path(device.name)
@@ -230,8 +256,7 @@ def _keep(row: Measured, device) -> bool:
             v = autotable.tune_version()
             t = autotable.load(path, device.name, v) or Table(device.name, device.arch, v,
                                                               sm_count=device.sm_count)
-            t.rows[:] = [r for r in t.rows if (r.shape, r.layout, r.aligned, r.precision)
-                         != (row.shape, row.layout, row.aligned, row.precision)] + [row]
+            merge(t)
             autotable.write(t, path)
     except OSError:
         return False
