@@ -134,7 +134,8 @@ def test_inside_a_capture_nothing_is_timed_and_replays_are_right(tuning):
 def test_a_batch_is_tuned_right_and_kept_for_the_process(tuning, precision, shapes):
     """A batch (strided, broadcast A, a small K): its batched candidates timed on its own
     operands, the fastest right within the gauge, a later call of the problem on other
-    tensors right without timing again, and no table row written."""
+    tensors right without timing again, no 2-D row written, and the batch's row kept where
+    every candidate was at hand."""
     torch.manual_seed(SEED)
     dt = DTYPES[precision]
     a = torch.randn(*shapes[0], device="cuda").to(dt)
@@ -148,6 +149,9 @@ def test_a_batch_is_tuned_right_and_kept_for_the_process(tuning, precision, shap
             _judge(f"problem {i}", out[i], a[min(i, a.shape[0] - 1)], b[i], precision, dt)
         # (key[1]: a batch's (outer, inner) problems, where a 2-D problem's key has M)
         (done,) = [d for key, d in firstuse._done.items() if isinstance(key[1], tuple)]
-        assert done.choice.source == "tuned" and not done.kept, done.choice
+        assert done.choice.source == "tuned", done.choice
         a, b = torch.randn_like(a, dtype=torch.float32).to(dt), torch.randn_like(b, dtype=torch.float32).to(dt)
     assert not _rows((m, n, k), precision)
+    kept = [r for t in autotable.tables_for(launch.device_info().name) for r in t.batches
+            if f"/{m}x{n}x{k}/" in r.key and f"/{precision}/" in r.key]
+    assert len(kept) == done.kept and all(r.winner == done.choice.kernel for r in kept)
