@@ -2,7 +2,7 @@
 """How well gemm()'s table lookup does on shapes it has no row for, measured from the
 table itself: each row in turn is left out and its shape given to `nearest.from_tables` over
 the rest; the row's own measured times then say how far that pick is from its fastest
-candidate. No GPU needed. The figures in docs/design/auto.md#nearest-split.
+candidate. No GPU needed. The figures in docs/design/tables.md#nearest-split.
 
     python3 scripts/table_loo.py cute_gemm/tables/nvidia-h200.json [--layout nn] [--worst 5]
 """

@@ -207,7 +207,7 @@ def test_cubin_elf_resources_match_ptxas_report(name):
 # smem; every other entry, the stream-K twins and the 4-byte fallbacks keep scalar stores.
 # A split entry (NAME_part) stores its share as its data-parallel entry NAME stores a tile,
 # but for smem16's 16-byte global stores: with beta a literal 0 there NVVM splits them into
-# 4-byte ones (beta from the host kept them, and ak_bn_part spilled: docs/design/auto.md#split-reduce).
+# 4-byte ones (beta from the host kept them, and ak_bn_part spilled: docs/design/tables.md#split-reduce).
 # Checked in the PTX NVRTC writes for each arch, so a registry or template slip that silently
 # drops (or spreads) a path shows here, where the GPU tests would still pass on scalar stores.
 def _ptx_entries(ptx: str) -> dict[str, str]:

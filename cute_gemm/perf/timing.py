@@ -1,5 +1,5 @@
 """The timing loops every figure perf reports comes from, one per kind of time, with Flush (L2
-evicted, the GPU held) and warm_up. Why: docs/design/auto.md#host-time-in-event-times."""
+evicted, the GPU held) and warm_up. Why: docs/design/tables.md#host-time-in-event-times."""
 from __future__ import annotations
 
 import math

@@ -17,7 +17,7 @@ from .launcher import REDUCE, Launcher, LaunchPlan
 from .streamk import (SPLIT_K_MIN_ITERS, STREAM_K_MIN_ITERS, split_k_ctas, stream_k_plan,
                       stream_k_workspace_bytes)
 
-# the cost model (fitted: docs/design/auto.md#scaled-rows): a tile's fill and store cost
+# the cost model (fitted: docs/design/tables.md#scaled-rows): a tile's fill and store cost
 # TILE_OVERHEAD k-tiles; in a walk, filling smem with one 128-byte row of a k-tile costs
 # about LOAD_ROW outputs' tensor-core work on it, and a cut item's fixup CUT_FIXUP k-tiles
 TILE_OVERHEAD, LOAD_ROW, CUT_FIXUP = 2, 32, 6

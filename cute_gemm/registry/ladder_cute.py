@@ -175,7 +175,7 @@ def _small(name: str, bm: int, bn: int, bk: int, stages: int, kq_layout: int = 7
            raw_k: bool = True, transpose_skinny: bool = False, **cfg) -> Kernel:
     """A small-tile stream-K candidate of gemm() for the shapes cute_pipelined loses: _TUNED,
     k-quad stages, raw stages for a single k-major operand, twins of every entry (sm_90 only:
-    on sm_80 the 4-byte entries' twins spill). docs/design/auto.md#k-quads-small, #raw-k."""
+    on sm_80 the 4-byte entries' twins spill). docs/design/tables.md#k-quads-small, #raw-k."""
     return gemm_candidate(_pipe(name, PipelinedConfig(
         bm, bn, bk, stages, kq_layout=kq_layout, stream_k=True, twins_scalar=True, raw_k=raw_k,
         **_TUNED, **cfg), transpose_skinny=transpose_skinny, min_arch=90))
@@ -296,7 +296,7 @@ CUTE: list[Kernel] = [
     _small("cute_pipelined_64x32x16_sk", 64, 32, 16, 3, thr_m=16, thr_n=8, min_blocks=6),
     # ... 1000^3-1024^3, N of 128
     _small("cute_pipelined_128x64x16_sk", 128, 64, 16, 4, thr_m=16, thr_n=8, min_blocks=3),
-    # ... tall-skinny N <= 32 with split_k: a tile's K read by 1/4 the CTAs of 64x32 (auto.md#more-tiles)
+    # ... tall-skinny N <= 32 with split_k: a tile's K read by 1/4 the CTAs of 64x32 (tables.md#more-tiles)
     _small("cute_pipelined_128x32x16_sk", 128, 32, 16, 4, thr_m=16, thr_n=8, min_blocks=4),
     # ... 768^3-1024^3 with split_k: k-quad and raw stages lost here (cute_pipelined.md#raw-k)
     _small("cute_pipelined_64x64x16_sk", 64, 64, 16, 4, kq_layout=0, raw_k=False, thr_m=8,

@@ -8,7 +8,7 @@ CUTE_GEMM_TUNE: "first_use" (the default) or "off". Tuning does not run inside a
 capture, on host arrays, or where off; its candidates are those compiled or cached already
 (`cute-gemm compile` compiles them all; in "wait" mode, standin.first_call, it compiles them
 first), in order until BUDGET_S; a row is kept on disk where every candidate was at hand and
-the result type is the one `tune` times (docs/design/auto.md#first-use).
+the result type is the one `tune` times (docs/design/tables.md#first-use).
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 shape, else the NEAREST_ROWS nearest measured shapes (log-space distance over M, N, K, the
 same alignment class first), each candidate's times there scaled to this shape by a model of
 its busiest SM's work (busiest_work: the launch modes' costs, plan/modes.py), the least
-predicted time (docs/design/auto.md#scaled-rows)."""
+predicted time (docs/design/tables.md#scaled-rows)."""
 from __future__ import annotations
 
 import math
@@ -16,7 +16,7 @@ from .choice import Choice, split_key
 
 # from_tables, a shape without a row: the rows whose times are scaled to it, weighted by
 # 1 / (distance + NEAR_WEIGHT); chosen leave-one-out over the shipped tables and on the
-# held-out shapes' measured candidates (docs/design/auto.md#scaled-rows)
+# held-out shapes' measured candidates (docs/design/tables.md#scaled-rows)
 NEAREST_ROWS, NEAR_WEIGHT = 3, 0.5
 BUCKET = 8          # (from_tables: shapes rounded up to a multiple of it price alike)
 
