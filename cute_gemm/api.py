@@ -271,8 +271,8 @@ def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
             tune table knows (autotable.shipped_gpus(): "NVIDIA H100 80GB HBM3", "NVIDIA
             H200"); its tuned table in the cache counts. Default None: the GPU at `ordinal`.
         batch: Problems in a batch that gemm() walks in one launch (operands (batch, M, K)
-            @ (batch, K, N)); one whose B is shared folds into an M * batch problem instead.
-            Default 1.
+            @ (batch, K, N), contiguous); the batch row gemm() kept when it tuned one answers.
+            One whose B is shared folds into an M * batch problem instead. Default 1.
         epilogue: The choice for a call with a fused epilogue (gemm(epilogue=)): the pick
             where its kernel takes one, else the batched cost model's among those that do.
             Default False.
@@ -313,11 +313,13 @@ def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
     elif device is None:
         device = launch.device_info(ordinal)
     out_dtype = out_dtype or "float32"
-    if batch > 1:
-        return batched.choose(batch, m, n, k, device=device, precision=precision,
-                              out_dtype=out_dtype, fused=epilogue)
-    if aligned is None:
+    if aligned is None:     # (a contiguous batch's strides are aligned where its rows are)
         aligned = auto.contiguous_aligned(m, n, k, layout, precision, out_dtype)
+    if batch > 1:
+        cands = batched.ranked(batch, m, n, k, device=device, precision=precision,
+                               out_dtype=out_dtype, fused=epilogue)
+        key = autotable.batch_key((1, batch), 1, m, n, k, layout, aligned, precision, out_dtype)
+        return (None if epilogue else batched.kept(device, key, cands)) or cands[0]
     choice = auto.choose(m, n, k, device=device, layout=layout, precision=precision,
                          out_dtype=out_dtype, aligned=aligned)
     if epilogue and not _takes_epilogue(choice):
@@ -376,8 +378,8 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
         if sig.producers:
             _wait_producers(s, sig.producers, ordinal)
         if picked_on is not None and epi is None and (batch or choice.source != "table"):
-            # a problem no table measured (no table measures a batch): its candidates timed
-            # once on these operands, after the work that produces them
+            # a problem no table measured, or a batch (a batch row kept read there): its
+            # candidates timed once on these operands, after the work that produces them
             choice = (firstuse.tuned_batch if batch else firstuse.tuned)(
                 choice, sig, prec, out_dtype, ordinal, s)
     if choice is not None:

@@ -229,6 +229,8 @@ def test_a_batch_times_the_batched_candidates_and_runs_the_fastest(events, monke
     assert _row() is None and not [r for t in autotable.tables_for(H100.name) for r in t.rows]
     (row,) = [b for t in autotable.tables_for(H100.name) for b in t.batches]
     assert row.winner == fast and set(row.times) == {c.kernel for c in ranked}
+    said = cute_gemm.gemm_choice(m, n, k, batch=count, device=H100)    # (no GPU asked)
+    assert said.kernel == fast and said.source == "table", said
     a2, b2, o2 = _batch(count, m, n, k)        # another call of the problem: no timing
     timed.clear()
     cute_gemm.gemm(a2, b2, out=o2)

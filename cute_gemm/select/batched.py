@@ -6,6 +6,9 @@ it is a rule and a model: a small K on the kernel tagged TINY; else the tiles of
 over the whole batch (waves of CTAs, padding, loads per FMA)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
+from . import autotable
 from .. import registry
 from ..base.errors import CuteGemmError, ShapeLimitError
 from ..base.precisions import PRECISION
@@ -86,6 +89,17 @@ def _batched(precision: str, out_dtype: str, modes: int = 1, fused: bool = False
           and (x.takes_epilogue or not fused) and runs_at(x, precision, out_dtype) is not None]
     auto = {x.name for x in candidates(precision, out_dtype)}
     return [x for x in ks if x.name in auto] or ks
+
+
+def kept(device, key: str, cands: list[Choice]) -> Choice | None:
+    """The candidate of `cands` that a tuned table's batch row (autotable.Batched, written by
+    tuning on first use) found fastest for the batch `key` (autotable.batch_key); None
+    without a row, or where its winner is no longer a candidate."""
+    row = autotable.batch_row(device.name, key)
+    c = None if row is None else next((c for c in cands if c.kernel == row.winner), None)
+    return None if c is None else replace(
+        c, source="table", ms=row.times[c.kernel], why=f"timed on first use, kept: {c.kernel} "
+        f"{row.times[c.kernel]:.4g} ms of {len(row.times)} batched candidates")
 
 
 def pick(sig, precision: str, out_dtype: str, ordinal: int | None, fused: bool = False) -> Choice:

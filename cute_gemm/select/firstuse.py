@@ -110,11 +110,8 @@ def tuned_batch(choice: auto.Choice, sig, precision: str, out_dtype: str, ordina
             out_dtype=out_dtype, modes=sig.modes) if c.kernel != choice.kernel]
 
     def kept():
-        row = autotable.batch_row(device.name, bkey)
-        c = None if row is None else next((c for c in candidates() if c.kernel == row.winner), None)
-        return None if c is None else _Tuned(replace(
-            c, source="table", why=f"timed on first use, kept: {c.kernel} {row.times[c.kernel]:.4g} "
-            f"ms of {len(row.times)} batched candidates", ms=row.times[c.kernel]), True)
+        c = batched.kept(device, bkey, candidates())
+        return None if c is None else _Tuned(c, True)
 
     def tune():
         done = kept()
