@@ -15,6 +15,7 @@ import warnings
 
 import pytest
 
+import cute_gemm
 from cute_gemm import registry
 from cute_gemm.build import cache, compile as comp
 from cute_gemm.cli import main as cli_main
@@ -328,6 +329,51 @@ def test_prefetch_fills_the_disk_cache_in_other_processes(tmp_cache, monkeypatch
     pf = cache.Prefetch([("naive", "sm_90", True)], workers=1)
     pf.close()                                                  # kills the unneeded compile
     assert list(pf.futures) == [("naive", "sm_90", None)]
+
+
+def _entries(d, sizes, t0=1_000_000):
+    """Fake entries of `sizes` bytes, used at t0, t0 + 1, ... (mtime), named e0, e1, ..."""
+    for i, n in enumerate(sizes):
+        p = d / f"e{i}.cubin"
+        p.write_bytes(b"x" * n)
+        os.utime(p, (t0 + i, t0 + i))
+
+
+def test_eviction_keeps_the_entries_used_last_within_the_bound(tmp_cache, monkeypatch):
+    """Past CUTE_GEMM_CACHE_MAX_MB the entries used longest ago go, down to KEEP_SHARE of the
+    bound; a read marks an entry used; lock and temp files stay; 0 is no bound."""
+    tmp_cache.mkdir(parents=True)
+    _entries(tmp_cache, [300_000] * 10)                  # 3 MB, e0 used first
+    (tmp_cache / "e0.lock").write_bytes(b"")
+    assert cache.evict(0) == 0 and len(list(tmp_cache.glob("*.cubin"))) == 10
+    os.utime(tmp_cache / "e1.cubin")                     # used now
+    monkeypatch.setenv("CUTE_GEMM_CACHE_MAX_MB", str(2_000_000 / (1 << 20)))
+    assert cache.max_bytes() == 2_000_000
+    assert cache.evict() == 4                            # 3.0 MB -> 1.8 MB, the bound's 90 %
+    left = sorted(p.stem for p in tmp_cache.glob("*.cubin"))
+    assert left == ["e1", "e5", "e6", "e7", "e8", "e9"] and (tmp_cache / "e0.lock").exists()
+    assert cache.info()["max_bytes"] == 2_000_000
+    monkeypatch.setenv("CUTE_GEMM_CACHE_MAX_MB", "lots")
+    with pytest.raises(cute_gemm.InputError, match="CUTE_GEMM_CACHE_MAX_MB"):
+        cache.max_bytes()
+
+
+def test_a_write_past_the_bound_evicts_and_a_read_marks_use(tmp_cache, monkeypatch):
+    """A compile that writes past the bound evicts what was used longest ago, never the
+    entry a read just used; the next compile of an evicted key compiles again."""
+    first = cache.get(NAIVE, "sm_90")                     # the real entry, then older fakes
+    size = cache.entry_path(first.key).stat().st_size
+    _entries(tmp_cache, [size] * 3)
+    os.utime(cache.entry_path(first.key), (999_999, 999_999))   # used before every fake ...
+    cache.clear_memory()
+    assert cache.get(NAIVE, "sm_90").origin == "disk"             # ... and now read: used last
+    monkeypatch.setenv("CUTE_GEMM_CACHE_MAX_MB", str(2.5 * size / (1 << 20)))
+    cache.evict()
+    left = {p.stem for p in tmp_cache.glob("*.cubin")}
+    assert left == {first.key, "e2"}, left
+    other = cache.get(NAIVE, "sm_80")                      # a write: the bound holds after it
+    assert {p.stem for p in tmp_cache.glob("*.cubin")} <= {first.key, "e2", other.key}
+    assert sum(p.stat().st_size for p in tmp_cache.glob("*.cubin")) <= 2.5 * size * 1.01
 
 
 def test_cli_cache_info_and_clear(tmp_cache, capsys):

@@ -7,6 +7,9 @@ optionally zlib'd PTX) is written to a temp file and renamed into place, with a 
 every read: a damaged entry is recompiled, never loaded. A per-key file lock makes a key compile
 once across processes. An unwritable cache dir never breaks compiling: one warning, results kept
 in memory. CUTE_GEMM_CACHE_DIR moves the disk level, CUTE_GEMM_DISABLE_CACHE=1 turns it off.
+The disk level is bounded (CUTE_GEMM_CACHE_MAX_MB, default MAX_MB; 0: no bound): past it, the
+entries used longest ago go (a read marks an entry used), so the entries of sources and
+versions no longer in use do not pile up.
 """
 from __future__ import annotations
 
@@ -28,8 +31,12 @@ import platformdirs
 from . import compile as _compile
 from . import paths
 from .. import registry
+from ..base.errors import InputError
 
 FORMAT = 2          # 2: the payload has a length-prefixed CUBIN and an optional PTX
+MAX_MB = 4096       # the disk level's default bound: the GPU suite's entries for sm_90 took
+                    # 0.9 GB (635 entries, 2026-12-04)
+KEEP_SHARE = 0.9    # an eviction leaves the disk level at this share of its bound
 MAGIC = b"CGCUBIN\x01"
 _HEADER = len(MAGIC) + 32
 
@@ -108,12 +115,72 @@ def entry_path(key: str) -> Path:
 
 
 def _read(key: str, ptx: bool = False) -> tuple[dict, bytes, str | None] | None:
-    """The intact entry for `key`; None also where `ptx` is asked for and it has none."""
+    """The intact entry for `key`, marked used (its mtime: what eviction keeps longest); None
+    also where `ptx` is asked for and it has none."""
+    path = entry_path(key)
     try:
-        found = _unpack(entry_path(key).read_bytes())
+        found = _unpack(path.read_bytes())
     except OSError:
         return None
-    return None if found is None or (ptx and found[2] is None) else found
+    if found is None or (ptx and found[2] is None):
+        return None
+    with contextlib.suppress(OSError):      # (a read-only cache dir: no mark, no harm)
+        os.utime(path)
+    return found
+
+
+def max_bytes() -> int:
+    """The disk level's bound in bytes (CUTE_GEMM_CACHE_MAX_MB; 0: none)."""
+    v = os.environ.get("CUTE_GEMM_CACHE_MAX_MB", "").strip()
+    try:
+        mb = float(v) if v else MAX_MB
+    except ValueError:
+        raise InputError(f"CUTE_GEMM_CACHE_MAX_MB must be a number of megabytes, got {v!r}") from None
+    return max(0, int(mb * (1 << 20)))
+
+
+_disk_bytes: dict[str, int] = {}    # cache dir -> its entries' bytes as this process last knew
+
+
+def evict(limit: int | None = None) -> int:
+    """Delete the entries used longest ago until the disk level holds at most KEEP_SHARE of
+    `limit` bytes (default max_bytes()), where it holds more; return how many went. Entries
+    another process reads meanwhile are compiled again there, never read damaged (a
+    deleted file cannot be read half)."""
+    limit = max_bytes() if limit is None else limit
+    d = cache_dir()
+    found = []
+    for p in d.glob("*.cubin"):
+        with contextlib.suppress(OSError):
+            st = p.stat()
+            found.append((st.st_mtime, st.st_size, p))
+    total, n = sum(size for _, size, _ in found), 0
+    if limit and total > limit:
+        for _, size, p in sorted(found, key=lambda x: x[0]):
+            if total <= KEEP_SHARE * limit:
+                break
+            with contextlib.suppress(OSError):
+                p.unlink()
+                total -= size
+                n += 1
+    with _mem_lock:
+        _disk_bytes[str(d)] = total
+    return n
+
+
+def _written(nbytes: int) -> None:
+    """Count a new entry's bytes; past the bound, evict (the first write of a process reads
+    the dir's size, later ones add to it: no scan per write)."""
+    limit = max_bytes()
+    if not limit:
+        return
+    key = str(cache_dir())
+    with _mem_lock:
+        known = _disk_bytes.get(key)
+        if known is not None:
+            _disk_bytes[key] = known = known + nbytes
+    if known is None or known > limit:
+        evict(limit)
 
 
 class CacheWarning(UserWarning):
@@ -142,9 +209,10 @@ def _write(key: str, meta: dict, cubin: bytes, ptx: str | None) -> None:
     # file the user creates; mkstemp's 0600 would hide a shared cache dir's entries
     tmp = d / f".{key[:16]}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+    blob = _pack(meta, cubin, ptx)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(_pack(meta, cubin, ptx))
+            f.write(blob)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, entry_path(key))
@@ -152,6 +220,7 @@ def _write(key: str, meta: dict, cubin: bytes, ptx: str | None) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+    _written(len(blob))
 
 
 def _key_lock(key: str):
@@ -442,7 +511,8 @@ def info() -> dict:
     d = cache_dir()
     entries = list(d.glob("*.cubin"))
     return {"dir": str(d), "disk_enabled": disk_enabled(), "entries": len(entries),
-            "bytes": sum(p.stat().st_size for p in entries), "memory_entries": len(_memory)}
+            "bytes": sum(p.stat().st_size for p in entries), "max_bytes": max_bytes(),
+            "memory_entries": len(_memory)}
 
 
 def clear() -> int:
