@@ -265,7 +265,7 @@ def test_a_capture_takes_what_the_process_tuned(events, monkeypatch):
     count, m, n, k = 6, 96, 160, 64
     fast = batched.ranked(count, m, n, k, device=H100)[-1].kernel
     _, timed = _fastest(monkeypatch, events, fast, (1, count))
-    monkeypatch.setattr(firstuse, "_keep", lambda device, merge: False)
+    monkeypatch.setattr(firstuse, "_keep", lambda row, device: False)
     fast2 = "cute_pipelined_64x64x8_sk"
     for kernel, ops in ((fast, _batch(count, m, n, k)), (fast2, _operands())):
         if kernel == fast2:

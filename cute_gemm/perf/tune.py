@@ -84,14 +84,10 @@ def run_plan(problems: list[Problem], measure: Measure, table: Table, *, budget_
         row = Measured(p.m, p.n, p.k, p.layout, p.aligned, p.precision,
                        {c: times.get(c) for c in p.candidates if c in times or c in notes},
                        {c: notes[c] for c in p.candidates if notes.get(c)})
-        table.rows[:] = [r for r in table.rows if _key(r) != _key(row)] + [row]
+        table.put(row)
         if on_row is not None:
             on_row(i, p, row, clock() - t0)
     return []
-
-
-def _key(r: Measured) -> tuple:
-    return (r.shape, r.layout, r.aligned, r.precision)
 
 
 # ---- on the GPU ------------------------------------------------------------------------------

@@ -97,6 +97,15 @@ class Table:
     source: str = ""                # where it was read from (not stored)
     batches: list[Batched] = field(default_factory=list)
 
+    def put(self, row: Measured | Batched) -> None:
+        """Add a measured row (or batch), in place of one of the same problem."""
+        if isinstance(row, Batched):
+            self.batches[:] = [b for b in self.batches if b.key != row.key] + [row]
+        else:
+            same = (row.shape, row.layout, row.aligned, row.precision)
+            self.rows[:] = [r for r in self.rows
+                            if (r.shape, r.layout, r.aligned, r.precision) != same] + [row]
+
     def to_dict(self) -> dict:
         # each row's winner is for people reading the file; recomputed on load
         return {"schema": SCHEMA, "tool": "cute-gemm tune", "gpu": self.gpu, "arch": self.arch,

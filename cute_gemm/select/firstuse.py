@@ -128,8 +128,12 @@ def tuned_batch(choice: auto.Choice, sig, precision: str, out_dtype: str, ordina
                f"{len(times)} batched candidates")
         row = Batched(bkey, cands[0].precision or "", {cands[i].kernel: ms for i, ms in times.items()})
         return _Tuned(replace(cands[best], source="tuned", why=why, ms=times[best]),
-                      at_hand and _keep(device, lambda t: _merge(t.batches, row, lambda b: b.key)))
-    done = (_done.get(key) or kept()) if launch.capturing(stream) else _once(key, tune)
+                      at_hand and _keep(row, device))
+    if launch.capturing(stream):        # nothing timed: this process's answer, else a kept row
+        done = _done.get(key)
+        done = done if isinstance(done, _Tuned) else kept()
+    else:
+        done = _once(key, tune)
     return done.choice if isinstance(done, _Tuned) else choice
 
 
@@ -226,9 +230,7 @@ def _tune(key, first: auto.Choice | None, A, B, out_dtype: str, device, stream: 
     # kept where every candidate could run (a row cut by the budget is kept: its winner is
     # the best of the likeliest, and a large problem would otherwise be timed in every
     # process), not where some were not compiled yet (they may win once they are)
-    kept = (at_hand and out_dtype == PRECISION[precision].timed_out
-            and _keep(device, lambda t: _merge(t.rows, row, lambda r: (r.shape, r.layout,
-                                                                        r.aligned, r.precision))))
+    kept = at_hand and out_dtype == PRECISION[precision].timed_out and _keep(row, device)
     best, ms = row.ranked()[0]
     kn, t, s, r = split_key(best)
     rest = row.ranked()[1:2]
@@ -237,14 +239,9 @@ def _tune(key, first: auto.Choice | None, A, B, out_dtype: str, device, stream: 
     return _Tuned(auto.Choice(kn, t, "tuned", why, s, r, ms=ms), kept)
 
 
-def _merge(rows: list, row, key) -> None:
-    """rows with `row` in place of any of the same key(row)."""
-    rows[:] = [r for r in rows if key(r) != key(row)] + [row]
-
-
-def _keep(device, merge) -> bool:
-    """merge(table) into this GPU's tuned table on disk (under a file lock: processes tune
-    alike), then forget the tables read: False where the cache folder cannot be written."""
+def _keep(row: Measured | Batched, device) -> bool:
+    """Put `row` into this GPU's tuned table on disk (Table.put, under a file lock: processes
+    tune alike), then forget the tables read: False where the cache folder cannot be written."""
     import filelock         # (not at import: `import cute_gemm` stays lean, test_imports)
     path = autotable.tuned_path(device.name)
     try:
@@ -253,7 +250,7 @@ def _keep(device, merge) -> bool:
             v = autotable.tune_version()
             t = autotable.load(path, device.name, v) or Table(device.name, device.arch, v,
                                                               sm_count=device.sm_count)
-            merge(t)
+            t.put(row)
             autotable.write(t, path)
     except OSError:
         return False
