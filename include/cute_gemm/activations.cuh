@@ -3,8 +3,10 @@
 //   gelu_erf   v/2 (1 + erf(v / sqrt 2))                   (torch.nn.functional.gelu)
 //   gelu_tanh  v/2 (1 + tanh(sqrt(2/pi) (v + 0.044715 v^3)))   (gelu(approximate="tanh"))
 //   silu       v * sigmoid(v) = v / (1 + exp(-v))          (torch.nn.functional.silu)
-// With the accurate libdevice erff, tanhf and expf (a few ulp), not the .approx instructions:
-// the epilogue runs once per element of C, where a GEMM's time is not.
+// In float with the accurate libdevice erff, tanhf and expf (a few ulp); kFast (a 16-bit
+// result) takes tanh.approx (error about 2^-11) and ex2.approx for gelu_tanh and silu,
+// an error below the result's own rounding, where the accurate forms cost a fused tile's
+// epilogue more than its store (docs/design/epilogue.md#the-activations-cost).
 // A NaN stays a NaN (relu's comparison fails for it and returns it).
 #pragma once
 
@@ -12,16 +14,23 @@ namespace cg {
 
 enum class Act : int { none = 0, relu = 1, gelu_erf = 2, gelu_tanh = 3, silu = 4 };
 
-template <Act kAct>
+__device__ __forceinline__ float tanh_approx(float x) {
+  float y;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+template <Act kAct, bool kFast = false>
 __device__ __forceinline__ float activate(float v) {
   if constexpr (kAct == Act::relu) {
     return v < 0.0f ? 0.0f : v;
   } else if constexpr (kAct == Act::gelu_erf) {
     return 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
   } else if constexpr (kAct == Act::gelu_tanh) {
-    return 0.5f * v * (1.0f + tanhf(0.79788456080286536f * (v + 0.044715f * v * v * v)));
+    const float u = 0.79788456080286536f * (v + 0.044715f * v * v * v);
+    return 0.5f * v * (1.0f + (kFast ? tanh_approx(u) : tanhf(u)));
   } else if constexpr (kAct == Act::silu) {
-    return v / (1.0f + expf(-v));
+    return kFast ? __fdividef(v, 1.0f + __expf(-v)) : v / (1.0f + expf(-v));
   } else {
     return v;
   }

@@ -95,7 +95,7 @@ __device__ __forceinline__ void store_axpby(float alpha, float acc, float beta, 
 template <class TC, class E>
 __device__ __forceinline__ void store_axpby(float alpha, float acc, float beta, TC* c,
                                             E const& e, int m, int n) {
-  *c = TC(e.finish(beta == 0.0f ? alpha * acc : alpha * acc + beta * float(*c), m, n));
+  *c = TC(e.template finish<TC>(beta == 0.0f ? alpha * acc : alpha * acc + beta * float(*c), m, n));
 }
 
 }  // namespace cg

@@ -62,6 +62,44 @@ __device__ __forceinline__ float vector_at(const void* base, int i) {
   }
 }
 
+// Elements o and o + step of a vector for the stores of a tile whose kernel has registers to
+// spare (the sm90 ones): plain loads, which the compiler batches and shares between the rows of
+// a column (a volatile load a piece, as vector_at, kept each bias element's latency on the
+// store path: docs/design/epilogue.md#the-bias-loads); one 32- or 64-bit load where the two are
+// neighbours and aligned, one where step is 0 (a bias along the other axis).
+template <class TV>
+__device__ __forceinline__ float vector_ld(const TV* p) {
+  if constexpr (sizeof(TV) == 4) {
+    float v;
+    asm("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(p));
+    return v;
+  } else {
+    unsigned short h;
+    asm("ld.global.nc.u16 %0, [%1];" : "=h"(h) : "l"(p));
+    return float(TV::bitcast(h));
+  }
+}
+template <class TV>
+__device__ __forceinline__ float2 vector_pair(const void* base, int o, int step) {
+  const TV* p = static_cast<const TV*>(base) + o;
+  if (step == 0) {
+    const float v = vector_ld(p);
+    return make_float2(v, v);
+  }
+  if (step == 1 && reinterpret_cast<unsigned long long>(p) % (2 * sizeof(TV)) == 0) {
+    if constexpr (sizeof(TV) == 4) {
+      float2 v;
+      asm("ld.global.nc.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "l"(p));
+      return v;
+    } else {
+      unsigned w;
+      asm("ld.global.nc.b32 %0, [%1];" : "=r"(w) : "l"(p));
+      return make_float2(float(TV::bitcast(uint16_t(w))), float(TV::bitcast(uint16_t(w >> 16))));
+    }
+  }
+  return make_float2(vector_ld(p), vector_ld(p + step));
+}
+
 template <bool kBias = false, bool kScale = false, Act kAct = Act::none, bool kClamp = false,
           class TV = float, bool kBlockScales = false>
 struct Epilogue {
@@ -103,13 +141,40 @@ struct Epilogue {
     return alpha;
   }
 
-  // bias, activation and clamp on the value alpha' * acc + beta * C of (i, j)
+  // bias, activation and clamp on the value alpha' * acc + beta * C of (i, j), stored as TO
+  // (16 bits: the activation's fast form, activations.cuh)
+  template <class TO = float>
   __device__ __forceinline__ float finish(float v, int i, int j) const {
     if constexpr (kBias)
       v += vector_at<TV>(p->bias, i * p->bias_sm + j * p->bias_sn);
-    v = activate<kAct>(v);
+    return tail<TO>(v);
+  }
+  // the same on two neighbours of a row, (i, j) and (i, j + 1): their bias in one load where
+  // it can (vector_pair); finish2_down: of a column, (i, j) and (i + 1, j)
+  template <class TO = float>
+  __device__ __forceinline__ float2 finish2(float v0, float v1, int i, int j) const {
+    return pair<TO>(v0, v1, i, j, kBias ? p->bias_sn : 0);
+  }
+  template <class TO = float>
+  __device__ __forceinline__ float2 finish2_down(float v0, float v1, int i, int j) const {
+    return pair<TO>(v0, v1, i, j, kBias ? p->bias_sm : 0);
+  }
+
+ private:
+  template <class TO>
+  __device__ __forceinline__ float tail(float v) const {
+    v = activate<kAct, sizeof(TO) == 2>(v);
     if constexpr (kClamp) v = v < p->lo ? p->lo : (v > p->hi ? p->hi : v);
     return v;
+  }
+  template <class TO>
+  __device__ __forceinline__ float2 pair(float v0, float v1, int i, int j, int step) const {
+    if constexpr (kBias) {
+      const float2 b = vector_pair<TV>(p->bias, i * p->bias_sm + j * p->bias_sn, step);
+      v0 += b.x;
+      v1 += b.y;
+    }
+    return make_float2(tail<TO>(v0), tail<TO>(v1));
   }
 };
 
@@ -124,7 +189,18 @@ struct Transposed {
   __device__ __forceinline__ float element_scale(float alpha, int i, int j) const {
     return e.element_scale(alpha, j, i);
   }
-  __device__ __forceinline__ float finish(float v, int i, int j) const { return e.finish(v, j, i); }
+  template <class TO = float>
+  __device__ __forceinline__ float finish(float v, int i, int j) const {
+    return e.template finish<TO>(v, j, i);
+  }
+  template <class TO = float>
+  __device__ __forceinline__ float2 finish2(float v0, float v1, int i, int j) const {
+    return e.template finish2_down<TO>(v0, v1, j, i);
+  }
+  template <class TO = float>
+  __device__ __forceinline__ float2 finish2_down(float v0, float v1, int i, int j) const {
+    return e.template finish2<TO>(v0, v1, j, i);
+  }
 };
 template <class E>
 __device__ __forceinline__ Transposed<E> transposed(E e) { return {e}; }

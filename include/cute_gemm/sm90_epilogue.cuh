@@ -72,8 +72,9 @@ __device__ __forceinline__ void store_rows_16B(Thr const& thr, Acc const& acc, T
               w[s] = pack_pair<TC>(alpha * acc(i0 + 4 * s, mm, nn), alpha * acc(i0 + 4 * s + 1, mm, nn));
             } else {
               const int r = m0 + get<0>(tCcC(i0 + 4 * s, mm, nn)), c = n0 + get<1>(tCcC(i0 + 4 * s, mm, nn));
-              w[s] = pack_pair<TC>(e.finish(e.element_scale(alpha, r, c) * acc(i0 + 4 * s, mm, nn), r, c),
-                                   e.finish(e.element_scale(alpha, r, c + 1) * acc(i0 + 4 * s + 1, mm, nn), r, c + 1));
+              const float2 v = e.template finish2<TC>(e.element_scale(alpha, r, c) * acc(i0 + 4 * s, mm, nn),
+                                                      e.element_scale(alpha, r, c + 1) * acc(i0 + 4 * s + 1, mm, nn), r, c);
+              w[s] = pack_pair<TC>(v.x, v.y);
             }
           }
           quad_transpose(w);
@@ -139,7 +140,8 @@ __device__ __forceinline__ void store_axpby(TiledMma const& mma, int thread, Acc
         v0 += beta * float(old.x);
         v1 += beta * float(old.y);
       }
-      *reinterpret_cast<Pair*>(p) = Pair{TC(e.finish(v0, r, c)), TC(e.finish(v1, r, c + 1))};
+      const float2 v = e.template finish2<TC>(v0, v1, r, c);
+      *reinterpret_cast<Pair*>(p) = Pair{TC(v.x), TC(v.y)};
     };
     if (rows >= TileM && cols >= TileN) {
       CUTE_UNROLL
@@ -155,7 +157,7 @@ __device__ __forceinline__ void store_axpby(TiledMma const& mma, int thread, Acc
       } else {
         TC* p = &tCgR(i);
         const float a = e.element_scale(alpha, m0 + r, n0 + c);
-        *p = TC(e.finish(beta == 0.0f ? a * acc(i) : a * acc(i) + beta * float(*p), m0 + r, n0 + c));
+        *p = TC(e.template finish<TC>(beta == 0.0f ? a * acc(i) : a * acc(i) + beta * float(*p), m0 + r, n0 + c));
       }
     }
     return;
@@ -165,14 +167,14 @@ __device__ __forceinline__ void store_axpby(TiledMma const& mma, int thread, Acc
     for (int i = 0; i < size(acc); ++i) {
       const int r = get<0>(tCcC(i)), c = get<1>(tCcC(i));
       if (r < rows && c < cols)
-        tCgC(i) = TC(e.finish(e.element_scale(alpha, m0 + r, n0 + c) * acc(i), m0 + r, n0 + c));
+        tCgC(i) = TC(e.template finish<TC>(e.element_scale(alpha, m0 + r, n0 + c) * acc(i), m0 + r, n0 + c));
     }
   } else {
     CUTE_UNROLL
     for (int i = 0; i < size(acc); ++i) {
       const int r = get<0>(tCcC(i)), c = get<1>(tCcC(i));
       if (r < rows && c < cols)
-        tCgC(i) = TC(e.finish(e.element_scale(alpha, m0 + r, n0 + c) * acc(i) + beta * float(tCgC(i)),
+        tCgC(i) = TC(e.template finish<TC>(e.element_scale(alpha, m0 + r, n0 + c) * acc(i) + beta * float(tCgC(i)),
                               m0 + r, n0 + c));
     }
   }

@@ -47,11 +47,12 @@ __device__ __forceinline__ void store_axpby_rows(TiledMma const& mma, int thread
       v0 += beta * float(old.x);
       v1 += beta * float(old.y);
     }
-    *reinterpret_cast<Pair*>(p) = Pair{TC(e.finish(v0, m0 + r0, n0 + c0)), TC(e.finish(v1, m0 + r1, n0 + c1))};
+    *reinterpret_cast<Pair*>(p) = Pair{TC(e.template finish<TC>(v0, m0 + r0, n0 + c0)),
+                                       TC(e.template finish<TC>(v1, m0 + r1, n0 + c1))};
   };
   auto put1 = [&](TC* p, float a, int r, int c) {
     const float v = e.scale(alpha, m0 + r, n0 + c) * a;
-    *p = TC(e.finish(beta == 0.0f ? v : v + beta * float(*p), m0 + r, n0 + c));
+    *p = TC(e.template finish<TC>(beta == 0.0f ? v : v + beta * float(*p), m0 + r, n0 + c));
   };
 
   if (sCn == 1 && sCm % 2 == 0 && base % (2 * sizeof(TC)) == 0) {

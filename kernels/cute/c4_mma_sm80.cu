@@ -327,9 +327,10 @@ __device__ __forceinline__ void epilogue_mma_sm80(int tile_m, int tile_n, int M,
           v0 += beta * float(old.x);
           v1 += beta * float(old.y);
         }
-        *reinterpret_cast<Pair*>(p) = Pair{TC(epi.finish(v0, r, c)), TC(epi.finish(v1, r, c + 1))};
+        *reinterpret_cast<Pair*>(p) = Pair{TC(epi.template finish<TC>(v0, r, c)),
+                                           TC(epi.template finish<TC>(v1, r, c + 1))};
       } else {
-        *p = TC(epi.finish(beta == 0.0f ? v0 : v0 + beta * float(*p), r, c));
+        *p = TC(epi.template finish<TC>(beta == 0.0f ? v0 : v0 + beta * float(*p), r, c));
       }
     }
     return;
@@ -341,7 +342,7 @@ __device__ __forceinline__ void epilogue_mma_sm80(int tile_m, int tile_n, int M,
       const int r = get<0>(tCcC(i)), c = get<1>(tCcC(i));
       float v = epi.scale(alpha, r, c) * tCrC(i);
       if (beta != 0.0f) v += beta * float(tCgC(i));
-      tCgC(i) = TC(epi.finish(v, r, c));
+      tCgC(i) = TC(epi.template finish<TC>(v, r, c));
     }
 }
 
