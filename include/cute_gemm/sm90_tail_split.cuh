@@ -93,7 +93,9 @@ __device__ __forceinline__ bool tail_fixup(Acc& acc, Acc const& sum, int thread,
                                            int slot, int piece, int pieces) {
   constexpr int kSize = decltype(cute::size(acc))::value;
   constexpr int kPart = (kCompensated ? 2 : 1) * kThreads * kSize;   // floats of one partial
-  constexpr int kGroup = 32;                               // loads in flight per thread
+  // loads in flight per thread: 32, or the largest power of two dividing a narrower tile's
+  // accumulators (80 of a 64x160 warpgroup tile: 16)
+  constexpr int kGroup = kSize % 32 == 0 ? 32 : kSize % 16 == 0 ? 16 : 8;
   static_assert(kSize % kGroup == 0, "whole groups");
   int* counter = reinterpret_cast<int*>(ws) + slot;
   float* parts = ws + kStreamKCounters + slot * pieces * kPart;
