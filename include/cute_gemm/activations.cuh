@@ -4,9 +4,9 @@
 //   gelu_tanh  v/2 (1 + tanh(sqrt(2/pi) (v + 0.044715 v^3)))   (gelu(approximate="tanh"))
 //   silu       v * sigmoid(v) = v / (1 + exp(-v))          (torch.nn.functional.silu)
 // In float with the accurate libdevice erff, tanhf and expf (a few ulp); kFast (a 16-bit
-// result) takes tanh.approx (error about 2^-11) and ex2.approx for gelu_tanh and silu,
-// an error below the result's own rounding, where the accurate forms cost a fused tile's
-// epilogue more than its store (docs/design/epilogue.md#the-activations-cost).
+// result) takes tanh.approx for gelu_tanh (error about 2^-11), below the result's own
+// rounding, where tanhf cost a fused tile's epilogue more than its store
+// (docs/design/epilogue.md#the-activations-cost).
 // A NaN stays a NaN (relu's comparison fails for it and returns it).
 #pragma once
 
@@ -30,7 +30,7 @@ __device__ __forceinline__ float activate(float v) {
     const float u = 0.79788456080286536f * (v + 0.044715f * v * v * v);
     return 0.5f * v * (1.0f + (kFast ? tanh_approx(u) : tanhf(u)));
   } else if constexpr (kAct == Act::silu) {
-    return kFast ? __fdividef(v, 1.0f + __expf(-v)) : v / (1.0f + expf(-v));
+    return v / (1.0f + expf(-v));
   } else {
     return v;
   }
