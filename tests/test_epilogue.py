@@ -321,6 +321,20 @@ def test_fused_compiles_keep_their_registers(name, entry, tag):
     assert not r.wgmma_serialized, f"{entry}: ptxas serialized its wgmmas"
 
 
+@pytest.mark.skipif(not matrix.FULL, reason=matrix.WHY)
+@pytest.mark.compiles("cute_tiny_k:bias+gelu_tanh+bfloat16", "sm_90", entries=("cute_tiny_k_bf16_bf16",))
+@pytest.mark.compiles("cute_tiny_k:bias+gelu_tanh+float32", "sm_90", entries=("cute_tiny_k_fp32_f32",))
+def test_gelu_tanh_takes_the_fast_tanh_into_16_bits_only():
+    """A 16-bit result's GELU(tanh) takes tanh.approx, an error under the result's rounding;
+    a float32 result keeps libdevice's tanhf (docs/design/epilogue.md#the-activations-cost)."""
+    from cute_gemm.build import cache
+    ptx = {e: cache.get(registry.get(f"cute_tiny_k:{tag}"), "sm_90", entries=(e,), ptx=True).ptx
+           for tag, e in (("bias+gelu_tanh+bfloat16", "cute_tiny_k_bf16_bf16"),
+                          ("bias+gelu_tanh+float32", "cute_tiny_k_fp32_f32"))}
+    assert "tanh.approx.f32" in ptx["cute_tiny_k_bf16_bf16"]
+    assert "tanh.approx.f32" not in ptx["cute_tiny_k_fp32_f32"]
+
+
 def test_a_repeat_call_takes_the_hot_path_with_its_own_vectors(events, monkeypatch):
     """The second call of a signature skips validation and launches with this call's vector
     pointers; a vector that overlaps out sends the call back to the full path."""
