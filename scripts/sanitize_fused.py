@@ -29,6 +29,9 @@ BATCH_MNK = (37, 45, 29)
 BATCH_TILES = (130, 259, 70)
 EPI_MNK = (77, 45, 129)
 EPI_TINY_MNK = (77, 45, 45)          # cute_tiny_k: its K is short (two k-tiles of 32, a residue)
+# a 16-bit result with rows of a multiple of 8 elements (the sm90 kernels' 16-byte stores) and
+# edge tiles along M and N: the vectors must be read within M and N there
+EPI_16B_MNK = (77, 264, 129)
 # the walk of the 8-bit kernel cut along K (tests/test_fp8_gpu.py's shape: 8 units, 65 k-tiles)
 FP8_CUT = (27, 1000, 8200)
 FP8 = tuple(p.name for p in PRECISION.values() if p.itemsize == 1)    # one type, or one of each
@@ -303,20 +306,21 @@ def epilogue_paths(names: list[str], with_gemm: bool, quick: bool) -> list[bool]
             if k.name in sixteen:
                 prec = sixteen[k.name]
                 dt = PRECISION_DTYPE[prec]
-                m, n, kk = EPI_TINY_MNK if k.name == "cute_tiny_k" else EPI_MNK
-                a, b = held.put(rng.standard_normal((m, kk), dtype=np.float32), dt), \
-                    held.put(rng.standard_normal((kk, n), dtype=np.float32), dt)
-                host, dev = _full_epilogue(held, rng, m, n, dt, "col", out_dtype=dt)
-                tag = f"{dt} vectors, {dt} result allocated {prec}"
+                shapes = [EPI_TINY_MNK] if k.name == "cute_tiny_k" else [EPI_MNK, EPI_16B_MNK]
+                for m, n, kk in shapes:
+                    a, b = held.put(rng.standard_normal((m, kk), dtype=np.float32), dt), \
+                        held.put(rng.standard_normal((kk, n), dtype=np.float32), dt)
+                    host, dev = _full_epilogue(held, rng, m, n, dt, "col", out_dtype=dt)
+                    tag = f"{dt} vectors, {dt} result allocated {prec}, {m}x{n}x{kk}"
 
-                def read(r):
-                    held.arrays.append(r)
-                    return r.to_host()
-                got = _launch(group, tag, lambda: api.run(k.name, a[1], b[1], precision=prec,
-                                                          epilogue=dev), read)
-                if got is not None:
-                    group.judge(tag, got, *check.reference(a[0], b[0], None, 1.0, 0.0, host),
-                                prec, dt)
+                    def read(r):
+                        held.arrays.append(r)
+                        return r.to_host()
+                    got = _launch(group, tag, lambda: api.run(k.name, a[1], b[1], precision=prec,
+                                                              epilogue=dev), read)
+                    if got is not None:
+                        group.judge(tag, got, *check.reference(a[0], b[0], None, 1.0, 0.0, host),
+                                    prec, dt)
         finally:
             held.close()
         oks.append(group.report())

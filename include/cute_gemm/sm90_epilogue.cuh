@@ -55,7 +55,9 @@ __device__ __forceinline__ void store_rows_16B(Thr const& thr, Acc const& acc, T
   Tensor tCgR = thr.partition_C(gR);                                                         // (MMA,MMA_M,MMA_N)
   Tensor tCcC = thr.partition_C(cC);                                                         // (MMA,MMA_M,MMA_N)
   const int q = threadIdx.x & 3;
-  const bool interior = rows >= TileM && cols >= TileN;
+  // (a fused epilogue's tile is always interior here: store_axpby sends its edge tiles to the
+  // pair stores, and the tests fold away)
+  const bool interior = !E::kNone || (rows >= TileM && cols >= TileN);
   CUTE_UNROLL
   for (int mm = 0; mm < size<1>(acc); ++mm) {
     CUTE_UNROLL
@@ -114,9 +116,13 @@ __device__ __forceinline__ void store_axpby(TiledMma const& mma, int thread, Acc
   CUTE_STATIC_ASSERT_V(size(tCgC) == size(acc));                                          // one value each
   const int rows = M - m0, cols = N - n0;
   alpha = e.tile_scale(alpha);                             // (per element: e.element_scale)
-  // Row-major 16-bit C, rows 16-byte aligned, nothing to read: 16-byte stores (above).
+  // Row-major 16-bit C, rows 16-byte aligned, nothing to read: 16-byte stores (above). Not a
+  // fused epilogue's edge tile: store_rows_16B finishes every value of a block before its
+  // stores' predicates, which would read the epilogue's vectors past M or N; the pair stores
+  // below test first.
   if constexpr (sizeof(TC) == 2) {
-    if (beta == 0.0f && sCn == 1 && sCm % 8 == 0 && reinterpret_cast<unsigned long long>(C) % 16 == 0) {
+    if (beta == 0.0f && sCn == 1 && sCm % 8 == 0 && reinterpret_cast<unsigned long long>(C) % 16 == 0
+        && (E::kNone || (rows >= TileM && cols >= TileN))) {
       store_rows_16B<TileM, TileN>(thr, acc, C, sCm, m0, n0, rows, cols, alpha, e);
       return;
     }
