@@ -38,10 +38,13 @@ template <bool VEC, bool GUARD, class E = Epilogue<>>
 __device__ __forceinline__ void store4_axpby(float alpha, float4 acc, float beta, float* p,
                                              bool row_ok, int left, E const& e = E{},
                                              int m = 0, int n = 0) {
-  if (GUARD && !row_ok) return;
+  if (GUARD && (!row_ok || left <= 0)) return;
   if constexpr (!E::kNone) {        // each element's own scale, then alpha' = 1 (exact)
-    acc = make_float4(e.scale(alpha, m, n) * acc.x, e.scale(alpha, m, n + 1) * acc.y,
-                      e.scale(alpha, m, n + 2) * acc.z, e.scale(alpha, m, n + 3) * acc.w);
+    // (columns past the result's clamped to its last: a scale is never read past N)
+    const int last = GUARD ? left - 1 : 3;
+    acc = make_float4(e.scale(alpha, m, n) * acc.x, e.scale(alpha, m, n + min(1, last)) * acc.y,
+                      e.scale(alpha, m, n + min(2, last)) * acc.z,
+                      e.scale(alpha, m, n + min(3, last)) * acc.w);
     alpha = 1.0f;
   }
   if (VEC && (!GUARD || left >= 4)) {

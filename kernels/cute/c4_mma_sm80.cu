@@ -320,7 +320,9 @@ __device__ __forceinline__ void epilogue_mma_sm80(int tile_m, int tile_n, int M,
       const int r = get<0>(tCcC(i)), c = get<1>(tCcC(i));   // (m,n) of the MMA's first value
       if (!interior && (r >= M || c >= N)) continue;
       TC* p = &tCgR(i);
-      float v0 = epi.scale(alpha, r, c) * tCrC(i), v1 = epi.scale(alpha, r, c + 1) * tCrC(i + 1);
+      // (c + 1 past N on an edge tile: its scale read at N - 1, the value never stored)
+      float v0 = epi.scale(alpha, r, c) * tCrC(i),
+            v1 = epi.scale(alpha, r, interior ? c + 1 : min(c + 1, N - 1)) * tCrC(i + 1);
       if (interior || c + 1 < N) {
         if (beta != 0.0f) {
           const Pair old = *reinterpret_cast<const Pair*>(p);
