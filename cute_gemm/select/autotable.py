@@ -54,6 +54,11 @@ class Measured:
     def shape(self) -> tuple[int, int, int]:
         return (self.m, self.n, self.k)
 
+    @property
+    def key(self) -> tuple:
+        """The problem it measured: a table holds one row of each (Table.put)."""
+        return (self.shape, self.layout, self.aligned, self.precision)
+
     def ranked(self) -> list[tuple[str, float]]:
         """(candidate, ms) of the candidates that ran, fastest first (ties: as listed)."""
         return sorted(((c, t) for c, t in self.times.items() if t is not None), key=lambda ct: ct[1])
@@ -99,12 +104,8 @@ class Table:
 
     def put(self, row: Measured | Batched) -> None:
         """Add a measured row (or batch), in place of one of the same problem."""
-        if isinstance(row, Batched):
-            self.batches[:] = [b for b in self.batches if b.key != row.key] + [row]
-        else:
-            same = (row.shape, row.layout, row.aligned, row.precision)
-            self.rows[:] = [r for r in self.rows
-                            if (r.shape, r.layout, r.aligned, r.precision) != same] + [row]
+        rows = self.batches if isinstance(row, Batched) else self.rows
+        rows[:] = [r for r in rows if r.key != row.key] + [row]
 
     def to_dict(self) -> dict:
         # each row's winner is for people reading the file; recomputed on load
