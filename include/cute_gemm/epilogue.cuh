@@ -42,48 +42,36 @@ struct EpiArgs {
   int blk_a_sm, blk_a_sk, blk_b_sk, blk_b_sn;
 };
 
-// One element of a vector, loaded where it is used: a volatile load is neither hoisted out of
-// a kernel's unrolled store loops nor merged with its neighbours, so the vector's values are
-// not all held in registers at once beside the accumulators (v9_warptile, at its 128-register
-// budget, spilled).
-template <class TV>
+// One element of a vector. Pinned (the default): a volatile load, neither hoisted out of a
+// kernel's unrolled store loops nor merged with its neighbours, so the vector's values are not
+// all held in registers at once beside the accumulators (v9_warptile, at its 128-register
+// budget, spilled). Not pinned: a plain load, which the compiler batches and shares between
+// the rows of a column, for the stores of a kernel with registers to spare (the sm90 ones: a
+// pinned load a piece kept each bias element's latency on the store path,
+// docs/design/epilogue.md#the-bias-loads).
+template <class TV, bool kPinned = true>
 __device__ __forceinline__ float vector_at(const void* base, int i) {
   const TV* p = static_cast<const TV*>(base) + i;
   if constexpr (sizeof(TV) == 4) {
     float v;
-    asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(p));
+    if constexpr (kPinned) asm volatile("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(p));
+    else asm("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(p));
     return v;
   } else {
     unsigned short h;
-    asm volatile("ld.global.nc.u16 %0, [%1];" : "=h"(h) : "l"(p));
-    TV x;
-    x = TV::bitcast(h);
-    return float(x);
-  }
-}
-
-// Elements o and o + step of a vector for the stores of a tile whose kernel has registers to
-// spare (the sm90 ones): plain loads, which the compiler batches and shares between the rows of
-// a column (a volatile load a piece, as vector_at, kept each bias element's latency on the
-// store path: docs/design/epilogue.md#the-bias-loads); one 32- or 64-bit load where the two are
-// neighbours and aligned, one where step is 0 (a bias along the other axis).
-template <class TV>
-__device__ __forceinline__ float vector_ld(const TV* p) {
-  if constexpr (sizeof(TV) == 4) {
-    float v;
-    asm("ld.global.nc.f32 %0, [%1];" : "=f"(v) : "l"(p));
-    return v;
-  } else {
-    unsigned short h;
-    asm("ld.global.nc.u16 %0, [%1];" : "=h"(h) : "l"(p));
+    if constexpr (kPinned) asm volatile("ld.global.nc.u16 %0, [%1];" : "=h"(h) : "l"(p));
+    else asm("ld.global.nc.u16 %0, [%1];" : "=h"(h) : "l"(p));
     return float(TV::bitcast(h));
   }
 }
+
+// Elements o and o + step of a vector, not pinned (vector_at): one 32- or 64-bit load where the
+// two are neighbours and aligned, one where step is 0 (a bias along the other axis).
 template <class TV>
 __device__ __forceinline__ float2 vector_pair(const void* base, int o, int step) {
   const TV* p = static_cast<const TV*>(base) + o;
   if (step == 0) {
-    const float v = vector_ld(p);
+    const float v = vector_at<TV, false>(base, o);
     return make_float2(v, v);
   }
   if (step == 1 && reinterpret_cast<unsigned long long>(p) % (2 * sizeof(TV)) == 0) {
@@ -97,7 +85,7 @@ __device__ __forceinline__ float2 vector_pair(const void* base, int o, int step)
       return make_float2(float(TV::bitcast(uint16_t(w))), float(TV::bitcast(uint16_t(w >> 16))));
     }
   }
-  return make_float2(vector_ld(p), vector_ld(p + step));
+  return make_float2(vector_at<TV, false>(base, o), vector_at<TV, false>(base, o + step));
 }
 
 template <bool kBias = false, bool kScale = false, Act kAct = Act::none, bool kClamp = false,

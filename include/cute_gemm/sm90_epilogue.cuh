@@ -44,7 +44,7 @@ __device__ __forceinline__ void quad_transpose(uint32_t (&w)[4]) {
 template <int TileM, int TileN, class TC, class Thr, class Acc, class E>
 __device__ __forceinline__ void store_rows_16B(Thr const& thr, Acc const& acc, TC* C,
                                                long long sCm, int m0, int n0, int rows,
-                                               int cols, float alpha, E const& e) {
+                                               int cols, bool interior, float alpha, E const& e) {
   using namespace cute;
   static_assert(sizeof(TC) == 2, "16-bit results: 8 columns in 16 bytes");
   constexpr int kVals = decltype(size<0>(acc))::value;   // an atom's (2,2,N/8) values
@@ -55,9 +55,6 @@ __device__ __forceinline__ void store_rows_16B(Thr const& thr, Acc const& acc, T
   Tensor tCgR = thr.partition_C(gR);                                                         // (MMA,MMA_M,MMA_N)
   Tensor tCcC = thr.partition_C(cC);                                                         // (MMA,MMA_M,MMA_N)
   const int q = threadIdx.x & 3;
-  // (a fused epilogue's tile is always interior here: store_axpby sends its edge tiles to the
-  // pair stores, and the tests fold away)
-  const bool interior = !E::kNone || (rows >= TileM && cols >= TileN);
   CUTE_UNROLL
   for (int mm = 0; mm < size<1>(acc); ++mm) {
     CUTE_UNROLL
@@ -115,6 +112,7 @@ __device__ __forceinline__ void store_axpby(TiledMma const& mma, int thread, Acc
   Tensor tCcC = thr.partition_C(cC);                                                       // (MMA,MMA_M,MMA_N)
   CUTE_STATIC_ASSERT_V(size(tCgC) == size(acc));                                          // one value each
   const int rows = M - m0, cols = N - n0;
+  const bool interior = rows >= TileM && cols >= TileN;
   alpha = e.tile_scale(alpha);                             // (per element: e.element_scale)
   // Row-major 16-bit C, rows 16-byte aligned, nothing to read: 16-byte stores (above). Not a
   // fused epilogue's edge tile: store_rows_16B finishes every value of a block before its
@@ -122,8 +120,9 @@ __device__ __forceinline__ void store_axpby(TiledMma const& mma, int thread, Acc
   // below test first.
   if constexpr (sizeof(TC) == 2) {
     if (beta == 0.0f && sCn == 1 && sCm % 8 == 0 && reinterpret_cast<unsigned long long>(C) % 16 == 0
-        && (E::kNone || (rows >= TileM && cols >= TileN))) {
-      store_rows_16B<TileM, TileN>(thr, acc, C, sCm, m0, n0, rows, cols, alpha, e);
+        && (E::kNone || interior)) {
+      // (a fused tile here is interior: passed as a constant, its tests fold away)
+      store_rows_16B<TileM, TileN>(thr, acc, C, sCm, m0, n0, rows, cols, !E::kNone || interior, alpha, e);
       return;
     }
   }
@@ -149,7 +148,7 @@ __device__ __forceinline__ void store_axpby(TiledMma const& mma, int thread, Acc
       const float2 v = e.template finish2<TC>(v0, v1, r, c);
       *reinterpret_cast<Pair*>(p) = Pair{TC(v.x), TC(v.y)};
     };
-    if (rows >= TileM && cols >= TileN) {
+    if (interior) {
       CUTE_UNROLL
       for (int i = 0; i < size(acc); i += 2) put(i);
       return;
