@@ -246,12 +246,13 @@ def install(monkeypatch):
     monkeypatch.setattr(workspace, "_free", [])
     monkeypatch.setenv("CUTE_GEMM_STREAM_K", "0")    # (occupancy needs a real driver)
     fns: dict = {}
+    modes: dict = {}        # kernel name -> Loaded.modes (kept, as a real Loaded keeps it)
 
     class Plan:
         smem_limit, sm_count, ordinal = 232448, 132, 0
 
         def __init__(self, k):
-            self.k = k
+            self.k, self.modes = k, modes.setdefault(k.name, {})
 
         def function(self, entry, group=()):
             return fns.setdefault((self.k.name, entry), launch.Function(self.k.name, entry, entry))

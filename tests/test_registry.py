@@ -11,7 +11,7 @@ import cute_gemm
 from cute_gemm import registry
 from cute_gemm.build import paths
 from cute_gemm.plan import resolve
-from cute_gemm.registry import Variant
+from cute_gemm.registry import Variant, records
 
 KERNELS = registry.kernels()
 
@@ -74,6 +74,15 @@ def test_grid_covers_output(k):
         elif k.tile:
             bm, bn, _ = k.tile
             assert gx * gy * gz >= -(-m // bm) * -(-n // bn)
+
+
+@pytest.mark.parametrize("k", KERNELS, ids=lambda k: k.name)
+def test_every_extent_up_to_one_launch_takes_one_launch(k):
+    """execute.gemm_device asks launch_extents only past records.ONE_LAUNCH: below it every
+    kernel's grid and indices take the whole problem, either way round."""
+    x = records.ONE_LAUNCH
+    for transposed in (False, True):
+        assert k.launch_extents(x, x, x, transposed) == (x, x, x)
 
 
 def test_unknown_kernel_lists_valid_names():

@@ -183,9 +183,12 @@ class Signature:
     `spans` (role "a", "b", "c", "out" -> Operand.span(), inlined), `producers` (CAI v3);
     for N-D operands, `shape`, the result's (the batch's extents, M, N; None: 2-D), and
     `batch`, the (outer, inner) problems its launches walk ((1, 1): one, or a batch folded
-    into one taller problem, batching.fold)."""
+    into one taller problem, batching.fold); and the call's class, as the tune tables name
+    it: `layout` (records.LAYOUTS: "t" where an operand's unit stride runs the other way,
+    one without one counting as "n") and `aligned` (pointers and leading dimensions all
+    16-byte aligned, O None counting as a new row-major array: the vector and TMA paths')."""
     __slots__ = ("A", "B", "C", "O", "m", "n", "k", "stream", "fits", "spans", "producers",
-                 "shape", "batch", "made")
+                 "shape", "batch", "made", "layout", "aligned")
 
     @property
     def modes(self) -> int:
@@ -200,6 +203,12 @@ class Signature:
         self.shape, self.batch, self.made = shape, A.bcount, made
         (self.m, self.k), self.n = A.shape, B.shape[1]
         self.fits = fits({"a": A, "b": B} if O is None else {"a": A, "b": B, "c": O})
+        (a_major, a_align), (b_major, b_align) = self.fits["a"], self.fits["b"]
+        self.layout = ("t" if a_major == "m" else "n") + ("t" if b_major == "k" else "n")
+        e = ITEMSIZE[A.dtype]
+        self.aligned = ((self.n * e % 16 == 0 if O is None
+                         else self.fits["c"][1] * ITEMSIZE[O.dtype] >= 16)
+                        and a_align * e >= 16 and b_align * ITEMSIZE[B.dtype] >= 16)
         self.spans, self.producers = {}, set()
         for role, op in (("a", A), ("b", B), ("c", C), ("out", O)):
             if op is None:
@@ -296,14 +305,19 @@ def parse(name: str, obj, stream: int | None = None) -> Operand:
             if cai.get("mask") is not None:
                 raise InputError(f"{name} is a masked array (__cuda_array_interface__ mask): not supported")
             ptr, ro = cai["data"]
-            st, e, strides = cai.get("strides"), ITEMSIZE[dtype], None
-            if st is not None:
-                if len(st) != len(shape) or any(int(x) % e for x in st):
-                    raise ShapeError(f"{name} has strides {tuple(st)} (bytes) that are not a multiple of {e}")
-                strides = tuple(int(x) // e for x in st)
+            st, e = cai.get("strides"), ITEMSIZE[dtype]
+            if st is None:
+                st = (max(int(shape[1]), 1), 1) if len(shape) == 2 else _row_major(shape)
+            elif len(st) != len(shape) or any(int(x) % e for x in st):
+                raise ShapeError(f"{name} has strides {tuple(st)} (bytes) that are not a multiple of {e}")
+            else:
+                st = tuple(int(x) // e for x in st)
             sv = cai.get("stream")   # v3: 1 legacy default, 2 per-thread default, else a handle
-            op = _operand(name, obj, True, int(ptr or 0), shape, strides, dtype, bool(ro),
-                          stream=None if sv is None else int(sv))
+            # (the Operand built here, not by _operand: run()'s path for device arrays)
+            op = Operand(name, obj, True, int(ptr or 0), (int(shape[-2]), int(shape[-1])),
+                         (int(st[-2]), int(st[-1])), dtype, bool(ro), None,
+                         None if sv is None else int(sv), tuple(map(int, shape[:-2])),
+                         tuple(map(int, st[:-2])))
             empty = 0 in op.shape or 0 in op.lead
             return _nonnull(op) if not empty and (op.ptr == 0 or op.ptr % e) else op
         except (KeyError, TypeError, ValueError, IndexError) as e:

@@ -217,7 +217,7 @@ class Site:
 
     def __init__(self, f: Function, grid, block, smem: int, pdl: bool = False):
         self.f, self.grid, self.block, self.smem, self.pdl = f, tuple(grid), tuple(block), smem, pdl
-        if smem > 48 * 1024:        # (the default limit: no opt-in below it)
+        if smem > 48 * 1024 and smem > f.smem_set:      # (below 48 KB: no opt-in)
             _raise_smem_limit(f, smem)
         self.go = None if pdl else functools.partial(driver.bindings().cuLaunchKernel, f.handle,
                                                      *self.grid, *self.block, smem)

@@ -15,8 +15,8 @@ from ..driver import launch, pool
 from ..driver.arrays import Operand
 from ..driver.kernel_args import F, I, L, P, arg_block, packed
 from ..registry.records import AS_PLANNED, PRECISION_DTYPE, Pick
-from .relayout import entry_for, pieces, prepared
-from .resolve import loaded
+from .relayout import pieces, prepared
+from .resolve import entry_for, loaded
 
 
 # c7's passes: each operand as an (R, K) source of strides (sr, sk)

@@ -15,13 +15,13 @@ from .. import registry
 from ..base import memo
 from ..driver import launch, pool
 from .composed import Composed
-from .relayout import Scale2d, batch_scratch, entry_for, pieces, prepared
+from .relayout import Scale2d, batch_scratch, pieces, prepared
 from ..driver.arrays import Operand
 from ..base.errors import CudaError, ShapeLimitError
 from ..base.precisions import ACCUMULATOR
 from ..registry.epilogue import EPILOGUE_ONLY
-from ..registry.records import AS_PLANNED, PRECISION_DTYPE, Pick
-from .resolve import CACHE, UTIL, launch_group, layout_launches, loaded
+from ..registry.records import AS_PLANNED, ONE_LAUNCH, PRECISION_DTYPE, Pick
+from .resolve import CACHE, UTIL, entry_for, launch_group, layout_launches, loaded
 
 
 def _sub(op: Operand | None, i0: int, j0: int, rows: int, cols: int) -> Operand | None:
@@ -190,7 +190,8 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
             precision = next(p for p in k.precisions if k.computes(p, T.dtype))
         dt = PRECISION_DTYPE[precision]
         A, B, kk = replace(A, shape=(m, 0), dtype=dt), replace(B, shape=(0, n), dtype=dt), 0
-    mc, nc, kc = k.launch_extents(m, n, kk, pick.transposed)
+    mc, nc, kc = ((m, n, kk) if max(m, n, kk) <= ONE_LAUNCH
+                  else k.launch_extents(m, n, kk, pick.transposed))
     if (mc, nc, kc) != (m, n, kk):
         # beyond one launch (grid limits, 32-bit indices): launches on blocks of C, and
         # along K each piece adds to what the one before left in T
@@ -221,7 +222,10 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
                 and _stand_in(stand_in, A, B, C, T, alpha, beta, stream, ordinal)):
             _composed_start(k, ordinal)     # after the stand-in's own compile
             return None
-        fast = memo.keep(CACHE.launches, key, Composed(k, ordinal, A, B, T, pick))
+        fast = Composed(k, ordinal, A, B, T, pick)
+        if len(CACHE.launches) >= memo.ENTRIES:     # (bounded: base/memo.py)
+            CACHE.launches.clear()
+        CACHE.launches[key] = fast
     elif fast is None:
         smem = k.smem_bytes(m, n, kk)       # (read once: the device's limit, the launch)
         lk = loaded(k, ordinal)
@@ -234,7 +238,9 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
                     lk.ready(group)             # begins the compile, after the stand-in's own
                     return None
         fast = prepared(k, ordinal, A, B, T, swap, variant, copies, pick, smem)
-        memo.keep(CACHE.launches, key, fast)
+        if len(CACHE.launches) >= memo.ENTRIES:
+            CACHE.launches.clear()
+        CACHE.launches[key] = fast
     if C is not None and not C.same_view(T):
         _scale2d(ordinal, stream, 1.0, C, T)       # the launch updates T in place
     if epi is not None:

@@ -29,7 +29,6 @@ from __future__ import annotations
 import sys
 
 from .. import driver
-from ..base import memo
 from ..driver import launch
 from ..driver.arrays import DeviceArray, Operand, framework_stream, stream_reader
 from .resolve import CACHE
@@ -268,8 +267,9 @@ def remember_new(key, fast, A: Operand, B: Operand, result, epi=None) -> None:
     alloc = _allocator(result, A.obj)
     if alloc is None or not _streams_held(key[2], (A, B)):
         return
-    memo.keep(CACHE.results, key, (fast[1], *alloc, None if epi is None else EpilogueAt(epi)),
-              HOT_ENTRIES)
+    if len(CACHE.results) >= HOT_ENTRIES:       # (bounded: base/memo.py)
+        CACHE.results.clear()
+    CACHE.results[key] = (fast[1], *alloc, None if epi is None else EpilogueAt(epi))
 
 
 def launch_or_sign(name, precision, a, b, out, alpha, beta, stream, ep=None):
@@ -326,6 +326,7 @@ def remember(key, fast, sig, epi=None) -> None:
     # each operand's byte span relative to its pointer (fixed by the signature), for the
     # overlap test
     (alo, ahi), (blo, bhi), (olo, ohi) = sig.spans["a"], sig.spans["b"], sig.spans["out"]
-    memo.keep(CACHE.hot, key, (fast[1], (alo - A.ptr, ahi - A.ptr, blo - B.ptr, bhi - B.ptr,
-                                         olo - O.ptr, ohi - O.ptr),
-                               None if epi is None else EpilogueAt(epi)), HOT_ENTRIES)
+    if len(CACHE.hot) >= HOT_ENTRIES:           # (bounded: base/memo.py)
+        CACHE.hot.clear()
+    CACHE.hot[key] = (fast[1], (alo - A.ptr, ahi - A.ptr, blo - B.ptr, bhi - B.ptr,
+                                olo - O.ptr, ohi - O.ptr), None if epi is None else EpilogueAt(epi))

@@ -14,7 +14,6 @@ def pieces(extent: int, step: int):
 
 from . import streamk
 from .. import registry
-from ..base import memo
 from ..driver import launch, pool, workspace
 from ..base.errors import CuteGemmError
 from ..driver.batching import Z_MAX
@@ -114,7 +113,9 @@ class TensorMaps:
             maps = tuple(launch.encode_tensor_map(p, self.precision, dims, ld, box, self.swizzle,
                                                   modes)
                          for p, (dims, ld, box, modes) in ((pa, self.a), (pb, self.b)))
-            memo.keep(self.memo, (pa, pb), maps, 64)
+            if len(self.memo) >= 64:         # (bounded: base/memo.py)
+                self.memo.clear()
+            self.memo[pa, pb] = maps
         return maps
 
 
@@ -185,15 +186,15 @@ class Launcher:
             pack = ((launch.pack_gemm_args_ws_epi if plan.fused else launch.pack_gemm_args_ws)
                     if extra else launch.pack_gemm_args)
         launch.check_params(f, pack.sizes)
+        gx, gy, gz = plan.grid
+        self.site = [launch.Site(f, (gx, gy, z if along_z else gz), plan.block, plan.smem, plan.pdl)
+                     for _, z in self.zs]
+        self.site = self.site[0] if len(self.zs) == 1 else self.site
         self.pack = functools.partial(pack, *args, *extra)
         self.local = threading.local()
         self.local.packed = self.pack()     # (this thread's; another's packs at its first call)
         self.tail = None if reduce is None else Reduction(
             reduce, plan.reduce_grid, m, n, plan.split_k, sc, plan.reduce_pdl)
-        gx, gy, gz = plan.grid
-        self.site = [launch.Site(f, (gx, gy, z if along_z else gz), plan.block, plan.smem, plan.pdl)
-                     for _, z in self.zs]
-        self.site = self.site[0] if len(self.zs) == 1 else self.site
         # (most launches: one kernel, its arguments as they come, nothing else to do)
         self.plain = not (plan.workspace_bytes or head or plan.swap or plan.tma or plan.pdl
                           or len(self.zs) > 1)

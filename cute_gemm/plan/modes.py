@@ -1,6 +1,7 @@
 """Launch modes, a class each: the entry points a launch compiles at once (`entries`) and its
 Launcher with grid, workspace and plan (`launcher`), None where the mode does not take the
-launch; resolve() and launch_entries ask MODES in order and keep the first answer, and
+launch; resolve() and launch_entries ask MODES in order (resolve: those that take the
+variant) and keep the first answer, and
 Pricer prices a launch as the mode that runs it (what auto scales tune tables' times by);
 a new mode is one class (docs/howto/launch-mode.md). Their arithmetic: streamk.py."""
 from __future__ import annotations
@@ -37,12 +38,20 @@ def pdl(k: registry.Kernel, info) -> bool:
 class At(SimpleNamespace):
     """A launch resolve() asks about: k, lk (its resolve.Loaded), load (loaded()), variant,
     m, n, kk, km x kn as the entry sees it, swap, the Pick's split_k and reduce, strides,
-    smem, group (launch_entries without reduce), batched and bstrides (a batch: its
-    strides of A, B and C), base (LaunchPlan fields of every mode)."""
+    smem, group (launch_entries without reduce), stream_k (stream_k_on), batched and
+    bstrides (a batch: its strides of A, B and C), base (LaunchPlan fields of every mode)."""
 
 
 class Plain:
     """The kernel's own grid (Kernel.grid) on its own entry point, and the protocol."""
+
+    def may_launch(self, k: registry.Kernel, v: registry.Variant, reduce: bool,
+                   stream_k: bool) -> bool:
+        """Whether the mode may launch `v` for a pick asking for a reduction launch or not
+        (`reduce`), with the modes past the plain grid on or off (`stream_k`, stream_k_on):
+        its twins, k's grid (registry data, asked once per variant and request, resolve.
+        Loaded.modes); launcher() decides per launch."""
+        return True
 
     def entries(self, k: registry.Kernel, v: registry.Variant, reduce: bool,
                 split: bool = True) -> tuple | None:
@@ -74,6 +83,9 @@ class StreamK(Plain):
     empty wave over its CTAs, after a head launch of its data-parallel sibling running the
     whole waves (stream_k_plan); or, Pick.split_k, the twin alone with split_k CTAs a tile."""
 
+    def may_launch(self, k, v, reduce, stream_k):
+        return bool(v.stream_k) and stream_k
+
     def entries(self, k, v, reduce, split=True):
         if not (v.stream_k and k.tile is not None) or not (split or v.stream_k_fill > 0):
             return None
@@ -81,7 +93,7 @@ class StreamK(Plain):
 
     def launcher(self, at):
         v, k, lk = at.variant, at.k, at.lk
-        if not v.stream_k or v.stream_k not in at.group:   # no twin, or stream-K off
+        if v.stream_k not in at.group:      # stream-K off, or a twin for splits alone
             return None
         info = launch.device_info(lk.ordinal)
         dp, sk_smem = streamk.stream_k_dp_entry(v), k.stream_k_smem_bytes(at.m, at.n, at.kk)
@@ -125,13 +137,14 @@ class SplitReduce(Plain):
     tiles x split_k CTAs, each storing its share of K into a workspace slice, then REDUCE
     summing the slices into C."""
 
+    def may_launch(self, k, v, reduce, stream_k):
+        return bool(v.split) and reduce and stream_k
+
     def entries(self, k, v, reduce, split=True):
         return (v.split,) if reduce and v.split else None
 
     def launcher(self, at):
         v, k, lk = at.variant, at.k, at.lk
-        if not (at.split_k and at.reduce and v.split and stream_k_on()):
-            return None
         f = lk.function(v.split, (v.split,))
         info = launch.device_info(lk.ordinal)
         planned = self.plan(k, v, at.km, at.kn, at.kk,
@@ -166,15 +179,16 @@ class Walk(Plain):
     """A persistent kernel's walk (PersistentGrid) whose last wave may be cut along K
     (tail_split, sm90_tail_split.cuh): the cut twin (Variant.cut) where the plan cuts."""
 
+    def may_launch(self, k, v, reduce, stream_k):
+        return isinstance(k.grid, PersistentGrid) and bool(k.grid.tail_split)
+
     def entries(self, k, v, reduce, split=True):
         return (v.entry, v.cut) if v.cut else None
 
     def launcher(self, at):
         g, v = at.k.grid, at.variant
-        if not (isinstance(g, PersistentGrid) and g.tail_split):
-            return None
         wm, wn = (at.kn, at.km) if v.walks_transposed else (at.km, at.kn)   # the tiles it walks
-        cut, grid = g.walk(wm, wn, at.kk, at.lk.sm_count, stream_k_on(), ITEMSIZE[v.dtype])
+        cut, grid = g.walk(wm, wn, at.kk, at.lk.sm_count, at.stream_k, ITEMSIZE[v.dtype])
         if cut[1] == 1:
             return self.plain(at, v.entry, grid, tail_split=cut)
         ws = streamk.tail_split_workspace_bytes(g.units(wm, wn) - cut[0], g.cluster, cut[1],

@@ -16,7 +16,7 @@ from ..driver.arrays import Operand
 from ..driver.kernel_args import F, I, L, P, arg_block, packed
 from ..registry.records import AS_PLANNED, Pick
 from .launcher import pieces
-from .resolve import UTIL, UTIL_ENTRY, choose, copy_target, loaded, oriented, resolve, swapped
+from .resolve import UTIL, UTIL_ENTRY, copy_target, loaded, oriented, resolve
 
 
 def padded(op: Operand) -> tuple[int, int]:
@@ -146,9 +146,10 @@ class Relaid:
         copied_c = "c" in copies
         self.back = Scale2d(ordinal, W, T) if copied_c else None
         self.load_c = Scale2d(ordinal, T, W) if copied_c else None
+        A2, B2 = ops["a"], ops["b"]
         self.launcher = resolve(k, ordinal, variant, copies, m, n, kk,
-                                (ops["a"].strides, ops["b"].strides, W.strides), swap, pick,
-                                batch=batch_of(ops["a"], ops["b"], W))
+                                (A2.strides, B2.strides, W.strides), swap, pick,
+                                batch=(W.bcount, (A2.bstrides, B2.bstrides, W.bstrides)))
 
     @property
     def plan(self):
@@ -173,38 +174,12 @@ class Relaid:
 
 
 # ---- a launch of kernel k for operands shaped and strided as A, B and T ----------------------
-def entry_for(k: registry.Kernel, lk, A: Operand, B: Operand, T: Operand, precision: str,
-              pick, fits: dict | None = None, smem: int | None = None) -> tuple:
-    """(swap, variant, copies) of a launch of `k` (its Loaded `lk`) on A, B into T as `pick`
-    asks: its shared memory checked against the device's limit, the problem or its
-    transpose (resolve.swapped), and the entry point with the operands it needs copied, in
-    the roles the entry sees (A, B, C, or B^T, A^T, C^T: copies are made in those roles).
-    fits: arrays.fits() of A, B and T as "c", where known (the call's Signature); smem:
-    k.smem_bytes at this shape, where known."""
-    (m, kk), n = A.shape, B.shape[1]
-    if (k.smem_bytes(m, n, kk) if smem is None else smem) > lk.smem_limit:
-        k.check_limits(m, n, kk, lk.smem_limit)     # its error
-    swap = swapped(k, m, n, pick.transposed)
-    ops = {"a": A, "b": B, "c": T}
-    if swap:        # (the fits known are of the operands as given)
-        ops, fits = oriented(swap, ops), None
-    variant, copies = choose(k, ops, precision, T.dtype, fits)
-    return swap, variant, copies
-
-
-def batch_of(A: Operand, B: Operand, T: Operand):
-    """A launch's batch, as resolve takes it: None for one problem, else ((outer, inner)
-    problems, the batch strides of A, B and T)."""
-    if T.bcount == (1, 1):
-        return None
-    return T.bcount, (A.bstrides, B.bstrides, T.bstrides)
-
-
 def prepared(k: registry.Kernel, ordinal: int, A: Operand, B: Operand, T: Operand, swap,
              variant, copies, pick, smem: int | None = None):
-    """That launch made ready to call with pointers: on copies (Relaid) where the entry needs
+    """A launch (resolve.entry_for) made ready to call with pointers: on copies (Relaid) where the entry needs
     them, else a resolved Launcher (smem: k.smem_bytes at this shape, where known)."""
     if copies:
         return Relaid(k, ordinal, variant, copies, swap, A, B, T, pick)
     return resolve(k, ordinal, variant, copies, A.shape[0], B.shape[1], A.shape[1],
-                   (A.strides, B.strides, T.strides), swap, pick, smem, batch_of(A, B, T))
+                   (A.strides, B.strides, T.strides), swap, pick, smem,
+                   (T.bcount, (A.bstrides, B.bstrides, T.bstrides)))

@@ -107,6 +107,8 @@ class Loaded:
     smem_limit: int
     sm_count: int = 0
     functions: dict = field(default_factory=dict)   # entry -> launch.Function
+    # (entry, what a pick asks) -> (the launch's entry points, the modes that may launch it)
+    modes: dict = field(default_factory=dict)
     cubins: dict = field(default_factory=dict)      # entry -> the cache.Compiled holding it
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -324,8 +326,9 @@ def choose(k: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
     key = (k.name, tuple(fits.items()), shape_class(m, n, kk), precision, out_dtype)
     hit = _chosen.get(key)
     if hit is None or hit[0] is not k:      # (or kept for another kernel of that name: tests
-        hit = memo.keep(_chosen, key,      # may register one)
-                        (k, *choose_exactly(k, ops, precision, out_dtype, fits)))
+        if len(_chosen) >= memo.ENTRIES:    # may register one; bounded: base/memo.py)
+            _chosen.clear()
+        hit = _chosen[key] = (k, *choose_exactly(k, ops, precision, out_dtype, fits))
     return hit[1], list(hit[2])
 
 
@@ -396,8 +399,10 @@ def choose_contiguous(k: registry.Kernel, m: int, n: int, kk: int, layout: str,
     key = (k.name, classes or shape_class(m, n, kk), layout, precision, out_dtype)
     hit = _chosen_contiguous.get(key)
     if hit is None or hit[0] is not k:
-        hit = memo.keep(_chosen_contiguous, key, (k, *choose(
-            k, contiguous(m, n, kk, layout, precision, out_dtype), precision, out_dtype)))
+        if len(_chosen_contiguous) >= memo.ENTRIES:
+            _chosen_contiguous.clear()
+        hit = _chosen_contiguous[key] = (k, *choose(
+            k, contiguous(m, n, kk, layout, precision, out_dtype), precision, out_dtype))
     return hit[1], list(hit[2])
 
 
@@ -471,28 +476,58 @@ def layout_launches(k: registry.Kernel, layout: str, precisions: tuple[str, ...]
     return {name: tuple(sets) for name, sets in out.items()}
 
 
+def entry_for(k: registry.Kernel, lk, A: Operand, B: Operand, T: Operand, precision: str,
+              pick, fits: dict | None = None, smem: int | None = None) -> tuple:
+    """(swap, variant, copies) of a launch of `k` (its Loaded `lk`) on A, B into T as `pick`
+    asks: its shared memory checked against the device's limit, the problem or its
+    transpose (resolve.swapped), and the entry point with the operands it needs copied, in
+    the roles the entry sees (A, B, C, or B^T, A^T, C^T: copies are made in those roles).
+    fits: arrays.fits() of A, B and T as "c", where known (the call's Signature); smem:
+    k.smem_bytes at this shape, where known."""
+    (m, kk), n = A.shape, B.shape[1]
+    if (k.smem_bytes(m, n, kk) if smem is None else smem) > lk.smem_limit:
+        k.check_limits(m, n, kk, lk.smem_limit)     # its error
+    swap = swapped(k, m, n, pick.transposed)
+    ops = {"a": A, "b": B, "c": T}
+    if swap:        # (the fits known are of the operands as given)
+        ops, fits = oriented(swap, ops), None
+    variant, copies = choose(k, ops, precision, T.dtype, fits)
+    return swap, variant, copies
+
+
 def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies, m: int, n: int,
             kk: int, strides, swap: bool = False, pick: Pick = AS_PLANNED,
             smem: int | None = None, batch=None) -> Launcher:
     """The Launcher of `variant` at M x N x K with operands of these strides (after copies),
-    of the first launch mode (modes.MODES) that takes it. swap: the launch computes C^T =
-    B^T A^T (swapped; `variant` was chosen for it); the Launcher is still called with the
-    caller's A, B and C. pick: its split_k and reduce ask for a split. smem: k.smem_bytes
-    at this shape, where known. batch: ((outer, inner) problems, the batch strides of A, B
-    and C) of a batched call (relayout.batch_of), which only the plain mode launches."""
+    of the first launch mode (modes.MODES: of those that may launch the variant) that takes
+    it. swap: the launch computes C^T = B^T A^T (swapped; `variant` was chosen for it); the
+    Launcher is still called with the caller's A, B and C. pick: its split_k and reduce ask
+    for a split. smem: k.smem_bytes at this shape, where known. batch: ((outer, inner)
+    problems, the batch strides of A, B and C); a batch of more than one problem is
+    launched by the plain mode alone."""
+    if batch is not None and batch[0] == (1, 1):
+        batch = None
     km, kn = (n, m) if swap else (m, n)          # the problem the entry sees
-    at = modes.At(k=k, lk=loaded(k, ordinal), load=loaded, variant=variant, m=m, n=n, kk=kk,
+    lk, stream_k, split = loaded(k, ordinal), modes.stream_k_on(), pick.split_k > 0
+    # what the variant's launch asks of the modes, per request: registry data, read once
+    key = (variant.entry, pick.reduce and split, split, stream_k, batch is not None)
+    asked = lk.modes.get(key)
+    if asked is None:
+        asked = lk.modes[key] = (
+            ((k.batch_entry(variant),), (modes.PLAIN,)) if batch else
+            (launch_entries(k, variant, stream_k, split=split),
+             tuple(x for x in modes.MODES if x.may_launch(k, variant, key[1], stream_k))))
+    at = modes.At(k=k, lk=lk, load=loaded, variant=variant, m=m, n=n, kk=kk,
                   km=km, kn=kn, swap=swap, split_k=pick.split_k, reduce=pick.reduce,
                   strides=strides, smem=k.smem_bytes(m, n, kk) if smem is None else smem,
-                  group=((k.batch_entry(variant),) if batch else
-                         launch_entries(k, variant, split=pick.split_k > 0)),
+                  group=asked[0], stream_k=stream_k,
                   batched=batch is not None, bstrides=batch[1] if batch else ((0, 0),) * 3,
                   base=dict(kernel=k.name, ordinal=ordinal, shape=(m, n, kk), block=k.block,
                             copies=tuple(copies), precision=variant.precision,
                             out_dtype=variant.out_dtype,
                             batch=batch[0] if batch else (1, 1) if k.plain_takes_batch else None,
                             fused=k.fused))
-    for mode in modes.MODES if batch is None else (modes.PLAIN,):
+    for mode in asked[1]:
         found = mode.launcher(at)
         if found is not None:
             return found

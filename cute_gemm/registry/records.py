@@ -187,6 +187,7 @@ class Variant:
 # cuts larger problems into launches of at most that (Kernel.launch_extents).
 GRID_X_MAX, GRID_YZ_MAX = 2**31 - 1, 65535
 EXTENT_MAX = 2**30
+ONE_LAUNCH = 65535      # every extent up to it: one launch of any kernel (tests/test_registry.py)
 
 
 @dataclass(frozen=True)

@@ -137,23 +137,10 @@ def keys(m: int, n: int, k: int, precision: str, out_dtype: str, arch_int: int,
                                              for r in (False, True)[:1 + modes.offers(x, modes.SPLIT_REDUCE)]])
 
 
-# ---- the call's class: layout and alignment --------------------------------------------------
-def call_class(sig) -> tuple[str, bool]:
-    """(layout, aligned) of a call (arrays.Signature: its operands A, B and result O, None for
-    a new row-major array, with their fits): the operand layout (records.LAYOUTS), "t" where
-    an operand's unit stride runs the other way (one without one counts as "n"); whether the
-    pointers and leading dimensions are all 16-byte aligned: the vector and TMA paths' class."""
-    (a_major, a_align), (b_major, b_align) = sig.fits["a"], sig.fits["b"]
-    layout = ("t" if a_major == "m" else "n") + ("t" if b_major == "k" else "n")
-    e = ITEMSIZE[sig.A.dtype]
-    out = (sig.n * e % 16 == 0 if sig.O is None
-           else sig.fits["c"][1] * ITEMSIZE[sig.O.dtype] >= 16)
-    return layout, out and a_align * e >= 16 and b_align * ITEMSIZE[sig.B.dtype] >= 16
-
-
+# ---- the call's class: layout and alignment (a call's: arrays.Signature.layout, aligned) ----
 def contiguous_aligned(m: int, n: int, k: int, layout: str = "nn", precision: str = "fp32",
                        out_dtype: str = "float32") -> bool:
-    """operands_aligned for fresh contiguous operands in `layout` (what tune measures)."""
+    """Signature.aligned of fresh contiguous operands in `layout` (what tune measures)."""
     a_major, b_major = layout_majors(layout)
     e, eo = ITEMSIZE[PRECISION_DTYPE[precision]], ITEMSIZE[out_dtype]
     lda = k if a_major == "k" else m
@@ -182,6 +169,9 @@ class _Class:
             return
         self.bounds = on_device(precision, out_dtype, device, exactly)
         self.allowed = frozenset(x.name for x, _ in self.bounds)
+        # every candidate's smem fits a K up to k_fits at any M and N (fitting: none to drop)
+        self.all = tuple(x for x, _ in self.bounds)
+        self.k_fits = min((-1 if kmax is None else kmax for _, kmax in self.bounds), default=-1)
         kept = tables is None      # (the rows searched: kept for this generation)
         self.tables = autotable.tables_for(device.name) if kept else tables
         self.rows = searched_rows(self.tables, layout, precision, aligned)
@@ -211,21 +201,25 @@ def choose(m: int, n: int, k: int, *, device, layout: str = "nn", precision: str
     if cls is None:
         cls = _Class(device, layout, precision, out_dtype, aligned, exactly, tables)
         if key is not None:
-            memo.keep(_classes, ckey, cls)
+            if len(_classes) >= memo.ENTRIES:       # (bounded: base/memo.py)
+                _classes.clear()
+            _classes[ckey] = cls
     if cls.contract:
         choice = _kept(m, n, k, device, layout, precision, out_dtype, aligned, tables)
     else:
-        ks = fitting(cls.bounds, precision, device, m, n, k)
+        ks = cls.all if k <= cls.k_fits else fitting(cls.bounds, precision, device, m, n, k)
         choice = from_tables(cls.tables, m, n, k, layout, precision, aligned,
                              cls.allowed if len(ks) == len(cls.bounds) else {x.name for x in ks},
                              cls.rows, device.sm_count, cls.scaled)
-        if choice is None or choice.source != "table":      # (a row of this shape wins)
-            choice = tiny_k(ks, m, n, k, precision, layout, out_dtype) or choice
+        if k <= max(TINY_K, TINY_K_SIMT) and (choice is None or choice.source != "table"):
+            choice = tiny_k(ks, m, n, k, precision, layout, out_dtype) or choice  # (a row wins)
         if choice is None:
             ks = [x for x in ks if TINY not in x.tags] or ks     # (it runs any K: a last resort)
             choice = heuristic(ks, m, n, k, precision, layout, device.sm_count, out_dtype)
     if key is not None:
-        memo.keep(_memo, key, choice)
+        if len(_memo) >= memo.ENTRIES:
+            _memo.clear()
+        _memo[key] = choice
     return choice
 
 
@@ -322,9 +316,11 @@ def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
         big = max(ks, key=lambda x: (_area(x), modes.offers(x, modes.STREAM_K)))
         tiled = [x for x in ks if _area(x)]
         small = min(tiled, key=_area) if tiled else big
-        hit = memo.keep(_simt, tuple(x.name for x in ks), (
+        if len(_simt) >= memo.ENTRIES:      # (bounded: base/memo.py)
+            _simt.clear()
+        hit = _simt[tuple(x.name for x in ks)] = (
             ks, big, small, _area(small) < _area(big), "the largest tiles" + (
-                ", stream-K for a partial last wave" if modes.offers(big, modes.STREAM_K) else "")))
+                ", stream-K for a partial last wave" if modes.offers(big, modes.STREAM_K) else ""))
     _, big, small, smaller, why = hit
     tiles = -(-m // big.tile[0]) * -(-n // big.tile[1]) if big.tile else 0
     if big.tile and tiles <= TINY_TILES and smaller:
@@ -367,9 +363,8 @@ def pick(sig, precision: str, out_dtype: str, ordinal: int | None) -> Choice:
         x = _named(precision, out_dtype)[0]
         p = runs_at(x, precision, out_dtype)      # (a contract's first answer may be another's)
         return Choice(x.name, why="no products to compute", precision=None if p == precision else p)
-    layout, aligned = call_class(sig)
-    return choose(sig.m, sig.n, sig.k, device=launch.device_info(ordinal), layout=layout,
-                  precision=precision, out_dtype=out_dtype, aligned=aligned)
+    return choose(sig.m, sig.n, sig.k, device=launch.device_info(ordinal), layout=sig.layout,
+                  precision=precision, out_dtype=out_dtype, aligned=sig.aligned)
 
 
 # ---- accuracy contracts ---------------------------------------------------------------------

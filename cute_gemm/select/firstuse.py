@@ -66,7 +66,7 @@ def tuned(choice: auto.Choice, sig, precision: str, out_dtype: str, ordinal: int
         return choice
     capturing = launch.capturing(stream)
     device = launch.device_info(ordinal)
-    layout, aligned = auto.call_class(sig)
+    layout, aligned = sig.layout, sig.aligned
     A, B, m, n, k = sig.A, sig.B, sig.m, sig.n, sig.k
     mine = [p for p in answering(precision)
             if auto.candidates(p, out_dtype, device.arch_int, exactly=True)]
@@ -98,7 +98,7 @@ def tuned_batch(choice: auto.Choice, sig, precision: str, out_dtype: str, ordina
     if mode() == "off":
         return choice
     device = launch.device_info(ordinal)
-    layout, aligned = auto.call_class(sig)
+    layout, aligned = sig.layout, sig.aligned
     m, n, k = sig.m, sig.n, sig.k
     key = (device.name, sig.batch, sig.modes, m, n, k, layout, aligned, precision, out_dtype)
     bkey = autotable.batch_key(sig.batch, sig.modes, m, n, k, layout, aligned, precision, out_dtype)

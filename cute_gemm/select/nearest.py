@@ -95,13 +95,17 @@ def from_tables(tables, m: int, n: int, k: int, layout: str, precision: str, ali
             priced = rows.priced.get(pkey)
             if priced is None:
                 ranked = [c for c in rows[j][4] if c[2][0] in allowed]
-                priced = memo.keep(rows.priced, pkey, _Priced(
-                    ranked, precision, sms, _where(rows[j][2], rows[j][3], layout)))
+                if len(rows.priced) >= memo.ENTRIES:      # (bounded: base/memo.py)
+                    rows.priced.clear()
+                priced = rows.priced[pkey] = _Priced(
+                    ranked, precision, sms, _where(rows[j][2], rows[j][3], layout))
             if priced.ranked:
                 hit = _scaled(rows, near[a:a + NEAREST_ROWS], priced, shape)
                 break
         if scaled is not None:
-            memo.keep(scaled, bkey, hit)
+            if len(scaled) >= memo.ENTRIES:
+                scaled.clear()
+            scaled[bkey] = hit
     return hit or None
 
 
