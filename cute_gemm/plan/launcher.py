@@ -185,7 +185,8 @@ class Launcher:
         else:
             pack = ((launch.pack_gemm_args_ws_epi if plan.fused else launch.pack_gemm_args_ws)
                     if extra else launch.pack_gemm_args)
-        launch.check_params(f, pack.sizes)
+        if getattr(f, "params", None) not in (None, pack.sizes):
+            launch.check_params(f, pack.sizes)      # its error
         gx, gy, gz = plan.grid
         self.site = [launch.Site(f, (gx, gy, z if along_z else gz), plan.block, plan.smem, plan.pdl)
                      for _, z in self.zs]
