@@ -104,12 +104,15 @@ def _composed_launches(name: str) -> tuple:
 
 def _stand_in(stand_in, A: Operand, B: Operand, C: Operand | None, T: Operand, alpha: float,
               beta: float, stream: int, ordinal: int) -> bool:
-    """The call run by gemm()'s stand-in (standin.stand_in: kernel, precision): on A and B as
-    they are where they have that precision's type, else on copies widened to it (exact),
-    into T, or where the kernel writes only float32 and T is 16-bit, into a float32 copy
-    rounded into T once. False where that scratch cannot be had: the call then waits for
-    its pick, as it would without a stand-in."""
-    quick, precision = stand_in
+    """The call run by gemm()'s stand-in (stand_in(): standin.stand_in's kernel and precision)
+    on A and B as they are where they have that precision's type, else on copies widened to
+    it (exact), into T, or where the kernel writes only float32 and T is 16-bit, into a
+    float32 copy rounded into T once. False where there is no stand-in or that scratch
+    cannot be had: the call then waits for its pick, as it would without one."""
+    found = stand_in()
+    if found is None:
+        return False
+    quick, precision = found
     if T.bcount != (1, 1) and not quick.batched:
         return False
     dtype = PRECISION_DTYPE[precision]
@@ -144,9 +147,9 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     """T = alpha * A @ B + beta * C on the device (C may be T itself, or None) in
     `precision` (A and B of its type; C of T's). pick: gemm()'s table pick (records.Pick):
     on the transposed problem C^T = B^T A^T (resolve.swapped decides what each launch
-    computes), with split_k CTAs per tile (resolve). stand_in: (kernel, precision) that runs
-    the call instead (as planned) while k's entry points for it compile in the background
-    (standin.stand_in; Loaded.ready). call: run()'s arrays.Signature, where T is its out:
+    computes), with split_k CTAs per tile (resolve). stand_in: a function answering (kernel,
+    precision) that runs the call instead (as planned) while k's entry points for it compile
+    in the background, or None (standin.stand_in; Loaded.ready): asked only then. call: run()'s arrays.Signature, where T is its out:
     the spans and fits of the operands, read once. Returns (key, launcher) of the
     CACHE.launches entry the call went through, or None (always None from a stand-in:
     run()'s signature hot path must not keep it). epi: a fused epilogue (driver.epilogue.
