@@ -71,7 +71,11 @@ def validate(a, b, c, out, alpha, beta, stream: int | None = None,
     shape = made = None
     if any(x is not None and x.lead for x in (A, B, C, O)):
         A, B, C, O, shape, made = batching.plan(A, B, C, O, can_fold)
-    if O is not None and O.self_overlapping():      # (every problem of a batch)
+    sig = Signature(A, B, C, O, stream, shape, made)
+    # a major in fits (a unit stride, the other stride past it) rules out a shared address
+    # within one problem; anything else, or a batch, is counted out by self_overlapping
+    overlap = O is not None and (sig.fits["c"][0] == "strided" or O.bcount != (1, 1))
+    if overlap and O.self_overlapping():
         raise AliasError(f"out has strides {O.lead_strides + O.strides} (elements) for shape "
                          f"{shape or O.shape}: several of its elements share one address, so "
                          "it cannot hold a result")
@@ -85,7 +89,7 @@ def validate(a, b, c, out, alpha, beta, stream: int | None = None,
     if any(x.device != A.device for x in ops):
         where = ", ".join(f"{x.name}={'device' if x.device else 'host'}" for x in ops)
         raise InputError(f"mixing host and device arrays is not supported ({where})")
-    return Signature(A, B, C, O, stream, shape, made)
+    return sig
 
 
 def _empty_like_lib(proto, shape, ordinal, dtype: str = "float32"):

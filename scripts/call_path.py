@@ -2,20 +2,22 @@
 """The path of one gemm() call through cute_gemm, counted as issue #57 counts it: the stops
 (calls into a cute_gemm function; comprehensions and generator bodies are not stops), the
 files they are in, and the climbs (a stop in a file the path had already left). On the stub
-driver of the tests (tests/stub_driver.py: launches recorded, nothing run), so no GPU is
-needed; the kernels' cubins come from the cache, compiled first where missing.
+driver of the tests (tests/stub_driver.py: launches recorded, nothing run or compiled), so
+no GPU is needed.
 
     python scripts/call_path.py [MxNxK] [--precision P] [--show]
 
 Prints the first call's count (tables read, modules loaded), the path of a call with a new
 signature (validate, pick, resolve, launch: what #57 measures) and of a repeat call (the
-signature hot path); --show lists their stops."""
+signature hot path); --show lists their stops. A cache folder of its own: no tuned table
+of an earlier run (or of the user's) changes the pick, so every run counts the same path."""
 from __future__ import annotations
 
 import argparse
 import collections
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -74,6 +76,7 @@ def main() -> None:
     with pytest.MonkeyPatch.context() as mp:
         stub_driver.install(mp)
         mp.setattr(launch, "device_info", lambda ordinal=None: stub_driver.H100)
+        mp.setenv("CUTE_GEMM_CACHE_DIR", tempfile.mkdtemp(prefix="cute_gemm_call_path_"))
         mp.setenv("CUTE_GEMM_FIRST_CALL", "wait")
         mp.setenv("CUTE_GEMM_TUNE", "off")     # the path once a problem is known (tuning: once)
         a, b, o = (stub_driver.Dev(s, p) for s, p in
