@@ -50,7 +50,8 @@ def trace(fn) -> list[tuple[str, str]]:
     return stops
 
 
-def report(what: str, stops, show: bool) -> None:
+def count(stops) -> tuple[int, int, int, collections.Counter]:
+    """(stops, files, climbs back to a file already left, entries per file) of a path."""
     files, climbs, seen, last = collections.Counter(), 0, set(), None
     for f, _ in stops:
         if f != last:
@@ -58,12 +59,37 @@ def report(what: str, stops, show: bool) -> None:
             climbs += f in seen
             seen.add(f)
             last = f
-    print(f"{what}: {len(stops)} stops ({len(set(stops))} distinct functions) in {len(seen)} "
+    return len(stops), len(seen), climbs, files
+
+
+def report(what: str, stops, show: bool) -> None:
+    n, nfiles, climbs, files = count(stops)
+    print(f"{what}: {n} stops ({len(set(stops))} distinct functions) in {nfiles} "
           f"files, {climbs} climbs back to a file already left; entered most: "
           + ", ".join(f"{f} {n}×" for f, n in files.most_common(3)))
     if show:
         for f, name in stops:
             print(f"    {f}:{name}")
+
+
+def paths(mp, m: int, n: int, k: int, precision: str = "fp32") -> dict[str, list]:
+    """The stops of a first call, of a new signature (N + 8) and of a repeat call of an
+    M x N x K gemm(out=) on the stub driver (installed through MonkeyPatch `mp`)."""
+    stub_driver.install(mp)
+    mp.setattr(launch, "device_info", lambda ordinal=None: stub_driver.H100)
+    mp.setenv("CUTE_GEMM_CACHE_DIR", tempfile.mkdtemp(prefix="cute_gemm_call_path_"))
+    mp.setenv("CUTE_GEMM_FIRST_CALL", "wait")
+    mp.setenv("CUTE_GEMM_TUNE", "off")     # the path once a problem is known (tuning: once)
+    a, b, o = (stub_driver.Dev(s, p) for s, p in
+               (((m, k), 0x1000_0000), ((k, n), 0x2000_0000), ((m, n), 0x3000_0000)))
+    b2, o2 = (stub_driver.Dev(s, p) for s, p in (((k, n + 8), 0x4000_0000),
+                                                   ((m, n + 8), 0x5000_0000)))
+
+    def call():
+        cute_gemm.gemm(a, b, out=o, precision=precision)
+    return {"first": trace(call),
+            "new": trace(lambda: cute_gemm.gemm(a, b2, out=o2, precision=precision)),
+            "repeat": trace(call)}
 
 
 def main() -> None:
@@ -74,23 +100,10 @@ def main() -> None:
     args = ap.parse_args()
     m, n, k = (int(x) for x in args.shape.split("x"))
     with pytest.MonkeyPatch.context() as mp:
-        stub_driver.install(mp)
-        mp.setattr(launch, "device_info", lambda ordinal=None: stub_driver.H100)
-        mp.setenv("CUTE_GEMM_CACHE_DIR", tempfile.mkdtemp(prefix="cute_gemm_call_path_"))
-        mp.setenv("CUTE_GEMM_FIRST_CALL", "wait")
-        mp.setenv("CUTE_GEMM_TUNE", "off")     # the path once a problem is known (tuning: once)
-        a, b, o = (stub_driver.Dev(s, p) for s, p in
-                   (((m, k), 0x1000_0000), ((k, n), 0x2000_0000), ((m, n), 0x3000_0000)))
-
-        b2, o2 = (stub_driver.Dev(s, p) for s, p in (((k, n + 8), 0x4000_0000),
-                                                       ((m, n + 8), 0x5000_0000)))
-
-        def call():
-            cute_gemm.gemm(a, b, out=o, precision=args.precision)
-        report("first call (tables read, kernels loaded)", trace(call), False)
-        report("a new signature (validate, pick, resolve, launch)",
-               trace(lambda: cute_gemm.gemm(a, b2, out=o2, precision=args.precision)), args.show)
-        report("a repeat call (the signature hot path)", trace(call), args.show)
+        got = paths(mp, m, n, k, args.precision)
+    report("first call (tables read, kernels loaded)", got["first"], False)
+    report("a new signature (validate, pick, resolve, launch)", got["new"], args.show)
+    report("a repeat call (the signature hot path)", got["repeat"], args.show)
 
 
 if __name__ == "__main__":

@@ -5,8 +5,10 @@ an overlapping out, a CPU or grad-requiring tensor, a producer stream to wait fo
 arrays. The Launcher under racing threads: test_launcher.py."""
 from __future__ import annotations
 
+import importlib.util
 import sys
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -540,3 +542,19 @@ def test_gpu_hot_path_on_relayout_copies_same_bits_as_full_path():
                              if nan else cp.random.standard_normal(s, dtype=cp.float32),
                              cp.asnumpy, cp.cuda.runtime.deviceSynchronize, "tf32", 2.0 ** -11)
     assert plans and all(p.copies for p in plans), plans        # a launch on copies
+
+
+def test_the_path_of_a_call_stays_short(monkeypatch):
+    """#57's count (scripts/call_path.py, the stub driver): a repeat call's hot path is 6
+    stops in 4 files, none a climb back to a file already left; a new signature (validate,
+    pick, resolve, launch) at most 45 stops and 8 climbs. A step added to either path shows
+    here first."""
+    spec = importlib.util.spec_from_file_location(
+        "call_path", Path(__file__).resolve().parents[1] / "scripts" / "call_path.py")
+    call_path = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(call_path)
+    got = call_path.paths(monkeypatch, 1000, 1300, 700)
+    stops, files, climbs, _ = call_path.count(got["repeat"])
+    assert (stops, files, climbs) == (6, 4, 0), got["repeat"]
+    stops, files, climbs, _ = call_path.count(got["new"])
+    assert stops <= 45 and climbs <= 8, got["new"]
