@@ -395,13 +395,13 @@ def choose_contiguous(k: registry.Kernel, m: int, n: int, kk: int, layout: str,
     """choose(k, contiguous(m, n, kk, layout, ...)) without building the operands where
     their class was seen: fresh contiguous operands' majors and alignments follow from
     their extents' classes (shape_class; `classes`: it, where known), as everything else
-    choose reads does."""
+    choose reads does (this memo stands for choose's: choose_exactly on a miss)."""
     key = (k.name, classes or shape_class(m, n, kk), layout, precision, out_dtype)
     hit = _chosen_contiguous.get(key)
     if hit is None or hit[0] is not k:
         if len(_chosen_contiguous) >= memo.ENTRIES:
             _chosen_contiguous.clear()
-        hit = _chosen_contiguous[key] = (k, *choose(
+        hit = _chosen_contiguous[key] = (k, *choose_exactly(
             k, contiguous(m, n, kk, layout, precision, out_dtype), precision, out_dtype))
     return hit[1], list(hit[2])
 
@@ -414,12 +414,11 @@ def contiguous(m: int, n: int, kk: int, layout: str, precision: str = "fp32",
     """Descriptors (no data; a 1 MiB-aligned pointer) of fresh contiguous operands a, b, c of
     an M x N x K problem with A and B in operand layout `layout` ("nt": A row-major, B
     column-major) and C row-major: what a pure-CPU question about a launch asks choose()."""
-    def op(name, rows, cols, transposed, dtype):
-        return Operand(name, None, True, 1 << 20, (rows, cols),
-                       (1, rows) if transposed else (cols, 1), dtype)
-    return {"a": op("a", m, kk, layout[0] == "t", PRECISION_DTYPE[precision]),
-            "b": op("b", kk, n, layout[1] == "t", PRECISION_DTYPE_B[precision]),
-            "c": op("c", m, n, False, out_dtype)}
+    return {r: Operand(r, None, True, 1 << 20, (rows, cols), (1, rows) if turned else (cols, 1), dt)
+            for r, rows, cols, turned, dt in (
+                ("a", m, kk, layout[0] == "t", PRECISION_DTYPE[precision]),
+                ("b", kk, n, layout[1] == "t", PRECISION_DTYPE_B[precision]),
+                ("c", m, n, False, out_dtype))}
 
 
 def swapped(k: registry.Kernel, m: int, n: int, transposed: bool = False) -> bool:
