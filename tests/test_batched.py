@@ -251,7 +251,7 @@ def test_a_persistent_kernel_walks_its_batch_in_one_launch(monkeypatch):
                                batch=(2, 3), fused=k.fused)
     bstrides = ((0, m * kk), (3 * kk * n, kk * n), (3 * m * n, m * n))     # A broadcast over mode 0
     run = launcher.Launcher(plan, None, ((kk, 1), (n, 1), (n, 1)), variant=v, bstrides=bstrides)
-    assert run.zs == [(0, 1)] and grids == [grid] and not run.plain
+    assert run.zs == [(0, 1)] and grids == [grid] and run.plain     # (one launch, maps at most)
     s = run.local.packed[0][0]
     assert (s.problems, s.Lin, s.bA0, s.bA1, s.bB0, s.bB1, s.bC0, s.bC1) == (6, 3, *sum(bstrides, ()))
     assert run.maps.a[3] == ((1, 0), (3, m * kk * 2)) and run.maps.b[3] == ((2, 3 * kk * n * 2), (3, kk * n * 2))

@@ -3,6 +3,7 @@ threads (no thread sees another's pointers), a failed launch's error, and the co
 makes current. run()'s hot path: test_hotpath.py."""
 from __future__ import annotations
 
+import ctypes
 import sys
 import threading
 
@@ -48,6 +49,32 @@ def test_threads_racing_on_one_launcher_each_launch_their_own_pointers(monkeypat
                                               for i in range(200))      # each call once
     for g in got:
         assert (g.B - g.A, g.C - g.A, g.alpha) == (0x10000, 0x20000, float(g.A >> 32)), hex(g.A)
+
+
+def test_a_tma_launch_carries_the_maps_of_its_own_operands(monkeypatch):
+    """A TMA entry's argument block keeps its tensor maps while A and B stay and takes those
+    of new ones (Launcher writes them only when the block's pointers change): calls that
+    alternate two pairs of operands, then threads racing with their own, each launch's
+    block holds the maps of its own A and B (the stub's map names its pointer)."""
+    from cute_gemm.driver import kernel_args
+    events = stub_driver.install(monkeypatch)
+    m = n = k = 128
+
+    def call(p, alpha=1.0):
+        api.run("cute_wgmma_ws", device_array((m, k), p, strides=(k, 1)),
+                device_array((k, n), p + 0x10000, strides=(n, 1)),
+                out=device_array((m, n), p + 0x20000), precision="tf32", alpha=alpha)
+    for p in (1 << 24, 1 << 24, 2 << 24, 1 << 24, 2 << 24, 2 << 24):
+        call(p)
+    _race(events, 50, call)
+    got = [e[4] for e in events if e[0] == "launch" and e[1].startswith("cute_wgmma_ws")]
+    assert len(got) == 6 + 8 * 50
+    for blob in got:
+        s = kernel_args.GemmArgsTmaEpi.from_buffer_copy(blob[:ctypes.sizeof(kernel_args.GemmArgsTmaEpi)])
+        maps = [int.from_bytes(bytes(x)[:8], "little") for x in (s.tma_a, s.tma_b)]
+        assert sorted(maps) == sorted((s.A, s.B)), (hex(s.A), hex(s.B), [hex(x) for x in maps])
+    tmaps = [e for e in events if e[0] == "tmap"]
+    assert len(tmaps) <= 2 * (2 + 8 * 50), "maps are encoded once per pointer pair and thread"
 
 
 def test_threads_racing_on_one_launch_on_copies_each_copy_and_launch_their_own(monkeypatch):

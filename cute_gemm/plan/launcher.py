@@ -196,8 +196,8 @@ class Launcher:
         self.local.packed = self.pack()     # (this thread's; another's packs at its first call)
         self.tail = None if reduce is None else Reduction(
             reduce, plan.reduce_grid, m, n, plan.split_k, sc, plan.reduce_pdl)
-        # (most launches: one kernel, its arguments as they come, nothing else to do)
-        self.plain = not (plan.workspace_bytes or head or plan.swap or plan.tma or plan.pdl
+        # (most launches: one kernel, its arguments as they come, TMA maps at most)
+        self.plain = not (plan.workspace_bytes or head or plan.swap or plan.pdl
                           or len(self.zs) > 1)
 
     def __call__(self, a, b, c, alpha, beta, stream, epi=None):
@@ -209,6 +209,9 @@ class Launcher:
             except AttributeError:
                 packed = self._packed()
             s = packed[0][0]             # the argument struct the pointer array points into
+            # (the block's maps are those of its A and B: written again only for new ones)
+            if self.maps is not None and (s.A != a or s.B != b):
+                launch.set_tensor_maps(s, *self.maps(a, b))
             s.A, s.B, s.C, s.alpha, s.beta = a, b, c, alpha, beta
             if epi is not None:
                 launch.set_epilogue(s, epi)
@@ -253,13 +256,13 @@ class Launcher:
             launch.set_epilogue(s, transposed_epilogue(epi) if self.plan.swap else epi)
         if self.plan.swap:
             a, b = b, a
+        if self.maps is not None and (s.A != a or s.B != b):     # (as in __call__)
+            launch.set_tensor_maps(s, *self.maps(a, b))
         s.A, s.B, s.C, s.alpha, s.beta = a, b, c, alpha, beta
         if self.tail is not None:
             ws += streamk.SPLIT_SLICES_AT       # past the pool's stream-K counters
         if ws:
             s.ws = ws
-        if self.maps is not None:
-            launch.set_tensor_maps(s, *self.maps(a, b))
         if len(self.zs) > 1:        # (z0 rewritten per piece: this thread's block only)
             for (z0, _), site in zip(self.zs, self.site):
                 s.z0 = z0
