@@ -146,7 +146,7 @@ class Launcher:
     and launches its own copy of the argument block (the driver copies the arguments inside
     cuLaunchKernel, which runs without the GIL), so no lock is taken and no thread can
     see another's pointers."""
-    __slots__ = ("plan", "site", "pack", "local", "head", "maps", "plain", "tail", "zs")
+    __slots__ = ("plan", "site", "pack", "local", "head", "maps", "plain", "tail", "zs", "swap")
 
     def __init__(self, plan: LaunchPlan, f: launch.Function, strides, extra: tuple = (),
                  head: "Launcher | None" = None, variant: registry.Variant | None = None,
@@ -196,9 +196,9 @@ class Launcher:
         self.local.packed = self.pack()     # (this thread's; another's packs at its first call)
         self.tail = None if reduce is None else Reduction(
             reduce, plan.reduce_grid, m, n, plan.split_k, sc, plan.reduce_pdl)
-        # (most launches: one kernel, its arguments as they come, TMA maps at most)
-        self.plain = not (plan.workspace_bytes or head or plan.swap or plan.pdl
-                          or len(self.zs) > 1)
+        # (most launches: one kernel, its arguments as they come or turned, TMA maps at most)
+        self.plain = not (plan.workspace_bytes or head or plan.pdl or len(self.zs) > 1)
+        self.swap = plan.swap
 
     def __call__(self, a, b, c, alpha, beta, stream, epi=None):
         """epi: a fused epilogue's run-time half (EpiArgs' fields) for a Launcher of a kernel
@@ -209,6 +209,10 @@ class Launcher:
             except AttributeError:
                 packed = self._packed()
             s = packed[0][0]             # the argument struct the pointer array points into
+            if self.swap:                # the entry computes C^T = B^T A^T
+                a, b = b, a
+                if epi is not None:
+                    epi = transposed_epilogue(epi)
             # (the block's maps are those of its A and B: written again only for new ones)
             if self.maps is not None and (s.A != a or s.B != b):
                 launch.set_tensor_maps(s, *self.maps(a, b))
