@@ -149,8 +149,9 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     on the transposed problem C^T = B^T A^T (resolve.swapped decides what each launch
     computes), with split_k CTAs per tile (resolve). stand_in: a function answering (kernel,
     precision) that runs the call instead (as planned) while k's entry points for it compile
-    in the background, or None (standin.stand_in; Loaded.ready): asked only then. call: run()'s arrays.Signature, where T is its out:
-    the spans and fits of the operands, read once. Returns (key, launcher) of the
+    in the background, asked only then (standin.stand_in; Loaded.ready), or None. call:
+    run()'s arrays.Signature, where T is its out: the spans and fits of the operands, read
+    once. Returns (key, launcher) of the
     CACHE.launches entry the call went through, or None (always None from a stand-in:
     run()'s signature hot path must not keep it). epi: a fused epilogue (driver.epilogue.
     Prepared) that k, compiled with its spec (Kernel.with_epilogue), applies."""

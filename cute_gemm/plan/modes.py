@@ -1,9 +1,9 @@
-"""Launch modes, a class each: the entry points a launch compiles at once (`entries`) and its
-Launcher with grid, workspace and plan (`launcher`), None where the mode does not take the
-launch; resolve() and launch_entries ask MODES in order (resolve: those that take the
-variant) and keep the first answer, and
-Pricer prices a launch as the mode that runs it (what auto scales tune tables' times by);
-a new mode is one class (docs/howto/launch-mode.md). Their arithmetic: streamk.py."""
+"""Launch modes, a class each: whether it may launch a variant at all (`may_launch`), the entry
+points a launch compiles at once (`entries`) and its Launcher with grid, workspace and plan
+(`launcher`), None where the mode does not take the launch; resolve() and launch_entries ask
+MODES in order (resolve: those that may) and keep the first answer, and Pricer prices a
+launch as the mode that runs it (what auto scales tune tables' times by); a new mode is one
+class (docs/howto/launch-mode.md). Their arithmetic: streamk.py."""
 from __future__ import annotations
 
 import os

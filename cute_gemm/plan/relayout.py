@@ -176,8 +176,9 @@ class Relaid:
 # ---- a launch of kernel k for operands shaped and strided as A, B and T ----------------------
 def prepared(k: registry.Kernel, ordinal: int, A: Operand, B: Operand, T: Operand, swap,
              variant, copies, pick, smem: int | None = None):
-    """A launch (resolve.entry_for) made ready to call with pointers: on copies (Relaid) where the entry needs
-    them, else a resolved Launcher (smem: k.smem_bytes at this shape, where known)."""
+    """A launch (resolve.entry_for) made ready to call with pointers: on copies (Relaid) where
+    the entry needs them, else a resolved Launcher (smem: k.smem_bytes at this shape, where
+    known)."""
     if copies:
         return Relaid(k, ordinal, variant, copies, swap, A, B, T, pick)
     return resolve(k, ordinal, variant, copies, A.shape[0], B.shape[1], A.shape[1],

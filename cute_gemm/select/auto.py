@@ -160,8 +160,9 @@ _classes: dict = {}
 class _Class:
     """What choose() knows of a class of calls before their shape: whether an accuracy
     contract answers them (`contract`), else the candidates on the device with the K
-    their shared memory fits (on_device: `bounds`), the tables, their searched rows and
-    from_tables' memo of scaled answers (`scaled`); `ks`: the registry it was read from."""
+    their shared memory fits (on_device: `bounds`; `all` of them, and `k_fits`, the K up to
+    which every one fits), the tables, their searched rows and from_tables' memo of scaled
+    answers (`scaled`); `ks`: the registry it was read from."""
 
     def __init__(self, device, layout, precision, out_dtype, aligned, exactly, tables):
         self.ks, self.contract = registry.KERNELS, not exactly and len(answering(precision)) > 1
