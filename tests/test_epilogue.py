@@ -19,6 +19,7 @@ from cute_gemm.driver.kernel_args import EpiValues
 from cute_gemm.driver.epilogue import prepare, reference, reference_scale
 from cute_gemm.plan import resolve
 from cute_gemm.plan.launcher import transposed_epilogue
+from cute_gemm.select import auto
 from cute_gemm.registry.epilogue import ACTIVATIONS, EPILOGUE_ONLY, EpilogueSpec
 from stub_driver import Dev
 
@@ -384,3 +385,12 @@ def test_gemm_choice_says_what_a_fused_call_runs():
                                   epilogue=True)
     assert registry.get(fused.kernel).takes_epilogue
     assert registry.get(plain.kernel).takes_epilogue or fused.kernel != plain.kernel
+    # the kernel tagged tiny_k takes an epilogue in fp32 too, but answers a small K only: past
+    # it, a tiled kernel that takes one (the ladder's v9_warptile stages), in a batch as well
+    for batch in (1, 8):
+        for k, tiny in ((1000, False), (4096, False), (auto.TINY_K_SIMT, True), (8, True)):
+            for precision in ("fp32", "fp32_3xtf32"):
+                c = cute_gemm.gemm_choice(2000, 3000, k, precision=precision, device="NVIDIA H200",
+                                          epilogue=True, batch=batch)
+                x = registry.get(c.kernel)
+                assert x.takes_epilogue and (auto.TINY in x.tags) == tiny, (batch, k, precision, c)

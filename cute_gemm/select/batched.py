@@ -83,12 +83,16 @@ def _area(x: registry.Kernel) -> int:
 
 def _batched(precision: str, out_dtype: str, modes: int = 1, fused: bool = False) -> list:
     """The selector's candidates that walk a batch of `modes` modes (Kernel.batch_modes) and
-    answer `precision` into `out_dtype` (fused: and take an epilogue); where none does, the
-    ladder's stages that do (v9_warptile, SIMT fp32)."""
+    answer `precision` into `out_dtype` (fused: and take an epilogue); where none does but
+    the kernel tagged TINY (a small K's), the ladder's stages that do as well (v9_warptile,
+    SIMT fp32: a fused fp32 call past a small K)."""
     ks = [x for x in registry.kernels() if x.batch_modes >= modes and x.family != "util"
           and (x.takes_epilogue or not fused) and runs_at(x, precision, out_dtype) is not None]
     auto = {x.name for x in candidates(precision, out_dtype)}
-    return [x for x in ks if x.name in auto] or ks
+    mine = [x for x in ks if x.name in auto]
+    if all(TINY in x.tags for x in mine):
+        return mine + [x for x in ks if x.name not in auto]
+    return mine
 
 
 def kept(device, key: str, cands: list[Choice]) -> Choice | None:
