@@ -346,7 +346,8 @@ def test_a_repeat_call_takes_the_hot_path_with_its_own_vectors(events, monkeypat
     monkeypatch.setattr(api, "_count", [1])            # one GPU: the hot path's condition
     m, n, k = 64, 96, 48
     a, b, o = Dev((m, k), 0x1000_0000), Dev((k, n), 0x2000_0000), Dev((m, n), 0x3000_0000)
-    for i, bias_at in enumerate((0x4000_0000, 0x5000_0000)):
+    # (the block keeps its epilogue while it stays: each launch still holds its own bias)
+    for bias_at in (0x4000_0000, 0x5000_0000, 0x5000_0000, 0x4000_0000, 0x4000_0000, 0x5000_0000):
         cute_gemm.gemm(a, b, out=o, epilogue=Epilogue(bias=Dev((1, n), bias_at), activation="relu"))
         ((_, g),) = _epi_launches(events)[-1:]
         assert g.epi.bias == bias_at and len(validated) == 1       # validated once only

@@ -77,6 +77,30 @@ def test_a_tma_launch_carries_the_maps_of_its_own_operands(monkeypatch):
     assert len(tmaps) <= 2 * (2 + 8 * 50), "maps are encoded once per pointer pair and thread"
 
 
+def test_threads_racing_with_fused_epilogues_each_launch_their_own_vectors(monkeypatch):
+    """A fused call's block keeps its epilogue while the vectors stay, per thread: threads
+    racing through one remembered signature, each with its own bias, each launch holds the
+    bias of its own call (the Launcher's per-thread record of what its block holds)."""
+    from cute_gemm import Epilogue, gemm
+    from cute_gemm.driver import kernel_args, launch
+    events = stub_driver.install(monkeypatch)
+    monkeypatch.setattr(launch, "device_info", lambda ordinal=None: stub_driver.H100)
+    monkeypatch.setattr(api, "_count", [1])            # one GPU: the hot path's condition
+    m = n = k = 64
+
+    def call(p, alpha=1.0):
+        gemm(device_array((m, k), p), device_array((k, n), p + 0x10000),
+             out=device_array((m, n), p + 0x20000), alpha=alpha,
+             epilogue=Epilogue(bias=device_array((1, n), p + 0x30000), activation="relu"))
+    call((1 << 32) + (1 << 28), 1.0)
+    _race(events, 100, call)
+    got = [kernel_args.GemmArgsBatchEpi.from_buffer_copy(e[4]) for e in events
+           if e[0] == "launch" and e[1] in stub_driver.FUSED_ENTRIES]
+    assert len(got) == 1 + 8 * 100
+    for g in got:
+        assert (g.epi.bias - g.A, g.alpha) == (0x30000, float(g.A >> 32)), hex(g.A)
+
+
 def test_threads_racing_on_one_launch_on_copies_each_copy_and_launch_their_own(monkeypatch):
     """Threads share one remembered launch on copies (relayout.Relaid): each call's copy
     reads that call's A into that call's own scratch, and the GEMM reads that scratch with

@@ -208,18 +208,25 @@ def read_epilogue(ep) -> tuple[tuple, tuple]:
 class EpilogueAt:
     """A remembered fused epilogue: its run-time half with the vectors' pointers left out
     (their strides and the clamp are the signature's) and each vector's byte span from its
-    pointer, for the overlap test with out."""
-    __slots__ = ("values", "spans")
+    pointer, for the overlap test with out; `last`, the pointers of a call and their fields
+    (one reference, so a thread never reads one call's pointers with another's fields)."""
+    __slots__ = ("values", "spans", "last")
 
     def __init__(self, prepared):
         self.values = prepared.values
         self.spans = tuple((lo_ - v.ptr, hi_ - v.ptr) for v in prepared.vectors
                            for lo_, hi_ in (v.span(),))
+        self.last = ((), ())
 
     def values_at(self, ptrs) -> tuple:
         """EpiArgs' fields with this call's vector pointers (bias, scale_rows, scale_cols,
-        blocks_a, blocks_b: read_epilogue's order)."""
-        return self.values.pointing(ptrs)
+        blocks_a, blocks_b: read_epilogue's order); the last call's where they are its."""
+        last = self.last
+        if last[0] == ptrs:
+            return last[1]
+        values = self.values.pointing(ptrs)
+        self.last = (ptrs, values)
+        return values
 
     def overlaps(self, ptrs, olo: int, ohi: int) -> bool:
         """Whether a vector at these pointers overlaps out's bytes [olo, ohi)."""

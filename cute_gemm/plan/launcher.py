@@ -217,8 +217,9 @@ class Launcher:
             if self.maps is not None and (s.A != a or s.B != b):
                 launch.set_tensor_maps(s, *self.maps(a, b))
             s.A, s.B, s.C, s.alpha, s.beta = a, b, c, alpha, beta
-            if epi is not None:
-                launch.set_epilogue(s, epi)
+            if epi is not None and epi != getattr(self.local, "epi", None):
+                launch.set_epilogue(s, epi)         # (written again only when it changes)
+                self.local.epi = epi
             (err,) = self.site.go(stream, packed[1], 0)     # (Site.__call__, inlined)
             if err:
                 self.site.failed(err)
@@ -257,7 +258,10 @@ class Launcher:
         packed = self._packed()
         s = packed[0][0]
         if epi is not None:
-            launch.set_epilogue(s, transposed_epilogue(epi) if self.plan.swap else epi)
+            epi = transposed_epilogue(epi) if self.plan.swap else epi
+            if epi != getattr(self.local, "epi", None):     # (as in __call__)
+                launch.set_epilogue(s, epi)
+                self.local.epi = epi
         if self.plan.swap:
             a, b = b, a
         if self.maps is not None and (s.A != a or s.B != b):     # (as in __call__)
