@@ -207,6 +207,13 @@ def test_a_batch_of_two_modes_runs_on_kernels_that_walk_two():
     h200 = described_device("NVIDIA H200")
     assert batched.choose(64, 1024, 1024, 1024, device=h200).kernel.startswith("cute_pipelined")
     assert registry.get(batched.choose(64, 1024, 1024, 1024, device=h200, modes=2).kernel).batch_modes == 2
+    # in fp32 the selector's only kernel that walks two modes is the tiny_k one, a small K's:
+    # past it the ladder's stages that do (v9_warptile) answer, fused or not
+    from cute_gemm.select.auto import TINY, TINY_K_SIMT
+    for fused in (False, True):
+        for kk, tiny in ((1024, False), (TINY_K_SIMT + 1, False), (TINY_K_SIMT, True)):
+            x = registry.get(batched.choose(64, 300, 200, kk, device=h200, modes=2, fused=fused).kernel)
+            assert x.batch_modes == 2 and (TINY in x.tags) == tiny, (fused, kk, x.name)
     with pytest.raises(ShapeError, match="walks a batch of one mode.*v9_warptile"):
         cute_gemm.run("cute_pipelined", _f32(2, 1, 5, 6), _f32(1, 3, 6, 7))
 
