@@ -245,19 +245,6 @@ def matrix_shape(name: str, shape) -> tuple[int, ...]:
     return shape
 
 
-def _operand(name, obj, device, ptr, shape, strides, dtype, readonly=False, host=None,
-             stream=None) -> Operand:
-    """An Operand of `shape` (two modes or more: the last two the matrix, those before it
-    the operand's batch); strides in elements, None: row-major."""
-    if len(shape) != 2 or shape[0] < 0 or shape[1] < 0:
-        shape = matrix_shape(name, shape)
-    if strides is None:
-        strides = (max(int(shape[1]), 1), 1) if len(shape) == 2 else _row_major(shape)
-    return Operand(name, obj, device, ptr, (int(shape[-2]), int(shape[-1])),
-                   (int(strides[-2]), int(strides[-1])), dtype, readonly, host, stream,
-                   tuple(int(x) for x in shape[:-2]), tuple(int(x) for x in strides[:-2]))
-
-
 def _row_major(shape) -> tuple[int, ...]:
     out, step = [], 1
     for x in reversed(tuple(shape)):
@@ -268,87 +255,95 @@ def _row_major(shape) -> tuple[int, ...]:
 
 def parse(name: str, obj, stream: int | None = None) -> Operand:
     """Describe one operand; raise NotAnArrayError / ShapeError / DTypeError / InputError on
-    bad input. stream: the consumer stream, handed to DLPack producers (__dlpack__(stream=))."""
+    bad input. stream: the consumer stream, handed to DLPack producers (__dlpack__(stream=)).
+    Each kind of array says where its elements are; one Operand is built from that at the end
+    (two modes or more: the last two the matrix, those before it the operand's batch)."""
+    device, host, readonly, sv, st = True, None, False, None, None    # st: strides in elements
     if isinstance(obj, np.ndarray):
-        matrix_shape(name, obj.shape)
         dtype = host_dtype(obj.dtype)
         if dtype is None:
             raise _unsupported(name, obj.dtype)
         isz = obj.itemsize
         if any(s % isz for s in obj.strides):
             raise ShapeError(f"{name} has strides {obj.strides} that are not a multiple of its itemsize")
-        return _operand(name, obj, False, 0, obj.shape, tuple(s // isz for s in obj.strides),
-                        dtype, not obj.flags.writeable, obj)
-    if isinstance(obj, DeviceArray):   # its bfloat16 has no __cuda_array_interface__
-        return _nonnull(_operand(name, obj, True, obj.ptr, obj.shape, obj.strides, obj.dtype_name))
-    if getattr(obj, "requires_grad", False) and callable(getattr(obj, "detach", None)):
-        # an autograd tensor is read as its data, as torch.mm reads it; writing into one
-        # behind autograd's back is refused, as torch refuses out= that requires grad
-        if name == "out":
-            raise InputError("out requires grad: pass out.detach(), or no out")
-        obj = obj.detach()
-    try:
-        cai = getattr(obj, "__cuda_array_interface__", None)
-    except Exception as e:   # a property that raises: PyTorch's for bfloat16 (no typestr), else
-        if not hasattr(obj, "__dlpack__"):                            # not an array we can read
-            raise NotAnArrayError(f"{name}: reading its __cuda_array_interface__ failed: {e}") from None
-        cai = None
-    if cai is not None:
-        try:    # run()'s path for device arrays: helpers only to raise their errors
-            shape = cai["shape"]
-            if len(shape) != 2 or shape[0] < 0 or shape[1] < 0:
-                matrix_shape(name, shape)
-            typestr = cai["typestr"]
-            dtype = _CAI_DTYPE.get(typestr) or _opaque_as_named(typestr, obj)
-            if dtype not in SUPPORTED_DTYPES:
-                raise _unsupported(name, _TYPESTR.get(typestr, typestr))
-            if cai.get("mask") is not None:
-                raise InputError(f"{name} is a masked array (__cuda_array_interface__ mask): not supported")
-            ptr, ro = cai["data"]
-            st, e = cai.get("strides"), ITEMSIZE[dtype]
-            if st is None:
-                st = (max(int(shape[1]), 1), 1) if len(shape) == 2 else _row_major(shape)
-            elif len(st) != len(shape) or any(int(x) % e for x in st):
-                raise ShapeError(f"{name} has strides {tuple(st)} (bytes) that are not a multiple of {e}")
-            else:
-                st = tuple(int(x) // e for x in st)
-            sv = cai.get("stream")   # v3: 1 legacy default, 2 per-thread default, else a handle
-            # (the Operand built here, not by _operand: run()'s path for device arrays)
-            op = Operand(name, obj, True, int(ptr or 0), (int(shape[-2]), int(shape[-1])),
-                         (int(st[-2]), int(st[-1])), dtype, bool(ro), None,
-                         None if sv is None else int(sv), tuple(map(int, shape[:-2])),
-                         tuple(map(int, st[:-2])))
-            empty = 0 in op.shape or 0 in op.lead
-            return _nonnull(op) if not empty and (op.ptr == 0 or op.ptr % e) else op
-        except (KeyError, TypeError, ValueError, IndexError) as e:
-            if isinstance(e, InputError):
-                raise
-            raise NotAnArrayError(f"{name} has a malformed __cuda_array_interface__ ({type(e).__name__}: {e})") from None
-    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
-        dev_type, _ = obj.__dlpack_device__()
-        torch_8_bit = str(getattr(obj, "dtype", "")).startswith("torch.float8")
-        if int(dev_type) == _KDLCPU:
+        device, ptr, shape, st, readonly, host = (False, 0, obj.shape, tuple(s // isz for s in obj.strides),
+                                                  not obj.flags.writeable, obj)
+    elif isinstance(obj, DeviceArray):   # its bfloat16 has no __cuda_array_interface__
+        ptr, shape, st, dtype = obj.ptr, obj.shape, obj.strides, obj.dtype_name
+    else:
+        if getattr(obj, "requires_grad", False) and callable(getattr(obj, "detach", None)):
+            # an autograd tensor is read as its data, as torch.mm reads it; writing into one
+            # behind autograd's back is refused, as torch refuses out= that requires grad
+            if name == "out":
+                raise InputError("out requires grad: pass out.detach(), or no out")
+            obj = obj.detach()
+        try:
+            cai = getattr(obj, "__cuda_array_interface__", None)
+        except Exception as e:   # a property that raises: PyTorch's for bfloat16 (no typestr), else
+            if not hasattr(obj, "__dlpack__"):                            # not an array we can read
+                raise NotAnArrayError(f"{name}: reading its __cuda_array_interface__ failed: {e}") from None
+            cai = None
+        if cai is not None:
+            try:
+                shape = tuple(map(int, cai["shape"]))
+                typestr = cai["typestr"]
+                dtype = _CAI_DTYPE.get(typestr) or _opaque_as_named(typestr, obj)
+                if dtype not in SUPPORTED_DTYPES:
+                    raise _unsupported(name, _TYPESTR.get(typestr, typestr))
+                if cai.get("mask") is not None:
+                    raise InputError(f"{name} is a masked array (__cuda_array_interface__ mask): not supported")
+                ptr, readonly = cai["data"]
+                st, e = cai.get("strides"), ITEMSIZE[dtype]
+                if st is not None:
+                    if len(st) != len(shape) or any(int(x) % e for x in st):
+                        raise ShapeError(f"{name} has strides {tuple(st)} (bytes) that are not a multiple of {e}")
+                    st = tuple(int(x) // e for x in st)
+                sv = cai.get("stream")   # v3: 1 legacy default, 2 per-thread default, else a handle
+                ptr, readonly, sv = int(ptr or 0), bool(readonly), None if sv is None else int(sv)
+            except (KeyError, TypeError, ValueError, IndexError) as e:
+                if isinstance(e, InputError):
+                    raise
+                raise NotAnArrayError(f"{name} has a malformed __cuda_array_interface__ ({type(e).__name__}: {e})") from None
+        elif hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+            dev_type, _ = obj.__dlpack_device__()
+            torch_8_bit = str(getattr(obj, "dtype", "")).startswith("torch.float8")
+            if int(dev_type) == _KDLCPU:
+                return parse(name, _torch_8_bit_host(name, obj) if torch_8_bit else np.from_dlpack(obj))
+            if int(dev_type) not in (_KDLCUDA, _KDLCUDAHOST, _KDLCUDAMANAGED):
+                raise NotAnArrayError(f"{name} lives on DLPack device type {int(dev_type)}; "
+                                      "only CPU and CUDA arrays are supported")
+            sp = -1 if stream is None else launch.canonical_stream(stream)
             if torch_8_bit:
-                return parse(name, _torch_8_bit_host(name, obj))
-            return parse(name, np.from_dlpack(obj))
-        if int(dev_type) not in (_KDLCUDA, _KDLCUDAHOST, _KDLCUDAMANAGED):
-            raise NotAnArrayError(f"{name} lives on DLPack device type {int(dev_type)}; "
-                                  "only CPU and CUDA arrays are supported")
-        sp = -1 if stream is None else launch.canonical_stream(stream)
-        if torch_8_bit:
-            return _torch_8_bit(name, obj, sp)
-        # cuda.core's view; the producer orders its pending writes before `stream`'s later work
-        from cuda.core.utils import StridedMemoryView
-        v = StridedMemoryView.from_dlpack(obj, stream_ptr=sp)
-        matrix_shape(name, v.shape)
-        dtype = _opaque_as_named(str(v.dtype), obj)
-        if dtype not in SUPPORTED_DTYPES:
-            raise _unsupported(name, dtype)
-        return _nonnull(_operand(name, obj, True, int(v.ptr), v.shape, v.strides, dtype,
-                                 bool(v.readonly)))
-    raise NotAnArrayError(
-        f"{name} is a {type(obj).__name__}, not an array: pass a numpy array or a device array "
-        "(DLPack or __cuda_array_interface__: CuPy, PyTorch, JAX)")
+                # cuda.core 1.2's bridge to PyTorch rejects these types: the tensor's own
+                # accessors, its producer's writes ordered as DLPack orders them (capsule unused)
+                if sp != -1:
+                    obj.__dlpack__(stream=sp)
+                ptr, shape, st, dtype = int(obj.data_ptr()), tuple(obj.shape), obj.stride(), _opaque_as_named("V1", obj)
+                dtype_name = str(obj.dtype)
+            else:
+                # cuda.core's view; the producer orders its pending writes before `stream`'s later work
+                from cuda.core.utils import StridedMemoryView
+                v = StridedMemoryView.from_dlpack(obj, stream_ptr=sp)
+                ptr, shape, st, readonly = int(v.ptr), v.shape, v.strides, bool(v.readonly)
+                dtype = dtype_name = _opaque_as_named(str(v.dtype), obj)
+            if dtype not in SUPPORTED_DTYPES:
+                raise _unsupported(name, dtype_name)
+        else:
+            raise NotAnArrayError(
+                f"{name} is a {type(obj).__name__}, not an array: pass a numpy array or a device array "
+                "(DLPack or __cuda_array_interface__: CuPy, PyTorch, JAX)")
+    if len(shape) != 2 or shape[0] < 0 or shape[1] < 0:
+        shape = matrix_shape(name, shape)
+    if st is None:
+        st = (max(int(shape[1]), 1), 1) if len(shape) == 2 else _row_major(shape)
+    op = Operand(name, obj, device, ptr, (int(shape[-2]), int(shape[-1])), (int(st[-2]), int(st[-1])),
+                 dtype, readonly, host, sv, tuple(int(x) for x in shape[:-2]), tuple(int(x) for x in st[:-2]))
+    if device and (ptr == 0 or ptr % ITEMSIZE[dtype]) and 0 not in op.shape and 0 not in op.lead:
+        if ptr == 0:
+            raise InputError(f"{name} has a null data pointer (a closed or freed array?)")
+        # a load there faults and takes the CUDA context with it
+        raise InputError(f"{name}'s data pointer 0x{ptr:x} is not {ITEMSIZE[dtype]}-byte aligned ({dtype})")
+    return op
 
 
 _CURRENT: dict = {}      # array type -> reader of its library's current stream (None: 0)
@@ -382,20 +377,6 @@ def stream_reader(tp):
     return f
 
 
-def _torch_8_bit(name: str, obj, stream_ptr: int) -> Operand:
-    """A PyTorch tensor of an 8-bit float type, read through its own accessors (cuda.core
-    1.2's bridge to PyTorch rejects these types); its producer's writes ordered before
-    `stream_ptr`'s work as DLPack orders them (the capsule itself unused)."""
-    matrix_shape(name, tuple(obj.shape))
-    dtype = _opaque_as_named("V1", obj)
-    if dtype not in SUPPORTED_DTYPES:
-        raise _unsupported(name, str(obj.dtype))
-    if stream_ptr != -1:
-        obj.__dlpack__(stream=stream_ptr)
-    return _nonnull(_operand(name, obj, True, int(obj.data_ptr()), tuple(obj.shape), obj.stride(),
-                             dtype))
-
-
 def _torch_8_bit_host(name: str, obj) -> np.ndarray:
     """A CPU tensor of an 8-bit float type as numpy's array of ml_dtypes' type of that name
     (DLPack carries no 8-bit floats to numpy)."""
@@ -419,16 +400,6 @@ def _opaque_as_named(dtype: str, obj) -> str:
     named = str(getattr(obj, "dtype", "")).rsplit(".", 1)[-1]     # torch.float8_e4m3fn: exactly
     return next((d.name for d in _OPAQUE if dtype.lstrip("<|=") == f"V{d.itemsize}"
                  and d.name == named), dtype)
-
-
-def _nonnull(op: Operand) -> Operand:
-    if op.shape[0] * op.shape[1] > 0 and 0 not in op.lead:
-        if op.ptr == 0:
-            raise InputError(f"{op.name} has a null data pointer (a closed or freed array?)")
-        if op.ptr % op.itemsize:   # a load there faults and takes the CUDA context with it
-            raise InputError(f"{op.name}'s data pointer 0x{op.ptr:x} is not "
-                             f"{op.itemsize}-byte aligned ({op.dtype})")
-    return op
 
 
 def widen(raw: np.ndarray, dtype: str) -> np.ndarray:
