@@ -345,8 +345,8 @@ def test_no_compile_starts_in_a_thread_once_exit_began():
 def test_entry_parameters_are_those_its_launch_packs(name, entry, block):
     """The parameters the cubin's ELF gives an entry (.nv.info's KPARAM_INFO) are those of
     the argument block its launches pack (the GEMMs', the copies', the split's reduction,
-    a composed kernel's passes); launch.check_params refuses any other before a launch (one
-    past the block's end crashes the process)."""
+    a composed kernel's passes); a launch.Site refuses any other before a launch (one past
+    the block's end crashes the process)."""
     from cute_gemm.driver import kernel_args, launch
     from cute_gemm.plan import composed, launcher, relayout, resolve
     k = {"split_reduce": launcher.REDUCE, "scale2d": resolve.UTIL}.get(name) or registry.get(name)
@@ -356,6 +356,6 @@ def test_entry_parameters_are_those_its_launch_packs(name, entry, block):
     where, _, cls = block.rpartition(".")
     assert sizes == getattr({"": kernel_args, "relayout": relayout, "composed": composed}[where], cls).param_sizes
     f = launch.Function(name, entry, None, params=sizes)
-    launch.check_params(f, sizes)
+    launch.Site(f, (1, 1, 1), (32, 1, 1), 0, True, sizes)       # (pdl: binds no driver call)
     with pytest.raises(cute_gemm.CudaError, match="internal error"):
-        launch.check_params(f, kernel_args.GemmArgsWs.param_sizes)
+        launch.Site(f, (1, 1, 1), (32, 1, 1), 0, True, kernel_args.GemmArgsWs.param_sizes)

@@ -108,15 +108,6 @@ class Function:
     static_smem: int = 0    # bytes of its __shared__ variables
 
 
-def check_params(f: Function | None, sizes: tuple[int, ...]) -> None:
-    """Refuse to launch `f` with an argument block of other parameters than its own (a
-    launch reading past the block crashes the process, one of other sizes computes garbage):
-    once per resolved launch, never per call."""
-    if f is not None and f.params is not None and f.params != sizes:
-        raise CudaError(f"internal error: {f.entry} ({f.name}) takes parameters of "
-                        f"{list(f.params)} bytes, the launch would pass {list(sizes)}")
-
-
 _modules: dict[tuple[int, str], object] = {}
 _functions: dict[tuple[int, str, str], Function] = {}
 
@@ -215,7 +206,13 @@ class Site:
     griddepcontrol.launch_dependents and waits for it (griddepcontrol.wait)."""
     __slots__ = ("f", "grid", "block", "smem", "pdl", "go", "local")
 
-    def __init__(self, f: Function, grid, block, smem: int, pdl: bool = False):
+    def __init__(self, f: Function, grid, block, smem: int, pdl: bool = False, params=None):
+        """params: the sizes of the argument block its launches pack (kernel_args), refused
+        unless they are f's own: a launch reading past the block crashes the process, one of
+        other sizes computes garbage (checked once per site, never per call)."""
+        if params is not None and f.params is not None and f.params != params:
+            raise CudaError(f"internal error: {f.entry} ({f.name}) takes parameters of "
+                            f"{list(f.params)} bytes, the launch would pass {list(params)}")
         self.f, self.grid, self.block, self.smem, self.pdl = f, tuple(grid), tuple(block), smem, pdl
         if smem > 48 * 1024 and smem > f.smem_set:      # (below 48 KB: no opt-in)
             _raise_smem_limit(f, smem)

@@ -59,8 +59,9 @@ class _Pass:
     __slots__ = ("site", "cls", "offsets", "fixed", "patch")
 
     def __init__(self, site, cls, offsets, fixed: dict, patch: tuple):
-        launch.check_params(site.f, cls.param_sizes)
-        self.site, self.cls, self.offsets, self.fixed, self.patch = site, cls, offsets, fixed, patch
+        """site: (function, grid, block) of the pass's launch."""
+        self.site = launch.Site(*site, 0, False, cls.param_sizes)
+        self.cls, self.offsets, self.fixed, self.patch = cls, offsets, fixed, patch
 
     def pack(self):
         return packed(self.cls(**self.fixed), self.offsets)
@@ -101,7 +102,7 @@ class Composed:
         fn = {v.entry[len(k.name) + 1:]: lk.function(v.entry, k.entries) for v in k.variants}
 
         def site(entry, grid, block=k.block):
-            return launch.Site(fn[entry], grid, block, 0)
+            return fn[entry], grid, block
         # each operand as (rows, K) with (row stride, k stride): A as it is, B transposed
         (sam, sak), (sbk, sbn) = A.strides, B.strides
         pre = [_Pass(site(f"range_{r}", k.grid.of(rows, kk)), RangeArgs, RANGE_OFFSETS,

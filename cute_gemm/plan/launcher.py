@@ -125,8 +125,7 @@ class Reduction:
     __slots__ = ("site", "pack", "local")
 
     def __init__(self, f: launch.Function, grid, m: int, n: int, split: int, sc, pdl: bool):
-        launch.check_params(f, launch.pack_reduce_args.sizes)
-        self.site = launch.Site(f, grid, REDUCE.block, 0, pdl)
+        self.site = launch.Site(f, grid, REDUCE.block, 0, pdl, launch.pack_reduce_args.sizes)
         self.pack = functools.partial(launch.pack_reduce_args, m, n, split, sc[0], sc[1])
         self.local = threading.local()
 
@@ -185,11 +184,9 @@ class Launcher:
         else:
             pack = ((launch.pack_gemm_args_ws_epi if plan.fused else launch.pack_gemm_args_ws)
                     if extra else launch.pack_gemm_args)
-        if getattr(f, "params", None) not in (None, pack.sizes):
-            launch.check_params(f, pack.sizes)      # its error
         gx, gy, gz = plan.grid
-        self.site = [launch.Site(f, (gx, gy, z if along_z else gz), plan.block, plan.smem, plan.pdl)
-                     for _, z in self.zs]
+        self.site = [launch.Site(f, (gx, gy, z if along_z else gz), plan.block, plan.smem, plan.pdl,
+                                 pack.sizes) for _, z in self.zs]
         self.site = self.site[0] if len(self.zs) == 1 else self.site
         self.pack = functools.partial(pack, *args, *extra)
         self.local = threading.local()
@@ -198,7 +195,7 @@ class Launcher:
             reduce, plan.reduce_grid, m, n, plan.split_k, sc, plan.reduce_pdl)
         # (most launches: one kernel, its arguments as they come or turned, TMA maps at most)
         self.plain = not (plan.workspace_bytes or head or plan.pdl or len(self.zs) > 1)
-        self.swap = plan.swap
+        self.swap = plan.swap            # (read per call: one attribute, not two)
 
     def __call__(self, a, b, c, alpha, beta, stream, epi=None):
         """epi: a fused epilogue's run-time half (EpiArgs' fields) for a Launcher of a kernel
@@ -258,11 +255,11 @@ class Launcher:
         packed = self._packed()
         s = packed[0][0]
         if epi is not None:
-            epi = transposed_epilogue(epi) if self.plan.swap else epi
+            epi = transposed_epilogue(epi) if self.swap else epi
             if epi != getattr(self.local, "epi", None):     # (as in __call__)
                 launch.set_epilogue(s, epi)
                 self.local.epi = epi
-        if self.plan.swap:
+        if self.swap:
             a, b = b, a
         if self.maps is not None and (s.A != a or s.B != b):     # (as in __call__)
             launch.set_tensor_maps(s, *self.maps(a, b))

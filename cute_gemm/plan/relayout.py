@@ -81,7 +81,6 @@ class Scale2d:
         wm, wn = padded(dst) if pad else (m, n)
         f = loaded(UTIL, ordinal).function(
             UTIL_ENTRY[src.dtype if src is not None else dst.dtype, dst.dtype])
-        launch.check_params(f, ScaleArgs.param_sizes)
         mc, nc, _ = UTIL.launch_extents(wm, wn, 1)
         (ss0, ss1), (ds0, ds1) = self.strides[:2], dst.strides
         for i0, r in pieces(wm, mc):
@@ -91,7 +90,7 @@ class Scale2d:
                 src_off = None if src is None else src.itemsize * (i0 * ss0 + j0 * ss1)
                 for z0, z in z_pieces(dst.bcount):
                     gx, gy, _ = UTIL.grid(r, c, 1)
-                    self.parts.append((launch.Site(f, (gx, gy, z), UTIL.block, 0),
+                    self.parts.append((launch.Site(f, (gx, gy, z), UTIL.block, 0, False, ScaleArgs.param_sizes),
                                        (dims, z0, batch), src_off,
                                        dst.itemsize * (i0 * ds0 + j0 * ds1)))
 
