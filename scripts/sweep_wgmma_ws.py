@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Tile sweep for cute_wgmma_ws on a linear layer's shapes, against cuBLAS in the same run.
+
+Each spec registers one more configuration of kernels/cute/c6_wgmma_ws.cu for this process
+(a WgmmaWsConfig beside the registered ones, built as they are); all are compiled side by
+side, then y = x @ W^T (bf16, W of (out, in)) is timed for each token count M and layer,
+plain and with bias + GELU(tanh) fused, against F.linear and F.gelu(F.linear) (kernel time:
+events around one launch on a flushed L2, the flush's spin hiding the host; median).
+
+  spec: NAME=BMxBN/STAGES[,key=value...]   keys: WgmmaWsConfig's integer fields
+                                           (cluster_m, group_m, tail_split, consumer_regs ...)
+  python3 scripts/sweep_wgmma_ws.py cute_wgmma_ws 'w256c1=128x256/4,cluster_m=1' \
+      --tokens 296,612,2048 --layers 4096x11008,11008x4096
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import re
+import statistics
+from concurrent.futures import ProcessPoolExecutor
+
+from cute_gemm import api, registry
+from cute_gemm.build import cache
+from cute_gemm.build import compile as comp
+from cute_gemm.driver import launch
+from cute_gemm.driver.epilogue import Epilogue
+from cute_gemm.perf.timing import Flush, event_times, warm_up
+from cute_gemm.registry import ladder_hopper
+
+FUSED = "bias+gelu_tanh+bfloat16"      # the tag of the fused epilogue timed (EpilogueSpec.tag)
+_SPEC = re.compile(r"^(\w+)=(\d+)x(\d+)/(\d+)((?:,\w+=\d+)*)$")
+
+
+def parse_spec(text: str) -> registry.Kernel:
+    m = _SPEC.match(text)
+    if not m:
+        raise SystemExit(f"bad spec {text!r}: NAME=BMxBN/STAGES[,key=value...]")
+    name, bm, bn, stages, rest = m.groups()
+    keys = dict(kv.split("=") for kv in rest.split(",") if kv)
+    cfg = ladder_hopper.WgmmaWsConfig(blk_n=int(bn), stages=int(stages), consumers=int(bm) // 64,
+                                      blk_m=int(bm), **{k: int(v) for k, v in keys.items()})
+    return ladder_hopper._wgmma_ws(f"cute_wgmma_ws_{name}", cfg)
+
+
+def _compile(job):
+    name, arch = job
+    try:
+        c = cache.get(registry.get(name), arch)
+        return name, c.compile_seconds, None
+    except Exception as e:      # reported; the rest of the sweep goes on
+        return name, None, str(e).splitlines()[0] if str(e) else repr(e)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("items", nargs="+", help="registered kernel names and/or specs")
+    p.add_argument("--tokens", default="296,612,2048")
+    p.add_argument("--layers", default="4096x11008,11008x4096")
+    p.add_argument("--repeats", type=int, default=15)
+    p.add_argument("--jobs", type=int, default=16)
+    a = p.parse_args(argv)
+    names = []
+    for item in a.items:
+        k = parse_spec(item) if "=" in item else registry.get(item)
+        # the one variant the layer launches (bf16 -> bf16, x k-major, W^T k-major): a compile
+        # of it alone, its twins included, instead of the kernel's every entry
+        k = dataclasses.replace(k, variants=tuple(
+            v for v in k.variants if (v.precision, v.out_dtype, v.a_major, v.b_major)
+            == ("bf16", "bfloat16", "k", "k")))
+        if k.name not in registry._BY_NAME:
+            registry.KERNELS = registry.KERNELS + (k,)
+        registry._BY_NAME[k.name] = k
+        names.append(k.name)
+    import torch
+    import torch.nn.functional as F
+    arch = comp.normalize_arch(launch.device_info().arch)
+    jobs = [(n, arch) for n in names] + [(f"{n}:{FUSED}", arch) for n in names]
+    with ProcessPoolExecutor(max_workers=min(a.jobs, len(jobs))) as pool:   # fork: sees the specs
+        for name, secs, err in pool.map(_compile, jobs):
+            print(f"{name}: compile FAILED: {err}" if err else f"{name}: compiled ({secs or 0:.0f} s)")
+            if err and name.split(":")[0] in names:
+                names.remove(name.split(":")[0])
+    cache.clear_memory()
+    info = launch.device_info(0)
+    flush = Flush(info.l2_bytes)
+    warm_up(flush)
+    gen = torch.Generator(device="cuda").manual_seed(1)
+
+    def median_us(fn) -> float:
+        fn(0)
+        return 1e3 * statistics.median(event_times(fn, 1, flush, repeats=a.repeats, warmup=2))
+
+    print(f"{'M':>6} {'layer':>12} {'side':<30} {'plain us':>9} {'fused us':>9} {'vs F.linear':>11} {'fused vs eager':>14}")
+    for layer in a.layers.split(","):
+        k_in, n_out = map(int, layer.split("x"))
+        w = (torch.randn(n_out, k_in, generator=gen, device="cuda") / math.sqrt(k_in)).bfloat16()
+        b = torch.randn(n_out, generator=gen, device="cuda").bfloat16()
+        ep = Epilogue(bias=b, activation="gelu_tanh")
+        for m in map(int, a.tokens.split(",")):
+            x = torch.randn(m, k_in, generator=gen, device="cuda").bfloat16()
+            ref = F.gelu(F.linear(x.float(), w.float(), b.float()), approximate="tanh")
+            lin = median_us(lambda _: F.linear(x, w))
+            eager = median_us(lambda _: F.gelu(F.linear(x, w, b), approximate="tanh"))
+            print(f"{m:>6} {layer:>12} {'torch':<30} {lin:>9.1f} {eager:>9.1f}")
+            for name in names:
+                try:
+                    y = api.run(name, x, w.T, epilogue=ep)
+                    err = float((y.float() - ref).abs().max() / ref.abs().max())
+                    plain = median_us(lambda _: api.run(name, x, w.T))
+                    fused = median_us(lambda _: api.run(name, x, w.T, epilogue=ep))
+                except Exception as e:     # reported; the other kernels go on
+                    print(f"{m:>6} {layer:>12} {name:<30} FAILED {str(e).splitlines()[0][:80]}")
+                    continue
+                flag = "" if err < 2e-2 else f"  WRONG (rel err {err:.2g})"
+                print(f"{m:>6} {layer:>12} {name:<30} {plain:>9.1f} {fused:>9.1f} "
+                      f"{lin / plain:>10.2f}x {eager / fused:>13.2f}x{flag}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
