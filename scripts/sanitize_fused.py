@@ -32,6 +32,10 @@ EPI_TINY_MNK = (77, 45, 45)          # cute_tiny_k: its K is short (two k-tiles 
 # a 16-bit result with rows of a multiple of 8 elements (the sm90 kernels' 16-byte stores) and
 # edge tiles along M and N: the vectors must be read within M and N there
 EPI_16B_MNK = (77, 264, 129)
+# a bias alone into a 16-bit result, which the sm90 16-byte stores stage per tile in shared
+# memory (sm90_epilogue.cuh's stage_bias): more 128 x 256 tiles than the H100's or H200's
+# SMs, so some CTAs stage one tile after another in the same buffer
+STAGED_MNK = (1300, 3300, 64)
 # the walk of the 8-bit kernel cut along K (tests/test_fp8_gpu.py's shape: 8 units, 65 k-tiles)
 FP8_CUT = (27, 1000, 8200)
 FP8 = tuple(p.name for p in PRECISION.values() if p.itemsize == 1)    # one type, or one of each
@@ -321,12 +325,32 @@ def epilogue_paths(names: list[str], with_gemm: bool, quick: bool) -> list[bool]
                     if got is not None:
                         group.judge(tag, got, *check.reference(a[0], b[0], None, 1.0, 0.0, host),
                                     prec, dt)
+                if k.name != "cute_tiny_k":
+                    _staged_bias(group, held, k, prec, rng)
         finally:
             held.close()
         oks.append(group.report())
     if with_gemm:
         oks.append(_gemm_epilogue(rng))
     return oks
+
+
+def _staged_bias(group: Group, held: Held, k, prec: str, rng) -> None:
+    """STAGED_MNK with a bias alone (per column, then per row) of the result's 16-bit type."""
+    dt = PRECISION_DTYPE[prec]
+    m, n, kk = STAGED_MNK
+    a = held.put(rng.standard_normal((m, kk), dtype=np.float32), dt)
+    b = held.put(rng.standard_normal((kk, n), dtype=np.float32), dt)
+    for axis in ("col", "row"):
+        bias = held.put(rng.standard_normal((1, m if axis == "row" else n), dtype=np.float32), dt)
+        host = Epilogue(bias=bias[0], bias_axis=axis)
+        dev = Epilogue(bias=bias[1], bias_axis=axis, out_dtype=dt)
+        out = held.nan((m, n), dt)
+        tag = f"{axis} bias alone (staged), {dt} result {prec}, {m}x{n}x{kk}"
+        got = _launch(group, tag, lambda: api.run(k.name, a[1], b[1], out=out[1], precision=prec,
+                                                  epilogue=dev), lambda r: out[1].to_host())
+        if got is not None:
+            group.judge(tag, got, *check.reference(a[0], b[0], None, 1.0, 0.0, host), prec, dt)
 
 
 def _epilogue_kernel(group: Group, held: Held, k, prec: str, rng, quick: bool) -> None:
@@ -500,8 +524,9 @@ def compile_list(sections: list[str], kernels: list[str], all_kernels: bool) -> 
     if "epilogue" in sections:
         ks = [registry.get(x) for x in section_kernels("epilogue", kernels)]
         names += [k.with_epilogue(full_spec()).name for k in ks]
-        names += [registry.get(x).with_epilogue(full_spec(PRECISION_DTYPE[p])).name
-                  for x, p in _sixteen_bit_vectors(ks).items()]
+        names += [registry.get(x).with_epilogue(spec(PRECISION_DTYPE[p])).name
+                  for x, p in _sixteen_bit_vectors(ks).items()
+                  for spec in (full_spec, lambda v: EpilogueSpec(bias=True, vector_dtype=v))]
         if all_kernels:
             for (m, n, kk), prec, od in GEMM_EPI:
                 c = api.gemm_choice(m, n, kk, precision=prec, out_dtype=od, device=_device(),

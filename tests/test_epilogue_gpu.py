@@ -210,6 +210,28 @@ def test_numpy_operands_and_vectors():
     assert isinstance(got, np.ndarray)
     _check(torch.from_numpy(got), torch.from_numpy(a), torch.from_numpy(b), ep)
 
+@pytest.mark.parametrize("axis", ["col", "row"])
+@pytest.mark.parametrize("name,precision", [c for c in _combos() if c[0].startswith("cute_wgmma_ws")
+                                            and c[1] in ("bf16", "fp16", "fp8_e4m3")])
+def test_a_staged_bias_is_each_tiles_own(name, precision, axis):
+    """A bias alone into a 16-bit result: the sm90 16-byte stores stage each tile's bias in
+    shared memory (sm90_epilogue.cuh's stage_bias). Hundreds of tiles, so each persistent CTA
+    stages one tile after another in the same buffer, interior and edge tiles (which read the
+    vector as before); the bias is large and differs from tile to tile, so a value staged for
+    one tile and read in another (a missing barrier) is far outside the gauge."""
+    _runs_here(name)
+    gen = torch.Generator(device="cuda").manual_seed(21)
+    dt = "bfloat16" if precision == "fp8_e4m3" else OPERAND[precision]
+    m, n, k = 2100, 3000, 128
+    a = _rand((m, k), OPERAND[precision], gen)
+    b = _rand((n, k), OPERAND[precision], gen).T           # k-major: every kernel's 8-bit B
+    bias = _rand(m if axis == "row" else n, dt, gen, 100.0)
+    ep = Epilogue(bias=bias, bias_axis=axis, out_dtype=dt)
+    out = torch.full((m, n), float("nan"), device="cuda", dtype=TORCH[dt])
+    cute_gemm.run(name, a, b, out=out, precision=precision, epilogue=ep)
+    torch.cuda.synchronize()
+    _check(out, a, b, ep, precision=precision, out_dtype=dt)
+
 
 @pytest.mark.parametrize("tokens", [8, 100, 1000])
 @pytest.mark.parametrize("act, approx", [("gelu_tanh", "tanh"), ("gelu_erf", "none")])

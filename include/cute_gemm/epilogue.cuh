@@ -93,6 +93,9 @@ template <bool kBias = false, bool kScale = false, Act kAct = Act::none, bool kC
 struct Epilogue {
   static constexpr bool kNone = !kBias && !kScale && kAct == Act::none && !kClamp;
   static constexpr bool kBlocks = kBlockScales;   // (read by the promoted consumer alone)
+  // the sm90 16-byte stores stage a tile's bias in shared memory (sm90_epilogue.cuh's
+  // stage_bias); not beside per-element scales, whose loads with it spilled
+  static constexpr bool kStagedBias = kBias && !kScale;
   EpiArgs const* p;                // the kernel's parameter
 
   // the block scales of window w: A's of row i, B's of column block jb (128 columns); 1
@@ -137,6 +140,20 @@ struct Epilogue {
       v += vector_at<TV>(p->bias, i * p->bias_sm + j * p->bias_sn);
     return tail<TO>(v);
   }
+  // the bias of (i, j) as the sum of a part along rows and one along columns, one of them 0
+  // (a vector runs along one axis; with both strides 0, a broadcast element, the column's)
+  __device__ __forceinline__ float bias_row(int i) const {
+    return p->bias_sm != 0 ? vector_at<TV, false>(p->bias, i * p->bias_sm) : 0.0f;
+  }
+  __device__ __forceinline__ float bias_col(int j) const {
+    return p->bias_sm == 0 ? vector_at<TV, false>(p->bias, j * p->bias_sn) : 0.0f;
+  }
+  // finish2 with the pair's bias given (staged: bias_row + bias_col)
+  template <class TO = float>
+  __device__ __forceinline__ float2 finish2_plus(float v0, float v1, float2 b) const {
+    return make_float2(tail<TO>(v0 + b.x), tail<TO>(v1 + b.y));
+  }
+
   // the same on two neighbours of a row, (i, j) and (i, j + 1): their bias in one load where
   // it can (vector_pair); finish2_down: of a column, (i, j) and (i + 1, j)
   template <class TO = float>
@@ -170,8 +187,14 @@ struct Epilogue {
 template <class E>
 struct Transposed {
   static_assert(!E::kBlocks, "block scales: rows per row, columns per 128 (never a C^T entry)");
-  static constexpr bool kNone = E::kNone, kBlocks = false;
+  static constexpr bool kNone = E::kNone, kBlocks = false, kStagedBias = E::kStagedBias;
   E e;
+  __device__ __forceinline__ float bias_row(int i) const { return e.bias_col(i); }
+  __device__ __forceinline__ float bias_col(int j) const { return e.bias_row(j); }
+  template <class TO = float>
+  __device__ __forceinline__ float2 finish2_plus(float v0, float v1, float2 b) const {
+    return e.template finish2_plus<TO>(v0, v1, b);
+  }
   __device__ __forceinline__ float scale(float alpha, int i, int j) const { return e.scale(alpha, j, i); }
   __device__ __forceinline__ float tile_scale(float alpha) const { return e.tile_scale(alpha); }
   __device__ __forceinline__ float element_scale(float alpha, int i, int j) const {

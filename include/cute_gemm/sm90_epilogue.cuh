@@ -35,16 +35,34 @@ __device__ __forceinline__ void quad_transpose(uint32_t (&w)[4]) {
   if (lo) { w[0] = r0; w[2] = r1; } else { w[1] = r0; w[3] = r1; }
 }
 
+// A fused epilogue's bias for tile (m0, n0), staged once a tile in shared memory by the
+// kThreads threads storing it: the tile's rows' part, then its columns' (Epilogue's bias_row,
+// bias_col: zeros along the axis the vector does not run). The stores then read a pair's bias
+// with one shared load at an offset a compile knows, where a global load per pair put its
+// latency and a branch on the store path (docs/design/epilogue.md#the-bias-loads). Named
+// barrier 2, before (the previous tile's readers are done) and after the writes.
+template <int TileM, int TileN, int kThreads, class E>
+__device__ __forceinline__ const float* stage_bias(E const& e, int thread, int m0, int n0) {
+  __shared__ __align__(16) float staged[TileM + TileN];
+  asm volatile("bar.sync 2, %0;" :: "n"(kThreads) : "memory");
+  for (int x = thread; x < TileM + TileN; x += kThreads)
+    staged[x] = x < TileM ? e.bias_row(m0 + x) : e.bias_col(n0 + x - TileM);
+  asm volatile("bar.sync 2, %0;" :: "n"(kThreads) : "memory");
+  return staged;
+}
+
 // Row-major 16-bit C with beta == 0, in 16-byte stores. In a wgmma accumulator atom, value
 // 4j + 2h + {0,1} of lane q of a quad lies in row r0 + 8h, columns 8j + 2q + {0,1}: the quad
 // holds 8 whole columns of a row per j, 4 bytes per lane. A quad transpose over j = 4J..4J+3
 // gives lane q all 8 columns of j = 4J + q: one 16-byte store instead of four 4-byte ones, and
 // a warp's store covers 64 contiguous bytes of each of 8 rows (whole sectors, a quarter of the
 // store instructions: docs/design/cute_wgmma_ws.md).
+// staged: stage_bias's values (E::kStagedBias), else null.
 template <int TileM, int TileN, class TC, class Thr, class Acc, class E>
 __device__ __forceinline__ void store_rows_16B(Thr const& thr, Acc const& acc, TC* C,
                                                long long sCm, int m0, int n0, int rows,
-                                               int cols, bool interior, float alpha, E const& e) {
+                                               int cols, bool interior, float alpha, E const& e,
+                                               const float* staged) {
   using namespace cute;
   static_assert(sizeof(TC) == 2, "16-bit results: 8 columns in 16 bytes");
   constexpr int kVals = decltype(size<0>(acc))::value;   // an atom's (2,2,N/8) values
@@ -69,6 +87,14 @@ __device__ __forceinline__ void store_rows_16B(Thr const& thr, Acc const& acc, T
           for (int s = 0; s < 4; ++s) {
             if constexpr (E::kNone) {
               w[s] = pack_pair<TC>(alpha * acc(i0 + 4 * s, mm, nn), alpha * acc(i0 + 4 * s + 1, mm, nn));
+            } else if constexpr (E::kStagedBias) {
+              const int r = get<0>(tCcC(i0 + 4 * s, mm, nn)), c = get<1>(tCcC(i0 + 4 * s, mm, nn));
+              const float br = staged[r];
+              const float2 bc = *reinterpret_cast<const float2*>(staged + TileM + c);   // (c even)
+              const float2 v = e.template finish2_plus<TC>(alpha * acc(i0 + 4 * s, mm, nn),
+                                                           alpha * acc(i0 + 4 * s + 1, mm, nn),
+                                                           make_float2(br + bc.x, br + bc.y));
+              w[s] = pack_pair<TC>(v.x, v.y);
             } else {
               const int r = m0 + get<0>(tCcC(i0 + 4 * s, mm, nn)), c = n0 + get<1>(tCcC(i0 + 4 * s, mm, nn));
               const float2 v = e.template finish2<TC>(e.element_scale(alpha, r, c) * acc(i0 + 4 * s, mm, nn),
@@ -122,7 +148,11 @@ __device__ __forceinline__ void store_axpby(TiledMma const& mma, int thread, Acc
     if (beta == 0.0f && sCn == 1 && sCm % 8 == 0 && reinterpret_cast<unsigned long long>(C) % 16 == 0
         && (E::kNone || interior)) {
       // (a fused tile here is interior: passed as a constant, its tests fold away)
-      store_rows_16B<TileM, TileN>(thr, acc, C, sCm, m0, n0, rows, cols, !E::kNone || interior, alpha, e);
+      const float* staged = nullptr;
+      if constexpr (E::kStagedBias)
+        staged = stage_bias<TileM, TileN, decltype(size(mma))::value>(e, thread, m0, n0);
+      store_rows_16B<TileM, TileN>(thr, acc, C, sCm, m0, n0, rows, cols, !E::kNone || interior, alpha, e,
+                                   staged);
       return;
     }
   }
