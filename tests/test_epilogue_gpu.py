@@ -210,6 +210,29 @@ def test_numpy_operands_and_vectors():
     assert isinstance(got, np.ndarray)
     _check(torch.from_numpy(got), torch.from_numpy(a), torch.from_numpy(b), ep)
 
+@pytest.mark.parametrize("spec", [FULLEST, dict(bias="row"), dict(bias=True, activation="gelu_tanh")], ids=str)
+@pytest.mark.parametrize("majors", ["mk", "kn"])
+@pytest.mark.parametrize("name", ["cute_wgmma_ws", "cute_wgmma_ws_128x64", "cute_wgmma_ws_128x128"])
+def test_tf32_from_registers_applies_the_epilogue(name, majors, spec):
+    """tf32 with A m-major, or B n-major (C^T with B^T m-major): wgmma reads the m-major
+    operand from registers, and the tile's rows come out permuted (sm90_epilogue_rows.cuh,
+    whose pairs take their vectors' values as pairs): interior and edge tiles, alpha, beta."""
+    _runs_here(name)
+    gen = torch.Generator(device="cuda").manual_seed(23)
+    m, n, k = 300, 520, 200
+    a = _rand((k, m), "float32", gen).T if majors == "mk" else _rand((m, k), "float32", gen)
+    b = _rand((k, n), "float32", gen) if majors == "kn" else _rand((n, k), "float32", gen).T
+    c = _rand((m, n), "float32", gen)
+    ep = _epilogue(spec, m, n, "float32", gen)
+    out = torch.full((m, n), float("nan"), device="cuda")
+    cute_gemm.run(name, a, b, out=out, precision="tf32", epilogue=ep)
+    out2 = c.clone()
+    cute_gemm.run(name, a, b, out2, out=out2, alpha=0.75, beta=-1.5, precision="tf32", epilogue=ep)
+    torch.cuda.synchronize()
+    _check(out, a, b, ep, precision="tf32")
+    _check(out2, a, b, ep, c=c, alpha=0.75, beta=-1.5, precision="tf32")
+
+
 @pytest.mark.parametrize("axis", ["col", "row"])
 @pytest.mark.parametrize("name,precision", [c for c in _combos() if c[0].startswith("cute_wgmma_ws")
                                             and c[1] in ("bf16", "fp16", "fp8_e4m3")])

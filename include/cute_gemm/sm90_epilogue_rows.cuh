@@ -39,19 +39,25 @@ __device__ __forceinline__ void store_axpby_rows(TiledMma const& mma, int thread
   const bool interior = rows >= TileM && cols >= TileN;
   const auto base = reinterpret_cast<unsigned long long>(C);
   struct alignas(2 * sizeof(TC)) Pair { TC x, y; };
-  // values (r0, c0) and (r1, c1) of the tile, each alpha * acc scaled by the epilogue
-  auto put = [&](TC* p, float a0, float a1, int r0, int c0, int r1, int c1) {
-    float v0 = e.scale(alpha, m0 + r0, n0 + c0) * a0, v1 = e.scale(alpha, m0 + r1, n0 + c1) * a1;
+  alpha = e.tile_scale(alpha);                             // (per element: e.element_scale)
+  // values (r, c) and its neighbour, (r + 1, c) if kDown else (r, c + 1), each alpha * acc
+  // scaled and finished by the epilogue as a pair: the vectors' loads of a pair as one where
+  // they can (finish2; per-element pinned loads spilled the fused tf32 entries' registers)
+  auto put = [&](auto down, TC* p, float a0, float a1, int r, int c) {
+    constexpr bool kDown = decltype(down)::value;
+    const int r1 = m0 + r + kDown, c1 = n0 + c + !kDown;
+    float v0 = e.element_scale(alpha, m0 + r, n0 + c) * a0, v1 = e.element_scale(alpha, r1, c1) * a1;
     if (beta != 0.0f) {
       const Pair old = *reinterpret_cast<const Pair*>(p);
       v0 += beta * float(old.x);
       v1 += beta * float(old.y);
     }
-    *reinterpret_cast<Pair*>(p) = Pair{TC(e.template finish<TC>(v0, m0 + r0, n0 + c0)),
-                                       TC(e.template finish<TC>(v1, m0 + r1, n0 + c1))};
+    const float2 v = kDown ? e.template finish2_down<TC>(v0, v1, m0 + r, n0 + c)
+                           : e.template finish2<TC>(v0, v1, m0 + r, n0 + c);
+    *reinterpret_cast<Pair*>(p) = Pair{TC(v.x), TC(v.y)};
   };
   auto put1 = [&](TC* p, float a, int r, int c) {
-    const float v = e.scale(alpha, m0 + r, n0 + c) * a;
+    const float v = e.element_scale(alpha, m0 + r, n0 + c) * a;
     *p = TC(e.template finish<TC>(beta == 0.0f ? v : v + beta * float(*p), m0 + r, n0 + c));
   };
 
@@ -62,7 +68,7 @@ __device__ __forceinline__ void store_axpby_rows(TiledMma const& mma, int thread
     for (int i = 0; i < size(acc); i += 2) {
       const int r = get<0>(tCcR(i)), c = get<1>(tCcR(i));
       if (!interior && (r >= rows || c >= cols)) continue;
-      if (interior || c + 1 < cols) put(&tCgR(i), acc(i), acc(i + 1), r, c, r, c + 1);
+      if (interior || c + 1 < cols) put(cute::false_type{}, &tCgR(i), acc(i), acc(i + 1), r, c);
       else put1(&tCgR(i), acc(i), r, c);
     }
     return;
@@ -75,7 +81,7 @@ __device__ __forceinline__ void store_axpby_rows(TiledMma const& mma, int thread
       if (i % 4 >= 2) continue;
       const int r = get<0>(tCcR(i)), c = get<1>(tCcR(i));
       if (!interior && (r >= rows || c >= cols)) continue;
-      if (interior || r + 1 < rows) put(&tCgR(i), acc(i), acc(i + 2), r, c, r + 1, c);
+      if (interior || r + 1 < rows) put(cute::true_type{}, &tCgR(i), acc(i), acc(i + 2), r, c);
       else put1(&tCgR(i), acc(i), r, c);
     }
     return;
