@@ -248,7 +248,8 @@ def test_a_staged_bias_is_each_tiles_own(name, precision, axis):
     m, n, k = 2100, 3000, 128
     a = _rand((m, k), OPERAND[precision], gen)
     b = _rand((n, k), OPERAND[precision], gen).T           # k-major: every kernel's 8-bit B
-    bias = _rand(m if axis == "row" else n, dt, gen, 100.0)
+    # (8-bit operands take float32 vectors only)
+    bias = _rand(m if axis == "row" else n, "float32" if precision == "fp8_e4m3" else dt, gen, 100.0)
     ep = Epilogue(bias=bias, bias_axis=axis, out_dtype=dt)
     out = torch.full((m, n), float("nan"), device="cuda", dtype=TORCH[dt])
     cute_gemm.run(name, a, b, out=out, precision=precision, epilogue=ep)
