@@ -98,16 +98,17 @@ def main(argv=None) -> int:
         ep = Epilogue(bias=b, activation="gelu_tanh")
         for m in map(int, a.tokens.split(",")):
             x = torch.randn(m, k_in, generator=gen, device="cuda").bfloat16()
+            y = torch.empty(m, n_out, device="cuda", dtype=torch.bfloat16)     # (the result: bf16)
             ref = F.gelu(F.linear(x.float(), w.float(), b.float()), approximate="tanh")
             lin = median_us(lambda _: F.linear(x, w))
             eager = median_us(lambda _: F.gelu(F.linear(x, w, b), approximate="tanh"))
             print(f"{m:>6} {layer:>12} {'torch':<30} {lin:>9.1f} {eager:>9.1f}")
             for name in names:
                 try:
-                    y = api.run(name, x, w.T, epilogue=ep)
+                    api.run(name, x, w.T, out=y, epilogue=ep)
                     err = float((y.float() - ref).abs().max() / ref.abs().max())
-                    plain = median_us(lambda _: api.run(name, x, w.T))
-                    fused = median_us(lambda _: api.run(name, x, w.T, epilogue=ep))
+                    plain = median_us(lambda _: api.run(name, x, w.T, out=y))
+                    fused = median_us(lambda _: api.run(name, x, w.T, out=y, epilogue=ep))
                 except Exception as e:     # reported; the other kernels go on
                     print(f"{m:>6} {layer:>12} {name:<30} FAILED {str(e).splitlines()[0][:80]}")
                     continue
