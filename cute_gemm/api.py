@@ -13,13 +13,14 @@ import numpy as np
 
 from . import driver, registry
 from .build import cache
-from .driver import batching, launch
+from .driver import launch
 from .plan import hotpath
 from .select import auto, autotable, batched, firstuse, standin
 from .driver.epilogue import Epilogue, prepare as epilogue_prep, scaled
 from .driver.arrays import (SUPPORTED_DTYPES, ArrayLike, DeviceArray, DTypeName, Operand,
-                            Signature, StreamLike, call_precision, framework_stream, narrow, parse)
-from .base.errors import AliasError, CaptureError, DTypeError, InputError, ShapeError
+                            StreamLike, call_precision, framework_stream, narrow, parse)
+from .driver.signature import Signature
+from .base.errors import CaptureError, DTypeError, InputError, ShapeError
 from .plan.execute import gemm_device
 from .plan.host import host_context, host_result, run_host
 from .base.precisions import DTYPE, PRECISION
@@ -53,43 +54,8 @@ def compile_kernel(name: str | registry.Kernel, arch: str | int | None = None) -
     return cache.get(k, arch)
 
 
-def validate(a, b, c, out, alpha, beta, stream: int | None = None,
-             can_fold: bool = True) -> Signature:
-    """The call's Signature, its operands parsed once: a CuteGemmError for anything the
-    kernels cannot take, before any launch (run() and cross_check() share it). can_fold:
-    whether a batch with a shared B may run as one taller problem (batching.plan)."""
-    A, B = parse("a", a, stream), parse("b", b, stream)
-    (m, k1), (k2, n) = A.shape, B.shape
-    if k1 != k2:
-        raise ShapeError(f"inner dimensions differ: a is {A.lead + A.shape}, b is "
-                         f"{B.lead + B.shape} ({k1} != {k2})")
-    C = parse("c", c, stream) if c is not None else None
-    O = parse("out", out, stream) if out is not None else None
-    for op in (C, O):
-        if op is not None and op.shape != (m, n):
-            raise ShapeError(f"{op.name} must have shape {(m, n)} (a @ b), got {op.shape}")
-    shape = made = None
-    if any(x is not None and x.lead for x in (A, B, C, O)):
-        A, B, C, O, shape, made = batching.plan(A, B, C, O, can_fold)
-    sig = Signature(A, B, C, O, stream, shape, made)
-    # a major in fits (a unit stride, the other stride past it) rules out a shared address
-    # within one problem; anything else, or a batch, is counted out by self_overlapping
-    overlap = O is not None and (sig.fits["c"][0] == "strided" or O.bcount != (1, 1))
-    if overlap and O.self_overlapping():
-        raise AliasError(f"out has strides {O.lead_strides + O.strides} (elements) for shape "
-                         f"{shape or O.shape}: several of its elements share one address, so "
-                         "it cannot hold a result")
-    if O is not None and O.readonly:
-        raise InputError("out is read-only")
-    for nm, v in (("alpha", alpha), ("beta", beta)):
-        if type(v) is not float and (not isinstance(v, (int, float, np.floating, np.integer))
-                                     or isinstance(v, bool)):
-            raise InputError(f"{nm} must be a real number, got {type(v).__name__}")
-    ops = [x for x in (A, B, C, O) if x is not None]
-    if any(x.device != A.device for x in ops):
-        where = ", ".join(f"{x.name}={'device' if x.device else 'host'}" for x in ops)
-        raise InputError(f"mixing host and device arrays is not supported ({where})")
-    return sig
+# a call's operands parsed and checked before any launch (run() and cross_check() share it)
+validate = Signature
 
 
 def _empty_like_lib(proto, shape, ordinal, dtype: str = "float32"):

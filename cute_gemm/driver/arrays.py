@@ -177,53 +177,6 @@ def call_precision(A: Operand, B: Operand, C: Operand | None, O: Operand | None,
     return precision, out_dtype
 
 
-class Signature:
-    """A call's operands parsed once (api.validate), and what the steps after it read of them:
-    A, B, C, O (out; C, O may be None), M, N, K, the stream, `fits` (of A, B, out as "c"),
-    `spans` (role "a", "b", "c", "out" -> Operand.span(), inlined), `producers` (CAI v3);
-    for N-D operands, `shape`, the result's (the batch's extents, M, N; None: 2-D), and
-    `batch`, the (outer, inner) problems its launches walk ((1, 1): one, or a batch folded
-    into one taller problem, batching.fold); and the call's class, as the tune tables name
-    it: `layout` (records.LAYOUTS: "t" where an operand's unit stride runs the other way,
-    one without one counting as "n") and `aligned` (pointers and leading dimensions all
-    16-byte aligned, O None counting as a new row-major array: the vector and TMA paths')."""
-    __slots__ = ("A", "B", "C", "O", "m", "n", "k", "stream", "fits", "spans", "producers",
-                 "shape", "batch", "made", "layout", "aligned")
-
-    @property
-    def modes(self) -> int:
-        """The batch modes its launches walk (Kernel.batch_modes): 2 where the outer one
-        holds more than one problem, else 1."""
-        return 2 if self.batch[0] > 1 else 1
-
-    def __init__(self, A: Operand, B: Operand, C: Operand | None, O: Operand | None, stream: int,
-                 shape: tuple[int, ...] | None = None, made: tuple | None = None):
-        self.A, self.B, self.C, self.O, self.stream = A, B, C, O, stream
-        # made: the layout of the result run() allocates for N-D operands (batching.plan)
-        self.shape, self.batch, self.made = shape, A.bcount, made
-        (self.m, self.k), self.n = A.shape, B.shape[1]
-        self.fits = fits({"a": A, "b": B} if O is None else {"a": A, "b": B, "c": O})
-        (a_major, a_align), (b_major, b_align) = self.fits["a"], self.fits["b"]
-        self.layout = ("t" if a_major == "m" else "n") + ("t" if b_major == "k" else "n")
-        e = ITEMSIZE[A.dtype]
-        self.aligned = ((self.n * e % 16 == 0 if O is None
-                         else self.fits["c"][1] * ITEMSIZE[O.dtype] >= 16)
-                        and a_align * e >= 16 and b_align * ITEMSIZE[B.dtype] >= 16)
-        self.spans, self.producers = {}, set()
-        for role, op in (("a", A), ("b", B), ("c", C), ("out", O)):
-            if op is None:
-                continue
-            if op.stream is not None:
-                self.producers.add(op.stream)
-            if op.bcount != (1, 1):
-                self.spans[role] = op.span()
-                continue
-            (r, c), (sr, sc), e = op.shape, op.strides, ITEMSIZE[op.dtype]
-            self.spans[role] = (0, 0) if r == 0 or c == 0 else (
-                op.ptr + e * (min(0, (r - 1) * sr) + min(0, (c - 1) * sc)),
-                op.ptr + e * (max(0, (r - 1) * sr) + max(0, (c - 1) * sc) + 1))
-
-
 def _unsupported(name: str, dtype) -> DTypeError:
     return DTypeError(f"{name} has dtype {dtype}; supported dtypes: {', '.join(SUPPORTED_DTYPES)}")
 

@@ -150,7 +150,7 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     computes), with split_k CTAs per tile (resolve). stand_in: a function answering (kernel,
     precision) that runs the call instead (as planned) while k's entry points for it compile
     in the background, asked only then (standin.stand_in; Loaded.ready), or None. call:
-    run()'s arrays.Signature, where T is its out: the spans and fits of the operands, read
+    run()'s signature.Signature, where T is its out: the spans and fits of the operands, read
     once. Returns (key, launcher) of the
     CACHE.launches entry the call went through, or None (always None from a stand-in:
     run()'s signature hot path must not keep it). epi: a fused epilogue (driver.epilogue.

@@ -323,7 +323,7 @@ def _streams_held(stream, ops) -> bool:
 
 
 def remember(key, fast, sig, epi=None) -> None:
-    """Keep the signature of a call (arrays.Signature `sig`) the full path has just launched
+    """Keep the signature of a call (signature.Signature `sig`) the full path has just launched
     through `fast` (gemm_device's (key, Launcher or Relaid)), if nothing it did depends on
     more than the signature: no producer stream was waited for, and an operand whose
     signature does not hold its producer stream had none."""

@@ -137,7 +137,7 @@ def keys(m: int, n: int, k: int, precision: str, out_dtype: str, arch_int: int,
                                              for r in (False, True)[:1 + modes.offers(x, modes.SPLIT_REDUCE)]])
 
 
-# ---- the call's class: layout and alignment (a call's: arrays.Signature.layout, aligned) ----
+# ---- the call's class: layout and alignment (a call's: signature.Signature.layout, aligned) ----
 def contiguous_aligned(m: int, n: int, k: int, layout: str = "nn", precision: str = "fp32",
                        out_dtype: str = "float32") -> bool:
     """Signature.aligned of fresh contiguous operands in `layout` (what tune measures)."""
@@ -357,7 +357,7 @@ _simt: dict = {}    # heuristic's SIMT candidates -> (them, the largest, the sma
 
 # ---- for api and users -------------------------------------------------------------------------
 def pick(sig, precision: str, out_dtype: str, ordinal: int | None) -> Choice:
-    """The choice for a validated call (arrays.Signature) on device `ordinal`; None: a call
+    """The choice for a validated call (signature.Signature) on device `ordinal`; None: a call
     with no products to compute (an empty C, K = 0 or alpha = 0), which any candidate of
     its precision answers without a GEMM launch or a device query."""
     if ordinal is None:

@@ -107,7 +107,7 @@ def kept(device, key: str, cands: list[Choice]) -> Choice | None:
 
 
 def pick(sig, precision: str, out_dtype: str, ordinal: int | None, fused: bool = False) -> Choice:
-    """choose() for a validated batched call (arrays.Signature); ordinal None: no products to
+    """choose() for a validated batched call (signature.Signature); ordinal None: no products to
     compute, so any batched candidate answers."""
     l0, l1 = sig.batch
     if ordinal is None:

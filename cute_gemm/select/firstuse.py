@@ -59,7 +59,7 @@ def off():
 
 def tuned(choice: auto.Choice, sig, precision: str, out_dtype: str, ordinal: int,
           stream: int) -> auto.Choice:
-    """The choice for a device call (arrays.Signature) after tuning on first use where it
+    """The choice for a device call (signature.Signature) after tuning on first use where it
     applies: `choice` itself where a table row of the problem made it or tuning is off. A
     stream that captures a graph times nothing but takes what this process tuned already."""
     if choice.source == "table" or mode() == "off":
