@@ -359,8 +359,9 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
         if choice.transposed and epi is not None and epi.spec.blocks:
             # block scales are per row of A and per 128 columns of B: no entry reads them on C^T
             choice = replace(choice, transposed=False, why=f"{choice.why}; block scales: as given")
+        quick = picked_on is not None and epi is None and standin.first_call() == "quick"
         k, pick, prec = registry.get(choice.kernel), choice.pick, choice.precision or prec
-        if picked_on is not None and epi is None and standin.first_call() == "quick":
+        if quick:
             # what runs while the pick compiles, asked for only where it must compile
             stand_in = functools.partial(standin.stand_in, k, prec, out_dtype,
                                          launch.device_info(ordinal).arch_int)

@@ -12,16 +12,13 @@ the result type is the one `tune` times (docs/design/tables.md#first-use).
 """
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import functools
-import os
 import threading
 from dataclasses import replace
 
 from . import auto, autotable, batched, standin
 from .. import driver, registry
-from ..base.errors import InputError
+from ..base.setting import Setting
 from ..base.precisions import PRECISION
 from ..driver import launch
 from ..plan import resolve, trial
@@ -30,31 +27,13 @@ from .choice import split_key
 from .contract import answering
 
 TUNE = "CUTE_GEMM_TUNE"
-MODES = ("first_use", "off")
 BUDGET_S = 1.0      # host time to time one problem's candidates, at most
-
-_mode: contextvars.ContextVar[str | None] = contextvars.ContextVar("cute_gemm_tune", default=None)
-
-
-def mode() -> str:
-    """CUTE_GEMM_TUNE (default "first_use"), or what off() set for this context."""
-    m = _mode.get()
-    if m is not None:
-        return m
-    m = os.environ.get(TUNE, "").strip().lower() or MODES[0]
-    if m not in MODES:
-        raise InputError(f"{TUNE} must be one of {', '.join(MODES)}, got {os.environ[TUNE]!r}")
-    return m
+mode = Setting(TUNE, ("first_use", "off"))     # mode(): this context's
 
 
-@contextlib.contextmanager
 def off():
     """No tuning on first use for gemm() calls in this block (this thread)."""
-    token = _mode.set("off")
-    try:
-        yield
-    finally:
-        _mode.reset(token)
+    return mode.within("off")
 
 
 def tuned(choice: auto.Choice, sig, precision: str, out_dtype: str, ordinal: int,

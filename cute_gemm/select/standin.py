@@ -6,45 +6,22 @@ background; "wait" compiles the pick first (docs/design/first_call.md).
 """
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import os
 
 from .. import registry
-from ..base.errors import InputError
+from ..base.setting import Setting
 from ..registry.records import PRECISION_DTYPE, PRECISIONS, UNIT
 
 QUICK = "quick"                    # Kernel.tags: the stand-in while a pick compiles
 FIRST_CALL = "CUTE_GEMM_FIRST_CALL"
-FIRST_CALL_MODES = ("quick", "wait")
-
-# waiting(): a mode for the calls of one context (thread), over the environment's
-_mode: contextvars.ContextVar[str | None] = contextvars.ContextVar("cute_gemm_first_call",
-                                                                   default=None)
+# first_call(): how gemm() meets a pick neither compiled nor cached: "quick" (the default)
+# runs a stand-in meanwhile, "wait" compiles the pick first
+first_call = Setting(FIRST_CALL, ("quick", "wait"))
 
 
-def first_call() -> str:
-    """How gemm() meets a pick neither compiled nor cached (CUTE_GEMM_FIRST_CALL): "quick"
-    (the default) runs a stand-in meanwhile, "wait" compiles the pick first."""
-    mode = _mode.get()
-    if mode is not None:
-        return mode
-    mode = os.environ.get(FIRST_CALL, "").strip().lower() or FIRST_CALL_MODES[0]
-    if mode not in FIRST_CALL_MODES:
-        raise InputError(f"{FIRST_CALL} must be one of {', '.join(FIRST_CALL_MODES)}, "
-                         f"got {os.environ[FIRST_CALL]!r}")
-    return mode
-
-
-@contextlib.contextmanager
 def waiting():
     """gemm() calls in this block (this thread) compile their picks first: what checks and
     times the pick (cross_check, bench) must run the pick, never a stand-in."""
-    token = _mode.set("wait")
-    try:
-        yield
-    finally:
-        _mode.reset(token)
+    return first_call.within("wait")
 
 
 def stand_in(pick: registry.Kernel, precision: str, out_dtype: str,
