@@ -20,8 +20,8 @@ from .shapes import count_of
 DEFAULT_COUNT = 24
 BATCH, DIM, FLOP_MAX, BYTES_MAX = (2, 1024), (16, 4096), 2.0 ** 36, 2 << 30
 PATTERNS = ("both", "a_broadcast", "b_shared", "a_strided")
-PRECISIONS = {"fp32": ("float32", "float32"), "bf16": ("bfloat16", "bfloat16"),
-              "fp16": ("float16", "float16"), "tf32": ("float32", "float32")}
+# precision -> the torch dtype of the operands and the result
+PRECISIONS = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16", "tf32": "float32"}
 
 
 @dataclass(frozen=True)
@@ -51,13 +51,6 @@ def draw(count: int, seed: int) -> list[Problem]:
     return out
 
 
-def _operands(s: peers.Session, p: Problem, dtype):
-    a = s.randn(*{"a_broadcast": (1, p.m, p.k), "a_strided": (p.m, p.batch, p.k)}.get(
-        p.pattern, (p.batch, p.m, p.k)), dtype=dtype)
-    b = s.randn(*((p.k, p.n) if p.pattern == "b_shared" else (p.batch, p.k, p.n)), dtype=dtype)
-    return (a.transpose(0, 1) if p.pattern == "a_strided" else a), b
-
-
 def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("fp32", "bf16"), *,
         kernel: str | None = None, repeats: int = 10, out_dir: str | None = None,
         log=print) -> dict:
@@ -65,36 +58,37 @@ def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("fp32",
     time run() of that kernel instead of gemm() (a batched one, in the precisions it computes)."""
     s = peers.Session("cute-gemm bench --size batched" + (f" {kernel}" if kernel else ""), count,
                       seed, {"": ("torch", "ours")}, repeats, log)
-    torch = s.torch
     ours_fn = api.gemm if kernel is None else partial(api.run, kernel)
     log(f"cute-gemm bench: {count} random batched problems, seed {s.seed} (--seed {s.seed} draws "
-        f"them again); {kernel or 'gemm()'} / torch.matmul {torch.__version__}, same run")
+        f"them again); {kernel or 'gemm()'} / torch.matmul {s.torch.__version__}, same run")
     with s:
         for p in draw(count, s.seed):
             for prec in precisions:
                 with s.case({**asdict(p), "precision": prec}) as row:
-                    dt = getattr(torch, PRECISIONS[prec][0])
-                    a, b = _operands(s, p, dt)
-                    shape = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (p.m, p.n)
-                    ours, theirs = (torch.empty(shape, dtype=dt, device="cuda") for _ in range(2))
-                    torch.backends.cuda.matmul.allow_tf32 = prec == "tf32"
-                    ours_fn(a, b, out=ours, precision=prec)
-                    ratio = s.worst(ours, a.double() @ b.double(), a.double().abs() @ b.double().abs(),
-                                    prec, PRECISIONS[prec][1])
-                    s.add(row, ratio, {
-                        "ours": lambda _: ours_fn(a, b, out=ours, precision=prec),
-                        "torch": lambda _: torch.matmul(a, b, out=theirs)})
-                    log(f"  {prec:5s} B={p.batch:5d} M={p.m:5d} N={p.n:5d} K={p.k:5d} {p.pattern:11s} "
-                        + (f"call {row['call']:5.2f}x  burst {row['burst']:5.2f}x" if row["ok"]
-                           else f"FAIL gauge ratio {ratio:.3g}"))
-                    del a, b, ours, theirs
-                torch.backends.cuda.matmul.allow_tf32 = False
-    summary = s.summary(precisions)
-    for prec, x in summary.items():
-        log(f"{prec}: call {x['call']['geomean']:.3f}x geomean (min {x['call']['min']:.2f}), "
-            f"burst {x['burst']['geomean']:.3f}x (min {x['burst']['min']:.2f}); "
-            f"{x['failed']} failed")
-    return s.record(summary, __doc__, out_dir, "batched.json")
+                    _measure(s, row, p, prec, ours_fn)
+                s.torch.backends.cuda.matmul.allow_tf32 = False
+    return s.finish(precisions, lambda x: f"call {x['call']['geomean']:.3f}x geomean (min "
+                    f"{x['call']['min']:.2f}), burst {x['burst']['geomean']:.3f}x (min "
+                    f"{x['burst']['min']:.2f}); {x['failed']} failed", __doc__, out_dir, "batched.json")
+
+
+def _measure(s: peers.Session, row: dict, p: Problem, prec: str, ours_fn) -> None:
+    """Check, then time, ours_fn and torch.matmul on p's operands (freed on return)."""
+    torch = s.torch
+    dt = getattr(torch, PRECISIONS[prec])
+    a = s.randn(*{"a_broadcast": (1, p.m, p.k), "a_strided": (p.m, p.batch, p.k)}.get(
+        p.pattern, (p.batch, p.m, p.k)), dtype=dt)
+    a = a.transpose(0, 1) if p.pattern == "a_strided" else a
+    b = s.randn(*((p.k, p.n) if p.pattern == "b_shared" else (p.batch, p.k, p.n)), dtype=dt)
+    shape = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (p.m, p.n)
+    ours, theirs = (torch.empty(shape, dtype=dt, device="cuda") for _ in range(2))
+    torch.backends.cuda.matmul.allow_tf32 = prec == "tf32"
+    ours_fn(a, b, out=ours, precision=prec)
+    ratio = s.worst(ours, a.double() @ b.double(), a.double().abs() @ b.double().abs(), prec, PRECISIONS[prec])
+    s.add(row, ratio, {"ours": lambda _: ours_fn(a, b, out=ours, precision=prec),
+                       "torch": lambda _: torch.matmul(a, b, out=theirs)})
+    s.said(row, f"{prec:5s} B={p.batch:5d} M={p.m:5d} N={p.n:5d} K={p.k:5d} {p.pattern:11s}",
+           lambda r: f"call {r['call']:5.2f}x  burst {r['burst']:5.2f}x")
 
 
 main = partial(peers.main, run)        # the command: 0 unless a result failed its check

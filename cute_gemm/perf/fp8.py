@@ -92,19 +92,16 @@ def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("fp8_e4
                     "scaled_mm": lambda _: scaled_mm(a, w.T, one, one, out_dtype=bf16)})
                 if row["ok"]:
                     row["tflops"] = 2e-9 * m * n * k / row["ours_burst_ms"]
-                log(f"  {m:5d}x{n:5d}x{k:5d} " + (
-                    f"{row['tflops']:6.0f} TFLOP/s, vs _scaled_mm {row['call_vs_scaled_mm']:5.2f}x "
-                    f"(burst {row['burst_vs_scaled_mm']:5.2f}x), blocks {row['burst_blocks_vs_tensor']:5.2f}x "
-                    f"the per-tensor speed" if row["ok"] else f"FAIL gauge ratio {ratio:.3g}"))
+                s.said(row, f"{m:5d}x{n:5d}x{k:5d}", lambda r: (
+                    f"{r['tflops']:6.0f} TFLOP/s, vs _scaled_mm {r['call_vs_scaled_mm']:5.2f}x "
+                    f"(burst {r['burst_vs_scaled_mm']:5.2f}x), blocks {r['burst_blocks_vs_tensor']:5.2f}x "
+                    "the per-tensor speed"))
         accuracy = _accuracy(s, scaled_mm)
-    summary = s.summary(("fp8_e4m3",))
-    x = summary["fp8_e4m3"]
-    x["accuracy"] = accuracy
-    log(f"fp8_e4m3: one call {x['call_vs_scaled_mm']['geomean']:.3f}x torch._scaled_mm, burst "
+    res = s.finish(("fp8_e4m3",), lambda x: (
+        f"one call {x['call_vs_scaled_mm']['geomean']:.3f}x torch._scaled_mm, burst "
         f"{x['burst_vs_scaled_mm']['geomean']:.3f}x (geomean; min {x['call_vs_scaled_mm']['min']:.2f}); "
         f"block scales {x['burst_blocks_vs_tensor']['geomean']:.3f}x the per-tensor speed; "
-        f"{x['failed']} failed")
-    res = s.record(summary, __doc__, out_dir, "fp8.json")
+        f"{x['failed']} failed"), __doc__, out_dir, "fp8.json", accuracy=accuracy)
     if out_dir and plots.available():
         log(f"wrote {plots.fp8_accuracy_chart(res, Path(out_dir) / plots.FP8_ACCURACY_PNG)}")
     return res

@@ -35,45 +35,46 @@ def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("bf16",
     """Draw, check and time; the result as a dict (written to out_dir/linear.json)."""
     s = peers.Session("cute-gemm bench --size linear", count, seed,
                       {"_vs_eager": ("eager", "ours"), "_vs_fused": ("fused", "ours")}, repeats, log)
-    torch, F = s.torch, s.torch.nn.functional
+    torch = s.torch
     log(f"cute-gemm bench: a linear layer with bias and GELU(tanh) at {count} token counts, "
         f"seed {s.seed} (--seed {s.seed} draws them again); gemm(epilogue=) / torch "
         f"{torch.__version__} eager and fused (_addmm_activation), same run")
     tokens = draw(count, s.seed)
     with s:
         for prec in precisions:
-            dt, odt = getattr(torch, PRECISIONS[prec][0]), PRECISIONS[prec][1]
+            dt = getattr(torch, PRECISIONS[prec])
             torch.backends.cuda.matmul.allow_tf32 = prec == "tf32"
             for k_in, n_out in LAYERS:
                 w = (s.randn(n_out, k_in) / math.sqrt(k_in)).to(dt)
                 b = s.randn(n_out, dtype=dt)
-                ep = Epilogue(bias=b, activation="gelu_tanh", out_dtype=odt)
-                w64, b64 = w.double(), b.double()
+                layer = (w, b, Epilogue(bias=b, activation="gelu_tanh", out_dtype=PRECISIONS[prec]),
+                         w.double(), b.double())
                 for m in tokens:
                     with s.case({"precision": prec, "tokens": m, "in": k_in, "out": n_out}) as row:
-                        x = s.randn(m, k_in, dtype=dt)
-                        # the error of gelu_tanh(x @ w^T + b) in units of SLOPE (|x| @ |w^T| + |b|) + 4 |ref|
-                        x64 = x.double()
-                        ref = F.gelu(x64 @ w64.T + b64, approximate="tanh")
-                        gauge = SLOPE * (x64.abs() @ w64.abs().T + b64.abs()) + 4 * ref.abs()
-                        ratio = s.worst(api.gemm(x, w.T, precision=prec, epilogue=ep), ref, gauge, prec, odt)
-                        del x64, ref, gauge
-                        s.add(row, ratio, {
-                            "ours": lambda _: api.gemm(x, w.T, precision=prec, epilogue=ep),
-                            "eager": lambda _: F.gelu(F.linear(x, w, b), approximate="tanh"),
-                            "fused": lambda _: torch._addmm_activation(b, x, w.T, use_gelu=True)})
-                        log(f"  {prec:5s} M={m:6d} {k_in:5d}->{n_out:5d} "
-                            + (f"vs eager {row['call_vs_eager']:5.2f}x (burst {row['burst_vs_eager']:5.2f}x)"
-                               f"  vs fused {row['call_vs_fused']:5.2f}x (burst {row['burst_vs_fused']:5.2f}x)"
-                               if row["ok"] else f"FAIL gauge ratio {ratio:.3g}"))
-                        del x
+                        _measure(s, row, s.randn(m, k_in, dtype=dt), layer, prec)
             torch.backends.cuda.matmul.allow_tf32 = False
-    summary = s.summary(precisions)
-    for prec, x in summary.items():
-        log(f"{prec}: one call {x['call_vs_eager']['geomean']:.3f}x eager, "
-            f"{x['call_vs_fused']['geomean']:.3f}x fused (geomean; min "
-            f"{x['call_vs_eager']['min']:.2f}, {x['call_vs_fused']['min']:.2f}); {x['failed']} failed")
-    return s.record(summary, __doc__, out_dir, "linear.json")
+    return s.finish(precisions, lambda x: f"one call {x['call_vs_eager']['geomean']:.3f}x eager, "
+                    f"{x['call_vs_fused']['geomean']:.3f}x fused (geomean; min {x['call_vs_eager']['min']:.2f}, "
+                    f"{x['call_vs_fused']['min']:.2f}); {x['failed']} failed", __doc__, out_dir, "linear.json")
+
+
+def _measure(s: peers.Session, row: dict, x, layer, prec: str) -> None:
+    """Check, then time, gemm(x, w.T, epilogue=ep) and PyTorch's two ways on tokens x; layer:
+    (w, b, ep, w and b in float64)."""
+    F, (w, b, ep, w64, b64) = s.torch.nn.functional, layer
+    x64 = x.double()
+    # the error of gelu_tanh(x @ w^T + b) in units of SLOPE (|x| @ |w^T| + |b|) + 4 |ref|
+    ref = F.gelu(x64 @ w64.T + b64, approximate="tanh")
+    gauge = SLOPE * (x64.abs() @ w64.abs().T + b64.abs()) + 4 * ref.abs()
+    ratio = s.worst(api.gemm(x, w.T, precision=prec, epilogue=ep), ref, gauge, prec, PRECISIONS[prec])
+    del x64, ref, gauge       # (not held while timing)
+    s.add(row, ratio, {
+        "ours": lambda _: api.gemm(x, w.T, precision=prec, epilogue=ep),
+        "eager": lambda _: F.gelu(F.linear(x, w, b), approximate="tanh"),
+        "fused": lambda _: s.torch._addmm_activation(b, x, w.T, use_gelu=True)})
+    s.said(row, f"{prec:5s} M={x.shape[0]:6d} {w.shape[1]:5d}->{w.shape[0]:5d}", lambda r: (
+        f"vs eager {r['call_vs_eager']:5.2f}x (burst {r['burst_vs_eager']:5.2f}x)"
+        f"  vs fused {r['call_vs_fused']:5.2f}x (burst {r['burst_vs_fused']:5.2f}x)"))
 
 
 main = partial(peers.main, run)        # the command: 0 unless a result failed its check

@@ -26,9 +26,8 @@ def log_uniform(rnd: random.Random, lo: float, hi: float) -> float:
 
 @contextlib.contextmanager
 def case(rows: list, row: dict, log):
-    """One problem of a bench, its `row` appended to `rows` by Session.add: what it raises is
-    the row's failure (recorded with the error, logged), and the bench goes on to the next
-    problem; the command fails at the end (main: a row not ok)."""
+    """One problem, its `row` in `rows`: what it raises is the row's failure (recorded, logged)
+    and the bench goes on; the command fails at the end (main: a row not ok)."""
     try:
         yield row
     except Exception as e:       # (a bug in one problem: the others are still measured)
@@ -41,10 +40,10 @@ def case(rows: list, row: dict, log):
 
 
 class Session(contextlib.ExitStack):
-    """One bench against PyTorch: a seed (drawn from the system's entropy unless given, and
-    printed), device 0 with gemm() waiting for its picks' compiles (a stand-in is never
-    timed), the L2 flush warmed up and the clocks logged while it lasts. `ratios`: row key
-    suffix -> (side, side), each timing's ratio of the first's time to the second's."""
+    """One bench against PyTorch: a seed (drawn unless given, and printed), device 0 with gemm()
+    waiting for its picks' compiles (a stand-in is never timed), the L2 flush warmed up and the
+    clocks logged while it lasts. `ratios`: row key suffix -> (side, side), each timing's ratio
+    of the first's time to the second's."""
 
     def __init__(self, tool: str, count: int, seed: int | None, ratios: dict, repeats: int, log):
         super().__init__()
@@ -77,7 +76,6 @@ class Session(contextlib.ExitStack):
         return float(r.nan_to_num(nan=math.inf).max())
 
     def case(self, row: dict):
-        """`with s.case(row):` one problem (the module's case())."""
         return case(self.rows, row, self.log)
 
     def add(self, row: dict, ratio: float, sides: dict) -> dict:
@@ -96,6 +94,10 @@ class Session(contextlib.ExitStack):
         self.rows.append(row)
         return row
 
+    def said(self, row: dict, label: str, passed) -> None:
+        """Log a problem's line: `label`, then passed(row) or the gauge ratio it failed with."""
+        self.log(f"  {label} " + (passed(row) if row["ok"] else f"FAIL gauge ratio {row['gauge_ratio']:.3g}"))
+
     def summary(self, precisions) -> dict:
         """Per precision, each ratio over the rows that passed their check: geometric mean,
         minimum, share below 0.9 (NaN where none passed); and how many failed it."""
@@ -110,8 +112,13 @@ class Session(contextlib.ExitStack):
             out[prec]["failed"] = sum(r["precision"] == prec and not r["ok"] for r in self.rows)
         return out
 
-    def record(self, summary: dict, doc: str, out_dir: str | None, name: str) -> dict:
-        """What ran, where, with which clocks, the rows and summary; written to out_dir/name."""
+    def finish(self, precisions, line, doc: str, out_dir: str | None, name: str, **extra) -> dict:
+        """The summary (`extra` added to each precision's), logged a line per precision (line(its
+        summary)); the record of what ran, where, with which clocks, written to out_dir/name."""
+        summary = self.summary(precisions)
+        for prec, x in summary.items():
+            x.update(extra)
+            self.log(f"{prec}: {line(x)}")
         res = {"tool": self.tool, "seed": self.seed, "count": self.count, "date": utc_now(),
                "device": self.info.name, "torch": self.torch.__version__, "clocks": self.clocks,
                "method": doc.split("\n\n")[0].replace("\n", " "), "rows": self.rows,

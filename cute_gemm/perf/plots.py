@@ -2,6 +2,7 @@
 Agg canvas: no pyplot state, headless); each names the device, date and units."""
 from __future__ import annotations
 
+import importlib
 import textwrap
 from pathlib import Path
 
@@ -18,7 +19,7 @@ OTHER_COLOR = "#55A868"
 
 def available() -> bool:
     try:
-        import matplotlib  # noqa: F401
+        importlib.import_module("matplotlib")
     except ImportError:
         return False
     return True

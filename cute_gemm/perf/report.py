@@ -255,11 +255,11 @@ def format_overhead(o: dict) -> str:
         h = f"{o[key + '_host_us']:9.2f}" if host else ""
         return f"  {label:<{w}}{o[key + '_us']:8.2f}{h}" + (f"   ({note})" if note else "")
 
-    def ratio(key: str, peer: str) -> str:
+    def ratio(key: str, peer: str, sep: str = "") -> str:
         if (r := o.get(f"{key}_over_{peer}")) is None:
             return ""
         rh = o.get(f"{key}_over_{peer}_host")
-        return f"{r:.2f}x {peer.replace('_', '.')}" + (f", host {rh:.2f}x" if rh is not None else "")
+        return f"{sep}{r:.2f}x {peer.replace('_', '.')}" + (f", host {rh:.2f}x" if rh is not None else "")
 
     lines = [f"host cost per call, {_shape(o['shape'], 'x')} GEMM (µs/call, median of "
              f"{o['rounds']} rounds x {o['calls']} calls" + (
@@ -268,8 +268,7 @@ def format_overhead(o: dict) -> str:
              row("raw driver launch (same cubin, pre-packed args)", "raw_launch"),
              row(run + ") on DeviceArrays", "run",
                  f"+{o['run_minus_raw_us']:.2f} over raw; target <= {o['target_us']:g}: "
-                 f"{'met' if o['meets_target'] else 'MISSED'}"
-                 + (f"; {ratio('run', 'torch_mm')}" if "run_over_torch_mm" in o else ""))]
+                 f"{'met' if o['meets_target'] else 'MISSED'}" + ratio("run", "torch_mm", "; "))]
     libs = o.get("libraries", {})
     for lib, kind, mine, peer, call in (
             ("torch", "PyTorch tensors", "run_torch", "torch_mm", "torch.mm(a, b, out=o)"),
@@ -278,8 +277,7 @@ def format_overhead(o: dict) -> str:
              "torch_addmm_inplace", "torch.addmm(o, a, b, out=o)"),
             ("cupy", "CuPy arrays", "run_cupy", "cupy_matmul", "cupy.matmul(a, b, out=o)")):
         if f"{mine}_us" in o:
-            note = ratio(mine, peer) + (f"; {ratio(mine, 'torch_mm')}" if lib == "cupy" and
-                                        f"{mine}_over_torch_mm" in o else "")
+            note = ratio(mine, peer) + (ratio(mine, "torch_mm", "; ") if lib == "cupy" else "")
             lines += [row(run + f") on {kind}", mine, note), row(call, peer)]
         elif lib in libs and mine in ("run_torch", "run_cupy"):     # (once a library)
             lines.append(f"  {kind:<{w}}{libs[lib]}")

@@ -91,16 +91,13 @@ def run_plan(problems: list[Problem], measure: Measure, table: Table, *, budget_
 
 
 # ---- on the GPU ------------------------------------------------------------------------------
-class GpuMeasure:
+def gpu_measure(info, flush: Flush, seed: int = 0) -> Measure:
     """measure() on the current device: each candidate checked, then timed as gemm() runs it."""
+    rng = np.random.default_rng(seed)
 
-    def __init__(self, info, flush: Flush, seed: int = 0):
-        self.info, self.flush = info, flush
-        self.rng = np.random.default_rng(seed)
-
-    def __call__(self, p: Problem, seconds: float) -> tuple[dict, dict]:
-        a, b = (self.rng.standard_normal(s, dtype=np.float32) for s in ((p.m, p.k), (p.k, p.n)))
-        a, b, ref, n_sets = operands(a, b, p.precision, self.rng, self.info, CHECK_FULL_MAX)
+    def measure(p: Problem, seconds: float) -> tuple[dict, dict]:
+        a, b = (rng.standard_normal(s, dtype=np.float32) for s in ((p.m, p.k), (p.k, p.n)))
+        a, b, ref, n_sets = operands(a, b, p.precision, rng, info, CHECK_FULL_MAX)
         times: dict = {}
         notes: dict = {}
         try:
@@ -120,28 +117,25 @@ class GpuMeasure:
                     verdict = gpu_check(key, fn, inputs, ref)
                     if verdict.status != "pass":
                         notes[key] = f"{verdict.status}: {verdict.message}"
-                        continue
-                    if choice.split_k and not _split(choice, p, before):
-                        continue        # launched by the kernel's own plan: not a candidate here
-                    ms = event_times(fn, len(inputs), self.flush, repeats=REPEATS, warmup=WARMUP,
-                                     min_repeats=MIN_REPEATS, max_seconds=seconds)
-                    times[key] = float(np.median(ms))
+                    elif not choice.split_k or _split(choice, p, before):   # else not a candidate here
+                        times[key] = float(np.median(event_times(
+                            fn, len(inputs), flush, repeats=REPEATS, warmup=WARMUP,
+                            min_repeats=MIN_REPEATS, max_seconds=seconds)))
                 except (CuteGemmError, RuntimeError, ValueError) as e:
                     notes[key] = first_line(e)
         finally:
             inputs.close()
         return times, notes
+    return measure
 
 
 def _split(choice: auto.Choice, p: Problem, before: set) -> bool:
     """Whether the launch a split_k candidate resolved (new since `before`, else any of its
     kernel and shape) is split as asked: resolve falls back to the kernel's own plan where
     tiles x split_k CTAs are not resident at once."""
-    plans = [x for x in api.resolved_launches() if x.kernel == choice.kernel
-             and x.shape == (p.m, p.n, p.k)]
+    plans = [x for x in api.resolved_launches() if x.kernel == choice.kernel and x.shape == (p.m, p.n, p.k)]
     new = [x for x in plans if x not in before] or plans
-    return any(x.split_k == choice.split_k and x.reduced == choice.reduce
-               for x in new)
+    return any(x.split_k == choice.split_k and x.reduced == choice.reduce for x in new)
 
 
 def tune(sizes="sweep", *, precisions="fp32", layouts="nn", max_seconds: float = 480.0,
@@ -183,7 +177,7 @@ def tune(sizes="sweep", *, precisions="fp32", layouts="nn", max_seconds: float =
     with Flush(info.l2_bytes) as flush:
         warm_up(flush)
         table.settings["flush_hold_us"] = flush.hold_us
-        left = run_plan(problems, GpuMeasure(info, flush, seed), table, budget_s=max_seconds,
+        left = run_plan(problems, gpu_measure(info, flush, seed), table, budget_s=max_seconds,
                         t0=t0, on_row=on_row)
     table.settings["not_measured"] = [p.label for p in left]
     table.date = utc_now()
@@ -231,8 +225,7 @@ def format_table(table: Table, path=None) -> str:
         else:
             cell = "nothing passed"
         cell += f" ({len(ranked)} of {len(r.times)} candidates ran)"
-        failed = list(r.notes.items())
-        if failed:
+        if failed := list(r.notes.items()):
             cell += "; failed: " + ", ".join(f"{c} ({_cut(x, 40)})" for c, x in failed[:3]) + (
                 f" and {len(failed) - 3} more" if len(failed) > 3 else "")
         lines.append(f"  {r.precision:<12}{r.layout:<3} {shape:<20}{cell}")
@@ -240,8 +233,7 @@ def format_table(table: Table, path=None) -> str:
         ms = b.times[b.winner]
         lines.append(f"  batch {_cut(b.key, 44):<45}{b.winner} {ms:.4g} ms ({len(b.times)} timed"
                      + (f", in {b.runs}" if b.runs else "") + ")")
-    missing = table.settings.get("not_measured") or []
-    if missing:
+    if missing := table.settings.get("not_measured"):
         lines.append(f"  not measured (budget): {len(missing)} problems: "
                      + _cut(", ".join(missing), 120))
     lines.append("  (~: operands not all 16-byte aligned; KERNEL.T: on the transposed problem,\n"
