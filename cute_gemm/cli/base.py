@@ -6,6 +6,7 @@ import argparse
 import json
 import math
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -46,6 +47,18 @@ def _number(cast: type, ok: Callable[[Any], bool], need: str) -> Callable[[str],
     return f
 
 
+def _shape(s: str) -> tuple[int, int, int]:
+    if not (m := re.fullmatch(r"(\d+)x(\d+)x(\d+)", s.lower())):
+        raise ValueError(s)
+    return tuple(map(int, m.groups()))  # type: ignore[return-value]
+
+
+def _precisions(s: str) -> tuple[str, ...]:
+    if not set(got := tuple(dict.fromkeys(p.strip() for p in s.split(",")))) <= set(registry.PRECISIONS):
+        raise ValueError(s)
+    return got
+
+
 positive_int = _number(int, lambda v: v >= 1, ">= 1")
 nonneg_int = _number(int, lambda v: v >= 0, ">= 0")
 positive_float = _number(float, lambda v: v > 0 and math.isfinite(v), "a positive number")
@@ -53,22 +66,6 @@ finite_float = _number(float, math.isfinite, "finite")
 kernel_name = checked(lambda s: registry.get(s).name)
 kernel_or_auto = checked(registry.check_name)        # a kernel, or "auto" (gemm()'s choice)
 arch_name = checked(normalize_arch, "expected an arch like sm_80, sm_90 or 90, got {s}")
-
-
-def _shape(s: str) -> tuple[int, int, int]:
-    parts = s.lower().split("x")
-    if len(parts) != 3 or not all(p.isdigit() for p in parts):
-        raise ValueError(s)
-    return tuple(int(p) for p in parts)  # type: ignore[return-value]
-
-
-def _precisions(s: str) -> tuple[str, ...]:
-    got = tuple(dict.fromkeys(p.strip() for p in s.split(",")))
-    if not got or any(p not in registry.PRECISIONS for p in got):
-        raise ValueError(s)
-    return got
-
-
 # 'MxNxK', each >= 0: gemm() takes an empty problem (M or N = 0, or K = 0: C = beta C)
 shape_mnk = checked(_shape, "expected MxNxK (e.g. 257x383x129), got {s}")
 precision_list = checked(_precisions, f"expected precisions from {', '.join(registry.PRECISIONS)}, got {{s}}")
@@ -172,13 +169,12 @@ def reset_warnings() -> None:
 
 # ---- progress ------------------------------------------------------------------------------------
 class Progress:
-    """Progress on stderr: on a terminal a tqdm bar redrawn twice a second (a 30 s compile still shows
-    time passing); elsewhere, when asked for, a line per finished job, `[n/N] seconds  label: note`."""
+    """Compile progress on stderr: on a terminal a tqdm bar redrawn twice a second (a 30 s compile still
+    shows time passing); elsewhere, when asked for, a line per finished job, `[n/N] seconds  label: note`."""
 
-    def __init__(self, total: int, enabled: bool | None, verb: str = "compiling"):
+    def __init__(self, total: int, enabled: bool | None):
         tty = bool(getattr(sys.stderr, "isatty", lambda: False)())
-        self.enabled, self.total, self.done, self.verb = tty if enabled is None else enabled, total, 0, verb
-        self.running: list[str] = []
+        self.enabled, self.total, self.done, self.running = tty if enabled is None else enabled, total, 0, []
         self.t0, self._lock, self._stop, self._bar = time.perf_counter(), threading.Lock(), threading.Event(), None
         if self.enabled and tty:
             self._bar = tqdm(total=total, leave=False, ncols=shutil.get_terminal_size((100, 20)).columns - 1,
@@ -196,7 +192,7 @@ class Progress:
             self.done += 0 if start else 1
             if self._bar is not None:
                 self._bar.update(0 if start else 1)
-                self._bar.set_postfix_str(f"{self.verb} " + ", ".join(self.running) if self.running else "")
+                self._bar.set_postfix_str("compiling " + ", ".join(self.running) if self.running else "")
 
     def start(self, label: str) -> None:
         self._update(label, True)
