@@ -1,5 +1,5 @@
 """What every subcommand module shares (they import it, never the reverse): argument types (a bad
-value is one argparse error line), one-line errors, JSON output, the GPU probe, warnings once, progress."""
+value is one argparse error line), one-line errors, JSON output, the GPU probe, warnings once."""
 from __future__ import annotations
 
 import argparse
@@ -7,15 +7,10 @@ import json
 import math
 import os
 import re
-import shutil
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 from typing import Any, Callable
-
-from tqdm import tqdm
 
 from .. import registry
 from ..driver import launch
@@ -165,46 +160,3 @@ def show_warning(message, category, filename=None, lineno=None, file=None, line=
 def reset_warnings() -> None:
     """Forget the warnings shown (a new run of main() shows them again)."""
     _shown.clear()
-
-
-# ---- progress ------------------------------------------------------------------------------------
-class Progress:
-    """Compile progress on stderr: on a terminal a tqdm bar redrawn twice a second (a 30 s compile still
-    shows time passing); elsewhere, when asked for, a line per finished job, `[n/N] seconds  label: note`."""
-
-    def __init__(self, total: int, enabled: bool | None):
-        tty = bool(getattr(sys.stderr, "isatty", lambda: False)())
-        self.enabled, self.total, self.done, self.running = tty if enabled is None else enabled, total, 0, []
-        self.t0, self._lock, self._stop, self._bar = time.perf_counter(), threading.Lock(), threading.Event(), None
-        if self.enabled and tty:
-            self._bar = tqdm(total=total, leave=False, ncols=shutil.get_terminal_size((100, 20)).columns - 1,
-                             bar_format="[{n_fmt}/{total_fmt}] {bar:20} {elapsed}<{remaining}{postfix}")
-            threading.Thread(target=self._tick, daemon=True).start()
-
-    def _tick(self) -> None:
-        while not self._stop.wait(0.5):
-            with self._lock:
-                self._bar.refresh()
-
-    def _update(self, label: str, start: bool) -> None:
-        with self._lock:
-            (self.running.append if start else self.running.remove)(label)
-            self.done += 0 if start else 1
-            if self._bar is not None:
-                self._bar.update(0 if start else 1)
-                self._bar.set_postfix_str("compiling " + ", ".join(self.running) if self.running else "")
-
-    def start(self, label: str) -> None:
-        self._update(label, True)
-
-    def finish(self, label: str, note: str) -> None:
-        self._update(label, False)
-        if self.enabled and self._bar is None:
-            print(f"[{self.done}/{self.total}] {time.perf_counter() - self.t0:6.1f} s  {label}: {note}",
-                  file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._bar is not None:
-            with self._lock:
-                self._bar.close()

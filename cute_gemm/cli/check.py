@@ -108,11 +108,14 @@ def offline_check(names: list[str] | None, arch: str, why: str, *, jobs: int | N
             k.name for p in registry.PRECISIONS for k in auto.candidates(p)]))
     # a composed kernel's GEMM (Kernel.gemm_of) is compiled, not registered: counted apart, as `list` does
     chosen = [kernel_of(n) for n in names] if names else list(registry.compiled())
-    registered, internal = ([k for k in chosen if (k.name in registry.names()) == want] for want in (True, False))
+    registered = [k for k in chosen if k.name in registry.names()]
+    internal = [k for k in chosen if k.name not in registry.names()]
     if bad_arch := compile_cli.unsupported_arch(arch):
         return error(f"NVRTC cannot compile for {arch}: {bad_arch}", "cute-gemm check")
     num = compile_cli.arch_number(arch)
-    some = (lambda ks: ks) if everything or names else (lambda ks: representatives(ks, num))
+
+    def some(ks: list[registry.Kernel]) -> list[registry.Kernel]:    # every one (--all) or those named
+        return ks if everything or names else representatives(ks, num)
     plan = ({k.name: [None] for k in chosen} if everything else
             quick_plan(some(chosen), gpu_arch if gpu_arch == num else None))
     if not as_json:

@@ -5,17 +5,21 @@ from __future__ import annotations
 
 import itertools
 import multiprocessing
+import shutil
 import sys
+import threading
 import time
 import warnings
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
+from tqdm import tqdm
+
 from .. import registry
 from ..build import cache, compile as comp
 from ..driver import launch
 from . import base
-from .base import (DEFAULT_ARCH, Progress, add_jobs_progress, arch_name, error,
+from .base import (DEFAULT_ARCH, add_jobs_progress, arch_name, error,
                    kernel_name, one_line, precision_list, save_log, show)
 from ..base.errors import CompileError, CuteGemmError
 from ..plan.resolve import UTIL, layout_launches
@@ -58,6 +62,48 @@ def compile_one(job: Job) -> Outcome:
                         log=str(e) if isinstance(e, CompileError) else "", entries=tuple(entries or ()))
     o.warned = tuple((w.category.__name__, str(w.message)) for w in caught)
     return o
+
+
+class Progress:
+    """Compile progress on stderr: on a terminal a tqdm bar redrawn twice a second (a 30 s compile still
+    shows time passing); elsewhere, when asked for, a line per finished job, `[n/N] seconds  label: note`."""
+
+    def __init__(self, total: int, enabled: bool | None):
+        tty = bool(getattr(sys.stderr, "isatty", lambda: False)())
+        self.enabled, self.total, self.done, self.running = tty if enabled is None else enabled, total, 0, []
+        self.t0, self._lock, self._stop, self._bar = time.perf_counter(), threading.Lock(), threading.Event(), None
+        if self.enabled and tty:
+            self._bar = tqdm(total=total, leave=False, ncols=shutil.get_terminal_size((100, 20)).columns - 1,
+                             bar_format="[{n_fmt}/{total_fmt}] {bar:20} {elapsed}<{remaining}{postfix}")
+            threading.Thread(target=self._tick, daemon=True).start()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(0.5):
+            with self._lock:
+                self._bar.refresh()
+
+    def _update(self, label: str, start: bool) -> None:
+        with self._lock:
+            (self.running.append if start else self.running.remove)(label)
+            self.done += 0 if start else 1
+            if self._bar is not None:
+                self._bar.update(0 if start else 1)
+                self._bar.set_postfix_str("compiling " + ", ".join(self.running) if self.running else "")
+
+    def start(self, label: str) -> None:
+        self._update(label, True)
+
+    def finish(self, label: str, note: str) -> None:
+        self._update(label, False)
+        if self.enabled and self._bar is None:
+            print(f"[{self.done}/{self.total}] {time.perf_counter() - self.t0:6.1f} s  {label}: {note}",
+                  file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._bar is not None:
+            with self._lock:
+                self._bar.close()
 
 
 def run_jobs(jobs: list[Job], workers: int, progress: Progress) -> list[Outcome]:
