@@ -26,8 +26,7 @@ from .driver.arrays import ArrayLike, DeviceArray, narrow, to_numpy, widen
 from .driver.epilogue import (SLOPE, Epilogue, reference as epilogue_reference, reference_blocks,
                               reference_scale as epilogue_scale)
 from .base.errors import CuteGemmError, InputError, ShapeLimitError
-from .base.precisions import (DTYPE, EPS, PRECISION, DTypeName,  # EPS: float32's machine epsilon
-                              as_accurate)
+from .base.precisions import DTYPE, EPS, PRECISION, DTypeName, as_accurate   # EPS: float32's epsilon
 from .registry.records import PRECISION_DTYPE, PRECISIONS, LayoutName, PrecisionName
 
 THRESHOLD = 16.0
@@ -85,30 +84,27 @@ class CheckReport:
     def table(self) -> str:
         lines = []
         for s in self.shapes:
-            (m, n, k), mode = s.shape, "exact integers" if s.exact else "random normal"
-            lines.append((f"batch {s.batch} of " if s.batch else "")
-                         + f"M={m} N={n} K={k}  alpha={s.alpha:g} beta={s.beta:g}  ({mode}; "
-                         f"{s.precision} -> {s.out_dtype})")
+            (m, n, k), mode, names = s.shape, "exact integers" if s.exact else "random normal", s.names
             kw = max([22] + [len(r.name) + 2 for r in s.results])
-            lines.append(f"  {'kernel':<{kw}}{'status':<8}{'gauge ratio':>12}{'rel frob':>11}  first fail / note")
+            w = max(map(len, names)) if len(names) > 1 else 0
+            lines += [(f"batch {s.batch} of " if s.batch else "") + f"M={m} N={n} K={k}  alpha={s.alpha:g} "
+                      f"beta={s.beta:g}  ({mode}; {s.precision} -> {s.out_dtype})",
+                      f"  {'kernel':<{kw}}{'status':<8}{'gauge ratio':>12}{'rel frob':>11}  first fail / note"]
             for r in s.results:
                 note = (f"({', '.join(map(str, r.first_fail))}) " if r.first_fail else "") + r.message
-                lines.append(f"  {r.name:<{kw}}{r.status:<8}{r.gauge_ratio:>12.3g}"
-                             f"{r.rel_frobenius:>11.2e}  {note.strip()}")
-            w = max(len(x) for x in s.names) if len(s.names) > 1 else 0
-            if 1 < len(s.names) <= 8:
-                lines.append("  pairwise max |C_i - C_j|:")
-                lines.append(f"    {'':<{w}} " + " ".join(f"{x[:9]:>9}" for x in s.names))
+                lines.append(f"  {r.name:<{kw}}{r.status:<8}{r.gauge_ratio:>12.3g}{r.rel_frobenius:>11.2e}  "
+                             + note.strip())
+            if 1 < len(names) <= 8:
+                lines += ["  pairwise max |C_i - C_j|:", f"    {'':<{w}} " + " ".join(f"{x[:9]:>9}" for x in names)]
                 lines += [f"    {a:<{w}} " + " ".join(f"{v:9.2e}" for v in s.pairwise[i])
-                          for i, a in enumerate(s.names)]
-            elif len(s.names) > 8:   # too many columns for a terminal: each one's largest
+                          for i, a in enumerate(names)]
+            elif len(names) > 8:   # too many columns for a terminal: each one's largest
                 lines.append("  pairwise max |C_i - C_j| (largest per kernel; "
                              "CheckReport.shapes[i].pairwise has the matrix):")
-                for i, a in enumerate(s.names):
-                    row = np.where(np.arange(len(s.names)) == i, np.nan, s.pairwise[i])
+                for i, a in enumerate(names):
+                    row = np.where(np.arange(len(names)) == i, np.nan, s.pairwise[i])
                     j = None if np.all(np.isnan(row)) else int(np.nanargmax(row))
-                    lines.append(f"    {a:<{w}} -" if j is None
-                                 else f"    {a:<{w}} {row[j]:9.2e}  (vs {s.names[j]})")
+                    lines.append(f"    {a:<{w}} -" if j is None else f"    {a:<{w}} {row[j]:9.2e}  (vs {names[j]})")
         lines.append("cross_check: " + ("PASS" if self.ok else f"FAIL ({len(self.failures)} failing)"))
         return "\n".join(lines)
 
@@ -121,8 +117,7 @@ def gauge_ratio(c: np.ndarray, ref: np.ndarray, gauge: np.ndarray, eps: float = 
         diff = np.abs(c64 - ref)
         r = np.where(gauge > 0, diff / (eps * gauge), np.where(diff == 0, 0.0, np.inf))
     same_nonfinite = (~np.isfinite(ref)) & ((c64 == ref) | (np.isnan(c64) & np.isnan(ref)))
-    r = np.where(same_nonfinite, 0.0, r)
-    return np.where(np.isnan(r), np.inf, r)
+    return np.where(same_nonfinite, 0.0, np.where(np.isnan(r), np.inf, r))
 
 
 def reference(a, b, c, alpha, beta, epilogue: Epilogue | None = None):
@@ -140,9 +135,8 @@ def reference(a, b, c, alpha, beta, epilogue: Epilogue | None = None):
         ref, gauge = ref + beta * c64, gauge + abs(beta) * np.abs(c64)
     if epilogue is not None:
         if epilogue.bias is not None:
-            gauge = gauge + np.abs(epilogue_reference(replace(epilogue, activation=None, clamp=None,
-                                                              scale_rows=None, scale_cols=None),
-                                                      np.zeros_like(ref)))
+            bias_only = replace(epilogue, activation=None, clamp=None, scale_rows=None, scale_cols=None)
+            gauge = gauge + np.abs(epilogue_reference(bias_only, np.zeros_like(ref)))
         ref = epilogue_reference(epilogue, ref)
         gauge = SLOPE * gauge + 4 * np.abs(ref)
     return ref, gauge
@@ -188,30 +182,36 @@ def supported_kernels() -> list[registry.Kernel]:
 
 def launch_jobs(kernels: Iterable[str] | None, shapes: Iterable[tuple[int, int, int]],
                 layout: LayoutName = "nn", out_dtype: DTypeName = "float32") -> list[tuple]:
-    """cache.Prefetch's jobs for what cross_check(kernels=, shapes=, layout=) launches on this
-    GPU on fresh operands: each kernel's entry points in each precision it computes into
-    `out_dtype` (resolve.choose_contiguous, launch_entries), each entry alone, the unit a
-    launch compiles (resolve.Loaded.cubin_of), so that a cold check waits for its slowest
-    compile rather than the sum of them all. "auto" adds nothing: its picks are kernels."""
+    """cache.Prefetch's jobs for what cross_check(kernels=, shapes=, layout=) launches here on fresh
+    operands: each entry point alone (the unit a launch compiles), so that a cold check waits for its
+    slowest compile, not their sum. "auto" adds nothing: its picks are kernels."""
     arch = launch.device_info().arch_int
-    ks = (supported_kernels() if kernels is None else
-          [registry.get(x) for x in kernels if x != registry.AUTO])
+    ks = supported_kernels() if kernels is None else [registry.get(x) for x in kernels if x != registry.AUTO]
     jobs = set()
-    for k in (k for k in ks if k.runs_on(arch)):
+    for k, (m, n, kk) in itertools.product([k for k in ks if k.runs_on(arch)], shapes):
         for p in (p for p in k.precisions if k.computes(p, out_dtype)):
-            for m, n, kk in shapes:
-                try:
-                    v = resolve.choose_contiguous(k, m, n, kk, layout, p, out_dtype)[0]
-                except CuteGemmError:        # (cross_check reports it; nothing to compile)
-                    continue
-                jobs.update((k.name, k.target(arch), False, (e,))
-                            for e in resolve.launch_entries(k, v, split=False))
+            try:
+                v = resolve.choose_contiguous(k, m, n, kk, layout, p, out_dtype)[0]
+            except CuteGemmError:        # (cross_check reports it; nothing to compile)
+                continue
+            jobs.update((k.name, k.target(arch), False, (e,)) for e in resolve.launch_entries(k, v, split=False))
     return sorted(jobs)
 
 
 def as_given(x: np.ndarray | None, dtype: str) -> np.ndarray | None:
     """The float32 values of x once stored as `dtype` (what a kernel of that type reads)."""
     return x if x is None or dtype == "float32" else widen(narrow(x, dtype), dtype)
+
+
+def _pairwise(outs: list[np.ndarray | None]) -> np.ndarray:
+    """max |C_i - C_j| of every pair of results, NaN where either is missing."""
+    pw = np.full((len(outs), len(outs)), np.nan)
+    for (i, x), (j, y) in itertools.product(enumerate(outs), repeat=2):
+        if x is not None and y is not None:
+            with np.errstate(invalid="ignore"):
+                d = np.abs(x.astype(np.float64) - y)
+            pw[i, j] = float(np.nanmax(d)) if d.size and not np.all(np.isnan(d)) else 0.0
+    return pw
 
 
 def _check_one_shape(names, a, b, c, alpha, beta, exact, layout="nn", precision="fp32",
@@ -229,15 +229,15 @@ def _check_one_shape(names, a, b, c, alpha, beta, exact, layout="nn", precision=
     in_place = c is not None and beta != 0.0      # out holds C: read, then overwritten
     results, outs = [], []
     with contextlib.ExitStack() as held:       # (the arrays closed on the way out)
+        def device(x, dtype=None):
+            return held.enter_context(contextlib.closing(DeviceArray.from_host(x, dtype=dtype)))
         # "t": the transposed view of x's row-major transpose (each matrix of a batch)
-        dA, dB = (held.enter_context(contextlib.closing(
-            DeviceArray.from_host(np.ascontiguousarray(np.swapaxes(x, -1, -2)), dtype=dt).T if t == "t"
-            else DeviceArray.from_host(x, dtype=dt))) for x, t, dt in zip((a, b), layout, (dt_a, dt_b)))
+        dA, dB = (device(np.ascontiguousarray(np.swapaxes(x, -1, -2)), dt).T if t == "t" else device(x, dt)
+                  for x, t, dt in zip((a, b), layout, (dt_a, dt_b)))
         if epilogue is not None:        # its vectors on the device, float32, (1, L)
-            epilogue = replace(epilogue, **{
-                f: held.enter_context(contextlib.closing(DeviceArray.from_host(
-                    np.asarray(getattr(epilogue, f), np.float32).reshape(1, -1))))
-                for f in ("bias", "scale_rows", "scale_cols") if getattr(epilogue, f) is not None})
+            epilogue = replace(epilogue, **{f: device(np.asarray(getattr(epilogue, f), np.float32).reshape(1, -1))
+                                            for f in ("bias", "scale_rows", "scale_cols")
+                                            if getattr(epilogue, f) is not None})
         for name in names:
             try:
                 with contextlib.closing(DeviceArray.from_host(c, dtype=out_dtype) if in_place else
@@ -256,13 +256,7 @@ def _check_one_shape(names, a, b, c, alpha, beta, exact, layout="nn", precision=
                 r, got = KernelResult(name, "error", message=str(e).splitlines()[0]), None
             results.append(r)
             outs.append(got)
-    pw = np.full((len(names), len(names)), np.nan)
-    for i, j in itertools.product(range(len(names)), repeat=2):
-        if outs[i] is not None and outs[j] is not None:
-            with np.errstate(invalid="ignore"):
-                d = np.abs(outs[i].astype(np.float64) - outs[j])
-            pw[i, j] = float(np.nanmax(d)) if d.size and not np.all(np.isnan(d)) else 0.0
-    return ShapeReport((m, n, k), alpha, beta, exact, results, list(names), pw, precision,
+    return ShapeReport((m, n, k), alpha, beta, exact, results, list(names), _pairwise(outs), precision,
                        out_dtype, tuple(batch))
 
 
@@ -280,32 +274,28 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
     its design's limits) or "error" (any other CuteGemmError, its first line kept).
 
     Args:
-        a: A, (M, K) or a batch (..., M, K) (any array run() takes), with `b`. Default None:
-            fresh inputs per shape.
+        a: A, (M, K) or a batch (..., M, K), any array run() takes. Default: fresh inputs per shape.
         b: B, (K, N) or a batch (..., K, N), broadcasting against a's as numpy.matmul's.
-        kernels: Kernel names; "auto" is gemm()'s pick. Default None: all this GPU runs, and "auto".
-        shapes: (M, N, K) triples for fresh inputs. Default None: check.DEFAULT_SHAPES.
-        seed: Seed of the random inputs. Default None: fresh entropy.
-        alpha: Scale of a @ b. Default 1.0.
-        beta: Scale of C; fresh inputs include a C when beta != 0. Default 0.0.
-        c: C, (M, N), with `a` and `b`. Default None.
-        exact: Fresh inputs of small integers, whose float32 sums are exact. Default False.
-        layout: "nn", "tn", "nt" or "tt": "t" passes fresh A or B as a transposed view. Default "nn".
-        precision: Only this arithmetic ("fp32", "tf32", "bf16", "fp16", "fp32_3xtf32").
-            Default None: each kernel in each precision it offers.
-        out_dtype: The result type: "float32", "same" (the input type's), or a type's name
-            ("bfloat16", "float16": an 8-bit precision's rounded results). Each precision is
-            checked where a kernel writes that type. Default "float32".
-        epilogue: A fused Epilogue, applied by the kernels that take one (Kernel.takes_epilogue) and
-            by the reference. Its vectors are host arrays; with fresh inputs, each present
-            vector is drawn anew for each shape. Default None.
-        batch: Leading extents of fresh inputs (A, B and C each a batch of them): only the
-            kernels that batch are run. Default (): one product per shape.
+        kernels: Kernel names; "auto" is gemm()'s pick. Default: all this GPU runs, and "auto".
+        shapes: (M, N, K) of fresh inputs. Default: DEFAULT_SHAPES.
+        seed: Seed of fresh inputs. Default: fresh entropy.
+        alpha: Scale of a @ b.
+        beta: Scale of C; fresh inputs include a C when beta != 0.
+        c: C, (M, N), with `a` and `b`.
+        exact: Fresh inputs of small integers, whose float32 sums are exact.
+        layout: "nn", "tn", "nt" or "tt": "t" passes fresh A or B as a transposed view.
+        precision: Only this arithmetic. Default: each kernel in each precision it offers.
+        out_dtype: The result type: "float32", "same" (the input type's), or a type's name ("bfloat16",
+            "float16": an 8-bit precision's rounded results); each precision is checked where a kernel
+            writes that type.
+        epilogue: A fused Epilogue (host vectors; fresh inputs draw each present one anew per shape),
+            applied by the kernels that take one (Kernel.takes_epilogue) and by the reference.
+        batch: Leading extents of fresh A, B and C: only the kernels that batch are run.
 
     Returns:
-        CheckReport: a ShapeReport per shape and precision, with a KernelResult per kernel (status
-        "pass", "FAIL", "skip" or "error", gauge ratio, relative Frobenius error, first failing
-        element) and the pairwise maximum differences; `.ok`, `.table()`.
+        CheckReport: a ShapeReport per shape and precision, with a KernelResult per kernel (status,
+        gauge ratio, relative Frobenius error, first failing element) and the pairwise maximum
+        differences; `.ok`, `.table()`.
 
     Raises:
         InputError: an unknown layout; or a, b, c that run() rejects (ShapeError, DTypeError, ...).
@@ -315,14 +305,12 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
     """
     registry.layout_majors(layout)          # a named error for anything else
     asked = None if kernels is None else [kernels] if isinstance(kernels, str) else list(kernels)
-    chosen = supported_kernels() if asked is None else [registry.get(x) for x in asked
-                                                        if x != registry.AUTO]
+    chosen = supported_kernels() if asked is None else [registry.get(x) for x in asked if x != registry.AUTO]
     # gemm()'s choice ("auto") is checked like a kernel, named or by default, in the
     # precisions it has a candidate for on the device
     with_auto = asked is None or registry.AUTO in asked
     auto_arch = launch.device_info().arch_int if with_auto else None
-    sig = None
-    if a is not None and b is not None:
+    if given := a is not None and b is not None:
         sig = validate(a, b, c, None, alpha, beta)
         modes = 0 if sig.batch == (1, 1) else sig.modes      # (a shared B folds: one problem)
     else:
@@ -338,41 +326,36 @@ def cross_check(a: ArrayLike | None = None, b: ArrayLike | None = None, *,
     if precision is not None and precision not in PRECISIONS:
         raise CuteGemmError(f"precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
     if out_dtype != "same" and out_dtype not in RESULT_DTYPES:
-        raise CuteGemmError(f"out_dtype must be 'same' or one of {', '.join(RESULT_DTYPES)}, "
-                            f"got {out_dtype!r}")
+        raise CuteGemmError(f"out_dtype must be 'same' or one of {', '.join(RESULT_DTYPES)}, got {out_dtype!r}")
     precisions = [p for p in PRECISIONS if named(p, None) and (precision is None or p == precision)]
-    if a is not None or b is not None:
-        if a is None or b is None:
-            raise CuteGemmError("cross_check needs both a and b (or neither)")
+    if given:
         prec = call_precision(sig.A, sig.B, None, None, precision)[0]
         # unasked: the precision the operands' type implies, then each held to its gauge
         # (what run() takes on a kernel that computes only that: fp32_3xtf32 for float32);
         # the first is reported even where no kernel computes it
-        precs = [prec] + ([p for p in as_accurate(prec)[1:] if p in precisions]
-                          if precision is None else [])
+        precs = [prec] + ([p for p in as_accurate(prec)[1:] if p in precisions] if precision is None else [])
         runs = [(to_numpy("a", a), to_numpy("b", b), None if c is None else to_numpy("c", c),
                  0.0 if c is None else float(beta), precs, prec, epilogue)]
+    elif a is not None or b is not None:
+        raise CuteGemmError("cross_check needs both a and b (or neither)")
     else:
         rng = np.random.default_rng(seed)
 
         def draw(shape):    # fresh inputs: integers in [-8, 8] when exact, else standard normal
             return (rng.integers(-8, 9, size=shape).astype(np.float32) if exact
                     else rng.standard_normal(shape, dtype=np.float32))
+
         def vectors(m, n):  # the epilogue's vectors drawn anew for an M x N result
-            if epilogue is None:
-                return None
             length = {"bias": m if epilogue.bias_axis == "row" else n, "scale_rows": m, "scale_cols": n}
-            return replace(epilogue, **{f: draw((length[f],)) for f in length
-                                        if getattr(epilogue, f) is not None})
-        runs = ((draw((*batch, m, k)), draw((*batch, k, n)),
-                 draw((*batch, m, n)) if beta != 0.0 else None, float(beta),
-                 precisions, None, vectors(m, n)) for (m, n, k) in (shapes or DEFAULT_SHAPES))
+            return replace(epilogue, **{f: draw((length[f],)) for f in length if getattr(epilogue, f) is not None})
+        runs = ((draw((*batch, m, k)), draw((*batch, k, n)), draw((*batch, m, n)) if beta != 0.0 else None,
+                 float(beta), precisions, None, None if epilogue is None else vectors(m, n))
+                for (m, n, k) in (shapes or DEFAULT_SHAPES))
     report = CheckReport()
     for a_, b_, c_, beta_, precs, always, ep in runs:
         for p in precs:
             od = PRECISION_DTYPE[p] if out_dtype == "same" else out_dtype
-            names = named(p, od)
-            if names or p == always:
+            if (names := named(p, od)) or p == always:
                 report.shapes.append(_check_one_shape(names, a_, b_, c_, float(alpha), beta_, exact,
                                                       layout, p, od, ep))
     return report

@@ -73,9 +73,9 @@ def _cmd_cache(args) -> int:
         n = cache.clear()
         show(args.json, {"removed": n, "dir": str(cache.cache_dir())},
              lambda: f"removed {n} cached cubins from {cache.cache_dir()}")
-    else:
-        info = cache.info()
-        show(args.json, info, lambda: "\n".join(f"{k:<16}{v}" for k, v in info.items()))
+        return 0
+    info = cache.info()
+    show(args.json, info, lambda: "\n".join(f"{k:<16}{v}" for k, v in info.items()))
     return 0
 
 
@@ -115,12 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     check.register(sub)
     compile.register(sub)
-
     s = sub.add_parser("cache", help="show or clear the cubin cache")
     s.add_argument("action", choices=("info", "clear"), nargs="?", default="info", help="info (default) or clear")
     s.add_argument("--json", action="store_true", help="JSON on stdout")
     s.set_defaults(fn=_cmd_cache)
-
     for mod in (bench, layouts, tune):
         mod.register(sub)
     return p

@@ -1,20 +1,16 @@
 """What every subcommand module shares (they import it, never the reverse): argument types (a bad
-value is one argparse error line), one-line errors, JSON output, the GPU probe, warnings once, progress."""
+value is one argparse error line), one-line errors, JSON output, the GPU probe, warnings once."""
 from __future__ import annotations
 
 import argparse
 import json
 import math
 import os
-import shutil
+import re
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 from typing import Any, Callable
-
-from tqdm import tqdm
 
 from .. import registry
 from ..driver import launch
@@ -46,6 +42,18 @@ def _number(cast: type, ok: Callable[[Any], bool], need: str) -> Callable[[str],
     return f
 
 
+def _shape(s: str) -> tuple[int, int, int]:
+    if not (m := re.fullmatch(r"(\d+)x(\d+)x(\d+)", s.lower())):
+        raise ValueError(s)
+    return tuple(map(int, m.groups()))  # type: ignore[return-value]
+
+
+def _precisions(s: str) -> tuple[str, ...]:
+    if not set(got := tuple(dict.fromkeys(p.strip() for p in s.split(",")))) <= set(registry.PRECISIONS):
+        raise ValueError(s)
+    return got
+
+
 positive_int = _number(int, lambda v: v >= 1, ">= 1")
 nonneg_int = _number(int, lambda v: v >= 0, ">= 0")
 positive_float = _number(float, lambda v: v > 0 and math.isfinite(v), "a positive number")
@@ -53,22 +61,6 @@ finite_float = _number(float, math.isfinite, "finite")
 kernel_name = checked(lambda s: registry.get(s).name)
 kernel_or_auto = checked(registry.check_name)        # a kernel, or "auto" (gemm()'s choice)
 arch_name = checked(normalize_arch, "expected an arch like sm_80, sm_90 or 90, got {s}")
-
-
-def _shape(s: str) -> tuple[int, int, int]:
-    parts = s.lower().split("x")
-    if len(parts) != 3 or not all(p.isdigit() for p in parts):
-        raise ValueError(s)
-    return tuple(int(p) for p in parts)  # type: ignore[return-value]
-
-
-def _precisions(s: str) -> tuple[str, ...]:
-    got = tuple(dict.fromkeys(p.strip() for p in s.split(",")))
-    if not got or any(p not in registry.PRECISIONS for p in got):
-        raise ValueError(s)
-    return got
-
-
 # 'MxNxK', each >= 0: gemm() takes an empty problem (M or N = 0, or K = 0: C = beta C)
 shape_mnk = checked(_shape, "expected MxNxK (e.g. 257x383x129), got {s}")
 precision_list = checked(_precisions, f"expected precisions from {', '.join(registry.PRECISIONS)}, got {{s}}")
@@ -168,47 +160,3 @@ def show_warning(message, category, filename=None, lineno=None, file=None, line=
 def reset_warnings() -> None:
     """Forget the warnings shown (a new run of main() shows them again)."""
     _shown.clear()
-
-
-# ---- progress ------------------------------------------------------------------------------------
-class Progress:
-    """Progress on stderr: on a terminal a tqdm bar redrawn twice a second (a 30 s compile still shows
-    time passing); elsewhere, when asked for, a line per finished job, `[n/N] seconds  label: note`."""
-
-    def __init__(self, total: int, enabled: bool | None, verb: str = "compiling"):
-        tty = bool(getattr(sys.stderr, "isatty", lambda: False)())
-        self.enabled, self.total, self.done, self.verb = tty if enabled is None else enabled, total, 0, verb
-        self.running: list[str] = []
-        self.t0, self._lock, self._stop, self._bar = time.perf_counter(), threading.Lock(), threading.Event(), None
-        if self.enabled and tty:
-            self._bar = tqdm(total=total, leave=False, ncols=shutil.get_terminal_size((100, 20)).columns - 1,
-                             bar_format="[{n_fmt}/{total_fmt}] {bar:20} {elapsed}<{remaining}{postfix}")
-            threading.Thread(target=self._tick, daemon=True).start()
-
-    def _tick(self) -> None:
-        while not self._stop.wait(0.5):
-            with self._lock:
-                self._bar.refresh()
-
-    def _update(self, label: str, start: bool) -> None:
-        with self._lock:
-            (self.running.append if start else self.running.remove)(label)
-            self.done += 0 if start else 1
-            if self._bar is not None:
-                self._bar.update(0 if start else 1)
-                self._bar.set_postfix_str(f"{self.verb} " + ", ".join(self.running) if self.running else "")
-
-    def start(self, label: str) -> None:
-        self._update(label, True)
-
-    def finish(self, label: str, note: str) -> None:
-        self._update(label, False)
-        if self.enabled and self._bar is None:
-            print(f"[{self.done}/{self.total}] {time.perf_counter() - self.t0:6.1f} s  {label}: {note}",
-                  file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._bar is not None:
-            with self._lock:
-                self._bar.close()

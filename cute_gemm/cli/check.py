@@ -106,47 +106,41 @@ def offline_check(names: list[str] | None, arch: str, why: str, *, jobs: int | N
     if names and registry.AUTO in names:     # gemm()'s choice: the candidates it may run
         names = list(dict.fromkeys([n for n in names if n != registry.AUTO] + [
             k.name for p in registry.PRECISIONS for k in auto.candidates(p)]))
-    named = bool(names)
     # a composed kernel's GEMM (Kernel.gemm_of) is compiled, not registered: counted apart, as `list` does
-    chosen = [kernel_of(n) for n in names] if named else list(registry.compiled())
+    chosen = [kernel_of(n) for n in names] if names else list(registry.compiled())
     registered = [k for k in chosen if k.name in registry.names()]
     internal = [k for k in chosen if k.name not in registry.names()]
     if bad_arch := compile_cli.unsupported_arch(arch):
         return error(f"NVRTC cannot compile for {arch}: {bad_arch}", "cute-gemm check")
     num = compile_cli.arch_number(arch)
+
+    def some(ks: list[registry.Kernel]) -> list[registry.Kernel]:    # every one (--all) or those named
+        return ks if everything or names else representatives(ks, num)
     plan = ({k.name: [None] for k in chosen} if everything else
-            quick_plan(chosen if named else representatives(chosen, num), gpu_arch if gpu_arch == num else None))
+            quick_plan(some(chosen), gpu_arch if gpu_arch == num else None))
     if not as_json:
         print(f"no GPU: compiling for {arch} and checking what needs no GPU (the GPU cross-check is not run)",
               flush=True)
     cute = [k for k in registered if k.family == "cute" and k.gemm_of is None]
-    cute_now = cute if everything or named else representatives(cute, num)
     with ThreadPoolExecutor(1) as pool:      # the layout self-checks (pure Python) while workers compile
-        checked = pool.submit(self_check_all, [k.name for k in cute_now])
+        checked = pool.submit(self_check_all, [k.name for k in some(cute)])
         outcomes = compile_table(plan, [arch], jobs, progress)
     layouts = checked.result()
     failed = [o for o in outcomes if o.origin == "failed"]
     compiled = [o for o in outcomes if o.origin not in ("failed", "skipped")]
-    probs = {(o.kernel, e): p for o in compiled for e, p in resource_problems(kernel_of(o.kernel), o.resources,
-                                                                               o.entries).items()}
+    probs = [p for o in compiled for p in resource_problems(kernel_of(o.kernel), o.resources, o.entries).values()]
     layout_probs = [p for r in layouts for p in r["problems"]]
     ok = not failed and not probs and not layout_probs
     n_entries = sum(len(o.entries or kernel_of(o.kernel).entries) for o in compiled)
     runnable = [k for k in chosen if k.runs_on(num)]
     n_all = sum(len(k.entries) for k in runnable)
-    what = (f"{len(registered)} registered kernel{'s' if len(registered) != 1 else ''} (`cute-gemm list`)"
-            + (f" and {len(internal)} GEMM{'s' if len(internal) > 1 else ''} run inside composed kernels ("
-               + ", ".join(k.name for k in internal) + ")" if internal else ""))
-    scope = ("every entry point" if everything else "one entry point per kernel" if named else
-             f"one entry point per kernel source ({len({k.source for k in chosen})} sources)")
-    more = [] if everything else [m for yes, m in (
+    more = [m for yes, m in (
         (n_all > n_entries, f"{n_all - n_entries} more entry points (all {n_all} of the {len(runnable)} kernels "
                             f"that run on {arch})"),
-        (len(cute) > len(cute_now), f"the layout self-checks of {len(cute) - len(cute_now)} more CuTe kernels"))
-        if yes]
-    not_run = [f"the GPU cross-check (each kernel against float64 and the others) needs a CUDA GPU: {why}"]
-    if more:
-        not_run.append("`cute-gemm check --all` adds " + " and ".join(more) + " (tens of CPU-minutes of NVRTC)")
+        (len(cute) > len(layouts), f"the layout self-checks of {len(cute) - len(layouts)} more CuTe kernels"))
+        if yes and not everything]
+    not_run = [f"the GPU cross-check (each kernel against float64 and the others) needs a CUDA GPU: {why}"] + (
+        ["`cute-gemm check --all` adds " + " and ".join(more) + " (tens of CPU-minutes of NVRTC)"] if more else [])
     show(as_json, {"gpu": False, "reason": why, "arch": arch, "ok": ok, "all": everything,
                    "kernels": {"registered": [k.name for k in registered], "internal": [k.name for k in internal]},
                    "entries": {"compiled": n_entries, "all": n_all},
@@ -155,6 +149,11 @@ def offline_check(names: list[str] | None, arch: str, why: str, *, jobs: int | N
     report_failures(outcomes, "cute-gemm check")
     if as_json:
         return 0 if ok else 1
+    what = (f"{len(registered)} registered kernel{'s' if len(registered) != 1 else ''} (`cute-gemm list`)"
+            + (f" and {len(internal)} GEMM{'s' if len(internal) > 1 else ''} run inside composed kernels ("
+               + ", ".join(k.name for k in internal) + ")" if internal else ""))
+    scope = ("every entry point" if everything else "one entry point per kernel" if names else
+             f"one entry point per kernel source ({len({k.source for k in chosen})} sources)")
     n = sum(r["layouts"] for r in layouts)
     print("\n".join([
         f"\nkernels: {what}",

@@ -3,18 +3,23 @@ once, each reporting what this run did: compiled (NVRTC's seconds) or found in t
 seconds, not those recorded at the build). Progress on stderr; stdout a table (or JSON)."""
 from __future__ import annotations
 
+import itertools
 import multiprocessing
+import shutil
 import sys
+import threading
 import time
 import warnings
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
+from tqdm import tqdm
+
 from .. import registry
 from ..build import cache, compile as comp
 from ..driver import launch
 from . import base
-from .base import (DEFAULT_ARCH, Progress, add_jobs_progress, arch_name, error,
+from .base import (DEFAULT_ARCH, add_jobs_progress, arch_name, error,
                    kernel_name, one_line, precision_list, save_log, show)
 from ..base.errors import CompileError, CuteGemmError
 from ..plan.resolve import UTIL, layout_launches
@@ -57,6 +62,48 @@ def compile_one(job: Job) -> Outcome:
                         log=str(e) if isinstance(e, CompileError) else "", entries=tuple(entries or ()))
     o.warned = tuple((w.category.__name__, str(w.message)) for w in caught)
     return o
+
+
+class Progress:
+    """Compile progress on stderr: on a terminal a tqdm bar redrawn twice a second (a 30 s compile still
+    shows time passing); elsewhere, when asked for, a line per finished job, `[n/N] seconds  label: note`."""
+
+    def __init__(self, total: int, enabled: bool | None):
+        tty = bool(getattr(sys.stderr, "isatty", lambda: False)())
+        self.enabled, self.total, self.done, self.running = tty if enabled is None else enabled, total, 0, []
+        self.t0, self._lock, self._stop, self._bar = time.perf_counter(), threading.Lock(), threading.Event(), None
+        if self.enabled and tty:
+            self._bar = tqdm(total=total, leave=False, ncols=shutil.get_terminal_size((100, 20)).columns - 1,
+                             bar_format="[{n_fmt}/{total_fmt}] {bar:20} {elapsed}<{remaining}{postfix}")
+            threading.Thread(target=self._tick, daemon=True).start()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(0.5):
+            with self._lock:
+                self._bar.refresh()
+
+    def _update(self, label: str, start: bool) -> None:
+        with self._lock:
+            (self.running.append if start else self.running.remove)(label)
+            self.done += 0 if start else 1
+            if self._bar is not None:
+                self._bar.update(0 if start else 1)
+                self._bar.set_postfix_str("compiling " + ", ".join(self.running) if self.running else "")
+
+    def start(self, label: str) -> None:
+        self._update(label, True)
+
+    def finish(self, label: str, note: str) -> None:
+        self._update(label, False)
+        if self.enabled and self._bar is None:
+            print(f"[{self.done}/{self.total}] {time.perf_counter() - self.t0:6.1f} s  {label}: {note}",
+                  file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._bar is not None:
+            with self._lock:
+                self._bar.close()
 
 
 def run_jobs(jobs: list[Job], workers: int, progress: Progress) -> list[Outcome]:
@@ -125,8 +172,8 @@ def layout_plan(kernels: list[str], layouts: list[str], precisions: tuple[str, .
 def spread(jobs: list[Job], workers: int) -> dict[Job, list[Job]]:
     """Each job -> the jobs it runs as: a whole kernel that holds more of the run's entry points
     than a worker's share, and is not cached whole, as one job per entry point. NVRTC's time is
-    per entry point, so the longest job bounds the run (one 68-entry kernel: 335 s in one
-    process on a 16-core host); a launch finds such one-entry cubins as it finds its own."""
+    per entry point, so the longest job bounds the run; a launch finds such one-entry cubins as
+    it finds its own."""
     size = {j: len(j[2]) if j[2] else len(kernel_of(j[0]).entries) for j in jobs}
     share = sum(size.values()) / max(1, workers)
     return {j: [(j[0], j[1], (e,)) for e in kernel_of(j[0]).entries]
@@ -138,27 +185,24 @@ def compile_table(plan: dict[str, list[tuple[str, ...] | None]], archs: list[str
                   progress: bool | None, precisions: tuple[str, ...] | None = None) -> list[Outcome]:
     """Compile the plan (layout_plan's form) for each arch: kernels above it skipped, an arch-specific
     one compiled for its target (sm_90 -> sm_90a)."""
-    jobs, per_kernel = [], {}
-    for n, a in ((n, a) for a in archs for n in plan):
-        k, num, sets = kernel_of(n), arch_number(a), plan[n]
-        if not sets:
-            per_kernel[(n, a)] = Outcome(n, a, "skipped", error=f"computes {', '.join(k.precisions)}"
-                                         f", none of {', '.join(precisions or ())}")
+    slots: list[Outcome | list[Job]] = []       # per (arch, kernel): skipped, or its jobs
+    for a, n in itertools.product(archs, plan):
+        k, num = kernel_of(n), arch_number(a)
+        if not plan[n]:
+            slots.append(Outcome(n, a, "skipped", error=f"computes {', '.join(k.precisions)}, "
+                                 f"none of {', '.join(precisions or ())}"))
         elif not k.runs_on(num):
             need = f"sm_{k.min_arch}" + ("a" if k.arch_specific else " or newer")
-            per_kernel[(n, a)] = Outcome(n, a, "skipped", error=f"needs {need}")
+            slots.append(Outcome(n, a, "skipped", error=f"needs {need}"))
         else:
-            per_kernel[(n, a)] = [(n, k.target(num) if k.arch_specific else a, s) for s in sets]
-            jobs += per_kernel[(n, a)]
+            slots.append([(n, k.target(num) if k.arch_specific else a, s) for s in plan[n]])
     workers = workers or cache.cpu_count()
-    cut = spread(list(dict.fromkeys(jobs)), workers)
-    per_kernel = {x: got if isinstance(got, Outcome) else [j for w in got for j in cut[w]]
-                  for x, got in per_kernel.items()}
-    jobs = list(dict.fromkeys(j for w in cut for j in cut[w]))
+    cut = spread(list(dict.fromkeys(j for s in slots if isinstance(s, list) for j in s)), workers)
+    jobs = list(dict.fromkeys(j for got in cut.values() for j in got))
     done = dict(zip(jobs, run_jobs(jobs, workers, Progress(len(jobs), progress))))
     out: dict[int, Outcome] = {}       # (an arch-specific target may stand for several archs)
-    for got in per_kernel.values():
-        for o in ([got] if isinstance(got, Outcome) else [done[j] for j in got]):
+    for s in slots:
+        for o in [s] if isinstance(s, Outcome) else [done[j] for w in s for j in cut[w]]:
             out.setdefault(id(o), o)
     return list(out.values())
 
@@ -208,14 +252,12 @@ def format_table(outcomes: list[Outcome], verdicts: bool = False) -> str:
     recs = [dict(r, job=i) for i, o in enumerate(outcomes) for r in rows([o], verdicts)]
     kw = max([8] + [len(r["kernel"]) for r in recs]) + 2
     ew = max([7] + [len(r.get("entry", "")) for r in recs]) + 2
-    head = (f"{'kernel':<{kw}}{'arch':<8}{'origin':<10}{'secs':>6}  {'entry':<{ew}}"
-            f"{'regs':>5}{'smem':>7}{'stack':>6}{'spill st/ld':>12}" + ("  check" if verdicts else ""))
-    lines = [head]
-    for i, r in enumerate(recs):
+    lines = [f"{'kernel':<{kw}}{'arch':<8}{'origin':<10}{'secs':>6}  {'entry':<{ew}}{'regs':>5}{'smem':>7}"
+             f"{'stack':>6}{'spill st/ld':>12}" + ("  check" if verdicts else "")]
+    for prev, r in zip([None] + recs, recs):
         origin = "cached" if r["origin"] in ("disk", "memory") else r["origin"]
-        secs = (f"{'-':>6}" if origin == "skipped" else " " * 6 if i and recs[i - 1]["job"] == r["job"]
-                else f"{r['seconds']:>6.1f}")
-        line = f"{r['kernel']:<{kw}}{r['arch']:<8}{origin:<10}{secs}  "
+        secs = "-" if origin == "skipped" else "" if prev and prev["job"] == r["job"] else f"{r['seconds']:.1f}"
+        line = f"{r['kernel']:<{kw}}{r['arch']:<8}{origin:<10}{secs:>6}  "
         if "error" in r:
             line += r["error"]
         elif "registers" not in r:
@@ -223,8 +265,8 @@ def format_table(outcomes: list[Outcome], verdicts: bool = False) -> str:
         else:
             spill = (f"{r['spill_stores']:>6}/{r['spill_loads']:<5}" if r["spill_stores"] is not None
                      else f"{'n/a (ELF)':>12}")
-            line += (f"{r['entry']:<{ew}}{r['registers']:>5}{r['smem_bytes']:>7}{r['stack_bytes']:>6}"
-                     f"{spill}" + (f"  {r['problem'] or 'ok'}" if verdicts else ""))
+            line += (f"{r['entry']:<{ew}}{r['registers']:>5}{r['smem_bytes']:>7}{r['stack_bytes']:>6}{spill}"
+                     + (f"  {r['problem'] or 'ok'}" if verdicts else ""))
         lines.append(line.rstrip())
     return "\n".join(lines)
 
