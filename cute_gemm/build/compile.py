@@ -24,10 +24,7 @@ STD = "--std=c++17"
 
 @functools.lru_cache(maxsize=None)
 def _nvrtc():
-    try:
-        from cuda.bindings import nvrtc
-    except ImportError as e:  # pragma: no cover - packaging guarantees it
-        raise CuteGemmError("cuda-python (cuda.bindings) is not installed: pip install cuda-python") from e
+    from cuda.bindings import nvrtc      # here: `import cute_gemm` does not load NVRTC
     try:    # the bindings load libnvrtc at their first call: a library that is not there is
         nvrtc.nvrtcVersion()   # the user's set-up, named here (not an error of ours)
     except RuntimeError as e:   # (the advice first: the CLI prints a message's first line)
@@ -46,9 +43,9 @@ def nvrtc_version() -> tuple[int, int]:
 
 @functools.lru_cache(maxsize=None)
 def nvrtc_key_version() -> tuple[int, int]:
-    """The NVRTC version a cache key names: nvrtc_version()'s answer, read from pip's NVRTC
-    wheel where that is certain (paths.nvrtc_wheel_version) so that a cache hit does not
-    load NVRTC. Fixed at its first answer: a process's keys never change under it."""
+    """The NVRTC version a cache key names: read from pip's NVRTC wheel where that is certain
+    (paths.nvrtc_wheel_version), so that a cache hit does not load NVRTC; else nvrtc_version().
+    Fixed at its first answer: a process's keys never change under it."""
     if "cuda.bindings.nvrtc" not in sys.modules:
         v = paths.nvrtc_wheel_version()
         if v is not None:
@@ -66,8 +63,8 @@ _ARCH_FORMS = "'sm_90', 'sm_90a', 'compute_90', '90', 90 or (9, 0)"
 
 
 def normalize_arch(arch: str | int | tuple[int, int]) -> str:
-    """'sm_90', 'sm_90a' (arch-specific: wgmma), 'compute_90', '90', 90 or (9, 0) -> 'sm_90'.
-    Anything else raises InputError (a ValueError) naming the accepted forms."""
+    """Any of _ARCH_FORMS -> 'sm_90' ('sm_90a' is arch-specific: wgmma). Anything else raises
+    InputError (a ValueError) naming the accepted forms."""
     if isinstance(arch, tuple):
         if len(arch) == 2 and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in arch):
             return f"sm_{arch[0]}{arch[1]}"
@@ -100,14 +97,13 @@ def options(kernel, arch: str, extra: tuple[str, ...] = ()) -> list[str]:
     """The NVRTC options for one kernel and arch (in the cache key): the common flags, then the
     kernel's own. No -D: what configures a kernel is in its prelude (read_source)."""
     opts = [STD, f"-arch={arch}", "-default-device", "-lineinfo", "--ptxas-options=-v",
-            f"-I{paths.project_include_dir()}"]
-    opts += [f"-I{h.path}" for h in paths.header_dirs()]
+            f"-I{paths.project_include_dir()}", *(f"-I{h.path}" for h in paths.header_dirs())]
     return opts + list(kernel.options) + list(extra)
 
 
 def prelude(kernel, entries: tuple[str, ...] | None = None) -> str:
-    """What NVRTC compiles in front of the kernel's source: its config's C++ (KernelConfig.cpp),
-    the entry selection (include/cute_gemm/entries.cuh's CG_ENTRIES, a CG_WANT_<entry> each),
+    """What NVRTC compiles in front of the kernel's source: its config's C++ (KernelConfig.cpp)
+    and epilogue's, the entry selection (entries.cuh's CG_ENTRIES, a CG_WANT_<entry> each),
     then a #line, so that compiler messages name the source's own lines."""
     cfg = kernel.config.cpp(kernel.name) if kernel.config is not None else ""
     if kernel.epilogue is not None:
@@ -121,10 +117,9 @@ def read_source(kernel, entries: tuple[str, ...] | None = None) -> str:
     """The text NVRTC compiles (and the cache key hashes): the prelude, then the kernel's source."""
     path = paths.kernels_dir() / kernel.source
     try:
-        text = path.read_text()
+        return prelude(kernel, entries) + path.read_text()
     except OSError as e:
         raise CuteGemmError(f"kernel {kernel.name!r}: cannot read source {path}: {e}") from e
-    return prelude(kernel, entries) + text
 
 
 @dataclass(frozen=True)
@@ -221,10 +216,7 @@ def param_sizes_from_cubin(cubin: bytes, entry: str) -> tuple[int, ...] | None:
     section's EIATTR_KPARAM_INFO records: ordinal, offset, size in bits 18-31 of the flags);
     None where the ELF has no such section."""
     elf = _elf(cubin)
-    if elf is None:
-        return None
-    names, secs, _ = elf
-    sec = next((s for n, s in zip(names, secs) if n == ".nv.info." + entry), None)
+    sec = next((s for n, s in zip(*elf[:2]) if n == ".nv.info." + entry), None) if elf else None
     if sec is None:
         return None
     params = {}
@@ -233,15 +225,6 @@ def param_sizes_from_cubin(cubin: bytes, entry: str) -> tuple[int, ...] | None:
             _, ordinal, _, flags = struct.unpack_from("<IHHI", cubin, off)
             params[ordinal] = flags >> 18
     return tuple(params[i] for i in range(len(params))) if sorted(params) == list(range(len(params))) else None
-
-
-def _output(nvrtc, prog, size_fn, get_fn, what: str) -> bytes:
-    err, size = size_fn(prog)
-    _check(nvrtc, err, f"{what}Size")
-    buf = bytearray(size)   # never an immutable bytes object: NVRTC writes into it
-    (err,) = get_fn(prog, buf)
-    _check(nvrtc, err, what)
-    return bytes(buf)
 
 
 class _InFlight:
@@ -287,19 +270,25 @@ def run_nvrtc(kernel, source: str, opts: list[str], want_ptx: bool):
     whole log."""
     with IN_FLIGHT.compiling():
         nvrtc = _nvrtc()
+
+        def output(what: str) -> bytes:     # nvrtcGet<what>Size, then nvrtcGet<what>
+            err, size = getattr(nvrtc, f"nvrtcGet{what}Size")(prog)
+            _check(nvrtc, err, f"nvrtcGet{what}Size")
+            buf = bytearray(size)   # never an immutable bytes object: NVRTC writes into it
+            (err,) = getattr(nvrtc, f"nvrtcGet{what}")(prog, buf)
+            _check(nvrtc, err, f"nvrtcGet{what}")
+            return bytes(buf)
         t0 = time.perf_counter()
         err, prog = nvrtc.nvrtcCreateProgram(source.encode(), kernel.source.encode(), 0, [], [])
         _check(nvrtc, err, f"nvrtcCreateProgram({kernel.name})")
         try:
             enc = [o.encode() for o in opts]
             (result,) = nvrtc.nvrtcCompileProgram(prog, len(enc), enc)
-            log = _output(nvrtc, prog, nvrtc.nvrtcGetProgramLogSize, nvrtc.nvrtcGetProgramLog,
-                          "nvrtcGetProgramLog").rstrip(b"\0").decode(errors="replace")
+            log = output("ProgramLog").rstrip(b"\0").decode(errors="replace")
             if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
                 raise CompileError(kernel.name, opts, log, result.name)
-            cubin = _output(nvrtc, prog, nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN, "nvrtcGetCUBIN")
-            ptx = (_output(nvrtc, prog, nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX, "nvrtcGetPTX")
-                   if want_ptx else None)
+            cubin = output("CUBIN")
+            ptx = output("PTX") if want_ptx else None
         finally:
             nvrtc.nvrtcDestroyProgram(prog)
     return cubin, ptx, log, time.perf_counter() - t0
