@@ -1,13 +1,11 @@
 """Two-level cubin cache: in memory (per process) and on disk (per user).
 
-The disk key is a sha256 over everything that changes the binary: the text NVRTC compiles, every
-file under include/, the header wheels' versions (or an override folder's fingerprint), the
-options, the arch and the NVRTC version. An entry (CUBIN, NVRTC log, optionally zlib'd PTX) is
-written to a temp file and renamed into place, with a sha256 checked on every read: a damaged
-entry is recompiled, never loaded. A per-key file lock makes a key compile once across
-processes; an unwritable cache dir warns once and keeps results in memory. CUTE_GEMM_CACHE_DIR
-moves the disk level, CUTE_GEMM_DISABLE_CACHE=1 turns it off, CUTE_GEMM_CACHE_MAX_MB bounds it
-(0: no bound): past it, the entries used longest ago go (a read marks an entry used).
+The disk key is a sha256 over everything that changes the binary (cache_key). An entry (CUBIN,
+NVRTC log, optionally zlib'd PTX) is renamed into place whole and its sha256 checked on every
+read: a damaged entry is recompiled, never loaded. A per-key file lock makes a key compile once
+across processes; an unwritable cache dir warns once and keeps results in memory.
+CUTE_GEMM_CACHE_DIR moves the disk level, CUTE_GEMM_DISABLE_CACHE=1 turns it off,
+CUTE_GEMM_CACHE_MAX_MB bounds it (evict).
 """
 from __future__ import annotations
 
@@ -32,7 +30,7 @@ from .. import registry
 from ..base.errors import InputError
 
 FORMAT = 2          # 2: the payload has a length-prefixed CUBIN and an optional PTX
-MAX_MB = 4096       # the disk level's default bound: the GPU suite's entries for one arch, twice
+MAX_MB = 4096       # the disk level's default bound: some 4x the GPU suite's entries for one arch
 KEEP_SHARE = 0.9    # an eviction leaves the disk level at this share of its bound
 MAGIC = b"CGCUBIN\x01"
 _HEADER = len(MAGIC) + 32
@@ -53,6 +51,8 @@ def _include_digest() -> str:
 
 
 def cache_key(kernel, arch: str, source: str, opts: list[str]) -> str:
+    """sha256 of the text NVRTC compiles, every file under include/, the header wheels' versions
+    (or an override folder's fingerprint), the options but -I, the arch and the NVRTC version."""
     material = {"format": FORMAT, "source": source, "include": _include_digest(),
                 "headers": [h.fingerprint for h in paths.header_dirs()],
                 "options": [o for o in opts if not o.startswith("-I")], "arch": arch,
@@ -136,9 +136,10 @@ def max_bytes() -> int:
 
 
 def evict(limit: int | None = None) -> int:
-    """Delete the entries used longest ago until the disk level holds at most KEEP_SHARE of
-    `limit` bytes (default max_bytes()), where it holds more; return how many went. Another
-    process reading one meanwhile compiles it again (a deleted file cannot be read half)."""
+    """Delete the entries used longest ago (a read marks an entry used) until the disk level
+    holds at most KEEP_SHARE of `limit` bytes (default max_bytes()), where it holds more; return
+    how many went. Another process reading one meanwhile compiles it again (a deleted file
+    cannot be read half)."""
     limit = max_bytes() if limit is None else limit
     d = cache_dir()
     found = []
@@ -270,16 +271,14 @@ def get(kernel, arch: str | int, extra_options: tuple[str, ...] = (), *, ptx: bo
     Thread-safe: one compile per key per process, different keys compile concurrently."""
     job = _Job.of(kernel, arch, extra_options, entries)
     hit = _memory_hit(job.key, ptx)
-    if hit is not None:
-        return hit
-    with _lock_of(_key_locks, job.key):
-        hit = _memory_hit(job.key, ptx)
-        if hit is not None:
-            return hit
-        result = _from_disk_or_compiled(job, ptx)
-        with _mem_lock:
-            _memory[job.key] = result
-        return result
+    if hit is None:
+        with _lock_of(_key_locks, job.key):
+            hit = _memory_hit(job.key, ptx)     # another thread's compile of it may have ended
+            if hit is None:
+                hit = _from_disk_or_compiled(job, ptx)
+                with _mem_lock:
+                    _memory[job.key] = hit
+    return hit
 
 
 def lookup(kernel, arch: str | int, extra_options: tuple[str, ...] = (), *,
@@ -336,12 +335,9 @@ def cpu_count() -> int:
 def default_workers() -> int:
     """One worker per usable CPU, at most one per 3 GiB free: NVRTC peaks at ~2.7 GB (cute_pipelined)."""
     cpus = cpu_count()
-    try:
-        with open("/proc/meminfo") as f:
-            avail_kb = next(int(ln.split()[1]) for ln in f if ln.startswith("MemAvailable:"))
+    with contextlib.suppress(OSError, StopIteration, ValueError), open("/proc/meminfo") as f:
+        avail_kb = next(int(ln.split()[1]) for ln in f if ln.startswith("MemAvailable:"))
         cpus = min(cpus, max(1, avail_kb // (3 << 20)))
-    except (OSError, StopIteration, ValueError):
-        pass
     return max(1, cpus)
 
 
@@ -358,10 +354,8 @@ def compile_apart(kernel, arch: str, entries: tuple[str, ...], least: int = 2) -
     failed child's CompileError comes from the caller's own get(). Starts nothing with fewer
     than `least` missing or, unless least is 1 (rounds), more than default_workers().
     Not multiprocessing: a spawned worker would run the caller's unguarded __main__ again."""
-    if not _can_start():
-        return
     with _lock_of(_apart_locks, (kernel.name, _compile.normalize_arch(arch), tuple(entries))):
-        todo = _not_on_disk(kernel, arch, entries)
+        todo = _missing_apart(kernel, arch, entries)
         workers = default_workers()
         if len(todo) < least or (least > 1 and len(todo) > workers):
             return
@@ -377,18 +371,15 @@ def compile_apart(kernel, arch: str, entries: tuple[str, ...], least: int = 2) -
 def spawn_apart(kernel, arch: str, entries: tuple[str, ...]) -> list:
     """compile_apart's first round started, not waited for (its subprocess.Popen children): started
     from the calling thread, they finish even if this process exits first (resolve.Loaded.ready)."""
-    if not _can_start():
+    return _spawn(kernel, arch, _missing_apart(kernel, arch, entries)[:default_workers()])
+
+
+def _missing_apart(kernel, arch: str, entries) -> list[str]:
+    """Those of `entries` not cached each alone, for children to compile; none where no child
+    can: the disk level is how a child hands its cubin back, and an embedding host's binary
+    (uwsgi, or none) is no interpreter to start."""
+    if not disk_enabled() or not os.path.basename(sys.executable).startswith("python"):
         return []
-    return _spawn(kernel, arch, _not_on_disk(kernel, arch, entries)[:default_workers()])
-
-
-def _can_start() -> bool:
-    # the disk level is how a child hands its cubin back; an embedding host's binary
-    # (uwsgi, or none) is no interpreter to start
-    return disk_enabled() and os.path.basename(sys.executable).startswith("python")
-
-
-def _not_on_disk(kernel, arch: str, entries) -> list[str]:
     return [e for e in entries if lookup(kernel, arch, entries=(e,)) is None]
 
 

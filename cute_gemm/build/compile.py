@@ -155,7 +155,7 @@ def parse_resources(log: str) -> dict[str, Resources]:
 
 
 def _elf(cubin: bytes):
-    """(section names, section headers, a function giving the symbol names by index) of a
+    """({section name: (offset, size)}, a function giving the symbol names by index) of a
     CUBIN's ELF64; None for anything else."""
     if cubin[:4] != b"\x7fELF" or cubin[4] != 2:     # ELF64 only
         return None
@@ -165,20 +165,19 @@ def _elf(cubin: bytes):
 
     def cstr(start: int) -> str:
         return cubin[start:cubin.index(b"\0", start)].decode()
-    names = [cstr(secs[shstrndx][4] + sec[0]) for sec in secs]
 
     def syms() -> dict[int, str]:
         symtab = next((s for s in secs if s[1] == 2), None)       # SHT_SYMTAB
         return {} if symtab is None else {
             i: cstr(secs[symtab[6]][4] + struct.unpack_from("<I", cubin, symtab[4] + 24 * i)[0])
             for i in range(symtab[5] // 24)}
-    return names, secs, syms
+    return {cstr(secs[shstrndx][4] + sec[0]): (sec[4], sec[5]) for sec in secs}, syms
 
 
-def _info(cubin: bytes, sec):
+def _info(cubin: bytes, sec: tuple[int, int]):
     """The (attribute, offset of its value, size) of each EIFMT_SVAL record of a .nv.info
     section (the other formats carry no value that is read here)."""
-    off, end = sec[4], sec[4] + sec[5]
+    off, end = sec[0], sec[0] + sec[1]
     while off + 4 <= end:
         fmt, attr, size = struct.unpack_from("<BBH", cubin, off)
         off += 4
@@ -194,21 +193,17 @@ def resources_from_cubin(cubin: bytes) -> dict[str, Resources]:
     elf = _elf(cubin)
     if elf is None:
         return {}
-    names, secs, symbols = elf
-    syms = symbols()
-    regs, smem, frame, entries = {}, {}, {}, []
-    reserved = 1024 if any(n.startswith(".nv.shared.reserved") for n in names) else 0
-    for n, sec in zip(names, secs):
-        if n.startswith(".text."):
-            entries.append(n[6:])
-        elif n.startswith(".nv.shared.") and not n.startswith(".nv.shared.reserved"):
-            smem[n[11:]] = max(sec[5] - reserved, 0)
-        elif n == ".nv.info":
-            for attr, off, size in _info(cubin, sec):
-                if attr in (0x11, 0x2F) and size >= 8:             # EIATTR_FRAME_SIZE, _REGCOUNT
-                    idx, val = struct.unpack_from("<II", cubin, off)
-                    (frame if attr == 0x11 else regs)[syms.get(idx, "")] = val
-    return {f: Resources(regs.get(f, 0), smem.get(f, 0), frame.get(f, 0), -1, -1) for f in entries}
+    sections, symbols = elf
+    syms, regs, frame = symbols(), {}, {}
+    reserved = 1024 if any(n.startswith(".nv.shared.reserved") for n in sections) else 0
+    smem = {n[11:]: max(size - reserved, 0) for n, (_, size) in sections.items()
+            if n.startswith(".nv.shared.") and not n.startswith(".nv.shared.reserved")}
+    for attr, off, size in _info(cubin, sections.get(".nv.info", (0, 0))):
+        if attr in (0x11, 0x2F) and size >= 8:                     # EIATTR_FRAME_SIZE, _REGCOUNT
+            idx, val = struct.unpack_from("<II", cubin, off)
+            (frame if attr == 0x11 else regs)[syms.get(idx, "")] = val
+    return {f: Resources(regs.get(f, 0), smem.get(f, 0), frame.get(f, 0), -1, -1)
+            for f in (n[6:] for n in sections if n.startswith(".text."))}
 
 
 def param_sizes_from_cubin(cubin: bytes, entry: str) -> tuple[int, ...] | None:
@@ -216,7 +211,7 @@ def param_sizes_from_cubin(cubin: bytes, entry: str) -> tuple[int, ...] | None:
     section's EIATTR_KPARAM_INFO records: ordinal, offset, size in bits 18-31 of the flags);
     None where the ELF has no such section."""
     elf = _elf(cubin)
-    sec = next((s for n, s in zip(*elf[:2]) if n == ".nv.info." + entry), None) if elf else None
+    sec = elf[0].get(".nv.info." + entry) if elf is not None else None
     if sec is None:
         return None
     params = {}
