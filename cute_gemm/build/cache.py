@@ -180,9 +180,9 @@ def _write(key: str, meta: dict, cubin: bytes, ptx: str | None) -> None:
     d.mkdir(parents=True, exist_ok=True)
     # os.open with 0o666 lets the kernel apply the umask (and a default ACL), as for any
     # file the user creates; mkstemp's 0600 would hide a shared cache dir's entries
+    blob = _pack(meta, cubin, ptx)
     tmp = d / f".{key[:16]}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
-    blob = _pack(meta, cubin, ptx)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(blob)

@@ -65,9 +65,9 @@ _ARCH_FORMS = "'sm_90', 'sm_90a', 'compute_90', '90', 90 or (9, 0)"
 def normalize_arch(arch: str | int | tuple[int, int]) -> str:
     """Any of _ARCH_FORMS -> 'sm_90' ('sm_90a' is arch-specific: wgmma). Anything else raises
     InputError (a ValueError) naming the accepted forms."""
-    if isinstance(arch, tuple):
-        if len(arch) == 2 and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in arch):
-            return f"sm_{arch[0]}{arch[1]}"
+    if isinstance(arch, tuple) and len(arch) == 2 and all(
+            isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in arch):
+        return f"sm_{arch[0]}{arch[1]}"
     m = (re.fullmatch(r"(sm_|compute_|sm-?|compute-?)?(\d{2,3}[a-z]?)", str(arch).strip().lower())
          if isinstance(arch, (str, int)) and not isinstance(arch, bool) else None)
     if m and m.group(1) in (None, "sm_", "compute_"):
@@ -81,8 +81,7 @@ def select_entries(kernel, entries) -> tuple[str, ...] | None:
     whole kernel (no selection, or all of them). UnknownEntryError for a foreign name or none."""
     if entries is None:
         return None
-    if isinstance(entries, str):
-        entries = (entries,)
+    entries = (entries,) if isinstance(entries, str) else entries
     own = kernel.entries
     bad = [e for e in entries if e not in own]
     if bad or not entries:
@@ -260,30 +259,32 @@ atexit.register(IN_FLIGHT.drain)
 os.register_at_fork(after_in_child=IN_FLIGHT.__init__)
 
 
+def _output(nvrtc, prog, what: str) -> bytes:
+    """nvrtcGet<what> of a compiled program (ProgramLog, CUBIN, PTX)."""
+    err, size = getattr(nvrtc, f"nvrtcGet{what}Size")(prog)
+    _check(nvrtc, err, f"nvrtcGet{what}Size")
+    buf = bytearray(size)   # never an immutable bytes object: NVRTC writes into it
+    (err,) = getattr(nvrtc, f"nvrtcGet{what}")(prog, buf)
+    _check(nvrtc, err, f"nvrtcGet{what}")
+    return bytes(buf)
+
+
 def run_nvrtc(kernel, source: str, opts: list[str], want_ptx: bool):
     """One NVRTC compile: (cubin, ptx or None, log, seconds). Raises CompileError with the
     whole log."""
     with IN_FLIGHT.compiling():
         nvrtc = _nvrtc()
-
-        def output(what: str) -> bytes:     # nvrtcGet<what>Size, then nvrtcGet<what>
-            err, size = getattr(nvrtc, f"nvrtcGet{what}Size")(prog)
-            _check(nvrtc, err, f"nvrtcGet{what}Size")
-            buf = bytearray(size)   # never an immutable bytes object: NVRTC writes into it
-            (err,) = getattr(nvrtc, f"nvrtcGet{what}")(prog, buf)
-            _check(nvrtc, err, f"nvrtcGet{what}")
-            return bytes(buf)
         t0 = time.perf_counter()
         err, prog = nvrtc.nvrtcCreateProgram(source.encode(), kernel.source.encode(), 0, [], [])
         _check(nvrtc, err, f"nvrtcCreateProgram({kernel.name})")
         try:
             enc = [o.encode() for o in opts]
             (result,) = nvrtc.nvrtcCompileProgram(prog, len(enc), enc)
-            log = output("ProgramLog").rstrip(b"\0").decode(errors="replace")
+            log = _output(nvrtc, prog, "ProgramLog").rstrip(b"\0").decode(errors="replace")
             if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
                 raise CompileError(kernel.name, opts, log, result.name)
-            cubin = output("CUBIN")
-            ptx = output("PTX") if want_ptx else None
+            cubin = _output(nvrtc, prog, "CUBIN")
+            ptx = _output(nvrtc, prog, "PTX") if want_ptx else None
         finally:
             nvrtc.nvrtcDestroyProgram(prog)
     return cubin, ptx, log, time.perf_counter() - t0
