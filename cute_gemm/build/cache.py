@@ -1,15 +1,11 @@
 """Two-level cubin cache: in memory (per process) and on disk (per user).
 
-The disk key is a sha256 over everything that changes the binary: the text NVRTC compiles
-(compile.read_source), every file under include/, the header wheels' versions (or an override
-folder's fingerprint), the options, the arch and the NVRTC version. An entry (CUBIN, NVRTC log,
-optionally zlib'd PTX) is written to a temp file and renamed into place, with a sha256 checked on
-every read: a damaged entry is recompiled, never loaded. A per-key file lock makes a key compile
-once across processes. An unwritable cache dir never breaks compiling: one warning, results kept
-in memory. CUTE_GEMM_CACHE_DIR moves the disk level, CUTE_GEMM_DISABLE_CACHE=1 turns it off.
-The disk level is bounded (CUTE_GEMM_CACHE_MAX_MB, default MAX_MB; 0: no bound): past it, the
-entries used longest ago go (a read marks an entry used), so the entries of sources and
-versions no longer in use do not pile up.
+The disk key is a sha256 over everything that changes the binary (cache_key). An entry (CUBIN,
+NVRTC log, optionally zlib'd PTX) is renamed into place whole and its sha256 checked on every
+read: a damaged entry is recompiled, never loaded. A per-key file lock makes a key compile once
+across processes; an unwritable cache dir warns once and keeps results in memory.
+CUTE_GEMM_CACHE_DIR moves the disk level, CUTE_GEMM_DISABLE_CACHE=1 turns it off,
+CUTE_GEMM_CACHE_MAX_MB bounds it (evict).
 """
 from __future__ import annotations
 
@@ -34,8 +30,7 @@ from .. import registry
 from ..base.errors import InputError
 
 FORMAT = 2          # 2: the payload has a length-prefixed CUBIN and an optional PTX
-MAX_MB = 4096       # the disk level's default bound: the GPU suite's entries for sm_90 took
-                    # 0.9 GB (635 entries, 2026-12-04)
+MAX_MB = 4096       # the disk level's default bound: some 4x the GPU suite's entries for one arch
 KEEP_SHARE = 0.9    # an eviction leaves the disk level at this share of its bound
 MAGIC = b"CGCUBIN\x01"
 _HEADER = len(MAGIC) + 32
@@ -56,6 +51,8 @@ def _include_digest() -> str:
 
 
 def cache_key(kernel, arch: str, source: str, opts: list[str]) -> str:
+    """sha256 of the text NVRTC compiles, every file under include/, the header wheels' versions
+    (or an override folder's fingerprint), the options but -I, the arch and the NVRTC version."""
     material = {"format": FORMAT, "source": source, "include": _include_digest(),
                 "headers": [h.fingerprint for h in paths.header_dirs()],
                 "options": [o for o in opts if not o.startswith("-I")], "arch": arch,
@@ -79,13 +76,12 @@ class Compiled:
     @property
     def resources(self) -> dict[str, _compile.Resources]:
         """ptxas's report from the NVRTC log; the CUBIN's own ELF records where it is absent."""
-        res = _compile.parse_resources(self.log)
-        return res or _compile.resources_from_cubin(self.cubin)
+        return _compile.parse_resources(self.log) or _compile.resources_from_cubin(self.cubin)
 
 
 def _pack(meta: dict, cubin: bytes, ptx: str | None) -> bytes:
     m = json.dumps(meta).encode()
-    # PTX is text 5-10x larger than it compresses to; level 1 costs ~10 ms per MB
+    # PTX is text 5-10x larger than it compresses to; level 1 is the fast one
     z = zlib.compress(ptx.encode(), 1) if ptx is not None else b""
     payload = struct.pack("<II", len(m), len(cubin)) + m + cubin + z
     return MAGIC + hashlib.sha256(payload).digest() + payload
@@ -139,14 +135,11 @@ def max_bytes() -> int:
     return max(0, int(mb * (1 << 20)))
 
 
-_disk_bytes: dict[str, int] = {}    # cache dir -> its entries' bytes as this process last knew
-
-
 def evict(limit: int | None = None) -> int:
-    """Delete the entries used longest ago until the disk level holds at most KEEP_SHARE of
-    `limit` bytes (default max_bytes()), where it holds more; return how many went. Entries
-    another process reads meanwhile are compiled again there, never read damaged (a
-    deleted file cannot be read half)."""
+    """Delete the entries used longest ago (a read marks an entry used) until the disk level
+    holds at most KEEP_SHARE of `limit` bytes (default max_bytes()), where it holds more; return
+    how many went. Another process reading one meanwhile compiles it again (a deleted file
+    cannot be read half)."""
     limit = max_bytes() if limit is None else limit
     d = cache_dir()
     found = []
@@ -163,31 +156,11 @@ def evict(limit: int | None = None) -> int:
                 p.unlink()
                 total -= size
                 n += 1
-    with _mem_lock:
-        _disk_bytes[str(d)] = total
     return n
-
-
-def _written(nbytes: int) -> None:
-    """Count a new entry's bytes; past the bound, evict (the first write of a process reads
-    the dir's size, later ones add to it: no scan per write)."""
-    limit = max_bytes()
-    if not limit:
-        return
-    key = str(cache_dir())
-    with _mem_lock:
-        known = _disk_bytes.get(key)
-        if known is not None:
-            _disk_bytes[key] = known = known + nbytes
-    if known is None or known > limit:
-        evict(limit)
 
 
 class CacheWarning(UserWarning):
     """The disk cache cannot be written: compiles still work, results stay in memory."""
-
-
-_warned_dirs: set[str] = set()
 
 
 def _unwritable(d: Path, e: OSError) -> None:
@@ -207,9 +180,9 @@ def _write(key: str, meta: dict, cubin: bytes, ptx: str | None) -> None:
     d.mkdir(parents=True, exist_ok=True)
     # os.open with 0o666 lets the kernel apply the umask (and a default ACL), as for any
     # file the user creates; mkstemp's 0600 would hide a shared cache dir's entries
+    blob = _pack(meta, cubin, ptx)
     tmp = d / f".{key[:16]}.{os.getpid()}.{secrets.token_hex(8)}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
-    blob = _pack(meta, cubin, ptx)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(blob)
@@ -220,13 +193,15 @@ def _write(key: str, meta: dict, cubin: bytes, ptx: str | None) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    _written(len(blob))
+    limit = max_bytes()
+    if limit:               # a stat per entry: little beside the compile that came before
+        evict(limit)
 
 
 def _key_lock(key: str):
     """A lock across processes while `key` compiles, held by a `with`; none (and a warning) where
     the dir cannot hold one: two processes may then both compile the key, safely (atomic rename)."""
-    import filelock     # here: ~20 ms that a process reading only cached cubins need not pay
+    import filelock     # here: a process reading only cached cubins need not import it
     d = cache_dir()
     try:
         d.mkdir(parents=True, exist_ok=True)
@@ -236,10 +211,16 @@ def _key_lock(key: str):
         return contextlib.nullcontext()
 
 
+_mem_lock = threading.Lock()    # guards the process-wide state below
 _memory: dict[str, Compiled] = {}
-_mem_lock = threading.Lock()            # guards _memory, _key_locks, _apart_locks, _warned_dirs
 _key_locks: dict[str, threading.Lock] = {}
 _apart_locks: dict[tuple, threading.Lock] = {}
+_warned_dirs: set[str] = set()
+
+
+def _lock_of(locks: dict, key) -> threading.Lock:
+    with _mem_lock:
+        return locks.setdefault(key, threading.Lock())
 
 
 def _memory_hit(key: str, ptx: bool) -> Compiled | None:
@@ -251,7 +232,7 @@ def _memory_hit(key: str, ptx: bool) -> Compiled | None:
 
 @dataclasses.dataclass(frozen=True)
 class _Job:
-    """What one cache.get or lookup asks for: the text, options and key of one compile."""
+    """What one get() or lookup() asks for: the text, options and key of one compile."""
     kernel: object
     arch: str
     source: str
@@ -276,6 +257,11 @@ class _Job:
         meta, cubin, ptx = found
         return self.compiled(cubin, meta.get("log", ""), meta.get("seconds", 0.0), "disk", ptx)
 
+    def compile(self, ptx: bool) -> Compiled:
+        cubin, text, log, secs = _compile.run_nvrtc(self.kernel, self.source, self.opts, want_ptx=ptx)
+        text = text.rstrip(b"\0").decode(errors="replace") if text is not None else None
+        return self.compiled(cubin, log, secs, "compiled", text)
+
 
 def get(kernel, arch: str | int, extra_options: tuple[str, ...] = (), *, ptx: bool = False,
         entries: tuple[str, ...] | None = None) -> Compiled:
@@ -285,18 +271,14 @@ def get(kernel, arch: str | int, extra_options: tuple[str, ...] = (), *, ptx: bo
     Thread-safe: one compile per key per process, different keys compile concurrently."""
     job = _Job.of(kernel, arch, extra_options, entries)
     hit = _memory_hit(job.key, ptx)
-    if hit is not None:
-        return hit
-    with _mem_lock:
-        lock = _key_locks.setdefault(job.key, threading.Lock())
-    with lock:
-        hit = _memory_hit(job.key, ptx)
-        if hit is not None:
-            return hit
-        result = _get_uncached(job, ptx)
-        with _mem_lock:
-            _memory[job.key] = result
-        return result
+    if hit is None:
+        with _lock_of(_key_locks, job.key):
+            hit = _memory_hit(job.key, ptx)     # another thread's compile of it may have ended
+            if hit is None:
+                hit = _from_disk_or_compiled(job, ptx)
+                with _mem_lock:
+                    _memory[job.key] = hit
+    return hit
 
 
 def lookup(kernel, arch: str | int, extra_options: tuple[str, ...] = (), *,
@@ -317,21 +299,15 @@ def lookup(kernel, arch: str | int, extra_options: tuple[str, ...] = (), *,
     return result
 
 
-def _compile_now(job: _Job, ptx: bool) -> Compiled:
-    cubin, ptx_text, log, secs = _compile.run_nvrtc(job.kernel, job.source, job.opts, want_ptx=ptx)
-    text = ptx_text.rstrip(b"\0").decode(errors="replace") if ptx_text is not None else None
-    return job.compiled(cubin, log, secs, "compiled", text)
-
-
-def _get_uncached(job: _Job, ptx: bool) -> Compiled:
+def _from_disk_or_compiled(job: _Job, ptx: bool) -> Compiled:
     if not disk_enabled():
-        return _compile_now(job, ptx)
+        return job.compile(ptx)
     found = _read(job.key, ptx)
     if found is None:
         with _key_lock(job.key):
             found = _read(job.key, ptx)     # another process may have finished meanwhile
             if found is None:
-                c = _compile_now(job, ptx)
+                c = job.compile(ptx)
                 meta = {"kernel": job.kernel.name, "arch": job.arch, "log": c.log,
                         "seconds": c.compile_seconds, "options": job.opts}
                 try:
@@ -359,12 +335,9 @@ def cpu_count() -> int:
 def default_workers() -> int:
     """One worker per usable CPU, at most one per 3 GiB free: NVRTC peaks at ~2.7 GB (cute_pipelined)."""
     cpus = cpu_count()
-    try:
-        with open("/proc/meminfo") as f:
-            avail_kb = next(int(ln.split()[1]) for ln in f if ln.startswith("MemAvailable:"))
+    with contextlib.suppress(OSError, StopIteration, ValueError), open("/proc/meminfo") as f:
+        avail_kb = next(int(ln.split()[1]) for ln in f if ln.startswith("MemAvailable:"))
         cpus = min(cpus, max(1, avail_kb // (3 << 20)))
-    except (OSError, StopIteration, ValueError):
-        pass
     return max(1, cpus)
 
 
@@ -381,13 +354,8 @@ def compile_apart(kernel, arch: str, entries: tuple[str, ...], least: int = 2) -
     failed child's CompileError comes from the caller's own get(). Starts nothing with fewer
     than `least` missing or, unless least is 1 (rounds), more than default_workers().
     Not multiprocessing: a spawned worker would run the caller's unguarded __main__ again."""
-    if not _can_start():
-        return
-    with _mem_lock:
-        key = (kernel.name, _compile.normalize_arch(arch), tuple(entries))
-        lock = _apart_locks.setdefault(key, threading.Lock())
-    with lock:
-        todo = _not_on_disk(kernel, arch, entries)
+    with _lock_of(_apart_locks, (kernel.name, _compile.normalize_arch(arch), tuple(entries))):
+        todo = _missing_apart(kernel, arch, entries)
         workers = default_workers()
         if len(todo) < least or (least > 1 and len(todo) > workers):
             return
@@ -403,36 +371,28 @@ def compile_apart(kernel, arch: str, entries: tuple[str, ...], least: int = 2) -
 def spawn_apart(kernel, arch: str, entries: tuple[str, ...]) -> list:
     """compile_apart's first round started, not waited for (its subprocess.Popen children): started
     from the calling thread, they finish even if this process exits first (resolve.Loaded.ready)."""
-    if not _can_start():
+    return _spawn(kernel, arch, _missing_apart(kernel, arch, entries)[:default_workers()])
+
+
+def _missing_apart(kernel, arch: str, entries) -> list[str]:
+    """Those of `entries` not cached each alone, for children to compile; none where no child
+    can: the disk level is how a child hands its cubin back, and an embedding host's binary
+    (uwsgi, or none) is no interpreter to start."""
+    if not disk_enabled() or not os.path.basename(sys.executable).startswith("python"):
         return []
-    return _spawn(kernel, arch, _not_on_disk(kernel, arch, entries)[:default_workers()])
-
-
-def _can_start() -> bool:
-    # the disk level is how a child hands its cubin back; an embedding host's binary
-    # (uwsgi, or none) is no interpreter to start
-    return disk_enabled() and os.path.basename(sys.executable).startswith("python")
-
-
-def _not_on_disk(kernel, arch: str, entries) -> list[str]:
     return [e for e in entries if lookup(kernel, arch, entries=(e,)) is None]
 
 
 def _spawn(kernel, arch: str, entries) -> list:
     """One compile_apart child per entry point, started; those that could be."""
-    import subprocess               # here: `import cute_gemm` stays without it (6 ms)
+    import subprocess               # here: `import cute_gemm` stays without it
     env = dict(os.environ, CUTE_GEMM_APART_PATH=json.dumps([p for p in sys.path if p]))
-    directory = str(cache_dir())
+    argv = [sys.executable, "-c", _APART, kernel.name, _compile.normalize_arch(arch), str(cache_dir())]
     running: list = []
-    try:
+    with contextlib.suppress(OSError):
         for e in entries:
-            running.append(subprocess.Popen(
-                [sys.executable, "-c", _APART, kernel.name, _compile.normalize_arch(arch),
-                 directory, e],
-                env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL))
-    except OSError:
-        pass
+            running.append(subprocess.Popen([*argv, e], env=env, stdin=subprocess.DEVNULL,
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     return running
 
 
@@ -478,28 +438,23 @@ class Prefetch:
 
     def close(self) -> None:
         """Stop the pool; a compile still running (nobody waits for it) is killed, not waited on."""
-        if self._pool is None:
-            return
         pool, self._pool = self._pool, None
+        if pool is None:
+            return
         if all(f.done() for f in self.futures.values()):
             pool.shutdown(wait=True)
             return
-        # ProcessPoolExecutor has no public terminate before Python 3.14; a worker it spawned
-        # late, or one that outlives SIGTERM, is killed: a wait on it here once never ended
-        running = dict(getattr(pool, "_processes", None) or {})
+        # ProcessPoolExecutor has no public terminate before Python 3.14 (and forgets its
+        # workers at shutdown); one that outlives SIGTERM is killed: a wait on it once never ended
+        procs = list((getattr(pool, "_processes", None) or {}).values())
         pool.shutdown(wait=False, cancel_futures=True)
-        for _ in range(3):
-            running.update(getattr(pool, "_processes", None) or {})
-            procs = [p for p in running.values() if p.is_alive()]
-            for proc in procs:
-                proc.terminate()
-            for proc in procs:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
                 proc.join(timeout=5)
-                if proc.is_alive():
-                    proc.kill()
-                    proc.join(timeout=5)
-            if not procs:
-                break
 
 
 def clear_memory() -> None:

@@ -24,10 +24,7 @@ STD = "--std=c++17"
 
 @functools.lru_cache(maxsize=None)
 def _nvrtc():
-    try:
-        from cuda.bindings import nvrtc
-    except ImportError as e:  # pragma: no cover - packaging guarantees it
-        raise CuteGemmError("cuda-python (cuda.bindings) is not installed: pip install cuda-python") from e
+    from cuda.bindings import nvrtc      # here: `import cute_gemm` does not load NVRTC
     try:    # the bindings load libnvrtc at their first call: a library that is not there is
         nvrtc.nvrtcVersion()   # the user's set-up, named here (not an error of ours)
     except RuntimeError as e:   # (the advice first: the CLI prints a message's first line)
@@ -46,9 +43,9 @@ def nvrtc_version() -> tuple[int, int]:
 
 @functools.lru_cache(maxsize=None)
 def nvrtc_key_version() -> tuple[int, int]:
-    """The NVRTC version a cache key names: nvrtc_version()'s answer, read from pip's NVRTC
-    wheel where that is certain (paths.nvrtc_wheel_version) so that a cache hit does not
-    load NVRTC. Fixed at its first answer: a process's keys never change under it."""
+    """The NVRTC version a cache key names: read from pip's NVRTC wheel where that is certain
+    (paths.nvrtc_wheel_version), so that a cache hit does not load NVRTC; else nvrtc_version().
+    Fixed at its first answer: a process's keys never change under it."""
     if "cuda.bindings.nvrtc" not in sys.modules:
         v = paths.nvrtc_wheel_version()
         if v is not None:
@@ -66,11 +63,11 @@ _ARCH_FORMS = "'sm_90', 'sm_90a', 'compute_90', '90', 90 or (9, 0)"
 
 
 def normalize_arch(arch: str | int | tuple[int, int]) -> str:
-    """'sm_90', 'sm_90a' (arch-specific: wgmma), 'compute_90', '90', 90 or (9, 0) -> 'sm_90'.
-    Anything else raises InputError (a ValueError) naming the accepted forms."""
-    if isinstance(arch, tuple):
-        if len(arch) == 2 and all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in arch):
-            return f"sm_{arch[0]}{arch[1]}"
+    """Any of _ARCH_FORMS -> 'sm_90' ('sm_90a' is arch-specific: wgmma). Anything else raises
+    InputError (a ValueError) naming the accepted forms."""
+    if isinstance(arch, tuple) and len(arch) == 2 and all(
+            isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in arch):
+        return f"sm_{arch[0]}{arch[1]}"
     m = (re.fullmatch(r"(sm_|compute_|sm-?|compute-?)?(\d{2,3}[a-z]?)", str(arch).strip().lower())
          if isinstance(arch, (str, int)) and not isinstance(arch, bool) else None)
     if m and m.group(1) in (None, "sm_", "compute_"):
@@ -84,8 +81,7 @@ def select_entries(kernel, entries) -> tuple[str, ...] | None:
     whole kernel (no selection, or all of them). UnknownEntryError for a foreign name or none."""
     if entries is None:
         return None
-    if isinstance(entries, str):
-        entries = (entries,)
+    entries = (entries,) if isinstance(entries, str) else entries
     own = kernel.entries
     bad = [e for e in entries if e not in own]
     if bad or not entries:
@@ -100,14 +96,13 @@ def options(kernel, arch: str, extra: tuple[str, ...] = ()) -> list[str]:
     """The NVRTC options for one kernel and arch (in the cache key): the common flags, then the
     kernel's own. No -D: what configures a kernel is in its prelude (read_source)."""
     opts = [STD, f"-arch={arch}", "-default-device", "-lineinfo", "--ptxas-options=-v",
-            f"-I{paths.project_include_dir()}"]
-    opts += [f"-I{h.path}" for h in paths.header_dirs()]
+            f"-I{paths.project_include_dir()}", *(f"-I{h.path}" for h in paths.header_dirs())]
     return opts + list(kernel.options) + list(extra)
 
 
 def prelude(kernel, entries: tuple[str, ...] | None = None) -> str:
-    """What NVRTC compiles in front of the kernel's source: its config's C++ (KernelConfig.cpp),
-    the entry selection (include/cute_gemm/entries.cuh's CG_ENTRIES, a CG_WANT_<entry> each),
+    """What NVRTC compiles in front of the kernel's source: its config's C++ (KernelConfig.cpp)
+    and epilogue's, the entry selection (entries.cuh's CG_ENTRIES, a CG_WANT_<entry> each),
     then a #line, so that compiler messages name the source's own lines."""
     cfg = kernel.config.cpp(kernel.name) if kernel.config is not None else ""
     if kernel.epilogue is not None:
@@ -121,10 +116,9 @@ def read_source(kernel, entries: tuple[str, ...] | None = None) -> str:
     """The text NVRTC compiles (and the cache key hashes): the prelude, then the kernel's source."""
     path = paths.kernels_dir() / kernel.source
     try:
-        text = path.read_text()
+        return prelude(kernel, entries) + path.read_text()
     except OSError as e:
         raise CuteGemmError(f"kernel {kernel.name!r}: cannot read source {path}: {e}") from e
-    return prelude(kernel, entries) + text
 
 
 @dataclass(frozen=True)
@@ -160,7 +154,7 @@ def parse_resources(log: str) -> dict[str, Resources]:
 
 
 def _elf(cubin: bytes):
-    """(section names, section headers, a function giving the symbol names by index) of a
+    """({section name: (offset, size)}, a function giving the symbol names by index) of a
     CUBIN's ELF64; None for anything else."""
     if cubin[:4] != b"\x7fELF" or cubin[4] != 2:     # ELF64 only
         return None
@@ -170,20 +164,19 @@ def _elf(cubin: bytes):
 
     def cstr(start: int) -> str:
         return cubin[start:cubin.index(b"\0", start)].decode()
-    names = [cstr(secs[shstrndx][4] + sec[0]) for sec in secs]
 
     def syms() -> dict[int, str]:
         symtab = next((s for s in secs if s[1] == 2), None)       # SHT_SYMTAB
         return {} if symtab is None else {
             i: cstr(secs[symtab[6]][4] + struct.unpack_from("<I", cubin, symtab[4] + 24 * i)[0])
             for i in range(symtab[5] // 24)}
-    return names, secs, syms
+    return {cstr(secs[shstrndx][4] + sec[0]): (sec[4], sec[5]) for sec in secs}, syms
 
 
-def _info(cubin: bytes, sec):
+def _info(cubin: bytes, sec: tuple[int, int]):
     """The (attribute, offset of its value, size) of each EIFMT_SVAL record of a .nv.info
     section (the other formats carry no value that is read here)."""
-    off, end = sec[4], sec[4] + sec[5]
+    off, end = sec[0], sec[0] + sec[1]
     while off + 4 <= end:
         fmt, attr, size = struct.unpack_from("<BBH", cubin, off)
         off += 4
@@ -199,21 +192,17 @@ def resources_from_cubin(cubin: bytes) -> dict[str, Resources]:
     elf = _elf(cubin)
     if elf is None:
         return {}
-    names, secs, symbols = elf
-    syms = symbols()
-    regs, smem, frame, entries = {}, {}, {}, []
-    reserved = 1024 if any(n.startswith(".nv.shared.reserved") for n in names) else 0
-    for n, sec in zip(names, secs):
-        if n.startswith(".text."):
-            entries.append(n[6:])
-        elif n.startswith(".nv.shared.") and not n.startswith(".nv.shared.reserved"):
-            smem[n[11:]] = max(sec[5] - reserved, 0)
-        elif n == ".nv.info":
-            for attr, off, size in _info(cubin, sec):
-                if attr in (0x11, 0x2F) and size >= 8:             # EIATTR_FRAME_SIZE, _REGCOUNT
-                    idx, val = struct.unpack_from("<II", cubin, off)
-                    (frame if attr == 0x11 else regs)[syms.get(idx, "")] = val
-    return {f: Resources(regs.get(f, 0), smem.get(f, 0), frame.get(f, 0), -1, -1) for f in entries}
+    sections, symbols = elf
+    syms, regs, frame = symbols(), {}, {}
+    reserved = 1024 if any(n.startswith(".nv.shared.reserved") for n in sections) else 0
+    smem = {n[11:]: max(size - reserved, 0) for n, (_, size) in sections.items()
+            if n.startswith(".nv.shared.") and not n.startswith(".nv.shared.reserved")}
+    for attr, off, size in _info(cubin, sections.get(".nv.info", (0, 0))):
+        if attr in (0x11, 0x2F) and size >= 8:                     # EIATTR_FRAME_SIZE, _REGCOUNT
+            idx, val = struct.unpack_from("<II", cubin, off)
+            (frame if attr == 0x11 else regs)[syms.get(idx, "")] = val
+    return {f: Resources(regs.get(f, 0), smem.get(f, 0), frame.get(f, 0), -1, -1)
+            for f in (n[6:] for n in sections if n.startswith(".text."))}
 
 
 def param_sizes_from_cubin(cubin: bytes, entry: str) -> tuple[int, ...] | None:
@@ -221,10 +210,7 @@ def param_sizes_from_cubin(cubin: bytes, entry: str) -> tuple[int, ...] | None:
     section's EIATTR_KPARAM_INFO records: ordinal, offset, size in bits 18-31 of the flags);
     None where the ELF has no such section."""
     elf = _elf(cubin)
-    if elf is None:
-        return None
-    names, secs, _ = elf
-    sec = next((s for n, s in zip(names, secs) if n == ".nv.info." + entry), None)
+    sec = elf[0].get(".nv.info." + entry) if elf is not None else None
     if sec is None:
         return None
     params = {}
@@ -233,15 +219,6 @@ def param_sizes_from_cubin(cubin: bytes, entry: str) -> tuple[int, ...] | None:
             _, ordinal, _, flags = struct.unpack_from("<IHHI", cubin, off)
             params[ordinal] = flags >> 18
     return tuple(params[i] for i in range(len(params))) if sorted(params) == list(range(len(params))) else None
-
-
-def _output(nvrtc, prog, size_fn, get_fn, what: str) -> bytes:
-    err, size = size_fn(prog)
-    _check(nvrtc, err, f"{what}Size")
-    buf = bytearray(size)   # never an immutable bytes object: NVRTC writes into it
-    (err,) = get_fn(prog, buf)
-    _check(nvrtc, err, what)
-    return bytes(buf)
 
 
 class _InFlight:
@@ -282,6 +259,16 @@ atexit.register(IN_FLIGHT.drain)
 os.register_at_fork(after_in_child=IN_FLIGHT.__init__)
 
 
+def _output(nvrtc, prog, what: str) -> bytes:
+    """nvrtcGet<what> of a compiled program (ProgramLog, CUBIN, PTX)."""
+    err, size = getattr(nvrtc, f"nvrtcGet{what}Size")(prog)
+    _check(nvrtc, err, f"nvrtcGet{what}Size")
+    buf = bytearray(size)   # never an immutable bytes object: NVRTC writes into it
+    (err,) = getattr(nvrtc, f"nvrtcGet{what}")(prog, buf)
+    _check(nvrtc, err, f"nvrtcGet{what}")
+    return bytes(buf)
+
+
 def run_nvrtc(kernel, source: str, opts: list[str], want_ptx: bool):
     """One NVRTC compile: (cubin, ptx or None, log, seconds). Raises CompileError with the
     whole log."""
@@ -293,13 +280,11 @@ def run_nvrtc(kernel, source: str, opts: list[str], want_ptx: bool):
         try:
             enc = [o.encode() for o in opts]
             (result,) = nvrtc.nvrtcCompileProgram(prog, len(enc), enc)
-            log = _output(nvrtc, prog, nvrtc.nvrtcGetProgramLogSize, nvrtc.nvrtcGetProgramLog,
-                          "nvrtcGetProgramLog").rstrip(b"\0").decode(errors="replace")
+            log = _output(nvrtc, prog, "ProgramLog").rstrip(b"\0").decode(errors="replace")
             if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
                 raise CompileError(kernel.name, opts, log, result.name)
-            cubin = _output(nvrtc, prog, nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN, "nvrtcGetCUBIN")
-            ptx = (_output(nvrtc, prog, nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX, "nvrtcGetPTX")
-                   if want_ptx else None)
+            cubin = _output(nvrtc, prog, "CUBIN")
+            ptx = _output(nvrtc, prog, "PTX") if want_ptx else None
         finally:
             nvrtc.nvrtcDestroyProgram(prog)
     return cubin, ptx, log, time.perf_counter() - t0

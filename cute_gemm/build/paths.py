@@ -1,7 +1,6 @@
-"""Where the kernel sources and the headers they include live. Headers come from installed
-wheels, found by importlib.util.find_spec without importing them (nvidia-cutlass, -cuda-cccl,
--cuda-runtime), each overridable by an environment variable (the cache key then fingerprints
-the folder)."""
+"""Where the kernel sources and the headers they include live. Headers come from installed wheels
+(nvidia-cutlass, -cuda-cccl, -cuda-runtime), found without importing them, each overridable by an
+environment variable (the cache key then fingerprints the folder)."""
 from __future__ import annotations
 
 import functools
@@ -20,9 +19,7 @@ _PKG = Path(__file__).resolve().parent.parent       # the cute_gemm package
 
 def _data_dir(name: str) -> Path:
     installed = _PKG / name          # inside a wheel: cute_gemm/kernels, cute_gemm/include
-    if installed.is_dir():
-        return installed
-    return _PKG.parent / name        # source checkout: ./kernels, ./include
+    return installed if installed.is_dir() else _PKG.parent / name   # a checkout: ./kernels
 
 
 def kernels_dir() -> Path:
@@ -48,27 +45,23 @@ _SPECS = {
 }
 
 
-def _nvidia_include_dirs() -> list[Path]:
-    """Every nvidia/cu13/include (or cu12): the 'nvidia' namespace can span several site folders."""
-    spec = importlib.util.find_spec("nvidia")
-    if spec is None or not spec.submodule_search_locations:
-        return []
-    return [Path(loc) / sub / "include" for loc in spec.submodule_search_locations
-            for sub in ("cu13", "cu12") if (Path(loc) / sub / "include").is_dir()]
-
-
 def _discover(role: str) -> Path | None:
+    """The include folder of `role`'s wheel: cutlass_library's source/include, else the first
+    nvidia/cu13/include (or cu12) that holds it (the 'nvidia' namespace spans site folders)."""
     if role == "cutlass":
         spec = importlib.util.find_spec("cutlass_library")
         if spec is None or spec.origin is None:
             return None
         p = Path(spec.origin).parent / "source" / "include"
         return p if (p / "cute").is_dir() else None
-    for base in _nvidia_include_dirs():
-        if role == "cccl" and (base / "cccl" / "cuda").is_dir():
-            return base / "cccl"
-        if role == "cuda" and (base / "cuda_runtime_api.h").is_file():
-            return base
+    spec = importlib.util.find_spec("nvidia")
+    for loc in (spec.submodule_search_locations or []) if spec is not None else []:
+        for sub in ("cu13", "cu12"):
+            base = Path(loc) / sub / "include"
+            if role == "cccl" and (base / "cccl" / "cuda").is_dir():
+                return base / "cccl"
+            if role == "cuda" and (base / "cuda_runtime_api.h").is_file():
+                return base
     return None
 
 
@@ -109,6 +102,18 @@ def tree_digest(top: Path, contents: bool = True) -> str:
     return h.hexdigest()
 
 
+def _dist_versions(stem: str) -> list[tuple[Path, str]]:
+    """(real folder, version) of each STEM-VERSION.dist-info on sys.path, each folder once."""
+    out, seen = [], set()
+    for entry in sys.path:
+        d = Path(os.path.realpath(entry or "."))
+        if d.is_dir() and d not in seen:
+            seen.add(d)
+            out += [(d, info.name[len(stem) + 1:-len(".dist-info")])
+                    for info in d.glob(f"{stem}-*.dist-info")]
+    return out
+
+
 def _wheel_version(dist: str, found: Path) -> str:
     """The version of wheel `dist`, which installed `found`: from its dist-info folder above
     `found` (a glob: importlib.metadata costs ~25 ms), else importlib.metadata's answer."""
@@ -146,19 +151,6 @@ _NVRTC_WHEELS = {13: ("nvidia_cuda_nvrtc", "nvidia/cu13/lib/libnvrtc.so.13"),
                  12: ("nvidia_cuda_nvrtc_cu12", "nvidia/cuda_nvrtc/lib/libnvrtc.so.12")}
 
 
-def _dist_versions(stem: str) -> list[tuple[Path, str]]:
-    """(real folder, version) of each STEM-VERSION.dist-info on sys.path, each folder once."""
-    out, seen = [], set()
-    for entry in sys.path:
-        d = Path(os.path.realpath(entry or "."))
-        if not d.is_dir() or d in seen:
-            continue
-        seen.add(d)
-        out += [(d, info.name[len(stem) + 1:-len(".dist-info")])
-                for info in d.glob(f"{stem}-*.dist-info")]
-    return out
-
-
 def _maps_libnvrtc() -> bool | None:
     """Whether a libnvrtc is mapped into this process (None: cannot tell)."""
     try:
@@ -172,9 +164,7 @@ def nvrtc_wheel_version() -> tuple[int, int] | None:
     """(major, minor) of the NVRTC cuda.bindings will load, from pip's wheel, without loading it
     (~80 ms). Only where certain: no libnvrtc mapped yet, and exactly one nvidia-cuda-nvrtc wheel
     of cuda-bindings' major version with its libnvrtc beside it on sys.path. Else None."""
-    if _maps_libnvrtc() is not False:
-        return None
-    bindings = _dist_versions("cuda_bindings")
+    bindings = _dist_versions("cuda_bindings") if _maps_libnvrtc() is False else []
     if not bindings:
         return None
     major = int(bindings[0][1].split(".")[0])
