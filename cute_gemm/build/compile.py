@@ -24,7 +24,11 @@ STD = "--std=c++17"
 
 @functools.lru_cache(maxsize=None)
 def _nvrtc():
-    from cuda.bindings import nvrtc      # here: `import cute_gemm` does not load NVRTC
+    try:        # here: `import cute_gemm` does not load NVRTC
+        from cuda.bindings import nvrtc
+    except ImportError as e:    # a broken install: named, with the fix
+        raise NvrtcNotFound("cuda-python (cuda.bindings) cannot be imported: pip install "
+                            f"cuda-python ({e})") from e
     try:    # the bindings load libnvrtc at their first call: a library that is not there is
         nvrtc.nvrtcVersion()   # the user's set-up, named here (not an error of ours)
     except RuntimeError as e:   # (the advice first: the CLI prints a message's first line)
