@@ -1,13 +1,8 @@
-"""gemm()'s selector: which registered kernel runs a call, and whether on the transposed
-problem (C^T = B^T A^T), from its shape, layout, alignment, precision, result type and GPU.
-
-The candidates are the kernels tagged "auto" that compute the call's precision into its result
-type and run and fit on the device. Among them: the row of this shape in the GPU's tune tables
-(autotable.py), else the nearest measured rows scaled to it (nearest.py), else the rules below
-(docs/design/auto.md). An accuracy contract (contract.py) takes the fastest precision that keeps
-it (_kept). The pick depends only on the call's class, its shape and the tables (read once per
-process), so run()'s hot path may key on "auto" with the call's signature.
-"""
+"""gemm()'s selector: which kernel tagged "auto" runs a call, and whether on C^T = B^T A^T.
+The row of the shape in the GPU's tune tables (autotable.py), else the nearest rows scaled to
+it (nearest.py), else the rules below (docs/design/auto.md); an accuracy contract takes the
+fastest precision that keeps it (_kept). The pick is a function of the call's class, shape and
+the tables (read once per process), so run()'s hot path may key on it."""
 from __future__ import annotations
 
 import math
@@ -41,9 +36,8 @@ TINY, TINY_K, TINY_K_SIMT, TINY_TC_MN = "tiny_k", 32, 24, 1 << 24
 # ---- candidates ----------------------------------------------------------------------------
 def candidates(precision: str, out_dtype: str | None = None, arch_int: int | None = None,
                exactly: bool = False) -> tuple[registry.Kernel, ...]:
-    """The kernels tagged "auto" that answer `precision` (contract.answering; `exactly`: that
-    compute it themselves) into `out_dtype` and run on `arch_int` (each where given), in
-    registry order."""
+    """The kernels tagged "auto" that answer `precision` (`exactly`: compute it themselves)
+    into `out_dtype` and run on `arch_int` (each where given), in registry order."""
     ks = registry.KERNELS
     key = (precision, out_dtype, arch_int, exactly)
     hit = _candidates.get(key)
@@ -74,8 +68,8 @@ def _named(precision: str, out_dtype: str, exactly: bool = False) -> tuple[regis
 
 
 def on_device(precision: str, out_dtype: str, device, exactly: bool = False) -> tuple:
-    """(candidate, the largest K its shared memory fits: Kernel.fits_k) of each candidate that
-    runs on `device` (a launch.DeviceInfo); a named error, before any launch, where none does."""
+    """(candidate, the largest K its shared memory fits) of each that runs on `device` (a
+    launch.DeviceInfo); a named error, before any launch, where none does."""
     named, arch = _named(precision, out_dtype, exactly), device.arch_int
     here = candidates(precision, out_dtype, arch, exactly)
     if not here:
@@ -87,8 +81,7 @@ def on_device(precision: str, out_dtype: str, device, exactly: bool = False) -> 
 
 
 def fitting(bounds: tuple, precision: str, device, m: int, n: int, k: int) -> tuple:
-    """The kernels of on_device's `bounds` whose shared memory fits M x N x K; a named error
-    where none does."""
+    """The kernels of on_device's `bounds` that fit M x N x K; a named error where none does."""
     fits = tuple(x for x, kmax in bounds if (k <= kmax if kmax is not None
                                             else x.smem_bytes(m, n, k) <= device.smem_optin))
     if not fits:
@@ -102,9 +95,8 @@ SPLIT_KS = (2, 3, 4, 6, 8, 12, 16, 24, 32)
 
 
 def split_ks(x: registry.Kernel, m: int, n: int, k: int, sm_count: int) -> list[int]:
-    """The SPLIT_KS worth timing for kernel x on M x N x K: where it has stream-K twins and
-    split_k_ctas would take S with twice its resident CTAs (an estimate: resolve reads the
-    real occupancy, and takes only what is resident at once)."""
+    """The SPLIT_KS worth timing for kernel x (with stream-K twins) on M x N x K: those
+    split_k_ctas takes with twice its resident CTAs (resolve reads the real occupancy)."""
     if not sm_count or not modes.offers(x, modes.STREAM_K):
         return []
     bm, bn, bk = x.tile
@@ -115,10 +107,9 @@ def split_ks(x: registry.Kernel, m: int, n: int, k: int, sm_count: int) -> list[
 
 def keys(m: int, n: int, k: int, precision: str, out_dtype: str, arch_int: int,
          smem_optin: int, sm_count: int = 0) -> tuple[str, ...]:
-    """Every way gemm() may run the problem in `precision` itself, as tune table keys
-    (Choice.key): each candidate whose shared memory fits, as given and (M != N) transposed,
-    plain and with each split_ks count (sm_count 0: none), reduced by its stream-K twin and,
-    where offered, by a reduction launch."""
+    """Every way gemm() may run the problem in `precision` itself, as tune table keys: each
+    candidate that fits, as given and (M != N) transposed, plain and with each split_ks count
+    (sm_count 0: none), reduced by its stream-K twin and, where offered, a reduction launch."""
     ks = [x for x in candidates(precision, out_dtype, arch_int, exactly=True)
           if x.smem_bytes(m, n, k) <= smem_optin]
     return tuple(Choice(x.name, turned, split_k=s, reduce=r).key
@@ -138,16 +129,14 @@ def contiguous_aligned(m: int, n: int, k: int, layout: str = "nn", precision: st
 
 
 # ---- the choice ------------------------------------------------------------------------------
-# choose()'s answers for the tables' current generation (a call off run()'s hot path does not
-# search them again), and its _Class per (class of calls, device, generation, exactly)
-_memo: dict = {}
-_classes: dict = {}
+_memo: dict = {}        # choose()'s answers, keyed on the tables' generation too
+_classes: dict = {}     # its _Class per (class of calls, device, generation, exactly)
 
 
 class _Class:
     """What choose() knows of a class of calls before their shape: whether a contract answers
-    them; else the candidates on the device (`bounds`, `all`, `allowed`; `k_fits`: the K up to
-    which every one fits), the tables, their searched rows and from_tables' memo (`scaled`)."""
+    them, else the candidates on the device (`k_fits`: the K every one fits), the tables,
+    their searched rows and from_tables' memo."""
 
     def __init__(self, device, layout, precision, out_dtype, aligned, exactly, tables):
         self.ks, self.contract = registry.KERNELS, not exactly and len(answering(precision)) > 1
@@ -166,9 +155,8 @@ class _Class:
 def choose(m: int, n: int, k: int, *, device, layout: str = "nn", precision: str = "fp32",
            out_dtype: str = "float32", aligned: bool = True, tables=None,
            exactly: bool = False) -> Choice:
-    """What gemm() runs for this problem on `device`, from `tables` (None: the GPU's,
-    autotable.tables_for); `exactly`: among the kernels that compute `precision` itself, not
-    those that keep its contract."""
+    """What gemm() runs for this problem on `device`, from `tables` (None: the GPU's);
+    `exactly`: among the kernels that compute `precision` itself."""
     key = cls = None
     if tables is None:
         gen = autotable.GENERATION
@@ -211,49 +199,43 @@ def choose(m: int, n: int, k: int, *, device, layout: str = "nn", precision: str
 def tiny_k(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
            out_dtype: str = "float32") -> Choice | None:
     """The candidate tagged TINY (C in one pass, operands read as they are) for a small K
-    where it measured faster than the nearest rows and the heuristic; None where the rule
-    does not apply (docs/design/auto.md#tiny-k)."""
+    where it measured faster; None where the rule does not apply (auto.md#tiny-k)."""
     x = next((x for x in ks if TINY in x.tags), None)
-    if x is None:
+    tc = PRECISION[precision].tensor_cores
+    limit = TINY_K if tc else TINY_K_SIMT
+    if x is None or k > limit or tc and (m * n > TINY_TC_MN or not _tma_copies(
+            ks, m, n, k, precision, layout, out_dtype)):
         return None
-    if not PRECISION[precision].tensor_cores:
-        if k > TINY_K_SIMT:
-            return None
-        return Choice(x.name, why=f"K = {k} <= {TINY_K_SIMT}: one pass over a k-tile")
-    if k > TINY_K or m * n > TINY_TC_MN or not _tma_copies(ks, m, n, k, precision, layout, out_dtype):
-        return None
-    return Choice(x.name, why=f"K = {k} <= {TINY_K} with operands the TMA kernels would copy: "
-                  "one pass over a k-tile, operands read as they are")
+    return Choice(x.name, why=f"K = {k} <= {limit}" + (
+        " with operands the TMA kernels would copy: one pass over a k-tile, operands read as "
+        "they are" if tc else ": one pass over a k-tile"))
 
 
 def _tma_copies(ks, m: int, n: int, k: int, precision: str, layout: str, out_dtype: str) -> bool:
-    """Whether every TMA (arch-specific) candidate would copy an operand of fresh contiguous
-    arrays first (a leading dimension not 16-byte aligned); False without one."""
+    """Whether every TMA (arch-specific) candidate would copy an operand first; False
+    without one."""
     tma = [x for x in ks if x.arch_specific]
     classes = resolve.shape_class(m, n, k)
     return bool(tma) and all(resolve.choose_contiguous(x, m, n, k, layout, precision, out_dtype,
                                                        classes)[1] for x in tma)
 
 
-def _area(x: registry.Kernel) -> int:
+def tile_area(x: registry.Kernel) -> int:
     return x.tile[0] * x.tile[1] if x.tile else 0
 
 
 def transposed_layout(layout: str) -> str:
-    """The operand layout of C^T = B^T A^T: A' = B^T is m-major where B is n-major, B' = A^T
-    k-major where A is k-major."""
+    """The operand layout of C^T = B^T A^T (A' = B^T, B' = A^T)."""
     flip = {"n": "t", "t": "n"}
     return flip[layout[1]] + flip[layout[0]]
 
 
 def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
               sm_count: int = 0, out_dtype: str = "float32") -> Choice:
-    """The rules for a problem no table covers (docs/design/auto.md#the-heuristic): one
-    candidate: it. Tensor cores: a small unaligned problem's kernel; else among the kernels
-    built for the newest instructions here, the walk of least modes.Walk.cost, as given or
-    transposed, where an entry takes the contiguous operands as they are (else as given).
-    SIMT: C within TINY_TILES of the largest tiles: the smallest tiles; else the largest, a
-    stream-K one first."""
+    """The rules for a problem no table covers (docs/design/auto.md#the-heuristic). Tensor
+    cores: the kernels built for the newest instructions here, the walk of least cost, as
+    given or transposed. SIMT: a C of TINY_TILES at most on the smallest tiles, else the
+    largest, a stream-K one first."""
     ks = list(ks)       # (a list: _simt compares it with the kept one)
     if len(ks) == 1:
         return Choice(ks[0].name, why="the only candidate")
@@ -279,10 +261,10 @@ def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
                     given.append((x, v))
                 if not copies and (not turned or m != n):
                     walks.append((modes.WALK.cost(x, pm, pn, k, precision, sm_count, variant=v),
-                                  -_area(x), turned, x.name))
+                                  -tile_area(x), turned, x.name))
         # no entry takes the operands either way: the problem as given, after a relayout
         walks = walks or [(modes.WALK.cost(x, m, n, k, precision, sm_count, variant=v),
-                           -_area(x), False, x.name) for x, v in given]
+                           -tile_area(x), False, x.name) for x, v in given]
         if not walks:
             return Choice(ks[0].name, why=built)
         cost, _, turned, name = min(walks)
@@ -290,13 +272,13 @@ def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
                       f"(cost {cost / 2 ** 20:.3g} M)")
     hit = _simt.get(tuple(x.name for x in ks))
     if hit is None or hit[0] != ks:     # (the same kernels: tests may register others)
-        big = max(ks, key=lambda x: (_area(x), modes.offers(x, modes.STREAM_K)))
-        tiled = [x for x in ks if _area(x)]
-        small = min(tiled, key=_area) if tiled else big
+        big = max(ks, key=lambda x: (tile_area(x), modes.offers(x, modes.STREAM_K)))
+        tiled = [x for x in ks if tile_area(x)]
+        small = min(tiled, key=tile_area) if tiled else big
         if len(_simt) >= memo.ENTRIES:      # (bounded: base/memo.py)
             _simt.clear()
         hit = _simt[tuple(x.name for x in ks)] = (
-            ks, big, small, _area(small) < _area(big), "the largest tiles" + (
+            ks, big, small, tile_area(small) < tile_area(big), "the largest tiles" + (
                 ", stream-K for a partial last wave" if modes.offers(big, modes.STREAM_K) else ""))
     _, big, small, smaller, why = hit
     tiles = -(-m // big.tile[0]) * -(-n // big.tile[1]) if big.tile else 0
@@ -311,9 +293,8 @@ _simt: dict = {}    # heuristic's SIMT candidates -> (them, the largest, the sma
 
 def _small_problem(ks, m: int, n: int, k: int, precision: str, layout: str, sm_count: int,
                    out_dtype: str) -> Choice | None:
-    """The kernel tagged SMALL, one launch, for a small problem whose operands every TMA
-    kernel would copy first (three launches); None where the rule does not apply
-    (docs/design/auto.md#small-unaligned)."""
+    """The kernel tagged SMALL (one launch) for a small problem whose operands every TMA kernel
+    would copy first (three); None where the rule does not apply (auto.md#small-unaligned)."""
     smalls = [x for x in ks if SMALL in x.tags and x.tile]
     if not smalls or not sm_count or not _tma_copies(ks, m, n, k, precision, layout, out_dtype):
         return None
@@ -331,9 +312,8 @@ def _small_problem(ks, m: int, n: int, k: int, precision: str, layout: str, sm_c
 
 
 def pick(sig, precision: str, out_dtype: str, ordinal: int | None) -> Choice:
-    """The choice for a validated call (signature.Signature) on device `ordinal`; None: a call
-    with no products to compute, which any candidate answers without a launch or a device
-    query."""
+    """The choice for a validated call (signature.Signature) on device `ordinal`; None: no
+    products to compute, which any candidate answers without a launch."""
     if ordinal is None:
         x = _named(precision, out_dtype)[0]
         p = runs_at(x, precision, out_dtype)      # (a contract's first answer may be another's)
@@ -352,7 +332,7 @@ CONTRACT_LOG2_FLOP = 34
 
 def host_floor(x: registry.Kernel | None, c: Choice) -> float:
     """The host ms a call of choice c takes at least: HOST_CALL_MS per driver call (a composed
-    kernel's passes, its GEMM and its scratch's alloc, zeroing and free; a reduction launch)."""
+    kernel's passes, GEMM and scratch's alloc, zeroing and free; a reduction launch)."""
     calls = (len(x.variants) + 4 if x is not None and x.gemm_of is not None
              else 2 if c.reduce and c.split_k else 1)
     return HOST_CALL_MS * calls
@@ -360,9 +340,9 @@ def host_floor(x: registry.Kernel | None, c: Choice) -> float:
 
 def _kept(m: int, n: int, k: int, device, layout: str, precision: str, out_dtype: str,
           aligned: bool, tables) -> Choice:
-    """choose() for an accuracy contract: each answering precision's own choice; the least
-    time, each at least its host_floor, where the tables price them all; else the contract's
-    own kernels from CONTRACT_LOG2_FLOP up."""
+    """choose() for an accuracy contract: the least time (at least its host_floor) of each
+    answering precision's choice where the tables price all; else its own kernels from
+    CONTRACT_LOG2_FLOP up."""
     options, failed = [], None
     for p in answering(precision):
         if not candidates(p, out_dtype, device.arch_int, exactly=True):

@@ -1,11 +1,7 @@
-"""The tables gemm()'s selector reads: each candidate's median time on each shape measured on
-one GPU by `cute-gemm tune` (perf/tune.py) or tuning on first use (firstuse.py), as JSON.
-
-Two kinds, by the GPU's name: tuned, cache_dir()/tune/<gpu>-<tune_version()>.json (written
-atomically on that GPU, for this version and these kernels), and shipped, cute_gemm/tables/
-<gpu>.json (package data). Each is read at most once per process (reset() forgets them); one
-that cannot be read or is another GPU's or version's is ignored with an AutoTableWarning.
-"""
+"""The tables gemm()'s selector reads: candidates' median times per shape on one GPU, from
+`cute-gemm tune` or tuning on first use, as JSON. Tuned: cache_dir()/tune/<gpu>-<tune_version>
+.json; shipped: cute_gemm/tables/<gpu>.json. Each is read once per process (reset() forgets);
+one unreadable, or another GPU's or version's, is ignored with an AutoTableWarning."""
 from __future__ import annotations
 
 import contextlib
@@ -110,30 +106,6 @@ class Table:
                 "rows": [dict(asdict(r), winner=r.winner) for r in self.rows],
                 **({"batches": [asdict(b) for b in self.batches]} if self.batches else {})}
 
-    @classmethod
-    def from_dict(cls, d: dict, source: str = "") -> "Table":
-        """ValueError for anything that is not a table of this schema."""
-        if not isinstance(d, dict) or d.get("schema") != SCHEMA:
-            raise ValueError(f"not a cute-gemm tune table of schema {SCHEMA}")
-        rows = []
-        for r in d.get("rows", []):
-            times = {str(c): (None if t is None else float(t)) for c, t in dict(r["times"]).items()}
-            row = Measured(int(r["m"]), int(r["n"]), int(r["k"]), str(r["layout"]),
-                           bool(r["aligned"]), str(r["precision"]), times,
-                           {str(c): str(x) for c, x in dict(r.get("notes", {})).items()})
-            if (min(row.shape) < 1 or row.layout not in LAYOUTS or row.precision not in PRECISIONS
-                    or any(t is not None and not (math.isfinite(t) and t > 0) for t in times.values())):
-                raise ValueError(f"a row is not a measurement: {r!r}"[:200])
-            rows.append(row)
-        batches = [Batched(str(b["key"]), str(b["runs"]),
-                           {str(c): float(t) for c, t in dict(b["times"]).items()})
-                   for b in d.get("batches", [])]
-        if any(not b.times or not all(math.isfinite(t) and t > 0 for t in b.times.values())
-               for b in batches):
-            raise ValueError("a batch row is not a measurement")
-        return cls(str(d["gpu"]), str(d["arch"]), str(d["cute_gemm"]), str(d.get("date", "")),
-                   int(d.get("sm_count", 0)), dict(d.get("settings", {})), rows, source, batches)
-
 
 def slug(gpu: str) -> str:
     """A file name for a GPU's name: "NVIDIA H100 80GB HBM3" -> "nvidia-h100-80gb-hbm3"."""
@@ -182,11 +154,31 @@ def write(table: Table, path) -> Path:
 
 
 def read(path) -> Table:
-    """The table at `path`; OSError or ValueError when it cannot be read as one."""
+    """The table at `path`; OSError or ValueError where it is not a table of this schema."""
     with open(path) as f:
         d = json.load(f)
+    if not isinstance(d, dict) or d.get("schema") != SCHEMA:
+        raise ValueError(f"not a cute-gemm tune table of schema {SCHEMA}")
     try:
-        return Table.from_dict(d, str(path))
+        rows = []
+        for r in d.get("rows", []):
+            times = {str(c): (None if t is None else float(t)) for c, t in dict(r["times"]).items()}
+            row = Measured(int(r["m"]), int(r["n"]), int(r["k"]), str(r["layout"]),
+                           bool(r["aligned"]), str(r["precision"]), times,
+                           {str(c): str(x) for c, x in dict(r.get("notes", {})).items()})
+            if (min(row.shape) < 1 or row.layout not in LAYOUTS or row.precision not in PRECISIONS
+                    or any(t is not None and not (math.isfinite(t) and t > 0) for t in times.values())):
+                raise ValueError(f"a row is not a measurement: {r!r}"[:200])
+            rows.append(row)
+        batches = [Batched(str(b["key"]), str(b["runs"]),
+                           {str(c): float(t) for c, t in dict(b["times"]).items()})
+                   for b in d.get("batches", [])]
+        if any(not b.times or not all(math.isfinite(t) and t > 0 for t in b.times.values())
+               for b in batches):
+            raise ValueError("a batch row is not a measurement")
+        return Table(str(d["gpu"]), str(d["arch"]), str(d["cute_gemm"]), str(d.get("date", "")),
+                     int(d.get("sm_count", 0)), dict(d.get("settings", {})), rows, str(path),
+                     batches)
     except (KeyError, TypeError, AttributeError) as e:
         raise ValueError(f"a field is missing or of the wrong type ({type(e).__name__}: {e})") from None
 
@@ -224,11 +216,6 @@ def tables_for(gpu: str) -> tuple[Table, ...]:
             _loaded[gpu] = tuple(x for x in (load(tuned_path(gpu, v), gpu, v),
                                              load(shipped_path(gpu), gpu)) if x is not None)
         return _loaded[gpu]
-
-
-def batch_row(gpu: str, key: str) -> Batched | None:
-    """The first of the GPU's tables' rows of the batch `key` (batch_key), or None."""
-    return next((b for t in tables_for(gpu) for b in t.batches if b.key == key), None)
 
 
 def reset() -> None:

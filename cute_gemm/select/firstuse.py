@@ -1,10 +1,7 @@
-"""gemm()'s tuning on first use: a call whose problem no table row measured times its
-candidates on its own operands once (the model's pick first), takes the fastest, and keeps
-the row in the GPU's tuned table for later calls and processes, as Triton's autotuner and
-PyTorch's TunableOp do. CUTE_GEMM_TUNE: "first_use" (the default) or "off"; nothing is timed
-during a graph capture or on host arrays, and only candidates already compiled ("wait" mode
-compiles them first), within BUDGET_S (docs/design/tables.md#first-use).
-"""
+"""gemm()'s tuning on first use, as Triton's autotuner does: a problem no table row measured
+has its compiled candidates ("wait": all) timed once on the call's operands, the model's pick
+first, within BUDGET_S; the fastest runs, and its row is kept in the GPU's tuned table. Off
+with CUTE_GEMM_TUNE=off, in a graph capture, on host arrays (docs/design/tables.md#first-use)."""
 from __future__ import annotations
 
 import functools
@@ -22,9 +19,8 @@ from .autotable import Batched, Measured, Table
 from .choice import split_key
 from .contract import answering
 
-TUNE = "CUTE_GEMM_TUNE"
 BUDGET_S = 1.0      # host time to time one problem's candidates, at most
-mode = Setting(TUNE, ("first_use", "off"))     # mode(): this context's
+mode = Setting("CUTE_GEMM_TUNE", ("first_use", "off"))     # mode(): this context's
 
 
 def off():
@@ -38,13 +34,12 @@ def tuned(choice: auto.Choice, sig, precision: str, out_dtype: str, ordinal: int
     where a table row made it or tuning is off; while `stream` captures, what was tuned."""
     if choice.source == "table" or mode() == "off":
         return choice
-    capturing = launch.capturing(stream)
     device = launch.device_info(ordinal)
     mine = [p for p in answering(precision)
             if auto.candidates(p, out_dtype, device.arch_int, exactly=True)]
     keys = {p: (device.name, sig.m, sig.n, sig.k, sig.layout, sig.aligned, p, out_dtype)
             for p in mine}
-    if capturing:
+    if launch.capturing(stream):
         if not any(isinstance(_done.get(key), _Tuned) for key in keys.values()):
             return choice
     else:
@@ -84,8 +79,7 @@ def tuned_batch(choice: auto.Choice, sig, precision: str, out_dtype: str, ordina
         return None if c is None else _Tuned(c, True)
 
     def tune():
-        done = kept()
-        if done is not None:
+        if (done := kept()) is not None:
             return done
         cands = candidates()
         runs = [(registry.get(c.kernel), c.precision or precision, c.pick) for c in cands]
@@ -132,8 +126,7 @@ class _Later:
                      lead[1], lead[2], ordinal)
 
     def ready(self) -> bool:
-        x, A, B, T, p, pick, ordinal = self.args
-        return trial.ready(x, A, B, T, p, pick, ordinal, start=False)
+        return trial.ready(*self.args, start=False)
 
 
 _lock = threading.Lock()

@@ -51,12 +51,10 @@ def searched_rows(tables, layout: str, precision: str, aligned: bool) -> Searche
 def from_tables(tables, m: int, n: int, k: int, layout: str, precision: str, aligned: bool,
                 allowed: set[str], rows: list | None = None, sm_count: int = 0,
                 scaled: dict | None = None) -> Choice | None:
-    """The fastest allowed candidate of the first table's row of this shape (tables: tuned,
-    then shipped); else the least predicted time of the nearest row's allowed candidates
-    (the nearest that has any; at equal distance the earlier table's), each priced from
-    those of the NEAREST_ROWS nearest rows that timed it, on `sm_count` SMs (0: that row's
-    table's). None without a row. `rows`: searched_rows, where the caller keeps them;
-    `scaled`: a memo kept with them of the answers between rows, per shape in BUCKETs."""
+    """The fastest allowed candidate of the first table's row of this shape; else the least
+    predicted time of the allowed candidates of the nearest row that has any, priced from
+    the NEAREST_ROWS nearest rows on `sm_count` SMs (0: that row's table's); None without a
+    row. `rows`: searched_rows, kept by the caller with `scaled`, a memo per BUCKETed shape."""
     if rows is None:
         rows = searched_rows(tables, layout, precision, aligned)
     if not rows:
@@ -113,20 +111,19 @@ class _Priced:
         self.pricer = modes.Pricer([(x, c[2][1], c[2][2]) for x, c in zip(self.kernels, ranked)],
                                    precision, sms)
 
-    def at_row(self, rows, j: int) -> list:
-        r = rows[j][3]
-        there = self.there[j] = [
-            False if r.times.get(c[0]) is None else math.log(r.times[c[0]] / w)
-            for c, w in zip(self.ranked, self.pricer.at(*r.shape))]
-        return there
-
 
 def _scaled(rows, near, priced: _Priced, shape) -> Choice:
     """Each of `priced`'s candidates' log(ms / work) over the `near` rows that timed it,
     weighted, plus its log(work) at `shape`: the least wins."""
     total = weight = [0.0] * len(priced.ranked)
     for (d, _, j) in near:
-        w, there = 1.0 / (d + NEAR_WEIGHT), priced.there.get(j) or priced.at_row(rows, j)
+        there = priced.there.get(j)
+        if there is None:
+            r = rows[j][3]
+            there = priced.there[j] = [
+                False if r.times.get(c[0]) is None else math.log(r.times[c[0]] / work)
+                for c, work in zip(priced.ranked, priced.pricer.at(*r.shape))]
+        w = 1.0 / (d + NEAR_WEIGHT)
         total = [a if t is False else a + w * t for a, t in zip(total, there)]
         weight = [b if t is False else b + w for b, t in zip(weight, there)]
     scores = [a / b + math.log(work)
