@@ -23,8 +23,7 @@ from ..registry.records import (ITEMSIZE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, 
                                 layout_majors)
 
 TAG = "auto"                       # Kernel.tags: a candidate of the selector
-# heuristic: C covered by at most this many tiles of the largest-tile candidate is "tiny"
-TINY_TILES = 4
+TINY_TILES = 4      # heuristic, SIMT: C in at most this many of the largest tiles is "tiny"
 # heuristic, tensor cores: the kernel tagged SMALL reads unaligned operands of a problem of at
 # most SMALL_K_TILES k-tiles and C within SMALL_WAVES waves of tiles (_small_problem)
 SMALL, SMALL_K_TILES, SMALL_WAVES = "small", 2, 2
@@ -33,7 +32,6 @@ SMALL, SMALL_K_TILES, SMALL_WAVES = "small", 2, 2
 TINY, TINY_K, TINY_K_SIMT, TINY_TC_MN = "tiny_k", 32, 24, 1 << 24
 
 
-# ---- candidates ----------------------------------------------------------------------------
 def candidates(precision: str, out_dtype: str | None = None, arch_int: int | None = None,
                exactly: bool = False) -> tuple[registry.Kernel, ...]:
     """The kernels tagged "auto" that answer `precision` (`exactly`: compute it themselves)
@@ -90,8 +88,7 @@ def fitting(bounds: tuple, precision: str, device, m: int, n: int, k: int) -> tu
     return fits
 
 
-# split_k candidates (CTAs per tile) of a kernel with stream-K twins
-SPLIT_KS = (2, 3, 4, 6, 8, 12, 16, 24, 32)
+SPLIT_KS = (2, 3, 4, 6, 8, 12, 16, 24, 32)     # split_k counts (CTAs per tile) to weigh
 
 
 def split_ks(x: registry.Kernel, m: int, n: int, k: int, sm_count: int) -> list[int]:
@@ -128,7 +125,6 @@ def contiguous_aligned(m: int, n: int, k: int, layout: str = "nn", precision: st
     return all(x % 16 == 0 for x in (lda * e, ldb * e, n * eo))
 
 
-# ---- the choice ------------------------------------------------------------------------------
 _memo: dict = {}        # choose()'s answers, keyed on the tables' generation too
 _classes: dict = {}     # its _Class per (class of calls, device, generation, exactly)
 
@@ -322,11 +318,10 @@ def pick(sig, precision: str, out_dtype: str, ordinal: int | None) -> Choice:
                   precision=precision, out_dtype=out_dtype, aligned=sig.aligned)
 
 
-# ---- accuracy contracts ---------------------------------------------------------------------
-# host ms per driver call a call makes: it cannot finish sooner (docs/design/host_overhead.md)
+# accuracy contracts: a call's host ms per driver call (docs/design/host_overhead.md)
 HOST_CALL_MS = 0.006
-# where the tables price neither answer: the contract's own kernels from 2^this flop up
-# (below, their passes cost more than they save: docs/design/auto.md#accuracy-contracts)
+# unpriced: the contract's own kernels from 2^this flop up, where their passes pay for
+# themselves (docs/design/auto.md#accuracy-contracts)
 CONTRACT_LOG2_FLOP = 34
 
 

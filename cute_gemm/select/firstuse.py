@@ -114,7 +114,7 @@ def _once(key, tune):
 
 class _Tuned(NamedTuple):
     choice: auto.Choice
-    kept: bool              # its row was written to the tuned table
+    kept: bool              # its row is in the tuned table on disk
 
 
 class _Later:
@@ -131,9 +131,7 @@ class _Later:
 
 _lock = threading.Lock()
 _locks: dict = {}
-# (gpu, m, n, k, layout, aligned, precision, out_dtype), a batch's with its batch and modes
-# -> _Tuned, _Later or None (nothing ran)
-_done: dict = {}
+_done: dict = {}    # (gpu, problem; a batch's with batch and modes) -> _Tuned, _Later or None
 
 
 def _timed(runs, lead: bool, A, B, out_dtype: str, device, stream: int, batch=(1, 1)):
@@ -178,17 +176,14 @@ def _tune(key, first: auto.Choice | None, A, B, out_dtype: str, device, stream: 
     if not isinstance(timed, tuple):
         return timed
     times, notes, at_hand = timed
-    times = {keys[i]: ms for i, ms in times.items()}
-    notes = {keys[i]: why for i, why in notes.items()}
     row = Measured(m, n, k, layout, aligned, precision,
-                   {c: times.get(c) for c in keys if c in times or c in notes}, notes)
-    # kept where every candidate could run (a row cut by the budget is kept: its winner is
-    # the best of the likeliest, and a large problem would otherwise be timed in every
-    # process), not where some were not compiled yet (they may win once they are)
+                   {c: times.get(i) for i, c in enumerate(keys) if i in times or i in notes},
+                   {keys[i]: why for i, why in notes.items()})
+    # kept where every candidate was at hand (they may win once compiled); a row cut by the
+    # budget is kept: the best of the likeliest, not timed again in every process
     kept = at_hand and out_dtype == PRECISION[precision].timed_out and _keep(row, device)
-    best, ms = row.ranked()[0]
+    (best, ms), rest = row.ranked()[0], row.ranked()[1:2]
     kn, t, s, r = split_key(best)
-    rest = row.ranked()[1:2]
     why = (f"timed on first use: {best} {ms:.4g} ms of {len(times)} candidates"
            + (f", then {rest[0][0]} {rest[0][1]:.4g} ms" if rest else ""))
     return _Tuned(auto.Choice(kn, t, "tuned", why, s, r, ms=ms), kept)
