@@ -189,16 +189,15 @@ def load(path, gpu: str, version: str | None = None) -> Table | None:
     path = Path(path)
     try:
         t = read(path)
+        if t.gpu != gpu:
+            raise ValueError(f"measured on {t.gpu!r}, this is {gpu!r}")
+        if version is not None and t.cute_gemm != version:
+            raise ValueError(f"made by cute_gemm {t.cute_gemm}, this is {version} "
+                             "(run `cute-gemm tune` again)")
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as e:
         warnings.warn(f"ignoring tune table {path}: {e}", AutoTableWarning, stacklevel=2)
-        return None
-    why = (f"measured on {t.gpu!r}, this is {gpu!r}" if t.gpu != gpu else
-           f"made by cute_gemm {t.cute_gemm}, this is {version} (run `cute-gemm tune` again)"
-           if version is not None and t.cute_gemm != version else "")
-    if why:
-        warnings.warn(f"ignoring tune table {path}: {why}", AutoTableWarning, stacklevel=2)
         return None
     return t
 
