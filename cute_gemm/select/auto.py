@@ -1,19 +1,8 @@
-"""gemm()'s selector: which registered kernel runs a call, and whether on the transposed
-problem (C^T = B^T A^T), for its shape, operand layout, alignment, precision and GPU.
-
-The candidates are data: the kernels tagged "auto" in the ladders that compute the call's
-precision into its result type, run on the device and fit its shared memory. Among them:
-  1. the `cute-gemm tune` tables of this GPU (autotable.py: the tuned one, then the shipped
-     one), their rows of the call's precision and layout (nearest.py): the row of this
-     shape, its fastest candidate that is still a candidate here; else the nearest measured
-     shapes, each candidate's times there scaled to this shape, the least predicted time;
-  2. else the heuristic below (rules from measurements: docs/design/auto.md).
-A precision that names an accuracy contract (contract.py: fp32_3xtf32) is answered by the
-choice of each precision that keeps it, the least time with its host time (_kept).
-The pick is a pure function of (GPU, shape, layout, alignment, precision, result type)
-and the tables, which are read once per process: run()'s hot path may key on the name
-"auto" with its call signature.
-"""
+"""gemm()'s selector: which kernel tagged "auto" runs a call, and whether on C^T = B^T A^T.
+The row of the shape in the GPU's tune tables (autotable.py), else the nearest rows scaled to
+it (nearest.py), else the rules below (docs/design/auto.md); an accuracy contract takes the
+fastest precision that keeps it (_kept). The pick is a function of the call's class, shape and
+the tables (read once per process), so run()'s hot path may key on it."""
 from __future__ import annotations
 
 import math
@@ -34,23 +23,19 @@ from ..registry.records import (ITEMSIZE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, 
                                 layout_majors)
 
 TAG = "auto"                       # Kernel.tags: a candidate of the selector
-# heuristic: C covered by at most this many tiles of the largest-tile candidate is "tiny"
-TINY_TILES = 4
-# heuristic, tensor cores: a kernel tagged SMALL takes unaligned operands of a problem of at
-# most SMALL_K_TILES k-tiles whose C is at most SMALL_WAVES tiles per SM (_small_problem)
+TINY_TILES = 4      # heuristic, SIMT: C in at most this many of the largest tiles is "tiny"
+# heuristic, tensor cores: the kernel tagged SMALL reads unaligned operands of a problem of at
+# most SMALL_K_TILES k-tiles and C within SMALL_WAVES waves of tiles (_small_problem)
 SMALL, SMALL_K_TILES, SMALL_WAVES = "small", 2, 2
-# choose: a small K runs on the kernel tagged TINY unless a row of the shape says otherwise
-# (tiny_k): SIMT fp32 K <= TINY_K_SIMT; tensor cores K <= TINY_K, operands the TMA kernels
-# would copy, C of at most TINY_TC_MN elements (H200: docs/design/auto.md#tiny-k)
+# tiny_k: the kernel tagged TINY answers SIMT fp32 K <= TINY_K_SIMT; tensor cores K <= TINY_K
+# where the TMA kernels would copy the operands, C of at most TINY_TC_MN elements
 TINY, TINY_K, TINY_K_SIMT, TINY_TC_MN = "tiny_k", 32, 24, 1 << 24
 
 
-# ---- candidates ----------------------------------------------------------------------------
 def candidates(precision: str, out_dtype: str | None = None, arch_int: int | None = None,
                exactly: bool = False) -> tuple[registry.Kernel, ...]:
-    """The kernels tagged "auto" that answer `precision` (contract.answering; `exactly`:
-    that compute it itself) into `out_dtype`, when given, and, given a compute capability
-    (x10), run on it; in registry order."""
+    """The kernels tagged "auto" that answer `precision` (`exactly`: compute it themselves)
+    into `out_dtype` and run on `arch_int` (each where given), in registry order."""
     ks = registry.KERNELS
     key = (precision, out_dtype, arch_int, exactly)
     hit = _candidates.get(key)
@@ -81,11 +66,10 @@ def _named(precision: str, out_dtype: str, exactly: bool = False) -> tuple[regis
 
 
 def on_device(precision: str, out_dtype: str, device, exactly: bool = False) -> tuple:
-    """The candidates (`exactly`: candidates' own) that run on `device` (a launch.DeviceInfo,
-    or any object with name, arch_int, smem_optin), each with the largest K its shared
-    memory fits there (Kernel.fits_k); a named error, before any launch, where none does."""
+    """(candidate, the largest K its shared memory fits) of each that runs on `device` (a
+    launch.DeviceInfo); a named error, before any launch, where none does."""
     named, arch = _named(precision, out_dtype, exactly), device.arch_int
-    here = candidates(precision, out_dtype, arch, exactly)       # (kept per device class)
+    here = candidates(precision, out_dtype, arch, exactly)
     if not here:
         need = ", ".join(f"{x.name} needs sm_{x.min_arch}" + ("" if x.arch_specific else "+")
                          for x in named)
@@ -95,8 +79,7 @@ def on_device(precision: str, out_dtype: str, device, exactly: bool = False) -> 
 
 
 def fitting(bounds: tuple, precision: str, device, m: int, n: int, k: int) -> tuple:
-    """The kernels of on_device's `bounds` whose shared memory fits M x N x K on `device`; a
-    named error where none does."""
+    """The kernels of on_device's `bounds` that fit M x N x K; a named error where none does."""
     fits = tuple(x for x, kmax in bounds if (k <= kmax if kmax is not None
                                             else x.smem_bytes(m, n, k) <= device.smem_optin))
     if not fits:
@@ -105,15 +88,12 @@ def fitting(bounds: tuple, precision: str, device, m: int, n: int, k: int) -> tu
     return fits
 
 
-# split_k candidates (CTAs per tile) of a kernel with stream-K twins: those of tiles x S CTAs
-# within twice its __launch_bounds__ CTAs an SM (resolve takes only what is resident at once)
-SPLIT_KS = (2, 3, 4, 6, 8, 12, 16, 24, 32)
+SPLIT_KS = (2, 3, 4, 6, 8, 12, 16, 24, 32)     # split_k counts (CTAs per tile) to weigh
 
 
 def split_ks(x: registry.Kernel, m: int, n: int, k: int, sm_count: int) -> list[int]:
-    """The split_k values worth timing for kernel x on an M x N x K problem (SPLIT_KS): a
-    kernel with stream-K twins (modes.StreamK), where split_k_ctas would take S with 2 x
-    sm_count x its min_blocks CTAs resident (an estimate: resolve reads the real occupancy)."""
+    """The SPLIT_KS worth timing for kernel x (with stream-K twins) on M x N x K: those
+    split_k_ctas takes with twice its resident CTAs (resolve reads the real occupancy)."""
     if not sm_count or not modes.offers(x, modes.STREAM_K):
         return []
     bm, bn, bk = x.tile
@@ -124,11 +104,9 @@ def split_ks(x: registry.Kernel, m: int, n: int, k: int, sm_count: int) -> list[
 
 def keys(m: int, n: int, k: int, precision: str, out_dtype: str, arch_int: int,
          smem_optin: int, sm_count: int = 0) -> tuple[str, ...]:
-    """Every way gemm() may run a problem of `precision` itself (candidates, exactly) on a
-    device (compute capability x10, shared memory per block, SMs; 0: no split_k), as tune
-    table keys (Choice.key): each candidate whose shared memory fits, as given and, where
-    M != N, transposed, with each split count worth timing (split_ks), by its stream-K twin
-    and, where the kernel offers it, by a reduction launch."""
+    """Every way gemm() may run the problem in `precision` itself, as tune table keys: each
+    candidate that fits, as given and (M != N) transposed, plain and with each split_ks count
+    (sm_count 0: none), reduced by its stream-K twin and, where offered, a reduction launch."""
     ks = [x for x in candidates(precision, out_dtype, arch_int, exactly=True)
           if x.smem_bytes(m, n, k) <= smem_optin]
     return tuple(Choice(x.name, turned, split_k=s, reduce=r).key
@@ -137,7 +115,6 @@ def keys(m: int, n: int, k: int, precision: str, out_dtype: str, arch_int: int,
                                              for r in (False, True)[:1 + modes.offers(x, modes.SPLIT_REDUCE)]])
 
 
-# ---- the call's class: layout and alignment (a call's: signature.Signature.layout, aligned) ----
 def contiguous_aligned(m: int, n: int, k: int, layout: str = "nn", precision: str = "fp32",
                        out_dtype: str = "float32") -> bool:
     """Signature.aligned of fresh contiguous operands in `layout` (what tune measures)."""
@@ -148,21 +125,14 @@ def contiguous_aligned(m: int, n: int, k: int, layout: str = "nn", precision: st
     return all(x % 16 == 0 for x in (lda * e, ldb * e, n * eo))
 
 
-# ---- the choice ------------------------------------------------------------------------------
-# choose()'s answers from the tables of autotable's current generation, so that a call off
-# run()'s hot path (host arrays, a C operand) does not search the table again
-_memo: dict = {}
-# what choose() reads of a class of calls whatever their shape (_Class), per (device,
-# generation of the tables, layout, precision, result type, alignment class, exactly)
-_classes: dict = {}
+_memo: dict = {}        # choose()'s answers, keyed on the tables' generation too
+_classes: dict = {}     # its _Class per (class of calls, device, generation, exactly)
 
 
 class _Class:
-    """What choose() knows of a class of calls before their shape: whether an accuracy
-    contract answers them (`contract`), else the candidates on the device with the K
-    their shared memory fits (on_device: `bounds`; `all` of them, and `k_fits`, the K up to
-    which every one fits), the tables, their searched rows and from_tables' memo of scaled
-    answers (`scaled`); `ks`: the registry it was read from."""
+    """What choose() knows of a class of calls before their shape: whether a contract answers
+    them, else the candidates on the device (`k_fits`: the K every one fits), the tables,
+    their searched rows and from_tables' memo."""
 
     def __init__(self, device, layout, precision, out_dtype, aligned, exactly, tables):
         self.ks, self.contract = registry.KERNELS, not exactly and len(answering(precision)) > 1
@@ -170,7 +140,6 @@ class _Class:
             return
         self.bounds = on_device(precision, out_dtype, device, exactly)
         self.allowed = frozenset(x.name for x, _ in self.bounds)
-        # every candidate's smem fits a K up to k_fits at any M and N (fitting: none to drop)
         self.all = tuple(x for x, _ in self.bounds)
         self.k_fits = min((-1 if kmax is None else kmax for _, kmax in self.bounds), default=-1)
         kept = tables is None      # (the rows searched: kept for this generation)
@@ -182,9 +151,8 @@ class _Class:
 def choose(m: int, n: int, k: int, *, device, layout: str = "nn", precision: str = "fp32",
            out_dtype: str = "float32", aligned: bool = True, tables=None,
            exactly: bool = False) -> Choice:
-    """What gemm() runs for this problem on `device` (tables: None for those of the device's
-    GPU, autotable.tables_for; a sequence to consult instead); `exactly`: among the kernels
-    that compute `precision` itself, not those that keep its contract (contract.answering)."""
+    """What gemm() runs for this problem on `device`, from `tables` (None: the GPU's);
+    `exactly`: among the kernels that compute `precision` itself."""
     key = cls = None
     if tables is None:
         gen = autotable.GENERATION
@@ -226,58 +194,44 @@ def choose(m: int, n: int, k: int, *, device, layout: str = "nn", precision: str
 
 def tiny_k(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
            out_dtype: str = "float32") -> Choice | None:
-    """A small K: the candidate tagged TINY (C in one pass, no k-loop to fill, operands of any
-    layout read as they are) where it measured faster, ahead of the nearest rows and the
-    heuristic (a table row of this very shape still wins: tune times it too). SIMT fp32: K <=
-    TINY_K_SIMT. Tensor cores: K <= TINY_K with operands every TMA kernel would copy first and
-    C of at most TINY_TC_MN elements (past that the copies and the walk win). None where the
-    rule does not apply (docs/design/auto.md#tiny-k)."""
+    """The candidate tagged TINY (C in one pass, operands read as they are) for a small K
+    where it measured faster; None where the rule does not apply (auto.md#tiny-k)."""
     x = next((x for x in ks if TINY in x.tags), None)
-    if x is None:
+    tc = PRECISION[precision].tensor_cores
+    limit = TINY_K if tc else TINY_K_SIMT
+    if x is None or k > limit or tc and (m * n > TINY_TC_MN or not _tma_copies(
+            ks, m, n, k, precision, layout, out_dtype)):
         return None
-    if not PRECISION[precision].tensor_cores:
-        if k > TINY_K_SIMT:
-            return None
-        return Choice(x.name, why=f"K = {k} <= {TINY_K_SIMT}: one pass over a k-tile")
-    if k > TINY_K or m * n > TINY_TC_MN or not _tma_copies(ks, m, n, k, precision, layout, out_dtype):
-        return None
-    return Choice(x.name, why=f"K = {k} <= {TINY_K} with operands the TMA kernels would copy: "
-                  "one pass over a k-tile, operands read as they are")
+    return Choice(x.name, why=f"K = {k} <= {limit}" + (
+        " with operands the TMA kernels would copy: one pass over a k-tile, operands read as "
+        "they are" if tc else ": one pass over a k-tile"))
 
 
 def _tma_copies(ks, m: int, n: int, k: int, precision: str, layout: str, out_dtype: str) -> bool:
-    """Whether every TMA (arch-specific) candidate would copy an operand of fresh contiguous
-    arrays of this class first (a leading dimension not 16-byte aligned); False without one."""
+    """Whether every TMA (arch-specific) candidate would copy an operand first; False
+    without one."""
     tma = [x for x in ks if x.arch_specific]
     classes = resolve.shape_class(m, n, k)
     return bool(tma) and all(resolve.choose_contiguous(x, m, n, k, layout, precision, out_dtype,
                                                        classes)[1] for x in tma)
 
 
-def _area(x: registry.Kernel) -> int:
+def tile_area(x: registry.Kernel) -> int:
     return x.tile[0] * x.tile[1] if x.tile else 0
 
 
 def transposed_layout(layout: str) -> str:
-    """The operand layout of the transposed problem C^T = B^T A^T: A' = B^T is m-major where
-    B is n-major, B' = A^T k-major where A is k-major."""
+    """The operand layout of C^T = B^T A^T (A' = B^T, B' = A^T)."""
     flip = {"n": "t", "t": "n"}
     return flip[layout[1]] + flip[layout[0]]
 
 
 def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
               sm_count: int = 0, out_dtype: str = "float32") -> Choice:
-    """The rules for a problem no table covers, in order (their basis: docs/design/auto.md):
-    one candidate: it. Tensor cores: the kernels built for the newest instructions the GPU
-    has (arch-specific, then the highest min_arch: wgmma on sm_90, mma.sync elsewhere); among
-    persistent ones, the walk of least cost (modes.Walk.cost) on `sm_count` SMs (each kernel on the
-    problem, and on its transpose where M != N, wherever an entry takes contiguous operands
-    so laid out as they are: resolve.choose, which sees majors, alignment and extents; where
-    none does, on the problem as given, with the entry its copies go to), the wider tiles
-    and the problem as given at a tie. Otherwise (SIMT fp32): when C is at most TINY_TILES
-    tiles of the largest-tile candidate, the smallest-tile one (more CTAs, more SMs busy);
-    else the largest tiles, a stream-K one first (it fills the partial last wave: skinny,
-    long-K and odd shapes)."""
+    """The rules for a problem no table covers (docs/design/auto.md#the-heuristic). Tensor
+    cores: the kernels built for the newest instructions here, the walk of least cost, as
+    given or transposed. SIMT: a C of TINY_TILES at most on the smallest tiles, else the
+    largest, a stream-K one first."""
     ks = list(ks)       # (a list: _simt compares it with the kept one)
     if len(ks) == 1:
         return Choice(ks[0].name, why="the only candidate")
@@ -303,10 +257,10 @@ def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
                     given.append((x, v))
                 if not copies and (not turned or m != n):
                     walks.append((modes.WALK.cost(x, pm, pn, k, precision, sm_count, variant=v),
-                                  -x.tile[0] * x.tile[1] if x.tile else 0, turned, x.name))
+                                  -tile_area(x), turned, x.name))
         # no entry takes the operands either way: the problem as given, after a relayout
         walks = walks or [(modes.WALK.cost(x, m, n, k, precision, sm_count, variant=v),
-                           -_area(x), False, x.name) for x, v in given]
+                           -tile_area(x), False, x.name) for x, v in given]
         if not walks:
             return Choice(ks[0].name, why=built)
         cost, _, turned, name = min(walks)
@@ -314,13 +268,13 @@ def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
                       f"(cost {cost / 2 ** 20:.3g} M)")
     hit = _simt.get(tuple(x.name for x in ks))
     if hit is None or hit[0] != ks:     # (the same kernels: tests may register others)
-        big = max(ks, key=lambda x: (_area(x), modes.offers(x, modes.STREAM_K)))
-        tiled = [x for x in ks if _area(x)]
-        small = min(tiled, key=_area) if tiled else big
+        big = max(ks, key=lambda x: (tile_area(x), modes.offers(x, modes.STREAM_K)))
+        tiled = [x for x in ks if tile_area(x)]
+        small = min(tiled, key=tile_area) if tiled else big
         if len(_simt) >= memo.ENTRIES:      # (bounded: base/memo.py)
             _simt.clear()
         hit = _simt[tuple(x.name for x in ks)] = (
-            ks, big, small, _area(small) < _area(big), "the largest tiles" + (
+            ks, big, small, tile_area(small) < tile_area(big), "the largest tiles" + (
                 ", stream-K for a partial last wave" if modes.offers(big, modes.STREAM_K) else ""))
     _, big, small, smaller, why = hit
     tiles = -(-m // big.tile[0]) * -(-n // big.tile[1]) if big.tile else 0
@@ -330,36 +284,32 @@ def heuristic(ks, m: int, n: int, k: int, precision: str, layout: str = "nn",
     return Choice(big.name, why=why)
 
 
-def _small_problem(ks, m: int, n: int, k: int, precision: str, layout: str, sm_count: int,
-                   out_dtype: str) -> Choice | None:
-    """A small problem (SMALL_K_TILES k-tiles at most, C within SMALL_WAVES waves of tiles)
-    whose operands every TMA kernel would copy first (a leading dimension or pointer not 16-byte
-    aligned): the kernel tagged SMALL that reads them as they are, one launch instead of
-    three; None where the rule does not apply (docs/design/auto.md#small-unaligned)."""
-    smalls = [x for x in ks if SMALL in x.tags and x.tile]
-    if not smalls or not sm_count or not _tma_copies(ks, m, n, k, precision, layout, out_dtype):
-        return None
-    cm, cn, ck = resolve.shape_class(m, n, k)
-    for x in smalls:
-        bk = x.tile[2] * 2 // PRECISION[precision].itemsize       # 128 bytes of k (c4's BLK_K)
-        tiles = cdiv(m, x.tile[0]) * cdiv(n, x.tile[1])
-        if (cdiv(k, bk) <= SMALL_K_TILES and tiles <= SMALL_WAVES * sm_count
-                and not resolve.choose_contiguous(x, m, n, k, layout, precision, out_dtype,
-                                                  (cm, cn, ck))[1]):
-            return Choice(x.name, why=f"a small problem ({cdiv(k, bk)} k-tile"
-                          f"{'s' if cdiv(k, bk) != 1 else ''}, {tiles} tiles) with operands "
-                          "the TMA kernels would copy: read as they are, one launch")
-    return None
-
-
 _simt: dict = {}    # heuristic's SIMT candidates -> (them, the largest, the smallest tiles, ...)
 
 
-# ---- for api and users -------------------------------------------------------------------------
+def _small_problem(ks, m: int, n: int, k: int, precision: str, layout: str, sm_count: int,
+                   out_dtype: str) -> Choice | None:
+    """The kernel tagged SMALL (one launch) for a small problem whose operands every TMA kernel
+    would copy first (three); None where the rule does not apply (auto.md#small-unaligned)."""
+    smalls = [x for x in ks if SMALL in x.tags and x.tile]
+    if not smalls or not sm_count or not _tma_copies(ks, m, n, k, precision, layout, out_dtype):
+        return None
+    classes = resolve.shape_class(m, n, k)
+    for x in smalls:
+        kt = cdiv(k, x.tile[2] * 2 // PRECISION[precision].itemsize)   # 128-byte k-tiles
+        tiles = cdiv(m, x.tile[0]) * cdiv(n, x.tile[1])
+        if (kt <= SMALL_K_TILES and tiles <= SMALL_WAVES * sm_count
+                and not resolve.choose_contiguous(x, m, n, k, layout, precision, out_dtype,
+                                                  classes)[1]):
+            return Choice(x.name, why=f"a small problem ({kt} k-tile{'s' if kt != 1 else ''}, "
+                          f"{tiles} tiles) with operands the TMA kernels would copy: read as "
+                          "they are, one launch")
+    return None
+
+
 def pick(sig, precision: str, out_dtype: str, ordinal: int | None) -> Choice:
-    """The choice for a validated call (signature.Signature) on device `ordinal`; None: a call
-    with no products to compute (an empty C, K = 0 or alpha = 0), which any candidate of
-    its precision answers without a GEMM launch or a device query."""
+    """The choice for a validated call (signature.Signature) on device `ordinal`; None: no
+    products to compute, which any candidate answers without a launch."""
     if ordinal is None:
         x = _named(precision, out_dtype)[0]
         p = runs_at(x, precision, out_dtype)      # (a contract's first answer may be another's)
@@ -368,18 +318,16 @@ def pick(sig, precision: str, out_dtype: str, ordinal: int | None) -> Choice:
                   precision=precision, out_dtype=out_dtype, aligned=sig.aligned)
 
 
-# ---- accuracy contracts ---------------------------------------------------------------------
-# A call's host time per driver call it makes (H200, docs/design/host_overhead.md: one launch
-# costs about what torch.mm does, 3xTF32's twelve calls 73 µs): a call cannot finish sooner.
+# accuracy contracts: a call's host ms per driver call (docs/design/host_overhead.md)
 HOST_CALL_MS = 0.006
-# where the tables price neither answer: the contract's own kernels from this many flop up
-# (below, their passes cost more than they save: docs/design/auto.md#accuracy-contracts)
+# unpriced: the contract's own kernels from 2^this flop up, where their passes pay for
+# themselves (docs/design/auto.md#accuracy-contracts)
 CONTRACT_LOG2_FLOP = 34
 
 
 def host_floor(x: registry.Kernel | None, c: Choice) -> float:
-    """The host ms a call of choice c makes the caller wait at least: HOST_CALL_MS per driver
-    call (a composed kernel: its passes, its GEMM, the scratch's alloc, zeroing and free)."""
+    """The host ms a call of choice c takes at least: HOST_CALL_MS per driver call (a composed
+    kernel's passes, GEMM and scratch's alloc, zeroing and free; a reduction launch)."""
     calls = (len(x.variants) + 4 if x is not None and x.gemm_of is not None
              else 2 if c.reduce and c.split_k else 1)
     return HOST_CALL_MS * calls
@@ -387,9 +335,9 @@ def host_floor(x: registry.Kernel | None, c: Choice) -> float:
 
 def _kept(m: int, n: int, k: int, device, layout: str, precision: str, out_dtype: str,
           aligned: bool, tables) -> Choice:
-    """choose() for an accuracy contract (contract.answering): each answering precision's own
-    choice; the least of their times from the tables, each at least its host_floor, where
-    the tables price them all; else the contract's own kernels from CONTRACT_LOG2_FLOP up."""
+    """choose() for an accuracy contract: the least time (at least its host_floor) of each
+    answering precision's choice where the tables price all; else its own kernels from
+    CONTRACT_LOG2_FLOP up."""
     options, failed = [], None
     for p in answering(precision):
         if not candidates(p, out_dtype, device.arch_int, exactly=True):

@@ -1,14 +1,7 @@
-"""The tables gemm()'s selector reads (select/auto.py): which candidate was fastest on which
-shape, measured on one GPU by `cute-gemm tune` (perf/tune.py).
-
-A table is JSON: the GPU's name, arch and SM count, the cute_gemm version, the date, the tune
-settings and the measured rows (shape, layout, alignment class, precision, each candidate's
-median time). Two kinds, keyed by the GPU's name: tuned, cache_dir()/tune/<gpu>-<version>.json
-(written atomically on that GPU, for this package version and these kernels only:
-tune_version()), and shipped, cute_gemm/tables/<gpu>.json (package data, from the lent H100/H200).
-Each is read at most once per process (reset() forgets them); one that cannot be read or
-belongs to another GPU or version is ignored with an AutoTableWarning.
-"""
+"""The tables gemm()'s selector reads: candidates' median times per shape on one GPU, from
+`cute-gemm tune` or tuning on first use, as JSON. Tuned: cache_dir()/tune/<gpu>-<tune_version>
+.json; shipped: cute_gemm/tables/<gpu>.json. Each is read once per process (reset() forgets);
+one unreadable, or another GPU's or version's, is ignored with an AutoTableWarning."""
 from __future__ import annotations
 
 import contextlib
@@ -40,7 +33,7 @@ SPLIT_R = "/splitr"   # ... or + S: S shares per tile summed by a reduction laun
 @dataclass
 class Measured:
     """One measured problem: each candidate's median ms (None: it failed its check or could
-    not run; `notes` says why), and the winner, the fastest that passed."""
+    not run; `notes` says why)."""
     m: int
     n: int
     k: int
@@ -56,7 +49,6 @@ class Measured:
 
     @property
     def key(self) -> tuple:
-        """The problem it measured: a table holds one row of each (Table.put)."""
         return (self.shape, self.layout, self.aligned, self.precision)
 
     def ranked(self) -> list[tuple[str, float]]:
@@ -71,9 +63,8 @@ class Measured:
 
 @dataclass
 class Batched:
-    """One measured batch (gemm() times a batch on first use: firstuse.tuned_batch): its
-    problem's key (batch_key) and each batched candidate's median ms, by kernel name; the
-    candidates run in `runs` (the precision asked for where empty)."""
+    """One batch timed on first use (firstuse.tuned_batch): its batch_key and each batched
+    candidate's median ms by kernel name, run in `runs` (empty: the precision asked for)."""
     key: str
     runs: str
     times: dict[str, float]
@@ -115,30 +106,6 @@ class Table:
                 "rows": [dict(asdict(r), winner=r.winner) for r in self.rows],
                 **({"batches": [asdict(b) for b in self.batches]} if self.batches else {})}
 
-    @classmethod
-    def from_dict(cls, d: dict, source: str = "") -> "Table":
-        """ValueError for anything that is not a table of this schema."""
-        if not isinstance(d, dict) or d.get("schema") != SCHEMA:
-            raise ValueError(f"not a cute-gemm tune table of schema {SCHEMA}")
-        rows = []
-        for r in d.get("rows", []):
-            times = {str(c): (None if t is None else float(t)) for c, t in dict(r["times"]).items()}
-            row = Measured(int(r["m"]), int(r["n"]), int(r["k"]), str(r["layout"]),
-                           bool(r["aligned"]), str(r["precision"]), times,
-                           {str(c): str(x) for c, x in dict(r.get("notes", {})).items()})
-            if (min(row.shape) < 1 or row.layout not in LAYOUTS or row.precision not in PRECISIONS
-                    or any(t is not None and not (math.isfinite(t) and t > 0) for t in times.values())):
-                raise ValueError(f"a row is not a measurement: {r!r}"[:200])
-            rows.append(row)
-        batches = [Batched(str(b["key"]), str(b["runs"]),
-                           {str(c): float(t) for c, t in dict(b["times"]).items()})
-                   for b in d.get("batches", [])]
-        if any(not b.times or not all(math.isfinite(t) and t > 0 for t in b.times.values())
-               for b in batches):
-            raise ValueError("a batch row is not a measurement")
-        return cls(str(d["gpu"]), str(d["arch"]), str(d["cute_gemm"]), str(d.get("date", "")),
-                   int(d.get("sm_count", 0)), dict(d.get("settings", {})), rows, source, batches)
-
 
 def slug(gpu: str) -> str:
     """A file name for a GPU's name: "NVIDIA H100 80GB HBM3" -> "nvidia-h100-80gb-hbm3"."""
@@ -147,9 +114,8 @@ def slug(gpu: str) -> str:
 
 @functools.cache
 def tune_version() -> str:
-    """What a tuned table's times are of: the package version and a digest of the kernels'
-    sources, headers and gemm() candidates' configurations (a kernel changed under its name,
-    within a version, makes a table's times another kernel's)."""
+    """The package version and a digest of the kernels' sources, headers and candidates'
+    configurations: a kernel changed under its name makes a tuned table's times another's."""
     h = hashlib.sha256()
     for top in (paths.kernels_dir(), paths.project_include_dir()):
         h.update(paths.tree_digest(top).encode())
@@ -188,63 +154,71 @@ def write(table: Table, path) -> Path:
 
 
 def read(path) -> Table:
-    """The table at `path`; OSError or ValueError when it cannot be read as one."""
+    """The table at `path`; OSError or ValueError where it is not a table of this schema."""
     with open(path) as f:
         d = json.load(f)
+    if not isinstance(d, dict) or d.get("schema") != SCHEMA:
+        raise ValueError(f"not a cute-gemm tune table of schema {SCHEMA}")
     try:
-        return Table.from_dict(d, str(path))
+        rows = []
+        for r in d.get("rows", []):
+            times = {str(c): (None if t is None else float(t)) for c, t in dict(r["times"]).items()}
+            row = Measured(int(r["m"]), int(r["n"]), int(r["k"]), str(r["layout"]),
+                           bool(r["aligned"]), str(r["precision"]), times,
+                           {str(c): str(x) for c, x in dict(r.get("notes", {})).items()})
+            if (min(row.shape) < 1 or row.layout not in LAYOUTS or row.precision not in PRECISIONS
+                    or any(t is not None and not (math.isfinite(t) and t > 0) for t in times.values())):
+                raise ValueError(f"a row is not a measurement: {r!r}"[:200])
+            rows.append(row)
+        batches = [Batched(str(b["key"]), str(b["runs"]),
+                           {str(c): float(t) for c, t in dict(b["times"]).items()})
+                   for b in d.get("batches", [])]
+        if any(not b.times or not all(math.isfinite(t) and t > 0 for t in b.times.values())
+               for b in batches):
+            raise ValueError("a batch row is not a measurement")
+        return Table(str(d["gpu"]), str(d["arch"]), str(d["cute_gemm"]), str(d.get("date", "")),
+                     int(d.get("sm_count", 0)), dict(d.get("settings", {})), rows, str(path),
+                     batches)
     except (KeyError, TypeError, AttributeError) as e:
         raise ValueError(f"a field is missing or of the wrong type ({type(e).__name__}: {e})") from None
 
 
 def load(path, gpu: str, version: str | None = None) -> Table | None:
-    """The table at `path` for GPU `gpu` (and package `version`, when given); None if there
-    is no file, with an AutoTableWarning if there is one the selector cannot use."""
+    """The table at `path` for GPU `gpu` (and `version`, where given); None without one, with
+    an AutoTableWarning where the file is not one of those."""
     path = Path(path)
     try:
         t = read(path)
+        if t.gpu != gpu:
+            raise ValueError(f"measured on {t.gpu!r}, this is {gpu!r}")
+        if version is not None and t.cute_gemm != version:
+            raise ValueError(f"made by cute_gemm {t.cute_gemm}, this is {version} "
+                             "(run `cute-gemm tune` again)")
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as e:
         warnings.warn(f"ignoring tune table {path}: {e}", AutoTableWarning, stacklevel=2)
         return None
-    why = (f"measured on {t.gpu!r}, this is {gpu!r}" if t.gpu != gpu else
-           f"made by cute_gemm {t.cute_gemm}, this is {version} (run `cute-gemm tune` again)"
-           if version is not None and t.cute_gemm != version else "")
-    if why:
-        warnings.warn(f"ignoring tune table {path}: {why}", AutoTableWarning, stacklevel=2)
-        return None
     return t
 
 
-# each GPU's tables read so far, in the order the selector consults them (reset(): forgotten)
 _lock = threading.Lock()
-_loaded: dict[str, tuple[Table, ...]] = {}
-# bumped by reset(): what was derived from the tables before it is stale (auto's memos key on it)
-GENERATION = 0
+_loaded: dict[str, tuple[Table, ...]] = {}     # each GPU's tables read, in the order consulted
+GENERATION = 0      # bumped by reset(): what auto's memos derived from the tables is stale
 
 
 def tables_for(gpu: str) -> tuple[Table, ...]:
-    """The tuned table (this version and these kernels) then the shipped one, those that
-    exist; read once."""
-    t = _loaded.get(gpu)
-    if t is None:
-        with _lock:
-            t = _loaded.get(gpu)
-            if t is None:
-                v = tune_version()
-                t = _loaded[gpu] = tuple(x for x in (load(tuned_path(gpu, v), gpu, v),
-                                                     load(shipped_path(gpu), gpu)) if x is not None)
-    return t
-
-
-def batch_row(gpu: str, key: str) -> Batched | None:
-    """The first of the GPU's tables' measurements of the batch `key` (batch_key), or None."""
-    return next((b for t in tables_for(gpu) for b in t.batches if b.key == key), None)
+    """The GPU's tuned table, then its shipped one, those that exist; read once."""
+    with _lock:
+        if gpu not in _loaded:
+            v = tune_version()
+            _loaded[gpu] = tuple(x for x in (load(tuned_path(gpu, v), gpu, v),
+                                             load(shipped_path(gpu), gpu)) if x is not None)
+        return _loaded[gpu]
 
 
 def reset() -> None:
-    """Forget the tables read so far: the next lookup reads them again."""
+    """Forget the tables read: the next lookup reads them again."""
     global GENERATION
     with _lock:
         _loaded.clear()
@@ -252,11 +226,9 @@ def reset() -> None:
 
 
 def described_device(name: str) -> launch.DeviceInfo:
-    """The GPU a shipped tune table was measured on, by its exact name ("NVIDIA H200"), for
-    gemm_choice() without it: arch and SM count from the table, shared memory from the arch
-    (launch.SMEM_OPTIN); ordinal -1 and clock, L2 and driver 0 (described, not queried).
-    InputError where no shipped table knows the name (the message lists those known) or
-    the package does not know its arch's shared memory."""
+    """The GPU of a shipped table by its exact name ("NVIDIA H200"), for gemm_choice() without
+    it: arch and SMs from the table, shared memory from the arch, ordinal -1 and clock, L2 and
+    driver 0. InputError (listing those known) where no shipped table knows it."""
     known = shipped_gpus()
     table = load(shipped_path(name), name) if name in known else None
     cc = (divmod(int(table.arch[3:]), 10) if table is not None and table.arch.startswith("sm_")

@@ -1,19 +1,12 @@
-"""gemm()'s tuning on first use: a call whose problem no tune table measured times its
-candidates on its own operands once, takes the fastest, and keeps the row in this GPU's tuned
-table, so later calls and processes read it as `cute-gemm tune` would have written it (as
-Triton's autotuner and PyTorch's TunableOp do). The model's pick (auto.choose) is timed first
-and stays the answer where tuning does not run or finds nothing faster.
-
-CUTE_GEMM_TUNE: "first_use" (the default) or "off". Tuning does not run inside a CUDA graph
-capture, on host arrays, or where off; its candidates are those compiled or cached already
-(`cute-gemm compile` compiles them all; in "wait" mode, standin.first_call, it compiles them
-first), in order until BUDGET_S; a row is kept on disk where every candidate was at hand and
-the result type is the one `tune` times (docs/design/tables.md#first-use).
-"""
+"""gemm()'s tuning on first use, as Triton's autotuner does: a problem no table row measured
+has its compiled candidates ("wait": all) timed once on the call's operands, the model's pick
+first, within BUDGET_S; the fastest runs, and its row is kept in the GPU's tuned table. Off
+with CUTE_GEMM_TUNE=off, in a graph capture, on host arrays (docs/design/tables.md#first-use)."""
 from __future__ import annotations
 
 import functools
 import threading
+from typing import NamedTuple
 from dataclasses import replace
 
 from . import auto, autotable, batched, standin
@@ -26,9 +19,8 @@ from .autotable import Batched, Measured, Table
 from .choice import split_key
 from .contract import answering
 
-TUNE = "CUTE_GEMM_TUNE"
 BUDGET_S = 1.0      # host time to time one problem's candidates, at most
-mode = Setting(TUNE, ("first_use", "off"))     # mode(): this context's
+mode = Setting("CUTE_GEMM_TUNE", ("first_use", "off"))     # mode(): this context's
 
 
 def off():
@@ -38,54 +30,48 @@ def off():
 
 def tuned(choice: auto.Choice, sig, precision: str, out_dtype: str, ordinal: int,
           stream: int) -> auto.Choice:
-    """The choice for a device call (signature.Signature) after tuning on first use where it
-    applies: `choice` itself where a table row of the problem made it or tuning is off. A
-    stream that captures a graph times nothing but takes what this process tuned already."""
+    """The choice for a device call (signature.Signature) after tuning on first use: `choice`
+    where a table row made it or tuning is off; while `stream` captures, what was tuned."""
     if choice.source == "table" or mode() == "off":
         return choice
-    capturing = launch.capturing(stream)
     device = launch.device_info(ordinal)
-    layout, aligned = sig.layout, sig.aligned
-    A, B, m, n, k = sig.A, sig.B, sig.m, sig.n, sig.k
     mine = [p for p in answering(precision)
             if auto.candidates(p, out_dtype, device.arch_int, exactly=True)]
-    keys = {p: (device.name, m, n, k, layout, aligned, p, out_dtype) for p in mine}
-    if capturing:
+    keys = {p: (device.name, sig.m, sig.n, sig.k, sig.layout, sig.aligned, p, out_dtype)
+            for p in mine}
+    if launch.capturing(stream):
         if not any(isinstance(_done.get(key), _Tuned) for key in keys.values()):
             return choice
     else:
         for p, key in keys.items():
             first = choice if (choice.precision or precision) == p else None
-            _once(key, lambda key=key, first=first: _tune(key, first, A, B, out_dtype, device, stream))
+            _once(key, lambda key=key, first=first: _tune(key, first, sig.A, sig.B, out_dtype,
+                                                          device, stream))
     done = _done.get(keys[mine[0]]) if len(mine) == 1 else None
     if isinstance(done, _Tuned) and not done.kept:
         c = done.choice                 # (in another arithmetic that keeps the contract: say so)
         return c if mine[0] == precision else replace(c, precision=mine[0])
     # rows kept on disk (or a contract's several): the selector reads them as a table's
-    return auto.choose(m, n, k, device=device, layout=layout, precision=precision,
-                       out_dtype=out_dtype, aligned=aligned)
+    return auto.choose(sig.m, sig.n, sig.k, device=device, layout=sig.layout,
+                       precision=precision, out_dtype=out_dtype, aligned=sig.aligned)
 
 
 def tuned_batch(choice: auto.Choice, sig, precision: str, out_dtype: str, ordinal: int,
                 stream: int) -> auto.Choice:
-    """tuned() for a batched call: the batched candidates (batched.ranked, the model's pick
-    `choice` first) timed on the call's own operands once; the fastest runs this call and
-    the later ones of the problem, and is kept in the tuned table's batch rows (autotable.
-    Batched) where every candidate was at hand, which later processes read instead of
-    timing. `choice` itself where tuning is off; a stream that captures a graph times
-    nothing: it takes what was tuned already (this process, or a kept row), else `choice`."""
+    """tuned() for a batched call: the batched candidates (batched.ranked, `choice` first)
+    timed once, the fastest kept as the tuned table's batch row where all were at hand;
+    while `stream` captures, what was tuned (this process, or a kept row), else `choice`."""
     if mode() == "off":
         return choice
     device = launch.device_info(ordinal)
-    layout, aligned = sig.layout, sig.aligned
-    m, n, k = sig.m, sig.n, sig.k
-    key = (device.name, sig.batch, sig.modes, m, n, k, layout, aligned, precision, out_dtype)
-    bkey = autotable.batch_key(sig.batch, sig.modes, m, n, k, layout, aligned, precision, out_dtype)
+    problem = (sig.m, sig.n, sig.k, sig.layout, sig.aligned, precision, out_dtype)
+    key = (device.name, sig.batch, sig.modes, *problem)
+    bkey = autotable.batch_key(sig.batch, sig.modes, *problem)
 
     @functools.cache
     def candidates() -> list[auto.Choice]:
         return [choice] + [c for c in batched.ranked(
-            sig.batch[0] * sig.batch[1], m, n, k, device=device, precision=precision,
+            sig.batch[0] * sig.batch[1], sig.m, sig.n, sig.k, device=device, precision=precision,
             out_dtype=out_dtype, modes=sig.modes) if c.kernel != choice.kernel]
 
     def kept():
@@ -93,8 +79,7 @@ def tuned_batch(choice: auto.Choice, sig, precision: str, out_dtype: str, ordina
         return None if c is None else _Tuned(c, True)
 
     def tune():
-        done = kept()
-        if done is not None:
+        if (done := kept()) is not None:
             return done
         cands = candidates()
         runs = [(registry.get(c.kernel), c.precision or precision, c.pick) for c in cands]
@@ -117,52 +102,42 @@ def tuned_batch(choice: auto.Choice, sig, precision: str, out_dtype: str, ordina
 
 
 def _once(key, tune):
-    """_done[key]: tune() run for it once (a lock per key: threads of one problem wait for
-    the first), and again where it was put off (_Later) and the model's pick is now at hand."""
+    """_done[key]: tune() run once (threads of one problem wait for the first), and again
+    where it was put off (_Later) and the model's pick is now at hand."""
     with _lock:
         lock = _locks.setdefault(key, threading.Lock())
     with lock:
-        done = _done.get(key, _UNTUNED)
-        if done is _UNTUNED or isinstance(done, _Later) and done.ready():
-            done = _done[key] = tune()
-    return done
+        if key not in _done or isinstance(_done[key], _Later) and _done[key].ready():
+            _done[key] = tune()
+        return _done[key]
 
 
-class _Tuned:
-    def __init__(self, choice: auto.Choice, kept: bool):
-        self.choice, self.kept = choice, kept
+class _Tuned(NamedTuple):
+    choice: auto.Choice
+    kept: bool              # its row is in the tuned table on disk
 
 
 class _Later:
-    """Tuning put off: the model's pick was not at hand to time ("quick" mode), so nothing
-    timed may stand in for it (a compiled candidate 10x slower would win); the model's pick
-    answers (its stand-in while it compiles), and a later call of the problem tunes once
-    ready() says it is at hand."""
+    """Tuning put off: the model's pick was not compiled ("quick" mode), and a candidate timed
+    without it might be 10x slower; a later call of the problem tunes once ready()."""
     def __init__(self, lead, A, B, T, ordinal: int):
         # the operands' shapes and strides only: no reference to the caller's arrays
         self.args = (lead[0], *(replace(op, obj=None, host=None) for op in (A, B, T)),
                      lead[1], lead[2], ordinal)
 
     def ready(self) -> bool:
-        x, A, B, T, p, pick, ordinal = self.args
-        return trial.ready(x, A, B, T, p, pick, ordinal, start=False)
-
-
-_UNTUNED = object()
+        return trial.ready(*self.args, start=False)
 
 
 _lock = threading.Lock()
 _locks: dict = {}
-# (gpu, m, n, k, layout, aligned, precision, out_dtype), a batch's with its (outer, inner)
-# problems and modes -> _Tuned, _Later or None
-_done: dict = {}
+_done: dict = {}    # (gpu, problem; a batch's with batch and modes) -> _Tuned, _Later or None
 
 
 def _timed(runs, lead: bool, A, B, out_dtype: str, device, stream: int, batch=(1, 1)):
-    """Each of `runs` ((kernel, precision, pick); lead: the first is the model's pick) timed
-    on A and B (a batch of (outer, inner) problems: trial.result_operand) as
-    (times {i: ms}, notes {i: why it did not run}, whether every one was at hand); _Later
-    where the model's pick is not at hand in "quick" mode; None where nothing ran."""
+    """`runs` ((kernel, precision, pick); lead: the first is the model's pick) timed on A and B
+    as (times {i: ms}, notes {i: why it did not run}, whether all were at hand); _Later where
+    the model's pick is not at hand in "quick" mode; None where nothing ran."""
     wait = standin.first_call() == "wait"
     T = trial.result_operand(A, B, out_dtype, batch)
     with driver.relaxed():      # (event waits: legal while another thread captures)
@@ -187,8 +162,7 @@ def _timed(runs, lead: bool, A, B, out_dtype: str, device, stream: int, batch=(1
 
 
 def _tune(key, first: auto.Choice | None, A, B, out_dtype: str, device, stream: int):
-    """Time the problem's candidates (auto.keys; `first`, the model's pick, leading) and keep
-    the row; None where none ran."""
+    """Time the problem's candidates (auto.keys, `first` leading) and keep the row."""
     _, m, n, k, layout, aligned, precision, _ = key
     keys = auto.keys(m, n, k, precision, out_dtype, device.arch_int, device.smem_optin,
                      device.sm_count)
@@ -202,25 +176,22 @@ def _tune(key, first: auto.Choice | None, A, B, out_dtype: str, device, stream: 
     if not isinstance(timed, tuple):
         return timed
     times, notes, at_hand = timed
-    times = {keys[i]: ms for i, ms in times.items()}
-    notes = {keys[i]: why for i, why in notes.items()}
     row = Measured(m, n, k, layout, aligned, precision,
-                   {c: times.get(c) for c in keys if c in times or c in notes}, notes)
-    # kept where every candidate could run (a row cut by the budget is kept: its winner is
-    # the best of the likeliest, and a large problem would otherwise be timed in every
-    # process), not where some were not compiled yet (they may win once they are)
+                   {c: times.get(i) for i, c in enumerate(keys) if i in times or i in notes},
+                   {keys[i]: why for i, why in notes.items()})
+    # kept where every candidate was at hand (they may win once compiled); a row cut by the
+    # budget is kept: the best of the likeliest, not timed again in every process
     kept = at_hand and out_dtype == PRECISION[precision].timed_out and _keep(row, device)
-    best, ms = row.ranked()[0]
+    (best, ms), rest = row.ranked()[0], row.ranked()[1:2]
     kn, t, s, r = split_key(best)
-    rest = row.ranked()[1:2]
     why = (f"timed on first use: {best} {ms:.4g} ms of {len(times)} candidates"
            + (f", then {rest[0][0]} {rest[0][1]:.4g} ms" if rest else ""))
     return _Tuned(auto.Choice(kn, t, "tuned", why, s, r, ms=ms), kept)
 
 
 def _keep(row: Measured | Batched, device) -> bool:
-    """Put `row` into this GPU's tuned table on disk (Table.put, under a file lock: processes
-    tune alike), then forget the tables read: False where the cache folder cannot be written."""
+    """Put `row` into the GPU's tuned table on disk (under a file lock: processes tune alike)
+    and forget the tables read; False where the cache cannot be written."""
     import filelock         # (not at import: `import cute_gemm` stays lean, test_imports)
     path = autotable.tuned_path(device.name)
     try:

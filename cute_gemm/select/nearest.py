@@ -1,8 +1,7 @@
-"""gemm()'s selector between the rows of its tune tables (select/auto.py asks): the row of a
-shape, else the NEAREST_ROWS nearest measured shapes (log-space distance over M, N, K, the
-same alignment class first), each candidate's times there scaled to this shape by a model of
-its busiest SM's work (busiest_work: the launch modes' costs, plan/modes.py), the least
-predicted time (docs/design/tables.md#scaled-rows)."""
+"""gemm()'s selector between the rows of its tune tables (auto.choose asks): the row of a
+shape, else each candidate's times at the NEAREST_ROWS nearest measured shapes scaled to this
+shape by a model of its busiest SM's work (plan/modes.py's Pricer), the least predicted time
+(docs/design/tables.md#scaled-rows)."""
 from __future__ import annotations
 
 import math
@@ -14,32 +13,29 @@ from ..plan import modes
 from ..plan.streamk import split_k_ctas
 from .choice import Choice, split_key
 
-# from_tables, a shape without a row: the rows whose times are scaled to it, weighted by
-# 1 / (distance + NEAR_WEIGHT); chosen leave-one-out over the shipped tables and on the
-# held-out shapes' measured candidates (docs/design/tables.md#scaled-rows)
+# the rows whose times price a shape without a row, weighted 1 / (distance + NEAR_WEIGHT);
+# chosen leave-one-out over the shipped tables (docs/design/tables.md#scaled-rows)
 NEAREST_ROWS, NEAR_WEIGHT = 3, 0.5
-BUCKET = 8          # (from_tables: shapes rounded up to a multiple of it price alike)
+BUCKET = 8          # shapes rounded up to a multiple of it price alike (so does every tile extent)
 
 
 def distance(a: tuple[int, int, int], b: tuple[int, int, int]) -> float:
-    """Squared distance of two shapes in log2 space. Logarithms, because what decides a
-    GEMM's speed (tile and wave quantisation, being memory- or compute-bound) changes with
-    the ratios of sizes: 64 rows against 128 is as far apart as 4096 against 8192."""
+    """Squared distance of two shapes in log2 space: what decides a GEMM's speed (tile and
+    wave quantisation, being memory- or compute-bound) follows the ratios of sizes."""
     return sum((math.log2(max(x, 1)) - math.log2(max(y, 1))) ** 2 for x, y in zip(a, b))
 
 
 class SearchedRows(list):
-    """searched_rows' answer: the rows; `exact`, (shape, aligned) -> the indices of the rows
-    of that shape and class, in table order (from_tables' lookup of a shape's own row); and
-    `priced`, _scaled's pricing of a row's allowed candidates on some SMs (_Priced)."""
+    """searched_rows' rows, with `exact`, (shape, aligned) -> the indices of its rows in table
+    order, and `priced`, each row's _Priced per allowed candidates and SMs."""
     exact: dict
     priced: dict
 
 
 def searched_rows(tables, layout: str, precision: str, aligned: bool) -> SearchedRows:
-    """The rows from_tables searches: of this precision and layout in all `tables`, of the
-    same alignment class where any is; each as (log2 of its shape, table index, table, row,
-    its candidates that ran, fastest first, each as (key, ms, split_key(key)))."""
+    """The rows of this precision and layout in `tables` (of the same alignment class where
+    any is), each as (log2 of its shape, table index, table, row, its candidates that ran,
+    fastest first, as (key, ms, split_key(key)))."""
     rows = [(i, t, r) for i, t in enumerate(tables) for r in t.rows
             if r.precision == precision and r.layout == layout]
     pool = [x for x in rows if x[2].aligned == aligned] or rows
@@ -55,18 +51,10 @@ def searched_rows(tables, layout: str, precision: str, aligned: bool) -> Searche
 def from_tables(tables, m: int, n: int, k: int, layout: str, precision: str, aligned: bool,
                 allowed: set[str], rows: list | None = None, sm_count: int = 0,
                 scaled: dict | None = None) -> Choice | None:
-    """From the rows of this precision and layout in all `tables` (tuned, then shipped): the
-    row of this shape (the first table's that has one) and its fastest allowed candidate.
-    Else the NEAREST_ROWS nearest rows of them all (of the same alignment class where any
-    is; at equal distance the earlier table's): each allowed candidate of the nearest one
-    that has any is priced here as its time in each of those rows that has it, times
-    busiest_work here over busiest_work there on `sm_count` SMs (0: the nearest row's
-    table's), averaged in log space with weights 1 / (distance + NEAR_WEIGHT); the least
-    wins. A tuned table of a few shapes thus adds to the shipped one rather than hiding it.
-    None when no table has such a row. rows: searched_rows of these tables, where the
-    caller keeps them. scaled: a memo of the answers for shapes without a row, kept with
-    `rows`: those are priced at the shape rounded up to BUCKET in each extent (every tile
-    extent is a multiple of it, so every candidate's tile counts are the shape's own)."""
+    """The fastest allowed candidate of the first table's row of this shape; else the least
+    predicted time of the allowed candidates of the nearest row that has any, priced from
+    the NEAREST_ROWS nearest rows on `sm_count` SMs (0: that row's table's); None without a
+    row. `rows`: searched_rows, kept by the caller with `scaled`, a memo per BUCKETed shape."""
     if rows is None:
         rows = searched_rows(tables, layout, precision, aligned)
     if not rows:
@@ -85,9 +73,8 @@ def from_tables(tables, m: int, n: int, k: int, layout: str, precision: str, ali
     if hit is None:
         lm, ln, lk = (math.log2(x) for x in shape)
         # (distance() with the rows' logarithms taken once)
-        dist = [((x[0][0] - lm) ** 2 + (x[0][1] - ln) ** 2 + (x[0][2] - lk) ** 2, x[1], j)
-                for j, x in enumerate(rows)]
-        near = sorted(dist)
+        near = sorted(((x[0][0] - lm) ** 2 + (x[0][1] - ln) ** 2 + (x[0][2] - lk) ** 2, x[1], j)
+                      for j, x in enumerate(rows))
         hit = False
         for a, (_, _, j) in enumerate(near):
             sms = sm_count or rows[j][2].sm_count
@@ -115,9 +102,8 @@ def _where(t, r, layout: str) -> str:
 
 
 class _Priced:
-    """A row's allowed candidates (`ranked`, as searched_rows holds them), their kernels'
-    modes.Pricer on `sms` SMs, `there`, row index -> each one's log(ms / its work) at that
-    row's shape (False: not timed there), and `where`, the row (_where)."""
+    """A row's allowed candidates (`ranked`), their kernels' modes.Pricer on `sms` SMs, and
+    `there`, row index -> each one's log(ms / its work) at that row (False: not timed)."""
 
     def __init__(self, ranked: list, precision: str, sms: int, where: str):
         self.ranked, self.there, self.where = ranked, {}, where
@@ -125,23 +111,19 @@ class _Priced:
         self.pricer = modes.Pricer([(x, c[2][1], c[2][2]) for x, c in zip(self.kernels, ranked)],
                                    precision, sms)
 
-    def at_row(self, rows, j: int) -> list:
-        """`there` of row j, computed (and kept) now."""
-        r = rows[j][3]
-        there = self.there[j] = [
-            False if r.times.get(c[0]) is None else math.log(r.times[c[0]] / w)
-            for c, w in zip(self.ranked, self.pricer.at(*r.shape))]
-        return there
-
 
 def _scaled(rows, near, priced: _Priced, shape) -> Choice:
-    """from_tables for a shape without a row: the nearest row's allowed candidates
-    (`priced`), each priced from the `near` rows that measured it."""
-    # each candidate's log(ms / work) there, weighted over the rows that timed it, plus
-    # its log(work) here: summed row by row, all candidates at once
+    """Each of `priced`'s candidates' log(ms / work) over the `near` rows that timed it,
+    weighted, plus its log(work) at `shape`: the least wins."""
     total = weight = [0.0] * len(priced.ranked)
     for (d, _, j) in near:
-        w, there = 1.0 / (d + NEAR_WEIGHT), priced.there.get(j) or priced.at_row(rows, j)
+        there = priced.there.get(j)
+        if there is None:
+            r = rows[j][3]
+            there = priced.there[j] = [
+                False if r.times.get(c[0]) is None else math.log(r.times[c[0]] / work)
+                for c, work in zip(priced.ranked, priced.pricer.at(*r.shape))]
+        w = 1.0 / (d + NEAR_WEIGHT)
         total = [a if t is False else a + w * t for a, t in zip(total, there)]
         weight = [b if t is False else b + w for b, t in zip(weight, there)]
     scores = [a / b + math.log(work)
@@ -153,8 +135,7 @@ def _scaled(rows, near, priced: _Priced, shape) -> Choice:
     why = (f"{priced.where} and the {len(near) - 1} next: {key} {ms0:.4g} ms there, "
            f"{math.exp(predicted):.4g} ms here by its work on the SMs")
     if split_k and x is not None:
-        # whether the shape rules out split_k CTAs per tile whatever the GPU's occupancy
-        # (split_k_ctas with room for all: too few k-tiles, too many tiles)
+        # a split the shape rules out whatever the occupancy (too few k-tiles, too many tiles)
         (m, n, k), (bm, bn, bk) = shape, x.tile
         tiles = -(-m // bm) * -(-n // bn) if not transposed else -(-n // bm) * -(-m // bn)
         if not split_k_ctas(tiles, -(-k // bk), split_k, tiles * split_k):
@@ -165,7 +146,6 @@ def _scaled(rows, near, priced: _Priced, shape) -> Choice:
 
 def busiest_work(x: registry.Kernel | None, m: int, n: int, k: int, precision: str, sm_count: int,
                  transposed: bool = False, split_k: int = 0) -> float:
-    """A model of what a launch of `x` on M x N x K (the transposed problem where
-    `transposed`) costs its busiest SM, for scaling a time measured at a nearby shape: the
-    cost of the launch mode that runs it (modes.Pricer)."""
+    """What a launch of `x` on M x N x K (transposed: C^T) costs its busiest SM, by the launch
+    mode that runs it (modes.Pricer): the scale of a time measured at a nearby shape."""
     return modes.Pricer(((x, transposed, split_k),), precision, sm_count).at(m, n, k)[0]

@@ -1,21 +1,15 @@
-"""gemm()'s stand-in: what answers a call while its pick's entry points compile (seconds of NVRTC).
-
-In "quick" mode (CUTE_GEMM_FIRST_CALL, the default) a kernel tagged "quick", compiled in about a
-second, answers in a precision held to no larger a unit roundoff while the pick compiles in the
-background; "wait" compiles the pick first (docs/design/first_call.md).
-"""
+"""gemm()'s stand-in while a pick compiles (seconds of NVRTC): in "quick" mode
+(CUTE_GEMM_FIRST_CALL, the default) a kernel tagged "quick", compiled in about a second,
+answers in a precision of no larger a unit roundoff; "wait" compiles the pick first
+(docs/design/first_call.md)."""
 from __future__ import annotations
-
 
 from .. import registry
 from ..base.setting import Setting
 from ..registry.records import PRECISION_DTYPE, PRECISIONS, UNIT
 
 QUICK = "quick"                    # Kernel.tags: the stand-in while a pick compiles
-FIRST_CALL = "CUTE_GEMM_FIRST_CALL"
-# first_call(): how gemm() meets a pick neither compiled nor cached: "quick" (the default)
-# runs a stand-in meanwhile, "wait" compiles the pick first
-first_call = Setting(FIRST_CALL, ("quick", "wait"))
+first_call = Setting("CUTE_GEMM_FIRST_CALL", ("quick", "wait"))
 
 
 def waiting():
@@ -26,12 +20,10 @@ def waiting():
 
 def stand_in(pick: registry.Kernel, precision: str, out_dtype: str,
              arch_int: int) -> tuple[registry.Kernel, str] | None:
-    """(kernel, the precision it runs) that gemm() runs for `pick` while pick's entry points
-    compile in the background (first_call() "quick"): the first kernel tagged "quick" that
-    runs on `arch_int` and computes `precision` or one judged by no larger a unit roundoff
-    (fp32 for tf32, bf16, fp16 and fp32_3xtf32), from operands of that precision's type or
-    float32 (16-bit operands widened exactly), into `out_dtype` or float32 (then rounded
-    once, as the pick rounds its sums). None in "wait" mode or where there is none."""
+    """(kernel, precision it runs) answering for `pick` while it compiles: the first tagged
+    QUICK on `arch_int` that computes `precision` or one of no larger a unit roundoff (fp32 for
+    tf32, bf16, fp16, fp32_3xtf32) from operands of its type or float32, into `out_dtype` or
+    float32 (rounded once after); None in "wait" mode or where there is none."""
     if first_call() != "quick":
         return None
     ks = registry.KERNELS
