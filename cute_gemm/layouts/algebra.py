@@ -125,15 +125,12 @@ def _zip(t) -> tuple:
     return tuple(zip(*(e if is_tuple(e) else (e,) for e in t)))
 
 
-def _zip_modes(res: Layout, first: int) -> Layout:
-    """((a,b),(c,d)) modes of a product regrouped per mode, mode `first` of each first."""
+def _product(block: Layout, tiler: Layout, first: int) -> Layout:
+    """logical_product's ((block),(tiler)) regrouped per mode, block's part first (tile_to_shape's)
+    or the tiler's (raked_product's)."""
+    res = pycute.logical_product(block, tiler)
     a, b = res[first], res[1 - first]
     return Layout(_zip((a.shape, b.shape)), _zip((a.stride, b.stride)))
-
-
-def raked_product(block: Layout, tiler: Layout) -> Layout:
-    r = max(rank(block), rank(tiler))
-    return _zip_modes(pycute.logical_product(_append(block, r), _append(tiler, r)), 1)
 
 
 def tile_to_shape(block, trg_shape, order=None):
@@ -148,7 +145,7 @@ def tile_to_shape(block, trg_shape, order=None):
     stride, cur = [0] * len(reps), 1               # make_ordered_layout(reps, order)
     for i in sorted(range(len(reps)), key=lambda i: (order or range(len(reps)))[i]):
         stride[i], cur = (0 if reps[i] == 1 else cur), cur * reps[i]
-    return _zip_modes(pycute.logical_product(blk, Layout(tuple(reps), tuple(stride))), 0)
+    return _product(blk, Layout(tuple(reps), tuple(stride)), 0)
 
 
 class Swizzled:
@@ -367,7 +364,8 @@ class TiledCopy:
 
     def __init__(self, num_val: int, thr_layout: Layout, val_layout: Layout = Layout(1, 0)):
         self.num_val = num_val
-        layout_mn = raked_product(thr_layout, val_layout)
+        r = max(rank(thr_layout), rank(val_layout))                  # raked_product(thr, val)
+        layout_mn = _product(_append(thr_layout, r), _append(val_layout, r), 1)
         self.tv = pycute.composition(pycute.right_inverse(layout_mn),
                                      make_layout((size(thr_layout), size(val_layout))))
         self.tiler = product_each(layout_mn.shape)

@@ -232,31 +232,30 @@ def first(layout):
     return layout if r == 2 else layout(None, None, *(0,) * (r - 2))
 
 
-def _grid0(layout):
+def _grid0(layout, box=None, kmajor=False):
+    """(rows, cols, grid) of a layout's first grid, and (rows, cols) of a TMA box (contiguous extent first)."""
     g = first(layout)
-    return (*(int(e) for e in product_each(g.shape)), g)
+    return (*(int(e) for e in product_each(g.shape)), g, box and ((box[1], box[0]) if kmajor else box))
 
 
 def banks(layout, elem_bytes: int) -> list[list[int]]:
     """The 4-byte bank (of 32) of each element (row, col) of stage 0 of a shared-memory
     layout, elements `elem_bytes` wide, offset 0 at a 1024-byte boundary."""
-    rows, cols, g = _grid0(layout)
+    rows, cols, g, _ = _grid0(layout)
     return [[value(g, r, c) * elem_bytes // 4 % 32 for c in range(cols)] for r in range(rows)]
 
 
 def box_map(stage, box: tuple[int, int], kmajor: bool) -> list[list[int]]:
-    """Which TMA box (contiguous extent first) brings element (row, col) of one (EXT, BLK_K)
-    stage in, boxes stacked along EXT (sm90_operand.cuh); -1: none."""
-    rows, cols, _ = _grid0(stage)
-    br, bc = (box[1], box[0]) if kmajor else box
+    """Which TMA box brings element (row, col) of one (EXT, BLK_K) stage in, boxes stacked along
+    EXT (sm90_operand.cuh); -1: none."""
+    rows, cols, _, (br, bc) = _grid0(stage, box, kmajor)
     return [[r // br if c < bc else -1 for c in range(cols)] for r in range(rows)]
 
 
 def box_problems(name: str, stage, box: tuple[int, int], kmajor: bool) -> list[str]:
     """A stage's boxes must tile it exactly, box i landing at offsets [i size, (i+1) size)
     of the layout before the swizzle (TMA writes a box at one address)."""
-    rows, cols, g = _grid0(stage)
-    br, bc = (box[1], box[0]) if kmajor else box
+    rows, cols, g, (br, bc) = _grid0(stage, box, kmajor)
     if bc != cols or rows % br:
         return [f"{name}: box {box} does not tile the ({rows}, {cols}) stage"]
     inner = getattr(g, "layout", g)                     # before the swizzle
