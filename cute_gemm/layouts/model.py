@@ -27,10 +27,9 @@ class Def:
         return self.cpp.removesuffix("{}")
 
 
-# include/cute_gemm/cute_util.cuh: stride macro -> (operand, major mode, unit stride static);
-# the _any macros keep both strides run-time (their dumps take the row-major ones)
-STRIDE_MACROS = {"CG_DA_k": ("A", "k", True), "CG_DA_m": ("A", "m", True), "CG_DA_any": ("A", "k", False),
-                 "CG_DB_n": ("B", "n", True), "CG_DB_k": ("B", "k", True), "CG_DB_any": ("B", "n", False)}
+# include/cute_gemm/cute_util.cuh: stride macro -> its major mode, the unit stride static; the _any
+# macros keep both strides run-time (their dumps take the row-major ones, as with no macro)
+STRIDE_MACROS = {"CG_DA_k": "k", "CG_DA_m": "m", "CG_DA_any": None, "CG_DB_n": "n", "CG_DB_k": "k", "CG_DB_any": None}
 STEPS = {"A": (1, None, 1), "B": (None, 1, 1), "C": (1, 1, None)}               # local_tile
 
 
@@ -61,10 +60,9 @@ class Global:
             return (N, Dyn(1))
         if self.macro and self.macro not in STRIDE_MACROS:
             raise ValueError(f"unknown stride macro {self.macro!r}; teach layouts.model.STRIDE_MACROS")
-        op, major, static_unit = STRIDE_MACROS.get(self.macro, (self.op, {"A": "k", "B": "n"}[self.op], False))
-        assert op == self.op, (self.op, self.macro)
-        unit = 1 if static_unit else Dyn(1)
-        return {"k": (K, unit), "m": (unit, M), "n": (unit, N)}[self.major or major]
+        static = STRIDE_MACROS.get(self.macro)
+        unit = 1 if static else Dyn(1)
+        return {"k": (K, unit), "m": (unit, M), "n": (unit, N)}[self.major or static or "kn"[self.op == "B"]]
 
     def view(self, tiler, problem) -> View:
         M, N, K = (Dyn(x) for x in problem)

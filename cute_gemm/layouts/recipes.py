@@ -349,17 +349,18 @@ def _register_a(v) -> bool:
     return v.precision == "tf32" and (v.a_major, v.b_major) != ("k", "k")
 
 
-def _stage(b: Recipe, section: str, pre: str, leaf: str, users, tma, tile_cpp: Callable[[int], str],
-           nb: int, kmajor: bool, ext: tuple[str, int], who: str, box_note: str = "") -> Def:
-    """A section of one swizzled GMMA stage of the entries `users` (tma(v): their TMA box): its atom
-    and bank map, (EXT,BLK_K,STAGES) tiled from it (a k-tile: one swizzle row), the boxes filling it."""
-    got = {(tma(v), v.tma.swizzle) for v in users}
+def _stage(b: Recipe, section: str, pre: str, leaf: str, users, op_of, cpp: str, nb: int, major: str,
+           ext: tuple[str, int], who: str, note: str = "") -> Def:
+    """A section of one swizzled GMMA stage `leaf` of the entries `users` (op_of(v): the operand whose TMA
+    box fills it; cpp: its C++ type, {bk} its k-tile; ext: (M or N, extent)): its atom and bank map,
+    (EXT,BLK_K,STAGES) tiled from it (a k-tile: one swizzle row), the boxes filling it."""
+    got = {(v.tma.a if op_of(v) == "A" else v.tma.b, v.tma.swizzle) for v in users}
     if len(got) != 1:
         raise ValueError(f"{b.kernel.name}: entries {[v.entry for v in users]} disagree on their TMA "
                          f"boxes / swizzle rows {sorted(got)}")
-    (box, row), (x, n), stages = got.pop(), ext, b.config.stages
+    (box, row), kmajor, (x, n), stages = got.pop(), major == "k", ext, b.config.stages
     atom, bk = swizzle_atom(nb, kmajor, row), row // nb
-    cpp = tile_cpp(bk)              # sm90_operand.cuh: mn-major slabs k first
+    cpp = cpp.format(bk=bk)                  # sm90_operand.cuh: mn-major slabs k first
     sdef = Def(f"{cpp}::Layout{{}}", tile_to_shape(atom, (n, bk, stages), (1, 2, 3) if kmajor else (2, 1, 3)))
     b.section(section.format(box=box))
     b.layout(f"{pre}atom", f"{who} smem atom (GMMA::Layout_{'K' if kmajor else 'MN'}_SW{row}_Atom): " + (
@@ -369,13 +370,13 @@ def _stage(b: Recipe, section: str, pre: str, leaf: str, users, tma, tile_cpp: C
     b.layout(f"{pre}{leaf}", f"{leaf}: (BLK_{x},BLK_K,STAGES) = tile_to_shape(atom, ({n},{bk},{stages})"
              + ("" if kmajor else ", Step<_2,_1,_3>: k first") + "), stage 0", sdef)
     b.table(f"{pre}tma_box", f"TMA boxes {box} of one stage of {leaf} (records.TmaBoxes, contiguous "
-            f"extent first){box_note}", sdef, box=box, kmajor=kmajor)
+            f"extent first){note}", sdef, box=box, kmajor=kmajor)
     return sdef
 
 
-def _gmma(b: Recipe, consumers: int, parts: int, stage_cpp: Callable[..., str], mma_cpp: str) -> None:
-    """The kernel's C++ names: stage_cpp(T, op, major, bk), its OperandTile type; mma_cpp, its
-    TiledMMA expression (no nvcc program evaluates these yet: tests/test_layouts.py)."""
+def _gmma(b: Recipe, consumers: int, parts: int, stage_cpp: str, mma_cpp: str) -> None:
+    """The kernel's C++ names: stage_cpp, its OperandTile type (over {T}, {major}, {X} or {x} the extent's
+    letter, {bk}, {cluster}); mma_cpp, its TiledMMA (no nvcc program evaluates these yet: test_layouts)."""
     (bm, bn, _), nthr = b.tiler, 128 * consumers          # the TiledMMA's threads: the consumers
     mma_stage: dict[str, tuple] = {}            # op -> (stage, element bytes, precisions)
     widths: dict[int, list] = {}                # bf16 and fp16 share every layout
@@ -386,14 +387,15 @@ def _gmma(b: Recipe, consumers: int, parts: int, stage_cpp: Callable[..., str], 
         vs = [v for v in b.kernel.variants if v.precision in precs and not _register_a(v)]
         for op, ext in (("A", ("M", bm)), ("B", ("N", bn))):
             for major, users in _by({v: v for v in vs}, lambda v: v.a_major if op == "A" else v.b_major):
-                kmajor, n, mj = major == "k", len(users), "K" if major == "k" else "MN"
+                n, X = len(users), ext[0]
+                cpp = stage_cpp.format(T=T, major="K" if major == "k" else "MN", X=X, x=X.lower(), bk="{bk}",
+                                       cluster="1" if op == "A" else "Config::cluster_m")
                 sdef = _stage(b, f"{op} {major}-major, {label} ({n} entr{'y' if n == 1 else 'ies'}): swizzled "
                               "smem, TMA box {box}", f"{op}{major}{suffix}/", f"s{op}{suffix}", users,
-                              lambda v: v.tma.a if op == "A" else v.tma.b,
-                              lambda bk: stage_cpp(T, op, mj, bk), nb, kmajor, ext, f"{op} {major}-major, {label},",
+                              lambda v: op, cpp, nb, major, ext, f"{op} {major}-major {label}",
                               f"; cluster of {parts}: each CTA loads 1/{parts} of them and multicasts"
                               if parts > 1 and op == "B" else "")
-                if kmajor and (nb == 2 or op not in mma_stage):
+                if major == "k" and (nb == 2 or op not in mma_stage):
                     mma_stage[op] = (sdef, nb, label)   # the 16-bit k-major entries', else the first width's
     # the TiledMMA of those stages (every entry's C fragment is the same): a GMMA atom's K is 32 bytes
     (sA, nb, label), sB, kt = mma_stage["A"], mma_stage["B"][0], product_each(mma_stage["A"][0].value.shape)[1]
@@ -418,8 +420,7 @@ def _gmma(b: Recipe, consumers: int, parts: int, stage_cpp: Callable[..., str], 
 @recipe("cute/c5_wgmma.cu")
 def _c5(b: Recipe) -> None:
     """c5_wgmma.cu's names: BLK_M, BLK_N, BLK_K, STAGES (its prelude); kBlkK = BLK_K * 2 / sizeof(T)."""
-    _gmma(b, b.nthreads // 128, 1, lambda T, op, major, bk: f"cg::sm90::OperandTile<{T}, GMMA::Major::{major}, "
-          f"BLK_{_EXT[op]}, {bk}, STAGES>",
+    _gmma(b, b.nthreads // 128, 1, "cg::sm90::OperandTile<{T}, GMMA::Major::{major}, BLK_{X}, {bk}, STAGES>",
           "make_tiled_mma(GMMA::ss_op_selector<T, T, float, Shape<_64, Int<BLK_N>, Int<kBlkK>>, MajA, MajB>())")
 
 
@@ -432,17 +433,15 @@ def _c6(b: Recipe) -> None:
     an m-major A or n-major B) read that operand's stage, GMMA's m-major swizzle, into registers; the
     `_b` twins add the batch's L modes after each operand's matrix."""
     cfg = b.config
-    _gmma(b, cfg.consumers, cfg.cluster_m, lambda T, op, major, bk: (
-          f"cg::sm90::OperandTile<{T}, GMMA::Major::{major}, Config::blk_{_EXT[op].lower()}, {bk}, "
-          f"Config::stages, {'1' if op == 'A' else 'Config::cluster_m'}, Config::k_bytes>"),
-          "make_tiled_mma(GMMA::ss_op_selector<T, TB, float, Shape<_64, Int<kBlkN>, Int<kBlkK>>, "
-          "MajA, MajB>(), Layout<Shape<Int<Config::consumers>, _1, _1>>{})")
-    if users := [v for v in b.kernel.variants if _register_a(v)]:
+    _gmma(b, cfg.consumers, cfg.cluster_m, "cg::sm90::OperandTile<{T}, GMMA::Major::{major}, Config::blk_{x}, "
+          "{bk}, Config::stages, {cluster}, Config::k_bytes>", "make_tiled_mma(GMMA::ss_op_selector<T, TB, float, "
+          "Shape<_64, Int<kBlkN>, Int<kBlkK>>, MajA, MajB>(), Layout<Shape<Int<Config::consumers>, _1, _1>>{})")
+    if users := [v for v in b.kernel.variants if _register_a(v)]:          # from sm90_register_operand.cuh
         _stage(b, f"register operand, tf32 ({', '.join(f'`{v.entry}`' for v in users)}): m-major swizzled smem "
                "read into RS wgmma's A fragments, TMA box {box}", "Areg/", "sA_tf32", users,
-               lambda v: v.tma.a if v.a_major == "m" else v.tma.b,
-               lambda bk: "cg::sm90::RegisterOperand<Config::blk_m, kBlkK, Config::stages>", 4, False,
-               ("M", cfg.blk_m), "register-operand, tf32,")
+               lambda v: "A" if v.a_major == "m" else "B",
+               "cg::sm90::RegisterOperand<Config::blk_m, kBlkK, Config::stages>", 4, "m", ("M", cfg.blk_m),
+               "register-operand tf32")
     if cfg.batched:        # CTA (0,0)'s tile of every problem (the 4-D tensor maps hold the same modes)
         b.section(f"a batch of {BATCH[0]}x{BATCH[1]} problems (the _b twins: "
                   f"{next(v.batch for v in b.kernel.variants if v.batch)}, ...): the L modes after each "
