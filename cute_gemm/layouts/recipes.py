@@ -82,6 +82,7 @@ def _part(b: Recipe, name: str, src, by: Def, label: str, what: str, which: str 
 
 
 _EXT = {"A": "M", "B": "N"}
+_MODES = {"A": "M,K", "B": "N,K", "C": "M,N"}
 STEP = {"A": (1, None), "B": (None, 1)}                          # local_partition by tC
 THR_C = Def("thr_layout_c()", make_layout((16, 16), "row"))     # c0, c8: (THR_M,THR_N), n fastest
 
@@ -170,9 +171,10 @@ def _copy_in(b: Recipe, op: str, macro: str, cp: Def, name: str, label: str, use
 def _mma_c(b: Recipe, mma: Def, ops: str = "ABC", a_note: str = "", c_note: str = "", nthreads: int = 0) -> None:
     """The TiledMMA's thread-value layouts of `ops`, C's tile, and the accumulators thread t holds
     (nthreads: of the TiledMMA's threads, the consumers, when not the kernel's)."""
+    notes = {"A": a_note, "C": c_note}
     for op in ops:
-        b.tv(f"mma_{op}_TV", f"TiledMMA {op}: (thread, value) -> ({ {'A': 'M,K', 'B': 'N,K', 'C': 'M,N'}[op]}) "
-             f"coordinate (get_layout{op}_TV){ {'A': a_note, 'B': '', 'C': c_note}[op]}", mma, op)
+        b.tv(f"mma_{op}_TV", f"TiledMMA {op}: (thread, value) -> ({_MODES[op]}) coordinate (get_layout{op}_TV)"
+             + notes.get(op, ""), mma, op)
     b.tile("gC", Global("C"))
     _part(b, "tCgC", Global("C"), mma, "mma", f"(MMA,MMA_M,MMA_N), the accumulators thread {b.thread} "
           f"holds{' (consumer thread index)' if nthreads else ''}", "C", nthreads=nthreads)
@@ -202,14 +204,22 @@ def _copy_mma(b: Recipe, macro: str, copies: dict[str, Def], smem: dict[str, Def
               f"thread {t} reads of s{op}", op, exact=False)
 
 
+def _vectors(nt: int, v: int, kmajor: bool, ext: int, cap: int = 1 << 30) -> TiledCopy:
+    """nt threads copying 16-byte vectors of v values along k (kmajor: ext is BLK_K) or along m or n,
+    ext // v threads along it (at most cap)."""
+    n = min(ext // v, cap)
+    if kmajor:
+        return TiledCopy(v, Layout((nt // n, n), (n, 1)), make_layout((1, v)))
+    return TiledCopy(v, make_layout((n, nt // n)), make_layout((v, 1)))
+
+
 def _copies(b: Recipe, mn: dict[str, int], k: tuple[str, ...], scl: str, cap: int = 1 << 30,
             cpp: str = "{}") -> dict[str, Def]:
     """The float TiledCopies of c2 / c3, as Defs named NAME + cpp: 16-byte vectors along m or n (mn:
     name -> extent, at most `cap` threads along it) and along k (names k), 4-byte ones ({scl}MN, {scl}K)."""
-    nt, q = b.nthreads, b.tiler[2] // 4
-    out = {n: TiledCopy(4, make_layout((min(e // 4, cap), nt // min(e // 4, cap))), make_layout((4, 1)))
-           for n, e in mn.items()}
-    out.update(dict.fromkeys(k, TiledCopy(4, Layout((nt // q, q), (q, 1)), make_layout((1, 4)))))
+    nt = b.nthreads
+    out = {n: _vectors(nt, 4, False, e, cap) for n, e in mn.items()}
+    out.update(dict.fromkeys(k, _vectors(nt, 4, True, b.tiler[2])))
     out[f"{scl}MN"] = TiledCopy(1, make_layout((32, nt // 32)))
     out[f"{scl}K"] = TiledCopy(1, Layout((nt // 8, 8), (8, 1)))
     return {n: Def(n + cpp, v) for n, v in out.items()}
@@ -310,9 +320,8 @@ def _c4(b: Recipe) -> None:
     for op, di, ext in (("A", 2, bM), ("B", 3, bN)):
         for macro, users in _by(ents, lambda a: a[di] if a[0] == "bfloat16_t" else None):
             kmajor = macro.endswith("_k")
-            cp = Def(f"g2s_copy<bfloat16_t, BLK_{_EXT[op]}, {'true' if kmajor else 'false'}>()", TiledCopy(
-                v, *((Layout((nt // (bK // v), bK // v), (bK // v, 1)), make_layout((1, v))) if kmajor
-                     else (make_layout((ext // v, nt // (ext // v))), make_layout((v, 1))))))
+            cp = Def(f"g2s_copy<bfloat16_t, BLK_{_EXT[op]}, {'true' if kmajor else 'false'}>()",
+                     _vectors(nt, v, kmajor, bK if kmajor else ext))
             _copy_in(b, op, macro, cp, cp.name, f"g2s_{op.lower()}", users, f"{op}_{macro}/", "16-byte cp.async")
     # smem: 128-byte rows swizzled (Swizzle<3,log2 V,3> on element offsets), tiled to the ring
     stages = b.config.stages
