@@ -99,21 +99,17 @@ def print_layout(layout) -> str:
 
 
 # ---- constructors and products pycute lacks ----------------------------------------------------
-def _compact(shape, current, right: bool):
-    if not is_tuple(shape):                    # CuTe: a static _1 mode gets stride _0
-        return (0 if _static(shape) and shape == 1 else current), current * shape
-    out = []
-    for s in (reversed(shape) if right else shape):
-        d, current = _compact(s, current, right)
-        out.append(d)
-    return tuple(reversed(out) if right else out), current
-
-
 def make_layout(shape, stride=None) -> Layout:
     """CuTe's make_layout(shape[, stride]): LayoutLeft by default, stride="row": LayoutRight."""
-    if stride is None or stride == "row":
-        stride = _compact(shape, 1, stride == "row")[0]
-    return Layout(shape, stride)
+    def compact(shape, current, right: bool):
+        if not is_tuple(shape):                # CuTe: a static _1 mode gets stride _0
+            return (0 if _static(shape) and shape == 1 else current), current * shape
+        out = []
+        for s in (reversed(shape) if right else shape):
+            d, current = compact(s, current, right)
+            out.append(d)
+        return tuple(reversed(out) if right else out), current
+    return Layout(shape, compact(shape, 1, stride == "row")[0] if stride in (None, "row") else stride)
 
 
 def _append(layout: Layout, n: int) -> Layout:
@@ -196,16 +192,13 @@ def _coalesce(layout, profile=None):
 pycute.layout.coalesce = pycute.coalesce = _coalesce      # composition() calls it by its module's name
 
 
-def _idx2crd(idx: int, shape, stride):
-    """(idx / d) % s per mode, 0 where d is 0 (pycute's idx2crd divides by the 0)."""
-    if is_tuple(shape):
-        return tuple(_idx2crd(idx, s, d) for s, d in zip(shape, stride))
-    return (idx // stride) % shape if stride != 0 else 0
-
-
 def flat_coord(layout: Layout, idx: int):
     """Layout::get_flat_coord: idx -> one (colexicographic) coordinate per mode."""
-    hier = _idx2crd(idx, layout.shape, layout.stride)
+    def idx2crd(shape, stride):                # pycute's would divide by a stride 0: coordinate 0
+        if is_tuple(shape):
+            return tuple(idx2crd(s, d) for s, d in zip(shape, stride))
+        return (idx // stride) % shape if stride != 0 else 0
+    hier = idx2crd(layout.shape, layout.stride)
     return tuple(pycute.crd2idx(c, s) for c, s in zip(hier, layout.shape)) if is_tuple(layout.shape) else hier
 
 

@@ -33,8 +33,8 @@ def _grid(rows: int, cols: int, cell) -> str:
 
 
 def describe(it: Item, once: bool = False) -> str:
-    """One item for people: title, CuTe's text (`once`: see item_text), and the map of its tile that
-    its picture draws (who owns, reads or brings in each element; its bank), but layouts' own."""
+    """One item for people: title, CuTe's text (`once`: see item_text) and, but for a layout's own grid,
+    the map its picture draws: who holds, reads or brings in each element of the tile, or its bank."""
     body = f"{fmt(it.layout)}\n" if it.kind in COMPUTED else item_text(it, once).split("\n", 1)[1]
     out = [f"== {it.title}\n", body]
     if it.kind not in ("layout", "thread"):          # those: CuTe's print_layout grid above

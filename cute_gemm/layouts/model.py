@@ -29,7 +29,8 @@ class Def:
 
 # include/cute_gemm/cute_util.cuh: stride macro -> its major mode, the unit stride static; the _any
 # macros keep both strides run-time (their dumps take the row-major ones, as with no macro)
-STRIDE_MACROS = {"CG_DA_k": "k", "CG_DA_m": "m", "CG_DA_any": None, "CG_DB_n": "n", "CG_DB_k": "k", "CG_DB_any": None}
+STRIDE_MACROS = {"CG_DA_k": "k", "CG_DA_m": "m", "CG_DA_any": None,
+                 "CG_DB_n": "n", "CG_DB_k": "k", "CG_DB_any": None}
 STEPS = {"A": (1, None, 1), "B": (None, 1, 1), "C": (1, 1, None)}               # local_tile
 
 
@@ -45,15 +46,6 @@ class Global:
     batch: tuple = ()
     broadcast: tuple = ()
 
-    def batch_strides(self, problem) -> tuple:
-        """The batch modes' strides: packed, the last mode fastest; 0 for a broadcast mode."""
-        M, N, K = problem
-        step, out = {"A": M * K, "B": N * K, "C": M * N}[self.op], []
-        for i in reversed(range(len(self.batch))):
-            out.append(0 if i in self.broadcast else step)
-            step *= 1 if i in self.broadcast else self.batch[i]
-        return tuple(reversed(out))
-
     def strides(self, problem) -> tuple:
         M, N, K = (Dyn(x) for x in problem)
         if self.op == "C":
@@ -65,10 +57,14 @@ class Global:
         return {"k": (K, unit), "m": (unit, M), "n": (unit, N)}[self.major or static or "kn"[self.op == "B"]]
 
     def view(self, tiler, problem) -> View:
-        M, N, K = (Dyn(x) for x in problem)
-        shape = {"A": (M, K), "B": (N, K), "C": (M, N)}[self.op] + tuple(Dyn(x) for x in self.batch)
-        strides = self.strides(problem) + tuple(Dyn(x) for x in self.batch_strides(problem))
-        return local_tile(View(Layout(shape, strides)), tiler, (0, 0, None), STEPS[self.op])
+        M, N, K = problem
+        shape = {"A": (M, K), "B": (N, K), "C": (M, N)}[self.op]
+        step, batch = shape[0] * shape[1], []           # the batch modes packed, the last one fastest
+        for i in reversed(range(len(self.batch))):
+            batch.insert(0, 0 if i in self.broadcast else step)
+            step *= 1 if i in self.broadcast else self.batch[i]
+        layout = Layout(tuple(map(Dyn, shape + self.batch)), self.strides(problem) + tuple(map(Dyn, batch)))
+        return local_tile(View(layout), tiler, (0, 0, None), STEPS[self.op])
 
 
 @dataclass(frozen=True)

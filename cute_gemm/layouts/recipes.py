@@ -77,13 +77,14 @@ def _part(b: Recipe, name: str, src, by: Def, label: str, what: str, which: str 
     by a thread layout, or label.get_slice(t).partition_<which>(src) by a TiledCopy or TiledMMA."""
     t, of = b.thread, f"{'s' if isinstance(src, Smem) else 'g'}{src.op}"
     steps = f", Step<{', '.join('_1' if s else 'X' for s in step)}>" if step else ""
-    call = f"{label}.get_slice({t}).partition_{which}({of})" if which else f"local_partition({of}, {label}, {t}{steps})"
+    call = (f"{label}.get_slice({t}).partition_{which}({of})" if which else
+            f"local_partition({of}, {label}, {t}{steps})")
     b.partition(name, f"{name.rsplit('/', 1)[-1]} = {call}: {what}", src, Part(by, which, step), **kw)
 
 
 _EXT = {"A": "M", "B": "N"}
 _MODES = {"A": "M,K", "B": "N,K", "C": "M,N"}
-STEP = {"A": (1, None), "B": (None, 1)}                          # local_partition by tC
+_STEP = {"A": (1, None), "B": (None, 1)}                         # local_partition by tC
 THR_C = Def("thr_layout_c()", make_layout((16, 16), "row"))     # c0, c8: (THR_M,THR_N), n fastest
 
 
@@ -96,7 +97,7 @@ def _thread_c(b: Recipe, tC: Def, sm: dict[str, tuple[Def, str]] | None = None, 
     b.tile("gC", Global("C"))
     for op, (d, _) in (sm or {}).items():
         _part(b, f"tCs{op}", Smem(op, d), tC, "tC", f"{'rows of sA' if op == 'A' else 'columns of B (rows of sB)'} "
-              f"thread {b.thread} reads", step=STEP[op], exact=False)
+              f"thread {b.thread} reads", step=_STEP[op], exact=False)
     _part(b, "tCgC", Global("C"), tC, "tC", f"the outputs thread {b.thread} computes", step=(1, 1))
 
 
@@ -111,7 +112,7 @@ def _c0(b: Recipe) -> None:
             b.section(f"{op} strides {macro} = {fmt(g.strides(b.problem))} ({', '.join(users)})")
             b.tile(f"{macro}/g{op}", g)
             _part(b, f"{macro}/tCg{op}", g, THR_C, "tC", f"the {rows} thread {b.thread} reads",
-                  step=STEP[op], exact=False)
+                  step=_STEP[op], exact=False)
 
 
 # ---- c8_tiny_k: strips of A and B staged as float, c0's partition of C from shared memory -------
@@ -190,7 +191,8 @@ def _copy_mma(b: Recipe, macro: str, copies: dict[str, Def], smem: dict[str, Def
             cp, label, pre = _lookup(copies, cname, b.kernel), f"copy_{op.lower()}", f"{op}_{smacro}_{cname}/"
             own, note = stage_of(op, cname) if stage_of else (smem[op], "")
             _copy_in(b, op, smacro, cp, cname, label, users, pre, "copy")
-            _part(b, f"{pre}t{op}s{op}", Smem(op, own), cp, label, f"where thread {t} stores it in shared memory", "D")
+            _part(b, f"{pre}t{op}s{op}", Smem(op, own), cp, label, f"where thread {t} stores it in shared memory",
+                  "D")
             if own != smem[op]:
                 b.layout(f"{pre}s{op}", f"s{op}: shared tile of {op} for these entries ({own.name}), {note}", own)
                 _part(b, f"{pre}tCs{op}", Smem(op, own), mma, "mma", f"(MMA,MMA_{_EXT[op]},MMA_K,BUF), what "
@@ -412,7 +414,8 @@ def _gmma(b: Recipe, consumers: int, parts: int, stage_cpp: str, mma_cpp: str) -
     b.section(f"TiledMMA and C: 64x{bn}x{32 // nb} GMMA SS atom, "           # ss_op_selector: N = BLK_N
               + ("a warpgroup" if consumers == 1 else f"each of {consumers} consumer warpgroups")
               + f" (every {label} k-major entry; the accumulators of every entry)")
-    _mma_c(b, mma, "C", c_note=f": the accumulator fragment, {consumers}x64 x {bn} over {nthr} threads", nthreads=nthr)
+    _mma_c(b, mma, "C", c_note=f": the accumulator fragment, {consumers}x64 x {bn} over {nthr} threads",
+           nthreads=nthr)
     for op, s, tile in (("A", sA, (bm, kt)), ("B", sB, (bn, kt))):
         _part(b, f"tCs{op}", Smem(op, s), mma, "mma", f"(MMA,MMA_{_EXT[op]},MMA_K,PIPE), what a warpgroup's wgmma "
               f"reads of s{op} through descriptors ({'all of it; ' if op == 'B' else ''}owners: warpgroups, "
