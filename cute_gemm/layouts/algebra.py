@@ -99,21 +99,17 @@ def print_layout(layout) -> str:
 
 
 # ---- constructors and products pycute lacks ----------------------------------------------------
-def _compact(shape, current, right: bool):
-    if not is_tuple(shape):                    # CuTe: a static _1 mode gets stride _0
-        return (0 if _static(shape) and shape == 1 else current), current * shape
-    out = []
-    for s in (reversed(shape) if right else shape):
-        d, current = _compact(s, current, right)
-        out.append(d)
-    return tuple(reversed(out) if right else out), current
-
-
 def make_layout(shape, stride=None) -> Layout:
     """CuTe's make_layout(shape[, stride]): LayoutLeft by default, stride="row": LayoutRight."""
-    if stride is None or stride == "row":
-        stride = _compact(shape, 1, stride == "row")[0]
-    return Layout(shape, stride)
+    def compact(shape, current, right: bool):
+        if not is_tuple(shape):                # CuTe: a static _1 mode gets stride _0
+            return (0 if _static(shape) and shape == 1 else current), current * shape
+        out = []
+        for s in (reversed(shape) if right else shape):
+            d, current = compact(s, current, right)
+            out.append(d)
+        return tuple(reversed(out) if right else out), current
+    return Layout(shape, compact(shape, 1, stride == "row")[0] if stride in (None, "row") else stride)
 
 
 def _append(layout: Layout, n: int) -> Layout:
@@ -125,15 +121,12 @@ def _zip(t) -> tuple:
     return tuple(zip(*(e if is_tuple(e) else (e,) for e in t)))
 
 
-def _zip_modes(res: Layout, first: int) -> Layout:
-    """((a,b),(c,d)) modes of a product regrouped per mode, mode `first` of each first."""
+def _product(block: Layout, tiler: Layout, first: int) -> Layout:
+    """logical_product's ((block),(tiler)) regrouped per mode, block's part first (tile_to_shape's)
+    or the tiler's (raked_product's)."""
+    res = pycute.logical_product(block, tiler)
     a, b = res[first], res[1 - first]
     return Layout(_zip((a.shape, b.shape)), _zip((a.stride, b.stride)))
-
-
-def raked_product(block: Layout, tiler: Layout) -> Layout:
-    r = max(rank(block), rank(tiler))
-    return _zip_modes(pycute.logical_product(_append(block, r), _append(tiler, r)), 1)
 
 
 def tile_to_shape(block, trg_shape, order=None):
@@ -148,7 +141,7 @@ def tile_to_shape(block, trg_shape, order=None):
     stride, cur = [0] * len(reps), 1               # make_ordered_layout(reps, order)
     for i in sorted(range(len(reps)), key=lambda i: (order or range(len(reps)))[i]):
         stride[i], cur = (0 if reps[i] == 1 else cur), cur * reps[i]
-    return _zip_modes(pycute.logical_product(blk, Layout(tuple(reps), tuple(stride))), 0)
+    return _product(blk, Layout(tuple(reps), tuple(stride)), 0)
 
 
 class Swizzled:
@@ -199,16 +192,13 @@ def _coalesce(layout, profile=None):
 pycute.layout.coalesce = pycute.coalesce = _coalesce      # composition() calls it by its module's name
 
 
-def _idx2crd(idx: int, shape, stride):
-    """(idx / d) % s per mode, 0 where d is 0 (pycute's idx2crd divides by the 0)."""
-    if is_tuple(shape):
-        return tuple(_idx2crd(idx, s, d) for s, d in zip(shape, stride))
-    return (idx // stride) % shape if stride != 0 else 0
-
-
 def flat_coord(layout: Layout, idx: int):
     """Layout::get_flat_coord: idx -> one (colexicographic) coordinate per mode."""
-    hier = _idx2crd(idx, layout.shape, layout.stride)
+    def idx2crd(shape, stride):                # pycute's would divide by a stride 0: coordinate 0
+        if is_tuple(shape):
+            return tuple(idx2crd(s, d) for s, d in zip(shape, stride))
+        return (idx // stride) % shape if stride != 0 else 0
+    hier = idx2crd(layout.shape, layout.stride)
     return tuple(pycute.crd2idx(c, s) for c, s in zip(hier, layout.shape)) if is_tuple(layout.shape) else hier
 
 
@@ -367,7 +357,8 @@ class TiledCopy:
 
     def __init__(self, num_val: int, thr_layout: Layout, val_layout: Layout = Layout(1, 0)):
         self.num_val = num_val
-        layout_mn = raked_product(thr_layout, val_layout)
+        r = max(rank(thr_layout), rank(val_layout))                  # raked_product(thr, val)
+        layout_mn = _product(_append(thr_layout, r), _append(val_layout, r), 1)
         self.tv = pycute.composition(pycute.right_inverse(layout_mn),
                                      make_layout((size(thr_layout), size(val_layout))))
         self.tiler = product_each(layout_mn.shape)

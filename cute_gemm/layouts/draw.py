@@ -33,28 +33,17 @@ def _grid(rows: int, cols: int, cell) -> str:
 
 
 def describe(it: Item, once: bool = False) -> str:
-    """One item for people: title, CuTe's text (`once`: see item_text), and the thread/value maps."""
+    """One item for people: title, CuTe's text (`once`: see item_text) and, but for a layout's own grid,
+    the map its picture draws: who holds, reads or brings in each element of the tile, or its bank."""
     body = f"{fmt(it.layout)}\n" if it.kind in COMPUTED else item_text(it, once).split("\n", 1)[1]
     out = [f"== {it.title}\n", body]
-    rows, cols = it.tile or (0, 0)
-    if it.kind == "partition":
-        vals = it.values_of(it.thread)
-        out += [f"thread {it.thread} owns (V# = its value index; . = another thread's):\n",
-                _grid(rows, cols, lambda r, c: f"V{vals[(r, c)]}" if (r, c) in vals else ".")]
-        if it.exact:
-            own = it.owners
-            out += ["owner thread of every element of the tile:\n",
-                    _grid(rows, cols, lambda r, c: f"T{own[r + c * rows][0]}")]
-    elif it.kind == "banks":
-        out += [f"bank (4-byte word mod 32) of each element ({it.elem_bytes} bytes), stage 0:\n",
-                _grid(rows, cols, lambda r, c: str(it.table[r][c]))]
-    elif it.kind == "boxes":
-        out += [f"TMA box {it.box[:2]} (contiguous extent first) bringing each element in:\n",
-                _grid(rows, cols, lambda r, c: f"B{it.table[r][c]}" if it.table[r][c] >= 0 else ".")]
-    elif it.kind in ("tv", "ldsm"):
-        cells = it.tv_cells()
-        out += ["tile (row, col) -> T#V# (first owner):\n",
-                _grid(rows, cols, lambda r, c: "T{}V{}".format(*cells[(r, c)][0]) if (r, c) in cells else ".")]
+    if it.kind not in ("layout", "thread"):          # those: CuTe's print_layout grid above
+        g = grid_of(it)
+
+        def text(r, c):
+            cell = g.cells.get((r, c))
+            return cell.text.replace("\n", "") if cell and cell.text else "."
+        out += [f"{g.legend}:\n", _grid(g.rows, g.cols, text)]
     return "".join(out) + "\n"
 
 
@@ -111,7 +100,7 @@ def grid_of(it: Item) -> Grid:
         def cell(r, c):
             v = it.table[r][c]
             return Cell(thread_colour(v), str(v) if it.kind == "banks" else f"B{v}") if v >= 0 else Cell(GREY)
-        legend = (f"cell = bank of a {it.elem_bytes}-byte element (4-byte word mod 32); colour = bank"
+        legend = (f"cell = bank of a {it.elem_bytes}-byte element (4-byte word mod 32) in stage 0; colour = bank"
                   if it.kind == "banks" else
                   f"cell = TMA box {it.box[:2]} (contiguous extent first) bringing it in; grey: none")
     elif it.kind in ("tv", "ldsm"):
@@ -120,7 +109,7 @@ def grid_of(it: Item) -> Grid:
         def cell(r, c):
             (t, v), *more = tvs.get((r, c)) or [(None, None)]
             return None if t is None else Cell(thread_colour(t), f"T{t}\nV{v}" + (f"+{len(more)}" if more else ""))
-        legend = "cell = T#/V# (thread, value) that maps there; colour = thread"
+        legend = "cell = T#/V# (thread, value) that maps there (+n: n more); colour = thread"
     else:                                                # a partition
         vals, own = it.values_of(it.thread), it.owners if it.exact else None
 
@@ -129,7 +118,7 @@ def grid_of(it: Item) -> Grid:
                 return Cell(thread_colour(it.thread), f"V{vals[(r, c)]}", bold=True)
             t = None if own is None else own[r + c * rows][0]
             return Cell(GREY) if t is None else Cell(thread_colour(t), f"T{t}")
-        legend = (f"outlined: thread {it.thread}'s elements, V# = index in its partition"
+        legend = (f"thread {it.thread} owns the V# cells (outlined; # = index in its partition)"
                   + ("; other cells: owner thread T#, coloured by thread" if it.exact else
                      f"; grey: elements thread {it.thread} does not read")
                   + ("; k-tile / stage 0" if it.src_rank == 3 else ""))

@@ -27,10 +27,10 @@ class Def:
         return self.cpp.removesuffix("{}")
 
 
-# include/cute_gemm/cute_util.cuh: stride macro -> (operand, major mode, unit stride static);
-# the _any macros keep both strides run-time (their dumps take the row-major ones)
-STRIDE_MACROS = {"CG_DA_k": ("A", "k", True), "CG_DA_m": ("A", "m", True), "CG_DA_any": ("A", "k", False),
-                 "CG_DB_n": ("B", "n", True), "CG_DB_k": ("B", "k", True), "CG_DB_any": ("B", "n", False)}
+# include/cute_gemm/cute_util.cuh: stride macro -> its major mode, the unit stride static; the _any
+# macros keep both strides run-time (their dumps take the row-major ones, as with no macro)
+STRIDE_MACROS = {"CG_DA_k": "k", "CG_DA_m": "m", "CG_DA_any": None,
+                 "CG_DB_n": "n", "CG_DB_k": "k", "CG_DB_any": None}
 STEPS = {"A": (1, None, 1), "B": (None, 1, 1), "C": (1, 1, None)}               # local_tile
 
 
@@ -46,31 +46,25 @@ class Global:
     batch: tuple = ()
     broadcast: tuple = ()
 
-    def batch_strides(self, problem) -> tuple:
-        """The batch modes' strides: packed, the last mode fastest; 0 for a broadcast mode."""
-        M, N, K = problem
-        step, out = {"A": M * K, "B": N * K, "C": M * N}[self.op], []
-        for i in reversed(range(len(self.batch))):
-            out.append(0 if i in self.broadcast else step)
-            step *= 1 if i in self.broadcast else self.batch[i]
-        return tuple(reversed(out))
-
     def strides(self, problem) -> tuple:
         M, N, K = (Dyn(x) for x in problem)
         if self.op == "C":
             return (N, Dyn(1))
         if self.macro and self.macro not in STRIDE_MACROS:
             raise ValueError(f"unknown stride macro {self.macro!r}; teach layouts.model.STRIDE_MACROS")
-        op, major, static_unit = STRIDE_MACROS.get(self.macro, (self.op, {"A": "k", "B": "n"}[self.op], False))
-        assert op == self.op, (self.op, self.macro)
-        unit = 1 if static_unit else Dyn(1)
-        return {"k": (K, unit), "m": (unit, M), "n": (unit, N)}[self.major or major]
+        static = STRIDE_MACROS.get(self.macro)
+        unit = 1 if static else Dyn(1)
+        return {"k": (K, unit), "m": (unit, M), "n": (unit, N)}[self.major or static or "kn"[self.op == "B"]]
 
     def view(self, tiler, problem) -> View:
-        M, N, K = (Dyn(x) for x in problem)
-        shape = {"A": (M, K), "B": (N, K), "C": (M, N)}[self.op] + tuple(Dyn(x) for x in self.batch)
-        strides = self.strides(problem) + tuple(Dyn(x) for x in self.batch_strides(problem))
-        return local_tile(View(Layout(shape, strides)), tiler, (0, 0, None), STEPS[self.op])
+        M, N, K = problem
+        shape = {"A": (M, K), "B": (N, K), "C": (M, N)}[self.op]
+        step, batch = shape[0] * shape[1], []           # the batch modes packed, the last one fastest
+        for i in reversed(range(len(self.batch))):
+            batch.insert(0, 0 if i in self.broadcast else step)
+            step *= 1 if i in self.broadcast else self.batch[i]
+        layout = Layout(tuple(map(Dyn, shape + self.batch)), self.strides(problem) + tuple(map(Dyn, batch)))
+        return local_tile(View(layout), tiler, (0, 0, None), STEPS[self.op])
 
 
 @dataclass(frozen=True)
@@ -232,31 +226,30 @@ def first(layout):
     return layout if r == 2 else layout(None, None, *(0,) * (r - 2))
 
 
-def _grid0(layout):
+def _grid0(layout, box=None, kmajor=False):
+    """(rows, cols, grid) of a layout's first grid, and (rows, cols) of a TMA box (contiguous extent first)."""
     g = first(layout)
-    return (*(int(e) for e in product_each(g.shape)), g)
+    return (*(int(e) for e in product_each(g.shape)), g, box and ((box[1], box[0]) if kmajor else box))
 
 
 def banks(layout, elem_bytes: int) -> list[list[int]]:
     """The 4-byte bank (of 32) of each element (row, col) of stage 0 of a shared-memory
     layout, elements `elem_bytes` wide, offset 0 at a 1024-byte boundary."""
-    rows, cols, g = _grid0(layout)
+    rows, cols, g, _ = _grid0(layout)
     return [[value(g, r, c) * elem_bytes // 4 % 32 for c in range(cols)] for r in range(rows)]
 
 
 def box_map(stage, box: tuple[int, int], kmajor: bool) -> list[list[int]]:
-    """Which TMA box (contiguous extent first) brings element (row, col) of one (EXT, BLK_K)
-    stage in, boxes stacked along EXT (sm90_operand.cuh); -1: none."""
-    rows, cols, _ = _grid0(stage)
-    br, bc = (box[1], box[0]) if kmajor else box
+    """Which TMA box brings element (row, col) of one (EXT, BLK_K) stage in, boxes stacked along
+    EXT (sm90_operand.cuh); -1: none."""
+    rows, cols, _, (br, bc) = _grid0(stage, box, kmajor)
     return [[r // br if c < bc else -1 for c in range(cols)] for r in range(rows)]
 
 
 def box_problems(name: str, stage, box: tuple[int, int], kmajor: bool) -> list[str]:
     """A stage's boxes must tile it exactly, box i landing at offsets [i size, (i+1) size)
     of the layout before the swizzle (TMA writes a box at one address)."""
-    rows, cols, g = _grid0(stage)
-    br, bc = (box[1], box[0]) if kmajor else box
+    rows, cols, g, (br, bc) = _grid0(stage, box, kmajor)
     if bc != cols or rows % br:
         return [f"{name}: box {box} does not tile the ({rows}, {cols}) stage"]
     inner = getattr(g, "layout", g)                     # before the swizzle

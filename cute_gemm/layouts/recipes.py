@@ -37,7 +37,16 @@ def build(kernel, problem=PROBLEM, thread: int = THREAD) -> Recipe:
 def entries(kernel, macro: str) -> dict[str, tuple[str, ...]]:
     """The arguments of each `MACRO(entry, ARG, ...)` line of the kernel source, lines written
     by a macro of such lines (c4's CG_MMA_16BIT) included."""
-    text = _expanded((paths.kernels_dir() / kernel.source).read_text(), macro)
+    text = (paths.kernels_dir() / kernel.source).read_text()
+    for d in re.finditer(r"^#define (\w+)\(([^)]*)\)((?:.*\\\n)*.*)$", text, re.M):
+        name, params, body = d.group(1), [x.strip() for x in d.group(2).split(",")], d.group(3)
+        if name != macro and f"{macro}(" in body:     # a macro of MACRO lines: its calls expanded
+
+            def expand(call, params=params, body=body):
+                for x, arg in zip(params, (a.strip() for a in call.group(1).split(","))):
+                    body = re.sub(rf"\b{x}\b", arg, body)
+                return re.sub(r"\s*\\\n\s*", "\n", body.replace("##", "")).strip()
+            text = re.sub(rf"^{name}\((.*)\)\s*$", expand, text, flags=re.M)
     out = {m.group(1): tuple(a.strip() for a in m.group(2).split(","))
            for m in re.finditer(rf"^{macro}\((\w+),\s*([^)]*)\)", text, re.M)}
     missing = [v.entry for v in kernel.variants if v.entry not in out]
@@ -45,23 +54,6 @@ def entries(kernel, macro: str) -> dict[str, tuple[str, ...]]:
         raise ValueError(f"{kernel.source}: no {macro}(...) line for entries {missing}; "
                          f"the layout recipe reads each entry's configuration from those lines")
     return {v.entry: out[v.entry] for v in kernel.variants}
-
-
-def _expanded(text: str, macro: str) -> str:
-    """text with each line calling a #define whose body is `macro(...)` lines replaced by
-    them, its parameters substituted and ## pasted, one line each."""
-    for d in re.finditer(r"^#define (\w+)\(([^)]*)\)((?:.*\\\n)*.*)$", text, re.M):
-        name, params, body = d.group(1), [x.strip() for x in d.group(2).split(",")], d.group(3)
-        if name == macro or f"{macro}(" not in body:
-            continue
-
-        def expand(call, params=params, body=body):
-            out = body
-            for x, arg in zip(params, (a.strip() for a in call.group(1).split(","))):
-                out = re.sub(rf"\b{x}\b", arg, out)
-            return re.sub(r"\s*\\\n\s*", "\n", out.replace("##", "")).strip()
-        text = re.sub(rf"^{name}\((.*)\)\s*$", expand, text, flags=re.M)
-    return text
 
 
 def _lookup(defs: dict[str, Def], name: str, kernel) -> Def:
@@ -80,270 +72,269 @@ def _by(users: dict, key) -> list[tuple]:
     return sorted(out.items())
 
 
+def _part(b: Recipe, name: str, src, by: Def, label: str, what: str, which: str = "", step=None, **kw) -> None:
+    """Thread t's share of src, titled with the kernel's call: local_partition(src, label, t[, step])
+    by a thread layout, or label.get_slice(t).partition_<which>(src) by a TiledCopy or TiledMMA."""
+    t, of = b.thread, f"{'s' if isinstance(src, Smem) else 'g'}{src.op}"
+    steps = f", Step<{', '.join('_1' if s else 'X' for s in step)}>" if step else ""
+    call = (f"{label}.get_slice({t}).partition_{which}({of})" if which else
+            f"local_partition({of}, {label}, {t}{steps})")
+    b.partition(name, f"{name.rsplit('/', 1)[-1]} = {call}: {what}", src, Part(by, which, step), **kw)
+
+
 _EXT = {"A": "M", "B": "N"}
+_MODES = {"A": "M,K", "B": "N,K", "C": "M,N"}
+_STEP = {"A": (1, None), "B": (None, 1)}                         # local_partition by tC
 THR_C = Def("thr_layout_c()", make_layout((16, 16), "row"))     # c0, c8: (THR_M,THR_N), n fastest
+
+
+def _thread_c(b: Recipe, tC: Def, sm: dict[str, tuple[Def, str]] | None = None, note: str = "") -> None:
+    """Smem tiles sm (op -> (layout, title)), the thread layout tC and C's tile, then what tC gives
+    thread t: the rows of sA, the columns of B (rows of sB), the outputs."""
+    for op, (d, title) in (sm or {}).items():
+        b.layout(f"s{op}", title, d)
+    b.layout("tC", f"tC: (THR_M,THR_N) -> thread index{note}", tC, "thread")
+    b.tile("gC", Global("C"))
+    for op, (d, _) in (sm or {}).items():
+        _part(b, f"tCs{op}", Smem(op, d), tC, "tC", f"{'rows of sA' if op == 'A' else 'columns of B (rows of sB)'} "
+              f"thread {b.thread} reads", step=_STEP[op], exact=False)
+    _part(b, "tCgC", Global("C"), tC, "tC", f"the outputs thread {b.thread} computes", step=(1, 1))
 
 
 # ---- c0_gmem: local_tile / local_partition straight from global memory ----------------------
 @recipe("cute/c0_gmem.cu")
 def _c0(b: Recipe) -> None:
-    ents, tC, gC, t = entries(b.kernel, "CG_GMEM_ENTRY"), THR_C, Global("C"), b.thread
     b.section("C and the thread layout (every entry)")
-    b.layout("tC", "tC: (THR_M,THR_N) -> thread index", tC, "thread")
-    b.tile("gC", gC)
-    b.partition("tCgC", f"tCgC = local_partition(gC, tC, {t}, Step<_1, _1>): the outputs "
-                f"thread {t} computes", gC, Part(tC, step=(1, 1)))
-    for op, i, step, cpp, rows in (("A", 0, (1, None), "Step<_1, X>", "rows of A"),
-                                   ("B", 1, (None, 1), "Step<X, _1>", "columns of B")):
-        for macro, users in _by(ents, lambda a: a[i]):
+    _thread_c(b, THR_C)
+    for op, i, rows in (("A", 0, "rows of A"), ("B", 1, "columns of B")):
+        for macro, users in _by(entries(b.kernel, "CG_GMEM_ENTRY"), lambda a: a[i]):
             g = Global(op, macro)
             b.section(f"{op} strides {macro} = {fmt(g.strides(b.problem))} ({', '.join(users)})")
             b.tile(f"{macro}/g{op}", g)
-            b.partition(f"{macro}/tCg{op}", f"tCg{op} = local_partition(g{op}, tC, {t}, "
-                        f"{cpp}): the {rows} thread {t} reads", g, Part(tC, step=step), exact=False)
+            _part(b, f"{macro}/tCg{op}", g, THR_C, "tC", f"the {rows} thread {b.thread} reads",
+                  step=_STEP[op], exact=False)
 
 
 # ---- c8_tiny_k: strips of A and B staged as float, c0's partition of C from shared memory -------
 @recipe("cute/c8_tiny_k.cu")
 def _c8(b: Recipe) -> None:
     """Every entry alike (all strides dynamic): padded smem strips, c0's thread layout of C, partitions."""
-    (bM, bN, bK), tC = b.tiler, THR_C
-    sm = {op: Def(f"smem_layout<{x}>()", Layout((ext, bK), (1, ext + 1)))
-          for op, x, ext in (("A", "BLK_M", bM), ("B", "BLK_N", bN))}
-    _compute_partitions(b, "shared memory, C and the thread layout (every entry)", sm, tC, "", (
-        "sA: (BLK_M,BLK_K) strip of A as float, rows of BLK_M + 1: stores along m or k hit 32 banks",
-        "sB: (BLK_N,BLK_K) strip of B as float, rows of BLK_N + 1"))
-
-
-def _mma_tvs(b: Recipe, mma: Def, a_note: str = "") -> None:
-    """The TiledMMA's thread-value layouts of A, B and C."""
-    for op, mode in (("A", "M,K"), ("B", "N,K"), ("C", "M,N")):
-        b.tv(f"mma_{op}_TV", f"TiledMMA {op}: (thread, value) -> ({mode}) coordinate (get_layout{op}_TV)"
-             + (a_note if op == "A" else ""), mma, op)
+    bM, bN, bK = b.tiler
+    b.section("shared memory, C and the thread layout (every entry)")
+    _thread_c(b, THR_C, {
+        "A": (Def("smem_layout<BLK_M>()", Layout((bM, bK), (1, bM + 1))), "sA: (BLK_M,BLK_K) strip of A as float, "
+              "rows of BLK_M + 1: stores along m or k hit 32 banks"),
+        "B": (Def("smem_layout<BLK_N>()", Layout((bN, bK), (1, bN + 1))), "sB: (BLK_N,BLK_K) strip of B as float, "
+              "rows of BLK_N + 1")})
 
 
 # ---- c1_smem: k-tiles staged through shared memory -------------------------------------------
 @recipe("cute/c1_smem.cu")
 def _c1(b: Recipe) -> None:
     bM, bN, bK = b.tiler
-    ents = entries(b.kernel, "CG_SMEM_ENTRY")
+    ents, t = entries(b.kernel, "CG_SMEM_ENTRY"), b.thread
     defs = {"ThrMajor0": Def("ThrMajor0{}", make_layout((32, 8))),        # m/n contiguous
             "ThrMajor1": Def("ThrMajor1{}", Layout((32, 8), (8, 1)))}     # k contiguous
-    tC = Def("thr_layout_c()", make_layout((16, 16)))                       # m fastest
     sm = {"A": Def("smem_layout_a()", make_layout((bM, bK))), "B": Def("smem_layout_b()", make_layout((bN, bK)))}
-    t = b.thread
     for op, i, attr in (("A", 0, "a_major"), ("B", 1, "b_major")):
-        ext = _EXT[op]
         for major, users in _by({v.entry: v for v in b.kernel.variants}, lambda v: getattr(v, attr)):
             names = {ents[e][i] for e in users}
             if len(names) != 1:
                 raise ValueError(f"{b.kernel.source}: entries {users} use copy thread layouts "
                                  f"{sorted(names)}; the recipe shows one per operand major")
             thr = _lookup(defs, names.pop(), b.kernel)
-            g = Global(op, major=major)          # c1: make_stride(sAm, sAk), run-time strides
+            g, pre = Global(op, major=major), f"{op}{major}/"      # c1: make_stride(sAm, sAk), run-time strides
             b.section(f"{op} {major}-major: copy thread layout {thr.name} ({', '.join(users)})")
-            pre = f"{op}{major}/"
             b.tile(f"{pre}g{op}", g, f", {major}-major")
-            b.layout(f"{pre}t{op}", f"t{op} ({thr.name}): (THR_{ext},THR_K) -> thread index, "
+            b.layout(f"{pre}t{op}", f"t{op} ({thr.name}): (THR_{_EXT[op]},THR_K) -> thread index, "
                      "copy global -> shared", thr, "thread")
-            b.partition(f"{pre}t{op}g{op}", f"t{op}g{op} = local_partition(g{op}, t{op}, {t}): "
-                        f"what thread {t} loads from global", g, Part(thr))
-            b.partition(f"{pre}t{op}s{op}", f"t{op}s{op} = local_partition(s{op}, t{op}, {t}): "
-                        f"where thread {t} stores it in shared memory", Smem(op, sm[op]), Part(thr))
-    _compute_partitions(b, "shared memory and the compute partitions (every entry)", sm, tC, ", compute", (
-        "sA: (BLK_M,BLK_K) shared-memory tile of A, m-major", "sB: (BLK_N,BLK_K) shared-memory tile of B, n-major"))
-
-
-def _compute_partitions(b: Recipe, section: str, sm: dict[str, Def], tC: Def, tc_note: str, titles) -> None:
-    """c1's and c8's last section: smem tiles A and B (titles), the thread layout of C, and the
-    partitions of smem A and B and of C by it."""
-    sA, sB, gC, t = Smem("A", sm["A"]), Smem("B", sm["B"]), Global("C"), b.thread
-    b.section(section)
-    b.layout("sA", titles[0], sm["A"])
-    b.layout("sB", titles[1], sm["B"])
-    b.layout("tC", f"tC: (THR_M,THR_N) -> thread index{tc_note}", tC, "thread")
-    b.tile("gC", gC)
-    b.partition("tCsA", f"tCsA = local_partition(sA, tC, {t}, Step<_1, X>): rows of sA "
-                f"thread {t} reads", sA, Part(tC, step=(1, None)), exact=False)
-    b.partition("tCsB", f"tCsB = local_partition(sB, tC, {t}, Step<X, _1>): columns of B "
-                f"(rows of sB) thread {t} reads", sB, Part(tC, step=(None, 1)), exact=False)
-    b.partition("tCgC", f"tCgC = local_partition(gC, tC, {t}, Step<_1, _1>): the outputs "
-                f"thread {t} computes", gC, Part(tC, step=(1, 1)))
+            _part(b, f"{pre}t{op}g{op}", g, thr, f"t{op}", f"what thread {t} loads from global")
+            _part(b, f"{pre}t{op}s{op}", Smem(op, sm[op]), thr, f"t{op}",
+                  f"where thread {t} stores it in shared memory")
+    b.section("shared memory and the compute partitions (every entry)")
+    _thread_c(b, Def("thr_layout_c()", make_layout((16, 16))), {                     # m fastest
+        "A": (sm["A"], "sA: (BLK_M,BLK_K) shared-memory tile of A, m-major"),
+        "B": (sm["B"], "sB: (BLK_N,BLK_K) shared-memory tile of B, n-major")}, ", compute")
 
 
 # ---- c2_tiled, c3_multistage, c3_pipelined: TiledCopy + TiledMMA ---------------------------
+def _copy_in(b: Recipe, op: str, macro: str, cp: Def, name: str, label: str, users, pre: str, how: str):
+    """A section for the entries `users` loading operand op with strides `macro` by TiledCopy cp
+    (`name`, `label` in the kernel): the CTA tile, the copy's TV layout and what thread t loads."""
+    g = Global(op, macro)
+    b.section(f"{op}: strides {macro} = {fmt(g.strides(b.problem))}, {how} {name} ({', '.join(users)})")
+    b.tile(f"{pre}g{op}", g)
+    b.tv(f"{pre}copy_TV", f"{name}: TiledCopy (thread, value) -> ({_EXT[op]},K) coordinate "
+         f"in its {fmt(cp.value.tiler)} tile (get_layoutS_TV; D is the same)", cp, "S")
+    _part(b, f"{pre}t{op}g{op}", g, cp, label, f"(CPY,CPY_{_EXT[op]},CPY_K,k), what thread {b.thread} loads", "S")
+
+
+def _mma_c(b: Recipe, mma: Def, ops: str = "ABC", a_note: str = "", c_note: str = "", nthreads: int = 0) -> None:
+    """The TiledMMA's thread-value layouts of `ops`, C's tile, and the accumulators thread t holds
+    (nthreads: of the TiledMMA's threads, the consumers, when not the kernel's)."""
+    notes = {"A": a_note, "C": c_note}
+    for op in ops:
+        b.tv(f"mma_{op}_TV", f"TiledMMA {op}: (thread, value) -> ({_MODES[op]}) coordinate (get_layout{op}_TV)"
+             + notes.get(op, ""), mma, op)
+    b.tile("gC", Global("C"))
+    _part(b, "tCgC", Global("C"), mma, "mma", f"(MMA,MMA_M,MMA_N), the accumulators thread {b.thread} "
+          f"holds{' (consumer thread index)' if nthreads else ''}", "C", nthreads=nthreads)
+
+
 def _copy_mma(b: Recipe, macro: str, copies: dict[str, Def], smem: dict[str, Def], mma: Def,
               smem_note: str, stage_of: Callable[[str, str], tuple[Def, str]] | None = None) -> None:
     """A section per (operand, stride macro, copy): tile, copy TV layout, both sides; then smem, the
     TiledMMA and its partitions. stage_of(op, copy): (smem layout, what) if not smem[op]."""
-    ents, t = entries(b.kernel, macro), b.thread
+    t = b.thread
     for op, di, ci in (("A", 0, 2), ("B", 1, 3)):
-        ext = _EXT[op]
-        for (smacro, cname), users in _by(ents, lambda a: (a[di], a[ci])):
-            cp = _lookup(copies, cname, b.kernel)
-            g = Global(op, smacro)
+        for (smacro, cname), users in _by(entries(b.kernel, macro), lambda a: (a[di], a[ci])):
+            cp, label, pre = _lookup(copies, cname, b.kernel), f"copy_{op.lower()}", f"{op}_{smacro}_{cname}/"
             own, note = stage_of(op, cname) if stage_of else (smem[op], "")
-            s = Smem(op, own)
-            b.section(f"{op}: strides {smacro} = {fmt(g.strides(b.problem))}, copy {cname} "
-                      f"({', '.join(users)})")
-            pre, lo = f"{op}_{smacro}_{cname}/", op.lower()
-            b.tile(f"{pre}g{op}", g)
+            _copy_in(b, op, smacro, cp, cname, label, users, pre, "copy")
+            _part(b, f"{pre}t{op}s{op}", Smem(op, own), cp, label, f"where thread {t} stores it in shared memory",
+                  "D")
             if own != smem[op]:
                 b.layout(f"{pre}s{op}", f"s{op}: shared tile of {op} for these entries ({own.name}), {note}", own)
-            b.tv(f"{pre}copy_TV", f"{cname}: TiledCopy (thread, value) -> ({ext},K) coordinate "
-                 f"in its {fmt(cp.value.tiler)} tile (get_layoutS_TV; D is the same)", cp, "S")
-            b.partition(f"{pre}t{op}g{op}", f"t{op}g{op} = copy_{lo}.get_slice({t}).partition_S"
-                        f"(g{op}): (CPY,CPY_{ext},CPY_K,k), what thread {t} loads", g, Part(cp, "S"))
-            b.partition(f"{pre}t{op}s{op}", f"t{op}s{op} = copy_{lo}.get_slice({t}).partition_D"
-                        f"(s{op}): where thread {t} stores it in shared memory", s, Part(cp, "D"))
-            if own != smem[op]:
-                b.partition(f"{pre}tCs{op}", f"tCs{op} = mma.get_slice({t}).partition_{op}(s{op}): "
-                            f"(MMA,MMA_{ext},MMA_K,BUF), what thread {t} reads of it", s, Part(mma, op),
-                            exact=False)
-    sA, sB, gC = Smem("A", smem["A"]), Smem("B", smem["B"]), Global("C")
+                _part(b, f"{pre}tCs{op}", Smem(op, own), mma, "mma", f"(MMA,MMA_{_EXT[op]},MMA_K,BUF), what "
+                      f"thread {t} reads of it", op, exact=False)
     b.section("shared memory, TiledMMA and the compute partitions (every entry)")
-    b.layout("sA", f"sA: shared tile of A, m-major, {smem_note}", smem["A"])
-    b.layout("sB", f"sB: shared tile of B, n-major, {smem_note}", smem["B"])
-    _mma_tvs(b, mma)
-    b.tile("gC", gC)
-    b.partition("tCsA", f"tCsA = mma.get_slice({t}).partition_A(sA): (MMA,MMA_M,MMA_K[,PIPE]), "
-                f"what thread {t} reads of sA", sA, Part(mma, "A"), exact=False)
-    b.partition("tCsB", f"tCsB = mma.get_slice({t}).partition_B(sB): (MMA,MMA_N,MMA_K[,PIPE]), "
-                f"what thread {t} reads of sB", sB, Part(mma, "B"), exact=False)
-    b.partition("tCgC", f"tCgC = mma.get_slice({t}).partition_C(gC): (MMA,MMA_M,MMA_N), the "
-                f"outputs thread {t} computes", gC, Part(mma, "C"))
+    for op in "AB":
+        b.layout(f"s{op}", f"s{op}: shared tile of {op}, {_EXT[op].lower()}-major, {smem_note}", smem[op])
+    _mma_c(b, mma)
+    for op in "AB":
+        _part(b, f"tCs{op}", Smem(op, smem[op]), mma, "mma", f"(MMA,MMA_{_EXT[op]},MMA_K[,PIPE]), what "
+              f"thread {t} reads of s{op}", op, exact=False)
+
+
+def _vectors(nt: int, v: int, kmajor: bool, ext: int, cap: int = 1 << 30) -> TiledCopy:
+    """nt threads copying 16-byte vectors of v values along k (kmajor: ext is BLK_K) or along m or n,
+    ext // v threads along it (at most cap)."""
+    n = min(ext // v, cap)
+    if kmajor:
+        return TiledCopy(v, Layout((nt // n, n), (n, 1)), make_layout((1, v)))
+    return TiledCopy(v, make_layout((n, nt // n)), make_layout((v, 1)))
 
 
 def _copies(b: Recipe, mn: dict[str, int], k: tuple[str, ...], scl: str, cap: int = 1 << 30,
             cpp: str = "{}") -> dict[str, Def]:
     """The float TiledCopies of c2 / c3, as Defs named NAME + cpp: 16-byte vectors along m or n (mn:
     name -> extent, at most `cap` threads along it) and along k (names k), 4-byte ones ({scl}MN, {scl}K)."""
-    nt, q = b.nthreads, b.tiler[2] // 4
-    out = {n: TiledCopy(4, make_layout((min(e // 4, cap), nt // min(e // 4, cap))), make_layout((4, 1)))
-           for n, e in mn.items()}
-    out.update(dict.fromkeys(k, TiledCopy(4, Layout((nt // q, q), (q, 1)), make_layout((1, 4)))))
+    nt = b.nthreads
+    out = {n: _vectors(nt, 4, False, e, cap) for n, e in mn.items()}
+    out.update(dict.fromkeys(k, _vectors(nt, 4, True, b.tiler[2])))
     out[f"{scl}MN"] = TiledCopy(1, make_layout((32, nt // 32)))
     out[f"{scl}K"] = TiledCopy(1, Layout((nt // 8, 8), (8, 1)))
     return {n: Def(n + cpp, v) for n, v in out.items()}
 
 
-@recipe("cute/c2_tiled.cu")
-def _c2(b: Recipe) -> None:
-    bM, bN, bK = b.tiler
-    pad = 4                                                # c2_tiled.cu: SMEM_PAD 4
-    smem = {"A": Def("smem_layout_a()", Layout((bM, bK), (1, bM + pad))),
-            "B": Def("smem_layout_b()", Layout((bN, bK), (1, bN + pad)))}
-    mma = Def("tiled_mma()", TiledMMA(UNIVERSAL_FMA, make_layout((16, 16, 1))))
-    copies = _copies(b, {"VecMN<BLK_M>": bM, "VecMN<BLK_N>": bN}, ("VecK",), "Scl")
-    _copy_mma(b, "CG_TILED_ENTRY", copies, smem, mma,
-              f"(BLK,BLK_K):(1,BLK+{pad}), k columns padded by {pad} words")
-
-
-def _padded(ext: int, bk: int, bufs: int, pad: int) -> Layout:
+def _padded(ext: int, bk: int, bufs: int, pad: int = SMEM_PAD) -> Layout:
     """(EXT,BLK_K,BUF):(1,EXT+PAD,BLK_K*(EXT+PAD))."""
     return Layout((ext, bk, bufs), (1, ext + pad, bk * (ext + pad)))
 
 
+FMA_16x16 = TiledMMA(UNIVERSAL_FMA, make_layout((16, 16, 1)))        # c2, c3_multistage
+PAD = 4                                                               # their SMEM_PAD
+
+
+@recipe("cute/c2_tiled.cu")
+def _c2(b: Recipe) -> None:
+    bM, bN, bK = b.tiler
+    smem = {"A": Def("smem_layout_a()", Layout((bM, bK), (1, bM + PAD))),
+            "B": Def("smem_layout_b()", Layout((bN, bK), (1, bN + PAD)))}
+    copies = _copies(b, {"VecMN<BLK_M>": bM, "VecMN<BLK_N>": bN}, ("VecK",), "Scl")
+    _copy_mma(b, "CG_TILED_ENTRY", copies, smem, Def("tiled_mma()", FMA_16x16),
+              f"(BLK,BLK_K):(1,BLK+{PAD}), k columns padded by {PAD} words")
+
+
 @recipe("cute/c3_multistage.cu")
 def _c3_multistage(b: Recipe) -> None:
-    bM, bN, bK = b.tiler
-    P, pad = b.config.stages, 4                                 # c3_multistage.cu: SMEM_PAD 4
+    (bM, bN, bK), P = b.tiler, b.config.stages
     # gemm_multistage builds its smem ring and TiledMMA in its body: those expressions, verbatim
     b.locals += ["auto bM = Int<BLK_M>{};", "auto bN = Int<BLK_N>{};", "auto bK = Int<BLK_K>{};",
                  "auto bP = Int<STAGES>{};"]
     smem = {op: Def(f"make_layout(make_shape({v}, bK, bP), make_stride(_1{{}}, {v} + Int<SMEM_PAD>{{}}, "
-                    f"({v} + Int<SMEM_PAD>{{}}) * bK))", _padded(e, bK, P, pad), local=True)
+                    f"({v} + Int<SMEM_PAD>{{}}) * bK))", _padded(e, bK, P, PAD), local=True)
             for op, v, e in (("A", "bM", bM), ("B", "bN", bN))}
     mma = Def("make_tiled_mma(UniversalFMA<float, float, float, float>{}, Layout<Shape<_16, _16, _1>>{})",
-              TiledMMA(UNIVERSAL_FMA, make_layout((16, 16, 1))), local=True)
+              FMA_16x16, local=True)
     copies = _copies(b, {"CpVecMN<BLK_M>": bM, "CpVecMN<BLK_N>": bN}, (), "CpScl")
-    _copy_mma(b, "CG_MULTISTAGE_ENTRY", copies, smem, mma,
-              f"(BLK,BLK_K,STAGES):(1,BLK+{pad},(BLK+{pad})*BLK_K), {P} stages of a ring (grid: stage 0)")
+    _copy_mma(b, "CG_MULTISTAGE_ENTRY", copies, smem, mma, f"(BLK,BLK_K,STAGES):(1,BLK+{PAD},"
+              f"(BLK+{PAD})*BLK_K), {P} stages of a ring (grid: stage 0)")
 
 
 @recipe("cute/c3_pipelined.cu")
 def _c3(b: Recipe) -> None:
     """From its Config; the names: its copy aliases, PipeGeometry, StageLayout, the k-quads."""
-    cfg = b.config
-    bM, bN, bK = b.tiler
-    P, tm, tn, wm = cfg.stages, cfg.thr_m, cfg.thr_n, WARP_M
-    q, wn, kq = bK // 4, 32 // wm, cfg.kq_layout
+    cfg, (bM, bN, bK) = b.config, b.tiler
+    P, tm, tn, wm, kq = cfg.stages, cfg.thr_m, cfg.thr_n, WARP_M, cfg.kq_layout
+    q, wn = bK // 4, 32 // wm
     atom = Layout(((wm, tm // wm), (wn, tn // wn), 1), ((1, 32), (wm, 32 * (tm // wm)), 0))
     perm = [Layout((th, 4, e // (4 * th)), (4, 1, 4 * th)) for th, e in ((tm, bM), (tn, bN))]
     mma = Def("cg::PipeGeometry<Config>::TiledMma{}", TiledMMA(UNIVERSAL_FMA, atom, (*perm, None)))
     # k-major: LdVecK into registers, CpVecK (cp.async) into raw stages; VecK1, a single
     # k-major operand's copy: CpVecK with Config::raw_k, else LdVecK
-    k1 = "CpVecK" if cfg.raw_k else "LdVecK"
     copies = _copies(b, {"CpVecM": bM, "CpVecN": bN}, ("LdVecK", "CpVecK", "VecK1"), "CpScl", b.nthreads,
                      "::Tiled{}")
 
-    def stage(op: str, buf: str, quad: str) -> Def:
+    def stage(op: str, buf: str, quad: str = "false", is_quad: bool = False) -> Def:
         """cg::StageLayout<Config, EXT, BUF, kQuad>: padded (EXT,BLK_K,BUF), or k-quads."""
         ext, n = (bM, bN)[op == "B"], (2 if buf == "2" else P)
-        is_quad = {"false": False, "cg::kQuadRaw<Config>": bool(kq & 1),
-                   "cg::kQuadStaged<Config, false>": bool(kq & 2)}[quad]
         gap, st = kquad_stage(ext, bK)
-        lay = Layout((ext, (4, q), n), (1, (ext, gap), st)) if is_quad else _padded(ext, bK, n, SMEM_PAD)
+        lay = Layout((ext, (4, q), n), (1, (ext, gap), st)) if is_quad else _padded(ext, bK, n)
         return Def(f"cg::StageLayout<Config, Config::blk_{'mn'[op == 'B']}, {buf}, {quad}>{{}}", lay)
 
     def stage_of(op: str, cname: str) -> tuple[Def, str]:
         # gemm_pipelined (pipelined_mainloop.cuh): CpVecK operands get 2 compute buffers,
         # k-quad with kq_layout bit 0 (kQuadRaw); register-staged (LdVecK) ones STAGES, k-quad
         # with bit 1 (kQuadStaged in the data-parallel entries)
-        cname = k1 if cname == "VecK1" else cname
-        raw = cname == "CpVecK"
-        if not raw and not (cname == "LdVecK" and kq & 2):
+        cname = ("CpVecK" if cfg.raw_k else "LdVecK") if cname == "VecK1" else cname
+        if cname == "CpVecK":
+            buf, quad, bit, what = "2", "cg::kQuadRaw<Config>", 1, ("2 buffers fed from k-major raw stages "
+                                                                   f"(BLK,BLK_K,{P}):(BLK_K,1,BLK*BLK_K)")
+        elif cname == "LdVecK" and kq & 2:
+            buf, quad, bit, what = "Config::stages", "cg::kQuadStaged<Config, false>", 2, f"{P} stages"
+        else:
             return shared[op], ""
-        d = stage(op, "2" if raw else "Config::stages",
-                  "cg::kQuadRaw<Config>" if raw else "cg::kQuadStaged<Config, false>")
-        what = (f"2 buffers fed from k-major raw stages (BLK,BLK_K,{P}):(BLK_K,1,BLK*BLK_K)" if raw
-                else f"{P} stages")
-        if kq & (1 if raw else 2):
-            return d, (f"k-quads (kq_layout): (BLK,(4,BLK_K/4),BUF):(1,(BLK,4*BLK+{32 // q}),BLK_K*BLK+32), "
-                       f"{what} (grid: the first); a warp's transposed k-major stores land in 32 banks")
-        return d, f"padded like sA/sB, {what} (grid: the first)"
+        if kq & bit:
+            return stage(op, buf, quad, True), (f"k-quads (kq_layout): (BLK,(4,BLK_K/4),BUF):(1,(BLK,4*BLK+"
+                                                f"{32 // q}),BLK_K*BLK+32), {what} (grid: the first); a warp's "
+                                                "transposed k-major stores land in 32 banks")
+        return stage(op, buf, quad), f"padded like sA/sB, {what} (grid: the first)"
 
-    shared = {op: stage(op, "Config::stages", "false") for op in "AB"}
+    shared = {op: stage(op, "Config::stages") for op in "AB"}
     _copy_mma(b, "CG_PIPE_ENTRY", copies, shared, mma,
               f"(BLK,BLK_K,STAGES):(1,BLK+{SMEM_PAD},(BLK+{SMEM_PAD})*BLK_K), {P} pipeline stages "
               "(grid: stage 0); k-major operands' own stages in their copy sections", stage_of)
 
 
 # ---- c4_mma_sm80: tensor-core TiledMMA (mma.sync), 16-byte cp.async copies --------------------
+def _banks(b: Recipe, pre: str, atom: Def, nb: int, row: int = 128) -> None:
+    b.table(f"{pre}atom_banks", f"bank of each element of that atom: a {row}-byte line covers all 32 banks, "
+            "and the same chunk of 8 lines (an ldmatrix phase, a wgmma core matrix) 8 bank groups", atom, nb)
+
+
 @recipe("cute/c4_mma_sm80.cu")
 def _c4(b: Recipe) -> None:
     """The bf16 entries (fp16: the same): 16-byte cp.async copies, swizzled smem atoms with banks and
     stages, the SM80_16x8x16 TiledMMA, and ldmatrix.x4's address side for one A atom (not B's)."""
     bM, bN, bK = b.tiler
-    nt, v, t = b.nthreads, 8, b.thread                     # 16-byte vectors of 16-bit values
-    ents = entries(b.kernel, "CG_MMA_ENTRY")
-    for op, di, ext_name, ext in (("A", 2, "BLK_M", bM), ("B", 3, "BLK_N", bN)):
+    nt, v, ents = b.nthreads, 8, entries(b.kernel, "CG_MMA_ENTRY")      # 16-byte vectors of 16-bit values
+    for op, di, ext in (("A", 2, bM), ("B", 3, bN)):
         for macro, users in _by(ents, lambda a: a[di] if a[0] == "bfloat16_t" else None):
             kmajor = macro.endswith("_k")
-            cp = Def(f"g2s_copy<bfloat16_t, {ext_name}, {'true' if kmajor else 'false'}>()", TiledCopy(
-                v, *((Layout((nt // (bK // v), bK // v), (bK // v, 1)), make_layout((1, v))) if kmajor
-                               else (make_layout((ext // v, nt // (ext // v))), make_layout((v, 1))))))
-            g = Global(op, macro)
-            b.section(f"{op}: strides {macro} = {fmt(g.strides(b.problem))}, 16-byte cp.async {cp.name} "
-                      f"({', '.join(users)})")
-            pre, x = f"{op}_{macro}/", _EXT[op]
-            b.tile(f"{pre}g{op}", g)
-            b.tv(f"{pre}copy_TV", f"{cp.name}: TiledCopy (thread, value) -> ({x},K) coordinate "
-                 f"in its {fmt(cp.value.tiler)} tile (get_layoutS_TV)", cp, "S")
-            b.partition(f"{pre}t{op}g{op}", f"t{op}g{op} = g2s_{op.lower()}.get_slice({t}).partition_S(g{op}): "
-                        f"(CPY,CPY_{x},CPY_K,k), the vectors thread {t} copies", g, Part(cp, "S"))
+            cp = Def(f"g2s_copy<bfloat16_t, BLK_{_EXT[op]}, {'true' if kmajor else 'false'}>()",
+                     _vectors(nt, v, kmajor, bK if kmajor else ext))
+            _copy_in(b, op, macro, cp, cp.name, f"g2s_{op.lower()}", users, f"{op}_{macro}/", "16-byte cp.async")
     # smem: 128-byte rows swizzled (Swizzle<3,log2 V,3> on element offsets), tiled to the ring
-    nb, stages = 2, b.config.stages
+    stages = b.config.stages
     b.locals += ["using T = bfloat16_t;", "auto bM = Int<BLK_M>{};", "auto bN = Int<BLK_N>{};",
                  "auto bK = Int<kBlkK<T>>{};", "auto bP = Int<STAGES>{};"]
     for major, fn in (("k", "smem_atom_k"), ("mn", "smem_atom_mn")):
-        kmajor = major == "k"
-        atom = Def(f"{fn}<bfloat16_t>()", swizzle_atom(nb, kmajor, ptr=False))
+        atom = Def(f"{fn}<bfloat16_t>()", swizzle_atom(2, major == "k", ptr=False))
         b.section(f"shared memory, {major}-major operands (16-bit entries): {fn}, {stages}-stage ring")
         b.layout(f"{major}/atom", f"{fn}<bfloat16_t>(): 8 lines of 128 bytes, the 16-byte chunk "
                  "index XORed with the line index", atom)
-        b.table(f"{major}/atom_banks", "bank of each element of that atom: a line covers all 32 "
-                "banks; the same chunk of 8 lines (an ldmatrix phase) 8 bank groups", atom, nb)
+        _banks(b, f"{major}/", atom, 2)
         for op, v, ext in (("A", "bM", bM), ("B", "bN", bN)):
             st = Def(f"tile_to_shape({fn}<T>(), make_shape({v}, bK, bP))",
                      tile_to_shape(atom.value, (ext, bK, stages)), local=True)
@@ -351,173 +342,122 @@ def _c4(b: Recipe) -> None:
     wm, wn = b.config.warps_m, b.config.warps_n
     mma = Def("tiled_mma<bfloat16_t>()", TiledMMA(SM80_16x8x16, make_layout((wm, wn, 1)), (
         make_layout(16 * wm), make_layout(16 * wn), make_layout(SM80_16x8x16.shape_mnk[2]))))
-    gC = Global("C")
     b.section(f"TiledMMA (SM80_16x8x16 atoms, {wm}x{wn} warps) and C (every entry)")
-    _mma_tvs(b, mma, ": what ldmatrix fills")
-    b.tile("gC", gC)
-    b.partition("tCgC", f"tCgC = mma.get_slice({t}).partition_C(gC): (MMA,MMA_M,MMA_N), the "
-                f"accumulators thread {t} holds", gC, Part(mma, "C"))
+    _mma_c(b, mma, a_note=": what ldmatrix fills")
     # ldmatrix's shared-memory side: which lane addresses each row (its register side is the
     # TiledMMA's A layout above); from PTX's definition, so not part of the nvcc check
     b.section("ldmatrix.x4 into one 16x16 A atom: the lane that supplies each element's "
               "16-byte row address (PTX: lanes 8j..8j+7 address matrix j = A's register j)")
-    for kmajor, atom in ((True, "SM75_U32x4_LDSM_N"), (False, "SM75_U16x8_LDSM_T")):
-        d = Def(atom, ldsm_x4_a(kmajor), local=True)     # the copy atom the mainloop names
-        b.layout(f"ldsm_A_{'k' if kmajor else 'm'}", f"{atom}, {'k' if kmajor else 'm'}-major A: (lane, value) -> "
-                 "(M,K) of the atom; the 8 values of a lane are the row it addresses", d, "ldsm", (16, 16))
+    for major, atom in (("k", "SM75_U32x4_LDSM_N"), ("m", "SM75_U16x8_LDSM_T")):
+        d = Def(atom, ldsm_x4_a(major == "k"), local=True)     # the copy atom the mainloop names
+        b.layout(f"ldsm_A_{major}", f"{atom}, {major}-major A: (lane, value) -> (M,K) of the atom; "
+                 "the 8 values of a lane are the row it addresses", d, "ldsm", (16, 16))
 
 
 # ---- c5_wgmma, c6_wgmma_ws: SM90 GMMA, swizzled smem filled by TMA -------------------------------
-def _cpp(prec: str) -> str:
-    """The C++ type of A and B in `prec`'s entries (tf32: float)."""
-    return DTYPE[PRECISION[prec].dtype].cpp
-
-
-def _groups(kernel) -> list[tuple[str, list]]:
-    """The kernel's precisions by element width (bf16 and fp16 share every layout)."""
-    out: dict[int, list] = {}
-    for p in kernel.precisions:
-        out.setdefault(PRECISION[p].itemsize, []).append(p)
-    return [("/".join(ps), ps) for ps in out.values()]
-
-
 def _register_a(v) -> bool:
     """A tf32 entry with an m-major A or n-major B: RS wgmma, that operand from registers."""
     return v.precision == "tf32" and (v.a_major, v.b_major) != ("k", "k")
 
 
-def _register_operand(b: Recipe) -> None:
-    """c6's RS entries: the register operand's stage in GMMA's m-major 128-byte swizzle,
-    filled by (32, BLK_K) TMA boxes (their k-major operand is the SS one above)."""
-    users = [v for v in b.kernel.variants if _register_a(v)]
-    if not users:
-        return
-    boxes = {v.tma.a if v.a_major == "m" else v.tma.b for v in users}
-    if len(boxes) != 1:
-        raise ValueError(f"{b.kernel.name}: register-operand entries disagree on their TMA boxes {sorted(boxes)}")
-    box, atom = boxes.pop(), swizzle_atom(4, False)
-    bm, bk, stages = b.config.blk_m, box[1], b.config.stages
-    tile = "cg::sm90::RegisterOperand<Config::blk_m, kBlkK, Config::stages>"
-    sdef = Def(f"{tile}::Layout{{}}", tile_to_shape(atom, (bm, bk, stages), (2, 1, 3)))
-    adef = Def(f"{tile}::Atom{{}}", atom)
-    b.section(f"register operand, tf32 ({', '.join(f'`{v.entry}`' for v in users)}): m-major swizzled smem read "
-              f"into RS wgmma's A fragments, TMA box {box}")
-    b.layout("Areg/atom", "register-operand smem atom (GMMA::Layout_MN_SW128_Atom<tfloat32_t>): "
-             "128 bytes of rows x 8 k-lines", adef)
-    b.table("Areg/atom_banks", "bank of each element of that atom: a 128-byte k-line covers "
-            "all 32 banks, and the same chunk of 8 k-lines 8 bank groups", adef, 4)
-    b.layout("Areg/sA_tf32", f"sA_tf32: (BLK_M,BLK_K,STAGES) = tile_to_shape(atom, ({bm},{bk},{stages}), "
-             "Step<_2,_1,_3>: k first), stage 0", sdef)
-    b.table("Areg/tma_box", f"TMA boxes {box} of one stage (records.TmaBoxes, contiguous "
-            "extent first)", sdef, box=box)
+def _stage(b: Recipe, section: str, pre: str, leaf: str, users, op_of, cpp: str, nb: int, major: str,
+           ext: tuple[str, int], who: str, note: str = "") -> Def:
+    """A section of one swizzled GMMA stage `leaf` of the entries `users` (op_of(v): the operand whose TMA
+    box fills it; cpp: its C++ type, {bk} its k-tile; ext: (M or N, extent)): its atom and bank map,
+    (EXT,BLK_K,STAGES) tiled from it (a k-tile: one swizzle row), the boxes filling it."""
+    got = {(v.tma.a if op_of(v) == "A" else v.tma.b, v.tma.swizzle) for v in users}
+    if len(got) != 1:
+        raise ValueError(f"{b.kernel.name}: entries {[v.entry for v in users]} disagree on their TMA "
+                         f"boxes / swizzle rows {sorted(got)}")
+    (box, row), kmajor, (x, n), stages = got.pop(), major == "k", ext, b.config.stages
+    atom, bk = swizzle_atom(nb, kmajor, row), row // nb
+    cpp = cpp.format(bk=bk)                  # sm90_operand.cuh: mn-major slabs k first
+    sdef = Def(f"{cpp}::Layout{{}}", tile_to_shape(atom, (n, bk, stages), (1, 2, 3) if kmajor else (2, 1, 3)))
+    b.section(section.format(box=box))
+    b.layout(f"{pre}atom", f"{who} smem atom (GMMA::Layout_{'K' if kmajor else 'MN'}_SW{row}_Atom): " + (
+             f"8 rows ({x}) x {row} bytes of k" if kmajor else f"{row} bytes of {x} x 8 columns of k"),
+             adef := Def(f"{cpp}::Atom{{}}", atom))
+    _banks(b, pre, adef, nb, row)
+    b.layout(f"{pre}{leaf}", f"{leaf}: (BLK_{x},BLK_K,STAGES) = tile_to_shape(atom, ({n},{bk},{stages})"
+             + ("" if kmajor else ", Step<_2,_1,_3>: k first") + "), stage 0", sdef)
+    b.table(f"{pre}tma_box", f"TMA boxes {box} of one stage of {leaf} (records.TmaBoxes, contiguous "
+            f"extent first){note}", sdef, box=box, kmajor=kmajor)
+    return sdef
 
 
-def _gmma(b: Recipe, consumers: int, parts: int, stage_cpp: Callable[..., str], mma_cpp: str) -> None:
-    """The kernel's C++ names: stage_cpp(prec, op, major, bk), its OperandTile type; mma_cpp, its
-    TiledMMA expression (no nvcc program evaluates these yet: tests/test_layouts.py)."""
-    (bm, bn, _), t, nthr = b.tiler, b.thread, 128 * consumers     # the TiledMMA's threads: the consumers
-    stages = b.config.stages
-    mma_stage: dict[str, Def] = {}
-    mma_k: dict[str, int] = {}
-    for label, precs in _groups(b.kernel):
-        prec, nb = precs[0], PRECISION[precs[0]].itemsize
-        suffix = "" if nb == 2 else f"_{prec}"
+def _gmma(b: Recipe, consumers: int, parts: int, stage_cpp: str, mma_cpp: str) -> None:
+    """The kernel's C++ names: stage_cpp, its OperandTile type (over {T}, {major}, {X} or {x} the extent's
+    letter, {bk}, {cluster}); mma_cpp, its TiledMMA (no nvcc program evaluates these yet: test_layouts)."""
+    (bm, bn, _), nthr = b.tiler, 128 * consumers          # the TiledMMA's threads: the consumers
+    mma_stage: dict[str, tuple] = {}            # op -> (stage, element bytes, precisions)
+    widths: dict[int, list] = {}                # bf16 and fp16 share every layout
+    for p in b.kernel.precisions:
+        widths.setdefault(PRECISION[p].itemsize, []).append(p)
+    for nb, precs in widths.items():
+        label, suffix, T = "/".join(precs), "" if nb == 2 else f"_{precs[0]}", DTYPE[PRECISION[precs[0]].dtype].cpp
         vs = [v for v in b.kernel.variants if v.precision in precs and not _register_a(v)]
-        for op, ext, ext_name in (("A", bm, "M"), ("B", bn, "N")):
+        for op, ext in (("A", ("M", bm)), ("B", ("N", bn))):
             for major, users in _by({v: v for v in vs}, lambda v: v.a_major if op == "A" else v.b_major):
-                kmajor = major == "k"
-                boxes = {v.tma.a if op == "A" else v.tma.b for v in users}
-                rows = {v.tma.swizzle for v in users}
-                if len(boxes) != 1 or len(rows) != 1:
-                    raise ValueError(f"{b.kernel.name}: {op} {major}-major entries disagree on "
-                                     f"their TMA boxes {sorted(boxes)} / swizzle rows {sorted(rows)}")
-                box, row = boxes.pop(), rows.pop()
-                bk = row // nb                          # a k-tile: one swizzle row of k
-                tile, atom = stage_cpp(prec, op, "K" if kmajor else "MN", bk), swizzle_atom(nb, kmajor, row)
-                order = (1, 2, 3) if kmajor else (2, 1, 3)   # sm90_operand.cuh: mn-major slabs k first
-                sdef = Def(f"{tile}::Layout{{}}", tile_to_shape(atom, (ext, bk, stages), order))
-                adef = Def(f"{tile}::Atom{{}}", atom)
-                what = (f"8 rows ({ext_name}) x {row} bytes of k" if kmajor else
-                        f"{row} bytes of {ext_name} x 8 columns of k")
-                n, pre, s_leaf = len(users), f"{op}{major}{suffix}/", f"s{op}{suffix}"
-                b.section(f"{op} {major}-major, {label} ({n} entr{'y' if n == 1 else 'ies'}): swizzled smem, "
-                          f"TMA box {box}")
-                b.layout(f"{pre}atom", f"{op} {major}-major smem atom (GMMA::Layout_"
-                         f"{'K' if kmajor else 'MN'}_SW{row}_Atom, {label}): {what}", adef)
-                b.table(f"{pre}atom_banks", f"bank of each element of that atom: a {row}-byte "
-                        "line covers all 32 banks, and the same chunk of 8 lines 8 bank groups", adef, nb)
-                b.layout(f"{pre}{s_leaf}", f"{s_leaf}: (BLK_{ext_name},BLK_K,STAGES) = "
-                         f"tile_to_shape(atom, ({ext},{bk},{stages})"
-                         + ("" if kmajor else ", Step<_2,_1,_3>: k first") + "), stage 0", sdef)
-                b.table(f"{pre}tma_box", f"TMA boxes {box} of one stage of {s_leaf} "
-                        f"(records.TmaBoxes, contiguous extent first)"
-                        + (f"; cluster of {parts}: each CTA loads 1/{parts} of them and "
-                           "multicasts" if parts > 1 and op == "B" else ""), sdef, box=box, kmajor=kmajor)
-                if kmajor and (nb == 2 or op not in mma_stage):
-                    mma_stage[op] = sdef
-                    mma_k[op] = 32 // nb               # a GMMA atom's K: 16 (16-bit), 8 (tf32)
-    # the TiledMMA of the 16-bit k-major entries, else the tf32 one (every entry's C fragment is the same)
-    atom_n = bn                                       # ss_op_selector: one wgmma of N = BLK_N
-    mma = Def(mma_cpp, TiledMMA(gmma_ss(atom_n, mma_k["A"]), make_layout((consumers, 1, 1))), local=True)
-    gC, sA, sB = Global("C"), Smem("A", mma_stage["A"]), Smem("B", mma_stage["B"])
-    wg = "a warpgroup" if consumers == 1 else f"each of {consumers} consumer warpgroups"
-    which = "every 16-bit k-major entry" if mma_k["A"] == 16 else "the tf32 entry"
-    b.section(f"TiledMMA and C: 64x{atom_n}x{mma_k['A']} GMMA SS atom, {wg} ({which}; "
-              "the accumulators of every entry)")
-    kt = product_each(mma_stage["A"].value.shape)[1]     # BLK_K
-    b.tv("mma_C_TV", f"TiledMMA C: (thread, value) -> (M,N) coordinate (get_layoutC_TV): "
-         f"the accumulator fragment, {consumers}x64 x {atom_n} over {nthr} threads", mma, "C")
-    b.tile("gC", gC)
-    b.partition("tCgC", f"tCgC = mma.get_slice({t}).partition_C(gC): (MMA,MMA_M,MMA_N), the "
-                f"accumulators thread {t} holds (consumer thread index)", gC, Part(mma, "C"), nthreads=nthr)
-    b.partition("tCsA", f"tCsA = mma.get_slice({t}).partition_A(sA): (MMA,MMA_M,MMA_K,PIPE), "
-                f"the smem a warpgroup's wgmma reads through descriptors (owners: warpgroups, "
-                f"as thread 128 w)", sA, Part(mma, "A"), tile=(bm, kt), owner_step=128, nthreads=nthr)
-    b.partition("tCsB", f"tCsB = mma.get_slice({t}).partition_B(sB): (MMA,MMA_N,MMA_K,PIPE), "
-                "what each warpgroup reads of sB (all of it)", sB, Part(mma, "B"),
-                exact=consumers == 1, tile=(bn, kt), owner_step=128, nthreads=nthr)
-    if mma_k["A"] == 32 and bn > 128:       # 8-bit tiles wider than 128: computed in two parts
+                n, X = len(users), ext[0]
+                cpp = stage_cpp.format(T=T, major="K" if major == "k" else "MN", X=X, x=X.lower(), bk="{bk}",
+                                       cluster="1" if op == "A" else "Config::cluster_m")
+                sdef = _stage(b, f"{op} {major}-major, {label} ({n} entr{'y' if n == 1 else 'ies'}): swizzled "
+                              "smem, TMA box {box}", f"{op}{major}{suffix}/", f"s{op}{suffix}", users,
+                              lambda v: op, cpp, nb, major, ext, f"{op} {major}-major {label}",
+                              f"; cluster of {parts}: each CTA loads 1/{parts} of them and multicasts"
+                              if parts > 1 and op == "B" else "")
+                if major == "k" and (nb == 2 or op not in mma_stage):
+                    mma_stage[op] = (sdef, nb, label)   # the 16-bit k-major entries', else the first width's
+    # the TiledMMA of those stages (every entry's C fragment is the same): a GMMA atom's K is 32 bytes
+    (sA, nb, label), sB, kt = mma_stage["A"], mma_stage["B"][0], product_each(mma_stage["A"][0].value.shape)[1]
+    mma = Def(mma_cpp, TiledMMA(gmma_ss(bn, 32 // nb), make_layout((consumers, 1, 1))), local=True)
+    b.section(f"TiledMMA and C: 64x{bn}x{32 // nb} GMMA SS atom, "           # ss_op_selector: N = BLK_N
+              + ("a warpgroup" if consumers == 1 else f"each of {consumers} consumer warpgroups")
+              + f" (every {label} k-major entry; the accumulators of every entry)")
+    _mma_c(b, mma, "C", c_note=f": the accumulator fragment, {consumers}x64 x {bn} over {nthr} threads",
+           nthreads=nthr)
+    for op, s, tile in (("A", sA, (bm, kt)), ("B", sB, (bn, kt))):
+        _part(b, f"tCs{op}", Smem(op, s), mma, "mma", f"(MMA,MMA_{_EXT[op]},MMA_K,PIPE), what a warpgroup's wgmma "
+              f"reads of s{op} through descriptors ({'all of it; ' if op == 'B' else ''}owners: warpgroups, "
+              "as thread 128 w)", op, exact=op == "A" or consumers == 1, tile=tile, owner_step=128, nthreads=nthr)
+    if nb == 1 and bn > 128:       # 8-bit tiles wider than 128: computed in two parts
         part = Def("make_tiled_mma(GMMA::ss_op_selector<T, TB, float, Shape<_64, Int<kBlkN / 2>, "
                    "Int<kBlkK>>, MajA, MajB>(), Layout<Shape<Int<Config::consumers>, _1, _1>>{})",
                    TiledMMA(gmma_ss(bn // 2, 32), make_layout((consumers, 1, 1))), local=True)
-        b.partition("tPsB", f"part.get_slice({t}).partition_B(sB): (MMA,PARTS,MMA_K,PIPE), sB in "
-                    f"parts of {bn // 2} columns, part p what the kernel's tPrB<p> reads "
-                    "(sm90_consumer_scaled.cuh: part 0's wgmmas, then part 1's)", sB,
-                    Part(part, "B"), exact=consumers == 1, tile=(bn, kt), owner_step=128,
-                    nthreads=nthr)
+        _part(b, "tPsB", Smem("B", sB), part, "part", f"(MMA,PARTS,MMA_K,PIPE), sB in parts of {bn // 2} "
+              "columns, part p what the kernel's tPrB<p> reads (sm90_consumer_scaled.cuh: part 0's wgmmas, "
+              "then part 1's)", "B", exact=consumers == 1, tile=(bn, kt), owner_step=128, nthreads=nthr)
 
 
 @recipe("cute/c5_wgmma.cu")
 def _c5(b: Recipe) -> None:
     """c5_wgmma.cu's names: BLK_M, BLK_N, BLK_K, STAGES (its prelude); kBlkK = BLK_K * 2 / sizeof(T)."""
-    _gmma(b, b.nthreads // 128, 1, lambda prec, op, major, bk: f"cg::sm90::OperandTile<{_cpp(prec)}, "
-          f"GMMA::Major::{major}, BLK_{'M' if op == 'A' else 'N'}, {bk}, STAGES>",
+    _gmma(b, b.nthreads // 128, 1, "cg::sm90::OperandTile<{T}, GMMA::Major::{major}, BLK_{X}, {bk}, STAGES>",
           "make_tiled_mma(GMMA::ss_op_selector<T, T, float, Shape<_64, Int<BLK_N>, Int<kBlkK>>, MajA, MajB>())")
-
-
-@recipe("cute/c6_wgmma_ws.cu")
-def _c6(b: Recipe) -> None:
-    """c6_wgmma_ws.cu's names: its struct Config (ladder_hopper.WgmmaWsConfig)."""
-    _gmma(b, b.config.consumers, b.config.cluster_m, lambda prec, op, major, bk: (
-          f"cg::sm90::OperandTile<{_cpp(prec)}, GMMA::Major::{major}, "
-          + ("Config::blk_m, " if op == "A" else "Config::blk_n, ") + f"{bk}, Config::stages, "
-          + ("1" if op == "A" else "Config::cluster_m") + ", Config::k_bytes>"),
-          "make_tiled_mma(GMMA::ss_op_selector<T, TB, float, Shape<_64, Int<kBlkN>, Int<kBlkK>>, "
-          "MajA, MajB>(), Layout<Shape<Int<Config::consumers>, _1, _1>>{})")
-    _register_operand(b)
-    if b.config.batched:
-        _batch(b)
 
 
 BATCH = (2, 3)          # the batch the dumps show: two modes, A broadcast over the first
 
 
-def _batch(b: Recipe) -> None:
-    """The `_b` twins' operands with their batch modes after the matrix (CuTe's L modes; the
-    4-D tensor maps hold the same extents and strides): CTA (0,0)'s tile of every problem."""
-    twins = [v.batch for v in b.kernel.variants if v.batch]
-    b.section(f"a batch of {BATCH[0]}x{BATCH[1]} problems (the _b twins: {twins[0]}, ...): "
-              "the L modes after each operand's matrix, A broadcast over L0 (stride 0)")
-    for op, g in (("A", Global("A", batch=BATCH, broadcast=(0,))), ("B", Global("B", batch=BATCH)),
-                  ("C", Global("C", batch=BATCH))):
-        b.tile(f"batch/g{op}_batch", g, " (one A for every L0: stride 0)" if op == "A" else "")
+@recipe("cute/c6_wgmma_ws.cu")
+def _c6(b: Recipe) -> None:
+    """c6_wgmma_ws.cu's names: its struct Config (ladder_hopper.WgmmaWsConfig). Its RS entries (tf32,
+    an m-major A or n-major B) read that operand's stage, GMMA's m-major swizzle, into registers; the
+    `_b` twins add the batch's L modes after each operand's matrix."""
+    cfg = b.config
+    _gmma(b, cfg.consumers, cfg.cluster_m, "cg::sm90::OperandTile<{T}, GMMA::Major::{major}, Config::blk_{x}, "
+          "{bk}, Config::stages, {cluster}, Config::k_bytes>", "make_tiled_mma(GMMA::ss_op_selector<T, TB, float, "
+          "Shape<_64, Int<kBlkN>, Int<kBlkK>>, MajA, MajB>(), Layout<Shape<Int<Config::consumers>, _1, _1>>{})")
+    if users := [v for v in b.kernel.variants if _register_a(v)]:          # from sm90_register_operand.cuh
+        _stage(b, f"register operand, tf32 ({', '.join(f'`{v.entry}`' for v in users)}): m-major swizzled smem "
+               "read into RS wgmma's A fragments, TMA box {box}", "Areg/", "sA_tf32", users,
+               lambda v: "A" if v.a_major == "m" else "B",
+               "cg::sm90::RegisterOperand<Config::blk_m, kBlkK, Config::stages>", 4, "m", ("M", cfg.blk_m),
+               "register-operand tf32")
+    if cfg.batched:        # CTA (0,0)'s tile of every problem (the 4-D tensor maps hold the same modes)
+        b.section(f"a batch of {BATCH[0]}x{BATCH[1]} problems (the _b twins: "
+                  f"{next(v.batch for v in b.kernel.variants if v.batch)}, ...): the L modes after each "
+                  "operand's matrix, A broadcast over L0 (stride 0)")
+        b.tile("batch/gA_batch", Global("A", batch=BATCH, broadcast=(0,)), " (one A for every L0: stride 0)")
+        b.tile("batch/gB_batch", Global("B", batch=BATCH))
+        b.tile("batch/gC_batch", Global("C", batch=BATCH))
