@@ -9,6 +9,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/device_env.sh
+export CUTE_GEMM_LINEINFO=1     # source lines in the reports (build/compile.py)
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv,noheader
 
 if [ $# -gt 0 ]; then

@@ -4,8 +4,8 @@
   python3 scripts/profile_gemm.py cute_pipelined --size 4096 --layout nt --iters 5
   python3 scripts/profile_gemm.py cublas --size 4096           (torch.mm, TF32 off)
 
-ncu, for example (clocks left to the GPU as in the benchmark):
-  ncu --clock-control none -k regex:cute_pipelined --launch-skip 2 --launch-count 1 \
+ncu, for example (clocks left to the GPU as in the benchmark; CUTE_GEMM_LINEINFO=1 for source lines):
+  CUTE_GEMM_LINEINFO=1 ncu --clock-control none -k regex:cute_pipelined --launch-skip 2 --launch-count 1 \
       --section SpeedOfLight --section WarpStateStats python3 scripts/profile_gemm.py ...
 """
 from __future__ import annotations

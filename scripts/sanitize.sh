@@ -19,6 +19,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . scripts/device_env.sh
+export CUTE_GEMM_LINEINFO=1     # source lines in the reports (build/compile.py)
 compute-sanitizer --version | tail -1
 common=()
 [ -n "${KERNELS:-}" ] && common+=(--kernels "$KERNELS")

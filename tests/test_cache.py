@@ -51,6 +51,21 @@ def test_key_changes_with_options_arch_and_source(tmp_cache):
     assert len(list(tmp_cache.glob("*.cubin"))) == 4
 
 
+def test_source_lines_are_asked_for_and_keyed(tmp_cache, monkeypatch):
+    # CUTE_GEMM_LINEINFO=1 (ncu, compute-sanitizer): -lineinfo, a key and a cubin of their own
+    monkeypatch.delenv("CUTE_GEMM_LINEINFO", raising=False)
+    plain = cache.get(NAIVE, "sm_90")
+    assert "-lineinfo" not in comp.options(NAIVE, "sm_90")
+    monkeypatch.setenv("CUTE_GEMM_LINEINFO", "1")
+    assert "-lineinfo" in comp.options(NAIVE, "sm_90")
+    lines = cache.get(NAIVE, "sm_90")
+    assert lines.key != plain.key and lines.origin == "compiled"
+    assert len(lines.cubin) > len(plain.cubin)
+    monkeypatch.setenv("CUTE_GEMM_LINEINFO", "yes")
+    with pytest.raises(cute_gemm.InputError, match="CUTE_GEMM_LINEINFO must be one of 0, 1"):
+        comp.options(NAIVE, "sm_90")
+
+
 def test_key_covers_headers_and_nvrtc_version(tmp_cache, monkeypatch):
     from cute_gemm.build import compile as comp, paths
     src = comp.read_source(NAIVE)

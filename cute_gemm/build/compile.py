@@ -17,9 +17,14 @@ import time
 from dataclasses import dataclass
 
 from ..base.errors import CompileError, CuteGemmError, InputError, NvrtcNotFound, UnknownEntryError
+from ..base.setting import Setting
 from . import paths
 
 STD = "--std=c++17"
+# CUTE_GEMM_LINEINFO=1: source lines in the cubin, for ncu and compute-sanitizer; off, a
+# CuTe kernel's cubin is about 2.4x smaller (its PTX text and line tables), which every
+# process reads, checks and loads at its first launch of it
+lineinfo = Setting("CUTE_GEMM_LINEINFO", ("0", "1"))
 
 
 @functools.lru_cache(maxsize=None)
@@ -99,8 +104,9 @@ def select_entries(kernel, entries) -> tuple[str, ...] | None:
 def options(kernel, arch: str, extra: tuple[str, ...] = ()) -> list[str]:
     """The NVRTC options for one kernel and arch (in the cache key): the common flags, then the
     kernel's own. No -D: what configures a kernel is in its prelude (read_source)."""
-    opts = [STD, f"-arch={arch}", "-default-device", "-lineinfo", "--ptxas-options=-v",
-            f"-I{paths.project_include_dir()}", *(f"-I{h.path}" for h in paths.header_dirs())]
+    opts = [STD, f"-arch={arch}", "-default-device", *(["-lineinfo"] if lineinfo() == "1" else []),
+            "--ptxas-options=-v", f"-I{paths.project_include_dir()}",
+            *(f"-I{h.path}" for h in paths.header_dirs())]
     return opts + list(kernel.options) + list(extra)
 
 
