@@ -34,19 +34,18 @@ class Epilogue:
 
     Args:
         bias: A vector added to every row (bias_axis "col": one value per column, length N,
-            as torch.nn.Linear's) or to every column ("row": length M). Default None.
-        bias_axis: "col" or "row". Default "col".
+            as torch.nn.Linear's) or to every column ("row": length M).
+        bias_axis: "col" or "row".
         activation: "relu", "gelu_erf" (GELU, torch's default), "gelu_tanh" (GELU's tanh
             approximation) or "silu", as PyTorch defines them; None for none.
-        scale_rows: A vector of length M multiplying row i of A @ B. Default None.
-        scale_cols: A vector of length N multiplying column j of A @ B. Default None.
-        clamp: (lo, hi): the result limited to [lo, hi] (a NaN stays NaN). Default None.
+        scale_rows: A vector of length M multiplying row i of A @ B.
+        scale_cols: A vector of length N multiplying column j of A @ B.
+        clamp: (lo, hi): the result limited to [lo, hi] (a NaN stays NaN).
         out_dtype: The result's type where the call allocates it (no `out`, no `c`):
-            "float32", or the operands' 16-bit type. Default None: as without an epilogue.
-        blocks_a: A's block scales, (M, ceil(K / 128)) float32, any strides: one per row
-            and 128 k (1 x 128 blocks). Default None. 8-bit operands only
-            (Kernel.takes_block_scales); gemm(scale_a=, scale_b=) of these shapes sets them.
-        blocks_b: B's, (ceil(K / 128), ceil(N / 128)): one per 128 x 128 block. Default None.
+            "float32", or the operands' 16-bit type; None: as without an epilogue.
+        blocks_a: A's block scales, (M, ceil(K / 128)) float32, any strides: one per row and
+            128 k, for 8-bit operands (gemm(scale_a=, scale_b=) of these shapes sets them).
+        blocks_b: B's, (ceil(K / 128), ceil(N / 128)): one per 128 x 128 block.
 
     The vectors are 1-D arrays (or (1, L) / (L, 1) ones) on the operands' device, any stride,
     float32 or the operands' 16-bit type, all of one type; a batch shares them. A vector of
@@ -206,6 +205,14 @@ def prepare(ep: Epilogue, m: int, n: int, k: int, dtype: str, device: bool,
     return Prepared(spec, values, tuple(ops.values()) + tuple(blk.values()))
 
 
+_erf = np.vectorize(math.erf, otypes=[np.float64])     # (numpy has none)
+# the activations in float64, as PyTorch defines them
+_ACTIVATION = {"relu": lambda t: np.where(t < 0, 0.0, t),
+               "gelu_erf": lambda t: 0.5 * t * (1.0 + _erf(t / np.sqrt(2.0))),
+               "gelu_tanh": lambda t: 0.5 * t * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (t + 0.044715 * t ** 3))),
+               "silu": lambda t: t / (1.0 + np.exp(-t))}
+
+
 def reference(ep: Epilogue, t: np.ndarray) -> np.ndarray:
     """The epilogue's bias, activation and clamp applied in float64 to `t` (alpha·A@B + β·C,
     scales in), as the kernels define them."""
@@ -214,15 +221,8 @@ def reference(ep: Epilogue, t: np.ndarray) -> np.ndarray:
         if ep.bias is not None:
             b = host_vector(ep.bias)
             t = t + (b[..., :, None] if ep.bias_axis == "row" else b)
-        if ep.activation == "relu":
-            t = np.where(t < 0, 0.0, t)
-        elif ep.activation == "gelu_erf":
-            erf = np.vectorize(math.erf, otypes=[np.float64])     # (numpy has none)
-            t = 0.5 * t * (1.0 + erf(t / np.sqrt(2.0)))
-        elif ep.activation == "gelu_tanh":
-            t = 0.5 * t * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (t + 0.044715 * t ** 3)))
-        elif ep.activation == "silu":
-            t = t / (1.0 + np.exp(-t))
+        if ep.activation is not None:
+            t = _ACTIVATION[ep.activation](t)
         if ep.clamp is not None:
             lo, hi = ep.clamp
             t = np.where(t < lo, lo, np.where(t > hi, hi, t))
