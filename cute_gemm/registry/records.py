@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Callable, ClassVar, Literal, Protocol, get_args, runtime_checkable
 
 from ..base import precisions
@@ -379,25 +379,20 @@ class Kernel:
     grid: Callable[..., tuple[int, int, int]]   # (M, N, K, SM count) -> grid
     summary: str
     seed: str                            # seed stage it reproduces
-    # KernelConfig: config.cpp(name), compiled in front of the source, is the one way values reach
-    # it; None only for the runtime's own helper kernels
-    config: KernelConfig | None = None
+    config: KernelConfig | None = None   # the one way values reach the source; None: helper kernels
     options: tuple[str, ...] = ()        # extra NVRTC options (e.g. --ptxas-options=...)
     tile: tuple[int, int, int] | None = None    # (BM, BN, BK) for docs and tests
     dyn_smem: Callable[[int, int, int], int] | None = None
-    # dynamic smem of the stream-K twins (Variant.stream_k), where less than dyn_smem
-    stream_k_smem: Callable[[int, int, int], int] | None = None
+    stream_k_smem: Callable[[int, int, int], int] | None = None    # the twins', where less
     min_arch: int = 80                   # compute capability * 10
     arch_specific: bool = False          # compiled for sm_90a (wgmma, setmaxnreg): runs there only
     constraints: str = "any M, N, K >= 1"
-    tags: tuple[str, ...] = field(default=())
+    tags: tuple[str, ...] = ()
     gemm_of: GemmOf | None = None        # a composed kernel: its variants are the pre-pass's
-    # run() may compute C^T = B^T A^T where that covers C with less tile area (transposes)
-    transpose_skinny: bool = False
-    # the fused epilogue this compile of the kernel has (with_epilogue); None: none
-    epilogue: EpilogueSpec | None = None
+    transpose_skinny: bool = False       # run() may compute C^T = B^T A^T (transposes)
+    epilogue: EpilogueSpec | None = None     # the fused epilogue of this compile (with_epilogue)
 
-    def __repr__(self) -> str:   # the generated one prints every variant and policy: pages
+    def __repr__(self) -> str:   # (the generated one prints every variant and policy: pages)
         tile = "x".join(map(str, self.tile)) if self.tile else "-"
         return (f"<Kernel {self.name} ({self.family}, {self.source}): tile {tile}, "
                 f"{self.threads} threads, {len(self.entries)} entr{'y' if len(self.entries) == 1 else 'ies'}>")
