@@ -1,6 +1,6 @@
 """The driver layer: cuda.bindings' driver module, checked calls, cuInit, the primary contexts
-and the relaxed capture mode. Every driver call in the package goes through bindings(), so
-the tests' stub driver (tests/stub_driver.py) stands in for all of them."""
+and the relaxed capture mode. Every driver call goes through bindings(), so the tests' stub
+driver stands in for all of them."""
 from __future__ import annotations
 
 import contextlib
@@ -30,8 +30,8 @@ def _error_name(err) -> str:
 
 
 def check(result, what: str, kernel: str | None = None):
-    """Unpack cuda.bindings' (err, *values): None, the one value or a tuple; CudaError naming
-    the call (and kernel) unless err is CUDA_SUCCESS."""
+    """cuda.bindings' (err, *values) as None, the one value or a tuple; CudaError naming the
+    call (and kernel) unless err is CUDA_SUCCESS."""
     err, *values = result if isinstance(result, tuple) else (result,)
     if err != bindings().CUresult.CUDA_SUCCESS:
         _, msg = bindings().cuGetErrorString(err)
@@ -72,8 +72,8 @@ _contexts: dict[int, tuple[object, int]] = {}    # ordinal -> (primary context, 
 
 
 def ensure_context(ordinal: int):
-    """Make the primary context of `ordinal` (the one CuPy and PyTorch share) current and
-    return it; on every call: one query when it already is."""
+    """Make the primary context of `ordinal` (CuPy's and PyTorch's) current and return it (one
+    query when it already is)."""
     drv = bindings()
     known = _contexts.get(ordinal)
     if known is not None:
@@ -102,9 +102,9 @@ def current_ordinal() -> int:
 
 @contextlib.contextmanager
 def relaxed():
-    """This thread's driver calls in the block in the relaxed capture mode: a call a capture
-    refuses (module load, synchronous allocation, event query) neither fails nor invalidates
-    it. Only for calls that touch no captured stream, as cuBLAS does around its own."""
+    """This thread's driver calls in the block in the relaxed capture mode, so that a call a
+    capture refuses (module load, allocation, event query) neither fails nor ends it; only
+    for calls that touch no captured stream, as cuBLAS does."""
     drv = bindings()
     prev = check(drv.cuThreadExchangeStreamCaptureMode(
         drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED), "cuThreadExchangeStreamCaptureMode")

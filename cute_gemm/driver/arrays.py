@@ -57,8 +57,7 @@ class Operand:
                        host=None if self.host is None else np.swapaxes(self.host, -1, -2))
 
     def span(self) -> tuple[int, int]:
-        """[first, last + 1) byte addresses of its elements, every problem of its batch
-        ((0, 0) if empty)."""
+        """[first, last + 1) byte addresses of its elements, its whole batch ((0, 0): empty)."""
         lo, hi = extent(self.modes())
         if hi == 0:
             return 0, 0
@@ -83,11 +82,10 @@ class Operand:
                      or all(s1 == s2 for n, s1, s2 in zip(self.shape, self.strides, other.strides) if n > 1)))
 
     def self_overlapping(self) -> bool:
-        """True if two elements share an address: i*s0 + j*s1 == 0 has a solution with
-        0 < |i| < rows or 0 < |j| < cols; its smallest is (s1/g, s0/g), g = gcd."""
+        """True if two elements share an address: i*s0 + j*s1 == 0 with 0 < |i| < rows or
+        0 < |j| < cols, whose smallest solution is (s1/g, s0/g), g = gcd."""
         if self.bcount != (1, 1) and self.shape[0] * self.shape[1]:
-            # a batch: distinct addresses where the modes nest (each stride past the span
-            # of the smaller ones); any other batch counts as overlapping
+            # a batch: distinct only where the modes nest (each stride past the smaller ones' span)
             ms = sorted((abs(s), x) for x, s in self.modes() if x > 1)
             reach = 0
             for s, x in ms:
@@ -109,8 +107,7 @@ class Operand:
 
 
 def extent(modes) -> tuple[int, int]:
-    """[lowest, highest + 1) element offsets of a strided layout of (extent, stride) modes;
-    (0, 0) where an extent is 0."""
+    """[lowest, highest + 1) element offsets of (extent, stride) modes; (0, 0) if empty."""
     if any(x == 0 for x, _ in modes):
         return 0, 0
     return (sum(min(0, (x - 1) * s) for x, s in modes),
@@ -121,10 +118,9 @@ MAJORS = {"a": ("k", "m"), "b": ("n", "k"), "c": ("n", "m")}   # role -> (row-, 
 
 
 def fits(ops: dict) -> dict:
-    """role -> (major, alignment in elements) of each Operand of `ops` (role "a", "b", "c") in
-    its role: its unit stride's mode (MAJORS; "strided": none) and the largest power of two
-    (<= 16) dividing its pointer (in elements), leading stride and batch strides (0: pointer
-    unaligned)."""
+    """role -> (major, alignment) of each Operand of `ops` ("a", "b", "c"): its unit stride's mode
+    (MAJORS; "strided": none) and the largest power of two <= 16 dividing its pointer, leading
+    and batch strides, in elements (0: pointer unaligned)."""
     out = {}
     for role, op in ops.items():
         (r, c), (sr, sc), e = op.shape, op.strides, ITEMSIZE[op.dtype]
@@ -135,8 +131,8 @@ def fits(ops: dict) -> dict:
             major, ld = col, (sc if c > 1 else 0)
         else:       # no unit stride (e.g. every other column): only "any" entries take it
             major, ld = "strided", abs(sr) | abs(sc)
-        # (every problem of a batch: its pointer steps by the batch strides; a negative one
-        # counts as unaligned: a TMA map holds no negative stride, so those entries copy)
+        # (a batch's pointers step by its strides; a negative one counts as unaligned: a TMA map
+        # holds no negative stride)
         v = (op.ptr // e) | (ld if ld > 0 else 0) | abs(op.bstrides[0]) | abs(op.bstrides[1]) | 16
         if min(op.bstrides) < 0:
             v = 1
@@ -146,9 +142,9 @@ def fits(ops: dict) -> dict:
 
 def call_precision(A: Operand, B: Operand, C: Operand | None, O: Operand | None,
                    precision: str | None, kernel=None) -> tuple[str, str]:
-    """(precision, result dtype): the precision asked for, else the one the operands' type
-    implies (for `kernel`, a registry.Kernel, if named); the result in out's type, else C's,
-    else float32. DTypeError for a mix no kernel computes."""
+    """(precision, result dtype): the precision asked for, else the operands' (on `kernel`, if
+    named); the result in out's type, else C's, else the precision's. DTypeError for a mix no
+    kernel computes."""
     pair = (A.dtype, B.dtype)
     if precision is None:
         precision = DEFAULT_PRECISION.get(pair)
@@ -156,8 +152,7 @@ def call_precision(A: Operand, B: Operand, C: Operand | None, O: Operand | None,
             raise DTypeError(f"a is {A.dtype} and b is {B.dtype}: no precision reads that pair "
                              "(a and b of one type, or one 8-bit float of each kind)")
         if kernel is not None and precision not in kernel.precisions:
-            # unasked, only a precision held to no larger a unit stands in (fp32_3xtf32 for
-            # fp32); tf32 is taken by name only
+            # unasked, only one held to no larger a unit stands in (tf32 is taken by name only)
             precision = next((p for p in as_accurate(precision) if p in kernel.precisions),
                              precision)
     elif precision not in PRECISIONS:
@@ -187,17 +182,6 @@ def host_dtype(dt: np.dtype) -> str | None:
     return d.name if d is not None and dt.itemsize == d.itemsize and dt.isnative else None
 
 
-def matrix_shape(name: str, shape) -> tuple[int, ...]:
-    """`shape` as ints: ShapeError unless it has two modes or more, none negative."""
-    shape = tuple(int(x) for x in shape)
-    if len(shape) < 2:
-        raise ShapeError(f"{name} must have 2 or more dimensions, (..., rows, cols) (got "
-                         f"ndim={len(shape)}, shape={shape}); a vector x is x[None, :] or x[:, None]")
-    if min(shape) < 0:
-        raise ShapeError(f"{name} has a negative extent (shape={shape})")
-    return shape
-
-
 def _row_major(shape) -> tuple[int, ...]:
     out, step = [], 1
     for x in reversed(tuple(shape)):
@@ -207,10 +191,9 @@ def _row_major(shape) -> tuple[int, ...]:
 
 
 def parse(name: str, obj, stream: int | None = None) -> Operand:
-    """Describe one operand; raise NotAnArrayError / ShapeError / DTypeError / InputError on
-    bad input. stream: the consumer stream, handed to DLPack producers (__dlpack__(stream=)).
-    Each kind of array says where its elements are; one Operand is built from that at the end
-    (two modes or more: the last two the matrix, those before it the operand's batch)."""
+    """One operand described (the last two modes the matrix, those before its batch);
+    NotAnArrayError / ShapeError / DTypeError / InputError on bad input. stream: the consumer
+    stream, handed to DLPack producers."""
     device, host, readonly, sv, st = True, None, False, None, None    # st: strides in elements
     if isinstance(obj, np.ndarray):
         dtype = host_dtype(obj.dtype)
@@ -286,7 +269,12 @@ def parse(name: str, obj, stream: int | None = None) -> Operand:
                 f"{name} is a {type(obj).__name__}, not an array: pass a numpy array or a device array "
                 "(DLPack or __cuda_array_interface__: CuPy, PyTorch, JAX)")
     if len(shape) != 2 or shape[0] < 0 or shape[1] < 0:
-        shape = matrix_shape(name, shape)
+        shape = tuple(int(x) for x in shape)
+        if len(shape) < 2:
+            raise ShapeError(f"{name} must have 2 or more dimensions, (..., rows, cols) (got ndim="
+                             f"{len(shape)}, shape={shape}); a vector x is x[None, :] or x[:, None]")
+        if min(shape) < 0:
+            raise ShapeError(f"{name} has a negative extent (shape={shape})")
     if st is None:
         st = (max(int(shape[1]), 1), 1) if len(shape) == 2 else _row_major(shape)
     op = Operand(name, obj, device, ptr, (int(shape[-2]), int(shape[-1])), (int(st[-2]), int(st[-1])),
@@ -303,16 +291,15 @@ _CURRENT: dict = {}      # array type -> reader of its library's current stream 
 
 
 def framework_stream(obj) -> int:
-    """The stream of a call on `obj` that names none: the current stream of PyTorch for its
-    tensors, of CuPy for its arrays (in torch.cuda.graph(), the capturing one), else the
-    default stream (0), other producers' pending writes being ordered by their protocol."""
+    """The stream of a call on `obj` that names none: PyTorch's or CuPy's current one for their
+    arrays, else 0 (other producers' pending writes are ordered by their protocol)."""
     f = _CURRENT[type(obj)] if type(obj) in _CURRENT else stream_reader(type(obj))
     return 0 if f is None else f(obj)
 
 
 def stream_reader(tp):
-    """framework_stream of arrays of type `tp`, as a function of the array; None where it is
-    the default stream (0) whatever the array (kept per type: the hot path calls it)."""
+    """framework_stream of arrays of type `tp`, as a function of the array; None: always 0
+    (kept per type: the hot path calls it)."""
     if tp in _CURRENT:
         return _CURRENT[tp]
     f, lib = None, sys.modules.get(tp.__module__.split(".")[0])
@@ -331,8 +318,7 @@ def stream_reader(tp):
 
 
 def _torch_8_bit_host(name: str, obj) -> np.ndarray:
-    """A CPU tensor of an 8-bit float type as numpy's array of ml_dtypes' type of that name
-    (DLPack carries no 8-bit floats to numpy)."""
+    """A CPU tensor of an 8-bit float type as numpy's of ml_dtypes' type (DLPack carries none)."""
     named = str(obj.dtype).rsplit(".", 1)[-1]
     ml = sys.modules.get("ml_dtypes")
     if ml is None:
@@ -347,9 +333,8 @@ def _torch_8_bit_host(name: str, obj) -> np.ndarray:
 
 
 def _opaque_as_named(dtype: str, obj) -> str:
-    """bfloat16 or an 8-bit float (no standard typestr) for an opaque void of its size ("<V2":
-    PyTorch 2.11's CAI, cuda.core's DLPack view without ml_dtypes) in an array whose dtype names
-    it (exactly: float8_e4m3fnuz is another type than float8_e4m3fn)."""
+    """bfloat16 or an 8-bit float (no standard typestr) for an opaque void of its size ("<V2") in
+    an array whose dtype names it exactly (float8_e4m3fnuz is not float8_e4m3fn)."""
     named = str(getattr(obj, "dtype", "")).rsplit(".", 1)[-1]     # torch.float8_e4m3fn: exactly
     return next((d.name for d in _OPAQUE if dtype.lstrip("<|=") == f"V{d.itemsize}"
                  and d.name == named), dtype)
@@ -366,8 +351,7 @@ def narrow(x: np.ndarray, dtype: str) -> np.ndarray:
 
 
 def to_numpy(name: str, obj, stream: int = 0) -> np.ndarray:
-    """A float32 host copy of any accepted operand, any strides (16-bit elements exactly; a
-    float32 numpy array as it is), copied on `stream`."""
+    """A float32 host copy of any accepted operand (a float32 numpy array as it is), on `stream`."""
     op = parse(name, obj)
     if not op.device:
         h = op.host
@@ -387,8 +371,7 @@ def to_numpy(name: str, obj, stream: int = 0) -> np.ndarray:
 
 class DeviceArray:
     """A minimal device array of 2 modes or more (row-major unless strides say otherwise) of a
-    SUPPORTED_DTYPES type, for users and tests without CuPy or PyTorch (bfloat16 has no CAI
-    typestr: cute_gemm reads it directly)."""
+    SUPPORTED_DTYPES type, for users and tests without CuPy or PyTorch."""
 
     def __init__(self, shape, *, strides=None, ordinal: int = 0, dtype: str = "float32",
                  _buffer=None):

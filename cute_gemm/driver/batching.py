@@ -1,7 +1,6 @@
-"""Batches: (..., M, K) @ (..., K, N) read as numpy.matmul reads them (leading extents
-broadcast). A kernel walks at most two batch modes along its grid's z (CG_BATCH_PARAMS), each
-operand with its own strides (0 where broadcast): `flatten` merges the modes into two; where B
-is shared and A and the result stack their rows evenly, `fold` makes one taller GEMM."""
+"""Batches: (..., M, K) @ (..., K, N) read as numpy.matmul reads them. A kernel walks at most
+two batch modes (CG_BATCH_PARAMS), each operand with its own strides (0 where broadcast):
+`flatten` merges the modes into two; `fold` makes one taller GEMM where B is shared."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -12,8 +11,8 @@ Z_MAX = 65535     # a launch's grid z: a larger batch is launched in pieces (z0)
 
 
 def broadcast(lead_a: tuple[int, ...], lead_b: tuple[int, ...]) -> tuple[int, ...]:
-    """The batch of a (..., M, K) @ (..., K, N) product: the leading extents broadcast (numpy's
-    rule: aligned from the right, an extent of 1 stretches); ShapeError where they clash."""
+    """The batch of a (..., M, K) @ (..., K, N) product by numpy's rule; ShapeError where the
+    leading extents clash."""
     n = max(len(lead_a), len(lead_b))
     a, b = (1,) * (n - len(lead_a)) + lead_a, (1,) * (n - len(lead_b)) + lead_b
     out = []
@@ -34,9 +33,8 @@ def stretched(lead: tuple[int, ...], strides: tuple[int, ...], batch: tuple[int,
 
 def flatten(batch: tuple[int, ...], strides: dict) -> tuple[tuple[int, int], dict]:
     """((outer, inner) extents, role -> (outer, inner) strides) of a batch whose operands step
-    by `strides` (role -> strides over every mode of `batch`, as `stretched` gives): modes of
-    extent 1 dropped, neighbours merged where every operand steps evenly across both.
-    ShapeError where three modes or more remain (no kernel walks them)."""
+    by `strides` (role -> `stretched`): modes of extent 1 dropped, neighbours merged where every
+    operand steps evenly across both; ShapeError where three or more remain."""
     modes = [(x, {r: s[i] for r, s in strides.items()}) for i, x in enumerate(batch) if x != 1]
     merged: list = []
     for x, st in modes:
@@ -56,9 +54,8 @@ def flatten(batch: tuple[int, ...], strides: dict) -> tuple[tuple[int, int], dic
 
 
 def fold(count: tuple[int, int], ops: dict) -> dict | None:
-    """The operands (role -> Operand; "b" broadcast over the whole batch) as one taller 2-D
-    problem, (L * M, K) @ (K, N): where every other operand's problems lie one after another
-    down its rows (a batch of one mode stepping by M rows); else None."""
+    """The operands (role -> Operand) as one (L * M, K) @ (K, N) problem where B is broadcast
+    and every other operand's problems lie one after another down its rows; else None."""
     l0, l1 = count
     if l0 != 1 or ops["b"].bstrides != (0, 0):
         return None
@@ -78,10 +75,9 @@ def fold(count: tuple[int, int], ops: dict) -> dict | None:
 
 
 def plan(A, B, C, O, can_fold: bool = True):
-    """(A, B, C, O, result shape, new result) of a call with N-D operands (leading modes in
-    .lead): the batch broadcast, flattened and where it can be folded. new result: the
-    (shape, strides, batch, batch strides) of a row-major result run() allocates (out None),
-    else None. can_fold False: never folded (an epilogue's vector along M stays per problem)."""
+    """(A, B, C, O, result shape, new result) of a call with N-D operands: the batch broadcast,
+    flattened and, where it can (and can_fold), folded. new result: (shape, strides, batch,
+    batch strides) of the row-major result run() allocates where out is None."""
     batch = broadcast(A.lead, B.lead)
     m, n = A.shape[0], B.shape[1]
     if O is not None and O.lead != batch:

@@ -1,6 +1,5 @@
 """A fused epilogue as a call gives it (Epilogue, public) and what a launch takes of it: the
-pieces to compile in (registry.EpilogueSpec) and the run-time half, EpiArgs' fields (the
-vectors' pointers and element strides, the clamp's bounds)."""
+pieces to compile in (registry.EpilogueSpec) and the run-time half (kernel_args.EpiValues)."""
 from __future__ import annotations
 
 import math
@@ -16,8 +15,8 @@ from .arrays import ArrayLike, Operand, parse
 from .kernel_args import EpiValues
 
 ActivationName = Literal["relu", "gelu_erf", "gelu_tanh", "silu"]
-# the activations' largest slope (GELU 1.13, SiLU 1.10, ReLU and the clamp 1): how much an
-# error before the activation can grow through it (check.reference's gauge)
+# the activations' largest slope (GELU's; SiLU 1.10, ReLU and the clamp 1): how much an error
+# before the activation can grow through it (check.reference's gauge)
 SLOPE = 1.13
 
 
@@ -35,19 +34,18 @@ class Epilogue:
 
     Args:
         bias: A vector added to every row (bias_axis "col": one value per column, length N,
-            as torch.nn.Linear's) or to every column ("row": length M). Default None.
-        bias_axis: "col" or "row". Default "col".
+            as torch.nn.Linear's) or to every column ("row": length M).
+        bias_axis: "col" or "row".
         activation: "relu", "gelu_erf" (GELU, torch's default), "gelu_tanh" (GELU's tanh
             approximation) or "silu", as PyTorch defines them; None for none.
-        scale_rows: A vector of length M multiplying row i of A @ B. Default None.
-        scale_cols: A vector of length N multiplying column j of A @ B. Default None.
-        clamp: (lo, hi): the result limited to [lo, hi] (a NaN stays NaN). Default None.
+        scale_rows: A vector of length M multiplying row i of A @ B.
+        scale_cols: A vector of length N multiplying column j of A @ B.
+        clamp: (lo, hi): the result limited to [lo, hi] (a NaN stays NaN).
         out_dtype: The result's type where the call allocates it (no `out`, no `c`):
-            "float32", or the operands' 16-bit type. Default None: as without an epilogue.
-        blocks_a: A's block scales, (M, ceil(K / 128)) float32, any strides: one per row
-            and 128 k (1 x 128 blocks). Default None. 8-bit operands only
-            (Kernel.takes_block_scales); gemm(scale_a=, scale_b=) of these shapes sets them.
-        blocks_b: B's, (ceil(K / 128), ceil(N / 128)): one per 128 x 128 block. Default None.
+            "float32", or the operands' 16-bit type; None: as without an epilogue.
+        blocks_a: A's block scales, (M, ceil(K / 128)) float32, any strides: one per row and
+            128 k, for 8-bit operands (gemm(scale_a=, scale_b=) of these shapes sets them).
+        blocks_b: B's, (ceil(K / 128), ceil(N / 128)): one per 128 x 128 block.
 
     The vectors are 1-D arrays (or (1, L) / (L, 1) ones) on the operands' device, any stride,
     float32 or the operands' 16-bit type, all of one type; a batch shares them. A vector of
@@ -86,16 +84,14 @@ class Epilogue:
 
 @dataclass(frozen=True)
 class Prepared:
-    """A call's epilogue, checked against its operands: the pieces to compile (spec), the
-    run-time half (values: EpiArgs' fields, in the caller's rows and columns) and the
-    vectors as operands (what the launch reads, for the alias checks)."""
+    """A call's epilogue checked against its operands: the pieces to compile, the run-time half
+    and the vectors as operands (for the alias checks)."""
     spec: EpilogueSpec
     values: EpiValues
     vectors: tuple[Operand, ...]
 
     def block(self, i0: int, j0: int) -> "Prepared":
-        """The epilogue of the block of the result that starts at (i0, j0): its vectors'
-        pointers moved there (a call past one launch runs on blocks of the result)."""
+        """The epilogue of the block of the result at (i0, j0), for a call past one launch."""
         e, v = DTYPE[self.spec.vector_dtype].itemsize, self.values
         if v.blk_b and j0 % 128:
             raise ShapeLimitError(f"block scales on a launch of columns {j0}..: B's blocks "
@@ -108,11 +104,9 @@ class Prepared:
 
 
 def scaled(ep: Epilogue | None, scale_a, scale_b, a, b) -> Epilogue | None:
-    """A call's epilogue with gemm()'s scale_a and scale_b in it, told apart by their shapes
-    as torch._scaled_mm tells them: A's per tensor (one element) or per row (M, or (M, 1))
-    is the epilogue's scale_rows, B's per tensor or per column (N, or (1, N)) its
-    scale_cols; A's (M, ceil(K / 128)) and B's (ceil(K / 128), ceil(N / 128)) are block
-    scales (blocks_a, blocks_b)."""
+    """A call's epilogue with gemm()'s scale_a and scale_b in it, told apart by their shapes as
+    torch._scaled_mm tells them: per tensor, row or column they are scale_rows and scale_cols;
+    A's (M, ceil(K / 128)) and B's (ceil(K / 128), ceil(N / 128)) are blocks_a and blocks_b."""
     if scale_a is None and scale_b is None:
         return ep
     shape_a, shape_b = tuple(getattr(a, "shape", ())), tuple(getattr(b, "shape", ()))
@@ -133,9 +127,8 @@ def scaled(ep: Epilogue | None, scale_a, scale_b, a, b) -> Epilogue | None:
 
 
 def vector(name: str, obj, length: int, stream: int | None) -> Operand:
-    """One of the epilogue's vectors as a (1, L) Operand, stride in strides[1] (0 for one
-    element, which broadcasts); ShapeError unless it has `length` elements, or one, along
-    one mode."""
+    """One of the epilogue's vectors as a (1, L) Operand (stride 0 for one element, which
+    broadcasts); ShapeError unless it has `length` elements, or one, along one mode."""
     nd = len(getattr(obj, "shape", ()))
     if nd == 1 and hasattr(obj, "__getitem__"):
         obj = obj[None]               # (a view in every library; a reshape may copy)
@@ -164,9 +157,8 @@ def blocks(name: str, obj, rows: int, cols: int, stream: int | None) -> Operand:
 
 def prepare(ep: Epilogue, m: int, n: int, k: int, dtype: str, device: bool,
             stream: int | None) -> Prepared:
-    """`ep` on an M x N x K product of `dtype` operands (device: whether they live on the
-    device): each vector's length, type and place checked (InputError and its subclasses),
-    the spec and run-time half made."""
+    """`ep` on an M x N x K product of `dtype` operands (on the device or not): each vector's
+    length, type and place checked (InputError and its subclasses), its two halves made."""
     if not isinstance(ep, Epilogue):
         raise InputError(f"epilogue must be a cute_gemm.Epilogue, got {type(ep).__name__}")
     named = [("bias", ep.bias, m if ep.bias_axis == "row" else n),
@@ -213,23 +205,24 @@ def prepare(ep: Epilogue, m: int, n: int, k: int, dtype: str, device: bool,
     return Prepared(spec, values, tuple(ops.values()) + tuple(blk.values()))
 
 
+_erf = np.vectorize(math.erf, otypes=[np.float64])     # (numpy has none)
+# the activations in float64, as PyTorch defines them
+_ACTIVATION = {"relu": lambda t: np.where(t < 0, 0.0, t),
+               "gelu_erf": lambda t: 0.5 * t * (1.0 + _erf(t / np.sqrt(2.0))),
+               "gelu_tanh": lambda t: 0.5 * t * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (t + 0.044715 * t ** 3))),
+               "silu": lambda t: t / (1.0 + np.exp(-t))}
+
+
 def reference(ep: Epilogue, t: np.ndarray) -> np.ndarray:
-    """The epilogue's bias, activation and clamp applied in float64 to `t`, alpha'·A@B + β·C
-    with the scales already in (reference_scale), as the kernels define them."""
+    """The epilogue's bias, activation and clamp applied in float64 to `t` (alpha·A@B + β·C,
+    scales in), as the kernels define them."""
     t = np.asarray(t, np.float64)
     with np.errstate(invalid="ignore", over="ignore"):    # (inf * 0 is NaN, as in the kernels)
         if ep.bias is not None:
             b = host_vector(ep.bias)
             t = t + (b[..., :, None] if ep.bias_axis == "row" else b)
-        if ep.activation == "relu":
-            t = np.where(t < 0, 0.0, t)
-        elif ep.activation == "gelu_erf":
-            erf = np.vectorize(math.erf, otypes=[np.float64])     # (numpy has none)
-            t = 0.5 * t * (1.0 + erf(t / np.sqrt(2.0)))
-        elif ep.activation == "gelu_tanh":
-            t = 0.5 * t * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (t + 0.044715 * t ** 3)))
-        elif ep.activation == "silu":
-            t = t / (1.0 + np.exp(-t))
+        if ep.activation is not None:
+            t = _ACTIVATION[ep.activation](t)
         if ep.clamp is not None:
             lo, hi = ep.clamp
             t = np.where(t < lo, lo, np.where(t > hi, hi, t))
@@ -243,9 +236,8 @@ def reference_scale(ep: Epilogue, m: int, n: int) -> np.ndarray | float:
 
 
 def reference_blocks(ep: Epilogue, a64: np.ndarray, b64: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A and B (float64, (.., M, K) and (.., K, N)) with the block scales multiplied in:
-    A[i, k] by blocks_a[i, k // 128], B[k, j] by blocks_b[k // 128, j // 128]; as given
-    without."""
+    """A and B (float64) with the block scales multiplied in: A[i, k] by blocks_a[i, k // 128],
+    B[k, j] by blocks_b[k // 128, j // 128]."""
     k = a64.shape[-1]
     if ep.blocks_a is not None:
         a64 = a64 * np.repeat(host_array(ep.blocks_a), 128, axis=1)[:, :k]
@@ -256,7 +248,8 @@ def reference_blocks(ep: Epilogue, a64: np.ndarray, b64: np.ndarray) -> tuple[np
 
 
 def host_array(x) -> np.ndarray:
-    """An array's values in float64 on the host, its shape kept (host_vector's reader)."""
+    """An array's values in float64 on the host (numpy, or an array with .get(), .cpu(),
+    .to_host() or __array__)."""
     for attr in ("get", "cpu", "to_host"):
         f = getattr(x, attr, None)
         if callable(f) and not isinstance(x, np.ndarray):
@@ -268,6 +261,5 @@ def host_array(x) -> np.ndarray:
 
 
 def host_vector(x) -> np.ndarray:
-    """A vector's values in float64 on the host (numpy, or a device array with .get(),
-    .cpu() or __array__)."""
+    """host_array, flat."""
     return host_array(x).reshape(-1)

@@ -1,6 +1,6 @@
-"""Device info, modules, launches, streams, memory, events and TMA maps, through
-driver.bindings() (cuda.bindings' 1:1 C API, every call checked), argument blocks packed
-once with ctypes (kernel_args): the cheapest launch path measured on the H200 machine."""
+"""Device info, modules, launches, streams, memory, events and TMA maps through
+driver.bindings(), every call checked; argument blocks packed once with ctypes (kernel_args),
+the cheapest launch path."""
 from __future__ import annotations
 
 import contextlib
@@ -16,15 +16,15 @@ from ..base.errors import CaptureError, CudaError, StreamError
 from ..base.precisions import PRECISION
 from ..build.compile import param_sizes_from_cubin
 # the argument blocks and the scratch pools' user calls, reachable here too
-from .kernel_args import (TMA_MAP_BYTES, pack_gemm_args, pack_gemm_args_batch, pack_gemm_args_tma,  # noqa: F401
-                          pack_gemm_args_batch_epi, pack_gemm_args_tma_epi, pack_gemm_args_tma_ws,
-                          pack_gemm_args_tma_batch, pack_gemm_args_tma_batch_epi,
+from .kernel_args import (TMA_MAP_BYTES, pack_gemm_args, pack_gemm_args_batch,  # noqa: F401
+                          pack_gemm_args_batch_epi, pack_gemm_args_tma, pack_gemm_args_tma_batch,
+                          pack_gemm_args_tma_batch_epi, pack_gemm_args_tma_epi, pack_gemm_args_tma_ws,
                           pack_gemm_args_tma_ws_epi, pack_gemm_args_ws, pack_gemm_args_ws_epi,
                           pack_reduce_args, set_epilogue, set_tensor_maps)
 from .pool import free_workspaces, trim_pools  # noqa: F401
 
-# Dynamic shared memory a block may opt in to, per compute capability (CUDA C Programming
-# Guide): what a GPU described by name (autotable.described_device) is taken to allow.
+# dynamic smem a block may opt in to per compute capability (CUDA C Programming Guide), for
+# a GPU described by name (autotable.described_device)
 SMEM_OPTIN = {(8, 0): 163 << 10, (8, 6): 99 << 10, (8, 7): 163 << 10, (8, 9): 99 << 10,
               (9, 0): 227 << 10}
 
@@ -40,7 +40,7 @@ class DeviceInfo:
     smem_per_sm: int
     l2_bytes: int
     driver_version: int
-    # the compute capability x 10 (90 for sm_90), derived from cc once: every pick reads it
+    # the compute capability x 10 (90 for sm_90), derived once: every pick reads it
     arch_int: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -52,8 +52,7 @@ class DeviceInfo:
 
     @property
     def fp32_lanes_per_sm(self) -> int:
-        """FP32 FMA lanes per SM (CUDA C Programming Guide, arithmetic instruction throughput):
-        64 on sm_60/70/75/80, 128 on sm_86/87/89/90 and later."""
+        """FP32 FMA lanes per SM (CUDA C Programming Guide, arithmetic throughput)."""
         return 128 if self.cc >= (8, 6) else 64
 
     @property
@@ -92,8 +91,7 @@ def device_info(ordinal: int | None = None) -> DeviceInfo:
 
 
 def pci_bus_id(ordinal: int) -> str:
-    """The device's PCI bus id ("0000:19:00.0"), by which NVML finds the same GPU (its own
-    indices need not follow CUDA's ordinals)."""
+    """The device's PCI bus id ("0000:19:00.0"): NVML's indices need not follow CUDA's."""
     raw = check(driver.bindings().cuDeviceGetPCIBusId(64, _device(ordinal)), "cuDeviceGetPCIBusId")
     return (raw if isinstance(raw, str) else raw.split(b"\0", 1)[0].decode()).strip("\0")
 
@@ -136,8 +134,7 @@ def get_function(ordinal: int, kernel_name: str, key: str, cubin: bytes, entry: 
 
 
 def _raise_smem_limit(f: Function, nbytes: int) -> None:
-    """A function whose static and dynamic smem together pass 48 KB must opt in (else it
-    neither launches nor has any occupancy)."""
+    """Opt in past 48 KB of static and dynamic smem (else no launch and no occupancy)."""
     if nbytes > f.smem_set and nbytes + f.static_smem > 48 * 1024:
         drv = driver.bindings()
         check(drv.cuFuncSetAttribute(
@@ -157,13 +154,10 @@ def occupancy(f: Function, threads: int, smem: int) -> int:
 def encode_tensor_map(ptr: int, precision: str, dims: tuple[int, int], ld_bytes: int,
                       box: tuple[int, int], swizzle: int = 128,
                       batch: tuple[tuple[int, int], ...] = ()) -> bytes:
-    """The 128-byte CUtensorMap (sm_90+) of a 2-D tensor at `ptr` of `precision`'s operands
-    (element type: the precision table's `tma`). dims = (contiguous extent, other extent) in
-    elements, ld_bytes the stride of the other, box one TMA load's extents (records.TmaBoxes),
-    zero-filled past the tensor. ptr and ld_bytes are multiples of 16; with dims[1] == 1 the
-    stride is unused but must be valid. batch: a batch's modes after the matrix's, (extent,
-    stride in bytes) each (a 4-D map, box extent 1 along them; extent 1 where the operand is
-    broadcast: its stride unused, made valid)."""
+    """The 128-byte CUtensorMap (sm_90+) of a 2-D tensor of `precision`'s operands at `ptr`:
+    dims (contiguous, other) in elements, ld_bytes the other's stride (a multiple of 16, made
+    valid where unused), box one load's extents (records.TmaBoxes), zero-filled past the edge.
+    batch: (extent, stride in bytes) of each batch mode after them (a 4-D map, box extent 1)."""
     p, drv = PRECISION[precision], driver.bindings()
     driver.init()
     ld = int(ld_bytes)
@@ -189,8 +183,7 @@ def encode_tensor_map(ptr: int, precision: str, dims: tuple[int, int], ld_bytes:
 
 
 def launch(f: Function, grid, block, smem: int, stream: int, packed) -> None:
-    """Launch f once with a packed argument block (kernel_args), binding nothing: the floor
-    of any launch (perf.overhead); Site binds one configuration, PDL included."""
+    """Launch f once with a packed argument block, binding nothing (perf.overhead's floor)."""
     if smem:
         _raise_smem_limit(f, smem)
     (err,) = driver.bindings().cuLaunchKernel(f.handle, *grid, *block, smem, stream, packed[1], 0)
@@ -199,17 +192,14 @@ def launch(f: Function, grid, block, smem: int, stream: int, packed) -> None:
 
 
 class Site:
-    """One launch configuration bound once; calling it launches on a stream with a packed
-    argument block. go(stream, args, 0) -> (CUresult,): the plain launch, for callers that
-    inline it (failed(err) raises its CudaError); None with pdl, a programmatic dependent
-    launch (sm_90+), which may start once every CTA of the previous kernel has executed
-    griddepcontrol.launch_dependents and waits for it (griddepcontrol.wait)."""
+    """One launch configuration bound once; calling it launches a packed argument block on a
+    stream. go(stream, args, 0) -> (CUresult,): the plain launch for callers that inline it
+    (failed(err) raises); None with pdl, a programmatic dependent launch (sm_90+)."""
     __slots__ = ("f", "grid", "block", "smem", "pdl", "go", "local")
 
     def __init__(self, f: Function, grid, block, smem: int, pdl: bool = False, params=None):
-        """params: the sizes of the argument block its launches pack (kernel_args), refused
-        unless they are f's own: a launch reading past the block crashes the process, one of
-        other sizes computes garbage (checked once per site, never per call)."""
+        """params: the sizes of the argument block its launches pack, refused unless they are
+        f's own (a launch reading past it crashes the process); checked once, never per call."""
         if params is not None and f.params is not None and f.params != params:
             raise CudaError(f"internal error: {f.entry} ({f.name}) takes parameters of "
                             f"{list(f.params)} bytes, the launch would pass {list(params)}")
@@ -251,8 +241,8 @@ def _pdl_config(drv, grid, block, smem: int):
 
 
 def stream_handle(stream) -> int:
-    """The handle of None (the default stream, 0), an int, or a stream object of cuda.core,
-    CuPy, PyTorch or anything with __cuda_stream__, cuda_stream, ptr or handle."""
+    """The handle of None (0), an int, or a stream object (__cuda_stream__, cuda_stream, ptr or
+    handle: cuda.core, CuPy, PyTorch)."""
     if stream is None:
         return 0
     if type(stream) is int:
@@ -277,9 +267,8 @@ _zero_is: list[int] = []
 
 
 def canonical_stream(h: int) -> int:
-    """The handle of `h`'s stream that compares equal with its other handles (CuPy's CAI names
-    the default stream 1): 0 becomes 1 (CU_STREAM_LEGACY), or 2 (CU_STREAM_PER_THREAD) under
-    the bindings' switch, read once as the bindings read it when they load."""
+    """`h` as a handle that compares equal with its stream's others (CuPy's CAI names the
+    default stream 1): 0 becomes 1 (legacy), or 2 (per-thread) under the bindings' switch."""
     if h != 0:
         return h
     if not _zero_is:
@@ -292,8 +281,8 @@ _events = threading.local()
 
 
 def wait_stream(consumer: int, producer: int, ordinal: int) -> None:
-    """Make work queued on `consumer` from now on wait for what `producer` has queued so far
-    (by event, no host wait): the consumer side of the CUDA Array Interface v3 `stream` key."""
+    """Make work queued on `consumer` from now on wait for what `producer` has queued (by
+    event, no host wait): the consumer side of CAI v3's `stream`."""
     drv = driver.bindings()
     evs = vars(_events).setdefault("by_device", {})     # (this thread's)
     ev = evs.get(ordinal)

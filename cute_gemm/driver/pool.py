@@ -1,8 +1,7 @@
 """Stream-ordered scratch memory, one pool per device: relayout temporaries, and stream-K
-workspaces in a graph capture (the graph then owns them); no buffer is shared between streams
-or threads. A pool keeps the freed memory of its busiest moment (at least POOL_KEEP_BYTES, at
-most 1 / POOL_KEEP_SHARE of the device), so a large call's scratch is not unmapped at each
-synchronize and mapped again; trim_pools gives it back."""
+workspaces in a graph capture (the graph owns them). A pool keeps the freed memory of its
+busiest moment (POOL_KEEP_BYTES to 1 / POOL_KEEP_SHARE of the device), so a large call's
+scratch is not unmapped at each synchronize; trim_pools gives it back."""
 from __future__ import annotations
 
 from . import workspace
@@ -46,8 +45,8 @@ def alloc_async(nbytes: int, ordinal: int, stream: int) -> int:
     """Device memory usable by work queued on `stream` after this call; free_async it on
     the same stream once that work is queued."""
     pool = _pool(ordinal)
-    # (relaxed: growing the pool is an "unsafe" call while another thread captures in global
-    # mode, refused and ending that capture; on a capturing stream it is recorded all the same)
+    # (relaxed: growing the pool would end another thread's global capture; on a capturing
+    # stream it is recorded all the same)
     with driver.relaxed():
         ptr = int(driver.check(driver.bindings().cuMemAllocFromPoolAsync(max(int(nbytes), 4), pool, stream),
                                f"cuMemAllocFromPoolAsync({nbytes})"))
@@ -56,8 +55,8 @@ def alloc_async(nbytes: int, ordinal: int, stream: int) -> int:
     drv = driver.bindings()
     if drv.cuStreamIsCapturing(stream)[1] != drv.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE:
         return ptr                           # a graph's allocation node: the graph owns its memory
-    # keep what the pool has had in use at once (capped) at its next synchronize; the pool's
-    # attributes are "unsafe" calls that would end another thread's global capture
+    # keep what the pool has had in use at once (capped) at its next synchronize (relaxed: the
+    # attributes would end another thread's global capture)
     with driver.relaxed():
         high = _attr(pool, "USED_MEM_HIGH")
         with driver.lock:
@@ -77,8 +76,8 @@ def free_async(ptr: int, stream: int) -> None:
 
 
 def trim_pools() -> int:
-    """Give the memory the scratch pools keep for reuse back to the device (memory in use by
-    queued work stays); safe at any time, from any thread. Returns how many pools there are."""
+    """Give the memory the pools keep for reuse back to the device; safe at any time, from any
+    thread. Returns how many pools there are."""
     with driver.relaxed(), driver.lock:
         for ordinal, pool in _pools.items():
             _attr(pool, "RELEASE_THRESHOLD", POOL_KEEP_BYTES)
@@ -89,8 +88,8 @@ def trim_pools() -> int:
 
 
 def free_workspaces() -> int:
-    """Free the stream-K workspaces no queued work uses and trim the scratch pools; safe at
-    any time, from any thread. Returns the number of workspaces freed."""
+    """Free the idle stream-K workspaces and trim the scratch pools. Returns how many
+    workspaces were freed."""
     n = workspace.trim()
     trim_pools()
     return n

@@ -1,5 +1,5 @@
-"""A call's Signature: its operands parsed once and validated, a CuteGemmError for anything
-the kernels cannot take before any launch, and what the steps after it read of them."""
+"""A call's Signature: its operands parsed and validated once (a CuteGemmError before any
+launch for anything the kernels cannot take), and what the steps after it read of them."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,17 +11,14 @@ from .arrays import fits, parse
 
 
 class Signature:
-    """The operands of alpha * a @ b + beta * c into out, parsed and checked (run() and
-    cross_check() share it; can_fold: a batch with a shared B may run as one taller problem,
-    batching.plan): A, B, C, O (out; C, O may be None), M, N, K, the stream, `fits` (of A,
-    B, out as "c"), `spans` (role "a", "b", "c", "out" -> Operand.span(), inlined),
-    `producers` (CAI v3); for N-D operands, `shape`, the result's (the batch's extents, M,
-    N; None: 2-D), `made`, the layout of the result run() allocates for them, and `batch`,
-    the (outer, inner) problems its launches walk ((1, 1): one, or a batch folded into one
-    taller problem); and the call's class, as the tune tables name it: `layout`
-    (records.LAYOUTS: "t" where an operand's unit stride runs the other way, one without
-    one counting as "n") and `aligned` (pointers and leading dimensions all 16-byte
-    aligned, O None counting as a new row-major array: the vector and TMA paths')."""
+    """The operands of alpha * a @ b + beta * c into out, parsed and checked once (run() and
+    cross_check() share it): A, B, C, O (C, O may be None), M, N, K, the stream, `fits` (of A, B
+    and out as "c"), `spans` (role -> Operand.span()), `producers` (CAI v3 streams). N-D
+    operands: `shape` (the result's; None: 2-D), `made` (the layout of a result run()
+    allocates), `batch` ((outer, inner) problems; (1, 1): one, or folded into one taller
+    problem unless not can_fold). The call's class as the tune tables name it: `layout`
+    (records.LAYOUTS) and `aligned` (pointers and leading dimensions 16-byte aligned, a new
+    result counting as row-major: the vector and TMA paths')."""
     __slots__ = ("A", "B", "C", "O", "m", "n", "k", "stream", "fits", "spans", "producers",
                  "shape", "batch", "made", "layout", "aligned")
 
@@ -83,7 +80,6 @@ class Signature:
 
     @property
     def modes(self) -> int:
-        """The batch modes its launches walk (Kernel.batch_modes): 2 where the outer one
-        holds more than one problem, else 1."""
+        """The batch modes its launches walk (Kernel.batch_modes)."""
         return 2 if self.batch[0] > 1 else 1
 

@@ -1,7 +1,6 @@
 """Stream-K workspaces, recycled without a memset or a host wait: their counters are zeroed
-once and every stream-K launch leaves them zero (streamk.cuh). A use ends with an event that
-the next user's stream waits for on the device. A launch takes one last used on its own
-stream, else one whose event completed, else a new one. Captures use pool.py."""
+once and every stream-K launch leaves them zero (streamk.cuh); a use ends with an event the
+next user's stream waits for. Captures use pool.py."""
 from __future__ import annotations
 
 import threading
@@ -28,8 +27,9 @@ def _done(drv, w: Workspace) -> bool:
 
 
 def take(ordinal: int, nbytes: int, stream: int, counters: int) -> Workspace:
-    """A workspace of at least nbytes whose first `counters` int32 are zero for work queued
-    on `stream` from now on; hand it back with give() once that work is queued."""
+    """A workspace of at least nbytes whose first `counters` int32 are zero for work queued on
+    `stream` from now on (one last used there, else one whose event completed, else a new one);
+    give() it back once that work is queued."""
     drv = driver.bindings()
     with _lock:         # the common case, one last used on this stream: no driver call
         w = next((x for x in _free if x.ordinal == ordinal and x.nbytes >= nbytes
@@ -84,8 +84,8 @@ def give(w: Workspace, stream: int) -> None:
 
 
 def trim() -> int:
-    """Free the workspaces no queued work uses any more; safe at any time, from any thread
-    (a capture elsewhere included). Returns how many were freed."""
+    """Free the workspaces no queued work uses; safe at any time, from any thread. Returns how
+    many were freed."""
     drv = driver.bindings()
     with driver.relaxed():
         with _lock:

@@ -13,10 +13,9 @@ _MAJORS = tuple((a, b) for a in ("k", "m") for b in ("n", "k"))
 
 @dataclass(frozen=True)
 class TileConfig(FixedTile):
-    """A CuTe stage's configuration in plain constants (c0-c5, c8; records.KernelConfig): cpp()
-    writes THREADS (the source static_asserts its thread layouts against it) and each knob that
-    is set, as `constexpr int` BLK_M, BLK_N, BLK_K, STAGES, WARPS_M, WARPS_N. The tensor-core
-    stages' BLK_K is 128 bytes of k in 16-bit elements (the tf32 entries take half)."""
+    """A CuTe stage's configuration (c0-c5, c8): cpp() writes THREADS (the source
+    static_asserts its thread layouts against it) and each knob that is set as a
+    `constexpr int`. The tensor-core stages' BLK_K is 128 bytes of 16-bit k (tf32: half)."""
     threads: int
     blk_m: int
     blk_n: int
@@ -36,15 +35,15 @@ class TileConfig(FixedTile):
 
 
 def tiled_stage(cfg: TileConfig, **kw) -> Kernel:
-    """A CuTe stage configured by a TileConfig: block, tile, grid and dynamic smem from it."""
+    """A CuTe stage whose block, tile, grid and dynamic smem come from its TileConfig."""
     return Kernel(family="cute", config=cfg, block=(cfg.threads, 1, 1), tile=cfg.tile,
                   grid=TileGridMN(cfg.blk_m, cfg.blk_n),
                   dyn_smem=FixedSmem(cfg.dyn_smem) if cfg.dyn_smem else None, **kw)
 
 
 def _majors(prefix: str, majors=_MAJORS, suffix: str = "", per=lambda a, b: {}, **kw) -> tuple[Variant, ...]:
-    """An entry point <prefix>_a<A major>_b<B major><suffix> per (A, B) majors, C of any strides;
-    `per(a, b)`: that entry's own fields."""
+    """An entry point <prefix>_a<A major>_b<B major><suffix> per (A, B) majors, C of any strides,
+    with `per(a, b)`'s own fields."""
     return tuple(Variant(f"{prefix}_a{a}_b{b}{suffix}", a_major=a, b_major=b, c_major="any", **kw,
                          **per(a, b)) for a, b in majors)
 
@@ -67,8 +66,8 @@ _MULTISTAGE = (_majors("cute_multistage", (("m", "n"), ("m", "k"), ("k", "n")), 
                + _majors("cute_multistage", (("m", "n"), ("m", "k"), ("k", "n")), "_s"))
 
 
-# the tuned kernel's cg::kSmemPad and cg::kWarpM (pipelined_config.cuh; PipelinedConfig.cpp writes
-# them): words of padding per k column of a padded stage, rows of a warp's thread patch
+# the tuned kernel's cg::kSmemPad and cg::kWarpM (pipelined_config.cuh): words of padding per k
+# column of a padded stage, rows of a warp's thread patch
 SMEM_PAD = 4
 WARP_M = 4
 
@@ -79,15 +78,15 @@ TWIN_STATIC_SMEM = 128
 
 def kquad_stage(ext: int, bk: int) -> tuple[int, int]:
     """(quad stride, stage size) in words of a k-quad compute stage of extent `ext` along m/n
-    (kquad_stages.cuh): quads 4*EXT + 32/(BLK_K/4) words apart, stages BLK_K*EXT + 32."""
+    (kquad_stages.cuh)."""
     return 4 * ext + 32 // (bk // 4), bk * ext + 32
 
 
 @dataclass(frozen=True)
 class PipelinedConfig(FixedTile):
-    """A configuration of the tuned kernel (c3_pipelined.cu), compiled as its `struct Config`
-    (cpp()). What each knob does: pipelined_config.cuh; why each value: the anchors of
-    docs/design/cute_pipelined.md. None: derived from the tile (__post_init__)."""
+    """A configuration of the tuned kernel (c3_pipelined.cu), compiled as its `struct Config`.
+    What each knob does: pipelined_config.cuh; why each value: docs/design/cute_pipelined.md
+    (the anchors). None: derived from the tile."""
     blk_m: int
     blk_n: int
     blk_k: int
@@ -137,7 +136,7 @@ class PipelinedConfig(FixedTile):
     @property
     def dyn_smem(self) -> int:
         """Dynamic smem of the data-parallel entries: per operand 2 compute buffers + STAGES raw
-        stages, where STAGES compute stages of an m/n-major operand fit too."""
+        stages (room for STAGES compute stages of an m/n-major one too)."""
         bm, bn, bk = self.blk_m, self.blk_n, self.blk_k
         own = 4 * bk * (2 * (bm + bn + 2 * SMEM_PAD) + self.stages * (bm + bn))
         # with twins, at least a twin CTA's smem: twin CTAs fit the carveout data-parallel ones left
@@ -146,9 +145,8 @@ class PipelinedConfig(FixedTile):
     @property
     def sk_smem(self) -> int:
         """Dynamic smem of the stream-K twins (0 without): A's region, then B's STAGES padded
-        compute stages, or 2 compute buffers and STAGES raw stages (ak_bk_sk). Small enough that
-        with TWIN_STATIC_SMEM a twin fits the carveout a data-parallel CTA left (an SM's changes
-        only when empty), so a PDL-launched twin takes its slot; the kernel checks it."""
+        compute stages, or 2 compute buffers and STAGES raw stages (ak_bk_sk); small enough for a
+        PDL-launched twin to take a data-parallel CTA's slot in the carveout it left."""
         if not self.stream_k:
             return 0
         bm, bn, bk, stages = self.blk_m, self.blk_n, self.blk_k, self.stages
@@ -159,8 +157,8 @@ class PipelinedConfig(FixedTile):
         return 4 * (region_a + max(mn_b, kk_b))
 
     def cpp(self, name: str = "") -> str:
-        """The C++ `struct Config` after the headers' constants (records.device_constants), with
-        sk_smem and dyn_smem: the kernel static_asserts that what it addresses fits them."""
+        """The headers' constants and `struct Config`, with sk_smem and dyn_smem (the kernel
+        static_asserts that what it addresses fits them)."""
         return (device_constants(STREAM_K_COUNTERS=STREAM_K_COUNTERS, SMEM_PAD=SMEM_PAD, WARP_M=WARP_M)
                 + "#include <cute_gemm/pipelined_config.cuh>\n"
                 + config_struct(self, name, "cute_gemm/registry/ladder_cute.py, PipelinedConfig",
@@ -174,8 +172,7 @@ _TUNED = dict(fma_order=6, fma_order_raw=2, load1_k=1, stash0_k=10, stash_k=13, 
 def _small(name: str, bm: int, bn: int, bk: int, stages: int, kq_layout: int = 7,
            raw_k: bool = True, transpose_skinny: bool = False, **cfg) -> Kernel:
     """A small-tile stream-K candidate of gemm() for the shapes cute_pipelined loses: _TUNED,
-    k-quad stages, raw stages for a single k-major operand, twins of every entry (sm_90 only:
-    on sm_80 the 4-byte entries' twins spill). docs/design/tables.md#k-quads-small, #raw-k."""
+    k-quad and raw stages, twins of every entry (sm_90 only: on sm_80 the 4-byte ones spill)."""
     return gemm_candidate(_pipe(name, PipelinedConfig(
         bm, bn, bk, stages, kq_layout=kq_layout, stream_k=True, twins_scalar=True, raw_k=raw_k,
         **_TUNED, **cfg), transpose_skinny=transpose_skinny, min_arch=90))
@@ -184,9 +181,8 @@ def _small(name: str, bm: int, bn: int, bk: int, stages: int, kq_layout: int = 7
 def _pipe(name: str, cfg: PipelinedConfig, tags: tuple[str, ...] = ("fast",),
           transpose_skinny: bool = False, min_arch: int = 80) -> Kernel:
     """A configuration of the tuned kernel as a Kernel (transpose_skinny, min_arch: Kernel's)."""
-    # Stream-K twins of the vector entries (cfg.stream_k), taken below a last-wave fill of 0.93
-    # (#stream-k), with their split-K shares; am_bk takes ak_bn's on C^T (its own spilled on sm_80)
-    # unless twin_am_bk; with twins_scalar the 4-byte entries have twins too.
+    # stream-K twins of the vector entries (and with twins_scalar the 4-byte ones), taken below a
+    # last-wave fill of 0.93, with split-K shares; am_bk takes ak_bn's on C^T unless twin_am_bk
     def sk(a, b, s=""):
         if not cfg.stream_k or (s and not cfg.twins_scalar):
             return {}
@@ -226,10 +222,8 @@ def _pipe(name: str, cfg: PipelinedConfig, tags: tuple[str, ...] = ("fast",),
 
 def _mma_sm80(name: str, bm: int, bn: int, bk: int, stages: int, warps: tuple[int, int] = (2, 2),
               summary: str = "", any_align: bool = False, split: bool = False) -> Kernel:
-    # Each (precision, result, majors): 16-byte copies (a row end read element by element: no
-    # extent_align). any_align: then twins for operands of any alignment, read as they are.
-    # split: each entry's stream-K twin, for split picks only (fill 0: no stream-K of a last
-    # wave, whose head, a 1-D grid, the plain entry cannot run: c4_mma_sm80.cu)
+    # each (precision, result, majors) in 16-byte copies; any_align: then in copies of any
+    # alignment; split: each with a stream-K twin for split picks only (fill 0: c4_mma_sm80.cu)
     def entry(prec: str, a: str, b: str, out: str, copy_bytes: int) -> Variant:
         align = max(copy_bytes // PRECISION[prec].itemsize, 1)
         e = f"cute_mma_sm80_{prec}_{DTYPE[out].suffix}_a{a}_b{b}" + ("" if copy_bytes == 16 else f"_al{align}")
@@ -255,7 +249,7 @@ def _mma_sm80(name: str, bm: int, bn: int, bk: int, stages: int, warps: tuple[in
 
 
 def gemm_candidate(k: Kernel) -> Kernel:
-    """k as a candidate of gemm()'s selector (cute_gemm/select/auto.py; `cute-gemm tune` times them)."""
+    """k as a candidate of gemm()'s selector (select/auto.py)."""
     return dataclasses.replace(k, tags=k.tags + ("auto",))
 
 

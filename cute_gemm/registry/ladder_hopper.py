@@ -18,11 +18,10 @@ _FP8 = tuple(p.name for p in PRECISION.values() if p.itemsize == 1)   # e4m3, e5
 
 def tma_boxes(precision: str, a_major: str, b_major: str, bm: int, bn: int,
               b_parts: int = 1, row_bytes: int = 128) -> TmaBoxes:
-    """The TMA boxes (sm90_operand.cuh, kBox0/kBox1) of one stage: a k-tile is row_bytes of k
-    (the swizzle width); a k-major operand comes in one (BLK_K, EXT) box, an mn-major one in
-    (64, BLK_K) boxes. b_parts: CTAs of a cluster each loading (and multicasting) 1/b_parts of
-    B's tile. tf32 takes an mn-major operand only as RS wgmma's register A, in (32, BLK_K)
-    boxes: an m-major A, or an n-major B on C^T = B^T A^T (whose k-major operand is A)."""
+    """The TMA boxes of one stage (sm90_operand.cuh): a k-tile is row_bytes of k; a k-major
+    operand comes in one (BLK_K, EXT) box, an mn-major one in (row, BLK_K) boxes; b_parts CTAs
+    of a cluster each load 1/b_parts of B's tile. tf32 takes an mn-major operand only as RS
+    wgmma's register A, in (32, BLK_K) boxes (an n-major B on C^T = B^T A^T)."""
     bk = row = row_bytes // PRECISION[precision].itemsize
     if precision == "tf32" and (a_major, b_major) != ("k", "k"):
         if (a_major, b_major) == ("m", "k"):
@@ -38,8 +37,7 @@ def _tc_variants(prefix: str, bm: int, bn: int, b_parts: int = 1,
                  row_bytes: int = 128, tf32_majors: tuple[tuple[str, str], ...] = (("k", "k"),),
                  cut: bool = False, precisions: tuple[str, ...] = _TC_PRECISIONS) -> tuple[Variant, ...]:
     """Every result type's entries of each of `precisions`: bf16/fp16 of either major of A and
-    B, tf32 of tf32_majors (SS wgmma: k-major only), 8-bit k-major only (wgmma reads 8-bit
-    operands k-major alone). cut: each entry has a NAME_cut twin (c6's tail split)."""
+    B, tf32 of tf32_majors, 8-bit k-major only (as wgmma reads them). cut: NAME_cut twins."""
     out = []
     for prec, dtype, suffix in ((p, o, DTYPE[o].suffix) for p in precisions for o in PRECISION[p].outs):
         majors = (tf32_majors if prec == "tf32" else (("k", "k"),) if prec in _FP8
@@ -79,7 +77,7 @@ _WS_ONLY = {"": (0, _TC_PRECISIONS, None), "tf32": (1, ("tf32",), "cute_wgmma_ws
 @dataclass(frozen=True)
 class WgmmaWsConfig(FixedTile):
     """A configuration of the warp-specialized Hopper kernel (c6_wgmma_ws.cu), compiled as its
-    `struct Config` (cpp()). BLK_K is no knob: a k-tile is one swizzle row of k_bytes."""
+    `struct Config`. BLK_K is no knob: a k-tile is one swizzle row of k_bytes."""
     blk_m: int = 128                 # 64 rows per consumer warpgroup
     blk_n: int = 256                 # one wgmma's N (at most 256)
     stages: int = 4                  # smem ring: (blk_m + blk_n) * k_bytes a stage
@@ -113,22 +111,20 @@ class WgmmaWsConfig(FixedTile):
 
     @property
     def launch_regs(self) -> int:
-        """Registers per thread a CTA of 128 * (1 + consumers) threads starts with: the register
-        file's share under __launch_bounds__(threads, 1), in the allocation's steps of 8."""
+        """Registers per thread a CTA starts with: the register file's share under
+        __launch_bounds__(threads, 1), in steps of 8."""
         return min(65536 // (128 * (1 + self.consumers)) // 8 * 8, 256)
 
     @property
     def takes_epilogue(self) -> bool:
         """Whether a fused epilogue fits: not beside the two accumulators of a promoted tile
-        wider than 128 columns (cute_wgmma_ws_promote's 2 x 96 registers: the epilogue
-        spilled and serialized its wgmmas); the 8-bit consumer computes such a tile in parts."""
+        wider than 128 columns (it spilled), but the 8-bit consumer computes those in parts."""
         return self.promote == 0 or self.blk_n <= 128 or self.only == "fp8"
 
     @property
     def block_scales(self) -> bool:
-        """Whether its 8-bit entries apply block scales (1 x 128 of A, 128 x 128 of B) where
-        they promote: k-tiles of 128 k, each part of a tile's columns within one of B's
-        blocks (sm90_consumer_scaled.cuh)."""
+        """Whether its 8-bit entries apply block scales where they promote: k-tiles of 128 k,
+        each part of a tile's columns within one of B's blocks (sm90_consumer_scaled.cuh)."""
         return self.only == "fp8" and self.k_bytes == 128 and self.blk_n in (64, 128, 256)
 
     @property
@@ -137,8 +133,7 @@ class WgmmaWsConfig(FixedTile):
 
     @property
     def blk_k(self) -> int:
-        """k per stage of the 16-bit entries (k_bytes / 2; the tf32 ones: k_bytes / 4), of the
-        8-bit ones of an "fp8" configuration (k_bytes)."""
+        """k per stage of the 16-bit entries (tf32: half), of the 8-bit ones of an "fp8" one."""
         return self.k_bytes if self.only == "fp8" else self.k_bytes // 2
 
     @property
@@ -152,10 +147,8 @@ class WgmmaWsConfig(FixedTile):
         return self.stages * (self.blk_m + self.blk_n) * self.k_bytes + self.stages * 16
 
     def cpp(self, name: str = "") -> str:
-        """The C++ `struct Config` after the headers' constants (records.device_constants), with
-        dyn_smem (the kernel static_asserts its ring fits). Which entries the source defines is
-        a directive's choice: `only`, the _cut and _b twins go in as CG_WS_ONLY, CG_WS_TAIL_SPLIT,
-        CG_WS_BATCHED."""
+        """The headers' constants, the macros a directive reads (which entries the source
+        defines) and `struct Config` with dyn_smem (the kernel static_asserts its ring fits)."""
         return (device_constants(STREAM_K_COUNTERS=STREAM_K_COUNTERS)
                 + f"#define CG_WS_ONLY {_WS_ONLY[self.only][0]}\n"
                 f"#define CG_WS_TAIL_SPLIT {int(self.tail_split > 0)}\n"

@@ -1,31 +1,29 @@
 """The records a kernel is described by (data only; the ladders build their tables from them):
 entry points (Variant), grid and shared-memory policies with the launch limits, Kernel, and
-the operand-layout vocabulary. Majors (include/cute_gemm/common.cuh): A (M,K) "k"-major is
-row-major, "m"-major column-major; B (K,N) "n"-major row-major, "k"-major column-major; C (M,N)
-"n"-major row-major, "m"-major column-major; "any" takes every stride pattern.
-"""
+the operand-layout vocabulary. Majors (common.cuh) name the unit stride's mode: A (M,K) "k"-major
+is row-major, B (K,N) "n"-major and C (M,N) "n"-major too; "any" takes every stride pattern."""
 from __future__ import annotations
 
 import dataclasses
 import functools
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Callable, ClassVar, Literal, Protocol, get_args, runtime_checkable
 
 from ..base import precisions
 from ..base.errors import InputError, ShapeLimitError
 from .epilogue import FUSED_SOURCES, EpilogueSpec
 
-# the precision table's views (precisions.py), where the kernels' records import them
+# the precision table's views, where the kernels' records import them
 PrecisionName = precisions.PrecisionName
 PRECISIONS, PRECISION_DTYPE, UNIT = precisions.PRECISIONS, precisions.PRECISION_DTYPE, precisions.UNIT
 ITEMSIZE, FP32_ACCURATE = precisions.ITEMSIZE, precisions.FP32_ACCURATE
 
 ARCHS = ("sm_80", "sm_90")          # every kernel is compiled for these in CI
 
-# int32 arrival counters at the start of every stream-K and cut-walk workspace, at a fixed place
-# so launches of any size share one workspace (>= 2 per CTA: streamk.stream_k_ctas keeps to it);
-# the device code reads it as CUTE_GEMM_STREAM_K_COUNTERS (device_constants)
+# int32 arrival counters at the start of every stream-K and cut-walk workspace, a fixed count so
+# launches of any size share one (>= 2 per CTA: streamk.stream_k_ctas keeps to it); device code
+# reads it as CUTE_GEMM_STREAM_K_COUNTERS
 STREAM_K_COUNTERS = 8192
 
 
@@ -37,24 +35,19 @@ def device_constants(**values: int) -> str:
 @runtime_checkable
 class KernelConfig(Protocol):
     """What every registered kernel is configured by (Kernel.config): a frozen dataclass of its
-    family (LadderConfig, TileConfig, PipelinedConfig, WgmmaWsConfig) whose values reach the
-    compiler only through cpp() (no -D options, no defaults in the sources); the Kernel takes
-    its block, tile and dynamic smem from the same object."""
+    family whose values reach the compiler only through cpp(), the C++ prelude compile.read_source
+    puts in front of kernel `name`'s source (no -D options, no defaults in the sources). tile:
+    (BM, BN, BK) or None; smem: the data-parallel entries' dynamic smem at M x N x K."""
 
     @property
-    def tile(self) -> tuple[int, int, int] | None:
-        """(BM, BN, BK) of a tiled kernel, else None."""
+    def tile(self) -> tuple[int, int, int] | None: ...
 
     @property
-    def threads(self) -> int:
-        """Threads per block."""
+    def threads(self) -> int: ...
 
-    def smem(self, m: int, n: int, k: int) -> int:
-        """Dynamic smem bytes of the data-parallel entries at M x N x K."""
+    def smem(self, m: int, n: int, k: int) -> int: ...
 
-    def cpp(self, name: str) -> str:
-        """The C++ prelude (constexprs or a `struct Config`; macros only where a directive reads
-        them) that compile.read_source puts in front of the source of kernel `name`."""
+    def cpp(self, name: str) -> str: ...
 
 
 class FixedTile:
@@ -76,8 +69,7 @@ def constexprs(owner: str, **values: int | None) -> str:
 
 def config_struct(config, name: str, owner: str, derived: tuple[str, ...] = (), skip: str = "") -> str:
     """`struct Config` of a configuration's fields but `skip`, then its `derived` values, each a
-    `static constexpr` member of its name (bool; cg::Epi for epi_*; else int), after a comment
-    naming kernel `name` and `owner`."""
+    `static constexpr` member (bool; cg::Epi for epi_*; else int)."""
     def member(f: str) -> str:
         v = getattr(config, f)
         t, v = (("cg::Epi", f"cg::Epi::{v}") if f.startswith("epi_") else
@@ -94,7 +86,7 @@ LAYOUTS: tuple[str, ...] = get_args(LayoutName)
 
 
 def layout_majors(layout: str) -> tuple[str, str]:
-    """(A major, B major) of an operand layout: "n" A k-major, "t" m-major; "n" B n-major, "t" k-major."""
+    """(A major, B major) of an operand layout ("n": k-major A, n-major B; "t" the others)."""
     if layout not in LAYOUTS:
         raise InputError(f"operand layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
     return ("k" if layout[0] == "n" else "m"), ("n" if layout[1] == "n" else "k")
@@ -106,10 +98,9 @@ def cdiv(a: int, b: int) -> int:
 
 @dataclass(frozen=True)
 class Pick:
-    """How a call asks for its kernel's launch beyond the kernel's own plan (gemm()'s table
-    pick, auto.Choice). transposed: on C^T = B^T A^T (resolve.swapped). split_k > 0: that many
-    CTAs per tile on even runs of K, reduced by the stream-K twin, or with `reduce` by a
-    reduction launch after the split entries (plan/modes.py; the own plan where it cannot)."""
+    """How a call asks for its kernel's launch beyond the kernel's own plan (auto.Choice).
+    transposed: on C^T = B^T A^T. split_k > 0: that many CTAs per tile on even runs of K, reduced
+    by the stream-K twin, or with `reduce` by a reduction launch (plan/modes.py)."""
     transposed: bool = False
     split_k: int = 0
     reduce: bool = False
@@ -120,8 +111,8 @@ AS_PLANNED = Pick()
 
 @dataclass(frozen=True)
 class TmaBoxes:
-    """The TMA maps of A and B an entry takes after its plain arguments (CG_TMA_PARAMS): the box
-    one load brings in, in elements of the operand as 2-D (contiguous extent, other extent)."""
+    """The boxes of the TMA maps of A and B an entry takes (CG_TMA_PARAMS): one load's extents,
+    in elements, (contiguous, other)."""
     a: tuple[int, int]
     b: tuple[int, int]
     swizzle: int = 128     # bytes: 0 (none), 32, 64 or 128
@@ -156,7 +147,7 @@ class Variant:
         """The element type of A and B."""
         return PRECISION_DTYPE[self.precision]
 
-    def __repr__(self) -> str:   # one line: kernels() lists dozens of these
+    def __repr__(self) -> str:   # one line: kernels() lists dozens
         twin = (f", stream-K twin {self.stream_k}" if self.stream_k else
                 f", cut twin {self.cut}" if self.cut else "")
         prec = "" if self.precision == "fp32" else f" {self.precision}->{self.out_dtype}"
@@ -164,13 +155,12 @@ class Variant:
                 f"C {self.c_major}-major, align {self.align}{twin}>")
 
     def takes(self, role: str, major: str | None, align: int) -> bool:
-        """takes_all of one operand `role` ("a", "b", "c") whose unit stride runs along `major`
-        (None or "strided": none), pointer and leading stride aligned to `align` elements."""
+        """takes_all of one operand."""
         return self.takes_all({role: (major, align)})
 
     def takes_all(self, fits: dict, extents: tuple[int, int, int] | None = None) -> bool:
         """The one acceptance rule: this entry takes every operand of `fits` (role -> (major,
-        align), align 0: not even one element) as it is, and at `extents` (M, N, K), where given,
+        align in elements; 0: not even one)) as it is, and at `extents` (M, N, K), where given,
         each vector operand's contiguous extent is a multiple of extent_align."""
         if extents is not None:
             extent = dict(zip("mnk", extents))
@@ -182,9 +172,8 @@ class Variant:
 
 
 # ---- grid policies: (M, N, K) -> grid (x, y, z) -------------------------------------
-# Each also says how many rows and columns of C one launch covers (`span`): CUDA's grid limits
-# and EXTENT_MAX, below which 32-bit row, column and k indices (plus a tile) never wrap; run()
-# cuts larger problems into launches of at most that (Kernel.launch_extents).
+# `span`: the rows and columns of C one launch covers, by CUDA's grid limits and EXTENT_MAX (32-bit
+# indices plus a tile never wrap below it); run() cuts larger problems (Kernel.launch_extents).
 GRID_X_MAX, GRID_YZ_MAX = 2**31 - 1, 65535
 EXTENT_MAX = 2**30
 ONE_LAUNCH = 65535      # every extent up to it: one launch of any kernel (tests/test_registry.py)
@@ -221,7 +210,6 @@ class FlatGrid:
         return (cdiv(m * n, self.threads), 1, 1)
 
     def span(self, n: int) -> tuple[int, int]:
-        """(rows, columns) for C with n columns: M * N elements fit one grid.x"""
         cols = min(n, EXTENT_MAX)
         return max(1, GRID_X_MAX * self.threads // cols), cols
 
@@ -240,9 +228,8 @@ class RowGrid:
 @dataclass(frozen=True)
 class CutModel:
     """How tail_split_plan prices the cut of a unit along K, in windows: each piece runs at least
-    `min_windows` and costs `overhead` more (fill, partial's store), the last reads each other
-    piece's partial at `fixup`, a cluster holds at most `rounds` items of the cut round.
-    Defaults: the promoted kernels'; the plain ones': docs/design/cute_wgmma_ws.md (split-K)."""
+    `min_windows` and costs `overhead` more, the last reads each other piece's partial at
+    `fixup`, a cluster holds at most `rounds` items of the cut round (docs/design/cute_wgmma_ws.md)."""
     min_windows: int = 8
     overhead: float = 2
     fixup: float = 0
@@ -251,11 +238,9 @@ class CutModel:
 
 def tail_split_plan(units: int, clusters: int, windows: int, max_pieces: int,
                     model: CutModel = CutModel()) -> tuple[int, int]:
-    """(dp, pieces): how a persistent walk of `units` units of `windows` windows on `clusters`
-    clusters cuts its last round. Units [dp, units) (the last round's, or all when fewer than
-    the clusters) are cut along K into `pieces` runs of whole windows: the count (up to
-    max_pieces, within the model's bounds, so workspace and fixup stay a wave's partials) that
-    finishes the last round soonest by the model; (units, 1) where no cut gains."""
+    """(dp, pieces): units [dp, units) of a persistent walk (its last round's) cut along K into
+    `pieces` runs of whole windows, the count up to max_pieces that finishes soonest by the
+    model; (units, 1) where no cut gains."""
     tail = units % clusters if units >= clusters else units
     if tail == 0 or max_pieces < 2:
         return units, 1
@@ -271,10 +256,9 @@ def tail_split_plan(units: int, clusters: int, windows: int, max_pieces: int,
 
 @dataclass(frozen=True)
 class PersistentGrid:
-    """A persistent kernel: min(tiles, SMs x ctas_per_sm) CTAs along x, each walking the (BM, BN)
-    tiles of C its scheduler hands it (32-bit tile indices). With clusters of `cluster` CTAs
-    (__cluster_dims__, along m) the grid is whole clusters, each walking units of `cluster` tiles
-    along m; it assumes every SM holds a cluster's CTA (true for 2 on the H100, not for 4)."""
+    """A persistent kernel: min(tiles, SMs x ctas_per_sm) CTAs along x walking (BM, BN) tiles
+    of C. With clusters of `cluster` CTAs along m the grid is whole clusters, each walking units
+    of `cluster` tiles (assuming every SM holds a cluster's CTA: true for 2 on the H100)."""
     bm: int
     bn: int
     ctas_per_sm: int = 1
@@ -292,9 +276,8 @@ class PersistentGrid:
 
     def split(self, m: int, n: int, k: int, sm_count: int = 0, cut: bool = True,
               itemsize: int = 4) -> tuple[int, int]:
-        """(dp, pieces) of the walk at M x N x K (A and B of `itemsize` bytes): units [0, dp)
-        whole, the others cut into `pieces` along K (tail_split_plan); (units, 1) where none is
-        (or not `cut`: stream-K turned off)."""
+        """(dp, pieces) of the walk at M x N x K (tail_split_plan); (units, 1) where none is
+        cut (or not `cut`: stream-K turned off)."""
         units = self.units(m, n)
         if not (self.tail_split and cut):
             return units, 1
@@ -313,8 +296,7 @@ class PersistentGrid:
         return self.walk(m, n, k, sm_count, cut, itemsize)[1]
 
     def batch_walk(self, m: int, n: int, problems: int, sm_count: int = 0) -> tuple[int, int, int]:
-        """The grid of a batched twin (Variant.batch): a cluster per unit of every problem, at
-        most `clusters`; its walk is never cut."""
+        """The grid of a batched twin (Variant.batch): its walk is never cut."""
         return min(self.units(m, n) * problems, self.clusters(sm_count)) * self.cluster, 1, 1
 
     def span(self, n: int) -> tuple[int, int]:
@@ -324,9 +306,9 @@ class PersistentGrid:
 
 @dataclass(frozen=True)
 class SplitGrid:
-    """A composed kernel's pre-pass (Kernel.gemm_of), a launch per operand as a (rows, K) matrix
-    (rows: M for A, N for B): a (tile x tile) block per tile, x over rows, y over K, capped at
-    the grid limits (the kernel loops past them, 64-bit: any extent). (M, N, K) -> A's grid."""
+    """A composed kernel's pre-pass, a launch per operand as a (rows, K) matrix: a block per
+    (tile x tile) tile, x over rows, y over K, capped at the grid limits (the kernel loops past
+    them). (M, N, K) -> A's grid."""
     tile: int = 32
 
     def of(self, rows: int, k: int) -> tuple[int, int, int]:
@@ -344,8 +326,7 @@ class SplitGrid:
 @dataclass(frozen=True)
 class StripSmem:
     """Whole-K strips: rows_a rows of A and cols_b columns of B, K floats each, rounded up to
-    16 bytes: ptxas widens a strip's last reads to LDS.128 of the aligned 16 bytes around them
-    (row_smem with K % 4 != 0), which must lie inside the allocation (scripts/sanitize.sh)."""
+    16 bytes: ptxas widens a strip's last reads to LDS.128 of the aligned 16 bytes around them."""
     rows_a: int
     cols_b: int
 
@@ -366,12 +347,10 @@ class FixedSmem:
 
 @dataclass(frozen=True)
 class GemmOf:
-    """A composed kernel (Kernel.gemm_of): its variants are a pre-pass that writes k-major A'
-    (M x K') and B' (K' x N), the k_parts parts of each chunk of k_chunk columns side by side,
-    then the GEMM of `kernel` runs in `precision` on A' and B' through run()'s own path. That
-    kernel is unregistered where it reads A' and B' as more than a plain GEMM (cute_3xtf32's:
-    three products a chunk); registry.compiled() lists it. Inputs the pre-pass flags as outside
-    its exact range are computed in float64 on the device instead (composed.Composed)."""
+    """A composed kernel (Kernel.gemm_of): its variants are a pre-pass writing k-major A' and B'
+    (k_parts parts of each chunk of k_chunk columns side by side), then `kernel` runs in
+    `precision` on them through run()'s own path (unregistered where it reads them as more than
+    a plain GEMM; registry.compiled() lists it)."""
     kernel: "Kernel"            # the GEMM that runs on A', B'
     precision: str              # ... in this precision (PRECISIONS)
     k_parts: int                # parts stored per element: K' = k_parts * K rounded up to chunks
@@ -383,9 +362,8 @@ class GemmOf:
         return self.k_parts * cdiv(k, self.k_chunk) * self.k_chunk
 
 
-# the sources whose plain entry points take CG_BATCH_PARAMS (tests/test_entries.py checks it);
-# cute_pipelined's have batched twins instead (Variant.batch): the batch step at its entries
-# cost am_bn 40 registers, half its CTAs an SM (docs/design/batched.md)
+# the sources whose plain entry points take CG_BATCH_PARAMS; cute_pipelined's have batched
+# twins instead (Variant.batch), the step costing its entries registers (docs/design/batched.md)
 BATCHED_SOURCES = frozenset({"cute/c4_mma_sm80.cu", "cute/c8_tiny_k.cu",
                              "handwritten/v9_warptile.cu", "util/scale2d.cu"})
 
@@ -401,40 +379,33 @@ class Kernel:
     grid: Callable[..., tuple[int, int, int]]   # (M, N, K, SM count) -> grid
     summary: str
     seed: str                            # seed stage it reproduces
-    # KernelConfig: config.cpp(name), compiled in front of the source, is the one way values reach
-    # it; None only for the runtime's own helper kernels
-    config: KernelConfig | None = None
+    config: KernelConfig | None = None   # the one way values reach the source; None: helper kernels
     options: tuple[str, ...] = ()        # extra NVRTC options (e.g. --ptxas-options=...)
     tile: tuple[int, int, int] | None = None    # (BM, BN, BK) for docs and tests
     dyn_smem: Callable[[int, int, int], int] | None = None
-    # dynamic smem of the stream-K twins (Variant.stream_k), where less than dyn_smem
-    stream_k_smem: Callable[[int, int, int], int] | None = None
+    stream_k_smem: Callable[[int, int, int], int] | None = None    # the twins', where less
     min_arch: int = 80                   # compute capability * 10
     arch_specific: bool = False          # compiled for sm_90a (wgmma, setmaxnreg): runs there only
     constraints: str = "any M, N, K >= 1"
-    tags: tuple[str, ...] = field(default=())
+    tags: tuple[str, ...] = ()
     gemm_of: GemmOf | None = None        # a composed kernel: its variants are the pre-pass's
-    # run() may compute C^T = B^T A^T where that covers C with less tile area (transposes)
-    transpose_skinny: bool = False
-    # the fused epilogue this compile of the kernel has (with_epilogue); None: none
-    epilogue: EpilogueSpec | None = None
+    transpose_skinny: bool = False       # run() may compute C^T = B^T A^T (transposes)
+    epilogue: EpilogueSpec | None = None     # the fused epilogue of this compile (with_epilogue)
 
-    def __repr__(self) -> str:   # the generated one prints every variant and policy: pages
+    def __repr__(self) -> str:   # (the generated one prints every variant and policy: pages)
         tile = "x".join(map(str, self.tile)) if self.tile else "-"
         return (f"<Kernel {self.name} ({self.family}, {self.source}): tile {tile}, "
                 f"{self.threads} threads, {len(self.entries)} entr{'y' if len(self.entries) == 1 else 'ies'}>")
 
     @property
     def batched(self) -> bool:
-        """Whether it runs a batch of problems in one launch (its grid's z walks the batch,
-        CG_BATCH_PARAMS after the GEMM's arguments, common.cuh): its entries on its own grid
-        take one (BATCHED_SOURCES), or each has a twin that does (Variant.batch)."""
-        return self.source in BATCHED_SOURCES or all(v.batch for v in self.variants)
+        """Whether it runs a batch of problems in one launch: its entries take CG_BATCH_PARAMS
+        (plain_takes_batch), or each has a twin that does (Variant.batch)."""
+        return self.plain_takes_batch or all(v.batch for v in self.variants)
 
     @functools.cached_property
     def plain_takes_batch(self) -> bool:
-        """Whether its entries on its own grid take CG_BATCH_PARAMS (a 2-D call passes a
-        batch of one)."""
+        """Whether its entries on its own grid take CG_BATCH_PARAMS (a 2-D call: a batch of one)."""
         return self.source in BATCHED_SOURCES
 
     @functools.cached_property
@@ -444,14 +415,12 @@ class Kernel:
 
     @property
     def takes_epilogue(self) -> bool:
-        """Whether a call with a fused epilogue may run on it: fused, and its configuration
-        leaves the epilogue registers (WgmmaWsConfig.takes_epilogue)."""
+        """Whether a call with a fused epilogue may run on it (fused, its config permitting)."""
         return self.fused and getattr(self.config, "takes_epilogue", True)
 
     @property
     def takes_block_scales(self) -> bool:
-        """Whether a call with 8-bit operands' block scales may run on it: it adds windows of
-        128 k into float32 sums (WgmmaWsConfig.block_scales)."""
+        """Whether a call with 8-bit operands' block scales may run on it."""
         return self.takes_epilogue and getattr(self.config, "block_scales", False)
 
     def with_epilogue(self, spec: EpilogueSpec) -> "Kernel":
@@ -462,9 +431,8 @@ class Kernel:
 
     @property
     def batch_modes(self) -> int:
-        """The batch modes its launches walk: 2 (CG_BATCH_STEP, or a persistent kernel's twins:
-        4-D tensor maps), 1 (twins that step by the inner mode alone: cute_pipelined's, whose
-        registers had no room for two), 0."""
+        """The batch modes its launches walk: 2 (CG_BATCH_STEP, or a persistent kernel's twins'
+        4-D tensor maps), 1 (cute_pipelined's twins step by the inner mode alone), 0."""
         if self.plain_takes_batch or (self.batched and hasattr(self.grid, "batch_walk")):
             return 2
         return 1 if self.batched else 0
@@ -475,8 +443,7 @@ class Kernel:
 
     @property
     def pdl(self) -> bool:
-        """Split stream-K launches start the twin by programmatic dependent launch on sm_90+
-        (the config's `pdl`: the source is built for it)."""
+        """Split stream-K launches start the twin by programmatic dependent launch on sm_90+."""
         return bool(getattr(self.config, "pdl", False))
 
     @property
@@ -506,8 +473,7 @@ class Kernel:
         return tuple(a for a in ARCHS if int(a[3:]) >= self.min_arch)
 
     def runs_on(self, arch_int: int) -> bool:
-        """True if it runs on compute capability `arch_int` (x10): min_arch or newer (exactly
-        min_arch if arch-specific)."""
+        """True if it runs on compute capability `arch_int` (x10)."""
         return arch_int == self.min_arch if self.arch_specific else arch_int >= self.min_arch
 
     def target(self, arch_int: int) -> str:
@@ -528,8 +494,8 @@ class Kernel:
         return self.dyn_smem(m, n, k) if self.dyn_smem is not None else 0
 
     def fits_k(self, smem_limit: int) -> float | None:
-        """The largest K at which this kernel's dynamic smem fits `smem_limit` bytes, at any M
-        and N (inf: every K; -1: none); None where it depends on M or N (ask smem_bytes)."""
+        """The largest K at which its dynamic smem fits `smem_limit` bytes at any M and N (inf:
+        every K; -1: none); None where it depends on M or N."""
         s = self.dyn_smem
         if s is None or isinstance(s, FixedSmem):
             return float("inf") if s is None or s.nbytes <= smem_limit else -1
@@ -540,10 +506,8 @@ class Kernel:
         return sk(m, n, k) if sk is not None else self.smem_bytes(m, n, k)
 
     def transposes(self, m: int, n: int) -> bool:
-        """This kernel's rule (an input of resolve.swapped): True if its M x N product runs as
-        C^T = B^T A^T (transpose_skinny) where that covers C with at most 7/8 of the tile area
-        (a 64 x 128 tile covers 8192 x 64 twice over, its transpose once): not for a sliver less,
-        as the transpose also runs another entry point."""
+        """True if its M x N product runs as C^T = B^T A^T (transpose_skinny): where that covers
+        C with at most 7/8 of the tile area (not for a sliver less: it runs another entry)."""
         if not self.transpose_skinny or self.tile is None:
             return False
         bm, bn, _ = self.tile
@@ -551,9 +515,9 @@ class Kernel:
 
     def launch_extents(self, m: int, n: int, k: int,
                        transposed: bool = False) -> tuple[int, int, int]:
-        """The largest (M, N, K) one launch takes, at most (m, n, k): the grid's span (of both
-        grids where it may run C^T) and EXTENT_MAX, cut to multiples of 256 so every piece keeps
-        its pointers' alignment. transposed: the extents of the transposed problem."""
+        """The largest (M, N, K) one launch takes, at most (m, n, k), by the grid's span (both
+        grids' where it may run C^T) and EXTENT_MAX, cut to multiples of 256 (pieces keep their
+        pointers' alignment). transposed: of the transposed problem."""
         if transposed:
             nc, mc, kc = self.launch_extents(n, m, k)
             return mc, nc, kc
