@@ -174,16 +174,10 @@ NO_EPILOGUE: tuple[tuple, tuple] = ((), ())     # read_epilogue's answer for a c
 
 def read_epilogue(ep) -> tuple[tuple, tuple]:
     """(signature, vector pointers) of a call's fused epilogue (driver.epilogue.Epilogue)."""
-    sigs, ptrs = [], []
-    for x in (ep.bias, ep.scale_rows, ep.scale_cols, ep.blocks_a, ep.blocks_b):
-        if x is None:
-            sigs.append(None)
-            ptrs.append(0)
-            continue
-        sx, px = (_READ1.get(type(x)) or _read1_for(type(x)))(x)
-        sigs.append(sx)
-        ptrs.append(px)
-    return ("epilogue", ep.bias_axis, ep.activation, ep.clamp, ep.out_dtype, *sigs), tuple(ptrs)
+    read = [(None, 0) if x is None else (_READ1.get(type(x)) or _read1_for(type(x)))(x)
+            for x in (ep.bias, ep.scale_rows, ep.scale_cols, ep.blocks_a, ep.blocks_b)]
+    return (("epilogue", ep.bias_axis, ep.activation, ep.clamp, ep.out_dtype, *[s for s, _ in read]),
+            tuple(p for _, p in read))
 
 
 class EpilogueAt:

@@ -41,12 +41,8 @@ class _Cache:
     results: dict = field(default_factory=dict)
 
     def clear(self) -> None:
-        self.loaded.clear()
-        self.launches.clear()
-        self.hot.clear()
-        self.results.clear()
-        _chosen.clear()
-        _chosen_contiguous.clear()
+        for part in (self.loaded, self.launches, self.hot, self.results, _chosen, _chosen_contiguous):
+            part.clear()
         with _behind_lock:          # ended background compiles, failed ones too
             for key in [x for x, t in _behind.items() if not t.is_alive()]:
                 del _behind[key]
@@ -264,11 +260,9 @@ def copy_target(v: registry.Variant, role: str, shape: tuple[int, int]) -> tuple
 
 def offers(k: registry.Kernel) -> str:
     """What a kernel computes, for messages: "bf16 (bfloat16 in, float32|bfloat16 out), ..."."""
-    outs: dict[str, list[str]] = {}
+    outs: dict[str, dict] = {}
     for v in k.variants:
-        outs.setdefault(v.precision, [])
-        if v.out_dtype not in outs[v.precision]:
-            outs[v.precision].append(v.out_dtype)
+        outs.setdefault(v.precision, {})[v.out_dtype] = None
     return ", ".join(f"{p} ({PRECISION_DTYPE[p]}"
                      + (f" x {PRECISION_DTYPE_B[p]}" if PRECISION_DTYPE_B[p] != PRECISION_DTYPE[p] else "")
                      + f" in, {'|'.join(o)} out)" for p, o in outs.items())
@@ -420,16 +414,13 @@ def layout_launches(k: registry.Kernel, layout: str, precisions: tuple[str, ...]
         if precisions is not None and not set(precisions) & set(k.precisions):
             return {}
         return {k.name: (k.entries,), **layout_launches(g.kernel, "nt", (g.precision,))}
-    size = 1024
-
-    def in_order(x: registry.Kernel, entries) -> tuple[str, ...]:
-        return tuple(e for e in x.entries if e in entries)
     out: dict[str, dict] = {}
     for p, o in dict.fromkeys((v.precision, v.out_dtype) for v in k.variants):
         if precisions is None or p in precisions:
-            ops = contiguous(size, size, size, layout, p, o)
+            ops = contiguous(1024, 1024, 1024, layout, p, o)
             variant, copies = choose(k, ops, p, o)
-            out.setdefault(k.name, {})[in_order(k, launch_entries(k, variant, stream_k=True))] = 1
+            group = launch_entries(k, variant, stream_k=True)
+            out.setdefault(k.name, {})[tuple(e for e in k.entries if e in group)] = 1
             for r in copies:
                 out.setdefault(UTIL.name, {})[(UTIL_ENTRY[ops[r].dtype, ops[r].dtype],)] = 1
     return {name: tuple(sets) for name, sets in out.items()}
