@@ -87,11 +87,8 @@ def _stand_in(stand_in, A: Operand, B: Operand, C: Operand | None, T: Operand, a
     to that precision's type where they differ (exact), into T or, where the kernel cannot
     write T's type, a float32 copy rounded into T once. False where there is no stand-in or
     no scratch: the call then waits for its pick."""
-    found = stand_in()
-    if found is None:
-        return False
-    quick, precision = found
-    if T.bcount != (1, 1) and not quick.batched:
+    quick, precision = stand_in() or (None, None)
+    if quick is None or (T.bcount != (1, 1) and not quick.batched):
         return False
     dtype = PRECISION_DTYPE[precision]
     owned: list = []

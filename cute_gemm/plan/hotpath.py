@@ -20,7 +20,8 @@ from .resolve import CACHE
 HOT_ENTRIES = 4096     # remembered signatures (all forgotten at once past this)
 
 
-# ---- one operand (a call whose operands are of different kinds) ---------------------------
+# ---- each kind's readers: of one operand (a call of mixed kinds), and of three of one kind
+# (one function, one flat signature)
 def _read_cai(x):
     c = x.__cuda_array_interface__
     p = c["data"][0]
@@ -28,38 +29,15 @@ def _read_cai(x):
             c.get("stream"), p & 255), p
 
 
-def _read_device_array(x):
-    p = x.ptr
-    return ("da", x.shape, x.strides, x.dtype_name, p & 255), p
-
-
-def _torch_reader(torch):
-    grad = torch.is_grad_enabled
-
-    def read(t):
-        # a CPU tensor must never match a CUDA one; one autograd records goes the full way
-        if not t.is_cuda or (t.requires_grad and grad()):
-            return None
-        p = t.data_ptr()
-        return ("torch", t.shape, t.stride(), t.dtype, p & 255), p
-    return read
-
-
-def _cupy_reader(cupy):
-    current = cupy.cuda.get_current_stream
-
-    def read(x):
-        p = x.data.ptr
-        # the producer stream its CAI reports is CuPy's current stream
-        return ("cupy", x.shape, x.strides, x.dtype, current().ptr, p & 255), p
-    return read
-
-
-# ---- three operands of one kind: one function, one flat signature -------------------------
 def _read3_cai(a, b, o):
     cs = (a.__cuda_array_interface__, b.__cuda_array_interface__, o.__cuda_array_interface__)
     return (("cai", *[(c["shape"], c.get("strides"), c["typestr"], c["data"][1], c.get("mask"),
                        c.get("stream"), c["data"][0] & 255) for c in cs]), *[c["data"][0] for c in cs])
+
+
+def _read_device_array(x):
+    p = x.ptr
+    return ("da", x.shape, x.strides, x.dtype_name, p & 255), p
 
 
 def _read3_device_arrays(a, b, o):
@@ -68,8 +46,15 @@ def _read3_device_arrays(a, b, o):
              pb & 255, o.shape, o.strides, o.dtype_name, po & 255), pa, pb, po)
 
 
-def _torch_read3(torch):
+def _torch_readers(torch):
     grad = torch.is_grad_enabled
+
+    def read(t):
+        # a CPU tensor must never match a CUDA one; one autograd records goes the full way
+        if not t.is_cuda or (t.requires_grad and grad()):
+            return None
+        p = t.data_ptr()
+        return ("torch", t.shape, t.stride(), t.dtype, p & 255), p
 
     def read3(a, b, o):
         if not (a.is_cuda and b.is_cuda and o.is_cuda):
@@ -81,18 +66,23 @@ def _torch_read3(torch):
         pa, pb, po = a.data_ptr(), b.data_ptr(), o.data_ptr()
         return (("torch", a.shape, a.stride(), a.dtype, pa & 255, b.shape, b.stride(), b.dtype,
                  pb & 255, o.shape, o.stride(), o.dtype, po & 255), pa, pb, po)
-    return read3
+    return read, read3
 
 
-def _cupy_read3(cupy):
+def _cupy_readers(cupy):
     current = cupy.cuda.get_current_stream
+
+    def read(x):
+        p = x.data.ptr
+        # the producer stream its CAI reports is CuPy's current stream
+        return ("cupy", x.shape, x.strides, x.dtype, current().ptr, p & 255), p
 
     def read3(a, b, o):
         pa, pb, po = a.data.ptr, b.data.ptr, o.data.ptr
         # each one's CAI reports the current stream as its producer's: read once
         return (("cupy", a.shape, a.strides, a.dtype, pa & 255, b.shape, b.strides, b.dtype,
                  pb & 255, o.shape, o.strides, o.dtype, po & 255, current().ptr), pa, pb, po)
-    return read3
+    return read, read3
 
 
 def _mixed(ra, rb, ro):
@@ -115,9 +105,9 @@ def _kind(tp):
         return _read_device_array, _read3_device_arrays, False
     if torch is not None and tp in (getattr(torch, "Tensor", None),
                                     getattr(getattr(torch, "nn", None), "Parameter", None)):
-        return _torch_reader(torch), _torch_read3(torch), False   # (subclasses: their CAI)
+        return *_torch_readers(torch), False     # (subclasses: their CAI)
     if cupy is not None and tp is getattr(cupy, "ndarray", None):
-        return _cupy_reader(cupy), _cupy_read3(cupy), True
+        return *_cupy_readers(cupy), True
     return _read_cai, _read3_cai, True
 
 

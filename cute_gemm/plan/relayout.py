@@ -117,10 +117,10 @@ class Relaid:
             ops[r] = replace(W, bstrides=batch_scratch(W, X)[1])
         ops = oriented(swap, ops)                  # back in the caller's roles
         # per copied operand: (role, offset in the scratch, copy in), on 256-byte boundaries
-        caller = {"a": "b", "b": "a", "c": "c"} if swap else {"a": "a", "b": "b", "c": "c"}
+        copied = {{"a": "b", "b": "a"}.get(x, x) if swap else x for x in copies}   # caller's roles
         self.temps, self.nbytes = [], 0
         for r, X in (("a", A), ("b", B), ("c", T)):
-            if r not in {caller[x] for x in copies}:
+            if r not in copied:
                 continue
             W = ops[r]
             self.temps.append((r, self.nbytes,

@@ -67,20 +67,8 @@ def time_launches(candidates, A: Operand, B: Operand, out_dtype: str, ordinal: i
     T = result_operand(A, B, out_dtype, batch)
     l2 = launch.device_info(ordinal).l2_bytes
     owned: list[int] = []
-    try:
-        T.ptr = pool.alloc_async(scratch_bytes(T) * batch[0] * batch[1], ordinal, stream)
-        owned.append(T.ptr)
-        evict = pool.alloc_async(l2, ordinal, stream)
-        owned.append(evict)
-        spins = {int(HOLD_US): Spin(ordinal, HOLD_US)}    # (compiled, if need be, before the clock)
-    except CuteGemmError:       # no room for the scratch, no spin: nothing timed, the call goes on
-        for ptr in owned:
-            pool.free_async(ptr, stream)
-        return {}, {}
     times: dict[int, float] = {}
     failed: dict[int, str] = {}
-    events = [(launch.Event(), launch.Event()) for _ in range(REPEATS)]
-    end = clock() + budget_s
 
     def held(once, reps: int, hold_us: float) -> tuple[float, float]:
         """(GPU ms, host ms) of the fastest of `reps` calls, each on an emptied L2 and
@@ -99,6 +87,16 @@ def time_launches(candidates, A: Operand, B: Operand, out_dtype: str, ordinal: i
         return min(e1.elapsed_ms(e0) for e0, e1 in events[:reps]), min(host) * 1e3
 
     try:
+        try:
+            T.ptr = pool.alloc_async(scratch_bytes(T) * batch[0] * batch[1], ordinal, stream)
+            owned.append(T.ptr)
+            evict = pool.alloc_async(l2, ordinal, stream)
+            owned.append(evict)
+            spins = {int(HOLD_US): Spin(ordinal, HOLD_US)}    # (compiled, if need be, before the clock)
+        except CuteGemmError:   # no room for the scratch, no spin: nothing timed, the call goes on
+            return {}, {}
+        events = [(launch.Event(), launch.Event()) for _ in range(REPEATS)]
+        end = clock() + budget_s
         for i, (k, precision, pick) in enumerate(candidates):
             if i and clock() > end:
                 break
