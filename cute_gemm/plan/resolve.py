@@ -201,8 +201,9 @@ _behind_lock = threading.Lock()
 
 
 def wait_for_compiles(timeout: float | None = None) -> bool:
-    """Block until gemm()'s background compiles have ended (at most `timeout` seconds); True
-    when none is left running. After it gemm() runs its picks, as with CUTE_GEMM_FIRST_CALL=wait."""
+    """Block until gemm()'s background compiles have ended (at most `timeout` seconds; None:
+    no limit); True when none is left running. Then gemm() runs its picks, bit for bit as
+    with CUTE_GEMM_FIRST_CALL=wait."""
     end = None if timeout is None else time.monotonic() + timeout
     with _behind_lock:
         threads = list(_behind.values())
