@@ -1,11 +1,8 @@
-"""A composed kernel's call (Kernel.gemm_of; cute_3xtf32: kernels/cute/c7_3xtf32.cu)
-prepared once per signature: `Composed`, called as a launcher.Launcher is, with the
-caller's pointers. Its passes, the GEMM on A' and B' between them and their scratch
-layout follow from the shapes and strides, so per call only the pointers, alpha and beta
-are written into argument blocks packed once per thread. Nothing is read back: where the
-pre-pass flags inputs the split cannot carry, the passes that write T send every row to
-refine (float64 sums) on the device, so a call never waits on the host and a CUDA graph
-can capture it."""
+"""A composed kernel's call (Kernel.gemm_of; cute_3xtf32: kernels/cute/c7_3xtf32.cu) prepared
+once per signature and called as a Launcher is: its passes, the GEMM on A' and B' between
+them and their scratch layout are fixed, per call only pointers, alpha and beta are written.
+Nothing is read back (rows the split cannot carry are refined on the device in float64), so
+a call never waits on the host and a CUDA graph can capture it."""
 from __future__ import annotations
 
 import threading
@@ -19,8 +16,7 @@ from .relayout import pieces, prepared
 from .resolve import entry_for, loaded
 
 
-# c7's passes: each operand as an (R, K) source of strides (sr, sk)
-# c7's range pass
+# c7's passes' parameters: each operand as an (R, K) source of strides (sr, sk)
 RangeArgs, RANGE_OFFSETS = arg_block("RangeArgs", [
     ("R", I), ("K", I), ("src", P), ("sr", L), ("sk", L), ("rmax", P), ("flags", P)])
 # c7's split pass: R rows of ld halves
@@ -52,14 +48,12 @@ ALIGN = 256     # each piece of the scratch starts where an allocation of its ow
 
 
 class _Pass:
-    """One launch of a pass: its site, its argument block's type and fixed values, and the
-    fields written per call as (field, what, byte offset): what is "a", "b", "t", "c" (the
-    caller's pointers; c is t where beta != 0, else null), "s" (the scratch), "alpha" or
-    "beta"."""
+    """One launch of a pass: its site ((function, grid, block)), its block's type and fixed
+    values, and the fields written per call as (field, what, byte offset), what being "a",
+    "b", "t", "c" (t where beta != 0, else null), "s" (the scratch), "alpha" or "beta"."""
     __slots__ = ("site", "cls", "offsets", "fixed", "patch")
 
     def __init__(self, site, cls, offsets, fixed: dict, patch: tuple):
-        """site: (function, grid, block) of the pass's launch."""
         self.site = launch.Site(*site, 0, False, cls.param_sizes)
         self.cls, self.offsets, self.fixed, self.patch = cls, offsets, fixed, patch
 
@@ -68,15 +62,12 @@ class _Pass:
 
 
 class Composed:
-    """T = alpha * A @ B + beta * T (beta == 0: T written, not read) by composed kernel `k`
-    for operands shaped and strided as A, B and T (their pointers are ignored), the GEMM
-    asked for as `pick` says (the passes see A and B as they are). Call with (a, b, t,
-    alpha, beta, stream): one stream-ordered allocation holds all scratch, carved as `at`
-    says (row maxima, inexact counts, the flags word, marked rows and their count: `words`
-    32-bit words zeroed first; then the float64 sums of squares; A', B' and W), freed in
-    stream order after the passes are queued. prepass / product / finish queue the three
-    stages on a scratch of `nbytes` (what the tests and the accuracy script run one by
-    one). `plan`: the GEMM's launch plan (resolve.resolved_launches lists it)."""
+    """T = alpha * A @ B + beta * T by composed kernel `k` for operands shaped and strided as
+    A, B and T, its GEMM as `pick` asks. Call with (a, b, t, alpha, beta, stream): one
+    stream-ordered scratch of `nbytes`, carved as `at` says (first `words` 32-bit words
+    zeroed: row maxima, inexact counts, flags, marked rows; then float64 sums, A', B', W).
+    prepass / product / finish queue the three stages (the tests run them one by one);
+    `plan`: the GEMM's LaunchPlan."""
     __slots__ = ("ordinal", "nbytes", "words", "at", "pre", "post", "gemm", "local", "plan")
 
     def __init__(self, k: registry.Kernel, ordinal: int, A: Operand, B: Operand, T: Operand,
@@ -151,8 +142,8 @@ class Composed:
     @staticmethod
     def _gemm(g, ordinal: int, m: int, n: int, kp: int, pick: Pick) -> tuple:
         """(launcher, byte offsets into A', B', W) of each launch of the GEMM on A' (M x K'
-        row-major) and B' (K' x N column-major) into W (M x N row-major): resolved here, as
-        gemm_device would resolve them; more than one only past one launch's grid."""
+        row-major) and B' (K' x N column-major) into W (M x N row-major), as gemm_device
+        resolves them."""
         gk = g.kernel
         lk = loaded(gk, ordinal)
         mc, nc, _ = gk.launch_extents(m, n, kp, pick.transposed)

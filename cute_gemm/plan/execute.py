@@ -1,11 +1,7 @@
-"""Carrying out one GEMM on the device: T = alpha * A @ B + beta * C with operands already
-validated. Everything around the kernel launch lives here: an output that aliases an
-input is computed apart and copied; a problem past one launch is cut into launches;
-operands a kernel cannot take as they are are copied into a layout it can; a composed
-kernel (Kernel.gemm_of) runs its passes around the GEMM it names (composed.Composed);
-scratch is allocated and freed in stream order (pool.alloc_async), so nothing outlives
-the call.
-"""
+"""Carrying out one GEMM on the device, T = alpha * A @ B + beta * C on validated operands,
+and everything around its launch: an output aliasing an input computed apart and copied, a
+problem past one launch cut into launches, relayout copies, a composed kernel's passes, a
+stand-in while the pick compiles. Scratch is allocated and freed in stream order."""
 from __future__ import annotations
 
 import functools
@@ -34,14 +30,14 @@ def _sub(op: Operand | None, i0: int, j0: int, rows: int, cols: int) -> Operand 
 
 def _scale2d(ordinal: int, stream: int, s: float, src: Operand | None, dst: Operand,
              pad: bool = False) -> None:
-    """dst = s * src, once (relayout.Scale2d, which says what src, s and pad may be)."""
+    """dst = s * src, once (relayout.Scale2d)."""
     Scale2d(ordinal, src, dst, pad)(s, src.ptr if src is not None else None, dst.ptr, stream)
 
 
 def _temp(shape, dtype: str, ordinal: int, stream: int, owned: list,
           strides: tuple[int, int] | None = None, bcount: tuple[int, int] = (1, 1)) -> Operand:
-    """A scratch matrix (one per problem of a batch of `bcount`) in stream order (freed by
-    _release on the same stream), row-major unless `strides` say otherwise."""
+    """A scratch matrix (one per problem of a batch of `bcount`) in stream order, row-major
+    unless `strides` say otherwise; `owned` keeps it for _release."""
     strides = strides or (shape[1], 1)
     op = Operand("tmp", None, True, 0, tuple(shape), strides, dtype, bcount=bcount)
     nbytes, bstrides = batch_scratch(op)
@@ -58,32 +54,16 @@ def _release(owned: list, stream: int) -> None:
 
 
 def _pick_ready(lk, group: tuple[str, ...], stream: int) -> bool:
-    """Whether gemm()'s pick runs this call rather than its stand-in: its launch's entry
-    points are at hand (Loaded.ready); inside a graph capture always, compiled there if
-    need be: every replay runs what the capture holds, so it holds the pick (its module
-    loads in the relaxed capture mode, driver.relaxed)."""
+    """Whether gemm()'s pick runs this call rather than its stand-in: its entry points are at
+    hand, or the stream captures a graph (every replay runs what the capture holds, so it
+    must hold the pick, compiled there if need be)."""
     return launch.capturing(stream) or lk.ready(group, start=False)
-
-
-def _composed_ready(k, ordinal: int, stream: int) -> bool:
-    """Whether a composed kernel's launches run this call rather than gemm()'s stand-in
-    (_pick_ready of each): its pre-pass and its GEMM's launches on A' and B'
-    (resolve.layout_launches)."""
-    return all([_pick_ready(loaded(x, ordinal), group, stream)
-                for x, group in _composed_launches(k.name)])
-
-
-def _composed_start(k, ordinal: int) -> None:
-    """Begin, in the background, the compile of a composed kernel's launches not at hand."""
-    for x, group in _composed_launches(k.name):
-        loaded(x, ordinal).ready(group)
 
 
 def at_hand(k, A: Operand, B: Operand, T: Operand, precision: str, pick: Pick, ordinal: int,
             start: bool) -> bool:
-    """Whether `k`'s launches of this call as `pick` run without compiling (their entry
-    points held, or cached in memory or on disk: Loaded.ready; a composed kernel's passes and
-    GEMM alike); with `start`, those that are not begin compiling in the background."""
+    """Whether `k`'s launches of this call as `pick` (a composed kernel's passes and GEMM too)
+    run without compiling; with `start`, those that do not begin compiling in the background."""
     if k.gemm_of is not None:
         launches = _composed_launches(k.name)
     else:
@@ -94,8 +74,7 @@ def at_hand(k, A: Operand, B: Operand, T: Operand, precision: str, pick: Pick, o
 
 @functools.lru_cache(maxsize=None)
 def _composed_launches(name: str) -> tuple:
-    """(kernel, entry set) of each launch a call of composed kernel `name` makes, as
-    resolve.layout_launches says: registry data, the same for every call."""
+    """(kernel, entry set) of each launch a call of composed kernel `name` makes."""
     k = registry.get(name)
     kernels = {x.name: x for x in (k, k.gemm_of.kernel, UTIL)}
     return tuple((kernels[n], group) for n, groups in layout_launches(k, "nn").items()
@@ -104,16 +83,12 @@ def _composed_launches(name: str) -> tuple:
 
 def _stand_in(stand_in, A: Operand, B: Operand, C: Operand | None, T: Operand, alpha: float,
               beta: float, stream: int, ordinal: int) -> bool:
-    """The call run by gemm()'s stand-in (stand_in(): standin.stand_in's kernel and precision)
-    on A and B as they are where they have that precision's type, else on copies widened to
-    it (exact), into T, or where the kernel writes only float32 and T is 16-bit, into a
-    float32 copy rounded into T once. False where there is no stand-in or that scratch
-    cannot be had: the call then waits for its pick, as it would without one."""
-    found = stand_in()
-    if found is None:
-        return False
-    quick, precision = found
-    if T.bcount != (1, 1) and not quick.batched:
+    """The call run by gemm()'s stand-in (stand_in(): (kernel, precision)), on A and B widened
+    to that precision's type where they differ (exact), into T or, where the kernel cannot
+    write T's type, a float32 copy rounded into T once. False where there is no stand-in or
+    no scratch: the call then waits for its pick."""
+    quick, precision = stand_in() or (None, None)
+    if quick is None or (T.bcount != (1, 1) and not quick.batched):
         return False
     dtype = PRECISION_DTYPE[precision]
     owned: list = []
@@ -144,17 +119,12 @@ def _stand_in(stand_in, A: Operand, B: Operand, C: Operand | None, T: Operand, a
 def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
                 alpha: float, beta: float, stream: int, ordinal: int, precision: str = "fp32",
                 pick: Pick = AS_PLANNED, stand_in=None, call=None, epi=None):
-    """T = alpha * A @ B + beta * C on the device (C may be T itself, or None) in
-    `precision` (A and B of its type; C of T's). pick: gemm()'s table pick (records.Pick):
-    on the transposed problem C^T = B^T A^T (resolve.swapped decides what each launch
-    computes), with split_k CTAs per tile (resolve). stand_in: a function answering (kernel,
-    precision) that runs the call instead (as planned) while k's entry points for it compile
-    in the background, asked only then (standin.stand_in; Loaded.ready), or None. call:
-    run()'s signature.Signature, where T is its out: the spans and fits of the operands, read
-    once. Returns (key, launcher) of the
-    CACHE.launches entry the call went through, or None (always None from a stand-in:
-    run()'s signature hot path must not keep it). epi: a fused epilogue (driver.epilogue.
-    Prepared) that k, compiled with its spec (Kernel.with_epilogue), applies."""
+    """T = alpha * A @ B + beta * C on the device (C may be T itself, or None) in `precision`.
+    pick: gemm()'s table pick. stand_in: answers (kernel, precision) that run the call while
+    k's entry points compile in the background, or None. call: run()'s Signature where T is
+    its out (spans and fits read once). epi: a fused epilogue (driver.epilogue.Prepared) k
+    applies. Returns (key, launcher) of the CACHE.launches entry the call went through, or
+    None (always from a stand-in: the hot path must not keep it)."""
     m, kk = A.shape
     n = B.shape[1]
     if C is None or beta == 0.0:
@@ -211,38 +181,36 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
                                 beta if p0 == 0 else 1.0, stream, ordinal, precision, pick,
                                 stand_in, epi=None if epi is None else epi.block(i0, j0))
         return None
-    # the hot path: a launch already resolved for this kernel, shape, strides, pointer
-    # alignment class and pick (everything swapped(), choose() and the grid depend on)
-    # skips straight to the driver; a launch on relayout copies too (relayout.Relaid: the
-    # copies' layouts follow from the key, only their stream-ordered pointers change), and
-    # a composed kernel's passes and GEMM (composed.Composed, alike)
+    # a launch already resolved for this kernel, shape, strides, pointer alignment class and
+    # pick (all that swapped(), choose() and the grid read) goes straight to the driver; one
+    # on relayout copies or a composed kernel's too (only their pointers change)
     key = (k.name, precision, T.dtype, ordinal, m, n, kk, A.strides, B.strides, T.strides,
            A.ptr & 255, B.ptr & 255, T.ptr & 255, pick)
     if T.bcount != (1, 1):
         key += (T.bcount, A.bstrides, B.bstrides, T.bstrides)
     fast = CACHE.launches.get(key)
-    if fast is None and k.gemm_of is not None:
-        if (stand_in is not None and not _composed_ready(k, ordinal, stream)
-                and _stand_in(stand_in, A, B, C, T, alpha, beta, stream, ordinal)):
-            _composed_start(k, ordinal)     # after the stand-in's own compile
-            return None
-        fast = Composed(k, ordinal, A, B, T, pick)
-        if len(CACHE.launches) >= memo.ENTRIES:     # (bounded: base/memo.py)
-            CACHE.launches.clear()
-        CACHE.launches[key] = fast
-    elif fast is None:
-        smem = k.smem_bytes(m, n, kk)       # (read once: the device's limit, the launch)
-        lk = loaded(k, ordinal)
-        swap, variant, copies = entry_for(k, lk, A, B, T, precision, pick,
-                                          call.fits if call is not None else None, smem)
-        if stand_in is not None:
-            group = launch_group(k, variant, pick, T.bcount != (1, 1))
-            if not _pick_ready(lk, group, stream):
-                if _stand_in(stand_in, A, B, C, T, alpha, beta, stream, ordinal):
+    if fast is None:
+        if k.gemm_of is not None:
+            launches = _composed_launches(k.name) if stand_in is not None else ()
+            if (launches and not all([_pick_ready(loaded(x, ordinal), g, stream) for x, g in launches])
+                    and _stand_in(stand_in, A, B, C, T, alpha, beta, stream, ordinal)):
+                for x, group in launches:   # their compiles begin, after the stand-in's own
+                    loaded(x, ordinal).ready(group)
+                return None
+            fast = Composed(k, ordinal, A, B, T, pick)
+        else:
+            smem = k.smem_bytes(m, n, kk)       # (read once: the device's limit, the launch)
+            lk = loaded(k, ordinal)
+            swap, variant, copies = entry_for(k, lk, A, B, T, precision, pick,
+                                              call.fits if call is not None else None, smem)
+            if stand_in is not None:
+                group = launch_group(k, variant, pick, T.bcount != (1, 1))
+                if (not _pick_ready(lk, group, stream)
+                        and _stand_in(stand_in, A, B, C, T, alpha, beta, stream, ordinal)):
                     lk.ready(group)             # begins the compile, after the stand-in's own
                     return None
-        fast = prepared(k, ordinal, A, B, T, swap, variant, copies, pick, smem)
-        if len(CACHE.launches) >= memo.ENTRIES:
+            fast = prepared(k, ordinal, A, B, T, swap, variant, copies, pick, smem)
+        if len(CACHE.launches) >= memo.ENTRIES:     # (bounded: base/memo.py)
             CACHE.launches.clear()
         CACHE.launches[key] = fast
     if C is not None and not C.same_view(T):

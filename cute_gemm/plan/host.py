@@ -17,8 +17,7 @@ from .execute import gemm_device
 
 
 def host_result(shape, A: Operand, out_dtype: str) -> np.ndarray:
-    """A new numpy result; of a type numpy lacks (bfloat16), ml_dtypes' (a's dtype object,
-    if one)."""
+    """A new numpy result (of ml_dtypes' type where numpy lacks one)."""
     d = DTYPE[out_dtype]
     return np.empty(shape, dtype=(np.dtype(d.storage) if d.numpy else A.host.dtype
                                   if A.dtype == out_dtype
@@ -26,8 +25,8 @@ def host_result(shape, A: Operand, out_dtype: str) -> np.ndarray:
 
 
 def host_context(s: int) -> int:
-    """The current device, its context current, for a call on numpy operands: CaptureError
-    in a capture (copies to and from the host and a wait cannot be captured)."""
+    """The current device, its context current, for a call on numpy operands (CaptureError in
+    a graph capture)."""
     ordinal = driver.current_ordinal()
     driver.ensure_context(ordinal)
     if launch.capturing(s):

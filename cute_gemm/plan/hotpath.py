@@ -1,29 +1,13 @@
-"""run()'s signature hot path: a repeat call on device arrays with `out`, no `c` (or `c`
-that is `out` itself: an update in place), on a one-device host goes from its operands'
-attributes straight to the launch resolved for it. A call without `out` (`launch_new`),
-from its a's and b's signatures, allocates the result the full path allocated for them
-and launches the same way into it.
-
-A call's signature holds everything validation, the entry choice and the launch depend
-on: the kernel, the precision asked for, the call's stream, and per operand what its
-kind of array can change — shape, strides, element type and pointer alignment class
-(ptr & 255) always; the read-only flag, mask and producer stream of a
-__cuda_array_interface__; CuPy's current stream (which its CAI reports as the producer
-stream). A call without `stream` runs on its operands' library's current stream
-(arrays.framework_stream), read on every call. A PyTorch tensor that autograd records (it
-requires grad, and grad mode is on) has no signature: the full path hands the call to
-autograd. The first call with a signature goes through
-run()'s full path; if that launched one resolved launch (a Launcher, or a relayout.Relaid
-on copies) with no producer stream to wait for, the signature is remembered (`remember`),
-and later calls with it skip parse() and validation: they test only what the signature
-cannot hold (null pointers, an `out` that overlaps an input) and launch with their own
-pointers, alpha and beta (with `c` as `out`, the launch is the one without it: beta is
-an argument of the kernel, and the launch updates `out` in place).
-
-Each array type is read by the cheapest means that sees what the full path sees: our
-DeviceArray and PyTorch tensors by their attributes (PyTorch builds its CAI dict in
-Python), CuPy arrays by theirs, anything else by its CAI.
-"""
+"""run()'s signature hot path. A call's signature holds everything validation, the entry
+choice and the launch depend on: the kernel, the precision, the stream, and per operand
+what its kind of array can change (shape, strides, element type, ptr & 255; a CAI's
+read-only flag, mask and producer stream; CuPy's current stream). The first call with a
+signature goes the full way; if that launched one resolved launch with no producer stream
+to wait for, it is remembered, and later calls (device arrays, one device) only test what
+the signature cannot hold (null pointers, an out overlapping an input) and launch with
+their own pointers, alpha and beta. A call without `out` allocates its result as the full
+path did (launch_new). A tensor autograd records has no signature. Each array type is
+read by the cheapest means that sees what the full path sees."""
 from __future__ import annotations
 
 import sys
@@ -36,7 +20,8 @@ from .resolve import CACHE
 HOT_ENTRIES = 4096     # remembered signatures (all forgotten at once past this)
 
 
-# ---- one operand (a call whose operands are of different kinds) ---------------------------
+# ---- each kind's readers: of one operand (a call of mixed kinds), and of three of one kind
+# (one function, one flat signature)
 def _read_cai(x):
     c = x.__cuda_array_interface__
     p = c["data"][0]
@@ -44,38 +29,15 @@ def _read_cai(x):
             c.get("stream"), p & 255), p
 
 
-def _read_device_array(x):
-    p = x.ptr
-    return ("da", x.shape, x.strides, x.dtype_name, p & 255), p
-
-
-def _torch_reader(torch):
-    grad = torch.is_grad_enabled
-
-    def read(t):
-        # a CPU tensor must never match a CUDA one; one autograd records goes the full way
-        if not t.is_cuda or (t.requires_grad and grad()):
-            return None
-        p = t.data_ptr()
-        return ("torch", t.shape, t.stride(), t.dtype, p & 255), p
-    return read
-
-
-def _cupy_reader(cupy):
-    current = cupy.cuda.get_current_stream
-
-    def read(x):
-        p = x.data.ptr
-        # the producer stream its CAI reports is CuPy's current stream
-        return ("cupy", x.shape, x.strides, x.dtype, current().ptr, p & 255), p
-    return read
-
-
-# ---- three operands of one kind: one function, one flat signature -------------------------
 def _read3_cai(a, b, o):
     cs = (a.__cuda_array_interface__, b.__cuda_array_interface__, o.__cuda_array_interface__)
     return (("cai", *[(c["shape"], c.get("strides"), c["typestr"], c["data"][1], c.get("mask"),
                        c.get("stream"), c["data"][0] & 255) for c in cs]), *[c["data"][0] for c in cs])
+
+
+def _read_device_array(x):
+    p = x.ptr
+    return ("da", x.shape, x.strides, x.dtype_name, p & 255), p
 
 
 def _read3_device_arrays(a, b, o):
@@ -84,8 +46,15 @@ def _read3_device_arrays(a, b, o):
              pb & 255, o.shape, o.strides, o.dtype_name, po & 255), pa, pb, po)
 
 
-def _torch_read3(torch):
+def _torch_readers(torch):
     grad = torch.is_grad_enabled
+
+    def read(t):
+        # a CPU tensor must never match a CUDA one; one autograd records goes the full way
+        if not t.is_cuda or (t.requires_grad and grad()):
+            return None
+        p = t.data_ptr()
+        return ("torch", t.shape, t.stride(), t.dtype, p & 255), p
 
     def read3(a, b, o):
         if not (a.is_cuda and b.is_cuda and o.is_cuda):
@@ -97,18 +66,23 @@ def _torch_read3(torch):
         pa, pb, po = a.data_ptr(), b.data_ptr(), o.data_ptr()
         return (("torch", a.shape, a.stride(), a.dtype, pa & 255, b.shape, b.stride(), b.dtype,
                  pb & 255, o.shape, o.stride(), o.dtype, po & 255), pa, pb, po)
-    return read3
+    return read, read3
 
 
-def _cupy_read3(cupy):
+def _cupy_readers(cupy):
     current = cupy.cuda.get_current_stream
+
+    def read(x):
+        p = x.data.ptr
+        # the producer stream its CAI reports is CuPy's current stream
+        return ("cupy", x.shape, x.strides, x.dtype, current().ptr, p & 255), p
 
     def read3(a, b, o):
         pa, pb, po = a.data.ptr, b.data.ptr, o.data.ptr
         # each one's CAI reports the current stream as its producer's: read once
         return (("cupy", a.shape, a.strides, a.dtype, pa & 255, b.shape, b.strides, b.dtype,
                  pb & 255, o.shape, o.strides, o.dtype, po & 255, current().ptr), pa, pb, po)
-    return read3
+    return read, read3
 
 
 def _mixed(ra, rb, ro):
@@ -118,9 +92,8 @@ def _mixed(ra, rb, ro):
     return read3
 
 
-# (type(a), type(b), type(out)) -> (read3(a, b, out): (signature, pa, pb, po) or None, a's
-# arrays.stream_reader); type -> whether its signature holds the producer stream the full
-# path reads
+# (type(a), type(b), type(out)) -> (read3: (signature, pa, pb, po) or None, a's stream
+# reader); type -> whether its signature holds the producer stream the full path reads
 _READ3: dict = {}
 _HOLDS_STREAM: dict = {}
 
@@ -132,9 +105,9 @@ def _kind(tp):
         return _read_device_array, _read3_device_arrays, False
     if torch is not None and tp in (getattr(torch, "Tensor", None),
                                     getattr(getattr(torch, "nn", None), "Parameter", None)):
-        return _torch_reader(torch), _torch_read3(torch), False   # (subclasses: their CAI)
+        return *_torch_readers(torch), False     # (subclasses: their CAI)
     if cupy is not None and tp is getattr(cupy, "ndarray", None):
-        return _cupy_reader(cupy), _cupy_read3(cupy), True
+        return *_cupy_readers(cupy), True
     return _read_cai, _read3_cai, True
 
 
@@ -159,10 +132,9 @@ _READ1: dict = {}     # type -> reader of one operand of it
 
 
 def launch_new(name, precision, a, b, alpha, stream, ep=None):
-    """(result, None) if a call without `out` was launched through a remembered signature
-    of its a and b (and its fused epilogue `ep`): a new result allocated as the full path
-    allocated it, written by the launch that path resolved; else (None, what `remember_new`
-    needs once the full path has run; None: this call has no signature)."""
+    """(result, None) if a call without `out` was launched through a remembered signature of
+    its a, b (and fused epilogue `ep`) into a result allocated as the full path did; else
+    (None, the key remember_new needs; None: no signature)."""
     try:
         ra = _READ1.get(type(a)) or _read1_for(type(a))
         rb = _READ1.get(type(b)) or _read1_for(type(b))
@@ -191,25 +163,17 @@ NO_EPILOGUE: tuple[tuple, tuple] = ((), ())     # read_epilogue's answer for a c
 
 
 def read_epilogue(ep) -> tuple[tuple, tuple]:
-    """(signature, vector pointers) of a call's fused epilogue (driver.epilogue.Epilogue):
-    its pieces and each vector's signature as its reader sees it."""
-    sigs, ptrs = [], []
-    for x in (ep.bias, ep.scale_rows, ep.scale_cols, ep.blocks_a, ep.blocks_b):
-        if x is None:
-            sigs.append(None)
-            ptrs.append(0)
-            continue
-        sx, px = (_READ1.get(type(x)) or _read1_for(type(x)))(x)
-        sigs.append(sx)
-        ptrs.append(px)
-    return ("epilogue", ep.bias_axis, ep.activation, ep.clamp, ep.out_dtype, *sigs), tuple(ptrs)
+    """(signature, vector pointers) of a call's fused epilogue (driver.epilogue.Epilogue)."""
+    read = [(None, 0) if x is None else (_READ1.get(type(x)) or _read1_for(type(x)))(x)
+            for x in (ep.bias, ep.scale_rows, ep.scale_cols, ep.blocks_a, ep.blocks_b)]
+    return (("epilogue", ep.bias_axis, ep.activation, ep.clamp, ep.out_dtype, *[s for s, _ in read]),
+            tuple(p for _, p in read))
 
 
 class EpilogueAt:
-    """A remembered fused epilogue: its run-time half with the vectors' pointers left out
-    (their strides and the clamp are the signature's) and each vector's byte span from its
-    pointer, for the overlap test with out; `last`, the pointers of a call and their fields
-    (one reference, so a thread never reads one call's pointers with another's fields)."""
+    """A remembered fused epilogue: its run-time half without the vectors' pointers, each
+    vector's byte span from its pointer (the overlap test with out), and `last`, one call's
+    pointers and fields as one reference (no thread mixes two calls')."""
     __slots__ = ("values", "spans", "last")
 
     def __init__(self, prepared):
@@ -219,8 +183,7 @@ class EpilogueAt:
         self.last = ((), ())
 
     def values_at(self, ptrs) -> tuple:
-        """EpiArgs' fields with this call's vector pointers (bias, scale_rows, scale_cols,
-        blocks_a, blocks_b: read_epilogue's order); the last call's where they are its."""
+        """EpiArgs' fields with this call's vector pointers (read_epilogue's order)."""
         last = self.last
         if last[0] == ptrs:
             return last[1]
@@ -236,14 +199,14 @@ class EpilogueAt:
 
 
 def allocates_in_capture(obj) -> bool:
-    """True for CuPy and PyTorch arrays: their libraries allocate inside a graph capture,
-    where our DeviceArray's cuMemAlloc is refused."""
+    """True for CuPy and PyTorch arrays: their libraries allocate inside a graph capture
+    (our DeviceArray's cuMemAlloc is refused there)."""
     return type(obj).__module__.split(".")[0] in ("cupy", "torch")
 
 
 def _allocator(result, a):
-    """(allocate(a), pointer of) for results like `result`, where allocates_in_capture
-    (else None), that the full path allocated for operand `a`."""
+    """(allocate(a), pointer of) for results like `result` the full path allocated for `a`;
+    None unless allocates_in_capture."""
     mod = type(result).__module__.split(".")[0]
     lib = sys.modules.get(mod) if allocates_in_capture(result) else None
     if lib is None:
@@ -253,9 +216,8 @@ def _allocator(result, a):
         return (lambda _: empty(shape, dtype=dtype)), (lambda x: x.data.ptr)   # one device
     device, data_ptr = result.device, type(result).data_ptr
     if type(a) in (lib.Tensor, getattr(getattr(lib, "nn", None), "Parameter", None)):
-        # empty_like of a view that is not dense (one element, strides 0) is a fresh
-        # row-major tensor of its shape, type and device (torch.preserve_format), by
-        # PyTorch's cheapest allocation from Python (docs/design/host_overhead.md)
+        # empty_like of a broadcast view (strides 0) is a fresh row-major tensor: PyTorch's
+        # cheapest allocation from Python (docs/design/host_overhead.md)
         unit = _UNITS.get((dtype, device))
         if unit is None:
             unit = _UNITS[dtype, device] = empty((1,), dtype=dtype, device=device)
@@ -268,9 +230,8 @@ _UNITS: dict = {}    # (dtype, device) -> a one-element tensor, the allocator's 
 
 
 def remember_new(key, fast, A: Operand, B: Operand, result, epi=None) -> None:
-    """Keep the signature of a call without `out` the full path has just launched through
-    `fast` into `result`, which it allocated, under the conditions of `remember` (epi: its
-    fused epilogue, driver.epilogue.Prepared)."""
+    """Keep the signature of a call without `out` the full path launched through `fast` into
+    `result`, which it allocated, where `remember` would (epi: its epilogue's Prepared)."""
     alloc = _allocator(result, A.obj)
     if alloc is None or not _streams_held(key[2], (A, B)):
         return
@@ -280,9 +241,8 @@ def remember_new(key, fast, A: Operand, B: Operand, result, epi=None) -> None:
 
 
 def launch_or_sign(name, precision, a, b, out, alpha, beta, stream, ep=None):
-    """True if the call was launched through a remembered signature (with its fused
-    epilogue `ep`); else what `remember` needs once the full path has run (None: this call
-    has no signature)."""
+    """True if the call was launched through a remembered signature (with its fused epilogue
+    `ep`); else the key `remember` needs (None: no signature)."""
     try:
         types = (type(a), type(b), type(out))
         read3, current = _READ3.get(types) or _read3_for(types)
@@ -314,8 +274,8 @@ def launch_or_sign(name, precision, a, b, out, alpha, beta, stream, ep=None):
 
 
 def _streams_held(stream, ops) -> bool:
-    """Whether the call waited for no producer stream: none of `ops` has one, or (an
-    operand whose signature holds it) it is the call's stream."""
+    """Whether the call waited for no producer stream: each of `ops` has none, or its
+    signature holds it and it is the call's stream."""
     cs = launch.canonical_stream(stream)
     return all(op.stream is None or (_HOLDS_STREAM.get(type(op.obj), False)
                                      and launch.canonical_stream(op.stream) == cs)
@@ -323,15 +283,12 @@ def _streams_held(stream, ops) -> bool:
 
 
 def remember(key, fast, sig, epi=None) -> None:
-    """Keep the signature of a call (signature.Signature `sig`) the full path has just launched
-    through `fast` (gemm_device's (key, Launcher or Relaid)), if nothing it did depends on
-    more than the signature: no producer stream was waited for, and an operand whose
-    signature does not hold its producer stream had none."""
+    """Keep the signature of a call (Signature `sig`) the full path launched through `fast`
+    (gemm_device's (key, launcher)), unless it waited for a producer stream."""
     A, B, O = sig.A, sig.B, sig.O
     if sig.producers and not _streams_held(key[2], (A, B, O)):
         return
-    # each operand's byte span relative to its pointer (fixed by the signature), for the
-    # overlap test
+    # each operand's byte span relative to its pointer (fixed by the signature)
     (alo, ahi), (blo, bhi), (olo, ohi) = sig.spans["a"], sig.spans["b"], sig.spans["out"]
     if len(CACHE.hot) >= HOT_ENTRIES:           # (bounded: base/memo.py)
         CACHE.hot.clear()

@@ -7,11 +7,6 @@ import functools
 import threading
 from dataclasses import dataclass
 
-
-def pieces(extent: int, step: int):
-    """(start, size) of the launches that cover `extent` in pieces of at most `step`."""
-    return [(i, min(step, extent - i)) for i in range(0, extent, step)]
-
 from . import streamk
 from .. import registry
 from ..driver import launch, pool, workspace
@@ -19,6 +14,10 @@ from ..base.errors import CuteGemmError
 from ..driver.batching import Z_MAX
 from ..driver.kernel_args import EpiValues
 
+
+def pieces(extent: int, step: int):
+    """(start, size) of the launches that cover `extent` in pieces of at most `step`."""
+    return [(i, min(step, extent - i)) for i in range(0, extent, step)]
 
 # the second launch of a split with a reduction launch (modes.SplitReduce)
 REDUCE = registry.Kernel(
@@ -59,7 +58,7 @@ class LaunchPlan:
 
     @property
     def stream_k(self) -> bool:
-        """A launch sharing tiles' K between CTAs through a workspace (stream-K, split, cut)."""
+        """Tiles' K shared between CTAs through a workspace (stream-K, split, cut)."""
         return self.workspace_bytes > 0
 
     @property
@@ -69,15 +68,14 @@ class LaunchPlan:
 
     @property
     def reduced(self) -> bool:
-        """A split entry's launch, whose shares REDUCE sums after it (Pick.reduce)."""
+        """A split whose shares REDUCE sums after it."""
         return self.reduce_grid[0] > 0
 
 
 def transposed_epilogue(epi: EpiValues | tuple) -> EpiValues:
-    """A fused epilogue's run-time half (EpiValues, or the hot path's positional tuple of its
-    fields: EpiValues.pointing) for the entry that computes C^T: the bias's strides along i
-    and j exchanged, the row and column scales too. (Block scales are per row of A and per
-    128 columns of B: no entry computes them on C^T, epilogue.cuh's Transposed.)"""
+    """A fused epilogue's run-time half (EpiValues or its fields' tuple) for the entry that
+    computes C^T: the bias's strides and the row and column scales exchanged. Block scales
+    cannot be turned (epilogue.cuh's Transposed)."""
     epi = EpiValues(*epi)
     if epi.blk_a or epi.blk_b:
         raise CuteGemmError("block scales on a launch that computes C^T (a kernel that "
@@ -87,14 +85,14 @@ def transposed_epilogue(epi: EpiValues | tuple) -> EpiValues:
 
 
 class TensorMaps:
-    """The TMA tensor maps of A and B for one launch shape and stride pattern (records.
-    TmaBoxes), encoded per pointer: a repeat call on the same arrays reuses its maps."""
+    """The TMA tensor maps of A and B for one launch shape and stride pattern, encoded per
+    pointer pair: a repeat call on the same arrays reuses its maps."""
     __slots__ = ("a", "b", "precision", "swizzle", "memo")
 
     def __init__(self, variant: registry.Variant, m: int, n: int, kk: int, sa, sb,
                  batch: tuple | None = None):
-        """batch: ((outer, inner) problems, A's and B's batch strides) of a batched twin's
-        4-D maps (a mode an operand is broadcast over: extent 1)."""
+        """batch: ((outer, inner) problems, A's and B's batch strides) of a batched twin's 4-D
+        maps (extent 1 along a mode an operand is broadcast over)."""
         e = registry.ITEMSIZE[variant.dtype]
         modes = [()] * 2
         if batch is not None:
@@ -120,8 +118,8 @@ class TensorMaps:
 
 
 class Reduction:
-    """The second launch of a split with a reduction (modes.SplitReduce): REDUCE summing
-    the split entry's slices into C as the entry sees it, packed once per thread."""
+    """REDUCE summing a split's slices into C as the entry sees it (modes.SplitReduce),
+    packed once per thread."""
     __slots__ = ("site", "pack", "local")
 
     def __init__(self, f: launch.Function, grid, m: int, n: int, split: int, sc, pdl: bool):
@@ -140,19 +138,17 @@ class Reduction:
 
 
 class Launcher:
-    """One resolved launch, its arguments packed once: per call only the pointers and
-    alpha/beta change (and, for TMA entries, the tensor maps of A and B). Each thread writes
-    and launches its own copy of the argument block (the driver copies the arguments inside
-    cuLaunchKernel, which runs without the GIL), so no lock is taken and no thread can
-    see another's pointers."""
+    """One resolved launch, its arguments packed once: per call only the pointers, alpha and
+    beta change (and TMA entries' maps). Each thread writes and launches its own copy of the
+    block (cuLaunchKernel runs without the GIL), so no lock is taken."""
     __slots__ = ("plan", "site", "pack", "local", "head", "maps", "plain", "tail", "zs", "swap")
 
     def __init__(self, plan: LaunchPlan, f: launch.Function, strides, extra: tuple = (),
                  head: "Launcher | None" = None, variant: registry.Variant | None = None,
                  reduce: launch.Function | None = None, bstrides=((0, 0),) * 3):
         """extra: what a mode's entry takes after the GEMM's arguments (the workspace, then
-        tile0, split_k, or dp and pieces); reduce: REDUCE's function, run after a split;
-        bstrides: the batch strides of A, B and C, for an entry taking plan.batch."""
+        tile0 and split_k, or dp and pieces); reduce: REDUCE's function, run after a split;
+        bstrides: the batch strides of A, B and C."""
         self.plan, self.head = plan, head
         m, n, kk = plan.shape
         sa, sb, sc = strides
@@ -173,17 +169,10 @@ class Launcher:
         self.maps = None
         if plan.tma:
             self.maps = TensorMaps(variant, m, n, kk, sa, sb, (plan.batch, ba, bb) if walked else None)
-        if walked:
-            pack = launch.pack_gemm_args_tma_batch_epi if plan.fused else launch.pack_gemm_args_tma_batch
-        elif plan.tma:        # (a fused kernel's entries take EpiArgs last)
-            pack = ((launch.pack_gemm_args_tma_ws_epi if plan.fused else launch.pack_gemm_args_tma_ws)
-                    if extra else
-                    launch.pack_gemm_args_tma_epi if plan.fused else launch.pack_gemm_args_tma)
-        elif along_z:
-            pack = launch.pack_gemm_args_batch_epi if plan.fused else launch.pack_gemm_args_batch
-        else:
-            pack = ((launch.pack_gemm_args_ws_epi if plan.fused else launch.pack_gemm_args_ws)
-                    if extra else launch.pack_gemm_args)
+        # the GEMM's block, then what the batch or mode adds; a fused kernel's take EpiArgs last
+        kind = ("_tma_batch" if walked else "_tma_ws" if plan.tma and extra else "_tma" if plan.tma
+                else "_batch" if along_z else "_ws" if extra else "")
+        pack = getattr(launch, "pack_gemm_args" + kind + ("_epi" if plan.fused and kind else ""))
         gx, gy, gz = plan.grid
         self.site = [launch.Site(f, (gx, gy, z if along_z else gz), plan.block, plan.smem, plan.pdl,
                                  pack.sizes) for _, z in self.zs]

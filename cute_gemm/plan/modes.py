@@ -1,9 +1,7 @@
-"""Launch modes, a class each: whether it may launch a variant at all (`may_launch`), the entry
-points a launch compiles at once (`entries`) and its Launcher with grid, workspace and plan
-(`launcher`), None where the mode does not take the launch; resolve() and launch_entries ask
-MODES in order (resolve: those that may) and keep the first answer, and Pricer prices a
-launch as the mode that runs it (what auto scales tune tables' times by); a new mode is one
-class (docs/howto/launch-mode.md). Their arithmetic: streamk.py."""
+"""Launch modes, a class each: whether it may launch a variant (`may_launch`), the entry points
+a launch compiles at once (`entries`), and its Launcher (`launcher`; None: not taken here).
+resolve() asks MODES in order and keeps the first answer; Pricer prices a launch as the mode
+that runs it. A new mode is one class (docs/howto/launch-mode.md); arithmetic: streamk.py."""
 from __future__ import annotations
 
 import os
@@ -36,10 +34,9 @@ def pdl(k: registry.Kernel, info) -> bool:
 
 
 class At(SimpleNamespace):
-    """A launch resolve() asks about: k, lk (its resolve.Loaded), load (loaded()), variant,
-    m, n, kk, km x kn as the entry sees it, swap, the Pick's split_k and reduce, strides,
-    smem, group (launch_entries without reduce), stream_k (stream_k_on), batched and
-    bstrides (a batch: its strides of A, B and C), base (LaunchPlan fields of every mode)."""
+    """A launch resolve() asks about: k, lk (its Loaded), load (loaded()), variant, m, n, kk,
+    km x kn as the entry sees it, swap, split_k, reduce, strides, smem, group
+    (launch_entries), stream_k, batched, bstrides, base (LaunchPlan fields of every mode)."""
 
 
 class Plain:
@@ -47,16 +44,14 @@ class Plain:
 
     def may_launch(self, k: registry.Kernel, v: registry.Variant, reduce: bool,
                    stream_k: bool) -> bool:
-        """Whether the mode may launch `v` for a pick asking for a reduction launch or not
-        (`reduce`), with the modes past the plain grid on or off (`stream_k`, stream_k_on):
-        its twins, k's grid (registry data, asked once per variant and request, resolve.
-        Loaded.modes); launcher() decides per launch."""
+        """Whether the mode may launch `v` at all (registry data, asked once per variant and
+        request); reduce: the pick asks for a reduction launch; stream_k: stream_k_on()."""
         return True
 
     def entries(self, k: registry.Kernel, v: registry.Variant, reduce: bool,
                 split: bool = True) -> tuple | None:
-        """reduce: the pick asks for a reduction launch; split: for a split (False: a pick
-        without one, so a twin that serves splits alone is left out)."""
+        """reduce, split: the pick asks for a reduction launch, a split (False: a twin that
+        serves splits alone is left out)."""
         return (v.entry,)
 
     def launcher(self, at: At) -> Launcher | None:
@@ -79,9 +74,9 @@ class Plain:
 
 
 class StreamK(Plain):
-    """A persistent stream-K twin (Variant.stream_k) sharing the k-tiles of the last, partly
-    empty wave over its CTAs, after a head launch of its data-parallel sibling running the
-    whole waves (stream_k_plan); or, Pick.split_k, the twin alone with split_k CTAs a tile."""
+    """A persistent stream-K twin (Variant.stream_k) sharing the last, partly empty wave's
+    k-tiles over its CTAs after a head launch of its data-parallel sibling runs the whole
+    waves (stream_k_plan); or, for Pick.split_k, the twin alone with split_k CTAs a tile."""
 
     def may_launch(self, k, v, reduce, stream_k):
         return bool(v.stream_k) and stream_k
@@ -116,9 +111,8 @@ class StreamK(Plain):
     def plan(k: registry.Kernel, variant: registry.Variant, m: int, n: int, kk: int,
              slots_dp: int, slots_sk: int, split_k: int = 0
              ) -> tuple[tuple[int, int, int], int, int, int] | None:
-        """(grid, workspace bytes, tile0 (> 0: a head runs tiles [0, tile0)), split_k taken
-        (0: the own plan)), or None: the plain grid. slots_dp / slots_sk: CTAs of the sibling
-        and of the twin resident at once."""
+        """(grid, workspace bytes, tile0 (> 0: a head runs tiles [0, tile0)), split_k taken),
+        or None: the plain grid. slots_dp / slots_sk: CTAs of sibling / twin resident at once."""
         if variant.stream_k_swap:     # the twin sees the transposed problem: N x M
             m, n = n, m
         bm, bn, bk = k.tile
@@ -133,9 +127,8 @@ class StreamK(Plain):
 
 
 class SplitReduce(Plain):
-    """Split-K with a reduction launch (Pick.reduce): the split entry (Variant.split) on
-    tiles x split_k CTAs, each storing its share of K into a workspace slice, then REDUCE
-    summing the slices into C."""
+    """Split-K with a reduction launch (Pick.reduce): the split entry on tiles x split_k CTAs,
+    each storing its share of K into a workspace slice, then REDUCE summing them into C."""
 
     def may_launch(self, k, v, reduce, stream_k):
         return bool(v.split) and reduce and stream_k
@@ -161,8 +154,7 @@ class SplitReduce(Plain):
     @staticmethod
     def plan(k, variant, m, n, kk, slots, split_k):
         """(grid (tiles_m, tiles_n, split_k), workspace bytes) at M x N x K (N x M where
-        stream_k_swap, as the twin) where split_k_ctas takes the split (`slots`: CTAs of
-        the split entry resident at once: the slices are one wave's); else None."""
+        stream_k_swap) where split_k_ctas takes the split on `slots` resident CTAs; else None."""
         if not variant.split:
             return None
         if variant.stream_k_swap:
@@ -176,8 +168,8 @@ class SplitReduce(Plain):
 
 
 class Walk(Plain):
-    """A persistent kernel's walk (PersistentGrid) whose last wave may be cut along K
-    (tail_split, sm90_tail_split.cuh): the cut twin (Variant.cut) where the plan cuts."""
+    """A persistent kernel's walk whose last wave may be cut along K (sm90_tail_split.cuh):
+    the cut twin (Variant.cut) where the plan cuts."""
 
     def may_launch(self, k, v, reduce, stream_k):
         return isinstance(k.grid, PersistentGrid) and bool(k.grid.tail_split)
@@ -196,10 +188,9 @@ class Walk(Plain):
         return self.plain(at, v.cut, grid, (0, *cut), tail_split=cut, workspace_bytes=ws)
 
     def cost(self, x, m, n, k, precision, sm_count, split_k=0, variant=None):
-        """The busiest SM's rounds of items (windows, the cut model's overhead, a cut's fixup),
-        a window costing the tile's area plus LOAD_ROW per row of A (twice where register_a)
-        and of this CTA's B (docs/design/cute_wgmma_ws.md#narrow-tiles). `variant`: the
-        entry (walks_transposed, register_a) where known."""
+        """The busiest SM's rounds of items, a window costing the tile's area plus LOAD_ROW per
+        row of A (twice where register_a) and of this CTA's B
+        (docs/design/cute_wgmma_ws.md#narrow-tiles). `variant`: the entry, where known."""
         g = x.grid
         if not isinstance(g, PersistentGrid):
             return None
@@ -224,15 +215,11 @@ MODES = (SPLIT_REDUCE, STREAM_K, WALK, PLAIN)     # asked in order: the first an
 
 
 class Pricer:
-    """What a launch of each of `cands` ((kernel or None, transposed, split_k): tune table
-    candidates) costs its busiest SM on `sm_count` SMs, as the mode that runs it (MODES'
-    order). A persistent kernel: its walk (Walk.cost). A tiled one: with split_k where
-    split_k_ctas takes it (SplitReduce's or the twin's), one wave of runs, each its k-tiles,
-    a fill and two stores (the fixup's); else with a stream-K twin where stream_k_plan
-    takes it, the head's whole waves and the last wave's k-tiles over the twin's CTAs; else
-    whole waves of tiles on sm_count x min_blocks slots, each its k-tiles + TILE_OVERHEAD.
-    1.0: no tile (or no kernel). A composed kernel: its GEMM's on K'. Each kernel's
-    constants are read once, here; at() prices them all in one loop."""
+    """What a launch of each of `cands` ((kernel or None, transposed, split_k)) costs its
+    busiest SM on `sm_count` SMs, as the mode that runs it: a walk (Walk.cost); a split
+    where split_k_ctas takes it; a stream-K tail where stream_k_plan does; else whole waves
+    of tiles, each its k-tiles + TILE_OVERHEAD. 1.0: no tile or kernel. A composed kernel:
+    its GEMM's on K'. Constants are read once here; at() prices all in one loop."""
 
     def __init__(self, cands, precision: str, sm_count: int):
         self.precision, self.sm_count, self.specs = precision, sm_count, []

@@ -1,9 +1,7 @@
-"""Copies around a launch, prepared once: `Scale2d` (dst = s * src through the scale2d
-kernel, resolve.UTIL) for fixed shapes, strides and element types, and `Relaid`, a launch
-whose operands the entry point cannot take as they are, run on stream-ordered copies in a
-layout it can. Both pack their argument blocks once per thread, as launcher.Launcher does:
-per call only the pointers (and scales) change, so a call on copies costs the host a few
-launches, not a fresh resolve."""
+"""Copies around a launch, prepared once: `Scale2d` (dst = s * src by resolve.UTIL) for fixed
+shapes, strides and types, and `Relaid`, a launch on stream-ordered copies of the operands
+its entry cannot take as they are. Both pack their blocks once per thread, as a Launcher:
+per call only pointers and scales change."""
 from __future__ import annotations
 
 import threading
@@ -26,8 +24,7 @@ def padded(op: Operand) -> tuple[int, int]:
 
 
 def scratch_bytes(op: Operand) -> int:
-    """Bytes a scratch matrix shaped and strided as `op` takes: its last row's pad too,
-    which Scale2d(pad=True) writes."""
+    """Bytes of a scratch matrix shaped and strided as `op`, its last row's pad included."""
     span = 1 + sum((x - 1) * st for x, st in zip(padded(op), op.strides) if x > 0)
     return op.itemsize * max(span, 1)
 
@@ -38,15 +35,9 @@ ScaleArgs, SCALE_OFFSETS = arg_block("ScaleArgs", [   # kernels/util/scale2d.cu'
     ("Lin", I), ("z0", I), ("bs0", L), ("bs1", L), ("bd0", L), ("bd1", L)])
 
 
-def z_pieces(bcount: tuple[int, int]) -> list[tuple[int, int]]:
-    """(z0, grid z) of the launches that walk a batch of (outer, inner) problems."""
-    return pieces(bcount[0] * bcount[1], Z_MAX)
-
-
 def batch_scratch(op: Operand, like: Operand | None = None) -> tuple[int, tuple[int, int]]:
     """(bytes, batch strides) of scratch shaped as `op` for each problem of its batch, each
-    problem's matrix starting on a 256-byte boundary; a batch mode that `like` (the operand
-    copied into it) broadcasts (steps by 0) holds one matrix, stepped by 0 as well."""
+    matrix on a 256-byte boundary; one matrix along a mode `like` (copied in) broadcasts."""
     one = -(-scratch_bytes(op) // 256) * 256
     (l0, l1), (s0, s1) = op.bcount, like.bstrides if like is not None else (1, 1)
     n0, n1 = l0 if s0 else 1, l1 if s1 else 1
@@ -54,19 +45,16 @@ def batch_scratch(op: Operand, like: Operand | None = None) -> tuple[int, tuple[
 
 
 def stepping(src: Operand, dst: Operand) -> tuple[Operand, Operand]:
-    """src and dst over only the batch modes src steps along: a copy of an operand the batch
-    broadcasts copies its one matrix once (into scratch from batch_scratch(dst, src))."""
+    """src and dst over only the batch modes src steps along (a broadcast matrix copied once)."""
     (l0, l1), (s0, s1) = src.bcount, src.bstrides
     count = (l0 if s0 else 1, l1 if s1 else 1)
     return replace(src, bcount=count), replace(dst, bcount=count)
 
 
 class Scale2d:
-    """dst = s * src for operands shaped and strided as `src` and `dst` (their pointers are
-    ignored): src None or s == 0 writes zeros; src of dst's element type or one UTIL_ENTRY
-    converts from. pad: also zero dst's pad, between its contiguous extent and its leading
-    dimension. One launch per piece of the grid's limits; call with (s, src_ptr, dst_ptr,
-    stream)."""
+    """dst = s * src for operands shaped and strided as `src` and `dst` (src None or s == 0:
+    zeros; across types as UTIL_ENTRY converts). pad: also zero dst's pad up to its leading
+    dimension. One launch per piece of the grid's limits; call with (s, src, dst, stream)."""
     __slots__ = ("parts", "strides", "local")
 
     def __init__(self, ordinal: int, src: Operand | None, dst: Operand, pad: bool = False):
@@ -88,7 +76,7 @@ class Scale2d:
                 # (rows, cols) launched, of which (in-range rows, cols) hold dst's elements
                 dims = (r, c, max(0, min(r, m - i0)), max(0, min(c, n - j0)))
                 src_off = None if src is None else src.itemsize * (i0 * ss0 + j0 * ss1)
-                for z0, z in z_pieces(dst.bcount):
+                for z0, z in pieces(dst.bcount[0] * dst.bcount[1], Z_MAX):  # (along z)
                     gx, gy, _ = UTIL.grid(r, c, 1)
                     self.parts.append((launch.Site(f, (gx, gy, z), UTIL.block, 0, False, ScaleArgs.param_sizes),
                                        (dims, z0, batch), src_off,
@@ -110,11 +98,9 @@ class Scale2d:
 
 
 class Relaid:
-    """A launch of `variant` on copies of the operands in `copies` (roles as the entry sees
-    them, after `swap`), in the layouts copy_target gives: called as a Launcher is, with the
-    caller's pointers, it takes one stream-ordered allocation for the temporaries, copies A
-    and B (with their pads) and, where beta != 0, C (T in place) into them, launches,
-    copies the result back into T and frees the allocation in stream order."""
+    """A launch of `variant` on copies (copy_target's layouts) of the operands in `copies`
+    (roles as the entry sees them). Called as a Launcher: one stream-ordered scratch; A and
+    B (with pads) and, where beta != 0, C copied in; the launch; the result copied back."""
     __slots__ = ("ordinal", "launcher", "temps", "nbytes", "back", "load_c")
 
     def __init__(self, k: registry.Kernel, ordinal: int, variant: registry.Variant,
@@ -130,21 +116,19 @@ class Relaid:
                         X.dtype, bcount=X.bcount)
             ops[r] = replace(W, bstrides=batch_scratch(W, X)[1])
         ops = oriented(swap, ops)                  # back in the caller's roles
-        # per copied operand: (role, its offset in the one scratch allocation, copy in); each
-        # temporary starts on a 256-byte boundary, as an allocation of its own would
-        caller = {"a": "b", "b": "a", "c": "c"} if swap else {"a": "a", "b": "b", "c": "c"}
+        # per copied operand: (role, offset in the scratch, copy in), on 256-byte boundaries
+        copied = {{"a": "b", "b": "a"}.get(x, x) if swap else x for x in copies}   # caller's roles
         self.temps, self.nbytes = [], 0
         for r, X in (("a", A), ("b", B), ("c", T)):
-            if r not in {caller[x] for x in copies}:
+            if r not in copied:
                 continue
             W = ops[r]
             self.temps.append((r, self.nbytes,
                                Scale2d(ordinal, *stepping(X, W), pad=True) if r != "c" else None))
             self.nbytes += batch_scratch(W, X)[0]
         W = ops["c"] if "c" in copies else T
-        copied_c = "c" in copies
-        self.back = Scale2d(ordinal, W, T) if copied_c else None
-        self.load_c = Scale2d(ordinal, T, W) if copied_c else None
+        self.back = Scale2d(ordinal, W, T) if W is not T else None
+        self.load_c = Scale2d(ordinal, T, W) if W is not T else None
         A2, B2 = ops["a"], ops["b"]
         self.launcher = resolve(k, ordinal, variant, copies, m, n, kk,
                                 (A2.strides, B2.strides, W.strides), swap, pick,
@@ -175,9 +159,8 @@ class Relaid:
 # ---- a launch of kernel k for operands shaped and strided as A, B and T ----------------------
 def prepared(k: registry.Kernel, ordinal: int, A: Operand, B: Operand, T: Operand, swap,
              variant, copies, pick, smem: int | None = None):
-    """A launch (resolve.entry_for) made ready to call with pointers: on copies (Relaid) where
-    the entry needs them, else a resolved Launcher (smem: k.smem_bytes at this shape, where
-    known)."""
+    """A launch (resolve.entry_for's) ready to call with pointers: Relaid where it needs
+    copies, else a resolved Launcher."""
     if copies:
         return Relaid(k, ordinal, variant, copies, swap, A, B, T, pick)
     return resolve(k, ordinal, variant, copies, A.shape[0], B.shape[1], A.shape[1],

@@ -1,12 +1,7 @@
 """The resolver: for one kernel, device, shape, stride pattern and pointer-alignment class,
 which entry point runs, which operands are copied first, in which launch mode (modes.py).
-It is decided once (resolve), kept as a frozen LaunchPlan beside the Launcher that carries
-it out, in one cache (CACHE); a repeat call only writes its pointers and scalars into the
-Launcher's packed arguments (launcher.py).
-
-The cache has one owner and one public reset, cute_gemm.clear_caches(); what it holds is
-readable through resolved_launches().
-"""
+Decided once and kept (a LaunchPlan beside its Launcher) in CACHE, whose one public reset
+is cute_gemm.clear_caches() and whose plans resolved_launches() lists."""
 from __future__ import annotations
 
 import threading
@@ -24,10 +19,8 @@ from .launcher import Launcher, LaunchPlan
 from ..base.precisions import ACCUMULATOR, DTYPE, PRECISION_DTYPE_B
 from ..registry.records import AS_PLANNED, ITEMSIZE, PRECISION_DTYPE, Pick
 
-# the utility kernel of the runtime itself, (source type, destination type) -> its entry
-# (kernels/util/scale2d.cu: scale2d_<suffix> within one type, scale2d_<from>_<to> across):
-# copies into another layout and beta * C within one type; operands widened into the
-# accumulator's type for a stand-in, and its result rounded back (execute._stand_in)
+# the runtime's copy kernel (kernels/util/scale2d.cu), (source type, destination type) -> its
+# entry: relayout copies and beta * C within a type, a stand-in's widening and rounding across
 UTIL_ENTRY = {(s, d): "scale2d" if s == d == ACCUMULATOR else
               f"scale2d_{DTYPE[s].suffix}" if s == d else
               f"scale2d_{DTYPE[s].suffix}_{DTYPE[d].suffix}"
@@ -48,12 +41,8 @@ class _Cache:
     results: dict = field(default_factory=dict)
 
     def clear(self) -> None:
-        self.loaded.clear()
-        self.launches.clear()
-        self.hot.clear()
-        self.results.clear()
-        _chosen.clear()
-        _chosen_contiguous.clear()
+        for part in (self.loaded, self.launches, self.hot, self.results, _chosen, _chosen_contiguous):
+            part.clear()
         with _behind_lock:          # ended background compiles, failed ones too
             for key in [x for x, t in _behind.items() if not t.is_alive()]:
                 del _behind[key]
@@ -70,10 +59,9 @@ def resolved_launches() -> tuple[LaunchPlan, ...]:
 # ---- per (kernel, device): the cubins and their functions ---------------------------------
 def launch_entries(k: registry.Kernel, variant: registry.Variant, stream_k: bool | None = None,
                    reduce: bool = False, split: bool = True) -> tuple[str, ...]:
-    """The entry points one launch of `variant` may need, compiled at once: the first launch
-    mode's that has any (modes.MODES), the plain grid's where stream_k is False (None:
-    CUTE_GEMM_STREAM_K=0). reduce, split: what the pick asks for (Pick; split False: no
-    split, so a twin that serves splits alone is not compiled for it)."""
+    """The entry points one launch of `variant` may need, compiled at once: those of the first
+    mode of MODES that has any (the plain grid's alone where stream_k is off; None: read
+    CUTE_GEMM_STREAM_K). reduce, split: what the pick asks for."""
     if stream_k is None:
         stream_k = modes.stream_k_on()
     for mode in modes.MODES if stream_k else (modes.PLAIN,):
@@ -84,9 +72,8 @@ def launch_entries(k: registry.Kernel, variant: registry.Variant, stream_k: bool
 
 def launch_group(k: registry.Kernel, variant: registry.Variant, pick: Pick,
                  batched: bool = False) -> tuple[str, ...]:
-    """The entry points a call of `variant` as `pick` compiles at once (what the stand-in
-    waits for, what tuning finds at hand): a batch's entry alone (Kernel.batch_entry: only
-    the plain mode launches a batch), else launch_entries' for what the pick asks."""
+    """The entry points a call of `variant` as `pick` compiles at once: a batch's entry alone
+    (only the plain mode launches a batch), else launch_entries'."""
     if batched:
         return (k.batch_entry(variant),)
     return launch_entries(k, variant, reduce=pick.reduce and pick.split_k > 0,
@@ -96,11 +83,7 @@ def launch_group(k: registry.Kernel, variant: registry.Variant, pick: Pick,
 @dataclass
 class Loaded:
     """A kernel on one device: its target, the device's limits, and the functions loaded so
-    far. Nothing is compiled until a function is asked for; then the whole kernel's cubin
-    is used where one is cached (memory or disk: after `cute-gemm compile`, or a bench
-    that compiled everything), or that of the entry points one launch needs
-    (launch_entries), as a set (the unit `cute-gemm compile --layout` fills) or each alone
-    (the unit a launch compiles where it can run processes side by side, cubin_of)."""
+    far. Nothing is compiled until a function is asked for (cubin_of says from what)."""
     kernel: registry.Kernel
     ordinal: int
     arch: str                   # the NVRTC target (sm_90a for an arch-specific kernel)
@@ -113,9 +96,8 @@ class Loaded:
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def function(self, entry: str, group: tuple[str, ...] = ()) -> launch.Function:
-        """The loaded function of `entry`; where no cubin at hand holds it, compiled with the
-        other entry points of the same launch (`group`: launch_entries). Thread-safe:
-        cache.get compiles each key once, and a function is loaded once."""
+        """The loaded function of `entry`, compiled where need be with the other entry points
+        of its launch (`group`). Thread-safe: each key compiles once, each function loads once."""
         f = self.functions.get(entry)
         if f is None:
             c = self.cubin_of(entry, group)
@@ -125,14 +107,10 @@ class Loaded:
         return f
 
     def cubin_of(self, entry: str, group: tuple[str, ...] = ()):
-        """The cache.Compiled that `entry`'s function comes from, the first of: one this
-        Loaded holds; the whole kernel's, where it is cached; that of `entry` and `group`
-        together, where it is cached; each of them alone, where cached; compiles of
-        `entry` and those of `group` not held yet, each alone in a process of its own side
-        by side (cache.compile_apart: NVRTC's time is per entry point, single-threaded, and
-        threads of one process gain nothing, docs/design/first_call.md), or where that
-        cannot run, one program of them all. A set naming every entry point is the whole
-        kernel (e.g. a composed kernel's pre-pass), compiled as one."""
+        """The cache.Compiled of `entry`, the first of: one held; the whole kernel's, cached;
+        that of `entry` and `group`, cached; each alone, cached; else those missing compiled
+        each alone in processes side by side (NVRTC is single-threaded per entry point:
+        docs/design/first_call.md), or where that cannot run, as one program."""
         held = self.cubins.get(entry)
         if held is not None:
             return held
@@ -152,8 +130,7 @@ class Loaded:
         return self._hold(cache.get(k, arch, entries=missing), entry)
 
     def _hold_alone(self, entries: tuple[str, ...]) -> tuple[str, ...]:
-        """Hold those of `entries` cached each alone (compile_apart's, a background
-        compile's); the rest, still missing."""
+        """Hold those of `entries` cached each alone; the rest, still missing."""
         for e in entries:
             one = cache.lookup(self.kernel, self.arch, entries=(e,))
             if one is not None:
@@ -162,12 +139,10 @@ class Loaded:
             return tuple(e for e in entries if e not in self.cubins)
 
     def ready(self, group: tuple[str, ...], start: bool = True) -> bool:
-        """True when the entry points of `group` (one launch's, launch_entries) can be had
-        without compiling: held, or cached in memory or on disk; or when their background
-        compile failed (the caller's function() then compiles them, raising its error where
-        the call sees it). Else, with `start`, begins that compile in the background, once
-        per kernel, target and group (gemm()'s stand-in runs meanwhile, standin.stand_in), and
-        returns False."""
+        """True when `group`'s entry points can be had without compiling (held, or cached), or
+        their background compile failed (function() then raises its error in the call). Else
+        False, and with `start` that compile begins in the background, once per kernel,
+        target and group (gemm()'s stand-in runs meanwhile)."""
         if all(e in self.cubins for e in group):
             return True
         key = (self.kernel.name, self.arch, group)
@@ -192,10 +167,8 @@ class Loaded:
         return False
 
     def _compile_behind(self, group: tuple[str, ...], children: list) -> None:
-        # each entry point in a child process of its own (this process's NVRTC stays free
-        # for the stand-in's compiles): the children ready() started, then any left (more
-        # entry points than workers, or a child that failed); in-process where no child
-        # can run (no disk level)
+        # each entry point in a child process (this process's NVRTC stays free for the
+        # stand-in): ready()'s children, then any left; in-process where none can run
         try:
             for p in children:
                 p.wait()
@@ -214,8 +187,8 @@ class Loaded:
 
 
 class _Behind(threading.Thread):
-    """A background compile (Loaded.ready); `failed`: it raised, so every call after it
-    compiles in the foreground and raises that error, as it would have without it."""
+    """A background compile (Loaded.ready); `failed`: it raised, so later calls compile in
+    the foreground and raise that error, as they would have without it."""
     failed = False
 
     def __init__(self, **kw):
@@ -228,10 +201,9 @@ _behind_lock = threading.Lock()
 
 
 def wait_for_compiles(timeout: float | None = None) -> bool:
-    """Block until the compiles gemm() began in the background have ended (at most
-    `timeout` seconds; None: as long as they take); True when none is left running. After
-    it, gemm() runs its picks (their cubins are cached), bit for bit as with
-    CUTE_GEMM_FIRST_CALL=wait."""
+    """Block until gemm()'s background compiles have ended (at most `timeout` seconds; None:
+    no limit); True when none is left running. Then gemm() runs its picks, bit for bit as
+    with CUTE_GEMM_FIRST_CALL=wait."""
     end = None if timeout is None else time.monotonic() + timeout
     with _behind_lock:
         threads = list(_behind.values())
@@ -241,8 +213,7 @@ def wait_for_compiles(timeout: float | None = None) -> bool:
 
 
 def loaded(k: registry.Kernel, ordinal: int) -> Loaded:
-    """The kernel on a device (checked to run there); nothing is compiled here: its
-    functions are compiled or fetched when first asked for (Loaded.function)."""
+    """The kernel on a device (checked to run there); nothing is compiled here."""
     p = CACHE.loaded.get((k.name, ordinal))
     if p is None:
         info = launch.device_info(ordinal)
@@ -258,20 +229,15 @@ def loaded(k: registry.Kernel, ordinal: int) -> Loaded:
 # ---- layout matching -------------------------------------------------------------------
 _ROW = {"a": "k", "b": "n", "c": "n"}       # the major of a row-major operand of each role
 PAD = 16    # no entry point asks for more alignment (elements) than this
-
-
 LINE = 128   # bytes: an L2 line, what a TMA box row or a warp's vector load fetches whole
 
 
 def copy_strides(role: str, major: str, shape: tuple[int, int], align: int = 1,
                  itemsize: int = 4) -> tuple[int, int]:
-    """The strides of the copy of an operand of `shape` that run() makes for an entry point
-    wanting `major` ("any": row-major) and `align`: the leading dimension rounded up to a
-    multiple of it, and where that adds at most an eighth (rows of 8 lines or more; a
-    skinny operand padded further would take several times its memory) to whole LINEs, so
-    that every row starts a line: a row that straddles lines costs the tensor cores' loads
-    up to half again (docs/design/cute_wgmma_ws.md#row-pitch). At a 256-byte pointer the
-    copy has the entry's vector and TMA alignment."""
+    """The strides of run()'s copy of an operand of `shape` for an entry wanting `major` and
+    `align`: the leading dimension rounded up to `align`, and for rows of 8 LINEs or more
+    (padding adds at most an eighth) to whole LINEs, since a row straddling lines costs the
+    tensor cores' loads up to half again (docs/design/cute_wgmma_ws.md#row-pitch)."""
     rows, cols = shape
     turned = major == MAJORS[role][1]
     extent = max(rows if turned else cols, 1)
@@ -283,8 +249,8 @@ def copy_strides(role: str, major: str, shape: tuple[int, int], align: int = 1,
 
 
 def copy_target(v: registry.Variant, role: str, shape: tuple[int, int]) -> tuple[str, tuple[int, int]]:
-    """(major, strides) of the copy run() makes of an operand of `shape` for entry point `v`:
-    the major it wants (row-major where it takes any), padded to its alignment and lines."""
+    """(major, strides) of run()'s copy of an operand of `shape` for entry point `v` (row-major
+    where it takes any major)."""
     want = getattr(v, f"{role}_major")
     want = _ROW[role] if want == "any" else want
     dtype = (v.out_dtype if role == "c" else PRECISION_DTYPE_B[v.precision] if role == "b"
@@ -295,11 +261,9 @@ def copy_target(v: registry.Variant, role: str, shape: tuple[int, int]) -> tuple
 
 def offers(k: registry.Kernel) -> str:
     """What a kernel computes, for messages: "bf16 (bfloat16 in, float32|bfloat16 out), ..."."""
-    outs: dict[str, list[str]] = {}
+    outs: dict[str, dict] = {}
     for v in k.variants:
-        outs.setdefault(v.precision, [])
-        if v.out_dtype not in outs[v.precision]:
-            outs[v.precision].append(v.out_dtype)
+        outs.setdefault(v.precision, {})[v.out_dtype] = None
     return ", ".join(f"{p} ({PRECISION_DTYPE[p]}"
                      + (f" x {PRECISION_DTYPE_B[p]}" if PRECISION_DTYPE_B[p] != PRECISION_DTYPE[p] else "")
                      + f" in, {'|'.join(o)} out)" for p, o in outs.items())
@@ -318,26 +282,23 @@ def check_precision(k: registry.Kernel, precision: str, out_dtype: str) -> None:
 def choose(k: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
            out_dtype: str = "float32", fits: dict | None = None
            ) -> tuple[registry.Variant, list[str]]:
-    """The variant of this precision and output type needing the fewest relayout copies,
-    and the roles to copy (each into its copy_target); kept per class of calls that
-    choose alike (`shape_class`). fits: arrays.fits(ops), where known."""
+    """The variant of this precision and output type needing the fewest relayout copies, and
+    the roles to copy; kept per class of calls that choose alike (shape_class)."""
     fits = fits or fits_of(ops)
     (m, kk), n = ops["a"].shape, ops["b"].shape[1]
     key = (k.name, tuple(fits.items()), shape_class(m, n, kk), precision, out_dtype)
     hit = _chosen.get(key)
     if hit is None or hit[0] is not k:      # (or kept for another kernel of that name: tests
-        if len(_chosen) >= memo.ENTRIES:    # may register one; bounded: base/memo.py)
+        if len(_chosen) >= memo.ENTRIES:    # may register one)
             _chosen.clear()
         hit = _chosen[key] = (k, *choose_exactly(k, ops, precision, out_dtype, fits))
     return hit[1], list(hit[2])
 
 
 def shape_class(*extents: int) -> tuple[int, ...]:
-    """Extents standing each for all that choose_exactly tells apart from it by none of
-    what it reads of an extent: whether it is <= 1; its residues modulo alignments and
-    extent_aligns, which divide PAD; and whether a row of it reaches 8 lines
-    (copy_strides), at 1024 / itemsize elements (itemsizes 1 to 8). So: its residue mod
-    PAD between the same two of those thresholds."""
+    """Each extent's class: those choose_exactly cannot tell apart, since it reads only
+    whether an extent is <= 1, its residue modulo alignments (which divide PAD), and whether
+    a row of it reaches 8 LINEs (copy_strides; 1024 / itemsize elements, itemsizes 1 to 8)."""
     return tuple(x if x <= 1 else (8 * LINE if x >= 8 * LINE else 4 * LINE if x >= 4 * LINE
                                    else 2 * LINE if x >= 2 * LINE else LINE if x >= LINE
                                    else PAD) + x % PAD for x in extents)
@@ -349,11 +310,11 @@ _chosen: dict = {}     # choose's answers: key -> (kernel, variant, copies)
 def choose_exactly(k: registry.Kernel, ops: dict[str, Operand], precision: str = "fp32",
                    out_dtype: str = "float32", fits: dict | None = None
                    ) -> tuple[registry.Variant, list[str]]:
-    """choose() computed for these operands (fits: arrays.fits(ops), where known)."""
+    """choose() computed for these operands."""
     fits = fits or fits_of(ops)
     (m, kk), n = ops["a"].shape, ops["b"].shape[1]
-    # (with a fused epilogue, no entry with A in registers: beside its accumulators and A's
-    # fragments the epilogue spilled 1.5 KB in cute_wgmma_ws_tf32_f32_am_bk; A is copied instead)
+    # with a fused epilogue, no entry with A in registers (beside A's fragments the epilogue
+    # spills): A is copied instead
     ours = [v for v in k.variants if v.precision == precision and v.out_dtype == out_dtype
             and not (k.epilogue is not None and v.register_a)]
     # the first entry taking every operand as it is wins: looked for first among those whose
@@ -392,10 +353,8 @@ def choose_exactly(k: registry.Kernel, ops: dict[str, Operand], precision: str =
 def choose_contiguous(k: registry.Kernel, m: int, n: int, kk: int, layout: str,
                       precision: str = "fp32", out_dtype: str = "float32", classes=None
                       ) -> tuple[registry.Variant, list[str]]:
-    """choose(k, contiguous(m, n, kk, layout, ...)) without building the operands where
-    their class was seen: fresh contiguous operands' majors and alignments follow from
-    their extents' classes (shape_class; `classes`: it, where known), as everything else
-    choose reads does (this memo stands for choose's: choose_exactly on a miss)."""
+    """choose(k, contiguous(m, n, kk, layout, ...)), memoized by the extents' shape_class
+    (`classes`, where known): fresh contiguous operands' majors and alignments follow from it."""
     key = (k.name, classes or shape_class(m, n, kk), layout, precision, out_dtype)
     hit = _chosen_contiguous.get(key)
     if hit is None or hit[0] is not k:
@@ -412,8 +371,8 @@ _chosen_contiguous: dict = {}   # choose_contiguous's answers: key -> (kernel, v
 def contiguous(m: int, n: int, kk: int, layout: str, precision: str = "fp32",
                out_dtype: str = "float32") -> dict[str, Operand]:
     """Descriptors (no data; a 1 MiB-aligned pointer) of fresh contiguous operands a, b, c of
-    an M x N x K problem with A and B in operand layout `layout` ("nt": A row-major, B
-    column-major) and C row-major: what a pure-CPU question about a launch asks choose()."""
+    an M x N x K problem, A and B in operand layout `layout` ("nt": A row-major, B
+    column-major), C row-major: for pure-CPU questions to choose()."""
     return {r: Operand(r, None, True, 1 << 20, (rows, cols), (1, rows) if turned else (cols, 1), dt)
             for r, rows, cols, turned, dt in (
                 ("a", m, kk, layout[0] == "t", PRECISION_DTYPE[precision]),
@@ -422,12 +381,11 @@ def contiguous(m: int, n: int, kk: int, layout: str, precision: str = "fp32",
 
 
 def swapped(k: registry.Kernel, m: int, n: int, transposed: bool = False) -> bool:
-    """Whether a launch of `k` on an M x N product computes C^T = B^T A^T (LaunchPlan.swap):
-    the one place that decides it. `transposed`: the caller asked for the transposed problem
-    (gemm()'s table pick, auto.Choice.transposed). The kernel's own rule (Kernel.transposes:
-    a skinny N on a transpose_skinny kernel) then applies to the problem so asked for, and
-    may turn it back: what `cute-gemm tune` timed, as run(k, B^T, A^T, out=C^T)."""
-    if not k.transpose_skinny:      # (no rule of its own: the problem as asked for)
+    """Whether a launch of `k` on an M x N product computes C^T = B^T A^T (the one place that
+    decides it). `transposed`: the pick asks for the transposed problem; the kernel's own
+    rule (Kernel.transposes) then applies to that problem and may turn it back, as
+    `cute-gemm tune` timed run(k, B^T, A^T, out=C^T)."""
+    if not k.transpose_skinny:
         return transposed
     if transposed:
         return not k.transposes(n, m)
@@ -435,9 +393,8 @@ def swapped(k: registry.Kernel, m: int, n: int, transposed: bool = False) -> boo
 
 
 def oriented(swap: bool, ops: dict[str, Operand]) -> dict[str, Operand]:
-    """The operands (roles a, b and c, where given) in the roles the entry sees: where the
-    launch swaps, B^T is its A, A^T its B and C^T its C. Its own inverse: applied again, it
-    hands the caller's roles back."""
+    """The operands in the roles the entry sees (swapped: B^T is its A, A^T its B, C^T its C).
+    Its own inverse."""
     if not swap:
         return ops
     turned = {"a": ops["b"], "b": ops["a"]}
@@ -446,30 +403,25 @@ def oriented(swap: bool, ops: dict[str, Operand]) -> dict[str, Operand]:
 
 def layout_launches(k: registry.Kernel, layout: str, precisions: tuple[str, ...] | None = None
                     ) -> dict[str, tuple[tuple[str, ...], ...]]:
-    """kernel name -> the entry-point sets of the launches (each what Loaded compiles for one
-    launch: launch_entries, in the kernel's order) that a run() call on `k` with A and B in
-    operand layout `layout` ("nn" ...: contiguous, aligned, every extent a multiple of 16)
-    and a row-major result makes, in each precision `k` computes (or those of `precisions`
-    it does) and each result type: the variant choose() takes (with its stream-K twin and
-    head), and the copy kernel (UTIL) where operands are copied into a layout it takes. A
-    composed kernel launches its whole pre-pass and the GEMM it names on A' and B' (k-major
-    both: layout "nt"). Pure CPU: what `cute-gemm compile --layout` compiles."""
+    """kernel name -> the entry-point sets (launch_entries, in the kernel's order) of the
+    launches run() makes on `k` with A and B contiguous and aligned in operand layout
+    `layout` and a row-major result, per precision (of `precisions`, where given) and result
+    type: choose()'s variant, and UTIL where operands are copied. A composed kernel: its
+    whole pre-pass, and its GEMM on A' and B' (layout "nt"). What `cute-gemm compile
+    --layout` compiles."""
     registry.layout_majors(layout)          # InputError for anything but nn, tn, nt, tt
     if k.gemm_of is not None:
         g = k.gemm_of
         if precisions is not None and not set(precisions) & set(k.precisions):
             return {}
         return {k.name: (k.entries,), **layout_launches(g.kernel, "nt", (g.precision,))}
-    size = 1024
-
-    def in_order(x: registry.Kernel, entries) -> tuple[str, ...]:
-        return tuple(e for e in x.entries if e in entries)
     out: dict[str, dict] = {}
     for p, o in dict.fromkeys((v.precision, v.out_dtype) for v in k.variants):
         if precisions is None or p in precisions:
-            ops = contiguous(size, size, size, layout, p, o)
+            ops = contiguous(1024, 1024, 1024, layout, p, o)
             variant, copies = choose(k, ops, p, o)
-            out.setdefault(k.name, {})[in_order(k, launch_entries(k, variant, stream_k=True))] = 1
+            group = launch_entries(k, variant, stream_k=True)
+            out.setdefault(k.name, {})[tuple(e for e in k.entries if e in group)] = 1
             for r in copies:
                 out.setdefault(UTIL.name, {})[(UTIL_ENTRY[ops[r].dtype, ops[r].dtype],)] = 1
     return {name: tuple(sets) for name, sets in out.items()}
@@ -477,12 +429,9 @@ def layout_launches(k: registry.Kernel, layout: str, precisions: tuple[str, ...]
 
 def entry_for(k: registry.Kernel, lk, A: Operand, B: Operand, T: Operand, precision: str,
               pick, fits: dict | None = None, smem: int | None = None) -> tuple:
-    """(swap, variant, copies) of a launch of `k` (its Loaded `lk`) on A, B into T as `pick`
-    asks: its shared memory checked against the device's limit, the problem or its
-    transpose (resolve.swapped), and the entry point with the operands it needs copied, in
-    the roles the entry sees (A, B, C, or B^T, A^T, C^T: copies are made in those roles).
-    fits: arrays.fits() of A, B and T as "c", where known (the call's Signature); smem:
-    k.smem_bytes at this shape, where known."""
+    """(swap, variant, copies) of a launch of `k` (Loaded `lk`) on A, B into T as `pick` asks,
+    its shared memory checked against the device's; copies in the roles the entry sees.
+    fits (arrays.fits of A, B and T as "c") and smem (k.smem_bytes here): where known."""
     (m, kk), n = A.shape, B.shape[1]
     if (k.smem_bytes(m, n, kk) if smem is None else smem) > lk.smem_limit:
         k.check_limits(m, n, kk, lk.smem_limit)     # its error
@@ -497,13 +446,10 @@ def entry_for(k: registry.Kernel, lk, A: Operand, B: Operand, T: Operand, precis
 def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies, m: int, n: int,
             kk: int, strides, swap: bool = False, pick: Pick = AS_PLANNED,
             smem: int | None = None, batch=None) -> Launcher:
-    """The Launcher of `variant` at M x N x K with operands of these strides (after copies),
-    of the first launch mode (modes.MODES: of those that may launch the variant) that takes
-    it. swap: the launch computes C^T = B^T A^T (swapped; `variant` was chosen for it); the
-    Launcher is still called with the caller's A, B and C. pick: its split_k and reduce ask
-    for a split. smem: k.smem_bytes at this shape, where known. batch: ((outer, inner)
-    problems, the batch strides of A, B and C); a batch of more than one problem is
-    launched by the plain mode alone."""
+    """The Launcher of `variant` at M x N x K on operands of these strides (after copies), by
+    the first mode of MODES that may launch the variant and takes it. swap: the launch
+    computes C^T = B^T A^T (the Launcher still takes the caller's A, B, C). batch: ((outer,
+    inner) problems, batch strides of A, B and C): more than one, the plain mode alone."""
     if batch is not None and batch[0] == (1, 1):
         batch = None
     km, kn = (n, m) if swap else (m, n)          # the problem the entry sees

@@ -1,11 +1,8 @@
-"""One call's candidate launches timed on its own operands: what gemm()'s tuning on first use
-measures (select/firstuse.py), and the spin that holds the GPU while a timing is enqueued
-(perf/timing.py's Flush uses it too). Each candidate runs as gemm() would run it
-(execute.gemm_device: relayout copies, split reductions and composed passes included) into
-one scratch result, on the call's stream, so it waits for the work queued before the call.
-Its cost is what a caller of one call waits for: the GPU time of its launches on operands
-the L2 does not hold (measured behind a spin, so the host's enqueueing is not in it) plus
-the host time of enqueueing them (three launches of a relayout cost the host three times one)."""
+"""One call's candidate launches timed on its own operands (gemm()'s tuning on first use,
+select/firstuse.py), and the spin that holds the GPU while a timing is enqueued. Each
+candidate runs as gemm() would (execute.gemm_device) into one scratch result on the call's
+stream. Its cost is what a caller waits for: its launches' GPU time on a cold L2, measured
+behind a spin, plus the host's time to enqueue them."""
 from __future__ import annotations
 
 import ctypes
@@ -30,8 +27,7 @@ CUT = 1.5           # a candidate whose first timing is this much over the best 
 
 
 class Spin:
-    """A launch in which every thread of 2 CTAs an SM waits `us` µs of the device's highest
-    SM clock (longer at a lower one)."""
+    """A launch in which every thread of 2 CTAs an SM waits `us` µs at the highest SM clock."""
 
     def __init__(self, ordinal: int, us: float):
         info = launch.device_info(ordinal)
@@ -54,8 +50,8 @@ def ready(k: registry.Kernel, A: Operand, B: Operand, T: Operand, precision: str
 
 def result_operand(A: Operand, B: Operand, out_dtype: str, batch: tuple[int, int] = (1, 1)
                    ) -> Operand:
-    """A row-major (M, N) result of `out_dtype`, not yet allocated: what the candidates write;
-    of a batch of (outer, inner) problems, one after another."""
+    """The row-major (M, N) result (a batch's one after another) the candidates write, not
+    yet allocated."""
     m, n = A.shape[0], B.shape[1]
     return Operand("tmp", None, True, 0, (m, n), (n, 1), out_dtype, bcount=batch,
                    bstrides=(batch[1] * m * n, m * n))
@@ -64,34 +60,19 @@ def result_operand(A: Operand, B: Operand, out_dtype: str, batch: tuple[int, int
 def time_launches(candidates, A: Operand, B: Operand, out_dtype: str, ordinal: int,
                   stream: int, budget_s: float, clock=time.monotonic,
                   batch: tuple[int, int] = (1, 1)) -> tuple[dict, dict]:
-    """({index: ms a call costs}, {index: why it did not run}) of `candidates`, a sequence of
-    (kernel, precision, pick), each run on A and B into a scratch (M, N) result of
-    `out_dtype` (a batch's: result_operand), in order until `budget_s` seconds have passed
-    (the first always; the rest stay out of both). A call's cost: its launches' GPU time on
-    a cold L2 plus the host's time to enqueue them. The scratch (the result, and L2-sized
-    for the evictions) is freed in stream order; where it (or the spin) cannot be had,
-    nothing is timed."""
+    """({index: ms a call costs}, {index: why it did not run}) of `candidates` ((kernel,
+    precision, pick)), each run on A and B into a scratch result of `out_dtype`, in order
+    until `budget_s` seconds have passed (the first always). Where the scratch or the spin
+    cannot be had, nothing is timed."""
     T = result_operand(A, B, out_dtype, batch)
     l2 = launch.device_info(ordinal).l2_bytes
     owned: list[int] = []
-    try:
-        T.ptr = pool.alloc_async(scratch_bytes(T) * batch[0] * batch[1], ordinal, stream)
-        owned.append(T.ptr)
-        evict = pool.alloc_async(l2, ordinal, stream)
-        owned.append(evict)
-        spins = {int(HOLD_US): Spin(ordinal, HOLD_US)}    # (compiled, if need be, before the clock)
-    except CuteGemmError:       # no room for the scratch, no spin: nothing timed, the call goes on
-        for ptr in owned:
-            pool.free_async(ptr, stream)
-        return {}, {}
     times: dict[int, float] = {}
     failed: dict[int, str] = {}
-    events = [(launch.Event(), launch.Event()) for _ in range(REPEATS)]
-    end = clock() + budget_s
 
     def held(once, reps: int, hold_us: float) -> tuple[float, float]:
-        """(GPU ms, host ms) of the fastest of `reps` calls, each on an L2 emptied of the
-        operands (as a caller's first touch of them finds it) and enqueued behind a spin."""
+        """(GPU ms, host ms) of the fastest of `reps` calls, each on an emptied L2 and
+        enqueued behind a spin."""
         us = int(-(-hold_us // 50)) * 50      # (a spin per 50 µs step: few to build)
         spin = spins.get(us) or spins.setdefault(us, Spin(ordinal, us))
         host = []
@@ -106,6 +87,16 @@ def time_launches(candidates, A: Operand, B: Operand, out_dtype: str, ordinal: i
         return min(e1.elapsed_ms(e0) for e0, e1 in events[:reps]), min(host) * 1e3
 
     try:
+        try:
+            T.ptr = pool.alloc_async(scratch_bytes(T) * batch[0] * batch[1], ordinal, stream)
+            owned.append(T.ptr)
+            evict = pool.alloc_async(l2, ordinal, stream)
+            owned.append(evict)
+            spins = {int(HOLD_US): Spin(ordinal, HOLD_US)}    # (compiled, if need be, before the clock)
+        except CuteGemmError:   # no room for the scratch, no spin: nothing timed, the call goes on
+            return {}, {}
+        events = [(launch.Event(), launch.Event()) for _ in range(REPEATS)]
+        end = clock() + budget_s
         for i, (k, precision, pick) in enumerate(candidates):
             if i and clock() > end:
                 break
