@@ -102,6 +102,16 @@ GemmArgsTmaBatch, GEMM_TMA_BATCH_OFFSETS, pack_gemm_args_tma_batch = _block(
     "GemmArgsTmaBatch", TMA_PARAMS, WALK_BATCH_PARAMS)
 GemmArgsTmaBatchEpi, GEMM_TMA_BATCH_EPI_OFFSETS, pack_gemm_args_tma_batch_epi = _block(
     "GemmArgsTmaBatchEpi", TMA_PARAMS, WALK_BATCH_PARAMS, EPI_PARAMS)
+# the packer of a launch, by what follows the GEMM's arguments and whether EpiArgs ends them
+# (launcher.Launcher; every fused source's plain entries take a batch or the maps, so no bare
+# block ends in EpiArgs)
+PACKERS = {("", False): pack_gemm_args, ("", True): pack_gemm_args,
+           ("batch", False): pack_gemm_args_batch, ("batch", True): pack_gemm_args_batch_epi,
+           ("ws", False): pack_gemm_args_ws, ("ws", True): pack_gemm_args_ws_epi,
+           ("tma", False): pack_gemm_args_tma, ("tma", True): pack_gemm_args_tma_epi,
+           ("tma_ws", False): pack_gemm_args_tma_ws, ("tma_ws", True): pack_gemm_args_tma_ws_epi,
+           ("tma_batch", False): pack_gemm_args_tma_batch,
+           ("tma_batch", True): pack_gemm_args_tma_batch_epi}
 # util/split_reduce.cu's split_reduce
 ReduceArgs, REDUCE_OFFSETS = arg_block("ReduceArgs", [
     ("M", I), ("N", I), ("split", I), ("ws", P), ("alpha", F), ("beta", F),

@@ -12,7 +12,7 @@ from .. import registry
 from ..driver import launch, pool, workspace
 from ..base.errors import CuteGemmError
 from ..driver.batching import Z_MAX
-from ..driver.kernel_args import EpiValues
+from ..driver.kernel_args import PACKERS, EpiValues
 
 
 def pieces(extent: int, step: int):
@@ -170,9 +170,9 @@ class Launcher:
         if plan.tma:
             self.maps = TensorMaps(variant, m, n, kk, sa, sb, (plan.batch, ba, bb) if walked else None)
         # the GEMM's block, then what the batch or mode adds; a fused kernel's take EpiArgs last
-        kind = ("_tma_batch" if walked else "_tma_ws" if plan.tma and extra else "_tma" if plan.tma
-                else "_batch" if along_z else "_ws" if extra else "")
-        pack = getattr(launch, "pack_gemm_args" + kind + ("_epi" if plan.fused and kind else ""))
+        kind = ("tma_batch" if walked else "tma_ws" if plan.tma and extra else "tma" if plan.tma
+                else "batch" if along_z else "ws" if extra else "")
+        pack = PACKERS[kind, plan.fused]
         gx, gy, gz = plan.grid
         self.site = [launch.Site(f, (gx, gy, z if along_z else gz), plan.block, plan.smem, plan.pdl,
                                  pack.sizes) for _, z in self.zs]
