@@ -22,7 +22,7 @@ from . import paths
 
 STD = "--std=c++17"
 # CUTE_GEMM_LINEINFO=1: source lines in the cubin, for ncu and compute-sanitizer; off, a
-# CuTe kernel's cubin is about 2.4x smaller (its PTX text and line tables), which every
+# CuTe kernel's cubin is 2.4-4x smaller (its PTX text and line tables), which every
 # process reads, checks and loads at its first launch of it
 lineinfo = Setting("CUTE_GEMM_LINEINFO", ("0", "1"))
 
