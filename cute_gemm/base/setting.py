@@ -1,5 +1,5 @@
 """A choice the environment sets for the process and a `with` block may set for its own
-context (thread): CUTE_GEMM_TUNE, CUTE_GEMM_FIRST_CALL."""
+context (thread): CUTE_GEMM_TUNE, CUTE_GEMM_FIRST_CALL, CUTE_GEMM_LINEINFO."""
 from __future__ import annotations
 
 import contextlib

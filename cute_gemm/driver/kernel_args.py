@@ -76,13 +76,9 @@ def _block(name: str, *tails: list):
     fields = GEMM_PARAMS + [p for tail in tails for p in tail]
     cls, offsets = arg_block(name, fields)
     names = [f for f, _ in fields if f not in ("tma_a", "tma_b", "epi")]
-    pointers = ctypes.c_void_p * len(offsets)
 
-    def pack(*values):      # (packed(), inlined: a new signature's launch packs once)
-        args = cls(**dict(zip(names, values)))
-        base = ctypes.addressof(args)
-        ptrs = pointers(*[base + o for o in offsets])
-        return (args, ptrs), ctypes.addressof(ptrs)
+    def pack(*values):
+        return packed(cls(**dict(zip(names, values))), offsets)
     pack.sizes = cls.param_sizes
     return cls, offsets, pack
 
