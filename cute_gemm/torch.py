@@ -10,8 +10,9 @@ torch.compile traces without a graph break, and torch-shaped functions built on 
 The result is of `out_dtype` (float32 or a's type; c converted to it), else a's type as
 torch answers (plain gemm() answers float32). Gradients: dA = alpha dC B^T, dB = alpha A^T dC
 by gemm() in the forward's precision, each in its operand's type; dc = beta dC in c's type.
-Work goes on torch's current stream. Importing this module imports no torch: the op is
-defined at first use.
+Work goes on torch's current stream. A trace (torch.compile, export, make_fx) records the
+op; an eager call runs its forward, through an autograd Function where a gradient is asked
+for. Importing this module imports no torch: the op is defined at first use.
 """
 from __future__ import annotations
 
@@ -63,19 +64,21 @@ def _define():
                              f"{' or '.join(map(str, outs))}, not {out_dtype}")
         return out_dtype
 
-    @torch.library.custom_op("cute_gemm::gemm", mutates_args=(), schema=SCHEMA)
-    def gemm_op(a, b, c, alpha, beta, precision, out_dtype, kernel):
+    def forward(a, b, c, alpha, beta, precision, out_dtype, kernel):
         if a.dim() < 2 or b.dim() < 2:
             raise ShapeError(f"a and b must have 2 dimensions or more, got shapes "
                              f"{tuple(a.shape)} and {tuple(b.shape)}")
         dtype = result_dtype(a, b, out_dtype)
-        result = torch.empty(torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-                             + (a.shape[-2], b.shape[-1]), dtype=dtype, device=a.device)
+        batch = () if a.dim() == b.dim() == 2 else torch.broadcast_shapes(a.shape[:-2],
+                                                                          b.shape[:-2])
+        result = torch.empty(batch + (a.shape[-2], b.shape[-1]), dtype=dtype, device=a.device)
         if c is not None and c.dtype != dtype:
             c = c.to(dtype)             # run() reads c in the result's type
         api.run(kernel, a, b, c, alpha=alpha, beta=beta, out=result, precision=precision)
         return result
 
+    gemm_op = torch.library.custom_op("cute_gemm::gemm", forward, mutates_args=(),
+                                      schema=SCHEMA)
     check = torch._check    # (torch's documented assert that symbolic shapes can take)
 
     @gemm_op.register_fake
@@ -91,25 +94,52 @@ def _define():
                   lambda: f"c must have shape (..., {m}, {n}), got {tuple(c.shape)}")
         return a.new_empty(shape, dtype=result_dtype(a, b, out_dtype))
 
-    def setup_context(ctx, inputs, output):
+    def remember(ctx, inputs, output):
         a, b, c, alpha, beta, precision, _, _ = inputs
         ctx.save_for_backward(a, b)
         ctx.alpha, ctx.beta, ctx.precision = alpha, beta, precision
         ctx.c_dtype, ctx.c_shape = (None, None) if c is None else (c.dtype, c.shape)
 
-    def backward(ctx, grad):
+    def gradients(ctx, grad):
         (a, b), (need_a, need_b, need_c) = ctx.saved_tensors, ctx.needs_input_grad[:3]
         # by gemm()'s pick, not the forward's kernel, which may not take the transposed shapes
         g = grad.to(a.dtype) if need_a or need_b else None
         # summed over the batch modes each operand was broadcast along (a no-op for 2-D)
-        da = (gemm_op(g, b.mT, None, ctx.alpha, 0.0, ctx.precision, a.dtype, registry.AUTO)
+        da = (product(g, b.mT, None, ctx.alpha, 0.0, ctx.precision, a.dtype, registry.AUTO)
               .sum_to_size(a.shape) if need_a else None)
-        db = (gemm_op(a.mT, g, None, ctx.alpha, 0.0, ctx.precision, b.dtype, registry.AUTO)
+        db = (product(a.mT, g, None, ctx.alpha, 0.0, ctx.precision, b.dtype, registry.AUTO)
               .sum_to_size(b.shape) if need_b else None)
         dc = (ctx.beta * grad).sum_to_size(ctx.c_shape).to(ctx.c_dtype) if need_c else None
         return da, db, dc, None, None, None, None, None
 
-    gemm_op.register_autograd(backward, setup_context=setup_context)
+    gemm_op.register_autograd(gradients, setup_context=remember)
+
+    class Eager(torch.autograd.Function):
+        """The op's forward and gradients as an autograd Function, for eager calls: a custom
+        op's dispatch costs such a call several times a Function's host time."""
+
+        @staticmethod
+        def forward(ctx, *args):    # (a separate setup_context costs an inspect.bind a call)
+            result = forward(*args)
+            remember(ctx, args, result)
+            return result
+
+        backward = staticmethod(gradients)
+
+    plain, compiling = {torch.Tensor, torch.nn.Parameter}, torch.compiler.is_compiling
+    from torch.utils._python_dispatch import is_in_torch_dispatch_mode as in_mode
+
+    def product(a, b, c, alpha, beta, precision, out_dtype, kernel):
+        """The op where a trace must see it (torch.compile, export, fake or meta tensors,
+        a dispatch mode such as make_fx's); otherwise its forward, through autograd only
+        when a gradient is asked for."""
+        if (compiling() or in_mode() or type(a) not in plain or type(b) not in plain
+                or a.is_meta or (c is not None and type(c) not in plain)):
+            return gemm_op(a, b, c, alpha, beta, precision, out_dtype, kernel)
+        if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad
+                                        or (c is not None and c.requires_grad)):
+            return Eager.apply(a, b, c, alpha, beta, precision, out_dtype, kernel)
+        return forward(a, b, c, alpha, beta, precision, out_dtype, kernel)
 
     class Linear(torch.nn.Linear):
         """torch.nn.Linear (same arguments, parameters and state dict) whose forward is
@@ -128,7 +158,7 @@ def _define():
 
     # pickled by name: found again through the module's __getattr__
     Linear.__module__, Linear.__qualname__ = __name__, "Linear"
-    return {"gemm_op": gemm_op, "Linear": Linear}
+    return {"gemm_op": gemm_op, "product": product, "Linear": Linear}
 
 
 def _scalar(name: str, v) -> float:
@@ -140,13 +170,13 @@ def _scalar(name: str, v) -> float:
 def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, precision=None, out_dtype=None):
     """alpha * a @ b + beta * c by cute_gemm.gemm()'s pick, differentiable and traceable;
     the result in out_dtype, else a's type (c converted to it)."""
-    return op()(a, b, c, _scalar("alpha", alpha), _scalar("beta", beta), precision, out_dtype,
+    return _THIS.product(a, b, c, _scalar("alpha", alpha), _scalar("beta", beta), precision, out_dtype,
                 registry.AUTO)
 
 
 def mm(a, b, *, precision=None, out_dtype=None):
     """a @ b (torch.mm), the result in out_dtype, else a's type."""
-    return op()(a, b, None, 1.0, 0.0, precision, out_dtype, registry.AUTO)
+    return _THIS.product(a, b, None, 1.0, 0.0, precision, out_dtype, registry.AUTO)
 
 
 def addmm(c, a, b, *, beta=1.0, alpha=1.0, precision=None, out_dtype=None):
@@ -161,13 +191,13 @@ def linear(x, weight, bias=None, *, precision=None):
     are flattened into m and restored, bias is broadcast as a view (c of stride 0)."""
     x2, n = x.reshape(-1, x.shape[-1]), weight.shape[0]
     c = None if bias is None else bias.expand(x2.shape[0], n)
-    y = op()(x2, weight.mT, c, 1.0, 1.0, precision, None, registry.AUTO)
+    y = _THIS.product(x2, weight.mT, c, 1.0, 1.0, precision, None, registry.AUTO)
     return y.reshape(*x.shape[:-1], n)
 
 
 def __getattr__(name: str):
-    # gemm_op (op()) and Linear need torch: made once, when either is first asked for
-    if name not in ("gemm_op", "Linear"):
+    # gemm_op (op()), product and Linear need torch: made once, when one is first asked for
+    if name not in ("gemm_op", "product", "Linear"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     with _LOCK:
         if name not in globals():
@@ -192,7 +222,7 @@ def route(name, a, b, c, alpha, beta, precision):
 
     a, b, c = tensor("a", a), tensor("b", b), tensor("c", c)
     out_dtype = torch.float32 if c is None else c.dtype
-    return op()(a, b, c, _scalar("alpha", alpha), _scalar("beta", beta), precision, out_dtype,
+    return _THIS.product(a, b, c, _scalar("alpha", alpha), _scalar("beta", beta), precision, out_dtype,
                 getattr(name, "name", name))
 
 
