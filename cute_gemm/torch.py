@@ -10,7 +10,8 @@ torch.compile traces without a graph break, and torch-shaped functions built on 
 The result is of `out_dtype` (float32 or a's type; c converted to it), else a's type as
 torch answers (plain gemm() answers float32). Gradients: dA = alpha dC B^T, dB = alpha A^T dC
 by gemm() in the forward's precision, each in its operand's type; dc = beta dC in c's type.
-Work goes on torch's current stream. A trace (torch.compile, export, make_fx) records the
+Under torch.autocast (and no `precision`), float32 and 16-bit operands are cast to the
+autocast type as torch.mm's are. Work goes on torch's current stream. A trace (torch.compile, export, make_fx) records the
 op; an eager call runs its forward, through an autograd Function where a gradient is asked
 for. Importing this module imports no torch: the op is defined at first use.
 """
@@ -141,6 +142,19 @@ def _define():
             return Eager.apply(a, b, c, alpha, beta, precision, out_dtype, kernel)
         return forward(a, b, c, alpha, beta, precision, out_dtype, kernel)
 
+    castable = {torch.float32, torch.float16, torch.bfloat16}
+
+    def torch_like(a, b, c, alpha, beta, precision, out_dtype):
+        """product() by gemm()'s pick, under autocast's rule for torch.mm where it is on for
+        a's device and no precision is named: float32 and 16-bit operands (c too) cast to
+        the autocast type (8-bit floats are a precision of their own: never cast)."""
+        where = "cuda" if a.is_cuda else "cpu" if a.is_cpu else None
+        if precision is None and where and torch.is_autocast_enabled(where):
+            to = torch.get_autocast_dtype(where)
+            a, b, c = (x.to(to) if x is not None and x.dtype in castable else x
+                       for x in (a, b, c))
+        return product(a, b, c, alpha, beta, precision, out_dtype, registry.AUTO)
+
     class Linear(torch.nn.Linear):
         """torch.nn.Linear (same arguments, parameters and state dict) whose forward is
         cute_gemm.torch.linear in `precision` (None: the one the input's type implies)."""
@@ -158,7 +172,8 @@ def _define():
 
     # pickled by name: found again through the module's __getattr__
     Linear.__module__, Linear.__qualname__ = __name__, "Linear"
-    return {"gemm_op": gemm_op, "product": product, "Linear": Linear}
+    return {"gemm_op": gemm_op, "product": product, "torch_like": torch_like,
+            "Linear": Linear}
 
 
 def _scalar(name: str, v) -> float:
@@ -170,13 +185,13 @@ def _scalar(name: str, v) -> float:
 def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, precision=None, out_dtype=None):
     """alpha * a @ b + beta * c by cute_gemm.gemm()'s pick, differentiable and traceable;
     the result in out_dtype, else a's type (c converted to it)."""
-    return _THIS.product(a, b, c, _scalar("alpha", alpha), _scalar("beta", beta), precision, out_dtype,
-                registry.AUTO)
+    return _THIS.torch_like(a, b, c, _scalar("alpha", alpha), _scalar("beta", beta), precision,
+                            out_dtype)
 
 
 def mm(a, b, *, precision=None, out_dtype=None):
     """a @ b (torch.mm), the result in out_dtype, else a's type."""
-    return _THIS.product(a, b, None, 1.0, 0.0, precision, out_dtype, registry.AUTO)
+    return _THIS.torch_like(a, b, None, 1.0, 0.0, precision, out_dtype)
 
 
 def addmm(c, a, b, *, beta=1.0, alpha=1.0, precision=None, out_dtype=None):
@@ -191,13 +206,13 @@ def linear(x, weight, bias=None, *, precision=None):
     are flattened into m and restored, bias is broadcast as a view (c of stride 0)."""
     x2, n = x.reshape(-1, x.shape[-1]), weight.shape[0]
     c = None if bias is None else bias.expand(x2.shape[0], n)
-    y = _THIS.product(x2, weight.mT, c, 1.0, 1.0, precision, None, registry.AUTO)
+    y = _THIS.torch_like(x2, weight.mT, c, 1.0, 1.0, precision, None)
     return y.reshape(*x.shape[:-1], n)
 
 
 def __getattr__(name: str):
-    # gemm_op (op()), product and Linear need torch: made once, when one is first asked for
-    if name not in ("gemm_op", "product", "Linear"):
+    # gemm_op (op()), product, torch_like and Linear need torch: made once, at the first ask
+    if name not in ("gemm_op", "product", "torch_like", "Linear"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     with _LOCK:
         if name not in globals():

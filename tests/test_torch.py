@@ -225,6 +225,38 @@ def test_a_trace_by_dispatch_mode_records_the_op(calls, mode):
     assert "cute_gemm.gemm" in graph.code, graph.code
 
 
+@pytest.mark.parametrize("compiled", [False, True])
+def test_autocast_casts_as_it_casts_torch_mm(calls, compiled):
+    """Under torch.autocast the torch-shaped functions take torch.mm's rule: float32 and
+    16-bit operands (c too) in the autocast type, the result in it; gradients reach float32
+    leaves in float32. A named precision or 8-bit operands are left as they are."""
+    x, w, bias = _randn(6, 5, grad=True), _randn(4, 5, grad=True), _randn(4, grad=True)
+    half = _randn(6, 5, dtype=torch.float16)
+
+    def f(x, w, bias, half):
+        return (cgt.linear(x, w, bias), cgt.mm(half, w.mT), cgt.mm(x, w.mT, precision="tf32"),
+                cgt.mm(x, w.mT, out_dtype=torch.float32))
+    if compiled:
+        f = torch.compile(f, fullgraph=True, backend="aot_eager")
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y, y_half, y_named, y_out = f(x, w, bias, half)
+        ref = torch.nn.functional.linear(x, w, bias)
+    assert y.dtype == ref.dtype == y_half.dtype == torch.bfloat16
+    assert y_named.dtype == torch.float32 and y_out.dtype == torch.float32
+    ran = [(c_["a"].dtype, c_["b"].dtype, None if c_["c"] is None else c_["c"].dtype)
+           for c_ in calls]
+    bf = torch.bfloat16
+    assert ran == [(bf, bf, bf), (bf, bf, None), (torch.float32, torch.float32, None),
+                   (bf, bf, None)]
+    torch.testing.assert_close(y, ref, rtol=1e-2, atol=1e-2)
+    y.float().sum().backward()
+    assert x.grad.dtype == w.grad.dtype == bias.grad.dtype == torch.float32
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        e4m3 = cgt.mm(_randn(6, 16).to(torch.float8_e4m3fn),
+                      _randn(16, 8).to(torch.float8_e4m3fn), out_dtype=torch.bfloat16)
+    assert calls[-1]["a"].dtype == torch.float8_e4m3fn and e4m3.dtype == bf
+
+
 def test_addmm_broadcasts_c_as_torch_addmm_does(calls):
     a, b, bias = _randn(6, 4, grad=True), _randn(4, 3), _randn(3, grad=True)
     y = cgt.addmm(bias, a, b, beta=2.0, alpha=0.5)
