@@ -3,6 +3,8 @@ torch.compile traces without a graph break, and torch-shaped functions built on 
 
     import cute_gemm.torch as cgt
     y = cgt.mm(a, b)                          # a @ b
+    y = cgt.matmul(a, b)                      # torch.matmul: batches broadcast, 1-D operands
+    y = cgt.bmm(a, b)                         # (B, M, K) @ (B, K, N)
     y = cgt.addmm(c, a, b, beta=1, alpha=1)   # torch.addmm's order; c broadcast as there
     y = cgt.linear(x, w, bias)                # x @ w.T + bias, x of any number of dims
     layer = cgt.Linear(1024, 4096)            # a torch.nn.Linear whose forward runs here
@@ -191,6 +193,26 @@ def gemm(a, b, c=None, *, alpha=1.0, beta=0.0, precision=None, out_dtype=None):
 
 def mm(a, b, *, precision=None, out_dtype=None):
     """a @ b (torch.mm), the result in out_dtype, else a's type."""
+    return _THIS.torch_like(a, b, None, 1.0, 0.0, precision, out_dtype)
+
+
+def matmul(a, b, *, precision=None, out_dtype=None):
+    """a @ b by torch.matmul's rules: leading dimensions broadcast; a 1-D operand gains a
+    dimension of 1 (before a's, after b's) that the result drops."""
+    if a.dim() == 0 or b.dim() == 0:
+        raise ShapeError(f"matmul's operands need one dimension or more, got shapes "
+                         f"{tuple(a.shape)} and {tuple(b.shape)}")
+    va, vb = a.dim() == 1, b.dim() == 1
+    y = _THIS.torch_like(a[None] if va else a, b[:, None] if vb else b, None, 1.0, 0.0,
+                         precision, out_dtype)
+    return y.reshape(y.shape[:-2] + y.shape[-2:-1] * (not va) + y.shape[-1:] * (not vb))
+
+
+def bmm(a, b, *, precision=None, out_dtype=None):
+    """a[i] @ b[i] for (B, M, K) and (B, K, N) operands (torch.bmm: no broadcasting)."""
+    if a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0]:
+        raise ShapeError(f"bmm takes (B, M, K) and (B, K, N) operands of one B, got shapes "
+                         f"{tuple(a.shape)} and {tuple(b.shape)}")
     return _THIS.torch_like(a, b, None, 1.0, 0.0, precision, out_dtype)
 
 

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 import cute_gemm  # noqa: E402
 import cute_gemm.torch as cgt  # noqa: E402
 from cute_gemm import api, registry  # noqa: E402
-from cute_gemm.base.errors import DTypeError, InputError
+from cute_gemm.base.errors import DTypeError, InputError, ShapeError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -255,6 +255,35 @@ def test_autocast_casts_as_it_casts_torch_mm(calls, compiled):
         e4m3 = cgt.mm(_randn(6, 16).to(torch.float8_e4m3fn),
                       _randn(16, 8).to(torch.float8_e4m3fn), out_dtype=torch.bfloat16)
     assert calls[-1]["a"].dtype == torch.float8_e4m3fn and e4m3.dtype == bf
+
+
+@pytest.mark.parametrize("sa,sb", [((5,), (5,)), ((5,), (5, 3)), ((4, 5), (5,)),
+                                   ((2, 3, 4, 5), (5,)), ((5,), (2, 5, 3)), ((4, 5), (5, 3)),
+                                   ((2, 1, 4, 5), (3, 5, 6)), ((4, 5), (2, 5, 3))])
+def test_matmul_follows_torch_matmul(calls, sa, sb):
+    """1-D operands gain and lose their dimension of 1, batches broadcast; values, shapes
+    and gradients as torch.matmul's."""
+    a, b = _randn(*sa, grad=True), _randn(*sb, grad=True)
+    y = cgt.matmul(a, b)
+    a64, b64 = (x.detach().double().requires_grad_() for x in (a, b))
+    ref = torch.matmul(a64, b64)
+    assert y.shape == ref.shape and y.dtype == torch.float32
+    torch.testing.assert_close(y.double(), ref, rtol=1e-6, atol=1e-6)
+    y.sum().backward()
+    ref.sum().backward()
+    torch.testing.assert_close(a.grad.double(), a64.grad, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(b.grad.double(), b64.grad, rtol=1e-6, atol=1e-6)
+
+
+def test_matmul_and_bmm_refuse_what_torch_refuses(calls):
+    with pytest.raises(ShapeError, match="one dimension or more"):
+        cgt.matmul(torch.tensor(2.0), _randn(3))
+    for sa, sb in [((2, 3, 4), (3, 4, 5)), ((3, 4), (3, 4, 5)), ((2, 3, 4), (4, 5))]:
+        with pytest.raises(ShapeError, match="bmm takes"):
+            cgt.bmm(_randn(*sa), _randn(*sb))
+    y = cgt.bmm(_randn(2, 3, 4), _randn(2, 4, 5))
+    assert y.shape == (2, 3, 5) and not calls[-1]["a"].shape[0] == 1
+    assert not calls[:-1]
 
 
 def test_addmm_broadcasts_c_as_torch_addmm_does(calls):
