@@ -235,6 +235,10 @@ HOPPER: list[Kernel] = [
     _wgmma("cute_wgmma", 128, 128, 4),
     # cute_wgmma_ws: why each value (128x256x4, clusters of 2, group_m 16): docs/design/cute_wgmma_ws.md
     gemm_candidate(_wgmma_ws("cute_wgmma_ws", WgmmaWsConfig(**_BATCHED))),
+    # ... the same tiles without a cluster: a few rows of tiles, whose clusters' idle halves
+    # took a second round (#mid-m)
+    gemm_candidate(_wgmma_ws("cute_wgmma_ws_128x256",
+                             WgmmaWsConfig(cluster_m=1, **_BATCHED))),
     # ... products whose 128x256 tiles leave SMs idle: narrower tiles, the smem left as stages (#narrow-tiles)
     gemm_candidate(_wgmma_ws("cute_wgmma_ws_128x64",
                              WgmmaWsConfig(blk_n=64, stages=8, cluster_m=1, **_BATCHED))),
