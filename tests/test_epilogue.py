@@ -286,6 +286,19 @@ def test_the_linear_bench_draws_token_counts_from_its_seed():
     assert (linear_count("linear"), linear_count("linear:3"), linear_count("batched")) == (8, 3, None)
 
 
+@pytest.mark.parametrize("argv,want", [([], ["bf16"]), (["--precision", "fp32,tf32"], ["fp32", "tf32"]),
+                                       (["--precision", "fp32_3xtf32"], ["bf16"])])
+def test_the_linear_bench_runs_bf16_unless_told(monkeypatch, argv, want):
+    """--size linear's precisions: bf16 where none is named (the bench's own default, not the
+    ladder's fp32), else those named that it times."""
+    from cute_gemm.cli import bench as cli_bench, main
+    seen = []
+    monkeypatch.setattr(cli_bench, "linear_main", lambda n, seed, precisions, out: seen.append(precisions) or 0)
+    monkeypatch.setattr(cli_bench.base, "no_gpu", lambda *a, **k: None)
+    assert main(["bench", "--size", "linear:2", *argv]) == 0
+    assert seen == [want]
+
+
 # ---- the fused compiles: registers and spills (NVRTC, no GPU) ---------------------------------
 import matrix  # noqa: E402
 

@@ -61,10 +61,10 @@ def register(sub) -> None:
     s.add_argument("--flops", type=parse_flops_arg, metavar="LO:HI",
                    help="with --size random: log2 bounds of 2*M*N*K (default 18:36), clipped to what M, N, K "
                         "in [8, 12288] reach (10:41.75)")
-    s.add_argument("--precision", default="fp32", type=parse_precisions_arg, metavar="P[,P...]|all",
-                   help="fp32 (default), tf32, bf16, fp16, fp32_3xtf32, a comma list, or all: each kernel in the "
-                        "precisions it offers, next to cuBLAS at the same precision (fp32_3xtf32: cuBLAS fp32, "
-                        "TF32 off)")
+    s.add_argument("--precision", type=parse_precisions_arg, metavar="P[,P...]|all",
+                   help="fp32 (the default; --size linear: bf16), tf32, bf16, fp16, fp32_3xtf32, a comma "
+                        "list, or all: each kernel in the precisions it offers, next to cuBLAS at the same "
+                        "precision (fp32_3xtf32: cuBLAS fp32, TF32 off)")
     s.add_argument("--repeats", type=positive_int, default=30, help="timed launches per kernel and shape")
     s.add_argument("--min-repeats", type=positive_int, default=5,
                    help="the fewest timed launches, whatever --max-seconds says (default 5)")
@@ -149,7 +149,8 @@ def _cmd_bench(args) -> int:
                          "cute-gemm bench")
         if (rc := base.no_gpu("bench")) is not None:
             return rc
-        precisions = [p for p in parse_precisions(args.precision) if p in BATCHED_PRECISIONS]
+        precisions = [p for p in parse_precisions(args.precision or default)
+                      if p in BATCHED_PRECISIONS]
         if named and args.kernels[0] != registry.AUTO:
             k = registry.get(args.kernels[0])
             run_main = partial(peers_main, partial(batched_run, kernel=k.name))
@@ -176,7 +177,7 @@ def _cmd_bench(args) -> int:
                     cublas=args.cublas, overhead=args.overhead, overhead_kernel=args.overhead_kernel,
                     seed=todo.seed, first_call=args.first_call, out_dir=args.out, plots=not args.no_plots,
                     ladder_size=args.ladder_size, progress=not args.no_progress,
-                    precisions=args.precision, flops=args.flops)
+                    precisions=args.precision or "fp32", flops=args.flops)
     except ValueError as e:
         return error(str(e), "cute-gemm bench")
     show(args.json, res.to_dict(), lambda: format_table(res))
