@@ -153,9 +153,17 @@ def _define():
         where = "cuda" if a.is_cuda else "cpu" if a.is_cpu else None
         if precision is None and where and torch.is_autocast_enabled(where):
             to = torch.get_autocast_dtype(where)
-            a, b, c = (x.to(to) if x is not None and x.dtype in castable else x
+            a, b, c = (cast(x, to) if x is not None and x.dtype in castable else x
                        for x in (a, b, c))
         return product(a, b, c, alpha, beta, precision, out_dtype, registry.AUTO)
+
+    def cast(x, to):
+        # a broadcast view (a bias expanded to (m, n)) stays one: its stride-0 modes are cast
+        # once and expanded again, where .to() would write all of (m, n)
+        if 0 not in x.stride():
+            return x.to(to)
+        one = tuple(slice(None) if st else slice(0, 1) for st in x.stride())
+        return x[one].to(to).expand(x.shape)
 
     class Linear(torch.nn.Linear):
         """torch.nn.Linear (same arguments, parameters and state dict) whose forward is

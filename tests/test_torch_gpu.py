@@ -162,3 +162,32 @@ def test_addmm_and_linear_with_a_broadcast_bias(seed):
     z = cgt.addmm(bias, x[0], w.mT, beta=-2.0, alpha=0.5)
     _check("addmm", z, 0.5 * X[:50] @ W.T - 2 * Bb, 0.5 * X[:50].abs() @ W.abs().T + 2 * Bb.abs(),
            "fp32", torch.float32, seed)
+
+
+# ---- (d) torch's conventions: autocast, matmul ---------------------------------------------
+def test_linear_under_autocast_runs_in_its_type(seed):
+    """torch.autocast("cuda", bfloat16): cgt.Linear computes in bf16 as nn.Linear does there,
+    its float32 parameters get float32 gradients."""
+    layer = cgt.Linear(96, 48).cuda()
+    x = _randn(2, 33, 96, grad=True)
+    with torch.autocast("cuda", dtype=torch.bfloat16):
+        y = layer(x)
+    assert y.dtype == torch.bfloat16 and y.shape == (2, 33, 48)
+    X = x.detach().to(torch.bfloat16).double().reshape(-1, 96)
+    W = layer.weight.detach().to(torch.bfloat16).double()
+    bias = layer.bias.detach().to(torch.bfloat16).double()
+    _check("autocast linear", y.reshape(-1, 48), X @ W.T + bias, X.abs() @ W.abs().T + bias.abs(),
+           "bf16", torch.bfloat16, seed)
+    y.float().sum().backward()
+    assert layer.weight.grad.dtype == torch.float32 and x.grad.dtype == torch.float32
+
+
+@pytest.mark.parametrize("sa,sb", [((3, 1, 40, 24), (5, 24, 17)), ((24,), (4, 24, 9)), ((7, 24), (24,))])
+def test_matmul_broadcasts_as_torch_matmul(sa, sb, seed):
+    a, b = _randn(*sa), _randn(*sb)
+    y = cgt.matmul(a, b)
+    A, B = a.double(), b.double()
+    ref, gauge = torch.matmul(A, B), torch.matmul(A.abs(), B.abs())
+    assert y.shape == ref.shape and y.dtype == torch.float32
+    _check("matmul", y.reshape(-1, 1), ref.reshape(-1, 1), gauge.reshape(-1, 1), "fp32",
+           torch.float32, seed)
