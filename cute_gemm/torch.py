@@ -13,9 +13,10 @@ The result is of `out_dtype` (float32 or a's type; c converted to it), else a's 
 torch answers (plain gemm() answers float32). Gradients: dA = alpha dC B^T, dB = alpha A^T dC
 by gemm() in the forward's precision, each in its operand's type; dc = beta dC in c's type.
 Under torch.autocast (and no `precision`), float32 and 16-bit operands are cast to the
-autocast type as torch.mm's are. Work goes on torch's current stream. A trace (torch.compile, export, make_fx) records the
-op; an eager call runs its forward, through an autograd Function where a gradient is asked
-for. Importing this module imports no torch: the op is defined at first use.
+autocast type as torch.mm's are. Work goes on torch's current stream. A trace
+(torch.compile, export, make_fx) records the op; an eager call runs its forward, through an
+autograd Function where a gradient is asked for. Importing this module imports no torch:
+the op is defined at first use.
 """
 from __future__ import annotations
 
@@ -130,6 +131,7 @@ def _define():
         backward = staticmethod(gradients)
 
     plain, compiling = {torch.Tensor, torch.nn.Parameter}, torch.compiler.is_compiling
+    # (torch has no public test for an active dispatch mode, which make_fx traces through)
     from torch.utils._python_dispatch import is_in_torch_dispatch_mode as in_mode
 
     def product(a, b, c, alpha, beta, precision, out_dtype, kernel):
