@@ -68,13 +68,16 @@ def _measure(s: peers.Session, row: dict, x, layer, prec: str) -> None:
     gauge = SLOPE * (x64.abs() @ w64.abs().T + b64.abs()) + 4 * ref.abs()
     ratio = s.worst(api.gemm(x, w.T, precision=prec, epilogue=ep), ref, gauge, prec, PRECISIONS[prec])
     del x64, ref, gauge       # (not held while timing)
+    # what gemm() runs it on (W^T: a transposed view, "nt"), so that a row explains itself
+    row["pick"] = api.gemm_choice(x.shape[0], w.shape[0], w.shape[1], layout="nt", precision=prec,
+                                  out_dtype=PRECISIONS[prec], epilogue=True).key
     s.add(row, ratio, {
         "ours": lambda _: api.gemm(x, w.T, precision=prec, epilogue=ep),
         "eager": lambda _: F.gelu(F.linear(x, w, b), approximate="tanh"),
         "fused": lambda _: s.torch._addmm_activation(b, x, w.T, use_gelu=True)})
     s.said(row, f"{prec:5s} M={x.shape[0]:6d} {w.shape[1]:5d}->{w.shape[0]:5d}", lambda r: (
         f"vs eager {r['call_vs_eager']:5.2f}x (burst {r['burst_vs_eager']:5.2f}x)"
-        f"  vs fused {r['call_vs_fused']:5.2f}x (burst {r['burst_vs_fused']:5.2f}x)"))
+        f"  vs fused {r['call_vs_fused']:5.2f}x (burst {r['burst_vs_fused']:5.2f}x)  {r['pick']}"))
 
 
 main = partial(peers.main, run)        # the command: 0 unless a result failed its check
