@@ -152,8 +152,9 @@ def _define():
         """product() by gemm()'s pick, under autocast's rule for torch.mm where it is on for
         a's device and no precision is named: float32 and 16-bit operands (c too) cast to
         the autocast type (8-bit floats are a precision of their own: never cast)."""
-        where = "cuda" if a.is_cuda else "cpu" if a.is_cpu else None
-        if precision is None and where and torch.is_autocast_enabled(where):
+        where = (None if precision is not None else "cuda" if a.is_cuda
+                 else "cpu" if a.is_cpu else None)
+        if where and torch.is_autocast_enabled(where):
             to = torch.get_autocast_dtype(where)
             a, b, c = (cast(x, to) if x is not None and x.dtype in castable else x
                        for x in (a, b, c))
@@ -269,8 +270,8 @@ def route(name, a, b, c, alpha, beta, precision):
 
     a, b, c = tensor("a", a), tensor("b", b), tensor("c", c)
     out_dtype = torch.float32 if c is None else c.dtype
-    return _THIS.product(a, b, c, _scalar("alpha", alpha), _scalar("beta", beta), precision, out_dtype,
-                getattr(name, "name", name))
+    return _THIS.product(a, b, c, _scalar("alpha", alpha), _scalar("beta", beta), precision,
+                         out_dtype, getattr(name, "name", name))
 
 
 api.set_autograd(route)     # run() hands a call autograd records to route (no torch import)
