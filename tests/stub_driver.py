@@ -25,6 +25,35 @@ WALK_TWINS = frozenset(v.batch for k in registry.compiled() for v in k.variants 
 # the batched twins of kernels whose own entries take no batch (Variant.batch)
 BATCH_TWINS = frozenset(v.batch for k in registry.compiled() for v in k.variants if v.batch)
 
+
+def _blocks() -> dict:
+    """The argument block (struct, offsets) each GEMM entry's launches pack: launcher.Launcher's
+    kind of launch, with EpiArgs last where the kernel is fused."""
+    ka = kernel_args
+    by_kind = {("", False): (ka.GemmArgs, ka.GEMM_OFFSETS), ("", True): (ka.GemmArgsEpi, ka.GEMM_EPI_OFFSETS),
+               ("batch", False): (ka.GemmArgsBatch, ka.GEMM_BATCH_OFFSETS),
+               ("batch", True): (ka.GemmArgsBatchEpi, ka.GEMM_BATCH_EPI_OFFSETS),
+               ("ws", False): (ka.GemmArgsWs, ka.GEMM_WS_OFFSETS),
+               ("ws", True): (ka.GemmArgsWsEpi, ka.GEMM_WS_EPI_OFFSETS),
+               ("tma", False): (ka.GemmArgsTma, ka.GEMM_TMA_OFFSETS),
+               ("tma", True): (ka.GemmArgsTmaEpi, ka.GEMM_TMA_EPI_OFFSETS),
+               ("tma_ws", False): (ka.GemmArgsTmaWs, ka.GEMM_TMA_WS_OFFSETS),
+               ("tma_ws", True): (ka.GemmArgsTmaWsEpi, ka.GEMM_TMA_WS_EPI_OFFSETS),
+               ("tma_batch", False): (ka.GemmArgsTmaBatch, ka.GEMM_TMA_BATCH_OFFSETS),
+               ("tma_batch", True): (ka.GemmArgsTmaBatchEpi, ka.GEMM_TMA_BATCH_EPI_OFFSETS)}
+    out = {}
+    for k in registry.compiled():
+        for v in k.variants:
+            kinds = {v.entry: "tma" if v.tma else "batch" if k.plain_takes_batch else "",
+                     v.batch: "tma_batch" if v.tma else "batch", v.cut: "tma_ws",
+                     v.stream_k: "ws", v.split: "ws"}
+            out.update({e: by_kind[kind, k.fused] for e, kind in kinds.items() if e})
+    return out
+
+
+# what each GEMM entry's launch packs (record_launch records the whole block)
+BLOCKS = _blocks()
+
 # the device the stub stands for, where a test needs its limits (tables, selector, smem)
 H100 = launch.DeviceInfo(0, "NVIDIA H100 80GB HBM3", (9, 0), 132, 1_980_000, 232448, 233472,
                          50 << 20, 13000)
@@ -114,17 +143,7 @@ def install(monkeypatch):
         p = pass_of(entry)                      # a composed kernel's pass
         struct, offsets = ((relayout.ScaleArgs, relayout.SCALE_OFFSETS) if util else PASSES[p] if p
                            else (ctypes.c_longlong, (0,)) if entry == "spin"   # perf.timing.Spin
-                           else (kernel_args.GemmArgsTmaBatchEpi, kernel_args.GEMM_TMA_BATCH_EPI_OFFSETS)
-                           if entry in WALK_TWINS
-                           else (kernel_args.GemmArgsTmaWsEpi, kernel_args.GEMM_TMA_WS_EPI_OFFSETS)
-                           if entry in FUSED_TMA_ENTRIES and entry.endswith("_cut")
-                           else (kernel_args.GemmArgsTmaEpi, kernel_args.GEMM_TMA_EPI_OFFSETS)
-                           if entry in FUSED_TMA_ENTRIES
-                           else (kernel_args.GemmArgsBatchEpi, kernel_args.GEMM_BATCH_EPI_OFFSETS)
-                           if entry in FUSED_ENTRIES
-                           else (kernel_args.GemmArgsBatch, kernel_args.GEMM_BATCH_OFFSETS)
-                           if entry in BATCH_TWINS
-                           else (kernel_args.GemmArgs, kernel_args.GEMM_WS_OFFSETS))
+                           else BLOCKS.get(entry, (kernel_args.GemmArgs, kernel_args.GEMM_OFFSETS)))
         ptrs = (ctypes.c_void_p * len(offsets)).from_address(addr)
         size = ctypes.sizeof(struct)
         events.append(("launch", entry, (gx, gy, gz), stream, ctypes.string_at(ptrs[0], size)))

@@ -337,7 +337,10 @@ def test_no_compile_starts_in_a_thread_once_exit_began():
 
 @pytest.mark.parametrize("name, entry, block", [
     ("v2_tiled16", None, "GemmArgs"), ("cute_tiny_k", "cute_tiny_k_fp32_f32", "GemmArgsBatchEpi"),
-    ("cute_pipelined", "cute_pipelined_ak_bn_b", "GemmArgsBatch"),
+    ("cute_pipelined", "cute_pipelined_ak_bn_b", "GemmArgsBatchEpi"),
+    ("cute_pipelined", "cute_pipelined_ak_bn", "GemmArgsEpi"),
+    ("cute_pipelined", "cute_pipelined_ak_bn_sk", "GemmArgsWsEpi"),
+    ("cute_pipelined", "cute_pipelined_ak_bn_part", "GemmArgsWsEpi"),
     ("cute_mma_sm80_64x64", "cute_mma_sm80_bf16_bf16_ak_bn_sk", "GemmArgsWsEpi"),
     ("cute_wgmma_ws_128x128", "cute_wgmma_ws_bf16_bf16_ak_bk_b", "GemmArgsTmaBatchEpi"),
     ("scale2d", "scale2d_bf16_f32", "relayout.ScaleArgs"), ("split_reduce", None, "ReduceArgs"),

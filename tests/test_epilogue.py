@@ -46,8 +46,8 @@ def test_a_bad_tag_is_refused(tag):
 
 def test_fused_kernels_compile_under_their_tagged_name():
     fused = [k for k in registry.kernels() if k.fused]
-    assert {k.source for k in fused} >= {"cute/c4_mma_sm80.cu", "handwritten/v9_warptile.cu",
-                                         "cute/c8_tiny_k.cu"}
+    assert {k.source for k in fused} >= {"cute/c3_pipelined.cu", "cute/c4_mma_sm80.cu",
+                                         "handwritten/v9_warptile.cu", "cute/c8_tiny_k.cu"}
     assert registry.get(EPILOGUE_ONLY).fused
     k = registry.get("cute_mma_sm80:bias+relu+bfloat16")
     assert k is registry.get("cute_mma_sm80:bias+relu+bfloat16")      # one per name
@@ -57,7 +57,7 @@ def test_fused_kernels_compile_under_their_tagged_name():
     assert "#define CG_EPILOGUE cg::Epilogue<true, false, cg::Act::relu, false, cute::bfloat16_t, false>" in pre
     assert "CG_EPILOGUE" not in nvrtc.prelude(registry.get("cute_mma_sm80"))
     with pytest.raises(UnknownKernelError, match="takes no epilogue"):
-        registry.get("cute_pipelined:bias+float32")
+        registry.get("cute_multistage:bias+float32")
     with pytest.raises(UnknownKernelError, match="takes no epilogue"):
         registry.get("cute_tiny_k:bias+gelu+float32")
     # a promoted configuration's entries take EpiArgs (its source's), but no call's epilogue
@@ -93,7 +93,7 @@ def test_the_epilogue_is_checked_before_anything_runs():
     with pytest.raises(DTypeError, match="float32, not float16"):
         cute_gemm.gemm(a, b, epilogue=Epilogue(out_dtype="float16"))
     with pytest.raises(InputError, match="has no fused epilogue"):
-        cute_gemm.run("cute_pipelined", a, b, epilogue=Epilogue(activation="relu"))
+        cute_gemm.run("cute_multistage", a, b, epilogue=Epilogue(activation="relu"))
     with pytest.raises(InputError, match="must be a cute_gemm.Epilogue"):
         cute_gemm.gemm(a, b, epilogue="relu")
 
@@ -143,12 +143,8 @@ def events(monkeypatch):
 
 def _epi_launches(events):
     """(entry, argument block) of each launch of a fused kernel."""
-    def block(e):
-        if e[1] in stub_driver.FUSED_TMA_ENTRIES:
-            cut = e[1].endswith("_cut")
-            return (kernel_args.GemmArgsTmaWsEpi if cut else kernel_args.GemmArgsTmaEpi).from_buffer_copy(e[4])
-        return kernel_args.GemmArgsBatchEpi.from_buffer_copy(e[4])
-    return [(e[1], block(e)) for e in stub_driver.launches(events) if e[1] in stub_driver.FUSED_ENTRIES]
+    return [(e[1], stub_driver.BLOCKS[e[1]][0].from_buffer_copy(e[4]))
+            for e in stub_driver.launches(events) if e[1] in stub_driver.FUSED_ENTRIES]
 
 
 @pytest.mark.parametrize("precision, typestr", [("fp32", "<f4"), ("fp16", "<f2")])
@@ -163,7 +159,7 @@ def test_a_fused_call_launches_its_compile_with_the_vectors(events, precision, t
     cute_gemm.gemm(a, b, out=o, precision=precision,
                    epilogue=Epilogue(bias=bias, activation="gelu_tanh", scale_rows=srow))
     ((entry, g),) = _epi_launches(events)
-    assert (g.M, g.N, g.K, g.Lin) == (m, n, k, 1)
+    assert (g.M, g.N, g.K, getattr(g, "Lin", 1)) == (m, n, k, 1)     # (a batch of one, if any)
     assert (g.epi.bias, g.epi.bias_sm, g.epi.bias_sn) == (0x4000_0000, 0, 2)
     assert (g.epi.srow, g.epi.srow_s, g.epi.scol) == (0x5000_0000, 2, None)
     (plan,) = resolve.resolved_launches()
@@ -390,17 +386,23 @@ def test_a_repeat_call_of_a_transposed_pick_swaps_its_vectors_on_the_hot_path(ev
 
 def test_gemm_choice_says_what_a_fused_call_runs():
     """Without a GPU (a described device): a large 16-bit layer keeps gemm()'s own pick,
-    which takes an epilogue; fp32's pick (cute_pipelined) takes none, so a kernel that does."""
+    which takes an epilogue; so do fp32's (cute_pipelined's configurations, their stream-K
+    twins too), but for a split whose reduction launch stores the result."""
     bf16 = cute_gemm.gemm_choice(4096, 11008, 4096, precision="bf16", device="NVIDIA H200",
                                  epilogue=True)
     assert registry.get(bf16.kernel).takes_epilogue
-    plain = cute_gemm.gemm_choice(2000, 3000, 1000, precision="fp32", device="NVIDIA H200")
-    fused = cute_gemm.gemm_choice(2000, 3000, 1000, precision="fp32", device="NVIDIA H200",
-                                  epilogue=True)
-    assert registry.get(fused.kernel).takes_epilogue
-    assert registry.get(plain.kernel).takes_epilogue or fused.kernel != plain.kernel
+    splits = 0
+    for m, n, k in ((2000, 3000, 1000), (138, 4096, 11008), (302, 11008, 4096), (1817, 4096, 11008),
+                    (1024, 1024, 1024), (64, 64, 8192)):
+        plain, fused = (cute_gemm.gemm_choice(m, n, k, precision="fp32", device="NVIDIA H200",
+                                              layout="nt", epilogue=e) for e in (False, True))
+        assert registry.get(fused.kernel).takes_epilogue and not (fused.split_k and fused.reduce)
+        if not (plain.split_k and plain.reduce):
+            assert (fused.kernel, fused.split_k) == (plain.kernel, plain.split_k), (m, n, k)
+            splits += plain.split_k > 1
+    assert splits, "no split pick fused: this test checks nothing of the stream-K twins"
     # the kernel tagged tiny_k takes an epilogue in fp32 too, but answers a small K only: past
-    # it, a tiled kernel that takes one (the ladder's v9_warptile stages), in a batch as well
+    # it, a tiled kernel that takes one, in a batch as well
     for batch in (1, 8):
         for k, tiny in ((1000, False), (4096, False), (auto.TINY_K_SIMT, True), (8, True)):
             for precision in ("fp32", "fp32_3xtf32"):

@@ -131,6 +131,32 @@ def test_a_walk_cut_along_k_applies_the_epilogue(name, precision, b_major):
     assert cut, "the walk was not cut: the test no longer covers the workspace path"
 
 
+@pytest.mark.parametrize("spec", [dict(bias=True, activation="gelu_tanh"), FULLEST], ids=str)
+@pytest.mark.parametrize("majors", ["kn", "kk", "mn"])
+@pytest.mark.parametrize("m,n,k,stream_k", [(2048, 2048, 72, False), (1000, 1024, 520, True)])
+def test_the_pipelined_kernel_fuses_on_every_store_path(m, n, k, stream_k, majors, spec):
+    """cute_pipelined's stores, each through the epilogue: interior tiles via smem (16-byte
+    rows for ak_bk, bulk copies for ak_bn on sm_90, where beta is 0) or scalar, edge tiles
+    predicated, and a stream-K run's last contributor (a partial last wave takes the twins);
+    beta 0 into a NaN-poisoned result, and beta != 0 in place."""
+    from cute_gemm.plan import resolve
+    gen = torch.Generator(device="cuda").manual_seed(m + k)
+    a = _rand((m, k), "float32", gen) if majors[0] == "k" else _rand((k, m), "float32", gen).T
+    b = _rand((k, n), "float32", gen) if majors[1] == "n" else _rand((n, k), "float32", gen).T
+    c = _rand((m, n), "float32", gen)
+    ep = _epilogue(spec, m, n, "float32", gen)
+    out = torch.full((m, n), float("nan"), device="cuda")
+    cute_gemm.run("cute_pipelined", a, b, out=out, epilogue=ep)
+    out2 = c.clone()
+    cute_gemm.run("cute_pipelined", a, b, out2, out=out2, alpha=0.75, beta=-1.5, epilogue=ep)
+    torch.cuda.synchronize()
+    _check(out, a, b, ep)
+    _check(out2, a, b, ep, c=c, alpha=0.75, beta=-1.5)
+    twins = [p for p in resolve.resolved_launches()
+             if p.kernel.startswith("cute_pipelined:") and p.shape == (m, n, k) and p.workspace_bytes]
+    assert bool(twins) == stream_k, "the launch mode is not the one this case covers"
+
+
 @pytest.mark.parametrize("name,precision", [c for c in _combos() if c[1] in ("bf16", "fp16")])
 def test_16_bit_results_and_vectors(name, precision):
     _runs_here(name)

@@ -82,7 +82,7 @@ def test_threads_racing_with_fused_epilogues_each_launch_their_own_vectors(monke
     racing through one remembered signature, each with its own bias, each launch holds the
     bias of its own call (the Launcher's per-thread record of what its block holds)."""
     from cute_gemm import Epilogue, gemm
-    from cute_gemm.driver import kernel_args, launch
+    from cute_gemm.driver import launch
     events = stub_driver.install(monkeypatch)
     monkeypatch.setattr(launch, "device_info", lambda ordinal=None: stub_driver.H100)
     monkeypatch.setattr(api, "_count", [1])            # one GPU: the hot path's condition
@@ -94,7 +94,7 @@ def test_threads_racing_with_fused_epilogues_each_launch_their_own_vectors(monke
              epilogue=Epilogue(bias=device_array((1, n), p + 0x30000), activation="relu"))
     call((1 << 32) + (1 << 28), 1.0)
     _race(events, 100, call)
-    got = [kernel_args.GemmArgsBatchEpi.from_buffer_copy(e[4]) for e in events
+    got = [stub_driver.BLOCKS[e[1]][0].from_buffer_copy(e[4]) for e in events
            if e[0] == "launch" and e[1] in stub_driver.FUSED_ENTRIES]
     assert len(got) == 1 + 8 * 100
     for g in got:

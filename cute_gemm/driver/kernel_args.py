@@ -84,6 +84,7 @@ def _block(name: str, *tails: list):
 
 
 GemmArgs, GEMM_OFFSETS, pack_gemm_args = _block("GemmArgs")
+GemmArgsEpi, GEMM_EPI_OFFSETS, pack_gemm_args_epi = _block("GemmArgsEpi", EPI_PARAMS)
 GemmArgsBatch, GEMM_BATCH_OFFSETS, pack_gemm_args_batch = _block("GemmArgsBatch", BATCH_PARAMS)
 GemmArgsBatchEpi, GEMM_BATCH_EPI_OFFSETS, pack_gemm_args_batch_epi = _block(
     "GemmArgsBatchEpi", BATCH_PARAMS, EPI_PARAMS)
@@ -99,9 +100,8 @@ GemmArgsTmaBatch, GEMM_TMA_BATCH_OFFSETS, pack_gemm_args_tma_batch = _block(
 GemmArgsTmaBatchEpi, GEMM_TMA_BATCH_EPI_OFFSETS, pack_gemm_args_tma_batch_epi = _block(
     "GemmArgsTmaBatchEpi", TMA_PARAMS, WALK_BATCH_PARAMS, EPI_PARAMS)
 # the packer of a launch, by what follows the GEMM's arguments and whether EpiArgs ends them
-# (launcher.Launcher; every fused source's plain entries take a batch or the maps, so no bare
-# block ends in EpiArgs)
-PACKERS = {("", False): pack_gemm_args, ("", True): pack_gemm_args,
+# (launcher.Launcher)
+PACKERS = {("", False): pack_gemm_args, ("", True): pack_gemm_args_epi,
            ("batch", False): pack_gemm_args_batch, ("batch", True): pack_gemm_args_batch_epi,
            ("ws", False): pack_gemm_args_ws, ("ws", True): pack_gemm_args_ws_epi,
            ("tma", False): pack_gemm_args_tma, ("tma", True): pack_gemm_args_tma_epi,

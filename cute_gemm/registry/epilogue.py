@@ -10,8 +10,8 @@ ACTIVATIONS = ("relu", "gelu_erf", "gelu_tanh", "silu")
 # the C++ element type of the vectors, per dtype name (16-bit ones only in CuTe sources)
 VECTOR_TYPES = {"float32": "float", "bfloat16": "cute::bfloat16_t", "float16": "cute::half_t"}
 # the kernel sources whose entry points take CG_EPI_PARAMS (an epilogue compiles into them)
-FUSED_SOURCES = frozenset({"cute/c4_mma_sm80.cu", "cute/c6_wgmma_ws.cu", "cute/c8_tiny_k.cu",
-                           "handwritten/v9_warptile.cu"})
+FUSED_SOURCES = frozenset({"cute/c3_pipelined.cu", "cute/c4_mma_sm80.cu", "cute/c6_wgmma_ws.cu",
+                           "cute/c8_tiny_k.cu", "handwritten/v9_warptile.cu"})
 # the fused kernel that runs an epilogue with no products (K = 0 or alpha = 0): it has no
 # k-tile to load, so A and B are never read (every precision, every result type)
 EPILOGUE_ONLY = "cute_tiny_k"

@@ -223,8 +223,11 @@ __device__ __forceinline__ Transposed<E> transposed(E e) { return {e}; }
 #ifndef CG_EPILOGUE
 #define CG_EPILOGUE cg::Epilogue<>
 #define CG_INLINE_IF_FUSED
+#define CG_LAMBDA_INLINE_IF_FUSED
 #else
-// a fused epilogue can make a kernel's body too large for ptxas to inline on its own
+// a fused epilogue can make a kernel's body too large for ptxas to inline on its own (a
+// call's stack frame spilled the accumulators): functions and lambdas on its path say so
 #define CG_INLINE_IF_FUSED __forceinline__
+#define CG_LAMBDA_INLINE_IF_FUSED __attribute__((always_inline))
 #endif
 #define CG_EPI_PARAMS const __grid_constant__ cg::EpiArgs epi

@@ -105,15 +105,16 @@ __device__ __forceinline__ auto raw_partition(ThrCp const& thr_copy, float* p, L
 // One tile: k-tiles [k_begin, k_end()) are accumulated (all of them but in stream-K runs);
 // epi(acc) then says whether this CTA stores the tile (a stream-K partial is handed to
 // streamk_fixup instead, and only the last contributor stores the sum), and how
-// (kEpiPolicy<Epi>, smem_epilogue.cuh). smem_buf: the dynamic smem, one region per operand.
+// (kEpiPolicy<Epi>, smem_epilogue.cuh). smem_buf: the dynamic smem, one region per operand;
+// fused: the call's fused epilogue (epilogue.cuh; cg::Epilogue<> for none).
 template <class Cfg, bool kPred, class StrideA, class StrideB, class CopyA, class CopyB, class KEnd,
-          class Epi>
+          class Epi, class Fused>
 __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_begin, KEnd k_end,
                                                Epi&& epi, int M, int N, int K,
                                                float alpha, const float* A, StrideA dA,
                                                const float* B, StrideB dB, float beta, float* C,
                                                long long sCm, long long sCn, CopyA, CopyB,
-                                               float* smem_buf) {
+                                               float* smem_buf, Fused const& fused) {
   using namespace cute;
   constexpr int BLK_M = Cfg::blk_m, BLK_N = Cfg::blk_n, BLK_K = Cfg::blk_k, STAGES = Cfg::stages;
   constexpr int kThreads = PipeGeometry<Cfg>::kThreads;
@@ -378,7 +379,7 @@ __device__ __forceinline__ void gemm_pipelined(int tile_m, int tile_n, int k_beg
 
   if (!epi(tCrC)) return;
   store_tile<Cfg, kEpiPolicy<Epi>, kPred>(thr_mma, tCrC, tCgC, tCcC, shape(mC), alpha, beta, C,
-                                          sCm, sCn, tile_m, tile_n, smem_buf);
+                                          sCm, sCn, tile_m, tile_n, smem_buf, fused);
 }
 
 }  // namespace cg

@@ -1,5 +1,6 @@
 // The epilogue of the tuned kernel (c3_pipelined.cu): C = alpha * acc + beta * C for one
-// CTA tile, straight from the fragments or through shared memory.
+// CTA tile, straight from the fragments or through shared memory, through a fused epilogue's
+// pieces where the call has one (epilogue.cuh).
 //
 // Edge tiles store scalar and predicated (cg::epilogue_axpby). Interior tiles of an entry
 // whose epilogue policy (Epi, Config::epi_*) asks for it, with C row-major and its rows
@@ -24,6 +25,7 @@
 #include <cute_gemm/cute.cuh>
 #include <cute_gemm/common.cuh>
 #include <cute_gemm/cute_util.cuh>
+#include <cute_gemm/epilogue.cuh>
 #include <cute_gemm/pipelined_config.cuh>
 
 namespace cg {
@@ -58,17 +60,29 @@ __device__ __forceinline__ auto smem_c_partition(ThrMma const& thr_mma, float* s
 }
 
 // Store the tile: kPred, an edge tile (every store checked against shapeC); tCgC / tCcC: C
-// and its coordinates as partitioned for the accumulators tCrC; smem: the pipeline's buffers.
+// and its coordinates as partitioned for the accumulators tCrC; smem: the pipeline's buffers;
+// e: the fused epilogue (epilogue.cuh), E::kNone the plain alpha/beta store. Every path
+// stores finish(scale(alpha, m, n) * acc + beta * C, m, n) of element (m, n).
 template <class Cfg, Epi kEpi, bool kPred, class ThrMma, class Acc, class TensorC, class TensorCoord,
-          class ShapeC>
+          class ShapeC, class E>
 __device__ __forceinline__ void store_tile(ThrMma const& thr_mma, Acc const& tCrC, TensorC&& tCgC,
                                            TensorCoord const& tCcC, ShapeC const& shapeC, float alpha,
                                            float beta, float* C, long long sCm, long long sCn,
-                                           int tile_m, int tile_n, float* smem) {
+                                           int tile_m, int tile_n, float* smem, E const& e) {
   using namespace cute;
   constexpr int kThreads = PipeGeometry<Cfg>::kThreads;
+  // alpha * acc of element i, scaled as the epilogue says (and finished, where no C follows)
+  auto scaled = [&](int i, bool finished) {
+    if constexpr (E::kNone) {
+      return alpha * tCrC(i);
+    } else {
+      const int m = get<0>(tCcC(i)), n = get<1>(tCcC(i));
+      const float v = e.scale(alpha, m, n) * tCrC(i);
+      return finished ? e.finish(v, m, n) : v;
+    }
+  };
   if constexpr (kPred) {
-    cg::epilogue_axpby(tCrC, tCgC, tCcC, shapeC, alpha, beta);
+    cg::epilogue_axpby(tCrC, tCgC, tCcC, shapeC, alpha, beta, e);
   } else {
     static_assert(kEpi == Epi::scalar ||
                       Cfg::blk_m * kEpiLd<Cfg> <= Cfg::blk_k * (2 * (Cfg::blk_m + Cfg::blk_n + 2 * kSmemPad) +
@@ -84,7 +98,7 @@ __device__ __forceinline__ void store_tile(ThrMma const& thr_mma, Acc const& tCr
         CUTE_UNROLL
         for (int i = size(tCrC) - 1; i >= 0; --i)
           asm volatile("st.shared.f32 [%0], %1;" :: "r"(cast_smem_ptr_to_uint(&tCsC(i))),
-                       "f"(alpha * tCrC(i)) : "memory");
+                       "f"(scaled(i, true)) : "memory");
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // STS -> bulk copy
         __syncthreads();
         if (threadIdx.x < Cfg::blk_m) {
@@ -101,7 +115,7 @@ __device__ __forceinline__ void store_tile(ThrMma const& thr_mma, Acc const& tCr
       if (c_rows16) {
         Tensor tCsC = smem_c_partition<Cfg>(thr_mma, smem);                          // (MMA,MMA_M,MMA_N)
         CUTE_UNROLL
-        for (int i = size(tCrC) - 1; i >= 0; --i) tCsC(i) = alpha * tCrC(i);
+        for (int i = size(tCrC) - 1; i >= 0; --i) tCsC(i) = scaled(i, false);
         __syncthreads();
         constexpr int kVecRow = Cfg::blk_n / 4, kRows = kThreads / kVecRow;  // a warp: whole rows
         static_assert(kThreads % kVecRow == 0 && Cfg::blk_m % kRows == 0, "row-wise read-back");
@@ -115,13 +129,25 @@ __device__ __forceinline__ void store_tile(ThrMma const& thr_mma, Acc const& tCr
             const float4 c = *reinterpret_cast<const float4*>(p);
             v.x += beta * c.x; v.y += beta * c.y; v.z += beta * c.z; v.w += beta * c.w;
           }
+          if constexpr (!E::kNone) {
+            const int m = tile_m * Cfg::blk_m + r0 + r * kRows, n = tile_n * Cfg::blk_n + c4;
+            v = make_float4(e.finish(v.x, m, n), e.finish(v.y, m, n + 1), e.finish(v.z, m, n + 2),
+                            e.finish(v.w, m, n + 3));
+          }
           *reinterpret_cast<float4*>(p) = v;
         }
         return;
       }
     }
     CUTE_UNROLL
-    for (int i = 0; i < size(tCrC); ++i) cg::store_axpby(alpha, tCrC(i), beta, &tCgC(i));
+    for (int i = 0; i < size(tCrC); ++i) {
+      if constexpr (E::kNone) {
+        cg::store_axpby(alpha, tCrC(i), beta, &tCgC(i));
+      } else {
+        const int m = get<0>(tCcC(i)), n = get<1>(tCcC(i));
+        cg::store_axpby(e.scale(alpha, m, n), tCrC(i), beta, &tCgC(i), e, m, n);
+      }
+    }
   }
 }
 

@@ -12,6 +12,7 @@
 
 #include <cute_gemm/cute.cuh>
 #include <cute_gemm/common.cuh>
+#include <cute_gemm/epilogue.cuh>
 #include <cute_gemm/streamk.cuh>
 
 namespace cg {
@@ -24,7 +25,7 @@ __device__ __forceinline__ void streamk_walk(int M, int N, int K, float* ws, int
   if (threadIdx.x == 0)
     s_sk = StreamK::make(ceil_div(M, BLK_M), ceil_div(N, BLK_N), tile0, ceil_div(K, BLK_K), gridDim.x);
   __syncthreads();
-  auto run = [&](int tile, int k0, int k1, auto&& epi) {
+  auto run = [&](int tile, int k0, int k1, auto&& epi) CG_LAMBDA_INLINE_IF_FUSED {
     int tile_m, tile_n;
     coord(s_sk.tile0 + tile, s_sk.tiles_m, s_sk.tiles_n, tile_m, tile_n);
     run_tile(tile_m, tile_n, k0, k1, epi);

@@ -49,11 +49,12 @@ using CpSclK = cg::CpSclK<Config>;                   // 4-byte cp.async along k
 // One tile's k-tiles [k0, k1). kFast: interior tiles take the unchecked instantiation
 // (vector entry points; the scalar fallbacks serve odd shapes and alignments and keep
 // one instantiation).
-template <bool kFast, class StrideA, class StrideB, class CopyA, class CopyB, class KEnd, class Epi>
+template <bool kFast, class StrideA, class StrideB, class CopyA, class CopyB, class KEnd, class Epi,
+          class Fused>
 __device__ __forceinline__ void tile_gemm(int tile_m, int tile_n, int k0, KEnd k1, Epi&& epi,
                                           int M, int N, int K, float alpha, const float* A,
                                           StrideA dA, const float* B, StrideB dB, float beta,
-                                          float* C, long long sCm, long long sCn) {
+                                          float* C, long long sCm, long long sCn, Fused const& fused) {
   // 128-byte aligned: the stream-K twins put it after their static smem (48 bytes), and
   // 16-byte aligned there their raw stages' cp.async touched twice the sectors
   // (see docs/design/cute_pipelined.md#twin-smem)
@@ -64,43 +65,45 @@ __device__ __forceinline__ void tile_gemm(int tile_m, int tile_n, int k0, KEnd k
     if ((tile_m + 1) * Config::blk_m <= M && (tile_n + 1) * Config::blk_n <= N &&
         (cute::is_same_v<KEnd, cg::KEndValue> || K % Config::blk_k == 0)) {
       cg::gemm_pipelined<Config, false>(tile_m, tile_n, k0, k1, epi, M, N, K, alpha, A, dA, B, dB,
-                                        beta, C, sCm, sCn, CopyA{}, CopyB{}, smem_buf);
+                                        beta, C, sCm, sCn, CopyA{}, CopyB{}, smem_buf, fused);
       return;
     }
   }
   cg::gemm_pipelined<Config, true>(tile_m, tile_n, k0, k1, epi, M, N, K, alpha, A, dA, B, dB, beta,
-                                   C, sCm, sCn, CopyA{}, CopyB{}, smem_buf);
+                                   C, sCm, sCn, CopyA{}, CopyB{}, smem_buf, fused);
 }
 
-// Data-parallel: one tile per CTA, in the grouped order; kEpi: how the interior tiles store.
-template <bool kFast, cg::Epi kEpi, class StrideA, class StrideB, class CopyA, class CopyB>
+// Data-parallel: one tile per CTA, in the grouped order; kEpi: how the interior tiles store,
+// fused: through what (the call's fused epilogue, epilogue.cuh).
+template <bool kFast, cg::Epi kEpi, class StrideA, class StrideB, class CopyA, class CopyB, class Fused>
 __device__ __forceinline__ void dispatch(int M, int N, int K, float alpha, const float* A,
                                          StrideA dA, const float* B, StrideB dB, float beta,
-                                         float* C, long long sCm, long long sCn) {
+                                         float* C, long long sCm, long long sCn, Fused const& fused) {
   int tile_m, tile_n;
   cg::cta_tile<Config::blk_m, Config::blk_n>(M, N, tile_m, tile_n);
   tile_gemm<kFast, StrideA, StrideB, CopyA, CopyB>(tile_m, tile_n, 0,
                                                    cg::KEndValue{cg::ceil_div(K, Config::blk_k)},
                                                    cg::StoreTile<kEpi>{}, M, N, K, alpha, A, dA, B,
-                                                   dB, beta, C, sCm, sCn);
+                                                   dB, beta, C, sCm, sCn, fused);
 }
 
 // Stream-K twin: the persistent walk (tile_scheduler.cuh) over runs of one tile's k-tiles,
 // whose end each run reads from shared memory. Built only where the configuration has the
 // twin (kOn; else the entry point traps: the registry lists no twin then).
-template <bool kOn, bool kFast, class StrideA, class StrideB, class CopyA, class CopyB>
+template <bool kOn, bool kFast, class StrideA, class StrideB, class CopyA, class CopyB, class Fused>
 __device__ __forceinline__ void dispatch_sk(int M, int N, int K, float alpha, const float* A,
                                             StrideA dA, const float* B, StrideB dB, float beta,
                                             float* C, long long sCm, long long sCn, float* ws,
-                                            int tile0) {
+                                            int tile0, Fused const& fused) {
   if constexpr (kOn) {
     cg::streamk_tiles<kThreads, Config::blk_m, Config::blk_n, Config::blk_k>(
-        M, N, K, ws, tile0, [&](int tile_m, int tile_n, int k0, int k1, auto&& epi) {
+        M, N, K, ws, tile0,
+        [&](int tile_m, int tile_n, int k0, int k1, auto&& epi) CG_LAMBDA_INLINE_IF_FUSED {
           if (threadIdx.x == 0) cg::sk_k_end() = k1;
           __syncthreads();   // and the previous run's last smem reads are done before the prologue
           tile_gemm<kFast, StrideA, StrideB, CopyA, CopyB>(tile_m, tile_n, k0, cg::KEndShared{}, epi,
                                                           M, N, K, alpha, A, dA, B, dB, beta, C,
-                                                          sCm, sCn);
+                                                          sCm, sCn, fused);
         });
   } else {
     __trap();
@@ -128,7 +131,7 @@ __device__ __forceinline__ void dispatch_part(int M, int N, int K, const float* 
     tile_gemm<true, StrideA, StrideB, CopyA, CopyB>(
         tile_m, tile_n, 0, cg::KEndValue{cg::ceil_div(k_len, Config::blk_k)}, cg::StoreTile<kEpi>{},
         M, N, k_len, 1.0f, A + k_lo * cute::get<1>(dA), dA, B + k_lo * cute::get<1>(dB), dB, 0.0f,
-        ws + s * M * ldw, ldw, 1);
+        ws + s * M * ldw, ldw, 1, cg::Epilogue<>{nullptr});
   } else {
     __trap();
   }
@@ -136,35 +139,37 @@ __device__ __forceinline__ void dispatch_part(int M, int N, int K, const float* 
 
 #define CG_PIPE_ENTRY(NAME, DA, DB, CA, CB, FAST, EPI)                                   \
   CG_ENTRY(NAME, __launch_bounds__(kThreads, (cg::kMinBlocks<Config, CA, CB>)),          \
-           (CG_GEMM_PARAMS), {                                                            \
+           (CG_GEMM_PARAMS, CG_EPI_PARAMS), {                                             \
     cg::pdl_launch_dependents<Config::stream_k>();                                        \
     dispatch<FAST, EPI, decltype(DA), decltype(DB), CA, CB>(M, N, K, alpha, A, DA, B, DB,   \
-                                                             beta, C, sCm, sCn);          \
+                                                             beta, C, sCm, sCn,           \
+                                                             CG_EPILOGUE{&epi});          \
   })
 // A batch (CG_BATCH_PARAMS, one mode: Kernel.batch_modes): the entry again, moved to its
 // problem first. Twins, not the entries themselves: moved pointers cost am_bn 40 registers,
 // which 2-D calls would pay for; two modes spilled ak_bn and am_bk (docs/design/batched.md).
 #define CG_PIPE_BATCH_ENTRY(NAME, DA, DB, CA, CB, FAST, EPI)                             \
   CG_ENTRY(NAME##_b, __launch_bounds__(kThreads, Config::min_blocks),                    \
-           (CG_GEMM_PARAMS, CG_BATCH_PARAMS), {                                           \
+           (CG_GEMM_PARAMS, CG_BATCH_PARAMS, CG_EPI_PARAMS), {                            \
     const long long l_ = z0 + blockIdx.z;                                                 \
     A += l_ * bA1;                                                                        \
     B += l_ * bB1;                                                                        \
     C += l_ * bC1;                                                                        \
     dispatch<FAST, EPI, decltype(DA), decltype(DB), CA, CB>(M, N, K, alpha, A, DA, B, DB,   \
-                                                             beta, C, sCm, sCn);          \
+                                                             beta, C, sCm, sCn,           \
+                                                             CG_EPILOGUE{&epi});          \
   })
 #define CG_PIPE_SK_ENTRY(NAME, DA, DB, CA, CB, FAST, ON)                                 \
   CG_ENTRY(NAME, __launch_bounds__(kThreads, Config::min_blocks),                        \
-           (CG_GEMM_PARAMS, float* __restrict__ ws, int tile0), {                         \
+           (CG_GEMM_PARAMS, float* __restrict__ ws, int tile0, CG_EPI_PARAMS), {          \
     dispatch_sk<Config::stream_k && (ON), FAST, decltype(DA), decltype(DB), CA, CB>(       \
-        M, N, K, alpha, A, DA, B, DB, beta, C, sCm, sCn, ws, tile0);                      \
+        M, N, K, alpha, A, DA, B, DB, beta, C, sCm, sCn, ws, tile0, CG_EPILOGUE{&epi});   \
     cg::pdl_wait<Config::stream_k>();                                                     \
   })
 
 #define CG_PIPE_PART_ENTRY(NAME, DA, DB, CA, CB, EPI, ON)                                 \
   CG_ENTRY(NAME, __launch_bounds__(kThreads, (cg::kMinBlocks<Config, CA, CB>)),          \
-           (CG_GEMM_PARAMS, float* __restrict__ ws, int split), {                         \
+           (CG_GEMM_PARAMS, float* __restrict__ ws, int split, CG_EPI_PARAMS), {          \
     cg::pdl_launch_dependents<Config::stream_k>();                                        \
     dispatch_part<Config::stream_k && (ON), EPI, decltype(DA), decltype(DB), CA, CB>(        \
         M, N, K, A, DA, B, DB, ws, split);                                                \
