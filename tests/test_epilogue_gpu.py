@@ -133,7 +133,7 @@ def test_a_walk_cut_along_k_applies_the_epilogue(name, precision, b_major):
 
 @pytest.mark.parametrize("spec", [dict(bias=True, activation="gelu_tanh"), FULLEST], ids=str)
 @pytest.mark.parametrize("majors", ["kn", "kk", "mn"])
-@pytest.mark.parametrize("m,n,k,stream_k", [(2048, 2048, 72, False), (1000, 1024, 520, True)])
+@pytest.mark.parametrize("m,n,k,stream_k", [(2000, 2040, 72, False), (1000, 1024, 520, True)])
 def test_the_pipelined_kernel_fuses_on_every_store_path(m, n, k, stream_k, majors, spec):
     """cute_pipelined's stores, each through the epilogue: interior tiles via smem (16-byte
     rows for ak_bk, bulk copies for ak_bn on sm_90, where beta is 0) or scalar, edge tiles
