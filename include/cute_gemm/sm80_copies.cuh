@@ -22,41 +22,48 @@ __device__ __forceinline__ void cp_async_4(void* smem, void const* gmem) {
 }
 
 // One 16-byte smem vector of an operand whose pointer and leading stride are G-byte aligned
-// (G = 16, 4 or 2): the first `bytes` (a multiple of the element size) from `gmem`, the rest
+// (G = 16 or 4): the first `bytes` (a multiple of the element size) from `gmem`, the rest
 // zero. Nothing past `bytes` is read, so no copy of the operand is needed for a row end that
 // cuts a vector: whole vectors by one 16-byte cp.async, none by a zero-filling one that
-// reads nothing, the others in 4-byte cp.asyncs where G allows, the rest element by element
-// (synchronous loads; the stage is published by the same barrier).
+// reads nothing, the others in 4-byte cp.asyncs, a 16-bit row end by a synchronous load
+// (the stage is published by the same barrier). Any alignment: load_vec_any.
 template <int G, class T>
 __device__ __forceinline__ void copy_vec(T* smem, T const* gmem, int bytes) {
-  static_assert(G == 16 || G == 4 || (G == 2 && sizeof(T) == 2), "cp.async granules, or 16-bit loads");
+  static_assert(G == 16 || G == 4, "cp.async granules");
   if ((G == 16 && bytes == 16) || bytes == 0) {
     cp_async_16_zfill(smem, gmem, bytes);
     return;
   }
   char* s = reinterpret_cast<char*>(smem);
   char const* g = reinterpret_cast<char const*>(gmem);
-  if constexpr (G >= 4) {
-    CUTE_UNROLL
-    for (int j = 0; j < 4; ++j) {
-      const int b = bytes - 4 * j;               // 16-bit elements: 2 at the end of an odd row
-      if (b >= 4) {
-        cp_async_4(s + 4 * j, g + 4 * j);
-      } else {
-        const uint32_t v = b > 0 ? uint32_t(*reinterpret_cast<uint16_t const*>(g + 4 * j)) : 0u;
-        *reinterpret_cast<uint32_t*>(s + 4 * j) = v;
-      }
+  CUTE_UNROLL
+  for (int j = 0; j < 4; ++j) {
+    const int b = bytes - 4 * j;                 // 16-bit elements: 2 at the end of an odd row
+    if (b >= 4) {
+      cp_async_4(s + 4 * j, g + 4 * j);
+    } else {
+      const uint32_t v = b > 0 ? uint32_t(*reinterpret_cast<uint16_t const*>(g + 4 * j)) : 0u;
+      *reinterpret_cast<uint32_t*>(s + 4 * j) = v;
     }
-  } else {
-    uint32_t v[4];
-    CUTE_UNROLL
-    for (int j = 0; j < 4; ++j) {
-      const uint32_t lo = 4 * j < bytes ? *reinterpret_cast<uint16_t const*>(g + 4 * j) : 0u;
-      const uint32_t hi = 4 * j + 2 < bytes ? *reinterpret_cast<uint16_t const*>(g + 4 * j + 2) : 0u;
-      v[j] = lo | hi << 16;
-    }
-    *reinterpret_cast<uint4*>(s) = make_uint4(v[0], v[1], v[2], v[3]);
   }
+}
+
+// A 16-byte vector of 16-bit elements at any 2-byte aligned address, into registers: the
+// first `bytes` from `gmem`, the rest zero, nothing past them read. Loads only: the caller
+// stores the vector (deposit) a k-tile later, so all of a k-tile's loads are in flight at
+// once and under the MMAs, where copy_vec<2> waits for each vector before the next's loads.
+template <class T>
+__device__ __forceinline__ uint4 load_vec_any(T const* gmem, int bytes) {
+  static_assert(sizeof(T) == 2, "16-bit elements");
+  uint16_t const* g = reinterpret_cast<uint16_t const*>(gmem);
+  uint32_t v[4];
+  CUTE_UNROLL
+  for (int j = 0; j < 4; ++j) {
+    const uint32_t lo = 4 * j < bytes ? g[2 * j] : 0u;
+    const uint32_t hi = 4 * j + 2 < bytes ? g[2 * j + 1] : 0u;
+    v[j] = lo | hi << 16;
+  }
+  return make_uint4(v[0], v[1], v[2], v[3]);
 }
 
 // Bytes of the V-element vector at coordinate c of a `shape` operand whose unit stride runs

@@ -17,7 +17,9 @@
 //    each 16-byte smem vector gets the bytes of it inside the matrix (computed from identity-
 //    tensor coordinates), the rest zero-filled, and nothing past them is read
 //    (sm80_copies.cuh copy_vec): one 16-byte cp.async where the vector is whole and aligned,
-//    else 4-byte cp.asyncs, else 16-bit loads. CuTe's ZFILL atom is all-or-nothing per
+//    else 4-byte cp.asyncs; operands of any alignment (_al1) by 16-bit loads into registers,
+//    a k-tile's all issued at once and stored to smem a k-tile later, under its MMAs (a
+//    vector stored as its loads land would cost a memory latency each). CuTe's ZFILL atom is all-or-nothing per
 //    vector, which would need extents that are multiples of 8 (or 4). k-tiles inside K take
 //    the byte counts of k-tile 0 (the m/n bound only, out of the mainloop); only the last,
 //    partial one tests K per element.
@@ -213,21 +215,43 @@ __device__ __forceinline__ void mainloop_mma_sm80(int tile_m, int tile_n, int M,
   // zero-fills the rest (a whole vector outside reads nothing and writes 16 zero bytes).
   // A k-tile inside K (full) needs only the m/n bound, the same for every such k-tile: its
   // byte counts are those of k-tile 0 (K >= BLK_K), computed once, out of the mainloop.
+  // G == 2 (any alignment: 16-bit loads, no cp.async) stages a k-tile in registers instead:
+  // fetch issues its loads, deposit stores them a k-tile later (see the mainloop).
+  constexpr bool staged = G == 2;
+  constexpr int VA = staged ? decltype(size<1>(tAsA) * size<2>(tAsA))::value : 1;
+  constexpr int VB = staged ? decltype(size<1>(tBsB) * size<2>(tBsB))::value : 1;
+  uint4 rA[VA], rB[VB];                              // (CPY_M*CPY_K), (CPY_N*CPY_K) vectors
   auto issue = [&](int k_tile, int stage, auto full) {
     CUTE_UNROLL
     for (int m = 0; m < size<1>(tAsA); ++m)
       CUTE_UNROLL
       for (int k = 0; k < size<2>(tAsA); ++k) {
         const int bytes = cg::inside_bytes<a_k ? 1 : 0, V, sizeof(T)>(tAcA(0, m, k, full ? 0 : k_tile), shapeA);
-        cg::copy_vec<G>(&tAsA(0, m, k, stage), bytes ? &tAgA(0, m, k, k_tile) : A, bytes);
+        T const* g = bytes ? &tAgA(0, m, k, k_tile) : A;
+        if constexpr (staged) rA[m * size<2>(tAsA) + k] = cg::load_vec_any(g, bytes);
+        else                  cg::copy_vec<G>(&tAsA(0, m, k, stage), g, bytes);
       }
     CUTE_UNROLL
     for (int n = 0; n < size<1>(tBsB); ++n)
       CUTE_UNROLL
       for (int k = 0; k < size<2>(tBsB); ++k) {
         const int bytes = cg::inside_bytes<b_k ? 1 : 0, V, sizeof(T)>(tBcB(0, n, k, full ? 0 : k_tile), shapeB);
-        cg::copy_vec<G>(&tBsB(0, n, k, stage), bytes ? &tBgB(0, n, k, k_tile) : B, bytes);
+        T const* g = bytes ? &tBgB(0, n, k, k_tile) : B;
+        if constexpr (staged) rB[n * size<2>(tBsB) + k] = cg::load_vec_any(g, bytes);
+        else                  cg::copy_vec<G>(&tBsB(0, n, k, stage), g, bytes);
       }
+  };
+  auto deposit = [&](int stage) {                    // staged: the fetched k-tile into `stage`
+    CUTE_UNROLL
+    for (int m = 0; m < size<1>(tAsA); ++m)
+      CUTE_UNROLL
+      for (int k = 0; k < size<2>(tAsA); ++k)
+        *reinterpret_cast<uint4*>(&tAsA(0, m, k, stage)) = rA[m * size<2>(tAsA) + k];
+    CUTE_UNROLL
+    for (int n = 0; n < size<1>(tBsB); ++n)
+      CUTE_UNROLL
+      for (int k = 0; k < size<2>(tBsB); ++k)
+        *reinterpret_cast<uint4*>(&tBsB(0, n, k, stage)) = rB[n * size<2>(tBsB) + k];
   };
   const int k_tiles = ceil_div(K, int(bK));
   const int k_full = K / int(bK);                    // k-tiles inside K
@@ -251,11 +275,15 @@ __device__ __forceinline__ void mainloop_mma_sm80(int tile_m, int tile_n, int M,
   };
 
   constexpr int KB = size<2>(tCrA);                  // k-blocks (MMA_K) per k-tile
+  static_assert(!staged || KB >= 2, "staged: a k-tile fetched at k-block 0 is deposited at the last");
   // Prologue: k-tiles 0 .. STAGES-2 in flight, one commit group each (empty past the end,
   // so that group g is always k-tile g); then the first k-block of k-tile 0 into registers.
   CUTE_UNROLL
   for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < k_tiles) issue_any(s, s);
+    if (s < k_tiles) {
+      issue_any(s, s);
+      if constexpr (staged) deposit(s);
+    }
     cp_async_fence();
   }
   cp_async_wait<STAGES - 2>();
@@ -266,9 +294,14 @@ __device__ __forceinline__ void mainloop_mma_sm80(int tile_m, int tile_n, int M,
   int read = 0;                                      // the stage of k-tile k_tile
   CUTE_NO_UNROLL
   for (int k_tile = 0; k_tile < k_tiles; ++k_tile) {
+    const int next = k_tile + STAGES - 1;            // into the stage k-tile k_tile-1 used
     CUTE_UNROLL
     for (int kb = 0; kb < KB; ++kb) {
       if (kb == KB - 1) {
+        // staged: k-tile `next`, fetched at k-block 0, into its stage (free since the last
+        // barrier) before the barrier, its loads' latency spent under this k-tile's MMAs
+        if constexpr (staged)
+          if (next < k_tiles) deposit(next % STAGES);
         // The next k-tile has landed for this thread, then for all; and every thread has
         // loaded its last fragments of k-tile k_tile-1's stage (refilled at kb == 0 below).
         cp_async_wait<STAGES - 2>();
@@ -279,7 +312,6 @@ __device__ __forceinline__ void mainloop_mma_sm80(int tile_m, int tile_n, int M,
       if (kb == 0) {
         // before the next fragments load: the copies' addresses and predicates are then
         // computed while only one k-block of fragments is live
-        const int next = k_tile + STAGES - 1;        // into the stage k-tile k_tile-1 used
         if (next < k_tiles) issue_any(next, next % STAGES);
         cp_async_fence();
       }
