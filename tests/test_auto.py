@@ -317,10 +317,10 @@ def test_a_small_k_runs_on_the_tiny_k_kernel_where_it_measured_faster():
 
 
 def test_heuristic_small_problems_with_unaligned_operands_take_the_small_kernel():
-    """A problem of at most two k-tiles within two waves of 64x64 tiles, whose operands every
-    TMA kernel would copy first (a leading dimension not 16-byte aligned), runs on the kernel
-    tagged small (cute_mma_sm80_64x64), which reads them as they are in one launch; aligned
-    operands, a longer K or more tiles keep the walk."""
+    """A problem of at most twelve k-tiles within two waves of 64x64 tiles, whose operands
+    every TMA kernel would copy first (a leading dimension not 16-byte aligned), runs on the
+    kernel tagged small (cute_mma_sm80_64x64), which reads them as they are in one launch;
+    aligned operands, a longer K or more tiles keep the walk."""
     def h(m, n, k, prec="bf16", layout="nn"):
         return auto.choose(m, n, k, device=H100, precision=prec, layout=layout, tables=[]).kernel
     small = "cute_mma_sm80_64x64"
@@ -328,7 +328,8 @@ def test_heuristic_small_problems_with_unaligned_operands_take_the_small_kernel(
     for prec in ("bf16", "fp16"):
         assert h(12, 1989, 40, prec) == h(623, 9, 66, prec) == h(1058, 16, 45, prec, "tn") == small
         assert h(16, 1992, 16, prec) != small          # aligned: the TMA kernels take them
-        assert h(181, 1010, 333, prec) != small        # 6 k-tiles
+        assert h(181, 1010, 333, prec) == h(65, 13, 621, prec, "tn") == small    # 6, 10 k-tiles
+        assert h(342, 440, 1507, prec) != small        # 24 k-tiles
         assert h(8191, 8191, 13, prec) != small        # 16,384 tiles
     assert h(623, 9, 66, "tf32") != small              # tf32 mma.sync would copy an n-major B too
     assert h(1058, 16, 45, "tf32", "nt") == small

@@ -26,7 +26,7 @@ TAG = "auto"                       # Kernel.tags: a candidate of the selector
 TINY_TILES = 4      # heuristic, SIMT: C in at most this many of the largest tiles is "tiny"
 # heuristic, tensor cores: the kernel tagged SMALL reads unaligned operands of a problem of at
 # most SMALL_K_TILES k-tiles and C within SMALL_WAVES waves of tiles (_small_problem)
-SMALL, SMALL_K_TILES, SMALL_WAVES = "small", 2, 2
+SMALL, SMALL_K_TILES, SMALL_WAVES = "small", 12, 2
 # tiny_k: the kernel tagged TINY answers SIMT fp32 K <= TINY_K_SIMT; tensor cores K <= TINY_K
 # where the TMA kernels would copy the operands, C of at most TINY_TC_MN elements
 TINY, TINY_K, TINY_K_SIMT, TINY_TC_MN = "tiny_k", 32, 24, 1 << 24
