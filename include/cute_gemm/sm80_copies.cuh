@@ -51,7 +51,7 @@ __device__ __forceinline__ void copy_vec(T* smem, T const* gmem, int bytes) {
 // A 16-byte vector of 16-bit elements at any 2-byte aligned address, into registers: the
 // first `bytes` from `gmem`, the rest zero, nothing past them read. Loads only: the caller
 // stores the vector (deposit) a k-tile later, so all of a k-tile's loads are in flight at
-// once and under the MMAs, where copy_vec<2> waits for each vector before the next's loads.
+// once and under the MMAs (stored as they landed, each vector waited a memory latency).
 template <class T>
 __device__ __forceinline__ uint4 load_vec_any(T const* gmem, int bytes) {
   static_assert(sizeof(T) == 2, "16-bit elements");

@@ -19,10 +19,10 @@
 //    (sm80_copies.cuh copy_vec): one 16-byte cp.async where the vector is whole and aligned,
 //    else 4-byte cp.asyncs; operands of any alignment (_al1) by 16-bit loads into registers,
 //    a k-tile's all issued at once and stored to smem a k-tile later, under its MMAs (a
-//    vector stored as its loads land would cost a memory latency each). CuTe's ZFILL atom is all-or-nothing per
-//    vector, which would need extents that are multiples of 8 (or 4). k-tiles inside K take
-//    the byte counts of k-tile 0 (the m/n bound only, out of the mainloop); only the last,
-//    partial one tests K per element.
+//    vector stored as its loads land would cost a memory latency each). CuTe's ZFILL atom
+//    is all-or-nothing per vector, which would need extents that are multiples of 8 (or 4).
+//    k-tiles inside K take the byte counts of k-tile 0 (the m/n bound only, out of the
+//    mainloop); only the last, partial one tests K per element.
 //  * tf32: operands arrive as float bits and are rounded to nearest (cvt.rna.tf32.f32, ties
 //    away from zero), once per element, in smem: each thread rounds the vectors it copied when
 //    they have landed, before the barrier that publishes the stage (rounding the fragments
@@ -216,7 +216,7 @@ __device__ __forceinline__ void mainloop_mma_sm80(int tile_m, int tile_n, int M,
   // A k-tile inside K (full) needs only the m/n bound, the same for every such k-tile: its
   // byte counts are those of k-tile 0 (K >= BLK_K), computed once, out of the mainloop.
   // G == 2 (any alignment: 16-bit loads, no cp.async) stages a k-tile in registers instead:
-  // fetch issues its loads, deposit stores them a k-tile later (see the mainloop).
+  // issue loads it into rA/rB, deposit stores them a k-tile later (see the mainloop).
   constexpr bool staged = G == 2;
   constexpr int VA = staged ? decltype(size<1>(tAsA) * size<2>(tAsA))::value : 1;
   constexpr int VB = staged ? decltype(size<1>(tBsB) * size<2>(tBsB))::value : 1;
