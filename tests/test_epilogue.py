@@ -321,8 +321,8 @@ def test_fused_compiles_keep_their_registers(name, entry, tag):
     """The fused epilogue fits beside the accumulators: no spills, no stack (the accumulators
     stay in registers), the entry's own launch bounds (v9_warptile: 128 registers, 2 CTAs an
     SM) hold, and a Hopper entry's wgmmas stay pipelined. v9_warptile's heavier
-    combinations (a bias with both scales and a clamp) spill in its epilogue, cute_tiny_k's
-    with a scale 8 bytes (docs/guide/epilogues.md)."""
+    combinations (a bias with both scales and a clamp) spill in its epilogue
+    (docs/guide/epilogues.md)."""
     from cute_gemm.build import cache
     k = registry.get(f"{name}:{tag}")
     r = cache.get(k, ARCH.get(name, "sm_90"), entries=(entry,)).resources[entry]

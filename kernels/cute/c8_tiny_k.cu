@@ -12,7 +12,8 @@
 // Geometry: BLK_M x BLK_N x BLK_K = 64 x 64 x 32 (the registry's TileConfig); 256 threads,
 //           tC = (16,16) n fastest, thread (ty, tx) owning rows ty + 16 i and columns
 //           tx + 16 j of the tile (4 x 4): a half-warp stores 16 consecutive elements of a
-//           row. 16 accumulators fit 80 registers: 3 CTAs an SM (MIN_BLOCKS).
+//           row. 16 accumulators and a strip's 8 staged values fit 124 registers: 2 CTAs
+//           an SM (MIN_BLOCKS; at 3 CTAs' 80 registers the staging spilled).
 // Residues: predicated element loads (zeros outside A and B); elem_less on C's identity
 //           tensor predicates the stores.
 // Strides:  any, all dynamic: a strip is loaded along the operand's unit-stride mode where
@@ -51,20 +52,33 @@ CUTE_HOST_DEVICE constexpr auto smem_layout() {                              // 
 template <class T> __device__ __forceinline__ float to_f32(T x) { return float(x); }
 
 // A (X,BLK_K,k) strip's k-tile `kt` into smem as float: thread t takes elements t, t + 256,
-// ... numbered along the operand's unit-stride mode (x_unit: x, else k), zeros outside.
+// ... numbered along the operand's unit-stride mode (x_unit: x, else k), zeros outside. As
+// 256 is a multiple of X and of BLK_K, a thread's elements share one coordinate and step the
+// other evenly: one pointer and one step. All its loads are issued before its first store
+// (a store after each load waited for it: a memory latency an element).
 template <bool TF32, class Strip, class Smem>
 __device__ __forceinline__ void stage(Strip const& g, Smem& s, int x_left, int k_left, bool x_unit) {
   constexpr int X = decltype(size<0>(s))::value, KB = decltype(size<1>(s))::value;
+  constexpr int PER = X * KB / THREADS;            // elements a thread stages
+  static_assert(THREADS % X == 0 && THREADS % KB == 0 && X * KB % THREADS == 0,
+                "a thread's elements: one coordinate fixed, the other in even steps");
+  const int t = threadIdx.x;
+  const int x0 = x_unit ? t % X : t / KB, k0 = x_unit ? t / X : t % KB;
+  const int dx = x_unit ? 0 : THREADS / KB, dk = x_unit ? THREADS / X : 0;
+  auto const* p = raw_pointer_cast(g.data()) + (x0 * stride<0>(g) + k0 * stride<1>(g));
+  const long long step = dx * stride<0>(g) + dk * stride<1>(g);
+  float v[PER];
   CUTE_UNROLL
-  for (int e = threadIdx.x; e < X * KB; e += THREADS) {
-    const int x = x_unit ? e % X : e / KB, k = x_unit ? e / X : e % KB;
-    float v = x < x_left && k < k_left ? to_f32(g(x, k)) : 0.0f;
+  for (int i = 0; i < PER; ++i)
+    v[i] = x0 + i * dx < x_left && k0 + i * dk < k_left ? to_f32(p[i * step]) : 0.0f;
+  CUTE_UNROLL
+  for (int i = 0; i < PER; ++i) {
     if constexpr (TF32) {                          // cvt.rna: round to nearest, ties away
-      unsigned u = __float_as_uint(v);
+      unsigned u = __float_as_uint(v[i]);
       asm("cvt.rna.tf32.f32 %0, %0;\n" : "+r"(u));
-      v = __uint_as_float(u);
+      v[i] = __uint_as_float(u);
     }
-    s(x, k) = v;
+    s(x0 + i * dx, k0 + i * dk) = v[i];
   }
 }
 
