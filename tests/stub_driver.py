@@ -80,8 +80,16 @@ def gemm_args(blob: bytes):
     return kernel_args.GemmArgs.from_buffer_copy(blob[:ctypes.sizeof(kernel_args.GemmArgs)])
 
 
+def copies_of(blob: bytes) -> list:
+    """The copies (relayout.Copy2d) of a recorded scale2d launch."""
+    c = relayout.CopyArgs.from_buffer_copy(blob).copies
+    return list(c.c[:c.count])
+
+
 def scale_args(blob: bytes):
-    return relayout.ScaleArgs.from_buffer_copy(blob)
+    """The one copy of a recorded scale2d launch."""
+    (copy,) = copies_of(blob)
+    return copy
 
 
 def split_args(blob: bytes):
@@ -141,7 +149,7 @@ def install(monkeypatch):
             time.sleep(0)
         util = entry.startswith("scale2d")      # one per element type: scale2d, scale2d_fp16, ...
         p = pass_of(entry)                      # a composed kernel's pass
-        struct, offsets = ((relayout.ScaleArgs, relayout.SCALE_OFFSETS) if util else PASSES[p] if p
+        struct, offsets = ((relayout.CopyArgs, relayout.COPY_OFFSETS) if util else PASSES[p] if p
                            else (ctypes.c_longlong, (0,)) if entry == "spin"   # perf.timing.Spin
                            else BLOCKS.get(entry, (kernel_args.GemmArgs, kernel_args.GEMM_OFFSETS)))
         ptrs = (ctypes.c_void_p * len(offsets)).from_address(addr)

@@ -343,7 +343,7 @@ def test_no_compile_starts_in_a_thread_once_exit_began():
     ("cute_pipelined", "cute_pipelined_ak_bn_part", "GemmArgsWsEpi"),
     ("cute_mma_sm80_64x64", "cute_mma_sm80_bf16_bf16_ak_bn_sk", "GemmArgsWsEpi"),
     ("cute_wgmma_ws_128x128", "cute_wgmma_ws_bf16_bf16_ak_bk_b", "GemmArgsTmaBatchEpi"),
-    ("scale2d", "scale2d_bf16_f32", "relayout.ScaleArgs"), ("split_reduce", None, "ReduceArgs"),
+    ("scale2d", "scale2d_bf16_f32", "relayout.CopyArgs"), ("split_reduce", None, "ReduceArgs"),
     ("cute_3xtf32", "cute_3xtf32_split_a", "composed.SplitArgs")])
 def test_entry_parameters_are_those_its_launch_packs(name, entry, block):
     """The parameters the cubin's ELF gives an entry (.nv.info's KPARAM_INFO) are those of

@@ -238,8 +238,9 @@ def test_a_repeat_call_on_copies_reuses_its_launch_with_fresh_temporaries(monkey
 
 def test_two_copies_share_one_allocation_apart_and_aligned(monkeypatch):
     """A launch with A and B both copied (bf16 rows of 1025 and 8191 elements: not 16-byte
-    aligned for TMA) takes one stream-ordered allocation: each copy starts on a 256-byte
-    boundary, neither copy's span reaches into the other's, the GEMM reads both, and the
+    aligned for TMA) takes one stream-ordered allocation and one copy launch: each copy
+    starts on a 256-byte boundary, neither copy's span reaches into the other's, the launch's
+    blocks are the two copies' tiles, one after the other, the GEMM reads both, and the
     allocation is freed after it."""
     events = stub_driver.install(monkeypatch)
     m, n, kk = 257, 8191, 1025
@@ -247,7 +248,11 @@ def test_two_copies_share_one_allocation_apart_and_aligned(monkeypatch):
     b = Dev((kk, n), 0x2000_0000, strides=(2 * n, 2), typestr="<f2")
     api.run("cute_wgmma_ws", a, b, out=Dev((m, n), 0x3000_0000, strides=(2 * n, 2), typestr="<f2"))
     (alloc,) = [e for e in events if e[0] == "alloc"]
-    cps = [scale_args(e[4]) for e in stub_driver.launches(events, "scale2d")]
+    (copy,) = stub_driver.launches(events, "scale2d")
+    cps = stub_driver.copies_of(copy[4])
+    assert [c.first for c in cps] == [0, cps[0].tiles_m * cps[0].tiles_n]
+    assert copy[2] == (sum(c.tiles_m * c.tiles_n for c in cps), 1, 1)
+    assert all((c.tiles_m, c.tiles_n) == (-(-c.M // 32), -(-c.N // 32)) for c in cps)
     (g,) = [gemm_args(e[4]) for e in stub_driver.launches(events, "gemm")]
     assert sorted(c.src for c in cps) == [a.ptr, b.ptr] and {c.dst for c in cps} == {g.A, g.B}
     spans = sorted((c.dst, c.dst + 2 * ((c.M - 1) * c.ds0 + (c.N - 1) * c.ds1 + 1)) for c in cps)

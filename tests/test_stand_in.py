@@ -90,8 +90,8 @@ def test_a_tf32_call_whose_pick_compiles_runs_the_stand_in_in_fp32(monkeypatch):
 def test_a_16_bit_call_whose_pick_compiles_runs_the_stand_in_on_widened_copies(monkeypatch,
                                                                                half_out):
     """fp16 operands: while the tensor-core pick compiles, the quick kernel answers in fp32
-    on copies of A and B widened to float32 (exact), into out, or for a float16 out into a
-    float32 copy of C rounded into out once; then the pick runs on the operands themselves.
+    on copies of A and B widened to float32 (exact, one launch), into out, or for a float16 out
+    into a float32 copy of C (widened in the same launch) rounded into out once; then the pick runs on the operands themselves.
     Where those copies cannot be had, the call waits for its pick instead."""
     events = _stub(monkeypatch)
     monkeypatch.delenv("CUTE_GEMM_FIRST_CALL", raising=False)
@@ -108,10 +108,11 @@ def test_a_16_bit_call_whose_pick_compiles_runs_the_stand_in_on_widened_copies(m
     cute_gemm.gemm(a, b, c, beta=0.5, out=c)
     got = stub_driver.launches(events)
     widen, narrow = resolve.UTIL_ENTRY["float16", "float32"], resolve.UTIL_ENTRY["float32", "float16"]
-    assert [e[1] for e in got] == ([widen] * 3 + [quick.variants[0].entry, narrow] if half_out
-                                   else [widen] * 2 + [quick.variants[0].entry])
+    # A, B (and C) widened in one launch
+    assert [e[1] for e in got] == ([widen, quick.variants[0].entry, narrow] if half_out
+                                   else [widen, quick.variants[0].entry])
     s = stub_driver.gemm_args(got[-2 if half_out else -1][4])
-    copies = [stub_driver.scale_args(e[4]) for e in got if e[1] in (widen, narrow)]
+    copies = [x for e in got if e[1] in (widen, narrow) for x in stub_driver.copies_of(e[4])]
     assert [x.src for x in copies[:2]] == [a.ptr, b.ptr] and (s.A, s.B) == tuple(x.dst for x in copies[:2])
     assert (s.M, s.N, s.K, s.beta) == (m, n, k, 0.5)
     if half_out:        # C widened into W, the GEMM updates W, W rounded into out

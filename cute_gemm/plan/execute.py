@@ -11,7 +11,7 @@ from .. import registry
 from ..base import memo
 from ..driver import launch, pool
 from .composed import Composed
-from .relayout import Scale2d, batch_scratch, pieces, prepared
+from .relayout import Copies, batch_scratch, pieces, prepared
 from ..driver.arrays import Operand
 from ..base.errors import CudaError, ShapeLimitError
 from ..base.precisions import ACCUMULATOR
@@ -28,10 +28,10 @@ def _sub(op: Operand | None, i0: int, j0: int, rows: int, cols: int) -> Operand 
     return replace(op, ptr=op.ptr + off, shape=(rows, cols), host=None)
 
 
-def _scale2d(ordinal: int, stream: int, s: float, src: Operand | None, dst: Operand,
-             pad: bool = False) -> None:
-    """dst = s * src, once (relayout.Scale2d)."""
-    Scale2d(ordinal, src, dst, pad)(s, src.ptr if src is not None else None, dst.ptr, stream)
+def _scale2d(ordinal: int, stream: int, s: float, src: Operand | None, dst: Operand) -> None:
+    """dst = s * src, once (relayout.Copies)."""
+    Copies(ordinal, [(src, dst, False)])((s,), (src.ptr if src is not None else None,),
+                                         (dst.ptr,), stream)
 
 
 def _temp(shape, dtype: str, ordinal: int, stream: int, owned: list,
@@ -101,13 +101,16 @@ def _stand_in(stand_in, A: Operand, B: Operand, C: Operand | None, T: Operand, a
                  _temp(T.shape, ACCUMULATOR, ordinal, stream, owned, bcount=T.bcount))
         except CudaError:
             return False
-        for X, X2 in ((A, A2), (B, B2)):
-            if X2 is not X:
-                _scale2d(ordinal, stream, 1.0, X, X2)
+        # A and B widened, and C into W, which the GEMM updates: one launch where types allow
+        widened = [(X, X2) for X, X2 in ((A, A2), (B, B2)) if X2 is not X]
         CW = C
         if C is not None and W is not T:
-            _scale2d(ordinal, stream, 1.0, C, W)    # widened into W, which the GEMM updates
+            widened.append((C, W))
             CW = W
+        if widened:
+            Copies(ordinal, [(X, X2, False) for X, X2 in widened])(
+                (1.0,) * len(widened), [X.ptr for X, _ in widened], [X2.ptr for _, X2 in widened],
+                stream)
         gemm_device(quick, A2, B2, CW, W, alpha, beta, stream, ordinal, precision)
         if W is not T:
             _scale2d(ordinal, stream, 1.0, W, T)

@@ -1,7 +1,7 @@
-"""Copies around a launch, prepared once: `Scale2d` (dst = s * src by resolve.UTIL) for fixed
-shapes, strides and types, and `Relaid`, a launch on stream-ordered copies of the operands
-its entry cannot take as they are. Both pack their blocks once per thread, as a Launcher:
-per call only pointers and scales change."""
+"""Copies around a launch, prepared once: `Copies` (dst = s * src by resolve.UTIL, several
+copies a launch) for fixed shapes, strides and types, and `Relaid`, a launch on stream-ordered
+copies of the operands its entry cannot take as they are. Both pack their blocks once per
+thread, as a Launcher: per call only pointers and scales change."""
 from __future__ import annotations
 
 import threading
@@ -9,10 +9,10 @@ from dataclasses import replace
 
 from .. import registry
 from ..driver import launch, pool
-from ..driver.batching import Z_MAX
 from ..driver.arrays import Operand
 from ..driver.kernel_args import F, I, L, P, arg_block, packed
-from ..registry.records import AS_PLANNED, Pick
+from ..base.errors import ShapeLimitError
+from ..registry.records import AS_PLANNED, EXTENT_MAX, Pick
 from .launcher import pieces
 from .resolve import UTIL, UTIL_ENTRY, copy_target, loaded, oriented, resolve
 
@@ -29,10 +29,16 @@ def scratch_bytes(op: Operand) -> int:
     return op.itemsize * max(span, 1)
 
 
-ScaleArgs, SCALE_OFFSETS = arg_block("ScaleArgs", [   # kernels/util/scale2d.cu's parameters
-    ("M", I), ("N", I), ("MS", I), ("NS", I), ("s", F),
-    ("src", P), ("ss0", L), ("ss1", L), ("dst", P), ("ds0", L), ("ds1", L),
-    ("Lin", I), ("z0", I), ("bs0", L), ("bs1", L), ("bd0", L), ("bd1", L)])
+# kernels/util/scale2d.cu's Copy2d and Copies2d, the one parameter of its entry points
+Copy2d, _ = arg_block("Copy2d", [
+    ("M", I), ("N", I), ("MS", I), ("NS", I), ("s", F), ("tiles_m", I), ("tiles_n", I),
+    ("first", I), ("Lin", I), ("z0", I), ("src", P), ("ss0", L), ("ss1", L), ("bs0", L),
+    ("bs1", L), ("dst", P), ("ds0", L), ("ds1", L), ("bd0", L), ("bd1", L)])
+MAX_COPIES = 4          # (scale2d.cu kCopies)
+Copies2d, _ = arg_block("Copies2d", [("c", Copy2d * MAX_COPIES), ("count", I)])
+CopyArgs, COPY_OFFSETS = arg_block("CopyArgs", [("copies", Copies2d)])   # (one parameter)
+TILE = 32               # a block's square of dst
+BLOCKS_MAX = (1 << 31) - 1
 
 
 def batch_scratch(op: Operand, like: Operand | None = None) -> tuple[int, tuple[int, int]]:
@@ -51,57 +57,84 @@ def stepping(src: Operand, dst: Operand) -> tuple[Operand, Operand]:
     return replace(src, bcount=count), replace(dst, bcount=count)
 
 
-class Scale2d:
-    """dst = s * src for operands shaped and strided as `src` and `dst` (src None or s == 0:
-    zeros; across types as UTIL_ENTRY converts). pad: also zero dst's pad up to its leading
-    dimension. One launch per piece of the grid's limits; call with (s, src, dst, stream)."""
-    __slots__ = ("parts", "strides", "local")
+class Copies:
+    """dst_i = s_i * src_i for operands shaped and strided as each (src_i, dst_i, pad_i) of
+    `copies` (src None or s == 0: zeros; across types as UTIL_ENTRY converts; pad: dst's pad up
+    to its leading dimension zeroed too), in as few launches as their types allow: one per
+    (source, destination) type pair and MAX_COPIES copies. Call with each copy's scale, source
+    and destination pointers."""
+    __slots__ = ("launches", "local")
 
-    def __init__(self, ordinal: int, src: Operand | None, dst: Operand, pad: bool = False):
-        m, n = dst.shape
-        self.parts: list = []
-        self.strides = (src.strides if src is not None else (0, 0)) + tuple(dst.strides)
+    def __init__(self, ordinal: int, copies):
+        groups: dict = {}   # entry -> [(copy's index, blocks, Copy2d's fields, offsets)]
+        for i, (src, dst, pad) in enumerate(copies):
+            m, n = dst.shape
+            problems = dst.bcount[0] * dst.bcount[1]
+            if m * n * problems == 0:
+                continue
+            wm, wn = padded(dst) if pad else (m, n)
+            ss, bs = (src.strides, src.bstrides) if src is not None else ((0, 0), (0, 0))
+            entry = UTIL_ENTRY[src.dtype if src is not None else dst.dtype, dst.dtype]
+            # pieces of at most EXTENT_MAX rows and columns (32-bit indices), and of a batch
+            # along the problems a launch's blocks can hold
+            for i0, r in pieces(wm, EXTENT_MAX):
+                for j0, c in pieces(wn, EXTENT_MAX):
+                    tm, tn = -(-r // TILE), -(-c // TILE)
+                    if tm * tn > BLOCKS_MAX:
+                        raise ShapeLimitError(f"a copy of {r}x{c} elements: more 32x32 tiles "
+                                              f"than one launch's {BLOCKS_MAX} blocks")
+                    ms, ns = ((max(0, min(r, m - i0)), max(0, min(c, n - j0)))
+                              if src is not None else (0, 0))
+                    offsets = (None if src is None else src.itemsize * (i0 * ss[0] + j0 * ss[1]),
+                               dst.itemsize * (i0 * dst.strides[0] + j0 * dst.strides[1]))
+                    for z0, z in pieces(problems, BLOCKS_MAX // (tm * tn)):
+                        groups.setdefault(entry, []).append((i, z * tm * tn, dict(
+                            M=r, N=c, MS=ms, NS=ns, tiles_m=tm, tiles_n=tn, Lin=dst.bcount[1],
+                            z0=z0, ss0=ss[0], ss1=ss[1], bs0=bs[0], bs1=bs[1],
+                            ds0=dst.strides[0], ds1=dst.strides[1], bd0=dst.bstrides[0],
+                            bd1=dst.bstrides[1]), offsets))
+        self.launches = []   # (Site, [(copy's index, source offset, destination offset)], fields)
+        for entry, parts in groups.items():
+            f = loaded(UTIL, ordinal).function(entry)
+            held: list = []          # (copy's index, offsets, its blocks' end, fields)
+            for i, blocks, fields, offsets in parts:
+                if held and (len(held) == MAX_COPIES or held[-1][2] + blocks > BLOCKS_MAX):
+                    self._add(f, held)
+                    held = []
+                first = held[-1][2] if held else 0
+                held.append((i, offsets, first + blocks, {**fields, "first": first}))
+            self._add(f, held)
         self.local = threading.local()
-        if m * n * dst.bcount[0] * dst.bcount[1] == 0:
-            return
-        # the batch (dst's problems; src's steps, 0 where it is one matrix for all)
-        batch = (dst.bcount[1], *(src.bstrides if src is not None else (0, 0)), *dst.bstrides)
-        wm, wn = padded(dst) if pad else (m, n)
-        f = loaded(UTIL, ordinal).function(
-            UTIL_ENTRY[src.dtype if src is not None else dst.dtype, dst.dtype])
-        mc, nc, _ = UTIL.launch_extents(wm, wn, 1)
-        (ss0, ss1), (ds0, ds1) = self.strides[:2], dst.strides
-        for i0, r in pieces(wm, mc):
-            for j0, c in pieces(wn, nc):
-                # (rows, cols) launched, of which (in-range rows, cols) hold dst's elements
-                dims = (r, c, max(0, min(r, m - i0)), max(0, min(c, n - j0)))
-                src_off = None if src is None else src.itemsize * (i0 * ss0 + j0 * ss1)
-                for z0, z in pieces(dst.bcount[0] * dst.bcount[1], Z_MAX):  # (along z)
-                    gx, gy, _ = UTIL.grid(r, c, 1)
-                    self.parts.append((launch.Site(f, (gx, gy, z), UTIL.block, 0, False, ScaleArgs.param_sizes),
-                                       (dims, z0, batch), src_off,
-                                       dst.itemsize * (i0 * ds0 + j0 * ds1)))
 
-    def __call__(self, s: float, src: int | None, dst: int, stream: int) -> None:
+    def _add(self, f, held) -> None:
+        site = launch.Site(f, (held[-1][2], 1, 1), UTIL.block, 0, False, CopyArgs.param_sizes)
+        self.launches.append((site, [(i, *offsets) for i, offsets, _, _ in held],
+                              [fields for _, _, _, fields in held]))
+
+    def __call__(self, scales, srcs, dsts, stream: int) -> None:
         try:
             blocks = self.local.blocks
         except AttributeError:          # this thread's first call
             blocks = self.local.blocks = [
-                packed(ScaleArgs(*dims, 0.0, None, *self.strides[:2], None, *self.strides[2:],
-                                 batch[0], z0, *batch[1:]), SCALE_OFFSETS)
-                for _, (dims, z0, batch), _, _ in self.parts]
-        for (site, _, src_off, dst_off), blk in zip(self.parts, blocks):
-            a = blk[0][0]                # the struct the pointer array points into
-            a.s, a.dst = s, dst + dst_off
-            a.src = None if src is None or src_off is None else src + src_off
+                packed(CopyArgs(Copies2d((Copy2d * MAX_COPIES)(*[Copy2d(**x) for x in fields]),
+                                         len(fields))), COPY_OFFSETS)
+                for _, _, fields in self.launches]
+        for (site, which, _), blk in zip(self.launches, blocks):
+            c = blk[0][0].copies.c       # the structs the pointer array points into
+            for slot, (i, src_off, dst_off) in enumerate(which):
+                x, src = c[slot], srcs[i]
+                x.s, x.dst = scales[i], dsts[i] + dst_off
+                x.src = None if src is None or src_off is None else src + src_off
             site(stream, blk)
 
 
 class Relaid:
     """A launch of `variant` on copies (copy_target's layouts) of the operands in `copies`
     (roles as the entry sees them). Called as a Launcher: one stream-ordered scratch; A and
-    B (with pads) and, where beta != 0, C copied in; the launch; the result copied back."""
-    __slots__ = ("ordinal", "launcher", "temps", "nbytes", "back", "load_c")
+    B (with pads) and, where beta != 0, C copied in, in one launch where their types allow;
+    the launch; the result copied back."""
+    __slots__ = ("ordinal", "launcher", "roles", "offsets", "nbytes", "copy_in", "copy_in_c",
+                 "back")
 
     def __init__(self, k: registry.Kernel, ordinal: int, variant: registry.Variant,
                  copies: list[str], swap: bool, A: Operand, B: Operand, T: Operand,
@@ -116,19 +149,20 @@ class Relaid:
                         X.dtype, bcount=X.bcount)
             ops[r] = replace(W, bstrides=batch_scratch(W, X)[1])
         ops = oriented(swap, ops)                  # back in the caller's roles
-        # per copied operand: (role, offset in the scratch, copy in), on 256-byte boundaries
-        copied = {{"a": "b", "b": "a"}.get(x, x) if swap else x for x in copies}   # caller's roles
-        self.temps, self.nbytes = [], 0
-        for r, X in (("a", A), ("b", B), ("c", T)):
-            if r not in copied:
-                continue
-            W = ops[r]
-            self.temps.append((r, self.nbytes,
-                               Scale2d(ordinal, *stepping(X, W), pad=True) if r != "c" else None))
+        # per copied operand (caller's roles): its offset in the scratch, on 256-byte boundaries
+        copied = {{"a": "b", "b": "a"}.get(x, x) if swap else x for x in copies}
+        self.roles = tuple(r for r in "abc" if r in copied)
+        self.offsets, self.nbytes, ins = {}, 0, []
+        for r in self.roles:
+            X, W = {"a": A, "b": B, "c": T}[r], ops[r]
+            self.offsets[r] = self.nbytes
             self.nbytes += batch_scratch(W, X)[0]
+            if r != "c":
+                ins.append((*stepping(X, W), True))
         W = ops["c"] if "c" in copies else T
-        self.back = Scale2d(ordinal, W, T) if W is not T else None
-        self.load_c = Scale2d(ordinal, T, W) if W is not T else None
+        self.copy_in = Copies(ordinal, ins)
+        self.copy_in_c = Copies(ordinal, ins + [(T, W, False)]) if W is not T else None
+        self.back = Copies(ordinal, [(W, T, False)]) if W is not T else None
         A2, B2 = ops["a"], ops["b"]
         self.launcher = resolve(k, ordinal, variant, copies, m, n, kk,
                                 (A2.strides, B2.strides, W.strides), swap, pick,
@@ -143,15 +177,15 @@ class Relaid:
         ptrs = {"a": a, "b": b, "c": c}
         scratch = pool.alloc_async(self.nbytes, self.ordinal, stream)
         try:
-            for r, offset, copy_in in self.temps:
-                if copy_in is not None:
-                    copy_in(1.0, ptrs[r], scratch + offset, stream)
-                ptrs[r] = scratch + offset
-            if self.load_c is not None and beta != 0.0:
-                self.load_c(1.0, c, ptrs["c"], stream)     # the kernel updates its copy
+            temps = {r: scratch + self.offsets[r] for r in self.roles}
+            # (C copied in only where beta != 0: the kernel updates its copy)
+            copy_in = self.copy_in_c if self.copy_in_c is not None and beta != 0.0 else self.copy_in
+            copy_in((1.0,) * 3, [ptrs[r] for r in self.roles], [temps[r] for r in self.roles],
+                    stream)
+            ptrs.update(temps)
             self.launcher(ptrs["a"], ptrs["b"], ptrs["c"], alpha, beta, stream, epi)
             if self.back is not None:
-                self.back(1.0, ptrs["c"], c, stream)
+                self.back((1.0,), (ptrs["c"],), (c,), stream)
         finally:
             pool.free_async(scratch, stream)
 

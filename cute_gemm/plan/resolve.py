@@ -29,7 +29,7 @@ UTIL = registry.Kernel(
     name="scale2d", family="util", source="util/scale2d.cu",
     variants=tuple(registry.Variant(e) for e in UTIL_ENTRY.values()), block=(32, 8, 1),
     grid=registry.TileGridMN(32, 32), summary="dst = s * src, any strides, through 32x32 smem "
-    "tiles (relayout, K = 0, the stand-in's widening)", seed="-")
+    "tiles, up to 4 copies a launch (relayout, K = 0, the stand-in's widening)", seed="-")
 
 @dataclass
 class _Cache:

@@ -11,8 +11,8 @@
 // A 32x32 tile goes through shared memory, so a transposing copy (row-major src into a
 // column-major dst, as a TF32 entry's k-major B needs) reads and writes whole 128-byte
 // lines on both sides: each side walks the tile along its own unit-stride mode.
-// Geometry: 32x8 threads per 32x32 tile of dst, grid (M/32, N/32) (records.TileGridMN), and
-// along z the matrices of a batch (Lin, z0 and the batch strides, as CG_BATCH_PARAMS has them).
+// Geometry: 32x8 threads per 32x32 tile of dst; a 1-D grid over the tiles of up to kCopies
+// copies (each a batch of matrices: Lin, z0 and the batch strides as CG_BATCH_PARAMS has them).
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
@@ -36,11 +36,31 @@ template <> __device__ __forceinline__ __nv_fp8_e5m2 from_f32<__nv_fp8_e5m2>(flo
 
 constexpr int TILE = 32, ROWS = 8;
 
+// One copy of a launch: dst = s * src over the (M,N) matrices of a batch, in 32x32 tiles of
+// dst numbered from `first` among the launch's blocks (m fastest, then n, then the problem)
+struct Copy2d {
+  int M, N, MS, NS;            // dst's extents written; src's read (zeros outside: a pad)
+  float s;
+  int tiles_m, tiles_n, first;
+  int Lin, z0;                 // problem l = z0 + the tile's: (l / Lin, l % Lin) of the batch
+  const void* src;
+  long long ss0, ss1, bs0, bs1;
+  void* dst;
+  long long ds0, ds1, bd0, bd1;
+};
+// A launch's copies (relayout.MAX_COPIES): a relayout's A and B, a stand-in's operands, in one
+// launch rather than one each, as the host pays for every launch
+constexpr int kCopies = 4;
+struct Copies2d {
+  Copy2d c[kCopies];
+  int count;
+};
+
 template <class S, class D>
-__device__ void scale2d_body(int M, int N, int MS, int NS, float s, const S* __restrict__ src, long long ss0,
-                             long long ss1, D* __restrict__ dst, long long ds0, long long ds1) {
+__device__ void scale2d_body(int m0, int n0, int M, int N, int MS, int NS, float s,
+                             const S* __restrict__ src, long long ss0, long long ss1,
+                             D* __restrict__ dst, long long ds0, long long ds1) {
   __shared__ float tile[TILE][TILE + 1];          // +1: the transposed walk hits 32 banks
-  const int m0 = blockIdx.x * TILE, n0 = blockIdx.y * TILE;
   const int tx = threadIdx.x, ty = threadIdx.y;
   const bool read = !(s == 0.0f || src == nullptr);
   // the unit-stride mode of each side runs along the 32 lanes of a warp
@@ -58,15 +78,29 @@ __device__ void scale2d_body(int M, int N, int MS, int NS, float s, const S* __r
   }
 }
 
+// This block's copy (the last whose first block it has reached) and tile of it
+template <class S, class D>
+__device__ __forceinline__ void copy_tile(Copies2d const& copies) {
+  const int b = blockIdx.x;
+  int i = 0;
+#pragma unroll
+  for (int j = 1; j < kCopies; ++j)
+    if (j < copies.count && copies.c[j].first <= b) i = j;
+  Copy2d const& c = copies.c[i];
+  const int t = b - c.first, rest = t / c.tiles_m, tm = t - rest * c.tiles_m;
+  const int p = rest / c.tiles_n, tn = rest - p * c.tiles_n;
+  const int l = c.z0 + p, l0 = l / c.Lin, l1 = l - l0 * c.Lin;
+  const S* src = c.src == nullptr ? nullptr : static_cast<const S*>(c.src) + (l0 * c.bs0 + l1 * c.bs1);
+  D* dst = static_cast<D*>(c.dst) + (l0 * c.bd0 + l1 * c.bd1);
+  scale2d_body<S, D>(tm * TILE, tn * TILE, c.M, c.N, c.MS, c.NS, c.s, src, c.ss0, c.ss1, dst,
+                     c.ds0, c.ds1);
+}
+
+// __grid_constant__: the copies are read where the launch put them (a block picks one by a
+// run-time index), not first copied to local memory
 #define CG_SCALE2D(NAME, S, D)                                                              \
-  CG_ENTRY(NAME, __launch_bounds__(TILE * ROWS),                                            \
-           (int M, int N, int MS, int NS, float s, const S* __restrict__ src, long long ss0, \
-            long long ss1, D* __restrict__ dst, long long ds0, long long ds1, int Lin, int z0, \
-            long long bs0, long long bs1, long long bd0, long long bd1), {                  \
-    const int l = z0 + static_cast<int>(blockIdx.z), l0 = l / Lin, l1 = l - l0 * Lin;      \
-    if (src != nullptr) src += l0 * bs0 + l1 * bs1;                                         \
-    dst += l0 * bd0 + l1 * bd1;                                                             \
-    scale2d_body<S, D>(M, N, MS, NS, s, src, ss0, ss1, dst, ds0, ds1);                      \
+  CG_ENTRY(NAME, __launch_bounds__(TILE * ROWS), (const __grid_constant__ Copies2d copies), { \
+    copy_tile<S, D>(copies);                                                                \
   })
 // One entry per (source, destination) type that resolve.UTIL_ENTRY names from the precision
 // table's suffixes (precisions.DType.suffix): scale2d_<type> within a type, scale2d_<from>_<to>
