@@ -12,13 +12,13 @@
 // Geometry: BLK_M x BLK_N x BLK_K = 64 x 64 x 32 (the registry's TileConfig); 256 threads,
 //           tC = (16,16) n fastest, thread (ty, tx) owning rows ty + 16 i and columns
 //           tx + 16 j of the tile (4 x 4): a half-warp stores 16 consecutive elements of a
-//           row. 16 accumulators and a strip's 8 staged values fit 124 registers: 2 CTAs
+//           row. 16 accumulators and a strip's 8 staged values fit 128 registers: 2 CTAs
 //           an SM (MIN_BLOCKS; at 3 CTAs' 80 registers the staging spilled). Grid: a CTA
 //           per row of tiles along x, along y as many as fill the GPU twice (records.
 //           TileWalkN), each walking its row's tiles gridDim.y apart: A's strip staged once
 //           and the next tile's B strip loaded while this tile computes and stores.
 // Residues: predicated element loads (zeros outside A and B); elem_less on C's identity
-//           tensor predicates the stores.
+//           tensor predicates an edge tile's stores (an interior tile's go unchecked).
 // Strides:  any, all dynamic: a strip is loaded along the operand's unit-stride mode where
 //           it has one (coalesced), else along k. One entry per (precision, result type).
 // Bottleneck: C's stores (HBM bandwidth) for large M*N; the launch for small ones. A CTA
@@ -170,7 +170,8 @@ __device__ void gemm_tiny_k(int M, int N, int K, float alpha,
     Tensor gC  = local_tile(mC, cta_tiler, coord, Step<_1, _1, X>{});                    // (BLK_M,BLK_N)
     Tensor gcC = local_tile(cC, cta_tiler, coord, Step<_1, _1, X>{});                    // (BLK_M,BLK_N)
     cg::epilogue_axpby(tCrC, local_partition(gC, tC, threadIdx.x, Step<_1, _1>{}),
-                       local_partition(gcC, tC, threadIdx.x, Step<_1, _1>{}), shape(mC), alpha, beta, epi);
+                       local_partition(gcC, tC, threadIdx.x, Step<_1, _1>{}), shape(mC), alpha, beta,
+                       epi, m_left >= BLK_M && N - tn * BLK_N >= BLK_N);
   };
   auto acc = [&]() {
     Tensor t = make_tensor<float>(make_shape(Int<kTM>{}, Int<kTN>{}));                 // (THR_M,THR_N)
