@@ -180,3 +180,18 @@ def test_remembered_signatures_are_bounded(monkeypatch):
     for i in range(1, 7):
         api.run("naive", device_array((i, 8), 0x1000), device_array((8, 8), 0x2000), out=device_array((i, 8), 0x3000))
     assert 1 <= len(resolve.CACHE.hot) <= 4
+
+
+def test_tiny_k_launches_as_many_ctas_as_fill_the_gpu_twice_each_walking_its_row(monkeypatch):
+    """cute_tiny_k's grid (records.TileWalkN): a CTA for each row of 64x64 tiles of C, and along
+    N as many as make 2 waves of 2 CTAs an SM, each walking its row's tiles gridDim.y apart;
+    a grid of tiles where they are fewer."""
+    events = stub_driver.install(monkeypatch)
+    monkeypatch.setattr(driver.launch, "device_info", lambda ordinal=None: stub_driver.H100)
+    sms = stub_driver.H100.sm_count
+    for (m, n, k), grid in (((70, 40000, 17), (2, -(-4 * sms // 2), 1)), ((300, 300, 12), (5, 5, 1))):
+        del events[:]
+        api.run("cute_tiny_k", device_array((m, k), 0x1000), device_array((k, n), 0x100000),
+                out=device_array((m, n), 0x10000000))
+        (g,) = [e for e in events if e[0] == "launch"]
+        assert g[2] == grid, (m, n, k, g[2])

@@ -93,3 +93,38 @@ def test_skinny_configurations_exact_and_deterministic(name, layout):
     b = rng.standard_normal((700, 60), dtype=np.float32)
     r1, r2 = (cute_gemm.run(name, a, b) for _ in range(2))
     assert np.array_equal(r1, r2), "stream-K partial sums must add up in a fixed order"
+
+
+# cute_tiny_k's CTAs walk their row's tiles of C where the tiles outnumber what fills the GPU
+# twice (records.TileWalkN): few rows of tiles and many columns, K of one k-tile (B's next
+# strip loaded under the current tile) and of several (each tile's strips staged per k-tile)
+WALK_SHAPES = [(70, 40000, 17), (1, 70001, 3), (129, 20000, 32), (65, 30000, 70), (300, 9000, 9)]
+
+
+@pytest.mark.parametrize("layout", registry.LAYOUTS)
+def test_tiny_k_walks_match_float64_and_small_integers_exactly(layout):
+    """Every precision within its float64 bound, with beta C, where the grid walks (checked:
+    fewer CTAs along N than tiles); small integers to the same bits as cute_smem."""
+    from cute_gemm.driver import launch
+    grid = registry.get("cute_tiny_k").grid
+    sms = launch.device_info().sm_count
+    assert all(grid(m, n, k, sms)[1] < -(-n // 64) for m, n, k in WALK_SHAPES)
+    _assert_ok(cross_check(kernels=["cute_tiny_k"], shapes=WALK_SHAPES, layout=layout, beta=0.5))
+    _assert_ok(cross_check(kernels=["cute_tiny_k"], shapes=WALK_SHAPES[:2], layout=layout,
+                           out_dtype="same", precision="bf16"))
+    rep = cross_check(kernels=["cute_tiny_k", "cute_smem"], shapes=WALK_SHAPES[:1] + WALK_SHAPES[3:4],
+                      exact=True, beta=-3.0, layout=layout, precision="fp32")
+    _assert_ok(rep)
+    for s in rep.shapes:
+        assert np.nan_to_num(s.pairwise, nan=0.0).max() == 0.0
+
+
+def test_tiny_k_walks_a_batch():
+    """A batch of walking problems, B broadcast: each problem's C from its own A."""
+    rng = np.random.default_rng()
+    a = rng.standard_normal((3, 40, 13), dtype=np.float32)
+    b = rng.standard_normal((13, 50000), dtype=np.float32)
+    got = cute_gemm.run("cute_tiny_k", a, b)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    bound = 13 * np.finfo(np.float32).eps * (np.abs(a).astype(np.float64) @ np.abs(b))
+    assert got.shape == (3, 40, 50000) and (np.abs(got - want) <= bound).all()

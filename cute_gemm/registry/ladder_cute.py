@@ -5,8 +5,8 @@ import dataclasses
 from dataclasses import dataclass
 
 from ..base.precisions import DTYPE, PRECISION
-from .records import (STREAM_K_COUNTERS, FixedSmem, FixedTile, Kernel, TileGridMN, Variant,
-                      config_struct, constexprs, device_constants)
+from .records import (STREAM_K_COUNTERS, FixedSmem, FixedTile, Kernel, TileGridMN, TileWalkN,
+                      Variant, config_struct, constexprs, device_constants)
 
 _MAJORS = tuple((a, b) for a in ("k", "m") for b in ("n", "k"))
 
@@ -308,8 +308,9 @@ CUTE: list[Kernel] = [
 
 
 def _tiny_k(name: str, bm: int, bn: int, bk: int, min_blocks: int) -> Kernel:
-    # one entry per (precision, result), every stride dynamic: any majors and alignment
-    return tiled_stage(
+    # one entry per (precision, result), every stride dynamic: any majors and alignment; its
+    # CTAs walk their row's tiles of C, as many as fill the GPU twice
+    k = tiled_stage(
         TileConfig(256, bm, bn, bk, min_blocks=min_blocks), name=name, source="cute/c8_tiny_k.cu",
         variants=tuple(Variant(f"{name}_{p}_{DTYPE[out].suffix}", a_major="any", b_major="any",
                                c_major="any", precision=p, out_dtype=out)
@@ -320,6 +321,7 @@ def _tiny_k(name: str, bm: int, bn: int, bk: int, min_blocks: int) -> Kernel:
         seed="an outer-product sum (rank-K update)",
         tags=("tiny_k",),
     )
+    return dataclasses.replace(k, grid=TileWalkN(bm, bn, ctas_per_sm=min_blocks, waves=2))
 
 
 # Kernels for the shapes the ladder's stages lose, after the ladder: a K of a k-tile or two (auto.md#tiny-k)

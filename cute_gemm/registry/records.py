@@ -202,6 +202,20 @@ class TileGridMN(TileGrid):
 
 
 @dataclass(frozen=True)
+class TileWalkN(TileGridMN):
+    """x walks M's tiles; along y, as many CTAs as fill the GPU `waves` times over
+    (ctas_per_sm an SM), each walking its row's tiles of C gridDim.y apart (cute_tiny_k)."""
+    ctas_per_sm: int = 1
+    waves: int = 2
+
+    def __call__(self, m: int, n: int, k: int, sm_count: int = 0) -> tuple[int, int, int]:
+        rows, cols = cdiv(m, self.bm), cdiv(n, self.bn)
+        if sm_count:
+            cols = min(cols, max(1, cdiv(self.waves * sm_count * self.ctas_per_sm, rows)))
+        return rows, cols, 1
+
+
+@dataclass(frozen=True)
 class FlatGrid:
     """A 1D grid of `threads`-thread blocks covering M*N elements."""
     threads: int

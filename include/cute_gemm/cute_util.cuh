@@ -26,21 +26,27 @@ namespace cg {
 // coordinate (carried by tCcC, the identity tensor partitioned exactly like tCgC) lies
 // inside the (M,N) shape, through a fused epilogue E (epilogue.cuh; the default: none).
 // Scalar stores: C may have any strides, of float or a 16-bit type. C is never read when
-// beta == 0 (see axpby).
+// beta == 0 (see axpby). interior: the caller knows every coordinate lies inside, and the
+// stores go unchecked (a branch an element fewer).
 template <class TensorAcc, class TensorC, class TensorCoord, class ShapeC, class E = Epilogue<>>
 __device__ __forceinline__ void epilogue_axpby(TensorAcc const& tCrC, TensorC&& tCgC,
                                                TensorCoord const& tCcC, ShapeC const& shapeC,
-                                               float alpha, float beta, E const& e = E{}) {
-  CUTE_UNROLL
-  for (int i = 0; i < cute::size(tCrC); ++i)
-    if (cute::elem_less(tCcC(i), shapeC)) {
-      if constexpr (E::kNone) {
-        store_axpby(alpha, tCrC(i), beta, &tCgC(i));
-      } else {
-        const int m = cute::get<0>(tCcC(i)), n = cute::get<1>(tCcC(i));
-        store_axpby(e.scale(alpha, m, n), tCrC(i), beta, &tCgC(i), e, m, n);
+                                               float alpha, float beta, E const& e = E{},
+                                               bool interior = false) {
+  auto put = [&](auto checked) {
+    CUTE_UNROLL
+    for (int i = 0; i < cute::size(tCrC); ++i)
+      if (!decltype(checked)::value || cute::elem_less(tCcC(i), shapeC)) {
+        if constexpr (E::kNone) {
+          store_axpby(alpha, tCrC(i), beta, &tCgC(i));
+        } else {
+          const int m = cute::get<0>(tCcC(i)), n = cute::get<1>(tCcC(i));
+          store_axpby(e.scale(alpha, m, n), tCrC(i), beta, &tCgC(i), e, m, n);
+        }
       }
-    }
+  };
+  if (interior) put(cute::false_type{});
+  else put(cute::true_type{});
 }
 
 }  // namespace cg

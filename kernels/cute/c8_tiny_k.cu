@@ -12,13 +12,17 @@
 // Geometry: BLK_M x BLK_N x BLK_K = 64 x 64 x 32 (the registry's TileConfig); 256 threads,
 //           tC = (16,16) n fastest, thread (ty, tx) owning rows ty + 16 i and columns
 //           tx + 16 j of the tile (4 x 4): a half-warp stores 16 consecutive elements of a
-//           row. 16 accumulators and a strip's 8 staged values fit 124 registers: 2 CTAs
-//           an SM (MIN_BLOCKS; at 3 CTAs' 80 registers the staging spilled).
+//           row. 16 accumulators and a strip's 8 staged values fit 128 registers: 2 CTAs
+//           an SM (MIN_BLOCKS; at 3 CTAs' 80 registers the staging spilled). Grid: a CTA
+//           per row of tiles along x, along y as many as fill the GPU twice (records.
+//           TileWalkN), each walking its row's tiles gridDim.y apart: A's strip staged once
+//           and the next tile's B strip loaded while this tile computes and stores.
 // Residues: predicated element loads (zeros outside A and B); elem_less on C's identity
-//           tensor predicates the stores.
+//           tensor predicates an edge tile's stores (an interior tile's go unchecked).
 // Strides:  any, all dynamic: a strip is loaded along the operand's unit-stride mode where
 //           it has one (coalesced), else along k. One entry per (precision, result type).
-// Bottleneck: C's stores (HBM bandwidth) for large M*N; the launch for small ones.
+// Bottleneck: C's stores (HBM bandwidth) for large M*N; the launch for small ones. A CTA
+//           of one tile waited for its strips' loads with nothing to hide them behind.
 //
 // Layouts:
 //   tC   = (16,16):(16,1)                      thread -> (m,n) of its first C element
@@ -51,34 +55,65 @@ CUTE_HOST_DEVICE constexpr auto smem_layout() {                              // 
 
 template <class T> __device__ __forceinline__ float to_f32(T x) { return float(x); }
 
-// A (X,BLK_K,k) strip's k-tile `kt` into smem as float: thread t takes elements t, t + 256,
-// ... numbered along the operand's unit-stride mode (x_unit: x, else k), zeros outside. As
-// 256 is a multiple of X and of BLK_K, a thread's elements share one coordinate and step the
-// other evenly: one pointer and one step. All its loads are issued before its first store
-// (a store after each load waited for it: a memory latency an element).
-template <bool TF32, class Strip, class Smem>
-__device__ __forceinline__ void stage(Strip const& g, Smem& s, int x_left, int k_left, bool x_unit) {
-  constexpr int X = decltype(size<0>(s))::value, KB = decltype(size<1>(s))::value;
-  constexpr int PER = X * KB / THREADS;            // elements a thread stages
+// A thread's share of a (X,BLK_K) strip: elements t, t + 256, ... numbered along the
+// operand's unit-stride mode (x_unit: x, else k). As 256 is a multiple of X and of BLK_K, they
+// share one coordinate and step the other evenly: (x0, k0) + i (dx, dk).
+template <int X, int KB>
+struct StripShare {
+  static constexpr int kPer = X * KB / THREADS;   // elements a thread stages
   static_assert(THREADS % X == 0 && THREADS % KB == 0 && X * KB % THREADS == 0,
                 "a thread's elements: one coordinate fixed, the other in even steps");
-  const int t = threadIdx.x;
-  const int x0 = x_unit ? t % X : t / KB, k0 = x_unit ? t / X : t % KB;
-  const int dx = x_unit ? 0 : THREADS / KB, dk = x_unit ? THREADS / X : 0;
-  auto const* p = raw_pointer_cast(g.data()) + (x0 * stride<0>(g) + k0 * stride<1>(g));
-  const long long step = dx * stride<0>(g) + dk * stride<1>(g);
-  float v[PER];
+  int x0, k0, dx, dk;
+  __device__ __forceinline__ explicit StripShare(bool x_unit)
+      : x0(x_unit ? threadIdx.x % X : threadIdx.x / KB), k0(x_unit ? threadIdx.x / X : threadIdx.x % KB),
+        dx(x_unit ? 0 : THREADS / KB), dk(x_unit ? THREADS / X : 0) {}
+};
+
+// This thread's elements of a strip (X,BLK_K) into registers as float, zeros outside: the
+// loads are issued together, waited for where v is first read (a store after each load
+// waited for it: a memory latency an element)
+template <int X, int KB, class Strip>
+__device__ __forceinline__ void load_strip(Strip const& g, float (&v)[StripShare<X, KB>::kPer],
+                                           int x_left, int k_left, bool x_unit) {
+  const StripShare<X, KB> sh(x_unit);
+  auto const* p = raw_pointer_cast(g.data()) + (sh.x0 * stride<0>(g) + sh.k0 * stride<1>(g));
+  const long long step = sh.dx * stride<0>(g) + sh.dk * stride<1>(g);
   CUTE_UNROLL
-  for (int i = 0; i < PER; ++i)
-    v[i] = x0 + i * dx < x_left && k0 + i * dk < k_left ? to_f32(p[i * step]) : 0.0f;
+  for (int i = 0; i < StripShare<X, KB>::kPer; ++i)
+    v[i] = sh.x0 + i * sh.dx < x_left && sh.k0 + i * sh.dk < k_left ? to_f32(p[i * step]) : 0.0f;
+}
+
+// ... and from registers into smem (tf32: cvt.rna, round to nearest, ties away)
+template <bool TF32, int X, int KB, class Smem>
+__device__ __forceinline__ void store_strip(Smem& s, float const (&v)[StripShare<X, KB>::kPer],
+                                            bool x_unit) {
+  const StripShare<X, KB> sh(x_unit);
   CUTE_UNROLL
-  for (int i = 0; i < PER; ++i) {
-    if constexpr (TF32) {                          // cvt.rna: round to nearest, ties away
-      unsigned u = __float_as_uint(v[i]);
+  for (int i = 0; i < StripShare<X, KB>::kPer; ++i) {
+    float x = v[i];
+    if constexpr (TF32) {
+      unsigned u = __float_as_uint(x);
       asm("cvt.rna.tf32.f32 %0, %0;\n" : "+r"(u));
-      v[i] = __uint_as_float(u);
+      x = __uint_as_float(u);
     }
-    s(x0 + i * dx, k0 + i * dk) = v[i];
+    s(sh.x0 + i * sh.dx, sh.k0 + i * sh.dk) = x;
+  }
+}
+
+// tCrC += the strips' product over the first k_left of their BLK_K (no zero products past K)
+template <class TA, class TB, class Acc>
+__device__ __forceinline__ void fma_strips(TA const& tCsA, TB const& tCsB, Acc& tCrC, int k_left) {
+#pragma unroll 4
+  for (int k = 0; k < k_left; ++k) {
+    float a[kTM], b[kTN];
+    CUTE_UNROLL
+    for (int i = 0; i < kTM; ++i) a[i] = tCsA(i, k);
+    CUTE_UNROLL
+    for (int j = 0; j < kTN; ++j) b[j] = tCsB(j, k);
+    CUTE_UNROLL
+    for (int i = 0; i < kTM; ++i)
+      CUTE_UNROLL
+      for (int j = 0; j < kTN; ++j) tCrC(i, j) = fmaf(a[i], b[j], tCrC(i, j));
   }
 }
 
@@ -100,63 +135,86 @@ __device__ void gemm_tiny_k(int M, int N, int K, float alpha,
   CUTE_STATIC_ASSERT_V(bN % size<1>(tC) == Int<0>{});                         // BLK_N / THR_N
   CUTE_STATIC_ASSERT_V(size(tC) == Int<THREADS>{});                           // the launch block
   static_assert(BLK_M == 16 * kTM && BLK_N == 16 * kTN, "THR_M x THR_N outputs a thread");
+  static_assert(BLK_M == BLK_N, "one register array stages either strip");
 
-  Tensor mA = make_tensor(make_gmem_ptr(A), make_shape(M, K), make_stride(sAm, sAk)); // (M,K)
-  Tensor mB = make_tensor(make_gmem_ptr(B), make_shape(N, K), make_stride(sBn, sBk)); // (N,K)
-  Tensor mC = make_tensor(make_gmem_ptr(C), make_shape(M, N), make_stride(sCm, sCn)); // (M,N)
+  // this CTA's problem of a batch: the operands offset once (CG_BATCH_PARAMS)
+  const int l = z0 + int(blockIdx.z), l0 = l / Lin, l1 = l - l0 * Lin;
+  Tensor mA = make_tensor(make_gmem_ptr(A + (l0 * bA0 + l1 * bA1)), make_shape(M, K),
+                          make_stride(sAm, sAk));                                     // (M,K)
+  Tensor mB = make_tensor(make_gmem_ptr(B + (l0 * bB0 + l1 * bB1)), make_shape(N, K),
+                          make_stride(sBn, sBk));                                     // (N,K)
+  Tensor mC = make_tensor(make_gmem_ptr(C + (l0 * bC0 + l1 * bC1)), make_shape(M, N),
+                          make_stride(sCm, sCn));                                     // (M,N)
   Tensor cC = make_identity_tensor(shape(mC));                                        // (M,N) -> (m,n)
-
-  auto cta_coord = make_coord(blockIdx.x, blockIdx.y, _);                            // (m,n,:)
-  Tensor gA  = local_tile(mA, cta_tiler, cta_coord, Step<_1, X, _1>{});               // (BLK_M,BLK_K,k)
-  Tensor gB  = local_tile(mB, cta_tiler, cta_coord, Step< X, _1, _1>{});              // (BLK_N,BLK_K,k)
-  Tensor gC  = local_tile(mC, cta_tiler, cta_coord, Step<_1, _1, X>{});               // (BLK_M,BLK_N)
-  Tensor gcC = local_tile(cC, cta_tiler, cta_coord, Step<_1, _1, X>{});               // (BLK_M,BLK_N)
 
   __shared__ float smemA[cosize_v<decltype(smem_layout<BLK_M>())>];
   __shared__ float smemB[cosize_v<decltype(smem_layout<BLK_N>())>];
   Tensor sA = make_tensor(make_smem_ptr(smemA), smem_layout<BLK_M>());               // (BLK_M,BLK_K)
   Tensor sB = make_tensor(make_smem_ptr(smemB), smem_layout<BLK_N>());               // (BLK_N,BLK_K)
-
   Tensor tCsA = local_partition(sA, tC, threadIdx.x, Step<_1, X>{});                 // (THR_M,BLK_K)
   Tensor tCsB = local_partition(sB, tC, threadIdx.x, Step< X, _1>{});                // (THR_N,BLK_K)
-  Tensor tCgC = local_partition(gC, tC, threadIdx.x, Step<_1, _1>{});                // (THR_M,THR_N)
-  Tensor tCcC = local_partition(gcC, tC, threadIdx.x, Step<_1, _1>{});               // (THR_M,THR_N)
-  Tensor tCrC = make_tensor<float>(shape(tCgC));                                      // (THR_M,THR_N)
-  clear(tCrC);
 
-  const int m_left = M - int(blockIdx.x) * BLK_M, n_left = N - int(blockIdx.y) * BLK_N;
-  const int l = z0 + int(blockIdx.z), l0 = l / Lin, l1 = l - l0 * Lin;     // (CG_BATCH_PARAMS)
+  // the CTA walks the tiles of its row of C: blockIdx.y, then gridDim.y tiles on
+  // (records.TileWalkN: as many CTAs as fill the GPU a few times over)
+  const int m_left = M - int(blockIdx.x) * BLK_M, n_tiles = ceil_div(N, BLK_N);
   const int k_tiles = ceil_div(K, BLK_K);
-  for (int kt = 0; kt < k_tiles; ++kt) {
-    const int k_left = min(BLK_K, K - kt * BLK_K);
-    // this CTA's problem of a batch, offset where used: three pointers held from the start
-    // (CG_BATCH_STEP) took more than the 128 registers of 2 CTAs an SM
-    Tensor gAk = make_tensor(gA(_, _, kt).data() + (l0 * bA0 + l1 * bA1),
-                             gA(_, _, kt).layout());                                  // (BLK_M,BLK_K)
-    Tensor gBk = make_tensor(gB(_, _, kt).data() + (l0 * bB0 + l1 * bB1),
-                             gB(_, _, kt).layout());                                  // (BLK_N,BLK_K)
-    stage<TF32>(gAk, sA, m_left, k_left, sAm == 1 && sAk != 1);
-    stage<TF32>(gBk, sB, n_left, k_left, sBn == 1 && sBk != 1);
-    __syncthreads();
-#pragma unroll 4
-    for (int k = 0; k < k_left; ++k) {               // only the k-tile's K: no zero products
-      float a[kTM], b[kTN];
-      CUTE_UNROLL
-      for (int i = 0; i < kTM; ++i) a[i] = tCsA(i, k);
-      CUTE_UNROLL
-      for (int j = 0; j < kTN; ++j) b[j] = tCsB(j, k);
-      CUTE_UNROLL
-      for (int i = 0; i < kTM; ++i)
-        CUTE_UNROLL
-        for (int j = 0; j < kTN; ++j) tCrC(i, j) = fmaf(a[i], b[j], tCrC(i, j));
-    }
-    __syncthreads();                                 // before the next k-tile overwrites
-  }
+  const bool a_unit = sAm == 1 && sAk != 1, b_unit = sBn == 1 && sBk != 1;
+  auto gA = local_tile(mA, cta_tiler, make_coord(blockIdx.x, _, _), Step<_1, X, _1>{});   // (BLK_M,BLK_K,k)
+  auto gB = [&](int tn) {
+    return local_tile(mB, cta_tiler, make_coord(_, tn, _), Step< X, _1, _1>{});          // (BLK_N,BLK_K,k)
+  };
+  // C of tile (blockIdx.x, tn): alpha * acc + beta * C in TC (round to nearest even), C read
+  // only if beta != 0, through the fused epilogue
+  auto store = [&](auto const& tCrC, int tn) {
+    auto coord = make_coord(blockIdx.x, tn, _);
+    Tensor gC  = local_tile(mC, cta_tiler, coord, Step<_1, _1, X>{});                    // (BLK_M,BLK_N)
+    Tensor gcC = local_tile(cC, cta_tiler, coord, Step<_1, _1, X>{});                    // (BLK_M,BLK_N)
+    cg::epilogue_axpby(tCrC, local_partition(gC, tC, threadIdx.x, Step<_1, _1>{}),
+                       local_partition(gcC, tC, threadIdx.x, Step<_1, _1>{}), shape(mC), alpha, beta,
+                       epi, m_left >= BLK_M && N - tn * BLK_N >= BLK_N);
+  };
+  auto acc = [&]() {
+    Tensor t = make_tensor<float>(make_shape(Int<kTM>{}, Int<kTN>{}));                 // (THR_M,THR_N)
+    clear(t);
+    return t;
+  };
 
-  // Epilogue: alpha * acc + beta * C in TC (round to nearest even), C read only if beta != 0,
-  // through the fused epilogue
-  cg::epilogue_axpby(tCrC, make_tensor(tCgC.data() + (l0 * bC0 + l1 * bC1),
-                                      tCgC.layout()), tCcC, shape(mC), alpha, beta, epi);
+  if (k_tiles == 1) {
+    // one k-tile (the K this kernel is for): A's strip staged once; the next tile's B strip
+    // loaded into registers while this one computes and stores, so its load latency hides
+    // behind them
+    float v[StripShare<BLK_N, BLK_K>::kPer];
+    load_strip<BLK_M, BLK_K>(gA(_, _, 0), v, m_left, K, a_unit);
+    store_strip<TF32, BLK_M, BLK_K>(sA, v, a_unit);
+    int tn = blockIdx.y;
+    if (tn < n_tiles) load_strip<BLK_N, BLK_K>(gB(tn)(_, _, 0), v, N - tn * BLK_N, K, b_unit);
+    for (; tn < n_tiles; tn += gridDim.y) {
+      __syncthreads();                                 // the last tile's reads of sB are done
+      store_strip<TF32, BLK_N, BLK_K>(sB, v, b_unit);
+      __syncthreads();
+      const int next = tn + int(gridDim.y);
+      if (next < n_tiles) load_strip<BLK_N, BLK_K>(gB(next)(_, _, 0), v, N - next * BLK_N, K, b_unit);
+      auto tCrC = acc();
+      fma_strips(tCsA, tCsB, tCrC, K);
+      store(tCrC, tn);
+    }
+    return;
+  }
+  for (int tn = blockIdx.y; tn < n_tiles; tn += gridDim.y) {
+    auto tCrC = acc();
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      const int k_left = min(BLK_K, K - kt * BLK_K);
+      float v[StripShare<BLK_N, BLK_K>::kPer];
+      __syncthreads();                                 // the last k-tile's reads are done
+      load_strip<BLK_M, BLK_K>(gA(_, _, kt), v, m_left, k_left, a_unit);
+      store_strip<TF32, BLK_M, BLK_K>(sA, v, a_unit);
+      load_strip<BLK_N, BLK_K>(gB(tn)(_, _, kt), v, N - tn * BLK_N, k_left, b_unit);
+      store_strip<TF32, BLK_N, BLK_K>(sB, v, b_unit);
+      __syncthreads();
+      fma_strips(tCsA, tCsB, tCrC, k_left);
+    }
+    store(tCrC, tn);
+  }
 }
 
 #define CG_TINY_K_ENTRY(NAME, TF32, TAB, TC)                                                \
