@@ -166,12 +166,13 @@ __device__ __forceinline__ void store_axpby(TiledMma const& mma, int thread, Acc
     Tensor gR = make_tensor(make_gmem_ptr(C + m0 * sCm + n0),
                             make_shape(Int<TileM>{}, Int<TileN>{}), make_stride(sCm, _1{}));  // (BLK_M,BLK_N)
     Tensor tCgR = thr.partition_C(gR);                                                     // (MMA,MMA_M,MMA_N)
-    auto put = [&](int i) {
+    auto old_at = [&](int i) { return *reinterpret_cast<const Pair*>(&tCgR(i)); };
+    // values i, i + 1 with `old`, C's pair there (read only where beta != 0)
+    auto put = [&](int i, Pair old) {
       TC* p = &tCgR(i);
       const int r = m0 + get<0>(tCcC(i)), c = n0 + get<1>(tCcC(i));   // (folds away without e)
       float v0 = e.element_scale(alpha, r, c) * acc(i), v1 = e.element_scale(alpha, r, c + 1) * acc(i + 1);
       if (beta != 0.0f) {
-        const Pair old = *reinterpret_cast<const Pair*>(p);
         v0 += beta * float(old.x);
         v1 += beta * float(old.y);
       }
@@ -179,8 +180,27 @@ __device__ __forceinline__ void store_axpby(TiledMma const& mma, int thread, Acc
       *reinterpret_cast<Pair*>(p) = Pair{TC(v.x), TC(v.y)};
     };
     if (interior) {
+      if constexpr (E::kNone) {
+        if (beta != 0.0f) {
+          // C's pairs read kAhead at a time before their stores: the compiler cannot tell
+          // C's loads from its stores apart, so a load after a store waited for it, one
+          // memory latency a pair (64 a thread in a 128x256 tile)
+          constexpr int kPairs = decltype(size(acc))::value / 2, kAhead = 8;
+          CUTE_UNROLL
+          for (int h = 0; h < kPairs; h += kAhead) {
+            Pair old[kAhead];
+            CUTE_UNROLL
+            for (int j = 0; j < kAhead; ++j)
+              if (h + j < kPairs) old[j] = old_at(2 * (h + j));
+            CUTE_UNROLL
+            for (int j = 0; j < kAhead; ++j)
+              if (h + j < kPairs) put(2 * (h + j), old[j]);
+          }
+          return;
+        }
+      }
       CUTE_UNROLL
-      for (int i = 0; i < size(acc); i += 2) put(i);
+      for (int i = 0; i < size(acc); i += 2) put(i, beta != 0.0f ? old_at(i) : Pair{});
       return;
     }
     CUTE_UNROLL
@@ -188,7 +208,7 @@ __device__ __forceinline__ void store_axpby(TiledMma const& mma, int thread, Acc
       const int r = get<0>(tCcC(i)), c = get<1>(tCcC(i));
       if (r >= rows || c >= cols) continue;
       if (c + 1 < cols) {
-        put(i);
+        put(i, beta != 0.0f ? old_at(i) : Pair{});
       } else {
         TC* p = &tCgR(i);
         const float a = e.element_scale(alpha, m0 + r, n0 + c);

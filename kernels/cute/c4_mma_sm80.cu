@@ -347,6 +347,28 @@ __device__ __forceinline__ void epilogue_mma_sm80(int tile_m, int tile_n, int M,
                               cta_tiler, make_stride(sCm, _1{}));                      // (BLK_M,BLK_N)
     Tensor tCgR = thr_mma.partition_C(gR);                                             // (MMA,MMA_M,MMA_N)
     const bool interior = (tile_m + 1) * BLK_M <= M && (tile_n + 1) * BLK_N <= N;
+    if constexpr (Epi::kNone) {
+      if (interior && beta != 0.0f) {
+        // C's pairs read kAhead at a time before their stores: the compiler cannot tell C's
+        // loads from its stores apart, so a load after a store waited for it (a latency a pair)
+        constexpr int kPairs = decltype(size(tCrC))::value / 2, kAhead = 8;
+        CUTE_UNROLL
+        for (int h = 0; h < kPairs; h += kAhead) {
+          Pair old[kAhead];
+          CUTE_UNROLL
+          for (int j = 0; j < kAhead; ++j)
+            if (h + j < kPairs) old[j] = *reinterpret_cast<const Pair*>(&tCgR(2 * (h + j)));
+          CUTE_UNROLL
+          for (int j = 0; j < kAhead; ++j)
+            if (h + j < kPairs) {
+              const int i = 2 * (h + j);
+              *reinterpret_cast<Pair*>(&tCgR(i)) = Pair{TC(alpha * tCrC(i) + beta * float(old[j].x)),
+                                                        TC(alpha * tCrC(i + 1) + beta * float(old[j].y))};
+            }
+        }
+        return;
+      }
+    }
     CUTE_UNROLL
     for (int i = 0; i < size(tCrC); i += 2) {
       const int r = get<0>(tCcC(i)), c = get<1>(tCcC(i));   // (m,n) of the MMA's first value
