@@ -21,7 +21,7 @@ from .driver.arrays import (SUPPORTED_DTYPES, ArrayLike, DeviceArray, DTypeName,
                             StreamLike, call_precision, framework_stream, narrow, parse)
 from .driver.signature import Signature
 from .base.errors import CaptureError, DTypeError, InputError, ShapeError
-from .plan.execute import gemm_device
+from .plan.execute import copier, gemm_device
 from .plan.host import host_context, host_result, run_host
 from .base.precisions import DTYPE, PRECISION
 from .registry.records import (AS_PLANNED, PRECISIONS, LayoutName, PrecisionName,
@@ -157,17 +157,19 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
         epilogue = scaled(epilogue, scale_a, scale_b, a, b)
     hot = new = None
     # the signature hot path (hotpath.py), on a host known to have one GPU; c, if given, is
-    # out itself (an update in place: the same launch, beta an argument)
-    if ((c is None or c is out) and _count == _ONE and type(alpha) in _SCALAR
-            and type(beta) in _SCALAR and alpha != 0):
-        if out is None and c is None:
+    # out itself (an update in place: the same launch, beta an argument) or, beside an out,
+    # copied into it first
+    if ((c is None or c is out or out is not None) and _count == _ONE
+            and type(alpha) in _SCALAR and type(beta) in _SCALAR and alpha != 0):
+        if out is None:
             # a result allocated as the full path did, written by the launch it resolved
             result, new = hotpath.launch_new(name, precision, a, b, alpha, stream, epilogue)
             if result is not None:
                 return result
         else:
             hot = hotpath.launch_or_sign(name, precision, a, b, out, alpha,
-                                         0.0 if c is None else beta, stream, epilogue)
+                                         0.0 if c is None else beta, stream, epilogue,
+                                         None if c is None or c is out else c)
             if hot is True:
                 return out
     torch = sys.modules.get("torch")      # autograd records the call: an operand requires grad
@@ -394,7 +396,8 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
         fast = gemm_device(k, A, B, C, O, alpha, beta, s, ordinal, prec, pick, stand_in,
                            sig if O is sig.O else None, epi)
         if fast is not None and hot is not None:     # hot: one device, so ordinal 0
-            hotpath.remember(hot, fast, sig, epi)
+            hotpath.remember(hot, fast, sig, epi,
+                             copier(0, C, O) if C is not None and c is not out else None)
         elif fast is not None and new is not None:
             hotpath.remember_new(new, fast, A, B, result, epi)
     return result

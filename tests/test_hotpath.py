@@ -368,6 +368,35 @@ def test_an_update_in_place_takes_the_path_with_its_beta(monkeypatch):
         api.run("cute_smem", a, b, c=out, out=out, beta="2")
 
 
+def test_a_c_beside_out_takes_the_path_copied_into_out_first(monkeypatch):
+    """c another array than out (D = alpha A B + beta C, C kept): a repeat call skips
+    validation, copies its own C into its own out, then launches in place with its beta; with
+    beta = 0 C is not read (no copy); C's strides are in the signature (others: validated); a C that overlaps out, or a null one, goes the full path."""
+    events = stub_driver.install(monkeypatch)
+    a, b = device_array((37, 29), 0x10000), device_array((29, 45), 0x20000)
+    c, out = device_array((37, 45), 0x40000), device_array((37, 45), 0x30000)
+    api.run("cute_smem", a, b, c=c, out=out, beta=2.0)
+    validated = _count_validations(monkeypatch)
+    for pc, po, beta in ((0x50000, 0x60000, -0.5), (0x40000, 0x30000, 0.0)):
+        del events[:]
+        api.run("cute_smem", a, b, c=device_array((37, 45), pc), out=device_array((37, 45), po),
+                alpha=3.0, beta=beta)
+        copies = [stub_driver.scale_args(e[4]) for e in stub_driver.launches(events, "scale2d")]
+        assert [(x.src, x.dst, x.s, x.M, x.N) for x in copies] == (
+            [(pc, po, 1.0, 37, 45)] if beta else [])
+        (g,) = gemm_launches(events)
+        assert (g.A, g.B, g.C, g.alpha, g.beta) == (0x10000, 0x20000, po, 3.0, beta)
+        assert [e[0] for e in events if e[0] == "launch"][:len(copies)] == ["launch"] * len(copies)
+    assert not validated
+    api.run("cute_smem", a, b, c=device_array((37, 45), 0x30000 + 4 * 45), out=out, beta=1.0)
+    assert len(validated) == 1                              # C over out's rows: the full path
+    with pytest.raises(InputError, match="null"):
+        api.run("cute_smem", a, b, c=device_array((37, 45), 0), out=out, beta=1.0)
+    api.run("cute_smem", a, b, c=device_array((37, 45), 0x40000, strides=(1, 37)), out=out,
+            beta=1.0)
+    assert len(validated) == 3                              # other strides: another signature
+
+
 def test_a_call_without_out_allocates_its_result_as_the_full_path_did(monkeypatch):
     """Without out, a repeat call allocates the result the full path allocated for these a
     and b (shape, device, type, library) and launches into it: from the second call on no
@@ -469,12 +498,12 @@ def test_an_unhashable_or_raising_operand_goes_the_full_path(monkeypatch):
 
 # ---- GPU: the hot path gives the bits of the full path ----------------------------------------------
 def _hot_equals_full(name, make, to_numpy, sync, precision=None, unit=2.0 ** -24):
-    """The signature hot path's calls (an update in place and a call without out too) give
-    the full path's bits, within the gauge of the precision's unit roundoff; returns the
+    """The signature hot path's calls (an update in place, a C beside out and a call without
+    out too) give the full path's bits, within the gauge of the precision's unit roundoff; returns the
     launches the full path resolved."""
     m, n, k = 37, 45, 29
     a, b = make((m, k)), make((k, n))
-    outs = [make((m, n), nan=True) for _ in range(4)]
+    outs = [make((m, n), nan=True) for _ in range(6)]
     cute_gemm.run(name, a, b, out=outs[0], precision=precision)   # (compiled, loaded, device counted)
     cute_gemm.clear_caches()
     cute_gemm.run(name, a, b, out=outs[0], precision=precision)   # the full path (resolves)
@@ -490,16 +519,20 @@ def _hot_equals_full(name, make, to_numpy, sync, precision=None, unit=2.0 ** -24
         cute_gemm.run(name, a, b, out=outs[3], precision=precision)
         # in place: alpha * acc + beta * C with alpha = beta = 1 and C = acc is 2 acc exactly
         cute_gemm.run(name, a, b, c=outs[3], out=outs[3], beta=1.0, precision=precision)
+        # C beside out: the full path, then the hot one (C copied into out, then in place)
+        for o in outs[4:]:
+            cute_gemm.run(name, a, b, c=outs[0], out=o, beta=1.0, precision=precision)
         fresh = cute_gemm.run(name, a, b, precision=precision)
     finally:
         api.validate = real
     sync()
     # (a DeviceArray result is never remembered: cuMemAlloc, which a graph capture refuses)
     kept = type(a).__module__.split(".")[0] in ("cupy", "torch")
-    assert before == (1, int(kept)) and len(seen) == 1 - kept
+    assert before == (1, int(kept)) and len(seen) == 2 - kept
     r = [to_numpy(o) for o in outs + [fresh]]
-    assert np.array_equal(r[0], r[1]) and np.array_equal(r[0], r[4]) and not np.isnan(r[0]).any()
+    assert np.array_equal(r[0], r[1]) and np.array_equal(r[0], r[6]) and not np.isnan(r[0]).any()
     assert np.array_equal(-0.5 * r[0], r[2]) and np.array_equal(2 * r[0], r[3])
+    assert np.array_equal(r[3], r[4]) and np.array_equal(r[3], r[5])
     ref = to_numpy(a).astype(np.float64) @ to_numpy(b).astype(np.float64)
     gauge = np.abs(to_numpy(a)).astype(np.float64) @ np.abs(to_numpy(b)).astype(np.float64)
     assert (np.abs(r[0] - ref) <= 16 * k * unit * gauge).all()

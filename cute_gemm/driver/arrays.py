@@ -64,6 +64,10 @@ class Operand:
         e = ITEMSIZE[self.dtype]
         return self.ptr + e * lo, self.ptr + e * hi
 
+    def geometry(self) -> tuple:
+        """What a prepared copy of it depends on: all but the pointer and the object."""
+        return self.shape, self.strides, self.dtype, self.bcount, self.bstrides
+
     def modes(self) -> tuple[tuple[int, int], ...]:
         """(extent, stride) of each of its modes: the matrix's, then the batch's."""
         return tuple(zip(self.shape + self.bcount, self.strides + self.bstrides))

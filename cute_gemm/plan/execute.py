@@ -28,10 +28,21 @@ def _sub(op: Operand | None, i0: int, j0: int, rows: int, cols: int) -> Operand 
     return replace(op, ptr=op.ptr + off, shape=(rows, cols), host=None)
 
 
+def copier(ordinal: int, src: Operand | None, dst: Operand) -> Copies:
+    """The prepared relayout.Copies of dst = s * src for their geometry (kept: per call
+    only pointers and the scale change)."""
+    key = (ordinal, None if src is None else src.geometry(), dst.geometry())
+    c = CACHE.copies.get(key)
+    if c is None:
+        if len(CACHE.copies) >= memo.ENTRIES:      # (bounded: base/memo.py)
+            CACHE.copies.clear()
+        c = CACHE.copies[key] = Copies(ordinal, [(src, dst, False)])
+    return c
+
+
 def _scale2d(ordinal: int, stream: int, s: float, src: Operand | None, dst: Operand) -> None:
-    """dst = s * src, once (relayout.Copies)."""
-    Copies(ordinal, [(src, dst, False)])((s,), (src.ptr if src is not None else None,),
-                                         (dst.ptr,), stream)
+    """dst = s * src, once."""
+    copier(ordinal, src, dst)((s,), (src.ptr if src is not None else None,), (dst.ptr,), stream)
 
 
 def _temp(shape, dtype: str, ordinal: int, stream: int, owned: list,

@@ -5,7 +5,8 @@ read-only flag, mask and producer stream; CuPy's current stream). The first call
 signature goes the full way; if that launched one resolved launch with no producer stream
 to wait for, it is remembered, and later calls (device arrays, one device) only test what
 the signature cannot hold (null pointers, an out overlapping an input) and launch with
-their own pointers, alpha and beta. A call without `out` allocates its result as the full
+their own pointers, alpha and beta; a C other than out is copied into it first, as the
+full path does. A call without `out` allocates its result as the full
 path did (launch_new). A tensor autograd records has no signature. Each array type is
 read by the cheapest means that sees what the full path sees."""
 from __future__ import annotations
@@ -240,9 +241,10 @@ def remember_new(key, fast, A: Operand, B: Operand, result, epi=None) -> None:
     CACHE.results[key] = (fast[1], *alloc, None if epi is None else EpilogueAt(epi))
 
 
-def launch_or_sign(name, precision, a, b, out, alpha, beta, stream, ep=None):
+def launch_or_sign(name, precision, a, b, out, alpha, beta, stream, ep=None, c=None):
     """True if the call was launched through a remembered signature (with its fused epilogue
-    `ep`); else the key `remember` needs (None: no signature)."""
+    `ep`, and a C `c` other than out, copied into out first as the full path copies it);
+    else the key `remember` needs (None: no signature)."""
     try:
         types = (type(a), type(b), type(out))
         read3, current = _READ3.get(types) or _read3_for(types)
@@ -253,23 +255,33 @@ def launch_or_sign(name, precision, a, b, out, alpha, beta, stream, ep=None):
         s = (0 if current is None else current(a)) if stream is None else \
             launch.stream_handle(stream)
         key = (name, precision, s, r[0]) + es
+        if c is not None:
+            sc, pc = (_READ1.get(type(c)) or _read1_for(type(c)))(c)   # (None: TypeError)
+            key += ("c", sc)
         entry = CACHE.hot.get(key)      # (TypeError for an unhashable field: no signature)
     except Exception:    # the full path reads the operands and says what is wrong
         return None
     if entry is None:
         return key
-    launcher, (alo, ahi, blo, bhi, olo, ohi), epi = entry
+    launcher, (alo, ahi, blo, bhi, olo, ohi), epi, copy = entry
     _, pa, pb, po = r
     if (pa and pb and po and not (pa + alo < po + ohi and po + olo < pa + ahi)
-            and not (pb + blo < po + ohi and po + olo < pb + bhi)):
+            and not (pb + blo < po + ohi and po + olo < pb + bhi)
+            and (epi is None or not epi.overlaps(eptrs, po + olo, po + ohi))):
+        if copy is not None:
+            copier, clo, chi = copy
+            if not pc or (pc + clo < po + ohi and po + olo < pc + chi):
+                return None     # a null C, or one overlapping out: the full path's
+            driver.ensure_context(0)
+            if beta != 0.0:     # (BLAS: with beta == 0, C is not read)
+                copier((1.0,), (pc,), (po,), s)
+        else:
+            driver.ensure_context(0)
         if epi is None:
-            driver.ensure_context(0)
             launcher(pa, pb, po, alpha, beta, s)
-            return True
-        if not epi.overlaps(eptrs, po + olo, po + ohi):
-            driver.ensure_context(0)
+        else:
             launcher(pa, pb, po, alpha, beta, s, epi.values_at(eptrs))
-            return True
+        return True
     return None      # null pointers or an overlapping out: the full path names or handles it
 
 
@@ -282,15 +294,21 @@ def _streams_held(stream, ops) -> bool:
                for op in ops)
 
 
-def remember(key, fast, sig, epi=None) -> None:
+def remember(key, fast, sig, epi=None, copier=None) -> None:
     """Keep the signature of a call (Signature `sig`) the full path launched through `fast`
-    (gemm_device's (key, launcher)), unless it waited for a producer stream."""
-    A, B, O = sig.A, sig.B, sig.O
-    if sig.producers and not _streams_held(key[2], (A, B, O)):
+    (gemm_device's (key, launcher)), unless it waited for a producer stream. copier: where the
+    call's C is not out, the prepared copy of C into out that precedes the launch."""
+    A, B, C, O = sig.A, sig.B, sig.C, sig.O
+    if sig.producers and not _streams_held(key[2], (A, B, O) if C is None else (A, B, C, O)):
         return
     # each operand's byte span relative to its pointer (fixed by the signature)
     (alo, ahi), (blo, bhi), (olo, ohi) = sig.spans["a"], sig.spans["b"], sig.spans["out"]
+    copy = None
+    if copier is not None:
+        clo, chi = sig.spans["c"]
+        copy = (copier, clo - C.ptr, chi - C.ptr)
     if len(CACHE.hot) >= HOT_ENTRIES:           # (bounded: base/memo.py)
         CACHE.hot.clear()
     CACHE.hot[key] = (fast[1], (alo - A.ptr, ahi - A.ptr, blo - B.ptr, bhi - B.ptr,
-                                olo - O.ptr, ohi - O.ptr), None if epi is None else EpilogueAt(epi))
+                                olo - O.ptr, ohi - O.ptr), None if epi is None else EpilogueAt(epi),
+                      copy)

@@ -39,9 +39,12 @@ class _Cache:
     hot: dict = field(default_factory=dict)        # run()'s call signature -> hot entry
     # run()'s key of a call without out (hotpath.launch_new) -> (launch, allocator, pointer of)
     results: dict = field(default_factory=dict)
+    # relayout.Copies of one (source, destination) geometry, its pointers per call
+    copies: dict = field(default_factory=dict)
 
     def clear(self) -> None:
-        for part in (self.loaded, self.launches, self.hot, self.results, _chosen, _chosen_contiguous):
+        for part in (self.loaded, self.launches, self.hot, self.results, self.copies, _chosen,
+                     _chosen_contiguous):
             part.clear()
         with _behind_lock:          # ended background compiles, failed ones too
             for key in [x for x, t in _behind.items() if not t.is_alive()]:
