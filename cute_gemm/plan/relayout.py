@@ -115,17 +115,22 @@ class Copies:
         try:
             blocks = self.local.blocks
         except AttributeError:          # this thread's first call
-            blocks = self.local.blocks = [
-                packed(CopyArgs(Copies2d((Copy2d * MAX_COPIES)(*[Copy2d(**x) for x in fields]),
-                                         len(fields))), COPY_OFFSETS)
-                for _, _, fields in self.launches]
-        for (site, which, _), blk in zip(self.launches, blocks):
-            c = blk[0][0].copies.c       # the structs the pointer array points into
-            for slot, (i, src_off, dst_off) in enumerate(which):
-                x, src = c[slot], srcs[i]
+            blocks = self.local.blocks = [self._block(fields) for _, _, fields in self.launches]
+        for (site, which, _), (blk, slots) in zip(self.launches, blocks):
+            for x, (i, src_off, dst_off) in zip(slots, which):
+                src = srcs[i]
                 x.s, x.dst = scales[i], dsts[i] + dst_off
                 x.src = None if src is None or src_off is None else src + src_off
             site(stream, blk)
+
+    @staticmethod
+    def _block(fields):
+        """(packed block, its Copy2d structs) of one launch: the structs the pointer array
+        points into, each read out once (a ctypes field read makes a new object)."""
+        blk = packed(CopyArgs(Copies2d((Copy2d * MAX_COPIES)(*[Copy2d(**x) for x in fields]),
+                                       len(fields))), COPY_OFFSETS)
+        c = blk[0][0].copies.c
+        return blk, [c[slot] for slot in range(len(fields))]
 
 
 class Relaid:
