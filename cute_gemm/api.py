@@ -157,13 +157,13 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
         epilogue = scaled(epilogue, scale_a, scale_b, a, b)
     hot = new = None
     # the signature hot path (hotpath.py), on a host known to have one GPU; c, if given, is
-    # out itself (an update in place: the same launch, beta an argument) or, beside an out,
-    # copied into it first
-    if ((c is None or c is out or out is not None) and _count == _ONE
-            and type(alpha) in _SCALAR and type(beta) in _SCALAR and alpha != 0):
+    # out itself (an update in place: the same launch, beta an argument) or copied into out
+    # (or the new result) first
+    if _count == _ONE and type(alpha) in _SCALAR and type(beta) in _SCALAR and alpha != 0:
         if out is None:
             # a result allocated as the full path did, written by the launch it resolved
-            result, new = hotpath.launch_new(name, precision, a, b, alpha, stream, epilogue)
+            result, new = hotpath.launch_new(name, precision, a, b, alpha, stream, epilogue, c,
+                                             beta)
             if result is not None:
                 return result
         else:
@@ -399,7 +399,8 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
             hotpath.remember(hot, fast, sig, epi,
                              copier(0, C, O) if C is not None and c is not out else None)
         elif fast is not None and new is not None:
-            hotpath.remember_new(new, fast, A, B, result, epi)
+            hotpath.remember_new(new, fast, A, B, result, epi, C,
+                                 copier(0, C, O) if C is not None else None)
     return result
 
 

@@ -427,6 +427,28 @@ def test_a_call_without_out_allocates_its_result_as_the_full_path_did(monkeypatc
     assert hotpath.launch_new("naive", None, x, x, 1.0, None) == (None, None)
 
 
+def test_a_call_with_c_and_without_out_copies_c_into_its_new_result(monkeypatch):
+    """torch.addmm's call (c, no out): a repeat call allocates the result as the full path
+    did, copies its own C into it, then launches in place with its beta; beta = 0 reads no
+    C; another C (strides) is validated again."""
+    events = stub_driver.install(monkeypatch)
+    torch, _ = _fake_torch(monkeypatch)
+    a, b = torch.Tensor((37, 29), 0x10000), torch.Tensor((29, 45), 0x20000)
+    api.run("cute_smem", a, b, torch.Tensor((37, 45), 0x30000), beta=2.0)
+    validated = _count_validations(monkeypatch)
+    for pc, beta in ((0x40000, -0.5), (0x50000, 0.0)):
+        del events[:]
+        r = api.run("cute_smem", a, b, torch.Tensor((37, 45), pc), alpha=3.0, beta=beta)
+        copies = [stub_driver.scale_args(e[4]) for e in stub_driver.launches(events, "scale2d")]
+        assert [(x.src, x.dst, x.s) for x in copies] == ([(pc, r.data_ptr(), 1.0)] if beta else [])
+        (g,) = gemm_launches(events)
+        assert (g.C, g.alpha, g.beta) == (r.data_ptr(), 3.0, beta)
+        assert (r.shape, r.dtype) == ((37, 45), torch.float32)
+    assert not validated and len(resolve.CACHE.results) == 1
+    api.run("cute_smem", a, b, torch.Tensor((37, 45), 0x30000, strides=(1, 37)), beta=1.0)
+    assert len(validated) == 1
+
+
 def test_a_call_without_out_allocates_by_its_own_arrays_library(monkeypatch):
     """The result of a call without out comes from a's library, as the full path's does,
     even where a's signature does not name it: a tensor subclass (read through its CAI)
@@ -498,8 +520,8 @@ def test_an_unhashable_or_raising_operand_goes_the_full_path(monkeypatch):
 
 # ---- GPU: the hot path gives the bits of the full path ----------------------------------------------
 def _hot_equals_full(name, make, to_numpy, sync, precision=None, unit=2.0 ** -24):
-    """The signature hot path's calls (an update in place, a C beside out and a call without
-    out too) give the full path's bits, within the gauge of the precision's unit roundoff; returns the
+    """The signature hot path's calls (an update in place, a C beside out, calls without out
+    with and without C) give the full path's bits, within the gauge of the precision's unit roundoff; returns the
     launches the full path resolved."""
     m, n, k = 37, 45, 29
     a, b = make((m, k)), make((k, n))
@@ -525,6 +547,8 @@ def _hot_equals_full(name, make, to_numpy, sync, precision=None, unit=2.0 ** -24
         fresh = cute_gemm.run(name, a, b, precision=precision)
     finally:
         api.validate = real
+    # C and no out (torch.addmm's call): the full path, then the hot one
+    added = [cute_gemm.run(name, a, b, outs[0], beta=1.0, precision=precision) for _ in range(2)]
     sync()
     # (a DeviceArray result is never remembered: cuMemAlloc, which a graph capture refuses)
     kept = type(a).__module__.split(".")[0] in ("cupy", "torch")
@@ -533,6 +557,7 @@ def _hot_equals_full(name, make, to_numpy, sync, precision=None, unit=2.0 ** -24
     assert np.array_equal(r[0], r[1]) and np.array_equal(r[0], r[6]) and not np.isnan(r[0]).any()
     assert np.array_equal(-0.5 * r[0], r[2]) and np.array_equal(2 * r[0], r[3])
     assert np.array_equal(r[3], r[4]) and np.array_equal(r[3], r[5])
+    assert all(np.array_equal(r[3], to_numpy(x)) for x in added)
     ref = to_numpy(a).astype(np.float64) @ to_numpy(b).astype(np.float64)
     gauge = np.abs(to_numpy(a)).astype(np.float64) @ np.abs(to_numpy(b)).astype(np.float64)
     assert (np.abs(r[0] - ref) <= 16 * k * unit * gauge).all()

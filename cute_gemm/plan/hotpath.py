@@ -6,8 +6,8 @@ signature goes the full way; if that launched one resolved launch with no produc
 to wait for, it is remembered, and later calls (device arrays, one device) only test what
 the signature cannot hold (null pointers, an out overlapping an input) and launch with
 their own pointers, alpha and beta; a C other than out is copied into it first, as the
-full path does. A call without `out` allocates its result as the full
-path did (launch_new). A tensor autograd records has no signature. Each array type is
+full path does. A call without `out` allocates its result as the full path did
+(launch_new), C copied into it likewise. A tensor autograd records has no signature. Each array type is
 read by the cheapest means that sees what the full path sees."""
 from __future__ import annotations
 
@@ -132,10 +132,11 @@ def _read1_for(tp):
 _READ1: dict = {}     # type -> reader of one operand of it
 
 
-def launch_new(name, precision, a, b, alpha, stream, ep=None):
+def launch_new(name, precision, a, b, alpha, stream, ep=None, c=None, beta=0.0):
     """(result, None) if a call without `out` was launched through a remembered signature of
-    its a, b (and fused epilogue `ep`) into a result allocated as the full path did; else
-    (None, the key remember_new needs; None: no signature)."""
+    its a, b (fused epilogue `ep`, and C `c`, copied into the result first where beta != 0)
+    into a result allocated as the full path did; else (None, the key remember_new needs;
+    None: no signature)."""
     try:
         ra = _READ1.get(type(a)) or _read1_for(type(a))
         rb = _READ1.get(type(b)) or _read1_for(type(b))
@@ -144,18 +145,27 @@ def launch_new(name, precision, a, b, alpha, stream, ep=None):
         s = framework_stream(a) if stream is None else launch.stream_handle(stream)
         # (a's type: the library the result is allocated by, which not every signature holds)
         key = (name, precision, s, type(a), sa, sb) + es
+        pc = 1
+        if c is not None:
+            sc, pc = (_READ1.get(type(c)) or _read1_for(type(c)))(c)
+            key += ("c", sc)
         entry = CACHE.results.get(key)
     except Exception:    # the full path reads the operands and says what is wrong
         return None, None
-    if entry is None or not (pa and pb):     # null pointers: the full path names them
+    if entry is None or not (pa and pb and pc):     # null pointers: the full path names them
         return None, key
-    launcher, alloc, ptr_of, epi = entry
+    launcher, alloc, ptr_of, epi, copier = entry
     out = alloc(a)      # (a new allocation of the library's: it overlaps neither a nor b)
+    po = ptr_of(out)
     driver.ensure_context(0)
-    if epi is None:
-        launcher(pa, pb, ptr_of(out), alpha, 0.0, s)
+    if copier is None or beta == 0.0:   # (BLAS: with beta == 0, C is not read)
+        beta = 0.0
     else:
-        launcher(pa, pb, ptr_of(out), alpha, 0.0, s, epi.values_at(eptrs))
+        copier((1.0,), (pc,), (po,), s)
+    if epi is None:
+        launcher(pa, pb, po, alpha, beta, s)
+    else:
+        launcher(pa, pb, po, alpha, beta, s, epi.values_at(eptrs))
     return out, None
 
 
@@ -230,15 +240,17 @@ def _allocator(result, a):
 _UNITS: dict = {}    # (dtype, device) -> a one-element tensor, the allocator's views' base
 
 
-def remember_new(key, fast, A: Operand, B: Operand, result, epi=None) -> None:
+def remember_new(key, fast, A: Operand, B: Operand, result, epi=None, C: Operand | None = None,
+                 copier=None) -> None:
     """Keep the signature of a call without `out` the full path launched through `fast` into
-    `result`, which it allocated, where `remember` would (epi: its epilogue's Prepared)."""
+    `result`, which it allocated, where `remember` would (epi: its epilogue's Prepared; C and
+    copier: the call's C and the prepared copy of it into the result)."""
     alloc = _allocator(result, A.obj)
-    if alloc is None or not _streams_held(key[2], (A, B)):
+    if alloc is None or not _streams_held(key[2], (A, B) if C is None else (A, B, C)):
         return
     if len(CACHE.results) >= HOT_ENTRIES:       # (bounded: base/memo.py)
         CACHE.results.clear()
-    CACHE.results[key] = (fast[1], *alloc, None if epi is None else EpilogueAt(epi))
+    CACHE.results[key] = (fast[1], *alloc, None if epi is None else EpilogueAt(epi), copier)
 
 
 def launch_or_sign(name, precision, a, b, out, alpha, beta, stream, ep=None, c=None):
