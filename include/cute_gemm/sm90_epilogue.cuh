@@ -4,12 +4,12 @@
 // A wgmma accumulator fragment holds, per thread, pairs of neighbouring columns in rows r and
 // r + 8 of each 64-row atom (CuTe's partition_C of the TiledMMA says which); a row-major
 // 16-bit C with beta == 0 and 16-byte aligned rows takes them in 16-byte stores after a quad
-// transpose, another row-major C each pair in one store, any other strides one value at a
-// time. With beta == 0 C is not read (BLAS: an uninitialised or NaN-poisoned C stays out of
-// the result). The float result is converted to
-// TC by round-to-nearest (cute::bfloat16_t / half_t constructors). A fused epilogue e
-// (epilogue.cuh; the default: none) scales each accumulator and finishes each value at its
-// (m, n) of C before it is converted.
+// transpose (with beta != 0 on interior tiles, C read in the same blocks), another row-major
+// C each pair in one store, any other strides one value at a time. With beta == 0 C is not
+// read (BLAS: an uninitialised or NaN-poisoned C stays out of the result). The float result
+// is converted to TC by round-to-nearest (cute::bfloat16_t / half_t constructors). A fused
+// epilogue e (epilogue.cuh; the default: none) scales each accumulator and finishes each
+// value at its (m, n) of C before it is converted.
 #pragma once
 #include <cute_gemm/cute.cuh>
 #include <cute_gemm/epilogue.cuh>
@@ -123,6 +123,59 @@ __device__ __forceinline__ void store_rows_16B(Thr const& thr, Acc const& acc, T
   }
 }
 
+// A 16-bit pair as two floats (pack_pair's inverse).
+template <class TC>
+__device__ __forceinline__ float2 unpack_pair(uint32_t w) {
+  return make_float2(float(TC::bitcast(uint16_t(w & 0xffffu))), float(TC::bitcast(uint16_t(w >> 16))));
+}
+
+// Row-major 16-bit C with beta != 0, an interior tile, no fused epilogue: C read and written
+// in store_rows_16B's 16-byte blocks, kAhead blocks loaded before their stores (one memory
+// latency a chunk, where 4-byte pair loads waited one a pair). The quad transpose is its own
+// inverse: applied to a loaded block it gives each lane the pairs of its own accumulators.
+template <int TileM, int TileN, class TC, class Thr, class Acc>
+__device__ __forceinline__ void update_rows_16B(Thr const& thr, Acc const& acc, TC* C,
+                                                long long sCm, int m0, int n0, float alpha,
+                                                float beta) {
+  using namespace cute;
+  static_assert(sizeof(TC) == 2, "16-bit results: 8 columns in 16 bytes");
+  constexpr int kVals = decltype(size<0>(acc))::value;   // an atom's (2,2,N/8) values
+  constexpr int kBlocks = kVals / 8, kAhead = 8;         // a lane's 16-byte blocks of an atom
+  Tensor gR = make_tensor(make_gmem_ptr(C + m0 * sCm + n0),
+                          make_shape(Int<TileM>{}, Int<TileN>{}), make_stride(sCm, _1{}));  // (BLK_M,BLK_N)
+  Tensor tCgR = thr.partition_C(gR);                                                         // (MMA,MMA_M,MMA_N)
+  const int q = threadIdx.x & 3;
+  CUTE_UNROLL
+  for (int mm = 0; mm < size<1>(acc); ++mm) {
+    CUTE_UNROLL
+    for (int nn = 0; nn < size<2>(acc); ++nn) {
+      CUTE_UNROLL
+      for (int b0 = 0; b0 < kBlocks; b0 += kAhead) {
+        uint4 old[kAhead];
+        CUTE_UNROLL
+        for (int j = 0; j < kAhead && b0 + j < kBlocks; ++j) {   // block (g, h) = (b / 2, b % 2)
+          const int b = b0 + j, i0 = 16 * (b / 2) + 2 * (b % 2);
+          old[j] = *reinterpret_cast<const uint4*>(&tCgR(i0, mm, nn) + 6 * q);
+        }
+        CUTE_UNROLL
+        for (int j = 0; j < kAhead && b0 + j < kBlocks; ++j) {
+          const int b = b0 + j, i0 = 16 * (b / 2) + 2 * (b % 2);
+          uint32_t o[4] = {old[j].x, old[j].y, old[j].z, old[j].w}, w[4];
+          quad_transpose(o);
+          CUTE_UNROLL
+          for (int s = 0; s < 4; ++s) {
+            const float2 c = unpack_pair<TC>(o[s]);
+            w[s] = pack_pair<TC>(alpha * acc(i0 + 4 * s, mm, nn) + beta * c.x,
+                                 alpha * acc(i0 + 4 * s + 1, mm, nn) + beta * c.y);
+          }
+          quad_transpose(w);
+          *reinterpret_cast<uint4*>(&tCgR(i0, mm, nn) + 6 * q) = make_uint4(w[0], w[1], w[2], w[3]);
+        }
+      }
+    }
+  }
+}
+
 // (inlined: called with the accumulators by reference, which would otherwise go to local
 // memory, the wgmma's operands with them, when a fused epilogue makes it too large to inline)
 template <int TileM, int TileN, class TC, class TiledMma, class Acc, class E = Epilogue<>>
@@ -140,10 +193,17 @@ __device__ __forceinline__ void store_axpby(TiledMma const& mma, int thread, Acc
   const int rows = M - m0, cols = N - n0;
   const bool interior = rows >= TileM && cols >= TileN;
   alpha = e.tile_scale(alpha);                             // (per element: e.element_scale)
-  // Row-major 16-bit C, rows 16-byte aligned, nothing to read: 16-byte stores (above). Not a
-  // fused epilogue's edge tile: store_rows_16B finishes every value of a block before its
-  // stores' predicates, which would read the epilogue's vectors past M or N; the pair stores
-  // below test first.
+  // Row-major 16-bit C, rows 16-byte aligned: 16-byte blocks (above), read too where beta != 0
+  // on an interior tile. Not a fused epilogue's edge tile: store_rows_16B finishes every value
+  // of a block before its stores' predicates, which would read the epilogue's vectors past M
+  // or N; the pair stores below test first.
+  if constexpr (sizeof(TC) == 2 && E::kNone) {
+    if (beta != 0.0f && interior && sCn == 1 && sCm % 8 == 0
+        && reinterpret_cast<unsigned long long>(C) % 16 == 0) {
+      update_rows_16B<TileM, TileN>(thr, acc, C, sCm, m0, n0, alpha, beta);
+      return;
+    }
+  }
   if constexpr (sizeof(TC) == 2) {
     if (beta == 0.0f && sCn == 1 && sCm % 8 == 0 && reinterpret_cast<unsigned long long>(C) % 16 == 0
         && (E::kNone || interior)) {
