@@ -13,27 +13,9 @@
 #pragma once
 #include <cute_gemm/cute.cuh>
 #include <cute_gemm/epilogue.cuh>
+#include <cute_gemm/quad_blocks.cuh>
 
 namespace cg::sm90 {
-
-// Two values as one 16-bit pair, the lower column in the lower half.
-template <class TC>
-__device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
-  static_assert(sizeof(TC) == 2, "16-bit results");
-  return uint32_t(TC(lo).raw()) | (uint32_t(TC(hi).raw()) << 16);   // cutlass 16-bit storage
-}
-
-// A 4 x 4 transpose of 32-bit words across the 4 lanes of a quad: lane q holds w[s] = M[q][s]
-// and gets M[s][q]. Two butterfly steps (lane ^ 2, then lane ^ 1), each moving two words.
-__device__ __forceinline__ void quad_transpose(uint32_t (&w)[4]) {
-  const bool hi = threadIdx.x & 2, lo = threadIdx.x & 1;
-  uint32_t r0 = __shfl_xor_sync(0xffffffffu, hi ? w[0] : w[2], 2);
-  uint32_t r1 = __shfl_xor_sync(0xffffffffu, hi ? w[1] : w[3], 2);
-  if (hi) { w[0] = r0; w[1] = r1; } else { w[2] = r0; w[3] = r1; }
-  r0 = __shfl_xor_sync(0xffffffffu, lo ? w[0] : w[1], 1);
-  r1 = __shfl_xor_sync(0xffffffffu, lo ? w[2] : w[3], 1);
-  if (lo) { w[0] = r0; w[2] = r1; } else { w[1] = r0; w[3] = r1; }
-}
 
 // A fused epilogue's bias for tile (m0, n0), staged once a tile in shared memory by the
 // kThreads threads storing it: the tile's rows' part, then its columns' (Epilogue's bias_row,
@@ -105,13 +87,13 @@ __device__ __forceinline__ void store_rows_16B(Thr const& thr, Acc const& acc, T
           quad_transpose(w);
           TC* p = &tCgR(i0, mm, nn) + 6 * q;       // column 32g + 8q of the same row
           if (interior) {
-            *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+            store_block(p, w);
             continue;
           }
           const int r = get<0>(tCcC(i0, mm, nn)), c = get<1>(tCcC(i0, mm, nn)) + 6 * q;
           if (r >= rows || c >= cols) continue;
           if (c + 8 <= cols) {
-            *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+            store_block(p, w);
             continue;
           }
           CUTE_UNROLL
@@ -121,12 +103,6 @@ __device__ __forceinline__ void store_rows_16B(Thr const& thr, Acc const& acc, T
       }
     }
   }
-}
-
-// A 16-bit pair as two floats (pack_pair's inverse).
-template <class TC>
-__device__ __forceinline__ float2 unpack_pair(uint32_t w) {
-  return make_float2(float(TC::bitcast(uint16_t(w & 0xffffu))), float(TC::bitcast(uint16_t(w >> 16))));
 }
 
 // Row-major 16-bit C with beta != 0, an interior tile, no fused epilogue: C read and written
@@ -169,7 +145,7 @@ __device__ __forceinline__ void update_rows_16B(Thr const& thr, Acc const& acc, 
                                  alpha * acc(i0 + 4 * s + 1, mm, nn) + beta * c.y);
           }
           quad_transpose(w);
-          *reinterpret_cast<uint4*>(&tCgR(i0, mm, nn) + 6 * q) = make_uint4(w[0], w[1], w[2], w[3]);
+          store_block(&tCgR(i0, mm, nn) + 6 * q, w);
         }
       }
     }
