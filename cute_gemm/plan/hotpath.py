@@ -7,8 +7,8 @@ to wait for, it is remembered, and later calls (device arrays, one device) only 
 the signature cannot hold (null pointers, an out overlapping an input) and launch with
 their own pointers, alpha and beta; a C other than out is copied into it first, as the
 full path does. A call without `out` allocates its result as the full path did
-(launch_new), C copied into it likewise. A tensor autograd records has no signature. Each array type is
-read by the cheapest means that sees what the full path sees."""
+(launch_new), C copied into it likewise. A tensor autograd records has no signature. Each
+array type is read by the cheapest means that sees what the full path sees."""
 from __future__ import annotations
 
 import sys
