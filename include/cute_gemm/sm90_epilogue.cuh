@@ -14,6 +14,7 @@
 #include <cute_gemm/cute.cuh>
 #include <cute_gemm/epilogue.cuh>
 #include <cute_gemm/quad_blocks.cuh>
+#include <cute_gemm/read_ahead.cuh>
 
 namespace cg::sm90 {
 
@@ -125,29 +126,24 @@ __device__ __forceinline__ void update_rows_16B(Thr const& thr, Acc const& acc, 
   for (int mm = 0; mm < size<1>(acc); ++mm) {
     CUTE_UNROLL
     for (int nn = 0; nn < size<2>(acc); ++nn) {
-      CUTE_UNROLL
-      for (int b0 = 0; b0 < kBlocks; b0 += kAhead) {
-        uint4 old[kAhead];
-        CUTE_UNROLL
-        for (int j = 0; j < kAhead && b0 + j < kBlocks; ++j) {   // block (g, h) = (b / 2, b % 2)
-          const int b = b0 + j, i0 = 16 * (b / 2) + 2 * (b % 2);
-          old[j] = *reinterpret_cast<const uint4*>(&tCgR(i0, mm, nn) + 6 * q);
-        }
-        CUTE_UNROLL
-        for (int j = 0; j < kAhead && b0 + j < kBlocks; ++j) {
-          const int b = b0 + j, i0 = 16 * (b / 2) + 2 * (b % 2);
-          uint32_t o[4] = {old[j].x, old[j].y, old[j].z, old[j].w}, w[4];
-          quad_transpose(o);
-          CUTE_UNROLL
-          for (int s = 0; s < 4; ++s) {
-            const float2 c = unpack_pair<TC>(o[s]);
-            w[s] = pack_pair<TC>(alpha * acc(i0 + 4 * s, mm, nn) + beta * c.x,
-                                 alpha * acc(i0 + 4 * s + 1, mm, nn) + beta * c.y);
-          }
-          quad_transpose(w);
-          store_block(&tCgR(i0, mm, nn) + 6 * q, w);
-        }
-      }
+      // block b = (g, h) = (b / 2, b % 2): its first value i0, lane q's 8 columns at
+      // &tCgR(i0) + 6q (column 32g + 8q)
+      auto at = [&](int b) { return &tCgR(16 * (b / 2) + 2 * (b % 2), mm, nn) + 6 * q; };
+      read_ahead<kBlocks, kAhead>(
+          [&](int b) { return *reinterpret_cast<const uint4*>(at(b)); },
+          [&](int b, uint4 old) {
+            const int i0 = 16 * (b / 2) + 2 * (b % 2);
+            uint32_t o[4] = {old.x, old.y, old.z, old.w}, w[4];
+            quad_transpose(o);
+            CUTE_UNROLL
+            for (int s = 0; s < 4; ++s) {
+              const float2 c = unpack_pair<TC>(o[s]);
+              w[s] = pack_pair<TC>(alpha * acc(i0 + 4 * s, mm, nn) + beta * c.x,
+                                   alpha * acc(i0 + 4 * s + 1, mm, nn) + beta * c.y);
+            }
+            quad_transpose(w);
+            store_block(at(b), w);
+          });
     }
   }
 }
@@ -218,20 +214,10 @@ __device__ __forceinline__ void store_axpby(TiledMma const& mma, int thread, Acc
     if (interior) {
       if constexpr (E::kNone) {
         if (beta != 0.0f) {
-          // C's pairs read kAhead at a time before their stores: the compiler cannot tell
-          // C's loads from its stores apart, so a load after a store waited for it, one
-          // memory latency a pair (64 a thread in a 128x256 tile)
-          constexpr int kPairs = decltype(size(acc))::value / 2, kAhead = 8;
-          CUTE_UNROLL
-          for (int h = 0; h < kPairs; h += kAhead) {
-            Pair old[kAhead];
-            CUTE_UNROLL
-            for (int j = 0; j < kAhead; ++j)
-              if (h + j < kPairs) old[j] = old_at(2 * (h + j));
-            CUTE_UNROLL
-            for (int j = 0; j < kAhead; ++j)
-              if (h + j < kPairs) put(2 * (h + j), old[j]);
-          }
+          // C's pairs read ahead of their stores (read_ahead.cuh: 64 memory latencies a
+          // thread in a 128x256 tile, 8)
+          read_ahead<decltype(size(acc))::value / 2, 8>([&](int j) { return old_at(2 * j); },
+                                                       [&](int j, Pair old) { put(2 * j, old); });
           return;
         }
       }

@@ -62,6 +62,7 @@
 #include <cute_gemm/common.cuh>
 #include <cute_gemm/cute_util.cuh>
 #include <cute_gemm/quad_blocks.cuh>
+#include <cute_gemm/read_ahead.cuh>
 #include <cute_gemm/sm80_copies.cuh>
 #include <cute_gemm/streamk_walk.cuh>
 
@@ -340,35 +341,30 @@ __device__ __forceinline__ void store_blocks_16B(Part const& tCgR, Acc const& ac
     const int h = b % 2, mm = (b / 2) % kM, J = b / (2 * kM);
     return reinterpret_cast<uint4*>(&tCgR(2 * h, mm, 4 * J + q) - 2 * q);
   };
-  CUTE_UNROLL
-  for (int b0 = 0; b0 < kBlocks; b0 += kAhead) {
-    uint4 old[kAhead];
-    if (beta != 0.0f) {
-      CUTE_UNROLL
-      for (int j = 0; j < kAhead && b0 + j < kBlocks; ++j) old[j] = *at(b0 + j);
-    }
+  // block b stored: its n-atoms' pairs v(s, x, y), x and y the accumulators of n-atom 4J + s
+  auto store = [&](int b, auto const& v) {
+    const int h = b % 2, mm = (b / 2) % kM, J = b / (2 * kM);
+    uint32_t w[4];
     CUTE_UNROLL
-    for (int j = 0; j < kAhead && b0 + j < kBlocks; ++j) {
-      const int b = b0 + j, h = b % 2, mm = (b / 2) % kM, J = b / (2 * kM);
-      uint32_t w[4];
-      if (beta != 0.0f) {
-        uint32_t o[4] = {old[j].x, old[j].y, old[j].z, old[j].w};
-        cg::quad_transpose(o);                              // each lane's own pairs of C
-        CUTE_UNROLL
-        for (int s = 0; s < 4; ++s) {
-          const float2 c = cg::unpack_pair<TC>(o[s]);
-          w[s] = cg::pack_pair<TC>(alpha * acc(2 * h, mm, 4 * J + s) + beta * c.x,
-                                   alpha * acc(2 * h + 1, mm, 4 * J + s) + beta * c.y);
-        }
-      } else {
-        CUTE_UNROLL
-        for (int s = 0; s < 4; ++s)
-          w[s] = cg::pack_pair<TC>(alpha * acc(2 * h, mm, 4 * J + s), alpha * acc(2 * h + 1, mm, 4 * J + s));
-      }
-      cg::quad_transpose(w);
-      cg::store_block(at(b), w);
-    }
+    for (int s = 0; s < 4; ++s)
+      w[s] = v(s, acc(2 * h, mm, 4 * J + s), acc(2 * h + 1, mm, 4 * J + s));
+    cg::quad_transpose(w);
+    cg::store_block(at(b), w);
+  };
+  if (beta == 0.0f) {
+    CUTE_UNROLL
+    for (int b = 0; b < kBlocks; ++b)
+      store(b, [&](int, float x, float y) { return cg::pack_pair<TC>(alpha * x, alpha * y); });
+    return;
   }
+  cg::read_ahead<kBlocks, kAhead>([&](int b) { return *at(b); }, [&](int b, uint4 old) {
+    uint32_t o[4] = {old.x, old.y, old.z, old.w};
+    cg::quad_transpose(o);                                  // each lane's own pairs of C
+    store(b, [&](int s, float x, float y) {
+      const float2 c = cg::unpack_pair<TC>(o[s]);
+      return cg::pack_pair<TC>(alpha * x + beta * c.x, alpha * y + beta * c.y);
+    });
+  });
 }
 
 // Tile (tile_m, tile_n) of C = alpha * acc + beta * C in TC (round to nearest), C read only if
@@ -405,23 +401,13 @@ __device__ __forceinline__ void epilogue_mma_sm80(int tile_m, int tile_n, int M,
     }
     if constexpr (Epi::kNone) {
       if (interior && beta != 0.0f) {
-        // C's pairs read kAhead at a time before their stores: the compiler cannot tell C's
-        // loads from its stores apart, so a load after a store waited for it (a latency a pair)
-        constexpr int kPairs = decltype(size(tCrC))::value / 2, kAhead = 8;
-        CUTE_UNROLL
-        for (int h = 0; h < kPairs; h += kAhead) {
-          Pair old[kAhead];
-          CUTE_UNROLL
-          for (int j = 0; j < kAhead; ++j)
-            if (h + j < kPairs) old[j] = *reinterpret_cast<const Pair*>(&tCgR(2 * (h + j)));
-          CUTE_UNROLL
-          for (int j = 0; j < kAhead; ++j)
-            if (h + j < kPairs) {
-              const int i = 2 * (h + j);
-              *reinterpret_cast<Pair*>(&tCgR(i)) = Pair{TC(alpha * tCrC(i) + beta * float(old[j].x)),
-                                                        TC(alpha * tCrC(i + 1) + beta * float(old[j].y))};
-            }
-        }
+        // C's pairs read ahead of their stores (read_ahead.cuh)
+        cg::read_ahead<decltype(size(tCrC))::value / 2, 8>(
+            [&](int j) { return *reinterpret_cast<const Pair*>(&tCgR(2 * j)); },
+            [&](int j, Pair old) {
+              *reinterpret_cast<Pair*>(&tCgR(2 * j)) = Pair{TC(alpha * tCrC(2 * j) + beta * float(old.x)),
+                                                            TC(alpha * tCrC(2 * j + 1) + beta * float(old.y))};
+            });
         return;
       }
     }
