@@ -13,6 +13,7 @@
 #pragma once
 #include <cute_gemm/cute.cuh>
 #include <cute_gemm/epilogue.cuh>
+#include <cute_gemm/read_ahead.cuh>
 
 namespace cg::sm90 {
 
@@ -182,20 +183,10 @@ __device__ __forceinline__ void store_axpby(TiledMma const& mma, int thread, Acc
     if (interior) {
       if constexpr (E::kNone) {
         if (beta != 0.0f) {
-          // C's pairs read kAhead at a time before their stores: the compiler cannot tell
-          // C's loads from its stores apart, so a load after a store waited for it, one
-          // memory latency a pair (64 a thread in a 128x256 tile)
-          constexpr int kPairs = decltype(size(acc))::value / 2, kAhead = 8;
-          CUTE_UNROLL
-          for (int h = 0; h < kPairs; h += kAhead) {
-            Pair old[kAhead];
-            CUTE_UNROLL
-            for (int j = 0; j < kAhead; ++j)
-              if (h + j < kPairs) old[j] = old_at(2 * (h + j));
-            CUTE_UNROLL
-            for (int j = 0; j < kAhead; ++j)
-              if (h + j < kPairs) put(2 * (h + j), old[j]);
-          }
+          // C's pairs read ahead of their stores (read_ahead.cuh: 64 memory latencies a
+          // thread in a 128x256 tile, 8)
+          read_ahead<decltype(size(acc))::value / 2, 8>([&](int j) { return old_at(2 * j); },
+                                                       [&](int j, Pair old) { put(2 * j, old); });
           return;
         }
       }

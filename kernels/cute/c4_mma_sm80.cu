@@ -61,6 +61,7 @@
 #include <cute_gemm/cute.cuh>
 #include <cute_gemm/common.cuh>
 #include <cute_gemm/cute_util.cuh>
+#include <cute_gemm/read_ahead.cuh>
 #include <cute_gemm/sm80_copies.cuh>
 #include <cute_gemm/streamk_walk.cuh>
 
@@ -349,23 +350,13 @@ __device__ __forceinline__ void epilogue_mma_sm80(int tile_m, int tile_n, int M,
     const bool interior = (tile_m + 1) * BLK_M <= M && (tile_n + 1) * BLK_N <= N;
     if constexpr (Epi::kNone) {
       if (interior && beta != 0.0f) {
-        // C's pairs read kAhead at a time before their stores: the compiler cannot tell C's
-        // loads from its stores apart, so a load after a store waited for it (a latency a pair)
-        constexpr int kPairs = decltype(size(tCrC))::value / 2, kAhead = 8;
-        CUTE_UNROLL
-        for (int h = 0; h < kPairs; h += kAhead) {
-          Pair old[kAhead];
-          CUTE_UNROLL
-          for (int j = 0; j < kAhead; ++j)
-            if (h + j < kPairs) old[j] = *reinterpret_cast<const Pair*>(&tCgR(2 * (h + j)));
-          CUTE_UNROLL
-          for (int j = 0; j < kAhead; ++j)
-            if (h + j < kPairs) {
-              const int i = 2 * (h + j);
-              *reinterpret_cast<Pair*>(&tCgR(i)) = Pair{TC(alpha * tCrC(i) + beta * float(old[j].x)),
-                                                        TC(alpha * tCrC(i + 1) + beta * float(old[j].y))};
-            }
-        }
+        // C's pairs read ahead of their stores (read_ahead.cuh)
+        cg::read_ahead<decltype(size(tCrC))::value / 2, 8>(
+            [&](int j) { return *reinterpret_cast<const Pair*>(&tCgR(2 * j)); },
+            [&](int j, Pair old) {
+              *reinterpret_cast<Pair*>(&tCgR(2 * j)) = Pair{TC(alpha * tCrC(2 * j) + beta * float(old.x)),
+                                                            TC(alpha * tCrC(2 * j + 1) + beta * float(old.y))};
+            });
         return;
       }
     }
