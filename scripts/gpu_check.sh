@@ -40,7 +40,7 @@ STAGE="${STAGE:-all}"
 GPU_PARTS=("tests/test_tensor_cores_gpu.py tests/test_3xtf32_gpu.py"
 "tests/test_fp8_gpu.py tests/test_epilogue_gpu.py tests/test_capture_gpu.py tests/test_streamk.py"
 "tests/test_batched_gpu.py tests/test_gpu.py tests/test_skinny_gpu.py tests/test_reliability_gpu.py
-tests/test_auto_gpu.py tests/test_hotpath.py tests/test_swap.py tests/test_torch_gpu.py
+tests/test_auto_gpu.py tests/test_hotpath_gpu.py tests/test_swap.py tests/test_torch_gpu.py
 tests/test_firstuse_gpu.py")
 if [ "$STAGE" = gpu ]; then
   files=${GPU_PARTS[*]}
@@ -103,8 +103,8 @@ SKIP_TENSOR=()
 # STAGE=test PART=1 | 2: half of it each (on a machine in its first minutes the whole ran
 # past ten minutes): 1 the compile, run() timings and PART1_TESTS; 2 the rest and the check
 PART1_TESTS=(tests/test_gpu.py tests/test_skinny_gpu.py tests/test_reliability_gpu.py
-             tests/test_dtypes.py tests/test_hotpath.py tests/test_swap.py tests/test_streamk.py
-             tests/test_stand_in.py tests/test_validation.py)
+             tests/test_dtypes.py tests/test_hotpath.py tests/test_hotpath_gpu.py tests/test_swap.py
+             tests/test_streamk.py tests/test_stand_in.py tests/test_validation.py)
 PART="${PART:-}"
 TESTS=(tests)
 if [ "$STAGE" = test ] && [ "$PART" = 1 ]; then
