@@ -19,9 +19,10 @@ from cute_gemm.check import as_given, cross_check, supported_kernels
 pytestmark = pytest.mark.gpu
 
 TC = [k.name for k in registry.kernels() if set(k.precisions) - {"fp32"}]
-# residues in M, N and K against 64/128/256-wide tiles and 8/16/32/64-deep k-tiles
+# residues in M, N and K against 64/128/256-wide tiles and 8/16/32/64-deep k-tiles; 384x520:
+# interior tiles of 16-byte aligned 16-bit rows (C read in 16-byte blocks where beta != 0)
 SHAPES = [(1, 1, 1), (7, 9, 3), (65, 129, 17), (127, 255, 33), (200, 72, 300),
-          (257, 383, 129), (1000, 1300, 700)]
+          (257, 383, 129), (384, 520, 96), (1000, 1300, 700)]
 
 
 def _combos():

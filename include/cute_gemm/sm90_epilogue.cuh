@@ -4,37 +4,19 @@
 // A wgmma accumulator fragment holds, per thread, pairs of neighbouring columns in rows r and
 // r + 8 of each 64-row atom (CuTe's partition_C of the TiledMMA says which); a row-major
 // 16-bit C with beta == 0 and 16-byte aligned rows takes them in 16-byte stores after a quad
-// transpose, another row-major C each pair in one store, any other strides one value at a
-// time. With beta == 0 C is not read (BLAS: an uninitialised or NaN-poisoned C stays out of
-// the result). The float result is converted to
-// TC by round-to-nearest (cute::bfloat16_t / half_t constructors). A fused epilogue e
-// (epilogue.cuh; the default: none) scales each accumulator and finishes each value at its
-// (m, n) of C before it is converted.
+// transpose (with beta != 0 on interior tiles, C read in the same blocks), another row-major
+// C each pair in one store, any other strides one value at a time. With beta == 0 C is not
+// read (BLAS: an uninitialised or NaN-poisoned C stays out of the result). The float result
+// is converted to TC by round-to-nearest (cute::bfloat16_t / half_t constructors). A fused
+// epilogue e (epilogue.cuh; the default: none) scales each accumulator and finishes each
+// value at its (m, n) of C before it is converted.
 #pragma once
 #include <cute_gemm/cute.cuh>
 #include <cute_gemm/epilogue.cuh>
+#include <cute_gemm/quad_blocks.cuh>
 #include <cute_gemm/read_ahead.cuh>
 
 namespace cg::sm90 {
-
-// Two values as one 16-bit pair, the lower column in the lower half.
-template <class TC>
-__device__ __forceinline__ uint32_t pack_pair(float lo, float hi) {
-  static_assert(sizeof(TC) == 2, "16-bit results");
-  return uint32_t(TC(lo).raw()) | (uint32_t(TC(hi).raw()) << 16);   // cutlass 16-bit storage
-}
-
-// A 4 x 4 transpose of 32-bit words across the 4 lanes of a quad: lane q holds w[s] = M[q][s]
-// and gets M[s][q]. Two butterfly steps (lane ^ 2, then lane ^ 1), each moving two words.
-__device__ __forceinline__ void quad_transpose(uint32_t (&w)[4]) {
-  const bool hi = threadIdx.x & 2, lo = threadIdx.x & 1;
-  uint32_t r0 = __shfl_xor_sync(0xffffffffu, hi ? w[0] : w[2], 2);
-  uint32_t r1 = __shfl_xor_sync(0xffffffffu, hi ? w[1] : w[3], 2);
-  if (hi) { w[0] = r0; w[1] = r1; } else { w[2] = r0; w[3] = r1; }
-  r0 = __shfl_xor_sync(0xffffffffu, lo ? w[0] : w[1], 1);
-  r1 = __shfl_xor_sync(0xffffffffu, lo ? w[2] : w[3], 1);
-  if (lo) { w[0] = r0; w[2] = r1; } else { w[1] = r0; w[3] = r1; }
-}
 
 // A fused epilogue's bias for tile (m0, n0), staged once a tile in shared memory by the
 // kThreads threads storing it: the tile's rows' part, then its columns' (Epilogue's bias_row,
@@ -106,13 +88,13 @@ __device__ __forceinline__ void store_rows_16B(Thr const& thr, Acc const& acc, T
           quad_transpose(w);
           TC* p = &tCgR(i0, mm, nn) + 6 * q;       // column 32g + 8q of the same row
           if (interior) {
-            *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+            store_block(p, w);
             continue;
           }
           const int r = get<0>(tCcC(i0, mm, nn)), c = get<1>(tCcC(i0, mm, nn)) + 6 * q;
           if (r >= rows || c >= cols) continue;
           if (c + 8 <= cols) {
-            *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+            store_block(p, w);
             continue;
           }
           CUTE_UNROLL
@@ -120,6 +102,48 @@ __device__ __forceinline__ void store_rows_16B(Thr const& thr, Acc const& acc, T
             if (c + e < cols) *reinterpret_cast<uint16_t*>(p + e) = uint16_t(w[e / 2] >> (16 * (e % 2)));
         }
       }
+    }
+  }
+}
+
+// Row-major 16-bit C with beta != 0, an interior tile, no fused epilogue: C read and written
+// in store_rows_16B's 16-byte blocks, kAhead blocks loaded before their stores (one memory
+// latency a chunk, where 4-byte pair loads waited one a pair). The quad transpose is its own
+// inverse: applied to a loaded block it gives each lane the pairs of its own accumulators.
+template <int TileM, int TileN, class TC, class Thr, class Acc>
+__device__ __forceinline__ void update_rows_16B(Thr const& thr, Acc const& acc, TC* C,
+                                                long long sCm, int m0, int n0, float alpha,
+                                                float beta) {
+  using namespace cute;
+  static_assert(sizeof(TC) == 2, "16-bit results: 8 columns in 16 bytes");
+  constexpr int kVals = decltype(size<0>(acc))::value;   // an atom's (2,2,N/8) values
+  constexpr int kBlocks = kVals / 8, kAhead = 8;         // a lane's 16-byte blocks of an atom
+  Tensor gR = make_tensor(make_gmem_ptr(C + m0 * sCm + n0),
+                          make_shape(Int<TileM>{}, Int<TileN>{}), make_stride(sCm, _1{}));  // (BLK_M,BLK_N)
+  Tensor tCgR = thr.partition_C(gR);                                                         // (MMA,MMA_M,MMA_N)
+  const int q = threadIdx.x & 3;
+  CUTE_UNROLL
+  for (int mm = 0; mm < size<1>(acc); ++mm) {
+    CUTE_UNROLL
+    for (int nn = 0; nn < size<2>(acc); ++nn) {
+      // block b = (g, h) = (b / 2, b % 2): its first value i0, lane q's 8 columns at
+      // &tCgR(i0) + 6q (column 32g + 8q)
+      auto at = [&](int b) { return &tCgR(16 * (b / 2) + 2 * (b % 2), mm, nn) + 6 * q; };
+      read_ahead<kBlocks, kAhead>(
+          [&](int b) { return *reinterpret_cast<const uint4*>(at(b)); },
+          [&](int b, uint4 old) {
+            const int i0 = 16 * (b / 2) + 2 * (b % 2);
+            uint32_t o[4] = {old.x, old.y, old.z, old.w}, w[4];
+            quad_transpose(o);
+            CUTE_UNROLL
+            for (int s = 0; s < 4; ++s) {
+              const float2 c = unpack_pair<TC>(o[s]);
+              w[s] = pack_pair<TC>(alpha * acc(i0 + 4 * s, mm, nn) + beta * c.x,
+                                   alpha * acc(i0 + 4 * s + 1, mm, nn) + beta * c.y);
+            }
+            quad_transpose(w);
+            store_block(at(b), w);
+          });
     }
   }
 }
@@ -141,10 +165,17 @@ __device__ __forceinline__ void store_axpby(TiledMma const& mma, int thread, Acc
   const int rows = M - m0, cols = N - n0;
   const bool interior = rows >= TileM && cols >= TileN;
   alpha = e.tile_scale(alpha);                             // (per element: e.element_scale)
-  // Row-major 16-bit C, rows 16-byte aligned, nothing to read: 16-byte stores (above). Not a
-  // fused epilogue's edge tile: store_rows_16B finishes every value of a block before its
-  // stores' predicates, which would read the epilogue's vectors past M or N; the pair stores
-  // below test first.
+  // Row-major 16-bit C, rows 16-byte aligned: 16-byte blocks (above), read too where beta != 0
+  // on an interior tile. Not a fused epilogue's edge tile: store_rows_16B finishes every value
+  // of a block before its stores' predicates, which would read the epilogue's vectors past M
+  // or N; the pair stores below test first.
+  if constexpr (sizeof(TC) == 2 && E::kNone) {
+    if (beta != 0.0f && interior && sCn == 1 && sCm % 8 == 0
+        && reinterpret_cast<unsigned long long>(C) % 16 == 0) {
+      update_rows_16B<TileM, TileN>(thr, acc, C, sCm, m0, n0, alpha, beta);
+      return;
+    }
+  }
   if constexpr (sizeof(TC) == 2) {
     if (beta == 0.0f && sCn == 1 && sCm % 8 == 0 && reinterpret_cast<unsigned long long>(C) % 16 == 0
         && (E::kNone || interior)) {

@@ -61,6 +61,7 @@
 #include <cute_gemm/cute.cuh>
 #include <cute_gemm/common.cuh>
 #include <cute_gemm/cute_util.cuh>
+#include <cute_gemm/quad_blocks.cuh>
 #include <cute_gemm/read_ahead.cuh>
 #include <cute_gemm/sm80_copies.cuh>
 #include <cute_gemm/streamk_walk.cuh>
@@ -323,6 +324,49 @@ __device__ __forceinline__ void mainloop_mma_sm80(int tile_m, int tile_n, int M,
 
 }
 
+// An interior tile of row-major 16-bit C with 16-byte aligned rows, no fused epilogue: the
+// pairs of four neighbouring n-atoms of a row quad-transposed into one 16-byte block a lane
+// (quad_blocks.cuh), C read in the same blocks where beta != 0, kAhead blocks ahead of their
+// stores (a load behind a store through C's pointer waited for it). A quarter of the pair
+// stores' instructions, each warp access whole 32-byte sectors.
+template <class TC, class Acc, class Part>
+__device__ __forceinline__ void store_blocks_16B(Part const& tCgR, Acc const& acc, float alpha,
+                                                 float beta) {
+  constexpr int kM = decltype(size<1>(acc))::value, kN = decltype(size<2>(acc))::value;
+  constexpr int kBlocks = kM * 2 * (kN / 4), kAhead = 8;    // (h, mm, J): row half, m-atom, 4 n-atoms
+  static_assert(kN % 4 == 0 && decltype(size<0>(acc))::value == 4, "m16n8 atoms, n-atoms in fours");
+  const int q = threadIdx.x & 3;
+  // lane q's block of (h, mm, J): n-atom 4J + q, whose column 2q is its own pair's
+  auto at = [&](int b) {
+    const int h = b % 2, mm = (b / 2) % kM, J = b / (2 * kM);
+    return reinterpret_cast<uint4*>(&tCgR(2 * h, mm, 4 * J + q) - 2 * q);
+  };
+  // block b stored: its n-atoms' pairs v(s, x, y), x and y the accumulators of n-atom 4J + s
+  auto store = [&](int b, auto const& v) {
+    const int h = b % 2, mm = (b / 2) % kM, J = b / (2 * kM);
+    uint32_t w[4];
+    CUTE_UNROLL
+    for (int s = 0; s < 4; ++s)
+      w[s] = v(s, acc(2 * h, mm, 4 * J + s), acc(2 * h + 1, mm, 4 * J + s));
+    cg::quad_transpose(w);
+    cg::store_block(at(b), w);
+  };
+  if (beta == 0.0f) {
+    CUTE_UNROLL
+    for (int b = 0; b < kBlocks; ++b)
+      store(b, [&](int, float x, float y) { return cg::pack_pair<TC>(alpha * x, alpha * y); });
+    return;
+  }
+  cg::read_ahead<kBlocks, kAhead>([&](int b) { return *at(b); }, [&](int b, uint4 old) {
+    uint32_t o[4] = {old.x, old.y, old.z, old.w};
+    cg::quad_transpose(o);                                  // each lane's own pairs of C
+    store(b, [&](int s, float x, float y) {
+      const float2 c = cg::unpack_pair<TC>(o[s]);
+      return cg::pack_pair<TC>(alpha * x + beta * c.x, alpha * y + beta * c.y);
+    });
+  });
+}
+
 // Tile (tile_m, tile_n) of C = alpha * acc + beta * C in TC (round to nearest), C read only if
 // beta != 0, through the fused epilogue.
 template <class TAB, class TC, class Acc, class Epi>
@@ -340,7 +384,8 @@ __device__ __forceinline__ void epilogue_mma_sm80(int tile_m, int tile_n, int M,
   // Epilogue: C = alpha * acc + beta * C in TC (round to nearest), C read only if beta != 0.
   // Row-major C (unit column stride, even row stride, pair-aligned base): values 2j, 2j+1 of
   // an MMA atom are neighbouring columns of one row, so each pair is one 8- or 4-byte store
-  // (half the store instructions), with static column offsets and no predicates inside.
+  // (half the store instructions), with static column offsets and no predicates inside; a
+  // 16-bit C's interior tiles in 16-byte blocks (store_blocks_16B) where rows allow.
   // Not for tf32: at 254 registers its mainloop has none to spare for it (it spilled).
   if (!is_same_v<TAB, float> && sCn == 1 && sCm % 2 == 0 && reinterpret_cast<unsigned long long>(C) % (2 * sizeof(TC)) == 0) {
     struct alignas(2 * sizeof(TC)) Pair { TC x, y; };
@@ -348,6 +393,12 @@ __device__ __forceinline__ void epilogue_mma_sm80(int tile_m, int tile_n, int M,
                               cta_tiler, make_stride(sCm, _1{}));                      // (BLK_M,BLK_N)
     Tensor tCgR = thr_mma.partition_C(gR);                                             // (MMA,MMA_M,MMA_N)
     const bool interior = (tile_m + 1) * BLK_M <= M && (tile_n + 1) * BLK_N <= N;
+    if constexpr (Epi::kNone && sizeof(TC) == 2) {
+      if (interior && sCm % 8 == 0 && reinterpret_cast<unsigned long long>(C) % 16 == 0) {
+        store_blocks_16B<TC>(tCgR, tCrC, alpha, beta);
+        return;
+      }
+    }
     if constexpr (Epi::kNone) {
       if (interior && beta != 0.0f) {
         // C's pairs read ahead of their stores (read_ahead.cuh)
