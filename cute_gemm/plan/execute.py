@@ -28,15 +28,16 @@ def _sub(op: Operand | None, i0: int, j0: int, rows: int, cols: int) -> Operand 
     return replace(op, ptr=op.ptr + off, shape=(rows, cols), host=None)
 
 
-def copier(ordinal: int, src: Operand | None, dst: Operand) -> Copies:
-    """The prepared relayout.Copies of dst = s * src for their geometry (kept: per call
-    only pointers and the scale change)."""
-    key = (ordinal, None if src is None else src.geometry(), dst.geometry())
+def copier(ordinal: int, src: Operand | None, dst: Operand, *more) -> Copies:
+    """The prepared relayout.Copies of dst = s * src (and of each further (src, dst) pair in
+    `more`) for their geometry (kept: per call only pointers and scales change)."""
+    pairs = ((src, dst), *more)
+    key = (ordinal, *((None if x is None else x.geometry(), y.geometry()) for x, y in pairs))
     c = CACHE.copies.get(key)
     if c is None:
         if len(CACHE.copies) >= memo.ENTRIES:      # (bounded: base/memo.py)
             CACHE.copies.clear()
-        c = CACHE.copies[key] = Copies(ordinal, [(src, dst, False)])
+        c = CACHE.copies[key] = Copies(ordinal, [(x, y, False) for x, y in pairs])
     return c
 
 
@@ -119,7 +120,7 @@ def _stand_in(stand_in, A: Operand, B: Operand, C: Operand | None, T: Operand, a
             widened.append((C, W))
             CW = W
         if widened:
-            Copies(ordinal, [(X, X2, False) for X, X2 in widened])(
+            copier(ordinal, *widened[0], *widened[1:])(
                 (1.0,) * len(widened), [X.ptr for X, _ in widened], [X2.ptr for _, X2 in widened],
                 stream)
         gemm_device(quick, A2, B2, CW, W, alpha, beta, stream, ordinal, precision)
