@@ -112,7 +112,8 @@ def test_gemm_picks_batched_kernels_in_every_precision():
     _check(got, a, b, precision="fp32")
 
 
-@pytest.mark.parametrize("name", ["cute_wgmma_ws", "cute_wgmma_ws_128x64", "cute_wgmma_ws_128x128"])
+@pytest.mark.parametrize("name", ["cute_wgmma_ws", "cute_wgmma_ws_128x64", "cute_wgmma_ws_128x128",
+                                  "cute_wgmma_ws_pp64x256", "cute_wgmma_ws_pp128x128"])
 def test_the_persistent_twin_walks_batches_in_its_tensor_maps(name):
     """cute_wgmma_ws's batched twins: every problem's tiles in one persistent walk, A and B
     found in 4-D tensor maps (multicast across a cluster of 2, and not), a broadcast

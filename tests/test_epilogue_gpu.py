@@ -265,9 +265,10 @@ def test_tf32_from_registers_applies_the_epilogue(name, majors, spec):
 def test_a_staged_bias_is_each_tiles_own(name, precision, axis):
     """A bias alone into a 16-bit result: the sm90 16-byte stores stage each tile's bias in
     shared memory (sm90_epilogue.cuh's stage_bias). Hundreds of tiles, so each persistent CTA
-    stages one tile after another in the same buffer, interior and edge tiles (which read the
-    vector as before); the bias is large and differs from tile to tile, so a value staged for
-    one tile and read in another (a missing barrier) is far outside the gauge."""
+    stages one tile after another in the same buffer (a ping-pong kernel's two warpgroups one
+    each), interior and edge tiles (staged with zeros past M or N); the bias is large and
+    differs from tile to tile, so a value staged for one tile and read in another (a missing
+    barrier) is far outside the gauge."""
     _runs_here(name)
     gen = torch.Generator(device="cuda").manual_seed(21)
     dt = "bfloat16" if precision == "fp8_e4m3" else OPERAND[precision]
@@ -281,6 +282,38 @@ def test_a_staged_bias_is_each_tiles_own(name, precision, axis):
     cute_gemm.run(name, a, b, out=out, precision=precision, epilogue=ep)
     torch.cuda.synchronize()
     _check(out, a, b, ep, precision=precision, out_dtype=dt)
+
+
+PINGPONG = [k.name for k in registry.kernels() if getattr(k.config, "pingpong", False)]
+
+
+@pytest.mark.parametrize("majors", ["kk", "mn"])
+@pytest.mark.parametrize("precision,out", [("bf16", "bfloat16"), ("fp16", "float32")])
+@pytest.mark.parametrize("name", PINGPONG)
+def test_ping_pong_warpgroups_take_tiles_in_turn(name, precision, out, majors):
+    """The ping-pong consumers (sm90_consumer_pingpong.cuh): each warpgroup its own tiles,
+    stepping its ring past the other's. Hundreds of tiles, so each CTA's warpgroups take
+    several in turn, an odd count on some CTAs; M, N and K residues (a cluster's tile past
+    M); plain, fused (a staged bias per warpgroup, GELU, on interior and edge tiles) and
+    beta != 0 in place."""
+    _runs_here(name)
+    gen = torch.Generator(device="cuda").manual_seed(29)
+    dt = OPERAND[precision]
+    for m, n, k in ((2100, 3000, 200), (130, 1100, 4100), (64, 256, 8)):
+        a = _rand((m, k), dt, gen) if majors[0] == "k" else _rand((k, m), dt, gen).T
+        b = _rand((n, k), dt, gen).T if majors[1] == "k" else _rand((k, n), dt, gen)
+        c = _rand((m, n), out, gen)
+        ep = Epilogue(bias=_rand(n, out, gen, 4.0), activation="gelu_tanh", out_dtype=out)
+        plain = torch.full((m, n), float("nan"), device="cuda", dtype=TORCH[out])
+        fused = plain.clone()
+        both = c.clone()
+        cute_gemm.run(name, a, b, out=plain, precision=precision)
+        cute_gemm.run(name, a, b, out=fused, precision=precision, epilogue=ep)
+        cute_gemm.run(name, a, b, both, out=both, alpha=-0.5, beta=2.0, precision=precision)
+        torch.cuda.synchronize()
+        _check(plain, a, b, Epilogue(), precision=precision, out_dtype=out)
+        _check(fused, a, b, ep, precision=precision, out_dtype=out)
+        _check(both, a, b, Epilogue(), c=c, alpha=-0.5, beta=2.0, precision=precision, out_dtype=out)
 
 
 @pytest.mark.parametrize("tokens", [8, 100, 1000])

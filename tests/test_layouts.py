@@ -99,15 +99,19 @@ def test_missing_recipe_fails_loudly():
         L.build(fake)
 
 
-def _twice_blk_m(k):
-    """k compiled with BLK_M doubled in its typed config."""
-    if hasattr(k.config, "consumers"):   # WgmmaWsConfig: 64 rows per consumer warpgroup
-        c = k.config
+def _other_tile(k):
+    """k compiled with BLK_M doubled in its typed config (a ping-pong one's BLK_N halved: its
+    warpgroups' tiles are of 64 or 128 rows), and that tile."""
+    c = k.config
+    if getattr(c, "pingpong", False):
+        return dataclasses.replace(k, config=dataclasses.replace(c, blk_n=c.blk_n // 2)), (c.blk_m, c.blk_n // 2)
+    bm, bn, _ = k.tile
+    if hasattr(c, "consumers"):   # WgmmaWsConfig: 64 rows per consumer warpgroup
         wide = dataclasses.replace(c, blk_m=2 * c.blk_m, consumers=2 * c.consumers, consumer_regs=24)
         pool = (1 + wide.consumers) * wide.launch_regs        # setmaxnreg's pool
         return dataclasses.replace(k, config=dataclasses.replace(
-            wide, consumer_regs=(pool - c.producer_regs) // wide.consumers // 8 * 8))
-    return dataclasses.replace(k, config=dataclasses.replace(k.config, blk_m=2 * k.config.blk_m))
+            wide, consumer_regs=(pool - c.producer_regs) // wide.consumers // 8 * 8)), (2 * bm, bn)
+    return dataclasses.replace(k, config=dataclasses.replace(c, blk_m=2 * c.blk_m)), (2 * bm, bn)
 
 
 def test_recipes_read_tile_sizes_from_the_registry(recipes):
@@ -115,8 +119,9 @@ def test_recipes_read_tile_sizes_from_the_registry(recipes):
         bm, bn, _ = k.tile
         items = {it.name.rsplit("/", 1)[-1]: it for it in recipes[k.name].items()}
         assert A.product_each(items["gC"].layout.shape) == (bm, bn), k.name
-        gC = next(it for it in L.build(_twice_blk_m(k)).items() if it.name.endswith("/gC"))
-        assert A.product_each(gC.layout.shape) == (2 * bm, bn), k.name
+        other, tile = _other_tile(k)
+        gC = next(it for it in L.build(other).items() if it.name.endswith("/gC"))
+        assert A.product_each(gC.layout.shape) == tile, k.name
 
 
 def _identifiers(cpp: str) -> set[str]:

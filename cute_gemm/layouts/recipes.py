@@ -414,7 +414,7 @@ def _gmma(b: Recipe, consumers: int, parts: int, stage_cpp: str, mma_cpp: str) -
     b.section(f"TiledMMA and C: 64x{bn}x{32 // nb} GMMA SS atom, "           # ss_op_selector: N = BLK_N
               + ("a warpgroup" if consumers == 1 else f"each of {consumers} consumer warpgroups")
               + f" (every {label} k-major entry; the accumulators of every entry)")
-    _mma_c(b, mma, "C", c_note=f": the accumulator fragment, {consumers}x64 x {bn} over {nthr} threads",
+    _mma_c(b, mma, "C", c_note=f": the accumulator fragment, {bm} x {bn} over {nthr} threads",
            nthreads=nthr)
     for op, s, tile in (("A", sA, (bm, kt)), ("B", sB, (bn, kt))):
         _part(b, f"tCs{op}", Smem(op, s), mma, "mma", f"(MMA,MMA_{_EXT[op]},MMA_K,PIPE), what a warpgroup's wgmma "
@@ -445,9 +445,10 @@ def _c6(b: Recipe) -> None:
     an m-major A or n-major B) read that operand's stage, GMMA's m-major swizzle, into registers; the
     `_b` twins add the batch's L modes after each operand's matrix."""
     cfg = b.config
-    _gmma(b, cfg.consumers, cfg.cluster_m, "cg::sm90::OperandTile<{T}, GMMA::Major::{major}, Config::blk_{x}, "
-          "{bk}, Config::stages, {cluster}, Config::k_bytes>", "make_tiled_mma(GMMA::ss_op_selector<T, TB, float, "
-          "Shape<_64, Int<kBlkN>, Int<kBlkK>>, MajA, MajB>(), Layout<Shape<Int<Config::consumers>, _1, _1>>{})")
+    # (ping-pong: a warpgroup computes a whole tile, BLK_M / 64 atoms along m)
+    _gmma(b, 1 if cfg.pingpong else cfg.consumers, cfg.cluster_m, "cg::sm90::OperandTile<{T}, GMMA::Major::{major}, "
+          "Config::blk_{x}, {bk}, Config::stages, {cluster}, Config::k_bytes>", "make_tiled_mma(GMMA::ss_op_selector<"
+          "T, TB, float, Shape<_64, Int<kBlkN>, Int<kBlkK>>, MajA, MajB>(), Layout<Shape<Int<kMmaGroups>, _1, _1>>{})")
     if users := [v for v in b.kernel.variants if _register_a(v)]:          # from sm90_register_operand.cuh
         _stage(b, f"register operand, tf32 ({', '.join(f'`{v.entry}`' for v in users)}): m-major swizzled smem "
                "read into RS wgmma's A fragments, TMA box {box}", "Areg/", "sA_tf32", users,

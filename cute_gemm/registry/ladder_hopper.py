@@ -92,9 +92,16 @@ class WgmmaWsConfig(FixedTile):
     split_parts: int = 0             # 2: A and B are cute_3xtf32's split, read as three products
     only: str = ""                   # "tf32"/"fp16": only that k-major entry (cute_3xtf32's GEMMs); "fp8"
     batched: bool = False            # each entry has a twin NAME_b walking a batch (unpromoted only)
+    pingpong: bool = False           # each consumer warpgroup its own blk_m x blk_n tiles, in turn
 
     def __post_init__(self):
-        if self.blk_m != 64 * self.consumers:
+        if self.pingpong:
+            if self.consumers != 2 or self.blk_m not in (64, 128) or self.blk_m * self.blk_n > 128 * 128:
+                raise ValueError("pingpong: 2 consumer warpgroups, each a tile of 64 or 128 rows "
+                                 "and at most 128 accumulators a thread")
+            if self.promote or self.tail_split or self.only:
+                raise ValueError("pingpong: the SS entries, neither promoted nor cut")
+        elif self.blk_m != 64 * self.consumers:
             raise ValueError("blk_m: 64 rows per consumer warpgroup")
         if self.split_parts not in (0, 2) or (self.split_parts and self.promote != 3):
             raise ValueError("split_parts: 0, or 2 with promote = 3 (a window: a chunk's three products)")
@@ -150,7 +157,7 @@ class WgmmaWsConfig(FixedTile):
         """The headers' constants, the macros a directive reads (which entries the source
         defines) and `struct Config` with dyn_smem (the kernel static_asserts its ring fits)."""
         return (device_constants(STREAM_K_COUNTERS=STREAM_K_COUNTERS)
-                + f"#define CG_WS_ONLY {_WS_ONLY[self.only][0]}\n"
+                + f"#define CG_WS_ONLY {4 if self.pingpong else _WS_ONLY[self.only][0]}\n"
                 f"#define CG_WS_TAIL_SPLIT {int(self.tail_split > 0)}\n"
                 f"#define CG_WS_BATCHED {int(self.batched)}\n"
                 + config_struct(self, name, "cute_gemm/registry/ladder_hopper.py, WgmmaWsConfig",
@@ -164,8 +171,8 @@ _PLAIN_CUT = CutModel(min_windows=16, overhead=2, fixup=3, rounds=1)
 def _wgmma_ws(name: str, cfg: WgmmaWsConfig) -> Kernel:
     bm, bn = cfg.blk_m, cfg.blk_n
     _, precisions, entry = _WS_ONLY[cfg.only]
-    # tf32: k-major SS entry, and RS entries for an m-major A / n-major B
-    tf32 = (("k", "k"), ("k", "n"), ("m", "k"))
+    # tf32: k-major SS entry, and RS entries for an m-major A / n-major B (not ping-pong's)
+    tf32 = (("k", "k"),) if cfg.pingpong else (("k", "k"), ("k", "n"), ("m", "k"))
     variants = _tc_variants("cute_wgmma_ws", bm, bn, cfg.cluster_m, cfg.k_bytes, tf32,
                             cut=cfg.tail_split > 0, precisions=precisions)
     if cfg.batched:
@@ -179,7 +186,9 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig) -> Kernel:
         config=cfg, block=(cfg.threads, 1, 1), tile=cfg.tile, dyn_smem=FixedSmem(cfg.dyn_smem),
         min_arch=90, arch_specific=True,
         summary=f"warp-specialized wgmma: a TMA producer warp, {cfg.consumers} consumer warpgroups "
-                f"(setmaxnreg {cfg.producer_regs}/{cfg.consumer_regs}), {cfg.stages}-stage ring, "
+                f"(setmaxnreg {cfg.producer_regs}/{cfg.consumer_regs})"
+                + (f" taking {bm}x{bn} tiles in turn (ping-pong: one's epilogue under the other's "
+                   "wgmmas)" if cfg.pingpong else "") + f", {cfg.stages}-stage ring, "
                 f"one batch in flight, persistent CTAs over grouped tiles"
                 + (f", clusters of {cfg.cluster_m} along m multicasting B" if cfg.cluster_m > 1 else "")
                 + (f", accumulators promoted to a compensated float32 sum every {cfg.promote} "
@@ -188,10 +197,11 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig) -> Kernel:
                 + (", 8-bit operands: each k-tile's tensor-core sum added into a float32 sum, scaled "
                    "by its 1x128 / 128x128 block scales" if cfg.only == "fp8" else "")
                 + (", the last wave's tiles cut along K (a deterministic fixup)" if cfg.tail_split else "")
-                + ("" if cfg.only else ", tf32 m-major A (or n-major B, on C^T = B^T A^T) from "
-                   "registers (RS wgmma)")
+                + ("" if cfg.only or cfg.pingpong else ", tf32 m-major A (or n-major B, on C^T = "
+                   "B^T A^T) from registers (RS wgmma)")
                 + ", alpha/beta epilogue",
-        seed="CUTLASS sm90 TMA warp-specialized cooperative kernel",
+        seed="CUTLASS sm90 TMA warp-specialized " + ("ping-pong" if cfg.pingpong else "cooperative")
+             + " kernel",
         tags=("tensor-core", "fast"),
     )
 
@@ -244,6 +254,14 @@ HOPPER: list[Kernel] = [
                              WgmmaWsConfig(blk_n=64, stages=8, cluster_m=1, **_BATCHED))),
     gemm_candidate(_wgmma_ws("cute_wgmma_ws_128x128",
                              WgmmaWsConfig(blk_n=128, stages=6, cluster_m=1, **_BATCHED))),
+    # ... ping-pong: a warpgroup's epilogue (a fused one's bias and activation) under the
+    # other's mainloop; 64x256 in clusters of 2 multicasting B, 128x128 without
+    gemm_candidate(_wgmma_ws("cute_wgmma_ws_pp64x256",
+                             WgmmaWsConfig(blk_m=64, stages=5, pingpong=True, batched=True,
+                                           producer_regs=48, consumer_regs=224))),
+    gemm_candidate(_wgmma_ws("cute_wgmma_ws_pp128x128",
+                             WgmmaWsConfig(blk_n=128, stages=6, cluster_m=1, pingpong=True,
+                                           batched=True, producer_regs=48, consumer_regs=224))),
     # fp32-accurate sums (cute_3xtf32's GEMM with split_parts): 64x192 a warpgroup holds two sets of
     # accumulators; windows of 3 k-tiles (cute_3xtf32.md#the-accumulation, #the-last-wave)
     _wgmma_ws("cute_wgmma_ws_promote", WgmmaWsConfig(blk_n=192, promote=3, tail_split=8, only="tf32")),

@@ -96,6 +96,8 @@ struct Epilogue {
   // the sm90 16-byte stores stage a tile's bias in shared memory (sm90_epilogue.cuh's
   // stage_bias); not beside per-element scales, whose loads with it spilled
   static constexpr bool kStagedBias = kBias && !kScale;
+  // its values may be finished past M or N (no per-element global loads: the bias staged)
+  static constexpr bool kEdgeSafe = !kScale;
   EpiArgs const* p;                // the kernel's parameter
 
   // the block scales of window w: A's of row i, B's of column block jb (128 columns); 1
@@ -187,7 +189,8 @@ struct Epilogue {
 template <class E>
 struct Transposed {
   static_assert(!E::kBlocks, "block scales: rows per row, columns per 128 (never a C^T entry)");
-  static constexpr bool kNone = E::kNone, kBlocks = false, kStagedBias = E::kStagedBias;
+  static constexpr bool kNone = E::kNone, kBlocks = false, kStagedBias = E::kStagedBias,
+                        kEdgeSafe = E::kEdgeSafe;
   E e;
   __device__ __forceinline__ float bias_row(int i) const { return e.bias_col(i); }
   __device__ __forceinline__ float bias_col(int j) const { return e.bias_row(j); }

@@ -20,18 +20,22 @@ namespace cg::sm90 {
 
 // A fused epilogue's bias for tile (m0, n0), staged once a tile in shared memory by the
 // kThreads threads storing it: the tile's rows' part, then its columns' (Epilogue's bias_row,
-// bias_col: zeros along the axis the vector does not run). The stores then read a pair's bias
-// with one shared load at an offset a compile knows, where a global load per pair put its
-// latency and a branch on the store path (docs/design/epilogue.md#the-bias-loads). Named
-// barrier 2, before (the previous tile's readers are done) and after the writes.
-template <int TileM, int TileN, int kThreads, class E>
-__device__ __forceinline__ const float* stage_bias(E const& e, int thread, int m0, int n0) {
-  __shared__ __align__(16) float staged[TileM + TileN];
-  asm volatile("bar.sync 2, %0;" :: "n"(kThreads) : "memory");
+// bias_col: zeros along the axis the vector does not run, and past M or N, so that an edge
+// tile's values may be finished before their stores' predicates). The stores then read a
+// pair's bias with one shared load at an offset a compile knows, where a global load per pair
+// put its latency and a branch on the store path (docs/design/epilogue.md#the-bias-loads).
+// Named barrier 2 + slot, before (the previous tile's readers are done) and after the writes;
+// kSlots: the warpgroups that store tiles of their own at once (a ping-pong kernel's two).
+template <int TileM, int TileN, int kThreads, int kSlots, class E>
+__device__ __forceinline__ const float* stage_bias(E const& e, int thread, int slot, int m0,
+                                                   int n0, int rows, int cols) {
+  __shared__ __align__(16) float staged[kSlots][TileM + TileN];
+  asm volatile("bar.sync %0, %1;" :: "r"(2 + slot), "n"(kThreads) : "memory");
   for (int x = thread; x < TileM + TileN; x += kThreads)
-    staged[x] = x < TileM ? e.bias_row(m0 + x) : e.bias_col(n0 + x - TileM);
-  asm volatile("bar.sync 2, %0;" :: "n"(kThreads) : "memory");
-  return staged;
+    staged[slot][x] = x < TileM ? (x < rows ? e.bias_row(m0 + x) : 0.0f)
+                                : (x - TileM < cols ? e.bias_col(n0 + x - TileM) : 0.0f);
+  asm volatile("bar.sync %0, %1;" :: "r"(2 + slot), "n"(kThreads) : "memory");
+  return staged[slot];
 }
 
 // Row-major 16-bit C with beta == 0, in 16-byte stores. In a wgmma accumulator atom, value
@@ -150,10 +154,12 @@ __device__ __forceinline__ void update_rows_16B(Thr const& thr, Acc const& acc, 
 
 // (inlined: called with the accumulators by reference, which would otherwise go to local
 // memory, the wgmma's operands with them, when a fused epilogue makes it too large to inline)
-template <int TileM, int TileN, class TC, class TiledMma, class Acc, class E = Epilogue<>>
+// (kSlots, slot: stage_bias's, for the warpgroups that store tiles of their own at once)
+template <int TileM, int TileN, int kSlots = 1, class TC, class TiledMma, class Acc,
+          class E = Epilogue<>>
 __device__ __forceinline__ void store_axpby(TiledMma const& mma, int thread, Acc const& acc,
                             TC* C, long long sCm, long long sCn, int M, int N, int m0, int n0,
-                            float alpha, float beta, E const& e = E{}) {
+                            float alpha, float beta, E const& e = E{}, int slot = 0) {
   using namespace cute;
   Tensor gC = make_tensor(make_gmem_ptr(C + m0 * sCm + n0 * sCn),
                           make_shape(Int<TileM>{}, Int<TileN>{}), make_stride(sCm, sCn));  // (TileM,TileN)
@@ -166,9 +172,10 @@ __device__ __forceinline__ void store_axpby(TiledMma const& mma, int thread, Acc
   const bool interior = rows >= TileM && cols >= TileN;
   alpha = e.tile_scale(alpha);                             // (per element: e.element_scale)
   // Row-major 16-bit C, rows 16-byte aligned: 16-byte blocks (above), read too where beta != 0
-  // on an interior tile. Not a fused epilogue's edge tile: store_rows_16B finishes every value
-  // of a block before its stores' predicates, which would read the epilogue's vectors past M
-  // or N; the pair stores below test first.
+  // on an interior tile. store_rows_16B finishes every value of a block before its stores'
+  // predicates: a fused edge tile takes it only where that reads no vector past M or N
+  // (E::kEdgeSafe: no per-element scales, the bias staged with zeros there); else the pair
+  // stores below, which test first.
   if constexpr (sizeof(TC) == 2 && E::kNone) {
     if (beta != 0.0f && interior && sCn == 1 && sCm % 8 == 0
         && reinterpret_cast<unsigned long long>(C) % 16 == 0) {
@@ -178,13 +185,18 @@ __device__ __forceinline__ void store_axpby(TiledMma const& mma, int thread, Acc
   }
   if constexpr (sizeof(TC) == 2) {
     if (beta == 0.0f && sCn == 1 && sCm % 8 == 0 && reinterpret_cast<unsigned long long>(C) % 16 == 0
-        && (E::kNone || interior)) {
-      // (a fused tile here is interior: passed as a constant, its tests fold away)
+        && (E::kNone || E::kEdgeSafe || interior)) {
       const float* staged = nullptr;
       if constexpr (E::kStagedBias)
-        staged = stage_bias<TileM, TileN, decltype(size(mma))::value>(e, thread, m0, n0);
-      store_rows_16B<TileM, TileN>(thr, acc, C, sCm, m0, n0, rows, cols, !E::kNone || interior, alpha, e,
-                                   staged);
+        staged = stage_bias<TileM, TileN, decltype(size(mma))::value, kSlots>(e, thread, slot, m0,
+                                                                               n0, rows, cols);
+      if constexpr (E::kNone) {
+        store_rows_16B<TileM, TileN>(thr, acc, C, sCm, m0, n0, rows, cols, interior, alpha, e, staged);
+      } else if (interior) {     // (a constant here: the fused interior tile's tests fold away)
+        store_rows_16B<TileM, TileN>(thr, acc, C, sCm, m0, n0, rows, cols, true, alpha, e, staged);
+      } else {
+        store_rows_16B<TileM, TileN>(thr, acc, C, sCm, m0, n0, rows, cols, false, alpha, e, staged);
+      }
       return;
     }
   }

@@ -19,6 +19,12 @@ struct RingState {
   __device__ __forceinline__ void advance() {
     if (++index == Stages) { index = 0; phase ^= 1; }
   }
+  // past n k-tiles another consumer takes (a ping-pong kernel's other warpgroup's tile)
+  __device__ __forceinline__ void skip(int n) {
+    const int t = index + n;
+    phase ^= (t / Stages) & 1;
+    index = t % Stages;
+  }
 };
 
 template <int Stages>

@@ -43,8 +43,12 @@
 // Batch:    Config::batched: twins NAME_b walk a batch of problems as one sequence of units
 //           (sm90_tile_scheduler.cuh BatchedTiles), A and B in 4-D tensor maps (a broadcast
 //           operand's mode: extent 1, coordinate 0), C moved per problem; never cut.
+// Ping-pong: Config::pingpong gives each consumer warpgroup tiles of its own (BLK_M of 64 or
+//           128 rows), the two in turn: one's epilogue under the other's wgmmas
+//           (sm90_consumer_pingpong.cuh); SS wgmma only, never cut or promoted.
 // Bottleneck: the epilogue stalls both consumer warpgroups once per tile (only the producer's
-//           loads overlap it); at 4096^3, 512 tiles on 132 SMs leave a partial last wave.
+//           loads overlap it; not so in ping-pong); at 4096^3, 512 tiles on 132 SMs leave a
+//           partial last wave.
 //           Measurements: docs/design/cute_wgmma_ws.md.
 #include <cute_gemm/cute.cuh>
 #include <cute/arch/mma_sm90.hpp>
@@ -61,6 +65,7 @@
 #include <cute_gemm/sm90_consumer_scaled.cuh>
 #include <cute_gemm/sm90_tail_split.cuh>
 #include <cute_gemm/sm90_split_parts.cuh>
+#include <cute_gemm/sm90_consumer_pingpong.cuh>
 
 using namespace cute;
 
@@ -145,7 +150,9 @@ __device__ CG_INLINE_IF_FUSED void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), cons
   using OpB = cg::sm90::OperandTile<cg::b_t<TAB>, MajB, kBlkN, kBlkK, kStages, kCluster, Config::k_bytes>;
   using Ring = cg::sm90::StageRing<kStages>;
   using State = cg::sm90::RingState<kStages>;
-  // a warpgroup per 64 rows; RS: the registers hold A as a k-major wgmma operand
+  // a warpgroup per 64 rows (ping-pong: one warpgroup a tile); RS: the registers hold A as a
+  // k-major wgmma operand
+  constexpr int kMmaGroups = Config::pingpong ? 1 : Config::consumers;
   auto make_mma = [] {
     if constexpr (kRegA)
       return make_tiled_mma(
@@ -154,19 +161,24 @@ __device__ CG_INLINE_IF_FUSED void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), cons
     else
       return make_tiled_mma(
           GMMA::ss_op_selector<T, TB, float, Shape<_64, Int<kBlkN>, Int<kBlkK>>, MajA, MajB>(),
-          Layout<Shape<Int<Config::consumers>, _1, _1>>{});
+          Layout<Shape<Int<kMmaGroups>, _1, _1>>{});
   };
   TiledMMA mma = make_mma();
 
   // Preconditions
-  static_assert(kBlkM == 64 * Config::consumers, "BLK_M: 64 rows per consumer warpgroup");
+  static_assert(Config::pingpong ? (kBlkM == 64 || kBlkM == 128) && Config::consumers == 2
+                                 : kBlkM == 64 * Config::consumers,
+                "BLK_M: 64 rows per consumer warpgroup (ping-pong: two, 64 or 128 rows a tile)");
+  static_assert(!Config::pingpong || (!kRegA && sizeof(T) > 1 && Config::promote == 0
+                                      && Config::tail_split == 0),
+                "ping-pong: SS wgmma, neither promoted nor cut");
   static_assert(kBlkN % 8 == 0 && kBlkN <= 256, "a wgmma's N: a multiple of 8, at most 256");
   static_assert(kStages >= 2, "a stage loading while one is computed");
   static_assert(kCluster == 1 || kCluster == 2 || kCluster == 4, "cluster of 1, 2 or 4 along m");
   static_assert(Config::producer_regs + Config::consumers * Config::consumer_regs
                 <= 65536 / 128, "setmaxnreg: the register file of one CTA");
   static_assert(Config::split_parts == 0 || Config::promote == 3, "a window: one chunk's three k-tiles");
-  CUTE_STATIC_ASSERT_V(size(mma) == Int<128 * Config::consumers>{});  // the consumer threads
+  CUTE_STATIC_ASSERT_V(size(mma) == Int<128 * kMmaGroups>{});     // the threads of a tile
   CUTE_STATIC_ASSERT_V(Int<kBlkK>{} % size<2>(typename decltype(mma)::AtomShape_MNK{}) == _0{});  // BLK_K / MMA_K
 
   extern __shared__ __align__(1024) unsigned char smem[];
@@ -201,7 +213,7 @@ __device__ CG_INLINE_IF_FUSED void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), cons
   if (threadIdx.x == 0) {
     cg::sm90::tma_prefetch_map(tma_a);
     cg::sm90::tma_prefetch_map(tma_b);
-    ring->init(4 * Config::consumers * kCluster);          // every consumer warp sharing it
+    ring->init(4 * kMmaGroups * kCluster);                 // every consumer warp reading a stage
   }
   if constexpr (kCluster == 1) __syncthreads();
   else cg::sm90::cluster_sync();                           // the peers' barriers too
@@ -243,6 +255,10 @@ __device__ CG_INLINE_IF_FUSED void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), cons
       }
     }
     __syncwarp();
+  } else if constexpr (Config::pingpong) {
+    cg::sm90::consume_pingpong<Config, TC, kCluster, OpA, OpB>(mma, ring, smemA, smemB, tiles,
+                                                               stride, rank, k_tiles, C, sCm,
+                                                               sCn, M, N, alpha, beta, epi);
   } else if constexpr (kRegA) {
     cg::sm90::consume_rs<Config, TC, kCluster, OpA, OpB>(mma, ring, smemA, smemB, tiles, split,
                                                          ws, stride, rank, k_tiles, C, sCm,
@@ -349,7 +365,8 @@ __device__ CG_INLINE_IF_FUSED void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), cons
 
 // CG_WS_ONLY (WgmmaWsConfig.only, written by its cpp()): a configuration compiled for one
 // k-major entry alone, 1 the tf32 one, 2 the fp16 one with float out (cute_3xtf32's GEMMs
-// over its split operands); 3 the 8-bit entries (a promoted configuration); 0 every other entry
+// over its split operands); 3 the 8-bit entries (a promoted configuration); 4 the SS entries
+// (16-bit, tf32 k-major: a ping-pong configuration); 0 every other entry
 #if CG_WS_ONLY == 3
 CG_WGMMA_WS_8BIT(fp8_e4m3, cute::float_e4m3_t)
 CG_WGMMA_WS_8BIT(fp8_e5m2, cute::float_e5m2_t)
@@ -359,14 +376,16 @@ CG_WGMMA_WS_8BIT(fp8_e4m3_e5m2, E4m3E5m2)
 CG_WGMMA_WS_8BIT(fp8_e5m2_e4m3, E5m2E4m3)
 #elif CG_WS_ONLY == 2
 CG_WGMMA_WS_ENTRY(cute_wgmma_ws_fp16_f32_ak_bk, cute::half_t, float, K, K)
-#elif CG_WS_ONLY == 0
+#elif CG_WS_ONLY == 0 || CG_WS_ONLY == 4
 CG_WGMMA_WS_16BIT(bf16, cute::bfloat16_t, f32, float)
 CG_WGMMA_WS_16BIT(bf16, cute::bfloat16_t, bf16, cute::bfloat16_t)
 CG_WGMMA_WS_16BIT(fp16, cute::half_t, f32, float)
 CG_WGMMA_WS_16BIT(fp16, cute::half_t, fp16, cute::half_t)
+#endif
+#if CG_WS_ONLY == 0
 CG_WGMMA_WS_SWAPPED_ENTRY(cute_wgmma_ws_tf32_f32_ak_bn, float, float)
 CG_WGMMA_WS_ENTRY(cute_wgmma_ws_tf32_f32_am_bk, float, float, MN, K)
 #endif
-#if CG_WS_ONLY == 0 || CG_WS_ONLY == 1
+#if CG_WS_ONLY == 0 || CG_WS_ONLY == 1 || CG_WS_ONLY == 4
 CG_WGMMA_WS_ENTRY(cute_wgmma_ws_tf32_f32_ak_bk, float, float, K, K)
 #endif

@@ -1,0 +1,79 @@
+// Ping-pong consumers of the warp-specialized Hopper kernel (sm_90): each consumer warpgroup
+// computes whole tiles of its own, the two taking the CTA's units in turn, so one warpgroup's
+// epilogue runs while the other's wgmmas do (CUTLASS's KernelTmaWarpSpecializedPingpong idea).
+// The cooperative consumers (c6's consume) share a tile and both wait in its epilogue while
+// the tensor cores idle: a fused bias and GELU cost a 2048-token linear layer 18 %
+// (docs/design/epilogue.md#what-a-fused-epilogue-costs).
+//
+// The producer is unchanged: it streams every unit's k-tiles through the ring in walk order.
+// Warpgroup w takes units w, w + 2, ... of the CTA's walk and steps its RingState past the
+// other's k-tiles (RingState::skip), so a stage is read, and released, by one warpgroup: the
+// ring's `empty` barriers count 4 warps per CTA of the cluster. The order of the stages
+// orders the warpgroups too: w's next tile's k-tiles arrive only after the other's have been
+// loaded, so their mainloops alternate without a barrier of their own.
+// Geometry: a warpgroup's tile BLK_M x BLK_N (64 or 128 rows: MMA_M = BLK_M / 64 wgmmas per
+// k-step on one B), its accumulators BLK_M * BLK_N / 128 registers a thread.
+#pragma once
+#include <cute_gemm/cute.cuh>
+#include <cute_gemm/sm90_pipeline.cuh>
+#include <cute_gemm/sm90_epilogue.cuh>
+#include <cute_gemm/sm90_setmaxnreg.cuh>
+#include <cute_gemm/sm90_tile_scheduler.cuh>
+
+namespace cg::sm90 {
+
+template <class WsConfig, class TC, int kCluster, class OpA, class OpB, class Mma, class Ring,
+          class Tiles, class Epi>
+__device__ __forceinline__ void consume_pingpong(Mma const& mma, Ring* ring,
+                                                 typename OpA::Elem* smemA,
+                                                 typename OpB::Elem* smemB, Tiles const& tiles,
+                                                 int stride, int rank, int k_tiles, TC* C,
+                                                 long long sCm, long long sCn, int M, int N,
+                                                 float alpha, float beta, Epi epi) {
+  using namespace cute;
+  constexpr int kBlkM = WsConfig::blk_m, kBlkN = WsConfig::blk_n, kStages = WsConfig::stages;
+  static_assert(!Epi::kBlocks, "block scales: on promoted sums only (consume_promoted)");
+  setmaxnreg_inc<WsConfig::consumer_regs>();
+  const int wg = int(threadIdx.x) / 128 - 1;               // this consumer warpgroup: 0 or 1
+  const int thread = threadIdx.x % 128;                    // within it
+  const bool releaser = threadIdx.x % 32 == 0;             // one arrival per warp
+  Tensor sA = make_tensor(make_smem_ptr(smemA), typename OpA::Layout{});   // (BLK_M,BLK_K,PIPE)
+  Tensor sB = make_tensor(make_smem_ptr(smemB), typename OpB::Layout{});   // (BLK_N,BLK_K,PIPE)
+  ThrMMA thr_mma = mma.get_slice(thread);
+  Tensor tCrA = thr_mma.make_fragment_A(thr_mma.partition_A(sA));         // (MMA,MMA_M,MMA_K,PIPE)
+  Tensor tCrB = thr_mma.make_fragment_B(thr_mma.partition_B(sB));         // (MMA,MMA_N,MMA_K,PIPE)
+  Tensor acc = partition_fragment_C(thr_mma, Shape<Int<kBlkM>, Int<kBlkN>>{});  // (MMA,MMA_M,MMA_N)
+  RingState<kStages> st;
+  int item = first_unit<kCluster>();
+  if (wg == 1) {                                           // past warpgroup 0's first unit
+    st.skip(k_tiles);
+    item += stride;
+  }
+  for (; item < tiles.count(); item += 2 * stride) {
+    clear(acc);
+    int prev = -1;                                         // the stage of the batch in flight
+    for (int k_tile = 0; k_tile < k_tiles; ++k_tile, st.advance()) {
+      ring->wait(st);
+      warpgroup_fence_operand(acc);
+      warpgroup_arrive();
+      gemm(mma, tCrA(_, _, _, st.index), tCrB(_, _, _, st.index), acc);  // acc += sA * sB
+      warpgroup_commit_batch();
+      warpgroup_wait<1>();                                 // k-tile - 1's batch has retired
+      warpgroup_fence_operand(acc);
+      if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
+      prev = st.index;
+    }
+    warpgroup_wait<0>();
+    warpgroup_fence_operand(acc);
+    if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
+    st.skip(k_tiles);                                      // the other warpgroup's next unit
+    int m_unit, n_blk;
+    tiles.coord(item, m_unit, n_blk);
+    const int m_blk = m_unit * kCluster + rank;
+    if (m_blk * kBlkM >= M) continue;                      // a cluster's tile past M
+    store_axpby<kBlkM, kBlkN, 2>(mma, thread, acc, tiles.at(C, item), sCm, sCn, M, N,
+                                 m_blk * kBlkM, n_blk * kBlkN, alpha, beta, epi, wg);
+  }
+}
+
+}  // namespace cg::sm90
