@@ -153,8 +153,12 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
         CompileError, HeadersNotFound, NvrtcNotFound: the kernel cannot be compiled.
         CudaError: a CUDA driver call failed (NoDeviceError: no GPU or driver).
     """
+    hot_ep = epilogue
     if scale_a is not None or scale_b is not None:
-        epilogue = scaled(epilogue, scale_a, scale_b, a, b)
+        if epilogue is None:    # (the hot path reads them as they are; the full path's below)
+            hot_ep = hotpath.Scales((scale_a, scale_b))
+        else:
+            epilogue = hot_ep = scaled(epilogue, scale_a, scale_b, a, b)
     hot = new = None
     # the signature hot path (hotpath.py), on a host known to have one GPU; c, if given, is
     # out itself (an update in place: the same launch, beta an argument) or copied into out
@@ -162,16 +166,18 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
     if _count == _ONE and type(alpha) in _SCALAR and type(beta) in _SCALAR and alpha != 0:
         if out is None:
             # a result allocated as the full path did, written by the launch it resolved
-            result, new = hotpath.launch_new(name, precision, a, b, alpha, stream, epilogue, c,
+            result, new = hotpath.launch_new(name, precision, a, b, alpha, stream, hot_ep, c,
                                              beta)
             if result is not None:
                 return result
         else:
             hot = hotpath.launch_or_sign(name, precision, a, b, out, alpha,
-                                         0.0 if c is None else beta, stream, epilogue,
+                                         0.0 if c is None else beta, stream, hot_ep,
                                          None if c is None or c is out else c)
             if hot is True:
                 return out
+    if hot_ep is not epilogue:
+        epilogue = scaled(None, scale_a, scale_b, a, b)
     torch = sys.modules.get("torch")      # autograd records the call: an operand requires grad
     if (torch is not None and torch.is_grad_enabled()
             and any(isinstance(x, torch.Tensor) and x.requires_grad for x in (a, b, c))):

@@ -200,6 +200,44 @@ def test_a_block_scaled_call_compiles_them_in_and_passes_them(monkeypatch):
                       epilogue=cute_gemm.Epilogue(blocks_a=sa), out=out)
 
 
+@pytest.mark.parametrize("kinds", ["tensor", "rows_cols", "blocks", "blocks_a_cols_b"])
+def test_a_repeat_scaled_call_takes_the_hot_path_with_its_own_scales(monkeypatch, kinds):
+    """scale_a and scale_b without an epilogue: a repeat call is launched from its signature
+    (no validation, no Epilogue built), each scale's pointer where the full path put it
+    (scale_rows / blocks_a, scale_cols / blocks_b); a scale overlapping out goes the full way."""
+    from cute_gemm import api
+    events = stub_driver.install(monkeypatch)
+    monkeypatch.setattr(launch, "device_info", lambda ordinal=None: stub_driver.H100)
+    m, n, k = 256, 384, 1024
+    kw, nw = -(-k // 128), -(-n // 128)
+    shape_a = {"tensor": (1, 1), "rows_cols": (m, 1)}.get(kinds, (m, kw))
+    shape_b = {"tensor": (1, 1), "rows_cols": (1, n), "blocks_a_cols_b": (1, n)}.get(kinds, (kw, nw))
+    a = _Fp8((m, k), 0x1000_0000, (k, 1))
+    b = _Fp8((k, n), 0x2000_0000, (1, k))
+    out = Dev((m, n), 0x3000_0000, strides=(2 * n, 2), typestr="<f2")
+
+    def call(pa, pb):
+        sa = Dev(shape_a, pa, strides=(4 * shape_a[1], 4))
+        sb = Dev(shape_b, pb, strides=(4 * shape_b[1], 4))
+        cute_gemm.gemm(a, b, out=out, scale_a=sa, scale_b=sb)
+        (_, entry, _, _, raw) = stub_driver.launches(events)[-1]
+        g = (kernel_args.GemmArgsTmaWsEpi if entry.endswith("_cut") else kernel_args.GemmArgsTmaEpi
+             ).from_buffer_copy(raw)
+        e = g.epi
+        return (e.srow or e.blk_a), (e.scol or e.blk_b), (bool(e.blk_a), bool(e.blk_b))
+
+    first = call(0x4000_0000, 0x5000_0000)
+    seen = []
+    real = api.validate
+    monkeypatch.setattr(api, "validate", lambda *x: seen.append(1) or real(*x))
+    again = call(0x6000_0000, 0x7000_0000)
+    assert not seen, "the repeat call was validated: it missed the hot path"
+    assert again == (0x6000_0000, 0x7000_0000, first[2]) and first[:2] == (0x4000_0000, 0x5000_0000)
+    assert first[2] == (kinds in ("blocks", "blocks_a_cols_b"), kinds == "blocks")
+    call(0x3000_0000 + 64, 0x7000_0000)              # inside out: validated again
+    assert seen
+
+
 def test_a_block_scaled_call_runs_a_transposed_pick_as_given(monkeypatch):
     """The pick may run a problem transposed (C^T = B^T A^T); block scales are per row of A
     and per 128 columns of B, which no entry reads on C^T: the call runs the picked kernel

@@ -173,8 +173,21 @@ def launch_new(name, precision, a, b, alpha, stream, ep=None, c=None, beta=0.0):
 NO_EPILOGUE: tuple[tuple, tuple] = ((), ())     # read_epilogue's answer for a call without one
 
 
+class Scales(tuple):
+    """A call's scale_a and scale_b given without an epilogue, read on the hot path as they are:
+    the full path makes them an Epilogue (driver.epilogue.scaled, by their shapes), which this
+    path's signature (their shapes included) fixes, so a repeat call builds none."""
+    __slots__ = ()
+
+
 def read_epilogue(ep) -> tuple[tuple, tuple]:
-    """(signature, vector pointers) of a call's fused epilogue (driver.epilogue.Epilogue)."""
+    """(signature, vector pointers) of a call's fused epilogue (driver.epilogue.Epilogue; the
+    pointers in its vectors' order), or of its Scales (their two pointers)."""
+    if type(ep) is Scales:
+        x, y = ep
+        sa, pa = (None, 0) if x is None else (_READ1.get(type(x)) or _read1_for(type(x)))(x)
+        sb, pb = (None, 0) if y is None else (_READ1.get(type(y)) or _read1_for(type(y)))(y)
+        return ("scales", sa, sb), (pa, pb)
     read = [(None, 0) if x is None else (_READ1.get(type(x)) or _read1_for(type(x)))(x)
             for x in (ep.bias, ep.scale_rows, ep.scale_cols, ep.blocks_a, ep.blocks_b)]
     return (("epilogue", ep.bias_axis, ep.activation, ep.clamp, ep.out_dtype, *[s for s, _ in read]),
@@ -184,29 +197,43 @@ def read_epilogue(ep) -> tuple[tuple, tuple]:
 class EpilogueAt:
     """A remembered fused epilogue: its run-time half without the vectors' pointers, each
     vector's byte span from its pointer (the overlap test with out), and `last`, one call's
-    pointers and fields as one reference (no thread mixes two calls')."""
-    __slots__ = ("values", "spans", "last")
+    pointers and fields as one reference (no thread mixes two calls'). `slots`: where a Scales
+    call's two pointers go among the vectors (scale_rows or blocks_a; scale_cols or blocks_b)."""
+    __slots__ = ("values", "spans", "last", "slots")
 
     def __init__(self, prepared):
-        self.values = prepared.values
+        v = self.values = prepared.values
         self.spans = tuple((lo_ - v.ptr, hi_ - v.ptr) for v in prepared.vectors
                            for lo_, hi_ in (v.span(),))
+        self.slots = (3 if v.blk_a else 1, 4 if v.blk_b else 2)
         self.last = ((), ())
 
+    def placed(self, ptrs) -> tuple:
+        """read_epilogue's pointers in the vectors' order (a Scales call's two placed)."""
+        if len(ptrs) != 2:
+            return ptrs
+        out = [0, 0, 0, 0, 0]
+        out[self.slots[0]], out[self.slots[1]] = ptrs
+        return tuple(out)
+
     def values_at(self, ptrs) -> tuple:
-        """EpiArgs' fields with this call's vector pointers (read_epilogue's order)."""
+        """EpiArgs' fields with this call's vector pointers (read_epilogue's)."""
         last = self.last
         if last[0] == ptrs:
             return last[1]
-        values = self.values.pointing(ptrs)
+        values = self.values.pointing(self.placed(ptrs))
         self.last = (ptrs, values)
         return values
 
     def overlaps(self, ptrs, olo: int, ohi: int) -> bool:
         """Whether a vector at these pointers overlaps out's bytes [olo, ohi)."""
-        present = [p for p in ptrs if p]
-        return len(present) != len(self.spans) or any(
-            p + lo < ohi and olo < p + hi for p, (lo, hi) in zip(present, self.spans))
+        present = [p for p in self.placed(ptrs) if p]
+        if len(present) != len(self.spans):
+            return True
+        for p, (lo, hi) in zip(present, self.spans):
+            if p + lo < ohi and olo < p + hi:
+                return True
+        return False
 
 
 def allocates_in_capture(obj) -> bool:

@@ -254,14 +254,13 @@ HOPPER: list[Kernel] = [
                              WgmmaWsConfig(blk_n=64, stages=8, cluster_m=1, **_BATCHED))),
     gemm_candidate(_wgmma_ws("cute_wgmma_ws_128x128",
                              WgmmaWsConfig(blk_n=128, stages=6, cluster_m=1, **_BATCHED))),
-    # ... ping-pong: a warpgroup's epilogue (a fused one's bias and activation) under the
-    # other's mainloop; 64x256 in clusters of 2 multicasting B, 128x128 without
-    gemm_candidate(_wgmma_ws("cute_wgmma_ws_pp64x256",
-                             WgmmaWsConfig(blk_m=64, stages=5, pingpong=True, batched=True,
-                                           producer_regs=48, consumer_regs=224))),
-    gemm_candidate(_wgmma_ws("cute_wgmma_ws_pp128x128",
-                             WgmmaWsConfig(blk_n=128, stages=6, cluster_m=1, pingpong=True,
-                                           batched=True, producer_regs=48, consumer_regs=224))),
+    # ping-pong: a warpgroup's epilogue (a fused one's bias and activation) under the other's
+    # mainloop; 64x256 in clusters of 2 multicasting B, 128x128 without. Not gemm() candidates
+    # until timed against the cooperative ones (docs/design/cute_wgmma_ws.md#ping-pong)
+    _wgmma_ws("cute_wgmma_ws_pp64x256", WgmmaWsConfig(blk_m=64, stages=5, pingpong=True, batched=True,
+                                                     producer_regs=48, consumer_regs=224)),
+    _wgmma_ws("cute_wgmma_ws_pp128x128", WgmmaWsConfig(blk_n=128, stages=6, cluster_m=1, pingpong=True,
+                                                      batched=True, producer_regs=48, consumer_regs=224)),
     # fp32-accurate sums (cute_3xtf32's GEMM with split_parts): 64x192 a warpgroup holds two sets of
     # accumulators; windows of 3 k-tiles (cute_3xtf32.md#the-accumulation, #the-last-wave)
     _wgmma_ws("cute_wgmma_ws_promote", WgmmaWsConfig(blk_n=192, promote=3, tail_split=8, only="tf32")),
