@@ -8,7 +8,8 @@ plain and with bias + GELU(tanh) fused, against F.linear and F.gelu(F.linear) (k
 events around one launch on a flushed L2, the flush's spin hiding the host; median).
 
   spec: NAME=BMxBN/STAGES[,key=value...]   keys: WgmmaWsConfig's integer fields
-                                           (cluster_m, group_m, tail_split, consumer_regs ...)
+                                           (cluster_m, group_m, tail_split, consumer_regs ...;
+                                           pingpong=1: a warpgroup's own BMxBN tiles)
   python3 scripts/sweep_wgmma_ws.py cute_wgmma_ws 'w256c1=128x256/4,cluster_m=1' \
       --tokens 296,612,2048 --layers 4096x11008,11008x4096
 """
@@ -37,9 +38,10 @@ def parse_spec(text: str) -> registry.Kernel:
     if not m:
         raise SystemExit(f"bad spec {text!r}: NAME=BMxBN/STAGES[,key=value...]")
     name, bm, bn, stages, rest = m.groups()
-    keys = dict(kv.split("=") for kv in rest.split(",") if kv)
-    cfg = ladder_hopper.WgmmaWsConfig(blk_n=int(bn), stages=int(stages), consumers=int(bm) // 64,
-                                      blk_m=int(bm), **{k: int(v) for k, v in keys.items()})
+    keys = {k: int(v) for k, v in (kv.split("=") for kv in rest.split(",") if kv)}
+    keys["pingpong"] = bool(keys.get("pingpong", 0))      # (ping-pong: two warpgroups, any BM)
+    keys.setdefault("consumers", 2 if keys["pingpong"] else int(bm) // 64)
+    cfg = ladder_hopper.WgmmaWsConfig(blk_n=int(bn), stages=int(stages), blk_m=int(bm), **keys)
     return ladder_hopper._wgmma_ws(f"cute_wgmma_ws_{name}", cfg)
 
 
@@ -59,6 +61,8 @@ def main(argv=None) -> int:
     p.add_argument("--layers", default="4096x11008,11008x4096")
     p.add_argument("--repeats", type=int, default=15)
     p.add_argument("--jobs", type=int, default=16)
+    p.add_argument("--compile-only", action="store_true",
+                   help="compile and stop: a cache built here (no GPU needed) travels to the GPU host")
     a = p.parse_args(argv)
     names = []
     for item in a.items:
@@ -84,6 +88,8 @@ def main(argv=None) -> int:
             print(f"{name}: compile FAILED: {err}" if err else f"{name}: compiled ({secs or 0:.0f} s)")
             if err and name.split(":")[0] in names:
                 names.remove(name.split(":")[0])
+    if a.compile_only:
+        return 0
     cache.clear_memory()
     info = launch.device_info(0)
     flush = Flush(info.l2_bytes)
