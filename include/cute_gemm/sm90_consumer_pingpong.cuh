@@ -16,6 +16,7 @@
 #pragma once
 #include <cute_gemm/cute.cuh>
 #include <cute_gemm/sm90_pipeline.cuh>
+#include <cute_gemm/sm90_mainloop.cuh>
 #include <cute_gemm/sm90_epilogue.cuh>
 #include <cute_gemm/sm90_setmaxnreg.cuh>
 #include <cute_gemm/sm90_tile_scheduler.cuh>
@@ -37,12 +38,8 @@ __device__ __forceinline__ void consume_pingpong(Mma const& mma, Ring* ring,
   const int wg = int(threadIdx.x) / 128 - 1;               // this consumer warpgroup: 0 or 1
   const int thread = threadIdx.x % 128;                    // within it
   const bool releaser = threadIdx.x % 32 == 0;             // one arrival per warp
-  Tensor sA = make_tensor(make_smem_ptr(smemA), typename OpA::Layout{});   // (BLK_M,BLK_K,PIPE)
-  Tensor sB = make_tensor(make_smem_ptr(smemB), typename OpB::Layout{});   // (BLK_N,BLK_K,PIPE)
-  ThrMMA thr_mma = mma.get_slice(thread);
-  Tensor tCrA = thr_mma.make_fragment_A(thr_mma.partition_A(sA));         // (MMA,MMA_M,MMA_K,PIPE)
-  Tensor tCrB = thr_mma.make_fragment_B(thr_mma.partition_B(sB));         // (MMA,MMA_N,MMA_K,PIPE)
-  Tensor acc = partition_fragment_C(thr_mma, Shape<Int<kBlkM>, Int<kBlkN>>{});  // (MMA,MMA_M,MMA_N)
+  auto [tCrA, tCrB] = stage_fragments<OpA, OpB>(mma, thread, smemA, smemB);
+  Tensor acc = partition_fragment_C(mma.get_slice(thread), Shape<Int<kBlkM>, Int<kBlkN>>{});  // (MMA,MMA_M,MMA_N)
   RingState<kStages> st;
   int item = first_unit<kCluster>();
   if (wg == 1) {                                           // past warpgroup 0's first unit
@@ -50,22 +47,7 @@ __device__ __forceinline__ void consume_pingpong(Mma const& mma, Ring* ring,
     item += stride;
   }
   for (; item < tiles.count(); item += 2 * stride) {
-    clear(acc);
-    int prev = -1;                                         // the stage of the batch in flight
-    for (int k_tile = 0; k_tile < k_tiles; ++k_tile, st.advance()) {
-      ring->wait(st);
-      warpgroup_fence_operand(acc);
-      warpgroup_arrive();
-      gemm(mma, tCrA(_, _, _, st.index), tCrB(_, _, _, st.index), acc);  // acc += sA * sB
-      warpgroup_commit_batch();
-      warpgroup_wait<1>();                                 // k-tile - 1's batch has retired
-      warpgroup_fence_operand(acc);
-      if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
-      prev = st.index;
-    }
-    warpgroup_wait<0>();
-    warpgroup_fence_operand(acc);
-    if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
+    mainloop_ss<kCluster>(mma, ring, st, tCrA, tCrB, acc, k_tiles, releaser);
     st.skip(k_tiles);                                      // the other warpgroup's next unit
     int m_unit, n_blk;
     tiles.coord(item, m_unit, n_blk);

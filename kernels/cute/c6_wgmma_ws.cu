@@ -56,6 +56,7 @@
 #include <cute_gemm/sm90_tma.cuh>
 #include <cute_gemm/sm90_operand.cuh>
 #include <cute_gemm/sm90_pipeline.cuh>
+#include <cute_gemm/sm90_mainloop.cuh>
 #include <cute_gemm/sm90_tile_scheduler.cuh>
 #include <cute_gemm/sm90_epilogue.cuh>
 #include <cute_gemm/sm90_setmaxnreg.cuh>
@@ -72,8 +73,8 @@ using namespace cute;
 constexpr int kThreads = 128 * (1 + Config::consumers);
 
 // ---- consumers ---------------------------------------------------------------------------
-// The consumer warpgroups: wgmma over the ring's stages, one batch in flight, then the
-// epilogue of each tile straight from the accumulators. (With Config::promote > 0:
+// The consumer warpgroups: wgmma over the ring's stages, one batch in flight
+// (sm90_mainloop.cuh), then the epilogue of each tile straight from the accumulators. (With Config::promote > 0:
 // consume_promoted, sm90_consumer_promote.cuh.)
 template <class TC, int kCluster, class OpA, class OpB, class Mma, class Ring, class Tiles,
           class Epi>
@@ -89,33 +90,14 @@ __device__ __forceinline__ void consume(Mma const& mma, Ring* ring, typename OpA
   cg::sm90::setmaxnreg_inc<Config::consumer_regs>();
   const int thread = threadIdx.x - 128;                    // within the consumer warpgroups
   const bool releaser = threadIdx.x % 32 == 0;             // one arrival per warp
-  Tensor sA = make_tensor(make_smem_ptr(smemA), typename OpA::Layout{});   // (BLK_M,BLK_K,PIPE)
-  Tensor sB = make_tensor(make_smem_ptr(smemB), typename OpB::Layout{});   // (BLK_N,BLK_K,PIPE)
-  ThrMMA thr_mma = mma.get_slice(thread);
-  Tensor tCrA = thr_mma.make_fragment_A(thr_mma.partition_A(sA));         // (MMA,MMA_M,MMA_K,PIPE)
-  Tensor tCrB = thr_mma.make_fragment_B(thr_mma.partition_B(sB));         // (MMA,MMA_N,MMA_K,PIPE)
-  Tensor acc = partition_fragment_C(thr_mma, Shape<Int<kBlkM>, Int<kBlkN>>{});  // (MMA,MMA_M,MMA_N)
+  auto [tCrA, tCrB] = cg::sm90::stage_fragments<OpA, OpB>(mma, thread, smemA, smemB);
+  Tensor acc = partition_fragment_C(mma.get_slice(thread), Shape<Int<kBlkM>, Int<kBlkN>>{});  // (MMA,MMA_M,MMA_N)
   State st;
   for (int item = cg::sm90::first_unit<kCluster>(); item < split.items(tiles.count());
        item += stride) {
-    clear(acc);
-    int prev = -1;                                         // the stage of the batch in flight
     // the k-tiles the producer streams for this item (a cut unit's piece: its own)
-    const int run = split.run(item, k_tiles);
-    for (int k_tile = 0; k_tile < run; ++k_tile, st.advance()) {
-      ring->wait(st);
-      warpgroup_fence_operand(acc);
-      warpgroup_arrive();
-      gemm(mma, tCrA(_, _, _, st.index), tCrB(_, _, _, st.index), acc);  // acc += sA * sB
-      warpgroup_commit_batch();
-      warpgroup_wait<1>();                                 // k-tile - 1's batch has retired
-      warpgroup_fence_operand(acc);
-      if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
-      prev = st.index;
-    }
-    warpgroup_wait<0>();
-    warpgroup_fence_operand(acc);
-    if (prev >= 0 && releaser) ring->template release<kCluster>(prev);
+    cg::sm90::mainloop_ss<kCluster>(mma, ring, st, tCrA, tCrB, acc, split.run(item, k_tiles),
+                                    releaser);
     int m_unit, n_blk;
     tiles.coord(split.unit(item), m_unit, n_blk);
     const int m_blk = m_unit * kCluster + rank;
