@@ -202,10 +202,10 @@ class EpilogueAt:
     __slots__ = ("values", "spans", "last", "slots")
 
     def __init__(self, prepared):
-        v = self.values = prepared.values
+        values = self.values = prepared.values
         self.spans = tuple((lo_ - v.ptr, hi_ - v.ptr) for v in prepared.vectors
                            for lo_, hi_ in (v.span(),))
-        self.slots = (3 if v.blk_a else 1, 4 if v.blk_b else 2)
+        self.slots = (3 if values.blk_a else 1, 4 if values.blk_b else 2)
         self.last = ((), ())
 
     def placed(self, ptrs) -> tuple:

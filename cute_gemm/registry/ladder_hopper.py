@@ -239,7 +239,8 @@ _3XTF32_GEMM = _wgmma_ws("cute_3xtf32_gemm", WgmmaWsConfig(blk_n=192, promote=3,
 
 # the candidates' batched twins (the persistent walk over every problem's tiles, A and B in 4-D
 # tensor maps); the producer at 48 registers: the problem's coordinates in its loads spilled one of 40
-_BATCHED = dict(batched=True, producer_regs=48, consumer_regs=224, tail_split=32)
+_WALKS_BATCHES = dict(batched=True, producer_regs=48, consumer_regs=224)
+_BATCHED = dict(_WALKS_BATCHES, tail_split=32)
 
 HOPPER: list[Kernel] = [
     _wgmma("cute_wgmma", 128, 128, 4),
@@ -257,10 +258,9 @@ HOPPER: list[Kernel] = [
     # ping-pong: a warpgroup's epilogue (a fused one's bias and activation) under the other's
     # mainloop; 64x256 in clusters of 2 multicasting B, 128x128 without. Not gemm() candidates
     # until timed against the cooperative ones (docs/design/cute_wgmma_ws.md#ping-pong)
-    _wgmma_ws("cute_wgmma_ws_pp64x256", WgmmaWsConfig(blk_m=64, stages=5, pingpong=True, batched=True,
-                                                     producer_regs=48, consumer_regs=224)),
+    _wgmma_ws("cute_wgmma_ws_pp64x256", WgmmaWsConfig(blk_m=64, stages=5, pingpong=True, **_WALKS_BATCHES)),
     _wgmma_ws("cute_wgmma_ws_pp128x128", WgmmaWsConfig(blk_n=128, stages=6, cluster_m=1, pingpong=True,
-                                                      batched=True, producer_regs=48, consumer_regs=224)),
+                                                      **_WALKS_BATCHES)),
     # fp32-accurate sums (cute_3xtf32's GEMM with split_parts): 64x192 a warpgroup holds two sets of
     # accumulators; windows of 3 k-tiles (cute_3xtf32.md#the-accumulation, #the-last-wave)
     _wgmma_ws("cute_wgmma_ws_promote", WgmmaWsConfig(blk_n=192, promote=3, tail_split=8, only="tf32")),

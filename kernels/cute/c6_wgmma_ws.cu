@@ -74,8 +74,8 @@ constexpr int kThreads = 128 * (1 + Config::consumers);
 
 // ---- consumers ---------------------------------------------------------------------------
 // The consumer warpgroups: wgmma over the ring's stages, one batch in flight
-// (sm90_mainloop.cuh), then the epilogue of each tile straight from the accumulators. (With Config::promote > 0:
-// consume_promoted, sm90_consumer_promote.cuh.)
+// (sm90_mainloop.cuh), then the epilogue of each tile straight from the accumulators.
+// (With Config::promote > 0: consume_promoted, sm90_consumer_promote.cuh.)
 template <class TC, int kCluster, class OpA, class OpB, class Mma, class Ring, class Tiles,
           class Epi>
 __device__ __forceinline__ void consume(Mma const& mma, Ring* ring, typename OpA::Elem* smemA,
