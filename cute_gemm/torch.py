@@ -27,18 +27,20 @@ import threading
 from . import api, registry
 from .base.errors import DTypeError, InputError, ShapeError
 from .base.precisions import DTYPE, PRECISION
+from .driver.epilogue import Epilogue
 
 SCHEMA = ("(Tensor a, Tensor b, Tensor? c, float alpha, float beta, str? precision, "
-          "ScalarType? out_dtype, str kernel) -> Tensor")
+          "ScalarType? out_dtype, str kernel, Tensor? bias=None) -> Tensor")
 
 _LOCK = threading.Lock()
 _THIS = sys.modules[__name__]
 
 
 def op():
-    """The custom op cute_gemm::gemm(a, b, c, alpha, beta, precision, out_dtype, kernel) ->
-    alpha * a @ b + beta * c by run(kernel, ...) into a new (m, n) tensor on a's device;
-    defined, with its fake and autograd, at the first call (which imports torch)."""
+    """The custom op cute_gemm::gemm(a, b, c, alpha, beta, precision, out_dtype, kernel,
+    bias=None) -> alpha * a @ b + beta * c + bias by run(kernel, ...) into a new (m, n) tensor
+    on a's device, the bias (one value a column) added in the kernel's epilogue; defined, with
+    its fake and autograd, at the first call (which imports torch)."""
     # a module attribute, not a global: torch.compile reads it with a real getattr
     return _THIS.gemm_op
 
@@ -68,7 +70,7 @@ def _define():
                              f"{' or '.join(map(str, outs))}, not {out_dtype}")
         return out_dtype
 
-    def forward(a, b, c, alpha, beta, precision, out_dtype, kernel):
+    def forward(a, b, c, alpha, beta, precision, out_dtype, kernel, bias=None):
         if a.dim() < 2 or b.dim() < 2:
             raise ShapeError(f"a and b must have 2 dimensions or more, got shapes "
                              f"{tuple(a.shape)} and {tuple(b.shape)}")
@@ -78,7 +80,10 @@ def _define():
         result = torch.empty(batch + (a.shape[-2], b.shape[-1]), dtype=dtype, device=a.device)
         if c is not None and c.dtype != dtype:
             c = c.to(dtype)             # run() reads c in the result's type
-        api.run(kernel, a, b, c, alpha=alpha, beta=beta, out=result, precision=precision)
+        if bias is not None and bias.dtype not in (torch.float32, a.dtype):
+            bias = bias.float()         # (an epilogue's vector: float32 or a's 16-bit type)
+        api.run(kernel, a, b, c, alpha=alpha, beta=beta, out=result, precision=precision,
+                epilogue=None if bias is None else Epilogue(bias=bias))
         return result
 
     gemm_op = torch.library.custom_op("cute_gemm::gemm", forward, mutates_args=(),
@@ -86,7 +91,7 @@ def _define():
     check = torch._check    # (torch's documented assert that symbolic shapes can take)
 
     @gemm_op.register_fake
-    def _(a, b, c, alpha, beta, precision, out_dtype, kernel):
+    def _(a, b, c, alpha, beta, precision, out_dtype, kernel, bias=None):
         check(a.dim() >= 2 and b.dim() >= 2, lambda: f"a and b must have 2 dimensions or "
               f"more, got shapes {tuple(a.shape)} and {tuple(b.shape)}")
         m, n = a.shape[-2], b.shape[-1]
@@ -96,16 +101,21 @@ def _define():
         if c is not None:
             check(c.dim() >= 2 and c.shape[-2] == m and c.shape[-1] == n,
                   lambda: f"c must have shape (..., {m}, {n}), got {tuple(c.shape)}")
+        if bias is not None:
+            check(bias.dim() == 1 and bias.shape[0] == n,
+                  lambda: f"bias must have shape ({n},), got {tuple(bias.shape)}")
         return a.new_empty(shape, dtype=result_dtype(a, b, out_dtype))
 
     def remember(ctx, inputs, output):
-        a, b, c, alpha, beta, precision, _, _ = inputs
+        a, b, c, alpha, beta, precision, _, _, *bias = inputs
         ctx.save_for_backward(a, b)
         ctx.alpha, ctx.beta, ctx.precision = alpha, beta, precision
         ctx.c_dtype, ctx.c_shape = (None, None) if c is None else (c.dtype, c.shape)
+        ctx.bias_dtype = None if not bias or bias[0] is None else bias[0].dtype
 
     def gradients(ctx, grad):
         (a, b), (need_a, need_b, need_c) = ctx.saved_tensors, ctx.needs_input_grad[:3]
+        need_bias = ctx.bias_dtype is not None and ctx.needs_input_grad[8]
         # by gemm()'s pick, not the forward's kernel, which may not take the transposed shapes
         g = grad.to(a.dtype) if need_a or need_b else None
         # summed over the batch modes each operand was broadcast along (a no-op for 2-D)
@@ -114,7 +124,8 @@ def _define():
         db = (product(a.mT, g, None, ctx.alpha, 0.0, ctx.precision, b.dtype, registry.AUTO)
               .sum_to_size(b.shape) if need_b else None)
         dc = (ctx.beta * grad).sum_to_size(ctx.c_shape).to(ctx.c_dtype) if need_c else None
-        return da, db, dc, None, None, None, None, None
+        dbias = grad.sum_to_size(grad.shape[-1:]).to(ctx.bias_dtype) if need_bias else None
+        return da, db, dc, None, None, None, None, None, dbias
 
     gemm_op.register_autograd(gradients, setup_context=remember)
 
@@ -134,31 +145,31 @@ def _define():
     # (torch has no public test for an active dispatch mode, which make_fx traces through)
     from torch.utils._python_dispatch import is_in_torch_dispatch_mode as in_mode
 
-    def product(a, b, c, alpha, beta, precision, out_dtype, kernel):
+    def product(a, b, c, alpha, beta, precision, out_dtype, kernel, bias=None):
         """The op where a trace must see it (torch.compile, export, fake or meta tensors,
         a dispatch mode such as make_fx's); otherwise its forward, through autograd only
         when a gradient is asked for."""
         if (compiling() or in_mode() or type(a) not in plain or type(b) not in plain
-                or a.is_meta or (c is not None and type(c) not in plain)):
-            return gemm_op(a, b, c, alpha, beta, precision, out_dtype, kernel)
-        if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad
-                                        or (c is not None and c.requires_grad)):
-            return Eager.apply(a, b, c, alpha, beta, precision, out_dtype, kernel)
-        return forward(a, b, c, alpha, beta, precision, out_dtype, kernel)
+                or a.is_meta or any(x is not None and type(x) not in plain for x in (c, bias))):
+            return gemm_op(a, b, c, alpha, beta, precision, out_dtype, kernel, bias)
+        if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad or any(
+                x is not None and x.requires_grad for x in (c, bias))):
+            return Eager.apply(a, b, c, alpha, beta, precision, out_dtype, kernel, bias)
+        return forward(a, b, c, alpha, beta, precision, out_dtype, kernel, bias)
 
     castable = {torch.float32, torch.float16, torch.bfloat16}
 
-    def torch_like(a, b, c, alpha, beta, precision, out_dtype):
+    def torch_like(a, b, c, alpha, beta, precision, out_dtype, bias=None):
         """product() by gemm()'s pick, under autocast's rule for torch.mm where it is on for
-        a's device and no precision is named: float32 and 16-bit operands (c too) cast to
-        the autocast type (8-bit floats are a precision of their own: never cast)."""
+        a's device and no precision is named: float32 and 16-bit operands (c and bias too)
+        cast to the autocast type (8-bit floats are a precision of their own: never cast)."""
         where = (None if precision is not None else "cuda" if a.is_cuda
                  else "cpu" if a.is_cpu else None)
         if where and torch.is_autocast_enabled(where):
             to = torch.get_autocast_dtype(where)
-            a, b, c = (cast(x, to) if x is not None and x.dtype in castable else x
-                       for x in (a, b, c))
-        return product(a, b, c, alpha, beta, precision, out_dtype, registry.AUTO)
+            a, b, c, bias = (cast(x, to) if x is not None and x.dtype in castable else x
+                             for x in (a, b, c, bias))
+        return product(a, b, c, alpha, beta, precision, out_dtype, registry.AUTO, bias)
 
     def cast(x, to):
         # a broadcast view (a bias expanded to (m, n)) stays one: its stride-0 modes are cast
@@ -236,10 +247,9 @@ def addmm(c, a, b, *, beta=1.0, alpha=1.0, precision=None, out_dtype=None):
 
 def linear(x, weight, bias=None, *, precision=None):
     """x @ weight^T + bias (torch.nn.functional.linear) in x's type; x's leading dimensions
-    are flattened into m and restored, bias is broadcast as a view (c of stride 0)."""
+    are flattened into m and restored, bias is added in the kernel's epilogue."""
     x2, n = x.reshape(-1, x.shape[-1]), weight.shape[0]
-    c = None if bias is None else bias.expand(x2.shape[0], n)
-    y = _THIS.torch_like(x2, weight.mT, c, 1.0, 1.0, precision, None)
+    y = _THIS.torch_like(x2, weight.mT, None, 1.0, 0.0, precision, None, bias)
     return y.reshape(*x.shape[:-1], n)
 
 

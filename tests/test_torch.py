@@ -25,14 +25,17 @@ def calls(monkeypatch):
     seen = []
 
     def stand_in_run(name, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None,
-                     precision=None):
+                     precision=None, epilogue=None):
         assert out is not None and stream is None
         seen.append(dict(name=name, a=a, b=b, c=c, alpha=alpha, beta=beta, out=out,
-                         precision=precision))
+                         precision=precision, epilogue=epilogue))
         r = alpha * (a.double() @ b.double())
         if c is not None:
             assert c.dtype == out.dtype, "run() reads c in the result's type"
             r = r + beta * c.double()
+        if epilogue is not None:
+            assert epilogue.bias.dtype in (torch.float32, a.dtype), "an epilogue vector's type"
+            r = r + epilogue.bias.double()
         out.copy_(r)
         return out
     monkeypatch.setattr(api, "run", stand_in_run)
@@ -97,6 +100,8 @@ def test_fake_refuses_what_run_refuses_when_traced():
             cgt.gemm(a, torch.empty(3, 5), torch.empty(5, 7), beta=1.0)
         with pytest.raises(RuntimeError, match="2 dimensions or more"):
             cgt.mm(torch.empty(7), torch.empty(7, 2))
+        with pytest.raises(RuntimeError, match=r"bias must have shape \(4,\)"):
+            cgt.linear(a, torch.empty(4, 3), torch.empty(5))
         # a batch broadcast as torch.matmul broadcasts it
         assert cgt.mm(torch.empty(4, 1, 7, 3), torch.empty(6, 3, 5)).shape == (4, 6, 7, 5)
         bf = torch.empty(3, 5, dtype=torch.bfloat16)
@@ -180,8 +185,11 @@ def test_gradients_of_16_bit_operands_come_in_their_type(calls):
 def test_opcheck(calls):
     a, b = _randn(5, 3, grad=True), _randn(3, 4, grad=True)
     c = _randn(5, 4, grad=True)
+    bias = _randn(4, grad=True)
     for args in [(a, b, c, 2.0, 0.5, None, None, "auto"), (a, b, None, 1.0, 0.0, "tf32", None, "auto"),
-                 (a.bfloat16(), b.bfloat16(), c, 1.0, 1.0, None, torch.float32, "auto")]:
+                 (a.bfloat16(), b.bfloat16(), c, 1.0, 1.0, None, torch.float32, "auto"),
+                 (a, b, c, 2.0, 0.5, None, None, "auto", bias),
+                 (a.bfloat16(), b.bfloat16(), None, 1.0, 0.0, None, None, "auto", bias)]:
         torch.library.opcheck(cgt.op(), args)
 
 
@@ -245,10 +253,9 @@ def test_autocast_casts_as_it_casts_torch_mm(calls, compiled):
     assert y_named.dtype == torch.float32 and y_out.dtype == torch.float32
     ran = [(c_["a"].dtype, c_["b"].dtype, None if c_["c"] is None else c_["c"].dtype)
            for c_ in calls]
-    if not compiled:        # the bias cast once and broadcast again, not written out (m, n)
-        assert calls[0]["c"].stride() == (0, 1)
     bf = torch.bfloat16
-    assert ran == [(bf, bf, bf), (bf, bf, None), (torch.float32, torch.float32, None),
+    assert calls[0]["epilogue"].bias.dtype == bf        # the bias too, as nn.Linear's
+    assert ran == [(bf, bf, None), (bf, bf, None), (torch.float32, torch.float32, None),
                    (bf, bf, None)]
     torch.testing.assert_close(y, ref, rtol=1e-2, atol=1e-2)
     y.float().sum().backward()
@@ -314,13 +321,15 @@ def test_linear_and_the_module_match_torch(calls, shape):
     torch.testing.assert_close(x.grad, x2.grad)
     torch.testing.assert_close(layer.weight.grad, ref.weight.grad)
     torch.testing.assert_close(layer.bias.grad, ref.bias.grad)
-    assert calls[0]["c"].data_ptr() == layer.bias.data_ptr()     # a view of the bias
+    # added in the kernel's epilogue, read where it lies
+    assert calls[0]["c"] is None and calls[0]["epilogue"].bias.data_ptr() == layer.bias.data_ptr()
 
 
 def test_linear_without_bias_and_in_a_precision(calls):
     layer = cgt.Linear(5, 4, bias=False, precision="tf32")
     y = layer(_randn(3, 5))
-    assert layer.bias is None and calls[0]["c"] is None and calls[0]["precision"] == "tf32"
+    assert layer.bias is None and calls[0]["c"] is None and calls[0]["epilogue"] is None
+    assert calls[0]["precision"] == "tf32"
     assert y.shape == (3, 4) and "precision='tf32'" in repr(layer)
 
 

@@ -151,7 +151,8 @@ def test_mm_forward_and_backward_in_each_precision(precision, out, seed):
 
 
 def test_addmm_and_linear_with_a_broadcast_bias(seed):
-    """c of stride 0 (a bias expanded as a view) read as it is."""
+    """linear's bias added in the kernel's epilogue; addmm's c of stride 0 (a bias expanded
+    as a view) read as it is."""
     x, w, bias = _randn(3, 50, 40, grad=True), _randn(30, 40, grad=True), _randn(30, grad=True)
     y = cgt.linear(x, w, bias)
     X, W, Bb = x.detach().double().reshape(-1, 40), w.detach().double(), bias.detach().double()
