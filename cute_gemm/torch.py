@@ -5,7 +5,7 @@ torch.compile traces without a graph break, and torch-shaped functions built on 
     y = cgt.mm(a, b)                          # a @ b
     y = cgt.matmul(a, b)                      # torch.matmul: batches broadcast, 1-D operands
     y = cgt.bmm(a, b)                         # (B, M, K) @ (B, K, N)
-    y = cgt.addmm(c, a, b, beta=1, alpha=1)   # torch.addmm's order; c broadcast as there
+    y = cgt.addmm(c, a, b, beta=1, alpha=1)   # torch.addmm's order; a bias in the epilogue
     y = cgt.linear(x, w, bias)                # x @ w.T + bias, x of any number of dims
     layer = cgt.Linear(1024, 4096)            # a torch.nn.Linear whose forward runs here
 
@@ -239,8 +239,15 @@ def bmm(a, b, *, precision=None, out_dtype=None):
 
 
 def addmm(c, a, b, *, beta=1.0, alpha=1.0, precision=None, out_dtype=None):
-    """beta * c + alpha * a @ b (torch.addmm): c broadcast to (m, n) as a view."""
-    if c.dim() < 2 and a.dim() == 2 and b.dim() == 2:
+    """beta * c + alpha * a @ b (torch.addmm). A c of one row (a bias: (n,) or (1, n)) is
+    added in the kernel's epilogue (beta * c first where beta != 1); any other c, or beta = 0
+    (c ignored, NaN too, as torch does), is broadcast to (m, n) as a view."""
+    if (a.dim() == 2 and b.dim() == 2 and c.dim() <= 2 and c.shape[-1:] == b.shape[1:]
+            and c.numel() == b.shape[1] and _scalar("beta", beta) != 0):
+        bias = c.reshape(-1) if beta == 1 else beta * c.reshape(-1)
+        return _THIS.torch_like(a, b, None, _scalar("alpha", alpha), 0.0, precision, out_dtype,
+                                bias)
+    if a.dim() == 2 and b.dim() == 2 and c.dim() <= 2:
         c = c.expand(a.shape[0], b.shape[1])
     return gemm(a, b, c, alpha=alpha, beta=beta, precision=precision, out_dtype=out_dtype)
 

@@ -32,7 +32,7 @@ def calls(monkeypatch):
         r = alpha * (a.double() @ b.double())
         if c is not None:
             assert c.dtype == out.dtype, "run() reads c in the result's type"
-            r = r + beta * c.double()
+            r = r + beta * c.double() if beta != 0 else r       # (beta = 0 never reads C)
         if epilogue is not None:
             assert epilogue.bias.dtype in (torch.float32, a.dtype), "an epilogue vector's type"
             r = r + epilogue.bias.double()
@@ -295,13 +295,23 @@ def test_matmul_and_bmm_refuse_what_torch_refuses(calls):
     assert not calls[:-1]
 
 
-def test_addmm_broadcasts_c_as_torch_addmm_does(calls):
-    a, b, bias = _randn(6, 4, grad=True), _randn(4, 3), _randn(3, grad=True)
-    y = cgt.addmm(bias, a, b, beta=2.0, alpha=0.5)
-    assert calls[0]["c"].stride() == (0, 1)          # a view: nothing materialized
-    torch.testing.assert_close(y, torch.addmm(bias, a, b, beta=2.0, alpha=0.5))
+@pytest.mark.parametrize("beta", [2.0, 1.0, 0.0])
+@pytest.mark.parametrize("shape", [(3,), (1, 3), (6, 1), (1,)])
+def test_addmm_broadcasts_c_as_torch_addmm_does(calls, shape, beta):
+    """A bias (one row) goes to the epilogue; a column or a scalar is broadcast as a view;
+    beta = 0 ignores c (NaN too), as torch.addmm does."""
+    a, b, c = _randn(6, 4, grad=True), _randn(4, 3), _randn(*shape, grad=True)
+    y = cgt.addmm(c, a, b, beta=beta, alpha=0.5)
+    row = shape[-1] == 3
+    assert (calls[0]["epilogue"] is not None) == (row and beta != 0)
+    assert (calls[0]["c"] is None) == (row and beta != 0)
+    assert calls[0]["c"] is None or 0 in calls[0]["c"].stride()        # a view
+    torch.testing.assert_close(y, torch.addmm(c, a, b, beta=beta, alpha=0.5))
     y.sum().backward()
-    torch.testing.assert_close(bias.grad, torch.full((3,), 12.0))
+    torch.testing.assert_close(c.grad, torch.addmm(c, a, b, beta=beta).new_full(
+        (6, 3), beta).sum_to_size(shape))
+    nan = torch.full(shape, float("nan"))
+    assert cgt.addmm(nan, a, b, beta=0.0).isnan().any() == torch.addmm(nan, a, b, beta=0.0).isnan().any()
 
 
 @pytest.mark.parametrize("shape", [(5,), (7, 5), (2, 3, 5)])
