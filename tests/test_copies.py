@@ -15,7 +15,7 @@ from cute_gemm.plan import relayout
 from cute_gemm.plan.resolve import UTIL_ENTRY
 from cute_gemm.registry.records import ITEMSIZE
 
-TILE = 32
+TILE, WIDE = 32, 256        # (scale2d.cu: a wide tile is 256 long along both sides' unit mode)
 TYPES = {entry: types for types, entry in UTIL_ENTRY.items()}   # entry -> (source, destination)
 
 
@@ -38,8 +38,9 @@ def model(event) -> list[tuple[int | None, int]]:
         p, tn = divmod(rest, c.tiles_n)
         assert p >= 0 and tm < c.tiles_m
         l0, l1 = divmod(c.z0 + p, c.Lin)
-        for m in range(tm * TILE, min((tm + 1) * TILE, c.M)):
-            for n in range(tn * TILE, min((tn + 1) * TILE, c.N)):
+        bm, bn = (WIDE if c.wide == 1 else TILE), (WIDE if c.wide == 2 else TILE)
+        for m in range(tm * bm, min((tm + 1) * bm, c.M)):
+            for n in range(tn * bn, min((tn + 1) * bn, c.N)):
                 dst = c.dst + dsz * (l0 * c.bd0 + l1 * c.bd1 + m * c.ds0 + n * c.ds1)
                 read = c.src is not None and c.s != 0 and m < c.MS and n < c.NS
                 src = c.src + ssz * (l0 * c.bs0 + l1 * c.bs1 + m * c.ss0 + n * c.ss1) if read else None
@@ -127,8 +128,26 @@ def test_copies_of_other_types_launch_apart_and_a_source_of_none_writes_zeros(mo
     assert len(scaled) == 1 and scaled[0].s == 2.0
 
 
+@pytest.mark.parametrize("src,dst,wide", [
+    (((300, 70), (70, 1)), ((300, 70), (80, 1)), 2),      # rows into rows: lines are rows
+    (((300, 70), (1, 300)), ((300, 70), (1, 304)), 1),    # columns into columns
+    (((300, 70), (70, 1)), ((300, 70), (1, 300)), 0),     # a transpose: 32x32 tiles
+    (((300, 1), (1, 1)), ((300, 1), (1, 300)), 1),        # a column: along its length
+    (((1, 300), (1, 1)), ((1, 300), (300, 1)), 2)])
+def test_copies_along_a_shared_unit_mode_take_wide_tiles(monkeypatch, src, dst, wide):
+    """Sides that share a unit-stride mode: 32x256 tiles, long along it (no transpose through
+    shared memory); each element still read and written once, a zero-filling copy too."""
+    pairs = [(op(0x100_0000, *src), op(0x200_0000, *dst))]
+    launches = run(monkeypatch, pairs)
+    assert {c.wide for e in launches for c in stub_driver.copies_of(e[4])} == {wide}
+    check(launches, pairs)
+    assert relayout.wide_mode(None, op(0, *dst), dst[0]) == (wide or (1 if dst[1][0] == 1 else 2))
+
+
 def test_a_copy_of_more_tiles_than_one_launchs_blocks_is_a_shape_limit_error(monkeypatch):
     stub_driver.install(monkeypatch)
     monkeypatch.setattr(relayout, "BLOCKS_MAX", 3)
-    with pytest.raises(ShapeLimitError, match="32x32 tiles"):
-        relayout.Copies(0, [(op(0x1000, (70, 70), (70, 1)), op(0x9000, (70, 70), (70, 1)), False)])
+    with pytest.raises(ShapeLimitError, match="32x32 tiles"):       # a transposing copy
+        relayout.Copies(0, [(op(0x1000, (70, 70), (70, 1)), op(0x9000, (70, 70), (1, 70)), False)])
+    with pytest.raises(ShapeLimitError, match="32x256 tiles"):      # rows into rows
+        relayout.Copies(0, [(op(0x1000, (200, 70), (70, 1)), op(0x9000, (200, 70), (70, 1)), False)])

@@ -32,12 +32,12 @@ def scratch_bytes(op: Operand) -> int:
 # kernels/util/scale2d.cu's Copy2d and Copies2d, the one parameter of its entry points
 Copy2d, _ = arg_block("Copy2d", [
     ("M", I), ("N", I), ("MS", I), ("NS", I), ("s", F), ("tiles_m", I), ("tiles_n", I),
-    ("first", I), ("Lin", I), ("z0", I), ("src", P), ("ss0", L), ("ss1", L), ("bs0", L),
+    ("first", I), ("Lin", I), ("z0", I), ("wide", I), ("src", P), ("ss0", L), ("ss1", L), ("bs0", L),
     ("bs1", L), ("dst", P), ("ds0", L), ("ds1", L), ("bd0", L), ("bd1", L)])
 MAX_COPIES = 4          # (scale2d.cu kCopies)
 Copies2d, _ = arg_block("Copies2d", [("c", Copy2d * MAX_COPIES), ("count", I)])
 CopyArgs, COPY_OFFSETS = arg_block("CopyArgs", [("copies", Copies2d)])   # (one parameter)
-TILE = 32               # a block's square of dst
+TILE, WIDE = 32, 256    # a block's square of dst; a wide tile's length along the unit mode
 BLOCKS_MAX = (1 << 31) - 1
 
 
@@ -48,6 +48,15 @@ def batch_scratch(op: Operand, like: Operand | None = None) -> tuple[int, tuple[
     (l0, l1), (s0, s1) = op.bcount, like.bstrides if like is not None else (1, 1)
     n0, n1 = l0 if s0 else 1, l1 if s1 else 1
     return one * n0 * n1, (n1 * one // op.itemsize if s0 else 0, one // op.itemsize if s1 else 0)
+
+
+def wide_mode(src: Operand | None, dst: Operand, extents: tuple[int, int]) -> int:
+    """scale2d.cu's Copy2d.wide: 2 (1) where both sides run along n (m) with unit stride, the
+    longer such mode first: 32x256 tiles without shared memory; 0: a transposing copy."""
+    for mode in ((2, 1) if extents[1] >= extents[0] else (1, 2)):
+        if dst.strides[mode - 1] == 1 and (src is None or src.strides[mode - 1] == 1):
+            return mode
+    return 0
 
 
 def stepping(src: Operand, dst: Operand) -> tuple[Operand, Operand]:
@@ -73,16 +82,18 @@ class Copies:
             if m * n * problems == 0:
                 continue
             wm, wn = padded(dst) if pad else (m, n)
+            wide = wide_mode(src, dst, (wm, wn))
+            bm, bn = (WIDE if wide == 1 else TILE), (WIDE if wide == 2 else TILE)
             ss, bs = (src.strides, src.bstrides) if src is not None else ((0, 0), (0, 0))
             entry = UTIL_ENTRY[src.dtype if src is not None else dst.dtype, dst.dtype]
             # pieces of at most EXTENT_MAX rows and columns (32-bit indices), and of a batch
             # along the problems a launch's blocks can hold
             for i0, r in pieces(wm, EXTENT_MAX):
                 for j0, c in pieces(wn, EXTENT_MAX):
-                    tm, tn = -(-r // TILE), -(-c // TILE)
+                    tm, tn = -(-r // bm), -(-c // bn)
                     if tm * tn > BLOCKS_MAX:
-                        raise ShapeLimitError(f"a copy of {r}x{c} elements: more 32x32 tiles "
-                                              f"than one launch's {BLOCKS_MAX} blocks")
+                        raise ShapeLimitError(f"a copy of {r}x{c} elements: more {bm}x{bn} "
+                                              f"tiles than one launch's {BLOCKS_MAX} blocks")
                     ms, ns = ((max(0, min(r, m - i0)), max(0, min(c, n - j0)))
                               if src is not None else (0, 0))
                     offsets = (None if src is None else src.itemsize * (i0 * ss[0] + j0 * ss[1]),
@@ -90,7 +101,7 @@ class Copies:
                     for z0, z in pieces(problems, BLOCKS_MAX // (tm * tn)):
                         groups.setdefault(entry, []).append((i, z * tm * tn, dict(
                             M=r, N=c, MS=ms, NS=ns, tiles_m=tm, tiles_n=tn, Lin=dst.bcount[1],
-                            z0=z0, ss0=ss[0], ss1=ss[1], bs0=bs[0], bs1=bs[1],
+                            z0=z0, wide=wide, ss0=ss[0], ss1=ss[1], bs0=bs[0], bs1=bs[1],
                             ds0=dst.strides[0], ds1=dst.strides[1], bd0=dst.bstrides[0],
                             bd1=dst.bstrides[1]), offsets))
         self.launches = []   # (Site, [(copy's index, source offset, destination offset)], fields)
