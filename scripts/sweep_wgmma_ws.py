@@ -54,18 +54,11 @@ def _compile(name):
         return name, None, str(e).splitlines()[0] if str(e) else repr(e)
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("items", nargs="+", help="registered kernel names and/or specs")
-    p.add_argument("--tokens", default="296,612,2048")
-    p.add_argument("--layers", default="4096x11008,11008x4096")
-    p.add_argument("--repeats", type=int, default=15)
-    p.add_argument("--jobs", type=int, default=16)
-    p.add_argument("--compile-only", action="store_true",
-                   help="compile and stop: a cache built here (no GPU needed) travels to the GPU host")
-    a = p.parse_args(argv)
+def registered(items) -> list[str]:
+    """The names of `items` (registered names, specs) as this script registers them: without
+    a batch, with the one variant a linear layer launches."""
     names = []
-    for item in a.items:
+    for item in items:
         k = parse_spec(item) if "=" in item else registry.get(item)
         if k.config.batched:     # (no batch here: without the _b twins, a third of the compile)
             k = ladder_hopper._wgmma_ws(k.name, dataclasses.replace(k.config, batched=False))
@@ -79,6 +72,20 @@ def main(argv=None) -> int:
             registry.KERNELS = registry.KERNELS + (k,)
         registry._BY_NAME[k.name] = k
         names.append(k.name)
+    return names
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("items", nargs="+", help="registered kernel names and/or specs")
+    p.add_argument("--tokens", default="296,612,2048")
+    p.add_argument("--layers", default="4096x11008,11008x4096")
+    p.add_argument("--repeats", type=int, default=15)
+    p.add_argument("--jobs", type=int, default=16)
+    p.add_argument("--compile-only", action="store_true",
+                   help="compile and stop: a cache built here (no GPU needed) travels to the GPU host")
+    a = p.parse_args(argv)
+    names = registered(a.items)
     import torch
     import torch.nn.functional as F
     jobs = names + [f"{n}:{FUSED}" for n in names]

@@ -293,13 +293,14 @@ PINGPONG = [k.name for k in registry.kernels() if getattr(k.config, "pingpong", 
 def test_ping_pong_warpgroups_take_tiles_in_turn(name, precision, out, majors):
     """The ping-pong consumers (sm90_consumer_pingpong.cuh): each warpgroup its own tiles,
     stepping its ring past the other's. Hundreds of tiles, so each CTA's warpgroups take
-    several in turn, an odd count on some CTAs; M, N and K residues (a cluster's tile past
-    M); plain, fused (a staged bias per warpgroup, GELU, on interior and edge tiles) and
+    several in turn, an odd count on some CTAs, each more k-tiles than the ring's stages (the
+    turns: a parity wait skipped that far passes early); M, N and K residues (a cluster's tile
+    past M); plain, fused (a staged bias per warpgroup, GELU, on interior and edge tiles) and
     beta != 0 in place."""
     _runs_here(name)
     gen = torch.Generator(device="cuda").manual_seed(29)
     dt = OPERAND[precision]
-    for m, n, k in ((2100, 3000, 200), (130, 1100, 4100), (64, 256, 8)):
+    for m, n, k in ((2100, 3000, 700), (130, 1100, 4100), (64, 256, 8)):
         a = _rand((m, k), dt, gen) if majors[0] == "k" else _rand((k, m), dt, gen).T
         b = _rand((n, k), dt, gen).T if majors[1] == "k" else _rand((k, n), dt, gen)
         c = _rand((m, n), out, gen)

@@ -8,9 +8,11 @@
 // The producer is unchanged: it streams every unit's k-tiles through the ring in walk order.
 // Warpgroup w takes units w, w + 2, ... of the CTA's walk and steps its RingState past the
 // other's k-tiles (RingState::skip), so a stage is read, and released, by one warpgroup: the
-// ring's `empty` barriers count 4 warps per CTA of the cluster. The order of the stages
-// orders the warpgroups too: w's next tile's k-tiles arrive only after the other's have been
-// loaded, so their mainloops alternate without a barrier of their own.
+// ring's `empty` barriers count 4 warps per CTA of the cluster. The mainloops take turns
+// (named barriers 4 and 5, CUTLASS's math order barrier): a stage's wait is by phase parity,
+// which tells one pass through the ring from the next only, and a warpgroup that skipped more
+// k-tiles than the ring has stages waited on its first one an even number of passes early
+// (it read the other's stage: launch failures at K = 4096 on 5 stages).
 // Geometry: a warpgroup's tile BLK_M x BLK_N (64 or 128 rows: MMA_M = BLK_M / 64 wgmmas per
 // k-step on one B), its accumulators BLK_M * BLK_N / 128 registers a thread.
 #pragma once
@@ -22,6 +24,15 @@
 #include <cute_gemm/sm90_tile_scheduler.cuh>
 
 namespace cg::sm90 {
+
+// A ping-pong warpgroup's turn: wait until the other has passed its own (barrier 4 + wg, the
+// 128 threads of each), and pass it on when this one's mainloop has read its stages
+__device__ __forceinline__ void wait_turn(int wg) {
+  asm volatile("bar.sync %0, 256;" :: "r"(4 + wg) : "memory");
+}
+__device__ __forceinline__ void pass_turn(int wg) {
+  asm volatile("bar.arrive %0, 256;" :: "r"(5 - wg) : "memory");
+}
 
 template <class WsConfig, class TC, int kCluster, class OpA, class OpB, class Mma, class Ring,
           class Tiles, class Epi>
@@ -46,8 +57,10 @@ __device__ __forceinline__ void consume_pingpong(Mma const& mma, Ring* ring,
     st.skip(k_tiles);
     item += stride;
   }
-  for (; item < tiles.count(); item += 2 * stride) {
+  for (bool turn = wg == 1; item < tiles.count(); item += 2 * stride, turn = true) {
+    if (turn) wait_turn(wg);                               // (warpgroup 0's first: at once)
     mainloop_ss<kCluster>(mma, ring, st, tCrA, tCrB, acc, k_tiles, releaser);
+    pass_turn(wg);
     st.skip(k_tiles);                                      // the other warpgroup's next unit
     int m_unit, n_blk;
     tiles.coord(item, m_unit, n_blk);
