@@ -252,7 +252,9 @@ def test_two_copies_share_one_allocation_apart_and_aligned(monkeypatch):
     cps = stub_driver.copies_of(copy[4])
     assert [c.first for c in cps] == [0, cps[0].tiles_m * cps[0].tiles_n]
     assert copy[2] == (sum(c.tiles_m * c.tiles_n for c in cps), 1, 1)
-    assert all((c.tiles_m, c.tiles_n) == (-(-c.M // 32), -(-c.N // 32)) for c in cps)
+    # (32x32 tiles where the copy transposes, 32x256 along the unit mode both sides share)
+    assert all((c.tiles_m, c.tiles_n) == (-(-c.M // (256 if c.wide == 1 else 32)),
+                                          -(-c.N // (256 if c.wide == 2 else 32))) for c in cps)
     (g,) = [gemm_args(e[4]) for e in stub_driver.launches(events, "gemm")]
     assert sorted(c.src for c in cps) == [a.ptr, b.ptr] and {c.dst for c in cps} == {g.A, g.B}
     spans = sorted((c.dst, c.dst + 2 * ((c.M - 1) * c.ds0 + (c.N - 1) * c.ds1 + 1)) for c in cps)
