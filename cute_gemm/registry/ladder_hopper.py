@@ -256,8 +256,8 @@ HOPPER: list[Kernel] = [
     gemm_candidate(_wgmma_ws("cute_wgmma_ws_128x128",
                              WgmmaWsConfig(blk_n=128, stages=6, cluster_m=1, **_BATCHED))),
     # ping-pong: a warpgroup's epilogue (a fused one's bias and activation) under the other's
-    # mainloop; 64x256 in clusters of 2 multicasting B, 128x128 without. Not gemm() candidates
-    # until timed against the cooperative ones (docs/design/cute_wgmma_ws.md#ping-pong)
+    # mainloop; 64x256 in clusters of 2 multicasting B, 128x128 without. Not gemm() candidates:
+    # slower than the cooperative ones on linear layers (docs/design/cute_wgmma_ws.md#ping-pong)
     _wgmma_ws("cute_wgmma_ws_pp64x256", WgmmaWsConfig(blk_m=64, stages=5, pingpong=True, **_WALKS_BATCHES)),
     _wgmma_ws("cute_wgmma_ws_pp128x128", WgmmaWsConfig(blk_n=128, stages=6, cluster_m=1, pingpong=True,
                                                       **_WALKS_BATCHES)),
