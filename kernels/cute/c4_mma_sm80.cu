@@ -446,7 +446,7 @@ __device__ __forceinline__ void epilogue_mma_sm80(int tile_m, int tile_n, int M,
 
 // One CTA a tile: (blockIdx.x, blockIdx.y), all of K.
 template <int G, class TAB, class TC, class StrideA, class StrideB, class Epi>
-__device__ __forceinline__ void gemm_mma_sm80(int M, int N, int K, float alpha, const TAB* A, StrideA dA,
+__device__ void gemm_mma_sm80(int M, int N, int K, float alpha, const TAB* A, StrideA dA,
                               const TAB* B, StrideB dB, float beta, TC* C, long long sCm,
                               long long sCn, Epi epi) {
   ThrMMA thr_mma = tiled_mma<TAB>().get_slice(threadIdx.x);
@@ -461,7 +461,7 @@ __device__ __forceinline__ void gemm_mma_sm80(int M, int N, int K, float alpha, 
 // picks (split_k CTAs a tile: one run each) only: a stream-K head would be the plain entry on
 // a 1-D grid of the walk's first tiles, and the plain entry reads its tile from a 2-D grid.
 template <int G, class TAB, class TC, class StrideA, class StrideB, class Epi>
-__device__ __forceinline__ void gemm_mma_sm80_sk(int M, int N, int K, float alpha, const TAB* A, StrideA dA,
+__device__ void gemm_mma_sm80_sk(int M, int N, int K, float alpha, const TAB* A, StrideA dA,
                                  const TAB* B, StrideB dB, float beta, TC* C, long long sCm,
                                  long long sCn, Epi epi, float* ws, int tile0) {
   constexpr int bk = kBlkK<typename MmaFor<TAB>::T>;
