@@ -218,6 +218,31 @@ def test_the_resolver_takes_a_cached_whole_kernel(fake_nvrtc, tmp_cache, loaded_
     assert {c.key for c in loaded_pipe.cubins.values()} == {whole.key}
 
 
+def test_a_whole_kernel_with_calls_left_in_it_is_not_launched(fake_nvrtc, tmp_cache, loaded_pipe,
+                                                             monkeypatch):
+    """A whole kernel's module where NVVM left calls (ptxas reports functions apart from the
+    entry points: cute_mma_sm80's 16-bit entries, 2.7x slower than compiled alone) is passed
+    over: the launch's own entry points are compiled, as a call without it would."""
+    run = comp.run_nvrtc
+
+    def with_calls(kernel, source, opts, want_ptx):
+        cubin, ptx, log, secs = run(kernel, source, opts, want_ptx)
+        whole = "CG_ENTRIES" not in source.split("#line 1")[0]
+        extra = ("ptxas info    : Function properties for _Z24__cvta_generic_to_sharedPKv\n"
+                 "ptxas info    : Function properties for min\n") if whole else ""
+        return cubin, ptx, log + extra, secs
+    monkeypatch.setattr(comp, "run_nvrtc", with_calls)
+    whole = cache.get(PIPE, "sm_90")
+    assert whole.calls == ("_Z24__cvta_generic_to_sharedPKv", "min")
+    cache.clear_memory()
+    key, entry = loaded_pipe.function("cute_pipelined_am_bn", ("cute_pipelined_am_bn_sk",))
+    assert key != whole.key and entry == "cute_pipelined_am_bn"
+    assert ("cute_pipelined", ("cute_pipelined_am_bn",)) in fake_nvrtc
+    # without calls, the whole kernel is taken (test_the_resolver_takes_a_cached_whole_kernel)
+    assert comp.called_functions("ptxas info    : Compiling entry function 'a' for 'sm_90'\n"
+                                 "ptxas info    : Function properties for a\n") == ()
+
+
 def test_racing_threads_compile_an_entry_point_once(fake_nvrtc, tmp_cache, loaded_pipe):
     got, start = [], threading.Barrier(8)
 

@@ -151,6 +151,19 @@ _RE_STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+
 _RE_SERIAL = re.compile(r"wgmma\.mma_async instructions are serialized.*function '(\w+)'")
 
 
+_RE_FUNCTION = re.compile(r"Function properties for (\S+)")
+
+
+def called_functions(log: str) -> tuple[str, ...]:
+    """The device functions ptxas compiled apart from the entry points (ptxas -v's "Function
+    properties" of a name that is no entry): calls NVVM left in the code, not inlined."""
+    entries = set(_RE_ENTRY_NAME.findall(log))
+    return tuple(dict.fromkeys(f for f in _RE_FUNCTION.findall(log) if f not in entries))
+
+
+_RE_ENTRY_NAME = re.compile(r"Compiling entry function '(\w+)'")
+
+
 def parse_resources(log: str) -> dict[str, Resources]:
     """Parse ptxas -v output (in the NVRTC log) into per-entry resources."""
     serialized = set(_RE_SERIAL.findall(log))

@@ -119,7 +119,7 @@ class Loaded:
             return held
         k, arch = self.kernel, self.arch
         wanted = tuple(dict.fromkeys((entry, *group)))
-        c = cache.lookup(k, arch) or cache.lookup(k, arch, entries=wanted)
+        c = self._whole(len(wanted)) or cache.lookup(k, arch, entries=wanted)
         if c is not None:
             return self._hold(c, entry)
         with self.lock:
@@ -131,6 +131,12 @@ class Loaded:
         if not missing:
             return self.cubins[entry]
         return self._hold(cache.get(k, arch, entries=missing), entry)
+
+    def _whole(self, wanted: int):
+        """The whole kernel's cubin where cached (`cute-gemm compile`), unless NVVM left calls in
+        it (Compiled.calls) and a launch wants fewer entry points: its own compile inlines them."""
+        c = cache.lookup(self.kernel, self.arch)
+        return None if c is None or (c.calls and wanted < len(self.kernel.entries)) else c
 
     def _hold_alone(self, entries: tuple[str, ...]) -> tuple[str, ...]:
         """Hold those of `entries` cached each alone; the rest, still missing."""
@@ -156,7 +162,7 @@ class Loaded:
         if t is not None and (t.is_alive() or t.failed):
             return not t.is_alive()
         k, arch = self.kernel, self.arch
-        if (cache.lookup(k, arch) or cache.lookup(k, arch, entries=group)
+        if (self._whole(len(group)) or cache.lookup(k, arch, entries=group)
                 or all(e in self.cubins or cache.lookup(k, arch, entries=(e,)) for e in group)):
             return True
         if start:
