@@ -149,9 +149,9 @@ _RE_ENTRY = re.compile(r"Compiling entry function '(\w+)'((?:(?!Compiling entry)
                        r"Used (\d+) registers(.*)")
 _RE_STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 _RE_SERIAL = re.compile(r"wgmma\.mma_async instructions are serialized.*function '(\w+)'")
-
-
+# a function ptxas compiled (an entry point, or a call NVVM did not inline), and the entries
 _RE_FUNCTION = re.compile(r"Function properties for (\S+)")
+_RE_ENTRY_NAME = re.compile(r"Compiling entry function '(\w+)'")
 
 
 def called_functions(log: str) -> tuple[str, ...]:
@@ -159,9 +159,6 @@ def called_functions(log: str) -> tuple[str, ...]:
     properties" of a name that is no entry): calls NVVM left in the code, not inlined."""
     entries = set(_RE_ENTRY_NAME.findall(log))
     return tuple(dict.fromkeys(f for f in _RE_FUNCTION.findall(log) if f not in entries))
-
-
-_RE_ENTRY_NAME = re.compile(r"Compiling entry function '(\w+)'")
 
 
 def parse_resources(log: str) -> dict[str, Resources]:
