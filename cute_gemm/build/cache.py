@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -73,7 +74,7 @@ class Compiled:
     entries: tuple[str, ...] = ()   # the entry points it holds (all the kernel's, or a selection)
     whole: bool = True       # it holds every entry point of the kernel (no selection)
 
-    @property
+    @functools.cached_property      # (read once: the resolver asks on every first-call check)
     def calls(self) -> tuple[str, ...]:
         """Device functions its code calls, not inlined (compile.called_functions). A whole
         kernel's module may keep calls that one entry's own compile inlines: NVVM left
