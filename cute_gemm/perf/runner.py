@@ -257,9 +257,9 @@ def bench(kernels: str | Sequence[str] | None = None,
     settings["precisions"] = list(precs)
     if todo.random is not None:
         meta["random"] = todo.record()
+    # gemm()'s candidates are not compiled here: its first use of a problem compiles the entry
+    # points it times, side by side; whole candidate kernels took over 8 minutes on 16 cores
     ks = [registry.get(x) for x in names if x != registry.AUTO]
-    if registry.AUTO in names:      # gemm(): its candidates
-        ks += [k for p in precs for k in auto.candidates(p, arch_int=info.arch_int)]
     compiled = compile_all(list({k.name: k for k in ks}.values()), info)
     meta["compile"] = {x: {"nvrtc_seconds": cs, "origin": origin, "error": err or None}
                        for x, (cs, origin, err) in compiled.items() if not err.startswith("needs")}
