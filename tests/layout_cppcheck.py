@@ -105,6 +105,8 @@ def _tensor(src, problem) -> tuple[str, str, str]:
 
 def _partition(part: Part, tensor: str) -> str:
     by = part.by.cpp
+    if part.order is not None:
+        tensor = f"composition({tensor}, {part.order.cpp})"
     if part.which:                      # a TiledCopy (S, D) or TiledMMA (A, B, C)
         return f"{by}.get_slice(t).partition_{part.which}({tensor})"
     step = f", {_step(part.step)}" if part.step is not None else ""

@@ -235,6 +235,11 @@ def local_tile(v: View, tiler, coord, step=None) -> View:
     return View(t, v.offset)(_all(rank(t[0])), _pad(coord, rank(t[1])))
 
 
+def composition(v: View, tiler) -> View:
+    """composition(tensor, tiler): the same elements, its modes reordered by the tiler's layouts."""
+    return View(pycute.composition(v.layout, tiler), v.offset)
+
+
 def local_partition(v: View, thr: Layout, index: int, step=None) -> View:
     """local_partition(tensor, thread_layout, thread_index[, Step<...>])."""
     if step is not None:

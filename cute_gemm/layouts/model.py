@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Iterable
 
-from .algebra import (Dyn, Layout, Swizzled, View, cosize, fmt, local_partition, local_tile, make_layout,
-                      product_each, rank, size, value, values)
+from .algebra import (Dyn, Layout, Swizzled, View, composition, cosize, fmt, local_partition,
+                      local_tile, make_layout, product_each, rank, size, value, values)
 
 PROBLEM = (256, 256, 256)     # representative (M, N, K), all operands row-major
 THREAD = 37                   # the thread whose partitions are shown (not 0: nonzero coords)
@@ -90,12 +90,17 @@ class TV:
 @dataclass(frozen=True)
 class Part:
     """Thread t's share of a tensor: local_partition(tensor, by, t[, step]) for a thread
-    layout, by.get_slice(t).partition_<which>(tensor) for a TiledCopy / TiledMMA."""
+    layout, by.get_slice(t).partition_<which>(tensor) for a TiledCopy / TiledMMA. order: a
+    tiler the tensor is composed with first (composition(tensor, order): which elements lie
+    next to each other in a thread's share)."""
     by: Def
     which: str = ""
     step: tuple | None = None
+    order: Def | None = None
 
     def __call__(self, view: View, t: int) -> View:
+        if self.order is not None:
+            view = composition(view, self.order.value)
         if self.which:
             return self.by.value.partition(self.which, view, t)
         return local_partition(view, self.by.value, t, self.step)

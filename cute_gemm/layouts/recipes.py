@@ -72,14 +72,17 @@ def _by(users: dict, key) -> list[tuple]:
     return sorted(out.items())
 
 
-def _part(b: Recipe, name: str, src, by: Def, label: str, what: str, which: str = "", step=None, **kw) -> None:
+def _part(b: Recipe, name: str, src, by: Def, label: str, what: str, which: str = "", step=None,
+          order: Def | None = None, **kw) -> None:
     """Thread t's share of src, titled with the kernel's call: local_partition(src, label, t[, step])
-    by a thread layout, or label.get_slice(t).partition_<which>(src) by a TiledCopy or TiledMMA."""
+    by a thread layout, or label.get_slice(t).partition_<which>(src) by a TiledCopy or TiledMMA;
+    order: src composed with that tiler first."""
     t, of = b.thread, f"{'s' if isinstance(src, Smem) else 'g'}{src.op}"
+    of = f"composition({of}, {order.name})" if order is not None else of
     steps = f", Step<{', '.join('_1' if s else 'X' for s in step)}>" if step else ""
     call = (f"{label}.get_slice({t}).partition_{which}({of})" if which else
             f"local_partition({of}, {label}, {t}{steps})")
-    b.partition(name, f"{name.rsplit('/', 1)[-1]} = {call}: {what}", src, Part(by, which, step), **kw)
+    b.partition(name, f"{name.rsplit('/', 1)[-1]} = {call}: {what}", src, Part(by, which, step, order), **kw)
 
 
 _EXT = {"A": "M", "B": "N"}
@@ -118,14 +121,25 @@ def _c0(b: Recipe) -> None:
 # ---- c8_tiny_k: strips of A and B staged as float, c0's partition of C from shared memory -------
 @recipe("cute/c8_tiny_k.cu")
 def _c8(b: Recipe) -> None:
-    """Every entry alike (all strides dynamic): padded smem strips, c0's thread layout of C, partitions."""
+    """Every entry alike (all strides dynamic): padded smem strips, c0's thread layout of C over
+    tiles whose rows and columns are reordered so that a thread's 4 lie side by side."""
     bM, bN, bK = b.tiler
+    order = Layout((16, 4), (4, 1))
+    by_k, by_c = Def("by_thread_k<true>()", (order, Layout(bK, 1))), Def("by_thread_c<true>()", (order, order))
+    sm = {"A": Def("smem_layout<BLK_M>()", Layout((bM, bK), (1, bM + 4))),
+          "B": Def("smem_layout<BLK_N>()", Layout((bN, bK), (1, bN + 4)))}
     b.section("shared memory, C and the thread layout (every entry)")
-    _thread_c(b, THR_C, {
-        "A": (Def("smem_layout<BLK_M>()", Layout((bM, bK), (1, bM + 1))), "sA: (BLK_M,BLK_K) strip of A as float, "
-              "rows of BLK_M + 1: stores along m or k hit 32 banks"),
-        "B": (Def("smem_layout<BLK_N>()", Layout((bN, bK), (1, bN + 1))), "sB: (BLK_N,BLK_K) strip of B as float, "
-              "rows of BLK_N + 1")})
+    b.layout("sA", "sA: (BLK_M,BLK_K) strip of A as float, rows of BLK_M + 4: each k's 16-byte aligned", sm["A"])
+    b.layout("sB", "sB: (BLK_N,BLK_K) strip of B as float, rows of BLK_N + 4", sm["B"])
+    b.layout("order", "order<true>: (thread coordinate, value) -> row or column: 4 neighbours a thread "
+             "(where C's rows are no runs of aligned vectors, c0's partition as it is)", Def("order<true>()", order))
+    b.layout("tC", "tC: (THR_M,THR_N) -> thread index", THR_C, "thread")
+    b.tile("gC", Global("C"))
+    for op in "AB":
+        _part(b, f"tCs{op}", Smem(op, sm[op]), THR_C, "tC", f"the {'rows of sA' if op == 'A' else 'columns of B'} "
+              f"thread {b.thread} reads, 4 side by side (one float4 a k)", step=_STEP[op], order=by_k, exact=False)
+    _part(b, "tCgC", Global("C"), THR_C, "tC", f"the outputs thread {b.thread} computes: a vector of 4 a row",
+          step=(1, 1), order=by_c)
 
 
 # ---- c1_smem: k-tiles staged through shared memory -------------------------------------------

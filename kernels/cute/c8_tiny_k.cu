@@ -10,15 +10,20 @@
 // (c0's partition of C, from shared memory). Any K runs, k-tile by k-tile, but a long K is
 // what the other stages are for: gemm() sends this kernel K <= 32 (select/auto.py tiny_k).
 // Geometry: BLK_M x BLK_N x BLK_K = 64 x 64 x 32 (the registry's TileConfig); 256 threads,
-//           tC = (16,16) n fastest, thread (ty, tx) owning rows ty + 16 i and columns
-//           tx + 16 j of the tile (4 x 4): a half-warp stores 16 consecutive elements of a
-//           row. 16 accumulators and a strip's 8 staged values fit 128 registers: 2 CTAs
-//           an SM (MIN_BLOCKS; at 3 CTAs' 80 registers the staging spilled). Grid: a CTA
-//           per row of tiles along x, along y as many as fill the GPU twice (records.
-//           TileWalkN), each walking its row's tiles gridDim.y apart: A's strip staged once
-//           and the next tile's B strip loaded while this tile computes and stores.
+//           tC = (16,16) n fastest. Where C's rows are runs of aligned 4-element vectors
+//           (kVec, chosen once a launch), thread (ty, tx) owns rows 4 ty + i and columns
+//           4 tx + j of the tile (4 x 4, order<true>): a row's 4 values are one vector
+//           store (16 bytes of float, 8 of a 16-bit type), a k's 4 values of each strip one
+//           128-bit shared load; else c0's rows ty + 16 i and columns tx + 16 j (a
+//           half-warp's scalar stores cover 16 neighbours). 16 accumulators and a strip's 8
+//           staged values fit 128 registers: 2 CTAs an SM (MIN_BLOCKS; at 3 CTAs' 80
+//           registers the staging spilled). Grid: a CTA per row of tiles along x, along y
+//           as many as fill the GPU twice (records.TileWalkN), each walking its row's tiles
+//           gridDim.y apart: A's strip staged once and the next tile's B strip loaded while
+//           this tile computes and stores.
 // Residues: predicated element loads (zeros outside A and B); elem_less on C's identity
-//           tensor predicates an edge tile's stores (an interior tile's go unchecked).
+//           tensor predicates an edge tile's stores, one element at a time (an interior
+//           tile's go unchecked, in vectors where kVec).
 // Strides:  any, all dynamic: a strip is loaded along the operand's unit-stride mode where
 //           it has one (coalesced), else along k. One entry per (precision, result type).
 // Bottleneck: C's stores (HBM bandwidth) for large M*N; the launch for small ones. A CTA
@@ -26,13 +31,17 @@
 //
 // Layouts:
 //   tC   = (16,16):(16,1)                      thread -> (m,n) of its first C element
-//   sA   = (BLK_M,BLK_K):(1,BLK_M+1)           rows of BLK_M+1 floats: loads along m or k, 32 banks
-//   sB   = (BLK_N,BLK_K):(1,BLK_N+1)
-//   tCsA = local_partition(sA, tC, tid, Step<_1,X>)   rows ty + 16 i of the strip
-//   tCsB = local_partition(sB, tC, tid, Step<X,_1>)   columns tx + 16 j
+//   order<true> = (16,4):(4,1)                 (thread coordinate, value) -> row or column of a tile
+//   sA   = (BLK_M,BLK_K):(1,BLK_M+4)           rows of BLK_M+4 floats: each k's 16-byte aligned
+//   sB   = (BLK_N,BLK_K):(1,BLK_N+4)
+//   kVec:  tCsA = local_partition(composition(sA, by_thread_k<true>()), tC, tid, Step<_1,X>)
+//          tCsB = local_partition(composition(sB, by_thread_k<true>()), tC, tid, Step<X,_1>)
+//          tCgC = local_partition(composition(gC, by_thread_c<true>()), tC, tid)
+//          rows 4 ty + i, columns 4 tx + j; else c0's local_partition(sA, tC, tid, ...) etc.
 #include <cute_gemm/cute.cuh>
 #include <cute_gemm/common.cuh>
 #include <cute_gemm/cute_util.cuh>
+#include <cute_gemm/quad_blocks.cuh>
 
 using namespace cute;
 
@@ -41,16 +50,38 @@ using namespace cute;
 static_assert(THREADS == 256, "the registry's block: the 16x16 thread layout below");
 constexpr int kTM = BLK_M / 16, kTN = BLK_N / 16;   // a thread's rows and columns of C
 
-// n fastest: a half-warp's 16 threads own 16 consecutive columns of a row of C
+// n fastest: a half-warp's 16 threads own 64 consecutive columns of a row of C
 template <class = void>
 CUTE_HOST_DEVICE constexpr auto thr_layout_c() {                            // (THR_M,THR_N) n-major
   return make_layout(make_shape(Int<16>{}, Int<16>{}), LayoutRight{});
 }
-// (X,BLK_K), x fastest, rows padded by one float: a warp's 32 stores along x or along k
-// both land in 32 banks
+// A tile's rows (columns) as (thread coordinate, value). kAdjacent: thread coordinate t owns
+// the 4 neighbours 4 t .. 4 t + 3 (a vector); else t, t + 16, ... as c0's partition gives it
+template <bool kAdjacent>
+CUTE_HOST_DEVICE constexpr auto order() {                                   // (16,4) -> m or n
+  if constexpr (kAdjacent)
+    return make_layout(make_shape(Int<16>{}, Int<4>{}), make_stride(Int<4>{}, Int<1>{}));
+  else
+    return make_layout(make_shape(Int<16>{}, Int<4>{}), make_stride(Int<1>{}, Int<16>{}));
+}
+// The tilers that reorder a strip's x, and a tile's rows and columns, before c0's partition
+template <bool kAdjacent>
+CUTE_HOST_DEVICE constexpr auto by_thread_k() {
+  return make_tile(order<kAdjacent>(), make_layout(Int<BLK_K>{}));
+}
+template <bool kVec>
+CUTE_HOST_DEVICE constexpr auto by_thread_c() { return make_tile(order<kVec>(), order<kVec>()); }
+// t reordered by the tiler where kVec; c0's order is t's own
+template <bool kVec, class T, class Tiler>
+CUTE_HOST_DEVICE auto ordered(T const& t, Tiler const& by) {
+  if constexpr (kVec) return composition(t, by);
+  else return t;
+}
+// (X,BLK_K), x fastest, rows padded by 4 floats: each k's 4 values of a thread one aligned
+// 128-bit load (stores along k meet 8-way bank conflicts, once a strip)
 template <int X>
 CUTE_HOST_DEVICE constexpr auto smem_layout() {                              // (X,BLK_K)
-  return make_layout(make_shape(Int<X>{}, Int<BLK_K>{}), make_stride(Int<1>{}, Int<X + 1>{}));
+  return make_layout(make_shape(Int<X>{}, Int<BLK_K>{}), make_stride(Int<1>{}, Int<X + 4>{}));
 }
 
 template <class T> __device__ __forceinline__ float to_f32(T x) { return float(x); }
@@ -100,16 +131,25 @@ __device__ __forceinline__ void store_strip(Smem& s, float const (&v)[StripShare
   }
 }
 
-// tCrC += the strips' product over the first k_left of their BLK_K (no zero products past K)
-template <class TA, class TB, class Acc>
+// tCrC += the strips' product over the first k_left of their BLK_K (no zero products past K);
+// kVec: a k's 4 rows of A are neighbours in smem, one 128-bit load, and so are B's 4 columns
+template <bool kVec, class TA, class TB, class Acc>
 __device__ __forceinline__ void fma_strips(TA const& tCsA, TB const& tCsB, Acc& tCrC, int k_left) {
+  static_assert(kTM == 4 && kTN == 4, "a thread's rows and columns: one float4 a k");
 #pragma unroll 4
   for (int k = 0; k < k_left; ++k) {
     float a[kTM], b[kTN];
-    CUTE_UNROLL
-    for (int i = 0; i < kTM; ++i) a[i] = tCsA(i, k);
-    CUTE_UNROLL
-    for (int j = 0; j < kTN; ++j) b[j] = tCsB(j, k);
+    if constexpr (kVec) {
+      const float4 a4 = *reinterpret_cast<const float4*>(&tCsA(0, k));
+      const float4 b4 = *reinterpret_cast<const float4*>(&tCsB(0, k));
+      a[0] = a4.x; a[1] = a4.y; a[2] = a4.z; a[3] = a4.w;
+      b[0] = b4.x; b[1] = b4.y; b[2] = b4.z; b[3] = b4.w;
+    } else {
+      CUTE_UNROLL
+      for (int i = 0; i < kTM; ++i) a[i] = tCsA(i, k);
+      CUTE_UNROLL
+      for (int j = 0; j < kTN; ++j) b[j] = tCsB(j, k);
+    }
     CUTE_UNROLL
     for (int i = 0; i < kTM; ++i)
       CUTE_UNROLL
@@ -117,13 +157,53 @@ __device__ __forceinline__ void fma_strips(TA const& tCsA, TB const& tCsB, Acc& 
   }
 }
 
-template <bool TF32, class TAB, class TC, class Epi>
-__device__ void gemm_tiny_k(int M, int N, int K, float alpha,
-                            const TAB* A, long long sAm, long long sAk,
-                            const TAB* B, long long sBk, long long sBn,
-                            float beta, TC* C, long long sCm, long long sCn, int Lin, int z0,
-                            long long bA0, long long bA1, long long bB0, long long bB1,
-                            long long bC0, long long bC1, Epi epi) {
+// A row's 4 neighbouring values of C in one access: float4, or 4 16-bit values in 8 bytes
+__device__ __forceinline__ void load4(const float* p, float (&v)[4]) {
+  const float4 x = *reinterpret_cast<const float4*>(p);
+  v[0] = x.x; v[1] = x.y; v[2] = x.z; v[3] = x.w;
+}
+template <class TC>
+__device__ __forceinline__ void load4(const TC* p, float (&v)[4]) {
+  const uint2 w = *reinterpret_cast<const uint2*>(p);
+  const float2 lo = cg::unpack_pair<TC>(w.x), hi = cg::unpack_pair<TC>(w.y);
+  v[0] = lo.x; v[1] = lo.y; v[2] = hi.x; v[3] = hi.y;
+}
+// An interior tile's values from (m0, n0) on, row i's 4 in one vector (C: unit column stride,
+// 4-element aligned rows): alpha * acc + beta * C through the fused epilogue, C read only
+// where beta != 0, as epilogue_axpby computes them
+template <class TC, class Acc, class E>
+__device__ __forceinline__ void store_rows4(Acc const& tCrC, TC* C, long long sCm, int m0, int n0,
+                                            float alpha, float beta, E const& e) {
+  auto value = [&](int i, int j, float c) {     // (c: C's old value, read where beta != 0)
+    const float s = E::kNone ? alpha : e.scale(alpha, m0 + i, n0 + j);
+    const float x = beta == 0.0f ? s * tCrC(i, j) : s * tCrC(i, j) + beta * c;
+    if constexpr (E::kNone) return x;
+    else return e.template finish<TC>(x, m0 + i, n0 + j);
+  };
+  TC* p = C + m0 * sCm + n0;
+  CUTE_UNROLL
+  for (int i = 0; i < kTM; ++i, p += sCm) {
+    float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (beta != 0.0f) load4(p, c);
+    if constexpr (sizeof(TC) == 2) {     // packed as they come: two values live, not four
+      const uint32_t w0 = cg::pack_pair<TC>(value(i, 0, c[0]), value(i, 1, c[1]));
+      const uint32_t w1 = cg::pack_pair<TC>(value(i, 2, c[2]), value(i, 3, c[3]));
+      *reinterpret_cast<uint2*>(p) = make_uint2(w0, w1);
+    } else {
+      *reinterpret_cast<float4*>(p) = make_float4(value(i, 0, c[0]), value(i, 1, c[1]),
+                                                  value(i, 2, c[2]), value(i, 3, c[3]));
+    }
+  }
+}
+
+template <bool TF32, bool kVec, class TAB, class TC, class Epi>
+__device__ __forceinline__ void tiles(int M, int N, int K, float alpha,
+                                      const TAB* A, long long sAm, long long sAk,
+                                      const TAB* B, long long sBk, long long sBn,
+                                      float beta, TC* C, long long sCm, long long sCn, int Lin, int z0,
+                                      long long bA0, long long bA1, long long bB0, long long bB1,
+                                      long long bC0, long long bC1, Epi epi, float* smemA,
+                                      float* smemB) {
   auto bM = Int<BLK_M>{};
   auto bN = Int<BLK_N>{};
   auto bK = Int<BLK_K>{};
@@ -147,12 +227,8 @@ __device__ void gemm_tiny_k(int M, int N, int K, float alpha,
                           make_stride(sCm, sCn));                                     // (M,N)
   Tensor cC = make_identity_tensor(shape(mC));                                        // (M,N) -> (m,n)
 
-  __shared__ float smemA[cosize_v<decltype(smem_layout<BLK_M>())>];
-  __shared__ float smemB[cosize_v<decltype(smem_layout<BLK_N>())>];
   Tensor sA = make_tensor(make_smem_ptr(smemA), smem_layout<BLK_M>());               // (BLK_M,BLK_K)
   Tensor sB = make_tensor(make_smem_ptr(smemB), smem_layout<BLK_N>());               // (BLK_N,BLK_K)
-  Tensor tCsA = local_partition(sA, tC, threadIdx.x, Step<_1, X>{});                 // (THR_M,BLK_K)
-  Tensor tCsB = local_partition(sB, tC, threadIdx.x, Step< X, _1>{});                // (THR_N,BLK_K)
 
   // the CTA walks the tiles of its row of C: blockIdx.y, then gridDim.y tiles on
   // (records.TileWalkN: as many CTAs as fill the GPU a few times over)
@@ -163,15 +239,29 @@ __device__ void gemm_tiny_k(int M, int N, int K, float alpha,
   auto gB = [&](int tn) {
     return local_tile(mB, cta_tiler, make_coord(_, tn, _), Step< X, _1, _1>{});          // (BLK_N,BLK_K,k)
   };
+  TC* const Cl = raw_pointer_cast(mC.data());
+  Tensor tCsA = local_partition(ordered<kVec>(sA, by_thread_k<kVec>()), tC, threadIdx.x,
+                                Step<_1, X>{});                                        // (THR_M,BLK_K)
+  Tensor tCsB = local_partition(ordered<kVec>(sB, by_thread_k<kVec>()), tC, threadIdx.x,
+                                Step< X, _1>{});                                       // (THR_N,BLK_K)
   // C of tile (blockIdx.x, tn): alpha * acc + beta * C in TC (round to nearest even), C read
-  // only if beta != 0, through the fused epilogue
+  // only if beta != 0, through the fused epilogue; vectors on an interior tile (kVec), else
+  // element by element
   auto store = [&](auto const& tCrC, int tn) {
+    const bool interior = m_left >= BLK_M && N - tn * BLK_N >= BLK_N;
+    if (kVec && interior) {
+      store_rows4(tCrC, Cl, sCm, int(blockIdx.x) * BLK_M + 4 * int(threadIdx.x / 16),
+                  tn * BLK_N + 4 * int(threadIdx.x % 16), alpha, beta, epi);
+      return;
+    }
     auto coord = make_coord(blockIdx.x, tn, _);
-    Tensor gC  = local_tile(mC, cta_tiler, coord, Step<_1, _1, X>{});                    // (BLK_M,BLK_N)
-    Tensor gcC = local_tile(cC, cta_tiler, coord, Step<_1, _1, X>{});                    // (BLK_M,BLK_N)
+    Tensor gC  = ordered<kVec>(local_tile(mC, cta_tiler, coord, Step<_1, _1, X>{}),
+                               by_thread_c<kVec>());                                     // (BLK_M,BLK_N)
+    Tensor gcC = ordered<kVec>(local_tile(cC, cta_tiler, coord, Step<_1, _1, X>{}),
+                               by_thread_c<kVec>());                                     // (BLK_M,BLK_N)
     cg::epilogue_axpby(tCrC, local_partition(gC, tC, threadIdx.x, Step<_1, _1>{}),
                        local_partition(gcC, tC, threadIdx.x, Step<_1, _1>{}), shape(mC), alpha, beta,
-                       epi, m_left >= BLK_M && N - tn * BLK_N >= BLK_N);
+                       epi, interior);
   };
   auto acc = [&]() {
     Tensor t = make_tensor<float>(make_shape(Int<kTM>{}, Int<kTN>{}));                 // (THR_M,THR_N)
@@ -195,7 +285,7 @@ __device__ void gemm_tiny_k(int M, int N, int K, float alpha,
       const int next = tn + int(gridDim.y);
       if (next < n_tiles) load_strip<BLK_N, BLK_K>(gB(next)(_, _, 0), v, N - next * BLK_N, K, b_unit);
       auto tCrC = acc();
-      fma_strips(tCsA, tCsB, tCrC, K);
+      fma_strips<kVec>(tCsA, tCsB, tCrC, K);
       store(tCrC, tn);
     }
     return;
@@ -211,10 +301,37 @@ __device__ void gemm_tiny_k(int M, int N, int K, float alpha,
       load_strip<BLK_N, BLK_K>(gB(tn)(_, _, kt), v, N - tn * BLK_N, k_left, b_unit);
       store_strip<TF32, BLK_N, BLK_K>(sB, v, b_unit);
       __syncthreads();
-      fma_strips(tCsA, tCsB, tCrC, k_left);
+      fma_strips<kVec>(tCsA, tCsB, tCrC, k_left);
     }
     store(tCrC, tn);
   }
+}
+
+// C's rows as runs of whole aligned vectors (a batch's offsets included): the tiles' columns
+// by vector (kVec), else as c0's partition takes them; one choice a launch
+template <bool TF32, class TAB, class TC, class Epi>
+__device__ void gemm_tiny_k(int M, int N, int K, float alpha,
+                            const TAB* A, long long sAm, long long sAk,
+                            const TAB* B, long long sBk, long long sBn,
+                            float beta, TC* C, long long sCm, long long sCn, int Lin, int z0,
+                            long long bA0, long long bA1, long long bB0, long long bB1,
+                            long long bC0, long long bC1, Epi epi) {
+  const int l = z0 + int(blockIdx.z), l0 = l / Lin, l1 = l - l0 * Lin;
+  const TC* Cl = C + (l0 * bC0 + l1 * bC1);
+  const bool vectors = sCn == 1 && sCm % 4 == 0
+                       && reinterpret_cast<uintptr_t>(Cl) % (4 * sizeof(TC)) == 0;
+  __shared__ __align__(16) float smemA[cosize_v<decltype(smem_layout<BLK_M>())>];
+  __shared__ __align__(16) float smemB[cosize_v<decltype(smem_layout<BLK_N>())>];
+  // (sm_90 on: for sm_80 ptxas spilled the vector path's 16-bit entries at 128 registers)
+  if constexpr (cg::kArch >= 900) {
+    if (vectors) {
+      tiles<TF32, true>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, Lin, z0,
+                        bA0, bA1, bB0, bB1, bC0, bC1, epi, smemA, smemB);
+      return;
+    }
+  }
+  tiles<TF32, false>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, Lin, z0,
+                     bA0, bA1, bB0, bB1, bC0, bC1, epi, smemA, smemB);
 }
 
 #define CG_TINY_K_ENTRY(NAME, TF32, TAB, TC)                                                \
