@@ -142,6 +142,35 @@ def test_bench_loop_on_a_simulated_device(monkeypatch, tmp_path):
     assert "SGEMM ladder" not in (tmp_path / "bench_readme.md").read_text()   # no squares timed
 
 
+def test_an_interrupted_bench_keeps_and_writes_the_shapes_it_finished(monkeypatch, tmp_path):
+    """SIGTERM (a `timeout`) during the second shape: the first shape's rows are kept, summed up
+    and written, the second's partial ones dropped, and the run says where it stopped."""
+    import os
+    import signal
+    names = list(registry.names())[:1]
+    blas = _simulated_device(monkeypatch)
+    monkeypatch.setattr(runner, "find_cublas", lambda prefer, **kw: (blas, "cuBLAS via fakeblas 1.0 (TF32 off)"))
+    shape_of = runner._bench_shape
+    seen = []
+
+    def once_then_term(result, *args, **kw):
+        shape_of(result, *args, **kw)
+        seen.append(result.rows[-1].m)
+        if result.rows[-1].m == 70:
+            os.kill(os.getpid(), signal.SIGTERM)
+    monkeypatch.setattr(runner, "_bench_shape", once_then_term)
+    before = signal.getsignal(signal.SIGTERM)
+    res = cute_gemm.bench(names, [(40, 30, 20), (70, 90, 50), (20, 20, 20)], layouts="nn,tn",
+                          repeats=3, warmup=1, min_repeats=3, max_seconds=5.0, out_dir=tmp_path,
+                          plots=False, progress=False)
+    assert signal.getsignal(signal.SIGTERM) is before          # the handler put back
+    assert seen == [40, 40, 70]                                # stopped in the second shape
+    assert res.meta["interrupted"] == "after 1 of 3 shapes"
+    assert {r.m for r in res.rows} == {40} and len(res.rows) == 2 * 2
+    assert load_json(tmp_path / "bench.json").meta["interrupted"] == "after 1 of 3 shapes"
+    assert "interrupted after 1 of 3 shapes" in cute_gemm.perf.report.format_header(res)
+
+
 def test_time_kernel_checks_then_times_on_a_simulated_device(monkeypatch):
     """`cute-gemm run`'s loop: one checked launch, then timing.event_times (one estimate,
     the warm-up, exactly `repeats` timed launches); a wrong kernel is not timed."""

@@ -185,4 +185,7 @@ def _cmd_bench(args) -> int:
         print(f"{'' if args.json else chr(10)}wrote {args.out}/bench.json, bench.csv, "
               "bench_readme.md" + ("" if args.no_plots else " and PNG plots (if matplotlib is "
                                    "installed)"), file=sys.stderr if args.json else sys.stdout)
+    if "interrupted" in res.meta:
+        print(f"cute-gemm bench: interrupted {res.meta['interrupted']}", file=sys.stderr)
+        return 130
     return 0 if res.ok else 1

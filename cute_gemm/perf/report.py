@@ -66,6 +66,8 @@ def format_header(result: BenchResult) -> str:
              md.get("cublas", {}).get("note", "cuBLAS: unknown")]
     if "clocks" in md:
         lines.append("clocks " + describe_clocks(md["clocks"]))
+    if "interrupted" in md:
+        lines.append(f"interrupted {md['interrupted']}: the rows of those shapes")
     if meth := md.get("method", {}):
         lines += ["check: " + meth.get("check", ""), "timing: " + meth.get("timing", "")]
     return "\n".join(lines)

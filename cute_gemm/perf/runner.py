@@ -6,6 +6,7 @@ import contextlib
 import importlib.metadata
 import math
 import os
+import signal
 import sys
 import time
 from typing import Sequence
@@ -157,6 +158,23 @@ def gpu_check(name, fn, inputs: Inputs, ref: Reference):
     return ref.judge(name, c0.to_host())
 
 
+@contextlib.contextmanager
+def interruptible():
+    """SIGTERM (a `timeout`, a job scheduler) raises KeyboardInterrupt in this block, as Ctrl-C
+    does, so that a long run can keep what it measured; outside the main thread, nothing."""
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+    try:
+        before = signal.signal(signal.SIGTERM, stop)
+    except ValueError:          # (not the main thread)
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
 def compile_ahead(kernels, arch_int: int):
     """A cache.Prefetch (to be closed) compiling `kernels` and those a composed one runs."""
     todo = list(kernels)
@@ -274,19 +292,26 @@ def bench(kernels: str | Sequence[str] | None = None,
         clocks = ClockLog(launch.pci_bus_id(info.ordinal))
     except Exception:     # NVML then samples its first GPU
         clocks = ClockLog(None)
-    with bar, clocks, Flush(info.l2_bytes) as flush:
+    done = 0
+    with bar, clocks, Flush(info.l2_bytes) as flush, interruptible():
         warm_up(flush)
         settings.update(flush_bytes=flush.nbytes, flush_hold_us=flush.hold_us, rotation={})
-        for (m, n, kk), lays in todo.cases:
-            a32 = rng.standard_normal((m, kk), dtype=np.float32)
-            b32 = rng.standard_normal((kk, n), dtype=np.float32)
-            for prec, pnames in by_prec.items():
-                a, b, ref, n_sets = operands(a32, b32, prec, rng, info)
-                settings["rotation"][f"{m}x{n}x{kk}" + ("" if prec == "fp32" else f" {prec}")] = n_sets
-                for lay in lays:
-                    _bench_shape(result, pnames, compiled, backend, a, b, ref, lay, n_sets, flush, bar,
-                                 tkw, info, prec, clocks, callers=todo.random is not None)
-                del a, b, ref
+        try:
+            for (m, n, kk), lays in todo.cases:
+                a32 = rng.standard_normal((m, kk), dtype=np.float32)
+                b32 = rng.standard_normal((kk, n), dtype=np.float32)
+                for prec, pnames in by_prec.items():
+                    a, b, ref, n_sets = operands(a32, b32, prec, rng, info)
+                    settings["rotation"][f"{m}x{n}x{kk}" + ("" if prec == "fp32" else f" {prec}")] = n_sets
+                    for lay in lays:
+                        _bench_shape(result, pnames, compiled, backend, a, b, ref, lay, n_sets, flush,
+                                     bar, tkw, info, prec, clocks, callers=todo.random is not None)
+                    del a, b, ref
+                done += 1
+        except KeyboardInterrupt:     # (or SIGTERM): the shapes done are kept, summed up and written
+            meta["interrupted"] = f"after {done} of {len(todo.cases)} shapes"
+            overhead = first_call = False
+            result.rows = [r for r in result.rows if (r.m, r.n, r.k) in {c[0] for c in todo.cases[:done]}]
     meta["clocks"] = clocks.summary(clocks.timed)
     fill_ratios(result.rows, precision_peaks(meta["device"]["fp32_peak_tflops"], info.arch_int))
     if todo.random is not None:
