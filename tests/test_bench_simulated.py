@@ -299,3 +299,27 @@ def test_a_problem_that_raises_is_a_failed_row_and_the_bench_goes_on():
     assert [(r["m"], r["ok"]) for r in rows] == [(1, False), (2, False), (3, True)]
     assert rows[0]["error"] == "CuteGemmError: no kernel" and rows[0]["gauge_ratio"] == float("inf")
     assert len(lines) == 2 and "m=2" in lines[1] and "KeyError" in lines[1]
+
+
+def test_an_interrupted_peer_bench_keeps_its_rows(tmp_path):
+    """The PyTorch benches (batched, linear, fp8): Ctrl-C or SIGTERM ends the Session's block
+    quietly (its __exit__ swallows it), and finish() sums up and writes the rows measured,
+    saying where it stopped; another exception still propagates."""
+    import contextlib
+    import json
+    import types
+    from cute_gemm.perf import peers
+    s = peers.Session.__new__(peers.Session)
+    contextlib.ExitStack.__init__(s)
+    logged = []
+    s.rows = [{"precision": "fp32", "ok": True, "call": 1.5, "burst": 1.25}]
+    s.interrupted, s.ratios, s.log, s.clocks = "", {"": ("a", "b")}, logged.append, {}
+    s.tool, s.seed, s.count = "cute-gemm bench --size batched", 7, 3
+    s.info, s.torch = types.SimpleNamespace(name="Simulated GPU"), types.SimpleNamespace(__version__="0")
+    assert s.__exit__(KeyboardInterrupt, KeyboardInterrupt(), None) is True   # (no device: no __enter__)
+    assert s.interrupted == "after 1 rows"
+    res = s.finish(("fp32",), lambda x: f"{x['call']['geomean']:.2f}", "doc", str(tmp_path), "b.json")
+    assert res["interrupted"] == "after 1 rows" and res["summary"]["fp32"]["call"]["geomean"] == 1.5
+    assert json.loads((tmp_path / "b.json").read_text())["interrupted"] == "after 1 rows"
+    assert any("interrupted" in line for line in logged)
+    assert not s.__exit__(ValueError, ValueError("a bug"), None)       # anything else propagates

@@ -77,6 +77,7 @@ def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("fp8_e4
         f"{s.seed} (--seed {s.seed} draws them again); gemm() / torch {torch.__version__} "
         "_scaled_mm, same run")
     one, bf16, e4m3 = torch.ones((), device="cuda"), torch.bfloat16, torch.float8_e4m3fn
+    accuracy = []       # (none where the run is interrupted before it)
     with s:
         for m, n, k in list(SQUARES) + draw(count, s.seed):
             with s.case({"precision": "fp8_e4m3", "m": m, "n": n, "k": k}) as row:

@@ -17,7 +17,7 @@ from ..driver import launch
 from .clocks import ClockLog
 from .schema import utc_now
 from .stats import ratio_stats
-from .timing import Flush, burst_times, call_times, warm_up
+from .timing import Flush, burst_times, call_times, interruptible, warm_up
 
 
 def log_uniform(rnd: random.Random, lo: float, hi: float) -> float:
@@ -50,7 +50,7 @@ class Session(contextlib.ExitStack):
         import torch         # the peer (an optional dependency of the package)
         self.torch, self.tool, self.count, self.ratios = torch, tool, count, ratios
         self.seed = random.SystemRandom().randrange(2 ** 31) if seed is None else seed
-        self.repeats, self.log, self.rows = repeats, log, []
+        self.repeats, self.log, self.rows, self.interrupted = repeats, log, [], ""
         self.gen = torch.Generator(device="cuda").manual_seed(self.seed)
 
     def __enter__(self) -> "Session":
@@ -60,9 +60,18 @@ class Session(contextlib.ExitStack):
         self.flush = self.enter_context(Flush(self.info.l2_bytes))
         clocks = self.enter_context(ClockLog(launch.pci_bus_id(self.info.ordinal)))
         warm_up(self.flush)
+        self.enter_context(interruptible())
         t0 = time.monotonic()
         self.callback(lambda: setattr(self, "clocks", clocks.summary([(t0, time.monotonic())])))
         return self
+
+    def __exit__(self, kind, value, tb):
+        # Ctrl-C or SIGTERM: the rows measured are kept, summed up and written by finish()
+        done = super().__exit__(kind, value, tb)
+        if kind is not None and issubclass(kind, KeyboardInterrupt):
+            self.interrupted = f"after {len(self.rows)} rows"
+            return True
+        return done
 
     def randn(self, *shape, dtype=None):
         t = self.torch.randn(shape, generator=self.gen, device="cuda")
@@ -123,6 +132,9 @@ class Session(contextlib.ExitStack):
                "device": self.info.name, "torch": self.torch.__version__, "clocks": self.clocks,
                "method": doc.split("\n\n")[0].replace("\n", " "), "rows": self.rows,
                "summary": summary}
+        if self.interrupted:
+            res["interrupted"] = self.interrupted
+            self.log(f"interrupted {self.interrupted}: the rows so far")
         if out_dir:
             Path(out_dir).mkdir(parents=True, exist_ok=True)
             (Path(out_dir) / name).write_text(json.dumps(res, indent=1, default=str))
@@ -132,4 +144,6 @@ class Session(contextlib.ExitStack):
 def main(run, count: int, seed: int | None, precisions, out_dir: str | None) -> int:
     """The command: `run` printing as it goes; 0 unless a result failed its check."""
     res = run(count, seed, precisions, out_dir=out_dir, log=lambda s: print(s, file=sys.stdout))
+    if "interrupted" in res:
+        return 130
     return 0 if all(s["failed"] == 0 for s in res["summary"].values()) else 1

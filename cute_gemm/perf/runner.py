@@ -6,7 +6,6 @@ import contextlib
 import importlib.metadata
 import math
 import os
-import signal
 import sys
 import time
 from typing import Sequence
@@ -33,7 +32,7 @@ from .schema import BURST, CUBLAS, CUBLAS_PEER, BenchResult, Row, first_line, ut
 from .shapes import native_layout, plan
 from .stats import (fill_ratios, peak_formula, precision_peaks, random_summary, sample_indices,
                     summarize, tflops)
-from .timing import Flush, burst_times, call_times, event_times, rotation_sets, warm_up
+from .timing import Flush, burst_times, call_times, event_times, interruptible, rotation_sets, warm_up
 
 FULL_CHECK_MAX = 2048 ** 3      # above this M*N*K the reference is a row x column sample
 SAMPLE = 64
@@ -156,23 +155,6 @@ def gpu_check(name, fn, inputs: Inputs, ref: Reference):
     fn(0)
     launch.check_last(name)
     return ref.judge(name, c0.to_host())
-
-
-@contextlib.contextmanager
-def interruptible():
-    """SIGTERM (a `timeout`, a job scheduler) raises KeyboardInterrupt in this block, as Ctrl-C
-    does, so that a long run can keep what it measured; outside the main thread, nothing."""
-    def stop(signum, frame):
-        raise KeyboardInterrupt
-    try:
-        before = signal.signal(signal.SIGTERM, stop)
-    except ValueError:          # (not the main thread)
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, before)
 
 
 def compile_ahead(kernels, arch_int: int):

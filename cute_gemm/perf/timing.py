@@ -2,7 +2,9 @@
 evicted, the GPU held) and warm_up. Why: docs/design/tables.md#host-time-in-event-times."""
 from __future__ import annotations
 
+import contextlib
 import math
+import signal
 import time
 import warnings
 from typing import Callable
@@ -140,3 +142,20 @@ def host_us(fn: Callable[[], object], calls: int = 1, burst: int = 128) -> float
         total += time.perf_counter() - t0
     launch.synchronize()
     return total / max(calls, 1) * 1e6
+
+
+@contextlib.contextmanager
+def interruptible():
+    """SIGTERM (a `timeout`, a job scheduler) raises KeyboardInterrupt in this block, as Ctrl-C
+    does, so that a long run can keep what it measured; outside the main thread, nothing."""
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+    try:
+        before = signal.signal(signal.SIGTERM, stop)
+    except ValueError:          # (not the main thread)
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
