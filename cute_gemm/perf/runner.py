@@ -257,8 +257,8 @@ def bench(kernels: str | Sequence[str] | None = None,
     settings["precisions"] = list(precs)
     if todo.random is not None:
         meta["random"] = todo.record()
-    # gemm()'s candidates are not compiled here: its first use of a problem compiles the entry
-    # points it times, side by side; whole candidate kernels took over 8 minutes on 16 cores
+    # gemm()'s candidates are not compiled whole here: its first use of a problem compiles the
+    # entry points it times, side by side (docs/benchmarks.md#random-shapes-size-random)
     ks = [registry.get(x) for x in names if x != registry.AUTO]
     compiled = compile_all(list({k.name: k for k in ks}.values()), info)
     meta["compile"] = {x: {"nvrtc_seconds": cs, "origin": origin, "error": err or None}
@@ -293,7 +293,8 @@ def bench(kernels: str | Sequence[str] | None = None,
         except KeyboardInterrupt:     # (or SIGTERM): the shapes done are kept, summed up and written
             meta["interrupted"] = f"after {done} of {len(todo.cases)} shapes"
             overhead = first_call = False
-            result.rows = [r for r in result.rows if (r.m, r.n, r.k) in {c[0] for c in todo.cases[:done]}]
+            finished = {shape for shape, _ in todo.cases[:done]}
+            result.rows = [r for r in result.rows if (r.m, r.n, r.k) in finished]
     meta["clocks"] = clocks.summary(clocks.timed)
     fill_ratios(result.rows, precision_peaks(meta["device"]["fp32_peak_tflops"], info.arch_int))
     if todo.random is not None:
