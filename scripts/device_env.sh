@@ -14,6 +14,9 @@ unset PYTHONDONTWRITEBYTECODE; export PYTHONPYCACHEPREFIX=/tmp/cute_gemm_pycache
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl || { echo "wheel install failed"; exit 1; }
 export PYTHONPATH="/tmp/site:$PWD"
+# the checkout is not pip-installed there: `cute-gemm` as the console script would run it
+cute-gemm() { python3 -m cute_gemm "$@"; }
+export -f cute-gemm
 export CUTE_GEMM_CACHE_DIR="$PWD/.cgcache"
 mkdir -p "$CUTE_GEMM_CACHE_DIR"
 if compgen -G ".cgpack/part.*" > /dev/null; then
