@@ -14,9 +14,12 @@ unset PYTHONDONTWRITEBYTECODE; export PYTHONPYCACHEPREFIX=/tmp/cute_gemm_pycache
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl || { echo "wheel install failed"; exit 1; }
 export PYTHONPATH="/tmp/site:$PWD"
-# the checkout is not pip-installed there: `cute-gemm` as the console script would run it
-cute-gemm() { python3 -m cute_gemm "$@"; }
-export -f cute-gemm
+# the checkout is not pip-installed there: `cute-gemm` on PATH as its console script would be
+# (an executable, so that `timeout cute-gemm ...` finds it too)
+mkdir -p /tmp/cute_gemm_bin
+printf '#!/bin/sh\nexec python3 -m cute_gemm "$@"\n' > /tmp/cute_gemm_bin/cute-gemm
+chmod +x /tmp/cute_gemm_bin/cute-gemm
+export PATH="/tmp/cute_gemm_bin:$PATH"
 export CUTE_GEMM_CACHE_DIR="$PWD/.cgcache"
 mkdir -p "$CUTE_GEMM_CACHE_DIR"
 if compgen -G ".cgpack/part.*" > /dev/null; then
