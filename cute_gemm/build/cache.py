@@ -77,8 +77,8 @@ class Compiled:
     @functools.cached_property      # (read once: the resolver asks on every first-call check)
     def calls(self) -> tuple[str, ...]:
         """Device functions its code calls, not inlined (compile.called_functions). A whole
-        kernel's module may keep calls that one entry's own compile inlines: NVVM left
-        cute_mma_sm80's 16-bit entries 609 calls of CUDA's header helpers, 2.7x slower."""
+        kernel's module may keep calls that one entry's own compile inlines
+        (docs/guide/cache.md)."""
         return _compile.called_functions(self.log)
 
     @property
