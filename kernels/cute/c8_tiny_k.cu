@@ -4,10 +4,11 @@
 // terms, bound by writing C (and reading it when beta != 0); a mainloop's prologue,
 // pipeline fill and per-tile epilogue stall are most of what the other stages spend there,
 // and their operands may need copies first (TMA, 16-byte vectors). Here each CTA stages
-// its (BLK_M,BLK_K) and (BLK_N,BLK_K) strips of A and B in shared memory as float
-// (converted from bf16/fp16; tf32: rounded to nearest, ties away, so each product is the
-// tensor cores' exactly), and every thread sums its outputs over the k-tile's K with FFMA
-// (c0's partition of C, from shared memory). Any K runs, k-tile by k-tile, but a long K is
+// its (BLK_M,BLK_K) and (BLK_N,BLK_K) strips of A and B in shared memory: fp32/tf32 as
+// float (tf32 rounded to nearest, ties away, so each product is the tensor cores' exactly),
+// every thread summing its outputs over the k-tile's K with FFMA (c0's partition of C, from
+// shared memory); bf16/fp16 in their own type, k-major, multiplied by mma.sync (a k-block
+// of 16 an instruction) and staged through shared memory into the same partition of C. Any K runs, k-tile by k-tile, but a long K is
 // what the other stages are for: gemm() sends this kernel K <= 32 (select/auto.py tiny_k).
 // Geometry: BLK_M x BLK_N x BLK_K = 64 x 64 x 32 (the registry's TileConfig); 256 threads,
 //           tC = (16,16) n fastest. Where C's rows are runs of aligned 4-element vectors
@@ -34,6 +35,10 @@
 //   order<true> = (16,4):(4,1)                 (thread coordinate, value) -> row or column of a tile
 //   sA   = (BLK_M,BLK_K):(1,BLK_M+4)           rows of BLK_M+4 floats: each k's 16-byte aligned
 //   sB   = (BLK_N,BLK_K):(1,BLK_N+4)
+//   16-bit: sA = (BLK_M,BLK_K):(BLK_K+8,1), sB likewise (k-major, ldmatrix x4);
+//           TiledMMA SM80_16x8x16 over 4 x 2 warps, tile 64 x 32 x 16 (a warp: 16 rows, two
+//           8-wide atoms a step); sC = (BLK_M,BLK_N):(BLK_N+8,1) float, read back through
+//           the stores' partition of C below
 //   kVec:  tCsA = local_partition(composition(sA, by_thread_k<true>()), tC, tid, Step<_1,X>)
 //          tCsB = local_partition(composition(sB, by_thread_k<true>()), tC, tid, Step<X,_1>)
 //          tCgC = local_partition(composition(gC, by_thread_c<true>()), tC, tid)
@@ -127,7 +132,8 @@ __device__ __forceinline__ void store_strip(Smem& s, float const (&v)[StripShare
       asm("cvt.rna.tf32.f32 %0, %0;\n" : "+r"(u));
       x = __uint_as_float(u);
     }
-    s(sh.x0 + i * sh.dx, sh.k0 + i * sh.dk) = x;
+    using TS = typename Smem::value_type;    // float, or the 16-bit type it was widened from
+    s(sh.x0 + i * sh.dx, sh.k0 + i * sh.dk) = TS(x);
   }
 }
 
@@ -154,6 +160,53 @@ __device__ __forceinline__ void fma_strips(TA const& tCsA, TB const& tCsB, Acc& 
     for (int i = 0; i < kTM; ++i)
       CUTE_UNROLL
       for (int j = 0; j < kTN; ++j) tCrC(i, j) = fmaf(a[i], b[j], tCrC(i, j));
+  }
+}
+
+// 16-bit operands on the tensor cores: strips kept in their own type, k-major, rows of
+// BLK_K + 8 elements (80 bytes: ldmatrix's 8 rows of 16 bytes land on 32 distinct banks)
+template <int X>
+CUTE_HOST_DEVICE constexpr auto smem_layout_mma() {                          // (X,BLK_K)
+  return make_layout(make_shape(Int<X>{}, Int<BLK_K>{}), make_stride(Int<BLK_K + 8>{}, Int<1>{}));
+}
+// The accumulators staged as float, rows of BLK_N + 8: the stores' 8 rows of a warp fall on
+// two bank halves (2-way), the reads' 4-element rows on distinct banks
+CUTE_HOST_DEVICE constexpr auto smem_layout_c() {                            // (BLK_M,BLK_N)
+  return make_layout(make_shape(Int<BLK_M>{}, Int<BLK_N>{}), make_stride(Int<BLK_N + 8>{}, Int<1>{}));
+}
+template <class TAB> struct TinyMmaAtom;
+template <> struct TinyMmaAtom<bfloat16_t> { using type = SM80_16x8x16_F32BF16BF16F32_TN; };
+template <> struct TinyMmaAtom<half_t>     { using type = SM80_16x8x16_F32F16F16F32_TN; };
+// 8 warps as 4 (m) x 2 (n): a warp's 16 rows by 16 columns a step (two 8-wide atoms, one
+// ldmatrix x4 of B), 4 steps along n cover the 64 x 64 tile
+template <class TAB>
+CUTE_HOST_DEVICE constexpr auto tiny_mma() {
+  static_assert(BLK_M == 64 && BLK_K % 16 == 0, "4 warps of 16 rows; k-blocks of the atom's 16");
+  return make_tiled_mma(typename TinyMmaAtom<TAB>::type{}, Layout<Shape<_4, _2, _1>>{},
+                        Tile<_64, _32, _16>{});
+}
+
+// The strips' product into the MMA's accumulators (k-blocks past k_left skipped: zeros)
+template <class TAB, class SA, class SB, class Acc>
+__device__ __forceinline__ void mma_strips(SA const& sA, SB const& sB, Acc& acc, int k_left) {
+  auto mma = tiny_mma<TAB>();
+  auto thr = mma.get_slice(threadIdx.x);
+  Tensor tCrA = thr.partition_fragment_A(sA);                                  // (MMA,MMA_M,MMA_K)
+  Tensor tCrB = thr.partition_fragment_B(sB);                                  // (MMA,MMA_N,MMA_K)
+  auto s2r_a = make_tiled_copy_A(Copy_Atom<SM75_U32x4_LDSM_N, TAB>{}, mma);
+  auto s2r_b = make_tiled_copy_B(Copy_Atom<SM75_U32x4_LDSM_N, TAB>{}, mma);
+  auto s2r_thr_a = s2r_a.get_slice(threadIdx.x);
+  auto s2r_thr_b = s2r_b.get_slice(threadIdx.x);
+  Tensor tXsA = s2r_thr_a.partition_S(sA);                                     // (CPY,CPY_M,CPY_K)
+  Tensor tXsB = s2r_thr_b.partition_S(sB);                                     // (CPY,CPY_N,CPY_K)
+  Tensor tXrA = s2r_thr_a.retile_D(tCrA);
+  Tensor tXrB = s2r_thr_b.retile_D(tCrB);
+  CUTE_UNROLL
+  for (int kb = 0; kb < size<2>(tCrA); ++kb) {
+    if (kb * 16 >= k_left) break;
+    copy(s2r_a, tXsA(_, _, kb), tXrA(_, _, kb));
+    copy(s2r_b, tXsB(_, _, kb), tXrB(_, _, kb));
+    gemm(mma, tCrA(_, _, kb), tCrB(_, _, kb), acc);
   }
 }
 
@@ -203,7 +256,8 @@ __device__ __forceinline__ void tiles(int M, int N, int K, float alpha,
                                       float beta, TC* C, long long sCm, long long sCn, int Lin, int z0,
                                       long long bA0, long long bA1, long long bB0, long long bB1,
                                       long long bC0, long long bC1, Epi epi, float* smemA,
-                                      float* smemB) {
+                                      float* smemB, float* smemC) {
+  constexpr bool kMma = sizeof(TAB) == 2;   // 16-bit operands: the tensor cores multiply
   auto bM = Int<BLK_M>{};
   auto bN = Int<BLK_N>{};
   auto bK = Int<BLK_K>{};
@@ -227,8 +281,15 @@ __device__ __forceinline__ void tiles(int M, int N, int K, float alpha,
                           make_stride(sCm, sCn));                                     // (M,N)
   Tensor cC = make_identity_tensor(shape(mC));                                        // (M,N) -> (m,n)
 
-  Tensor sA = make_tensor(make_smem_ptr(smemA), smem_layout<BLK_M>());               // (BLK_M,BLK_K)
-  Tensor sB = make_tensor(make_smem_ptr(smemB), smem_layout<BLK_N>());               // (BLK_N,BLK_K)
+  // the strips: float for FFMA; for the MMA their own 16-bit type, k-major (in the same bytes)
+  using TS = conditional_t<kMma, TAB, float>;
+  auto strip = [](float* p, auto layout) { return make_tensor(make_smem_ptr(reinterpret_cast<TS*>(p)), layout); };
+  auto sA = strip(smemA, conditional_t<kMma, decltype(smem_layout_mma<BLK_M>()),
+                                       decltype(smem_layout<BLK_M>())>{});            // (BLK_M,BLK_K)
+  auto sB = strip(smemB, conditional_t<kMma, decltype(smem_layout_mma<BLK_N>()),
+                                       decltype(smem_layout<BLK_N>())>{});            // (BLK_N,BLK_K)
+  static_assert(cosize_v<decltype(smem_layout_mma<BLK_M>())> * 2 <= cosize_v<decltype(smem_layout<BLK_M>())> * 4,
+                "the 16-bit strips fit the float strips' bytes");
 
   // the CTA walks the tiles of its row of C: blockIdx.y, then gridDim.y tiles on
   // (records.TileWalkN: as many CTAs as fill the GPU a few times over)
@@ -263,10 +324,35 @@ __device__ __forceinline__ void tiles(int M, int N, int K, float alpha,
                        local_partition(gcC, tC, threadIdx.x, Step<_1, _1>{}), shape(mC), alpha, beta,
                        epi, interior);
   };
+  // a tile's accumulators: the thread's (THR_M,THR_N) of C (FFMA), or its MMA fragment
   auto acc = [&]() {
-    Tensor t = make_tensor<float>(make_shape(Int<kTM>{}, Int<kTN>{}));                 // (THR_M,THR_N)
-    clear(t);
-    return t;
+    if constexpr (kMma) {
+      Tensor t = partition_fragment_C(tiny_mma<TAB>(), Shape<Int<BLK_M>, Int<BLK_N>>{});  // (MMA,MMA_M,MMA_N)
+      clear(t);
+      return t;
+    } else {
+      Tensor t = make_tensor<float>(make_shape(Int<kTM>{}, Int<kTN>{}));               // (THR_M,THR_N)
+      clear(t);
+      return t;
+    }
+  };
+  auto multiply = [&](auto& tAcc, int k_left) {
+    if constexpr (kMma) mma_strips<TAB>(sA, sB, tAcc, k_left);
+    else fma_strips<kVec>(tCsA, tCsB, tAcc, k_left);
+  };
+  // the tile's C stored from the thread's (THR_M,THR_N): the MMA's fragments pass through
+  // smem into the partition the stores take
+  auto finish = [&](auto const& tAcc, int tn) {
+    if constexpr (kMma) {
+      Tensor sC = make_tensor(make_smem_ptr(smemC), smem_layout_c());                  // (BLK_M,BLK_N)
+      copy(tAcc, tiny_mma<TAB>().get_slice(threadIdx.x).partition_C(sC));
+      __syncthreads();
+      // (read where the stores use them, a row at a time: 16 values live at once spilled
+      // the fused GELU(erf) entries)
+      store(local_partition(ordered<kVec>(sC, by_thread_c<kVec>()), tC, threadIdx.x), tn);
+    } else {
+      store(tAcc, tn);
+    }
   };
 
   if (k_tiles == 1) {
@@ -284,14 +370,14 @@ __device__ __forceinline__ void tiles(int M, int N, int K, float alpha,
       __syncthreads();
       const int next = tn + int(gridDim.y);
       if (next < n_tiles) load_strip<BLK_N, BLK_K>(gB(next)(_, _, 0), v, N - next * BLK_N, K, b_unit);
-      auto tCrC = acc();
-      fma_strips<kVec>(tCsA, tCsB, tCrC, K);
-      store(tCrC, tn);
+      auto tAcc = acc();
+      multiply(tAcc, K);
+      finish(tAcc, tn);
     }
     return;
   }
   for (int tn = blockIdx.y; tn < n_tiles; tn += gridDim.y) {
-    auto tCrC = acc();
+    auto tAcc = acc();
     for (int kt = 0; kt < k_tiles; ++kt) {
       const int k_left = min(BLK_K, K - kt * BLK_K);
       float v[StripShare<BLK_N, BLK_K>::kPer];
@@ -301,9 +387,9 @@ __device__ __forceinline__ void tiles(int M, int N, int K, float alpha,
       load_strip<BLK_N, BLK_K>(gB(tn)(_, _, kt), v, N - tn * BLK_N, k_left, b_unit);
       store_strip<TF32, BLK_N, BLK_K>(sB, v, b_unit);
       __syncthreads();
-      fma_strips<kVec>(tCsA, tCsB, tCrC, k_left);
+      multiply(tAcc, k_left);
     }
-    store(tCrC, tn);
+    finish(tAcc, tn);
   }
 }
 
@@ -322,16 +408,18 @@ __device__ void gemm_tiny_k(int M, int N, int K, float alpha,
                        && reinterpret_cast<uintptr_t>(Cl) % (4 * sizeof(TC)) == 0;
   __shared__ __align__(16) float smemA[cosize_v<decltype(smem_layout<BLK_M>())>];
   __shared__ __align__(16) float smemB[cosize_v<decltype(smem_layout<BLK_N>())>];
+  // (the MMA's accumulators staged on their way to the stores: 16-bit operands only)
+  __shared__ __align__(16) float smemC[sizeof(TAB) == 2 ? cosize_v<decltype(smem_layout_c())> : 4];
   // (sm_90 on: for sm_80 ptxas spilled the vector path's 16-bit entries at 128 registers)
   if constexpr (cg::kArch >= 900) {
     if (vectors) {
       tiles<TF32, true>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, Lin, z0,
-                        bA0, bA1, bB0, bB1, bC0, bC1, epi, smemA, smemB);
+                        bA0, bA1, bB0, bB1, bC0, bC1, epi, smemA, smemB, smemC);
       return;
     }
   }
   tiles<TF32, false>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, Lin, z0,
-                     bA0, bA1, bB0, bB1, bC0, bC1, epi, smemA, smemB);
+                     bA0, bA1, bB0, bB1, bC0, bC1, epi, smemA, smemB, smemC);
 }
 
 #define CG_TINY_K_ENTRY(NAME, TF32, TAB, TC)                                                \
