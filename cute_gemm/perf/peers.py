@@ -61,6 +61,7 @@ class Session(contextlib.ExitStack):
         clocks = self.enter_context(ClockLog(launch.pci_bus_id(self.info.ordinal)))
         warm_up(self.flush)
         self.enter_context(interruptible())
+        self.callback(self.tf32, "fp32")
         t0 = time.monotonic()
         self.callback(lambda: setattr(self, "clocks", clocks.summary([(t0, time.monotonic())])))
         return self
@@ -72,6 +73,15 @@ class Session(contextlib.ExitStack):
             self.interrupted = f"after {len(self.rows)} rows"
             return True
         return done
+
+    def start(self, what: str, versus: str) -> None:
+        """Log the run's first line: what is drawn, from which seed, against what."""
+        self.log(f"cute-gemm bench: {what}, seed {self.seed} (--seed {self.seed} draws them again); "
+                 f"{versus}, same run")
+
+    def tf32(self, precision: str) -> None:
+        """PyTorch's float32 matmuls in TF32 for a tf32 problem only (off again on exit)."""
+        self.torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
 
     def randn(self, *shape, dtype=None):
         t = self.torch.randn(shape, generator=self.gen, device="cuda")

@@ -251,10 +251,9 @@ def bench(kernels: str | Sequence[str] | None = None,
     names = [registry.check_name(x) for x in ([kernels] if isinstance(kernels, str) else kernels)]
     precs = parse_precisions(precisions)
     backend, cublas_note = find_cublas(cublas, precisions=precs)
-    result = BenchResult(_meta(info, backend, cublas_note, todo, repeats=repeats,
-                               min_repeats=min_repeats, warmup=warmup, max_seconds=max_seconds))
+    tkw = dict(repeats=repeats, warmup=warmup, min_repeats=min_repeats, max_seconds=max_seconds)
+    result = BenchResult(_meta(info, backend, cublas_note, todo, **tkw, precisions=list(precs)))
     meta, settings = result.meta, result.meta["settings"]
-    settings["precisions"] = list(precs)
     if todo.random is not None:
         meta["random"] = todo.record()
     # gemm()'s candidates are not compiled whole here: its first use of a problem compiles the
@@ -269,7 +268,6 @@ def bench(kernels: str | Sequence[str] | None = None,
     bar = Progress(sum(len(lays) for _, lays in todo.cases)
                    * sum(len(xs) + (backend is not None) for xs in by_prec.values()), progress)
     rng = np.random.default_rng(todo.seed)
-    tkw = dict(repeats=repeats, warmup=warmup, min_repeats=min_repeats, max_seconds=max_seconds)
     try:
         clocks = ClockLog(launch.pci_bus_id(info.ordinal))
     except Exception:     # NVML then samples its first GPU

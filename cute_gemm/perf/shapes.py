@@ -63,6 +63,8 @@ def parse_layouts(spec) -> tuple[str, ...]:
              if x.strip()]
     if items == ["all"]:
         return LAYOUTS
+    if not items:
+        raise ValueError("no layout given: use nn, tn, nt, tt or all")
     for x in items:
         if x not in LAYOUTS:
             raise ValueError(f"layout {x!r}: use {', '.join(LAYOUTS)} or all")
