@@ -140,6 +140,12 @@ class Inputs:
     def __len__(self):
         return len(self.A)
 
+    def __enter__(self) -> "Inputs":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     def close(self) -> None:
         for d in self._owned:
             with contextlib.suppress(Exception):
@@ -214,15 +220,12 @@ def time_kernel(name: str, m: int, n: int, k: int, *, repeats: int = 20, warmup:
     row = Row(name, family(name), m, n, k, check=ref.mode)
     if name == registry.AUTO:
         row.message = _auto_message(m, n, k, "nn", "fp32", info)
-    inputs = Inputs(a, b, "nn", 1)
-    try:       # errors (compile, shape limits, launch) go to the caller, as run()'s would
-        with Flush(info.l2_bytes) as flush:
-            def fn(i):
-                api.run(name, inputs.A[i], inputs.B[i], out=inputs.C[i])
-            measure_row(row, lambda: gpu_check(name, fn, inputs, ref), lambda: event_times(
-                fn, 1, flush, repeats=repeats, warmup=warmup, min_repeats=repeats), catch=())
-    finally:
-        inputs.close()
+    # errors (compile, shape limits, launch) go to the caller, as run()'s would
+    with Inputs(a, b, "nn", 1) as inputs, Flush(info.l2_bytes) as flush:
+        def fn(i):
+            api.run(name, inputs.A[i], inputs.B[i], out=inputs.C[i])
+        measure_row(row, lambda: gpu_check(name, fn, inputs, ref), lambda: event_times(
+            fn, 1, flush, repeats=repeats, warmup=warmup, min_repeats=repeats), catch=())
     return {"kernel": name, "m": m, "n": n, "k": k, "ms": row.median_ms, "min_ms": row.min_ms,
             "max_ms": row.max_ms, "tflops": row.tflops, "gauge_ratio": row.gauge_ratio,
             "status": row.status, "check": row.check, "message": row.message}
@@ -432,7 +435,7 @@ def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush
             bar.step(f"{name} {label}")
         return
     timing = (inputs, ref, flush, tkw, clocks, callers)
-    try:
+    with inputs:
         if backend is not None:
             peer = CUBLAS_PEER[prec]     # fp32_3xtf32 is timed beside SGEMM (TF32 off)
             row = Row(CUBLAS, family(CUBLAS), m, n, kk, lay, check=ref.mode, precision=prec,
@@ -474,8 +477,6 @@ def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush
                 row.message = _auto_message(m, n, kk, lay, prec, info)
             result.rows.append(row)
             bar.step(f"{name} {label}")
-    finally:
-        inputs.close()
 
 
 def _auto_message(m: int, n: int, kk: int, lay: str, prec: str, info) -> str:
