@@ -40,10 +40,8 @@ def case(rows: list, row: dict, log):
 
 
 class Session(contextlib.ExitStack):
-    """One bench against PyTorch: a seed (drawn unless given, and printed), device 0 with gemm()
-    waiting for its picks' compiles (a stand-in is never timed), the L2 flush warmed up and the
-    clocks logged while it lasts. `ratios`: row key suffix -> (side, side), each timing's ratio
-    of the first's time to the second's."""
+    """One bench against PyTorch on device 0: a seed (drawn unless given), gemm() waiting for its
+    picks' compiles, a warm L2 flush, clocks logged. `ratios`: row key suffix -> (side, side)."""
 
     def __init__(self, tool: str, count: int, seed: int | None, ratios: dict, repeats: int, log):
         super().__init__()

@@ -107,9 +107,8 @@ def operands(a32: np.ndarray, b32: np.ndarray, precision: str, rng, info, full_m
 
 
 class Inputs:
-    """n_sets copies of A, B (in `layout`, of the precision's type) and C (of its result
-    type) on the device; set 0 is the checked one, the others dtod copies of it (same values
-    at new addresses, no host traffic)."""
+    """n_sets copies of A, B (in `layout`) and C on the device; set 0 is the checked one, the
+    others dtod copies of it (same values at new addresses, no host traffic)."""
 
     def __init__(self, a: np.ndarray, b: np.ndarray, layout: str, n_sets: int,
                  precision: str = "fp32"):
@@ -242,10 +241,8 @@ def bench(kernels: str | Sequence[str] | None = None,
           ladder_size: int | None = None, progress: bool = True,
           precisions: str | Sequence[str] = ("fp32",),
           flops: tuple[float, float] | None = None) -> BenchResult:
-    """Check, then time, every kernel (default: all the device runs) on every shapes.plan case
-    in each of `precisions` it offers, next to cuBLAS at the same precision; with random
-    sizes, kernels default to "auto" and timed rows get call_ms and burst_ms too. out_dir:
-    report.write_outputs there."""
+    """Check, then time, every kernel (default: all; "auto" with random sizes, which also get
+    call_ms and burst_ms) on every shapes.plan case and precision, next to cuBLAS."""
     info = launch.device_info()
     driver.ensure_context(info.ordinal)
     todo = plan(sizes, layouts, seed=seed, flops=flops)
