@@ -22,20 +22,21 @@ from ..perf.shapes import count_of, describe, parse_flops
 from ..perf.shapes import parse_layouts, parse_sizes, plan
 
 _DESCRIPTION = """\
-Check, then time, every registered kernel next to cuBLAS at the same precision (CuPy or PyTorch; fp32 and
-fp32_3xtf32 next to cuBLAS fp32 with TF32 off). A kernel that fails its float64 check gets no speed figure.
-Prints a table (--json: the results as JSON); --out DIR writes bench.json, bench.csv, bench_readme.md, plots.
-Sizes: N (N^3), MxNxK; 'squares' (256..8192), 'odd' (non-square, non-multiple), 'all' (default: both);
-'sweep' (28 shapes: squares, odd, skinny, long and short K, model layers; the summary gives each kernel's
-geometric mean and minimum ratio to cuBLAS); 'held-out' (24 shapes of those classes in no shipped table);
-'grid' (the 144 shapes, half unaligned, that fill the shipped tables between the sweep's);
-'random[:N]' (N shapes, default 40, drawn from --seed with 2*M*N*K log-uniform in --flops, each in one layout
-of --layouts; kernels default to auto; also timed as one call, host included, and as 20 calls back to back).
-'auto' names gemm()'s choice, timed like a kernel. Against PyTorch, each alone (--out writes NAME.json):
-'batched[:N]' random batched products next to torch.matmul (or one kernel that batches, in gemm()'s stead);
-'linear[:N]' a linear layer with bias and GELU at N token counts, gemm(epilogue=) next to torch eager and
-fused; 'fp8[:N]' e4m3 products next to torch._scaled_mm, block scaled too, then the error over K.
-Details: docs/benchmarks.md."""
+Check, then time, every registered kernel next to cuBLAS at the same precision (CuPy or PyTorch;
+fp32 and fp32_3xtf32 next to cuBLAS fp32 with TF32 off). A kernel that fails its float64 check gets
+no speed figure. Prints a table (--json: the results as JSON); --out DIR writes bench.json,
+bench.csv, bench_readme.md, plots. Sizes: N (N^3), MxNxK; 'squares' (256..8192), 'odd' (non-square,
+non-multiple), 'all' (default: both); 'sweep' (28 shapes: squares, odd, skinny, long and short K,
+model layers; the summary gives each kernel's geometric mean and minimum ratio to cuBLAS);
+'held-out' (24 shapes of those classes in no shipped table); 'grid' (the 144 shapes, half unaligned,
+that fill the shipped tables between the sweep's); 'random[:N]' (N shapes, default 40, drawn from
+--seed with 2*M*N*K log-uniform in --flops, each in one layout of --layouts; kernels default to
+auto; also timed as one call, host included, and as 20 calls back to back). 'auto' names gemm()'s
+choice, timed like a kernel. Against PyTorch, each alone (--out writes NAME.json): 'batched[:N]'
+random batched products next to torch.matmul (or one kernel that batches, in gemm()'s stead);
+'linear[:N]' a linear layer with bias and GELU at N token counts, gemm(epilogue=) next to torch
+eager and fused; 'fp8[:N]' e4m3 products next to torch._scaled_mm, block scaled too, then the error
+over K. Details: docs/benchmarks.md."""
 
 
 def register(sub) -> None:
@@ -89,7 +90,8 @@ def register(sub) -> None:
 
 # checked here, so that a typo is reported before the GPU is looked for; the value as given
 _COUNTS = (count_of, batched_count, linear_count, fp8_count)      # "random[:N]", "batched[:N]" ...
-parse_size_arg = checked(lambda s: s if any(c(s) is not None for c in _COUNTS) else parse_sizes([s]) and s)
+parse_size_arg = checked(lambda s: s if any(c(s) is not None for c in _COUNTS)
+                         else parse_sizes([s]) and s)
 parse_layouts_arg = checked(lambda s: parse_layouts(s) and s)
 parse_precisions_arg = checked(lambda s: parse_precisions(s) and s)
 

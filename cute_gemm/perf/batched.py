@@ -59,7 +59,8 @@ def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("fp32",
     s = peers.Session("cute-gemm bench --size batched" + (f" {kernel}" if kernel else ""), count,
                       seed, {"": ("torch", "ours")}, repeats, log)
     ours_fn = api.gemm if kernel is None else partial(api.run, kernel)
-    s.start(f"{count} random batched problems", f"{kernel or 'gemm()'} / torch.matmul {s.torch.__version__}")
+    s.start(f"{count} random batched problems",
+            f"{kernel or 'gemm()'} / torch.matmul {s.torch.__version__}")
     with s:
         for p in draw(count, s.seed):
             for prec in precisions:

@@ -74,8 +74,8 @@ class Session(contextlib.ExitStack):
 
     def start(self, what: str, versus: str) -> None:
         """Log the run's first line: what is drawn, from which seed, against what."""
-        self.log(f"cute-gemm bench: {what}, seed {self.seed} (--seed {self.seed} draws them again); "
-                 f"{versus}, same run")
+        self.log(f"cute-gemm bench: {what}, seed {self.seed} (--seed {self.seed} draws them "
+                 f"again); {versus}, same run")
 
     def tf32(self, precision: str) -> None:
         """PyTorch's float32 matmuls in TF32 for a tf32 problem only (off again on exit)."""

@@ -65,9 +65,8 @@ def ladder_chart(result: BenchResult, path, *, size: int | None = None, layout: 
             xerr=[lo, hi], capsize=2, error_kw={"elinewidth": 0.8, "ecolor": "black"})
     for y, r in zip(ys, rows):
         if r.timed:
-            label = f"{r.tflops:.1f}"
-            if r.vs_cublas is not None:
-                label += f"  ({100 * r.vs_cublas:.0f}% of cuBLAS)"
+            label = f"{r.tflops:.1f}" + (f"  ({100 * r.vs_cublas:.0f}% of cuBLAS)"
+                                         if r.vs_cublas is not None else "")
             ax.annotate(label, (r.tflops + hi[y], y), xytext=(4, 0), textcoords="offset points",
                         ha="left", va="center", fontsize=7.5)
         else:
