@@ -22,28 +22,21 @@ from ..perf.shapes import count_of, describe, parse_flops
 from ..perf.shapes import parse_layouts, parse_sizes, plan
 
 _DESCRIPTION = """\
-Check, then time, every registered kernel next to cuBLAS at the same precision (CuPy or PyTorch): fp32 next
-to cuBLAS fp32 with TF32 off, bf16 next to cuBLAS bf16, and so on; fp32_3xtf32 next to cuBLAS fp32.
-Prints a table (--json: the same results as JSON on stdout); with --out DIR writes bench.json, bench.csv,
-bench_readme.md and PNG plots. A kernel that fails its float64 check is reported as failing, with no speed figure.
-Sizes: N (N^3), MxNxK, 'squares' (256..8192), 'odd' (non-square, non-multiple shapes), 'all' (default: both),
-'sweep' (28 shapes: squares 128..16384, odd, skinny, long and short K, model layers; the summary gives each
-kernel's geometric mean and minimum ratio to cuBLAS), 'held-out' (24 shapes of the same classes in no shipped
-table: gemm() between its rows), 'grid' (the 144 shapes, 72 aligned and 72 not, that fill the shipped tables
-between the sweep's), 'random[:N]' (N shapes, default 40, drawn from --seed: 2*M*N*K log-uniform in the --flops
-band, M, N, K in [8, 12288], each shape in one layout drawn from --layouts, default all four; kernels default
-to auto; besides the GPU time of one launch, each shape is timed as one call on an idle GPU, host time
-included, and as 20 calls back to back; the summary gives, per precision and timing, the geometric mean and
-minimum of cuBLAS time / time and the share below 0.9x, with the seed that draws the shapes again). 'auto'
-names gemm()'s choice, timed like a kernel. 'batched[:N]' (alone, or with one kernel that batches in gemm()'s
-stead; needs PyTorch): N random batched products
-(batch 2..1024, M, N, K 16..4096, broadcast and strided batches) by gemm() next to torch.matmul, checked, then
-timed as one call and as a burst; --out writes batched.json. 'linear[:N]' (alone; needs PyTorch): a linear
-layer with bias and GELU (tanh) at N random token counts (8..16384) through 4096->11008 and 11008->4096, by
-gemm(epilogue=) next to torch eager (linear, gelu) and fused (_addmm_activation); --out writes linear.json.
-'fp8[:N]' (alone; needs PyTorch): e4m3 products into bf16 on 4096^3, 8192^3 and N random shapes of 2^33-2^37
-flop, per-tensor scaled next to torch._scaled_mm and block scaled (1x128, 128x128), then the error against
-float64 for K = 256..65536; --out writes fp8.json."""
+Check, then time, every registered kernel next to cuBLAS at the same precision (CuPy or PyTorch;
+fp32 and fp32_3xtf32 next to cuBLAS fp32 with TF32 off). A kernel that fails its float64 check gets
+no speed figure. Prints a table (--json: the results as JSON); --out DIR writes bench.json,
+bench.csv, bench_readme.md, plots. Sizes: N (N^3), MxNxK; 'squares' (256..8192), 'odd' (non-square,
+non-multiple), 'all' (default: both); 'sweep' (28 shapes: squares, odd, skinny, long and short K,
+model layers; the summary gives each kernel's geometric mean and minimum ratio to cuBLAS);
+'held-out' (24 shapes of those classes in no shipped table); 'grid' (the 144 shapes, half unaligned,
+that fill the shipped tables between the sweep's); 'random[:N]' (N shapes, default 40, drawn from
+--seed with 2*M*N*K log-uniform in --flops, each in one layout of --layouts; kernels default to
+auto; also timed as one call, host included, and as 20 calls back to back). 'auto' names gemm()'s
+choice, timed like a kernel. Against PyTorch, each alone (--out writes NAME.json): 'batched[:N]'
+random batched products next to torch.matmul (or one kernel that batches, in gemm()'s stead);
+'linear[:N]' a linear layer with bias and GELU at N token counts, gemm(epilogue=) next to torch
+eager and fused; 'fp8[:N]' e4m3 products next to torch._scaled_mm, block scaled too, then the error
+over K. Details: docs/benchmarks.md."""
 
 
 def register(sub) -> None:
@@ -95,25 +88,12 @@ def register(sub) -> None:
     s.set_defaults(fn=_cmd_bench)
 
 
-def _size(s: str) -> str:
-    if all(count(s) is None for count in (count_of, batched_count, linear_count, fp8_count)):
-        parse_sizes([s])
-    return s
-
-
-def _layouts(s: str) -> str:
-    if not parse_layouts(s):
-        raise ValueError("no layout given: use nn, tn, nt, tt or all")
-    return s
-
-
-def _precisions(s: str) -> str:
-    parse_precisions(s)
-    return s
-
-
-# checked here, so that a typo is reported before the GPU is looked for
-parse_size_arg, parse_layouts_arg, parse_precisions_arg = map(checked, (_size, _layouts, _precisions))
+# checked here, so that a typo is reported before the GPU is looked for; the value as given
+_COUNTS = (count_of, batched_count, linear_count, fp8_count)      # "random[:N]", "batched[:N]" ...
+parse_size_arg = checked(lambda s: s if any(c(s) is not None for c in _COUNTS)
+                         else parse_sizes([s]) and s)
+parse_layouts_arg = checked(lambda s: parse_layouts(s) and s)
+parse_precisions_arg = checked(lambda s: parse_precisions(s) and s)
 
 
 def parse_flops_arg(s: str) -> tuple[float, float]:

@@ -170,10 +170,9 @@ def layout_plan(kernels: list[str], layouts: list[str], precisions: tuple[str, .
 
 
 def spread(jobs: list[Job], workers: int) -> dict[Job, list[Job]]:
-    """Each job -> the jobs it runs as: a whole kernel that holds more of the run's entry points
-    than a worker's share, and is not cached whole, as one job per entry point. NVRTC's time is
-    per entry point, so the longest job bounds the run; a launch finds such one-entry cubins as
-    it finds its own."""
+    """Each job -> the jobs it runs as: an uncached whole kernel with more entry points than a
+    worker's share as one job per entry point (NVRTC's time is per entry: the longest job
+    bounds the run; a launch finds one-entry cubins as it finds its own)."""
     size = {j: len(j[2]) if j[2] else len(kernel_of(j[0]).entries) for j in jobs}
     share = sum(size.values()) / max(1, workers)
     return {j: [(j[0], j[1], (e,)) for e in kernel_of(j[0]).entries]

@@ -59,14 +59,13 @@ def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("fp32",
     s = peers.Session("cute-gemm bench --size batched" + (f" {kernel}" if kernel else ""), count,
                       seed, {"": ("torch", "ours")}, repeats, log)
     ours_fn = api.gemm if kernel is None else partial(api.run, kernel)
-    log(f"cute-gemm bench: {count} random batched problems, seed {s.seed} (--seed {s.seed} draws "
-        f"them again); {kernel or 'gemm()'} / torch.matmul {s.torch.__version__}, same run")
+    s.start(f"{count} random batched problems",
+            f"{kernel or 'gemm()'} / torch.matmul {s.torch.__version__}")
     with s:
         for p in draw(count, s.seed):
             for prec in precisions:
                 with s.case({**asdict(p), "precision": prec}) as row:
                     _measure(s, row, p, prec, ours_fn)
-                s.torch.backends.cuda.matmul.allow_tf32 = False
     return s.finish(precisions, lambda x: f"call {x['call']['geomean']:.3f}x geomean (min "
                     f"{x['call']['min']:.2f}), burst {x['burst']['geomean']:.3f}x (min "
                     f"{x['burst']['min']:.2f}); {x['failed']} failed", __doc__, out_dir, "batched.json")
@@ -82,7 +81,7 @@ def _measure(s: peers.Session, row: dict, p: Problem, prec: str, ours_fn) -> Non
     b = s.randn(*((p.k, p.n) if p.pattern == "b_shared" else (p.batch, p.k, p.n)), dtype=dt)
     shape = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (p.m, p.n)
     ours, theirs = (torch.empty(shape, dtype=dt, device="cuda") for _ in range(2))
-    torch.backends.cuda.matmul.allow_tf32 = prec == "tf32"
+    s.tf32(prec)
     ours_fn(a, b, out=ours, precision=prec)
     ratio = s.worst(ours, a.double() @ b.double(), a.double().abs() @ b.double().abs(), prec, PRECISIONS[prec])
     s.add(row, ratio, {"ours": lambda _: ours_fn(a, b, out=ours, precision=prec),

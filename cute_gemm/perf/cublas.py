@@ -2,7 +2,7 @@
 with TF32 off (the fp32 check would catch a TF32 result), TF32 on for its own calls only."""
 from __future__ import annotations
 
-import importlib
+import importlib.util
 import os
 
 import numpy as np
@@ -119,10 +119,6 @@ def find_cublas(prefer: str = "auto", precisions=("fp32",)):
             continue
         return b, f"cuBLAS via {b.library} {b.version} (TF32 {b.tf32})"
     hint = "pip install cupy-cuda13x (or torch) to compare" if prefer == "auto" else ""
-    if prefer == "auto":
-        try:
-            importlib.import_module("nvmath")
-            hint += "; nvmath-python is installed but needs CuPy or PyTorch arrays on the device"
-        except Exception:
-            pass
+    if prefer == "auto" and importlib.util.find_spec("nvmath") is not None:
+        hint += "; nvmath-python is installed but needs CuPy or PyTorch arrays on the device"
     return None, f"cuBLAS NOT MEASURED: {'; '.join(why)}" + (f" ({hint})" if hint else "")

@@ -73,9 +73,8 @@ def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("fp8_e4
         "_vs_scaled_mm": ("scaled_mm", "ours"), "_blocks_vs_tensor": ("ours", "blocks")}, repeats, log)
     torch = s.torch
     scaled_mm = torch._scaled_mm     # (cuBLASLt's scaled 8-bit GEMM: no public name)
-    log(f"cute-gemm bench: e4m3 x e4m3 -> bf16 on the squares and {count} random shapes, seed "
-        f"{s.seed} (--seed {s.seed} draws them again); gemm() / torch {torch.__version__} "
-        "_scaled_mm, same run")
+    s.start(f"e4m3 x e4m3 -> bf16 on the squares and {count} random shapes",
+            f"gemm() / torch {torch.__version__} _scaled_mm")
     one, bf16, e4m3 = torch.ones((), device="cuda"), torch.bfloat16, torch.float8_e4m3fn
     accuracy = []       # (none where the run is interrupted before it)
     with s:

@@ -36,14 +36,13 @@ def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("bf16",
     s = peers.Session("cute-gemm bench --size linear", count, seed,
                       {"_vs_eager": ("eager", "ours"), "_vs_fused": ("fused", "ours")}, repeats, log)
     torch = s.torch
-    log(f"cute-gemm bench: a linear layer with bias and GELU(tanh) at {count} token counts, "
-        f"seed {s.seed} (--seed {s.seed} draws them again); gemm(epilogue=) / torch "
-        f"{torch.__version__} eager and fused (_addmm_activation), same run")
+    s.start(f"a linear layer with bias and GELU(tanh) at {count} token counts",
+            f"gemm(epilogue=) / torch {torch.__version__} eager and fused (_addmm_activation)")
     tokens = draw(count, s.seed)
     with s:
         for prec in precisions:
             dt = getattr(torch, PRECISIONS[prec])
-            torch.backends.cuda.matmul.allow_tf32 = prec == "tf32"
+            s.tf32(prec)
             for k_in, n_out in LAYERS:
                 w = (s.randn(n_out, k_in) / math.sqrt(k_in)).to(dt)
                 b = s.randn(n_out, dtype=dt)
@@ -52,7 +51,6 @@ def run(count: int = DEFAULT_COUNT, seed: int | None = None, precisions=("bf16",
                 for m in tokens:
                     with s.case({"precision": prec, "tokens": m, "in": k_in, "out": n_out}) as row:
                         _measure(s, row, s.randn(m, k_in, dtype=dt), layer, prec)
-            torch.backends.cuda.matmul.allow_tf32 = False
     return s.finish(precisions, lambda x: f"one call {x['call_vs_eager']['geomean']:.3f}x eager, "
                     f"{x['call_vs_fused']['geomean']:.3f}x fused (geomean; min {x['call_vs_eager']['min']:.2f}, "
                     f"{x['call_vs_fused']['min']:.2f}); {x['failed']} failed", __doc__, out_dir, "linear.json")

@@ -40,10 +40,8 @@ def case(rows: list, row: dict, log):
 
 
 class Session(contextlib.ExitStack):
-    """One bench against PyTorch: a seed (drawn unless given, and printed), device 0 with gemm()
-    waiting for its picks' compiles (a stand-in is never timed), the L2 flush warmed up and the
-    clocks logged while it lasts. `ratios`: row key suffix -> (side, side), each timing's ratio
-    of the first's time to the second's."""
+    """One bench against PyTorch on device 0: a seed (drawn unless given), gemm() waiting for its
+    picks' compiles, a warm L2 flush, clocks logged. `ratios`: row key suffix -> (side, side)."""
 
     def __init__(self, tool: str, count: int, seed: int | None, ratios: dict, repeats: int, log):
         super().__init__()
@@ -61,6 +59,7 @@ class Session(contextlib.ExitStack):
         clocks = self.enter_context(ClockLog(launch.pci_bus_id(self.info.ordinal)))
         warm_up(self.flush)
         self.enter_context(interruptible())
+        self.callback(self.tf32, "fp32")
         t0 = time.monotonic()
         self.callback(lambda: setattr(self, "clocks", clocks.summary([(t0, time.monotonic())])))
         return self
@@ -72,6 +71,15 @@ class Session(contextlib.ExitStack):
             self.interrupted = f"after {len(self.rows)} rows"
             return True
         return done
+
+    def start(self, what: str, versus: str) -> None:
+        """Log the run's first line: what is drawn, from which seed, against what."""
+        self.log(f"cute-gemm bench: {what}, seed {self.seed} (--seed {self.seed} draws them "
+                 f"again); {versus}, same run")
+
+    def tf32(self, precision: str) -> None:
+        """PyTorch's float32 matmuls in TF32 for a tf32 problem only (off again on exit)."""
+        self.torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
 
     def randn(self, *shape, dtype=None):
         t = self.torch.randn(shape, generator=self.gen, device="cuda")

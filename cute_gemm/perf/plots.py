@@ -2,7 +2,7 @@
 Agg canvas: no pyplot state, headless); each names the device, date and units."""
 from __future__ import annotations
 
-import importlib
+import importlib.util
 import textwrap
 from pathlib import Path
 
@@ -18,11 +18,7 @@ OTHER_COLOR = "#55A868"
 
 
 def available() -> bool:
-    try:
-        importlib.import_module("matplotlib")
-    except ImportError:
-        return False
-    return True
+    return importlib.util.find_spec("matplotlib") is not None
 
 
 def _figure(w: float, h: float, layout: str | None = None, panels: int = 0):
@@ -69,9 +65,8 @@ def ladder_chart(result: BenchResult, path, *, size: int | None = None, layout: 
             xerr=[lo, hi], capsize=2, error_kw={"elinewidth": 0.8, "ecolor": "black"})
     for y, r in zip(ys, rows):
         if r.timed:
-            label = f"{r.tflops:.1f}"
-            if r.vs_cublas is not None:
-                label += f"  ({100 * r.vs_cublas:.0f}% of cuBLAS)"
+            label = f"{r.tflops:.1f}" + (f"  ({100 * r.vs_cublas:.0f}% of cuBLAS)"
+                                         if r.vs_cublas is not None else "")
             ax.annotate(label, (r.tflops + hi[y], y), xytext=(4, 0), textcoords="offset points",
                         ha="left", va="center", fontsize=7.5)
         else:
@@ -197,8 +192,8 @@ def random_chart(result: BenchResult, path) -> Path:
                 continue
             geo = ratio_stats([x for _, x in pairs])["geomean"]
             name = key[1] if one_kernel else f"{key[0]} {key[1]}"
-            ax.plot(*zip(*pairs), marker="osD^vP*X"[i % 8],
-                    linestyle="none", color=f"C{i % 10}", markersize=4.5, alpha=0.85,
+            ax.plot(*zip(*pairs), marker="osD^vP*X"[i % 8], linestyle="none", color=f"C{i % 10}",
+                    markersize=4.5, alpha=0.85,
                     label=f"{name} (geometric mean {geo:.3f}×)")
         ax.axhline(1.0, color="black", linestyle="--", linewidth=1.2)
         ax.axhline(SLOW, color="grey", linestyle=":", linewidth=1.0)

@@ -300,10 +300,9 @@ def readme_markdown(result: BenchResult, *, size: int | None = None, layout: str
                     tensor_cores: tuple[BenchResult, str] | None = None,
                     sweep: tuple[BenchResult, str, str | None] | None = None,
                     random_plot: str | None = None) -> str:
-    """The ladder table at one square size, then the tensor-core table, the summary over many
-    shapes, the random summary, every shape and layout, the overhead and the method; with
-    `details` (a link to the rest) the README's short form. tensor_cores: (result, source),
-    sweep: (result, source, plot) of runs of their own for those tables."""
+    """The ladder table at one square size, then the tensor-core, sweep and random tables, every
+    shape, the overhead and the method; with `details` (a link to the rest) the short form.
+    tensor_cores: (result, source), sweep: (result, source, plot) of runs of their own."""
     tc = _tensor_core_markdown(*(tensor_cores or (result,)))
     sw = (sweep_markdown(sweep[0], sweep[1], plot=sweep[2], per_shape=details is None) if sweep
           else [] if details is not None else sweep_markdown(result))

@@ -107,9 +107,8 @@ def operands(a32: np.ndarray, b32: np.ndarray, precision: str, rng, info, full_m
 
 
 class Inputs:
-    """n_sets copies of A, B (in `layout`, of the precision's type) and C (of its result
-    type) on the device; set 0 is the checked one, the others dtod copies of it (same values
-    at new addresses, no host traffic)."""
+    """n_sets copies of A, B (in `layout`) and C on the device; set 0 is the checked one, the
+    others dtod copies of it (same values at new addresses, no host traffic)."""
 
     def __init__(self, a: np.ndarray, b: np.ndarray, layout: str, n_sets: int,
                  precision: str = "fp32"):
@@ -139,6 +138,12 @@ class Inputs:
 
     def __len__(self):
         return len(self.A)
+
+    def __enter__(self) -> "Inputs":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def close(self) -> None:
         for d in self._owned:
@@ -214,15 +219,12 @@ def time_kernel(name: str, m: int, n: int, k: int, *, repeats: int = 20, warmup:
     row = Row(name, family(name), m, n, k, check=ref.mode)
     if name == registry.AUTO:
         row.message = _auto_message(m, n, k, "nn", "fp32", info)
-    inputs = Inputs(a, b, "nn", 1)
-    try:       # errors (compile, shape limits, launch) go to the caller, as run()'s would
-        with Flush(info.l2_bytes) as flush:
-            def fn(i):
-                api.run(name, inputs.A[i], inputs.B[i], out=inputs.C[i])
-            measure_row(row, lambda: gpu_check(name, fn, inputs, ref), lambda: event_times(
-                fn, 1, flush, repeats=repeats, warmup=warmup, min_repeats=repeats), catch=())
-    finally:
-        inputs.close()
+    # errors (compile, shape limits, launch) go to the caller, as run()'s would
+    with Inputs(a, b, "nn", 1) as inputs, Flush(info.l2_bytes) as flush:
+        def fn(i):
+            api.run(name, inputs.A[i], inputs.B[i], out=inputs.C[i])
+        measure_row(row, lambda: gpu_check(name, fn, inputs, ref), lambda: event_times(
+            fn, 1, flush, repeats=repeats, warmup=warmup, min_repeats=repeats), catch=())
     return {"kernel": name, "m": m, "n": n, "k": k, "ms": row.median_ms, "min_ms": row.min_ms,
             "max_ms": row.max_ms, "tflops": row.tflops, "gauge_ratio": row.gauge_ratio,
             "status": row.status, "check": row.check, "message": row.message}
@@ -239,10 +241,8 @@ def bench(kernels: str | Sequence[str] | None = None,
           ladder_size: int | None = None, progress: bool = True,
           precisions: str | Sequence[str] = ("fp32",),
           flops: tuple[float, float] | None = None) -> BenchResult:
-    """Check, then time, every kernel (default: all the device runs) on every shapes.plan case
-    in each of `precisions` it offers, next to cuBLAS at the same precision; with random
-    sizes, kernels default to "auto" and timed rows get call_ms and burst_ms too. out_dir:
-    report.write_outputs there."""
+    """Check, then time, every kernel (default: all; "auto" with random sizes, which also get
+    call_ms and burst_ms) on every shapes.plan case and precision, next to cuBLAS."""
     info = launch.device_info()
     driver.ensure_context(info.ordinal)
     todo = plan(sizes, layouts, seed=seed, flops=flops)
@@ -251,10 +251,9 @@ def bench(kernels: str | Sequence[str] | None = None,
     names = [registry.check_name(x) for x in ([kernels] if isinstance(kernels, str) else kernels)]
     precs = parse_precisions(precisions)
     backend, cublas_note = find_cublas(cublas, precisions=precs)
-    result = BenchResult(_meta(info, backend, cublas_note, todo, repeats=repeats,
-                               min_repeats=min_repeats, warmup=warmup, max_seconds=max_seconds))
+    tkw = dict(repeats=repeats, warmup=warmup, min_repeats=min_repeats, max_seconds=max_seconds)
+    result = BenchResult(_meta(info, backend, cublas_note, todo, **tkw, precisions=list(precs)))
     meta, settings = result.meta, result.meta["settings"]
-    settings["precisions"] = list(precs)
     if todo.random is not None:
         meta["random"] = todo.record()
     # gemm()'s candidates are not compiled whole here: its first use of a problem compiles the
@@ -269,7 +268,6 @@ def bench(kernels: str | Sequence[str] | None = None,
     bar = Progress(sum(len(lays) for _, lays in todo.cases)
                    * sum(len(xs) + (backend is not None) for xs in by_prec.values()), progress)
     rng = np.random.default_rng(todo.seed)
-    tkw = dict(repeats=repeats, warmup=warmup, min_repeats=min_repeats, max_seconds=max_seconds)
     try:
         clocks = ClockLog(launch.pci_bus_id(info.ordinal))
     except Exception:     # NVML then samples its first GPU
@@ -434,7 +432,7 @@ def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush
             bar.step(f"{name} {label}")
         return
     timing = (inputs, ref, flush, tkw, clocks, callers)
-    try:
+    with inputs:
         if backend is not None:
             peer = CUBLAS_PEER[prec]     # fp32_3xtf32 is timed beside SGEMM (TF32 off)
             row = Row(CUBLAS, family(CUBLAS), m, n, kk, lay, check=ref.mode, precision=prec,
@@ -476,8 +474,6 @@ def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush
                 row.message = _auto_message(m, n, kk, lay, prec, info)
             result.rows.append(row)
             bar.step(f"{name} {label}")
-    finally:
-        inputs.close()
 
 
 def _auto_message(m: int, n: int, kk: int, lay: str, prec: str, info) -> str:

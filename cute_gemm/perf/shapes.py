@@ -63,6 +63,8 @@ def parse_layouts(spec) -> tuple[str, ...]:
              if x.strip()]
     if items == ["all"]:
         return LAYOUTS
+    if not items:
+        raise ValueError("no layout given: use nn, tn, nt, tt or all")
     for x in items:
         if x not in LAYOUTS:
             raise ValueError(f"layout {x!r}: use {', '.join(LAYOUTS)} or all")
@@ -142,10 +144,9 @@ def clip_band(flops, dims: tuple[int, int] = (DIM_MIN, DIM_MAX)) -> tuple[float,
 
 
 def draw(spec: RandomShapes, seed: int, layouts=LAYOUTS) -> list[tuple[int, int, int, str]]:
-    """spec.count distinct (M, N, K, layout) from `seed` (random.Random(seed).random() only:
-    the same on any Python): log2 of 2·M·N·K uniform in the band; (log2 M, log2 N) uniform
-    where log2 K stays in bounds; K the integer nearest the target that keeps the flop count
-    in the band; the layout uniform among `layouts`. A repeat is drawn again."""
+    """spec.count distinct (M, N, K, layout) from `seed` (random.Random: the same on any
+    Python): log2 of 2·M·N·K uniform in the band, then (log2 M, log2 N) uniform where K stays
+    in bounds, K the nearest integer in the band, the layout uniform among `layouts`."""
     layouts, rnd = tuple(layouts), random.Random(seed)
     lo, hi = spec.band()
     a, b = (math.log2(d) for d in spec.dims)

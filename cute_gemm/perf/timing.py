@@ -61,10 +61,9 @@ def warm_up(flush: Callable[[], None], seconds: float = WARM_UP_S) -> None:
 def event_times(fn: Callable[[int], None], n_sets: int, flush: Callable[[], None], *,
                 repeats: int, warmup: int, min_repeats: int = 1,
                 max_seconds: float | None = None) -> list[float]:
-    """Per-launch ms of fn(i) (i: the input set, cycling over n_sets) between CUDA events, each
-    launch after flush(). With max_seconds, warm-up (at most a fifth) and repeats (at least
-    min_repeats) fit that budget at a first launch's time. Warns when over a tenth of the
-    timed calls kept the host busy past the flush's hold (their times may include host time)."""
+    """Per-launch ms of fn(i) (i cycling over n_sets) between CUDA events, each after flush();
+    with max_seconds, warm-up and repeats fit that budget at a first launch's time. Warns when
+    over a tenth of the calls kept the host busy past the flush's hold."""
     e0, e1 = launch.Event(), launch.Event()
     flush()
     e0.record()

@@ -98,13 +98,12 @@ def gpu_measure(info, flush: Flush, seed: int = 0) -> Measure:
     def measure(p: Problem, seconds: float) -> tuple[dict, dict]:
         a, b = (rng.standard_normal(s, dtype=np.float32) for s in ((p.m, p.k), (p.k, p.n)))
         a, b, ref, n_sets = operands(a, b, p.precision, rng, info, CHECK_FULL_MAX)
-        times: dict = {}
-        notes: dict = {}
+        times, notes = {}, {}
         try:
             inputs = Inputs(a, b, p.layout, n_sets, p.precision)
         except Exception as e:          # out of memory, typically
             return times, {c: "inputs: " + first_line(e) for c in p.candidates}
-        try:
+        with inputs:
             for key in p.candidates:
                 kernel, turned, s, r = split_key(key)
                 choice = auto.Choice(kernel, turned, split_k=s, reduce=r)
@@ -123,8 +122,6 @@ def gpu_measure(info, flush: Flush, seed: int = 0) -> Measure:
                             min_repeats=MIN_REPEATS, max_seconds=seconds)))
                 except (CuteGemmError, RuntimeError, ValueError) as e:
                     notes[key] = first_line(e)
-        finally:
-            inputs.close()
         return times, notes
     return measure
 
