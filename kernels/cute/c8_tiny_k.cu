@@ -8,20 +8,22 @@
 // float (tf32 rounded to nearest, ties away, so each product is the tensor cores' exactly),
 // every thread summing its outputs over the k-tile's K with FFMA (c0's partition of C, from
 // shared memory); bf16/fp16 in their own type, k-major, multiplied by mma.sync (a k-block
-// of 16 an instruction) and staged through shared memory into the same partition of C. Any K runs, k-tile by k-tile, but a long K is
-// what the other stages are for: gemm() sends this kernel K <= 32 (select/auto.py tiny_k).
+// of 16 an instruction) and staged through shared memory into the same partition of C.
+// Any K runs, k-tile by k-tile, but a long K is what the other stages are for: gemm()
+// sends this kernel K <= 32 (select/auto.py tiny_k).
 // Geometry: BLK_M x BLK_N x BLK_K = 64 x 64 x 32 (the registry's TileConfig); 256 threads,
 //           tC = (16,16) n fastest. Where C's rows are runs of aligned 4-element vectors
-//           (kVec, chosen once a launch), thread (ty, tx) owns rows 4 ty + i and columns
-//           4 tx + j of the tile (4 x 4, order<true>): a row's 4 values are one vector
-//           store (16 bytes of float, 8 of a 16-bit type), a k's 4 values of each strip one
-//           128-bit shared load; else c0's rows ty + 16 i and columns tx + 16 j (a
+//           (kVec, chosen once a launch; FFMA on sm_90 on), thread (ty, tx) owns rows
+//           4 ty + i and columns 4 tx + j of the tile (4 x 4, order<true>): a row's 4
+//           values are one vector store (16 bytes of float, 8 of a 16-bit type), a k's 4
+//           values of each strip one 128-bit shared load; else c0's rows ty + 16 i and columns tx + 16 j (a
 //           half-warp's scalar stores cover 16 neighbours). 16 accumulators and a strip's 8
 //           staged values fit 128 registers: 2 CTAs an SM (MIN_BLOCKS; at 3 CTAs' 80
 //           registers the staging spilled). Grid: a CTA per row of tiles along x, along y
 //           as many as fill the GPU twice (records.TileWalkN), each walking its row's tiles
 //           gridDim.y apart: A's strip staged once and the next tile's B strip loaded while
-//           this tile computes and stores.
+//           this tile computes and stores (from one stepped pointer a thread, StripWalk), into
+//           the other of two buffers: a barrier a tile (two where the MMA's C is staged).
 // Residues: predicated element loads (zeros outside A and B); elem_less on C's identity
 //           tensor predicates an edge tile's stores, one element at a time (an interior
 //           tile's go unchecked, in vectors where kVec).
@@ -34,7 +36,7 @@
 //   tC   = (16,16):(16,1)                      thread -> (m,n) of its first C element
 //   order<true> = (16,4):(4,1)                 (thread coordinate, value) -> row or column of a tile
 //   sA   = (BLK_M,BLK_K):(1,BLK_M+4)           rows of BLK_M+4 floats: each k's 16-byte aligned
-//   sB   = (BLK_N,BLK_K):(1,BLK_N+4)
+//   sB   = (BLK_N,BLK_K):(1,BLK_N+4)           two buffers, tiles alternating
 //   16-bit: sA = (BLK_M,BLK_K):(BLK_K+8,1), sB likewise (k-major, ldmatrix x4);
 //           TiledMMA SM80_16x8x16 over 4 x 2 warps, tile 64 x 32 x 16 (a warp: 16 rows, two
 //           8-wide atoms a step); sC = (BLK_M,BLK_N):(BLK_N+8,1) float, read back through
@@ -89,7 +91,8 @@ CUTE_HOST_DEVICE constexpr auto smem_layout() {                              // 
   return make_layout(make_shape(Int<X>{}, Int<BLK_K>{}), make_stride(Int<1>{}, Int<X + 4>{}));
 }
 
-template <class T> __device__ __forceinline__ float to_f32(T x) { return float(x); }
+// a B strip's buffer, in floats (the 16-bit strips take fewer bytes of it)
+constexpr int kStripFloats = cosize_v<decltype(smem_layout<BLK_N>())>;
 
 // A thread's share of a (X,BLK_K) strip: elements t, t + 256, ... numbered along the
 // operand's unit-stride mode (x_unit: x, else k). As 256 is a multiple of X and of BLK_K, they
@@ -105,35 +108,68 @@ struct StripShare {
         dx(x_unit ? 0 : THREADS / KB), dk(x_unit ? THREADS / X : 0) {}
 };
 
-// This thread's elements of a strip (X,BLK_K) into registers as float, zeros outside: the
+// This thread's elements of a strip (X,BLK_K) into registers as V, zeros outside: the
 // loads are issued together, waited for where v is first read (a store after each load
 // waited for it: a memory latency an element)
-template <int X, int KB, class Strip>
-__device__ __forceinline__ void load_strip(Strip const& g, float (&v)[StripShare<X, KB>::kPer],
+template <int X, int KB, class Strip, class V>
+__device__ __forceinline__ void load_strip(Strip const& g, V (&v)[StripShare<X, KB>::kPer],
                                            int x_left, int k_left, bool x_unit) {
   const StripShare<X, KB> sh(x_unit);
   auto const* p = raw_pointer_cast(g.data()) + (sh.x0 * stride<0>(g) + sh.k0 * stride<1>(g));
   const long long step = sh.dx * stride<0>(g) + sh.dk * stride<1>(g);
   CUTE_UNROLL
   for (int i = 0; i < StripShare<X, KB>::kPer; ++i)
-    v[i] = sh.x0 + i * sh.dx < x_left && sh.k0 + i * sh.dk < k_left ? to_f32(p[i * step]) : 0.0f;
+    v[i] = sh.x0 + i * sh.dx < x_left && sh.k0 + i * sh.dk < k_left ? V(p[i * step]) : V(0.0f);
 }
 
+// The B strips of a CTA's walk, strip t at x = t X: this thread's first element, the step
+// between its elements and between strips, and which of them lie inside K, worked out once
+// (load_strip's address and bound arithmetic per element was half a tile's instructions)
+template <int X, int KB, class T>
+struct StripWalk {
+  using Share = StripShare<X, KB>;
+  const T* p;
+  long long step, next;
+  unsigned in_k = 0;      // bit i: element i's k < K
+  int x0, dx;
+  __device__ __forceinline__ StripWalk(const T* base, long long sx, long long sk, int K,
+                                       bool x_unit) {
+    const Share sh(x_unit);
+    p = base + (sh.x0 * sx + sh.k0 * sk);
+    step = sh.dx * sx + sh.dk * sk;
+    next = X * sx;
+    x0 = sh.x0;
+    dx = sh.dx;
+    CUTE_UNROLL
+    for (int i = 0; i < Share::kPer; ++i) in_k |= unsigned(sh.k0 + i * sh.dk < K) << i;
+  }
+  // strip t into registers (V: float, or the operands' own type), zeros outside (x_left:
+  // its extent left inside the operand)
+  template <class V>
+  __device__ __forceinline__ void load(V (&v)[Share::kPer], int t, int x_left) const {
+    const T* q = p + t * next;
+    const bool whole = x_left >= X;
+    CUTE_UNROLL
+    for (int i = 0; i < Share::kPer; ++i, q += step)
+      v[i] = (in_k >> i & 1u) && (whole || x0 + i * dx < x_left) ? V(*q) : V(0.0f);
+  }
+};
+
 // ... and from registers into smem (tf32: cvt.rna, round to nearest, ties away)
-template <bool TF32, int X, int KB, class Smem>
-__device__ __forceinline__ void store_strip(Smem& s, float const (&v)[StripShare<X, KB>::kPer],
+template <bool TF32, int X, int KB, class Smem, class V>
+__device__ __forceinline__ void store_strip(Smem& s, V const (&v)[StripShare<X, KB>::kPer],
                                             bool x_unit) {
   const StripShare<X, KB> sh(x_unit);
   CUTE_UNROLL
   for (int i = 0; i < StripShare<X, KB>::kPer; ++i) {
-    float x = v[i];
+    using TS = typename Smem::value_type;    // float, or the operands' 16-bit type (V's)
     if constexpr (TF32) {
-      unsigned u = __float_as_uint(x);
+      unsigned u = __float_as_uint(v[i]);
       asm("cvt.rna.tf32.f32 %0, %0;\n" : "+r"(u));
-      x = __uint_as_float(u);
+      s(sh.x0 + i * sh.dx, sh.k0 + i * sh.dk) = __uint_as_float(u);
+    } else {
+      s(sh.x0 + i * sh.dx, sh.k0 + i * sh.dk) = TS(v[i]);
     }
-    using TS = typename Smem::value_type;    // float, or the 16-bit type it was widened from
-    s(sh.x0 + i * sh.dx, sh.k0 + i * sh.dk) = TS(x);
   }
 }
 
@@ -169,8 +205,8 @@ template <int X>
 CUTE_HOST_DEVICE constexpr auto smem_layout_mma() {                          // (X,BLK_K)
   return make_layout(make_shape(Int<X>{}, Int<BLK_K>{}), make_stride(Int<BLK_K + 8>{}, Int<1>{}));
 }
-// The accumulators staged as float, rows of BLK_N + 8: the stores' 8 rows of a warp fall on
-// two bank halves (2-way), the reads' 4-element rows on distinct banks
+// The accumulators staged as float, rows of BLK_N + 8: a half-warp's 64-bit stores (4 rows of
+// 8 words) and a quarter-warp's 128-bit reads (a row's 32 words) fall on distinct banks
 CUTE_HOST_DEVICE constexpr auto smem_layout_c() {                            // (BLK_M,BLK_N)
   return make_layout(make_shape(Int<BLK_M>{}, Int<BLK_N>{}), make_stride(Int<BLK_N + 8>{}, Int<1>{}));
 }
@@ -221,34 +257,43 @@ __device__ __forceinline__ void load4(const TC* p, float (&v)[4]) {
   const float2 lo = cg::unpack_pair<TC>(w.x), hi = cg::unpack_pair<TC>(w.y);
   v[0] = lo.x; v[1] = lo.y; v[2] = hi.x; v[3] = hi.y;
 }
+// alpha * acc + beta * c at (m, n) through the fused epilogue (c: C's old value, read only
+// where beta != 0), as epilogue_axpby computes it
+template <class TC, class E>
+__device__ __forceinline__ float axpby(float acc, float c, int m, int n, float alpha, float beta,
+                                       E const& e) {
+  const float s = E::kNone ? alpha : e.scale(alpha, m, n);
+  const float x = beta == 0.0f ? s * acc : s * acc + beta * c;
+  if constexpr (E::kNone) return x;
+  else return e.template finish<TC>(x, m, n);
+}
+// A row's 4 neighbours from (m, n) on, one vector access at p (aligned to 4 elements)
+template <class TC, class E>
+__device__ __forceinline__ void put4(TC* p, float const (&a)[4], int m, int n, float alpha,
+                                     float beta, E const& e) {
+  float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  if (beta != 0.0f) load4(p, c);
+  auto v = [&](int j) { return axpby<TC>(a[j], c[j], m, n + j, alpha, beta, e); };
+  if constexpr (sizeof(TC) == 2) {     // packed as they come: two values live, not four
+    const uint32_t w0 = cg::pack_pair<TC>(v(0), v(1));
+    const uint32_t w1 = cg::pack_pair<TC>(v(2), v(3));
+    *reinterpret_cast<uint2*>(p) = make_uint2(w0, w1);
+  } else {
+    *reinterpret_cast<float4*>(p) = make_float4(v(0), v(1), v(2), v(3));
+  }
+}
 // An interior tile's values from (m0, n0) on, row i's 4 in one vector (C: unit column stride,
-// 4-element aligned rows): alpha * acc + beta * C through the fused epilogue, C read only
-// where beta != 0, as epilogue_axpby computes them
+// 4-element aligned rows)
 template <class TC, class Acc, class E>
 __device__ __forceinline__ void store_rows4(Acc const& tCrC, TC* C, long long sCm, int m0, int n0,
                                             float alpha, float beta, E const& e) {
-  auto value = [&](int i, int j, float c) {     // (c: C's old value, read where beta != 0)
-    const float s = E::kNone ? alpha : e.scale(alpha, m0 + i, n0 + j);
-    const float x = beta == 0.0f ? s * tCrC(i, j) : s * tCrC(i, j) + beta * c;
-    if constexpr (E::kNone) return x;
-    else return e.template finish<TC>(x, m0 + i, n0 + j);
-  };
   TC* p = C + m0 * sCm + n0;
   CUTE_UNROLL
   for (int i = 0; i < kTM; ++i, p += sCm) {
-    float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    if (beta != 0.0f) load4(p, c);
-    if constexpr (sizeof(TC) == 2) {     // packed as they come: two values live, not four
-      const uint32_t w0 = cg::pack_pair<TC>(value(i, 0, c[0]), value(i, 1, c[1]));
-      const uint32_t w1 = cg::pack_pair<TC>(value(i, 2, c[2]), value(i, 3, c[3]));
-      *reinterpret_cast<uint2*>(p) = make_uint2(w0, w1);
-    } else {
-      *reinterpret_cast<float4*>(p) = make_float4(value(i, 0, c[0]), value(i, 1, c[1]),
-                                                  value(i, 2, c[2]), value(i, 3, c[3]));
-    }
+    const float a[4] = {tCrC(i, 0), tCrC(i, 1), tCrC(i, 2), tCrC(i, 3)};
+    put4(p, a, m0 + i, n0, alpha, beta, e);
   }
 }
-
 template <bool TF32, bool kVec, class TAB, class TC, class Epi>
 __device__ __forceinline__ void tiles(int M, int N, int K, float alpha,
                                       const TAB* A, long long sAm, long long sAk,
@@ -283,11 +328,15 @@ __device__ __forceinline__ void tiles(int M, int N, int K, float alpha,
 
   // the strips: float for FFMA; for the MMA their own 16-bit type, k-major (in the same bytes)
   using TS = conditional_t<kMma, TAB, float>;
-  auto strip = [](float* p, auto layout) { return make_tensor(make_smem_ptr(reinterpret_cast<TS*>(p)), layout); };
+  auto strip = [](float* p, auto layout) {
+    return make_tensor(make_smem_ptr(reinterpret_cast<TS*>(p)), layout);
+  };
   auto sA = strip(smemA, conditional_t<kMma, decltype(smem_layout_mma<BLK_M>()),
                                        decltype(smem_layout<BLK_M>())>{});            // (BLK_M,BLK_K)
-  auto sB = strip(smemB, conditional_t<kMma, decltype(smem_layout_mma<BLK_N>()),
-                                       decltype(smem_layout<BLK_N>())>{});            // (BLK_N,BLK_K)
+  // B's strip in two buffers: the walk stores tile t + 1's while tile t's may still be read
+  using LayoutB = conditional_t<kMma, decltype(smem_layout_mma<BLK_N>()), decltype(smem_layout<BLK_N>())>;
+  auto sB_at = [&](int buf) { return strip(smemB + buf * kStripFloats, LayoutB{}); };  // (BLK_N,BLK_K)
+  auto sB = sB_at(0);
   static_assert(cosize_v<decltype(smem_layout_mma<BLK_M>())> * 2 <= cosize_v<decltype(smem_layout<BLK_M>())> * 4,
                 "the 16-bit strips fit the float strips' bytes");
 
@@ -303,8 +352,10 @@ __device__ __forceinline__ void tiles(int M, int N, int K, float alpha,
   TC* const Cl = raw_pointer_cast(mC.data());
   Tensor tCsA = local_partition(ordered<kVec>(sA, by_thread_k<kVec>()), tC, threadIdx.x,
                                 Step<_1, X>{});                                        // (THR_M,BLK_K)
-  Tensor tCsB = local_partition(ordered<kVec>(sB, by_thread_k<kVec>()), tC, threadIdx.x,
-                                Step< X, _1>{});                                       // (THR_N,BLK_K)
+  auto tCsB_at = [&](int buf) {
+    return local_partition(ordered<kVec>(sB_at(buf), by_thread_k<kVec>()), tC, threadIdx.x,
+                           Step< X, _1>{});                                            // (THR_N,BLK_K)
+  };
   // C of tile (blockIdx.x, tn): alpha * acc + beta * C in TC (round to nearest even), C read
   // only if beta != 0, through the fused epilogue; vectors on an interior tile (kVec), else
   // element by element
@@ -336,16 +387,21 @@ __device__ __forceinline__ void tiles(int M, int N, int K, float alpha,
       return t;
     }
   };
-  auto multiply = [&](auto& tAcc, int k_left) {
-    if constexpr (kMma) mma_strips<TAB>(sA, sB, tAcc, k_left);
-    else fma_strips<kVec>(tCsA, tCsB, tAcc, k_left);
+  auto multiply = [&](auto& tAcc, int k_left, int buf) {
+    if constexpr (kMma) mma_strips<TAB>(sA, sB_at(buf), tAcc, k_left);
+    else fma_strips<kVec>(tCsA, tCsB_at(buf), tAcc, k_left);
   };
   // the tile's C stored from the thread's (THR_M,THR_N): the MMA's fragments pass through
   // smem into the partition the stores take
   auto finish = [&](auto const& tAcc, int tn) {
     if constexpr (kMma) {
       Tensor sC = make_tensor(make_smem_ptr(smemC), smem_layout_c());                  // (BLK_M,BLK_N)
-      copy(tAcc, tiny_mma<TAB>().get_slice(threadIdx.x).partition_C(sC));
+      // an atom's (c0,c1) and (c2,c3) are neighbours in a row: one 64-bit store each
+      Tensor tCsC = tiny_mma<TAB>().get_slice(threadIdx.x).partition_C(sC);           // (MMA,MMA_M,MMA_N)
+      CUTE_STATIC_ASSERT_V(size<0>(tAcc) == Int<4>{});                               // c0..c3 of the 16x8 atom
+      CUTE_UNROLL
+      for (int i = 0; i < size(tAcc); i += 2)
+        *reinterpret_cast<float2*>(&tCsC(i)) = make_float2(tAcc(i), tAcc(i + 1));
       __syncthreads();
       // (read where the stores use them, a row at a time: 16 values live at once spilled
       // the fused GELU(erf) entries)
@@ -358,20 +414,23 @@ __device__ __forceinline__ void tiles(int M, int N, int K, float alpha,
   if (k_tiles == 1) {
     // one k-tile (the K this kernel is for): A's strip staged once; the next tile's B strip
     // loaded into registers while this one computes and stores, so its load latency hides
-    // behind them
-    float v[StripShare<BLK_N, BLK_K>::kPer];
+    // behind them, and stored into the other buffer: one barrier a tile publishes it (tile
+    // t - 1 read that buffer before the previous barrier), and the MMA's staging of C its
+    // second
+    TS v[StripShare<BLK_N, BLK_K>::kPer];    // (the MMA's operands never leave their type)
     load_strip<BLK_M, BLK_K>(gA(_, _, 0), v, m_left, K, a_unit);
     store_strip<TF32, BLK_M, BLK_K>(sA, v, a_unit);
-    int tn = blockIdx.y;
-    if (tn < n_tiles) load_strip<BLK_N, BLK_K>(gB(tn)(_, _, 0), v, N - tn * BLK_N, K, b_unit);
-    for (; tn < n_tiles; tn += gridDim.y) {
-      __syncthreads();                                 // the last tile's reads of sB are done
-      store_strip<TF32, BLK_N, BLK_K>(sB, v, b_unit);
+    const StripWalk<BLK_N, BLK_K, TAB> walk(raw_pointer_cast(mB.data()), sBn, sBk, K, b_unit);
+    int tn = blockIdx.y, buf = 0;
+    if (tn < n_tiles) walk.load(v, tn, N - tn * BLK_N);
+    for (; tn < n_tiles; tn += gridDim.y, buf ^= 1) {
+      auto sBt = sB_at(buf);
+      store_strip<TF32, BLK_N, BLK_K>(sBt, v, b_unit);
       __syncthreads();
       const int next = tn + int(gridDim.y);
-      if (next < n_tiles) load_strip<BLK_N, BLK_K>(gB(next)(_, _, 0), v, N - next * BLK_N, K, b_unit);
+      if (next < n_tiles) walk.load(v, next, N - next * BLK_N);
       auto tAcc = acc();
-      multiply(tAcc, K);
+      multiply(tAcc, K, buf);
       finish(tAcc, tn);
     }
     return;
@@ -380,21 +439,21 @@ __device__ __forceinline__ void tiles(int M, int N, int K, float alpha,
     auto tAcc = acc();
     for (int kt = 0; kt < k_tiles; ++kt) {
       const int k_left = min(BLK_K, K - kt * BLK_K);
-      float v[StripShare<BLK_N, BLK_K>::kPer];
+      TS v[StripShare<BLK_N, BLK_K>::kPer];
       __syncthreads();                                 // the last k-tile's reads are done
       load_strip<BLK_M, BLK_K>(gA(_, _, kt), v, m_left, k_left, a_unit);
       store_strip<TF32, BLK_M, BLK_K>(sA, v, a_unit);
       load_strip<BLK_N, BLK_K>(gB(tn)(_, _, kt), v, N - tn * BLK_N, k_left, b_unit);
       store_strip<TF32, BLK_N, BLK_K>(sB, v, b_unit);
       __syncthreads();
-      multiply(tAcc, k_left);
+      multiply(tAcc, k_left, 0);
     }
     finish(tAcc, tn);
   }
 }
 
-// C's rows as runs of whole aligned vectors (a batch's offsets included): the tiles' columns
-// by vector (kVec), else as c0's partition takes them; one choice a launch
+// The tiles' columns by vector (kVec) where C's rows are runs of whole aligned vectors (a
+// batch's offsets included), else as c0's partition takes them; one choice a launch
 template <bool TF32, class TAB, class TC, class Epi>
 __device__ void gemm_tiny_k(int M, int N, int K, float alpha,
                             const TAB* A, long long sAm, long long sAk,
@@ -404,14 +463,15 @@ __device__ void gemm_tiny_k(int M, int N, int K, float alpha,
                             long long bC0, long long bC1, Epi epi) {
   const int l = z0 + int(blockIdx.z), l0 = l / Lin, l1 = l - l0 * Lin;
   const TC* Cl = C + (l0 * bC0 + l1 * bC1);
+  constexpr bool kMma = sizeof(TAB) == 2;
   const bool vectors = sCn == 1 && sCm % 4 == 0
                        && reinterpret_cast<uintptr_t>(Cl) % (4 * sizeof(TC)) == 0;
   __shared__ __align__(16) float smemA[cosize_v<decltype(smem_layout<BLK_M>())>];
-  __shared__ __align__(16) float smemB[cosize_v<decltype(smem_layout<BLK_N>())>];
+  __shared__ __align__(16) float smemB[2 * kStripFloats];
   // (the MMA's accumulators staged on their way to the stores: 16-bit operands only)
-  __shared__ __align__(16) float smemC[sizeof(TAB) == 2 ? cosize_v<decltype(smem_layout_c())> : 4];
-  // (sm_90 on: for sm_80 ptxas spilled the vector path's 16-bit entries at 128 registers)
-  if constexpr (cg::kArch >= 900) {
+  __shared__ __align__(16) float smemC[kMma ? cosize_v<decltype(smem_layout_c())> : 4];
+  // (FFMA: sm_90 on, for sm_80 ptxas spilled the vector path's 16-bit results at 128 registers)
+  if constexpr (kMma || cg::kArch >= 900) {
     if (vectors) {
       tiles<TF32, true>(M, N, K, alpha, A, sAm, sAk, B, sBk, sBn, beta, C, sCm, sCn, Lin, z0,
                         bA0, bA1, bB0, bB1, bC0, bC1, epi, smemA, smemB, smemC);
