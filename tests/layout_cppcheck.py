@@ -147,7 +147,8 @@ def program(rec: Recipe) -> str:
     return (f'{head}#line {head.count(chr(10)) + 2} "{rec.kernel.name}_layouts.cu"\n'
             f"using namespace cute;\n{_HELPERS}\nint main() {{\n"
             f"  int M = {M}, N = {N}, K = {K};\n"
-            "  float *A = cg_pool, *B = cg_pool, *C = cg_pool, *smemA = cg_pool, *smemB = cg_pool;\n"
+            "  float *A = cg_pool, *B = cg_pool, *C = cg_pool, *smemA = cg_pool, *smemB = cg_pool, "
+            "*smemC = cg_pool;\n"
             "  auto cta_tiler = make_shape(" + ", ".join(f"Int<{t}>{{}}" for t in tile) + ");\n"
             f"  auto cta_coord = make_coord(0, 0, _);\n{local}"
             f"{body}  return 0;\n}}\n#endif  // __CUDA_ARCH__\n")

@@ -118,11 +118,11 @@ def _c0(b: Recipe) -> None:
                   step=_STEP[op], exact=False)
 
 
-# ---- c8_tiny_k: strips of A and B staged as float, c0's partition of C from shared memory -------
+# ---- c8_tiny_k: strips of A and B in shared memory, c0's partition of C (16-bit: mma.sync) ------
 @recipe("cute/c8_tiny_k.cu")
 def _c8(b: Recipe) -> None:
-    """Every entry alike (all strides dynamic): padded smem strips, c0's thread layout of C over
-    tiles whose rows and columns are reordered so that a thread's 4 lie side by side."""
+    """All strides dynamic: padded smem strips, c0's thread layout of C over tiles whose rows and
+    columns are reordered so that a thread's 4 lie side by side; 16-bit entries' MMA after."""
     bM, bN, bK = b.tiler
     order = Layout((16, 4), (4, 1))
     by_k, by_c = Def("by_thread_k<true>()", (order, Layout(bK, 1))), Def("by_thread_c<true>()", (order, order))
@@ -140,6 +140,26 @@ def _c8(b: Recipe) -> None:
               f"thread {b.thread} reads, 4 side by side (one float4 a k)", step=_STEP[op], order=by_k, exact=False)
     _part(b, "tCgC", Global("C"), THR_C, "tC", f"the outputs thread {b.thread} computes: a vector of 4 a row",
           step=(1, 1), order=by_c)
+    # bf16/fp16: strips in their own type, k-major, multiplied by mma.sync; C staged as float
+    smk = {op: Def(f"smem_layout_mma<BLK_{_EXT[op]}>()", Layout((x, bK), (bK + 8, 1)))
+           for op, x in (("A", bM), ("B", bN))}
+    mma = Def("tiny_mma<bfloat16_t>()", TiledMMA(SM80_16x8x16, make_layout((4, 2, 1)), (
+        make_layout(64), make_layout(32), make_layout(SM80_16x8x16.shape_mnk[2]))))
+    sc = Def("smem_layout_c()", Layout((bM, bN), (bN + 8, 1)))
+    b.section("16-bit entries: k-major strips, the SM80_16x8x16 TiledMMA (4x2 warps), C staged in smem")
+    for op in "AB":
+        b.layout(f"mma/s{op}", f"s{op}: (BLK_{_EXT[op]},BLK_K) strip of {op} in its own type, k-major, rows of "
+                 "BLK_K + 8 (80 bytes: ldmatrix's 8 rows on distinct banks)", smk[op])
+    for op in "ABC":
+        b.tv(f"mma/mma_{op}_TV", f"TiledMMA {op}: (thread, value) -> ({_MODES[op]}) coordinate "
+             f"(get_layout{op}_TV)", mma, op)
+    b.layout("mma/sC", "sC: (BLK_M,BLK_N) the accumulators as float, rows of BLK_N + 8: read back "
+             "through tCgC's partition above", sc)
+    for op in "AB":
+        _part(b, f"mma/tCs{op}", Smem(op, smk[op]), mma, "mma", f"(MMA,MMA_{_EXT[op]},MMA_K), what thread "
+              f"{b.thread} reads of s{op} (ldmatrix.x4)", op, exact=False)
+    _part(b, "mma/tCsC", Smem("C", sc), mma, "mma", f"(MMA,MMA_M,MMA_N), where thread {b.thread} stages its "
+          "accumulators", "C")
 
 
 # ---- c1_smem: k-tiles staged through shared memory -------------------------------------------
