@@ -356,9 +356,11 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
         driver.ensure_context(ordinal)
         if sig.producers:
             _wait_producers(s, sig.producers, ordinal)
-        if picked_on is not None and epi is None and (batch or choice.source != "table"):
+        if (picked_on is not None and epi is None and (batch or choice.source != "table")
+                and firstuse.mode() != "off"):
             # a problem no table measured, or a batch (a batch row kept read there): its
             # candidates timed once on these operands, after the work that produces them
+            # (every condition of tuning here, CUTE_GEMM_TUNE included: firstuse asks none)
             choice = (firstuse.tuned_batch if batch else firstuse.tuned)(
                 choice, sig, prec, out_dtype, ordinal, s)
     if choice is not None:

@@ -94,7 +94,7 @@ def measure(kernel: str, size: int, calls: int, rounds: int, with_levers: bool =
     A, B, C = (parse(n, x) for n, x in zip(("a", "b", "out"), dev))
     variant, _ = resolve.choose(k, {"a": A, "b": B, "c": C})
     f = resolve.loaded(k, 0).function(variant.entry)
-    grid, block, smem = k.grid(size, size, size), k.block, k.smem_bytes(size, size, size)
+    grid, block, smem = k.grid(size, size, size), k.block, k.dyn_smem(size, size, size)
     packed = launch.pack_gemm_args(size, size, size, 1.0, A.ptr, size, 1, B.ptr, size, 1, 0.0,
                                    C.ptr, size, 1)
     addr, ptrs = packed[1], packed[0][1]

@@ -70,7 +70,7 @@ def split_shape(name: str) -> tuple[int, int, int]:
     k = registry.get(name)
     bm, bn, _ = k.tile
     lk = resolve.loaded(k, driver.current_ordinal())
-    per_sm = max(launch.occupancy(lk.function(e, (e,)), k.threads, k.smem_bytes(1, 1, 1))
+    per_sm = max(launch.occupancy(lk.function(e, (e,)), k.threads, k.dyn_smem(1, 1, 1))
                  for e in {streamk.stream_k_dp_entry(v) for v in k.variants if v.stream_k})
     slots = launch.device_info().sm_count * per_sm
     tiles_n = 16

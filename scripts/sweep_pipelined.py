@@ -131,7 +131,7 @@ def main(argv=None) -> int:
     for name in names:
         c = cache.get(registry.get(name), arch)
         k = registry.get(name)
-        print(f"{name:<28} tile {k.tile} config {k.config} smem {k.smem_bytes(1, 1, 1)}")
+        print(f"{name:<28} tile {k.tile} config {k.config} smem {k.dyn_smem(1, 1, 1)}")
         for entry in k.entries:
             r = c.resources.get(entry)
             if r is not None:

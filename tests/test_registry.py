@@ -60,7 +60,7 @@ def test_kernel_record_is_sane(k):
     assert isinstance(g.config, registry.KernelConfig), "every kernel has a typed configuration"
     assert g.tile == g.config.tile and g.threads == g.config.threads
     for shape in [(1, 1, 1), (129, 67, 5), (1000, 1300, 700)]:
-        assert g.smem_bytes(*shape) == g.config.smem(*shape)
+        assert g.dyn_smem(*shape) == g.config.smem(*shape)
 
 
 @pytest.mark.parametrize("k", KERNELS, ids=lambda k: k.name)

@@ -55,7 +55,7 @@ def measure_overhead(kernel: str | None = None, *, size: int = 16, calls: int = 
         launch.check_last(name)
         A, B, C = parse("a", dA), parse("b", dB), parse("out", dC)
         variant, copies, f = resolve(k, {"a": A, "b": B, "c": C}, ordinal=driver.current_ordinal())
-        grid, smem = k.grid(size, size, size), k.smem_bytes(size, size, size)
+        grid, smem = k.grid(size, size, size), k.dyn_smem(size, size, size)
         packed = launch.pack_gemm_args(size, size, size, 1.0, A.ptr, *A.strides, B.ptr, *B.strides,
                                        0.0, C.ptr, *C.strides)
         methods = {"raw_launch": lambda: launch.launch(f, grid, k.block, smem, 0, packed),

@@ -461,9 +461,9 @@ def _bench_shape(result, names, compiled, backend, a, b, ref, lay, n_sets, flush
                 pass
             elif lay != "nn" and not native and prec == "fp32":
                 row.status, row.message = "skip", f"no variant takes layout {lay} as is (run() would copy)"
-            elif k.smem_bytes(m, n, kk) > info.smem_optin:
+            elif k.dyn_smem(m, n, kk) > info.smem_optin:
                 row.status = "skip"
-                row.message = f"needs {k.smem_bytes(m, n, kk)} B of shared memory > {info.smem_optin}"
+                row.message = f"needs {k.dyn_smem(m, n, kk)} B of shared memory > {info.smem_optin}"
             elif not native:
                 row.message = "includes run()'s relayout copy of an operand"
             if row.status == "pass":

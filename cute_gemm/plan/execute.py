@@ -214,7 +214,7 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
                 return None
             fast = Composed(k, ordinal, A, B, T, pick)
         else:
-            smem = k.smem_bytes(m, n, kk)       # (read once: the device's limit, the launch)
+            smem = k.dyn_smem(m, n, kk)       # (read once: the device's limit, the launch)
             lk = loaded(k, ordinal)
             swap, variant, copies = entry_for(k, lk, A, B, T, precision, pick,
                                               call.fits if call is not None else None, smem)

@@ -54,18 +54,20 @@ class Plain:
         serves splits alone is left out)."""
         return (v.entry,)
 
-    def launcher(self, at: At) -> Launcher | None:
-        # a batch: the entry that takes one (its own, or its twin: Kernel.batch_entry)
-        entry = at.k.batch_entry(at.variant) if at.batched else at.variant.entry
-        walk = getattr(at.k.grid, "batch_walk", None)     # a persistent grid walks it itself
-        if at.batched and walk is not None:
-            outer, inner = at.base["batch"]
-            wm, wn = (at.kn, at.km) if at.variant.walks_transposed else (at.km, at.kn)   # its tiles'
-            return self.plain(at, entry, walk(wm, wn, outer * inner, at.lk.sm_count))
-        return self.plain(at, entry, at.k.grid(at.km, at.kn, at.kk, at.lk.sm_count))
-
-    @staticmethod
-    def plain(at: At, entry: str, grid, extra: tuple = (), **fields) -> Launcher:
+    def launcher(self, at: At, entry: str = "", grid=None, extra: tuple = (),
+                 **fields) -> Launcher | None:
+        """entry, grid: a subclass's launch of its own entry on its own grid (Walk's), `extra`
+        the arguments its entry takes after the GEMM's, `fields` its LaunchPlan's."""
+        if grid is None:
+            # a batch: the entry that takes one (its own, or its twin: Kernel.batch_entry)
+            entry = at.k.batch_entry(at.variant) if at.batched else at.variant.entry
+            walk = getattr(at.k.grid, "batch_walk", None)  # a persistent grid walks it itself
+            if at.batched and walk is not None:
+                outer, inner = at.base["batch"]        # (wm x wn: the tiles it walks)
+                wm, wn = (at.kn, at.km) if at.variant.walks_transposed else (at.km, at.kn)
+                grid = walk(wm, wn, outer * inner, at.lk.sm_count)
+            else:
+                grid = at.k.grid(at.km, at.kn, at.kk, at.lk.sm_count)
         v = at.variant
         plan = LaunchPlan(entry=entry, grid=grid, smem=at.smem, tma=v.tma is not None,
                           swap=at.swap, **fields, **at.base)
@@ -182,10 +184,10 @@ class Walk(Plain):
         wm, wn = (at.kn, at.km) if v.walks_transposed else (at.km, at.kn)   # the tiles it walks
         cut, grid = g.walk(wm, wn, at.kk, at.lk.sm_count, at.stream_k, ITEMSIZE[v.dtype])
         if cut[1] == 1:
-            return self.plain(at, v.entry, grid, tail_split=cut)
+            return super().launcher(at, v.entry, grid, tail_split=cut)
         ws = streamk.tail_split_workspace_bytes(g.units(wm, wn) - cut[0], g.cluster, cut[1],
                                                 g.bm, g.bn, g.partials)
-        return self.plain(at, v.cut, grid, (0, *cut), tail_split=cut, workspace_bytes=ws)
+        return super().launcher(at, v.cut, grid, (0, *cut), tail_split=cut, workspace_bytes=ws)
 
     def cost(self, x, m, n, k, precision, sm_count, split_k=0, variant=None):
         """The busiest SM's rounds of items, a window costing the tile's area plus LOAD_ROW per

@@ -440,9 +440,9 @@ def entry_for(k: registry.Kernel, lk, A: Operand, B: Operand, T: Operand, precis
               pick, fits: dict | None = None, smem: int | None = None) -> tuple:
     """(swap, variant, copies) of a launch of `k` (Loaded `lk`) on A, B into T as `pick` asks,
     its shared memory checked against the device's; copies in the roles the entry sees.
-    fits (arrays.fits of A, B and T as "c") and smem (k.smem_bytes here): where known."""
+    fits (arrays.fits of A, B and T as "c") and smem (k.dyn_smem here): where known."""
     (m, kk), n = A.shape, B.shape[1]
-    if (k.smem_bytes(m, n, kk) if smem is None else smem) > lk.smem_limit:
+    if (k.dyn_smem(m, n, kk) if smem is None else smem) > lk.smem_limit:
         k.check_limits(m, n, kk, lk.smem_limit)     # its error
     swap = swapped(k, m, n, pick.transposed)
     ops = {"a": A, "b": B, "c": T}
@@ -473,7 +473,7 @@ def resolve(k: registry.Kernel, ordinal: int, variant: registry.Variant, copies,
              tuple(x for x in modes.MODES if x.may_launch(k, variant, key[1], stream_k))))
     at = modes.At(k=k, lk=lk, load=loaded, variant=variant, m=m, n=n, kk=kk,
                   km=km, kn=kn, swap=swap, split_k=pick.split_k, reduce=pick.reduce,
-                  strides=strides, smem=k.smem_bytes(m, n, kk) if smem is None else smem,
+                  strides=strides, smem=k.dyn_smem(m, n, kk) if smem is None else smem,
                   group=asked[0], stream_k=stream_k,
                   batched=batch is not None, bstrides=batch[1] if batch else ((0, 0),) * 3,
                   base=dict(kernel=k.name, ordinal=ordinal, shape=(m, n, kk), block=k.block,

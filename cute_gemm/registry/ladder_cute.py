@@ -38,7 +38,7 @@ def tiled_stage(cfg: TileConfig, **kw) -> Kernel:
     """A CuTe stage whose block, tile, grid and dynamic smem come from its TileConfig."""
     return Kernel(family="cute", config=cfg, block=(cfg.threads, 1, 1), tile=cfg.tile,
                   grid=TileGridMN(cfg.blk_m, cfg.blk_n),
-                  dyn_smem=FixedSmem(cfg.dyn_smem) if cfg.dyn_smem else None, **kw)
+                  dyn_smem=FixedSmem(cfg.dyn_smem), **kw)
 
 
 def _majors(prefix: str, majors=_MAJORS, suffix: str = "", per=lambda a, b: {}, **kw) -> tuple[Variant, ...]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .records import FlatGrid, Kernel, RowGrid, StripSmem, TileGrid, Variant, constexprs
+from .records import FixedSmem, FlatGrid, Kernel, RowGrid, StripSmem, TileGrid, Variant, constexprs
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def _stage(name: str, entry: str, cfg: LadderConfig, seed: str, summary: str, *,
     kw.setdefault("grid", TileGrid(cfg.bm, cfg.bn))
     return Kernel(name=name, family="handwritten", source=f"handwritten/{file or entry}.cu",
                   seed=seed, summary=summary, config=cfg, block=cfg.block, tile=cfg.tile,
-                  dyn_smem=cfg.strip, **kw)
+                  dyn_smem=cfg.strip or FixedSmem(0), **kw)
 
 
 def _v9(name: str, bm: int, bn: int, bk: int, wm: int, wn: int, tm: int, tn: int,

@@ -396,7 +396,8 @@ class Kernel:
     config: KernelConfig | None = None   # the one way values reach the source; None: helper kernels
     options: tuple[str, ...] = ()        # extra NVRTC options (e.g. --ptxas-options=...)
     tile: tuple[int, int, int] | None = None    # (BM, BN, BK) for docs and tests
-    dyn_smem: Callable[[int, int, int], int] | None = None
+    # (M, N, K) -> dynamic smem bytes, a policy called as `grid` is (FixedSmem(0): none)
+    dyn_smem: Callable[[int, int, int], int] = FixedSmem(0)
     stream_k_smem: Callable[[int, int, int], int] | None = None    # the twins', where less
     min_arch: int = 80                   # compute capability * 10
     arch_specific: bool = False          # compiled for sm_90a (wgmma, setmaxnreg): runs there only
@@ -504,20 +505,17 @@ class Kernel:
         return tuple(dict.fromkeys(e for f in ("entry", "stream_k", "split", "cut", "batch")
                                    for v in self.variants if (e := getattr(v, f))))
 
-    def smem_bytes(self, m: int, n: int, k: int) -> int:
-        return self.dyn_smem(m, n, k) if self.dyn_smem is not None else 0
-
     def fits_k(self, smem_limit: int) -> float | None:
         """The largest K at which its dynamic smem fits `smem_limit` bytes at any M and N (inf:
         every K; -1: none); None where it depends on M or N."""
         s = self.dyn_smem
-        if s is None or isinstance(s, FixedSmem):
-            return float("inf") if s is None or s.nbytes <= smem_limit else -1
+        if isinstance(s, FixedSmem):
+            return float("inf") if s.nbytes <= smem_limit else -1
         return s.max_k(smem_limit) if isinstance(s, StripSmem) else None
 
     def stream_k_smem_bytes(self, m: int, n: int, k: int) -> int:
         sk = self.stream_k_smem
-        return sk(m, n, k) if sk is not None else self.smem_bytes(m, n, k)
+        return sk(m, n, k) if sk is not None else self.dyn_smem(m, n, k)
 
     def transposes(self, m: int, n: int) -> bool:
         """True if its M x N product runs as C^T = B^T A^T (transpose_skinny): where that covers
@@ -549,7 +547,7 @@ class Kernel:
 
     def check_limits(self, m: int, n: int, k: int, smem_limit: int) -> None:
         """Raise ShapeLimitError if this shape needs more dynamic smem than the device has."""
-        need = self.smem_bytes(m, n, k)
+        need = self.dyn_smem(m, n, k)
         if need > smem_limit:
             max_k = getattr(self.dyn_smem, "max_k", None)
             hint = f"; this kernel handles K <= {max_k(smem_limit)}" if max_k else ""

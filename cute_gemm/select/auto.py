@@ -81,7 +81,7 @@ def on_device(precision: str, out_dtype: str, device, exactly: bool = False) -> 
 def fitting(bounds: tuple, precision: str, device, m: int, n: int, k: int) -> tuple:
     """The kernels of on_device's `bounds` that fit M x N x K; a named error where none does."""
     fits = tuple(x for x, kmax in bounds if (k <= kmax if kmax is not None
-                                            else x.smem_bytes(m, n, k) <= device.smem_optin))
+                                            else x.dyn_smem(m, n, k) <= device.smem_optin))
     if not fits:
         raise ShapeLimitError(f"gemm(): every {precision} kernel needs more shared memory for "
                               f"M={m}, N={n}, K={k} than {device.name} allows ({device.smem_optin} B)")
@@ -108,7 +108,7 @@ def keys(m: int, n: int, k: int, precision: str, out_dtype: str, arch_int: int,
     candidate that fits, as given and (M != N) transposed, plain and with each split_ks count
     (sm_count 0: none), reduced by its stream-K twin and, where offered, a reduction launch."""
     ks = [x for x in candidates(precision, out_dtype, arch_int, exactly=True)
-          if x.smem_bytes(m, n, k) <= smem_optin]
+          if x.dyn_smem(m, n, k) <= smem_optin]
     return tuple(Choice(x.name, turned, split_k=s, reduce=r).key
                  for turned in (False, True)[:1 + (m != n)] for x in ks
                  for s, r in [(0, False)] + [(s, r) for s in split_ks(x, m, n, k, sm_count)

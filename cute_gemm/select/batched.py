@@ -33,7 +33,7 @@ def ranked(count: int, m: int, n: int, k: int, *, device, precision: str = "fp32
         have = ", ".join(x.name for x in registry.kernels() if x.batched)
         raise CuteGemmError(f"gemm(): no kernel computes a batch of {precision} into {out_dtype} "
                             f"on {device.name} (sm_{device.arch_int}); kernels that batch: {have}")
-    fit = [x for x in ks if x.smem_bytes(m, n, k) <= device.smem_optin]
+    fit = [x for x in ks if x.dyn_smem(m, n, k) <= device.smem_optin]
     if not fit:
         raise ShapeLimitError(f"gemm(): every batched {precision} kernel needs more shared "
                               f"memory for M={m}, N={n}, K={k} than {device.name} allows")

@@ -30,10 +30,9 @@ def off():
 
 def tuned(choice: auto.Choice, sig, precision: str, out_dtype: str, ordinal: int,
           stream: int) -> auto.Choice:
-    """The choice for a device call (signature.Signature) after tuning on first use: `choice`
-    where a table row made it or tuning is off; while `stream` captures, what was tuned."""
-    if choice.source == "table" or mode() == "off":
-        return choice
+    """The choice for a device call (signature.Signature) after tuning on first use, which
+    run() asks only where tuning is on and no table row made `choice`; while `stream`
+    captures, what was tuned."""
     device = launch.device_info(ordinal)
     mine = [p for p in answering(precision)
             if auto.candidates(p, out_dtype, device.arch_int, exactly=True)]
@@ -60,9 +59,8 @@ def tuned_batch(choice: auto.Choice, sig, precision: str, out_dtype: str, ordina
                 stream: int) -> auto.Choice:
     """tuned() for a batched call: the batched candidates (batched.ranked, `choice` first)
     timed once, the fastest kept as the tuned table's batch row where all were at hand;
-    while `stream` captures, what was tuned (this process, or a kept row), else `choice`."""
-    if mode() == "off":
-        return choice
+    while `stream` captures, what was tuned (this process, or a kept row), else `choice`.
+    Asked by run() only where tuning is on."""
     device = launch.device_info(ordinal)
     problem = (sig.m, sig.n, sig.k, sig.layout, sig.aligned, precision, out_dtype)
     key = (device.name, sig.batch, sig.modes, *problem)
