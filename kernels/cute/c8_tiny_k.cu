@@ -16,14 +16,15 @@
 //           (kVec, chosen once a launch; FFMA on sm_90 on), thread (ty, tx) owns rows
 //           4 ty + i and columns 4 tx + j of the tile (4 x 4, order<true>): a row's 4
 //           values are one vector store (16 bytes of float, 8 of a 16-bit type), a k's 4
-//           values of each strip one 128-bit shared load; else c0's rows ty + 16 i and columns tx + 16 j (a
-//           half-warp's scalar stores cover 16 neighbours). 16 accumulators and a strip's 8
-//           staged values fit 128 registers: 2 CTAs an SM (MIN_BLOCKS; at 3 CTAs' 80
-//           registers the staging spilled). Grid: a CTA per row of tiles along x, along y
-//           as many as fill the GPU twice (records.TileWalkN), each walking its row's tiles
-//           gridDim.y apart: A's strip staged once and the next tile's B strip loaded while
-//           this tile computes and stores (from one stepped pointer a thread, StripWalk), into
-//           the other of two buffers: a barrier a tile (two where the MMA's C is staged).
+//           values of each strip one 128-bit shared load; else c0's rows ty + 16 i and
+//           columns tx + 16 j (a half-warp's scalar stores cover 16 neighbours). 16
+//           accumulators and a strip's 8 staged values fit 128 registers: 2 CTAs an SM
+//           (MIN_BLOCKS; at 3 CTAs' 80 registers the staging spilled). Grid: a CTA per
+//           row of tiles along x, along y as many as fill the GPU twice (records.TileWalkN),
+//           each walking its row's tiles gridDim.y apart: A's strip staged once and the next
+//           tile's B strip loaded while this tile computes and stores (from one stepped
+//           pointer a thread, StripWalk), into the other of two buffers: a barrier a tile
+//           (two where the MMA's C is staged).
 // Residues: predicated element loads (zeros outside A and B); elem_less on C's identity
 //           tensor predicates an edge tile's stores, one element at a time (an interior
 //           tile's go unchecked, in vectors where kVec).
@@ -294,6 +295,7 @@ __device__ __forceinline__ void store_rows4(Acc const& tCrC, TC* C, long long sC
     put4(p, a, m0 + i, n0, alpha, beta, e);
   }
 }
+
 template <bool TF32, bool kVec, class TAB, class TC, class Epi>
 __device__ __forceinline__ void tiles(int M, int N, int K, float alpha,
                                       const TAB* A, long long sAm, long long sAk,
@@ -334,11 +336,12 @@ __device__ __forceinline__ void tiles(int M, int N, int K, float alpha,
   auto sA = strip(smemA, conditional_t<kMma, decltype(smem_layout_mma<BLK_M>()),
                                        decltype(smem_layout<BLK_M>())>{});            // (BLK_M,BLK_K)
   // B's strip in two buffers: the walk stores tile t + 1's while tile t's may still be read
-  using LayoutB = conditional_t<kMma, decltype(smem_layout_mma<BLK_N>()), decltype(smem_layout<BLK_N>())>;
-  auto sB_at = [&](int buf) { return strip(smemB + buf * kStripFloats, LayoutB{}); };  // (BLK_N,BLK_K)
+  using LayoutB = conditional_t<kMma, decltype(smem_layout_mma<BLK_N>()),
+                                decltype(smem_layout<BLK_N>())>;
+  auto sB_at = [&](int buf) { return strip(smemB + buf * kStripFloats, LayoutB{}); };   // (BLK_N,BLK_K)
   auto sB = sB_at(0);
-  static_assert(cosize_v<decltype(smem_layout_mma<BLK_M>())> * 2 <= cosize_v<decltype(smem_layout<BLK_M>())> * 4,
-                "the 16-bit strips fit the float strips' bytes");
+  static_assert(cosize_v<decltype(smem_layout_mma<BLK_M>())> * 2
+                <= cosize_v<decltype(smem_layout<BLK_M>())> * 4, "16-bit strips in the float strips' bytes");
 
   // the CTA walks the tiles of its row of C: blockIdx.y, then gridDim.y tiles on
   // (records.TileWalkN: as many CTAs as fill the GPU a few times over)
@@ -378,7 +381,7 @@ __device__ __forceinline__ void tiles(int M, int N, int K, float alpha,
   // a tile's accumulators: the thread's (THR_M,THR_N) of C (FFMA), or its MMA fragment
   auto acc = [&]() {
     if constexpr (kMma) {
-      Tensor t = partition_fragment_C(tiny_mma<TAB>(), Shape<Int<BLK_M>, Int<BLK_N>>{});  // (MMA,MMA_M,MMA_N)
+      Tensor t = partition_fragment_C(tiny_mma<TAB>(), Shape<Int<BLK_M>, Int<BLK_N>>{});   // (MMA,MMA_M,MMA_N)
       clear(t);
       return t;
     } else {
@@ -415,7 +418,7 @@ __device__ __forceinline__ void tiles(int M, int N, int K, float alpha,
     // one k-tile (the K this kernel is for): A's strip staged once; the next tile's B strip
     // loaded into registers while this one computes and stores, so its load latency hides
     // behind them, and stored into the other buffer: one barrier a tile publishes it (tile
-    // t - 1 read that buffer before the previous barrier), and the MMA's staging of C its
+    // t - 2 read that buffer before the previous barrier); the MMA's staging of C takes a
     // second
     TS v[StripShare<BLK_N, BLK_K>::kPer];    // (the MMA's operands never leave their type)
     load_strip<BLK_M, BLK_K>(gA(_, _, 0), v, m_left, K, a_unit);
