@@ -346,3 +346,30 @@ def test_a_fused_call_is_captured_in_a_graph():
     g.replay()
     torch.cuda.synchronize()
     _check(out, a, b, ep)
+
+
+# C's rows as cute_tiny_k may meet them: whole aligned vectors (the vector stores; 16-bit
+# operands staged through the MMA's tile) or starting anywhere (c0's order), in place
+VIEWS = {"aligned": (0, 8), "odd": (1, 3)}     # (offset into the buffer, row padding)
+
+
+@pytest.mark.parametrize("view", sorted(VIEWS))
+@pytest.mark.parametrize("precision, dtype", [("fp32", "float32"), ("bf16", "bfloat16"),
+                                              ("fp16", "float16")])
+def test_tiny_k_into_a_view(precision, dtype, view):
+    """C and out one view into a larger buffer, beta != 0, plain and with bias + GELU(tanh):
+    within the gauge, and not one element outside the view written."""
+    gen = torch.Generator(device="cuda").manual_seed(int(np.random.default_rng().integers(2**31)))
+    off, pad = VIEWS[view]
+    for m, n, k in ((300, 523, 7), (1001, 776, 16), (129, 1000, 31), (70, 9000, 13)):
+        a, b = _rand((m, k), dtype, gen), _rand((k, n), dtype, gen)
+        buf = _rand((m, off + n + pad), dtype, gen)
+        c = buf[:, off:off + n]
+        c0, rim = c.clone(), torch.cat([buf[:, :off], buf[:, off + n:]], 1).clone()
+        fused = Epilogue(bias=_rand(n, dtype, gen), activation="gelu_tanh")
+        for ep, judged in ((None, Epilogue()), (fused, fused)):
+            c.copy_(c0)
+            cute_gemm.run("cute_tiny_k", a, b, c, alpha=0.75, beta=-0.5, out=c, epilogue=ep)
+            _check(c, a, b, judged, c0, 0.75, -0.5, precision, dtype)
+            assert torch.equal(torch.cat([buf[:, :off], buf[:, off + n:]], 1), rim), \
+                f"{(m, n, k)}, {view}: written outside C"
