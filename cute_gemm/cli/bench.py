@@ -88,12 +88,19 @@ def register(sub) -> None:
     s.set_defaults(fn=_cmd_bench)
 
 
-# checked here, so that a typo is reported before the GPU is looked for; the value as given
+def _as_given(parse):
+    """An argparse type that checks a value with parse (so that a typo is reported before the
+    GPU is looked for) and keeps it as given."""
+    def check(s: str) -> str:
+        parse(s)
+        return s
+    return checked(check)
+
+
 _COUNTS = (count_of, batched_count, linear_count, fp8_count)      # "random[:N]", "batched[:N]" ...
-parse_size_arg = checked(lambda s: s if any(c(s) is not None for c in _COUNTS)
-                         else parse_sizes([s]) and s)
-parse_layouts_arg = checked(lambda s: parse_layouts(s) and s)
-parse_precisions_arg = checked(lambda s: parse_precisions(s) and s)
+parse_size_arg = _as_given(lambda s: any(c(s) is not None for c in _COUNTS) or parse_sizes([s]))
+parse_layouts_arg = _as_given(parse_layouts)
+parse_precisions_arg = _as_given(parse_precisions)
 
 
 def parse_flops_arg(s: str) -> tuple[float, float]:
