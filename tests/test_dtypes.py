@@ -145,8 +145,8 @@ def test_a_copy_goes_into_the_major_the_entry_point_wants_padded_and_aligned():
 def test_cute_mma_sm80_reads_row_ends_and_its_small_configuration_any_alignment():
     """cute_mma_sm80 reads a row end element by element: an operand whose leading dimension
     is 16-byte aligned is taken as it is whatever its extents; one that is not is copied
-    first. cute_mma_sm80_64x64 also has an entry for any alignment (_al1), taken where the
-    16-byte one is not: no operand of its majors is copied."""
+    first. cute_mma_sm80_64x64 also has entries for 4-byte alignment (_al2) and any (_al1),
+    taken in that order where the 16-byte one is not: no operand of its majors is copied."""
     half = dict(typestr="<f2")
 
     def chosen(name, lda, k_, ptr=0):
@@ -160,7 +160,9 @@ def test_cute_mma_sm80_reads_row_ends_and_its_small_configuration_any_alignment(
     assert chosen("cute_mma_sm80", 14, 13) == ("cute_mma_sm80_fp16_f32_ak_bn", ["a"])
     small = "cute_mma_sm80_64x64"
     assert chosen(small, 16, 13) == ("cute_mma_sm80_fp16_f32_ak_bn", [])
-    assert chosen(small, 14, 13) == chosen(small, 13, 13) == ("cute_mma_sm80_fp16_f32_ak_bn_al1", [])
+    assert chosen(small, 14, 13) == ("cute_mma_sm80_fp16_f32_ak_bn_al2", [])         # ld 28 bytes
+    assert chosen(small, 16, 13, ptr=4) == ("cute_mma_sm80_fp16_f32_ak_bn_al2", [])   # 4-byte pointer
+    assert chosen(small, 13, 13) == ("cute_mma_sm80_fp16_f32_ak_bn_al1", [])          # odd ld
     assert chosen(small, 16, 13, ptr=2) == ("cute_mma_sm80_fp16_f32_ak_bn_al1", [])   # odd pointer
     # tf32 (k-major operands): 4-byte copies take any float pointer and leading dimension
     ops = {"a": parse("a", FakeCAI((37, 13))), "b": parse("b", FakeCAI((13, 24), strides=(4, 52))),

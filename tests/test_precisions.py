@@ -129,7 +129,7 @@ def test_scale2d_instantiates_every_util_entry():
 
 def test_kernel_sources_use_the_tables_types_and_suffixes():
     """c4/c5/c6 instantiate (precision, A/B type, result suffix, C type) by the table's names:
-    c4's 16-bit ones in each alignment class, its tf32 ones one by one."""
+    c4's 16-bit ones in each of its three alignment classes, its tf32 ones one by one."""
     by_suffix = {d.suffix: d for d in DTYPE.values()}
     seen = 0
     for path, macro in (("cute/c4_mma_sm80.cu", "CG_MMA_16BIT"), ("cute/c5_wgmma.cu", "CG_WGMMA_16BIT"),
@@ -145,7 +145,7 @@ def test_kernel_sources_use_the_tables_types_and_suffixes():
         assert _cpp(tab) == _cpp(DTYPE[PRECISION[prec].dtype].cpp), entry
         assert _cpp(tc) == _cpp(by_suffix[out].cpp) and by_suffix[out].name in PRECISION[prec].outs
         seen += 1
-    assert seen == 8 + 8 + 2
+    assert seen == 12 + 8 + 2
 
 
 def test_tma_data_types_exist_in_the_bindings():

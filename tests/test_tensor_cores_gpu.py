@@ -102,15 +102,27 @@ def test_nan_and_inf_reach_their_row_and_column(name, precision, out, request):
 @pytest.mark.parametrize("name", TC)
 def test_pytorch_half_tensors_misaligned_views_and_results(name):
     """bfloat16 reaches us through DLPack (it has no __cuda_array_interface__ typestr);
-    a view whose pointer or leading stride is not 16-byte aligned is copied first."""
+    views whose pointer or leading stride is not 16-byte aligned: odd (2-byte) ones, copied
+    first unless an entry takes any alignment, and 4-byte aligned ones (rows of odd length,
+    both majors), which cute_mma_sm80_64x64's _al2 entries read as they are (4-byte cp.async)."""
     _runnable(name)
     import torch
     k = registry.get(name)
-    for p in [x for x in k.precisions if x in ("bf16", "fp16")]:
+
+    def views(dt, case):
+        def r(*shape):
+            return torch.randn(*shape, device="cuda").to(dt)
+        if case == "odd":                   # offsets of 2 and 6 bytes, odd leading dimensions
+            return r(130, 99)[1:, 1:], r(99, 77)[:-1, 3:]
+        if case == "4-byte":                # offsets of 4 and 12 bytes, lds 100 and 78, K and N odd
+            return r(130, 100)[1:, 2:-1], r(97, 78)[:, 6:-1]
+        # A m-major (ld 132), B k-major (ld 100), both at 4-byte offsets, K and N odd
+        return r(100, 132)[2:-1, 2:].t(), r(72, 100)[1:, 2:-1].t()
+
+    for p, case in [(x, c) for x in k.precisions if x in ("bf16", "fp16")
+                    for c in ("odd", "4-byte", "4-byte turned")]:
         dt = torch.bfloat16 if p == "bf16" else torch.float16
-        big_a = torch.randn(130, 99, device="cuda").to(dt)
-        big_b = torch.randn(99, 77, device="cuda").to(dt)
-        a, b = big_a[1:, 1:], big_b[:-1, 3:]          # offsets of 2 and 6 bytes, odd lds
+        a, b = views(dt, case)
         ref = a.double() @ b.double()
         got = cute_gemm.run(name, a, b)
         assert got.dtype == torch.float32 and got.shape == ref.shape
@@ -119,6 +131,10 @@ def test_pytorch_half_tensors_misaligned_views_and_results(name):
         out = torch.full(ref.shape, float("nan"), device="cuda", dtype=dt)
         cute_gemm.run(name, a, b, out=out)
         assert ((out.double() - ref).abs() <= tol + 2.0**-7 * ref.abs()).all()
+        if case != "odd" and any(v.entry.endswith("_al2") for v in k.variants):
+            plans = [x for x in cute_gemm.resolved_launches()
+                     if x.kernel == name and x.shape == (a.shape[0], b.shape[1], a.shape[1])]
+            assert plans and all(x.entry.endswith("_al2") and not x.copies for x in plans), plans
         with pytest.raises(cute_gemm.DTypeError, match="no precision reads that pair"):
             cute_gemm.run(name, a, b.float())
 

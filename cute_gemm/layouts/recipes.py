@@ -341,7 +341,7 @@ def _c3(b: Recipe) -> None:
               "(grid: stage 0); k-major operands' own stages in their copy sections", stage_of)
 
 
-# ---- c4_mma_sm80: tensor-core TiledMMA (mma.sync), 16-byte cp.async copies --------------------
+# ---- c4_mma_sm80: tensor-core TiledMMA (mma.sync), 16- and 4-byte cp.async copies --------------
 def _banks(b: Recipe, pre: str, atom: Def, nb: int, row: int = 128) -> None:
     b.table(f"{pre}atom_banks", f"bank of each element of that atom: a {row}-byte line covers all 32 banks, "
             "and the same chunk of 8 lines (an ldmatrix phase, a wgmma core matrix) 8 bank groups", atom, nb)
@@ -349,16 +349,24 @@ def _banks(b: Recipe, pre: str, atom: Def, nb: int, row: int = 128) -> None:
 
 @recipe("cute/c4_mma_sm80.cu")
 def _c4(b: Recipe) -> None:
-    """The bf16 entries (fp16: the same): 16-byte cp.async copies, swizzled smem atoms with banks and
+    """The bf16 entries (fp16: the same): 16-byte cp.async copies (4-byte ones for _al2), swizzled smem atoms with banks and
     stages, the SM80_16x8x16 TiledMMA, and ldmatrix.x4's address side for one A atom (not B's)."""
     bM, bN, bK = b.tiler
-    nt, v, ents = b.nthreads, 8, entries(b.kernel, "CG_MMA_ENTRY")      # 16-byte vectors of 16-bit values
+    nt, v = b.nthreads, 8                     # 16-byte vectors of 16-bit values
+    ents = {e: a for e, a in entries(b.kernel, "CG_MMA_ENTRY").items() if e in b.kernel.entries}
     for op, di, ext in (("A", 2, bM), ("B", 3, bN)):
-        for macro, users in _by(ents, lambda a: a[di] if a[0] == "bfloat16_t" else None):
+        # G (the last argument): 16-byte vectors (G 16; 2: filled by loads), 4-byte granules (_al2)
+        for (macro, g), users in _by(ents, lambda a: (a[di], a[-1] == "4") if a[0] == "bfloat16_t" else None):
             kmajor = macro.endswith("_k")
-            cp = Def(f"g2s_copy<bfloat16_t, BLK_{_EXT[op]}, {'true' if kmajor else 'false'}>()",
-                     _vectors(nt, v, kmajor, bK if kmajor else ext))
-            _copy_in(b, op, macro, cp, cp.name, f"g2s_{op.lower()}", users, f"{op}_{macro}/", "16-byte cp.async")
+            if g:      # 8 threads on a 32-byte sector's granules, then along the other mode
+                cp = Def(f"g2s_copy<bfloat16_t, BLK_{_EXT[op]}, {'true' if kmajor else 'false'}, 4>()",
+                         TiledCopy(2, Layout((nt // 8, 8), (8, 1)), make_layout((1, 2))) if kmajor
+                         else TiledCopy(2, make_layout((8, nt // 8)), make_layout((2, 1))))
+            else:
+                cp = Def(f"g2s_copy<bfloat16_t, BLK_{_EXT[op]}, {'true' if kmajor else 'false'}, 16>()",
+                         _vectors(nt, v, kmajor, bK if kmajor else ext))
+            _copy_in(b, op, macro, cp, cp.name, f"g2s_{op.lower()}", users,
+                     f"{op}_{macro}{'_al2' if g else ''}/", "4-byte cp.async" if g else "16-byte cp.async")
     # smem: 128-byte rows swizzled (Swizzle<3,log2 V,3> on element offsets), tiled to the ring
     stages = b.config.stages
     b.locals += ["using T = bfloat16_t;", "auto bM = Int<BLK_M>{};", "auto bN = Int<BLK_N>{};",

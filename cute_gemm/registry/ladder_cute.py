@@ -230,10 +230,12 @@ def _mma_sm80(name: str, bm: int, bn: int, bk: int, stages: int, warps: tuple[in
         return Variant(e, a_major=a, b_major=b, c_major="any", align=align, align_roles="ab",
                        precision=prec, out_dtype=out, stream_k=f"{e}_sk" if split else "",
                        stream_k_fill=0.0)
-    sizes = (16, 2) if any_align else (16,)
+    # any_align: 4-byte copies (16-bit operands of even rows, most unaligned ones), then 16-bit
+    # loads, read operands as they are (at 128x256 ptxas took over 10 minutes on those entries)
+    sizes = (16, 4, 2) if any_align else (16,)
     sixteen = tuple(entry(p, a, b, out, g) for p in ("bf16", "fp16") for out in PRECISION[p].outs
                     for g in sizes for a, b in _MAJORS)
-    tf32 = tuple(entry("tf32", "k", "k", "float32", g) for g in (16, 4)[:len(sizes)])
+    tf32 = tuple(entry("tf32", "k", "k", "float32", g) for g in (16, 4)[:1 + any_align])
     # 128 bytes of k per smem row: bk 16-bit elements, bk/2 for tf32; STAGES stages of A and B
     smem = stages * (bm + bn) * bk * 2
     return tiled_stage(

@@ -14,10 +14,11 @@
 //    rows x 16 bytes per phase and a warp's cp.async writes whole 128-byte rows: both touch 8
 //    distinct chunks = all 32 banks, with no padding words.
 //  * Residues at element granularity, and any alignment, without copies of the operands:
-//    each 16-byte smem vector gets the bytes of it inside the matrix (computed from identity-
-//    tensor coordinates), the rest zero-filled, and nothing past them is read
-//    (sm80_copies.cuh copy_vec): one 16-byte cp.async where the vector is whole and aligned,
-//    else 4-byte cp.asyncs; operands of any alignment (_al1) by 16-bit loads into registers,
+//    each smem granule gets the bytes of it inside the matrix (computed from identity-tensor
+//    coordinates), the rest zero-filled, and nothing past them is read (sm80_copies.cuh
+//    copy_granule): 16-byte cp.asyncs for 16-byte aligned operands, 4-byte ones for 4-byte
+//    aligned (_al2: 16-bit rows of even length; tf32 _al1: any float), 8 threads on a
+//    32-byte sector; operands of any alignment (_al1) by 16-bit loads into registers,
 //    a k-tile's all issued at once and stored to smem a k-tile later, under its MMAs (a
 //    vector stored as its loads land would cost a memory latency each). CuTe's ZFILL atom
 //    is all-or-nothing per vector, which would need extents that are multiples of 8 (or 4).
@@ -105,18 +106,25 @@ CUTE_HOST_DEVICE constexpr auto tiled_mma() {   // WARPS_M x WARPS_N warps, 16*W
                         Tile<Int<16 * WARPS_M>, Int<16 * WARPS_N>, Int<ak>>{});
 }
 
-// gmem -> smem thread layout of an operand of extent EXT along m/n, contiguous along k or not.
-template <class T, int EXT, bool KMAJOR>
+// Bytes a thread's copy moves at most for the entries' copy class G (bytes of alignment: 16,
+// 4, or 2 for 16-bit loads staged through registers, which move 16-byte vectors).
+template <int G> constexpr int kGranule = G == 4 ? 4 : 16;
+
+// gmem -> smem thread layout of an operand of extent EXT along m/n, contiguous along k or not,
+// in granules of GB bytes: 8 threads on consecutive granules along the contiguous mode, so
+// one copy instruction of a warp reads whole 32-byte sectors (4-byte granules at the places
+// of 16-byte vectors read a quarter of each sector an instruction: half the bandwidth).
+template <class T, int EXT, bool KMAJOR, int GB>
 CUTE_HOST_DEVICE constexpr auto g2s_copy() {
-  using Atom = Copy_Atom<UniversalCopy<uint128_t>, T>;    // only the partition is used
+  using Atom = Copy_Atom<UniversalCopy<uint_byte_t<GB>>, T>;   // only the partition is used
+  constexpr int VG = GB / int(sizeof(T));                   // elements a granule
   if constexpr (KMAJOR) {
-    constexpr int tk = kBlkK<T> / kVec<T>;                  // threads along k: 8
-    return make_tiled_copy(Atom{}, Layout<Shape<Int<NUM_THREADS / tk>, Int<tk>>, Stride<Int<tk>, _1>>{},
-                           Layout<Shape<_1, Int<kVec<T>>>>{});
+    return make_tiled_copy(Atom{}, Layout<Shape<Int<NUM_THREADS / 8>, _8>, Stride<_8, _1>>{},
+                           Layout<Shape<_1, Int<VG>>>{});
   } else {
-    constexpr int tm = EXT / kVec<T>;                       // threads along m/n: 16
+    constexpr int tm = GB == 16 ? EXT / VG : 8;             // threads along m/n
     return make_tiled_copy(Atom{}, Layout<Shape<Int<tm>, Int<NUM_THREADS / tm>>>{},
-                           Layout<Shape<Int<kVec<T>>, _1>>{});
+                           Layout<Shape<Int<VG>, _1>>{});
   }
 }
 
@@ -130,7 +138,8 @@ __device__ __forceinline__ void mainloop_mma_sm80(int tile_m, int tile_n, int M,
   using T = typename MmaFor<TAB>::T;                           // A, B as the MMA reads them
   constexpr bool a_k = is_static<decltype(get<1>(dA))>::value;  // A k-major (else m-major)
   constexpr bool b_k = is_static<decltype(get<1>(dB))>::value;  // B k-major (else n-major)
-  constexpr int V = kVec<T>;
+  constexpr int GB = kGranule<G>;
+  constexpr int VG = GB / int(sizeof(T));                       // elements a copy
   const T* A = reinterpret_cast<const T*>(A_);                  // same bits (tf32: float bits)
   const T* B = reinterpret_cast<const T*>(B_);
 
@@ -148,8 +157,8 @@ __device__ __forceinline__ void mainloop_mma_sm80(int tile_m, int tile_n, int M,
     else               return tile_to_shape(smem_atom_mn<T>(), make_shape(bN, bK, bP));
   }();                                                                        // (BLK_N,BLK_K,PIPE)
   TiledMMA mma = tiled_mma<TAB>();
-  auto g2s_a = g2s_copy<T, BLK_M, a_k>();
-  auto g2s_b = g2s_copy<T, BLK_N, b_k>();
+  auto g2s_a = g2s_copy<T, BLK_M, a_k, GB>();
+  auto g2s_b = g2s_copy<T, BLK_N, b_k, GB>();
   using LdsmA = conditional_t<a_k, SM75_U32x4_LDSM_N, SM75_U16x8_LDSM_T>;
   using LdsmB = conditional_t<b_k, SM75_U32x4_LDSM_N, SM75_U16x8_LDSM_T>;
   auto s2r_a = make_tiled_copy_A(Copy_Atom<LdsmA, T>{}, mma);
@@ -195,7 +204,7 @@ __device__ __forceinline__ void mainloop_mma_sm80(int tile_m, int tile_n, int M,
   Tensor tBgB = g2s_thr_b.partition_S(gB);                                            // (CPY,CPY_N,CPY_K,k)
   Tensor tBcB = g2s_thr_b.partition_S(gcB);                                           // (CPY,CPY_N,CPY_K,k)
   Tensor tBsB = g2s_thr_b.partition_D(sB);                                            // (CPY,CPY_N,CPY_K,PIPE)
-  CUTE_STATIC_ASSERT_V(size<0>(tAsA) == Int<V>{} && size<0>(tBsB) == Int<V>{});       // one 16 B vector
+  CUTE_STATIC_ASSERT_V(size<0>(tAsA) == Int<VG>{} && size<0>(tBsB) == Int<VG>{});     // one granule
 
   // Compute partitions: register fragments, and ldmatrix views of smem that fill them.
   ThrMMA thr_mma = mma.get_slice(threadIdx.x);
@@ -228,19 +237,19 @@ __device__ __forceinline__ void mainloop_mma_sm80(int tile_m, int tile_n, int M,
     for (int m = 0; m < size<1>(tAsA); ++m)
       CUTE_UNROLL
       for (int k = 0; k < size<2>(tAsA); ++k) {
-        const int bytes = cg::inside_bytes<a_k ? 1 : 0, V, sizeof(T)>(tAcA(0, m, k, full ? 0 : k_tile), shapeA);
+        const int bytes = cg::inside_bytes<a_k ? 1 : 0, VG, sizeof(T)>(tAcA(0, m, k, full ? 0 : k_tile), shapeA);
         T const* g = bytes ? &tAgA(0, m, k, k_tile) : A;
         if constexpr (staged) rA[m * size<2>(tAsA) + k] = cg::load_vec_any(g, bytes);
-        else                  cg::copy_vec<G>(&tAsA(0, m, k, stage), g, bytes);
+        else                  cg::copy_granule<GB>(&tAsA(0, m, k, stage), g, bytes);
       }
     CUTE_UNROLL
     for (int n = 0; n < size<1>(tBsB); ++n)
       CUTE_UNROLL
       for (int k = 0; k < size<2>(tBsB); ++k) {
-        const int bytes = cg::inside_bytes<b_k ? 1 : 0, V, sizeof(T)>(tBcB(0, n, k, full ? 0 : k_tile), shapeB);
+        const int bytes = cg::inside_bytes<b_k ? 1 : 0, VG, sizeof(T)>(tBcB(0, n, k, full ? 0 : k_tile), shapeB);
         T const* g = bytes ? &tBgB(0, n, k, k_tile) : B;
         if constexpr (staged) rB[n * size<2>(tBsB) + k] = cg::load_vec_any(g, bytes);
-        else                  cg::copy_vec<G>(&tBsB(0, n, k, stage), g, bytes);
+        else                  cg::copy_granule<GB>(&tBsB(0, n, k, stage), g, bytes);
       }
   };
   auto deposit = [&](int stage) {                    // staged: the fetched k-tile into `stage`
@@ -498,7 +507,7 @@ __device__ void gemm_mma_sm80_sk(int M, int N, int K, float alpha, const TAB* A,
                         ws, tile0);                                                         \
   })
 // One precision and result type in every (A major, B major), one alignment class (AL: the
-// entries' suffix, _al1 for any alignment; none for 16 bytes)
+// entries' suffix: none for 16 bytes, _al2 for 4, _al1 for any alignment)
 #define CG_MMA_16BIT(PREC, TAB, OUT, TC, AL, G)                                             \
   CG_MMA_ENTRY(cute_mma_sm80_##PREC##_##OUT##_ak_bn##AL, TAB, TC, CG_DA_k, CG_DB_n, G)      \
   CG_MMA_ENTRY(cute_mma_sm80_##PREC##_##OUT##_ak_bk##AL, TAB, TC, CG_DA_k, CG_DB_k, G)      \
@@ -506,12 +515,16 @@ __device__ void gemm_mma_sm80_sk(int M, int N, int K, float alpha, const TAB* A,
   CG_MMA_ENTRY(cute_mma_sm80_##PREC##_##OUT##_am_bk##AL, TAB, TC, CG_DA_m, CG_DB_k, G)
 
 CG_MMA_16BIT(bf16, bfloat16_t, f32, float, , 16)
+CG_MMA_16BIT(bf16, bfloat16_t, f32, float, _al2, 4)
 CG_MMA_16BIT(bf16, bfloat16_t, f32, float, _al1, 2)
 CG_MMA_16BIT(bf16, bfloat16_t, bf16, bfloat16_t, , 16)
+CG_MMA_16BIT(bf16, bfloat16_t, bf16, bfloat16_t, _al2, 4)
 CG_MMA_16BIT(bf16, bfloat16_t, bf16, bfloat16_t, _al1, 2)
 CG_MMA_16BIT(fp16, half_t, f32, float, , 16)
+CG_MMA_16BIT(fp16, half_t, f32, float, _al2, 4)
 CG_MMA_16BIT(fp16, half_t, f32, float, _al1, 2)
 CG_MMA_16BIT(fp16, half_t, fp16, half_t, , 16)
+CG_MMA_16BIT(fp16, half_t, fp16, half_t, _al2, 4)
 CG_MMA_16BIT(fp16, half_t, fp16, half_t, _al1, 2)
 // tf32: float operands, both k-major, float C; 4-byte copies take any float pointer
 CG_MMA_ENTRY(cute_mma_sm80_tf32_f32_ak_bk, float, float, CG_DA_k, CG_DB_k, 16)
