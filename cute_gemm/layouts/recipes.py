@@ -349,8 +349,9 @@ def _banks(b: Recipe, pre: str, atom: Def, nb: int, row: int = 128) -> None:
 
 @recipe("cute/c4_mma_sm80.cu")
 def _c4(b: Recipe) -> None:
-    """The bf16 entries (fp16: the same): 16-byte cp.async copies (4-byte ones for _al2), swizzled smem atoms with banks and
-    stages, the SM80_16x8x16 TiledMMA, and ldmatrix.x4's address side for one A atom (not B's)."""
+    """The bf16 entries (fp16: the same): 16-byte cp.async copies (4-byte ones for _al2), swizzled
+    smem atoms with banks and stages, the SM80_16x8x16 TiledMMA, and ldmatrix.x4's address side
+    for one A atom (not B's)."""
     bM, bN, bK = b.tiler
     nt, v = b.nthreads, 8                     # 16-byte vectors of 16-bit values
     ents = {e: a for e, a in entries(b.kernel, "CG_MMA_ENTRY").items() if e in b.kernel.entries}

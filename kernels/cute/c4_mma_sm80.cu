@@ -42,7 +42,8 @@
 //           unit stride is static. 16-bit: all four majors (k-major operands via LDSM_N, m-/
 //           n-major via LDSM_T); tf32: A and B k-major only (ldmatrix has no 32-bit transpose;
 //           the runtime copies other majors). A, B pointers and leading strides: 16-byte
-//           aligned, or (_al1 entries, registered for the small-problem configuration) any.
+//           aligned, or (entries registered for the small-problem configuration) 4-byte
+//           aligned (_al2) or any (_al1).
 //           C: any strides.
 // Bottleneck: mma.sync itself on Hopper (cuBLAS uses wgmma): H100, 4096^3, bf16 333-366
 //           TFLOP/s against cuBLAS bf16 734-786 in the same runs (0.43-0.47x), about the CuTe
@@ -112,8 +113,8 @@ template <int G> constexpr int kGranule = G == 4 ? 4 : 16;
 
 // gmem -> smem thread layout of an operand of extent EXT along m/n, contiguous along k or not,
 // in granules of GB bytes: 8 threads on consecutive granules along the contiguous mode, so
-// one copy instruction of a warp reads whole 32-byte sectors (4-byte granules at the places
-// of 16-byte vectors read a quarter of each sector an instruction: half the bandwidth).
+// one copy instruction of a warp reads whole 32-byte sectors (4-byte granules in the places
+// of 16-byte vectors read a quarter of each sector an instruction, and ran slower).
 template <class T, int EXT, bool KMAJOR, int GB>
 CUTE_HOST_DEVICE constexpr auto g2s_copy() {
   using Atom = Copy_Atom<UniversalCopy<uint_byte_t<GB>>, T>;   // only the partition is used
