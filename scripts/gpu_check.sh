@@ -36,7 +36,8 @@ STAGE="${STAGE:-all}"
 # on the H200, the compiles): PART=1, 2 or 3 runs a third of them (carry the previous part's
 # cgpack); a failure is named as it happens (-v into $OUT/pytest_gpu.txt), so a run cut short
 # still says what failed; --timeout-method=thread names a test whose kernel hangs (a signal
-# waits behind the synchronize it hangs in).
+# waits behind the synchronize it hangs in). Then the whole-device tests, which skip under
+# the workers, in one process (WHOLE_SECONDS, default 120).
 GPU_PARTS=("tests/test_tensor_cores_gpu.py tests/test_3xtf32_gpu.py"
 "tests/test_fp8_gpu.py tests/test_epilogue_gpu.py tests/test_capture_gpu.py tests/test_streamk.py"
 "tests/test_batched_gpu.py tests/test_gpu.py tests/test_skinny_gpu.py tests/test_reliability_gpu.py
@@ -57,6 +58,11 @@ if [ "$STAGE" = gpu ]; then
       | grep -v "PytestBenchmarkWarning\|warner(" > "$OUT/pytest_gpu.txt"
   grep -E "FAILED|ERROR|^[0-9]+ (passed|failed)|=====.*(passed|failed)" "$OUT/pytest_gpu.txt" \
       | grep -v "^tests/" | sort -u | tail -60
+  # the whole-device tests (free memory of the whole GPU) skip under the workers: alone, after
+  echo "== pytest, the whole-device tests of those files, one process"
+  # shellcheck disable=SC2086
+  timeout "${WHOLE_SECONDS:-120}" python3 -m pytest $files -m whole_device -q -ra -p no:cacheprovider \
+      --timeout 120 ${PYTEST_ARGS:-} 2>&1 | grep -v "PytestBenchmarkWarning\|warner(" | tail -8
   pack_cache
   exit 0
 fi
