@@ -241,7 +241,7 @@ def _copy_mma(b: Recipe, macro: str, copies: dict[str, Def], smem: dict[str, Def
 
 
 def _vectors(nt: int, v: int, kmajor: bool, ext: int, cap: int = 1 << 30) -> TiledCopy:
-    """nt threads copying 16-byte vectors of v values along k (kmajor: ext is BLK_K) or along m or n,
+    """nt threads copying vectors of v values along k (kmajor: ext is BLK_K) or along m or n,
     ext // v threads along it (at most cap)."""
     n = min(ext // v, cap)
     if kmajor:
@@ -359,13 +359,9 @@ def _c4(b: Recipe) -> None:
         # G (the last argument): 16-byte vectors (G 16; 2: filled by loads), 4-byte granules (_al2)
         for (macro, g), users in _by(ents, lambda a: (a[di], a[-1] == "4") if a[0] == "bfloat16_t" else None):
             kmajor = macro.endswith("_k")
-            if g:      # 8 threads on a 32-byte sector's granules, then along the other mode
-                cp = Def(f"g2s_copy<bfloat16_t, BLK_{_EXT[op]}, {'true' if kmajor else 'false'}, 4>()",
-                         TiledCopy(2, Layout((nt // 8, 8), (8, 1)), make_layout((1, 2))) if kmajor
-                         else TiledCopy(2, make_layout((8, nt // 8)), make_layout((2, 1))))
-            else:
-                cp = Def(f"g2s_copy<bfloat16_t, BLK_{_EXT[op]}, {'true' if kmajor else 'false'}, 16>()",
-                         _vectors(nt, v, kmajor, bK if kmajor else ext))
+            # 4-byte granules (2 values): 8 threads on a 32-byte sector, then the other mode
+            cp = Def(f"g2s_copy<bfloat16_t, BLK_{_EXT[op]}, {'true' if kmajor else 'false'}, {4 if g else 16}>()",
+                     _vectors(nt, 2, kmajor, 16) if g else _vectors(nt, v, kmajor, bK if kmajor else ext))
             _copy_in(b, op, macro, cp, cp.name, f"g2s_{op.lower()}", users,
                      f"{op}_{macro}{'_al2' if g else ''}/", "4-byte cp.async" if g else "16-byte cp.async")
     # smem: 128-byte rows swizzled (Swizzle<3,log2 V,3> on element offsets), tiled to the ring
