@@ -29,11 +29,14 @@ __device__ __forceinline__ void cp_async_4_zfill(void* smem, void const* gmem, i
 // one: whole or empty by one cp.async; cut by a row end, in 4-byte cp.asyncs and a 16-bit
 // synchronous load for a last odd element (the stage is published by the same barrier).
 // Any alignment: load_vec_any.
-template <int GB, class T>
+// WHOLE: bytes is GB or 0 (a k-major granule of a k-tile inside K).
+template <int GB, bool WHOLE = false, class T>
 __device__ __forceinline__ void copy_granule(T* smem, T const* gmem, int bytes) {
   static_assert(GB == 16 || GB == 4, "cp.async granules");
   if constexpr (GB == 4) {
     cp_async_4_zfill(smem, gmem, bytes);
+  } else if constexpr (WHOLE) {
+    cp_async_16_zfill(smem, gmem, bytes);
   } else {
     if (bytes == 16 || bytes == 0) {
       cp_async_16_zfill(smem, gmem, bytes);
@@ -70,6 +73,15 @@ __device__ __forceinline__ uint4 load_vec_any(T const* gmem, int bytes) {
     v[j] = lo | hi << 16;
   }
   return make_uint4(v[0], v[1], v[2], v[3]);
+}
+
+// Bytes inside the operand of a granule of a k-tile inside K: they depend on its m/n alone,
+// `left` elements from its start to the extent (m/n contiguous: 0 to V elements; else its
+// row is in or out).
+template <bool MN_CONTIG, int V, int BYTES>
+__device__ __forceinline__ int whole_tile_bytes(int left) {
+  if constexpr (MN_CONTIG) return max(0, min(left, V)) * BYTES;
+  else                     return left > 0 ? V * BYTES : 0;
 }
 
 // Bytes of the V-element granule at coordinate c of a `shape` operand whose unit stride runs

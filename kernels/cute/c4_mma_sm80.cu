@@ -22,8 +22,8 @@
 //    a k-tile's all issued at once and stored to smem a k-tile later, under its MMAs (a
 //    vector stored as its loads land would cost a memory latency each). CuTe's ZFILL atom
 //    is all-or-nothing per vector, which would need extents that are multiples of 8 (or 4).
-//    k-tiles inside K take the byte counts of k-tile 0 (the m/n bound only, out of the
-//    mainloop); only the last, partial one tests K per element.
+//    k-tiles inside K test only the m/n of each line of granules (a k-major line's
+//    granules then differ by immediates); only the last, partial one tests K per element.
 //  * tf32: operands arrive as float bits and are rounded to nearest (cvt.rna.tf32.f32, ties
 //    away from zero), once per element, in smem: each thread rounds the vectors it copied when
 //    they have landed, before the barrier that publishes the stage (rounding the fragments
@@ -224,34 +224,41 @@ __device__ __forceinline__ void mainloop_mma_sm80(int tile_m, int tile_n, int M,
   auto shapeA = shape(mA);
   auto shapeB = shape(mB);
   // k-tile k_tile into stage `stage`: each vector brings the bytes inside the matrix and
-  // zero-fills the rest (a whole vector outside reads nothing and writes 16 zero bytes).
-  // A k-tile inside K (full) needs only the m/n bound, the same for every such k-tile: its
-  // byte counts are those of k-tile 0 (K >= BLK_K), computed once, out of the mainloop.
+  // zero-fills the rest (a whole vector outside reads nothing and writes zero bytes).
   // G == 2 (any alignment: 16-bit loads, no cp.async) stages a k-tile in registers instead:
   // issue loads it into rA/rB, deposit stores them a k-tile later (see the mainloop).
   constexpr bool staged = G == 2;
   constexpr int VA = staged ? decltype(size<1>(tAsA) * size<2>(tAsA))::value : 1;
   constexpr int VB = staged ? decltype(size<1>(tBsB) * size<2>(tBsB))::value : 1;
   uint4 rA[VA], rB[VB];                              // (CPY_M*CPY_K), (CPY_N*CPY_K) vectors
+  // Granules (m, k) of k-tile k_tile of one operand (extent `ext` along m/n, k contiguous or
+  // not) into its stage. A whole k-tile's bytes follow from the m/n of the granule's line
+  // alone; a k-major cp.async takes its source as it is (0 source bytes read nothing), the
+  // others the operand's base where they read nothing (their pointers, held, spilled).
+  auto issue_one = [&](auto const& tXgX, auto const& tXcX, auto const& tXsX, int ext, auto shapeX,
+                       T const* X, auto contig_k, uint4* rX, int k_tile, int stage, auto full) {
+    constexpr bool kc = decltype(contig_k)::value, whole = decltype(full)::value;
+    const int left0 = ext - get<0>(tXcX(0, 0, 0, 0));               // from line 0 to the extent
+    CUTE_UNROLL
+    for (int m = 0; m < size<1>(tXsX); ++m)
+      CUTE_UNROLL
+      for (int k = 0; k < size<2>(tXsX); ++k) {
+        int bytes;
+        T const* g;
+        if constexpr (whole) {
+          bytes = cg::whole_tile_bytes<!kc, VG, sizeof(T)>(left0 - (get<0>(tXcX(0, m, 0, 0)) - get<0>(tXcX(0, 0, 0, 0))));
+          g = kc && !staged || bytes ? &tXgX(0, m, k, k_tile) : X;
+        } else {
+          bytes = cg::inside_bytes<kc ? 1 : 0, VG, sizeof(T)>(tXcX(0, m, k, k_tile), shapeX);
+          g = bytes ? &tXgX(0, m, k, k_tile) : X;
+        }
+        if constexpr (staged) rX[m * size<2>(tXsX) + k] = cg::load_vec_any(g, bytes);
+        else                  cg::copy_granule<GB, whole && kc>(&tXsX(0, m, k, stage), g, bytes);
+      }
+  };
   auto issue = [&](int k_tile, int stage, auto full) {
-    CUTE_UNROLL
-    for (int m = 0; m < size<1>(tAsA); ++m)
-      CUTE_UNROLL
-      for (int k = 0; k < size<2>(tAsA); ++k) {
-        const int bytes = cg::inside_bytes<a_k ? 1 : 0, VG, sizeof(T)>(tAcA(0, m, k, full ? 0 : k_tile), shapeA);
-        T const* g = bytes ? &tAgA(0, m, k, k_tile) : A;
-        if constexpr (staged) rA[m * size<2>(tAsA) + k] = cg::load_vec_any(g, bytes);
-        else                  cg::copy_granule<GB>(&tAsA(0, m, k, stage), g, bytes);
-      }
-    CUTE_UNROLL
-    for (int n = 0; n < size<1>(tBsB); ++n)
-      CUTE_UNROLL
-      for (int k = 0; k < size<2>(tBsB); ++k) {
-        const int bytes = cg::inside_bytes<b_k ? 1 : 0, VG, sizeof(T)>(tBcB(0, n, k, full ? 0 : k_tile), shapeB);
-        T const* g = bytes ? &tBgB(0, n, k, k_tile) : B;
-        if constexpr (staged) rB[n * size<2>(tBsB) + k] = cg::load_vec_any(g, bytes);
-        else                  cg::copy_granule<GB>(&tBsB(0, n, k, stage), g, bytes);
-      }
+    issue_one(tAgA, tAcA, tAsA, M, shapeA, A, bool_constant<a_k>{}, rA, k_tile, stage, full);
+    issue_one(tBgB, tBcB, tBsB, N, shapeB, B, bool_constant<b_k>{}, rB, k_tile, stage, full);
   };
   auto deposit = [&](int stage) {                    // staged: the fetched k-tile into `stage`
     CUTE_UNROLL
