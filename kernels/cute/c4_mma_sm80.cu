@@ -233,9 +233,9 @@ __device__ __forceinline__ void mainloop_mma_sm80(int tile_m, int tile_n, int M,
   uint4 rA[VA], rB[VB];                              // (CPY_M*CPY_K), (CPY_N*CPY_K) vectors
   // Granules (m, k) of k-tile k_tile of one operand (extent `ext` along m/n, k contiguous or
   // not) into its stage. A whole k-tile's bytes follow from the m/n of the granule's line
-  // alone; a 4-byte or k-major cp.async takes its source as it is (0 source bytes read
-  // nothing); 16-byte m/n-major granules and 16-bit loads take the operand's base where they
-  // read nothing (their own pointers, held, spilled at 128x256 and in the _al1 twins).
+  // alone; a k-major cp.async takes its source as it is (0 source bytes read nothing), the
+  // others the operand's base where they read nothing (held, their pointers spilled or, in
+  // 4-byte m/n-major granules, ran slower: docs/design/cute_mma_sm80.md).
   auto issue_one = [&](auto const& tXgX, auto const& tXcX, auto const& tXsX, int ext, auto shapeX,
                        T const* X, auto contig_k, uint4* rX, int k_tile, int stage, auto full) {
     constexpr bool kc = decltype(contig_k)::value, whole = decltype(full)::value;
@@ -248,7 +248,7 @@ __device__ __forceinline__ void mainloop_mma_sm80(int tile_m, int tile_n, int M,
         T const* g;
         if constexpr (whole) {
           bytes = cg::whole_tile_bytes<!kc, VG, sizeof(T)>(left0 - (get<0>(tXcX(0, m, 0, 0)) - get<0>(tXcX(0, 0, 0, 0))));
-          g = (kc || GB == 4) && !staged || bytes ? &tXgX(0, m, k, k_tile) : X;
+          g = kc && !staged || bytes ? &tXgX(0, m, k, k_tile) : X;
         } else {
           bytes = cg::inside_bytes<kc ? 1 : 0, VG, sizeof(T)>(tXcX(0, m, k, k_tile), shapeX);
           g = bytes ? &tXgX(0, m, k, k_tile) : X;
