@@ -239,7 +239,6 @@ __device__ __forceinline__ void mainloop_mma_sm80(int tile_m, int tile_n, int M,
   auto issue_one = [&](auto const& tXgX, auto const& tXcX, auto const& tXsX, int ext, auto shapeX,
                        T const* X, auto contig_k, uint4* rX, int k_tile, int stage, auto full) {
     constexpr bool kc = decltype(contig_k)::value, whole = decltype(full)::value;
-    const int left0 = ext - get<0>(tXcX(0, 0, 0, 0));               // from line 0 to the extent
     CUTE_UNROLL
     for (int m = 0; m < size<1>(tXsX); ++m)
       CUTE_UNROLL
@@ -247,7 +246,7 @@ __device__ __forceinline__ void mainloop_mma_sm80(int tile_m, int tile_n, int M,
         int bytes;
         T const* g;
         if constexpr (whole) {
-          bytes = cg::whole_tile_bytes<!kc, VG, sizeof(T)>(left0 - (get<0>(tXcX(0, m, 0, 0)) - get<0>(tXcX(0, 0, 0, 0))));
+          bytes = cg::whole_tile_bytes<!kc, VG, sizeof(T)>(ext - get<0>(tXcX(0, m, 0, 0)));
           g = kc && !staged || bytes ? &tXgX(0, m, k, k_tile) : X;
         } else {
           bytes = cg::inside_bytes<kc ? 1 : 0, VG, sizeof(T)>(tXcX(0, m, k, k_tile), shapeX);
