@@ -301,7 +301,7 @@ def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",
         return (None if epilogue else batched.kept(device, key, cands)) or cands[0]
     choice = auto.choose(m, n, k, device=device, layout=layout, precision=precision,
                          out_dtype=out_dtype, aligned=aligned)
-    if epilogue and not _takes_epilogue(choice):
+    if epilogue and not choice.fuses():
         return batched.choose(1, m, n, k, device=device, precision=precision,
                               out_dtype=out_dtype, fused=True)
     return choice
@@ -335,7 +335,7 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
             choice = batched.pick(sig, prec, out_dtype, ordinal, fused=epi is not None)
         else:
             choice = auto.pick(sig, prec, out_dtype, ordinal)
-            if epi is not None and not _takes_epilogue(choice):
+            if epi is not None and not choice.fuses():
                 choice = batched.pick(sig, prec, out_dtype, ordinal, fused=True)
     else:
         check_precision(k, prec, out_dtype)
@@ -356,13 +356,14 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
         driver.ensure_context(ordinal)
         if sig.producers:
             _wait_producers(s, sig.producers, ordinal)
-        if (picked_on is not None and epi is None and (batch or choice.source != "table")
-                and firstuse.mode() != "off"):
-            # a problem no table measured, or a batch (a batch row kept read there): its
-            # candidates timed once on these operands, after the work that produces them
-            # (every condition of tuning here, CUTE_GEMM_TUNE included: firstuse asks none)
-            choice = (firstuse.tuned_batch if batch else firstuse.tuned)(
-                choice, sig, prec, out_dtype, ordinal, s)
+        if (picked_on is not None and not (batch and epi is not None)
+                and (batch or choice.source != "table") and firstuse.mode() != "off"):
+            # a problem no table measured (or whose row's winner does not fuse), or a batch (a
+            # batch row kept read there): its candidates timed once on these operands, after
+            # the work that produces them, a fused call's with its epilogue (every condition
+            # of tuning here, CUTE_GEMM_TUNE included: firstuse asks none)
+            choice = (firstuse.tuned_batch(choice, sig, prec, out_dtype, ordinal, s) if batch
+                      else firstuse.tuned(choice, sig, prec, out_dtype, ordinal, s, epi))
     if choice is not None:
         # the pick: how it runs (transposed, split along K) and, where another arithmetic
         # keeps the precision's promise, in which; the pick computes it (auto.candidates)
@@ -410,12 +411,6 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
             hotpath.remember_new(new, fast, A, B, result, epi, C,
                                  copier(0, C, O) if C is not None else None)
     return result
-
-
-def _takes_epilogue(choice) -> bool:
-    """Whether gemm()'s pick runs a fused epilogue as it is: a fused kernel whose last launch
-    stores the result (not a split's reduction launch)."""
-    return registry.get(choice.kernel).takes_epilogue and not (choice.split_k and choice.reduce)
 
 
 def _epilogue_out(ep: Epilogue, precision: str, out_dtype: str, fresh: bool) -> str:

@@ -279,3 +279,39 @@ def test_a_capture_takes_what_the_process_tuned(events, monkeypatch):
         events.capturing = False
         (entry,) = _gemm_entries(events)[before:]
         assert not timed and entry in registry.get(kernel).entries, (kernel, entry)
+
+
+def test_a_fused_call_times_the_candidates_that_fuse_it_with_it(events, monkeypatch):
+    """gemm(epilogue=) where no row measured the problem: the candidates that fuse (no split
+    summed by a reduction launch) are timed with the epilogue, the fastest runs, and its row
+    stays in the process (the tables hold plain products' times); the next call times nothing."""
+    fast = "cute_pipelined_64x64x8_sk"
+    model = auto.choose(M, N, K, device=H100, layout="nn", precision="fp32")
+    assert model.kernel != fast
+    running, timed, ran = [""], [], []
+    real, real_api = trial.gemm_device, api.gemm_device
+
+    def gemm_device(k, *args, **kw):
+        running[0] = k.name
+        timed.append((k.name, args[9], kw.get("epi") is not None))     # (args[9]: the pick)
+        return real(k, *args, **kw)
+    monkeypatch.setattr(trial, "gemm_device", gemm_device)
+    monkeypatch.setattr(api, "gemm_device", lambda k, *a, **kw: ran.append(k.name) or real_api(k, *a, **kw))
+    events.cost = lambda entry: 0.25 if running[0].partition(":")[0] == fast else 1.0
+    a, b, o = _operands()
+    ep = cute_gemm.Epilogue(bias=Dev((1, N), 0x4000_0000), activation="relu")
+    cute_gemm.gemm(a, b, out=o, epilogue=ep)
+    tag = ran[0].partition(":")[2]
+    fusing = {c for c in auto.keys(M, N, K, "fp32", "float32", 90, H100.smem_optin, 132)
+              if auto.Choice.of_key(c).fuses()}
+    assert tag and ran == [f"{fast}:{tag}"]
+    assert len(timed) == len(fusing) and all(
+        name.endswith(f":{tag}") and not pick.reduce and with_epi for name, pick, with_epi in timed)
+    assert any(split_key(c)[3] for c in auto.keys(M, N, K, "fp32", "float32", 90,
+                                                  H100.smem_optin, 132))   # (some were left out)
+    assert _row() is None
+    (done,) = firstuse._done.values()
+    assert not done.kept and done.choice.source == "tuned" and "epilogue" in done.choice.why
+    timed.clear()
+    cute_gemm.gemm(a, b, out=Dev((M, N), 0x6000_0000), epilogue=ep)
+    assert not timed and ran[-1] == f"{fast}:{tag}"

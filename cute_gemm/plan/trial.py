@@ -59,11 +59,12 @@ def result_operand(A: Operand, B: Operand, out_dtype: str, batch: tuple[int, int
 
 def time_launches(candidates, A: Operand, B: Operand, out_dtype: str, ordinal: int,
                   stream: int, budget_s: float, clock=time.monotonic,
-                  batch: tuple[int, int] = (1, 1)) -> tuple[dict, dict]:
+                  batch: tuple[int, int] = (1, 1), epi=None) -> tuple[dict, dict]:
     """({index: ms a call costs}, {index: why it did not run}) of `candidates` ((kernel,
     precision, pick)), each run on A and B into a scratch result of `out_dtype`, in order
-    until `budget_s` seconds have passed (the first always). Where the scratch or the spin
-    cannot be had, nothing is timed."""
+    until `budget_s` seconds have passed (the first always); epi: the fused epilogue they
+    apply (driver.epilogue.Prepared). Where the scratch or the spin cannot be had, nothing
+    is timed."""
     T = result_operand(A, B, out_dtype, batch)
     l2 = launch.device_info(ordinal).l2_bytes
     owned: list[int] = []
@@ -96,19 +97,22 @@ def time_launches(candidates, A: Operand, B: Operand, out_dtype: str, ordinal: i
         except CuteGemmError:   # no room for the scratch, no spin: nothing timed, the call goes on
             return {}, {}
         events = [(launch.Event(), launch.Event()) for _ in range(REPEATS)]
+        epi_values = () if epi is None else (epi.values,)
         end = clock() + budget_s
         for i, (k, precision, pick) in enumerate(candidates):
             if i and clock() > end:
                 break
             try:
                 # the first launch resolves and prepares it (and is not timed)
-                fast = gemm_device(k, A, B, None, T, 1.0, 0.0, stream, ordinal, precision, pick)
+                fast = gemm_device(k, A, B, None, T, 1.0, 0.0, stream, ordinal, precision, pick,
+                                   epi=epi)
 
                 def once(fast=fast, k=k, precision=precision, pick=pick):
                     if fast is None:        # (cut into pieces, or computed apart: as gemm() does)
-                        gemm_device(k, A, B, None, T, 1.0, 0.0, stream, ordinal, precision, pick)
+                        gemm_device(k, A, B, None, T, 1.0, 0.0, stream, ordinal, precision, pick,
+                                    epi=epi)
                     else:
-                        fast[1](A.ptr, B.ptr, T.ptr, 1.0, 0.0, stream)
+                        fast[1](A.ptr, B.ptr, T.ptr, 1.0, 0.0, stream, *epi_values)
                 best = min(times.values(), default=None)
                 gpu, host = held(once, 1, HOLD_US)
                 ms = gpu + host

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import autotable
+from .. import registry
 from ..registry.records import Pick
 
 
@@ -32,10 +33,24 @@ class Choice:
                 + (f"{autotable.SPLIT_R if self.reduce else autotable.SPLIT_K}{self.split_k}"
                    if self.split_k else ""))
 
+    @classmethod
+    def of_key(cls, key: str, **fields) -> Choice:
+        """The choice a tune table's candidate `key` names, with `fields` (source, why, ...)."""
+        kernel, transposed, split_k, reduce = split_key(key)
+        return cls(kernel, transposed, split_k=split_k, reduce=reduce, **fields)
+
     @property
     def pick(self) -> Pick:
         """How the kernel is launched (execute.gemm_device)."""
         return Pick(self.transposed, self.split_k, self.reduce and self.split_k > 0)
+
+    def fuses(self, blocks: bool = False) -> bool:
+        """Whether it runs a fused epilogue as it is: a kernel that takes one, whose last
+        launch stores the result (not a split's reduction launch); `blocks` (block scales, per
+        row of A and 128 columns of B): on the problem as given, by a kernel that takes them."""
+        x = registry.get(self.kernel)
+        return (x.takes_epilogue and not (self.split_k and self.reduce)
+                and (not blocks or not self.transposed and x.takes_block_scales))
 
     def __str__(self) -> str:
         return (f"{self.key}{f' in {self.precision}' if self.precision else ''} "

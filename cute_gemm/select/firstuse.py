@@ -29,15 +29,19 @@ def off():
 
 
 def tuned(choice: auto.Choice, sig, precision: str, out_dtype: str, ordinal: int,
-          stream: int) -> auto.Choice:
+          stream: int, epi=None) -> auto.Choice:
     """The choice for a device call (signature.Signature) after tuning on first use, which
     run() asks only where tuning is on and no table row made `choice`; while `stream`
-    captures, what was tuned."""
+    captures, what was tuned. epi: the call's fused epilogue (driver.epilogue.Prepared), which
+    `choice` runs: the candidates that fuse it are timed with it, and their row stays in the
+    process (the tables hold plain products' times)."""
     device = launch.device_info(ordinal)
     mine = [p for p in answering(precision)
             if auto.candidates(p, out_dtype, device.arch_int, exactly=True)]
+    if epi is not None and len(mine) > 1:
+        return choice       # (a contract's several arithmetics: their rows are plain ones)
     keys = {p: (device.name, sig.m, sig.n, sig.k, sig.layout, sig.aligned, p, out_dtype)
-            for p in mine}
+            + (() if epi is None else (epi.spec.tag,)) for p in mine}
     if launch.capturing(stream):
         if not any(isinstance(_done.get(key), _Tuned) for key in keys.values()):
             return choice
@@ -45,11 +49,13 @@ def tuned(choice: auto.Choice, sig, precision: str, out_dtype: str, ordinal: int
         for p, key in keys.items():
             first = choice if (choice.precision or precision) == p else None
             _once(key, lambda key=key, first=first: _tune(key, first, sig.A, sig.B, out_dtype,
-                                                          device, stream))
+                                                          device, stream, epi))
     done = _done.get(keys[mine[0]]) if len(mine) == 1 else None
     if isinstance(done, _Tuned) and not done.kept:
         c = done.choice                 # (in another arithmetic that keeps the contract: say so)
         return c if mine[0] == precision else replace(c, precision=mine[0])
+    if epi is not None:
+        return choice       # nothing timed (yet): the pick that fuses
     # rows kept on disk (or a contract's several): the selector reads them as a table's
     return auto.choose(sig.m, sig.n, sig.k, device=device, layout=sig.layout,
                        precision=precision, out_dtype=out_dtype, aligned=sig.aligned)
@@ -132,10 +138,11 @@ _locks: dict = {}
 _done: dict = {}    # (gpu, problem; a batch's with batch and modes) -> _Tuned, _Later or None
 
 
-def _timed(runs, lead: bool, A, B, out_dtype: str, device, stream: int, batch=(1, 1)):
+def _timed(runs, lead: bool, A, B, out_dtype: str, device, stream: int, batch=(1, 1), epi=None):
     """`runs` ((kernel, precision, pick); lead: the first is the model's pick) timed on A and B
-    as (times {i: ms}, notes {i: why it did not run}, whether all were at hand); _Later where
-    the model's pick is not at hand in "quick" mode; None where nothing ran."""
+    (with fused epilogue `epi`) as (times {i: ms}, notes {i: why it did not run}, whether all
+    were at hand); _Later where the model's pick is not at hand in "quick" mode; None where
+    nothing ran."""
     wait = standin.first_call() == "wait"
     T = trial.result_operand(A, B, out_dtype, batch)
     with driver.relaxed():      # (event waits: legal while another thread captures)
@@ -152,25 +159,30 @@ def _timed(runs, lead: bool, A, B, out_dtype: str, device, stream: int, batch=(1
         if not order:
             return None
         times, failed = trial.time_launches([runs[i] for i in order], A, B, out_dtype,
-                                            device.ordinal, stream, BUDGET_S, batch=batch)
+                                            device.ordinal, stream, BUDGET_S, batch=batch,
+                                            epi=epi)
     if not times:
         return None
     return ({order[j]: ms for j, ms in times.items()},
             {order[j]: why for j, why in failed.items()}, all(ready))
 
 
-def _tune(key, first: auto.Choice | None, A, B, out_dtype: str, device, stream: int):
-    """Time the problem's candidates (auto.keys, `first` leading) and keep the row."""
-    _, m, n, k, layout, aligned, precision, _ = key
+def _tune(key, first: auto.Choice | None, A, B, out_dtype: str, device, stream: int, epi=None):
+    """Time the problem's candidates (auto.keys, `first` leading) and keep the row; with a
+    fused epilogue `epi`, those that fuse it, each with it, the row kept in this process."""
+    _, m, n, k, layout, aligned, precision, _ = key[:8]
     keys = auto.keys(m, n, k, precision, out_dtype, device.arch_int, device.smem_optin,
                      device.sm_count)
+    if epi is not None:
+        keys = tuple(c for c in keys if auto.Choice.of_key(c).fuses(bool(epi.spec.blocks)))
     # the model's pick first (it wins a tie), then each kernel's own plan, then the splits:
     # where the budget cuts the list short, what is left out is the least likely to win
     lead = first.key if first is not None and first.key in keys else None
     keys = sorted(keys, key=lambda c: (c != lead, split_key(c)[2] > 0))
-    runs = [(registry.get(kn), precision, auto.Choice(kn, t, split_k=s, reduce=r).pick)
-            for kn, t, s, r in map(split_key, keys)]
-    timed = _timed(runs, lead is not None, A, B, out_dtype, device, stream)
+    fused = "" if epi is None else f":{epi.spec.tag}"
+    runs = [(registry.get(c.kernel + fused), precision, c.pick)
+            for c in map(auto.Choice.of_key, keys)]
+    timed = _timed(runs, lead is not None, A, B, out_dtype, device, stream, epi=epi)
     if not isinstance(timed, tuple):
         return timed
     times, notes, at_hand = timed
@@ -179,12 +191,13 @@ def _tune(key, first: auto.Choice | None, A, B, out_dtype: str, device, stream: 
                    {keys[i]: why for i, why in notes.items()})
     # kept where every candidate was at hand (they may win once compiled); a row cut by the
     # budget is kept: the best of the likeliest, not timed again in every process
-    kept = at_hand and out_dtype == PRECISION[precision].timed_out and _keep(row, device)
+    kept = (epi is None and at_hand and out_dtype == PRECISION[precision].timed_out
+            and _keep(row, device))
     (best, ms), rest = row.ranked()[0], row.ranked()[1:2]
-    kn, t, s, r = split_key(best)
     why = (f"timed on first use: {best} {ms:.4g} ms of {len(times)} candidates"
+           + (" with the epilogue" if epi is not None else "")
            + (f", then {rest[0][0]} {rest[0][1]:.4g} ms" if rest else ""))
-    return _Tuned(auto.Choice(kn, t, "tuned", why, s, r, ms=ms), kept)
+    return _Tuned(auto.Choice.of_key(best, source="tuned", why=why, ms=ms), kept)
 
 
 def _keep(row: Measured | Batched, device) -> bool:
