@@ -302,13 +302,12 @@ def test_a_fused_call_times_the_candidates_that_fuse_it_with_it(events, monkeypa
     ep = cute_gemm.Epilogue(bias=Dev((1, N), 0x4000_0000), activation="relu")
     cute_gemm.gemm(a, b, out=o, epilogue=ep)
     tag = ran[0].partition(":")[2]
-    fusing = {c for c in auto.keys(M, N, K, "fp32", "float32", 90, H100.smem_optin, 132)
-              if auto.Choice.of_key(c).fuses()}
+    keys = auto.keys(M, N, K, "fp32", "float32", 90, H100.smem_optin, 132)
+    fusing = {c for c in keys if auto.Choice.of_key(c).fuses()}
     assert tag and ran == [f"{fast}:{tag}"]
     assert len(timed) == len(fusing) and all(
         name.endswith(f":{tag}") and not pick.reduce and with_epi for name, pick, with_epi in timed)
-    assert any(split_key(c)[3] for c in auto.keys(M, N, K, "fp32", "float32", 90,
-                                                  H100.smem_optin, 132))   # (some were left out)
+    assert any(split_key(c)[3] for c in keys)       # (some were left out)
     assert _row() is None
     (done,) = firstuse._done.values()
     assert not done.kept and done.choice.source == "tuned" and "epilogue" in done.choice.why

@@ -105,8 +105,7 @@ def gpu_measure(info, flush: Flush, seed: int = 0) -> Measure:
             return times, {c: "inputs: " + first_line(e) for c in p.candidates}
         with inputs:
             for key in p.candidates:
-                kernel, turned, s, r = split_key(key)
-                choice = auto.Choice(kernel, turned, split_k=s, reduce=r)
+                choice = auto.Choice.of_key(key)
 
                 def fn(i, choice=choice):
                     api.run_choice(choice, inputs.A[i], inputs.B[i], out=inputs.C[i],
