@@ -400,7 +400,7 @@ def _run(k, pick, a, b, c, alpha, beta, out, stream, precision, hot=None, new=No
     else:
         new, result = None, O.obj
     if epi is not None:
-        k = registry.get(f"{k.name}:{epi.spec.tag}")
+        k = registry.get_fused(k.name, epi.spec)
     if m and n and 0 not in O.bcount:
         fast = gemm_device(k, A, B, C, O, alpha, beta, s, ordinal, prec, pick, stand_in,
                            sig if O is sig.O else None, epi)

@@ -174,7 +174,7 @@ def gemm_device(k, A: Operand, B: Operand, C: Operand | None, T: Operand,
     if not products:
         # the epilogue of beta * C alone: its kernel of no k-tile, on K = 0 (A, B unread),
         # in a precision of its own that writes T's type where it computes none of A's
-        k, pick = registry.get(f"{EPILOGUE_ONLY}:{epi.spec.tag}"), AS_PLANNED
+        k, pick = registry.get_fused(EPILOGUE_ONLY, epi.spec), AS_PLANNED
         if not k.computes(precision, T.dtype):
             precision = next(p for p in k.precisions if k.computes(p, T.dtype))
         dt = PRECISION_DTYPE[precision]

@@ -62,6 +62,12 @@ def get(name: str) -> Kernel:
             f"unknown kernel {name!r}; valid kernels: {', '.join(names())}{also}") from None
 
 
+def get_fused(name: str, spec: EpilogueSpec | None) -> Kernel:
+    """The registered kernel `name` compiled with the fused epilogue `spec` (None: as
+    registered), as get() finds it by Kernel.with_epilogue's name."""
+    return get(name if spec is None else f"{name}:{spec.tag}")
+
+
 def check_name(name: str) -> str:
     """`name` if it is a registered kernel or AUTO, else UnknownKernelError."""
     return name if name == AUTO else get(name).name

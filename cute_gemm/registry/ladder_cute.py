@@ -308,11 +308,11 @@ CUTE: list[Kernel] = [
         tags=("small",))),
     # ... and 128x64 tiles of 4x2 warps: each k-tile of B serves twice the rows of A, on tall or
     # long-K 16-bit problems (cute_mma_sm80.md#128x64)
-    _mma_sm80("cute_mma_sm80_128x64", 128, 64, 64, 3, (4, 2), summary=(
+    gemm_candidate(_mma_sm80("cute_mma_sm80_128x64", 128, 64, 64, 3, (4, 2), summary=(
         "cute_mma_sm80 in 128x64 tiles of 4x2 warps (256 threads): each k-tile of B serves "
         "twice 64x64's rows of A; operands of any alignment read as they are; split-K by its "
         "stream-K twins"), any_align=True,
-        split=True),
+        split=True)),
 ]
 
 

@@ -179,8 +179,7 @@ def _tune(key, first: auto.Choice | None, A, B, out_dtype: str, device, stream: 
     # where the budget cuts the list short, what is left out is the least likely to win
     lead = first.key if first is not None and first.key in keys else None
     keys = sorted(keys, key=lambda c: (c != lead, split_key(c)[2] > 0))
-    fused = "" if epi is None else f":{epi.spec.tag}"
-    runs = [(registry.get(c.kernel + fused), precision, c.pick)
+    runs = [(registry.get_fused(c.kernel, epi and epi.spec), precision, c.pick)
             for c in map(auto.Choice.of_key, keys)]
     timed = _timed(runs, lead is not None, A, B, out_dtype, device, stream, epi=epi)
     if not isinstance(timed, tuple):
