@@ -284,7 +284,8 @@ def test_a_capture_takes_what_the_process_tuned(events, monkeypatch):
 def test_a_fused_call_times_the_candidates_that_fuse_it_with_it(events, monkeypatch):
     """gemm(epilogue=) where no row measured the problem: the candidates that fuse (no split
     summed by a reduction launch) are timed with the epilogue, the fastest runs, and its row
-    stays in the process (the tables hold plain products' times); the next call times nothing."""
+    stays in the process (the tables hold plain products' times); the next call, and a capture,
+    time nothing and run it."""
     fast = "cute_pipelined_64x64x8_sk"
     model = auto.choose(M, N, K, device=H100, layout="nn", precision="fp32")
     assert model.kernel != fast
@@ -313,4 +314,9 @@ def test_a_fused_call_times_the_candidates_that_fuse_it_with_it(events, monkeypa
     assert not done.kept and done.choice.source == "tuned" and "epilogue" in done.choice.why
     timed.clear()
     cute_gemm.gemm(a, b, out=Dev((M, N), 0x6000_0000), epilogue=ep)
+    assert not timed and ran[-1] == f"{fast}:{tag}"
+    # a graph captured after it records the tuned fused kernel, and times nothing
+    events.capturing = True
+    cute_gemm.gemm(a, b, out=Dev((M, N), 0x6000_0000), epilogue=ep, stream=0x77)
+    events.capturing = False
     assert not timed and ran[-1] == f"{fast}:{tag}"
