@@ -358,3 +358,28 @@ def test_pricer_prices_splits_and_stream_k_as_their_plans():
                         seen.add(min(ctas, 1))      # -1 split, 0 plain grid, 1 stream-K
                         assert got == want, (x.name, sms, split_k, pm, pn, k)
     assert seen == {-1, 0, 1}
+
+
+def test_a_16bit_split_pick_runs_the_twin_alone_and_a_plain_pick_never(monkeypatch):
+    """cute_mma_sm80_64x64's stream-K twins serve split picks only (stream_k_fill 0): split S
+    launches the twin alone on tiles x S CTAs, whatever the operands' alignment class; the
+    plain pick its own entry on the 2-D grid, with stream-K on."""
+    import stub_driver
+    from cute_gemm import api
+    from cute_gemm.driver import launch
+    from cute_gemm.select.choice import Choice
+    events = stub_driver.install(monkeypatch)
+    monkeypatch.delenv("CUTE_GEMM_STREAM_K")
+    monkeypatch.setenv("CUTE_GEMM_PDL", "0")
+    monkeypatch.setattr(launch, "device_info", lambda ordinal=None: stub_driver.H100)
+    monkeypatch.setattr(launch, "occupancy", lambda f, threads, smem: 2)
+    for (m, n, k), suffix in (((64, 64, 4096), ""), ((38, 42, 926), "_al2"), ((22, 174, 595), "_al1")):
+        a, b, o = (stub_driver.device_array(s, p, "bfloat16")
+                   for s, p in (((m, k), 0x1000_0000), ((k, n), 0x2000_0000), ((m, n), 0x3000_0000)))
+        tiles = -(-m // 64) * -(-n // 64)
+        for split in (0, 2, 4):
+            api.run_choice(Choice("cute_mma_sm80_64x64", split_k=split), a, b, out=o)
+            entry, grid = stub_driver.launches(events, "gemm")[-1][1:3]
+            plain = f"cute_mma_sm80_bf16_bf16_ak_bn{suffix}"
+            assert (entry, grid) == ((plain + "_sk", (tiles * split, 1, 1)) if split else
+                                     (plain, (1, -(-n // 64), 1))), (m, n, k, split, entry, grid)
