@@ -376,10 +376,11 @@ def test_a_16bit_split_pick_runs_the_twin_alone_and_a_plain_pick_never(monkeypat
     for (m, n, k), suffix in (((64, 64, 4096), ""), ((38, 42, 926), "_al2"), ((22, 174, 595), "_al1")):
         a, b, o = (stub_driver.device_array(s, p, "bfloat16")
                    for s, p in (((m, k), 0x1000_0000), ((k, n), 0x2000_0000), ((m, n), 0x3000_0000)))
-        tiles = -(-m // 64) * -(-n // 64)
+        bm, bn, _ = registry.get("cute_mma_sm80_64x64").tile
+        tiles = cdiv(m, bm) * cdiv(n, bn)
         for split in (0, 2, 4):
             api.run_choice(Choice("cute_mma_sm80_64x64", split_k=split), a, b, out=o)
             entry, grid = stub_driver.launches(events, "gemm")[-1][1:3]
             plain = f"cute_mma_sm80_bf16_bf16_ak_bn{suffix}"
             assert (entry, grid) == ((plain + "_sk", (tiles * split, 1, 1)) if split else
-                                     (plain, (1, -(-n // 64), 1))), (m, n, k, split, entry, grid)
+                                     (plain, (cdiv(m, bm), cdiv(n, bn), 1))), (m, n, k, split, entry, grid)

@@ -11,7 +11,7 @@ from .ladder_hopper import HOPPER
 from .records import (ARCHS, EXTENT_MAX, FP32_ACCURATE, GRID_X_MAX, GRID_YZ_MAX, ITEMSIZE, LAYOUTS,  # noqa: F401
                       PRECISION_DTYPE, PRECISIONS, CutModel, FixedSmem, FlatGrid, GemmOf, Kernel,
                       KernelConfig, PersistentGrid, RowGrid, SplitGrid, StripSmem, TileGrid,
-                      TileGridMN, TmaBoxes, Variant, layout_majors)
+                      TileGridMN, TmaBoxes, Variant, fused_name, layout_majors)
 
 KERNELS: tuple[Kernel, ...] = tuple(HANDWRITTEN) + tuple(CUTE) + tuple(HOPPER) + tuple(SHAPES)
 _BY_NAME = {k.name: k for k in KERNELS}
@@ -64,8 +64,8 @@ def get(name: str) -> Kernel:
 
 def get_fused(name: str, spec: EpilogueSpec | None) -> Kernel:
     """The registered kernel `name` compiled with the fused epilogue `spec` (None: as
-    registered), as get() finds it by Kernel.with_epilogue's name."""
-    return get(name if spec is None else f"{name}:{spec.tag}")
+    registered)."""
+    return get(name if spec is None else fused_name(name, spec))
 
 
 def check_name(name: str) -> str:

@@ -311,8 +311,7 @@ CUTE: list[Kernel] = [
     gemm_candidate(_mma_sm80("cute_mma_sm80_128x64", 128, 64, 64, 3, (4, 2), summary=(
         "cute_mma_sm80 in 128x64 tiles of 4x2 warps (256 threads): each k-tile of B serves "
         "twice 64x64's rows of A; operands of any alignment read as they are; split-K by its "
-        "stream-K twins"), any_align=True,
-        split=True)),
+        "stream-K twins"), any_align=True, split=True)),
 ]
 
 

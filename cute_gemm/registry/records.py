@@ -382,6 +382,11 @@ BATCHED_SOURCES = frozenset({"cute/c4_mma_sm80.cu", "cute/c8_tiny_k.cu",
                              "handwritten/v9_warptile.cu", "util/scale2d.cu"})
 
 
+def fused_name(name: str, spec: EpilogueSpec) -> str:
+    """The name of kernel `name` compiled with the fused epilogue `spec`: <name>:<spec.tag>."""
+    return f"{name}:{spec.tag}"
+
+
 @dataclass(frozen=True)
 class Kernel:
     """One registered kernel: its source, entry points (variants), launch policies and config."""
@@ -440,9 +445,8 @@ class Kernel:
 
     def with_epilogue(self, spec: EpilogueSpec) -> "Kernel":
         """This kernel compiled with a fused epilogue: a kernel of its own, named
-        <name>:<spec.tag> (registry.get takes such names), whose prelude defines it."""
-        base = self.name.split(":")[0]
-        return replace(self, name=f"{base}:{spec.tag}", epilogue=spec)
+        fused_name(name, spec) (registry.get takes such names), whose prelude defines it."""
+        return replace(self, name=fused_name(self.name.split(":")[0], spec), epilogue=spec)
 
     @property
     def batch_modes(self) -> int:
