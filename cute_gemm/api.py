@@ -217,9 +217,20 @@ def _through_autograd(name, a, b, c, alpha, beta, out, stream, precision):
 def run_choice(choice, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=None,
                precision=None, epilogue=None):
     """run() with a selector's choice (auto.Choice: its kernel, transposed or split along K
-    as its pick says) exactly as gemm() runs it: how `cute-gemm tune` times candidates."""
+    as its pick says) exactly as gemm() runs it: how `cute-gemm tune` times candidates. A
+    repeat call with `out` takes the signature hot path, as run()'s does (keyed by the
+    choice: its host cost is the launch's, not validation's)."""
+    precision = choice.precision or precision
+    hot = None
+    if (out is not None and epilogue is None and _count == _ONE and type(alpha) in _SCALAR
+            and type(beta) in _SCALAR and alpha != 0):
+        hot = hotpath.launch_or_sign(("choice", choice.key), precision, a, b, out, alpha,
+                                     0.0 if c is None else beta, stream, None,
+                                     None if c is None or c is out else c)
+        if hot is True:
+            return out
     return _run(registry.get(choice.kernel), choice.pick, a, b, c, alpha, beta, out, stream,
-                choice.precision or precision, epilogue=epilogue)
+                precision, hot, epilogue=epilogue)
 
 
 def gemm_choice(m: int, n: int, k: int, *, layout: LayoutName = "nn",

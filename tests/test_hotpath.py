@@ -516,6 +516,36 @@ def test_an_unhashable_or_raising_operand_goes_the_full_path(monkeypatch):
         api.run("naive", a, Dev((3, 4), 0x2000), out=Dev((4, 4), 0x3000))
 
 
+def test_a_choices_repeat_call_takes_the_path_keyed_by_the_choice(monkeypatch):
+    """run_choice (how `cute-gemm tune` times a candidate) remembers its launch under the
+    choice: a repeat call is not validated and launches what the first did (a split pick's
+    stream-K twin on tiles x S CTAs); another choice, or run() of the same kernel, on the same
+    operands has a signature of its own."""
+    from cute_gemm.driver import launch
+    from cute_gemm.select.choice import Choice
+    events = stub_driver.install(monkeypatch)
+    monkeypatch.delenv("CUTE_GEMM_STREAM_K")
+    monkeypatch.setenv("CUTE_GEMM_PDL", "0")
+    monkeypatch.setattr(launch, "device_info", lambda ordinal=None: stub_driver.H100)
+    monkeypatch.setattr(launch, "occupancy", lambda f, threads, smem: 2)
+    a, b, o = (device_array(s, p, "bfloat16") for s, p in
+               (((64, 4096), 0x1000_0000), ((4096, 64), 0x2000_0000), ((64, 64), 0x3000_0000)))
+    split = Choice("cute_mma_sm80_64x64", split_k=4)
+    api.run_choice(split, a, b, out=o)
+    first = stub_driver.launches(events, "gemm")[-1][1:3]
+    assert first == ("cute_mma_sm80_bf16_bf16_ak_bn_sk", (4, 1, 1))
+    validated = _count_validations(monkeypatch)
+    for _ in range(3):
+        api.run_choice(split, a, b, out=o)
+        assert stub_driver.launches(events, "gemm")[-1][1:3] == first
+    assert not validated
+    api.run_choice(Choice("cute_mma_sm80_64x64"), a, b, out=o)
+    assert len(validated) == 1
+    assert stub_driver.launches(events, "gemm")[-1][1:3] == ("cute_mma_sm80_bf16_bf16_ak_bn", (1, 1, 1))
+    api.run("cute_mma_sm80_64x64", a, b, out=o)
+    assert len(validated) == 2
+
+
 def test_the_path_of_a_call_stays_short(monkeypatch):
     """#57's count (scripts/call_path.py, the stub driver): a repeat call's hot path is 6
     stops in 4 files, none a climb back to a file already left; a new signature (validate,
