@@ -171,9 +171,8 @@ def run(name: str, a: ArrayLike, b: ArrayLike, c: ArrayLike | None = None, *,
             if result is not None:
                 return result
         else:
-            hot = hotpath.launch_or_sign(name, precision, a, b, out, alpha,
-                                         0.0 if c is None else beta, stream, hot_ep,
-                                         None if c is None or c is out else c)
+            hot = hotpath.launch_or_sign(name, precision, a, b, out, alpha, beta, stream,
+                                         hot_ep, c)
             if hot is True:
                 return out
     if hot_ep is not epilogue:
@@ -224,9 +223,8 @@ def run_choice(choice, a, b, c=None, *, alpha=1.0, beta=0.0, out=None, stream=No
     hot = None
     if (out is not None and epilogue is None and _count == _ONE and type(alpha) in _SCALAR
             and type(beta) in _SCALAR and alpha != 0):
-        hot = hotpath.launch_or_sign(("choice", choice.key), precision, a, b, out, alpha,
-                                     0.0 if c is None else beta, stream, None,
-                                     None if c is None or c is out else c)
+        hot = hotpath.launch_or_sign(("choice", choice.key), precision, a, b, out, alpha, beta,
+                                     stream, None, c)
         if hot is True:
             return out
     return _run(registry.get(choice.kernel), choice.pick, a, b, c, alpha, beta, out, stream,

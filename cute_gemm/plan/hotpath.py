@@ -282,8 +282,10 @@ def remember_new(key, fast, A: Operand, B: Operand, result, epi=None, C: Operand
 
 def launch_or_sign(name, precision, a, b, out, alpha, beta, stream, ep=None, c=None):
     """True if the call was launched through a remembered signature (with its fused epilogue
-    `ep`, and a C `c` other than out, copied into out first as the full path copies it);
-    else the key `remember` needs (None: no signature)."""
+    `ep`; its C `c`: None, out itself (an update in place, beta an argument), or another
+    array copied into out first as the full path copies it); else the key `remember` needs
+    (None: no signature)."""
+    beta, c = (0.0, None) if c is None else (beta, None if c is out else c)
     try:
         types = (type(a), type(b), type(out))
         read3, current = _READ3.get(types) or _read3_for(types)
