@@ -83,21 +83,23 @@ struct CtaMeet {
 
 // Count one share of a cut tile in at `counter` (n shares in all), once the threads that
 // wrote it have stored their part (Meet: how they meet, `leader` one of them). True for the
-// last share to arrive (after a fence: every share's stores are visible to it), which also
-// zeroes the counter for the next launch. No share waits for another.
+// last share to arrive, which then sees every share's stores, and which also zeroes the
+// counter for the next launch. No share waits for another. The leader's count is one
+// acquire-release atomic at GPU scope: the barrier before it orders the share's stores
+// ahead of its release, the barrier after it the reads behind its acquire (CUTLASS's
+// barrier does the same; a fence.sc in every thread cost more, docs/design/cute_mma_sm80.md).
 template <class Meet>
 __device__ __forceinline__ bool last_to_arrive(int* counter, int n, bool leader) {
-  __threadfence();            // this thread's stores are visible device-wide ...
-  Meet::sync();               // ... for every thread of the share, before it is counted
+  Meet::sync();
   bool last = false;
   if (leader) {
-    const int arrived = atomicAdd(counter, 1);
+    int arrived;
+    asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;"
+                 : "=r"(arrived) : "l"(counter) : "memory");
     last = arrived == n - 1;
     if (last) *counter = 0;   // all n are in: ready for the next launch
   }
-  if (!Meet::share(leader, last)) return false;
-  __threadfence();
-  return true;
+  return Meet::share(leader, last);
 }
 
 // Reduce one stream-K tile cut between `n` consecutive CTAs; `me` is this CTA's index
