@@ -60,7 +60,8 @@ def test_workspaces_are_zeroed_once_and_handed_on_by_event(monkeypatch):
     w1 = workspace.take(0, 1000, 7, 64)                 # new: counters zeroed on its stream
     assert log == [("alloc", 1), ("zero", 1, 64, 7)]
     workspace.give(w1, 7)
-    w = workspace.take(0, 1000, 7, 64)                  # same stream: the same one, ordered by event
+    w = workspace.take(0, 1000, 7, 64)                  # same stream: the same one, still waited for
+    # by event: the handle may name a new stream, the old one destroyed with its work queued
     assert w is w1 and log[-1] == ("wait", 7, "ev1")
     workspace.give(w, 7)
     w2 = workspace.take(0, 1000, 9, 64)                 # busy elsewhere: a new one, no waiting

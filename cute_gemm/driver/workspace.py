@@ -31,7 +31,7 @@ def take(ordinal: int, nbytes: int, stream: int, counters: int) -> Workspace:
     `stream` from now on (one last used there, else one whose event completed, else a new one);
     give() it back once that work is queued."""
     drv = driver.bindings()
-    with _lock:         # the common case, one last used on this stream: no driver call
+    with _lock:         # the common case, one last used on this stream: no event query
         w = next((x for x in _free if x.ordinal == ordinal and x.nbytes >= nbytes
                   and x.stream == stream), None)
         if w is not None:
@@ -46,6 +46,8 @@ def take(ordinal: int, nbytes: int, stream: int, counters: int) -> Workspace:
                     _free.remove(w)
             if w is None:
                 return _new(drv, ordinal, nbytes, stream, counters)   # zeroed on `stream`
+    # waited for on its own last stream too: that handle may name a new stream by now, the
+    # old one destroyed with this workspace's work still queued
     try:
         driver.check(drv.cuStreamWaitEvent(stream, w.event, 0), "cuStreamWaitEvent")
     except BaseException:
