@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import types
 
+import pytest
+
 from cute_gemm import driver
+from cute_gemm.base.errors import CudaError
 from cute_gemm.driver import launch, workspace
 
 
@@ -75,6 +78,45 @@ def test_workspaces_are_zeroed_once_and_handed_on_by_event(monkeypatch):
     done.update({"ev1", "ev2"})
     assert workspace.trim() == 2 and ("free", 1) in log and ("free", 2) in log
 
+
+
+def test_a_failed_wait_or_record_names_the_call_and_keeps_the_workspace(monkeypatch):
+    """take() and give() test a driver call's result inline (their host cost): a failure still
+    raises CudaError naming the call, and the workspace stays in the free list (a failed
+    record after the stream is synchronized, nothing else marking its end)."""
+    fail, log = set(), []
+
+    class Drv:
+        CUresult = types.SimpleNamespace(CUDA_SUCCESS=0)
+
+        def cuStreamWaitEvent(self, stream, ev, flags):
+            return (700 if "wait" in fail else 0,)
+
+        def cuEventRecord(self, ev, stream):
+            return (700 if "record" in fail else 0,)
+
+        def cuStreamSynchronize(self, stream):
+            log.append(("sync", stream))
+            return (0,)
+
+        def cuGetErrorString(self, err):
+            return (0, b"an illegal address")
+
+        def cuGetErrorName(self, err):
+            return (0, b"CUDA_ERROR_ILLEGAL_ADDRESS")
+    monkeypatch.setattr(driver, "bindings", lambda: Drv())
+    w = workspace.Workspace(0, 1 << 20, 4096, "ev", stream=7)
+    monkeypatch.setattr(workspace, "_free", [w])
+    fail.add("wait")
+    with pytest.raises(CudaError, match="cuStreamWaitEvent"):
+        workspace.take(0, 1000, 7, 64)
+    assert workspace._free == [w]
+    fail.clear()
+    assert workspace.take(0, 1000, 7, 64) is w and workspace._free == []
+    fail.add("record")
+    with pytest.raises(CudaError, match="cuEventRecord"):
+        workspace.give(w, 9)
+    assert workspace._free == [w] and w.stream == 9 and log == [("sync", 9)]
 
 def test_a_function_opts_into_dynamic_smem_where_static_and_dynamic_pass_48_kb(monkeypatch):
     """The opt-in follows the sum: 48 KB of dynamic smem beside 128 static bytes (the

@@ -298,10 +298,11 @@ def capturing(stream: int) -> bool:
     stream while another stream captures (the driver refuses that)."""
     drv = driver.bindings()
     err, status = drv.cuStreamIsCapturing(stream)
-    if err == drv.CUresult.CUDA_ERROR_STREAM_CAPTURE_IMPLICIT:
-        raise CaptureError("the legacy default stream cannot be used while another stream "
-                           "captures a CUDA graph: pass the capturing stream as `stream`")
-    check((err,), "cuStreamIsCapturing")
+    if err:
+        if err == drv.CUresult.CUDA_ERROR_STREAM_CAPTURE_IMPLICIT:
+            raise CaptureError("the legacy default stream cannot be used while another stream "
+                               "captures a CUDA graph: pass the capturing stream as `stream`")
+        check((err,), "cuStreamIsCapturing")
     return status != drv.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
 
 

@@ -30,12 +30,12 @@ def take(ordinal: int, nbytes: int, stream: int, counters: int) -> Workspace:
     """A workspace of at least nbytes whose first `counters` int32 are zero for work queued on
     `stream` from now on (one last used there, else one whose event completed, else a new one);
     give() it back once that work is queued."""
-    drv = driver.bindings()
+    drv, w = driver.bindings(), None
     with _lock:         # the common case, one last used on this stream: no event query
-        w = next((x for x in _free if x.ordinal == ordinal and x.nbytes >= nbytes
-                  and x.stream == stream), None)
-        if w is not None:
-            _free.remove(w)
+        for i, x in enumerate(_free):
+            if x.stream == stream and x.ordinal == ordinal and x.nbytes >= nbytes:
+                w = _free.pop(i)
+                break
     if w is None:
         # event queries and an allocation, which must not end another thread's global capture
         with driver.relaxed():
@@ -49,7 +49,9 @@ def take(ordinal: int, nbytes: int, stream: int, counters: int) -> Workspace:
     # waited for on its own last stream too: that handle may name a new stream by now, the
     # old one destroyed with this workspace's work still queued
     try:
-        driver.check(drv.cuStreamWaitEvent(stream, w.event, 0), "cuStreamWaitEvent")
+        (err,) = drv.cuStreamWaitEvent(stream, w.event, 0)
+        if err:
+            driver.check((err,), "cuStreamWaitEvent")
     except BaseException:
         with _lock:     # not used: its event still marks its last use
             _free.append(w)
@@ -75,7 +77,9 @@ def give(w: Workspace, stream: int) -> None:
     """Mark the end of the use queued on `stream` and make the workspace available."""
     drv = driver.bindings()
     try:
-        driver.check(drv.cuEventRecord(w.event, stream), "cuEventRecord")
+        (err,) = drv.cuEventRecord(w.event, stream)
+        if err:
+            driver.check((err,), "cuEventRecord")
     except BaseException:
         drv.cuStreamSynchronize(stream)     # nothing marks its end: only a finished stream does
         raise
