@@ -81,9 +81,9 @@ def test_workspaces_are_zeroed_once_and_handed_on_by_event(monkeypatch):
 
 
 def test_a_failed_wait_or_record_names_the_call_and_keeps_the_workspace(monkeypatch):
-    """take() and give() test a driver call's result inline (their host cost): a failure still
-    raises CudaError naming the call, and the workspace stays in the free list (a failed
-    record after the stream is synchronized, nothing else marking its end)."""
+    """A failed wait in take() or record in give() raises CudaError naming the call, and the
+    workspace stays in the free list (a failed record after the stream is synchronized,
+    nothing else marking its end)."""
     fail, log = set(), []
 
     class Drv:

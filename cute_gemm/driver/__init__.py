@@ -31,13 +31,16 @@ def _error_name(err) -> str:
 
 def check(result, what: str, kernel: str | None = None):
     """cuda.bindings' (err, *values) as None, the one value or a tuple; CudaError naming the
-    call (and kernel) unless err is CUDA_SUCCESS."""
-    err, *values = result if isinstance(result, tuple) else (result,)
-    if err != bindings().CUresult.CUDA_SUCCESS:
+    call (and kernel) unless err is CUDA_SUCCESS (0: a success costs one test, as every
+    launch pays it)."""
+    if not isinstance(result, tuple):
+        result = (result,)
+    err = result[0]
+    if err:
         _, msg = bindings().cuGetErrorString(err)
         where = f" (kernel {kernel!r})" if kernel else ""
         raise CudaError(f"{what}{where} failed: {_error_name(err)}: {msg.decode() if msg else ''}")
-    return values[0] if len(values) == 1 else (tuple(values) or None)
+    return result[1] if len(result) == 2 else (result[1:] or None)
 
 
 _init_done = False

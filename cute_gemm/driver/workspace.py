@@ -49,9 +49,7 @@ def take(ordinal: int, nbytes: int, stream: int, counters: int) -> Workspace:
     # waited for on its own last stream too: that handle may name a new stream by now, the
     # old one destroyed with this workspace's work still queued
     try:
-        (err,) = drv.cuStreamWaitEvent(stream, w.event, 0)
-        if err:
-            driver.check((err,), "cuStreamWaitEvent")
+        driver.check(drv.cuStreamWaitEvent(stream, w.event, 0), "cuStreamWaitEvent")
     except BaseException:
         with _lock:     # not used: its event still marks its last use
             _free.append(w)
@@ -77,9 +75,7 @@ def give(w: Workspace, stream: int) -> None:
     """Mark the end of the use queued on `stream` and make the workspace available."""
     drv = driver.bindings()
     try:
-        (err,) = drv.cuEventRecord(w.event, stream)
-        if err:
-            driver.check((err,), "cuEventRecord")
+        driver.check(drv.cuEventRecord(w.event, stream), "cuEventRecord")
     except BaseException:
         drv.cuStreamSynchronize(stream)     # nothing marks its end: only a finished stream does
         raise
