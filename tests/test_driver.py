@@ -79,7 +79,6 @@ def test_workspaces_are_zeroed_once_and_handed_on_by_event(monkeypatch):
     assert workspace.trim() == 2 and ("free", 1) in log and ("free", 2) in log
 
 
-
 def test_a_failed_wait_or_record_names_the_call_and_keeps_the_workspace(monkeypatch):
     """A failed wait in take() or record in give() raises CudaError naming the call, and the
     workspace stays in the free list (a failed record after the stream is synchronized,
@@ -117,6 +116,7 @@ def test_a_failed_wait_or_record_names_the_call_and_keeps_the_workspace(monkeypa
     with pytest.raises(CudaError, match="cuEventRecord"):
         workspace.give(w, 9)
     assert workspace._free == [w] and w.stream == 9 and log == [("sync", 9)]
+
 
 def test_a_function_opts_into_dynamic_smem_where_static_and_dynamic_pass_48_kb(monkeypatch):
     """The opt-in follows the sum: 48 KB of dynamic smem beside 128 static bytes (the

@@ -31,8 +31,8 @@ def _error_name(err) -> str:
 
 def check(result, what: str, kernel: str | None = None):
     """cuda.bindings' (err, *values) as None, the one value or a tuple; CudaError naming the
-    call (and kernel) unless err is CUDA_SUCCESS (0: a success costs one test, as every
-    launch pays it)."""
+    call (and kernel) unless err is CUDA_SUCCESS, which is 0: a success is one truth test,
+    cheap on the paths that call this per launch."""
     if not isinstance(result, tuple):
         result = (result,)
     err = result[0]
