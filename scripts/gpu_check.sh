@@ -42,7 +42,7 @@ GPU_PARTS=("tests/test_tensor_cores_gpu.py tests/test_3xtf32_gpu.py"
 "tests/test_fp8_gpu.py tests/test_epilogue_gpu.py tests/test_capture_gpu.py tests/test_streamk.py"
 "tests/test_batched_gpu.py tests/test_gpu.py tests/test_skinny_gpu.py tests/test_reliability_gpu.py
 tests/test_auto_gpu.py tests/test_hotpath_gpu.py tests/test_swap.py tests/test_torch_gpu.py
-tests/test_firstuse_gpu.py tests/test_copies_gpu.py")
+tests/test_firstuse_gpu.py tests/test_copies_gpu.py tests/test_cluster_split_gpu.py")
 if [ "$STAGE" = gpu ]; then
   files=${GPU_PARTS[*]}
   [ -n "${PART:-}" ] && files=${GPU_PARTS[$((PART - 1))]}

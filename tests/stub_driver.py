@@ -10,6 +10,8 @@ import threading
 import time
 import types
 
+from cuda.bindings import driver as real_driver
+
 from cute_gemm import api, driver, registry
 from cute_gemm.driver import kernel_args, launch, pool, workspace
 from cute_gemm.driver.arrays import DeviceArray
@@ -128,6 +130,7 @@ class Events(list):
     yield_in_launch = False
     compiling: frozenset = frozenset()
     capturing = False               # every stream captures a graph
+    clusters = 16                   # what cuOccupancyMaxActiveClusters says
     cost = staticmethod(lambda entry: 1.0)
 
     def host_waits(self) -> list:
@@ -140,7 +143,8 @@ def install(monkeypatch):
     stream, argument bytes), ("alloc", ptr, nbytes, stream), ("free", ptr, stream),
     ("memset", ptr, count, stream), ("record", event, stream), ("wait", stream, event),
     ("dtoh", src, nbytes, stream), ("sync", stream), ("event_sync", event),
-    ("tmap", ptr, dims, ld_bytes, box[, batch modes]), ("set_context", ctx)."""
+    ("tmap", ptr, dims, ld_bytes, box[, batch modes]), ("set_context", ctx); a launch through
+    cuLaunchKernelEx is preceded by ("launch_ex", entry, {"cluster": CTAs, "pdl": bool})."""
     events = Events()
     addrs = itertools.count(0x7000_0000_0000, 1 << 36)
 
@@ -165,6 +169,9 @@ def install(monkeypatch):
         CUfunction_attribute = types.SimpleNamespace(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES=8)
         CUevent_flags = types.SimpleNamespace(CU_EVENT_DISABLE_TIMING=2)
         CUstreamCaptureStatus = types.SimpleNamespace(CU_STREAM_CAPTURE_STATUS_NONE=0)
+        # (the real launch configuration's classes: launch.launch_config builds them)
+        CUlaunchConfig, CUlaunchAttribute = real_driver.CUlaunchConfig, real_driver.CUlaunchAttribute
+        CUlaunchAttributeID = real_driver.CUlaunchAttributeID
         CUstreamCaptureMode = types.SimpleNamespace(CU_STREAM_CAPTURE_MODE_GLOBAL=0,
                                                     CU_STREAM_CAPTURE_MODE_THREAD_LOCAL=1,
                                                     CU_STREAM_CAPTURE_MODE_RELAXED=2)
@@ -244,6 +251,21 @@ def install(monkeypatch):
 
         def cuLaunchKernel(self, h, gx, gy, gz, bx, by, bz, smem, stream, addr, extra):
             return (Result(record_launch(h, gx, gy, gz, stream, addr)),)
+
+        def cuLaunchKernelEx(self, cfg, h, addr, extra):
+            ids = real_driver.CUlaunchAttributeID
+            how = {"cluster": 1, "pdl": False}
+            for a in cfg.attrs[:cfg.numAttrs]:
+                if a.id == ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+                    how["cluster"] = a.value.clusterDim.x * a.value.clusterDim.y * a.value.clusterDim.z
+                elif a.id == ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+                    how["pdl"] = bool(a.value.programmaticStreamSerializationAllowed)
+            events.append(("launch_ex", h, how))
+            return (Result(record_launch(h, cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ,
+                                         int(cfg.hStream), addr)),)
+
+        def cuOccupancyMaxActiveClusters(self, h, cfg):
+            return (0, events.clusters)
 
     def alloc_async(nbytes, ordinal, stream):
         ptr = next(addrs)

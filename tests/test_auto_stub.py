@@ -11,10 +11,10 @@ import cute_gemm
 import stub_driver
 from cute_gemm import api, registry
 from cute_gemm.driver import launch
-from cute_gemm.plan import resolve, streamk
+from cute_gemm.plan import modes, resolve, streamk
 from cute_gemm.select import auto, autotable, nearest
 from cute_gemm.select.choice import split_key
-from test_auto import H100, fake_candidates, row, table
+from test_auto import A100, H100, fake_candidates, row, table
 
 pytestmark = pytest.mark.usefixtures("private_tables")   # tests/conftest.py
 
@@ -139,8 +139,7 @@ def test_a_nearest_rows_split_count_is_priced_where_it_fits(monkeypatch):
 
 
 def _split_pick_table(monkeypatch, key: str):
-    """The stub driver with 660 CTA slots (5 an SM), stream-K on, PDL off (the stub has no
-    cuLaunchKernelEx), and a tuned table whose pick at 512^3 and 2048^2 x 512 is `key`:
+    """The stub driver with 660 CTA slots (5 an SM), stream-K on, PDL off, and a tuned table whose pick at 512^3 and 2048^2 x 512 is `key`:
     the stub's launch events."""
     events = _stub(monkeypatch)
     monkeypatch.delenv("CUTE_GEMM_STREAM_K")
@@ -166,6 +165,53 @@ def test_a_split_k_pick_launches_that_many_ctas_per_tile(monkeypatch):
         (plan,) = [p for p in resolve.resolved_launches() if p.shape == (m, m, 512)]
         assert entry.endswith("_sk") and plan.split_k == split and g[0] <= grid
         assert (g == (grid, 1, 1) and not plan.head_entry) if split else plan.head_entry
+
+
+@pytest.mark.parametrize("split,clusters,env,cluster", [
+    (4, 16, None, 4), (8, 16, None, 8),                   # a cluster a tile, no workspace
+    (16, 16, None, 1),                                    # past the portable cluster size
+    (4, 0, None, 1),                                      # no such cluster fits the device
+    (4, 16, "0", 1)])                                     # CUTE_GEMM_CLUSTER_SPLIT=0
+def test_a_split_of_at_most_8_shares_meets_in_a_cluster_on_sm90(monkeypatch, split, clusters,
+                                                                  env, cluster):
+    """A split pick of 2 to 8 shares a tile on sm_90 launches its twin in clusters of that
+    many CTAs (cuLaunchKernelEx) and takes no workspace, no event and no memset: the shares
+    meet in shared memory (cluster_fixup.cuh). Else the workspace, as before."""
+    key = f"cute_pipelined_32x64x16_sk/splitk{split}"
+    events = _split_pick_table(monkeypatch, key)
+    events.clusters = clusters
+    if env is not None:
+        monkeypatch.setenv("CUTE_GEMM_CLUSTER_SPLIT", env)
+    m = 256                                               # 32 tiles of 32 k-tiles
+    a, b, c = (stub_driver.Dev((m, 512), 0x10000000), stub_driver.Dev((512, m), 0x20000000),
+               stub_driver.Dev((m, m), 0x30000000))
+    ch = cute_gemm.gemm_choice(m, m, 512)
+    assert ch.key == key, ch.why
+    for _ in range(2):                                    # the first call, then the hot path
+        before = len(events)
+        cute_gemm.gemm(a, b, out=c)
+        (plan,) = [p for p in resolve.resolved_launches() if p.shape == (m, m, 512)]
+        assert plan.split_k == split and plan.cluster == cluster and plan.stream_k
+        (launched,) = stub_driver.launches(events[before:], "gemm")
+        assert launched[2] == (32 * split, 1, 1)
+        ex = [e[2] for e in events[before:] if e[0] == "launch_ex"]
+        if cluster > 1:
+            assert ex == [{"cluster": split, "pdl": False}] and plan.workspace_bytes == 0
+            assert not [e for e in events[before:] if e[0] in ("record", "wait", "memset", "alloc")]
+        else:
+            assert not ex and plan.workspace_bytes > 0
+
+
+def test_cluster_split_rule(monkeypatch):
+    """modes.cluster_split: sm_90+, 2 to 8 shares, the tile's fp32 partial in the twin's smem."""
+    k = registry.get("cute_pipelined_32x64x16_sk")
+    room = 4 * 32 * 64
+    assert all(modes.cluster_split(k, H100, s, room) for s in range(2, 9))
+    assert not modes.cluster_split(k, H100, 9, room) and not modes.cluster_split(k, H100, 1, room)
+    assert not modes.cluster_split(k, H100, 4, room - 4)
+    assert not modes.cluster_split(k, A100, 4, room)
+    monkeypatch.setenv("CUTE_GEMM_CLUSTER_SPLIT", "0")
+    assert not modes.cluster_split(k, H100, 4, room)
 
 
 def test_a_split_r_pick_launches_its_shares_then_the_reduction(monkeypatch):

@@ -159,7 +159,7 @@ class _Site:
 
     block = None         # the argument block of the Launcher under test (its thread's)
 
-    def __init__(self, f, grid, block, smem, pdl=False, params=None):
+    def __init__(self, f, grid, block, smem, pdl=False, params=None, cluster=1):
         self.grid = tuple(grid)
         self.go = self._go
 

@@ -114,6 +114,41 @@ def test_several_calls_captured_replay_fresh_inputs(mode, precision, path):
     del g
 
 
+@pytest.mark.parametrize("key,shape,precision", [
+    ("cute_mma_sm80_64x64/splitk4", (38, 42, 926), "bf16"),
+    ("cute_mma_sm80_64x64/splitk8", (64, 64, 4096), "bf16"),
+    ("cute_pipelined/splitk4", (500, 600, 700), "fp32")])
+def test_a_split_pick_captured_replays_the_calls_bits(key, shape, precision):
+    """A split pick captured in a CUDA graph (on sm_90 its shares meet in clusters, with no
+    workspace; before it, through one the graph owns) replays the bits of the same call
+    made eagerly, on fresh inputs each replay."""
+    from cute_gemm import api
+    from cute_gemm.select.choice import Choice
+    torch.manual_seed(SEED)
+    m, n, k = shape
+    dt = PRECISIONS[precision]
+    a, b = torch.empty(m, k, device="cuda", dtype=dt), torch.empty(k, n, device="cuda", dtype=dt)
+    got, want = (torch.empty(m, n, device="cuda", dtype=dt) for _ in range(2))
+    choice = Choice.of_key(key, source="test")
+    _fresh(a, b)
+    api.run_choice(choice, a, b, out=want, precision=precision)     # resolved before the capture
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        api.run_choice(choice, a, b, out=got, precision=precision)
+    for replay in range(3):
+        _fresh(a, b)
+        got.fill_(float("nan"))
+        g.replay()
+        api.run_choice(choice, a, b, out=want, precision=precision)
+        torch.cuda.synchronize()
+        assert torch.equal(got.view(torch.int16 if dt != torch.float32 else torch.int32),
+                           want.view(torch.int16 if dt != torch.float32 else torch.int32)), \
+            f"{key} {shape} replay {replay} (seed {SEED})"
+        A, B = a.double(), b.double()
+        _judge(f"{key} replay {replay}", got, A @ B, A.abs() @ B.abs(), precision, dt)
+    del g
+
+
 def test_first_calls_inside_a_global_capture_in_a_fresh_process():
     """No warm-up at all: a fresh process whose first calls (modules loaded, the scratch
     pool created, launches resolved) come inside a global-mode capture; the replays are

@@ -194,20 +194,28 @@ def test_split_reduce_plan():
                                   4096, 396, 6) is None
 
 
-def test_pdl_launch_config():
+def test_pdl_and_cluster_launch_config():
     """Only kernels with stream-K twins start anything by programmatic dependent launch
-    (that the compiled twins wait for it: test_compile.py), and the launch configuration
-    carries the one attribute (built without a GPU)."""
+    (that the compiled twins wait for it: test_compile.py); the launch configuration carries
+    an attribute for PDL and one for clusters along x (built without a GPU)."""
     for kk in registry.KERNELS:
         assert not kk.pdl or any(v.stream_k for v in kk.variants), kk.name
     from cute_gemm import driver
     from cute_gemm.driver import launch
     drv = driver.bindings()
-    cfg = launch._pdl_config(drv, (3, 2, 1), (128, 1, 1), 1024)
+    ids = drv.CUlaunchAttributeID
+    cfg = launch.launch_config(drv, (3, 2, 1), (128, 1, 1), 1024, pdl=True)
     assert cfg.numAttrs == 1 and (cfg.gridDimX, cfg.gridDimY, cfg.blockDimX, cfg.sharedMemBytes) == (3, 2, 128, 1024)
     attr = cfg.attrs[0]
-    assert attr.id == drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    assert attr.id == ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
     assert attr.value.programmaticStreamSerializationAllowed == 1
+    cfg = launch.launch_config(drv, (12, 1, 1), (128, 1, 1), 0, cluster=4)
+    (attr,) = cfg.attrs[:cfg.numAttrs]
+    assert attr.id == ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    assert (attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z) == (4, 1, 1)
+    cfg = launch.launch_config(drv, (12, 1, 1), (128, 1, 1), 0, pdl=True, cluster=2)
+    assert cfg.numAttrs == 2
+    assert launch.launch_config(drv, (1, 1, 1), (32, 1, 1), 0).numAttrs == 0
 
 
 def test_configuration_twins_registered():

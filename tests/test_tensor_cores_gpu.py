@@ -306,6 +306,7 @@ def test_small_tensor_core_split_picks(precision, out, layout):
     from cute_gemm.driver.arrays import narrow, widen
     from cute_gemm.select import auto
     _runnable(SPLIT_TC)
+    sm90 = launch.device_info().arch_int >= 90
     ta, tb = PRECISION_DTYPE[precision], PRECISION_DTYPE_B[precision]
     rng = np.random.default_rng()
     for m, n, k in SPLIT_TC_SHAPES:
@@ -339,6 +340,8 @@ def test_small_tensor_core_split_picks(precision, out, layout):
                         assert r.status == "pass", (why, r)
                         plans = [p for p in cute_gemm.resolved_launches() if p.kernel == SPLIT_TC]
                         assert plans and all(p.split_k == s and p.stream_k for p in plans), plans
+                        # sm_90: the shares meet in clusters (cluster_fixup.cuh), no workspace
+                        assert all(p.cluster == (s if sm90 else 1) for p in plans), plans
                         if exact:
                             continue
                         o = DeviceArray.full((m, n), np.nan, dtype=out)

@@ -193,51 +193,80 @@ def launch(f: Function, grid, block, smem: int, stream: int, packed) -> None:
 
 class Site:
     """One launch configuration bound once; calling it launches a packed argument block on a
-    stream. go(stream, args, 0) -> (CUresult,): the plain launch for callers that inline it
-    (failed(err) raises); None with pdl, a programmatic dependent launch (sm_90+)."""
-    __slots__ = ("f", "grid", "block", "smem", "pdl", "go", "local")
+    stream. go(stream, args, 0) -> (CUresult,), for callers that inline it (failed(err)
+    raises): cuLaunchKernel, or cuLaunchKernelEx for a programmatic dependent launch (pdl) or
+    clusters of `cluster` CTAs along x (sm_90+)."""
+    __slots__ = ("f", "grid", "block", "smem", "pdl", "cluster", "go", "local")
 
-    def __init__(self, f: Function, grid, block, smem: int, pdl: bool = False, params=None):
+    def __init__(self, f: Function, grid, block, smem: int, pdl: bool = False, params=None,
+                 cluster: int = 1):
         """params: the sizes of the argument block its launches pack, refused unless they are
         f's own (a launch reading past it crashes the process); checked once, never per call."""
         if params is not None and f.params is not None and f.params != params:
             raise CudaError(f"internal error: {f.entry} ({f.name}) takes parameters of "
                             f"{list(f.params)} bytes, the launch would pass {list(params)}")
-        self.f, self.grid, self.block, self.smem, self.pdl = f, tuple(grid), tuple(block), smem, pdl
+        self.f, self.grid, self.block, self.smem = f, tuple(grid), tuple(block), smem
+        self.pdl, self.cluster = pdl, cluster
         if smem > 48 * 1024 and smem > f.smem_set:      # (below 48 KB: no opt-in)
             _raise_smem_limit(f, smem)
-        self.go = None if pdl else functools.partial(driver.bindings().cuLaunchKernel, f.handle,
-                                                     *self.grid, *self.block, smem)
-        self.local = threading.local()      # a PDL launch's config, one per thread
+        self.go = (self._go_ex if pdl or cluster > 1 else
+                   functools.partial(driver.bindings().cuLaunchKernel, f.handle, *self.grid,
+                                     *self.block, smem))
+        self.local = threading.local()      # a cuLaunchKernelEx config, one per thread
+
+    def _go_ex(self, stream: int, args, extra):
+        cfg = getattr(self.local, "cfg", None)
+        if cfg is None:     # built once per thread: building one costs more than the launch
+            cfg = self.local.cfg = launch_config(driver.bindings(), self.grid, self.block,
+                                                 self.smem, self.pdl, self.cluster)
+        cfg.hStream = stream
+        return driver.bindings().cuLaunchKernelEx(cfg, self.f.handle, args, extra)
 
     def __call__(self, stream: int, packed) -> None:
-        if self.go is not None:
-            (err,) = self.go(stream, packed[1], 0)
-        else:
-            cfg = getattr(self.local, "cfg", None)
-            if cfg is None:     # built once per thread: building one costs more than the launch
-                cfg = self.local.cfg = _pdl_config(driver.bindings(), self.grid, self.block, self.smem)
-            cfg.hStream = stream
-            (err,) = driver.bindings().cuLaunchKernelEx(cfg, self.f.handle, packed[1], 0)
+        (err,) = self.go(stream, packed[1], 0)
         if err:
             self.failed(err)
 
     def failed(self, err) -> None:
-        what = "cuLaunchKernelEx(programmatic stream serialization, " if self.pdl else "cuLaunchKernel("
+        how = ", ".join(w for w, on in (("programmatic stream serialization", self.pdl),
+                                        (f"clusters of {self.cluster}", self.cluster > 1)) if on)
+        what = f"cuLaunchKernelEx({how}, " if how else "cuLaunchKernel("
         check((err,), f"{what}grid={self.grid}, block={self.block}, smem={self.smem})", self.f.name)
 
 
-def _pdl_config(drv, grid, block, smem: int):
-    """The CUlaunchConfig of a programmatic dependent launch; the stream is the caller's."""
-    attr = drv.CUlaunchAttribute()
-    attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
-    attr.value.programmaticStreamSerializationAllowed = 1
+def launch_config(drv, grid, block, smem: int, pdl: bool = False, cluster: int = 1):
+    """The CUlaunchConfig of a programmatic dependent launch and/or one in clusters of
+    `cluster` CTAs along x; the stream is the caller's."""
+    attrs = []
+    if pdl:
+        a = drv.CUlaunchAttribute()
+        a.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        a.value.programmaticStreamSerializationAllowed = 1
+        attrs.append(a)
+    if cluster > 1:
+        a = drv.CUlaunchAttribute()
+        a.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z = cluster, 1, 1
+        attrs.append(a)
     cfg = drv.CUlaunchConfig()
-    cfg.attrs, cfg.numAttrs = [attr], 1
+    cfg.attrs, cfg.numAttrs = attrs, len(attrs)
     cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
     cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
     cfg.sharedMemBytes = smem
     return cfg
+
+
+def active_clusters(f: Function, grid, block, smem: int, cluster: int) -> int:
+    """Clusters of `cluster` CTAs of `f` (along x) the device holds at once, 0 where none fits
+    (cuOccupancyMaxActiveClusters)."""
+    if smem:
+        _raise_smem_limit(f, smem)
+    drv = driver.bindings()
+    err, n = drv.cuOccupancyMaxActiveClusters(f.handle, launch_config(drv, grid, block, smem,
+                                                                      cluster=cluster))
+    if err:     # (a configuration the device cannot launch at all: no cluster fits)
+        return 0
+    return int(n)
 
 
 def stream_handle(stream) -> int:

@@ -55,11 +55,14 @@ class LaunchPlan:
     # along the grid's z (CG_BATCH_PARAMS; (1, 1): one); None: no entry of it takes a batch
     batch: tuple[int, int] | None = None
     fused: bool = False                  # the entry takes a fused epilogue's EpiArgs last
+    cluster: int = 1                     # > 1: a split's shares meet in clusters of this many
+                                         # CTAs along x instead of a workspace (sm_90+)
 
     @property
     def stream_k(self) -> bool:
-        """Tiles' K shared between CTAs through a workspace (stream-K, split, cut)."""
-        return self.workspace_bytes > 0
+        """Tiles' K shared between CTAs (stream-K, split, cut): through a workspace, or in
+        a cluster's shared memory."""
+        return self.workspace_bytes > 0 or self.cluster > 1
 
     @property
     def split(self) -> bool:
@@ -175,15 +178,16 @@ class Launcher:
         pack = PACKERS[kind, plan.fused]
         gx, gy, gz = plan.grid
         self.site = [launch.Site(f, (gx, gy, z if along_z else gz), plan.block, plan.smem, plan.pdl,
-                                 pack.sizes) for _, z in self.zs]
+                                 pack.sizes, plan.cluster) for _, z in self.zs]
         self.site = self.site[0] if len(self.zs) == 1 else self.site
         self.pack = functools.partial(pack, *args, *extra)
         self.local = threading.local()
         self.local.packed = self.pack()     # (this thread's; another's packs at its first call)
         self.tail = None if reduce is None else Reduction(
             reduce, plan.reduce_grid, m, n, plan.split_k, sc, plan.reduce_pdl)
-        # (most launches: one kernel, its arguments as they come or turned, TMA maps at most)
-        self.plain = not (plan.workspace_bytes or head or plan.pdl or len(self.zs) > 1)
+        # (most launches: one kernel, its arguments as they come or turned, TMA maps at most;
+        # a cluster split's too, which needs no workspace)
+        self.plain = not (plan.workspace_bytes or head or len(self.zs) > 1)
         self.swap = plan.swap            # (read per call: one attribute, not two)
 
     def __call__(self, a, b, c, alpha, beta, stream, epi=None):

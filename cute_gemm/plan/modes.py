@@ -33,6 +33,16 @@ def pdl(k: registry.Kernel, info) -> bool:
     return k.pdl and info.arch_int >= 90 and os.environ.get("CUTE_GEMM_PDL") != "0"
 
 
+def cluster_split(k: registry.Kernel, info, split_k: int, smem: int) -> bool:
+    """Whether a split of `split_k` shares a tile meets in a cluster (cluster_fixup.cuh)
+    rather than through the workspace: sm_90+, 2 to 8 shares (the portable cluster size), the
+    tile's fp32 partial within the twin's `smem` bytes of dynamic smem, CUTE_GEMM_CLUSTER_SPLIT
+    != 0."""
+    bm, bn, _ = k.tile
+    return (info.arch_int >= 90 and 2 <= split_k <= 8 and smem >= 4 * bm * bn
+            and os.environ.get("CUTE_GEMM_CLUSTER_SPLIT") != "0")
+
+
 class At(SimpleNamespace):
     """A launch resolve() asks about: k, lk (its Loaded), load (loaded()), variant, m, n, kk,
     km x kn as the entry sees it, swap, split_k, reduce, strides, smem, group
@@ -78,7 +88,8 @@ class Plain:
 class StreamK(Plain):
     """A persistent stream-K twin (Variant.stream_k) sharing the last, partly empty wave's
     k-tiles over its CTAs after a head launch of its data-parallel sibling runs the whole
-    waves (stream_k_plan); or, for Pick.split_k, the twin alone with split_k CTAs a tile."""
+    waves (stream_k_plan); or, for Pick.split_k, the twin alone with split_k CTAs a tile,
+    meeting in clusters where cluster_split and the device take them."""
 
     def may_launch(self, k, v, reduce, stream_k):
         return bool(v.stream_k) and stream_k
@@ -102,6 +113,11 @@ class StreamK(Plain):
             return None
         grid, ws_bytes, tile0, split_k = planned
         swap = at.swap != v.stream_k_swap          # the twin may turn the problem (back)
+        if (split_k and cluster_split(k, info, split_k, sk_smem)
+                and launch.active_clusters(f, grid, k.block, sk_smem, split_k)):
+            plan = LaunchPlan(entry=v.stream_k, grid=grid, smem=sk_smem, swap=swap,
+                              split_k=split_k, cluster=split_k, **at.base)
+            return Launcher(plan, f, at.strides, (0, 0))
         head = Launcher(LaunchPlan(entry=dp, grid=(tile0, 1, 1), smem=at.smem, swap=swap,
                                    **at.base), f_dp, at.strides) if tile0 else None
         plan = LaunchPlan(entry=v.stream_k, grid=grid, smem=sk_smem, workspace_bytes=ws_bytes,

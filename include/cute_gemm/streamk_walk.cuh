@@ -1,7 +1,8 @@
 // The persistent stream-K walk (grid = (G,1,1), G from streamk.stream_k_plan or, for a split
 // pick, tiles x split_k from streamk.split_k_ctas) over tiles [tile0, tiles): whole tiles
 // first, then this CTA's run of the k-tile iterations of the remaining tiles, a cut tile
-// reduced by streamk_fixup (the decomposition: streamk.cuh). Any kernel whose tile can run
+// reduced by streamk_fixup (the decomposition: streamk.cuh), or where the launch groups a
+// split's shares in clusters (sm_90), by cluster_fixup in distributed shared memory. Any kernel whose tile can run
 // a range of k-tiles walks with it (c3_pipelined through tile_scheduler.cuh, c4_mma_sm80).
 // ws: the arrival counters (zero before the first launch; each launch leaves them zero),
 // then 2 * G partial-tile slots of BLK_M x BLK_N floats.
@@ -13,6 +14,7 @@
 #include <cute_gemm/cute.cuh>
 #include <cute_gemm/common.cuh>
 #include <cute_gemm/epilogue.cuh>
+#include <cute_gemm/cluster_fixup.cuh>
 #include <cute_gemm/streamk.cuh>
 
 namespace cg {
@@ -56,6 +58,10 @@ __device__ __forceinline__ void streamk_walk(int M, int N, int K, float* ws, int
       const int c_lo = s_pos == u0 ? me : sk.cta_of(u0);
       const int c_hi = sk.begin(me + 1) >= u1 ? me : sk.cta_of(u1 - 1);
       if (c_lo == c_hi) return true;                                      // not cut: a whole tile
+      if (cluster_ctas() > 1) {    // a split's shares, CTAs c_lo..c_hi: one cluster (the host's)
+        extern __shared__ __align__(16) float cg_walk_smem[];
+        return cluster_fixup<kThreads>(acc, cg_walk_smem);
+      }
       int* counter = reinterpret_cast<int*>(ws) + u;
       return streamk_fixup<kThreads>(acc, counter, c_hi - c_lo + 1, me - c_lo,
                                      [&](int j) {
