@@ -336,6 +336,28 @@ def test_heuristic_small_problems_with_unaligned_operands_take_the_small_kernel(
     assert "one launch" in auto.choose(12, 1989, 40, device=H100, precision="bf16", tables=[]).why
 
 
+def test_heuristic_splits_the_small_kernels_k_where_it_is_long():
+    """From 8 of its k-tiles the small kernel's pick splits K, the most shares (up to 8, a
+    cluster's) with every tile's shares in one wave; past 12 k-tiles, up to 40, it takes a
+    problem whose tiles' 8 shares fit one wave; more tiles keep the walk."""
+    def c(m, n, k, layout="nn"):
+        ch = auto.choose(m, n, k, device=H100, precision="bf16", layout=layout, tables=[])
+        return ch.kernel, ch.split_k
+    small = "cute_mma_sm80_64x64"
+    assert c(65, 13, 621, "tn") == (small, 4)            # 10 k-tiles: shares of 2 at least
+    assert c(189, 131, 690) == (small, 4)                 # 11 k-tiles, 9 tiles
+    assert c(16, 160, 789) == (small, 6)                  # 13 k-tiles, 3 tiles
+    assert c(181, 1010, 333) == (small, 0)                # 6 k-tiles: one pass
+    assert c(12, 1989, 40) == (small, 0)
+    assert c(30, 26, 1066) == c(438, 35, 1083) == (small, 8)      # 17 k-tiles, 1 and 7 tiles
+    assert c(23, 14, 1469, "tt") == (small, 8)
+    assert c(177, 349, 1137)[0] != small                  # 18 tiles: 8 shares each fill no wave
+    assert c(68, 303, 2689)[0] != small                   # 43 k-tiles
+    assert c(674, 386, 971)[0] != small                   # 16 k-tiles on 77 tiles
+    why = auto.choose(30, 26, 1066, device=H100, precision="bf16", tables=[]).why
+    assert "K split in 8" in why
+
+
 def test_heuristic_tensor_cores_take_the_walk_of_least_cost():
     """Among cute_wgmma_ws's tile widths (128x256 in clusters of 2, 128x128, 128x64) and the
     problem or its transpose, the H200 measurements' winners (docs/design/cute_wgmma_ws.md,
@@ -365,7 +387,7 @@ def test_heuristic_tensor_cores_take_the_walk_of_least_cost():
     # row 16-byte aligned either way: both copy, so the problem is costed as given
     assert h(257, 8191, 1025, "tf32", "nt")[1] is False
     for prec in ("bf16", "tf32"):
-        for m, n, k in ((16, 4096, 4096), (257, 8191, 1025), (8191, 257, 1025), (1000, 24, 999)):
+        for m, n, k in ((16, 4096, 4096), (257, 8191, 1025), (8191, 257, 1025), (1000, 24, 2999)):
             for layout in registry.LAYOUTS:
                 name, turned = h(m, n, k, prec, layout)
                 if turned:   # a transposed pick is one an entry takes without copies

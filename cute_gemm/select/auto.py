@@ -25,8 +25,11 @@ from ..registry.records import (ITEMSIZE, LAYOUTS, PRECISION_DTYPE, PRECISIONS, 
 TAG = "auto"                       # Kernel.tags: a candidate of the selector
 TINY_TILES = 4      # heuristic, SIMT: C in at most this many of the largest tiles is "tiny"
 # heuristic, tensor cores: the kernel tagged SMALL reads unaligned operands of a problem of at
-# most SMALL_K_TILES k-tiles and C within SMALL_WAVES waves of tiles (_small_problem)
+# most SMALL_K_TILES k-tiles and C within SMALL_WAVES waves of tiles, or of at most
+# SPLIT_K_TILES where each tile's SPLIT_MOST shares fit one wave; from SPLIT_MIN_K_TILES of its
+# own k-tiles it splits K, the most shares up to SPLIT_MOST in one wave (_small_problem)
 SMALL, SMALL_K_TILES, SMALL_WAVES = "small", 12, 2
+SPLIT_K_TILES, SPLIT_MIN_K_TILES, SPLIT_MOST = 40, 8, 8
 # tiny_k: the kernel tagged TINY answers SIMT fp32 K <= TINY_K_SIMT; tensor cores K <= TINY_K
 # where the TMA kernels would copy the operands, C of at most TINY_TC_MN elements
 TINY, TINY_K, TINY_K_SIMT, TINY_TC_MN = "tiny_k", 32, 24, 1 << 24
@@ -289,8 +292,9 @@ _simt: dict = {}    # heuristic's SIMT candidates -> (them, the largest, the sma
 
 def _small_problem(ks, m: int, n: int, k: int, precision: str, layout: str, sm_count: int,
                    out_dtype: str) -> Choice | None:
-    """The kernel tagged SMALL (one launch) for a small problem whose operands every TMA kernel
-    would copy first (three); None where the rule does not apply (auto.md#small-unaligned)."""
+    """The kernel tagged SMALL (one launch, split along K where K is long enough) for a small
+    problem whose operands every TMA kernel would copy first (three); None where the rule does
+    not apply (auto.md#small-unaligned)."""
     smalls = [x for x in ks if SMALL in x.tags and x.tile]
     if not smalls or not sm_count or not _tma_copies(ks, m, n, k, precision, layout, out_dtype):
         return None
@@ -298,13 +302,26 @@ def _small_problem(ks, m: int, n: int, k: int, precision: str, layout: str, sm_c
     for x in smalls:
         kt = cdiv(k, x.tile[2] * 2 // PRECISION[precision].itemsize)   # 128-byte k-tiles
         tiles = cdiv(m, x.tile[0]) * cdiv(n, x.tile[1])
-        if (kt <= SMALL_K_TILES and tiles <= SMALL_WAVES * sm_count
-                and not resolve.choose_contiguous(x, m, n, k, layout, precision, out_dtype,
-                                                  classes)[1]):
-            return Choice(x.name, why=f"a small problem ({kt} k-tile{'s' if kt != 1 else ''}, "
-                          f"{tiles} tiles) with operands the TMA kernels would copy: read as "
-                          "they are, one launch")
+        if (not (kt <= SMALL_K_TILES and tiles <= SMALL_WAVES * sm_count
+                 or kt <= SPLIT_K_TILES and tiles * SPLIT_MOST <= sm_count)
+                or resolve.choose_contiguous(x, m, n, k, layout, precision, out_dtype, classes)[1]):
+            continue
+        split = _small_split(x, m, n, k, tiles, sm_count)
+        return Choice(x.name, split_k=split, why=(
+            f"a small problem ({kt} k-tile{'s' if kt != 1 else ''}, {tiles} tiles) with operands "
+            "the TMA kernels would copy: read as they are, one launch"
+            + (f", K split in {split} (the most shares in one wave)" if split else "")))
     return None
+
+
+def _small_split(x: registry.Kernel, m: int, n: int, k: int, tiles: int, sm_count: int) -> int:
+    """Shares of K a tile of the small kernel's problem takes: from SPLIT_MIN_K_TILES of its
+    k-tiles, the most of split_ks up to SPLIT_MOST (a cluster's on sm_90) with every share
+    in one wave; 0: none (docs/design/auto.md#small-splits)."""
+    if cdiv(k, x.tile[2]) < SPLIT_MIN_K_TILES:
+        return 0
+    return max((s for s in split_ks(x, m, n, k, sm_count)
+                if s <= SPLIT_MOST and tiles * s <= sm_count), default=0)
 
 
 def pick(sig, precision: str, out_dtype: str, ordinal: int | None) -> Choice:
