@@ -258,6 +258,25 @@ def test_pdl_flag_matches_the_compiled_kernel(arch):
         assert ("griddepcontrol.launch_dependents" in entries[name]) == (arch == "sm_90"), (arch, name)
 
 
+@pytest.mark.parametrize("arch", matrix.ptx_params("cute_pipelined", registry.ARCHS))
+def test_stream_k_twins_meet_in_a_cluster_on_sm90_only(arch):
+    """On sm_90 every stream-K twin can add a split's shares in a cluster (cluster_fixup.cuh:
+    the cluster barrier, DSMEM reads); sm_80 compiles that path out. The data-parallel
+    entries have none of it."""
+    from cute_gemm.plan import streamk
+    k = registry.get("cute_pipelined")
+    twins = {v.stream_k for v in k.variants if v.stream_k}
+    heads = {streamk.stream_k_dp_entry(v) for v in k.variants if v.stream_k}
+    assert twins and heads, "no stream-K twins: this test checks nothing"
+    entries = _ptx_entries(cache.get(k, arch, ptx=True).ptx)
+    for name in twins:
+        body = entries[name]
+        assert ("barrier.cluster.wait" in body and "ld.shared::cluster" in body) == (arch == "sm_90"), \
+            (arch, name)
+    for name in heads:
+        assert "barrier.cluster" not in entries[name], (arch, name)
+
+
 # a daemon thread inside NVRTC (an uncached compile of `naive`), then the script's own lines
 _MID_COMPILE = """
 import os, sys, threading, time
