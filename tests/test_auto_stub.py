@@ -175,8 +175,9 @@ def test_a_split_k_pick_launches_that_many_ctas_per_tile(monkeypatch):
 def test_a_split_of_at_most_8_shares_meets_in_a_cluster_on_sm90(monkeypatch, split, clusters,
                                                                   env, cluster):
     """A split pick of 2 to 8 shares a tile on sm_90 launches its twin in clusters of that
-    many CTAs (cuLaunchKernelEx) and takes no workspace, no event and no memset: the shares
-    meet in shared memory (cluster_fixup.cuh). Else the workspace, as before."""
+    many CTAs (cuLaunchKernelEx) and takes no workspace, no event and no memset, in a graph
+    capture too: the shares meet in shared memory (cluster_fixup.cuh). Else the workspace,
+    as before (in a capture, stream-ordered scratch the graph owns)."""
     key = f"cute_pipelined_32x64x16_sk/splitk{split}"
     events = _split_pick_table(monkeypatch, key)
     events.clusters = clusters
@@ -187,9 +188,10 @@ def test_a_split_of_at_most_8_shares_meets_in_a_cluster_on_sm90(monkeypatch, spl
                stub_driver.Dev((m, m), 0x30000000))
     ch = cute_gemm.gemm_choice(m, m, 512)
     assert ch.key == key, ch.why
-    for _ in range(2):                                    # the first call, then the hot path
+    for capturing in (False, False, True):                # the first call, the hot path, a capture
+        events.capturing = capturing
         before = len(events)
-        cute_gemm.gemm(a, b, out=c)
+        cute_gemm.gemm(a, b, out=c, stream=7)
         (plan,) = [p for p in resolve.resolved_launches() if p.shape == (m, m, 512)]
         assert plan.split_k == split and plan.cluster == cluster and plan.stream_k
         (launched,) = stub_driver.launches(events[before:], "gemm")
@@ -200,6 +202,7 @@ def test_a_split_of_at_most_8_shares_meets_in_a_cluster_on_sm90(monkeypatch, spl
             assert not [e for e in events[before:] if e[0] in ("record", "wait", "memset", "alloc")]
         else:
             assert not ex and plan.workspace_bytes > 0
+            assert not capturing or [e for e in events[before:] if e[0] == "alloc"]
 
 
 def test_cluster_split_rule(monkeypatch):
