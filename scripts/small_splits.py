@@ -9,8 +9,8 @@ docs/design/auto.md#small-splits. Needs a GPU and PyTorch.
     python scripts/small_splits.py rule [--seed S]    # gemm()'s heuristic where it splits
 
 GPU time: CUDA events around one call after zeroing 256 MB (which evicts the L2 and keeps the
-GPU busy while the host enqueues the call), median of 25 (40 for `cluster`); back to back: 200 calls between two
-events, L2 warm. One JSON object a line, then a summary; the seed is printed first."""
+GPU busy while the host enqueues the call), median of 25 (40 for `cluster`); back to back:
+200 calls between two events, L2 warm. One JSON object a line; the seed is printed first."""
 from __future__ import annotations
 
 import argparse
@@ -173,19 +173,25 @@ def rule(timer, args) -> None:
                                    aligned=False, device=dev)
         if ch.split_k:
             a, b = operands(m, n, k, layout, torch.bfloat16)
-            cases.append(((m, n, k, layout), ch, a, b, torch.empty(m, n, dtype=torch.bfloat16, device="cuda")))
+            out = torch.empty(m, n, dtype=torch.bfloat16, device="cuda")
+            cases.append(((m, n, k, layout), ch, a, b, out))
     calls = {}
     for shape, ch, a, b, out in cases:
         calls[shape] = (lambda a=a, b=b, out=out: cute_gemm.gemm(a, b, out=out, precision="bf16"),
-                        runner(ch.kernel, a, b, out, "bf16"), lambda a=a, b=b, out=out: torch.matmul(a, b, out=out))
+                        runner(ch.kernel, a, b, out, "bf16"),
+                        lambda a=a, b=b, out=out: torch.matmul(a, b, out=out))
     first_calls([f for fs in calls.values() for f in fs[:2]])
     ratios = {"torch": [], "plain": []}
     for shape, ch, a, b, out in cases:
         g, plain, torch_mm = calls[shape]
         out.fill_(float("nan"))
         g()
-        err = (out.double() - a.double() @ b.double()).abs().max() / (a.double().abs() @ b.double().abs()).max()
-        row = dict(zip("mnk", shape[:3]), layout=shape[3], split=ch.split_k, err_over_gauge=f"{err.item():.1e}",
+        a64, b64 = a.double(), b.double()
+        err = (out.double() - a64 @ b64).abs().max() / (a64.abs() @ b64.abs()).max()
+        ran = sorted({(q.kernel, q.split_k, q.cluster) for q in cute_gemm.resolved_launches()
+                      if q.shape[2] == shape[2] and q.kernel == ch.kernel})
+        row = dict(zip("mnk", shape[:3]), layout=shape[3], split=ch.split_k, ran=ran,
+                   err_over_gauge=f"{err.item():.1e}",
                    gemm=timer.gpu_us(g), plain=timer.gpu_us(plain), torch=timer.gpu_us(torch_mm))
         ratios["torch"].append(row["torch"] / row["gemm"])
         ratios["plain"].append(row["plain"] / row["gemm"])

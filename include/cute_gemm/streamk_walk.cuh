@@ -2,10 +2,11 @@
 // pick, tiles x split_k from streamk.split_k_ctas) over tiles [tile0, tiles): whole tiles
 // first, then this CTA's run of the k-tile iterations of the remaining tiles, a cut tile
 // reduced by streamk_fixup (the decomposition: streamk.cuh), or where the launch groups a
-// split's shares in clusters (sm_90), by cluster_fixup in distributed shared memory. Any kernel whose tile can run
-// a range of k-tiles walks with it (c3_pipelined through tile_scheduler.cuh, c4_mma_sm80).
+// split's shares in clusters (sm_90), by cluster_fixup in distributed shared memory. Any
+// kernel whose tile can run a range of k-tiles walks with it (c3_pipelined through
+// tile_scheduler.cuh, c4_mma_sm80).
 // ws: the arrival counters (zero before the first launch; each launch leaves them zero),
-// then 2 * G partial-tile slots of BLK_M x BLK_N floats.
+// then 2 * G partial-tile slots of BLK_M x BLK_N floats; null for a split in clusters.
 //   coord(t, tiles_m, tiles_n, tile_m, tile_n): the kernel's order of the tiles it walks;
 //   run_tile(tile_m, tile_n, k0, k1, epi): k-tiles [k0, k1) of a tile, then epi(acc), true
 //     where this CTA stores the tile: `whole` for whole tiles, else the cut tile's reduction.
