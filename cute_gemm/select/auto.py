@@ -308,7 +308,8 @@ def _small_problem(ks, m: int, n: int, k: int, precision: str, layout: str, sm_c
             continue
         split = _small_split(x, m, n, k, tiles, sm_count)
         return Choice(x.name, split_k=split, why=(
-            f"a small problem ({kt} k-tile{'s' if kt != 1 else ''}, {tiles} tiles) with operands "
+            f"a small problem ({kt} k-tile{'s' if kt != 1 else ''}, {tiles} tile"
+            f"{'s' if tiles != 1 else ''}) with operands "
             "the TMA kernels would copy: read as they are, one launch"
             + (f", K split in {split} (the most shares in one wave)" if split else "")))
     return None
