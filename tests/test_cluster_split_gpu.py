@@ -8,12 +8,12 @@ import pytest
 import cute_gemm
 from cute_gemm import registry
 from cute_gemm.check import judge, reference
+from test_gpu import SPLIT_K_CASES
 
 pytestmark = pytest.mark.gpu
 
-# cute_pipelined's split cases of test_gpu.py (fp32) and the small tensor-core kernel (bf16)
-CASES = [("cute_pipelined", (500, 600, 700)), ("cute_pipelined", (64, 60, 4100)),
-         ("cute_pipelined_32x64x16_sk", (512, 512, 512)), ("cute_mma_sm80_64x64", (130, 70, 1030))]
+# cute_pipelined's first split cases (fp32) and the small tensor-core kernel (bf16)
+CASES = SPLIT_K_CASES[:3] + [("cute_mma_sm80_64x64", (130, 70, 1030))]
 
 
 @pytest.mark.parametrize("name,shape", CASES)
