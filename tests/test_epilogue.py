@@ -310,6 +310,7 @@ COMPILES = [("cute_mma_sm80", "cute_mma_sm80_bf16_bf16_ak_bk", f"{FULLEST}+bfloa
             ("cute_wgmma_ws_128x64", "cute_wgmma_ws_fp16_fp16_am_bn_cut", "bias+gelu_tanh+float16"),
             ("cute_wgmma_ws", "cute_wgmma_ws_bf16_bf16_ak_bn_b", f"{FULLEST}+bfloat16"),
             ("cute_wgmma_ws_fp8", "cute_wgmma_ws_fp8_e4m3_f32_ak_bk_cut", f"{FULLEST}+blocks+float32"),
+            ("cute_wgmma_ws_fp8", "cute_wgmma_ws_fp8_e4m3_bf16_ak_bk", "scale+float32"),
             ("cute_wgmma_ws_pp64x256", "cute_wgmma_ws_bf16_bf16_ak_bn_b", f"{FULLEST}+bfloat16")]
 ARCH = {"cute_wgmma_ws": "sm_90a", "cute_wgmma_ws_128x64": "sm_90a", "cute_wgmma_ws_fp8": "sm_90a",
         "cute_wgmma_ws_pp64x256": "sm_90a"}

@@ -272,6 +272,10 @@ HOPPER: list[Kernel] = [
                                                  promote=1, tail_split=8, only="fp8"))),
     gemm_candidate(_wgmma_ws("cute_wgmma_ws_fp8_128x128", WgmmaWsConfig(blk_n=128, stages=6, k_bytes=128,
                                                          cluster_m=2, promote=1, tail_split=8, only="fp8"))),
+    # ... 128x256 without a cluster: the faster on some short-K problems, which tuning on first
+    # use finds (docs/design/cute_wgmma_ws.md#8-bit-operands-cute_wgmma_ws_fp8)
+    gemm_candidate(_wgmma_ws("cute_wgmma_ws_fp8_128x256", WgmmaWsConfig(blk_n=256, stages=4, k_bytes=128, cluster_m=1,
+                                                         promote=1, tail_split=8, only="fp8"))),
     # why a pre-pass and not a split inside the GEMM: docs/design/cute_3xtf32.md
     gemm_candidate(_three_tf32("cute_3xtf32", _3XTF32_GEMM)),
 ]
