@@ -54,7 +54,7 @@ def test_fused_kernels_compile_under_their_tagged_name():
     assert k.epilogue == EpilogueSpec(bias=True, activation="relu", vector_dtype="bfloat16")
     assert k.entries == registry.get("cute_mma_sm80").entries
     pre = nvrtc.prelude(k)
-    assert "#define CG_EPILOGUE cg::Epilogue<true, false, cg::Act::relu, false, cute::bfloat16_t, false>" in pre
+    assert "#define CG_EPILOGUE cg::Epilogue<true, false, cg::Act::relu, false, cute::bfloat16_t, false, false>" in pre
     assert "CG_EPILOGUE" not in nvrtc.prelude(registry.get("cute_mma_sm80"))
     with pytest.raises(UnknownKernelError, match="takes no epilogue"):
         registry.get("cute_multistage:bias+float32")
@@ -117,10 +117,18 @@ def test_vectors_of_any_orientation_and_stride():
                 4, 10, 3, "float32", False, None)
     assert (p.values.bias_sm, p.values.bias_sn, p.values.lo, p.values.hi) == (1, 0, -1.0, 1.0)
     assert p.spec == EpilogueSpec(bias=True, scale=True, clamp=True)
-    # one element broadcasts: a per-tensor scale read by the kernel (stride 0)
+    # one element broadcasts: a per-tensor scale read by the kernel (stride 0), once a tile
+    # where every scale is one (tensor_scale), with the vectors' per-element reads where not
     p = prepare(Epilogue(scale_rows=v[:1], scale_cols=v[3:4].reshape(())), 4, 10, 3, "float32",
                 False, None)
-    assert (p.values.srow_s, p.values.scol_s) == (0, 0) and p.spec.scale
+    assert (p.values.srow_s, p.values.scol_s) == (0, 0)
+    assert p.spec == EpilogueSpec(tensor_scale=True) and p.spec.tag == "tensor_scale+float32"
+    p = prepare(Epilogue(scale_rows=v[:1], scale_cols=v[:10]), 4, 10, 3, "float32", False, None)
+    assert (p.values.srow_s, p.values.scol_s) == (0, 1) and p.spec == EpilogueSpec(scale=True)
+    assert EpilogueSpec.parse("bias+tensor_scale+relu+float32") == EpilogueSpec(
+        bias=True, tensor_scale=True, activation="relu")
+    with pytest.raises(ValueError, match="not both"):
+        EpilogueSpec(scale=True, tensor_scale=True)
     with pytest.raises(ShapeError, match="of 10 elements"):
         prepare(Epilogue(scale_cols=v[:2]), 4, 10, 3, "float32", False, None)
 
@@ -310,7 +318,7 @@ COMPILES = [("cute_mma_sm80", "cute_mma_sm80_bf16_bf16_ak_bk", f"{FULLEST}+bfloa
             ("cute_wgmma_ws_128x64", "cute_wgmma_ws_fp16_fp16_am_bn_cut", "bias+gelu_tanh+float16"),
             ("cute_wgmma_ws", "cute_wgmma_ws_bf16_bf16_ak_bn_b", f"{FULLEST}+bfloat16"),
             ("cute_wgmma_ws_fp8", "cute_wgmma_ws_fp8_e4m3_f32_ak_bk_cut", f"{FULLEST}+blocks+float32"),
-            ("cute_wgmma_ws_fp8", "cute_wgmma_ws_fp8_e4m3_bf16_ak_bk", "scale+float32"),
+            ("cute_wgmma_ws_fp8", "cute_wgmma_ws_fp8_e4m3_bf16_ak_bk", "tensor_scale+float32"),
             ("cute_wgmma_ws_pp64x256", "cute_wgmma_ws_bf16_bf16_ak_bn_b", f"{FULLEST}+bfloat16")]
 ARCH = {"cute_wgmma_ws": "sm_90a", "cute_wgmma_ws_128x64": "sm_90a", "cute_wgmma_ws_fp8": "sm_90a",
         "cute_wgmma_ws_pp64x256": "sm_90a"}

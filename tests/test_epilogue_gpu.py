@@ -105,6 +105,34 @@ def test_fused_kernels_apply_their_epilogues(name, precision, spec):
     _check(out2, a, b, ep, c=c, alpha=-0.5, beta=2.0, precision=precision)
 
 
+@pytest.mark.parametrize("name,precision", [("cute_wgmma_ws", "bf16"), ("cute_wgmma_ws_128x64", "fp16"),
+                                            ("cute_mma_sm80", "bf16"), ("cute_pipelined", "fp32"),
+                                            ("cute_tiny_k", "fp32"), ("v9_warptile", "fp32")])
+def test_scales_of_one_value_are_the_vectors_of_it(name, precision):
+    """Scales of one value each compile as tensor_scale (taken into alpha once a tile, no
+    scale per value): the same bits as vectors of that value (the scale path), edge tiles,
+    a 16-bit result and beta != 0 included."""
+    _runs_here(name)
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    m, n, k = (200, 300, 129) if "tiny" not in name else (200, 300, 19)
+    a = _rand((m, k), PRECISION_DTYPE[precision], gen)
+    b = _rand((k, n), PRECISION_DTYPE_B[precision], gen)
+    sr, sc = _rand((1,), "float32", gen) + 2.0, _rand((), "float32", gen) - 2.0
+    one = Epilogue(bias=_rand(n, "float32", gen), scale_rows=sr, scale_cols=sc)
+    vec = replace(one, scale_rows=sr.expand(m).contiguous(), scale_cols=sc.expand(n).contiguous())
+    out_dtype = TORCH["float32" if precision in ("fp32", "tf32") else PRECISION_DTYPE[precision]]
+    c = _rand((m, n), "float32", gen).to(out_dtype)
+    for alpha, beta in ((1.0, 0.0), (-0.5, 2.0)):
+        got = [cute_gemm.run(name, a, b, c.clone(), out=c.clone(), alpha=alpha, beta=beta,
+                             precision=precision, epilogue=ep) for ep in (one, vec)]
+        torch.cuda.synchronize()
+        assert torch.equal(got[0], got[1]), f"alpha {alpha}, beta {beta}"
+        _check(got[0], a, b, one, c=c.float() if beta else None, alpha=alpha, beta=beta,
+               precision=precision, out_dtype=str(out_dtype).removeprefix("torch."))
+    tags = {p.kernel.split(":")[-1] for p in cute_gemm.resolved_launches() if p.kernel.startswith(name + ":")}
+    assert {"bias+tensor_scale+float32", "bias+scale+float32"} <= tags, tags
+
+
 @pytest.mark.parametrize("b_major", ["k", "n"])
 @pytest.mark.parametrize("precision", ["bf16", "tf32"])
 @pytest.mark.parametrize("name", ["cute_wgmma_ws", "cute_wgmma_ws_128x64", "cute_wgmma_ws_128x128"])

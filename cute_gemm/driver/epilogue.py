@@ -199,9 +199,12 @@ def prepare(ep: Epilogue, m: int, n: int, k: int, dtype: str, device: bool,
         values = values.but(blk_a=op.ptr, blk_a_sm=op.strides[0], blk_a_sk=op.strides[1])
     if (op := blk.get("blocks_b")) is not None:
         values = values.but(blk_b=op.ptr, blk_b_sk=op.strides[0], blk_b_sn=op.strides[1])
-    spec = EpilogueSpec(bias="bias" in ops, scale=bool({"scale_rows", "scale_cols"} & set(ops)),
-                        activation=ep.activation, clamp=ep.clamp is not None,
-                        vector_dtype=kinds.pop() if kinds else "float32", blocks=bool(blk))
+    # scales of one value each (stride 0) are applied once a tile, compiled so
+    scales = [op.strides[1] for nm, op in ops.items() if nm != "bias"]
+    spec = EpilogueSpec(bias="bias" in ops, scale=any(scales), activation=ep.activation,
+                        clamp=ep.clamp is not None,
+                        vector_dtype=kinds.pop() if kinds else "float32", blocks=bool(blk),
+                        tensor_scale=bool(scales) and not any(scales))
     return Prepared(spec, values, tuple(ops.values()) + tuple(blk.values()))
 
 

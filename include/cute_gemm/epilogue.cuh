@@ -88,10 +88,15 @@ __device__ __forceinline__ float2 vector_pair(const void* base, int o, int step)
   return make_float2(vector_at<TV, false>(base, o), vector_at<TV, false>(base, o + step));
 }
 
+// kScale: row or column scales that are vectors; kTensorScale: scales of one value each (per
+// tensor, or vectors of stride 0), which tile_scale takes into alpha once a tile, so that no
+// value is scaled on its own (testing the scales' strides at every value made per-tensor
+// scaled 8-bit products a tenth slower: docs/design/epilogue.md)
 template <bool kBias = false, bool kScale = false, Act kAct = Act::none, bool kClamp = false,
-          class TV = float, bool kBlockScales = false>
+          class TV = float, bool kBlockScales = false, bool kTensorScale = false>
 struct Epilogue {
-  static constexpr bool kNone = !kBias && !kScale && kAct == Act::none && !kClamp;
+  static_assert(!(kScale && kTensorScale), "vector scales or per-tensor ones");
+  static constexpr bool kNone = !kBias && !kScale && !kTensorScale && kAct == Act::none && !kClamp;
   static constexpr bool kBlocks = kBlockScales;   // (read by the promoted consumer alone)
   // the sm90 16-byte stores stage a tile's bias in shared memory (sm90_epilogue.cuh's
   // stage_bias); not beside per-element scales, whose loads with it spilled
@@ -111,7 +116,7 @@ struct Epilogue {
 
   // alpha * srow[i] * scol[j]: what multiplies the accumulator of (i, j)
   __device__ __forceinline__ float scale(float alpha, int i, int j) const {
-    if constexpr (kScale) {
+    if constexpr (kScale || kTensorScale) {
       if (p->srow != nullptr) alpha *= vector_at<TV>(p->srow, i * p->srow_s);
       if (p->scol != nullptr) alpha *= vector_at<TV>(p->scol, j * p->scol_s);
     }
@@ -120,7 +125,7 @@ struct Epilogue {
   // the same in two steps, for a kernel with registers to spare (the sm90 stores): a vector
   // of stride 0 (a per-tensor scale) once a tile, into alpha; per element only the others
   __device__ __forceinline__ float tile_scale(float alpha) const {
-    if constexpr (kScale) {
+    if constexpr (kScale || kTensorScale) {
       if (p->srow != nullptr && p->srow_s == 0) alpha *= vector_at<TV>(p->srow, 0);
       if (p->scol != nullptr && p->scol_s == 0) alpha *= vector_at<TV>(p->scol, 0);
     }
