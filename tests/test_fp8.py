@@ -227,6 +227,11 @@ def test_a_repeat_scaled_call_takes_the_hot_path_with_its_own_scales(monkeypatch
         return (e.srow or e.blk_a), (e.scol or e.blk_b), (bool(e.blk_a), bool(e.blk_b))
 
     first = call(0x4000_0000, 0x5000_0000)
+    # per-tensor scales compile as tensor_scale (applied once a tile), vectors as scale
+    from cute_gemm.plan import resolve
+    tags = {p.kernel.split(":")[1] for p in resolve.resolved_launches()}
+    assert tags == {{"tensor": "tensor_scale+float32", "rows_cols": "scale+float32",
+                     "blocks": "blocks+float32", "blocks_a_cols_b": "scale+blocks+float32"}[kinds]}, tags
     seen = []
     real = api.validate
     monkeypatch.setattr(api, "validate", lambda *x: seen.append(1) or real(*x))
