@@ -374,6 +374,16 @@ def test_a_repeat_call_takes_the_hot_path_with_its_own_vectors(events, monkeypat
     inside = Dev((1, n), 0x3000_0000 + 4 * n)            # row 1 of out: the full path
     cute_gemm.gemm(a, b, out=o, epilogue=Epilogue(bias=inside, activation="relu"))
     assert len(validated) == 2
+    # each vector of several is checked at its own place: the third inside out, then the first
+    def three(bias_at, cols_at):
+        cute_gemm.gemm(a, b, out=o, epilogue=Epilogue(bias=Dev((1, n), bias_at), scale_rows=Dev(
+            (1, m), 0x6000_0000), scale_cols=Dev((1, n), cols_at)))
+    three(0x4000_0000, 0x7000_0000)
+    three(0x5000_0000, 0x7100_0000)
+    assert len(validated) == 3
+    three(0x5000_0000, 0x3000_0000 + 4 * n)
+    three(0x3000_0000 + 8 * n, 0x7100_0000)
+    assert len(validated) == 5
 
 
 def test_a_repeat_call_of_a_transposed_pick_swaps_its_vectors_on_the_hot_path(events, monkeypatch):

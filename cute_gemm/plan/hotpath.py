@@ -198,15 +198,23 @@ class EpilogueAt:
     """A remembered fused epilogue: its run-time half without the vectors' pointers, each
     vector's byte span from its pointer (the overlap test with out), and `last`, one call's
     pointers and fields as one reference (no thread mixes two calls'). `slots`: where a Scales
-    call's two pointers go among the vectors (scale_rows or blocks_a; scale_cols or blocks_b)."""
-    __slots__ = ("values", "spans", "last", "slots")
+    call's two pointers go among the vectors (scale_rows or blocks_a; scale_cols or blocks_b).
+    `checks`: per kind of call (Scales, an Epilogue), each vector's (index among
+    read_epilogue's pointers, byte span from its pointer)."""
+    __slots__ = ("values", "last", "slots", "checks")
 
     def __init__(self, prepared):
         values = self.values = prepared.values
-        self.spans = tuple((lo_ - v.ptr, hi_ - v.ptr) for v in prepared.vectors
-                           for lo_, hi_ in (v.span(),))
+        spans = [(lo_ - v.ptr, hi_ - v.ptr) for v in prepared.vectors for lo_, hi_ in (v.span(),)]
         self.slots = (3 if values.blk_a else 1, 4 if values.blk_b else 2)
         self.last = ((), ())
+        # prepared.vectors: the present ones in read_epilogue's order (bias, scale_rows,
+        # scale_cols, blocks_a, blocks_b), present where the kernel reads them (non-null)
+        at = [i for i, ptr in enumerate((values.bias, values.srow, values.scol, values.blk_a,
+                                         values.blk_b)) if ptr]
+        pair = {self.slots[0]: 0, self.slots[1]: 1}
+        self.checks = (tuple((pair.get(i, -1), lo, hi) for i, (lo, hi) in zip(at, spans)),
+                       tuple((i, lo, hi) for i, (lo, hi) in zip(at, spans)))
 
     def placed(self, ptrs) -> tuple:
         """read_epilogue's pointers in the vectors' order (a Scales call's two placed)."""
@@ -226,12 +234,11 @@ class EpilogueAt:
         return values
 
     def overlaps(self, ptrs, olo: int, ohi: int) -> bool:
-        """Whether a vector at these pointers overlaps out's bytes [olo, ohi)."""
-        present = [p for p in self.placed(ptrs) if p]
-        if len(present) != len(self.spans):
-            return True
-        for p, (lo, hi) in zip(present, self.spans):
-            if p + lo < ohi and olo < p + hi:
+        """Whether a vector at these pointers overlaps out's bytes [olo, ohi), or one the
+        remembered call had is null (or missing) in this one: the full path's to say."""
+        for i, lo, hi in self.checks[len(ptrs) != 2]:
+            p = ptrs[i] if i >= 0 else 0
+            if not p or (p + lo < ohi and olo < p + hi):
                 return True
         return False
 
