@@ -83,17 +83,20 @@ if [ "$STAGE" = batched ]; then
   done
   exit 0
 fi
-# STAGE=fp8: the 8-bit kernel alone — its GPU tests (ids streamed: -v), the fp8 bench (JSON
-# and the accuracy plot into $OUT), and the configuration probe where .probe/fp8_probe.py is
-# carried
+# STAGE=fp8: the 8-bit kernels alone — their GPU tests (ids streamed: -v), gemm()'s scaled
+# cost (scripts/fp8_tiles.py host), the fp8 bench (JSON and the accuracy plot into $OUT;
+# FP8_SEED draws a recorded seed's shapes again)
 if [ "$STAGE" = fp8 ]; then
   echo "== pytest, the 8-bit GPU tests"
-  python3 -m pytest tests/test_fp8_gpu.py tests/test_epilogue_gpu.py -k "fp8 or Fp8" -n "${JOBS:-14}" -v \
-      -p no:cacheprovider --timeout 300 ${PYTEST_ARGS:-} 2>&1 | tee "$OUT/pytest_fp8.txt" \
+  # (scales_of_one: per-tensor scales' tensor_scale compiles on the other fused kernels)
+  python3 -m pytest tests/test_fp8_gpu.py tests/test_epilogue_gpu.py -k "fp8 or Fp8 or scales_of_one" \
+      -n "${JOBS:-14}" -v -p no:cacheprovider --timeout 300 ${PYTEST_ARGS:-} 2>&1 | tee "$OUT/pytest_fp8.txt" \
       | grep -E "PASSED|FAILED|ERROR|passed|failed" | grep -v "PASSED" | tail -40
+  echo "== gemm() with and without per-tensor scales against _scaled_mm: host and GPU time"
+  python3 scripts/fp8_tiles.py host 2>&1 | grep -v Warning | cut -c1-200
   echo "== bench --size fp8"
-  python3 -m cute_gemm.cli bench --size "fp8:${FP8_COUNT:-6}" --out "$OUT" 2>&1 | tee "$OUT/bench_fp8.txt" | tail -25
-  [ -f .probe/fp8_probe.py ] && { echo "== probe"; python3 .probe/fp8_probe.py 2>&1 | tail -30; }
+  python3 -m cute_gemm.cli bench --size "fp8:${FP8_COUNT:-6}" ${FP8_SEED:+--seed "$FP8_SEED"} --out "$OUT" 2>&1 \
+      | tee "$OUT/bench_fp8.txt" | tail -25
   exit 0
 fi
 # the tensor-core GPU tests, a call of their own: with them the suite ran past ten minutes on the H200
