@@ -89,7 +89,7 @@ fi
 if [ "$STAGE" = fp8 ]; then
   echo "== pytest, the 8-bit GPU tests"
   # (scales_of_one: per-tensor scales' tensor_scale compiles on the other fused kernels)
-  python3 -m pytest tests/test_fp8_gpu.py tests/test_epilogue_gpu.py -k "fp8 or Fp8 or scales_of_one" \
+  timeout "${PYTEST_SECONDS:-300}" python3 -m pytest tests/test_fp8_gpu.py tests/test_epilogue_gpu.py -k "fp8 or Fp8 or scales_of_one" \
       -n "${JOBS:-14}" -v -p no:cacheprovider --timeout 300 ${PYTEST_ARGS:-} 2>&1 | tee "$OUT/pytest_fp8.txt" \
       | grep -E "PASSED|FAILED|ERROR|passed|failed" | grep -v "PASSED" | tail -40
   echo "== gemm() with and without per-tensor scales against _scaled_mm: host and GPU time"
@@ -97,6 +97,7 @@ if [ "$STAGE" = fp8 ]; then
   echo "== bench --size fp8"
   python3 -m cute_gemm.cli bench --size "fp8:${FP8_COUNT:-6}" ${FP8_SEED:+--seed "$FP8_SEED"} --out "$OUT" 2>&1 \
       | tee "$OUT/bench_fp8.txt" | tail -25
+  pack_cache
   exit 0
 fi
 # the tensor-core GPU tests, a call of their own: with them the suite ran past ten minutes on the H200
