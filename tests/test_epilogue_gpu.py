@@ -110,8 +110,10 @@ def test_fused_kernels_apply_their_epilogues(name, precision, spec):
                                             ("cute_tiny_k", "fp32"), ("v9_warptile", "fp32")])
 def test_scales_of_one_value_are_the_vectors_of_it(name, precision):
     """Scales of one value each compile as tensor_scale (taken into alpha once a tile, no
-    scale per value): the same bits as vectors of that value (the scale path), edge tiles,
-    a 16-bit result and beta != 0 included."""
+    scale per value): the values of vectors of that value (the scale path), edge tiles, a
+    16-bit result and beta != 0 included, to the result's rounding and the float32 rounding
+    of the terms (the two compiles may contract alpha' * acc + beta * C + bias into FMAs
+    differently: bit for bit, cute_wgmma_ws_128x64's fp16 results failed on the H100)."""
     _runs_here(name)
     gen = torch.Generator(device="cuda").manual_seed(5)
     m, n, k = (200, 300, 129) if "tiny" not in name else (200, 300, 19)
@@ -126,9 +128,14 @@ def test_scales_of_one_value_are_the_vectors_of_it(name, precision):
         got = [cute_gemm.run(name, a, b, c.clone(), out=c.clone(), alpha=alpha, beta=beta,
                              precision=precision, epilogue=ep) for ep in (one, vec)]
         torch.cuda.synchronize()
-        assert torch.equal(got[0], got[1]), f"alpha {alpha}, beta {beta}"
-        _check(got[0], a, b, one, c=c.float() if beta else None, alpha=alpha, beta=beta,
-               precision=precision, out_dtype=str(out_dtype).removeprefix("torch."))
+        for g in got:
+            _check(g, a, b, one, c=c.float() if beta else None, alpha=alpha, beta=beta,
+                   precision=precision, out_dtype=str(out_dtype).removeprefix("torch."))
+        host = replace(one, **{f: host_vector(getattr(one, f)) for f in ("bias", "scale_rows", "scale_cols")})
+        _, gauge = reference(_np(a), _np(b), _np(c) if beta else None, alpha, beta, host)
+        g0, g1 = (g.double().cpu().numpy() for g in got)
+        bound = torch.finfo(out_dtype).eps * np.abs(g1) + 4 * 2.0 ** -24 * gauge
+        assert (np.abs(g0 - g1) <= bound).all(), f"alpha {alpha}, beta {beta}: {np.abs(g0 - g1).max()}"
     tags = {p.kernel.split(":")[-1] for p in cute_gemm.resolved_launches() if p.kernel.startswith(name + ":")}
     assert {"bias+tensor_scale+float32", "bias+scale+float32"} <= tags, tags
 
