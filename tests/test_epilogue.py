@@ -319,9 +319,10 @@ COMPILES = [("cute_mma_sm80", "cute_mma_sm80_bf16_bf16_ak_bk", f"{FULLEST}+bfloa
             ("cute_wgmma_ws", "cute_wgmma_ws_bf16_bf16_ak_bn_b", f"{FULLEST}+bfloat16"),
             ("cute_wgmma_ws_fp8", "cute_wgmma_ws_fp8_e4m3_f32_ak_bk_cut", f"{FULLEST}+blocks+float32"),
             ("cute_wgmma_ws_fp8", "cute_wgmma_ws_fp8_e4m3_bf16_ak_bk", "tensor_scale+float32"),
+            ("cute_wgmma_ws_fp8_128x160", "cute_wgmma_ws_fp8_e4m3_f32_ak_bk_cut", f"{FULLEST}+float32"),
             ("cute_wgmma_ws_pp64x256", "cute_wgmma_ws_bf16_bf16_ak_bn_b", f"{FULLEST}+bfloat16")]
 ARCH = {"cute_wgmma_ws": "sm_90a", "cute_wgmma_ws_128x64": "sm_90a", "cute_wgmma_ws_fp8": "sm_90a",
-        "cute_wgmma_ws_pp64x256": "sm_90a"}
+        "cute_wgmma_ws_fp8_128x160": "sm_90a", "cute_wgmma_ws_pp64x256": "sm_90a"}
 
 
 @pytest.mark.skipif(not matrix.FULL, reason=matrix.WHY)

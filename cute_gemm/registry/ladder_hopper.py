@@ -74,6 +74,9 @@ _WS_ONLY = {"": (0, _TC_PRECISIONS, None), "tf32": (1, ("tf32",), "cute_wgmma_ws
             "fp16": (2, ("fp16",), "cute_wgmma_ws_fp16_f32_ak_bk"), "fp8": (3, _FP8, None)}
 
 
+_GMMA_N = {8, 16, 32, 64, 96, 128, 192, 256}     # CuTe's wgmma N without its extended shapes
+
+
 @dataclass(frozen=True)
 class WgmmaWsConfig(FixedTile):
     """A configuration of the warp-specialized Hopper kernel (c6_wgmma_ws.cu), compiled as its
@@ -156,7 +159,11 @@ class WgmmaWsConfig(FixedTile):
     def cpp(self, name: str = "") -> str:
         """The headers' constants, the macros a directive reads (which entries the source
         defines) and `struct Config` with dyn_smem (the kernel static_asserts its ring fits)."""
-        return (device_constants(STREAM_K_COUNTERS=STREAM_K_COUNTERS)
+        # wgmma atoms of the other N (160, its parts of 80): CuTe selects them only behind
+        # this switch (cute/arch/mma_sm90.hpp)
+        parts = {self.blk_n, self.blk_n // 2 if self.blk_n > 128 else self.blk_n}
+        extended = ("" if parts <= _GMMA_N else "#define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED\n")
+        return (extended + device_constants(STREAM_K_COUNTERS=STREAM_K_COUNTERS)
                 + f"#define CG_WS_ONLY {4 if self.pingpong else _WS_ONLY[self.only][0]}\n"
                 f"#define CG_WS_TAIL_SPLIT {int(self.tail_split > 0)}\n"
                 f"#define CG_WS_BATCHED {int(self.batched)}\n"
@@ -271,6 +278,11 @@ HOPPER: list[Kernel] = [
     gemm_candidate(_wgmma_ws("cute_wgmma_ws_fp8", WgmmaWsConfig(blk_n=256, stages=4, k_bytes=128, cluster_m=2,
                                                  promote=1, tail_split=8, only="fp8"))),
     gemm_candidate(_wgmma_ws("cute_wgmma_ws_fp8_128x128", WgmmaWsConfig(blk_n=128, stages=6, k_bytes=128,
+                                                         cluster_m=2, promote=1, tail_split=8, only="fp8"))),
+    # ... 128x160: N of 320, 640, 1600 in whole tiles, 2 columns of tiles where 128 takes 3
+    # (docs/design/cute_wgmma_ws.md#128x160); per-tensor, row and column scales only (no 128-column
+    # block is one part of 80)
+    gemm_candidate(_wgmma_ws("cute_wgmma_ws_fp8_128x160", WgmmaWsConfig(blk_n=160, stages=6, k_bytes=128,
                                                          cluster_m=2, promote=1, tail_split=8, only="fp8"))),
     # ... 128x256 without a cluster: the faster on some short-K problems, which tuning on first
     # use finds (docs/design/cute_wgmma_ws.md#8-bit-operands-cute_wgmma_ws_fp8)
