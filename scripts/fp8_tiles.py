@@ -30,9 +30,9 @@ from small_splits import Timer, first_calls  # noqa: E402
 
 
 def candidates() -> list[str]:
-    """Every registered gemm() candidate computing e4m3, as itself and transposed."""
-    names = [k.name for k in registry.KERNELS if "auto" in k.tags
-             and any(v.precision == "fp8_e4m3" for v in k.variants)]
+    """Every registered kernel computing e4m3 (gemm()'s candidates and those that may become
+    one), as itself and transposed."""
+    names = [k.name for k in registry.KERNELS if any(v.precision == "fp8_e4m3" for v in k.variants)]
     return [f"{n}{t}" for n in names for t in ("", ".T")]
 
 
