@@ -43,12 +43,16 @@ def _np(x):
     return None if x is None else x.double().cpu().numpy()
 
 
+def _host(ep: Epilogue) -> Epilogue:
+    """ep with its vectors on the host, as check.reference takes them."""
+    return replace(ep, **{f: host_vector(getattr(ep, f)) for f in ("bias", "scale_rows", "scale_cols")
+                          if getattr(ep, f) is not None})
+
+
 def _check(got, a, b, ep: Epilogue, c=None, alpha=1.0, beta=0.0, precision="fp32",
            out_dtype="float32"):
     """got against check.reference's float64 result and gauge of the same epilogue."""
-    host = replace(ep, **{f: host_vector(getattr(ep, f)) for f in ("bias", "scale_rows", "scale_cols")
-                          if getattr(ep, f) is not None})
-    ref, gauge = reference(_np(a), _np(b), _np(c), alpha, beta if c is not None else 0.0, host)
+    ref, gauge = reference(_np(a), _np(b), _np(c), alpha, beta if c is not None else 0.0, _host(ep))
     out = got.float().cpu().numpy()
     assert out.shape == ref.shape
     assert np.array_equal(np.isnan(out), np.isnan(ref)), "NaN where the reference has none, or none where it has"
@@ -131,8 +135,7 @@ def test_scales_of_one_value_are_the_vectors_of_it(name, precision):
         for g in got:
             _check(g, a, b, one, c=c.float() if beta else None, alpha=alpha, beta=beta,
                    precision=precision, out_dtype=str(out_dtype).removeprefix("torch."))
-        host = replace(one, **{f: host_vector(getattr(one, f)) for f in ("bias", "scale_rows", "scale_cols")})
-        _, gauge = reference(_np(a), _np(b), _np(c) if beta else None, alpha, beta, host)
+        _, gauge = reference(_np(a), _np(b), _np(c) if beta else None, alpha, beta, _host(one))
         g0, g1 = (g.double().cpu().numpy() for g in got)
         bound = torch.finfo(out_dtype).eps * np.abs(g1) + 4 * 2.0 ** -24 * gauge
         assert (np.abs(g0 - g1) <= bound).all(), f"alpha {alpha}, beta {beta}: {np.abs(g0 - g1).max()}"
