@@ -160,7 +160,7 @@ class WgmmaWsConfig(FixedTile):
         """The headers' constants, the macros a directive reads (which entries the source
         defines) and `struct Config` with dyn_smem (the kernel static_asserts its ring fits)."""
         # wgmma atoms of the other N (160, its parts of 80): CuTe selects them only behind
-        # this switch (cute/arch/mma_sm90.hpp)
+        # this switch, which includes mma_sm90_gmma_ext.hpp (56k lines): set where needed only
         parts = {self.blk_n, self.blk_n // 2 if self.blk_n > 128 else self.blk_n}
         extended = ("" if parts <= _GMMA_N else "#define CUTE_SM90_EXTENDED_MMA_SHAPES_ENABLED\n")
         return (extended + device_constants(STREAM_K_COUNTERS=STREAM_K_COUNTERS)
