@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import cute_gemm
-from cute_gemm import Epilogue, registry
+from cute_gemm import Epilogue, InputError, registry
 from cute_gemm.check import THRESHOLD, gauge_ratio, reference, unit
 
 pytestmark = pytest.mark.gpu
@@ -217,6 +217,13 @@ def test_block_scales(name, m, n, k, sides):
     sa = pos(kw, m).T if sides in ("both", "a") else pos(m, 1)
     sb = pos(kw, nw) if sides in ("both", "b") else pos(1, n)
     out = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    if not registry.get(name).takes_block_scales:
+        # a tile part that straddles B's 128-column blocks: a named error, and nothing launched
+        with pytest.raises(InputError, match="takes no block scales"):
+            cute_gemm.run(name, a, w.T, out=out, scale_a=sa, scale_b=sb)
+        torch.cuda.synchronize()
+        assert out.isnan().all()
+        return
     cute_gemm.run(name, a, w.T, out=out, scale_a=sa, scale_b=sb)
     torch.cuda.synchronize()
     blocks = dict(blocks_a=sa if sides != "b" else None, blocks_b=sb if sides != "a" else None,

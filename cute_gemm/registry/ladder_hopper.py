@@ -281,9 +281,9 @@ HOPPER: list[Kernel] = [
                                                          cluster_m=2, promote=1, tail_split=8, only="fp8"))),
     # ... 128x160: N of 320, 640, 1600 in whole tiles, 2 columns of tiles where 128 takes 3
     # (docs/design/cute_wgmma_ws.md#128x160); per-tensor, row and column scales only (no 128-column
-    # block is one part of 80). No gemm() candidate until its GPU tests have run
-    _wgmma_ws("cute_wgmma_ws_fp8_128x160", WgmmaWsConfig(blk_n=160, stages=6, k_bytes=128,
-                                                         cluster_m=2, promote=1, tail_split=8, only="fp8")),
+    # block is one part of 80)
+    gemm_candidate(_wgmma_ws("cute_wgmma_ws_fp8_128x160", WgmmaWsConfig(blk_n=160, stages=6, k_bytes=128,
+                                                         cluster_m=2, promote=1, tail_split=8, only="fp8"))),
     # ... 128x256 without a cluster: the faster on some short-K problems, which tuning on first
     # use finds (docs/design/cute_wgmma_ws.md#8-bit-operands-cute_wgmma_ws_fp8)
     gemm_candidate(_wgmma_ws("cute_wgmma_ws_fp8_128x256", WgmmaWsConfig(blk_n=256, stages=4, k_bytes=128, cluster_m=1,
