@@ -65,6 +65,10 @@ __device__ __forceinline__ float vector_at(const void* base, int i) {
   }
 }
 
+__device__ __forceinline__ void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];" :: "l"(p));
+}
+
 // Elements o and o + step of a vector, not pinned (vector_at): one 32- or 64-bit load where the
 // two are neighbours and aligned, one where step is 0 (a bias along the other axis).
 template <class TV>
@@ -112,6 +116,20 @@ struct Epilogue {
   }
   __device__ __forceinline__ float block_b(int jb, int w) const {
     return p->blk_b == nullptr ? 1.0f : vector_at<float>(p->blk_b, w * p->blk_b_sk + jb * p->blk_b_sn);
+  }
+
+  // the L2 lines of window w's block scales for rows [i0, i1) and columns [j0, j1), asked by
+  // the producer as it loads the window's k-tile, stages ahead of the consumers' loads of them
+  // (which else wait on DRAM where a row block's scales are first read)
+  __device__ __forceinline__ void prefetch_blocks(int i0, int i1, int j0, int j1, int w) const {
+    if (p->blk_a != nullptr && i0 < i1) {
+      const float* a = p->blk_a + w * p->blk_a_sk;
+      const int step = p->blk_a_sm == 1 ? 32 : 1;          // 32 rows a 128-byte line, or one
+      for (int i = i0; i < i1; i += step) prefetch_l2(a + i * p->blk_a_sm);
+      prefetch_l2(a + (i1 - 1) * p->blk_a_sm);
+    }
+    if (p->blk_b != nullptr)
+      for (int jb = j0 / 128; jb * 128 < j1; ++jb) prefetch_l2(p->blk_b + w * p->blk_b_sk + jb * p->blk_b_sn);
   }
 
   // alpha * srow[i] * scol[j]: what multiplies the accumulator of (i, j)

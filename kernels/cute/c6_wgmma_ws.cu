@@ -233,6 +233,10 @@ __device__ CG_INLINE_IF_FUSED void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), cons
           else
             OpB::load_part(tma_b, full, smemB + st.index * OpB::kStageElems, n_blk * kBlkN,
                            Parts::b(k_tile), rank, kPeers, lb);
+          if constexpr (Epi::kBlocks)
+            if (k_tile >= 0)                               // (8-bit: a k-tile is a window)
+              epi.prefetch_blocks(m_blk * kBlkM, min(m_blk * kBlkM + kBlkM, M), n_blk * kBlkN,
+                                  min(n_blk * kBlkN + kBlkN, N), k_tile);
         }
       }
     }
