@@ -26,6 +26,14 @@ def first_of_source(k) -> bool:
     return next(x for x in registry.kernels() if x.source == k.source).name == k.name
 
 
+def first_in_its_precisions(k) -> bool:
+    """True if `k` is the first registered configuration of its source computing its
+    precisions (c6's 8-bit configurations have entry points the 16-bit ones lack)."""
+    from cute_gemm import registry
+    return next((x for x in registry.kernels()
+                 if x.source == k.source and x.precisions == k.precisions), k).name == k.name
+
+
 def targets(k) -> tuple[str, ...]:
     """The targets the compile test builds kernel `k` for."""
     if FULL:
@@ -52,13 +60,30 @@ def entries(k, arch: str | None = None) -> tuple[str, ...] | None:
     nn --precision P`), as one program: NVRTC's time is per entry point, and the other
     precisions, operand majors, alignments and split entries are instances of the same
     templates (FULL builds them)."""
-    if FULL and first_of_source(k) and arch in (None, k.archs[-1]):
+    if FULL and first_in_its_precisions(k) and arch in (None, k.archs[-1]):
         return None
     from cute_gemm.plan import resolve
-    precisions = k.precisions if FULL else k.precisions[:1]
-    sets = resolve.layout_launches(k, "nn", precisions).get(k.name, ())
+    pairs = covering(k) if FULL else None
+    sets = resolve.layout_launches(k, "nn", k.precisions[:1] if not FULL else None,
+                                   pairs).get(k.name, ())
     chosen = {e for s in sets for e in s}
     return tuple(e for e in k.entries if e in chosen) or None
+
+
+def covering(k) -> tuple[tuple[str, str], ...]:
+    """(precision, result type) pairs of `k` in which each precision and each result type
+    appear at least once: a configuration's operand types pick its MMA atoms, its result type
+    its stores, independently of each other."""
+    offered = list(dict.fromkeys((v.precision, v.out_dtype) for v in k.variants))
+    pairs, seen = [], set()
+    for p in dict.fromkeys(p for p, _ in offered):
+        outs = [o for q, o in offered if q == p]
+        o = next((o for o in outs if o not in seen), outs[0])
+        pairs.append((p, o))
+        seen.add(o)
+    pairs += [next(x for x in offered if x[1] == o) for o in dict.fromkeys(o for _, o in offered)
+              if o not in seen and not seen.add(o)]
+    return tuple(pairs)
 
 
 def ptx_params(kernel: str, archs) -> list:

@@ -410,14 +410,15 @@ def oriented(swap: bool, ops: dict[str, Operand]) -> dict[str, Operand]:
     return {r: turned.get(r, op).T for r, op in ops.items()}
 
 
-def layout_launches(k: registry.Kernel, layout: str, precisions: tuple[str, ...] | None = None
+def layout_launches(k: registry.Kernel, layout: str, precisions: tuple[str, ...] | None = None,
+                    pairs: tuple[tuple[str, str], ...] | None = None
                     ) -> dict[str, tuple[tuple[str, ...], ...]]:
     """kernel name -> the entry-point sets (launch_entries, in the kernel's order) of the
     launches run() makes on `k` with A and B contiguous and aligned in operand layout
     `layout` and a row-major result, per precision (of `precisions`, where given) and result
-    type: choose()'s variant, and UTIL where operands are copied. A composed kernel: its
-    whole pre-pass, and its GEMM on A' and B' (layout "nt"). What `cute-gemm compile
-    --layout` compiles."""
+    type (only the (precision, result type) `pairs`, where given): choose()'s variant, and
+    UTIL where operands are copied. A composed kernel: its whole pre-pass, and its GEMM on A'
+    and B' (layout "nt"). What `cute-gemm compile --layout` compiles."""
     registry.layout_majors(layout)          # InputError for anything but nn, tn, nt, tt
     if k.gemm_of is not None:
         g = k.gemm_of
@@ -426,7 +427,7 @@ def layout_launches(k: registry.Kernel, layout: str, precisions: tuple[str, ...]
         return {k.name: (k.entries,), **layout_launches(g.kernel, "nt", (g.precision,))}
     out: dict[str, dict] = {}
     for p, o in dict.fromkeys((v.precision, v.out_dtype) for v in k.variants):
-        if precisions is None or p in precisions:
+        if (precisions is None or p in precisions) and (pairs is None or (p, o) in pairs):
             ops = contiguous(1024, 1024, 1024, layout, p, o)
             variant, copies = choose(k, ops, p, o)
             group = launch_entries(k, variant, stream_k=True)
