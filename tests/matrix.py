@@ -6,11 +6,12 @@ config), for its newest target (sm_90, or sm_90a for the arch-specific ones: wha
 H200 runs), and of it only the entry points a call with row-major operands launches in its
 first precision (`entries`), so that a cold run stays under 3 minutes on 2 CPUs.
 CUTE_GEMM_TEST_FULL=1 (.ci/run sets it): every registered kernel for every target (sm_80
-too); every entry point of each source's first configuration for its newest target, and
-elsewhere those of an nn call in every precision (the other entry points are the same
-templates at the same typed constants and arch branches: `cute-gemm compile` on the GPU
-host builds and resource-checks all of them); and the CuTe kernels' layouts printed by their
-sources compiled with nvcc (test_layouts).
+too); every entry point of the first configuration of each source and precision set for its
+newest target, and elsewhere those of an nn call in each precision and each result type,
+each at least once (`covering`: the other entry points are the same templates at the same
+typed constants and arch branches: `cute-gemm compile` on the GPU host builds and
+resource-checks all of them); and the CuTe kernels' layouts printed by their sources
+compiled with nvcc (test_layouts).
 """
 from __future__ import annotations
 
@@ -52,10 +53,11 @@ def per_configuration(kernels) -> list:
 
 def entries(k, arch: str | None = None) -> tuple[str, ...] | None:
     """The entry points the compile test builds of kernel `k` for `arch` (None: all of them).
-    FULL: all for a source's first configuration on its newest target; for its older targets
-    and the other configurations those of the launches an nn call makes in each precision
-    the kernel computes (an older target differs in its arch branches, which every entry
-    point shares; another configuration in its typed constants). By default those of an nn
+    FULL: all for the first configuration of a source and precision set on its newest
+    target; for its older targets and the other configurations those of the launches an nn
+    call makes in the `covering` pairs of precision and result type (an older target differs
+    in its arch branches, which every entry point shares; another configuration in its typed
+    constants). By default those of an nn
     call in its first precision (resolve.layout_launches, as `cute-gemm compile NAME --layout
     nn --precision P`), as one program: NVRTC's time is per entry point, and the other
     precisions, operand majors, alignments and split entries are instances of the same
