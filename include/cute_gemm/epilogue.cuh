@@ -124,7 +124,8 @@ struct Epilogue {
   __device__ __forceinline__ void prefetch_blocks(int i0, int i1, int j0, int j1, int w) const {
     if (p->blk_a != nullptr && i0 < i1) {
       const float* a = p->blk_a + w * p->blk_a_sk;
-      const int step = p->blk_a_sm == 1 ? 32 : 1;          // 32 rows a 128-byte line, or one
+      // 32 rows a 128-byte line, all rows one value (a stride 0), or a line a row
+      const int step = p->blk_a_sm == 1 ? 32 : p->blk_a_sm == 0 ? i1 - i0 : 1;
       for (int i = i0; i < i1; i += step) prefetch_l2(a + i * p->blk_a_sm);
       prefetch_l2(a + (i1 - 1) * p->blk_a_sm);
     }
