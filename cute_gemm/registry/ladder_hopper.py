@@ -201,8 +201,10 @@ def _wgmma_ws(name: str, cfg: WgmmaWsConfig) -> Kernel:
                 + (f", accumulators promoted to a compensated float32 sum every {cfg.promote} "
                    "k-tiles, half of it under the next k-tile's wgmmas (an operand's ±Inf comes out NaN "
                    "there: cute_3xtf32 computes those calls in float64)" if cfg.promote > 1 else "")
-                + (", 8-bit operands: each k-tile's tensor-core sum added into a float32 sum, scaled "
-                   "by its 1x128 / 128x128 block scales" if cfg.only == "fp8" else "")
+                + (", 8-bit operands: each k-tile's tensor-core sum added into a float32 sum"
+                   + (", scaled by its 1x128 / 128x128 block scales" if cfg.block_scales else
+                      " (no block scales: a part of the tile's columns spans two of B's blocks)")
+                   if cfg.only == "fp8" else "")
                 + (", the last wave's tiles cut along K (a deterministic fixup)" if cfg.tail_split else "")
                 + ("" if cfg.only or cfg.pingpong else ", tf32 m-major A (or n-major B, on C^T = "
                    "B^T A^T) from registers (RS wgmma)")
