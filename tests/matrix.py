@@ -21,18 +21,13 @@ FULL = os.environ.get("CUTE_GEMM_TEST_FULL") == "1"
 WHY = "CUTE_GEMM_TEST_FULL=1 (as CI runs) covers it"
 
 
-def first_of_source(k) -> bool:
-    """True if `k` is the first registered configuration of its source."""
+def first_of_source(k, same_precisions: bool = False) -> bool:
+    """True if `k` is the first registered configuration of its source (with
+    same_precisions: of those computing its precisions — c6's 8-bit configurations have
+    entry points the 16-bit ones lack); a kernel none precedes (unregistered) is first."""
     from cute_gemm import registry
-    return next(x for x in registry.kernels() if x.source == k.source).name == k.name
-
-
-def first_in_its_precisions(k) -> bool:
-    """True if `k` is the first registered configuration of its source computing its
-    precisions (c6's 8-bit configurations have entry points the 16-bit ones lack)."""
-    from cute_gemm import registry
-    return next((x for x in registry.kernels()
-                 if x.source == k.source and x.precisions == k.precisions), k).name == k.name
+    return next((x for x in registry.kernels() if x.source == k.source
+                 and (not same_precisions or x.precisions == k.precisions)), k).name == k.name
 
 
 def targets(k) -> tuple[str, ...]:
@@ -62,12 +57,11 @@ def entries(k, arch: str | None = None) -> tuple[str, ...] | None:
     nn --precision P`), as one program: NVRTC's time is per entry point, and the other
     precisions, operand majors, alignments and split entries are instances of the same
     templates (FULL builds them)."""
-    if FULL and first_in_its_precisions(k) and arch in (None, k.archs[-1]):
+    if FULL and first_of_source(k, same_precisions=True) and arch in (None, k.archs[-1]):
         return None
     from cute_gemm.plan import resolve
-    pairs = covering(k) if FULL else None
-    sets = resolve.layout_launches(k, "nn", k.precisions[:1] if not FULL else None,
-                                   pairs).get(k.name, ())
+    sets = (resolve.layout_launches(k, "nn", pairs=covering(k)) if FULL
+            else resolve.layout_launches(k, "nn", k.precisions[:1])).get(k.name, ())
     chosen = {e for s in sets for e in s}
     return tuple(e for e in k.entries if e in chosen) or None
 
@@ -84,7 +78,7 @@ def covering(k) -> tuple[tuple[str, str], ...]:
         pairs.append((p, o))
         seen.add(o)
     pairs += [next(x for x in offered if x[1] == o) for o in dict.fromkeys(o for _, o in offered)
-              if o not in seen and not seen.add(o)]
+              if o not in seen]
     return tuple(pairs)
 
 
