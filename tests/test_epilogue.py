@@ -361,6 +361,17 @@ def test_block_scales_are_prefetched_into_l2_by_the_producer():
     assert "prefetch.global.L2" not in ptx[f"{FULLEST}+float32"]
 
 
+@pytest.mark.compiles("cute_wgmma", "sm_90a", entries=("cute_wgmma_bf16_bf16_ak_bk",), ptx=True)
+def test_a_column_major_16bit_c_goes_through_stmatrix():
+    """The Hopper register epilogue's column path is compiled in (sm90_store_cols.cuh, behind
+    CUTE_ARCH_STSM_SM90_ENABLED): stmatrix .trans for the stores, ldmatrix .trans for C's
+    blocks read back where beta != 0; the GPU test of it: test_16bit_c_column_by_column."""
+    from cute_gemm.build import cache
+    e = "cute_wgmma_bf16_bf16_ak_bk"
+    ptx = cache.get(registry.get("cute_wgmma"), "sm_90a", entries=(e,), ptx=True).ptx
+    assert "stmatrix.sync.aligned.x4.trans" in ptx and "ldmatrix.sync.aligned.x4.trans" in ptx
+
+
 @pytest.mark.skipif(not matrix.FULL, reason=matrix.WHY)
 @pytest.mark.compiles("cute_tiny_k:bias+gelu_tanh+bfloat16", "sm_90", entries=("cute_tiny_k_bf16_bf16",))
 @pytest.mark.compiles("cute_tiny_k:bias+gelu_tanh+float32", "sm_90", entries=("cute_tiny_k_fp32_f32",))

@@ -357,3 +357,63 @@ def test_small_tensor_core_split_picks(precision, out, layout):
             finally:
                 for d in (dA, dB, dC, dBias, dNan):
                     d.close()
+
+
+# the Hopper kernels' column stores of a 16-bit C (sm90_store_cols.cuh): each wgmma kernel in
+# the first precision it computes into a 16-bit result; fused epilogues on three of them
+COL_STORES = list({n: (n, p, o) for n, p, o in reversed(COMBOS) if o != "float32"
+                   and registry.get(n).source in ("cute/c5_wgmma.cu", "cute/c6_wgmma_ws.cu")}.values())
+COL_FUSED = {"cute_wgmma_ws", "cute_wgmma_ws_pp128x128", "cute_wgmma_ws_fp8"}
+
+
+@pytest.mark.parametrize("name,precision,out", COL_STORES)
+def test_16bit_c_column_by_column(name, precision, out):
+    """A 16-bit C that reaches the kernel column-major (stored so, or row-major under a
+    transposed walk) with 16-byte aligned columns: exact integers, bit for bit, with beta = 0
+    into NaN-poisoned memory and beta != 0 in place, a fused bias + ReLU and row scales, on
+    residues in M and N (a column's block of 8 rows cut short); the padding past M is never
+    written. Each C order; at least one of them reached the kernel column-major."""
+    torch = pytest.importorskip("torch")
+    from cute_gemm.check import judge, reference, unit
+    _runnable(name)
+    dtypes = {"bfloat16": torch.bfloat16, "float16": torch.float16,
+              "float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
+    ta, tb, to = (dtypes[t] for t in (PRECISION_DTYPE[precision], PRECISION_DTYPE_B[precision], out))
+    gen = torch.Generator(device="cuda").manual_seed(11)
+
+    def ints(*shape):
+        return torch.randint(-4, 5, shape, generator=gen, device="cuda").float()
+
+    reached = False
+    for m, n, k in [(200, 72, 300), (130, 136, 64), (256, 512, 64)]:
+        a, bt, c = ints(m, k), ints(n, k), ints(m, n)
+        bias = ints(n)
+        rows = 2.0 ** torch.randint(-2, 3, (m,), generator=gen, device="cuda").float()
+        cases = [(0.0, {}), (-0.5, {})]
+        if name in COL_FUSED:
+            cases += [(0.0, {"bias": bias, "activation": "relu"}), (-0.5, {"scale_rows": rows})]
+        A, B = a.to(ta), bt.to(tb).T                       # B k-major: every entry takes it
+        a64, b64, c64 = (x.double().cpu().numpy() for x in (a, bt.T, c))
+        for order in ("row", "col"):
+            for beta, ep in cases:
+                ld = -(-m // 8) * 8 + 8                    # columns 16-byte aligned, 8 rows of pad
+                store = torch.full((m, n) if order == "row" else (n, ld), float("nan"),
+                                   device="cuda", dtype=to)
+                dC = store if order == "row" else store[:, :m].T
+                if beta:
+                    dC.copy_(c.to(to))
+                cute_gemm.clear_caches()
+                cute_gemm.run(name, A, B, dC if beta else None, alpha=1.5, beta=beta, out=dC,
+                              epilogue=cute_gemm.Epilogue(**ep) if ep else None)
+                torch.cuda.synchronize()
+                plans = [p for p in cute_gemm.resolved_launches() if p.kernel.split(":")[0] == name]
+                assert plans
+                reached = reached or any(p.swap == (order == "row") for p in plans)   # C^T of a row-major C
+                host = cute_gemm.Epilogue(**{f: v.cpu().numpy() if torch.is_tensor(v) else v
+                                             for f, v in ep.items()}) if ep else None
+                ref, gauge = reference(a64, b64, c64, 1.5, beta, host)
+                r = judge(name, dC.float().cpu().numpy(), ref, gauge, True, unit(precision, out), out)
+                assert r.status == "pass", (m, n, k, order, beta, sorted(ep), r)
+                if order == "col":
+                    assert torch.isnan(store[:, m:]).all(), (m, n, k, beta, sorted(ep))
+    assert reached, "no launch stored C column by column: this test checks nothing"

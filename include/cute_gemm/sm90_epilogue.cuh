@@ -5,7 +5,8 @@
 // r + 8 of each 64-row atom (CuTe's partition_C of the TiledMMA says which); a row-major
 // 16-bit C with beta == 0 and 16-byte aligned rows takes them in 16-byte stores after a quad
 // transpose (with beta != 0 on interior tiles, C read in the same blocks), another row-major
-// C each pair in one store, any other strides one value at a time. With beta == 0 C is not
+// C each pair in one store; a column-major 16-bit C in 16-byte column blocks through shared
+// memory (sm90_store_cols.cuh); any other strides one value at a time. With beta == 0 C is not
 // read (BLAS: an uninitialised or NaN-poisoned C stays out of the result). The float result
 // is converted to TC by round-to-nearest (cute::bfloat16_t / half_t constructors). A fused
 // epilogue e (epilogue.cuh; the default: none) scales each accumulator and finishes each
@@ -15,6 +16,7 @@
 #include <cute_gemm/epilogue.cuh>
 #include <cute_gemm/quad_blocks.cuh>
 #include <cute_gemm/read_ahead.cuh>
+#include <cute_gemm/sm90_store_cols.cuh>
 
 namespace cg::sm90 {
 
@@ -36,6 +38,31 @@ __device__ __forceinline__ const float* stage_bias(E const& e, int thread, int s
                                 : (x - TileM < cols ? e.bias_col(n0 + x - TileM) : 0.0f);
   asm volatile("bar.sync %0, %1;" :: "r"(2 + slot), "n"(kThreads) : "memory");
   return staged[slot];
+}
+
+// Accumulators i and i + 1 of atom (mm, nn) (neighbouring columns of one row), scaled and
+// finished by the fused epilogue e, as a 16-bit pair. staged: stage_bias's values
+// (E::kStagedBias), else null.
+template <int TileM, class TC, class Acc, class Crd, class E>
+__device__ __forceinline__ uint32_t finished_pair(Acc const& acc, Crd const& tCcC, int i, int mm,
+                                                  int nn, int m0, int n0, float alpha,
+                                                  E const& e, const float* staged) {
+  using namespace cute;
+  if constexpr (E::kNone) {
+    return pack_pair<TC>(alpha * acc(i, mm, nn), alpha * acc(i + 1, mm, nn));
+  } else if constexpr (E::kStagedBias) {
+    const int r = get<0>(tCcC(i, mm, nn)), c = get<1>(tCcC(i, mm, nn));
+    const float br = staged[r];
+    const float2 bc = *reinterpret_cast<const float2*>(staged + TileM + c);   // (c even)
+    const float2 v = e.template finish2_plus<TC>(alpha * acc(i, mm, nn), alpha * acc(i + 1, mm, nn),
+                                                 make_float2(br + bc.x, br + bc.y));
+    return pack_pair<TC>(v.x, v.y);
+  } else {
+    const int r = m0 + get<0>(tCcC(i, mm, nn)), c = n0 + get<1>(tCcC(i, mm, nn));
+    const float2 v = e.template finish2<TC>(e.element_scale(alpha, r, c) * acc(i, mm, nn),
+                                            e.element_scale(alpha, r, c + 1) * acc(i + 1, mm, nn), r, c);
+    return pack_pair<TC>(v.x, v.y);
+  }
 }
 
 // Row-major 16-bit C with beta == 0, in 16-byte stores. In a wgmma accumulator atom, value
@@ -71,24 +98,8 @@ __device__ __forceinline__ void store_rows_16B(Thr const& thr, Acc const& acc, T
           const int i0 = 16 * g + 2 * h;           // value (0, h, 4g): lane q's column 32g + 2q
           uint32_t w[4];
           CUTE_UNROLL
-          for (int s = 0; s < 4; ++s) {
-            if constexpr (E::kNone) {
-              w[s] = pack_pair<TC>(alpha * acc(i0 + 4 * s, mm, nn), alpha * acc(i0 + 4 * s + 1, mm, nn));
-            } else if constexpr (E::kStagedBias) {
-              const int r = get<0>(tCcC(i0 + 4 * s, mm, nn)), c = get<1>(tCcC(i0 + 4 * s, mm, nn));
-              const float br = staged[r];
-              const float2 bc = *reinterpret_cast<const float2*>(staged + TileM + c);   // (c even)
-              const float2 v = e.template finish2_plus<TC>(alpha * acc(i0 + 4 * s, mm, nn),
-                                                           alpha * acc(i0 + 4 * s + 1, mm, nn),
-                                                           make_float2(br + bc.x, br + bc.y));
-              w[s] = pack_pair<TC>(v.x, v.y);
-            } else {
-              const int r = m0 + get<0>(tCcC(i0 + 4 * s, mm, nn)), c = n0 + get<1>(tCcC(i0 + 4 * s, mm, nn));
-              const float2 v = e.template finish2<TC>(e.element_scale(alpha, r, c) * acc(i0 + 4 * s, mm, nn),
-                                                      e.element_scale(alpha, r, c + 1) * acc(i0 + 4 * s + 1, mm, nn), r, c);
-              w[s] = pack_pair<TC>(v.x, v.y);
-            }
-          }
+          for (int s = 0; s < 4; ++s)
+            w[s] = finished_pair<TileM, TC>(acc, tCcC, i0 + 4 * s, mm, nn, m0, n0, alpha, e, staged);
           quad_transpose(w);
           TC* p = &tCgR(i0, mm, nn) + 6 * q;       // column 32g + 8q of the same row
           if (interior) {
@@ -200,6 +211,39 @@ __device__ __forceinline__ void store_axpby(TiledMma const& mma, int thread, Acc
       return;
     }
   }
+  // Column-major 16-bit C, columns 16-byte aligned (a transposed walk's): 8 rows of a column
+  // a store through stmatrix .trans (sm90_store_cols.cuh): with beta == 0 where a fused
+  // epilogue may finish values past M and N (not per-element scales: beside a batched twin's
+  // accumulators those spilled), interior tiles of an unfused epilogue with beta != 0.
+#if defined(CUTE_ARCH_STSM_SM90_ENABLED)
+  if constexpr (sizeof(TC) == 2 && decltype(size<0>(acc))::value % 8 == 0
+                && (E::kNone || E::kEdgeSafe)) {
+    constexpr int kWarps = decltype(size(mma))::value / 32;
+    const int warp = slot * kWarps + thread / 32;
+    if (sCm == 1 && sCn % 8 == 0 && reinterpret_cast<unsigned long long>(C) % 16 == 0) {
+      if (beta == 0.0f) {
+        const float* staged = nullptr;
+        if constexpr (E::kStagedBias)
+          staged = stage_bias<TileM, TileN, kWarps * 32, kSlots>(e, thread, slot, m0, n0, rows, cols);
+        store_cols_16B<kSlots * kWarps>(acc, tCcC, C, sCn, m0, n0, rows, cols, interior, warp,
+            [&](int i, int mm, int nn) {
+              return finished_pair<TileM, TC>(acc, tCcC, i, mm, nn, m0, n0, alpha, e, staged);
+            });
+        return;
+      }
+      if constexpr (E::kNone) {
+        if (interior) {
+          update_cols_16B<kSlots * kWarps>(acc, tCcC, C, sCn, m0, n0, warp,
+              [&](int i, int mm, int nn, uint32_t old) {
+                const float2 c = unpack_pair<TC>(old);
+                return pack_pair<TC>(alpha * acc(i, mm, nn) + beta * c.x, alpha * acc(i + 1, mm, nn) + beta * c.y);
+              });
+          return;
+        }
+      }
+    }
+  }
+#endif
   // Row-major C (unit column stride, even row stride, base aligned to a pair): each thread's
   // values 2j, 2j+1 are neighbouring columns of one row (the wgmma accumulator layout), so
   // they go out as one 8-byte (float) or 4-byte (16-bit) store; half the store instructions.
