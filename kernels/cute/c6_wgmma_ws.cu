@@ -222,6 +222,8 @@ __device__ CG_INLINE_IF_FUSED void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), cons
         // a cut unit's piece: its own k-tiles [k0, k1); the stream around them zero-filled
         const int run = split.run(item, k_tiles / kWindow) * kWindow;
         const int k0 = split.piece(item) * run, k1 = min(k0 + run, k_tiles);
+        if constexpr (Epi::kBlocks)
+          epi.prefetch_tile_blocks(m_blk * kBlkM, min(m_blk * kBlkM + kBlkM, M), k0, k1);
         for (int t = k0 + k_first; t < k0 + run + k_last - k_tiles; ++t, st.advance()) {
           const int k_tile = t < k0 || t >= k1 ? -1 : t;  // outside: out of bounds, zeros
           uint64_t* full = ring->acquire(st, kTxBytes);
