@@ -343,26 +343,6 @@ def test_fused_compiles_keep_their_registers(name, entry, tag):
     assert not r.wgmma_serialized, f"{entry}: ptxas serialized its wgmmas"
 
 
-_FP8_CUT = "cute_wgmma_ws_fp8_e4m3_f32_ak_bk_cut"
-
-
-@pytest.mark.skipif(not matrix.FULL, reason=matrix.WHY)
-@pytest.mark.compiles(f"cute_wgmma_ws_fp8:{FULLEST}+blocks+float32", "sm_90a", entries=(_FP8_CUT,), ptx=True)
-@pytest.mark.compiles(f"cute_wgmma_ws_fp8_128x160:{FULLEST}+float32", "sm_90a", entries=(_FP8_CUT,), ptx=True)
-def test_block_scales_are_prefetched_into_l2_by_the_producer():
-    """An 8-bit entry with block scales has its producer prefetch the scales into L2 (a
-    tile's row-major ones at its start, a column-major k-tile's as it loads the k-tile, both
-    as bulk prefetches; B's blocks a line each: Epilogue::prefetch_blocks); one without block
-    scales has no prefetch. (The same compiles as test_fused_compiles_keep_their_registers'.)"""
-    from cute_gemm.build import cache
-    ptx = {tag: cache.get(registry.get(f"{name}:{tag}"), "sm_90a", entries=(_FP8_CUT,), ptx=True).ptx
-           for name, tag in (("cute_wgmma_ws_fp8", f"{FULLEST}+blocks+float32"),
-                             ("cute_wgmma_ws_fp8_128x160", f"{FULLEST}+float32"))}
-    for op in ("prefetch.global.L2", "cp.async.bulk.prefetch.L2"):
-        assert op in ptx[f"{FULLEST}+blocks+float32"], op
-        assert op not in ptx[f"{FULLEST}+float32"], op
-
-
 @pytest.mark.compiles("cute_wgmma", "sm_90a", entries=("cute_wgmma_bf16_bf16_ak_bk",), ptx=True)
 def test_a_column_major_16bit_c_goes_through_stmatrix():
     """The Hopper register epilogue's column path is compiled in (sm90_store_cols.cuh, behind

@@ -65,22 +65,6 @@ __device__ __forceinline__ float vector_at(const void* base, int i) {
   }
 }
 
-__device__ __forceinline__ void prefetch_l2(const void* p) {
-  asm volatile("prefetch.global.L2 [%0];" :: "l"(p));
-}
-
-// The L2 lines of bytes [p, p + n) in one instruction (sm_90), the range widened to 16-byte
-// bounds as the instruction wants (within the lines of the first and last byte: no other page)
-__device__ __forceinline__ void prefetch_l2_bulk(const void* p, long long n) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  const unsigned long long lo = reinterpret_cast<unsigned long long>(p) & ~15ull;
-  const unsigned long long hi = (reinterpret_cast<unsigned long long>(p) + n + 15) & ~15ull;
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" :: "l"(lo), "r"(unsigned(hi - lo)) : "memory");
-#else
-  prefetch_l2(p);
-#endif
-}
-
 // Elements o and o + step of a vector, not pinned (vector_at): one 32- or 64-bit load where the
 // two are neighbours and aligned, one where step is 0 (a bias along the other axis).
 template <class TV>
@@ -128,31 +112,6 @@ struct Epilogue {
   }
   __device__ __forceinline__ float block_b(int jb, int w) const {
     return p->blk_b == nullptr ? 1.0f : vector_at<float>(p->blk_b, w * p->blk_b_sk + jb * p->blk_b_sn);
-  }
-
-  // Block scales into L2 ahead of the consumers' loads of them (which else wait on DRAM where
-  // a row block's scales are first read), asked by the producer thread: a few instructions a
-  // k-tile, one line each of 128 rows would stall its TMA loads. At a tile's start, A's scales
-  // of rows [i0, i1) and windows [w0, w1) where a row's windows are neighbours (row-major:
-  // one bulk prefetch of the rows' span; a loop of one a row spilled beside the epilogue) ...
-  __device__ __forceinline__ void prefetch_tile_blocks(int i0, int i1, int w0, int w1) const {
-    if (p->blk_a == nullptr || i0 >= i1 || w0 >= w1 || p->blk_a_sk != 1 || p->blk_a_sm <= 1) return;
-    const float* a = p->blk_a + w0;
-    const long long span = (long long)(i1 - 1 - i0) * p->blk_a_sm + (w1 - w0);
-    if (span <= 2LL * (i1 - i0) * (w1 - w0) && span < (1 << 22))   // (not a view of much wider rows)
-      prefetch_l2_bulk(a + (long long)i0 * p->blk_a_sm, span * 4);
-  }
-  // ... and as it loads window w's k-tile: A's scales where a window's rows are neighbours
-  // (column-major, as cuBLASLt takes them: one bulk prefetch) or one value (stride 0), and B's
-  // blocks of columns [j0, j1)
-  __device__ __forceinline__ void prefetch_blocks(int i0, int i1, int j0, int j1, int w) const {
-    if (p->blk_a != nullptr && i0 < i1) {
-      const float* a = p->blk_a + (long long)w * p->blk_a_sk;
-      if (p->blk_a_sm == 1) prefetch_l2_bulk(a + i0, (i1 - i0) * 4);
-      else if (p->blk_a_sm == 0) prefetch_l2(a);
-    }
-    if (p->blk_b != nullptr)
-      for (int jb = j0 / 128; jb * 128 < j1; ++jb) prefetch_l2(p->blk_b + w * p->blk_b_sk + jb * p->blk_b_sn);
   }
 
   // alpha * srow[i] * scol[j]: what multiplies the accumulator of (i, j)

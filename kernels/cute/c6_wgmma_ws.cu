@@ -222,8 +222,6 @@ __device__ CG_INLINE_IF_FUSED void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), cons
         // a cut unit's piece: its own k-tiles [k0, k1); the stream around them zero-filled
         const int run = split.run(item, k_tiles / kWindow) * kWindow;
         const int k0 = split.piece(item) * run, k1 = min(k0 + run, k_tiles);
-        if constexpr (Epi::kBlocks)
-          epi.prefetch_tile_blocks(m_blk * kBlkM, min(m_blk * kBlkM + kBlkM, M), k0, k1);
         for (int t = k0 + k_first; t < k0 + run + k_last - k_tiles; ++t, st.advance()) {
           const int k_tile = t < k0 || t >= k1 ? -1 : t;  // outside: out of bounds, zeros
           uint64_t* full = ring->acquire(st, kTxBytes);
@@ -235,10 +233,6 @@ __device__ CG_INLINE_IF_FUSED void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), cons
           else
             OpB::load_part(tma_b, full, smemB + st.index * OpB::kStageElems, n_blk * kBlkN,
                            Parts::b(k_tile), rank, kPeers, lb);
-          if constexpr (Epi::kBlocks)
-            if (k_tile >= 0)                               // (8-bit: a k-tile is a window)
-              epi.prefetch_blocks(m_blk * kBlkM, min(m_blk * kBlkM + kBlkM, M), n_blk * kBlkN,
-                                  min(n_blk * kBlkN + kBlkN, N), k_tile);
         }
       }
     }
