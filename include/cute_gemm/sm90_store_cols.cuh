@@ -22,10 +22,31 @@ __device__ __forceinline__ cute::uint128_t* cols_buffer(int warp) {
   return buf[warp];
 }
 
-// Column-block group g of accumulator atom (mm, nn) (blocks j = 2g, 2g + 1, row halves 0 and
-// 1: its 4 matrices) as lane `lane` takes it after the transpose: matrix k = lane / 8 is
-// block 2g + k / 2, rows 8 (k % 2) ..+7 of it; its column lane % 8 of that block.
-// (row, col): that column's first row in the tile, and the column.
+// Column-block groups of an accumulator atom: blocks 2g and 2g + 1, row halves 0 and 1, the
+// 4 matrices of one stmatrix; matrix k holds value pair group_value(g, k) of each lane
+template <class Acc>
+constexpr int groups_of() {
+  constexpr int kVals = decltype(cute::size<0>(Acc{}))::value;   // an atom's (2,2,N/8) values
+  static_assert(kVals % 8 == 0, "an atom of whole pairs of column blocks of 8");
+  return kVals / 8;
+}
+__device__ __forceinline__ constexpr int group_value(int g, int k) {
+  return 8 * g + 4 * (k / 2) + 2 * (k % 2);
+}
+
+// f(mm, nn) for each atom of the accumulators, unrolled
+template <class Acc, class F>
+__device__ __forceinline__ void for_each_atom(Acc const& acc, F const& f) {
+  CUTE_UNROLL
+  for (int mm = 0; mm < cute::size<1>(acc); ++mm) {
+    CUTE_UNROLL
+    for (int nn = 0; nn < cute::size<2>(acc); ++nn) f(mm, nn);
+  }
+}
+
+// Where lane `lane` stores group g of atom (mm, nn) after the transpose: matrix k = lane / 8
+// is block 2g + k / 2, rows 8 (k % 2) ..+7 of it; its column lane % 8 of that block. (row,
+// col): that column's first row in the tile, and the column.
 template <class Crd>
 __device__ __forceinline__ void cols_target(Crd const& tCcC, int g, int mm, int nn, int lane,
                                             int& row, int& col) {
@@ -38,8 +59,8 @@ __device__ __forceinline__ void cols_target(Crd const& tCcC, int g, int mm, int 
   col = (k < 2 ? col_lo : col_hi) + lane % 8;
 }
 
-// The 4 packed pairs w (matrix k: block 2g + k/2, row half k%2) through the buffer to C:
-// 8 rows of one column a lane, at p, in-range rows `rows` past its first (>= 8: all).
+// The 4 packed pairs w (matrix k: value pair group_value(g, k)) through the buffer to C:
+// 8 rows of one column a lane, at p; whole: all 8, else the first `in_range` (none if <= 0).
 template <class TC>
 __device__ __forceinline__ void cols_out(cute::uint128_t* buf, uint32_t const (&w)[4], TC* p,
                                          int lane, bool whole, int in_range) {
@@ -66,29 +87,22 @@ __device__ __forceinline__ void store_cols_16B(Acc const& acc, Crd const& tCcC, 
                                                long long sCn, int m0, int n0, int rows,
                                                int cols, bool interior, int warp,
                                                Pair const& pair) {
-  using namespace cute;
   static_assert(sizeof(TC) == 2, "16-bit results: 8 rows in 16 bytes");
-  constexpr int kVals = decltype(size<0>(acc))::value;   // an atom's (2,2,N/8) values
-  static_assert(kVals % 8 == 0, "an atom of whole pairs of column blocks of 8");
-  uint128_t* buf = cols_buffer<kWarps>(warp);
+  cute::uint128_t* buf = cols_buffer<kWarps>(warp);
   const int lane = threadIdx.x % 32;
-  CUTE_UNROLL
-  for (int mm = 0; mm < size<1>(acc); ++mm) {
+  for_each_atom(acc, [&](int mm, int nn) {
     CUTE_UNROLL
-    for (int nn = 0; nn < size<2>(acc); ++nn) {
+    for (int g = 0; g < groups_of<Acc>(); ++g) {
+      uint32_t w[4];
       CUTE_UNROLL
-      for (int g = 0; g < kVals / 8; ++g) {
-        uint32_t w[4];
-        CUTE_UNROLL
-        for (int k = 0; k < 4; ++k) w[k] = pair(8 * g + 4 * (k / 2) + 2 * (k % 2), mm, nn);
-        int r, c;
-        cols_target(tCcC, g, mm, nn, lane, r, c);
-        TC* p = C + (m0 + r) + (n0 + c) * sCn;
-        const bool in = interior || c < cols;
-        cols_out(buf, w, p, lane, interior || (in && r + 8 <= rows), in ? rows - r : 0);
-      }
+      for (int k = 0; k < 4; ++k) w[k] = pair(group_value(g, k), mm, nn);
+      int r, c;
+      cols_target(tCcC, g, mm, nn, lane, r, c);
+      const bool in = interior || c < cols;
+      cols_out(buf, w, C + (m0 + r) + (n0 + c) * sCn, lane, interior || (in && r + 8 <= rows),
+               in ? rows - r : 0);
     }
-  }
+  });
 }
 
 // The same with beta != 0 on an interior tile: each lane's 16 bytes of C loaded (kAhead
@@ -98,36 +112,29 @@ template <int kWarps, class TC, class Acc, class Crd, class Update>
 __device__ __forceinline__ void update_cols_16B(Acc const& acc, Crd const& tCcC, TC* C,
                                                 long long sCn, int m0, int n0, int warp,
                                                 Update const& update) {
-  using namespace cute;
   static_assert(sizeof(TC) == 2, "16-bit results: 8 rows in 16 bytes");
-  constexpr int kVals = decltype(size<0>(acc))::value;
-  static_assert(kVals % 8 == 0, "an atom of whole pairs of column blocks of 8");
-  constexpr int kGroups = kVals / 8, kAhead = 4;
-  uint128_t* buf = cols_buffer<kWarps>(warp);
+  constexpr int kAhead = 4;
+  cute::uint128_t* buf = cols_buffer<kWarps>(warp);
   const int lane = threadIdx.x % 32;
-  CUTE_UNROLL
-  for (int mm = 0; mm < size<1>(acc); ++mm) {
-    CUTE_UNROLL
-    for (int nn = 0; nn < size<2>(acc); ++nn) {
-      auto at = [&](int g) {
-        int r, c;
-        cols_target(tCcC, g, mm, nn, lane, r, c);
-        return C + (m0 + r) + (n0 + c) * sCn;
-      };
-      read_ahead<kGroups, kAhead>(
-          [&](int g) { return *reinterpret_cast<const uint4*>(at(g)); },
-          [&](int g, uint4 old) {
-            __syncwarp();                                  // the last group's reads are done
-            reinterpret_cast<uint4*>(buf)[lane] = old;
-            __syncwarp();
-            uint32_t o[4], w[4];
-            SM75_U16x8_LDSM_T::copy(buf[lane], o[0], o[1], o[2], o[3]);
-            CUTE_UNROLL
-            for (int k = 0; k < 4; ++k) w[k] = update(8 * g + 4 * (k / 2) + 2 * (k % 2), mm, nn, o[k]);
-            cols_out(buf, w, at(g), lane, true, 8);
-          });
-    }
-  }
+  for_each_atom(acc, [&](int mm, int nn) {
+    auto at = [&](int g) {
+      int r, c;
+      cols_target(tCcC, g, mm, nn, lane, r, c);
+      return C + (m0 + r) + (n0 + c) * sCn;
+    };
+    read_ahead<groups_of<Acc>(), kAhead>(
+        [&](int g) { return *reinterpret_cast<const uint4*>(at(g)); },
+        [&](int g, uint4 old) {
+          __syncwarp();                                    // the last group's reads are done
+          reinterpret_cast<uint4*>(buf)[lane] = old;
+          __syncwarp();
+          uint32_t o[4], w[4];
+          cute::SM75_U16x8_LDSM_T::copy(buf[lane], o[0], o[1], o[2], o[3]);
+          CUTE_UNROLL
+          for (int k = 0; k < 4; ++k) w[k] = update(group_value(g, k), mm, nn, o[k]);
+          cols_out(buf, w, at(g), lane, true, 8);
+        });
+  });
 }
 
 }  // namespace cg::sm90
