@@ -158,7 +158,8 @@ class WgmmaWsConfig(FixedTile):
 
     def cpp(self, name: str = "") -> str:
         """The headers' constants, the macros a directive reads (which entries the source
-        defines) and `struct Config` with dyn_smem (the kernel static_asserts its ring fits)."""
+        defines), the kernel body's inline attribute (c6_wgmma_ws.cu says why) and `struct
+        Config` with dyn_smem (the kernel static_asserts its ring fits)."""
         # wgmma atoms of the other N (160, its parts of 80): CuTe selects them only behind
         # this switch, which includes mma_sm90_gmma_ext.hpp (56k lines): set where needed only
         parts = {self.blk_n, self.blk_n // 2 if self.blk_n > 128 else self.blk_n}
@@ -166,6 +167,7 @@ class WgmmaWsConfig(FixedTile):
         return (extended + device_constants(STREAM_K_COUNTERS=STREAM_K_COUNTERS)
                 + f"#define CG_WS_ONLY {4 if self.pingpong else _WS_ONLY[self.only][0]}\n"
                 f"#define CG_WS_TAIL_SPLIT {int(self.tail_split > 0)}\n"
+                f"#define CG_WS_INLINE {'__forceinline__' if self.promote <= 1 else 'CG_INLINE_IF_FUSED'}\n"
                 f"#define CG_WS_BATCHED {int(self.batched)}\n"
                 + config_struct(self, name, "cute_gemm/registry/ladder_hopper.py, WgmmaWsConfig",
                                 derived=("dyn_smem",), skip="only"))

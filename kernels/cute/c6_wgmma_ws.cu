@@ -110,10 +110,15 @@ __device__ __forceinline__ void consume(Mma const& mma, Ring* ring, typename OpA
   }
 }
 
+// Inlined into its entry (CG_WS_INLINE: __forceinline__, written by WgmmaWsConfig.cpp): a
+// call between the entry and the wgmmas serializes them (ptxas C7510), and the compiler
+// stopped inlining it on its own as the 16-bit stores grew. Windows of several k-tiles
+// (promote > 1: CG_INLINE_IF_FUSED) leave it to the compiler unless fused: there forced
+// inlining serialized the wgmmas instead.
 // (Batch: cg::sm90::NoBatch, or a batched entry's cg::sm90::Batch)
 template <class TAB, class TC, GMMA::Major MajA, GMMA::Major MajB, class Epi,
           class Batch = cg::sm90::NoBatch>
-__device__ __forceinline__ void wgmma_ws_body(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tma_a,
+__device__ CG_WS_INLINE void gemm_wgmma_ws(CG_GEMM_PARAMS_T(TAB, TC), const TmaDescriptor* tma_a,
                               const TmaDescriptor* tma_b, float* ws, cg::sm90::TailSplit split,
                               Epi epi, Batch batch = {}) {
   using T = cg::sm90::mma_t<cg::a_t<TAB>>;                  // A's (B's has its size)
@@ -265,20 +270,6 @@ __device__ __forceinline__ void wgmma_ws_body(CG_GEMM_PARAMS_T(TAB, TC), const T
                                     k_tiles, C, sCm, sCn, M, N, alpha, beta, epi);
   }
   if constexpr (kCluster > 1) cg::sm90::cluster_sync();    // no peer writes our smem any more
-}
-
-// The entries' call, inlined into the entry: a call between the entry and the wgmmas
-// serializes them (ptxas C7510), and the compiler stopped inlining the body on its own as the
-// 16-bit stores grew. Windows of several k-tiles (cute_3xtf32's GEMM) leave it to the
-// compiler unfused: there forced inlining serialized the wgmmas instead.
-template <class TAB, class TC, GMMA::Major MajA, GMMA::Major MajB, class... Args>
-__device__ CG_INLINE_IF_FUSED void wgmma_ws_promoted(Args... args) {
-  wgmma_ws_body<TAB, TC, MajA, MajB>(args...);
-}
-template <class TAB, class TC, GMMA::Major MajA, GMMA::Major MajB, class... Args>
-__device__ __forceinline__ void gemm_wgmma_ws(Args... args) {
-  if constexpr (Config::promote > 1) wgmma_ws_promoted<TAB, TC, MajA, MajB>(args...);
-  else wgmma_ws_body<TAB, TC, MajA, MajB>(args...);
 }
 
 // Entry points: cute_wgmma_ws_<precision>_<out>_a<major>_b<major> (as cute_wgmma's), whose
