@@ -375,10 +375,9 @@ def test_16bit_c_column_by_column(name, precision, out):
     written. Each C order; at least one of them reached the kernel column-major."""
     torch = pytest.importorskip("torch")
     from cute_gemm.check import judge, reference, unit
+    from test_batched_gpu import TORCH
     _runnable(name)
-    dtypes = {"bfloat16": torch.bfloat16, "float16": torch.float16,
-              "float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
-    ta, tb, to = (dtypes[t] for t in (PRECISION_DTYPE[precision], PRECISION_DTYPE_B[precision], out))
+    ta, tb, to = (TORCH[t] for t in (PRECISION_DTYPE[precision], PRECISION_DTYPE_B[precision], out))
     gen = torch.Generator(device="cuda").manual_seed(11)
 
     def ints(*shape):
