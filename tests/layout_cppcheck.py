@@ -174,8 +174,10 @@ def flags(rec: Recipe) -> list[str]:
     configuration is in the source's prelude).
     --expt-relaxed-constexpr: NVRTC compiles with -default-device (compile.options), where a
     constexpr function without __device__ serves device code too (pipelined_copies.cuh's
-    StagedGroups); nvcc has no -default-device."""
-    return ["-std=c++17", "-fdevice-syntax-only", "-w", "--expt-relaxed-constexpr",
+    StagedGroups); nvcc has no -default-device.
+    -Og: at -O0 the host compiler emits each of CuTe's small helpers as a function of its own
+    (a third of the time)."""
+    return ["-std=c++17", "-fdevice-syntax-only", "-w", "--expt-relaxed-constexpr", "-Xcompiler=-Og",
             f"-I{paths.project_include_dir()}", f"-I{cute_include_dir()}"]
 
 
