@@ -349,11 +349,13 @@ def default_workers() -> int:
     return max(1, cpus)
 
 
-# compile_apart's child: one entry point of one kernel into the disk cache, nothing printed
+# compile_apart's child: entry points of one kernel (comma-separated; none: the whole kernel)
+# into the disk cache, nothing printed
 _APART = ("import json, os, sys\n"
           "sys.path[:0] = json.loads(os.environ['CUTE_GEMM_APART_PATH'])\n"
           "from cute_gemm.build import cache\n"
-          "cache._prefetch_one(sys.argv[1], sys.argv[2], False, sys.argv[3], (sys.argv[4],))\n")
+          "cache._prefetch_one(sys.argv[1], sys.argv[2], False, sys.argv[3],\n"
+          "                    tuple(sys.argv[4].split(',')) if sys.argv[4] else None)\n")
 
 
 def compile_apart(kernel, arch: str, entries: tuple[str, ...], least: int = 2) -> None:
@@ -369,7 +371,7 @@ def compile_apart(kernel, arch: str, entries: tuple[str, ...], least: int = 2) -
             return
         for i in range(0, len(todo), workers):
             batch = todo[i:i + workers]
-            running = _spawn(kernel, arch, batch)
+            running = _spawn(kernel, arch, [(e,) for e in batch])
             for p in running:
                 p.wait()
             if len(running) < len(batch):       # no interpreter to start: the caller
@@ -379,27 +381,41 @@ def compile_apart(kernel, arch: str, entries: tuple[str, ...], least: int = 2) -
 def spawn_apart(kernel, arch: str, entries: tuple[str, ...]) -> list:
     """compile_apart's first round started, not waited for (its subprocess.Popen children): started
     from the calling thread, they finish even if this process exits first (resolve.Loaded.ready)."""
-    return _spawn(kernel, arch, _missing_apart(kernel, arch, entries)[:default_workers()])
+    return _spawn(kernel, arch, [(e,) for e in _missing_apart(kernel, arch, entries)[:default_workers()]])
+
+
+def spawn_whole(kernel, arch: str) -> list:
+    """The whole kernel compiled as one program by a child, started, not waited for (as
+    spawn_apart's); none where it is cached or no child can hand it back."""
+    if not _children_can() or lookup(kernel, arch) is not None:
+        return []
+    return _spawn(kernel, arch, [()])
+
+
+def _children_can() -> bool:
+    """Whether a child can compile for this process: the disk level is how it hands its cubin
+    back, and an embedding host's binary (uwsgi, or none) is no interpreter to start."""
+    return disk_enabled() and os.path.basename(sys.executable).startswith("python")
 
 
 def _missing_apart(kernel, arch: str, entries) -> list[str]:
     """Those of `entries` not cached each alone, for children to compile; none where no child
-    can: the disk level is how a child hands its cubin back, and an embedding host's binary
-    (uwsgi, or none) is no interpreter to start."""
-    if not disk_enabled() or not os.path.basename(sys.executable).startswith("python"):
+    can (_children_can)."""
+    if not _children_can():
         return []
     return [e for e in entries if lookup(kernel, arch, entries=(e,)) is None]
 
 
-def _spawn(kernel, arch: str, entries) -> list:
-    """One compile_apart child per entry point, started; those that could be."""
+def _spawn(kernel, arch: str, selections) -> list:
+    """One compile_apart child per selection of entry points (empty: the whole kernel),
+    started; those that could be."""
     import subprocess               # here: `import cute_gemm` stays without it
     env = dict(os.environ, CUTE_GEMM_APART_PATH=json.dumps([p for p in sys.path if p]))
     argv = [sys.executable, "-c", _APART, kernel.name, _compile.normalize_arch(arch), str(cache_dir())]
     running: list = []
     with contextlib.suppress(OSError):
-        for e in entries:
-            running.append(subprocess.Popen([*argv, e], env=env, stdin=subprocess.DEVNULL,
+        for sel in selections:
+            running.append(subprocess.Popen([*argv, ",".join(sel)], env=env, stdin=subprocess.DEVNULL,
                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     return running
 

@@ -166,22 +166,27 @@ class Loaded:
                 or all(e in self.cubins or cache.lookup(k, arch, entries=(e,)) for e in group)):
             return True
         if start:
+            # every entry point: one program, as cubin_of compiles it (the whole kernel's cubin,
+            # which `cute-gemm compile` and the compile check build: ptxas may allocate an
+            # entry compiled alone differently, and serialize its wgmmas)
+            whole = len(group) > 1 and set(group) == set(k.entries)
             with _behind_lock:
                 if key not in _behind:
-                    children = cache.spawn_apart(k, arch, group)
+                    children = cache.spawn_whole(k, arch) if whole else cache.spawn_apart(k, arch, group)
                     t = _behind[key] = _Behind(
-                        target=self._compile_behind, args=(group, children),
+                        target=self._compile_behind, args=(group, children, whole),
                         name=f"cute_gemm compile {k.name} {' '.join(group)}")
                     t.start()
         return False
 
-    def _compile_behind(self, group: tuple[str, ...], children: list) -> None:
-        # each entry point in a child process (this process's NVRTC stays free for the
-        # stand-in): ready()'s children, then any left; in-process where none can run
+    def _compile_behind(self, group: tuple[str, ...], children: list, whole: bool) -> None:
+        # in child processes (this process's NVRTC stays free for the stand-in): ready()'s
+        # children, then any entry point left; in-process where none can run
         try:
             for p in children:
                 p.wait()
-            cache.compile_apart(self.kernel, self.arch, group, least=1)
+            if not whole:
+                cache.compile_apart(self.kernel, self.arch, group, least=1)
             for e in group:
                 self.cubin_of(e, group)
         except Exception:       # noqa: BLE001 -- the foreground compiles it again and raises
