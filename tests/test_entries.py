@@ -87,8 +87,8 @@ def test_every_source_compiles_one_entry_point_alone(k):
 @pytest.fixture
 def fake_nvrtc(monkeypatch):
     """NVRTC replaced: records the entry selection of each compile (the CG_WANT_ macros of its
-    prelude), and writes a ptxas-like log for the entry points it was asked for (all of the
-    kernel's without a selection)."""
+    prelude: all of the kernel's for the whole kernel), and writes a ptxas-like log for the
+    entry points it was asked for."""
     runs: list[tuple[str, tuple[str, ...]]] = []
     lock = threading.Lock()
 
@@ -98,7 +98,7 @@ def fake_nvrtc(monkeypatch):
         with lock:
             runs.append((kernel.name, wanted))
         log = "".join(f"ptxas info    : Compiling entry function '{e}' for 'sm_90'\n"
-                      f"ptxas info    : Used 32 registers\n" for e in wanted or kernel.entries)
+                      f"ptxas info    : Used 32 registers\n" for e in wanted)
         return b"CUBIN " + " ".join(opts).encode(), None, log, 0.05
     monkeypatch.setattr(comp, "run_nvrtc", run_nvrtc)
 
@@ -114,9 +114,13 @@ def test_the_prelude_selects_entry_points_in_the_kernels_order():
     sel = comp.read_source(PIPE, comp.select_entries(
         PIPE, ["cute_pipelined_ak_bn_sk", "cute_pipelined_ak_bn"]))
     cfg = PIPE.config.cpp(PIPE.name)
-    assert whole.startswith(cfg) and sel.startswith(cfg) and "CG_ENTRIES" not in whole
+    body = whole.split("#line 1", 1)[1]
+    assert whole.startswith(cfg) and sel.startswith(cfg)
+    # the whole kernel: its own entry points (c3 also defines its split configurations')
+    assert whole[len(cfg):] == ("#define CG_ENTRIES\n" + "".join(
+        f"#define CG_WANT_{e} 1\n" for e in PIPE.entries) + "#line 1" + body)
     assert sel[len(cfg):] == ("#define CG_ENTRIES\n#define CG_WANT_cute_pipelined_ak_bn 1\n"
-                              "#define CG_WANT_cute_pipelined_ak_bn_sk 1\n" + whole[len(cfg):])
+                              "#define CG_WANT_cute_pipelined_ak_bn_sk 1\n#line 1" + body)
     assert comp.select_entries(PIPE, None) is None
     assert comp.select_entries(PIPE, PIPE.entries) is None          # all of them: the whole kernel
 
@@ -206,7 +210,7 @@ def test_a_launch_of_every_entry_point_compiles_the_whole_kernel(fake_nvrtc, tmp
     k = registry.get("cute_3xtf32")                  # its pre-pass launches both its entries
     lk = resolve.Loaded(k, 0, "sm_90a", 232448, 132)
     assert [lk.function(e, k.entries) for e in k.entries] == list(k.entries)
-    assert fake_nvrtc == [("cute_3xtf32", ())] and lk.cubins[k.entries[1]].whole
+    assert fake_nvrtc == [("cute_3xtf32", k.entries)] and lk.cubins[k.entries[1]].whole
 
 
 def test_the_resolver_takes_a_cached_whole_kernel(fake_nvrtc, tmp_cache, loaded_pipe):
@@ -215,7 +219,7 @@ def test_the_resolver_takes_a_cached_whole_kernel(fake_nvrtc, tmp_cache, loaded_
     key, entry = loaded_pipe.function("cute_pipelined_am_bn", ("cute_pipelined_am_bn_sk",))
     assert key == whole.key and entry == "cute_pipelined_am_bn"
     loaded_pipe.function("cute_pipelined_ak_bk_s")
-    assert fake_nvrtc == [("cute_pipelined", ())]                    # only the whole compile
+    assert fake_nvrtc == [("cute_pipelined", PIPE.entries)]          # only the whole compile
     assert {c.key for c in loaded_pipe.cubins.values()} == {whole.key}
 
 
@@ -228,7 +232,7 @@ def test_a_whole_kernel_with_calls_left_in_it_is_not_launched(fake_nvrtc, tmp_ca
 
     def with_calls(kernel, source, opts, want_ptx):
         cubin, ptx, log, secs = run(kernel, source, opts, want_ptx)
-        whole = "CG_ENTRIES" not in source.split("#line 1")[0]
+        whole = source.split("#line 1")[0].count("CG_WANT_") == len(kernel.entries)
         extra = ("ptxas info    : Function properties for _Z24__cvta_generic_to_sharedPKv\n"
                  "ptxas info    : Function properties for min\n") if whole else ""
         return cubin, ptx, log + extra, secs

@@ -112,13 +112,14 @@ def options(kernel, arch: str, extra: tuple[str, ...] = ()) -> list[str]:
 
 def prelude(kernel, entries: tuple[str, ...] | None = None) -> str:
     """What NVRTC compiles in front of the kernel's source: its config's C++ (KernelConfig.cpp)
-    and epilogue's, the entry selection (entries.cuh's CG_ENTRIES, a CG_WANT_<entry> each),
-    then a #line, so that compiler messages name the source's own lines."""
+    and epilogue's, the entry selection (entries.cuh's CG_ENTRIES, a CG_WANT_<entry> each:
+    `entries`, or the whole kernel's, for a source defines other configurations' entry points
+    too: cute_mma_sm80's is 17 of c4's 100), then a #line, so that compiler messages name the
+    source's own lines."""
     cfg = kernel.config.cpp(kernel.name) if kernel.config is not None else ""
     if kernel.epilogue is not None:
         cfg += kernel.epilogue.cpp()
-    sel = ("#define CG_ENTRIES\n" + "".join(f"#define CG_WANT_{e} 1\n" for e in entries)
-           if entries is not None else "")
+    sel = "#define CG_ENTRIES\n" + "".join(f"#define CG_WANT_{e} 1\n" for e in entries or kernel.entries)
     return f'{cfg}{sel}#line 1 "{kernel.source}"\n'
 
 
