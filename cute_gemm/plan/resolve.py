@@ -125,12 +125,17 @@ class Loaded:
         with self.lock:
             missing = tuple(e for e in wanted if e == entry or e not in self.cubins)
         missing = self._hold_alone(missing)
-        if 1 < len(missing) < len(k.entries):
+        if len(missing) > 1 and not self._every(missing):
             cache.compile_apart(k, arch, missing)
             missing = self._hold_alone(missing)
         if not missing:
             return self.cubins[entry]
         return self._hold(cache.get(k, arch, entries=missing), entry)
+
+    def _every(self, entries: tuple[str, ...]) -> bool:
+        """Whether `entries` are all the kernel's: compiled as one program, the whole kernel (a
+        launch of fewer compiles them apart, each alone)."""
+        return set(entries) == set(self.kernel.entries)
 
     def _whole(self, wanted: int):
         """The whole kernel's cubin where cached (`cute-gemm compile`), unless NVVM left calls in
@@ -169,7 +174,7 @@ class Loaded:
             # every entry point: one program, as cubin_of compiles it (the whole kernel's cubin,
             # which `cute-gemm compile` and the compile check build: ptxas may allocate an
             # entry compiled alone differently, and serialize its wgmmas)
-            whole = len(group) > 1 and set(group) == set(k.entries)
+            whole = len(group) > 1 and self._every(group)
             with _behind_lock:
                 if key not in _behind:
                     children = cache.spawn_whole(k, arch) if whole else cache.spawn_apart(k, arch, group)
