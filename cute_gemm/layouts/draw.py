@@ -25,13 +25,6 @@ def item_text(it: Item, once: bool = False) -> str:
     return "".join(out)
 
 
-def _grid(rows: int, cols: int, cell) -> str:
-    w = max(len(cell(r, c)) for r in range(rows) for c in range(cols))
-    lines = ["     " + "".join(f"{c:>{w + 1}}" for c in range(cols))]
-    lines += [f"{r:>4} " + "".join(f"{cell(r, c):>{w + 1}}" for c in range(cols)) for r in range(rows)]
-    return "\n".join(lines) + "\n"
-
-
 def describe(it: Item, once: bool = False) -> str:
     """One item for people: title, CuTe's text (`once`: see item_text) and, but for a layout's own grid,
     the map its picture draws: who holds, reads or brings in each element of the tile, or its bank."""
@@ -39,11 +32,11 @@ def describe(it: Item, once: bool = False) -> str:
     out = [f"== {it.title}\n", body]
     if it.kind not in ("layout", "thread"):          # those: CuTe's print_layout grid above
         g = grid_of(it)
-
-        def text(r, c):
-            cell = g.cells.get((r, c))
-            return cell.text.replace("\n", "") if cell and cell.text else "."
-        out += [f"{g.legend}:\n", _grid(g.rows, g.cols, text)]
+        text = {(r, c): cell.text.replace("\n", "") or "." for (r, c), cell in g.cells.items()}
+        rows, cols = range(g.rows), range(g.cols)
+        w = max(len(text.get((r, c), ".")) for r in rows for c in cols) + 1
+        out += [f"{g.legend}:\n     " + "".join(f"{c:>{w}}" for c in cols) + "\n"]
+        out += [f"{r:>4} " + "".join(f"{text.get((r, c), '.'):>{w}}" for c in cols) + "\n" for r in rows]
     return "".join(out) + "\n"
 
 

@@ -91,17 +91,17 @@ _STEP = {"A": (1, None), "B": (None, 1)}                         # local_partiti
 THR_C = Def("thr_layout_c()", make_layout((16, 16), "row"))     # c0, c8: (THR_M,THR_N), n fastest
 
 
-def _thread_c(b: Recipe, tC: Def, sm: dict[str, tuple[Def, str]] | None = None, note: str = "") -> None:
-    """Smem tiles sm (op -> (layout, title)), the thread layout tC and C's tile, then what tC gives
-    thread t: the rows of sA, the columns of B (rows of sB), the outputs."""
-    for op, (d, title) in (sm or {}).items():
-        b.layout(f"s{op}", title, d)
+def _thread_c(b: Recipe, tC: Def, sm: dict[str, Def] | None = None, note: str = "",
+              reads=("rows of sA", "columns of B (rows of sB)"), how=("", ""), order=(None, None)) -> None:
+    """The thread layout tC and C's tile, then what tC gives thread t of the smem tiles sm (op -> layout):
+    `reads` (A's, B's), and the outputs; `how` ends those titles, `order` composes sm's, C's tiles first."""
     b.layout("tC", f"tC: (THR_M,THR_N) -> thread index{note}", tC, "thread")
     b.tile("gC", Global("C"))
-    for op, (d, _) in (sm or {}).items():
-        _part(b, f"tCs{op}", Smem(op, d), tC, "tC", f"{'rows of sA' if op == 'A' else 'columns of B (rows of sB)'} "
-              f"thread {b.thread} reads", step=_STEP[op], exact=False)
-    _part(b, "tCgC", Global("C"), tC, "tC", f"the outputs thread {b.thread} computes", step=(1, 1))
+    for op, d in (sm or {}).items():
+        _part(b, f"tCs{op}", Smem(op, d), tC, "tC", f"{reads[op == 'B']} thread {b.thread} reads{how[0]}",
+              step=_STEP[op], order=order[0], exact=False)
+    _part(b, "tCgC", Global("C"), tC, "tC", f"the outputs thread {b.thread} computes{how[1]}", step=(1, 1),
+          order=order[1])
 
 
 # ---- c0_gmem: local_tile / local_partition straight from global memory ----------------------
@@ -133,13 +133,8 @@ def _c8(b: Recipe) -> None:
     b.layout("sB", "sB: (BLK_N,BLK_K) strip of B as float, rows of BLK_N + 4", sm["B"])
     b.layout("order", "order<true>: (thread coordinate, value) -> row or column: 4 neighbours a thread "
              "(where C's rows are no runs of aligned vectors, c0's partition as it is)", Def("order<true>()", order))
-    b.layout("tC", "tC: (THR_M,THR_N) -> thread index", THR_C, "thread")
-    b.tile("gC", Global("C"))
-    for op in "AB":
-        _part(b, f"tCs{op}", Smem(op, sm[op]), THR_C, "tC", f"the {'rows of sA' if op == 'A' else 'columns of B'} "
-              f"thread {b.thread} reads, 4 side by side (one float4 a k)", step=_STEP[op], order=by_k, exact=False)
-    _part(b, "tCgC", Global("C"), THR_C, "tC", f"the outputs thread {b.thread} computes: a vector of 4 a row",
-          step=(1, 1), order=by_c)
+    _thread_c(b, THR_C, sm, reads=("the rows of sA", "the columns of B"), order=(by_k, by_c),
+              how=(", 4 side by side (one float4 a k)", ": a vector of 4 a row"))
     # bf16/fp16: strips in their own type, k-major, multiplied by mma.sync; C staged as float
     smk = {op: Def(f"smem_layout_mma<BLK_{_EXT[op]}>()", Layout((x, bK), (bK + 8, 1)))
            for op, x in (("A", bM), ("B", bN))}
@@ -186,9 +181,10 @@ def _c1(b: Recipe) -> None:
             _part(b, f"{pre}t{op}s{op}", Smem(op, sm[op]), thr, f"t{op}",
                   f"where thread {t} stores it in shared memory")
     b.section("shared memory and the compute partitions (every entry)")
-    _thread_c(b, Def("thr_layout_c()", make_layout((16, 16))), {                     # m fastest
-        "A": (sm["A"], "sA: (BLK_M,BLK_K) shared-memory tile of A, m-major"),
-        "B": (sm["B"], "sB: (BLK_N,BLK_K) shared-memory tile of B, n-major")}, ", compute")
+    for op in "AB":
+        b.layout(f"s{op}", f"s{op}: (BLK_{_EXT[op]},BLK_K) shared-memory tile of {op}, "
+                 f"{_EXT[op].lower()}-major", sm[op])
+    _thread_c(b, Def("thr_layout_c()", make_layout((16, 16))), sm, ", compute")        # m fastest
 
 
 # ---- c2_tiled, c3_multistage, c3_pipelined: TiledCopy + TiledMMA ---------------------------
