@@ -131,11 +131,10 @@ class Item:
     @cached_property
     def owners(self) -> list[list[int]]:
         """Per element of the tile (column-major), the threads (0, owner_step, ...) holding it."""
-        src, out = View(make_layout(tuple(self.tile))), [[] for _ in range(self.tile[0] * self.tile[1])]
+        out = [[] for _ in range(self.tile[0] * self.tile[1])]
         for t in range(0, self.nthreads, self.owner_step):
-            p = self.part(src, t)
-            for v in values(p.layout):
-                out[int(p.offset) + v].append(t)
+            for r, c in self.values_of(t):
+                out[r + c * self.tile[0]].append(t)
         return out
 
     def values_of(self, t: int) -> dict[tuple[int, int], int]:

@@ -11,7 +11,7 @@ from ..build import paths
 from ..registry.ladder_cute import SMEM_PAD, WARP_M, kquad_stage
 from .algebra import (SM80_16x8x16, UNIVERSAL_FMA, Layout, TiledCopy, TiledMMA, fmt,
                       gmma_ss, ldsm_x4_a, make_layout, product_each, swizzle_atom, tile_to_shape)
-from .model import PROBLEM, THREAD, Def, Global, Part, Recipe, Smem
+from .model import PROBLEM, STEPS, THREAD, Def, Global, Part, Recipe, Smem
 
 RECIPES: dict[str, Callable] = {}         # kernel source (registry `source`) -> recipe
 
@@ -87,7 +87,6 @@ def _part(b: Recipe, name: str, src, by: Def, label: str, what: str, which: str 
 
 _EXT = {"A": "M", "B": "N"}
 _MODES = {"A": "M,K", "B": "N,K", "C": "M,N"}
-_STEP = {"A": (1, None), "B": (None, 1)}                         # local_partition by tC
 THR_C = Def("thr_layout_c()", make_layout((16, 16), "row"))     # c0, c8: (THR_M,THR_N), n fastest
 
 
@@ -99,7 +98,7 @@ def _thread_c(b: Recipe, tC: Def, sm: dict[str, Def] | None = None, note: str = 
     b.tile("gC", Global("C"))
     for op, d in (sm or {}).items():
         _part(b, f"tCs{op}", Smem(op, d), tC, "tC", f"{reads[op == 'B']} thread {b.thread} reads{how[0]}",
-              step=_STEP[op], order=order[0], exact=False)
+              step=STEPS[op][:2], order=order[0], exact=False)
     _part(b, "tCgC", Global("C"), tC, "tC", f"the outputs thread {b.thread} computes{how[1]}", step=(1, 1),
           order=order[1])
 
@@ -115,7 +114,7 @@ def _c0(b: Recipe) -> None:
             b.section(f"{op} strides {macro} = {fmt(g.strides(b.problem))} ({', '.join(users)})")
             b.tile(f"{macro}/g{op}", g)
             _part(b, f"{macro}/tCg{op}", g, THR_C, "tC", f"the {rows} thread {b.thread} reads",
-                  step=_STEP[op], exact=False)
+                  step=STEPS[op][:2], exact=False)
 
 
 # ---- c8_tiny_k: strips of A and B in shared memory, c0's partition of C (16-bit: mma.sync) ------
