@@ -201,17 +201,26 @@ class Recipe:
         v = by.value                          # a TiledCopy (which "S") or TiledMMA ("A", "B", "C")
         return self._item(name, title, "tv", TV(by, which), v.layout_tv(which), tile=v.tile(which))
 
-    def partition(self, name: str, title: str, src, part: Part, exact: bool = True,
-                  tile: tuple | None = None, owner_step: int = 1, nthreads: int = 0) -> Item:
-        """tile: the (rows, cols) split (default: the operand's CTA tile); owners: threads 0,
-        owner_step, ... < nthreads (default: the kernel's)."""
-        view = src.view(self.tiler, self.problem)
-        p = part(view, self.thread)
+    def partition(self, name: str, src, by: Def, label: str, what: str, which: str = "", step=None,
+                  order: Def | None = None, exact: bool = True, tile: tuple | None = None,
+                  owner_step: int = 1, nthreads: int = 0) -> Item:
+        """Thread t's share of src by `by` (the kernel's `label`), titled with the kernel's call:
+        local_partition(src, label, t[, step]) by a thread layout, label.get_slice(t).partition_<which>(src)
+        by a TiledCopy or TiledMMA; order: src composed with that tiler first. tile: the (rows, cols)
+        split (default: the operand's CTA tile); owners: threads 0, owner_step, ... < nthreads (default:
+        the kernel's)."""
+        t, of = self.thread, f"{'s' if isinstance(src, Smem) else 'g'}{src.op}"
+        of = f"composition({of}, {order.name})" if order is not None else of
+        steps = f", Step<{', '.join('_1' if s else 'X' for s in step)}>" if step else ""
+        call = (f"{label}.get_slice({t}).partition_{which}({of})" if which else
+                f"local_partition({of}, {label}, {t}{steps})")
+        part, view = Part(by, which, step, order), src.view(self.tiler, self.problem)
+        p = part(view, t)
         bm, bn, bk = self.tiler
         default = (bm if src.op in "AC" else bn, bn if src.op == "C" else bk)
-        return self._item(name, title, "partition", src, p.layout, part=part, offset=p.offset,
-                          tile=tile or default, nthreads=nthreads or self.nthreads, exact=exact,
-                          thread=self.thread, src_rank=rank(view.layout), owner_step=owner_step)
+        return self._item(name, f"{name.rsplit('/', 1)[-1]} = {call}: {what}", "partition", src, p.layout,
+                          part=part, offset=p.offset, tile=tile or default, nthreads=nthreads or self.nthreads,
+                          exact=exact, thread=t, src_rank=rank(view.layout), owner_step=owner_step)
 
     def table(self, name: str, title: str, d: Def, elem_bytes: int = 0, box=None, kmajor=False) -> Item:
         """The bank map of shared-memory layout d (elem_bytes given: kind "banks"), or which TMA

@@ -11,7 +11,7 @@ from ..build import paths
 from ..registry.ladder_cute import SMEM_PAD, WARP_M, kquad_stage
 from .algebra import (SM80_16x8x16, UNIVERSAL_FMA, Layout, TiledCopy, TiledMMA, fmt,
                       gmma_ss, ldsm_x4_a, make_layout, product_each, swizzle_atom, tile_to_shape)
-from .model import PROBLEM, STEPS, THREAD, Def, Global, Part, Recipe, Smem
+from .model import PROBLEM, STEPS, THREAD, Def, Global, Recipe, Smem
 
 RECIPES: dict[str, Callable] = {}         # kernel source (registry `source`) -> recipe
 
@@ -72,19 +72,6 @@ def _by(users: dict, key) -> list[tuple]:
     return sorted(out.items())
 
 
-def _part(b: Recipe, name: str, src, by: Def, label: str, what: str, which: str = "", step=None,
-          order: Def | None = None, **kw) -> None:
-    """Thread t's share of src, titled with the kernel's call: local_partition(src, label, t[, step])
-    by a thread layout, or label.get_slice(t).partition_<which>(src) by a TiledCopy or TiledMMA;
-    order: src composed with that tiler first."""
-    t, of = b.thread, f"{'s' if isinstance(src, Smem) else 'g'}{src.op}"
-    of = f"composition({of}, {order.name})" if order is not None else of
-    steps = f", Step<{', '.join('_1' if s else 'X' for s in step)}>" if step else ""
-    call = (f"{label}.get_slice({t}).partition_{which}({of})" if which else
-            f"local_partition({of}, {label}, {t}{steps})")
-    b.partition(name, f"{name.rsplit('/', 1)[-1]} = {call}: {what}", src, Part(by, which, step, order), **kw)
-
-
 _EXT = {"A": "M", "B": "N"}
 _MODES = {"A": "M,K", "B": "N,K", "C": "M,N"}
 THR_C = Def("thr_layout_c()", make_layout((16, 16), "row"))     # c0, c8: (THR_M,THR_N), n fastest
@@ -97,10 +84,10 @@ def _thread_c(b: Recipe, tC: Def, sm: dict[str, Def] | None = None, note: str = 
     b.layout("tC", f"tC: (THR_M,THR_N) -> thread index{note}", tC, "thread")
     b.tile("gC", Global("C"))
     for op, d in (sm or {}).items():
-        _part(b, f"tCs{op}", Smem(op, d), tC, "tC", f"{reads[op == 'B']} thread {b.thread} reads{how[0]}",
-              step=STEPS[op][:2], order=order[0], exact=False)
-    _part(b, "tCgC", Global("C"), tC, "tC", f"the outputs thread {b.thread} computes{how[1]}", step=(1, 1),
-          order=order[1])
+        b.partition(f"tCs{op}", Smem(op, d), tC, "tC", f"{reads[op == 'B']} thread {b.thread} reads{how[0]}",
+                    step=STEPS[op][:2], order=order[0], exact=False)
+    b.partition("tCgC", Global("C"), tC, "tC", f"the outputs thread {b.thread} computes{how[1]}", step=(1, 1),
+                order=order[1])
 
 
 # ---- c0_gmem: local_tile / local_partition straight from global memory ----------------------
@@ -113,8 +100,8 @@ def _c0(b: Recipe) -> None:
             g = Global(op, macro)
             b.section(f"{op} strides {macro} = {fmt(g.strides(b.problem))} ({', '.join(users)})")
             b.tile(f"{macro}/g{op}", g)
-            _part(b, f"{macro}/tCg{op}", g, THR_C, "tC", f"the {rows} thread {b.thread} reads",
-                  step=STEPS[op][:2], exact=False)
+            b.partition(f"{macro}/tCg{op}", g, THR_C, "tC", f"the {rows} thread {b.thread} reads",
+                        step=STEPS[op][:2], exact=False)
 
 
 # ---- c8_tiny_k: strips of A and B in shared memory, c0's partition of C (16-bit: mma.sync) ------
@@ -150,10 +137,10 @@ def _c8(b: Recipe) -> None:
     b.layout("mma/sC", "sC: (BLK_M,BLK_N) the accumulators as float, rows of BLK_N + 8: read back "
              "through tCgC's partition above", sc)
     for op in "AB":
-        _part(b, f"mma/tCs{op}", Smem(op, smk[op]), mma, "mma", f"(MMA,MMA_{_EXT[op]},MMA_K), what thread "
-              f"{b.thread} reads of s{op} (ldmatrix.x4)", op, exact=False)
-    _part(b, "mma/tCsC", Smem("C", sc), mma, "mma", f"(MMA,MMA_M,MMA_N), where thread {b.thread} stages its "
-          "accumulators", "C")
+        b.partition(f"mma/tCs{op}", Smem(op, smk[op]), mma, "mma", f"(MMA,MMA_{_EXT[op]},MMA_K), what "
+                    f"thread {b.thread} reads of s{op} (ldmatrix.x4)", op, exact=False)
+    b.partition("mma/tCsC", Smem("C", sc), mma, "mma", f"(MMA,MMA_M,MMA_N), where thread {b.thread} "
+                "stages its accumulators", "C")
 
 
 # ---- c1_smem: k-tiles staged through shared memory -------------------------------------------
@@ -176,9 +163,9 @@ def _c1(b: Recipe) -> None:
             b.tile(f"{pre}g{op}", g, f", {major}-major")
             b.layout(f"{pre}t{op}", f"t{op} ({thr.name}): (THR_{_EXT[op]},THR_K) -> thread index, "
                      "copy global -> shared", thr, "thread")
-            _part(b, f"{pre}t{op}g{op}", g, thr, f"t{op}", f"what thread {t} loads from global")
-            _part(b, f"{pre}t{op}s{op}", Smem(op, sm[op]), thr, f"t{op}",
-                  f"where thread {t} stores it in shared memory")
+            b.partition(f"{pre}t{op}g{op}", g, thr, f"t{op}", f"what thread {t} loads from global")
+            b.partition(f"{pre}t{op}s{op}", Smem(op, sm[op]), thr, f"t{op}",
+                        f"where thread {t} stores it in shared memory")
     b.section("shared memory and the compute partitions (every entry)")
     for op in "AB":
         b.layout(f"s{op}", f"s{op}: (BLK_{_EXT[op]},BLK_K) shared-memory tile of {op}, "
@@ -195,7 +182,8 @@ def _copy_in(b: Recipe, op: str, macro: str, cp: Def, name: str, label: str, use
     b.tile(f"{pre}g{op}", g)
     b.tv(f"{pre}copy_TV", f"{name}: TiledCopy (thread, value) -> ({_EXT[op]},K) coordinate "
          f"in its {fmt(cp.value.tiler)} tile (get_layoutS_TV; D is the same)", cp, "S")
-    _part(b, f"{pre}t{op}g{op}", g, cp, label, f"(CPY,CPY_{_EXT[op]},CPY_K,k), what thread {b.thread} loads", "S")
+    b.partition(f"{pre}t{op}g{op}", g, cp, label,
+                f"(CPY,CPY_{_EXT[op]},CPY_K,k), what thread {b.thread} loads", "S")
 
 
 def _mma_c(b: Recipe, mma: Def, ops: str = "ABC", a_note: str = "", c_note: str = "", nthreads: int = 0) -> None:
@@ -206,8 +194,8 @@ def _mma_c(b: Recipe, mma: Def, ops: str = "ABC", a_note: str = "", c_note: str 
         b.tv(f"mma_{op}_TV", f"TiledMMA {op}: (thread, value) -> ({_MODES[op]}) coordinate (get_layout{op}_TV)"
              + notes.get(op, ""), mma, op)
     b.tile("gC", Global("C"))
-    _part(b, "tCgC", Global("C"), mma, "mma", f"(MMA,MMA_M,MMA_N), the accumulators thread {b.thread} "
-          f"holds{' (consumer thread index)' if nthreads else ''}", "C", nthreads=nthreads)
+    b.partition("tCgC", Global("C"), mma, "mma", f"(MMA,MMA_M,MMA_N), the accumulators thread {b.thread} "
+                f"holds{' (consumer thread index)' if nthreads else ''}", "C", nthreads=nthreads)
 
 
 def _copy_mma(b: Recipe, macro: str, copies: dict[str, Def], smem: dict[str, Def], mma: Def,
@@ -220,19 +208,19 @@ def _copy_mma(b: Recipe, macro: str, copies: dict[str, Def], smem: dict[str, Def
             cp, label, pre = _lookup(copies, cname, b.kernel), f"copy_{op.lower()}", f"{op}_{smacro}_{cname}/"
             own, note = stage_of(op, cname) if stage_of else (smem[op], "")
             _copy_in(b, op, smacro, cp, cname, label, users, pre, "copy")
-            _part(b, f"{pre}t{op}s{op}", Smem(op, own), cp, label, f"where thread {t} stores it in shared memory",
-                  "D")
+            b.partition(f"{pre}t{op}s{op}", Smem(op, own), cp, label,
+                        f"where thread {t} stores it in shared memory", "D")
             if own != smem[op]:
                 b.layout(f"{pre}s{op}", f"s{op}: shared tile of {op} for these entries ({own.name}), {note}", own)
-                _part(b, f"{pre}tCs{op}", Smem(op, own), mma, "mma", f"(MMA,MMA_{_EXT[op]},MMA_K,BUF), what "
-                      f"thread {t} reads of it", op, exact=False)
+                b.partition(f"{pre}tCs{op}", Smem(op, own), mma, "mma",
+                            f"(MMA,MMA_{_EXT[op]},MMA_K,BUF), what thread {t} reads of it", op, exact=False)
     b.section("shared memory, TiledMMA and the compute partitions (every entry)")
     for op in "AB":
         b.layout(f"s{op}", f"s{op}: shared tile of {op}, {_EXT[op].lower()}-major, {smem_note}", smem[op])
     _mma_c(b, mma)
     for op in "AB":
-        _part(b, f"tCs{op}", Smem(op, smem[op]), mma, "mma", f"(MMA,MMA_{_EXT[op]},MMA_K[,PIPE]), what "
-              f"thread {t} reads of s{op}", op, exact=False)
+        b.partition(f"tCs{op}", Smem(op, smem[op]), mma, "mma", f"(MMA,MMA_{_EXT[op]},MMA_K[,PIPE]), what "
+                    f"thread {t} reads of s{op}", op, exact=False)
 
 
 def _vectors(nt: int, v: int, kmajor: bool, ext: int, cap: int = 1 << 30) -> TiledCopy:
@@ -451,16 +439,18 @@ def _gmma(b: Recipe, consumers: int, parts: int, stage_cpp: str, mma_cpp: str) -
     _mma_c(b, mma, "C", c_note=f": the accumulator fragment, {bm} x {bn} over {nthr} threads",
            nthreads=nthr)
     for op, s, tile in (("A", sA, (bm, kt)), ("B", sB, (bn, kt))):
-        _part(b, f"tCs{op}", Smem(op, s), mma, "mma", f"(MMA,MMA_{_EXT[op]},MMA_K,PIPE), what a warpgroup's wgmma "
-              f"reads of s{op} through descriptors ({'all of it; ' if op == 'B' else ''}owners: warpgroups, "
-              "as thread 128 w)", op, exact=op == "A" or consumers == 1, tile=tile, owner_step=128, nthreads=nthr)
+        b.partition(f"tCs{op}", Smem(op, s), mma, "mma", f"(MMA,MMA_{_EXT[op]},MMA_K,PIPE), what a warpgroup's "
+                    f"wgmma reads of s{op} through descriptors ({'all of it; ' if op == 'B' else ''}owners: "
+                    "warpgroups, as thread 128 w)", op, exact=op == "A" or consumers == 1, tile=tile,
+                    owner_step=128, nthreads=nthr)
     if nb == 1 and bn > 128:       # 8-bit tiles wider than 128: computed in two parts
         part = Def("make_tiled_mma(GMMA::ss_op_selector<T, TB, float, Shape<_64, Int<kBlkN / 2>, "
                    "Int<kBlkK>>, MajA, MajB>(), Layout<Shape<Int<Config::consumers>, _1, _1>>{})",
                    TiledMMA(gmma_ss(bn // 2, 32), make_layout((consumers, 1, 1))), local=True)
-        _part(b, "tPsB", Smem("B", sB), part, "part", f"(MMA,PARTS,MMA_K,PIPE), sB in parts of {bn // 2} "
-              "columns, part p what the kernel's tPrB<p> reads (sm90_consumer_scaled.cuh: part 0's wgmmas, "
-              "then part 1's)", "B", exact=consumers == 1, tile=(bn, kt), owner_step=128, nthreads=nthr)
+        b.partition("tPsB", Smem("B", sB), part, "part", f"(MMA,PARTS,MMA_K,PIPE), sB in parts of {bn // 2} "
+                    "columns, part p what the kernel's tPrB<p> reads (sm90_consumer_scaled.cuh: part 0's "
+                    "wgmmas, then part 1's)", "B", exact=consumers == 1, tile=(bn, kt), owner_step=128,
+                    nthreads=nthr)
 
 
 @recipe("cute/c5_wgmma.cu")
