@@ -1,5 +1,5 @@
-"""`cute-gemm layouts`: the CuTe kernels' layouts as a summary (the full dump is ~70,000 lines),
-full text grids (--full) or SVG/PNG pictures with an index.html gallery; and the self-checks."""
+"""`cute-gemm layouts`: the CuTe kernels' layouts as a summary, full text grids (--full) or SVG/PNG
+pictures with an index.html gallery; and the self-checks."""
 from __future__ import annotations
 
 import functools

@@ -351,7 +351,7 @@ class TiledMMA:
     def partition(self, which: str, view: View, t: int) -> View:
         """get_slice(t).partition_A / B / C(view)."""
         c = flat_coord(self.vmnk, t)
-        a, b = {"A": (1, 3), "B": (2, 3), "C": (1, 2)}[which]
+        a, b = (i + 1 for i in _MODES[which])
         thr = View(self.thrfrg(which, view.layout), view.offset)
         return thr((c[0], (c[a], c[b])), (None, _all(len(thr.layout[1][1]))))
 

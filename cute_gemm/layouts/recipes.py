@@ -337,7 +337,7 @@ def _c4(b: Recipe) -> None:
     for one A atom (not B's)."""
     bM, bN, bK = b.tiler
     nt, v = b.nthreads, 8                     # 16-byte vectors of 16-bit values
-    ents = {e: a for e, a in entries(b.kernel, "CG_MMA_ENTRY").items() if e in b.kernel.entries}
+    ents = entries(b.kernel, "CG_MMA_ENTRY")
     for op, di, ext in (("A", 2, bM), ("B", 3, bN)):
         # G (the last argument): 16-byte vectors (G 16; 2: filled by loads), 4-byte granules (_al2)
         for (macro, g), users in _by(ents, lambda a: (a[di], a[-1] == "4") if a[0] == "bfloat16_t" else None):
