@@ -135,9 +135,9 @@ def _marks(g: Grid):
              (10, 38, g.subtitle, 12, "start", False, False, "black"),
              (10, 54, g.legend, 11, "start", False, False, "#555")]
     texts += [(left + c * cw + cw / 2, top - 4, str(c), 10, "middle", False, False, "#333")
-              for c in range(0, g.cols, 1 if labels else max(1, 96 // max(cw, 1)))]
+              for c in range(0, g.cols, 1 if labels else max(1, 96 // cw))]
     texts += [(left - 4, top + r * ch + ch / 2, str(r), 10, "end", True, False, "#333")
-              for r in range(0, g.rows, 1 if labels else max(1, 12 // max(ch, 1) + 1))]
+              for r in range(0, g.rows, 1 if labels else 12 // ch + 1)]
     rects = [(left + c * cw, top + r * ch, cw, ch, cell.fill, "#888", 0.5 if labels else 0.1)
              for (r, c), cell in g.cells.items()]
     rects += [(left + c * cw + 1, top + r * ch + 1, cw - 2, ch - 2, "none", "black", 2)
