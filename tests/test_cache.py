@@ -81,7 +81,7 @@ def test_key_covers_headers_and_nvrtc_version(tmp_cache, monkeypatch):
     monkeypatch.setattr(paths, "header_dirs", lambda: real)
     monkeypatch.setattr(comp, "nvrtc_key_version", lambda: (99, 9))
     assert cache.cache_key(NAIVE, "sm_90", src, opts) != k0         # NVRTC version
-    monkeypatch.setattr(cache, "_include_digest", lambda: "different")
+    monkeypatch.setattr(cache, "_include_digest", lambda source: "different")
     assert cache.cache_key(NAIVE, "sm_90", src, opts) != k0         # our include/
 
 
@@ -260,7 +260,7 @@ def linked_include(tmp_path):
     (real / "x.cuh").write_text("#define X 1\n")
     inc = tmp_path / "include"
     (inc / "cute_gemm").mkdir(parents=True)
-    (inc / "cute_gemm" / "common.cuh").write_text("// common\n")
+    (inc / "cute_gemm" / "common.cuh").write_text("#include <linked/x.cuh>\n")
     (inc / "linked").symlink_to(real, target_is_directory=True)
     (real / "loop").symlink_to(inc, target_is_directory=True)
     return inc, real / "x.cuh"
@@ -278,6 +278,31 @@ def test_key_covers_headers_in_symlinked_folders(linked_include, monkeypatch):
     assert cache.cache_key(NAIVE, "sm_90", src, opts) == k0
     header.write_text("#define X 2\n")                  # same size: content, not stat, is keyed
     assert cache.cache_key(NAIVE, "sm_90", src, opts) != k0
+
+
+def test_key_covers_the_headers_a_source_includes_and_no_other(tmp_path, monkeypatch):
+    """A header's edit recompiles the kernels that may include it (through another header, or
+    inside an #if: counted all the same), not every kernel."""
+    from cute_gemm.build import compile as comp, paths
+    inc = tmp_path / "include"
+    (inc / "cute_gemm" / "deep").mkdir(parents=True)
+    files = {"common.cuh": '#include <cute_gemm/inner.cuh>\n#if 0\n#include "deep/cond.cuh"\n#endif\n',
+             "inner.cuh": "#define INNER 1\n", "deep/cond.cuh": "#define COND 1\n",
+             "other.cuh": "#define OTHER 1\n"}
+    for rel, text in files.items():
+        (inc / "cute_gemm" / rel).write_text(text)
+    monkeypatch.setattr(paths, "project_include_dir", lambda: inc)
+    src = comp.read_source(NAIVE)
+    assert "#include <cute_gemm/common.cuh>" in src
+    opts = comp.options(NAIVE, "sm_90")
+    key = lambda: cache.cache_key(NAIVE, "sm_90", src, opts)  # noqa: E731
+    k0 = key()
+    (inc / "cute_gemm" / "other.cuh").write_text("#define OTHER 2\n")
+    assert key() == k0, "a header the source does not include changed its key"
+    for rel in ("inner.cuh", "deep/cond.cuh"):
+        (inc / "cute_gemm" / rel).write_text("#define CHANGED 1\n")
+        assert key() != k0, f"{rel}: an included header's edit kept the key"
+        k0 = key()
 
 
 def test_header_override_fingerprint_covers_symlinked_folders(linked_include, monkeypatch):

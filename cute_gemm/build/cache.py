@@ -46,15 +46,16 @@ def disk_enabled() -> bool:
     return os.environ.get("CUTE_GEMM_DISABLE_CACHE", "").strip().lower() not in ("1", "true", "yes", "on")
 
 
-def _include_digest() -> str:
-    # not memoised: include/ is a few KB, and an edit during a long session must change the key
-    return paths.tree_digest(paths.project_include_dir())
+def _include_digest(source: str) -> str:
+    # not memoised: the headers are a few KB, and an edit during a long session must change the key
+    return paths.include_digest(source, paths.project_include_dir())
 
 
 def cache_key(kernel, arch: str, source: str, opts: list[str]) -> str:
-    """sha256 of the text NVRTC compiles, every file under include/, the header wheels' versions
-    (or an override folder's fingerprint), the options but -I, the arch and the NVRTC version."""
-    material = {"format": FORMAT, "source": source, "include": _include_digest(),
+    """sha256 of the text NVRTC compiles, the files under include/ it includes, the header
+    wheels' versions (or an override folder's fingerprint), the options but -I, the arch and
+    the NVRTC version."""
+    material = {"format": FORMAT, "source": source, "include": _include_digest(source),
                 "headers": [h.fingerprint for h in paths.header_dirs()],
                 "options": [o for o in opts if not o.startswith("-I")], "arch": arch,
                 "nvrtc": list(_compile.nvrtc_key_version())}

@@ -86,6 +86,32 @@ def walk_files(top: Path):
                 yield os.path.relpath(full, top), full
 
 
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"\n]+)[>"]', re.M)
+
+
+def include_digest(source: str, top: Path) -> str:
+    """sha256 over the path and content of every file under `top` that `source` includes,
+    directly or through another. Every #include line counts, inside an #if or not: never
+    fewer files than a compile reads, so an edit of a header changes the keys of the sources
+    that may include it, and no other. A quoted name is looked up beside its includer first."""
+    found: dict[str, bytes] = {}
+    todo = [("", m) for m in _INCLUDE.findall(source.encode())]
+    while todo:
+        here, (quote, name) = todo.pop()
+        names = [os.path.normpath(os.path.join(here, name.decode()))] if quote == b'"' else []
+        for rel in names + [os.path.normpath(name.decode())]:
+            full = top / rel
+            if rel in found or not full.is_file():
+                continue
+            found[rel] = full.read_bytes()
+            todo += [(os.path.dirname(rel), m) for m in _INCLUDE.findall(found[rel])]
+            break
+    h = hashlib.sha256()
+    for rel in sorted(found):
+        h.update(rel.encode() + b"\0" + found[rel] + b"\0")
+    return h.hexdigest()
+
+
 def tree_digest(top: Path, contents: bool = True) -> str:
     """sha256 over the relative path and the content (else size and mtime) of every file
     under `top`, symlinked folders included (an #include resolves through them)."""
