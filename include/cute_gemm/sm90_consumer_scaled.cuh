@@ -95,9 +95,9 @@ __device__ __forceinline__ void consume_scaled(Mma const& mma, Part const& part,
         for (int p = 0; p < kParts; ++p) fb[p] = e.block_b(min(col0 + p * kPartN, N - 1) / 128, g);
       }
     };
-    // part p of k-tile stage s: its wgmmas (the first overwrites acc), waited for; then
-    // acc, times the k-tile's block scales, added into the sum's part
-    auto compute = [&](auto const& tPrB, auto& sum_p, float fb_p, int s, bool last) {
+    // part p of k-tile stage s: its wgmmas (the first overwrites acc), waited for; then acc
+    // times f0 (row r) or f1 (row r + 8), the k-tile's block scales, added into the sum's part
+    auto compute = [&](auto const& tPrB, auto& sum_p, float f0, float f1, int s, bool last) {
       warpgroup_fence_operand(acc);
       warpgroup_arrive();
       gemm(part_first, tCrA(_, _, 0, s), tPrB(_, _, 0, s), acc);
@@ -107,19 +107,28 @@ __device__ __forceinline__ void consume_scaled(Mma const& mma, Part const& part,
       warpgroup_wait<0>();
       warpgroup_fence_operand(acc);
       if (last && releaser) ring->template release<kCluster>(s);
-      const float f0 = fa0 * fb_p, f1 = fa1 * fb_p;
       CUTE_UNROLL
       for (int i = 0; i < size(acc); ++i) {
         const int dr = get<0>(rows(i)) - get<0>(rows(0));   // 0 or 8, known when unrolled
         sum_p(i) = fmaf(dr == 0 ? f0 : f1, acc(i), sum_p(i));
       }
     };
+    // k-tile t + 1's factors are loaded and multiplied while k-tile t is computed: ptxas puts
+    // a product left to the next k-tile ahead of that k-tile's wgmmas, whose issue then waits
+    // for the loads (docs/design/cute_wgmma_ws.md#block-scales)
+    float f[kParts][2];
+    auto products = [&] {
+      CUTE_UNROLL
+      for (int p = 0; p < kParts; ++p) f[p][0] = fa0 * fb[p], f[p][1] = fa1 * fb[p];
+    };
     factors(0);
+    products();
     for (int t = 0; t < run; ++t, st.advance()) {
       ring->wait(st);
-      compute(tPrB0, sum0, fb[0], st.index, kParts == 1);
-      if constexpr (kParts == 2) compute(tPrB1, sum1, fb[1], st.index, true);
-      factors(t + 1);                                      // (loaded under the next k-tile)
+      factors(t + 1);
+      compute(tPrB0, sum0, f[0][0], f[0][1], st.index, kParts == 1);
+      if constexpr (kParts == 2) compute(tPrB1, sum1, f[1][0], f[1][1], st.index, true);
+      products();
     }
     if (m_blk * kBlkM >= M) continue;                      // a cluster's tile past M: no partial
     if (!piece_done<128 * WsConfig::consumers, kCluster, false>(sum, sum, split, item, ws, thread,
