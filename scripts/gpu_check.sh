@@ -32,21 +32,23 @@ STAGE="${STAGE:-all}"
 [ "$STAGE" = sanitize ] && exec bash scripts/sanitize.sh
 # STAGE=gpu: every GPU test file at once over JOBS pytest workers (pytest-xdist: carry its
 # wheel and execnet's in .whl), the compiles spread with them, then the cache packed for the
-# next call (device_env.sh). From a cold cache the ~1,900 tests outrun one call (55 % in 500 s
-# on the H200, the compiles): PART=1, 2 or 3 runs a third of them (carry the previous part's
-# cgpack); a failure is named as it happens (-v into $OUT/pytest_gpu.txt), so a run cut short
-# still says what failed; --timeout-method=thread names a test whose kernel hangs (a signal
-# waits behind the synchronize it hangs in). Then the whole-device tests, which skip under
-# the workers, in one process (WHOLE_SECONDS, default 120).
+# next call (device_env.sh). From a cold cache the ~2,900 tests outrun one call: PART=1 to 5
+# runs a fifth of them (carry the previous part's cgpack; PYTEST_SECONDS, and part 5's
+# compile-ahead before it, must fit the call, or nothing is packed); a failure is named as it happens (-v into $OUT/pytest_gpu.txt),
+# so a run cut short still says what failed; --timeout-method=thread names a test whose
+# kernel hangs (a signal waits behind the synchronize it hangs in). Then the whole-device
+# tests, which skip under the workers, in one process (WHOLE_SECONDS, default 120).
 GPU_PARTS=("tests/test_tensor_cores_gpu.py tests/test_3xtf32_gpu.py"
-"tests/test_fp8_gpu.py tests/test_epilogue_gpu.py tests/test_capture_gpu.py tests/test_streamk.py"
-"tests/test_batched_gpu.py tests/test_gpu.py tests/test_skinny_gpu.py tests/test_reliability_gpu.py
-tests/test_auto_gpu.py tests/test_hotpath_gpu.py tests/test_swap.py tests/test_torch_gpu.py
-tests/test_firstuse_gpu.py tests/test_copies_gpu.py tests/test_cluster_split_gpu.py")
+"tests/test_fp8_gpu.py"
+"tests/test_epilogue_gpu.py"
+"tests/test_capture_gpu.py tests/test_streamk.py tests/test_batched_gpu.py"
+"tests/test_gpu.py tests/test_skinny_gpu.py tests/test_reliability_gpu.py tests/test_auto_gpu.py
+tests/test_hotpath_gpu.py tests/test_swap.py tests/test_torch_gpu.py tests/test_firstuse_gpu.py
+tests/test_copies_gpu.py tests/test_cluster_split_gpu.py")
 if [ "$STAGE" = gpu ]; then
   files=${GPU_PARTS[*]}
   [ -n "${PART:-}" ] && files=${GPU_PARTS[$((PART - 1))]}
-  if [ "${PART:-3}" = 3 ]; then
+  if [ "${PART:-5}" = 5 ]; then
     # the cross-checks of every kernel (test_gpu.py) compile what they launch one after another
     # (~130 entry points a layout, cold): side by side first, as `cute-gemm check` does
     python3 scripts/compile_ahead.py
