@@ -100,12 +100,12 @@ def include_digest(source: str, top: Path) -> str:
         here, (quote, name) = todo.pop()
         names = [os.path.normpath(os.path.join(here, name.decode()))] if quote == b'"' else []
         for rel in names + [os.path.normpath(name.decode())]:
-            full = top / rel
-            if rel in found or not full.is_file():
-                continue
-            found[rel] = full.read_bytes()
-            todo += [(os.path.dirname(rel), m) for m in _INCLUDE.findall(found[rel])]
-            break
+            if rel in found:
+                break
+            if (top / rel).is_file():
+                found[rel] = (top / rel).read_bytes()
+                todo += [(os.path.dirname(rel), m) for m in _INCLUDE.findall(found[rel])]
+                break
     h = hashlib.sha256()
     for rel in sorted(found):
         h.update(rel.encode() + b"\0" + found[rel] + b"\0")
